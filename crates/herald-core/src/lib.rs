@@ -1,0 +1,18 @@
+//! Herald's pure core.
+//!
+//! Everything in this crate is plain Rust: no I/O, no async, no global state.
+//! Time comes in through [`Clock`] so that schedules, leases and retries can be
+//! driven by tests without sleeping.
+
+pub mod clock;
+pub mod retry;
+pub mod shard;
+pub mod time;
+pub mod timer;
+pub mod wheel;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use retry::RetryPolicy;
+pub use shard::shard_for;
+pub use timer::{Priority, TimerId, TimerKind, TimerState, TransitionError};
+// pub use wheel::{Wheel, WheelKey};

@@ -1,0 +1,169 @@
+//! The timer: Herald's unit of work, and its state machine.
+
+use serde::{Deserialize, Serialize};
+
+/// Store-assigned identifier of a timer.
+pub type TimerId = i64;
+
+/// Higher fires first among timers due at the same moment. 0..=9, default 5.
+pub type Priority = u8;
+pub const MAX_PRIORITY: Priority = 9;
+pub const DEFAULT_PRIORITY: Priority = 5;
+
+/// What created a timer; reminders and rule executions are timers too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimerKind {
+    /// A one-shot timer created through `POST /v1/timers`.
+    Timer,
+}
+
+impl TimerKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TimerKind::Timer => "timer",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "timer" => Some(TimerKind::Timer),
+            _ => None,
+        }
+    }
+}
+
+/// Lifecycle of a timer.
+///
+/// `Firing` is the in-memory state between dispatch and the written outcome:
+/// firing costs no store write, so the store only ever holds the other states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimerState {
+    Pending,
+    Firing,
+    /// The channel acknowledged delivery.
+    Done,
+    /// The channel refused it permanently (e.g. a 4xx from a webhook).
+    Failed,
+    Cancelled,
+    /// Retryable failures used up every attempt.
+    Dead,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("illegal timer transition {from:?} -> {to:?}")]
+pub struct TransitionError {
+    pub from: TimerState,
+    pub to: TimerState,
+}
+
+impl TimerState {
+    pub const ALL: [TimerState; 6] = [
+        TimerState::Pending,
+        TimerState::Firing,
+        TimerState::Done,
+        TimerState::Failed,
+        TimerState::Cancelled,
+        TimerState::Dead,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TimerState::Pending => "pending",
+            TimerState::Firing => "firing",
+            TimerState::Done => "done",
+            TimerState::Failed => "failed",
+            TimerState::Cancelled => "cancelled",
+            TimerState::Dead => "dead",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+
+    /// Compact code used by stores.
+    pub fn code(self) -> i64 {
+        match self {
+            TimerState::Pending => 0,
+            TimerState::Firing => 1,
+            TimerState::Done => 2,
+            TimerState::Failed => 3,
+            TimerState::Cancelled => 4,
+            TimerState::Dead => 5,
+        }
+    }
+
+    pub fn from_code(c: i64) -> Option<Self> {
+        Self::ALL.into_iter().find(|st| st.code() == c)
+    }
+
+    /// No transition leaves a final state.
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            TimerState::Done | TimerState::Failed | TimerState::Cancelled | TimerState::Dead
+        )
+    }
+
+    /// The legal moves: `pending → firing | cancelled`, `firing → done | failed | dead`,
+    /// and `firing → pending` when a retryable failure is scheduled again.
+    pub fn can_become(self, to: TimerState) -> bool {
+        use TimerState::*;
+        matches!(
+            (self, to),
+            (Pending, Firing)
+                | (Pending, Cancelled)
+                | (Firing, Done)
+                | (Firing, Failed)
+                | (Firing, Dead)
+                | (Firing, Pending)
+        )
+    }
+
+    pub fn transition(self, to: TimerState) -> Result<TimerState, TransitionError> {
+        if self.can_become(to) {
+            Ok(to)
+        } else {
+            Err(TransitionError { from: self, to })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_and_names_round_trip() {
+        for s in TimerState::ALL {
+            assert_eq!(TimerState::from_code(s.code()), Some(s));
+            assert_eq!(TimerState::parse(s.as_str()), Some(s));
+        }
+        assert_eq!(TimerState::from_code(99), None);
+        assert_eq!(TimerKind::parse("timer"), Some(TimerKind::Timer));
+    }
+
+    #[test]
+    fn only_legal_transitions() {
+        use TimerState::*;
+        let legal = [
+            (Pending, Firing),
+            (Pending, Cancelled),
+            (Firing, Done),
+            (Firing, Failed),
+            (Firing, Dead),
+            (Firing, Pending),
+        ];
+        for from in TimerState::ALL {
+            for to in TimerState::ALL {
+                let ok = legal.contains(&(from, to));
+                assert_eq!(from.can_become(to), ok, "{from:?} -> {to:?}");
+                assert_eq!(from.transition(to).is_ok(), ok);
+            }
+        }
+        for s in TimerState::ALL.into_iter().filter(|s| s.is_final()) {
+            assert!(TimerState::ALL.iter().all(|&to| !s.can_become(to)));
+        }
+    }
+}

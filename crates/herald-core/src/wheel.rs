@@ -1,0 +1,1 @@
+//! Hierarchical timing wheel (placeholder: implemented in its own change).

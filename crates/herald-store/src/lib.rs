@@ -1,0 +1,96 @@
+//! The `Store` seam.
+//!
+//! Everything Herald keeps goes through [`Store`]. The engine and the API know
+//! this trait only; backends (SQLite now, PostgreSQL next) live in their own
+//! modules and are chosen by URL with [`open`]. One conformance suite
+//! ([`conformance`]) runs unchanged against every backend.
+
+pub mod conformance;
+pub mod sqlite;
+mod types;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use herald_core::TimerId;
+
+pub use types::*;
+
+/// Errors a store can give.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The URL names no backend this build knows.
+    #[error("unsupported store url {0:?}: expected sqlite://PATH")]
+    UnsupportedUrl(String),
+    /// The backend failed; the operation did not commit.
+    #[error("store backend error: {0}")]
+    Backend(String),
+    /// A row held a value this version cannot read.
+    #[error("corrupt row: {0}")]
+    Corrupt(String),
+    /// A blocking task running the query was lost (panic or shutdown).
+    #[error("store task failed: {0}")]
+    Task(String),
+}
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// Everything durable.
+///
+/// Every method that writes commits one transaction before it returns `Ok`:
+/// an `Ok` means the change is on disk. A method that returns `Err` changed nothing.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// The number of virtual shards. Fixed when the store is first created with
+    /// `wanted`; later calls return the stored value whatever `wanted` is.
+    async fn init_shards(&self, wanted: u16) -> Result<u16>;
+
+    /// Applies a batch of API writes in one transaction (group commit): one
+    /// result per op, in order. An op that cannot apply (e.g. cancelling a timer
+    /// that already fired) yields its result and does not abort the others.
+    async fn apply(&self, ops: Vec<WriteOp>) -> Result<Vec<WriteResult>>;
+
+    /// One timer, whatever its state.
+    async fn get_timer(&self, id: TimerId) -> Result<Option<TimerRecord>>;
+
+    /// Pending timers with `(due_at, id) > after` and `due_at < until`, ordered by
+    /// `(due_at, id)`, at most `limit`. Uses an index: never a full scan.
+    async fn load_due(
+        &self,
+        after: Option<DueCursor>,
+        until: i64,
+        limit: usize,
+    ) -> Result<Vec<DueEntry>>;
+
+    /// The full rows of those of `ids` that are still pending (any order; unknown or
+    /// non-pending ids are left out).
+    async fn fetch_pending(&self, ids: &[TimerId]) -> Result<Vec<TimerRecord>>;
+
+    /// Records a batch of delivery attempts in one transaction: one send-log row per
+    /// completion, and the timer's new state. A timer update applies only if the timer
+    /// is still pending with `attempts == completion.attempt - 1`; otherwise (it was
+    /// cancelled meanwhile, or another attempt already completed) the send-log row is
+    /// still written but the timer is left alone. Returns, per completion, whether the
+    /// timer update applied.
+    async fn complete(&self, batch: Vec<Completion>) -> Result<Vec<bool>>;
+
+    /// The send log of one timer, oldest attempt first.
+    async fn deliveries_for(&self, timer_id: TimerId) -> Result<Vec<DeliveryRecord>>;
+
+    /// Number of timers in each state (states with none are left out).
+    async fn count_by_state(&self) -> Result<Vec<(herald_core::TimerState, u64)>>;
+}
+
+/// Opens the store a URL names: `sqlite://PATH` (the file and its directory are
+/// created if missing) or `sqlite::memory:`.
+pub async fn open(url: &str, opts: &StoreOptions) -> Result<Arc<dyn Store>> {
+    if let Some(path) = url.strip_prefix("sqlite://") {
+        let store = sqlite::SqliteStore::open(path, opts).await?;
+        return Ok(Arc::new(store));
+    }
+    if url == "sqlite::memory:" {
+        let store = sqlite::SqliteStore::open_memory(opts).await?;
+        return Ok(Arc::new(store));
+    }
+    Err(StoreError::UnsupportedUrl(url.to_string()))
+}

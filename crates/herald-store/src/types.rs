@@ -1,0 +1,179 @@
+//! Plain data passed across the `Store` seam.
+
+use herald_core::{Priority, TimerId, TimerKind, TimerState};
+use serde::{Deserialize, Serialize};
+
+/// Backend tuning that is not part of the URL.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StoreOptions {
+    /// SQLite `synchronous`: `full` fsyncs every commit, so an acknowledged write
+    /// survives power loss; `normal` survives a process crash only.
+    pub sqlite_synchronous: String,
+    /// Read connections kept open beside the single writer.
+    pub read_connections: usize,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        Self {
+            sqlite_synchronous: "full".into(),
+            read_connections: 4,
+        }
+    }
+}
+
+/// A timer to create.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewTimer {
+    pub shard: u16,
+    /// Unix milliseconds.
+    pub due_at: i64,
+    pub priority: Priority,
+    pub kind: TimerKind,
+    /// Name of a configured channel.
+    pub channel: String,
+    pub recipient: String,
+    /// The message object, as JSON text.
+    pub message: String,
+    /// Caller-supplied key; unique among timers that have one.
+    pub idempotency_key: Option<String>,
+    pub created_at: i64,
+}
+
+/// A timer as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimerRecord {
+    pub id: TimerId,
+    pub shard: u16,
+    pub due_at: i64,
+    pub priority: Priority,
+    pub kind: TimerKind,
+    pub state: TimerState,
+    pub channel: String,
+    pub recipient: String,
+    pub message: String,
+    pub idempotency_key: Option<String>,
+    /// Attempts made so far (0 until the first outcome is written).
+    pub attempts: u32,
+    pub last_error: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+    /// When the channel acknowledged delivery.
+    pub delivered_at: Option<i64>,
+}
+
+impl TimerRecord {
+    /// The key passed to providers: the caller's own key, or one derived from the id.
+    pub fn delivery_key(&self) -> String {
+        match &self.idempotency_key {
+            Some(k) => k.clone(),
+            None => format!("herald-timer-{}", self.id),
+        }
+    }
+}
+
+/// One write in a group-commit batch.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WriteOp {
+    InsertTimer(NewTimer),
+    /// Cancel a pending timer at time `at`.
+    CancelTimer { id: TimerId, at: i64 },
+}
+
+/// The result of one [`WriteOp`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum WriteResult {
+    /// A new timer was inserted.
+    Created(TimerRecord),
+    /// A timer with the same idempotency key already existed; nothing was written.
+    Existing(TimerRecord),
+    /// The timer was pending and is now cancelled.
+    Cancelled(TimerRecord),
+    /// No timer has that id.
+    NotFound,
+    /// The timer is no longer pending; it is returned as it is.
+    NotCancellable(TimerRecord),
+}
+
+/// Position in the `(due_at, id)` order of pending timers, for keyset paging.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct DueCursor {
+    pub due_at: i64,
+    pub id: TimerId,
+}
+
+/// What the loader needs to place a timer in the wheel: small on purpose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DueEntry {
+    pub id: TimerId,
+    pub due_at: i64,
+    pub shard: u16,
+    pub priority: Priority,
+}
+
+impl DueEntry {
+    pub fn cursor(&self) -> DueCursor {
+        DueCursor { due_at: self.due_at, id: self.id }
+    }
+}
+
+/// How one delivery attempt ended, and what it does to the timer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CompletionOutcome {
+    /// Delivered: the timer becomes `done`.
+    Done,
+    /// Failed retryably: the timer stays pending, due again at `next_due_at`.
+    Retry { next_due_at: i64 },
+    /// Refused permanently: the timer becomes `failed`.
+    Failed,
+    /// Failed retryably with no attempts left: the timer becomes `dead`.
+    Dead,
+}
+
+impl CompletionOutcome {
+    /// The send-log outcome name.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            CompletionOutcome::Done => "delivered",
+            CompletionOutcome::Retry { .. } => "retry",
+            CompletionOutcome::Failed => "failed",
+            CompletionOutcome::Dead => "dead",
+        }
+    }
+}
+
+/// One finished delivery attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Completion {
+    pub timer_id: TimerId,
+    /// 1 for the first attempt.
+    pub attempt: u32,
+    pub outcome: CompletionOutcome,
+    pub channel: String,
+    pub idempotency_key: String,
+    /// Message id the provider gave, if any.
+    pub provider_msgid: Option<String>,
+    /// Provider status (HTTP status for webhooks), if any.
+    pub status: Option<i64>,
+    pub error: Option<String>,
+    pub started_at: i64,
+    pub finished_at: i64,
+}
+
+/// One row of the send log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeliveryRecord {
+    pub id: i64,
+    pub timer_id: TimerId,
+    pub attempt: u32,
+    pub channel: String,
+    /// `delivered`, `retry`, `failed` or `dead`.
+    pub outcome: String,
+    pub idempotency_key: String,
+    pub provider_msgid: Option<String>,
+    pub status: Option<i64>,
+    pub error: Option<String>,
+    pub started_at: i64,
+    pub finished_at: i64,
+}
