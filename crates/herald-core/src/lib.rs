@@ -15,4 +15,4 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use retry::RetryPolicy;
 pub use shard::shard_for;
 pub use timer::{Priority, TimerId, TimerKind, TimerState, TransitionError};
-// pub use wheel::{Wheel, WheelKey};
+pub use wheel::{Wheel, WheelKey};

@@ -1,1 +1,338 @@
-//! placeholder
+//! Herald's engine.
+//!
+//! It turns committed timers into deliveries: a loader keeps the next window
+//! of pending timers in a timing wheel, a driver fires them on time, a fetcher
+//! reads their rows and routes them to channels, channel loops send within
+//! each channel's limits, and a completer records outcomes in batches. API
+//! writes go through a group-commit writer.
+//!
+//! The engine sees the world through two seams only: [`herald_store::Store`]
+//! and [`herald_channels::Channel`]. It knows neither SQL nor HTTP.
+
+mod completer;
+mod dispatch;
+mod loader;
+pub mod metrics;
+mod queue;
+mod schedule;
+mod stop;
+mod writer;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use herald_channels::Channel;
+use herald_core::{Clock, RetryPolicy, TimerId};
+use herald_store::{Store, TimerRecord, WriteOp, WriteResult};
+use serde::{Deserialize, Serialize};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use dispatch::{ChannelRuntime, Flight};
+use queue::{DueTimer, UrgentQueue};
+use schedule::Schedule;
+pub use stop::Stop;
+
+/// Runtime settings; all have defaults fit for one node.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EngineConfig {
+    /// How far ahead the loader keeps pending timers in the wheel.
+    pub window_ms: i64,
+    /// Timers read per loader query.
+    pub load_batch: usize,
+    /// How often the loader tops the window up.
+    pub load_interval_ms: u64,
+    /// Most timers held in the wheel at once (bounds memory).
+    pub max_loaded: usize,
+    /// Most deliveries fetched and not yet recorded. Bounds memory, and bounds
+    /// what a crash can deliver twice.
+    pub max_inflight: usize,
+    /// Timer rows read per fetch.
+    pub fetch_batch: usize,
+    /// Most outcomes recorded per transaction.
+    pub complete_batch: usize,
+    /// Most API writes per group-commit transaction.
+    pub write_batch: usize,
+    /// How often store-wide gauges (timers by state) are sampled; 0 turns it off.
+    pub stats_interval_ms: u64,
+    /// Longest a graceful shutdown waits for in-flight deliveries.
+    pub drain_timeout_ms: u64,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            window_ms: 60_000,
+            load_batch: 10_000,
+            load_interval_ms: 1_000,
+            max_loaded: 2_000_000,
+            max_inflight: 20_000,
+            fetch_batch: 1_000,
+            complete_batch: 5_000,
+            write_batch: 20_000,
+            stats_interval_ms: 10_000,
+            drain_timeout_ms: 10_000,
+        }
+    }
+}
+
+/// A channel and the limits the engine applies to it.
+pub struct ChannelSpec {
+    pub channel: Arc<dyn Channel>,
+    pub concurrency: usize,
+    pub rate_per_sec: Option<f64>,
+    pub retry: RetryPolicy,
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum EngineError {
+    #[error("store: {0}")]
+    Store(String),
+    #[error("the engine is shutting down")]
+    ShuttingDown,
+}
+
+/// A timer as the API shows it: the stored row, plus whether this node is
+/// delivering it right now.
+#[derive(Debug, Clone)]
+pub struct TimerView {
+    pub record: TimerRecord,
+    pub firing: bool,
+}
+
+struct Inner {
+    store: Arc<dyn Store>,
+    write_tx: mpsc::Sender<writer::WriteRequest>,
+    flight: Arc<Flight>,
+    schedule: Arc<Schedule>,
+    ready: Arc<UrgentQueue<DueTimer>>,
+    channels: Arc<HashMap<String, Arc<ChannelRuntime>>>,
+    stop: Arc<Stop>,
+    cfg: EngineConfig,
+    shards: u16,
+    tasks: parking_lot::Mutex<Vec<JoinHandle<()>>>,
+}
+
+/// A running engine. Cheap to clone.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+impl Engine {
+    /// Starts every background task. `shards` is the cluster's shard count as
+    /// the store reports it.
+    pub async fn start(
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        channels: Vec<ChannelSpec>,
+        cfg: EngineConfig,
+        shards: u16,
+    ) -> Self {
+        metrics::describe();
+        let hot = metrics::Hot::new();
+        let stop = Arc::new(Stop::default());
+        let schedule = Arc::new(Schedule::new(clock.now_ms()));
+        let ready = Arc::new(UrgentQueue::new());
+        let flight = Arc::new(Flight::new(cfg.max_inflight.max(1)));
+        let runtimes: HashMap<String, Arc<ChannelRuntime>> = channels
+            .into_iter()
+            .map(|spec| (spec.channel.name().to_string(), Arc::new(ChannelRuntime::new(spec))))
+            .collect();
+        let runtimes = Arc::new(runtimes);
+        let (write_tx, write_rx) = mpsc::channel(65_536);
+        let (done_tx, done_rx) = mpsc::unbounded_channel();
+
+        let mut tasks = Vec::new();
+        tasks.push(tokio::spawn(writer::run(
+            store.clone(),
+            schedule.clone(),
+            write_rx,
+            cfg.write_batch.max(1),
+            hot.clone(),
+        )));
+        tasks.push(tokio::spawn(completer::run(
+            store.clone(),
+            schedule.clone(),
+            flight.clone(),
+            done_rx,
+            cfg.complete_batch.max(1),
+            hot.clone(),
+        )));
+        for rt in runtimes.values() {
+            tasks.push(tokio::spawn(dispatch::channel_loop(
+                rt.clone(),
+                flight.clone(),
+                done_tx.clone(),
+                clock.clone(),
+                hot.clone(),
+                stop.clone(),
+            )));
+        }
+        tasks.push(tokio::spawn(dispatch::fetch_loop(
+            store.clone(),
+            ready.clone(),
+            runtimes.clone(),
+            flight.clone(),
+            done_tx,
+            clock.clone(),
+            cfg.fetch_batch.max(1),
+            hot.clone(),
+            stop.clone(),
+        )));
+        tasks.push(tokio::spawn(schedule.clone().drive(clock.clone(), ready.clone(), stop.clone())));
+        tasks.push(tokio::spawn(loader::run(
+            store.clone(),
+            schedule.clone(),
+            clock.clone(),
+            cfg.clone(),
+            stop.clone(),
+        )));
+        tasks.push(tokio::spawn(gauges(
+            store.clone(),
+            schedule.clone(),
+            ready.clone(),
+            flight.clone(),
+            cfg.stats_interval_ms,
+            hot,
+            stop.clone(),
+        )));
+        tracing::info!(
+            shards,
+            channels = runtimes.len(),
+            window_ms = cfg.window_ms,
+            max_inflight = cfg.max_inflight,
+            "engine started"
+        );
+        Self {
+            inner: Arc::new(Inner {
+                store,
+                write_tx,
+                flight,
+                schedule,
+                ready,
+                channels: runtimes,
+                stop,
+                cfg,
+                shards,
+                tasks: parking_lot::Mutex::new(tasks),
+            }),
+        }
+    }
+
+    /// The number of virtual shards timers are spread over.
+    pub fn shards(&self) -> u16 {
+        self.inner.shards
+    }
+
+    pub fn has_channel(&self, name: &str) -> bool {
+        self.inner.channels.contains_key(name)
+    }
+
+    pub fn channel_names(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.inner.channels.keys().cloned().collect();
+        v.sort();
+        v
+    }
+
+    /// Applies writes through the group-commit writer. Returns after the
+    /// transaction holding them committed; created timers are then already
+    /// scheduled.
+    pub async fn submit(&self, ops: Vec<WriteOp>) -> Result<Vec<WriteResult>, EngineError> {
+        if self.inner.stop.is_stopped() {
+            return Err(EngineError::ShuttingDown);
+        }
+        let (reply, rx) = oneshot::channel();
+        self.inner
+            .write_tx
+            .send(writer::WriteRequest { ops, reply })
+            .await
+            .map_err(|_| EngineError::ShuttingDown)?;
+        rx.await.map_err(|_| EngineError::ShuttingDown)?
+    }
+
+    pub async fn get_timer(&self, id: TimerId) -> Result<Option<TimerView>, EngineError> {
+        let record = self
+            .inner
+            .store
+            .get_timer(id)
+            .await
+            .map_err(|e| EngineError::Store(e.to_string()))?;
+        Ok(record.map(|record| TimerView { firing: self.is_firing(id), record }))
+    }
+
+    /// Whether this node is delivering the timer right now.
+    pub fn is_firing(&self, id: TimerId) -> bool {
+        self.inner.flight.ids.lock().contains(&id)
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.inner.store
+    }
+
+    /// Timers in this node's wheel, due ones waiting, and deliveries in flight.
+    pub fn load_figures(&self) -> (usize, usize, usize) {
+        (self.inner.schedule.len(), self.inner.ready.len(), self.inner.flight.in_flight())
+    }
+
+    /// Stops firing, lets in-flight deliveries finish and be recorded (up to
+    /// `drain_timeout_ms`), then stops every task. Timers not yet fired stay
+    /// pending in the store.
+    pub async fn shutdown(&self) {
+        let inner = &self.inner;
+        inner.stop.stop();
+        inner.ready.wake();
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(inner.cfg.drain_timeout_ms);
+        while inner.flight.in_flight() > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let left = inner.flight.in_flight();
+        if left > 0 {
+            tracing::warn!(left, "shutdown: deliveries still in flight; they stay pending and fire again");
+        }
+        for t in inner.tasks.lock().drain(..) {
+            t.abort();
+        }
+    }
+}
+
+/// Samples gauges: cheap ones every second, store-wide counts less often.
+async fn gauges(
+    store: Arc<dyn Store>,
+    schedule: Arc<Schedule>,
+    ready: Arc<UrgentQueue<DueTimer>>,
+    flight: Arc<Flight>,
+    stats_interval_ms: u64,
+    hot: metrics::Hot,
+    stop: Arc<Stop>,
+) {
+    let mut last_stats: Option<tokio::time::Instant> = None;
+    while !stop.is_stopped() {
+        hot.wheel.set(schedule.len() as f64);
+        hot.ready.set(ready.len() as f64);
+        hot.inflight.set(flight.in_flight() as f64);
+        let due = stats_interval_ms > 0
+            && last_stats.is_none_or(|t| t.elapsed() >= Duration::from_millis(stats_interval_ms));
+        if due {
+            last_stats = Some(tokio::time::Instant::now());
+            match store.count_by_state().await {
+                Ok(counts) => {
+                    for s in herald_core::TimerState::ALL {
+                        let n = counts.iter().find(|(st, _)| *st == s).map_or(0, |(_, n)| *n);
+                        ::metrics::gauge!(metrics::TIMERS_BY_STATE, "state" => s.as_str()).set(n as f64);
+                        if s == herald_core::TimerState::Pending {
+                            ::metrics::gauge!(metrics::TIMERS_PENDING).set(n as f64);
+                        }
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "sampling timer counts failed"),
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            _ = stop.wait() => {}
+        }
+    }
+}

@@ -1,7 +1,1028 @@
-//! SQLite backend (being written).
-use crate::{Result, StoreOptions};
-pub struct SqliteStore;
+//! SQLite backend: the embedded default store.
+//!
+//! # Threads
+//!
+//! rusqlite connections are blocking and `!Sync`, so each connection lives on a
+//! dedicated OS thread for the whole life of the store and the async methods hand
+//! it closures through a channel, getting the answer back on a oneshot. There is
+//! exactly one writer thread (SQLite serializes writers anyway, so a second writer
+//! would only wait on the lock) and `read_connections` reader threads that take
+//! jobs from one shared queue, so a slow read never holds up the ones behind it
+//! while another reader is idle. Keeping a connection on one thread also keeps
+//! its prepared-statement cache warm. An in-memory store has a single connection
+//! that serves both reads and writes (each in-memory connection is its own DB).
+//!
+//! # Atomicity
+//!
+//! Every write method runs inside one `BEGIN IMMEDIATE` transaction on the writer
+//! connection. Any statement error returns early through `?`, which drops the
+//! rusqlite `Transaction` and rolls it back; only when every op succeeded is
+//! `commit` called. Per-op outcomes that are not errors (duplicate idempotency key,
+//! cancel of a non-pending timer, stale completion) are detected with
+//! `ON CONFLICT DO NOTHING` / guarded `UPDATE ... WHERE` and never raise an SQL
+//! error, so they cannot abort the batch. With `synchronous=full` the commit has
+//! been fsynced to the WAL before the method returns `Ok`. Readers use WAL
+//! snapshots: a single read statement sees either all of a batch or none of it.
+//!
+//! If the caller's future is dropped after a job was queued, the job still runs to
+//! completion (a write still commits); the caller just never sees the answer.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::Path;
+use std::sync::{Arc, LazyLock, mpsc};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use herald_core::{TimerId, TimerKind, TimerState};
+use parking_lot::Mutex;
+use rusqlite::types::FromSql;
+use rusqlite::{Connection, OpenFlags, Row, TransactionBehavior, params};
+use tokio::sync::oneshot;
+
+use crate::{
+    Completion, CompletionOutcome, DeliveryRecord, DueCursor, DueEntry, Result, Store,
+    StoreError, StoreOptions, TimerRecord, WriteOp, WriteResult,
+};
+
+/// How long a connection waits for a lock held by another connection (another
+/// process on the same file, or a checkpoint) before giving up with `SQLITE_BUSY`.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// Page cache of the writer, in KiB (negative `cache_size` means KiB).
+const WRITER_CACHE_KIB: i64 = 64 * 1024;
+/// Page cache of each reader, in KiB.
+const READER_CACHE_KIB: i64 = 16 * 1024;
+/// After a checkpoint the WAL file is truncated to at most this many bytes.
+const JOURNAL_SIZE_LIMIT: i64 = 64 * 1024 * 1024;
+/// Prepared statements kept per connection (all hot statements plus the IN-list sizes).
+const STATEMENT_CACHE: usize = 64;
+
+/// Schema migrations, applied in order; `PRAGMA user_version` is the number applied.
+/// Append new entries, never edit old ones.
+///
+/// State codes are `TimerState::code()`: 0 pending, 2 done, 3 failed, 4 cancelled,
+/// 5 dead. `timers.id` is `AUTOINCREMENT` so an id is never reused even if old rows
+/// are purged one day: `herald-timer-{id}` is the delivery key of timers without an
+/// idempotency key, and a reused id would make providers drop a new message as a
+/// duplicate of an old one.
+const MIGRATIONS: &[&str] = &[
+    // 1: timers, send log, meta.
+    "CREATE TABLE timers (
+        id              INTEGER PRIMARY KEY AUTOINCREMENT,
+        shard           INTEGER NOT NULL,
+        due_at          INTEGER NOT NULL,
+        priority        INTEGER NOT NULL,
+        kind            TEXT    NOT NULL,
+        state           INTEGER NOT NULL,
+        channel         TEXT    NOT NULL,
+        recipient       TEXT    NOT NULL,
+        message         TEXT    NOT NULL,
+        idempotency_key TEXT,
+        attempts        INTEGER NOT NULL DEFAULT 0,
+        last_error      TEXT,
+        created_at      INTEGER NOT NULL,
+        updated_at      INTEGER NOT NULL,
+        delivered_at    INTEGER
+    ) STRICT;
+    CREATE INDEX timers_pending_due ON timers (due_at, id) WHERE state = 0;
+    CREATE UNIQUE INDEX timers_idempotency_key ON timers (idempotency_key)
+        WHERE idempotency_key IS NOT NULL;
+    CREATE TABLE deliveries (
+        id              INTEGER PRIMARY KEY,
+        timer_id        INTEGER NOT NULL,
+        attempt         INTEGER NOT NULL,
+        channel         TEXT    NOT NULL,
+        outcome         TEXT    NOT NULL,
+        idempotency_key TEXT    NOT NULL,
+        provider_msgid  TEXT,
+        status          INTEGER,
+        error           TEXT,
+        started_at      INTEGER NOT NULL,
+        finished_at     INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX deliveries_timer ON deliveries (timer_id);
+    CREATE TABLE meta (
+        key   TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    ) STRICT, WITHOUT ROWID;",
+];
+
+/// The columns of a full timer row, in the order [`read_timer`] expects.
+macro_rules! timer_cols {
+    () => {
+        "id, shard, due_at, priority, kind, state, channel, recipient, message, \
+         idempotency_key, attempts, last_error, created_at, updated_at, delivered_at"
+    };
+}
+
+// The SQL below writes state codes as literals (partial indexes need literals to be
+// usable); a unit test checks they match `TimerState::code()`.
+
+const INSERT_TIMER: &str = "INSERT INTO timers \
+    (shard, due_at, priority, kind, state, channel, recipient, message, idempotency_key, \
+     attempts, created_at, updated_at) \
+    VALUES (?1, ?2, ?3, ?4, 0, ?5, ?6, ?7, ?8, 0, ?9, ?9) \
+    ON CONFLICT DO NOTHING";
+const TIMER_BY_ID: &str = concat!("SELECT ", timer_cols!(), " FROM timers WHERE id = ?1");
+const TIMER_BY_KEY: &str = concat!(
+    "SELECT ",
+    timer_cols!(),
+    " FROM timers WHERE idempotency_key = ?1"
+);
+const CANCEL_TIMER: &str = concat!(
+    "UPDATE timers SET state = 4, updated_at = ?2 WHERE id = ?1 AND state = 0 RETURNING ",
+    timer_cols!()
+);
+// Keyset paging over `(due_at, id)`. SQLite cannot seek an index with the row value
+// `(due_at, id) > (?, ?)` when `id` is the rowid (it seeks on `due_at` alone and then
+// filters, re-reading every timer due at the cursor's millisecond on each page: quadratic
+// for a burst of timers due at the same moment). So a page after a cursor is read with
+// two seeks: the rest of the cursor's millisecond, then the later ones.
+const LOAD_DUE_FIRST: &str = "SELECT id, due_at, shard, priority FROM timers \
+    WHERE state = 0 AND due_at < ?1 \
+    ORDER BY due_at, id LIMIT ?2";
+// ?1 cursor due_at, ?2 cursor id, ?3 limit.
+const LOAD_DUE_SAME: &str = "SELECT id, due_at, shard, priority FROM timers \
+    WHERE state = 0 AND due_at = ?1 AND id > ?2 \
+    ORDER BY due_at, id LIMIT ?3";
+// ?1 cursor due_at, ?2 until, ?3 limit.
+const LOAD_DUE_LATER: &str = "SELECT id, due_at, shard, priority FROM timers \
+    WHERE state = 0 AND due_at > ?1 AND due_at < ?2 \
+    ORDER BY due_at, id LIMIT ?3";
+const INSERT_DELIVERY: &str = "INSERT INTO deliveries \
+    (timer_id, attempt, channel, outcome, idempotency_key, provider_msgid, status, error, \
+     started_at, finished_at) \
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+// ?1 id, ?2 attempt, ?3 finished_at, ?4 expected previous attempts.
+const COMPLETE_DONE: &str = "UPDATE timers SET state = 2, attempts = ?2, delivered_at = ?3, \
+    last_error = NULL, updated_at = ?3 \
+    WHERE id = ?1 AND state = 0 AND attempts = ?4";
+// ... ?5 next due_at, ?6 error.
+const COMPLETE_RETRY: &str = "UPDATE timers SET attempts = ?2, due_at = ?5, last_error = ?6, \
+    updated_at = ?3 \
+    WHERE id = ?1 AND state = 0 AND attempts = ?4";
+// ... ?5 final state code, ?6 error.
+const COMPLETE_FINAL: &str = "UPDATE timers SET state = ?5, attempts = ?2, last_error = ?6, \
+    updated_at = ?3 \
+    WHERE id = ?1 AND state = 0 AND attempts = ?4";
+const DELIVERIES_FOR: &str = "SELECT id, timer_id, attempt, channel, outcome, idempotency_key, \
+    provider_msgid, status, error, started_at, finished_at \
+    FROM deliveries WHERE timer_id = ?1 ORDER BY id";
+const COUNT_BY_STATE: &str = "SELECT state, COUNT(*) FROM timers GROUP BY state ORDER BY state";
+const INIT_SHARDS: &str =
+    "INSERT INTO meta (key, value) VALUES ('shards', ?1) ON CONFLICT (key) DO NOTHING";
+const GET_SHARDS: &str = "SELECT value FROM meta WHERE key = 'shards'";
+
+/// `fetch_pending` binds ids in `IN (...)` lists of one of these sizes, padding the
+/// last chunk by repeating an id, so only a handful of distinct statements exist
+/// and all of them stay in the statement cache.
+const IN_LIST_SIZES: [usize; 4] = [8, 32, 128, 512];
+
+static FETCH_PENDING_SQL: LazyLock<Vec<String>> = LazyLock::new(|| {
+    IN_LIST_SIZES
+        .iter()
+        .map(|&n| {
+            let mut sql = String::from(concat!(
+                "SELECT ",
+                timer_cols!(),
+                " FROM timers WHERE state = 0 AND id IN ("
+            ));
+            for i in 0..n {
+                sql.push_str(if i == 0 { "?" } else { ",?" });
+            }
+            sql.push(')');
+            sql
+        })
+        .collect()
+});
+
+/// Adds context to a rusqlite error.
+trait Ctx<T> {
+    fn ctx(self, what: &str) -> Result<T>;
+}
+
+impl<T> Ctx<T> for rusqlite::Result<T> {
+    fn ctx(self, what: &str) -> Result<T> {
+        self.map_err(|e| StoreError::Backend(format!("sqlite: {what}: {e}")))
+    }
+}
+
+/// `synchronous` settings we allow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Synchronous {
+    Full,
+    Normal,
+}
+
+impl Synchronous {
+    fn parse(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "full" => Ok(Synchronous::Full),
+            "normal" => Ok(Synchronous::Normal),
+            _ => Err(StoreError::Backend(format!(
+                "sqlite: invalid sqlite_synchronous {s:?}: expected \"full\" or \"normal\""
+            ))),
+        }
+    }
+
+    fn pragma_value(self) -> &'static str {
+        match self {
+            Synchronous::Full => "FULL",
+            Synchronous::Normal => "NORMAL",
+        }
+    }
+}
+
+type Job = Box<dyn FnOnce(&mut Connection) + Send + 'static>;
+
+/// Threads that each own one connection and run jobs from one shared queue.
+struct ConnThreads {
+    role: &'static str,
+    queue: Option<mpsc::Sender<Job>>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl ConnThreads {
+    fn start(role: &'static str, conns: Vec<Connection>) -> Result<Self> {
+        let (queue, jobs) = mpsc::channel::<Job>();
+        let jobs = Arc::new(Mutex::new(jobs));
+        let mut pool = ConnThreads {
+            role,
+            queue: Some(queue),
+            threads: Vec::with_capacity(conns.len()),
+        };
+        for (i, conn) in conns.into_iter().enumerate() {
+            let jobs = Arc::clone(&jobs);
+            let handle = std::thread::Builder::new()
+                .name(format!("herald-sqlite-{role}-{i}"))
+                .spawn(move || run_jobs(conn, &jobs))
+                .map_err(|e| {
+                    StoreError::Backend(format!("sqlite: starting {role} thread: {e}"))
+                })?;
+            pool.threads.push(handle);
+        }
+        Ok(pool)
+    }
+
+    /// Runs `f` on one of the connections and waits (asynchronously) for its answer.
+    async fn call<R, F>(&self, f: F) -> Result<R>
+    where
+        F: FnOnce(&mut Connection) -> Result<R> + Send + 'static,
+        R: Send + 'static,
+    {
+        let (answer, answered) = oneshot::channel();
+        let job: Job = Box::new(move |conn| {
+            // The caller may have gone away; then nobody wants the answer.
+            let _ = answer.send(f(conn));
+        });
+        let role = self.role;
+        self.queue
+            .as_ref()
+            .ok_or_else(|| StoreError::Task(format!("sqlite {role} threads are shut down")))?
+            .send(job)
+            .map_err(|_| StoreError::Task(format!("sqlite {role} threads have stopped")))?;
+        answered
+            .await
+            .map_err(|_| StoreError::Task(format!("sqlite {role} job panicked")))?
+    }
+}
+
+impl Drop for ConnThreads {
+    /// Closes the queue and waits for the threads to finish the jobs already queued
+    /// and close their connections, so that the file is fully released (and the WAL
+    /// checkpointed by the last connection) once the store is dropped.
+    fn drop(&mut self) {
+        self.queue = None;
+        for handle in self.threads.drain(..) {
+            let _ = handle.join();
+        }
+    }
+}
+
+fn run_jobs(mut conn: Connection, jobs: &Mutex<mpsc::Receiver<Job>>) {
+    loop {
+        // Hold the lock only while waiting for the next job, not while running it.
+        let next = jobs.lock().recv();
+        let Ok(job) = next else {
+            return; // every sender is gone: the store was dropped
+        };
+        // A panic drops the job's oneshot sender (the caller gets StoreError::Task)
+        // and any open rusqlite Transaction, which rolls back. Keep serving.
+        if catch_unwind(AssertUnwindSafe(|| job(&mut conn))).is_err() {
+            tracing::error!("a sqlite job panicked");
+        }
+    }
+}
+
+/// The SQLite [`Store`].
+pub struct SqliteStore {
+    // Dropped in declaration order: readers close first, so the writer is the
+    // last connection and checkpoints the WAL on close.
+    /// `None` when reads go to the writer (in-memory store, or `read_connections = 0`).
+    readers: Option<ConnThreads>,
+    writer: ConnThreads,
+}
+
 impl SqliteStore {
-    pub async fn open(_path: &str, _opts: &StoreOptions) -> Result<Self> { todo!() }
-    pub async fn open_memory(_opts: &StoreOptions) -> Result<Self> { todo!() }
+    /// Opens (creating if missing, with its directory) the database file at `path`
+    /// and brings its schema up to date.
+    pub async fn open(path: impl AsRef<Path>, opts: &StoreOptions) -> Result<Self> {
+        let sync = Synchronous::parse(&opts.sqlite_synchronous)?;
+        let path = path.as_ref().to_path_buf();
+        let readers = opts.read_connections;
+        let (writer, readers) =
+            tokio::task::spawn_blocking(move || open_file_connections(&path, sync, readers))
+                .await
+                .map_err(|e| StoreError::Task(format!("opening sqlite store: {e}")))??;
+        Self::start(writer, readers)
+    }
+
+    /// A private in-memory database, for tests: one connection serves reads and
+    /// writes. `read_connections` is ignored; `sqlite_synchronous` is still checked.
+    pub async fn open_memory(opts: &StoreOptions) -> Result<Self> {
+        let sync = Synchronous::parse(&opts.sqlite_synchronous)?;
+        let writer = tokio::task::spawn_blocking(move || -> Result<Connection> {
+            let mut conn = Connection::open_in_memory().ctx("opening in-memory database")?;
+            configure(&conn, Role::Writer(sync))?;
+            migrate(&mut conn)?;
+            Ok(conn)
+        })
+        .await
+        .map_err(|e| StoreError::Task(format!("opening sqlite store: {e}")))??;
+        Self::start(writer, Vec::new())
+    }
+
+    fn start(writer: Connection, readers: Vec<Connection>) -> Result<Self> {
+        let readers = if readers.is_empty() {
+            None
+        } else {
+            Some(ConnThreads::start("reader", readers)?)
+        };
+        let writer = ConnThreads::start("writer", vec![writer])?;
+        Ok(SqliteStore { readers, writer })
+    }
+
+    async fn read<R, F>(&self, f: F) -> Result<R>
+    where
+        F: FnOnce(&mut Connection) -> Result<R> + Send + 'static,
+        R: Send + 'static,
+    {
+        self.readers.as_ref().unwrap_or(&self.writer).call(f).await
+    }
+
+    async fn write<R, F>(&self, f: F) -> Result<R>
+    where
+        F: FnOnce(&mut Connection) -> Result<R> + Send + 'static,
+        R: Send + 'static,
+    {
+        self.writer.call(f).await
+    }
+
+    /// `fetch_pending` through the `rarray` table-valued function instead of IN lists.
+    /// Kept only so the benchmark can compare the two strategies.
+    #[doc(hidden)]
+    pub async fn fetch_pending_rarray(&self, ids: &[TimerId]) -> Result<Vec<TimerRecord>> {
+        let ids: Vec<TimerId> = ids.to_vec();
+        self.read(move |conn| fetch_pending_rarray(conn, ids)).await
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Role {
+    Writer(Synchronous),
+    Reader,
+}
+
+fn open_file_connections(
+    path: &Path,
+    sync: Synchronous,
+    readers: usize,
+) -> Result<(Connection, Vec<Connection>)> {
+    if path.as_os_str().is_empty() {
+        return Err(StoreError::Backend("sqlite: empty database path".into()));
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            StoreError::Backend(format!("sqlite: creating directory {}: {e}", dir.display()))
+        })?;
+    }
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_CREATE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let open = |what: &str| -> Result<Connection> {
+        Connection::open_with_flags(path, flags)
+            .ctx(&format!("opening {} ({what})", path.display()))
+    };
+    let mut writer = open("writer")?;
+    configure(&writer, Role::Writer(sync))?;
+    migrate(&mut writer)?;
+    let readers = (0..readers)
+        .map(|_| {
+            let conn = open("reader")?;
+            configure(&conn, Role::Reader)?;
+            Ok(conn)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok((writer, readers))
+}
+
+fn configure(conn: &Connection, role: Role) -> Result<()> {
+    conn.busy_timeout(BUSY_TIMEOUT).ctx("setting busy_timeout")?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    rusqlite::vtab::array::load_module(conn).ctx("loading rarray")?;
+    conn.pragma_update(None, "foreign_keys", "ON")
+        .ctx("setting foreign_keys")?;
+    conn.pragma_update(None, "temp_store", "MEMORY")
+        .ctx("setting temp_store")?;
+    match role {
+        Role::Writer(sync) => {
+            let mode: String = conn
+                .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
+                .ctx("setting journal_mode")?;
+            // An in-memory database reports "memory": WAL needs a file.
+            if !mode.eq_ignore_ascii_case("wal") && !mode.eq_ignore_ascii_case("memory") {
+                return Err(StoreError::Backend(format!(
+                    "sqlite: journal_mode is {mode:?}, could not switch to WAL"
+                )));
+            }
+            conn.pragma_update(None, "synchronous", sync.pragma_value())
+                .ctx("setting synchronous")?;
+            conn.pragma_update(None, "cache_size", -WRITER_CACHE_KIB)
+                .ctx("setting cache_size")?;
+            conn.pragma_update(None, "journal_size_limit", JOURNAL_SIZE_LIMIT)
+                .ctx("setting journal_size_limit")?;
+        }
+        Role::Reader => {
+            conn.pragma_update(None, "cache_size", -READER_CACHE_KIB)
+                .ctx("setting cache_size")?;
+            conn.pragma_update(None, "query_only", "ON")
+                .ctx("setting query_only")?;
+        }
+    }
+    Ok(())
+}
+
+/// Applies the migrations this database has not seen yet, all in one transaction.
+fn migrate(conn: &mut Connection) -> Result<()> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("beginning migration")?;
+    let current: i64 = tx
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .ctx("reading user_version")?;
+    let known = MIGRATIONS.len();
+    let current = usize::try_from(current).map_err(|_| {
+        StoreError::Corrupt(format!("sqlite: negative schema version {current}"))
+    })?;
+    if current > known {
+        return Err(StoreError::Backend(format!(
+            "sqlite: database schema version {current} is newer than this build knows ({known})"
+        )));
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(current) {
+        tx.execute_batch(sql)
+            .ctx(&format!("applying migration {}", i + 1))?;
+        tracing::info!(version = i + 1, "applied sqlite migration");
+    }
+    if current < known {
+        tx.pragma_update(None, "user_version", known as i64)
+            .ctx("writing user_version")?;
+    }
+    tx.commit().ctx("committing migration")
+}
+
+/// A column value; a value of the wrong type means the row is corrupt.
+fn col<T: FromSql>(row: &Row<'_>, idx: usize, name: &str) -> Result<T> {
+    row.get(idx)
+        .map_err(|e| StoreError::Corrupt(format!("sqlite: column {name}: {e}")))
+}
+
+fn narrow<T: TryFrom<i64>>(v: i64, what: &str, id: i64) -> Result<T> {
+    T::try_from(v).map_err(|_| StoreError::Corrupt(format!("{what} {v} out of range (row {id})")))
+}
+
+/// Reads a row selected with `timer_cols!()`.
+fn read_timer(row: &Row<'_>) -> Result<TimerRecord> {
+    let id: i64 = col(row, 0, "timers.id")?;
+    let state_code: i64 = col(row, 5, "timers.state")?;
+    let state = TimerState::from_code(state_code).ok_or_else(|| {
+        StoreError::Corrupt(format!("timer {id}: unknown state code {state_code}"))
+    })?;
+    let kind: String = col(row, 4, "timers.kind")?;
+    let kind = TimerKind::parse(&kind)
+        .ok_or_else(|| StoreError::Corrupt(format!("timer {id}: unknown kind {kind:?}")))?;
+    Ok(TimerRecord {
+        id,
+        shard: narrow(col(row, 1, "timers.shard")?, "timers.shard", id)?,
+        due_at: col(row, 2, "timers.due_at")?,
+        priority: narrow(col(row, 3, "timers.priority")?, "timers.priority", id)?,
+        kind,
+        state,
+        channel: col(row, 6, "timers.channel")?,
+        recipient: col(row, 7, "timers.recipient")?,
+        message: col(row, 8, "timers.message")?,
+        idempotency_key: col(row, 9, "timers.idempotency_key")?,
+        attempts: narrow(col(row, 10, "timers.attempts")?, "timers.attempts", id)?,
+        last_error: col(row, 11, "timers.last_error")?,
+        created_at: col(row, 12, "timers.created_at")?,
+        updated_at: col(row, 13, "timers.updated_at")?,
+        delivered_at: col(row, 14, "timers.delivered_at")?,
+    })
+}
+
+fn read_delivery(row: &Row<'_>) -> Result<DeliveryRecord> {
+    let id: i64 = col(row, 0, "deliveries.id")?;
+    Ok(DeliveryRecord {
+        id,
+        timer_id: col(row, 1, "deliveries.timer_id")?,
+        attempt: narrow(col(row, 2, "deliveries.attempt")?, "deliveries.attempt", id)?,
+        channel: col(row, 3, "deliveries.channel")?,
+        outcome: col(row, 4, "deliveries.outcome")?,
+        idempotency_key: col(row, 5, "deliveries.idempotency_key")?,
+        provider_msgid: col(row, 6, "deliveries.provider_msgid")?,
+        status: col(row, 7, "deliveries.status")?,
+        error: col(row, 8, "deliveries.error")?,
+        started_at: col(row, 9, "deliveries.started_at")?,
+        finished_at: col(row, 10, "deliveries.finished_at")?,
+    })
+}
+
+fn timer_by_id(conn: &Connection, id: TimerId) -> Result<Option<TimerRecord>> {
+    let mut stmt = conn.prepare_cached(TIMER_BY_ID).ctx("preparing get_timer")?;
+    let mut rows = stmt.query([id]).ctx("querying timer by id")?;
+    match rows.next().ctx("reading timer by id")? {
+        Some(row) => read_timer(row).map(Some),
+        None => Ok(None),
+    }
+}
+
+fn timer_by_key(conn: &Connection, key: &str) -> Result<Option<TimerRecord>> {
+    let mut stmt = conn
+        .prepare_cached(TIMER_BY_KEY)
+        .ctx("preparing timer by key")?;
+    let mut rows = stmt.query([key]).ctx("querying timer by key")?;
+    match rows.next().ctx("reading timer by key")? {
+        Some(row) => read_timer(row).map(Some),
+        None => Ok(None),
+    }
+}
+
+fn apply_ops(conn: &mut Connection, ops: Vec<WriteOp>) -> Result<Vec<WriteResult>> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("beginning apply")?;
+    let mut results = Vec::with_capacity(ops.len());
+    {
+        let mut insert = tx.prepare_cached(INSERT_TIMER).ctx("preparing insert")?;
+        for op in ops {
+            let result = match op {
+                WriteOp::InsertTimer(t) => {
+                    let inserted = insert
+                        .execute(params![
+                            t.shard,
+                            t.due_at,
+                            t.priority,
+                            t.kind.as_str(),
+                            t.channel,
+                            t.recipient,
+                            t.message,
+                            t.idempotency_key,
+                            t.created_at,
+                        ])
+                        .ctx("inserting timer")?;
+                    if inserted == 1 {
+                        WriteResult::Created(TimerRecord {
+                            id: tx.last_insert_rowid(),
+                            shard: t.shard,
+                            due_at: t.due_at,
+                            priority: t.priority,
+                            kind: t.kind,
+                            state: TimerState::Pending,
+                            channel: t.channel,
+                            recipient: t.recipient,
+                            message: t.message,
+                            idempotency_key: t.idempotency_key,
+                            attempts: 0,
+                            last_error: None,
+                            created_at: t.created_at,
+                            updated_at: t.created_at,
+                            delivered_at: None,
+                        })
+                    } else {
+                        // Only the idempotency key can conflict.
+                        let existing = match &t.idempotency_key {
+                            Some(key) => timer_by_key(&tx, key)?,
+                            None => None,
+                        };
+                        WriteResult::Existing(existing.ok_or_else(|| {
+                            StoreError::Backend(
+                                "sqlite: insert was ignored but no timer has its key".into(),
+                            )
+                        })?)
+                    }
+                }
+                WriteOp::CancelTimer { id, at } => cancel_timer(&tx, id, at)?,
+            };
+            results.push(result);
+        }
+    }
+    tx.commit().ctx("committing apply")?;
+    Ok(results)
+}
+
+fn cancel_timer(conn: &Connection, id: TimerId, at: i64) -> Result<WriteResult> {
+    {
+        let mut stmt = conn.prepare_cached(CANCEL_TIMER).ctx("preparing cancel")?;
+        let mut rows = stmt.query(params![id, at]).ctx("cancelling timer")?;
+        if let Some(row) = rows.next().ctx("cancelling timer")? {
+            return Ok(WriteResult::Cancelled(read_timer(row)?));
+        }
+    }
+    Ok(match timer_by_id(conn, id)? {
+        Some(record) => WriteResult::NotCancellable(record),
+        None => WriteResult::NotFound,
+    })
+}
+
+fn load_due_entries(
+    conn: &mut Connection,
+    after: Option<DueCursor>,
+    until: i64,
+    limit: usize,
+) -> Result<Vec<DueEntry>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut out = Vec::with_capacity(usize::try_from(limit.min(65_536)).unwrap_or(0));
+    if limit == 0 {
+        return Ok(out);
+    }
+    let Some(cursor) = after else {
+        let mut stmt = conn
+            .prepare_cached(LOAD_DUE_FIRST)
+            .ctx("preparing load_due")?;
+        read_due(stmt.query(params![until, limit]), &mut out)?;
+        return Ok(out);
+    };
+    // Both seeks read one snapshot.
+    let tx = conn.transaction().ctx("beginning load_due")?;
+    if cursor.due_at < until {
+        let mut stmt = tx.prepare_cached(LOAD_DUE_SAME).ctx("preparing load_due")?;
+        read_due(stmt.query(params![cursor.due_at, cursor.id, limit]), &mut out)?;
+    }
+    let left = limit - out.len() as i64;
+    if left > 0 {
+        let mut stmt = tx.prepare_cached(LOAD_DUE_LATER).ctx("preparing load_due")?;
+        read_due(stmt.query(params![cursor.due_at, until, left]), &mut out)?;
+    }
+    tx.commit().ctx("ending load_due")?;
+    Ok(out)
+}
+
+fn read_due(rows: rusqlite::Result<rusqlite::Rows<'_>>, out: &mut Vec<DueEntry>) -> Result<()> {
+    let mut rows = rows.ctx("querying load_due")?;
+    while let Some(row) = rows.next().ctx("reading load_due")? {
+        let id: i64 = col(row, 0, "timers.id")?;
+        out.push(DueEntry {
+            id,
+            due_at: col(row, 1, "timers.due_at")?,
+            shard: narrow(col(row, 2, "timers.shard")?, "timers.shard", id)?,
+            priority: narrow(col(row, 3, "timers.priority")?, "timers.priority", id)?,
+        });
+    }
+    Ok(())
+}
+
+fn sorted_unique(mut ids: Vec<TimerId>) -> Vec<TimerId> {
+    // Sorted ids also make the rowid lookups walk the table B-tree in order.
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
+fn fetch_pending_in_lists(conn: &Connection, ids: Vec<TimerId>) -> Result<Vec<TimerRecord>> {
+    let ids = sorted_unique(ids);
+    let mut out = Vec::with_capacity(ids.len());
+    let largest = IN_LIST_SIZES[IN_LIST_SIZES.len() - 1];
+    for chunk in ids.chunks(largest) {
+        // Smallest list that fits; pad with the chunk's last id (IN ignores repeats).
+        let slot = IN_LIST_SIZES
+            .iter()
+            .position(|&n| n >= chunk.len())
+            .unwrap_or(IN_LIST_SIZES.len() - 1);
+        let size = IN_LIST_SIZES[slot];
+        let Some(&pad) = chunk.last() else { continue };
+        let mut stmt = conn
+            .prepare_cached(&FETCH_PENDING_SQL[slot])
+            .ctx("preparing fetch_pending")?;
+        let params = chunk
+            .iter()
+            .chain(std::iter::repeat_n(&pad, size - chunk.len()));
+        let mut rows = stmt
+            .query(rusqlite::params_from_iter(params))
+            .ctx("querying fetch_pending")?;
+        while let Some(row) = rows.next().ctx("reading fetch_pending")? {
+            out.push(read_timer(row)?);
+        }
+    }
+    Ok(out)
+}
+
+fn fetch_pending_rarray(conn: &Connection, ids: Vec<TimerId>) -> Result<Vec<TimerRecord>> {
+    let ids = sorted_unique(ids);
+    let mut out = Vec::with_capacity(ids.len());
+    let values: rusqlite::vtab::array::Array = std::rc::Rc::new(
+        ids.into_iter()
+            .map(rusqlite::types::Value::Integer)
+            .collect(),
+    );
+    let mut stmt = conn
+        .prepare_cached(concat!(
+            "SELECT ",
+            timer_cols!(),
+            " FROM timers WHERE state = 0 AND id IN rarray(?1)"
+        ))
+        .ctx("preparing fetch_pending")?;
+    let mut rows = stmt.query([values]).ctx("querying fetch_pending")?;
+    while let Some(row) = rows.next().ctx("reading fetch_pending")? {
+        out.push(read_timer(row)?);
+    }
+    Ok(out)
+}
+
+fn complete_batch(conn: &mut Connection, batch: Vec<Completion>) -> Result<Vec<bool>> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("beginning complete")?;
+    let mut applied = Vec::with_capacity(batch.len());
+    {
+        let mut log = tx
+            .prepare_cached(INSERT_DELIVERY)
+            .ctx("preparing delivery insert")?;
+        let mut done = tx.prepare_cached(COMPLETE_DONE).ctx("preparing done")?;
+        let mut retry = tx.prepare_cached(COMPLETE_RETRY).ctx("preparing retry")?;
+        let mut fin = tx.prepare_cached(COMPLETE_FINAL).ctx("preparing final")?;
+        for c in &batch {
+            log.execute(params![
+                c.timer_id,
+                c.attempt,
+                c.channel,
+                c.outcome.as_str(),
+                c.idempotency_key,
+                c.provider_msgid,
+                c.status,
+                c.error,
+                c.started_at,
+                c.finished_at,
+            ])
+            .ctx("inserting delivery")?;
+            // Attempt 0 expects -1 and so never matches: no underflow, no update.
+            let previous = i64::from(c.attempt) - 1;
+            let (id, attempt, at) = (c.timer_id, c.attempt, c.finished_at);
+            let changed = match c.outcome {
+                CompletionOutcome::Done => done.execute(params![id, attempt, at, previous]),
+                CompletionOutcome::Retry { next_due_at } => {
+                    retry.execute(params![id, attempt, at, previous, next_due_at, c.error])
+                }
+                CompletionOutcome::Failed => fin.execute(params![
+                    id,
+                    attempt,
+                    at,
+                    previous,
+                    TimerState::Failed.code(),
+                    c.error
+                ]),
+                CompletionOutcome::Dead => fin.execute(params![
+                    id,
+                    attempt,
+                    at,
+                    previous,
+                    TimerState::Dead.code(),
+                    c.error
+                ]),
+            }
+            .ctx("updating completed timer")?;
+            applied.push(changed == 1);
+        }
+    }
+    tx.commit().ctx("committing complete")?;
+    Ok(applied)
+}
+
+fn deliveries_of(conn: &Connection, timer_id: TimerId) -> Result<Vec<DeliveryRecord>> {
+    let mut stmt = conn
+        .prepare_cached(DELIVERIES_FOR)
+        .ctx("preparing deliveries_for")?;
+    let mut rows = stmt.query([timer_id]).ctx("querying deliveries")?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().ctx("reading deliveries")? {
+        out.push(read_delivery(row)?);
+    }
+    Ok(out)
+}
+
+fn count_states(conn: &Connection) -> Result<Vec<(TimerState, u64)>> {
+    let mut stmt = conn
+        .prepare_cached(COUNT_BY_STATE)
+        .ctx("preparing count_by_state")?;
+    let mut rows = stmt.query([]).ctx("querying count_by_state")?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().ctx("reading count_by_state")? {
+        let code: i64 = col(row, 0, "timers.state")?;
+        let n: i64 = col(row, 1, "count")?;
+        let state = TimerState::from_code(code)
+            .ok_or_else(|| StoreError::Corrupt(format!("unknown timer state code {code}")))?;
+        let n = u64::try_from(n).map_err(|_| StoreError::Corrupt(format!("count {n}")))?;
+        out.push((state, n));
+    }
+    Ok(out)
+}
+
+fn init_shard_count(conn: &mut Connection, wanted: u16) -> Result<u16> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("beginning init_shards")?;
+    let stored: String = {
+        tx.prepare_cached(INIT_SHARDS)
+            .ctx("preparing init_shards")?
+            .execute([wanted.to_string()])
+            .ctx("storing shards")?;
+        let mut stmt = tx.prepare_cached(GET_SHARDS).ctx("preparing shards")?;
+        stmt.query_row([], |r| r.get(0)).ctx("reading shards")?
+    };
+    tx.commit().ctx("committing init_shards")?;
+    stored
+        .parse()
+        .map_err(|_| StoreError::Corrupt(format!("meta shards = {stored:?}")))
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn init_shards(&self, wanted: u16) -> Result<u16> {
+        self.write(move |conn| init_shard_count(conn, wanted)).await
+    }
+
+    async fn apply(&self, ops: Vec<WriteOp>) -> Result<Vec<WriteResult>> {
+        if ops.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.write(move |conn| apply_ops(conn, ops)).await
+    }
+
+    async fn get_timer(&self, id: TimerId) -> Result<Option<TimerRecord>> {
+        self.read(move |conn| timer_by_id(conn, id)).await
+    }
+
+    async fn load_due(
+        &self,
+        after: Option<DueCursor>,
+        until: i64,
+        limit: usize,
+    ) -> Result<Vec<DueEntry>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        self.read(move |conn| load_due_entries(conn, after, until, limit))
+            .await
+    }
+
+    async fn fetch_pending(&self, ids: &[TimerId]) -> Result<Vec<TimerRecord>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids = ids.to_vec();
+        self.read(move |conn| fetch_pending_in_lists(conn, ids))
+            .await
+    }
+
+    async fn complete(&self, batch: Vec<Completion>) -> Result<Vec<bool>> {
+        if batch.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.write(move |conn| complete_batch(conn, batch)).await
+    }
+
+    async fn deliveries_for(&self, timer_id: TimerId) -> Result<Vec<DeliveryRecord>> {
+        self.read(move |conn| deliveries_of(conn, timer_id)).await
+    }
+
+    async fn count_by_state(&self) -> Result<Vec<(TimerState, u64)>> {
+        self.read(|conn| count_states(conn)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_literals_match_codes() {
+        assert_eq!(TimerState::Pending.code(), 0);
+        assert_eq!(TimerState::Done.code(), 2);
+        assert_eq!(TimerState::Failed.code(), 3);
+        assert_eq!(TimerState::Cancelled.code(), 4);
+        assert_eq!(TimerState::Dead.code(), 5);
+    }
+
+    fn migrated() -> Connection {
+        let mut conn = Connection::open_in_memory().unwrap();
+        configure(&conn, Role::Writer(Synchronous::Normal)).unwrap();
+        migrate(&mut conn).unwrap();
+        conn
+    }
+
+    fn plan(conn: &Connection, sql: &str, n_params: usize) -> String {
+        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+        let params: Vec<i64> = vec![1; n_params];
+        let rows = stmt
+            .query_map(rusqlite::params_from_iter(params), |r| {
+                r.get::<_, String>(3)
+            })
+            .unwrap();
+        rows.map(|r| r.unwrap()).collect::<Vec<_>>().join("\n")
+    }
+
+    #[test]
+    fn load_due_searches_the_pending_index() {
+        let conn = migrated();
+        for (sql, n, range) in [
+            (LOAD_DUE_FIRST, 2, "(due_at<?)"),
+            (LOAD_DUE_SAME, 3, "(due_at=? AND id>?)"),
+            (LOAD_DUE_LATER, 3, "(due_at>? AND due_at<?)"),
+        ] {
+            let p = plan(&conn, sql, n);
+            assert!(
+                p.contains(&format!("SEARCH timers USING INDEX timers_pending_due {range}")),
+                "{sql}:\n{p}"
+            );
+            assert!(!p.contains("SCAN"), "{sql}:\n{p}");
+            assert!(!p.contains("TEMP B-TREE"), "must not sort: {sql}:\n{p}");
+        }
+    }
+
+    #[test]
+    fn point_lookups_use_indexes() {
+        let conn = migrated();
+        let p = plan(&conn, TIMER_BY_KEY, 1);
+        assert!(p.contains("USING INDEX timers_idempotency_key"), "{p}");
+        let p = plan(&conn, DELIVERIES_FOR, 1);
+        assert!(p.contains("USING INDEX deliveries_timer"), "{p}");
+        assert!(!p.contains("TEMP B-TREE"), "{p}");
+        for sql in FETCH_PENDING_SQL.iter() {
+            let n = sql.matches('?').count();
+            let p = plan(&conn, sql, n);
+            assert!(p.contains("INTEGER PRIMARY KEY"), "{p}");
+        }
+    }
+
+    #[test]
+    fn rejects_unknown_synchronous() {
+        assert_eq!(Synchronous::parse("FULL").unwrap(), Synchronous::Full);
+        assert_eq!(Synchronous::parse("normal").unwrap(), Synchronous::Normal);
+        assert!(Synchronous::parse("off").is_err());
+        assert!(Synchronous::parse("").is_err());
+    }
+
+    #[test]
+    fn migrations_are_idempotent() {
+        let mut conn = migrated();
+        migrate(&mut conn).unwrap();
+        let v: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, MIGRATIONS.len() as i64);
+    }
+
+    #[test]
+    fn writer_pragmas_are_applied() {
+        let dir = tempfile::tempdir().unwrap();
+        for (sync, code) in [(Synchronous::Full, 2), (Synchronous::Normal, 1)] {
+            let (writer, readers) = open_file_connections(&dir.path().join("p.db"), sync, 1).unwrap();
+            let get = |c: &Connection, name: &str| -> i64 {
+                c.pragma_query_value(None, name, |r| r.get(0)).unwrap()
+            };
+            assert_eq!(get(&writer, "synchronous"), code);
+            assert_eq!(get(&writer, "foreign_keys"), 1);
+            assert_eq!(get(&writer, "temp_store"), 2);
+            assert_eq!(get(&writer, "cache_size"), -WRITER_CACHE_KIB);
+            assert_eq!(get(&readers[0], "query_only"), 1);
+            let mode: String = writer
+                .pragma_query_value(None, "journal_mode", |r| r.get(0))
+                .unwrap();
+            assert_eq!(mode, "wal");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_panicking_job_is_a_task_error_and_the_thread_survives() {
+        let threads = ConnThreads::start("test", vec![migrated()]).unwrap();
+        let err = threads
+            .call(|_conn| -> Result<()> { panic!("boom") })
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StoreError::Task(_)), "{err}");
+        let n: i64 = threads
+            .call(|conn| conn.query_row("SELECT 41 + 1", [], |r| r.get(0)).ctx("select"))
+            .await
+            .unwrap();
+        assert_eq!(n, 42);
+    }
 }

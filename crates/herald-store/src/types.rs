@@ -64,6 +64,14 @@ pub struct TimerRecord {
 }
 
 impl TimerRecord {
+    /// This timer's position in the `(due_at, id)` order used by [`DueCursor`].
+    pub fn cursor(&self) -> DueCursor {
+        DueCursor {
+            due_at: self.due_at,
+            id: self.id,
+        }
+    }
+
     /// The key passed to providers: the caller's own key, or one derived from the id.
     pub fn delivery_key(&self) -> String {
         match &self.idempotency_key {

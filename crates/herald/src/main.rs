@@ -1,1 +1,116 @@
-fn main() {}
+//! `herald`: the service, the provider mocks, the load generator and a client,
+//! in one binary.
+
+mod bench;
+mod client;
+mod config;
+mod serve;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use tracing_subscriber::EnvFilter;
+
+#[derive(Parser, Debug)]
+#[command(name = "herald", version, about = "Durable scheduler for reminders and mass push messages")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Run the service (embedded SQLite in ./herald-data/ unless configured otherwise).
+    Serve {
+        /// TOML configuration file.
+        #[arg(long, env = "HERALD_CONFIG")]
+        config: Option<PathBuf>,
+    },
+    /// Run the provider mocks (a webhook sink at /hook, stats at /_mock/stats).
+    Mock(MockArgs),
+    /// Load generators that measure Herald against its budgets.
+    Bench {
+        #[command(subcommand)]
+        cmd: bench::BenchCmd,
+    },
+    /// Talk to a running server about timers.
+    Timers {
+        #[arg(long, env = "HERALD_SERVER", default_value = "http://127.0.0.1:8780")]
+        server: String,
+        #[command(subcommand)]
+        cmd: client::TimersCmd,
+    },
+}
+
+#[derive(clap::Args, Debug)]
+struct MockArgs {
+    #[arg(long, default_value = "127.0.0.1:9000")]
+    listen: SocketAddr,
+    /// Probability (0..=1) of answering --error-status instead of 200.
+    #[arg(long, default_value_t = 0.0)]
+    error_rate: f64,
+    /// Status used for injected errors.
+    #[arg(long, default_value_t = 500)]
+    error_status: u16,
+    /// Delay added before every answer.
+    #[arg(long, default_value_t = 0)]
+    latency_ms: u64,
+    /// Fail the first N requests of every idempotency key.
+    #[arg(long, default_value_t = 0)]
+    fail_first: u32,
+    /// Send Retry-After with injected errors.
+    #[arg(long)]
+    retry_after_secs: Option<u64>,
+    /// Answer every request with this status (e.g. 400).
+    #[arg(long)]
+    permanent_status: Option<u16>,
+    /// Verify X-Herald-Signature with this secret.
+    #[arg(long, env = "HERALD_MOCK_SECRET")]
+    secret: Option<String>,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+fn init_tracing() {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+}
+
+async fn run_mock(a: MockArgs) -> anyhow::Result<()> {
+    let faults = herald_mock::Faults {
+        error_rate: a.error_rate,
+        error_status: a.error_status,
+        latency_ms: a.latency_ms,
+        fail_first: a.fail_first,
+        retry_after_secs: a.retry_after_secs,
+        permanent_status: a.permanent_status,
+    };
+    faults.validate().map_err(anyhow::Error::msg)?;
+    let cfg = herald_mock::MockConfig { faults, secret: a.secret, seed: a.seed };
+    let server = herald_mock::MockServer::start(a.listen, cfg)
+        .await
+        .with_context(|| format!("binding {}", a.listen))?;
+    println!("herald mock listening on {}", server.base_url());
+    use std::io::Write;
+    std::io::stdout().flush().ok();
+    tracing::info!(hook = %server.hook_url(), "webhook sink ready; stats at /_mock/stats");
+    serve::shutdown_signal().await;
+    server.shutdown_and_wait().await;
+    Ok(())
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    init_tracing();
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    rt.block_on(async move {
+        match cli.cmd {
+            Cmd::Serve { config } => serve::run(config::Config::load(config.as_deref())?).await,
+            Cmd::Mock(a) => run_mock(a).await,
+            Cmd::Bench { cmd } => bench::run(cmd).await,
+            Cmd::Timers { server, cmd } => client::run(&server, cmd).await,
+        }
+    })
+}

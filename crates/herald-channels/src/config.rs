@@ -1,0 +1,210 @@
+//! `[[channels]]` blocks of the configuration.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ChannelError;
+
+/// Provider kinds this build can deliver through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChannelKind {
+    Log,
+    Webhook,
+}
+
+impl ChannelKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChannelKind::Log => "log",
+            ChannelKind::Webhook => "webhook",
+        }
+    }
+}
+
+/// One configured channel: where it delivers and how hard it may be pushed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChannelConfig {
+    /// What timers name in their `channel` field.
+    pub name: String,
+    pub kind: ChannelKind,
+    /// Webhook target.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// HMAC-SHA256 key for `X-Herald-Signature`, given inline...
+    #[serde(default)]
+    pub secret: Option<String>,
+    /// ...or read from this environment variable at start-up.
+    #[serde(default)]
+    pub secret_env: Option<String>,
+    /// Sustained deliveries per second; unset means unlimited.
+    #[serde(default)]
+    pub rate_per_sec: Option<f64>,
+    /// Deliveries in flight at once.
+    #[serde(default = "default_concurrency")]
+    pub concurrency: usize,
+    /// Per-attempt timeout.
+    #[serde(default = "default_timeout_ms")]
+    pub timeout_ms: u64,
+    /// Attempts before a timer is `dead`, the first included.
+    #[serde(default = "default_max_attempts")]
+    pub max_attempts: u32,
+    /// First retry delay; doubles each attempt, with jitter.
+    #[serde(default = "default_backoff_base_ms")]
+    pub backoff_base_ms: u64,
+    /// Cap on any one retry delay.
+    #[serde(default = "default_backoff_max_ms")]
+    pub backoff_max_ms: u64,
+}
+
+fn default_concurrency() -> usize {
+    256
+}
+fn default_timeout_ms() -> u64 {
+    10_000
+}
+fn default_max_attempts() -> u32 {
+    8
+}
+fn default_backoff_base_ms() -> u64 {
+    1_000
+}
+fn default_backoff_max_ms() -> u64 {
+    300_000
+}
+
+impl ChannelConfig {
+    /// A `log` channel with default limits.
+    pub fn log(name: &str) -> Self {
+        Self {
+            name: name.to_string(),
+            kind: ChannelKind::Log,
+            url: None,
+            secret: None,
+            secret_env: None,
+            rate_per_sec: None,
+            concurrency: default_concurrency(),
+            timeout_ms: default_timeout_ms(),
+            max_attempts: default_max_attempts(),
+            backoff_base_ms: default_backoff_base_ms(),
+            backoff_max_ms: default_backoff_max_ms(),
+        }
+    }
+
+    /// A `webhook` channel to `url` with default limits.
+    pub fn webhook(name: &str, url: &str) -> Self {
+        Self {
+            kind: ChannelKind::Webhook,
+            url: Some(url.to_string()),
+            ..Self::log(name)
+        }
+    }
+
+    pub fn retry_policy(&self) -> herald_core::RetryPolicy {
+        herald_core::RetryPolicy {
+            max_attempts: self.max_attempts,
+            base_ms: self.backoff_base_ms,
+            max_ms: self.backoff_max_ms,
+        }
+    }
+
+    /// The signing secret, inline or from the environment.
+    pub fn resolved_secret(&self) -> Result<Option<String>, ChannelError> {
+        match (&self.secret, &self.secret_env) {
+            (Some(_), Some(_)) => Err(self.err("set either secret or secret_env, not both")),
+            (Some(s), None) => Ok(Some(s.clone())),
+            (None, Some(var)) => match std::env::var(var) {
+                Ok(v) if !v.is_empty() => Ok(Some(v)),
+                _ => Err(self.err(&format!("secret_env: environment variable {var} is not set"))),
+            },
+            (None, None) => Ok(None),
+        }
+    }
+
+    pub(crate) fn err(&self, message: &str) -> ChannelError {
+        ChannelError::Config {
+            name: self.name.clone(),
+            message: message.to_string(),
+        }
+    }
+
+    /// Checks what can be checked without contacting the provider.
+    pub fn validate(&self) -> Result<(), ChannelError> {
+        let name_ok = !self.name.is_empty()
+            && self.name.len() <= 64
+            && self
+                .name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.');
+        if !name_ok {
+            return Err(self.err("name must be 1-64 characters of [A-Za-z0-9._-]"));
+        }
+        if self.concurrency == 0 {
+            return Err(self.err("concurrency must be at least 1"));
+        }
+        if self.max_attempts == 0 {
+            return Err(self.err("max_attempts must be at least 1"));
+        }
+        if self.timeout_ms == 0 {
+            return Err(self.err("timeout_ms must be at least 1"));
+        }
+        if let Some(r) = self.rate_per_sec
+            && !(r.is_finite() && r > 0.0)
+        {
+            return Err(self.err("rate_per_sec must be a positive number"));
+        }
+        match self.kind {
+            ChannelKind::Log => {
+                if self.url.is_some() {
+                    return Err(self.err("a log channel takes no url"));
+                }
+            }
+            ChannelKind::Webhook => {
+                let url = self.url.as_deref().unwrap_or("");
+                let parsed = reqwest::Url::parse(url)
+                    .map_err(|e| self.err(&format!("url {url:?} is not a valid URL: {e}")))?;
+                if !matches!(parsed.scheme(), "http" | "https") {
+                    return Err(self.err("url must be http:// or https://"));
+                }
+            }
+        }
+        self.resolved_secret()?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validates_names_urls_and_limits() {
+        assert!(ChannelConfig::log("log").validate().is_ok());
+        assert!(ChannelConfig::webhook("h", "http://127.0.0.1:9/x").validate().is_ok());
+        assert!(ChannelConfig::webhook("h", "ftp://x").validate().is_err());
+        assert!(ChannelConfig::webhook("h", "not a url").validate().is_err());
+        assert!(ChannelConfig::log("bad name").validate().is_err());
+        let mut c = ChannelConfig::log("x");
+        c.concurrency = 0;
+        assert!(c.validate().is_err());
+        let mut c = ChannelConfig::log("x");
+        c.rate_per_sec = Some(-1.0);
+        assert!(c.validate().is_err());
+        let mut c = ChannelConfig::webhook("h", "http://x");
+        c.secret_env = Some("HERALD_TEST_SURELY_UNSET_VAR".into());
+        assert!(c.validate().is_err());
+    }
+
+    #[test]
+    fn parses_toml_shape_and_rejects_unknown_fields() {
+        let c: ChannelConfig = serde_json::from_str(
+            r#"{"name":"hooks","kind":"webhook","url":"http://127.0.0.1:9000/hook","concurrency":8}"#,
+        )
+        .unwrap();
+        assert_eq!(c.kind, ChannelKind::Webhook);
+        assert_eq!(c.concurrency, 8);
+        assert_eq!(c.max_attempts, 8);
+        let bad = serde_json::from_str::<ChannelConfig>(r#"{"name":"h","kind":"log","colour":1}"#);
+        assert!(bad.is_err());
+    }
+}

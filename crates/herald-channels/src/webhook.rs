@@ -1,0 +1,186 @@
+//! The `webhook` channel: one signed JSON `POST` per delivery (DESIGN §4).
+//!
+//! `2xx` is delivery. `429`, `408`, `5xx`, timeouts and network errors are
+//! retryable (`408` is a timeout in all but name). Any other status, redirects
+//! included, is permanent: the receiver has told us the request itself is wrong.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+
+use crate::{Channel, ChannelConfig, ChannelError, ChannelKind, Delivery, SendOutcome};
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// Longest error text kept from a receiver's answer.
+const MAX_ERROR_BODY: usize = 256;
+
+pub struct WebhookChannel {
+    name: String,
+    url: reqwest::Url,
+    secret: Option<Vec<u8>>,
+    client: reqwest::Client,
+}
+
+impl WebhookChannel {
+    pub fn new(cfg: &ChannelConfig) -> Result<Self, ChannelError> {
+        let url_text = cfg.url.as_deref().ok_or_else(|| cfg.err("a webhook channel needs a url"))?;
+        let url = reqwest::Url::parse(url_text)
+            .map_err(|e| cfg.err(&format!("url {url_text:?} is not a valid URL: {e}")))?;
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_millis(cfg.timeout_ms))
+            .connect_timeout(Duration::from_millis(cfg.timeout_ms.min(5_000)))
+            .pool_max_idle_per_host(cfg.concurrency)
+            .redirect(reqwest::redirect::Policy::none())
+            .tcp_nodelay(true)
+            .user_agent(concat!("herald/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| cfg.err(&format!("cannot build HTTP client: {e}")))?;
+        Ok(Self {
+            name: cfg.name.clone(),
+            url,
+            secret: cfg.resolved_secret()?.map(String::into_bytes),
+            client,
+        })
+    }
+
+    /// `sha256=<hex>` of the body under `secret`.
+    pub fn signature(secret: &[u8], body: &[u8]) -> String {
+        // HMAC accepts keys of any length, so this cannot fail.
+        let mut mac = match HmacSha256::new_from_slice(secret) {
+            Ok(m) => m,
+            Err(_) => return String::new(),
+        };
+        mac.update(body);
+        format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
+    }
+}
+
+/// The contract body `{id, kind, due_at, fired_at, attempt, recipient, message}`.
+///
+/// Written by hand so the stored message text is embedded as it is, without
+/// parsing it again for every attempt.
+pub fn webhook_body(d: &Delivery) -> Vec<u8> {
+    let due = herald_core::time::format_rfc3339_ms(d.due_at);
+    let fired = herald_core::time::format_rfc3339_ms(d.fired_at);
+    let recipient = serde_json::to_string(&d.recipient).unwrap_or_else(|_| "\"\"".into());
+    let message = if d.message.trim().is_empty() { "{}" } else { d.message.as_str() };
+    let mut out = Vec::with_capacity(160 + recipient.len() + message.len());
+    out.extend_from_slice(b"{\"id\":");
+    out.extend_from_slice(d.timer_id.to_string().as_bytes());
+    out.extend_from_slice(b",\"kind\":\"");
+    out.extend_from_slice(d.kind.as_str().as_bytes());
+    out.extend_from_slice(b"\",\"due_at\":\"");
+    out.extend_from_slice(due.as_bytes());
+    out.extend_from_slice(b"\",\"fired_at\":\"");
+    out.extend_from_slice(fired.as_bytes());
+    out.extend_from_slice(b"\",\"attempt\":");
+    out.extend_from_slice(d.attempt.to_string().as_bytes());
+    out.extend_from_slice(b",\"recipient\":");
+    out.extend_from_slice(recipient.as_bytes());
+    out.extend_from_slice(b",\"message\":");
+    out.extend_from_slice(message.as_bytes());
+    out.push(b'}');
+    out
+}
+
+/// Seconds form of `Retry-After` (the HTTP-date form is rare from webhooks and ignored).
+fn retry_after_ms(resp: &reqwest::Response) -> Option<u64> {
+    let v = resp.headers().get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
+    let secs: u64 = v.trim().parse().ok()?;
+    Some(secs.saturating_mul(1000))
+}
+
+#[async_trait]
+impl Channel for WebhookChannel {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn kind(&self) -> ChannelKind {
+        ChannelKind::Webhook
+    }
+
+    async fn send(&self, d: &Delivery) -> SendOutcome {
+        let body = webhook_body(d);
+        let mut req = self
+            .client
+            .post(self.url.clone())
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header("Idempotency-Key", d.idempotency_key.as_str());
+        if let Some(secret) = &self.secret {
+            req = req.header("X-Herald-Signature", Self::signature(secret, &body));
+        }
+        let resp = match req.body(body).send().await {
+            Ok(r) => r,
+            Err(e) => {
+                let what = if e.is_timeout() { "timeout" } else { "request error" };
+                return SendOutcome::Retryable {
+                    error: format!("{what}: {e}"),
+                    status: None,
+                    retry_after_ms: None,
+                };
+            }
+        };
+        let status = resp.status();
+        let code = Some(i64::from(status.as_u16()));
+        if status.is_success() {
+            // Drain the body so the connection goes back to the pool.
+            let _ = resp.bytes().await;
+            return SendOutcome::Delivered { provider_msgid: None, status: code };
+        }
+        let retry_after = retry_after_ms(&resp);
+        let text = resp.text().await.unwrap_or_default();
+        let snippet: String = text.chars().take(MAX_ERROR_BODY).collect();
+        let error = format!("HTTP {}: {}", status.as_u16(), snippet.trim());
+        if status.as_u16() == 429 || status.as_u16() == 408 || status.is_server_error() {
+            SendOutcome::Retryable { error, status: code, retry_after_ms: retry_after }
+        } else {
+            SendOutcome::Permanent { error, status: code }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use herald_core::TimerKind;
+
+    fn delivery() -> Delivery {
+        Delivery {
+            timer_id: 42,
+            kind: TimerKind::Timer,
+            due_at: 1_795_000_000_000,
+            fired_at: 1_795_000_000_007,
+            attempt: 2,
+            recipient: "order-\"7\"".into(),
+            message: r#"{"stars":5}"#.into(),
+            idempotency_key: "k-1".into(),
+        }
+    }
+
+    #[test]
+    fn body_is_the_contract_json() {
+        let body = webhook_body(&delivery());
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["id"], 42);
+        assert_eq!(v["kind"], "timer");
+        assert_eq!(v["due_at"], "2026-11-18T11:06:40.000Z");
+        assert_eq!(v["fired_at"], "2026-11-18T11:06:40.007Z");
+        assert_eq!(v["attempt"], 2);
+        assert_eq!(v["recipient"], "order-\"7\"");
+        assert_eq!(v["message"]["stars"], 5);
+    }
+
+    #[test]
+    fn signature_is_hex_hmac_sha256() {
+        // RFC 4231 test case 2.
+        let sig = WebhookChannel::signature(b"Jefe", b"what do ya want for nothing?");
+        assert_eq!(
+            sig,
+            "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+    }
+}

@@ -1,0 +1,284 @@
+//! From due timer to channel: fetch the rows, hand each to its channel's
+//! queue, and send under the channel's concurrency and rate limits.
+//!
+//! Firing writes nothing to the store: the timer stays `pending` until the
+//! completer records its outcome, so a crash at any point means it fires again
+//! (at least once), with the same idempotency key.
+
+use std::collections::{HashMap, HashSet};
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::time::Duration;
+
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use herald_channels::{Channel, Delivery, SendOutcome};
+use herald_core::{Clock, Priority, RetryPolicy, TimerId};
+use herald_store::{CompletionOutcome, Store};
+use parking_lot::Mutex;
+use tokio::sync::{Semaphore, mpsc};
+
+use crate::completer::Finished;
+use crate::metrics::{ChannelMetrics, Hot};
+use crate::queue::{DueTimer, Urgency, UrgentQueue};
+use crate::{ChannelSpec, Stop};
+
+/// A fetched timer waiting for its channel.
+pub(crate) struct Job {
+    pub delivery: Delivery,
+    pub priority: Priority,
+    pub shard: u16,
+}
+
+impl Urgency for Job {
+    fn key(&self) -> (Priority, i64, TimerId) {
+        (self.priority, self.delivery.due_at, self.delivery.timer_id)
+    }
+}
+
+/// One configured channel at run time.
+pub(crate) struct ChannelRuntime {
+    pub channel: Arc<dyn Channel>,
+    pub retry: RetryPolicy,
+    pub queue: UrgentQueue<Job>,
+    concurrency: Arc<Semaphore>,
+    limiter: Option<DefaultDirectRateLimiter>,
+    pub metrics: ChannelMetrics,
+}
+
+impl ChannelRuntime {
+    pub fn new(spec: ChannelSpec) -> Self {
+        let limiter = spec.rate_per_sec.and_then(|r| {
+            let period = Duration::from_secs_f64(1.0 / r.max(1e-6));
+            let burst = NonZeroU32::new((r.ceil() as u32).clamp(1, 1000))?;
+            Some(RateLimiter::direct(Quota::with_period(period)?.allow_burst(burst)))
+        });
+        let name = spec.channel.name().to_string();
+        Self {
+            channel: spec.channel,
+            retry: spec.retry,
+            queue: UrgentQueue::new(),
+            concurrency: Arc::new(Semaphore::new(spec.concurrency.max(1))),
+            limiter,
+            metrics: ChannelMetrics::new(&name),
+        }
+    }
+}
+
+/// Shared by the fetcher, the channel loops and the completer.
+pub(crate) struct Flight {
+    /// Timers fetched and not yet recorded: a duplicate wheel entry for one of
+    /// these is dropped, and `GET` reports them as `firing`.
+    pub ids: Mutex<HashSet<TimerId>>,
+    /// Bounds fetched-but-unrecorded deliveries (memory, and what a crash can
+    /// send twice).
+    pub permits: Semaphore,
+    pub max: usize,
+}
+
+impl Flight {
+    pub fn new(max: usize) -> Self {
+        Self { ids: Mutex::new(HashSet::new()), permits: Semaphore::new(max), max }
+    }
+
+    pub fn in_flight(&self) -> usize {
+        self.max.saturating_sub(self.permits.available_permits())
+    }
+
+    /// Forgets `ids` and gives their permits back.
+    pub fn release(&self, ids: impl IntoIterator<Item = TimerId>) {
+        let mut set = self.ids.lock();
+        let mut n = 0;
+        for id in ids {
+            set.remove(&id);
+            n += 1;
+        }
+        drop(set);
+        self.permits.add_permits(n);
+    }
+}
+
+/// Takes due timers off the ready queue in urgency order, reads their rows and
+/// routes them to channels.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn fetch_loop(
+    store: Arc<dyn Store>,
+    ready: Arc<UrgentQueue<DueTimer>>,
+    channels: Arc<HashMap<String, Arc<ChannelRuntime>>>,
+    flight: Arc<Flight>,
+    done_tx: mpsc::UnboundedSender<Finished>,
+    clock: Arc<dyn Clock>,
+    batch: usize,
+    hot: Hot,
+    stop: Arc<Stop>,
+) {
+    loop {
+        tokio::select! {
+            _ = ready.wait_non_empty() => {}
+            _ = stop.wait() => return,
+        }
+        let want = ready.len().clamp(1, batch.max(1));
+        let permit = tokio::select! {
+            p = flight.permits.acquire_many(want as u32) => p,
+            _ = stop.wait() => return,
+        };
+        match permit {
+            Ok(p) => p.forget(),
+            Err(_) => return,
+        }
+        let due = ready.pop_many(want);
+        hot.ready.set(ready.len() as f64);
+        // Duplicates (same timer twice in the wheel, or already in flight) give
+        // their permit back at once.
+        let mut fresh = Vec::with_capacity(due.len());
+        {
+            let mut set = flight.ids.lock();
+            for t in due {
+                if set.insert(t.id) {
+                    fresh.push(t);
+                }
+            }
+        }
+        let unused = want - fresh.len();
+        flight.permits.add_permits(unused);
+        if fresh.is_empty() {
+            continue;
+        }
+        let ids: Vec<TimerId> = fresh.iter().map(|t| t.id).collect();
+        let rows = match store.fetch_pending(&ids).await {
+            Ok(rows) => rows,
+            Err(e) => {
+                tracing::warn!(error = %e, n = ids.len(), "fetching due timers failed; requeued");
+                hot.store_errors.increment(1);
+                flight.release(ids);
+                ready.push_many(fresh);
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        if stop.is_stopped() {
+            flight.release(ids);
+            return;
+        }
+        let mut by_id: HashMap<TimerId, herald_store::TimerRecord> =
+            rows.into_iter().map(|r| (r.id, r)).collect();
+        let mut stale = Vec::new();
+        let now = clock.now_ms();
+        for t in fresh {
+            let row = match by_id.remove(&t.id) {
+                // The wheel entry must match the row's current due time: a
+                // retried timer has moved on, and its newer entry fires it.
+                Some(row) if row.due_at == t.due_at => row,
+                _ => {
+                    stale.push(t.id);
+                    continue;
+                }
+            };
+            let key = row.delivery_key();
+            let attempt = row.attempts.saturating_add(1);
+            let delivery = Delivery {
+                timer_id: row.id,
+                kind: row.kind,
+                due_at: row.due_at,
+                fired_at: now,
+                attempt,
+                recipient: row.recipient,
+                message: row.message,
+                idempotency_key: key,
+            };
+            match channels.get(&row.channel) {
+                Some(rt) => rt.queue.push(Job { delivery, priority: row.priority, shard: row.shard }),
+                None => {
+                    // Configuration lost the channel: keep the timer, retry
+                    // later, and let attempts run out if it never comes back.
+                    let retry = RetryPolicy::default();
+                    let _ = done_tx.send(Finished::from_outcome(
+                        &delivery,
+                        &row.channel,
+                        row.priority,
+                        row.shard,
+                        SendOutcome::Retryable {
+                            error: format!("channel {:?} is not configured", row.channel),
+                            status: None,
+                            retry_after_ms: None,
+                        },
+                        &retry,
+                        now,
+                        now,
+                    ));
+                }
+            }
+        }
+        if !stale.is_empty() {
+            flight.release(stale);
+        }
+    }
+}
+
+/// Sends one channel's jobs, most urgent first, within its limits.
+pub(crate) async fn channel_loop(
+    rt: Arc<ChannelRuntime>,
+    flight: Arc<Flight>,
+    done_tx: mpsc::UnboundedSender<Finished>,
+    clock: Arc<dyn Clock>,
+    hot: Hot,
+    stop: Arc<Stop>,
+) {
+    // At shutdown, jobs not yet sent are let go: they stay pending in the
+    // store and fire again after the restart.
+    let abandon = |rt: &ChannelRuntime| {
+        let left = rt.queue.pop_many(usize::MAX);
+        flight.release(left.into_iter().map(|j| j.delivery.timer_id));
+    };
+    loop {
+        tokio::select! {
+            _ = rt.queue.wait_non_empty() => {}
+            _ = stop.wait() => return abandon(&rt),
+        }
+        let slot = tokio::select! {
+            s = rt.concurrency.clone().acquire_owned() => s,
+            _ = stop.wait() => return abandon(&rt),
+        };
+        let Ok(slot) = slot else { return abandon(&rt) };
+        if let Some(limiter) = &rt.limiter {
+            limiter.until_ready().await;
+        }
+        let Some(job) = rt.queue.pop_many(1).pop() else {
+            drop(slot);
+            continue;
+        };
+        let rt2 = rt.clone();
+        let tx = done_tx.clone();
+        let clock = clock.clone();
+        let hot = hot.clone();
+        tokio::spawn(async move {
+            let mut d = job.delivery;
+            let started = clock.now_ms();
+            d.fired_at = started;
+            hot.fired.increment(1);
+            if d.attempt == 1 {
+                hot.lateness.record((started - d.due_at).max(0) as f64 / 1000.0);
+            }
+            let outcome = rt2.channel.send(&d).await;
+            let finished = clock.now_ms();
+            rt2.metrics.duration.record((finished - started).max(0) as f64 / 1000.0);
+            let f = Finished::from_outcome(
+                &d,
+                rt2.channel.name(),
+                job.priority,
+                job.shard,
+                outcome,
+                &rt2.retry,
+                started,
+                finished,
+            );
+            match &f.completion.outcome {
+                CompletionOutcome::Done => rt2.metrics.delivered.increment(1),
+                CompletionOutcome::Retry { .. } => rt2.metrics.retry.increment(1),
+                CompletionOutcome::Failed => rt2.metrics.failed.increment(1),
+                CompletionOutcome::Dead => rt2.metrics.dead.increment(1),
+            }
+            let _ = tx.send(f);
+            drop(slot);
+        });
+    }
+}

@@ -1,0 +1,68 @@
+//! The loader keeps the next window of pending timers in the wheel.
+//!
+//! It pages through pending timers in `(due_at, id)` order with a keyset
+//! cursor, so a restart with millions pending reads only the first page before
+//! firing resumes: no full scan. It stops paging while the wheel holds
+//! `max_loaded` timers, which bounds memory whatever is due.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use herald_core::Clock;
+use herald_store::{DueCursor, Store};
+
+use crate::queue::DueTimer;
+use crate::schedule::Schedule;
+use crate::{EngineConfig, Stop};
+
+pub(crate) async fn run(
+    store: Arc<dyn Store>,
+    schedule: Arc<Schedule>,
+    clock: Arc<dyn Clock>,
+    cfg: EngineConfig,
+    stop: Arc<Stop>,
+) {
+    let mut cursor: Option<DueCursor> = None;
+    while !stop.is_stopped() {
+        let target = clock.now_ms().saturating_add(cfg.window_ms);
+        schedule.raise_horizon(target);
+        let mut behind = false;
+        loop {
+            if schedule.len() >= cfg.max_loaded {
+                behind = true;
+                break;
+            }
+            match store.load_due(cursor, target, cfg.load_batch).await {
+                Ok(page) => {
+                    if let Some(last) = page.last() {
+                        cursor = Some(last.cursor());
+                    }
+                    let full = page.len() >= cfg.load_batch;
+                    schedule.load(page.into_iter().map(|e| DueTimer {
+                        id: e.id,
+                        due_at: e.due_at,
+                        shard: e.shard,
+                        priority: e.priority,
+                    }));
+                    if !full {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "loading due timers failed; will retry");
+                    behind = true;
+                    break;
+                }
+            }
+            if stop.is_stopped() {
+                return;
+            }
+        }
+        // While behind (wheel full, or a store error) look again soon.
+        let pause = if behind { cfg.load_interval_ms.min(100) } else { cfg.load_interval_ms };
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(pause)) => {}
+            _ = stop.wait() => {}
+        }
+    }
+}

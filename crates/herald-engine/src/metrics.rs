@@ -1,0 +1,109 @@
+//! Metric names and pre-registered handles, so hot paths do no registry lookups.
+
+use metrics::{Counter, Gauge, Histogram, counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
+
+pub const TIMERS_CREATED: &str = "herald_timers_created_total";
+pub const TIMERS_CANCELLED: &str = "herald_timers_cancelled_total";
+pub const TIMERS_FIRED: &str = "herald_timers_fired_total";
+pub const TIMERS_DONE: &str = "herald_timers_done_total";
+pub const TIMERS_RETRIED: &str = "herald_timers_retried_total";
+pub const TIMERS_FAILED: &str = "herald_timers_failed_total";
+pub const TIMERS_DEAD: &str = "herald_timers_dead_total";
+pub const TIMERS_PENDING: &str = "herald_timers_pending";
+pub const TIMERS_BY_STATE: &str = "herald_timers";
+pub const FIRE_LATENESS: &str = "herald_fire_lateness_seconds";
+pub const DELIVERIES: &str = "herald_deliveries_total";
+pub const DELIVERY_DURATION: &str = "herald_delivery_duration_seconds";
+pub const WHEEL_TIMERS: &str = "herald_wheel_timers";
+pub const READY_TIMERS: &str = "herald_ready_timers";
+pub const INFLIGHT: &str = "herald_inflight_deliveries";
+pub const WRITE_BATCH: &str = "herald_write_batch_ops";
+pub const COMPLETE_BATCH: &str = "herald_complete_batch_size";
+pub const STORE_ERRORS: &str = "herald_store_errors_total";
+
+/// Says what each metric means, once, for `/metrics`.
+pub fn describe() {
+    describe_counter!(TIMERS_CREATED, "Timers accepted and committed.");
+    describe_counter!(TIMERS_CANCELLED, "Timers cancelled before firing.");
+    describe_counter!(TIMERS_FIRED, "Delivery attempts started (a retried timer fires again).");
+    describe_counter!(TIMERS_DONE, "Timers delivered and marked done.");
+    describe_counter!(TIMERS_RETRIED, "Attempts that failed retryably and were scheduled again.");
+    describe_counter!(TIMERS_FAILED, "Timers refused permanently by their channel.");
+    describe_counter!(TIMERS_DEAD, "Timers that used up every attempt.");
+    describe_gauge!(TIMERS_PENDING, "Pending timers in the store (sampled).");
+    describe_gauge!(TIMERS_BY_STATE, "Timers in the store by state (sampled).");
+    describe_histogram!(FIRE_LATENESS, "Start of a first attempt minus the due time.");
+    describe_counter!(DELIVERIES, "Delivery attempts by channel and outcome.");
+    describe_histogram!(DELIVERY_DURATION, "Time a channel took to answer an attempt.");
+    describe_gauge!(WHEEL_TIMERS, "Timers held in this node's timing wheel.");
+    describe_gauge!(READY_TIMERS, "Due timers waiting for a delivery slot.");
+    describe_gauge!(INFLIGHT, "Deliveries fetched and not yet recorded.");
+    describe_histogram!(WRITE_BATCH, "API writes per group-commit transaction.");
+    describe_histogram!(COMPLETE_BATCH, "Outcomes per completion transaction.");
+    describe_counter!(STORE_ERRORS, "Store operations that failed and were retried.");
+}
+
+/// Handles used on every delivery.
+#[derive(Clone)]
+pub(crate) struct Hot {
+    pub fired: Counter,
+    pub lateness: Histogram,
+    pub done: Counter,
+    pub retried: Counter,
+    pub failed: Counter,
+    pub dead: Counter,
+    pub created: Counter,
+    pub cancelled: Counter,
+    pub wheel: Gauge,
+    pub ready: Gauge,
+    pub inflight: Gauge,
+    pub write_batch: Histogram,
+    pub complete_batch: Histogram,
+    pub store_errors: Counter,
+}
+
+impl Hot {
+    pub fn new() -> Self {
+        Self {
+            fired: counter!(TIMERS_FIRED),
+            lateness: histogram!(FIRE_LATENESS),
+            done: counter!(TIMERS_DONE),
+            retried: counter!(TIMERS_RETRIED),
+            failed: counter!(TIMERS_FAILED),
+            dead: counter!(TIMERS_DEAD),
+            created: counter!(TIMERS_CREATED),
+            cancelled: counter!(TIMERS_CANCELLED),
+            wheel: gauge!(WHEEL_TIMERS),
+            ready: gauge!(READY_TIMERS),
+            inflight: gauge!(INFLIGHT),
+            write_batch: histogram!(WRITE_BATCH),
+            complete_batch: histogram!(COMPLETE_BATCH),
+            store_errors: counter!(STORE_ERRORS),
+        }
+    }
+}
+
+/// Per-channel handles.
+#[derive(Clone)]
+pub(crate) struct ChannelMetrics {
+    pub delivered: Counter,
+    pub retry: Counter,
+    pub failed: Counter,
+    pub dead: Counter,
+    pub duration: Histogram,
+}
+
+impl ChannelMetrics {
+    pub fn new(channel: &str) -> Self {
+        let c = |outcome: &'static str| {
+            counter!(DELIVERIES, "channel" => channel.to_string(), "outcome" => outcome)
+        };
+        Self {
+            delivered: c("delivered"),
+            retry: c("retry"),
+            failed: c("failed"),
+            dead: c("dead"),
+            duration: histogram!(DELIVERY_DURATION, "channel" => channel.to_string()),
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! The wheel this node fires from, and the task that drives it.
+//!
+//! Invariant (the "horizon"): every pending timer of an owned shard whose due
+//! time is before `horizon` is either in the wheel or still ahead of the
+//! loader's cursor. The loader raises the horizon *before* it reads a page,
+//! and every other path (API writes, retries) inserts directly when the due
+//! time is below the horizon, so no timer falls between the two. A timer may
+//! land in the wheel twice; the fetch step drops the copy that is stale.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use herald_core::{Clock, Priority, TimerId, Wheel};
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+
+use crate::queue::{DueTimer, UrgentQueue};
+
+/// What the wheel holds per timer: 16 bytes, the due time is kept by the wheel.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    id: TimerId,
+    shard: u16,
+    priority: Priority,
+}
+
+/// Longest the driver sleeps without looking at the clock, so that a clock
+/// that jumps (or a missed wake-up) costs at most this much lateness.
+const MAX_SLEEP_MS: u64 = 250;
+
+struct State {
+    wheel: Wheel<Slot>,
+    horizon: i64,
+    /// When the driver plans to wake next; an insert due earlier wakes it.
+    planned_wake: i64,
+}
+
+pub(crate) struct Schedule {
+    state: Mutex<State>,
+    wake: Notify,
+}
+
+fn to_wheel_ms(ms: i64) -> u64 {
+    u64::try_from(ms).unwrap_or(0)
+}
+
+impl Schedule {
+    pub fn new(now_ms: i64) -> Self {
+        Self {
+            state: Mutex::new(State {
+                wheel: Wheel::new(to_wheel_ms(now_ms)),
+                horizon: i64::MIN,
+                planned_wake: i64::MAX,
+            }),
+            wake: Notify::new(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.state.lock().wheel.len()
+    }
+
+    /// Raises the horizon; never lowers it.
+    pub fn raise_horizon(&self, to: i64) {
+        let mut st = self.state.lock();
+        st.horizon = st.horizon.max(to);
+    }
+
+    /// Inserts timers unconditionally (the loader's pages).
+    pub fn load(&self, timers: impl IntoIterator<Item = DueTimer>) {
+        self.insert_where(timers, |_, _| true);
+    }
+
+    /// Inserts the timers that fall below the horizon; the loader will find the
+    /// rest. Returns how many were inserted.
+    pub fn offer(&self, timers: impl IntoIterator<Item = DueTimer>) -> usize {
+        self.insert_where(timers, |t, horizon| t.due_at < horizon)
+    }
+
+    fn insert_where(
+        &self,
+        timers: impl IntoIterator<Item = DueTimer>,
+        keep: impl Fn(&DueTimer, i64) -> bool,
+    ) -> usize {
+        let mut st = self.state.lock();
+        let horizon = st.horizon;
+        let mut earliest = i64::MAX;
+        let mut n = 0;
+        for t in timers {
+            if !keep(&t, horizon) {
+                continue;
+            }
+            earliest = earliest.min(t.due_at);
+            st.wheel.insert(
+                to_wheel_ms(t.due_at),
+                Slot { id: t.id, shard: t.shard, priority: t.priority },
+            );
+            n += 1;
+        }
+        let wake = earliest < st.planned_wake;
+        drop(st);
+        if wake {
+            self.wake.notify_one();
+        }
+        n
+    }
+
+    /// Drops the timers of shards this node no longer owns.
+    #[allow(dead_code)]
+    pub fn retain_shards(&self, keep: impl Fn(u16) -> bool) {
+        self.state.lock().wheel.retain(|s| keep(s.shard));
+    }
+
+    /// Fires everything due at `now` into `ready`; returns when to look next.
+    fn tick(&self, now: i64, ready: &UrgentQueue<DueTimer>, buf: &mut Vec<(u64, Slot)>) -> i64 {
+        let next = {
+            let mut st = self.state.lock();
+            st.wheel.advance(to_wheel_ms(now), buf);
+            let next = st
+                .wheel
+                .next_deadline()
+                .map(|d| i64::try_from(d).unwrap_or(i64::MAX))
+                .unwrap_or(i64::MAX)
+                .min(now.saturating_add(MAX_SLEEP_MS as i64))
+                .max(now + 1);
+            st.planned_wake = next;
+            next
+        };
+        if !buf.is_empty() {
+            ready.push_many(buf.drain(..).map(|(due, s)| DueTimer {
+                id: s.id,
+                due_at: i64::try_from(due).unwrap_or(i64::MAX),
+                shard: s.shard,
+                priority: s.priority,
+            }));
+        }
+        next
+    }
+
+    /// The driver: advance the wheel to the clock, hand due timers on, sleep
+    /// until the next deadline or an earlier insert.
+    pub async fn drive(
+        self: Arc<Self>,
+        clock: Arc<dyn Clock>,
+        ready: Arc<UrgentQueue<DueTimer>>,
+        stop: Arc<crate::Stop>,
+    ) {
+        let mut buf = Vec::new();
+        while !stop.is_stopped() {
+            let now = clock.now_ms();
+            let next = self.tick(now, &ready, &mut buf);
+            let sleep_ms = u64::try_from(next.saturating_sub(clock.now_ms())).unwrap_or(0);
+            if sleep_ms == 0 {
+                tokio::task::yield_now().await;
+                continue;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(sleep_ms)) => {}
+                _ = self.wake.notified() => {}
+                _ = stop.wait() => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,88 @@
+//! The group-commit writer: API writes queue here, and whatever has queued
+//! while the previous transaction was committing goes into the next one. Many
+//! requests, one transaction, one fsync; each request is answered only after
+//! its transaction committed.
+
+use std::sync::Arc;
+
+use herald_store::{Store, WriteOp, WriteResult};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::EngineError;
+use crate::metrics::Hot;
+use crate::queue::DueTimer;
+use crate::schedule::Schedule;
+
+pub(crate) struct WriteRequest {
+    pub ops: Vec<WriteOp>,
+    pub reply: oneshot::Sender<Result<Vec<WriteResult>, EngineError>>,
+}
+
+pub(crate) async fn run(
+    store: Arc<dyn Store>,
+    schedule: Arc<Schedule>,
+    mut rx: mpsc::Receiver<WriteRequest>,
+    max_ops: usize,
+    hot: Hot,
+) {
+    while let Some(first) = rx.recv().await {
+        let mut reqs = vec![first];
+        let mut n = reqs[0].ops.len();
+        while n < max_ops {
+            match rx.try_recv() {
+                Ok(r) => {
+                    n += r.ops.len();
+                    reqs.push(r);
+                }
+                Err(_) => break,
+            }
+        }
+        let mut sizes = Vec::with_capacity(reqs.len());
+        let mut ops = Vec::with_capacity(n);
+        let mut replies = Vec::with_capacity(reqs.len());
+        for r in reqs {
+            sizes.push(r.ops.len());
+            ops.extend(r.ops);
+            replies.push(r.reply);
+        }
+        hot.write_batch.record(ops.len() as f64);
+        match store.apply(ops).await {
+            Ok(results) => {
+                let mut created = 0u64;
+                let mut cancelled = 0u64;
+                // Into the wheel before anyone hears "created".
+                schedule.offer(results.iter().filter_map(|r| match r {
+                    WriteResult::Created(t) => {
+                        created += 1;
+                        Some(DueTimer {
+                            id: t.id,
+                            due_at: t.due_at,
+                            shard: t.shard,
+                            priority: t.priority,
+                        })
+                    }
+                    WriteResult::Cancelled(_) => {
+                        cancelled += 1;
+                        None
+                    }
+                    _ => None,
+                }));
+                hot.created.increment(created);
+                hot.cancelled.increment(cancelled);
+                let mut results = results.into_iter();
+                for (size, reply) in sizes.into_iter().zip(replies) {
+                    let part: Vec<WriteResult> = results.by_ref().take(size).collect();
+                    let _ = reply.send(Ok(part));
+                }
+            }
+            Err(e) => {
+                tracing::error!(error = %e, ops = n, "group commit failed; nothing written");
+                hot.store_errors.increment(1);
+                let err = EngineError::Store(e.to_string());
+                for reply in replies {
+                    let _ = reply.send(Err(err.clone()));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,98 @@
+//! The one error shape of the API: `{"error": {"code", "message", "field"?}}`.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ErrorBody {
+    pub code: &'static str,
+    pub message: String,
+    /// The request field at fault, when one is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub body: ErrorBody,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self { status, body: ErrorBody { code, message: message.into(), field: None } }
+    }
+
+    /// A 400 about one field.
+    pub fn field(field: &str, code: &'static str, message: impl Into<String>) -> Self {
+        let mut e = Self::new(StatusCode::BAD_REQUEST, code, message);
+        e.body.field = Some(field.to_string());
+        e
+    }
+
+    pub fn not_found(what: &str) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not_found", format!("{what} not found"))
+    }
+
+    pub fn too_large(limit: usize) -> Self {
+        let mut e = Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            format!("request body is over the limit of {limit} bytes"),
+        );
+        e.body.field = Some("body".into());
+        e
+    }
+
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", message)
+    }
+}
+
+impl From<herald_engine::EngineError> for ApiError {
+    fn from(e: herald_engine::EngineError) -> Self {
+        tracing::warn!(error = %e, "request failed in the engine");
+        match e {
+            herald_engine::EngineError::ShuttingDown => ApiError::unavailable("shutting down"),
+            herald_engine::EngineError::Store(_) => {
+                ApiError::unavailable("the store did not commit the request; nothing was written")
+            }
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Envelope<'a> {
+    error: &'a ErrorBody,
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, axum::Json(Envelope { error: &self.body })).into_response()
+    }
+}
+
+/// Turns a serde error into a field error: the field comes from the path where
+/// there is one, or from the message for missing and unknown fields.
+pub fn from_serde(err: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
+    let path = err.path().to_string();
+    let inner = err.into_inner();
+    let msg = inner.to_string();
+    let field = if path != "." && !path.is_empty() {
+        Some(path)
+    } else {
+        backticked(&msg)
+    };
+    let code = if inner.is_syntax() || inner.is_eof() { "malformed_json" } else { "invalid_field" };
+    let mut e = ApiError::new(StatusCode::BAD_REQUEST, code, msg);
+    e.body.field = field;
+    e
+}
+
+/// The first `name` in backticks, as serde quotes field names.
+fn backticked(msg: &str) -> Option<String> {
+    let start = msg.find('`')? + 1;
+    let len = msg[start..].find('`')?;
+    Some(msg[start..start + len].to_string())
+}

@@ -1,0 +1,87 @@
+//! Operational endpoints: health, metrics, stats, and the error fallbacks.
+
+use std::any::Any;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+
+use crate::AppState;
+use crate::error::ApiError;
+use crate::timers::store_err;
+
+static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+
+/// Installs the process-wide Prometheus recorder (once) and keeps its
+/// histograms drained in the background.
+pub fn install_metrics() -> Result<PrometheusHandle, String> {
+    if let Some(h) = HANDLE.get() {
+        return Ok(h.clone());
+    }
+    let seconds = [
+        0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+    ];
+    let sizes = [1.0, 10.0, 100.0, 1_000.0, 5_000.0, 10_000.0, 20_000.0];
+    let handle = PrometheusBuilder::new()
+        .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &seconds)
+        .and_then(|b| b.set_buckets_for_metric(Matcher::Suffix("_ops".into()), &sizes))
+        .and_then(|b| b.set_buckets_for_metric(Matcher::Suffix("_size".into()), &sizes))
+        .map_err(|e| e.to_string())?
+        .install_recorder()
+        .map_err(|e| e.to_string())?;
+    let h = HANDLE.get_or_init(|| handle).clone();
+    let upkeep = h.clone();
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            upkeep.run_upkeep();
+        }
+    });
+    Ok(h)
+}
+
+pub async fn healthz() -> impl IntoResponse {
+    axum::Json(serde_json::json!({ "status": "ok" }))
+}
+
+pub async fn metrics(State(st): State<AppState>) -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], st.metrics.render())
+}
+
+/// Counts by state from the store, and this node's wheel and in-flight figures.
+pub async fn stats(State(st): State<AppState>) -> Result<Response, ApiError> {
+    let counts = st.engine.store().count_by_state().await.map_err(store_err)?;
+    let mut timers = serde_json::Map::new();
+    for s in herald_core::TimerState::ALL {
+        let n = counts.iter().find(|(c, _)| *c == s).map_or(0, |(_, n)| *n);
+        timers.insert(s.as_str().into(), n.into());
+    }
+    let (wheel, ready, inflight) = st.engine.load_figures();
+    Ok(axum::Json(serde_json::json!({
+        "timers": timers,
+        "node": { "wheel": wheel, "ready": ready, "inflight": inflight },
+    }))
+    .into_response())
+}
+
+pub async fn not_found() -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint")
+}
+
+pub async fn method_not_allowed() -> ApiError {
+    ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "method not allowed here")
+}
+
+/// A panic in a handler is a bug; answer 500 in the API's error shape.
+pub fn panic_response(err: Box<dyn Any + Send + 'static>) -> Response {
+    let detail = err
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| err.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default();
+    tracing::error!(panic = %detail, "handler panicked");
+    ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error").into_response()
+}

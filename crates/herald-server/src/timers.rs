@@ -1,0 +1,298 @@
+//! `/v1/timers`: create (single and bulk NDJSON), read, cancel, send log.
+
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use herald_core::time::format_rfc3339_ms;
+use herald_core::{TimerId, TimerState};
+use herald_engine::TimerView;
+use herald_store::{DeliveryRecord, NewTimer, TimerRecord, WriteOp, WriteResult};
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use crate::AppState;
+use crate::error::{ApiError, ErrorBody};
+use crate::validate::{self, Context};
+
+/// A timer as the API shows it.
+#[derive(Serialize)]
+pub struct TimerJson {
+    pub id: TimerId,
+    pub kind: &'static str,
+    pub state: &'static str,
+    pub due_at: String,
+    pub channel: String,
+    pub recipient: String,
+    pub priority: u8,
+    pub attempts: u32,
+    pub last_error: Option<String>,
+    pub delivered_at: Option<String>,
+    pub idempotency_key: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<Box<RawValue>>,
+}
+
+impl TimerJson {
+    pub fn from_record(r: TimerRecord, firing: bool, with_message: bool) -> Self {
+        let state = if firing && r.state == TimerState::Pending { TimerState::Firing } else { r.state };
+        Self {
+            id: r.id,
+            kind: r.kind.as_str(),
+            state: state.as_str(),
+            due_at: format_rfc3339_ms(r.due_at),
+            channel: r.channel,
+            recipient: r.recipient,
+            priority: r.priority,
+            attempts: r.attempts,
+            last_error: r.last_error,
+            delivered_at: r.delivered_at.map(format_rfc3339_ms),
+            idempotency_key: r.idempotency_key,
+            created_at: format_rfc3339_ms(r.created_at),
+            updated_at: format_rfc3339_ms(r.updated_at),
+            message: if with_message { RawValue::from_string(r.message).ok() } else { None },
+        }
+    }
+
+    fn from_view(v: TimerView) -> Self {
+        Self::from_record(v.record, v.firing, true)
+    }
+}
+
+/// Reads a body of at most `limit` bytes; over it is a 413.
+pub async fn read_body(body: Body, limit: usize) -> Result<bytes::Bytes, ApiError> {
+    use http_body_util::BodyExt;
+    match http_body_util::Limited::new(body, limit).collect().await {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
+            Err(ApiError::too_large(limit))
+        }
+        Err(e) => Err(ApiError::new(StatusCode::BAD_REQUEST, "bad_body", format!("could not read the body: {e}"))),
+    }
+}
+
+fn context<'a>(st: &'a AppState, has: &'a (dyn Fn(&str) -> bool + Sync), names: &'a (dyn Fn() -> Vec<String> + Sync)) -> Context<'a> {
+    Context { now_ms: st.clock.now_ms(), shards: st.engine.shards(), has_channel: has, channel_names: names }
+}
+
+pub async fn create(State(st): State<AppState>, body: Body) -> Result<Response, ApiError> {
+    let bytes = read_body(body, st.api.max_timer_bytes).await?;
+    let engine = &st.engine;
+    let has = |c: &str| engine.has_channel(c);
+    let names = || engine.channel_names();
+    let timer = validate::new_timer(&bytes, &context(&st, &has, &names))?;
+    let mut results = st.engine.submit(vec![WriteOp::InsertTimer(timer)]).await?;
+    match results.pop() {
+        Some(WriteResult::Created(t)) => {
+            Ok((StatusCode::CREATED, axum::Json(TimerJson::from_record(t, false, false))).into_response())
+        }
+        Some(WriteResult::Existing(t)) => {
+            let firing = st.engine.is_firing(t.id);
+            Ok((StatusCode::OK, axum::Json(TimerJson::from_record(t, firing, false))).into_response())
+        }
+        _ => Err(ApiError::unavailable("unexpected write result")),
+    }
+}
+
+/// One answer line of the bulk endpoint.
+#[derive(Serialize)]
+struct BulkLine<'a> {
+    line: usize,
+    status: u16,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<TimerId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    due_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    state: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a ErrorBody>,
+}
+
+enum LineResult {
+    Ok(u16, TimerRecord),
+    Err(ApiError),
+}
+
+/// `POST /v1/timers:bulk`: NDJSON in, one NDJSON answer per non-blank line out,
+/// in order. Valid lines are committed in chunks of `bulk_chunk`, one
+/// transaction each; invalid lines are answered with their error and write
+/// nothing.
+pub async fn create_bulk(State(st): State<AppState>, body: Body) -> Result<Response, ApiError> {
+    let bytes = read_body(body, st.api.bulk_max_bytes).await?;
+    let lines: Vec<(usize, &[u8])> = bytes
+        .split(|&b| b == b'\n')
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.strip_suffix(b"\r").unwrap_or(l)))
+        .filter(|(_, l)| l.iter().any(|b| !b.is_ascii_whitespace()))
+        .collect();
+    if lines.len() > st.api.bulk_max_lines {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too_many_lines",
+            format!("{} lines; at most {} per request", lines.len(), st.api.bulk_max_lines),
+        ));
+    }
+    let engine = &st.engine;
+    let has = |c: &str| engine.has_channel(c);
+    let names = || engine.channel_names();
+    let cx = context(&st, &has, &names);
+    let mut results: Vec<Option<LineResult>> = Vec::with_capacity(lines.len());
+    let mut valid: Vec<(usize, NewTimer)> = Vec::with_capacity(lines.len());
+    for (idx, (_, line)) in lines.iter().enumerate() {
+        if line.len() > st.api.max_timer_bytes {
+            results.push(Some(LineResult::Err(ApiError::too_large(st.api.max_timer_bytes))));
+            continue;
+        }
+        match validate::new_timer(line, &cx) {
+            Ok(t) => {
+                valid.push((idx, t));
+                results.push(None);
+            }
+            Err(e) => results.push(Some(LineResult::Err(e))),
+        }
+    }
+    let mut failed: Option<ApiError> = None;
+    for chunk in valid.chunks(st.api.bulk_chunk.max(1)) {
+        if let Some(e) = &failed {
+            for (idx, _) in chunk {
+                results[*idx] = Some(LineResult::Err(e.clone()));
+            }
+            continue;
+        }
+        let ops: Vec<WriteOp> = chunk.iter().map(|(_, t)| WriteOp::InsertTimer(t.clone())).collect();
+        match st.engine.submit(ops).await {
+            Ok(written) => {
+                for ((idx, _), r) in chunk.iter().zip(written) {
+                    results[*idx] = Some(match r {
+                        WriteResult::Created(t) => LineResult::Ok(201, t),
+                        WriteResult::Existing(t) => LineResult::Ok(200, t),
+                        _ => LineResult::Err(ApiError::unavailable("unexpected write result")),
+                    });
+                }
+            }
+            Err(e) => {
+                // Later chunks are not tried: the store is failing.
+                let e = ApiError::from(e);
+                for (idx, _) in chunk {
+                    results[*idx] = Some(LineResult::Err(e.clone()));
+                }
+                failed = Some(e);
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(lines.len() * 80);
+    for ((line, _), r) in lines.iter().zip(results) {
+        let r = r.unwrap_or_else(|| LineResult::Err(ApiError::unavailable("line was not processed")));
+        let answer = match &r {
+            LineResult::Ok(status, t) => BulkLine {
+                line: *line,
+                status: *status,
+                id: Some(t.id),
+                due_at: Some(format_rfc3339_ms(t.due_at)),
+                state: Some(t.state.as_str()),
+                error: None,
+            },
+            LineResult::Err(e) => BulkLine {
+                line: *line,
+                status: e.status.as_u16(),
+                id: None,
+                due_at: None,
+                state: None,
+                error: Some(&e.body),
+            },
+        };
+        if serde_json::to_writer(&mut out, &answer).is_ok() {
+            out.push(b'\n');
+        }
+    }
+    Ok(([(header::CONTENT_TYPE, "application/x-ndjson")], out).into_response())
+}
+
+pub fn parse_id(raw: &str) -> Result<TimerId, ApiError> {
+    raw.parse::<TimerId>()
+        .ok()
+        .filter(|id| *id > 0)
+        .ok_or_else(|| ApiError::field("id", "invalid_field", format!("timer id {raw:?} is not a positive integer")))
+}
+
+pub async fn get(State(st): State<AppState>, Path(raw): Path<String>) -> Result<Response, ApiError> {
+    let id = parse_id(&raw)?;
+    match st.engine.get_timer(id).await? {
+        Some(v) => Ok(axum::Json(TimerJson::from_view(v)).into_response()),
+        None => Err(ApiError::not_found("timer")),
+    }
+}
+
+/// Cancels a pending timer. One that is being delivered, or already finished,
+/// is a 409: it can no longer be stopped.
+pub async fn cancel(State(st): State<AppState>, Path(raw): Path<String>) -> Result<Response, ApiError> {
+    let id = parse_id(&raw)?;
+    if st.engine.is_firing(id) {
+        return Err(ApiError::new(StatusCode::CONFLICT, "not_cancellable", "the timer is firing right now"));
+    }
+    let at = st.clock.now_ms();
+    let mut results = st.engine.submit(vec![WriteOp::CancelTimer { id, at }]).await?;
+    match results.pop() {
+        Some(WriteResult::Cancelled(t)) => Ok(axum::Json(TimerJson::from_record(t, false, false)).into_response()),
+        Some(WriteResult::NotCancellable(t)) => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "not_cancellable",
+            format!("the timer is {}, not pending", t.state.as_str()),
+        )),
+        Some(WriteResult::NotFound) => Err(ApiError::not_found("timer")),
+        _ => Err(ApiError::unavailable("unexpected write result")),
+    }
+}
+
+#[derive(Serialize)]
+struct DeliveryJson {
+    id: i64,
+    timer_id: TimerId,
+    attempt: u32,
+    channel: String,
+    outcome: String,
+    idempotency_key: String,
+    provider_msgid: Option<String>,
+    status: Option<i64>,
+    error: Option<String>,
+    started_at: String,
+    finished_at: String,
+}
+
+impl From<DeliveryRecord> for DeliveryJson {
+    fn from(d: DeliveryRecord) -> Self {
+        Self {
+            id: d.id,
+            timer_id: d.timer_id,
+            attempt: d.attempt,
+            channel: d.channel,
+            outcome: d.outcome,
+            idempotency_key: d.idempotency_key,
+            provider_msgid: d.provider_msgid,
+            status: d.status,
+            error: d.error,
+            started_at: format_rfc3339_ms(d.started_at),
+            finished_at: format_rfc3339_ms(d.finished_at),
+        }
+    }
+}
+
+/// The send log of one timer, oldest attempt first.
+pub async fn deliveries(State(st): State<AppState>, Path(raw): Path<String>) -> Result<Response, ApiError> {
+    let id = parse_id(&raw)?;
+    let store = st.engine.store();
+    if store.get_timer(id).await.map_err(store_err)?.is_none() {
+        return Err(ApiError::not_found("timer"));
+    }
+    let rows = store.deliveries_for(id).await.map_err(store_err)?;
+    let rows: Vec<DeliveryJson> = rows.into_iter().map(Into::into).collect();
+    Ok(axum::Json(serde_json::json!({ "deliveries": rows })).into_response())
+}
+
+pub fn store_err(e: herald_store::StoreError) -> ApiError {
+    tracing::warn!(error = %e, "store read failed");
+    ApiError::unavailable("the store is not answering")
+}

@@ -1,0 +1,127 @@
+//! Turning request JSON into a [`NewTimer`], or a 400 naming the field.
+//! Shared by the single and the bulk endpoint so both accept the same input.
+
+use herald_core::timer::{DEFAULT_PRIORITY, MAX_PRIORITY};
+use herald_core::{TimerKind, shard_for, time::parse_rfc3339_ms};
+use herald_store::NewTimer;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::error::{ApiError, from_serde};
+
+/// Furthest ahead a timer may be scheduled.
+pub const MAX_AHEAD_MS: i64 = 10 * 366 * 24 * 3600 * 1000;
+pub const MAX_RECIPIENT_BYTES: usize = 1024;
+pub const MAX_KEY_BYTES: usize = 255;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateTimer<'a> {
+    #[serde(default, borrow)]
+    fire_at: Option<&'a str>,
+    #[serde(default)]
+    delay_ms: Option<i64>,
+    channel: String,
+    recipient: String,
+    #[serde(borrow)]
+    message: &'a RawValue,
+    #[serde(default)]
+    idempotency_key: Option<String>,
+    #[serde(default)]
+    priority: Option<i64>,
+}
+
+/// What validation needs to know about the running service.
+pub struct Context<'a> {
+    pub now_ms: i64,
+    pub shards: u16,
+    pub has_channel: &'a (dyn Fn(&str) -> bool + Sync),
+    pub channel_names: &'a (dyn Fn() -> Vec<String> + Sync),
+}
+
+pub fn new_timer(body: &[u8], cx: &Context<'_>) -> Result<NewTimer, ApiError> {
+    let de = &mut serde_json::Deserializer::from_slice(body);
+    let req: CreateTimer<'_> = serde_path_to_error::deserialize(de).map_err(from_serde)?;
+
+    let due_at = match (req.fire_at, req.delay_ms) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::field("fire_at", "invalid_field", "give either fire_at or delay_ms, not both"));
+        }
+        (None, None) => {
+            return Err(ApiError::field("fire_at", "missing_field", "give fire_at (RFC 3339) or delay_ms"));
+        }
+        (Some(s), None) => {
+            let at = parse_rfc3339_ms(s).map_err(|e| {
+                ApiError::field("fire_at", "invalid_field", format!("fire_at {s:?} is not an RFC 3339 time: {e}"))
+            })?;
+            if at > cx.now_ms.saturating_add(MAX_AHEAD_MS) {
+                return Err(ApiError::field("fire_at", "invalid_field", "fire_at is more than 10 years ahead"));
+            }
+            // A time already past fires at once.
+            at.max(cx.now_ms)
+        }
+        (None, Some(d)) => {
+            if d < 0 {
+                return Err(ApiError::field("delay_ms", "invalid_field", "delay_ms must not be negative"));
+            }
+            if d > MAX_AHEAD_MS {
+                return Err(ApiError::field("delay_ms", "invalid_field", "delay_ms is more than 10 years"));
+            }
+            cx.now_ms.saturating_add(d)
+        }
+    };
+
+    if req.channel.is_empty() {
+        return Err(ApiError::field("channel", "missing_field", "channel must not be empty"));
+    }
+    if !(cx.has_channel)(&req.channel) {
+        return Err(ApiError::field(
+            "channel",
+            "unknown_channel",
+            format!("no channel named {:?}; configured: {:?}", req.channel, (cx.channel_names)()),
+        ));
+    }
+    if req.recipient.is_empty() || req.recipient.len() > MAX_RECIPIENT_BYTES {
+        return Err(ApiError::field(
+            "recipient",
+            "invalid_field",
+            format!("recipient must be 1..={MAX_RECIPIENT_BYTES} bytes"),
+        ));
+    }
+    if !req.message.get().trim_start().starts_with('{') {
+        return Err(ApiError::field("message", "invalid_field", "message must be a JSON object"));
+    }
+    if let Some(k) = &req.idempotency_key {
+        // It travels as an HTTP header, so: visible ASCII only.
+        let ok = !k.is_empty() && k.len() <= MAX_KEY_BYTES && k.bytes().all(|b| (0x21..=0x7e).contains(&b));
+        if !ok {
+            return Err(ApiError::field(
+                "idempotency_key",
+                "invalid_field",
+                format!("idempotency_key must be 1..={MAX_KEY_BYTES} visible ASCII characters"),
+            ));
+        }
+    }
+    let priority = match req.priority {
+        None => DEFAULT_PRIORITY,
+        Some(p) if (0..=i64::from(MAX_PRIORITY)).contains(&p) => p as u8,
+        Some(_) => {
+            return Err(ApiError::field("priority", "invalid_field", format!("priority must be 0..={MAX_PRIORITY}")));
+        }
+    };
+    let shard = match &req.idempotency_key {
+        Some(k) => shard_for(k.as_bytes(), cx.shards),
+        None => shard_for(&rand::random::<u64>().to_le_bytes(), cx.shards),
+    };
+    Ok(NewTimer {
+        shard,
+        due_at,
+        priority,
+        kind: TimerKind::Timer,
+        channel: req.channel,
+        recipient: req.recipient,
+        message: req.message.get().to_string(),
+        idempotency_key: req.idempotency_key,
+        created_at: cx.now_ms,
+    })
+}

@@ -1,0 +1,222 @@
+//! SQLite store hot paths, through the async API as the engine calls them.
+//!
+//! `cargo bench -p herald-store --bench sqlite`
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::Duration;
+
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use herald_store::conformance::fixtures::{completion, created, inserts, keyed, timer};
+use herald_store::sqlite::SqliteStore;
+use herald_store::{CompletionOutcome, DueCursor, NewTimer, Store, StoreOptions, WriteOp};
+use tokio::runtime::Runtime;
+
+/// Two worker threads: the budget machine has two cores.
+fn runtime() -> Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+fn open(rt: &Runtime, dir: &tempfile::TempDir, name: &str, sync: &str) -> SqliteStore {
+    let opts = StoreOptions {
+        sqlite_synchronous: sync.into(),
+        read_connections: 2,
+    };
+    rt.block_on(SqliteStore::open(dir.path().join(name), &opts))
+        .expect("open")
+}
+
+/// A realistic timer: a webhook with a small JSON body; every other one keyed.
+fn realistic(n: i64) -> NewTimer {
+    let mut t = if n % 2 == 0 {
+        keyed(1_700_000_000_000 + n % 60_000, &format!("bench-{n}-{}", n * 7919))
+    } else {
+        timer(1_700_000_000_000 + n % 60_000)
+    };
+    t.message = format!(r#"{{"text":"reminder {n}","url":"https://example.test/r/{n}"}}"#);
+    t.recipient = format!("https://hooks.example.test/u/{}", n % 5000);
+    t
+}
+
+fn ten_k_inserts(start: &mut i64) -> Vec<WriteOp> {
+    let ops = inserts((*start..*start + 10_000).map(realistic));
+    *start += 10_000;
+    ops
+}
+
+fn populate(rt: &Runtime, store: &SqliteStore, n: i64) -> Vec<i64> {
+    let mut ids = Vec::with_capacity(n as usize);
+    let mut next = 0;
+    while next < n {
+        let r = rt.block_on(store.apply(ten_k_inserts(&mut next))).expect("apply");
+        ids.extend(r.iter().map(|r| created(r).id));
+    }
+    ids
+}
+
+/// Deterministic pseudo-random picks (xorshift), no extra dependency.
+fn pick(ids: &[i64], n: usize, seed: &mut u64) -> Vec<i64> {
+    (0..n)
+        .map(|_| {
+            *seed ^= *seed << 13;
+            *seed ^= *seed >> 7;
+            *seed ^= *seed << 17;
+            ids[(*seed % ids.len() as u64) as usize]
+        })
+        .collect()
+}
+
+fn bench_apply(c: &mut Criterion) {
+    let rt = runtime();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut g = c.benchmark_group("apply");
+    g.sample_size(30).measurement_time(Duration::from_secs(10));
+    for sync in ["normal", "full"] {
+        let store = open(&rt, &dir, &format!("apply-{sync}.db"), sync);
+        let mut next = 0;
+        g.bench_function(format!("10k_inserts_{sync}"), |b| {
+            b.iter_batched(
+                || ten_k_inserts(&mut next),
+                |ops| black_box(rt.block_on(store.apply(ops)).expect("apply")),
+                BatchSize::PerIteration,
+            )
+        });
+    }
+    g.finish();
+}
+
+fn bench_reads(c: &mut Criterion) {
+    let rt = runtime();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = open(&rt, &dir, "reads.db", "normal");
+    let ids = populate(&rt, &store, 200_000);
+    let mut g = c.benchmark_group("reads");
+    g.sample_size(50);
+
+    g.bench_function("load_due_10k_first_page", |b| {
+        b.iter(|| {
+            let due = rt
+                .block_on(store.load_due(None, i64::MAX, 10_000))
+                .expect("load_due");
+            assert_eq!(due.len(), 10_000);
+            black_box(due)
+        })
+    });
+    // Timers are spread over 60,000 ms, ~3 per ms: start mid-millisecond.
+    let mid = rt
+        .block_on(store.load_due(None, i64::MAX, 100_001))
+        .expect("load_due")[100_000];
+    let cursor = DueCursor {
+        due_at: mid.due_at,
+        id: mid.id,
+    };
+    g.bench_function("load_due_10k_after_cursor", |b| {
+        b.iter(|| {
+            let due = rt
+                .block_on(store.load_due(Some(cursor), i64::MAX, 10_000))
+                .expect("load_due");
+            assert_eq!(due.len(), 10_000);
+            black_box(due)
+        })
+    });
+
+    let mut seed = 0x9e37_79b9_7f4a_7c15;
+    g.bench_function("fetch_pending_1k_in_lists", |b| {
+        b.iter_batched(
+            || pick(&ids, 1_000, &mut seed),
+            |ask| black_box(rt.block_on(store.fetch_pending(&ask)).expect("fetch")),
+            BatchSize::SmallInput,
+        )
+    });
+    g.bench_function("fetch_pending_1k_rarray", |b| {
+        b.iter_batched(
+            || pick(&ids, 1_000, &mut seed),
+            |ask| black_box(rt.block_on(store.fetch_pending_rarray(&ask)).expect("fetch")),
+            BatchSize::SmallInput,
+        )
+    });
+
+    // Dispatch cost: a point read through the store's connection threads, versus
+    // tokio's blocking pool with a mutex-guarded connection.
+    g.bench_function("get_timer_via_conn_threads", |b| {
+        b.iter_batched(
+            || pick(&ids, 1, &mut seed)[0],
+            |id| black_box(rt.block_on(store.get_timer(id)).expect("get")),
+            BatchSize::SmallInput,
+        )
+    });
+    let conn = Arc::new(parking_lot::Mutex::new(
+        rusqlite::Connection::open(dir.path().join("reads.db")).expect("conn"),
+    ));
+    g.bench_function("get_timer_via_spawn_blocking", |b| {
+        b.iter_batched(
+            || pick(&ids, 1, &mut seed)[0],
+            |id| {
+                let conn = Arc::clone(&conn);
+                black_box(
+                    rt.block_on(tokio::task::spawn_blocking(move || {
+                        let conn = conn.lock();
+                        let mut stmt = conn
+                            .prepare_cached(
+                                "SELECT id, shard, due_at, priority, kind, state, channel, \
+                                 recipient, message, idempotency_key, attempts, last_error, \
+                                 created_at, updated_at, delivered_at FROM timers WHERE id = ?1",
+                            )
+                            .expect("prepare");
+                        stmt.query_row([id], |r| r.get::<_, String>(8))
+                            .expect("row")
+                    }))
+                    .expect("join"),
+                )
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    g.finish();
+}
+
+fn bench_complete(c: &mut Criterion) {
+    let rt = runtime();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut g = c.benchmark_group("complete");
+    g.sample_size(30).measurement_time(Duration::from_secs(10));
+    for sync in ["normal", "full"] {
+        let store = open(&rt, &dir, &format!("complete-{sync}.db"), sync);
+        // Some history, so indexes are not trivially small.
+        populate(&rt, &store, 100_000);
+        let mut next = 1_000_000;
+        g.bench_function(format!("2k_done_{sync}"), |b| {
+            b.iter_batched(
+                || {
+                    let timers = (next..next + 2_000).map(realistic);
+                    next += 2_000;
+                    let r = rt.block_on(store.apply(inserts(timers))).expect("apply");
+                    r.iter()
+                        .enumerate()
+                        .map(|(i, r)| {
+                            let t = created(r);
+                            let outcome = if i % 10 == 0 {
+                                CompletionOutcome::Retry {
+                                    next_due_at: t.due_at + 60_000,
+                                }
+                            } else {
+                                CompletionOutcome::Done
+                            };
+                            completion(&t, 1, outcome, t.due_at + 5)
+                        })
+                        .collect::<Vec<_>>()
+                },
+                |batch| black_box(rt.block_on(store.complete(batch)).expect("complete")),
+                BatchSize::PerIteration,
+            )
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench_apply, bench_reads, bench_complete);
+criterion_main!(benches);

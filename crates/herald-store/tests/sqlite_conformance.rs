@@ -1,0 +1,36 @@
+//! The store conformance suite against SQLite: one fresh database file per test.
+
+use std::sync::Arc;
+
+use herald_store::sqlite::SqliteStore;
+use herald_store::{Store, StoreOptions};
+use tempfile::TempDir;
+
+async fn fresh_store() -> (Arc<dyn Store>, TempDir) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = StoreOptions {
+        // Same code paths as `full`, without an fsync per commit on shared test machines.
+        sqlite_synchronous: "normal".into(),
+        read_connections: 2,
+    };
+    let store = SqliteStore::open(dir.path().join("herald.db"), &opts)
+        .await
+        .expect("open sqlite store");
+    (Arc::new(store), dir)
+}
+
+herald_store::store_conformance_tests!(fresh_store);
+
+/// The same suite against the in-memory store (single connection for everything).
+mod memory {
+    use super::*;
+
+    async fn fresh_memory_store() -> (Arc<dyn Store>, ()) {
+        let store = SqliteStore::open_memory(&StoreOptions::default())
+            .await
+            .expect("open in-memory store");
+        (Arc::new(store), ())
+    }
+
+    herald_store::store_conformance_tests!(fresh_memory_store);
+}

@@ -1,0 +1,437 @@
+//! `herald bench`: load generators that measure Herald against DESIGN §6.
+//!
+//! Each scenario starts a webhook sink in this process and a real
+//! `herald serve` child process on a fresh temporary store, drives it over
+//! HTTP, and reports figures measured at the sink. Nothing is simulated.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use clap::{Args, Subcommand};
+use herald_core::{Clock, SystemClock, time::format_rfc3339_ms};
+use herald_mock::{MockConfig, MockServer, Percentiles, WebhookStats};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+#[derive(Subcommand, Debug)]
+pub enum BenchCmd {
+    /// N timers due at the same instant: time to deliver them all and mark them done.
+    Burst(BurstArgs),
+    /// N timers spread over S seconds: how late each one fires.
+    Precision(PrecisionArgs),
+    /// Timer creation rate: single `POST /v1/timers`, or the bulk endpoint.
+    Ingest(IngestArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ServerArgs {
+    /// Webhook channel concurrency of the server under test.
+    #[arg(long, default_value_t = 256)]
+    concurrency: usize,
+    /// SQLite `synchronous` of the server under test (`full` or `normal`).
+    #[arg(long, default_value = "full")]
+    synchronous: String,
+    /// Keep the server's data directory and log after the run.
+    #[arg(long)]
+    keep: bool,
+    /// Print a JSON summary line as well.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct BurstArgs {
+    #[arg(long, default_value_t = 100_000)]
+    timers: usize,
+    /// Seconds between the start of ingest and the due instant; by default
+    /// enough for ingest to finish first.
+    #[arg(long)]
+    lead_secs: Option<f64>,
+    /// Timers per bulk request.
+    #[arg(long, default_value_t = 10_000)]
+    chunk: usize,
+    /// Bulk requests in flight at once.
+    #[arg(long, default_value_t = 2)]
+    clients: usize,
+    #[command(flatten)]
+    server: ServerArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct PrecisionArgs {
+    #[arg(long, default_value_t = 100_000)]
+    timers: usize,
+    #[arg(long, default_value_t = 60)]
+    spread_secs: u64,
+    #[arg(long)]
+    lead_secs: Option<f64>,
+    #[command(flatten)]
+    server: ServerArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct IngestArgs {
+    #[arg(long, default_value_t = 100_000)]
+    timers: usize,
+    /// Concurrent HTTP clients.
+    #[arg(long, default_value_t = 64)]
+    clients: usize,
+    /// Use `POST /v1/timers:bulk` with this many timers per request instead of
+    /// single requests.
+    #[arg(long)]
+    bulk: Option<usize>,
+    #[command(flatten)]
+    server: ServerArgs,
+}
+
+pub async fn run(cmd: BenchCmd) -> anyhow::Result<()> {
+    match cmd {
+        BenchCmd::Burst(a) => burst(a).await,
+        BenchCmd::Precision(a) => precision(a).await,
+        BenchCmd::Ingest(a) => ingest(a).await,
+    }
+}
+
+/// A `herald serve` child on a temporary store, killed on drop.
+struct ServerUnderTest {
+    child: Child,
+    base: String,
+    dir: PathBuf,
+    _tmp: Option<tempfile::TempDir>,
+}
+
+impl ServerUnderTest {
+    async fn start(sink_url: &str, a: &ServerArgs) -> anyhow::Result<Self> {
+        let tmp = tempfile::Builder::new().prefix("herald-bench-").tempdir()?;
+        let dir = tmp.path().to_path_buf();
+        let config = format!(
+            r#"listen = "127.0.0.1:0"
+store = "sqlite://{db}"
+[store_options]
+sqlite_synchronous = "{sync}"
+[engine]
+stats_interval_ms = 0
+[api]
+bulk_max_lines = 1000000
+bulk_max_bytes = 536870912
+[[channels]]
+name = "sink"
+kind = "webhook"
+url = "{sink_url}"
+concurrency = {conc}
+"#,
+            db = dir.join("herald.db").display(),
+            sync = a.synchronous,
+            conc = a.concurrency,
+        );
+        let cfg_path = dir.join("herald.toml");
+        std::fs::write(&cfg_path, config)?;
+        let log = std::fs::File::create(dir.join("server.log"))?;
+        let exe = std::env::current_exe().context("locating the herald binary")?;
+        let mut child = Command::new(exe)
+            .arg("serve")
+            .arg("--config")
+            .arg(&cfg_path)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log))
+            .kill_on_drop(true)
+            .spawn()
+            .context("starting herald serve")?;
+        let stdout = child.stdout.take().context("no stdout")?;
+        let mut lines = BufReader::new(stdout).lines();
+        let base = tokio::time::timeout(Duration::from_secs(30), async {
+            while let Some(line) = lines.next_line().await? {
+                if let Some(url) = line.strip_prefix("herald listening on ") {
+                    return Ok::<_, anyhow::Error>(url.trim().to_string());
+                }
+            }
+            bail!("herald serve exited before listening; see {}", dir.join("server.log").display())
+        })
+        .await
+        .context("herald serve did not start within 30 s")??;
+        let keep = a.keep;
+        let tmp = if keep {
+            eprintln!("keeping {}", tmp.path().display());
+            let _ = tmp.keep();
+            None
+        } else {
+            Some(tmp)
+        };
+        Ok(Self { child, base, dir, _tmp: tmp })
+    }
+
+    async fn counter(&self, http: &reqwest::Client, name: &str) -> anyhow::Result<f64> {
+        let text = http.get(format!("{}/metrics", self.base)).send().await?.text().await?;
+        Ok(metric_value(&text, name).unwrap_or(0.0))
+    }
+
+    fn log_path(&self) -> PathBuf {
+        self.dir.join("server.log")
+    }
+
+    async fn stop(mut self) {
+        #[cfg(unix)]
+        if let Some(pid) = self.child.id() {
+            // Graceful first, so a kept store is consistent.
+            let _ = std::process::Command::new("kill").arg("-TERM").arg(pid.to_string()).status();
+            let _ = tokio::time::timeout(Duration::from_secs(15), self.child.wait()).await;
+        }
+        let _ = self.child.kill().await;
+    }
+}
+
+/// The value of an unlabelled Prometheus sample.
+fn metric_value(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+}
+
+async fn start_sink() -> anyhow::Result<MockServer> {
+    let addr = "127.0.0.1:0".parse()?;
+    Ok(MockServer::start(addr, MockConfig::default()).await?)
+}
+
+fn http_client() -> anyhow::Result<reqwest::Client> {
+    Ok(reqwest::Client::builder().pool_max_idle_per_host(256).tcp_nodelay(true).build()?)
+}
+
+/// One NDJSON line per timer, due at `due(i)`.
+fn ndjson(range: std::ops::Range<usize>, due: &dyn Fn(usize) -> i64) -> String {
+    let mut s = String::with_capacity(range.len() * 120);
+    for i in range {
+        s.push_str(&format!(
+            "{{\"fire_at\":\"{}\",\"channel\":\"sink\",\"recipient\":\"user-{i}\",\"message\":{{\"n\":{i}}}}}\n",
+            format_rfc3339_ms(due(i))
+        ));
+    }
+    s
+}
+
+/// Sends `n` timers through the bulk endpoint; returns the seconds it took.
+async fn bulk_ingest(
+    http: &reqwest::Client,
+    base: &str,
+    n: usize,
+    chunk: usize,
+    clients: usize,
+    due: Arc<dyn Fn(usize) -> i64 + Send + Sync>,
+) -> anyhow::Result<f64> {
+    let chunk = chunk.max(1);
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..clients.max(1) {
+        let (http, base, next, due) = (http.clone(), base.to_string(), next.clone(), due.clone());
+        tasks.push(tokio::spawn(async move {
+            loop {
+                let start = next.fetch_add(chunk, Ordering::SeqCst);
+                if start >= n {
+                    return Ok::<_, anyhow::Error>(());
+                }
+                let body = ndjson(start..(start + chunk).min(n), &*due);
+                let resp = http
+                    .post(format!("{base}/v1/timers:bulk"))
+                    .header("content-type", "application/x-ndjson")
+                    .body(body)
+                    .send()
+                    .await?;
+                let status = resp.status();
+                let text = resp.text().await?;
+                if !status.is_success() {
+                    bail!("bulk ingest answered {status}: {text}");
+                }
+                if let Some(bad) = text.lines().find(|l| !l.contains("\"status\":201")) {
+                    bail!("bulk ingest refused a line: {bad}");
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    Ok(started.elapsed().as_secs_f64())
+}
+
+/// Waits until the sink has every timer and the server has marked them done.
+/// Returns (all delivered, all done) as unix ms.
+async fn wait_drained(
+    sink: &MockServer,
+    server: &ServerUnderTest,
+    http: &reqwest::Client,
+    n: usize,
+    timeout: Duration,
+) -> anyhow::Result<(i64, i64)> {
+    let clock = SystemClock;
+    let deadline = Instant::now() + timeout;
+    let mut last_report = Instant::now();
+    loop {
+        let s = sink.stats();
+        if s.unique_delivered as usize >= n {
+            break;
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "timed out: {} of {n} delivered (server log: {})",
+                s.unique_delivered,
+                server.log_path().display()
+            );
+        }
+        if last_report.elapsed() > Duration::from_secs(5) {
+            eprintln!("  ... {} of {n} delivered", s.unique_delivered);
+            last_report = Instant::now();
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let delivered = sink.stats().last_delivered_at_ms.map_or(clock.now_ms(), |t| t as i64);
+    loop {
+        let done = server.counter(http, "herald_timers_done_total").await.unwrap_or(0.0);
+        if done as usize >= n {
+            return Ok((delivered, clock.now_ms()));
+        }
+        if Instant::now() > deadline {
+            bail!("timed out: {done} of {n} marked done");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn pct(p: &Percentiles) -> String {
+    format!("p50 {} ms, p99 {} ms, p99.9 {} ms, max {} ms", p.p50, p.p99, p.p999, p.max)
+}
+
+fn default_lead(n: usize) -> f64 {
+    // Room for ingest at a pessimistic 100k timers/s, plus start-up.
+    3.0 + n as f64 / 100_000.0
+}
+
+async fn burst(a: BurstArgs) -> anyhow::Result<()> {
+    let sink = start_sink().await?;
+    let server = ServerUnderTest::start(&sink.hook_url(), &a.server).await?;
+    let http = http_client()?;
+    let clock = SystemClock;
+    let n = a.timers;
+    let lead = a.lead_secs.unwrap_or_else(|| default_lead(n));
+    let due_at = clock.now_ms() + (lead * 1000.0) as i64;
+    eprintln!("burst: {n} timers due at {} ({lead:.1} s from now)", format_rfc3339_ms(due_at));
+    let secs = bulk_ingest(&http, &server.base, n, a.chunk, a.clients, Arc::new(move |_| due_at)).await?;
+    let slack = due_at - clock.now_ms();
+    eprintln!("ingest: {n} in {secs:.2} s = {:.0} timers/s; {slack} ms before due", n as f64 / secs);
+    if slack < 0 {
+        eprintln!("WARNING: ingest ended after the due instant; raise --lead-secs");
+    }
+    let timeout = Duration::from_secs_f64(lead + 120.0 + n as f64 / 5_000.0);
+    let (delivered, done) = wait_drained(&sink, &server, &http, n, timeout).await?;
+    let s: WebhookStats = sink.stats();
+    let drain_s = (done - due_at) as f64 / 1000.0;
+    let deliver_s = (delivered - due_at) as f64 / 1000.0;
+    println!("burst {n} timers due at one instant (concurrency {}, synchronous={})", a.server.concurrency, a.server.synchronous);
+    println!("  ingest (bulk)       {:.0} timers/s ({secs:.2} s)", n as f64 / secs);
+    println!("  all delivered       {deliver_s:.2} s after due");
+    println!("  all marked done     {drain_s:.2} s after due  => {:.0} timers/s", n as f64 / drain_s.max(0.001));
+    println!("  lateness at sink    {}", pct(&s.lateness_ms));
+    println!("  fire lateness       {}", pct(&s.fire_lateness_ms));
+    println!("  duplicates          {}", s.duplicates);
+    if a.server.json {
+        println!(
+            "{}",
+            serde_json::json!({"scenario":"burst","timers":n,"ingest_per_sec":n as f64/secs,
+                "delivered_s":deliver_s,"done_s":drain_s,"drain_per_sec":n as f64/drain_s.max(0.001),
+                "lateness_ms":s.lateness_ms,"fire_lateness_ms":s.fire_lateness_ms,"duplicates":s.duplicates})
+        );
+    }
+    server.stop().await;
+    Ok(())
+}
+
+async fn precision(a: PrecisionArgs) -> anyhow::Result<()> {
+    let sink = start_sink().await?;
+    let server = ServerUnderTest::start(&sink.hook_url(), &a.server).await?;
+    let http = http_client()?;
+    let clock = SystemClock;
+    let n = a.timers.max(1);
+    let lead = a.lead_secs.unwrap_or_else(|| default_lead(n));
+    let start = clock.now_ms() + (lead * 1000.0) as i64;
+    let spread_ms = (a.spread_secs * 1000) as i64;
+    let due = Arc::new(move |i: usize| start + (i as i64 * spread_ms) / n as i64);
+    eprintln!("precision: {n} timers over {} s from {}", a.spread_secs, format_rfc3339_ms(start));
+    let secs = bulk_ingest(&http, &server.base, n, 10_000, 2, due).await?;
+    if clock.now_ms() > start {
+        eprintln!("WARNING: ingest ({secs:.2} s) ended after the first due time; raise --lead-secs");
+    }
+    let timeout = Duration::from_secs_f64(lead + a.spread_secs as f64 + 120.0);
+    wait_drained(&sink, &server, &http, n, timeout).await?;
+    let s = sink.stats();
+    println!("precision {n} timers over {} s", a.spread_secs);
+    println!("  lateness at sink    {}", pct(&s.lateness_ms));
+    println!("  fire lateness       {}", pct(&s.fire_lateness_ms));
+    println!("  duplicates          {}", s.duplicates);
+    if a.server.json {
+        println!(
+            "{}",
+            serde_json::json!({"scenario":"precision","timers":n,"spread_secs":a.spread_secs,
+                "lateness_ms":s.lateness_ms,"fire_lateness_ms":s.fire_lateness_ms})
+        );
+    }
+    server.stop().await;
+    Ok(())
+}
+
+async fn ingest(a: IngestArgs) -> anyhow::Result<()> {
+    let sink = start_sink().await?;
+    let server = ServerUnderTest::start(&sink.hook_url(), &a.server).await?;
+    let http = http_client()?;
+    let n = a.timers;
+    // Due in an hour: nothing fires while ingest is measured.
+    let due = SystemClock.now_ms() + 3_600_000;
+    let (mode, secs) = match a.bulk {
+        Some(chunk) => {
+            let secs = bulk_ingest(&http, &server.base, n, chunk, a.clients, Arc::new(move |_| due)).await?;
+            (format!("bulk, {chunk} per request, {} clients", a.clients), secs)
+        }
+        None => (format!("single POST, {} clients", a.clients), single_ingest(&http, &server.base, n, a.clients, due).await?),
+    };
+    println!("ingest {n} timers ({mode})");
+    println!("  {:.0} timers/s ({secs:.2} s)", n as f64 / secs);
+    if a.server.json {
+        println!("{}", serde_json::json!({"scenario":"ingest","mode":mode,"timers":n,"per_sec":n as f64/secs}));
+    }
+    server.stop().await;
+    Ok(())
+}
+
+async fn single_ingest(http: &reqwest::Client, base: &str, n: usize, clients: usize, due: i64) -> anyhow::Result<f64> {
+    let next = Arc::new(AtomicUsize::new(0));
+    let fire_at = format_rfc3339_ms(due);
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..clients.max(1) {
+        let (http, url, next, fire_at) = (http.clone(), format!("{base}/v1/timers"), next.clone(), fire_at.clone());
+        tasks.push(tokio::spawn(async move {
+            loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                if i >= n {
+                    return Ok::<_, anyhow::Error>(());
+                }
+                let body = format!(
+                    "{{\"fire_at\":\"{fire_at}\",\"channel\":\"sink\",\"recipient\":\"user-{i}\",\"message\":{{\"n\":{i}}}}}"
+                );
+                let resp = http.post(&url).header("content-type", "application/json").body(body).send().await?;
+                if resp.status() != reqwest::StatusCode::CREATED {
+                    bail!("create answered {}: {}", resp.status(), resp.text().await.unwrap_or_default());
+                }
+                let _ = resp.bytes().await;
+            }
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    Ok(started.elapsed().as_secs_f64())
+}
+

@@ -1,0 +1,132 @@
+//! Configuration: built-in defaults, then a TOML file (`--config` or
+//! `HERALD_CONFIG`), then `HERALD_*` environment variables
+//! (`HERALD_LISTEN`, `HERALD_STORE`, `HERALD_ENGINE__WINDOW_MS`, ...).
+
+use std::path::Path;
+
+use anyhow::{Context, bail};
+use figment::Figment;
+use figment::providers::{Env, Format, Serialized, Toml};
+use herald_channels::ChannelConfig;
+use herald_engine::EngineConfig;
+use herald_server::ApiConfig;
+use herald_store::StoreOptions;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Address the HTTP API listens on.
+    pub listen: String,
+    /// `sqlite://PATH`.
+    pub store: String,
+    /// This node's name in the cluster; random when unset.
+    pub node_id: Option<String>,
+    /// Virtual shards, fixed when the store is first created.
+    pub shards: u16,
+    pub channels: Vec<ChannelConfig>,
+    pub engine: EngineConfig,
+    pub api: ApiConfig,
+    pub store_options: StoreOptions,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:8780".into(),
+            store: "sqlite://./herald-data/herald.db".into(),
+            node_id: None,
+            shards: herald_core::shard::DEFAULT_SHARDS,
+            channels: Vec::new(),
+            engine: EngineConfig::default(),
+            api: ApiConfig::default(),
+            store_options: StoreOptions::default(),
+        }
+    }
+}
+
+/// Top-level keys an environment variable may set; other `HERALD_*`
+/// variables (such as `HERALD_CONFIG` itself) are not configuration.
+const ENV_KEYS: &[&str] = &["listen", "store", "node_id", "shards", "engine", "api", "store_options"];
+
+impl Config {
+    pub fn load(file: Option<&Path>) -> anyhow::Result<Config> {
+        let mut fig = Figment::from(Serialized::defaults(Config::default()));
+        if let Some(path) = file {
+            if !path.exists() {
+                bail!("config file {} does not exist", path.display());
+            }
+            fig = fig.merge(Toml::file_exact(path));
+        }
+        let env = Env::prefixed("HERALD_").split("__").filter(|k| {
+            let top = k.as_str().split('.').next().unwrap_or("");
+            ENV_KEYS.contains(&top)
+        });
+        let mut cfg: Config = fig.merge(env).extract().context("invalid configuration")?;
+        if cfg.channels.is_empty() {
+            cfg.channels.push(ChannelConfig::log("log"));
+        }
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    fn validate(&self) -> anyhow::Result<()> {
+        if self.shards == 0 {
+            bail!("shards must be at least 1");
+        }
+        let mut names = std::collections::HashSet::new();
+        for c in &self.channels {
+            if !names.insert(c.name.as_str()) {
+                bail!("two channels are named {:?}", c.name);
+            }
+        }
+        if self.engine.window_ms < 1_000 {
+            bail!("engine.window_ms must be at least 1000");
+        }
+        Ok(())
+    }
+
+    pub fn node_id(&self) -> String {
+        self.node_id.clone().unwrap_or_else(|| format!("node-{:08x}", rand::random::<u32>()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_the_embedded_setup() {
+        let c = Config::load(None).unwrap();
+        assert_eq!(c.listen, "127.0.0.1:8780");
+        assert!(c.store.starts_with("sqlite://"));
+        assert_eq!(c.channels.len(), 1);
+        assert_eq!(c.channels[0].name, "log");
+    }
+
+    #[test]
+    fn file_then_env() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h.toml");
+        std::fs::write(
+            &path,
+            r#"
+listen = "127.0.0.1:9999"
+[engine]
+window_ms = 5000
+[[channels]]
+name = "hooks"
+kind = "webhook"
+url = "http://127.0.0.1:9000/hook"
+"#,
+        )
+        .unwrap();
+        let c = Config::load(Some(&path)).unwrap();
+        assert_eq!(c.listen, "127.0.0.1:9999");
+        assert_eq!(c.engine.window_ms, 5000);
+        assert_eq!(c.channels[0].name, "hooks");
+        std::fs::write(&path, "listne = 1\n").unwrap();
+        let err = format!("{:#}", Config::load(Some(&path)).unwrap_err());
+        assert!(err.contains("listne"), "{err}");
+    }
+}

@@ -1,0 +1,75 @@
+//! `herald serve`: open the store, start the engine, serve the API, and on
+//! SIGTERM/SIGINT stop taking requests, drain deliveries, and exit.
+
+use std::io::Write;
+use std::sync::Arc;
+
+use anyhow::Context;
+use herald_core::{Clock, SystemClock};
+use herald_engine::{ChannelSpec, Engine};
+use herald_server::AppState;
+
+use crate::config::Config;
+
+pub async fn run(cfg: Config) -> anyhow::Result<()> {
+    let node_id = cfg.node_id();
+    let metrics = herald_server::install_metrics().map_err(anyhow::Error::msg)?;
+    let store = herald_store::open(&cfg.store, &cfg.store_options)
+        .await
+        .with_context(|| format!("opening store {}", cfg.store))?;
+    let shards = store.init_shards(cfg.shards).await.context("reading the shard count")?;
+    if shards != cfg.shards {
+        tracing::warn!(configured = cfg.shards, stored = shards, "the store was created with another shard count; using the stored one");
+    }
+    let mut specs = Vec::new();
+    for c in &cfg.channels {
+        let channel = herald_channels::build(c)?;
+        specs.push(ChannelSpec {
+            channel,
+            concurrency: c.concurrency,
+            rate_per_sec: c.rate_per_sec,
+            retry: c.retry_policy(),
+        });
+    }
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let engine = Engine::start(store, clock.clone(), specs, cfg.engine.clone(), shards).await;
+    let state = AppState { engine: engine.clone(), clock, api: Arc::new(cfg.api.clone()), metrics };
+    let app = herald_server::router(state);
+    let listener = tokio::net::TcpListener::bind(&cfg.listen)
+        .await
+        .with_context(|| format!("binding {}", cfg.listen))?;
+    let addr = listener.local_addr()?;
+    tracing::info!(%addr, node_id, store = %cfg.store, shards, "herald serving");
+    // Tests and scripts read this line to learn the port.
+    println!("herald listening on http://{addr}");
+    std::io::stdout().flush().ok();
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown_signal())
+        .await
+        .context("serving HTTP")?;
+    tracing::info!("stopping: draining in-flight deliveries");
+    engine.shutdown().await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
+}

@@ -1,0 +1,242 @@
+//! Harness for end-to-end tests: the real `herald` binary, as `serve` and as
+//! `mock`, in child processes, talked to over real HTTP.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_herald");
+
+/// Starts `herald <args>` and waits for its "... listening on URL" line.
+async fn spawn_listening(args: &[&str], log: &Path, env: &[(&str, &str)]) -> (Child, String) {
+    let log_file = std::fs::OpenOptions::new().create(true).append(true).open(log).expect("log file");
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .env("RUST_LOG", "info,herald::delivery=warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(log_file))
+        .kill_on_drop(true);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("spawn herald");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let url = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some((_, url)) = line.split_once(" listening on ") {
+                return Some(url.trim().to_string());
+            }
+        }
+        None
+    })
+    .await
+    .ok()
+    .flatten()
+    .unwrap_or_else(|| panic!("herald {args:?} did not start; log: {}", std::fs::read_to_string(log).unwrap_or_default()));
+    // Keep draining stdout so the child never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, url)
+}
+
+pub struct Mock {
+    pub child: Child,
+    pub url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Mock {
+    pub async fn start(flags: &[&str]) -> Mock {
+        let dir = tempfile::tempdir().unwrap();
+        let mut args = vec!["mock", "--listen", "127.0.0.1:0"];
+        args.extend_from_slice(flags);
+        let (child, url) = spawn_listening(&args, &dir.path().join("mock.log"), &[]).await;
+        Mock { child, url, _dir: dir }
+    }
+
+    pub fn hook(&self) -> String {
+        format!("{}/hook", self.url)
+    }
+
+    pub async fn stats(&self) -> Value {
+        get_json(&format!("{}/_mock/stats", self.url)).await.1
+    }
+
+    pub async fn requests(&self, key: Option<&str>) -> Vec<Value> {
+        let mut url = format!("{}/_mock/requests?limit=10000", self.url);
+        if let Some(k) = key {
+            url.push_str(&format!("&key={k}"));
+        }
+        let v = get_json(&url).await.1;
+        v.as_array().cloned().unwrap_or_default()
+    }
+
+    pub async fn key(&self, key: &str) -> Value {
+        get_json(&format!("{}/_mock/keys/{key}", self.url)).await.1
+    }
+}
+
+pub struct Server {
+    pub child: Option<Child>,
+    pub url: String,
+    pub dir: tempfile::TempDir,
+    config: String,
+}
+
+impl Server {
+    /// Starts a server on a fresh data directory. `extra` is TOML appended
+    /// after `listen` and `store` (channels, engine settings...).
+    pub async fn start(extra: &str) -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("data").join("herald.db");
+        let config = format!("listen = \"127.0.0.1:0\"\nstore = \"sqlite://{}\"\n{extra}\n", db.display());
+        let mut s = Server { child: None, url: String::new(), dir, config };
+        s.spawn().await;
+        s
+    }
+
+    /// A config with one webhook channel `hooks` to `hook_url`.
+    pub fn webhook_config(hook_url: &str, channel_extra: &str, top_extra: &str) -> String {
+        format!(
+            "{top_extra}\n[[channels]]\nname = \"hooks\"\nkind = \"webhook\"\nurl = \"{hook_url}\"\n{channel_extra}\n"
+        )
+    }
+
+    pub fn config_path(&self) -> PathBuf {
+        self.dir.path().join("herald.toml")
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
+    }
+
+    async fn spawn(&mut self) {
+        std::fs::write(self.config_path(), &self.config).unwrap();
+        let cfg = self.config_path();
+        let cfg = cfg.to_str().unwrap();
+        let (child, url) =
+            spawn_listening(&["serve", "--config", cfg], &self.dir.path().join("server.log"), &[]).await;
+        self.child = Some(child);
+        self.url = url;
+    }
+
+    /// `kill -9`: no chance to flush or drain anything.
+    pub async fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let pid = c.id().expect("pid");
+            let st = std::process::Command::new("kill").args(["-9", &pid.to_string()]).status().unwrap();
+            assert!(st.success());
+            let _ = c.wait().await;
+        }
+    }
+
+    /// SIGTERM and wait for a graceful exit.
+    pub async fn terminate(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let pid = c.id().expect("pid");
+            std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap();
+            let st = tokio::time::timeout(Duration::from_secs(30), c.wait()).await.expect("exits").unwrap();
+            assert!(st.success(), "graceful exit: {st:?}\n{}", self.log());
+        }
+    }
+
+    /// Starts the server again on the same data directory.
+    pub async fn restart(&mut self) {
+        self.spawn().await;
+    }
+
+    pub async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
+        post_raw(&format!("{}{path}", self.url), "application/json", body.to_string()).await
+    }
+
+    pub async fn post_raw(&self, path: &str, ctype: &str, body: String) -> (u16, Value) {
+        post_raw(&format!("{}{path}", self.url), ctype, body).await
+    }
+
+    /// Bulk NDJSON; returns the status and the answer lines.
+    pub async fn bulk(&self, lines: &str) -> (u16, Vec<Value>) {
+        let resp = client()
+            .post(format!("{}/v1/timers:bulk", self.url))
+            .header("content-type", "application/x-ndjson")
+            .body(lines.to_string())
+            .send()
+            .await
+            .unwrap();
+        let status = resp.status().as_u16();
+        let text = resp.text().await.unwrap();
+        if status != 200 {
+            return (status, vec![serde_json::from_str(&text).unwrap_or(Value::Null)]);
+        }
+        (status, text.lines().map(|l| serde_json::from_str(l).unwrap()).collect())
+    }
+
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        get_json(&format!("{}{path}", self.url)).await
+    }
+
+    pub async fn delete(&self, path: &str) -> (u16, Value) {
+        let resp = client().delete(format!("{}{path}", self.url)).send().await.unwrap();
+        let status = resp.status().as_u16();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    }
+
+    pub async fn timer(&self, id: i64) -> Value {
+        let (s, v) = self.get(&format!("/v1/timers/{id}")).await;
+        assert_eq!(s, 200, "{v}");
+        v
+    }
+
+    /// Total timers stored, whatever their state.
+    pub async fn total_timers(&self) -> u64 {
+        let (_, v) = self.get("/v1/stats").await;
+        v["timers"].as_object().unwrap().values().map(|n| n.as_u64().unwrap()).sum()
+    }
+
+    pub async fn metrics(&self) -> String {
+        client().get(format!("{}/metrics", self.url)).send().await.unwrap().text().await.unwrap()
+    }
+}
+
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder().timeout(Duration::from_secs(60)).build().unwrap()
+}
+
+pub async fn post_raw(url: &str, ctype: &str, body: String) -> (u16, Value) {
+    let resp = client().post(url).header("content-type", ctype).body(body).send().await.unwrap();
+    let status = resp.status().as_u16();
+    let text = resp.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+}
+
+pub async fn get_json(url: &str) -> (u16, Value) {
+    let resp = client().get(url).send().await.unwrap();
+    let status = resp.status().as_u16();
+    let text = resp.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+}
+
+/// Polls `cond` until it holds or `timeout` passes; panics with `what` then.
+pub async fn wait_for<F, Fut>(what: &str, timeout: Duration, mut cond: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if cond().await {
+            return;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+pub fn parse_ms(rfc3339: &str) -> i64 {
+    rfc3339.parse::<jiff::Timestamp>().unwrap().as_millisecond()
+}
