@@ -115,7 +115,9 @@ impl ChannelConfig {
             (Some(s), None) => Ok(Some(s.clone())),
             (None, Some(var)) => match std::env::var(var) {
                 Ok(v) if !v.is_empty() => Ok(Some(v)),
-                _ => Err(self.err(&format!("secret_env: environment variable {var} is not set"))),
+                _ => Err(self.err(&format!(
+                    "secret_env: environment variable {var} is not set"
+                ))),
             },
             (None, None) => Ok(None),
         }
@@ -180,7 +182,11 @@ mod tests {
     #[test]
     fn validates_names_urls_and_limits() {
         assert!(ChannelConfig::log("log").validate().is_ok());
-        assert!(ChannelConfig::webhook("h", "http://127.0.0.1:9/x").validate().is_ok());
+        assert!(
+            ChannelConfig::webhook("h", "http://127.0.0.1:9/x")
+                .validate()
+                .is_ok()
+        );
         assert!(ChannelConfig::webhook("h", "ftp://x").validate().is_err());
         assert!(ChannelConfig::webhook("h", "not a url").validate().is_err());
         assert!(ChannelConfig::log("bad name").validate().is_err());

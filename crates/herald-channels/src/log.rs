@@ -11,7 +11,9 @@ pub struct LogChannel {
 
 impl LogChannel {
     pub fn new(name: &str) -> Self {
-        Self { name: name.to_string() }
+        Self {
+            name: name.to_string(),
+        }
     }
 }
 
@@ -37,6 +39,9 @@ impl Channel for LogChannel {
             message = %d.message,
             "delivered"
         );
-        SendOutcome::Delivered { provider_msgid: None, status: None }
+        SendOutcome::Delivered {
+            provider_msgid: None,
+            status: None,
+        }
     }
 }

@@ -26,7 +26,10 @@ pub struct WebhookChannel {
 
 impl WebhookChannel {
     pub fn new(cfg: &ChannelConfig) -> Result<Self, ChannelError> {
-        let url_text = cfg.url.as_deref().ok_or_else(|| cfg.err("a webhook channel needs a url"))?;
+        let url_text = cfg
+            .url
+            .as_deref()
+            .ok_or_else(|| cfg.err("a webhook channel needs a url"))?;
         let url = reqwest::Url::parse(url_text)
             .map_err(|e| cfg.err(&format!("url {url_text:?} is not a valid URL: {e}")))?;
         let client = reqwest::Client::builder()
@@ -66,7 +69,11 @@ pub fn webhook_body(d: &Delivery) -> Vec<u8> {
     let due = herald_core::time::format_rfc3339_ms(d.due_at);
     let fired = herald_core::time::format_rfc3339_ms(d.fired_at);
     let recipient = serde_json::to_string(&d.recipient).unwrap_or_else(|_| "\"\"".into());
-    let message = if d.message.trim().is_empty() { "{}" } else { d.message.as_str() };
+    let message = if d.message.trim().is_empty() {
+        "{}"
+    } else {
+        d.message.as_str()
+    };
     let mut out = Vec::with_capacity(160 + recipient.len() + message.len());
     out.extend_from_slice(b"{\"id\":");
     out.extend_from_slice(d.timer_id.to_string().as_bytes());
@@ -88,7 +95,11 @@ pub fn webhook_body(d: &Delivery) -> Vec<u8> {
 
 /// Seconds form of `Retry-After` (the HTTP-date form is rare from webhooks and ignored).
 fn retry_after_ms(resp: &reqwest::Response) -> Option<u64> {
-    let v = resp.headers().get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
+    let v = resp
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?;
     let secs: u64 = v.trim().parse().ok()?;
     Some(secs.saturating_mul(1000))
 }
@@ -116,7 +127,11 @@ impl Channel for WebhookChannel {
         let resp = match req.body(body).send().await {
             Ok(r) => r,
             Err(e) => {
-                let what = if e.is_timeout() { "timeout" } else { "request error" };
+                let what = if e.is_timeout() {
+                    "timeout"
+                } else {
+                    "request error"
+                };
                 return SendOutcome::Retryable {
                     error: format!("{what}: {e}"),
                     status: None,
@@ -129,16 +144,26 @@ impl Channel for WebhookChannel {
         if status.is_success() {
             // Drain the body so the connection goes back to the pool.
             let _ = resp.bytes().await;
-            return SendOutcome::Delivered { provider_msgid: None, status: code };
+            return SendOutcome::Delivered {
+                provider_msgid: None,
+                status: code,
+            };
         }
         let retry_after = retry_after_ms(&resp);
         let text = resp.text().await.unwrap_or_default();
         let snippet: String = text.chars().take(MAX_ERROR_BODY).collect();
         let error = format!("HTTP {}: {}", status.as_u16(), snippet.trim());
         if status.as_u16() == 429 || status.as_u16() == 408 || status.is_server_error() {
-            SendOutcome::Retryable { error, status: code, retry_after_ms: retry_after }
+            SendOutcome::Retryable {
+                error,
+                status: code,
+                retry_after_ms: retry_after,
+            }
         } else {
-            SendOutcome::Permanent { error, status: code }
+            SendOutcome::Permanent {
+                error,
+                status: code,
+            }
         }
     }
 }

@@ -68,7 +68,11 @@ mod tests {
 
     #[test]
     fn gives_up_after_max_attempts() {
-        let p = RetryPolicy { max_attempts: 3, base_ms: 100, max_ms: 10_000 };
+        let p = RetryPolicy {
+            max_attempts: 3,
+            base_ms: 100,
+            max_ms: 10_000,
+        };
         assert!(p.next_delay_ms(1, 0).is_some());
         assert!(p.next_delay_ms(2, 0).is_some());
         assert_eq!(p.next_delay_ms(3, 0), None);
@@ -77,7 +81,11 @@ mod tests {
 
     #[test]
     fn honours_retry_after_hint() {
-        let p = RetryPolicy { max_attempts: 5, base_ms: 100, max_ms: 10_000 };
+        let p = RetryPolicy {
+            max_attempts: 5,
+            base_ms: 100,
+            max_ms: 10_000,
+        };
         assert_eq!(p.next_delay_with_hint(1, 0, Some(5_000)), Some(5_000));
         assert_eq!(p.next_delay_with_hint(1, 0, Some(50_000)), Some(10_000));
     }

@@ -33,6 +33,9 @@ mod tests {
             counts[shard_for(format!("k{i}").as_bytes(), 16) as usize] += 1;
         }
         // Each shard should get roughly 1000; a broken hash puts most in one.
-        assert!(counts.iter().all(|&c| (800..1200).contains(&c)), "{counts:?}");
+        assert!(
+            counts.iter().all(|&c| (800..1200).contains(&c)),
+            "{counts:?}"
+        );
     }
 }

@@ -36,13 +36,18 @@ impl Finished {
         finished_at: i64,
     ) -> Self {
         let (outcome, msgid, status, error) = match outcome {
-            SendOutcome::Delivered { provider_msgid, status } => {
-                (CompletionOutcome::Done, provider_msgid, status, None)
-            }
+            SendOutcome::Delivered {
+                provider_msgid,
+                status,
+            } => (CompletionOutcome::Done, provider_msgid, status, None),
             SendOutcome::Permanent { error, status } => {
                 (CompletionOutcome::Failed, None, status, Some(error))
             }
-            SendOutcome::Retryable { error, status, retry_after_ms } => {
+            SendOutcome::Retryable {
+                error,
+                status,
+                retry_after_ms,
+            } => {
                 let next = retry.next_delay_with_hint(d.attempt, rand::random(), retry_after_ms);
                 let outcome = match next {
                     Some(ms) => CompletionOutcome::Retry {

@@ -50,7 +50,9 @@ impl ChannelRuntime {
         let limiter = spec.rate_per_sec.and_then(|r| {
             let period = Duration::from_secs_f64(1.0 / r.max(1e-6));
             let burst = NonZeroU32::new((r.ceil() as u32).clamp(1, 1000))?;
-            Some(RateLimiter::direct(Quota::with_period(period)?.allow_burst(burst)))
+            Some(RateLimiter::direct(
+                Quota::with_period(period)?.allow_burst(burst),
+            ))
         });
         let name = spec.channel.name().to_string();
         Self {
@@ -77,7 +79,11 @@ pub(crate) struct Flight {
 
 impl Flight {
     pub fn new(max: usize) -> Self {
-        Self { ids: Mutex::new(HashSet::new()), permits: Semaphore::new(max), max }
+        Self {
+            ids: Mutex::new(HashSet::new()),
+            permits: Semaphore::new(max),
+            max,
+        }
     }
 
     pub fn in_flight(&self) -> usize {
@@ -186,7 +192,11 @@ pub(crate) async fn fetch_loop(
                 idempotency_key: key,
             };
             match channels.get(&row.channel) {
-                Some(rt) => rt.queue.push(Job { delivery, priority: row.priority, shard: row.shard }),
+                Some(rt) => rt.queue.push(Job {
+                    delivery,
+                    priority: row.priority,
+                    shard: row.shard,
+                }),
                 None => {
                     // Configuration lost the channel: keep the timer, retry
                     // later, and let attempts run out if it never comes back.
@@ -256,11 +266,14 @@ pub(crate) async fn channel_loop(
             d.fired_at = started;
             hot.fired.increment(1);
             if d.attempt == 1 {
-                hot.lateness.record((started - d.due_at).max(0) as f64 / 1000.0);
+                hot.lateness
+                    .record((started - d.due_at).max(0) as f64 / 1000.0);
             }
             let outcome = rt2.channel.send(&d).await;
             let finished = clock.now_ms();
-            rt2.metrics.duration.record((finished - started).max(0) as f64 / 1000.0);
+            rt2.metrics
+                .duration
+                .record((finished - started).max(0) as f64 / 1000.0);
             let f = Finished::from_outcome(
                 &d,
                 rt2.channel.name(),

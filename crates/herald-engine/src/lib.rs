@@ -139,7 +139,12 @@ impl Engine {
         let flight = Arc::new(Flight::new(cfg.max_inflight.max(1)));
         let runtimes: HashMap<String, Arc<ChannelRuntime>> = channels
             .into_iter()
-            .map(|spec| (spec.channel.name().to_string(), Arc::new(ChannelRuntime::new(spec))))
+            .map(|spec| {
+                (
+                    spec.channel.name().to_string(),
+                    Arc::new(ChannelRuntime::new(spec)),
+                )
+            })
             .collect();
         let runtimes = Arc::new(runtimes);
         let (write_tx, write_rx) = mpsc::channel(65_536);
@@ -182,7 +187,11 @@ impl Engine {
             hot.clone(),
             stop.clone(),
         )));
-        tasks.push(tokio::spawn(schedule.clone().drive(clock.clone(), ready.clone(), stop.clone())));
+        tasks.push(tokio::spawn(schedule.clone().drive(
+            clock.clone(),
+            ready.clone(),
+            stop.clone(),
+        )));
         tasks.push(tokio::spawn(loader::run(
             store.clone(),
             schedule.clone(),
@@ -260,7 +269,10 @@ impl Engine {
             .get_timer(id)
             .await
             .map_err(|e| EngineError::Store(e.to_string()))?;
-        Ok(record.map(|record| TimerView { firing: self.is_firing(id), record }))
+        Ok(record.map(|record| TimerView {
+            firing: self.is_firing(id),
+            record,
+        }))
     }
 
     /// Whether this node is delivering the timer right now.
@@ -274,7 +286,11 @@ impl Engine {
 
     /// Timers in this node's wheel, due ones waiting, and deliveries in flight.
     pub fn load_figures(&self) -> (usize, usize, usize) {
-        (self.inner.schedule.len(), self.inner.ready.len(), self.inner.flight.in_flight())
+        (
+            self.inner.schedule.len(),
+            self.inner.ready.len(),
+            self.inner.flight.in_flight(),
+        )
     }
 
     /// Stops firing, lets in-flight deliveries finish and be recorded (up to
@@ -284,13 +300,17 @@ impl Engine {
         let inner = &self.inner;
         inner.stop.stop();
         inner.ready.wake();
-        let deadline = tokio::time::Instant::now() + Duration::from_millis(inner.cfg.drain_timeout_ms);
+        let deadline =
+            tokio::time::Instant::now() + Duration::from_millis(inner.cfg.drain_timeout_ms);
         while inner.flight.in_flight() > 0 && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let left = inner.flight.in_flight();
         if left > 0 {
-            tracing::warn!(left, "shutdown: deliveries still in flight; they stay pending and fire again");
+            tracing::warn!(
+                left,
+                "shutdown: deliveries still in flight; they stay pending and fire again"
+            );
         }
         for t in inner.tasks.lock().drain(..) {
             t.abort();
@@ -320,8 +340,12 @@ async fn gauges(
             match store.count_by_state().await {
                 Ok(counts) => {
                     for s in herald_core::TimerState::ALL {
-                        let n = counts.iter().find(|(st, _)| *st == s).map_or(0, |(_, n)| *n);
-                        ::metrics::gauge!(metrics::TIMERS_BY_STATE, "state" => s.as_str()).set(n as f64);
+                        let n = counts
+                            .iter()
+                            .find(|(st, _)| *st == s)
+                            .map_or(0, |(_, n)| *n);
+                        ::metrics::gauge!(metrics::TIMERS_BY_STATE, "state" => s.as_str())
+                            .set(n as f64);
                         if s == herald_core::TimerState::Pending {
                             ::metrics::gauge!(metrics::TIMERS_PENDING).set(n as f64);
                         }

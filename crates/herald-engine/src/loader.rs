@@ -59,7 +59,11 @@ pub(crate) async fn run(
             }
         }
         // While behind (wheel full, or a store error) look again soon.
-        let pause = if behind { cfg.load_interval_ms.min(100) } else { cfg.load_interval_ms };
+        let pause = if behind {
+            cfg.load_interval_ms.min(100)
+        } else {
+            cfg.load_interval_ms
+        };
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(pause)) => {}
             _ = stop.wait() => {}

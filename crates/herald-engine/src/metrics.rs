@@ -1,6 +1,9 @@
 //! Metric names and pre-registered handles, so hot paths do no registry lookups.
 
-use metrics::{Counter, Gauge, Histogram, counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
+use metrics::{
+    Counter, Gauge, Histogram, counter, describe_counter, describe_gauge, describe_histogram,
+    gauge, histogram,
+};
 
 pub const TIMERS_CREATED: &str = "herald_timers_created_total";
 pub const TIMERS_CANCELLED: &str = "herald_timers_cancelled_total";
@@ -25,22 +28,40 @@ pub const STORE_ERRORS: &str = "herald_store_errors_total";
 pub fn describe() {
     describe_counter!(TIMERS_CREATED, "Timers accepted and committed.");
     describe_counter!(TIMERS_CANCELLED, "Timers cancelled before firing.");
-    describe_counter!(TIMERS_FIRED, "Delivery attempts started (a retried timer fires again).");
+    describe_counter!(
+        TIMERS_FIRED,
+        "Delivery attempts started (a retried timer fires again)."
+    );
     describe_counter!(TIMERS_DONE, "Timers delivered and marked done.");
-    describe_counter!(TIMERS_RETRIED, "Attempts that failed retryably and were scheduled again.");
-    describe_counter!(TIMERS_FAILED, "Timers refused permanently by their channel.");
+    describe_counter!(
+        TIMERS_RETRIED,
+        "Attempts that failed retryably and were scheduled again."
+    );
+    describe_counter!(
+        TIMERS_FAILED,
+        "Timers refused permanently by their channel."
+    );
     describe_counter!(TIMERS_DEAD, "Timers that used up every attempt.");
     describe_gauge!(TIMERS_PENDING, "Pending timers in the store (sampled).");
     describe_gauge!(TIMERS_BY_STATE, "Timers in the store by state (sampled).");
-    describe_histogram!(FIRE_LATENESS, "Start of a first attempt minus the due time.");
+    describe_histogram!(
+        FIRE_LATENESS,
+        "Start of a first attempt minus the due time."
+    );
     describe_counter!(DELIVERIES, "Delivery attempts by channel and outcome.");
-    describe_histogram!(DELIVERY_DURATION, "Time a channel took to answer an attempt.");
+    describe_histogram!(
+        DELIVERY_DURATION,
+        "Time a channel took to answer an attempt."
+    );
     describe_gauge!(WHEEL_TIMERS, "Timers held in this node's timing wheel.");
     describe_gauge!(READY_TIMERS, "Due timers waiting for a delivery slot.");
     describe_gauge!(INFLIGHT, "Deliveries fetched and not yet recorded.");
     describe_histogram!(WRITE_BATCH, "API writes per group-commit transaction.");
     describe_histogram!(COMPLETE_BATCH, "Outcomes per completion transaction.");
-    describe_counter!(STORE_ERRORS, "Store operations that failed and were retried.");
+    describe_counter!(
+        STORE_ERRORS,
+        "Store operations that failed and were retried."
+    );
 }
 
 /// Handles used on every delivery.
@@ -95,9 +116,7 @@ pub(crate) struct ChannelMetrics {
 
 impl ChannelMetrics {
     pub fn new(channel: &str) -> Self {
-        let c = |outcome: &'static str| {
-            counter!(DELIVERIES, "channel" => channel.to_string(), "outcome" => outcome)
-        };
+        let c = |outcome: &'static str| counter!(DELIVERIES, "channel" => channel.to_string(), "outcome" => outcome);
         Self {
             delivered: c("delivered"),
             retry: c("retry"),

@@ -58,7 +58,10 @@ pub(crate) struct UrgentQueue<T> {
 
 impl<T: Urgency> UrgentQueue<T> {
     pub fn new() -> Self {
-        Self { heap: Mutex::new(BinaryHeap::new()), notify: Notify::new() }
+        Self {
+            heap: Mutex::new(BinaryHeap::new()),
+            notify: Notify::new(),
+        }
     }
 
     pub fn push_many(&self, items: impl IntoIterator<Item = T>) {
@@ -121,13 +124,24 @@ mod tests {
     use super::*;
 
     fn t(id: i64, due: i64, p: u8) -> DueTimer {
-        DueTimer { id, due_at: due, shard: 0, priority: p }
+        DueTimer {
+            id,
+            due_at: due,
+            shard: 0,
+            priority: p,
+        }
     }
 
     #[test]
     fn urgent_first_then_earliest_then_lowest_id() {
         let q = UrgentQueue::new();
-        q.push_many([t(1, 100, 5), t(2, 50, 5), t(3, 200, 9), t(4, 50, 5), t(5, 10, 0)]);
+        q.push_many([
+            t(1, 100, 5),
+            t(2, 50, 5),
+            t(3, 200, 9),
+            t(4, 50, 5),
+            t(5, 10, 0),
+        ]);
         let order: Vec<i64> = q.pop_many(10).into_iter().map(|x| x.id).collect();
         assert_eq!(order, vec![3, 2, 4, 1, 5]);
         assert_eq!(q.len(), 0);

@@ -93,7 +93,11 @@ impl Schedule {
             earliest = earliest.min(t.due_at);
             st.wheel.insert(
                 to_wheel_ms(t.due_at),
-                Slot { id: t.id, shard: t.shard, priority: t.priority },
+                Slot {
+                    id: t.id,
+                    shard: t.shard,
+                    priority: t.priority,
+                },
             );
             n += 1;
         }

@@ -71,6 +71,11 @@ impl MockState {
         self.shared.webhook.stats()
     }
 
+    /// Distinct keys delivered so far, without the cost of a full [`Self::stats`].
+    pub fn unique_delivered(&self) -> u64 {
+        self.shared.webhook.unique_delivered()
+    }
+
     /// What one Idempotency-Key has seen; zeros for an unknown key.
     pub fn key_stats(&self, key: &str) -> KeyStats {
         self.shared.webhook.key_stats(key)
@@ -160,6 +165,11 @@ impl MockServer {
     /// Same data as `GET /_mock/stats`.
     pub fn stats(&self) -> WebhookStats {
         self.state.stats()
+    }
+
+    /// Distinct keys delivered so far; cheap enough to poll.
+    pub fn unique_delivered(&self) -> u64 {
+        self.state.unique_delivered()
     }
 
     pub fn key_stats(&self, key: &str) -> KeyStats {

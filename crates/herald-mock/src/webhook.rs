@@ -402,6 +402,11 @@ impl WebhookState {
         });
     }
 
+    /// Distinct keys answered 2xx so far: one atomic read, for progress polling.
+    pub(crate) fn unique_delivered(&self) -> u64 {
+        self.counters.unique_delivered.0.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn stats(&self) -> WebhookStats {
         let mut lateness = stats::new_histogram();
         let mut fire_lateness = stats::new_histogram();

@@ -21,7 +21,14 @@ pub struct ApiError {
 
 impl ApiError {
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        Self { status, body: ErrorBody { code, message: message.into(), field: None } }
+        Self {
+            status,
+            body: ErrorBody {
+                code,
+                message: message.into(),
+                field: None,
+            },
+        }
     }
 
     /// A 400 about one field.
@@ -32,7 +39,11 @@ impl ApiError {
     }
 
     pub fn not_found(what: &str) -> Self {
-        Self::new(StatusCode::NOT_FOUND, "not_found", format!("{what} not found"))
+        Self::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("{what} not found"),
+        )
     }
 
     pub fn too_large(limit: usize) -> Self {
@@ -84,7 +95,11 @@ pub fn from_serde(err: serde_path_to_error::Error<serde_json::Error>) -> ApiErro
     } else {
         backticked(&msg)
     };
-    let code = if inner.is_syntax() || inner.is_eof() { "malformed_json" } else { "invalid_field" };
+    let code = if inner.is_syntax() || inner.is_eof() {
+        "malformed_json"
+    } else {
+        "invalid_field"
+    };
     let mut e = ApiError::new(StatusCode::BAD_REQUEST, code, msg);
     e.body.field = field;
     e

@@ -61,6 +61,8 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(ops::metrics))
         .fallback(ops::not_found)
         .method_not_allowed_fallback(ops::method_not_allowed)
-        .layer(tower_http::catch_panic::CatchPanicLayer::custom(ops::panic_response))
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+            ops::panic_response,
+        ))
         .with_state(state)
 }

@@ -48,12 +48,20 @@ pub async fn healthz() -> impl IntoResponse {
 }
 
 pub async fn metrics(State(st): State<AppState>) -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], st.metrics.render())
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        st.metrics.render(),
+    )
 }
 
 /// Counts by state from the store, and this node's wheel and in-flight figures.
 pub async fn stats(State(st): State<AppState>) -> Result<Response, ApiError> {
-    let counts = st.engine.store().count_by_state().await.map_err(store_err)?;
+    let counts = st
+        .engine
+        .store()
+        .count_by_state()
+        .await
+        .map_err(store_err)?;
     let mut timers = serde_json::Map::new();
     for s in herald_core::TimerState::ALL {
         let n = counts.iter().find(|(c, _)| *c == s).map_or(0, |(_, n)| *n);
@@ -72,7 +80,11 @@ pub async fn not_found() -> ApiError {
 }
 
 pub async fn method_not_allowed() -> ApiError {
-    ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "method not allowed here")
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "method not allowed here",
+    )
 }
 
 /// A panic in a handler is a bug; answer 500 in the API's error shape.
@@ -83,5 +95,10 @@ pub fn panic_response(err: Box<dyn Any + Send + 'static>) -> Response {
         .or_else(|| err.downcast_ref::<&str>().map(|s| s.to_string()))
         .unwrap_or_default();
     tracing::error!(panic = %detail, "handler panicked");
-    ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error").into_response()
+    ApiError::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal",
+        "internal error",
+    )
+    .into_response()
 }

@@ -37,7 +37,11 @@ pub struct TimerJson {
 
 impl TimerJson {
     pub fn from_record(r: TimerRecord, firing: bool, with_message: bool) -> Self {
-        let state = if firing && r.state == TimerState::Pending { TimerState::Firing } else { r.state };
+        let state = if firing && r.state == TimerState::Pending {
+            TimerState::Firing
+        } else {
+            r.state
+        };
         Self {
             id: r.id,
             kind: r.kind.as_str(),
@@ -52,7 +56,11 @@ impl TimerJson {
             idempotency_key: r.idempotency_key,
             created_at: format_rfc3339_ms(r.created_at),
             updated_at: format_rfc3339_ms(r.updated_at),
-            message: if with_message { RawValue::from_string(r.message).ok() } else { None },
+            message: if with_message {
+                RawValue::from_string(r.message).ok()
+            } else {
+                None
+            },
         }
     }
 
@@ -66,15 +74,31 @@ pub async fn read_body(body: Body, limit: usize) -> Result<bytes::Bytes, ApiErro
     use http_body_util::BodyExt;
     match http_body_util::Limited::new(body, limit).collect().await {
         Ok(c) => Ok(c.to_bytes()),
-        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
+        Err(e)
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
             Err(ApiError::too_large(limit))
         }
-        Err(e) => Err(ApiError::new(StatusCode::BAD_REQUEST, "bad_body", format!("could not read the body: {e}"))),
+        Err(e) => Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_body",
+            format!("could not read the body: {e}"),
+        )),
     }
 }
 
-fn context<'a>(st: &'a AppState, has: &'a (dyn Fn(&str) -> bool + Sync), names: &'a (dyn Fn() -> Vec<String> + Sync)) -> Context<'a> {
-    Context { now_ms: st.clock.now_ms(), shards: st.engine.shards(), has_channel: has, channel_names: names }
+fn context<'a>(
+    st: &'a AppState,
+    has: &'a (dyn Fn(&str) -> bool + Sync),
+    names: &'a (dyn Fn() -> Vec<String> + Sync),
+) -> Context<'a> {
+    Context {
+        now_ms: st.clock.now_ms(),
+        shards: st.engine.shards(),
+        has_channel: has,
+        channel_names: names,
+    }
 }
 
 pub async fn create(State(st): State<AppState>, body: Body) -> Result<Response, ApiError> {
@@ -85,12 +109,18 @@ pub async fn create(State(st): State<AppState>, body: Body) -> Result<Response, 
     let timer = validate::new_timer(&bytes, &context(&st, &has, &names))?;
     let mut results = st.engine.submit(vec![WriteOp::InsertTimer(timer)]).await?;
     match results.pop() {
-        Some(WriteResult::Created(t)) => {
-            Ok((StatusCode::CREATED, axum::Json(TimerJson::from_record(t, false, false))).into_response())
-        }
+        Some(WriteResult::Created(t)) => Ok((
+            StatusCode::CREATED,
+            axum::Json(TimerJson::from_record(t, false, false)),
+        )
+            .into_response()),
         Some(WriteResult::Existing(t)) => {
             let firing = st.engine.is_firing(t.id);
-            Ok((StatusCode::OK, axum::Json(TimerJson::from_record(t, firing, false))).into_response())
+            Ok((
+                StatusCode::OK,
+                axum::Json(TimerJson::from_record(t, firing, false)),
+            )
+                .into_response())
         }
         _ => Err(ApiError::unavailable("unexpected write result")),
     }
@@ -132,7 +162,11 @@ pub async fn create_bulk(State(st): State<AppState>, body: Body) -> Result<Respo
         return Err(ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             "too_many_lines",
-            format!("{} lines; at most {} per request", lines.len(), st.api.bulk_max_lines),
+            format!(
+                "{} lines; at most {} per request",
+                lines.len(),
+                st.api.bulk_max_lines
+            ),
         ));
     }
     let engine = &st.engine;
@@ -143,7 +177,9 @@ pub async fn create_bulk(State(st): State<AppState>, body: Body) -> Result<Respo
     let mut valid: Vec<(usize, NewTimer)> = Vec::with_capacity(lines.len());
     for (idx, (_, line)) in lines.iter().enumerate() {
         if line.len() > st.api.max_timer_bytes {
-            results.push(Some(LineResult::Err(ApiError::too_large(st.api.max_timer_bytes))));
+            results.push(Some(LineResult::Err(ApiError::too_large(
+                st.api.max_timer_bytes,
+            ))));
             continue;
         }
         match validate::new_timer(line, &cx) {
@@ -162,7 +198,10 @@ pub async fn create_bulk(State(st): State<AppState>, body: Body) -> Result<Respo
             }
             continue;
         }
-        let ops: Vec<WriteOp> = chunk.iter().map(|(_, t)| WriteOp::InsertTimer(t.clone())).collect();
+        let ops: Vec<WriteOp> = chunk
+            .iter()
+            .map(|(_, t)| WriteOp::InsertTimer(t.clone()))
+            .collect();
         match st.engine.submit(ops).await {
             Ok(written) => {
                 for ((idx, _), r) in chunk.iter().zip(written) {
@@ -185,7 +224,8 @@ pub async fn create_bulk(State(st): State<AppState>, body: Body) -> Result<Respo
     }
     let mut out = Vec::with_capacity(lines.len() * 80);
     for ((line, _), r) in lines.iter().zip(results) {
-        let r = r.unwrap_or_else(|| LineResult::Err(ApiError::unavailable("line was not processed")));
+        let r =
+            r.unwrap_or_else(|| LineResult::Err(ApiError::unavailable("line was not processed")));
         let answer = match &r {
             LineResult::Ok(status, t) => BulkLine {
                 line: *line,
@@ -215,10 +255,19 @@ pub fn parse_id(raw: &str) -> Result<TimerId, ApiError> {
     raw.parse::<TimerId>()
         .ok()
         .filter(|id| *id > 0)
-        .ok_or_else(|| ApiError::field("id", "invalid_field", format!("timer id {raw:?} is not a positive integer")))
+        .ok_or_else(|| {
+            ApiError::field(
+                "id",
+                "invalid_field",
+                format!("timer id {raw:?} is not a positive integer"),
+            )
+        })
 }
 
-pub async fn get(State(st): State<AppState>, Path(raw): Path<String>) -> Result<Response, ApiError> {
+pub async fn get(
+    State(st): State<AppState>,
+    Path(raw): Path<String>,
+) -> Result<Response, ApiError> {
     let id = parse_id(&raw)?;
     match st.engine.get_timer(id).await? {
         Some(v) => Ok(axum::Json(TimerJson::from_view(v)).into_response()),
@@ -228,15 +277,27 @@ pub async fn get(State(st): State<AppState>, Path(raw): Path<String>) -> Result<
 
 /// Cancels a pending timer. One that is being delivered, or already finished,
 /// is a 409: it can no longer be stopped.
-pub async fn cancel(State(st): State<AppState>, Path(raw): Path<String>) -> Result<Response, ApiError> {
+pub async fn cancel(
+    State(st): State<AppState>,
+    Path(raw): Path<String>,
+) -> Result<Response, ApiError> {
     let id = parse_id(&raw)?;
     if st.engine.is_firing(id) {
-        return Err(ApiError::new(StatusCode::CONFLICT, "not_cancellable", "the timer is firing right now"));
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "not_cancellable",
+            "the timer is firing right now",
+        ));
     }
     let at = st.clock.now_ms();
-    let mut results = st.engine.submit(vec![WriteOp::CancelTimer { id, at }]).await?;
+    let mut results = st
+        .engine
+        .submit(vec![WriteOp::CancelTimer { id, at }])
+        .await?;
     match results.pop() {
-        Some(WriteResult::Cancelled(t)) => Ok(axum::Json(TimerJson::from_record(t, false, false)).into_response()),
+        Some(WriteResult::Cancelled(t)) => {
+            Ok(axum::Json(TimerJson::from_record(t, false, false)).into_response())
+        }
         Some(WriteResult::NotCancellable(t)) => Err(ApiError::new(
             StatusCode::CONFLICT,
             "not_cancellable",
@@ -281,7 +342,10 @@ impl From<DeliveryRecord> for DeliveryJson {
 }
 
 /// The send log of one timer, oldest attempt first.
-pub async fn deliveries(State(st): State<AppState>, Path(raw): Path<String>) -> Result<Response, ApiError> {
+pub async fn deliveries(
+    State(st): State<AppState>,
+    Path(raw): Path<String>,
+) -> Result<Response, ApiError> {
     let id = parse_id(&raw)?;
     let store = st.engine.store();
     if store.get_timer(id).await.map_err(store_err)?.is_none() {

@@ -45,40 +45,72 @@ pub fn new_timer(body: &[u8], cx: &Context<'_>) -> Result<NewTimer, ApiError> {
 
     let due_at = match (req.fire_at, req.delay_ms) {
         (Some(_), Some(_)) => {
-            return Err(ApiError::field("fire_at", "invalid_field", "give either fire_at or delay_ms, not both"));
+            return Err(ApiError::field(
+                "fire_at",
+                "invalid_field",
+                "give either fire_at or delay_ms, not both",
+            ));
         }
         (None, None) => {
-            return Err(ApiError::field("fire_at", "missing_field", "give fire_at (RFC 3339) or delay_ms"));
+            return Err(ApiError::field(
+                "fire_at",
+                "missing_field",
+                "give fire_at (RFC 3339) or delay_ms",
+            ));
         }
         (Some(s), None) => {
             let at = parse_rfc3339_ms(s).map_err(|e| {
-                ApiError::field("fire_at", "invalid_field", format!("fire_at {s:?} is not an RFC 3339 time: {e}"))
+                ApiError::field(
+                    "fire_at",
+                    "invalid_field",
+                    format!("fire_at {s:?} is not an RFC 3339 time: {e}"),
+                )
             })?;
             if at > cx.now_ms.saturating_add(MAX_AHEAD_MS) {
-                return Err(ApiError::field("fire_at", "invalid_field", "fire_at is more than 10 years ahead"));
+                return Err(ApiError::field(
+                    "fire_at",
+                    "invalid_field",
+                    "fire_at is more than 10 years ahead",
+                ));
             }
             // A time already past fires at once.
             at.max(cx.now_ms)
         }
         (None, Some(d)) => {
             if d < 0 {
-                return Err(ApiError::field("delay_ms", "invalid_field", "delay_ms must not be negative"));
+                return Err(ApiError::field(
+                    "delay_ms",
+                    "invalid_field",
+                    "delay_ms must not be negative",
+                ));
             }
             if d > MAX_AHEAD_MS {
-                return Err(ApiError::field("delay_ms", "invalid_field", "delay_ms is more than 10 years"));
+                return Err(ApiError::field(
+                    "delay_ms",
+                    "invalid_field",
+                    "delay_ms is more than 10 years",
+                ));
             }
             cx.now_ms.saturating_add(d)
         }
     };
 
     if req.channel.is_empty() {
-        return Err(ApiError::field("channel", "missing_field", "channel must not be empty"));
+        return Err(ApiError::field(
+            "channel",
+            "missing_field",
+            "channel must not be empty",
+        ));
     }
     if !(cx.has_channel)(&req.channel) {
         return Err(ApiError::field(
             "channel",
             "unknown_channel",
-            format!("no channel named {:?}; configured: {:?}", req.channel, (cx.channel_names)()),
+            format!(
+                "no channel named {:?}; configured: {:?}",
+                req.channel,
+                (cx.channel_names)()
+            ),
         ));
     }
     if req.recipient.is_empty() || req.recipient.len() > MAX_RECIPIENT_BYTES {
@@ -89,11 +121,17 @@ pub fn new_timer(body: &[u8], cx: &Context<'_>) -> Result<NewTimer, ApiError> {
         ));
     }
     if !req.message.get().trim_start().starts_with('{') {
-        return Err(ApiError::field("message", "invalid_field", "message must be a JSON object"));
+        return Err(ApiError::field(
+            "message",
+            "invalid_field",
+            "message must be a JSON object",
+        ));
     }
     if let Some(k) = &req.idempotency_key {
         // It travels as an HTTP header, so: visible ASCII only.
-        let ok = !k.is_empty() && k.len() <= MAX_KEY_BYTES && k.bytes().all(|b| (0x21..=0x7e).contains(&b));
+        let ok = !k.is_empty()
+            && k.len() <= MAX_KEY_BYTES
+            && k.bytes().all(|b| (0x21..=0x7e).contains(&b));
         if !ok {
             return Err(ApiError::field(
                 "idempotency_key",
@@ -106,7 +144,11 @@ pub fn new_timer(body: &[u8], cx: &Context<'_>) -> Result<NewTimer, ApiError> {
         None => DEFAULT_PRIORITY,
         Some(p) if (0..=i64::from(MAX_PRIORITY)).contains(&p) => p as u8,
         Some(_) => {
-            return Err(ApiError::field("priority", "invalid_field", format!("priority must be 0..={MAX_PRIORITY}")));
+            return Err(ApiError::field(
+                "priority",
+                "invalid_field",
+                format!("priority must be 0..={MAX_PRIORITY}"),
+            ));
         }
     };
     let shard = match &req.idempotency_key {

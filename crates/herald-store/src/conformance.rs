@@ -159,8 +159,7 @@ pub mod suite {
 
     use super::fixtures::*;
     use crate::{
-        CompletionOutcome, DueCursor, DueEntry, NewTimer, Store, TimerRecord, WriteOp,
-        WriteResult,
+        CompletionOutcome, DueCursor, DueEntry, NewTimer, Store, TimerRecord, WriteOp, WriteResult,
     };
 
     type S = Arc<dyn Store>;
@@ -192,7 +191,10 @@ pub mod suite {
     }
 
     async fn all_due(store: &S, until: i64) -> Vec<DueEntry> {
-        store.load_due(None, until, 1_000_000).await.expect("load_due")
+        store
+            .load_due(None, until, 1_000_000)
+            .await
+            .expect("load_due")
     }
 
     fn ids(entries: &[DueEntry]) -> Vec<i64> {
@@ -203,7 +205,10 @@ pub mod suite {
         let counts = store.count_by_state().await.expect("count_by_state");
         let map: HashMap<_, _> = counts.iter().copied().collect();
         assert_eq!(map.len(), counts.len(), "a state listed twice: {counts:?}");
-        assert!(counts.iter().all(|&(_, n)| n > 0), "zero counts: {counts:?}");
+        assert!(
+            counts.iter().all(|&(_, n)| n > 0),
+            "zero counts: {counts:?}"
+        );
         map
     }
 
@@ -269,7 +274,10 @@ pub mod suite {
             all.extend(recs.iter().map(|r| r.id));
         }
         assert_eq!(all.len(), 150);
-        assert!(all.windows(2).all(|w| w[0] < w[1]), "ids not increasing: {all:?}");
+        assert!(
+            all.windows(2).all(|w| w[0] < w[1]),
+            "ids not increasing: {all:?}"
+        );
         for id in all {
             assert_eq!(get(&store, id).await.id, id);
         }
@@ -301,7 +309,10 @@ pub mod suite {
     pub async fn distinct_keys_make_distinct_timers(store: S) {
         let a = insert_one(&store, keyed(100, "a")).await;
         let b = insert_one(&store, keyed(100, "b")).await;
-        let r = store.apply(inserts([keyed(100, "c"), keyed(100, "A")])).await.unwrap();
+        let r = store
+            .apply(inserts([keyed(100, "c"), keyed(100, "A")]))
+            .await
+            .unwrap();
         let c = created(&r[0]);
         let upper_a = created(&r[1]); // keys are case-sensitive
         let set: HashSet<i64> = [a.id, b.id, c.id, upper_a.id].into();
@@ -408,10 +419,19 @@ pub mod suite {
         let r = store
             .apply(vec![
                 WriteOp::InsertTimer(timer(300)),
-                WriteOp::CancelTimer { id: 999_999, at: 10 },
+                WriteOp::CancelTimer {
+                    id: 999_999,
+                    at: 10,
+                },
                 WriteOp::InsertTimer(keyed(400, "old")),
-                WriteOp::CancelTimer { id: pending.id, at: 20 },
-                WriteOp::CancelTimer { id: pending.id, at: 30 },
+                WriteOp::CancelTimer {
+                    id: pending.id,
+                    at: 20,
+                },
+                WriteOp::CancelTimer {
+                    id: pending.id,
+                    at: 30,
+                },
                 WriteOp::InsertTimer(keyed(500, "new")),
             ])
             .await
@@ -485,9 +505,25 @@ pub mod suite {
             assert_eq!(got, expected[..limit.min(20)]);
         }
         assert!(store.load_due(None, i64::MAX, 0).await.unwrap().is_empty());
-        let first = DueCursor { due_at: expected[0].0, id: expected[0].1 };
-        assert!(store.load_due(Some(first), i64::MAX, 0).await.unwrap().is_empty());
-        assert_eq!(store.load_due(Some(first), i64::MAX, 3).await.unwrap().len(), 3);
+        let first = DueCursor {
+            due_at: expected[0].0,
+            id: expected[0].1,
+        };
+        assert!(
+            store
+                .load_due(Some(first), i64::MAX, 0)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(
+            store
+                .load_due(Some(first), i64::MAX, 3)
+                .await
+                .unwrap()
+                .len(),
+            3
+        );
     }
 
     pub async fn load_due_keyset_pages_see_every_timer_once(store: S) {
@@ -503,7 +539,12 @@ pub mod suite {
         store.apply(ops).await.unwrap();
         let mut batch = Vec::new();
         let cancelled = gone.clone();
-        for r in recs.iter().skip(4).step_by(11).filter(|r| !cancelled.contains(&r.id)) {
+        for r in recs
+            .iter()
+            .skip(4)
+            .step_by(11)
+            .filter(|r| !cancelled.contains(&r.id))
+        {
             let outcome = if r.id % 2 == 0 {
                 CompletionOutcome::Done
             } else {
@@ -530,7 +571,10 @@ pub mod suite {
                 after = Some(last.cursor());
                 seen.extend(due.iter().map(|e| (e.due_at, e.id)));
                 // A cursor that does not move would loop forever.
-                assert!(seen.len() <= expected.len(), "page size {page}: pages repeat");
+                assert!(
+                    seen.len() <= expected.len(),
+                    "page size {page}: pages repeat"
+                );
             }
             assert_eq!(seen, expected, "page size {page}");
         }
@@ -539,13 +583,41 @@ pub mod suite {
     pub async fn load_due_cursor_past_the_end_is_empty(store: S) {
         let recs = insert_all(&store, [10, 20, 20].into_iter().map(timer)).await;
         let last = recs[2].cursor();
-        assert!(store.load_due(Some(last), i64::MAX, 10).await.unwrap().is_empty());
-        let beyond = DueCursor { due_at: 20, id: i64::MAX };
-        assert!(store.load_due(Some(beyond), i64::MAX, 10).await.unwrap().is_empty());
-        let before_all = DueCursor { due_at: i64::MIN, id: i64::MIN };
-        assert_eq!(store.load_due(Some(before_all), i64::MAX, 10).await.unwrap().len(), 3);
+        assert!(
+            store
+                .load_due(Some(last), i64::MAX, 10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        let beyond = DueCursor {
+            due_at: 20,
+            id: i64::MAX,
+        };
+        assert!(
+            store
+                .load_due(Some(beyond), i64::MAX, 10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        let before_all = DueCursor {
+            due_at: i64::MIN,
+            id: i64::MIN,
+        };
+        assert_eq!(
+            store
+                .load_due(Some(before_all), i64::MAX, 10)
+                .await
+                .unwrap()
+                .len(),
+            3
+        );
         // A cursor between ids at the same due time.
-        let between = DueCursor { due_at: 20, id: recs[1].id };
+        let between = DueCursor {
+            due_at: 20,
+            id: recs[1].id,
+        };
         assert_eq!(
             ids(&store.load_due(Some(between), i64::MAX, 10).await.unwrap()),
             vec![recs[2].id]
@@ -573,7 +645,12 @@ pub mod suite {
             completion(&recs[1], 1, CompletionOutcome::Done, 200),
             completion(&recs[2], 1, CompletionOutcome::Failed, 200),
             completion(&recs[3], 1, CompletionOutcome::Dead, 200),
-            completion(&recs[4], 1, CompletionOutcome::Retry { next_due_at: 900 }, 200),
+            completion(
+                &recs[4],
+                1,
+                CompletionOutcome::Retry { next_due_at: 900 },
+                200,
+            ),
         ];
         store.complete(batch).await.unwrap();
         let all: Vec<i64> = recs.iter().map(|r| r.id).collect();
@@ -641,7 +718,12 @@ pub mod suite {
 
     pub async fn complete_retry_then_done(store: S) {
         let rec = insert_one(&store, timer(100)).await;
-        let r1 = completion(&rec, 1, CompletionOutcome::Retry { next_due_at: 1_100 }, 150);
+        let r1 = completion(
+            &rec,
+            1,
+            CompletionOutcome::Retry { next_due_at: 1_100 },
+            150,
+        );
         assert_eq!(store.complete(vec![r1]).await.unwrap(), vec![true]);
         let after_retry = get(&store, rec.id).await;
         assert_eq!(
@@ -663,7 +745,12 @@ pub mod suite {
                 priority: rec.priority
             }]
         );
-        let r2 = completion(&rec, 2, CompletionOutcome::Retry { next_due_at: 2_100 }, 1_150);
+        let r2 = completion(
+            &rec,
+            2,
+            CompletionOutcome::Retry { next_due_at: 2_100 },
+            1_150,
+        );
         let done = completion(&rec, 3, CompletionOutcome::Done, 2_150);
         assert_eq!(store.complete(vec![r2]).await.unwrap(), vec![true]);
         assert_eq!(store.complete(vec![done]).await.unwrap(), vec![true]);
@@ -716,14 +803,8 @@ pub mod suite {
         assert_eq!(get(&store, rec.id).await, after_first);
         let log = store.deliveries_for(rec.id).await.unwrap();
         assert_eq!(log.len(), 2);
-        assert_eq!(
-            (log[0].attempt, log[0].outcome.as_str()),
-            (1, "retry")
-        );
-        assert_eq!(
-            (log[1].attempt, log[1].outcome.as_str()),
-            (1, "delivered")
-        );
+        assert_eq!((log[0].attempt, log[0].outcome.as_str()), (1, "retry"));
+        assert_eq!((log[1].attempt, log[1].outcome.as_str()), (1, "delivered"));
     }
 
     pub async fn out_of_order_attempt_is_not_applied(store: S) {
@@ -805,7 +886,10 @@ pub mod suite {
             vec![true, true, true, false]
         );
         let a_now = get(&store, a.id).await;
-        assert_eq!((a_now.state, a_now.attempts, a_now.due_at), (TimerState::Done, 2, 400));
+        assert_eq!(
+            (a_now.state, a_now.attempts, a_now.due_at),
+            (TimerState::Done, 2, 400)
+        );
         let b_now = get(&store, b.id).await;
         assert_eq!((b_now.state, b_now.attempts), (TimerState::Done, 1));
         assert_eq!(b_now.delivered_at, Some(155));
@@ -852,7 +936,10 @@ pub mod suite {
     pub async fn count_by_state_counts_each_state(store: S) {
         assert!(counts(&store).await.is_empty());
         let recs = insert_all(&store, (0..10).map(timer)).await;
-        assert_eq!(counts(&store).await, HashMap::from([(TimerState::Pending, 10)]));
+        assert_eq!(
+            counts(&store).await,
+            HashMap::from([(TimerState::Pending, 10)])
+        );
         cancel(&store, recs[0].id, 1).await;
         cancel(&store, recs[1].id, 1).await;
         store
@@ -904,7 +991,10 @@ pub mod suite {
                             keyed(n, &format!("t{task}-b{batch}-{i}"))
                         }
                     });
-                    let results = store.apply(inserts(timers)).await.expect("concurrent apply");
+                    let results = store
+                        .apply(inserts(timers))
+                        .await
+                        .expect("concurrent apply");
                     assert_eq!(results.len(), PER_BATCH as usize);
                     for r in results {
                         match r {

@@ -86,7 +86,10 @@ impl TimerRecord {
 pub enum WriteOp {
     InsertTimer(NewTimer),
     /// Cancel a pending timer at time `at`.
-    CancelTimer { id: TimerId, at: i64 },
+    CancelTimer {
+        id: TimerId,
+        at: i64,
+    },
 }
 
 /// The result of one [`WriteOp`].
@@ -122,7 +125,10 @@ pub struct DueEntry {
 
 impl DueEntry {
     pub fn cursor(&self) -> DueCursor {
-        DueCursor { due_at: self.due_at, id: self.id }
+        DueCursor {
+            due_at: self.due_at,
+            id: self.id,
+        }
     }
 }
 

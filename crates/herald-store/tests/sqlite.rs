@@ -44,7 +44,10 @@ async fn data_survives_reopening() {
     let version = user_version(&path);
     assert!(version >= 1);
     // The store was dropped: its connections are closed and the WAL checkpointed away.
-    assert!(!dir.path().join("herald.db-wal").exists(), "WAL left behind");
+    assert!(
+        !dir.path().join("herald.db-wal").exists(),
+        "WAL left behind"
+    );
 
     for _ in 0..2 {
         let store = SqliteStore::open(&path, &StoreOptions::default())
@@ -149,7 +152,11 @@ async fn reads_work_without_reader_connections() {
 async fn refuses_a_newer_schema() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("h.db");
-    drop(SqliteStore::open(&path, &StoreOptions::default()).await.unwrap());
+    drop(
+        SqliteStore::open(&path, &StoreOptions::default())
+            .await
+            .unwrap(),
+    );
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
         conn.pragma_update(None, "user_version", 999).unwrap();
@@ -158,7 +165,10 @@ async fn refuses_a_newer_schema() {
         .await
         .err()
         .unwrap();
-    assert!(matches!(err, StoreError::Backend(ref m) if m.contains("newer")), "{err}");
+    assert!(
+        matches!(err, StoreError::Backend(ref m) if m.contains("newer")),
+        "{err}"
+    );
 }
 
 #[tokio::test]
@@ -199,8 +209,14 @@ async fn corrupt_rows_are_reported() {
         .err()
         .unwrap();
     assert!(matches!(err, StoreError::Corrupt(_)), "{err}");
-    let r = store.apply(inserts([keyed(4, "rolled-back")])).await.unwrap();
-    assert!(matches!(r[0], WriteResult::Created(_)), "first batch was committed");
+    let r = store
+        .apply(inserts([keyed(4, "rolled-back")]))
+        .await
+        .unwrap();
+    assert!(
+        matches!(r[0], WriteResult::Created(_)),
+        "first batch was committed"
+    );
 }
 
 /// Two stores (as two processes would) writing the same file at once: the second
@@ -212,7 +228,10 @@ async fn two_stores_on_one_file_write_concurrently() {
     let a: Arc<dyn Store> = Arc::new(SqliteStore::open(&path, &opts("normal", 1)).await.unwrap());
     let b: Arc<dyn Store> = Arc::new(SqliteStore::open(&path, &opts("normal", 1)).await.unwrap());
     let mut tasks = Vec::new();
-    for (n, store) in [a.clone(), b.clone(), a.clone(), b.clone()].into_iter().enumerate() {
+    for (n, store) in [a.clone(), b.clone(), a.clone(), b.clone()]
+        .into_iter()
+        .enumerate()
+    {
         tasks.push(tokio::spawn(async move {
             let mut ids = Vec::new();
             for batch in 0..20 {

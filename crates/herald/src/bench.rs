@@ -150,7 +150,10 @@ concurrency = {conc}
                     return Ok::<_, anyhow::Error>(url.trim().to_string());
                 }
             }
-            bail!("herald serve exited before listening; see {}", dir.join("server.log").display())
+            bail!(
+                "herald serve exited before listening; see {}",
+                dir.join("server.log").display()
+            )
         })
         .await
         .context("herald serve did not start within 30 s")??;
@@ -162,11 +165,21 @@ concurrency = {conc}
         } else {
             Some(tmp)
         };
-        Ok(Self { child, base, dir, _tmp: tmp })
+        Ok(Self {
+            child,
+            base,
+            dir,
+            _tmp: tmp,
+        })
     }
 
     async fn counter(&self, http: &reqwest::Client, name: &str) -> anyhow::Result<f64> {
-        let text = http.get(format!("{}/metrics", self.base)).send().await?.text().await?;
+        let text = http
+            .get(format!("{}/metrics", self.base))
+            .send()
+            .await?
+            .text()
+            .await?;
         Ok(metric_value(&text, name).unwrap_or(0.0))
     }
 
@@ -178,10 +191,53 @@ concurrency = {conc}
         #[cfg(unix)]
         if let Some(pid) = self.child.id() {
             // Graceful first, so a kept store is consistent.
-            let _ = std::process::Command::new("kill").arg("-TERM").arg(pid.to_string()).status();
+            let _ = std::process::Command::new("kill")
+                .arg("-TERM")
+                .arg(pid.to_string())
+                .status();
             let _ = tokio::time::timeout(Duration::from_secs(15), self.child.wait()).await;
         }
         let _ = self.child.kill().await;
+    }
+}
+
+/// CPU seconds (user + system) a process has used so far, from `/proc`.
+fn cpu_seconds(pid: Option<u32>) -> Option<f64> {
+    let path = match pid {
+        Some(p) => format!("/proc/{p}/stat"),
+        None => "/proc/self/stat".to_string(),
+    };
+    let stat = std::fs::read_to_string(path).ok()?;
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
+}
+
+/// CPU used by the server and by this process (sink and clients) over a phase.
+struct CpuMeter {
+    server_pid: Option<u32>,
+    server0: f64,
+    own0: f64,
+}
+
+impl CpuMeter {
+    fn start(server: &ServerUnderTest) -> Self {
+        let server_pid = server.child.id();
+        Self {
+            server_pid,
+            server0: cpu_seconds(server_pid).unwrap_or(0.0),
+            own0: cpu_seconds(None).unwrap_or(0.0),
+        }
+    }
+
+    /// (server, sink + clients) CPU seconds since `start`.
+    fn read(&self) -> (f64, f64) {
+        (
+            cpu_seconds(self.server_pid).unwrap_or(0.0) - self.server0,
+            cpu_seconds(None).unwrap_or(0.0) - self.own0,
+        )
     }
 }
 
@@ -198,7 +254,10 @@ async fn start_sink() -> anyhow::Result<MockServer> {
 }
 
 fn http_client() -> anyhow::Result<reqwest::Client> {
-    Ok(reqwest::Client::builder().pool_max_idle_per_host(256).tcp_nodelay(true).build()?)
+    Ok(reqwest::Client::builder()
+        .pool_max_idle_per_host(256)
+        .tcp_nodelay(true)
+        .build()?)
 }
 
 /// One NDJSON line per timer, due at `due(i)`.
@@ -271,26 +330,31 @@ async fn wait_drained(
     let deadline = Instant::now() + timeout;
     let mut last_report = Instant::now();
     loop {
-        let s = sink.stats();
-        if s.unique_delivered as usize >= n {
+        let delivered = sink.unique_delivered();
+        if delivered as usize >= n {
             break;
         }
         if Instant::now() > deadline {
             bail!(
-                "timed out: {} of {n} delivered (server log: {})",
-                s.unique_delivered,
+                "timed out: {delivered} of {n} delivered (server log: {})",
                 server.log_path().display()
             );
         }
         if last_report.elapsed() > Duration::from_secs(5) {
-            eprintln!("  ... {} of {n} delivered", s.unique_delivered);
+            eprintln!("  ... {delivered} of {n} delivered");
             last_report = Instant::now();
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let delivered = sink.stats().last_delivered_at_ms.map_or(clock.now_ms(), |t| t as i64);
+    let delivered = sink
+        .stats()
+        .last_delivered_at_ms
+        .map_or(clock.now_ms(), |t| t as i64);
     loop {
-        let done = server.counter(http, "herald_timers_done_total").await.unwrap_or(0.0);
+        let done = server
+            .counter(http, "herald_timers_done_total")
+            .await
+            .unwrap_or(0.0);
         if done as usize >= n {
             return Ok((delivered, clock.now_ms()));
         }
@@ -302,7 +366,10 @@ async fn wait_drained(
 }
 
 fn pct(p: &Percentiles) -> String {
-    format!("p50 {} ms, p99 {} ms, p99.9 {} ms, max {} ms", p.p50, p.p99, p.p999, p.max)
+    format!(
+        "p50 {} ms, p99 {} ms, p99.9 {} ms, max {} ms",
+        p.p50, p.p99, p.p999, p.max
+    )
 }
 
 fn default_lead(n: usize) -> f64 {
@@ -318,29 +385,59 @@ async fn burst(a: BurstArgs) -> anyhow::Result<()> {
     let n = a.timers;
     let lead = a.lead_secs.unwrap_or_else(|| default_lead(n));
     let due_at = clock.now_ms() + (lead * 1000.0) as i64;
-    eprintln!("burst: {n} timers due at {} ({lead:.1} s from now)", format_rfc3339_ms(due_at));
-    let secs = bulk_ingest(&http, &server.base, n, a.chunk, a.clients, Arc::new(move |_| due_at)).await?;
+    eprintln!(
+        "burst: {n} timers due at {} ({lead:.1} s from now)",
+        format_rfc3339_ms(due_at)
+    );
+    let secs = bulk_ingest(
+        &http,
+        &server.base,
+        n,
+        a.chunk,
+        a.clients,
+        Arc::new(move |_| due_at),
+    )
+    .await?;
     let slack = due_at - clock.now_ms();
-    eprintln!("ingest: {n} in {secs:.2} s = {:.0} timers/s; {slack} ms before due", n as f64 / secs);
+    eprintln!(
+        "ingest: {n} in {secs:.2} s = {:.0} timers/s; {slack} ms before due",
+        n as f64 / secs
+    );
     if slack < 0 {
         eprintln!("WARNING: ingest ended after the due instant; raise --lead-secs");
     }
     let timeout = Duration::from_secs_f64(lead + 120.0 + n as f64 / 5_000.0);
+    let cpu = CpuMeter::start(&server);
     let (delivered, done) = wait_drained(&sink, &server, &http, n, timeout).await?;
+    let (server_cpu, own_cpu) = cpu.read();
     let s: WebhookStats = sink.stats();
     let drain_s = (done - due_at) as f64 / 1000.0;
     let deliver_s = (delivered - due_at) as f64 / 1000.0;
-    println!("burst {n} timers due at one instant (concurrency {}, synchronous={})", a.server.concurrency, a.server.synchronous);
-    println!("  ingest (bulk)       {:.0} timers/s ({secs:.2} s)", n as f64 / secs);
+    println!(
+        "burst {n} timers due at one instant (concurrency {}, synchronous={})",
+        a.server.concurrency, a.server.synchronous
+    );
+    println!(
+        "  ingest (bulk)       {:.0} timers/s ({secs:.2} s)",
+        n as f64 / secs
+    );
     println!("  all delivered       {deliver_s:.2} s after due");
-    println!("  all marked done     {drain_s:.2} s after due  => {:.0} timers/s", n as f64 / drain_s.max(0.001));
+    println!(
+        "  all marked done     {drain_s:.2} s after due  => {:.0} timers/s",
+        n as f64 / drain_s.max(0.001)
+    );
     println!("  lateness at sink    {}", pct(&s.lateness_ms));
     println!("  fire lateness       {}", pct(&s.fire_lateness_ms));
     println!("  duplicates          {}", s.duplicates);
+    println!(
+        "  cpu while draining  server {server_cpu:.1} s, sink+bench {own_cpu:.1} s ({:.0} / {:.0} us per timer)",
+        server_cpu * 1e6 / n as f64,
+        own_cpu * 1e6 / n as f64
+    );
     if a.server.json {
         println!(
             "{}",
-            serde_json::json!({"scenario":"burst","timers":n,"ingest_per_sec":n as f64/secs,
+            serde_json::json!({"scenario":"burst","server_cpu_s":server_cpu,"sink_cpu_s":own_cpu,"timers":n,"ingest_per_sec":n as f64/secs,
                 "delivered_s":deliver_s,"done_s":drain_s,"drain_per_sec":n as f64/drain_s.max(0.001),
                 "lateness_ms":s.lateness_ms,"fire_lateness_ms":s.fire_lateness_ms,"duplicates":s.duplicates})
         );
@@ -359,10 +456,16 @@ async fn precision(a: PrecisionArgs) -> anyhow::Result<()> {
     let start = clock.now_ms() + (lead * 1000.0) as i64;
     let spread_ms = (a.spread_secs * 1000) as i64;
     let due = Arc::new(move |i: usize| start + (i as i64 * spread_ms) / n as i64);
-    eprintln!("precision: {n} timers over {} s from {}", a.spread_secs, format_rfc3339_ms(start));
+    eprintln!(
+        "precision: {n} timers over {} s from {}",
+        a.spread_secs,
+        format_rfc3339_ms(start)
+    );
     let secs = bulk_ingest(&http, &server.base, n, 10_000, 2, due).await?;
     if clock.now_ms() > start {
-        eprintln!("WARNING: ingest ({secs:.2} s) ended after the first due time; raise --lead-secs");
+        eprintln!(
+            "WARNING: ingest ({secs:.2} s) ended after the first due time; raise --lead-secs"
+        );
     }
     let timeout = Duration::from_secs_f64(lead + a.spread_secs as f64 + 120.0);
     wait_drained(&sink, &server, &http, n, timeout).await?;
@@ -391,27 +494,55 @@ async fn ingest(a: IngestArgs) -> anyhow::Result<()> {
     let due = SystemClock.now_ms() + 3_600_000;
     let (mode, secs) = match a.bulk {
         Some(chunk) => {
-            let secs = bulk_ingest(&http, &server.base, n, chunk, a.clients, Arc::new(move |_| due)).await?;
-            (format!("bulk, {chunk} per request, {} clients", a.clients), secs)
+            let secs = bulk_ingest(
+                &http,
+                &server.base,
+                n,
+                chunk,
+                a.clients,
+                Arc::new(move |_| due),
+            )
+            .await?;
+            (
+                format!("bulk, {chunk} per request, {} clients", a.clients),
+                secs,
+            )
         }
-        None => (format!("single POST, {} clients", a.clients), single_ingest(&http, &server.base, n, a.clients, due).await?),
+        None => (
+            format!("single POST, {} clients", a.clients),
+            single_ingest(&http, &server.base, n, a.clients, due).await?,
+        ),
     };
     println!("ingest {n} timers ({mode})");
     println!("  {:.0} timers/s ({secs:.2} s)", n as f64 / secs);
     if a.server.json {
-        println!("{}", serde_json::json!({"scenario":"ingest","mode":mode,"timers":n,"per_sec":n as f64/secs}));
+        println!(
+            "{}",
+            serde_json::json!({"scenario":"ingest","mode":mode,"timers":n,"per_sec":n as f64/secs})
+        );
     }
     server.stop().await;
     Ok(())
 }
 
-async fn single_ingest(http: &reqwest::Client, base: &str, n: usize, clients: usize, due: i64) -> anyhow::Result<f64> {
+async fn single_ingest(
+    http: &reqwest::Client,
+    base: &str,
+    n: usize,
+    clients: usize,
+    due: i64,
+) -> anyhow::Result<f64> {
     let next = Arc::new(AtomicUsize::new(0));
     let fire_at = format_rfc3339_ms(due);
     let started = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..clients.max(1) {
-        let (http, url, next, fire_at) = (http.clone(), format!("{base}/v1/timers"), next.clone(), fire_at.clone());
+        let (http, url, next, fire_at) = (
+            http.clone(),
+            format!("{base}/v1/timers"),
+            next.clone(),
+            fire_at.clone(),
+        );
         tasks.push(tokio::spawn(async move {
             loop {
                 let i = next.fetch_add(1, Ordering::SeqCst);
@@ -434,4 +565,3 @@ async fn single_ingest(http: &reqwest::Client, base: &str, n: usize, clients: us
     }
     Ok(started.elapsed().as_secs_f64())
 }
-

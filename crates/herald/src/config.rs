@@ -47,7 +47,15 @@ impl Default for Config {
 
 /// Top-level keys an environment variable may set; other `HERALD_*`
 /// variables (such as `HERALD_CONFIG` itself) are not configuration.
-const ENV_KEYS: &[&str] = &["listen", "store", "node_id", "shards", "engine", "api", "store_options"];
+const ENV_KEYS: &[&str] = &[
+    "listen",
+    "store",
+    "node_id",
+    "shards",
+    "engine",
+    "api",
+    "store_options",
+];
 
 impl Config {
     pub fn load(file: Option<&Path>) -> anyhow::Result<Config> {
@@ -87,7 +95,9 @@ impl Config {
     }
 
     pub fn node_id(&self) -> String {
-        self.node_id.clone().unwrap_or_else(|| format!("node-{:08x}", rand::random::<u32>()))
+        self.node_id
+            .clone()
+            .unwrap_or_else(|| format!("node-{:08x}", rand::random::<u32>()))
     }
 }
 

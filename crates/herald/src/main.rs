@@ -14,7 +14,11 @@ use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
 #[derive(Parser, Debug)]
-#[command(name = "herald", version, about = "Durable scheduler for reminders and mass push messages")]
+#[command(
+    name = "herald",
+    version,
+    about = "Durable scheduler for reminders and mass push messages"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -75,7 +79,10 @@ struct MockArgs {
 
 fn init_tracing() {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
 }
 
 async fn run_mock(a: MockArgs) -> anyhow::Result<()> {
@@ -88,7 +95,11 @@ async fn run_mock(a: MockArgs) -> anyhow::Result<()> {
         permanent_status: a.permanent_status,
     };
     faults.validate().map_err(anyhow::Error::msg)?;
-    let cfg = herald_mock::MockConfig { faults, secret: a.secret, seed: a.seed };
+    let cfg = herald_mock::MockConfig {
+        faults,
+        secret: a.secret,
+        seed: a.seed,
+    };
     let server = herald_mock::MockServer::start(a.listen, cfg)
         .await
         .with_context(|| format!("binding {}", a.listen))?;
@@ -104,7 +115,9 @@ async fn run_mock(a: MockArgs) -> anyhow::Result<()> {
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     init_tracing();
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     rt.block_on(async move {
         match cli.cmd {
             Cmd::Serve { config } => serve::run(config::Config::load(config.as_deref())?).await,

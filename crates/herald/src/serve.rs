@@ -17,9 +17,16 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     let store = herald_store::open(&cfg.store, &cfg.store_options)
         .await
         .with_context(|| format!("opening store {}", cfg.store))?;
-    let shards = store.init_shards(cfg.shards).await.context("reading the shard count")?;
+    let shards = store
+        .init_shards(cfg.shards)
+        .await
+        .context("reading the shard count")?;
     if shards != cfg.shards {
-        tracing::warn!(configured = cfg.shards, stored = shards, "the store was created with another shard count; using the stored one");
+        tracing::warn!(
+            configured = cfg.shards,
+            stored = shards,
+            "the store was created with another shard count; using the stored one"
+        );
     }
     let mut specs = Vec::new();
     for c in &cfg.channels {
@@ -33,7 +40,12 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     }
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let engine = Engine::start(store, clock.clone(), specs, cfg.engine.clone(), shards).await;
-    let state = AppState { engine: engine.clone(), clock, api: Arc::new(cfg.api.clone()), metrics };
+    let state = AppState {
+        engine: engine.clone(),
+        clock,
+        api: Arc::new(cfg.api.clone()),
+        metrics,
+    };
     let app = herald_server::router(state);
     let listener = tokio::net::TcpListener::bind(&cfg.listen)
         .await

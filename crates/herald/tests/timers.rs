@@ -74,7 +74,9 @@ async fn timers_fire_on_time_and_are_marked_done() {
     let s = mock.stats().await;
     assert_eq!(s["unique_delivered"], 20);
     assert_eq!(s["duplicates"], 0);
-    let (st, log) = server.get(&format!("/v1/timers/{}/deliveries", ids[0])).await;
+    let (st, log) = server
+        .get(&format!("/v1/timers/{}/deliveries", ids[0]))
+        .await;
     assert_eq!(st, 200);
     assert_eq!(log["deliveries"][0]["outcome"], "delivered");
     assert_eq!(log["deliveries"][0]["status"], 200);
@@ -106,7 +108,11 @@ async fn same_idempotency_key_gives_the_same_timer_once() {
 #[tokio::test]
 async fn cancel_stops_a_pending_timer() {
     let (mock, server) = pair(&[], "").await;
-    let v = create(&server, json!({"delay_ms": 1500, "channel": "hooks", "recipient": "u", "message": {}})).await;
+    let v = create(
+        &server,
+        json!({"delay_ms": 1500, "channel": "hooks", "recipient": "u", "message": {}}),
+    )
+    .await;
     let id = v["id"].as_i64().unwrap();
     let (s, c) = server.delete(&format!("/v1/timers/{id}")).await;
     assert_eq!(s, 200, "{c}");
@@ -120,8 +126,18 @@ async fn cancel_stops_a_pending_timer() {
     assert_eq!(s, 400);
     assert_eq!(bad["error"]["field"], "id");
     // A second timer, not cancelled, proves the sink was reachable all along.
-    let other = create(&server, json!({"delay_ms": 1600, "channel": "hooks", "recipient": "u2", "message": {}})).await;
-    wait_state(&server, other["id"].as_i64().unwrap(), "done", Duration::from_secs(10)).await;
+    let other = create(
+        &server,
+        json!({"delay_ms": 1600, "channel": "hooks", "recipient": "u2", "message": {}}),
+    )
+    .await;
+    wait_state(
+        &server,
+        other["id"].as_i64().unwrap(),
+        "done",
+        Duration::from_secs(10),
+    )
+    .await;
     assert_eq!(mock.key(&format!("herald-timer-{id}")).await["requests"], 0);
     assert_eq!(server.timer(id).await["state"], "cancelled");
     // Cancelling a delivered timer is a conflict too.
@@ -132,12 +148,21 @@ async fn cancel_stops_a_pending_timer() {
 #[tokio::test]
 async fn retryable_failures_are_retried_until_success() {
     let (mock, server) = pair(&["--fail-first", "2", "--error-status", "503"], FAST_RETRY).await;
-    let v = create(&server, json!({"delay_ms": 0, "channel": "hooks", "recipient": "u", "message": {}})).await;
+    let v = create(
+        &server,
+        json!({"delay_ms": 0, "channel": "hooks", "recipient": "u", "message": {}}),
+    )
+    .await;
     let id = v["id"].as_i64().unwrap();
     let t = wait_state(&server, id, "done", Duration::from_secs(15)).await;
     assert_eq!(t["attempts"], 3);
     let (_, log) = server.get(&format!("/v1/timers/{id}/deliveries")).await;
-    let outcomes: Vec<&str> = log["deliveries"].as_array().unwrap().iter().map(|d| d["outcome"].as_str().unwrap()).collect();
+    let outcomes: Vec<&str> = log["deliveries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["outcome"].as_str().unwrap())
+        .collect();
     assert_eq!(outcomes, ["retry", "retry", "delivered"]);
     assert_eq!(log["deliveries"][0]["status"], 503);
     let k = mock.key(&format!("herald-timer-{id}")).await;
@@ -145,7 +170,10 @@ async fn retryable_failures_are_retried_until_success() {
     assert_eq!(k["delivered"], 1);
     // The retried attempts carry their attempt number.
     let reqs = mock.requests(Some(&format!("herald-timer-{id}"))).await;
-    let attempts: Vec<i64> = reqs.iter().map(|r| r["body"]["attempt"].as_i64().unwrap()).collect();
+    let attempts: Vec<i64> = reqs
+        .iter()
+        .map(|r| r["body"]["attempt"].as_i64().unwrap())
+        .collect();
     assert_eq!(attempts, [1, 2, 3]);
 }
 
@@ -153,11 +181,18 @@ async fn retryable_failures_are_retried_until_success() {
 async fn dead_after_max_attempts_with_the_last_error_kept() {
     let extra = format!("{FAST_RETRY}\nmax_attempts = 3");
     let (mock, server) = pair(&["--error-rate", "1.0", "--error-status", "500"], &extra).await;
-    let v = create(&server, json!({"delay_ms": 0, "channel": "hooks", "recipient": "u", "message": {}})).await;
+    let v = create(
+        &server,
+        json!({"delay_ms": 0, "channel": "hooks", "recipient": "u", "message": {}}),
+    )
+    .await;
     let id = v["id"].as_i64().unwrap();
     let t = wait_state(&server, id, "dead", Duration::from_secs(15)).await;
     assert_eq!(t["attempts"], 3);
-    assert!(t["last_error"].as_str().unwrap().contains("HTTP 500"), "{t}");
+    assert!(
+        t["last_error"].as_str().unwrap().contains("HTTP 500"),
+        "{t}"
+    );
     tokio::time::sleep(Duration::from_millis(800)).await;
     assert_eq!(mock.key(&format!("herald-timer-{id}")).await["requests"], 3);
 }
@@ -165,7 +200,11 @@ async fn dead_after_max_attempts_with_the_last_error_kept() {
 #[tokio::test]
 async fn a_4xx_answer_fails_at_once() {
     let (mock, server) = pair(&["--permanent-status", "422"], FAST_RETRY).await;
-    let v = create(&server, json!({"delay_ms": 0, "channel": "hooks", "recipient": "u", "message": {}})).await;
+    let v = create(
+        &server,
+        json!({"delay_ms": 0, "channel": "hooks", "recipient": "u", "message": {}}),
+    )
+    .await;
     let id = v["id"].as_i64().unwrap();
     let t = wait_state(&server, id, "failed", Duration::from_secs(10)).await;
     assert_eq!(t["attempts"], 1);
@@ -177,7 +216,11 @@ async fn a_4xx_answer_fails_at_once() {
 #[tokio::test]
 async fn throttling_429_is_retried() {
     let (mock, server) = pair(&["--fail-first", "1", "--error-status", "429"], FAST_RETRY).await;
-    let v = create(&server, json!({"delay_ms": 0, "channel": "hooks", "recipient": "u", "message": {}})).await;
+    let v = create(
+        &server,
+        json!({"delay_ms": 0, "channel": "hooks", "recipient": "u", "message": {}}),
+    )
+    .await;
     let id = v["id"].as_i64().unwrap();
     let t = wait_state(&server, id, "done", Duration::from_secs(10)).await;
     assert_eq!(t["attempts"], 2);
@@ -188,39 +231,94 @@ async fn throttling_429_is_retried() {
 async fn bad_input_is_a_400_naming_the_field_and_writes_nothing() {
     let (_mock, server) = pair(&[], "").await;
     let cases: Vec<(&str, &str)> = vec![
-        (r#"{"delay_ms": 10, "channel": "hooks", "recipient": "u", "message": {}"#, ""),
+        (
+            r#"{"delay_ms": 10, "channel": "hooks", "recipient": "u", "message": {}"#,
+            "",
+        ),
         (r#"not json"#, ""),
-        (r#"{"delay_ms": 10, "recipient": "u", "message": {}}"#, "channel"),
-        (r#"{"delay_ms": 10, "channel": "nope", "recipient": "u", "message": {}}"#, "channel"),
-        (r#"{"delay_ms": 10, "channel": "hooks", "recipient": "u", "message": {}, "colour": 1}"#, "colour"),
-        (r#"{"fire_at": "tomorrow at nine", "channel": "hooks", "recipient": "u", "message": {}}"#, "fire_at"),
-        (r#"{"fire_at": "2026-12-01 09:00", "channel": "hooks", "recipient": "u", "message": {}}"#, "fire_at"),
-        (r#"{"delay_ms": -5, "channel": "hooks", "recipient": "u", "message": {}}"#, "delay_ms"),
-        (r#"{"delay_ms": "soon", "channel": "hooks", "recipient": "u", "message": {}}"#, "delay_ms"),
-        (r#"{"channel": "hooks", "recipient": "u", "message": {}}"#, "fire_at"),
-        (r#"{"delay_ms": 1, "fire_at": "2030-01-01T00:00:00Z", "channel": "hooks", "recipient": "u", "message": {}}"#, "fire_at"),
-        (r#"{"delay_ms": 10, "channel": "hooks", "recipient": "u", "message": [1,2]}"#, "message"),
-        (r#"{"delay_ms": 10, "channel": "hooks", "recipient": "", "message": {}}"#, "recipient"),
-        (r#"{"delay_ms": 10, "channel": "hooks", "recipient": "u", "message": {}, "priority": 12}"#, "priority"),
-        (r#"{"delay_ms": 10, "channel": "hooks", "recipient": "u", "message": {}, "idempotency_key": "has space"}"#, "idempotency_key"),
-        (r#"{"fire_at": "9999-01-01T00:00:00Z", "channel": "hooks", "recipient": "u", "message": {}}"#, "fire_at"),
+        (
+            r#"{"delay_ms": 10, "recipient": "u", "message": {}}"#,
+            "channel",
+        ),
+        (
+            r#"{"delay_ms": 10, "channel": "nope", "recipient": "u", "message": {}}"#,
+            "channel",
+        ),
+        (
+            r#"{"delay_ms": 10, "channel": "hooks", "recipient": "u", "message": {}, "colour": 1}"#,
+            "colour",
+        ),
+        (
+            r#"{"fire_at": "tomorrow at nine", "channel": "hooks", "recipient": "u", "message": {}}"#,
+            "fire_at",
+        ),
+        (
+            r#"{"fire_at": "2026-12-01 09:00", "channel": "hooks", "recipient": "u", "message": {}}"#,
+            "fire_at",
+        ),
+        (
+            r#"{"delay_ms": -5, "channel": "hooks", "recipient": "u", "message": {}}"#,
+            "delay_ms",
+        ),
+        (
+            r#"{"delay_ms": "soon", "channel": "hooks", "recipient": "u", "message": {}}"#,
+            "delay_ms",
+        ),
+        (
+            r#"{"channel": "hooks", "recipient": "u", "message": {}}"#,
+            "fire_at",
+        ),
+        (
+            r#"{"delay_ms": 1, "fire_at": "2030-01-01T00:00:00Z", "channel": "hooks", "recipient": "u", "message": {}}"#,
+            "fire_at",
+        ),
+        (
+            r#"{"delay_ms": 10, "channel": "hooks", "recipient": "u", "message": [1,2]}"#,
+            "message",
+        ),
+        (
+            r#"{"delay_ms": 10, "channel": "hooks", "recipient": "", "message": {}}"#,
+            "recipient",
+        ),
+        (
+            r#"{"delay_ms": 10, "channel": "hooks", "recipient": "u", "message": {}, "priority": 12}"#,
+            "priority",
+        ),
+        (
+            r#"{"delay_ms": 10, "channel": "hooks", "recipient": "u", "message": {}, "idempotency_key": "has space"}"#,
+            "idempotency_key",
+        ),
+        (
+            r#"{"fire_at": "9999-01-01T00:00:00Z", "channel": "hooks", "recipient": "u", "message": {}}"#,
+            "fire_at",
+        ),
     ];
     for (body, field) in cases {
-        let (s, v) = server.post_raw("/v1/timers", "application/json", body.to_string()).await;
+        let (s, v) = server
+            .post_raw("/v1/timers", "application/json", body.to_string())
+            .await;
         assert_eq!(s, 400, "{body} -> {v}");
         let err = &v["error"];
-        assert!(err["code"].is_string() && err["message"].is_string(), "{body} -> {v}");
+        assert!(
+            err["code"].is_string() && err["message"].is_string(),
+            "{body} -> {v}"
+        );
         if !field.is_empty() {
             assert_eq!(err["field"], field, "{body} -> {v}");
         }
     }
     // Over the body limit (64 KiB by default).
     let big = "x".repeat(70 * 1024);
-    let body = json!({"delay_ms": 10, "channel": "hooks", "recipient": "u", "message": {"big": big}});
+    let body =
+        json!({"delay_ms": 10, "channel": "hooks", "recipient": "u", "message": {"big": big}});
     let (s, v) = server.post("/v1/timers", &body).await;
     assert_eq!(s, 413, "{v}");
     assert_eq!(v["error"]["code"], "payload_too_large");
-    assert_eq!(server.total_timers().await, 0, "a rejected request wrote something");
+    assert_eq!(
+        server.total_timers().await,
+        0,
+        "a rejected request wrote something"
+    );
     // Unknown routes and methods answer in the same error shape.
     let (s, v) = server.get("/v1/nothing").await;
     assert_eq!(s, 404);
@@ -241,14 +339,22 @@ async fn bulk_answers_per_line_and_commits_the_valid_lines() {
     .join("\n");
     let (s, out) = server.bulk(&lines).await;
     assert_eq!(s, 200);
-    let statuses: Vec<(i64, i64)> = out.iter().map(|l| (l["line"].as_i64().unwrap(), l["status"].as_i64().unwrap())).collect();
+    let statuses: Vec<(i64, i64)> = out
+        .iter()
+        .map(|l| (l["line"].as_i64().unwrap(), l["status"].as_i64().unwrap()))
+        .collect();
     assert_eq!(statuses, [(1, 201), (3, 400), (4, 201), (5, 200), (6, 400)]);
     assert_eq!(out[1]["error"]["field"], "channel");
     assert_eq!(out[2]["id"], out[3]["id"]);
     assert_eq!(server.total_timers().await, 2);
-    wait_for("two deliveries", Duration::from_secs(10), || async { mock.stats().await["unique_delivered"] == 2 }).await;
+    wait_for("two deliveries", Duration::from_secs(10), || async {
+        mock.stats().await["unique_delivered"] == 2
+    })
+    .await;
     // A request over the line limit is refused whole.
-    let many = vec![r#"{"delay_ms": 1, "channel": "hooks", "recipient": "z", "message": {}}"#; 100_001].join("\n");
+    let many =
+        vec![r#"{"delay_ms": 1, "channel": "hooks", "recipient": "z", "message": {}}"#; 100_001]
+            .join("\n");
     let (s, v) = server.bulk(&many).await;
     assert_eq!(s, 413, "{v:?}");
     assert_eq!(server.total_timers().await, 2);
@@ -260,10 +366,23 @@ async fn webhooks_are_signed_when_a_secret_is_set() {
     let cfg = Server::webhook_config(&mock.hook(), "secret_env = \"HOOK_SECRET_FOR_TEST\"", "");
     // secret_env reads from the server's environment; set inline instead when
     // the variable is not passed through.
-    let cfg = cfg.replace("secret_env = \"HOOK_SECRET_FOR_TEST\"", "secret = \"s3cret\"");
+    let cfg = cfg.replace(
+        "secret_env = \"HOOK_SECRET_FOR_TEST\"",
+        "secret = \"s3cret\"",
+    );
     let server = Server::start(&cfg).await;
-    let v = create(&server, json!({"delay_ms": 0, "channel": "hooks", "recipient": "u", "message": {"x": 1}})).await;
-    wait_state(&server, v["id"].as_i64().unwrap(), "done", Duration::from_secs(10)).await;
+    let v = create(
+        &server,
+        json!({"delay_ms": 0, "channel": "hooks", "recipient": "u", "message": {"x": 1}}),
+    )
+    .await;
+    wait_state(
+        &server,
+        v["id"].as_i64().unwrap(),
+        "done",
+        Duration::from_secs(10),
+    )
+    .await;
     let s = mock.stats().await;
     assert_eq!(s["bad_signatures"], 0);
     let reqs = mock.requests(None).await;
@@ -276,8 +395,18 @@ async fn a_wrong_secret_is_refused_by_the_receiver_and_fails() {
     let mock = Mock::start(&["--secret", "right"]).await;
     let cfg = Server::webhook_config(&mock.hook(), "secret = \"wrong\"", "");
     let server = Server::start(&cfg).await;
-    let v = create(&server, json!({"delay_ms": 0, "channel": "hooks", "recipient": "u", "message": {}})).await;
-    let t = wait_state(&server, v["id"].as_i64().unwrap(), "failed", Duration::from_secs(10)).await;
+    let v = create(
+        &server,
+        json!({"delay_ms": 0, "channel": "hooks", "recipient": "u", "message": {}}),
+    )
+    .await;
+    let t = wait_state(
+        &server,
+        v["id"].as_i64().unwrap(),
+        "failed",
+        Duration::from_secs(10),
+    )
+    .await;
     assert!(t["last_error"].as_str().unwrap().contains("401"));
     assert_eq!(mock.stats().await["bad_signatures"], 1);
 }
@@ -292,7 +421,13 @@ async fn a_fire_at_in_the_past_fires_at_once() {
     .await;
     // due_at is the time of acceptance, not 2020.
     assert!(parse_ms(v["due_at"].as_str().unwrap()) > parse_ms("2026-01-01T00:00:00Z"));
-    wait_state(&server, v["id"].as_i64().unwrap(), "done", Duration::from_secs(5)).await;
+    wait_state(
+        &server,
+        v["id"].as_i64().unwrap(),
+        "done",
+        Duration::from_secs(5),
+    )
+    .await;
     assert_eq!(mock.stats().await["unique_delivered"], 1);
 }
 
@@ -308,9 +443,15 @@ async fn urgent_timers_go_first() {
     }
     let (_, out) = server.bulk(&lines.join("\n")).await;
     assert!(out.iter().all(|l| l["status"] == 201));
-    wait_for("all delivered", Duration::from_secs(20), || async { mock.stats().await["unique_delivered"] == 20 }).await;
+    wait_for("all delivered", Duration::from_secs(20), || async {
+        mock.stats().await["unique_delivered"] == 20
+    })
+    .await;
     let reqs = mock.requests(None).await;
-    let pos = reqs.iter().position(|r| r["body"]["recipient"] == "r15").unwrap();
+    let pos = reqs
+        .iter()
+        .position(|r| r["body"]["recipient"] == "r15")
+        .unwrap();
     // The one urgent timer overtakes nearly everything queued before it.
     assert!(pos <= 2, "urgent timer was delivered {pos}th");
 }
@@ -319,7 +460,11 @@ async fn urgent_timers_go_first() {
 async fn timers_survive_a_graceful_restart_and_the_window_edge() {
     let mock = Mock::start(&[]).await;
     // A 1 s window: timers due later are picked up by the loader, not at creation.
-    let cfg = Server::webhook_config(&mock.hook(), "", "[engine]\nwindow_ms = 1000\nload_interval_ms = 200");
+    let cfg = Server::webhook_config(
+        &mock.hook(),
+        "",
+        "[engine]\nwindow_ms = 1000\nload_interval_ms = 200",
+    );
     let mut server = Server::start(&cfg).await;
     let mut ids = Vec::new();
     for i in 0..10 {
@@ -339,8 +484,18 @@ async fn timers_survive_a_graceful_restart_and_the_window_edge() {
 #[tokio::test]
 async fn metrics_and_health() {
     let (_mock, server) = pair(&[], "").await;
-    let v = create(&server, json!({"delay_ms": 0, "channel": "hooks", "recipient": "u", "message": {}})).await;
-    wait_state(&server, v["id"].as_i64().unwrap(), "done", Duration::from_secs(5)).await;
+    let v = create(
+        &server,
+        json!({"delay_ms": 0, "channel": "hooks", "recipient": "u", "message": {}}),
+    )
+    .await;
+    wait_state(
+        &server,
+        v["id"].as_i64().unwrap(),
+        "done",
+        Duration::from_secs(5),
+    )
+    .await;
     let (s, h) = server.get("/healthz").await;
     assert_eq!(s, 200);
     assert_eq!(h["status"], "ok");

@@ -15,7 +15,11 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_herald");
 
 /// Starts `herald <args>` and waits for its "... listening on URL" line.
 async fn spawn_listening(args: &[&str], log: &Path, env: &[(&str, &str)]) -> (Child, String) {
-    let log_file = std::fs::OpenOptions::new().create(true).append(true).open(log).expect("log file");
+    let log_file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .expect("log file");
     let mut cmd = Command::new(BIN);
     cmd.args(args)
         .env("RUST_LOG", "info,herald::delivery=warn")
@@ -39,7 +43,12 @@ async fn spawn_listening(args: &[&str], log: &Path, env: &[(&str, &str)]) -> (Ch
     .await
     .ok()
     .flatten()
-    .unwrap_or_else(|| panic!("herald {args:?} did not start; log: {}", std::fs::read_to_string(log).unwrap_or_default()));
+    .unwrap_or_else(|| {
+        panic!(
+            "herald {args:?} did not start; log: {}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        )
+    });
     // Keep draining stdout so the child never blocks on a full pipe.
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     (child, url)
@@ -57,7 +66,11 @@ impl Mock {
         let mut args = vec!["mock", "--listen", "127.0.0.1:0"];
         args.extend_from_slice(flags);
         let (child, url) = spawn_listening(&args, &dir.path().join("mock.log"), &[]).await;
-        Mock { child, url, _dir: dir }
+        Mock {
+            child,
+            url,
+            _dir: dir,
+        }
     }
 
     pub fn hook(&self) -> String {
@@ -95,8 +108,16 @@ impl Server {
     pub async fn start(extra: &str) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("data").join("herald.db");
-        let config = format!("listen = \"127.0.0.1:0\"\nstore = \"sqlite://{}\"\n{extra}\n", db.display());
-        let mut s = Server { child: None, url: String::new(), dir, config };
+        let config = format!(
+            "listen = \"127.0.0.1:0\"\nstore = \"sqlite://{}\"\n{extra}\n",
+            db.display()
+        );
+        let mut s = Server {
+            child: None,
+            url: String::new(),
+            dir,
+            config,
+        };
         s.spawn().await;
         s
     }
@@ -120,8 +141,12 @@ impl Server {
         std::fs::write(self.config_path(), &self.config).unwrap();
         let cfg = self.config_path();
         let cfg = cfg.to_str().unwrap();
-        let (child, url) =
-            spawn_listening(&["serve", "--config", cfg], &self.dir.path().join("server.log"), &[]).await;
+        let (child, url) = spawn_listening(
+            &["serve", "--config", cfg],
+            &self.dir.path().join("server.log"),
+            &[],
+        )
+        .await;
         self.child = Some(child);
         self.url = url;
     }
@@ -130,7 +155,10 @@ impl Server {
     pub async fn kill9(&mut self) {
         if let Some(mut c) = self.child.take() {
             let pid = c.id().expect("pid");
-            let st = std::process::Command::new("kill").args(["-9", &pid.to_string()]).status().unwrap();
+            let st = std::process::Command::new("kill")
+                .args(["-9", &pid.to_string()])
+                .status()
+                .unwrap();
             assert!(st.success());
             let _ = c.wait().await;
         }
@@ -140,8 +168,14 @@ impl Server {
     pub async fn terminate(&mut self) {
         if let Some(mut c) = self.child.take() {
             let pid = c.id().expect("pid");
-            std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap();
-            let st = tokio::time::timeout(Duration::from_secs(30), c.wait()).await.expect("exits").unwrap();
+            std::process::Command::new("kill")
+                .args(["-TERM", &pid.to_string()])
+                .status()
+                .unwrap();
+            let st = tokio::time::timeout(Duration::from_secs(30), c.wait())
+                .await
+                .expect("exits")
+                .unwrap();
             assert!(st.success(), "graceful exit: {st:?}\n{}", self.log());
         }
     }
@@ -152,7 +186,12 @@ impl Server {
     }
 
     pub async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
-        post_raw(&format!("{}{path}", self.url), "application/json", body.to_string()).await
+        post_raw(
+            &format!("{}{path}", self.url),
+            "application/json",
+            body.to_string(),
+        )
+        .await
     }
 
     pub async fn post_raw(&self, path: &str, ctype: &str, body: String) -> (u16, Value) {
@@ -171,9 +210,17 @@ impl Server {
         let status = resp.status().as_u16();
         let text = resp.text().await.unwrap();
         if status != 200 {
-            return (status, vec![serde_json::from_str(&text).unwrap_or(Value::Null)]);
+            return (
+                status,
+                vec![serde_json::from_str(&text).unwrap_or(Value::Null)],
+            );
         }
-        (status, text.lines().map(|l| serde_json::from_str(l).unwrap()).collect())
+        (
+            status,
+            text.lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect(),
+        )
     }
 
     pub async fn get(&self, path: &str) -> (u16, Value) {
@@ -181,7 +228,11 @@ impl Server {
     }
 
     pub async fn delete(&self, path: &str) -> (u16, Value) {
-        let resp = client().delete(format!("{}{path}", self.url)).send().await.unwrap();
+        let resp = client()
+            .delete(format!("{}{path}", self.url))
+            .send()
+            .await
+            .unwrap();
         let status = resp.status().as_u16();
         (status, resp.json().await.unwrap_or(Value::Null))
     }
@@ -195,30 +246,57 @@ impl Server {
     /// Total timers stored, whatever their state.
     pub async fn total_timers(&self) -> u64 {
         let (_, v) = self.get("/v1/stats").await;
-        v["timers"].as_object().unwrap().values().map(|n| n.as_u64().unwrap()).sum()
+        v["timers"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|n| n.as_u64().unwrap())
+            .sum()
     }
 
     pub async fn metrics(&self) -> String {
-        client().get(format!("{}/metrics", self.url)).send().await.unwrap().text().await.unwrap()
+        client()
+            .get(format!("{}/metrics", self.url))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
     }
 }
 
 pub fn client() -> reqwest::Client {
-    reqwest::Client::builder().timeout(Duration::from_secs(60)).build().unwrap()
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap()
 }
 
 pub async fn post_raw(url: &str, ctype: &str, body: String) -> (u16, Value) {
-    let resp = client().post(url).header("content-type", ctype).body(body).send().await.unwrap();
+    let resp = client()
+        .post(url)
+        .header("content-type", ctype)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
     let status = resp.status().as_u16();
     let text = resp.text().await.unwrap();
-    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
 }
 
 pub async fn get_json(url: &str) -> (u16, Value) {
     let resp = client().get(url).send().await.unwrap();
     let status = resp.status().as_u16();
     let text = resp.text().await.unwrap();
-    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
 }
 
 /// Polls `cond` until it holds or `timeout` passes; panics with `what` then.

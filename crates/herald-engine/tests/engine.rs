@@ -1,0 +1,229 @@
+//! Engine tests with a real SQLite store and an in-process channel.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use herald_channels::{Channel, ChannelKind, Delivery, SendOutcome};
+use herald_core::{Clock, RetryPolicy, SystemClock, TimerKind};
+use herald_engine::{ChannelSpec, Engine, EngineConfig};
+use herald_store::{NewTimer, StoreOptions, WriteOp, WriteResult};
+use parking_lot::Mutex;
+
+/// Counts deliveries per timer; fails the first `fail_first` attempts of each.
+struct Counting {
+    seen: Mutex<HashMap<i64, u32>>,
+    early: AtomicU32,
+    fail_first: u32,
+}
+
+impl Counting {
+    fn new(fail_first: u32) -> Arc<Self> {
+        Arc::new(Self {
+            seen: Mutex::new(HashMap::new()),
+            early: AtomicU32::new(0),
+            fail_first,
+        })
+    }
+    fn delivered(&self) -> usize {
+        self.seen
+            .lock()
+            .values()
+            .filter(|&&n| n > self.fail_first)
+            .count()
+    }
+}
+
+#[async_trait]
+impl Channel for Counting {
+    fn name(&self) -> &str {
+        "count"
+    }
+    fn kind(&self) -> ChannelKind {
+        ChannelKind::Log
+    }
+    async fn send(&self, d: &Delivery) -> SendOutcome {
+        if SystemClock.now_ms() < d.due_at {
+            self.early.fetch_add(1, Ordering::SeqCst);
+        }
+        let n = {
+            let mut seen = self.seen.lock();
+            let n = seen.entry(d.timer_id).or_insert(0);
+            *n += 1;
+            *n
+        };
+        if n <= self.fail_first {
+            SendOutcome::Retryable {
+                error: "not yet".into(),
+                status: Some(503),
+                retry_after_ms: None,
+            }
+        } else {
+            SendOutcome::Delivered {
+                provider_msgid: Some(format!("m{}", d.timer_id)),
+                status: Some(200),
+            }
+        }
+    }
+}
+
+async fn engine(channel: Arc<Counting>, cfg: EngineConfig) -> (Engine, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("h.db").display());
+    let store = herald_store::open(
+        &url,
+        &StoreOptions {
+            sqlite_synchronous: "normal".into(),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let spec = ChannelSpec {
+        channel,
+        concurrency: 32,
+        rate_per_sec: None,
+        retry: RetryPolicy {
+            max_attempts: 5,
+            base_ms: 20,
+            max_ms: 100,
+        },
+    };
+    let e = Engine::start(store, Arc::new(SystemClock), vec![spec], cfg, 16).await;
+    (e, dir)
+}
+
+fn timer(due_at: i64, i: usize) -> WriteOp {
+    WriteOp::InsertTimer(NewTimer {
+        shard: (i % 16) as u16,
+        due_at,
+        priority: 5,
+        kind: TimerKind::Timer,
+        channel: "count".into(),
+        recipient: format!("r{i}"),
+        message: "{}".into(),
+        idempotency_key: None,
+        created_at: SystemClock.now_ms(),
+    })
+}
+
+async fn wait(what: &str, secs: u64, cond: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(secs);
+    while !cond() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Timers created continuously with due times on both sides of a short
+/// window, while the loader pages in small steps: each fires exactly once and
+/// never early.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timers_around_the_window_edge_fire_exactly_once() {
+    let ch = Counting::new(0);
+    let cfg = EngineConfig {
+        window_ms: 1_000,
+        load_interval_ms: 30,
+        load_batch: 7,
+        ..Default::default()
+    };
+    let (e, _dir) = engine(ch.clone(), cfg).await;
+    let mut n = 0;
+    for round in 0..40 {
+        let now = SystemClock.now_ms();
+        let ops: Vec<WriteOp> = (0..25)
+            .map(|k| timer(now + 200 + ((round * 37 + k * 97) % 1_800) as i64, n + k))
+            .collect();
+        n += ops.len();
+        let res = e.submit(ops).await.unwrap();
+        assert!(res.iter().all(|r| matches!(r, WriteResult::Created(_))));
+        tokio::time::sleep(Duration::from_millis(15)).await;
+    }
+    wait("every timer delivered", 20, || ch.delivered() == n).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    {
+        let seen = ch.seen.lock();
+        assert_eq!(seen.len(), n);
+        assert!(seen.values().all(|&c| c == 1), "a timer fired twice");
+    }
+    assert_eq!(ch.early.load(Ordering::SeqCst), 0, "a timer fired early");
+    let counts = e.store().count_by_state().await.unwrap();
+    assert_eq!(counts, vec![(herald_core::TimerState::Done, n as u64)]);
+}
+
+/// Retries go back through the wheel and complete; every attempt is logged.
+#[tokio::test]
+async fn retries_reschedule_and_log_every_attempt() {
+    let ch = Counting::new(2);
+    let (e, _dir) = engine(ch.clone(), EngineConfig::default()).await;
+    let now = SystemClock.now_ms();
+    let res = e
+        .submit((0..50).map(|i| timer(now, i)).collect())
+        .await
+        .unwrap();
+    wait("all delivered after retries", 20, || ch.delivered() == 50).await;
+    let WriteResult::Created(first) = &res[0] else {
+        panic!()
+    };
+    for _ in 0..250 {
+        let v = e.get_timer(first.id).await.unwrap().unwrap();
+        if v.record.state == herald_core::TimerState::Done {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let log = e.store().deliveries_for(first.id).await.unwrap();
+    let outcomes: Vec<&str> = log.iter().map(|d| d.outcome.as_str()).collect();
+    assert_eq!(outcomes, ["retry", "retry", "delivered"]);
+    assert_eq!(
+        log[2].provider_msgid.as_deref(),
+        Some(format!("m{}", first.id).as_str())
+    );
+}
+
+/// A graceful shutdown leaves unfired timers pending, and a new engine on the
+/// same store fires them.
+#[tokio::test]
+async fn shutdown_keeps_pending_timers_for_the_next_start() {
+    let ch = Counting::new(0);
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("h.db").display());
+    let opts = StoreOptions::default();
+    let store = herald_store::open(&url, &opts).await.unwrap();
+    let spec = |c: Arc<Counting>| ChannelSpec {
+        channel: c,
+        concurrency: 4,
+        rate_per_sec: None,
+        retry: RetryPolicy::default(),
+    };
+    let e = Engine::start(
+        store.clone(),
+        Arc::new(SystemClock),
+        vec![spec(ch.clone())],
+        EngineConfig::default(),
+        16,
+    )
+    .await;
+    let due = SystemClock.now_ms() + 800;
+    e.submit((0..10).map(|i| timer(due, i)).collect())
+        .await
+        .unwrap();
+    e.shutdown().await;
+    drop(e);
+    assert_eq!(ch.delivered(), 0);
+    let e2 = Engine::start(
+        store,
+        Arc::new(SystemClock),
+        vec![spec(ch.clone())],
+        EngineConfig::default(),
+        16,
+    )
+    .await;
+    wait("fired after restart", 10, || ch.delivered() == 10).await;
+    e2.shutdown().await;
+}
