@@ -55,6 +55,10 @@ pub struct ChannelConfig {
     /// Cap on any one retry delay.
     #[serde(default = "default_backoff_max_ms")]
     pub backoff_max_ms: u64,
+    /// PEM file of extra CA certificates to trust for `https://` (a private CA),
+    /// beside the bundled web PKI roots.
+    #[serde(default)]
+    pub ca_file: Option<String>,
 }
 
 fn default_concurrency() -> usize {
@@ -88,6 +92,7 @@ impl ChannelConfig {
             max_attempts: default_max_attempts(),
             backoff_base_ms: default_backoff_base_ms(),
             backoff_max_ms: default_backoff_max_ms(),
+            ca_file: None,
         }
     }
 
@@ -163,10 +168,10 @@ impl ChannelConfig {
             }
             ChannelKind::Webhook => {
                 let url = self.url.as_deref().unwrap_or("");
-                let parsed = reqwest::Url::parse(url)
-                    .map_err(|e| self.err(&format!("url {url:?} is not a valid URL: {e}")))?;
-                if !matches!(parsed.scheme(), "http" | "https") {
-                    return Err(self.err("url must be http:// or https://"));
+                crate::http::Origin::parse(url).map_err(|e| self.err(&format!("url: {e}")))?;
+                if let Some(path) = &self.ca_file {
+                    crate::http::load_pem_certs(path)
+                        .map_err(|e| self.err(&format!("ca_file: {e}")))?;
                 }
             }
         }

@@ -6,6 +6,7 @@
 //! [`build`].
 
 mod config;
+pub mod http;
 mod log;
 mod webhook;
 

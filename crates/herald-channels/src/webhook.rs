@@ -7,45 +7,51 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
+use bytes::Bytes;
 use hmac::{Hmac, Mac};
+use http_body_util::Full;
+use hyper::header::{CONTENT_TYPE, HOST, HeaderValue, RETRY_AFTER, USER_AGENT};
+use hyper::{Method, Request};
 use sha2::Sha256;
 
+use crate::http::{Answer, Origin, Pool};
 use crate::{Channel, ChannelConfig, ChannelError, ChannelKind, Delivery, SendOutcome};
 
 type HmacSha256 = Hmac<Sha256>;
 
 /// Longest error text kept from a receiver's answer.
 const MAX_ERROR_BODY: usize = 256;
+/// Most of an answer read; a longer one is cut off and its connection dropped.
+const MAX_ANSWER_BYTES: usize = 64 * 1024;
 
 pub struct WebhookChannel {
     name: String,
-    url: reqwest::Url,
+    pool: Pool,
     secret: Option<Vec<u8>>,
-    client: reqwest::Client,
+    timeout: Duration,
 }
 
 impl WebhookChannel {
     pub fn new(cfg: &ChannelConfig) -> Result<Self, ChannelError> {
-        let url_text = cfg
+        let url = cfg
             .url
             .as_deref()
             .ok_or_else(|| cfg.err("a webhook channel needs a url"))?;
-        let url = reqwest::Url::parse(url_text)
-            .map_err(|e| cfg.err(&format!("url {url_text:?} is not a valid URL: {e}")))?;
-        let client = reqwest::Client::builder()
-            .timeout(Duration::from_millis(cfg.timeout_ms))
-            .connect_timeout(Duration::from_millis(cfg.timeout_ms.min(5_000)))
-            .pool_max_idle_per_host(cfg.concurrency)
-            .redirect(reqwest::redirect::Policy::none())
-            .tcp_nodelay(true)
-            .user_agent(concat!("herald/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| cfg.err(&format!("cannot build HTTP client: {e}")))?;
+        let origin = Origin::parse(url).map_err(|e| cfg.err(&format!("url: {e}")))?;
+        let roots = match &cfg.ca_file {
+            Some(path) => {
+                crate::http::load_pem_certs(path).map_err(|e| cfg.err(&format!("ca_file: {e}")))?
+            }
+            None => Vec::new(),
+        };
+        let connect_timeout = Duration::from_millis(cfg.timeout_ms.min(5_000));
+        let pool =
+            Pool::new(origin, cfg.concurrency, connect_timeout, roots).map_err(|e| cfg.err(&e))?;
         Ok(Self {
             name: cfg.name.clone(),
-            url,
+            pool,
             secret: cfg.resolved_secret()?.map(String::into_bytes),
-            client,
+            timeout: Duration::from_millis(cfg.timeout_ms),
         })
     }
 
@@ -58,6 +64,38 @@ impl WebhookChannel {
         };
         mac.update(body);
         format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
+    }
+
+    fn classify(answer: Answer) -> SendOutcome {
+        let status = answer.status;
+        let code = Some(i64::from(status.as_u16()));
+        if status.is_success() {
+            return SendOutcome::Delivered {
+                provider_msgid: None,
+                status: code,
+            };
+        }
+        let retry_after_ms = answer
+            .headers
+            .get(RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(|secs| secs.saturating_mul(1000));
+        let text = String::from_utf8_lossy(&answer.body);
+        let snippet: String = text.chars().take(MAX_ERROR_BODY).collect();
+        let error = format!("HTTP {}: {}", status.as_u16(), snippet.trim());
+        if status.as_u16() == 429 || status.as_u16() == 408 || status.is_server_error() {
+            SendOutcome::Retryable {
+                error,
+                status: code,
+                retry_after_ms,
+            }
+        } else {
+            SendOutcome::Permanent {
+                error,
+                status: code,
+            }
+        }
     }
 }
 
@@ -93,17 +131,6 @@ pub fn webhook_body(d: &Delivery) -> Vec<u8> {
     out
 }
 
-/// Seconds form of `Retry-After` (the HTTP-date form is rare from webhooks and ignored).
-fn retry_after_ms(resp: &reqwest::Response) -> Option<u64> {
-    let v = resp
-        .headers()
-        .get(reqwest::header::RETRY_AFTER)?
-        .to_str()
-        .ok()?;
-    let secs: u64 = v.trim().parse().ok()?;
-    Some(secs.saturating_mul(1000))
-}
-
 #[async_trait]
 impl Channel for WebhookChannel {
     fn name(&self) -> &str {
@@ -115,55 +142,50 @@ impl Channel for WebhookChannel {
     }
 
     async fn send(&self, d: &Delivery) -> SendOutcome {
-        let body = webhook_body(d);
-        let mut req = self
-            .client
-            .post(self.url.clone())
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header("Idempotency-Key", d.idempotency_key.as_str());
-        if let Some(secret) = &self.secret {
-            req = req.header("X-Herald-Signature", Self::signature(secret, &body));
-        }
-        let resp = match req.body(body).send().await {
-            Ok(r) => r,
-            Err(e) => {
-                let what = if e.is_timeout() {
-                    "timeout"
-                } else {
-                    "request error"
-                };
-                return SendOutcome::Retryable {
-                    error: format!("{what}: {e}"),
+        let key = match HeaderValue::from_str(&d.idempotency_key) {
+            Ok(k) => k,
+            Err(_) => {
+                return SendOutcome::Permanent {
+                    error: "idempotency key is not a valid header value".into(),
                     status: None,
-                    retry_after_ms: None,
                 };
             }
         };
-        let status = resp.status();
-        let code = Some(i64::from(status.as_u16()));
-        if status.is_success() {
-            // Drain the body so the connection goes back to the pool.
-            let _ = resp.bytes().await;
-            return SendOutcome::Delivered {
-                provider_msgid: None,
-                status: code,
-            };
-        }
-        let retry_after = retry_after_ms(&resp);
-        let text = resp.text().await.unwrap_or_default();
-        let snippet: String = text.chars().take(MAX_ERROR_BODY).collect();
-        let error = format!("HTTP {}: {}", status.as_u16(), snippet.trim());
-        if status.as_u16() == 429 || status.as_u16() == 408 || status.is_server_error() {
-            SendOutcome::Retryable {
-                error,
-                status: code,
-                retry_after_ms: retry_after,
+        let body = Bytes::from(webhook_body(d));
+        let signature = self
+            .secret
+            .as_ref()
+            .and_then(|s| HeaderValue::from_str(&Self::signature(s, &body)).ok());
+        let origin = self.pool.origin();
+        let make = || {
+            let mut req = Request::new(Full::new(body.clone()));
+            *req.method_mut() = Method::POST;
+            *req.uri_mut() = origin.path.clone();
+            let h = req.headers_mut();
+            h.insert(HOST, origin.authority.clone());
+            h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            h.insert(
+                USER_AGENT,
+                HeaderValue::from_static(concat!("herald/", env!("CARGO_PKG_VERSION"))),
+            );
+            h.insert("idempotency-key", key.clone());
+            if let Some(sig) = &signature {
+                h.insert("x-herald-signature", sig.clone());
             }
-        } else {
-            SendOutcome::Permanent {
-                error,
-                status: code,
-            }
+            req
+        };
+        match tokio::time::timeout(self.timeout, self.pool.send(make, MAX_ANSWER_BYTES)).await {
+            Ok(Ok(answer)) => Self::classify(answer),
+            Ok(Err(e)) => SendOutcome::Retryable {
+                error: e.to_string(),
+                status: None,
+                retry_after_ms: None,
+            },
+            Err(_) => SendOutcome::Retryable {
+                error: format!("timeout after {} ms", self.timeout.as_millis()),
+                status: None,
+                retry_after_ms: None,
+            },
         }
     }
 }

@@ -13,6 +13,11 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
+/// mimalloc: the delivery path allocates many small, short-lived buffers
+/// across threads, where glibc's malloc measured ~12% of server CPU.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "herald",
