@@ -40,7 +40,7 @@ pub(crate) struct ChannelRuntime {
     pub channel: Arc<dyn Channel>,
     pub retry: RetryPolicy,
     pub queue: UrgentQueue<Job>,
-    concurrency: Arc<Semaphore>,
+    pub concurrency: usize,
     limiter: Option<DefaultDirectRateLimiter>,
     pub metrics: ChannelMetrics,
 }
@@ -59,7 +59,7 @@ impl ChannelRuntime {
             channel: spec.channel,
             retry: spec.retry,
             queue: UrgentQueue::new(),
-            concurrency: Arc::new(Semaphore::new(spec.concurrency.max(1))),
+            concurrency: spec.concurrency.max(1),
             limiter,
             metrics: ChannelMetrics::new(&name),
         }
@@ -224,8 +224,11 @@ pub(crate) async fn fetch_loop(
     }
 }
 
-/// Sends one channel's jobs, most urgent first, within its limits.
-pub(crate) async fn channel_loop(
+/// One of a channel's `concurrency` workers: takes the most urgent job,
+/// sends it within the channel's rate limit, and hands the outcome to the
+/// completer. Long-lived workers cost nothing per delivery beyond the send
+/// itself (no task spawn, no permit).
+pub(crate) async fn channel_worker(
     rt: Arc<ChannelRuntime>,
     flight: Arc<Flight>,
     done_tx: mpsc::UnboundedSender<Finished>,
@@ -233,65 +236,48 @@ pub(crate) async fn channel_loop(
     hot: Hot,
     stop: Arc<Stop>,
 ) {
-    // At shutdown, jobs not yet sent are let go: they stay pending in the
-    // store and fire again after the restart.
-    let abandon = |rt: &ChannelRuntime| {
-        let left = rt.queue.pop_many(usize::MAX);
-        flight.release(left.into_iter().map(|j| j.delivery.timer_id));
-    };
     loop {
         tokio::select! {
             _ = rt.queue.wait_non_empty() => {}
-            _ = stop.wait() => return abandon(&rt),
+            _ = stop.wait() => break,
         }
-        let slot = tokio::select! {
-            s = rt.concurrency.clone().acquire_owned() => s,
-            _ = stop.wait() => return abandon(&rt),
-        };
-        let Ok(slot) = slot else { return abandon(&rt) };
+        if stop.is_stopped() {
+            break;
+        }
+        let Some(job) = rt.queue.pop_many(1).pop() else { continue };
         if let Some(limiter) = &rt.limiter {
             limiter.until_ready().await;
         }
-        let Some(job) = rt.queue.pop_many(1).pop() else {
-            drop(slot);
-            continue;
-        };
-        let rt2 = rt.clone();
-        let tx = done_tx.clone();
-        let clock = clock.clone();
-        let hot = hot.clone();
-        tokio::spawn(async move {
-            let mut d = job.delivery;
-            let started = clock.now_ms();
-            d.fired_at = started;
-            hot.fired.increment(1);
-            if d.attempt == 1 {
-                hot.lateness
-                    .record((started - d.due_at).max(0) as f64 / 1000.0);
-            }
-            let outcome = rt2.channel.send(&d).await;
-            let finished = clock.now_ms();
-            rt2.metrics
-                .duration
-                .record((finished - started).max(0) as f64 / 1000.0);
-            let f = Finished::from_outcome(
-                &d,
-                rt2.channel.name(),
-                job.priority,
-                job.shard,
-                outcome,
-                &rt2.retry,
-                started,
-                finished,
-            );
-            match &f.completion.outcome {
-                CompletionOutcome::Done => rt2.metrics.delivered.increment(1),
-                CompletionOutcome::Retry { .. } => rt2.metrics.retry.increment(1),
-                CompletionOutcome::Failed => rt2.metrics.failed.increment(1),
-                CompletionOutcome::Dead => rt2.metrics.dead.increment(1),
-            }
-            let _ = tx.send(f);
-            drop(slot);
-        });
+        let mut d = job.delivery;
+        let started = clock.now_ms();
+        d.fired_at = started;
+        hot.fired.increment(1);
+        if d.attempt == 1 {
+            hot.lateness.record((started - d.due_at).max(0) as f64 / 1000.0);
+        }
+        let outcome = rt.channel.send(&d).await;
+        let finished = clock.now_ms();
+        rt.metrics.duration.record((finished - started).max(0) as f64 / 1000.0);
+        let f = Finished::from_outcome(
+            &d,
+            rt.channel.name(),
+            job.priority,
+            job.shard,
+            outcome,
+            &rt.retry,
+            started,
+            finished,
+        );
+        match &f.completion.outcome {
+            CompletionOutcome::Done => rt.metrics.delivered.increment(1),
+            CompletionOutcome::Retry { .. } => rt.metrics.retry.increment(1),
+            CompletionOutcome::Failed => rt.metrics.failed.increment(1),
+            CompletionOutcome::Dead => rt.metrics.dead.increment(1),
+        }
+        let _ = done_tx.send(f);
     }
+    // At shutdown, jobs not yet sent are let go: they stay pending in the
+    // store and fire again after the restart.
+    let left = rt.queue.pop_many(usize::MAX);
+    flight.release(left.into_iter().map(|j| j.delivery.timer_id));
 }

@@ -167,14 +167,16 @@ impl Engine {
             hot.clone(),
         )));
         for rt in runtimes.values() {
-            tasks.push(tokio::spawn(dispatch::channel_loop(
-                rt.clone(),
-                flight.clone(),
-                done_tx.clone(),
-                clock.clone(),
-                hot.clone(),
-                stop.clone(),
-            )));
+            for _ in 0..rt.concurrency {
+                tasks.push(tokio::spawn(dispatch::channel_worker(
+                    rt.clone(),
+                    flight.clone(),
+                    done_tx.clone(),
+                    clock.clone(),
+                    hot.clone(),
+                    stop.clone(),
+                )));
+            }
         }
         tasks.push(tokio::spawn(dispatch::fetch_loop(
             store.clone(),
