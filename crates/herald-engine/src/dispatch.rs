@@ -244,7 +244,9 @@ pub(crate) async fn channel_worker(
         if stop.is_stopped() {
             break;
         }
-        let Some(job) = rt.queue.pop_many(1).pop() else { continue };
+        let Some(job) = rt.queue.pop_many(1).pop() else {
+            continue;
+        };
         if let Some(limiter) = &rt.limiter {
             limiter.until_ready().await;
         }
@@ -253,11 +255,14 @@ pub(crate) async fn channel_worker(
         d.fired_at = started;
         hot.fired.increment(1);
         if d.attempt == 1 {
-            hot.lateness.record((started - d.due_at).max(0) as f64 / 1000.0);
+            hot.lateness
+                .record((started - d.due_at).max(0) as f64 / 1000.0);
         }
         let outcome = rt.channel.send(&d).await;
         let finished = clock.now_ms();
-        rt.metrics.duration.record((finished - started).max(0) as f64 / 1000.0);
+        rt.metrics
+            .duration
+            .record((finished - started).max(0) as f64 / 1000.0);
         let f = Finished::from_outcome(
             &d,
             rt.channel.name(),

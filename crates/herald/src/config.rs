@@ -66,9 +66,15 @@ impl Config {
             }
             fig = fig.merge(Toml::file_exact(path));
         }
+        // figment hands the filter the variable's own (upper-case) spelling.
         let env = Env::prefixed("HERALD_").split("__").filter(|k| {
-            let top = k.as_str().split('.').next().unwrap_or("");
-            ENV_KEYS.contains(&top)
+            let top = k
+                .as_str()
+                .split('.')
+                .next()
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            ENV_KEYS.contains(&top.as_str())
         });
         let mut cfg: Config = fig.merge(env).extract().context("invalid configuration")?;
         if cfg.channels.is_empty() {
