@@ -237,23 +237,7 @@ pub mod suite {
         };
         for t in [full, bare] {
             let rec = insert_one(&store, t.clone()).await;
-            let expected = TimerRecord {
-                id: rec.id,
-                shard: t.shard,
-                due_at: t.due_at,
-                priority: t.priority,
-                kind: t.kind,
-                state: TimerState::Pending,
-                channel: t.channel,
-                recipient: t.recipient,
-                message: t.message,
-                idempotency_key: t.idempotency_key,
-                attempts: 0,
-                last_error: None,
-                created_at: t.created_at,
-                updated_at: t.created_at,
-                delivered_at: None,
-            };
+            let expected = t.into_record(rec.id);
             assert_eq!(rec, expected, "Created record");
             assert_eq!(get(&store, rec.id).await, expected, "stored record");
         }

@@ -700,23 +700,7 @@ fn apply_ops(conn: &mut Connection, ops: Vec<WriteOp>) -> Result<Vec<WriteResult
                         ])
                         .ctx("inserting timer")?;
                     if inserted == 1 {
-                        WriteResult::Created(TimerRecord {
-                            id: tx.last_insert_rowid(),
-                            shard: t.shard,
-                            due_at: t.due_at,
-                            priority: t.priority,
-                            kind: t.kind,
-                            state: TimerState::Pending,
-                            channel: t.channel,
-                            recipient: t.recipient,
-                            message: t.message,
-                            idempotency_key: t.idempotency_key,
-                            attempts: 0,
-                            last_error: None,
-                            created_at: t.created_at,
-                            updated_at: t.created_at,
-                            delivered_at: None,
-                        })
+                        WriteResult::Created(t.into_record(tx.last_insert_rowid()))
                     } else {
                         // Only the idempotency key can conflict.
                         let existing = match &t.idempotency_key {

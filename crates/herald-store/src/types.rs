@@ -41,6 +41,29 @@ pub struct NewTimer {
     pub created_at: i64,
 }
 
+impl NewTimer {
+    /// The record this timer becomes once stored under `id`: pending, no attempts yet.
+    pub fn into_record(self, id: TimerId) -> TimerRecord {
+        TimerRecord {
+            id,
+            shard: self.shard,
+            due_at: self.due_at,
+            priority: self.priority,
+            kind: self.kind,
+            state: TimerState::Pending,
+            channel: self.channel,
+            recipient: self.recipient,
+            message: self.message,
+            idempotency_key: self.idempotency_key,
+            attempts: 0,
+            last_error: None,
+            created_at: self.created_at,
+            updated_at: self.created_at,
+            delivered_at: None,
+        }
+    }
+}
+
 /// A timer as stored.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TimerRecord {

@@ -25,6 +25,8 @@ pub enum BenchCmd {
     Precision(PrecisionArgs),
     /// Timer creation rate: single `POST /v1/timers`, or the bulk endpoint.
     Ingest(IngestArgs),
+    /// N pending timers, `kill -9`, restart: how soon firing resumes, and RSS.
+    Restart(RestartArgs),
 }
 
 #[derive(Args, Debug, Clone)]
@@ -88,11 +90,24 @@ pub struct IngestArgs {
     server: ServerArgs,
 }
 
+#[derive(Args, Debug)]
+pub struct RestartArgs {
+    /// Timers pending in the store at the restart.
+    #[arg(long, default_value_t = 1_000_000)]
+    timers: usize,
+    /// How many of them are overdue when the server comes back.
+    #[arg(long, default_value_t = 1_000)]
+    overdue: usize,
+    #[command(flatten)]
+    server: ServerArgs,
+}
+
 pub async fn run(cmd: BenchCmd) -> anyhow::Result<()> {
     match cmd {
         BenchCmd::Burst(a) => burst(a).await,
         BenchCmd::Precision(a) => precision(a).await,
         BenchCmd::Ingest(a) => ingest(a).await,
+        BenchCmd::Restart(a) => restart(a).await,
     }
 }
 
@@ -171,6 +186,55 @@ concurrency = {conc}
             dir,
             _tmp: tmp,
         })
+    }
+
+    /// Starts `herald serve` on the config in `dir`; returns once it listens.
+    async fn spawn(dir: &std::path::Path) -> anyhow::Result<(Child, String)> {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("server.log"))?;
+        let exe = std::env::current_exe().context("locating the herald binary")?;
+        let mut child = Command::new(exe)
+            .arg("serve")
+            .arg("--config")
+            .arg(dir.join("herald.toml"))
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log))
+            .kill_on_drop(true)
+            .spawn()
+            .context("starting herald serve")?;
+        let stdout = child.stdout.take().context("no stdout")?;
+        let mut lines = BufReader::new(stdout).lines();
+        let base = tokio::time::timeout(Duration::from_secs(60), async {
+            while let Some(line) = lines.next_line().await? {
+                if let Some(url) = line.strip_prefix("herald listening on ") {
+                    return Ok::<_, anyhow::Error>(url.trim().to_string());
+                }
+            }
+            bail!(
+                "herald serve exited before listening; see {}",
+                dir.join("server.log").display()
+            )
+        })
+        .await
+        .context("herald serve did not start within 60 s")??;
+        Ok((child, base))
+    }
+
+    /// Resident memory of the server, from `/proc`.
+    fn rss_bytes(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()?)).ok()?;
+        let kb: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))?
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .ok()?;
+        Some(kb * 1024)
     }
 
     async fn counter(&self, http: &reqwest::Client, name: &str) -> anyhow::Result<f64> {
@@ -564,4 +628,93 @@ async fn single_ingest(
         t.await??;
     }
     Ok(started.elapsed().as_secs_f64())
+}
+
+async fn restart(a: RestartArgs) -> anyhow::Result<()> {
+    let sink = start_sink().await?;
+    let mut server = ServerUnderTest::start(&sink.hook_url(), &a.server).await?;
+    let http = http_client()?;
+    let clock = SystemClock;
+    let n = a.timers.max(a.overdue);
+    let overdue = a.overdue;
+    // The first `overdue` timers fall due while the server is down; the rest
+    // are an hour out and only have to be held, not loaded.
+    let ingest_secs_guess = 5.0 + n as f64 / 150_000.0;
+    let soon = clock.now_ms() + (ingest_secs_guess * 1000.0) as i64;
+    let later = clock.now_ms() + 3_600_000;
+    eprintln!(
+        "restart: ingesting {n} timers ({overdue} due at {})",
+        format_rfc3339_ms(soon)
+    );
+    let secs = bulk_ingest(
+        &http,
+        &server.base,
+        n,
+        10_000,
+        2,
+        Arc::new(move |i| if i < overdue { soon } else { later }),
+    )
+    .await?;
+    eprintln!("ingest: {n} in {secs:.1} s");
+    if clock.now_ms() >= soon {
+        bail!("ingest took longer than planned; the overdue timers fired before the kill");
+    }
+    // Crash before they are due; come back after.
+    server.child.start_kill()?;
+    server.child.wait().await?;
+    let pause = soon + 500 - clock.now_ms();
+    if pause > 0 {
+        tokio::time::sleep(Duration::from_millis(pause as u64)).await;
+    }
+    let started = Instant::now();
+    let (child, base) = ServerUnderTest::spawn(&server.dir).await?;
+    server.child = child;
+    server.base = base;
+    let listening = started.elapsed();
+    let deadline = started + Duration::from_secs(120);
+    while sink.unique_delivered() == 0 {
+        if Instant::now() > deadline {
+            bail!(
+                "nothing fired within 120 s of the restart (server log: {})",
+                server.log_path().display()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let first = started.elapsed();
+    while (sink.unique_delivered() as usize) < overdue {
+        if Instant::now() > deadline {
+            bail!(
+                "only {} of {overdue} overdue timers fired",
+                sink.unique_delivered()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let all = started.elapsed();
+    let rss = server.rss_bytes().unwrap_or(0);
+    println!("restart with {n} timers pending ({overdue} overdue), after kill -9");
+    println!(
+        "  listening           {:.0} ms after spawn",
+        listening.as_secs_f64() * 1000.0
+    );
+    println!(
+        "  first delivery      {:.0} ms after spawn",
+        first.as_secs_f64() * 1000.0
+    );
+    println!(
+        "  all {overdue} overdue     {:.0} ms after spawn",
+        all.as_secs_f64() * 1000.0
+    );
+    println!("  server RSS          {:.0} MiB", rss as f64 / 1048576.0);
+    if a.server.json {
+        println!(
+            "{}",
+            serde_json::json!({"scenario":"restart","timers":n,"overdue":overdue,
+                "listening_ms":listening.as_millis() as u64,"first_ms":first.as_millis() as u64,
+                "all_overdue_ms":all.as_millis() as u64,"rss_bytes":rss})
+        );
+    }
+    server.stop().await;
+    Ok(())
 }
