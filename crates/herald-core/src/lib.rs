@@ -7,6 +7,7 @@
 pub mod clock;
 pub mod retry;
 pub mod shard;
+pub mod shardset;
 pub mod time;
 pub mod timer;
 pub mod wheel;
@@ -14,5 +15,6 @@ pub mod wheel;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use retry::RetryPolicy;
 pub use shard::shard_for;
+pub use shardset::ShardSet;
 pub use timer::{Priority, TimerId, TimerKind, TimerState, TransitionError};
 pub use wheel::{Wheel, WheelKey};

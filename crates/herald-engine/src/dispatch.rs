@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use herald_channels::{Channel, Delivery, SendOutcome};
-use herald_core::{Clock, Priority, RetryPolicy, TimerId};
+use herald_core::{Clock, Priority, RetryPolicy, ShardSet, TimerId};
 use herald_store::{CompletionOutcome, Store};
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use tokio::sync::{Semaphore, mpsc};
 
 use crate::completer::Finished;
@@ -111,6 +111,7 @@ pub(crate) async fn fetch_loop(
     ready: Arc<UrgentQueue<DueTimer>>,
     channels: Arc<HashMap<String, Arc<ChannelRuntime>>>,
     flight: Arc<Flight>,
+    owned: Arc<RwLock<ShardSet>>,
     done_tx: mpsc::UnboundedSender<Finished>,
     clock: Arc<dyn Clock>,
     batch: usize,
@@ -135,11 +136,14 @@ pub(crate) async fn fetch_loop(
         hot.ready.set(ready.len() as f64);
         // Duplicates (same timer twice in the wheel, or already in flight) give
         // their permit back at once.
+        // So are timers of shards this node no longer owns: their new owner
+        // loads them.
         let mut fresh = Vec::with_capacity(due.len());
         {
+            let owned = owned.read();
             let mut set = flight.ids.lock();
             for t in due {
-                if set.insert(t.id) {
+                if owned.contains(t.shard) && set.insert(t.id) {
                     fresh.push(t);
                 }
             }

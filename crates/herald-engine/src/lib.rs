@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use herald_channels::Channel;
-use herald_core::{Clock, RetryPolicy, TimerId};
+use herald_core::{Clock, RetryPolicy, ShardSet, TimerId};
 use herald_store::{Store, TimerRecord, WriteOp, WriteResult};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
@@ -112,6 +112,8 @@ struct Inner {
     stop: Arc<Stop>,
     cfg: EngineConfig,
     shards: u16,
+    /// Shards this node fires: all of them on a single node.
+    owned: Arc<parking_lot::RwLock<ShardSet>>,
     tasks: parking_lot::Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -147,6 +149,7 @@ impl Engine {
             })
             .collect();
         let runtimes = Arc::new(runtimes);
+        let owned = Arc::new(parking_lot::RwLock::new(ShardSet::all(shards)));
         let (write_tx, write_rx) = mpsc::channel(65_536);
         let (done_tx, done_rx) = mpsc::unbounded_channel();
 
@@ -183,6 +186,7 @@ impl Engine {
             ready.clone(),
             runtimes.clone(),
             flight.clone(),
+            owned.clone(),
             done_tx,
             clock.clone(),
             cfg.fetch_batch.max(1),
@@ -198,6 +202,7 @@ impl Engine {
             store.clone(),
             schedule.clone(),
             clock.clone(),
+            owned.clone(),
             cfg.clone(),
             stop.clone(),
         )));
@@ -228,6 +233,7 @@ impl Engine {
                 stop,
                 cfg,
                 shards,
+                owned,
                 tasks: parking_lot::Mutex::new(tasks),
             }),
         }
@@ -236,6 +242,11 @@ impl Engine {
     /// The number of virtual shards timers are spread over.
     pub fn shards(&self) -> u16 {
         self.inner.shards
+    }
+
+    /// The shards this node fires.
+    pub fn owned_shards(&self) -> ShardSet {
+        self.inner.owned.read().clone()
     }
 
     pub fn has_channel(&self, name: &str) -> bool {

@@ -3,13 +3,15 @@
 //! It pages through pending timers in `(due_at, id)` order with a keyset
 //! cursor, so a restart with millions pending reads only the first page before
 //! firing resumes: no full scan. It stops paging while the wheel holds
-//! `max_loaded` timers, which bounds memory whatever is due.
+//! `max_loaded` timers, which bounds memory whatever is due. It reads only the
+//! shards this node owns (all of them on a single node).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use herald_core::Clock;
+use herald_core::{Clock, ShardSet};
 use herald_store::{DueCursor, Store};
+use parking_lot::RwLock;
 
 use crate::queue::DueTimer;
 use crate::schedule::Schedule;
@@ -19,6 +21,7 @@ pub(crate) async fn run(
     store: Arc<dyn Store>,
     schedule: Arc<Schedule>,
     clock: Arc<dyn Clock>,
+    owned: Arc<RwLock<ShardSet>>,
     cfg: EngineConfig,
     stop: Arc<Stop>,
 ) {
@@ -32,7 +35,11 @@ pub(crate) async fn run(
                 behind = true;
                 break;
             }
-            match store.load_due(cursor, target, cfg.load_batch).await {
+            let shards = owned.read().clone();
+            match store
+                .load_due(&shards, cursor, target, cfg.load_batch)
+                .await
+            {
                 Ok(page) => {
                     if let Some(last) = page.last() {
                         cursor = Some(last.cursor());

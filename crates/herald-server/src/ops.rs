@@ -70,7 +70,12 @@ pub async fn stats(State(st): State<AppState>) -> Result<Response, ApiError> {
     let (wheel, ready, inflight) = st.engine.load_figures();
     Ok(axum::Json(serde_json::json!({
         "timers": timers,
-        "node": { "wheel": wheel, "ready": ready, "inflight": inflight },
+        "node": {
+            "wheel": wheel,
+            "ready": ready,
+            "inflight": inflight,
+            "shards": { "total": st.engine.shards(), "owned": st.engine.owned_shards().len() },
+        },
     }))
     .into_response())
 }

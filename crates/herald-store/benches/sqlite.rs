@@ -106,7 +106,12 @@ fn bench_reads(c: &mut Criterion) {
     g.bench_function("load_due_10k_first_page", |b| {
         b.iter(|| {
             let due = rt
-                .block_on(store.load_due(None, i64::MAX, 10_000))
+                .block_on(store.load_due(
+                    &herald_core::ShardSet::all(u16::MAX),
+                    None,
+                    i64::MAX,
+                    10_000,
+                ))
                 .expect("load_due");
             assert_eq!(due.len(), 10_000);
             black_box(due)
@@ -114,7 +119,12 @@ fn bench_reads(c: &mut Criterion) {
     });
     // Timers are spread over 60,000 ms, ~3 per ms: start mid-millisecond.
     let mid = rt
-        .block_on(store.load_due(None, i64::MAX, 100_001))
+        .block_on(store.load_due(
+            &herald_core::ShardSet::all(u16::MAX),
+            None,
+            i64::MAX,
+            100_001,
+        ))
         .expect("load_due")[100_000];
     let cursor = DueCursor {
         due_at: mid.due_at,
@@ -123,7 +133,12 @@ fn bench_reads(c: &mut Criterion) {
     g.bench_function("load_due_10k_after_cursor", |b| {
         b.iter(|| {
             let due = rt
-                .block_on(store.load_due(Some(cursor), i64::MAX, 10_000))
+                .block_on(store.load_due(
+                    &herald_core::ShardSet::all(u16::MAX),
+                    Some(cursor),
+                    i64::MAX,
+                    10_000,
+                ))
                 .expect("load_due");
             assert_eq!(due.len(), 10_000);
             black_box(due)

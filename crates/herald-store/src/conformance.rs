@@ -51,6 +51,7 @@ macro_rules! store_conformance_tests {
             load_due_keyset_pages_see_every_timer_once,
             load_due_cursor_past_the_end_is_empty,
             load_due_sees_a_retry_at_its_new_time,
+            load_due_only_returns_owned_shards,
             fetch_pending_returns_only_pending,
             fetch_pending_ignores_unknown_ids_and_empty_input,
             fetch_pending_handles_many_ids,
@@ -88,6 +89,11 @@ pub mod fixtures {
     use herald_core::timer::DEFAULT_PRIORITY;
 
     use crate::{Completion, CompletionOutcome, NewTimer, TimerRecord, WriteOp, WriteResult};
+
+    /// Every shard a fixture can use.
+    pub fn all_shards() -> herald_core::ShardSet {
+        herald_core::ShardSet::all(u16::MAX)
+    }
 
     /// A plain timer due at `due_at`, without an idempotency key.
     pub fn timer(due_at: i64) -> NewTimer {
@@ -192,7 +198,7 @@ pub mod suite {
 
     async fn all_due(store: &S, until: i64) -> Vec<DueEntry> {
         store
-            .load_due(None, until, 1_000_000)
+            .load_due(&all_shards(), None, until, 1_000_000)
             .await
             .expect("load_due")
     }
@@ -471,9 +477,15 @@ pub mod suite {
         assert!(all_due(&store, 99).await.is_empty());
         // With a cursor too: the rest of the cursor's millisecond is cut by `until`.
         let after = Some(recs[1].cursor());
-        assert!(store.load_due(after, 100, 10).await.unwrap().is_empty());
+        assert!(
+            store
+                .load_due(&all_shards(), after, 100, 10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
         assert_eq!(
-            ids(&store.load_due(after, 101, 10).await.unwrap()),
+            ids(&store.load_due(&all_shards(), after, 101, 10).await.unwrap()),
             vec![recs[2].id]
         );
     }
@@ -483,26 +495,35 @@ pub mod suite {
         let mut expected: Vec<(i64, i64)> = recs.iter().map(|r| (r.due_at, r.id)).collect();
         expected.sort_unstable();
         for limit in [1, 5, 20, 21] {
-            let due = store.load_due(None, i64::MAX, limit).await.unwrap();
+            let due = store
+                .load_due(&all_shards(), None, i64::MAX, limit)
+                .await
+                .unwrap();
             assert_eq!(due.len(), limit.min(20));
             let got: Vec<(i64, i64)> = due.iter().map(|e| (e.due_at, e.id)).collect();
             assert_eq!(got, expected[..limit.min(20)]);
         }
-        assert!(store.load_due(None, i64::MAX, 0).await.unwrap().is_empty());
+        assert!(
+            store
+                .load_due(&all_shards(), None, i64::MAX, 0)
+                .await
+                .unwrap()
+                .is_empty()
+        );
         let first = DueCursor {
             due_at: expected[0].0,
             id: expected[0].1,
         };
         assert!(
             store
-                .load_due(Some(first), i64::MAX, 0)
+                .load_due(&all_shards(), Some(first), i64::MAX, 0)
                 .await
                 .unwrap()
                 .is_empty()
         );
         assert_eq!(
             store
-                .load_due(Some(first), i64::MAX, 3)
+                .load_due(&all_shards(), Some(first), i64::MAX, 3)
                 .await
                 .unwrap()
                 .len(),
@@ -549,7 +570,10 @@ pub mod suite {
             let mut seen = Vec::new();
             let mut after = None;
             loop {
-                let due = store.load_due(after, 5_000, page).await.unwrap();
+                let due = store
+                    .load_due(&all_shards(), after, 5_000, page)
+                    .await
+                    .unwrap();
                 assert!(due.len() <= page);
                 let Some(last) = due.last() else { break };
                 after = Some(last.cursor());
@@ -569,7 +593,7 @@ pub mod suite {
         let last = recs[2].cursor();
         assert!(
             store
-                .load_due(Some(last), i64::MAX, 10)
+                .load_due(&all_shards(), Some(last), i64::MAX, 10)
                 .await
                 .unwrap()
                 .is_empty()
@@ -580,7 +604,7 @@ pub mod suite {
         };
         assert!(
             store
-                .load_due(Some(beyond), i64::MAX, 10)
+                .load_due(&all_shards(), Some(beyond), i64::MAX, 10)
                 .await
                 .unwrap()
                 .is_empty()
@@ -591,7 +615,7 @@ pub mod suite {
         };
         assert_eq!(
             store
-                .load_due(Some(before_all), i64::MAX, 10)
+                .load_due(&all_shards(), Some(before_all), i64::MAX, 10)
                 .await
                 .unwrap()
                 .len(),
@@ -603,7 +627,10 @@ pub mod suite {
             id: recs[1].id,
         };
         assert_eq!(
-            ids(&store.load_due(Some(between), i64::MAX, 10).await.unwrap()),
+            ids(&store
+                .load_due(&all_shards(), Some(between), i64::MAX, 10)
+                .await
+                .unwrap()),
             vec![recs[2].id]
         );
     }
@@ -620,6 +647,46 @@ pub mod suite {
         let got: Vec<(i64, i64)> = due.iter().map(|e| (e.due_at, e.id)).collect();
         assert_eq!(got, vec![(200, recs[1].id), (300, recs[0].id)]);
         assert_eq!(ids(&all_due(&store, 300).await), vec![recs[1].id]);
+    }
+
+    /// A node that owns some shards pages through exactly their timers.
+    pub async fn load_due_only_returns_owned_shards(store: S) {
+        // Shards follow due_at % 16 in the fixtures; many timers share a due time.
+        let recs = insert_all(&store, (0..320).map(|i| timer(2_000 + (i % 40)))).await;
+        let mut owned = herald_core::ShardSet::none(16);
+        for s in [1, 5, 9, 15] {
+            owned.insert(s);
+        }
+        let mut expected: Vec<i64> = recs
+            .iter()
+            .filter(|r| owned.contains(r.shard))
+            .map(|r| r.id)
+            .collect();
+        expected.sort_by_key(|id| recs.iter().find(|r| r.id == *id).map(|r| (r.due_at, r.id)));
+        let mut got = Vec::new();
+        let mut after = None;
+        loop {
+            let page = store.load_due(&owned, after, i64::MAX, 7).await.unwrap();
+            assert!(
+                page.iter().all(|e| owned.contains(e.shard)),
+                "a page held another shard"
+            );
+            got.extend(page.iter().map(|e| e.id));
+            match page.last() {
+                Some(last) if page.len() == 7 => after = Some(last.cursor()),
+                _ => break,
+            }
+            assert!(got.len() <= expected.len(), "paging does not end");
+        }
+        assert_eq!(got, expected);
+        let empty = herald_core::ShardSet::none(16);
+        assert!(
+            store
+                .load_due(&empty, None, i64::MAX, 100)
+                .await
+                .unwrap()
+                .is_empty()
+        );
     }
 
     pub async fn fetch_pending_returns_only_pending(store: S) {
@@ -1027,7 +1094,10 @@ pub mod suite {
                 .copied()
                 .unwrap_or(0);
             assert_eq!(n % BATCH, 0, "saw {n} pending: part of a batch");
-            let due = store.load_due(None, i64::MAX, usize::MAX).await.unwrap();
+            let due = store
+                .load_due(&all_shards(), None, i64::MAX, usize::MAX)
+                .await
+                .unwrap();
             assert_eq!(due.len() as u64 % BATCH, 0, "load_due saw part of a batch");
             observed.insert(n);
             if finished {

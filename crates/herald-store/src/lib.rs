@@ -53,10 +53,13 @@ pub trait Store: Send + Sync + 'static {
     /// One timer, whatever its state.
     async fn get_timer(&self, id: TimerId) -> Result<Option<TimerRecord>>;
 
-    /// Pending timers with `(due_at, id) > after` and `due_at < until`, ordered by
-    /// `(due_at, id)`, at most `limit`. Uses an index: never a full scan.
+    /// Pending timers of the shards in `shards` with `(due_at, id) > after` and
+    /// `due_at < until`, ordered by `(due_at, id)`, at most `limit`. Uses an
+    /// index: never a full scan. A short page means nothing more is due before
+    /// `until` in those shards.
     async fn load_due(
         &self,
+        shards: &herald_core::ShardSet,
         after: Option<DueCursor>,
         until: i64,
         limit: usize,

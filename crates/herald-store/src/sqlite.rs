@@ -162,16 +162,19 @@ const CANCEL_TIMER: &str = concat!(
 // filters, re-reading every timer due at the cursor's millisecond on each page: quadratic
 // for a burst of timers due at the same moment). So a page after a cursor is read with
 // two seeks: the rest of the cursor's millisecond, then the later ones.
+//
+// ?9 is the owned-shard bitmap (`ShardSet::to_bytes`), or NULL when every shard is
+// owned, which skips the per-row test.
 const LOAD_DUE_FIRST: &str = "SELECT id, due_at, shard, priority FROM timers \
-    WHERE state = 0 AND due_at < ?1 \
+    WHERE state = 0 AND due_at < ?1 AND (?9 IS NULL OR herald_shard_in(shard, ?9)) \
     ORDER BY due_at, id LIMIT ?2";
 // ?1 cursor due_at, ?2 cursor id, ?3 limit.
 const LOAD_DUE_SAME: &str = "SELECT id, due_at, shard, priority FROM timers \
-    WHERE state = 0 AND due_at = ?1 AND id > ?2 \
+    WHERE state = 0 AND due_at = ?1 AND id > ?2 AND (?9 IS NULL OR herald_shard_in(shard, ?9)) \
     ORDER BY due_at, id LIMIT ?3";
 // ?1 cursor due_at, ?2 until, ?3 limit.
 const LOAD_DUE_LATER: &str = "SELECT id, due_at, shard, priority FROM timers \
-    WHERE state = 0 AND due_at > ?1 AND due_at < ?2 \
+    WHERE state = 0 AND due_at > ?1 AND due_at < ?2 AND (?9 IS NULL OR herald_shard_in(shard, ?9)) \
     ORDER BY due_at, id LIMIT ?3";
 const INSERT_DELIVERY: &str = "INSERT INTO deliveries \
     (timer_id, attempt, channel, outcome, idempotency_key, provider_msgid, status, error, \
@@ -528,6 +531,7 @@ fn open_file_connections(
 }
 
 fn configure(conn: &Connection, role: Role) -> Result<()> {
+    register_functions(conn)?;
     conn.busy_timeout(BUSY_TIMEOUT)
         .ctx("setting busy_timeout")?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
@@ -739,6 +743,7 @@ fn cancel_timer(conn: &Connection, id: TimerId, at: i64) -> Result<WriteResult> 
 
 fn load_due_entries(
     conn: &mut Connection,
+    shards: Option<Vec<u8>>,
     after: Option<DueCursor>,
     until: i64,
     limit: usize,
@@ -752,15 +757,17 @@ fn load_due_entries(
         let mut stmt = conn
             .prepare_cached(LOAD_DUE_FIRST)
             .ctx("preparing load_due")?;
-        read_due(stmt.query(params![until, limit]), &mut out)?;
+        stmt.raw_bind_parameter(9, &shards).ctx("binding shards")?;
+        read_due(bind_and_query(&mut stmt, &[&until, &limit]), &mut out)?;
         return Ok(out);
     };
     // Both seeks read one snapshot.
     let tx = conn.transaction().ctx("beginning load_due")?;
     if cursor.due_at < until {
         let mut stmt = tx.prepare_cached(LOAD_DUE_SAME).ctx("preparing load_due")?;
+        stmt.raw_bind_parameter(9, &shards).ctx("binding shards")?;
         read_due(
-            stmt.query(params![cursor.due_at, cursor.id, limit]),
+            bind_and_query(&mut stmt, &[&cursor.due_at, &cursor.id, &limit]),
             &mut out,
         )?;
     }
@@ -769,10 +776,42 @@ fn load_due_entries(
         let mut stmt = tx
             .prepare_cached(LOAD_DUE_LATER)
             .ctx("preparing load_due")?;
-        read_due(stmt.query(params![cursor.due_at, until, left]), &mut out)?;
+        stmt.raw_bind_parameter(9, &shards).ctx("binding shards")?;
+        read_due(
+            bind_and_query(&mut stmt, &[&cursor.due_at, &until, &left]),
+            &mut out,
+        )?;
     }
     tx.commit().ctx("ending load_due")?;
     Ok(out)
+}
+
+/// Binds the leading positional parameters (the shard bitmap is bound apart,
+/// as ?9) and runs the statement.
+fn bind_and_query<'s>(
+    stmt: &'s mut rusqlite::CachedStatement<'_>,
+    values: &[&dyn rusqlite::ToSql],
+) -> rusqlite::Result<rusqlite::Rows<'s>> {
+    for (i, v) in values.iter().enumerate() {
+        stmt.raw_bind_parameter(i + 1, v)?;
+    }
+    Ok(stmt.raw_query())
+}
+
+/// `herald_shard_in(shard, bitmap)`: whether the shard's bit is set.
+fn register_functions(conn: &Connection) -> Result<()> {
+    use rusqlite::functions::FunctionFlags;
+    conn.create_scalar_function(
+        "herald_shard_in",
+        2,
+        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+        |ctx| {
+            let shard: i64 = ctx.get(0)?;
+            let bytes = ctx.get_raw(1).as_blob().unwrap_or(&[]);
+            Ok(herald_core::ShardSet::bytes_contain(bytes, shard))
+        },
+    )
+    .ctx("registering herald_shard_in")
 }
 
 fn read_due(rows: rusqlite::Result<rusqlite::Rows<'_>>, out: &mut Vec<DueEntry>) -> Result<()> {
@@ -949,14 +988,16 @@ impl Store for SqliteStore {
 
     async fn load_due(
         &self,
+        shards: &herald_core::ShardSet,
         after: Option<DueCursor>,
         until: i64,
         limit: usize,
     ) -> Result<Vec<DueEntry>> {
-        if limit == 0 {
+        if limit == 0 || shards.is_empty() {
             return Ok(Vec::new());
         }
-        self.read(move |conn| load_due_entries(conn, after, until, limit))
+        let mask = (!shards.is_all()).then(|| shards.to_bytes());
+        self.read(move |conn| load_due_entries(conn, mask, after, until, limit))
             .await
     }
 
@@ -1020,9 +1061,10 @@ mod tests {
     fn load_due_searches_the_pending_index() {
         let conn = migrated();
         for (sql, n, range) in [
-            (LOAD_DUE_FIRST, 2, "(due_at<?)"),
-            (LOAD_DUE_SAME, 3, "(due_at=? AND id>?)"),
-            (LOAD_DUE_LATER, 3, "(due_at>? AND due_at<?)"),
+            // Nine parameters: the shard bitmap is ?9.
+            (LOAD_DUE_FIRST, 9, "(due_at<?)"),
+            (LOAD_DUE_SAME, 9, "(due_at=? AND id>?)"),
+            (LOAD_DUE_LATER, 9, "(due_at>? AND due_at<?)"),
         ] {
             let p = plan(&conn, sql, n);
             assert!(

@@ -144,7 +144,14 @@ async fn reads_work_without_reader_connections() {
         .unwrap();
     let t = created(&store.apply(inserts([timer(5)])).await.unwrap()[0]);
     assert_eq!(store.get_timer(t.id).await.unwrap(), Some(t.clone()));
-    assert_eq!(store.load_due(None, 10, 10).await.unwrap().len(), 1);
+    assert_eq!(
+        store
+            .load_due(&herald_core::ShardSet::all(u16::MAX), None, 10, 10)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
     assert_eq!(store.fetch_pending(&[t.id]).await.unwrap(), vec![t]);
 }
 
