@@ -71,6 +71,7 @@ impl Finished {
                 error,
                 started_at,
                 finished_at,
+                fence: None,
             },
             priority,
             shard,

@@ -16,7 +16,7 @@
 //!     (std::sync::Arc::new(store), dir)
 //! }
 //!
-//! herald_store::store_conformance_tests!(fresh_store);
+//! herald_store::store_conformance_tests!(fresh_store, second_handle);
 //! ```
 //!
 //! The crate that invokes the macro must depend on `tokio` (with the `macros` and
@@ -25,10 +25,28 @@
 /// Expands to one `#[tokio::test]` per conformance case. `$make` is a function
 /// (or closure) with no arguments returning a future of
 /// `(Arc<dyn Store>, Guard)`; it is called once per test, must give an empty
-/// store, and the guard is dropped when the test ends.
+/// store, and the guard is dropped when the test ends. `$second` takes
+/// `(&Arc<dyn Store>, &Guard)` and returns a future of another handle on the
+/// same database, for the cases where two nodes race.
 #[macro_export]
 macro_rules! store_conformance_tests {
-    ($make:expr) => {
+    ($make:expr, $second:expr) => {
+        $crate::store_conformance_tests!(@cases $make;
+            heartbeat_lists_live_nodes,
+            leave_releases_the_nodes_shards,
+            shards_change_hands_only_when_free_or_expired,
+            renewing_keeps_the_epoch_and_a_lost_shard_is_not_renewed,
+            released_shards_are_free_with_a_new_epoch,
+            a_stale_epoch_is_fenced_off,
+            named_leases_have_one_holder_at_a_time,
+        );
+        #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn concurrent_claims_from_two_handles() {
+            let (a, guard) = ($make)().await;
+            let b = ($second)(&a, &guard).await;
+            $crate::conformance::suite::concurrent_claims_from_two_handles(a, b).await;
+            drop(guard);
+        }
         $crate::store_conformance_tests!(@cases $make;
             insert_then_get_round_trips,
             get_unknown_timer_is_none,
@@ -152,6 +170,7 @@ pub mod fixtures {
             error,
             started_at: at - 7,
             finished_at: at,
+            fence: None,
         }
     }
 }
@@ -165,7 +184,8 @@ pub mod suite {
 
     use super::fixtures::*;
     use crate::{
-        CompletionOutcome, DueCursor, DueEntry, NewTimer, Store, TimerRecord, WriteOp, WriteResult,
+        Applied, CompletionOutcome, DueCursor, DueEntry, Fence, NewTimer, Store, TimerRecord,
+        WriteOp, WriteResult,
     };
 
     type S = Arc<dyn Store>;
@@ -377,7 +397,7 @@ pub mod suite {
             .complete(vec![completion(&rec, 1, CompletionOutcome::Done, 600)])
             .await
             .unwrap();
-        assert_eq!(applied, vec![true]);
+        assert_eq!(applied, vec![Applied::Yes]);
         let done = get(&store, rec.id).await;
         assert_eq!(done.state, TimerState::Done);
         assert_eq!(
@@ -558,7 +578,14 @@ pub mod suite {
             batch.push(completion(r, 1, outcome, 2));
             gone.insert(r.id);
         }
-        assert!(store.complete(batch).await.unwrap().iter().all(|&b| b));
+        assert!(
+            store
+                .complete(batch)
+                .await
+                .unwrap()
+                .iter()
+                .all(|&b| b == Applied::Yes)
+        );
 
         let mut expected: Vec<(i64, i64)> = recs
             .iter()
@@ -642,7 +669,7 @@ pub mod suite {
             .complete(vec![completion(&recs[0], 1, retry, 150)])
             .await
             .unwrap();
-        assert_eq!(applied, vec![true]);
+        assert_eq!(applied, vec![Applied::Yes]);
         let due = all_due(&store, i64::MAX).await;
         let got: Vec<(i64, i64)> = due.iter().map(|e| (e.due_at, e.id)).collect();
         assert_eq!(got, vec![(200, recs[1].id), (300, recs[0].id)]);
@@ -754,7 +781,7 @@ pub mod suite {
     pub async fn complete_done(store: S) {
         let rec = insert_one(&store, keyed(100, "k")).await;
         let c = completion(&rec, 1, CompletionOutcome::Done, 180);
-        assert_eq!(store.complete(vec![c]).await.unwrap(), vec![true]);
+        assert_eq!(store.complete(vec![c]).await.unwrap(), vec![Applied::Yes]);
         let expected = TimerRecord {
             state: TimerState::Done,
             attempts: 1,
@@ -775,7 +802,7 @@ pub mod suite {
             CompletionOutcome::Retry { next_due_at: 1_100 },
             150,
         );
-        assert_eq!(store.complete(vec![r1]).await.unwrap(), vec![true]);
+        assert_eq!(store.complete(vec![r1]).await.unwrap(), vec![Applied::Yes]);
         let after_retry = get(&store, rec.id).await;
         assert_eq!(
             after_retry,
@@ -803,8 +830,11 @@ pub mod suite {
             1_150,
         );
         let done = completion(&rec, 3, CompletionOutcome::Done, 2_150);
-        assert_eq!(store.complete(vec![r2]).await.unwrap(), vec![true]);
-        assert_eq!(store.complete(vec![done]).await.unwrap(), vec![true]);
+        assert_eq!(store.complete(vec![r2]).await.unwrap(), vec![Applied::Yes]);
+        assert_eq!(
+            store.complete(vec![done]).await.unwrap(),
+            vec![Applied::Yes]
+        );
         let fin = get(&store, rec.id).await;
         assert_eq!(fin.state, TimerState::Done);
         assert_eq!(fin.attempts, 3);
@@ -819,8 +849,14 @@ pub mod suite {
         let retry = completion(&rec, 1, CompletionOutcome::Retry { next_due_at: 200 }, 150);
         let mut last = completion(&rec, 2, outcome, 250);
         last.error = Some("HTTP 410 gone".into());
-        assert_eq!(store.complete(vec![retry]).await.unwrap(), vec![true]);
-        assert_eq!(store.complete(vec![last]).await.unwrap(), vec![true]);
+        assert_eq!(
+            store.complete(vec![retry]).await.unwrap(),
+            vec![Applied::Yes]
+        );
+        assert_eq!(
+            store.complete(vec![last]).await.unwrap(),
+            vec![Applied::Yes]
+        );
         let expected = TimerRecord {
             state,
             due_at: 200,
@@ -846,11 +882,17 @@ pub mod suite {
     pub async fn duplicate_completion_is_logged_but_not_applied(store: S) {
         let rec = insert_one(&store, timer(100)).await;
         let retry = completion(&rec, 1, CompletionOutcome::Retry { next_due_at: 500 }, 150);
-        assert_eq!(store.complete(vec![retry]).await.unwrap(), vec![true]);
+        assert_eq!(
+            store.complete(vec![retry]).await.unwrap(),
+            vec![Applied::Yes]
+        );
         let after_first = get(&store, rec.id).await;
         // The same attempt reported again (e.g. by a node that lost its lease).
         let dup = completion(&rec, 1, CompletionOutcome::Done, 160);
-        assert_eq!(store.complete(vec![dup]).await.unwrap(), vec![false]);
+        assert_eq!(
+            store.complete(vec![dup]).await.unwrap(),
+            vec![Applied::NotPending]
+        );
         assert_eq!(get(&store, rec.id).await, after_first);
         let log = store.deliveries_for(rec.id).await.unwrap();
         assert_eq!(log.len(), 2);
@@ -864,7 +906,7 @@ pub mod suite {
         let zero = completion(&rec, 0, CompletionOutcome::Done, 150);
         assert_eq!(
             store.complete(vec![skip_ahead, zero]).await.unwrap(),
-            vec![false, false]
+            vec![Applied::NotPending, Applied::NotPending]
         );
         assert_eq!(get(&store, rec.id).await, rec);
         assert_eq!(store.deliveries_for(rec.id).await.unwrap().len(), 2);
@@ -882,7 +924,10 @@ pub mod suite {
             CompletionOutcome::Dead,
         ] {
             let c = completion(&rec, 1, outcome, 150);
-            assert_eq!(store.complete(vec![c]).await.unwrap(), vec![false]);
+            assert_eq!(
+                store.complete(vec![c]).await.unwrap(),
+                vec![Applied::NotPending]
+            );
         }
         assert_eq!(get(&store, rec.id).await, cancelled);
         assert!(all_due(&store, i64::MAX).await.is_empty());
@@ -895,7 +940,10 @@ pub mod suite {
             ..fake_record()
         };
         let c = completion(&ghost, 1, CompletionOutcome::Done, 10);
-        assert_eq!(store.complete(vec![c]).await.unwrap(), vec![false]);
+        assert_eq!(
+            store.complete(vec![c]).await.unwrap(),
+            vec![Applied::NotPending]
+        );
         assert_eq!(store.get_timer(ghost.id).await.unwrap(), None);
         let log = store.deliveries_for(ghost.id).await.unwrap();
         assert_eq!(log.len(), 1);
@@ -934,7 +982,12 @@ pub mod suite {
         ];
         assert_eq!(
             store.complete(batch).await.unwrap(),
-            vec![true, true, true, false]
+            vec![
+                Applied::Yes,
+                Applied::Yes,
+                Applied::Yes,
+                Applied::NotPending
+            ]
         );
         let a_now = get(&store, a.id).await;
         assert_eq!(
@@ -1107,5 +1160,263 @@ pub mod suite {
         }
         writer.await.expect("writer");
         assert!(observed.contains(&(BATCH * BATCHES)));
+    }
+
+    // ---- Cluster membership, shard leases, fencing, named leases ----
+
+    fn owners(leases: &[crate::ShardLease]) -> Vec<(u16, Option<String>, i64)> {
+        leases
+            .iter()
+            .map(|l| (l.shard, l.owner.clone(), l.epoch))
+            .collect()
+    }
+
+    pub async fn heartbeat_lists_live_nodes(store: S) {
+        let live = store.heartbeat("a", 1_000, 100).await.unwrap();
+        assert_eq!(live.len(), 1);
+        assert_eq!(live[0].node_id, "a");
+        assert_eq!(live[0].expires_at, 1_100);
+        assert_eq!(live[0].started_at, 1_000);
+        store.heartbeat("b", 1_050, 100).await.unwrap();
+        let live = store.heartbeat("a", 1_120, 100).await.unwrap();
+        let ids: Vec<&str> = live.iter().map(|n| n.node_id.as_str()).collect();
+        assert_eq!(ids, ["a", "b"]);
+        // A beat moves the expiry, not the start.
+        assert_eq!((live[0].expires_at, live[0].started_at), (1_220, 1_000));
+        // b stopped beating at 1_050 and expired at 1_150.
+        let live = store.heartbeat("a", 1_160, 100).await.unwrap();
+        let ids: Vec<&str> = live.iter().map(|n| n.node_id.as_str()).collect();
+        assert_eq!(ids, ["a"]);
+    }
+
+    pub async fn leave_releases_the_nodes_shards(store: S) {
+        store.heartbeat("a", 0, 1_000).await.unwrap();
+        store.heartbeat("b", 0, 1_000).await.unwrap();
+        let held = store.acquire_shards("a", &[1, 2], 0, 1_000).await.unwrap();
+        assert_eq!(held.len(), 2);
+        store.leave("a").await.unwrap();
+        let live = store.heartbeat("b", 10, 1_000).await.unwrap();
+        assert_eq!(live.len(), 1);
+        let leases = store.shard_leases().await.unwrap();
+        assert_eq!(owners(&leases), vec![(1, None, 2), (2, None, 2)]);
+        // Free now, long before the old lease would have expired.
+        let took = store.acquire_shards("b", &[1, 2], 20, 1_000).await.unwrap();
+        assert_eq!(
+            owners(&took),
+            vec![(1, Some("b".into()), 3), (2, Some("b".into()), 3)]
+        );
+    }
+
+    pub async fn shards_change_hands_only_when_free_or_expired(store: S) {
+        let a = store.acquire_shards("a", &[0, 1, 2], 0, 100).await.unwrap();
+        assert_eq!(
+            owners(&a),
+            vec![
+                (0, Some("a".into()), 1),
+                (1, Some("a".into()), 1),
+                (2, Some("a".into()), 1)
+            ]
+        );
+        assert!(a.iter().all(|l| l.lease_until == 100));
+        // b gets only the free one while a's leases run.
+        let b = store
+            .acquire_shards("b", &[1, 2, 3], 50, 100)
+            .await
+            .unwrap();
+        assert_eq!(owners(&b), vec![(3, Some("b".into()), 1)]);
+        // After a's leases expire, b takes shard 1 and its epoch grows.
+        let b = store.acquire_shards("b", &[1], 100, 100).await.unwrap();
+        assert_eq!(owners(&b), vec![(1, Some("b".into()), 2)]);
+        let all = store.shard_leases().await.unwrap();
+        assert_eq!(
+            owners(&all),
+            vec![
+                (0, Some("a".into()), 1),
+                (1, Some("b".into()), 2),
+                (2, Some("a".into()), 1),
+                (3, Some("b".into()), 1)
+            ]
+        );
+    }
+
+    pub async fn renewing_keeps_the_epoch_and_a_lost_shard_is_not_renewed(store: S) {
+        store.acquire_shards("a", &[5, 6], 0, 100).await.unwrap();
+        // Acquiring one's own shard again is a renewal: same epoch, later expiry.
+        let again = store.acquire_shards("a", &[5], 50, 100).await.unwrap();
+        assert_eq!((again[0].epoch, again[0].lease_until), (1, 150));
+        // Shard 6 expires at 100 and b takes it.
+        store.acquire_shards("b", &[6], 120, 100).await.unwrap();
+        let held = [Fence { shard: 5, epoch: 1 }, Fence { shard: 6, epoch: 1 }];
+        let renewed = store.renew_shards("a", &held, 130, 100).await.unwrap();
+        assert_eq!(owners(&renewed), vec![(5, Some("a".into()), 1)]);
+        assert_eq!(renewed[0].lease_until, 230);
+        let six = store
+            .shard_leases()
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|l| l.shard == 6)
+            .unwrap();
+        assert_eq!(
+            (six.owner.as_deref(), six.epoch, six.lease_until),
+            (Some("b"), 2, 220)
+        );
+    }
+
+    pub async fn released_shards_are_free_with_a_new_epoch(store: S) {
+        store.acquire_shards("a", &[7, 8], 0, 10_000).await.unwrap();
+        // Releasing another node's shard does nothing.
+        store.release_shards("b", &[7]).await.unwrap();
+        store.release_shards("a", &[7]).await.unwrap();
+        let leases = store.shard_leases().await.unwrap();
+        assert_eq!(
+            owners(&leases),
+            vec![(7, None, 2), (8, Some("a".into()), 1)]
+        );
+        let b = store.acquire_shards("b", &[7, 8], 10, 100).await.unwrap();
+        assert_eq!(owners(&b), vec![(7, Some("b".into()), 3)]);
+    }
+
+    pub async fn a_stale_epoch_is_fenced_off(store: S) {
+        let t = insert_one(&store, timer(1_000)).await;
+        let shard = t.shard;
+        let a = store.acquire_shards("a", &[shard], 0, 100).await.unwrap();
+        let old = Fence {
+            shard,
+            epoch: a[0].epoch,
+        };
+        // b takes the shard after a's lease expires: a's epoch is stale.
+        let b = store.acquire_shards("b", &[shard], 200, 100).await.unwrap();
+        let new = Fence {
+            shard,
+            epoch: b[0].epoch,
+        };
+        assert_eq!(new.epoch, old.epoch + 1);
+        let mut late = completion(&t, 1, CompletionOutcome::Done, 250);
+        late.fence = Some(old);
+        assert_eq!(
+            store.complete(vec![late]).await.unwrap(),
+            vec![Applied::Fenced]
+        );
+        let still = store.get_timer(t.id).await.unwrap().unwrap();
+        assert_eq!((still.state, still.attempts), (TimerState::Pending, 0));
+        // The attempt itself is in the send log: it happened.
+        assert_eq!(store.deliveries_for(t.id).await.unwrap().len(), 1);
+        let mut current = completion(&t, 1, CompletionOutcome::Done, 260);
+        current.fence = Some(new);
+        assert_eq!(
+            store.complete(vec![current]).await.unwrap(),
+            vec![Applied::Yes]
+        );
+        let done = store.get_timer(t.id).await.unwrap().unwrap();
+        assert_eq!(done.state, TimerState::Done);
+        // A fence for a shard nobody ever leased is stale too.
+        let u = insert_one(&store, timer(2_000)).await;
+        let mut c = completion(&u, 1, CompletionOutcome::Done, 270);
+        c.fence = Some(Fence {
+            shard: 999,
+            epoch: 1,
+        });
+        assert_eq!(
+            store.complete(vec![c]).await.unwrap(),
+            vec![Applied::Fenced]
+        );
+    }
+
+    pub async fn named_leases_have_one_holder_at_a_time(store: S) {
+        let a = store
+            .acquire_lease("planner", "a", 0, 100)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((a.holder.as_str(), a.epoch, a.lease_until), ("a", 1, 100));
+        assert!(
+            store
+                .acquire_lease("planner", "b", 50, 100)
+                .await
+                .unwrap()
+                .is_none()
+        );
+        // a renews: same epoch.
+        let a = store
+            .acquire_lease("planner", "a", 60, 100)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((a.epoch, a.lease_until), (1, 160));
+        // Expired: b takes it with a new epoch, and a cannot renew.
+        let b = store
+            .acquire_lease("planner", "b", 170, 100)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((b.holder.as_str(), b.epoch), ("b", 2));
+        assert!(
+            store
+                .acquire_lease("planner", "a", 180, 100)
+                .await
+                .unwrap()
+                .is_none()
+        );
+        // a releasing b's lease does nothing; b releasing frees it at once.
+        store.release_lease("planner", "a").await.unwrap();
+        assert!(
+            store
+                .acquire_lease("planner", "a", 190, 100)
+                .await
+                .unwrap()
+                .is_none()
+        );
+        store.release_lease("planner", "b").await.unwrap();
+        let a = store
+            .acquire_lease("planner", "a", 200, 100)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(a.epoch, 3);
+        // Other names are independent.
+        assert!(
+            store
+                .acquire_lease("sweeper", "b", 200, 100)
+                .await
+                .unwrap()
+                .is_some()
+        );
+    }
+
+    /// Two handles on one database race for the same shards and the same named
+    /// lease: every shard ends with exactly one owner, and one holder wins.
+    pub async fn concurrent_claims_from_two_handles(a: S, b: S) {
+        let shards: Vec<u16> = (0..64).collect();
+        let (sa, sb) = (shards.clone(), shards.clone());
+        let (a2, b2) = (a.clone(), b.clone());
+        let ta = tokio::spawn(async move { a2.acquire_shards("node-a", &sa, 1_000, 10_000).await });
+        let tb = tokio::spawn(async move { b2.acquire_shards("node-b", &sb, 1_000, 10_000).await });
+        let got_a = ta.await.unwrap().unwrap();
+        let got_b = tb.await.unwrap().unwrap();
+        assert_eq!(got_a.len() + got_b.len(), 64, "each shard is claimed once");
+        let mut seen: Vec<u16> = got_a.iter().chain(got_b.iter()).map(|l| l.shard).collect();
+        seen.sort_unstable();
+        assert_eq!(seen, shards);
+        let leases = a.shard_leases().await.unwrap();
+        assert_eq!(leases.len(), 64);
+        for l in &leases {
+            let by_a = got_a.iter().any(|g| g.shard == l.shard);
+            assert_eq!(
+                l.owner.as_deref(),
+                Some(if by_a { "node-a" } else { "node-b" })
+            );
+            assert_eq!(l.epoch, 1);
+        }
+        let (a3, b3) = (a.clone(), b.clone());
+        let la =
+            tokio::spawn(async move { a3.acquire_lease("sweeper", "node-a", 1_000, 10_000).await });
+        let lb =
+            tokio::spawn(async move { b3.acquire_lease("sweeper", "node-b", 1_000, 10_000).await });
+        let (la, lb) = (la.await.unwrap().unwrap(), lb.await.unwrap().unwrap());
+        assert!(
+            la.is_some() ^ lb.is_some(),
+            "exactly one holder: {la:?} {lb:?}"
+        );
     }
 }

@@ -70,18 +70,75 @@ pub trait Store: Send + Sync + 'static {
     async fn fetch_pending(&self, ids: &[TimerId]) -> Result<Vec<TimerRecord>>;
 
     /// Records a batch of delivery attempts in one transaction: one send-log row per
-    /// completion, and the timer's new state. A timer update applies only if the timer
-    /// is still pending with `attempts == completion.attempt - 1`; otherwise (it was
-    /// cancelled meanwhile, or another attempt already completed) the send-log row is
-    /// still written but the timer is left alone. Returns, per completion, whether the
-    /// timer update applied.
-    async fn complete(&self, batch: Vec<Completion>) -> Result<Vec<bool>>;
+    /// completion, and the timer's new state. A timer update applies only if the
+    /// completion's fence (when it has one) is the shard's current lease epoch, and
+    /// the timer is still pending with `attempts == completion.attempt - 1`.
+    /// Otherwise the send-log row is still written and the timer is left alone.
+    /// Returns what happened to each timer update, in order.
+    async fn complete(&self, batch: Vec<Completion>) -> Result<Vec<Applied>>;
 
     /// The send log of one timer, oldest attempt first.
     async fn deliveries_for(&self, timer_id: TimerId) -> Result<Vec<DeliveryRecord>>;
 
     /// Number of timers in each state (states with none are left out).
     async fn count_by_state(&self) -> Result<Vec<(herald_core::TimerState, u64)>>;
+
+    // ---- Cluster membership and shard ownership ----
+
+    /// Records that `node` is alive until `now + ttl_ms` (registering it if new)
+    /// and returns every node alive at `now`, ordered by node id.
+    async fn heartbeat(&self, node: &str, now: i64, ttl_ms: i64) -> Result<Vec<NodeInfo>>;
+
+    /// Removes `node` from the cluster and releases every shard it owns.
+    async fn leave(&self, node: &str) -> Result<()>;
+
+    /// Every shard's lease, ordered by shard (shards never leased are left out).
+    async fn shard_leases(&self) -> Result<Vec<ShardLease>>;
+
+    /// For each of `shards` that is unowned, expired at `now`, or already owned
+    /// by `node`: makes `node` the owner until `now + lease_ms`. Taking a shard
+    /// from another owner (or from nobody) bumps its epoch; renewing one's own
+    /// lease does not. Returns the leases `node` holds among `shards` afterwards.
+    async fn acquire_shards(
+        &self,
+        node: &str,
+        shards: &[u16],
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<Vec<ShardLease>>;
+
+    /// Extends the leases `node` holds with exactly these epochs to
+    /// `now + lease_ms`. A lease that changed hands meanwhile is not touched.
+    /// Returns the leases renewed; those missing are lost.
+    async fn renew_shards(
+        &self,
+        node: &str,
+        held: &[Fence],
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<Vec<ShardLease>>;
+
+    /// Gives up the shards `node` owns among `shards`: no owner, epoch bumped, so
+    /// anything `node` still writes under the old epoch is fenced off.
+    async fn release_shards(&self, node: &str, shards: &[u16]) -> Result<()>;
+
+    /// Takes (or renews) the named lease for `holder` if it is free, expired at
+    /// `now`, or already `holder`'s. Returns it when `holder` has it afterwards.
+    async fn acquire_lease(
+        &self,
+        name: &str,
+        holder: &str,
+        now: i64,
+        ttl_ms: i64,
+    ) -> Result<Option<NamedLease>>;
+
+    /// Gives up a named lease `holder` has; others' leases are left alone.
+    async fn release_lease(&self, name: &str, holder: &str) -> Result<()>;
+
+    /// Timers other processes created, as they commit: backends shared by several
+    /// nodes announce new timers (PostgreSQL: `LISTEN/NOTIFY`) so the owner can
+    /// wheel them at once. `None` where no other process can write (SQLite).
+    async fn subscribe(&self) -> Result<Option<tokio::sync::mpsc::Receiver<Vec<DueEntry>>>>;
 }
 
 /// Opens the store a URL names: `sqlite://PATH` (the file and its directory are

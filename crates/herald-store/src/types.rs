@@ -196,6 +196,61 @@ pub struct Completion {
     pub error: Option<String>,
     pub started_at: i64,
     pub finished_at: i64,
+    /// The shard lease the sender held when it fired the timer. The store applies
+    /// the timer update only while that lease is still the shard's current one;
+    /// `None` skips the check (for callers that own no shards).
+    pub fence: Option<Fence>,
+}
+
+/// A fencing token: a shard and the epoch of one ownership of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fence {
+    pub shard: u16,
+    pub epoch: i64,
+}
+
+/// What [`crate::Store::complete`] did with one completion's timer update.
+/// The send-log row is written in every case: the attempt happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    /// The timer took its new state.
+    Yes,
+    /// The timer was no longer pending at that attempt (cancelled meanwhile, or the
+    /// attempt was already recorded).
+    NotPending,
+    /// The sender's shard lease is no longer current: another node owns the shard.
+    Fenced,
+}
+
+/// A node of the cluster as its heartbeats show it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeInfo {
+    pub node_id: String,
+    /// Unix ms after which the node counts as gone unless it beats again.
+    pub expires_at: i64,
+    pub started_at: i64,
+}
+
+/// Who owns one shard, until when, in which ownership (the epoch).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShardLease {
+    pub shard: u16,
+    /// `None` while nobody owns it.
+    pub owner: Option<String>,
+    pub lease_until: i64,
+    /// Grows by one whenever the shard changes hands or is released, so a write
+    /// carrying an older epoch comes from a node that no longer owns the shard.
+    pub epoch: i64,
+}
+
+/// A named lease for duties that must run on one node at a time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamedLease {
+    pub name: String,
+    pub holder: String,
+    pub lease_until: i64,
+    /// Grows by one whenever the lease changes holder.
+    pub epoch: i64,
 }
 
 /// One row of the send log.

@@ -38,7 +38,10 @@ async fn data_survives_reopening() {
             .unwrap();
         let (a, b) = (created(&r[0]), created(&r[1]));
         let c = completion(&b, 1, CompletionOutcome::Done, 250);
-        assert_eq!(store.complete(vec![c]).await.unwrap(), vec![true]);
+        assert_eq!(
+            store.complete(vec![c]).await.unwrap(),
+            vec![herald_store::Applied::Yes]
+        );
         (a, b)
     };
     let version = user_version(&path);

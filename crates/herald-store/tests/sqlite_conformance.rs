@@ -19,7 +19,15 @@ async fn fresh_store() -> (Arc<dyn Store>, TempDir) {
     (Arc::new(store), dir)
 }
 
-herald_store::store_conformance_tests!(fresh_store);
+/// Another handle (its own connections) on the same database file.
+async fn second_handle(_: &Arc<dyn Store>, dir: &TempDir) -> Arc<dyn Store> {
+    let store = SqliteStore::open(dir.path().join("herald.db"), &StoreOptions::default())
+        .await
+        .expect("open second handle");
+    Arc::new(store)
+}
+
+herald_store::store_conformance_tests!(fresh_store, second_handle);
 
 /// The same suite against the in-memory store (single connection for everything).
 mod memory {
@@ -32,5 +40,10 @@ mod memory {
         (Arc::new(store), ())
     }
 
-    herald_store::store_conformance_tests!(fresh_memory_store);
+    /// An in-memory database has a single handle; the race runs on it.
+    async fn same_handle(store: &Arc<dyn Store>, _: &()) -> Arc<dyn Store> {
+        store.clone()
+    }
+
+    herald_store::store_conformance_tests!(fresh_memory_store, same_handle);
 }

@@ -41,6 +41,9 @@
 //! the query still runs to completion (a write still commits); the caller just
 //! never sees the answer.
 
+mod cluster;
+
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, mpsc};
@@ -54,8 +57,9 @@ use rusqlite::types::FromSql;
 use rusqlite::{Connection, OpenFlags, Row, TransactionBehavior, params};
 
 use crate::{
-    Completion, CompletionOutcome, DeliveryRecord, DueCursor, DueEntry, Result, Store, StoreError,
-    StoreOptions, TimerRecord, WriteOp, WriteResult,
+    Applied, Completion, CompletionOutcome, DeliveryRecord, DueCursor, DueEntry, Fence, NamedLease,
+    NodeInfo, Result, ShardLease, Store, StoreError, StoreOptions, TimerRecord, WriteOp,
+    WriteResult,
 };
 
 /// How long a connection waits for a lock held by another connection (another
@@ -129,6 +133,8 @@ const MIGRATIONS: &[&str] = &[
         key   TEXT PRIMARY KEY,
         value TEXT NOT NULL
     ) STRICT, WITHOUT ROWID;",
+    // 2: cluster membership, shard leases, named leases.
+    cluster::SCHEMA,
 ];
 
 /// The columns of a full timer row, in the order [`read_timer`] expects.
@@ -863,11 +869,13 @@ fn fetch_pending_in_lists(conn: &Connection, ids: Vec<TimerId>) -> Result<Vec<Ti
     Ok(out)
 }
 
-fn complete_batch(conn: &mut Connection, batch: Vec<Completion>) -> Result<Vec<bool>> {
+fn complete_batch(conn: &mut Connection, batch: Vec<Completion>) -> Result<Vec<Applied>> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("beginning complete")?;
     let mut applied = Vec::with_capacity(batch.len());
+    // Current epoch per shard, read once per batch.
+    let mut epochs: HashMap<u16, i64> = HashMap::new();
     {
         let mut log = tx
             .prepare_cached(INSERT_DELIVERY)
@@ -889,6 +897,20 @@ fn complete_batch(conn: &mut Connection, batch: Vec<Completion>) -> Result<Vec<b
                 c.finished_at,
             ])
             .ctx("inserting delivery")?;
+            if let Some(Fence { shard, epoch }) = c.fence {
+                let current = match epochs.get(&shard) {
+                    Some(e) => *e,
+                    None => {
+                        let e = cluster::shard_epoch(&tx, shard)?;
+                        epochs.insert(shard, e);
+                        e
+                    }
+                };
+                if current != epoch {
+                    applied.push(Applied::Fenced);
+                    continue;
+                }
+            }
             // Attempt 0 expects -1 and so never matches: no underflow, no update.
             let previous = i64::from(c.attempt) - 1;
             let (id, attempt, at) = (c.timer_id, c.attempt, c.finished_at);
@@ -915,7 +937,11 @@ fn complete_batch(conn: &mut Connection, batch: Vec<Completion>) -> Result<Vec<b
                 ]),
             }
             .ctx("updating completed timer")?;
-            applied.push(changed == 1);
+            applied.push(if changed == 1 {
+                Applied::Yes
+            } else {
+                Applied::NotPending
+            });
         }
     }
     tx.commit().ctx("committing complete")?;
@@ -1010,7 +1036,7 @@ impl Store for SqliteStore {
             .await
     }
 
-    async fn complete(&self, batch: Vec<Completion>) -> Result<Vec<bool>> {
+    async fn complete(&self, batch: Vec<Completion>) -> Result<Vec<Applied>> {
         if batch.is_empty() {
             return Ok(Vec::new());
         }
@@ -1023,6 +1049,75 @@ impl Store for SqliteStore {
 
     async fn count_by_state(&self) -> Result<Vec<(TimerState, u64)>> {
         self.read(|conn| count_states(conn)).await
+    }
+
+    async fn heartbeat(&self, node: &str, now: i64, ttl_ms: i64) -> Result<Vec<NodeInfo>> {
+        let node = node.to_string();
+        self.write(move |c| cluster::heartbeat(c, &node, now, ttl_ms))
+            .await
+    }
+
+    async fn leave(&self, node: &str) -> Result<()> {
+        let node = node.to_string();
+        self.write(move |c| cluster::leave(c, &node)).await
+    }
+
+    async fn shard_leases(&self) -> Result<Vec<ShardLease>> {
+        // From the writer: a node deciding what to claim must see the latest claims.
+        self.write(cluster::shard_leases).await
+    }
+
+    async fn acquire_shards(
+        &self,
+        node: &str,
+        shards: &[u16],
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<Vec<ShardLease>> {
+        let (node, shards) = (node.to_string(), shards.to_vec());
+        self.write(move |c| cluster::acquire_shards(c, &node, &shards, now, lease_ms))
+            .await
+    }
+
+    async fn renew_shards(
+        &self,
+        node: &str,
+        held: &[Fence],
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<Vec<ShardLease>> {
+        let (node, held) = (node.to_string(), held.to_vec());
+        self.write(move |c| cluster::renew_shards(c, &node, &held, now, lease_ms))
+            .await
+    }
+
+    async fn release_shards(&self, node: &str, shards: &[u16]) -> Result<()> {
+        let (node, shards) = (node.to_string(), shards.to_vec());
+        self.write(move |c| cluster::release_shards(c, &node, &shards))
+            .await
+    }
+
+    async fn acquire_lease(
+        &self,
+        name: &str,
+        holder: &str,
+        now: i64,
+        ttl_ms: i64,
+    ) -> Result<Option<NamedLease>> {
+        let (name, holder) = (name.to_string(), holder.to_string());
+        self.write(move |c| cluster::acquire_lease(c, &name, &holder, now, ttl_ms))
+            .await
+    }
+
+    async fn release_lease(&self, name: &str, holder: &str) -> Result<()> {
+        let (name, holder) = (name.to_string(), holder.to_string());
+        self.write(move |c| cluster::release_lease(c, &name, &holder))
+            .await
+    }
+
+    async fn subscribe(&self) -> Result<Option<tokio::sync::mpsc::Receiver<Vec<DueEntry>>>> {
+        // Only this process writes an embedded store: it wheels its own timers.
+        Ok(None)
     }
 }
 

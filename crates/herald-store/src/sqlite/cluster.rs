@@ -1,0 +1,258 @@
+//! Membership, shard leases and named leases on SQLite.
+//!
+//! Every function runs in one `IMMEDIATE` transaction, so two processes on
+//! the same file see each other's claims in order.
+
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+
+use super::{Ctx, col, narrow};
+use crate::{Fence, NamedLease, NodeInfo, Result, ShardLease};
+
+pub(super) const SCHEMA: &str = "
+    CREATE TABLE nodes (
+        node_id    TEXT PRIMARY KEY,
+        started_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+    ) STRICT, WITHOUT ROWID;
+    CREATE TABLE shard_leases (
+        shard       INTEGER PRIMARY KEY,
+        owner       TEXT,
+        lease_until INTEGER NOT NULL,
+        epoch       INTEGER NOT NULL
+    ) STRICT;
+    CREATE TABLE named_leases (
+        name        TEXT PRIMARY KEY,
+        holder      TEXT NOT NULL,
+        lease_until INTEGER NOT NULL,
+        epoch       INTEGER NOT NULL
+    ) STRICT, WITHOUT ROWID;";
+
+// ?1 shard, ?2 node, ?3 new lease_until, ?4 now. A shard changes hands (and
+// epoch) only when it is free or expired; the owner renews without a bump.
+const ACQUIRE_SHARD: &str = "INSERT INTO shard_leases (shard, owner, lease_until, epoch) \
+    VALUES (?1, ?2, ?3, 1) \
+    ON CONFLICT (shard) DO UPDATE SET \
+        epoch = CASE WHEN shard_leases.owner IS ?2 THEN shard_leases.epoch \
+                     ELSE shard_leases.epoch + 1 END, \
+        owner = ?2, lease_until = ?3 \
+    WHERE shard_leases.owner IS NULL OR shard_leases.owner = ?2 OR shard_leases.lease_until <= ?4";
+const LEASE_OF: &str = "SELECT shard, owner, lease_until, epoch FROM shard_leases WHERE shard = ?1";
+const ALL_LEASES: &str = "SELECT shard, owner, lease_until, epoch FROM shard_leases ORDER BY shard";
+const RENEW_SHARD: &str =
+    "UPDATE shard_leases SET lease_until = ?4 WHERE shard = ?1 AND owner = ?2 AND epoch = ?3";
+const RELEASE_SHARD: &str = "UPDATE shard_leases SET owner = NULL, lease_until = 0, epoch = epoch + 1 \
+    WHERE shard = ?1 AND owner = ?2";
+const RELEASE_ALL: &str = "UPDATE shard_leases SET owner = NULL, lease_until = 0, epoch = epoch + 1 \
+    WHERE owner = ?1";
+const BEAT: &str = "INSERT INTO nodes (node_id, started_at, expires_at) VALUES (?1, ?2, ?3) \
+    ON CONFLICT (node_id) DO UPDATE SET expires_at = ?3";
+const LIVE_NODES: &str =
+    "SELECT node_id, expires_at, started_at FROM nodes WHERE expires_at > ?1 ORDER BY node_id";
+const ACQUIRE_NAMED: &str = "INSERT INTO named_leases (name, holder, lease_until, epoch) \
+    VALUES (?1, ?2, ?3, 1) \
+    ON CONFLICT (name) DO UPDATE SET \
+        epoch = CASE WHEN named_leases.holder = ?2 THEN named_leases.epoch \
+                     ELSE named_leases.epoch + 1 END, \
+        holder = ?2, lease_until = ?3 \
+    WHERE named_leases.holder = ?2 OR named_leases.lease_until <= ?4";
+const NAMED_OF: &str = "SELECT name, holder, lease_until, epoch FROM named_leases WHERE name = ?1";
+// Releasing sets the lease to expired rather than deleting it, so the epoch
+// keeps growing across holders.
+const RELEASE_NAMED: &str =
+    "UPDATE named_leases SET lease_until = 0 WHERE name = ?1 AND holder = ?2";
+
+fn read_lease(row: &rusqlite::Row<'_>) -> Result<ShardLease> {
+    let shard: i64 = col(row, 0, "shard_leases.shard")?;
+    Ok(ShardLease {
+        shard: narrow(shard, "shard_leases.shard", shard)?,
+        owner: col(row, 1, "shard_leases.owner")?,
+        lease_until: col(row, 2, "shard_leases.lease_until")?,
+        epoch: col(row, 3, "shard_leases.epoch")?,
+    })
+}
+
+pub(super) fn heartbeat(
+    conn: &mut Connection,
+    node: &str,
+    now: i64,
+    ttl_ms: i64,
+) -> Result<Vec<NodeInfo>> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("beginning heartbeat")?;
+    tx.prepare_cached(BEAT)
+        .ctx("preparing heartbeat")?
+        .execute(params![node, now, now.saturating_add(ttl_ms)])
+        .ctx("recording heartbeat")?;
+    let mut out = Vec::new();
+    {
+        let mut stmt = tx.prepare_cached(LIVE_NODES).ctx("preparing live nodes")?;
+        let mut rows = stmt.query([now]).ctx("querying live nodes")?;
+        while let Some(row) = rows.next().ctx("reading live nodes")? {
+            out.push(NodeInfo {
+                node_id: col(row, 0, "nodes.node_id")?,
+                expires_at: col(row, 1, "nodes.expires_at")?,
+                started_at: col(row, 2, "nodes.started_at")?,
+            });
+        }
+    }
+    tx.commit().ctx("committing heartbeat")?;
+    Ok(out)
+}
+
+pub(super) fn leave(conn: &mut Connection, node: &str) -> Result<()> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("beginning leave")?;
+    tx.execute(RELEASE_ALL, [node]).ctx("releasing shards")?;
+    tx.execute("DELETE FROM nodes WHERE node_id = ?1", [node])
+        .ctx("removing node")?;
+    tx.commit().ctx("committing leave")
+}
+
+pub(super) fn shard_leases(conn: &mut Connection) -> Result<Vec<ShardLease>> {
+    let mut stmt = conn
+        .prepare_cached(ALL_LEASES)
+        .ctx("preparing shard leases")?;
+    let mut rows = stmt.query([]).ctx("querying shard leases")?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().ctx("reading shard leases")? {
+        out.push(read_lease(row)?);
+    }
+    Ok(out)
+}
+
+pub(super) fn acquire_shards(
+    conn: &mut Connection,
+    node: &str,
+    shards: &[u16],
+    now: i64,
+    lease_ms: i64,
+) -> Result<Vec<ShardLease>> {
+    let until = now.saturating_add(lease_ms);
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("beginning acquire")?;
+    let mut out = Vec::new();
+    {
+        let mut take = tx.prepare_cached(ACQUIRE_SHARD).ctx("preparing acquire")?;
+        let mut read = tx.prepare_cached(LEASE_OF).ctx("preparing lease read")?;
+        for &shard in shards {
+            take.execute(params![shard, node, until, now])
+                .ctx("acquiring shard")?;
+            let lease = read
+                .query_row([shard], |r| Ok(read_lease(r)))
+                .optional()
+                .ctx("reading lease")?
+                .transpose()?;
+            if let Some(l) = lease.filter(|l| l.owner.as_deref() == Some(node)) {
+                out.push(l);
+            }
+        }
+    }
+    tx.commit().ctx("committing acquire")?;
+    Ok(out)
+}
+
+pub(super) fn renew_shards(
+    conn: &mut Connection,
+    node: &str,
+    held: &[Fence],
+    now: i64,
+    lease_ms: i64,
+) -> Result<Vec<ShardLease>> {
+    let until = now.saturating_add(lease_ms);
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("beginning renew")?;
+    let mut out = Vec::new();
+    {
+        let mut renew = tx.prepare_cached(RENEW_SHARD).ctx("preparing renew")?;
+        for f in held {
+            if renew
+                .execute(params![f.shard, node, f.epoch, until])
+                .ctx("renewing shard")?
+                == 1
+            {
+                out.push(ShardLease {
+                    shard: f.shard,
+                    owner: Some(node.to_string()),
+                    lease_until: until,
+                    epoch: f.epoch,
+                });
+            }
+        }
+    }
+    tx.commit().ctx("committing renew")?;
+    Ok(out)
+}
+
+pub(super) fn release_shards(conn: &mut Connection, node: &str, shards: &[u16]) -> Result<()> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("beginning release")?;
+    {
+        let mut release = tx.prepare_cached(RELEASE_SHARD).ctx("preparing release")?;
+        for &shard in shards {
+            release
+                .execute(params![shard, node])
+                .ctx("releasing shard")?;
+        }
+    }
+    tx.commit().ctx("committing release")
+}
+
+/// The current epoch of a shard's lease (0 if it was never leased).
+pub(super) fn shard_epoch(tx: &rusqlite::Transaction<'_>, shard: u16) -> Result<i64> {
+    let epoch: Option<i64> = tx
+        .prepare_cached("SELECT epoch FROM shard_leases WHERE shard = ?1")
+        .ctx("preparing epoch read")?
+        .query_row([shard], |r| r.get(0))
+        .optional()
+        .ctx("reading epoch")?;
+    Ok(epoch.unwrap_or(0))
+}
+
+pub(super) fn acquire_lease(
+    conn: &mut Connection,
+    name: &str,
+    holder: &str,
+    now: i64,
+    ttl_ms: i64,
+) -> Result<Option<NamedLease>> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("beginning lease")?;
+    tx.prepare_cached(ACQUIRE_NAMED)
+        .ctx("preparing lease")?
+        .execute(params![name, holder, now.saturating_add(ttl_ms), now])
+        .ctx("acquiring lease")?;
+    let lease = tx
+        .prepare_cached(NAMED_OF)
+        .ctx("preparing lease read")?
+        .query_row([name], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, i64>(3)?,
+            ))
+        })
+        .optional()
+        .ctx("reading lease")?;
+    tx.commit().ctx("committing lease")?;
+    Ok(lease
+        .filter(|(_, h, until, _)| h == holder && *until > now)
+        .map(|(name, holder, lease_until, epoch)| NamedLease {
+            name,
+            holder,
+            lease_until,
+            epoch,
+        }))
+}
+
+pub(super) fn release_lease(conn: &mut Connection, name: &str, holder: &str) -> Result<()> {
+    conn.execute(RELEASE_NAMED, params![name, holder])
+        .ctx("releasing lease")?;
+    Ok(())
+}
