@@ -7,11 +7,12 @@ use std::time::Duration;
 
 use herald_channels::{Delivery, SendOutcome};
 use herald_core::{Priority, RetryPolicy};
-use herald_store::{Completion, CompletionOutcome, Store};
+use herald_store::{Completion, CompletionOutcome, Fence, Store};
 use tokio::sync::mpsc;
 
 use crate::dispatch::Flight;
 use crate::metrics::Hot;
+use crate::ownership::Ownership;
 use crate::queue::DueTimer;
 use crate::schedule::Schedule;
 
@@ -30,6 +31,7 @@ impl Finished {
         channel: &str,
         priority: Priority,
         shard: u16,
+        fence: Option<Fence>,
         outcome: SendOutcome,
         retry: &RetryPolicy,
         started_at: i64,
@@ -71,7 +73,7 @@ impl Finished {
                 error,
                 started_at,
                 finished_at,
-                fence: None,
+                fence,
             },
             priority,
             shard,
@@ -83,6 +85,7 @@ pub(crate) async fn run(
     store: Arc<dyn Store>,
     schedule: Arc<Schedule>,
     flight: Arc<Flight>,
+    ownership: Arc<Ownership>,
     mut rx: mpsc::UnboundedReceiver<Finished>,
     max_batch: usize,
     hot: Hot,
@@ -101,9 +104,9 @@ pub(crate) async fn run(
         // Never drop an outcome: retry the write until the store takes it. The
         // in-flight bound stops new work meanwhile.
         let mut backoff = 50u64;
-        loop {
+        let applied = loop {
             match store.complete(completions.clone()).await {
-                Ok(_) => break,
+                Ok(a) => break a,
                 Err(e) => {
                     hot.store_errors.increment(1);
                     tracing::error!(error = %e, n = completions.len(), "recording outcomes failed; retrying");
@@ -111,10 +114,26 @@ pub(crate) async fn run(
                     backoff = (backoff * 2).min(5_000);
                 }
             }
+        };
+        let fenced = applied
+            .iter()
+            .filter(|a| **a == herald_store::Applied::Fenced)
+            .count();
+        if fenced > 0 {
+            tracing::warn!(
+                fenced,
+                "outcomes not applied: the shard changed hands meanwhile"
+            );
+            hot.fenced.increment(fenced as u64);
         }
         let mut retries = Vec::new();
         let (mut done, mut failed, mut dead) = (0u64, 0u64, 0u64);
-        for f in &batch {
+        // Only outcomes that took effect count; a fenced one is the new
+        // owner's to deliver, and a stale one was already recorded.
+        for (f, a) in batch.iter().zip(&applied) {
+            if *a != herald_store::Applied::Yes {
+                continue;
+            }
             match f.completion.outcome {
                 CompletionOutcome::Done => done += 1,
                 CompletionOutcome::Failed => failed += 1,
@@ -132,7 +151,7 @@ pub(crate) async fn run(
         hot.dead.increment(dead);
         hot.retried.increment(retries.len() as u64);
         flight.release(batch.drain(..).map(|f| f.completion.timer_id));
-        schedule.offer(retries);
+        schedule.offer(retries.into_iter().filter(|t| ownership.owns(t.shard)));
         hot.inflight.set(flight.in_flight() as f64);
     }
 }

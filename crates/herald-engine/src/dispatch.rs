@@ -12,13 +12,14 @@ use std::time::Duration;
 
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use herald_channels::{Channel, Delivery, SendOutcome};
-use herald_core::{Clock, Priority, RetryPolicy, ShardSet, TimerId};
-use herald_store::{CompletionOutcome, Store};
-use parking_lot::{Mutex, RwLock};
+use herald_core::{Clock, Priority, RetryPolicy, TimerId};
+use herald_store::{CompletionOutcome, Fence, Store};
+use parking_lot::Mutex;
 use tokio::sync::{Semaphore, mpsc};
 
 use crate::completer::Finished;
 use crate::metrics::{ChannelMetrics, Hot};
+use crate::ownership::Ownership;
 use crate::queue::{DueTimer, Urgency, UrgentQueue};
 use crate::{ChannelSpec, Stop};
 
@@ -27,6 +28,8 @@ pub(crate) struct Job {
     pub delivery: Delivery,
     pub priority: Priority,
     pub shard: u16,
+    /// The lease the timer was fetched under; checked again just before the send.
+    pub fence: Fence,
 }
 
 impl Urgency for Job {
@@ -111,7 +114,7 @@ pub(crate) async fn fetch_loop(
     ready: Arc<UrgentQueue<DueTimer>>,
     channels: Arc<HashMap<String, Arc<ChannelRuntime>>>,
     flight: Arc<Flight>,
-    owned: Arc<RwLock<ShardSet>>,
+    ownership: Arc<Ownership>,
     done_tx: mpsc::UnboundedSender<Finished>,
     clock: Arc<dyn Clock>,
     batch: usize,
@@ -139,15 +142,14 @@ pub(crate) async fn fetch_loop(
         // So are timers of shards this node no longer owns: their new owner
         // loads them.
         let mut fresh = Vec::with_capacity(due.len());
-        {
-            let owned = owned.read();
+        ownership.with_owned(|owned| {
             let mut set = flight.ids.lock();
             for t in due {
                 if owned.contains(t.shard) && set.insert(t.id) {
                     fresh.push(t);
                 }
             }
-        }
+        });
         let unused = want - fresh.len();
         flight.permits.add_permits(unused);
         if fresh.is_empty() {
@@ -195,11 +197,16 @@ pub(crate) async fn fetch_loop(
                 message: row.message,
                 idempotency_key: key,
             };
+            let Some(fence) = ownership.fence(row.shard) else {
+                stale.push(row.id);
+                continue;
+            };
             match channels.get(&row.channel) {
                 Some(rt) => rt.queue.push(Job {
                     delivery,
                     priority: row.priority,
                     shard: row.shard,
+                    fence,
                 }),
                 None => {
                     // Configuration lost the channel: keep the timer, retry
@@ -210,6 +217,7 @@ pub(crate) async fn fetch_loop(
                         &row.channel,
                         row.priority,
                         row.shard,
+                        Some(fence),
                         SendOutcome::Retryable {
                             error: format!("channel {:?} is not configured", row.channel),
                             status: None,
@@ -235,6 +243,7 @@ pub(crate) async fn fetch_loop(
 pub(crate) async fn channel_worker(
     rt: Arc<ChannelRuntime>,
     flight: Arc<Flight>,
+    ownership: Arc<Ownership>,
     done_tx: mpsc::UnboundedSender<Finished>,
     clock: Arc<dyn Clock>,
     hot: Hot,
@@ -254,8 +263,15 @@ pub(crate) async fn channel_worker(
         if let Some(limiter) = &rt.limiter {
             limiter.until_ready().await;
         }
-        let mut d = job.delivery;
         let started = clock.now_ms();
+        // The last check before anything leaves: a node that lost the shard
+        // (or stalled past its lease) sends nothing for it.
+        if !ownership.covers(job.fence, started) {
+            hot.fenced.increment(1);
+            flight.release([job.delivery.timer_id]);
+            continue;
+        }
+        let mut d = job.delivery;
         d.fired_at = started;
         hot.fired.increment(1);
         if d.attempt == 1 {
@@ -272,6 +288,7 @@ pub(crate) async fn channel_worker(
             rt.channel.name(),
             job.priority,
             job.shard,
+            Some(job.fence),
             outcome,
             &rt.retry,
             started,

@@ -12,7 +12,9 @@
 mod completer;
 mod dispatch;
 mod loader;
+mod membership;
 pub mod metrics;
+mod ownership;
 mod queue;
 mod schedule;
 mod stop;
@@ -24,6 +26,7 @@ use std::time::Duration;
 
 use herald_channels::Channel;
 use herald_core::{Clock, RetryPolicy, ShardSet, TimerId};
+use herald_store::DueEntry;
 use herald_store::{Store, TimerRecord, WriteOp, WriteResult};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
@@ -59,6 +62,13 @@ pub struct EngineConfig {
     pub stats_interval_ms: u64,
     /// Longest a graceful shutdown waits for in-flight deliveries.
     pub drain_timeout_ms: u64,
+    /// How long a shard lease (and a node's heartbeat) lasts. A dead node's
+    /// shards move to others after at most this plus `heartbeat_ms`.
+    pub lease_ms: i64,
+    /// How often a node beats, renews its leases and rebalances.
+    pub heartbeat_ms: u64,
+    /// A lease this close to expiry no longer covers a send (clock skew margin).
+    pub lease_guard_ms: i64,
 }
 
 impl Default for EngineConfig {
@@ -74,6 +84,9 @@ impl Default for EngineConfig {
             write_batch: 20_000,
             stats_interval_ms: 10_000,
             drain_timeout_ms: 10_000,
+            lease_ms: 6_000,
+            heartbeat_ms: 2_000,
+            lease_guard_ms: 1_000,
         }
     }
 }
@@ -112,8 +125,8 @@ struct Inner {
     stop: Arc<Stop>,
     cfg: EngineConfig,
     shards: u16,
-    /// Shards this node fires: all of them on a single node.
-    owned: Arc<parking_lot::RwLock<ShardSet>>,
+    ownership: Arc<ownership::Ownership>,
+    membership: Arc<membership::Membership>,
     tasks: parking_lot::Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -125,13 +138,15 @@ pub struct Engine {
 
 impl Engine {
     /// Starts every background task. `shards` is the cluster's shard count as
-    /// the store reports it.
+    /// the store reports it; `node_id` names this node in the cluster (a node
+    /// restarted under the same id takes its own leases back at once).
     pub async fn start(
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
         channels: Vec<ChannelSpec>,
         cfg: EngineConfig,
         shards: u16,
+        node_id: &str,
     ) -> Self {
         metrics::describe();
         let hot = metrics::Hot::new();
@@ -149,7 +164,22 @@ impl Engine {
             })
             .collect();
         let runtimes = Arc::new(runtimes);
-        let owned = Arc::new(parking_lot::RwLock::new(ShardSet::all(shards)));
+        let ownership = Arc::new(ownership::Ownership::new(shards, cfg.lease_guard_ms));
+        let membership = Arc::new(membership::Membership::new(
+            store.clone(),
+            ownership.clone(),
+            schedule.clone(),
+            clock.clone(),
+            node_id.to_string(),
+            shards,
+            cfg.clone(),
+        ));
+        // Claim a share before anything loads, so a restarted node fires again
+        // at once; later rounds run in the background.
+        schedule.raise_horizon(clock.now_ms().saturating_add(cfg.window_ms));
+        if let Err(e) = membership.round().await {
+            tracing::warn!(error = %e, "first membership round failed; retrying in the background");
+        }
         let (write_tx, write_rx) = mpsc::channel(65_536);
         let (done_tx, done_rx) = mpsc::unbounded_channel();
 
@@ -157,6 +187,7 @@ impl Engine {
         tasks.push(tokio::spawn(writer::run(
             store.clone(),
             schedule.clone(),
+            ownership.clone(),
             write_rx,
             cfg.write_batch.max(1),
             hot.clone(),
@@ -165,6 +196,7 @@ impl Engine {
             store.clone(),
             schedule.clone(),
             flight.clone(),
+            ownership.clone(),
             done_rx,
             cfg.complete_batch.max(1),
             hot.clone(),
@@ -174,6 +206,7 @@ impl Engine {
                 tasks.push(tokio::spawn(dispatch::channel_worker(
                     rt.clone(),
                     flight.clone(),
+                    ownership.clone(),
                     done_tx.clone(),
                     clock.clone(),
                     hot.clone(),
@@ -186,7 +219,7 @@ impl Engine {
             ready.clone(),
             runtimes.clone(),
             flight.clone(),
-            owned.clone(),
+            ownership.clone(),
             done_tx,
             clock.clone(),
             cfg.fetch_batch.max(1),
@@ -202,10 +235,22 @@ impl Engine {
             store.clone(),
             schedule.clone(),
             clock.clone(),
-            owned.clone(),
+            ownership.clone(),
             cfg.clone(),
             stop.clone(),
         )));
+        tasks.push(tokio::spawn(membership.clone().run(stop.clone())));
+        match store.subscribe().await {
+            Ok(Some(rx)) => tasks.push(tokio::spawn(listen(
+                rx,
+                schedule.clone(),
+                ownership.clone(),
+            ))),
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "no timer notifications; the loader's re-scan finds other nodes' timers")
+            }
+        }
         tasks.push(tokio::spawn(gauges(
             store.clone(),
             schedule.clone(),
@@ -216,7 +261,9 @@ impl Engine {
             stop.clone(),
         )));
         tracing::info!(
+            node_id,
             shards,
+            owned = ownership.owned().len(),
             channels = runtimes.len(),
             window_ms = cfg.window_ms,
             max_inflight = cfg.max_inflight,
@@ -233,7 +280,8 @@ impl Engine {
                 stop,
                 cfg,
                 shards,
-                owned,
+                ownership,
+                membership,
                 tasks: parking_lot::Mutex::new(tasks),
             }),
         }
@@ -246,7 +294,7 @@ impl Engine {
 
     /// The shards this node fires.
     pub fn owned_shards(&self) -> ShardSet {
-        self.inner.owned.read().clone()
+        self.inner.ownership.owned()
     }
 
     pub fn has_channel(&self, name: &str) -> bool {
@@ -325,9 +373,32 @@ impl Engine {
                 "shutdown: deliveries still in flight; they stay pending and fire again"
             );
         }
+        // Recorded outcomes are in; hand the shards over now rather than at expiry.
+        inner.membership.leave().await;
         for t in inner.tasks.lock().drain(..) {
             t.abort();
         }
+    }
+}
+
+/// Wheels timers other nodes created for shards this node owns.
+async fn listen(
+    mut rx: mpsc::Receiver<Vec<DueEntry>>,
+    schedule: Arc<Schedule>,
+    ownership: Arc<ownership::Ownership>,
+) {
+    while let Some(batch) = rx.recv().await {
+        schedule.offer(
+            batch
+                .into_iter()
+                .filter(|e| ownership.owns(e.shard))
+                .map(|e| DueTimer {
+                    id: e.id,
+                    due_at: e.due_at,
+                    shard: e.shard,
+                    priority: e.priority,
+                }),
+        );
     }
 }
 

@@ -9,10 +9,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use herald_core::{Clock, ShardSet};
+use herald_core::Clock;
 use herald_store::{DueCursor, Store};
-use parking_lot::RwLock;
 
+use crate::ownership::Ownership;
 use crate::queue::DueTimer;
 use crate::schedule::Schedule;
 use crate::{EngineConfig, Stop};
@@ -21,7 +21,7 @@ pub(crate) async fn run(
     store: Arc<dyn Store>,
     schedule: Arc<Schedule>,
     clock: Arc<dyn Clock>,
-    owned: Arc<RwLock<ShardSet>>,
+    ownership: Arc<Ownership>,
     cfg: EngineConfig,
     stop: Arc<Stop>,
 ) {
@@ -35,7 +35,7 @@ pub(crate) async fn run(
                 behind = true;
                 break;
             }
-            let shards = owned.read().clone();
+            let shards = ownership.owned();
             match store
                 .load_due(&shards, cursor, target, cfg.load_batch)
                 .await

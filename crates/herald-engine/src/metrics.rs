@@ -23,6 +23,9 @@ pub const INFLIGHT: &str = "herald_inflight_deliveries";
 pub const WRITE_BATCH: &str = "herald_write_batch_ops";
 pub const COMPLETE_BATCH: &str = "herald_complete_batch_size";
 pub const STORE_ERRORS: &str = "herald_store_errors_total";
+pub const OWNED_SHARDS: &str = "herald_owned_shards";
+pub const CLUSTER_NODES: &str = "herald_cluster_nodes";
+pub const FENCED: &str = "herald_fenced_total";
 
 /// Says what each metric means, once, for `/metrics`.
 pub fn describe() {
@@ -81,6 +84,7 @@ pub(crate) struct Hot {
     pub write_batch: Histogram,
     pub complete_batch: Histogram,
     pub store_errors: Counter,
+    pub fenced: Counter,
 }
 
 impl Hot {
@@ -100,6 +104,7 @@ impl Hot {
             write_batch: histogram!(WRITE_BATCH),
             complete_batch: histogram!(COMPLETE_BATCH),
             store_errors: counter!(STORE_ERRORS),
+            fenced: counter!(FENCED),
         }
     }
 }

@@ -60,6 +60,10 @@ impl Schedule {
         self.state.lock().wheel.len()
     }
 
+    pub fn horizon(&self) -> i64 {
+        self.state.lock().horizon
+    }
+
     /// Raises the horizon; never lowers it.
     pub fn raise_horizon(&self, to: i64) {
         let mut st = self.state.lock();
@@ -110,7 +114,6 @@ impl Schedule {
     }
 
     /// Drops the timers of shards this node no longer owns.
-    #[allow(dead_code)]
     pub fn retain_shards(&self, keep: impl Fn(u16) -> bool) {
         self.state.lock().wheel.retain(|s| keep(s.shard));
     }

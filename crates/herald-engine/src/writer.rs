@@ -10,6 +10,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::EngineError;
 use crate::metrics::Hot;
+use crate::ownership::Ownership;
 use crate::queue::DueTimer;
 use crate::schedule::Schedule;
 
@@ -21,6 +22,7 @@ pub(crate) struct WriteRequest {
 pub(crate) async fn run(
     store: Arc<dyn Store>,
     schedule: Arc<Schedule>,
+    ownership: Arc<Ownership>,
     mut rx: mpsc::Receiver<WriteRequest>,
     max_ops: usize,
     hot: Hot,
@@ -50,10 +52,15 @@ pub(crate) async fn run(
             Ok(results) => {
                 let mut created = 0u64;
                 let mut cancelled = 0u64;
-                // Into the wheel before anyone hears "created".
+                // Into the wheel before anyone hears "created": here if this
+                // node owns the shard; otherwise its owner hears of it from
+                // the store's notifications, or its loader finds it.
                 schedule.offer(results.iter().filter_map(|r| match r {
                     WriteResult::Created(t) => {
                         created += 1;
+                        if !ownership.owns(t.shard) {
+                            return None;
+                        }
                         Some(DueTimer {
                             id: t.id,
                             due_at: t.due_at,

@@ -91,7 +91,15 @@ async fn engine(channel: Arc<Counting>, cfg: EngineConfig) -> (Engine, tempfile:
             max_ms: 100,
         },
     };
-    let e = Engine::start(store, Arc::new(SystemClock), vec![spec], cfg, 16).await;
+    let e = Engine::start(
+        store,
+        Arc::new(SystemClock),
+        vec![spec],
+        cfg,
+        16,
+        "test-node",
+    )
+    .await;
     (e, dir)
 }
 
@@ -207,6 +215,7 @@ async fn shutdown_keeps_pending_timers_for_the_next_start() {
         vec![spec(ch.clone())],
         EngineConfig::default(),
         16,
+        "test-node",
     )
     .await;
     let due = SystemClock.now_ms() + 800;
@@ -222,8 +231,145 @@ async fn shutdown_keeps_pending_timers_for_the_next_start() {
         vec![spec(ch.clone())],
         EngineConfig::default(),
         16,
+        "test-node",
     )
     .await;
     wait("fired after restart", 10, || ch.delivered() == 10).await;
     e2.shutdown().await;
+}
+
+fn cluster_cfg() -> EngineConfig {
+    EngineConfig {
+        lease_ms: 1_500,
+        heartbeat_ms: 100,
+        lease_guard_ms: 200,
+        load_interval_ms: 50,
+        ..Default::default()
+    }
+}
+
+async fn node(store: Arc<dyn herald_store::Store>, ch: Arc<Counting>, id: &str) -> Engine {
+    let spec = ChannelSpec {
+        channel: ch,
+        concurrency: 8,
+        rate_per_sec: None,
+        retry: RetryPolicy {
+            max_attempts: 5,
+            base_ms: 20,
+            max_ms: 100,
+        },
+    };
+    Engine::start(
+        store,
+        Arc::new(SystemClock),
+        vec![spec],
+        cluster_cfg(),
+        16,
+        id,
+    )
+    .await
+}
+
+/// Two nodes on one store share the shards fairly and without overlap, and
+/// every timer (whichever node accepted it) fires once, from its shard's owner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_nodes_split_the_shards_and_fire_each_timer_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("h.db").display());
+    let store = herald_store::open(
+        &url,
+        &StoreOptions {
+            sqlite_synchronous: "normal".into(),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let ch = Counting::new(0);
+    let a = node(store.clone(), ch.clone(), "node-a").await;
+    let b = node(store.clone(), ch.clone(), "node-b").await;
+    wait("a fair split", 10, || {
+        a.owned_shards().len() == 8 && b.owned_shards().len() == 8
+    })
+    .await;
+    let (sa, sb) = (a.owned_shards(), b.owned_shards());
+    assert!(sa.iter().all(|s| !sb.contains(s)), "a shard owned twice");
+    // Every timer goes in through node a; half belong to b's shards.
+    let now = SystemClock.now_ms();
+    a.submit((0..160).map(|i| timer(now + 300, i)).collect())
+        .await
+        .unwrap();
+    wait("every timer delivered", 20, || ch.delivered() == 160).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        ch.seen.lock().values().all(|&c| c == 1),
+        "a timer fired twice"
+    );
+    // A node leaving hands its shards over at once, long before its leases expire.
+    a.shutdown().await;
+    wait("b takes every shard", 3, || b.owned_shards().len() == 16).await;
+    let now = SystemClock.now_ms();
+    b.submit((0..32).map(|i| timer(now + 100, 1_000 + i)).collect())
+        .await
+        .unwrap();
+    wait("b delivers all", 10, || ch.delivered() == 192).await;
+    b.shutdown().await;
+}
+
+/// A node that dies without leaving keeps its shards only until the leases run
+/// out; then the survivor takes them and fires what was pending.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_nodes_shards_move_when_its_leases_expire() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("h.db").display());
+    let store = herald_store::open(
+        &url,
+        &StoreOptions {
+            sqlite_synchronous: "normal".into(),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    // "Dead" node: claims shards by hand and never renews them.
+    let leases = store
+        .acquire_shards(
+            "ghost",
+            &(0..8).collect::<Vec<u16>>(),
+            SystemClock.now_ms(),
+            1_000,
+        )
+        .await
+        .unwrap();
+    assert_eq!(leases.len(), 8);
+    store
+        .heartbeat("ghost", SystemClock.now_ms(), 1_000)
+        .await
+        .unwrap();
+    let ch = Counting::new(0);
+    let b = node(store.clone(), ch.clone(), "node-b").await;
+    let now = SystemClock.now_ms();
+    b.submit((0..64).map(|i| timer(now + 50, i)).collect())
+        .await
+        .unwrap();
+    // Half the timers wait for the ghost's leases (1 s) to run out.
+    wait("the survivor owns every shard", 10, || {
+        b.owned_shards().len() == 16
+    })
+    .await;
+    let took = std::time::Instant::now();
+    wait("every timer delivered", 10, || ch.delivered() == 64).await;
+    assert!(took.elapsed() < Duration::from_secs(5));
+    let owners: Vec<Option<String>> = store
+        .shard_leases()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|l| l.owner)
+        .collect();
+    assert!(
+        owners.iter().all(|o| o.as_deref() == Some("node-b")),
+        "{owners:?}"
+    );
+    b.shutdown().await;
 }

@@ -20,7 +20,7 @@ pub struct Config {
     pub listen: String,
     /// `sqlite://PATH`.
     pub store: String,
-    /// This node's name in the cluster; random when unset.
+    /// This node's name in the cluster; the host name when unset.
     pub node_id: Option<String>,
     /// Virtual shards, fixed when the store is first created.
     pub shards: u16,
@@ -100,10 +100,18 @@ impl Config {
         Ok(())
     }
 
+    /// This node's id: the configured one, else the host name. A stable default
+    /// matters: a node restarted under the same id renews its own shard leases
+    /// at once, where a new id would wait for them to expire. Several nodes on
+    /// one host must each set `node_id`.
     pub fn node_id(&self) -> String {
-        self.node_id
-            .clone()
-            .unwrap_or_else(|| format!("node-{:08x}", rand::random::<u32>()))
+        self.node_id.clone().unwrap_or_else(|| {
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .ok()
+                .map(|h| h.trim().to_string())
+                .filter(|h| !h.is_empty())
+                .unwrap_or_else(|| "herald".to_string())
+        })
     }
 }
 

@@ -39,7 +39,15 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
         });
     }
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let engine = Engine::start(store, clock.clone(), specs, cfg.engine.clone(), shards).await;
+    let engine = Engine::start(
+        store,
+        clock.clone(),
+        specs,
+        cfg.engine.clone(),
+        shards,
+        &node_id,
+    )
+    .await;
     let state = AppState {
         engine: engine.clone(),
         clock,

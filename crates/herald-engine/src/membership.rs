@@ -1,0 +1,197 @@
+//! Cluster membership and shard ownership.
+//!
+//! Every `heartbeat_ms` a node beats in the store, renews the leases it holds,
+//! and moves toward its fair share, `ceil(shards / live nodes)`: it claims free
+//! or expired shards while below it and gives shards back while above it. A
+//! node never takes a shard whose lease is still running, so a dead node's
+//! shards move once its leases expire, and never while a live owner holds them.
+//!
+//! Giving a shard back takes two rounds: first the node stops firing it, so
+//! deliveries under way finish under the still-valid lease; one round later
+//! it releases the lease. Nothing in flight is fenced off and sent twice.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use herald_core::{Clock, ShardSet};
+use herald_store::{Store, StoreError};
+
+use crate::ownership::Ownership;
+use crate::queue::DueTimer;
+use crate::schedule::Schedule;
+use crate::{EngineConfig, Stop};
+
+pub(crate) struct Membership {
+    pub store: Arc<dyn Store>,
+    pub ownership: Arc<Ownership>,
+    pub schedule: Arc<Schedule>,
+    pub clock: Arc<dyn Clock>,
+    pub node: String,
+    pub shards: u16,
+    pub cfg: EngineConfig,
+    /// Shards no longer fired, to be released next round.
+    draining: parking_lot::Mutex<BTreeSet<u16>>,
+}
+
+impl Membership {
+    pub fn new(
+        store: Arc<dyn Store>,
+        ownership: Arc<Ownership>,
+        schedule: Arc<Schedule>,
+        clock: Arc<dyn Clock>,
+        node: String,
+        shards: u16,
+        cfg: EngineConfig,
+    ) -> Self {
+        Self {
+            store,
+            ownership,
+            schedule,
+            clock,
+            node,
+            shards,
+            cfg,
+            draining: parking_lot::Mutex::new(BTreeSet::new()),
+        }
+    }
+
+    pub async fn run(self: Arc<Self>, stop: Arc<Stop>) {
+        while !stop.is_stopped() {
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(self.cfg.heartbeat_ms)) => {}
+                _ = stop.wait() => return,
+            }
+            if let Err(e) = self.round().await {
+                tracing::warn!(error = %e, node = %self.node, "membership round failed; leases run on until they expire");
+            }
+        }
+    }
+
+    /// One heartbeat: beat, renew, release what was drained, then rebalance.
+    pub async fn round(&self) -> Result<(), StoreError> {
+        let now = self.clock.now_ms();
+        let lease_ms = self.cfg.lease_ms;
+        let live = self.store.heartbeat(&self.node, now, lease_ms).await?;
+        let live_n = live.len().max(1);
+        let target = usize::from(self.shards).div_ceil(live_n);
+
+        // Renew; what is not renewed changed hands while we were away.
+        let held = self.ownership.held();
+        let renewed = self
+            .store
+            .renew_shards(&self.node, &held, now, lease_ms)
+            .await?;
+        if renewed.len() < held.len() {
+            let kept: BTreeSet<u16> = renewed.iter().map(|l| l.shard).collect();
+            let lost: Vec<u16> = held
+                .iter()
+                .map(|f| f.shard)
+                .filter(|s| !kept.contains(s))
+                .collect();
+            tracing::warn!(node = %self.node, lost = lost.len(), "shards lost to other nodes");
+            self.lose(lost);
+        }
+        self.ownership.hold(&renewed);
+
+        // Release what the previous round stopped firing.
+        let drained: Vec<u16> = std::mem::take(&mut *self.draining.lock())
+            .into_iter()
+            .collect();
+        if !drained.is_empty() {
+            self.store.release_shards(&self.node, &drained).await?;
+            tracing::info!(node = %self.node, released = drained.len(), "released shards");
+        }
+
+        let mine = self.ownership.owned().len();
+        if mine > target {
+            // Stop firing the excess now; release it next round.
+            let owned: Vec<u16> = self.ownership.owned().iter().collect();
+            let excess: Vec<u16> = owned[target..].to_vec();
+            tracing::info!(node = %self.node, mine, target, giving_back = excess.len(), live = live_n, "over fair share");
+            self.lose(excess.iter().copied());
+            self.draining.lock().extend(excess);
+        } else if mine < target {
+            let want = target - mine;
+            let leases = self.store.shard_leases().await?;
+            let mut taken = ShardSet::none(self.shards);
+            for l in &leases {
+                // Our own running leases are ours to take back: a node restarted
+                // under the same id resumes its shards at once.
+                let other = l.owner.as_deref().is_some_and(|o| o != self.node);
+                let busy = other && l.lease_until > now;
+                if busy || self.draining.lock().contains(&l.shard) {
+                    taken.insert(l.shard);
+                }
+            }
+            // Start at a node-specific offset so nodes joining together do not
+            // all reach for the same shards.
+            let start = herald_core::shard_for(self.node.as_bytes(), self.shards);
+            let candidates: Vec<u16> = (0..self.shards)
+                .map(|i| ((u32::from(start) + u32::from(i)) % u32::from(self.shards)) as u16)
+                .filter(|s| !taken.contains(*s) && !self.ownership.owns(*s))
+                .take(want)
+                .collect();
+            if !candidates.is_empty() {
+                let got = self
+                    .store
+                    .acquire_shards(&self.node, &candidates, now, lease_ms)
+                    .await?;
+                if !got.is_empty() {
+                    tracing::info!(node = %self.node, gained = got.len(), mine = mine + got.len(), target, live = live_n, "acquired shards");
+                    self.gain(&got).await?;
+                }
+            }
+        }
+        metrics::gauge!(crate::metrics::OWNED_SHARDS).set(self.ownership.owned().len() as f64);
+        metrics::gauge!(crate::metrics::CLUSTER_NODES).set(live_n as f64);
+        Ok(())
+    }
+
+    /// Starts firing newly leased shards: own them first (so new timers for them
+    /// are wheeled from now on), then load what is already pending in them.
+    async fn gain(&self, leases: &[herald_store::ShardLease]) -> Result<(), StoreError> {
+        self.ownership.hold(leases);
+        let mut gained = ShardSet::none(self.shards);
+        for l in leases {
+            gained.insert(l.shard);
+        }
+        let until = self.schedule.horizon();
+        let mut cursor = None;
+        loop {
+            let page = self
+                .store
+                .load_due(&gained, cursor, until, self.cfg.load_batch)
+                .await?;
+            if let Some(last) = page.last() {
+                cursor = Some(last.cursor());
+            }
+            let full = page.len() >= self.cfg.load_batch;
+            self.schedule.load(page.into_iter().map(|e| DueTimer {
+                id: e.id,
+                due_at: e.due_at,
+                shard: e.shard,
+                priority: e.priority,
+            }));
+            if !full {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Stops firing `shards` and drops their timers from the wheel.
+    fn lose(&self, shards: impl IntoIterator<Item = u16>) {
+        self.ownership.drop_shards(shards);
+        let own = self.ownership.clone();
+        self.schedule.retain_shards(|s| own.owns(s));
+    }
+
+    /// Graceful exit: leave the cluster so others take the shards at once.
+    pub async fn leave(&self) {
+        let all: Vec<u16> = self.ownership.owned().iter().collect();
+        self.ownership.drop_shards(all);
+        if let Err(e) = self.store.leave(&self.node).await {
+            tracing::warn!(error = %e, node = %self.node, "leaving the cluster failed; leases expire on their own");
+        }
+    }
+}
