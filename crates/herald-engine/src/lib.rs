@@ -69,6 +69,9 @@ pub struct EngineConfig {
     pub heartbeat_ms: u64,
     /// A lease this close to expiry no longer covers a send (clock skew margin).
     pub lease_guard_ms: i64,
+    /// On a store shared by several nodes, how often the loader re-reads its
+    /// whole window: the safety net under the store's notifications.
+    pub rescan_interval_ms: u64,
 }
 
 impl Default for EngineConfig {
@@ -87,6 +90,7 @@ impl Default for EngineConfig {
             lease_ms: 6_000,
             heartbeat_ms: 2_000,
             lease_guard_ms: 1_000,
+            rescan_interval_ms: 30_000,
         }
     }
 }
@@ -231,26 +235,35 @@ impl Engine {
             ready.clone(),
             stop.clone(),
         )));
+        let subscription = match store.subscribe().await {
+            Ok(sub) => sub,
+            Err(e) => {
+                tracing::warn!(error = %e, "no timer notifications; the loader's re-scan finds other nodes' timers");
+                None
+            }
+        };
+        // A store other processes write needs the loader's periodic re-scan.
+        let shared = subscription.is_some();
+        let rescan = Arc::new(loader::Rescan::default());
+        if let Some(rx) = subscription {
+            tasks.push(tokio::spawn(listen(
+                rx,
+                schedule.clone(),
+                ownership.clone(),
+                rescan.clone(),
+            )));
+        }
         tasks.push(tokio::spawn(loader::run(
             store.clone(),
             schedule.clone(),
             clock.clone(),
             ownership.clone(),
             cfg.clone(),
+            shared,
+            rescan,
             stop.clone(),
         )));
         tasks.push(tokio::spawn(membership.clone().run(stop.clone())));
-        match store.subscribe().await {
-            Ok(Some(rx)) => tasks.push(tokio::spawn(listen(
-                rx,
-                schedule.clone(),
-                ownership.clone(),
-            ))),
-            Ok(None) => {}
-            Err(e) => {
-                tracing::warn!(error = %e, "no timer notifications; the loader's re-scan finds other nodes' timers")
-            }
-        }
         tasks.push(tokio::spawn(gauges(
             store.clone(),
             schedule.clone(),
@@ -290,6 +303,11 @@ impl Engine {
     /// The number of virtual shards timers are spread over.
     pub fn shards(&self) -> u16 {
         self.inner.shards
+    }
+
+    /// This node's id in the cluster.
+    pub fn node_id(&self) -> &str {
+        &self.inner.membership.node
     }
 
     /// The shards this node fires.
@@ -381,13 +399,20 @@ impl Engine {
     }
 }
 
-/// Wheels timers other nodes created for shards this node owns.
+/// Wheels timers other nodes created for shards this node owns. An empty
+/// batch means the feed had a gap (a reconnect): the loader re-reads its window.
 async fn listen(
     mut rx: mpsc::Receiver<Vec<DueEntry>>,
     schedule: Arc<Schedule>,
     ownership: Arc<ownership::Ownership>,
+    rescan: Arc<loader::Rescan>,
 ) {
     while let Some(batch) = rx.recv().await {
+        if batch.is_empty() {
+            tracing::info!("timer notifications had a gap; re-reading the window");
+            rescan.request();
+            continue;
+        }
         schedule.offer(
             batch
                 .into_iter()

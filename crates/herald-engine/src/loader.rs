@@ -17,16 +17,46 @@ use crate::queue::DueTimer;
 use crate::schedule::Schedule;
 use crate::{EngineConfig, Stop};
 
+/// Asks the loader to read the whole window again on its next pass (the
+/// notification feed may have missed timers).
+#[derive(Default)]
+pub(crate) struct Rescan(std::sync::atomic::AtomicBool);
+
+impl Rescan {
+    pub fn request(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+    fn take(&self) -> bool {
+        self.0.swap(false, std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// `shared`: other processes write the store too, so timers may appear behind
+/// the cursor; re-read the window every `rescan_interval_ms`, and whenever a
+/// rescan is requested.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn run(
     store: Arc<dyn Store>,
     schedule: Arc<Schedule>,
     clock: Arc<dyn Clock>,
     ownership: Arc<Ownership>,
     cfg: EngineConfig,
+    shared: bool,
+    rescan: Arc<Rescan>,
     stop: Arc<Stop>,
 ) {
     let mut cursor: Option<DueCursor> = None;
+    let mut last_scan = tokio::time::Instant::now();
     while !stop.is_stopped() {
+        let periodic = shared
+            && cfg.rescan_interval_ms > 0
+            && last_scan.elapsed() >= Duration::from_millis(cfg.rescan_interval_ms);
+        if rescan.take() || periodic {
+            // Timers already wheeled come back as duplicates; the fetch step
+            // drops them.
+            cursor = None;
+            last_scan = tokio::time::Instant::now();
+        }
         let target = clock.now_ms().saturating_add(cfg.window_ms);
         schedule.raise_horizon(target);
         let mut behind = false;

@@ -57,6 +57,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/timers/{id}", get(timers::get).delete(timers::cancel))
         .route("/v1/timers/{id}/deliveries", get(timers::deliveries))
         .route("/v1/stats", get(ops::stats))
+        .route("/v1/cluster", get(ops::cluster))
         .route("/healthz", get(ops::healthz))
         .route("/metrics", get(ops::metrics))
         .fallback(ops::not_found)

@@ -80,6 +80,33 @@ pub async fn stats(State(st): State<AppState>) -> Result<Response, ApiError> {
     .into_response())
 }
 
+/// Who owns which shards, from the store's lease table: the cluster as every
+/// node sees it, whichever node answers.
+pub async fn cluster(State(st): State<AppState>) -> Result<Response, ApiError> {
+    let leases = st.engine.store().shard_leases().await.map_err(store_err)?;
+    let now = st.clock.now_ms();
+    let mut owners: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
+    let mut unowned = u64::from(st.engine.shards());
+    for l in &leases {
+        if let Some(o) = &l.owner
+            && l.lease_until > now
+        {
+            *owners.entry(o.clone()).or_default() += 1;
+            unowned -= 1;
+        }
+    }
+    Ok(axum::Json(serde_json::json!({
+        "node_id": st.engine.node_id(),
+        "shards": st.engine.shards(),
+        "owners": owners,
+        "unowned": unowned,
+        "leases": leases.iter().map(|l| serde_json::json!({
+            "shard": l.shard, "owner": l.owner, "lease_until": herald_core::time::format_rfc3339_ms(l.lease_until), "epoch": l.epoch,
+        })).collect::<Vec<_>>(),
+    }))
+    .into_response())
+}
+
 pub async fn not_found() -> ApiError {
     ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint")
 }

@@ -108,10 +108,12 @@ impl Server {
     pub async fn start(extra: &str) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("data").join("herald.db");
-        let config = format!(
-            "listen = \"127.0.0.1:0\"\nstore = \"sqlite://{}\"\n{extra}\n",
-            db.display()
-        );
+        Self::start_on(&format!("sqlite://{}", db.display()), dir, extra).await
+    }
+
+    /// Starts a server on `store` (e.g. a PostgreSQL URL shared by a cluster).
+    pub async fn start_on(store: &str, dir: tempfile::TempDir, extra: &str) -> Server {
+        let config = format!("listen = \"127.0.0.1:0\"\nstore = \"{store}\"\n{extra}\n");
         let mut s = Server {
             child: None,
             url: String::new(),
@@ -120,6 +122,20 @@ impl Server {
         };
         s.spawn().await;
         s
+    }
+
+    /// Sends a signal (`STOP`, `CONT`, ...) to the server process.
+    pub fn signal(&self, sig: &str) {
+        let pid = self
+            .child
+            .as_ref()
+            .and_then(|c| c.id())
+            .expect("running server");
+        let st = std::process::Command::new("kill")
+            .args([&format!("-{sig}"), &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(st.success());
     }
 
     /// A config with one webhook channel `hooks` to `hook_url`.
