@@ -7,72 +7,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use herald_store::conformance::fixtures::{completion, created, inserts, keyed, timer};
+use herald_store::conformance::fixtures::{completion, created, inserts};
 use herald_store::sqlite::SqliteStore;
-use herald_store::{CompletionOutcome, DueCursor, NewTimer, Store, StoreOptions, WriteOp};
+use herald_store::{CompletionOutcome, DueCursor, Store, StoreOptions};
 use tokio::runtime::Runtime;
 
-/// Two worker threads: the budget machine has two cores.
-fn runtime() -> Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
+mod common;
+use common::{pick, populate, realistic, runtime, ten_k_inserts};
 
 fn open(rt: &Runtime, dir: &tempfile::TempDir, name: &str, sync: &str) -> SqliteStore {
     let opts = StoreOptions {
         sqlite_synchronous: sync.into(),
         read_connections: 2,
+        ..Default::default()
     };
     rt.block_on(SqliteStore::open(dir.path().join(name), &opts))
         .expect("open")
-}
-
-/// A realistic timer: a webhook with a small JSON body; every other one keyed.
-fn realistic(n: i64) -> NewTimer {
-    let mut t = if n % 2 == 0 {
-        keyed(
-            1_700_000_000_000 + n % 60_000,
-            &format!("bench-{n}-{}", n * 7919),
-        )
-    } else {
-        timer(1_700_000_000_000 + n % 60_000)
-    };
-    t.message = format!(r#"{{"text":"reminder {n}","url":"https://example.test/r/{n}"}}"#);
-    t.recipient = format!("https://hooks.example.test/u/{}", n % 5000);
-    t
-}
-
-fn ten_k_inserts(start: &mut i64) -> Vec<WriteOp> {
-    let ops = inserts((*start..*start + 10_000).map(realistic));
-    *start += 10_000;
-    ops
-}
-
-fn populate(rt: &Runtime, store: &SqliteStore, n: i64) -> Vec<i64> {
-    let mut ids = Vec::with_capacity(n as usize);
-    let mut next = 0;
-    while next < n {
-        let r = rt
-            .block_on(store.apply(ten_k_inserts(&mut next)))
-            .expect("apply");
-        ids.extend(r.iter().map(|r| created(r).id));
-    }
-    ids
-}
-
-/// Deterministic pseudo-random picks (xorshift), no extra dependency.
-fn pick(ids: &[i64], n: usize, seed: &mut u64) -> Vec<i64> {
-    (0..n)
-        .map(|_| {
-            *seed ^= *seed << 13;
-            *seed ^= *seed >> 7;
-            *seed ^= *seed << 17;
-            ids[(*seed % ids.len() as u64) as usize]
-        })
-        .collect()
 }
 
 fn bench_apply(c: &mut Criterion) {

@@ -1,11 +1,13 @@
 //! The `Store` seam.
 //!
 //! Everything Herald keeps goes through [`Store`]. The engine and the API know
-//! this trait only; backends (SQLite now, PostgreSQL next) live in their own
-//! modules and are chosen by URL with [`open`]. One conformance suite
-//! ([`conformance`]) runs unchanged against every backend.
+//! this trait only; backends (SQLite, the embedded default, and PostgreSQL, for
+//! several nodes sharing one database) live in their own modules and are chosen
+//! by URL with [`open`]. One conformance suite ([`conformance`]) runs unchanged
+//! against every backend.
 
 pub mod conformance;
+pub mod postgres;
 pub mod sqlite;
 mod types;
 
@@ -20,7 +22,10 @@ pub use types::*;
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// The URL names no backend this build knows.
-    #[error("unsupported store url {0:?}: expected sqlite://PATH")]
+    #[error(
+        "unsupported store url {0:?}: expected sqlite://PATH, sqlite::memory: or \
+         postgres://USER@HOST[:PORT]/DB (also postgresql://)"
+    )]
     UnsupportedUrl(String),
     /// The backend failed; the operation did not commit.
     #[error("store backend error: {0}")]
@@ -138,12 +143,21 @@ pub trait Store: Send + Sync + 'static {
     /// Timers other processes created, as they commit: backends shared by several
     /// nodes announce new timers (PostgreSQL: `LISTEN/NOTIFY`) so the owner can
     /// wheel them at once. `None` where no other process can write (SQLite).
+    /// An empty batch reports a gap (a reconnect, or entries dropped because the
+    /// subscriber was behind): the subscriber should re-read what it owns.
     async fn subscribe(&self) -> Result<Option<tokio::sync::mpsc::Receiver<Vec<DueEntry>>>>;
 }
 
 /// Opens the store a URL names: `sqlite://PATH` (the file and its directory are
-/// created if missing) or `sqlite::memory:`.
+/// created if missing), `sqlite::memory:`, or `postgres://USER[:PASSWORD]@HOST[:PORT]/DB`
+/// (also `postgresql://`; the database must exist, its schema is created or
+/// migrated; `?pool_size=N` sets the connection pool size, and libpq-style
+/// parameters such as `connect_timeout` or `application_name` are accepted).
 pub async fn open(url: &str, opts: &StoreOptions) -> Result<Arc<dyn Store>> {
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        let store = postgres::PgStore::open(url, opts).await?;
+        return Ok(Arc::new(store));
+    }
     if let Some(path) = url.strip_prefix("sqlite://") {
         let store = sqlite::SqliteStore::open(path, opts).await?;
         return Ok(Arc::new(store));

@@ -12,6 +12,10 @@ pub struct StoreOptions {
     pub sqlite_synchronous: String,
     /// Read connections kept open beside the single writer.
     pub read_connections: usize,
+    /// PostgreSQL: `apply` announces new timers to other nodes (`NOTIFY`) only when
+    /// they fall due within this many milliseconds from now; later ones are found
+    /// by the owners' periodic loader scans.
+    pub pg_notify_window_ms: i64,
 }
 
 impl Default for StoreOptions {
@@ -19,6 +23,7 @@ impl Default for StoreOptions {
         Self {
             sqlite_synchronous: "full".into(),
             read_connections: 4,
+            pg_notify_window_ms: 120_000,
         }
     }
 }

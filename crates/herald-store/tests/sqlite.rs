@@ -14,6 +14,7 @@ fn opts(sync: &str, readers: usize) -> StoreOptions {
     StoreOptions {
         sqlite_synchronous: sync.into(),
         read_connections: readers,
+        ..Default::default()
     }
 }
 
@@ -103,7 +104,7 @@ async fn open_by_url() {
     let t = created(&r[0]);
     assert_eq!(mem.get_timer(t.id).await.unwrap(), Some(t));
     assert!(matches!(
-        herald_store::open("postgres://nope", &StoreOptions::default()).await,
+        herald_store::open("mysql://nope", &StoreOptions::default()).await,
         Err(StoreError::UnsupportedUrl(_))
     ));
 }

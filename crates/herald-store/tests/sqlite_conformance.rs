@@ -12,6 +12,7 @@ async fn fresh_store() -> (Arc<dyn Store>, TempDir) {
         // Same code paths as `full`, without an fsync per commit on shared test machines.
         sqlite_synchronous: "normal".into(),
         read_connections: 2,
+        ..Default::default()
     };
     let store = SqliteStore::open(dir.path().join("herald.db"), &opts)
         .await

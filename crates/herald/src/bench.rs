@@ -37,6 +37,13 @@ pub struct ServerArgs {
     /// SQLite `synchronous` of the server under test (`full` or `normal`).
     #[arg(long, default_value = "full")]
     synchronous: String,
+    /// `sqlite` (a temporary file) or `postgres` (a throwaway cluster the
+    /// bench starts with `initdb`/`postgres`, fsync off).
+    #[arg(long, default_value = "sqlite")]
+    store: String,
+    /// Nodes sharing the store (`postgres` only).
+    #[arg(long, default_value_t = 1)]
+    nodes: usize,
     /// Keep the server's data directory and log after the run.
     #[arg(long)]
     keep: bool,
@@ -111,94 +118,28 @@ pub async fn run(cmd: BenchCmd) -> anyhow::Result<()> {
     }
 }
 
-/// A `herald serve` child on a temporary store, killed on drop.
-struct ServerUnderTest {
+/// One `herald serve` child process.
+struct Node {
     child: Child,
     base: String,
+    /// Its config file and log live here.
     dir: PathBuf,
-    _tmp: Option<tempfile::TempDir>,
+    name: String,
 }
 
-impl ServerUnderTest {
-    async fn start(sink_url: &str, a: &ServerArgs) -> anyhow::Result<Self> {
-        let tmp = tempfile::Builder::new().prefix("herald-bench-").tempdir()?;
-        let dir = tmp.path().to_path_buf();
-        let config = format!(
-            r#"listen = "127.0.0.1:0"
-store = "sqlite://{db}"
-[store_options]
-sqlite_synchronous = "{sync}"
-[engine]
-stats_interval_ms = 0
-[api]
-bulk_max_lines = 1000000
-bulk_max_bytes = 536870912
-[[channels]]
-name = "sink"
-kind = "webhook"
-url = "{sink_url}"
-concurrency = {conc}
-"#,
-            db = dir.join("herald.db").display(),
-            sync = a.synchronous,
-            conc = a.concurrency,
-        );
-        let cfg_path = dir.join("herald.toml");
-        std::fs::write(&cfg_path, config)?;
-        let log = std::fs::File::create(dir.join("server.log"))?;
-        let exe = std::env::current_exe().context("locating the herald binary")?;
-        let mut child = Command::new(exe)
-            .arg("serve")
-            .arg("--config")
-            .arg(&cfg_path)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::from(log))
-            .kill_on_drop(true)
-            .spawn()
-            .context("starting herald serve")?;
-        let stdout = child.stdout.take().context("no stdout")?;
-        let mut lines = BufReader::new(stdout).lines();
-        let base = tokio::time::timeout(Duration::from_secs(30), async {
-            while let Some(line) = lines.next_line().await? {
-                if let Some(url) = line.strip_prefix("herald listening on ") {
-                    return Ok::<_, anyhow::Error>(url.trim().to_string());
-                }
-            }
-            bail!(
-                "herald serve exited before listening; see {}",
-                dir.join("server.log").display()
-            )
-        })
-        .await
-        .context("herald serve did not start within 30 s")??;
-        let keep = a.keep;
-        let tmp = if keep {
-            eprintln!("keeping {}", tmp.path().display());
-            let _ = tmp.keep();
-            None
-        } else {
-            Some(tmp)
-        };
-        Ok(Self {
-            child,
-            base,
-            dir,
-            _tmp: tmp,
-        })
-    }
-
-    /// Starts `herald serve` on the config in `dir`; returns once it listens.
-    async fn spawn(dir: &std::path::Path) -> anyhow::Result<(Child, String)> {
+impl Node {
+    /// Starts `herald serve` on `<dir>/<name>.toml`; returns once it listens.
+    async fn spawn(dir: &std::path::Path, name: &str) -> anyhow::Result<Node> {
+        let log_path = dir.join(format!("{name}.log"));
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(dir.join("server.log"))?;
+            .open(&log_path)?;
         let exe = std::env::current_exe().context("locating the herald binary")?;
         let mut child = Command::new(exe)
             .arg("serve")
             .arg("--config")
-            .arg(dir.join("herald.toml"))
+            .arg(dir.join(format!("{name}.toml")))
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log))
@@ -215,15 +156,20 @@ concurrency = {conc}
             }
             bail!(
                 "herald serve exited before listening; see {}",
-                dir.join("server.log").display()
+                log_path.display()
             )
         })
         .await
         .context("herald serve did not start within 60 s")??;
-        Ok((child, base))
+        Ok(Node {
+            child,
+            base,
+            dir: dir.to_path_buf(),
+            name: name.to_string(),
+        })
     }
 
-    /// Resident memory of the server, from `/proc`.
+    /// Resident memory, from `/proc`.
     fn rss_bytes(&self) -> Option<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()?)).ok()?;
         let kb: u64 = status
@@ -237,20 +183,6 @@ concurrency = {conc}
         Some(kb * 1024)
     }
 
-    async fn counter(&self, http: &reqwest::Client, name: &str) -> anyhow::Result<f64> {
-        let text = http
-            .get(format!("{}/metrics", self.base))
-            .send()
-            .await?
-            .text()
-            .await?;
-        Ok(metric_value(&text, name).unwrap_or(0.0))
-    }
-
-    fn log_path(&self) -> PathBuf {
-        self.dir.join("server.log")
-    }
-
     async fn stop(mut self) {
         #[cfg(unix)]
         if let Some(pid) = self.child.id() {
@@ -262,6 +194,155 @@ concurrency = {conc}
             let _ = tokio::time::timeout(Duration::from_secs(15), self.child.wait()).await;
         }
         let _ = self.child.kill().await;
+    }
+}
+
+/// The system under test: one or more nodes on a fresh store (a temporary
+/// SQLite file, or a database on a throwaway PostgreSQL cluster), all
+/// delivering to the bench's sink. Everything is removed at the end unless
+/// `--keep`.
+struct Deployment {
+    nodes: Vec<Node>,
+    dir: PathBuf,
+    _tmp: Option<tempfile::TempDir>,
+    _pg: Option<herald_pgtemp::PgTemp>,
+}
+
+impl Deployment {
+    async fn start(sink_url: &str, a: &ServerArgs) -> anyhow::Result<Self> {
+        let tmp = tempfile::Builder::new().prefix("herald-bench-").tempdir()?;
+        let dir = tmp.path().to_path_buf();
+        let (store, pg) = match a.store.as_str() {
+            "sqlite" => {
+                if a.nodes != 1 {
+                    bail!(
+                        "--nodes needs --store postgres: an embedded SQLite store serves one node"
+                    );
+                }
+                (
+                    format!("sqlite://{}", dir.join("herald.db").display()),
+                    None,
+                )
+            }
+            "postgres" => {
+                let pg = herald_pgtemp::PgTemp::start()
+                    .map_err(|e| anyhow::anyhow!("starting PostgreSQL: {e}"))?
+                    .context("--store postgres needs initdb and postgres on this machine")?;
+                let url = pg
+                    .create_database("herald_bench")
+                    .map_err(|e| anyhow::anyhow!("creating the database: {e}"))?;
+                eprintln!(
+                    "PostgreSQL {} on port {} (fsync off: a throwaway test cluster)",
+                    pg.server_version(),
+                    pg.port()
+                );
+                (url, Some(pg))
+            }
+            other => bail!("--store must be sqlite or postgres, not {other:?}"),
+        };
+        let mut nodes = Vec::new();
+        for i in 1..=a.nodes.max(1) {
+            let name = format!("node-{i}");
+            let config = format!(
+                r#"listen = "127.0.0.1:0"
+store = "{store}"
+node_id = "{name}"
+[store_options]
+sqlite_synchronous = "{sync}"
+[engine]
+stats_interval_ms = 0
+[api]
+bulk_max_lines = 1000000
+bulk_max_bytes = 536870912
+[[channels]]
+name = "sink"
+kind = "webhook"
+url = "{sink_url}"
+concurrency = {conc}
+"#,
+                sync = a.synchronous,
+                conc = a.concurrency,
+            );
+            std::fs::write(dir.join(format!("{name}.toml")), config)?;
+            nodes.push(Node::spawn(&dir, &name).await?);
+        }
+        let tmp = if a.keep {
+            eprintln!("keeping {}", tmp.path().display());
+            let _ = tmp.keep();
+            None
+        } else {
+            Some(tmp)
+        };
+        let d = Deployment {
+            nodes,
+            dir,
+            _tmp: tmp,
+            _pg: pg,
+        };
+        if d.nodes.len() > 1 {
+            d.wait_balanced().await?;
+        }
+        Ok(d)
+    }
+
+    /// The first node's URL.
+    fn base(&self) -> &str {
+        &self.nodes[0].base
+    }
+
+    fn bases(&self) -> Vec<String> {
+        self.nodes.iter().map(|n| n.base.clone()).collect()
+    }
+
+    /// Waits until the nodes own every shard between them.
+    async fn wait_balanced(&self) -> anyhow::Result<()> {
+        let http = http_client()?;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let v: serde_json::Value = http
+                .get(format!("{}/v1/cluster", self.base()))
+                .send()
+                .await?
+                .json()
+                .await?;
+            let owners = v["owners"].as_object().map_or(0, |o| o.len());
+            if v["unowned"] == 0 && owners == self.nodes.len() {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!("the nodes did not share the shards within 60 s: {v}");
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// A counter summed over every node.
+    async fn counter(&self, http: &reqwest::Client, name: &str) -> anyhow::Result<f64> {
+        let mut sum = 0.0;
+        for n in &self.nodes {
+            let text = http
+                .get(format!("{}/metrics", n.base))
+                .send()
+                .await?
+                .text()
+                .await?;
+            sum += metric_value(&text, name).unwrap_or(0.0);
+        }
+        Ok(sum)
+    }
+
+    fn log_path(&self) -> PathBuf {
+        self.dir.join("node-1.log")
+    }
+
+    fn pids(&self) -> Vec<u32> {
+        self.nodes.iter().filter_map(|n| n.child.id()).collect()
+    }
+
+    async fn stop(self) {
+        for n in self.nodes {
+            n.stop().await;
+        }
     }
 }
 
@@ -279,29 +360,52 @@ fn cpu_seconds(pid: Option<u32>) -> Option<f64> {
     Some(ticks / 100.0)
 }
 
-/// CPU used by the server and by this process (sink and clients) over a phase.
+/// CPU seconds of the whole machine (all processes), from `/proc/stat`.
+fn machine_cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().next()?;
+    // user nice system idle iowait irq softirq steal (guest time is already in user).
+    let busy: f64 = line
+        .split_whitespace()
+        .skip(1)
+        .enumerate()
+        .filter(|(i, _)| matches!(i, 0 | 1 | 2 | 5 | 6 | 7))
+        .filter_map(|(_, v)| v.parse::<f64>().ok())
+        .sum();
+    Some(busy / 100.0)
+}
+
+/// CPU used over a phase by the nodes, by this process (sink and clients), and
+/// by everything else (PostgreSQL, when it is the store).
 struct CpuMeter {
-    server_pid: Option<u32>,
-    server0: f64,
+    pids: Vec<u32>,
+    nodes0: f64,
     own0: f64,
+    all0: f64,
 }
 
 impl CpuMeter {
-    fn start(server: &ServerUnderTest) -> Self {
-        let server_pid = server.child.id();
+    fn start(d: &Deployment) -> Self {
+        let pids = d.pids();
         Self {
-            server_pid,
-            server0: cpu_seconds(server_pid).unwrap_or(0.0),
+            nodes0: pids.iter().filter_map(|p| cpu_seconds(Some(*p))).sum(),
             own0: cpu_seconds(None).unwrap_or(0.0),
+            all0: machine_cpu_seconds().unwrap_or(0.0),
+            pids,
         }
     }
 
-    /// (server, sink + clients) CPU seconds since `start`.
-    fn read(&self) -> (f64, f64) {
-        (
-            cpu_seconds(self.server_pid).unwrap_or(0.0) - self.server0,
-            cpu_seconds(None).unwrap_or(0.0) - self.own0,
-        )
+    /// (nodes, sink + clients, everything else) CPU seconds since `start`.
+    fn read(&self) -> (f64, f64, f64) {
+        let nodes = self
+            .pids
+            .iter()
+            .filter_map(|p| cpu_seconds(Some(*p)))
+            .sum::<f64>()
+            - self.nodes0;
+        let own = cpu_seconds(None).unwrap_or(0.0) - self.own0;
+        let all = machine_cpu_seconds().unwrap_or(0.0) - self.all0;
+        (nodes, own, (all - nodes - own).max(0.0))
     }
 }
 
@@ -339,7 +443,7 @@ fn ndjson(range: std::ops::Range<usize>, due: &dyn Fn(usize) -> i64) -> String {
 /// Sends `n` timers through the bulk endpoint; returns the seconds it took.
 async fn bulk_ingest(
     http: &reqwest::Client,
-    base: &str,
+    bases: &[String],
     n: usize,
     chunk: usize,
     clients: usize,
@@ -350,7 +454,7 @@ async fn bulk_ingest(
     let started = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..clients.max(1) {
-        let (http, base, next, due) = (http.clone(), base.to_string(), next.clone(), due.clone());
+        let (http, bases, next, due) = (http.clone(), bases.to_vec(), next.clone(), due.clone());
         tasks.push(tokio::spawn(async move {
             loop {
                 let start = next.fetch_add(chunk, Ordering::SeqCst);
@@ -358,6 +462,8 @@ async fn bulk_ingest(
                     return Ok::<_, anyhow::Error>(());
                 }
                 let body = ndjson(start..(start + chunk).min(n), &*due);
+                // Chunks go to the nodes in turn, as a load balancer would send them.
+                let base = &bases[(start / chunk) % bases.len().max(1)];
                 let resp = http
                     .post(format!("{base}/v1/timers:bulk"))
                     .header("content-type", "application/x-ndjson")
@@ -385,7 +491,7 @@ async fn bulk_ingest(
 /// Returns (all delivered, all done) as unix ms.
 async fn wait_drained(
     sink: &MockServer,
-    server: &ServerUnderTest,
+    server: &Deployment,
     http: &reqwest::Client,
     n: usize,
     timeout: Duration,
@@ -443,7 +549,7 @@ fn default_lead(n: usize) -> f64 {
 
 async fn burst(a: BurstArgs) -> anyhow::Result<()> {
     let sink = start_sink().await?;
-    let server = ServerUnderTest::start(&sink.hook_url(), &a.server).await?;
+    let server = Deployment::start(&sink.hook_url(), &a.server).await?;
     let http = http_client()?;
     let clock = SystemClock;
     let n = a.timers;
@@ -455,7 +561,7 @@ async fn burst(a: BurstArgs) -> anyhow::Result<()> {
     );
     let secs = bulk_ingest(
         &http,
-        &server.base,
+        &server.bases(),
         n,
         a.chunk,
         a.clients,
@@ -473,7 +579,7 @@ async fn burst(a: BurstArgs) -> anyhow::Result<()> {
     let timeout = Duration::from_secs_f64(lead + 120.0 + n as f64 / 5_000.0);
     let cpu = CpuMeter::start(&server);
     let (delivered, done) = wait_drained(&sink, &server, &http, n, timeout).await?;
-    let (server_cpu, own_cpu) = cpu.read();
+    let (server_cpu, own_cpu, other_cpu) = cpu.read();
     let s: WebhookStats = sink.stats();
     let drain_s = (done - due_at) as f64 / 1000.0;
     let deliver_s = (delivered - due_at) as f64 / 1000.0;
@@ -494,14 +600,16 @@ async fn burst(a: BurstArgs) -> anyhow::Result<()> {
     println!("  fire lateness       {}", pct(&s.fire_lateness_ms));
     println!("  duplicates          {}", s.duplicates);
     println!(
-        "  cpu while draining  server {server_cpu:.1} s, sink+bench {own_cpu:.1} s ({:.0} / {:.0} us per timer)",
+        "  cpu while draining  nodes {server_cpu:.1} s, sink+bench {own_cpu:.1} s, other (postgres) {other_cpu:.1} s \
+         ({:.0} / {:.0} / {:.0} us per timer)",
         server_cpu * 1e6 / n as f64,
-        own_cpu * 1e6 / n as f64
+        own_cpu * 1e6 / n as f64,
+        other_cpu * 1e6 / n as f64
     );
     if a.server.json {
         println!(
             "{}",
-            serde_json::json!({"scenario":"burst","server_cpu_s":server_cpu,"sink_cpu_s":own_cpu,"timers":n,"ingest_per_sec":n as f64/secs,
+            serde_json::json!({"scenario":"burst","store":a.server.store,"nodes":a.server.nodes,"server_cpu_s":server_cpu,"sink_cpu_s":own_cpu,"other_cpu_s":other_cpu,"timers":n,"ingest_per_sec":n as f64/secs,
                 "delivered_s":deliver_s,"done_s":drain_s,"drain_per_sec":n as f64/drain_s.max(0.001),
                 "lateness_ms":s.lateness_ms,"fire_lateness_ms":s.fire_lateness_ms,"duplicates":s.duplicates})
         );
@@ -512,7 +620,7 @@ async fn burst(a: BurstArgs) -> anyhow::Result<()> {
 
 async fn precision(a: PrecisionArgs) -> anyhow::Result<()> {
     let sink = start_sink().await?;
-    let server = ServerUnderTest::start(&sink.hook_url(), &a.server).await?;
+    let server = Deployment::start(&sink.hook_url(), &a.server).await?;
     let http = http_client()?;
     let clock = SystemClock;
     let n = a.timers.max(1);
@@ -525,7 +633,7 @@ async fn precision(a: PrecisionArgs) -> anyhow::Result<()> {
         a.spread_secs,
         format_rfc3339_ms(start)
     );
-    let secs = bulk_ingest(&http, &server.base, n, 10_000, 2, due).await?;
+    let secs = bulk_ingest(&http, &server.bases(), n, 10_000, 2, due).await?;
     if clock.now_ms() > start {
         eprintln!(
             "WARNING: ingest ({secs:.2} s) ended after the first due time; raise --lead-secs"
@@ -551,7 +659,7 @@ async fn precision(a: PrecisionArgs) -> anyhow::Result<()> {
 
 async fn ingest(a: IngestArgs) -> anyhow::Result<()> {
     let sink = start_sink().await?;
-    let server = ServerUnderTest::start(&sink.hook_url(), &a.server).await?;
+    let server = Deployment::start(&sink.hook_url(), &a.server).await?;
     let http = http_client()?;
     let n = a.timers;
     // Due in an hour: nothing fires while ingest is measured.
@@ -560,7 +668,7 @@ async fn ingest(a: IngestArgs) -> anyhow::Result<()> {
         Some(chunk) => {
             let secs = bulk_ingest(
                 &http,
-                &server.base,
+                &server.bases(),
                 n,
                 chunk,
                 a.clients,
@@ -574,7 +682,7 @@ async fn ingest(a: IngestArgs) -> anyhow::Result<()> {
         }
         None => (
             format!("single POST, {} clients", a.clients),
-            single_ingest(&http, &server.base, n, a.clients, due).await?,
+            single_ingest(&http, server.base(), n, a.clients, due).await?,
         ),
     };
     println!("ingest {n} timers ({mode})");
@@ -632,7 +740,7 @@ async fn single_ingest(
 
 async fn restart(a: RestartArgs) -> anyhow::Result<()> {
     let sink = start_sink().await?;
-    let mut server = ServerUnderTest::start(&sink.hook_url(), &a.server).await?;
+    let server = Deployment::start(&sink.hook_url(), &a.server).await?;
     let http = http_client()?;
     let clock = SystemClock;
     let n = a.timers.max(a.overdue);
@@ -648,7 +756,7 @@ async fn restart(a: RestartArgs) -> anyhow::Result<()> {
     );
     let secs = bulk_ingest(
         &http,
-        &server.base,
+        &server.bases(),
         n,
         10_000,
         2,
@@ -660,16 +768,16 @@ async fn restart(a: RestartArgs) -> anyhow::Result<()> {
         bail!("ingest took longer than planned; the overdue timers fired before the kill");
     }
     // Crash before they are due; come back after.
-    server.child.start_kill()?;
-    server.child.wait().await?;
+    let mut server = server;
+    let node = &mut server.nodes[0];
+    node.child.start_kill()?;
+    node.child.wait().await?;
     let pause = soon + 500 - clock.now_ms();
     if pause > 0 {
         tokio::time::sleep(Duration::from_millis(pause as u64)).await;
     }
     let started = Instant::now();
-    let (child, base) = ServerUnderTest::spawn(&server.dir).await?;
-    server.child = child;
-    server.base = base;
+    *node = Node::spawn(&node.dir.clone(), &node.name.clone()).await?;
     let listening = started.elapsed();
     let deadline = started + Duration::from_secs(120);
     while sink.unique_delivered() == 0 {
@@ -692,7 +800,7 @@ async fn restart(a: RestartArgs) -> anyhow::Result<()> {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let all = started.elapsed();
-    let rss = server.rss_bytes().unwrap_or(0);
+    let rss = server.nodes[0].rss_bytes().unwrap_or(0);
     println!("restart with {n} timers pending ({overdue} overdue), after kill -9");
     println!(
         "  listening           {:.0} ms after spawn",

@@ -23,23 +23,7 @@ async fn kill9_mid_firing_loses_nothing_and_duplicates_stay_within_in_flight() {
     let n = 10_000usize;
     // Due over ~4 s, starting 2 s from now.
     let start = now_ms() + 2_000;
-    let mut lines = String::new();
-    for i in 0..n {
-        let due = start + (i as i64 * 4_000) / n as i64;
-        lines.push_str(
-            &json!({"fire_at": rfc3339(due), "channel": "hooks", "recipient": format!("u{i}"),
-                               "message": {"i": i}})
-            .to_string(),
-        );
-        lines.push('\n');
-    }
-    let (s, out) = server.bulk(&lines).await;
-    assert_eq!(s, 200);
-    assert_eq!(out.len(), n);
-    assert!(
-        out.iter().all(|l| l["status"] == 201),
-        "every timer acknowledged"
-    );
+    server.schedule_spread(n, start, 4_000, "u").await;
 
     // Mid-firing: some delivered, many not yet.
     wait_for(
@@ -150,17 +134,6 @@ async fn kill9_mid_ingest_keeps_every_acknowledged_timer() {
         "ingest crash test: {} acknowledged before the kill, all present and delivered",
         acked.len()
     );
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-}
-
-fn rfc3339(ms: i64) -> String {
-    format!("{:.3}", jiff::Timestamp::from_millisecond(ms).unwrap())
 }
 
 mod parking_lot_free {

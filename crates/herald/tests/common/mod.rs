@@ -214,6 +214,29 @@ impl Server {
         post_raw(&format!("{}{path}", self.url), ctype, body).await
     }
 
+    /// Schedules `n` webhook timers on channel `hooks`, due evenly over
+    /// `spread_ms` from `start`, recipients `{tag}-{i}`; asserts every one was
+    /// acknowledged.
+    pub async fn schedule_spread(&self, n: usize, start: i64, spread_ms: i64, tag: &str) {
+        for chunk in (0..n).collect::<Vec<_>>().chunks(10_000) {
+            let mut lines = String::new();
+            for &i in chunk {
+                let due = start + (i as i64 * spread_ms) / n as i64;
+                let line = serde_json::json!({"fire_at": rfc3339(due), "channel": "hooks",
+                    "recipient": format!("{tag}-{i}"), "message": {"i": i}});
+                lines.push_str(&line.to_string());
+                lines.push('\n');
+            }
+            let (s, out) = self.bulk(&lines).await;
+            assert_eq!(s, 200);
+            assert_eq!(out.len(), chunk.len());
+            assert!(
+                out.iter().all(|l| l["status"] == 201),
+                "every timer acknowledged"
+            );
+        }
+    }
+
     /// Bulk NDJSON; returns the status and the answer lines.
     pub async fn bulk(&self, lines: &str) -> (u16, Vec<Value>) {
         let resp = client()
@@ -333,4 +356,17 @@ where
 
 pub fn parse_ms(rfc3339: &str) -> i64 {
     rfc3339.parse::<jiff::Timestamp>().unwrap().as_millisecond()
+}
+
+/// Unix milliseconds now.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+/// RFC 3339 with milliseconds, as the API takes `fire_at`.
+pub fn rfc3339(ms: i64) -> String {
+    format!("{:.3}", jiff::Timestamp::from_millisecond(ms).unwrap())
 }

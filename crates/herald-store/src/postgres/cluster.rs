@@ -1,0 +1,264 @@
+//! Membership, shard leases and named leases on PostgreSQL.
+//!
+//! Claims are single `INSERT ... ON CONFLICT DO UPDATE ... WHERE` statements:
+//! PostgreSQL locks the conflicting row and evaluates the `WHERE` against its
+//! latest committed version, so of two nodes racing for a free shard exactly one
+//! sees it free. Shard lists are sorted first so concurrent claims lock rows in
+//! the same order and cannot deadlock.
+
+use std::collections::HashMap;
+
+use futures_util::future::join;
+use tokio_postgres::Row;
+
+use super::{Ctx, PgStore};
+use crate::{Fence, NamedLease, NodeInfo, Result, ShardLease, StoreError};
+
+// $1 shards (sorted, distinct), $2 node, $3 new lease_until, $4 now. A shard
+// changes hands (and epoch) only when free or expired; the owner renews without
+// a bump. RETURNING lists exactly the rows now owned by $2 among $1.
+const ACQUIRE_SHARDS: &str = "INSERT INTO shard_leases AS l (shard, owner, lease_until, epoch) \
+    SELECT s, $2, $3, 1 FROM unnest($1::int4[]) AS s \
+    ON CONFLICT (shard) DO UPDATE SET \
+        epoch = CASE WHEN l.owner IS NOT DISTINCT FROM EXCLUDED.owner THEN l.epoch \
+                     ELSE l.epoch + 1 END, \
+        owner = EXCLUDED.owner, lease_until = EXCLUDED.lease_until \
+    WHERE l.owner IS NULL OR l.owner = EXCLUDED.owner OR l.lease_until <= $4 \
+    RETURNING l.shard, l.owner, l.lease_until, l.epoch";
+const ALL_LEASES: &str = "SELECT shard, owner, lease_until, epoch FROM shard_leases ORDER BY shard";
+// $1 shards, $2 epochs (pairwise), $3 node, $4 new lease_until.
+const RENEW_SHARDS: &str = "UPDATE shard_leases AS l SET lease_until = $4 \
+    FROM unnest($1::int4[], $2::int8[]) AS h(shard, epoch) \
+    WHERE l.shard = h.shard AND l.owner = $3 AND l.epoch = h.epoch \
+    RETURNING l.shard, l.owner, l.lease_until, l.epoch";
+const RELEASE_SHARDS: &str = "UPDATE shard_leases \
+    SET owner = NULL, lease_until = 0, epoch = epoch + 1 \
+    WHERE shard = ANY($1::int4[]) AND owner = $2";
+const RELEASE_ALL: &str = "UPDATE shard_leases \
+    SET owner = NULL, lease_until = 0, epoch = epoch + 1 WHERE owner = $1";
+const BEAT: &str = "INSERT INTO nodes (node_id, started_at, expires_at) VALUES ($1, $2, $3) \
+    ON CONFLICT (node_id) DO UPDATE SET expires_at = EXCLUDED.expires_at";
+const LIVE_NODES: &str = "SELECT node_id, expires_at, started_at FROM nodes \
+    WHERE expires_at > $1 ORDER BY node_id";
+const FORGET_NODE: &str = "DELETE FROM nodes WHERE node_id = $1";
+// $1 name, $2 holder, $3 new lease_until, $4 now.
+const ACQUIRE_NAMED: &str = "INSERT INTO named_leases AS n (name, holder, lease_until, epoch) \
+    VALUES ($1, $2, $3, 1) \
+    ON CONFLICT (name) DO UPDATE SET \
+        epoch = CASE WHEN n.holder = EXCLUDED.holder THEN n.epoch ELSE n.epoch + 1 END, \
+        holder = EXCLUDED.holder, lease_until = EXCLUDED.lease_until \
+    WHERE n.holder = EXCLUDED.holder OR n.lease_until <= $4 \
+    RETURNING n.name, n.holder, n.lease_until, n.epoch";
+// Releasing expires the lease rather than deleting it, so the epoch keeps
+// growing across holders.
+const RELEASE_NAMED: &str =
+    "UPDATE named_leases SET lease_until = 0 WHERE name = $1 AND holder = $2";
+
+fn read_lease(row: &Row) -> Result<ShardLease> {
+    let shard: i32 = get(row, 0, "shard_leases.shard")?;
+    Ok(ShardLease {
+        shard: u16::try_from(shard)
+            .map_err(|_| StoreError::Corrupt(format!("shard_leases.shard {shard} out of range")))?,
+        owner: get(row, 1, "shard_leases.owner")?,
+        lease_until: get(row, 2, "shard_leases.lease_until")?,
+        epoch: get(row, 3, "shard_leases.epoch")?,
+    })
+}
+
+fn get<'a, T: tokio_postgres::types::FromSql<'a>>(
+    row: &'a Row,
+    idx: usize,
+    name: &str,
+) -> Result<T> {
+    row.try_get(idx)
+        .map_err(|e| StoreError::Corrupt(format!("postgres: column {name}: {e}")))
+}
+
+/// Sorted, without repeats: the order every claim locks rows in.
+fn sorted_shards(shards: &[u16]) -> Vec<i32> {
+    let mut v: Vec<i32> = shards.iter().map(|&s| i32::from(s)).collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+pub(super) async fn heartbeat(
+    store: &PgStore,
+    node: &str,
+    now: i64,
+    ttl_ms: i64,
+) -> Result<Vec<NodeInfo>> {
+    let client = store.client().await?;
+    let beat = client
+        .prepare_cached(BEAT)
+        .await
+        .ctx("preparing heartbeat")?;
+    let live = client
+        .prepare_cached(LIVE_NODES)
+        .await
+        .ctx("preparing live nodes")?;
+    let expires = now.saturating_add(ttl_ms);
+    // Pipelined (`join` polls in order, and a query is sent when first polled):
+    // the beat commits on its own, then the read sees it.
+    let (beat, rows) = join(
+        client.execute(&beat, &[&node, &now, &expires]),
+        client.query(&live, &[&now]),
+    )
+    .await;
+    beat.ctx("recording heartbeat")?;
+    rows.ctx("reading live nodes")?
+        .iter()
+        .map(|row| {
+            Ok(NodeInfo {
+                node_id: get(row, 0, "nodes.node_id")?,
+                expires_at: get(row, 1, "nodes.expires_at")?,
+                started_at: get(row, 2, "nodes.started_at")?,
+            })
+        })
+        .collect()
+}
+
+pub(super) async fn leave(store: &PgStore, node: &str) -> Result<()> {
+    let mut client = store.client().await?;
+    let tx = client.transaction().await.ctx("beginning leave")?;
+    let release = tx
+        .prepare_cached(RELEASE_ALL)
+        .await
+        .ctx("preparing release")?;
+    let forget = tx
+        .prepare_cached(FORGET_NODE)
+        .await
+        .ctx("preparing leave")?;
+    let (released, forgotten) = join(
+        tx.execute(&release, &[&node]),
+        tx.execute(&forget, &[&node]),
+    )
+    .await;
+    released.ctx("releasing shards")?;
+    forgotten.ctx("removing node")?;
+    tx.commit().await.ctx("committing leave")
+}
+
+pub(super) async fn shard_leases(store: &PgStore) -> Result<Vec<ShardLease>> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(ALL_LEASES)
+        .await
+        .ctx("preparing shard leases")?;
+    client
+        .query(&stmt, &[])
+        .await
+        .ctx("reading shard leases")?
+        .iter()
+        .map(read_lease)
+        .collect()
+}
+
+pub(super) async fn acquire_shards(
+    store: &PgStore,
+    node: &str,
+    shards: &[u16],
+    now: i64,
+    lease_ms: i64,
+) -> Result<Vec<ShardLease>> {
+    let shards = sorted_shards(shards);
+    let until = now.saturating_add(lease_ms);
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(ACQUIRE_SHARDS)
+        .await
+        .ctx("preparing acquire")?;
+    let rows = client
+        .query(&stmt, &[&shards, &node, &until, &now])
+        .await
+        .ctx("acquiring shards")?;
+    let mut held = rows.iter().map(read_lease).collect::<Result<Vec<_>>>()?;
+    held.sort_by_key(|l| l.shard);
+    Ok(held)
+}
+
+pub(super) async fn renew_shards(
+    store: &PgStore,
+    node: &str,
+    held: &[Fence],
+    now: i64,
+    lease_ms: i64,
+) -> Result<Vec<ShardLease>> {
+    let until = now.saturating_add(lease_ms);
+    let shards: Vec<i32> = held.iter().map(|f| i32::from(f.shard)).collect();
+    let epochs: Vec<i64> = held.iter().map(|f| f.epoch).collect();
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(RENEW_SHARDS)
+        .await
+        .ctx("preparing renew")?;
+    let rows = client
+        .query(&stmt, &[&shards, &epochs, &node, &until])
+        .await
+        .ctx("renewing shards")?;
+    let mut renewed: HashMap<u16, ShardLease> = HashMap::with_capacity(rows.len());
+    for row in &rows {
+        let lease = read_lease(row)?;
+        renewed.insert(lease.shard, lease);
+    }
+    // In the order asked, once per shard.
+    Ok(held
+        .iter()
+        .filter_map(|f| renewed.remove(&f.shard))
+        .collect())
+}
+
+pub(super) async fn release_shards(store: &PgStore, node: &str, shards: &[u16]) -> Result<()> {
+    let shards = sorted_shards(shards);
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(RELEASE_SHARDS)
+        .await
+        .ctx("preparing release")?;
+    client
+        .execute(&stmt, &[&shards, &node])
+        .await
+        .ctx("releasing shards")?;
+    Ok(())
+}
+
+pub(super) async fn acquire_lease(
+    store: &PgStore,
+    name: &str,
+    holder: &str,
+    now: i64,
+    ttl_ms: i64,
+) -> Result<Option<NamedLease>> {
+    let until = now.saturating_add(ttl_ms);
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(ACQUIRE_NAMED)
+        .await
+        .ctx("preparing lease")?;
+    let row = client
+        .query_opt(&stmt, &[&name, &holder, &until, &now])
+        .await
+        .ctx("acquiring lease")?;
+    let Some(row) = row else { return Ok(None) };
+    let lease = NamedLease {
+        name: get(&row, 0, "named_leases.name")?,
+        holder: get(&row, 1, "named_leases.holder")?,
+        lease_until: get(&row, 2, "named_leases.lease_until")?,
+        epoch: get(&row, 3, "named_leases.epoch")?,
+    };
+    // A lease with no time left (ttl <= 0) is not held.
+    Ok((lease.lease_until > now).then_some(lease))
+}
+
+pub(super) async fn release_lease(store: &PgStore, name: &str, holder: &str) -> Result<()> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(RELEASE_NAMED)
+        .await
+        .ctx("preparing lease release")?;
+    client
+        .execute(&stmt, &[&name, &holder])
+        .await
+        .ctx("releasing lease")?;
+    Ok(())
+}

@@ -1,0 +1,464 @@
+//! PostgreSQL backend: the store several Herald nodes share.
+//!
+//! # Connections
+//!
+//! Queries run on a [`deadpool_postgres`] pool of `tokio-postgres` connections
+//! (16 by default; `?pool_size=N` in the URL changes it), each with its own cache
+//! of prepared statements. [`Store::subscribe`] opens one more, dedicated
+//! connection per subscriber for `LISTEN` (see [`notify`]). Methods must be
+//! called from within a tokio runtime. TLS is not supported (`NoTls`): connect
+//! over a trusted network or a local socket. Of [`StoreOptions`], only
+//! `pg_notify_window_ms` applies; the `sqlite_*` and `read_connections` settings
+//! are ignored.
+//!
+//! # Atomicity and batching
+//!
+//! Every write method is one transaction (or one single statement, which is its
+//! own transaction); an error rolls it back, and a transaction that hits a
+//! deadlock or serialization failure is retried from the start a few times.
+//! Batches are sent as arrays and expanded with `unnest`, so a batch costs a
+//! handful of round trips whatever its size:
+//!
+//! * `apply` splits its ops into runs of inserts and runs of cancels, in order.
+//!   An insert run is one `INSERT ... SELECT FROM unnest(...) ON CONFLICT DO
+//!   NOTHING`, with ids drawn from the sequence in op order; keys that conflicted
+//!   are then read back in one query (`Existing`), and a key repeated within the
+//!   run resolves to its first occurrence in Rust. A cancel run is one
+//!   `UPDATE ... FROM unnest(...)` plus one read of the timers it could not cancel.
+//!   New timers due soon are announced with `pg_notify` in the same transaction,
+//!   so other nodes hear of them exactly when they commit.
+//! * `complete` writes the whole send log with one `INSERT`, reads the fenced
+//!   shards' epochs once with `FOR SHARE` (so no lease can change hands until the
+//!   batch commits), and updates the timers with one guarded `UPDATE` per segment
+//!   of the batch in which no timer repeats (normally one segment); segments are
+//!   pipelined, and each sees the effect of the one before.
+//!
+//! Readers run at `READ COMMITTED`: one statement sees a batch whole or not at all.
+//!
+//! # Concurrency between nodes
+//!
+//! Shard and named leases are claimed with `INSERT ... ON CONFLICT DO UPDATE ...
+//! WHERE <free, expired or mine>`. PostgreSQL locks the conflicting row and
+//! re-checks the condition against its latest committed version, so two nodes
+//! racing for a shard cannot both get it. Shards are claimed in ascending order,
+//! which keeps two concurrent claims from deadlocking.
+//!
+//! If the caller's future is dropped mid-transaction, the transaction is rolled
+//! back before the connection serves anyone else.
+
+mod cluster;
+pub mod notify;
+mod schema;
+mod timers;
+
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use herald_core::{TimerId, TimerState};
+use parking_lot::Mutex;
+use tokio::task::JoinHandle;
+use tokio_postgres::NoTls;
+
+use crate::{
+    Applied, Completion, DeliveryRecord, DueCursor, DueEntry, Fence, NamedLease, NodeInfo, Result,
+    ShardLease, Store, StoreError, StoreOptions, TimerRecord, WriteOp, WriteResult,
+};
+
+/// Connections in the pool unless the URL says `pool_size=N`.
+pub const DEFAULT_POOL_SIZE: usize = 16;
+/// How long a caller waits for a free pooled connection.
+const POOL_WAIT: Duration = Duration::from_secs(30);
+/// How long opening one connection may take (also the default `connect_timeout`).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// A transaction that deadlocks or fails to serialize is tried this many times.
+const ATTEMPTS: usize = 4;
+
+/// Formats a driver error with its context, SQLSTATE and cause.
+pub(crate) fn pg_error(what: &str, e: &tokio_postgres::Error) -> StoreError {
+    if let Some(db) = e.as_db_error() {
+        let mut msg = format!(
+            "postgres: {what}: {} {}: {}",
+            db.severity(),
+            db.code().code(),
+            db.message()
+        );
+        if let Some(detail) = db.detail() {
+            msg.push_str(&format!(" ({detail})"));
+        }
+        return StoreError::Backend(msg);
+    }
+    let mut msg = format!("postgres: {what}: {e}");
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        msg.push_str(&format!(": {s}"));
+        source = s.source();
+    }
+    StoreError::Backend(msg)
+}
+
+/// Whether an error is a deadlock or serialization failure, after which the
+/// whole transaction can simply run again.
+fn retryable(e: &StoreError) -> bool {
+    matches!(e, StoreError::Backend(m) if m.contains(" 40P01: ") || m.contains(" 40001: "))
+}
+
+/// Adds context to a driver error.
+pub(crate) trait Ctx<T> {
+    fn ctx(self, what: &str) -> Result<T>;
+}
+
+impl<T> Ctx<T> for std::result::Result<T, tokio_postgres::Error> {
+    fn ctx(self, what: &str) -> Result<T> {
+        self.map_err(|e| pg_error(what, &e))
+    }
+}
+
+/// The connection settings of a URL, and our own parameters taken out of it.
+#[derive(Debug, Clone)]
+struct Target {
+    config: tokio_postgres::Config,
+    pool_size: usize,
+}
+
+/// Parses `postgres://` / `postgresql://` URLs (and key=value strings) the way
+/// `tokio-postgres` does, after removing Herald's own `pool_size` parameter.
+fn parse_target(url: &str) -> Result<Target> {
+    let bad = |why: String| StoreError::Backend(format!("postgres: invalid store url: {why}"));
+    let (base, query) = match url.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (url, None),
+    };
+    let mut pool_size = DEFAULT_POOL_SIZE;
+    let mut kept = Vec::new();
+    for pair in query.into_iter().flat_map(|q| q.split('&')) {
+        match pair.split_once('=') {
+            Some(("pool_size", v)) => {
+                pool_size =
+                    v.parse::<usize>().ok().filter(|&n| n > 0).ok_or_else(|| {
+                        bad(format!("pool_size={v:?}: expected a positive number"))
+                    })?;
+            }
+            _ if pair.is_empty() => {}
+            _ => kept.push(pair),
+        }
+    }
+    let clean = if kept.is_empty() {
+        base.to_string()
+    } else {
+        format!("{base}?{}", kept.join("&"))
+    };
+    let mut config = tokio_postgres::Config::from_str(&clean).map_err(|e| {
+        // The driver's message is terse; its source says which part is wrong.
+        let cause = std::error::Error::source(&e)
+            .map(|s| format!(": {s}"))
+            .unwrap_or_default();
+        bad(format!("{e}{cause}"))
+    })?;
+    if config.get_application_name().is_none() {
+        config.application_name("herald");
+    }
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(CONNECT_TIMEOUT);
+    }
+    Ok(Target { config, pool_size })
+}
+
+/// A tag unique to one store handle, carried in its notifications so that its
+/// own subscribers can skip what it wrote itself.
+fn new_origin() -> String {
+    use std::hash::BuildHasher;
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    // RandomState is seeded randomly per process.
+    let salt = std::collections::hash_map::RandomState::new().hash_one(n);
+    format!("{:x}.{salt:x}", std::process::id())
+}
+
+/// Unix milliseconds now, by the wall clock (only used for the notify window).
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// The PostgreSQL [`Store`].
+pub struct PgStore {
+    pool: Pool,
+    /// For the dedicated `LISTEN` connections.
+    config: tokio_postgres::Config,
+    notify_window_ms: i64,
+    origin: String,
+    listeners: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("pool", &self.pool.status())
+            .field("origin", &self.origin)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PgStore {
+    /// Connects to the database `url` names (`postgres://user[:password]@host[:port]/db`,
+    /// or `postgresql://`; `?pool_size=N` sets the pool size) and brings its schema
+    /// up to date. Several nodes may open the same database at once.
+    pub async fn open(url: &str, opts: &StoreOptions) -> Result<Self> {
+        let Target { config, pool_size } = parse_target(url)?;
+        let manager = Manager::from_config(
+            config.clone(),
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(pool_size)
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(POOL_WAIT))
+            .create_timeout(Some(CONNECT_TIMEOUT))
+            .recycle_timeout(Some(CONNECT_TIMEOUT))
+            .build()
+            .map_err(|e| StoreError::Backend(format!("postgres: building the pool: {e}")))?;
+        let store = PgStore {
+            pool,
+            config,
+            notify_window_ms: opts.pg_notify_window_ms,
+            origin: new_origin(),
+            listeners: Mutex::new(Vec::new()),
+        };
+        {
+            let mut client = store.client().await?;
+            schema::migrate(&mut client).await?;
+        }
+        tracing::debug!(pool_size, origin = %store.origin, "opened postgres store");
+        Ok(store)
+    }
+
+    /// A pooled connection.
+    async fn client(&self) -> Result<deadpool_postgres::Object> {
+        self.pool.get().await.map_err(|e| match e {
+            deadpool_postgres::PoolError::Backend(e) => pg_error("connecting", &e),
+            other => StoreError::Backend(format!("postgres: getting a connection: {other}")),
+        })
+    }
+
+    /// Runs a transaction body again after a deadlock or serialization failure.
+    async fn retrying<T, F, Fut>(&self, what: &'static str, mut body: F) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T>>,
+    {
+        let mut attempt = 1;
+        loop {
+            match body().await {
+                Err(e) if attempt < ATTEMPTS && retryable(&e) => {
+                    tracing::debug!(what, attempt, error = %e, "retrying postgres transaction");
+                    attempt += 1;
+                    tokio::time::sleep(Duration::from_millis(5 * attempt as u64)).await;
+                }
+                other => return other,
+            }
+        }
+    }
+}
+
+impl Drop for PgStore {
+    fn drop(&mut self) {
+        for handle in self.listeners.get_mut().drain(..) {
+            handle.abort();
+        }
+    }
+}
+
+#[async_trait]
+impl Store for PgStore {
+    async fn init_shards(&self, wanted: u16) -> Result<u16> {
+        self.retrying("init_shards", || timers::init_shards(self, wanted))
+            .await
+    }
+
+    async fn apply(&self, ops: Vec<WriteOp>) -> Result<Vec<WriteResult>> {
+        if ops.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.retrying("apply", || timers::apply(self, &ops)).await
+    }
+
+    async fn get_timer(&self, id: TimerId) -> Result<Option<TimerRecord>> {
+        timers::get_timer(self, id).await
+    }
+
+    async fn load_due(
+        &self,
+        shards: &herald_core::ShardSet,
+        after: Option<DueCursor>,
+        until: i64,
+        limit: usize,
+    ) -> Result<Vec<DueEntry>> {
+        if limit == 0 || shards.is_empty() {
+            return Ok(Vec::new());
+        }
+        let only: Option<Vec<i32>> =
+            (!shards.is_all()).then(|| shards.iter().map(i32::from).collect());
+        timers::load_due(self, only, after, until, limit).await
+    }
+
+    async fn fetch_pending(&self, ids: &[TimerId]) -> Result<Vec<TimerRecord>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        timers::fetch_pending(self, ids).await
+    }
+
+    async fn complete(&self, batch: Vec<Completion>) -> Result<Vec<Applied>> {
+        if batch.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.retrying("complete", || timers::complete(self, &batch))
+            .await
+    }
+
+    async fn deliveries_for(&self, timer_id: TimerId) -> Result<Vec<DeliveryRecord>> {
+        timers::deliveries_for(self, timer_id).await
+    }
+
+    async fn count_by_state(&self) -> Result<Vec<(TimerState, u64)>> {
+        timers::count_by_state(self).await
+    }
+
+    async fn heartbeat(&self, node: &str, now: i64, ttl_ms: i64) -> Result<Vec<NodeInfo>> {
+        cluster::heartbeat(self, node, now, ttl_ms).await
+    }
+
+    async fn leave(&self, node: &str) -> Result<()> {
+        self.retrying("leave", || cluster::leave(self, node)).await
+    }
+
+    async fn shard_leases(&self) -> Result<Vec<ShardLease>> {
+        cluster::shard_leases(self).await
+    }
+
+    async fn acquire_shards(
+        &self,
+        node: &str,
+        shards: &[u16],
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<Vec<ShardLease>> {
+        if shards.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.retrying("acquire_shards", || {
+            cluster::acquire_shards(self, node, shards, now, lease_ms)
+        })
+        .await
+    }
+
+    async fn renew_shards(
+        &self,
+        node: &str,
+        held: &[Fence],
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<Vec<ShardLease>> {
+        if held.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.retrying("renew_shards", || {
+            cluster::renew_shards(self, node, held, now, lease_ms)
+        })
+        .await
+    }
+
+    async fn release_shards(&self, node: &str, shards: &[u16]) -> Result<()> {
+        if shards.is_empty() {
+            return Ok(());
+        }
+        self.retrying("release_shards", || {
+            cluster::release_shards(self, node, shards)
+        })
+        .await
+    }
+
+    async fn acquire_lease(
+        &self,
+        name: &str,
+        holder: &str,
+        now: i64,
+        ttl_ms: i64,
+    ) -> Result<Option<NamedLease>> {
+        self.retrying("acquire_lease", || {
+            cluster::acquire_lease(self, name, holder, now, ttl_ms)
+        })
+        .await
+    }
+
+    async fn release_lease(&self, name: &str, holder: &str) -> Result<()> {
+        cluster::release_lease(self, name, holder).await
+    }
+
+    async fn subscribe(&self) -> Result<Option<tokio::sync::mpsc::Receiver<Vec<DueEntry>>>> {
+        let (rx, handle) = notify::subscribe(self.config.clone(), self.origin.clone()).await?;
+        let mut listeners = self.listeners.lock();
+        listeners.retain(|h| !h.is_finished());
+        listeners.push(handle);
+        Ok(Some(rx))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_parse_with_and_without_our_parameters() {
+        let t = parse_target("postgres://herald@db.example:5433/timers").unwrap();
+        assert_eq!(t.pool_size, DEFAULT_POOL_SIZE);
+        assert_eq!(t.config.get_dbname(), Some("timers"));
+        assert_eq!(t.config.get_user(), Some("herald"));
+        assert_eq!(t.config.get_ports(), &[5433]);
+        assert_eq!(t.config.get_application_name(), Some("herald"));
+        let t = parse_target(
+            "postgresql://u:pw@h/db?application_name=node-a&pool_size=4&connect_timeout=3",
+        )
+        .unwrap();
+        assert_eq!(t.pool_size, 4);
+        assert_eq!(t.config.get_application_name(), Some("node-a"));
+        assert_eq!(
+            t.config.get_connect_timeout(),
+            Some(&Duration::from_secs(3))
+        );
+        assert_eq!(t.config.get_password(), Some(&b"pw"[..]));
+        assert!(parse_target("postgres://h/db?pool_size=0").is_err());
+        assert!(parse_target("postgres://h/db?pool_size=x").is_err());
+        let e = parse_target("postgres://h/db?bogus=1").unwrap_err();
+        assert!(e.to_string().contains("bogus"), "{e}");
+    }
+
+    #[test]
+    fn only_deadlocks_and_serialization_failures_are_retried() {
+        let e = |m: &str| StoreError::Backend(m.to_string());
+        assert!(retryable(&e(
+            "postgres: apply: ERROR 40P01: deadlock detected"
+        )));
+        assert!(retryable(&e(
+            "postgres: apply: ERROR 40001: could not serialize"
+        )));
+        assert!(!retryable(&e(
+            "postgres: apply: ERROR 23505: duplicate key"
+        )));
+        assert!(!retryable(&StoreError::Corrupt("40P01".into())));
+    }
+
+    #[test]
+    fn origins_differ_per_handle() {
+        assert_ne!(new_origin(), new_origin());
+        assert!(!new_origin().contains(['|', ';', ',']));
+    }
+}

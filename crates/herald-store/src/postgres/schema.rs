@@ -1,0 +1,133 @@
+//! The PostgreSQL schema and its migrations.
+
+use crate::{Result, StoreError};
+
+use super::Ctx;
+
+/// Key of the transaction-level advisory lock held while migrating, so nodes
+/// starting together migrate one after the other ("herald" + 1).
+const MIGRATION_LOCK: i64 = 0x6865_7261_6c64_0001;
+
+const MIGRATIONS_TABLE: &str = "CREATE TABLE IF NOT EXISTS herald_migrations (
+    version    INTEGER PRIMARY KEY,
+    applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+)";
+
+/// Schema migrations, applied in order; `herald_migrations` records each one
+/// applied. Append new entries, never edit old ones.
+///
+/// The tables mirror the SQLite schema. State codes are `TimerState::code()`:
+/// 0 pending, 2 done, 3 failed, 4 cancelled, 5 dead. Timer ids come from a
+/// sequence and are never reused (`herald-timer-{id}` is the delivery key of
+/// timers without an idempotency key). Times are unix milliseconds in `BIGINT`.
+/// Shards are `INTEGER` because a `u16` does not fit a `SMALLINT`. Keys, node ids
+/// and lease names use the "C" collation: byte order, as in SQLite, whatever the
+/// database's default collation is, and cheaper comparisons.
+///
+/// `timers_pending_due` carries `shard` and `priority` so that `load_due` can be
+/// answered from the index alone once the table is vacuumed.
+pub(super) const MIGRATIONS: &[&str] = &[
+    // 1: timers, send log, meta, cluster membership, shard and named leases.
+    r#"
+    CREATE TABLE timers (
+        id              BIGSERIAL PRIMARY KEY,
+        shard           INTEGER  NOT NULL,
+        due_at          BIGINT   NOT NULL,
+        priority        SMALLINT NOT NULL,
+        kind            TEXT     NOT NULL,
+        state           SMALLINT NOT NULL,
+        channel         TEXT     NOT NULL,
+        recipient       TEXT     NOT NULL,
+        message         TEXT     NOT NULL,
+        idempotency_key TEXT COLLATE "C",
+        attempts        BIGINT   NOT NULL DEFAULT 0,
+        last_error      TEXT,
+        created_at      BIGINT   NOT NULL,
+        updated_at      BIGINT   NOT NULL,
+        delivered_at    BIGINT
+    );
+    CREATE INDEX timers_pending_due ON timers (due_at, id) INCLUDE (shard, priority)
+        WHERE state = 0;
+    CREATE UNIQUE INDEX timers_idempotency_key ON timers (idempotency_key)
+        WHERE idempotency_key IS NOT NULL;
+    CREATE TABLE deliveries (
+        id              BIGSERIAL PRIMARY KEY,
+        timer_id        BIGINT NOT NULL,
+        attempt         BIGINT NOT NULL,
+        channel         TEXT   NOT NULL,
+        outcome         TEXT   NOT NULL,
+        idempotency_key TEXT   NOT NULL,
+        provider_msgid  TEXT,
+        status          BIGINT,
+        error           TEXT,
+        started_at      BIGINT NOT NULL,
+        finished_at     BIGINT NOT NULL
+    );
+    CREATE INDEX deliveries_timer ON deliveries (timer_id, id);
+    CREATE TABLE meta (
+        key   TEXT COLLATE "C" PRIMARY KEY,
+        value TEXT NOT NULL
+    );
+    CREATE TABLE nodes (
+        node_id    TEXT COLLATE "C" PRIMARY KEY,
+        started_at BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL
+    );
+    CREATE TABLE shard_leases (
+        shard       INTEGER PRIMARY KEY,
+        owner       TEXT COLLATE "C",
+        lease_until BIGINT NOT NULL,
+        epoch       BIGINT NOT NULL
+    );
+    CREATE TABLE named_leases (
+        name        TEXT COLLATE "C" PRIMARY KEY,
+        holder      TEXT COLLATE "C" NOT NULL,
+        lease_until BIGINT NOT NULL,
+        epoch       BIGINT NOT NULL
+    );
+    "#,
+];
+
+/// Applies the migrations this database has not seen yet, in one transaction,
+/// under an advisory lock so concurrent openers take turns.
+pub(super) async fn migrate(client: &mut deadpool_postgres::Object) -> Result<()> {
+    let tx = client.transaction().await.ctx("beginning migration")?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .await
+        .ctx("taking the migration lock")?;
+    tx.batch_execute(MIGRATIONS_TABLE)
+        .await
+        .ctx("creating herald_migrations")?;
+    let current: i32 = tx
+        .query_one(
+            "SELECT COALESCE(max(version), 0) FROM herald_migrations",
+            &[],
+        )
+        .await
+        .ctx("reading the schema version")?
+        .try_get(0)
+        .ctx("reading the schema version")?;
+    let known = MIGRATIONS.len();
+    let current = usize::try_from(current)
+        .map_err(|_| StoreError::Corrupt(format!("postgres: schema version {current}")))?;
+    if current > known {
+        return Err(StoreError::Backend(format!(
+            "postgres: database schema version {current} is newer than this build knows ({known})"
+        )));
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(current) {
+        let version = i32::try_from(i + 1)
+            .map_err(|_| StoreError::Backend("postgres: too many migrations".into()))?;
+        tx.batch_execute(sql)
+            .await
+            .ctx(&format!("applying migration {version}"))?;
+        tx.execute(
+            "INSERT INTO herald_migrations (version) VALUES ($1)",
+            &[&version],
+        )
+        .await
+        .ctx("recording the migration")?;
+        tracing::info!(version, "applied postgres migration");
+    }
+    tx.commit().await.ctx("committing migration")
+}

@@ -1,0 +1,433 @@
+//! PostgreSQL-specific behaviour beyond the conformance suite: migrations under
+//! concurrency, notifications between handles, large batches, URL routing.
+//! Skipped with a notice where PostgreSQL is not installed (unless
+//! `HERALD_REQUIRE_PG=1`).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use herald_core::TimerState;
+use herald_pgtemp::{PgTemp, TempDatabase};
+use herald_store::conformance::fixtures::{completion, created, inserts, keyed, timer};
+use herald_store::postgres::PgStore;
+use herald_store::{
+    Applied, CompletionOutcome, DueEntry, Fence, NewTimer, Store, StoreError, StoreOptions,
+    WriteOp, WriteResult,
+};
+use tokio::sync::mpsc::Receiver;
+
+fn cluster() -> Option<&'static PgTemp> {
+    PgTemp::shared().expect("start the throwaway PostgreSQL cluster")
+}
+
+fn fresh_db(prefix: &str) -> Option<TempDatabase> {
+    Some(cluster()?.fresh_database(prefix).expect("create database"))
+}
+
+async fn open(db: &TempDatabase) -> PgStore {
+    PgStore::open(db.url(), &StoreOptions::default())
+        .await
+        .expect("open postgres store")
+}
+
+async fn sql(db: &TempDatabase) -> tokio_postgres::Client {
+    let (client, conn) = tokio_postgres::connect(db.url(), tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(conn);
+    client
+}
+
+/// Unix ms now: timers due soon fall inside the default notify window.
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+/// Receives until `n` entries arrived (or panics after a while).
+async fn receive(rx: &mut Receiver<Vec<DueEntry>>, n: usize) -> Vec<DueEntry> {
+    let mut got = Vec::new();
+    while got.len() < n {
+        let batch = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .unwrap_or_else(|_| panic!("only {} of {n} notified entries arrived", got.len()))
+            .expect("subscription ended");
+        got.extend(batch);
+    }
+    got
+}
+
+/// Nothing more arrives for a moment.
+async fn quiet(rx: &mut Receiver<Vec<DueEntry>>) {
+    if let Ok(Some(extra)) = tokio::time::timeout(Duration::from_millis(300), rx.recv()).await {
+        panic!("unexpected notification: {extra:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrations_are_idempotent_and_safe_concurrently() {
+    let Some(db) = fresh_db("migrate") else {
+        return;
+    };
+    // Several nodes starting together on an empty database.
+    let url = db.url().to_string();
+    let opens = (0..4).map(|_| {
+        let url = url.clone();
+        tokio::spawn(async move { PgStore::open(&url, &StoreOptions::default()).await })
+    });
+    let mut stores = Vec::new();
+    for h in opens {
+        stores.push(h.await.unwrap().expect("concurrent open"));
+    }
+    // And again, on a migrated database.
+    stores.push(open(&db).await);
+    let c = sql(&db).await;
+    let versions: Vec<i32> = c
+        .query(
+            "SELECT version FROM herald_migrations ORDER BY version",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(versions, vec![1]);
+    // Every handle works on the one schema.
+    let r = stores[0].apply(inserts([timer(5)])).await.unwrap();
+    let id = created(&r[0]).id;
+    assert_eq!(stores[4].get_timer(id).await.unwrap().unwrap().id, id);
+    // A newer schema than this build knows is refused.
+    c.execute("INSERT INTO herald_migrations (version) VALUES (999)", &[])
+        .await
+        .unwrap();
+    let err = PgStore::open(db.url(), &StoreOptions::default())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("newer"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notifications_reach_other_handles_only() {
+    let Some(db) = fresh_db("notify") else {
+        return;
+    };
+    let (a, b) = (open(&db).await, open(&db).await);
+    let mut from_a = a.subscribe().await.unwrap().expect("postgres subscribes");
+    let mut from_b = b.subscribe().await.unwrap().expect("postgres subscribes");
+    let soon = now_ms() + 1_000;
+    let mut t = timer(soon);
+    t.priority = 9;
+    t.shard = 300;
+    let rec = created(&b.apply(inserts([t])).await.unwrap()[0]);
+    let got = receive(&mut from_a, 1).await;
+    assert_eq!(
+        got,
+        vec![DueEntry {
+            id: rec.id,
+            due_at: soon,
+            shard: 300,
+            priority: 9
+        }]
+    );
+    // b wrote it: b's own subscriber is not told.
+    quiet(&mut from_b).await;
+
+    // A duplicate key, a cancel and a far-future timer announce nothing; the
+    // batch's one new near timer is announced.
+    let far = timer(now_ms() + 3_600_000);
+    let near = timer(now_ms() + 500);
+    let r = b
+        .apply(vec![
+            WriteOp::InsertTimer(keyed(soon, "k")),
+            WriteOp::InsertTimer(far),
+            WriteOp::CancelTimer { id: rec.id, at: 1 },
+            WriteOp::InsertTimer(near),
+            WriteOp::InsertTimer(keyed(soon, "k")),
+        ])
+        .await
+        .unwrap();
+    let keyed_id = created(&r[0]).id;
+    let near_id = created(&r[3]).id;
+    assert_eq!(r[4], WriteResult::Existing(created(&r[0])));
+    let mut ids: Vec<i64> = receive(&mut from_a, 2).await.iter().map(|e| e.id).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, vec![keyed_id, near_id]);
+    quiet(&mut from_a).await;
+
+    // A rolled-back batch announces nothing: a cancel that fails the transaction
+    // is not possible through the API, so use a batch that errors on a bad row.
+    let mut bad = timer(soon);
+    bad.message = "\0".into(); // PostgreSQL text cannot hold NUL
+    let err = b.apply(inserts([timer(soon), bad])).await;
+    assert!(err.is_err());
+    quiet(&mut from_a).await;
+    assert_eq!(
+        b.count_by_state().await.unwrap(),
+        vec![(TimerState::Pending, 3), (TimerState::Cancelled, 1)]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_big_batch_is_announced_in_several_notifications() {
+    let Some(db) = fresh_db("notify_big") else {
+        return;
+    };
+    let (a, b) = (open(&db).await, open(&db).await);
+    let mut rx = a.subscribe().await.unwrap().unwrap();
+    let base = now_ms();
+    let timers: Vec<NewTimer> = (0..5_000).map(|i| timer(base + i)).collect();
+    let r = b.apply(inserts(timers)).await.unwrap();
+    let expected: Vec<DueEntry> = r
+        .iter()
+        .map(|r| {
+            let t = created(r);
+            DueEntry {
+                id: t.id,
+                due_at: t.due_at,
+                shard: t.shard,
+                priority: t.priority,
+            }
+        })
+        .collect();
+    let mut got = Vec::new();
+    let mut notifications = 0;
+    while got.len() < expected.len() {
+        let batch = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .expect("notifications arrive")
+            .unwrap();
+        notifications += 1;
+        got.extend(batch);
+    }
+    assert!(notifications > 1, "5,000 entries fit one payload?");
+    assert_eq!(got, expected, "every entry once, in op order");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_survives_a_dropped_connection() {
+    let Some(db) = fresh_db("relisten") else {
+        return;
+    };
+    let (a, b) = (open(&db).await, open(&db).await);
+    let mut rx = a.subscribe().await.unwrap().unwrap();
+    let c = sql(&db).await;
+    let killed: i64 = c
+        .query_one(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+             WHERE datname = current_database() AND query = 'LISTEN herald_timers'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(killed, 1);
+    // Keep writing until the listener is back (it reconnects with backoff). The
+    // same receiver first hears of the gap (an empty batch: what was sent while
+    // it was away is lost), then gets the timers.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    let mut told_of_gap = false;
+    loop {
+        let rec = created(&b.apply(inserts([timer(now_ms())])).await.unwrap()[0]);
+        match tokio::time::timeout(Duration::from_millis(200), rx.recv()).await {
+            Ok(Some(entries)) if entries.is_empty() => told_of_gap = true,
+            Ok(Some(entries)) => {
+                assert!(told_of_gap, "timers arrived before the gap was reported");
+                if entries.iter().any(|e| e.id == rec.id) {
+                    break;
+                }
+            }
+            Ok(None) => panic!("subscription ended"),
+            Err(_) => assert!(tokio::time::Instant::now() < deadline, "never re-listened"),
+        }
+    }
+    // Dropping the store ends its listener.
+    drop(a);
+    let gone = tokio::time::timeout(Duration::from_secs(5), async {
+        while rx.recv().await.is_some() {}
+    })
+    .await;
+    assert!(gone.is_ok(), "listener outlived its store");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_inserts_in_one_batch_come_back_in_order() {
+    let Some(db) = fresh_db("big_apply") else {
+        return;
+    };
+    let store = open(&db).await;
+    let pre = created(&store.apply(inserts([keyed(7, "key-17")])).await.unwrap()[0]);
+    let timers: Vec<NewTimer> = (0..10_000i64)
+        .map(|i| {
+            // Every third keyed, over 3,000 keys: some repeat within the batch,
+            // and one was taken by an earlier batch.
+            if i % 3 == 0 {
+                let mut t = keyed(i, &format!("key-{}", (i / 3) % 3_000));
+                t.recipient = format!("r{i}");
+                t
+            } else {
+                let mut t = timer(i);
+                t.recipient = format!("r{i}");
+                t
+            }
+        })
+        .collect();
+    let results = store.apply(inserts(timers.clone())).await.unwrap();
+    assert_eq!(results.len(), timers.len());
+    let mut last_id = pre.id;
+    let mut first_of_key = std::collections::HashMap::new();
+    for (i, (r, t)) in results.iter().zip(&timers).enumerate() {
+        match r {
+            WriteResult::Created(rec) => {
+                assert_eq!(rec, &t.clone().into_record(rec.id), "op {i}");
+                assert!(rec.id > last_id, "ids follow op order at {i}");
+                last_id = rec.id;
+                if let Some(k) = &t.idempotency_key {
+                    first_of_key.insert(k.clone(), rec.clone());
+                }
+            }
+            WriteResult::Existing(rec) => {
+                let k = t.idempotency_key.clone().expect("only keyed timers exist");
+                if k == "key-17" && !first_of_key.contains_key(&k) {
+                    assert_eq!(rec, &pre);
+                    first_of_key.insert(k, pre.clone());
+                } else {
+                    assert_eq!(Some(rec), first_of_key.get(&k), "op {i}");
+                }
+            }
+            other => panic!("op {i}: {other:?}"),
+        }
+    }
+    // 3,334 keyed ops over 3,000 keys; one key existed before.
+    let created_n = results
+        .iter()
+        .filter(|r| matches!(r, WriteResult::Created(_)))
+        .count();
+    assert_eq!(created_n, 10_000 - 3_334 + 2_999);
+    let counts = store.count_by_state().await.unwrap();
+    assert_eq!(counts, vec![(TimerState::Pending, created_n as u64 + 1)]);
+
+    // A big completion batch with fences, some stale.
+    store
+        .acquire_shards("n", &(0..16).collect::<Vec<_>>(), 0, 1_000_000)
+        .await
+        .unwrap();
+    let recs: Vec<_> = results
+        .iter()
+        .filter_map(|r| match r {
+            WriteResult::Created(t) => Some(t.clone()),
+            _ => None,
+        })
+        .take(2_000)
+        .collect();
+    let batch: Vec<_> = recs
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let mut c = completion(t, 1, CompletionOutcome::Done, 50);
+            c.fence = Some(Fence {
+                shard: t.shard,
+                epoch: if i % 10 == 0 { 7 } else { 1 },
+            });
+            c
+        })
+        .collect();
+    let applied = store.complete(batch).await.unwrap();
+    for (i, a) in applied.iter().enumerate() {
+        let want = if i % 10 == 0 {
+            Applied::Fenced
+        } else {
+            Applied::Yes
+        };
+        assert_eq!(*a, want, "completion {i}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_handles_race_for_all_shards() {
+    let Some(db) = fresh_db("race") else {
+        return;
+    };
+    let mut stores = Vec::new();
+    for _ in 0..4 {
+        stores.push(Arc::new(open(&db).await));
+    }
+    let shards: Vec<u16> = (0..256).collect();
+    let mut before: std::collections::HashMap<u16, (String, i64)> = Default::default();
+    for round in 0..3i64 {
+        let now = round * 100_000;
+        let tasks: Vec<_> = stores
+            .iter()
+            .enumerate()
+            .map(|(n, s)| {
+                let (s, mut mine) = (s.clone(), shards.clone());
+                // Each asks in a different order: the store sorts.
+                if n % 2 == 1 {
+                    mine.reverse();
+                }
+                tokio::spawn(async move {
+                    s.acquire_shards(&format!("node-{n}"), &mine, now, 50_000)
+                        .await
+                })
+            })
+            .collect();
+        let mut seen = HashSet::new();
+        for t in tasks {
+            for lease in t.await.unwrap().unwrap() {
+                assert!(seen.insert(lease.shard), "shard {} twice", lease.shard);
+                let owner = lease.owner.clone().unwrap();
+                // The epoch grows only when the shard changes hands.
+                let epoch = match before.get(&lease.shard) {
+                    None => 1,
+                    Some((o, e)) if *o == owner => *e,
+                    Some((_, e)) => e + 1,
+                };
+                assert_eq!(lease.epoch, epoch, "shard {} round {round}", lease.shard);
+                before.insert(lease.shard, (owner, lease.epoch));
+            }
+        }
+        assert_eq!(seen.len(), 256, "round {round}");
+    }
+    // Claims lock rows in shard order, whatever order they were asked in.
+    let deadlocks: i64 = sql(&db)
+        .await
+        .query_one(
+            "SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(deadlocks, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_routes_postgres_urls() {
+    let Some(db) = fresh_db("route") else {
+        return;
+    };
+    let store = herald_store::open(db.url(), &StoreOptions::default())
+        .await
+        .expect("postgres://");
+    let id = created(&store.apply(inserts([timer(1)])).await.unwrap()[0]).id;
+    let alt = db.url().replacen("postgres://", "postgresql://", 1) + "?pool_size=2";
+    let other = herald_store::open(&alt, &StoreOptions::default())
+        .await
+        .expect("postgresql://");
+    assert_eq!(other.get_timer(id).await.unwrap().unwrap().id, id);
+    // No database of that name: a backend error naming the cause.
+    let missing = db.url().rsplit_once('/').unwrap().0.to_string() + "/no_such_db";
+    match herald_store::open(&missing, &StoreOptions::default()).await {
+        Err(StoreError::Backend(m)) => assert!(m.contains("no_such_db"), "{m}"),
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("opened a missing database"),
+    }
+    match herald_store::open("mysql://x/y", &StoreOptions::default()).await {
+        Err(e @ StoreError::UnsupportedUrl(_)) => assert!(e.to_string().contains("postgres://")),
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("opened mysql"),
+    }
+}

@@ -1,0 +1,215 @@
+//! Cluster tests: several real `herald serve` processes on one throwaway
+//! PostgreSQL, a mock sink, `kill -9`, graceful restarts and SIGSTOP.
+//!
+//! Without `initdb`/`postgres` these skip with a loud message, unless
+//! `HERALD_REQUIRE_PG=1`, where they fail.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::Value;
+
+/// Short leases so the tests run in seconds; the defaults are 6 s / 2 s.
+const LEASE_MS: u64 = 3_000;
+const HEARTBEAT_MS: u64 = 500;
+const MAX_INFLIGHT: u64 = 2_000;
+
+fn pg_database(prefix: &str) -> Option<(herald_pgtemp::TempDatabase, String)> {
+    let pg = match herald_pgtemp::PgTemp::shared() {
+        Ok(Some(pg)) => pg,
+        Ok(None) => return None,
+        Err(e) => panic!("PostgreSQL is required here but did not start: {e}"),
+    };
+    let db = pg.fresh_database(prefix).expect("create database");
+    let url = db.url().to_string();
+    Some((db, url))
+}
+
+async fn start_node(store: &str, id: &str, hook: &str) -> Server {
+    let extra = Server::webhook_config(
+        hook,
+        "concurrency = 64",
+        &format!(
+            "node_id = \"{id}\"\n[engine]\nlease_ms = {LEASE_MS}\nheartbeat_ms = {HEARTBEAT_MS}\nlease_guard_ms = 500\n\
+             max_inflight = {MAX_INFLIGHT}\nload_interval_ms = 200\nrescan_interval_ms = 5000\nstats_interval_ms = 0"
+        ),
+    );
+    Server::start_on(store, tempfile::tempdir().unwrap(), &extra).await
+}
+
+async fn cluster_view(node: &Server) -> Value {
+    node.get("/v1/cluster").await.1
+}
+
+/// Waits until the live nodes own every shard between them, each near its fair share.
+async fn wait_balanced(node: &Server, ids: &[&str]) {
+    let fair = 256usize.div_ceil(ids.len());
+    wait_for("a balanced cluster", Duration::from_secs(60), || async {
+        let v = cluster_view(node).await;
+        let owners = v["owners"].as_object().cloned().unwrap_or_default();
+        v["unowned"] == 0
+            && owners.len() == ids.len()
+            && ids.iter().all(|id| {
+                owners
+                    .get(*id)
+                    .and_then(|n| n.as_u64())
+                    .is_some_and(|n| n as usize + 3 >= fair)
+            })
+    })
+    .await;
+}
+
+async fn delivered(mock: &Mock) -> u64 {
+    mock.stats().await["unique_delivered"].as_u64().unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_node_loses_nothing_and_its_shards_move_within_the_lease() {
+    let Some((_db, store)) = pg_database("death") else {
+        return;
+    };
+    let mock = Mock::start(&[]).await;
+    let a = start_node(&store, "node-a", &mock.hook()).await;
+    let mut b = start_node(&store, "node-b", &mock.hook()).await;
+    let c = start_node(&store, "node-c", &mock.hook()).await;
+    wait_balanced(&a, &["node-a", "node-b", "node-c"]).await;
+
+    let n = 100_000;
+    a.schedule_spread(n, now_ms() + 3_000, 20_000, "t").await;
+    wait_for("firing under way", Duration::from_secs(60), || async {
+        delivered(&mock).await >= 30_000
+    })
+    .await;
+    b.kill9().await;
+    let killed = Instant::now();
+    // The survivors take b's shards once its leases run out.
+    wait_for("b's shards taken over", Duration::from_secs(30), || async {
+        let v = cluster_view(&a).await;
+        v["unowned"] == 0 && v["owners"].get("node-b").is_none()
+    })
+    .await;
+    let takeover = killed.elapsed();
+    wait_for(
+        "every timer at the sink",
+        Duration::from_secs(120),
+        || async { delivered(&mock).await == n as u64 },
+    )
+    .await;
+    let stats = mock.stats().await;
+    let dups = stats["duplicates"].as_u64().unwrap();
+    eprintln!(
+        "node death: shards moved {takeover:?} after the kill; duplicates {dups} (bound {MAX_INFLIGHT})"
+    );
+    assert!(
+        takeover <= Duration::from_millis(LEASE_MS + 2 * HEARTBEAT_MS + 2_000),
+        "takeover took {takeover:?}"
+    );
+    assert!(
+        dups <= MAX_INFLIGHT,
+        "{dups} duplicates, more than node b could have had in flight"
+    );
+    wait_for("every timer done", Duration::from_secs(30), || async {
+        a.get("/v1/stats").await.1["timers"]["done"].as_u64() == Some(n as u64)
+    })
+    .await;
+    drop(c);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rolling_restart_loses_no_timer() {
+    let Some((_db, store)) = pg_database("rolling") else {
+        return;
+    };
+    let mock = Mock::start(&[]).await;
+    let ids = ["node-a", "node-b", "node-c"];
+    let mut nodes = Vec::new();
+    for id in ids {
+        nodes.push(start_node(&store, id, &mock.hook()).await);
+    }
+    wait_balanced(&nodes[0], &ids).await;
+    let n = 30_000;
+    nodes[0]
+        .schedule_spread(n, now_ms() + 2_000, 15_000, "r")
+        .await;
+    // Restart every node in turn while the timers fire.
+    for node in nodes.iter_mut() {
+        tokio::time::sleep(Duration::from_millis(1_500)).await;
+        node.terminate().await;
+        node.restart().await;
+    }
+    wait_for(
+        "every timer at the sink",
+        Duration::from_secs(120),
+        || async { delivered(&mock).await == n as u64 },
+    )
+    .await;
+    wait_for("every timer done", Duration::from_secs(30), || async {
+        nodes[0].get("/v1/stats").await.1["timers"]["done"].as_u64() == Some(n as u64)
+    })
+    .await;
+    let dups = mock.stats().await["duplicates"].as_u64().unwrap();
+    eprintln!("rolling restart: {n} delivered, {dups} duplicates");
+    // Graceful stops drain what is in flight before handing shards over.
+    assert!(dups <= 64, "{dups} duplicates after graceful restarts");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_paused_past_its_lease_fires_nothing_for_lost_shards() {
+    let Some((_db, store)) = pg_database("fence") else {
+        return;
+    };
+    let mock = Mock::start(&[]).await;
+    let a = start_node(&store, "node-a", &mock.hook()).await;
+    let b = start_node(&store, "node-b", &mock.hook()).await;
+    wait_balanced(&a, &["node-a", "node-b"]).await;
+    // Timers in every shard, due from 3 s out: b wheels its share, but none is
+    // due yet when it stops, so it has nothing in flight.
+    let n = 6_000;
+    let start = now_ms() + 3_000;
+    a.schedule_spread(n, start, 9_000, "f").await;
+    let wait_until =
+        |t: i64| tokio::time::sleep(Duration::from_millis((t - now_ms()).max(0) as u64));
+    wait_until(start - 800).await;
+    assert_eq!(delivered(&mock).await, 0);
+    // b stops, and stays stopped past its lease while its timers fall due.
+    b.signal("STOP");
+    let paused = Instant::now();
+    wait_for("a takes b's shards", Duration::from_secs(30), || async {
+        let v = cluster_view(&a).await;
+        v["owners"].get("node-b").is_none() && v["unowned"] == 0
+    })
+    .await;
+    let keys_before = delivered(&mock).await;
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    eprintln!(
+        "fencing: b paused for {:?}; {keys_before} delivered before it resumes",
+        paused.elapsed()
+    );
+    b.signal("CONT");
+    wait_for(
+        "every timer at the sink",
+        Duration::from_secs(60),
+        || async { delivered(&mock).await == n as u64 },
+    )
+    .await;
+    // Give b time to act on anything stale it still held.
+    tokio::time::sleep(Duration::from_millis(3_000)).await;
+    let stats = mock.stats().await;
+    let dups = stats["duplicates"].as_u64().unwrap();
+    let fenced = metric(&b.metrics().await, "herald_fenced_total");
+    eprintln!("fencing: duplicates {dups}; node b fenced {fenced} sends or outcomes");
+    // b had nothing in flight when it stopped, so any duplicate would be b
+    // firing, after it resumed, a timer of a shard it had lost.
+    assert_eq!(dups, 0, "the resumed node fired timers of shards it lost");
+    let v = cluster_view(&a).await;
+    assert_eq!(v["unowned"], 0);
+}
+
+fn metric(text: &str, name: &str) -> f64 {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+        .unwrap_or(0.0)
+}
