@@ -5,6 +5,7 @@
 //! driven by tests without sleeping.
 
 pub mod clock;
+pub mod reminder;
 pub mod retry;
 pub mod shard;
 pub mod shardset;
@@ -13,6 +14,7 @@ pub mod timer;
 pub mod wheel;
 
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use reminder::{ChannelType, Slot};
 pub use retry::RetryPolicy;
 pub use shard::shard_for;
 pub use shardset::ShardSet;

@@ -16,17 +16,22 @@ pub const DEFAULT_PRIORITY: Priority = 5;
 pub enum TimerKind {
     /// A one-shot timer created through `POST /v1/timers`.
     Timer,
+    /// One set bit of a reminder subscription: "remind user U, N minutes
+    /// before subject S starts, on channel type T".
+    Reminder,
 }
 
 impl TimerKind {
     pub fn as_str(self) -> &'static str {
         match self {
             TimerKind::Timer => "timer",
+            TimerKind::Reminder => "reminder",
         }
     }
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "timer" => Some(TimerKind::Timer),
+            "reminder" => Some(TimerKind::Reminder),
             _ => None,
         }
     }

@@ -85,6 +85,18 @@ pub trait Store: Send + Sync + 'static {
     /// The send log of one timer, oldest attempt first.
     async fn deliveries_for(&self, timer_id: TimerId) -> Result<Vec<DeliveryRecord>>;
 
+    /// The subjects among `ids` that exist (any order).
+    async fn get_subjects(&self, ids: &[String]) -> Result<Vec<SubjectRecord>>;
+
+    /// Every reminder bit `user_id` holds, with its timer, ordered by subject
+    /// then bit. At most `limit` rows.
+    async fn user_reminders(&self, user_id: &str, limit: usize) -> Result<Vec<ReminderTimer>>;
+
+    /// The pending reminder timers each probe asks for (a user's, on one
+    /// channel, due within a range), all probes' together, without duplicates.
+    /// Uses an index on the user: never a scan of the subject or the due range.
+    async fn pending_reminders(&self, probes: &[MergeProbe]) -> Result<Vec<TimerRecord>>;
+
     /// Number of timers in each state (states with none are left out).
     async fn count_by_state(&self) -> Result<Vec<(herald_core::TimerState, u64)>>;
 

@@ -118,6 +118,83 @@ pub enum WriteOp {
         id: TimerId,
         at: i64,
     },
+    /// Create a subject, or change it. A new `start_at` moves every pending
+    /// reminder timer of the subject by the same amount, in this transaction.
+    PutSubject(PutSubject),
+    /// Delete a subject: its pending reminder timers are cancelled and its
+    /// subscriptions removed.
+    DeleteSubject {
+        subject_id: String,
+        at: i64,
+    },
+    /// Set one bit of a (user, subject) subscription and create its timer.
+    AddReminder(NewReminder),
+    /// Clear the bits of `mask` in a (user, subject) subscription and cancel
+    /// their pending timers. A subscription left with no bits is removed.
+    CancelReminders {
+        user_id: String,
+        subject_id: String,
+        mask: u64,
+        at: i64,
+    },
+}
+
+/// A subject as the API gives it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PutSubject {
+    pub subject_id: String,
+    /// Unix ms when the subject starts (the coupon opens).
+    pub start_at: i64,
+    pub title: Option<String>,
+    /// A JSON object, as text.
+    pub data: Option<String>,
+    pub at: i64,
+}
+
+/// A stored subject.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubjectRecord {
+    pub subject_id: String,
+    pub start_at: i64,
+    pub title: Option<String>,
+    /// A JSON object, as text.
+    pub data: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// One reminder to add: a bit of the (user, subject) bitmap and its timer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewReminder {
+    pub user_id: String,
+    pub subject_id: String,
+    /// The bitmap bit (`herald_core::reminder::Slot::bit`), 0..60.
+    pub bit: u8,
+    /// How long before the subject's start it fires.
+    pub lead_ms: i64,
+    /// The timer to create. The store sets its `due_at` to the subject's
+    /// `start_at - lead_ms`, read in the same transaction.
+    pub timer: NewTimer,
+    /// A fire time at or before this is refused as [`WriteResult::TooLate`].
+    pub not_before: i64,
+}
+
+/// A reminder timer with its place in a subscription.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReminderTimer {
+    pub subject_id: String,
+    pub bit: u8,
+    pub timer: TimerRecord,
+}
+
+/// "Pending reminders of `user_id` on `channel`, due in `[from, until]`":
+/// the candidates to merge into one delivery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MergeProbe {
+    pub user_id: String,
+    pub channel: String,
+    pub from: i64,
+    pub until: i64,
 }
 
 /// The result of one [`WriteOp`].
@@ -133,6 +210,49 @@ pub enum WriteResult {
     NotFound,
     /// The timer is no longer pending; it is returned as it is.
     NotCancellable(TimerRecord),
+    /// A subject was created (`created`) or updated; `moved` lists its pending
+    /// reminder timers at their new due times (empty unless `start_at` changed).
+    SubjectPut {
+        subject: SubjectRecord,
+        created: bool,
+        moved: Vec<DueEntry>,
+    },
+    /// A subject was deleted, with the ids of the pending timers cancelled.
+    SubjectDeleted {
+        subject: SubjectRecord,
+        cancelled: Vec<TimerId>,
+    },
+    /// The reminder's subject does not exist.
+    SubjectNotFound,
+    /// The bit is already set: nothing was written. `bits` is the subscription.
+    ReminderExists { bits: u64 },
+    /// The reminder would fire at `fire_at`, not after `not_before`: refused.
+    TooLate { fire_at: i64 },
+    /// Bits were cleared (`cleared`, possibly 0 when none of the mask was set);
+    /// `remaining` is what the subscription holds now; `cancelled` the timers
+    /// that were still pending.
+    RemindersCancelled {
+        cleared: u64,
+        remaining: u64,
+        cancelled: Vec<TimerId>,
+    },
+}
+
+impl WriteResult {
+    /// Timers this result put on the schedule: created, or moved to a new due
+    /// time. The engine wheels them; shared stores announce them to other nodes.
+    pub fn scheduled(&self) -> Vec<DueEntry> {
+        match self {
+            WriteResult::Created(t) => vec![DueEntry {
+                id: t.id,
+                due_at: t.due_at,
+                shard: t.shard,
+                priority: t.priority,
+            }],
+            WriteResult::SubjectPut { moved, .. } => moved.clone(),
+            _ => Vec::new(),
+        }
+    }
 }
 
 /// Position in the `(due_at, id)` order of pending timers, for keyset paging.

@@ -278,6 +278,27 @@ impl Drop for PgStore {
 
 #[async_trait]
 impl Store for PgStore {
+    async fn get_subjects(&self, _ids: &[String]) -> Result<Vec<crate::SubjectRecord>> {
+        Err(StoreError::Backend(
+            "TODO(reminders): not implemented".into(),
+        ))
+    }
+
+    async fn user_reminders(
+        &self,
+        _user_id: &str,
+        _limit: usize,
+    ) -> Result<Vec<crate::ReminderTimer>> {
+        Err(StoreError::Backend(
+            "TODO(reminders): not implemented".into(),
+        ))
+    }
+
+    async fn pending_reminders(&self, _probes: &[crate::MergeProbe]) -> Result<Vec<TimerRecord>> {
+        Err(StoreError::Backend(
+            "TODO(reminders): not implemented".into(),
+        ))
+    }
     async fn init_shards(&self, wanted: u16) -> Result<u16> {
         self.retrying("init_shards", || timers::init_shards(self, wanted))
             .await

@@ -241,6 +241,8 @@ fn runs(ops: &[WriteOp]) -> Vec<Run<'_>> {
             (WriteOp::InsertTimer(t), _) => out.push(Run::Insert(vec![t])),
             (WriteOp::CancelTimer { id, at }, Some(Run::Cancel(v))) => v.push((*id, *at)),
             (WriteOp::CancelTimer { id, at }, _) => out.push(Run::Cancel(vec![(*id, *at)])),
+            // TODO(reminders): subject and reminder ops.
+            _ => {}
         }
     }
     out
@@ -252,7 +254,7 @@ fn record_of(result: &WriteResult) -> Option<&TimerRecord> {
         | WriteResult::Existing(r)
         | WriteResult::Cancelled(r)
         | WriteResult::NotCancellable(r) => Some(r),
-        WriteResult::NotFound => None,
+        _ => None,
     }
 }
 

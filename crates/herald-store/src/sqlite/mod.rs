@@ -725,6 +725,11 @@ fn apply_ops(conn: &mut Connection, ops: Vec<WriteOp>) -> Result<Vec<WriteResult
                     }
                 }
                 WriteOp::CancelTimer { id, at } => cancel_timer(&tx, id, at)?,
+                _ => {
+                    return Err(StoreError::Backend(
+                        "TODO(reminders): not implemented".into(),
+                    ));
+                }
             };
             results.push(result);
         }
@@ -997,6 +1002,27 @@ fn init_shard_count(conn: &mut Connection, wanted: u16) -> Result<u16> {
 
 #[async_trait]
 impl Store for SqliteStore {
+    async fn get_subjects(&self, _ids: &[String]) -> Result<Vec<crate::SubjectRecord>> {
+        Err(StoreError::Backend(
+            "TODO(reminders): not implemented".into(),
+        ))
+    }
+
+    async fn user_reminders(
+        &self,
+        _user_id: &str,
+        _limit: usize,
+    ) -> Result<Vec<crate::ReminderTimer>> {
+        Err(StoreError::Backend(
+            "TODO(reminders): not implemented".into(),
+        ))
+    }
+
+    async fn pending_reminders(&self, _probes: &[crate::MergeProbe]) -> Result<Vec<TimerRecord>> {
+        Err(StoreError::Backend(
+            "TODO(reminders): not implemented".into(),
+        ))
+    }
     async fn init_shards(&self, wanted: u16) -> Result<u16> {
         self.write(move |conn| init_shard_count(conn, wanted)).await
     }

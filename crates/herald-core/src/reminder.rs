@@ -1,0 +1,275 @@
+//! Reminder subscriptions as one `u64` per (user, subject).
+//!
+//! Five channel types with twelve lead slots each (5, 10, ... 60 minutes
+//! before the subject starts) fit in 60 bits: type `t` and lead `m` live at
+//! bit `t * 12 + m / 5 - 1`. A duplicate subscription is then one AND, and a
+//! user's whole interest in a subject is one row. The top four bits are never
+//! used.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// Lead slots per channel type.
+pub const LEADS_PER_TYPE: u8 = 12;
+/// Minutes between lead slots.
+pub const LEAD_STEP_MINUTES: u8 = 5;
+/// Longest lead, in minutes.
+pub const MAX_LEAD_MINUTES: u8 = LEADS_PER_TYPE * LEAD_STEP_MINUTES;
+/// Every bit a subscription can set.
+pub const ALL_BITS: u64 = (1 << (ChannelType::ALL.len() as u32 * LEADS_PER_TYPE as u32)) - 1;
+
+/// How the user wants to be reminded. The order is the bit layout: do not
+/// reorder, only append (and only while the bits still fit in 64).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChannelType {
+    /// A push notification to the user's app.
+    App,
+    Email,
+    Sms,
+    /// A WeChat official-account template message.
+    Wechat,
+    /// A WeCom (enterprise WeChat) application message.
+    Wecom,
+}
+
+impl ChannelType {
+    pub const ALL: [ChannelType; 5] = [
+        ChannelType::App,
+        ChannelType::Email,
+        ChannelType::Sms,
+        ChannelType::Wechat,
+        ChannelType::Wecom,
+    ];
+
+    /// Position in the bitmap (0..=4).
+    pub fn index(self) -> u8 {
+        self as u8
+    }
+
+    pub fn from_index(i: u8) -> Option<Self> {
+        Self::ALL.get(usize::from(i)).copied()
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChannelType::App => "app",
+            ChannelType::Email => "email",
+            ChannelType::Sms => "sms",
+            ChannelType::Wechat => "wechat",
+            ChannelType::Wecom => "wecom",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+}
+
+impl fmt::Display for ChannelType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a (type, lead) pair has no bit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SlotError {
+    #[error("lead_minutes must be a multiple of 5 from 5 to 60, got {0}")]
+    Lead(i64),
+    #[error("bit {0} is outside the 60 reminder bits")]
+    Bit(u8),
+}
+
+/// One reminder: a channel type and a lead time. Always a valid bit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Slot {
+    channel_type: ChannelType,
+    lead_minutes: u8,
+}
+
+impl Slot {
+    /// Checks the lead (5..=60, a multiple of 5).
+    pub fn new(channel_type: ChannelType, lead_minutes: i64) -> Result<Self, SlotError> {
+        let step = i64::from(LEAD_STEP_MINUTES);
+        if !(step..=i64::from(MAX_LEAD_MINUTES)).contains(&lead_minutes) || lead_minutes % step != 0
+        {
+            return Err(SlotError::Lead(lead_minutes));
+        }
+        Ok(Self {
+            channel_type,
+            lead_minutes: lead_minutes as u8,
+        })
+    }
+
+    pub fn channel_type(self) -> ChannelType {
+        self.channel_type
+    }
+
+    pub fn lead_minutes(self) -> u8 {
+        self.lead_minutes
+    }
+
+    /// The lead as milliseconds before the subject's start.
+    pub fn lead_ms(self) -> i64 {
+        i64::from(self.lead_minutes) * 60_000
+    }
+
+    /// `t * 12 + m / 5 - 1`.
+    pub fn bit(self) -> u8 {
+        self.channel_type.index() * LEADS_PER_TYPE + self.lead_minutes / LEAD_STEP_MINUTES - 1
+    }
+
+    /// The single-bit mask of this slot.
+    pub fn mask(self) -> u64 {
+        1u64 << self.bit()
+    }
+
+    pub fn from_bit(bit: u8) -> Result<Self, SlotError> {
+        let t = ChannelType::from_index(bit / LEADS_PER_TYPE).ok_or(SlotError::Bit(bit))?;
+        Ok(Self {
+            channel_type: t,
+            lead_minutes: (bit % LEADS_PER_TYPE + 1) * LEAD_STEP_MINUTES,
+        })
+    }
+}
+
+/// The slots set in `bits`, lowest bit first. Bits beyond the 60 are ignored.
+pub fn decode(bits: u64) -> impl Iterator<Item = Slot> {
+    let bits = bits & ALL_BITS;
+    (0..64u8)
+        .filter(move |b| bits & (1u64 << b) != 0)
+        .filter_map(|b| Slot::from_bit(b).ok())
+}
+
+/// The bits of `slots`.
+pub fn encode(slots: impl IntoIterator<Item = Slot>) -> u64 {
+    slots.into_iter().fold(0, |acc, s| acc | s.mask())
+}
+
+/// Bits a cancel clears: one slot, every lead of one type, or everything.
+pub fn cancel_mask(
+    channel_type: Option<ChannelType>,
+    lead_minutes: Option<i64>,
+) -> Result<u64, SlotError> {
+    Ok(match (channel_type, lead_minutes) {
+        (Some(t), Some(m)) => Slot::new(t, m)?.mask(),
+        (Some(t), None) => ((1u64 << LEADS_PER_TYPE) - 1) << (t.index() * LEADS_PER_TYPE),
+        (None, Some(m)) => {
+            // The same lead on every type.
+            let one = Slot::new(ChannelType::App, m)?;
+            ChannelType::ALL.into_iter().fold(0, |acc, t| {
+                acc | (one.mask() << (t.index() * LEADS_PER_TYPE))
+            })
+        }
+        (None, None) => ALL_BITS,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[test]
+    fn layout_matches_the_seed() {
+        // Type 0, 5 minutes: bit 0; type 0, 60 minutes: bit 11; type 4, 60: bit 59.
+        assert_eq!(Slot::new(ChannelType::App, 5).unwrap().bit(), 0);
+        assert_eq!(Slot::new(ChannelType::App, 60).unwrap().bit(), 11);
+        assert_eq!(Slot::new(ChannelType::Email, 5).unwrap().bit(), 12);
+        assert_eq!(Slot::new(ChannelType::Email, 15).unwrap().bit(), 14);
+        assert_eq!(Slot::new(ChannelType::Wecom, 60).unwrap().bit(), 59);
+        assert_eq!(ALL_BITS, (1u64 << 60) - 1);
+    }
+
+    #[test]
+    fn leads_outside_the_grid_are_refused() {
+        for bad in [-5, 0, 1, 4, 6, 59, 61, 65, 120, i64::MAX, i64::MIN] {
+            assert_eq!(
+                Slot::new(ChannelType::Sms, bad),
+                Err(SlotError::Lead(bad)),
+                "{bad}"
+            );
+        }
+        assert_eq!(Slot::from_bit(60), Err(SlotError::Bit(60)));
+        assert_eq!(Slot::from_bit(63), Err(SlotError::Bit(63)));
+    }
+
+    #[test]
+    fn every_bit_round_trips() {
+        let mut seen = 0u64;
+        for t in ChannelType::ALL {
+            for m in (5..=60).step_by(5) {
+                let s = Slot::new(t, m).unwrap();
+                assert_eq!(seen & s.mask(), 0, "two slots share bit {}", s.bit());
+                seen |= s.mask();
+                assert_eq!(Slot::from_bit(s.bit()).unwrap(), s);
+                assert_eq!(i64::from(s.lead_minutes()), m);
+                assert_eq!(s.lead_ms(), m * 60_000);
+            }
+        }
+        assert_eq!(seen, ALL_BITS);
+    }
+
+    #[test]
+    fn channel_types_parse_their_names_only() {
+        for t in ChannelType::ALL {
+            assert_eq!(ChannelType::parse(t.as_str()), Some(t));
+            assert_eq!(ChannelType::from_index(t.index()), Some(t));
+        }
+        assert_eq!(ChannelType::parse("App"), None);
+        assert_eq!(ChannelType::parse("push"), None);
+        assert_eq!(ChannelType::from_index(5), None);
+    }
+
+    #[test]
+    fn cancel_masks() {
+        let email = cancel_mask(Some(ChannelType::Email), None).unwrap();
+        assert_eq!(email.count_ones(), 12);
+        assert!(decode(email).all(|s| s.channel_type() == ChannelType::Email));
+        let ten = cancel_mask(None, Some(10)).unwrap();
+        assert_eq!(ten.count_ones(), 5);
+        assert!(decode(ten).all(|s| s.lead_minutes() == 10));
+        assert_eq!(cancel_mask(None, None).unwrap(), ALL_BITS);
+        assert_eq!(cancel_mask(None, Some(7)), Err(SlotError::Lead(7)));
+    }
+
+    fn slot() -> impl Strategy<Value = Slot> {
+        (0u8..60).prop_map(|b| Slot::from_bit(b).unwrap())
+    }
+
+    proptest! {
+        #[test]
+        fn decode_inverts_encode(bits in any::<u64>()) {
+            let valid = bits & ALL_BITS;
+            prop_assert_eq!(encode(decode(bits)), valid);
+            prop_assert_eq!(decode(bits).count() as u32, valid.count_ones());
+        }
+
+        #[test]
+        fn adding_a_slot_conflicts_exactly_when_it_is_set(bits in any::<u64>(), s in slot()) {
+            let bits = bits & ALL_BITS;
+            let conflict = bits & s.mask() != 0;
+            prop_assert_eq!(conflict, decode(bits).any(|x| x == s));
+            let added = bits | s.mask();
+            prop_assert!(decode(added).any(|x| x == s));
+            // Clearing it again leaves every other slot as it was.
+            let cleared = added & !s.mask();
+            prop_assert_eq!(cleared, bits & !s.mask());
+            prop_assert!(decode(cleared).all(|x| x != s));
+        }
+
+        #[test]
+        fn decode_is_ordered_and_valid(bits in any::<u64>()) {
+            let slots: Vec<Slot> = decode(bits).collect();
+            prop_assert!(slots.windows(2).all(|w| w[0].bit() < w[1].bit()));
+            for s in slots {
+                prop_assert!(s.bit() < 60);
+                prop_assert_eq!(s.lead_minutes() % 5, 0);
+                prop_assert!((5..=60).contains(&s.lead_minutes()));
+            }
+        }
+    }
+}
