@@ -40,6 +40,28 @@ pub enum StoreError {
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
+/// The single-bit mask of a reminder bit. Callers pass `Slot::bit` (0..60); a
+/// bit beyond the 64 of the stored word is a caller bug, refused before
+/// anything is written.
+pub(crate) fn bit_mask(bit: u8) -> Result<u64> {
+    1u64.checked_shl(u32::from(bit)).ok_or_else(|| {
+        StoreError::Backend(format!(
+            "reminder bit {bit} is outside the 64-bit subscription word"
+        ))
+    })
+}
+
+/// Reminder bitmaps are stored bit for bit in a signed 64-bit column (both
+/// backends' integers are signed), so every bit of the `u64` round-trips.
+pub(crate) fn bits_to_db(bits: u64) -> i64 {
+    bits as i64
+}
+
+/// The inverse of [`bits_to_db`].
+pub(crate) fn bits_from_db(v: i64) -> u64 {
+    v as u64
+}
+
 /// Everything durable.
 ///
 /// Every method that writes commits one transaction before it returns `Ok`:

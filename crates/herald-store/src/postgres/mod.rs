@@ -48,6 +48,7 @@
 
 mod cluster;
 pub mod notify;
+mod reminders;
 mod schema;
 mod timers;
 
@@ -278,27 +279,34 @@ impl Drop for PgStore {
 
 #[async_trait]
 impl Store for PgStore {
-    async fn get_subjects(&self, _ids: &[String]) -> Result<Vec<crate::SubjectRecord>> {
-        Err(StoreError::Backend(
-            "TODO(reminders): not implemented".into(),
-        ))
+    async fn get_subjects(&self, ids: &[String]) -> Result<Vec<crate::SubjectRecord>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut ids = ids.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        reminders::get_subjects(self, &ids).await
     }
 
     async fn user_reminders(
         &self,
-        _user_id: &str,
-        _limit: usize,
+        user_id: &str,
+        limit: usize,
     ) -> Result<Vec<crate::ReminderTimer>> {
-        Err(StoreError::Backend(
-            "TODO(reminders): not implemented".into(),
-        ))
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        reminders::user_reminders(self, user_id, limit).await
     }
 
-    async fn pending_reminders(&self, _probes: &[crate::MergeProbe]) -> Result<Vec<TimerRecord>> {
-        Err(StoreError::Backend(
-            "TODO(reminders): not implemented".into(),
-        ))
+    async fn pending_reminders(&self, probes: &[crate::MergeProbe]) -> Result<Vec<TimerRecord>> {
+        if probes.is_empty() {
+            return Ok(Vec::new());
+        }
+        reminders::pending_reminders(self, probes).await
     }
+
     async fn init_shards(&self, wanted: u16) -> Result<u16> {
         self.retrying("init_shards", || timers::init_shards(self, wanted))
             .await

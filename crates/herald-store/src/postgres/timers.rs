@@ -7,10 +7,11 @@ use herald_core::{TimerId, TimerKind, TimerState};
 use tokio_postgres::Row;
 use tokio_postgres::types::{FromSql, ToSql};
 
+use super::reminders;
 use super::{Ctx, PgStore, notify, now_ms};
 use crate::{
-    Applied, Completion, CompletionOutcome, DeliveryRecord, DueCursor, DueEntry, NewTimer, Result,
-    StoreError, TimerRecord, WriteOp, WriteResult,
+    Applied, Completion, CompletionOutcome, DeliveryRecord, DueCursor, DueEntry, NewReminder,
+    NewTimer, PutSubject, Result, StoreError, TimerRecord, WriteOp, WriteResult,
 };
 
 /// The columns of a full timer row, in the order [`read_timer`] expects.
@@ -54,6 +55,8 @@ macro_rules! timer_cols {
         )
     };
 }
+// Lets `reminders` name the macro by path.
+pub(super) use timer_cols;
 
 // The SQL writes state codes as literals (the partial index needs `state = 0`
 // literally); a unit test checks they match `TimerState::code()`.
@@ -84,7 +87,7 @@ const INSERT_TIMERS: &str = "WITH src AS ( \
         RETURNING id \
     ) \
     SELECT (SELECT array_agg(id ORDER BY ord) FROM src), (SELECT array_agg(id) FROM keyed)";
-const TIMERS_BY_KEYS: &str = concat!(
+pub(super) const TIMERS_BY_KEYS: &str = concat!(
     "SELECT ",
     timer_cols!(),
     " FROM timers WHERE idempotency_key = ANY($1::text[])"
@@ -155,20 +158,20 @@ const INIT_SHARDS: &str =
 const GET_SHARDS: &str = "SELECT value FROM meta WHERE key = 'shards'";
 const NOTIFY: &str = "SELECT pg_notify('herald_timers', p) FROM unnest($1::text[]) AS p";
 
-type Param<'a> = &'a (dyn ToSql + Sync);
+pub(super) type Param<'a> = &'a (dyn ToSql + Sync);
 
 /// A column value; a value of the wrong type means the row is corrupt.
-fn col<'a, T: FromSql<'a>>(row: &'a Row, idx: usize, name: &str) -> Result<T> {
+pub(super) fn col<'a, T: FromSql<'a>>(row: &'a Row, idx: usize, name: &str) -> Result<T> {
     row.try_get(idx)
         .map_err(|e| StoreError::Corrupt(format!("postgres: column {name}: {e}")))
 }
 
-fn narrow<T: TryFrom<i64>>(v: i64, what: &str, id: i64) -> Result<T> {
+pub(super) fn narrow<T: TryFrom<i64>>(v: i64, what: &str, id: i64) -> Result<T> {
     T::try_from(v).map_err(|_| StoreError::Corrupt(format!("{what} {v} out of range (row {id})")))
 }
 
 /// Reads a row selected with `timer_cols!()`.
-fn read_timer(row: &Row) -> Result<TimerRecord> {
+pub(super) fn read_timer(row: &Row) -> Result<TimerRecord> {
     let id: i64 = col(row, 0, "timers.id")?;
     let state_code: i16 = col(row, 5, "timers.state")?;
     let state = TimerState::from_code(i64::from(state_code)).ok_or_else(|| {
@@ -198,7 +201,7 @@ fn read_timer(row: &Row) -> Result<TimerRecord> {
     })
 }
 
-fn read_due(row: &Row) -> Result<DueEntry> {
+pub(super) fn read_due(row: &Row) -> Result<DueEntry> {
     let id: i64 = col(row, 0, "timers.id")?;
     let shard: i32 = col(row, 2, "timers.shard")?;
     let priority: i16 = col(row, 3, "timers.priority")?;
@@ -227,10 +230,23 @@ fn read_delivery(row: &Row) -> Result<DeliveryRecord> {
     })
 }
 
-/// Consecutive ops of one kind, applied together.
+/// Consecutive ops of one kind, applied together; subject ops and reminder
+/// cancels (rare, and each touching one subject or subscription) one by one.
 enum Run<'a> {
     Insert(Vec<&'a NewTimer>),
     Cancel(Vec<(TimerId, i64)>),
+    AddReminders(Vec<&'a NewReminder>),
+    PutSubject(&'a PutSubject),
+    DeleteSubject {
+        subject_id: &'a str,
+        at: i64,
+    },
+    CancelReminders {
+        user_id: &'a str,
+        subject_id: &'a str,
+        mask: u64,
+        at: i64,
+    },
 }
 
 fn runs(ops: &[WriteOp]) -> Vec<Run<'_>> {
@@ -241,8 +257,27 @@ fn runs(ops: &[WriteOp]) -> Vec<Run<'_>> {
             (WriteOp::InsertTimer(t), _) => out.push(Run::Insert(vec![t])),
             (WriteOp::CancelTimer { id, at }, Some(Run::Cancel(v))) => v.push((*id, *at)),
             (WriteOp::CancelTimer { id, at }, _) => out.push(Run::Cancel(vec![(*id, *at)])),
-            // TODO(reminders): subject and reminder ops.
-            _ => {}
+            (WriteOp::AddReminder(r), Some(Run::AddReminders(v))) => v.push(r),
+            (WriteOp::AddReminder(r), _) => out.push(Run::AddReminders(vec![r])),
+            (WriteOp::PutSubject(p), _) => out.push(Run::PutSubject(p)),
+            (WriteOp::DeleteSubject { subject_id, at }, _) => out.push(Run::DeleteSubject {
+                subject_id,
+                at: *at,
+            }),
+            (
+                WriteOp::CancelReminders {
+                    user_id,
+                    subject_id,
+                    mask,
+                    at,
+                },
+                _,
+            ) => out.push(Run::CancelReminders {
+                user_id,
+                subject_id,
+                mask: *mask,
+                at: *at,
+            }),
         }
     }
     out
@@ -270,6 +305,32 @@ pub(super) async fn apply(store: &PgStore, ops: &[WriteOp]) -> Result<Vec<WriteR
                 insert_run(&tx, &timers, horizon, &mut results, &mut announce).await?
             }
             Run::Cancel(cancels) => cancel_run(&tx, &cancels, &mut results).await?,
+            Run::AddReminders(rs) => {
+                reminders::add_reminders(&tx, &rs, horizon, &mut results, &mut announce).await?
+            }
+            Run::PutSubject(put) => {
+                let result = reminders::put_subject(&tx, put).await?;
+                // Moved timers are announced like new ones: their owners must
+                // re-wheel them at the new time.
+                announce.extend(
+                    result
+                        .scheduled()
+                        .into_iter()
+                        .filter(|e| e.due_at <= horizon),
+                );
+                results.push(result);
+            }
+            Run::DeleteSubject { subject_id, at } => {
+                results.push(reminders::delete_subject(&tx, subject_id, at).await?)
+            }
+            Run::CancelReminders {
+                user_id,
+                subject_id,
+                mask,
+                at,
+            } => {
+                results.push(reminders::cancel_reminders(&tx, user_id, subject_id, mask, at).await?)
+            }
         }
     }
     if !announce.is_empty() {
@@ -891,6 +952,10 @@ mod tests {
             .map(|r| match r {
                 Run::Insert(v) => ('i', v.len()),
                 Run::Cancel(v) => ('c', v.len()),
+                Run::AddReminders(v) => ('r', v.len()),
+                Run::PutSubject(_) | Run::DeleteSubject { .. } | Run::CancelReminders { .. } => {
+                    ('1', 1)
+                }
             })
             .collect();
         assert_eq!(shape, vec![('i', 2), ('c', 1), ('i', 1), ('c', 2)]);

@@ -135,15 +135,54 @@ const MIGRATIONS: &[&str] = &[
     ) STRICT, WITHOUT ROWID;",
     // 2: cluster membership, shard leases, named leases.
     cluster::SCHEMA,
+    // 3: subjects and reminder subscriptions.
+    reminders::SCHEMA,
 ];
 
-/// The columns of a full timer row, in the order [`read_timer`] expects.
+/// The columns of a full timer row, in the order [`read_timer`] expects;
+/// `timer_cols!("t")` qualifies each with the table alias `t`, for joins.
 macro_rules! timer_cols {
     () => {
         "id, shard, due_at, priority, kind, state, channel, recipient, message, \
          idempotency_key, attempts, last_error, created_at, updated_at, delivered_at"
     };
+    ($t:literal) => {
+        concat!(
+            $t,
+            ".id, ",
+            $t,
+            ".shard, ",
+            $t,
+            ".due_at, ",
+            $t,
+            ".priority, ",
+            $t,
+            ".kind, ",
+            $t,
+            ".state, ",
+            $t,
+            ".channel, ",
+            $t,
+            ".recipient, ",
+            $t,
+            ".message, ",
+            $t,
+            ".idempotency_key, ",
+            $t,
+            ".attempts, ",
+            $t,
+            ".last_error, ",
+            $t,
+            ".created_at, ",
+            $t,
+            ".updated_at, ",
+            $t,
+            ".delivered_at"
+        )
+    };
 }
+// Declared after `timer_cols!` so the macro is in scope there.
+mod reminders;
 
 // The SQL below writes state codes as literals (partial indexes need literals to be
 // usable); a unit test checks they match `TimerState::code()`.
@@ -695,47 +734,60 @@ fn apply_ops(conn: &mut Connection, ops: Vec<WriteOp>) -> Result<Vec<WriteResult
         let mut insert = tx.prepare_cached(INSERT_TIMER).ctx("preparing insert")?;
         for op in ops {
             let result = match op {
-                WriteOp::InsertTimer(t) => {
-                    let inserted = insert
-                        .execute(params![
-                            t.shard,
-                            t.due_at,
-                            t.priority,
-                            t.kind.as_str(),
-                            t.channel,
-                            t.recipient,
-                            t.message,
-                            t.idempotency_key,
-                            t.created_at,
-                        ])
-                        .ctx("inserting timer")?;
-                    if inserted == 1 {
-                        WriteResult::Created(t.into_record(tx.last_insert_rowid()))
-                    } else {
-                        // Only the idempotency key can conflict.
-                        let existing = match &t.idempotency_key {
-                            Some(key) => timer_by_key(&tx, key)?,
-                            None => None,
-                        };
-                        WriteResult::Existing(existing.ok_or_else(|| {
-                            StoreError::Backend(
-                                "sqlite: insert was ignored but no timer has its key".into(),
-                            )
-                        })?)
-                    }
-                }
+                WriteOp::InsertTimer(t) => insert_timer(&tx, &mut insert, t)?,
                 WriteOp::CancelTimer { id, at } => cancel_timer(&tx, id, at)?,
-                _ => {
-                    return Err(StoreError::Backend(
-                        "TODO(reminders): not implemented".into(),
-                    ));
+                WriteOp::PutSubject(put) => reminders::put_subject(&tx, &put)?,
+                WriteOp::DeleteSubject { subject_id, at } => {
+                    reminders::delete_subject(&tx, &subject_id, at)?
                 }
+                WriteOp::AddReminder(r) => reminders::add_reminder(&tx, &mut insert, r)?,
+                WriteOp::CancelReminders {
+                    user_id,
+                    subject_id,
+                    mask,
+                    at,
+                } => reminders::cancel_reminders(&tx, &user_id, &subject_id, mask, at)?,
             };
             results.push(result);
         }
     }
     tx.commit().ctx("committing apply")?;
     Ok(results)
+}
+
+/// Inserts one timer with the prepared [`INSERT_TIMER`]: `Created`, or
+/// `Existing` when its idempotency key is taken.
+fn insert_timer(
+    conn: &Connection,
+    insert: &mut rusqlite::CachedStatement<'_>,
+    t: crate::NewTimer,
+) -> Result<WriteResult> {
+    let inserted = insert
+        .execute(params![
+            t.shard,
+            t.due_at,
+            t.priority,
+            t.kind.as_str(),
+            t.channel,
+            t.recipient,
+            t.message,
+            t.idempotency_key,
+            t.created_at,
+        ])
+        .ctx("inserting timer")?;
+    if inserted == 1 {
+        return Ok(WriteResult::Created(
+            t.into_record(conn.last_insert_rowid()),
+        ));
+    }
+    // Only the idempotency key can conflict.
+    let existing = match &t.idempotency_key {
+        Some(key) => timer_by_key(conn, key)?,
+        None => None,
+    };
+    Ok(WriteResult::Existing(existing.ok_or_else(|| {
+        StoreError::Backend("sqlite: insert was ignored but no timer has its key".into())
+    })?))
 }
 
 fn cancel_timer(conn: &Connection, id: TimerId, at: i64) -> Result<WriteResult> {
@@ -1002,27 +1054,37 @@ fn init_shard_count(conn: &mut Connection, wanted: u16) -> Result<u16> {
 
 #[async_trait]
 impl Store for SqliteStore {
-    async fn get_subjects(&self, _ids: &[String]) -> Result<Vec<crate::SubjectRecord>> {
-        Err(StoreError::Backend(
-            "TODO(reminders): not implemented".into(),
-        ))
+    async fn get_subjects(&self, ids: &[String]) -> Result<Vec<crate::SubjectRecord>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids = ids.to_vec();
+        self.read(move |conn| reminders::get_subjects(conn, ids))
+            .await
     }
 
     async fn user_reminders(
         &self,
-        _user_id: &str,
-        _limit: usize,
+        user_id: &str,
+        limit: usize,
     ) -> Result<Vec<crate::ReminderTimer>> {
-        Err(StoreError::Backend(
-            "TODO(reminders): not implemented".into(),
-        ))
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let user_id = user_id.to_string();
+        self.read(move |conn| reminders::user_reminders(conn, &user_id, limit))
+            .await
     }
 
-    async fn pending_reminders(&self, _probes: &[crate::MergeProbe]) -> Result<Vec<TimerRecord>> {
-        Err(StoreError::Backend(
-            "TODO(reminders): not implemented".into(),
-        ))
+    async fn pending_reminders(&self, probes: &[crate::MergeProbe]) -> Result<Vec<TimerRecord>> {
+        if probes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let probes = probes.to_vec();
+        self.read(move |conn| reminders::pending_reminders(conn, probes))
+            .await
     }
+
     async fn init_shards(&self, wanted: u16) -> Result<u16> {
         self.write(move |conn| init_shard_count(conn, wanted)).await
     }

@@ -1,0 +1,861 @@
+//! Subjects and reminder subscriptions on PostgreSQL.
+//!
+//! # Shape
+//!
+//! A subscription is one `reminders` row per (user, subject) holding the seed-003
+//! bitmap, plus one `reminder_timers` row per set bit naming that bit's timer (an
+//! ordinary row of `timers`, kind `reminder`). The two always agree: a bit is set
+//! exactly when its `reminder_timers` row exists, and a `reminders` row whose bits
+//! drop to zero is deleted. Deleting a subject relies on that to find the
+//! subject's `reminders` rows through `reminder_timers_subject` (there is no index
+//! on `reminders.subject_id`, which would cost every subscription one more index
+//! entry during a burst).
+//!
+//! # Concurrency (READ COMMITTED)
+//!
+//! * The `reminder_timers` primary key decides who sets a bit: adders insert the
+//!   link with `ON CONFLICT DO NOTHING`, which waits for a concurrent inserter of
+//!   the same key and then skips, so of two nodes adding the same bit exactly one
+//!   inserts the link and creates the timer; the other answers `ReminderExists`.
+//!   Bits are then OR-ed into `reminders` with `ON CONFLICT DO UPDATE`, which
+//!   works on the latest committed row.
+//! * Adders hold `FOR SHARE` on their subjects until they commit; moving or
+//!   deleting a subject locks it for update first and only then, in a new
+//!   statement (so a new snapshot), touches its timers. So a move sees every
+//!   reminder added before it, and a reminder added after it reads the new
+//!   start time (or finds the subject gone).
+//! * Cancelling locks the `reminders` row (`FOR UPDATE`) before unlinking bits.
+//! * Within a batch, link inserts and bitmap updates go in (user, subject, bit)
+//!   order, so two batches lock rows in the same order. Whatever deadlock is
+//!   still possible (a batch mixing subjects and moves in opposite orders) is
+//!   retried whole by `PgStore::retrying`.
+//!
+//! # Batching
+//!
+//! Consecutive `AddReminder` ops (a bulk subscribe sends thousands) are applied
+//! together with a fixed handful of statements over arrays; the subject ops and
+//! `CancelReminders` run one by one.
+
+use std::collections::{HashMap, HashSet};
+
+use tokio_postgres::Row;
+
+use super::timers::{Param, TIMERS_BY_KEYS, col, narrow, read_due, read_timer, timer_cols};
+use super::{Ctx, PgStore};
+use crate::{
+    DueEntry, MergeProbe, NewReminder, PutSubject, ReminderTimer, Result, StoreError,
+    SubjectRecord, TimerRecord, WriteResult, bit_mask, bits_from_db, bits_to_db,
+};
+
+type Tx<'a> = deadpool_postgres::Transaction<'a>;
+
+macro_rules! subject_cols {
+    () => {
+        "subject_id, start_at, title, data, created_at, updated_at"
+    };
+}
+
+const LOCK_SUBJECT: &str = concat!(
+    "SELECT ",
+    subject_cols!(),
+    " FROM subjects WHERE subject_id = $1 FOR UPDATE"
+);
+const CREATE_SUBJECT: &str = "INSERT INTO subjects \
+    (subject_id, start_at, title, data, created_at, updated_at) \
+    VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT (subject_id) DO NOTHING";
+const UPDATE_SUBJECT: &str = "UPDATE subjects \
+    SET start_at = $2, title = $3, data = $4, updated_at = $5 WHERE subject_id = $1";
+// $1 subject, $2 delta, $3 at. Only pending timers move: one that fired (done,
+// failed, dead) or was cancelled keeps its due time as history.
+const MOVE_SUBJECT_TIMERS: &str = "UPDATE timers AS t SET due_at = t.due_at + $2, updated_at = $3 \
+    FROM reminder_timers AS r \
+    WHERE r.subject_id = $1 AND t.id = r.timer_id AND t.state = 0 \
+    RETURNING t.id, t.due_at, t.shard, t.priority";
+const DELETE_SUBJECT: &str = concat!(
+    "DELETE FROM subjects WHERE subject_id = $1 RETURNING ",
+    subject_cols!()
+);
+// $1 subject, $2 at. Unlinks every bit of the subject, deletes the users'
+// subscriptions (found through the links) and cancels the pending timers.
+const DROP_SUBJECT_REMINDERS: &str = "WITH links AS ( \
+        DELETE FROM reminder_timers WHERE subject_id = $1 RETURNING user_id, timer_id \
+    ), subs AS ( \
+        DELETE FROM reminders WHERE subject_id = $1 AND user_id IN (SELECT user_id FROM links) \
+    ) \
+    UPDATE timers SET state = 4, updated_at = $2 \
+    WHERE id IN (SELECT timer_id FROM links) AND state = 0 RETURNING id";
+const LOCK_BITS: &str =
+    "SELECT bits FROM reminders WHERE user_id = $1 AND subject_id = $2 FOR UPDATE";
+// $1 user, $2 subject, $3 bits to clear, $4 at.
+const CANCEL_BITS: &str = "WITH links AS ( \
+        DELETE FROM reminder_timers \
+        WHERE user_id = $1 AND subject_id = $2 AND bit = ANY($3::int2[]) RETURNING timer_id \
+    ) \
+    UPDATE timers SET state = 4, updated_at = $4 \
+    WHERE id IN (SELECT timer_id FROM links) AND state = 0 RETURNING id";
+const STORE_BITS: &str =
+    "UPDATE reminders SET bits = $3, updated_at = $4 WHERE user_id = $1 AND subject_id = $2";
+const DELETE_REMINDER: &str = "DELETE FROM reminders WHERE user_id = $1 AND subject_id = $2";
+
+// ---- Adding reminders in bulk ----
+
+const SHARE_SUBJECTS: &str = "SELECT subject_id, start_at FROM subjects \
+    WHERE subject_id = ANY($1::text[]) ORDER BY subject_id FOR SHARE";
+const BITS_OF_PAIRS: &str = "SELECT r.user_id, r.subject_id, r.bits \
+    FROM unnest($1::text[], $2::text[]) AS p(user_id, subject_id) \
+    JOIN reminders AS r ON r.user_id = p.user_id AND r.subject_id = p.subject_id";
+// Rows distinct and sorted by key; a timer id is drawn for each. Answers the
+// links inserted: those not answered were set by someone else meanwhile.
+const CLAIM_BITS: &str = "INSERT INTO reminder_timers (user_id, subject_id, bit, timer_id) \
+    SELECT u, s, b, nextval('timers_id_seq') \
+    FROM unnest($1::text[], $2::text[], $3::int2[]) AS x(u, s, b) \
+    ON CONFLICT DO NOTHING RETURNING user_id, subject_id, bit, timer_id";
+// The timers of the claimed bits, under the ids drawn for them. As for plain
+// inserts, keyed timers skip a taken key; answers the keyed ids inserted.
+const INSERT_REMINDER_TIMERS: &str = "WITH src AS ( \
+        SELECT * FROM unnest($1::int8[], $2::int4[], $3::int8[], $4::int2[], $5::text[], \
+                             $6::text[], $7::text[], $8::text[], $9::text[], $10::int8[]) \
+             AS u(id, shard, due_at, priority, kind, channel, recipient, message, \
+                  idempotency_key, created_at) \
+    ), plain AS ( \
+        INSERT INTO timers (id, shard, due_at, priority, kind, state, channel, recipient, \
+                            message, idempotency_key, attempts, created_at, updated_at) \
+        SELECT id, shard, due_at, priority, kind, 0, channel, recipient, message, \
+               NULL, 0, created_at, created_at \
+        FROM src WHERE idempotency_key IS NULL \
+    ), keyed AS ( \
+        INSERT INTO timers (id, shard, due_at, priority, kind, state, channel, recipient, \
+                            message, idempotency_key, attempts, created_at, updated_at) \
+        SELECT id, shard, due_at, priority, kind, 0, channel, recipient, message, \
+               idempotency_key, 0, created_at, created_at \
+        FROM src WHERE idempotency_key IS NOT NULL \
+        ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING \
+        RETURNING id \
+    ) \
+    SELECT array_agg(id) FROM keyed";
+const UNCLAIM_BITS: &str = "DELETE FROM reminder_timers AS r \
+    USING unnest($1::text[], $2::text[], $3::int2[]) AS x(u, s, b) \
+    WHERE r.user_id = x.u AND r.subject_id = x.s AND r.bit = x.b";
+// Pairs distinct and sorted. ORs the new bits into the latest committed row.
+const SET_BITS: &str = "INSERT INTO reminders AS r (user_id, subject_id, bits, created_at, updated_at) \
+    SELECT u, s, b, at, at FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[]) \
+         AS x(u, s, b, at) \
+    ON CONFLICT (user_id, subject_id) DO UPDATE \
+    SET bits = r.bits | EXCLUDED.bits, updated_at = EXCLUDED.updated_at";
+
+// ---- Reads ----
+
+const SUBJECTS_BY_IDS: &str = concat!(
+    "SELECT ",
+    subject_cols!(),
+    " FROM subjects WHERE subject_id = ANY($1::text[])"
+);
+// The timer columns come first so `read_timer` reads them at their usual places.
+pub(super) const USER_REMINDERS: &str = concat!(
+    "SELECT ",
+    timer_cols!("t"),
+    ", r.subject_id, r.bit FROM reminder_timers AS r JOIN timers AS t ON t.id = r.timer_id \
+     WHERE r.user_id = $1 ORDER BY r.subject_id, r.bit LIMIT $2"
+);
+// All probes in one statement; each probe's user is a range of the
+// `reminder_timers` primary key, each timer a primary-key lookup.
+pub(super) const PENDING_REMINDERS: &str = concat!(
+    "SELECT ",
+    timer_cols!("t"),
+    " FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[]) \
+          AS p(user_id, channel, from_at, until_at) \
+     JOIN reminder_timers AS r ON r.user_id = p.user_id \
+     JOIN timers AS t ON t.id = r.timer_id \
+     WHERE t.state = 0 AND t.kind = 'reminder' AND t.channel = p.channel \
+       AND t.due_at >= p.from_at AND t.due_at <= p.until_at"
+);
+
+/// A subject created and deleted by others this many times in a row while we
+/// try to put it is given up on (it takes a pathological race to get there).
+const PUT_ATTEMPTS: usize = 4;
+
+fn read_subject(row: &Row) -> Result<SubjectRecord> {
+    Ok(SubjectRecord {
+        subject_id: col(row, 0, "subjects.subject_id")?,
+        start_at: col(row, 1, "subjects.start_at")?,
+        title: col(row, 2, "subjects.title")?,
+        data: col(row, 3, "subjects.data")?,
+        created_at: col(row, 4, "subjects.created_at")?,
+        updated_at: col(row, 5, "subjects.updated_at")?,
+    })
+}
+
+fn read_bit(row: &Row, idx: usize, id: i64) -> Result<u8> {
+    let bit: i16 = col(row, idx, "reminder_timers.bit")?;
+    narrow(i64::from(bit), "reminder_timers.bit", id)
+}
+
+/// Bits to the `SMALLINT`s of `reminder_timers.bit` (bit < 64 always fits).
+fn bit_list(bits: u64) -> Vec<i16> {
+    (0..64i16).filter(|b| bits & (1u64 << b) != 0).collect()
+}
+
+pub(super) async fn put_subject(tx: &Tx<'_>, put: &PutSubject) -> Result<WriteResult> {
+    let lock = tx
+        .prepare_cached(LOCK_SUBJECT)
+        .await
+        .ctx("preparing subject lock")?;
+    for _ in 0..PUT_ATTEMPTS {
+        if let Some(row) = tx
+            .query_opt(&lock, &[&put.subject_id])
+            .await
+            .ctx("locking subject")?
+        {
+            return update_subject(tx, put, read_subject(&row)?).await;
+        }
+        let created = tx
+            .execute(
+                CREATE_SUBJECT,
+                &[
+                    &put.subject_id,
+                    &put.start_at,
+                    &put.title,
+                    &put.data,
+                    &put.at,
+                ],
+            )
+            .await
+            .ctx("inserting subject")?;
+        if created == 1 {
+            return Ok(WriteResult::SubjectPut {
+                subject: SubjectRecord {
+                    subject_id: put.subject_id.clone(),
+                    start_at: put.start_at,
+                    title: put.title.clone(),
+                    data: put.data.clone(),
+                    created_at: put.at,
+                    updated_at: put.at,
+                },
+                created: true,
+                moved: Vec::new(),
+            });
+        }
+        // Another transaction created it since our read (the insert waited for
+        // it to commit): lock and update it on the next round.
+    }
+    Err(StoreError::Backend(format!(
+        "postgres: subject {:?} kept being created and deleted by others; gave up",
+        put.subject_id
+    )))
+}
+
+/// Updates a subject locked `FOR UPDATE`, then (a new statement, so it sees
+/// every reminder committed before the lock was granted) moves its pending
+/// timers by the change of start time.
+async fn update_subject(tx: &Tx<'_>, put: &PutSubject, old: SubjectRecord) -> Result<WriteResult> {
+    let stmt = tx
+        .prepare_cached(UPDATE_SUBJECT)
+        .await
+        .ctx("preparing subject update")?;
+    tx.execute(
+        &stmt,
+        &[
+            &put.subject_id,
+            &put.start_at,
+            &put.title,
+            &put.data,
+            &put.at,
+        ],
+    )
+    .await
+    .ctx("updating subject")?;
+    let delta = put.start_at.saturating_sub(old.start_at);
+    let mut moved = Vec::new();
+    if delta != 0 {
+        let stmt = tx
+            .prepare_cached(MOVE_SUBJECT_TIMERS)
+            .await
+            .ctx("preparing timer move")?;
+        for row in tx
+            .query(&stmt, &[&put.subject_id, &delta, &put.at])
+            .await
+            .ctx("moving the subject's timers")?
+        {
+            moved.push(read_due(&row)?);
+        }
+        moved.sort_unstable_by_key(DueEntry::cursor);
+    }
+    Ok(WriteResult::SubjectPut {
+        subject: SubjectRecord {
+            subject_id: put.subject_id.clone(),
+            start_at: put.start_at,
+            title: put.title.clone(),
+            data: put.data.clone(),
+            created_at: old.created_at,
+            updated_at: put.at,
+        },
+        created: false,
+        moved,
+    })
+}
+
+pub(super) async fn delete_subject(tx: &Tx<'_>, subject_id: &str, at: i64) -> Result<WriteResult> {
+    let stmt = tx
+        .prepare_cached(DELETE_SUBJECT)
+        .await
+        .ctx("preparing subject delete")?;
+    let Some(row) = tx
+        .query_opt(&stmt, &[&subject_id])
+        .await
+        .ctx("deleting subject")?
+    else {
+        return Ok(WriteResult::NotFound);
+    };
+    let subject = read_subject(&row)?;
+    let stmt = tx
+        .prepare_cached(DROP_SUBJECT_REMINDERS)
+        .await
+        .ctx("preparing subject reminders delete")?;
+    let mut cancelled = tx
+        .query(&stmt, &[&subject_id, &at])
+        .await
+        .ctx("dropping the subject's reminders")?
+        .iter()
+        .map(|r| col::<i64>(r, 0, "timers.id"))
+        .collect::<Result<Vec<_>>>()?;
+    cancelled.sort_unstable();
+    Ok(WriteResult::SubjectDeleted { subject, cancelled })
+}
+
+pub(super) async fn cancel_reminders(
+    tx: &Tx<'_>,
+    user_id: &str,
+    subject_id: &str,
+    mask: u64,
+    at: i64,
+) -> Result<WriteResult> {
+    let stmt = tx
+        .prepare_cached(LOCK_BITS)
+        .await
+        .ctx("preparing reminder lock")?;
+    let Some(row) = tx
+        .query_opt(&stmt, &[&user_id, &subject_id])
+        .await
+        .ctx("locking reminder")?
+    else {
+        return Ok(WriteResult::NotFound);
+    };
+    let bits = bits_from_db(col(&row, 0, "reminders.bits")?);
+    let cleared = bits & mask;
+    let remaining = bits & !mask;
+    let mut cancelled = Vec::new();
+    if cleared != 0 {
+        let stmt = tx
+            .prepare_cached(CANCEL_BITS)
+            .await
+            .ctx("preparing reminder cancel")?;
+        for row in tx
+            .query(&stmt, &[&user_id, &subject_id, &bit_list(cleared), &at])
+            .await
+            .ctx("cancelling reminder timers")?
+        {
+            cancelled.push(col::<i64>(&row, 0, "timers.id")?);
+        }
+        cancelled.sort_unstable();
+        if remaining == 0 {
+            let stmt = tx
+                .prepare_cached(DELETE_REMINDER)
+                .await
+                .ctx("preparing reminder delete")?;
+            tx.execute(&stmt, &[&user_id, &subject_id])
+                .await
+                .ctx("deleting reminder")?;
+        } else {
+            let stmt = tx
+                .prepare_cached(STORE_BITS)
+                .await
+                .ctx("preparing reminder update")?;
+            tx.execute(&stmt, &[&user_id, &subject_id, &bits_to_db(remaining), &at])
+                .await
+                .ctx("storing reminder bits")?;
+        }
+    }
+    Ok(WriteResult::RemindersCancelled {
+        cleared,
+        remaining,
+        cancelled,
+    })
+}
+
+/// One bit of one subscription.
+type BitKey<'a> = (&'a str, &'a str, u8);
+/// One subscription.
+type PairKey<'a> = (&'a str, &'a str);
+
+fn bit_key(r: &NewReminder) -> BitKey<'_> {
+    (r.user_id.as_str(), r.subject_id.as_str(), r.bit)
+}
+
+fn pair_key(r: &NewReminder) -> PairKey<'_> {
+    (r.user_id.as_str(), r.subject_id.as_str())
+}
+
+/// Splits consecutive `AddReminder` ops into segments in which no bit and no
+/// idempotency key repeats. Each segment is applied whole before the next, so
+/// a repeat sees what the earlier op did, as if the ops ran one by one.
+fn segments<'a>(reminders: &[&'a NewReminder]) -> Vec<Vec<&'a NewReminder>> {
+    let mut out: Vec<Vec<&'a NewReminder>> = Vec::new();
+    let mut bits: HashSet<BitKey<'a>> = HashSet::new();
+    let mut keys: HashSet<&'a str> = HashSet::new();
+    for &r in reminders {
+        let key = r.timer.idempotency_key.as_deref();
+        let repeat = bits.contains(&bit_key(r)) || key.is_some_and(|k| keys.contains(k));
+        if repeat || out.is_empty() {
+            out.push(Vec::new());
+            bits.clear();
+            keys.clear();
+        }
+        bits.insert(bit_key(r));
+        if let Some(k) = key {
+            keys.insert(k);
+        }
+        if let Some(seg) = out.last_mut() {
+            seg.push(r);
+        }
+    }
+    out
+}
+
+/// Applies consecutive `AddReminder` ops: one result each, in order; new timers
+/// due by `horizon` are added to `announce`.
+pub(super) async fn add_reminders(
+    tx: &Tx<'_>,
+    reminders: &[&NewReminder],
+    horizon: i64,
+    results: &mut Vec<WriteResult>,
+    announce: &mut Vec<DueEntry>,
+) -> Result<()> {
+    for seg in segments(reminders) {
+        add_segment(tx, &seg, horizon, results, announce).await?;
+    }
+    Ok(())
+}
+
+/// Where one op of a segment stands.
+enum Step {
+    /// Decided: this is its result.
+    Done(WriteResult),
+    /// The bit is set (before the segment, or by a concurrent transaction):
+    /// `ReminderExists` with the subscription as this op sees it.
+    Exists,
+    /// Passed the checks; to be claimed, firing at `fire_at`.
+    Try { fire_at: i64 },
+    /// Claimed: its timer was created.
+    Won(TimerRecord),
+}
+
+/// Reads the bitmaps of `pairs` (sorted) into `into`, by pair index.
+async fn read_bits(tx: &Tx<'_>, pairs: &[PairKey<'_>], into: &mut [u64]) -> Result<()> {
+    if pairs.is_empty() {
+        return Ok(());
+    }
+    let users: Vec<&str> = pairs.iter().map(|p| p.0).collect();
+    let subjects: Vec<&str> = pairs.iter().map(|p| p.1).collect();
+    let stmt = tx
+        .prepare_cached(BITS_OF_PAIRS)
+        .await
+        .ctx("preparing reminder reads")?;
+    for row in tx
+        .query(&stmt, &[&users, &subjects])
+        .await
+        .ctx("reading reminder bits")?
+    {
+        let user: &str = col(&row, 0, "reminders.user_id")?;
+        let subject: &str = col(&row, 1, "reminders.subject_id")?;
+        let bits = bits_from_db(col(&row, 2, "reminders.bits")?);
+        if let Ok(i) = pairs.binary_search(&(user, subject))
+            && let Some(slot) = into.get_mut(i)
+        {
+            *slot = bits;
+        }
+    }
+    Ok(())
+}
+
+async fn add_segment(
+    tx: &Tx<'_>,
+    seg: &[&NewReminder],
+    horizon: i64,
+    results: &mut Vec<WriteResult>,
+    announce: &mut Vec<DueEntry>,
+) -> Result<()> {
+    let masks = seg
+        .iter()
+        .map(|r| bit_mask(r.bit))
+        .collect::<Result<Vec<u64>>>()?;
+
+    // 1. The subjects' start times, held still until commit.
+    let mut subject_ids: Vec<&str> = seg.iter().map(|r| r.subject_id.as_str()).collect();
+    subject_ids.sort_unstable();
+    subject_ids.dedup();
+    let stmt = tx
+        .prepare_cached(SHARE_SUBJECTS)
+        .await
+        .ctx("preparing subject reads")?;
+    let mut starts: HashMap<String, i64> = HashMap::with_capacity(subject_ids.len());
+    for row in tx
+        .query(&stmt, &[&subject_ids])
+        .await
+        .ctx("reading subjects")?
+    {
+        starts.insert(
+            col(&row, 0, "subjects.subject_id")?,
+            col(&row, 1, "subjects.start_at")?,
+        );
+    }
+
+    // 2. The subscriptions as they are: one bit test per op.
+    let mut pairs: Vec<PairKey<'_>> = seg
+        .iter()
+        .filter(|r| starts.contains_key(&r.subject_id))
+        .map(|r| pair_key(r))
+        .collect();
+    pairs.sort_unstable();
+    pairs.dedup();
+    let mut before = vec![0u64; pairs.len()];
+    read_bits(tx, &pairs, &mut before).await?;
+    let pair_index = |r: &NewReminder| -> Result<usize> {
+        pairs
+            .binary_search(&pair_key(r))
+            .map_err(|_| StoreError::Backend("postgres: lost a reminder's subscription".into()))
+    };
+
+    let mut steps = Vec::with_capacity(seg.len());
+    for (r, &mask) in seg.iter().zip(&masks) {
+        let step = match starts.get(&r.subject_id) {
+            None => Step::Done(WriteResult::SubjectNotFound),
+            Some(&start) => {
+                if before[pair_index(r)?] & mask != 0 {
+                    Step::Exists
+                } else {
+                    let fire_at = start.saturating_sub(r.lead_ms);
+                    if fire_at <= r.not_before {
+                        Step::Done(WriteResult::TooLate { fire_at })
+                    } else {
+                        Step::Try { fire_at }
+                    }
+                }
+            }
+        };
+        steps.push(step);
+    }
+
+    // 3. Claim the bits (sorted by key: the lock order), drawing timer ids.
+    let mut tries: Vec<usize> = (0..seg.len())
+        .filter(|&i| matches!(steps[i], Step::Try { .. }))
+        .collect();
+    tries.sort_unstable_by_key(|&i| bit_key(seg[i]));
+    let mut claimed: Vec<Option<i64>> = vec![None; seg.len()];
+    if !tries.is_empty() {
+        let users: Vec<&str> = tries.iter().map(|&i| seg[i].user_id.as_str()).collect();
+        let subjects: Vec<&str> = tries.iter().map(|&i| seg[i].subject_id.as_str()).collect();
+        let bits: Vec<i16> = tries.iter().map(|&i| i16::from(seg[i].bit)).collect();
+        let stmt = tx
+            .prepare_cached(CLAIM_BITS)
+            .await
+            .ctx("preparing reminder claim")?;
+        for row in tx
+            .query(&stmt, &[&users, &subjects, &bits])
+            .await
+            .ctx("claiming reminder bits")?
+        {
+            let timer_id: i64 = col(&row, 3, "reminder_timers.timer_id")?;
+            let key: BitKey<'_> = (
+                col(&row, 0, "reminder_timers.user_id")?,
+                col(&row, 1, "reminder_timers.subject_id")?,
+                read_bit(&row, 2, timer_id)?,
+            );
+            let i = tries
+                .binary_search_by(|&i| bit_key(seg[i]).cmp(&key))
+                .map_err(|_| StoreError::Backend("postgres: claimed an unknown bit".into()))?;
+            if let Some(&op) = tries.get(i) {
+                claimed[op] = Some(timer_id);
+            }
+        }
+    }
+
+    // 4. Create the claimed bits' timers.
+    let mut raced: Vec<usize> = Vec::new();
+    let mut won: Vec<(usize, TimerRecord)> = Vec::new();
+    for &i in &tries {
+        let Step::Try { fire_at } = steps[i] else {
+            continue;
+        };
+        match claimed[i] {
+            // Set by a transaction that committed after our bit test.
+            None => raced.push(i),
+            Some(id) => {
+                let mut timer = seg[i].timer.clone();
+                timer.due_at = fire_at;
+                won.push((i, timer.into_record(id)));
+            }
+        }
+    }
+    for &i in &raced {
+        steps[i] = Step::Exists;
+    }
+    won.sort_unstable_by_key(|(i, _)| *i);
+    if !won.is_empty() {
+        let keyed_inserted = insert_timers(tx, &won).await?;
+        // A keyed timer whose key is taken is `Existing`, as for a plain insert,
+        // and its bit is given back: nothing of that op is written.
+        let (taken, kept): (Vec<_>, Vec<_>) = won
+            .into_iter()
+            .partition(|(_, t)| t.idempotency_key.is_some() && !keyed_inserted.contains(&t.id));
+        won = kept;
+        if !taken.is_empty() {
+            give_back(tx, seg, &taken, &mut steps).await?;
+        }
+    }
+
+    // 5. Set the won bits, one row per subscription.
+    let mut won_bits = vec![0u64; pairs.len()];
+    let mut won_at = vec![0i64; pairs.len()];
+    for (i, t) in &won {
+        let p = pair_index(seg[*i])?;
+        won_bits[p] |= masks[*i];
+        won_at[p] = won_at[p].max(t.created_at);
+    }
+    let set: Vec<usize> = (0..pairs.len()).filter(|&p| won_bits[p] != 0).collect();
+    if !set.is_empty() {
+        let users: Vec<&str> = set.iter().map(|&p| pairs[p].0).collect();
+        let subjects: Vec<&str> = set.iter().map(|&p| pairs[p].1).collect();
+        let bits: Vec<i64> = set.iter().map(|&p| bits_to_db(won_bits[p])).collect();
+        let ats: Vec<i64> = set.iter().map(|&p| won_at[p]).collect();
+        let stmt = tx
+            .prepare_cached(SET_BITS)
+            .await
+            .ctx("preparing reminder upsert")?;
+        let params: [Param<'_>; 4] = [&users, &subjects, &bits, &ats];
+        tx.execute(&stmt, &params)
+            .await
+            .ctx("setting reminder bits")?;
+    }
+
+    // 6. Where another transaction set a bit meanwhile, read the subscription
+    // again (after our own update: take our bits back out).
+    if !raced.is_empty() {
+        let mut again: Vec<PairKey<'_>> = raced.iter().map(|&i| pair_key(seg[i])).collect();
+        again.sort_unstable();
+        again.dedup();
+        let mut fresh = vec![0u64; again.len()];
+        read_bits(tx, &again, &mut fresh).await?;
+        for (p, bits) in again.iter().zip(fresh) {
+            if let Ok(i) = pairs.binary_search(p) {
+                before[i] = bits & !won_bits[i];
+            }
+        }
+    }
+    for (i, t) in won {
+        steps[i] = Step::Won(t);
+    }
+
+    // 7. Results in op order; each sees the bits the ops before it set.
+    let mut running = before;
+    for ((r, step), mask) in seg.iter().zip(steps).zip(masks) {
+        let result = match step {
+            Step::Done(result) => result,
+            Step::Won(t) => {
+                running[pair_index(r)?] |= mask;
+                if t.due_at <= horizon {
+                    announce.push(DueEntry {
+                        id: t.id,
+                        due_at: t.due_at,
+                        shard: t.shard,
+                        priority: t.priority,
+                    });
+                }
+                WriteResult::Created(t)
+            }
+            Step::Exists => WriteResult::ReminderExists {
+                bits: running[pair_index(r)?],
+            },
+            Step::Try { .. } => {
+                return Err(StoreError::Backend(
+                    "postgres: a reminder was left undecided".into(),
+                ));
+            }
+        };
+        results.push(result);
+    }
+    Ok(())
+}
+
+/// Inserts the timers of claimed bits; answers the ids of the keyed ones
+/// actually inserted (a keyed one whose key is taken is skipped).
+async fn insert_timers(tx: &Tx<'_>, won: &[(usize, TimerRecord)]) -> Result<HashSet<i64>> {
+    let id: Vec<i64> = won.iter().map(|(_, t)| t.id).collect();
+    let shard: Vec<i32> = won.iter().map(|(_, t)| i32::from(t.shard)).collect();
+    let due_at: Vec<i64> = won.iter().map(|(_, t)| t.due_at).collect();
+    let priority: Vec<i16> = won.iter().map(|(_, t)| i16::from(t.priority)).collect();
+    let kind: Vec<&str> = won.iter().map(|(_, t)| t.kind.as_str()).collect();
+    let channel: Vec<&str> = won.iter().map(|(_, t)| t.channel.as_str()).collect();
+    let recipient: Vec<&str> = won.iter().map(|(_, t)| t.recipient.as_str()).collect();
+    let message: Vec<&str> = won.iter().map(|(_, t)| t.message.as_str()).collect();
+    let key: Vec<Option<&str>> = won
+        .iter()
+        .map(|(_, t)| t.idempotency_key.as_deref())
+        .collect();
+    let created_at: Vec<i64> = won.iter().map(|(_, t)| t.created_at).collect();
+    let params: [Param<'_>; 10] = [
+        &id,
+        &shard,
+        &due_at,
+        &priority,
+        &kind,
+        &channel,
+        &recipient,
+        &message,
+        &key,
+        &created_at,
+    ];
+    let stmt = tx
+        .prepare_cached(INSERT_REMINDER_TIMERS)
+        .await
+        .ctx("preparing reminder timer insert")?;
+    let row = tx
+        .query_one(&stmt, &params)
+        .await
+        .ctx("inserting reminder timers")?;
+    Ok(col::<Option<Vec<i64>>>(&row, 0, "inserted ids")?
+        .unwrap_or_default()
+        .into_iter()
+        .collect())
+}
+
+/// Unlinks the bits whose timers were not inserted because their idempotency
+/// key is taken, and makes those ops `Existing` with the key's timer.
+async fn give_back(
+    tx: &Tx<'_>,
+    seg: &[&NewReminder],
+    taken: &[(usize, TimerRecord)],
+    steps: &mut [Step],
+) -> Result<()> {
+    let users: Vec<&str> = taken
+        .iter()
+        .map(|(i, _)| seg[*i].user_id.as_str())
+        .collect();
+    let subjects: Vec<&str> = taken
+        .iter()
+        .map(|(i, _)| seg[*i].subject_id.as_str())
+        .collect();
+    let bits: Vec<i16> = taken.iter().map(|(i, _)| i16::from(seg[*i].bit)).collect();
+    let stmt = tx
+        .prepare_cached(UNCLAIM_BITS)
+        .await
+        .ctx("preparing reminder unclaim")?;
+    tx.execute(&stmt, &[&users, &subjects, &bits])
+        .await
+        .ctx("giving back reminder bits")?;
+    let keys: Vec<&str> = taken
+        .iter()
+        .filter_map(|(_, t)| t.idempotency_key.as_deref())
+        .collect();
+    let stmt = tx
+        .prepare_cached(TIMERS_BY_KEYS)
+        .await
+        .ctx("preparing timers by key")?;
+    let mut existing: HashMap<String, TimerRecord> = HashMap::with_capacity(keys.len());
+    for row in tx
+        .query(&stmt, &[&keys])
+        .await
+        .ctx("reading timers by key")?
+    {
+        let rec = read_timer(&row)?;
+        if let Some(k) = rec.idempotency_key.clone() {
+            existing.insert(k, rec);
+        }
+    }
+    for (i, t) in taken {
+        let found = t
+            .idempotency_key
+            .as_deref()
+            .and_then(|k| existing.get(k))
+            .cloned()
+            .ok_or_else(|| {
+                StoreError::Backend(
+                    "postgres: reminder timer insert was skipped but no timer has its key".into(),
+                )
+            })?;
+        steps[*i] = Step::Done(WriteResult::Existing(found));
+    }
+    Ok(())
+}
+
+pub(super) async fn get_subjects(store: &PgStore, ids: &[String]) -> Result<Vec<SubjectRecord>> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(SUBJECTS_BY_IDS)
+        .await
+        .ctx("preparing get_subjects")?;
+    client
+        .query(&stmt, &[&ids])
+        .await
+        .ctx("reading subjects")?
+        .iter()
+        .map(read_subject)
+        .collect()
+}
+
+pub(super) async fn user_reminders(
+    store: &PgStore,
+    user_id: &str,
+    limit: usize,
+) -> Result<Vec<ReminderTimer>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(USER_REMINDERS)
+        .await
+        .ctx("preparing user_reminders")?;
+    let mut out = Vec::new();
+    for row in client
+        .query(&stmt, &[&user_id, &limit])
+        .await
+        .ctx("reading user_reminders")?
+    {
+        let timer = read_timer(&row)?;
+        out.push(ReminderTimer {
+            subject_id: col(&row, 15, "reminder_timers.subject_id")?,
+            bit: read_bit(&row, 16, timer.id)?,
+            timer,
+        });
+    }
+    Ok(out)
+}
+
+pub(super) async fn pending_reminders(
+    store: &PgStore,
+    probes: &[MergeProbe],
+) -> Result<Vec<TimerRecord>> {
+    let users: Vec<&str> = probes.iter().map(|p| p.user_id.as_str()).collect();
+    let channels: Vec<&str> = probes.iter().map(|p| p.channel.as_str()).collect();
+    let froms: Vec<i64> = probes.iter().map(|p| p.from).collect();
+    let untils: Vec<i64> = probes.iter().map(|p| p.until).collect();
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(PENDING_REMINDERS)
+        .await
+        .ctx("preparing pending_reminders")?;
+    let params: [Param<'_>; 4] = [&users, &channels, &froms, &untils];
+    let rows = client
+        .query(&stmt, &params)
+        .await
+        .ctx("reading pending_reminders")?;
+    // Overlapping probes (one user's, twice) find the same timers: keep each once.
+    let mut seen = HashSet::with_capacity(rows.len());
+    let mut out = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let id: i64 = col(row, 0, "timers.id")?;
+        if seen.insert(id) {
+            out.push(read_timer(row)?);
+        }
+    }
+    out.sort_unstable_by_key(TimerRecord::cursor);
+    Ok(out)
+}

@@ -1,0 +1,426 @@
+//! Subjects and reminder subscriptions on SQLite.
+//!
+//! A subscription is one `reminders` row per (user, subject) holding the seed-003
+//! bitmap, plus one `reminder_timers` row per set bit naming that bit's timer (an
+//! ordinary row of `timers`, kind `reminder`). The two always agree: a bit is set
+//! exactly when its `reminder_timers` row exists, and a `reminders` row whose bits
+//! drop to zero is deleted. Deleting a subject relies on that to find the
+//! subject's `reminders` rows through `reminder_timers_subject` instead of
+//! scanning `reminders` (which has no index on the subject, so that a burst of
+//! subscriptions pays for one index less).
+//!
+//! Every function here runs inside the caller's `apply` transaction: SQLite has
+//! a single writer, so reading a subscription and then writing it cannot race
+//! another writer.
+
+use std::collections::HashSet;
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use super::{Ctx, col, insert_timer, narrow, read_timer};
+use crate::{
+    DueEntry, MergeProbe, NewReminder, PutSubject, ReminderTimer, Result, SubjectRecord,
+    TimerRecord, WriteResult, bit_mask, bits_from_db, bits_to_db,
+};
+
+/// Migration 3. `WITHOUT ROWID` keeps each table in its primary-key order, so a
+/// user's subscriptions are adjacent: `user_reminders` and the merge probes
+/// (`pending_reminders`) read one contiguous range. `reminder_timers_subject`
+/// carries the timer id so moving or deleting a subject reads the index alone.
+pub(super) const SCHEMA: &str = "
+    CREATE TABLE subjects (
+        subject_id TEXT    PRIMARY KEY,
+        start_at   INTEGER NOT NULL,
+        title      TEXT,
+        data       TEXT,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+    ) STRICT, WITHOUT ROWID;
+    CREATE TABLE reminders (
+        user_id    TEXT    NOT NULL,
+        subject_id TEXT    NOT NULL,
+        bits       INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (user_id, subject_id)
+    ) STRICT, WITHOUT ROWID;
+    CREATE TABLE reminder_timers (
+        user_id    TEXT    NOT NULL,
+        subject_id TEXT    NOT NULL,
+        bit        INTEGER NOT NULL,
+        timer_id   INTEGER NOT NULL,
+        PRIMARY KEY (user_id, subject_id, bit)
+    ) STRICT, WITHOUT ROWID;
+    CREATE INDEX reminder_timers_subject ON reminder_timers (subject_id, timer_id);";
+
+const SUBJECT_BY_ID: &str = "SELECT subject_id, start_at, title, data, created_at, updated_at \
+    FROM subjects WHERE subject_id = ?1";
+const INSERT_SUBJECT: &str = "INSERT INTO subjects \
+    (subject_id, start_at, title, data, created_at, updated_at) \
+    VALUES (?1, ?2, ?3, ?4, ?5, ?5)";
+const UPDATE_SUBJECT: &str = "UPDATE subjects \
+    SET start_at = ?2, title = ?3, data = ?4, updated_at = ?5 WHERE subject_id = ?1";
+const DELETE_SUBJECT: &str = "DELETE FROM subjects WHERE subject_id = ?1";
+// ?1 subject, ?2 delta, ?3 at. Only pending timers move: one that fired (done,
+// failed, dead) or was cancelled keeps its due time as history.
+const MOVE_SUBJECT_TIMERS: &str = "UPDATE timers SET due_at = due_at + ?2, updated_at = ?3 \
+    WHERE state = 0 AND id IN (SELECT timer_id FROM reminder_timers WHERE subject_id = ?1) \
+    RETURNING id, due_at, shard, priority";
+// ?1 subject, ?2 at.
+const CANCEL_SUBJECT_TIMERS: &str = "UPDATE timers SET state = 4, updated_at = ?2 \
+    WHERE state = 0 AND id IN (SELECT timer_id FROM reminder_timers WHERE subject_id = ?1) \
+    RETURNING id";
+// Every `reminders` row of the subject has a `reminder_timers` row (see the
+// module doc), so the users found there are all of them; each is then a
+// primary-key lookup.
+const DELETE_SUBJECT_REMINDERS: &str = "DELETE FROM reminders WHERE subject_id = ?1 \
+    AND user_id IN (SELECT user_id FROM reminder_timers WHERE subject_id = ?1)";
+const DELETE_SUBJECT_REMINDER_TIMERS: &str = "DELETE FROM reminder_timers WHERE subject_id = ?1";
+const SUBJECT_START: &str = "SELECT start_at FROM subjects WHERE subject_id = ?1";
+const REMINDER_BITS: &str = "SELECT bits FROM reminders WHERE user_id = ?1 AND subject_id = ?2";
+// ?1 user, ?2 subject, ?3 the bit's mask, ?4 at.
+const SET_REMINDER_BIT: &str = "INSERT INTO reminders \
+    (user_id, subject_id, bits, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?4) \
+    ON CONFLICT (user_id, subject_id) DO UPDATE \
+    SET bits = bits | excluded.bits, updated_at = excluded.updated_at";
+const INSERT_REMINDER_TIMER: &str = "INSERT INTO reminder_timers \
+    (user_id, subject_id, bit, timer_id) VALUES (?1, ?2, ?3, ?4)";
+const TAKE_REMINDER_TIMER: &str = "DELETE FROM reminder_timers \
+    WHERE user_id = ?1 AND subject_id = ?2 AND bit = ?3 RETURNING timer_id";
+const CANCEL_IF_PENDING: &str =
+    "UPDATE timers SET state = 4, updated_at = ?2 WHERE id = ?1 AND state = 0";
+const STORE_BITS: &str =
+    "UPDATE reminders SET bits = ?3, updated_at = ?4 WHERE user_id = ?1 AND subject_id = ?2";
+const DELETE_REMINDER: &str = "DELETE FROM reminders WHERE user_id = ?1 AND subject_id = ?2";
+// `CROSS JOIN` makes SQLite keep `reminder_timers` as the outer loop, so the
+// user's primary-key range drives the join and each timer is a rowid lookup,
+// whatever the planner would guess without statistics. The timer columns come
+// first so `read_timer` reads them at their usual positions.
+pub(super) const USER_REMINDERS: &str = concat!(
+    "SELECT ",
+    timer_cols!("t"),
+    ", r.subject_id, r.bit FROM reminder_timers AS r CROSS JOIN timers AS t \
+     ON t.id = r.timer_id WHERE r.user_id = ?1 ORDER BY r.subject_id, r.bit LIMIT ?2"
+);
+// ?1 user, ?2 channel, ?3 from, ?4 until (both inclusive).
+pub(super) const PENDING_FOR_PROBE: &str = concat!(
+    "SELECT ",
+    timer_cols!("t"),
+    " FROM reminder_timers AS r CROSS JOIN timers AS t ON t.id = r.timer_id \
+     WHERE r.user_id = ?1 AND t.state = 0 AND t.kind = 'reminder' AND t.channel = ?2 \
+     AND t.due_at >= ?3 AND t.due_at <= ?4"
+);
+
+fn read_subject(row: &Row<'_>) -> Result<SubjectRecord> {
+    Ok(SubjectRecord {
+        subject_id: col(row, 0, "subjects.subject_id")?,
+        start_at: col(row, 1, "subjects.start_at")?,
+        title: col(row, 2, "subjects.title")?,
+        data: col(row, 3, "subjects.data")?,
+        created_at: col(row, 4, "subjects.created_at")?,
+        updated_at: col(row, 5, "subjects.updated_at")?,
+    })
+}
+
+fn subject_by_id(conn: &Connection, subject_id: &str) -> Result<Option<SubjectRecord>> {
+    let mut stmt = conn
+        .prepare_cached(SUBJECT_BY_ID)
+        .ctx("preparing subject read")?;
+    let mut rows = stmt.query([subject_id]).ctx("reading subject")?;
+    match rows.next().ctx("reading subject")? {
+        Some(row) => read_subject(row).map(Some),
+        None => Ok(None),
+    }
+}
+
+fn read_due_row(row: &Row<'_>) -> Result<DueEntry> {
+    let id: i64 = col(row, 0, "timers.id")?;
+    Ok(DueEntry {
+        id,
+        due_at: col(row, 1, "timers.due_at")?,
+        shard: narrow(col(row, 2, "timers.shard")?, "timers.shard", id)?,
+        priority: narrow(col(row, 3, "timers.priority")?, "timers.priority", id)?,
+    })
+}
+
+pub(super) fn put_subject(conn: &Connection, put: &PutSubject) -> Result<WriteResult> {
+    let Some(old) = subject_by_id(conn, &put.subject_id)? else {
+        conn.prepare_cached(INSERT_SUBJECT)
+            .ctx("preparing subject insert")?
+            .execute(params![
+                put.subject_id,
+                put.start_at,
+                put.title,
+                put.data,
+                put.at
+            ])
+            .ctx("inserting subject")?;
+        return Ok(WriteResult::SubjectPut {
+            subject: SubjectRecord {
+                subject_id: put.subject_id.clone(),
+                start_at: put.start_at,
+                title: put.title.clone(),
+                data: put.data.clone(),
+                created_at: put.at,
+                updated_at: put.at,
+            },
+            created: true,
+            moved: Vec::new(),
+        });
+    };
+    conn.prepare_cached(UPDATE_SUBJECT)
+        .ctx("preparing subject update")?
+        .execute(params![
+            put.subject_id,
+            put.start_at,
+            put.title,
+            put.data,
+            put.at
+        ])
+        .ctx("updating subject")?;
+    let delta = put.start_at.saturating_sub(old.start_at);
+    let mut moved = Vec::new();
+    if delta != 0 {
+        let mut stmt = conn
+            .prepare_cached(MOVE_SUBJECT_TIMERS)
+            .ctx("preparing timer move")?;
+        let mut rows = stmt
+            .query(params![put.subject_id, delta, put.at])
+            .ctx("moving the subject's timers")?;
+        while let Some(row) = rows.next().ctx("reading moved timers")? {
+            moved.push(read_due_row(row)?);
+        }
+        moved.sort_unstable_by_key(DueEntry::cursor);
+    }
+    Ok(WriteResult::SubjectPut {
+        subject: SubjectRecord {
+            subject_id: put.subject_id.clone(),
+            start_at: put.start_at,
+            title: put.title.clone(),
+            data: put.data.clone(),
+            created_at: old.created_at,
+            updated_at: put.at,
+        },
+        created: false,
+        moved,
+    })
+}
+
+pub(super) fn delete_subject(conn: &Connection, subject_id: &str, at: i64) -> Result<WriteResult> {
+    let Some(subject) = subject_by_id(conn, subject_id)? else {
+        return Ok(WriteResult::NotFound);
+    };
+    let mut cancelled = Vec::new();
+    {
+        let mut stmt = conn
+            .prepare_cached(CANCEL_SUBJECT_TIMERS)
+            .ctx("preparing subject cancel")?;
+        let mut rows = stmt
+            .query(params![subject_id, at])
+            .ctx("cancelling the subject's timers")?;
+        while let Some(row) = rows.next().ctx("reading cancelled timers")? {
+            cancelled.push(col::<i64>(row, 0, "timers.id")?);
+        }
+    }
+    cancelled.sort_unstable();
+    // `reminders` first: its delete finds the users through `reminder_timers`.
+    for (sql, what) in [
+        (DELETE_SUBJECT_REMINDERS, "deleting the subject's reminders"),
+        (
+            DELETE_SUBJECT_REMINDER_TIMERS,
+            "deleting the subject's reminder timers",
+        ),
+        (DELETE_SUBJECT, "deleting subject"),
+    ] {
+        conn.prepare_cached(sql)
+            .ctx(what)?
+            .execute([subject_id])
+            .ctx(what)?;
+    }
+    Ok(WriteResult::SubjectDeleted { subject, cancelled })
+}
+
+fn reminder_bits(conn: &Connection, user_id: &str, subject_id: &str) -> Result<Option<u64>> {
+    let bits: Option<i64> = conn
+        .prepare_cached(REMINDER_BITS)
+        .ctx("preparing reminder read")?
+        .query_row([user_id, subject_id], |r| r.get(0))
+        .optional()
+        .ctx("reading reminder bits")?;
+    Ok(bits.map(bits_from_db))
+}
+
+/// Checks, in this order: the subject exists, the bit is free, the fire time
+/// is after `not_before`. Only then is anything written: the timer (which may
+/// turn out `Existing` when its idempotency key is taken, and then nothing else
+/// is written), the bit, and the link between them.
+pub(super) fn add_reminder(
+    conn: &Connection,
+    insert: &mut rusqlite::CachedStatement<'_>,
+    r: NewReminder,
+) -> Result<WriteResult> {
+    let mask = bit_mask(r.bit)?;
+    let start_at: Option<i64> = conn
+        .prepare_cached(SUBJECT_START)
+        .ctx("preparing subject start read")?
+        .query_row([&r.subject_id], |row| row.get(0))
+        .optional()
+        .ctx("reading subject start")?;
+    let Some(start_at) = start_at else {
+        return Ok(WriteResult::SubjectNotFound);
+    };
+    let bits = reminder_bits(conn, &r.user_id, &r.subject_id)?.unwrap_or(0);
+    if bits & mask != 0 {
+        return Ok(WriteResult::ReminderExists { bits });
+    }
+    let fire_at = start_at.saturating_sub(r.lead_ms);
+    if fire_at <= r.not_before {
+        return Ok(WriteResult::TooLate { fire_at });
+    }
+    let NewReminder {
+        user_id,
+        subject_id,
+        bit,
+        mut timer,
+        ..
+    } = r;
+    timer.due_at = fire_at;
+    let at = timer.created_at;
+    let record = match insert_timer(conn, insert, timer)? {
+        WriteResult::Created(record) => record,
+        existing => return Ok(existing),
+    };
+    conn.prepare_cached(SET_REMINDER_BIT)
+        .ctx("preparing reminder upsert")?
+        .execute(params![user_id, subject_id, bits_to_db(mask), at])
+        .ctx("setting reminder bit")?;
+    conn.prepare_cached(INSERT_REMINDER_TIMER)
+        .ctx("preparing reminder timer insert")?
+        .execute(params![user_id, subject_id, bit, record.id])
+        .ctx("linking reminder timer")?;
+    Ok(WriteResult::Created(record))
+}
+
+pub(super) fn cancel_reminders(
+    conn: &Connection,
+    user_id: &str,
+    subject_id: &str,
+    mask: u64,
+    at: i64,
+) -> Result<WriteResult> {
+    let Some(bits) = reminder_bits(conn, user_id, subject_id)? else {
+        return Ok(WriteResult::NotFound);
+    };
+    let cleared = bits & mask;
+    let remaining = bits & !mask;
+    let mut cancelled = Vec::new();
+    if cleared != 0 {
+        let mut take = conn
+            .prepare_cached(TAKE_REMINDER_TIMER)
+            .ctx("preparing reminder timer delete")?;
+        let mut cancel = conn
+            .prepare_cached(CANCEL_IF_PENDING)
+            .ctx("preparing reminder cancel")?;
+        for bit in (0..64u8).filter(|b| cleared & (1u64 << b) != 0) {
+            let timer_id: Option<i64> = take
+                .query_row(params![user_id, subject_id, bit], |r| r.get(0))
+                .optional()
+                .ctx("unlinking reminder timer")?;
+            let Some(timer_id) = timer_id else { continue };
+            if cancel
+                .execute(params![timer_id, at])
+                .ctx("cancelling reminder timer")?
+                == 1
+            {
+                cancelled.push(timer_id);
+            }
+        }
+        if remaining == 0 {
+            conn.prepare_cached(DELETE_REMINDER)
+                .ctx("preparing reminder delete")?
+                .execute([user_id, subject_id])
+                .ctx("deleting reminder")?;
+        } else {
+            conn.prepare_cached(STORE_BITS)
+                .ctx("preparing reminder update")?
+                .execute(params![user_id, subject_id, bits_to_db(remaining), at])
+                .ctx("storing reminder bits")?;
+        }
+    }
+    cancelled.sort_unstable();
+    Ok(WriteResult::RemindersCancelled {
+        cleared,
+        remaining,
+        cancelled,
+    })
+}
+
+pub(super) fn get_subjects(conn: &mut Connection, ids: Vec<String>) -> Result<Vec<SubjectRecord>> {
+    // One snapshot for all of them.
+    let tx = conn.transaction().ctx("beginning get_subjects")?;
+    let mut seen = HashSet::with_capacity(ids.len());
+    let mut out = Vec::with_capacity(ids.len());
+    for id in ids {
+        if seen.insert(id.clone())
+            && let Some(s) = subject_by_id(&tx, &id)?
+        {
+            out.push(s);
+        }
+    }
+    tx.commit().ctx("ending get_subjects")?;
+    Ok(out)
+}
+
+pub(super) fn user_reminders(
+    conn: &Connection,
+    user_id: &str,
+    limit: usize,
+) -> Result<Vec<ReminderTimer>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut stmt = conn
+        .prepare_cached(USER_REMINDERS)
+        .ctx("preparing user_reminders")?;
+    let mut rows = stmt
+        .query(params![user_id, limit])
+        .ctx("querying user_reminders")?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().ctx("reading user_reminders")? {
+        let timer = read_timer(row)?;
+        let bit: i64 = col(row, 16, "reminder_timers.bit")?;
+        out.push(ReminderTimer {
+            subject_id: col(row, 15, "reminder_timers.subject_id")?,
+            bit: narrow(bit, "reminder_timers.bit", timer.id)?,
+            timer,
+        });
+    }
+    Ok(out)
+}
+
+pub(super) fn pending_reminders(
+    conn: &mut Connection,
+    probes: Vec<MergeProbe>,
+) -> Result<Vec<TimerRecord>> {
+    // One read transaction: every probe sees the same snapshot.
+    let tx = conn.transaction().ctx("beginning pending_reminders")?;
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    {
+        let mut stmt = tx
+            .prepare_cached(PENDING_FOR_PROBE)
+            .ctx("preparing pending_reminders")?;
+        for p in &probes {
+            let mut rows = stmt
+                .query(params![p.user_id, p.channel, p.from, p.until])
+                .ctx("querying pending_reminders")?;
+            while let Some(row) = rows.next().ctx("reading pending_reminders")? {
+                let id: i64 = col(row, 0, "timers.id")?;
+                if seen.insert(id) {
+                    out.push(read_timer(row)?);
+                }
+            }
+        }
+    }
+    tx.commit().ctx("ending pending_reminders")?;
+    out.sort_unstable_by_key(TimerRecord::cursor);
+    Ok(out)
+}
