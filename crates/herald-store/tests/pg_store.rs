@@ -9,11 +9,13 @@ use std::time::Duration;
 
 use herald_core::TimerState;
 use herald_pgtemp::{PgTemp, TempDatabase};
-use herald_store::conformance::fixtures::{completion, created, inserts, keyed, timer};
+use herald_store::conformance::fixtures::{
+    completion, created, inserts, keyed, reminder, subject, timer,
+};
 use herald_store::postgres::PgStore;
 use herald_store::{
-    Applied, CompletionOutcome, DueEntry, Fence, NewTimer, Store, StoreError, StoreOptions,
-    WriteOp, WriteResult,
+    Applied, CompletionOutcome, DueEntry, Fence, MergeProbe, NewTimer, PutSubject, Store,
+    StoreError, StoreOptions, WriteOp, WriteResult,
 };
 use tokio::sync::mpsc::Receiver;
 
@@ -95,7 +97,7 @@ async fn migrations_are_idempotent_and_safe_concurrently() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(versions, vec![1]);
+    assert_eq!(versions, vec![1, 2]);
     // Every handle works on the one schema.
     let r = stores[0].apply(inserts([timer(5)])).await.unwrap();
     let id = created(&r[0]).id;
@@ -430,4 +432,128 @@ async fn open_routes_postgres_urls() {
         Err(e) => panic!("{e}"),
         Ok(_) => panic!("opened mysql"),
     }
+}
+
+/// Reminder timers reach other nodes like plain ones: created ones, and moved
+/// ones at their new due times (both within the notify window only).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reminder_timers_created_and_moved_are_announced() {
+    let Some(db) = fresh_db("notify_reminders") else {
+        return;
+    };
+    let (a, b) = (open(&db).await, open(&db).await);
+    let mut rx = a.subscribe().await.unwrap().unwrap();
+    let min = 60_000;
+    // "near" starts in 6 minutes: its 5-minute reminder is due in 1 (inside the
+    // default 2-minute window); "far" starts in an hour.
+    let near_start = now_ms() + 6 * min;
+    let far_start = now_ms() + 60 * min;
+    let r = b
+        .apply(vec![
+            WriteOp::PutSubject(subject("near", near_start)),
+            WriteOp::PutSubject(subject("far", far_start)),
+            WriteOp::AddReminder(reminder("u1", "near", 5)),
+            WriteOp::AddReminder(reminder("u2", "near", 5)),
+            WriteOp::AddReminder(reminder("u1", "far", 5)),
+            WriteOp::AddReminder(reminder("u1", "near", 5)),
+        ])
+        .await
+        .unwrap();
+    let (n1, n2, f1) = (created(&r[2]), created(&r[3]), created(&r[4]));
+    assert!(matches!(r[5], WriteResult::ReminderExists { .. }));
+    let entry = |t: &herald_store::TimerRecord, due_at: i64| DueEntry {
+        id: t.id,
+        due_at,
+        shard: t.shard,
+        priority: t.priority,
+    };
+    let mut got = receive(&mut rx, 2).await;
+    got.sort_by_key(|e| e.id);
+    assert_eq!(got, vec![entry(&n1, n1.due_at), entry(&n2, n2.due_at)]);
+    quiet(&mut rx).await;
+
+    // Moving "near" by 10 s re-announces its timers at their new times; moving
+    // "far" into the window announces its timer for the first time.
+    let r = b
+        .apply(vec![
+            WriteOp::PutSubject(PutSubject {
+                start_at: near_start + 10_000,
+                ..subject("near", near_start)
+            }),
+            WriteOp::PutSubject(PutSubject {
+                start_at: near_start,
+                ..subject("far", far_start)
+            }),
+        ])
+        .await
+        .unwrap();
+    let mut scheduled: Vec<DueEntry> = r.iter().flat_map(|r| r.scheduled()).collect();
+    scheduled.sort_by_key(|e| e.id);
+    let mut got = receive(&mut rx, 3).await;
+    got.sort_by_key(|e| e.id);
+    let mut want = vec![
+        entry(&n1, n1.due_at + 10_000),
+        entry(&n2, n2.due_at + 10_000),
+        entry(&f1, near_start - 5 * min),
+    ];
+    want.sort_by_key(|e| e.id);
+    assert_eq!(got, want);
+    assert_eq!(scheduled, want);
+    quiet(&mut rx).await;
+    // Moving "far" back out of the window announces nothing.
+    b.apply(vec![WriteOp::PutSubject(subject("far", far_start))])
+        .await
+        .unwrap();
+    quiet(&mut rx).await;
+}
+
+/// A bulk subscribe: 10,000 `AddReminder` ops in one apply (batched, not one
+/// statement per op). Prints the times; budgets are not asserted in tests.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_reminders_in_one_batch() {
+    let Some(db) = fresh_db("bulk_reminders") else {
+        return;
+    };
+    let store = open(&db).await;
+    store
+        .apply(vec![WriteOp::PutSubject(subject("hot", 4_000_000_000_000))])
+        .await
+        .unwrap();
+    let ops: Vec<WriteOp> = (0..10_000)
+        .map(|u| WriteOp::AddReminder(reminder(&format!("user-{u:05}"), "hot", 5)))
+        .collect();
+    let started = std::time::Instant::now();
+    let r = store.apply(ops.clone()).await.unwrap();
+    let first = started.elapsed();
+    assert!(r.iter().all(|r| matches!(r, WriteResult::Created(_))));
+    let ids: HashSet<i64> = r.iter().map(|r| created(r).id).collect();
+    assert_eq!(ids.len(), 10_000);
+    let started = std::time::Instant::now();
+    let again = store.apply(ops).await.unwrap();
+    let second = started.elapsed();
+    assert!(
+        again
+            .iter()
+            .all(|r| matches!(r, WriteResult::ReminderExists { .. }))
+    );
+    let probes: Vec<MergeProbe> = (0..512)
+        .map(|u| MergeProbe {
+            user_id: format!("user-{:05}", u * 19),
+            channel: "app".into(),
+            from: 0,
+            until: i64::MAX,
+        })
+        .collect();
+    let started = std::time::Instant::now();
+    let found = store.pending_reminders(&probes).await.unwrap();
+    let probe_time = started.elapsed();
+    assert_eq!(found.len(), 512);
+    eprintln!(
+        "postgres: 10,000 AddReminder in one apply: {first:?} (again, all set: {second:?}); \
+         pending_reminders with 512 probes: {probe_time:?}"
+    );
+    assert_eq!(
+        store.count_by_state().await.unwrap(),
+        vec![(TimerState::Pending, 10_000)]
+    );
 }

@@ -6,9 +6,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 use herald_core::TimerState;
-use herald_store::conformance::fixtures::{completion, created, inserts, keyed, timer};
+use herald_store::conformance::fixtures::{
+    completion, created, inserts, keyed, reminder, subject, timer,
+};
 use herald_store::sqlite::SqliteStore;
-use herald_store::{CompletionOutcome, Store, StoreError, StoreOptions, WriteOp, WriteResult};
+use herald_store::{
+    CompletionOutcome, MergeProbe, Store, StoreError, StoreOptions, WriteOp, WriteResult,
+};
 
 fn opts(sync: &str, readers: usize) -> StoreOptions {
     StoreOptions {
@@ -265,4 +269,55 @@ async fn two_stores_on_one_file_write_concurrently() {
             vec![(TimerState::Pending, 16_000)]
         );
     }
+}
+
+/// A bulk subscribe: 10,000 `AddReminder` ops in one apply, on a file store.
+/// Prints the times; budgets are not asserted in tests.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_reminders_in_one_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("r.db"), &opts("normal", 2))
+        .await
+        .unwrap();
+    store
+        .apply(vec![WriteOp::PutSubject(subject("hot", 4_000_000_000_000))])
+        .await
+        .unwrap();
+    let ops: Vec<WriteOp> = (0..10_000)
+        .map(|u| WriteOp::AddReminder(reminder(&format!("user-{u:05}"), "hot", 5)))
+        .collect();
+    let started = std::time::Instant::now();
+    let r = store.apply(ops.clone()).await.unwrap();
+    let first = started.elapsed();
+    assert!(r.iter().all(|r| matches!(r, WriteResult::Created(_))));
+    let ids: HashSet<i64> = r.iter().map(|r| created(r).id).collect();
+    assert_eq!(ids.len(), 10_000);
+    let started = std::time::Instant::now();
+    let again = store.apply(ops).await.unwrap();
+    let second = started.elapsed();
+    assert!(
+        again
+            .iter()
+            .all(|r| matches!(r, WriteResult::ReminderExists { .. }))
+    );
+    let probes: Vec<MergeProbe> = (0..512)
+        .map(|u| MergeProbe {
+            user_id: format!("user-{:05}", u * 19),
+            channel: "app".into(),
+            from: 0,
+            until: i64::MAX,
+        })
+        .collect();
+    let started = std::time::Instant::now();
+    let found = store.pending_reminders(&probes).await.unwrap();
+    let probe_time = started.elapsed();
+    assert_eq!(found.len(), 512);
+    eprintln!(
+        "sqlite: 10,000 AddReminder in one apply: {first:?} (again, all set: {second:?}); \
+         pending_reminders with 512 probes: {probe_time:?}"
+    );
+    assert_eq!(
+        store.count_by_state().await.unwrap(),
+        vec![(TimerState::Pending, 10_000)]
+    );
 }

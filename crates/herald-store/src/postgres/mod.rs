@@ -27,6 +27,11 @@
 //!   `UPDATE ... FROM unnest(...)` plus one read of the timers it could not cancel.
 //!   New timers due soon are announced with `pg_notify` in the same transaction,
 //!   so other nodes hear of them exactly when they commit.
+//! * A run of `AddReminder` ops (a bulk subscribe sends thousands) is a fixed
+//!   handful of array statements too; subject ops and `CancelReminders` run one
+//!   by one. Reminder timers created, and those a subject move re-timed, are
+//!   announced like new timers. See `reminders.rs` for the locking that keeps
+//!   concurrent subscribes, moves and cancels consistent.
 //! * `complete` writes the whole send log with one `INSERT`, reads the fenced
 //!   shards' epochs once with `FOR SHARE` (so no lease can change hands until the
 //!   batch commits), and updates the timers with one guarded `UPDATE` per segment

@@ -424,3 +424,67 @@ pub(super) fn pending_reminders(
     out.sort_unstable_by_key(TimerRecord::cursor);
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Role, Synchronous, configure, migrate};
+    use super::*;
+
+    fn migrated() -> Connection {
+        let mut conn = Connection::open_in_memory().unwrap();
+        configure(&conn, Role::Writer(Synchronous::Normal)).unwrap();
+        migrate(&mut conn).unwrap();
+        conn
+    }
+
+    fn plan(conn: &Connection, sql: &str) -> String {
+        let n = conn.prepare(sql).unwrap().parameter_count();
+        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+        let rows = stmt
+            .query_map(rusqlite::params_from_iter(vec![1i64; n]), |r| {
+                r.get::<_, String>(3)
+            })
+            .unwrap();
+        rows.map(|r| r.unwrap()).collect::<Vec<_>>().join("\n")
+    }
+
+    /// Every reminder statement finds its rows through an index: the merge
+    /// probes and the user listing through the user's primary-key range, moves
+    /// and deletes through the subject index.
+    #[test]
+    fn reminder_queries_use_their_indexes() {
+        let conn = migrated();
+        for sql in [
+            SUBJECT_BY_ID,
+            SUBJECT_START,
+            REMINDER_BITS,
+            MOVE_SUBJECT_TIMERS,
+            CANCEL_SUBJECT_TIMERS,
+            DELETE_SUBJECT_REMINDERS,
+            DELETE_SUBJECT_REMINDER_TIMERS,
+            TAKE_REMINDER_TIMER,
+            USER_REMINDERS,
+            PENDING_FOR_PROBE,
+        ] {
+            let p = plan(&conn, sql);
+            assert!(!p.contains("SCAN"), "{sql}:\n{p}");
+        }
+        let p = plan(&conn, PENDING_FOR_PROBE);
+        assert!(p.contains("SEARCH r USING PRIMARY KEY (user_id=?)"), "{p}");
+        assert!(
+            p.contains("SEARCH t USING INTEGER PRIMARY KEY (rowid=?)"),
+            "{p}"
+        );
+        let p = plan(&conn, USER_REMINDERS);
+        assert!(p.contains("SEARCH r USING PRIMARY KEY (user_id=?)"), "{p}");
+        assert!(!p.contains("TEMP B-TREE"), "must not sort: {p}");
+        for sql in [
+            MOVE_SUBJECT_TIMERS,
+            CANCEL_SUBJECT_TIMERS,
+            DELETE_SUBJECT_REMINDER_TIMERS,
+        ] {
+            let p = plan(&conn, sql);
+            assert!(p.contains("reminder_timers_subject"), "{sql}:\n{p}");
+        }
+    }
+}
