@@ -103,6 +103,7 @@ macro_rules! store_conformance_tests {
             pending_reminders_follow_user_channel_and_range,
             one_batch_sees_its_own_subjects_and_reminders,
             many_reminders_in_one_batch,
+            reminder_bits_use_the_whole_word_and_a_bad_bit_changes_nothing,
         );
         #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn concurrent_reminder_adds_from_two_handles() {
@@ -2041,6 +2042,48 @@ pub mod suite {
             WriteResult::ReminderExists { .. } | WriteResult::SubjectNotFound
         )));
         assert_eq!(all_due(&store, i64::MAX).await.len(), 606);
+    }
+
+    pub async fn reminder_bits_use_the_whole_word_and_a_bad_bit_changes_nothing(store: S) {
+        put(&store, subject("s", START)).await;
+        // Bit 63 is the sign bit of the stored integer: it must round-trip.
+        let mut top = reminder("u", "s", 5);
+        top.bit = 63;
+        let t = add_created(&store, top.clone()).await;
+        let low = add_created(&store, reminder("u", "s", 5)).await;
+        let both = (1u64 << 63) | slot_mask(ChannelType::App, 5);
+        assert_eq!(
+            add(&store, top).await,
+            WriteResult::ReminderExists { bits: both }
+        );
+        assert_eq!(
+            subscriptions(&store, "u").await,
+            vec![
+                ("s".to_string(), bit(ChannelType::App, 5), low.id),
+                ("s".to_string(), 63, t.id)
+            ]
+        );
+        assert_eq!(
+            cancel_bits(&store, "u", "s", 1 << 63, 5_000).await,
+            WriteResult::RemindersCancelled {
+                cleared: 1 << 63,
+                remaining: slot_mask(ChannelType::App, 5),
+                cancelled: vec![t.id],
+            }
+        );
+        // A bit outside the word is a caller bug: the batch fails, whole.
+        let mut bad = reminder("v", "s", 5);
+        bad.bit = 64;
+        let err = store
+            .apply(vec![
+                WriteOp::PutSubject(subject("new", START)),
+                WriteOp::AddReminder(reminder("v", "s", 10)),
+                WriteOp::AddReminder(bad),
+            ])
+            .await;
+        assert!(err.is_err(), "{err:?}");
+        assert!(subjects(&store, &["new"]).await.is_empty());
+        assert!(subscriptions(&store, "v").await.is_empty());
     }
 
     /// Two handles add the same bits at the same moment: each bit gets exactly

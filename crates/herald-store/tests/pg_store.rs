@@ -557,3 +557,75 @@ async fn ten_thousand_reminders_in_one_batch() {
         vec![(TimerState::Pending, 10_000)]
     );
 }
+
+/// An add that tests the bit free, then finds it claimed by a transaction that
+/// commits meanwhile, answers `ReminderExists` (with the bits that transaction
+/// set) and creates nothing; if that transaction rolls back instead, the add
+/// goes through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_add_that_loses_the_claim_race_creates_nothing() {
+    let Some(db) = fresh_db("claim_race") else {
+        return;
+    };
+    let store = Arc::new(open(&db).await);
+    store
+        .apply(vec![WriteOp::PutSubject(subject("s", 4_000_000_000_000))])
+        .await
+        .unwrap();
+    let r = reminder("u", "s", 5);
+    let mask = 1u64 << r.bit;
+    for commit in [true, false] {
+        // Another node's transaction, caught between claiming the bit and committing.
+        let mut other = sql(&db).await;
+        let tx = other.transaction().await.unwrap();
+        tx.execute(
+            "INSERT INTO reminder_timers (user_id, subject_id, bit, timer_id) \
+             VALUES ('u', 's', $1, 999999)",
+            &[&i16::from(r.bit)],
+        )
+        .await
+        .unwrap();
+        tx.execute(
+            "INSERT INTO reminders (user_id, subject_id, bits, created_at, updated_at) \
+             VALUES ('u', 's', $1, 0, 0)",
+            &[&((mask | 1 << 40) as i64)],
+        )
+        .await
+        .unwrap();
+        let adder = {
+            let (store, r) = (store.clone(), r.clone());
+            tokio::spawn(async move { store.apply(vec![WriteOp::AddReminder(r)]).await })
+        };
+        // The add reads the bits (nothing committed yet) and waits on the claim.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            !adder.is_finished(),
+            "the add should wait for the other claim"
+        );
+        if commit {
+            tx.commit().await.unwrap();
+        } else {
+            tx.rollback().await.unwrap();
+        }
+        let result = adder.await.unwrap().unwrap().remove(0);
+        if commit {
+            assert_eq!(
+                result,
+                WriteResult::ReminderExists {
+                    bits: mask | 1 << 40
+                }
+            );
+            assert!(store.count_by_state().await.unwrap().is_empty());
+            // Clean up as a cancel would, for the second round.
+            other
+                .batch_execute("DELETE FROM reminder_timers; DELETE FROM reminders")
+                .await
+                .unwrap();
+        } else {
+            let t = created(&result);
+            let mine = store.user_reminders("u", 10).await.unwrap();
+            assert_eq!(mine.len(), 1);
+            assert_eq!(mine[0].timer.id, t.id);
+        }
+    }
+}
