@@ -21,6 +21,8 @@ pub(crate) struct Finished {
     pub completion: Completion,
     pub priority: Priority,
     pub shard: u16,
+    /// Whether the timer holds an in-flight permit (merged members do not).
+    pub permit: bool,
 }
 
 impl Finished {
@@ -77,6 +79,20 @@ impl Finished {
             },
             priority,
             shard,
+            permit: true,
+        }
+    }
+
+    /// The same outcome for a reminder merged into this delivery.
+    pub fn for_member(&self, timer_id: herald_core::TimerId, attempt: u32) -> Self {
+        let mut completion = self.completion.clone();
+        completion.timer_id = timer_id;
+        completion.attempt = attempt;
+        Self {
+            completion,
+            priority: self.priority,
+            shard: self.shard,
+            permit: false,
         }
     }
 }
@@ -150,7 +166,10 @@ pub(crate) async fn run(
         hot.failed.increment(failed);
         hot.dead.increment(dead);
         hot.retried.increment(retries.len() as u64);
-        flight.release(batch.drain(..).map(|f| f.completion.timer_id));
+        let (own, members): (Vec<Finished>, Vec<Finished>) =
+            batch.drain(..).partition(|f| f.permit);
+        flight.forget(members.iter().map(|f| f.completion.timer_id));
+        flight.release(own.iter().map(|f| f.completion.timer_id));
         schedule.offer(retries.into_iter().filter(|t| ownership.owns(t.shard)));
         hot.inflight.set(flight.in_flight() as f64);
     }

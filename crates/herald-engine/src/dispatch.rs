@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use herald_channels::{Channel, Delivery, SendOutcome};
-use herald_core::{Clock, Priority, RetryPolicy, TimerId};
+use herald_core::{Clock, Priority, RetryPolicy, TimerId, TimerKind};
 use herald_store::{CompletionOutcome, Fence, Store};
 use parking_lot::Mutex;
 use tokio::sync::{Semaphore, mpsc};
@@ -21,6 +21,7 @@ use crate::completer::Finished;
 use crate::metrics::{ChannelMetrics, Hot};
 use crate::ownership::Ownership;
 use crate::queue::{DueTimer, Urgency, UrgentQueue};
+use crate::reminders;
 use crate::{ChannelSpec, Stop};
 
 /// A fetched timer waiting for its channel.
@@ -30,6 +31,24 @@ pub(crate) struct Job {
     pub shard: u16,
     /// The lease the timer was fetched under; checked again just before the send.
     pub fence: Fence,
+    /// Reminders merged into this delivery besides its own timer: their
+    /// outcomes follow it. They hold no in-flight permit.
+    pub members: Vec<Member>,
+}
+
+/// A timer riding along in another timer's delivery (a merged reminder).
+pub(crate) struct Member {
+    pub timer_id: TimerId,
+    /// Its own attempt number (the store checks it against its own count).
+    pub attempt: u32,
+}
+
+impl Job {
+    /// Every timer this job holds in the flight set, its own first.
+    fn release(self, flight: &Flight) {
+        flight.release([self.delivery.timer_id]);
+        flight.forget(self.members.iter().map(|m| m.timer_id));
+    }
 }
 
 impl Urgency for Job {
@@ -93,6 +112,14 @@ impl Flight {
         self.max.saturating_sub(self.permits.available_permits())
     }
 
+    /// Forgets timers that were let in without a permit (merged members).
+    pub fn forget(&self, ids: impl IntoIterator<Item = TimerId>) {
+        let mut set = self.ids.lock();
+        for id in ids {
+            set.remove(&id);
+        }
+    }
+
     /// Forgets `ids` and gives their permits back.
     pub fn release(&self, ids: impl IntoIterator<Item = TimerId>) {
         let mut set = self.ids.lock();
@@ -118,6 +145,7 @@ pub(crate) async fn fetch_loop(
     done_tx: mpsc::UnboundedSender<Finished>,
     clock: Arc<dyn Clock>,
     batch: usize,
+    merge_window_ms: i64,
     hot: Hot,
     stop: Arc<Stop>,
 ) {
@@ -174,17 +202,58 @@ pub(crate) async fn fetch_loop(
         let mut by_id: HashMap<TimerId, herald_store::TimerRecord> =
             rows.into_iter().map(|r| (r.id, r)).collect();
         let mut stale = Vec::new();
-        let now = clock.now_ms();
+        let mut plain = Vec::with_capacity(fresh.len());
+        let mut reminders = Vec::new();
+        let mut requeue = Vec::new();
         for t in fresh {
-            let row = match by_id.remove(&t.id) {
+            match by_id.remove(&t.id) {
                 // The wheel entry must match the row's current due time: a
-                // retried timer has moved on, and its newer entry fires it.
-                Some(row) if row.due_at == t.due_at => row,
-                _ => {
-                    stale.push(t.id);
-                    continue;
+                // retried or moved timer has a newer entry that fires it.
+                Some(row) if row.due_at == t.due_at => {
+                    if row.kind == TimerKind::Reminder {
+                        requeue.push(t);
+                        reminders.push(row);
+                    } else {
+                        plain.push(row);
+                    }
                 }
+                _ => stale.push(t.id),
+            }
+        }
+        let mut groups = Vec::new();
+        if !reminders.is_empty() {
+            let claim = |m: &herald_store::TimerRecord| {
+                ownership.owns(m.shard) && flight.ids.lock().insert(m.id)
             };
+            let unclaim = |ids: Vec<TimerId>| flight.forget(ids);
+            match reminders::plan(store.as_ref(), reminders, merge_window_ms, claim, unclaim).await
+            {
+                Ok(g) => groups = g,
+                Err(e) => {
+                    tracing::warn!(error = %e, n = requeue.len(), "planning reminders failed; requeued");
+                    hot.store_errors.increment(1);
+                    flight.release(requeue.iter().map(|t| t.id));
+                    ready.push_many(requeue);
+                }
+            }
+        }
+        let now = clock.now_ms();
+        let jobs =
+            plain
+                .into_iter()
+                .map(|row| (row, Vec::new(), None))
+                .chain(groups.into_iter().map(|g| {
+                    let members = g
+                        .members
+                        .iter()
+                        .map(|m| Member {
+                            timer_id: m.id,
+                            attempt: m.attempts.saturating_add(1),
+                        })
+                        .collect();
+                    (g.primary, members, Some(g.message))
+                }));
+        for (row, members, message) in jobs {
             let key = row.delivery_key();
             let attempt = row.attempts.saturating_add(1);
             let delivery = Delivery {
@@ -194,11 +263,12 @@ pub(crate) async fn fetch_loop(
                 fired_at: now,
                 attempt,
                 recipient: row.recipient,
-                message: row.message,
+                message: message.unwrap_or(row.message),
                 idempotency_key: key,
             };
             let Some(fence) = ownership.fence(row.shard) else {
                 stale.push(row.id);
+                flight.forget(members.iter().map(|m: &Member| m.timer_id));
                 continue;
             };
             match channels.get(&row.channel) {
@@ -207,10 +277,13 @@ pub(crate) async fn fetch_loop(
                     priority: row.priority,
                     shard: row.shard,
                     fence,
+                    members,
                 }),
                 None => {
                     // Configuration lost the channel: keep the timer, retry
                     // later, and let attempts run out if it never comes back.
+                    // Merged members are let go and fire on their own.
+                    flight.forget(members.iter().map(|m| m.timer_id));
                     let retry = RetryPolicy::default();
                     let _ = done_tx.send(Finished::from_outcome(
                         &delivery,
@@ -268,7 +341,7 @@ pub(crate) async fn channel_worker(
         // (or stalled past its lease) sends nothing for it.
         if !ownership.covers(job.fence, started) {
             hot.fenced.increment(1);
-            flight.release([job.delivery.timer_id]);
+            job.release(&flight);
             continue;
         }
         let mut d = job.delivery;
@@ -300,10 +373,19 @@ pub(crate) async fn channel_worker(
             CompletionOutcome::Failed => rt.metrics.failed.increment(1),
             CompletionOutcome::Dead => rt.metrics.dead.increment(1),
         }
+        if !job.members.is_empty() {
+            hot.merged.increment(job.members.len() as u64);
+        }
+        // Merged members share the delivery's outcome, each under its own
+        // attempt number.
+        for m in &job.members {
+            let _ = done_tx.send(f.for_member(m.timer_id, m.attempt));
+        }
         let _ = done_tx.send(f);
     }
     // At shutdown, jobs not yet sent are let go: they stay pending in the
     // store and fire again after the restart.
-    let left = rt.queue.pop_many(usize::MAX);
-    flight.release(left.into_iter().map(|j| j.delivery.timer_id));
+    for job in rt.queue.pop_many(usize::MAX) {
+        job.release(&flight);
+    }
 }

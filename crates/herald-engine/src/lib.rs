@@ -16,6 +16,7 @@ mod membership;
 pub mod metrics;
 mod ownership;
 mod queue;
+mod reminders;
 mod schedule;
 mod stop;
 mod writer;
@@ -72,6 +73,11 @@ pub struct EngineConfig {
     /// On a store shared by several nodes, how often the loader re-reads its
     /// whole window: the safety net under the store's notifications.
     pub rescan_interval_ms: u64,
+    /// Reminders of one user on one channel due within this many milliseconds
+    /// of the earliest go out as one delivery; 0 sends each alone. Set from
+    /// the `[reminders]` configuration.
+    #[serde(skip)]
+    pub merge_window_ms: i64,
 }
 
 impl Default for EngineConfig {
@@ -91,6 +97,7 @@ impl Default for EngineConfig {
             heartbeat_ms: 2_000,
             lease_guard_ms: 1_000,
             rescan_interval_ms: 30_000,
+            merge_window_ms: 60_000,
         }
     }
 }
@@ -227,6 +234,7 @@ impl Engine {
             done_tx,
             clock.clone(),
             cfg.fetch_batch.max(1),
+            cfg.merge_window_ms.max(0),
             hot.clone(),
             stop.clone(),
         )));
@@ -417,12 +425,7 @@ async fn listen(
             batch
                 .into_iter()
                 .filter(|e| ownership.owns(e.shard))
-                .map(|e| DueTimer {
-                    id: e.id,
-                    due_at: e.due_at,
-                    shard: e.shard,
-                    priority: e.priority,
-                }),
+                .map(DueTimer::from),
         );
     }
 }

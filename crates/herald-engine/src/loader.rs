@@ -75,12 +75,7 @@ pub(crate) async fn run(
                         cursor = Some(last.cursor());
                     }
                     let full = page.len() >= cfg.load_batch;
-                    schedule.load(page.into_iter().map(|e| DueTimer {
-                        id: e.id,
-                        due_at: e.due_at,
-                        shard: e.shard,
-                        priority: e.priority,
-                    }));
+                    schedule.load(page.into_iter().map(DueTimer::from));
                     if !full {
                         break;
                     }

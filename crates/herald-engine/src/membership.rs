@@ -167,12 +167,7 @@ impl Membership {
                 cursor = Some(last.cursor());
             }
             let full = page.len() >= self.cfg.load_batch;
-            self.schedule.load(page.into_iter().map(|e| DueTimer {
-                id: e.id,
-                due_at: e.due_at,
-                shard: e.shard,
-                priority: e.priority,
-            }));
+            self.schedule.load(page.into_iter().map(DueTimer::from));
             if !full {
                 return Ok(());
             }

@@ -26,6 +26,8 @@ pub const STORE_ERRORS: &str = "herald_store_errors_total";
 pub const OWNED_SHARDS: &str = "herald_owned_shards";
 pub const CLUSTER_NODES: &str = "herald_cluster_nodes";
 pub const FENCED: &str = "herald_fenced_total";
+/// Reminders delivered inside another reminder's message (merging).
+pub const MERGED: &str = "herald_reminders_merged_total";
 
 /// Says what each metric means, once, for `/metrics`.
 pub fn describe() {
@@ -45,6 +47,10 @@ pub fn describe() {
         "Timers refused permanently by their channel."
     );
     describe_counter!(TIMERS_DEAD, "Timers that used up every attempt.");
+    describe_counter!(
+        MERGED,
+        "Reminders delivered inside another reminder's message (merging)."
+    );
     describe_gauge!(TIMERS_PENDING, "Pending timers in the store (sampled).");
     describe_gauge!(TIMERS_BY_STATE, "Timers in the store by state (sampled).");
     describe_histogram!(
@@ -85,6 +91,7 @@ pub(crate) struct Hot {
     pub complete_batch: Histogram,
     pub store_errors: Counter,
     pub fenced: Counter,
+    pub merged: Counter,
 }
 
 impl Hot {
@@ -105,6 +112,7 @@ impl Hot {
             complete_batch: histogram!(COMPLETE_BATCH),
             store_errors: counter!(STORE_ERRORS),
             fenced: counter!(FENCED),
+            merged: counter!(MERGED),
         }
     }
 }

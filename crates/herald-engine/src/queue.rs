@@ -17,6 +17,17 @@ pub struct DueTimer {
     pub priority: Priority,
 }
 
+impl From<herald_store::DueEntry> for DueTimer {
+    fn from(e: herald_store::DueEntry) -> Self {
+        Self {
+            id: e.id,
+            due_at: e.due_at,
+            shard: e.shard,
+            priority: e.priority,
+        }
+    }
+}
+
 /// Anything ordered for dispatch.
 pub(crate) trait Urgency {
     fn key(&self) -> (Priority, i64, TimerId);

@@ -55,25 +55,29 @@ pub(crate) async fn run(
                 // Into the wheel before anyone hears "created": here if this
                 // node owns the shard; otherwise its owner hears of it from
                 // the store's notifications, or its loader finds it.
-                schedule.offer(results.iter().filter_map(|r| match r {
-                    WriteResult::Created(t) => {
-                        created += 1;
-                        if !ownership.owns(t.shard) {
-                            return None;
+                let mut due = Vec::new();
+                for r in &results {
+                    match r {
+                        WriteResult::Created(_) => created += 1,
+                        WriteResult::Cancelled(_) => cancelled += 1,
+                        WriteResult::SubjectDeleted { cancelled: ids, .. }
+                        | WriteResult::RemindersCancelled { cancelled: ids, .. } => {
+                            cancelled += ids.len() as u64
                         }
-                        Some(DueTimer {
-                            id: t.id,
-                            due_at: t.due_at,
-                            shard: t.shard,
-                            priority: t.priority,
-                        })
+                        _ => {}
                     }
-                    WriteResult::Cancelled(_) => {
-                        cancelled += 1;
-                        None
-                    }
-                    _ => None,
-                }));
+                    // Created or moved timers go into the wheel before anyone
+                    // hears of them: here if this node owns the shard;
+                    // otherwise the owner hears from the store's
+                    // notifications, or its loader finds them.
+                    due.extend(
+                        r.scheduled()
+                            .into_iter()
+                            .filter(|e| ownership.owns(e.shard))
+                            .map(DueTimer::from),
+                    );
+                }
+                schedule.offer(due);
                 hot.created.increment(created);
                 hot.cancelled.increment(cancelled);
                 let mut results = results.into_iter();

@@ -3,19 +3,21 @@
 
 pub mod error;
 mod ops;
+pub mod reminders;
 pub mod timers;
 pub mod validate;
 
 use std::sync::Arc;
 
 use axum::Router;
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post, put};
 use herald_core::Clock;
 use herald_engine::Engine;
 use metrics_exporter_prometheus::PrometheusHandle;
 use serde::{Deserialize, Serialize};
 
 pub use ops::install_metrics;
+pub use reminders::RemindersConfig;
 
 /// Request limits.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -47,6 +49,7 @@ pub struct AppState {
     pub engine: Engine,
     pub clock: Arc<dyn Clock>,
     pub api: Arc<ApiConfig>,
+    pub reminders: Arc<RemindersConfig>,
     pub metrics: PrometheusHandle,
 }
 
@@ -56,6 +59,22 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/timers:bulk", post(timers::create_bulk))
         .route("/v1/timers/{id}", get(timers::get).delete(timers::cancel))
         .route("/v1/timers/{id}/deliveries", get(timers::deliveries))
+        .route(
+            "/v1/subjects/{subject_id}",
+            put(reminders::put_subject)
+                .get(reminders::get_subject)
+                .delete(reminders::delete_subject),
+        )
+        .route("/v1/reminders", post(reminders::create))
+        .route("/v1/reminders:bulk", post(reminders::create_bulk))
+        .route(
+            "/v1/reminders/{user_id}/{subject_id}",
+            delete(reminders::cancel),
+        )
+        .route(
+            "/v1/users/{user_id}/reminders",
+            get(reminders::list_for_user),
+        )
         .route("/v1/stats", get(ops::stats))
         .route("/v1/cluster", get(ops::cluster))
         .route("/healthz", get(ops::healthz))

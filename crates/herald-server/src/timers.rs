@@ -88,6 +88,25 @@ pub async fn read_body(body: Body, limit: usize) -> Result<bytes::Bytes, ApiErro
     }
 }
 
+/// The non-blank lines of an NDJSON body with their 1-based line numbers;
+/// more than `max` is a 413.
+pub fn ndjson_lines(bytes: &[u8], max: usize) -> Result<Vec<(usize, &[u8])>, ApiError> {
+    let lines: Vec<(usize, &[u8])> = bytes
+        .split(|&b| b == b'\n')
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.strip_suffix(b"\r").unwrap_or(l)))
+        .filter(|(_, l)| l.iter().any(|b| !b.is_ascii_whitespace()))
+        .collect();
+    if lines.len() > max {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too_many_lines",
+            format!("{} lines; at most {max} per request", lines.len()),
+        ));
+    }
+    Ok(lines)
+}
+
 fn context<'a>(
     st: &'a AppState,
     has: &'a (dyn Fn(&str) -> bool + Sync),
@@ -152,23 +171,7 @@ enum LineResult {
 /// nothing.
 pub async fn create_bulk(State(st): State<AppState>, body: Body) -> Result<Response, ApiError> {
     let bytes = read_body(body, st.api.bulk_max_bytes).await?;
-    let lines: Vec<(usize, &[u8])> = bytes
-        .split(|&b| b == b'\n')
-        .enumerate()
-        .map(|(i, l)| (i + 1, l.strip_suffix(b"\r").unwrap_or(l)))
-        .filter(|(_, l)| l.iter().any(|b| !b.is_ascii_whitespace()))
-        .collect();
-    if lines.len() > st.api.bulk_max_lines {
-        return Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "too_many_lines",
-            format!(
-                "{} lines; at most {} per request",
-                lines.len(),
-                st.api.bulk_max_lines
-            ),
-        ));
-    }
+    let lines = ndjson_lines(&bytes, st.api.bulk_max_lines)?;
     let engine = &st.engine;
     let has = |c: &str| engine.has_channel(c);
     let names = || engine.channel_names();

@@ -27,6 +27,30 @@ pub enum BenchCmd {
     Ingest(IngestArgs),
     /// N pending timers, `kill -9`, restart: how soon firing resumes, and RSS.
     Restart(RestartArgs),
+    /// N users subscribe to one subject with the same lead: the subscribe
+    /// rate, and how long the reminders take to drain when they all fall due.
+    Reminders(RemindersArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct RemindersArgs {
+    #[arg(long, default_value_t = 100_000)]
+    users: usize,
+    /// Seconds from now until the subject starts; by default the lead plus
+    /// enough time to subscribe everyone first.
+    #[arg(long)]
+    subject_start_in: Option<f64>,
+    /// Minutes before the start the reminders fire (5..=60, a multiple of 5).
+    #[arg(long, default_value_t = 5)]
+    lead_minutes: i64,
+    /// Subscriptions per bulk request.
+    #[arg(long, default_value_t = 10_000)]
+    chunk: usize,
+    /// Bulk requests in flight at once.
+    #[arg(long, default_value_t = 2)]
+    clients: usize,
+    #[command(flatten)]
+    server: ServerArgs,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -44,6 +68,9 @@ pub struct ServerArgs {
     /// Nodes sharing the store (`postgres` only).
     #[arg(long, default_value_t = 1)]
     nodes: usize,
+    /// Reminder merge window of the server under test (0: off).
+    #[arg(long, default_value_t = 60_000)]
+    merge_window_ms: i64,
     /// Keep the server's data directory and log after the run.
     #[arg(long)]
     keep: bool,
@@ -115,6 +142,7 @@ pub async fn run(cmd: BenchCmd) -> anyhow::Result<()> {
         BenchCmd::Precision(a) => precision(a).await,
         BenchCmd::Ingest(a) => ingest(a).await,
         BenchCmd::Restart(a) => restart(a).await,
+        BenchCmd::Reminders(a) => reminders(a).await,
     }
 }
 
@@ -254,12 +282,17 @@ stats_interval_ms = 0
 [api]
 bulk_max_lines = 1000000
 bulk_max_bytes = 536870912
+[reminders]
+merge_window_ms = {merge}
+[reminders.channels]
+app = "sink"
 [[channels]]
 name = "sink"
 kind = "webhook"
 url = "{sink_url}"
 concurrency = {conc}
 "#,
+                merge = a.merge_window_ms,
                 sync = a.synchronous,
                 conc = a.concurrency,
             );
@@ -375,28 +408,100 @@ fn machine_cpu_seconds() -> Option<f64> {
     Some(busy / 100.0)
 }
 
-/// CPU used over a phase by the nodes, by this process (sink and clients), and
-/// by everything else (PostgreSQL, when it is the store).
+/// CPU seconds of a PostgreSQL server: the postmaster, its live backends, and
+/// the backends that already exited (counted in the postmaster's reaped
+/// children time).
+fn pg_cpu_seconds(data_dir: &std::path::Path) -> Option<f64> {
+    let pid: u32 = std::fs::read_to_string(data_dir.join("postmaster.pid"))
+        .ok()?
+        .lines()
+        .next()?
+        .trim()
+        .parse()
+        .ok()?;
+    let fields = |p: &str| -> Option<Vec<f64>> {
+        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+        let rest = &stat[stat.rfind(')')? + 2..];
+        Some(
+            rest.split_whitespace()
+                .map(|v| v.parse::<f64>().unwrap_or(0.0))
+                .collect(),
+        )
+    };
+    let own = fields(&pid.to_string())?;
+    // utime stime cutime cstime are fields 11..=14 after the name.
+    let mut ticks: f64 = own.get(11..15)?.iter().sum();
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let name = entry.file_name();
+        let Some(p) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        if let Some(f) = fields(p)
+            && f.get(1).copied() == Some(f64::from(pid))
+        {
+            ticks += f.get(11..13).map_or(0.0, |t| t.iter().sum());
+        }
+    }
+    Some(ticks / 100.0)
+}
+
+impl CpuUse {
+    fn describe(&self, n: usize) -> String {
+        let per = |s: f64| s * 1e6 / n.max(1) as f64;
+        format!(
+            "nodes {:.1} s, sink+bench {:.1} s, postgres {:.1} s, other load {:.1} s \
+             ({:.0} / {:.0} / {:.0} us per item)",
+            self.nodes,
+            self.own,
+            self.pg,
+            self.other,
+            per(self.nodes),
+            per(self.own),
+            per(self.pg)
+        )
+    }
+}
+
+/// CPU used over a phase by the nodes, by this process (sink and clients), by
+/// the PostgreSQL server the bench started (0 on SQLite), and by the whole
+/// machine (the rest is other load, not ours).
 struct CpuMeter {
     pids: Vec<u32>,
+    pg_dir: Option<PathBuf>,
     nodes0: f64,
     own0: f64,
+    pg0: f64,
     all0: f64,
+}
+
+/// CPU seconds over a phase, by whom.
+struct CpuUse {
+    nodes: f64,
+    own: f64,
+    pg: f64,
+    /// Busy time of the machine outside all of the above.
+    other: f64,
 }
 
 impl CpuMeter {
     fn start(d: &Deployment) -> Self {
         let pids = d.pids();
+        let pg_dir = d._pg.as_ref().map(|p| p.data_dir().to_path_buf());
         Self {
             nodes0: pids.iter().filter_map(|p| cpu_seconds(Some(*p))).sum(),
             own0: cpu_seconds(None).unwrap_or(0.0),
+            pg0: pg_dir.as_deref().and_then(pg_cpu_seconds).unwrap_or(0.0),
             all0: machine_cpu_seconds().unwrap_or(0.0),
             pids,
+            pg_dir,
         }
     }
 
-    /// (nodes, sink + clients, everything else) CPU seconds since `start`.
-    fn read(&self) -> (f64, f64, f64) {
+    /// What each used since `start`.
+    fn read(&self) -> CpuUse {
         let nodes = self
             .pids
             .iter()
@@ -404,8 +509,18 @@ impl CpuMeter {
             .sum::<f64>()
             - self.nodes0;
         let own = cpu_seconds(None).unwrap_or(0.0) - self.own0;
+        let pg = self
+            .pg_dir
+            .as_deref()
+            .and_then(pg_cpu_seconds)
+            .map_or(0.0, |c| c - self.pg0);
         let all = machine_cpu_seconds().unwrap_or(0.0) - self.all0;
-        (nodes, own, (all - nodes - own).max(0.0))
+        CpuUse {
+            nodes,
+            own,
+            pg,
+            other: (all - nodes - own - pg).max(0.0),
+        }
     }
 }
 
@@ -449,23 +564,40 @@ async fn bulk_ingest(
     clients: usize,
     due: Arc<dyn Fn(usize) -> i64 + Send + Sync>,
 ) -> anyhow::Result<f64> {
+    let lines = Arc::new(move |r: std::ops::Range<usize>| ndjson(r, &*due));
+    bulk_post(http, bases, "/v1/timers:bulk", n, chunk, clients, lines).await
+}
+
+/// Sends items `0..n` to a bulk NDJSON endpoint in chunks from `clients`
+/// concurrent requests, `lines` writing each chunk; every line must come
+/// back `201`. Returns the seconds it took.
+async fn bulk_post(
+    http: &reqwest::Client,
+    bases: &[String],
+    path: &'static str,
+    n: usize,
+    chunk: usize,
+    clients: usize,
+    lines: Arc<dyn Fn(std::ops::Range<usize>) -> String + Send + Sync>,
+) -> anyhow::Result<f64> {
     let chunk = chunk.max(1);
     let next = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..clients.max(1) {
-        let (http, bases, next, due) = (http.clone(), bases.to_vec(), next.clone(), due.clone());
+        let (http, bases, next, lines) =
+            (http.clone(), bases.to_vec(), next.clone(), lines.clone());
         tasks.push(tokio::spawn(async move {
             loop {
                 let start = next.fetch_add(chunk, Ordering::SeqCst);
                 if start >= n {
                     return Ok::<_, anyhow::Error>(());
                 }
-                let body = ndjson(start..(start + chunk).min(n), &*due);
+                let body = lines(start..(start + chunk).min(n));
                 // Chunks go to the nodes in turn, as a load balancer would send them.
                 let base = &bases[(start / chunk) % bases.len().max(1)];
                 let resp = http
-                    .post(format!("{base}/v1/timers:bulk"))
+                    .post(format!("{base}{path}"))
                     .header("content-type", "application/x-ndjson")
                     .body(body)
                     .send()
@@ -579,7 +711,7 @@ async fn burst(a: BurstArgs) -> anyhow::Result<()> {
     let timeout = Duration::from_secs_f64(lead + 120.0 + n as f64 / 5_000.0);
     let cpu = CpuMeter::start(&server);
     let (delivered, done) = wait_drained(&sink, &server, &http, n, timeout).await?;
-    let (server_cpu, own_cpu, other_cpu) = cpu.read();
+    let c = cpu.read();
     let s: WebhookStats = sink.stats();
     let drain_s = (done - due_at) as f64 / 1000.0;
     let deliver_s = (delivered - due_at) as f64 / 1000.0;
@@ -599,17 +731,11 @@ async fn burst(a: BurstArgs) -> anyhow::Result<()> {
     println!("  lateness at sink    {}", pct(&s.lateness_ms));
     println!("  fire lateness       {}", pct(&s.fire_lateness_ms));
     println!("  duplicates          {}", s.duplicates);
-    println!(
-        "  cpu while draining  nodes {server_cpu:.1} s, sink+bench {own_cpu:.1} s, other (postgres) {other_cpu:.1} s \
-         ({:.0} / {:.0} / {:.0} us per timer)",
-        server_cpu * 1e6 / n as f64,
-        own_cpu * 1e6 / n as f64,
-        other_cpu * 1e6 / n as f64
-    );
+    println!("  cpu while draining  {}", c.describe(n));
     if a.server.json {
         println!(
             "{}",
-            serde_json::json!({"scenario":"burst","store":a.server.store,"nodes":a.server.nodes,"server_cpu_s":server_cpu,"sink_cpu_s":own_cpu,"other_cpu_s":other_cpu,"timers":n,"ingest_per_sec":n as f64/secs,
+            serde_json::json!({"scenario":"burst","store":a.server.store,"nodes":a.server.nodes,"server_cpu_s":c.nodes,"sink_cpu_s":c.own,"pg_cpu_s":c.pg,"other_cpu_s":c.other,"timers":n,"ingest_per_sec":n as f64/secs,
                 "delivered_s":deliver_s,"done_s":drain_s,"drain_per_sec":n as f64/drain_s.max(0.001),
                 "lateness_ms":s.lateness_ms,"fire_lateness_ms":s.fire_lateness_ms,"duplicates":s.duplicates})
         );
@@ -821,6 +947,107 @@ async fn restart(a: RestartArgs) -> anyhow::Result<()> {
             serde_json::json!({"scenario":"restart","timers":n,"overdue":overdue,
                 "listening_ms":listening.as_millis() as u64,"first_ms":first.as_millis() as u64,
                 "all_overdue_ms":all.as_millis() as u64,"rss_bytes":rss})
+        );
+    }
+    server.stop().await;
+    Ok(())
+}
+
+async fn reminders(a: RemindersArgs) -> anyhow::Result<()> {
+    let sink = start_sink().await?;
+    let server = Deployment::start(&sink.hook_url(), &a.server).await?;
+    let http = http_client()?;
+    let clock = SystemClock;
+    let n = a.users;
+    let lead_ms = a.lead_minutes * 60_000;
+    // Subscribing is slower than plain timers: budget 50k/s, plus start-up.
+    let start_in = a
+        .subject_start_in
+        .unwrap_or(lead_ms as f64 / 1000.0 + 5.0 + n as f64 / 50_000.0);
+    let start_at = clock.now_ms() + (start_in * 1000.0) as i64;
+    let due_at = start_at - lead_ms;
+    if due_at <= clock.now_ms() {
+        bail!("the reminders would be due before they are created: raise --subject-start-in");
+    }
+    let resp = http
+        .put(format!("{}/v1/subjects/bench-subject", server.base()))
+        .json(
+            &serde_json::json!({"start_at": format_rfc3339_ms(start_at), "title": "Bench coupon"}),
+        )
+        .send()
+        .await?;
+    if !resp.status().is_success() {
+        bail!(
+            "creating the subject: {} {}",
+            resp.status(),
+            resp.text().await?
+        );
+    }
+    eprintln!(
+        "reminders: {n} users, subject starts {} ({start_in:.1} s from now), reminders due {}",
+        format_rfc3339_ms(start_at),
+        format_rfc3339_ms(due_at)
+    );
+    let lead = a.lead_minutes;
+    let lines = Arc::new(move |r: std::ops::Range<usize>| {
+        let mut s = String::with_capacity(r.len() * 100);
+        for i in r {
+            s.push_str(&format!(
+                "{{\"user_id\":\"user-{i}\",\"subject_id\":\"bench-subject\",\"channel_type\":\"app\",\"lead_minutes\":{lead}}}\n"
+            ));
+        }
+        s
+    });
+    let secs = bulk_post(
+        &http,
+        &server.bases(),
+        "/v1/reminders:bulk",
+        n,
+        a.chunk,
+        a.clients,
+        lines,
+    )
+    .await?;
+    let slack = due_at - clock.now_ms();
+    eprintln!(
+        "subscribe: {n} in {secs:.2} s = {:.0} per second; {slack} ms before due",
+        n as f64 / secs
+    );
+    if slack < 0 {
+        eprintln!("WARNING: subscribing ended after the due instant; raise --subject-start-in");
+    }
+    let timeout =
+        Duration::from_secs_f64(slack.max(0) as f64 / 1000.0 + 120.0 + n as f64 / 5_000.0);
+    let cpu = CpuMeter::start(&server);
+    let (delivered, done) = wait_drained(&sink, &server, &http, n, timeout).await?;
+    let c = cpu.read();
+    let s: WebhookStats = sink.stats();
+    let drain_s = (done - due_at) as f64 / 1000.0;
+    let deliver_s = (delivered - due_at) as f64 / 1000.0;
+    println!(
+        "reminders: {n} users of one subject, lead {} min (store {}, nodes {}, concurrency {})",
+        a.lead_minutes, a.server.store, a.server.nodes, a.server.concurrency
+    );
+    println!(
+        "  subscribe (bulk)    {:.0} reminders/s ({secs:.2} s)",
+        n as f64 / secs
+    );
+    println!("  all delivered       {deliver_s:.2} s after due");
+    println!(
+        "  all marked done     {drain_s:.2} s after due  => {:.0} reminders/s",
+        n as f64 / drain_s.max(0.001)
+    );
+    println!("  lateness at sink    {}", pct(&s.lateness_ms));
+    println!("  duplicates          {}", s.duplicates);
+    println!("  cpu while draining  {}", c.describe(n));
+    if a.server.json {
+        println!(
+            "{}",
+            serde_json::json!({"scenario":"reminders","store":a.server.store,"nodes":a.server.nodes,
+                "users":n,"subscribe_per_sec":n as f64/secs,"server_cpu_s":c.nodes,"sink_cpu_s":c.own,
+                "pg_cpu_s":c.pg,"other_cpu_s":c.other,"delivered_s":deliver_s,"done_s":drain_s,
+                "drain_per_sec":n as f64/drain_s.max(0.001),"lateness_ms":s.lateness_ms,
+                "duplicates":s.duplicates})
         );
     }
     server.stop().await;

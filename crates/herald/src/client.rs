@@ -63,6 +63,11 @@ pub async fn run(server: &str, cmd: TimersCmd) -> anyhow::Result<()> {
         TimersCmd::Deliveries { id } => http.get(format!("{base}/v1/timers/{id}/deliveries")).send().await,
     }
     .with_context(|| format!("cannot reach {base}"))?;
+    show(resp).await
+}
+
+/// Prints a server's answer (pretty JSON when it is JSON); a non-2xx is an error.
+pub async fn show(resp: reqwest::Response) -> anyhow::Result<()> {
     let status = resp.status();
     let text = resp.text().await?;
     let pretty = serde_json::from_str::<serde_json::Value>(&text)

@@ -9,7 +9,7 @@ use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use herald_channels::ChannelConfig;
 use herald_engine::EngineConfig;
-use herald_server::ApiConfig;
+use herald_server::{ApiConfig, RemindersConfig};
 use herald_store::StoreOptions;
 use serde::{Deserialize, Serialize};
 
@@ -28,6 +28,7 @@ pub struct Config {
     pub engine: EngineConfig,
     pub api: ApiConfig,
     pub store_options: StoreOptions,
+    pub reminders: RemindersConfig,
 }
 
 impl Default for Config {
@@ -41,6 +42,7 @@ impl Default for Config {
             engine: EngineConfig::default(),
             api: ApiConfig::default(),
             store_options: StoreOptions::default(),
+            reminders: RemindersConfig::default(),
         }
     }
 }
@@ -55,6 +57,7 @@ const ENV_KEYS: &[&str] = &[
     "engine",
     "api",
     "store_options",
+    "reminders",
 ];
 
 impl Config {
@@ -94,6 +97,9 @@ impl Config {
                 bail!("two channels are named {:?}", c.name);
             }
         }
+        self.reminders
+            .validate(|c| names.contains(c))
+            .map_err(anyhow::Error::msg)?;
         if self.engine.window_ms < 1_000 {
             bail!("engine.window_ms must be at least 1000");
         }

@@ -4,6 +4,7 @@
 mod bench;
 mod client;
 mod config;
+mod remind_cli;
 mod serve;
 
 use std::net::SocketAddr;
@@ -50,6 +51,20 @@ enum Cmd {
         server: String,
         #[command(subcommand)]
         cmd: client::TimersCmd,
+    },
+    /// Talk to a running server about subjects (what reminders count down to).
+    Subjects {
+        #[arg(long, env = "HERALD_SERVER", default_value = "http://127.0.0.1:8780")]
+        server: String,
+        #[command(subcommand)]
+        cmd: remind_cli::SubjectsCmd,
+    },
+    /// Talk to a running server about reminder subscriptions.
+    Reminders {
+        #[arg(long, env = "HERALD_SERVER", default_value = "http://127.0.0.1:8780")]
+        server: String,
+        #[command(subcommand)]
+        cmd: remind_cli::RemindersCmd,
     },
 }
 
@@ -140,6 +155,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Cmd::Mock(a) => run_mock(a).await,
             Cmd::Bench { cmd } => bench::run(cmd).await,
             Cmd::Timers { server, cmd } => client::run(&server, cmd).await,
+            Cmd::Subjects { server, cmd } => remind_cli::subjects(&server, cmd).await,
+            Cmd::Reminders { server, cmd } => remind_cli::reminders(&server, cmd).await,
         }
     })
 }

@@ -39,19 +39,14 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
         });
     }
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let engine = Engine::start(
-        store,
-        clock.clone(),
-        specs,
-        cfg.engine.clone(),
-        shards,
-        &node_id,
-    )
-    .await;
+    let mut engine_cfg = cfg.engine.clone();
+    engine_cfg.merge_window_ms = cfg.reminders.merge_window_ms;
+    let engine = Engine::start(store, clock.clone(), specs, engine_cfg, shards, &node_id).await;
     let state = AppState {
         engine: engine.clone(),
         clock,
         api: Arc::new(cfg.api.clone()),
+        reminders: Arc::new(cfg.reminders.clone()),
         metrics,
     };
     let app = herald_server::router(state);

@@ -237,10 +237,15 @@ impl Server {
         }
     }
 
-    /// Bulk NDJSON; returns the status and the answer lines.
+    /// Bulk NDJSON timers; returns the status and the answer lines.
     pub async fn bulk(&self, lines: &str) -> (u16, Vec<Value>) {
+        self.bulk_at("/v1/timers:bulk", lines).await
+    }
+
+    /// NDJSON to the bulk endpoint at `path`; the status and the answer lines.
+    pub async fn bulk_at(&self, path: &str, lines: &str) -> (u16, Vec<Value>) {
         let resp = client()
-            .post(format!("{}/v1/timers:bulk", self.url))
+            .post(format!("{}{path}", self.url))
             .header("content-type", "application/x-ndjson")
             .body(lines.to_string())
             .send()
@@ -260,6 +265,17 @@ impl Server {
                 .map(|l| serde_json::from_str(l).unwrap())
                 .collect(),
         )
+    }
+
+    pub async fn put(&self, path: &str, body: &Value) -> (u16, Value) {
+        let resp = client()
+            .put(format!("{}{path}", self.url))
+            .json(body)
+            .send()
+            .await
+            .unwrap();
+        let status = resp.status().as_u16();
+        (status, resp.json().await.unwrap_or(Value::Null))
     }
 
     pub async fn get(&self, path: &str) -> (u16, Value) {

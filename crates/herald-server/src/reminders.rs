@@ -1,0 +1,632 @@
+//! Subjects and reminder subscriptions: `/v1/subjects`, `/v1/reminders`,
+//! `/v1/users/{user_id}/reminders`.
+//!
+//! A subscription is one bit of the (user, subject) bitmap (see
+//! `herald_core::reminder`) plus one timer of kind `reminder`, due
+//! `lead_minutes` before the subject starts. Reminder timers are sharded by
+//! user so that a user's reminders meet on one node, where they can be merged.
+
+use std::collections::BTreeMap;
+
+use axum::body::Body;
+use axum::extract::{Path, Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use herald_core::reminder::{self, ChannelType, Slot};
+use herald_core::time::{format_rfc3339_ms, parse_rfc3339_ms};
+use herald_core::timer::DEFAULT_PRIORITY;
+use herald_core::{TimerKind, shard_for};
+use herald_store::{
+    NewReminder, NewTimer, PutSubject, ReminderTimer, SubjectRecord, WriteOp, WriteResult,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+
+use crate::AppState;
+use crate::error::{ApiError, ErrorBody, from_serde};
+use crate::timers::read_body;
+use crate::validate::MAX_AHEAD_MS;
+
+/// Longest user or subject id.
+pub const MAX_ID_BYTES: usize = 128;
+/// Largest `title`.
+pub const MAX_TITLE_BYTES: usize = 1024;
+/// Most reminders `GET /v1/users/{id}/reminders` lists.
+pub const MAX_LISTED: usize = 10_000;
+
+/// How reminders reach users.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RemindersConfig {
+    /// A user's reminders on one channel that fall due within this many
+    /// milliseconds of the earliest go out as one message; 0 turns merging off.
+    pub merge_window_ms: i64,
+    /// The configured channel each channel type is sent through, e.g.
+    /// `app = "push"`. A type without an entry uses the channel of the same
+    /// name, if there is one. A reminder may name its own `channel`.
+    pub channels: BTreeMap<String, String>,
+}
+
+impl Default for RemindersConfig {
+    fn default() -> Self {
+        Self {
+            merge_window_ms: 60_000,
+            channels: BTreeMap::new(),
+        }
+    }
+}
+
+impl RemindersConfig {
+    /// Checks the routing table against the configured channels.
+    pub fn validate(&self, has_channel: impl Fn(&str) -> bool) -> Result<(), String> {
+        if self.merge_window_ms < 0 {
+            return Err("reminders.merge_window_ms must not be negative".into());
+        }
+        for (t, c) in &self.channels {
+            if ChannelType::parse(t).is_none() {
+                return Err(format!(
+                    "reminders.channels: {t:?} is not a channel type; expected one of {}",
+                    type_names()
+                ));
+            }
+            if !has_channel(c) {
+                return Err(format!(
+                    "reminders.channels.{t}: no channel named {c:?} is configured"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn type_names() -> String {
+    ChannelType::ALL
+        .iter()
+        .map(|t| t.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// User and subject ids appear in paths: 1..=128 of `A-Z a-z 0-9 _ - . : @`.
+fn check_id(field: &str, id: &str) -> Result<(), ApiError> {
+    let ok = !id.is_empty()
+        && id.len() <= MAX_ID_BYTES
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-.:@".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::field(
+            field,
+            "invalid_field",
+            format!("{field} must be 1..={MAX_ID_BYTES} characters of A-Z a-z 0-9 _ - . : @"),
+        ))
+    }
+}
+
+fn unexpected() -> ApiError {
+    ApiError::unavailable("unexpected write result")
+}
+
+// ---- Subjects ----
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SubjectBody<'a> {
+    start_at: String,
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default, borrow)]
+    data: Option<&'a RawValue>,
+}
+
+#[derive(Serialize)]
+struct SubjectJson {
+    subject_id: String,
+    start_at: String,
+    title: Option<String>,
+    data: Option<Box<RawValue>>,
+    created_at: String,
+    updated_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    moved_reminders: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cancelled_reminders: Option<usize>,
+}
+
+impl SubjectJson {
+    fn new(s: SubjectRecord) -> Self {
+        Self {
+            subject_id: s.subject_id,
+            start_at: format_rfc3339_ms(s.start_at),
+            title: s.title,
+            data: s.data.and_then(|d| RawValue::from_string(d).ok()),
+            created_at: format_rfc3339_ms(s.created_at),
+            updated_at: format_rfc3339_ms(s.updated_at),
+            moved_reminders: None,
+            cancelled_reminders: None,
+        }
+    }
+}
+
+/// `PUT /v1/subjects/{subject_id}`: creates (`201`) or updates (`200`). A new
+/// `start_at` moves every pending reminder of the subject in the same
+/// transaction; a reminder whose new time has passed fires at once.
+pub async fn put_subject(
+    State(st): State<AppState>,
+    Path(subject_id): Path<String>,
+    body: Body,
+) -> Result<Response, ApiError> {
+    check_id("subject_id", &subject_id)?;
+    let bytes = read_body(body, st.api.max_timer_bytes).await?;
+    let de = &mut serde_json::Deserializer::from_slice(&bytes);
+    let req: SubjectBody<'_> = serde_path_to_error::deserialize(de).map_err(from_serde)?;
+    let now = st.clock.now_ms();
+    let start_at = parse_rfc3339_ms(&req.start_at).map_err(|e| {
+        ApiError::field(
+            "start_at",
+            "invalid_field",
+            format!("start_at {:?} is not an RFC 3339 time: {e}", req.start_at),
+        )
+    })?;
+    if start_at > now.saturating_add(MAX_AHEAD_MS) {
+        return Err(ApiError::field(
+            "start_at",
+            "invalid_field",
+            "start_at is more than 10 years ahead",
+        ));
+    }
+    if let Some(t) = &req.title
+        && t.len() > MAX_TITLE_BYTES
+    {
+        return Err(ApiError::field(
+            "title",
+            "invalid_field",
+            format!("title must be at most {MAX_TITLE_BYTES} bytes"),
+        ));
+    }
+    let data = match req.data {
+        None => None,
+        Some(d) if d.get().trim_start().starts_with('{') => Some(d.get().to_string()),
+        Some(d) if d.get().trim() == "null" => None,
+        Some(_) => {
+            return Err(ApiError::field(
+                "data",
+                "invalid_field",
+                "data must be a JSON object",
+            ));
+        }
+    };
+    let op = WriteOp::PutSubject(PutSubject {
+        subject_id,
+        start_at,
+        title: req.title,
+        data,
+        at: now,
+    });
+    match st.engine.submit(vec![op]).await?.pop() {
+        Some(WriteResult::SubjectPut {
+            subject,
+            created,
+            moved,
+        }) => {
+            let mut body = SubjectJson::new(subject);
+            body.moved_reminders = Some(moved.len());
+            let status = if created {
+                StatusCode::CREATED
+            } else {
+                StatusCode::OK
+            };
+            Ok((status, axum::Json(body)).into_response())
+        }
+        _ => Err(unexpected()),
+    }
+}
+
+pub async fn get_subject(
+    State(st): State<AppState>,
+    Path(subject_id): Path<String>,
+) -> Result<Response, ApiError> {
+    check_id("subject_id", &subject_id)?;
+    let found = st
+        .engine
+        .store()
+        .get_subjects(std::slice::from_ref(&subject_id))
+        .await
+        .map_err(|e| herald_engine::EngineError::Store(e.to_string()))?;
+    match found.into_iter().next() {
+        Some(s) => Ok(axum::Json(SubjectJson::new(s)).into_response()),
+        None => Err(ApiError::not_found("subject")),
+    }
+}
+
+/// `DELETE /v1/subjects/{subject_id}`: cancels the subject's pending
+/// reminders and removes its subscriptions.
+pub async fn delete_subject(
+    State(st): State<AppState>,
+    Path(subject_id): Path<String>,
+) -> Result<Response, ApiError> {
+    check_id("subject_id", &subject_id)?;
+    let at = st.clock.now_ms();
+    let op = WriteOp::DeleteSubject { subject_id, at };
+    match st.engine.submit(vec![op]).await?.pop() {
+        Some(WriteResult::SubjectDeleted { subject, cancelled }) => {
+            let mut body = SubjectJson::new(subject);
+            body.cancelled_reminders = Some(cancelled.len());
+            Ok(axum::Json(body).into_response())
+        }
+        Some(WriteResult::NotFound) => Err(ApiError::not_found("subject")),
+        _ => Err(unexpected()),
+    }
+}
+
+// ---- Reminders ----
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReminderBody {
+    user_id: String,
+    subject_id: String,
+    channel_type: String,
+    lead_minutes: i64,
+    #[serde(default)]
+    channel: Option<String>,
+}
+
+/// Reads and checks one reminder request; `Ok` is ready to submit.
+fn new_reminder(body: &[u8], st: &AppState, now: i64) -> Result<NewReminder, ApiError> {
+    let de = &mut serde_json::Deserializer::from_slice(body);
+    let req: ReminderBody = serde_path_to_error::deserialize(de).map_err(from_serde)?;
+    check_id("user_id", &req.user_id)?;
+    check_id("subject_id", &req.subject_id)?;
+    let channel_type = ChannelType::parse(&req.channel_type).ok_or_else(|| {
+        ApiError::field(
+            "channel_type",
+            "invalid_field",
+            format!(
+                "channel_type {:?} is not one of {}",
+                req.channel_type,
+                type_names()
+            ),
+        )
+    })?;
+    let slot = Slot::new(channel_type, req.lead_minutes)
+        .map_err(|e| ApiError::field("lead_minutes", "invalid_field", e.to_string()))?;
+    let channel = route(st, channel_type, req.channel)?;
+    let message = json!({
+        "user_id": req.user_id,
+        "subject_id": req.subject_id,
+        "channel_type": channel_type.as_str(),
+        "lead_minutes": slot.lead_minutes(),
+    })
+    .to_string();
+    Ok(NewReminder {
+        timer: NewTimer {
+            // One user's reminders share a shard: they can then be merged.
+            shard: shard_for(req.user_id.as_bytes(), st.engine.shards()),
+            due_at: 0,
+            priority: DEFAULT_PRIORITY,
+            kind: TimerKind::Reminder,
+            channel,
+            recipient: req.user_id.clone(),
+            message,
+            idempotency_key: None,
+            created_at: now,
+        },
+        user_id: req.user_id,
+        subject_id: req.subject_id,
+        bit: slot.bit(),
+        lead_ms: slot.lead_ms(),
+        not_before: now,
+    })
+}
+
+/// The channel a reminder goes through: its own, the type's configured one,
+/// or the channel named like the type.
+fn route(st: &AppState, t: ChannelType, own: Option<String>) -> Result<String, ApiError> {
+    let (name, field) = match own {
+        Some(c) => (c, "channel"),
+        None => match st.reminders.channels.get(t.as_str()) {
+            Some(c) => (c.clone(), "channel_type"),
+            None if st.engine.has_channel(t.as_str()) => (t.as_str().to_string(), "channel_type"),
+            None => {
+                return Err(ApiError::field(
+                    "channel_type",
+                    "unrouted_channel_type",
+                    format!(
+                        "no channel is configured for channel_type {t}: set \
+                         [reminders.channels].{t}, configure a channel named {t:?}, or give `channel`"
+                    ),
+                ));
+            }
+        },
+    };
+    if !st.engine.has_channel(&name) {
+        return Err(ApiError::field(
+            field,
+            "unknown_channel",
+            format!(
+                "no channel named {name:?}; configured: {:?}",
+                st.engine.channel_names()
+            ),
+        ));
+    }
+    Ok(name)
+}
+
+/// What a write result means for one reminder request.
+fn added(result: Option<WriteResult>) -> Result<ReminderJson, ApiError> {
+    match result {
+        Some(WriteResult::Created(t)) => Ok(ReminderJson::from_timer(&t)),
+        Some(WriteResult::ReminderExists { .. }) => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "reminder_exists",
+            "this user already has this reminder (same subject, channel_type and lead_minutes)",
+        )),
+        Some(WriteResult::SubjectNotFound) => {
+            let mut e = ApiError::new(
+                StatusCode::NOT_FOUND,
+                "subject_not_found",
+                "no such subject: create it with PUT /v1/subjects/{subject_id} first",
+            );
+            e.body.field = Some("subject_id".into());
+            Err(e)
+        }
+        Some(WriteResult::TooLate { fire_at }) => {
+            let mut e = ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "fire_time_passed",
+                format!(
+                    "this reminder would fire at {}, which has already passed: choose a \
+                     shorter lead_minutes",
+                    format_rfc3339_ms(fire_at)
+                ),
+            );
+            e.body.field = Some("lead_minutes".into());
+            Err(e)
+        }
+        _ => Err(unexpected()),
+    }
+}
+
+/// One reminder as the API shows it.
+#[derive(Serialize)]
+pub struct ReminderJson {
+    user_id: Value,
+    subject_id: Value,
+    channel_type: Value,
+    lead_minutes: Value,
+    timer_id: i64,
+    fire_at: String,
+    channel: String,
+    state: &'static str,
+}
+
+impl ReminderJson {
+    fn from_timer(t: &herald_store::TimerRecord) -> Self {
+        let m: Value = serde_json::from_str(&t.message).unwrap_or(Value::Null);
+        Self {
+            user_id: m["user_id"].clone(),
+            subject_id: m["subject_id"].clone(),
+            channel_type: m["channel_type"].clone(),
+            lead_minutes: m["lead_minutes"].clone(),
+            timer_id: t.id,
+            fire_at: format_rfc3339_ms(t.due_at),
+            channel: t.channel.clone(),
+            state: t.state.as_str(),
+        }
+    }
+}
+
+/// `POST /v1/reminders`: `201`, `409` when the bit is set, `404` without the
+/// subject, `422` when the fire time has passed.
+pub async fn create(State(st): State<AppState>, body: Body) -> Result<Response, ApiError> {
+    let bytes = read_body(body, st.api.max_timer_bytes).await?;
+    let r = new_reminder(&bytes, &st, st.clock.now_ms())?;
+    let json = added(st.engine.submit(vec![WriteOp::AddReminder(r)]).await?.pop())?;
+    Ok((StatusCode::CREATED, axum::Json(json)).into_response())
+}
+
+#[derive(Serialize)]
+struct BulkLine<'a> {
+    line: usize,
+    status: u16,
+    #[serde(flatten)]
+    reminder: Option<&'a ReminderJson>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a ErrorBody>,
+}
+
+/// `POST /v1/reminders:bulk`: NDJSON in, one answer per non-blank line, in
+/// order. The valid lines of a request commit in one transaction per chunk of
+/// `bulk_chunk`; a line that conflicts (`409`) or fails its check writes
+/// nothing and does not hold the others back.
+pub async fn create_bulk(State(st): State<AppState>, body: Body) -> Result<Response, ApiError> {
+    let bytes = read_body(body, st.api.bulk_max_bytes).await?;
+    let lines = crate::timers::ndjson_lines(&bytes, st.api.bulk_max_lines)?;
+    let now = st.clock.now_ms();
+    let mut results: Vec<Option<Result<ReminderJson, ApiError>>> = Vec::with_capacity(lines.len());
+    let mut valid: Vec<(usize, NewReminder)> = Vec::with_capacity(lines.len());
+    for (idx, (_, line)) in lines.iter().enumerate() {
+        if line.len() > st.api.max_timer_bytes {
+            results.push(Some(Err(ApiError::too_large(st.api.max_timer_bytes))));
+            continue;
+        }
+        match new_reminder(line, &st, now) {
+            Ok(r) => {
+                valid.push((idx, r));
+                results.push(None);
+            }
+            Err(e) => results.push(Some(Err(e))),
+        }
+    }
+    let mut failed: Option<ApiError> = None;
+    for chunk in valid.chunks(st.api.bulk_chunk.max(1)) {
+        if let Some(e) = &failed {
+            for (idx, _) in chunk {
+                results[*idx] = Some(Err(e.clone()));
+            }
+            continue;
+        }
+        let ops = chunk
+            .iter()
+            .map(|(_, r)| WriteOp::AddReminder(r.clone()))
+            .collect();
+        match st.engine.submit(ops).await {
+            Ok(written) => {
+                for ((idx, _), r) in chunk.iter().zip(written) {
+                    results[*idx] = Some(added(Some(r)));
+                }
+            }
+            Err(e) => {
+                let e = ApiError::from(e);
+                for (idx, _) in chunk {
+                    results[*idx] = Some(Err(e.clone()));
+                }
+                failed = Some(e);
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(lines.len() * 160);
+    for ((line, _), r) in lines.iter().zip(results) {
+        let r = r.unwrap_or_else(|| Err(ApiError::unavailable("line was not processed")));
+        let answer = match &r {
+            Ok(j) => BulkLine {
+                line: *line,
+                status: 201,
+                reminder: Some(j),
+                error: None,
+            },
+            Err(e) => BulkLine {
+                line: *line,
+                status: e.status.as_u16(),
+                reminder: None,
+                error: Some(&e.body),
+            },
+        };
+        if serde_json::to_writer(&mut out, &answer).is_ok() {
+            out.push(b'\n');
+        }
+    }
+    Ok(([(header::CONTENT_TYPE, "application/x-ndjson")], out).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CancelQuery {
+    #[serde(default)]
+    channel_type: Option<String>,
+    #[serde(default)]
+    lead_minutes: Option<String>,
+}
+
+/// `DELETE /v1/reminders/{user_id}/{subject_id}[?channel_type=&lead_minutes=]`:
+/// clears one bit, every lead of a type, one lead on every type, or all.
+pub async fn cancel(
+    State(st): State<AppState>,
+    Path((user_id, subject_id)): Path<(String, String)>,
+    Query(q): Query<CancelQuery>,
+) -> Result<Response, ApiError> {
+    check_id("user_id", &user_id)?;
+    check_id("subject_id", &subject_id)?;
+    let t = match &q.channel_type {
+        None => None,
+        Some(s) => Some(ChannelType::parse(s).ok_or_else(|| {
+            ApiError::field(
+                "channel_type",
+                "invalid_field",
+                format!("channel_type {s:?} is not one of {}", type_names()),
+            )
+        })?),
+    };
+    let lead = match &q.lead_minutes {
+        None => None,
+        Some(s) => Some(s.parse::<i64>().map_err(|_| {
+            ApiError::field(
+                "lead_minutes",
+                "invalid_field",
+                format!("lead_minutes {s:?} is not a number"),
+            )
+        })?),
+    };
+    let mask = reminder::cancel_mask(t, lead)
+        .map_err(|e| ApiError::field("lead_minutes", "invalid_field", e.to_string()))?;
+    let at = st.clock.now_ms();
+    let op = WriteOp::CancelReminders {
+        user_id,
+        subject_id,
+        mask,
+        at,
+    };
+    match st.engine.submit(vec![op]).await?.pop() {
+        Some(WriteResult::RemindersCancelled {
+            cleared,
+            remaining,
+            cancelled,
+        }) if cleared != 0 => Ok(axum::Json(json!({
+            "cleared": decoded(cleared),
+            "remaining": decoded(remaining),
+            "cancelled_timers": cancelled,
+        }))
+        .into_response()),
+        Some(WriteResult::RemindersCancelled { .. }) | Some(WriteResult::NotFound) => {
+            Err(ApiError::not_found("reminder"))
+        }
+        _ => Err(unexpected()),
+    }
+}
+
+fn decoded(bits: u64) -> Vec<Value> {
+    reminder::decode(bits)
+        .map(|s| json!({"channel_type": s.channel_type().as_str(), "lead_minutes": s.lead_minutes()}))
+        .collect()
+}
+
+/// `GET /v1/users/{user_id}/reminders`: every reminder of the user, decoded
+/// from the bitmap, with its timer's fire time and state.
+pub async fn list_for_user(
+    State(st): State<AppState>,
+    Path(user_id): Path<String>,
+) -> Result<Response, ApiError> {
+    check_id("user_id", &user_id)?;
+    let rows: Vec<ReminderTimer> = st
+        .engine
+        .store()
+        .user_reminders(&user_id, MAX_LISTED)
+        .await
+        .map_err(|e| herald_engine::EngineError::Store(e.to_string()))?;
+    let mut by_subject: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    for r in rows {
+        let Ok(slot) = Slot::from_bit(r.bit) else {
+            continue;
+        };
+        let firing = st.engine.is_firing(r.timer.id);
+        let state = if firing && r.timer.state == herald_core::TimerState::Pending {
+            "firing"
+        } else {
+            r.timer.state.as_str()
+        };
+        by_subject.entry(r.subject_id).or_default().push(json!({
+            "channel_type": slot.channel_type().as_str(),
+            "lead_minutes": slot.lead_minutes(),
+            "bit": r.bit,
+            "timer_id": r.timer.id,
+            "fire_at": format_rfc3339_ms(r.timer.due_at),
+            "channel": r.timer.channel,
+            "state": state,
+        }));
+    }
+    let subjects: Vec<Value> = by_subject
+        .into_iter()
+        .map(|(subject_id, reminders)| {
+            let bits = reminders
+                .iter()
+                .filter_map(|r| r["bit"].as_u64())
+                .fold(0u64, |acc, b| acc | (1u64 << b));
+            json!({"subject_id": subject_id, "bits": bits, "reminders": reminders})
+        })
+        .collect();
+    Ok(axum::Json(json!({"user_id": user_id, "subjects": subjects})).into_response())
+}
