@@ -46,6 +46,10 @@ pub struct RemindersConfig {
     /// `app = "push"`. A type without an entry uses the channel of the same
     /// name, if there is one. A reminder may name its own `channel`.
     pub channels: BTreeMap<String, String>,
+    /// The channel for types that `channels` does not map and no channel is
+    /// named after. Unset, such a reminder is refused. The embedded default
+    /// (no channels configured) sets it to its `log` channel.
+    pub default_channel: Option<String>,
 }
 
 impl Default for RemindersConfig {
@@ -53,6 +57,7 @@ impl Default for RemindersConfig {
         Self {
             merge_window_ms: 60_000,
             channels: BTreeMap::new(),
+            default_channel: None,
         }
     }
 }
@@ -62,6 +67,13 @@ impl RemindersConfig {
     pub fn validate(&self, has_channel: impl Fn(&str) -> bool) -> Result<(), String> {
         if self.merge_window_ms < 0 {
             return Err("reminders.merge_window_ms must not be negative".into());
+        }
+        if let Some(c) = &self.default_channel
+            && !has_channel(c)
+        {
+            return Err(format!(
+                "reminders.default_channel: no channel named {c:?} is configured"
+            ));
         }
         for (t, c) in &self.channels {
             if ChannelType::parse(t).is_none() {
@@ -331,13 +343,18 @@ fn route(st: &AppState, t: ChannelType, own: Option<String>) -> Result<String, A
         None => match st.reminders.channels.get(t.as_str()) {
             Some(c) => (c.clone(), "channel_type"),
             None if st.engine.has_channel(t.as_str()) => (t.as_str().to_string(), "channel_type"),
+            None if st.reminders.default_channel.is_some() => (
+                st.reminders.default_channel.clone().unwrap_or_default(),
+                "channel_type",
+            ),
             None => {
                 return Err(ApiError::field(
                     "channel_type",
                     "unrouted_channel_type",
                     format!(
                         "no channel is configured for channel_type {t}: set \
-                         [reminders.channels].{t}, configure a channel named {t:?}, or give `channel`"
+                         [reminders.channels].{t} or [reminders].default_channel, configure a \
+                         channel named {t:?}, or give `channel`"
                     ),
                 ));
             }

@@ -82,6 +82,10 @@ impl Config {
         let mut cfg: Config = fig.merge(env).extract().context("invalid configuration")?;
         if cfg.channels.is_empty() {
             cfg.channels.push(ChannelConfig::log("log"));
+            // Out of the box, reminders of every type go to the log too.
+            if cfg.reminders.default_channel.is_none() {
+                cfg.reminders.default_channel = Some("log".into());
+            }
         }
         cfg.validate()?;
         Ok(cfg)
@@ -132,6 +136,8 @@ mod tests {
         assert!(c.store.starts_with("sqlite://"));
         assert_eq!(c.channels.len(), 1);
         assert_eq!(c.channels[0].name, "log");
+        assert_eq!(c.reminders.default_channel.as_deref(), Some("log"));
+        assert_eq!(c.reminders.merge_window_ms, 60_000);
     }
 
     #[test]
