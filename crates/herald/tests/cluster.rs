@@ -9,7 +9,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// Short leases so the tests run in seconds; the defaults are 6 s / 2 s.
 const LEASE_MS: u64 = 3_000;
@@ -33,7 +33,8 @@ async fn start_node(store: &str, id: &str, hook: &str) -> Server {
         "concurrency = 64",
         &format!(
             "node_id = \"{id}\"\n[engine]\nlease_ms = {LEASE_MS}\nheartbeat_ms = {HEARTBEAT_MS}\nlease_guard_ms = 500\n\
-             max_inflight = {MAX_INFLIGHT}\nload_interval_ms = 200\nrescan_interval_ms = 5000\nstats_interval_ms = 0"
+             max_inflight = {MAX_INFLIGHT}\nload_interval_ms = 200\nrescan_interval_ms = 5000\nstats_interval_ms = 0\n\
+             [reminders]\ndefault_channel = \"hooks\""
         ),
     );
     Server::start_on(store, tempfile::tempdir().unwrap(), &extra).await
@@ -212,4 +213,78 @@ fn metric(text: &str, name: &str) -> f64 {
         .filter(|l| !l.starts_with('#'))
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
         .unwrap_or(0.0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reminders_work_across_nodes_and_merge_on_the_users_node() {
+    let Some((_db, store)) = pg_database("reminders") else {
+        return;
+    };
+    let mock = Mock::start(&[]).await;
+    let a = start_node(&store, "node-a", &mock.hook()).await;
+    let b = start_node(&store, "node-b", &mock.hook()).await;
+    wait_balanced(&a, &["node-a", "node-b"]).await;
+    // Subjects through node a, 10 s apart; the first one's 5-minute
+    // reminders fall due in a few seconds.
+    let start = now_ms() + 300_000 + 4_000;
+    for (i, id) in ["m1", "m2", "m3"].iter().enumerate() {
+        let (s, v) = a
+            .put(
+                &format!("/v1/subjects/{id}"),
+                &json!({"start_at": rfc3339(start + i as i64 * 10_000)}),
+            )
+            .await;
+        assert_eq!(s, 201, "{v}");
+    }
+    // One user on all three, through both nodes: one merged message.
+    for (i, id) in ["m1", "m2", "m3"].iter().enumerate() {
+        let node = if i % 2 == 0 { &b } else { &a };
+        let (s, v) = node
+            .post(
+                "/v1/reminders",
+                &json!({"user_id": "zoe", "subject_id": id, "channel_type": "app", "lead_minutes": 5}),
+            )
+            .await;
+        assert_eq!(s, 201, "{v}");
+    }
+    // 2,000 more users of m1 through node b: their shards are spread over both nodes.
+    let n = 2_000;
+    let lines: String = (0..n)
+        .map(|i| {
+            json!({"user_id": format!("u{i}"), "subject_id": "m1", "channel_type": "app",
+                   "lead_minutes": 5})
+            .to_string()
+                + "\n"
+        })
+        .collect();
+    let (s, out) = b.bulk_at("/v1/reminders:bulk", &lines).await;
+    assert_eq!(s, 200);
+    assert!(out.iter().all(|l| l["status"] == 201));
+    wait_for(
+        "every reminder at the sink",
+        Duration::from_secs(60),
+        || async { delivered(&mock).await == n + 1 },
+    )
+    .await;
+    wait_for("every reminder done", Duration::from_secs(30), || async {
+        a.get("/v1/stats").await.1["timers"]["done"].as_u64() == Some(n + 3)
+    })
+    .await;
+    let zoe: Vec<Value> = mock
+        .requests(None)
+        .await
+        .into_iter()
+        .filter(|r| r["body"]["recipient"] == "zoe")
+        .collect();
+    assert_eq!(zoe.len(), 1, "{zoe:?}");
+    assert_eq!(zoe[0]["body"]["message"]["count"], 3);
+    assert_eq!(mock.stats().await["duplicates"], 0);
+    // Both nodes delivered some of them.
+    for node in [&a, &b] {
+        let m = node.metrics().await;
+        assert!(
+            metric(&m, "herald_timers_done_total") > 0.0,
+            "a node delivered none"
+        );
+    }
 }
