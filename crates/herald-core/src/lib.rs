@@ -4,6 +4,7 @@
 //! Time comes in through [`Clock`] so that schedules, leases and retries can be
 //! driven by tests without sleeping.
 
+pub mod campaign;
 pub mod clock;
 pub mod reminder;
 pub mod retry;

@@ -6,6 +6,7 @@
 //! by URL with [`open`]. One conformance suite ([`conformance`]) runs unchanged
 //! against every backend.
 
+pub mod campaign;
 pub mod conformance;
 pub mod postgres;
 pub mod sqlite;
@@ -16,6 +17,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use herald_core::TimerId;
 
+pub use campaign::*;
 pub use types::*;
 
 /// Errors a store can give.
@@ -67,7 +69,7 @@ pub(crate) fn bits_from_db(v: i64) -> u64 {
 /// Every method that writes commits one transaction before it returns `Ok`:
 /// an `Ok` means the change is on disk. A method that returns `Err` changed nothing.
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait Store: CampaignStore + Send + Sync + 'static {
     /// The number of virtual shards. Fixed when the store is first created with
     /// `wanted`; later calls return the stored value whatever `wanted` is.
     async fn init_shards(&self, wanted: u16) -> Result<u16>;

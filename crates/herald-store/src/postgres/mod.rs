@@ -51,6 +51,7 @@
 //! If the caller's future is dropped mid-transaction, the transaction is rolled
 //! back before the connection serves anyone else.
 
+mod campaign;
 mod cluster;
 pub mod notify;
 mod reminders;

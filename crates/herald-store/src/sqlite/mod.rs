@@ -41,6 +41,7 @@
 //! the query still runs to completion (a write still commits); the caller just
 //! never sees the answer.
 
+mod campaign;
 mod cluster;
 
 use std::collections::HashMap;

@@ -1,0 +1,457 @@
+//! Rules, tasks, audiences, jobs, segments and the job send log: the part of
+//! the store behind mass sends (seed 000: segments claimed under a lease and
+//! re-issued; seed 002: versioned rules with append-only tasks).
+//!
+//! Every method that writes commits one transaction before it returns `Ok`.
+//! Times are unix milliseconds.
+
+use async_trait::async_trait;
+use herald_core::campaign::{JobState, RuleStatus, SegmentState, SendState, TaskState};
+
+use crate::Result;
+
+/// Recipients are stored in chunks of this many, so that `[start, end)` reads
+/// only the chunks it covers. [`CampaignStore::append_audience`] takes whole
+/// chunks (the last one may be short).
+pub const AUDIENCE_CHUNK: u64 = 4096;
+
+/// What a rule version says. Schedule and audience are kept as the JSON the API
+/// validated; the store does not interpret them (the engine does).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RuleSpec {
+    pub name: String,
+    /// The schedule object, as JSON text (`{"type":"cron",...}`).
+    pub schedule: String,
+    /// The audience object, as JSON text (`{"users":[..],"parties":[..],...}`).
+    pub audience: String,
+    /// The audience a job of this version sends to: the uploaded one the rule
+    /// named, or one the API built from its `users` list. `None` when the rule
+    /// targets only parties or tags, which a fan-out channel resolves itself.
+    pub audience_id: Option<i64>,
+    pub channel: String,
+    /// The message object, as JSON text.
+    pub message: String,
+    /// A job this version starts may send for this long; then it expires.
+    pub deadline_secs: Option<i64>,
+    /// Higher is claimed first. 0..=9.
+    pub priority: u8,
+}
+
+/// One version of a rule, as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RuleVersion {
+    pub rule_id: i64,
+    /// 1 for the rule as created; each update adds one.
+    pub version: i32,
+    pub spec: RuleSpec,
+    pub created_at: i64,
+}
+
+/// A rule with its current version.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RuleRecord {
+    pub id: i64,
+    pub status: RuleStatus,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub current: RuleVersion,
+}
+
+/// One planned execution of one rule version.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskRecord {
+    pub id: i64,
+    pub rule_id: i64,
+    pub version: i32,
+    pub planned_at: i64,
+    pub state: TaskState,
+    /// The job it started, once running.
+    pub job_id: Option<i64>,
+    /// Recipients of that job.
+    pub recipients: Option<u64>,
+    /// Why it ended as it did, e.g. "rule was updated to version 3".
+    pub detail: Option<String>,
+    pub created_at: i64,
+    pub started_at: Option<i64>,
+    pub finished_at: Option<i64>,
+}
+
+/// An enabled rule the planner may need to plan for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanCandidate {
+    pub rule: RuleRecord,
+    /// Whether a pending task of the current version exists (then there is
+    /// nothing to plan).
+    pub has_pending_current: bool,
+    /// Tasks of any version that are pending or running.
+    pub active_tasks: u64,
+    /// The latest `planned_at` among the rule's tasks of the current version,
+    /// whatever their state.
+    pub last_planned_at: Option<i64>,
+}
+
+/// What [`CampaignStore::start_task`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TaskStart {
+    /// The task is running and this job sends it.
+    Started { job: JobRecord },
+    /// The rule has a newer version: the task ended `expired`, nothing sent.
+    Expired,
+    /// The rule is disabled: the task ended `cancelled`.
+    Cancelled,
+    /// The task's version has no audience the store can index (parties or tags
+    /// only): the task ended `failed`.
+    NoAudience,
+    /// The task was not pending (another planner got there first, or unknown id).
+    NotPending,
+}
+
+/// An uploaded audience.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AudienceRecord {
+    pub id: i64,
+    pub name: Option<String>,
+    /// Recipients; `None` while the upload is still going.
+    pub size: Option<u64>,
+    pub created_at: i64,
+}
+
+/// A job to create.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobSpec {
+    pub audience_id: i64,
+    pub channel: String,
+    pub message: String,
+    /// Recipients per segment, at least 1.
+    pub segment_size: u64,
+    /// Nothing is sent at or after this time.
+    pub deadline_at: Option<i64>,
+    pub priority: u8,
+    /// The rule task that started it, if any.
+    pub task_id: Option<i64>,
+}
+
+/// Counts of a job's recipients by outcome; see [`JobRecord::remaining`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct JobTotals {
+    /// Recipients in the audience.
+    pub total: u64,
+    pub delivered: u64,
+    pub failed: u64,
+    /// Failed retryably and waiting for another attempt.
+    pub retrying: u64,
+    /// Never sent (or still retrying) when the deadline passed.
+    pub expired: u64,
+    /// Never sent because the job was cancelled.
+    pub cancelled: u64,
+}
+
+impl JobTotals {
+    /// Recipients without a final outcome yet (retrying ones included).
+    pub fn remaining(&self) -> u64 {
+        self.total
+            .saturating_sub(self.delivered + self.failed + self.expired + self.cancelled)
+    }
+}
+
+/// A job as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobRecord {
+    pub id: i64,
+    pub audience_id: i64,
+    pub channel: String,
+    pub message: String,
+    pub segment_size: u64,
+    pub deadline_at: Option<i64>,
+    pub priority: u8,
+    pub task_id: Option<i64>,
+    pub state: JobState,
+    pub totals: JobTotals,
+    pub created_at: i64,
+    /// First claim of any of its segments.
+    pub started_at: Option<i64>,
+    pub finished_at: Option<i64>,
+}
+
+/// A segment as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SegmentRecord {
+    pub id: i64,
+    pub job_id: i64,
+    pub start: u64,
+    pub end: u64,
+    /// Every index below it has been handled by this segment.
+    pub cursor: u64,
+    pub state: SegmentState,
+    pub owner: Option<String>,
+    pub lease_until: Option<i64>,
+    /// Grows by one with every claim, so a write from an earlier claim is refused.
+    pub epoch: i64,
+    /// The segment this one re-issues, if any.
+    pub parent_id: Option<i64>,
+    /// 1 for a segment cut from the job; a re-issue of a partial segment adds one.
+    pub attempt: u32,
+    /// Not claimable before this time (retry backoff).
+    pub not_before: i64,
+    pub created_at: i64,
+}
+
+/// Proof of one claim of one segment; every write under the claim carries it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SegmentClaim {
+    pub segment_id: i64,
+    pub job_id: i64,
+    pub owner: String,
+    pub epoch: i64,
+}
+
+/// A segment a worker now holds, with what it needs to send it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClaimedSegment {
+    pub claim: SegmentClaim,
+    pub segment: SegmentRecord,
+    pub job: JobRecord,
+    pub lease_until: i64,
+}
+
+/// One recipient's entry in a job's send log. The idempotency key is
+/// `herald_core::campaign::job_recipient_key(job_id, index)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SendRecord {
+    pub job_id: i64,
+    /// Position of the recipient in the audience.
+    pub index: u64,
+    pub recipient: String,
+    pub state: SendState,
+    /// Attempts made so far, 1 after the first.
+    pub attempts: u32,
+    pub provider_msgid: Option<String>,
+    pub error: Option<String>,
+    pub updated_at: i64,
+}
+
+/// The outcome of one attempt, to record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SendEntry {
+    pub index: u64,
+    pub recipient: String,
+    /// `Delivered`, `Retry` or `Failed` (`Expired` is the sweeper's).
+    pub state: SendState,
+    pub provider_msgid: Option<String>,
+    pub error: Option<String>,
+}
+
+/// What happened to a claim after a write under it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaseCheck {
+    /// Still ours, now until this time.
+    Held { lease_until: i64 },
+    /// Re-issued, cancelled or expired meanwhile: stop sending.
+    Lost,
+}
+
+/// Knobs of [`CampaignStore::sweep`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SweepOptions {
+    /// A partial segment is re-issued until its recipients have had this many
+    /// attempts; then those still retrying end `failed`.
+    pub max_attempts: u32,
+    /// A re-issued partial segment waits this long times its attempt number.
+    pub retry_backoff_ms: i64,
+    /// At most this many segments handled per kind of work per call.
+    pub limit: usize,
+}
+
+/// What one sweep did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SweepReport {
+    /// Running segments whose lease had expired, marked `abandoned`.
+    pub abandoned: u64,
+    /// New segments created for their remainder or for retryable recipients.
+    pub reissued: u64,
+    /// Jobs whose deadline passed, ended `expired`.
+    pub expired_jobs: u64,
+    /// Jobs found with every segment final, ended `done`.
+    pub finished_jobs: u64,
+    /// Recipients given up on after `max_attempts`.
+    pub failed_recipients: u64,
+}
+
+/// Rules, tasks, audiences, jobs and segments. Part of every [`crate::Store`].
+#[async_trait]
+pub trait CampaignStore: Send + Sync + 'static {
+    // ---- Audiences ----
+
+    /// Starts an upload. The audience cannot be used by a job until sealed.
+    async fn create_audience(&self, name: Option<String>, now: i64) -> Result<i64>;
+
+    /// Stores recipients `start..start + recipients.len()` of an unsealed
+    /// audience. `start` is a multiple of [`AUDIENCE_CHUNK`] and at most
+    /// [`AUDIENCE_CHUNK`] recipients come per call; recipients hold no `\n`.
+    /// Writing the same chunk again replaces it.
+    async fn append_audience(&self, id: i64, start: u64, recipients: &[String]) -> Result<()>;
+
+    /// Ends the upload with `size` recipients. `None` if the audience is unknown
+    /// or already sealed.
+    async fn seal_audience(&self, id: i64, size: u64, now: i64) -> Result<Option<AudienceRecord>>;
+
+    /// Removes an audience that no job or rule refers to (an abandoned upload).
+    /// Returns whether it was removed.
+    async fn drop_audience(&self, id: i64) -> Result<bool>;
+
+    async fn get_audience(&self, id: i64) -> Result<Option<AudienceRecord>>;
+
+    /// Recipients `start..end` of a sealed audience, in order (clipped to its size).
+    async fn audience_slice(&self, id: i64, start: u64, end: u64) -> Result<Vec<String>>;
+
+    // ---- Rules and tasks ----
+
+    /// Creates a rule, enabled, at version 1.
+    async fn create_rule(&self, spec: RuleSpec, now: i64) -> Result<RuleRecord>;
+
+    /// Adds a version and makes it current (re-enabling a finished rule). Tasks of
+    /// older versions are left as they are: they expire when they come to run.
+    /// `None` if the rule is unknown.
+    async fn update_rule(&self, id: i64, spec: RuleSpec, now: i64) -> Result<Option<RuleRecord>>;
+
+    /// Enables or disables a rule. Disabling cancels its pending tasks in the same
+    /// transaction (running ones finish). `None` if the rule is unknown.
+    async fn set_rule_enabled(
+        &self,
+        id: i64,
+        enabled: bool,
+        now: i64,
+    ) -> Result<Option<RuleRecord>>;
+
+    async fn get_rule(&self, id: i64) -> Result<Option<RuleRecord>>;
+
+    /// Rules with `id > after`, by id, at most `limit`.
+    async fn list_rules(&self, after: Option<i64>, limit: usize) -> Result<Vec<RuleRecord>>;
+
+    /// Every version of a rule, oldest first (empty if unknown).
+    async fn rule_versions(&self, id: i64) -> Result<Vec<RuleVersion>>;
+
+    /// A rule's tasks, newest `planned_at` first (ties: newest id first), at most `limit`.
+    async fn rule_tasks(&self, rule_id: i64, limit: usize) -> Result<Vec<TaskRecord>>;
+
+    /// Enabled rules, by id, with what the planner needs to know, `id > after`,
+    /// at most `limit`.
+    async fn plan_candidates(&self, after: Option<i64>, limit: usize)
+    -> Result<Vec<PlanCandidate>>;
+
+    /// Plans `(rule, version, planned_at)` as a pending task, unless that task
+    /// already exists (the store keeps it unique) or the version is not the
+    /// rule's current one or the rule is not enabled. Returns the task when this
+    /// call created it.
+    async fn plan_task(
+        &self,
+        rule_id: i64,
+        version: i32,
+        planned_at: i64,
+        now: i64,
+    ) -> Result<Option<TaskRecord>>;
+
+    /// Marks an enabled rule `finished` if it has no pending or running task.
+    /// Returns whether it did.
+    async fn finish_rule(&self, rule_id: i64, now: i64) -> Result<bool>;
+
+    /// Pending tasks with `planned_at <= now`, oldest first, at most `limit`.
+    async fn due_tasks(&self, now: i64, limit: usize) -> Result<Vec<TaskRecord>>;
+
+    /// Runs a pending task, in one transaction: checks it against its rule's
+    /// current version and status, and either ends it (`expired`, `cancelled`,
+    /// `failed` for want of an audience, with a detail) or creates its job and
+    /// segments (`segment_size` each, deadline `now + deadline_secs`, priority
+    /// and channel from the version) and marks it `running`. A job of an empty
+    /// audience is created `done` and its task `succeeded` at once.
+    async fn start_task(&self, task_id: i64, now: i64, segment_size: u64) -> Result<TaskStart>;
+
+    async fn get_task(&self, id: i64) -> Result<Option<TaskRecord>>;
+
+    // ---- Jobs and segments ----
+
+    /// Creates a job and its segments over a sealed audience. `None` if the
+    /// audience is unknown or not sealed. An empty audience gives a job that is
+    /// `done` at once.
+    async fn create_job(&self, spec: JobSpec, now: i64) -> Result<Option<JobRecord>>;
+
+    async fn get_job(&self, id: i64) -> Result<Option<JobRecord>>;
+
+    /// Jobs with `id < before` (all when `None`), newest first, at most `limit`.
+    async fn list_jobs(&self, before: Option<i64>, limit: usize) -> Result<Vec<JobRecord>>;
+
+    /// Number of a job's segments in each state (states with none left out).
+    async fn segment_counts(&self, job_id: i64) -> Result<Vec<(SegmentState, u64)>>;
+
+    /// A job's segments by id, `id > after`, at most `limit`.
+    async fn job_segments(
+        &self,
+        job_id: i64,
+        after: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<SegmentRecord>>;
+
+    /// Cancels a running job: its pending and running segments end `cancelled`,
+    /// the recipients they had left count as cancelled, its task (if any) ends
+    /// `cancelled`. Returns the job as it is afterwards (`None` if unknown); a job
+    /// already final is returned unchanged.
+    async fn cancel_job(&self, id: i64, now: i64) -> Result<Option<JobRecord>>;
+
+    /// Claims one pending segment for `owner` until `now + lease_ms`: the
+    /// highest-priority claimable one (ties: lowest segment id) among running
+    /// jobs whose deadline has not passed and whose `not_before <= now`. The
+    /// claim is a guarded update (`state = 'pending'`), so two claimers never get
+    /// the same segment; on PostgreSQL concurrent claimers skip each other's rows
+    /// (`FOR UPDATE SKIP LOCKED`). Bumps the epoch, sets the job's `started_at`
+    /// on its first claim.
+    async fn claim_segment(
+        &self,
+        owner: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<Option<ClaimedSegment>>;
+
+    /// The send-log rows of a job with `start <= index < end`, by index.
+    async fn job_sends(&self, job_id: i64, start: u64, end: u64) -> Result<Vec<SendRecord>>;
+
+    /// Records a batch of attempts under a claim, in one transaction, and moves
+    /// the segment's cursor to `cursor` and its lease to `now + lease_ms`.
+    ///
+    /// The send-log rows are written whatever the claim's state (the attempts
+    /// happened): a new index is inserted with `attempts = 1`; an index already
+    /// `retry` takes the new state with `attempts + 1`; an index already final is
+    /// left alone. The job's totals move by exactly what the rows changed. The
+    /// cursor and lease move only while the claim is current (same owner and
+    /// epoch, segment still `running`): otherwise the answer is `Lost`.
+    async fn record_sends(
+        &self,
+        claim: &SegmentClaim,
+        cursor: u64,
+        entries: Vec<SendEntry>,
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<LeaseCheck>;
+
+    /// Ends a claimed segment whose cursor reached its end: `partial` if any of
+    /// its range is still `retry` in the send log, else `done`. When that leaves
+    /// the job with no pending or running segment and nothing retrying, the job
+    /// ends `done` (and its task follows) in the same transaction. `Lost` if the
+    /// claim is no longer current (then nothing changes).
+    async fn finish_segment(&self, claim: &SegmentClaim, now: i64) -> Result<LeaseCheck>;
+
+    /// The single-runner duties, in one transaction per kind of work:
+    /// - running segments with `lease_until < now` end `abandoned`, and a new
+    ///   pending segment (`parent_id` = the old one, same attempt) covers from
+    ///   the lowest index below its cursor still `retry`, or else its cursor, to
+    ///   its end, when anything is left;
+    /// - `partial` segments get a re-issue over `[first retry index, end)` with
+    ///   `attempt + 1` and `not_before = now + retry_backoff_ms * attempt`, or,
+    ///   once `attempt >= max_attempts`, their `retry` rows end `failed`; either
+    ///   way the partial segment is then marked handled so it is not re-issued twice;
+    /// - running jobs past their deadline end `expired`: pending and running
+    ///   segments end `expired`, `retry` rows end `expired`, unsent recipients
+    ///   count as expired; the task follows;
+    /// - running jobs with no pending or running segment and nothing retrying end
+    ///   `done`; the task follows.
+    async fn sweep(&self, now: i64, opts: SweepOptions) -> Result<SweepReport>;
+}
