@@ -63,6 +63,11 @@ pub trait Channel: Send + Sync + 'static {
     fn name(&self) -> &str;
     /// The provider kind, for metrics and logs.
     fn kind(&self) -> ChannelKind;
+    /// Whether the provider itself resolves departments (`parties`) and tags to
+    /// people, so a rule may target them. Most providers need user ids.
+    fn fans_out(&self) -> bool {
+        false
+    }
     /// Attempts one delivery. Never panics; every failure is an outcome.
     async fn send(&self, delivery: &Delivery) -> SendOutcome;
 }

@@ -19,6 +19,9 @@ pub enum TimerKind {
     /// One set bit of a reminder subscription: "remind user U, N minutes
     /// before subject S starts, on channel type T".
     Reminder,
+    /// One recipient of a mass send (a job). Not stored as a timer: it names
+    /// the kind of delivery a channel sees.
+    Job,
 }
 
 impl TimerKind {
@@ -26,12 +29,14 @@ impl TimerKind {
         match self {
             TimerKind::Timer => "timer",
             TimerKind::Reminder => "reminder",
+            TimerKind::Job => "job",
         }
     }
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "timer" => Some(TimerKind::Timer),
             "reminder" => Some(TimerKind::Reminder),
+            "job" => Some(TimerKind::Job),
             _ => None,
         }
     }

@@ -86,6 +86,13 @@ impl ChannelRuntime {
             metrics: ChannelMetrics::new(&name),
         }
     }
+
+    /// Waits until the channel's rate limit lets one more send through.
+    pub async fn wait_for_rate(&self) {
+        if let Some(limiter) = &self.limiter {
+            limiter.until_ready().await;
+        }
+    }
 }
 
 /// Shared by the fetcher, the channel loops and the completer.

@@ -9,6 +9,7 @@
 //! The engine sees the world through two seams only: [`herald_store::Store`]
 //! and [`herald_channels::Channel`]. It knows neither SQL nor HTTP.
 
+pub mod campaign;
 mod completer;
 mod dispatch;
 mod loader;
@@ -78,6 +79,9 @@ pub struct EngineConfig {
     /// the `[reminders]` configuration.
     #[serde(skip)]
     pub merge_window_ms: i64,
+    /// Rule planning and job sending; set from the `[jobs]` configuration.
+    #[serde(skip)]
+    pub campaign: campaign::CampaignConfig,
 }
 
 impl Default for EngineConfig {
@@ -98,6 +102,7 @@ impl Default for EngineConfig {
             lease_guard_ms: 1_000,
             rescan_interval_ms: 30_000,
             merge_window_ms: 60_000,
+            campaign: campaign::CampaignConfig::default(),
         }
     }
 }
@@ -138,7 +143,10 @@ struct Inner {
     shards: u16,
     ownership: Arc<ownership::Ownership>,
     membership: Arc<membership::Membership>,
+    campaign: Arc<campaign::Shared>,
     tasks: parking_lot::Mutex<Vec<JoinHandle<()>>>,
+    /// The campaign loops, awaited at shutdown so a worker records what it sent.
+    campaign_tasks: parking_lot::Mutex<Vec<JoinHandle<()>>>,
 }
 
 /// A running engine. Cheap to clone.
@@ -272,6 +280,18 @@ impl Engine {
             stop.clone(),
         )));
         tasks.push(tokio::spawn(membership.clone().run(stop.clone())));
+        let campaign = Arc::new(campaign::Shared {
+            store: store.clone(),
+            clock: clock.clone(),
+            channels: runtimes.clone(),
+            cfg: cfg.campaign.clone(),
+            node_id: node_id.to_string(),
+            stop: stop.clone(),
+            work: Default::default(),
+            plan: Default::default(),
+            sweep: Default::default(),
+        });
+        let campaign_tasks = campaign::spawn(campaign.clone());
         tasks.push(tokio::spawn(gauges(
             store.clone(),
             schedule.clone(),
@@ -303,7 +323,9 @@ impl Engine {
                 shards,
                 ownership,
                 membership,
+                campaign,
                 tasks: parking_lot::Mutex::new(tasks),
+                campaign_tasks: parking_lot::Mutex::new(campaign_tasks),
             }),
         }
     }
@@ -371,6 +393,31 @@ impl Engine {
         &self.inner.store
     }
 
+    /// Whether a channel resolves parties and tags itself; `None` if unknown.
+    pub fn channel_fans_out(&self, name: &str) -> Option<bool> {
+        self.inner
+            .channels
+            .get(name)
+            .map(|rt| rt.channel.fans_out())
+    }
+
+    /// The `[jobs]` settings this node runs with.
+    pub fn campaign_config(&self) -> &campaign::CampaignConfig {
+        &self.inner.campaign.cfg
+    }
+
+    /// Tells idle segment workers that a job has claimable segments.
+    pub fn wake_workers(&self) {
+        self.inner.campaign.work.notify_waiters();
+    }
+
+    /// Tells the planner (if it runs here) that rules changed, and the sweeper
+    /// that jobs did.
+    pub fn wake_planner(&self) {
+        self.inner.campaign.plan.notify_waiters();
+        self.inner.campaign.sweep.notify_waiters();
+    }
+
     /// Timers in this node's wheel, due ones waiting, and deliveries in flight.
     pub fn load_figures(&self) -> (usize, usize, usize) {
         (
@@ -397,6 +444,19 @@ impl Engine {
             tracing::warn!(
                 left,
                 "shutdown: deliveries still in flight; they stay pending and fire again"
+            );
+        }
+        // Segment workers stop starting sends at once and record what they sent.
+        let campaign_tasks: Vec<JoinHandle<()>> = inner.campaign_tasks.lock().drain(..).collect();
+        let left = tokio::time::timeout_at(deadline, async {
+            for t in campaign_tasks {
+                let _ = t.await;
+            }
+        })
+        .await;
+        if left.is_err() {
+            tracing::warn!(
+                "shutdown: segment workers still sending; their claims lapse and the sweeper re-issues the rest"
             );
         }
         // Recorded outcomes are in; hand the shards over now rather than at expiry.

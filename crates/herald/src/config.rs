@@ -9,6 +9,7 @@ use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use herald_channels::ChannelConfig;
 use herald_engine::EngineConfig;
+use herald_engine::campaign::CampaignConfig;
 use herald_server::{ApiConfig, RemindersConfig};
 use herald_store::StoreOptions;
 use serde::{Deserialize, Serialize};
@@ -29,6 +30,8 @@ pub struct Config {
     pub api: ApiConfig,
     pub store_options: StoreOptions,
     pub reminders: RemindersConfig,
+    /// Rule planning and mass sends.
+    pub jobs: CampaignConfig,
 }
 
 impl Default for Config {
@@ -43,6 +46,7 @@ impl Default for Config {
             api: ApiConfig::default(),
             store_options: StoreOptions::default(),
             reminders: RemindersConfig::default(),
+            jobs: CampaignConfig::default(),
         }
     }
 }
@@ -58,6 +62,7 @@ const ENV_KEYS: &[&str] = &[
     "api",
     "store_options",
     "reminders",
+    "jobs",
 ];
 
 impl Config {
@@ -104,6 +109,18 @@ impl Config {
         self.reminders
             .validate(|c| names.contains(c))
             .map_err(anyhow::Error::msg)?;
+        let j = &self.jobs;
+        if j.lease_ms < 1_000 || j.lease_guard_ms < 0 || j.lease_guard_ms * 2 >= j.lease_ms {
+            bail!("jobs.lease_ms must be at least 1000 and more than twice jobs.lease_guard_ms");
+        }
+        if j.segment_size == 0 || j.segment_size > 100_000 {
+            bail!("jobs.segment_size must be 1..=100000");
+        }
+        if j.max_attempts == 0 || j.record_every == 0 || j.worker_concurrency == 0 {
+            bail!(
+                "jobs.max_attempts, jobs.record_every and jobs.worker_concurrency must be at least 1"
+            );
+        }
         if self.engine.window_ms < 1_000 {
             bail!("engine.window_ms must be at least 1000");
         }

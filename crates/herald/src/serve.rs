@@ -41,6 +41,7 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let mut engine_cfg = cfg.engine.clone();
     engine_cfg.merge_window_ms = cfg.reminders.merge_window_ms;
+    engine_cfg.campaign = cfg.jobs.clone();
     let engine = Engine::start(store, clock.clone(), specs, engine_cfg, shards, &node_id).await;
     let state = AppState {
         engine: engine.clone(),

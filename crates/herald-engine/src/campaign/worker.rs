@@ -1,0 +1,305 @@
+//! A segment worker: claims a segment, sends to its recipients, records each
+//! outcome, and stops the moment its claim is no longer good.
+//!
+//! Sends run `worker_concurrency` at a time within the channel's rate limit.
+//! Outcomes are recorded every `record_every` recipients and at least every
+//! third of the lease; each record moves the cursor to the lowest index not yet
+//! finished and extends the lease. Every send first checks that the lease still
+//! covers it, so a worker that stalled past its lease (and whose segment the
+//! sweeper has re-issued) sends nothing more. What it did send is still written
+//! to the send log, which is what keeps a re-issue from sending it again.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use herald_channels::{Delivery, SendOutcome};
+use herald_core::TimerKind;
+use herald_core::campaign::{SendState, job_recipient_key};
+use herald_store::{ClaimedSegment, JobRecord, LeaseCheck, SegmentClaim, SendEntry};
+use tokio::time::Instant;
+
+use super::Shared;
+use crate::dispatch::ChannelRuntime;
+
+/// The worker loop: claim, send, repeat; nap when there is nothing to claim.
+pub(super) async fn run(sh: Arc<Shared>, n: usize) {
+    let owner = format!("{}/w{n}", sh.node_id);
+    while !sh.stop.is_stopped() {
+        let now = sh.clock.now_ms();
+        match sh.store.claim_segment(&owner, now, sh.cfg.lease_ms).await {
+            Ok(Some(claimed)) => run_segment(&sh, claimed).await,
+            Ok(None) => sh.nap(&sh.work, sh.cfg.idle_poll_ms).await,
+            Err(e) => {
+                tracing::warn!(error = %e, worker = %owner, "claiming a segment failed");
+                sh.nap(&sh.work, sh.cfg.idle_poll_ms).await;
+            }
+        }
+    }
+}
+
+/// Why a send did not happen.
+enum Skip {
+    /// The claim no longer covers a send (stalled, or about to expire).
+    Lease,
+    /// The job's deadline has passed.
+    Deadline,
+}
+
+/// Sends one segment as far as its claim allows.
+async fn run_segment(sh: &Shared, claimed: ClaimedSegment) {
+    let ClaimedSegment {
+        claim,
+        segment,
+        job,
+        lease_until,
+    } = claimed;
+    let span = tracing::debug_span!(
+        "segment",
+        job = job.id,
+        segment = segment.id,
+        start = segment.start,
+        end = segment.end
+    );
+    let _enter = span.enter();
+    let Some(rt) = sh.channels.get(&job.channel).cloned() else {
+        // Every node should carry the same channels; one that lacks this one
+        // lets the claim lapse so that a node that has it takes the segment.
+        tracing::error!(job = job.id, channel = %job.channel, "job names a channel this node does not have; leaving its segment");
+        return;
+    };
+    let from = segment.cursor;
+    let recipients = match sh
+        .store
+        .audience_slice(job.audience_id, from, segment.end)
+        .await
+    {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!(error = %e, job = job.id, "reading the segment's recipients failed; its lease will lapse");
+            return;
+        }
+    };
+    let prior: HashMap<u64, (SendState, u32)> = match sh
+        .store
+        .job_sends(job.id, from, segment.end)
+        .await
+    {
+        Ok(rows) => rows
+            .into_iter()
+            .map(|r| (r.index, (r.state, r.attempts)))
+            .collect(),
+        Err(e) => {
+            tracing::warn!(error = %e, job = job.id, "reading the send log failed; its lease will lapse");
+            return;
+        }
+    };
+
+    let lease = AtomicI64::new(lease_until);
+    let conc = sh.cfg.worker_concurrency.min(rt.concurrency).max(1);
+    let record_every = sh.cfg.record_every.max(1);
+    let record_period = Duration::from_millis((sh.cfg.lease_ms / 3).max(50) as u64);
+    let mut next = from;
+    let mut in_flight: BTreeSet<u64> = BTreeSet::new();
+    let mut skipped: Option<u64> = None;
+    let mut entries: Vec<SendEntry> = Vec::new();
+    let mut sends = FuturesUnordered::new();
+    let mut last_record = Instant::now();
+    let mut halted = false;
+    let mut lost = false;
+
+    loop {
+        while !halted && sends.len() < conc && next < segment.end {
+            let idx = next;
+            next += 1;
+            let attempt = match prior.get(&idx) {
+                Some((state, _)) if state.is_final() => continue,
+                Some((_, attempts)) => attempts + 1,
+                None => 1,
+            };
+            let recipient = recipients
+                .get((idx - from) as usize)
+                .cloned()
+                .unwrap_or_default();
+            in_flight.insert(idx);
+            sends.push(send_one(sh, &rt, &job, &lease, idx, recipient, attempt));
+        }
+        if sends.is_empty() {
+            break;
+        }
+        tokio::select! {
+            done = sends.next() => {
+                if let Some((idx, result)) = done {
+                    in_flight.remove(&idx);
+                    match result {
+                        Ok(entry) => entries.push(entry),
+                        Err(why) => {
+                            halted = true;
+                            skipped = Some(skipped.map_or(idx, |s| s.min(idx)));
+                            if matches!(why, Skip::Lease) {
+                                tracing::warn!(job = job.id, segment = segment.id, "claim no longer covers a send; stopping");
+                            }
+                        }
+                    }
+                }
+            }
+            _ = tokio::time::sleep_until(last_record + record_period) => {}
+        }
+        if sh.stop.is_stopped() {
+            halted = true;
+        }
+        if entries.len() >= record_every || last_record.elapsed() >= record_period {
+            let cursor = low_water(&in_flight, skipped, next);
+            match record(sh, &claim, cursor, std::mem::take(&mut entries)).await {
+                Some(until) => lease.store(until, Ordering::SeqCst),
+                None => {
+                    lost = true;
+                    halted = true;
+                }
+            }
+            last_record = Instant::now();
+        }
+    }
+    let cursor = low_water(&in_flight, skipped, next);
+    if !entries.is_empty() || cursor > from {
+        match record(sh, &claim, cursor, entries).await {
+            Some(until) => lease.store(until, Ordering::SeqCst),
+            None => lost = true,
+        }
+    }
+    if lost || halted || cursor < segment.end {
+        return;
+    }
+    match sh.store.finish_segment(&claim, sh.clock.now_ms()).await {
+        Ok(LeaseCheck::Held { .. }) => {}
+        Ok(LeaseCheck::Lost) => {
+            tracing::info!(
+                job = job.id,
+                segment = segment.id,
+                "segment changed hands before it could be finished"
+            )
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, job = job.id, segment = segment.id, "finishing the segment failed; the sweeper will re-issue what is left")
+        }
+    }
+}
+
+/// The lowest index not yet finished: everything below it has an outcome.
+fn low_water(in_flight: &BTreeSet<u64>, skipped: Option<u64>, next: u64) -> u64 {
+    let mut low = next;
+    if let Some(i) = in_flight.first() {
+        low = low.min(*i);
+    }
+    if let Some(s) = skipped {
+        low = low.min(s);
+    }
+    low
+}
+
+/// Writes outcomes and moves the cursor; `Some(new lease end)` while the claim
+/// holds, `None` once it is lost or cannot be written (then the worker stops:
+/// what it sent is either recorded or re-sent under the same idempotency keys).
+async fn record(
+    sh: &Shared,
+    claim: &SegmentClaim,
+    cursor: u64,
+    entries: Vec<SendEntry>,
+) -> Option<i64> {
+    let n = entries.len();
+    match sh
+        .store
+        .record_sends(claim, cursor, entries, sh.clock.now_ms(), sh.cfg.lease_ms)
+        .await
+    {
+        Ok(LeaseCheck::Held { lease_until }) => Some(lease_until),
+        Ok(LeaseCheck::Lost) => {
+            tracing::warn!(
+                job = claim.job_id,
+                segment = claim.segment_id,
+                recorded = n,
+                "segment claim lost; stopping"
+            );
+            None
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, job = claim.job_id, segment = claim.segment_id, "recording sends failed; stopping this segment");
+            None
+        }
+    }
+}
+
+/// One recipient: wait for the rate limit, check the claim and the deadline,
+/// send, and turn the provider's answer into a send-log entry.
+async fn send_one(
+    sh: &Shared,
+    rt: &ChannelRuntime,
+    job: &JobRecord,
+    lease: &AtomicI64,
+    idx: u64,
+    recipient: String,
+    attempt: u32,
+) -> (u64, Result<SendEntry, Skip>) {
+    if recipient.is_empty() {
+        return (
+            idx,
+            Ok(SendEntry {
+                index: idx,
+                recipient,
+                state: SendState::Failed,
+                provider_msgid: None,
+                error: Some("no recipient at this index of the audience".into()),
+            }),
+        );
+    }
+    rt.wait_for_rate().await;
+    let now = sh.clock.now_ms();
+    if now.saturating_add(sh.cfg.lease_guard_ms) >= lease.load(Ordering::SeqCst) {
+        return (idx, Err(Skip::Lease));
+    }
+    if job.deadline_at.is_some_and(|d| now >= d) {
+        return (idx, Err(Skip::Deadline));
+    }
+    let delivery = Delivery {
+        timer_id: job.id,
+        kind: TimerKind::Job,
+        due_at: job.created_at,
+        fired_at: now,
+        attempt,
+        recipient,
+        message: job.message.clone(),
+        idempotency_key: job_recipient_key(job.id, idx),
+    };
+    let outcome = rt.channel.send(&delivery).await;
+    let finished = sh.clock.now_ms();
+    rt.metrics
+        .duration
+        .record((finished - now).max(0) as f64 / 1000.0);
+    let (state, provider_msgid, error) = match outcome {
+        SendOutcome::Delivered { provider_msgid, .. } => {
+            rt.metrics.delivered.increment(1);
+            (SendState::Delivered, provider_msgid, None)
+        }
+        SendOutcome::Retryable { error, .. } => {
+            rt.metrics.retry.increment(1);
+            (SendState::Retry, None, Some(error))
+        }
+        SendOutcome::Permanent { error, .. } => {
+            rt.metrics.failed.increment(1);
+            (SendState::Failed, None, Some(error))
+        }
+    };
+    (
+        idx,
+        Ok(SendEntry {
+            index: idx,
+            recipient: delivery.recipient,
+            state,
+            provider_msgid,
+            error,
+        }),
+    )
+}
