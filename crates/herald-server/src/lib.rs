@@ -1,9 +1,12 @@
 //! Herald's HTTP API (axum): validates requests, turns them into engine
 //! commands, and answers only after the engine says they are committed.
 
+pub mod audiences;
 pub mod error;
+pub mod jobs;
 mod ops;
 pub mod reminders;
+pub mod rules;
 pub mod timers;
 pub mod validate;
 
@@ -31,6 +34,14 @@ pub struct ApiConfig {
     pub bulk_max_lines: usize,
     /// Timers per transaction inside a bulk request.
     pub bulk_chunk: usize,
+    /// Most recipients in one uploaded audience (`POST /v1/audiences`).
+    pub audience_max_recipients: u64,
+    /// Most `audience.users` a rule may list inline.
+    pub rule_max_users: usize,
+    /// Most `users` a job may list inline.
+    pub job_max_users: usize,
+    /// Largest rule or job request body.
+    pub campaign_body_max_bytes: usize,
 }
 
 impl Default for ApiConfig {
@@ -40,6 +51,10 @@ impl Default for ApiConfig {
             bulk_max_bytes: 64 * 1024 * 1024,
             bulk_max_lines: 100_000,
             bulk_chunk: 10_000,
+            audience_max_recipients: 50_000_000,
+            rule_max_users: 10_000,
+            job_max_users: 10_000,
+            campaign_body_max_bytes: 8 * 1024 * 1024,
         }
     }
 }
@@ -75,12 +90,29 @@ pub fn router(state: AppState) -> Router {
             "/v1/users/{user_id}/reminders",
             get(reminders::list_for_user),
         )
+        .route("/v1/audiences", post(audiences::upload))
+        .route("/v1/audiences/{id}", get(audiences::get))
+        .route("/v1/rules", post(rules::create).get(rules::list))
+        // `POST /v1/rules/{id}:enable|:disable`: the action is split off the segment.
+        .route(
+            "/v1/rules/{id}",
+            get(rules::get).put(rules::update).post(rules::action),
+        )
+        .route("/v1/rules/{id}/versions", get(rules::versions))
+        .route("/v1/rules/{id}/tasks", get(rules::tasks))
+        .route("/v1/jobs", post(jobs::create).get(jobs::list))
+        // `POST /v1/jobs/{id}:cancel`.
+        .route("/v1/jobs/{id}", get(jobs::get).post(jobs::action))
+        .route("/v1/jobs/{id}/segments", get(jobs::segments))
+        .route("/v1/jobs/{id}/sends", get(jobs::sends))
         .route("/v1/stats", get(ops::stats))
         .route("/v1/cluster", get(ops::cluster))
         .route("/healthz", get(ops::healthz))
         .route("/metrics", get(ops::metrics))
         .fallback(ops::not_found)
         .method_not_allowed_fallback(ops::method_not_allowed)
+        // Job progress samples, for the current rate of `GET /v1/jobs/{id}`.
+        .layer(axum::Extension(Arc::new(jobs::RateSampler::default())))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
             ops::panic_response,
         ))

@@ -2,6 +2,7 @@
 //! in one binary.
 
 mod bench;
+mod campaign_cli;
 mod client;
 mod config;
 mod remind_cli;
@@ -65,6 +66,27 @@ enum Cmd {
         server: String,
         #[command(subcommand)]
         cmd: remind_cli::RemindersCmd,
+    },
+    /// Talk to a running server about audiences (uploaded recipient lists).
+    Audiences {
+        #[arg(long, env = "HERALD_SERVER", default_value = "http://127.0.0.1:8780")]
+        server: String,
+        #[command(subcommand)]
+        cmd: campaign_cli::AudiencesCmd,
+    },
+    /// Talk to a running server about send rules (versioned, scheduled sends).
+    Rules {
+        #[arg(long, env = "HERALD_SERVER", default_value = "http://127.0.0.1:8780")]
+        server: String,
+        #[command(subcommand)]
+        cmd: campaign_cli::RulesCmd,
+    },
+    /// Talk to a running server about jobs (mass sends); `watch` shows progress.
+    Jobs {
+        #[arg(long, env = "HERALD_SERVER", default_value = "http://127.0.0.1:8780")]
+        server: String,
+        #[command(subcommand)]
+        cmd: campaign_cli::JobsCmd,
     },
 }
 
@@ -157,6 +179,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Cmd::Timers { server, cmd } => client::run(&server, cmd).await,
             Cmd::Subjects { server, cmd } => remind_cli::subjects(&server, cmd).await,
             Cmd::Reminders { server, cmd } => remind_cli::reminders(&server, cmd).await,
+            Cmd::Audiences { server, cmd } => campaign_cli::audiences(&server, cmd).await,
+            Cmd::Rules { server, cmd } => campaign_cli::rules(&server, cmd).await,
+            Cmd::Jobs { server, cmd } => campaign_cli::jobs(&server, cmd).await,
         }
     })
 }
