@@ -539,13 +539,26 @@ pub async fn action(
     };
     let id = parse_id(raw_id, "rule")?;
     let now = st.clock.now_ms();
-    match st
-        .engine
-        .store()
+    let store = st.engine.store();
+    let was = store.get_rule(id).await.map_err(store_err)?;
+    let mut changed = store
         .set_rule_enabled(id, enabled, now)
         .await
-        .map_err(store_err)?
+        .map_err(store_err)?;
+    // Tasks are append-only and unique per (rule, version, planned_at): the
+    // occurrence cancelled by the disable cannot be planned again under the
+    // same version. Re-enabling therefore starts a new version with the same
+    // content, whose occurrences the planner plans afresh.
+    if enabled
+        && let (Some(was), Some(r)) = (&was, &changed)
+        && was.status == herald_core::campaign::RuleStatus::Disabled
     {
+        changed = store
+            .update_rule(id, r.current.spec.clone(), now)
+            .await
+            .map_err(store_err)?;
+    }
+    match changed {
         Some(r) => {
             st.engine.wake_planner();
             Ok(ok(StatusCode::OK, rule_json(&st, r).await?))
