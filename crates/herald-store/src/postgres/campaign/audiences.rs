@@ -55,7 +55,7 @@ pub(super) async fn create(store: &PgStore, name: Option<&str>, now: i64) -> Res
 /// The chunk a valid `append` writes, or why it is refused.
 pub(super) fn chunk_of(start: u64, recipients: &[String]) -> Result<(i64, i32, Vec<u8>)> {
     const WHAT: &str = "append_audience";
-    if start % AUDIENCE_CHUNK != 0 {
+    if !start.is_multiple_of(AUDIENCE_CHUNK) {
         return Err(refused(
             WHAT,
             format!("start {start} is not a multiple of {AUDIENCE_CHUNK}"),

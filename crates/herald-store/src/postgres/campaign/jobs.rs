@@ -667,13 +667,13 @@ pub(super) async fn record(
             format!("cursor {cursor} past the segment's end {end}"),
         ));
     }
-    if let (Some(&lo), Some(&hi)) = (indexes.first(), indexes.last()) {
-        if lo < start || hi >= end {
-            return Err(refused(
-                WHAT,
-                format!("an index outside the segment's [{start}, {end})"),
-            ));
-        }
+    if let (Some(&lo), Some(&hi)) = (indexes.first(), indexes.last())
+        && (lo < start || hi >= end)
+    {
+        return Err(refused(
+            WHAT,
+            format!("an index outside the segment's [{start}, {end})"),
+        ));
     }
     let mut stored = HashMap::with_capacity(existing.len());
     for row in &existing {
@@ -841,7 +841,7 @@ mod tests {
             Moves {
                 delivered: 2,
                 failed: 1,
-                retrying: -1 + 0,
+                retrying: -1,
                 expired: 0
             }
         );
