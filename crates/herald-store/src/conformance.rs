@@ -112,6 +112,49 @@ macro_rules! store_conformance_tests {
             $crate::conformance::suite::concurrent_reminder_adds_from_two_handles(a, b).await;
             drop(guard);
         }
+        $crate::store_conformance_tests!(@campaign $make;
+            audiences_are_uploaded_in_chunks_sealed_and_sliced,
+            unsealed_audiences_make_no_job_and_unused_ones_can_be_dropped,
+            a_job_over_an_empty_audience_is_done_at_once,
+            rules_are_versioned,
+            plan_task_is_unique_and_only_for_the_current_enabled_version,
+            rule_tasks_are_newest_first,
+            disabling_cancels_pending_tasks_not_running_ones,
+            plan_candidates_say_what_the_planner_needs,
+            finish_rule_only_without_active_tasks,
+            due_tasks_are_oldest_first,
+            start_task_checks_the_rule_then_starts_a_job,
+            job_segments_tile_the_audience,
+            claims_take_the_highest_priority_then_the_lowest_id,
+            claims_skip_jobs_past_their_deadline,
+            record_sends_counts_every_change_exactly,
+            a_write_after_the_lease_was_reissued_is_lost_but_logged,
+            finishing_segments_ends_them_done_or_partial_and_ends_the_job,
+            abandoned_segments_are_reissued_from_the_first_retry_or_the_cursor,
+            the_sweep_ends_a_job_left_with_nothing_to_do,
+            the_sweep_handles_at_most_limit_segments_per_kind,
+            partial_segments_are_retried_with_backoff_until_max_attempts,
+            jobs_past_their_deadline_expire,
+            cancelling_a_job_cancels_what_is_left,
+        );
+        #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn concurrent_segment_claims_from_two_handles() {
+            let (a, guard) = ($make)().await;
+            let b = ($second)(&a, &guard).await;
+            $crate::conformance_campaign::suite::concurrent_segment_claims_from_two_handles(a, b)
+                .await;
+            drop(guard);
+        }
+    };
+    (@campaign $make:expr; $($case:ident),* $(,)?) => {
+        $(
+            #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                let (store, guard) = ($make)().await;
+                $crate::conformance_campaign::suite::$case(store).await;
+                drop(guard);
+            }
+        )*
     };
     (@cases $make:expr; $($case:ident),* $(,)?) => {
         $(

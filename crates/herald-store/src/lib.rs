@@ -8,6 +8,7 @@
 
 pub mod campaign;
 pub mod conformance;
+pub mod conformance_campaign;
 pub mod postgres;
 pub mod sqlite;
 mod types;
