@@ -919,3 +919,55 @@ async fn two_overlapping_sweeps_reissue_each_segment_once() {
         assert!(n > 0);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_settled_by_its_deadline_ends_done_not_expired() {
+    let Some(db) = fresh_db("camp_deadline") else {
+        return;
+    };
+    let store = open(&db).await;
+    let audience_id = audience_of(&store, 4).await;
+    let deadline = T0 + 60_000;
+    let job = store
+        .create_job(
+            JobSpec {
+                audience_id,
+                channel: "log".into(),
+                message: "{}".into(),
+                segment_size: 4,
+                deadline_at: Some(deadline),
+                priority: 0,
+                task_id: None,
+            },
+            T0,
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    let c = store.claim_segment("w", T0, LEASE).await.unwrap().unwrap();
+    // Everything sent, but the worker died before finishing the segment.
+    let batch = (0..4).map(|i| entry(i, SendState::Delivered)).collect();
+    store
+        .record_sends(&c.claim, 4, batch, T0 + 1, 2 * 60_000)
+        .await
+        .unwrap();
+    let r = store.sweep(deadline, sweep_opts()).await.unwrap();
+    assert_eq!(
+        r,
+        SweepReport {
+            finished_jobs: 1,
+            ..Default::default()
+        }
+    );
+    let done = store.get_job(job.id).await.unwrap().unwrap();
+    assert_eq!(
+        (done.state, done.finished_at),
+        (JobState::Done, Some(deadline))
+    );
+    assert_eq!(done.totals.delivered, 4);
+    assert_eq!(done.totals.expired, 0);
+    assert_eq!(
+        store.segment_counts(job.id).await.unwrap(),
+        vec![(SegmentState::Expired, 1)]
+    );
+}

@@ -530,11 +530,9 @@ impl Moves {
 
 /// Applies a batch to the rows it touches, in order: a new index is inserted
 /// with one attempt; a `retry` row takes the new state with one more attempt;
-/// a final row is left alone. A late `retry` for an expired job is written
-/// `expired` (it will never be retried). Returns the rows to write, by index,
-/// and what moved.
+/// a final row is left alone. Returns the rows to write, by index, and what
+/// moved.
 fn apply_batch<'a>(
-    job: JobState,
     entries: &'a [SendEntry],
     stored: &HashMap<i64, (SendState, i32)>,
 ) -> Result<(Vec<(i64, Written<'a>)>, Moves)> {
@@ -542,10 +540,7 @@ fn apply_batch<'a>(
     let mut moves = Moves::default();
     for entry in entries {
         let idx = to_db(entry.index, "record_sends")?;
-        let mut state = entry.state;
-        if job == JobState::Expired && state == SendState::Retry {
-            state = SendState::Expired;
-        }
+        let state = entry.state;
         let before = match rows.get(&idx) {
             Some(w) => Some((w.state, w.attempts, w.stored)),
             None => stored.get(&idx).map(|&(s, a)| (s, a, true)),
@@ -661,10 +656,10 @@ pub(super) async fn record(
         ));
     };
     let (start, end): (i64, i64) = (col(&range, 0, "start_idx")?, col(&range, 1, "end_idx")?);
-    if cursor_db > end {
+    if cursor_db < start || cursor_db > end {
         return Err(refused(
             WHAT,
-            format!("cursor {cursor} past the segment's end {end}"),
+            format!("cursor {cursor} outside the segment's [{start}, {end}]"),
         ));
     }
     if let (Some(&lo), Some(&hi)) = (indexes.first(), indexes.last())
@@ -681,7 +676,7 @@ pub(super) async fn record(
         let state = send_state(col(row, 1, "job_sends.state")?, claim.job_id)?;
         stored.insert(idx, (state, col::<i32>(row, 2, "job_sends.attempts")?));
     }
-    let (rows, moves) = apply_batch(job, entries, &stored)?;
+    let (rows, moves) = apply_batch(entries, &stored)?;
     let (mut new, mut old) = (SendColumns::default(), SendColumns::default());
     for (idx, w) in &rows {
         if w.stored {
@@ -822,7 +817,7 @@ mod tests {
             entry(4, Retry),
             entry(4, Delivered),
         ];
-        let (rows, moves) = apply_batch(JobState::Running, &entries, &stored).unwrap();
+        let (rows, moves) = apply_batch(&entries, &stored).unwrap();
         let got: Vec<_> = rows
             .iter()
             .map(|(i, w)| (*i, w.state, w.attempts, w.stored))
@@ -851,11 +846,14 @@ mod tests {
     }
 
     #[test]
-    fn a_late_retry_of_an_expired_job_is_written_expired() {
-        let stored = HashMap::new();
-        let entries = [entry(7, SendState::Retry)];
-        let (rows, moves) = apply_batch(JobState::Expired, &entries, &stored).unwrap();
-        assert_eq!(rows[0].1.state, SendState::Expired);
-        assert_eq!(moves.counters(JobState::Expired), [0, 0, 0, 0, 0]);
+    fn an_ended_job_counts_late_outcomes_out_of_its_bucket() {
+        use SendState::*;
+        // A late retry of a new index stays in the bucket; a late delivery of
+        // a row left retrying leaves it.
+        let stored = HashMap::from([(1, (Retry, 1))]);
+        let entries = [entry(0, Retry), entry(1, Delivered)];
+        let (_, moves) = apply_batch(&entries, &stored).unwrap();
+        assert_eq!(moves.counters(JobState::Expired), [1, 0, 0, -1, 0]);
+        assert_eq!(moves.counters(JobState::Cancelled), [1, 0, 0, 0, -1]);
     }
 }

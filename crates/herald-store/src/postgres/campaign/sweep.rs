@@ -36,9 +36,12 @@ const EXPIRE_SEGMENTS: &str = "UPDATE segments SET state = 'expired', updated_at
 const EXPIRE_SENDS: &str = "UPDATE job_sends SET state = 'expired', updated_at = $2 \
     WHERE job_id = ANY($1::int8[]) AND state = 'retry'";
 // Every recipient without a final outcome (retrying ones included) expired.
-const EXPIRE_JOBS: &str = "UPDATE jobs SET state = 'expired', \
+// A job whose recipients all have one already is simply done.
+const EXPIRE_JOBS: &str = "UPDATE jobs SET \
+        state = CASE WHEN total - delivered - failed - expired = 0 THEN 'done' \
+                     ELSE 'expired' END, \
         expired = total - delivered - failed, retrying = 0, finished_at = $2 \
-    WHERE id = ANY($1::int8[]) RETURNING id, task_id, delivered, failed, expired";
+    WHERE id = ANY($1::int8[]) RETURNING id, task_id, delivered, failed, expired, state";
 
 const LOCK_LAPSED_JOBS: &str = "SELECT id, state FROM jobs WHERE id IN ( \
         SELECT job_id FROM segments WHERE state = 'running' AND lease_until < $1 \
@@ -85,7 +88,8 @@ pub(super) async fn sweep(store: &PgStore, now: i64, opts: SweepOptions) -> Resu
         return Ok(report);
     }
     let limit = i64::try_from(opts.limit).unwrap_or(i64::MAX);
-    report.expired_jobs = store
+    let done_at_deadline;
+    (report.expired_jobs, done_at_deadline) = store
         .retrying("sweep (deadlines)", || expire_jobs(store, now, limit))
         .await?;
     (report.abandoned, report.reissued) = store
@@ -96,9 +100,10 @@ pub(super) async fn sweep(store: &PgStore, now: i64, opts: SweepOptions) -> Resu
         .await?;
     report.reissued += reissued;
     report.failed_recipients = failed;
-    report.finished_jobs = store
-        .retrying("sweep (idle jobs)", || finish_jobs(store, now, limit))
-        .await?;
+    report.finished_jobs = done_at_deadline
+        + store
+            .retrying("sweep (idle jobs)", || finish_jobs(store, now, limit))
+            .await?;
     Ok(report)
 }
 
@@ -118,7 +123,9 @@ fn running(rows: &[Row]) -> Result<Vec<i64>> {
     Ok(out)
 }
 
-async fn expire_jobs(store: &PgStore, now: i64, limit: i64) -> Result<u64> {
+/// Jobs past their deadline end `expired` (or `done`, when every recipient
+/// had a final outcome already). Returns how many ended each way.
+async fn expire_jobs(store: &PgStore, now: i64, limit: i64) -> Result<(u64, u64)> {
     let mut client = store.client().await?;
     let tx = client.transaction().await.ctx("beginning sweep")?;
     let lock = tx
@@ -130,7 +137,7 @@ async fn expire_jobs(store: &PgStore, now: i64, limit: i64) -> Result<u64> {
         .await
         .ctx("locking jobs past their deadline")?)?;
     if jobs.is_empty() {
-        return Ok(0);
+        return Ok((0, 0));
     }
     let segments = tx
         .prepare_cached(EXPIRE_SEGMENTS)
@@ -152,12 +159,17 @@ async fn expire_jobs(store: &PgStore, now: i64, limit: i64) -> Result<u64> {
     .await
     .ctx("expiring jobs")?;
     let mut ended = Vec::new();
+    let mut expired = 0;
     for row in &rows {
         let id: i64 = col(row, 0, "jobs.id")?;
+        let job = job_state(col(row, 5, "jobs.state")?, id)?;
+        if job == JobState::Expired {
+            expired += 1;
+        }
         if let Some(task) = col::<Option<i64>>(row, 1, "jobs.task_id")? {
             let (state, detail) = task_end(
                 id,
-                JobState::Expired,
+                job,
                 col(row, 2, "jobs.delivered")?,
                 col(row, 3, "jobs.failed")?,
                 col(row, 4, "jobs.expired")?,
@@ -167,7 +179,7 @@ async fn expire_jobs(store: &PgStore, now: i64, limit: i64) -> Result<u64> {
     }
     end_tasks(&tx, &ended, now).await?;
     tx.commit().await.ctx("committing sweep")?;
-    Ok(rows.len() as u64)
+    Ok((expired, rows.len() as u64 - expired))
 }
 
 /// A segment the sweeper took: abandoned or partial.
