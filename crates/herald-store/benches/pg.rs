@@ -10,15 +10,15 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use criterion::{BatchSize, Criterion};
+use criterion::{BatchSize, Criterion, Throughput};
 use herald_pgtemp::{Options, PgTemp};
 use herald_store::conformance::fixtures::{completion, created, inserts};
 use herald_store::postgres::PgStore;
-use herald_store::{CompletionOutcome, DueCursor, Store, StoreOptions};
+use herald_store::{CampaignStore, CompletionOutcome, DueCursor, Store, StoreOptions};
 use tokio::runtime::Runtime;
 
 mod common;
-use common::{pick, populate, realistic, runtime, ten_k_inserts};
+use common::{SendFeed, pick, populate, realistic, runtime, ten_k_inserts};
 
 struct Clusters {
     fast: PgTemp,
@@ -175,6 +175,69 @@ fn bench_complete(c: &mut Criterion, pgs: &Clusters) {
     g.finish();
 }
 
+/// `record_sends` as a worker calls it: 500 outcomes per batch under one
+/// claim. `new` writes 500 fresh send-log rows (mostly delivered); `retried`
+/// re-records 500 rows that were `retry` (the update path: each row locked,
+/// read, rewritten). Reported as rows/s.
+fn bench_record_sends(c: &mut Criterion, pgs: &Clusters) {
+    const BATCH: u64 = 500;
+    let rt = runtime();
+    let mut g = c.benchmark_group("pg_record_sends");
+    g.sample_size(20)
+        .measurement_time(Duration::from_secs(10))
+        .throughput(Throughput::Elements(BATCH));
+    for (label, pg) in [("fast", &pgs.fast), ("durable", &pgs.durable)] {
+        let store = open(&rt, pg, &format!("record_{label}"));
+        let mut feed = SendFeed::new(&rt, &store, 1_000_000);
+        g.bench_function(format!("500_new_{label}"), |b| {
+            b.iter_batched(
+                || {
+                    let (claim, cursor, entries) = feed.batch(&rt, &store, BATCH, false);
+                    (claim, cursor, entries, feed.now())
+                },
+                |(claim, cursor, entries, now)| {
+                    black_box(
+                        rt.block_on(store.record_sends(&claim, cursor, entries, now, 60_000))
+                            .expect("record_sends"),
+                    )
+                },
+                BatchSize::PerIteration,
+            )
+        });
+        if label == "fast" {
+            g.bench_function("500_retried_fast", |b| {
+                b.iter_batched(
+                    || {
+                        let (claim, cursor, mut entries) = feed.batch(&rt, &store, BATCH, true);
+                        rt.block_on(store.record_sends(
+                            &claim,
+                            cursor,
+                            entries.clone(),
+                            feed.now(),
+                            60_000,
+                        ))
+                        .expect("record_sends");
+                        for e in &mut entries {
+                            e.state = herald_core::campaign::SendState::Delivered;
+                            e.error = None;
+                            e.provider_msgid = Some("retried".into());
+                        }
+                        (claim, cursor, entries, feed.now())
+                    },
+                    |(claim, cursor, entries, now)| {
+                        black_box(
+                            rt.block_on(store.record_sends(&claim, cursor, entries, now, 60_000))
+                                .expect("record_sends"),
+                        )
+                    },
+                    BatchSize::PerIteration,
+                )
+            });
+        }
+    }
+    g.finish();
+}
+
 fn main() {
     let Some(pgs) = clusters() else {
         eprintln!("=== SKIPPING PostgreSQL benches: initdb/postgres not found ===");
@@ -184,5 +247,6 @@ fn main() {
     bench_apply(&mut c, &pgs);
     bench_reads(&mut c, &pgs);
     bench_complete(&mut c, &pgs);
+    bench_record_sends(&mut c, &pgs);
     c.final_summary();
 }

@@ -292,7 +292,8 @@ pub trait CampaignStore: Send + Sync + 'static {
     async fn append_audience(&self, id: i64, start: u64, recipients: &[String]) -> Result<()>;
 
     /// Ends the upload with `size` recipients. `None` if the audience is unknown
-    /// or already sealed.
+    /// or already sealed. An error (the upload stays open) if its chunks are not
+    /// exactly those of `size` recipients: chunks `0..`, all full but the last.
     async fn seal_audience(&self, id: i64, size: u64, now: i64) -> Result<Option<AudienceRecord>>;
 
     /// Removes an audience that no job or rule refers to (an abandoned upload).
@@ -302,6 +303,7 @@ pub trait CampaignStore: Send + Sync + 'static {
     async fn get_audience(&self, id: i64) -> Result<Option<AudienceRecord>>;
 
     /// Recipients `start..end` of a sealed audience, in order (clipped to its size).
+    /// An error if the audience is unknown or not sealed.
     async fn audience_slice(&self, id: i64, start: u64, end: u64) -> Result<Vec<String>>;
 
     // ---- Rules and tasks ----
@@ -309,8 +311,9 @@ pub trait CampaignStore: Send + Sync + 'static {
     /// Creates a rule, enabled, at version 1.
     async fn create_rule(&self, spec: RuleSpec, now: i64) -> Result<RuleRecord>;
 
-    /// Adds a version and makes it current (re-enabling a finished rule). Tasks of
-    /// older versions are left as they are: they expire when they come to run.
+    /// Adds a version and makes it current (re-enabling a finished rule; a
+    /// disabled rule stays disabled until enabled). Tasks of older versions are
+    /// left as they are: they expire when they come to run.
     /// `None` if the rule is unknown.
     async fn update_rule(&self, id: i64, spec: RuleSpec, now: i64) -> Result<Option<RuleRecord>>;
 
@@ -392,7 +395,8 @@ pub trait CampaignStore: Send + Sync + 'static {
     ) -> Result<Vec<SegmentRecord>>;
 
     /// Cancels a running job: its pending and running segments end `cancelled`,
-    /// the recipients they had left count as cancelled, its task (if any) ends
+    /// every recipient without a final outcome (retrying ones included) counts
+    /// as cancelled, its task (if any) ends
     /// `cancelled`. Returns the job as it is afterwards (`None` if unknown); a job
     /// already final is returned unchanged.
     async fn cancel_job(&self, id: i64, now: i64) -> Result<Option<JobRecord>>;
@@ -422,7 +426,14 @@ pub trait CampaignStore: Send + Sync + 'static {
     /// `retry` takes the new state with `attempts + 1`; an index already final is
     /// left alone. The job's totals move by exactly what the rows changed. The
     /// cursor and lease move only while the claim is current (same owner and
-    /// epoch, segment still `running`): otherwise the answer is `Lost`.
+    /// epoch, segment still `running`): otherwise the answer is `Lost`. The
+    /// cursor never moves back.
+    ///
+    /// Once the job has ended `cancelled` or `expired`, every recipient without a
+    /// final outcome counts in that bucket, so a late final outcome moves its
+    /// recipient out of it. Refused with an error, nothing written: an `expired`
+    /// entry, an index outside the claim's segment, a cursor outside
+    /// `[start, end]` of it.
     async fn record_sends(
         &self,
         claim: &SegmentClaim,
@@ -436,7 +447,9 @@ pub trait CampaignStore: Send + Sync + 'static {
     /// its range is still `retry` in the send log, else `done`. When that leaves
     /// the job with no pending or running segment and nothing retrying, the job
     /// ends `done` (and its task follows) in the same transaction. `Lost` if the
-    /// claim is no longer current (then nothing changes).
+    /// claim is no longer current (then nothing changes). `Held` carries the lease
+    /// as it stands (finishing does not extend it). An error if the cursor has
+    /// not reached the end.
     async fn finish_segment(&self, claim: &SegmentClaim, now: i64) -> Result<LeaseCheck>;
 
     /// The single-runner duties, in one transaction per kind of work:
@@ -448,10 +461,16 @@ pub trait CampaignStore: Send + Sync + 'static {
     ///   `attempt + 1` and `not_before = now + retry_backoff_ms * attempt`, or,
     ///   once `attempt >= max_attempts`, their `retry` rows end `failed`; either
     ///   way the partial segment is then marked handled so it is not re-issued twice;
-    /// - running jobs past their deadline end `expired`: pending and running
-    ///   segments end `expired`, `retry` rows end `expired`, unsent recipients
-    ///   count as expired; the task follows;
+    /// - running jobs past their deadline (`deadline_at <= now`) end `expired`:
+    ///   pending and running segments end `expired`, `retry` rows end `expired`,
+    ///   unsent recipients count as expired; the task follows. A job whose
+    ///   recipients all had a final outcome already ends `done` instead (counted
+    ///   in `finished_jobs`);
     /// - running jobs with no pending or running segment and nothing retrying end
     ///   `done`; the task follows.
+    ///
+    /// Deadlines go first, so a job past its deadline is expired rather than
+    /// having its segments re-issued, and a job left with nothing to do by the
+    /// other kinds ends in the same sweep.
     async fn sweep(&self, now: i64, opts: SweepOptions) -> Result<SweepReport>;
 }

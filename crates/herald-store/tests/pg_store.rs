@@ -8,14 +8,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use herald_core::TimerState;
+use herald_core::campaign::{JobState, SegmentState, SendState};
 use herald_pgtemp::{PgTemp, TempDatabase};
 use herald_store::conformance::fixtures::{
     completion, created, inserts, keyed, reminder, subject, timer,
 };
 use herald_store::postgres::PgStore;
 use herald_store::{
-    Applied, CompletionOutcome, DueEntry, Fence, MergeProbe, NewTimer, PutSubject, Store,
-    StoreError, StoreOptions, WriteOp, WriteResult,
+    AUDIENCE_CHUNK, Applied, CampaignStore, CompletionOutcome, DueEntry, Fence, JobRecord, JobSpec,
+    JobTotals, LeaseCheck, MergeProbe, NewTimer, PutSubject, SegmentClaim, SendEntry, Store,
+    StoreError, StoreOptions, SweepOptions, SweepReport, WriteOp, WriteResult,
 };
 use tokio::sync::mpsc::Receiver;
 
@@ -97,7 +99,7 @@ async fn migrations_are_idempotent_and_safe_concurrently() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(versions, vec![1, 2]);
+    assert_eq!(versions, vec![1, 2, 3]);
     // Every handle works on the one schema.
     let r = stores[0].apply(inserts([timer(5)])).await.unwrap();
     let id = created(&r[0]).id;
@@ -628,4 +630,344 @@ async fn an_add_that_loses_the_claim_race_creates_nothing() {
             assert_eq!(mine[0].timer.id, t.id);
         }
     }
+}
+
+// ---- Campaigns: many nodes on one job ----
+
+const T0: i64 = 1_700_000_000_000;
+const LEASE: i64 = 30_000;
+
+fn sweep_opts() -> SweepOptions {
+    SweepOptions {
+        max_attempts: 3,
+        retry_backoff_ms: 1_000,
+        limit: 10_000,
+    }
+}
+
+/// A sealed audience of `n` recipients `u0`, `u1`, ...
+async fn audience_of(store: &PgStore, n: u64) -> i64 {
+    let id = store.create_audience(None, T0).await.unwrap();
+    let mut start = 0;
+    while start < n {
+        let end = (start + AUDIENCE_CHUNK).min(n);
+        let chunk: Vec<String> = (start..end).map(|i| format!("u{i}")).collect();
+        store.append_audience(id, start, &chunk).await.unwrap();
+        start = end;
+    }
+    store.seal_audience(id, n, T0).await.unwrap().unwrap();
+    id
+}
+
+async fn job_of(store: &PgStore, n: u64, segment_size: u64) -> JobRecord {
+    let audience_id = audience_of(store, n).await;
+    store
+        .create_job(
+            JobSpec {
+                audience_id,
+                channel: "log".into(),
+                message: "{}".into(),
+                segment_size,
+                deadline_at: None,
+                priority: 0,
+                task_id: None,
+            },
+            T0,
+        )
+        .await
+        .unwrap()
+        .unwrap()
+}
+
+fn entry(index: u64, state: SendState) -> SendEntry {
+    SendEntry {
+        index,
+        recipient: format!("u{index}"),
+        state,
+        provider_msgid: (state == SendState::Delivered).then(|| format!("m{index}")),
+        error: (state != SendState::Delivered).then(|| "nope".to_string()),
+    }
+}
+
+/// The job's counters as the send log says they should be, for a running job.
+async fn recount(store: &PgStore, job: &JobRecord) -> JobTotals {
+    let rows = store.job_sends(job.id, 0, u64::MAX).await.unwrap();
+    let count = |s: SendState| rows.iter().filter(|r| r.state == s).count() as u64;
+    JobTotals {
+        total: job.totals.total,
+        delivered: count(SendState::Delivered),
+        failed: count(SendState::Failed),
+        retrying: count(SendState::Retry),
+        expired: count(SendState::Expired),
+        cancelled: 0,
+    }
+}
+
+/// Deterministic pseudo-random numbers (xorshift).
+fn next(seed: &mut u64) -> u64 {
+    *seed ^= *seed << 13;
+    *seed ^= *seed >> 7;
+    *seed ^= *seed << 17;
+    *seed
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eight_claimers_on_four_handles_take_every_segment_once() {
+    let Some(db) = fresh_db("camp_claims") else {
+        return;
+    };
+    let mut handles = Vec::new();
+    for _ in 0..4 {
+        handles.push(Arc::new(open(&db).await));
+    }
+    let job = job_of(&handles[0], 6_000, 3).await;
+    let all: Vec<i64> = handles[0]
+        .job_segments(job.id, None, 10_000)
+        .await
+        .unwrap()
+        .iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(all.len(), 2_000);
+    let claimers = (0..8).map(|n| {
+        let store = handles[n % 4].clone();
+        tokio::spawn(async move {
+            let owner = format!("node-{n}");
+            let mut got = Vec::new();
+            while let Some(c) = store.claim_segment(&owner, T0 + 1, LEASE).await.unwrap() {
+                assert_eq!((c.claim.owner.as_str(), c.claim.epoch), (owner.as_str(), 1));
+                assert_eq!(c.job.started_at, Some(T0 + 1));
+                got.push(c.claim.segment_id);
+            }
+            (owner, got)
+        })
+    });
+    let mut owner_of = std::collections::HashMap::new();
+    for h in claimers {
+        let (owner, got) = h.await.unwrap();
+        for id in got {
+            if let Some(other) = owner_of.insert(id, owner.clone()) {
+                panic!("segment {id} claimed by {other} and {owner}");
+            }
+        }
+    }
+    assert_eq!(owner_of.len(), all.len(), "every segment claimed");
+    for s in handles[1].job_segments(job.id, None, 10_000).await.unwrap() {
+        assert_eq!(s.state, SegmentState::Running);
+        assert_eq!(s.owner.as_ref(), owner_of.get(&s.id));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overlapping_records_from_two_claims_keep_the_totals_exact() {
+    let Some(db) = fresh_db("camp_records") else {
+        return;
+    };
+    let (a, b) = (Arc::new(open(&db).await), Arc::new(open(&db).await));
+    let n = 1_000;
+    let job = job_of(&a, n, n).await;
+    // a's lease lapses and the segment is re-issued whole to b: both now write
+    // the same indexes, a under a lost claim.
+    let old = a.claim_segment("a", T0, LEASE).await.unwrap().unwrap();
+    let r = a.sweep(T0 + LEASE + 1, sweep_opts()).await.unwrap();
+    assert_eq!((r.abandoned, r.reissued), (1, 1));
+    let new = b
+        .claim_segment("b", T0 + LEASE + 2, LEASE)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((new.segment.start, new.segment.end), (0, n));
+
+    let writer = |store: Arc<PgStore>, claim: SegmentClaim, mut seed: u64| {
+        tokio::spawn(async move {
+            // Three passes over the range in batches of 50, mostly retries so
+            // that rows keep changing hands between the two writers.
+            let mut lost = 0;
+            for pass in 0..3 {
+                for start in (0..n).step_by(50) {
+                    let batch = (start..start + 50)
+                        .map(|i| {
+                            let state = match next(&mut seed) % 10 {
+                                0..=5 => SendState::Retry,
+                                6..=8 => SendState::Delivered,
+                                _ => SendState::Failed,
+                            };
+                            entry(i, state)
+                        })
+                        .collect();
+                    let now = T0 + LEASE + 10 + pass;
+                    let check = store
+                        .record_sends(&claim, start + 50, batch, now, LEASE)
+                        .await
+                        .unwrap();
+                    if check == LeaseCheck::Lost {
+                        lost += 1;
+                    }
+                }
+            }
+            lost
+        })
+    };
+    let (wa, wb) = (
+        writer(a.clone(), old.claim.clone(), 0x1234_5678_9abc_def1),
+        writer(b.clone(), new.claim.clone(), 0x0fed_cba9_8765_4321),
+    );
+    let (lost_a, lost_b) = (wa.await.unwrap(), wb.await.unwrap());
+    assert_eq!(lost_a, 60, "every write of the lost claim says so");
+    assert_eq!(lost_b, 0);
+
+    let now = a.get_job(job.id).await.unwrap().unwrap();
+    assert_eq!(now.totals, recount(&a, &job).await);
+    let rows = a.job_sends(job.id, 0, n).await.unwrap();
+    assert_eq!(rows.len() as u64, n, "every index has one row");
+    // Six writes of each index in all; a final row is never written again.
+    assert!(rows.iter().all(|r| (1..=6).contains(&r.attempts)));
+    assert_eq!(now.state, JobState::Running);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_overlapping_sweeps_reissue_each_segment_once() {
+    let Some(db) = fresh_db("camp_sweeps") else {
+        return;
+    };
+    let (a, b) = (Arc::new(open(&db).await), Arc::new(open(&db).await));
+    for round in 0..4 {
+        let t = T0 + round * 10 * LEASE;
+        // 100 lapsed segments, half with a retrying recipient below the cursor,
+        // and 50 partial ones.
+        let lapsed = job_of(&a, 500, 5).await;
+        for k in 0..100u64 {
+            let c = a.claim_segment("w", t, LEASE).await.unwrap().unwrap();
+            let s = c.segment.start;
+            let state = if k % 2 == 0 {
+                SendState::Retry
+            } else {
+                SendState::Delivered
+            };
+            a.record_sends(
+                &c.claim,
+                s + 2,
+                vec![entry(s, state), entry(s + 1, SendState::Delivered)],
+                t,
+                LEASE,
+            )
+            .await
+            .unwrap();
+        }
+        let partial = job_of(&a, 100, 2).await;
+        for _ in 0..50 {
+            let c = a.claim_segment("w", t, 10 * LEASE).await.unwrap().unwrap();
+            let s = c.segment.start;
+            let batch = vec![
+                entry(s, SendState::Delivered),
+                entry(s + 1, SendState::Retry),
+            ];
+            a.record_sends(&c.claim, s + 2, batch, t, 10 * LEASE)
+                .await
+                .unwrap();
+            a.finish_segment(&c.claim, t).await.unwrap();
+        }
+
+        let now = t + LEASE + 1;
+        let (ra, rb) = tokio::join!(
+            {
+                let a = a.clone();
+                async move { a.sweep(now, sweep_opts()).await.unwrap() }
+            },
+            {
+                let b = b.clone();
+                async move { b.sweep(now, sweep_opts()).await.unwrap() }
+            }
+        );
+        assert_eq!(ra.abandoned + rb.abandoned, 100, "{ra:?} {rb:?}");
+        assert_eq!(ra.reissued + rb.reissued, 150, "{ra:?} {rb:?}");
+        for (job, parents) in [(lapsed.id, 100), (partial.id, 50)] {
+            let segs = a.job_segments(job, None, 10_000).await.unwrap();
+            let mut children = std::collections::HashMap::new();
+            for s in &segs {
+                if let Some(p) = s.parent_id {
+                    *children.entry(p).or_insert(0) += 1;
+                }
+            }
+            assert_eq!(children.len(), parents, "round {round}");
+            assert!(
+                children.values().all(|&n| n == 1),
+                "a segment re-issued twice"
+            );
+        }
+        // Re-issues of the lapsed job start at the retrying index or the cursor.
+        for s in a.job_segments(lapsed.id, None, 10_000).await.unwrap() {
+            if s.parent_id.is_some() {
+                let offset = s.start % 5;
+                assert!(offset == 0 || offset == 2, "{s:?}");
+            }
+        }
+        assert_eq!(
+            a.sweep(now, sweep_opts()).await.unwrap(),
+            SweepReport::default()
+        );
+        // Claim everything re-issued, so the next round starts clean.
+        let mut n = 0;
+        while let Some(c) = b
+            .claim_segment("x", now + 100 * LEASE, LEASE)
+            .await
+            .unwrap()
+        {
+            b.cancel_job(c.claim.job_id, now).await.unwrap();
+            n += 1;
+        }
+        assert!(n > 0);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_settled_by_its_deadline_ends_done_not_expired() {
+    let Some(db) = fresh_db("camp_deadline") else {
+        return;
+    };
+    let store = open(&db).await;
+    let audience_id = audience_of(&store, 4).await;
+    let deadline = T0 + 60_000;
+    let job = store
+        .create_job(
+            JobSpec {
+                audience_id,
+                channel: "log".into(),
+                message: "{}".into(),
+                segment_size: 4,
+                deadline_at: Some(deadline),
+                priority: 0,
+                task_id: None,
+            },
+            T0,
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    let c = store.claim_segment("w", T0, LEASE).await.unwrap().unwrap();
+    // Everything sent, but the worker died before finishing the segment.
+    let batch = (0..4).map(|i| entry(i, SendState::Delivered)).collect();
+    store
+        .record_sends(&c.claim, 4, batch, T0 + 1, 2 * 60_000)
+        .await
+        .unwrap();
+    let r = store.sweep(deadline, sweep_opts()).await.unwrap();
+    assert_eq!(
+        r,
+        SweepReport {
+            finished_jobs: 1,
+            ..Default::default()
+        }
+    );
+    let done = store.get_job(job.id).await.unwrap().unwrap();
+    assert_eq!(
+        (done.state, done.finished_at),
+        (JobState::Done, Some(deadline))
+    );
+    assert_eq!(done.totals.delivered, 4);
+    assert_eq!(done.totals.expired, 0);
+    assert_eq!(
+        store.segment_counts(job.id).await.unwrap(),
+        vec![(SegmentState::Expired, 1)]
+    );
 }

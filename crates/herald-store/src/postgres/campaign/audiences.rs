@@ -1,0 +1,324 @@
+//! Uploaded audiences: recipients stored in chunks of [`AUDIENCE_CHUNK`], each
+//! one `bytea` of the chunk's recipients joined by `\n`, so 10M recipients are
+//! about 2,450 rows (TOAST compresses them) and a slice reads only the chunks
+//! it covers.
+//!
+//! Locks on the `audiences` row keep uploads, sealing and dropping apart:
+//! `append` holds `FOR SHARE` (so a seal waits for it, and it sees a seal that
+//! committed first), `seal` takes `FOR NO KEY UPDATE`, `drop` `FOR UPDATE`; a
+//! job or rule that names the audience holds `FOR KEY SHARE` while it is
+//! created, which only `drop` waits for.
+
+use crate::postgres::timers::col;
+use crate::postgres::{Ctx, PgStore};
+use crate::{AUDIENCE_CHUNK, AudienceRecord, Result, StoreError};
+
+use super::rows::{read_audience, refused, to_db};
+
+const CREATE: &str = "INSERT INTO audiences (name, created_at) VALUES ($1, $2) RETURNING id";
+const SHARE_AUDIENCE: &str = "SELECT size FROM audiences WHERE id = $1 FOR SHARE";
+const PUT_CHUNK: &str = "INSERT INTO audience_chunks (audience_id, chunk_no, count, data) \
+    VALUES ($1, $2, $3, $4) ON CONFLICT (audience_id, chunk_no) \
+    DO UPDATE SET count = EXCLUDED.count, data = EXCLUDED.data";
+const LOCK_OPEN: &str = "SELECT 1 FROM audiences WHERE id = $1 AND size IS NULL FOR NO KEY UPDATE";
+// $2 chunk size, $3 number of the last chunk. What a seal checks: how many
+// chunks, how many recipients, the highest chunk number, and how many chunks
+// before the last one are short.
+const CHUNK_SUMMARY: &str = "SELECT count(*), COALESCE(sum(count), 0)::int8, \
+        COALESCE(max(chunk_no), -1), count(*) FILTER (WHERE count <> $2 AND chunk_no < $3) \
+    FROM audience_chunks WHERE audience_id = $1";
+const SEAL: &str = "UPDATE audiences SET size = $2, sealed_at = $3 WHERE id = $1 \
+    RETURNING id, name, size, created_at";
+const LOCK_ANY: &str = "SELECT 1 FROM audiences WHERE id = $1 FOR UPDATE";
+const REFERRED: &str = "SELECT EXISTS (SELECT 1 FROM jobs WHERE audience_id = $1) \
+    OR EXISTS (SELECT 1 FROM rule_versions WHERE audience_id = $1)";
+const DROP_CHUNKS: &str = "DELETE FROM audience_chunks WHERE audience_id = $1";
+const DROP_AUDIENCE: &str = "DELETE FROM audiences WHERE id = $1";
+const GET: &str = "SELECT id, name, size, created_at FROM audiences WHERE id = $1";
+const SIZE: &str = "SELECT size FROM audiences WHERE id = $1";
+const CHUNKS: &str = "SELECT chunk_no, count, data FROM audience_chunks \
+    WHERE audience_id = $1 AND chunk_no >= $2 AND chunk_no <= $3 ORDER BY chunk_no";
+
+pub(super) async fn create(store: &PgStore, name: Option<&str>, now: i64) -> Result<i64> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(CREATE)
+        .await
+        .ctx("preparing audience insert")?;
+    let row = client
+        .query_one(&stmt, &[&name, &now])
+        .await
+        .ctx("creating an audience")?;
+    col(&row, 0, "audiences.id")
+}
+
+/// The chunk a valid `append` writes, or why it is refused.
+pub(super) fn chunk_of(start: u64, recipients: &[String]) -> Result<(i64, i32, Vec<u8>)> {
+    const WHAT: &str = "append_audience";
+    if !start.is_multiple_of(AUDIENCE_CHUNK) {
+        return Err(refused(
+            WHAT,
+            format!("start {start} is not a multiple of {AUDIENCE_CHUNK}"),
+        ));
+    }
+    if recipients.is_empty() {
+        return Err(refused(WHAT, "no recipients"));
+    }
+    let count = i32::try_from(recipients.len())
+        .ok()
+        .filter(|&n| n as u64 <= AUDIENCE_CHUNK)
+        .ok_or_else(|| {
+            refused(
+                WHAT,
+                format!(
+                    "{} recipients in one chunk (at most {AUDIENCE_CHUNK})",
+                    recipients.len()
+                ),
+            )
+        })?;
+    if let Some(bad) = recipients.iter().position(|r| r.contains('\n')) {
+        return Err(refused(
+            WHAT,
+            format!("recipient {} holds a newline", start + bad as u64),
+        ));
+    }
+    let chunk_no = to_db(start / AUDIENCE_CHUNK, WHAT)?;
+    let bytes = recipients.iter().map(|r| r.len() + 1).sum();
+    let mut data = Vec::with_capacity(bytes);
+    for (i, r) in recipients.iter().enumerate() {
+        if i > 0 {
+            data.push(b'\n');
+        }
+        data.extend_from_slice(r.as_bytes());
+    }
+    Ok((chunk_no, count, data))
+}
+
+pub(super) async fn append(
+    store: &PgStore,
+    id: i64,
+    chunk_no: i64,
+    count: i32,
+    data: &[u8],
+) -> Result<()> {
+    let mut client = store.client().await?;
+    let tx = client
+        .transaction()
+        .await
+        .ctx("beginning append_audience")?;
+    let share = tx
+        .prepare_cached(SHARE_AUDIENCE)
+        .await
+        .ctx("preparing audience lock")?;
+    let put = tx
+        .prepare_cached(PUT_CHUNK)
+        .await
+        .ctx("preparing chunk upsert")?;
+    let size: Option<i64> = match tx
+        .query_opt(&share, &[&id])
+        .await
+        .ctx("locking the audience")?
+    {
+        None => return Err(refused("append_audience", format!("no audience {id}"))),
+        Some(row) => col(&row, 0, "audiences.size")?,
+    };
+    if size.is_some() {
+        return Err(refused(
+            "append_audience",
+            format!("audience {id} is sealed"),
+        ));
+    }
+    tx.execute(&put, &[&id, &chunk_no, &count, &data])
+        .await
+        .ctx("writing an audience chunk")?;
+    tx.commit().await.ctx("committing append_audience")
+}
+
+pub(super) async fn seal(
+    store: &PgStore,
+    id: i64,
+    size: u64,
+    now: i64,
+) -> Result<Option<AudienceRecord>> {
+    let chunks = size.div_ceil(AUDIENCE_CHUNK);
+    let size_db = to_db(size, "seal_audience")?;
+    let chunks_db = to_db(chunks, "seal_audience")?;
+    let chunk_db = to_db(AUDIENCE_CHUNK, "seal_audience")?;
+    let chunk_i32 = i32::try_from(chunk_db)
+        .map_err(|_| StoreError::Backend("postgres: AUDIENCE_CHUNK exceeds an INTEGER".into()))?;
+    let mut client = store.client().await?;
+    let tx = client.transaction().await.ctx("beginning seal_audience")?;
+    let lock = tx
+        .prepare_cached(LOCK_OPEN)
+        .await
+        .ctx("preparing audience lock")?;
+    let summary = tx
+        .prepare_cached(CHUNK_SUMMARY)
+        .await
+        .ctx("preparing chunk summary")?;
+    let seal = tx.prepare_cached(SEAL).await.ctx("preparing seal")?;
+    if tx
+        .query_opt(&lock, &[&id])
+        .await
+        .ctx("locking the audience")?
+        .is_none()
+    {
+        return Ok(None);
+    }
+    let row = tx
+        .query_one(&summary, &[&id, &chunk_i32, &(chunks_db - 1)])
+        .await
+        .ctx("reading the chunks")?;
+    let stored: i64 = col(&row, 0, "chunk count")?;
+    let recipients: i64 = col(&row, 1, "recipient count")?;
+    let last: i64 = col(&row, 2, "last chunk")?;
+    let short: i64 = col(&row, 3, "short chunks")?;
+    if stored != chunks_db || last != chunks_db - 1 || recipients != size_db || short != 0 {
+        return Err(refused(
+            "seal_audience",
+            format!(
+                "audience {id} holds {recipients} recipients in {stored} chunks \
+                 ({short} short before the last, last chunk {last}); {size} recipients \
+                 need chunks 0..{chunks}, all full but the last"
+            ),
+        ));
+    }
+    let row = tx
+        .query_one(&seal, &[&id, &size_db, &now])
+        .await
+        .ctx("sealing the audience")?;
+    let record = read_audience(&row)?;
+    tx.commit().await.ctx("committing seal_audience")?;
+    Ok(Some(record))
+}
+
+pub(super) async fn drop(store: &PgStore, id: i64) -> Result<bool> {
+    let mut client = store.client().await?;
+    let tx = client.transaction().await.ctx("beginning drop_audience")?;
+    let lock = tx
+        .prepare_cached(LOCK_ANY)
+        .await
+        .ctx("preparing audience lock")?;
+    let referred = tx
+        .prepare_cached(REFERRED)
+        .await
+        .ctx("preparing reference check")?;
+    if tx
+        .query_opt(&lock, &[&id])
+        .await
+        .ctx("locking the audience")?
+        .is_none()
+    {
+        return Ok(false);
+    }
+    // A new statement, so a job or rule committed while we waited is seen.
+    let used: bool = col(
+        &tx.query_one(&referred, &[&id])
+            .await
+            .ctx("checking references")?,
+        0,
+        "referred",
+    )?;
+    if used {
+        return Ok(false);
+    }
+    let drop_chunks = tx
+        .prepare_cached(DROP_CHUNKS)
+        .await
+        .ctx("preparing chunk delete")?;
+    let drop_audience = tx
+        .prepare_cached(DROP_AUDIENCE)
+        .await
+        .ctx("preparing audience delete")?;
+    tx.execute(&drop_chunks, &[&id])
+        .await
+        .ctx("deleting chunks")?;
+    tx.execute(&drop_audience, &[&id])
+        .await
+        .ctx("deleting the audience")?;
+    tx.commit().await.ctx("committing drop_audience")?;
+    Ok(true)
+}
+
+pub(super) async fn get(store: &PgStore, id: i64) -> Result<Option<AudienceRecord>> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(GET)
+        .await
+        .ctx("preparing audience read")?;
+    client
+        .query_opt(&stmt, &[&id])
+        .await
+        .ctx("reading an audience")?
+        .map(|r| read_audience(&r))
+        .transpose()
+}
+
+pub(super) async fn slice(store: &PgStore, id: i64, start: u64, end: u64) -> Result<Vec<String>> {
+    const WHAT: &str = "audience_slice";
+    let client = store.client().await?;
+    let size_stmt = client
+        .prepare_cached(SIZE)
+        .await
+        .ctx("preparing audience read")?;
+    let size: Option<i64> = match client
+        .query_opt(&size_stmt, &[&id])
+        .await
+        .ctx("reading the audience")?
+    {
+        None => return Err(refused(WHAT, format!("no audience {id}"))),
+        Some(row) => col(&row, 0, "audiences.size")?,
+    };
+    let size = size.ok_or_else(|| refused(WHAT, format!("audience {id} is not sealed")))?;
+    let size = u64::try_from(size)
+        .map_err(|_| StoreError::Corrupt(format!("audience {id}: size {size}")))?;
+    let end = end.min(size);
+    if start >= end {
+        return Ok(Vec::new());
+    }
+    let (first, last) = (start / AUDIENCE_CHUNK, (end - 1) / AUDIENCE_CHUNK);
+    let stmt = client
+        .prepare_cached(CHUNKS)
+        .await
+        .ctx("preparing chunk read")?;
+    let rows = client
+        .query(&stmt, &[&id, &to_db(first, WHAT)?, &to_db(last, WHAT)?])
+        .await
+        .ctx("reading chunks")?;
+    let corrupt = |why: String| StoreError::Corrupt(format!("audience {id}: {why}"));
+    if rows.len() as u64 != last - first + 1 {
+        return Err(corrupt(format!(
+            "{} of chunks {first}..={last} stored",
+            rows.len()
+        )));
+    }
+    let mut out = Vec::with_capacity((end - start) as usize);
+    for (row, chunk) in rows.iter().zip(first..) {
+        let no: i64 = col(row, 0, "audience_chunks.chunk_no")?;
+        let count: i32 = col(row, 1, "audience_chunks.count")?;
+        let data: &[u8] = col(row, 2, "audience_chunks.data")?;
+        if u64::try_from(no).ok() != Some(chunk) {
+            return Err(corrupt(format!("chunk {chunk} missing")));
+        }
+        let base = chunk * AUDIENCE_CHUNK;
+        let from = start.saturating_sub(base) as usize;
+        let to = (end - base).min(AUDIENCE_CHUNK) as usize;
+        let pieces = data.split(|&b| b == b'\n');
+        let mut seen = 0;
+        for (i, piece) in pieces.enumerate() {
+            seen = i + 1;
+            if i < from || i >= to {
+                continue;
+            }
+            let s = std::str::from_utf8(piece)
+                .map_err(|_| corrupt(format!("recipient {} is not UTF-8", base + i as u64)))?;
+            out.push(s.to_string());
+        }
+        if i64::try_from(seen).ok() != Some(i64::from(count)) {
+            return Err(corrupt(format!(
+                "chunk {chunk} holds {seen} recipients, says {count}"
+            )));
+        }
+    }
+    Ok(out)
+}

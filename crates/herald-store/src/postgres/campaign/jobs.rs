@@ -1,0 +1,859 @@
+//! Jobs, their segments and the send log: creating, claiming, recording,
+//! finishing and cancelling. The sweeper's side is in `sweep.rs`.
+//!
+//! # Locking
+//!
+//! Every transaction that changes a job's send log, counters or segment states
+//! locks the job row first (`FOR NO KEY UPDATE`), then segments, then send-log
+//! rows. The job lock is what keeps the counters exact: it serializes the
+//! writers of one job, and each reads what it changes in a statement that
+//! starts after the lock was granted, so it sees everything the previous holder
+//! committed. The one path that does not lock the job first is the claim, which
+//! never waits on anything: it takes its segment with `FOR UPDATE SKIP LOCKED`
+//! and sets the job's `started_at` only if the job row is free
+//! (`SKIP LOCKED` again; a busy job row means another claimer is setting it, or
+//! the job is being cancelled or expired), so it cannot close a cycle of waits.
+
+use std::collections::HashMap;
+
+use futures_util::future::{try_join, try_join_all, try_join3, try_join4};
+use herald_core::campaign::{
+    JobState, SegmentState, SendState, TaskState, plan_segments, task_outcome,
+};
+use tokio_postgres::types::ToSql;
+
+use crate::postgres::timers::col;
+use crate::postgres::{Ctx, PgStore};
+use crate::{
+    ClaimedSegment, JobRecord, JobSpec, LeaseCheck, Result, SegmentClaim, SegmentRecord, SendEntry,
+    SendRecord, StoreError,
+};
+
+use super::rows::{
+    job_cols, job_state, read_job, read_segment, read_send, refused, segment_cols, segment_state,
+    send_state, to_db,
+};
+
+type Tx<'a> = deadpool_postgres::Transaction<'a>;
+
+/// Segments inserted per statement by `create_job` (two `int8` arrays of this
+/// many elements): 10M recipients in segments of 1000 is one statement.
+const SEGMENT_BATCH: usize = 50_000;
+
+const AUDIENCE_SIZE: &str = "SELECT size FROM audiences WHERE id = $1 FOR KEY SHARE";
+const INSERT_JOB: &str = concat!(
+    "INSERT INTO jobs (audience_id, channel, message, segment_size, deadline_at, priority, \
+                       task_id, state, total, created_at, finished_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING ",
+    job_cols!()
+);
+// Ids follow the array order, so they grow with `start`.
+const INSERT_SEGMENTS: &str = "INSERT INTO segments (job_id, start_idx, end_idx, cursor_idx, \
+        state, attempt, not_before, priority, deadline_at, created_at, updated_at) \
+    SELECT $1, s, e, s, 'pending', 1, $4, $5, $6, $4, $4 \
+    FROM unnest($2::int8[], $3::int8[]) AS u(s, e)";
+const GET_JOB: &str = concat!("SELECT ", job_cols!(), " FROM jobs WHERE id = $1");
+const LIST_JOBS: &str = concat!(
+    "SELECT ",
+    job_cols!(),
+    " FROM jobs WHERE id < $1 ORDER BY id DESC LIMIT $2"
+);
+const SEGMENT_COUNTS: &str =
+    "SELECT state, count(*) FROM segments WHERE job_id = $1 GROUP BY state";
+const JOB_SEGMENTS: &str = concat!(
+    "SELECT ",
+    segment_cols!(),
+    " FROM segments WHERE job_id = $1 AND id > $2 ORDER BY id LIMIT $3"
+);
+const LOCK_JOB: &str = concat!(
+    "SELECT ",
+    job_cols!(),
+    " FROM jobs WHERE id = $1 FOR NO KEY UPDATE"
+);
+const LOCK_JOB_STATE: &str = "SELECT state FROM jobs WHERE id = $1 FOR NO KEY UPDATE";
+const CANCEL_SEGMENTS: &str = "UPDATE segments SET state = 'cancelled', updated_at = $2 \
+    WHERE job_id = $1 AND state IN ('pending', 'running')";
+// Whatever has no final outcome counts as cancelled, retrying ones included.
+const CANCEL_JOB: &str = concat!(
+    "UPDATE jobs SET state = 'cancelled', cancelled = total - delivered - failed - expired, \
+        retrying = 0, finished_at = $2 WHERE id = $1 RETURNING ",
+    job_cols!()
+);
+/// Ends the running tasks of ended jobs. $1 task ids, $2 states, $3 details, $4 at.
+pub(super) const END_TASKS: &str = "UPDATE tasks AS t \
+    SET state = u.state, detail = u.detail, finished_at = $4 \
+    FROM unnest($1::int8[], $2::text[], $3::text[]) AS u(id, state, detail) \
+    WHERE t.id = u.id AND t.state = 'running'";
+/// Ends those of the (locked) jobs `$1` that have nothing left to do.
+pub(super) const FINISH_IDLE_JOBS: &str = "UPDATE jobs AS j SET state = 'done', finished_at = $2 \
+    WHERE id = ANY($1::int8[]) AND state = 'running' AND retrying = 0 AND NOT EXISTS ( \
+        SELECT 1 FROM segments AS s WHERE s.job_id = j.id AND s.state IN ('pending', 'running')) \
+    RETURNING id, task_id, delivered, failed, expired";
+// The first pending segment by (priority DESC, id) that may run now, skipping
+// those other claimers hold; then the guarded update, which hits that row.
+const CLAIM: &str = concat!(
+    "WITH c AS ( \
+        SELECT id AS cid FROM segments \
+        WHERE state = 'pending' AND not_before <= $2 AND (deadline_at IS NULL OR deadline_at > $2) \
+        ORDER BY priority DESC, id LIMIT 1 FOR UPDATE SKIP LOCKED \
+     ) \
+     UPDATE segments SET state = 'running', owner = $1, lease_until = $3, epoch = epoch + 1, \
+        updated_at = $2 \
+     FROM c WHERE id = c.cid AND state = 'pending' RETURNING ",
+    segment_cols!()
+);
+const SET_STARTED: &str = "UPDATE jobs SET started_at = $2 WHERE id = ( \
+    SELECT id FROM jobs WHERE id = $1 AND started_at IS NULL FOR NO KEY UPDATE SKIP LOCKED)";
+const SENDS: &str = "SELECT job_id, idx, recipient, state, attempts, msgid, error, updated_at \
+    FROM job_sends WHERE job_id = $1 AND idx >= $2 AND idx < $3 ORDER BY idx";
+const SEGMENT_RANGE: &str = "SELECT start_idx, end_idx FROM segments WHERE id = $1 AND job_id = $2";
+const LOCK_SENDS: &str = "SELECT idx, state, attempts FROM job_sends \
+    WHERE job_id = $1 AND idx = ANY($2::int8[]) ORDER BY idx FOR UPDATE";
+// $1 job, $2 idx, $3 recipient, $4 state, $5 attempts, $6 msgid, $7 error, $8 at.
+const INSERT_SENDS: &str = "INSERT INTO job_sends \
+        (job_id, idx, recipient, state, attempts, msgid, error, updated_at) \
+    SELECT $1, u.idx, u.recipient, u.state, u.attempts, u.msgid, u.error, $8 \
+    FROM unnest($2::int8[], $3::text[], $4::text[], $5::int4[], $6::text[], $7::text[]) \
+        AS u(idx, recipient, state, attempts, msgid, error)";
+// `s.idx = ANY($2)` makes the planner look the rows up by primary key rather
+// than hash the arrays against the job's whole log.
+const UPDATE_SENDS: &str = "UPDATE job_sends AS s SET recipient = u.recipient, state = u.state, \
+        attempts = u.attempts, msgid = u.msgid, error = u.error, updated_at = $8 \
+    FROM unnest($2::int8[], $3::text[], $4::text[], $5::int4[], $6::text[], $7::text[]) \
+        AS u(idx, recipient, state, attempts, msgid, error) \
+    WHERE s.job_id = $1 AND s.idx = ANY($2::int8[]) AND s.idx = u.idx";
+const MOVE_COUNTERS: &str = "UPDATE jobs SET delivered = delivered + $2, failed = failed + $3, \
+    retrying = retrying + $4, expired = expired + $5, cancelled = cancelled + $6 WHERE id = $1";
+// The cursor never moves back.
+const RENEW: &str = "UPDATE segments SET cursor_idx = GREATEST(cursor_idx, $5), \
+        lease_until = $6, updated_at = $7 \
+    WHERE id = $1 AND job_id = $2 AND owner = $3 AND epoch = $4 AND state = 'running' \
+    RETURNING lease_until";
+const CURRENT_SEGMENT: &str = "SELECT end_idx, cursor_idx, lease_until FROM segments \
+    WHERE id = $1 AND job_id = $2 AND owner = $3 AND epoch = $4 AND state = 'running' \
+    FOR UPDATE";
+const END_SEGMENT: &str = "UPDATE segments AS g SET updated_at = $2, state = CASE \
+        WHEN EXISTS (SELECT 1 FROM job_sends AS s WHERE s.job_id = g.job_id \
+                     AND s.idx >= g.start_idx AND s.idx < g.end_idx AND s.state = 'retry') \
+        THEN 'partial' ELSE 'done' END \
+    WHERE id = $1";
+
+/// How a job's task ends once the job has, and why.
+pub(super) fn task_end(
+    job_id: i64,
+    state: JobState,
+    delivered: i64,
+    failed: i64,
+    expired: i64,
+) -> (TaskState, String) {
+    let outcome = task_outcome(
+        state,
+        u64::try_from(failed).unwrap_or(0),
+        u64::try_from(expired).unwrap_or(0),
+    );
+    let detail = match state {
+        JobState::Cancelled => format!("job {job_id} was cancelled"),
+        JobState::Expired => format!(
+            "job {job_id} passed its deadline: {delivered} delivered, {failed} failed, \
+             {expired} expired"
+        ),
+        JobState::Done | JobState::Running => {
+            format!("job {job_id} done: {delivered} delivered, {failed} failed, {expired} expired")
+        }
+    };
+    (outcome, detail)
+}
+
+/// Ends the running tasks `(id, state, detail)` of jobs that just ended.
+pub(super) async fn end_tasks(
+    tx: &Tx<'_>,
+    ended: &[(i64, TaskState, String)],
+    now: i64,
+) -> Result<()> {
+    if ended.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<i64> = ended.iter().map(|e| e.0).collect();
+    let states: Vec<&str> = ended.iter().map(|e| e.1.as_str()).collect();
+    let details: Vec<&str> = ended.iter().map(|e| e.2.as_str()).collect();
+    let stmt = tx
+        .prepare_cached(END_TASKS)
+        .await
+        .ctx("preparing task end")?;
+    tx.execute(&stmt, &[&ids, &states, &details, &now])
+        .await
+        .ctx("ending tasks")?;
+    Ok(())
+}
+
+/// Ends `done` those of the given jobs, locked by the caller, that have no
+/// pending or running segment and nothing retrying, and their tasks with them.
+/// Returns how many ended.
+pub(super) async fn finish_idle(tx: &Tx<'_>, job_ids: &[i64], now: i64) -> Result<u64> {
+    if job_ids.is_empty() {
+        return Ok(0);
+    }
+    let stmt = tx
+        .prepare_cached(FINISH_IDLE_JOBS)
+        .await
+        .ctx("preparing job finish")?;
+    let rows = tx
+        .query(&stmt, &[&job_ids, &now])
+        .await
+        .ctx("finishing jobs")?;
+    let mut ended = Vec::new();
+    for row in &rows {
+        let id: i64 = col(row, 0, "jobs.id")?;
+        if let Some(task) = col::<Option<i64>>(row, 1, "jobs.task_id")? {
+            let (state, detail) = task_end(
+                id,
+                JobState::Done,
+                col(row, 2, "jobs.delivered")?,
+                col(row, 3, "jobs.failed")?,
+                col(row, 4, "jobs.expired")?,
+            );
+            ended.push((task, state, detail));
+        }
+    }
+    end_tasks(tx, &ended, now).await?;
+    Ok(rows.len() as u64)
+}
+
+/// Creates a job and its segments inside `tx`: `None` if the audience is
+/// unknown or not sealed. The audience is held `FOR KEY SHARE` so it cannot be
+/// dropped before the job commits.
+pub(super) async fn insert_job(tx: &Tx<'_>, spec: &JobSpec, now: i64) -> Result<Option<JobRecord>> {
+    const WHAT: &str = "create_job";
+    let size_stmt = tx
+        .prepare_cached(AUDIENCE_SIZE)
+        .await
+        .ctx("preparing audience lock")?;
+    let size: Option<i64> = match tx
+        .query_opt(&size_stmt, &[&spec.audience_id])
+        .await
+        .ctx("locking the audience")?
+    {
+        None => return Ok(None),
+        Some(row) => col(&row, 0, "audiences.size")?,
+    };
+    let Some(size) = size else {
+        return Ok(None);
+    };
+    let total = u64::try_from(size)
+        .map_err(|_| StoreError::Corrupt(format!("audience {}: size {size}", spec.audience_id)))?;
+    let segment_size = spec.segment_size.max(1);
+    let (state, finished_at) = if total == 0 {
+        (JobState::Done, Some(now))
+    } else {
+        (JobState::Running, None)
+    };
+    let priority = i16::from(spec.priority);
+    let insert = tx
+        .prepare_cached(INSERT_JOB)
+        .await
+        .ctx("preparing job insert")?;
+    let params: [&(dyn ToSql + Sync); 11] = [
+        &spec.audience_id,
+        &spec.channel,
+        &spec.message,
+        &to_db(segment_size, WHAT)?,
+        &spec.deadline_at,
+        &priority,
+        &spec.task_id,
+        &state.as_str(),
+        &size,
+        &now,
+        &finished_at,
+    ];
+    let job = read_job(
+        &tx.query_one(&insert, &params)
+            .await
+            .ctx("inserting the job")?,
+    )?;
+    let segments = tx
+        .prepare_cached(INSERT_SEGMENTS)
+        .await
+        .ctx("preparing segment insert")?;
+    let mut starts = Vec::with_capacity(SEGMENT_BATCH);
+    let mut ends = Vec::with_capacity(SEGMENT_BATCH);
+    let mut planned = plan_segments(0, total, segment_size).peekable();
+    while planned.peek().is_some() {
+        starts.clear();
+        ends.clear();
+        for (s, e) in planned.by_ref().take(SEGMENT_BATCH) {
+            starts.push(to_db(s, WHAT)?);
+            ends.push(to_db(e, WHAT)?);
+        }
+        tx.execute(
+            &segments,
+            &[&job.id, &starts, &ends, &now, &priority, &spec.deadline_at],
+        )
+        .await
+        .ctx("inserting segments")?;
+    }
+    Ok(Some(job))
+}
+
+pub(super) async fn create(store: &PgStore, spec: &JobSpec, now: i64) -> Result<Option<JobRecord>> {
+    let mut client = store.client().await?;
+    let tx = client.transaction().await.ctx("beginning create_job")?;
+    let job = insert_job(&tx, spec, now).await?;
+    if job.is_some() {
+        tx.commit().await.ctx("committing create_job")?;
+    }
+    Ok(job)
+}
+
+pub(super) async fn get(store: &PgStore, id: i64) -> Result<Option<JobRecord>> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(GET_JOB)
+        .await
+        .ctx("preparing job read")?;
+    client
+        .query_opt(&stmt, &[&id])
+        .await
+        .ctx("reading a job")?
+        .map(|r| read_job(&r))
+        .transpose()
+}
+
+pub(super) async fn list(store: &PgStore, before: i64, limit: i64) -> Result<Vec<JobRecord>> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(LIST_JOBS)
+        .await
+        .ctx("preparing job list")?;
+    client
+        .query(&stmt, &[&before, &limit])
+        .await
+        .ctx("listing jobs")?
+        .iter()
+        .map(read_job)
+        .collect()
+}
+
+pub(super) async fn segment_counts(
+    store: &PgStore,
+    job_id: i64,
+) -> Result<Vec<(SegmentState, u64)>> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(SEGMENT_COUNTS)
+        .await
+        .ctx("preparing segment counts")?;
+    let rows = client
+        .query(&stmt, &[&job_id])
+        .await
+        .ctx("counting segments")?;
+    let mut counts = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let state = segment_state(col(row, 0, "segments.state")?, job_id)?;
+        let n: i64 = col(row, 1, "count")?;
+        counts.push((state, u64::try_from(n).unwrap_or(0)));
+    }
+    // In the order the states are declared, whatever order the groups came in.
+    counts.sort_by_key(|(s, _)| SegmentState::ALL.iter().position(|a| a == s));
+    Ok(counts)
+}
+
+pub(super) async fn segments_of(
+    store: &PgStore,
+    job_id: i64,
+    after: i64,
+    limit: i64,
+) -> Result<Vec<SegmentRecord>> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(JOB_SEGMENTS)
+        .await
+        .ctx("preparing segment list")?;
+    client
+        .query(&stmt, &[&job_id, &after, &limit])
+        .await
+        .ctx("listing segments")?
+        .iter()
+        .map(read_segment)
+        .collect()
+}
+
+pub(super) async fn cancel(store: &PgStore, id: i64, now: i64) -> Result<Option<JobRecord>> {
+    let mut client = store.client().await?;
+    let tx = client.transaction().await.ctx("beginning cancel_job")?;
+    let lock = tx
+        .prepare_cached(LOCK_JOB)
+        .await
+        .ctx("preparing job lock")?;
+    let Some(row) = tx.query_opt(&lock, &[&id]).await.ctx("locking the job")? else {
+        return Ok(None);
+    };
+    let job = read_job(&row)?;
+    if job.state.is_final() {
+        return Ok(Some(job));
+    }
+    let segments = tx
+        .prepare_cached(CANCEL_SEGMENTS)
+        .await
+        .ctx("preparing segment cancel")?;
+    let cancel = tx
+        .prepare_cached(CANCEL_JOB)
+        .await
+        .ctx("preparing job cancel")?;
+    let (_, row) = try_join(
+        tx.execute(&segments, &[&id, &now]),
+        tx.query_one(&cancel, &[&id, &now]),
+    )
+    .await
+    .ctx("cancelling the job")?;
+    let job = read_job(&row)?;
+    if let Some(task) = job.task_id {
+        let (state, detail) = task_end(id, JobState::Cancelled, 0, 0, 0);
+        end_tasks(&tx, &[(task, state, detail)], now).await?;
+    }
+    tx.commit().await.ctx("committing cancel_job")?;
+    Ok(Some(job))
+}
+
+pub(super) async fn claim(
+    store: &PgStore,
+    owner: &str,
+    now: i64,
+    lease_ms: i64,
+) -> Result<Option<ClaimedSegment>> {
+    let lease_until = now.saturating_add(lease_ms);
+    let mut client = store.client().await?;
+    let tx = client.transaction().await.ctx("beginning claim_segment")?;
+    let claim = tx.prepare_cached(CLAIM).await.ctx("preparing claim")?;
+    let Some(row) = tx
+        .query_opt(&claim, &[&owner, &now, &lease_until])
+        .await
+        .ctx("claiming a segment")?
+    else {
+        return Ok(None);
+    };
+    let segment = read_segment(&row)?;
+    let started = tx
+        .prepare_cached(SET_STARTED)
+        .await
+        .ctx("preparing job start")?;
+    let get = tx.prepare_cached(GET_JOB).await.ctx("preparing job read")?;
+    let (_, job) = try_join(
+        tx.execute(&started, &[&segment.job_id, &now]),
+        tx.query_one(&get, &[&segment.job_id]),
+    )
+    .await
+    .ctx("starting the job")?;
+    let job = read_job(&job)?;
+    tx.commit().await.ctx("committing claim_segment")?;
+    Ok(Some(ClaimedSegment {
+        claim: SegmentClaim {
+            segment_id: segment.id,
+            job_id: segment.job_id,
+            owner: owner.to_string(),
+            epoch: segment.epoch,
+        },
+        segment,
+        job,
+        lease_until,
+    }))
+}
+
+pub(super) async fn sends(
+    store: &PgStore,
+    job_id: i64,
+    start: i64,
+    end: i64,
+) -> Result<Vec<SendRecord>> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(SENDS)
+        .await
+        .ctx("preparing send-log read")?;
+    client
+        .query(&stmt, &[&job_id, &start, &end])
+        .await
+        .ctx("reading the send log")?
+        .iter()
+        .map(read_send)
+        .collect()
+}
+
+/// One send-log row as a batch leaves it.
+struct Written<'a> {
+    entry: &'a SendEntry,
+    state: SendState,
+    attempts: i32,
+    /// Already in the table (an update) rather than new (an insert).
+    stored: bool,
+}
+
+/// How many log rows a batch moved into (or out of) each state.
+#[derive(Default, Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Moves {
+    pub delivered: i64,
+    pub failed: i64,
+    pub retrying: i64,
+    pub expired: i64,
+}
+
+impl Moves {
+    fn add(&mut self, state: SendState, n: i64) {
+        match state {
+            SendState::Delivered => self.delivered += n,
+            SendState::Failed => self.failed += n,
+            SendState::Retry => self.retrying += n,
+            SendState::Expired => self.expired += n,
+        }
+    }
+
+    /// The change to the job's counters `(delivered, failed, retrying,
+    /// expired, cancelled)`. A running job counts rows as they are. An ended
+    /// job has nothing retrying and counts what is left unsettled as cancelled
+    /// (or expired), so a late outcome moves a recipient out of that bucket.
+    pub(super) fn counters(self, job: JobState) -> [i64; 5] {
+        let settled = self.delivered + self.failed + self.expired;
+        match job {
+            JobState::Running | JobState::Done => {
+                [self.delivered, self.failed, self.retrying, self.expired, 0]
+            }
+            JobState::Cancelled => [self.delivered, self.failed, 0, self.expired, -settled],
+            JobState::Expired => [
+                self.delivered,
+                self.failed,
+                0,
+                -(self.delivered + self.failed),
+                0,
+            ],
+        }
+    }
+}
+
+/// Applies a batch to the rows it touches, in order: a new index is inserted
+/// with one attempt; a `retry` row takes the new state with one more attempt;
+/// a final row is left alone. Returns the rows to write, by index, and what
+/// moved.
+fn apply_batch<'a>(
+    entries: &'a [SendEntry],
+    stored: &HashMap<i64, (SendState, i32)>,
+) -> Result<(Vec<(i64, Written<'a>)>, Moves)> {
+    let mut rows: HashMap<i64, Written<'a>> = HashMap::with_capacity(entries.len());
+    let mut moves = Moves::default();
+    for entry in entries {
+        let idx = to_db(entry.index, "record_sends")?;
+        let state = entry.state;
+        let before = match rows.get(&idx) {
+            Some(w) => Some((w.state, w.attempts, w.stored)),
+            None => stored.get(&idx).map(|&(s, a)| (s, a, true)),
+        };
+        let (attempts, stored) = match before {
+            None => (1, false),
+            Some((SendState::Retry, attempts, stored)) => {
+                moves.add(SendState::Retry, -1);
+                (attempts.saturating_add(1), stored)
+            }
+            Some(_) => continue,
+        };
+        moves.add(state, 1);
+        rows.insert(
+            idx,
+            Written {
+                entry,
+                state,
+                attempts,
+                stored,
+            },
+        );
+    }
+    let mut rows: Vec<_> = rows.into_iter().collect();
+    rows.sort_unstable_by_key(|(idx, _)| *idx);
+    Ok((rows, moves))
+}
+
+/// The column arrays of [`INSERT_SENDS`] / [`UPDATE_SENDS`].
+#[derive(Default)]
+struct SendColumns<'a> {
+    idx: Vec<i64>,
+    recipient: Vec<&'a str>,
+    state: Vec<&'static str>,
+    attempts: Vec<i32>,
+    msgid: Vec<Option<&'a str>>,
+    error: Vec<Option<&'a str>>,
+}
+
+impl<'a> SendColumns<'a> {
+    fn push(&mut self, idx: i64, w: &Written<'a>) {
+        self.idx.push(idx);
+        self.recipient.push(&w.entry.recipient);
+        self.state.push(w.state.as_str());
+        self.attempts.push(w.attempts);
+        self.msgid.push(w.entry.provider_msgid.as_deref());
+        self.error.push(w.entry.error.as_deref());
+    }
+
+    /// The statement's parameters, in order.
+    fn params<'p>(&'p self, job_id: &'p i64, now: &'p i64) -> Vec<&'p (dyn ToSql + Sync)> {
+        vec![
+            job_id,
+            &self.idx,
+            &self.recipient,
+            &self.state,
+            &self.attempts,
+            &self.msgid,
+            &self.error,
+            now,
+        ]
+    }
+}
+
+pub(super) async fn record(
+    store: &PgStore,
+    claim: &SegmentClaim,
+    cursor: u64,
+    entries: &[SendEntry],
+    now: i64,
+    lease_ms: i64,
+) -> Result<LeaseCheck> {
+    const WHAT: &str = "record_sends";
+    if let Some(e) = entries.iter().find(|e| e.state == SendState::Expired) {
+        return Err(refused(
+            WHAT,
+            format!("index {}: only the sweeper expires recipients", e.index),
+        ));
+    }
+    let cursor_db = to_db(cursor, WHAT)?;
+    let mut indexes: Vec<i64> = entries
+        .iter()
+        .map(|e| to_db(e.index, WHAT))
+        .collect::<Result<_>>()?;
+    indexes.sort_unstable();
+    indexes.dedup();
+
+    let mut client = store.client().await?;
+    let tx = client.transaction().await.ctx("beginning record_sends")?;
+    let (lock, range, lock_sends) = try_join3(
+        tx.prepare_cached(LOCK_JOB_STATE),
+        tx.prepare_cached(SEGMENT_RANGE),
+        tx.prepare_cached(LOCK_SENDS),
+    )
+    .await
+    .ctx("preparing record_sends")?;
+    // Pipelined, in this order: the job lock first, then the reads.
+    let (job, range, existing) = try_join3(
+        tx.query_opt(&lock, &[&claim.job_id]),
+        tx.query_opt(&range, &[&claim.segment_id, &claim.job_id]),
+        tx.query(&lock_sends, &[&claim.job_id, &indexes]),
+    )
+    .await
+    .ctx("locking the job and its send-log rows")?;
+    let Some(job) = job else {
+        return Err(refused(WHAT, format!("no job {}", claim.job_id)));
+    };
+    let job = job_state(col(&job, 0, "jobs.state")?, claim.job_id)?;
+    let Some(range) = range else {
+        return Err(refused(
+            WHAT,
+            format!("no segment {} in job {}", claim.segment_id, claim.job_id),
+        ));
+    };
+    let (start, end): (i64, i64) = (col(&range, 0, "start_idx")?, col(&range, 1, "end_idx")?);
+    if cursor_db < start || cursor_db > end {
+        return Err(refused(
+            WHAT,
+            format!("cursor {cursor} outside the segment's [{start}, {end}]"),
+        ));
+    }
+    if let (Some(&lo), Some(&hi)) = (indexes.first(), indexes.last())
+        && (lo < start || hi >= end)
+    {
+        return Err(refused(
+            WHAT,
+            format!("an index outside the segment's [{start}, {end})"),
+        ));
+    }
+    let mut stored = HashMap::with_capacity(existing.len());
+    for row in &existing {
+        let idx: i64 = col(row, 0, "job_sends.idx")?;
+        let state = send_state(col(row, 1, "job_sends.state")?, claim.job_id)?;
+        stored.insert(idx, (state, col::<i32>(row, 2, "job_sends.attempts")?));
+    }
+    let (rows, moves) = apply_batch(entries, &stored)?;
+    let (mut new, mut old) = (SendColumns::default(), SendColumns::default());
+    for (idx, w) in &rows {
+        if w.stored {
+            old.push(*idx, w);
+        } else {
+            new.push(*idx, w);
+        }
+    }
+    let [delivered, failed, retrying, expired, cancelled] = moves.counters(job);
+
+    let (insert, update, counters, renew) = try_join4(
+        tx.prepare_cached(INSERT_SENDS),
+        tx.prepare_cached(UPDATE_SENDS),
+        tx.prepare_cached(MOVE_COUNTERS),
+        tx.prepare_cached(RENEW),
+    )
+    .await
+    .ctx("preparing record_sends")?;
+    let lease_until = now.saturating_add(lease_ms);
+    let (new_params, old_params) = (
+        new.params(&claim.job_id, &now),
+        old.params(&claim.job_id, &now),
+    );
+    let counter_params: Vec<&(dyn ToSql + Sync)> = vec![
+        &claim.job_id,
+        &delivered,
+        &failed,
+        &retrying,
+        &expired,
+        &cancelled,
+    ];
+    let renew_params: Vec<&(dyn ToSql + Sync)> = vec![
+        &claim.segment_id,
+        &claim.job_id,
+        &claim.owner,
+        &claim.epoch,
+        &cursor_db,
+        &lease_until,
+        &now,
+    ];
+    // Pipelined: one round trip for every write of the batch.
+    let mut writes = Vec::new();
+    if !new.idx.is_empty() {
+        writes.push(tx.execute(&insert, &new_params));
+    }
+    if !old.idx.is_empty() {
+        writes.push(tx.execute(&update, &old_params));
+    }
+    if [delivered, failed, retrying, expired, cancelled] != [0; 5] {
+        writes.push(tx.execute(&counters, &counter_params));
+    }
+    let renewed = tx.query_opt(&renew, &renew_params);
+    let (_, renewed) = try_join(try_join_all(writes), renewed)
+        .await
+        .ctx("writing the send log")?;
+    tx.commit().await.ctx("committing record_sends")?;
+    Ok(match renewed {
+        Some(_) => LeaseCheck::Held { lease_until },
+        None => LeaseCheck::Lost,
+    })
+}
+
+pub(super) async fn finish_segment(
+    store: &PgStore,
+    claim: &SegmentClaim,
+    now: i64,
+) -> Result<LeaseCheck> {
+    let mut client = store.client().await?;
+    let tx = client.transaction().await.ctx("beginning finish_segment")?;
+    let (lock, current) = try_join(
+        tx.prepare_cached(LOCK_JOB_STATE),
+        tx.prepare_cached(CURRENT_SEGMENT),
+    )
+    .await
+    .ctx("preparing finish_segment")?;
+    let (_, segment) = try_join(
+        tx.query_opt(&lock, &[&claim.job_id]),
+        tx.query_opt(
+            &current,
+            &[&claim.segment_id, &claim.job_id, &claim.owner, &claim.epoch],
+        ),
+    )
+    .await
+    .ctx("locking the job and the segment")?;
+    let Some(segment) = segment else {
+        return Ok(LeaseCheck::Lost);
+    };
+    let end: i64 = col(&segment, 0, "segments.end_idx")?;
+    let cursor: i64 = col(&segment, 1, "segments.cursor_idx")?;
+    let lease_until: Option<i64> = col(&segment, 2, "segments.lease_until")?;
+    if cursor < end {
+        return Err(refused(
+            "finish_segment",
+            format!(
+                "segment {} is at {cursor}, short of its end {end}",
+                claim.segment_id
+            ),
+        ));
+    }
+    let stmt = tx
+        .prepare_cached(END_SEGMENT)
+        .await
+        .ctx("preparing segment end")?;
+    tx.execute(&stmt, &[&claim.segment_id, &now])
+        .await
+        .ctx("ending the segment")?;
+    finish_idle(&tx, &[claim.job_id], now).await?;
+    tx.commit().await.ctx("committing finish_segment")?;
+    let lease_until = lease_until.ok_or_else(|| {
+        StoreError::Corrupt(format!("running segment {} has no lease", claim.segment_id))
+    })?;
+    Ok(LeaseCheck::Held { lease_until })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(index: u64, state: SendState) -> SendEntry {
+        SendEntry {
+            index,
+            recipient: format!("r{index}"),
+            state,
+            provider_msgid: None,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn a_batch_moves_exactly_what_it_changes() {
+        use SendState::*;
+        let stored = HashMap::from([(1, (Retry, 1)), (2, (Delivered, 1)), (3, (Retry, 2))]);
+        let entries = [
+            entry(0, Delivered),
+            entry(1, Failed),
+            entry(2, Failed),
+            entry(3, Retry),
+            entry(4, Retry),
+            entry(4, Delivered),
+        ];
+        let (rows, moves) = apply_batch(&entries, &stored).unwrap();
+        let got: Vec<_> = rows
+            .iter()
+            .map(|(i, w)| (*i, w.state, w.attempts, w.stored))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, Delivered, 1, false),
+                (1, Failed, 2, true),
+                (3, Retry, 3, true),
+                (4, Delivered, 2, false),
+            ]
+        );
+        assert_eq!(
+            moves,
+            Moves {
+                delivered: 2,
+                failed: 1,
+                retrying: -1,
+                expired: 0
+            }
+        );
+        assert_eq!(moves.counters(JobState::Running), [2, 1, -1, 0, 0]);
+        assert_eq!(moves.counters(JobState::Cancelled), [2, 1, 0, 0, -3]);
+        assert_eq!(moves.counters(JobState::Expired), [2, 1, 0, -3, 0]);
+    }
+
+    #[test]
+    fn an_ended_job_counts_late_outcomes_out_of_its_bucket() {
+        use SendState::*;
+        // A late retry of a new index stays in the bucket; a late delivery of
+        // a row left retrying leaves it.
+        let stored = HashMap::from([(1, (Retry, 1))]);
+        let entries = [entry(0, Retry), entry(1, Delivered)];
+        let (_, moves) = apply_batch(&entries, &stored).unwrap();
+        assert_eq!(moves.counters(JobState::Expired), [1, 0, 0, -1, 0]);
+        assert_eq!(moves.counters(JobState::Cancelled), [1, 0, 0, 0, -1]);
+    }
+}

@@ -1,0 +1,236 @@
+//! Campaigns on PostgreSQL: audiences, versioned rules and their tasks, jobs,
+//! segments claimed under a lease, the job send log and the sweeper.
+//!
+//! * `audiences` — recipients in 4,096-recipient `bytea` chunks.
+//! * `rules` — rules, versions, tasks, and `start_task`.
+//! * `jobs` — job creation, claims, `record_sends`, `finish_segment`,
+//!   cancelling; its module doc gives the lock order every writer follows.
+//! * `sweep` — the single-runner duties (safe when two overlap).
+//!
+//! Several nodes run all of this against one database at once. Claims use
+//! `FOR UPDATE SKIP LOCKED` on the pending-segment index ordered by
+//! `(priority DESC, id)`, so concurrent claimers take different segments
+//! without waiting; everything that changes a job's counters holds the job row,
+//! so the counters stay exactly what the send log says. Batches travel as
+//! arrays expanded with `unnest`, and dependent statements of one transaction
+//! are pipelined where the result of one is not needed to build the next.
+//! Write transactions that hit a deadlock or serialization failure are retried
+//! whole (`PgStore::retrying`).
+
+mod audiences;
+mod jobs;
+mod rows;
+mod rules;
+mod sweep;
+
+use async_trait::async_trait;
+use herald_core::campaign::SegmentState;
+
+use super::PgStore;
+use crate::Result;
+use crate::campaign::*;
+
+use rows::{bound_to_db, limit_to_db, to_db};
+
+#[async_trait]
+impl CampaignStore for PgStore {
+    async fn create_audience(&self, name: Option<String>, now: i64) -> Result<i64> {
+        audiences::create(self, name.as_deref(), now).await
+    }
+
+    async fn append_audience(&self, id: i64, start: u64, recipients: &[String]) -> Result<()> {
+        let (chunk_no, count, data) = audiences::chunk_of(start, recipients)?;
+        self.retrying("append_audience", || {
+            audiences::append(self, id, chunk_no, count, &data)
+        })
+        .await
+    }
+
+    async fn seal_audience(&self, id: i64, size: u64, now: i64) -> Result<Option<AudienceRecord>> {
+        self.retrying("seal_audience", || audiences::seal(self, id, size, now))
+            .await
+    }
+
+    async fn drop_audience(&self, id: i64) -> Result<bool> {
+        self.retrying("drop_audience", || audiences::drop(self, id))
+            .await
+    }
+
+    async fn get_audience(&self, id: i64) -> Result<Option<AudienceRecord>> {
+        audiences::get(self, id).await
+    }
+
+    async fn audience_slice(&self, id: i64, start: u64, end: u64) -> Result<Vec<String>> {
+        audiences::slice(self, id, start, end).await
+    }
+
+    async fn create_rule(&self, spec: RuleSpec, now: i64) -> Result<RuleRecord> {
+        self.retrying("create_rule", || rules::create(self, &spec, now))
+            .await
+    }
+
+    async fn update_rule(&self, id: i64, spec: RuleSpec, now: i64) -> Result<Option<RuleRecord>> {
+        self.retrying("update_rule", || rules::update(self, id, &spec, now))
+            .await
+    }
+
+    async fn set_rule_enabled(
+        &self,
+        id: i64,
+        enabled: bool,
+        now: i64,
+    ) -> Result<Option<RuleRecord>> {
+        self.retrying("set_rule_enabled", || {
+            rules::set_enabled(self, id, enabled, now)
+        })
+        .await
+    }
+
+    async fn get_rule(&self, id: i64) -> Result<Option<RuleRecord>> {
+        rules::get(self, id).await
+    }
+
+    async fn list_rules(&self, after: Option<i64>, limit: usize) -> Result<Vec<RuleRecord>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        rules::list(self, after.unwrap_or(i64::MIN), limit_to_db(limit)).await
+    }
+
+    async fn rule_versions(&self, id: i64) -> Result<Vec<RuleVersion>> {
+        rules::versions(self, id).await
+    }
+
+    async fn rule_tasks(&self, rule_id: i64, limit: usize) -> Result<Vec<TaskRecord>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        rules::tasks_of(self, rule_id, limit_to_db(limit)).await
+    }
+
+    async fn plan_candidates(
+        &self,
+        after: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<PlanCandidate>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        rules::candidates(self, after.unwrap_or(i64::MIN), limit_to_db(limit)).await
+    }
+
+    async fn plan_task(
+        &self,
+        rule_id: i64,
+        version: i32,
+        planned_at: i64,
+        now: i64,
+    ) -> Result<Option<TaskRecord>> {
+        self.retrying("plan_task", || {
+            rules::plan(self, rule_id, version, planned_at, now)
+        })
+        .await
+    }
+
+    async fn finish_rule(&self, rule_id: i64, now: i64) -> Result<bool> {
+        self.retrying("finish_rule", || rules::finish(self, rule_id, now))
+            .await
+    }
+
+    async fn due_tasks(&self, now: i64, limit: usize) -> Result<Vec<TaskRecord>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        rules::due(self, now, limit_to_db(limit)).await
+    }
+
+    async fn start_task(&self, task_id: i64, now: i64, segment_size: u64) -> Result<TaskStart> {
+        self.retrying("start_task", || {
+            rules::start(self, task_id, now, segment_size)
+        })
+        .await
+    }
+
+    async fn get_task(&self, id: i64) -> Result<Option<TaskRecord>> {
+        rules::get_task(self, id).await
+    }
+
+    async fn create_job(&self, spec: JobSpec, now: i64) -> Result<Option<JobRecord>> {
+        self.retrying("create_job", || jobs::create(self, &spec, now))
+            .await
+    }
+
+    async fn get_job(&self, id: i64) -> Result<Option<JobRecord>> {
+        jobs::get(self, id).await
+    }
+
+    async fn list_jobs(&self, before: Option<i64>, limit: usize) -> Result<Vec<JobRecord>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        jobs::list(self, before.unwrap_or(i64::MAX), limit_to_db(limit)).await
+    }
+
+    async fn segment_counts(&self, job_id: i64) -> Result<Vec<(SegmentState, u64)>> {
+        jobs::segment_counts(self, job_id).await
+    }
+
+    async fn job_segments(
+        &self,
+        job_id: i64,
+        after: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<SegmentRecord>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        jobs::segments_of(self, job_id, after.unwrap_or(i64::MIN), limit_to_db(limit)).await
+    }
+
+    async fn cancel_job(&self, id: i64, now: i64) -> Result<Option<JobRecord>> {
+        self.retrying("cancel_job", || jobs::cancel(self, id, now))
+            .await
+    }
+
+    async fn claim_segment(
+        &self,
+        owner: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<Option<ClaimedSegment>> {
+        self.retrying("claim_segment", || jobs::claim(self, owner, now, lease_ms))
+            .await
+    }
+
+    async fn job_sends(&self, job_id: i64, start: u64, end: u64) -> Result<Vec<SendRecord>> {
+        let start = to_db(start, "job_sends")?;
+        let end = bound_to_db(end);
+        if start >= end {
+            return Ok(Vec::new());
+        }
+        jobs::sends(self, job_id, start, end).await
+    }
+
+    async fn record_sends(
+        &self,
+        claim: &SegmentClaim,
+        cursor: u64,
+        entries: Vec<SendEntry>,
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<LeaseCheck> {
+        self.retrying("record_sends", || {
+            jobs::record(self, claim, cursor, &entries, now, lease_ms)
+        })
+        .await
+    }
+
+    async fn finish_segment(&self, claim: &SegmentClaim, now: i64) -> Result<LeaseCheck> {
+        self.retrying("finish_segment", || jobs::finish_segment(self, claim, now))
+            .await
+    }
+
+    async fn sweep(&self, now: i64, opts: SweepOptions) -> Result<SweepReport> {
+        sweep::sweep(self, now, opts).await
+    }
+}

@@ -1,0 +1,554 @@
+//! Versioned rules and their append-only tasks.
+//!
+//! Locks go rule first, then its tasks: `set_rule_enabled` and `update_rule`
+//! update the rule row and only then (a new statement, so a new snapshot)
+//! touch its tasks; `plan_task` and `start_task` hold the rule `FOR SHARE`
+//! while they write a task, so a disable either waits for them and then
+//! cancels the task they planned, or commits first and is seen by them.
+
+use futures_util::future::try_join;
+use herald_core::campaign::{RuleStatus, TaskState};
+
+use crate::postgres::timers::col;
+use crate::postgres::{Ctx, PgStore};
+use crate::{
+    JobSpec, PlanCandidate, Result, RuleRecord, RuleSpec, RuleVersion, TaskRecord, TaskStart,
+};
+
+use super::jobs;
+use super::rows::{
+    RULE_COLS, read_rule, read_task, read_version, rule_cols, task_cols, version_cols,
+};
+
+const KEY_SHARE_AUDIENCE: &str = "SELECT 1 FROM audiences WHERE id = $1 FOR KEY SHARE";
+const INSERT_RULE: &str = "INSERT INTO rules (status, version, created_at, updated_at) \
+    VALUES ('enabled', 1, $1, $1) RETURNING id";
+const INSERT_VERSION: &str = "INSERT INTO rule_versions \
+    (rule_id, version, name, schedule, audience, audience_id, channel, message, \
+     deadline_secs, priority, created_at) \
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
+// A new version is current at once; a finished rule comes back, a disabled one
+// stays disabled (its owner turned it off; editing it does not turn it on).
+const BUMP_RULE: &str = "UPDATE rules SET version = version + 1, updated_at = $2, \
+        status = CASE WHEN status = 'finished' THEN 'enabled' ELSE status END \
+    WHERE id = $1 RETURNING version";
+const SET_STATUS: &str = "UPDATE rules SET status = $2, updated_at = $3 WHERE id = $1";
+const CANCEL_PENDING: &str = "UPDATE tasks SET state = 'cancelled', detail = $3, finished_at = $2 \
+    WHERE rule_id = $1 AND state = 'pending'";
+const GET_RULE: &str = concat!(
+    "SELECT ",
+    rule_cols!(),
+    " FROM rules AS r \
+    JOIN rule_versions AS v ON v.rule_id = r.id AND v.version = r.version WHERE r.id = $1"
+);
+const LIST_RULES: &str = concat!(
+    "SELECT ",
+    rule_cols!(),
+    " FROM rules AS r \
+    JOIN rule_versions AS v ON v.rule_id = r.id AND v.version = r.version \
+    WHERE r.id > $1 ORDER BY r.id LIMIT $2"
+);
+const VERSIONS: &str = concat!(
+    "SELECT ",
+    version_cols!(),
+    " FROM rule_versions WHERE rule_id = $1 ORDER BY version"
+);
+const RULE_TASKS: &str = concat!(
+    "SELECT ",
+    task_cols!(),
+    " FROM tasks WHERE rule_id = $1 ORDER BY planned_at DESC, id DESC LIMIT $2"
+);
+// Each lookup is one index probe: `tasks_active` for the count, the unique
+// (rule, version, planned_at) index for the other two.
+const PLAN_CANDIDATES: &str = concat!(
+    "SELECT ",
+    rule_cols!(),
+    ", EXISTS (SELECT 1 FROM tasks t WHERE t.rule_id = r.id AND t.version = r.version \
+               AND t.state = 'pending'), \
+       (SELECT count(*) FROM tasks t WHERE t.rule_id = r.id \
+               AND t.state IN ('pending', 'running')), \
+       (SELECT max(planned_at) FROM tasks t WHERE t.rule_id = r.id AND t.version = r.version) \
+     FROM rules AS r JOIN rule_versions AS v ON v.rule_id = r.id AND v.version = r.version \
+     WHERE r.status = 'enabled' AND r.id > $1 ORDER BY r.id LIMIT $2"
+);
+// The rule is held `FOR SHARE` until the task commits (see the module doc);
+// a rule disabled or updated meanwhile is re-checked on its latest version.
+const PLAN_TASK: &str = concat!(
+    "WITH r AS ( \
+        SELECT id FROM rules WHERE id = $1 AND version = $2 AND status = 'enabled' FOR SHARE \
+     ) \
+     INSERT INTO tasks (rule_id, version, planned_at, state, created_at) \
+     SELECT r.id, $2, $3, 'pending', $4 FROM r \
+     ON CONFLICT (rule_id, version, planned_at) DO NOTHING RETURNING ",
+    task_cols!()
+);
+const LOCK_RULE: &str = "SELECT 1 FROM rules WHERE id = $1 FOR NO KEY UPDATE";
+// After `LOCK_RULE`, in its own statement: sees every task committed before.
+const FINISH_RULE: &str = "UPDATE rules SET status = 'finished', updated_at = $2 \
+    WHERE id = $1 AND status = 'enabled' AND NOT EXISTS ( \
+        SELECT 1 FROM tasks WHERE rule_id = $1 AND state IN ('pending', 'running'))";
+const DUE_TASKS: &str = concat!(
+    "SELECT ",
+    task_cols!(),
+    " FROM tasks WHERE state = 'pending' AND planned_at <= $1 ORDER BY planned_at, id LIMIT $2"
+);
+const GET_TASK: &str = concat!("SELECT ", task_cols!(), " FROM tasks WHERE id = $1");
+const SHARE_RULE_OF_TASK: &str = "SELECT r.status, r.version, v.audience_id, v.channel, \
+        v.message, v.deadline_secs, v.priority \
+    FROM rules AS r JOIN rule_versions AS v ON v.rule_id = r.id AND v.version = r.version \
+    WHERE r.id = (SELECT rule_id FROM tasks WHERE id = $1) FOR SHARE OF r";
+const LOCK_PENDING_TASK: &str =
+    "SELECT version FROM tasks WHERE id = $1 AND state = 'pending' FOR UPDATE";
+const END_PENDING_TASK: &str =
+    "UPDATE tasks SET state = $2, detail = $3, finished_at = $4 WHERE id = $1";
+const START_TASK: &str = "UPDATE tasks SET state = $2, job_id = $3, recipients = $4, \
+    started_at = $5, finished_at = $6, detail = $7 WHERE id = $1";
+
+type Tx<'a> = deadpool_postgres::Transaction<'a>;
+
+/// Ends a pending task that will not run, and commits.
+async fn end_pending(
+    tx: Tx<'_>,
+    task_id: i64,
+    state: TaskState,
+    detail: String,
+    now: i64,
+) -> Result<()> {
+    let stmt = tx
+        .prepare_cached(END_PENDING_TASK)
+        .await
+        .ctx("preparing task end")?;
+    tx.execute(&stmt, &[&task_id, &state.as_str(), &detail, &now])
+        .await
+        .ctx("ending the task")?;
+    tx.commit().await.ctx("committing start_task")
+}
+
+async fn share_audience(tx: &Tx<'_>, audience_id: Option<i64>) -> Result<()> {
+    if let Some(id) = audience_id {
+        let stmt = tx
+            .prepare_cached(KEY_SHARE_AUDIENCE)
+            .await
+            .ctx("preparing audience lock")?;
+        tx.query_opt(&stmt, &[&id])
+            .await
+            .ctx("locking the rule's audience")?;
+    }
+    Ok(())
+}
+
+async fn insert_version(
+    tx: &Tx<'_>,
+    rule_id: i64,
+    version: i32,
+    spec: &RuleSpec,
+    now: i64,
+) -> Result<()> {
+    let stmt = tx
+        .prepare_cached(INSERT_VERSION)
+        .await
+        .ctx("preparing version insert")?;
+    let priority = i16::from(spec.priority);
+    tx.execute(
+        &stmt,
+        &[
+            &rule_id,
+            &version,
+            &spec.name,
+            &spec.schedule,
+            &spec.audience,
+            &spec.audience_id,
+            &spec.channel,
+            &spec.message,
+            &spec.deadline_secs,
+            &priority,
+            &now,
+        ],
+    )
+    .await
+    .ctx("inserting a rule version")?;
+    Ok(())
+}
+
+async fn rule_in(tx: &Tx<'_>, id: i64) -> Result<Option<RuleRecord>> {
+    let stmt = tx
+        .prepare_cached(GET_RULE)
+        .await
+        .ctx("preparing rule read")?;
+    tx.query_opt(&stmt, &[&id])
+        .await
+        .ctx("reading a rule")?
+        .map(|r| read_rule(&r))
+        .transpose()
+}
+
+pub(super) async fn create(store: &PgStore, spec: &RuleSpec, now: i64) -> Result<RuleRecord> {
+    let mut client = store.client().await?;
+    let tx = client.transaction().await.ctx("beginning create_rule")?;
+    share_audience(&tx, spec.audience_id).await?;
+    let stmt = tx
+        .prepare_cached(INSERT_RULE)
+        .await
+        .ctx("preparing rule insert")?;
+    let id: i64 = col(
+        &tx.query_one(&stmt, &[&now]).await.ctx("inserting a rule")?,
+        0,
+        "rules.id",
+    )?;
+    insert_version(&tx, id, 1, spec, now).await?;
+    tx.commit().await.ctx("committing create_rule")?;
+    Ok(RuleRecord {
+        id,
+        status: RuleStatus::Enabled,
+        created_at: now,
+        updated_at: now,
+        current: RuleVersion {
+            rule_id: id,
+            version: 1,
+            spec: spec.clone(),
+            created_at: now,
+        },
+    })
+}
+
+pub(super) async fn update(
+    store: &PgStore,
+    id: i64,
+    spec: &RuleSpec,
+    now: i64,
+) -> Result<Option<RuleRecord>> {
+    let mut client = store.client().await?;
+    let tx = client.transaction().await.ctx("beginning update_rule")?;
+    share_audience(&tx, spec.audience_id).await?;
+    let bump = tx
+        .prepare_cached(BUMP_RULE)
+        .await
+        .ctx("preparing rule update")?;
+    let Some(row) = tx
+        .query_opt(&bump, &[&id, &now])
+        .await
+        .ctx("updating the rule")?
+    else {
+        return Ok(None);
+    };
+    let version: i32 = col(&row, 0, "rules.version")?;
+    insert_version(&tx, id, version, spec, now).await?;
+    let record = rule_in(&tx, id).await?;
+    tx.commit().await.ctx("committing update_rule")?;
+    Ok(record)
+}
+
+pub(super) async fn set_enabled(
+    store: &PgStore,
+    id: i64,
+    enabled: bool,
+    now: i64,
+) -> Result<Option<RuleRecord>> {
+    let status = if enabled {
+        RuleStatus::Enabled
+    } else {
+        RuleStatus::Disabled
+    };
+    let mut client = store.client().await?;
+    let tx = client
+        .transaction()
+        .await
+        .ctx("beginning set_rule_enabled")?;
+    let set = tx
+        .prepare_cached(SET_STATUS)
+        .await
+        .ctx("preparing rule update")?;
+    if tx
+        .execute(&set, &[&id, &status.as_str(), &now])
+        .await
+        .ctx("updating the rule")?
+        == 0
+    {
+        return Ok(None);
+    }
+    if !enabled {
+        let cancel = tx
+            .prepare_cached(CANCEL_PENDING)
+            .await
+            .ctx("preparing task cancel")?;
+        tx.execute(&cancel, &[&id, &now, &"rule was disabled"])
+            .await
+            .ctx("cancelling pending tasks")?;
+    }
+    let record = rule_in(&tx, id).await?;
+    tx.commit().await.ctx("committing set_rule_enabled")?;
+    Ok(record)
+}
+
+pub(super) async fn get(store: &PgStore, id: i64) -> Result<Option<RuleRecord>> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(GET_RULE)
+        .await
+        .ctx("preparing rule read")?;
+    client
+        .query_opt(&stmt, &[&id])
+        .await
+        .ctx("reading a rule")?
+        .map(|r| read_rule(&r))
+        .transpose()
+}
+
+pub(super) async fn list(store: &PgStore, after: i64, limit: i64) -> Result<Vec<RuleRecord>> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(LIST_RULES)
+        .await
+        .ctx("preparing rule list")?;
+    client
+        .query(&stmt, &[&after, &limit])
+        .await
+        .ctx("listing rules")?
+        .iter()
+        .map(read_rule)
+        .collect()
+}
+
+pub(super) async fn versions(store: &PgStore, id: i64) -> Result<Vec<RuleVersion>> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(VERSIONS)
+        .await
+        .ctx("preparing version list")?;
+    client
+        .query(&stmt, &[&id])
+        .await
+        .ctx("listing rule versions")?
+        .iter()
+        .map(read_version)
+        .collect()
+}
+
+pub(super) async fn tasks_of(store: &PgStore, rule_id: i64, limit: i64) -> Result<Vec<TaskRecord>> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(RULE_TASKS)
+        .await
+        .ctx("preparing task list")?;
+    client
+        .query(&stmt, &[&rule_id, &limit])
+        .await
+        .ctx("listing a rule's tasks")?
+        .iter()
+        .map(read_task)
+        .collect()
+}
+
+pub(super) async fn candidates(
+    store: &PgStore,
+    after: i64,
+    limit: i64,
+) -> Result<Vec<PlanCandidate>> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(PLAN_CANDIDATES)
+        .await
+        .ctx("preparing plan candidates")?;
+    let rows = client
+        .query(&stmt, &[&after, &limit])
+        .await
+        .ctx("reading plan candidates")?;
+    rows.iter()
+        .map(|row| {
+            let active: i64 = col(row, RULE_COLS + 1, "active tasks")?;
+            Ok(PlanCandidate {
+                rule: read_rule(row)?,
+                has_pending_current: col(row, RULE_COLS, "pending current")?,
+                active_tasks: u64::try_from(active).unwrap_or(0),
+                last_planned_at: col(row, RULE_COLS + 2, "last planned_at")?,
+            })
+        })
+        .collect()
+}
+
+pub(super) async fn plan(
+    store: &PgStore,
+    rule_id: i64,
+    version: i32,
+    planned_at: i64,
+    now: i64,
+) -> Result<Option<TaskRecord>> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(PLAN_TASK)
+        .await
+        .ctx("preparing task insert")?;
+    client
+        .query_opt(&stmt, &[&rule_id, &version, &planned_at, &now])
+        .await
+        .ctx("planning a task")?
+        .map(|r| read_task(&r))
+        .transpose()
+}
+
+pub(super) async fn finish(store: &PgStore, rule_id: i64, now: i64) -> Result<bool> {
+    let mut client = store.client().await?;
+    let tx = client.transaction().await.ctx("beginning finish_rule")?;
+    let lock = tx
+        .prepare_cached(LOCK_RULE)
+        .await
+        .ctx("preparing rule lock")?;
+    let finish = tx
+        .prepare_cached(FINISH_RULE)
+        .await
+        .ctx("preparing rule finish")?;
+    // Pipelined: the update runs after the lock is granted, in a new snapshot.
+    let (_, n) = try_join(
+        tx.query_opt(&lock, &[&rule_id]),
+        tx.execute(&finish, &[&rule_id, &now]),
+    )
+    .await
+    .ctx("finishing the rule")?;
+    tx.commit().await.ctx("committing finish_rule")?;
+    Ok(n == 1)
+}
+
+pub(super) async fn due(store: &PgStore, now: i64, limit: i64) -> Result<Vec<TaskRecord>> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(DUE_TASKS)
+        .await
+        .ctx("preparing due tasks")?;
+    client
+        .query(&stmt, &[&now, &limit])
+        .await
+        .ctx("reading due tasks")?
+        .iter()
+        .map(read_task)
+        .collect()
+}
+
+pub(super) async fn get_task(store: &PgStore, id: i64) -> Result<Option<TaskRecord>> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(GET_TASK)
+        .await
+        .ctx("preparing task read")?;
+    client
+        .query_opt(&stmt, &[&id])
+        .await
+        .ctx("reading a task")?
+        .map(|r| read_task(&r))
+        .transpose()
+}
+
+pub(super) async fn start(
+    store: &PgStore,
+    task_id: i64,
+    now: i64,
+    segment_size: u64,
+) -> Result<TaskStart> {
+    let mut client = store.client().await?;
+    let tx = client.transaction().await.ctx("beginning start_task")?;
+    let share_rule = tx
+        .prepare_cached(SHARE_RULE_OF_TASK)
+        .await
+        .ctx("preparing rule lock")?;
+    let lock_task = tx
+        .prepare_cached(LOCK_PENDING_TASK)
+        .await
+        .ctx("preparing task lock")?;
+    // Rule first, then the task (the order `set_rule_enabled` takes them in).
+    let (rule, task) = try_join(
+        tx.query_opt(&share_rule, &[&task_id]),
+        tx.query_opt(&lock_task, &[&task_id]),
+    )
+    .await
+    .ctx("locking the task and its rule")?;
+    let (Some(rule), Some(task)) = (rule, task) else {
+        return Ok(TaskStart::NotPending);
+    };
+    let status: &str = col(&rule, 0, "rules.status")?;
+    let current: i32 = col(&rule, 1, "rules.version")?;
+    let version: i32 = col(&task, 0, "tasks.version")?;
+    if status != RuleStatus::Enabled.as_str() {
+        end_pending(
+            tx,
+            task_id,
+            TaskState::Cancelled,
+            format!("rule is {status}"),
+            now,
+        )
+        .await?;
+        return Ok(TaskStart::Cancelled);
+    }
+    if version != current {
+        end_pending(
+            tx,
+            task_id,
+            TaskState::Expired,
+            format!("rule was updated to version {current}"),
+            now,
+        )
+        .await?;
+        return Ok(TaskStart::Expired);
+    }
+    let Some(audience_id) = col::<Option<i64>>(&rule, 2, "rule_versions.audience_id")? else {
+        end_pending(
+            tx,
+            task_id,
+            TaskState::Failed,
+            format!("version {version} names no uploaded audience (parties or tags only)"),
+            now,
+        )
+        .await?;
+        return Ok(TaskStart::NoAudience);
+    };
+    let deadline_secs: Option<i64> = col(&rule, 5, "rule_versions.deadline_secs")?;
+    let priority: i16 = col(&rule, 6, "rule_versions.priority")?;
+    let spec = JobSpec {
+        audience_id,
+        channel: col(&rule, 3, "rule_versions.channel")?,
+        message: col(&rule, 4, "rule_versions.message")?,
+        segment_size,
+        deadline_at: deadline_secs.map(|s| now.saturating_add(s.saturating_mul(1000))),
+        priority: u8::try_from(priority).unwrap_or(u8::MAX),
+        task_id: Some(task_id),
+    };
+    let Some(job) = jobs::insert_job(&tx, &spec, now).await? else {
+        end_pending(
+            tx,
+            task_id,
+            TaskState::Failed,
+            format!("audience {audience_id} does not exist or is not sealed"),
+            now,
+        )
+        .await?;
+        return Ok(TaskStart::NoAudience);
+    };
+    let (state, finished_at, detail) = if job.state.is_final() {
+        (
+            TaskState::Succeeded,
+            Some(now),
+            Some("the audience is empty".to_string()),
+        )
+    } else {
+        (TaskState::Running, None, None)
+    };
+    let recipients = i64::try_from(job.totals.total).unwrap_or(i64::MAX);
+    let stmt = tx
+        .prepare_cached(START_TASK)
+        .await
+        .ctx("preparing task start")?;
+    tx.execute(
+        &stmt,
+        &[
+            &task_id,
+            &state.as_str(),
+            &job.id,
+            &recipients,
+            &now,
+            &finished_at,
+            &detail,
+        ],
+    )
+    .await
+    .ctx("starting the task")?;
+    tx.commit().await.ctx("committing start_task")?;
+    Ok(TaskStart::Started { job })
+}
