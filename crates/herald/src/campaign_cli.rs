@@ -112,6 +112,14 @@ pub enum JobsCmd {
     },
 }
 
+/// `println!` that does not panic when stdout is a closed pipe (`| head`).
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
 fn base(server: &str) -> &str {
     server.trim_end_matches('/')
 }
@@ -218,7 +226,7 @@ async fn upload(
     }
     bar.finish();
     let v: Value = serde_json::from_str(&text).context("the server's answer is not JSON")?;
-    println!(
+    say!(
         "{}",
         serde_json::to_string_pretty(&json!({ "id": v["id"], "size": v["size"] }))?
     );
@@ -422,7 +430,7 @@ async fn watch(
     };
     bar.finish();
     let t = &job["totals"];
-    println!(
+    say!(
         "job {id} {}: sent {}, failed {}, expired {}, cancelled {} of {}",
         job["state"].as_str().unwrap_or("?"),
         t["sent"],
@@ -431,7 +439,7 @@ async fn watch(
         t["cancelled"],
         t["total"]
     );
-    println!(
+    say!(
         "{}",
         serde_json::to_string_pretty(
             &json!({ "id": id, "state": job["state"], "totals": t, "avg_rate_per_sec": job["avg_rate_per_sec"] })
