@@ -194,13 +194,27 @@ async fn past_its_deadline_a_job_stops_and_the_rest_end_expired() {
     assert!(sent > 0 && sent < n as u64, "{j}");
     assert_eq!(sent + expired, n as u64, "{j}");
     assert_eq!(j["totals"]["remaining"], 0, "{j}");
-    // Nothing leaves after the deadline: the sink's count stays where the job's is.
+    // Sends started before the deadline may be recorded just after the job
+    // ended; they move out of `expired`. Then nothing more leaves: the sink and
+    // the job agree, and stay put.
     tokio::time::sleep(Duration::from_secs(2)).await;
+    let j = job(&server, id).await;
+    assert_totals_add_up(&j);
+    let sent = j["totals"]["sent"].as_u64().unwrap();
     let stats = mock.stats().await;
-    assert_eq!(stats["unique_delivered"].as_u64(), Some(sent), "{stats}");
     assert_eq!(
-        job(&server, id).await["totals"]["sent"].as_u64(),
-        Some(sent)
+        stats["unique_delivered"].as_u64(),
+        Some(sent),
+        "{stats} vs {j}"
+    );
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(mock.stats().await["unique_delivered"].as_u64(), Some(sent));
+    let deadline = parse_ms(j["deadline"].as_str().expect("deadline"));
+    let last = stats["last_delivered_at_ms"].as_i64().unwrap();
+    assert!(
+        last <= deadline + 1_000,
+        "a send left {} ms after the deadline",
+        last - deadline
     );
 }
 
