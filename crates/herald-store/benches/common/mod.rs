@@ -175,3 +175,46 @@ fn bench_recipient(i: u64) -> String {
         i.wrapping_mul(2_654_435_761) % 1_000_000_000_000
     )
 }
+
+/// A sealed audience of `n` recipients (`user-00000042`-style ids), uploaded a
+/// chunk at a time as the API does.
+// Only the SQLite bench records campaign sends so far; the PostgreSQL one can reuse it.
+#[allow(dead_code)]
+pub fn upload_audience(rt: &Runtime, store: &impl Store, n: u64) -> i64 {
+    use herald_store::AUDIENCE_CHUNK;
+    use herald_store::conformance_campaign::fixtures::{chunk_starts, recipients};
+    let id = rt
+        .block_on(store.create_audience(Some("bench".into()), 0))
+        .expect("create_audience");
+    for start in chunk_starts(n) {
+        let end = (start + AUDIENCE_CHUNK).min(n);
+        rt.block_on(store.append_audience(id, start, &recipients(start..end)))
+            .expect("append_audience");
+    }
+    rt.block_on(store.seal_audience(id, n, 0))
+        .expect("seal_audience")
+        .expect("sealed");
+    id
+}
+
+/// One batch of outcomes for a claimed segment: mostly delivered (with a
+/// provider message id), one in twenty retryable, one in twenty refused.
+#[allow(dead_code)]
+pub fn send_batch(start: u64, end: u64) -> Vec<herald_store::SendEntry> {
+    use herald_core::campaign::SendState;
+    use herald_store::conformance_campaign::fixtures::send;
+    (start..end)
+        .map(|i| {
+            let state = match i % 20 {
+                7 => SendState::Retry,
+                13 => SendState::Failed,
+                _ => SendState::Delivered,
+            };
+            let mut e = send(i, state);
+            if let Some(m) = &mut e.provider_msgid {
+                *m = format!("prov-{:016x}", i.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            }
+            e
+        })
+        .collect()
+}

@@ -180,7 +180,10 @@ pub(super) const SCHEMA: &str = "
     ) STRICT;
     CREATE INDEX segments_job ON segments (job_id);
     CREATE INDEX segments_job_state ON segments (job_id, state);
-    CREATE INDEX segments_claim ON segments (priority DESC, id) WHERE state = 'pending';
+    -- Claim order; not_before and deadline_at ride along so segments waiting
+    -- out a backoff or past their deadline are skipped without a table lookup.
+    CREATE INDEX segments_claim ON segments (priority DESC, id, not_before, deadline_at)
+        WHERE state = 'pending';
     CREATE INDEX segments_lease ON segments (lease_until) WHERE state = 'running';
     CREATE INDEX segments_partial ON segments (id) WHERE state = 'partial' AND handled = 0;
     CREATE TABLE job_sends (
@@ -618,7 +621,10 @@ mod tests {
     fn hot_paths_use_their_indexes() {
         let conn = migrated();
         let cases: &[(&str, &[&str])] = &[
-            (jobs::NEXT_CLAIMABLE, &["USING INDEX segments_claim"]),
+            (
+                jobs::NEXT_CLAIMABLE,
+                &["USING COVERING INDEX segments_claim"],
+            ),
             (
                 jobs::SEGMENTS_AFTER,
                 &["USING INDEX segments_job (job_id=? AND rowid>?)"],
