@@ -6,14 +6,14 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;
 
-use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use herald_store::conformance::fixtures::{completion, created, inserts};
 use herald_store::sqlite::SqliteStore;
-use herald_store::{CompletionOutcome, DueCursor, Store, StoreOptions};
+use herald_store::{CampaignStore, CompletionOutcome, DueCursor, Store, StoreOptions};
 use tokio::runtime::Runtime;
 
 mod common;
-use common::{pick, populate, realistic, runtime, ten_k_inserts};
+use common::{pick, populate, realistic, runtime, send_batch, ten_k_inserts, upload_audience};
 
 fn open(rt: &Runtime, dir: &tempfile::TempDir, name: &str, sync: &str) -> SqliteStore {
     let opts = StoreOptions {
@@ -176,5 +176,73 @@ fn bench_complete(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_apply, bench_reads, bench_complete);
+/// Campaign send log: one `record_sends` of 500 new recipients per iteration
+/// (the engine's batch), each under a fresh claim of a 500-recipient segment of
+/// a 1M-recipient job. The log grows through the run, so later batches land
+/// in a table of millions of rows. Reported as rows per second.
+fn bench_record_sends(c: &mut Criterion) {
+    const BATCH: u64 = 500;
+    const LEASE: i64 = 60_000;
+    let rt = runtime();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut g = c.benchmark_group("campaign");
+    g.sample_size(30)
+        .measurement_time(Duration::from_secs(10))
+        .throughput(Throughput::Elements(BATCH));
+    for sync in ["normal", "full"] {
+        let store = open(&rt, &dir, &format!("campaign-{sync}.db"), sync);
+        let audience = upload_audience(&rt, &store, 1_000_000);
+        let new_job = || {
+            rt.block_on(store.create_job(
+                herald_store::JobSpec {
+                    segment_size: BATCH,
+                    ..herald_store::conformance_campaign::fixtures::job_spec(audience, BATCH)
+                },
+                0,
+            ))
+            .expect("create_job")
+            .expect("job")
+        };
+        new_job();
+        let mut now = 1;
+        g.bench_function(format!("record_sends_500_{sync}"), |b| {
+            b.iter_batched(
+                || {
+                    now += 1;
+                    let claimed = match rt
+                        .block_on(store.claim_segment("bench", now, LEASE))
+                        .expect("claim")
+                    {
+                        Some(c) => c,
+                        None => {
+                            new_job();
+                            rt.block_on(store.claim_segment("bench", now, LEASE))
+                                .expect("claim")
+                                .expect("a segment of the new job")
+                        }
+                    };
+                    let batch = send_batch(claimed.segment.start, claimed.segment.end);
+                    (claimed, batch, now)
+                },
+                |(claimed, batch, now)| {
+                    let end = claimed.segment.end;
+                    black_box(
+                        rt.block_on(store.record_sends(&claimed.claim, end, batch, now, LEASE))
+                            .expect("record_sends"),
+                    )
+                },
+                BatchSize::PerIteration,
+            )
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(
+    benches,
+    bench_apply,
+    bench_reads,
+    bench_complete,
+    bench_record_sends
+);
 criterion_main!(benches);

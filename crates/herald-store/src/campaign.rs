@@ -131,7 +131,10 @@ pub struct JobSpec {
     pub task_id: Option<i64>,
 }
 
-/// Counts of a job's recipients by outcome; see [`JobRecord::remaining`].
+/// Counts of a job's recipients by outcome; see [`JobTotals::remaining`].
+/// Kept exact by the store in the same transaction as each send-log change.
+/// A job that ended (`done`, `cancelled`, `expired`) has `remaining() == 0`
+/// and `retrying == 0`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct JobTotals {
     /// Recipients in the audience.
@@ -288,37 +291,49 @@ pub trait CampaignStore: Send + Sync + 'static {
     /// Stores recipients `start..start + recipients.len()` of an unsealed
     /// audience. `start` is a multiple of [`AUDIENCE_CHUNK`] and at most
     /// [`AUDIENCE_CHUNK`] recipients come per call; recipients hold no `\n`.
-    /// Writing the same chunk again replaces it.
+    /// Writing the same chunk again replaces it (an empty slice removes it).
+    ///
+    /// An error, with nothing written, when the audience is unknown or sealed,
+    /// `start` is off the chunk grid, the chunk is too long, or a recipient
+    /// holds a newline.
     async fn append_audience(&self, id: i64, start: u64, recipients: &[String]) -> Result<()>;
 
     /// Ends the upload with `size` recipients. `None` if the audience is unknown
-    /// or already sealed. An error (the upload stays open) if its chunks are not
-    /// exactly those of `size` recipients: chunks `0..`, all full but the last.
+    /// or already sealed. An error (the audience stays open) unless the stored
+    /// chunks hold exactly `size` recipients: chunks `0..ceil(size / CHUNK)`,
+    /// each full but the last. So a sealed audience has every index below its
+    /// size, and a slice never comes back short.
     async fn seal_audience(&self, id: i64, size: u64, now: i64) -> Result<Option<AudienceRecord>>;
 
-    /// Removes an audience that no job or rule refers to (an abandoned upload).
-    /// Returns whether it was removed.
+    /// Removes an audience that no job or rule refers to (an abandoned upload,
+    /// or a sealed one never used), with its recipients. A rule refers to it if
+    /// any of its versions, current or not, names it. Returns whether it was
+    /// removed (`false` when unknown or in use).
     async fn drop_audience(&self, id: i64) -> Result<bool>;
 
     async fn get_audience(&self, id: i64) -> Result<Option<AudienceRecord>>;
 
-    /// Recipients `start..end` of a sealed audience, in order (clipped to its size).
-    /// An error if the audience is unknown or not sealed.
+    /// Recipients `start..end` of a sealed audience, in order (clipped to its
+    /// size; empty when nothing is left of the range). An error if the audience
+    /// is unknown or not sealed yet: a job only ever reads a sealed one, so
+    /// anything else is a bug, never "no recipients".
     async fn audience_slice(&self, id: i64, start: u64, end: u64) -> Result<Vec<String>>;
 
     // ---- Rules and tasks ----
 
-    /// Creates a rule, enabled, at version 1.
+    /// Creates a rule, enabled, at version 1. The spec is stored as given (the
+    /// API validates it; `audience_id` is checked when a task starts).
     async fn create_rule(&self, spec: RuleSpec, now: i64) -> Result<RuleRecord>;
 
     /// Adds a version and makes it current (re-enabling a finished rule; a
-    /// disabled rule stays disabled until enabled). Tasks of older versions are
-    /// left as they are: they expire when they come to run.
-    /// `None` if the rule is unknown.
+    /// disabled rule stays disabled). Tasks of older versions are left as they
+    /// are: they expire when they come to run. `None` if the rule is unknown.
     async fn update_rule(&self, id: i64, spec: RuleSpec, now: i64) -> Result<Option<RuleRecord>>;
 
-    /// Enables or disables a rule. Disabling cancels its pending tasks in the same
-    /// transaction (running ones finish). `None` if the rule is unknown.
+    /// Enables or disables a rule (whatever its status, a finished one too).
+    /// Disabling cancels its pending tasks in the same transaction, with a
+    /// detail and `finished_at = now` (running ones finish; a cancelled task is
+    /// never revived by enabling again). `None` if the rule is unknown.
     async fn set_rule_enabled(
         &self,
         id: i64,
@@ -343,9 +358,9 @@ pub trait CampaignStore: Send + Sync + 'static {
     -> Result<Vec<PlanCandidate>>;
 
     /// Plans `(rule, version, planned_at)` as a pending task, unless that task
-    /// already exists (the store keeps it unique) or the version is not the
-    /// rule's current one or the rule is not enabled. Returns the task when this
-    /// call created it.
+    /// already exists (the store keeps it unique, whatever its state) or the
+    /// version is not the rule's current one or the rule is not enabled
+    /// (disabled or finished). Returns the task when this call created it.
     async fn plan_task(
         &self,
         rule_id: i64,
@@ -358,7 +373,8 @@ pub trait CampaignStore: Send + Sync + 'static {
     /// Returns whether it did.
     async fn finish_rule(&self, rule_id: i64, now: i64) -> Result<bool>;
 
-    /// Pending tasks with `planned_at <= now`, oldest first, at most `limit`.
+    /// Pending tasks with `planned_at <= now`, oldest first (ties: lowest id),
+    /// at most `limit`.
     async fn due_tasks(&self, now: i64, limit: usize) -> Result<Vec<TaskRecord>>;
 
     /// Runs a pending task, in one transaction: checks it against its rule's
@@ -367,6 +383,15 @@ pub trait CampaignStore: Send + Sync + 'static {
     /// segments (`segment_size` each, deadline `now + deadline_secs`, priority
     /// and channel from the version) and marks it `running`. A job of an empty
     /// audience is created `done` and its task `succeeded` at once.
+    ///
+    /// The checks, in order: not pending (or unknown) → `NotPending`, nothing
+    /// changes; planned from a version that is no longer current → `Expired`
+    /// (even if the rule is also disabled); rule not enabled → `Cancelled`;
+    /// version without `audience_id`, or naming an audience that is unknown or
+    /// not sealed → `NoAudience` (task `failed`). A started task has `job_id`,
+    /// `recipients` (the audience size) and `started_at = now`; the job's
+    /// `deadline_at` is `now + deadline_secs * 1000`. A `segment_size` of 0
+    /// counts as 1.
     async fn start_task(&self, task_id: i64, now: i64, segment_size: u64) -> Result<TaskStart>;
 
     async fn get_task(&self, id: i64) -> Result<Option<TaskRecord>>;
@@ -375,7 +400,12 @@ pub trait CampaignStore: Send + Sync + 'static {
 
     /// Creates a job and its segments over a sealed audience. `None` if the
     /// audience is unknown or not sealed. An empty audience gives a job that is
-    /// `done` at once.
+    /// `done` at once (`finished_at = now`, no segments).
+    ///
+    /// Segments tile `[0, size)` in `segment_size` steps (0 counts as 1, and the
+    /// job records the size used), ids increasing with `start`; each is
+    /// `pending` with `cursor = start`, `epoch = 0`, `attempt = 1`,
+    /// `not_before = now`, no owner or lease.
     async fn create_job(&self, spec: JobSpec, now: i64) -> Result<Option<JobRecord>>;
 
     async fn get_job(&self, id: i64) -> Result<Option<JobRecord>>;
@@ -395,10 +425,15 @@ pub trait CampaignStore: Send + Sync + 'static {
     ) -> Result<Vec<SegmentRecord>>;
 
     /// Cancels a running job: its pending and running segments end `cancelled`,
-    /// every recipient without a final outcome (retrying ones included) counts
-    /// as cancelled, its task (if any) ends
+    /// the recipients they had left count as cancelled, its task (if any) ends
     /// `cancelled`. Returns the job as it is afterwards (`None` if unknown); a job
     /// already final is returned unchanged.
+    ///
+    /// Every recipient without a final outcome, unsent or retrying, counts as
+    /// cancelled (`cancelled = total - delivered - failed - expired`,
+    /// `retrying = 0`), so a cancelled job has nothing remaining. Retrying
+    /// recipients keep their `retry` row in the log (their last attempt's
+    /// outcome); partial segments are left for the sweeper to mark handled.
     async fn cancel_job(&self, id: i64, now: i64) -> Result<Option<JobRecord>>;
 
     /// Claims one pending segment for `owner` until `now + lease_ms`: the
@@ -408,6 +443,10 @@ pub trait CampaignStore: Send + Sync + 'static {
     /// the same segment; on PostgreSQL concurrent claimers skip each other's rows
     /// (`FOR UPDATE SKIP LOCKED`). Bumps the epoch, sets the job's `started_at`
     /// on its first claim.
+    ///
+    /// A deadline has passed when `deadline_at <= now` (nothing is sent at the
+    /// deadline). The returned segment and job are as they are after the claim
+    /// (segment `running`, epoch ≥ 1; job with `started_at`).
     async fn claim_segment(
         &self,
         owner: &str,
@@ -426,14 +465,21 @@ pub trait CampaignStore: Send + Sync + 'static {
     /// `retry` takes the new state with `attempts + 1`; an index already final is
     /// left alone. The job's totals move by exactly what the rows changed. The
     /// cursor and lease move only while the claim is current (same owner and
-    /// epoch, segment still `running`): otherwise the answer is `Lost`. The
-    /// cursor never moves back.
+    /// epoch, segment still `running`): otherwise the answer is `Lost`.
     ///
-    /// Once the job has ended `cancelled` or `expired`, every recipient without a
-    /// final outcome counts in that bucket, so a late final outcome moves its
-    /// recipient out of it. Refused with an error, nothing written: an `expired`
-    /// entry, an index outside the claim's segment, a cursor outside
-    /// `[start, end]` of it.
+    /// Clarifications:
+    /// - An entry's index must lie in the claim's segment `[start, end)` and
+    ///   `cursor` in `[start, end]`; an `Expired` entry is refused (only the
+    ///   sweeper expires). Any of these, an unknown segment, or a segment of
+    ///   another job is an error and nothing is written.
+    /// - The cursor never moves back (`max(stored, cursor)`); an empty batch just
+    ///   renews the lease. The same index twice in one batch applies in order.
+    /// - Counters: while the job runs, a row moves between `retrying`,
+    ///   `delivered` and `failed` as its state does. Once the job ended
+    ///   `cancelled` or `expired`, every recipient without a final outcome is
+    ///   counted in that bucket, so a late write that settles one (a new index,
+    ///   or a `retry` row) moves it out of the bucket into `delivered`/`failed`.
+    ///   Totals always satisfy `delivered + failed + expired + cancelled <= total`.
     async fn record_sends(
         &self,
         claim: &SegmentClaim,
@@ -447,9 +493,10 @@ pub trait CampaignStore: Send + Sync + 'static {
     /// its range is still `retry` in the send log, else `done`. When that leaves
     /// the job with no pending or running segment and nothing retrying, the job
     /// ends `done` (and its task follows) in the same transaction. `Lost` if the
-    /// claim is no longer current (then nothing changes). `Held` carries the lease
-    /// as it stands (finishing does not extend it). An error if the cursor has
-    /// not reached the end.
+    /// claim is no longer current (then nothing changes).
+    ///
+    /// A current claim whose cursor is short of the end is an error (nothing
+    /// changes). `Held` carries the lease as it stood; finishing does not extend it.
     async fn finish_segment(&self, claim: &SegmentClaim, now: i64) -> Result<LeaseCheck>;
 
     /// The single-runner duties, in one transaction per kind of work:
@@ -461,16 +508,25 @@ pub trait CampaignStore: Send + Sync + 'static {
     ///   `attempt + 1` and `not_before = now + retry_backoff_ms * attempt`, or,
     ///   once `attempt >= max_attempts`, their `retry` rows end `failed`; either
     ///   way the partial segment is then marked handled so it is not re-issued twice;
-    /// - running jobs past their deadline (`deadline_at <= now`) end `expired`:
-    ///   pending and running segments end `expired`, `retry` rows end `expired`,
-    ///   unsent recipients count as expired; the task follows. A job whose
-    ///   recipients all had a final outcome already ends `done` instead (counted
-    ///   in `finished_jobs`);
+    /// - running jobs past their deadline end `expired`: pending and running
+    ///   segments end `expired`, `retry` rows end `expired`, unsent recipients
+    ///   count as expired; the task follows;
     /// - running jobs with no pending or running segment and nothing retrying end
     ///   `done`; the task follows.
     ///
-    /// Deadlines go first, so a job past its deadline is expired rather than
-    /// having its segments re-issued, and a job left with nothing to do by the
-    /// other kinds ends in the same sweep.
+    /// Clarifications:
+    /// - Order: deadlines first, then leases, partial segments, idle jobs, so a
+    ///   job past its deadline is expired, not re-issued. A deadline has passed
+    ///   when `deadline_at <= now`. A job past it with every recipient already
+    ///   final ends `done` (counted in `finished_jobs`), not `expired`.
+    /// - Re-issued segments copy priority and deadline, start `pending` with
+    ///   `cursor = start`, `epoch = 0`; after an abandon `not_before = now`.
+    /// - The backoff multiplies by the partial segment's own attempt: the first
+    ///   re-issue (attempt 2) waits one `retry_backoff_ms`, the next two.
+    /// - A partial segment whose job is no longer running, or whose range has no
+    ///   `retry` row left, is just marked handled.
+    /// - Recipients failed after `max_attempts` keep their last error and count
+    ///   in `failed_recipients`; the job's `retrying` moves to `failed`.
+    /// - Nothing is done twice: a second sweep at the same time reports zeros.
     async fn sweep(&self, now: i64, opts: SweepOptions) -> Result<SweepReport>;
 }

@@ -59,119 +59,45 @@ pub fn pick(ids: &[i64], n: usize, seed: &mut u64) -> Vec<i64> {
         .collect()
 }
 
-/// Batches for `record_sends` as a worker sends them: fresh indexes of one
-/// claimed segment, mostly delivered, some retrying, a few failed. One job
-/// over one uploaded audience, cut into a single segment; when it is used up
-/// the next batch starts a new job over the same audience.
-// Not every bench measures campaigns.
+/// A sealed audience of `n` recipients (`user-00000042`-style ids), uploaded a
+/// chunk at a time as the API does.
+// Used by the benches that record campaign sends.
 #[allow(dead_code)]
-pub struct SendFeed {
-    audience_id: i64,
-    size: u64,
-    /// The claim in use and the next index to send under it.
-    claim: Option<(herald_store::SegmentClaim, u64)>,
-    now: i64,
+pub fn upload_audience(rt: &Runtime, store: &impl Store, n: u64) -> i64 {
+    use herald_store::AUDIENCE_CHUNK;
+    use herald_store::conformance_campaign::fixtures::{chunk_starts, recipients};
+    let id = rt
+        .block_on(store.create_audience(Some("bench".into()), 0))
+        .expect("create_audience");
+    for start in chunk_starts(n) {
+        let end = (start + AUDIENCE_CHUNK).min(n);
+        rt.block_on(store.append_audience(id, start, &recipients(start..end)))
+            .expect("append_audience");
+    }
+    rt.block_on(store.seal_audience(id, n, 0))
+        .expect("seal_audience")
+        .expect("sealed");
+    id
 }
 
+/// One batch of outcomes for a claimed segment: mostly delivered (with a
+/// provider message id), one in twenty retryable, one in twenty refused.
 #[allow(dead_code)]
-impl SendFeed {
-    /// Uploads an audience of `size` recipients.
-    pub fn new(rt: &Runtime, store: &impl Store, size: u64) -> Self {
-        use herald_store::AUDIENCE_CHUNK;
-        let now = 1_700_000_000_000;
-        let audience_id = rt
-            .block_on(store.create_audience(Some("bench".into()), now))
-            .expect("create_audience");
-        let mut start = 0;
-        while start < size {
-            let end = (start + AUDIENCE_CHUNK).min(size);
-            let chunk: Vec<String> = (start..end).map(bench_recipient).collect();
-            rt.block_on(store.append_audience(audience_id, start, &chunk))
-                .expect("append_audience");
-            start = end;
-        }
-        rt.block_on(store.seal_audience(audience_id, size, now))
-            .expect("seal_audience")
-            .expect("sealed");
-        SendFeed {
-            audience_id,
-            size,
-            claim: None,
-            now,
-        }
-    }
-
-    /// The next `n` recipients' outcomes (90% delivered, 7% retrying, 3%
-    /// failed) in state `retry` only when `all_retry`, with the claim and
-    /// cursor to record them under.
-    pub fn batch(
-        &mut self,
-        rt: &Runtime,
-        store: &impl Store,
-        n: u64,
-        all_retry: bool,
-    ) -> (
-        herald_store::SegmentClaim,
-        u64,
-        Vec<herald_store::SendEntry>,
-    ) {
-        use herald_core::campaign::SendState;
-        self.now += 1;
-        let (claim, at) = match self.claim.take() {
-            Some((claim, at)) if at + n <= self.size => (claim, at),
-            _ => {
-                let spec = herald_store::JobSpec {
-                    audience_id: self.audience_id,
-                    channel: "log".into(),
-                    message: r#"{"text":"bench"}"#.into(),
-                    segment_size: self.size,
-                    deadline_at: None,
-                    priority: 0,
-                    task_id: None,
-                };
-                rt.block_on(store.create_job(spec, self.now))
-                    .expect("create_job")
-                    .expect("sealed audience");
-                let c = rt
-                    .block_on(store.claim_segment("bench", self.now, 3_600_000))
-                    .expect("claim_segment")
-                    .expect("a segment");
-                (c.claim, 0)
+pub fn send_batch(start: u64, end: u64) -> Vec<herald_store::SendEntry> {
+    use herald_core::campaign::SendState;
+    use herald_store::conformance_campaign::fixtures::send;
+    (start..end)
+        .map(|i| {
+            let state = match i % 20 {
+                7 => SendState::Retry,
+                13 => SendState::Failed,
+                _ => SendState::Delivered,
+            };
+            let mut e = send(i, state);
+            if let Some(m) = &mut e.provider_msgid {
+                *m = format!("prov-{:016x}", i.wrapping_mul(0x9e37_79b9_7f4a_7c15));
             }
-        };
-        let entries = (at..at + n)
-            .map(|i| {
-                let state = match i % 100 {
-                    _ if all_retry => SendState::Retry,
-                    0..=89 => SendState::Delivered,
-                    90..=96 => SendState::Retry,
-                    _ => SendState::Failed,
-                };
-                herald_store::SendEntry {
-                    index: i,
-                    recipient: bench_recipient(i),
-                    state,
-                    provider_msgid: (state == SendState::Delivered)
-                        .then(|| format!("msg-{:016x}", i.wrapping_mul(0x9e37_79b9_7f4a_7c15))),
-                    error: (state != SendState::Delivered)
-                        .then(|| "503 Service Unavailable: try later".to_string()),
-                }
-            })
-            .collect();
-        self.claim = Some((claim.clone(), at + n));
-        (claim, at + n, entries)
-    }
-
-    pub fn now(&self) -> i64 {
-        self.now
-    }
-}
-
-/// A realistic recipient id: a user id of a messaging platform.
-#[allow(dead_code)]
-fn bench_recipient(i: u64) -> String {
-    format!(
-        "wx-user-{:012}",
-        i.wrapping_mul(2_654_435_761) % 1_000_000_000_000
-    )
+            e
+        })
+        .collect()
 }

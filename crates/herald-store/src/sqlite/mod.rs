@@ -138,6 +138,8 @@ const MIGRATIONS: &[&str] = &[
     cluster::SCHEMA,
     // 3: subjects and reminder subscriptions.
     reminders::SCHEMA,
+    // 4: audiences, rules, tasks, jobs, segments, job send log.
+    campaign::SCHEMA,
 ];
 
 /// The columns of a full timer row, in the order [`read_timer`] expects;

@@ -8,11 +8,16 @@
 //! rows. The job lock is what keeps the counters exact: it serializes the
 //! writers of one job, and each reads what it changes in a statement that
 //! starts after the lock was granted, so it sees everything the previous holder
-//! committed. The one path that does not lock the job first is the claim, which
-//! never waits on anything: it takes its segment with `FOR UPDATE SKIP LOCKED`
-//! and sets the job's `started_at` only if the job row is free
-//! (`SKIP LOCKED` again; a busy job row means another claimer is setting it, or
-//! the job is being cancelled or expired), so it cannot close a cycle of waits.
+//! committed.
+//!
+//! The one path that does not lock the job first is the claim: it takes its
+//! segment with `FOR UPDATE SKIP LOCKED` (never waiting on another claimer),
+//! then sets the job's `started_at` if unset. Only the very first claims of a
+//! job wait for the job row there: every later claim sees `started_at` set in
+//! its snapshot and locks nothing. A first claim racing a cancel or an expiry
+//! of the same job (which hold the job and wait for the pending segment the
+//! claim holds) is the one cycle left; PostgreSQL's deadlock detector breaks it
+//! after `deadlock_timeout` and the aborted side is retried whole.
 
 use std::collections::HashMap;
 
@@ -102,8 +107,9 @@ const CLAIM: &str = concat!(
      FROM c WHERE id = c.cid AND state = 'pending' RETURNING ",
     segment_cols!()
 );
-const SET_STARTED: &str = "UPDATE jobs SET started_at = $2 WHERE id = ( \
-    SELECT id FROM jobs WHERE id = $1 AND started_at IS NULL FOR NO KEY UPDATE SKIP LOCKED)";
+// Only the first claim of a job finds `started_at` unset in its snapshot and
+// so waits for the job row at all (see the module doc).
+const SET_STARTED: &str = "UPDATE jobs SET started_at = $2 WHERE id = $1 AND started_at IS NULL";
 const SENDS: &str = "SELECT job_id, idx, recipient, state, attempts, msgid, error, updated_at \
     FROM job_sends WHERE job_id = $1 AND idx >= $2 AND idx < $3 ORDER BY idx";
 const SEGMENT_RANGE: &str = "SELECT start_idx, end_idx FROM segments WHERE id = $1 AND job_id = $2";

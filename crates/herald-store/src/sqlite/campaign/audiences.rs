@@ -1,0 +1,223 @@
+//! Uploaded audiences: recipients stored in chunks of [`AUDIENCE_CHUNK`],
+//! addressed by index.
+
+use rusqlite::{Connection, Row, params};
+
+use super::{Ctx, col, from_db, in_read_tx, in_tx, invalid, opt_u64_col, query_opt, to_db};
+use crate::campaign::{AUDIENCE_CHUNK, AudienceRecord};
+use crate::{Result, StoreError};
+
+const INSERT: &str = "INSERT INTO audiences (name, created_at) VALUES (?1, ?2) RETURNING id";
+const BY_ID: &str = "SELECT id, name, size, created_at FROM audiences WHERE id = ?1";
+/// `Some(size)` per audience: `NULL` while open.
+const SIZE: &str = "SELECT size FROM audiences WHERE id = ?1";
+const PUT_CHUNK: &str = "INSERT INTO audience_chunks (audience_id, chunk_no, count, data) \
+    VALUES (?1, ?2, ?3, ?4) \
+    ON CONFLICT (audience_id, chunk_no) DO UPDATE SET count = excluded.count, data = excluded.data";
+const DELETE_CHUNK: &str = "DELETE FROM audience_chunks WHERE audience_id = ?1 AND chunk_no = ?2";
+/// Chunks, recipients, last chunk number, and full chunks (?2 = AUDIENCE_CHUNK).
+const CHUNK_STATS: &str = "SELECT COUNT(*), COALESCE(SUM(count), 0), COALESCE(MAX(chunk_no), -1), \
+    COALESCE(SUM(count = ?2), 0) FROM audience_chunks WHERE audience_id = ?1";
+const SEAL: &str = "UPDATE audiences SET size = ?2, sealed_at = ?3 WHERE id = ?1 AND size IS NULL";
+pub(super) const IN_USE: &str = "SELECT EXISTS (SELECT 1 FROM jobs WHERE audience_id = ?1) \
+    OR EXISTS (SELECT 1 FROM rule_versions WHERE audience_id = ?1)";
+const DELETE_CHUNKS: &str = "DELETE FROM audience_chunks WHERE audience_id = ?1";
+const DELETE: &str = "DELETE FROM audiences WHERE id = ?1";
+pub(super) const CHUNKS: &str = "SELECT chunk_no, count, data FROM audience_chunks \
+    WHERE audience_id = ?1 AND chunk_no >= ?2 AND chunk_no <= ?3 ORDER BY chunk_no";
+
+fn read_audience(row: &Row<'_>) -> Result<AudienceRecord> {
+    Ok(AudienceRecord {
+        id: col(row, 0, "audiences.id")?,
+        name: col(row, 1, "audiences.name")?,
+        size: opt_u64_col(row, 2, "audiences.size")?,
+        created_at: col(row, 3, "audiences.created_at")?,
+    })
+}
+
+pub(super) fn create(conn: &mut Connection, name: Option<String>, now: i64) -> Result<i64> {
+    conn.prepare_cached(INSERT)
+        .ctx("preparing audience insert")?
+        .query_row(params![name, now], |r| r.get(0))
+        .ctx("inserting audience")
+}
+
+/// Checks a chunk before anything is written and joins it for storage.
+pub(super) fn chunk_data(id: i64, start: u64, recipients: &[String]) -> Result<String> {
+    if !start.is_multiple_of(AUDIENCE_CHUNK) {
+        return Err(invalid(format!(
+            "audience {id}: chunk start {start} is not a multiple of {AUDIENCE_CHUNK}"
+        )));
+    }
+    if recipients.len() as u64 > AUDIENCE_CHUNK {
+        return Err(invalid(format!(
+            "audience {id}: {} recipients in one chunk, at most {AUDIENCE_CHUNK}",
+            recipients.len()
+        )));
+    }
+    if let Some(i) = recipients.iter().position(|r| r.contains('\n')) {
+        return Err(invalid(format!(
+            "audience {id}: recipient {} holds a newline",
+            start + i as u64
+        )));
+    }
+    Ok(recipients.join("\n"))
+}
+
+/// The size column of an audience: `None` if unknown, `Some(None)` while open.
+fn size_of(conn: &Connection, id: i64) -> Result<Option<Option<u64>>> {
+    query_opt(conn, SIZE, [id], "reading audience size", |r| {
+        opt_u64_col(r, 0, "audiences.size")
+    })
+}
+
+pub(super) fn append(
+    conn: &mut Connection,
+    id: i64,
+    start: u64,
+    count: usize,
+    data: String,
+) -> Result<()> {
+    in_tx(conn, "appending to audience", |tx| {
+        match size_of(tx, id)? {
+            None => return Err(invalid(format!("audience {id} does not exist"))),
+            Some(Some(_)) => return Err(invalid(format!("audience {id} is already sealed"))),
+            Some(None) => {}
+        }
+        let chunk_no = to_db(start / AUDIENCE_CHUNK, "chunk")?;
+        if count == 0 {
+            tx.prepare_cached(DELETE_CHUNK)
+                .ctx("preparing chunk delete")?
+                .execute(params![id, chunk_no])
+                .ctx("deleting chunk")?;
+        } else {
+            tx.prepare_cached(PUT_CHUNK)
+                .ctx("preparing chunk write")?
+                .execute(params![id, chunk_no, count as i64, data])
+                .ctx("writing chunk")?;
+        }
+        Ok(())
+    })
+}
+
+pub(super) fn seal(
+    conn: &mut Connection,
+    id: i64,
+    size: u64,
+    now: i64,
+) -> Result<Option<AudienceRecord>> {
+    in_tx(conn, "sealing audience", |tx| {
+        if size_of(tx, id)? != Some(None) {
+            return Ok(None);
+        }
+        let (chunks, stored, last, full): (i64, i64, i64, i64) = tx
+            .prepare_cached(CHUNK_STATS)
+            .ctx("preparing chunk stats")?
+            .query_row(params![id, AUDIENCE_CHUNK as i64], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
+            .ctx("reading chunk stats")?;
+        // Chunks 0..n, all full but the last, holding `size` in all: then every
+        // index below `size` is where a slice will look for it.
+        let n = to_db(size.div_ceil(AUDIENCE_CHUNK), "chunks")?;
+        let complete = chunks == n
+            && last == n - 1
+            && stored == to_db(size, "size")?
+            && full >= (n - 1).max(0);
+        if !complete {
+            return Err(invalid(format!(
+                "audience {id}: cannot seal with {size} recipients: {stored} stored in \
+                 {chunks} chunks (last chunk {last}), expected {n} chunks of \
+                 {AUDIENCE_CHUNK} (the last may be short)"
+            )));
+        }
+        tx.prepare_cached(SEAL)
+            .ctx("preparing seal")?
+            .execute(params![id, to_db(size, "size")?, now])
+            .ctx("sealing")?;
+        query_opt(tx, BY_ID, [id], "reading audience", read_audience)
+    })
+}
+
+pub(super) fn drop_unused(conn: &mut Connection, id: i64) -> Result<bool> {
+    in_tx(conn, "dropping audience", |tx| {
+        let used: bool = tx
+            .prepare_cached(IN_USE)
+            .ctx("preparing audience use check")?
+            .query_row([id], |r| r.get(0))
+            .ctx("checking audience use")?;
+        if used {
+            return Ok(false);
+        }
+        tx.prepare_cached(DELETE_CHUNKS)
+            .ctx("preparing chunk delete")?
+            .execute([id])
+            .ctx("deleting chunks")?;
+        let n = tx
+            .prepare_cached(DELETE)
+            .ctx("preparing audience delete")?
+            .execute([id])
+            .ctx("deleting audience")?;
+        Ok(n == 1)
+    })
+}
+
+pub(super) fn get(conn: &mut Connection, id: i64) -> Result<Option<AudienceRecord>> {
+    query_opt(conn, BY_ID, [id], "reading audience", read_audience)
+}
+
+/// The size of a sealed audience, for a job: `None` if unknown or still open.
+pub(super) fn sealed_size(conn: &Connection, id: i64) -> Result<Option<u64>> {
+    Ok(size_of(conn, id)?.flatten())
+}
+
+pub(super) fn slice(conn: &mut Connection, id: i64, start: u64, end: u64) -> Result<Vec<String>> {
+    in_read_tx(conn, "reading audience slice", |tx| {
+        let size = match size_of(tx, id)? {
+            Some(Some(size)) => size,
+            Some(None) => return Err(invalid(format!("audience {id} is not sealed yet"))),
+            None => return Err(invalid(format!("audience {id} does not exist"))),
+        };
+        let end = end.min(size);
+        if start >= end {
+            return Ok(Vec::new());
+        }
+        let (first, last) = (start / AUDIENCE_CHUNK, (end - 1) / AUDIENCE_CHUNK);
+        let mut out = Vec::with_capacity((end - start) as usize);
+        let mut stmt = tx.prepare_cached(CHUNKS).ctx("preparing chunk read")?;
+        let mut rows = stmt
+            .query(params![id, to_db(first, "chunk")?, to_db(last, "chunk")?])
+            .ctx("reading chunks")?;
+        while let Some(row) = rows.next().ctx("reading chunks")? {
+            let chunk_no = from_db(col(row, 0, "audience_chunks.chunk_no")?, "chunk_no")?;
+            let count = from_db(col(row, 1, "audience_chunks.count")?, "count")?;
+            let data = row
+                .get_ref(2)
+                .ctx("reading chunk data")?
+                .as_str()
+                .map_err(|e| StoreError::Corrupt(format!("audience_chunks.data: {e}")))?;
+            let base = chunk_no * AUDIENCE_CHUNK;
+            let lo = start.max(base) - base;
+            let hi = end.min(base + count) - base;
+            let before = out.len();
+            out.extend(
+                data.split('\n')
+                    .skip(lo as usize)
+                    .take(hi.saturating_sub(lo) as usize)
+                    .map(str::to_owned),
+            );
+            if (out.len() - before) as u64 != hi.saturating_sub(lo) {
+                return Err(StoreError::Corrupt(format!(
+                    "audience {id} chunk {chunk_no} holds fewer than {count} recipients"
+                )));
+            }
+        }
+        if out.len() as u64 != end - start {
+            return Err(StoreError::Corrupt(format!(
+                "audience {id}: {} of recipients {start}..{end} found",
+                out.len()
+            )));
+        }
+        Ok(out)
+    })
+}

@@ -1,0 +1,663 @@
+//! Jobs, their segments and the send log: create, claim, record, finish, cancel.
+
+use herald_core::campaign::{
+    JobState, SegmentState, SendState, TaskState, plan_segments, task_outcome,
+};
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
+
+use super::{
+    Ctx, audiences, col, in_tx, invalid, limit_of, query_all, query_opt, read_job, read_segment,
+    send_code, send_from_code, to_db, u64_col,
+};
+use crate::campaign::{
+    ClaimedSegment, JobRecord, JobSpec, JobTotals, LeaseCheck, SegmentClaim, SegmentRecord,
+    SendEntry, SendRecord,
+};
+use crate::{Result, StoreError};
+
+const INSERT_JOB: &str = "INSERT INTO jobs (audience_id, channel, message, segment_size, \
+    deadline_at, priority, task_id, state, total, created_at, finished_at) \
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) RETURNING id";
+/// ?1 job, ?2 start, ?3 end, ?4 now, ?5 priority, ?6 deadline, ?7 parent, ?8 attempt,
+/// ?9 not_before. The cursor starts at the start.
+pub(super) const INSERT_SEGMENT: &str = "INSERT INTO segments (job_id, start_idx, end_idx, \
+    cursor, state, epoch, parent_id, attempt, not_before, priority, deadline_at, created_at, \
+    updated_at) VALUES (?1, ?2, ?3, ?2, 'pending', 0, ?7, ?8, ?9, ?5, ?6, ?4, ?4)";
+pub(super) const JOB_BY_ID: &str = concat!("SELECT ", job_cols!(), " FROM jobs WHERE id = ?1");
+const JOBS_BEFORE: &str = concat!(
+    "SELECT ",
+    job_cols!(),
+    " FROM jobs WHERE id < ?1 ORDER BY id DESC LIMIT ?2"
+);
+pub(super) const SEGMENT_COUNTS: &str =
+    "SELECT state, COUNT(*) FROM segments WHERE job_id = ?1 GROUP BY state";
+pub(super) const SEGMENTS_AFTER: &str = concat!(
+    "SELECT ",
+    segment_cols!(),
+    " FROM segments INDEXED BY segments_job WHERE job_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3"
+);
+/// The next claimable segment, straight off the pending index in claim order.
+pub(super) const NEXT_CLAIMABLE: &str = "SELECT id FROM segments \
+    WHERE state = 'pending' AND not_before <= ?1 AND (deadline_at IS NULL OR deadline_at > ?1) \
+    ORDER BY priority DESC, id LIMIT 1";
+/// ?1 id, ?2 owner, ?3 lease_until, ?4 now.
+const TAKE_SEGMENT: &str = concat!(
+    "UPDATE segments SET state = 'running', owner = ?2, lease_until = ?3, epoch = epoch + 1, \
+     updated_at = ?4 WHERE id = ?1 AND state = 'pending' RETURNING ",
+    segment_cols!()
+);
+const JOB_STARTED: &str = concat!(
+    "UPDATE jobs SET started_at = COALESCE(started_at, ?2) WHERE id = ?1 RETURNING ",
+    job_cols!()
+);
+pub(super) const SENDS: &str = "SELECT job_id, idx, recipient, state, attempts, msgid, error, \
+    updated_at FROM job_sends WHERE job_id = ?1 AND idx >= ?2 AND idx < ?3 ORDER BY idx";
+/// What the claim check needs of a segment.
+const CLAIM_STATE: &str = "SELECT job_id, start_idx, end_idx, cursor, state, owner, epoch, \
+    lease_until FROM segments WHERE id = ?1";
+const JOB_STATE: &str = "SELECT state FROM jobs WHERE id = ?1";
+/// A new send-log row, or nothing when the index is already logged.
+pub(super) const INSERT_SEND: &str = "INSERT INTO job_sends \
+    (job_id, idx, recipient, state, attempts, msgid, error, updated_at) \
+    VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7) ON CONFLICT (job_id, idx) DO NOTHING";
+pub(super) const SEND_STATE: &str = "SELECT state FROM job_sends WHERE job_id = ?1 AND idx = ?2";
+/// Another attempt of a recipient still `retry` (code 1).
+pub(super) const RETRY_SEND: &str = "UPDATE job_sends SET state = ?3, attempts = attempts + 1, \
+    recipient = ?4, msgid = ?5, error = ?6, updated_at = ?7 \
+    WHERE job_id = ?1 AND idx = ?2 AND state = 1";
+const MOVE_TOTALS: &str = "UPDATE jobs SET delivered = delivered + ?2, failed = failed + ?3, \
+    retrying = retrying + ?4, expired = expired + ?5, cancelled = cancelled + ?6 WHERE id = ?1";
+/// ?1 id, ?2 cursor, ?3 lease_until, ?4 now. The cursor never moves back.
+const ADVANCE: &str = "UPDATE segments SET cursor = MAX(cursor, ?2), lease_until = ?3, \
+    updated_at = ?4 WHERE id = ?1 AND state = 'running'";
+/// Whether any of `[?2, ?3)` of a job is still `retry` (the partial index).
+pub(super) const ANY_RETRY: &str = "SELECT EXISTS (SELECT 1 FROM job_sends \
+    WHERE job_id = ?1 AND state = 1 AND idx >= ?2 AND idx < ?3)";
+const END_SEGMENT: &str =
+    "UPDATE segments SET state = ?2, updated_at = ?3 WHERE id = ?1 AND state = 'running'";
+pub(super) const HAS_LIVE_SEGMENT: &str = "SELECT EXISTS (SELECT 1 FROM segments \
+    WHERE job_id = ?1 AND state IN ('pending', 'running'))";
+/// Pending and running segments of a job end in state ?2.
+pub(super) const END_LIVE_SEGMENTS: &str = "UPDATE segments SET state = ?2, updated_at = ?3 \
+    WHERE job_id = ?1 AND state IN ('pending', 'running')";
+/// Ends a running job in state ?2. Ending `expired` or `cancelled` puts every
+/// recipient without a final outcome (unsent or retrying) in that bucket; the
+/// right-hand sides all read the row as it was.
+const END_JOB: &str = concat!(
+    "UPDATE jobs SET state = ?2, finished_at = ?3, \
+     expired = CASE WHEN ?2 = 'expired' THEN total - delivered - failed - cancelled \
+                    ELSE expired END, \
+     cancelled = CASE WHEN ?2 = 'cancelled' THEN total - delivered - failed - expired \
+                      ELSE cancelled END, \
+     retrying = CASE WHEN ?2 IN ('expired', 'cancelled') THEN 0 ELSE retrying END \
+     WHERE id = ?1 AND state = 'running' RETURNING ",
+    job_cols!()
+);
+const TASK_FOLLOWS: &str = "UPDATE tasks SET state = ?2, detail = ?3, finished_at = ?4 \
+    WHERE id = ?1 AND state = 'running'";
+
+pub(super) fn job_by_id(conn: &Connection, id: i64) -> Result<Option<JobRecord>> {
+    query_opt(conn, JOB_BY_ID, [id], "reading job", read_job)
+}
+
+/// Creates a job over a sealed audience of `size` and its segments, inside the
+/// caller's transaction.
+pub(super) fn create_in(
+    tx: &Transaction<'_>,
+    spec: &JobSpec,
+    size: u64,
+    now: i64,
+) -> Result<JobRecord> {
+    let segment_size = spec.segment_size.max(1);
+    let (state, finished_at) = if size == 0 {
+        (JobState::Done, Some(now))
+    } else {
+        (JobState::Running, None)
+    };
+    let id: i64 = tx
+        .prepare_cached(INSERT_JOB)
+        .ctx("preparing job insert")?
+        .query_row(
+            params![
+                spec.audience_id,
+                spec.channel,
+                spec.message,
+                to_db(segment_size, "segment_size")?,
+                spec.deadline_at,
+                spec.priority,
+                spec.task_id,
+                state.as_str(),
+                to_db(size, "total")?,
+                now,
+                finished_at
+            ],
+            |r| r.get(0),
+        )
+        .ctx("inserting job")?;
+    {
+        let mut insert = tx
+            .prepare_cached(INSERT_SEGMENT)
+            .ctx("preparing segment insert")?;
+        for (start, end) in plan_segments(0, size, segment_size) {
+            insert
+                .execute(params![
+                    id,
+                    to_db(start, "start")?,
+                    to_db(end, "end")?,
+                    now,
+                    spec.priority,
+                    spec.deadline_at,
+                    None::<i64>,
+                    1,
+                    now
+                ])
+                .ctx("inserting segment")?;
+        }
+    }
+    Ok(JobRecord {
+        id,
+        audience_id: spec.audience_id,
+        channel: spec.channel.clone(),
+        message: spec.message.clone(),
+        segment_size,
+        deadline_at: spec.deadline_at,
+        priority: spec.priority,
+        task_id: spec.task_id,
+        state,
+        totals: JobTotals {
+            total: size,
+            ..Default::default()
+        },
+        created_at: now,
+        started_at: None,
+        finished_at,
+    })
+}
+
+pub(super) fn create(conn: &mut Connection, spec: JobSpec, now: i64) -> Result<Option<JobRecord>> {
+    in_tx(conn, "creating job", |tx| {
+        let Some(size) = audiences::sealed_size(tx, spec.audience_id)? else {
+            return Ok(None);
+        };
+        create_in(tx, &spec, size, now).map(Some)
+    })
+}
+
+pub(super) fn get(conn: &mut Connection, id: i64) -> Result<Option<JobRecord>> {
+    job_by_id(conn, id)
+}
+
+pub(super) fn list(
+    conn: &mut Connection,
+    before: Option<i64>,
+    limit: usize,
+) -> Result<Vec<JobRecord>> {
+    query_all(
+        conn,
+        JOBS_BEFORE,
+        params![before.unwrap_or(i64::MAX), limit_of(limit)],
+        "listing jobs",
+        read_job,
+    )
+}
+
+pub(super) fn segment_counts(
+    conn: &mut Connection,
+    job_id: i64,
+) -> Result<Vec<(SegmentState, u64)>> {
+    let mut counts = query_all(conn, SEGMENT_COUNTS, [job_id], "counting segments", |r| {
+        let state: String = col(r, 0, "segments.state")?;
+        let state = SegmentState::parse(&state)
+            .ok_or_else(|| StoreError::Corrupt(format!("unknown segment state {state:?}")))?;
+        Ok((state, u64_col(r, 1, "count")?))
+    })?;
+    counts.sort_by_key(|(s, _)| SegmentState::ALL.iter().position(|x| x == s));
+    Ok(counts)
+}
+
+pub(super) fn segments_of(
+    conn: &mut Connection,
+    job_id: i64,
+    after: Option<i64>,
+    limit: usize,
+) -> Result<Vec<SegmentRecord>> {
+    query_all(
+        conn,
+        SEGMENTS_AFTER,
+        params![job_id, after.unwrap_or(i64::MIN), limit_of(limit)],
+        "listing segments",
+        read_segment,
+    )
+}
+
+/// Ends a running job in `state` (done, expired or cancelled) and its task
+/// with it. Returns the job as it is afterwards, or `None` if it was not running.
+pub(super) fn end_job(
+    tx: &Transaction<'_>,
+    job_id: i64,
+    state: JobState,
+    now: i64,
+) -> Result<Option<JobRecord>> {
+    let Some(job) = query_opt(
+        tx,
+        END_JOB,
+        params![job_id, state.as_str(), now],
+        "ending job",
+        read_job,
+    )?
+    else {
+        return Ok(None);
+    };
+    let outcome = task_outcome(job.state, job.totals.failed, job.totals.expired);
+    task_follows(tx, job.task_id, job.id, outcome, &job.totals, now)?;
+    Ok(Some(job))
+}
+
+/// A running task takes the outcome of its job.
+pub(super) fn task_follows(
+    tx: &Transaction<'_>,
+    task_id: Option<i64>,
+    job_id: i64,
+    outcome: TaskState,
+    totals: &JobTotals,
+    now: i64,
+) -> Result<()> {
+    let Some(task_id) = task_id else {
+        return Ok(());
+    };
+    let detail = match outcome {
+        TaskState::Succeeded => None,
+        TaskState::Cancelled => Some(format!("job {job_id} was cancelled")),
+        _ => Some(format!(
+            "job {job_id}: {} delivered, {} failed, {} expired of {}",
+            totals.delivered, totals.failed, totals.expired, totals.total
+        )),
+    };
+    tx.prepare_cached(TASK_FOLLOWS)
+        .ctx("preparing task end")?
+        .execute(params![task_id, outcome.as_str(), detail, now])
+        .ctx("ending task")?;
+    Ok(())
+}
+
+/// Ends a running job `done` if it has no pending or running segment and
+/// nothing retrying. Returns whether it did.
+pub(super) fn maybe_done(tx: &Transaction<'_>, job_id: i64, now: i64) -> Result<bool> {
+    let Some(job) = job_by_id(tx, job_id)? else {
+        return Ok(false);
+    };
+    if job.state != JobState::Running || job.totals.retrying > 0 {
+        return Ok(false);
+    }
+    let live: bool = tx
+        .prepare_cached(HAS_LIVE_SEGMENT)
+        .ctx("preparing live segment check")?
+        .query_row([job_id], |r| r.get(0))
+        .ctx("checking live segments")?;
+    if live {
+        return Ok(false);
+    }
+    Ok(end_job(tx, job_id, JobState::Done, now)?.is_some())
+}
+
+pub(super) fn cancel(conn: &mut Connection, id: i64, now: i64) -> Result<Option<JobRecord>> {
+    in_tx(conn, "cancelling job", |tx| {
+        let Some(job) = job_by_id(tx, id)? else {
+            return Ok(None);
+        };
+        if job.state != JobState::Running {
+            return Ok(Some(job));
+        }
+        tx.prepare_cached(END_LIVE_SEGMENTS)
+            .ctx("preparing segment cancel")?
+            .execute(params![id, SegmentState::Cancelled.as_str(), now])
+            .ctx("cancelling segments")?;
+        end_job(tx, id, JobState::Cancelled, now)
+    })
+}
+
+pub(super) fn claim(
+    conn: &mut Connection,
+    owner: String,
+    now: i64,
+    lease_ms: i64,
+) -> Result<Option<ClaimedSegment>> {
+    in_tx(conn, "claiming segment", |tx| {
+        let Some(id) = tx
+            .prepare_cached(NEXT_CLAIMABLE)
+            .ctx("preparing claim")?
+            .query_row([now], |r| r.get::<_, i64>(0))
+            .optional()
+            .ctx("finding a claimable segment")?
+        else {
+            return Ok(None);
+        };
+        let lease_until = now.saturating_add(lease_ms);
+        let Some(segment) = query_opt(
+            tx,
+            TAKE_SEGMENT,
+            params![id, owner, lease_until, now],
+            "taking segment",
+            read_segment,
+        )?
+        else {
+            return Ok(None);
+        };
+        let job = query_opt(
+            tx,
+            JOB_STARTED,
+            params![segment.job_id, now],
+            "starting job",
+            read_job,
+        )?
+        .ok_or_else(|| {
+            StoreError::Corrupt(format!("segment {id} of missing job {}", segment.job_id))
+        })?;
+        Ok(Some(ClaimedSegment {
+            claim: SegmentClaim {
+                segment_id: id,
+                job_id: segment.job_id,
+                owner,
+                epoch: segment.epoch,
+            },
+            segment,
+            job,
+            lease_until,
+        }))
+    })
+}
+
+pub(super) fn sends_of(
+    conn: &mut Connection,
+    job_id: i64,
+    start: u64,
+    end: u64,
+) -> Result<Vec<SendRecord>> {
+    let (start, end) = (
+        to_db(start, "start")?,
+        to_db(end.min(i64::MAX as u64), "end")?,
+    );
+    query_all(
+        conn,
+        SENDS,
+        params![job_id, start, end],
+        "reading send log",
+        |r| {
+            let code: i64 = col(r, 3, "job_sends.state")?;
+            Ok(SendRecord {
+                job_id: col(r, 0, "job_sends.job_id")?,
+                index: u64_col(r, 1, "job_sends.idx")?,
+                recipient: col(r, 2, "job_sends.recipient")?,
+                state: send_from_code(code)?,
+                attempts: super::narrow_col(r, 4, "job_sends.attempts")?,
+                provider_msgid: col(r, 5, "job_sends.msgid")?,
+                error: col(r, 6, "job_sends.error")?,
+                updated_at: col(r, 7, "job_sends.updated_at")?,
+            })
+        },
+    )
+}
+
+/// A segment as the claim check sees it.
+struct ClaimView {
+    job_id: i64,
+    start: u64,
+    end: u64,
+    cursor: u64,
+    state: String,
+    owner: Option<String>,
+    epoch: i64,
+    lease_until: Option<i64>,
+}
+
+impl ClaimView {
+    fn read(tx: &Transaction<'_>, claim: &SegmentClaim) -> Result<Self> {
+        let view = query_opt(
+            tx,
+            CLAIM_STATE,
+            [claim.segment_id],
+            "reading segment",
+            |r| {
+                Ok(ClaimView {
+                    job_id: col(r, 0, "segments.job_id")?,
+                    start: u64_col(r, 1, "segments.start_idx")?,
+                    end: u64_col(r, 2, "segments.end_idx")?,
+                    cursor: u64_col(r, 3, "segments.cursor")?,
+                    state: col(r, 4, "segments.state")?,
+                    owner: col(r, 5, "segments.owner")?,
+                    epoch: col(r, 6, "segments.epoch")?,
+                    lease_until: col(r, 7, "segments.lease_until")?,
+                })
+            },
+        )?
+        .ok_or_else(|| invalid(format!("segment {} does not exist", claim.segment_id)))?;
+        if view.job_id != claim.job_id {
+            return Err(invalid(format!(
+                "segment {} belongs to job {}, not {}",
+                claim.segment_id, view.job_id, claim.job_id
+            )));
+        }
+        Ok(view)
+    }
+
+    /// Still this claim's: same owner and epoch, and running.
+    fn current(&self, claim: &SegmentClaim) -> bool {
+        self.state == SegmentState::Running.as_str()
+            && self.epoch == claim.epoch
+            && self.owner.as_deref() == Some(claim.owner.as_str())
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Bucket {
+    Delivered,
+    Failed,
+    Retrying,
+    Expired,
+    Cancelled,
+}
+
+/// How a job's counters move as one recipient's log row changes.
+#[derive(Default)]
+struct Deltas {
+    delivered: i64,
+    failed: i64,
+    retrying: i64,
+    expired: i64,
+    cancelled: i64,
+}
+
+impl Deltas {
+    /// The counter a recipient in `state` (`None`: not logged yet) is counted
+    /// in while the job is `job`. Once a job ended `expired` or `cancelled`,
+    /// every recipient without a final outcome is counted in that bucket.
+    fn slot(&mut self, job: JobState, state: Option<SendState>) -> Option<&mut i64> {
+        let in_bucket = || match job {
+            JobState::Expired => Some(Bucket::Expired),
+            JobState::Cancelled => Some(Bucket::Cancelled),
+            JobState::Running | JobState::Done => None,
+        };
+        let which = match state {
+            Some(SendState::Delivered) => Some(Bucket::Delivered),
+            Some(SendState::Failed) => Some(Bucket::Failed),
+            Some(SendState::Expired) => Some(Bucket::Expired),
+            Some(SendState::Retry) => in_bucket().or(Some(Bucket::Retrying)),
+            None => in_bucket(),
+        };
+        which.map(|b| match b {
+            Bucket::Delivered => &mut self.delivered,
+            Bucket::Failed => &mut self.failed,
+            Bucket::Retrying => &mut self.retrying,
+            Bucket::Expired => &mut self.expired,
+            Bucket::Cancelled => &mut self.cancelled,
+        })
+    }
+
+    fn moved(&mut self, job: JobState, from: Option<SendState>, to: SendState) {
+        if let Some(c) = self.slot(job, from) {
+            *c -= 1;
+        }
+        if let Some(c) = self.slot(job, Some(to)) {
+            *c += 1;
+        }
+    }
+
+    fn is_zero(&self) -> bool {
+        [
+            self.delivered,
+            self.failed,
+            self.retrying,
+            self.expired,
+            self.cancelled,
+        ]
+        .iter()
+        .all(|d| *d == 0)
+    }
+}
+
+pub(super) fn record(
+    conn: &mut Connection,
+    claim: &SegmentClaim,
+    cursor: u64,
+    entries: Vec<SendEntry>,
+    now: i64,
+    lease_ms: i64,
+) -> Result<LeaseCheck> {
+    in_tx(conn, "recording sends", |tx| {
+        let seg = ClaimView::read(tx, claim)?;
+        if cursor < seg.start || cursor > seg.end {
+            return Err(invalid(format!(
+                "record_sends: cursor {cursor} is outside segment {} [{}, {})",
+                claim.segment_id, seg.start, seg.end
+            )));
+        }
+        if let Some(e) = entries
+            .iter()
+            .find(|e| e.index < seg.start || e.index >= seg.end)
+        {
+            return Err(invalid(format!(
+                "record_sends: index {} is outside segment {} [{}, {})",
+                e.index, claim.segment_id, seg.start, seg.end
+            )));
+        }
+        let job_state: String = tx
+            .prepare_cached(JOB_STATE)
+            .ctx("preparing job state")?
+            .query_row([claim.job_id], |r| r.get(0))
+            .ctx("reading job state")?;
+        let job_state = JobState::parse(&job_state)
+            .ok_or_else(|| StoreError::Corrupt(format!("unknown job state {job_state:?}")))?;
+        let mut deltas = Deltas::default();
+        {
+            let mut insert = tx
+                .prepare_cached(INSERT_SEND)
+                .ctx("preparing send insert")?;
+            let mut lookup = tx.prepare_cached(SEND_STATE).ctx("preparing send lookup")?;
+            let mut retry = tx.prepare_cached(RETRY_SEND).ctx("preparing send retry")?;
+            for e in &entries {
+                let idx = to_db(e.index, "index")?;
+                let code = send_code(e.state);
+                let inserted = insert
+                    .execute(params![
+                        claim.job_id,
+                        idx,
+                        e.recipient,
+                        code,
+                        e.provider_msgid,
+                        e.error,
+                        now
+                    ])
+                    .ctx("inserting send")?;
+                if inserted == 1 {
+                    deltas.moved(job_state, None, e.state);
+                    continue;
+                }
+                let old: i64 = lookup
+                    .query_row(params![claim.job_id, idx], |r| r.get(0))
+                    .ctx("reading send state")?;
+                let old = send_from_code(old)?;
+                if old != SendState::Retry {
+                    continue; // final: the first outcome stands
+                }
+                retry
+                    .execute(params![
+                        claim.job_id,
+                        idx,
+                        code,
+                        e.recipient,
+                        e.provider_msgid,
+                        e.error,
+                        now
+                    ])
+                    .ctx("updating send")?;
+                deltas.moved(job_state, Some(old), e.state);
+            }
+        }
+        if !deltas.is_zero() {
+            tx.prepare_cached(MOVE_TOTALS)
+                .ctx("preparing totals")?
+                .execute(params![
+                    claim.job_id,
+                    deltas.delivered,
+                    deltas.failed,
+                    deltas.retrying,
+                    deltas.expired,
+                    deltas.cancelled
+                ])
+                .ctx("moving totals")?;
+        }
+        if !seg.current(claim) {
+            return Ok(LeaseCheck::Lost);
+        }
+        let lease_until = now.saturating_add(lease_ms);
+        tx.prepare_cached(ADVANCE)
+            .ctx("preparing cursor")?
+            .execute(params![
+                claim.segment_id,
+                to_db(cursor.max(seg.cursor), "cursor")?,
+                lease_until,
+                now
+            ])
+            .ctx("moving cursor")?;
+        Ok(LeaseCheck::Held { lease_until })
+    })
+}
+
+/// Whether any of `[start, end)` of a job is still `retry`.
+pub(super) fn any_retry(tx: &Transaction<'_>, job_id: i64, start: u64, end: u64) -> Result<bool> {
+    tx.prepare_cached(ANY_RETRY)
+        .ctx("preparing retry check")?
+        .query_row(
+            params![job_id, to_db(start, "start")?, to_db(end, "end")?],
+            |r| r.get(0),
+        )
+        .ctx("checking retries")
+}
+
+pub(super) fn finish(conn: &mut Connection, claim: &SegmentClaim, now: i64) -> Result<LeaseCheck> {
+    in_tx(conn, "finishing segment", |tx| {
+        let seg = ClaimView::read(tx, claim)?;
+        if !seg.current(claim) {
+            return Ok(LeaseCheck::Lost);
+        }
+        if seg.cursor != seg.end {
+            return Err(invalid(format!(
+                "finish_segment: segment {} is at {} of [{}, {})",
+                claim.segment_id, seg.cursor, seg.start, seg.end
+            )));
+        }
+        let state = if any_retry(tx, claim.job_id, seg.start, seg.end)? {
+            SegmentState::Partial
+        } else {
+            SegmentState::Done
+        };
+        tx.prepare_cached(END_SEGMENT)
+            .ctx("preparing segment end")?
+            .execute(params![claim.segment_id, state.as_str(), now])
+            .ctx("ending segment")?;
+        maybe_done(tx, claim.job_id, now)?;
+        Ok(LeaseCheck::Held {
+            lease_until: seg.lease_until.unwrap_or(now),
+        })
+    })
+}

@@ -1,0 +1,411 @@
+//! Versioned rules and their append-only tasks.
+
+use herald_core::campaign::{JobState, RuleStatus, TaskState, task_outcome};
+use rusqlite::{Connection, Transaction, params};
+
+use super::{
+    Ctx, audiences, col, in_read_tx, in_tx, jobs, limit_of, query_all, query_opt, read_rule,
+    read_task, read_version, to_db,
+};
+use crate::Result;
+use crate::campaign::{
+    JobSpec, PlanCandidate, RuleRecord, RuleSpec, RuleVersion, TaskRecord, TaskStart,
+};
+
+const INSERT_RULE: &str = "INSERT INTO rules (status, version, created_at, updated_at) \
+    VALUES ('enabled', 1, ?1, ?1) RETURNING id";
+const INSERT_VERSION: &str = "INSERT INTO rule_versions \
+    (rule_id, version, name, schedule, audience, audience_id, channel, message, deadline_secs, \
+     priority, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
+// A new version is current at once; a finished rule comes back, a disabled one stays so.
+const BUMP_VERSION: &str = "UPDATE rules SET version = version + 1, updated_at = ?2, \
+    status = CASE WHEN status = 'finished' THEN 'enabled' ELSE status END \
+    WHERE id = ?1 RETURNING version";
+const SET_STATUS: &str = "UPDATE rules SET status = ?2, updated_at = ?3 WHERE id = ?1";
+const CANCEL_PENDING: &str = "UPDATE tasks SET state = 'cancelled', finished_at = ?2, \
+    detail = 'the rule was disabled' WHERE rule_id = ?1 AND state = 'pending'";
+const RULE_BY_ID: &str = concat!(rule_select!(), " WHERE r.id = ?1");
+const RULES_AFTER: &str = concat!(rule_select!(), " WHERE r.id > ?1 ORDER BY r.id LIMIT ?2");
+// The planner's questions per enabled rule, each answered from an index:
+// pending/running tasks from tasks_rule_state, the latest occurrence of the
+// current version from the (rule_id, version, planned_at) key.
+const CANDIDATES: &str = concat!(
+    rule_select!(),
+    " WHERE r.status = 'enabled' AND r.id > ?1 ",
+    "ORDER BY r.id LIMIT ?2"
+);
+pub(super) const HAS_PENDING_CURRENT: &str = "SELECT EXISTS (SELECT 1 FROM tasks \
+    WHERE rule_id = ?1 AND state = 'pending' AND version = ?2)";
+pub(super) const ACTIVE_TASKS: &str = "SELECT COUNT(*) FROM tasks \
+    WHERE rule_id = ?1 AND state IN ('pending', 'running')";
+pub(super) const LAST_PLANNED: &str = "SELECT planned_at FROM tasks \
+    WHERE rule_id = ?1 AND version = ?2 ORDER BY planned_at DESC LIMIT 1";
+const VERSIONS: &str = concat!(
+    "SELECT ",
+    version_cols!(),
+    " FROM rule_versions AS v WHERE v.rule_id = ?1 ORDER BY v.version"
+);
+const VERSION: &str = concat!(
+    "SELECT ",
+    version_cols!(),
+    " FROM rule_versions AS v WHERE v.rule_id = ?1 AND v.version = ?2"
+);
+// `WHERE` before `ON CONFLICT` keeps SQLite from reading `ON` as a join clause.
+pub(super) const PLAN: &str = concat!(
+    "INSERT INTO tasks (rule_id, version, planned_at, state, created_at) \
+    SELECT id, version, ?3, 'pending', ?4 FROM rules \
+    WHERE id = ?1 AND version = ?2 AND status = 'enabled' \
+    ON CONFLICT (rule_id, version, planned_at) DO NOTHING \
+    RETURNING ",
+    task_cols!()
+);
+const FINISH: &str = "UPDATE rules SET status = 'finished', updated_at = ?2 \
+    WHERE id = ?1 AND status = 'enabled' AND NOT EXISTS (SELECT 1 FROM tasks \
+    WHERE rule_id = ?1 AND state IN ('pending', 'running'))";
+const TASK_BY_ID: &str = concat!("SELECT ", task_cols!(), " FROM tasks WHERE id = ?1");
+pub(super) const RULE_TASKS: &str = concat!(
+    "SELECT ",
+    task_cols!(),
+    " FROM tasks WHERE rule_id = ?1 ORDER BY planned_at DESC, id DESC LIMIT ?2"
+);
+pub(super) const DUE: &str = concat!(
+    "SELECT ",
+    task_cols!(),
+    " FROM tasks WHERE state = 'pending' AND planned_at <= ?1 ORDER BY planned_at, id LIMIT ?2"
+);
+const END_PENDING: &str = "UPDATE tasks SET state = ?2, detail = ?3, finished_at = ?4 \
+    WHERE id = ?1 AND state = 'pending'";
+const RUN: &str = "UPDATE tasks SET state = 'running', job_id = ?2, recipients = ?3, \
+    started_at = ?4 WHERE id = ?1 AND state = 'pending'";
+
+fn insert_version(
+    tx: &Transaction<'_>,
+    rule_id: i64,
+    version: i32,
+    spec: &RuleSpec,
+    now: i64,
+) -> Result<()> {
+    tx.prepare_cached(INSERT_VERSION)
+        .ctx("preparing version insert")?
+        .execute(params![
+            rule_id,
+            version,
+            spec.name,
+            spec.schedule,
+            spec.audience,
+            spec.audience_id,
+            spec.channel,
+            spec.message,
+            spec.deadline_secs,
+            spec.priority,
+            now
+        ])
+        .ctx("inserting rule version")?;
+    Ok(())
+}
+
+fn rule_by_id(conn: &Connection, id: i64) -> Result<Option<RuleRecord>> {
+    query_opt(conn, RULE_BY_ID, [id], "reading rule", read_rule)
+}
+
+pub(super) fn create(conn: &mut Connection, spec: RuleSpec, now: i64) -> Result<RuleRecord> {
+    in_tx(conn, "creating rule", |tx| {
+        let id: i64 = tx
+            .prepare_cached(INSERT_RULE)
+            .ctx("preparing rule insert")?
+            .query_row([now], |r| r.get(0))
+            .ctx("inserting rule")?;
+        insert_version(tx, id, 1, &spec, now)?;
+        Ok(RuleRecord {
+            id,
+            status: RuleStatus::Enabled,
+            created_at: now,
+            updated_at: now,
+            current: RuleVersion {
+                rule_id: id,
+                version: 1,
+                spec,
+                created_at: now,
+            },
+        })
+    })
+}
+
+pub(super) fn update(
+    conn: &mut Connection,
+    id: i64,
+    spec: RuleSpec,
+    now: i64,
+) -> Result<Option<RuleRecord>> {
+    in_tx(conn, "updating rule", |tx| {
+        let Some(version) =
+            query_opt(tx, BUMP_VERSION, params![id, now], "bumping version", |r| {
+                col::<i32>(r, 0, "rules.version")
+            })?
+        else {
+            return Ok(None);
+        };
+        insert_version(tx, id, version, &spec, now)?;
+        rule_by_id(tx, id)
+    })
+}
+
+pub(super) fn set_enabled(
+    conn: &mut Connection,
+    id: i64,
+    enabled: bool,
+    now: i64,
+) -> Result<Option<RuleRecord>> {
+    in_tx(conn, "enabling or disabling rule", |tx| {
+        let status = if enabled {
+            RuleStatus::Enabled
+        } else {
+            RuleStatus::Disabled
+        };
+        let n = tx
+            .prepare_cached(SET_STATUS)
+            .ctx("preparing rule status")?
+            .execute(params![id, status.as_str(), now])
+            .ctx("setting rule status")?;
+        if n == 0 {
+            return Ok(None);
+        }
+        if !enabled {
+            tx.prepare_cached(CANCEL_PENDING)
+                .ctx("preparing task cancel")?
+                .execute(params![id, now])
+                .ctx("cancelling pending tasks")?;
+        }
+        rule_by_id(tx, id)
+    })
+}
+
+pub(super) fn get(conn: &mut Connection, id: i64) -> Result<Option<RuleRecord>> {
+    rule_by_id(conn, id)
+}
+
+pub(super) fn list(
+    conn: &mut Connection,
+    after: Option<i64>,
+    limit: usize,
+) -> Result<Vec<RuleRecord>> {
+    query_all(
+        conn,
+        RULES_AFTER,
+        params![after.unwrap_or(i64::MIN), limit_of(limit)],
+        "listing rules",
+        read_rule,
+    )
+}
+
+pub(super) fn versions(conn: &mut Connection, id: i64) -> Result<Vec<RuleVersion>> {
+    query_all(conn, VERSIONS, [id], "listing versions", |r| {
+        read_version(r, 0)
+    })
+}
+
+pub(super) fn tasks_of(
+    conn: &mut Connection,
+    rule_id: i64,
+    limit: usize,
+) -> Result<Vec<TaskRecord>> {
+    query_all(
+        conn,
+        RULE_TASKS,
+        params![rule_id, limit_of(limit)],
+        "listing rule tasks",
+        read_task,
+    )
+}
+
+pub(super) fn candidates(
+    conn: &mut Connection,
+    after: Option<i64>,
+    limit: usize,
+) -> Result<Vec<PlanCandidate>> {
+    in_read_tx(conn, "reading plan candidates", |tx| {
+        let rules = query_all(
+            tx,
+            CANDIDATES,
+            params![after.unwrap_or(i64::MIN), limit_of(limit)],
+            "listing enabled rules",
+            read_rule,
+        )?;
+        let mut out = Vec::with_capacity(rules.len());
+        for rule in rules {
+            let (id, version) = (rule.id, rule.current.version);
+            let has_pending_current: bool = tx
+                .prepare_cached(HAS_PENDING_CURRENT)
+                .ctx("preparing pending check")?
+                .query_row(params![id, version], |r| r.get(0))
+                .ctx("checking pending tasks")?;
+            let active: i64 = tx
+                .prepare_cached(ACTIVE_TASKS)
+                .ctx("preparing active count")?
+                .query_row([id], |r| r.get(0))
+                .ctx("counting active tasks")?;
+            let last_planned_at = query_opt(
+                tx,
+                LAST_PLANNED,
+                params![id, version],
+                "last planned",
+                |r| col::<i64>(r, 0, "tasks.planned_at"),
+            )?;
+            out.push(PlanCandidate {
+                rule,
+                has_pending_current,
+                active_tasks: super::from_db(active, "active tasks")?,
+                last_planned_at,
+            });
+        }
+        Ok(out)
+    })
+}
+
+pub(super) fn plan(
+    conn: &mut Connection,
+    rule_id: i64,
+    version: i32,
+    planned_at: i64,
+    now: i64,
+) -> Result<Option<TaskRecord>> {
+    in_tx(conn, "planning task", |tx| {
+        query_opt(
+            tx,
+            PLAN,
+            params![rule_id, version, planned_at, now],
+            "planning task",
+            read_task,
+        )
+    })
+}
+
+pub(super) fn finish(conn: &mut Connection, rule_id: i64, now: i64) -> Result<bool> {
+    in_tx(conn, "finishing rule", |tx| {
+        let n = tx
+            .prepare_cached(FINISH)
+            .ctx("preparing rule finish")?
+            .execute(params![rule_id, now])
+            .ctx("finishing rule")?;
+        Ok(n == 1)
+    })
+}
+
+pub(super) fn due(conn: &mut Connection, now: i64, limit: usize) -> Result<Vec<TaskRecord>> {
+    query_all(
+        conn,
+        DUE,
+        params![now, limit_of(limit)],
+        "listing due tasks",
+        read_task,
+    )
+}
+
+pub(super) fn task(conn: &mut Connection, id: i64) -> Result<Option<TaskRecord>> {
+    query_opt(conn, TASK_BY_ID, [id], "reading task", read_task)
+}
+
+fn end_pending(
+    tx: &Transaction<'_>,
+    id: i64,
+    state: TaskState,
+    detail: &str,
+    now: i64,
+) -> Result<()> {
+    tx.prepare_cached(END_PENDING)
+        .ctx("preparing task end")?
+        .execute(params![id, state.as_str(), detail, now])
+        .ctx("ending task")?;
+    Ok(())
+}
+
+pub(super) fn start(
+    conn: &mut Connection,
+    task_id: i64,
+    now: i64,
+    segment_size: u64,
+) -> Result<TaskStart> {
+    in_tx(conn, "starting task", |tx| {
+        let Some(task) = query_opt(tx, TASK_BY_ID, [task_id], "reading task", read_task)? else {
+            return Ok(TaskStart::NotPending);
+        };
+        if task.state != TaskState::Pending {
+            return Ok(TaskStart::NotPending);
+        }
+        let Some(rule) = rule_by_id(tx, task.rule_id)? else {
+            end_pending(
+                tx,
+                task_id,
+                TaskState::Failed,
+                "the rule no longer exists",
+                now,
+            )?;
+            return Ok(TaskStart::NoAudience);
+        };
+        if rule.current.version != task.version {
+            let detail = format!("the rule was updated to version {}", rule.current.version);
+            end_pending(tx, task_id, TaskState::Expired, &detail, now)?;
+            return Ok(TaskStart::Expired);
+        }
+        if rule.status != RuleStatus::Enabled {
+            let detail = format!("the rule is {}", rule.status);
+            end_pending(tx, task_id, TaskState::Cancelled, &detail, now)?;
+            return Ok(TaskStart::Cancelled);
+        }
+        // The task's version is the current one.
+        let Some(version) = query_opt(
+            tx,
+            VERSION,
+            params![task.rule_id, task.version],
+            "reading version",
+            |r| read_version(r, 0),
+        )?
+        else {
+            end_pending(
+                tx,
+                task_id,
+                TaskState::Failed,
+                "the rule version is missing",
+                now,
+            )?;
+            return Ok(TaskStart::NoAudience);
+        };
+        let spec = version.spec;
+        let Some(audience_id) = spec.audience_id else {
+            let detail = "the audience has no uploaded recipients (parties or tags only)";
+            end_pending(tx, task_id, TaskState::Failed, detail, now)?;
+            return Ok(TaskStart::NoAudience);
+        };
+        let Some(size) = audiences::sealed_size(tx, audience_id)? else {
+            let detail = format!("audience {audience_id} is unknown or not sealed");
+            end_pending(tx, task_id, TaskState::Failed, &detail, now)?;
+            return Ok(TaskStart::NoAudience);
+        };
+        let deadline_at = spec
+            .deadline_secs
+            .map(|s| now.saturating_add(s.saturating_mul(1_000)));
+        let job = jobs::create_in(
+            tx,
+            &JobSpec {
+                audience_id,
+                channel: spec.channel,
+                message: spec.message,
+                segment_size,
+                deadline_at,
+                priority: spec.priority,
+                task_id: Some(task_id),
+            },
+            size,
+            now,
+        )?;
+        tx.prepare_cached(RUN)
+            .ctx("preparing task run")?
+            .execute(params![task_id, job.id, to_db(size, "recipients")?, now])
+            .ctx("running task")?;
+        if job.state == JobState::Done {
+            let outcome = task_outcome(job.state, job.totals.failed, job.totals.expired);
+            jobs::task_follows(tx, Some(task_id), job.id, outcome, &job.totals, now)?;
+        }
+        Ok(TaskStart::Started { job })
+    })
+}
