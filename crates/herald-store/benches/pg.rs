@@ -11,14 +11,18 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, Throughput};
+use herald_core::campaign::SendState;
 use herald_pgtemp::{Options, PgTemp};
 use herald_store::conformance::fixtures::{completion, created, inserts};
+use herald_store::conformance_campaign::fixtures::job_spec;
 use herald_store::postgres::PgStore;
-use herald_store::{CampaignStore, CompletionOutcome, DueCursor, Store, StoreOptions};
+use herald_store::{
+    CampaignStore, CompletionOutcome, DueCursor, JobSpec, SendEntry, Store, StoreOptions,
+};
 use tokio::runtime::Runtime;
 
 mod common;
-use common::{SendFeed, pick, populate, realistic, runtime, ten_k_inserts};
+use common::{pick, populate, realistic, runtime, send_batch, ten_k_inserts, upload_audience};
 
 struct Clusters {
     fast: PgTemp,
@@ -175,58 +179,82 @@ fn bench_complete(c: &mut Criterion, pgs: &Clusters) {
     g.finish();
 }
 
-/// `record_sends` as a worker calls it: 500 outcomes per batch under one
-/// claim. `new` writes 500 fresh send-log rows (mostly delivered); `retried`
-/// re-records 500 rows that were `retry` (the update path: each row locked,
-/// read, rewritten). Reported as rows/s.
+/// Campaign send log, as in the SQLite bench: one `record_sends` of 500
+/// recipients per iteration (the engine's batch), each under a fresh claim of a
+/// 500-recipient segment of a 1M-recipient job, so the log grows through the
+/// run. `new` writes 500 new rows (mostly delivered); `retried` re-records 500
+/// rows that were `retry` (the update path: each row locked, read and
+/// rewritten). Reported as rows per second.
 fn bench_record_sends(c: &mut Criterion, pgs: &Clusters) {
     const BATCH: u64 = 500;
+    const LEASE: i64 = 60_000;
     let rt = runtime();
     let mut g = c.benchmark_group("pg_record_sends");
-    g.sample_size(20)
+    g.sample_size(30)
         .measurement_time(Duration::from_secs(10))
         .throughput(Throughput::Elements(BATCH));
     for (label, pg) in [("fast", &pgs.fast), ("durable", &pgs.durable)] {
         let store = open(&rt, pg, &format!("record_{label}"));
-        let mut feed = SendFeed::new(&rt, &store, 1_000_000);
-        g.bench_function(format!("500_new_{label}"), |b| {
-            b.iter_batched(
-                || {
-                    let (claim, cursor, entries) = feed.batch(&rt, &store, BATCH, false);
-                    (claim, cursor, entries, feed.now())
-                },
-                |(claim, cursor, entries, now)| {
-                    black_box(
-                        rt.block_on(store.record_sends(&claim, cursor, entries, now, 60_000))
-                            .expect("record_sends"),
-                    )
-                },
-                BatchSize::PerIteration,
-            )
-        });
-        if label == "fast" {
-            g.bench_function("500_retried_fast", |b| {
+        let audience = upload_audience(&rt, &store, 1_000_000);
+        let mut now = 1;
+        // A fresh segment of the job, or of a new one once it is all claimed.
+        let claim = |now: i64| {
+            let c = rt
+                .block_on(store.claim_segment("bench", now, LEASE))
+                .expect("claim");
+            c.unwrap_or_else(|| {
+                let spec = JobSpec {
+                    segment_size: BATCH,
+                    ..job_spec(audience, BATCH)
+                };
+                rt.block_on(store.create_job(spec, 0))
+                    .expect("create_job")
+                    .expect("job");
+                rt.block_on(store.claim_segment("bench", now, LEASE))
+                    .expect("claim")
+                    .expect("a segment of the new job")
+            })
+        };
+        let variants: &[(&str, bool)] = if label == "fast" {
+            &[("new", false), ("retried", true)]
+        } else {
+            &[("new", false)]
+        };
+        for &(variant, retried) in variants {
+            g.bench_function(format!("500_{variant}_{label}"), |b| {
                 b.iter_batched(
                     || {
-                        let (claim, cursor, mut entries) = feed.batch(&rt, &store, BATCH, true);
-                        rt.block_on(store.record_sends(
-                            &claim,
-                            cursor,
-                            entries.clone(),
-                            feed.now(),
-                            60_000,
-                        ))
-                        .expect("record_sends");
-                        for e in &mut entries {
-                            e.state = herald_core::campaign::SendState::Delivered;
-                            e.error = None;
-                            e.provider_msgid = Some("retried".into());
+                        now += 1;
+                        let claimed = claim(now);
+                        let (start, end) = (claimed.segment.start, claimed.segment.end);
+                        let mut batch = send_batch(start, end);
+                        if retried {
+                            let first = batch
+                                .iter()
+                                .map(|e| SendEntry {
+                                    state: SendState::Retry,
+                                    ..e.clone()
+                                })
+                                .collect();
+                            rt.block_on(store.record_sends(
+                                &claimed.claim,
+                                start,
+                                first,
+                                now,
+                                LEASE,
+                            ))
+                            .expect("record_sends");
+                            for e in &mut batch {
+                                e.error = None;
+                                e.state = SendState::Delivered;
+                            }
                         }
-                        (claim, cursor, entries, feed.now())
+                        (claimed, batch, now)
                     },
-                    |(claim, cursor, entries, now)| {
+                    |(claimed, batch, now)| {
+                        let end = claimed.segment.end;
                         black_box(
-                            rt.block_on(store.record_sends(&claim, cursor, entries, now, 60_000))
+                            rt.block_on(store.record_sends(&claimed.claim, end, batch, now, LEASE))
                                 .expect("record_sends"),
                         )
                     },

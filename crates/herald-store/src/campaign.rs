@@ -425,8 +425,7 @@ pub trait CampaignStore: Send + Sync + 'static {
     ) -> Result<Vec<SegmentRecord>>;
 
     /// Cancels a running job: its pending and running segments end `cancelled`,
-    /// every recipient without a final outcome (retrying ones included) counts
-    /// as cancelled, its task (if any) ends
+    /// the recipients they had left count as cancelled, its task (if any) ends
     /// `cancelled`. Returns the job as it is afterwards (`None` if unknown); a job
     /// already final is returned unchanged.
     ///
@@ -509,11 +508,9 @@ pub trait CampaignStore: Send + Sync + 'static {
     ///   `attempt + 1` and `not_before = now + retry_backoff_ms * attempt`, or,
     ///   once `attempt >= max_attempts`, their `retry` rows end `failed`; either
     ///   way the partial segment is then marked handled so it is not re-issued twice;
-    /// - running jobs past their deadline (`deadline_at <= now`) end `expired`:
-    ///   pending and running segments end `expired`, `retry` rows end `expired`,
-    ///   unsent recipients count as expired; the task follows. A job whose
-    ///   recipients all had a final outcome already ends `done` instead (counted
-    ///   in `finished_jobs`);
+    /// - running jobs past their deadline end `expired`: pending and running
+    ///   segments end `expired`, `retry` rows end `expired`, unsent recipients
+    ///   count as expired; the task follows;
     /// - running jobs with no pending or running segment and nothing retrying end
     ///   `done`; the task follows.
     ///

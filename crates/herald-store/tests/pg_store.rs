@@ -971,3 +971,43 @@ async fn a_job_settled_by_its_deadline_ends_done_not_expired() {
         vec![(SegmentState::Expired, 1)]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_claim_racing_a_cancel_leaves_nothing_running() {
+    let Some(db) = fresh_db("camp_cancel_race") else {
+        return;
+    };
+    let (a, b) = (Arc::new(open(&db).await), Arc::new(open(&db).await));
+    for round in 0..10 {
+        let job = job_of(&a, 40, 4).await;
+        let (claimed, cancelled) = tokio::join!(
+            {
+                let a = a.clone();
+                async move { a.claim_segment("w", T0 + 1, LEASE).await.unwrap() }
+            },
+            {
+                let b = b.clone();
+                async move { b.cancel_job(job.id, T0 + 1).await.unwrap().unwrap() }
+            }
+        );
+        assert_eq!(cancelled.state, JobState::Cancelled);
+        assert_eq!(cancelled.totals.cancelled, 40);
+        if let Some(c) = &claimed {
+            assert_eq!(c.job.started_at, Some(T0 + 1), "round {round}");
+            let check = a
+                .record_sends(&c.claim, c.segment.start, vec![], T0 + 2, LEASE)
+                .await
+                .unwrap();
+            assert_eq!(
+                check,
+                LeaseCheck::Lost,
+                "round {round}: sending for a cancelled job"
+            );
+        }
+        assert_eq!(
+            a.segment_counts(job.id).await.unwrap(),
+            vec![(SegmentState::Cancelled, 10)],
+            "round {round}"
+        );
+    }
+}

@@ -20,6 +20,7 @@ const SHARE_AUDIENCE: &str = "SELECT size FROM audiences WHERE id = $1 FOR SHARE
 const PUT_CHUNK: &str = "INSERT INTO audience_chunks (audience_id, chunk_no, count, data) \
     VALUES ($1, $2, $3, $4) ON CONFLICT (audience_id, chunk_no) \
     DO UPDATE SET count = EXCLUDED.count, data = EXCLUDED.data";
+const DROP_CHUNK: &str = "DELETE FROM audience_chunks WHERE audience_id = $1 AND chunk_no = $2";
 const LOCK_OPEN: &str = "SELECT 1 FROM audiences WHERE id = $1 AND size IS NULL FOR NO KEY UPDATE";
 // $2 chunk size, $3 number of the last chunk. What a seal checks: how many
 // chunks, how many recipients, the highest chunk number, and how many chunks
@@ -52,7 +53,8 @@ pub(super) async fn create(store: &PgStore, name: Option<&str>, now: i64) -> Res
     col(&row, 0, "audiences.id")
 }
 
-/// The chunk a valid `append` writes, or why it is refused.
+/// The chunk a valid `append` writes as `(chunk_no, count, data)` (count 0
+/// when `recipients` is empty: the chunk is removed), or why it is refused.
 pub(super) fn chunk_of(start: u64, recipients: &[String]) -> Result<(i64, i32, Vec<u8>)> {
     const WHAT: &str = "append_audience";
     if !start.is_multiple_of(AUDIENCE_CHUNK) {
@@ -60,9 +62,6 @@ pub(super) fn chunk_of(start: u64, recipients: &[String]) -> Result<(i64, i32, V
             WHAT,
             format!("start {start} is not a multiple of {AUDIENCE_CHUNK}"),
         ));
-    }
-    if recipients.is_empty() {
-        return Err(refused(WHAT, "no recipients"));
     }
     let count = i32::try_from(recipients.len())
         .ok()
@@ -128,9 +127,19 @@ pub(super) async fn append(
             format!("audience {id} is sealed"),
         ));
     }
-    tx.execute(&put, &[&id, &chunk_no, &count, &data])
-        .await
-        .ctx("writing an audience chunk")?;
+    if count == 0 {
+        let remove = tx
+            .prepare_cached(DROP_CHUNK)
+            .await
+            .ctx("preparing chunk delete")?;
+        tx.execute(&remove, &[&id, &chunk_no])
+            .await
+            .ctx("removing an audience chunk")?;
+    } else {
+        tx.execute(&put, &[&id, &chunk_no, &count, &data])
+            .await
+            .ctx("writing an audience chunk")?;
+    }
     tx.commit().await.ctx("committing append_audience")
 }
 

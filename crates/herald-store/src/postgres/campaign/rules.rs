@@ -466,17 +466,6 @@ pub(super) async fn start(
     let status: &str = col(&rule, 0, "rules.status")?;
     let current: i32 = col(&rule, 1, "rules.version")?;
     let version: i32 = col(&task, 0, "tasks.version")?;
-    if status != RuleStatus::Enabled.as_str() {
-        end_pending(
-            tx,
-            task_id,
-            TaskState::Cancelled,
-            format!("rule is {status}"),
-            now,
-        )
-        .await?;
-        return Ok(TaskStart::Cancelled);
-    }
     if version != current {
         end_pending(
             tx,
@@ -487,6 +476,17 @@ pub(super) async fn start(
         )
         .await?;
         return Ok(TaskStart::Expired);
+    }
+    if status != RuleStatus::Enabled.as_str() {
+        end_pending(
+            tx,
+            task_id,
+            TaskState::Cancelled,
+            format!("rule is {status}"),
+            now,
+        )
+        .await?;
+        return Ok(TaskStart::Cancelled);
     }
     let Some(audience_id) = col::<Option<i64>>(&rule, 2, "rule_versions.audience_id")? else {
         end_pending(
