@@ -19,6 +19,8 @@
 
 mod audiences;
 mod jobs;
+#[cfg(test)]
+mod plans;
 mod rows;
 mod rules;
 mod sweep;
