@@ -4,9 +4,10 @@
 //! # Locking
 //!
 //! Every transaction that changes a job's send log, counters or segment states
-//! locks the job row first (`FOR NO KEY UPDATE`), then segments, then send-log
-//! rows. The job lock is what keeps the counters exact: it serializes the
-//! writers of one job, and each reads what it changes in a statement that
+//! locks the job row first (`FOR NO KEY UPDATE`; several jobs in id order), and
+//! only then the job's segments and send-log rows, so two such writers of one
+//! job never hold parts of it at once. The job lock is also what keeps the
+//! counters exact: each writer reads what it changes in a statement that
 //! starts after the lock was granted, so it sees everything the previous holder
 //! committed.
 //!
