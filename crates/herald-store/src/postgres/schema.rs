@@ -123,7 +123,10 @@ pub(super) const MIGRATIONS: &[&str] = &[
     // index: the claim walks `segments_claim` (pending only, priority first,
     // carrying what the claim filters on), the sweeper `segments_lease`,
     // `segments_partial` and the running-job indexes, retry lookups
-    // `job_sends_retry`; nothing on them scans a table.
+    // `job_sends_retry`; nothing on them scans a table. `segments_lease` also
+    // requires a lease: the sweeper's `lease_until < now` implies it, a lookup
+    // of one running segment by id does not, so that one cannot wander into
+    // it (see `campaign/plans.rs`).
     r#"
     CREATE TABLE audiences (
         id         BIGSERIAL PRIMARY KEY,
@@ -227,7 +230,8 @@ pub(super) const MIGRATIONS: &[&str] = &[
         WHERE state = 'pending';
     CREATE INDEX segments_job ON segments (job_id, id);
     CREATE INDEX segments_active ON segments (job_id) WHERE state IN ('pending', 'running');
-    CREATE INDEX segments_lease ON segments (lease_until, id) WHERE state = 'running';
+    CREATE INDEX segments_lease ON segments (lease_until, id)
+        WHERE state = 'running' AND lease_until IS NOT NULL;
     CREATE INDEX segments_partial ON segments (id) WHERE state = 'partial' AND NOT handled;
     CREATE TABLE job_sends (
         job_id     BIGINT  NOT NULL,

@@ -16,9 +16,17 @@
 //! are pipelined where the result of one is not needed to build the next.
 //! Write transactions that hit a deadlock or serialization failure are retried
 //! whole (`PgStore::retrying`).
+//!
+//! Statements are shaped so that their plans stay cheap however stale the
+//! statistics were when a connection cached them (a campaign grows a table from
+//! nothing to millions of rows faster than autovacuum re-analyzes it); `plans`
+//! checks the cached plan of every hot statement over a new database and over a
+//! large one.
 
 mod audiences;
 mod jobs;
+#[cfg(test)]
+mod plans;
 mod rows;
 mod rules;
 mod sweep;

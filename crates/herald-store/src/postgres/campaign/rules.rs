@@ -33,7 +33,7 @@ const BUMP_RULE: &str = "UPDATE rules SET version = version + 1, updated_at = $2
         status = CASE WHEN status = 'finished' THEN 'enabled' ELSE status END \
     WHERE id = $1 RETURNING version";
 const SET_STATUS: &str = "UPDATE rules SET status = $2, updated_at = $3 WHERE id = $1";
-const CANCEL_PENDING: &str = "UPDATE tasks SET state = 'cancelled', detail = $3, finished_at = $2 \
+pub(super) const CANCEL_PENDING: &str = "UPDATE tasks SET state = 'cancelled', detail = $3, finished_at = $2 \
     WHERE rule_id = $1 AND state = 'pending'";
 const GET_RULE: &str = concat!(
     "SELECT ",
@@ -53,14 +53,14 @@ const VERSIONS: &str = concat!(
     version_cols!(),
     " FROM rule_versions WHERE rule_id = $1 ORDER BY version"
 );
-const RULE_TASKS: &str = concat!(
+pub(super) const RULE_TASKS: &str = concat!(
     "SELECT ",
     task_cols!(),
     " FROM tasks WHERE rule_id = $1 ORDER BY planned_at DESC, id DESC LIMIT $2"
 );
 // Each lookup is one index probe: `tasks_active` for the count, the unique
 // (rule, version, planned_at) index for the other two.
-const PLAN_CANDIDATES: &str = concat!(
+pub(super) const PLAN_CANDIDATES: &str = concat!(
     "SELECT ",
     rule_cols!(),
     ", EXISTS (SELECT 1 FROM tasks t WHERE t.rule_id = r.id AND t.version = r.version \
@@ -84,10 +84,10 @@ const PLAN_TASK: &str = concat!(
 );
 const LOCK_RULE: &str = "SELECT 1 FROM rules WHERE id = $1 FOR NO KEY UPDATE";
 // After `LOCK_RULE`, in its own statement: sees every task committed before.
-const FINISH_RULE: &str = "UPDATE rules SET status = 'finished', updated_at = $2 \
+pub(super) const FINISH_RULE: &str = "UPDATE rules SET status = 'finished', updated_at = $2 \
     WHERE id = $1 AND status = 'enabled' AND NOT EXISTS ( \
         SELECT 1 FROM tasks WHERE rule_id = $1 AND state IN ('pending', 'running'))";
-const DUE_TASKS: &str = concat!(
+pub(super) const DUE_TASKS: &str = concat!(
     "SELECT ",
     task_cols!(),
     " FROM tasks WHERE state = 'pending' AND planned_at <= $1 ORDER BY planned_at, id LIMIT $2"

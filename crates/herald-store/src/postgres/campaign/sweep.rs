@@ -10,6 +10,13 @@
 //! condition that made them candidates. Two sweepers that overlap therefore
 //! take turns per job, and the second finds the segments the first handled no
 //! longer matching: nothing is re-issued twice.
+//!
+//! Candidate jobs reach the locking statement as `id = ANY(ARRAY(subquery))`,
+//! which makes the planner look each up by primary key; given `id IN
+//! (subquery)` it may hash them against a scan of all jobs instead (seen in
+//! generic plans with 5,000 jobs). The segment updates keep `id IN (...)`:
+//! there the array form makes a plan cached over a small table scan it, and
+//! the join form probes the primary key (`campaign/plans.rs` checks both).
 
 use std::collections::BTreeMap;
 
@@ -27,13 +34,13 @@ use super::rows::job_state;
 
 type Tx<'a> = deadpool_postgres::Transaction<'a>;
 
-const LOCK_DEADLINE_JOBS: &str = "SELECT id FROM jobs WHERE id IN ( \
+pub(super) const LOCK_DEADLINE_JOBS: &str = "SELECT id FROM jobs WHERE id = ANY(ARRAY( \
         SELECT id FROM jobs WHERE state = 'running' AND deadline_at <= $1 \
-        ORDER BY deadline_at, id LIMIT $2) \
+        ORDER BY deadline_at, id LIMIT $2)) \
     AND state = 'running' ORDER BY id FOR NO KEY UPDATE";
-const EXPIRE_SEGMENTS: &str = "UPDATE segments SET state = 'expired', updated_at = $2 \
+pub(super) const EXPIRE_SEGMENTS: &str = "UPDATE segments SET state = 'expired', updated_at = $2 \
     WHERE job_id = ANY($1::int8[]) AND state IN ('pending', 'running')";
-const EXPIRE_SENDS: &str = "UPDATE job_sends SET state = 'expired', updated_at = $2 \
+pub(super) const EXPIRE_SENDS: &str = "UPDATE job_sends SET state = 'expired', updated_at = $2 \
     WHERE job_id = ANY($1::int8[]) AND state = 'retry'";
 // Every recipient without a final outcome (retrying ones included) expired.
 // A job whose recipients all have one already is simply done.
@@ -43,38 +50,39 @@ const EXPIRE_JOBS: &str = "UPDATE jobs SET \
         expired = total - delivered - failed, retrying = 0, finished_at = $2 \
     WHERE id = ANY($1::int8[]) RETURNING id, task_id, delivered, failed, expired, state";
 
-const LOCK_LAPSED_JOBS: &str = "SELECT id, state FROM jobs WHERE id IN ( \
+pub(super) const LOCK_LAPSED_JOBS: &str = "SELECT id, state FROM jobs WHERE id = ANY(ARRAY( \
         SELECT job_id FROM segments WHERE state = 'running' AND lease_until < $1 \
-        ORDER BY lease_until, id LIMIT $2) \
+        ORDER BY lease_until, id LIMIT $2)) \
     ORDER BY id FOR NO KEY UPDATE";
-const ABANDON: &str = "UPDATE segments SET state = 'abandoned', updated_at = $2 WHERE id IN ( \
+pub(super) const ABANDON: &str = "UPDATE segments SET state = 'abandoned', updated_at = $2 WHERE id IN ( \
         SELECT id FROM segments \
         WHERE job_id = ANY($1::int8[]) AND state = 'running' AND lease_until < $2 \
         ORDER BY lease_until, id LIMIT $3 FOR UPDATE SKIP LOCKED) \
     RETURNING id, job_id, start_idx, end_idx, cursor_idx, attempt, priority, deadline_at";
 
-const LOCK_PARTIAL_JOBS: &str = "SELECT id, state FROM jobs WHERE id IN ( \
+pub(super) const LOCK_PARTIAL_JOBS: &str = "SELECT id, state FROM jobs WHERE id = ANY(ARRAY( \
         SELECT job_id FROM segments WHERE state = 'partial' AND NOT handled \
-        ORDER BY id LIMIT $1) \
+        ORDER BY id LIMIT $1)) \
     ORDER BY id FOR NO KEY UPDATE";
-const HANDLE_PARTIALS: &str = "UPDATE segments SET handled = true WHERE id IN ( \
+pub(super) const HANDLE_PARTIALS: &str = "UPDATE segments SET handled = true WHERE id IN ( \
         SELECT id FROM segments \
         WHERE job_id = ANY($1::int8[]) AND state = 'partial' AND NOT handled \
         ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED) \
     RETURNING id, job_id, start_idx, end_idx, cursor_idx, attempt, priority, deadline_at";
-const FAIL_RETRIES: &str = "UPDATE job_sends SET state = 'failed', updated_at = $4 \
+pub(super) const FAIL_RETRIES: &str = "UPDATE job_sends SET state = 'failed', updated_at = $4 \
     WHERE job_id = $1 AND idx >= $2 AND idx < $3 AND state = 'retry'";
 const GIVE_UP: &str =
     "UPDATE jobs SET failed = failed + $2, retrying = retrying - $2 WHERE id = $1";
 
-const LOCK_IDLE_JOBS: &str = "SELECT id FROM jobs WHERE id IN ( \
+// `OFFSET 0`: a probe per running job, as in `jobs::FINISH_IDLE_JOBS`.
+pub(super) const LOCK_IDLE_JOBS: &str = "SELECT id FROM jobs WHERE id = ANY(ARRAY( \
         SELECT id FROM jobs AS j WHERE state = 'running' AND retrying = 0 AND NOT EXISTS ( \
             SELECT 1 FROM segments AS s \
-            WHERE s.job_id = j.id AND s.state IN ('pending', 'running')) \
-        ORDER BY id LIMIT $1) \
+            WHERE s.job_id = j.id AND s.state IN ('pending', 'running') OFFSET 0) \
+        ORDER BY id LIMIT $1)) \
     AND state = 'running' ORDER BY id FOR NO KEY UPDATE";
 
-const FIRST_RETRY: &str = "SELECT min(idx) FROM job_sends \
+pub(super) const FIRST_RETRY: &str = "SELECT min(idx) FROM job_sends \
     WHERE job_id = $1 AND idx >= $2 AND idx < $3 AND state = 'retry'";
 const REISSUE: &str = "INSERT INTO segments (job_id, start_idx, end_idx, cursor_idx, state, \
         parent_id, attempt, not_before, priority, deadline_at, created_at, updated_at) \
