@@ -80,6 +80,9 @@ pub const DEFAULT_POOL_SIZE: usize = 16;
 const POOL_WAIT: Duration = Duration::from_secs(30);
 /// How long opening one connection may take (also the default `connect_timeout`).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a transaction may sit idle between statements before the server
+/// ends it (see `parse_url`).
+const IDLE_IN_TRANSACTION_MS: u64 = 10_000;
 /// A transaction that deadlocks or fails to serialize is tried this many times.
 const ATTEMPTS: usize = 4;
 
@@ -170,6 +173,17 @@ fn parse_target(url: &str) -> Result<Target> {
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(CONNECT_TIMEOUT);
     }
+    // Every Herald transaction is a few statements long. A node that stalls
+    // (SIGSTOP, a long GC-like pause, a hung host) inside one would otherwise
+    // keep its row locks (a job's row, say) for as long as its connection
+    // lives, and every other node would wait on them: the server ends such a
+    // transaction instead, and the stalled node's write fails when it wakes.
+    let guard = format!("-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}");
+    let options = match config.get_options() {
+        Some(o) if !o.is_empty() => format!("{o} {guard}"),
+        _ => guard,
+    };
+    config.options(&options);
     Ok(Target { config, pool_size })
 }
 
