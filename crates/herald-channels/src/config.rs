@@ -10,6 +10,14 @@ use crate::ChannelError;
 pub enum ChannelKind {
     Log,
     Webhook,
+    /// WeChat Official Account template messages.
+    Wechat,
+    /// WeCom (企业微信) app messages.
+    Wecom,
+    /// Firebase Cloud Messaging, HTTP v1.
+    Fcm,
+    /// Email over SMTP.
+    Smtp,
 }
 
 impl ChannelKind {
@@ -17,6 +25,10 @@ impl ChannelKind {
         match self {
             ChannelKind::Log => "log",
             ChannelKind::Webhook => "webhook",
+            ChannelKind::Wechat => "wechat",
+            ChannelKind::Wecom => "wecom",
+            ChannelKind::Fcm => "fcm",
+            ChannelKind::Smtp => "smtp",
         }
     }
 }
@@ -59,6 +71,113 @@ pub struct ChannelConfig {
     /// beside the bundled web PKI roots.
     #[serde(default)]
     pub ca_file: Option<String>,
+
+    /// Provider API root (`wechat`, `wecom`, `fcm`); defaults to the real
+    /// provider, and points at `herald mock` in tests.
+    #[serde(default)]
+    pub api_base: Option<String>,
+    /// `wechat`: the Official Account's appid (`secret`/`secret_env` is its AppSecret).
+    #[serde(default)]
+    pub appid: Option<String>,
+    /// `wechat`: `stable` (`/cgi-bin/stable_token`, the default) or `classic` (`/cgi-bin/token`).
+    #[serde(default)]
+    pub token_mode: Option<TokenMode>,
+    /// `wecom`: the corp id.
+    #[serde(default)]
+    pub corpid: Option<String>,
+    /// `wecom`: the app's secret, inline...
+    #[serde(default)]
+    pub corpsecret: Option<String>,
+    /// ...or from this environment variable.
+    #[serde(default)]
+    pub corpsecret_env: Option<String>,
+    /// `wecom`: the app's agent id.
+    #[serde(default)]
+    pub agentid: Option<i64>,
+    /// `fcm`: the Firebase project.
+    #[serde(default)]
+    pub project_id: Option<String>,
+    /// `fcm`: path to the service account's JSON key.
+    #[serde(default)]
+    pub service_account: Option<String>,
+    /// `fcm`: the OAuth2 token endpoint (defaults to the key file's `token_uri`).
+    #[serde(default)]
+    pub token_url: Option<String>,
+    /// `smtp`: server host.
+    #[serde(default)]
+    pub host: Option<String>,
+    /// `smtp`: server port (default 587 with STARTTLS, 25 without).
+    #[serde(default)]
+    pub port: Option<u16>,
+    /// `smtp`: login user, if the server wants one.
+    #[serde(default)]
+    pub username: Option<String>,
+    /// `smtp`: login password, inline...
+    #[serde(default)]
+    pub password: Option<String>,
+    /// ...or from this environment variable.
+    #[serde(default)]
+    pub password_env: Option<String>,
+    /// `smtp`: the sender address.
+    #[serde(default)]
+    pub from: Option<String>,
+    /// `smtp`: `starttls` (the default) or `none`.
+    #[serde(default)]
+    pub tls: Option<SmtpTls>,
+    /// Do-not-disturb window, if any.
+    #[serde(default)]
+    pub quiet_hours: Option<QuietHours>,
+    /// How a reminder's fields become this channel's message: a JSON object
+    /// whose string values may hold `{subject_id}`, `{subject_name}`,
+    /// `{starts_at}`, `{lead_minutes}`, `{user_id}` and `{count}`.
+    #[serde(default)]
+    pub reminder_template: Option<serde_json::Value>,
+}
+
+/// Which WeChat token endpoint to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenMode {
+    /// `/cgi-bin/stable_token`: the same token for every caller while valid.
+    #[default]
+    Stable,
+    /// `/cgi-bin/token`: every fetch replaces the previous token.
+    Classic,
+}
+
+/// SMTP transport security.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum SmtpTls {
+    #[default]
+    Starttls,
+    None,
+}
+
+/// A daily do-not-disturb window in a time zone, e.g. 22:00-08:00 Asia/Shanghai.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QuietHours {
+    /// `HH:MM`, local time; the window may wrap past midnight.
+    pub start: String,
+    /// `HH:MM`, local time, exclusive.
+    pub end: String,
+    /// IANA zone name.
+    pub timezone: String,
+    /// What happens to a delivery due inside the window.
+    #[serde(default)]
+    pub policy: QuietPolicy,
+}
+
+/// What quiet hours do to a delivery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum QuietPolicy {
+    /// Send it when the window ends.
+    #[default]
+    Defer,
+    /// Do not send it; record why.
+    Drop,
 }
 
 fn default_concurrency() -> usize {
@@ -93,6 +212,25 @@ impl ChannelConfig {
             backoff_base_ms: default_backoff_base_ms(),
             backoff_max_ms: default_backoff_max_ms(),
             ca_file: None,
+            api_base: None,
+            appid: None,
+            token_mode: None,
+            corpid: None,
+            corpsecret: None,
+            corpsecret_env: None,
+            agentid: None,
+            project_id: None,
+            service_account: None,
+            token_url: None,
+            host: None,
+            port: None,
+            username: None,
+            password: None,
+            password_env: None,
+            from: None,
+            tls: None,
+            quiet_hours: None,
+            reminder_template: None,
         }
     }
 
@@ -105,6 +243,17 @@ impl ChannelConfig {
         }
     }
 
+    /// The parsed do-not-disturb window, if one is configured.
+    pub fn quiet_window(&self) -> Result<Option<herald_core::QuietWindow>, ChannelError> {
+        self.quiet_hours
+            .as_ref()
+            .map(|q| {
+                herald_core::QuietWindow::parse(&q.start, &q.end, &q.timezone)
+                    .map_err(|e| self.err(&format!("quiet_hours: {e}")))
+            })
+            .transpose()
+    }
+
     pub fn retry_policy(&self) -> herald_core::RetryPolicy {
         herald_core::RetryPolicy {
             max_attempts: self.max_attempts,
@@ -113,15 +262,38 @@ impl ChannelConfig {
         }
     }
 
-    /// The signing secret, inline or from the environment.
+    /// The signing secret (webhook) or AppSecret (wechat), inline or from the environment.
     pub fn resolved_secret(&self) -> Result<Option<String>, ChannelError> {
-        match (&self.secret, &self.secret_env) {
-            (Some(_), Some(_)) => Err(self.err("set either secret or secret_env, not both")),
+        self.resolve("secret", &self.secret, &self.secret_env)
+    }
+
+    /// The WeCom app secret, inline or from the environment.
+    pub fn resolved_corpsecret(&self) -> Result<Option<String>, ChannelError> {
+        self.resolve("corpsecret", &self.corpsecret, &self.corpsecret_env)
+    }
+
+    /// The SMTP password, inline or from the environment.
+    pub fn resolved_password(&self) -> Result<Option<String>, ChannelError> {
+        self.resolve("password", &self.password, &self.password_env)
+    }
+
+    /// One secret setting: `field` inline or `field_env` naming an
+    /// environment variable, never both.
+    fn resolve(
+        &self,
+        field: &str,
+        inline: &Option<String>,
+        env: &Option<String>,
+    ) -> Result<Option<String>, ChannelError> {
+        match (inline, env) {
+            (Some(_), Some(_)) => {
+                Err(self.err(&format!("set either {field} or {field}_env, not both")))
+            }
             (Some(s), None) => Ok(Some(s.clone())),
             (None, Some(var)) => match std::env::var(var) {
                 Ok(v) if !v.is_empty() => Ok(Some(v)),
                 _ => Err(self.err(&format!(
-                    "secret_env: environment variable {var} is not set"
+                    "{field}_env: environment variable {var} is not set"
                 ))),
             },
             (None, None) => Ok(None),
@@ -174,8 +346,13 @@ impl ChannelConfig {
                         .map_err(|e| self.err(&format!("ca_file: {e}")))?;
                 }
             }
+            // Provider kinds check their own settings when they are built.
+            ChannelKind::Wechat | ChannelKind::Wecom | ChannelKind::Fcm | ChannelKind::Smtp => {}
         }
+        self.quiet_window()?;
         self.resolved_secret()?;
+        self.resolved_corpsecret()?;
+        self.resolved_password()?;
         Ok(())
     }
 }

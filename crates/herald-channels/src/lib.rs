@@ -8,6 +8,7 @@
 mod config;
 pub mod http;
 mod log;
+pub mod tokens;
 mod webhook;
 
 use std::sync::Arc;
@@ -15,8 +16,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use herald_core::{TimerId, TimerKind};
 
-pub use config::{ChannelConfig, ChannelKind};
+pub use config::{ChannelConfig, ChannelKind, QuietHours, QuietPolicy, SmtpTls, TokenMode};
 pub use log::LogChannel;
+pub use tokens::{MemoryVault, StoredToken, TokenVault, VaultError};
 pub use webhook::WebhookChannel;
 
 /// One attempt to deliver one timer.
@@ -54,6 +56,49 @@ pub enum SendOutcome {
     },
     /// Trying again cannot help (rejected request, unknown recipient).
     Permanent { error: String, status: Option<i64> },
+    /// The provider said "slow down" (a quota or frequency limit). The channel
+    /// pauses and slows; the delivery goes again later without using up one of
+    /// its attempts, because nothing was wrong with it.
+    Throttled {
+        error: String,
+        status: Option<i64>,
+        /// The provider asked to wait at least this long.
+        retry_after_ms: Option<u64>,
+    },
+}
+
+impl SendOutcome {
+    /// The outcome class every channel reports: `delivered`, `retry`,
+    /// `throttled` or `permanent`.
+    pub fn class(&self) -> &'static str {
+        match self {
+            SendOutcome::Delivered { .. } => "delivered",
+            SendOutcome::Retryable { .. } => "retry",
+            SendOutcome::Throttled { .. } => "throttled",
+            SendOutcome::Permanent { .. } => "permanent",
+        }
+    }
+}
+
+/// Why a recall did not happen.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RecallError {
+    /// This kind of channel cannot take a message back.
+    #[error("channel {0:?} does not support recall")]
+    Unsupported(String),
+    /// The provider only recalls messages younger than this.
+    #[error("the message is older than the provider's recall window ({window_hours} h)")]
+    TooOld { window_hours: u32 },
+    /// The provider refused or could not be reached.
+    #[error("the provider refused the recall: {0}")]
+    Provider(String),
+}
+
+/// What `GET /v1/channels` shows of a channel's provider side.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProviderStatus {
+    /// Unix ms the access token in use stops being valid, if the channel uses one.
+    pub token_valid_until: Option<i64>,
 }
 
 /// A destination for deliveries.
@@ -70,6 +115,36 @@ pub trait Channel: Send + Sync + 'static {
     }
     /// Attempts one delivery. Never panics; every failure is an outcome.
     async fn send(&self, delivery: &Delivery) -> SendOutcome;
+
+    /// How many recipients one provider call can carry (WeCom: 1000 `touser`
+    /// ids). Campaign segments are cut into calls of this size.
+    fn max_batch(&self) -> usize {
+        1
+    }
+
+    /// Delivers one message to several recipients, one outcome per delivery in
+    /// the same order. The deliveries share a message; each keeps its own
+    /// recipient and idempotency key. The default sends one at a time.
+    async fn send_batch(&self, deliveries: &[Delivery]) -> Vec<SendOutcome> {
+        let mut out = Vec::with_capacity(deliveries.len());
+        for d in deliveries {
+            out.push(self.send(d).await);
+        }
+        out
+    }
+
+    /// Takes back a delivered message by the id the provider gave it.
+    /// `sent_at` (unix ms) lets the channel refuse outside the provider's window
+    /// without a call.
+    async fn recall(&self, provider_msgid: &str, sent_at: i64) -> Result<(), RecallError> {
+        let _ = (provider_msgid, sent_at);
+        Err(RecallError::Unsupported(self.name().to_string()))
+    }
+
+    /// Provider-side state for `GET /v1/channels`. Never includes secrets.
+    async fn provider_status(&self) -> ProviderStatus {
+        ProviderStatus::default()
+    }
 }
 
 /// Errors in channel configuration, found at start-up.
@@ -79,11 +154,34 @@ pub enum ChannelError {
     Config { name: String, message: String },
 }
 
+/// What a provider channel needs from its surroundings.
+#[derive(Clone)]
+pub struct BuildContext {
+    /// Where access tokens are shared between nodes.
+    pub vault: Arc<dyn TokenVault>,
+    /// This node's id: the holder name of token refresh locks.
+    pub node_id: String,
+}
+
+impl BuildContext {
+    /// One process, tokens in memory.
+    pub fn local() -> Self {
+        Self {
+            vault: Arc::new(MemoryVault::new()),
+            node_id: "local".into(),
+        }
+    }
+}
+
 /// Builds the channel a config block describes.
-pub fn build(cfg: &ChannelConfig) -> Result<Arc<dyn Channel>, ChannelError> {
+pub fn build(cfg: &ChannelConfig, ctx: &BuildContext) -> Result<Arc<dyn Channel>, ChannelError> {
     cfg.validate()?;
+    let _ = ctx;
     Ok(match cfg.kind {
         ChannelKind::Log => Arc::new(LogChannel::new(&cfg.name)),
         ChannelKind::Webhook => Arc::new(WebhookChannel::new(cfg)?),
+        ChannelKind::Wechat | ChannelKind::Wecom | ChannelKind::Fcm | ChannelKind::Smtp => {
+            return Err(cfg.err("this channel kind is not built yet"));
+        }
     })
 }

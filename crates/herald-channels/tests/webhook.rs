@@ -91,7 +91,7 @@ fn channel(url: &str, f: impl FnOnce(&mut ChannelConfig)) -> Arc<dyn herald_chan
     let mut cfg = ChannelConfig::webhook("hooks", url);
     cfg.timeout_ms = 300;
     f(&mut cfg);
-    build(&cfg).unwrap()
+    build(&cfg, &herald_channels::BuildContext::local()).unwrap()
 }
 
 #[tokio::test]
@@ -309,5 +309,5 @@ async fn https_with_a_private_ca() {
     std::fs::write(&ca, "garbage").unwrap();
     let mut cfg = ChannelConfig::webhook("h", &url);
     cfg.ca_file = Some(ca.display().to_string());
-    assert!(build(&cfg).is_err());
+    assert!(build(&cfg, &herald_channels::BuildContext::local()).is_err());
 }

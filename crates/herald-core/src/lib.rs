@@ -6,6 +6,7 @@
 
 pub mod campaign;
 pub mod clock;
+pub mod quiet;
 pub mod reminder;
 pub mod retry;
 pub mod schedule;
@@ -16,6 +17,7 @@ pub mod timer;
 pub mod wheel;
 
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use quiet::QuietWindow;
 pub use reminder::{ChannelType, Slot};
 pub use retry::RetryPolicy;
 pub use schedule::{Schedule, ScheduleError, ScheduleSpec};

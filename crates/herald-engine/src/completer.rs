@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use herald_channels::{Delivery, SendOutcome};
 use herald_core::{Priority, RetryPolicy};
-use herald_store::{Completion, CompletionOutcome, Fence, Store};
+use herald_store::{Completion, CompletionOutcome, DeferReason, Fence, Store};
 use tokio::sync::mpsc;
 
 use crate::dispatch::Flight;
@@ -62,7 +62,54 @@ impl Finished {
                 };
                 (outcome, None, status, Some(error))
             }
+            // Throttling is the provider's state, not the delivery's fault: it
+            // goes again once the pause is over, without using an attempt.
+            SendOutcome::Throttled {
+                error,
+                status,
+                retry_after_ms,
+            } => {
+                let wait =
+                    i64::try_from(retry_after_ms.unwrap_or(retry.base_ms)).unwrap_or(i64::MAX);
+                (
+                    CompletionOutcome::Deferred {
+                        next_due_at: finished_at.saturating_add(wait),
+                        reason: DeferReason::Throttled,
+                    },
+                    None,
+                    status,
+                    Some(error),
+                )
+            }
         };
+        Self::new(
+            d,
+            channel,
+            priority,
+            shard,
+            fence,
+            outcome,
+            (msgid, status, error),
+            started_at,
+            finished_at,
+        )
+    }
+
+    /// An outcome the engine decided itself (quiet hours), or one already
+    /// classified. `detail` is (provider msgid, status, error).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        d: &Delivery,
+        channel: &str,
+        priority: Priority,
+        shard: u16,
+        fence: Option<Fence>,
+        outcome: CompletionOutcome,
+        detail: (Option<String>, Option<i64>, Option<String>),
+        started_at: i64,
+        finished_at: i64,
+    ) -> Self {
+        let (msgid, status, error) = detail;
         Self {
             completion: Completion {
                 timer_id: d.timer_id,
@@ -154,7 +201,8 @@ pub(crate) async fn run(
                 CompletionOutcome::Done => done += 1,
                 CompletionOutcome::Failed => failed += 1,
                 CompletionOutcome::Dead => dead += 1,
-                CompletionOutcome::Retry { next_due_at } => retries.push(DueTimer {
+                CompletionOutcome::Retry { next_due_at }
+                | CompletionOutcome::Deferred { next_due_at, .. } => retries.push(DueTimer {
                     id: f.completion.timer_id,
                     due_at: next_due_at,
                     shard: f.shard,

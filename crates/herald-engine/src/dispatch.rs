@@ -11,12 +11,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
-use herald_channels::{Channel, Delivery, SendOutcome};
+use herald_channels::{Channel, Delivery, QuietPolicy, SendOutcome};
 use herald_core::{Clock, Priority, RetryPolicy, TimerId, TimerKind};
-use herald_store::{CompletionOutcome, Fence, Store};
+use herald_store::{CompletionOutcome, DeferReason, Fence, Store};
 use parking_lot::Mutex;
 use tokio::sync::{Semaphore, mpsc};
 
+use crate::channel_state::{OutcomeCounts, Pause, Quiet};
 use crate::completer::Finished;
 use crate::metrics::{ChannelMetrics, Hot};
 use crate::ownership::Ownership;
@@ -63,8 +64,12 @@ pub(crate) struct ChannelRuntime {
     pub retry: RetryPolicy,
     pub queue: UrgentQueue<Job>,
     pub concurrency: usize,
+    pub rate_per_sec: Option<f64>,
     limiter: Option<DefaultDirectRateLimiter>,
     pub metrics: ChannelMetrics,
+    pub pause: Pause,
+    pub quiet: Option<Quiet>,
+    pub counts: OutcomeCounts,
 }
 
 impl ChannelRuntime {
@@ -82,16 +87,55 @@ impl ChannelRuntime {
             retry: spec.retry,
             queue: UrgentQueue::new(),
             concurrency: spec.concurrency.max(1),
+            rate_per_sec: spec.rate_per_sec,
             limiter,
             metrics: ChannelMetrics::new(&name),
+            pause: Pause::default(),
+            quiet: spec.quiet.map(|(window, policy, label)| Quiet {
+                window,
+                policy,
+                label,
+            }),
+            counts: OutcomeCounts::default(),
         }
     }
 
-    /// Waits until the channel's rate limit lets one more send through.
-    pub async fn wait_for_rate(&self) {
+    /// Waits until the provider's pause (if any) is over and the channel's
+    /// rate limit lets one more send through.
+    pub async fn wait_for_rate(&self, clock: &dyn Clock) {
+        loop {
+            let wait = self.pause.until().saturating_sub(clock.now_ms());
+            if wait <= 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(wait as u64)).await;
+        }
         if let Some(limiter) = &self.limiter {
             limiter.until_ready().await;
         }
+    }
+
+    /// Counts an answer and, for a throttle, pauses the channel. A throttle's
+    /// `retry_after_ms` becomes the time left until the pause ends, so that
+    /// whoever retries the delivery waits for exactly that.
+    pub fn observe(&self, outcome: &mut SendOutcome, n: u64, now: i64) {
+        self.counts.add(outcome, n);
+        match outcome {
+            SendOutcome::Throttled { retry_after_ms, .. } => {
+                let until = self.pause.throttled(now, *retry_after_ms);
+                tracing::warn!(channel = %self.channel.name(), paused_until = until, "provider throttled the channel; pausing");
+                *retry_after_ms = Some(until.saturating_sub(now).max(0) as u64);
+            }
+            SendOutcome::Delivered { .. } => self.pause.cleared(),
+            _ => {}
+        }
+    }
+
+    /// When the quiet-hours window `now` falls in ends, with its policy.
+    pub fn quiet_until(&self, now: i64) -> Option<(i64, QuietPolicy, &str)> {
+        let q = self.quiet.as_ref()?;
+        let end = q.window.ends_after(now)?;
+        Some((end, q.policy, &q.label))
     }
 }
 
@@ -340,9 +384,7 @@ pub(crate) async fn channel_worker(
         let Some(job) = rt.queue.pop_many(1).pop() else {
             continue;
         };
-        if let Some(limiter) = &rt.limiter {
-            limiter.until_ready().await;
-        }
+        rt.wait_for_rate(clock.as_ref()).await;
         let started = clock.now_ms();
         // The last check before anything leaves: a node that lost the shard
         // (or stalled past its lease) sends nothing for it.
@@ -353,32 +395,64 @@ pub(crate) async fn channel_worker(
         }
         let mut d = job.delivery;
         d.fired_at = started;
-        hot.fired.increment(1);
-        if d.attempt == 1 {
-            hot.lateness
-                .record((started - d.due_at).max(0) as f64 / 1000.0);
-        }
-        let outcome = rt.channel.send(&d).await;
-        let finished = clock.now_ms();
-        rt.metrics
-            .duration
-            .record((finished - started).max(0) as f64 / 1000.0);
-        let f = Finished::from_outcome(
-            &d,
-            rt.channel.name(),
-            job.priority,
-            job.shard,
-            Some(job.fence),
-            outcome,
-            &rt.retry,
-            started,
-            finished,
-        );
+        let f = if let Some((end, policy, label)) = rt.quiet_until(started) {
+            rt.counts
+                .quiet
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let (outcome, error) = match policy {
+                QuietPolicy::Defer => (
+                    CompletionOutcome::Deferred {
+                        next_due_at: end,
+                        reason: DeferReason::QuietHours,
+                    },
+                    format!("quiet hours ({label}): deferred to their end"),
+                ),
+                QuietPolicy::Drop => (
+                    CompletionOutcome::Failed,
+                    format!("dropped: due in quiet hours ({label})"),
+                ),
+            };
+            Finished::new(
+                &d,
+                rt.channel.name(),
+                job.priority,
+                job.shard,
+                Some(job.fence),
+                outcome,
+                (None, None, Some(error)),
+                started,
+                started,
+            )
+        } else {
+            hot.fired.increment(1);
+            if d.attempt == 1 {
+                hot.lateness
+                    .record((started - d.due_at).max(0) as f64 / 1000.0);
+            }
+            let mut outcome = rt.channel.send(&d).await;
+            let finished = clock.now_ms();
+            rt.observe(&mut outcome, 1, finished);
+            rt.metrics
+                .duration
+                .record((finished - started).max(0) as f64 / 1000.0);
+            Finished::from_outcome(
+                &d,
+                rt.channel.name(),
+                job.priority,
+                job.shard,
+                Some(job.fence),
+                outcome,
+                &rt.retry,
+                started,
+                finished,
+            )
+        };
         match &f.completion.outcome {
             CompletionOutcome::Done => rt.metrics.delivered.increment(1),
             CompletionOutcome::Retry { .. } => rt.metrics.retry.increment(1),
             CompletionOutcome::Failed => rt.metrics.failed.increment(1),
             CompletionOutcome::Dead => rt.metrics.dead.increment(1),
+            CompletionOutcome::Deferred { .. } => rt.metrics.deferred.increment(1),
         }
         if !job.members.is_empty() {
             hot.merged.increment(job.members.len() as u64);

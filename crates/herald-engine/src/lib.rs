@@ -10,6 +10,7 @@
 //! and [`herald_channels::Channel`]. It knows neither SQL nor HTTP.
 
 pub mod campaign;
+mod channel_state;
 mod completer;
 mod dispatch;
 mod loader;
@@ -26,6 +27,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use channel_state::{ChannelStatus, OutcomeSnapshot};
 use herald_channels::Channel;
 use herald_core::{Clock, RetryPolicy, ShardSet, TimerId};
 use herald_store::DueEntry;
@@ -113,6 +115,30 @@ pub struct ChannelSpec {
     pub concurrency: usize,
     pub rate_per_sec: Option<f64>,
     pub retry: RetryPolicy,
+    /// Do-not-disturb window, its policy, and how it reads in config.
+    pub quiet: Option<(
+        herald_core::QuietWindow,
+        herald_channels::QuietPolicy,
+        String,
+    )>,
+}
+
+impl ChannelSpec {
+    /// A channel with no quiet hours.
+    pub fn new(
+        channel: Arc<dyn Channel>,
+        concurrency: usize,
+        rate_per_sec: Option<f64>,
+        retry: RetryPolicy,
+    ) -> Self {
+        Self {
+            channel,
+            concurrency,
+            rate_per_sec,
+            retry,
+            quiet: None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -391,6 +417,40 @@ impl Engine {
 
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.inner.store
+    }
+
+    /// Every channel's state for `GET /v1/channels`, by name. Rates are left
+    /// to the caller, who samples [`ChannelStatus::outcomes`] over time.
+    pub async fn channel_statuses(&self) -> Vec<ChannelStatus> {
+        let now = self.inner.campaign.clock.now_ms();
+        let mut out = Vec::with_capacity(self.inner.channels.len());
+        for rt in self.inner.channels.values() {
+            let provider = rt.channel.provider_status().await;
+            let paused = rt.pause.until();
+            out.push(ChannelStatus {
+                name: rt.channel.name().to_string(),
+                kind: rt.channel.kind().as_str(),
+                concurrency: rt.concurrency,
+                rate_per_sec: rt.rate_per_sec,
+                token_valid_until: provider.token_valid_until,
+                paused_until: (paused > now).then_some(paused),
+                quiet_hours: rt.quiet.as_ref().map(|q| q.label.clone()),
+                outcomes: rt.counts.snapshot(),
+            });
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        out
+    }
+
+    /// Takes back a delivered message through the channel that sent it.
+    pub async fn recall(
+        &self,
+        channel: &str,
+        provider_msgid: &str,
+        sent_at: i64,
+    ) -> Option<Result<(), herald_channels::RecallError>> {
+        let rt = self.inner.channels.get(channel)?;
+        Some(rt.channel.recall(provider_msgid, sent_at).await)
     }
 
     /// Whether a channel resolves parties and tags itself; `None` if unknown.

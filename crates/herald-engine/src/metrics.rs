@@ -124,6 +124,8 @@ pub(crate) struct ChannelMetrics {
     pub retry: Counter,
     pub failed: Counter,
     pub dead: Counter,
+    /// Throttled or held by quiet hours: due again later, attempt not counted.
+    pub deferred: Counter,
     pub duration: Histogram,
 }
 
@@ -135,6 +137,7 @@ impl ChannelMetrics {
             retry: c("retry"),
             failed: c("failed"),
             dead: c("dead"),
+            deferred: c("deferred"),
             duration: histogram!(DELIVERY_DURATION, "channel" => channel.to_string()),
         }
     }

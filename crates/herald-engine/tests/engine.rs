@@ -82,6 +82,7 @@ async fn engine(channel: Arc<Counting>, cfg: EngineConfig) -> (Engine, tempfile:
     .await
     .unwrap();
     let spec = ChannelSpec {
+        quiet: None,
         channel,
         concurrency: 32,
         rate_per_sec: None,
@@ -204,6 +205,7 @@ async fn shutdown_keeps_pending_timers_for_the_next_start() {
     let opts = StoreOptions::default();
     let store = herald_store::open(&url, &opts).await.unwrap();
     let spec = |c: Arc<Counting>| ChannelSpec {
+        quiet: None,
         channel: c,
         concurrency: 4,
         rate_per_sec: None,
@@ -250,6 +252,7 @@ fn cluster_cfg() -> EngineConfig {
 
 async fn node(store: Arc<dyn herald_store::Store>, ch: Arc<Counting>, id: &str) -> Engine {
     let spec = ChannelSpec {
+        quiet: None,
         channel: ch,
         concurrency: 8,
         rate_per_sec: None,

@@ -291,6 +291,23 @@ pub enum CompletionOutcome {
     Failed,
     /// Failed retryably with no attempts left: the timer becomes `dead`.
     Dead,
+    /// Not sent for a reason that is no fault of the delivery: the provider
+    /// throttled the channel, or the channel is in quiet hours. The timer stays
+    /// pending, due again at `next_due_at`, and the attempt is **not** counted,
+    /// so throttling can never make a timer `dead`.
+    Deferred {
+        next_due_at: i64,
+        reason: DeferReason,
+    },
+}
+
+/// Why a delivery was deferred.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeferReason {
+    /// The provider said slow down.
+    Throttled,
+    /// The channel's do-not-disturb window.
+    QuietHours,
 }
 
 impl CompletionOutcome {
@@ -301,6 +318,23 @@ impl CompletionOutcome {
             CompletionOutcome::Retry { .. } => "retry",
             CompletionOutcome::Failed => "failed",
             CompletionOutcome::Dead => "dead",
+            CompletionOutcome::Deferred {
+                reason: DeferReason::Throttled,
+                ..
+            } => "throttled",
+            CompletionOutcome::Deferred {
+                reason: DeferReason::QuietHours,
+                ..
+            } => "deferred",
+        }
+    }
+
+    /// The timer's attempt count after this outcome, from the attempt number
+    /// just made: a deferral leaves it where it was.
+    pub fn attempts_after(&self, attempt: u32) -> u32 {
+        match self {
+            CompletionOutcome::Deferred { .. } => attempt.saturating_sub(1),
+            _ => attempt,
         }
     }
 }

@@ -28,14 +28,26 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
             "the store was created with another shard count; using the stored one"
         );
     }
+    let build_ctx = herald_channels::BuildContext::local();
     let mut specs = Vec::new();
     for c in &cfg.channels {
-        let channel = herald_channels::build(c)?;
+        let channel = herald_channels::build(c, &build_ctx)?;
         specs.push(ChannelSpec {
             channel,
             concurrency: c.concurrency,
             rate_per_sec: c.rate_per_sec,
             retry: c.retry_policy(),
+            quiet: c.quiet_window()?.map(|w| {
+                let q = c.quiet_hours.as_ref();
+                let label = q.map_or_else(String::new, |q| {
+                    let policy = match q.policy {
+                        herald_channels::QuietPolicy::Defer => "defer",
+                        herald_channels::QuietPolicy::Drop => "drop",
+                    };
+                    format!("{}-{} {} ({policy})", q.start, q.end, q.timezone)
+                });
+                (w, q.map(|q| q.policy).unwrap_or_default(), label)
+            }),
         });
     }
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);

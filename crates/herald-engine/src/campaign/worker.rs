@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
-use herald_channels::{Delivery, SendOutcome};
+use herald_channels::{Delivery, QuietPolicy, SendOutcome};
 use herald_core::TimerKind;
 use herald_core::campaign::{SendState, job_recipient_key};
 use herald_store::{ClaimedSegment, JobRecord, LeaseCheck, SegmentClaim, SendEntry};
@@ -111,28 +111,43 @@ async fn run_segment(sh: &Shared, claimed: ClaimedSegment) {
     let mut halted = false;
     let mut lost = false;
 
+    // A provider that takes many recipients per call (WeCom: 1000) gets them
+    // in one call; in-flight calls are then bounded by the channel's concurrency.
+    let batch = rt.channel.max_batch().max(1);
+    let conc = if batch > 1 {
+        rt.concurrency.clamp(1, conc)
+    } else {
+        conc
+    };
     loop {
         while !halted && sends.len() < conc && next < segment.end {
-            let idx = next;
-            next += 1;
-            let attempt = match prior.get(&idx) {
-                Some((state, _)) if state.is_final() => continue,
-                Some((_, attempts)) => attempts + 1,
-                None => 1,
-            };
-            let recipient = recipients
-                .get((idx - from) as usize)
-                .cloned()
-                .unwrap_or_default();
-            in_flight.insert(idx);
-            sends.push(send_one(sh, &rt, &job, &lease, idx, recipient, attempt));
+            let mut group: Vec<(u64, String, u32)> = Vec::new();
+            while group.len() < batch && next < segment.end {
+                let idx = next;
+                next += 1;
+                let attempt = match prior.get(&idx) {
+                    Some((state, _)) if state.is_final() => continue,
+                    Some((_, attempts)) => attempts + 1,
+                    None => 1,
+                };
+                let recipient = recipients
+                    .get((idx - from) as usize)
+                    .cloned()
+                    .unwrap_or_default();
+                in_flight.insert(idx);
+                group.push((idx, recipient, attempt));
+            }
+            if group.is_empty() {
+                break;
+            }
+            sends.push(send_group(sh, &rt, &job, &lease, group));
         }
         if sends.is_empty() {
             break;
         }
         tokio::select! {
             done = sends.next() => {
-                if let Some((idx, result)) = done {
+                for (idx, result) in done.into_iter().flatten() {
                     in_flight.remove(&idx);
                     match result {
                         Ok(entry) => entries.push(entry),
@@ -232,74 +247,157 @@ async fn record(
     }
 }
 
-/// One recipient: wait for the rate limit, check the claim and the deadline,
-/// send, and turn the provider's answer into a send-log entry.
-async fn send_one(
+/// What became of one recipient of a group.
+type Sent = (u64, Result<SendEntry, Skip>);
+
+/// One provider call for a group of recipients (one, unless the channel
+/// batches): wait out any provider pause and the rate limit, check the claim,
+/// the deadline and quiet hours, send, and turn each answer into a send-log
+/// entry. A throttle answer pauses the channel and sends the same group again
+/// once the pause is over, under the same keys and attempt numbers, so
+/// throttling never uses up attempts.
+async fn send_group(
     sh: &Shared,
     rt: &ChannelRuntime,
     job: &JobRecord,
     lease: &AtomicI64,
-    idx: u64,
-    recipient: String,
-    attempt: u32,
-) -> (u64, Result<SendEntry, Skip>) {
-    if recipient.is_empty() {
-        return (
+    group: Vec<(u64, String, u32)>,
+) -> Vec<Sent> {
+    let mut out: Vec<Sent> = Vec::with_capacity(group.len());
+    let mut deliveries = Vec::with_capacity(group.len());
+    let mut indices = Vec::with_capacity(group.len());
+    for (idx, recipient, attempt) in group {
+        if recipient.is_empty() {
+            out.push((
+                idx,
+                Ok(entry(
+                    idx,
+                    recipient,
+                    SendState::Failed,
+                    None,
+                    Some("no recipient at this index of the audience".into()),
+                )),
+            ));
+            continue;
+        }
+        indices.push(idx);
+        deliveries.push(Delivery {
+            timer_id: job.id,
+            kind: TimerKind::Job,
+            due_at: job.created_at,
+            fired_at: 0,
+            attempt,
+            recipient,
+            message: job.message.clone(),
+            idempotency_key: job_recipient_key(job.id, idx),
+        });
+    }
+    if deliveries.is_empty() {
+        return out;
+    }
+    let skip = |why: fn() -> Skip, out: &mut Vec<Sent>| {
+        out.extend(indices.iter().map(|i| (*i, Err(why()))));
+    };
+    let outcomes = loop {
+        rt.wait_for_rate(sh.clock.as_ref()).await;
+        let now = sh.clock.now_ms();
+        if now.saturating_add(sh.cfg.lease_guard_ms) >= lease.load(Ordering::SeqCst) {
+            skip(|| Skip::Lease, &mut out);
+            return out;
+        }
+        if job.deadline_at.is_some_and(|d| now >= d) {
+            skip(|| Skip::Deadline, &mut out);
+            return out;
+        }
+        if let Some((end, policy, label)) = rt.quiet_until(now) {
+            match policy {
+                // Hold the segment and wait for the window to end; the loop
+                // above keeps recording, which keeps the claim alive, and the
+                // checks here still stop on a lost claim or the deadline.
+                QuietPolicy::Defer => {
+                    let nap = (end - now).clamp(1, 1_000) as u64;
+                    tokio::time::sleep(Duration::from_millis(nap)).await;
+                    continue;
+                }
+                QuietPolicy::Drop => {
+                    rt.counts
+                        .quiet
+                        .fetch_add(deliveries.len() as u64, Ordering::Relaxed);
+                    let why = format!("dropped: quiet hours ({label})");
+                    out.extend(deliveries.into_iter().zip(&indices).map(|(d, i)| {
+                        (
+                            *i,
+                            Ok(entry(
+                                *i,
+                                d.recipient,
+                                SendState::Failed,
+                                None,
+                                Some(why.clone()),
+                            )),
+                        )
+                    }));
+                    return out;
+                }
+            }
+        }
+        for d in &mut deliveries {
+            d.fired_at = now;
+        }
+        let mut outcomes = if deliveries.len() == 1 {
+            vec![rt.channel.send(&deliveries[0]).await]
+        } else {
+            rt.channel.send_batch(&deliveries).await
+        };
+        let finished = sh.clock.now_ms();
+        rt.metrics
+            .duration
+            .record((finished - now).max(0) as f64 / 1000.0);
+        // A batch call is throttled as a whole: pause once, send it all again.
+        let throttled = outcomes
+            .iter()
+            .any(|o| matches!(o, SendOutcome::Throttled { .. }));
+        for o in &mut outcomes {
+            rt.observe(o, 1, finished);
+        }
+        if !throttled {
+            break outcomes;
+        }
+    };
+    for ((d, idx), outcome) in deliveries.into_iter().zip(indices).zip(outcomes) {
+        let (state, provider_msgid, error) = match outcome {
+            SendOutcome::Delivered { provider_msgid, .. } => {
+                rt.metrics.delivered.increment(1);
+                (SendState::Delivered, provider_msgid, None)
+            }
+            SendOutcome::Retryable { error, .. } | SendOutcome::Throttled { error, .. } => {
+                rt.metrics.retry.increment(1);
+                (SendState::Retry, None, Some(error))
+            }
+            SendOutcome::Permanent { error, .. } => {
+                rt.metrics.failed.increment(1);
+                (SendState::Failed, None, Some(error))
+            }
+        };
+        out.push((
             idx,
-            Ok(SendEntry {
-                index: idx,
-                recipient,
-                state: SendState::Failed,
-                provider_msgid: None,
-                error: Some("no recipient at this index of the audience".into()),
-            }),
-        );
+            Ok(entry(idx, d.recipient, state, provider_msgid, error)),
+        ));
     }
-    rt.wait_for_rate().await;
-    let now = sh.clock.now_ms();
-    if now.saturating_add(sh.cfg.lease_guard_ms) >= lease.load(Ordering::SeqCst) {
-        return (idx, Err(Skip::Lease));
-    }
-    if job.deadline_at.is_some_and(|d| now >= d) {
-        return (idx, Err(Skip::Deadline));
-    }
-    let delivery = Delivery {
-        timer_id: job.id,
-        kind: TimerKind::Job,
-        due_at: job.created_at,
-        fired_at: now,
-        attempt,
+    out
+}
+
+fn entry(
+    index: u64,
+    recipient: String,
+    state: SendState,
+    provider_msgid: Option<String>,
+    error: Option<String>,
+) -> SendEntry {
+    SendEntry {
+        index,
         recipient,
-        message: job.message.clone(),
-        idempotency_key: job_recipient_key(job.id, idx),
-    };
-    let outcome = rt.channel.send(&delivery).await;
-    let finished = sh.clock.now_ms();
-    rt.metrics
-        .duration
-        .record((finished - now).max(0) as f64 / 1000.0);
-    let (state, provider_msgid, error) = match outcome {
-        SendOutcome::Delivered { provider_msgid, .. } => {
-            rt.metrics.delivered.increment(1);
-            (SendState::Delivered, provider_msgid, None)
-        }
-        SendOutcome::Retryable { error, .. } => {
-            rt.metrics.retry.increment(1);
-            (SendState::Retry, None, Some(error))
-        }
-        SendOutcome::Permanent { error, .. } => {
-            rt.metrics.failed.increment(1);
-            (SendState::Failed, None, Some(error))
-        }
-    };
-    (
-        idx,
-        Ok(SendEntry {
-            index: idx,
-            recipient: delivery.recipient,
-            state,
-            provider_msgid,
-            error,
-        }),
-    )
+        state,
+        provider_msgid,
+        error,
+    }
 }

@@ -140,12 +140,13 @@ const SHARD_EPOCHS: &str = "SELECT shard, epoch FROM shard_leases \
 // One row per completion (ids distinct within a call). Applies only to a timer
 // still pending at the attempt before this one.
 const UPDATE_COMPLETED: &str = "UPDATE timers AS t SET \
-        state = u.state, attempts = u.attempt, \
+        state = u.state, attempts = u.attempts, \
         due_at = COALESCE(u.next_due_at, t.due_at), \
         delivered_at = COALESCE(u.delivered_at, t.delivered_at), \
         last_error = u.error, updated_at = u.at \
     FROM unnest($1::int8[], $2::int8[], $3::int2[], $4::int8[], $5::int8[], $6::int8[], \
-                $7::text[]) AS u(id, attempt, state, next_due_at, delivered_at, at, error) \
+                $7::text[], $8::int8[]) \
+         AS u(id, attempt, state, next_due_at, delivered_at, at, error, attempts) \
     WHERE t.id = ANY($1::int8[]) AND t.id = u.id AND t.state = 0 \
       AND t.attempts = u.attempt - 1 \
     RETURNING t.id";
@@ -620,6 +621,8 @@ struct Updates<'a> {
     delivered_at: Vec<Option<i64>>,
     at: Vec<i64>,
     error: Vec<Option<&'a str>>,
+    /// The attempt count each timer is left with.
+    attempts: Vec<i64>,
 }
 
 impl<'a> Updates<'a> {
@@ -634,10 +637,18 @@ impl<'a> Updates<'a> {
             ),
             CompletionOutcome::Failed => (TimerState::Failed, None, None, c.error.as_deref()),
             CompletionOutcome::Dead => (TimerState::Dead, None, None, c.error.as_deref()),
+            CompletionOutcome::Deferred { next_due_at, .. } => (
+                TimerState::Pending,
+                Some(next_due_at),
+                None,
+                c.error.as_deref(),
+            ),
         };
         self.index.push(i);
         self.id.push(c.timer_id);
         self.attempt.push(i64::from(c.attempt));
+        self.attempts
+            .push(i64::from(c.outcome.attempts_after(c.attempt)));
         // Codes are 0..=5.
         self.state.push(state.code() as i16);
         self.next_due_at.push(next_due_at);
@@ -646,7 +657,7 @@ impl<'a> Updates<'a> {
         self.error.push(error);
     }
 
-    fn params(&self) -> [Param<'_>; 7] {
+    fn params(&self) -> [Param<'_>; 8] {
         [
             &self.id,
             &self.attempt,
@@ -655,6 +666,7 @@ impl<'a> Updates<'a> {
             &self.delivered_at,
             &self.at,
             &self.error,
+            &self.attempts,
         ]
     }
 }
@@ -738,7 +750,7 @@ pub(super) async fn complete(store: &PgStore, batch: &[Completion]) -> Result<Ve
         }
     }
     segments.retain(|s| !s.index.is_empty());
-    let params: Vec<[Param<'_>; 7]> = segments.iter().map(Updates::params).collect();
+    let params: Vec<[Param<'_>; 8]> = segments.iter().map(Updates::params).collect();
     // Pipelined: sent together, run in order.
     let answers = try_join_all(params.iter().map(|p| tx.query(&update, p)))
         .await

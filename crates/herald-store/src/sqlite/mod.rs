@@ -979,6 +979,9 @@ fn complete_batch(conn: &mut Connection, batch: Vec<Completion>) -> Result<Vec<A
                 CompletionOutcome::Retry { next_due_at } => {
                     retry.execute(params![id, attempt, at, previous, next_due_at, c.error])
                 }
+                CompletionOutcome::Deferred { next_due_at, .. } => {
+                    retry.execute(params![id, previous, at, previous, next_due_at, c.error])
+                }
                 CompletionOutcome::Failed => fin.execute(params![
                     id,
                     attempt,
