@@ -8,6 +8,7 @@
 mod config;
 pub mod http;
 mod log;
+mod smtp;
 pub mod tokens;
 mod webhook;
 
@@ -18,6 +19,7 @@ use herald_core::{TimerId, TimerKind};
 
 pub use config::{ChannelConfig, ChannelKind, QuietHours, QuietPolicy, SmtpTls, TokenMode};
 pub use log::LogChannel;
+pub use smtp::SmtpChannel;
 pub use tokens::{MemoryVault, StoredToken, TokenVault, VaultError};
 pub use webhook::WebhookChannel;
 
@@ -180,7 +182,8 @@ pub fn build(cfg: &ChannelConfig, ctx: &BuildContext) -> Result<Arc<dyn Channel>
     Ok(match cfg.kind {
         ChannelKind::Log => Arc::new(LogChannel::new(&cfg.name)),
         ChannelKind::Webhook => Arc::new(WebhookChannel::new(cfg)?),
-        ChannelKind::Wechat | ChannelKind::Wecom | ChannelKind::Fcm | ChannelKind::Smtp => {
+        ChannelKind::Smtp => Arc::new(SmtpChannel::new(cfg)?),
+        ChannelKind::Wechat | ChannelKind::Wecom | ChannelKind::Fcm => {
             return Err(cfg.err("this channel kind is not built yet"));
         }
     })

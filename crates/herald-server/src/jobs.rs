@@ -40,24 +40,32 @@ const MAX_SAMPLES: usize = 128;
 /// Jobs sampled at once; the least recently sampled one is forgotten first.
 const MAX_JOBS: usize = 1024;
 
-/// Recent `(time, processed)` samples per job, taken whenever a job is read,
-/// so the rate is measured over the last ~10 s rather than the whole job.
-#[derive(Default)]
-pub struct RateSampler {
-    jobs: Mutex<HashMap<i64, VecDeque<(i64, u64)>>>,
+/// Recent `(time, processed)` samples per job (or per channel: any key),
+/// taken whenever it is read, so the rate is measured over the last ~10 s
+/// rather than the whole run.
+pub struct RateSampler<K = i64> {
+    jobs: Mutex<HashMap<K, VecDeque<(i64, u64)>>>,
 }
 
-impl RateSampler {
+impl<K> Default for RateSampler<K> {
+    fn default() -> Self {
+        Self {
+            jobs: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl<K: std::hash::Hash + Eq + Clone> RateSampler<K> {
     /// Records `processed` at `now` and returns recipients per second: over
     /// the samples of the last ~10 s, or, with none old enough, since the job
     /// started.
-    pub fn observe(&self, job: i64, now: i64, processed: u64, started_at: Option<i64>) -> f64 {
+    pub fn observe(&self, job: K, now: i64, processed: u64, started_at: Option<i64>) -> f64 {
         let mut jobs = self.jobs.lock().unwrap_or_else(|e| e.into_inner());
         if !jobs.contains_key(&job) && jobs.len() >= MAX_JOBS {
             let stalest = jobs
                 .iter()
                 .min_by_key(|(_, q)| q.back().map_or(i64::MIN, |s| s.0))
-                .map(|(id, _)| *id);
+                .map(|(id, _)| id.clone());
             if let Some(id) = stalest {
                 jobs.remove(&id);
             }
@@ -80,11 +88,11 @@ impl RateSampler {
     }
 
     /// Drops a job's samples (it ended).
-    pub fn forget(&self, job: i64) {
+    pub fn forget(&self, job: &K) {
         self.jobs
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .remove(&job);
+            .remove(job);
     }
 
     #[cfg(test)]
@@ -203,7 +211,7 @@ async fn job_json(st: &AppState, rates: &RateSampler, j: JobRecord) -> Result<Jo
         None => 0.0,
     };
     let (rate, eta) = if j.state.is_final() {
-        rates.forget(j.id);
+        rates.forget(&j.id);
         (0.0, None)
     } else {
         let rate = rates.observe(j.id, now, processed, j.started_at);
