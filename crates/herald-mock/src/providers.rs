@@ -181,8 +181,11 @@ impl ErrorTally {
 /// the slot it lands in, so concurrent senders hardly contend.
 pub(crate) struct Ring<T> {
     next_seq: AtomicU64,
-    slots: Box<[Mutex<Option<(u64, T)>>]>,
+    slots: Box<[Slot<T>]>,
 }
+
+/// One ring slot: the entry and its sequence number.
+type Slot<T> = Mutex<Option<(u64, T)>>;
 
 impl<T: Clone> Ring<T> {
     pub(crate) fn new(capacity: usize) -> Ring<T> {

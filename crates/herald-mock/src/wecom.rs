@@ -735,9 +735,10 @@ impl WecomState {
         let mut invalid_users = Vec::new();
         let mut invalid_parties = Vec::new();
         let mut invalid_tags = Vec::new();
-        let mut add = |u: &Box<str>, seen: &mut HashSet<Box<str>>| {
-            if seen.insert(u.clone()) {
-                recipients.push(u.clone());
+        let mut add = |u: &str, seen: &mut HashSet<Box<str>>| {
+            if !seen.contains(u) {
+                seen.insert(u.into());
+                recipients.push(u.into());
             }
         };
         let everyone = users.contains(&"@all");
