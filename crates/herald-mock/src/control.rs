@@ -28,7 +28,12 @@ async fn health() -> Json<serde_json::Value> {
 }
 
 async fn stats(State(state): State<MockState>) -> Response {
-    Json(state.stats()).into_response()
+    let mut all = serde_json::to_value(state.stats()).unwrap_or_default();
+    if let serde_json::Value::Object(m) = &mut all {
+        m.insert("wechat".into(), serde_json::json!(state.wechat_stats()));
+        m.insert("wecom".into(), serde_json::json!(state.wecom_stats()));
+    }
+    Json(all).into_response()
 }
 
 #[derive(Deserialize)]

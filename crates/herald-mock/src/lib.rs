@@ -1,9 +1,23 @@
 //! Faithful mocks of the providers Herald delivers to, served over real HTTP.
 //!
-//! For now this is the webhook sink (`POST /hook`, `POST /hook/{*rest}`); other providers
-//! will be added as more routes on the same server. Control endpoints live under
-//! `/_mock/`: `GET stats`, `GET requests?limit=&key=`, `GET keys/{key}`,
-//! `GET|POST faults`, `POST reset`, `GET health`.
+//! One server serves every provider on the provider's real paths, so a channel's
+//! `api_base` is just `http://127.0.0.1:PORT`:
+//!
+//! - Webhook sink: `POST /hook`, `POST /hook/{*rest}`.
+//! - WeChat Official Account ([`wechat`](crate::WechatConfig)): `GET /cgi-bin/token`,
+//!   `POST /cgi-bin/stable_token`, `POST /cgi-bin/message/template/send`; delivery
+//!   callbacks (`TEMPLATESENDJOBFINISH` XML) to a configured URL.
+//! - WeCom app messages ([`wecom`](crate::WecomConfig)): `GET /cgi-bin/gettoken`,
+//!   `POST /cgi-bin/message/send`, `POST /cgi-bin/message/recall`.
+//!
+//! Control endpoints live under `/_mock/`: `GET stats` (webhook fields plus `wechat` and
+//! `wecom` members), `GET requests?limit=&key=`, `GET keys/{key}`, `GET|POST faults`,
+//! `POST reset` (every provider), `GET health`; per provider
+//! `GET|POST wechat/faults`, `GET|POST wechat/config`, `GET wechat/stats`,
+//! `GET wechat/messages?limit=&touser=`, `POST wechat/clock`,
+//! `GET|POST wecom/faults`, `GET wecom/stats`, `GET wecom/messages?limit=&touser=`,
+//! `POST wecom/age {msgid, secs}`, `POST wecom/clock {advance_secs}`.
+//! Tencent APIs answer errors as HTTP 200 with `errcode`/`errmsg`; so do these mocks.
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
@@ -18,8 +32,11 @@
 
 mod control;
 mod faults;
+mod providers;
 mod stats;
 mod webhook;
+mod wechat;
+mod wecom;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -33,6 +50,8 @@ use tokio::task::JoinHandle;
 pub use faults::Faults;
 pub use stats::{KeyStats, Percentiles, RecordedRequest, WebhookStats};
 pub use webhook::RING_CAPACITY;
+pub use wechat::{WECHAT_RING_CAPACITY, WechatConfig, WechatFaults, WechatMessage, WechatStats};
+pub use wecom::{WECOM_RING_CAPACITY, WecomConfig, WecomFaults, WecomMessage, WecomStats};
 
 /// How a mock server starts out.
 #[derive(Debug, Clone, Default)]
@@ -43,11 +62,17 @@ pub struct MockConfig {
     pub secret: Option<String>,
     /// Seed for the `error_rate` dice.
     pub seed: u64,
+    /// WeChat Official Account mock: credentials, quotas, callback URL, faults.
+    pub wechat: WechatConfig,
+    /// WeCom app-message mock: credentials, agent id, faults and directory.
+    pub wecom: WecomConfig,
 }
 
 struct Shared {
     faults: faults::FaultState,
     webhook: webhook::WebhookState,
+    wechat: wechat::WechatState,
+    wecom: wecom::WecomState,
 }
 
 /// Shared state behind the mock routes. Cheap to clone.
@@ -62,6 +87,8 @@ impl MockState {
             shared: Arc::new(Shared {
                 faults: faults::FaultState::new(cfg.faults, cfg.seed),
                 webhook: webhook::WebhookState::new(cfg.secret.as_deref()),
+                wechat: wechat::WechatState::new(cfg.wechat),
+                wecom: wecom::WecomState::new(cfg.wecom),
             }),
         }
     }
@@ -100,6 +127,44 @@ impl MockState {
     pub fn reset(&self) {
         self.shared.webhook.reset();
         self.shared.faults.rewind();
+        self.shared.wechat.reset();
+        self.shared.wecom.reset();
+    }
+
+    /// WeChat mock statistics; `GET /_mock/wechat/stats`.
+    pub fn wechat_stats(&self) -> WechatStats {
+        self.shared.wechat.stats()
+    }
+
+    /// Newest accepted template messages (only to `touser`, if given), oldest first.
+    pub fn wechat_messages(&self, limit: usize, touser: Option<&str>) -> Vec<WechatMessage> {
+        self.shared.wechat.messages(limit, touser)
+    }
+
+    pub fn wechat_faults(&self) -> WechatFaults {
+        self.shared.wechat.faults()
+    }
+
+    pub fn set_wechat_faults(&self, f: WechatFaults) {
+        self.shared.wechat.set_faults(f);
+    }
+
+    /// WeCom mock statistics; `GET /_mock/wecom/stats`.
+    pub fn wecom_stats(&self) -> WecomStats {
+        self.shared.wecom.stats()
+    }
+
+    /// Newest accepted send calls (only those delivered to `touser`, if given).
+    pub fn wecom_messages(&self, limit: usize, touser: Option<&str>) -> Vec<WecomMessage> {
+        self.shared.wecom.messages(limit, touser)
+    }
+
+    pub fn wecom_faults(&self) -> WecomFaults {
+        self.shared.wecom.faults()
+    }
+
+    pub fn set_wecom_faults(&self, f: WecomFaults) {
+        self.shared.wecom.set_faults(f);
     }
 }
 
@@ -107,6 +172,8 @@ impl MockState {
 pub fn router(state: MockState) -> Router {
     Router::new()
         .merge(webhook::routes())
+        .merge(wechat::routes())
+        .merge(wecom::routes())
         .merge(control::routes())
         .with_state(state)
 }

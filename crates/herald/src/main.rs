@@ -39,7 +39,7 @@ enum Cmd {
         #[arg(long, env = "HERALD_CONFIG")]
         config: Option<PathBuf>,
     },
-    /// Run the provider mocks (a webhook sink at /hook, stats at /_mock/stats).
+    /// Run the provider mocks (webhook sink at /hook, WeChat and WeCom on their real paths, stats at /_mock/stats).
     Mock(MockArgs),
     /// Load generators that measure Herald against its budgets.
     Bench {
@@ -117,6 +117,15 @@ struct MockArgs {
     secret: Option<String>,
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// WeChat mock: where TEMPLATESENDJOBFINISH callbacks are POSTed.
+    #[arg(long)]
+    wechat_callback_url: Option<String>,
+    /// WeChat mock: template messages accepted per day.
+    #[arg(long, default_value_t = 100_000)]
+    wechat_send_quota: u64,
+    /// WeCom mock: the agent id sends must carry.
+    #[arg(long, default_value_t = 1_000_002)]
+    wecom_agentid: u64,
 }
 
 fn init_tracing() {
@@ -141,6 +150,15 @@ async fn run_mock(a: MockArgs) -> anyhow::Result<()> {
         faults,
         secret: a.secret,
         seed: a.seed,
+        wechat: herald_mock::WechatConfig {
+            callback_url: a.wechat_callback_url,
+            send_daily_quota: a.wechat_send_quota,
+            ..Default::default()
+        },
+        wecom: herald_mock::WecomConfig {
+            agentid: a.wecom_agentid,
+            ..Default::default()
+        },
     };
     let server = herald_mock::MockServer::start(a.listen, cfg)
         .await
