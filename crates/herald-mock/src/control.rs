@@ -27,8 +27,16 @@ async fn health() -> Json<serde_json::Value> {
     Json(serde_json::json!({ "ok": true }))
 }
 
+/// The webhook sink's stats at the top level (as before), plus one member per provider.
 async fn stats(State(state): State<MockState>) -> Response {
-    Json(state.stats()).into_response()
+    let mut body = serde_json::to_value(state.stats()).unwrap_or_default();
+    if let Some(obj) = body.as_object_mut() {
+        let fcm = serde_json::to_value(state.fcm_stats()).unwrap_or_default();
+        obj.insert("fcm".to_owned(), fcm);
+        let smtp = serde_json::to_value(state.smtp_stats()).unwrap_or_default();
+        obj.insert("smtp".to_owned(), smtp);
+    }
+    Json(body).into_response()
 }
 
 #[derive(Deserialize)]
