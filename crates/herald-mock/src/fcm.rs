@@ -283,7 +283,10 @@ impl FcmState {
         if f.expire_tokens {
             let next = self.next_token_seq.load(Ordering::Relaxed);
             self.valid_from_seq.fetch_max(next, Ordering::Relaxed);
-            tracing::info!(valid_from_seq = next, "fcm mock: expired every token issued so far");
+            tracing::info!(
+                valid_from_seq = next,
+                "fcm mock: expired every token issued so far"
+            );
             f.expire_tokens = false;
         }
         *self.faults.lock() = f;
@@ -403,8 +406,10 @@ impl FcmState {
                 return Err(GrantError::grant("Invalid JWT Signature."));
             }
             let signed = &jwt[..h64.len() + 1 + p64.len()];
-            let public =
-                signature::UnparsedPublicKey::new(&signature::RSA_PKCS1_2048_8192_SHA256, &key.public_der);
+            let public = signature::UnparsedPublicKey::new(
+                &signature::RSA_PKCS1_2048_8192_SHA256,
+                &key.public_der,
+            );
             if public.verify(signed.as_bytes(), &sig).is_err() {
                 return Err(GrantError::grant("Invalid JWT Signature."));
             }
@@ -577,7 +582,11 @@ struct FcmError {
 }
 
 impl FcmError {
-    fn new(status: StatusCode, error_code: Option<&'static str>, message: impl Into<String>) -> Self {
+    fn new(
+        status: StatusCode,
+        error_code: Option<&'static str>,
+        message: impl Into<String>,
+    ) -> Self {
         FcmError {
             status,
             message: message.into(),
@@ -664,7 +673,8 @@ impl FcmError {
         });
         let mut resp = (self.status, Json(body)).into_response();
         if let Some(secs) = self.retry_after {
-            resp.headers_mut().insert(RETRY_AFTER, HeaderValue::from(secs));
+            resp.headers_mut()
+                .insert(RETRY_AFTER, HeaderValue::from(secs));
         }
         resp
     }
@@ -697,9 +707,8 @@ const MESSAGE_FIELDS: &[&str] = &[
 
 /// Checks the send body the way FCM does; errors name the field.
 fn validate(body: &[u8]) -> Result<Accepted, FcmError> {
-    let root: Value = serde_json::from_slice(body).map_err(|e| {
-        FcmError::invalid(format!("Invalid JSON payload received. {e}"))
-    })?;
+    let root: Value = serde_json::from_slice(body)
+        .map_err(|e| FcmError::invalid(format!("Invalid JSON payload received. {e}")))?;
     let Value::Object(mut root) = root else {
         return Err(FcmError::invalid(
             "Invalid JSON payload received. Expected an object.",
@@ -721,13 +730,18 @@ fn validate(body: &[u8]) -> Result<Accepted, FcmError> {
             }
         }
     }
-    let message = root
-        .remove("message")
-        .ok_or_else(|| FcmError::invalid_field("message", "Request contains an invalid argument: message is required."))?;
+    let message = root.remove("message").ok_or_else(|| {
+        FcmError::invalid_field(
+            "message",
+            "Request contains an invalid argument: message is required.",
+        )
+    })?;
     let Value::Object(msg) = &message else {
         return Err(FcmError::invalid_field(
             "message",
-            format!("Invalid value at 'message' (type.googleapis.com/google.firebase.fcm.v1.Message), {message}"),
+            format!(
+                "Invalid value at 'message' (type.googleapis.com/google.firebase.fcm.v1.Message), {message}"
+            ),
         ));
     };
     if let Some(unknown) = msg.keys().find(|k| !MESSAGE_FIELDS.contains(&k.as_str())) {
@@ -818,7 +832,9 @@ fn validate(body: &[u8]) -> Result<Accepted, FcmError> {
         Some(v) => {
             return Err(FcmError::invalid_field(
                 "message.notification",
-                format!("Invalid value at 'message.notification' (type.googleapis.com/google.firebase.fcm.v1.Notification), {v}"),
+                format!(
+                    "Invalid value at 'message.notification' (type.googleapis.com/google.firebase.fcm.v1.Notification), {v}"
+                ),
             ));
         }
     };

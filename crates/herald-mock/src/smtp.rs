@@ -17,7 +17,6 @@
 //! undone), so tests can assert on what a person would read.
 
 use std::collections::VecDeque;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -227,7 +226,11 @@ impl SmtpState {
 }
 
 /// Accepts SMTP connections until `stop` turns true (or its sender is dropped).
-pub(crate) async fn serve(listener: TcpListener, state: MockState, mut stop: watch::Receiver<bool>) {
+pub(crate) async fn serve(
+    listener: TcpListener,
+    state: MockState,
+    mut stop: watch::Receiver<bool>,
+) {
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     loop {
         let accepted = tokio::select! {
@@ -390,11 +393,12 @@ impl Conn {
     /// answered with a 421 before the session ends).
     async fn next_line(&mut self, max: usize) -> Result<Line, End> {
         let read = tokio::select! {
-            r = tokio::time::timeout(IDLE_TIMEOUT, read_line(&mut self.reader, &mut self.buf, max)) => r,
-            _ = self.stop.wait_for(|s| *s) => {
-                let _ = self.reply("421 4.3.2 herald-mock shutting down").await;
-                return Err(End::Stopping);
-            }
+            r = tokio::time::timeout(IDLE_TIMEOUT, read_line(&mut self.reader, &mut self.buf, max)) => Some(r),
+            _ = self.stop.wait_for(|s| *s) => None,
+        };
+        let Some(read) = read else {
+            let _ = self.reply("421 4.3.2 herald-mock shutting down").await;
+            return Err(End::Stopping);
         };
         match read {
             Err(_) => {
@@ -452,8 +456,10 @@ impl Conn {
                         .await?
                 }
                 "HELP" => {
-                    self.reply("214 2.0.0 Commands: EHLO HELO AUTH MAIL RCPT DATA RSET NOOP VRFY QUIT")
-                        .await?
+                    self.reply(
+                        "214 2.0.0 Commands: EHLO HELO AUTH MAIL RCPT DATA RSET NOOP VRFY QUIT",
+                    )
+                    .await?
                 }
                 "QUIT" => {
                     self.reply(&format!("221 2.0.0 {HOSTNAME} closing connection"))
@@ -481,9 +487,7 @@ impl Conn {
         self.tx = None;
         if verb == "HELO" {
             self.esmtp = false;
-            return self
-                .reply(&format!("250 {HOSTNAME} Hello {name}"))
-                .await;
+            return self.reply(&format!("250 {HOSTNAME} Hello {name}")).await;
         }
         self.esmtp = true;
         let smtp = &state.shared.smtp;
@@ -515,7 +519,8 @@ impl Conn {
         }
         let text = String::from_utf8_lossy(&self.buf).trim().to_owned();
         if text == "*" {
-            self.bad(state, "501 5.7.0 Authentication cancelled").await?;
+            self.bad(state, "501 5.7.0 Authentication cancelled")
+                .await?;
             return Ok(None);
         }
         match B64.decode(text.as_bytes()) {
@@ -538,7 +543,9 @@ impl Conn {
             return self.bad(state, "503 5.5.1 Error: send EHLO first").await;
         }
         if self.auth_user.is_some() {
-            return self.bad(state, "503 5.5.1 Error: already authenticated").await;
+            return self
+                .bad(state, "503 5.5.1 Error: already authenticated")
+                .await;
         }
         if self.tx.is_some() {
             return self
@@ -570,9 +577,7 @@ impl Conn {
                 let (Some(_authz), Some(u), Some(p), None) =
                     (parts.next(), parts.next(), parts.next(), parts.next())
                 else {
-                    return self
-                        .bad(state, "501 5.5.2 Invalid PLAIN response")
-                        .await;
+                    return self.bad(state, "501 5.5.2 Invalid PLAIN response").await;
                 };
                 (
                     String::from_utf8_lossy(u).into_owned(),
@@ -627,15 +632,17 @@ impl Conn {
     async fn mail(&mut self, state: &MockState, arg: &str) -> Result<(), End> {
         let smtp = &state.shared.smtp;
         if self.helo.is_none() {
-            return self.bad(state, "503 5.5.1 Error: send HELO/EHLO first").await;
+            return self
+                .bad(state, "503 5.5.1 Error: send HELO/EHLO first")
+                .await;
         }
         if self.tx.is_some() {
-            return self.bad(state, "503 5.5.1 Error: nested MAIL command").await;
+            return self
+                .bad(state, "503 5.5.1 Error: nested MAIL command")
+                .await;
         }
         if smtp.settings.credentials.is_some() && self.auth_user.is_none() {
-            return self
-                .bad(state, "530 5.7.0 Authentication required")
-                .await;
+            return self.bad(state, "530 5.7.0 Authentication required").await;
         }
         let Some((from, params)) = parse_path(arg, "FROM:") else {
             return self
@@ -643,9 +650,7 @@ impl Conn {
                 .await;
         };
         if !from.is_empty() && !plausible_address(&from) {
-            return self
-                .bad(state, "501 5.1.7 Bad sender address syntax")
-                .await;
+            return self.bad(state, "501 5.1.7 Bad sender address syntax").await;
         }
         for p in params.split_whitespace() {
             let (k, v) = p.split_once('=').unwrap_or((p, ""));
@@ -706,14 +711,18 @@ impl Conn {
             smtp.bump(|s| s.rejected += 1);
             tracing::debug!(to = %to, "smtp mock: recipient rejected by fault");
             return self
-                .reply(&format!("550 5.1.1 <{to}>: Recipient address rejected: User unknown"))
+                .reply(&format!(
+                    "550 5.1.1 <{to}>: Recipient address rejected: User unknown"
+                ))
                 .await;
         }
         if smtp.take_tempfail(TempfailStage::Rcpt) {
             smtp.bump(|s| s.tempfailed += 1);
             tracing::debug!(to = %to, "smtp mock: recipient tempfailed by fault");
             return self
-                .reply(&format!("451 4.3.0 <{to}>: Temporary failure, try again later"))
+                .reply(&format!(
+                    "451 4.3.0 <{to}>: Temporary failure, try again later"
+                ))
                 .await;
         }
         if let Some(tx) = self.tx.as_mut() {
@@ -731,7 +740,9 @@ impl Conn {
             return self.bad(state, "503 5.5.1 Error: need MAIL command").await;
         };
         if rcpts == 0 {
-            return self.bad(state, "554 5.5.1 Error: no valid recipients").await;
+            return self
+                .bad(state, "554 5.5.1 Error: no valid recipients")
+                .await;
         }
         self.reply("354 End data with <CR><LF>.<CR><LF>").await?;
 
@@ -911,7 +922,10 @@ fn text_body(headers: &[(String, String)], body: &str, depth: u32) -> Option<Str
             if part.starts_with("--") {
                 break;
             }
-            let part = part.strip_prefix("\r\n").or_else(|| part.strip_prefix('\n'))?;
+            let part = part
+                .strip_prefix("\r\n")
+                .or_else(|| part.strip_prefix('\n'))
+                .unwrap_or(part);
             let (h, b) = split_headers(part);
             let part_type = header(&h, "content-type").unwrap_or("text/plain");
             let found = text_body(&h, b, depth + 1);
@@ -933,7 +947,8 @@ fn text_body(headers: &[(String, String)], body: &str, depth: u32) -> Option<Str
     let bytes = match cte.as_str() {
         "base64" => {
             let compact: String = body.chars().filter(|c| !c.is_whitespace()).collect();
-            B64.decode(compact).unwrap_or_else(|_| body.as_bytes().to_vec())
+            B64.decode(compact)
+                .unwrap_or_else(|_| body.as_bytes().to_vec())
         }
         "quoted-printable" => decode_quoted_printable(body),
         _ => body.as_bytes().to_vec(),
@@ -1091,7 +1106,10 @@ mod tests {
             decode_encoded_words("=?UTF-8?B?5L2g5aW9?= =?utf-8?Q?_w=C3=B6rld?="),
             "你好 wörld"
         );
-        assert_eq!(decode_encoded_words("Re: =?utf-8?q?caf=C3=A9?= ok"), "Re: café ok");
+        assert_eq!(
+            decode_encoded_words("Re: =?utf-8?q?caf=C3=A9?= ok"),
+            "Re: café ok"
+        );
         assert_eq!(decode_encoded_words("=?koi8-r?B?abc?="), "=?koi8-r?B?abc?=");
         assert_eq!(decode_encoded_words("=?utf-8?B?broken"), "=?utf-8?B?broken");
     }
@@ -1110,7 +1128,10 @@ mod tests {
             parse_path("FROM:<a@b.c> SIZE=10", "FROM:"),
             Some(("a@b.c".into(), " SIZE=10".into()))
         );
-        assert_eq!(parse_path("from: <>", "FROM:"), Some((String::new(), String::new())));
+        assert_eq!(
+            parse_path("from: <>", "FROM:"),
+            Some((String::new(), String::new()))
+        );
         assert_eq!(
             parse_path("TO:<@r1,@r2:u@h>", "TO:"),
             Some(("u@h".into(), String::new()))
