@@ -41,8 +41,8 @@ pub use fcm::{
     FCM_TOKEN_TTL_SECS, FcmFaults, FcmMessage, FcmStats,
 };
 pub use smtp::{
-    DEFAULT_SMTP_MAX_MESSAGE_BYTES, MAX_RECIPIENTS, SMTP_RING_CAPACITY, SmtpFaults, SmtpMessage,
-    SmtpStats, TempfailStage,
+    DEFAULT_SMTP_IDLE_TIMEOUT, DEFAULT_SMTP_MAX_MESSAGE_BYTES, MAX_RECIPIENTS, SMTP_RING_CAPACITY,
+    SmtpFaults, SmtpMessage, SmtpStats, TempfailStage,
 };
 pub use stats::{KeyStats, Percentiles, RecordedRequest, WebhookStats};
 pub use webhook::RING_CAPACITY;
@@ -71,6 +71,9 @@ pub struct MockConfig {
     /// Largest message the SMTP sink accepts; `None` means
     /// [`DEFAULT_SMTP_MAX_MESSAGE_BYTES`].
     pub smtp_max_message_bytes: Option<usize>,
+    /// SMTP connections idle this long are closed with 421; `None` means
+    /// [`DEFAULT_SMTP_IDLE_TIMEOUT`] (5 minutes).
+    pub smtp_idle_timeout: Option<std::time::Duration>,
 }
 
 struct Shared {
@@ -113,6 +116,7 @@ impl MockState {
             max_message_bytes: cfg
                 .smtp_max_message_bytes
                 .unwrap_or(DEFAULT_SMTP_MAX_MESSAGE_BYTES),
+            idle_timeout: cfg.smtp_idle_timeout.unwrap_or(DEFAULT_SMTP_IDLE_TIMEOUT),
         });
         Ok(MockState {
             shared: Arc::new(Shared {

@@ -50,9 +50,9 @@ pub const SMTP_RING_CAPACITY: usize = 1_000;
 const MAX_COMMAND_LINE: usize = 4096;
 /// Longest text line in DATA, without CRLF (RFC 5321 4.5.3.1.6).
 const MAX_TEXT_LINE: usize = 998;
-/// Connection is closed after this long without a line from the client (RFC 5321 4.5.3.2
+/// Default for closing a connection that sends no line for this long (RFC 5321 4.5.3.2
 /// suggests 5 minutes).
-const IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+pub const DEFAULT_SMTP_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Bad commands tolerated on one connection before it is closed with 421.
 const MAX_BAD_COMMANDS: u32 = 20;
@@ -132,6 +132,7 @@ pub struct SmtpMessage {
 pub(crate) struct SmtpSettings {
     pub(crate) credentials: Option<(String, String)>,
     pub(crate) max_message_bytes: usize,
+    pub(crate) idle_timeout: Duration,
 }
 
 #[derive(Default)]
@@ -259,7 +260,8 @@ pub(crate) async fn serve(
                 return;
             };
             tracing::debug!(%peer, "smtp mock: connection");
-            let mut conn = Conn::new(stream, stop);
+            let idle = state.shared.smtp.settings.idle_timeout;
+            let mut conn = Conn::new(stream, stop, idle);
             match conn.session(&state).await {
                 Ok(()) => tracing::debug!(%peer, "smtp mock: connection closed"),
                 Err(e) => tracing::debug!(%peer, error = %e, "smtp mock: connection ended"),
@@ -355,6 +357,7 @@ struct Conn {
     writer: OwnedWriteHalf,
     buf: Vec<u8>,
     stop: watch::Receiver<bool>,
+    idle: Duration,
     helo: Option<String>,
     esmtp: bool,
     auth_user: Option<String>,
@@ -363,13 +366,14 @@ struct Conn {
 }
 
 impl Conn {
-    fn new(stream: TcpStream, stop: watch::Receiver<bool>) -> Conn {
+    fn new(stream: TcpStream, stop: watch::Receiver<bool>, idle: Duration) -> Conn {
         let (r, w) = stream.into_split();
         Conn {
             reader: BufReader::with_capacity(8 * 1024, r),
             writer: w,
             buf: Vec::with_capacity(1024),
             stop,
+            idle,
             helo: None,
             esmtp: false,
             auth_user: None,
@@ -393,7 +397,7 @@ impl Conn {
     /// answered with a 421 before the session ends).
     async fn next_line(&mut self, max: usize) -> Result<Line, End> {
         let read = tokio::select! {
-            r = tokio::time::timeout(IDLE_TIMEOUT, read_line(&mut self.reader, &mut self.buf, max)) => Some(r),
+            r = tokio::time::timeout(self.idle, read_line(&mut self.reader, &mut self.buf, max)) => Some(r),
             _ = self.stop.wait_for(|s| *s) => None,
         };
         let Some(read) = read else {

@@ -469,3 +469,19 @@ async fn shutdown_closes_the_smtp_listener() {
     c.expect(421).await;
     assert!(TcpStream::connect(addr).await.is_err());
 }
+
+#[tokio::test]
+async fn idle_connections_are_closed() {
+    let server = start(MockConfig {
+        smtp_idle_timeout: Some(Duration::from_millis(300)),
+        ..MockConfig::default()
+    })
+    .await;
+    let mut c = Raw::connect(server.smtp_addr().unwrap()).await;
+    c.cmd("EHLO client.test", 250).await;
+    // A half-sent line does not keep the connection alive either.
+    c.send(b"NOO").await;
+    let (code, text) = c.reply().await;
+    assert_eq!(code, 421, "{text}");
+    assert!(c.closed().await);
+}
