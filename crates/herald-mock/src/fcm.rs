@@ -25,7 +25,7 @@ use axum::Json;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path as UrlPath, Query, State};
-use axum::http::header::{AUTHORIZATION, RETRY_AFTER};
+use axum::http::header::{AUTHORIZATION, RETRY_AFTER, WWW_AUTHENTICATE};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -676,6 +676,15 @@ impl FcmError {
             resp.headers_mut()
                 .insert(RETRY_AFTER, HeaderValue::from(secs));
         }
+        if self.status == StatusCode::UNAUTHORIZED {
+            // What Google sends with a 401, so a client's auth handling sees the real thing.
+            resp.headers_mut().insert(
+                WWW_AUTHENTICATE,
+                HeaderValue::from_static(
+                    "Bearer realm=\"https://accounts.google.com/\", error=\"invalid_token\"",
+                ),
+            );
+        }
         resp
     }
 }
@@ -900,10 +909,10 @@ async fn send(
 ) -> Response {
     let fcm = &state.shared.fcm;
     fcm.records.lock().stats.received += 1;
-    let faults = fcm.faults();
+    let latency_ms = fcm.faults.lock().latency_ms;
     let result = decide(fcm, &project, &headers, &body);
-    if faults.latency_ms > 0 {
-        tokio::time::sleep(Duration::from_millis(faults.latency_ms)).await;
+    if latency_ms > 0 {
+        tokio::time::sleep(Duration::from_millis(latency_ms)).await;
     }
     match result {
         Ok(name) => (StatusCode::OK, Json(json!({ "name": name }))).into_response(),

@@ -463,13 +463,14 @@ async fn auth_project_and_argument_errors() {
     let client = reqwest::Client::new();
     let token = access_token(&client, &server).await;
 
-    let e = expect_error(
-        send(&client, &server, None, &msg("d")).await,
-        401,
-        "UNAUTHENTICATED",
-        None,
-    )
-    .await;
+    let resp = send(&client, &server, None, &msg("d")).await;
+    assert!(
+        resp.headers()["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .starts_with("Bearer ")
+    );
+    let e = expect_error(resp, 401, "UNAUTHENTICATED", None).await;
     assert_eq!(e["details"][0]["reason"], "CREDENTIALS_MISSING");
     let forged = format!("{}0", token);
     expect_error(
