@@ -59,8 +59,8 @@ impl SmtpChannel {
             .port(port)
             .timeout(Some(Duration::from_millis(cfg.timeout_ms)));
         if tls == SmtpTls::Starttls {
-            let params = TlsParameters::new(host.to_string())
-                .map_err(|e| cfg.err(&format!("tls: {e}")))?;
+            let params =
+                TlsParameters::new(host.to_string()).map_err(|e| cfg.err(&format!("tls: {e}")))?;
             builder = builder.tls(Tls::Required(params));
         }
         match (&cfg.username, cfg.resolved_password()?) {
@@ -90,9 +90,7 @@ impl SmtpChannel {
             .subject(msg.subject)
             .message_id(Some(message_id(&d.idempotency_key)));
         let built = match (msg.text, msg.html) {
-            (Some(text), None) => builder
-                .header(ContentType::TEXT_PLAIN)
-                .body(text),
+            (Some(text), None) => builder.header(ContentType::TEXT_PLAIN).body(text),
             (None, Some(html)) => builder.header(ContentType::TEXT_HTML).body(html),
             (Some(text), Some(html)) => builder.multipart(
                 MultiPart::alternative()
@@ -197,10 +195,16 @@ mod tests {
     fn config_errors_name_the_field() {
         let mut c = ChannelConfig::log("mail");
         c.kind = ChannelKind::Smtp;
-        let e = SmtpChannel::new(&c).err().map(|e| e.to_string()).unwrap_or_default();
+        let e = SmtpChannel::new(&c)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(e.contains("host"), "{e}");
         c.host = Some("127.0.0.1".into());
-        let e = SmtpChannel::new(&c).err().map(|e| e.to_string()).unwrap_or_default();
+        let e = SmtpChannel::new(&c)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(e.contains("from"), "{e}");
         c.from = Some("Herald <noreply@example.com>".into());
         c.tls = Some(SmtpTls::None);

@@ -27,13 +27,16 @@ async fn health() -> Json<serde_json::Value> {
     Json(serde_json::json!({ "ok": true }))
 }
 
+/// The webhook sink's stats at the top level (as before), plus one member per provider.
 async fn stats(State(state): State<MockState>) -> Response {
-    let mut all = serde_json::to_value(state.stats()).unwrap_or_default();
-    if let serde_json::Value::Object(m) = &mut all {
-        m.insert("wechat".into(), serde_json::json!(state.wechat_stats()));
-        m.insert("wecom".into(), serde_json::json!(state.wecom_stats()));
+    let mut body = serde_json::to_value(state.stats()).unwrap_or_default();
+    if let Some(obj) = body.as_object_mut() {
+        obj.insert("wechat".into(), serde_json::json!(state.wechat_stats()));
+        obj.insert("wecom".into(), serde_json::json!(state.wecom_stats()));
+        obj.insert("fcm".into(), serde_json::json!(state.fcm_stats()));
+        obj.insert("smtp".into(), serde_json::json!(state.smtp_stats()));
     }
-    Json(all).into_response()
+    Json(body).into_response()
 }
 
 #[derive(Deserialize)]

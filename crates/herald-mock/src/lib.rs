@@ -18,6 +18,10 @@
 //! `GET|POST wecom/faults`, `GET wecom/stats`, `GET wecom/messages?limit=&touser=`,
 //! `POST wecom/age {msgid, secs}`, `POST wecom/clock {advance_secs}`.
 //! Tencent APIs answer errors as HTTP 200 with `errcode`/`errmsg`; so do these mocks.
+//! - FCM HTTP v1 with its OAuth2 token endpoint: `POST /token`,
+//!   `POST /v1/projects/{p}/messages:send`; control `/_mock/fcm/{stats,messages,faults}`.
+//! - SMTP: a real SMTP server on its own TCP listener (`MockConfig::smtp_listen`);
+//!   control `/_mock/smtp/{stats,messages,faults}`.
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
@@ -32,22 +36,33 @@
 
 mod control;
 mod faults;
+mod fcm;
 mod providers;
+mod smtp;
 mod stats;
 mod webhook;
 mod wechat;
 mod wecom;
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::Router;
 use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
 pub use faults::Faults;
+pub use fcm::{
+    DEFAULT_FCM_PROJECT, DEFAULT_FCM_QUOTA_PER_MINUTE, FCM_RING_CAPACITY, FCM_SCOPE,
+    FCM_TOKEN_TTL_SECS, FcmFaults, FcmMessage, FcmStats,
+};
+pub use smtp::{
+    DEFAULT_SMTP_IDLE_TIMEOUT, DEFAULT_SMTP_MAX_MESSAGE_BYTES, MAX_RECIPIENTS, SMTP_RING_CAPACITY,
+    SmtpFaults, SmtpMessage, SmtpStats, TempfailStage,
+};
 pub use stats::{KeyStats, Percentiles, RecordedRequest, WebhookStats};
 pub use webhook::RING_CAPACITY;
 pub use wechat::{WECHAT_RING_CAPACITY, WechatConfig, WechatFaults, WechatMessage, WechatStats};
@@ -66,6 +81,24 @@ pub struct MockConfig {
     pub wechat: WechatConfig,
     /// WeCom app-message mock: credentials, agent id, faults and directory.
     pub wecom: WecomConfig,
+    /// FCM project id; `None` means [`DEFAULT_FCM_PROJECT`].
+    pub fcm_project: Option<String>,
+    /// Google service-account JSON; if set, `POST /token` verifies the JWT's RS256
+    /// signature with its public half and requires `iss` to be its `client_email`.
+    pub fcm_service_account: Option<PathBuf>,
+    /// Sends per minute per project; `None` means [`DEFAULT_FCM_QUOTA_PER_MINUTE`].
+    pub fcm_quota_per_minute: Option<u64>,
+    /// If set, [`MockServer::start`] also runs the SMTP sink on this address.
+    pub smtp_listen: Option<SocketAddr>,
+    /// If both are set, the SMTP sink offers AUTH PLAIN/LOGIN and requires it for MAIL.
+    pub smtp_username: Option<String>,
+    pub smtp_password: Option<String>,
+    /// Largest message the SMTP sink accepts; `None` means
+    /// [`DEFAULT_SMTP_MAX_MESSAGE_BYTES`].
+    pub smtp_max_message_bytes: Option<usize>,
+    /// SMTP connections idle this long are closed with 421; `None` means
+    /// [`DEFAULT_SMTP_IDLE_TIMEOUT`] (5 minutes).
+    pub smtp_idle_timeout: Option<std::time::Duration>,
 }
 
 struct Shared {
@@ -73,6 +106,8 @@ struct Shared {
     webhook: webhook::WebhookState,
     wechat: wechat::WechatState,
     wecom: wecom::WecomState,
+    fcm: fcm::FcmState,
+    smtp: smtp::SmtpState,
 }
 
 /// Shared state behind the mock routes. Cheap to clone.
@@ -82,15 +117,44 @@ pub struct MockState {
 }
 
 impl MockState {
+    /// Panics if `cfg.fcm_service_account` cannot be loaded; see [`Self::try_new`].
     pub fn new(cfg: MockConfig) -> MockState {
-        MockState {
+        match MockState::try_new(cfg) {
+            Ok(s) => s,
+            Err(e) => panic!("mock state: {e}"),
+        }
+    }
+
+    /// Fails if `cfg.fcm_service_account` cannot be read or holds no usable RSA key.
+    pub fn try_new(cfg: MockConfig) -> std::io::Result<MockState> {
+        let fcm = fcm::FcmState::new(
+            fcm::FcmSettings {
+                project: cfg
+                    .fcm_project
+                    .unwrap_or_else(|| DEFAULT_FCM_PROJECT.to_owned()),
+                quota_per_minute: cfg
+                    .fcm_quota_per_minute
+                    .unwrap_or(DEFAULT_FCM_QUOTA_PER_MINUTE),
+            },
+            cfg.fcm_service_account.as_deref(),
+        )?;
+        let smtp = smtp::SmtpState::new(smtp::SmtpSettings {
+            credentials: cfg.smtp_username.zip(cfg.smtp_password),
+            max_message_bytes: cfg
+                .smtp_max_message_bytes
+                .unwrap_or(DEFAULT_SMTP_MAX_MESSAGE_BYTES),
+            idle_timeout: cfg.smtp_idle_timeout.unwrap_or(DEFAULT_SMTP_IDLE_TIMEOUT),
+        });
+        Ok(MockState {
             shared: Arc::new(Shared {
                 faults: faults::FaultState::new(cfg.faults, cfg.seed),
                 webhook: webhook::WebhookState::new(cfg.secret.as_deref()),
                 wechat: wechat::WechatState::new(cfg.wechat),
                 wecom: wecom::WecomState::new(cfg.wecom),
+                fcm,
+                smtp,
             }),
-        }
+        })
     }
 
     /// Webhook sink statistics; the same data as `GET /_mock/stats`.
@@ -129,6 +193,8 @@ impl MockState {
         self.shared.faults.rewind();
         self.shared.wechat.reset();
         self.shared.wecom.reset();
+        self.shared.fcm.reset();
+        self.shared.smtp.reset();
     }
 
     /// WeChat mock statistics; `GET /_mock/wechat/stats`.
@@ -166,6 +232,43 @@ impl MockState {
     pub fn set_wecom_faults(&self, f: WecomFaults) {
         self.shared.wecom.set_faults(f);
     }
+
+    /// `GET /_mock/fcm/stats`.
+    pub fn fcm_stats(&self) -> FcmStats {
+        self.shared.fcm.stats()
+    }
+
+    /// The newest `limit` accepted FCM messages (only those to `token`, if given).
+    pub fn fcm_messages(&self, limit: usize, token: Option<&str>) -> Vec<FcmMessage> {
+        self.shared.fcm.messages(limit, token)
+    }
+
+    pub fn fcm_faults(&self) -> FcmFaults {
+        self.shared.fcm.faults()
+    }
+
+    /// Replaces the FCM faults; `expire_tokens` is applied at once and reads back false.
+    pub fn set_fcm_faults(&self, f: FcmFaults) {
+        self.shared.fcm.set_faults(f);
+    }
+
+    /// `GET /_mock/smtp/stats`.
+    pub fn smtp_stats(&self) -> SmtpStats {
+        self.shared.smtp.stats()
+    }
+
+    /// The newest `limit` accepted mails (only those with recipient `to`, if given).
+    pub fn smtp_messages(&self, limit: usize, to: Option<&str>) -> Vec<SmtpMessage> {
+        self.shared.smtp.messages(limit, to)
+    }
+
+    pub fn smtp_faults(&self) -> SmtpFaults {
+        self.shared.smtp.faults()
+    }
+
+    pub fn set_smtp_faults(&self, f: SmtpFaults) {
+        self.shared.smtp.set_faults(f);
+    }
 }
 
 /// Builds the router with every mock route, for serving on a listener of your own.
@@ -175,6 +278,8 @@ pub fn router(state: MockState) -> Router {
         .merge(wechat::routes())
         .merge(wecom::routes())
         .merge(control::routes())
+        .merge(fcm::routes())
+        .merge(smtp::routes())
         .with_state(state)
 }
 
@@ -184,14 +289,30 @@ pub struct MockServer {
     state: MockState,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
+    smtp_addr: Option<SocketAddr>,
+    smtp_stop: watch::Sender<bool>,
+    smtp_task: Option<JoinHandle<()>>,
 }
 
 impl MockServer {
-    /// Binds `listen` (port 0 picks a free port) and serves in a spawned tokio task.
+    /// Binds `listen` (port 0 picks a free port) and serves in a spawned tokio task; also
+    /// binds and serves the SMTP sink if `cfg.smtp_listen` is set.
     pub async fn start(listen: SocketAddr, cfg: MockConfig) -> std::io::Result<MockServer> {
+        let smtp_listen = cfg.smtp_listen;
+        let state = MockState::try_new(cfg)?;
         let listener = TcpListener::bind(listen).await?;
         let addr = listener.local_addr()?;
-        let state = MockState::new(cfg);
+        let (smtp_stop, smtp_stopped) = watch::channel(false);
+        let (smtp_addr, smtp_task) = match smtp_listen {
+            Some(smtp_listen) => {
+                let smtp_listener = TcpListener::bind(smtp_listen).await?;
+                let smtp_addr = smtp_listener.local_addr()?;
+                tracing::debug!(%smtp_addr, "mock smtp sink listening");
+                let task = tokio::spawn(smtp::serve(smtp_listener, state.clone(), smtp_stopped));
+                (Some(smtp_addr), Some(task))
+            }
+            None => (None, None),
+        };
         let app = router(state.clone());
         let (stop, stopped) = oneshot::channel::<()>();
         let listener = listener.tap_io(|tcp| {
@@ -211,7 +332,20 @@ impl MockServer {
             state,
             stop: Some(stop),
             task: Some(task),
+            smtp_addr,
+            smtp_stop,
+            smtp_task,
         })
+    }
+
+    /// Where the SMTP sink listens, if it was started (`MockConfig::smtp_listen`).
+    pub fn smtp_addr(&self) -> Option<SocketAddr> {
+        self.smtp_addr
+    }
+
+    /// `http://<addr>/token`, the OAuth2 token URL (and JWT `aud`) for FCM.
+    pub fn fcm_token_url(&self) -> String {
+        format!("http://{}/token", self.addr)
     }
 
     /// `http://<addr>`
@@ -271,12 +405,16 @@ impl MockServer {
         if let Some(task) = self.task.take() {
             let _ = task.await;
         }
+        if let Some(task) = self.smtp_task.take() {
+            let _ = task.await;
+        }
     }
 
     fn signal_stop(&mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
+        self.smtp_stop.send_replace(true);
     }
 }
 

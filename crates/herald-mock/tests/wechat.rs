@@ -210,7 +210,12 @@ async fn stable_token_is_shared_until_five_minutes_are_left() {
         tok.as_str(),
         "same token while > 5 min left"
     );
-    assert_eq!(b["expires_in"], 6600, "expires_in is what is left");
+    // Real time passes between the calls too, so allow a second of rounding.
+    let left = b["expires_in"].as_i64().unwrap();
+    assert!(
+        (6599..=6600).contains(&left),
+        "expires_in is what is left: {left}"
+    );
     // /token is isolated: fetching it does not retire the stable token.
     wx.token().await;
     wx.advance(300).await;

@@ -127,7 +127,9 @@ async fn gettoken_checks_credentials_and_reuses_a_live_token() {
     wc.advance(1000).await;
     let second = wc.token_call("wwmockcorp", "mock-wecom-secret").await;
     assert_eq!(second["access_token"], first["access_token"]);
-    assert_eq!(second["expires_in"], 6200);
+    // Real time passes between the calls too, so allow a second of rounding.
+    let left = second["expires_in"].as_i64().unwrap();
+    assert!((6199..=6200).contains(&left), "{left}");
     let t = first["access_token"].as_str().unwrap().to_owned();
     msgid(&wc.send(&t, text("u1")).await);
 

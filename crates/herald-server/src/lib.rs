@@ -112,7 +112,9 @@ pub fn router(state: AppState) -> Router {
         .fallback(ops::not_found)
         .method_not_allowed_fallback(ops::method_not_allowed)
         // Job progress samples, for the current rate of `GET /v1/jobs/{id}`.
-        .layer(axum::Extension(Arc::new(jobs::RateSampler::default())))
+        .layer(axum::Extension(Arc::new(
+            jobs::RateSampler::<i64>::default(),
+        )))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
             ops::panic_response,
         ))

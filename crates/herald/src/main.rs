@@ -126,6 +126,20 @@ struct MockArgs {
     /// WeCom mock: the agent id sends must carry.
     #[arg(long, default_value_t = 1_000_002)]
     wecom_agentid: u64,
+    /// FCM project id served at /v1/projects/{id}/messages:send (default herald-mock).
+    #[arg(long)]
+    fcm_project: Option<String>,
+    /// Google service-account JSON whose key verifies the JWTs sent to /token.
+    #[arg(long)]
+    fcm_service_account: Option<std::path::PathBuf>,
+    /// Also run the SMTP sink on this address (e.g. 127.0.0.1:2525).
+    #[arg(long)]
+    smtp_listen: Option<SocketAddr>,
+    /// Require AUTH with this user (and --smtp-password) on the SMTP sink.
+    #[arg(long, requires = "smtp_password")]
+    smtp_username: Option<String>,
+    #[arg(long, env = "HERALD_MOCK_SMTP_PASSWORD", requires = "smtp_username")]
+    smtp_password: Option<String>,
 }
 
 fn init_tracing() {
@@ -159,6 +173,12 @@ async fn run_mock(a: MockArgs) -> anyhow::Result<()> {
             agentid: a.wecom_agentid,
             ..Default::default()
         },
+        fcm_project: a.fcm_project,
+        fcm_service_account: a.fcm_service_account,
+        smtp_listen: a.smtp_listen,
+        smtp_username: a.smtp_username,
+        smtp_password: a.smtp_password,
+        ..Default::default()
     };
     let server = herald_mock::MockServer::start(a.listen, cfg)
         .await
@@ -167,6 +187,11 @@ async fn run_mock(a: MockArgs) -> anyhow::Result<()> {
     use std::io::Write;
     std::io::stdout().flush().ok();
     tracing::info!(hook = %server.hook_url(), "webhook sink ready; stats at /_mock/stats");
+    if let Some(smtp) = server.smtp_addr() {
+        println!("herald mock smtp listening on {smtp}");
+        std::io::stdout().flush().ok();
+        tracing::info!(%smtp, "smtp sink ready; mail at /_mock/smtp/messages");
+    }
     serve::shutdown_signal().await;
     server.shutdown_and_wait().await;
     Ok(())
