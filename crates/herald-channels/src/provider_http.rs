@@ -217,7 +217,7 @@ pub(crate) fn redact_query(text: &str) -> String {
         while let Some(pos) = out[from..].find(name) {
             let start = from + pos + name.len();
             let end = out[start..]
-                .find(|c: char| c == '&' || c == ' ' || c == '"' || c == ')' || c == '\'')
+                .find(['&', ' ', '"', ')', '\''])
                 .map_or(out.len(), |e| start + e);
             out.replace_range(start..end, "<redacted>");
             from = start + "<redacted>".len();

@@ -382,7 +382,7 @@ mod tests {
             })
         };
         assert_eq!(c.get(fetch).await.unwrap(), "tok0");
-        clock.advance(7200_000 - DEFAULT_REFRESH_MARGIN_MS - 1);
+        clock.advance(7_200_000 - DEFAULT_REFRESH_MARGIN_MS - 1);
         assert_eq!(c.get(fetch).await.unwrap(), "tok0");
         clock.advance(2);
         assert_eq!(c.get(fetch).await.unwrap(), "tok1");
@@ -400,7 +400,7 @@ mod tests {
             })
         };
         c.get(ok).await.unwrap();
-        clock.advance(7100_000);
+        clock.advance(7_100_000);
         let bad = |_h: FetchHint| async { Err(TokenError::Failed("down".into())) };
         assert_eq!(c.get(bad).await.unwrap(), "t");
         clock.advance(200_000);

@@ -245,16 +245,17 @@ async fn wechat_delivers_with_msgid_and_client_msg_id() {
             status: Some(0)
         }
     );
-    let w = s.lock();
-    assert_eq!(w.stable_fetches, 1);
-    assert_eq!(w.token_fetches, 0);
-    let b = &w.sends[0];
-    assert_eq!(b["touser"], "oUser1");
-    assert_eq!(b["template_id"], "TPL1");
-    assert_eq!(b["client_msg_id"], "tmr-7-a1");
-    assert_eq!(b["url"], "https://example.com/x");
-    assert_eq!(b["data"]["first"]["value"], "hello");
-    drop(w);
+    {
+        let w = s.lock();
+        assert_eq!(w.stable_fetches, 1);
+        assert_eq!(w.token_fetches, 0);
+        let b = &w.sends[0];
+        assert_eq!(b["touser"], "oUser1");
+        assert_eq!(b["template_id"], "TPL1");
+        assert_eq!(b["client_msg_id"], "tmr-7-a1");
+        assert_eq!(b["url"], "https://example.com/x");
+        assert_eq!(b["data"]["first"]["value"], "hello");
+    }
     let status = ch.provider_status().await;
     assert!(status.token_valid_until.unwrap() > SystemClock.now_ms() + 7_000_000);
     // A long key is hashed to 32 characters, the same way every time.
@@ -345,9 +346,10 @@ async fn wechat_refreshes_a_rejected_token_once_and_retries_once() {
     assert_eq!(ch.send(&d).await.class(), "delivered");
     s.lock().expire_all();
     assert_eq!(ch.send(&d).await.class(), "delivered");
-    let w = s.lock();
-    assert_eq!((w.stable_fetches, w.forced), (3, 1));
-    drop(w);
+    {
+        let w = s.lock();
+        assert_eq!((w.stable_fetches, w.forced), (3, 1));
+    }
 
     // Rejected again after the refresh: retryable, and only one refresh.
     let (base, s) = wechat_fake().await;
@@ -1120,7 +1122,7 @@ async fn fc_send(
     }
     assert_eq!(project, "herald-test");
     let device = b["message"]["token"].as_str().unwrap_or("").to_string();
-    let answer = match device.as_str() {
+    match device.as_str() {
         "unregistered" => fcm_error(404, "NOT_FOUND", Some("UNREGISTERED")),
         "quota" => {
             let mut r = fcm_error(429, "RESOURCE_EXHAUSTED", Some("QUOTA_EXCEEDED"));
@@ -1144,10 +1146,9 @@ async fn fc_send(
         _ => {
             w.sends.push(b);
             let name = format!("projects/{project}/messages/{}", w.sends.len());
-            return axum::Json(json!({ "name": name })).into_response();
+            axum::Json(json!({ "name": name })).into_response()
         }
-    };
-    answer
+    }
 }
 
 async fn fcm_fake() -> (String, FcState) {
@@ -1191,15 +1192,16 @@ async fn fcm_signs_a_verifiable_jwt_and_delivers_with_the_message_name() {
         ch.send(&delivery("device-abc", PUSH, "k2")).await.class(),
         "delivered"
     );
-    let w = s.lock();
-    assert_eq!(w.token_fetches, 1);
-    assert_eq!(w.rejected_assertions, 0);
-    assert_eq!(w.claims[0]["aud"], format!("{base}/token"));
-    let m = &w.sends[0]["message"];
-    assert_eq!(m["token"], "device-abc");
-    assert_eq!(m["notification"]["title"], "Reminder");
-    assert_eq!(m["data"]["subject"], "42");
-    drop(w);
+    {
+        let w = s.lock();
+        assert_eq!(w.token_fetches, 1);
+        assert_eq!(w.rejected_assertions, 0);
+        assert_eq!(w.claims[0]["aud"], format!("{base}/token"));
+        let m = &w.sends[0]["message"];
+        assert_eq!(m["token"], "device-abc");
+        assert_eq!(m["notification"]["title"], "Reminder");
+        assert_eq!(m["data"]["subject"], "42");
+    }
     assert!(ch.provider_status().await.token_valid_until.is_some());
 }
 
