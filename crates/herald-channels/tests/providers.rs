@@ -1289,3 +1289,83 @@ async fn fcm_token_endpoint_rejection_is_retryable() {
     assert!(!error_of(&out).contains("assertion="));
     assert_eq!(s.lock().rejected_assertions, 1);
 }
+
+// ------------------------------------------------------------- secrets in logs
+
+/// Records every field of every `herald*` event and span as text.
+struct Capture(Arc<Mutex<String>>);
+
+struct Fields(Arc<Mutex<String>>);
+
+impl tracing::field::Visit for Fields {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        let mut s = self.0.lock();
+        s.push_str(&format!("{}={value:?} ", field.name()));
+    }
+}
+
+impl tracing::Subscriber for Capture {
+    fn enabled(&self, m: &tracing::Metadata<'_>) -> bool {
+        m.target().starts_with("herald")
+    }
+    fn new_span(&self, a: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        a.record(&mut Fields(self.0.clone()));
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, r: &tracing::span::Record<'_>) {
+        r.record(&mut Fields(self.0.clone()));
+    }
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, e: &tracing::Event<'_>) {
+        e.record(&mut Fields(self.0.clone()));
+        self.0.lock().push('\n');
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+#[tokio::test]
+async fn logs_never_hold_secrets_or_tokens() {
+    let text = Arc::new(Mutex::new(String::new()));
+    let _guard = tracing::subscriber::set_default(Capture(text.clone()));
+    let (base, s) = wechat_fake().await;
+    for mode in [TokenMode::Classic, TokenMode::Stable] {
+        let ch = wechat(&base, mode).await;
+        let d = delivery("oUser1", TEMPLATE, "k1");
+        assert_eq!(ch.send(&d).await.class(), "delivered");
+        s.lock().expire_all();
+        assert_eq!(ch.send(&d).await.class(), "delivered");
+        s.lock().token_errcode = Some(40164);
+        s.lock().expire_all();
+        assert_eq!(ch.send(&d).await.class(), "retry");
+        s.lock().token_errcode = None;
+    }
+    let (base, _s) = wecom_fake().await;
+    let ch = wecom_with_clock(&base, Arc::new(SystemClock));
+    assert_eq!(
+        ch.send(&delivery("u1", TEXT, "k")).await.class(),
+        "delivered"
+    );
+    let (base, _f) = fcm_fake().await;
+    let ch = FcmChannel::new(&fcm_cfg(&base), &BuildContext::local()).unwrap();
+    assert_eq!(
+        ch.send(&delivery("d", PUSH, "k")).await.class(),
+        "delivered"
+    );
+    let logged = text.lock().clone();
+    assert!(logged.contains("fetched a new access token"), "{logged}");
+    assert!(
+        logged.contains("provider rejected an access token"),
+        "{logged}"
+    );
+    for secret in [
+        WX_SECRET,
+        WECOM_SECRET,
+        "wx-token-",
+        "wc-token-",
+        "ya29.",
+        "PRIVATE KEY",
+    ] {
+        assert!(!logged.contains(secret), "{secret} logged: {logged}");
+    }
+}
