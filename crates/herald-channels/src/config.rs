@@ -34,7 +34,10 @@ impl ChannelKind {
 }
 
 /// One configured channel: where it delivers and how hard it may be pushed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Its `Debug` output shows secrets (`secret`, `corpsecret`, `password`) as
+/// `<redacted>`, so a logged configuration never leaks one.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ChannelConfig {
     /// What timers name in their `channel` field.
@@ -132,6 +135,23 @@ pub struct ChannelConfig {
     /// `{starts_at}`, `{lead_minutes}`, `{user_id}` and `{count}`.
     #[serde(default)]
     pub reminder_template: Option<serde_json::Value>,
+}
+
+/// Settings that hold a secret value inline.
+const SECRET_FIELDS: [&str; 3] = ["secret", "corpsecret", "password"];
+
+impl std::fmt::Debug for ChannelConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut v = serde_json::to_value(self).map_err(|_| std::fmt::Error)?;
+        if let Some(m) = v.as_object_mut() {
+            for k in SECRET_FIELDS {
+                if m.get(k).is_some_and(|x| !x.is_null()) {
+                    m.insert(k.to_string(), serde_json::Value::from("<redacted>"));
+                }
+            }
+        }
+        write!(f, "ChannelConfig {v}")
+    }
 }
 
 /// Which WeChat token endpoint to use.
@@ -307,6 +327,27 @@ impl ChannelConfig {
         }
     }
 
+    /// A setting a kind cannot do without.
+    fn require(&self, field: &str, v: &Option<String>) -> Result<(), ChannelError> {
+        match v.as_deref().map(str::trim) {
+            Some(s) if !s.is_empty() => Ok(()),
+            _ => Err(self.err(&format!("a {} channel needs {field}", self.kind.as_str()))),
+        }
+    }
+
+    /// `api_base` and `token_url` are absolute `http(s)://` URLs; `ca_file` loads.
+    fn check_provider_urls(&self) -> Result<(), ChannelError> {
+        for (field, v) in [("api_base", &self.api_base), ("token_url", &self.token_url)] {
+            if let Some(url) = v {
+                crate::http::Origin::parse(url).map_err(|e| self.err(&format!("{field}: {e}")))?;
+            }
+        }
+        if let Some(path) = &self.ca_file {
+            crate::http::load_pem_certs(path).map_err(|e| self.err(&format!("ca_file: {e}")))?;
+        }
+        Ok(())
+    }
+
     /// Checks what can be checked without contacting the provider.
     pub fn validate(&self) -> Result<(), ChannelError> {
         let name_ok = !self.name.is_empty()
@@ -346,8 +387,33 @@ impl ChannelConfig {
                         .map_err(|e| self.err(&format!("ca_file: {e}")))?;
                 }
             }
-            // Provider kinds check their own settings when they are built.
-            ChannelKind::Wechat | ChannelKind::Wecom | ChannelKind::Fcm | ChannelKind::Smtp => {}
+            ChannelKind::Wechat => {
+                self.require("appid", &self.appid)?;
+                if self.resolved_secret()?.is_none() {
+                    return Err(
+                        self.err("a wechat channel needs secret or secret_env (the AppSecret)")
+                    );
+                }
+                self.check_provider_urls()?;
+            }
+            ChannelKind::Wecom => {
+                self.require("corpid", &self.corpid)?;
+                if self.resolved_corpsecret()?.is_none() {
+                    return Err(self.err(
+                        "a wecom channel needs corpsecret or corpsecret_env (the app's secret)",
+                    ));
+                }
+                if self.agentid.is_none() {
+                    return Err(self.err("a wecom channel needs agentid"));
+                }
+                self.check_provider_urls()?;
+            }
+            ChannelKind::Fcm => {
+                self.require("service_account", &self.service_account)?;
+                self.check_provider_urls()?;
+            }
+            // Checks its own settings when it is built.
+            ChannelKind::Smtp => {}
         }
         self.quiet_window()?;
         self.resolved_secret()?;

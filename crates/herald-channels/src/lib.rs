@@ -6,11 +6,16 @@
 //! [`build`].
 
 mod config;
+pub mod fcm;
 pub mod http;
 mod log;
+mod provider_http;
 mod smtp;
+pub mod token_cache;
 pub mod tokens;
 mod webhook;
+pub mod wechat;
+pub mod wecom;
 
 use std::sync::Arc;
 
@@ -18,10 +23,14 @@ use async_trait::async_trait;
 use herald_core::{TimerId, TimerKind};
 
 pub use config::{ChannelConfig, ChannelKind, QuietHours, QuietPolicy, SmtpTls, TokenMode};
+pub use fcm::FcmChannel;
 pub use log::LogChannel;
 pub use smtp::SmtpChannel;
+pub use token_cache::{TokenCache, TokenCacheOptions, TokenError};
 pub use tokens::{MemoryVault, StoredToken, TokenVault, VaultError};
 pub use webhook::WebhookChannel;
+pub use wechat::WechatChannel;
+pub use wecom::WecomChannel;
 
 /// One attempt to deliver one timer.
 #[derive(Debug, Clone, PartialEq)]
@@ -178,13 +187,12 @@ impl BuildContext {
 /// Builds the channel a config block describes.
 pub fn build(cfg: &ChannelConfig, ctx: &BuildContext) -> Result<Arc<dyn Channel>, ChannelError> {
     cfg.validate()?;
-    let _ = ctx;
     Ok(match cfg.kind {
         ChannelKind::Log => Arc::new(LogChannel::new(&cfg.name)),
         ChannelKind::Webhook => Arc::new(WebhookChannel::new(cfg)?),
+        ChannelKind::Wechat => Arc::new(WechatChannel::new(cfg, ctx)?),
+        ChannelKind::Wecom => Arc::new(WecomChannel::new(cfg, ctx)?),
+        ChannelKind::Fcm => Arc::new(FcmChannel::new(cfg, ctx)?),
         ChannelKind::Smtp => Arc::new(SmtpChannel::new(cfg)?),
-        ChannelKind::Wechat | ChannelKind::Wecom | ChannelKind::Fcm => {
-            return Err(cfg.err("this channel kind is not built yet"));
-        }
     })
 }

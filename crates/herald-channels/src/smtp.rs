@@ -191,8 +191,9 @@ mod tests {
         assert_eq!(message_id("a b<c>@d"), "<a_b_c__d@herald>");
     }
 
-    #[test]
-    fn config_errors_name_the_field() {
+    // lettre's connection pool needs a runtime when the transport is built.
+    #[tokio::test]
+    async fn config_errors_name_the_field() {
         let mut c = ChannelConfig::log("mail");
         c.kind = ChannelKind::Smtp;
         let e = SmtpChannel::new(&c)
