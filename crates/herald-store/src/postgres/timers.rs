@@ -151,7 +151,7 @@ const UPDATE_COMPLETED: &str = "UPDATE timers AS t SET \
       AND t.attempts = u.attempt - 1 \
     RETURNING t.id";
 const DELIVERIES_FOR: &str = "SELECT id, timer_id, attempt, channel, outcome, idempotency_key, \
-    provider_msgid, status, error, started_at, finished_at \
+    provider_msgid, status, error, started_at, finished_at, final_status, final_at \
     FROM deliveries WHERE timer_id = $1 ORDER BY id";
 const COUNT_BY_STATE: &str = "SELECT state, count(*) FROM timers GROUP BY state ORDER BY state";
 const INIT_SHARDS: &str =
@@ -214,7 +214,7 @@ pub(super) fn read_due(row: &Row) -> Result<DueEntry> {
     })
 }
 
-fn read_delivery(row: &Row) -> Result<DeliveryRecord> {
+pub(super) fn read_delivery(row: &Row) -> Result<DeliveryRecord> {
     let id: i64 = col(row, 0, "deliveries.id")?;
     Ok(DeliveryRecord {
         id,
@@ -228,6 +228,8 @@ fn read_delivery(row: &Row) -> Result<DeliveryRecord> {
         error: col(row, 8, "deliveries.error")?,
         started_at: col(row, 9, "deliveries.started_at")?,
         finished_at: col(row, 10, "deliveries.finished_at")?,
+        final_status: col(row, 11, "deliveries.final_status")?,
+        final_at: col(row, 12, "deliveries.final_at")?,
     })
 }
 
