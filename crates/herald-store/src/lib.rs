@@ -9,6 +9,7 @@
 pub mod campaign;
 pub mod conformance;
 pub mod conformance_campaign;
+pub mod conformance_provider;
 pub mod postgres;
 pub mod sqlite;
 mod types;
