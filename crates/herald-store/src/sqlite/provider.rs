@@ -7,7 +7,7 @@
 use rusqlite::{Connection, TransactionBehavior, params};
 
 use super::{Ctx, col, delivery_cols, read_delivery};
-use crate::{ChannelToken, DeliveryRecord, FINAL_RECALLED, Result};
+use crate::{ChannelToken, DeliveryRecord, Result};
 
 /// Migration 5. Adding nullable columns rewrites no row. The two message-id
 /// indexes are partial: rows without a provider message id (failures,
@@ -167,6 +167,14 @@ mod tests {
             })
             .unwrap();
         rows.map(|r| r.unwrap()).collect::<Vec<_>>().join("\n")
+    }
+
+    #[test]
+    fn the_sql_writes_the_recalled_status_the_api_names() {
+        let quoted = format!("'{}'", crate::FINAL_RECALLED);
+        for sql in [RECALL, FINAL_DELIVERIES, FINAL_SENDS] {
+            assert!(sql.contains(&quoted), "{sql}");
+        }
     }
 
     #[test]
