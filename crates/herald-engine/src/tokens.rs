@@ -155,7 +155,12 @@ mod tests {
             Some(tok("second", 20_000_000))
         );
         assert_eq!(
-            store.get_channel_token("wx").await.unwrap().unwrap().updated_at,
+            store
+                .get_channel_token("wx")
+                .await
+                .unwrap()
+                .unwrap()
+                .updated_at,
             6_000
         );
         assert_eq!(v.load("wecom").await.unwrap(), None);

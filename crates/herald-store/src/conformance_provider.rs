@@ -117,7 +117,10 @@ pub mod suite {
             fetched_at: T0 + 1_800_000,
             updated_at: T0 + 1_800_001,
         };
-        store.put_channel_token("wechat:app", &second).await.unwrap();
+        store
+            .put_channel_token("wechat:app", &second)
+            .await
+            .unwrap();
         assert_eq!(
             store.get_channel_token("wechat:app").await.unwrap(),
             Some(second)
@@ -131,7 +134,10 @@ pub mod suite {
     pub async fn expiring_a_token_needs_the_token_that_failed(store: S) {
         let exp = T0 + 7_200_000;
         assert!(!store.expire_channel_token("k", "tok", T0).await.unwrap());
-        store.put_channel_token("k", &token("fresh", exp)).await.unwrap();
+        store
+            .put_channel_token("k", &token("fresh", exp))
+            .await
+            .unwrap();
         // A node that saw an older token fail must not throw the fresh one away.
         assert!(!store.expire_channel_token("k", "stale", T0).await.unwrap());
         assert_eq!(
@@ -145,7 +151,12 @@ pub mod suite {
             ("fresh", T0, T0)
         );
         // Expiring again never moves the expiry later.
-        assert!(store.expire_channel_token("k", "fresh", T0 + 50).await.unwrap());
+        assert!(
+            store
+                .expire_channel_token("k", "fresh", T0 + 50)
+                .await
+                .unwrap()
+        );
         let got = store.get_channel_token("k").await.unwrap().unwrap();
         assert_eq!((got.expires_at, got.updated_at), (T0, T0 + 50));
         // The comparison is exact.
@@ -234,7 +245,10 @@ pub mod suite {
         assert_eq!(got[0].final_status.as_deref(), Some("success"));
         assert_eq!(got[0].final_at, Some(T0 + 100));
         let other = store.deliveries_for(hook.id).await.unwrap();
-        assert_eq!((other[0].final_status.as_deref(), other[0].final_at), (None, None));
+        assert_eq!(
+            (other[0].final_status.as_deref(), other[0].final_at),
+            (None, None)
+        );
 
         assert_eq!(
             store
@@ -259,7 +273,10 @@ pub mod suite {
         // The send's own state and counters are untouched.
         assert_eq!(sends[1].state, SendState::Delivered);
         let untouched = store.job_sends(log_job.id, 0, 2).await.unwrap();
-        assert_eq!((untouched[0].final_status.as_deref(), untouched[0].final_at), (None, None));
+        assert_eq!(
+            (untouched[0].final_status.as_deref(), untouched[0].final_at),
+            (None, None)
+        );
         let j = store.get_job(wx_job.id).await.unwrap().unwrap();
         assert_eq!((j.totals.delivered, j.totals.retrying), (2, 1));
 
@@ -353,7 +370,10 @@ pub mod suite {
         let log = store.deliveries_for(t.id).await.unwrap();
         assert_eq!(log.len(), 2);
         for row in &log {
-            assert_eq!(store.get_delivery(row.id).await.unwrap().as_ref(), Some(row));
+            assert_eq!(
+                store.get_delivery(row.id).await.unwrap().as_ref(),
+                Some(row)
+            );
         }
         let last = log.iter().map(|r| r.id).max().unwrap_or(0);
         assert_eq!(store.get_delivery(last + 1_000).await.unwrap(), None);
@@ -375,9 +395,24 @@ pub mod suite {
         let quiet = timer_on(&store, "webhook").await;
         let no_msgid = attempt(&store, &quiet, 1, CompletionOutcome::Done, None).await;
 
-        assert!(!store.mark_delivery_recalled(retry.id, T0 + 5).await.unwrap());
-        assert!(!store.mark_delivery_recalled(no_msgid.id, T0 + 5).await.unwrap());
-        assert!(!store.mark_delivery_recalled(done.id + 1_000, T0 + 5).await.unwrap());
+        assert!(
+            !store
+                .mark_delivery_recalled(retry.id, T0 + 5)
+                .await
+                .unwrap()
+        );
+        assert!(
+            !store
+                .mark_delivery_recalled(no_msgid.id, T0 + 5)
+                .await
+                .unwrap()
+        );
+        assert!(
+            !store
+                .mark_delivery_recalled(done.id + 1_000, T0 + 5)
+                .await
+                .unwrap()
+        );
         assert!(store.mark_delivery_recalled(done.id, T0 + 5).await.unwrap());
         // Only once.
         assert!(!store.mark_delivery_recalled(done.id, T0 + 6).await.unwrap());

@@ -71,8 +71,9 @@ use tokio::task::JoinHandle;
 use tokio_postgres::NoTls;
 
 use crate::{
-    Applied, ChannelToken, Completion, DeliveryRecord, DueCursor, DueEntry, Fence, NamedLease, NodeInfo, Result,
-    ShardLease, Store, StoreError, StoreOptions, TimerRecord, WriteOp, WriteResult,
+    Applied, ChannelToken, Completion, DeliveryRecord, DueCursor, DueEntry, Fence, NamedLease,
+    NodeInfo, Result, ShardLease, Store, StoreError, StoreOptions, TimerRecord, WriteOp,
+    WriteResult,
 };
 
 /// Connections in the pool unless the URL says `pool_size=N`.

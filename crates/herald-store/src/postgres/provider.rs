@@ -25,14 +25,16 @@ pub(crate) const FINAL_DELIVERIES: &str = "UPDATE deliveries SET \
         final_status = $3::text \
     WHERE channel = $1 AND provider_msgid = $2 AND provider_msgid IS NOT NULL \
       AND final_status IS DISTINCT FROM 'recalled'";
-// The job's channel is checked per matching row through the jobs primary key.
+// The job's channel is checked per matching row through the jobs primary key:
+// a scalar subquery stays a per-row SubPlan, where an `EXISTS` would be pulled
+// up into a join that may read every job on the channel.
 pub(crate) const FINAL_SENDS: &str = "UPDATE job_sends AS s SET \
         final_at = CASE WHEN s.final_status IS NOT DISTINCT FROM $3::text \
                         THEN s.final_at ELSE $4 END, \
         final_status = $3::text \
     WHERE s.msgid = $2 AND s.msgid IS NOT NULL \
       AND s.final_status IS DISTINCT FROM 'recalled' \
-      AND EXISTS (SELECT 1 FROM jobs AS j WHERE j.id = s.job_id AND j.channel = $1)";
+      AND (SELECT j.channel FROM jobs AS j WHERE j.id = s.job_id) = $1";
 // $1 id, $2 at.
 const RECALL: &str = "UPDATE deliveries SET final_status = 'recalled', final_at = $2 \
     WHERE id = $1 AND outcome = 'delivered' AND provider_msgid IS NOT NULL \
@@ -148,7 +150,12 @@ pub(super) async fn put_token(store: &PgStore, key: &str, t: &ChannelToken) -> R
     Ok(())
 }
 
-pub(super) async fn expire_token(store: &PgStore, key: &str, token: &str, now: i64) -> Result<bool> {
+pub(super) async fn expire_token(
+    store: &PgStore,
+    key: &str,
+    token: &str,
+    now: i64,
+) -> Result<bool> {
     let client = store.client().await?;
     let stmt = client
         .prepare_cached(EXPIRE_TOKEN)

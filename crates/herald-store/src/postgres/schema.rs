@@ -354,7 +354,10 @@ mod tests {
             .await
             .expect("open migrates");
         let versions: Vec<i32> = client
-            .query("SELECT version FROM herald_migrations ORDER BY version", &[])
+            .query(
+                "SELECT version FROM herald_migrations ORDER BY version",
+                &[],
+            )
             .await
             .unwrap()
             .iter()
@@ -371,7 +374,9 @@ mod tests {
                 .unwrap(),
             2
         );
-        let sends = crate::CampaignStore::job_sends(&store, 3, 0, 1).await.unwrap();
+        let sends = crate::CampaignStore::job_sends(&store, 3, 0, 1)
+            .await
+            .unwrap();
         assert_eq!(sends[0].final_status.as_deref(), Some("success"));
         assert!(store.mark_delivery_recalled(7, 50).await.unwrap());
         assert!(store.get_channel_token("k").await.unwrap().is_none());

@@ -895,6 +895,7 @@ mod tests {
         let (attempts, states, ats) = (vec![1i64; n], vec![2i16; n], vec![5i64; n]);
         let (no_due, delivered) = (vec![None::<i64>; n], vec![Some(5i64); n]);
         let no_error = vec![None::<&str>; n];
+        let (channel, msgid, status) = ("webhook", "msg-77-1", "success");
         let cases: Vec<(&str, Vec<Param<'_>>, &str)> = vec![
             (LOAD_DUE_FIRST, vec![&until, &limit], "timers_pending_due"),
             (
@@ -915,11 +916,16 @@ mod tests {
             (TIMERS_BY_KEYS, vec![&key], "timers_idempotency_key"),
             (FETCH_PENDING, vec![&ids], "timers_pkey"),
             (DELIVERIES_FOR, vec![&id], "deliveries_timer"),
+            (
+                crate::postgres::provider::FINAL_DELIVERIES,
+                vec![&channel, &msgid, &status, &due],
+                "deliveries_msgid",
+            ),
             (CANCEL_TIMERS, vec![&ids, &ats], "timers_pkey"),
             (
                 UPDATE_COMPLETED,
                 vec![
-                    &ids, &attempts, &states, &no_due, &delivered, &ats, &no_error,
+                    &ids, &attempts, &states, &no_due, &delivered, &ats, &no_error, &attempts,
                 ],
                 "timers_pkey",
             ),

@@ -59,9 +59,9 @@ use rusqlite::types::FromSql;
 use rusqlite::{Connection, OpenFlags, Row, TransactionBehavior, params};
 
 use crate::{
-    Applied, ChannelToken, Completion, CompletionOutcome, DeliveryRecord, DueCursor, DueEntry, Fence, NamedLease,
-    NodeInfo, Result, ShardLease, Store, StoreError, StoreOptions, TimerRecord, WriteOp,
-    WriteResult,
+    Applied, ChannelToken, Completion, CompletionOutcome, DeliveryRecord, DueCursor, DueEntry,
+    Fence, NamedLease, NodeInfo, Result, ShardLease, Store, StoreError, StoreOptions, TimerRecord,
+    WriteOp, WriteResult,
 };
 
 /// How long a connection waits for a lock held by another connection (another
@@ -1181,7 +1181,8 @@ impl Store for SqliteStore {
     }
 
     async fn mark_delivery_recalled(&self, id: i64, at: i64) -> Result<bool> {
-        self.write(move |c| provider::mark_recalled(c, id, at)).await
+        self.write(move |c| provider::mark_recalled(c, id, at))
+            .await
     }
 
     async fn get_channel_token(&self, key: &str) -> Result<Option<ChannelToken>> {

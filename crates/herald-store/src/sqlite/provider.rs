@@ -29,8 +29,11 @@ pub(super) const SCHEMA: &str = "
         updated_at INTEGER NOT NULL
     ) STRICT, WITHOUT ROWID;";
 
-pub(super) const DELIVERY_BY_ID: &str =
-    concat!("SELECT ", delivery_cols!(), " FROM deliveries WHERE id = ?1");
+pub(super) const DELIVERY_BY_ID: &str = concat!(
+    "SELECT ",
+    delivery_cols!(),
+    " FROM deliveries WHERE id = ?1"
+);
 
 // ?1 channel, ?2 msgid, ?3 status, ?4 at. A repeat of the same status keeps the
 // first time; a recalled row is the user's last word and stays so. The
@@ -128,12 +131,23 @@ pub(super) fn put_token(conn: &mut Connection, key: &str, t: &ChannelToken) -> R
         .ctx("beginning token put")?;
     tx.prepare_cached(PUT_TOKEN)
         .ctx("preparing token put")?
-        .execute(params![key, t.token, t.expires_at, t.fetched_at, t.updated_at])
+        .execute(params![
+            key,
+            t.token,
+            t.expires_at,
+            t.fetched_at,
+            t.updated_at
+        ])
         .ctx("storing token")?;
     tx.commit().ctx("committing token put")
 }
 
-pub(super) fn expire_token(conn: &mut Connection, key: &str, token: &str, now: i64) -> Result<bool> {
+pub(super) fn expire_token(
+    conn: &mut Connection,
+    key: &str,
+    token: &str,
+    now: i64,
+) -> Result<bool> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("beginning token expiry")?;
@@ -229,8 +243,14 @@ mod tests {
         let d = get_delivery(&mut conn, 7).unwrap().unwrap();
         assert_eq!(d.provider_msgid.as_deref(), Some("m-1"));
         assert_eq!((d.final_status, d.final_at), (None, None));
-        assert_eq!(record_final_status(&mut conn, "wechat", "m-1", "success", 40).unwrap(), 1);
-        assert_eq!(record_final_status(&mut conn, "wechat", "m-2", "success", 40).unwrap(), 1);
+        assert_eq!(
+            record_final_status(&mut conn, "wechat", "m-1", "success", 40).unwrap(),
+            1
+        );
+        assert_eq!(
+            record_final_status(&mut conn, "wechat", "m-2", "success", 40).unwrap(),
+            1
+        );
         assert!(mark_recalled(&mut conn, 7, 50).unwrap());
         assert!(get_token(&mut conn, "k").unwrap().is_none());
     }

@@ -33,15 +33,7 @@ const CASES: &[Case] = &[
         types: "text, text, text, int8",
         args: "'wechat', 'm-1', 'success', 9",
         custom: false,
-        must: &["job_sends_msgid", "jobs_pkey"],
-    },
-    Case {
-        name: "final_deliveries",
-        sql: crate::postgres::provider::FINAL_DELIVERIES,
-        types: "text, text, text, int8",
-        args: "'wechat', 'm-1', 'success', 9",
-        custom: false,
-        must: &["deliveries_msgid"],
+        must: &["job_sends_msgid", "SubPlan"],
     },
     Case {
         name: "end_tasks",
