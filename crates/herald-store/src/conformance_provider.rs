@@ -178,10 +178,10 @@ pub mod suite {
             tasks.push(tokio::spawn(async move {
                 let holder = format!("node-{i}");
                 for _ in 0..500 {
-                    if let Some(t) = store.get_channel_token("wx").await.unwrap() {
-                        if t.expires_at > now {
-                            return t.token;
-                        }
+                    if let Some(t) = store.get_channel_token("wx").await.unwrap()
+                        && t.expires_at > now
+                    {
+                        return t.token;
                     }
                     let lease = store
                         .acquire_lease("token:wx", &holder, now, 30_000)
