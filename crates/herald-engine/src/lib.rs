@@ -21,6 +21,7 @@ mod queue;
 mod reminders;
 mod schedule;
 mod stop;
+mod tokens;
 mod writer;
 
 use std::collections::HashMap;
@@ -40,6 +41,7 @@ use dispatch::{ChannelRuntime, Flight};
 use queue::{DueTimer, UrgentQueue};
 use schedule::Schedule;
 pub use stop::Stop;
+pub use tokens::{StoreVault, token_lease_name};
 
 /// Runtime settings; all have defaults fit for one node.
 #[derive(Debug, Clone, Serialize, Deserialize)]

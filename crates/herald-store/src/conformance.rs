@@ -145,6 +145,34 @@ macro_rules! store_conformance_tests {
                 .await;
             drop(guard);
         }
+        $crate::store_conformance_tests!(@provider $make;
+            channel_tokens_are_upserted_and_read_back,
+            expiring_a_token_needs_the_token_that_failed,
+            final_status_reaches_both_send_logs_by_channel_and_msgid,
+            a_repeated_callback_keeps_its_first_time_and_recalled_stays_recalled,
+            get_delivery_reads_one_send_log_row,
+            only_a_delivered_row_with_a_msgid_can_be_recalled,
+        );
+        #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn concurrent_refreshers_on_two_handles_fetch_once() {
+            let (a, guard) = ($make)().await;
+            let b = ($second)(&a, &guard).await;
+            $crate::conformance_provider::suite::concurrent_refreshers_on_two_handles_fetch_once(
+                a, b,
+            )
+            .await;
+            drop(guard);
+        }
+    };
+    (@provider $make:expr; $($case:ident),* $(,)?) => {
+        $(
+            #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                let (store, guard) = ($make)().await;
+                $crate::conformance_provider::suite::$case(store).await;
+                drop(guard);
+            }
+        )*
     };
     (@campaign $make:expr; $($case:ident),* $(,)?) => {
         $(
@@ -1155,6 +1183,7 @@ pub mod suite {
             assert_eq!(row.error, c.error);
             assert_eq!(row.started_at, c.started_at);
             assert_eq!(row.finished_at, c.finished_at);
+            assert_eq!((row.final_status.as_deref(), row.final_at), (None, None));
         }
         assert!(log.windows(2).all(|w| w[0].id < w[1].id));
         let other_log = store.deliveries_for(other.id).await.unwrap();

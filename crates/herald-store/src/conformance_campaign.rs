@@ -1200,6 +1200,8 @@ pub mod suite {
                 provider_msgid: Some("msg-0".into()),
                 error: None,
                 updated_at: T0 + 10,
+                final_status: None,
+                final_at: None,
             }
         );
         assert_eq!(

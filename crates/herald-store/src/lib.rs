@@ -9,6 +9,7 @@
 pub mod campaign;
 pub mod conformance;
 pub mod conformance_campaign;
+pub mod conformance_provider;
 pub mod postgres;
 pub mod sqlite;
 mod types;
@@ -109,6 +110,54 @@ pub trait Store: CampaignStore + Send + Sync + 'static {
 
     /// The send log of one timer, oldest attempt first.
     async fn deliveries_for(&self, timer_id: TimerId) -> Result<Vec<DeliveryRecord>>;
+
+    /// One send-log row by its id (`DeliveryRecord::id`), whatever its outcome.
+    async fn get_delivery(&self, id: i64) -> Result<Option<DeliveryRecord>>;
+
+    /// Records what a provider reported later about the message it gave
+    /// `provider_msgid` on `channel` (e.g. WeChat's `TEMPLATESENDJOBFINISH`
+    /// callback: `success`, `user_block`, `system_failed`), in one transaction,
+    /// on both send logs: the timer send log rows with that channel and message
+    /// id, and the campaign send-log rows with that message id whose job is on
+    /// that channel. Sets `final_status = status` and `final_at = at`; a row
+    /// that already has this very status keeps its first `final_at` (callbacks
+    /// are re-sent), and a row marked `recalled` is left alone. Looked up by an
+    /// index on the message id in each log, never a scan.
+    ///
+    /// Returns the number of rows set (0 when the message id is unknown on that
+    /// channel, or only matches recalled rows).
+    async fn record_final_status(
+        &self,
+        channel: &str,
+        provider_msgid: &str,
+        status: &str,
+        at: i64,
+    ) -> Result<u64>;
+
+    /// Marks a timer send-log row recalled (`final_status = "recalled"`,
+    /// `final_at = at`) in one transaction, but only a row whose outcome is
+    /// `delivered`, that has a provider message id, and that is not already
+    /// recalled. Returns whether this call marked it.
+    async fn mark_delivery_recalled(&self, id: i64, at: i64) -> Result<bool>;
+
+    // ---- Cluster-wide channel access tokens ----
+
+    /// The token stored under `key` (one per channel and credential), expired or
+    /// not; `None` if none was ever put.
+    async fn get_channel_token(&self, key: &str) -> Result<Option<ChannelToken>>;
+
+    /// Stores `token` under `key`, replacing whatever was there (all four fields
+    /// are written as given).
+    async fn put_channel_token(&self, key: &str, token: &ChannelToken) -> Result<()>;
+
+    /// Compare-and-expire: if the token stored under `key` is still `token`, sets
+    /// its `expires_at` to `min(expires_at, now)` and its `updated_at` to `now`,
+    /// in one statement, and returns `true`. A different stored token (another
+    /// node already fetched a fresh one) or no token at all is left alone: `false`.
+    ///
+    /// Refreshing is serialized with the named lease `token:{key}`
+    /// ([`Store::acquire_lease`]); this method takes no lock itself.
+    async fn expire_channel_token(&self, key: &str, token: &str, now: i64) -> Result<bool>;
 
     /// The subjects among `ids` that exist (any order).
     async fn get_subjects(&self, ids: &[String]) -> Result<Vec<SubjectRecord>>;

@@ -427,4 +427,40 @@ pub struct DeliveryRecord {
     pub error: Option<String>,
     pub started_at: i64,
     pub finished_at: i64,
+    /// What the provider reported later about this message (a callback such as
+    /// WeChat's `TEMPLATESENDJOBFINISH`: `success`, `user_block`,
+    /// `system_failed`), or `recalled`. `None` until something was reported.
+    pub final_status: Option<String>,
+    /// When `final_status` was recorded (unix ms).
+    pub final_at: Option<i64>,
+}
+
+/// The final status [`crate::Store::mark_delivery_recalled`] writes.
+pub const FINAL_RECALLED: &str = "recalled";
+
+/// A channel's access token, kept in the store so that every node of a
+/// deployment uses the same one (see [`crate::Store::get_channel_token`]).
+/// Its `Debug` never shows the token.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ChannelToken {
+    /// The secret value.
+    pub token: String,
+    /// Unix ms after which the token must not be used.
+    pub expires_at: i64,
+    /// Unix ms the provider issued it.
+    pub fetched_at: i64,
+    /// Unix ms the row was last written.
+    pub updated_at: i64,
+}
+
+impl std::fmt::Debug for ChannelToken {
+    // Tokens are credentials: never print them.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChannelToken")
+            .field("token", &"<redacted>")
+            .field("expires_at", &self.expires_at)
+            .field("fetched_at", &self.fetched_at)
+            .field("updated_at", &self.updated_at)
+            .finish()
+    }
 }

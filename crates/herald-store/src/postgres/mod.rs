@@ -54,6 +54,7 @@
 mod campaign;
 mod cluster;
 pub mod notify;
+mod provider;
 mod reminders;
 mod schema;
 mod timers;
@@ -70,8 +71,9 @@ use tokio::task::JoinHandle;
 use tokio_postgres::NoTls;
 
 use crate::{
-    Applied, Completion, DeliveryRecord, DueCursor, DueEntry, Fence, NamedLease, NodeInfo, Result,
-    ShardLease, Store, StoreError, StoreOptions, TimerRecord, WriteOp, WriteResult,
+    Applied, ChannelToken, Completion, DeliveryRecord, DueCursor, DueEntry, Fence, NamedLease,
+    NodeInfo, Result, ShardLease, Store, StoreError, StoreOptions, TimerRecord, WriteOp,
+    WriteResult,
 };
 
 /// Connections in the pool unless the URL says `pool_size=N`.
@@ -379,6 +381,39 @@ impl Store for PgStore {
 
     async fn count_by_state(&self) -> Result<Vec<(TimerState, u64)>> {
         timers::count_by_state(self).await
+    }
+
+    async fn get_delivery(&self, id: i64) -> Result<Option<DeliveryRecord>> {
+        provider::get_delivery(self, id).await
+    }
+
+    async fn record_final_status(
+        &self,
+        channel: &str,
+        provider_msgid: &str,
+        status: &str,
+        at: i64,
+    ) -> Result<u64> {
+        self.retrying("record_final_status", || {
+            provider::record_final_status(self, channel, provider_msgid, status, at)
+        })
+        .await
+    }
+
+    async fn mark_delivery_recalled(&self, id: i64, at: i64) -> Result<bool> {
+        provider::mark_recalled(self, id, at).await
+    }
+
+    async fn get_channel_token(&self, key: &str) -> Result<Option<ChannelToken>> {
+        provider::get_token(self, key).await
+    }
+
+    async fn put_channel_token(&self, key: &str, token: &ChannelToken) -> Result<()> {
+        provider::put_token(self, key, token).await
+    }
+
+    async fn expire_channel_token(&self, key: &str, token: &str, now: i64) -> Result<bool> {
+        provider::expire_token(self, key, token, now).await
     }
 
     async fn heartbeat(&self, node: &str, now: i64, ttl_ms: i64) -> Result<Vec<NodeInfo>> {

@@ -246,6 +246,25 @@ pub(super) const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX job_sends_retry ON job_sends (job_id, idx) WHERE state = 'retry';
     "#,
+    // 4: what providers report after the send (see `provider.rs`): a final
+    // status on both send logs, found by message id through partial indexes
+    // (rows without a message id never enter them), and the cluster-wide
+    // channel access tokens. Adding nullable columns without a default rewrites
+    // no row; an existing database builds the two indexes once, here.
+    r#"
+    ALTER TABLE deliveries ADD COLUMN final_status TEXT, ADD COLUMN final_at BIGINT;
+    CREATE INDEX deliveries_msgid ON deliveries (channel, provider_msgid)
+        WHERE provider_msgid IS NOT NULL;
+    ALTER TABLE job_sends ADD COLUMN final_status TEXT, ADD COLUMN final_at BIGINT;
+    CREATE INDEX job_sends_msgid ON job_sends (msgid) WHERE msgid IS NOT NULL;
+    CREATE TABLE channel_tokens (
+        key        TEXT COLLATE "C" PRIMARY KEY,
+        token      TEXT   NOT NULL,
+        expires_at BIGINT NOT NULL,
+        fetched_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL
+    );
+    "#,
 ];
 
 /// Applies the migrations this database has not seen yet, in one transaction,
@@ -290,4 +309,76 @@ pub(super) async fn migrate(client: &mut deadpool_postgres::Object) -> Result<()
         tracing::info!(version, "applied postgres migration");
     }
     tx.commit().await.ctx("committing migration")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MIGRATIONS;
+    use crate::postgres::PgStore;
+    use crate::{Store, StoreOptions};
+
+    /// A database the previous release left at migration 3 keeps its rows and
+    /// gains the new columns (empty), indexes and table.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_version_3_database_upgrades_in_place() {
+        let Some(pg) = herald_pgtemp::PgTemp::shared().expect("cluster") else {
+            return;
+        };
+        let db = pg.fresh_database("upgrade").expect("database");
+        let (client, conn) = tokio_postgres::connect(db.url(), tokio_postgres::NoTls)
+            .await
+            .expect("connect");
+        tokio::spawn(conn);
+        client.batch_execute(super::MIGRATIONS_TABLE).await.unwrap();
+        for (i, sql) in MIGRATIONS[..3].iter().enumerate() {
+            client.batch_execute(sql).await.unwrap();
+            let v = i as i32 + 1;
+            client
+                .execute("INSERT INTO herald_migrations (version) VALUES ($1)", &[&v])
+                .await
+                .unwrap();
+        }
+        client
+            .batch_execute(
+                "INSERT INTO deliveries (id, timer_id, attempt, channel, outcome, \
+                     idempotency_key, provider_msgid, started_at, finished_at) \
+                 VALUES (7, 1, 1, 'wechat', 'delivered', 'k', 'm-1', 10, 20); \
+                 INSERT INTO jobs (id, audience_id, channel, message, segment_size, priority, \
+                     state, total, created_at) VALUES (3, 1, 'wechat', '{}', 10, 0, 'running', 1, 0); \
+                 INSERT INTO job_sends (job_id, idx, recipient, state, attempts, msgid, updated_at) \
+                 VALUES (3, 0, 'u', 'delivered', 1, 'm-1', 30);",
+            )
+            .await
+            .unwrap();
+        let store = PgStore::open(db.url(), &StoreOptions::default())
+            .await
+            .expect("open migrates");
+        let versions: Vec<i32> = client
+            .query(
+                "SELECT version FROM herald_migrations ORDER BY version",
+                &[],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert_eq!(versions, (1..=MIGRATIONS.len() as i32).collect::<Vec<_>>());
+        let d = store.get_delivery(7).await.unwrap().unwrap();
+        assert_eq!(d.provider_msgid.as_deref(), Some("m-1"));
+        assert_eq!((d.final_status, d.final_at), (None, None));
+        assert_eq!(
+            store
+                .record_final_status("wechat", "m-1", "success", 40)
+                .await
+                .unwrap(),
+            2
+        );
+        let sends = crate::CampaignStore::job_sends(&store, 3, 0, 1)
+            .await
+            .unwrap();
+        assert_eq!(sends[0].final_status.as_deref(), Some("success"));
+        assert!(store.mark_delivery_recalled(7, 50).await.unwrap());
+        assert!(store.get_channel_token("k").await.unwrap().is_none());
+    }
 }

@@ -151,7 +151,7 @@ const UPDATE_COMPLETED: &str = "UPDATE timers AS t SET \
       AND t.attempts = u.attempt - 1 \
     RETURNING t.id";
 const DELIVERIES_FOR: &str = "SELECT id, timer_id, attempt, channel, outcome, idempotency_key, \
-    provider_msgid, status, error, started_at, finished_at \
+    provider_msgid, status, error, started_at, finished_at, final_status, final_at \
     FROM deliveries WHERE timer_id = $1 ORDER BY id";
 const COUNT_BY_STATE: &str = "SELECT state, count(*) FROM timers GROUP BY state ORDER BY state";
 const INIT_SHARDS: &str =
@@ -214,7 +214,7 @@ pub(super) fn read_due(row: &Row) -> Result<DueEntry> {
     })
 }
 
-fn read_delivery(row: &Row) -> Result<DeliveryRecord> {
+pub(super) fn read_delivery(row: &Row) -> Result<DeliveryRecord> {
     let id: i64 = col(row, 0, "deliveries.id")?;
     Ok(DeliveryRecord {
         id,
@@ -228,6 +228,8 @@ fn read_delivery(row: &Row) -> Result<DeliveryRecord> {
         error: col(row, 8, "deliveries.error")?,
         started_at: col(row, 9, "deliveries.started_at")?,
         finished_at: col(row, 10, "deliveries.finished_at")?,
+        final_status: col(row, 11, "deliveries.final_status")?,
+        final_at: col(row, 12, "deliveries.final_at")?,
     })
 }
 
@@ -893,6 +895,7 @@ mod tests {
         let (attempts, states, ats) = (vec![1i64; n], vec![2i16; n], vec![5i64; n]);
         let (no_due, delivered) = (vec![None::<i64>; n], vec![Some(5i64); n]);
         let no_error = vec![None::<&str>; n];
+        let (channel, msgid, status) = ("webhook", "msg-77-1", "success");
         let cases: Vec<(&str, Vec<Param<'_>>, &str)> = vec![
             (LOAD_DUE_FIRST, vec![&until, &limit], "timers_pending_due"),
             (
@@ -913,11 +916,16 @@ mod tests {
             (TIMERS_BY_KEYS, vec![&key], "timers_idempotency_key"),
             (FETCH_PENDING, vec![&ids], "timers_pkey"),
             (DELIVERIES_FOR, vec![&id], "deliveries_timer"),
+            (
+                crate::postgres::provider::FINAL_DELIVERIES,
+                vec![&channel, &msgid, &status, &due],
+                "deliveries_msgid",
+            ),
             (CANCEL_TIMERS, vec![&ids, &ats], "timers_pkey"),
             (
                 UPDATE_COMPLETED,
                 vec![
-                    &ids, &attempts, &states, &no_due, &delivered, &ats, &no_error,
+                    &ids, &attempts, &states, &no_due, &delivered, &ats, &no_error, &attempts,
                 ],
                 "timers_pkey",
             ),

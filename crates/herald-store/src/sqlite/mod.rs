@@ -43,6 +43,7 @@
 
 mod campaign;
 mod cluster;
+mod provider;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -58,9 +59,9 @@ use rusqlite::types::FromSql;
 use rusqlite::{Connection, OpenFlags, Row, TransactionBehavior, params};
 
 use crate::{
-    Applied, Completion, CompletionOutcome, DeliveryRecord, DueCursor, DueEntry, Fence, NamedLease,
-    NodeInfo, Result, ShardLease, Store, StoreError, StoreOptions, TimerRecord, WriteOp,
-    WriteResult,
+    Applied, ChannelToken, Completion, CompletionOutcome, DeliveryRecord, DueCursor, DueEntry,
+    Fence, NamedLease, NodeInfo, Result, ShardLease, Store, StoreError, StoreOptions, TimerRecord,
+    WriteOp, WriteResult,
 };
 
 /// How long a connection waits for a lock held by another connection (another
@@ -140,6 +141,8 @@ const MIGRATIONS: &[&str] = &[
     reminders::SCHEMA,
     // 4: audiences, rules, tasks, jobs, segments, job send log.
     campaign::SCHEMA,
+    // 5: final delivery status on both send logs, channel access tokens.
+    provider::SCHEMA,
 ];
 
 /// The columns of a full timer row, in the order [`read_timer`] expects;
@@ -240,9 +243,19 @@ const COMPLETE_RETRY: &str = "UPDATE timers SET attempts = ?2, due_at = ?5, last
 const COMPLETE_FINAL: &str = "UPDATE timers SET state = ?5, attempts = ?2, last_error = ?6, \
     updated_at = ?3 \
     WHERE id = ?1 AND state = 0 AND attempts = ?4";
-const DELIVERIES_FOR: &str = "SELECT id, timer_id, attempt, channel, outcome, idempotency_key, \
-    provider_msgid, status, error, started_at, finished_at \
-    FROM deliveries WHERE timer_id = ?1 ORDER BY id";
+/// The columns of a send-log row, in the order [`read_delivery`] expects.
+macro_rules! delivery_cols {
+    () => {
+        "id, timer_id, attempt, channel, outcome, idempotency_key, provider_msgid, status, \
+         error, started_at, finished_at, final_status, final_at"
+    };
+}
+pub(crate) use delivery_cols;
+const DELIVERIES_FOR: &str = concat!(
+    "SELECT ",
+    delivery_cols!(),
+    " FROM deliveries WHERE timer_id = ?1 ORDER BY id"
+);
 const COUNT_BY_STATE: &str = "SELECT state, COUNT(*) FROM timers GROUP BY state ORDER BY state";
 const INIT_SHARDS: &str =
     "INSERT INTO meta (key, value) VALUES ('shards', ?1) ON CONFLICT (key) DO NOTHING";
@@ -689,7 +702,7 @@ fn read_timer(row: &Row<'_>) -> Result<TimerRecord> {
     })
 }
 
-fn read_delivery(row: &Row<'_>) -> Result<DeliveryRecord> {
+pub(crate) fn read_delivery(row: &Row<'_>) -> Result<DeliveryRecord> {
     let id: i64 = col(row, 0, "deliveries.id")?;
     Ok(DeliveryRecord {
         id,
@@ -703,6 +716,8 @@ fn read_delivery(row: &Row<'_>) -> Result<DeliveryRecord> {
         error: col(row, 8, "deliveries.error")?,
         started_at: col(row, 9, "deliveries.started_at")?,
         finished_at: col(row, 10, "deliveries.finished_at")?,
+        final_status: col(row, 11, "deliveries.final_status")?,
+        final_at: col(row, 12, "deliveries.final_at")?,
     })
 }
 
@@ -1143,6 +1158,48 @@ impl Store for SqliteStore {
 
     async fn count_by_state(&self) -> Result<Vec<(TimerState, u64)>> {
         self.read(|conn| count_states(conn)).await
+    }
+
+    async fn get_delivery(&self, id: i64) -> Result<Option<DeliveryRecord>> {
+        self.read(move |c| provider::get_delivery(c, id)).await
+    }
+
+    async fn record_final_status(
+        &self,
+        channel: &str,
+        provider_msgid: &str,
+        status: &str,
+        at: i64,
+    ) -> Result<u64> {
+        let (channel, msgid, status) = (
+            channel.to_string(),
+            provider_msgid.to_string(),
+            status.to_string(),
+        );
+        self.write(move |c| provider::record_final_status(c, &channel, &msgid, &status, at))
+            .await
+    }
+
+    async fn mark_delivery_recalled(&self, id: i64, at: i64) -> Result<bool> {
+        self.write(move |c| provider::mark_recalled(c, id, at))
+            .await
+    }
+
+    async fn get_channel_token(&self, key: &str) -> Result<Option<ChannelToken>> {
+        let key = key.to_string();
+        self.read(move |c| provider::get_token(c, &key)).await
+    }
+
+    async fn put_channel_token(&self, key: &str, token: &ChannelToken) -> Result<()> {
+        let (key, token) = (key.to_string(), token.clone());
+        self.write(move |c| provider::put_token(c, &key, &token))
+            .await
+    }
+
+    async fn expire_channel_token(&self, key: &str, token: &str, now: i64) -> Result<bool> {
+        let (key, token) = (key.to_string(), token.to_string());
+        self.write(move |c| provider::expire_token(c, &key, &token, now))
+            .await
     }
 
     async fn heartbeat(&self, node: &str, now: i64, ttl_ms: i64) -> Result<Vec<NodeInfo>> {

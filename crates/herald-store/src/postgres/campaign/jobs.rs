@@ -121,8 +121,8 @@ pub(super) const CLAIM: &str = concat!(
 // Only the first claim of a job finds `started_at` unset in its snapshot and
 // so waits for the job row at all (see the module doc).
 const SET_STARTED: &str = "UPDATE jobs SET started_at = $2 WHERE id = $1 AND started_at IS NULL";
-pub(super) const SENDS: &str = "SELECT job_id, idx, recipient, state, attempts, msgid, error, updated_at \
-    FROM job_sends WHERE job_id = $1 AND idx >= $2 AND idx < $3 ORDER BY idx";
+pub(super) const SENDS: &str = "SELECT job_id, idx, recipient, state, attempts, msgid, error, \
+    updated_at, final_status, final_at FROM job_sends WHERE job_id = $1 AND idx >= $2 AND idx < $3 ORDER BY idx";
 pub(super) const SEGMENT_RANGE: &str =
     "SELECT start_idx, end_idx FROM segments WHERE id = $1 AND job_id = $2";
 // $3, $4: the batch's lowest and highest index. The bounds keep every plan

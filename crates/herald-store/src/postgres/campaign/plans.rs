@@ -28,6 +28,14 @@ struct Case {
 
 const CASES: &[Case] = &[
     Case {
+        name: "final_sends",
+        sql: crate::postgres::provider::FINAL_SENDS,
+        types: "text, text, text, int8",
+        args: "'wechat', 'm-1', 'success', 9",
+        custom: false,
+        must: &["job_sends_msgid", "SubPlan"],
+    },
+    Case {
         name: "end_tasks",
         sql: jobs::END_TASKS,
         types: "int8[], text[], text[], int8",

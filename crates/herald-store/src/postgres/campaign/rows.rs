@@ -240,5 +240,7 @@ pub(super) fn read_send(row: &Row) -> Result<SendRecord> {
         provider_msgid: col(row, 5, "job_sends.msgid")?,
         error: col(row, 6, "job_sends.error")?,
         updated_at: col(row, 7, "job_sends.updated_at")?,
+        final_status: col(row, 8, "job_sends.final_status")?,
+        final_at: col(row, 9, "job_sends.final_at")?,
     })
 }

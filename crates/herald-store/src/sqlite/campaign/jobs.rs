@@ -51,7 +51,7 @@ const JOB_STARTED: &str = concat!(
     job_cols!()
 );
 pub(super) const SENDS: &str = "SELECT job_id, idx, recipient, state, attempts, msgid, error, \
-    updated_at FROM job_sends WHERE job_id = ?1 AND idx >= ?2 AND idx < ?3 ORDER BY idx";
+    updated_at, final_status, final_at FROM job_sends WHERE job_id = ?1 AND idx >= ?2 AND idx < ?3 ORDER BY idx";
 /// What the claim check needs of a segment.
 const CLAIM_STATE: &str = "SELECT job_id, start_idx, end_idx, cursor, state, owner, epoch, \
     lease_until FROM segments WHERE id = ?1";
@@ -393,6 +393,8 @@ pub(super) fn sends_of(
                 provider_msgid: col(r, 5, "job_sends.msgid")?,
                 error: col(r, 6, "job_sends.error")?,
                 updated_at: col(r, 7, "job_sends.updated_at")?,
+                final_status: col(r, 8, "job_sends.final_status")?,
+                final_at: col(r, 9, "job_sends.final_at")?,
             })
         },
     )

@@ -1,0 +1,169 @@
+//! What providers tell us after the send, and what they lend us, on
+//! PostgreSQL: the final status of a message (callbacks, recall) on both send
+//! logs, and the cluster-wide channel access tokens.
+//!
+//! Each write is one transaction (or one statement). Setting a final status
+//! touches no job counter, so unlike the writers in `campaign/jobs.rs` it does
+//! not lock the job row: it locks only the send-log rows of one message id
+//! (timer log first, then job log), and no other writer holds rows of both
+//! logs, so it cannot close a lock cycle.
+
+use super::timers::{col, read_delivery};
+use super::{Ctx, PgStore};
+use crate::{ChannelToken, DeliveryRecord, Result};
+
+pub(super) const DELIVERY_BY_ID: &str = "SELECT id, timer_id, attempt, channel, outcome, \
+    idempotency_key, provider_msgid, status, error, started_at, finished_at, final_status, \
+    final_at FROM deliveries WHERE id = $1";
+
+// $1 channel, $2 msgid, $3 status, $4 at. A repeat of the same status keeps
+// the first time; a recalled row is the user's last word and stays so. The
+// `IS NOT NULL` term matches the partial index's predicate, so a generic plan
+// can use it too.
+pub(crate) const FINAL_DELIVERIES: &str = "UPDATE deliveries SET \
+        final_at = CASE WHEN final_status IS NOT DISTINCT FROM $3::text THEN final_at ELSE $4 END, \
+        final_status = $3::text \
+    WHERE channel = $1 AND provider_msgid = $2 AND provider_msgid IS NOT NULL \
+      AND final_status IS DISTINCT FROM 'recalled'";
+// The job's channel is checked per matching row through the jobs primary key:
+// a scalar subquery stays a per-row SubPlan, where an `EXISTS` would be pulled
+// up into a join that may read every job on the channel.
+pub(crate) const FINAL_SENDS: &str = "UPDATE job_sends AS s SET \
+        final_at = CASE WHEN s.final_status IS NOT DISTINCT FROM $3::text \
+                        THEN s.final_at ELSE $4 END, \
+        final_status = $3::text \
+    WHERE s.msgid = $2 AND s.msgid IS NOT NULL \
+      AND s.final_status IS DISTINCT FROM 'recalled' \
+      AND (SELECT j.channel FROM jobs AS j WHERE j.id = s.job_id) = $1";
+// $1 id, $2 at.
+const RECALL: &str = "UPDATE deliveries SET final_status = 'recalled', final_at = $2 \
+    WHERE id = $1 AND outcome = 'delivered' AND provider_msgid IS NOT NULL \
+      AND final_status IS DISTINCT FROM 'recalled'";
+
+const TOKEN_OF: &str =
+    "SELECT token, expires_at, fetched_at, updated_at FROM channel_tokens WHERE key = $1";
+const PUT_TOKEN: &str = "INSERT INTO channel_tokens (key, token, expires_at, fetched_at, updated_at) \
+    VALUES ($1, $2, $3, $4, $5) \
+    ON CONFLICT (key) DO UPDATE SET token = EXCLUDED.token, expires_at = EXCLUDED.expires_at, \
+        fetched_at = EXCLUDED.fetched_at, updated_at = EXCLUDED.updated_at";
+// $1 key, $2 token, $3 now. The row lock and re-check make it a true
+// compare-and-set against a concurrent put.
+const EXPIRE_TOKEN: &str = "UPDATE channel_tokens \
+    SET expires_at = LEAST(expires_at, $3), updated_at = $3 WHERE key = $1 AND token = $2";
+
+pub(super) async fn get_delivery(store: &PgStore, id: i64) -> Result<Option<DeliveryRecord>> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(DELIVERY_BY_ID)
+        .await
+        .ctx("preparing get_delivery")?;
+    match client
+        .query_opt(&stmt, &[&id])
+        .await
+        .ctx("reading delivery")?
+    {
+        Some(row) => read_delivery(&row).map(Some),
+        None => Ok(None),
+    }
+}
+
+pub(super) async fn record_final_status(
+    store: &PgStore,
+    channel: &str,
+    msgid: &str,
+    status: &str,
+    at: i64,
+) -> Result<u64> {
+    let mut client = store.client().await?;
+    let tx = client
+        .transaction()
+        .await
+        .ctx("beginning record_final_status")?;
+    let timers = tx
+        .prepare_cached(FINAL_DELIVERIES)
+        .await
+        .ctx("preparing final status of deliveries")?;
+    let sends = tx
+        .prepare_cached(FINAL_SENDS)
+        .await
+        .ctx("preparing final status of job sends")?;
+    let args: [&(dyn tokio_postgres::types::ToSql + Sync); 4] = [&channel, &msgid, &status, &at];
+    let n_timers = tx
+        .execute(&timers, &args)
+        .await
+        .ctx("setting final status of deliveries")?;
+    let n_sends = tx
+        .execute(&sends, &args)
+        .await
+        .ctx("setting final status of job sends")?;
+    tx.commit().await.ctx("committing record_final_status")?;
+    Ok(n_timers + n_sends)
+}
+
+pub(super) async fn mark_recalled(store: &PgStore, id: i64, at: i64) -> Result<bool> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(RECALL)
+        .await
+        .ctx("preparing recall")?;
+    let n = client
+        .execute(&stmt, &[&id, &at])
+        .await
+        .ctx("marking delivery recalled")?;
+    Ok(n == 1)
+}
+
+pub(super) async fn get_token(store: &PgStore, key: &str) -> Result<Option<ChannelToken>> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(TOKEN_OF)
+        .await
+        .ctx("preparing token read")?;
+    let Some(row) = client
+        .query_opt(&stmt, &[&key])
+        .await
+        .ctx("reading token")?
+    else {
+        return Ok(None);
+    };
+    Ok(Some(ChannelToken {
+        token: col(&row, 0, "channel_tokens.token")?,
+        expires_at: col(&row, 1, "channel_tokens.expires_at")?,
+        fetched_at: col(&row, 2, "channel_tokens.fetched_at")?,
+        updated_at: col(&row, 3, "channel_tokens.updated_at")?,
+    }))
+}
+
+pub(super) async fn put_token(store: &PgStore, key: &str, t: &ChannelToken) -> Result<()> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(PUT_TOKEN)
+        .await
+        .ctx("preparing token put")?;
+    client
+        .execute(
+            &stmt,
+            &[&key, &t.token, &t.expires_at, &t.fetched_at, &t.updated_at],
+        )
+        .await
+        .ctx("storing token")?;
+    Ok(())
+}
+
+pub(super) async fn expire_token(
+    store: &PgStore,
+    key: &str,
+    token: &str,
+    now: i64,
+) -> Result<bool> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(EXPIRE_TOKEN)
+        .await
+        .ctx("preparing token expiry")?;
+    let n = client
+        .execute(&stmt, &[&key, &token, &now])
+        .await
+        .ctx("expiring token")?;
+    Ok(n == 1)
+}

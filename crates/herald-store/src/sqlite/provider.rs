@@ -1,0 +1,257 @@
+//! What providers tell us after the send, and what they lend us, on SQLite:
+//! the final status of a message (callbacks, recall) on both send logs, and the
+//! cluster-wide channel access tokens.
+//!
+//! Every write runs in one `IMMEDIATE` transaction on the writer.
+
+use rusqlite::{Connection, TransactionBehavior, params};
+
+use super::{Ctx, col, delivery_cols, read_delivery};
+use crate::{ChannelToken, DeliveryRecord, Result};
+
+/// Migration 5. Adding nullable columns rewrites no row. The two message-id
+/// indexes are partial: rows without a provider message id (failures,
+/// retries, channels that give none) never enter them, so inserting those
+/// costs nothing extra. An existing database builds them once, while migrating.
+pub(super) const SCHEMA: &str = "
+    ALTER TABLE deliveries ADD COLUMN final_status TEXT;
+    ALTER TABLE deliveries ADD COLUMN final_at INTEGER;
+    CREATE INDEX deliveries_msgid ON deliveries (channel, provider_msgid)
+        WHERE provider_msgid IS NOT NULL;
+    ALTER TABLE job_sends ADD COLUMN final_status TEXT;
+    ALTER TABLE job_sends ADD COLUMN final_at INTEGER;
+    CREATE INDEX job_sends_msgid ON job_sends (msgid) WHERE msgid IS NOT NULL;
+    CREATE TABLE channel_tokens (
+        key        TEXT PRIMARY KEY,
+        token      TEXT    NOT NULL,
+        expires_at INTEGER NOT NULL,
+        fetched_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+    ) STRICT, WITHOUT ROWID;";
+
+pub(super) const DELIVERY_BY_ID: &str = concat!(
+    "SELECT ",
+    delivery_cols!(),
+    " FROM deliveries WHERE id = ?1"
+);
+
+// ?1 channel, ?2 msgid, ?3 status, ?4 at. A repeat of the same status keeps the
+// first time; a recalled row is the user's last word and stays so. The
+// `provider_msgid IS NOT NULL` term lets the planner use the partial index.
+pub(super) const FINAL_DELIVERIES: &str = "UPDATE deliveries \
+    SET final_at = CASE WHEN final_status IS ?3 THEN final_at ELSE ?4 END, final_status = ?3 \
+    WHERE channel = ?1 AND provider_msgid = ?2 AND provider_msgid IS NOT NULL \
+      AND final_status IS NOT 'recalled'";
+// The job's channel is checked per matching row through the jobs primary key.
+pub(super) const FINAL_SENDS: &str = "UPDATE job_sends \
+    SET final_at = CASE WHEN final_status IS ?3 THEN final_at ELSE ?4 END, final_status = ?3 \
+    WHERE msgid = ?2 AND msgid IS NOT NULL AND final_status IS NOT 'recalled' \
+      AND EXISTS (SELECT 1 FROM jobs WHERE jobs.id = job_sends.job_id AND jobs.channel = ?1)";
+// ?1 id, ?2 at.
+pub(super) const RECALL: &str = "UPDATE deliveries SET final_status = 'recalled', final_at = ?2 \
+    WHERE id = ?1 AND outcome = 'delivered' AND provider_msgid IS NOT NULL \
+      AND final_status IS NOT 'recalled'";
+
+pub(super) const TOKEN_OF: &str =
+    "SELECT token, expires_at, fetched_at, updated_at FROM channel_tokens WHERE key = ?1";
+const PUT_TOKEN: &str = "INSERT INTO channel_tokens (key, token, expires_at, fetched_at, updated_at) \
+    VALUES (?1, ?2, ?3, ?4, ?5) \
+    ON CONFLICT (key) DO UPDATE SET token = excluded.token, expires_at = excluded.expires_at, \
+        fetched_at = excluded.fetched_at, updated_at = excluded.updated_at";
+// ?1 key, ?2 token, ?3 now.
+const EXPIRE_TOKEN: &str = "UPDATE channel_tokens \
+    SET expires_at = MIN(expires_at, ?3), updated_at = ?3 WHERE key = ?1 AND token = ?2";
+
+pub(super) fn get_delivery(conn: &mut Connection, id: i64) -> Result<Option<DeliveryRecord>> {
+    let mut stmt = conn
+        .prepare_cached(DELIVERY_BY_ID)
+        .ctx("preparing get_delivery")?;
+    let mut rows = stmt.query([id]).ctx("querying delivery")?;
+    match rows.next().ctx("reading delivery")? {
+        Some(row) => read_delivery(row).map(Some),
+        None => Ok(None),
+    }
+}
+
+pub(super) fn record_final_status(
+    conn: &mut Connection,
+    channel: &str,
+    msgid: &str,
+    status: &str,
+    at: i64,
+) -> Result<u64> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("beginning record_final_status")?;
+    let args = params![channel, msgid, status, at];
+    let timers = tx
+        .prepare_cached(FINAL_DELIVERIES)
+        .ctx("preparing final status of deliveries")?
+        .execute(args)
+        .ctx("setting final status of deliveries")?;
+    let sends = tx
+        .prepare_cached(FINAL_SENDS)
+        .ctx("preparing final status of job sends")?
+        .execute(args)
+        .ctx("setting final status of job sends")?;
+    tx.commit().ctx("committing record_final_status")?;
+    Ok((timers + sends) as u64)
+}
+
+pub(super) fn mark_recalled(conn: &mut Connection, id: i64, at: i64) -> Result<bool> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("beginning recall")?;
+    let n = tx
+        .prepare_cached(RECALL)
+        .ctx("preparing recall")?
+        .execute(params![id, at])
+        .ctx("marking delivery recalled")?;
+    tx.commit().ctx("committing recall")?;
+    Ok(n == 1)
+}
+
+pub(super) fn get_token(conn: &mut Connection, key: &str) -> Result<Option<ChannelToken>> {
+    let mut stmt = conn.prepare_cached(TOKEN_OF).ctx("preparing token read")?;
+    let mut rows = stmt.query([key]).ctx("querying token")?;
+    let Some(row) = rows.next().ctx("reading token")? else {
+        return Ok(None);
+    };
+    Ok(Some(ChannelToken {
+        token: col(row, 0, "channel_tokens.token")?,
+        expires_at: col(row, 1, "channel_tokens.expires_at")?,
+        fetched_at: col(row, 2, "channel_tokens.fetched_at")?,
+        updated_at: col(row, 3, "channel_tokens.updated_at")?,
+    }))
+}
+
+pub(super) fn put_token(conn: &mut Connection, key: &str, t: &ChannelToken) -> Result<()> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("beginning token put")?;
+    tx.prepare_cached(PUT_TOKEN)
+        .ctx("preparing token put")?
+        .execute(params![
+            key,
+            t.token,
+            t.expires_at,
+            t.fetched_at,
+            t.updated_at
+        ])
+        .ctx("storing token")?;
+    tx.commit().ctx("committing token put")
+}
+
+pub(super) fn expire_token(
+    conn: &mut Connection,
+    key: &str,
+    token: &str,
+    now: i64,
+) -> Result<bool> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("beginning token expiry")?;
+    let n = tx
+        .prepare_cached(EXPIRE_TOKEN)
+        .ctx("preparing token expiry")?
+        .execute(params![key, token, now])
+        .ctx("expiring token")?;
+    tx.commit().ctx("committing token expiry")?;
+    Ok(n == 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{MIGRATIONS, Role, Synchronous, configure, migrate};
+    use super::*;
+
+    fn migrated() -> Connection {
+        let mut conn = Connection::open_in_memory().unwrap();
+        configure(&conn, Role::Writer(Synchronous::Normal)).unwrap();
+        migrate(&mut conn).unwrap();
+        conn
+    }
+
+    fn plan(conn: &Connection, sql: &str) -> String {
+        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+        let n = stmt.parameter_count();
+        let rows = stmt
+            .query_map(rusqlite::params_from_iter(vec![1i64; n]), |r| {
+                r.get::<_, String>(3)
+            })
+            .unwrap();
+        rows.map(|r| r.unwrap()).collect::<Vec<_>>().join("\n")
+    }
+
+    #[test]
+    fn the_sql_writes_the_recalled_status_the_api_names() {
+        let quoted = format!("'{}'", crate::FINAL_RECALLED);
+        for sql in [RECALL, FINAL_DELIVERIES, FINAL_SENDS] {
+            assert!(sql.contains(&quoted), "{sql}");
+        }
+    }
+
+    #[test]
+    fn lookups_by_message_id_use_the_partial_indexes() {
+        let conn = migrated();
+        for (sql, want) in [
+            (
+                FINAL_DELIVERIES,
+                "USING INDEX deliveries_msgid (channel=? AND provider_msgid=?)",
+            ),
+            (FINAL_SENDS, "USING INDEX job_sends_msgid (msgid=?)"),
+            (FINAL_SENDS, "USING INTEGER PRIMARY KEY (rowid=?)"),
+            (RECALL, "USING INTEGER PRIMARY KEY (rowid=?)"),
+            (DELIVERY_BY_ID, "USING INTEGER PRIMARY KEY (rowid=?)"),
+            (TOKEN_OF, "USING PRIMARY KEY (key=?)"),
+        ] {
+            let p = plan(&conn, sql);
+            let loose = p.replace("COVERING INDEX", "INDEX");
+            assert!(loose.contains(want), "{sql}\nwanted {want:?} in:\n{p}");
+            assert!(
+                p.lines().all(|l| !l.contains("SCAN")),
+                "table scan: {sql}:\n{p}"
+            );
+        }
+    }
+
+    /// A database left at migration 4 by the previous release keeps its rows
+    /// and gains the new columns (empty), indexes and table.
+    #[test]
+    fn a_version_4_database_upgrades_in_place() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        configure(&conn, Role::Writer(Synchronous::Normal)).unwrap();
+        for sql in &MIGRATIONS[..4] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 4).unwrap();
+        conn.execute_batch(
+            "INSERT INTO deliveries (id, timer_id, attempt, channel, outcome, idempotency_key, \
+                 provider_msgid, started_at, finished_at) \
+             VALUES (7, 1, 1, 'wechat', 'delivered', 'k', 'm-1', 10, 20); \
+             INSERT INTO jobs (id, audience_id, channel, message, segment_size, priority, state, \
+                 total, created_at) VALUES (3, 1, 'wechat', '{}', 10, 0, 'running', 1, 0); \
+             INSERT INTO job_sends (job_id, idx, recipient, state, attempts, msgid, updated_at) \
+             VALUES (3, 0, 'u', 0, 1, 'm-2', 30);",
+        )
+        .unwrap();
+        migrate(&mut conn).unwrap();
+        let v: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, MIGRATIONS.len() as i64);
+        let d = get_delivery(&mut conn, 7).unwrap().unwrap();
+        assert_eq!(d.provider_msgid.as_deref(), Some("m-1"));
+        assert_eq!((d.final_status, d.final_at), (None, None));
+        assert_eq!(
+            record_final_status(&mut conn, "wechat", "m-1", "success", 40).unwrap(),
+            1
+        );
+        assert_eq!(
+            record_final_status(&mut conn, "wechat", "m-2", "success", 40).unwrap(),
+            1
+        );
+        assert!(mark_recalled(&mut conn, 7, 50).unwrap());
+        assert!(get_token(&mut conn, "k").unwrap().is_none());
+    }
+}
