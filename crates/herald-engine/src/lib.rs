@@ -455,6 +455,11 @@ impl Engine {
         Some(rt.channel.recall(provider_msgid, sent_at).await)
     }
 
+    /// The provider kind of a configured channel.
+    pub fn channel_kind(&self, name: &str) -> Option<herald_channels::ChannelKind> {
+        self.inner.channels.get(name).map(|rt| rt.channel.kind())
+    }
+
     /// Whether a channel resolves parties and tags itself; `None` if unknown.
     pub fn channel_fans_out(&self, name: &str) -> Option<bool> {
         self.inner

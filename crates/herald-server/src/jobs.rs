@@ -703,7 +703,7 @@ mod tests {
     fn forgetting_a_job() {
         let r = RateSampler::default();
         r.observe(1, 0, 0, None);
-        r.forget(1);
+        r.forget(&1);
         assert_eq!(r.len(), 0);
     }
 

@@ -2,6 +2,7 @@
 //! commands, and answers only after the engine says they are committed.
 
 pub mod audiences;
+pub mod channels;
 pub mod error;
 pub mod jobs;
 mod ops;
@@ -105,6 +106,15 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/jobs/{id}", get(jobs::get).post(jobs::action))
         .route("/v1/jobs/{id}/segments", get(jobs::segments))
         .route("/v1/jobs/{id}/sends", get(jobs::sends))
+        .route("/v1/channels", get(channels::list))
+        .route(
+            "/v1/channels/{name}/callback",
+            post(channels::callback).layer(axum::extract::DefaultBodyLimit::max(
+                channels::CALLBACK_MAX_BYTES,
+            )),
+        )
+        // `POST /v1/deliveries/{id}:recall`.
+        .route("/v1/deliveries/{id}", post(channels::action))
         .route("/v1/stats", get(ops::stats))
         .route("/v1/cluster", get(ops::cluster))
         .route("/healthz", get(ops::healthz))

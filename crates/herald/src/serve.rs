@@ -28,7 +28,11 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
             "the store was created with another shard count; using the stored one"
         );
     }
-    let build_ctx = herald_channels::BuildContext::local();
+    // Access tokens live in the store, so every node shares one per channel.
+    let build_ctx = herald_channels::BuildContext {
+        vault: Arc::new(herald_engine::StoreVault::new(store.clone())),
+        node_id: node_id.clone(),
+    };
     let mut specs = Vec::new();
     for c in &cfg.channels {
         let channel = herald_channels::build(c, &build_ctx)?;
