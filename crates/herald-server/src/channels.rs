@@ -17,6 +17,10 @@ use crate::timers::store_err;
 
 /// Largest callback body taken; WeChat's events are a few hundred bytes.
 pub const CALLBACK_MAX_BYTES: usize = 64 * 1024;
+/// Looks for a callback's delivery this many times...
+const CALLBACK_TRIES: u32 = 20;
+/// ...this far apart (WeChat waits 5 s for an answer).
+const CALLBACK_RETRY_MS: u64 = 200;
 
 #[derive(Serialize)]
 struct ChannelJson {
@@ -155,12 +159,25 @@ pub async fn callback(
     let text = std::str::from_utf8(&body)
         .map_err(|_| ApiError::field("body", "invalid_body", "body is not UTF-8"))?;
     let ev = parse_template_event(text).map_err(|m| ApiError::field("body", "invalid_body", m))?;
-    let updated = st
-        .engine
-        .store()
-        .record_final_status(&name, &ev.msgid, ev.status, st.clock.now_ms())
-        .await
-        .map_err(store_err)?;
+    // The provider can call back before this node has written the send-log
+    // row of the delivery (outcomes are recorded in batches just after the
+    // answer), so a msgid not found yet is looked for again for a few seconds.
+    let mut updated = 0;
+    for round in 0..CALLBACK_TRIES {
+        updated = st
+            .engine
+            .store()
+            .record_final_status(&name, &ev.msgid, ev.status, st.clock.now_ms())
+            .await
+            .map_err(store_err)?;
+        if updated > 0 || round + 1 == CALLBACK_TRIES {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(CALLBACK_RETRY_MS)).await;
+    }
+    if updated == 0 {
+        tracing::warn!(channel = %name, msgid = %ev.msgid, status = ev.status, "delivery callback for a message this deployment has no record of");
+    }
     tracing::info!(channel = %name, msgid = %ev.msgid, status = ev.status, updated, "delivery callback");
     Ok(([(header::CONTENT_TYPE, "text/plain")], "success").into_response())
 }

@@ -286,6 +286,9 @@ struct SendJson {
     provider_msgid: Option<String>,
     error: Option<String>,
     updated_at: String,
+    /// What the provider reported later (a delivery callback).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    final_status: Option<String>,
 }
 
 impl From<SendRecord> for SendJson {
@@ -299,6 +302,7 @@ impl From<SendRecord> for SendJson {
             provider_msgid: s.provider_msgid,
             error: s.error,
             updated_at: format_rfc3339_ms(s.updated_at),
+            final_status: s.final_status,
         }
     }
 }

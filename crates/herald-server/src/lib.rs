@@ -125,6 +125,10 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::Extension(Arc::new(
             jobs::RateSampler::<i64>::default(),
         )))
+        // Answered sends per channel, for the current rate of `GET /v1/channels`.
+        .layer(axum::Extension(Arc::new(
+            jobs::RateSampler::<String>::default(),
+        )))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
             ops::panic_response,
         ))

@@ -324,6 +324,11 @@ struct DeliveryJson {
     error: Option<String>,
     started_at: String,
     finished_at: String,
+    /// What the provider reported later (a callback, or `recalled`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    final_status: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    final_at: Option<String>,
 }
 
 impl From<DeliveryRecord> for DeliveryJson {
@@ -340,6 +345,8 @@ impl From<DeliveryRecord> for DeliveryJson {
             error: d.error,
             started_at: format_rfc3339_ms(d.started_at),
             finished_at: format_rfc3339_ms(d.finished_at),
+            final_status: d.final_status,
+            final_at: d.final_at.map(format_rfc3339_ms),
         }
     }
 }

@@ -100,6 +100,8 @@ pub struct Server {
     pub url: String,
     pub dir: tempfile::TempDir,
     config: String,
+    /// Extra environment for the server process (secrets, RUST_LOG).
+    env: Vec<(String, String)>,
 }
 
 impl Server {
@@ -113,12 +115,26 @@ impl Server {
 
     /// Starts a server on `store` (e.g. a PostgreSQL URL shared by a cluster).
     pub async fn start_on(store: &str, dir: tempfile::TempDir, extra: &str) -> Server {
+        Self::start_with_env(store, dir, extra, &[]).await
+    }
+
+    /// Like [`Self::start_on`], with extra environment for the process.
+    pub async fn start_with_env(
+        store: &str,
+        dir: tempfile::TempDir,
+        extra: &str,
+        env: &[(&str, &str)],
+    ) -> Server {
         let config = format!("listen = \"127.0.0.1:0\"\nstore = \"{store}\"\n{extra}\n");
         let mut s = Server {
             child: None,
             url: String::new(),
             dir,
             config,
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         };
         s.spawn().await;
         s
@@ -157,10 +173,15 @@ impl Server {
         std::fs::write(self.config_path(), &self.config).unwrap();
         let cfg = self.config_path();
         let cfg = cfg.to_str().unwrap();
+        let env: Vec<(&str, &str)> = self
+            .env
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
         let (child, url) = spawn_listening(
             &["serve", "--config", cfg],
             &self.dir.path().join("server.log"),
-            &[],
+            &env,
         )
         .await;
         self.child = Some(child);

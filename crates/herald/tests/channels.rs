@@ -1,0 +1,585 @@
+//! Provider channels end to end: the real `herald serve` delivering over real
+//! HTTP (and SMTP) to `herald mock`'s WeChat, WeCom, FCM and SMTP mocks.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Mock, Server, get_json, now_ms, post_raw, wait_for};
+use serde_json::{Value, json};
+
+const WAIT: Duration = Duration::from_secs(60);
+/// Quick retries so the error-class tests finish in seconds.
+const FAST_RETRY: &str = "backoff_base_ms = 100\nbackoff_max_ms = 400\nmax_attempts = 4\n";
+
+fn wechat_channel(name: &str, mock: &str, extra: &str) -> String {
+    format!(
+        "[[channels]]\nname = \"{name}\"\nkind = \"wechat\"\napi_base = \"{mock}\"\n\
+         appid = \"wxmockappid\"\nsecret = \"mock-wechat-secret\"\n{FAST_RETRY}{extra}\n"
+    )
+}
+
+fn wecom_channel(name: &str, mock: &str, extra: &str) -> String {
+    format!(
+        "[[channels]]\nname = \"{name}\"\nkind = \"wecom\"\napi_base = \"{mock}\"\n\
+         corpid = \"wwmockcorp\"\ncorpsecret = \"mock-wecom-secret\"\nagentid = 1000002\n\
+         {FAST_RETRY}{extra}\n"
+    )
+}
+
+fn fcm_key() -> String {
+    format!(
+        "{}/../herald-mock/tests/fixtures/fcm-service-account.json",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+fn fcm_channel(name: &str, mock: &str) -> String {
+    format!(
+        "[[channels]]\nname = \"{name}\"\nkind = \"fcm\"\napi_base = \"{mock}\"\n\
+         token_url = \"{mock}/token\"\nservice_account = \"{}\"\nproject_id = \"herald-mock\"\n\
+         {FAST_RETRY}\n",
+        fcm_key()
+    )
+}
+
+fn template() -> Value {
+    json!({"template_id": "TPL_ORDER", "url": "https://example.com/o/1",
+           "data": {"first": {"value": "Your coupon opens in 5 minutes"}}})
+}
+
+async fn timer(s: &Server, channel: &str, recipient: &str, message: Value) -> i64 {
+    let (st, v) = s
+        .post(
+            "/v1/timers",
+            &json!({"delay_ms": 0, "channel": channel, "recipient": recipient, "message": message}),
+        )
+        .await;
+    assert_eq!(st, 201, "{v}");
+    v["id"].as_i64().unwrap()
+}
+
+/// Waits for a timer to reach `state`; returns the timer.
+async fn settled(s: &Server, id: i64, state: &str) -> Value {
+    let mut last = Value::Null;
+    let deadline = std::time::Instant::now() + WAIT;
+    while std::time::Instant::now() < deadline {
+        last = s.timer(id).await;
+        if last["state"] == state {
+            return last;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!(
+        "timer {id} never became {state}: {last}\n{}",
+        deliveries(s, id).await
+    );
+}
+
+async fn deliveries(s: &Server, id: i64) -> Value {
+    s.get(&format!("/v1/timers/{id}/deliveries")).await.1["deliveries"].clone()
+}
+
+async fn mock_json(m: &Mock, path: &str) -> Value {
+    get_json(&format!("{}{path}", m.url)).await.1
+}
+
+async fn mock_post(m: &Mock, path: &str, body: Value) {
+    let (st, v) = post_raw(
+        &format!("{}{path}", m.url),
+        "application/json",
+        body.to_string(),
+    )
+    .await;
+    assert!(st < 300, "{path}: {st} {v}");
+}
+
+async fn channel_status(s: &Server, name: &str) -> Value {
+    let (_, v) = s.get("/v1/channels").await;
+    v["channels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("no channel {name} in {v}"))
+}
+
+/// `HH:MM` in UTC, `offset_ms` from now.
+fn hhmm(offset_ms: i64) -> String {
+    common::rfc3339(now_ms() + offset_ms)[11..16].to_string()
+}
+
+/// A `[channels.quiet_hours]` block whose window holds now and ends in ~2 h.
+fn quiet_now(policy: &str) -> String {
+    format!(
+        "[channels.quiet_hours]\nstart = \"{}\"\nend = \"{}\"\ntimezone = \"UTC\"\npolicy = \"{policy}\"\n",
+        hhmm(-60_000),
+        hhmm(2 * 3_600_000)
+    )
+}
+
+/// Quiet hours with the defer policy: the timer is not sent, stays pending
+/// with no attempt used, and is due again at the window's end.
+async fn assert_deferred(s: &Server, channel: &str, recipient: &str, message: Value) {
+    let id = timer(s, channel, recipient, message).await;
+    wait_for("deferred by quiet hours", WAIT, || async {
+        deliveries(s, id).await[0]["outcome"] == "deferred"
+    })
+    .await;
+    let t = s.timer(id).await;
+    assert_eq!(t["state"], "pending", "{t}");
+    assert_eq!(t["attempts"], 0, "{t}");
+    let due = common::parse_ms(t["due_at"].as_str().unwrap());
+    assert!(due > now_ms() + 3_600_000, "due at the window's end: {t}");
+    let st = channel_status(s, channel).await;
+    assert_eq!(st["outcomes"]["delivered"], 0, "{st}");
+    assert!(
+        st["quiet_hours"].as_str().unwrap().ends_with("(defer)"),
+        "{st}"
+    );
+}
+
+#[tokio::test]
+async fn wechat_delivers_classifies_refreshes_throttles_and_hears_callbacks() {
+    let mock = Mock::start(&[]).await;
+    let m = mock.url.clone();
+    let quiet_defer = quiet_now("defer");
+    let quiet_drop = quiet_now("drop");
+    let cfg = format!(
+        "{}{}{}",
+        wechat_channel("wx", &m, "token_mode = \"classic\"\n"),
+        wechat_channel("wx_night", &m, &quiet_defer),
+        wechat_channel("wx_drop", &m, &quiet_drop),
+    );
+    let s = Server::start(&cfg).await;
+    mock_post(
+        &mock,
+        "/_mock/wechat/config",
+        json!({"callback_url": format!("{}/v1/channels/wx/callback", s.url)}),
+    )
+    .await;
+
+    // A normal delivery: done, with the provider's msgid in the send log and
+    // the delivery callback's final status on it.
+    let id = timer(&s, "wx", "oUser-ok", template()).await;
+    settled(&s, id, "done").await;
+    let d = deliveries(&s, id).await;
+    let msgid = d[0]["provider_msgid"]
+        .as_str()
+        .expect("msgid recorded")
+        .to_string();
+    assert!(msgid.parse::<u64>().is_ok(), "{d}");
+    wait_for("callback final status", WAIT, || async {
+        deliveries(&s, id).await[0]["final_status"] == "success"
+    })
+    .await;
+    // The key went out as client_msg_id.
+    let sent = mock_json(&mock, "/_mock/wechat/messages?touser=oUser-ok").await;
+    assert_eq!(sent[0]["client_msg_id"], d[0]["idempotency_key"], "{sent}");
+
+    // Permanent errors: unsubscribed (43004), invalid openid (40003), a user who
+    // blocked the account (43019). One attempt each, timer failed.
+    mock_post(
+        &mock,
+        "/_mock/wechat/faults",
+        json!({"unsubscribed": ["oGone"], "invalid_openids": ["oBad"], "blocked": ["oBlock"],
+               "callback_block": ["oUser-blocks-later"]}),
+    )
+    .await;
+    for openid in ["oGone", "oBad", "oBlock"] {
+        let id = timer(&s, "wx", openid, template()).await;
+        let t = settled(&s, id, "failed").await;
+        assert_eq!(t["attempts"], 1, "{t}");
+    }
+    // A user block reported later by the callback.
+    let id = timer(&s, "wx", "oUser-blocks-later", template()).await;
+    settled(&s, id, "done").await;
+    wait_for("callback user block", WAIT, || async {
+        deliveries(&s, id).await[0]["final_status"] == "user_block"
+    })
+    .await;
+
+    // A message missing its template is refused before any call.
+    let id = timer(&s, "wx", "oUser-x", json!({"data": {}})).await;
+    let t = settled(&s, id, "failed").await;
+    assert!(
+        t["last_error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("template_id"),
+        "{t}"
+    );
+
+    // -1 (system busy) twice: retried with backoff, delivered on the third attempt.
+    mock_post(
+        &mock,
+        "/_mock/wechat/faults",
+        json!({"system_busy_next": 2}),
+    )
+    .await;
+    let id = timer(&s, "wx", "oUser-busy", template()).await;
+    let t = settled(&s, id, "done").await;
+    assert_eq!(t["attempts"], 3, "{t}");
+
+    // Token expiry mid-run: every token so far answers 42001. Exactly one new
+    // fetch (classic mode: a second fetch would retire the first), no message lost.
+    let before = mock_json(&mock, "/_mock/wechat/stats").await["token_fetches"]
+        .as_u64()
+        .unwrap();
+    let mut ids = Vec::new();
+    for i in 0..20 {
+        ids.push(timer(&s, "wx", &format!("oRun-{i}"), template()).await);
+    }
+    mock_post(
+        &mock,
+        "/_mock/wechat/faults",
+        json!({"expire_tokens": true}),
+    )
+    .await;
+    for i in 20..40 {
+        ids.push(timer(&s, "wx", &format!("oRun-{i}"), template()).await);
+    }
+    for id in &ids {
+        settled(&s, *id, "done").await;
+    }
+    let after = mock_json(&mock, "/_mock/wechat/stats").await["token_fetches"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(after, before + 1, "exactly one refresh");
+
+    // Throttling (45009): the channel pauses; the deliveries go later without
+    // using attempts, and nothing ends dead.
+    mock_post(&mock, "/_mock/wechat/faults", json!({"quota_next": 3})).await;
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        ids.push(timer(&s, "wx", &format!("oThrottled-{i}"), template()).await);
+    }
+    let mut throttled_rows = 0;
+    for id in &ids {
+        let t = settled(&s, *id, "done").await;
+        let d = deliveries(&s, *id).await;
+        let rows = d.as_array().unwrap();
+        let throttled = rows.iter().filter(|r| r["outcome"] == "throttled").count();
+        throttled_rows += throttled;
+        // Throttled attempts are not counted against the timer.
+        assert_eq!(t["attempts"], 1, "{t} {d}");
+    }
+    assert!(throttled_rows >= 1, "the throttles are in the send log");
+    let st = channel_status(&s, "wx").await;
+    assert!(st["outcomes"]["throttled"].as_u64().unwrap() >= 1, "{st}");
+    assert!(st["outcomes"]["delivered"].as_u64().unwrap() >= 45, "{st}");
+    assert!(st["token_valid_until"].as_i64().unwrap() > now_ms(), "{st}");
+
+    // Quiet hours, defer: not sent, due again at the window's end, no attempt used.
+    assert_deferred(&s, "wx_night", "oSleeper", template()).await;
+    assert_eq!(
+        mock_json(&mock, "/_mock/wechat/messages?touser=oSleeper").await,
+        json!([])
+    );
+    // Quiet hours, drop: failed with the reason recorded.
+    let id = timer(&s, "wx_drop", "oSleeper2", template()).await;
+    let t = settled(&s, id, "failed").await;
+    assert!(
+        t["last_error"].as_str().unwrap().contains("quiet hours"),
+        "{t}"
+    );
+
+    // Callback input is validated.
+    let (code, v) = s
+        .post_raw(
+            "/v1/channels/wx/callback",
+            "text/xml",
+            "<xml><Event>subscribe</Event></xml>".into(),
+        )
+        .await;
+    assert_eq!(code, 400, "{v}");
+    assert_eq!(v["error"]["field"], "body");
+    let stats = mock_json(&mock, "/_mock/wechat/stats").await;
+    assert_eq!(stats["duplicates"], 0, "{stats}");
+}
+
+#[tokio::test]
+async fn wecom_campaign_batches_by_1000_marks_invalid_users_and_recalls() {
+    let mock = Mock::start(&[]).await;
+    let s = Server::start(&format!(
+        "{}{}",
+        wecom_channel("wc", &mock.url, ""),
+        wecom_channel("wc_night", &mock.url, &quiet_now("defer"))
+    ))
+    .await;
+    mock_post(
+        &mock,
+        "/_mock/wecom/faults",
+        json!({"invalid_users": ["user-77"]}),
+    )
+    .await;
+
+    let users: Vec<String> = (0..10_000).map(|i| format!("user-{i}")).collect();
+    let (st, job) = s
+        .post(
+            "/v1/jobs",
+            &json!({"users": users, "channel": "wc",
+                    "message": {"msgtype": "text", "text": {"content": "Sale starts at nine"}}}),
+        )
+        .await;
+    assert_eq!(st, 201, "{job}");
+    let id = job["id"].as_i64().unwrap();
+    wait_for("campaign done", Duration::from_secs(120), || async {
+        s.get(&format!("/v1/jobs/{id}")).await.1["state"] == "done"
+    })
+    .await;
+    let stats = mock_json(&mock, "/_mock/wecom/stats").await;
+    assert_eq!(stats["send_calls"], 10, "{stats}");
+    assert_eq!(stats["delivered_users"], 9_999, "{stats}");
+    let job = s.get(&format!("/v1/jobs/{id}")).await.1;
+    assert_eq!(job["totals"]["sent"], 9_999, "{job}");
+    assert_eq!(job["totals"]["failed"], 1, "{job}");
+    let sends = s
+        .get(&format!("/v1/jobs/{id}/sends?start=77&end=78"))
+        .await
+        .1;
+    assert_eq!(sends["sends"][0]["state"], "failed", "{sends}");
+    assert_eq!(sends["sends"][0]["recipient"], "user-77", "{sends}");
+
+    // Token expiry: one new gettoken, the message still goes out.
+    let before = mock_json(&mock, "/_mock/wecom/stats").await["token_fetches"]
+        .as_u64()
+        .unwrap();
+    mock_post(&mock, "/_mock/wecom/faults", json!({"expire_tokens": true})).await;
+    let text = json!({"msgtype": "text", "text": {"content": "hello"}});
+    let tid = timer(&s, "wc", "alice", text.clone()).await;
+    settled(&s, tid, "done").await;
+    let after = mock_json(&mock, "/_mock/wecom/stats").await["token_fetches"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(after, before + 1);
+
+    // 45033 (concurrent limit): throttled, then delivered on the same attempt.
+    mock_post(&mock, "/_mock/wecom/faults", json!({"busy_next": 1})).await;
+    let bid = timer(&s, "wc", "bob", text.clone()).await;
+    let t = settled(&s, bid, "done").await;
+    assert_eq!(t["attempts"], 1, "{t}");
+
+    // 81013: every recipient invalid: permanent.
+    mock_post(
+        &mock,
+        "/_mock/wecom/faults",
+        json!({"invalid_users": ["ghost"]}),
+    )
+    .await;
+    let gid = timer(&s, "wc", "ghost", text.clone()).await;
+    settled(&s, gid, "failed").await;
+
+    // Recall: works once within 24 h, then says it was recalled.
+    let d = deliveries(&s, tid).await;
+    let did = d[0]["id"].as_i64().unwrap();
+    let (code, v) = s
+        .post(&format!("/v1/deliveries/{did}:recall"), &json!({}))
+        .await;
+    assert_eq!(code, 200, "{v}");
+    assert_eq!(v["final_status"], "recalled");
+    assert_eq!(mock_json(&mock, "/_mock/wecom/stats").await["recalled"], 1);
+    let (code, v) = s
+        .post(&format!("/v1/deliveries/{did}:recall"), &json!({}))
+        .await;
+    assert_eq!(code, 409, "{v}");
+    assert_eq!(v["error"]["code"], "already_recalled");
+    assert_eq!(deliveries(&s, tid).await[0]["final_status"], "recalled");
+    // A failed delivery cannot be recalled; a missing one is 404; bad ids are 400.
+    let fid = deliveries(&s, gid).await[0]["id"].as_i64().unwrap();
+    let (code, v) = s
+        .post(&format!("/v1/deliveries/{fid}:recall"), &json!({}))
+        .await;
+    assert_eq!(
+        (code, v["error"]["code"].clone()),
+        (409, json!("not_recallable"))
+    );
+    assert_eq!(
+        s.post("/v1/deliveries/999999:recall", &json!({})).await.0,
+        404
+    );
+    assert_eq!(s.post("/v1/deliveries/x:recall", &json!({})).await.0, 400);
+
+    assert_deferred(&s, "wc_night", "dave", text).await;
+}
+
+#[tokio::test]
+async fn fcm_delivers_and_classifies_by_error_code() {
+    let key = fcm_key();
+    let mock = Mock::start(&["--fcm-service-account", &key]).await;
+    let s = Server::start(&format!(
+        "{}{}{}",
+        fcm_channel("push", &mock.url),
+        fcm_channel("push_night", &mock.url),
+        quiet_now("defer")
+    ))
+    .await;
+    let push = json!({"notification": {"title": "Coupon", "body": "Opens in 5 minutes"},
+                      "data": {"coupon": "C-1"}});
+
+    let id = timer(&s, "push", "device-ok", push.clone()).await;
+    settled(&s, id, "done").await;
+    let d = deliveries(&s, id).await;
+    assert!(
+        d[0]["provider_msgid"]
+            .as_str()
+            .unwrap()
+            .starts_with("projects/herald-mock/messages/"),
+        "{d}"
+    );
+
+    // UNREGISTERED: the device token is gone for good.
+    mock_post(
+        &mock,
+        "/_mock/fcm/faults",
+        json!({"unregistered": ["device-gone"]}),
+    )
+    .await;
+    let id = timer(&s, "push", "device-gone", push.clone()).await;
+    let t = settled(&s, id, "failed").await;
+    assert!(
+        t["last_error"].as_str().unwrap().contains("UNREGISTERED"),
+        "{t}"
+    );
+
+    // UNAVAILABLE: retried, delivered on the second attempt.
+    mock_post(&mock, "/_mock/fcm/faults", json!({"unavailable_next": 1})).await;
+    let id = timer(&s, "push", "device-2", push.clone()).await;
+    let t = settled(&s, id, "done").await;
+    assert_eq!(t["attempts"], 2, "{t}");
+
+    // QUOTA_EXCEEDED with Retry-After: throttled, no attempt used.
+    mock_post(
+        &mock,
+        "/_mock/fcm/faults",
+        json!({"quota_next": 1, "retry_after_secs": 1}),
+    )
+    .await;
+    let id = timer(&s, "push", "device-3", push.clone()).await;
+    let t = settled(&s, id, "done").await;
+    assert_eq!(t["attempts"], 1, "{t}");
+    let d = deliveries(&s, id).await;
+    assert_eq!(d[0]["outcome"], "throttled", "{d}");
+
+    // Token expiry: one refresh, delivered.
+    let before = mock_json(&mock, "/_mock/fcm/stats").await["token_fetches"]
+        .as_u64()
+        .unwrap();
+    mock_post(&mock, "/_mock/fcm/faults", json!({"expire_tokens": true})).await;
+    let id = timer(&s, "push", "device-4", push.clone()).await;
+    settled(&s, id, "done").await;
+    assert_deferred(&s, "push_night", "device-5", push).await;
+    let after = mock_json(&mock, "/_mock/fcm/stats").await["token_fetches"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(after, before + 1);
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[tokio::test]
+async fn smtp_mail_reaches_a_real_smtp_server_and_secrets_stay_out_of_logs() {
+    let port = free_port();
+    let smtp = format!("127.0.0.1:{port}");
+    let mock = Mock::start(&[
+        "--smtp-listen",
+        &smtp,
+        "--smtp-username",
+        "herald",
+        "--smtp-password",
+        "smtp-pass-7f3a",
+    ])
+    .await;
+    let cfg = format!(
+        "[[channels]]\nname = \"mail\"\nkind = \"smtp\"\nhost = \"127.0.0.1\"\nport = {port}\n\
+         tls = \"none\"\nusername = \"herald\"\npassword_env = \"HERALD_TEST_SMTP_PASSWORD\"\n\
+         from = \"Herald <herald@example.com>\"\n{FAST_RETRY}\n{}{}{}",
+        wechat_channel("wx", &mock.url, "").replace(
+            "secret = \"mock-wechat-secret\"",
+            "secret_env = \"HERALD_TEST_WX_SECRET\""
+        ),
+        wecom_channel("wc", &mock.url, ""),
+        format!(
+            "[[channels]]\nname = \"mail_night\"\nkind = \"smtp\"\nhost = \"127.0.0.1\"\nport = {port}\n\
+             tls = \"none\"\nusername = \"herald\"\npassword_env = \"HERALD_TEST_SMTP_PASSWORD\"\n\
+             from = \"herald@example.com\"\n{}",
+            quiet_now("defer")
+        ),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("data").join("herald.db");
+    let s = Server::start_with_env(
+        &format!("sqlite://{}", db.display()),
+        dir,
+        &cfg,
+        &[
+            ("HERALD_TEST_SMTP_PASSWORD", "smtp-pass-7f3a"),
+            ("HERALD_TEST_WX_SECRET", "mock-wechat-secret"),
+            ("RUST_LOG", "debug"),
+        ],
+    )
+    .await;
+
+    let mail = json!({"subject": "Your coupon opens soon", "text": "In 5 minutes."});
+    let id = timer(&s, "mail", "alice@example.com", mail.clone()).await;
+    settled(&s, id, "done").await;
+    let got = mock_json(&mock, "/_mock/smtp/messages?to=alice@example.com").await;
+    assert_eq!(got[0]["subject"], "Your coupon opens soon", "{got}");
+    assert!(got[0]["body"].as_str().unwrap().contains("In 5 minutes."));
+    assert_eq!(got[0]["auth_user"], "herald");
+
+    // 550 at RCPT: permanent. 451: retried, then delivered.
+    mock_post(
+        &mock,
+        "/_mock/smtp/faults",
+        json!({"reject": ["nobody@example.com"]}),
+    )
+    .await;
+    let id = timer(&s, "mail", "nobody@example.com", mail.clone()).await;
+    settled(&s, id, "failed").await;
+    mock_post(&mock, "/_mock/smtp/faults", json!({"tempfail_next": 1})).await;
+    let id = timer(&s, "mail", "bob@example.com", mail.clone()).await;
+    let t = settled(&s, id, "done").await;
+    assert_eq!(t["attempts"], 2, "{t}");
+    // Not an address: permanent, before any connection.
+    let id = timer(&s, "mail", "not an address", mail.clone()).await;
+    settled(&s, id, "failed").await;
+    assert_deferred(&s, "mail_night", "erin@example.com", mail).await;
+
+    // Every provider used once, then look for the secrets everywhere they could leak.
+    let id = timer(&s, "wx", "oSecret", template()).await;
+    settled(&s, id, "done").await;
+    let id = timer(
+        &s,
+        "wc",
+        "carol",
+        json!({"msgtype": "markdown", "markdown": {"content": "**hi**"}}),
+    )
+    .await;
+    settled(&s, id, "done").await;
+    let channels = s.get("/v1/channels").await.1.to_string();
+    let log = s.log();
+    assert!(log.contains("herald"), "the log has content");
+    for secret in ["smtp-pass-7f3a", "mock-wechat-secret", "mock-wecom-secret"] {
+        assert!(!channels.contains(secret), "{secret} in /v1/channels");
+        assert!(!log.contains(secret), "{secret} in the server log");
+    }
+    // Nor the access tokens the mocks issued (theirs carry these markers).
+    for marker in ["MOCKWX", "MOCKWC", "ya29."] {
+        assert!(
+            !log.contains(marker),
+            "an access token ({marker}...) in the server log"
+        );
+        assert!(
+            !channels.contains(marker),
+            "an access token in /v1/channels"
+        );
+    }
+}
