@@ -497,6 +497,12 @@ async fn smtp_mail_reaches_a_real_smtp_server_and_secrets_stay_out_of_logs() {
         "smtp-pass-7f3a",
     ])
     .await;
+    let night = format!(
+        "[[channels]]\nname = \"mail_night\"\nkind = \"smtp\"\nhost = \"127.0.0.1\"\nport = {port}\n\
+         tls = \"none\"\nusername = \"herald\"\npassword_env = \"HERALD_TEST_SMTP_PASSWORD\"\n\
+         from = \"herald@example.com\"\n{}",
+        quiet_now("defer")
+    );
     let cfg = format!(
         "[[channels]]\nname = \"mail\"\nkind = \"smtp\"\nhost = \"127.0.0.1\"\nport = {port}\n\
          tls = \"none\"\nusername = \"herald\"\npassword_env = \"HERALD_TEST_SMTP_PASSWORD\"\n\
@@ -506,12 +512,7 @@ async fn smtp_mail_reaches_a_real_smtp_server_and_secrets_stay_out_of_logs() {
             "secret_env = \"HERALD_TEST_WX_SECRET\""
         ),
         wecom_channel("wc", &mock.url, ""),
-        format!(
-            "[[channels]]\nname = \"mail_night\"\nkind = \"smtp\"\nhost = \"127.0.0.1\"\nport = {port}\n\
-             tls = \"none\"\nusername = \"herald\"\npassword_env = \"HERALD_TEST_SMTP_PASSWORD\"\n\
-             from = \"herald@example.com\"\n{}",
-            quiet_now("defer")
-        ),
+        night,
     );
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("data").join("herald.db");
