@@ -75,6 +75,7 @@ macro_rules! store_conformance_tests {
             fetch_pending_handles_many_ids,
             complete_done,
             complete_retry_then_done,
+            deferrals_do_not_use_attempts,
             complete_failed_keeps_error,
             complete_dead_keeps_error,
             duplicate_completion_is_logged_but_not_applied,
@@ -946,6 +947,70 @@ pub mod suite {
         };
         assert_eq!(get(&store, rec.id).await, expected);
         assert!(all_due(&store, i64::MAX).await.is_empty());
+    }
+
+    /// Throttling and quiet hours push a timer back without counting the
+    /// attempt: the send log has the row, the timer keeps its attempt count,
+    /// and the next attempt carries the same number.
+    pub async fn deferrals_do_not_use_attempts(store: S) {
+        use crate::DeferReason;
+        let rec = insert_one(&store, timer(100)).await;
+        let throttled = completion(
+            &rec,
+            1,
+            CompletionOutcome::Deferred {
+                next_due_at: 5_000,
+                reason: DeferReason::Throttled,
+            },
+            150,
+        );
+        assert_eq!(
+            store.complete(vec![throttled]).await.unwrap(),
+            vec![Applied::Yes]
+        );
+        let t = get(&store, rec.id).await;
+        assert_eq!(
+            (t.state, t.attempts, t.due_at),
+            (TimerState::Pending, 0, 5_000)
+        );
+        let quiet = completion(
+            &rec,
+            1,
+            CompletionOutcome::Deferred {
+                next_due_at: 9_000,
+                reason: DeferReason::QuietHours,
+            },
+            5_100,
+        );
+        assert_eq!(
+            store.complete(vec![quiet]).await.unwrap(),
+            vec![Applied::Yes]
+        );
+        assert_eq!(
+            all_due(&store, i64::MAX).await,
+            vec![DueEntry {
+                id: rec.id,
+                due_at: 9_000,
+                shard: rec.shard,
+                priority: rec.priority
+            }]
+        );
+        // The attempt after the deferrals is still attempt 1.
+        let done = completion(&rec, 1, CompletionOutcome::Done, 9_100);
+        assert_eq!(
+            store.complete(vec![done]).await.unwrap(),
+            vec![Applied::Yes]
+        );
+        let t = get(&store, rec.id).await;
+        assert_eq!((t.state, t.attempts), (TimerState::Done, 1));
+        let log: Vec<String> = store
+            .deliveries_for(rec.id)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|d| d.outcome)
+            .collect();
+        assert_eq!(log, ["throttled", "deferred", "delivered"]);
     }
 
     pub async fn complete_retry_then_done(store: S) {
