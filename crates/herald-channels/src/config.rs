@@ -130,9 +130,10 @@ pub struct ChannelConfig {
     /// Do-not-disturb window, if any.
     #[serde(default)]
     pub quiet_hours: Option<QuietHours>,
-    /// How a reminder's fields become this channel's message: a JSON object
-    /// whose string values may hold `{subject_id}`, `{subject_name}`,
-    /// `{starts_at}`, `{lead_minutes}`, `{user_id}` and `{count}`.
+    /// How a reminder's fields become this channel's message: any JSON value
+    /// whose strings may name the reminder message's top-level fields in
+    /// braces: `{subject}`, `{subject_id}`, `{start_at}`, `{lead_minutes}`,
+    /// `{user_id}`, `{channel_type}`, `{count}`.
     #[serde(default)]
     pub reminder_template: Option<serde_json::Value>,
 }

@@ -11,6 +11,7 @@ pub mod http;
 mod log;
 mod provider_http;
 mod smtp;
+pub mod template;
 pub mod token_cache;
 pub mod tokens;
 mod webhook;

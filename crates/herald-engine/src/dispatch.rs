@@ -70,6 +70,7 @@ pub(crate) struct ChannelRuntime {
     pub pause: Pause,
     pub quiet: Option<Quiet>,
     pub counts: OutcomeCounts,
+    pub reminder_template: Option<serde_json::Value>,
 }
 
 impl ChannelRuntime {
@@ -97,6 +98,7 @@ impl ChannelRuntime {
                 label,
             }),
             counts: OutcomeCounts::default(),
+            reminder_template: spec.reminder_template,
         }
     }
 
@@ -306,6 +308,14 @@ pub(crate) async fn fetch_loop(
                 }));
         for (row, members, message) in jobs {
             let key = row.delivery_key();
+            // A reminder goes out in its channel's shape if the channel has a template.
+            let message = match (message, channels.get(&row.channel)) {
+                (Some(m), Some(rt)) => Some(match &rt.reminder_template {
+                    Some(t) => herald_channels::template::render(t, &m),
+                    None => m,
+                }),
+                (m, _) => m,
+            };
             let attempt = row.attempts.saturating_add(1);
             let delivery = Delivery {
                 timer_id: row.id,

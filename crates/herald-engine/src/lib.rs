@@ -123,6 +123,9 @@ pub struct ChannelSpec {
         herald_channels::QuietPolicy,
         String,
     )>,
+    /// How reminders become this channel's message (see
+    /// [`herald_channels::template`]); `None` sends Herald's own shape.
+    pub reminder_template: Option<serde_json::Value>,
 }
 
 impl ChannelSpec {
@@ -139,6 +142,7 @@ impl ChannelSpec {
             rate_per_sec,
             retry,
             quiet: None,
+            reminder_template: None,
         }
     }
 }

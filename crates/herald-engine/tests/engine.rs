@@ -83,6 +83,7 @@ async fn engine(channel: Arc<Counting>, cfg: EngineConfig) -> (Engine, tempfile:
     .unwrap();
     let spec = ChannelSpec {
         quiet: None,
+        reminder_template: None,
         channel,
         concurrency: 32,
         rate_per_sec: None,
@@ -206,6 +207,7 @@ async fn shutdown_keeps_pending_timers_for_the_next_start() {
     let store = herald_store::open(&url, &opts).await.unwrap();
     let spec = |c: Arc<Counting>| ChannelSpec {
         quiet: None,
+        reminder_template: None,
         channel: c,
         concurrency: 4,
         rate_per_sec: None,
@@ -253,6 +255,7 @@ fn cluster_cfg() -> EngineConfig {
 async fn node(store: Arc<dyn herald_store::Store>, ch: Arc<Counting>, id: &str) -> Engine {
     let spec = ChannelSpec {
         quiet: None,
+        reminder_template: None,
         channel: ch,
         concurrency: 8,
         rate_per_sec: None,

@@ -52,6 +52,7 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
                 });
                 (w, q.map(|q| q.policy).unwrap_or_default(), label)
             }),
+            reminder_template: c.reminder_template.clone(),
         });
     }
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);

@@ -147,10 +147,16 @@ async fn wechat_delivers_classifies_refreshes_throttles_and_hears_callbacks() {
     let quiet_defer = quiet_now("defer");
     let quiet_drop = quiet_now("drop");
     let cfg = format!(
-        "{}{}{}",
+        "{}{}{}{}",
         wechat_channel("wx", &m, "token_mode = \"classic\"\n"),
         wechat_channel("wx_night", &m, &quiet_defer),
         wechat_channel("wx_drop", &m, &quiet_drop),
+        wechat_channel(
+            "wx_rem",
+            &m,
+            "reminder_template = { template_id = \"TPL_REMIND\", \
+             data = { first = { value = \"{subject} opens at {start_at}\" } } }\n"
+        ),
     );
     let s = Server::start(&cfg).await;
     mock_post(
@@ -283,6 +289,39 @@ async fn wechat_delivers_classifies_refreshes_throttles_and_hears_callbacks() {
     assert!(
         t["last_error"].as_str().unwrap().contains("quiet hours"),
         "{t}"
+    );
+
+    // A reminder goes out in the channel's template shape.
+    let start = common::rfc3339(now_ms() + 5 * 60_000 + 1_000);
+    let (code, v) = s
+        .put(
+            "/v1/subjects/coupon-9",
+            &json!({"start_at": start, "title": "20 off over 100"}),
+        )
+        .await;
+    assert_eq!(code, 201, "{v}");
+    let (code, v) = s
+        .post(
+            "/v1/reminders",
+            &json!({"user_id": "oRemind", "subject_id": "coupon-9", "channel_type": "app",
+                    "lead_minutes": 5, "channel": "wx_rem"}),
+        )
+        .await;
+    assert_eq!(code, 201, "{v}");
+    wait_for("the reminder", WAIT, || async {
+        mock_json(&mock, "/_mock/wechat/messages?touser=oRemind")
+            .await
+            .as_array()
+            .is_some_and(|a| !a.is_empty())
+    })
+    .await;
+    let sent = mock_json(&mock, "/_mock/wechat/messages?touser=oRemind").await;
+    assert_eq!(sent[0]["template_id"], "TPL_REMIND", "{sent}");
+    let start_utc = s.get("/v1/subjects/coupon-9").await.1["start_at"].clone();
+    assert_eq!(
+        sent[0]["data"]["first"]["value"],
+        format!("20 off over 100 opens at {}", start_utc.as_str().unwrap()),
+        "{sent}"
     );
 
     // Callback input is validated.
