@@ -70,6 +70,10 @@ pub struct ChannelConfig {
     /// Cap on any one retry delay.
     #[serde(default = "default_backoff_max_ms")]
     pub backoff_max_ms: u64,
+    /// Share of each retry delay that is random, 0.0 to 1.0 (default 0.5:
+    /// half fixed, half random), so a failed burst does not come back at once.
+    #[serde(default = "default_backoff_jitter")]
+    pub backoff_jitter: f64,
     /// PEM file of extra CA certificates to trust for `https://` (a private CA),
     /// beside the bundled web PKI roots.
     #[serde(default)]
@@ -216,6 +220,9 @@ fn default_backoff_base_ms() -> u64 {
 fn default_backoff_max_ms() -> u64 {
     300_000
 }
+fn default_backoff_jitter() -> f64 {
+    0.5
+}
 
 impl ChannelConfig {
     /// A `log` channel with default limits.
@@ -232,6 +239,7 @@ impl ChannelConfig {
             max_attempts: default_max_attempts(),
             backoff_base_ms: default_backoff_base_ms(),
             backoff_max_ms: default_backoff_max_ms(),
+            backoff_jitter: default_backoff_jitter(),
             ca_file: None,
             api_base: None,
             appid: None,
@@ -280,6 +288,8 @@ impl ChannelConfig {
             max_attempts: self.max_attempts,
             base_ms: self.backoff_base_ms,
             max_ms: self.backoff_max_ms,
+            // Validated to 0.0..=1.0.
+            jitter_pct: (self.backoff_jitter.clamp(0.0, 1.0) * 100.0).round() as u8,
         }
     }
 
@@ -365,6 +375,9 @@ impl ChannelConfig {
         }
         if self.max_attempts == 0 {
             return Err(self.err("max_attempts must be at least 1"));
+        }
+        if !(0.0..=1.0).contains(&self.backoff_jitter) {
+            return Err(self.err("backoff_jitter must be between 0.0 and 1.0"));
         }
         if self.timeout_ms == 0 {
             return Err(self.err("timeout_ms must be at least 1"));

@@ -11,6 +11,13 @@ pub struct RetryPolicy {
     pub base_ms: u64,
     /// Upper bound of any single delay.
     pub max_ms: u64,
+    /// Percent of each delay that is random (0: none, 100: "full jitter").
+    #[serde(default = "default_jitter_pct")]
+    pub jitter_pct: u8,
+}
+
+fn default_jitter_pct() -> u8 {
+    50
 }
 
 impl Default for RetryPolicy {
@@ -19,6 +26,7 @@ impl Default for RetryPolicy {
             max_attempts: 8,
             base_ms: 1_000,
             max_ms: 300_000,
+            jitter_pct: default_jitter_pct(),
         }
     }
 }
@@ -27,10 +35,10 @@ impl RetryPolicy {
     /// Delay before the next attempt after `attempts_made` attempts failed,
     /// or `None` when the attempts are used up.
     ///
-    /// "Equal jitter": half the exponential delay is fixed and half is random,
-    /// so retries of a burst spread out but never come back sooner than half
-    /// the backoff. `entropy` is any random number; the caller owns the RNG so
-    /// that this stays deterministic under test.
+    /// `jitter_pct` of the exponential delay is random and the rest fixed; the
+    /// default 50 is "equal jitter", so retries of a burst spread out but never
+    /// come back sooner than half the backoff. `entropy` is any random number;
+    /// the caller owns the RNG so that this stays deterministic under test.
     pub fn next_delay_ms(&self, attempts_made: u32, entropy: u64) -> Option<u64> {
         if attempts_made >= self.max_attempts {
             return None;
@@ -41,8 +49,10 @@ impl RetryPolicy {
             .saturating_mul(1u64 << exp)
             .min(self.max_ms)
             .max(1);
-        let half = full / 2;
-        Some(half + entropy % (full - half + 1))
+        let random = full / 100 * u64::from(self.jitter_pct.min(100))
+            + full % 100 * u64::from(self.jitter_pct.min(100)) / 100;
+        let fixed = full - random;
+        Some(fixed + entropy % (random + 1))
     }
 
     /// Like [`Self::next_delay_ms`] but never sooner than a delay the provider asked for
@@ -72,6 +82,7 @@ mod tests {
             max_attempts: 3,
             base_ms: 100,
             max_ms: 10_000,
+            ..RetryPolicy::default()
         };
         assert!(p.next_delay_ms(1, 0).is_some());
         assert!(p.next_delay_ms(2, 0).is_some());
@@ -85,15 +96,37 @@ mod tests {
             max_attempts: 5,
             base_ms: 100,
             max_ms: 10_000,
+            ..RetryPolicy::default()
         };
         assert_eq!(p.next_delay_with_hint(1, 0, Some(5_000)), Some(5_000));
         assert_eq!(p.next_delay_with_hint(1, 0, Some(50_000)), Some(10_000));
     }
 
+    #[test]
+    fn jitter_is_the_configured_share_of_the_delay() {
+        let fixed = RetryPolicy {
+            jitter_pct: 0,
+            ..RetryPolicy::default()
+        };
+        assert_eq!(fixed.next_delay_ms(2, 12_345), Some(2_000));
+        let full = RetryPolicy {
+            jitter_pct: 100,
+            ..RetryPolicy::default()
+        };
+        assert_eq!(full.next_delay_ms(2, 0), Some(0));
+        assert_eq!(full.next_delay_ms(2, 2_000), Some(2_000));
+        let quarter = RetryPolicy {
+            jitter_pct: 25,
+            ..RetryPolicy::default()
+        };
+        assert_eq!(quarter.next_delay_ms(2, 0), Some(1_500));
+        assert_eq!(quarter.next_delay_ms(2, 500), Some(2_000));
+    }
+
     proptest! {
         #[test]
         fn delay_grows_and_stays_bounded(attempt in 1u32..60, e in any::<u64>(), base in 1u64..5_000, max in 1u64..1_000_000) {
-            let p = RetryPolicy { max_attempts: 100, base_ms: base, max_ms: max };
+            let p = RetryPolicy { max_attempts: 100, base_ms: base, max_ms: max, ..RetryPolicy::default() };
             let d = p.next_delay_ms(attempt, e).unwrap();
             let full = base.saturating_mul(1u64 << (attempt - 1).min(40)).min(max).max(1);
             prop_assert!(d <= full);

@@ -91,6 +91,7 @@ async fn engine(channel: Arc<Counting>, cfg: EngineConfig) -> (Engine, tempfile:
             max_attempts: 5,
             base_ms: 20,
             max_ms: 100,
+            ..RetryPolicy::default()
         },
     };
     let e = Engine::start(
@@ -263,6 +264,7 @@ async fn node(store: Arc<dyn herald_store::Store>, ch: Arc<Counting>, id: &str) 
             max_attempts: 5,
             base_ms: 20,
             max_ms: 100,
+            ..RetryPolicy::default()
         },
     };
     Engine::start(
