@@ -628,7 +628,7 @@ impl Sink {
                 let w = WechatConfig::default();
                 format!(
                     "kind = \"wechat\"\napi_base = \"{}\"\nappid = \"{}\"\nsecret = \"{}\"\ntoken_mode = \"stable\"",
-                    self.url(),
+                    self.base_url(),
                     w.appid,
                     w.secret
                 )
@@ -641,7 +641,7 @@ impl Sink {
     fn delivered(&self) -> u64 {
         match self.channel {
             BenchChannel::Webhook => self.unique_delivered(),
-            BenchChannel::Wechat => self.wechat_stats().delivered,
+            BenchChannel::Wechat => self.state().wechat_stats().delivered,
         }
     }
 
@@ -650,6 +650,7 @@ impl Sink {
         match self.channel {
             BenchChannel::Webhook => self.stats().last_delivered_at_ms.map(|t| t as i64),
             BenchChannel::Wechat => self
+                .state()
                 .wechat_messages(1, None)
                 .last()
                 .map(|m| m.at_ms as i64),
@@ -868,7 +869,7 @@ async fn burst(a: BurstArgs) -> anyhow::Result<()> {
         }
         BenchChannel::Wechat => {
             // The WeChat mock keeps no lateness figures; its counters are what it has.
-            let w = sink.wechat_stats();
+            let w = sink.state().wechat_stats();
             println!(
                 "  wechat mock         received {}, delivered {}, errors {:?}",
                 w.received, w.delivered, w.errors
