@@ -616,7 +616,6 @@ impl BenchChannel {
             ),
         }
     }
-
 }
 
 impl Sink {

@@ -471,7 +471,9 @@ async fn start_wechat_node(store: &str, id: &str, mock: &Mock) -> Server {
 }
 
 async fn wechat_stats(mock: &Mock) -> Value {
-    get_json(&format!("{}/_mock/wechat/stats", mock.url)).await.1
+    get_json(&format!("{}/_mock/wechat/stats", mock.url))
+        .await
+        .1
 }
 
 fn count(v: &Value, key: &str) -> u64 {
@@ -544,7 +546,11 @@ async fn two_nodes_share_one_wechat_token_and_refresh_it_once_when_it_expires() 
     wait_wechat_drained(&mock, &a, n).await;
     let st = wechat_stats(&mock).await;
     eprintln!("wechat cluster, phase 1: {st}");
-    assert_eq!(count(&st, "token_fetches"), 1, "one token for the cluster: {st}");
+    assert_eq!(
+        count(&st, "token_fetches"),
+        1,
+        "one token for the cluster: {st}"
+    );
     assert_eq!(count(&st, "stable_token_fetches"), 0, "{st}");
     assert_eq!(count(&st, "delivered"), n, "{st}");
     assert_eq!(count(&st, "duplicates"), 0, "{st}");
