@@ -11,9 +11,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
 use herald_core::{Clock, SystemClock, time::format_rfc3339_ms};
-use herald_mock::{MockConfig, MockServer, Percentiles, WebhookStats};
+use herald_mock::{MockConfig, MockServer, Percentiles, WebhookStats, WechatConfig};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
@@ -116,8 +116,22 @@ pub struct BurstArgs {
     /// Bulk requests in flight at once.
     #[arg(long, default_value_t = 2)]
     clients: usize,
+    /// What the server under test delivers to: the mock's webhook sink, or
+    /// the mock's WeChat Official Account API (template messages).
+    #[arg(long, value_enum, default_value_t = BenchChannel::Webhook)]
+    channel: BenchChannel,
     #[command(flatten)]
     server: ServerArgs,
+}
+
+/// The kind of channel a scenario delivers through, always to a mock in
+/// this process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BenchChannel {
+    /// `webhook` to the mock's sink at `/hook`.
+    Webhook,
+    /// `wechat` template messages to the mock's WeChat API (stable tokens).
+    Wechat,
 }
 
 #[derive(Args, Debug)]
@@ -261,7 +275,7 @@ struct Deployment {
 }
 
 impl Deployment {
-    async fn start(sink_url: &str, a: &ServerArgs) -> anyhow::Result<Self> {
+    async fn start(sink: &Sink, a: &ServerArgs) -> anyhow::Result<Self> {
         let tmp = tempfile::Builder::new().prefix("herald-bench-").tempdir()?;
         let dir = tmp.path().to_path_buf();
         let (store, pg) = match a.store.as_str() {
@@ -310,17 +324,13 @@ bulk_max_bytes = 536870912
 merge_window_ms = {merge}
 [reminders.channels]
 app = "sink"
-[[channels]]
-name = "sink"
-kind = "webhook"
-url = "{sink_url}"
-concurrency = {conc}
+{channel}
 {extra}
 "#,
+                channel = sink.channel_toml(a.concurrency),
                 extra = a.extra_toml,
                 merge = a.merge_window_ms,
                 sync = a.synchronous,
-                conc = a.concurrency,
             );
             std::fs::write(dir.join(format!("{name}.toml")), config)?;
             nodes.push(Node::spawn(&dir, &name).await?);
@@ -557,9 +567,94 @@ fn metric_value(text: &str, name: &str) -> Option<f64> {
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
 }
 
-async fn start_sink() -> anyhow::Result<MockServer> {
+/// The mock the server under test delivers to, in this process, and the
+/// kind of channel pointed at it. Derefs to the mock, whose webhook figures
+/// the webhook-only scenarios read directly.
+struct Sink {
+    mock: MockServer,
+    channel: BenchChannel,
+}
+
+impl std::ops::Deref for Sink {
+    type Target = MockServer;
+    fn deref(&self) -> &MockServer {
+        &self.mock
+    }
+}
+
+/// A webhook sink.
+async fn start_sink() -> anyhow::Result<Sink> {
+    start_channel_sink(BenchChannel::Webhook, 0).await
+}
+
+/// A mock ready to take `n` deliveries through `channel`.
+async fn start_channel_sink(channel: BenchChannel, n: usize) -> anyhow::Result<Sink> {
     let addr = "127.0.0.1:0".parse()?;
-    Ok(MockServer::start(addr, MockConfig::default()).await?)
+    let mut cfg = MockConfig::default();
+    if channel == BenchChannel::Wechat {
+        let defaults = WechatConfig::default();
+        // Room for every timer, so the daily quota never throttles a run.
+        cfg.wechat = WechatConfig {
+            send_daily_quota: defaults.send_daily_quota.max(2 * n as u64),
+            ..defaults
+        };
+    }
+    Ok(Sink {
+        mock: MockServer::start(addr, cfg).await?,
+        channel,
+    })
+}
+
+impl BenchChannel {
+    /// Timer `i`'s recipient and message, as the JSON members of a create line.
+    fn timer_fields(self, i: usize) -> String {
+        match self {
+            Self::Webhook => format!("\"recipient\":\"user-{i}\",\"message\":{{\"n\":{i}}}"),
+            Self::Wechat => format!(
+                "\"recipient\":\"openid-bench-{i}\",\"message\":{{\"template_id\":\"bench-template\",\
+                 \"data\":{{\"n\":{{\"value\":\"{i}\"}}}}}}"
+            ),
+        }
+    }
+}
+
+impl Sink {
+    /// The `[[channels]]` block, named `sink`, of the server under test.
+    fn channel_toml(&self, concurrency: usize) -> String {
+        let settings = match self.channel {
+            BenchChannel::Webhook => format!("kind = \"webhook\"\nurl = \"{}\"", self.hook_url()),
+            BenchChannel::Wechat => {
+                let w = WechatConfig::default();
+                format!(
+                    "kind = \"wechat\"\napi_base = \"{}\"\nappid = \"{}\"\nsecret = \"{}\"\ntoken_mode = \"stable\"",
+                    self.base_url(),
+                    w.appid,
+                    w.secret
+                )
+            }
+        };
+        format!("[[channels]]\nname = \"sink\"\n{settings}\nconcurrency = {concurrency}\n")
+    }
+
+    /// Deliveries the provider accepted, repeats not counted.
+    fn delivered(&self) -> u64 {
+        match self.channel {
+            BenchChannel::Webhook => self.unique_delivered(),
+            BenchChannel::Wechat => self.state().wechat_stats().delivered,
+        }
+    }
+
+    /// When the newest delivery arrived (unix ms).
+    fn last_delivered_ms(&self) -> Option<i64> {
+        match self.channel {
+            BenchChannel::Webhook => self.stats().last_delivered_at_ms.map(|t| t as i64),
+            BenchChannel::Wechat => self
+                .state()
+                .wechat_messages(1, None)
+                .last()
+                .map(|m| m.at_ms as i64),
+        }
+    }
 }
 
 fn http_client() -> anyhow::Result<reqwest::Client> {
@@ -570,12 +665,17 @@ fn http_client() -> anyhow::Result<reqwest::Client> {
 }
 
 /// One NDJSON line per timer, due at `due(i)`.
-fn ndjson(range: std::ops::Range<usize>, due: &dyn Fn(usize) -> i64) -> String {
+fn ndjson(
+    range: std::ops::Range<usize>,
+    channel: BenchChannel,
+    due: &dyn Fn(usize) -> i64,
+) -> String {
     let mut s = String::with_capacity(range.len() * 120);
     for i in range {
         s.push_str(&format!(
-            "{{\"fire_at\":\"{}\",\"channel\":\"sink\",\"recipient\":\"user-{i}\",\"message\":{{\"n\":{i}}}}}\n",
-            format_rfc3339_ms(due(i))
+            "{{\"fire_at\":\"{}\",\"channel\":\"sink\",{}}}\n",
+            format_rfc3339_ms(due(i)),
+            channel.timer_fields(i)
         ));
     }
     s
@@ -585,12 +685,13 @@ fn ndjson(range: std::ops::Range<usize>, due: &dyn Fn(usize) -> i64) -> String {
 async fn bulk_ingest(
     http: &reqwest::Client,
     bases: &[String],
+    channel: BenchChannel,
     n: usize,
     chunk: usize,
     clients: usize,
     due: Arc<dyn Fn(usize) -> i64 + Send + Sync>,
 ) -> anyhow::Result<f64> {
-    let lines = Arc::new(move |r: std::ops::Range<usize>| ndjson(r, &*due));
+    let lines = Arc::new(move |r: std::ops::Range<usize>| ndjson(r, channel, &*due));
     bulk_post(http, bases, "/v1/timers:bulk", n, chunk, clients, lines).await
 }
 
@@ -648,7 +749,7 @@ async fn bulk_post(
 /// Waits until the sink has every timer and the server has marked them done.
 /// Returns (all delivered, all done) as unix ms.
 async fn wait_drained(
-    sink: &MockServer,
+    sink: &Sink,
     server: &Deployment,
     http: &reqwest::Client,
     n: usize,
@@ -658,7 +759,7 @@ async fn wait_drained(
     let deadline = Instant::now() + timeout;
     let mut last_report = Instant::now();
     loop {
-        let delivered = sink.unique_delivered();
+        let delivered = sink.delivered();
         if delivered as usize >= n {
             break;
         }
@@ -674,10 +775,7 @@ async fn wait_drained(
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let delivered = sink
-        .stats()
-        .last_delivered_at_ms
-        .map_or(clock.now_ms(), |t| t as i64);
+    let delivered = sink.last_delivered_ms().unwrap_or_else(|| clock.now_ms());
     loop {
         let done = server
             .counter(http, "herald_timers_done_total")
@@ -706,20 +804,22 @@ fn default_lead(n: usize) -> f64 {
 }
 
 async fn burst(a: BurstArgs) -> anyhow::Result<()> {
-    let sink = start_sink().await?;
-    let server = Deployment::start(&sink.hook_url(), &a.server).await?;
+    let n = a.timers;
+    let sink = start_channel_sink(a.channel, n).await?;
+    let server = Deployment::start(&sink, &a.server).await?;
     let http = http_client()?;
     let clock = SystemClock;
-    let n = a.timers;
     let lead = a.lead_secs.unwrap_or_else(|| default_lead(n));
     let due_at = clock.now_ms() + (lead * 1000.0) as i64;
+    let channel = channel_name(a.channel);
     eprintln!(
-        "burst: {n} timers due at {} ({lead:.1} s from now)",
+        "burst: {n} {channel} timers due at {} ({lead:.1} s from now)",
         format_rfc3339_ms(due_at)
     );
     let secs = bulk_ingest(
         &http,
         &server.bases(),
+        sink.channel,
         n,
         a.chunk,
         a.clients,
@@ -738,11 +838,10 @@ async fn burst(a: BurstArgs) -> anyhow::Result<()> {
     let cpu = CpuMeter::start(&server);
     let (delivered, done) = wait_drained(&sink, &server, &http, n, timeout).await?;
     let c = cpu.read();
-    let s: WebhookStats = sink.stats();
     let drain_s = (done - due_at) as f64 / 1000.0;
     let deliver_s = (delivered - due_at) as f64 / 1000.0;
     println!(
-        "burst {n} timers due at one instant (concurrency {}, synchronous={})",
+        "burst {n} {channel} timers due at one instant (concurrency {}, synchronous={})",
         a.server.concurrency, a.server.synchronous
     );
     println!(
@@ -754,25 +853,57 @@ async fn burst(a: BurstArgs) -> anyhow::Result<()> {
         "  all marked done     {drain_s:.2} s after due  => {:.0} timers/s",
         n as f64 / drain_s.max(0.001)
     );
-    println!("  lateness at sink    {}", pct(&s.lateness_ms));
-    println!("  fire lateness       {}", pct(&s.fire_lateness_ms));
-    println!("  duplicates          {}", s.duplicates);
+    let mut summary = serde_json::json!({"scenario":"burst","channel":channel,"store":a.server.store,
+        "nodes":a.server.nodes,"server_cpu_s":c.nodes,"sink_cpu_s":c.own,"pg_cpu_s":c.pg,
+        "other_cpu_s":c.other,"timers":n,"ingest_per_sec":n as f64/secs,"delivered_s":deliver_s,
+        "done_s":drain_s,"drain_per_sec":n as f64/drain_s.max(0.001)});
+    let extra = match a.channel {
+        BenchChannel::Webhook => {
+            let s: WebhookStats = sink.stats();
+            println!("  lateness at sink    {}", pct(&s.lateness_ms));
+            println!("  fire lateness       {}", pct(&s.fire_lateness_ms));
+            println!("  duplicates          {}", s.duplicates);
+            serde_json::json!({"lateness_ms":s.lateness_ms,"fire_lateness_ms":s.fire_lateness_ms,
+                "duplicates":s.duplicates})
+        }
+        BenchChannel::Wechat => {
+            // The WeChat mock keeps no lateness figures; its counters are what it has.
+            let w = sink.state().wechat_stats();
+            println!(
+                "  wechat mock         received {}, delivered {}, errors {:?}",
+                w.received, w.delivered, w.errors
+            );
+            println!("  duplicates          {}", w.duplicates);
+            println!(
+                "  token fetches       {} stable_token, {} token",
+                w.stable_token_fetches, w.token_fetches
+            );
+            serde_json::json!({"received":w.received,"delivered":w.delivered,"errors":w.errors,
+                "duplicates":w.duplicates,"stable_token_fetches":w.stable_token_fetches,
+                "token_fetches":w.token_fetches})
+        }
+    };
     println!("  cpu while draining  {}", c.describe(n));
+    if let (Some(summary), Some(extra)) = (summary.as_object_mut(), extra.as_object()) {
+        summary.extend(extra.clone());
+    }
     if a.server.json {
-        println!(
-            "{}",
-            serde_json::json!({"scenario":"burst","store":a.server.store,"nodes":a.server.nodes,"server_cpu_s":c.nodes,"sink_cpu_s":c.own,"pg_cpu_s":c.pg,"other_cpu_s":c.other,"timers":n,"ingest_per_sec":n as f64/secs,
-                "delivered_s":deliver_s,"done_s":drain_s,"drain_per_sec":n as f64/drain_s.max(0.001),
-                "lateness_ms":s.lateness_ms,"fire_lateness_ms":s.fire_lateness_ms,"duplicates":s.duplicates})
-        );
+        println!("{summary}");
     }
     server.stop().await;
     Ok(())
 }
 
+fn channel_name(c: BenchChannel) -> &'static str {
+    match c {
+        BenchChannel::Webhook => "webhook",
+        BenchChannel::Wechat => "wechat",
+    }
+}
+
 async fn precision(a: PrecisionArgs) -> anyhow::Result<()> {
     let sink = start_sink().await?;
-    let server = Deployment::start(&sink.hook_url(), &a.server).await?;
+    let server = Deployment::start(&sink, &a.server).await?;
     let http = http_client()?;
     let clock = SystemClock;
     let n = a.timers.max(1);
@@ -785,7 +916,7 @@ async fn precision(a: PrecisionArgs) -> anyhow::Result<()> {
         a.spread_secs,
         format_rfc3339_ms(start)
     );
-    let secs = bulk_ingest(&http, &server.bases(), n, 10_000, 2, due).await?;
+    let secs = bulk_ingest(&http, &server.bases(), sink.channel, n, 10_000, 2, due).await?;
     if clock.now_ms() > start {
         eprintln!(
             "WARNING: ingest ({secs:.2} s) ended after the first due time; raise --lead-secs"
@@ -811,7 +942,7 @@ async fn precision(a: PrecisionArgs) -> anyhow::Result<()> {
 
 async fn ingest(a: IngestArgs) -> anyhow::Result<()> {
     let sink = start_sink().await?;
-    let server = Deployment::start(&sink.hook_url(), &a.server).await?;
+    let server = Deployment::start(&sink, &a.server).await?;
     let http = http_client()?;
     let n = a.timers;
     // Due in an hour: nothing fires while ingest is measured.
@@ -821,6 +952,7 @@ async fn ingest(a: IngestArgs) -> anyhow::Result<()> {
             let secs = bulk_ingest(
                 &http,
                 &server.bases(),
+                sink.channel,
                 n,
                 chunk,
                 a.clients,
@@ -892,7 +1024,7 @@ async fn single_ingest(
 
 async fn restart(a: RestartArgs) -> anyhow::Result<()> {
     let sink = start_sink().await?;
-    let server = Deployment::start(&sink.hook_url(), &a.server).await?;
+    let server = Deployment::start(&sink, &a.server).await?;
     let http = http_client()?;
     let clock = SystemClock;
     let n = a.timers.max(a.overdue);
@@ -909,6 +1041,7 @@ async fn restart(a: RestartArgs) -> anyhow::Result<()> {
     let secs = bulk_ingest(
         &http,
         &server.bases(),
+        sink.channel,
         n,
         10_000,
         2,
@@ -981,7 +1114,7 @@ async fn restart(a: RestartArgs) -> anyhow::Result<()> {
 
 async fn reminders(a: RemindersArgs) -> anyhow::Result<()> {
     let sink = start_sink().await?;
-    let server = Deployment::start(&sink.hook_url(), &a.server).await?;
+    let server = Deployment::start(&sink, &a.server).await?;
     let http = http_client()?;
     let clock = SystemClock;
     let n = a.users;
@@ -1101,7 +1234,7 @@ async fn campaign(mut a: CampaignArgs) -> anyhow::Result<()> {
         "[jobs]\nworkers = {}\nworker_concurrency = {}\nsegment_size = {}\n",
         a.workers, a.worker_concurrency, a.segment_size
     );
-    let server = Deployment::start(&sink.hook_url(), &a.server).await?;
+    let server = Deployment::start(&sink, &a.server).await?;
     let http = http_client()?;
     let clock = SystemClock;
     let n = a.recipients;

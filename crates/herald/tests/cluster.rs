@@ -453,3 +453,140 @@ async fn a_worker_stalled_past_its_lease_loses_its_segment_and_stops_sending() {
         "{stats}"
     );
 }
+
+// ---- One WeChat access token for the whole cluster ----
+
+/// A node whose only channel is `wx`: WeChat template messages to the mock,
+/// with classic tokens (each `/cgi-bin/token` call supersedes the last one,
+/// so a second fetch anywhere in the cluster would show up as churn).
+async fn start_wechat_node(store: &str, id: &str, mock: &Mock) -> Server {
+    let extra = format!(
+        "node_id = \"{id}\"\n[engine]\nlease_ms = {LEASE_MS}\nheartbeat_ms = {HEARTBEAT_MS}\nlease_guard_ms = 500\n\
+         load_interval_ms = 200\nrescan_interval_ms = 5000\nstats_interval_ms = 0\n\
+         [[channels]]\nname = \"wx\"\nkind = \"wechat\"\napi_base = \"{}\"\nappid = \"wxmockappid\"\n\
+         secret = \"mock-wechat-secret\"\ntoken_mode = \"classic\"\nconcurrency = 32\n",
+        mock.url
+    );
+    Server::start_on(store, tempfile::tempdir().unwrap(), &extra).await
+}
+
+async fn wechat_stats(mock: &Mock) -> Value {
+    get_json(&format!("{}/_mock/wechat/stats", mock.url))
+        .await
+        .1
+}
+
+fn count(v: &Value, key: &str) -> u64 {
+    v[key].as_u64().unwrap_or(0)
+}
+
+/// Schedules `n` WeChat template messages on `wx`, to openids `{tag}-{i}`,
+/// due evenly over `spread_ms` from `start`; every one acknowledged.
+async fn schedule_wechat(node: &Server, n: usize, start: i64, spread_ms: i64, tag: &str) {
+    let mut lines = String::new();
+    for i in 0..n {
+        let due = start + (i as i64 * spread_ms) / n as i64;
+        let line = json!({"fire_at": rfc3339(due), "channel": "wx",
+            "recipient": format!("openid-{tag}-{i}"),
+            "message": {"template_id": "tpl-cluster", "data": {"i": {"value": i.to_string()}}}});
+        lines.push_str(&line.to_string());
+        lines.push('\n');
+    }
+    let (s, out) = node.bulk(&lines).await;
+    assert_eq!(s, 200, "{out:?}");
+    assert_eq!(out.len(), n);
+    assert!(
+        out.iter().all(|l| l["status"] == 201),
+        "every timer acknowledged: {:?}",
+        out.iter().find(|l| l["status"] != 201)
+    );
+}
+
+/// Timers this node delivered and marked done (`wx` is its only channel).
+/// From `/metrics` rather than `GET /v1/channels`, which at this branch's
+/// base answers 500 (its rate sampler extension was not wired; fixed on main
+/// by 31ee99b).
+async fn wx_delivered(node: &Server) -> u64 {
+    metric(&node.metrics().await, "herald_timers_done_total") as u64
+}
+
+/// Waits until the mock accepted `total` messages and the cluster marked
+/// `total` timers done.
+async fn wait_wechat_drained(mock: &Mock, node: &Server, total: u64) {
+    wait_for(
+        "every message at the WeChat mock",
+        Duration::from_secs(120),
+        || async { count(&wechat_stats(mock).await, "delivered") >= total },
+    )
+    .await;
+    wait_for("every timer done", Duration::from_secs(60), || async {
+        node.get("/v1/stats").await.1["timers"]["done"].as_u64() == Some(total)
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_nodes_share_one_wechat_token_and_refresh_it_once_when_it_expires() {
+    let Some((_db, store)) = pg_database("wxtoken") else {
+        return;
+    };
+    let mock = Mock::start(&[]).await;
+    let a = start_wechat_node(&store, "node-a", &mock).await;
+    let b = start_wechat_node(&store, "node-b", &mock).await;
+    wait_balanced(&a, &["node-a", "node-b"]).await;
+
+    // Phase 1: timers in every shard, so both nodes send at the same time
+    // and both need the token from the first second.
+    let n = 2_000u64;
+    schedule_wechat(&a, n as usize, now_ms() + 2_000, 2_000, "p1").await;
+    wait_wechat_drained(&mock, &a, n).await;
+    let st = wechat_stats(&mock).await;
+    eprintln!("wechat cluster, phase 1: {st}");
+    assert_eq!(
+        count(&st, "token_fetches"),
+        1,
+        "one token for the cluster: {st}"
+    );
+    assert_eq!(count(&st, "stable_token_fetches"), 0, "{st}");
+    assert_eq!(count(&st, "delivered"), n, "{st}");
+    assert_eq!(count(&st, "duplicates"), 0, "{st}");
+    let (da, db) = (wx_delivered(&a).await, wx_delivered(&b).await);
+    eprintln!("wechat cluster, phase 1: node-a delivered {da}, node-b {db}");
+    assert!(da > 0 && db > 0, "both nodes delivered: a {da}, b {db}");
+    assert_eq!(da + db, n, "each timer delivered once, by one node");
+
+    // Phase 2: the provider expires the token under both nodes. Exactly one
+    // of them fetches a new one; the other picks it up from the store.
+    let (s, v) = post_raw(
+        &format!("{}/_mock/wechat/faults", mock.url),
+        "application/json",
+        json!({"expire_tokens": true}).to_string(),
+    )
+    .await;
+    assert_eq!(s, 200, "{v}");
+    let m = 2_000u64;
+    schedule_wechat(&b, m as usize, now_ms() + 2_000, 2_000, "p2").await;
+    wait_wechat_drained(&mock, &a, n + m).await;
+    let st = wechat_stats(&mock).await;
+    eprintln!("wechat cluster, phase 2: {st}");
+    assert!(
+        st["errors"]["42001"].as_u64().unwrap_or(0) >= 1,
+        "the expired token was used and rejected: {st}"
+    );
+    assert_eq!(
+        count(&st, "token_fetches"),
+        2,
+        "exactly one refresh for the cluster: {st}"
+    );
+    assert_eq!(count(&st, "delivered"), n + m, "no message lost: {st}");
+    assert_eq!(count(&st, "duplicates"), 0, "{st}");
+    let (da2, db2) = (wx_delivered(&a).await, wx_delivered(&b).await);
+    eprintln!("wechat cluster, phase 2: node-a delivered {da2}, node-b {db2} in all");
+    assert!(
+        da2 > da && db2 > db,
+        "both nodes delivered after the expiry"
+    );
+    assert_eq!(da2 + db2, n + m);
+    let (_, stats) = a.get("/v1/stats").await;
+    assert_eq!(stats["timers"]["done"], n + m, "{stats}");
+}
