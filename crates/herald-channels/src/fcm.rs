@@ -23,6 +23,8 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+
+use crate::token_cache::TokenUse;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use herald_core::Clock;
@@ -398,31 +400,26 @@ impl Channel for FcmChannel {
         };
         let path = self.send_path();
         let url = self.http.url(&path);
-        let mut refreshed = false;
-        loop {
-            let token = match self.token().await {
-                Ok(t) => t,
-                Err(e) => return crate::wechat::token_outcome(e),
-            };
-            let req = self.http.post(&url).bearer_auth(&token).json(&body);
-            let answer = match self.http.call(req, "POST", &path).await {
-                Ok(a) => a,
-                Err(e) => return retryable(e.to_string(), None),
-            };
-            match classify(&answer) {
-                Verdict::Done(outcome) => {
-                    tracing::debug!(channel = %self.name, timer_id = d.timer_id, class = outcome.class(), "fcm send");
-                    return outcome;
-                }
-                Verdict::Unauthenticated(outcome) => {
-                    self.tokens.invalidate(&token).await;
-                    if refreshed {
-                        return outcome;
+        let (url, path, body) = (&url, &path, &body);
+        let outcome = self
+            .tokens
+            .with_refresh(
+                || self.token(),
+                |token| async move {
+                    let req = self.http.post(url).bearer_auth(&token).json(body);
+                    match self.http.call(req, "POST", path).await {
+                        Ok(answer) => match classify(&answer) {
+                            Verdict::Done(o) => TokenUse::Answered(o),
+                            Verdict::Unauthenticated(o) => TokenUse::Rejected(o),
+                        },
+                        Err(e) => TokenUse::Answered(retryable(e.to_string(), None)),
                     }
-                    refreshed = true;
-                }
-            }
-        }
+                },
+            )
+            .await
+            .unwrap_or_else(crate::wechat::token_outcome);
+        tracing::debug!(channel = %self.name, timer_id = d.timer_id, class = outcome.class(), "fcm send");
+        outcome
     }
 
     async fn provider_status(&self) -> ProviderStatus {

@@ -27,7 +27,7 @@ pub use config::{ChannelConfig, ChannelKind, QuietHours, QuietPolicy, SmtpTls, T
 pub use fcm::FcmChannel;
 pub use log::LogChannel;
 pub use smtp::SmtpChannel;
-pub use token_cache::{TokenCache, TokenCacheOptions, TokenError};
+pub use token_cache::{TokenCache, TokenCacheOptions, TokenError, TokenUse};
 pub use tokens::{MemoryVault, StoredToken, TokenVault, VaultError};
 pub use webhook::WebhookChannel;
 pub use wechat::WechatChannel;

@@ -30,6 +30,15 @@ use parking_lot::Mutex;
 
 use crate::tokens::{StoredToken, TokenVault};
 
+/// What a provider call made of the token it carried.
+pub enum TokenUse<T> {
+    /// An answer that does not depend on the token.
+    Answered(T),
+    /// The provider rejected the token; `T` is what to report if a fresh one
+    /// is rejected too.
+    Rejected(T),
+}
+
 /// Refresh a token once it has less than this left (5 minutes).
 pub const DEFAULT_REFRESH_MARGIN_MS: i64 = 5 * 60 * 1000;
 /// How long the vault's refresh lock is held at most, should its holder die.
@@ -316,6 +325,38 @@ impl TokenCache {
         *self.current.lock() = Some(stored);
         *self.rejected.lock() = None;
         Ok(token)
+    }
+
+    /// Runs one provider call with a token. If the provider rejects that
+    /// token, it is expired (only where it is still the token on record), a
+    /// fresh one is fetched, and the call runs once more; a second rejection
+    /// is the answer. `token` gets a token (through [`Self::get`]); `call`
+    /// says whether its answer was a token rejection.
+    pub async fn with_refresh<T, G, GF, C, CF>(
+        &self,
+        mut token: G,
+        mut call: C,
+    ) -> Result<T, TokenError>
+    where
+        G: FnMut() -> GF,
+        GF: Future<Output = Result<String, TokenError>>,
+        C: FnMut(String) -> CF,
+        CF: Future<Output = TokenUse<T>>,
+    {
+        let mut refreshed = false;
+        loop {
+            let t = token().await?;
+            match call(t.clone()).await {
+                TokenUse::Answered(v) => return Ok(v),
+                TokenUse::Rejected(v) => {
+                    self.invalidate(&t).await;
+                    if refreshed {
+                        return Ok(v);
+                    }
+                    refreshed = true;
+                }
+            }
+        }
     }
 
     /// The provider rejected `failed`: expire it here and in the vault, but

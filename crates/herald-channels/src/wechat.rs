@@ -25,6 +25,8 @@
 //! its SHA-256: the same key always maps to the same id.
 
 use async_trait::async_trait;
+
+use crate::token_cache::TokenUse;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
@@ -358,30 +360,25 @@ impl Channel for WechatChannel {
                 };
             }
         };
-        let mut refreshed = false;
-        loop {
-            let token = match self.token().await {
-                Ok(t) => t,
-                Err(e) => return token_outcome(e),
-            };
-            let answer = match self.post(&token, &body).await {
-                Ok(a) => a,
-                Err(outcome) => return outcome,
-            };
-            match classify(&answer) {
-                Verdict::Done(outcome) => {
-                    tracing::debug!(channel = %self.name, timer_id = d.timer_id, class = outcome.class(), "wechat template send");
-                    return outcome;
-                }
-                Verdict::TokenRejected(outcome) => {
-                    self.tokens.invalidate(&token).await;
-                    if refreshed {
-                        return outcome;
+        let body = &body;
+        let outcome = self
+            .tokens
+            .with_refresh(
+                || self.token(),
+                |token| async move {
+                    match self.post(&token, body).await {
+                        Ok(answer) => match classify(&answer) {
+                            Verdict::Done(o) => TokenUse::Answered(o),
+                            Verdict::TokenRejected(o) => TokenUse::Rejected(o),
+                        },
+                        Err(o) => TokenUse::Answered(o),
                     }
-                    refreshed = true;
-                }
-            }
-        }
+                },
+            )
+            .await
+            .unwrap_or_else(token_outcome);
+        tracing::debug!(channel = %self.name, timer_id = d.timer_id, class = outcome.class(), "wechat template send");
+        outcome
     }
 
     async fn provider_status(&self) -> ProviderStatus {

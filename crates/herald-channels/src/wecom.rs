@@ -32,6 +32,8 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+
+use crate::token_cache::TokenUse;
 use herald_core::Clock;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
@@ -215,30 +217,34 @@ impl WecomChannel {
     /// POSTs `body` to `path` with a token, refreshing the token once if the
     /// provider rejects it. Returns the answer's JSON or the outcome to report.
     async fn call_with_token(&self, path: &str, body: &Value) -> Result<Value, SendOutcome> {
-        let mut refreshed = false;
-        loop {
-            let token = self.token().await.map_err(token_outcome)?;
-            let req = self
-                .http
-                .post(&self.http.url(path))
-                .query(&[("access_token", token.as_str())])
-                .json(body);
-            let answer = self
-                .http
-                .call(req, "POST", path)
-                .await
-                .map_err(|e| retryable(e.to_string(), None))?;
-            let v = answer_json(&answer)?;
-            let code = v.get("errcode").and_then(Value::as_i64).unwrap_or(0);
-            if TOKEN_CODES.contains(&code) {
-                self.tokens.invalidate(&token).await;
-                if !refreshed {
-                    refreshed = true;
-                    continue;
-                }
-            }
-            return Ok(v);
-        }
+        self.tokens
+            .with_refresh(
+                || self.token(),
+                |token| async move {
+                    let req = self
+                        .http
+                        .post(&self.http.url(path))
+                        .query(&[("access_token", token.as_str())])
+                        .json(body);
+                    let answer = match self.http.call(req, "POST", path).await {
+                        Ok(a) => a,
+                        Err(e) => return TokenUse::Answered(Err(retryable(e.to_string(), None))),
+                    };
+                    match answer_json(&answer) {
+                        Ok(v) => {
+                            let code = v.get("errcode").and_then(Value::as_i64).unwrap_or(0);
+                            if TOKEN_CODES.contains(&code) {
+                                TokenUse::Rejected(Ok(v))
+                            } else {
+                                TokenUse::Answered(Ok(v))
+                            }
+                        }
+                        Err(o) => TokenUse::Answered(Err(o)),
+                    }
+                },
+            )
+            .await
+            .map_err(token_outcome)?
     }
 
     /// The request body for `call`.
