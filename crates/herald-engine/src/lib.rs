@@ -149,10 +149,17 @@ impl ChannelSpec {
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum EngineError {
+    /// Shared: one group-commit failure answers every request of the batch.
     #[error("store: {0}")]
-    Store(String),
+    Store(Arc<herald_store::StoreError>),
     #[error("the engine is shutting down")]
     ShuttingDown,
+}
+
+impl From<herald_store::StoreError> for EngineError {
+    fn from(e: herald_store::StoreError) -> Self {
+        EngineError::Store(Arc::new(e))
+    }
 }
 
 /// A timer as the API shows it: the stored row, plus whether this node is
@@ -409,7 +416,7 @@ impl Engine {
             .store
             .get_timer(id)
             .await
-            .map_err(|e| EngineError::Store(e.to_string()))?;
+            .map_err(EngineError::from)?;
         Ok(record.map(|record| TimerView {
             firing: self.is_firing(id),
             record,

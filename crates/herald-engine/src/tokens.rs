@@ -215,7 +215,7 @@ mod tests {
         let e = vault_error(
             "loading token",
             "wx",
-            StoreError::Backend("disk on fire".into()),
+            StoreError::unavailable("disk on fire"),
         );
         assert_eq!(
             e.to_string(),

@@ -89,7 +89,7 @@ pub(crate) async fn run(
             Err(e) => {
                 tracing::error!(error = %e, ops = n, "group commit failed; nothing written");
                 hot.store_errors.increment(1);
-                let err = EngineError::Store(e.to_string());
+                let err = EngineError::Store(Arc::new(e));
                 for reply in replies {
                     let _ = reply.send(Err(err.clone()));
                 }

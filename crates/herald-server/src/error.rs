@@ -63,11 +63,51 @@ impl ApiError {
 
 impl From<herald_engine::EngineError> for ApiError {
     fn from(e: herald_engine::EngineError) -> Self {
-        tracing::warn!(error = %e, "request failed in the engine");
         match e {
-            herald_engine::EngineError::ShuttingDown => ApiError::unavailable("shutting down"),
-            herald_engine::EngineError::Store(_) => {
-                ApiError::unavailable("the store did not commit the request; nothing was written")
+            herald_engine::EngineError::ShuttingDown => {
+                tracing::warn!("request refused: the engine is shutting down");
+                ApiError::unavailable("shutting down")
+            }
+            herald_engine::EngineError::Store(e) => ApiError::from(&*e),
+        }
+    }
+}
+
+/// A store error as the client sees it: what the store refused is the
+/// caller's to fix (`4xx`, naming the field); only a store that cannot answer
+/// is `503`; a corrupt row or a broken invariant is Herald's fault (`500`).
+impl From<herald_store::StoreError> for ApiError {
+    fn from(e: herald_store::StoreError) -> Self {
+        ApiError::from(&e)
+    }
+}
+
+impl From<&herald_store::StoreError> for ApiError {
+    fn from(e: &herald_store::StoreError) -> Self {
+        use herald_store::StoreError as E;
+        match e {
+            E::NotFound { what } => ApiError::not_found(what),
+            E::Conflict { what, why } => {
+                let mut e = ApiError::new(StatusCode::CONFLICT, "conflict", why.clone());
+                e.body.field = Some(what.clone());
+                e
+            }
+            E::Refused { what, why } => {
+                let mut e = ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "refused", why.clone());
+                e.body.field = Some(what.clone());
+                e
+            }
+            E::Unavailable { code, message } => {
+                tracing::warn!(error = %message, code = ?code, "store unavailable");
+                ApiError::unavailable("the store is not answering; nothing was written")
+            }
+            e @ (E::UnsupportedUrl(_) | E::Corrupt(_) | E::Internal(_)) => {
+                tracing::error!(error = %e, "store failed");
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    "the store failed; nothing was written",
+                )
             }
         }
     }

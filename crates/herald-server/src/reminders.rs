@@ -247,7 +247,7 @@ pub async fn get_subject(
         .store()
         .get_subjects(std::slice::from_ref(&subject_id))
         .await
-        .map_err(|e| herald_engine::EngineError::Store(e.to_string()))?;
+        .map_err(crate::timers::store_err)?;
     match found.into_iter().next() {
         Some(s) => Ok(axum::Json(SubjectJson::new(s)).into_response()),
         None => Err(ApiError::not_found("subject")),
@@ -613,7 +613,7 @@ pub async fn list_for_user(
         .store()
         .user_reminders(&user_id, MAX_LISTED)
         .await
-        .map_err(|e| herald_engine::EngineError::Store(e.to_string()))?;
+        .map_err(crate::timers::store_err)?;
     let mut by_subject: BTreeMap<String, Vec<Value>> = BTreeMap::new();
     for r in rows {
         let Ok(slot) = Slot::from_bit(r.bit) else {

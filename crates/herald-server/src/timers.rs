@@ -367,6 +367,5 @@ pub async fn deliveries(
 }
 
 pub fn store_err(e: herald_store::StoreError) -> ApiError {
-    tracing::warn!(error = %e, "store read failed");
-    ApiError::unavailable("the store is not answering")
+    e.into()
 }

@@ -22,7 +22,12 @@ use herald_core::TimerId;
 pub use campaign::*;
 pub use types::*;
 
-/// Errors a store can give.
+/// Errors a store can give. A method that returns any of them changed nothing.
+///
+/// The variants say whose fault a failure is, so callers can answer without
+/// reading message text: a caller error (`NotFound`, `Conflict`, `Refused`)
+/// becomes a `4xx`, an `Unavailable` store a `503`, and the rest are Herald's
+/// own faults.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// The URL names no backend this build knows.
@@ -31,15 +36,66 @@ pub enum StoreError {
          postgres://USER@HOST[:PORT]/DB (also postgresql://)"
     )]
     UnsupportedUrl(String),
-    /// The backend failed; the operation did not commit.
-    #[error("store backend error: {0}")]
-    Backend(String),
+    /// What the operation names does not exist.
+    #[error("{what} not found")]
+    NotFound {
+        /// The thing looked for, e.g. `"audience 7"`.
+        what: String,
+    },
+    /// The operation clashes with what is stored: a unique key another row
+    /// holds, or a state that forbids it.
+    #[error("{what}: {why}")]
+    Conflict { what: String, why: String },
+    /// The store refuses the request as given. `what` names the field,
+    /// argument or setting at fault.
+    #[error("{what}: {why}")]
+    Refused { what: String, why: String },
+    /// The backend could not be reached, or failed mid-operation. `code` is
+    /// the SQLSTATE (PostgreSQL) or the extended result code (SQLite, as a
+    /// number) when the driver reported one. Retrying later may succeed.
+    #[error("store unavailable: {message}")]
+    Unavailable {
+        code: Option<String>,
+        message: String,
+    },
     /// A row held a value this version cannot read.
     #[error("corrupt row: {0}")]
     Corrupt(String),
-    /// A blocking task running the query was lost (panic or shutdown).
-    #[error("store task failed: {0}")]
-    Task(String),
+    /// The backend broke one of its own invariants (a bug in Herald).
+    #[error("store internal error: {0}")]
+    Internal(String),
+}
+
+impl StoreError {
+    /// A caller error on `what` (a field, argument or setting).
+    pub fn refused(what: impl Into<String>, why: impl std::fmt::Display) -> Self {
+        StoreError::Refused {
+            what: what.into(),
+            why: why.to_string(),
+        }
+    }
+
+    /// A backend failure without a driver code.
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        StoreError::Unavailable {
+            code: None,
+            message: message.into(),
+        }
+    }
+
+    /// The driver's code (SQLSTATE or SQLite extended result code), if any.
+    pub fn code(&self) -> Option<&str> {
+        match self {
+            StoreError::Unavailable { code, .. } => code.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// Whether running the whole transaction again may succeed: PostgreSQL's
+    /// deadlock (`40P01`) and serialization failure (`40001`).
+    pub fn is_retryable(&self) -> bool {
+        matches!(self.code(), Some("40P01" | "40001"))
+    }
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
@@ -49,9 +105,10 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 /// anything is written.
 pub(crate) fn bit_mask(bit: u8) -> Result<u64> {
     1u64.checked_shl(u32::from(bit)).ok_or_else(|| {
-        StoreError::Backend(format!(
-            "reminder bit {bit} is outside the 64-bit subscription word"
-        ))
+        StoreError::refused(
+            "bit",
+            format!("reminder bit {bit} is outside the 64-bit subscription word"),
+        )
     })
 }
 

@@ -425,7 +425,7 @@ async fn open_routes_postgres_urls() {
     // No database of that name: a backend error naming the cause.
     let missing = db.url().rsplit_once('/').unwrap().0.to_string() + "/no_such_db";
     match herald_store::open(&missing, &StoreOptions::default()).await {
-        Err(StoreError::Backend(m)) => assert!(m.contains("no_such_db"), "{m}"),
+        Err(StoreError::Unavailable { message: m, .. }) => assert!(m.contains("no_such_db"), "{m}"),
         Err(e) => panic!("{e}"),
         Ok(_) => panic!("opened a missing database"),
     }

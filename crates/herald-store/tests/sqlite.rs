@@ -139,7 +139,9 @@ async fn synchronous_option_is_checked() {
             .await
             .err()
             .unwrap();
-        assert!(matches!(err, StoreError::Backend(ref m) if m.contains("sqlite_synchronous")));
+        assert!(
+            matches!(err, StoreError::Refused { ref what, .. } if what == "sqlite_synchronous")
+        );
         assert!(SqliteStore::open_memory(&opts(bad, 1)).await.is_err());
     }
 }
@@ -181,7 +183,7 @@ async fn refuses_a_newer_schema() {
         .err()
         .unwrap();
     assert!(
-        matches!(err, StoreError::Backend(ref m) if m.contains("newer")),
+        matches!(err, StoreError::Refused { ref why, .. } if why.contains("newer")),
         "{err}"
     );
 }

@@ -88,19 +88,36 @@ const IDLE_IN_TRANSACTION_MS: u64 = 10_000;
 /// A transaction that deadlocks or fails to serialize is tried this many times.
 const ATTEMPTS: usize = 4;
 
-/// Formats a driver error with its context, SQLSTATE and cause.
+/// Turns a driver error into a typed store error by its SQLSTATE: a unique
+/// violation (`23505`) is a conflict, other integrity (`23`) and data (`22`)
+/// errors are refusals, and everything else (deadlocks and serialization
+/// failures included, which [`StoreError::is_retryable`] knows by code) is an
+/// unavailable store, with the code kept.
 pub(crate) fn pg_error(what: &str, e: &tokio_postgres::Error) -> StoreError {
     if let Some(db) = e.as_db_error() {
+        let code = db.code().code();
         let mut msg = format!(
-            "postgres: {what}: {} {}: {}",
+            "postgres: {what}: {} {code}: {}",
             db.severity(),
-            db.code().code(),
             db.message()
         );
         if let Some(detail) = db.detail() {
             msg.push_str(&format!(" ({detail})"));
         }
-        return StoreError::Backend(msg);
+        return match code {
+            "23505" => StoreError::Conflict {
+                what: what.to_string(),
+                why: msg,
+            },
+            c if c.starts_with("23") || c.starts_with("22") => StoreError::Refused {
+                what: what.to_string(),
+                why: msg,
+            },
+            _ => StoreError::Unavailable {
+                code: Some(code.to_string()),
+                message: msg,
+            },
+        };
     }
     let mut msg = format!("postgres: {what}: {e}");
     let mut source = std::error::Error::source(e);
@@ -108,13 +125,13 @@ pub(crate) fn pg_error(what: &str, e: &tokio_postgres::Error) -> StoreError {
         msg.push_str(&format!(": {s}"));
         source = s.source();
     }
-    StoreError::Backend(msg)
+    StoreError::unavailable(msg)
 }
 
 /// Whether an error is a deadlock or serialization failure, after which the
 /// whole transaction can simply run again.
 fn retryable(e: &StoreError) -> bool {
-    matches!(e, StoreError::Backend(m) if m.contains(" 40P01: ") || m.contains(" 40001: "))
+    e.is_retryable()
 }
 
 /// Adds context to a driver error.
@@ -138,7 +155,8 @@ struct Target {
 /// Parses `postgres://` / `postgresql://` URLs (and key=value strings) the way
 /// `tokio-postgres` does, after removing Herald's own `pool_size` parameter.
 fn parse_target(url: &str) -> Result<Target> {
-    let bad = |why: String| StoreError::Backend(format!("postgres: invalid store url: {why}"));
+    let bad =
+        |why: String| StoreError::refused("store", format!("postgres: invalid store url: {why}"));
     let (base, query) = match url.split_once('?') {
         Some((b, q)) => (b, Some(q)),
         None => (url, None),
@@ -247,7 +265,7 @@ impl PgStore {
             .create_timeout(Some(CONNECT_TIMEOUT))
             .recycle_timeout(Some(CONNECT_TIMEOUT))
             .build()
-            .map_err(|e| StoreError::Backend(format!("postgres: building the pool: {e}")))?;
+            .map_err(|e| StoreError::unavailable(format!("postgres: building the pool: {e}")))?;
         let store = PgStore {
             pool,
             config,
@@ -267,7 +285,7 @@ impl PgStore {
     async fn client(&self) -> Result<deadpool_postgres::Object> {
         self.pool.get().await.map_err(|e| match e {
             deadpool_postgres::PoolError::Backend(e) => pg_error("connecting", &e),
-            other => StoreError::Backend(format!("postgres: getting a connection: {other}")),
+            other => StoreError::unavailable(format!("postgres: getting a connection: {other}")),
         })
     }
 
@@ -527,15 +545,15 @@ mod tests {
 
     #[test]
     fn only_deadlocks_and_serialization_failures_are_retried() {
-        let e = |m: &str| StoreError::Backend(m.to_string());
-        assert!(retryable(&e(
-            "postgres: apply: ERROR 40P01: deadlock detected"
-        )));
-        assert!(retryable(&e(
-            "postgres: apply: ERROR 40001: could not serialize"
-        )));
-        assert!(!retryable(&e(
-            "postgres: apply: ERROR 23505: duplicate key"
+        let e = |code: &str| StoreError::Unavailable {
+            code: Some(code.to_string()),
+            message: format!("postgres: apply: ERROR {code}"),
+        };
+        assert!(retryable(&e("40P01")));
+        assert!(retryable(&e("40001")));
+        assert!(!retryable(&e("57P01")));
+        assert!(!retryable(&StoreError::unavailable(
+            "40P01 in the text only"
         )));
         assert!(!retryable(&StoreError::Corrupt("40P01".into())));
     }

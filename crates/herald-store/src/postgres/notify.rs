@@ -109,8 +109,8 @@ pub(super) async fn subscribe(
     match ready_rx.await {
         Ok(Ok(())) => Ok((rx, handle)),
         Ok(Err(e)) => Err(e),
-        Err(_) => Err(StoreError::Task(
-            "postgres listener ended before listening".into(),
+        Err(_) => Err(StoreError::unavailable(
+            "postgres listener ended before listening",
         )),
     }
 }
@@ -223,8 +223,8 @@ async fn listen_once(
                 Some(Ok(_)) => {}
                 Some(Err(e)) => return Ended::Failed(pg_error("LISTEN connection", &e)),
                 None => {
-                    return Ended::Failed(StoreError::Backend(
-                        "postgres: LISTEN connection closed".into(),
+                    return Ended::Failed(StoreError::unavailable(
+                        "postgres: LISTEN connection closed",
                     ));
                 }
             },

@@ -260,7 +260,7 @@ pub(super) async fn put_subject(tx: &Tx<'_>, put: &PutSubject) -> Result<WriteRe
         // Another transaction created it since our read (the insert waited for
         // it to commit): lock and update it on the next round.
     }
-    Err(StoreError::Backend(format!(
+    Err(StoreError::unavailable(format!(
         "postgres: subject {:?} kept being created and deleted by others; gave up",
         put.subject_id
     )))
@@ -544,7 +544,7 @@ async fn add_segment(
     let pair_index = |r: &NewReminder| -> Result<usize> {
         pairs
             .binary_search(&pair_key(r))
-            .map_err(|_| StoreError::Backend("postgres: lost a reminder's subscription".into()))
+            .map_err(|_| StoreError::Internal("postgres: lost a reminder's subscription".into()))
     };
 
     let mut steps = Vec::with_capacity(seg.len());
@@ -594,7 +594,7 @@ async fn add_segment(
             );
             let i = tries
                 .binary_search_by(|&i| bit_key(seg[i]).cmp(&key))
-                .map_err(|_| StoreError::Backend("postgres: claimed an unknown bit".into()))?;
+                .map_err(|_| StoreError::Internal("postgres: claimed an unknown bit".into()))?;
             if let Some(&op) = tries.get(i) {
                 claimed[op] = Some(timer_id);
             }
@@ -698,7 +698,7 @@ async fn add_segment(
                 bits: running[pair_index(r)?],
             },
             Step::Try { .. } => {
-                return Err(StoreError::Backend(
+                return Err(StoreError::Internal(
                     "postgres: a reminder was left undecided".into(),
                 ));
             }
@@ -800,7 +800,7 @@ async fn give_back(
             .and_then(|k| existing.get(k))
             .cloned()
             .ok_or_else(|| {
-                StoreError::Backend(
+                StoreError::Internal(
                     "postgres: reminder timer insert was skipped but no timer has its key".into(),
                 )
             })?;

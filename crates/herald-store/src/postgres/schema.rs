@@ -290,13 +290,16 @@ pub(super) async fn migrate(client: &mut deadpool_postgres::Object) -> Result<()
     let current = usize::try_from(current)
         .map_err(|_| StoreError::Corrupt(format!("postgres: schema version {current}")))?;
     if current > known {
-        return Err(StoreError::Backend(format!(
-            "postgres: database schema version {current} is newer than this build knows ({known})"
-        )));
+        return Err(StoreError::refused(
+            "store",
+            format!(
+                "postgres: database schema version {current} is newer than this build knows ({known})"
+            ),
+        ));
     }
     for (i, sql) in MIGRATIONS.iter().enumerate().skip(current) {
         let version = i32::try_from(i + 1)
-            .map_err(|_| StoreError::Backend("postgres: too many migrations".into()))?;
+            .map_err(|_| StoreError::Internal("postgres: too many migrations".into()))?;
         tx.batch_execute(sql)
             .await
             .ctx(&format!("applying migration {version}"))?;

@@ -411,7 +411,7 @@ async fn insert_run(
     let inserted =
         |t: &NewTimer, id: i64| t.idempotency_key.is_none() || keyed_inserted.contains(&id);
     if ids.len() != sent.len() {
-        return Err(StoreError::Backend(format!(
+        return Err(StoreError::Internal(format!(
             "postgres: insert drew {} ids for {} timers",
             ids.len(),
             sent.len()
@@ -452,13 +452,13 @@ async fn insert_run(
                 let first = results
                     .get(base + j)
                     .and_then(record_of)
-                    .ok_or_else(|| StoreError::Backend("postgres: lost a batch result".into()))?;
+                    .ok_or_else(|| StoreError::Internal("postgres: lost a batch result".into()))?;
                 WriteResult::Existing(first.clone())
             }
             None => {
                 let id = *drawn
                     .next()
-                    .ok_or_else(|| StoreError::Backend("postgres: ran out of drawn ids".into()))?;
+                    .ok_or_else(|| StoreError::Internal("postgres: ran out of drawn ids".into()))?;
                 if inserted(t, id) {
                     let rec = (*t).clone().into_record(id);
                     if rec.due_at <= horizon {
@@ -473,7 +473,7 @@ async fn insert_run(
                 } else {
                     let found = t.idempotency_key.as_deref().and_then(|k| existing.get(k));
                     WriteResult::Existing(found.cloned().ok_or_else(|| {
-                        StoreError::Backend(
+                        StoreError::Internal(
                             "postgres: insert was skipped but no timer has its key".into(),
                         )
                     })?)

@@ -223,7 +223,7 @@ fn send_from_code(code: i64) -> Result<SendState> {
 
 /// A `u64` count or index as SQLite's signed integer.
 fn to_db(v: u64, what: &str) -> Result<i64> {
-    i64::try_from(v).map_err(|_| StoreError::Backend(format!("{what} {v} is out of range")))
+    i64::try_from(v).map_err(|_| StoreError::refused(what, format!("{v} is out of range")))
 }
 
 /// The inverse of [`to_db`]: a negative value means the row is corrupt.
@@ -231,8 +231,9 @@ fn from_db(v: i64, what: &str) -> Result<u64> {
     u64::try_from(v).map_err(|_| StoreError::Corrupt(format!("{what} {v} is negative")))
 }
 
+/// A caller error: the request breaks the contract, nothing was written.
 fn invalid(msg: String) -> StoreError {
-    StoreError::Backend(msg)
+    StoreError::refused("request", msg)
 }
 
 /// A state column holding one of `T`'s names.

@@ -291,7 +291,35 @@ trait Ctx<T> {
 
 impl<T> Ctx<T> for rusqlite::Result<T> {
     fn ctx(self, what: &str) -> Result<T> {
-        self.map_err(|e| StoreError::Backend(format!("sqlite: {what}: {e}")))
+        self.map_err(|e| sqlite_error(what, &e))
+    }
+}
+
+/// Turns a driver error into a typed store error by its result code: a
+/// unique or primary-key violation is a conflict, another constraint
+/// violation a refusal, and the rest an unavailable store, with the extended
+/// result code kept.
+pub(crate) fn sqlite_error(what: &str, e: &rusqlite::Error) -> StoreError {
+    use rusqlite::ffi;
+    let message = format!("sqlite: {what}: {e}");
+    match e {
+        rusqlite::Error::SqliteFailure(f, _) => match f.extended_code {
+            ffi::SQLITE_CONSTRAINT_UNIQUE | ffi::SQLITE_CONSTRAINT_PRIMARYKEY => {
+                StoreError::Conflict {
+                    what: what.to_string(),
+                    why: message,
+                }
+            }
+            _ if f.code == rusqlite::ErrorCode::ConstraintViolation => StoreError::Refused {
+                what: what.to_string(),
+                why: message,
+            },
+            code => StoreError::Unavailable {
+                code: Some(code.to_string()),
+                message,
+            },
+        },
+        _ => StoreError::unavailable(message),
     }
 }
 
@@ -307,9 +335,12 @@ impl Synchronous {
         match s.trim().to_ascii_lowercase().as_str() {
             "full" => Ok(Synchronous::Full),
             "normal" => Ok(Synchronous::Normal),
-            _ => Err(StoreError::Backend(format!(
-                "sqlite: invalid sqlite_synchronous {s:?}: expected \"full\" or \"normal\""
-            ))),
+            _ => Err(StoreError::refused(
+                "sqlite_synchronous",
+                format!(
+                    "sqlite: invalid sqlite_synchronous {s:?}: expected \"full\" or \"normal\""
+                ),
+            )),
         }
     }
 
@@ -361,13 +392,13 @@ impl ConnPool {
         let role = self.role;
         let conn = Arc::clone(
             self.pick()
-                .ok_or_else(|| StoreError::Task(format!("sqlite {role}: no connections")))?,
+                .ok_or_else(|| StoreError::Internal(format!("sqlite {role}: no connections")))?,
         );
         // A panic in `f` unwinds through the guard (parking_lot mutexes are not
         // poisoned) and through any open rusqlite Transaction, which rolls back.
         tokio::task::spawn_blocking(move || f(&mut conn.lock()))
             .await
-            .map_err(|e| StoreError::Task(format!("sqlite {role} task: {e}")))?
+            .map_err(|e| StoreError::unavailable(format!("sqlite {role} task: {e}")))?
     }
 }
 
@@ -384,7 +415,7 @@ impl Checkpointer {
         let thread = std::thread::Builder::new()
             .name("herald-sqlite-checkpointer".into())
             .spawn(move || run_checkpointer(&conn, &poked))
-            .map_err(|e| StoreError::Backend(format!("sqlite: starting checkpointer: {e}")))?;
+            .map_err(|e| StoreError::unavailable(format!("sqlite: starting checkpointer: {e}")))?;
         Ok(Checkpointer {
             pokes: Some(pokes),
             thread: Some(thread),
@@ -479,7 +510,7 @@ impl SqliteStore {
         let conns =
             tokio::task::spawn_blocking(move || open_file_connections(&path, sync, readers))
                 .await
-                .map_err(|e| StoreError::Task(format!("opening sqlite store: {e}")))??;
+                .map_err(|e| StoreError::unavailable(format!("opening sqlite store: {e}")))??;
         let checkpointer = Checkpointer::start(conns.checkpointer)?;
         Ok(Self::start(conns.writer, conns.readers, Some(checkpointer)))
     }
@@ -495,7 +526,7 @@ impl SqliteStore {
             Ok(conn)
         })
         .await
-        .map_err(|e| StoreError::Task(format!("opening sqlite store: {e}")))??;
+        .map_err(|e| StoreError::unavailable(format!("opening sqlite store: {e}")))??;
         Ok(Self::start(writer, Vec::new(), None))
     }
 
@@ -558,11 +589,11 @@ fn open_file_connections(
     readers: usize,
 ) -> Result<FileConnections> {
     if path.as_os_str().is_empty() {
-        return Err(StoreError::Backend("sqlite: empty database path".into()));
+        return Err(StoreError::refused("store", "sqlite: empty database path"));
     }
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| {
-            StoreError::Backend(format!("sqlite: creating directory {}: {e}", dir.display()))
+            StoreError::unavailable(format!("sqlite: creating directory {}: {e}", dir.display()))
         })?;
     }
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -607,7 +638,7 @@ fn configure(conn: &Connection, role: Role) -> Result<()> {
                 .ctx("setting journal_mode")?;
             // An in-memory database reports "memory": WAL needs a file.
             if !mode.eq_ignore_ascii_case("wal") && !mode.eq_ignore_ascii_case("memory") {
-                return Err(StoreError::Backend(format!(
+                return Err(StoreError::unavailable(format!(
                     "sqlite: journal_mode is {mode:?}, could not switch to WAL"
                 )));
             }
@@ -647,9 +678,12 @@ fn migrate(conn: &mut Connection) -> Result<()> {
     let current = usize::try_from(current)
         .map_err(|_| StoreError::Corrupt(format!("sqlite: negative schema version {current}")))?;
     if current > known {
-        return Err(StoreError::Backend(format!(
-            "sqlite: database schema version {current} is newer than this build knows ({known})"
-        )));
+        return Err(StoreError::refused(
+            "store",
+            format!(
+                "sqlite: database schema version {current} is newer than this build knows ({known})"
+            ),
+        ));
     }
     for (i, sql) in MIGRATIONS.iter().enumerate().skip(current) {
         tx.execute_batch(sql)
@@ -804,7 +838,7 @@ fn insert_timer(
         None => None,
     };
     Ok(WriteResult::Existing(existing.ok_or_else(|| {
-        StoreError::Backend("sqlite: insert was ignored but no timer has its key".into())
+        StoreError::Internal("sqlite: insert was ignored but no timer has its key".into())
     })?))
 }
 
@@ -1386,7 +1420,7 @@ mod tests {
             .call(|_conn| -> Result<()> { panic!("boom") })
             .await
             .unwrap_err();
-        assert!(matches!(err, StoreError::Task(_)), "{err}");
+        assert!(matches!(err, StoreError::Unavailable { .. }), "{err}");
         let n: i64 = threads
             .call(|conn| {
                 conn.query_row("SELECT 41 + 1", [], |r| r.get(0))

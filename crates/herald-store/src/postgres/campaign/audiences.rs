@@ -154,7 +154,7 @@ pub(super) async fn seal(
     let chunks_db = to_db(chunks, "seal_audience")?;
     let chunk_db = to_db(AUDIENCE_CHUNK, "seal_audience")?;
     let chunk_i32 = i32::try_from(chunk_db)
-        .map_err(|_| StoreError::Backend("postgres: AUDIENCE_CHUNK exceeds an INTEGER".into()))?;
+        .map_err(|_| StoreError::Internal("postgres: AUDIENCE_CHUNK exceeds an INTEGER".into()))?;
     let mut client = store.client().await?;
     let tx = client.transaction().await.ctx("beginning seal_audience")?;
     let lock = tx

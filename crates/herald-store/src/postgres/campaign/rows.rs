@@ -52,7 +52,7 @@ pub(super) use {job_cols, rule_cols, segment_cols, task_cols, version_cols};
 
 /// A caller error: the request breaks the contract, nothing was written.
 pub(super) fn refused(what: &str, why: impl std::fmt::Display) -> StoreError {
-    StoreError::Backend(format!("postgres: {what}: refused: {why}"))
+    StoreError::refused(what, why)
 }
 
 /// A position or count from the trait as a `BIGINT`.
