@@ -13,6 +13,8 @@ use crate::{
     RuleSpec, SendEntry, SweepOptions, TimerRecord, WriteOp, WriteResult,
 };
 
+// ---- Timers and reminders ----
+
 /// Every shard a fixture can use.
 pub fn all_shards() -> herald_core::ShardSet {
     herald_core::ShardSet::all(u16::MAX)
