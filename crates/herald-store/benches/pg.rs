@@ -13,9 +13,8 @@ use std::time::Duration;
 use criterion::{BatchSize, Criterion, Throughput};
 use herald_core::campaign::SendState;
 use herald_pgtemp::{Options, PgTemp};
-use herald_store::conformance::fixtures::{completion, created, inserts};
-use herald_store::conformance_campaign::fixtures::job_spec;
 use herald_store::postgres::PgStore;
+use herald_store::testsuite::fixtures::{completion, created, inserts, job_spec};
 use herald_store::{
     CampaignStore, CompletionOutcome, DueCursor, JobSpec, SendEntry, Store, StoreOptions,
 };

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
-use herald_store::conformance::fixtures::{completion, created, inserts};
 use herald_store::sqlite::SqliteStore;
+use herald_store::testsuite::fixtures::{completion, created, inserts};
 use herald_store::{CampaignStore, CompletionOutcome, DueCursor, Store, StoreOptions};
 use tokio::runtime::Runtime;
 
@@ -196,7 +196,7 @@ fn bench_record_sends(c: &mut Criterion) {
             rt.block_on(store.create_job(
                 herald_store::JobSpec {
                     segment_size: BATCH,
-                    ..herald_store::conformance_campaign::fixtures::job_spec(audience, BATCH)
+                    ..herald_store::testsuite::fixtures::job_spec(audience, BATCH)
                 },
                 0,
             ))

@@ -3,15 +3,14 @@
 //! Everything Herald keeps goes through [`Store`]. The engine and the API know
 //! this trait only; backends (SQLite, the embedded default, and PostgreSQL, for
 //! several nodes sharing one database) live in their own modules and are chosen
-//! by URL with [`open`]. One conformance suite ([`conformance`]) runs unchanged
-//! against every backend.
+//! by URL with [`open`]. One conformance suite (`testsuite`, behind the
+//! `testsuite` feature) runs unchanged against every backend.
 
 pub mod campaign;
-pub mod conformance;
-pub mod conformance_campaign;
-pub mod conformance_provider;
 pub mod postgres;
 pub mod sqlite;
+#[cfg(any(test, feature = "testsuite"))]
+pub mod testsuite;
 mod types;
 
 use std::sync::Arc;

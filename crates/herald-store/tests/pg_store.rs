@@ -10,10 +10,10 @@ use std::time::Duration;
 use herald_core::TimerState;
 use herald_core::campaign::{JobState, SegmentState, SendState};
 use herald_pgtemp::{PgTemp, TempDatabase};
-use herald_store::conformance::fixtures::{
+use herald_store::postgres::PgStore;
+use herald_store::testsuite::fixtures::{
     completion, created, inserts, keyed, reminder, subject, timer,
 };
-use herald_store::postgres::PgStore;
 use herald_store::{
     AUDIENCE_CHUNK, Applied, CampaignStore, CompletionOutcome, DueEntry, Fence, JobRecord, JobSpec,
     JobTotals, LeaseCheck, MergeProbe, NewTimer, PutSubject, SegmentClaim, SendEntry, Store,

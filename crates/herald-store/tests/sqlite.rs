@@ -6,10 +6,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use herald_core::TimerState;
-use herald_store::conformance::fixtures::{
+use herald_store::sqlite::SqliteStore;
+use herald_store::testsuite::fixtures::{
     completion, created, inserts, keyed, reminder, subject, timer,
 };
-use herald_store::sqlite::SqliteStore;
 use herald_store::{
     CompletionOutcome, MergeProbe, Store, StoreError, StoreOptions, WriteOp, WriteResult,
 };

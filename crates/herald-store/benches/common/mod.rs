@@ -1,6 +1,6 @@
 //! Workload pieces both store benches share, so their figures compare.
 
-use herald_store::conformance::fixtures::{created, inserts, keyed, timer};
+use herald_store::testsuite::fixtures::{created, inserts, keyed, timer};
 use herald_store::{NewTimer, Store, WriteOp};
 use tokio::runtime::Runtime;
 
@@ -65,7 +65,7 @@ pub fn pick(ids: &[i64], n: usize, seed: &mut u64) -> Vec<i64> {
 #[allow(dead_code)]
 pub fn upload_audience(rt: &Runtime, store: &impl Store, n: u64) -> i64 {
     use herald_store::AUDIENCE_CHUNK;
-    use herald_store::conformance_campaign::fixtures::{chunk_starts, recipients};
+    use herald_store::testsuite::fixtures::{chunk_starts, recipients};
     let id = rt
         .block_on(store.create_audience(Some("bench".into()), 0))
         .expect("create_audience");
@@ -85,7 +85,7 @@ pub fn upload_audience(rt: &Runtime, store: &impl Store, n: u64) -> i64 {
 #[allow(dead_code)]
 pub fn send_batch(start: u64, end: u64) -> Vec<herald_store::SendEntry> {
     use herald_core::campaign::SendState;
-    use herald_store::conformance_campaign::fixtures::send;
+    use herald_store::testsuite::fixtures::send;
     (start..end)
         .map(|i| {
             let state = match i % 20 {

@@ -885,7 +885,7 @@ pub(super) async fn pending_reminders(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conformance::fixtures::{reminder, subject};
+    use crate::testsuite::fixtures::{reminder, subject};
     use crate::{Store, WriteOp};
 
     #[test]
@@ -923,20 +923,20 @@ mod tests {
             .collect();
         store.apply(puts).await.expect("subjects");
         for s in 0..SUBJECTS {
-            let ops =
-                (0..USERS)
-                    .filter(|u| (u + s) % 2 == 0)
-                    .map(|u| {
-                        WriteOp::AddReminder(reminder(
-                            &format!("user-{u:04}"),
-                            &format!("s{s:02}"),
-                            5 * (1 + (u % 12) as i64),
-                        ))
-                    })
-                    .chain((0..400).map(|i| {
-                        WriteOp::InsertTimer(crate::conformance::fixtures::timer(i as i64))
-                    }))
-                    .collect();
+            let ops = (0..USERS)
+                .filter(|u| (u + s) % 2 == 0)
+                .map(|u| {
+                    WriteOp::AddReminder(reminder(
+                        &format!("user-{u:04}"),
+                        &format!("s{s:02}"),
+                        5 * (1 + (u % 12) as i64),
+                    ))
+                })
+                .chain(
+                    (0..400)
+                        .map(|i| WriteOp::InsertTimer(crate::testsuite::fixtures::timer(i as i64))),
+                )
+                .collect();
             store.apply(ops).await.expect("reminders");
         }
         let client = store.client().await.expect("client");

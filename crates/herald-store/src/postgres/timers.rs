@@ -858,7 +858,7 @@ mod tests {
             let ops = (0..10_000)
                 .map(|i| {
                     let n = chunk * 10_000 + i;
-                    WriteOp::InsertTimer(crate::conformance::fixtures::keyed(
+                    WriteOp::InsertTimer(crate::testsuite::fixtures::keyed(
                         n % 60_000,
                         &format!("k{n}"),
                     ))
@@ -871,8 +871,8 @@ mod tests {
                 .iter()
                 .take(2_000)
                 .map(|r| {
-                    let t = crate::conformance::fixtures::created(r);
-                    crate::conformance::fixtures::completion(&t, 1, CompletionOutcome::Done, 9)
+                    let t = crate::testsuite::fixtures::created(r);
+                    crate::testsuite::fixtures::completion(&t, 1, CompletionOutcome::Done, 9)
                 })
                 .collect();
             store.complete(done).await.expect("complete");
@@ -958,7 +958,7 @@ mod tests {
 
     #[test]
     fn ops_split_into_runs_in_order() {
-        let t = crate::conformance::fixtures::timer(1);
+        let t = crate::testsuite::fixtures::timer(1);
         let ops = vec![
             WriteOp::InsertTimer(t.clone()),
             WriteOp::InsertTimer(t.clone()),

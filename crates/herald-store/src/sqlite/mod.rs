@@ -1438,7 +1438,7 @@ mod tests {
             open_file_connections(&dir.path().join("c.db"), Synchronous::Normal, 0).unwrap();
         let mut writer = conns.writer;
         let ops = (0..2_000)
-            .map(|i| WriteOp::InsertTimer(crate::conformance::fixtures::timer(i)))
+            .map(|i| WriteOp::InsertTimer(crate::testsuite::fixtures::timer(i)))
             .collect();
         apply_ops(&mut writer, ops).unwrap();
         let frames = |c: &Connection| -> (i64, i64) {
@@ -1455,7 +1455,7 @@ mod tests {
         checkpoint(&conns.checkpointer, 0).unwrap();
         apply_ops(
             &mut writer,
-            vec![WriteOp::InsertTimer(crate::conformance::fixtures::timer(1))],
+            vec![WriteOp::InsertTimer(crate::testsuite::fixtures::timer(1))],
         )
         .unwrap();
         let (log_after, _) = frames(&conns.checkpointer);

@@ -1,0 +1,64 @@
+//! Store calls the timer, reminder and cluster cases share; each panics on
+//! a failed call.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use herald_core::TimerState;
+
+use super::fixtures::*;
+use crate::{DueEntry, NewTimer, Store, TimerRecord, WriteOp, WriteResult};
+
+/// The store a case runs against.
+pub(super) type S = Arc<dyn Store>;
+
+pub(super) async fn insert_all(
+    store: &S,
+    timers: impl IntoIterator<Item = NewTimer>,
+) -> Vec<TimerRecord> {
+    let results = store.apply(inserts(timers)).await.expect("apply");
+    results.iter().map(created).collect()
+}
+
+pub(super) async fn insert_one(store: &S, t: NewTimer) -> TimerRecord {
+    insert_all(store, [t]).await.remove(0)
+}
+
+pub(super) async fn get(store: &S, id: i64) -> TimerRecord {
+    store
+        .get_timer(id)
+        .await
+        .expect("get_timer")
+        .unwrap_or_else(|| panic!("timer {id} missing"))
+}
+
+pub(super) async fn cancel(store: &S, id: i64, at: i64) -> WriteResult {
+    let mut r = store
+        .apply(vec![WriteOp::CancelTimer { id, at }])
+        .await
+        .expect("apply cancel");
+    assert_eq!(r.len(), 1);
+    r.remove(0)
+}
+
+pub(super) async fn all_due(store: &S, until: i64) -> Vec<DueEntry> {
+    store
+        .load_due(&all_shards(), None, until, 1_000_000)
+        .await
+        .expect("load_due")
+}
+
+pub(super) fn ids(entries: &[DueEntry]) -> Vec<i64> {
+    entries.iter().map(|e| e.id).collect()
+}
+
+pub(super) async fn counts(store: &S) -> HashMap<TimerState, u64> {
+    let counts = store.count_by_state().await.expect("count_by_state");
+    let map: HashMap<_, _> = counts.iter().copied().collect();
+    assert_eq!(map.len(), counts.len(), "a state listed twice: {counts:?}");
+    assert!(
+        counts.iter().all(|&(_, n)| n > 0),
+        "zero counts: {counts:?}"
+    );
+    map
+}

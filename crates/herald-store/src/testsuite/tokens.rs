@@ -1,0 +1,432 @@
+//! Cluster-wide channel access tokens, final delivery status from provider
+//! callbacks on both send logs, and recall.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use herald_core::campaign::SendState;
+
+use super::fixtures::{
+    chunk_starts, completion, created, inserts, job_spec, recipients, send, timer,
+};
+use super::support::S;
+use crate::{
+    AUDIENCE_CHUNK, ChannelToken, CompletionOutcome, DeliveryRecord, FINAL_RECALLED, JobRecord,
+    LeaseCheck, NewTimer, SendEntry, TimerRecord,
+};
+
+const T0: i64 = 1_700_000_000_000;
+
+fn token(value: &str, expires_at: i64) -> ChannelToken {
+    ChannelToken {
+        token: value.into(),
+        expires_at,
+        fetched_at: expires_at - 7_200_000,
+        updated_at: expires_at - 7_200_000,
+    }
+}
+
+async fn timer_on(store: &S, channel: &str) -> TimerRecord {
+    let t = NewTimer {
+        channel: channel.into(),
+        ..timer(T0)
+    };
+    created(&store.apply(inserts([t])).await.expect("apply")[0])
+}
+
+/// Records one attempt of `t` and returns its send-log row.
+async fn attempt(
+    store: &S,
+    t: &TimerRecord,
+    n: u32,
+    outcome: CompletionOutcome,
+    msgid: Option<&str>,
+) -> DeliveryRecord {
+    let mut c = completion(t, n, outcome, T0 + i64::from(n));
+    c.provider_msgid = msgid.map(String::from);
+    store.complete(vec![c]).await.expect("complete");
+    store
+        .deliveries_for(t.id)
+        .await
+        .expect("deliveries_for")
+        .pop()
+        .expect("the row just written")
+}
+
+/// A running job of `n` fixture recipients on `channel`, one segment, with
+/// `entries` recorded under its claim.
+async fn job_with_sends(store: &S, channel: &str, n: u64, entries: Vec<SendEntry>) -> JobRecord {
+    let aud = store.create_audience(None, T0).await.expect("audience");
+    for start in chunk_starts(n) {
+        let end = (start + AUDIENCE_CHUNK).min(n);
+        store
+            .append_audience(aud, start, &recipients(start..end))
+            .await
+            .expect("append");
+    }
+    store.seal_audience(aud, n, T0).await.expect("seal");
+    let spec = crate::JobSpec {
+        channel: channel.into(),
+        ..job_spec(aud, n)
+    };
+    let job = store
+        .create_job(spec, T0)
+        .await
+        .expect("create_job")
+        .expect("job");
+    let c = store
+        .claim_segment("w", T0, 60_000)
+        .await
+        .expect("claim")
+        .expect("a segment");
+    assert_eq!(c.job.id, job.id);
+    let cursor = entries.iter().map(|e| e.index + 1).max().unwrap_or(0);
+    let held = store
+        .record_sends(&c.claim, cursor, entries, T0 + 1, 60_000)
+        .await
+        .expect("record_sends");
+    assert!(matches!(held, LeaseCheck::Held { .. }), "{held:?}");
+    job
+}
+
+// ---- Channel tokens ----
+
+pub async fn channel_tokens_are_upserted_and_read_back(store: S) {
+    assert_eq!(store.get_channel_token("wechat:app").await.unwrap(), None);
+    let first = token("tok-1", T0 + 7_200_000);
+    store.put_channel_token("wechat:app", &first).await.unwrap();
+    assert_eq!(
+        store.get_channel_token("wechat:app").await.unwrap(),
+        Some(first.clone())
+    );
+    // Keys are independent; a put replaces every field.
+    assert_eq!(store.get_channel_token("wecom:app").await.unwrap(), None);
+    let second = ChannelToken {
+        token: "tok-2".into(),
+        expires_at: T0 + 9_000_000,
+        fetched_at: T0 + 1_800_000,
+        updated_at: T0 + 1_800_001,
+    };
+    store
+        .put_channel_token("wechat:app", &second)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get_channel_token("wechat:app").await.unwrap(),
+        Some(second)
+    );
+    // Credentials never show in Debug output.
+    let shown = format!("{first:?}");
+    assert!(!shown.contains("tok-1"), "{shown}");
+    assert!(shown.contains("redacted"), "{shown}");
+}
+
+pub async fn expiring_a_token_needs_the_token_that_failed(store: S) {
+    let exp = T0 + 7_200_000;
+    assert!(!store.expire_channel_token("k", "tok", T0).await.unwrap());
+    store
+        .put_channel_token("k", &token("fresh", exp))
+        .await
+        .unwrap();
+    // A node that saw an older token fail must not throw the fresh one away.
+    assert!(!store.expire_channel_token("k", "stale", T0).await.unwrap());
+    assert_eq!(
+        store.get_channel_token("k").await.unwrap().unwrap(),
+        token("fresh", exp)
+    );
+    assert!(store.expire_channel_token("k", "fresh", T0).await.unwrap());
+    let got = store.get_channel_token("k").await.unwrap().unwrap();
+    assert_eq!(
+        (got.token.as_str(), got.expires_at, got.updated_at),
+        ("fresh", T0, T0)
+    );
+    // Expiring again never moves the expiry later.
+    assert!(
+        store
+            .expire_channel_token("k", "fresh", T0 + 50)
+            .await
+            .unwrap()
+    );
+    let got = store.get_channel_token("k").await.unwrap().unwrap();
+    assert_eq!((got.expires_at, got.updated_at), (T0, T0 + 50));
+    // The comparison is exact.
+    assert!(!store.expire_channel_token("k", "FRESH", T0).await.unwrap());
+    assert!(!store.expire_channel_token("k", "fresh ", T0).await.unwrap());
+}
+
+/// The refresh protocol as channels run it over the store: read; if
+/// missing or expired, take the lease `token:{key}`, read again, fetch only
+/// if still needed, put, release. Many callers on two handles at once make
+/// exactly one fetch and all end with the same token.
+pub async fn concurrent_refreshers_on_two_handles_fetch_once(a: S, b: S) {
+    let fetches = Arc::new(AtomicUsize::new(0));
+    let now = T0;
+    let mut tasks = Vec::new();
+    for i in 0..8 {
+        let store = if i % 2 == 0 { a.clone() } else { b.clone() };
+        let fetches = fetches.clone();
+        tasks.push(tokio::spawn(async move {
+            let holder = format!("node-{i}");
+            for _ in 0..500 {
+                if let Some(t) = store.get_channel_token("wx").await.unwrap()
+                    && t.expires_at > now
+                {
+                    return t.token;
+                }
+                let lease = store
+                    .acquire_lease("token:wx", &holder, now, 30_000)
+                    .await
+                    .unwrap();
+                if lease.is_some() {
+                    let current = store.get_channel_token("wx").await.unwrap();
+                    if current.is_none_or(|t| t.expires_at <= now) {
+                        let n = fetches.fetch_add(1, Ordering::SeqCst);
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                        let fresh = token(&format!("tok-{n}"), now + 7_200_000);
+                        store.put_channel_token("wx", &fresh).await.unwrap();
+                    }
+                    store.release_lease("token:wx", &holder).await.unwrap();
+                } else {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            }
+            panic!("{holder} never saw a token");
+        }));
+    }
+    let mut seen = HashSet::new();
+    for t in tasks {
+        seen.insert(t.await.unwrap());
+    }
+    assert_eq!(fetches.load(Ordering::SeqCst), 1);
+    assert_eq!(seen, HashSet::from(["tok-0".to_string()]));
+}
+
+// ---- Final status and recall ----
+
+pub async fn final_status_reaches_both_send_logs_by_channel_and_msgid(store: S) {
+    let wx = timer_on(&store, "wechat").await;
+    let hook = timer_on(&store, "webhook").await;
+    let row = attempt(&store, &wx, 1, CompletionOutcome::Done, Some("m-1")).await;
+    assert_eq!((row.final_status.as_deref(), row.final_at), (None, None));
+    // The same message id on another channel is another message.
+    attempt(&store, &hook, 1, CompletionOutcome::Done, Some("m-1")).await;
+    let wx_job = job_with_sends(
+        &store,
+        "wechat",
+        4,
+        vec![
+            send(0, SendState::Delivered),
+            send(1, SendState::Delivered),
+            send(2, SendState::Retry),
+        ],
+    )
+    .await;
+    // The fixture ids are msg-{index}: the same ids on another channel's job.
+    let log_job = job_with_sends(&store, "log", 2, vec![send(1, SendState::Delivered)]).await;
+
+    assert_eq!(
+        store
+            .record_final_status("wechat", "m-1", "success", T0 + 100)
+            .await
+            .unwrap(),
+        1
+    );
+    let got = store.deliveries_for(wx.id).await.unwrap();
+    assert_eq!(got[0].final_status.as_deref(), Some("success"));
+    assert_eq!(got[0].final_at, Some(T0 + 100));
+    let other = store.deliveries_for(hook.id).await.unwrap();
+    assert_eq!(
+        (other[0].final_status.as_deref(), other[0].final_at),
+        (None, None)
+    );
+
+    assert_eq!(
+        store
+            .record_final_status("wechat", "msg-1", "user_block", T0 + 200)
+            .await
+            .unwrap(),
+        1
+    );
+    let sends = store.job_sends(wx_job.id, 0, 4).await.unwrap();
+    let finals: Vec<_> = sends
+        .iter()
+        .map(|s| (s.index, s.final_status.as_deref(), s.final_at))
+        .collect();
+    assert_eq!(
+        finals,
+        vec![
+            (0, None, None),
+            (1, Some("user_block"), Some(T0 + 200)),
+            (2, None, None)
+        ]
+    );
+    // The send's own state and counters are untouched.
+    assert_eq!(sends[1].state, SendState::Delivered);
+    let untouched = store.job_sends(log_job.id, 0, 2).await.unwrap();
+    assert_eq!(
+        (untouched[0].final_status.as_deref(), untouched[0].final_at),
+        (None, None)
+    );
+    let j = store.get_job(wx_job.id).await.unwrap().unwrap();
+    assert_eq!((j.totals.delivered, j.totals.retrying), (2, 1));
+
+    // Unknown ids, and ids of the wrong channel, change nothing.
+    for (channel, msgid) in [("wechat", "nope"), ("wecom", "m-1"), ("wecom", "msg-0")] {
+        assert_eq!(
+            store
+                .record_final_status(channel, msgid, "success", T0 + 300)
+                .await
+                .unwrap(),
+            0,
+            "{channel} {msgid}"
+        );
+    }
+    // One callback for an id both logs hold (a timer and a job on one
+    // channel) sets both rows.
+    let both = timer_on(&store, "log").await;
+    attempt(&store, &both, 1, CompletionOutcome::Done, Some("msg-1")).await;
+    assert_eq!(
+        store
+            .record_final_status("log", "msg-1", "system_failed", T0 + 400)
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(
+        store.deliveries_for(both.id).await.unwrap()[0]
+            .final_status
+            .as_deref(),
+        Some("system_failed")
+    );
+    assert_eq!(
+        store.job_sends(log_job.id, 1, 2).await.unwrap()[0]
+            .final_status
+            .as_deref(),
+        Some("system_failed")
+    );
+}
+
+pub async fn a_repeated_callback_keeps_its_first_time_and_recalled_stays_recalled(store: S) {
+    let t = timer_on(&store, "wechat").await;
+    let row = attempt(&store, &t, 1, CompletionOutcome::Done, Some("m-9")).await;
+    let set = |status: &'static str, at: i64| {
+        let store = store.clone();
+        async move {
+            store
+                .record_final_status("wechat", "m-9", status, at)
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(set("success", T0 + 10).await, 1);
+    // The provider re-sends a callback it thinks was lost.
+    assert_eq!(set("success", T0 + 20).await, 1);
+    let got = store.get_delivery(row.id).await.unwrap().unwrap();
+    assert_eq!(
+        (got.final_status.as_deref(), got.final_at),
+        (Some("success"), Some(T0 + 10))
+    );
+    // A different report replaces it, with its own time.
+    assert_eq!(set("system_failed", T0 + 30).await, 1);
+    let got = store.get_delivery(row.id).await.unwrap().unwrap();
+    assert_eq!(
+        (got.final_status.as_deref(), got.final_at),
+        (Some("system_failed"), Some(T0 + 30))
+    );
+    // Recalled is final.
+    assert!(store.mark_delivery_recalled(row.id, T0 + 40).await.unwrap());
+    assert_eq!(set("success", T0 + 50).await, 0);
+    let got = store.get_delivery(row.id).await.unwrap().unwrap();
+    assert_eq!(
+        (got.final_status.as_deref(), got.final_at),
+        (Some(FINAL_RECALLED), Some(T0 + 40))
+    );
+}
+
+pub async fn get_delivery_reads_one_send_log_row(store: S) {
+    assert_eq!(store.get_delivery(1).await.unwrap(), None);
+    let t = timer_on(&store, "wecom").await;
+    attempt(
+        &store,
+        &t,
+        1,
+        CompletionOutcome::Retry {
+            next_due_at: T0 + 60_000,
+        },
+        None,
+    )
+    .await;
+    attempt(&store, &t, 2, CompletionOutcome::Done, Some("w-2")).await;
+    let log = store.deliveries_for(t.id).await.unwrap();
+    assert_eq!(log.len(), 2);
+    for row in &log {
+        assert_eq!(
+            store.get_delivery(row.id).await.unwrap().as_ref(),
+            Some(row)
+        );
+    }
+    let last = log.iter().map(|r| r.id).max().unwrap_or(0);
+    assert_eq!(store.get_delivery(last + 1_000).await.unwrap(), None);
+}
+
+pub async fn only_a_delivered_row_with_a_msgid_can_be_recalled(store: S) {
+    let t = timer_on(&store, "wecom").await;
+    let retry = attempt(
+        &store,
+        &t,
+        1,
+        CompletionOutcome::Retry {
+            next_due_at: T0 + 60_000,
+        },
+        Some("w-1"),
+    )
+    .await;
+    let done = attempt(&store, &t, 2, CompletionOutcome::Done, Some("w-2")).await;
+    let quiet = timer_on(&store, "webhook").await;
+    let no_msgid = attempt(&store, &quiet, 1, CompletionOutcome::Done, None).await;
+
+    assert!(
+        !store
+            .mark_delivery_recalled(retry.id, T0 + 5)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .mark_delivery_recalled(no_msgid.id, T0 + 5)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .mark_delivery_recalled(done.id + 1_000, T0 + 5)
+            .await
+            .unwrap()
+    );
+    assert!(store.mark_delivery_recalled(done.id, T0 + 5).await.unwrap());
+    // Only once.
+    assert!(!store.mark_delivery_recalled(done.id, T0 + 6).await.unwrap());
+
+    let got = store.get_delivery(done.id).await.unwrap().unwrap();
+    assert_eq!(
+        DeliveryRecord {
+            final_status: None,
+            final_at: None,
+            ..got.clone()
+        },
+        done
+    );
+    assert_eq!(
+        (got.final_status.as_deref(), got.final_at),
+        (Some(FINAL_RECALLED), Some(T0 + 5))
+    );
+    for row in [&retry, &no_msgid] {
+        let r = store.get_delivery(row.id).await.unwrap().unwrap();
+        assert_eq!(&r, row);
+    }
+    // Recalling a delivery leaves its timer as it was.
+    let timer = store.get_timer(t.id).await.unwrap().unwrap();
+    assert_eq!(timer.state, herald_core::TimerState::Done);
+}
