@@ -1,5 +1,6 @@
 //! Rules, tasks, jobs and segments: their states and the arithmetic of cutting
-//! an audience into segments (seed 000 and 002).
+//! an audience into segments (see "The path of a campaign" and "Rules" in
+//! `docs/architecture.md`).
 //!
 //! A rule is versioned; every execution of it is an append-only task. A task
 //! that runs creates a job; a job's audience is addressed by index and cut

@@ -8,6 +8,7 @@ mod config;
 mod remind_cli;
 mod serve;
 
+use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -142,11 +143,16 @@ struct MockArgs {
     smtp_password: Option<String>,
 }
 
+/// Logs go to stderr. Colour codes are written only when stderr is a
+/// terminal (and `NO_COLOR` is unset), so a log file or a pipe holds plain text.
 fn init_tracing() {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let ansi = std::io::stderr().is_terminal() && !no_color;
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(ansi)
         .init();
 }
 
