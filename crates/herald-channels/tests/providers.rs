@@ -16,10 +16,10 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use herald_channels::token_cache::{FetchHint, FetchedToken};
 use herald_channels::{
-    BuildContext, Channel, ChannelConfig, CommonSettings, Delivery, FcmChannel, FcmConfig,
-    MemoryVault, ProviderConfig, RecallError, SecretSource, SendOutcome, TokenCache,
-    TokenCacheOptions, TokenMode, TokenVault, WechatChannel, WechatConfig, WecomChannel,
-    WecomConfig, build,
+    BuildContext, CallbackError, CallbackEvent, Channel, ChannelConfig, CommonSettings, Delivery,
+    FcmChannel, FcmConfig, FinalStatus, MemoryVault, ProviderConfig, RecallError, SecretSource,
+    SendOutcome, TokenCache, TokenCacheOptions, TokenMode, TokenVault, WechatChannel, WechatConfig,
+    WecomChannel, WecomConfig, build,
 };
 use herald_core::{Clock, ManualClock, SystemClock, TimerKind};
 use parking_lot::Mutex;
@@ -957,6 +957,29 @@ async fn wecom_recall_inside_and_outside_the_window() {
         matches!(err, RecallError::Provider(ref m) if m.contains("301059")),
         "{err:?}"
     );
+}
+
+#[tokio::test]
+async fn only_wechat_reads_delivery_callbacks() {
+    let local = BuildContext::local();
+    let wx = build(&wechat_cfg("http://127.0.0.1:1", TokenMode::Stable), &local).unwrap();
+    let xml = b"<xml><Event><![CDATA[TEMPLATESENDJOBFINISH]]></Event><MsgID>200163836</MsgID>\
+        <Status><![CDATA[failed:user block]]></Status></xml>";
+    assert_eq!(
+        wx.parse_callback(xml),
+        Ok(vec![CallbackEvent {
+            provider_msgid: "200163836".into(),
+            status: FinalStatus::UserBlock,
+        }])
+    );
+    assert!(matches!(
+        wx.parse_callback(b"<xml><Event>subscribe</Event></xml>"),
+        Err(CallbackError::Invalid(m)) if m.contains("Event")
+    ));
+    let wc = build(&wecom_cfg("http://127.0.0.1:1"), &local).unwrap();
+    assert_eq!(wc.parse_callback(xml), Err(CallbackError::Unsupported));
+    let log = build(&ChannelConfig::log("log"), &local).unwrap();
+    assert_eq!(log.parse_callback(xml), Err(CallbackError::Unsupported));
 }
 
 #[tokio::test]

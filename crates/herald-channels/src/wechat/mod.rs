@@ -23,6 +23,11 @@
 //! "clientmsgid size out of limit"), so a key longer than 32 bytes, or with
 //! characters outside `[A-Za-z0-9._:-]`, is sent as the first 32 hex digits of
 //! its SHA-256: the same key always maps to the same id.
+//!
+//! **Delivery reports.** Once a message has reached the user (or not), WeChat
+//! posts a `TEMPLATESENDJOBFINISH` event to the account's server URL; pointed
+//! at `POST /v1/channels/{name}/callback`, it is read by
+//! [`Channel::parse_callback`] (see `callback.rs`).
 
 mod callback;
 
