@@ -23,8 +23,6 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-
-use crate::token_cache::TokenUse;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use herald_core::Clock;
@@ -33,12 +31,11 @@ use ring::signature::{RSA_PKCS1_SHA256, RsaKeyPair};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::provider_http::{Answer, ProviderHttp};
-use crate::token_cache::{FetchedToken, TokenCache, TokenCacheOptions, TokenError};
-use crate::wechat::retryable;
+use crate::provider_http::{Answer, ProviderHttp, retryable, token_outcome};
+use crate::token_cache::{FetchedToken, TokenCache, TokenCacheOptions, TokenError, TokenUse};
 use crate::{
-    BuildContext, Channel, ChannelConfig, ChannelError, ChannelKind, Delivery, ProviderStatus,
-    SendOutcome,
+    BuildContext, Channel, ChannelError, ChannelKind, CommonSettings, Delivery, FcmConfig,
+    ProviderStatus, SendOutcome,
 };
 
 /// The real API.
@@ -173,26 +170,29 @@ fn read_service_account(path: &str) -> Result<ServiceAccount, ServiceAccountErro
 }
 
 impl FcmChannel {
-    pub fn new(cfg: &ChannelConfig, ctx: &BuildContext) -> Result<Self, ChannelError> {
-        Self::with_options(cfg, ctx, TokenCacheOptions::default())
+    pub fn new(
+        common: &CommonSettings,
+        cfg: &FcmConfig,
+        ctx: &BuildContext,
+    ) -> Result<Self, ChannelError> {
+        Self::with_options(common, cfg, ctx, TokenCacheOptions::default())
     }
 
     /// As [`FcmChannel::new`], with the token cache's clock and margins (the
     /// clock also dates the assertion JWT).
     pub fn with_options(
-        cfg: &ChannelConfig,
+        common: &CommonSettings,
+        cfg: &FcmConfig,
         ctx: &BuildContext,
         opts: TokenCacheOptions,
     ) -> Result<Self, ChannelError> {
-        let path = cfg.service_account.as_deref().ok_or_else(|| {
-            cfg.err("an fcm channel needs service_account (path to the JSON key)")
-        })?;
+        let path = cfg.service_account.as_str();
         let sa =
-            read_service_account(path).map_err(|e| cfg.err(&format!("service_account: {e}")))?;
+            read_service_account(path).map_err(|e| common.err(&format!("service_account: {e}")))?;
         let signer =
             JwtSigner::from_pem(&sa.client_email, sa.private_key_id.clone(), &sa.private_key)
                 .map_err(|reason| {
-                    cfg.err(&format!(
+                    common.err(&format!(
                         "service_account: {}",
                         ServiceAccountError::Key {
                             path: path.to_string(),
@@ -206,16 +206,16 @@ impl FcmChannel {
             .or(sa.project_id.clone())
             .filter(|p| !p.trim().is_empty())
             .ok_or_else(|| {
-                cfg.err("an fcm channel needs project_id (in the config or the key file)")
+                common.err("an fcm channel needs project_id (in the config or the key file)")
             })?;
         let token_url = cfg
             .token_url
             .clone()
             .or(sa.token_uri.clone())
             .unwrap_or_else(|| DEFAULT_TOKEN_URL.to_string());
-        reqwest::Url::parse(&token_url).map_err(|e| cfg.err(&format!("token_url: {e}")))?;
+        reqwest::Url::parse(&token_url).map_err(|e| common.err(&format!("token_url: {e}")))?;
         let base = cfg.api_base.as_deref().unwrap_or(DEFAULT_API_BASE);
-        let http = ProviderHttp::new(cfg, base)?;
+        let http = ProviderHttp::new(common, cfg.ca_file.as_deref(), base)?;
         let clock = opts.clock.clone();
         let tokens = TokenCache::new(
             format!("fcm:{}", sa.client_email),
@@ -224,7 +224,7 @@ impl FcmChannel {
             opts,
         );
         Ok(Self {
-            name: cfg.name.clone(),
+            name: common.name.clone(),
             project_id,
             token_url,
             signer,
@@ -417,7 +417,7 @@ impl Channel for FcmChannel {
                 },
             )
             .await
-            .unwrap_or_else(crate::wechat::token_outcome);
+            .unwrap_or_else(token_outcome);
         tracing::debug!(channel = %self.name, timer_id = d.timer_id, class = outcome.class(), "fcm send");
         outcome
     }

@@ -17,13 +17,18 @@ pub mod tokens;
 mod webhook;
 pub mod wechat;
 pub mod wecom;
+mod weixin;
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use herald_core::{TimerId, TimerKind};
 
-pub use config::{ChannelConfig, ChannelKind, QuietHours, QuietPolicy, SmtpTls, TokenMode};
+pub use config::{
+    COMMON_KEYS, ChannelConfig, ChannelKind, CommonSettings, FcmConfig, LogConfig, ProviderConfig,
+    ProviderKeys, QuietHours, QuietPolicy, SecretSource, SmtpConfig, SmtpTls, TokenMode,
+    WebhookConfig, WechatConfig, WecomConfig,
+};
 pub use fcm::FcmChannel;
 pub use log::LogChannel;
 pub use smtp::SmtpChannel;
@@ -106,6 +111,47 @@ pub enum RecallError {
     Provider(String),
 }
 
+/// The fate of a delivered message, as a provider reports it later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FinalStatus {
+    /// The message reached the user.
+    Success,
+    /// The user blocked the sender.
+    UserBlock,
+    /// The provider failed to deliver it.
+    SystemFailed,
+}
+
+impl FinalStatus {
+    /// The word the send log and the API use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FinalStatus::Success => "success",
+            FinalStatus::UserBlock => "user_block",
+            FinalStatus::SystemFailed => "system_failed",
+        }
+    }
+}
+
+/// One report in a provider's callback: which message, and its fate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallbackEvent {
+    /// The id the provider gave the message when it took it.
+    pub provider_msgid: String,
+    pub status: FinalStatus,
+}
+
+/// Why a callback body gave no events.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CallbackError {
+    /// This kind of channel takes no callbacks.
+    #[error("this channel takes no callbacks")]
+    Unsupported,
+    /// The body is not a report this channel understands; says what is wrong.
+    #[error("{0}")]
+    Invalid(String),
+}
+
 /// What `GET /v1/channels` shows of a channel's provider side.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ProviderStatus {
@@ -157,6 +203,13 @@ pub trait Channel: Send + Sync + 'static {
     async fn provider_status(&self) -> ProviderStatus {
         ProviderStatus::default()
     }
+
+    /// Reads a provider's report about messages sent earlier (the body of
+    /// `POST /v1/channels/{name}/callback`). Most kinds take none.
+    fn parse_callback(&self, body: &[u8]) -> Result<Vec<CallbackEvent>, CallbackError> {
+        let _ = body;
+        Err(CallbackError::Unsupported)
+    }
 }
 
 /// Errors in channel configuration, found at start-up.
@@ -188,12 +241,13 @@ impl BuildContext {
 /// Builds the channel a config block describes.
 pub fn build(cfg: &ChannelConfig, ctx: &BuildContext) -> Result<Arc<dyn Channel>, ChannelError> {
     cfg.validate()?;
-    Ok(match cfg.kind {
-        ChannelKind::Log => Arc::new(LogChannel::new(&cfg.name)),
-        ChannelKind::Webhook => Arc::new(WebhookChannel::new(cfg)?),
-        ChannelKind::Wechat => Arc::new(WechatChannel::new(cfg, ctx)?),
-        ChannelKind::Wecom => Arc::new(WecomChannel::new(cfg, ctx)?),
-        ChannelKind::Fcm => Arc::new(FcmChannel::new(cfg, ctx)?),
-        ChannelKind::Smtp => Arc::new(SmtpChannel::new(cfg)?),
+    let common = &cfg.common;
+    Ok(match &cfg.provider {
+        ProviderConfig::Log(_) => Arc::new(LogChannel::new(&common.name)),
+        ProviderConfig::Webhook(p) => Arc::new(WebhookChannel::new(common, p)?),
+        ProviderConfig::Wechat(p) => Arc::new(WechatChannel::new(common, p, ctx)?),
+        ProviderConfig::Wecom(p) => Arc::new(WecomChannel::new(common, p, ctx)?),
+        ProviderConfig::Fcm(p) => Arc::new(FcmChannel::new(common, p, ctx)?),
+        ProviderConfig::Smtp(p) => Arc::new(SmtpChannel::new(common, p)?),
     })
 }

@@ -8,12 +8,18 @@
 //! `secret=`, `corpsecret=`), so nothing here ever formats a full URL into an
 //! error: errors name the method and path only, and reqwest's own errors are
 //! stripped of their URL.
+//!
+//! It is also the one home of what the providers' answers share at the HTTP
+//! level: `429` throttles, `5xx` is worth retrying (both honour
+//! `Retry-After`), an answer that is not JSON is retried when its status
+//! says success and permanent otherwise.
 
 use std::time::Duration;
 
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 
-use crate::{ChannelConfig, ChannelError};
+use crate::token_cache::TokenError;
+use crate::{ChannelError, CommonSettings, SendOutcome};
 
 /// Most of an answer read; providers answer in a few hundred bytes.
 const MAX_ANSWER_BYTES: usize = 256 * 1024;
@@ -67,6 +73,81 @@ impl Answer {
         let text = String::from_utf8_lossy(&self.body);
         text.trim().chars().take(MAX_ERROR_TEXT).collect()
     }
+
+    fn http_status(&self) -> Option<i64> {
+        Some(i64::from(self.status))
+    }
+
+    pub fn is_success(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+
+    /// `429` (throttled) or `5xx` (retryable), both with the `Retry-After`
+    /// asked for; `None` for any other status.
+    pub fn overload(&self) -> Option<SendOutcome> {
+        if self.status == 429 {
+            return Some(SendOutcome::Throttled {
+                error: format!("HTTP 429: {}", self.snippet()),
+                status: self.http_status(),
+                retry_after_ms: self.retry_after_ms(),
+            });
+        }
+        if self.status >= 500 {
+            return Some(SendOutcome::Retryable {
+                error: format!("HTTP {}: {}", self.status, self.snippet()),
+                status: self.http_status(),
+                retry_after_ms: self.retry_after_ms(),
+            });
+        }
+        None
+    }
+
+    /// The status itself as a permanent failure (a `4xx` the provider's own
+    /// codes do not explain).
+    pub fn rejected(&self) -> SendOutcome {
+        SendOutcome::Permanent {
+            error: format!("HTTP {}: {}", self.status, self.snippet()),
+            status: self.http_status(),
+        }
+    }
+
+    /// The body as JSON, or the outcome when it is not: retryable under a
+    /// success status (a proxy's page, a cut-off answer), else permanent.
+    pub fn json_or_outcome(&self) -> Result<serde_json::Value, SendOutcome> {
+        self.json().ok_or_else(|| {
+            let error = format!("HTTP {}: non-JSON answer: {}", self.status, self.snippet());
+            if self.is_success() {
+                retryable(error, self.http_status())
+            } else {
+                SendOutcome::Permanent {
+                    error,
+                    status: self.http_status(),
+                }
+            }
+        })
+    }
+}
+
+/// A retryable outcome with no wait asked for.
+pub(crate) fn retryable(error: String, status: Option<i64>) -> SendOutcome {
+    SendOutcome::Retryable {
+        error,
+        status,
+        retry_after_ms: None,
+    }
+}
+
+/// The outcome for a token that could not be had: throttled when the token
+/// endpoint said "slow down", else retryable.
+pub(crate) fn token_outcome(e: TokenError) -> SendOutcome {
+    match e {
+        TokenError::Throttled(_) => SendOutcome::Throttled {
+            error: e.to_string(),
+            status: None,
+            retry_after_ms: None,
+        },
+        TokenError::Failed(_) => retryable(e.to_string(), None),
+    }
 }
 
 /// A call that got no HTTP answer. Retryable by nature.
@@ -88,8 +169,12 @@ pub(crate) struct ProviderHttp {
 
 impl ProviderHttp {
     /// A client for `base` (no trailing slash needed) honouring the channel's
-    /// `timeout_ms` and `ca_file`.
-    pub fn new(cfg: &ChannelConfig, base: &str) -> Result<Self, ChannelError> {
+    /// `timeout_ms` and concurrency, trusting `ca_file` beside the web roots.
+    pub fn new(
+        cfg: &CommonSettings,
+        ca_file: Option<&str>,
+        base: &str,
+    ) -> Result<Self, ChannelError> {
         check_base(base).map_err(|e| cfg.err(&format!("api_base: {e}")))?;
         let timeout = Duration::from_millis(cfg.timeout_ms);
         let mut builder = reqwest::Client::builder()
@@ -98,7 +183,7 @@ impl ProviderHttp {
             .pool_max_idle_per_host(cfg.concurrency.max(1))
             .user_agent(concat!("herald/", env!("CARGO_PKG_VERSION")))
             .redirect(reqwest::redirect::Policy::none());
-        if let Some(path) = &cfg.ca_file {
+        if let Some(path) = ca_file {
             let pem = std::fs::read(path)
                 .map_err(|e| cfg.err(&format!("ca_file: cannot read {path}: {e}")))?;
             let certs = reqwest::Certificate::from_pem_bundle(&pem)

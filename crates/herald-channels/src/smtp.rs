@@ -17,8 +17,9 @@ use lettre::transport::smtp::client::{Tls, TlsParameters};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use serde::Deserialize;
 
-use crate::config::SmtpTls;
-use crate::{Channel, ChannelConfig, ChannelError, ChannelKind, Delivery, SendOutcome};
+use crate::{
+    Channel, ChannelError, ChannelKind, CommonSettings, Delivery, SendOutcome, SmtpConfig, SmtpTls,
+};
 
 /// The message object of an email delivery.
 #[derive(Debug, Deserialize)]
@@ -38,40 +39,38 @@ pub struct SmtpChannel {
 }
 
 impl SmtpChannel {
-    pub fn new(cfg: &ChannelConfig) -> Result<Self, ChannelError> {
-        let host = cfg
-            .host
-            .as_deref()
-            .filter(|h| !h.is_empty())
-            .ok_or_else(|| cfg.err("host: an smtp channel needs the server's host"))?;
+    pub fn new(common: &CommonSettings, cfg: &SmtpConfig) -> Result<Self, ChannelError> {
+        let host = cfg.host.trim();
+        if host.is_empty() {
+            return Err(common.err("host must not be empty"));
+        }
         let from: Mailbox = cfg
             .from
-            .as_deref()
-            .ok_or_else(|| cfg.err("from: an smtp channel needs a sender address"))?
             .parse()
-            .map_err(|e| cfg.err(&format!("from: not a valid address: {e}")))?;
-        let tls = cfg.tls.unwrap_or_default();
+            .map_err(|e| common.err(&format!("from: not a valid address: {e}")))?;
+        let tls = cfg.tls;
         let port = cfg.port.unwrap_or(match tls {
             SmtpTls::Starttls => 587,
             SmtpTls::None => 25,
         });
         let mut builder = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(host)
             .port(port)
-            .timeout(Some(Duration::from_millis(cfg.timeout_ms)));
+            .timeout(Some(Duration::from_millis(common.timeout_ms)));
         if tls == SmtpTls::Starttls {
-            let params =
-                TlsParameters::new(host.to_string()).map_err(|e| cfg.err(&format!("tls: {e}")))?;
+            let params = TlsParameters::new(host.to_string())
+                .map_err(|e| common.err(&format!("tls: {e}")))?;
             builder = builder.tls(Tls::Required(params));
         }
-        match (&cfg.username, cfg.resolved_password()?) {
+        match (&cfg.username, &cfg.password) {
             (Some(user), Some(pass)) => {
+                let pass = pass.resolve("password").map_err(|e| common.err(&e))?;
                 builder = builder.credentials(Credentials::new(user.clone(), pass));
             }
             (None, None) => {}
-            _ => return Err(cfg.err("username and password go together")),
+            _ => return Err(common.err("username and password go together")),
         }
         Ok(Self {
-            name: cfg.name.clone(),
+            name: common.name.clone(),
             from,
             transport: builder.build(),
         })
@@ -194,23 +193,30 @@ mod tests {
     // lettre's connection pool needs a runtime when the transport is built.
     #[tokio::test]
     async fn config_errors_name_the_field() {
-        let mut c = ChannelConfig::log("mail");
-        c.kind = ChannelKind::Smtp;
-        let e = SmtpChannel::new(&c)
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
-        assert!(e.contains("host"), "{e}");
-        c.host = Some("127.0.0.1".into());
-        let e = SmtpChannel::new(&c)
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
-        assert!(e.contains("from"), "{e}");
-        c.from = Some("Herald <noreply@example.com>".into());
-        c.tls = Some(SmtpTls::None);
-        assert!(SmtpChannel::new(&c).is_ok());
+        let common = CommonSettings::named("mail");
+        let mut c = SmtpConfig {
+            host: " ".into(),
+            port: None,
+            tls: SmtpTls::None,
+            username: None,
+            password: None,
+            from: "Herald <noreply@example.com>".into(),
+        };
+        let e = |c: &SmtpConfig| {
+            SmtpChannel::new(&common, c)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        };
+        assert!(e(&c).contains("host"), "{}", e(&c));
+        c.host = "127.0.0.1".into();
+        assert!(SmtpChannel::new(&common, &c).is_ok());
+        c.from = "not an address".into();
+        assert!(e(&c).contains("from"), "{}", e(&c));
+        c.from = "herald@example.com".into();
         c.username = Some("u".into());
-        assert!(SmtpChannel::new(&c).is_err());
+        assert!(e(&c).contains("username and password"), "{}", e(&c));
+        c.password = Some(crate::SecretSource::Inline("p".into()));
+        assert!(SmtpChannel::new(&common, &c).is_ok());
     }
 }

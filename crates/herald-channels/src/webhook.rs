@@ -15,7 +15,9 @@ use hyper::{Method, Request};
 use sha2::Sha256;
 
 use crate::http::{Answer, Origin, Pool};
-use crate::{Channel, ChannelConfig, ChannelError, ChannelKind, Delivery, SendOutcome};
+use crate::{
+    Channel, ChannelError, ChannelKind, CommonSettings, Delivery, SendOutcome, WebhookConfig,
+};
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -32,26 +34,25 @@ pub struct WebhookChannel {
 }
 
 impl WebhookChannel {
-    pub fn new(cfg: &ChannelConfig) -> Result<Self, ChannelError> {
-        let url = cfg
-            .url
-            .as_deref()
-            .ok_or_else(|| cfg.err("a webhook channel needs a url"))?;
-        let origin = Origin::parse(url).map_err(|e| cfg.err(&format!("url: {e}")))?;
+    pub fn new(common: &CommonSettings, cfg: &WebhookConfig) -> Result<Self, ChannelError> {
+        let origin = Origin::parse(&cfg.url).map_err(|e| common.err(&format!("url: {e}")))?;
         let roots = match &cfg.ca_file {
-            Some(path) => {
-                crate::http::load_pem_certs(path).map_err(|e| cfg.err(&format!("ca_file: {e}")))?
-            }
+            Some(path) => crate::http::load_pem_certs(path)
+                .map_err(|e| common.err(&format!("ca_file: {e}")))?,
             None => Vec::new(),
         };
-        let connect_timeout = Duration::from_millis(cfg.timeout_ms.min(5_000));
-        let pool =
-            Pool::new(origin, cfg.concurrency, connect_timeout, roots).map_err(|e| cfg.err(&e))?;
+        let secret = match &cfg.secret {
+            Some(s) => Some(s.resolve("secret").map_err(|e| common.err(&e))?),
+            None => None,
+        };
+        let connect_timeout = Duration::from_millis(common.timeout_ms.min(5_000));
+        let pool = Pool::new(origin, common.concurrency, connect_timeout, roots)
+            .map_err(|e| common.err(&e))?;
         Ok(Self {
-            name: cfg.name.clone(),
+            name: common.name.clone(),
             pool,
-            secret: cfg.resolved_secret()?.map(String::into_bytes),
-            timeout: Duration::from_millis(cfg.timeout_ms),
+            secret: secret.map(String::into_bytes),
+            timeout: Duration::from_millis(common.timeout_ms),
         })
     }
 

@@ -32,20 +32,16 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-
-use crate::token_cache::TokenUse;
 use herald_core::Clock;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use crate::provider_http::{Answer, ProviderHttp, Secret};
-use crate::token_cache::{FetchedToken, TokenCache, TokenCacheOptions, TokenError};
-use crate::wechat::{
-    SYSTEM_BUSY, TOKEN_CODES, msgid_text, parse_token_answer, required, retryable, token_outcome,
-};
+use crate::provider_http::{Answer, ProviderHttp, Secret, retryable, token_outcome};
+use crate::token_cache::{FetchedToken, TokenCache, TokenCacheOptions, TokenError, TokenUse};
+use crate::weixin::{SYSTEM_BUSY, TOKEN_CODES, errcode, msgid_text, parse_token_answer};
 use crate::{
-    BuildContext, Channel, ChannelConfig, ChannelError, ChannelKind, Delivery, ProviderStatus,
-    RecallError, SendOutcome,
+    BuildContext, Channel, ChannelError, ChannelKind, CommonSettings, Delivery, ProviderStatus,
+    RecallError, SendOutcome, WecomConfig,
 };
 
 /// The real API.
@@ -158,26 +154,33 @@ impl Call {
 }
 
 impl WecomChannel {
-    pub fn new(cfg: &ChannelConfig, ctx: &BuildContext) -> Result<Self, ChannelError> {
-        Self::with_options(cfg, ctx, TokenCacheOptions::default())
+    pub fn new(
+        common: &CommonSettings,
+        cfg: &WecomConfig,
+        ctx: &BuildContext,
+    ) -> Result<Self, ChannelError> {
+        Self::with_options(common, cfg, ctx, TokenCacheOptions::default())
     }
 
     /// As [`WecomChannel::new`], with the token cache's clock and margins
     /// (the clock also judges the recall window).
     pub fn with_options(
-        cfg: &ChannelConfig,
+        common: &CommonSettings,
+        cfg: &WecomConfig,
         ctx: &BuildContext,
         opts: TokenCacheOptions,
     ) -> Result<Self, ChannelError> {
-        let corpid = required(cfg, "corpid", &cfg.corpid)?;
-        let corpsecret = cfg.resolved_corpsecret()?.ok_or_else(|| {
-            cfg.err("a wecom channel needs corpsecret or corpsecret_env (the app's secret)")
-        })?;
-        let agentid = cfg
-            .agentid
-            .ok_or_else(|| cfg.err("a wecom channel needs agentid"))?;
+        let corpid = cfg.corpid.trim().to_string();
+        if corpid.is_empty() {
+            return Err(common.err("corpid must not be empty"));
+        }
+        let corpsecret = cfg
+            .corpsecret
+            .resolve("corpsecret")
+            .map_err(|e| common.err(&e))?;
+        let agentid = cfg.agentid;
         let base = cfg.api_base.as_deref().unwrap_or(DEFAULT_API_BASE);
-        let http = ProviderHttp::new(cfg, base)?;
+        let http = ProviderHttp::new(common, cfg.ca_file.as_deref(), base)?;
         let clock = opts.clock.clone();
         let tokens = TokenCache::new(
             format!("wecom:{corpid}:{agentid}"),
@@ -186,7 +189,7 @@ impl WecomChannel {
             opts,
         );
         Ok(Self {
-            name: cfg.name.clone(),
+            name: common.name.clone(),
             corpid,
             corpsecret: Secret::new(corpsecret),
             agentid,
@@ -232,8 +235,7 @@ impl WecomChannel {
                     };
                     match answer_json(&answer) {
                         Ok(v) => {
-                            let code = v.get("errcode").and_then(Value::as_i64).unwrap_or(0);
-                            if TOKEN_CODES.contains(&code) {
+                            if TOKEN_CODES.contains(&errcode(&v).0) {
                                 TokenUse::Rejected(Ok(v))
                             } else {
                                 TokenUse::Answered(Ok(v))
@@ -332,8 +334,7 @@ impl WecomChannel {
             Ok(v) => v,
             Err(outcome) => return vec![outcome; n],
         };
-        let code = v.get("errcode").and_then(Value::as_i64).unwrap_or(0);
-        let msg = v.get("errmsg").and_then(Value::as_str).unwrap_or("");
+        let (code, msg) = errcode(&v);
         let error = format!("errcode {code}: {msg}");
         let status = Some(code);
         let whole = match code {
@@ -408,39 +409,16 @@ impl WecomChannel {
     }
 }
 
-/// The JSON of a WeCom answer, or the outcome when there is none worth reading.
+/// The JSON of a WeCom answer, or the outcome when there is none worth
+/// reading: unlike WeChat, any status but `2xx` fails the call as it is.
 fn answer_json(answer: &Answer) -> Result<Value, SendOutcome> {
-    let http = Some(i64::from(answer.status));
-    if answer.status == 429 {
-        return Err(SendOutcome::Throttled {
-            error: format!("HTTP 429: {}", answer.snippet()),
-            status: http,
-            retry_after_ms: answer.retry_after_ms(),
-        });
+    if let Some(o) = answer.overload() {
+        return Err(o);
     }
-    if answer.status >= 500 {
-        return Err(SendOutcome::Retryable {
-            error: format!("HTTP {}: {}", answer.status, answer.snippet()),
-            status: http,
-            retry_after_ms: answer.retry_after_ms(),
-        });
+    if !answer.is_success() {
+        return Err(answer.rejected());
     }
-    if !(200..300).contains(&answer.status) {
-        return Err(SendOutcome::Permanent {
-            error: format!("HTTP {}: {}", answer.status, answer.snippet()),
-            status: http,
-        });
-    }
-    answer.json().ok_or_else(|| {
-        retryable(
-            format!(
-                "HTTP {}: non-JSON answer: {}",
-                answer.status,
-                answer.snippet()
-            ),
-            http,
-        )
-    })
+    answer.json_or_outcome()
 }
 
 /// The `herald_key` field (see the module docs).
@@ -538,12 +516,11 @@ impl Channel for WecomChannel {
             .call_with_token("/cgi-bin/message/recall", &body)
             .await
             .map_err(|o| RecallError::Provider(outcome_text(&o)))?;
-        let code = v.get("errcode").and_then(Value::as_i64).unwrap_or(0);
+        let (code, msg) = errcode(&v);
         if code == 0 {
             tracing::info!(channel = %self.name, msgid = provider_msgid, "wecom message recalled");
             return Ok(());
         }
-        let msg = v.get("errmsg").and_then(Value::as_str).unwrap_or("");
         Err(RecallError::Provider(format!("errcode {code}: {msg}")))
     }
 

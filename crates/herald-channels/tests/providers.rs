@@ -16,9 +16,10 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use herald_channels::token_cache::{FetchHint, FetchedToken};
 use herald_channels::{
-    BuildContext, Channel, ChannelConfig, ChannelKind, Delivery, FcmChannel, MemoryVault,
-    RecallError, SendOutcome, TokenCache, TokenCacheOptions, TokenMode, TokenVault, WechatChannel,
-    WecomChannel, build,
+    BuildContext, CallbackError, CallbackEvent, Channel, ChannelConfig, CommonSettings, Delivery,
+    FcmChannel, FcmConfig, FinalStatus, MemoryVault, ProviderConfig, RecallError, SecretSource,
+    SendOutcome, TokenCache, TokenCacheOptions, TokenMode, TokenVault, WechatChannel, WechatConfig,
+    WecomChannel, WecomConfig, build,
 };
 use herald_core::{Clock, ManualClock, SystemClock, TimerKind};
 use parking_lot::Mutex;
@@ -209,15 +210,29 @@ async fn wechat_fake() -> (String, WxState) {
     (serve(app).await, s)
 }
 
-fn wechat_cfg(base: &str, mode: TokenMode) -> ChannelConfig {
-    ChannelConfig {
-        kind: ChannelKind::Wechat,
+/// Settings every test channel shares: its name and a short timeout.
+fn common(name: &str) -> CommonSettings {
+    let mut c = CommonSettings::named(name);
+    c.timeout_ms = 2_000;
+    c
+}
+
+fn wechat_parts(base: &str, mode: TokenMode) -> (CommonSettings, WechatConfig) {
+    let wx = WechatConfig {
+        appid: "wxtestappid".into(),
+        secret: SecretSource::Inline(WX_SECRET.into()),
+        token_mode: mode,
         api_base: Some(base.into()),
-        appid: Some("wxtestappid".into()),
-        secret: Some(WX_SECRET.into()),
-        token_mode: Some(mode),
-        timeout_ms: 2_000,
-        ..ChannelConfig::log("wx")
+        ca_file: None,
+    };
+    (common("wx"), wx)
+}
+
+fn wechat_cfg(base: &str, mode: TokenMode) -> ChannelConfig {
+    let (common, wx) = wechat_parts(base, mode);
+    ChannelConfig {
+        common,
+        provider: ProviderConfig::Wechat(wx),
     }
 }
 
@@ -226,7 +241,8 @@ const TEMPLATE: &str =
 
 async fn wechat(base: &str, mode: TokenMode) -> WechatChannel {
     let c = ctx(Arc::new(MemoryVault::new()), "n1");
-    WechatChannel::with_options(&wechat_cfg(base, mode), &c, opts(Arc::new(SystemClock))).unwrap()
+    let (common, wx) = wechat_parts(base, mode);
+    WechatChannel::with_options(&common, &wx, &c, opts(Arc::new(SystemClock))).unwrap()
 }
 
 #[tokio::test]
@@ -319,9 +335,9 @@ async fn wechat_token_endpoint_failures() {
 
     // A wrong secret, over classic GET (secret in the query string): the
     // error names the code but never the secret.
-    let mut cfg = wechat_cfg(&base, TokenMode::Classic);
-    cfg.secret = Some("wrong-secret-value".into());
-    let ch = WechatChannel::new(&cfg, &BuildContext::local()).unwrap();
+    let (common, mut wx) = wechat_parts(&base, TokenMode::Classic);
+    wx.secret = SecretSource::Inline("wrong-secret-value".into());
+    let ch = WechatChannel::new(&common, &wx, &BuildContext::local()).unwrap();
     let out = ch.send(&d).await;
     assert_eq!(out.class(), "retry");
     assert!(error_of(&out).contains("40125"));
@@ -394,7 +410,8 @@ async fn wechat_refreshes_before_expiry_once_under_concurrency() {
     let c = ctx(Arc::new(MemoryVault::new()), "n1");
     let ch = Arc::new(
         WechatChannel::with_options(
-            &wechat_cfg(&base, TokenMode::Classic),
+            &common("wx"),
+            &wechat_parts(&base, TokenMode::Classic).1,
             &c,
             opts(Arc::new(clock.clone())),
         )
@@ -439,17 +456,20 @@ async fn wechat_transport_errors_are_retryable_and_hide_the_token() {
             }),
         );
     let slow = serve(app).await;
-    let mut cfg = wechat_cfg(&slow, TokenMode::Stable);
-    cfg.timeout_ms = 200;
-    let ch = WechatChannel::new(&cfg, &BuildContext::local()).unwrap();
+    let (mut common, wx) = wechat_parts(&slow, TokenMode::Stable);
+    common.timeout_ms = 200;
+    let ch = WechatChannel::new(&common, &wx, &BuildContext::local()).unwrap();
     let out = ch.send(&delivery("o", TEMPLATE, "k")).await;
     assert_eq!(out.class(), "retry", "{out:?}");
     assert!(error_of(&out).contains("timeout"));
     assert!(!error_of(&out).contains("SECRET-TOKEN-VALUE"));
     // Nothing listening: connection errors, no secret in the text.
     let mut cfg = wechat_cfg("http://127.0.0.1:1", TokenMode::Classic);
-    cfg.timeout_ms = 500;
-    let ch = WechatChannel::new(&cfg, &BuildContext::local()).unwrap();
+    cfg.common.timeout_ms = 500;
+    let ProviderConfig::Wechat(wx) = &cfg.provider else {
+        unreachable!()
+    };
+    let ch = WechatChannel::new(&cfg.common, wx, &BuildContext::local()).unwrap();
     let out = ch.send(&delivery("o", TEMPLATE, "k")).await;
     assert_eq!(out.class(), "retry");
     assert!(!error_of(&out).contains(WX_SECRET), "{out:?}");
@@ -726,15 +746,20 @@ async fn wecom_fake() -> (String, WcState) {
     (serve(app).await, s)
 }
 
+fn wecom_parts(base: &str) -> WecomConfig {
+    WecomConfig {
+        corpid: "wwcorp".into(),
+        corpsecret: SecretSource::Inline(WECOM_SECRET.into()),
+        agentid: 1000002,
+        api_base: Some(base.into()),
+        ca_file: None,
+    }
+}
+
 fn wecom_cfg(base: &str) -> ChannelConfig {
     ChannelConfig {
-        kind: ChannelKind::Wecom,
-        api_base: Some(base.into()),
-        corpid: Some("wwcorp".into()),
-        corpsecret: Some(WECOM_SECRET.into()),
-        agentid: Some(1000002),
-        timeout_ms: 2_000,
-        ..ChannelConfig::log("wc")
+        common: common("wc"),
+        provider: ProviderConfig::Wecom(wecom_parts(base)),
     }
 }
 
@@ -742,7 +767,7 @@ const TEXT: &str = r#"{"msgtype":"text","text":{"content":"standup in 10 minutes
 
 fn wecom_with_clock(base: &str, clock: Arc<dyn Clock>) -> WecomChannel {
     let c = ctx(Arc::new(MemoryVault::new()), "n1");
-    WecomChannel::with_options(&wecom_cfg(base), &c, opts(clock)).unwrap()
+    WecomChannel::with_options(&common("wc"), &wecom_parts(base), &c, opts(clock)).unwrap()
 }
 
 #[tokio::test]
@@ -935,61 +960,61 @@ async fn wecom_recall_inside_and_outside_the_window() {
 }
 
 #[tokio::test]
-async fn provider_configs_name_missing_fields() {
+async fn only_wechat_reads_delivery_callbacks() {
     let local = BuildContext::local();
-    let mut c = wecom_cfg("http://127.0.0.1:1");
-    c.agentid = None;
-    let e = build(&c, &local).err().unwrap().to_string();
-    assert!(e.contains("agentid"), "{e}");
-    let mut c = wecom_cfg("http://127.0.0.1:1");
-    c.corpsecret = None;
-    assert!(
-        build(&c, &local)
-            .err()
-            .unwrap()
-            .to_string()
-            .contains("corpsecret")
+    let wx = build(&wechat_cfg("http://127.0.0.1:1", TokenMode::Stable), &local).unwrap();
+    let xml = b"<xml><Event><![CDATA[TEMPLATESENDJOBFINISH]]></Event><MsgID>200163836</MsgID>\
+        <Status><![CDATA[failed:user block]]></Status></xml>";
+    assert_eq!(
+        wx.parse_callback(xml),
+        Ok(vec![CallbackEvent {
+            provider_msgid: "200163836".into(),
+            status: FinalStatus::UserBlock,
+        }])
     );
-    let mut c = wechat_cfg("http://127.0.0.1:1", TokenMode::Stable);
-    c.appid = None;
-    assert!(
-        build(&c, &local)
-            .err()
-            .unwrap()
-            .to_string()
-            .contains("appid")
-    );
-    let mut c = wechat_cfg("not a url", TokenMode::Stable);
-    c.appid = Some("a".into());
-    assert!(
-        build(&c, &local)
-            .err()
-            .unwrap()
-            .to_string()
-            .contains("api_base")
-    );
-    let c = ChannelConfig {
-        kind: ChannelKind::Fcm,
-        ..ChannelConfig::log("f")
-    };
-    assert!(
-        build(&c, &local)
-            .err()
-            .unwrap()
-            .to_string()
-            .contains("service_account")
-    );
+    assert!(matches!(
+        wx.parse_callback(b"<xml><Event>subscribe</Event></xml>"),
+        Err(CallbackError::Invalid(m)) if m.contains("Event")
+    ));
+    let wc = build(&wecom_cfg("http://127.0.0.1:1"), &local).unwrap();
+    assert_eq!(wc.parse_callback(xml), Err(CallbackError::Unsupported));
+    let log = build(&ChannelConfig::log("log"), &local).unwrap();
+    assert_eq!(log.parse_callback(xml), Err(CallbackError::Unsupported));
+}
+
+#[tokio::test]
+async fn provider_configs_name_missing_fields() {
+    let parse = |v: Value| serde_json::from_value::<ChannelConfig>(v).map_err(|e| e.to_string());
+    let wecom = json!({"name": "wc", "kind": "wecom", "api_base": "http://127.0.0.1:1",
+                       "corpid": "wwcorp", "corpsecret": WECOM_SECRET, "agentid": 1000002});
+    assert!(parse(wecom.clone()).is_ok());
+    for key in ["agentid", "corpid", "corpsecret"] {
+        let mut t = wecom.clone();
+        t.as_object_mut().unwrap().remove(key);
+        let e = parse(t).unwrap_err();
+        assert!(
+            e.contains(&format!("(kind wecom): missing key \"{key}\"")),
+            "{e}"
+        );
+    }
+    let e = parse(json!({"name": "wx", "kind": "wechat", "secret": "s"})).unwrap_err();
+    assert!(e.contains("missing key \"appid\""), "{e}");
+    let e = parse(json!({"name": "f", "kind": "fcm"})).unwrap_err();
+    assert!(e.contains("missing key \"service_account\""), "{e}");
+
+    let local = BuildContext::local();
+    let e = build(&wechat_cfg("not a url", TokenMode::Stable), &local)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("api_base"), "{e}");
     let mut c = wecom_cfg("http://127.0.0.1:1");
     assert!(!format!("{c:?}").contains(WECOM_SECRET));
-    c.corpsecret = None;
-    c.corpsecret_env = Some("HERALD_TEST_SURELY_UNSET_CORPSECRET".into());
-    assert!(
-        build(&c, &local)
-            .err()
-            .unwrap()
-            .to_string()
-            .contains("corpsecret_env")
-    );
+    if let ProviderConfig::Wecom(p) = &mut c.provider {
+        p.corpsecret = SecretSource::Env("HERALD_TEST_SURELY_UNSET_CORPSECRET".into());
+    }
+    let e = build(&c, &local).err().unwrap().to_string();
+    assert!(e.contains("corpsecret_env"), "{e}");
 }
 
 // ------------------------------------------------------------------- FCM fake
@@ -1162,14 +1187,20 @@ async fn fcm_fake() -> (String, FcState) {
     (base, s)
 }
 
+fn fcm_parts(base: &str) -> FcmConfig {
+    FcmConfig {
+        service_account: SA_PATH.into(),
+        project_id: None,
+        token_url: Some(format!("{base}/token")),
+        api_base: Some(base.into()),
+        ca_file: None,
+    }
+}
+
 fn fcm_cfg(base: &str) -> ChannelConfig {
     ChannelConfig {
-        kind: ChannelKind::Fcm,
-        api_base: Some(base.into()),
-        service_account: Some(SA_PATH.into()),
-        token_url: Some(format!("{base}/token")),
-        timeout_ms: 2_000,
-        ..ChannelConfig::log("push")
+        common: common("push"),
+        provider: ProviderConfig::Fcm(fcm_parts(base)),
     }
 }
 
@@ -1209,7 +1240,13 @@ async fn fcm_signs_a_verifiable_jwt_and_delivers_with_the_message_name() {
 async fn fcm_classifies_every_error_class() {
     let (base, _s) = fcm_fake().await;
     let c = ctx(Arc::new(MemoryVault::new()), "n1");
-    let ch = FcmChannel::with_options(&fcm_cfg(&base), &c, opts(Arc::new(SystemClock))).unwrap();
+    let ch = FcmChannel::with_options(
+        &common("push"),
+        &fcm_parts(&base),
+        &c,
+        opts(Arc::new(SystemClock)),
+    )
+    .unwrap();
     let send = |r: &'static str| {
         let ch = &ch;
         async move { ch.send(&delivery(r, PUSH, "k")).await }
@@ -1262,7 +1299,7 @@ async fn fcm_classifies_every_error_class() {
 #[tokio::test]
 async fn fcm_refreshes_after_401_once() {
     let (base, s) = fcm_fake().await;
-    let ch = FcmChannel::new(&fcm_cfg(&base), &BuildContext::local()).unwrap();
+    let ch = FcmChannel::new(&common("push"), &fcm_parts(&base), &BuildContext::local()).unwrap();
     assert_eq!(
         ch.send(&delivery("d1", PUSH, "k")).await.class(),
         "delivered"
@@ -1279,10 +1316,10 @@ async fn fcm_refreshes_after_401_once() {
 #[tokio::test]
 async fn fcm_token_endpoint_rejection_is_retryable() {
     let (base, s) = fcm_fake().await;
-    let mut cfg = fcm_cfg(&base);
+    let mut cfg = fcm_parts(&base);
     // The JWT's aud is the token URL; the fake wants its own /token.
     cfg.token_url = Some(format!("{base}/token?wrong-aud"));
-    let ch = FcmChannel::new(&cfg, &BuildContext::local()).unwrap();
+    let ch = FcmChannel::new(&common("push"), &cfg, &BuildContext::local()).unwrap();
     let out = ch.send(&delivery("d1", PUSH, "k")).await;
     assert_eq!(out.class(), "retry");
     assert!(error_of(&out).contains("invalid_grant"), "{out:?}");
@@ -1350,7 +1387,7 @@ async fn logs_never_hold_secrets_or_tokens() {
         "delivered"
     );
     let (base, _f) = fcm_fake().await;
-    let ch = FcmChannel::new(&fcm_cfg(&base), &BuildContext::local()).unwrap();
+    let ch = FcmChannel::new(&common("push"), &fcm_parts(&base), &BuildContext::local()).unwrap();
     assert_eq!(
         ch.send(&delivery("d", PUSH, "k")).await.class(),
         "delivered"

@@ -9,7 +9,10 @@ use axum::extract::ConnectInfo;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::post;
-use herald_channels::{ChannelConfig, Delivery, SendOutcome, WebhookChannel, build};
+use herald_channels::{
+    ChannelConfig, Delivery, ProviderConfig, SecretSource, SendOutcome, WebhookChannel,
+    WebhookConfig, build,
+};
 use herald_core::TimerKind;
 use parking_lot::Mutex;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -87,17 +90,20 @@ fn delivery(recipient: &str, key: &str) -> Delivery {
     }
 }
 
-fn channel(url: &str, f: impl FnOnce(&mut ChannelConfig)) -> Arc<dyn herald_channels::Channel> {
-    let mut cfg = ChannelConfig::webhook("hooks", url);
-    cfg.timeout_ms = 300;
-    f(&mut cfg);
+fn channel(url: &str, f: impl FnOnce(&mut WebhookConfig)) -> Arc<dyn herald_channels::Channel> {
+    let mut hook = WebhookConfig::new(url);
+    f(&mut hook);
+    let mut cfg = ChannelConfig::new("hooks", ProviderConfig::Webhook(hook));
+    cfg.common.timeout_ms = 300;
     build(&cfg, &herald_channels::BuildContext::local()).unwrap()
 }
 
 #[tokio::test]
 async fn delivers_with_headers_signature_and_reuses_the_connection() {
     let (url, seen) = receiver().await;
-    let ch = channel(&url, |c| c.secret = Some("k3y".into()));
+    let ch = channel(&url, |c| {
+        c.secret = Some(SecretSource::Inline("k3y".into()))
+    });
     for i in 0..20 {
         let out = ch.send(&delivery("u", &format!("key-{i}"))).await;
         assert_eq!(
@@ -307,7 +313,8 @@ async fn https_with_a_private_ca() {
     assert_eq!(got.lock().len(), 1);
     // A ca_file that is not PEM is a configuration error.
     std::fs::write(&ca, "garbage").unwrap();
-    let mut cfg = ChannelConfig::webhook("h", &url);
-    cfg.ca_file = Some(ca.display().to_string());
+    let mut hook = WebhookConfig::new(&url);
+    hook.ca_file = Some(ca.display().to_string());
+    let cfg = ChannelConfig::new("h", ProviderConfig::Webhook(hook));
     assert!(build(&cfg, &herald_channels::BuildContext::local()).is_err());
 }

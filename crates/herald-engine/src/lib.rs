@@ -466,6 +466,17 @@ impl Engine {
         Some(rt.channel.recall(provider_msgid, sent_at).await)
     }
 
+    /// Reads a provider's callback through the channel it is addressed to;
+    /// `None` if no channel has that name.
+    pub fn parse_callback(
+        &self,
+        channel: &str,
+        body: &[u8],
+    ) -> Option<Result<Vec<herald_channels::CallbackEvent>, herald_channels::CallbackError>> {
+        let rt = self.inner.channels.get(channel)?;
+        Some(rt.channel.parse_callback(body))
+    }
+
     /// The provider kind of a configured channel.
     pub fn channel_kind(&self, name: &str) -> Option<herald_channels::ChannelKind> {
         self.inner.channels.get(name).map(|rt| rt.channel.kind())

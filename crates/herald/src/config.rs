@@ -102,8 +102,8 @@ impl Config {
         }
         let mut names = std::collections::HashSet::new();
         for c in &self.channels {
-            if !names.insert(c.name.as_str()) {
-                bail!("two channels are named {:?}", c.name);
+            if !names.insert(c.name()) {
+                bail!("two channels are named {:?}", c.name());
             }
         }
         self.reminders
@@ -152,7 +152,7 @@ mod tests {
         assert_eq!(c.listen, "127.0.0.1:8780");
         assert!(c.store.starts_with("sqlite://"));
         assert_eq!(c.channels.len(), 1);
-        assert_eq!(c.channels[0].name, "log");
+        assert_eq!(c.channels[0].name(), "log");
         assert_eq!(c.reminders.default_channel.as_deref(), Some("log"));
         assert_eq!(c.reminders.merge_window_ms, 60_000);
     }
@@ -177,9 +177,138 @@ url = "http://127.0.0.1:9000/hook"
         let c = Config::load(Some(&path)).unwrap();
         assert_eq!(c.listen, "127.0.0.1:9999");
         assert_eq!(c.engine.window_ms, 5000);
-        assert_eq!(c.channels[0].name, "hooks");
+        assert_eq!(c.channels[0].name(), "hooks");
         std::fs::write(&path, "listne = 1\n").unwrap();
         let err = format!("{:#}", Config::load(Some(&path)).unwrap_err());
         assert!(err.contains("listne"), "{err}");
+    }
+
+    fn load_str(toml: &str) -> anyhow::Result<Config> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("h.toml");
+        std::fs::write(&path, toml)?;
+        Config::load(Some(&path))
+    }
+
+    /// Every kind with the keys it took before channel sections were typed.
+    const EVERY_KIND: &str = r#"
+[[channels]]
+name = "hooks"
+kind = "webhook"
+url = "http://127.0.0.1:9000/hook"
+secret_env = "HOOKS_SECRET"
+ca_file = "/etc/herald/internal-ca.pem"
+concurrency = 64
+rate_per_sec = 500
+timeout_ms = 3000
+max_attempts = 4
+backoff_base_ms = 100
+backoff_max_ms = 400
+backoff_jitter = 0.25
+
+[[channels]]
+name = "wx"
+kind = "wechat"
+api_base = "http://127.0.0.1:9001"
+appid = "wx1234567890"
+secret = "wx-app-secret"
+token_mode = "classic"
+reminder_template = { template_id = "TPL", data = { first = { value = "{subject}" } } }
+[channels.quiet_hours]
+start = "22:00"
+end = "08:00"
+timezone = "Asia/Shanghai"
+policy = "drop"
+
+[[channels]]
+name = "wc"
+kind = "wecom"
+corpid = "ww1234567890"
+corpsecret_env = "WECOM_SECRET"
+agentid = 1000002
+
+[[channels]]
+name = "push"
+kind = "fcm"
+service_account = "/etc/herald/fcm.json"
+project_id = "p1"
+token_url = "http://127.0.0.1:9001/token"
+
+[[channels]]
+name = "mail"
+kind = "smtp"
+host = "smtp.example.com"
+port = 587
+tls = "starttls"
+username = "herald"
+password_env = "SMTP_PASSWORD"
+from = "Herald <noreply@example.com>"
+
+[[channels]]
+name = "log"
+kind = "log"
+"#;
+
+    #[test]
+    fn existing_channel_tables_load_unchanged() {
+        use herald_channels::{ProviderConfig, QuietPolicy, SecretSource, SmtpTls, TokenMode};
+        let c = load_str(EVERY_KIND).unwrap();
+        let kinds: Vec<&str> = c.channels.iter().map(|c| c.kind().as_str()).collect();
+        assert_eq!(kinds, ["webhook", "wechat", "wecom", "fcm", "smtp", "log"]);
+        let hooks = &c.channels[0];
+        assert_eq!(hooks.common.concurrency, 64);
+        assert_eq!(hooks.common.rate_per_sec, Some(500.0));
+        assert_eq!(hooks.common.backoff_jitter, 0.25);
+        let ProviderConfig::Webhook(h) = &hooks.provider else {
+            panic!("{hooks:?}")
+        };
+        assert_eq!(h.secret, Some(SecretSource::Env("HOOKS_SECRET".into())));
+        assert_eq!(h.ca_file.as_deref(), Some("/etc/herald/internal-ca.pem"));
+        let wx = &c.channels[1];
+        assert_eq!(
+            wx.common.quiet_hours.as_ref().map(|q| q.policy),
+            Some(QuietPolicy::Drop)
+        );
+        assert_eq!(
+            wx.common.reminder_template.as_ref().unwrap()["data"]["first"]["value"],
+            "{subject}"
+        );
+        let ProviderConfig::Wechat(w) = &wx.provider else {
+            panic!("{wx:?}")
+        };
+        assert_eq!(w.token_mode, TokenMode::Classic);
+        assert!(!format!("{wx:?}").contains("wx-app-secret"));
+        let ProviderConfig::Wecom(w) = &c.channels[2].provider else {
+            panic!()
+        };
+        assert_eq!(w.agentid, 1000002);
+        let ProviderConfig::Smtp(m) = &c.channels[4].provider else {
+            panic!()
+        };
+        assert_eq!((m.port, m.tls), (Some(587), SmtpTls::Starttls));
+    }
+
+    #[test]
+    fn channel_keys_are_checked_per_kind() {
+        let err = |toml: &str| format!("{:#}", load_str(toml).unwrap_err());
+        let e = err(
+            "[[channels]]\nname = \"hooks\"\nkind = \"webhook\"\nurl = \"http://x\"\ncorpid = \"ww1\"\n",
+        );
+        assert!(
+            e.contains(
+                "channel \"hooks\" (kind webhook): unknown key \"corpid\" (a wecom key); \
+                 webhook takes url (required), secret or secret_env, ca_file, and the common keys"
+            ),
+            "{e}"
+        );
+        let e = err(
+            "[[channels]]\nname = \"wc\"\nkind = \"wecom\"\ncorpid = \"ww\"\ncorpsecret = \"s\"\n",
+        );
+        assert!(
+            e.contains("channel \"wc\" (kind wecom): missing key \"agentid\"; wecom takes corpid (required), agentid (required)"),
+            "{e}"
+        );
+        let e = err("[[channels]]\nname = \"l\"\nkind = \"log\"\nconcurrency = \"many\"\n");
+        assert!(e.contains("(kind log): concurrency: invalid type"), "{e}");
     }
 }

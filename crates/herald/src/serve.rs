@@ -36,23 +36,20 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     let mut specs = Vec::new();
     for c in &cfg.channels {
         let channel = herald_channels::build(c, &build_ctx)?;
+        let common = &c.common;
+        let quiet = match (common.quiet_window()?, &common.quiet_hours) {
+            (Some(window), Some(q)) => {
+                Some((window, q.policy, common.quiet_label().unwrap_or_default()))
+            }
+            _ => None,
+        };
         specs.push(ChannelSpec {
             channel,
-            concurrency: c.concurrency,
-            rate_per_sec: c.rate_per_sec,
-            retry: c.retry_policy(),
-            quiet: c.quiet_window()?.map(|w| {
-                let q = c.quiet_hours.as_ref();
-                let label = q.map_or_else(String::new, |q| {
-                    let policy = match q.policy {
-                        herald_channels::QuietPolicy::Defer => "defer",
-                        herald_channels::QuietPolicy::Drop => "drop",
-                    };
-                    format!("{}-{} {} ({policy})", q.start, q.end, q.timezone)
-                });
-                (w, q.map(|q| q.policy).unwrap_or_default(), label)
-            }),
-            reminder_template: c.reminder_template.clone(),
+            concurrency: common.concurrency,
+            rate_per_sec: common.rate_per_sec,
+            retry: common.retry_policy(),
+            quiet,
+            reminder_template: common.reminder_template.clone(),
         });
     }
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);

@@ -23,29 +23,34 @@
 //! "clientmsgid size out of limit"), so a key longer than 32 bytes, or with
 //! characters outside `[A-Za-z0-9._:-]`, is sent as the first 32 hex digits of
 //! its SHA-256: the same key always maps to the same id.
+//!
+//! **Delivery reports.** Once a message has reached the user (or not), WeChat
+//! posts a `TEMPLATESENDJOBFINISH` event to the account's server URL; pointed
+//! at `POST /v1/channels/{name}/callback`, it is read by
+//! [`Channel::parse_callback`] (see `callback.rs`).
+
+mod callback;
 
 use async_trait::async_trait;
-
-use crate::token_cache::TokenUse;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use crate::provider_http::{Answer, ProviderHttp, Secret};
-use crate::token_cache::{FetchHint, FetchedToken, TokenCache, TokenCacheOptions, TokenError};
+use crate::provider_http::{Answer, ProviderHttp, Secret, retryable, token_outcome};
+use crate::token_cache::{
+    FetchHint, FetchedToken, TokenCache, TokenCacheOptions, TokenError, TokenUse,
+};
+use crate::weixin::{
+    QUOTA_CODES, SYSTEM_BUSY, TOKEN_CODES, errcode, msgid_text, parse_token_answer,
+};
 use crate::{
-    BuildContext, Channel, ChannelConfig, ChannelError, ChannelKind, Delivery, ProviderStatus,
-    SendOutcome, TokenMode,
+    BuildContext, CallbackError, CallbackEvent, Channel, ChannelError, ChannelKind, CommonSettings,
+    Delivery, ProviderStatus, SendOutcome, TokenMode, WechatConfig,
 };
 
 /// The real API.
 pub const DEFAULT_API_BASE: &str = "https://api.weixin.qq.com";
 /// Longest `client_msg_id` sent.
 pub const MAX_CLIENT_MSG_ID: usize = 32;
-
-/// Codes that mean "this access token is not (or no longer) valid".
-pub(crate) const TOKEN_CODES: [i64; 3] = [40001, 40014, 42001];
-/// WeChat-family code for "system busy".
-pub(crate) const SYSTEM_BUSY: i64 = -1;
 
 pub struct WechatChannel {
     name: String,
@@ -68,22 +73,28 @@ impl std::fmt::Debug for WechatChannel {
 }
 
 impl WechatChannel {
-    pub fn new(cfg: &ChannelConfig, ctx: &BuildContext) -> Result<Self, ChannelError> {
-        Self::with_options(cfg, ctx, TokenCacheOptions::default())
+    pub fn new(
+        common: &CommonSettings,
+        cfg: &WechatConfig,
+        ctx: &BuildContext,
+    ) -> Result<Self, ChannelError> {
+        Self::with_options(common, cfg, ctx, TokenCacheOptions::default())
     }
 
     /// As [`WechatChannel::new`], with the token cache's clock and margins.
     pub fn with_options(
-        cfg: &ChannelConfig,
+        common: &CommonSettings,
+        cfg: &WechatConfig,
         ctx: &BuildContext,
         opts: TokenCacheOptions,
     ) -> Result<Self, ChannelError> {
-        let appid = required(cfg, "appid", &cfg.appid)?;
-        let secret = cfg.resolved_secret()?.ok_or_else(|| {
-            cfg.err("a wechat channel needs secret or secret_env (the AppSecret)")
-        })?;
+        let appid = cfg.appid.trim().to_string();
+        if appid.is_empty() {
+            return Err(common.err("appid must not be empty"));
+        }
+        let secret = cfg.secret.resolve("secret").map_err(|e| common.err(&e))?;
         let base = cfg.api_base.as_deref().unwrap_or(DEFAULT_API_BASE);
-        let http = ProviderHttp::new(cfg, base)?;
+        let http = ProviderHttp::new(common, cfg.ca_file.as_deref(), base)?;
         let tokens = TokenCache::new(
             format!("wechat:{appid}"),
             ctx.vault.clone(),
@@ -91,10 +102,10 @@ impl WechatChannel {
             opts,
         );
         Ok(Self {
-            name: cfg.name.clone(),
+            name: common.name.clone(),
             appid,
             secret: Secret::new(secret),
-            mode: cfg.token_mode.unwrap_or_default(),
+            mode: cfg.token_mode,
             http,
             tokens,
         })
@@ -165,71 +176,6 @@ impl WechatChannel {
     }
 }
 
-pub(crate) fn required(
-    cfg: &ChannelConfig,
-    field: &str,
-    v: &Option<String>,
-) -> Result<String, ChannelError> {
-    match v.as_deref().map(str::trim) {
-        Some(s) if !s.is_empty() => Ok(s.to_string()),
-        _ => Err(cfg.err(&format!("a {} channel needs {field}", cfg.kind.as_str()))),
-    }
-}
-
-pub(crate) fn retryable(error: String, status: Option<i64>) -> SendOutcome {
-    SendOutcome::Retryable {
-        error,
-        status,
-        retry_after_ms: None,
-    }
-}
-
-/// A WeChat-family token endpoint answer: `{access_token, expires_in}` or
-/// `{errcode, errmsg}`.
-pub(crate) fn parse_token_answer(answer: &Answer, path: &str) -> Result<FetchedToken, TokenError> {
-    let Some(v) = answer.json() else {
-        return Err(TokenError::Failed(format!(
-            "{path}: HTTP {} with a non-JSON answer",
-            answer.status
-        )));
-    };
-    let code = v.get("errcode").and_then(Value::as_i64).unwrap_or(0);
-    let msg = v.get("errmsg").and_then(Value::as_str).unwrap_or("");
-    if code == 45009 || code == 45011 {
-        return Err(TokenError::Throttled(format!(
-            "{path}: errcode {code}: {msg}"
-        )));
-    }
-    if code != 0 {
-        return Err(TokenError::Failed(format!("{path}: errcode {code}: {msg}")));
-    }
-    match (
-        v.get("access_token").and_then(Value::as_str),
-        v.get("expires_in").and_then(Value::as_i64),
-    ) {
-        (Some(t), Some(secs)) if !t.is_empty() => Ok(FetchedToken {
-            token: t.to_string(),
-            expires_in_secs: secs,
-        }),
-        _ => Err(TokenError::Failed(format!(
-            "{path}: HTTP {}: answer has no access_token/expires_in",
-            answer.status
-        ))),
-    }
-}
-
-/// The outcome for a token that could not be had.
-pub(crate) fn token_outcome(e: TokenError) -> SendOutcome {
-    match e {
-        TokenError::Throttled(_) => SendOutcome::Throttled {
-            error: e.to_string(),
-            status: None,
-            retry_after_ms: None,
-        },
-        TokenError::Failed(_) => retryable(e.to_string(), None),
-    }
-}
-
 /// `client_msg_id` for an idempotency key (see the module docs).
 pub fn client_msg_id(key: &str) -> String {
     let plain = key.len() <= MAX_CLIENT_MSG_ID
@@ -277,66 +223,30 @@ enum Verdict {
 }
 
 fn classify(answer: &Answer) -> Verdict {
-    let http = i64::from(answer.status);
-    if answer.status == 429 {
-        return Verdict::Done(SendOutcome::Throttled {
-            error: format!("HTTP 429: {}", answer.snippet()),
-            status: Some(http),
-            retry_after_ms: answer.retry_after_ms(),
-        });
+    if let Some(o) = answer.overload() {
+        return Verdict::Done(o);
     }
-    if answer.status >= 500 {
-        return Verdict::Done(SendOutcome::Retryable {
-            error: format!("HTTP {}: {}", answer.status, answer.snippet()),
-            status: Some(http),
-            retry_after_ms: answer.retry_after_ms(),
-        });
-    }
-    let Some(v) = answer.json() else {
-        let error = format!(
-            "HTTP {}: non-JSON answer: {}",
-            answer.status,
-            answer.snippet()
-        );
-        return Verdict::Done(if (200..300).contains(&answer.status) {
-            retryable(error, Some(http))
-        } else {
-            SendOutcome::Permanent {
-                error,
-                status: Some(http),
-            }
-        });
+    let v = match answer.json_or_outcome() {
+        Ok(v) => v,
+        Err(o) => return Verdict::Done(o),
     };
-    let code = v.get("errcode").and_then(Value::as_i64).unwrap_or(0);
-    let msg = v.get("errmsg").and_then(Value::as_str).unwrap_or("");
+    let (code, msg) = errcode(&v);
     let error = format!("errcode {code}: {msg}");
     let status = Some(code);
     match code {
-        0 if (200..300).contains(&answer.status) => Verdict::Done(SendOutcome::Delivered {
+        0 if answer.is_success() => Verdict::Done(SendOutcome::Delivered {
             provider_msgid: v.get("msgid").and_then(msgid_text),
             status,
         }),
-        0 => Verdict::Done(SendOutcome::Permanent {
-            error: format!("HTTP {}: {}", answer.status, answer.snippet()),
-            status: Some(http),
-        }),
+        0 => Verdict::Done(answer.rejected()),
         c if TOKEN_CODES.contains(&c) => Verdict::TokenRejected(retryable(error, status)),
         SYSTEM_BUSY => Verdict::Done(retryable(error, status)),
-        45009 | 45011 => Verdict::Done(SendOutcome::Throttled {
+        c if QUOTA_CODES.contains(&c) => Verdict::Done(SendOutcome::Throttled {
             error,
             status,
             retry_after_ms: None,
         }),
         _ => Verdict::Done(SendOutcome::Permanent { error, status }),
-    }
-}
-
-/// A msgid as text, whether the provider sent a number or a string.
-pub(crate) fn msgid_text(v: &Value) -> Option<String> {
-    match v {
-        Value::Number(n) => Some(n.to_string()),
-        Value::String(s) if !s.is_empty() => Some(s.clone()),
-        _ => None,
     }
 }
 
@@ -385,6 +295,12 @@ impl Channel for WechatChannel {
         ProviderStatus {
             token_valid_until: self.tokens.valid_until().await,
         }
+    }
+
+    /// The `TEMPLATESENDJOBFINISH` event WeChat posts once a message has
+    /// reached the user, or not.
+    fn parse_callback(&self, body: &[u8]) -> Result<Vec<CallbackEvent>, CallbackError> {
+        callback::parse_template_event(body).map(|ev| vec![ev])
     }
 }
 

@@ -1,0 +1,304 @@
+//! `[[channels]]` blocks of the configuration, as types.
+//!
+//! A channel is its [`CommonSettings`] (name, limits, retry policy, quiet
+//! hours, reminder template) plus a [`ProviderConfig`] holding only the keys
+//! its kind takes. The TOML stays one flat table per channel; [`table`]
+//! splits it, so a key of another provider is an error that names the
+//! channel, the kind and the key.
+
+mod common;
+mod providers;
+mod secret;
+mod table;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::ChannelError;
+
+pub use common::{COMMON_KEYS, CommonSettings, QuietHours, QuietPolicy};
+pub use providers::{
+    FcmConfig, LogConfig, ProviderKeys, SmtpConfig, SmtpTls, TokenMode, WebhookConfig,
+    WechatConfig, WecomConfig,
+};
+pub use secret::SecretSource;
+
+/// Provider kinds this build can deliver through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChannelKind {
+    Log,
+    Webhook,
+    /// WeChat Official Account template messages.
+    Wechat,
+    /// WeCom (企业微信) app messages.
+    Wecom,
+    /// Firebase Cloud Messaging, HTTP v1.
+    Fcm,
+    /// Email over SMTP.
+    Smtp,
+}
+
+impl ChannelKind {
+    /// Every kind, in the order messages list them.
+    pub const ALL: [ChannelKind; 6] = [
+        ChannelKind::Log,
+        ChannelKind::Webhook,
+        ChannelKind::Wechat,
+        ChannelKind::Wecom,
+        ChannelKind::Fcm,
+        ChannelKind::Smtp,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChannelKind::Log => "log",
+            ChannelKind::Webhook => "webhook",
+            ChannelKind::Wechat => "wechat",
+            ChannelKind::Wecom => "wecom",
+            ChannelKind::Fcm => "fcm",
+            ChannelKind::Smtp => "smtp",
+        }
+    }
+}
+
+impl std::fmt::Display for ChannelKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a channel delivers through, with that provider's settings.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProviderConfig {
+    Log(LogConfig),
+    Webhook(WebhookConfig),
+    Wechat(WechatConfig),
+    Wecom(WecomConfig),
+    Fcm(FcmConfig),
+    Smtp(SmtpConfig),
+}
+
+impl ProviderConfig {
+    pub fn kind(&self) -> ChannelKind {
+        match self {
+            ProviderConfig::Log(_) => ChannelKind::Log,
+            ProviderConfig::Webhook(_) => ChannelKind::Webhook,
+            ProviderConfig::Wechat(_) => ChannelKind::Wechat,
+            ProviderConfig::Wecom(_) => ChannelKind::Wecom,
+            ProviderConfig::Fcm(_) => ChannelKind::Fcm,
+            ProviderConfig::Smtp(_) => ChannelKind::Smtp,
+        }
+    }
+
+    /// What can be checked without contacting the provider.
+    fn check(&self) -> Result<(), String> {
+        match self {
+            ProviderConfig::Log(_) => Ok(()),
+            ProviderConfig::Webhook(p) => p.check(),
+            ProviderConfig::Wechat(p) => p.check(),
+            ProviderConfig::Wecom(p) => p.check(),
+            ProviderConfig::Fcm(p) => p.check(),
+            ProviderConfig::Smtp(p) => p.check(),
+        }
+    }
+}
+
+/// One configured channel: where it delivers and how hard it may be pushed.
+///
+/// It reads from and writes to the flat `[[channels]]` table. Its `Debug`
+/// output shows inline credentials as `<redacted>`, so a logged
+/// configuration never leaks one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChannelConfig {
+    pub common: CommonSettings,
+    pub provider: ProviderConfig,
+}
+
+impl ChannelConfig {
+    /// A channel named `name` with default limits.
+    pub fn new(name: &str, provider: ProviderConfig) -> Self {
+        Self {
+            common: CommonSettings::named(name),
+            provider,
+        }
+    }
+
+    /// A `log` channel with default limits.
+    pub fn log(name: &str) -> Self {
+        Self::new(name, ProviderConfig::Log(LogConfig {}))
+    }
+
+    /// A `webhook` channel to `url` with default limits.
+    pub fn webhook(name: &str, url: &str) -> Self {
+        Self::new(name, ProviderConfig::Webhook(WebhookConfig::new(url)))
+    }
+
+    pub fn name(&self) -> &str {
+        &self.common.name
+    }
+
+    pub fn kind(&self) -> ChannelKind {
+        self.provider.kind()
+    }
+
+    /// Checks what can be checked without contacting the provider.
+    pub fn validate(&self) -> Result<(), ChannelError> {
+        self.common.validate()?;
+        self.provider.check().map_err(|m| self.common.err(&m))
+    }
+}
+
+impl Serialize for ChannelConfig {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        table::to_table(self)
+            .map_err(serde::ser::Error::custom)?
+            .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for ChannelConfig {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let t = serde_json::Map::<String, serde_json::Value>::deserialize(d)?;
+        table::from_table(t).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(json: &str) -> Result<ChannelConfig, String> {
+        serde_json::from_str(json).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn validates_names_urls_and_limits() {
+        assert!(ChannelConfig::log("log").validate().is_ok());
+        assert!(
+            ChannelConfig::webhook("h", "http://127.0.0.1:9/x")
+                .validate()
+                .is_ok()
+        );
+        assert!(ChannelConfig::webhook("h", "ftp://x").validate().is_err());
+        assert!(ChannelConfig::webhook("h", "not a url").validate().is_err());
+        assert!(ChannelConfig::log("bad name").validate().is_err());
+        let mut c = ChannelConfig::log("x");
+        c.common.concurrency = 0;
+        assert!(c.validate().is_err());
+        let mut hook = WebhookConfig::new("http://x");
+        hook.secret = Some(SecretSource::Env("HERALD_TEST_SURELY_UNSET_VAR".into()));
+        let c = ChannelConfig::new("h", ProviderConfig::Webhook(hook));
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("secret_env") && e.contains("\"h\""), "{e}");
+    }
+
+    #[test]
+    fn parses_the_flat_table() {
+        let c = parse(
+            r#"{"name":"hooks","kind":"webhook","url":"http://127.0.0.1:9000/hook","concurrency":8,"secret_env":"HOOK_KEY"}"#,
+        )
+        .unwrap();
+        assert_eq!(c.kind(), ChannelKind::Webhook);
+        assert_eq!(c.common.concurrency, 8);
+        assert_eq!(c.common.max_attempts, 8);
+        let ProviderConfig::Webhook(hook) = &c.provider else {
+            panic!("{c:?}")
+        };
+        assert_eq!(hook.url, "http://127.0.0.1:9000/hook");
+        assert_eq!(hook.secret, Some(SecretSource::Env("HOOK_KEY".into())));
+        // Integers are taken where a float is wanted.
+        let c = parse(r#"{"name":"l","kind":"log","rate_per_sec":500}"#).unwrap();
+        assert_eq!(c.common.rate_per_sec, Some(500.0));
+    }
+
+    #[test]
+    fn a_key_of_another_kind_names_channel_kind_and_key() {
+        let e = parse(r#"{"name":"hooks","kind":"webhook","url":"http://x","corpid":"ww1"}"#)
+            .unwrap_err();
+        assert!(
+            e.starts_with(
+                "channel \"hooks\" (kind webhook): unknown key \"corpid\" (a wecom key); \
+                 webhook takes url (required), secret or secret_env, ca_file, and the common keys (rate_per_sec,"
+            ),
+            "{e}"
+        );
+        let e = parse(r#"{"name":"l","kind":"log","colour":1,"url":"http://x"}"#).unwrap_err();
+        assert!(
+            e.contains("unknown keys \"colour\", \"url\" (a webhook key); log takes no keys"),
+            "{e}"
+        );
+        let e = parse(r#"{"name":"wc","kind":"wecom","corpid":"c","corpsecret":"s","agentid":1,"secret":"x"}"#)
+            .unwrap_err();
+        assert!(
+            e.contains("unknown key \"secret\" (a key of webhook, wechat)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn missing_and_mistyped_keys_are_named() {
+        let e = parse(r#"{"name":"wx","kind":"wechat","secret":"s"}"#).unwrap_err();
+        assert!(
+            e.starts_with("channel \"wx\" (kind wechat): missing key \"appid\"; wechat takes appid (required), secret or secret_env (one required)"),
+            "{e}"
+        );
+        let e = parse(r#"{"name":"wx","kind":"wechat","appid":"a"}"#).unwrap_err();
+        assert!(e.contains("missing key \"secret\" (or secret_env)"), "{e}");
+        let e = parse(r#"{"name":"wx","kind":"wechat","appid":"a","secret":"s","secret_env":"V"}"#)
+            .unwrap_err();
+        assert!(
+            e.contains("set either secret or secret_env, not both"),
+            "{e}"
+        );
+        let e =
+            parse(r#"{"name":"wc","kind":"wecom","corpid":"c","corpsecret":"s","agentid":"one"}"#)
+                .unwrap_err();
+        assert!(e.contains("(kind wecom): agentid: invalid type"), "{e}");
+        let e = parse(r#"{"name":"l","kind":"log","concurrency":"many"}"#).unwrap_err();
+        assert!(e.contains("(kind log): concurrency: invalid type"), "{e}");
+        let e = parse(r#"{"name":"x","kind":"sms"}"#).unwrap_err();
+        assert!(
+            e.contains("unknown kind \"sms\"; one of log, webhook"),
+            "{e}"
+        );
+        let e = parse(r#"{"name":"x"}"#).unwrap_err();
+        assert!(e.contains("channel \"x\": missing key \"kind\""), "{e}");
+        let e = parse(r#"{"kind":"log"}"#).unwrap_err();
+        assert!(e.contains("missing key \"name\""), "{e}");
+        let e =
+            parse(r#"{"name":"m","kind":"smtp","host":"h","from":"f","tls":"ssl"}"#).unwrap_err();
+        assert!(e.contains("tls: unknown variant"), "{e}");
+    }
+
+    #[test]
+    fn writes_back_the_table_it_reads() {
+        let tables = [
+            r#"{"name":"l","kind":"log"}"#,
+            r#"{"name":"h","kind":"webhook","url":"http://x","secret":"k","ca_file":"/ca.pem","quiet_hours":{"start":"22:00","end":"08:00","timezone":"UTC","policy":"drop"}}"#,
+            r#"{"name":"wx","kind":"wechat","appid":"a","secret_env":"WX","token_mode":"classic","api_base":"http://m"}"#,
+            r#"{"name":"wc","kind":"wecom","corpid":"c","corpsecret":"s","agentid":7,"rate_per_sec":5.5}"#,
+            r#"{"name":"f","kind":"fcm","service_account":"/k.json","project_id":"p","token_url":"http://t"}"#,
+            r#"{"name":"m","kind":"smtp","host":"h","port":25,"tls":"none","username":"u","password_env":"PW","from":"a@b","reminder_template":{"subject":"{subject}"}}"#,
+        ];
+        for t in tables {
+            let c = parse(t).unwrap();
+            let written = serde_json::to_value(&c).unwrap();
+            let again: ChannelConfig = serde_json::from_value(written.clone()).unwrap();
+            assert_eq!(again, c, "{written}");
+            for (k, v) in serde_json::from_str::<serde_json::Map<_, _>>(t).unwrap() {
+                assert_eq!(written[&k], v, "{k} in {written}");
+            }
+        }
+    }
+
+    #[test]
+    fn debug_hides_inline_credentials() {
+        let c = parse(r#"{"name":"m","kind":"smtp","host":"h","from":"f","username":"u","password":"pw-SECRET"}"#)
+            .unwrap();
+        let shown = format!("{c:?}");
+        assert!(
+            !shown.contains("pw-SECRET") && shown.contains("<redacted>"),
+            "{shown}"
+        );
+    }
+}
