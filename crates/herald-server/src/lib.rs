@@ -4,9 +4,13 @@
 pub mod audiences;
 pub mod channels;
 pub mod error;
+mod fields;
 pub mod jobs;
 mod ops;
+mod pagination;
+mod rate;
 pub mod reminders;
+mod request;
 pub mod rules;
 pub mod timers;
 pub mod validate;
@@ -17,8 +21,11 @@ use axum::Router;
 use axum::routing::{delete, get, post, put};
 use herald_core::Clock;
 use herald_engine::Engine;
+use herald_engine::campaign::Campaigns;
 use metrics_exporter_prometheus::PrometheusHandle;
 use serde::{Deserialize, Serialize};
+
+use crate::rate::RateSampler;
 
 pub use ops::install_metrics;
 pub use reminders::RemindersConfig;
@@ -60,9 +67,12 @@ impl Default for ApiConfig {
     }
 }
 
+/// What every handler gets.
 #[derive(Clone)]
 pub struct AppState {
     pub engine: Engine,
+    /// The campaign use cases (audiences, jobs, rules); `engine.campaigns()`.
+    pub campaigns: Campaigns,
     pub clock: Arc<dyn Clock>,
     pub api: Arc<ApiConfig>,
     pub reminders: Arc<RemindersConfig>,
@@ -122,13 +132,9 @@ pub fn router(state: AppState) -> Router {
         .fallback(ops::not_found)
         .method_not_allowed_fallback(ops::method_not_allowed)
         // Job progress samples, for the current rate of `GET /v1/jobs/{id}`.
-        .layer(axum::Extension(Arc::new(
-            jobs::RateSampler::<i64>::default(),
-        )))
+        .layer(axum::Extension(Arc::new(RateSampler::<i64>::default())))
         // Answered sends per channel, for the current rate of `GET /v1/channels`.
-        .layer(axum::Extension(Arc::new(
-            jobs::RateSampler::<String>::default(),
-        )))
+        .layer(axum::Extension(Arc::new(RateSampler::<String>::default())))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
             ops::panic_response,
         ))

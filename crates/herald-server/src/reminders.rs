@@ -25,7 +25,8 @@ use serde_json::{Value, json};
 
 use crate::AppState;
 use crate::error::{ApiError, ErrorBody, from_serde};
-use crate::timers::read_body;
+use crate::fields::unknown_channel;
+use crate::request::{ndjson_lines, read_body};
 use crate::validate::MAX_AHEAD_MS;
 
 /// Longest user or subject id.
@@ -246,8 +247,7 @@ pub async fn get_subject(
         .engine
         .store()
         .get_subjects(std::slice::from_ref(&subject_id))
-        .await
-        .map_err(crate::timers::store_err)?;
+        .await?;
     match found.into_iter().next() {
         Some(s) => Ok(axum::Json(SubjectJson::new(s)).into_response()),
         None => Err(ApiError::not_found("subject")),
@@ -361,14 +361,7 @@ fn route(st: &AppState, t: ChannelType, own: Option<String>) -> Result<String, A
         },
     };
     if !st.engine.has_channel(&name) {
-        return Err(ApiError::field(
-            field,
-            "unknown_channel",
-            format!(
-                "no channel named {name:?}; configured: {:?}",
-                st.engine.channel_names()
-            ),
-        ));
+        return Err(unknown_channel(field, &name, &st.engine.channel_names()));
     }
     Ok(name)
 }
@@ -462,7 +455,7 @@ struct BulkLine<'a> {
 /// nothing and does not hold the others back.
 pub async fn create_bulk(State(st): State<AppState>, body: Body) -> Result<Response, ApiError> {
     let bytes = read_body(body, st.api.bulk_max_bytes).await?;
-    let lines = crate::timers::ndjson_lines(&bytes, st.api.bulk_max_lines)?;
+    let lines = ndjson_lines(&bytes, st.api.bulk_max_lines)?;
     let now = st.clock.now_ms();
     let mut results: Vec<Option<Result<ReminderJson, ApiError>>> = Vec::with_capacity(lines.len());
     let mut valid: Vec<(usize, NewReminder)> = Vec::with_capacity(lines.len());
@@ -612,8 +605,7 @@ pub async fn list_for_user(
         .engine
         .store()
         .user_reminders(&user_id, MAX_LISTED)
-        .await
-        .map_err(crate::timers::store_err)?;
+        .await?;
     let mut by_subject: BTreeMap<String, Vec<Value>> = BTreeMap::new();
     for r in rows {
         let Ok(slot) = Slot::from_bit(r.bit) else {
