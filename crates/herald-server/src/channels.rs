@@ -10,11 +10,11 @@ use axum::response::{IntoResponse, Response};
 use herald_channels::RecallError;
 use serde::Serialize;
 
-use crate::AppState;
 use crate::error::ApiError;
 use crate::error::store_err;
 use crate::rate::RateSampler;
 use crate::request::{action as split_action, parse_id};
+use crate::state::AppState;
 
 /// Largest callback body taken; WeChat's events are a few hundred bytes.
 pub const CALLBACK_MAX_BYTES: usize = 64 * 1024;

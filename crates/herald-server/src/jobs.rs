@@ -18,7 +18,6 @@ use herald_store::{JobRecord, JobTotals, SegmentRecord, SendRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::AppState;
 use crate::error::{ApiError, from_serde};
 use crate::fields::{
     MAX_DEADLINE_SECS, check_message, check_priority, check_users, unknown_channel,
@@ -26,6 +25,7 @@ use crate::fields::{
 use crate::pagination::{ASCENDING, DESCENDING, PageQuery};
 use crate::rate::RateSampler;
 use crate::request::{action as split_action, int_param, parse_id, query, read_body};
+use crate::state::AppState;
 
 /// Most recipients per segment.
 pub const MAX_SEGMENT_SIZE: i64 = 100_000;

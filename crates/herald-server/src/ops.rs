@@ -9,8 +9,8 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
-use crate::AppState;
 use crate::error::ApiError;
+use crate::state::AppState;
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 

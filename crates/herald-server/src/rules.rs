@@ -17,7 +17,6 @@ use herald_store::{RuleSpec, RuleVersion};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::AppState;
 use crate::error::{ApiError, from_serde};
 use crate::fields::{
     MAX_DEADLINE_SECS, check_message, check_priority, check_users, recipient_problem,
@@ -26,6 +25,7 @@ use crate::fields::{
 use crate::jobs::TotalsJson;
 use crate::pagination::{ASCENDING, PageQuery};
 use crate::request::{action as split_action, int_param, parse_id, query, read_body};
+use crate::state::AppState;
 
 /// Longest rule name, in bytes.
 pub const MAX_NAME_BYTES: usize = 200;

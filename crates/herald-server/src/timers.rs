@@ -11,9 +11,9 @@ use herald_store::{DeliveryRecord, NewTimer, TimerRecord, WriteOp, WriteResult};
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use crate::AppState;
 use crate::error::{ApiError, ErrorBody};
 use crate::request::{ndjson_lines, parse_id, read_body};
+use crate::state::AppState;
 use crate::validate::{self, Context};
 
 /// A timer as the API shows it.

@@ -17,9 +17,9 @@ use herald_engine::campaign::AudienceUpload;
 use herald_store::AudienceRecord;
 use serde::{Deserialize, Serialize};
 
-use crate::AppState;
 use crate::error::ApiError;
 use crate::request::{parse_id, query};
+use crate::state::AppState;
 use parser::{Format, LineError, Parser};
 
 /// Longest audience name, in bytes.
