@@ -14,6 +14,8 @@ pub mod reminders;
 mod request;
 pub mod rules;
 mod state;
+#[cfg(test)]
+mod tests;
 pub mod timers;
 pub mod validate;
 
