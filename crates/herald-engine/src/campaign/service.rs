@@ -450,3 +450,162 @@ fn next_run_at(r: &RuleRecord, tasks: &[TaskRecord], now: i64, grace_ms: i64) ->
     let after = plan_after(schedule.is_recurring(), last, v.created_at, now, grace_ms);
     schedule.next_after(v.created_at, after)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use herald_core::{Clock, SystemClock};
+    use herald_store::StoreOptions;
+
+    use crate::Stop;
+
+    async fn campaigns() -> Campaigns {
+        let store = herald_store::open("sqlite::memory:", &StoreOptions::default())
+            .await
+            .unwrap();
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        Campaigns::new(Arc::new(Shared {
+            store,
+            clock,
+            channels: Default::default(),
+            cfg: super::super::CampaignConfig::default(),
+            node_id: "service-test".into(),
+            stop: Arc::new(Stop::default()),
+            work: Default::default(),
+            plan: Default::default(),
+            sweep: Default::default(),
+        }))
+    }
+
+    fn spec(schedule: &str) -> RuleSpec {
+        RuleSpec {
+            name: "r".into(),
+            schedule: schedule.into(),
+            audience: "{}".into(),
+            audience_id: None,
+            channel: "log".into(),
+            message: "{}".into(),
+            deadline_secs: None,
+            priority: 5,
+        }
+    }
+
+    fn rule(status: RuleStatus, schedule: &str, created_at: i64) -> RuleRecord {
+        RuleRecord {
+            id: 1,
+            status,
+            created_at,
+            updated_at: created_at,
+            current: RuleVersion {
+                rule_id: 1,
+                version: 2,
+                spec: spec(schedule),
+                created_at,
+            },
+        }
+    }
+
+    fn task(version: i32, planned_at: i64, state: TaskState) -> TaskRecord {
+        TaskRecord {
+            id: planned_at,
+            rule_id: 1,
+            version,
+            planned_at,
+            state,
+            job_id: None,
+            recipients: None,
+            detail: None,
+            created_at: 0,
+            started_at: None,
+            finished_at: None,
+        }
+    }
+
+    const EVERY_MINUTE: &str = r#"{"type":"cron","cron":"* * * * *","timezone":"UTC"}"#;
+
+    #[test]
+    fn next_run_is_the_pending_task_of_the_current_version() {
+        let r = rule(RuleStatus::Enabled, EVERY_MINUTE, 0);
+        let tasks = [
+            task(1, 60_000, TaskState::Pending),
+            task(2, 180_000, TaskState::Pending),
+            task(2, 120_000, TaskState::Succeeded),
+        ];
+        assert_eq!(next_run_at(&r, &tasks, 130_000, 60_000), Some(180_000));
+        // Without one, the occurrence after the last planned one.
+        assert_eq!(next_run_at(&r, &tasks[2..], 130_000, 60_000), Some(180_000));
+        // A recurring rule skips what is older than the misfire grace.
+        assert_eq!(
+            next_run_at(&r, &tasks[2..], 1_000_000, 60_000),
+            Some(960_000)
+        );
+        let off = rule(RuleStatus::Disabled, EVERY_MINUTE, 0);
+        assert_eq!(next_run_at(&off, &tasks, 130_000, 60_000), None);
+    }
+
+    #[test]
+    fn an_immediate_rule_runs_once_at_its_version() {
+        let r = rule(RuleStatus::Enabled, r#"{"type":"immediate"}"#, 5_000);
+        assert_eq!(next_run_at(&r, &[], 9_000, 60_000), Some(5_000));
+        let done = [task(2, 5_000, TaskState::Succeeded)];
+        assert_eq!(next_run_at(&r, &done, 9_000, 60_000), None);
+    }
+
+    #[tokio::test]
+    async fn inline_users_become_one_audience_and_unknown_audiences_are_refused() {
+        let c = campaigns().await;
+        let job = NewJob {
+            audience: AudienceSource::Inline(vec!["a".into(), "b".into(), "a".into()]),
+            channel: "log".into(),
+            message: "{}".into(),
+            segment_size: None,
+            deadline_at: None,
+            priority: 5,
+        };
+        let created = c.create_job(job.clone()).await.unwrap();
+        assert_eq!(created.totals.total, 2);
+        assert_eq!(created.segment_size, c.sh.cfg.segment_size);
+        let audience = created.audience_id;
+        assert_eq!(c.get_audience(audience).await.unwrap().size, Some(2));
+
+        let unknown = NewJob {
+            audience: AudienceSource::Uploaded(999),
+            ..job
+        };
+        assert!(matches!(
+            c.create_job(unknown).await,
+            Err(CampaignError::UnknownAudience {
+                field: "audience_id",
+                id: 999
+            })
+        ));
+    }
+
+    #[tokio::test]
+    async fn re_enabling_a_disabled_rule_starts_a_new_version() {
+        let c = campaigns().await;
+        let new = NewRule {
+            spec: spec(EVERY_MINUTE),
+            users: Some(vec!["u".into()]),
+        };
+        let v1 = c.create_rule(new).await.unwrap();
+        let id = v1.rule.id;
+        assert!(v1.rule.current.spec.audience_id.is_some());
+        assert!(v1.next_run_at.is_some());
+        let off = c.set_rule_enabled(id, false).await.unwrap();
+        assert_eq!(
+            (off.rule.status, off.next_run_at),
+            (RuleStatus::Disabled, None)
+        );
+        // Enabling what is enabled changes nothing.
+        let on = c.set_rule_enabled(id, true).await.unwrap();
+        assert_eq!(on.rule.current.version, 2);
+        let again = c.set_rule_enabled(id, true).await.unwrap();
+        assert_eq!(again.rule.current.version, 2);
+        assert!(matches!(
+            c.set_rule_enabled(999, true).await,
+            Err(CampaignError::NotFound { what: "rule" })
+        ));
+        assert_eq!(c.rule_versions(id).await.unwrap().len(), 2);
+    }
+}

@@ -166,3 +166,69 @@ pub(super) async fn drop_audience(store: &dyn Store, id: i64, left_by: &'static 
         tracing::warn!(audience = id, left_by, error = %e, "dropping an audience failed");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use herald_core::SystemClock;
+    use herald_store::StoreOptions;
+
+    async fn upload(max: u64) -> (Arc<dyn Store>, AudienceUpload) {
+        let store = herald_store::open("sqlite::memory:", &StoreOptions::default())
+            .await
+            .unwrap();
+        let id = store.create_audience(None, 0).await.unwrap();
+        let up = AudienceUpload::new(store.clone(), Arc::new(SystemClock), id, max);
+        (store, up)
+    }
+
+    fn names(range: std::ops::Range<u64>) -> Vec<String> {
+        range.map(|i| format!("r{i}")).collect()
+    }
+
+    #[tokio::test]
+    async fn batches_of_any_size_become_whole_chunks() {
+        let n = AUDIENCE_CHUNK * 2 + 7;
+        let (store, mut up) = upload(n).await;
+        let id = up.id();
+        // Uneven batches, an empty one among them.
+        let mut start = 0;
+        for size in [1, AUDIENCE_CHUNK - 3, 0, AUDIENCE_CHUNK + 5, 4] {
+            up.push(names(start..start + size)).await.unwrap();
+            start += size;
+        }
+        assert_eq!(start, n);
+        let a = up.finish().await.unwrap();
+        assert_eq!((a.id, a.size), (id, Some(n)));
+        let all = store.audience_slice(id, 0, n).await.unwrap();
+        assert_eq!(all, names(0..n));
+    }
+
+    #[tokio::test]
+    async fn over_the_limit_is_refused_and_abandoning_leaves_nothing() {
+        let (store, mut up) = upload(3).await;
+        let id = up.id();
+        up.push(names(0..2)).await.unwrap();
+        assert!(matches!(
+            up.push(names(2..4)).await,
+            Err(CampaignError::TooManyRecipients { max: 3 })
+        ));
+        up.abandon().await;
+        assert_eq!(store.get_audience(id).await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn an_upload_dropped_midway_is_removed() {
+        let (store, mut up) = upload(u64::MAX).await;
+        let id = up.id();
+        up.push(names(0..AUDIENCE_CHUNK + 1)).await.unwrap();
+        drop(up);
+        for _ in 0..200 {
+            if store.get_audience(id).await.unwrap().is_none() {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        panic!("the audience of a dropped upload is still there");
+    }
+}
