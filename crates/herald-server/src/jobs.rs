@@ -231,14 +231,10 @@ struct JobBody {
     priority: Option<i64>,
 }
 
-/// `POST /v1/jobs` → `201` job. Sending starts at once.
-pub async fn create(
-    State(st): State<AppState>,
-    Extension(rates): Extension<Arc<RateSampler>>,
-    body: Body,
-) -> Result<Response, ApiError> {
-    let bytes = read_body(body, st.api.campaign_body_max_bytes).await?;
-    let de = &mut serde_json::Deserializer::from_slice(&bytes);
+/// Reads and checks a job body. Whether an `audience_id` names a sealed
+/// audience is the campaign service's to check.
+fn check_job(st: &AppState, bytes: &[u8]) -> Result<NewJob, ApiError> {
+    let de = &mut serde_json::Deserializer::from_slice(bytes);
     let req: JobBody = serde_path_to_error::deserialize(de).map_err(from_serde)?;
     let now = st.clock.now_ms();
 
@@ -334,18 +330,26 @@ pub async fn create(
         }
     };
     let priority = check_priority(req.priority)?;
-    let job = st
-        .campaigns
-        .create_job(NewJob {
-            audience,
-            channel: req.channel,
-            message: req.message.get().to_string(),
-            segment_size,
-            deadline_at,
-            priority,
-        })
-        .await?;
-    let body = job_json(&st, &rates, job).await?;
+    Ok(NewJob {
+        audience,
+        channel: req.channel,
+        message: req.message.get().to_string(),
+        segment_size,
+        deadline_at,
+        priority,
+    })
+}
+
+/// `POST /v1/jobs` → `201` job. Sending starts at once.
+pub async fn create(
+    State(st): State<AppState>,
+    Extension(rates): Extension<Arc<RateSampler>>,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let bytes = read_body(body, st.api.campaign_body_max_bytes).await?;
+    let job = check_job(&st, &bytes)?;
+    let created = st.campaigns.create_job(job).await?;
+    let body = job_json(&st, &rates, created).await?;
     Ok((StatusCode::CREATED, axum::Json(body)).into_response())
 }
 
