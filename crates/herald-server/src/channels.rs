@@ -10,10 +10,11 @@ use axum::response::{IntoResponse, Response};
 use herald_channels::{CallbackError, CallbackEvent, RecallError};
 use serde::Serialize;
 
-use crate::AppState;
 use crate::error::ApiError;
-use crate::jobs::RateSampler;
-use crate::timers::store_err;
+use crate::error::store_err;
+use crate::rate::RateSampler;
+use crate::request::{action as split_action, parse_id};
+use crate::state::AppState;
 
 /// Largest callback body taken; WeChat's events are a few hundred bytes.
 pub const CALLBACK_MAX_BYTES: usize = 64 * 1024;
@@ -128,26 +129,12 @@ pub async fn action(
     State(st): State<AppState>,
     Path(segment): Path<String>,
 ) -> Result<Response, ApiError> {
-    let Some((raw_id, verb)) = segment.split_once(':') else {
-        return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "unknown_action",
-            format!("POST /v1/deliveries/{segment} needs an action: {segment}:recall"),
-        ));
-    };
-    if verb != "recall" {
-        return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "unknown_action",
-            format!("no delivery action {verb:?}; use :recall"),
-        ));
-    }
-    let id = crate::audiences::parse_id(raw_id, "delivery")?;
+    let (raw_id, _recall) = split_action(&segment, "deliveries", "delivery", &["recall"])?;
+    let id = parse_id(raw_id, "delivery")?;
     let store = st.engine.store();
     let d = store
         .get_delivery(id)
-        .await
-        .map_err(store_err)?
+        .await?
         .ok_or_else(|| ApiError::not_found("delivery"))?;
     if d.final_status.as_deref() == Some(herald_store::FINAL_RECALLED) {
         return Err(ApiError::new(
@@ -194,10 +181,7 @@ pub async fn action(
         )),
         Some(Ok(())) => {
             let now = st.clock.now_ms();
-            store
-                .mark_delivery_recalled(id, now)
-                .await
-                .map_err(store_err)?;
+            store.mark_delivery_recalled(id, now).await?;
             Ok(axum::Json(serde_json::json!({
                 "id": id,
                 "channel": d.channel,

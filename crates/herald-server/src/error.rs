@@ -2,6 +2,7 @@
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use herald_engine::campaign::CampaignError;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize)]
@@ -109,6 +110,42 @@ impl From<&herald_store::StoreError> for ApiError {
                     "the store failed; nothing was written",
                 )
             }
+        }
+    }
+}
+
+/// For `.map_err(store_err)` where `?` cannot convert on its own.
+pub fn store_err(e: herald_store::StoreError) -> ApiError {
+    e.into()
+}
+
+/// What the campaign service refused, as the client sees it.
+impl From<CampaignError> for ApiError {
+    fn from(e: CampaignError) -> Self {
+        let message = e.to_string();
+        match e {
+            CampaignError::NotFound { what } => ApiError::not_found(what),
+            CampaignError::UnknownAudience { field, .. }
+            | CampaignError::AudienceUnusable { field, .. } => {
+                ApiError::field(field, "unknown_audience", message)
+            }
+            CampaignError::AudienceNotReady { field, .. } => {
+                ApiError::field(field, "audience_not_ready", message)
+            }
+            CampaignError::TooManyRecipients { .. } => {
+                let mut e = ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "too_many_recipients",
+                    message,
+                );
+                e.body.field = Some("body".into());
+                e
+            }
+            CampaignError::Interrupted { why } => {
+                tracing::warn!(why, "campaign write interrupted");
+                ApiError::unavailable(why)
+            }
+            CampaignError::Store(e) => ApiError::from(&e),
         }
     }
 }

@@ -3,11 +3,19 @@
 
 pub mod audiences;
 pub mod channels;
+mod config;
 pub mod error;
+mod fields;
 pub mod jobs;
 mod ops;
+mod pagination;
+mod rate;
 pub mod reminders;
+mod request;
 pub mod rules;
+mod state;
+#[cfg(test)]
+mod tests;
 pub mod timers;
 pub mod validate;
 
@@ -15,60 +23,14 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::routing::{delete, get, post, put};
-use herald_core::Clock;
-use herald_engine::Engine;
-use metrics_exporter_prometheus::PrometheusHandle;
-use serde::{Deserialize, Serialize};
 
+use crate::rate::RateSampler;
+
+pub use config::{ApiConfig, RemindersConfig};
 pub use ops::install_metrics;
-pub use reminders::RemindersConfig;
+pub use state::AppState;
 
-/// Request limits.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ApiConfig {
-    /// Largest single timer (a `POST /v1/timers` body, or one bulk line).
-    pub max_timer_bytes: usize,
-    /// Largest bulk request body.
-    pub bulk_max_bytes: usize,
-    /// Most timers in one bulk request.
-    pub bulk_max_lines: usize,
-    /// Timers per transaction inside a bulk request.
-    pub bulk_chunk: usize,
-    /// Most recipients in one uploaded audience (`POST /v1/audiences`).
-    pub audience_max_recipients: u64,
-    /// Most `audience.users` a rule may list inline.
-    pub rule_max_users: usize,
-    /// Most `users` a job may list inline.
-    pub job_max_users: usize,
-    /// Largest rule or job request body.
-    pub campaign_body_max_bytes: usize,
-}
-
-impl Default for ApiConfig {
-    fn default() -> Self {
-        Self {
-            max_timer_bytes: 64 * 1024,
-            bulk_max_bytes: 64 * 1024 * 1024,
-            bulk_max_lines: 100_000,
-            bulk_chunk: 10_000,
-            audience_max_recipients: 50_000_000,
-            rule_max_users: 10_000,
-            job_max_users: 10_000,
-            campaign_body_max_bytes: 8 * 1024 * 1024,
-        }
-    }
-}
-
-#[derive(Clone)]
-pub struct AppState {
-    pub engine: Engine,
-    pub clock: Arc<dyn Clock>,
-    pub api: Arc<ApiConfig>,
-    pub reminders: Arc<RemindersConfig>,
-    pub metrics: PrometheusHandle,
-}
-
+/// Every route of the API, with the error fallbacks, over `state`.
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/v1/timers", post(timers::create))
@@ -122,13 +84,9 @@ pub fn router(state: AppState) -> Router {
         .fallback(ops::not_found)
         .method_not_allowed_fallback(ops::method_not_allowed)
         // Job progress samples, for the current rate of `GET /v1/jobs/{id}`.
-        .layer(axum::Extension(Arc::new(
-            jobs::RateSampler::<i64>::default(),
-        )))
+        .layer(axum::Extension(Arc::new(RateSampler::<i64>::default())))
         // Answered sends per channel, for the current rate of `GET /v1/channels`.
-        .layer(axum::Extension(Arc::new(
-            jobs::RateSampler::<String>::default(),
-        )))
+        .layer(axum::Extension(Arc::new(RateSampler::<String>::default())))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
             ops::panic_response,
         ))

@@ -9,9 +9,8 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
-use crate::AppState;
 use crate::error::ApiError;
-use crate::timers::store_err;
+use crate::state::AppState;
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 
@@ -56,12 +55,7 @@ pub async fn metrics(State(st): State<AppState>) -> impl IntoResponse {
 
 /// Counts by state from the store, and this node's wheel and in-flight figures.
 pub async fn stats(State(st): State<AppState>) -> Result<Response, ApiError> {
-    let counts = st
-        .engine
-        .store()
-        .count_by_state()
-        .await
-        .map_err(store_err)?;
+    let counts = st.engine.store().count_by_state().await?;
     let mut timers = serde_json::Map::new();
     for s in herald_core::TimerState::ALL {
         let n = counts.iter().find(|(c, _)| *c == s).map_or(0, |(_, n)| *n);
@@ -83,7 +77,7 @@ pub async fn stats(State(st): State<AppState>) -> Result<Response, ApiError> {
 /// Who owns which shards, from the store's lease table: the cluster as every
 /// node sees it, whichever node answers.
 pub async fn cluster(State(st): State<AppState>) -> Result<Response, ApiError> {
-    let leases = st.engine.store().shard_leases().await.map_err(store_err)?;
+    let leases = st.engine.store().shard_leases().await?;
     let now = st.clock.now_ms();
     let mut owners: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
     let mut unowned = u64::from(st.engine.shards());

@@ -23,9 +23,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use crate::AppState;
+use crate::config::type_names;
 use crate::error::{ApiError, ErrorBody, from_serde};
-use crate::timers::read_body;
+use crate::fields::unknown_channel;
+use crate::request::{ndjson_lines, read_body};
+use crate::state::AppState;
 use crate::validate::MAX_AHEAD_MS;
 
 /// Longest user or subject id.
@@ -34,71 +36,6 @@ pub const MAX_ID_BYTES: usize = 128;
 pub const MAX_TITLE_BYTES: usize = 1024;
 /// Most reminders `GET /v1/users/{id}/reminders` lists.
 pub const MAX_LISTED: usize = 10_000;
-
-/// How reminders reach users.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct RemindersConfig {
-    /// A user's reminders on one channel that fall due within this many
-    /// milliseconds of the earliest go out as one message; 0 turns merging off.
-    pub merge_window_ms: i64,
-    /// The configured channel each channel type is sent through, e.g.
-    /// `app = "push"`. A type without an entry uses the channel of the same
-    /// name, if there is one. A reminder may name its own `channel`.
-    pub channels: BTreeMap<String, String>,
-    /// The channel for types that `channels` does not map and no channel is
-    /// named after. Unset, such a reminder is refused. The embedded default
-    /// (no channels configured) sets it to its `log` channel.
-    pub default_channel: Option<String>,
-}
-
-impl Default for RemindersConfig {
-    fn default() -> Self {
-        Self {
-            merge_window_ms: 60_000,
-            channels: BTreeMap::new(),
-            default_channel: None,
-        }
-    }
-}
-
-impl RemindersConfig {
-    /// Checks the routing table against the configured channels.
-    pub fn validate(&self, has_channel: impl Fn(&str) -> bool) -> Result<(), String> {
-        if self.merge_window_ms < 0 {
-            return Err("reminders.merge_window_ms must not be negative".into());
-        }
-        if let Some(c) = &self.default_channel
-            && !has_channel(c)
-        {
-            return Err(format!(
-                "reminders.default_channel: no channel named {c:?} is configured"
-            ));
-        }
-        for (t, c) in &self.channels {
-            if ChannelType::parse(t).is_none() {
-                return Err(format!(
-                    "reminders.channels: {t:?} is not a channel type; expected one of {}",
-                    type_names()
-                ));
-            }
-            if !has_channel(c) {
-                return Err(format!(
-                    "reminders.channels.{t}: no channel named {c:?} is configured"
-                ));
-            }
-        }
-        Ok(())
-    }
-}
-
-fn type_names() -> String {
-    ChannelType::ALL
-        .iter()
-        .map(|t| t.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
-}
 
 /// User and subject ids appear in paths: 1..=128 of `A-Z a-z 0-9 _ - . : @`.
 fn check_id(field: &str, id: &str) -> Result<(), ApiError> {
@@ -246,8 +183,7 @@ pub async fn get_subject(
         .engine
         .store()
         .get_subjects(std::slice::from_ref(&subject_id))
-        .await
-        .map_err(crate::timers::store_err)?;
+        .await?;
     match found.into_iter().next() {
         Some(s) => Ok(axum::Json(SubjectJson::new(s)).into_response()),
         None => Err(ApiError::not_found("subject")),
@@ -361,14 +297,7 @@ fn route(st: &AppState, t: ChannelType, own: Option<String>) -> Result<String, A
         },
     };
     if !st.engine.has_channel(&name) {
-        return Err(ApiError::field(
-            field,
-            "unknown_channel",
-            format!(
-                "no channel named {name:?}; configured: {:?}",
-                st.engine.channel_names()
-            ),
-        ));
+        return Err(unknown_channel(field, &name, &st.engine.channel_names()));
     }
     Ok(name)
 }
@@ -462,7 +391,7 @@ struct BulkLine<'a> {
 /// nothing and does not hold the others back.
 pub async fn create_bulk(State(st): State<AppState>, body: Body) -> Result<Response, ApiError> {
     let bytes = read_body(body, st.api.bulk_max_bytes).await?;
-    let lines = crate::timers::ndjson_lines(&bytes, st.api.bulk_max_lines)?;
+    let lines = ndjson_lines(&bytes, st.api.bulk_max_lines)?;
     let now = st.clock.now_ms();
     let mut results: Vec<Option<Result<ReminderJson, ApiError>>> = Vec::with_capacity(lines.len());
     let mut valid: Vec<(usize, NewReminder)> = Vec::with_capacity(lines.len());
@@ -612,8 +541,7 @@ pub async fn list_for_user(
         .engine
         .store()
         .user_reminders(&user_id, MAX_LISTED)
-        .await
-        .map_err(crate::timers::store_err)?;
+        .await?;
     let mut by_subject: BTreeMap<String, Vec<Value>> = BTreeMap::new();
     for r in rows {
         let Ok(slot) = Slot::from_bit(r.bit) else {

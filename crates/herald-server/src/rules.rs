@@ -1,7 +1,8 @@
-//! `/v1/rules`: versioned send rules (seed 002). A rule says what to send to
-//! whom through which channel, and when (`immediate`, `at`, or `cron`); every
+//! `/v1/rules`: versioned send rules. A rule says what to send to whom
+//! through which channel, and when (`immediate`, `at`, or `cron`); every
 //! change is a new version, and every execution an append-only task that can
-//! be traced to its version and its job.
+//! be traced to its version and its job (`docs/architecture.md`, "Rules").
+//! The engine's campaign service writes them and plans their tasks.
 
 use axum::body::Body;
 use axum::extract::rejection::QueryRejection;
@@ -11,23 +12,23 @@ use axum::response::{IntoResponse, Response};
 use herald_core::campaign::RuleStatus;
 use herald_core::schedule::{Schedule, ScheduleSpec};
 use herald_core::time::{format_rfc3339_ms, parse_rfc3339_ms};
-use herald_core::timer::{DEFAULT_PRIORITY, MAX_PRIORITY};
-use herald_store::{RuleRecord, RuleSpec, RuleVersion, TaskRecord};
+use herald_engine::campaign::{NewRule, RuleView, TaskView};
+use herald_store::{RuleSpec, RuleVersion};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::AppState;
-use crate::audiences::{inline_audience, int_param, parse_id, query, recipient_problem};
 use crate::error::{ApiError, from_serde};
+use crate::fields::{
+    MAX_DEADLINE_SECS, check_message, check_priority, check_users, recipient_problem,
+    unknown_channel,
+};
 use crate::jobs::TotalsJson;
-use crate::timers::{read_body, store_err};
+use crate::pagination::{ASCENDING, PageQuery};
+use crate::request::{action as split_action, int_param, parse_id, query, read_body};
+use crate::state::AppState;
 
 /// Longest rule name, in bytes.
 pub const MAX_NAME_BYTES: usize = 200;
-/// Largest message object, in bytes.
-pub const MAX_MESSAGE_BYTES: usize = 64 * 1024;
-/// Longest a job a rule starts may send: 30 days.
-pub const MAX_DEADLINE_SECS: i64 = 30 * 24 * 3600;
 /// Most parties, and most tags, a rule may name.
 pub const MAX_FANOUT_TARGETS: usize = 1000;
 /// An `at` further in the past than this is refused.
@@ -59,13 +60,6 @@ struct RuleBody {
     deadline_secs: Option<i64>,
     #[serde(default)]
     priority: Option<i64>,
-}
-
-/// A checked rule body: the spec to store, and the users to turn into an
-/// audience first (then `spec.audience_id` is set from it).
-struct CheckedRule {
-    spec: RuleSpec,
-    users: Option<Vec<String>>,
 }
 
 fn non_empty(v: &Option<Vec<String>>) -> bool {
@@ -113,7 +107,9 @@ fn check_targets(
     Ok(())
 }
 
-async fn check_rule(st: &AppState, bytes: &[u8]) -> Result<CheckedRule, ApiError> {
+/// Reads and checks a rule body. Whether an `audience_id` names a sealed
+/// audience is the campaign service's to check.
+fn check_rule(st: &AppState, bytes: &[u8]) -> Result<NewRule, ApiError> {
     let de = &mut serde_json::Deserializer::from_slice(bytes);
     let req: RuleBody = serde_path_to_error::deserialize(de).map_err(from_serde)?;
     let now = st.clock.now_ms();
@@ -143,14 +139,10 @@ async fn check_rule(st: &AppState, bytes: &[u8]) -> Result<CheckedRule, ApiError
     let fans_out = match st.engine.channel_fans_out(&req.channel) {
         Some(f) => f,
         None => {
-            return Err(ApiError::field(
+            return Err(unknown_channel(
                 "channel",
-                "unknown_channel",
-                format!(
-                    "no channel named {:?}; configured: {:?}",
-                    req.channel,
-                    st.engine.channel_names()
-                ),
+                &req.channel,
+                &st.engine.channel_names(),
             ));
         }
     };
@@ -192,16 +184,13 @@ async fn check_rule(st: &AppState, bytes: &[u8]) -> Result<CheckedRule, ApiError
     }
     check_targets("audience.parties", &a.parties, &req.channel, fans_out)?;
     check_targets("audience.tags", &a.tags, &req.channel, fans_out)?;
-    if let Some(id) = a.audience_id {
-        check_sealed(st, "audience.audience_id", id).await?;
-    }
 
     let schedule = serde_json::to_string(&req.schedule)
         .map_err(|_| ApiError::unavailable("could not encode the schedule"))?;
     let audience = serde_json::to_string(&req.audience)
         .map_err(|_| ApiError::unavailable("could not encode the audience"))?;
     let users = req.audience.users.clone().filter(|u| !u.is_empty());
-    Ok(CheckedRule {
+    Ok(NewRule {
         spec: RuleSpec {
             name: req.name,
             schedule,
@@ -214,110 +203,6 @@ async fn check_rule(st: &AppState, bytes: &[u8]) -> Result<CheckedRule, ApiError
         },
         users,
     })
-}
-
-/// A message is a JSON object of at most [`MAX_MESSAGE_BYTES`].
-pub(crate) fn check_message(m: &RawValue) -> Result<(), ApiError> {
-    if !m.get().trim_start().starts_with('{') {
-        return Err(ApiError::field(
-            "message",
-            "invalid_field",
-            "message must be a JSON object",
-        ));
-    }
-    if m.get().len() > MAX_MESSAGE_BYTES {
-        return Err(ApiError::field(
-            "message",
-            "invalid_field",
-            format!(
-                "message is {} bytes; at most {MAX_MESSAGE_BYTES}",
-                m.get().len()
-            ),
-        ));
-    }
-    Ok(())
-}
-
-pub(crate) fn check_priority(p: Option<i64>) -> Result<u8, ApiError> {
-    match p {
-        None => Ok(DEFAULT_PRIORITY),
-        Some(p) if (0..=i64::from(MAX_PRIORITY)).contains(&p) => Ok(p as u8),
-        Some(_) => Err(ApiError::field(
-            "priority",
-            "invalid_field",
-            format!("priority must be 0..={MAX_PRIORITY}"),
-        )),
-    }
-}
-
-/// A list of recipient ids given inline: at most `max`, each valid.
-pub(crate) fn check_users(field: &str, users: &[String], max: usize) -> Result<(), ApiError> {
-    if users.len() > max {
-        return Err(ApiError::field(
-            field,
-            "too_many_users",
-            format!(
-                "{} users; at most {max} inline (upload a larger list to /v1/audiences)",
-                users.len()
-            ),
-        ));
-    }
-    for (i, u) in users.iter().enumerate() {
-        if let Some(p) = recipient_problem(u) {
-            return Err(ApiError::field(
-                &format!("{field}[{i}]"),
-                "invalid_field",
-                p,
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// The audience exists and its upload has finished.
-pub(crate) async fn check_sealed(st: &AppState, field: &str, id: i64) -> Result<u64, ApiError> {
-    match st
-        .engine
-        .store()
-        .get_audience(id)
-        .await
-        .map_err(store_err)?
-    {
-        None => Err(ApiError::field(
-            field,
-            "unknown_audience",
-            format!("no audience {id}"),
-        )),
-        Some(a) => a.size.ok_or_else(|| {
-            ApiError::field(
-                field,
-                "audience_not_ready",
-                format!("audience {id} is still uploading"),
-            )
-        }),
-    }
-}
-
-/// Turns the rule's inline users into a sealed audience, if it has any.
-async fn materialize(st: &AppState, checked: &mut CheckedRule) -> Result<Option<i64>, ApiError> {
-    let Some(users) = &checked.users else {
-        return Ok(None);
-    };
-    let a = inline_audience(
-        st.engine.store(),
-        users,
-        Some(format!("users of rule {:?}", checked.spec.name)),
-        st.clock.now_ms(),
-    )
-    .await?;
-    checked.spec.audience_id = Some(a.id);
-    Ok(Some(a.id))
-}
-
-async fn drop_inline(st: &AppState, id: Option<i64>) {
-    if let Some(id) = id {
-        let _ = st.engine.store().drop_audience(id).await;
-    }
 }
 
 // ---- JSON ----
@@ -343,64 +228,31 @@ struct RuleJson {
     priority: u8,
     created_at: String,
     updated_at: String,
+    /// When the rule sends next; `null` unless enabled.
     next_run_at: Option<String>,
 }
 
-/// When the rule sends next: its pending task of the current version, or the
-/// occurrence the planner will plan next. `null` unless enabled.
-fn next_run_at(st: &AppState, r: &RuleRecord, tasks: &[TaskRecord]) -> Option<i64> {
-    if r.status != RuleStatus::Enabled {
-        return None;
+impl From<RuleView> for RuleJson {
+    fn from(v: RuleView) -> Self {
+        let r = v.rule;
+        let s = r.current.spec;
+        Self {
+            id: r.id,
+            name: s.name,
+            status: r.status,
+            version: r.current.version,
+            schedule: raw(&s.schedule),
+            audience: raw(&s.audience),
+            audience_id: s.audience_id,
+            channel: s.channel,
+            message: raw(&s.message),
+            deadline_secs: s.deadline_secs,
+            priority: s.priority,
+            created_at: format_rfc3339_ms(r.created_at),
+            updated_at: format_rfc3339_ms(r.updated_at),
+            next_run_at: v.next_run_at.map(format_rfc3339_ms),
+        }
     }
-    let v = &r.current;
-    let spec: ScheduleSpec = serde_json::from_str(&v.spec.schedule).ok()?;
-    let schedule = Schedule::compile(&spec).ok()?;
-    let current: Vec<&TaskRecord> = tasks.iter().filter(|t| t.version == v.version).collect();
-    if let Some(p) = current
-        .iter()
-        .filter(|t| t.state == herald_core::campaign::TaskState::Pending)
-        .map(|t| t.planned_at)
-        .min()
-    {
-        return Some(p);
-    }
-    let last = current.iter().map(|t| t.planned_at).max();
-    let mut after = last.unwrap_or(v.created_at.saturating_sub(1));
-    if schedule.is_recurring() {
-        let grace = st.engine.campaign_config().misfire_grace_ms;
-        after = after.max(st.clock.now_ms().saturating_sub(grace));
-    }
-    schedule.next_after(v.created_at, after)
-}
-
-async fn rule_json(st: &AppState, r: RuleRecord) -> Result<RuleJson, ApiError> {
-    let tasks = if r.status == RuleStatus::Enabled {
-        st.engine
-            .store()
-            .rule_tasks(r.id, 16)
-            .await
-            .map_err(store_err)?
-    } else {
-        Vec::new()
-    };
-    let next = next_run_at(st, &r, &tasks);
-    let s = r.current.spec;
-    Ok(RuleJson {
-        id: r.id,
-        name: s.name,
-        status: r.status,
-        version: r.current.version,
-        schedule: raw(&s.schedule),
-        audience: raw(&s.audience),
-        audience_id: s.audience_id,
-        channel: s.channel,
-        message: raw(&s.message),
-        deadline_secs: s.deadline_secs,
-        priority: s.priority,
-        created_at: format_rfc3339_ms(r.created_at),
-        updated_at: format_rfc3339_ms(r.updated_at),
-        next_run_at: next.map(format_rfc3339_ms),
-    })
 }
 
 #[derive(Serialize)]
@@ -459,6 +311,30 @@ struct TaskJson {
     job: Option<TaskJobJson>,
 }
 
+impl From<TaskView> for TaskJson {
+    fn from(v: TaskView) -> Self {
+        let t = v.task;
+        Self {
+            id: t.id,
+            rule_id: t.rule_id,
+            version: t.version,
+            planned_at: format_rfc3339_ms(t.planned_at),
+            state: t.state,
+            job_id: t.job_id,
+            recipients: t.recipients,
+            detail: t.detail,
+            created_at: format_rfc3339_ms(t.created_at),
+            started_at: t.started_at.map(format_rfc3339_ms),
+            finished_at: t.finished_at.map(format_rfc3339_ms),
+            job: v.job.map(|j| TaskJobJson {
+                id: j.id,
+                state: j.state,
+                totals: TotalsJson::from(j.totals),
+            }),
+        }
+    }
+}
+
 // ---- Handlers ----
 
 fn ok(status: StatusCode, body: impl Serialize) -> Response {
@@ -468,18 +344,9 @@ fn ok(status: StatusCode, body: impl Serialize) -> Response {
 /// `POST /v1/rules` → `201` rule.
 pub async fn create(State(st): State<AppState>, body: Body) -> Result<Response, ApiError> {
     let bytes = read_body(body, st.api.campaign_body_max_bytes).await?;
-    let mut checked = check_rule(&st, &bytes).await?;
-    let inline = materialize(&st, &mut checked).await?;
-    let now = st.clock.now_ms();
-    let rule = match st.engine.store().create_rule(checked.spec, now).await {
-        Ok(r) => r,
-        Err(e) => {
-            drop_inline(&st, inline).await;
-            return Err(store_err(e));
-        }
-    };
-    st.engine.wake_planner();
-    Ok(ok(StatusCode::CREATED, rule_json(&st, rule).await?))
+    let rule = check_rule(&st, &bytes)?;
+    let created = st.campaigns.create_rule(rule).await?;
+    Ok(ok(StatusCode::CREATED, RuleJson::from(created)))
 }
 
 /// `PUT /v1/rules/{id}` → `200` rule at its new version.
@@ -490,26 +357,9 @@ pub async fn update(
 ) -> Result<Response, ApiError> {
     let id = parse_id(&raw_id, "rule")?;
     let bytes = read_body(body, st.api.campaign_body_max_bytes).await?;
-    let mut checked = check_rule(&st, &bytes).await?;
-    let store = st.engine.store();
-    if store.get_rule(id).await.map_err(store_err)?.is_none() {
-        return Err(ApiError::not_found("rule"));
-    }
-    let inline = materialize(&st, &mut checked).await?;
-    let now = st.clock.now_ms();
-    let rule = match store.update_rule(id, checked.spec, now).await {
-        Ok(Some(r)) => r,
-        Ok(None) => {
-            drop_inline(&st, inline).await;
-            return Err(ApiError::not_found("rule"));
-        }
-        Err(e) => {
-            drop_inline(&st, inline).await;
-            return Err(store_err(e));
-        }
-    };
-    st.engine.wake_planner();
-    Ok(ok(StatusCode::OK, rule_json(&st, rule).await?))
+    let rule = check_rule(&st, &bytes)?;
+    let updated = st.campaigns.update_rule(id, rule).await?;
+    Ok(ok(StatusCode::OK, RuleJson::from(updated)))
 }
 
 /// `POST /v1/rules/{id}:enable` and `POST /v1/rules/{id}:disable` → `200` rule.
@@ -517,54 +367,10 @@ pub async fn action(
     State(st): State<AppState>,
     Path(segment): Path<String>,
 ) -> Result<Response, ApiError> {
-    let Some((raw_id, verb)) = segment.split_once(':') else {
-        return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "unknown_action",
-            format!(
-                "POST /v1/rules/{segment} needs an action: {segment}:enable or {segment}:disable"
-            ),
-        ));
-    };
-    let enabled = match verb {
-        "enable" => true,
-        "disable" => false,
-        _ => {
-            return Err(ApiError::new(
-                StatusCode::NOT_FOUND,
-                "unknown_action",
-                format!("no rule action {verb:?}; use :enable or :disable"),
-            ));
-        }
-    };
+    let (raw_id, verb) = split_action(&segment, "rules", "rule", &["enable", "disable"])?;
     let id = parse_id(raw_id, "rule")?;
-    let now = st.clock.now_ms();
-    let store = st.engine.store();
-    let was = store.get_rule(id).await.map_err(store_err)?;
-    let mut changed = store
-        .set_rule_enabled(id, enabled, now)
-        .await
-        .map_err(store_err)?;
-    // Tasks are append-only and unique per (rule, version, planned_at): the
-    // occurrence cancelled by the disable cannot be planned again under the
-    // same version. Re-enabling therefore starts a new version with the same
-    // content, whose occurrences the planner plans afresh.
-    if enabled
-        && let (Some(was), Some(r)) = (&was, &changed)
-        && was.status == herald_core::campaign::RuleStatus::Disabled
-    {
-        changed = store
-            .update_rule(id, r.current.spec.clone(), now)
-            .await
-            .map_err(store_err)?;
-    }
-    match changed {
-        Some(r) => {
-            st.engine.wake_planner();
-            Ok(ok(StatusCode::OK, rule_json(&st, r).await?))
-        }
-        None => Err(ApiError::not_found("rule")),
-    }
+    let rule = st.campaigns.set_rule_enabled(id, verb == "enable").await?;
+    Ok(ok(StatusCode::OK, RuleJson::from(rule)))
 }
 
 /// `GET /v1/rules/{id}`.
@@ -573,45 +379,20 @@ pub async fn get(
     Path(raw_id): Path<String>,
 ) -> Result<Response, ApiError> {
     let id = parse_id(&raw_id, "rule")?;
-    match st.engine.store().get_rule(id).await.map_err(store_err)? {
-        Some(r) => Ok(ok(StatusCode::OK, rule_json(&st, r).await?)),
-        None => Err(ApiError::not_found("rule")),
-    }
-}
-
-#[derive(Deserialize)]
-pub struct ListQuery {
-    #[serde(default)]
-    after: Option<String>,
-    #[serde(default)]
-    limit: Option<String>,
+    let rule = st.campaigns.get_rule(id).await?;
+    Ok(ok(StatusCode::OK, RuleJson::from(rule)))
 }
 
 /// `GET /v1/rules?after=&limit=` → `{rules, next_after}` by id.
 pub async fn list(
     State(st): State<AppState>,
-    q: Result<Query<ListQuery>, QueryRejection>,
+    q: Result<Query<PageQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
-    let q = query(q)?;
-    let after = int_param("after", &q.after, 0..=i64::MAX)?;
-    let limit = int_param("limit", &q.limit, 1..=1000)?.unwrap_or(100) as usize;
-    let rules = st
-        .engine
-        .store()
-        .list_rules(after, limit)
-        .await
-        .map_err(store_err)?;
-    let next_after = (rules.len() == limit)
-        .then(|| rules.last().map(|r| r.id))
-        .flatten();
-    let mut out = Vec::with_capacity(rules.len());
-    for r in rules {
-        out.push(rule_json(&st, r).await?);
-    }
-    Ok(ok(
-        StatusCode::OK,
-        serde_json::json!({ "rules": out, "next_after": next_after }),
-    ))
+    let page = ASCENDING.read(q)?;
+    let rules = st.campaigns.list_rules(page.cursor, page.limit).await?;
+    let last = rules.last().map(|r| r.rule.id);
+    let out: Vec<RuleJson> = rules.into_iter().map(Into::into).collect();
+    Ok(page.respond("rules", &out, last))
 }
 
 /// `GET /v1/rules/{id}/versions` → `{versions}`, oldest first.
@@ -620,11 +401,7 @@ pub async fn versions(
     Path(raw_id): Path<String>,
 ) -> Result<Response, ApiError> {
     let id = parse_id(&raw_id, "rule")?;
-    let store = st.engine.store();
-    let versions = store.rule_versions(id).await.map_err(store_err)?;
-    if versions.is_empty() && store.get_rule(id).await.map_err(store_err)?.is_none() {
-        return Err(ApiError::not_found("rule"));
-    }
+    let versions = st.campaigns.rule_versions(id).await?;
     let out: Vec<VersionJson> = versions.into_iter().map(Into::into).collect();
     Ok(ok(StatusCode::OK, serde_json::json!({ "versions": out })))
 }
@@ -645,39 +422,7 @@ pub async fn tasks(
     let id = parse_id(&raw_id, "rule")?;
     let q = query(q)?;
     let limit = int_param("limit", &q.limit, 1..=1000)?.unwrap_or(100) as usize;
-    let store = st.engine.store();
-    if store.get_rule(id).await.map_err(store_err)?.is_none() {
-        return Err(ApiError::not_found("rule"));
-    }
-    let tasks = store.rule_tasks(id, limit).await.map_err(store_err)?;
-    let mut out = Vec::with_capacity(tasks.len());
-    for t in tasks {
-        let job = match t.job_id {
-            Some(j) => store
-                .get_job(j)
-                .await
-                .map_err(store_err)?
-                .map(|j| TaskJobJson {
-                    id: j.id,
-                    state: j.state,
-                    totals: TotalsJson::from(j.totals),
-                }),
-            None => None,
-        };
-        out.push(TaskJson {
-            id: t.id,
-            rule_id: t.rule_id,
-            version: t.version,
-            planned_at: format_rfc3339_ms(t.planned_at),
-            state: t.state,
-            job_id: t.job_id,
-            recipients: t.recipients,
-            detail: t.detail,
-            created_at: format_rfc3339_ms(t.created_at),
-            started_at: t.started_at.map(format_rfc3339_ms),
-            finished_at: t.finished_at.map(format_rfc3339_ms),
-            job,
-        });
-    }
+    let tasks = st.campaigns.rule_tasks(id, limit).await?;
+    let out: Vec<TaskJson> = tasks.into_iter().map(Into::into).collect();
     Ok(ok(StatusCode::OK, serde_json::json!({ "tasks": out })))
 }

@@ -11,8 +11,9 @@ use herald_store::{DeliveryRecord, NewTimer, TimerRecord, WriteOp, WriteResult};
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use crate::AppState;
 use crate::error::{ApiError, ErrorBody};
+use crate::request::{ndjson_lines, parse_id, read_body};
+use crate::state::AppState;
 use crate::validate::{self, Context};
 
 /// A timer as the API shows it.
@@ -67,44 +68,6 @@ impl TimerJson {
     fn from_view(v: TimerView) -> Self {
         Self::from_record(v.record, v.firing, true)
     }
-}
-
-/// Reads a body of at most `limit` bytes; over it is a 413.
-pub async fn read_body(body: Body, limit: usize) -> Result<bytes::Bytes, ApiError> {
-    use http_body_util::BodyExt;
-    match http_body_util::Limited::new(body, limit).collect().await {
-        Ok(c) => Ok(c.to_bytes()),
-        Err(e)
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some() =>
-        {
-            Err(ApiError::too_large(limit))
-        }
-        Err(e) => Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "bad_body",
-            format!("could not read the body: {e}"),
-        )),
-    }
-}
-
-/// The non-blank lines of an NDJSON body with their 1-based line numbers;
-/// more than `max` is a 413.
-pub fn ndjson_lines(bytes: &[u8], max: usize) -> Result<Vec<(usize, &[u8])>, ApiError> {
-    let lines: Vec<(usize, &[u8])> = bytes
-        .split(|&b| b == b'\n')
-        .enumerate()
-        .map(|(i, l)| (i + 1, l.strip_suffix(b"\r").unwrap_or(l)))
-        .filter(|(_, l)| l.iter().any(|b| !b.is_ascii_whitespace()))
-        .collect();
-    if lines.len() > max {
-        return Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "too_many_lines",
-            format!("{} lines; at most {max} per request", lines.len()),
-        ));
-    }
-    Ok(lines)
 }
 
 fn context<'a>(
@@ -254,24 +217,11 @@ pub async fn create_bulk(State(st): State<AppState>, body: Body) -> Result<Respo
     Ok(([(header::CONTENT_TYPE, "application/x-ndjson")], out).into_response())
 }
 
-pub fn parse_id(raw: &str) -> Result<TimerId, ApiError> {
-    raw.parse::<TimerId>()
-        .ok()
-        .filter(|id| *id > 0)
-        .ok_or_else(|| {
-            ApiError::field(
-                "id",
-                "invalid_field",
-                format!("timer id {raw:?} is not a positive integer"),
-            )
-        })
-}
-
 pub async fn get(
     State(st): State<AppState>,
     Path(raw): Path<String>,
 ) -> Result<Response, ApiError> {
-    let id = parse_id(&raw)?;
+    let id = parse_id(&raw, "timer")?;
     match st.engine.get_timer(id).await? {
         Some(v) => Ok(axum::Json(TimerJson::from_view(v)).into_response()),
         None => Err(ApiError::not_found("timer")),
@@ -284,7 +234,7 @@ pub async fn cancel(
     State(st): State<AppState>,
     Path(raw): Path<String>,
 ) -> Result<Response, ApiError> {
-    let id = parse_id(&raw)?;
+    let id = parse_id(&raw, "timer")?;
     if st.engine.is_firing(id) {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
@@ -356,16 +306,12 @@ pub async fn deliveries(
     State(st): State<AppState>,
     Path(raw): Path<String>,
 ) -> Result<Response, ApiError> {
-    let id = parse_id(&raw)?;
+    let id = parse_id(&raw, "timer")?;
     let store = st.engine.store();
-    if store.get_timer(id).await.map_err(store_err)?.is_none() {
+    if store.get_timer(id).await?.is_none() {
         return Err(ApiError::not_found("timer"));
     }
-    let rows = store.deliveries_for(id).await.map_err(store_err)?;
+    let rows = store.deliveries_for(id).await?;
     let rows: Vec<DeliveryJson> = rows.into_iter().map(Into::into).collect();
     Ok(axum::Json(serde_json::json!({ "deliveries": rows })).into_response())
-}
-
-pub fn store_err(e: herald_store::StoreError) -> ApiError {
-    e.into()
 }

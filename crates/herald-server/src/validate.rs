@@ -1,13 +1,13 @@
 //! Turning request JSON into a [`NewTimer`], or a 400 naming the field.
 //! Shared by the single and the bulk endpoint so both accept the same input.
 
-use herald_core::timer::{DEFAULT_PRIORITY, MAX_PRIORITY};
 use herald_core::{TimerKind, shard_for, time::parse_rfc3339_ms};
 use herald_store::NewTimer;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::error::{ApiError, from_serde};
+use crate::fields::{check_priority, unknown_channel};
 
 /// Furthest ahead a timer may be scheduled.
 pub const MAX_AHEAD_MS: i64 = 10 * 366 * 24 * 3600 * 1000;
@@ -103,14 +103,10 @@ pub fn new_timer(body: &[u8], cx: &Context<'_>) -> Result<NewTimer, ApiError> {
         ));
     }
     if !(cx.has_channel)(&req.channel) {
-        return Err(ApiError::field(
+        return Err(unknown_channel(
             "channel",
-            "unknown_channel",
-            format!(
-                "no channel named {:?}; configured: {:?}",
-                req.channel,
-                (cx.channel_names)()
-            ),
+            &req.channel,
+            &(cx.channel_names)(),
         ));
     }
     if req.recipient.is_empty() || req.recipient.len() > MAX_RECIPIENT_BYTES {
@@ -140,17 +136,7 @@ pub fn new_timer(body: &[u8], cx: &Context<'_>) -> Result<NewTimer, ApiError> {
             ));
         }
     }
-    let priority = match req.priority {
-        None => DEFAULT_PRIORITY,
-        Some(p) if (0..=i64::from(MAX_PRIORITY)).contains(&p) => p as u8,
-        Some(_) => {
-            return Err(ApiError::field(
-                "priority",
-                "invalid_field",
-                format!("priority must be 0..={MAX_PRIORITY}"),
-            ));
-        }
-    };
+    let priority = check_priority(req.priority)?;
     let shard = match &req.idempotency_key {
         Some(k) => shard_for(k.as_bytes(), cx.shards),
         None => shard_for(&rand::random::<u64>().to_le_bytes(), cx.shards),

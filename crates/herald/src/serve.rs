@@ -59,6 +59,7 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     let engine = Engine::start(store, clock.clone(), specs, engine_cfg, shards, &node_id).await;
     let state = AppState {
         engine: engine.clone(),
+        campaigns: engine.campaigns(),
         clock,
         api: Arc::new(cfg.api.clone()),
         reminders: Arc::new(cfg.reminders.clone()),

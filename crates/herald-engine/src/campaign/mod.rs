@@ -1,17 +1,26 @@
-//! Mass sends: the rule planner, the segment workers and the sweeper.
+//! Mass sends: the use cases the API calls ([`Campaigns`]), the rule planner,
+//! the segment workers and the sweeper.
 //!
 //! Jobs live in the store, cut into segments `[start, end)`. Every node runs
 //! `workers` loops that claim a segment under a lease, send to its recipients
 //! and record each outcome in the job's send log, moving the segment's cursor
-//! and extending its lease as they go (seed 000). Two duties run on one node at
-//! a time, under named store leases: the planner, which keeps the next
-//! occurrence of every enabled rule planned as an append-only task and starts
-//! due tasks as jobs (seed 002), and the sweeper, which re-issues segments whose
-//! lease expired or that ended partial, and ends jobs at their deadline.
+//! and extending its lease as they go. Two duties run on one node at a time,
+//! under named store leases: the planner, which keeps the next occurrence of
+//! every enabled rule planned as an append-only task and starts due tasks as
+//! jobs, and the sweeper, which re-issues segments whose lease expired or that
+//! ended partial, and ends jobs at their deadline. `docs/architecture.md`
+//! tells the whole path ("The path of a campaign", "Rules", "Guarantees").
 
+mod error;
 mod planner;
+mod service;
 mod sweeper;
+mod upload;
 mod worker;
+
+pub use error::CampaignError;
+pub use service::{AudienceSource, Campaigns, NewJob, NewRule, RuleView, TaskView};
+pub use upload::AudienceUpload;
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -1,0 +1,31 @@
+//! What the campaign service refuses, and why, so that the API can answer
+//! each case with its own status, code and field.
+
+use herald_store::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CampaignError {
+    /// The job, rule or audience asked for does not exist.
+    #[error("{what} not found")]
+    NotFound { what: &'static str },
+    /// The audience a request names does not exist; `field` is the request
+    /// field that named it.
+    #[error("no audience {id}")]
+    UnknownAudience { field: &'static str, id: i64 },
+    /// The audience a request names is still being uploaded.
+    #[error("audience {id} is still uploading")]
+    AudienceNotReady { field: &'static str, id: i64 },
+    /// The audience was checked, then gone or unsealed when the job was
+    /// written (dropped concurrently).
+    #[error("audience {id} is unknown or still uploading")]
+    AudienceUnusable { field: &'static str, id: i64 },
+    /// An upload went over its limit; nothing of it remains.
+    #[error("more than {max} recipients; at most {max} per audience")]
+    TooManyRecipients { max: u64 },
+    /// A write the store took disappeared before the use case ended (a
+    /// concurrent removal, or a write task that died). Nothing remains.
+    #[error("{why}")]
+    Interrupted { why: &'static str },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}

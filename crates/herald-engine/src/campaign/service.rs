@@ -1,0 +1,611 @@
+//! The campaign use cases the API offers: audiences, jobs and rules.
+//!
+//! Handlers check the request; this decides what is written, undoes what a
+//! later step makes useless (an audience built from an inline `users` list is
+//! dropped when the job or rule that needed it is refused), and wakes this
+//! node's campaign loops so that a change is acted on at once rather than at
+//! the next poll. The path a campaign takes from here is in
+//! `docs/architecture.md` ("The path of a campaign", "Rules").
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use herald_core::campaign::{RuleStatus, SegmentState, TaskState};
+use herald_core::schedule::{Schedule, ScheduleSpec};
+use herald_store::{
+    AUDIENCE_CHUNK, AudienceRecord, JobRecord, JobSpec, RuleRecord, RuleSpec, RuleVersion,
+    SegmentRecord, SendRecord, StoreError, TaskRecord,
+};
+
+use super::planner::plan_after;
+use super::upload::{AudienceUpload, drop_audience};
+use super::{CampaignError, Shared};
+use crate::Engine;
+
+type Result<T, E = CampaignError> = std::result::Result<T, E>;
+
+/// Tasks read to tell when a rule sends next.
+const NEXT_RUN_TASKS: usize = 16;
+
+/// The campaign use cases over the engine's store, clock and loops. Cheap to
+/// clone.
+#[derive(Clone)]
+pub struct Campaigns {
+    sh: Arc<Shared>,
+}
+
+impl Engine {
+    /// The campaign use cases, wired to this engine's loops.
+    pub fn campaigns(&self) -> Campaigns {
+        Campaigns::new(self.inner.campaign.clone())
+    }
+}
+
+/// Whom a new job sends to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AudienceSource {
+    /// An uploaded audience, by id; it must be sealed.
+    Uploaded(i64),
+    /// Recipients given inline (already checked); stored as a new audience,
+    /// each recipient once.
+    Inline(Vec<String>),
+}
+
+/// A job to create; the request is already checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewJob {
+    pub audience: AudienceSource,
+    pub channel: String,
+    /// The message object, as JSON text.
+    pub message: String,
+    /// `None` takes the configured `[jobs].segment_size`.
+    pub segment_size: Option<u64>,
+    pub deadline_at: Option<i64>,
+    pub priority: u8,
+}
+
+/// A rule, or a rule's next version, to write; the request is already checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewRule {
+    /// With `audience_id` set when the rule names an uploaded audience.
+    pub spec: RuleSpec,
+    /// Recipients given inline, to store as an audience that then becomes
+    /// `spec.audience_id`. Never given together with `spec.audience_id`.
+    pub users: Option<Vec<String>>,
+}
+
+/// A rule and when it sends next.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RuleView {
+    pub rule: RuleRecord,
+    /// The pending task of the current version, or the occurrence the planner
+    /// will plan next; `None` unless the rule is enabled.
+    pub next_run_at: Option<i64>,
+}
+
+/// One execution of a rule and the job it started, if any.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskView {
+    pub task: TaskRecord,
+    pub job: Option<JobRecord>,
+}
+
+impl Campaigns {
+    pub(crate) fn new(sh: Arc<Shared>) -> Self {
+        Self { sh }
+    }
+
+    fn now(&self) -> i64 {
+        self.sh.clock.now_ms()
+    }
+
+    /// A job may have claimable segments.
+    fn wake_workers(&self) {
+        self.sh.work.notify_waiters();
+    }
+
+    /// A rule or job changed: plan and sweep now.
+    fn wake_planner(&self) {
+        self.sh.plan.notify_waiters();
+        self.sh.sweep.notify_waiters();
+    }
+
+    // ---- Audiences ----
+
+    pub async fn get_audience(&self, id: i64) -> Result<AudienceRecord> {
+        self.sh
+            .store
+            .get_audience(id)
+            .await?
+            .ok_or(CampaignError::NotFound { what: "audience" })
+    }
+
+    /// Starts an upload of at most `max` recipients into a new audience.
+    pub async fn start_upload(&self, name: Option<String>, max: u64) -> Result<AudienceUpload> {
+        let id = self.sh.store.create_audience(name, self.now()).await?;
+        Ok(AudienceUpload::new(
+            self.sh.store.clone(),
+            self.sh.clock.clone(),
+            id,
+            max,
+        ))
+    }
+
+    /// The size of a sealed audience named by the request's `field`.
+    async fn sealed_size(&self, field: &'static str, id: i64) -> Result<u64> {
+        match self.sh.store.get_audience(id).await? {
+            None => Err(CampaignError::UnknownAudience { field, id }),
+            Some(a) => a.size.ok_or(CampaignError::AudienceNotReady { field, id }),
+        }
+    }
+
+    /// Stores `users` as a new sealed audience, each recipient once (the
+    /// first occurrence kept), so a user listed twice gets one message. On
+    /// failure nothing remains.
+    async fn inline_audience(&self, users: &[String], name: String) -> Result<i64> {
+        let mut seen = HashSet::with_capacity(users.len());
+        let unique: Vec<String> = users
+            .iter()
+            .filter(|u| seen.insert(u.as_str()))
+            .cloned()
+            .collect();
+        let store = &self.sh.store;
+        let id = store.create_audience(Some(name), self.now()).await?;
+        let written: Result<Option<AudienceRecord>, StoreError> = async {
+            for (n, chunk) in unique.chunks(AUDIENCE_CHUNK as usize).enumerate() {
+                store
+                    .append_audience(id, n as u64 * AUDIENCE_CHUNK, chunk)
+                    .await?;
+            }
+            store
+                .seal_audience(id, unique.len() as u64, self.now())
+                .await
+        }
+        .await;
+        match written {
+            Ok(Some(a)) => Ok(a.id),
+            Ok(None) => {
+                drop_audience(&**store, id, "an inline audience").await;
+                Err(CampaignError::Interrupted {
+                    why: "the inline audience vanished while being written",
+                })
+            }
+            Err(e) => {
+                drop_audience(&**store, id, "an inline audience").await;
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Drops the inline audience of a job or rule that was refused.
+    async fn drop_inline(&self, id: Option<i64>) {
+        if let Some(id) = id {
+            drop_audience(&*self.sh.store, id, "a refused job or rule").await;
+        }
+    }
+
+    // ---- Jobs ----
+
+    /// Creates a job; sending starts at once.
+    pub async fn create_job(&self, job: NewJob) -> Result<JobRecord> {
+        let (audience_id, inline) = match &job.audience {
+            AudienceSource::Uploaded(id) => {
+                self.sealed_size("audience_id", *id).await?;
+                (*id, None)
+            }
+            AudienceSource::Inline(users) => {
+                let id = self.inline_audience(users, "users of a job".into()).await?;
+                (id, Some(id))
+            }
+        };
+        let spec = JobSpec {
+            audience_id,
+            channel: job.channel,
+            message: job.message,
+            segment_size: job.segment_size.unwrap_or(self.sh.cfg.segment_size).max(1),
+            deadline_at: job.deadline_at,
+            priority: job.priority,
+            task_id: None,
+        };
+        let created = match self.sh.store.create_job(spec, self.now()).await {
+            Ok(Some(j)) => j,
+            Ok(None) => {
+                self.drop_inline(inline).await;
+                return Err(CampaignError::AudienceUnusable {
+                    field: "audience_id",
+                    id: audience_id,
+                });
+            }
+            Err(e) => {
+                self.drop_inline(inline).await;
+                return Err(e.into());
+            }
+        };
+        self.wake_workers();
+        Ok(created)
+    }
+
+    pub async fn get_job(&self, id: i64) -> Result<JobRecord> {
+        self.sh
+            .store
+            .get_job(id)
+            .await?
+            .ok_or(CampaignError::NotFound { what: "job" })
+    }
+
+    /// Cancels a job: its pending and running segments end `cancelled`. A job
+    /// already ended is returned as it is.
+    pub async fn cancel_job(&self, id: i64) -> Result<JobRecord> {
+        let job = self
+            .sh
+            .store
+            .cancel_job(id, self.now())
+            .await?
+            .ok_or(CampaignError::NotFound { what: "job" })?;
+        self.wake_planner();
+        Ok(job)
+    }
+
+    /// Jobs with `id < before`, newest first.
+    pub async fn list_jobs(&self, before: Option<i64>, limit: usize) -> Result<Vec<JobRecord>> {
+        Ok(self.sh.store.list_jobs(before, limit).await?)
+    }
+
+    /// How many of the job's segments are in each state: every state, in
+    /// [`SegmentState::ALL`] order, 0 when none.
+    pub async fn segments_by_state(&self, job_id: i64) -> Result<Vec<(SegmentState, u64)>> {
+        let counts = self.sh.store.segment_counts(job_id).await?;
+        Ok(SegmentState::ALL
+            .iter()
+            .map(|s| {
+                let n = counts
+                    .iter()
+                    .filter(|(state, _)| state == s)
+                    .map(|(_, n)| *n)
+                    .sum::<u64>();
+                (*s, n)
+            })
+            .collect())
+    }
+
+    /// A job's segments by id, `id > after`.
+    pub async fn job_segments(
+        &self,
+        job_id: i64,
+        after: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<SegmentRecord>> {
+        self.get_job(job_id).await?;
+        Ok(self.sh.store.job_segments(job_id, after, limit).await?)
+    }
+
+    /// A job's send log for recipients `start <= index < end`.
+    pub async fn job_sends(&self, job_id: i64, start: u64, end: u64) -> Result<Vec<SendRecord>> {
+        self.get_job(job_id).await?;
+        Ok(self.sh.store.job_sends(job_id, start, end).await?)
+    }
+
+    // ---- Rules ----
+
+    /// The uploaded audience a rule names, if it names one, is sealed.
+    async fn check_named_audience(&self, rule: &NewRule) -> Result<()> {
+        if rule.users.is_none()
+            && let Some(id) = rule.spec.audience_id
+        {
+            self.sealed_size("audience.audience_id", id).await?;
+        }
+        Ok(())
+    }
+
+    /// Stores a rule's inline users as an audience, which becomes its
+    /// `audience_id`; returns that id, to drop if the rule is not written.
+    async fn materialize(&self, rule: &mut NewRule) -> Result<Option<i64>> {
+        let Some(users) = &rule.users else {
+            return Ok(None);
+        };
+        let id = self
+            .inline_audience(users, format!("users of rule {:?}", rule.spec.name))
+            .await?;
+        rule.spec.audience_id = Some(id);
+        Ok(Some(id))
+    }
+
+    /// Creates a rule, enabled, at version 1.
+    pub async fn create_rule(&self, mut rule: NewRule) -> Result<RuleView> {
+        self.check_named_audience(&rule).await?;
+        let inline = self.materialize(&mut rule).await?;
+        let created = match self.sh.store.create_rule(rule.spec, self.now()).await {
+            Ok(r) => r,
+            Err(e) => {
+                self.drop_inline(inline).await;
+                return Err(e.into());
+            }
+        };
+        self.wake_planner();
+        self.view(created).await
+    }
+
+    /// Writes a rule's next version and makes it current.
+    pub async fn update_rule(&self, id: i64, mut rule: NewRule) -> Result<RuleView> {
+        self.check_named_audience(&rule).await?;
+        if self.sh.store.get_rule(id).await?.is_none() {
+            return Err(CampaignError::NotFound { what: "rule" });
+        }
+        let inline = self.materialize(&mut rule).await?;
+        let updated = match self.sh.store.update_rule(id, rule.spec, self.now()).await {
+            Ok(Some(r)) => r,
+            Ok(None) => {
+                self.drop_inline(inline).await;
+                return Err(CampaignError::NotFound { what: "rule" });
+            }
+            Err(e) => {
+                self.drop_inline(inline).await;
+                return Err(e.into());
+            }
+        };
+        self.wake_planner();
+        self.view(updated).await
+    }
+
+    /// Enables or disables a rule. Disabling cancels its pending tasks.
+    pub async fn set_rule_enabled(&self, id: i64, enabled: bool) -> Result<RuleView> {
+        let now = self.now();
+        let store = &self.sh.store;
+        let was = store.get_rule(id).await?;
+        let mut changed = store.set_rule_enabled(id, enabled, now).await?;
+        // Tasks are append-only and unique per (rule, version, planned_at): the
+        // occurrence cancelled by the disable cannot be planned again under the
+        // same version. Re-enabling therefore starts a new version with the same
+        // content, whose occurrences the planner plans afresh.
+        if enabled
+            && let (Some(was), Some(r)) = (&was, &changed)
+            && was.status == RuleStatus::Disabled
+        {
+            changed = store.update_rule(id, r.current.spec.clone(), now).await?;
+        }
+        let rule = changed.ok_or(CampaignError::NotFound { what: "rule" })?;
+        self.wake_planner();
+        self.view(rule).await
+    }
+
+    pub async fn get_rule(&self, id: i64) -> Result<RuleView> {
+        let rule = self
+            .sh
+            .store
+            .get_rule(id)
+            .await?
+            .ok_or(CampaignError::NotFound { what: "rule" })?;
+        self.view(rule).await
+    }
+
+    /// Rules with `id > after`, by id.
+    pub async fn list_rules(&self, after: Option<i64>, limit: usize) -> Result<Vec<RuleView>> {
+        let rules = self.sh.store.list_rules(after, limit).await?;
+        let mut out = Vec::with_capacity(rules.len());
+        for r in rules {
+            out.push(self.view(r).await?);
+        }
+        Ok(out)
+    }
+
+    /// Every version of a rule, oldest first.
+    pub async fn rule_versions(&self, id: i64) -> Result<Vec<RuleVersion>> {
+        let store = &self.sh.store;
+        let versions = store.rule_versions(id).await?;
+        if versions.is_empty() && store.get_rule(id).await?.is_none() {
+            return Err(CampaignError::NotFound { what: "rule" });
+        }
+        Ok(versions)
+    }
+
+    /// A rule's tasks, newest `planned_at` first, each with its job once it
+    /// has one.
+    pub async fn rule_tasks(&self, id: i64, limit: usize) -> Result<Vec<TaskView>> {
+        let store = &self.sh.store;
+        if store.get_rule(id).await?.is_none() {
+            return Err(CampaignError::NotFound { what: "rule" });
+        }
+        let tasks = store.rule_tasks(id, limit).await?;
+        let mut out = Vec::with_capacity(tasks.len());
+        for task in tasks {
+            let job = match task.job_id {
+                Some(j) => store.get_job(j).await?,
+                None => None,
+            };
+            out.push(TaskView { task, job });
+        }
+        Ok(out)
+    }
+
+    async fn view(&self, rule: RuleRecord) -> Result<RuleView> {
+        let tasks = if rule.status == RuleStatus::Enabled {
+            self.sh.store.rule_tasks(rule.id, NEXT_RUN_TASKS).await?
+        } else {
+            Vec::new()
+        };
+        let next_run_at = next_run_at(&rule, &tasks, self.now(), self.sh.cfg.misfire_grace_ms);
+        Ok(RuleView { rule, next_run_at })
+    }
+}
+
+/// When an enabled rule sends next: its earliest pending task of the current
+/// version, or else the occurrence the planner will plan next (as it would
+/// compute it now). `tasks` are the rule's latest tasks.
+fn next_run_at(r: &RuleRecord, tasks: &[TaskRecord], now: i64, grace_ms: i64) -> Option<i64> {
+    if r.status != RuleStatus::Enabled {
+        return None;
+    }
+    let v = &r.current;
+    let spec: ScheduleSpec = serde_json::from_str(&v.spec.schedule).ok()?;
+    let schedule = Schedule::compile(&spec).ok()?;
+    let current = || tasks.iter().filter(|t| t.version == v.version);
+    if let Some(p) = current()
+        .filter(|t| t.state == TaskState::Pending)
+        .map(|t| t.planned_at)
+        .min()
+    {
+        return Some(p);
+    }
+    let last = current().map(|t| t.planned_at).max();
+    let after = plan_after(schedule.is_recurring(), last, v.created_at, now, grace_ms);
+    schedule.next_after(v.created_at, after)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use herald_core::{Clock, SystemClock};
+    use herald_store::StoreOptions;
+
+    use crate::Stop;
+
+    async fn campaigns() -> Campaigns {
+        let store = herald_store::open("sqlite::memory:", &StoreOptions::default())
+            .await
+            .unwrap();
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        Campaigns::new(Arc::new(Shared {
+            store,
+            clock,
+            channels: Default::default(),
+            cfg: super::super::CampaignConfig::default(),
+            node_id: "service-test".into(),
+            stop: Arc::new(Stop::default()),
+            work: Default::default(),
+            plan: Default::default(),
+            sweep: Default::default(),
+        }))
+    }
+
+    fn spec(schedule: &str) -> RuleSpec {
+        RuleSpec {
+            name: "r".into(),
+            schedule: schedule.into(),
+            audience: "{}".into(),
+            audience_id: None,
+            channel: "log".into(),
+            message: "{}".into(),
+            deadline_secs: None,
+            priority: 5,
+        }
+    }
+
+    fn rule(status: RuleStatus, schedule: &str, created_at: i64) -> RuleRecord {
+        RuleRecord {
+            id: 1,
+            status,
+            created_at,
+            updated_at: created_at,
+            current: RuleVersion {
+                rule_id: 1,
+                version: 2,
+                spec: spec(schedule),
+                created_at,
+            },
+        }
+    }
+
+    fn task(version: i32, planned_at: i64, state: TaskState) -> TaskRecord {
+        TaskRecord {
+            id: planned_at,
+            rule_id: 1,
+            version,
+            planned_at,
+            state,
+            job_id: None,
+            recipients: None,
+            detail: None,
+            created_at: 0,
+            started_at: None,
+            finished_at: None,
+        }
+    }
+
+    const EVERY_MINUTE: &str = r#"{"type":"cron","cron":"* * * * *","timezone":"UTC"}"#;
+
+    #[test]
+    fn next_run_is_the_pending_task_of_the_current_version() {
+        let r = rule(RuleStatus::Enabled, EVERY_MINUTE, 0);
+        let tasks = [
+            task(1, 60_000, TaskState::Pending),
+            task(2, 180_000, TaskState::Pending),
+            task(2, 120_000, TaskState::Succeeded),
+        ];
+        assert_eq!(next_run_at(&r, &tasks, 130_000, 60_000), Some(180_000));
+        // Without one, the occurrence after the last planned one.
+        assert_eq!(next_run_at(&r, &tasks[2..], 130_000, 60_000), Some(180_000));
+        // A recurring rule skips what is older than the misfire grace.
+        assert_eq!(
+            next_run_at(&r, &tasks[2..], 1_000_000, 60_000),
+            Some(960_000)
+        );
+        let off = rule(RuleStatus::Disabled, EVERY_MINUTE, 0);
+        assert_eq!(next_run_at(&off, &tasks, 130_000, 60_000), None);
+    }
+
+    #[test]
+    fn an_immediate_rule_runs_once_at_its_version() {
+        let r = rule(RuleStatus::Enabled, r#"{"type":"immediate"}"#, 5_000);
+        assert_eq!(next_run_at(&r, &[], 9_000, 60_000), Some(5_000));
+        let done = [task(2, 5_000, TaskState::Succeeded)];
+        assert_eq!(next_run_at(&r, &done, 9_000, 60_000), None);
+    }
+
+    #[tokio::test]
+    async fn inline_users_become_one_audience_and_unknown_audiences_are_refused() {
+        let c = campaigns().await;
+        let job = NewJob {
+            audience: AudienceSource::Inline(vec!["a".into(), "b".into(), "a".into()]),
+            channel: "log".into(),
+            message: "{}".into(),
+            segment_size: None,
+            deadline_at: None,
+            priority: 5,
+        };
+        let created = c.create_job(job.clone()).await.unwrap();
+        assert_eq!(created.totals.total, 2);
+        assert_eq!(created.segment_size, c.sh.cfg.segment_size);
+        let audience = created.audience_id;
+        assert_eq!(c.get_audience(audience).await.unwrap().size, Some(2));
+
+        let unknown = NewJob {
+            audience: AudienceSource::Uploaded(999),
+            ..job
+        };
+        assert!(matches!(
+            c.create_job(unknown).await,
+            Err(CampaignError::UnknownAudience {
+                field: "audience_id",
+                id: 999
+            })
+        ));
+    }
+
+    #[tokio::test]
+    async fn re_enabling_a_disabled_rule_starts_a_new_version() {
+        let c = campaigns().await;
+        let new = NewRule {
+            spec: spec(EVERY_MINUTE),
+            users: Some(vec!["u".into()]),
+        };
+        let v1 = c.create_rule(new).await.unwrap();
+        let id = v1.rule.id;
+        assert!(v1.rule.current.spec.audience_id.is_some());
+        assert!(v1.next_run_at.is_some());
+        let off = c.set_rule_enabled(id, false).await.unwrap();
+        assert_eq!(
+            (off.rule.status, off.next_run_at),
+            (RuleStatus::Disabled, None)
+        );
+        // Enabling what is enabled changes nothing.
+        let on = c.set_rule_enabled(id, true).await.unwrap();
+        assert_eq!(on.rule.current.version, 2);
+        let again = c.set_rule_enabled(id, true).await.unwrap();
+        assert_eq!(again.rule.current.version, 2);
+        assert!(matches!(
+            c.set_rule_enabled(999, true).await,
+            Err(CampaignError::NotFound { what: "rule" })
+        ));
+        assert_eq!(c.rule_versions(id).await.unwrap().len(), 2);
+    }
+}

@@ -1,0 +1,234 @@
+//! An audience upload under way: recipients come in batches of any size, are
+//! stored in chunks of [`AUDIENCE_CHUNK`], and the audience is sealed at the
+//! end. One chunk is written in the background while the caller reads the
+//! next, so parsing and the store overlap.
+//!
+//! Nothing of an upload that does not finish remains: [`AudienceUpload::abandon`]
+//! removes the audience, and so does dropping an unfinished upload (the
+//! client went away mid-body).
+
+use std::sync::Arc;
+
+use herald_core::Clock;
+use herald_store::{AUDIENCE_CHUNK, AudienceRecord, Store, StoreError};
+use tokio::task::JoinHandle;
+
+use super::CampaignError;
+
+pub struct AudienceUpload {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    id: i64,
+    /// Most recipients the audience may hold.
+    max: u64,
+    /// Recipients taken so far, written or not.
+    taken: u64,
+    /// Index of the first recipient of `pending`.
+    next_start: u64,
+    /// Recipients not yet handed to a write.
+    pending: Vec<String>,
+    inflight: Option<JoinHandle<Result<(), StoreError>>>,
+    /// Sealed or removed: nothing is left to clean up on drop.
+    settled: bool,
+}
+
+impl AudienceUpload {
+    /// Starts an upload into audience `id` (created, not sealed).
+    pub(super) fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, id: i64, max: u64) -> Self {
+        Self {
+            store,
+            clock,
+            id,
+            max,
+            taken: 0,
+            next_start: 0,
+            pending: Vec::with_capacity(AUDIENCE_CHUNK as usize * 2),
+            inflight: None,
+            settled: false,
+        }
+    }
+
+    /// The audience being written.
+    pub fn id(&self) -> i64 {
+        self.id
+    }
+
+    /// Takes the next recipients (already checked), writing every full chunk.
+    /// Over the limit is an error; the caller then abandons the upload.
+    pub async fn push(&mut self, recipients: Vec<String>) -> Result<(), CampaignError> {
+        self.taken += recipients.len() as u64;
+        if self.taken > self.max {
+            return Err(CampaignError::TooManyRecipients { max: self.max });
+        }
+        if self.pending.is_empty() {
+            self.pending = recipients;
+        } else {
+            self.pending.extend(recipients);
+        }
+        let chunk = AUDIENCE_CHUNK as usize;
+        while self.pending.len() >= chunk {
+            let rest = self.pending.split_off(chunk);
+            let full = std::mem::replace(&mut self.pending, rest);
+            self.write(full).await?;
+        }
+        Ok(())
+    }
+
+    /// Writes what is left, waits for every write and seals the audience. On
+    /// failure the audience is removed.
+    pub async fn finish(mut self) -> Result<AudienceRecord, CampaignError> {
+        let written = async {
+            if !self.pending.is_empty() {
+                let last = std::mem::take(&mut self.pending);
+                self.write(last).await?;
+            }
+            self.wait().await
+        }
+        .await;
+        if let Err(e) = written {
+            self.abandon().await;
+            return Err(e);
+        }
+        self.settled = true;
+        match self
+            .store
+            .seal_audience(self.id, self.taken, self.clock.now_ms())
+            .await
+        {
+            Ok(Some(a)) => Ok(a),
+            Ok(None) => Err(CampaignError::Interrupted {
+                why: "the audience vanished during its upload",
+            }),
+            Err(e) => {
+                drop_audience(&*self.store, self.id, "a refused seal").await;
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Removes the audience, after any write in flight.
+    pub async fn abandon(mut self) {
+        self.settled = true;
+        if let Some(h) = self.inflight.take() {
+            let _ = h.await;
+        }
+        drop_audience(&*self.store, self.id, "a refused upload").await;
+    }
+
+    /// Waits for the write in flight, then starts writing `chunk`.
+    async fn write(&mut self, chunk: Vec<String>) -> Result<(), CampaignError> {
+        self.wait().await?;
+        let store = self.store.clone();
+        let (id, start) = (self.id, self.next_start);
+        self.next_start += chunk.len() as u64;
+        self.inflight = Some(tokio::spawn(async move {
+            store.append_audience(id, start, &chunk).await
+        }));
+        Ok(())
+    }
+
+    async fn wait(&mut self) -> Result<(), CampaignError> {
+        match self.inflight.take() {
+            None => Ok(()),
+            Some(h) => match h.await {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(e)) => Err(e.into()),
+                Err(_) => Err(CampaignError::Interrupted {
+                    why: "writing the audience failed",
+                }),
+            },
+        }
+    }
+}
+
+impl Drop for AudienceUpload {
+    fn drop(&mut self) {
+        if self.settled {
+            return;
+        }
+        let (store, id, inflight) = (self.store.clone(), self.id, self.inflight.take());
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                if let Some(h) = inflight {
+                    let _ = h.await;
+                }
+                drop_audience(&*store, id, "an interrupted upload").await;
+            });
+        }
+    }
+}
+
+/// Removes an audience left behind by a use case that failed (`left_by` says
+/// which). A failure is logged, not returned: the caller is already answering
+/// with the error that led here.
+pub(super) async fn drop_audience(store: &dyn Store, id: i64, left_by: &'static str) {
+    if let Err(e) = store.drop_audience(id).await {
+        tracing::warn!(audience = id, left_by, error = %e, "dropping an audience failed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use herald_core::SystemClock;
+    use herald_store::StoreOptions;
+
+    async fn upload(max: u64) -> (Arc<dyn Store>, AudienceUpload) {
+        let store = herald_store::open("sqlite::memory:", &StoreOptions::default())
+            .await
+            .unwrap();
+        let id = store.create_audience(None, 0).await.unwrap();
+        let up = AudienceUpload::new(store.clone(), Arc::new(SystemClock), id, max);
+        (store, up)
+    }
+
+    fn names(range: std::ops::Range<u64>) -> Vec<String> {
+        range.map(|i| format!("r{i}")).collect()
+    }
+
+    #[tokio::test]
+    async fn batches_of_any_size_become_whole_chunks() {
+        let n = AUDIENCE_CHUNK * 2 + 7;
+        let (store, mut up) = upload(n).await;
+        let id = up.id();
+        // Uneven batches, an empty one among them.
+        let mut start = 0;
+        for size in [1, AUDIENCE_CHUNK - 3, 0, AUDIENCE_CHUNK + 5, 4] {
+            up.push(names(start..start + size)).await.unwrap();
+            start += size;
+        }
+        assert_eq!(start, n);
+        let a = up.finish().await.unwrap();
+        assert_eq!((a.id, a.size), (id, Some(n)));
+        let all = store.audience_slice(id, 0, n).await.unwrap();
+        assert_eq!(all, names(0..n));
+    }
+
+    #[tokio::test]
+    async fn over_the_limit_is_refused_and_abandoning_leaves_nothing() {
+        let (store, mut up) = upload(3).await;
+        let id = up.id();
+        up.push(names(0..2)).await.unwrap();
+        assert!(matches!(
+            up.push(names(2..4)).await,
+            Err(CampaignError::TooManyRecipients { max: 3 })
+        ));
+        up.abandon().await;
+        assert_eq!(store.get_audience(id).await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn an_upload_dropped_midway_is_removed() {
+        let (store, mut up) = upload(u64::MAX).await;
+        let id = up.id();
+        up.push(names(0..AUDIENCE_CHUNK + 1)).await.unwrap();
+        drop(up);
+        for _ in 0..200 {
+            if store.get_audience(id).await.unwrap().is_none() {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        panic!("the audience of a dropped upload is still there");
+    }
+}

@@ -1,0 +1,150 @@
+//! `/v1/audiences`: streamed uploads of recipient ids (NDJSON or CSV).
+//!
+//! The body is never held whole: it is parsed frame by frame ([`parser`])
+//! and handed to the engine's upload ([`herald_engine::campaign::AudienceUpload`]),
+//! which writes one chunk while the next is parsed. Any bad line drops the
+//! whole audience; nothing of a refused upload remains.
+
+pub mod parser;
+
+use axum::body::Body;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use herald_core::time::format_rfc3339_ms;
+use herald_engine::campaign::AudienceUpload;
+use herald_store::AudienceRecord;
+use serde::{Deserialize, Serialize};
+
+use crate::error::ApiError;
+use crate::request::{parse_id, query};
+use crate::state::AppState;
+use parser::{Format, LineError, Parser};
+
+/// Longest audience name, in bytes.
+pub const MAX_NAME_BYTES: usize = 200;
+
+#[derive(Deserialize)]
+pub struct UploadQuery {
+    #[serde(default)]
+    name: Option<String>,
+}
+
+#[derive(Serialize)]
+pub struct AudienceJson {
+    pub id: i64,
+    pub name: Option<String>,
+    /// `null` while the upload is still going.
+    pub size: Option<u64>,
+    pub created_at: String,
+}
+
+impl From<AudienceRecord> for AudienceJson {
+    fn from(a: AudienceRecord) -> Self {
+        Self {
+            id: a.id,
+            name: a.name,
+            size: a.size,
+            created_at: format_rfc3339_ms(a.created_at),
+        }
+    }
+}
+
+/// `POST /v1/audiences[?name=]`: streams NDJSON or CSV into a new audience.
+/// `201 {id, name, size, created_at}`; a bad line is a 400 on `line N` and
+/// leaves nothing behind.
+pub async fn upload(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    q: Result<Query<UploadQuery>, QueryRejection>,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let q = query(q)?;
+    let ct = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let Some(format) = Format::from_content_type(ct) else {
+        let mut e = ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            format!(
+                "content-type {ct:?} is not accepted; send application/x-ndjson \
+                 (one {{\"recipient\": \"...\"}} per line) or text/csv (recipient in the first column)"
+            ),
+        );
+        e.body.field = Some("content-type".into());
+        return Err(e);
+    };
+    if let Some(n) = &q.name
+        && (n.is_empty() || n.len() > MAX_NAME_BYTES || n.chars().any(char::is_control))
+    {
+        return Err(ApiError::field(
+            "name",
+            "invalid_field",
+            format!("name must be 1..={MAX_NAME_BYTES} bytes without control characters"),
+        ));
+    }
+    let mut up = st
+        .campaigns
+        .start_upload(q.name, st.api.audience_max_recipients)
+        .await?;
+    match ingest(&mut up, body, format).await {
+        Ok(()) => {
+            let a = up.finish().await?;
+            Ok((StatusCode::CREATED, axum::Json(AudienceJson::from(a))).into_response())
+        }
+        Err(e) => {
+            up.abandon().await;
+            Err(e)
+        }
+    }
+}
+
+/// Parses the body frame by frame into the upload.
+async fn ingest(up: &mut AudienceUpload, body: Body, format: Format) -> Result<(), ApiError> {
+    use http_body_util::BodyExt;
+    let mut parser = Parser::new(format);
+    let mut stream = body.into_data_stream();
+    let line_err = |e: LineError| {
+        ApiError::field(
+            &format!("line {}", e.line),
+            "invalid_line",
+            format!("line {}: {}", e.line, e.message),
+        )
+    };
+    loop {
+        let frame = match stream.frame().await {
+            None => break,
+            Some(Ok(f)) => f,
+            Some(Err(e)) => {
+                return Err(ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "bad_body",
+                    format!("could not read the body: {e}"),
+                ));
+            }
+        };
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        let mut recipients = Vec::new();
+        parser.push(&data, &mut recipients).map_err(line_err)?;
+        up.push(recipients).await?;
+    }
+    let mut last = Vec::new();
+    parser.finish(&mut last).map_err(line_err)?;
+    up.push(last).await?;
+    Ok(())
+}
+
+/// `GET /v1/audiences/{id}`.
+pub async fn get(
+    State(st): State<AppState>,
+    Path(raw): Path<String>,
+) -> Result<Response, ApiError> {
+    let id = parse_id(&raw, "audience")?;
+    let a = st.campaigns.get_audience(id).await?;
+    Ok(axum::Json(AudienceJson::from(a)).into_response())
+}

@@ -1,0 +1,110 @@
+//! The `[api]` and `[reminders]` settings: request limits, and how reminder
+//! channel types map to configured channels.
+
+use std::collections::BTreeMap;
+
+use herald_core::reminder::ChannelType;
+use serde::{Deserialize, Serialize};
+
+/// Request limits.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ApiConfig {
+    /// Largest single timer (a `POST /v1/timers` body, or one bulk line).
+    pub max_timer_bytes: usize,
+    /// Largest bulk request body.
+    pub bulk_max_bytes: usize,
+    /// Most timers in one bulk request.
+    pub bulk_max_lines: usize,
+    /// Timers per transaction inside a bulk request.
+    pub bulk_chunk: usize,
+    /// Most recipients in one uploaded audience (`POST /v1/audiences`).
+    pub audience_max_recipients: u64,
+    /// Most `audience.users` a rule may list inline.
+    pub rule_max_users: usize,
+    /// Most `users` a job may list inline.
+    pub job_max_users: usize,
+    /// Largest rule or job request body.
+    pub campaign_body_max_bytes: usize,
+}
+
+impl Default for ApiConfig {
+    fn default() -> Self {
+        Self {
+            max_timer_bytes: 64 * 1024,
+            bulk_max_bytes: 64 * 1024 * 1024,
+            bulk_max_lines: 100_000,
+            bulk_chunk: 10_000,
+            audience_max_recipients: 50_000_000,
+            rule_max_users: 10_000,
+            job_max_users: 10_000,
+            campaign_body_max_bytes: 8 * 1024 * 1024,
+        }
+    }
+}
+
+/// How reminders reach users.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RemindersConfig {
+    /// A user's reminders on one channel that fall due within this many
+    /// milliseconds of the earliest go out as one message; 0 turns merging off.
+    pub merge_window_ms: i64,
+    /// The configured channel each channel type is sent through, e.g.
+    /// `app = "push"`. A type without an entry uses the channel of the same
+    /// name, if there is one. A reminder may name its own `channel`.
+    pub channels: BTreeMap<String, String>,
+    /// The channel for types that `channels` does not map and no channel is
+    /// named after. Unset, such a reminder is refused. The embedded default
+    /// (no channels configured) sets it to its `log` channel.
+    pub default_channel: Option<String>,
+}
+
+impl Default for RemindersConfig {
+    fn default() -> Self {
+        Self {
+            merge_window_ms: 60_000,
+            channels: BTreeMap::new(),
+            default_channel: None,
+        }
+    }
+}
+
+impl RemindersConfig {
+    /// Checks the routing table against the configured channels.
+    pub fn validate(&self, has_channel: impl Fn(&str) -> bool) -> Result<(), String> {
+        if self.merge_window_ms < 0 {
+            return Err("reminders.merge_window_ms must not be negative".into());
+        }
+        if let Some(c) = &self.default_channel
+            && !has_channel(c)
+        {
+            return Err(format!(
+                "reminders.default_channel: no channel named {c:?} is configured"
+            ));
+        }
+        for (t, c) in &self.channels {
+            if ChannelType::parse(t).is_none() {
+                return Err(format!(
+                    "reminders.channels: {t:?} is not a channel type; expected one of {}",
+                    type_names()
+                ));
+            }
+            if !has_channel(c) {
+                return Err(format!(
+                    "reminders.channels.{t}: no channel named {c:?} is configured"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The channel types, as a list for messages.
+pub fn type_names() -> String {
+    ChannelType::ALL
+        .iter()
+        .map(|t| t.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}

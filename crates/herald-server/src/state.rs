@@ -1,0 +1,22 @@
+//! What every handler is given.
+
+use std::sync::Arc;
+
+use herald_core::Clock;
+use herald_engine::Engine;
+use herald_engine::campaign::Campaigns;
+use metrics_exporter_prometheus::PrometheusHandle;
+
+use crate::config::{ApiConfig, RemindersConfig};
+
+/// What every handler gets.
+#[derive(Clone)]
+pub struct AppState {
+    pub engine: Engine,
+    /// The campaign use cases (audiences, jobs, rules); `engine.campaigns()`.
+    pub campaigns: Campaigns,
+    pub clock: Arc<dyn Clock>,
+    pub api: Arc<ApiConfig>,
+    pub reminders: Arc<RemindersConfig>,
+    pub metrics: PrometheusHandle,
+}

@@ -1,0 +1,188 @@
+//! Audiences, jobs and rules through the handlers and the engine's campaign
+//! service: what is written, what a refusal leaves behind, how lists page.
+
+use axum::http::{Method, StatusCode};
+use herald_store::CampaignStore;
+use serde_json::json;
+
+use super::{Api, error, rule_body};
+use crate::ApiConfig;
+
+#[tokio::test]
+async fn an_upload_over_the_limit_leaves_nothing() {
+    let api = Api::with(ApiConfig {
+        audience_max_recipients: 3,
+        ..ApiConfig::default()
+    })
+    .await;
+    let (st, body) = api
+        .upload("/v1/audiences?name=few", "text/csv", "a\nb\nc\n")
+        .await;
+    assert_eq!(st, StatusCode::CREATED, "{body}");
+    assert_eq!(
+        (body["size"].clone(), body["name"].clone()),
+        (json!(3), json!("few"))
+    );
+    let first = body["id"].as_i64().unwrap_or_default();
+
+    let (st, body) = api
+        .upload("/v1/audiences", "text/csv", "a\nb\nc\nd\n")
+        .await;
+    let e = error(
+        st,
+        &body,
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "too_many_recipients",
+    );
+    assert_eq!(e["field"], "body");
+    let (st, body) = api
+        .upload(
+            "/v1/audiences",
+            "application/x-ndjson",
+            "{\"recipient\":\"a\"}\n{}\n",
+        )
+        .await;
+    let e = error(st, &body, StatusCode::BAD_REQUEST, "invalid_line");
+    assert_eq!(e["field"], "line 2");
+    // Only the first audience remains.
+    for id in first + 1..first + 3 {
+        assert_eq!(api.store.get_audience(id).await.ok(), Some(None), "{id}");
+    }
+    let (st, body) = api.get(&format!("/v1/audiences/{first}")).await;
+    assert_eq!((st, body["size"].clone()), (StatusCode::OK, json!(3)));
+    api.engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn jobs_from_inline_users_and_from_uploads() {
+    let api = Api::new().await;
+    let (st, job) = api
+        .post(
+            "/v1/jobs",
+            json!({"users": ["a", "b", "a"], "channel": "log", "message": {"t": 1},
+                   "segment_size": 1, "deadline_secs": 600}),
+        )
+        .await;
+    assert_eq!(st, StatusCode::CREATED, "{job}");
+    // A user listed twice gets one message.
+    assert_eq!(job["totals"]["total"], 2, "{job}");
+    assert_eq!(job["segment_size"], 1, "{job}");
+    assert!(job["deadline"].is_string(), "{job}");
+
+    let (_, upload) = api.upload("/v1/audiences", "text/csv", "x\ny\nz\n").await;
+    let (st, job2) = api
+        .post(
+            "/v1/jobs",
+            json!({"audience_id": upload["id"], "channel": "log", "message": {}}),
+        )
+        .await;
+    assert_eq!(st, StatusCode::CREATED, "{job2}");
+    assert_eq!(job2["totals"]["total"], 3, "{job2}");
+    assert_eq!(job2["audience_id"], upload["id"], "{job2}");
+
+    let (st, body) = api
+        .post(
+            "/v1/jobs",
+            json!({"audience_id": 999, "channel": "log", "message": {}}),
+        )
+        .await;
+    let e = error(st, &body, StatusCode::BAD_REQUEST, "unknown_audience");
+    assert_eq!(e["field"], "audience_id");
+
+    // Newest first, one page at a time.
+    let (st, page) = api.get("/v1/jobs?limit=1").await;
+    assert_eq!(st, StatusCode::OK, "{page}");
+    assert_eq!(page["jobs"][0]["id"], job2["id"], "{page}");
+    assert_eq!(page["next_before"], job2["id"], "{page}");
+    let (_, page) = api
+        .get(&format!("/v1/jobs?limit=1&before={}", job2["id"]))
+        .await;
+    assert_eq!(page["jobs"][0]["id"], job["id"], "{page}");
+    let (_, page) = api.get(&format!("/v1/jobs?before={}", job["id"])).await;
+    assert_eq!(page, json!({"jobs": [], "next_before": null}));
+
+    let (st, segments) = api
+        .get(&format!("/v1/jobs/{}/segments?limit=1", job["id"]))
+        .await;
+    assert_eq!(st, StatusCode::OK, "{segments}");
+    assert_eq!(segments["segments"].as_array().map(Vec::len), Some(1));
+    assert!(segments["next_after"].is_i64(), "{segments}");
+    let (st, body) = api.get("/v1/jobs/999/segments").await;
+    error(st, &body, StatusCode::NOT_FOUND, "not_found");
+    let (st, body) = api.get("/v1/jobs/999/sends").await;
+    error(st, &body, StatusCode::NOT_FOUND, "not_found");
+
+    let (st, cancelled) = api
+        .post(&format!("/v1/jobs/{}:cancel", job2["id"]), json!({}))
+        .await;
+    assert_eq!(st, StatusCode::OK, "{cancelled}");
+    assert!(
+        ["cancelled", "done"].contains(&cancelled["state"].as_str().unwrap_or_default()),
+        "{cancelled}"
+    );
+    let (st, body) = api.post("/v1/jobs/999:cancel", json!({})).await;
+    error(st, &body, StatusCode::NOT_FOUND, "not_found");
+    api.engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn rules_are_versioned_and_re_enabling_starts_a_new_version() {
+    let api = Api::new().await;
+    let (st, rule) = api.post("/v1/rules", rule_body()).await;
+    assert_eq!(st, StatusCode::CREATED, "{rule}");
+    assert_eq!(
+        (rule["version"].clone(), rule["status"].clone()),
+        (json!(1), json!("enabled"))
+    );
+    assert!(
+        rule["audience_id"].is_i64(),
+        "inline users become an audience: {rule}"
+    );
+    assert!(rule["next_run_at"].is_string(), "{rule}");
+    let id = rule["id"].clone();
+
+    let (st, off) = api
+        .post(&format!("/v1/rules/{id}:disable"), json!({}))
+        .await;
+    assert_eq!(st, StatusCode::OK, "{off}");
+    assert_eq!(off["status"], "disabled");
+    assert_eq!(off["next_run_at"], json!(null));
+    let (_, on) = api.post(&format!("/v1/rules/{id}:enable"), json!({})).await;
+    assert_eq!(
+        (on["status"].clone(), on["version"].clone()),
+        (json!("enabled"), json!(2))
+    );
+
+    let mut v3 = rule_body();
+    v3["message"] = json!({"text": "v3"});
+    let (st, updated) = api
+        .call(Method::PUT, &format!("/v1/rules/{id}"), Some(v3.clone()))
+        .await;
+    assert_eq!(st, StatusCode::OK, "{updated}");
+    assert_eq!(updated["version"], 3);
+    let (st, body) = api.call(Method::PUT, "/v1/rules/999", Some(v3)).await;
+    error(st, &body, StatusCode::NOT_FOUND, "not_found");
+    let (_, versions) = api.get(&format!("/v1/rules/{id}/versions")).await;
+    assert_eq!(versions["versions"].as_array().map(Vec::len), Some(3));
+    let (st, tasks) = api.get(&format!("/v1/rules/{id}/tasks")).await;
+    assert_eq!(st, StatusCode::OK, "{tasks}");
+
+    // A rule naming an upload still under way is refused on that field.
+    let audience = api.store.create_audience(None, 0).await.unwrap_or_default();
+    let mut pending = rule_body();
+    pending["audience"] = json!({"audience_id": audience});
+    let (st, body) = api.post("/v1/rules", pending).await;
+    let e = error(st, &body, StatusCode::BAD_REQUEST, "audience_not_ready");
+    assert_eq!(e["field"], "audience.audience_id");
+
+    let (_, second) = api.post("/v1/rules", rule_body()).await;
+    let (_, page) = api.get("/v1/rules?limit=1").await;
+    assert_eq!(page["rules"][0]["id"], id, "{page}");
+    assert_eq!(page["next_after"], id, "{page}");
+    let (_, page) = api.get(&format!("/v1/rules?after={id}")).await;
+    assert_eq!(page["rules"][0]["id"], second["id"], "{page}");
+    assert_eq!(page["next_after"], json!(null), "{page}");
+    let (st, body) = api.get("/v1/rules/999/versions").await;
+    error(st, &body, StatusCode::NOT_FOUND, "not_found");
+    api.engine.shutdown().await;
+}

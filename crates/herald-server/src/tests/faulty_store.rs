@@ -1,0 +1,150 @@
+//! A store that fails on demand: every call goes to an in-memory SQLite
+//! store unless the test has said that call, or every call, fails with a
+//! given error. Shows how each store error reaches the client.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use async_trait::async_trait;
+use herald_core::TimerId;
+use herald_core::campaign::SegmentState;
+use herald_store::*;
+
+pub struct FaultyStore {
+    inner: Arc<dyn Store>,
+    /// Fails every call.
+    all: Mutex<Option<StoreError>>,
+    /// Fails the calls named.
+    calls: Mutex<HashMap<&'static str, StoreError>>,
+}
+
+impl FaultyStore {
+    pub fn new(inner: Arc<dyn Store>) -> Self {
+        Self {
+            inner,
+            all: Mutex::new(None),
+            calls: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Every call fails with `e` from now on (`None`: none does).
+    pub fn fail_all(&self, e: Option<StoreError>) {
+        *lock(&self.all) = e;
+    }
+
+    /// Calls of `method` fail with `e` from now on.
+    pub fn fail(&self, method: &'static str, e: StoreError) {
+        lock(&self.calls).insert(method, e);
+    }
+
+    fn check(&self, method: &'static str) -> Result<()> {
+        if let Some(e) = &*lock(&self.all) {
+            return Err(copy(e));
+        }
+        match lock(&self.calls).get(method) {
+            Some(e) => Err(copy(e)),
+            None => Ok(()),
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `StoreError` is not `Clone`; the variants a test injects are rebuilt.
+fn copy(e: &StoreError) -> StoreError {
+    match e {
+        StoreError::NotFound { what } => StoreError::NotFound { what: what.clone() },
+        StoreError::Conflict { what, why } => StoreError::Conflict {
+            what: what.clone(),
+            why: why.clone(),
+        },
+        StoreError::Refused { what, why } => StoreError::Refused {
+            what: what.clone(),
+            why: why.clone(),
+        },
+        StoreError::Unavailable { code, message } => StoreError::Unavailable {
+            code: code.clone(),
+            message: message.clone(),
+        },
+        other => StoreError::Internal(other.to_string()),
+    }
+}
+
+/// Implements `$trait` for [`FaultyStore`]: each call is checked, then passed on.
+macro_rules! faulty {
+    ($trait:ident: $(fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
+        #[async_trait]
+        impl $trait for FaultyStore {
+            $(
+                async fn $name(&self, $($arg: $ty),*) -> $ret {
+                    self.check(stringify!($name))?;
+                    self.inner.$name($($arg),*).await
+                }
+            )*
+        }
+    };
+}
+
+faulty! { Store:
+    fn init_shards(wanted: u16) -> Result<u16>;
+    fn apply(ops: Vec<WriteOp>) -> Result<Vec<WriteResult>>;
+    fn get_timer(id: TimerId) -> Result<Option<TimerRecord>>;
+    fn load_due(shards: &herald_core::ShardSet, after: Option<DueCursor>, until: i64, limit: usize) -> Result<Vec<DueEntry>>;
+    fn fetch_pending(ids: &[TimerId]) -> Result<Vec<TimerRecord>>;
+    fn complete(batch: Vec<Completion>) -> Result<Vec<Applied>>;
+    fn deliveries_for(timer_id: TimerId) -> Result<Vec<DeliveryRecord>>;
+    fn get_delivery(id: i64) -> Result<Option<DeliveryRecord>>;
+    fn record_final_status(channel: &str, provider_msgid: &str, status: &str, at: i64) -> Result<u64>;
+    fn mark_delivery_recalled(id: i64, at: i64) -> Result<bool>;
+    fn get_channel_token(key: &str) -> Result<Option<ChannelToken>>;
+    fn put_channel_token(key: &str, token: &ChannelToken) -> Result<()>;
+    fn expire_channel_token(key: &str, token: &str, now: i64) -> Result<bool>;
+    fn get_subjects(ids: &[String]) -> Result<Vec<SubjectRecord>>;
+    fn user_reminders(user_id: &str, limit: usize) -> Result<Vec<ReminderTimer>>;
+    fn pending_reminders(probes: &[MergeProbe]) -> Result<Vec<TimerRecord>>;
+    fn count_by_state() -> Result<Vec<(herald_core::TimerState, u64)>>;
+    fn heartbeat(node: &str, now: i64, ttl_ms: i64) -> Result<Vec<NodeInfo>>;
+    fn leave(node: &str) -> Result<()>;
+    fn shard_leases() -> Result<Vec<ShardLease>>;
+    fn acquire_shards(node: &str, shards: &[u16], now: i64, lease_ms: i64) -> Result<Vec<ShardLease>>;
+    fn renew_shards(node: &str, held: &[Fence], now: i64, lease_ms: i64) -> Result<Vec<ShardLease>>;
+    fn release_shards(node: &str, shards: &[u16]) -> Result<()>;
+    fn acquire_lease(name: &str, holder: &str, now: i64, ttl_ms: i64) -> Result<Option<NamedLease>>;
+    fn release_lease(name: &str, holder: &str) -> Result<()>;
+    fn subscribe() -> Result<Option<tokio::sync::mpsc::Receiver<Vec<DueEntry>>>>;
+}
+
+faulty! { CampaignStore:
+    fn create_audience(name: Option<String>, now: i64) -> Result<i64>;
+    fn append_audience(id: i64, start: u64, recipients: &[String]) -> Result<()>;
+    fn seal_audience(id: i64, size: u64, now: i64) -> Result<Option<AudienceRecord>>;
+    fn drop_audience(id: i64) -> Result<bool>;
+    fn get_audience(id: i64) -> Result<Option<AudienceRecord>>;
+    fn audience_slice(id: i64, start: u64, end: u64) -> Result<Vec<String>>;
+    fn create_rule(spec: RuleSpec, now: i64) -> Result<RuleRecord>;
+    fn update_rule(id: i64, spec: RuleSpec, now: i64) -> Result<Option<RuleRecord>>;
+    fn set_rule_enabled(id: i64, enabled: bool, now: i64) -> Result<Option<RuleRecord>>;
+    fn get_rule(id: i64) -> Result<Option<RuleRecord>>;
+    fn list_rules(after: Option<i64>, limit: usize) -> Result<Vec<RuleRecord>>;
+    fn rule_versions(id: i64) -> Result<Vec<RuleVersion>>;
+    fn rule_tasks(rule_id: i64, limit: usize) -> Result<Vec<TaskRecord>>;
+    fn plan_candidates(after: Option<i64>, limit: usize) -> Result<Vec<PlanCandidate>>;
+    fn plan_task(rule_id: i64, version: i32, planned_at: i64, now: i64) -> Result<Option<TaskRecord>>;
+    fn finish_rule(rule_id: i64, now: i64) -> Result<bool>;
+    fn due_tasks(now: i64, limit: usize) -> Result<Vec<TaskRecord>>;
+    fn start_task(task_id: i64, now: i64, segment_size: u64) -> Result<TaskStart>;
+    fn get_task(id: i64) -> Result<Option<TaskRecord>>;
+    fn create_job(spec: JobSpec, now: i64) -> Result<Option<JobRecord>>;
+    fn get_job(id: i64) -> Result<Option<JobRecord>>;
+    fn list_jobs(before: Option<i64>, limit: usize) -> Result<Vec<JobRecord>>;
+    fn segment_counts(job_id: i64) -> Result<Vec<(SegmentState, u64)>>;
+    fn job_segments(job_id: i64, after: Option<i64>, limit: usize) -> Result<Vec<SegmentRecord>>;
+    fn cancel_job(id: i64, now: i64) -> Result<Option<JobRecord>>;
+    fn claim_segment(owner: &str, now: i64, lease_ms: i64) -> Result<Option<ClaimedSegment>>;
+    fn job_sends(job_id: i64, start: u64, end: u64) -> Result<Vec<SendRecord>>;
+    fn record_sends(claim: &SegmentClaim, cursor: u64, entries: Vec<SendEntry>, now: i64, lease_ms: i64) -> Result<LeaseCheck>;
+    fn finish_segment(claim: &SegmentClaim, now: i64) -> Result<LeaseCheck>;
+    fn sweep(now: i64, opts: SweepOptions) -> Result<SweepReport>;
+}

@@ -1,0 +1,144 @@
+//! Handler tests: the whole router in process (`tower::ServiceExt::oneshot`),
+//! over a real engine on an in-memory SQLite store that can be told to fail.
+//! Routing, validation and error mapping are checked here; what needs the
+//! binary, real HTTP or a provider mock is in `crates/herald/tests`.
+
+mod campaigns;
+mod faulty_store;
+mod routing;
+mod store_errors;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode, header};
+use herald_channels::LogChannel;
+use herald_core::{Clock, RetryPolicy, SystemClock};
+use herald_engine::{ChannelSpec, Engine, EngineConfig};
+use herald_store::{Store, StoreOptions};
+use http_body_util::BodyExt;
+use metrics_exporter_prometheus::PrometheusBuilder;
+use serde_json::Value;
+use tower::ServiceExt;
+
+use crate::{ApiConfig, AppState, RemindersConfig, router};
+use faulty_store::FaultyStore;
+
+/// The API over a fresh store.
+struct Api {
+    router: Router,
+    store: Arc<FaultyStore>,
+    engine: Engine,
+}
+
+impl Api {
+    async fn new() -> Self {
+        Self::with(ApiConfig::default()).await
+    }
+
+    async fn with(api: ApiConfig) -> Self {
+        let inner = herald_store::open("sqlite::memory:", &StoreOptions::default())
+            .await
+            .expect("in-memory store");
+        let store = Arc::new(FaultyStore::new(inner));
+        let shards = store.init_shards(16).await.expect("shards");
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let log = ChannelSpec::new(
+            Arc::new(LogChannel::new("log")),
+            4,
+            None,
+            RetryPolicy::default(),
+        );
+        let mut cfg = EngineConfig::default();
+        cfg.campaign.workers = 1;
+        let engine = Engine::start(
+            store.clone() as Arc<dyn Store>,
+            clock.clone(),
+            vec![log],
+            cfg,
+            shards,
+            "handler-tests",
+        )
+        .await;
+        let state = AppState {
+            campaigns: engine.campaigns(),
+            engine: engine.clone(),
+            clock,
+            api: Arc::new(api),
+            reminders: Arc::new(RemindersConfig {
+                default_channel: Some("log".into()),
+                ..RemindersConfig::default()
+            }),
+            metrics: PrometheusBuilder::new().build_recorder().handle(),
+        };
+        Self {
+            router: router(state),
+            store,
+            engine,
+        }
+    }
+
+    /// Sends one request; the answer's status and body (JSON, or the text as
+    /// a JSON string).
+    async fn send(&self, req: Request<Body>) -> (StatusCode, Value) {
+        let resp = self
+            .router
+            .clone()
+            .oneshot(req)
+            .await
+            .expect("the router is infallible");
+        let status = resp.status();
+        let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+        let body = serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+        (status, body)
+    }
+
+    async fn call(&self, method: Method, uri: &str, body: Option<Value>) -> (StatusCode, Value) {
+        let req = Request::builder().method(method).uri(uri);
+        let req = match body {
+            Some(b) => req
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(b.to_string())),
+            None => req.body(Body::empty()),
+        };
+        self.send(req.expect("request")).await
+    }
+
+    async fn get(&self, uri: &str) -> (StatusCode, Value) {
+        self.call(Method::GET, uri, None).await
+    }
+
+    async fn post(&self, uri: &str, body: Value) -> (StatusCode, Value) {
+        self.call(Method::POST, uri, Some(body)).await
+    }
+
+    async fn upload(&self, uri: &str, content_type: &str, body: &str) -> (StatusCode, Value) {
+        let req = Request::post(uri)
+            .header(header::CONTENT_TYPE, content_type)
+            .body(Body::from(body.to_string()))
+            .expect("request");
+        self.send(req).await
+    }
+}
+
+/// Asserts the API's error shape, returning the error object.
+#[track_caller]
+fn error(status: StatusCode, body: &Value, want_status: StatusCode, want_code: &str) -> Value {
+    assert_eq!(status, want_status, "{body}");
+    assert_eq!(body["error"]["code"], want_code, "{body}");
+    assert!(body["error"]["message"].is_string(), "{body}");
+    body["error"].clone()
+}
+
+/// A rule body that passes every check.
+fn rule_body() -> Value {
+    serde_json::json!({
+        "name": "daily",
+        "schedule": {"type": "cron", "cron": "0 9 * * *", "timezone": "UTC"},
+        "audience": {"users": ["u1", "u2"]},
+        "channel": "log",
+        "message": {"text": "hi"},
+    })
+}
