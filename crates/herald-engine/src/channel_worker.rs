@@ -133,3 +133,75 @@ impl ChannelWorker {
         let _ = self.done.send(f);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use herald_channels::SendOutcome;
+
+    use super::*;
+    use crate::EngineConfig;
+    use crate::fetcher::Fetcher;
+    use crate::testkit::{CHANNEL, Rig, T0};
+
+    /// A rig with `n` timers due now, fetched onto the channel's queue.
+    async fn fetched(n: usize) -> (Rig, Vec<i64>, ChannelWorker, mpsc::UnboundedReceiver<Finished>) {
+        let rig = Rig::new(EngineConfig::default()).await;
+        let ids = rig.insert(&vec![T0; n]).await;
+        for &id in &ids {
+            rig.pipe.ready.push(rig.due(id).await);
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        Fetcher::new(rig.pipe.clone(), tx.clone()).run_once().await;
+        let rt = rig.pipe.channels[CHANNEL].clone();
+        let worker = ChannelWorker::new(rig.pipe.clone(), rt, tx);
+        (rig, ids, worker, rx)
+    }
+
+    #[tokio::test]
+    async fn sends_the_most_urgent_job_and_hands_on_the_outcome() {
+        let (rig, ids, worker, mut rx) = fetched(2).await;
+        rig.clock.advance(7);
+        rig.channel.script.lock().push_back(SendOutcome::Permanent {
+            error: "no such user".into(),
+            status: Some(400),
+        });
+        assert!(worker.run_once().await);
+        assert!(worker.run_once().await);
+        assert!(!worker.run_once().await, "the queue is empty");
+        let sent: Vec<(i64, i64)> = rig
+            .channel
+            .sent
+            .lock()
+            .iter()
+            .map(|d| (d.timer_id, d.fired_at))
+            .collect();
+        assert_eq!(sent, [(ids[0], T0 + 7), (ids[1], T0 + 7)]);
+        let first = rx.try_recv().unwrap().completion;
+        assert_eq!(first.outcome, CompletionOutcome::Failed);
+        assert_eq!(first.status, Some(400));
+        let second = rx.try_recv().unwrap().completion;
+        assert_eq!(second.outcome, CompletionOutcome::Done);
+        assert_eq!(second.provider_msgid, Some(format!("m{}", ids[1])));
+    }
+
+    #[tokio::test]
+    async fn sends_nothing_for_a_shard_it_no_longer_owns() {
+        let (rig, _, worker, mut rx) = fetched(1).await;
+        rig.pipe.ownership.drop_shards(0..crate::testkit::SHARDS);
+        assert!(worker.run_once().await);
+        assert!(rig.channel.sent.lock().is_empty());
+        assert!(rx.try_recv().is_err(), "no outcome: the new owner fires it");
+        assert_eq!(rig.pipe.flight.in_flight(), 0);
+    }
+
+    #[tokio::test]
+    async fn sends_nothing_once_the_lease_is_about_to_run_out() {
+        let (rig, _, worker, _rx) = fetched(1).await;
+        // The rig's leases run `lease_ms` from T0; the guard time keeps the
+        // last `lease_guard_ms` of it.
+        let cfg = &rig.pipe.cfg;
+        rig.clock.set(T0 + cfg.lease_ms - cfg.lease_guard_ms);
+        assert!(worker.run_once().await);
+        assert!(rig.channel.sent.lock().is_empty());
+    }
+}

@@ -257,3 +257,131 @@ fn settle(p: &Pipeline, batch: &mut Vec<Finished>, applied: &[Applied]) {
         .offer(retries.into_iter().filter(|t| p.ownership.owns(t.shard)));
     hot.inflight.set(p.flight.in_flight() as f64);
 }
+
+#[cfg(test)]
+mod tests {
+    use herald_core::TimerState;
+
+    use super::*;
+    use crate::EngineConfig;
+    use crate::testkit::{CHANNEL, Rig, T0};
+
+    /// What a channel worker hands on after `outcome`, for a timer the
+    /// fetcher let into the flight set.
+    async fn finished(rig: &Rig, id: TimerId, outcome: SendOutcome) -> Finished {
+        let row = rig.timer(id).await;
+        let p = &rig.pipe;
+        p.flight.permits.try_acquire().expect("room").forget();
+        p.flight.ids.lock().insert(id);
+        let delivery = Delivery {
+            timer_id: row.id,
+            kind: row.kind,
+            due_at: row.due_at,
+            fired_at: T0,
+            attempt: row.attempts + 1,
+            idempotency_key: row.delivery_key(),
+            recipient: row.recipient,
+            message: row.message,
+        };
+        let attempt = Attempt {
+            delivery: &delivery,
+            channel: CHANNEL,
+            priority: row.priority,
+            shard: row.shard,
+            fence: p.ownership.fence(row.shard),
+            started_at: T0,
+            finished_at: T0 + 10,
+        };
+        Finished::from_outcome(attempt, outcome, &RetryPolicy::default())
+    }
+
+    fn delivered() -> SendOutcome {
+        SendOutcome::Delivered {
+            provider_msgid: Some("m1".into()),
+            status: Some(200),
+        }
+    }
+
+    #[tokio::test]
+    async fn records_a_batch_and_lets_its_timers_go() {
+        let rig = Rig::new(EngineConfig::default()).await;
+        let ids = rig.insert(&[T0, T0, T0]).await;
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut c = Completer::new(rig.pipe.clone(), rx);
+        assert_eq!(c.run_once().await.unwrap(), 0, "nothing finished yet");
+        for &id in &ids {
+            let _ = tx.send(finished(&rig, id, delivered()).await);
+        }
+        assert_eq!(rig.pipe.flight.in_flight(), 3);
+        assert_eq!(c.run_once().await.unwrap(), 3);
+        assert_eq!(rig.pipe.flight.in_flight(), 0);
+        assert!(rig.pipe.flight.ids.lock().is_empty());
+        for &id in &ids {
+            assert_eq!(rig.state(id).await, TimerState::Done);
+        }
+        let log = rig.pipe.store.deliveries_for(ids[0]).await.unwrap();
+        assert_eq!(log.len(), 1);
+        assert_eq!(log[0].outcome, "delivered");
+        assert_eq!((log[0].started_at, log[0].finished_at), (T0, T0 + 10));
+    }
+
+    #[tokio::test]
+    async fn takes_at_most_a_batch_per_pass() {
+        let rig = Rig::new(EngineConfig {
+            complete_batch: 2,
+            ..Default::default()
+        })
+        .await;
+        let ids = rig.insert(&[T0; 3]).await;
+        let (tx, rx) = mpsc::unbounded_channel();
+        for &id in &ids {
+            let _ = tx.send(finished(&rig, id, delivered()).await);
+        }
+        let mut c = Completer::new(rig.pipe.clone(), rx);
+        assert_eq!(c.run_once().await.unwrap(), 2);
+        assert_eq!(c.run_once().await.unwrap(), 1);
+        assert_eq!(c.run_once().await.unwrap(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_retry_goes_back_into_the_wheel() {
+        let rig = Rig::new(EngineConfig::default()).await;
+        rig.pipe.schedule.raise_horizon(T0 + 60_000);
+        let id = rig.insert(&[T0]).await[0];
+        let (tx, rx) = mpsc::unbounded_channel();
+        let retry = SendOutcome::Retryable {
+            error: "busy".into(),
+            status: Some(503),
+            retry_after_ms: Some(2_000),
+        };
+        let _ = tx.send(finished(&rig, id, retry).await);
+        let mut c = Completer::new(rig.pipe.clone(), rx);
+        assert_eq!(c.run_once().await.unwrap(), 1);
+        let row = rig.timer(id).await;
+        assert_eq!((row.state, row.attempts), (TimerState::Pending, 1));
+        assert!(row.due_at >= T0 + 10 + 2_000, "due again after the hint");
+        assert_eq!(rig.pipe.schedule.len(), 1, "wheeled again");
+        assert_eq!(rig.pipe.flight.in_flight(), 0);
+    }
+
+    #[tokio::test]
+    async fn an_outcome_from_a_lost_shard_is_fenced_off() {
+        let rig = Rig::new(EngineConfig::default()).await;
+        let id = rig.insert(&[T0]).await[0];
+        let (tx, rx) = mpsc::unbounded_channel();
+        let f = finished(&rig, id, delivered()).await;
+        // Another node took the shard meanwhile: a new epoch.
+        let shard = f.shard;
+        rig.pipe.store.release_shards(crate::testkit::NODE, &[shard]).await.unwrap();
+        rig.pipe
+            .store
+            .acquire_shards("node-2", &[shard], T0, 60_000)
+            .await
+            .unwrap();
+        let _ = tx.send(f);
+        let mut c = Completer::new(rig.pipe.clone(), rx);
+        assert_eq!(c.run_once().await.unwrap(), 1);
+        assert_eq!(rig.state(id).await, TimerState::Pending, "the new owner's to deliver");
+        assert_eq!(rig.pipe.flight.in_flight(), 0);
+    }
+}

@@ -45,3 +45,34 @@ impl Driver {
         p.schedule.tick(p.clock.now_ms(), &p.ready, &mut self.buf)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::EngineConfig;
+    use crate::loader::{Loader, Rescan};
+    use crate::testkit::{Rig, T0};
+
+    #[tokio::test]
+    async fn hands_on_what_is_due_at_the_clocks_time() {
+        let rig = Rig::new(EngineConfig::default()).await;
+        let ids = rig.insert(&[T0 + 1_000, T0 + 1_000, T0 + 5_000]).await;
+        Loader::new(rig.pipe.clone(), false, Arc::new(Rescan::default()))
+            .run_once()
+            .await;
+        let mut d = Driver::new(rig.pipe.clone());
+        let next = d.run_once();
+        assert_eq!(rig.pipe.ready.len(), 0);
+        assert!(next > T0 && next <= T0 + 1_000, "next look at {next}");
+        rig.clock.set(T0 + 1_000);
+        let next = d.run_once();
+        let ready: Vec<i64> = rig.pipe.ready.pop_many(10).iter().map(|t| t.id).collect();
+        assert_eq!(ready.len(), 2);
+        assert!(ready.iter().all(|id| ids[..2].contains(id)));
+        assert!(next > T0 + 1_000 && next <= T0 + 5_000);
+        rig.clock.set(T0 + 9_000);
+        d.run_once();
+        assert_eq!(rig.pipe.ready.pop_many(10)[0].id, ids[2]);
+        assert_eq!(rig.pipe.schedule.len(), 0);
+    }
+}

@@ -246,3 +246,93 @@ impl Fetcher {
         FetchPass::Routed
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use herald_store::CompletionOutcome;
+
+    use super::*;
+    use crate::EngineConfig;
+    use crate::testkit::{CHANNEL, Rig, T0};
+
+    #[tokio::test]
+    async fn queues_due_timers_on_their_channel_and_holds_them_in_flight() {
+        let rig = Rig::new(EngineConfig::default()).await;
+        let ids = rig.insert(&[T0, T0, T0 - 5]).await;
+        for &id in &ids {
+            rig.pipe.ready.push(rig.due(id).await);
+        }
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let f = Fetcher::new(rig.pipe.clone(), tx);
+        assert_eq!(f.run_once().await, FetchPass::Routed);
+        assert_eq!(f.run_once().await, FetchPass::Idle);
+        let jobs = rig.pipe.channels[CHANNEL].queue.pop_many(10);
+        let queued: Vec<i64> = jobs.iter().map(|j| j.delivery.timer_id).collect();
+        assert_eq!(queued, [ids[2], ids[0], ids[1]], "earliest due first");
+        assert!(jobs.iter().all(|j| j.delivery.attempt == 1));
+        assert!(jobs.iter().all(|j| j.delivery.fired_at == T0));
+        assert_eq!(rig.pipe.flight.in_flight(), 3);
+        assert!(rig.pipe.flight.ids.lock().contains(&ids[0]));
+    }
+
+    #[tokio::test]
+    async fn drops_copies_stale_entries_and_shards_it_lost() {
+        let rig = Rig::new(EngineConfig::default()).await;
+        let ids = rig.insert(&[T0, T0, T0]).await;
+        let (a, b, c) = (rig.due(ids[0]).await, rig.due(ids[1]).await, rig.due(ids[2]).await);
+        let moved = crate::queue::DueTimer {
+            due_at: b.due_at - 1,
+            ..b
+        };
+        rig.pipe.ownership.drop_shards([c.shard]);
+        rig.pipe.ready.push_many([a, a, moved, c]);
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let f = Fetcher::new(rig.pipe.clone(), tx);
+        assert_eq!(f.run_once().await, FetchPass::Routed);
+        let queued: Vec<i64> = rig.pipe.channels[CHANNEL]
+            .queue
+            .pop_many(10)
+            .iter()
+            .map(|j| j.delivery.timer_id)
+            .collect();
+        assert_eq!(queued, [ids[0]]);
+        assert_eq!(rig.pipe.flight.in_flight(), 1, "the rest gave their permits back");
+        assert_eq!(rig.pipe.ready.len(), 0);
+    }
+
+    #[tokio::test]
+    async fn takes_no_more_than_the_in_flight_bound() {
+        let rig = Rig::new(EngineConfig {
+            max_inflight: 2,
+            ..Default::default()
+        })
+        .await;
+        for id in rig.insert(&[T0; 5]).await {
+            rig.pipe.ready.push(rig.due(id).await);
+        }
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let f = Fetcher::new(rig.pipe.clone(), tx);
+        assert_eq!(f.run_once().await, FetchPass::Routed);
+        assert_eq!(f.run_once().await, FetchPass::Idle, "no room left");
+        assert_eq!(rig.pipe.channels[CHANNEL].queue.len(), 2);
+        assert_eq!(rig.pipe.ready.len(), 3);
+    }
+
+    #[tokio::test]
+    async fn a_channel_no_longer_configured_gets_a_retry() {
+        let rig = Rig::new(EngineConfig::default()).await;
+        let id = rig.insert_on("gone", &[T0]).await[0];
+        rig.pipe.ready.push(rig.due(id).await);
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let f = Fetcher::new(rig.pipe.clone(), tx);
+        assert_eq!(f.run_once().await, FetchPass::Routed);
+        let finished = rx.try_recv().expect("an outcome");
+        assert_eq!(finished.completion.timer_id, id);
+        assert!(matches!(
+            finished.completion.outcome,
+            CompletionOutcome::Retry { next_due_at } if next_due_at > T0
+        ));
+        assert!(finished.completion.error.unwrap().contains("not configured"));
+        assert_eq!(rig.pipe.flight.in_flight(), 1, "until the completer records it");
+    }
+}

@@ -33,6 +33,8 @@ mod writer;
 
 #[cfg(test)]
 mod testkit;
+#[cfg(test)]
+mod timer_path;
 
 use std::sync::Arc;
 use std::time::Duration;

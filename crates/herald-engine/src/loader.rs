@@ -129,3 +129,86 @@ impl Loader {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::EngineConfig;
+    use crate::testkit::{Rig, T0};
+
+    fn loader(rig: &Rig, shared: bool) -> (Loader, Arc<Rescan>) {
+        let rescan = Arc::new(Rescan::default());
+        (Loader::new(rig.pipe.clone(), shared, rescan.clone()), rescan)
+    }
+
+    #[tokio::test]
+    async fn loads_the_window_page_by_page_and_moves_on_with_the_clock() {
+        let rig = Rig::new(EngineConfig {
+            window_ms: 60_000,
+            load_batch: 2,
+            ..Default::default()
+        })
+        .await;
+        rig.insert(&[T0 + 1_000; 5]).await;
+        rig.insert(&[T0 + 90_000, T0 + 95_000]).await;
+        let (mut l, _) = loader(&rig, false);
+        assert_eq!(l.run_once().await, LoadPass::CaughtUp);
+        assert_eq!(rig.pipe.schedule.len(), 5, "only the window");
+        assert_eq!(rig.pipe.schedule.horizon(), T0 + 60_000);
+        // Nothing new: the cursor keeps what was loaded from loading twice.
+        assert_eq!(l.run_once().await, LoadPass::CaughtUp);
+        assert_eq!(rig.pipe.schedule.len(), 5);
+        rig.clock.advance(40_000);
+        assert_eq!(l.run_once().await, LoadPass::CaughtUp);
+        assert_eq!(rig.pipe.schedule.len(), 7);
+    }
+
+    #[tokio::test]
+    async fn stops_paging_while_the_wheel_is_full() {
+        let rig = Rig::new(EngineConfig {
+            load_batch: 2,
+            max_loaded: 3,
+            ..Default::default()
+        })
+        .await;
+        rig.insert(&[T0 + 1_000; 6]).await;
+        let (mut l, _) = loader(&rig, false);
+        assert_eq!(l.run_once().await, LoadPass::Behind);
+        assert_eq!(rig.pipe.schedule.len(), 4, "stops at the first full check");
+    }
+
+    #[tokio::test]
+    async fn rereads_the_window_when_asked_and_on_a_shared_store_periodically() {
+        let rig = Rig::new(EngineConfig {
+            rescan_interval_ms: 30_000,
+            ..Default::default()
+        })
+        .await;
+        rig.insert(&[T0 + 1_000; 3]).await;
+        let (mut l, rescan) = loader(&rig, false);
+        l.run_once().await;
+        assert_eq!(rig.pipe.schedule.len(), 3);
+        rescan.request();
+        l.run_once().await;
+        assert_eq!(rig.pipe.schedule.len(), 6, "wheeled again; the fetcher drops copies");
+        // A store of its own is never re-read on a timer.
+        rig.clock.advance(30_000);
+        l.run_once().await;
+        assert_eq!(rig.pipe.schedule.len(), 6);
+
+        let rig = Rig::new(EngineConfig {
+            rescan_interval_ms: 30_000,
+            ..Default::default()
+        })
+        .await;
+        rig.insert(&[T0 + 40_000; 2]).await;
+        let (mut l, _) = loader(&rig, true);
+        l.run_once().await;
+        rig.clock.advance(29_999);
+        l.run_once().await;
+        assert_eq!(rig.pipe.schedule.len(), 2);
+        rig.clock.advance(1);
+        l.run_once().await;
+        assert_eq!(rig.pipe.schedule.len(), 4);
+    }
+}

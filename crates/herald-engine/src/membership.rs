@@ -177,3 +177,58 @@ impl Membership {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::EngineConfig;
+    use crate::pipeline::Pipeline;
+    use crate::testkit::{Rig, SHARDS, T0};
+
+    /// A second node on the rig's store, on the same clock.
+    fn second_node(rig: &Rig) -> Membership {
+        let p = &rig.pipe;
+        let pipe = Arc::new(Pipeline::new(
+            p.store.clone(),
+            p.clock.clone(),
+            Vec::new(),
+            p.cfg.clone(),
+            SHARDS,
+        ));
+        Membership::new(pipe, "node-2".into(), SHARDS)
+    }
+
+    #[tokio::test]
+    async fn nodes_move_to_their_fair_share_and_hand_over_on_leaving() {
+        let rig = Rig::new(EngineConfig::default()).await;
+        let one = Membership::new(rig.pipe.clone(), crate::testkit::NODE.into(), SHARDS);
+        one.run_once().await.unwrap();
+        assert_eq!(rig.pipe.ownership.owned().len(), usize::from(SHARDS));
+        let ids = rig.insert(&[T0 + 1_000; 4]).await;
+        rig.pipe.schedule.raise_horizon(T0 + 60_000);
+        rig.pipe.schedule.load(
+            [rig.due(ids[0]).await, rig.due(ids[1]).await, rig.due(ids[2]).await, rig.due(ids[3]).await],
+        );
+
+        let two = second_node(&rig);
+        two.pipe.schedule.raise_horizon(T0 + 60_000);
+        two.run_once().await.unwrap();
+        assert_eq!(two.pipe.ownership.owned().len(), 0, "every shard is leased");
+        // Node one stops firing its excess at once and releases it a round later.
+        rig.clock.advance(1_000);
+        one.run_once().await.unwrap();
+        assert_eq!(rig.pipe.ownership.owned().len(), 2);
+        assert_eq!(rig.pipe.schedule.len(), 2, "their timers left the wheel");
+        one.run_once().await.unwrap();
+        two.run_once().await.unwrap();
+        assert_eq!(two.pipe.ownership.owned().len(), 2);
+        assert_eq!(two.pipe.schedule.len(), 2, "and went into the new owner's");
+        let (a, b) = (rig.pipe.ownership.owned(), two.pipe.ownership.owned());
+        assert!(a.iter().all(|s| !b.contains(s)));
+
+        one.leave().await;
+        assert_eq!(rig.pipe.ownership.owned().len(), 0);
+        two.run_once().await.unwrap();
+        assert_eq!(two.pipe.ownership.owned().len(), usize::from(SHARDS));
+    }
+}

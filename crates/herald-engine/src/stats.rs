@@ -71,3 +71,35 @@ impl Stats {
         true
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::EngineConfig;
+    use crate::testkit::Rig;
+
+    #[tokio::test]
+    async fn counts_the_store_once_per_interval_of_the_clock() {
+        let rig = Rig::new(EngineConfig {
+            stats_interval_ms: 10_000,
+            ..Default::default()
+        })
+        .await;
+        let mut s = Stats::new(rig.pipe.clone());
+        assert!(s.run_once().await, "counts at once");
+        assert!(!s.run_once().await);
+        rig.clock.advance(9_999);
+        assert!(!s.run_once().await);
+        rig.clock.advance(1);
+        assert!(s.run_once().await);
+        rig.clock.advance(-60_000);
+        assert!(s.run_once().await, "a clock that stepped back counts as due");
+
+        let rig = Rig::new(EngineConfig {
+            stats_interval_ms: 0,
+            ..Default::default()
+        })
+        .await;
+        assert!(!Stats::new(rig.pipe.clone()).run_once().await, "off");
+    }
+}
