@@ -144,7 +144,14 @@ mod tests {
     use crate::testkit::{CHANNEL, Rig, T0};
 
     /// A rig with `n` timers due now, fetched onto the channel's queue.
-    async fn fetched(n: usize) -> (Rig, Vec<i64>, ChannelWorker, mpsc::UnboundedReceiver<Finished>) {
+    async fn fetched(
+        n: usize,
+    ) -> (
+        Rig,
+        Vec<i64>,
+        ChannelWorker,
+        mpsc::UnboundedReceiver<Finished>,
+    ) {
         let rig = Rig::new(EngineConfig::default()).await;
         let ids = rig.insert(&vec![T0; n]).await;
         for &id in &ids {

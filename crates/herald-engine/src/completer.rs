@@ -251,7 +251,8 @@ fn settle(p: &Pipeline, batch: &mut Vec<Finished>, applied: &[Applied]) {
     hot.dead.increment(dead);
     hot.retried.increment(retries.len() as u64);
     let (own, members): (Vec<Finished>, Vec<Finished>) = batch.drain(..).partition(|f| f.permit);
-    p.flight.forget(members.iter().map(|f| f.completion.timer_id));
+    p.flight
+        .forget(members.iter().map(|f| f.completion.timer_id));
     p.flight.release(own.iter().map(|f| f.completion.timer_id));
     p.schedule
         .offer(retries.into_iter().filter(|t| p.ownership.owns(t.shard)));
@@ -372,7 +373,11 @@ mod tests {
         let f = finished(&rig, id, delivered()).await;
         // Another node took the shard meanwhile: a new epoch.
         let shard = f.shard;
-        rig.pipe.store.release_shards(crate::testkit::NODE, &[shard]).await.unwrap();
+        rig.pipe
+            .store
+            .release_shards(crate::testkit::NODE, &[shard])
+            .await
+            .unwrap();
         rig.pipe
             .store
             .acquire_shards("node-2", &[shard], T0, 60_000)
@@ -381,7 +386,11 @@ mod tests {
         let _ = tx.send(f);
         let mut c = Completer::new(rig.pipe.clone(), rx);
         assert_eq!(c.run_once().await.unwrap(), 1);
-        assert_eq!(rig.state(id).await, TimerState::Pending, "the new owner's to deliver");
+        assert_eq!(
+            rig.state(id).await,
+            TimerState::Pending,
+            "the new owner's to deliver"
+        );
         assert_eq!(rig.pipe.flight.in_flight(), 0);
     }
 }

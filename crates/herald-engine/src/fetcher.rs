@@ -165,20 +165,21 @@ impl Fetcher {
             }
         }
         let now = p.clock.now_ms();
-        let jobs = plain
-            .into_iter()
-            .map(|row| (row, Vec::new(), None))
-            .chain(groups.into_iter().map(|g| {
-                let members = g
-                    .members
-                    .iter()
-                    .map(|m| Member {
-                        timer_id: m.id,
-                        attempt: m.attempts.saturating_add(1),
-                    })
-                    .collect();
-                (g.primary, members, Some(g.message))
-            }));
+        let jobs =
+            plain
+                .into_iter()
+                .map(|row| (row, Vec::new(), None))
+                .chain(groups.into_iter().map(|g| {
+                    let members = g
+                        .members
+                        .iter()
+                        .map(|m| Member {
+                            timer_id: m.id,
+                            attempt: m.attempts.saturating_add(1),
+                        })
+                        .collect();
+                    (g.primary, members, Some(g.message))
+                }));
         for (row, members, message) in jobs {
             let key = row.delivery_key();
             // A reminder goes out in its channel's shape if the channel has a template.
@@ -279,7 +280,11 @@ mod tests {
     async fn drops_copies_stale_entries_and_shards_it_lost() {
         let rig = Rig::new(EngineConfig::default()).await;
         let ids = rig.insert(&[T0, T0, T0]).await;
-        let (a, b, c) = (rig.due(ids[0]).await, rig.due(ids[1]).await, rig.due(ids[2]).await);
+        let (a, b, c) = (
+            rig.due(ids[0]).await,
+            rig.due(ids[1]).await,
+            rig.due(ids[2]).await,
+        );
         let moved = crate::queue::DueTimer {
             due_at: b.due_at - 1,
             ..b
@@ -296,7 +301,11 @@ mod tests {
             .map(|j| j.delivery.timer_id)
             .collect();
         assert_eq!(queued, [ids[0]]);
-        assert_eq!(rig.pipe.flight.in_flight(), 1, "the rest gave their permits back");
+        assert_eq!(
+            rig.pipe.flight.in_flight(),
+            1,
+            "the rest gave their permits back"
+        );
         assert_eq!(rig.pipe.ready.len(), 0);
     }
 
@@ -332,7 +341,17 @@ mod tests {
             finished.completion.outcome,
             CompletionOutcome::Retry { next_due_at } if next_due_at > T0
         ));
-        assert!(finished.completion.error.unwrap().contains("not configured"));
-        assert_eq!(rig.pipe.flight.in_flight(), 1, "until the completer records it");
+        assert!(
+            finished
+                .completion
+                .error
+                .unwrap()
+                .contains("not configured")
+        );
+        assert_eq!(
+            rig.pipe.flight.in_flight(),
+            1,
+            "until the completer records it"
+        );
     }
 }

@@ -397,7 +397,11 @@ impl Engine {
 
     /// The provider kind of a configured channel.
     pub fn channel_kind(&self, name: &str) -> Option<herald_channels::ChannelKind> {
-        self.inner.pipe.channels.get(name).map(|rt| rt.channel.kind())
+        self.inner
+            .pipe
+            .channels
+            .get(name)
+            .map(|rt| rt.channel.kind())
     }
 
     /// Whether a channel resolves parties and tags itself; `None` if unknown.

@@ -138,7 +138,10 @@ mod tests {
 
     fn loader(rig: &Rig, shared: bool) -> (Loader, Arc<Rescan>) {
         let rescan = Arc::new(Rescan::default());
-        (Loader::new(rig.pipe.clone(), shared, rescan.clone()), rescan)
+        (
+            Loader::new(rig.pipe.clone(), shared, rescan.clone()),
+            rescan,
+        )
     }
 
     #[tokio::test]
@@ -190,7 +193,11 @@ mod tests {
         assert_eq!(rig.pipe.schedule.len(), 3);
         rescan.request();
         l.run_once().await;
-        assert_eq!(rig.pipe.schedule.len(), 6, "wheeled again; the fetcher drops copies");
+        assert_eq!(
+            rig.pipe.schedule.len(),
+            6,
+            "wheeled again; the fetcher drops copies"
+        );
         // A store of its own is never re-read on a timer.
         rig.clock.advance(30_000);
         l.run_once().await;

@@ -206,9 +206,12 @@ mod tests {
         assert_eq!(rig.pipe.ownership.owned().len(), usize::from(SHARDS));
         let ids = rig.insert(&[T0 + 1_000; 4]).await;
         rig.pipe.schedule.raise_horizon(T0 + 60_000);
-        rig.pipe.schedule.load(
-            [rig.due(ids[0]).await, rig.due(ids[1]).await, rig.due(ids[2]).await, rig.due(ids[3]).await],
-        );
+        rig.pipe.schedule.load([
+            rig.due(ids[0]).await,
+            rig.due(ids[1]).await,
+            rig.due(ids[2]).await,
+            rig.due(ids[3]).await,
+        ]);
 
         let two = second_node(&rig);
         two.pipe.schedule.raise_horizon(T0 + 60_000);

@@ -93,7 +93,10 @@ mod tests {
         rig.clock.advance(1);
         assert!(s.run_once().await);
         rig.clock.advance(-60_000);
-        assert!(s.run_once().await, "a clock that stepped back counts as due");
+        assert!(
+            s.run_once().await,
+            "a clock that stepped back counts as due"
+        );
 
         let rig = Rig::new(EngineConfig {
             stats_interval_ms: 0,

@@ -32,14 +32,11 @@ async fn a_timer_fires_on_time_retries_and_ends_done() {
     let fetcher = Fetcher::new(p.clone(), tx.clone());
     let worker = ChannelWorker::new(p.clone(), p.channels[CHANNEL].clone(), tx);
     let mut completer = Completer::new(p.clone(), rx);
-    rig.channel
-        .script
-        .lock()
-        .push_back(SendOutcome::Retryable {
-            error: "try later".into(),
-            status: Some(503),
-            retry_after_ms: Some(3_000),
-        });
+    rig.channel.script.lock().push_back(SendOutcome::Retryable {
+        error: "try later".into(),
+        status: Some(503),
+        retry_after_ms: Some(3_000),
+    });
 
     assert_eq!(loader.run_once().await, LoadPass::CaughtUp);
     driver.run_once();
