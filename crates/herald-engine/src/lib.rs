@@ -4,7 +4,8 @@
 //! of pending timers in a timing wheel, a driver fires them on time, a fetcher
 //! reads their rows and routes them to channels, channel loops send within
 //! each channel's limits, and a completer records outcomes in batches. API
-//! writes go through a group-commit writer.
+//! writes go through a group-commit writer. Each of those loops lives in the
+//! module named after it and shares one `Pipeline` (see `pipeline.rs`).
 //!
 //! The engine sees the world through two seams only: [`herald_store::Store`]
 //! and [`herald_channels::Channel`]. It knows neither SQL nor HTTP.
