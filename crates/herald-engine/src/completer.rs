@@ -6,15 +6,32 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use herald_channels::{Delivery, SendOutcome};
-use herald_core::{Priority, RetryPolicy};
-use herald_store::{Completion, CompletionOutcome, DeferReason, Fence, Store};
+use herald_core::{Priority, RetryPolicy, TimerId};
+use herald_store::{Applied, Completion, CompletionOutcome, DeferReason, Fence, StoreError};
 use tokio::sync::mpsc;
 
-use crate::dispatch::Flight;
-use crate::metrics::Hot;
-use crate::ownership::Ownership;
+use crate::pipeline::Pipeline;
 use crate::queue::DueTimer;
-use crate::schedule::Schedule;
+
+/// One attempt at a delivery: what went out, through which channel, under
+/// which lease, and when.
+pub(crate) struct Attempt<'a> {
+    pub delivery: &'a Delivery,
+    pub channel: &'a str,
+    pub priority: Priority,
+    pub shard: u16,
+    pub fence: Option<Fence>,
+    pub started_at: i64,
+    pub finished_at: i64,
+}
+
+/// What the send log keeps of an answer besides the outcome.
+#[derive(Debug, Default)]
+pub(crate) struct Detail {
+    pub provider_msgid: Option<String>,
+    pub status: Option<i64>,
+    pub error: Option<String>,
+}
 
 /// A finished attempt on its way to the store.
 pub(crate) struct Finished {
@@ -27,19 +44,9 @@ pub(crate) struct Finished {
 
 impl Finished {
     /// Turns a channel's answer into what the timer becomes.
-    #[allow(clippy::too_many_arguments)]
-    pub fn from_outcome(
-        d: &Delivery,
-        channel: &str,
-        priority: Priority,
-        shard: u16,
-        fence: Option<Fence>,
-        outcome: SendOutcome,
-        retry: &RetryPolicy,
-        started_at: i64,
-        finished_at: i64,
-    ) -> Self {
-        let (outcome, msgid, status, error) = match outcome {
+    pub fn from_outcome(at: Attempt<'_>, outcome: SendOutcome, retry: &RetryPolicy) -> Self {
+        let finished_at = at.finished_at;
+        let (outcome, provider_msgid, status, error) = match outcome {
             SendOutcome::Delivered {
                 provider_msgid,
                 status,
@@ -52,7 +59,8 @@ impl Finished {
                 status,
                 retry_after_ms,
             } => {
-                let next = retry.next_delay_with_hint(d.attempt, rand::random(), retry_after_ms);
+                let next =
+                    retry.next_delay_with_hint(at.delivery.attempt, rand::random(), retry_after_ms);
                 let outcome = match next {
                     Some(ms) => CompletionOutcome::Retry {
                         next_due_at: finished_at
@@ -82,56 +90,40 @@ impl Finished {
                 )
             }
         };
-        Self::new(
-            d,
-            channel,
-            priority,
-            shard,
-            fence,
-            outcome,
-            (msgid, status, error),
-            started_at,
-            finished_at,
-        )
+        let detail = Detail {
+            provider_msgid,
+            status,
+            error,
+        };
+        Self::decided(at, outcome, detail)
     }
 
     /// An outcome the engine decided itself (quiet hours), or one already
-    /// classified. `detail` is (provider msgid, status, error).
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        d: &Delivery,
-        channel: &str,
-        priority: Priority,
-        shard: u16,
-        fence: Option<Fence>,
-        outcome: CompletionOutcome,
-        detail: (Option<String>, Option<i64>, Option<String>),
-        started_at: i64,
-        finished_at: i64,
-    ) -> Self {
-        let (msgid, status, error) = detail;
+    /// classified.
+    pub fn decided(at: Attempt<'_>, outcome: CompletionOutcome, detail: Detail) -> Self {
+        let d = at.delivery;
         Self {
             completion: Completion {
                 timer_id: d.timer_id,
                 attempt: d.attempt,
                 outcome,
-                channel: channel.to_string(),
+                channel: at.channel.to_string(),
                 idempotency_key: d.idempotency_key.clone(),
-                provider_msgid: msgid,
-                status,
-                error,
-                started_at,
-                finished_at,
-                fence,
+                provider_msgid: detail.provider_msgid,
+                status: detail.status,
+                error: detail.error,
+                started_at: at.started_at,
+                finished_at: at.finished_at,
+                fence: at.fence,
             },
-            priority,
-            shard,
+            priority: at.priority,
+            shard: at.shard,
             permit: true,
         }
     }
 
     /// The same outcome for a reminder merged into this delivery.
-    pub fn for_member(&self, timer_id: herald_core::TimerId, attempt: u32) -> Self {
+    pub fn for_member(&self, timer_id: TimerId, attempt: u32) -> Self {
         let mut completion = self.completion.clone();
         completion.timer_id = timer_id;
         completion.attempt = attempt;
@@ -144,81 +136,261 @@ impl Finished {
     }
 }
 
-pub(crate) async fn run(
-    store: Arc<dyn Store>,
-    schedule: Arc<Schedule>,
-    flight: Arc<Flight>,
-    ownership: Arc<Ownership>,
-    mut rx: mpsc::UnboundedReceiver<Finished>,
-    max_batch: usize,
-    hot: Hot,
-) {
-    let mut batch: Vec<Finished> = Vec::new();
-    while let Some(first) = rx.recv().await {
-        batch.push(first);
-        while batch.len() < max_batch {
-            match rx.try_recv() {
-                Ok(f) => batch.push(f),
-                Err(_) => break,
-            }
+pub(crate) struct Completer {
+    pipe: Arc<Pipeline>,
+    rx: mpsc::UnboundedReceiver<Finished>,
+    /// The batch being recorded.
+    batch: Vec<Finished>,
+    /// `batch` failed to record: the next pass writes it again as it is.
+    retrying: bool,
+}
+
+impl Completer {
+    pub fn new(pipe: Arc<Pipeline>, rx: mpsc::UnboundedReceiver<Finished>) -> Self {
+        Self {
+            pipe,
+            rx,
+            batch: Vec::new(),
+            retrying: false,
         }
-        hot.complete_batch.record(batch.len() as f64);
-        let completions: Vec<Completion> = batch.iter().map(|f| f.completion.clone()).collect();
-        // Never drop an outcome: retry the write until the store takes it. The
-        // in-flight bound stops new work meanwhile.
+    }
+
+    /// Records batches until every sender is gone.
+    pub async fn run(mut self) {
         let mut backoff = 50u64;
-        let applied = loop {
-            match store.complete(completions.clone()).await {
-                Ok(a) => break a,
+        loop {
+            if self.batch.is_empty() {
+                match self.rx.recv().await {
+                    Some(first) => self.batch.push(first),
+                    None => return,
+                }
+            }
+            match self.run_once().await {
+                Ok(_) => backoff = 50,
+                // Never drop an outcome: retry the write until the store takes
+                // it. The in-flight bound stops new work meanwhile.
                 Err(e) => {
-                    hot.store_errors.increment(1);
-                    tracing::error!(error = %e, n = completions.len(), "recording outcomes failed; retrying");
+                    self.pipe.hot.store_errors.increment(1);
+                    tracing::error!(error = %e, n = self.batch.len(), "recording outcomes failed; retrying");
                     tokio::time::sleep(Duration::from_millis(backoff)).await;
                     backoff = (backoff * 2).min(5_000);
                 }
             }
+        }
+    }
+
+    /// Records one batch: the one a failed pass left, or else what has
+    /// finished meanwhile (up to `complete_batch`). Returns how many outcomes
+    /// it recorded; on an error the batch stays for the next pass.
+    pub async fn run_once(&mut self) -> Result<usize, StoreError> {
+        let p = Arc::clone(&self.pipe);
+        if !self.retrying {
+            let max = p.cfg.complete_batch.max(1);
+            while self.batch.len() < max {
+                match self.rx.try_recv() {
+                    Ok(f) => self.batch.push(f),
+                    Err(_) => break,
+                }
+            }
+            if self.batch.is_empty() {
+                return Ok(0);
+            }
+            p.hot.complete_batch.record(self.batch.len() as f64);
+        }
+        let completions: Vec<Completion> =
+            self.batch.iter().map(|f| f.completion.clone()).collect();
+        let applied = match p.store.complete(completions).await {
+            Ok(a) => a,
+            Err(e) => {
+                self.retrying = true;
+                return Err(e);
+            }
         };
-        let fenced = applied
-            .iter()
-            .filter(|a| **a == herald_store::Applied::Fenced)
-            .count();
-        if fenced > 0 {
-            tracing::warn!(
-                fenced,
-                "outcomes not applied: the shard changed hands meanwhile"
-            );
-            hot.fenced.increment(fenced as u64);
+        self.retrying = false;
+        let n = self.batch.len();
+        settle(&p, &mut self.batch, &applied);
+        Ok(n)
+    }
+}
+
+/// After the commit: counts what took effect, wheels retries, and lets the
+/// batch's timers out of the flight set (leaving `batch` empty).
+fn settle(p: &Pipeline, batch: &mut Vec<Finished>, applied: &[Applied]) {
+    let hot = &p.hot;
+    let fenced = applied.iter().filter(|a| **a == Applied::Fenced).count();
+    if fenced > 0 {
+        tracing::warn!(
+            fenced,
+            "outcomes not applied: the shard changed hands meanwhile"
+        );
+        hot.fenced.increment(fenced as u64);
+    }
+    let mut retries = Vec::new();
+    let (mut done, mut failed, mut dead) = (0u64, 0u64, 0u64);
+    // Only outcomes that took effect count; a fenced one is the new owner's to
+    // deliver, and a stale one was already recorded.
+    for (f, a) in batch.iter().zip(applied) {
+        if *a != Applied::Yes {
+            continue;
         }
-        let mut retries = Vec::new();
-        let (mut done, mut failed, mut dead) = (0u64, 0u64, 0u64);
-        // Only outcomes that took effect count; a fenced one is the new
-        // owner's to deliver, and a stale one was already recorded.
-        for (f, a) in batch.iter().zip(&applied) {
-            if *a != herald_store::Applied::Yes {
-                continue;
-            }
-            match f.completion.outcome {
-                CompletionOutcome::Done => done += 1,
-                CompletionOutcome::Failed => failed += 1,
-                CompletionOutcome::Dead => dead += 1,
-                CompletionOutcome::Retry { next_due_at }
-                | CompletionOutcome::Deferred { next_due_at, .. } => retries.push(DueTimer {
-                    id: f.completion.timer_id,
-                    due_at: next_due_at,
-                    shard: f.shard,
-                    priority: f.priority,
-                }),
-            }
+        match f.completion.outcome {
+            CompletionOutcome::Done => done += 1,
+            CompletionOutcome::Failed => failed += 1,
+            CompletionOutcome::Dead => dead += 1,
+            CompletionOutcome::Retry { next_due_at }
+            | CompletionOutcome::Deferred { next_due_at, .. } => retries.push(DueTimer {
+                id: f.completion.timer_id,
+                due_at: next_due_at,
+                shard: f.shard,
+                priority: f.priority,
+            }),
         }
-        hot.done.increment(done);
-        hot.failed.increment(failed);
-        hot.dead.increment(dead);
-        hot.retried.increment(retries.len() as u64);
-        let (own, members): (Vec<Finished>, Vec<Finished>) =
-            batch.drain(..).partition(|f| f.permit);
-        flight.forget(members.iter().map(|f| f.completion.timer_id));
-        flight.release(own.iter().map(|f| f.completion.timer_id));
-        schedule.offer(retries.into_iter().filter(|t| ownership.owns(t.shard)));
-        hot.inflight.set(flight.in_flight() as f64);
+    }
+    hot.done.increment(done);
+    hot.failed.increment(failed);
+    hot.dead.increment(dead);
+    hot.retried.increment(retries.len() as u64);
+    let (own, members): (Vec<Finished>, Vec<Finished>) = batch.drain(..).partition(|f| f.permit);
+    p.flight
+        .forget(members.iter().map(|f| f.completion.timer_id));
+    p.flight.release(own.iter().map(|f| f.completion.timer_id));
+    p.schedule
+        .offer(retries.into_iter().filter(|t| p.ownership.owns(t.shard)));
+    hot.inflight.set(p.flight.in_flight() as f64);
+}
+
+#[cfg(test)]
+mod tests {
+    use herald_core::TimerState;
+
+    use super::*;
+    use crate::EngineConfig;
+    use crate::testkit::{CHANNEL, Rig, T0};
+
+    /// What a channel worker hands on after `outcome`, for a timer the
+    /// fetcher let into the flight set.
+    async fn finished(rig: &Rig, id: TimerId, outcome: SendOutcome) -> Finished {
+        let row = rig.timer(id).await;
+        let p = &rig.pipe;
+        p.flight.permits.try_acquire().expect("room").forget();
+        p.flight.ids.lock().insert(id);
+        let delivery = Delivery {
+            timer_id: row.id,
+            kind: row.kind,
+            due_at: row.due_at,
+            fired_at: T0,
+            attempt: row.attempts + 1,
+            idempotency_key: row.delivery_key(),
+            recipient: row.recipient,
+            message: row.message,
+        };
+        let attempt = Attempt {
+            delivery: &delivery,
+            channel: CHANNEL,
+            priority: row.priority,
+            shard: row.shard,
+            fence: p.ownership.fence(row.shard),
+            started_at: T0,
+            finished_at: T0 + 10,
+        };
+        Finished::from_outcome(attempt, outcome, &RetryPolicy::default())
+    }
+
+    fn delivered() -> SendOutcome {
+        SendOutcome::Delivered {
+            provider_msgid: Some("m1".into()),
+            status: Some(200),
+        }
+    }
+
+    #[tokio::test]
+    async fn records_a_batch_and_lets_its_timers_go() {
+        let rig = Rig::new(EngineConfig::default()).await;
+        let ids = rig.insert(&[T0, T0, T0]).await;
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut c = Completer::new(rig.pipe.clone(), rx);
+        assert_eq!(c.run_once().await.unwrap(), 0, "nothing finished yet");
+        for &id in &ids {
+            let _ = tx.send(finished(&rig, id, delivered()).await);
+        }
+        assert_eq!(rig.pipe.flight.in_flight(), 3);
+        assert_eq!(c.run_once().await.unwrap(), 3);
+        assert_eq!(rig.pipe.flight.in_flight(), 0);
+        assert!(rig.pipe.flight.ids.lock().is_empty());
+        for &id in &ids {
+            assert_eq!(rig.state(id).await, TimerState::Done);
+        }
+        let log = rig.pipe.store.deliveries_for(ids[0]).await.unwrap();
+        assert_eq!(log.len(), 1);
+        assert_eq!(log[0].outcome, "delivered");
+        assert_eq!((log[0].started_at, log[0].finished_at), (T0, T0 + 10));
+    }
+
+    #[tokio::test]
+    async fn takes_at_most_a_batch_per_pass() {
+        let rig = Rig::new(EngineConfig {
+            complete_batch: 2,
+            ..Default::default()
+        })
+        .await;
+        let ids = rig.insert(&[T0; 3]).await;
+        let (tx, rx) = mpsc::unbounded_channel();
+        for &id in &ids {
+            let _ = tx.send(finished(&rig, id, delivered()).await);
+        }
+        let mut c = Completer::new(rig.pipe.clone(), rx);
+        assert_eq!(c.run_once().await.unwrap(), 2);
+        assert_eq!(c.run_once().await.unwrap(), 1);
+        assert_eq!(c.run_once().await.unwrap(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_retry_goes_back_into_the_wheel() {
+        let rig = Rig::new(EngineConfig::default()).await;
+        rig.pipe.schedule.raise_horizon(T0 + 60_000);
+        let id = rig.insert(&[T0]).await[0];
+        let (tx, rx) = mpsc::unbounded_channel();
+        let retry = SendOutcome::Retryable {
+            error: "busy".into(),
+            status: Some(503),
+            retry_after_ms: Some(2_000),
+        };
+        let _ = tx.send(finished(&rig, id, retry).await);
+        let mut c = Completer::new(rig.pipe.clone(), rx);
+        assert_eq!(c.run_once().await.unwrap(), 1);
+        let row = rig.timer(id).await;
+        assert_eq!((row.state, row.attempts), (TimerState::Pending, 1));
+        assert!(row.due_at >= T0 + 10 + 2_000, "due again after the hint");
+        assert_eq!(rig.pipe.schedule.len(), 1, "wheeled again");
+        assert_eq!(rig.pipe.flight.in_flight(), 0);
+    }
+
+    #[tokio::test]
+    async fn an_outcome_from_a_lost_shard_is_fenced_off() {
+        let rig = Rig::new(EngineConfig::default()).await;
+        let id = rig.insert(&[T0]).await[0];
+        let (tx, rx) = mpsc::unbounded_channel();
+        let f = finished(&rig, id, delivered()).await;
+        // Another node took the shard meanwhile: a new epoch.
+        let shard = f.shard;
+        rig.pipe
+            .store
+            .release_shards(crate::testkit::NODE, &[shard])
+            .await
+            .unwrap();
+        rig.pipe
+            .store
+            .acquire_shards("node-2", &[shard], T0, 60_000)
+            .await
+            .unwrap();
+        let _ = tx.send(f);
+        let mut c = Completer::new(rig.pipe.clone(), rx);
+        assert_eq!(c.run_once().await.unwrap(), 1);
+        assert_eq!(
+            rig.state(id).await,
+            TimerState::Pending,
+            "the new owner's to deliver"
+        );
+        assert_eq!(rig.pipe.flight.in_flight(), 0);
     }
 }

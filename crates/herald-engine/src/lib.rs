@@ -4,42 +4,51 @@
 //! of pending timers in a timing wheel, a driver fires them on time, a fetcher
 //! reads their rows and routes them to channels, channel loops send within
 //! each channel's limits, and a completer records outcomes in batches. API
-//! writes go through a group-commit writer.
+//! writes go through a group-commit writer. Each of those loops lives in the
+//! module named after it and shares one `Pipeline` (see `pipeline.rs`).
 //!
 //! The engine sees the world through two seams only: [`herald_store::Store`]
 //! and [`herald_channels::Channel`]. It knows neither SQL nor HTTP.
 
 pub mod campaign;
+mod channel_runtime;
 mod channel_state;
+mod channel_worker;
 mod completer;
-mod dispatch;
+mod driver;
+mod fetcher;
+mod flight;
+mod listener;
 mod loader;
 mod membership;
 pub mod metrics;
 mod ownership;
+mod pipeline;
 mod queue;
 mod reminders;
 mod schedule;
+mod stats;
 mod stop;
 mod tokens;
 mod writer;
 
-use std::collections::HashMap;
+#[cfg(test)]
+mod testkit;
+#[cfg(test)]
+mod timer_path;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 pub use channel_state::{ChannelStatus, OutcomeSnapshot};
 use herald_channels::Channel;
 use herald_core::{Clock, RetryPolicy, ShardSet, TimerId};
-use herald_store::DueEntry;
 use herald_store::{Store, TimerRecord, WriteOp, WriteResult};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use dispatch::{ChannelRuntime, Flight};
-use queue::{DueTimer, UrgentQueue};
-use schedule::Schedule;
+use pipeline::Pipeline;
 pub use stop::Stop;
 pub use tokens::{StoreVault, token_lease_name};
 
@@ -171,16 +180,9 @@ pub struct TimerView {
 }
 
 struct Inner {
-    store: Arc<dyn Store>,
+    pipe: Arc<Pipeline>,
     write_tx: mpsc::Sender<writer::WriteRequest>,
-    flight: Arc<Flight>,
-    schedule: Arc<Schedule>,
-    ready: Arc<UrgentQueue<DueTimer>>,
-    channels: Arc<HashMap<String, Arc<ChannelRuntime>>>,
-    stop: Arc<Stop>,
-    cfg: EngineConfig,
     shards: u16,
-    ownership: Arc<ownership::Ownership>,
     membership: Arc<membership::Membership>,
     campaign: Arc<campaign::Shared>,
     tasks: parking_lot::Mutex<Vec<JoinHandle<()>>>,
@@ -207,89 +209,39 @@ impl Engine {
         node_id: &str,
     ) -> Self {
         metrics::describe();
-        let hot = metrics::Hot::new();
-        let stop = Arc::new(Stop::default());
-        let schedule = Arc::new(Schedule::new(clock.now_ms()));
-        let ready = Arc::new(UrgentQueue::new());
-        let flight = Arc::new(Flight::new(cfg.max_inflight.max(1)));
-        let runtimes: HashMap<String, Arc<ChannelRuntime>> = channels
-            .into_iter()
-            .map(|spec| {
-                (
-                    spec.channel.name().to_string(),
-                    Arc::new(ChannelRuntime::new(spec)),
-                )
-            })
-            .collect();
-        let runtimes = Arc::new(runtimes);
-        let ownership = Arc::new(ownership::Ownership::new(shards, cfg.lease_guard_ms));
+        let pipe = Arc::new(Pipeline::new(store, clock, channels, cfg, shards));
+        let (store, clock, cfg) = (&pipe.store, &pipe.clock, &pipe.cfg);
         let membership = Arc::new(membership::Membership::new(
-            store.clone(),
-            ownership.clone(),
-            schedule.clone(),
-            clock.clone(),
+            pipe.clone(),
             node_id.to_string(),
             shards,
-            cfg.clone(),
         ));
         // Claim a share before anything loads, so a restarted node fires again
         // at once; later rounds run in the background.
-        schedule.raise_horizon(clock.now_ms().saturating_add(cfg.window_ms));
-        if let Err(e) = membership.round().await {
+        pipe.schedule
+            .raise_horizon(clock.now_ms().saturating_add(cfg.window_ms));
+        if let Err(e) = membership.run_once().await {
             tracing::warn!(error = %e, "first membership round failed; retrying in the background");
         }
         let (write_tx, write_rx) = mpsc::channel(65_536);
         let (done_tx, done_rx) = mpsc::unbounded_channel();
 
         let mut tasks = Vec::new();
-        tasks.push(tokio::spawn(writer::run(
-            store.clone(),
-            schedule.clone(),
-            ownership.clone(),
-            write_rx,
-            cfg.write_batch.max(1),
-            hot.clone(),
-        )));
-        tasks.push(tokio::spawn(completer::run(
-            store.clone(),
-            schedule.clone(),
-            flight.clone(),
-            ownership.clone(),
-            done_rx,
-            cfg.complete_batch.max(1),
-            hot.clone(),
-        )));
-        for rt in runtimes.values() {
+        tasks.push(tokio::spawn(writer::run(pipe.clone(), write_rx)));
+        tasks.push(tokio::spawn(
+            completer::Completer::new(pipe.clone(), done_rx).run(),
+        ));
+        for rt in pipe.channels.values() {
             for _ in 0..rt.concurrency {
-                tasks.push(tokio::spawn(dispatch::channel_worker(
-                    rt.clone(),
-                    flight.clone(),
-                    ownership.clone(),
-                    done_tx.clone(),
-                    clock.clone(),
-                    hot.clone(),
-                    stop.clone(),
-                )));
+                let worker =
+                    channel_worker::ChannelWorker::new(pipe.clone(), rt.clone(), done_tx.clone());
+                tasks.push(tokio::spawn(worker.run()));
             }
         }
-        tasks.push(tokio::spawn(dispatch::fetch_loop(
-            store.clone(),
-            ready.clone(),
-            runtimes.clone(),
-            flight.clone(),
-            ownership.clone(),
-            done_tx,
-            clock.clone(),
-            cfg.fetch_batch.max(1),
-            cfg.merge_window_ms.max(0),
-            hot.clone(),
-            stop.clone(),
-        )));
-        tasks.push(tokio::spawn(schedule.clone().drive(
-            clock.clone(),
-            ready.clone(),
-            stop.clone(),
-        )));
+        tasks.push(tokio::spawn(
+            fetcher::Fetcher::new(pipe.clone(), done_tx).run(),
+        ));
+        tasks.push(tokio::spawn(driver::Driver::new(pipe.clone()).run()));
         let subscription = match store.subscribe().await {
             Ok(sub) => sub,
             Err(e) => {
@@ -301,66 +253,43 @@ impl Engine {
         let shared = subscription.is_some();
         let rescan = Arc::new(loader::Rescan::default());
         if let Some(rx) = subscription {
-            tasks.push(tokio::spawn(listen(
+            tasks.push(tokio::spawn(listener::run(
+                pipe.clone(),
                 rx,
-                schedule.clone(),
-                ownership.clone(),
                 rescan.clone(),
             )));
         }
-        tasks.push(tokio::spawn(loader::run(
-            store.clone(),
-            schedule.clone(),
-            clock.clone(),
-            ownership.clone(),
-            cfg.clone(),
-            shared,
-            rescan,
-            stop.clone(),
-        )));
-        tasks.push(tokio::spawn(membership.clone().run(stop.clone())));
+        tasks.push(tokio::spawn(
+            loader::Loader::new(pipe.clone(), shared, rescan).run(),
+        ));
+        tasks.push(tokio::spawn(membership.clone().run()));
         let campaign = Arc::new(campaign::Shared {
             store: store.clone(),
             clock: clock.clone(),
-            channels: runtimes.clone(),
+            channels: pipe.channels.clone(),
             cfg: cfg.campaign.clone(),
             node_id: node_id.to_string(),
-            stop: stop.clone(),
+            stop: pipe.stop.clone(),
             work: Default::default(),
             plan: Default::default(),
             sweep: Default::default(),
         });
         let campaign_tasks = campaign::spawn(campaign.clone());
-        tasks.push(tokio::spawn(gauges(
-            store.clone(),
-            schedule.clone(),
-            ready.clone(),
-            flight.clone(),
-            cfg.stats_interval_ms,
-            hot,
-            stop.clone(),
-        )));
+        tasks.push(tokio::spawn(stats::Stats::new(pipe.clone()).run()));
         tracing::info!(
             node_id,
             shards,
-            owned = ownership.owned().len(),
-            channels = runtimes.len(),
+            owned = pipe.ownership.owned().len(),
+            channels = pipe.channels.len(),
             window_ms = cfg.window_ms,
             max_inflight = cfg.max_inflight,
             "engine started"
         );
         Self {
             inner: Arc::new(Inner {
-                store,
+                pipe,
                 write_tx,
-                flight,
-                schedule,
-                ready,
-                channels: runtimes,
-                stop,
-                cfg,
                 shards,
-                ownership,
                 membership,
                 campaign,
                 tasks: parking_lot::Mutex::new(tasks),
@@ -381,15 +310,15 @@ impl Engine {
 
     /// The shards this node fires.
     pub fn owned_shards(&self) -> ShardSet {
-        self.inner.ownership.owned()
+        self.inner.pipe.ownership.owned()
     }
 
     pub fn has_channel(&self, name: &str) -> bool {
-        self.inner.channels.contains_key(name)
+        self.inner.pipe.channels.contains_key(name)
     }
 
     pub fn channel_names(&self) -> Vec<String> {
-        let mut v: Vec<String> = self.inner.channels.keys().cloned().collect();
+        let mut v: Vec<String> = self.inner.pipe.channels.keys().cloned().collect();
         v.sort();
         v
     }
@@ -398,7 +327,7 @@ impl Engine {
     /// transaction holding them committed; created timers are then already
     /// scheduled.
     pub async fn submit(&self, ops: Vec<WriteOp>) -> Result<Vec<WriteResult>, EngineError> {
-        if self.inner.stop.is_stopped() {
+        if self.inner.pipe.stop.is_stopped() {
             return Err(EngineError::ShuttingDown);
         }
         let (reply, rx) = oneshot::channel();
@@ -413,6 +342,7 @@ impl Engine {
     pub async fn get_timer(&self, id: TimerId) -> Result<Option<TimerView>, EngineError> {
         let record = self
             .inner
+            .pipe
             .store
             .get_timer(id)
             .await
@@ -425,19 +355,19 @@ impl Engine {
 
     /// Whether this node is delivering the timer right now.
     pub fn is_firing(&self, id: TimerId) -> bool {
-        self.inner.flight.ids.lock().contains(&id)
+        self.inner.pipe.flight.ids.lock().contains(&id)
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {
-        &self.inner.store
+        &self.inner.pipe.store
     }
 
     /// Every channel's state for `GET /v1/channels`, by name. Rates are left
     /// to the caller, who samples [`ChannelStatus::outcomes`] over time.
     pub async fn channel_statuses(&self) -> Vec<ChannelStatus> {
-        let now = self.inner.campaign.clock.now_ms();
-        let mut out = Vec::with_capacity(self.inner.channels.len());
-        for rt in self.inner.channels.values() {
+        let now = self.inner.pipe.clock.now_ms();
+        let mut out = Vec::with_capacity(self.inner.pipe.channels.len());
+        for rt in self.inner.pipe.channels.values() {
             let provider = rt.channel.provider_status().await;
             let paused = rt.pause.until();
             out.push(ChannelStatus {
@@ -462,7 +392,7 @@ impl Engine {
         provider_msgid: &str,
         sent_at: i64,
     ) -> Option<Result<(), herald_channels::RecallError>> {
-        let rt = self.inner.channels.get(channel)?;
+        let rt = self.inner.pipe.channels.get(channel)?;
         Some(rt.channel.recall(provider_msgid, sent_at).await)
     }
 
@@ -479,12 +409,17 @@ impl Engine {
 
     /// The provider kind of a configured channel.
     pub fn channel_kind(&self, name: &str) -> Option<herald_channels::ChannelKind> {
-        self.inner.channels.get(name).map(|rt| rt.channel.kind())
+        self.inner
+            .pipe
+            .channels
+            .get(name)
+            .map(|rt| rt.channel.kind())
     }
 
     /// Whether a channel resolves parties and tags itself; `None` if unknown.
     pub fn channel_fans_out(&self, name: &str) -> Option<bool> {
         self.inner
+            .pipe
             .channels
             .get(name)
             .map(|rt| rt.channel.fans_out())
@@ -510,9 +445,9 @@ impl Engine {
     /// Timers in this node's wheel, due ones waiting, and deliveries in flight.
     pub fn load_figures(&self) -> (usize, usize, usize) {
         (
-            self.inner.schedule.len(),
-            self.inner.ready.len(),
-            self.inner.flight.in_flight(),
+            self.inner.pipe.schedule.len(),
+            self.inner.pipe.ready.len(),
+            self.inner.pipe.flight.in_flight(),
         )
     }
 
@@ -521,14 +456,14 @@ impl Engine {
     /// pending in the store.
     pub async fn shutdown(&self) {
         let inner = &self.inner;
-        inner.stop.stop();
-        inner.ready.wake();
+        inner.pipe.stop.stop();
+        inner.pipe.ready.wake();
         let deadline =
-            tokio::time::Instant::now() + Duration::from_millis(inner.cfg.drain_timeout_ms);
-        while inner.flight.in_flight() > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::Instant::now() + Duration::from_millis(inner.pipe.cfg.drain_timeout_ms);
+        while inner.pipe.flight.in_flight() > 0 && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        let left = inner.flight.in_flight();
+        let left = inner.pipe.flight.in_flight();
         if left > 0 {
             tracing::warn!(
                 left,
@@ -552,72 +487,6 @@ impl Engine {
         inner.membership.leave().await;
         for t in inner.tasks.lock().drain(..) {
             t.abort();
-        }
-    }
-}
-
-/// Wheels timers other nodes created for shards this node owns. An empty
-/// batch means the feed had a gap (a reconnect): the loader re-reads its window.
-async fn listen(
-    mut rx: mpsc::Receiver<Vec<DueEntry>>,
-    schedule: Arc<Schedule>,
-    ownership: Arc<ownership::Ownership>,
-    rescan: Arc<loader::Rescan>,
-) {
-    while let Some(batch) = rx.recv().await {
-        if batch.is_empty() {
-            tracing::info!("timer notifications had a gap; re-reading the window");
-            rescan.request();
-            continue;
-        }
-        schedule.offer(
-            batch
-                .into_iter()
-                .filter(|e| ownership.owns(e.shard))
-                .map(DueTimer::from),
-        );
-    }
-}
-
-/// Samples gauges: cheap ones every second, store-wide counts less often.
-async fn gauges(
-    store: Arc<dyn Store>,
-    schedule: Arc<Schedule>,
-    ready: Arc<UrgentQueue<DueTimer>>,
-    flight: Arc<Flight>,
-    stats_interval_ms: u64,
-    hot: metrics::Hot,
-    stop: Arc<Stop>,
-) {
-    let mut last_stats: Option<tokio::time::Instant> = None;
-    while !stop.is_stopped() {
-        hot.wheel.set(schedule.len() as f64);
-        hot.ready.set(ready.len() as f64);
-        hot.inflight.set(flight.in_flight() as f64);
-        let due = stats_interval_ms > 0
-            && last_stats.is_none_or(|t| t.elapsed() >= Duration::from_millis(stats_interval_ms));
-        if due {
-            last_stats = Some(tokio::time::Instant::now());
-            match store.count_by_state().await {
-                Ok(counts) => {
-                    for s in herald_core::TimerState::ALL {
-                        let n = counts
-                            .iter()
-                            .find(|(st, _)| *st == s)
-                            .map_or(0, |(_, n)| *n);
-                        ::metrics::gauge!(metrics::TIMERS_BY_STATE, "state" => s.as_str())
-                            .set(n as f64);
-                        if s == herald_core::TimerState::Pending {
-                            ::metrics::gauge!(metrics::TIMERS_PENDING).set(n as f64);
-                        }
-                    }
-                }
-                Err(e) => tracing::warn!(error = %e, "sampling timer counts failed"),
-            }
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-            _ = stop.wait() => {}
         }
     }
 }

@@ -14,71 +14,56 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use herald_core::{Clock, ShardSet};
-use herald_store::{Store, StoreError};
+use herald_core::ShardSet;
+use herald_store::StoreError;
 
-use crate::ownership::Ownership;
+use crate::pipeline::Pipeline;
 use crate::queue::DueTimer;
-use crate::schedule::Schedule;
-use crate::{EngineConfig, Stop};
 
 pub(crate) struct Membership {
-    pub store: Arc<dyn Store>,
-    pub ownership: Arc<Ownership>,
-    pub schedule: Arc<Schedule>,
-    pub clock: Arc<dyn Clock>,
+    pipe: Arc<Pipeline>,
     pub node: String,
-    pub shards: u16,
-    pub cfg: EngineConfig,
+    shards: u16,
     /// Shards no longer fired, to be released next round.
     draining: parking_lot::Mutex<BTreeSet<u16>>,
 }
 
 impl Membership {
-    pub fn new(
-        store: Arc<dyn Store>,
-        ownership: Arc<Ownership>,
-        schedule: Arc<Schedule>,
-        clock: Arc<dyn Clock>,
-        node: String,
-        shards: u16,
-        cfg: EngineConfig,
-    ) -> Self {
+    pub fn new(pipe: Arc<Pipeline>, node: String, shards: u16) -> Self {
         Self {
-            store,
-            ownership,
-            schedule,
-            clock,
+            pipe,
             node,
             shards,
-            cfg,
             draining: parking_lot::Mutex::new(BTreeSet::new()),
         }
     }
 
-    pub async fn run(self: Arc<Self>, stop: Arc<Stop>) {
+    pub async fn run(self: Arc<Self>) {
+        let stop = &self.pipe.stop;
         while !stop.is_stopped() {
             tokio::select! {
-                _ = tokio::time::sleep(Duration::from_millis(self.cfg.heartbeat_ms)) => {}
+                _ = tokio::time::sleep(Duration::from_millis(self.pipe.cfg.heartbeat_ms)) => {}
                 _ = stop.wait() => return,
             }
-            if let Err(e) = self.round().await {
+            if let Err(e) = self.run_once().await {
                 tracing::warn!(error = %e, node = %self.node, "membership round failed; leases run on until they expire");
             }
         }
     }
 
-    /// One heartbeat: beat, renew, release what was drained, then rebalance.
-    pub async fn round(&self) -> Result<(), StoreError> {
-        let now = self.clock.now_ms();
-        let lease_ms = self.cfg.lease_ms;
-        let live = self.store.heartbeat(&self.node, now, lease_ms).await?;
+    /// One heartbeat round: beat, renew, release what was drained, then
+    /// rebalance.
+    pub async fn run_once(&self) -> Result<(), StoreError> {
+        let p = &*self.pipe;
+        let now = p.clock.now_ms();
+        let lease_ms = p.cfg.lease_ms;
+        let live = p.store.heartbeat(&self.node, now, lease_ms).await?;
         let live_n = live.len().max(1);
         let target = usize::from(self.shards).div_ceil(live_n);
 
         // Renew; what is not renewed changed hands while we were away.
-        let held = self.ownership.held();
-        let renewed = self
+        let held = p.ownership.held();
+        let renewed = p
             .store
             .renew_shards(&self.node, &held, now, lease_ms)
             .await?;
@@ -92,28 +77,28 @@ impl Membership {
             tracing::warn!(node = %self.node, lost = lost.len(), "shards lost to other nodes");
             self.lose(lost);
         }
-        self.ownership.hold(&renewed);
+        p.ownership.hold(&renewed);
 
         // Release what the previous round stopped firing.
         let drained: Vec<u16> = std::mem::take(&mut *self.draining.lock())
             .into_iter()
             .collect();
         if !drained.is_empty() {
-            self.store.release_shards(&self.node, &drained).await?;
+            p.store.release_shards(&self.node, &drained).await?;
             tracing::info!(node = %self.node, released = drained.len(), "released shards");
         }
 
-        let mine = self.ownership.owned().len();
+        let mine = p.ownership.owned().len();
         if mine > target {
             // Stop firing the excess now; release it next round.
-            let owned: Vec<u16> = self.ownership.owned().iter().collect();
+            let owned: Vec<u16> = p.ownership.owned().iter().collect();
             let excess: Vec<u16> = owned[target..].to_vec();
             tracing::info!(node = %self.node, mine, target, giving_back = excess.len(), live = live_n, "over fair share");
             self.lose(excess.iter().copied());
             self.draining.lock().extend(excess);
         } else if mine < target {
             let want = target - mine;
-            let leases = self.store.shard_leases().await?;
+            let leases = p.store.shard_leases().await?;
             let mut taken = ShardSet::none(self.shards);
             for l in &leases {
                 // Our own running leases are ours to take back: a node restarted
@@ -129,11 +114,11 @@ impl Membership {
             let start = herald_core::shard_for(self.node.as_bytes(), self.shards);
             let candidates: Vec<u16> = (0..self.shards)
                 .map(|i| ((u32::from(start) + u32::from(i)) % u32::from(self.shards)) as u16)
-                .filter(|s| !taken.contains(*s) && !self.ownership.owns(*s))
+                .filter(|s| !taken.contains(*s) && !p.ownership.owns(*s))
                 .take(want)
                 .collect();
             if !candidates.is_empty() {
-                let got = self
+                let got = p
                     .store
                     .acquire_shards(&self.node, &candidates, now, lease_ms)
                     .await?;
@@ -143,7 +128,7 @@ impl Membership {
                 }
             }
         }
-        metrics::gauge!(crate::metrics::OWNED_SHARDS).set(self.ownership.owned().len() as f64);
+        metrics::gauge!(crate::metrics::OWNED_SHARDS).set(p.ownership.owned().len() as f64);
         metrics::gauge!(crate::metrics::CLUSTER_NODES).set(live_n as f64);
         Ok(())
     }
@@ -151,23 +136,24 @@ impl Membership {
     /// Starts firing newly leased shards: own them first (so new timers for them
     /// are wheeled from now on), then load what is already pending in them.
     async fn gain(&self, leases: &[herald_store::ShardLease]) -> Result<(), StoreError> {
-        self.ownership.hold(leases);
+        let p = &*self.pipe;
+        p.ownership.hold(leases);
         let mut gained = ShardSet::none(self.shards);
         for l in leases {
             gained.insert(l.shard);
         }
-        let until = self.schedule.horizon();
+        let until = p.schedule.horizon();
         let mut cursor = None;
         loop {
-            let page = self
+            let page = p
                 .store
-                .load_due(&gained, cursor, until, self.cfg.load_batch)
+                .load_due(&gained, cursor, until, p.cfg.load_batch)
                 .await?;
             if let Some(last) = page.last() {
                 cursor = Some(last.cursor());
             }
-            let full = page.len() >= self.cfg.load_batch;
-            self.schedule.load(page.into_iter().map(DueTimer::from));
+            let full = page.len() >= p.cfg.load_batch;
+            p.schedule.load(page.into_iter().map(DueTimer::from));
             if !full {
                 return Ok(());
             }
@@ -176,17 +162,76 @@ impl Membership {
 
     /// Stops firing `shards` and drops their timers from the wheel.
     fn lose(&self, shards: impl IntoIterator<Item = u16>) {
-        self.ownership.drop_shards(shards);
-        let own = self.ownership.clone();
-        self.schedule.retain_shards(|s| own.owns(s));
+        let p = &*self.pipe;
+        p.ownership.drop_shards(shards);
+        p.schedule.retain_shards(|s| p.ownership.owns(s));
     }
 
     /// Graceful exit: leave the cluster so others take the shards at once.
     pub async fn leave(&self) {
-        let all: Vec<u16> = self.ownership.owned().iter().collect();
-        self.ownership.drop_shards(all);
-        if let Err(e) = self.store.leave(&self.node).await {
+        let p = &*self.pipe;
+        let all: Vec<u16> = p.ownership.owned().iter().collect();
+        p.ownership.drop_shards(all);
+        if let Err(e) = p.store.leave(&self.node).await {
             tracing::warn!(error = %e, node = %self.node, "leaving the cluster failed; leases expire on their own");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::EngineConfig;
+    use crate::pipeline::Pipeline;
+    use crate::testkit::{Rig, SHARDS, T0};
+
+    /// A second node on the rig's store, on the same clock.
+    fn second_node(rig: &Rig) -> Membership {
+        let p = &rig.pipe;
+        let pipe = Arc::new(Pipeline::new(
+            p.store.clone(),
+            p.clock.clone(),
+            Vec::new(),
+            p.cfg.clone(),
+            SHARDS,
+        ));
+        Membership::new(pipe, "node-2".into(), SHARDS)
+    }
+
+    #[tokio::test]
+    async fn nodes_move_to_their_fair_share_and_hand_over_on_leaving() {
+        let rig = Rig::new(EngineConfig::default()).await;
+        let one = Membership::new(rig.pipe.clone(), crate::testkit::NODE.into(), SHARDS);
+        one.run_once().await.unwrap();
+        assert_eq!(rig.pipe.ownership.owned().len(), usize::from(SHARDS));
+        let ids = rig.insert(&[T0 + 1_000; 4]).await;
+        rig.pipe.schedule.raise_horizon(T0 + 60_000);
+        rig.pipe.schedule.load([
+            rig.due(ids[0]).await,
+            rig.due(ids[1]).await,
+            rig.due(ids[2]).await,
+            rig.due(ids[3]).await,
+        ]);
+
+        let two = second_node(&rig);
+        two.pipe.schedule.raise_horizon(T0 + 60_000);
+        two.run_once().await.unwrap();
+        assert_eq!(two.pipe.ownership.owned().len(), 0, "every shard is leased");
+        // Node one stops firing its excess at once and releases it a round later.
+        rig.clock.advance(1_000);
+        one.run_once().await.unwrap();
+        assert_eq!(rig.pipe.ownership.owned().len(), 2);
+        assert_eq!(rig.pipe.schedule.len(), 2, "their timers left the wheel");
+        one.run_once().await.unwrap();
+        two.run_once().await.unwrap();
+        assert_eq!(two.pipe.ownership.owned().len(), 2);
+        assert_eq!(two.pipe.schedule.len(), 2, "and went into the new owner's");
+        let (a, b) = (rig.pipe.ownership.owned(), two.pipe.ownership.owned());
+        assert!(a.iter().all(|s| !b.contains(s)));
+
+        one.leave().await;
+        assert_eq!(rig.pipe.ownership.owned().len(), 0);
+        two.run_once().await.unwrap();
+        assert_eq!(two.pipe.ownership.owned().len(), usize::from(SHARDS));
     }
 }

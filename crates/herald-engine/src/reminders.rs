@@ -1,7 +1,8 @@
 //! Reminders at fire time: each message is completed from its subject as it
 //! is now (a subject may have been renamed or moved since the subscription),
 //! and a user's reminders on one channel that fall due within the merge
-//! window go out as one delivery listing every subject (seed 001).
+//! window go out as one delivery listing every subject (why, and what the
+//! message looks like: `docs/architecture.md`, "Reminders").
 //!
 //! Merging never delays anything: the group goes out when its earliest member
 //! is due, and takes along the members due up to `window` later. A reminder

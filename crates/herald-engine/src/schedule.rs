@@ -1,4 +1,4 @@
-//! The wheel this node fires from, and the task that drives it.
+//! The wheel this node fires from (the driver in `driver.rs` turns it).
 //!
 //! Invariant (the "horizon"): every pending timer of an owned shard whose due
 //! time is before `horizon` is either in the wheel or still ahead of the
@@ -7,10 +7,7 @@
 //! time is below the horizon, so no timer falls between the two. A timer may
 //! land in the wheel twice; the fetch step drops the copy that is stale.
 
-use std::sync::Arc;
-use std::time::Duration;
-
-use herald_core::{Clock, Priority, TimerId, Wheel};
+use herald_core::{Priority, TimerId, Wheel};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
@@ -18,7 +15,7 @@ use crate::queue::{DueTimer, UrgentQueue};
 
 /// What the wheel holds per timer: 16 bytes, the due time is kept by the wheel.
 #[derive(Debug, Clone, Copy)]
-struct Slot {
+pub(crate) struct Slot {
     id: TimerId,
     shard: u16,
     priority: Priority,
@@ -119,7 +116,7 @@ impl Schedule {
     }
 
     /// Fires everything due at `now` into `ready`; returns when to look next.
-    fn tick(&self, now: i64, ready: &UrgentQueue<DueTimer>, buf: &mut Vec<(u64, Slot)>) -> i64 {
+    pub fn tick(&self, now: i64, ready: &UrgentQueue<DueTimer>, buf: &mut Vec<(u64, Slot)>) -> i64 {
         let next = {
             let mut st = self.state.lock();
             st.wheel.advance(to_wheel_ms(now), buf);
@@ -144,28 +141,8 @@ impl Schedule {
         next
     }
 
-    /// The driver: advance the wheel to the clock, hand due timers on, sleep
-    /// until the next deadline or an earlier insert.
-    pub async fn drive(
-        self: Arc<Self>,
-        clock: Arc<dyn Clock>,
-        ready: Arc<UrgentQueue<DueTimer>>,
-        stop: Arc<crate::Stop>,
-    ) {
-        let mut buf = Vec::new();
-        while !stop.is_stopped() {
-            let now = clock.now_ms();
-            let next = self.tick(now, &ready, &mut buf);
-            let sleep_ms = u64::try_from(next.saturating_sub(clock.now_ms())).unwrap_or(0);
-            if sleep_ms == 0 {
-                tokio::task::yield_now().await;
-                continue;
-            }
-            tokio::select! {
-                _ = tokio::time::sleep(Duration::from_millis(sleep_ms)) => {}
-                _ = self.wake.notified() => {}
-                _ = stop.wait() => {}
-            }
-        }
+    /// Completes when an insert lands before the driver's planned wake-up.
+    pub fn woken(&self) -> tokio::sync::futures::Notified<'_> {
+        self.wake.notified()
     }
 }

@@ -5,28 +5,22 @@
 
 use std::sync::Arc;
 
-use herald_store::{Store, WriteOp, WriteResult};
+use herald_store::{WriteOp, WriteResult};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::EngineError;
-use crate::metrics::Hot;
-use crate::ownership::Ownership;
+use crate::pipeline::Pipeline;
 use crate::queue::DueTimer;
-use crate::schedule::Schedule;
 
 pub(crate) struct WriteRequest {
     pub ops: Vec<WriteOp>,
     pub reply: oneshot::Sender<Result<Vec<WriteResult>, EngineError>>,
 }
 
-pub(crate) async fn run(
-    store: Arc<dyn Store>,
-    schedule: Arc<Schedule>,
-    ownership: Arc<Ownership>,
-    mut rx: mpsc::Receiver<WriteRequest>,
-    max_ops: usize,
-    hot: Hot,
-) {
+/// Commits queued writes until every sender is gone.
+pub(crate) async fn run(pipe: Arc<Pipeline>, mut rx: mpsc::Receiver<WriteRequest>) {
+    let (p, hot) = (&*pipe, &pipe.hot);
+    let max_ops = p.cfg.write_batch.max(1);
     while let Some(first) = rx.recv().await {
         let mut reqs = vec![first];
         let mut n = reqs[0].ops.len();
@@ -48,13 +42,10 @@ pub(crate) async fn run(
             replies.push(r.reply);
         }
         hot.write_batch.record(ops.len() as f64);
-        match store.apply(ops).await {
+        match p.store.apply(ops).await {
             Ok(results) => {
                 let mut created = 0u64;
                 let mut cancelled = 0u64;
-                // Into the wheel before anyone hears "created": here if this
-                // node owns the shard; otherwise its owner hears of it from
-                // the store's notifications, or its loader finds it.
                 let mut due = Vec::new();
                 for r in &results {
                     match r {
@@ -73,11 +64,11 @@ pub(crate) async fn run(
                     due.extend(
                         r.scheduled()
                             .into_iter()
-                            .filter(|e| ownership.owns(e.shard))
+                            .filter(|e| p.ownership.owns(e.shard))
                             .map(DueTimer::from),
                     );
                 }
-                schedule.offer(due);
+                p.schedule.offer(due);
                 hot.created.increment(created);
                 hot.cancelled.increment(cancelled);
                 let mut results = results.into_iter();

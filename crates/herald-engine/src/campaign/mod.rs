@@ -33,7 +33,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use crate::Stop;
-use crate::dispatch::ChannelRuntime;
+use crate::channel_runtime::ChannelRuntime;
 
 /// Name of the store lease under which one node plans and starts rule tasks.
 pub const PLANNER_LEASE: &str = "rule-planner";

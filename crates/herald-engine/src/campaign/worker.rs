@@ -23,7 +23,7 @@ use herald_store::{ClaimedSegment, JobRecord, LeaseCheck, SegmentClaim, SendEntr
 use tokio::time::Instant;
 
 use super::Shared;
-use crate::dispatch::ChannelRuntime;
+use crate::channel_runtime::ChannelRuntime;
 
 /// The worker loop: claim, send, repeat; nap when there is nothing to claim.
 pub(super) async fn run(sh: Arc<Shared>, n: usize) {

@@ -1,0 +1,134 @@
+//! One configured channel at run time: its queue of fetched deliveries, its
+//! rate limiter, the provider's pause, its quiet hours and its counters. The
+//! timer pipeline and the campaign workers send through it alike.
+
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::time::Duration;
+
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use herald_channels::{Channel, Delivery, QuietPolicy, SendOutcome};
+use herald_core::{Clock, Priority, RetryPolicy, TimerId};
+use herald_store::Fence;
+
+use crate::ChannelSpec;
+use crate::channel_state::{OutcomeCounts, Pause, Quiet};
+use crate::flight::Flight;
+use crate::metrics::ChannelMetrics;
+use crate::queue::{Urgency, UrgentQueue};
+
+/// A fetched timer waiting for its channel.
+pub(crate) struct Job {
+    pub delivery: Delivery,
+    pub priority: Priority,
+    pub shard: u16,
+    /// The lease the timer was fetched under; checked again just before the send.
+    pub fence: Fence,
+    /// Reminders merged into this delivery besides its own timer: their
+    /// outcomes follow it. They hold no in-flight permit.
+    pub members: Vec<Member>,
+}
+
+/// A timer riding along in another timer's delivery (a merged reminder).
+pub(crate) struct Member {
+    pub timer_id: TimerId,
+    /// Its own attempt number (the store checks it against its own count).
+    pub attempt: u32,
+}
+
+impl Job {
+    /// Lets go of every timer this job holds in the flight set, its own first.
+    pub fn release(self, flight: &Flight) {
+        flight.release([self.delivery.timer_id]);
+        flight.forget(self.members.iter().map(|m| m.timer_id));
+    }
+}
+
+impl Urgency for Job {
+    fn key(&self) -> (Priority, i64, TimerId) {
+        (self.priority, self.delivery.due_at, self.delivery.timer_id)
+    }
+}
+
+/// One configured channel at run time.
+pub(crate) struct ChannelRuntime {
+    pub channel: Arc<dyn Channel>,
+    pub retry: RetryPolicy,
+    pub queue: UrgentQueue<Job>,
+    pub concurrency: usize,
+    pub rate_per_sec: Option<f64>,
+    limiter: Option<DefaultDirectRateLimiter>,
+    pub metrics: ChannelMetrics,
+    pub pause: Pause,
+    pub quiet: Option<Quiet>,
+    pub counts: OutcomeCounts,
+    pub reminder_template: Option<serde_json::Value>,
+}
+
+impl ChannelRuntime {
+    pub fn new(spec: ChannelSpec) -> Self {
+        let limiter = spec.rate_per_sec.and_then(|r| {
+            let period = Duration::from_secs_f64(1.0 / r.max(1e-6));
+            let burst = NonZeroU32::new((r.ceil() as u32).clamp(1, 1000))?;
+            Some(RateLimiter::direct(
+                Quota::with_period(period)?.allow_burst(burst),
+            ))
+        });
+        let name = spec.channel.name().to_string();
+        Self {
+            channel: spec.channel,
+            retry: spec.retry,
+            queue: UrgentQueue::new(),
+            concurrency: spec.concurrency.max(1),
+            rate_per_sec: spec.rate_per_sec,
+            limiter,
+            metrics: ChannelMetrics::new(&name),
+            pause: Pause::default(),
+            quiet: spec.quiet.map(|(window, policy, label)| Quiet {
+                window,
+                policy,
+                label,
+            }),
+            counts: OutcomeCounts::default(),
+            reminder_template: spec.reminder_template,
+        }
+    }
+
+    /// Waits until the provider's pause (if any) is over and the channel's
+    /// rate limit lets one more send through.
+    pub async fn wait_for_rate(&self, clock: &dyn Clock) {
+        loop {
+            let wait = self.pause.until().saturating_sub(clock.now_ms());
+            if wait <= 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(wait as u64)).await;
+        }
+        if let Some(limiter) = &self.limiter {
+            limiter.until_ready().await;
+        }
+    }
+
+    /// Counts an answer and, for a throttle, pauses the channel. A throttle's
+    /// `retry_after_ms` becomes the time left until the pause ends, so that
+    /// whoever retries the delivery waits for exactly that.
+    pub fn observe(&self, outcome: &mut SendOutcome, n: u64, now: i64) {
+        self.counts.add(outcome, n);
+        match outcome {
+            SendOutcome::Throttled { retry_after_ms, .. } => {
+                let until = self.pause.throttled(now, *retry_after_ms);
+                tracing::warn!(channel = %self.channel.name(), paused_until = until, "provider throttled the channel; pausing");
+                *retry_after_ms = Some(until.saturating_sub(now).max(0) as u64);
+            }
+            SendOutcome::Delivered { .. } => self.pause.cleared(),
+            _ => {}
+        }
+    }
+
+    /// When the quiet-hours window `now` falls in ends, with its policy.
+    pub fn quiet_until(&self, now: i64) -> Option<(i64, QuietPolicy, &str)> {
+        let q = self.quiet.as_ref()?;
+        let end = q.window.ends_after(now)?;
+        Some((end, q.policy, &q.label))
+    }
+}

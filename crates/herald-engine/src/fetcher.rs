@@ -1,0 +1,357 @@
+//! The fetcher: takes due timers off the ready queue in urgency order, reads
+//! their rows, merges reminders, and queues each delivery on its channel.
+//!
+//! Firing writes nothing to the store: the timer stays `pending` until the
+//! completer records its outcome, so a crash at any point means it fires again
+//! (at least once), with the same idempotency key.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use herald_channels::{Delivery, SendOutcome};
+use herald_core::{RetryPolicy, TimerId, TimerKind};
+use herald_store::TimerRecord;
+use tokio::sync::mpsc;
+
+use crate::channel_runtime::{Job, Member};
+use crate::completer::{Attempt, Finished};
+use crate::pipeline::Pipeline;
+use crate::reminders;
+
+/// How a fetch pass ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FetchPass {
+    /// Nothing was ready, or no in-flight permit was free.
+    Idle,
+    /// The due timers taken went to their channels (or were dropped as stale).
+    Routed,
+    /// The store failed; the timers went back to the ready queue.
+    StoreFailed,
+    /// The engine is stopping; the timers taken were let go.
+    Stopped,
+}
+
+pub(crate) struct Fetcher {
+    pipe: Arc<Pipeline>,
+    /// Where outcomes the fetcher decides itself go (a channel no longer configured).
+    done: mpsc::UnboundedSender<Finished>,
+}
+
+impl Fetcher {
+    pub fn new(pipe: Arc<Pipeline>, done: mpsc::UnboundedSender<Finished>) -> Self {
+        Self { pipe, done }
+    }
+
+    /// Waits for due timers and for in-flight room, then routes them.
+    pub async fn run(self) {
+        let p = &*self.pipe;
+        let batch = p.cfg.fetch_batch.max(1);
+        loop {
+            tokio::select! {
+                _ = p.ready.wait_non_empty() => {}
+                _ = p.stop.wait() => return,
+            }
+            // Wait for room for what is ready. The permits go back at once:
+            // only this task takes them, so `run_once` finds them free.
+            let want = p.ready.len().clamp(1, batch);
+            let room = tokio::select! {
+                permit = p.flight.permits.acquire_many(want as u32) => permit,
+                _ = p.stop.wait() => return,
+            };
+            match room {
+                Ok(permit) => drop(permit),
+                Err(_) => return,
+            }
+            match self.run_once().await {
+                FetchPass::Stopped => return,
+                FetchPass::StoreFailed => tokio::time::sleep(Duration::from_millis(100)).await,
+                FetchPass::Idle | FetchPass::Routed => {}
+            }
+        }
+    }
+
+    /// One pass without waiting: takes as many ready timers as one batch and
+    /// the free in-flight permits allow, and routes them.
+    pub async fn run_once(&self) -> FetchPass {
+        let p = &*self.pipe;
+        let want = p
+            .ready
+            .len()
+            .min(p.cfg.fetch_batch.max(1))
+            .min(p.flight.permits.available_permits());
+        if want == 0 {
+            return FetchPass::Idle;
+        }
+        match p.flight.permits.try_acquire_many(want as u32) {
+            Ok(permit) => permit.forget(),
+            Err(_) => return FetchPass::Idle,
+        }
+        self.route(want).await
+    }
+
+    /// Takes up to `want` due timers, for which the caller holds in-flight
+    /// permits, reads their rows and queues their deliveries.
+    async fn route(&self, want: usize) -> FetchPass {
+        let p = &*self.pipe;
+        let due = p.ready.pop_many(want);
+        p.hot.ready.set(p.ready.len() as f64);
+        // Duplicates (same timer twice in the wheel, or already in flight) give
+        // their permit back at once. So do timers of shards this node no
+        // longer owns: their new owner loads them.
+        let mut fresh = Vec::with_capacity(due.len());
+        p.ownership.with_owned(|owned| {
+            let mut set = p.flight.ids.lock();
+            for t in due {
+                if owned.contains(t.shard) && set.insert(t.id) {
+                    fresh.push(t);
+                }
+            }
+        });
+        p.flight.permits.add_permits(want - fresh.len());
+        if fresh.is_empty() {
+            return FetchPass::Routed;
+        }
+        let ids: Vec<TimerId> = fresh.iter().map(|t| t.id).collect();
+        let rows = match p.store.fetch_pending(&ids).await {
+            Ok(rows) => rows,
+            Err(e) => {
+                tracing::warn!(error = %e, n = ids.len(), "fetching due timers failed; requeued");
+                p.hot.store_errors.increment(1);
+                p.flight.release(ids);
+                p.ready.push_many(fresh);
+                return FetchPass::StoreFailed;
+            }
+        };
+        if p.stop.is_stopped() {
+            p.flight.release(ids);
+            return FetchPass::Stopped;
+        }
+        let mut by_id: HashMap<TimerId, TimerRecord> =
+            rows.into_iter().map(|r| (r.id, r)).collect();
+        let mut stale = Vec::new();
+        let mut plain = Vec::with_capacity(fresh.len());
+        let mut reminders = Vec::new();
+        let mut requeue = Vec::new();
+        for t in fresh {
+            match by_id.remove(&t.id) {
+                // The wheel entry must match the row's current due time: a
+                // retried or moved timer has a newer entry that fires it.
+                Some(row) if row.due_at == t.due_at => {
+                    if row.kind == TimerKind::Reminder {
+                        requeue.push(t);
+                        reminders.push(row);
+                    } else {
+                        plain.push(row);
+                    }
+                }
+                _ => stale.push(t.id),
+            }
+        }
+        let mut groups = Vec::new();
+        if !reminders.is_empty() {
+            let claim =
+                |m: &TimerRecord| p.ownership.owns(m.shard) && p.flight.ids.lock().insert(m.id);
+            let unclaim = |ids: Vec<TimerId>| p.flight.forget(ids);
+            let window = p.cfg.merge_window_ms.max(0);
+            match reminders::plan(p.store.as_ref(), reminders, window, claim, unclaim).await {
+                Ok(g) => groups = g,
+                Err(e) => {
+                    tracing::warn!(error = %e, n = requeue.len(), "planning reminders failed; requeued");
+                    p.hot.store_errors.increment(1);
+                    p.flight.release(requeue.iter().map(|t| t.id));
+                    p.ready.push_many(requeue);
+                }
+            }
+        }
+        let now = p.clock.now_ms();
+        let jobs =
+            plain
+                .into_iter()
+                .map(|row| (row, Vec::new(), None))
+                .chain(groups.into_iter().map(|g| {
+                    let members = g
+                        .members
+                        .iter()
+                        .map(|m| Member {
+                            timer_id: m.id,
+                            attempt: m.attempts.saturating_add(1),
+                        })
+                        .collect();
+                    (g.primary, members, Some(g.message))
+                }));
+        for (row, members, message) in jobs {
+            let key = row.delivery_key();
+            // A reminder goes out in its channel's shape if the channel has a template.
+            let message = match (message, p.channels.get(&row.channel)) {
+                (Some(m), Some(rt)) => Some(match &rt.reminder_template {
+                    Some(t) => herald_channels::template::render(t, &m),
+                    None => m,
+                }),
+                (m, _) => m,
+            };
+            let attempt = row.attempts.saturating_add(1);
+            let delivery = Delivery {
+                timer_id: row.id,
+                kind: row.kind,
+                due_at: row.due_at,
+                fired_at: now,
+                attempt,
+                recipient: row.recipient,
+                message: message.unwrap_or(row.message),
+                idempotency_key: key,
+            };
+            let Some(fence) = p.ownership.fence(row.shard) else {
+                stale.push(row.id);
+                p.flight.forget(members.iter().map(|m: &Member| m.timer_id));
+                continue;
+            };
+            match p.channels.get(&row.channel) {
+                Some(rt) => rt.queue.push(Job {
+                    delivery,
+                    priority: row.priority,
+                    shard: row.shard,
+                    fence,
+                    members,
+                }),
+                None => {
+                    // Configuration lost the channel: keep the timer, retry
+                    // later, and let attempts run out if it never comes back.
+                    // Merged members are let go and fire on their own.
+                    p.flight.forget(members.iter().map(|m| m.timer_id));
+                    let attempt = Attempt {
+                        delivery: &delivery,
+                        channel: &row.channel,
+                        priority: row.priority,
+                        shard: row.shard,
+                        fence: Some(fence),
+                        started_at: now,
+                        finished_at: now,
+                    };
+                    let outcome = SendOutcome::Retryable {
+                        error: format!("channel {:?} is not configured", row.channel),
+                        status: None,
+                        retry_after_ms: None,
+                    };
+                    let _ = self.done.send(Finished::from_outcome(
+                        attempt,
+                        outcome,
+                        &RetryPolicy::default(),
+                    ));
+                }
+            }
+        }
+        if !stale.is_empty() {
+            p.flight.release(stale);
+        }
+        FetchPass::Routed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use herald_store::CompletionOutcome;
+
+    use super::*;
+    use crate::EngineConfig;
+    use crate::testkit::{CHANNEL, Rig, T0};
+
+    #[tokio::test]
+    async fn queues_due_timers_on_their_channel_and_holds_them_in_flight() {
+        let rig = Rig::new(EngineConfig::default()).await;
+        let ids = rig.insert(&[T0, T0, T0 - 5]).await;
+        for &id in &ids {
+            rig.pipe.ready.push(rig.due(id).await);
+        }
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let f = Fetcher::new(rig.pipe.clone(), tx);
+        assert_eq!(f.run_once().await, FetchPass::Routed);
+        assert_eq!(f.run_once().await, FetchPass::Idle);
+        let jobs = rig.pipe.channels[CHANNEL].queue.pop_many(10);
+        let queued: Vec<i64> = jobs.iter().map(|j| j.delivery.timer_id).collect();
+        assert_eq!(queued, [ids[2], ids[0], ids[1]], "earliest due first");
+        assert!(jobs.iter().all(|j| j.delivery.attempt == 1));
+        assert!(jobs.iter().all(|j| j.delivery.fired_at == T0));
+        assert_eq!(rig.pipe.flight.in_flight(), 3);
+        assert!(rig.pipe.flight.ids.lock().contains(&ids[0]));
+    }
+
+    #[tokio::test]
+    async fn drops_copies_stale_entries_and_shards_it_lost() {
+        let rig = Rig::new(EngineConfig::default()).await;
+        let ids = rig.insert(&[T0, T0, T0]).await;
+        let (a, b, c) = (
+            rig.due(ids[0]).await,
+            rig.due(ids[1]).await,
+            rig.due(ids[2]).await,
+        );
+        let moved = crate::queue::DueTimer {
+            due_at: b.due_at - 1,
+            ..b
+        };
+        rig.pipe.ownership.drop_shards([c.shard]);
+        rig.pipe.ready.push_many([a, a, moved, c]);
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let f = Fetcher::new(rig.pipe.clone(), tx);
+        assert_eq!(f.run_once().await, FetchPass::Routed);
+        let queued: Vec<i64> = rig.pipe.channels[CHANNEL]
+            .queue
+            .pop_many(10)
+            .iter()
+            .map(|j| j.delivery.timer_id)
+            .collect();
+        assert_eq!(queued, [ids[0]]);
+        assert_eq!(
+            rig.pipe.flight.in_flight(),
+            1,
+            "the rest gave their permits back"
+        );
+        assert_eq!(rig.pipe.ready.len(), 0);
+    }
+
+    #[tokio::test]
+    async fn takes_no_more_than_the_in_flight_bound() {
+        let rig = Rig::new(EngineConfig {
+            max_inflight: 2,
+            ..Default::default()
+        })
+        .await;
+        for id in rig.insert(&[T0; 5]).await {
+            rig.pipe.ready.push(rig.due(id).await);
+        }
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let f = Fetcher::new(rig.pipe.clone(), tx);
+        assert_eq!(f.run_once().await, FetchPass::Routed);
+        assert_eq!(f.run_once().await, FetchPass::Idle, "no room left");
+        assert_eq!(rig.pipe.channels[CHANNEL].queue.len(), 2);
+        assert_eq!(rig.pipe.ready.len(), 3);
+    }
+
+    #[tokio::test]
+    async fn a_channel_no_longer_configured_gets_a_retry() {
+        let rig = Rig::new(EngineConfig::default()).await;
+        let id = rig.insert_on("gone", &[T0]).await[0];
+        rig.pipe.ready.push(rig.due(id).await);
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let f = Fetcher::new(rig.pipe.clone(), tx);
+        assert_eq!(f.run_once().await, FetchPass::Routed);
+        let finished = rx.try_recv().expect("an outcome");
+        assert_eq!(finished.completion.timer_id, id);
+        assert!(matches!(
+            finished.completion.outcome,
+            CompletionOutcome::Retry { next_due_at } if next_due_at > T0
+        ));
+        assert!(
+            finished
+                .completion
+                .error
+                .unwrap()
+                .contains("not configured")
+        );
+        assert_eq!(
+            rig.pipe.flight.in_flight(),
+            1,
+            "until the completer records it"
+        );
+    }
+}

@@ -1,0 +1,73 @@
+//! What the loops of the timer pipeline share.
+//!
+//! A timer's path through one node: the loader (or the writer, or the
+//! notification listener) puts it in the wheel, the driver moves it to the
+//! ready queue when it is due, the fetcher reads its row and queues it on its
+//! channel, a channel worker sends it, and the completer records the outcome.
+//! Membership decides which shards this node fires, and the stats sampler
+//! watches it all. Each of those loops holds one `Arc<Pipeline>`, as the
+//! campaign loops hold one `campaign::Shared`, and each has a `run_once` (one
+//! pass of its body, never sleeping) that a test drives with a manual clock.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use herald_core::Clock;
+use herald_store::Store;
+
+use crate::channel_runtime::ChannelRuntime;
+use crate::flight::Flight;
+use crate::metrics::Hot;
+use crate::ownership::Ownership;
+use crate::queue::{DueTimer, UrgentQueue};
+use crate::schedule::Schedule;
+use crate::{ChannelSpec, EngineConfig, Stop};
+
+pub(crate) struct Pipeline {
+    pub store: Arc<dyn Store>,
+    pub clock: Arc<dyn Clock>,
+    pub cfg: EngineConfig,
+    /// The wheel this node fires from.
+    pub schedule: Schedule,
+    /// Timers the wheel found due, most urgent first, waiting for the fetcher.
+    pub ready: UrgentQueue<DueTimer>,
+    pub flight: Flight,
+    pub ownership: Ownership,
+    /// Every configured channel by name (shared with the campaign loops).
+    pub channels: Arc<HashMap<String, Arc<ChannelRuntime>>>,
+    pub hot: Hot,
+    pub stop: Arc<Stop>,
+}
+
+impl Pipeline {
+    /// An idle pipeline that owns no shard yet; `shards` is the cluster's count.
+    pub fn new(
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        channels: Vec<ChannelSpec>,
+        cfg: EngineConfig,
+        shards: u16,
+    ) -> Self {
+        let channels = channels
+            .into_iter()
+            .map(|spec| {
+                (
+                    spec.channel.name().to_string(),
+                    Arc::new(ChannelRuntime::new(spec)),
+                )
+            })
+            .collect();
+        Self {
+            schedule: Schedule::new(clock.now_ms()),
+            ready: UrgentQueue::new(),
+            flight: Flight::new(cfg.max_inflight.max(1)),
+            ownership: Ownership::new(shards, cfg.lease_guard_ms),
+            channels: Arc::new(channels),
+            hot: Hot::new(),
+            stop: Arc::new(Stop::default()),
+            store,
+            clock,
+            cfg,
+        }
+    }
+}

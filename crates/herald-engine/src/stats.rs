@@ -1,0 +1,108 @@
+//! The stats sampler: cheap gauges (wheel, ready queue, in flight) every
+//! second, and the store-wide count of timers by state every
+//! `stats_interval_ms` (0 turns that off).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use herald_core::TimerState;
+
+use crate::metrics::{TIMERS_BY_STATE, TIMERS_PENDING};
+use crate::pipeline::Pipeline;
+
+pub(crate) struct Stats {
+    pipe: Arc<Pipeline>,
+    /// Clock time the store was last counted.
+    last_count: Option<i64>,
+}
+
+impl Stats {
+    pub fn new(pipe: Arc<Pipeline>) -> Self {
+        Self {
+            pipe,
+            last_count: None,
+        }
+    }
+
+    pub async fn run(mut self) {
+        while !self.pipe.stop.is_stopped() {
+            self.run_once().await;
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                _ = self.pipe.stop.wait() => {}
+            }
+        }
+    }
+
+    /// Sets the cheap gauges, and counts the store's timers if that is due.
+    /// Returns whether it counted.
+    pub async fn run_once(&mut self) -> bool {
+        let p = &*self.pipe;
+        p.hot.wheel.set(p.schedule.len() as f64);
+        p.hot.ready.set(p.ready.len() as f64);
+        p.hot.inflight.set(p.flight.in_flight() as f64);
+        let interval = i64::try_from(p.cfg.stats_interval_ms).unwrap_or(i64::MAX);
+        let now = p.clock.now_ms();
+        // A clock that stepped back counts as due.
+        let due = interval > 0
+            && self.last_count.is_none_or(|t| {
+                let since = now.saturating_sub(t);
+                since < 0 || since >= interval
+            });
+        if !due {
+            return false;
+        }
+        self.last_count = Some(now);
+        match p.store.count_by_state().await {
+            Ok(counts) => {
+                for s in TimerState::ALL {
+                    let n = counts
+                        .iter()
+                        .find(|(st, _)| *st == s)
+                        .map_or(0, |(_, n)| *n);
+                    metrics::gauge!(TIMERS_BY_STATE, "state" => s.as_str()).set(n as f64);
+                    if s == TimerState::Pending {
+                        metrics::gauge!(TIMERS_PENDING).set(n as f64);
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "sampling timer counts failed"),
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::EngineConfig;
+    use crate::testkit::Rig;
+
+    #[tokio::test]
+    async fn counts_the_store_once_per_interval_of_the_clock() {
+        let rig = Rig::new(EngineConfig {
+            stats_interval_ms: 10_000,
+            ..Default::default()
+        })
+        .await;
+        let mut s = Stats::new(rig.pipe.clone());
+        assert!(s.run_once().await, "counts at once");
+        assert!(!s.run_once().await);
+        rig.clock.advance(9_999);
+        assert!(!s.run_once().await);
+        rig.clock.advance(1);
+        assert!(s.run_once().await);
+        rig.clock.advance(-60_000);
+        assert!(
+            s.run_once().await,
+            "a clock that stepped back counts as due"
+        );
+
+        let rig = Rig::new(EngineConfig {
+            stats_interval_ms: 0,
+            ..Default::default()
+        })
+        .await;
+        assert!(!Stats::new(rig.pipe.clone()).run_once().await, "off");
+    }
+}

@@ -1,0 +1,149 @@
+//! What the engine's unit tests share: a pipeline on an in-memory SQLite
+//! store and a manual clock, owning every shard, and a channel that records
+//! what it is sent. It imports no loop, so each loop's tests can use it.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use herald_channels::{Channel, ChannelKind, Delivery, SendOutcome};
+use herald_core::{ManualClock, RetryPolicy, TimerId, TimerKind, TimerState};
+use herald_store::{NewTimer, StoreOptions, TimerRecord, WriteOp, WriteResult};
+use parking_lot::Mutex;
+
+use crate::pipeline::Pipeline;
+use crate::queue::DueTimer;
+use crate::{ChannelSpec, EngineConfig};
+
+/// The name of the test channel.
+pub const CHANNEL: &str = "rec";
+/// The node the rig runs as.
+pub const NODE: &str = "node-1";
+/// Shards of the test store.
+pub const SHARDS: u16 = 4;
+/// Where the manual clock starts.
+pub const T0: i64 = 1_700_000_000_000;
+
+/// A channel that records every delivery and answers from a script, then
+/// `Delivered`.
+#[derive(Default)]
+pub struct Recorder {
+    pub sent: Mutex<Vec<Delivery>>,
+    pub script: Mutex<VecDeque<SendOutcome>>,
+}
+
+#[async_trait]
+impl Channel for Recorder {
+    fn name(&self) -> &str {
+        CHANNEL
+    }
+    fn kind(&self) -> ChannelKind {
+        ChannelKind::Log
+    }
+    async fn send(&self, d: &Delivery) -> SendOutcome {
+        self.sent.lock().push(d.clone());
+        let scripted = self.script.lock().pop_front();
+        scripted.unwrap_or_else(|| SendOutcome::Delivered {
+            provider_msgid: Some(format!("m{}", d.timer_id)),
+            status: Some(200),
+        })
+    }
+}
+
+/// A pipeline on a fresh in-memory store that owns every shard.
+pub struct Rig {
+    pub pipe: Arc<Pipeline>,
+    pub clock: ManualClock,
+    pub channel: Arc<Recorder>,
+}
+
+impl Rig {
+    pub async fn new(cfg: EngineConfig) -> Self {
+        let store = herald_store::open("sqlite::memory:", &StoreOptions::default())
+            .await
+            .expect("an in-memory store");
+        store.init_shards(SHARDS).await.expect("shards");
+        let clock = ManualClock::new(T0);
+        let channel = Arc::new(Recorder::default());
+        let spec = ChannelSpec::new(channel.clone(), 1, None, RetryPolicy::default());
+        let lease_ms = cfg.lease_ms;
+        let pipe = Arc::new(Pipeline::new(
+            store,
+            Arc::new(clock.clone()),
+            vec![spec],
+            cfg,
+            SHARDS,
+        ));
+        let all: Vec<u16> = (0..SHARDS).collect();
+        let leases = pipe
+            .store
+            .acquire_shards(NODE, &all, T0, lease_ms)
+            .await
+            .expect("leases");
+        pipe.ownership.hold(&leases);
+        Self {
+            pipe,
+            clock,
+            channel,
+        }
+    }
+
+    /// Commits timers on `channel` due at the given clock times, on shards
+    /// 0, 1, 2, ... in turn; returns their ids.
+    pub async fn insert_on(&self, channel: &str, due: &[i64]) -> Vec<TimerId> {
+        let ops = due
+            .iter()
+            .enumerate()
+            .map(|(i, &due_at)| {
+                WriteOp::InsertTimer(NewTimer {
+                    shard: (i % usize::from(SHARDS)) as u16,
+                    due_at,
+                    priority: 5,
+                    kind: TimerKind::Timer,
+                    channel: channel.into(),
+                    recipient: format!("r{i}"),
+                    message: "{}".into(),
+                    idempotency_key: None,
+                    created_at: T0,
+                })
+            })
+            .collect();
+        let results = self.pipe.store.apply(ops).await.expect("insert");
+        results
+            .into_iter()
+            .map(|r| match r {
+                WriteResult::Created(t) => t.id,
+                other => panic!("not created: {other:?}"),
+            })
+            .collect()
+    }
+
+    /// [`Rig::insert_on`] the test channel.
+    pub async fn insert(&self, due: &[i64]) -> Vec<TimerId> {
+        self.insert_on(CHANNEL, due).await
+    }
+
+    pub async fn timer(&self, id: TimerId) -> TimerRecord {
+        self.pipe
+            .store
+            .get_timer(id)
+            .await
+            .expect("read")
+            .expect("the timer")
+    }
+
+    pub async fn state(&self, id: TimerId) -> TimerState {
+        self.timer(id).await.state
+    }
+
+    /// A timer's wheel entry as its row stands now.
+    pub async fn due(&self, id: TimerId) -> DueTimer {
+        let t = self.timer(id).await;
+        DueTimer {
+            id: t.id,
+            due_at: t.due_at,
+            shard: t.shard,
+            priority: t.priority,
+        }
+    }
+}

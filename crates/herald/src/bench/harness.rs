@@ -1,0 +1,321 @@
+//! The system under test: `herald serve` child processes on a fresh store,
+//! started, watched and stopped by the bench.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use clap::Args;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+use super::pg::{self, Postgres};
+use super::sink::Sink;
+
+#[derive(Args, Debug, Clone)]
+pub struct ServerArgs {
+    /// Webhook channel concurrency of the server under test.
+    #[arg(long, default_value_t = 256)]
+    pub(super) concurrency: usize,
+    /// SQLite `synchronous` of the server under test (`full` or `normal`).
+    #[arg(long, default_value = "full")]
+    pub(super) synchronous: String,
+    /// `sqlite` (a temporary file), `postgres` (a throwaway cluster the
+    /// bench starts with `initdb`/`postgres`, fsync off; only in a build with
+    /// the `bench-pg` feature), or `postgres://USER@HOST/DB`, an existing
+    /// empty database.
+    #[arg(long, default_value = "sqlite")]
+    pub(super) store: String,
+    /// Nodes sharing the store (`postgres` only).
+    #[arg(long, default_value_t = 1)]
+    pub(super) nodes: usize,
+    /// Reminder merge window of the server under test (0: off).
+    #[arg(long, default_value_t = 60_000)]
+    pub(super) merge_window_ms: i64,
+    /// Keep the server's data directory and log after the run.
+    #[arg(long)]
+    pub(super) keep: bool,
+    /// Print a JSON summary line as well.
+    #[arg(long)]
+    pub(super) json: bool,
+    /// More TOML for the server's config (set by scenarios, not a flag).
+    #[arg(skip)]
+    pub(super) extra_toml: String,
+}
+
+/// Where the nodes under test keep their data.
+pub(super) enum StoreChoice {
+    /// A temporary SQLite file.
+    Sqlite,
+    /// A throwaway PostgreSQL cluster the bench starts.
+    ThrowawayPostgres,
+    /// An existing PostgreSQL database.
+    PostgresUrl(String),
+}
+
+impl ServerArgs {
+    /// What `--store` names, checked against `--nodes` and this build.
+    pub(super) fn store_choice(&self) -> anyhow::Result<StoreChoice> {
+        let choice = match self.store.as_str() {
+            "sqlite" => StoreChoice::Sqlite,
+            "postgres" => {
+                pg::throwaway_available()?;
+                StoreChoice::ThrowawayPostgres
+            }
+            url if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+                StoreChoice::PostgresUrl(url.to_string())
+            }
+            other => bail!("--store must be sqlite, postgres or a postgres:// URL, not {other:?}"),
+        };
+        if matches!(choice, StoreChoice::Sqlite) && self.nodes != 1 {
+            bail!("--nodes needs --store postgres: an embedded SQLite store serves one node");
+        }
+        Ok(choice)
+    }
+
+    /// The store's kind as the reports name it (never the URL, which may
+    /// hold a password).
+    pub(super) fn store_kind(&self) -> &'static str {
+        if self.store == "sqlite" {
+            "sqlite"
+        } else {
+            "postgres"
+        }
+    }
+}
+
+/// One `herald serve` child process.
+pub(super) struct Node {
+    pub(super) child: Child,
+    pub(super) base: String,
+    /// Its config file and log live here.
+    pub(super) dir: PathBuf,
+    pub(super) name: String,
+}
+
+impl Node {
+    /// Starts `herald serve` on `<dir>/<name>.toml`; returns once it listens.
+    pub(super) async fn spawn(dir: &Path, name: &str) -> anyhow::Result<Node> {
+        let log_path = dir.join(format!("{name}.log"));
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)?;
+        let exe = std::env::current_exe().context("locating the herald binary")?;
+        let mut child = Command::new(exe)
+            .arg("serve")
+            .arg("--config")
+            .arg(dir.join(format!("{name}.toml")))
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log))
+            .kill_on_drop(true)
+            .spawn()
+            .context("starting herald serve")?;
+        let stdout = child.stdout.take().context("no stdout")?;
+        let mut lines = BufReader::new(stdout).lines();
+        let base = tokio::time::timeout(Duration::from_secs(60), async {
+            while let Some(line) = lines.next_line().await? {
+                if let Some(url) = line.strip_prefix("herald listening on ") {
+                    return Ok::<_, anyhow::Error>(url.trim().to_string());
+                }
+            }
+            bail!(
+                "herald serve exited before listening; see {}",
+                log_path.display()
+            )
+        })
+        .await
+        .context("herald serve did not start within 60 s")??;
+        Ok(Node {
+            child,
+            base,
+            dir: dir.to_path_buf(),
+            name: name.to_string(),
+        })
+    }
+
+    /// Resident memory, from `/proc`.
+    pub(super) fn rss_bytes(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()?)).ok()?;
+        let kb: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))?
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .ok()?;
+        Some(kb * 1024)
+    }
+
+    async fn stop(mut self) {
+        #[cfg(unix)]
+        if let Some(pid) = self.child.id() {
+            // Graceful first, so a kept store is consistent.
+            let _ = std::process::Command::new("kill")
+                .arg("-TERM")
+                .arg(pid.to_string())
+                .status();
+            let _ = tokio::time::timeout(Duration::from_secs(15), self.child.wait()).await;
+        }
+        let _ = self.child.kill().await;
+    }
+}
+
+/// The system under test: one or more nodes on a fresh store (a temporary
+/// SQLite file, a database on a throwaway PostgreSQL cluster, or an empty
+/// database the caller named), all delivering to the bench's sink. What the
+/// bench made is removed at the end unless `--keep`.
+pub(super) struct Deployment {
+    pub(super) nodes: Vec<Node>,
+    dir: PathBuf,
+    _tmp: Option<tempfile::TempDir>,
+    /// The PostgreSQL store, if that is what the nodes use.
+    pub(super) pg: Option<Postgres>,
+}
+
+impl Deployment {
+    pub(super) async fn start(sink: &Sink, a: &ServerArgs) -> anyhow::Result<Self> {
+        let tmp = tempfile::Builder::new().prefix("herald-bench-").tempdir()?;
+        let dir = tmp.path().to_path_buf();
+        let (store, pg) = match a.store_choice()? {
+            StoreChoice::Sqlite => (
+                format!("sqlite://{}", dir.join("herald.db").display()),
+                None,
+            ),
+            StoreChoice::ThrowawayPostgres => {
+                let pg = Postgres::throwaway()?;
+                (pg.url().to_string(), Some(pg))
+            }
+            StoreChoice::PostgresUrl(url) => {
+                let pg = Postgres::existing(&url).await?;
+                (url, Some(pg))
+            }
+        };
+        // A TOML basic string: JSON's escapes are valid in it.
+        let store = serde_json::to_string(&store)?;
+        let mut nodes = Vec::new();
+        for i in 1..=a.nodes.max(1) {
+            let name = format!("node-{i}");
+            let config = format!(
+                r#"listen = "127.0.0.1:0"
+store = {store}
+node_id = "{name}"
+[store_options]
+sqlite_synchronous = "{sync}"
+[engine]
+stats_interval_ms = 0
+[api]
+bulk_max_lines = 1000000
+bulk_max_bytes = 536870912
+[reminders]
+merge_window_ms = {merge}
+[reminders.channels]
+app = "sink"
+{channel}
+{extra}
+"#,
+                channel = sink.channel_toml(a.concurrency),
+                extra = a.extra_toml,
+                merge = a.merge_window_ms,
+                sync = a.synchronous,
+            );
+            std::fs::write(dir.join(format!("{name}.toml")), config)?;
+            nodes.push(Node::spawn(&dir, &name).await?);
+        }
+        let tmp = if a.keep {
+            eprintln!("keeping {}", tmp.path().display());
+            let _ = tmp.keep();
+            None
+        } else {
+            Some(tmp)
+        };
+        let d = Deployment {
+            nodes,
+            dir,
+            _tmp: tmp,
+            pg,
+        };
+        if d.nodes.len() > 1 {
+            d.wait_balanced().await?;
+        }
+        Ok(d)
+    }
+
+    /// The first node's URL.
+    pub(super) fn base(&self) -> &str {
+        &self.nodes[0].base
+    }
+
+    pub(super) fn bases(&self) -> Vec<String> {
+        self.nodes.iter().map(|n| n.base.clone()).collect()
+    }
+
+    /// Waits until the nodes own every shard between them.
+    async fn wait_balanced(&self) -> anyhow::Result<()> {
+        let http = http_client()?;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let v: serde_json::Value = http
+                .get(format!("{}/v1/cluster", self.base()))
+                .send()
+                .await?
+                .json()
+                .await?;
+            let owners = v["owners"].as_object().map_or(0, |o| o.len());
+            if v["unowned"] == 0 && owners == self.nodes.len() {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!("the nodes did not share the shards within 60 s: {v}");
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// A counter summed over every node.
+    pub(super) async fn counter(&self, http: &reqwest::Client, name: &str) -> anyhow::Result<f64> {
+        let mut sum = 0.0;
+        for n in &self.nodes {
+            let text = http
+                .get(format!("{}/metrics", n.base))
+                .send()
+                .await?
+                .text()
+                .await?;
+            sum += metric_value(&text, name).unwrap_or(0.0);
+        }
+        Ok(sum)
+    }
+
+    pub(super) fn log_path(&self) -> PathBuf {
+        self.dir.join("node-1.log")
+    }
+
+    pub(super) fn pids(&self) -> Vec<u32> {
+        self.nodes.iter().filter_map(|n| n.child.id()).collect()
+    }
+
+    pub(super) async fn stop(self) {
+        for n in self.nodes {
+            n.stop().await;
+        }
+    }
+}
+
+/// The value of an unlabelled Prometheus sample.
+pub(super) fn metric_value(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+}
+
+/// The HTTP client the bench drives the nodes with.
+pub(super) fn http_client() -> anyhow::Result<reqwest::Client> {
+    Ok(reqwest::Client::builder()
+        .pool_max_idle_per_host(256)
+        .tcp_nodelay(true)
+        .build()?)
+}

@@ -1,0 +1,75 @@
+//! `herald bench`: load generators that measure Herald against its budgets
+//! (the figures and how they were taken: `BENCHMARKS.md`).
+//!
+//! Each scenario starts a webhook sink in this process and a real
+//! `herald serve` child process on a fresh temporary store, drives it over
+//! HTTP, and reports figures measured at the sink. Nothing is simulated.
+//!
+//! One file per scenario; beside them the harness (the nodes under test and
+//! their store), the sink, the load helpers and the CPU meter.
+
+mod burst;
+mod campaign;
+mod cpu;
+mod harness;
+mod ingest;
+mod load;
+mod pg;
+mod precision;
+mod reminders;
+mod restart;
+mod sink;
+
+use clap::Subcommand;
+
+use burst::BurstArgs;
+use campaign::CampaignArgs;
+use harness::ServerArgs;
+use ingest::IngestArgs;
+use precision::PrecisionArgs;
+use reminders::RemindersArgs;
+use restart::RestartArgs;
+
+#[derive(Subcommand, Debug)]
+pub enum BenchCmd {
+    /// N timers due at the same instant: time to deliver them all and mark them done.
+    Burst(BurstArgs),
+    /// N timers spread over S seconds: how late each one fires.
+    Precision(PrecisionArgs),
+    /// Timer creation rate: single `POST /v1/timers`, or the bulk endpoint.
+    Ingest(IngestArgs),
+    /// N pending timers, `kill -9`, restart: how soon firing resumes, and RSS.
+    Restart(RestartArgs),
+    /// N users subscribe to one subject with the same lead: the subscribe
+    /// rate, and how long the reminders take to drain when they all fall due.
+    Reminders(RemindersArgs),
+    /// One job to an uploaded audience of N recipients: upload rate, and
+    /// recipients per second to the sink.
+    Campaign(CampaignArgs),
+}
+
+impl BenchCmd {
+    fn server(&self) -> &ServerArgs {
+        match self {
+            BenchCmd::Burst(a) => &a.server,
+            BenchCmd::Precision(a) => &a.server,
+            BenchCmd::Ingest(a) => &a.server,
+            BenchCmd::Restart(a) => &a.server,
+            BenchCmd::Reminders(a) => &a.server,
+            BenchCmd::Campaign(a) => &a.server,
+        }
+    }
+}
+
+pub async fn run(cmd: BenchCmd) -> anyhow::Result<()> {
+    // A store the bench cannot use fails here, before anything starts.
+    cmd.server().store_choice()?;
+    match cmd {
+        BenchCmd::Burst(a) => burst::run(a).await,
+        BenchCmd::Precision(a) => precision::run(a).await,
+        BenchCmd::Ingest(a) => ingest::run(a).await,
+        BenchCmd::Restart(a) => restart::run(a).await,
+        BenchCmd::Reminders(a) => reminders::run(a).await,
+        BenchCmd::Campaign(a) => campaign::run(a).await,
+    }
+}

@@ -1,0 +1,141 @@
+//! `herald bench reminders`: N users subscribe to one subject with the same
+//! lead; the subscribe rate, and how long the reminders take to drain when
+//! they all fall due.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::bail;
+use clap::Args;
+use herald_core::{Clock, SystemClock, time::format_rfc3339_ms};
+use herald_mock::WebhookStats;
+
+use super::cpu::CpuMeter;
+use super::harness::{Deployment, ServerArgs, http_client};
+use super::load::{bulk_post, pct, wait_drained};
+use super::sink::start_sink;
+
+#[derive(Args, Debug)]
+pub struct RemindersArgs {
+    #[arg(long, default_value_t = 100_000)]
+    users: usize,
+    /// Seconds from now until the subject starts; by default the lead plus
+    /// enough time to subscribe everyone first.
+    #[arg(long)]
+    subject_start_in: Option<f64>,
+    /// Minutes before the start the reminders fire (5..=60, a multiple of 5).
+    #[arg(long, default_value_t = 5)]
+    lead_minutes: i64,
+    /// Subscriptions per bulk request.
+    #[arg(long, default_value_t = 10_000)]
+    chunk: usize,
+    /// Bulk requests in flight at once.
+    #[arg(long, default_value_t = 2)]
+    clients: usize,
+    #[command(flatten)]
+    pub(super) server: ServerArgs,
+}
+
+pub(super) async fn run(a: RemindersArgs) -> anyhow::Result<()> {
+    let sink = start_sink().await?;
+    let server = Deployment::start(&sink, &a.server).await?;
+    let http = http_client()?;
+    let clock = SystemClock;
+    let n = a.users;
+    let lead_ms = a.lead_minutes * 60_000;
+    // Subscribing is slower than plain timers: budget 50k/s, plus start-up.
+    let start_in = a
+        .subject_start_in
+        .unwrap_or(lead_ms as f64 / 1000.0 + 5.0 + n as f64 / 50_000.0);
+    let start_at = clock.now_ms() + (start_in * 1000.0) as i64;
+    let due_at = start_at - lead_ms;
+    if due_at <= clock.now_ms() {
+        bail!("the reminders would be due before they are created: raise --subject-start-in");
+    }
+    let resp = http
+        .put(format!("{}/v1/subjects/bench-subject", server.base()))
+        .json(
+            &serde_json::json!({"start_at": format_rfc3339_ms(start_at), "title": "Bench coupon"}),
+        )
+        .send()
+        .await?;
+    if !resp.status().is_success() {
+        bail!(
+            "creating the subject: {} {}",
+            resp.status(),
+            resp.text().await?
+        );
+    }
+    eprintln!(
+        "reminders: {n} users, subject starts {} ({start_in:.1} s from now), reminders due {}",
+        format_rfc3339_ms(start_at),
+        format_rfc3339_ms(due_at)
+    );
+    let lead = a.lead_minutes;
+    let lines = Arc::new(move |r: std::ops::Range<usize>| {
+        let mut s = String::with_capacity(r.len() * 100);
+        for i in r {
+            s.push_str(&format!(
+                "{{\"user_id\":\"user-{i}\",\"subject_id\":\"bench-subject\",\"channel_type\":\"app\",\"lead_minutes\":{lead}}}\n"
+            ));
+        }
+        s
+    });
+    let secs = bulk_post(
+        &http,
+        &server.bases(),
+        "/v1/reminders:bulk",
+        n,
+        a.chunk,
+        a.clients,
+        lines,
+    )
+    .await?;
+    let slack = due_at - clock.now_ms();
+    eprintln!(
+        "subscribe: {n} in {secs:.2} s = {:.0} per second; {slack} ms before due",
+        n as f64 / secs
+    );
+    if slack < 0 {
+        eprintln!("WARNING: subscribing ended after the due instant; raise --subject-start-in");
+    }
+    let timeout =
+        Duration::from_secs_f64(slack.max(0) as f64 / 1000.0 + 120.0 + n as f64 / 5_000.0);
+    let cpu = CpuMeter::start(&server);
+    let (delivered, done) = wait_drained(&sink, &server, &http, n, timeout).await?;
+    let c = cpu.read();
+    let s: WebhookStats = sink.stats();
+    let drain_s = (done - due_at) as f64 / 1000.0;
+    let deliver_s = (delivered - due_at) as f64 / 1000.0;
+    println!(
+        "reminders: {n} users of one subject, lead {} min (store {}, nodes {}, concurrency {})",
+        a.lead_minutes,
+        a.server.store_kind(),
+        a.server.nodes,
+        a.server.concurrency
+    );
+    println!(
+        "  subscribe (bulk)    {:.0} reminders/s ({secs:.2} s)",
+        n as f64 / secs
+    );
+    println!("  all delivered       {deliver_s:.2} s after due");
+    println!(
+        "  all marked done     {drain_s:.2} s after due  => {:.0} reminders/s",
+        n as f64 / drain_s.max(0.001)
+    );
+    println!("  lateness at sink    {}", pct(&s.lateness_ms));
+    println!("  duplicates          {}", s.duplicates);
+    println!("  cpu while draining  {}", c.describe(n));
+    if a.server.json {
+        println!(
+            "{}",
+            serde_json::json!({"scenario":"reminders","store":a.server.store_kind(),"nodes":a.server.nodes,
+                "users":n,"subscribe_per_sec":n as f64/secs,"server_cpu_s":c.nodes,"sink_cpu_s":c.own,
+                "pg_cpu_s":c.pg,"other_cpu_s":c.other,"delivered_s":deliver_s,"done_s":drain_s,
+                "drain_per_sec":n as f64/drain_s.max(0.001),"lateness_ms":s.lateness_ms,
+                "duplicates":s.duplicates})
+        );
+    }
+    server.stop().await;
+    Ok(())
+}

@@ -1,0 +1,105 @@
+//! The sink: the provider mock the nodes under test deliver to, in this
+//! process, where the figures are measured.
+
+use clap::ValueEnum;
+use herald_mock::{MockConfig, MockServer, WechatConfig};
+
+/// The kind of channel a scenario delivers through, always to a mock in
+/// this process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BenchChannel {
+    /// `webhook` to the mock's sink at `/hook`.
+    Webhook,
+    /// `wechat` template messages to the mock's WeChat API (stable tokens).
+    Wechat,
+}
+
+/// The mock the server under test delivers to, in this process, and the
+/// kind of channel pointed at it. Derefs to the mock, whose webhook figures
+/// the webhook-only scenarios read directly.
+pub(super) struct Sink {
+    mock: MockServer,
+    pub(super) channel: BenchChannel,
+}
+
+impl std::ops::Deref for Sink {
+    type Target = MockServer;
+    fn deref(&self) -> &MockServer {
+        &self.mock
+    }
+}
+
+/// A webhook sink.
+pub(super) async fn start_sink() -> anyhow::Result<Sink> {
+    start_channel_sink(BenchChannel::Webhook, 0).await
+}
+
+/// A mock ready to take `n` deliveries through `channel`.
+pub(super) async fn start_channel_sink(channel: BenchChannel, n: usize) -> anyhow::Result<Sink> {
+    let addr = "127.0.0.1:0".parse()?;
+    let mut cfg = MockConfig::default();
+    if channel == BenchChannel::Wechat {
+        let defaults = WechatConfig::default();
+        // Room for every timer, so the daily quota never throttles a run.
+        cfg.wechat = WechatConfig {
+            send_daily_quota: defaults.send_daily_quota.max(2 * n as u64),
+            ..defaults
+        };
+    }
+    Ok(Sink {
+        mock: MockServer::start(addr, cfg).await?,
+        channel,
+    })
+}
+
+impl BenchChannel {
+    /// Timer `i`'s recipient and message, as the JSON members of a create line.
+    pub(super) fn timer_fields(self, i: usize) -> String {
+        match self {
+            Self::Webhook => format!("\"recipient\":\"user-{i}\",\"message\":{{\"n\":{i}}}"),
+            Self::Wechat => format!(
+                "\"recipient\":\"openid-bench-{i}\",\"message\":{{\"template_id\":\"bench-template\",\
+                 \"data\":{{\"n\":{{\"value\":\"{i}\"}}}}}}"
+            ),
+        }
+    }
+}
+
+impl Sink {
+    /// The `[[channels]]` block, named `sink`, of the server under test.
+    pub(super) fn channel_toml(&self, concurrency: usize) -> String {
+        let settings = match self.channel {
+            BenchChannel::Webhook => format!("kind = \"webhook\"\nurl = \"{}\"", self.hook_url()),
+            BenchChannel::Wechat => {
+                let w = WechatConfig::default();
+                format!(
+                    "kind = \"wechat\"\napi_base = \"{}\"\nappid = \"{}\"\nsecret = \"{}\"\ntoken_mode = \"stable\"",
+                    self.base_url(),
+                    w.appid,
+                    w.secret
+                )
+            }
+        };
+        format!("[[channels]]\nname = \"sink\"\n{settings}\nconcurrency = {concurrency}\n")
+    }
+
+    /// Deliveries the provider accepted, repeats not counted.
+    pub(super) fn delivered(&self) -> u64 {
+        match self.channel {
+            BenchChannel::Webhook => self.unique_delivered(),
+            BenchChannel::Wechat => self.state().wechat_stats().delivered,
+        }
+    }
+
+    /// When the newest delivery arrived (unix ms).
+    pub(super) fn last_delivered_ms(&self) -> Option<i64> {
+        match self.channel {
+            BenchChannel::Webhook => self.stats().last_delivered_at_ms.map(|t| t as i64),
+            BenchChannel::Wechat => self
+                .state()
+                .wechat_messages(1, None)
+                .last()
+                .map(|m| m.at_ms as i64),
+        }
+    }
+}
