@@ -403,7 +403,7 @@ impl Engine {
         channel: &str,
         body: &[u8],
     ) -> Option<Result<Vec<herald_channels::CallbackEvent>, herald_channels::CallbackError>> {
-        let rt = self.inner.channels.get(channel)?;
+        let rt = self.inner.pipe.channels.get(channel)?;
         Some(rt.channel.parse_callback(body))
     }
 
