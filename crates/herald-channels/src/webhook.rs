@@ -1,4 +1,4 @@
-//! The `webhook` channel: one signed JSON `POST` per delivery (DESIGN §4).
+//! The `webhook` channel: one signed JSON `POST` per delivery (the contract is in docs/channels.md, "webhook").
 //!
 //! `2xx` is delivery. `429`, `408`, `5xx`, timeouts and network errors are
 //! retryable (`408` is a timeout in all but name). Any other status, redirects

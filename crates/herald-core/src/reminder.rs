@@ -174,7 +174,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn layout_matches_the_seed() {
+    fn layout_is_type_times_twelve_plus_lead_slot() {
         // Type 0, 5 minutes: bit 0; type 0, 60 minutes: bit 11; type 4, 60: bit 59.
         assert_eq!(Slot::new(ChannelType::App, 5).unwrap().bit(), 0);
         assert_eq!(Slot::new(ChannelType::App, 60).unwrap().bit(), 11);
