@@ -265,6 +265,9 @@ pub(super) const MIGRATIONS: &[&str] = &[
         updated_at BIGINT NOT NULL
     );
     "#,
+    // 5: nothing to do here: index columns already end in `_idx` (SQLite
+    // renames its `segments.cursor` at this step).
+    "-- segments.cursor_idx is already named so",
 ];
 
 /// Applies the migrations this database has not seen yet, in one transaction,

@@ -14,45 +14,12 @@
 //! `(job_id, idx)`, so a segment's rows are one contiguous range and the table
 //! carries no second copy of the key.
 
-// ---- Column lists, as macros so the SQL constants can `concat!` them; each
-// has a reader below that expects its columns in this order. Defined before
-// the child modules so they can use them. ----
-
-macro_rules! job_cols {
-    () => {
-        "id, audience_id, channel, message, segment_size, deadline_at, priority, task_id, \
-         state, total, delivered, failed, retrying, expired, cancelled, created_at, \
-         started_at, finished_at"
-    };
-}
-
-macro_rules! segment_cols {
-    () => {
-        "id, job_id, start_idx, end_idx, cursor, state, owner, lease_until, epoch, parent_id, \
-         attempt, not_before, created_at"
-    };
-}
-
-macro_rules! task_cols {
-    () => {
-        "id, rule_id, version, planned_at, state, job_id, recipients, detail, created_at, \
-         started_at, finished_at"
-    };
-}
-
-macro_rules! version_cols {
-    () => {
-        "v.rule_id, v.version, v.name, v.schedule, v.audience, v.audience_id, v.channel, \
-         v.message, v.deadline_secs, v.priority, v.created_at"
-    };
-}
-
-/// A rule joined with its current version (`r` and `v`), read by [`read_rule`].
+/// A rule joined with its current version (`r` and `v`), as `RuleRecord` reads it.
 macro_rules! rule_select {
     () => {
         concat!(
-            "SELECT r.id, r.status, r.created_at, r.updated_at, ",
-            version_cols!(),
+            "SELECT ",
+            $crate::model::rule_cols!(),
             " FROM rules AS r JOIN rule_versions AS v ON v.rule_id = r.id AND v.version = r.version"
         )
     };
@@ -64,16 +31,16 @@ mod rules;
 mod sweep;
 
 use async_trait::async_trait;
-use herald_core::campaign::{JobState, RuleStatus, SegmentState, SendState, TaskState};
+use herald_core::campaign::{SegmentState, SendState};
 use rusqlite::{Connection, Row, Transaction, TransactionBehavior};
 
-use super::{Ctx, SqliteStore, col};
+use super::{Ctx, SqliteStore};
 use crate::campaign::*;
 use crate::{Result, StoreError};
 
 /// Migration 4. States are stored by name (`as_str`), except in the send log,
 /// which can hold ten million rows per job and stores a one-byte code
-/// ([`send_code`]). Ids are `AUTOINCREMENT` so that none is ever reused: the
+/// ([`crate::model::send_code`]). Ids are `AUTOINCREMENT` so that none is ever reused: the
 /// idempotency key of a recipient is `job-{job_id}-{index}`, and a reused job id
 /// would make a provider drop new messages as duplicates of old ones.
 pub(super) const SCHEMA: &str = "
@@ -200,60 +167,9 @@ pub(super) const SCHEMA: &str = "
     -- Only retry rows (code 1) enter it: inserting delivered rows costs nothing here.
     CREATE INDEX job_sends_retry ON job_sends (job_id, idx) WHERE state = 1;";
 
-/// The send log's state codes. The SQL writes `1` for `retry` as a literal
-/// (the partial index needs it); a unit test checks they agree.
-fn send_code(s: SendState) -> i64 {
-    match s {
-        SendState::Delivered => 0,
-        SendState::Retry => 1,
-        SendState::Failed => 2,
-        SendState::Expired => 3,
-    }
-}
-
-fn send_from_code(code: i64) -> Result<SendState> {
-    Ok(match code {
-        0 => SendState::Delivered,
-        1 => SendState::Retry,
-        2 => SendState::Failed,
-        3 => SendState::Expired,
-        _ => return Err(StoreError::Corrupt(format!("send state code {code}"))),
-    })
-}
-
-/// A `u64` count or index as SQLite's signed integer.
-fn to_db(v: u64, what: &str) -> Result<i64> {
-    i64::try_from(v).map_err(|_| StoreError::refused(what, format!("{v} is out of range")))
-}
-
-/// The inverse of [`to_db`]: a negative value means the row is corrupt.
-fn from_db(v: i64, what: &str) -> Result<u64> {
-    u64::try_from(v).map_err(|_| StoreError::Corrupt(format!("{what} {v} is negative")))
-}
-
 /// A caller error: the request breaks the contract, nothing was written.
 fn invalid(msg: String) -> StoreError {
     StoreError::refused("request", msg)
-}
-
-/// A state column holding one of `T`'s names.
-fn parse_state<T>(s: &str, parse: fn(&str) -> Option<T>, what: &str) -> Result<T> {
-    parse(s).ok_or_else(|| StoreError::Corrupt(format!("unknown {what} {s:?}")))
-}
-
-fn u64_col(row: &Row<'_>, idx: usize, name: &str) -> Result<u64> {
-    from_db(col(row, idx, name)?, name)
-}
-
-fn opt_u64_col(row: &Row<'_>, idx: usize, name: &str) -> Result<Option<u64>> {
-    col::<Option<i64>>(row, idx, name)?
-        .map(|v| from_db(v, name))
-        .transpose()
-}
-
-fn narrow_col<T: TryFrom<i64>>(row: &Row<'_>, idx: usize, name: &str) -> Result<T> {
-    let v: i64 = col(row, idx, name)?;
-    T::try_from(v).map_err(|_| StoreError::Corrupt(format!("{name} {v} out of range")))
 }
 
 /// Runs `f` in one `BEGIN IMMEDIATE` transaction and commits if it succeeds.
@@ -280,101 +196,6 @@ fn in_read_tx<R>(
     let r = f(&tx)?;
     tx.commit().ctx(what)?;
     Ok(r)
-}
-
-// ---- Row readers; each `*_COLS` lists the columns its reader expects. ----
-
-fn read_job(row: &Row<'_>) -> Result<JobRecord> {
-    let state: String = col(row, 8, "jobs.state")?;
-    Ok(JobRecord {
-        id: col(row, 0, "jobs.id")?,
-        audience_id: col(row, 1, "jobs.audience_id")?,
-        channel: col(row, 2, "jobs.channel")?,
-        message: col(row, 3, "jobs.message")?,
-        segment_size: u64_col(row, 4, "jobs.segment_size")?,
-        deadline_at: col(row, 5, "jobs.deadline_at")?,
-        priority: narrow_col(row, 6, "jobs.priority")?,
-        task_id: col(row, 7, "jobs.task_id")?,
-        state: parse_state(&state, JobState::parse, "job state")?,
-        totals: JobTotals {
-            total: u64_col(row, 9, "jobs.total")?,
-            delivered: u64_col(row, 10, "jobs.delivered")?,
-            failed: u64_col(row, 11, "jobs.failed")?,
-            retrying: u64_col(row, 12, "jobs.retrying")?,
-            expired: u64_col(row, 13, "jobs.expired")?,
-            cancelled: u64_col(row, 14, "jobs.cancelled")?,
-        },
-        created_at: col(row, 15, "jobs.created_at")?,
-        started_at: col(row, 16, "jobs.started_at")?,
-        finished_at: col(row, 17, "jobs.finished_at")?,
-    })
-}
-
-fn read_segment(row: &Row<'_>) -> Result<SegmentRecord> {
-    let state: String = col(row, 5, "segments.state")?;
-    Ok(SegmentRecord {
-        id: col(row, 0, "segments.id")?,
-        job_id: col(row, 1, "segments.job_id")?,
-        start: u64_col(row, 2, "segments.start_idx")?,
-        end: u64_col(row, 3, "segments.end_idx")?,
-        cursor: u64_col(row, 4, "segments.cursor")?,
-        state: parse_state(&state, SegmentState::parse, "segment state")?,
-        owner: col(row, 6, "segments.owner")?,
-        lease_until: col(row, 7, "segments.lease_until")?,
-        epoch: col(row, 8, "segments.epoch")?,
-        parent_id: col(row, 9, "segments.parent_id")?,
-        attempt: narrow_col(row, 10, "segments.attempt")?,
-        not_before: col(row, 11, "segments.not_before")?,
-        created_at: col(row, 12, "segments.created_at")?,
-    })
-}
-
-fn read_task(row: &Row<'_>) -> Result<TaskRecord> {
-    let state: String = col(row, 4, "tasks.state")?;
-    Ok(TaskRecord {
-        id: col(row, 0, "tasks.id")?,
-        rule_id: col(row, 1, "tasks.rule_id")?,
-        version: narrow_col(row, 2, "tasks.version")?,
-        planned_at: col(row, 3, "tasks.planned_at")?,
-        state: parse_state(&state, TaskState::parse, "task state")?,
-        job_id: col(row, 5, "tasks.job_id")?,
-        recipients: opt_u64_col(row, 6, "tasks.recipients")?,
-        detail: col(row, 7, "tasks.detail")?,
-        created_at: col(row, 8, "tasks.created_at")?,
-        started_at: col(row, 9, "tasks.started_at")?,
-        finished_at: col(row, 10, "tasks.finished_at")?,
-    })
-}
-
-/// Reads the version columns of [`version_cols!`] from offset `at` of a row.
-fn read_version(row: &Row<'_>, at: usize) -> Result<RuleVersion> {
-    Ok(RuleVersion {
-        rule_id: col(row, at, "rule_versions.rule_id")?,
-        version: narrow_col(row, at + 1, "rule_versions.version")?,
-        spec: RuleSpec {
-            name: col(row, at + 2, "rule_versions.name")?,
-            schedule: col(row, at + 3, "rule_versions.schedule")?,
-            audience: col(row, at + 4, "rule_versions.audience")?,
-            audience_id: col(row, at + 5, "rule_versions.audience_id")?,
-            channel: col(row, at + 6, "rule_versions.channel")?,
-            message: col(row, at + 7, "rule_versions.message")?,
-            deadline_secs: col(row, at + 8, "rule_versions.deadline_secs")?,
-            priority: narrow_col(row, at + 9, "rule_versions.priority")?,
-        },
-        created_at: col(row, at + 10, "rule_versions.created_at")?,
-    })
-}
-
-/// Reads a row of [`rule_select!`]; the columns after the version are the caller's.
-fn read_rule(row: &Row<'_>) -> Result<RuleRecord> {
-    let status: String = col(row, 1, "rules.status")?;
-    Ok(RuleRecord {
-        id: col(row, 0, "rules.id")?,
-        status: parse_state(&status, RuleStatus::parse, "rule status")?,
-        created_at: col(row, 2, "rules.created_at")?,
-        updated_at: col(row, 3, "rules.updated_at")?,
-        current: read_version(row, 4)?,
-    })
 }
 
 /// Reads every row `stmt` gives for `params` with `read`.
@@ -408,10 +229,6 @@ fn query_opt<T, P: rusqlite::Params>(
         Some(row) => read(row).map(Some),
         None => Ok(None),
     }
-}
-
-fn limit_of(limit: usize) -> i64 {
-    i64::try_from(limit).unwrap_or(i64::MAX)
 }
 
 #[async_trait]
@@ -536,7 +353,7 @@ impl CampaignStore for SqliteStore {
         after: Option<i64>,
         limit: usize,
     ) -> Result<Vec<SegmentRecord>> {
-        self.read(move |c| jobs::segments_of(c, job_id, after, limit))
+        self.read(move |c| jobs::job_segments(c, job_id, after, limit))
             .await
     }
 
@@ -728,14 +545,5 @@ mod tests {
             );
             assert!(!p.contains("TEMP B-TREE"), "must not sort: {sql}:\n{p}");
         }
-    }
-
-    #[test]
-    fn send_codes_round_trip_and_retry_is_one() {
-        for s in SendState::ALL {
-            assert_eq!(send_from_code(send_code(*s)).unwrap(), *s);
-        }
-        assert_eq!(send_code(SendState::Retry), 1);
-        assert!(send_from_code(9).is_err());
     }
 }

@@ -44,6 +44,7 @@
 mod campaign;
 mod cluster;
 mod provider;
+mod reminders;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -53,11 +54,11 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use herald_core::{TimerId, TimerKind, TimerState};
+use herald_core::{TimerId, TimerState};
 use parking_lot::Mutex;
-use rusqlite::types::FromSql;
-use rusqlite::{Connection, OpenFlags, Row, TransactionBehavior, params};
+use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
 
+use crate::model::{self, delivery_cols, due_cols, timer_cols};
 use crate::{
     Applied, ChannelToken, Completion, CompletionOutcome, DeliveryRecord, DueCursor, DueEntry,
     Fence, NamedLease, NodeInfo, Result, ShardLease, Store, StoreError, StoreOptions, TimerRecord,
@@ -143,52 +144,9 @@ const MIGRATIONS: &[&str] = &[
     campaign::SCHEMA,
     // 5: final delivery status on both send logs, channel access tokens.
     provider::SCHEMA,
+    // 6: index columns end in `_idx` on both backends.
+    "ALTER TABLE segments RENAME COLUMN cursor TO cursor_idx;",
 ];
-
-/// The columns of a full timer row, in the order [`read_timer`] expects;
-/// `timer_cols!("t")` qualifies each with the table alias `t`, for joins.
-macro_rules! timer_cols {
-    () => {
-        "id, shard, due_at, priority, kind, state, channel, recipient, message, \
-         idempotency_key, attempts, last_error, created_at, updated_at, delivered_at"
-    };
-    ($t:literal) => {
-        concat!(
-            $t,
-            ".id, ",
-            $t,
-            ".shard, ",
-            $t,
-            ".due_at, ",
-            $t,
-            ".priority, ",
-            $t,
-            ".kind, ",
-            $t,
-            ".state, ",
-            $t,
-            ".channel, ",
-            $t,
-            ".recipient, ",
-            $t,
-            ".message, ",
-            $t,
-            ".idempotency_key, ",
-            $t,
-            ".attempts, ",
-            $t,
-            ".last_error, ",
-            $t,
-            ".created_at, ",
-            $t,
-            ".updated_at, ",
-            $t,
-            ".delivered_at"
-        )
-    };
-}
-// Declared after `timer_cols!` so the macro is in scope there.
-mod reminders;
 
 // The SQL below writes state codes as literals (partial indexes need literals to be
 // usable); a unit test checks they match `TimerState::code()`.
@@ -216,17 +174,26 @@ const CANCEL_TIMER: &str = concat!(
 //
 // ?9 is the owned-shard bitmap (`ShardSet::to_bytes`), or NULL when every shard is
 // owned, which skips the per-row test.
-const LOAD_DUE_FIRST: &str = "SELECT id, due_at, shard, priority FROM timers \
-    WHERE state = 0 AND due_at < ?1 AND (?9 IS NULL OR herald_shard_in(shard, ?9)) \
-    ORDER BY due_at, id LIMIT ?2";
+const LOAD_DUE_FIRST: &str = concat!(
+    "SELECT ",
+    due_cols!(),
+    " FROM timers WHERE state = 0 AND due_at < ?1 \
+     AND (?9 IS NULL OR herald_shard_in(shard, ?9)) ORDER BY due_at, id LIMIT ?2"
+);
 // ?1 cursor due_at, ?2 cursor id, ?3 limit.
-const LOAD_DUE_SAME: &str = "SELECT id, due_at, shard, priority FROM timers \
-    WHERE state = 0 AND due_at = ?1 AND id > ?2 AND (?9 IS NULL OR herald_shard_in(shard, ?9)) \
-    ORDER BY due_at, id LIMIT ?3";
+const LOAD_DUE_SAME: &str = concat!(
+    "SELECT ",
+    due_cols!(),
+    " FROM timers WHERE state = 0 AND due_at = ?1 AND id > ?2 \
+     AND (?9 IS NULL OR herald_shard_in(shard, ?9)) ORDER BY due_at, id LIMIT ?3"
+);
 // ?1 cursor due_at, ?2 until, ?3 limit.
-const LOAD_DUE_LATER: &str = "SELECT id, due_at, shard, priority FROM timers \
-    WHERE state = 0 AND due_at > ?1 AND due_at < ?2 AND (?9 IS NULL OR herald_shard_in(shard, ?9)) \
-    ORDER BY due_at, id LIMIT ?3";
+const LOAD_DUE_LATER: &str = concat!(
+    "SELECT ",
+    due_cols!(),
+    " FROM timers WHERE state = 0 AND due_at > ?1 AND due_at < ?2 \
+     AND (?9 IS NULL OR herald_shard_in(shard, ?9)) ORDER BY due_at, id LIMIT ?3"
+);
 const INSERT_DELIVERY: &str = "INSERT INTO deliveries \
     (timer_id, attempt, channel, outcome, idempotency_key, provider_msgid, status, error, \
      started_at, finished_at) \
@@ -243,14 +210,6 @@ const COMPLETE_RETRY: &str = "UPDATE timers SET attempts = ?2, due_at = ?5, last
 const COMPLETE_FINAL: &str = "UPDATE timers SET state = ?5, attempts = ?2, last_error = ?6, \
     updated_at = ?3 \
     WHERE id = ?1 AND state = 0 AND attempts = ?4";
-/// The columns of a send-log row, in the order [`read_delivery`] expects.
-macro_rules! delivery_cols {
-    () => {
-        "id, timer_id, attempt, channel, outcome, idempotency_key, provider_msgid, status, \
-         error, started_at, finished_at, final_status, final_at"
-    };
-}
-pub(crate) use delivery_cols;
 const DELIVERIES_FOR: &str = concat!(
     "SELECT ",
     delivery_cols!(),
@@ -697,71 +656,13 @@ fn migrate(conn: &mut Connection) -> Result<()> {
     tx.commit().ctx("committing migration")
 }
 
-/// A column value; a value of the wrong type means the row is corrupt.
-fn col<T: FromSql>(row: &Row<'_>, idx: usize, name: &str) -> Result<T> {
-    row.get(idx)
-        .map_err(|e| StoreError::Corrupt(format!("sqlite: column {name}: {e}")))
-}
-
-fn narrow<T: TryFrom<i64>>(v: i64, what: &str, id: i64) -> Result<T> {
-    T::try_from(v).map_err(|_| StoreError::Corrupt(format!("{what} {v} out of range (row {id})")))
-}
-
-/// Reads a row selected with `timer_cols!()`.
-fn read_timer(row: &Row<'_>) -> Result<TimerRecord> {
-    let id: i64 = col(row, 0, "timers.id")?;
-    let state_code: i64 = col(row, 5, "timers.state")?;
-    let state = TimerState::from_code(state_code).ok_or_else(|| {
-        StoreError::Corrupt(format!("timer {id}: unknown state code {state_code}"))
-    })?;
-    let kind: String = col(row, 4, "timers.kind")?;
-    let kind = TimerKind::parse(&kind)
-        .ok_or_else(|| StoreError::Corrupt(format!("timer {id}: unknown kind {kind:?}")))?;
-    Ok(TimerRecord {
-        id,
-        shard: narrow(col(row, 1, "timers.shard")?, "timers.shard", id)?,
-        due_at: col(row, 2, "timers.due_at")?,
-        priority: narrow(col(row, 3, "timers.priority")?, "timers.priority", id)?,
-        kind,
-        state,
-        channel: col(row, 6, "timers.channel")?,
-        recipient: col(row, 7, "timers.recipient")?,
-        message: col(row, 8, "timers.message")?,
-        idempotency_key: col(row, 9, "timers.idempotency_key")?,
-        attempts: narrow(col(row, 10, "timers.attempts")?, "timers.attempts", id)?,
-        last_error: col(row, 11, "timers.last_error")?,
-        created_at: col(row, 12, "timers.created_at")?,
-        updated_at: col(row, 13, "timers.updated_at")?,
-        delivered_at: col(row, 14, "timers.delivered_at")?,
-    })
-}
-
-pub(crate) fn read_delivery(row: &Row<'_>) -> Result<DeliveryRecord> {
-    let id: i64 = col(row, 0, "deliveries.id")?;
-    Ok(DeliveryRecord {
-        id,
-        timer_id: col(row, 1, "deliveries.timer_id")?,
-        attempt: narrow(col(row, 2, "deliveries.attempt")?, "deliveries.attempt", id)?,
-        channel: col(row, 3, "deliveries.channel")?,
-        outcome: col(row, 4, "deliveries.outcome")?,
-        idempotency_key: col(row, 5, "deliveries.idempotency_key")?,
-        provider_msgid: col(row, 6, "deliveries.provider_msgid")?,
-        status: col(row, 7, "deliveries.status")?,
-        error: col(row, 8, "deliveries.error")?,
-        started_at: col(row, 9, "deliveries.started_at")?,
-        finished_at: col(row, 10, "deliveries.finished_at")?,
-        final_status: col(row, 11, "deliveries.final_status")?,
-        final_at: col(row, 12, "deliveries.final_at")?,
-    })
-}
-
-fn timer_by_id(conn: &Connection, id: TimerId) -> Result<Option<TimerRecord>> {
+fn get_timer(conn: &Connection, id: TimerId) -> Result<Option<TimerRecord>> {
     let mut stmt = conn
         .prepare_cached(TIMER_BY_ID)
         .ctx("preparing get_timer")?;
     let mut rows = stmt.query([id]).ctx("querying timer by id")?;
     match rows.next().ctx("reading timer by id")? {
-        Some(row) => read_timer(row).map(Some),
+        Some(row) => model::decode(row).map(Some),
         None => Ok(None),
     }
 }
@@ -772,7 +673,7 @@ fn timer_by_key(conn: &Connection, key: &str) -> Result<Option<TimerRecord>> {
         .ctx("preparing timer by key")?;
     let mut rows = stmt.query([key]).ctx("querying timer by key")?;
     match rows.next().ctx("reading timer by key")? {
-        Some(row) => read_timer(row).map(Some),
+        Some(row) => model::decode(row).map(Some),
         None => Ok(None),
     }
 }
@@ -847,10 +748,10 @@ fn cancel_timer(conn: &Connection, id: TimerId, at: i64) -> Result<WriteResult> 
         let mut stmt = conn.prepare_cached(CANCEL_TIMER).ctx("preparing cancel")?;
         let mut rows = stmt.query(params![id, at]).ctx("cancelling timer")?;
         if let Some(row) = rows.next().ctx("cancelling timer")? {
-            return Ok(WriteResult::Cancelled(read_timer(row)?));
+            return Ok(WriteResult::Cancelled(model::decode(row)?));
         }
     }
-    Ok(match timer_by_id(conn, id)? {
+    Ok(match get_timer(conn, id)? {
         Some(record) => WriteResult::NotCancellable(record),
         None => WriteResult::NotFound,
     })
@@ -932,13 +833,7 @@ fn register_functions(conn: &Connection) -> Result<()> {
 fn read_due(rows: rusqlite::Result<rusqlite::Rows<'_>>, out: &mut Vec<DueEntry>) -> Result<()> {
     let mut rows = rows.ctx("querying load_due")?;
     while let Some(row) = rows.next().ctx("reading load_due")? {
-        let id: i64 = col(row, 0, "timers.id")?;
-        out.push(DueEntry {
-            id,
-            due_at: col(row, 1, "timers.due_at")?,
-            shard: narrow(col(row, 2, "timers.shard")?, "timers.shard", id)?,
-            priority: narrow(col(row, 3, "timers.priority")?, "timers.priority", id)?,
-        });
+        out.push(model::decode(row)?);
     }
     Ok(())
 }
@@ -972,7 +867,7 @@ fn fetch_pending_in_lists(conn: &Connection, ids: Vec<TimerId>) -> Result<Vec<Ti
             .query(rusqlite::params_from_iter(params))
             .ctx("querying fetch_pending")?;
         while let Some(row) = rows.next().ctx("reading fetch_pending")? {
-            out.push(read_timer(row)?);
+            out.push(model::decode(row)?);
         }
     }
     Ok(out)
@@ -1060,31 +955,26 @@ fn complete_batch(conn: &mut Connection, batch: Vec<Completion>) -> Result<Vec<A
     Ok(applied)
 }
 
-fn deliveries_of(conn: &Connection, timer_id: TimerId) -> Result<Vec<DeliveryRecord>> {
+fn deliveries_for(conn: &Connection, timer_id: TimerId) -> Result<Vec<DeliveryRecord>> {
     let mut stmt = conn
         .prepare_cached(DELIVERIES_FOR)
         .ctx("preparing deliveries_for")?;
     let mut rows = stmt.query([timer_id]).ctx("querying deliveries")?;
     let mut out = Vec::new();
     while let Some(row) = rows.next().ctx("reading deliveries")? {
-        out.push(read_delivery(row)?);
+        out.push(model::decode(row)?);
     }
     Ok(out)
 }
 
-fn count_states(conn: &Connection) -> Result<Vec<(TimerState, u64)>> {
+fn count_by_state(conn: &Connection) -> Result<Vec<(TimerState, u64)>> {
     let mut stmt = conn
         .prepare_cached(COUNT_BY_STATE)
         .ctx("preparing count_by_state")?;
     let mut rows = stmt.query([]).ctx("querying count_by_state")?;
     let mut out = Vec::new();
     while let Some(row) = rows.next().ctx("reading count_by_state")? {
-        let code: i64 = col(row, 0, "timers.state")?;
-        let n: i64 = col(row, 1, "count")?;
-        let state = TimerState::from_code(code)
-            .ok_or_else(|| StoreError::Corrupt(format!("unknown timer state code {code}")))?;
-        let n = u64::try_from(n).map_err(|_| StoreError::Corrupt(format!("count {n}")))?;
-        out.push((state, n));
+        out.push(model::decode(row)?);
     }
     Ok(out)
 }
@@ -1152,7 +1042,7 @@ impl Store for SqliteStore {
     }
 
     async fn get_timer(&self, id: TimerId) -> Result<Option<TimerRecord>> {
-        self.read(move |conn| timer_by_id(conn, id)).await
+        self.read(move |conn| get_timer(conn, id)).await
     }
 
     async fn load_due(
@@ -1187,11 +1077,11 @@ impl Store for SqliteStore {
     }
 
     async fn deliveries_for(&self, timer_id: TimerId) -> Result<Vec<DeliveryRecord>> {
-        self.read(move |conn| deliveries_of(conn, timer_id)).await
+        self.read(move |conn| deliveries_for(conn, timer_id)).await
     }
 
     async fn count_by_state(&self) -> Result<Vec<(TimerState, u64)>> {
-        self.read(|conn| count_states(conn)).await
+        self.read(|conn| count_by_state(conn)).await
     }
 
     async fn get_delivery(&self, id: i64) -> Result<Option<DeliveryRecord>> {

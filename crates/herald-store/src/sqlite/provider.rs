@@ -6,7 +6,8 @@
 
 use rusqlite::{Connection, TransactionBehavior, params};
 
-use super::{Ctx, col, delivery_cols, read_delivery};
+use super::Ctx;
+use crate::model::{self, delivery_cols, token_cols};
 use crate::{ChannelToken, DeliveryRecord, Result};
 
 /// Migration 5. Adding nullable columns rewrites no row. The two message-id
@@ -52,8 +53,11 @@ pub(super) const RECALL: &str = "UPDATE deliveries SET final_status = 'recalled'
     WHERE id = ?1 AND outcome = 'delivered' AND provider_msgid IS NOT NULL \
       AND final_status IS NOT 'recalled'";
 
-pub(super) const TOKEN_OF: &str =
-    "SELECT token, expires_at, fetched_at, updated_at FROM channel_tokens WHERE key = ?1";
+pub(super) const TOKEN_OF: &str = concat!(
+    "SELECT ",
+    token_cols!(),
+    " FROM channel_tokens WHERE key = ?1"
+);
 const PUT_TOKEN: &str = "INSERT INTO channel_tokens (key, token, expires_at, fetched_at, updated_at) \
     VALUES (?1, ?2, ?3, ?4, ?5) \
     ON CONFLICT (key) DO UPDATE SET token = excluded.token, expires_at = excluded.expires_at, \
@@ -68,7 +72,7 @@ pub(super) fn get_delivery(conn: &mut Connection, id: i64) -> Result<Option<Deli
         .ctx("preparing get_delivery")?;
     let mut rows = stmt.query([id]).ctx("querying delivery")?;
     match rows.next().ctx("reading delivery")? {
-        Some(row) => read_delivery(row).map(Some),
+        Some(row) => model::decode(row).map(Some),
         None => Ok(None),
     }
 }
@@ -117,12 +121,7 @@ pub(super) fn get_token(conn: &mut Connection, key: &str) -> Result<Option<Chann
     let Some(row) = rows.next().ctx("reading token")? else {
         return Ok(None);
     };
-    Ok(Some(ChannelToken {
-        token: col(row, 0, "channel_tokens.token")?,
-        expires_at: col(row, 1, "channel_tokens.expires_at")?,
-        fetched_at: col(row, 2, "channel_tokens.fetched_at")?,
-        updated_at: col(row, 3, "channel_tokens.updated_at")?,
-    }))
+    model::decode(row).map(Some)
 }
 
 pub(super) fn put_token(conn: &mut Connection, key: &str, t: &ChannelToken) -> Result<()> {

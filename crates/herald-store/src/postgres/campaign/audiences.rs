@@ -9,11 +9,14 @@
 //! job or rule that names the audience holds `FOR KEY SHARE` while it is
 //! created, which only `drop` waits for.
 
-use crate::postgres::timers::col;
+use crate::model::{self, Columns, audience_cols, to_db};
 use crate::postgres::{Ctx, PgStore};
 use crate::{AUDIENCE_CHUNK, AudienceRecord, Result, StoreError};
 
-use super::rows::{read_audience, refused, to_db};
+/// A caller error: the request breaks the contract, nothing was written.
+fn refused(what: &str, why: impl std::fmt::Display) -> StoreError {
+    StoreError::refused(what, why)
+}
 
 const CREATE: &str = "INSERT INTO audiences (name, created_at) VALUES ($1, $2) RETURNING id";
 const SHARE_AUDIENCE: &str = "SELECT size FROM audiences WHERE id = $1 FOR SHARE";
@@ -28,14 +31,16 @@ const LOCK_OPEN: &str = "SELECT 1 FROM audiences WHERE id = $1 AND size IS NULL 
 const CHUNK_SUMMARY: &str = "SELECT count(*), COALESCE(sum(count), 0)::int8, \
         COALESCE(max(chunk_no), -1), count(*) FILTER (WHERE count <> $2 AND chunk_no < $3) \
     FROM audience_chunks WHERE audience_id = $1";
-const SEAL: &str = "UPDATE audiences SET size = $2, sealed_at = $3 WHERE id = $1 \
-    RETURNING id, name, size, created_at";
+const SEAL: &str = concat!(
+    "UPDATE audiences SET size = $2, sealed_at = $3 WHERE id = $1 RETURNING ",
+    audience_cols!()
+);
 const LOCK_ANY: &str = "SELECT 1 FROM audiences WHERE id = $1 FOR UPDATE";
 const REFERRED: &str = "SELECT EXISTS (SELECT 1 FROM jobs WHERE audience_id = $1) \
     OR EXISTS (SELECT 1 FROM rule_versions WHERE audience_id = $1)";
 const DROP_CHUNKS: &str = "DELETE FROM audience_chunks WHERE audience_id = $1";
 const DROP_AUDIENCE: &str = "DELETE FROM audiences WHERE id = $1";
-const GET: &str = "SELECT id, name, size, created_at FROM audiences WHERE id = $1";
+const GET: &str = concat!("SELECT ", audience_cols!(), " FROM audiences WHERE id = $1");
 const SIZE: &str = "SELECT size FROM audiences WHERE id = $1";
 const CHUNKS: &str = "SELECT chunk_no, count, data FROM audience_chunks \
     WHERE audience_id = $1 AND chunk_no >= $2 AND chunk_no <= $3 ORDER BY chunk_no";
@@ -50,7 +55,7 @@ pub(super) async fn create(store: &PgStore, name: Option<&str>, now: i64) -> Res
         .query_one(&stmt, &[&name, &now])
         .await
         .ctx("creating an audience")?;
-    col(&row, 0, "audiences.id")
+    row.int(0, "audiences.id")
 }
 
 /// The chunk a valid `append` writes as `(chunk_no, count, data)` (count 0
@@ -119,7 +124,7 @@ pub(super) async fn append(
         .ctx("locking the audience")?
     {
         None => return Err(refused("append_audience", format!("no audience {id}"))),
-        Some(row) => col(&row, 0, "audiences.size")?,
+        Some(row) => row.opt_int(0, "audiences.size")?,
     };
     if size.is_some() {
         return Err(refused(
@@ -178,10 +183,10 @@ pub(super) async fn seal(
         .query_one(&summary, &[&id, &chunk_i32, &(chunks_db - 1)])
         .await
         .ctx("reading the chunks")?;
-    let stored: i64 = col(&row, 0, "chunk count")?;
-    let recipients: i64 = col(&row, 1, "recipient count")?;
-    let last: i64 = col(&row, 2, "last chunk")?;
-    let short: i64 = col(&row, 3, "short chunks")?;
+    let stored = row.int(0, "chunk count")?;
+    let recipients = row.int(1, "recipient count")?;
+    let last = row.int(2, "last chunk")?;
+    let short = row.int(3, "short chunks")?;
     if stored != chunks_db || last != chunks_db - 1 || recipients != size_db || short != 0 {
         return Err(refused(
             "seal_audience",
@@ -196,7 +201,7 @@ pub(super) async fn seal(
         .query_one(&seal, &[&id, &size_db, &now])
         .await
         .ctx("sealing the audience")?;
-    let record = read_audience(&row)?;
+    let record = model::decode(&row)?;
     tx.commit().await.ctx("committing seal_audience")?;
     Ok(Some(record))
 }
@@ -221,13 +226,11 @@ pub(super) async fn drop(store: &PgStore, id: i64) -> Result<bool> {
         return Ok(false);
     }
     // A new statement, so a job or rule committed while we waited is seen.
-    let used: bool = col(
-        &tx.query_one(&referred, &[&id])
-            .await
-            .ctx("checking references")?,
-        0,
-        "referred",
-    )?;
+    let used = tx
+        .query_one(&referred, &[&id])
+        .await
+        .ctx("checking references")?
+        .flag(0, "referred")?;
     if used {
         return Ok(false);
     }
@@ -259,7 +262,7 @@ pub(super) async fn get(store: &PgStore, id: i64) -> Result<Option<AudienceRecor
         .query_opt(&stmt, &[&id])
         .await
         .ctx("reading an audience")?
-        .map(|r| read_audience(&r))
+        .map(|r| model::decode(&r))
         .transpose()
 }
 
@@ -276,7 +279,7 @@ pub(super) async fn slice(store: &PgStore, id: i64, start: u64, end: u64) -> Res
         .ctx("reading the audience")?
     {
         None => return Err(refused(WHAT, format!("no audience {id}"))),
-        Some(row) => col(&row, 0, "audiences.size")?,
+        Some(row) => row.opt_int(0, "audiences.size")?,
     };
     let size = size.ok_or_else(|| refused(WHAT, format!("audience {id} is not sealed")))?;
     let size = u64::try_from(size)
@@ -303,9 +306,9 @@ pub(super) async fn slice(store: &PgStore, id: i64, start: u64, end: u64) -> Res
     }
     let mut out = Vec::with_capacity((end - start) as usize);
     for (row, chunk) in rows.iter().zip(first..) {
-        let no: i64 = col(row, 0, "audience_chunks.chunk_no")?;
-        let count: i32 = col(row, 1, "audience_chunks.count")?;
-        let data: &[u8] = col(row, 2, "audience_chunks.data")?;
+        let no = row.int(0, "audience_chunks.chunk_no")?;
+        let count = row.int(1, "audience_chunks.count")?;
+        let data = row.bytes(2, "audience_chunks.data")?;
         if u64::try_from(no).ok() != Some(chunk) {
             return Err(corrupt(format!("chunk {chunk} missing")));
         }
@@ -323,7 +326,7 @@ pub(super) async fn slice(store: &PgStore, id: i64, start: u64, end: u64) -> Res
                 .map_err(|_| corrupt(format!("recipient {} is not UTF-8", base + i as u64)))?;
             out.push(s.to_string());
         }
-        if i64::try_from(seen).ok() != Some(i64::from(count)) {
+        if i64::try_from(seen).ok() != Some(count) {
             return Err(corrupt(format!(
                 "chunk {chunk} holds {seen} recipients, says {count}"
             )));

@@ -35,10 +35,12 @@ use crate::{
     SendRecord, StoreError,
 };
 
-use super::rows::{
-    job_cols, job_state, read_job, read_segment, read_send, refused, segment_cols, segment_state,
-    send_state, to_db,
-};
+use crate::model::{self, Columns, job_cols, segment_cols, send_cols, to_db};
+
+/// A caller error: the request breaks the contract, nothing was written.
+fn refused(what: &str, why: impl std::fmt::Display) -> StoreError {
+    StoreError::refused(what, why)
+}
 
 type Tx<'a> = deadpool_postgres::Transaction<'a>;
 
@@ -121,8 +123,11 @@ pub(super) const CLAIM: &str = concat!(
 // Only the first claim of a job finds `started_at` unset in its snapshot and
 // so waits for the job row at all (see the module doc).
 const SET_STARTED: &str = "UPDATE jobs SET started_at = $2 WHERE id = $1 AND started_at IS NULL";
-pub(super) const SENDS: &str = "SELECT job_id, idx, recipient, state, attempts, msgid, error, \
-    updated_at, final_status, final_at FROM job_sends WHERE job_id = $1 AND idx >= $2 AND idx < $3 ORDER BY idx";
+pub(super) const SENDS: &str = concat!(
+    "SELECT ",
+    send_cols!(),
+    " FROM job_sends WHERE job_id = $1 AND idx >= $2 AND idx < $3 ORDER BY idx"
+);
 pub(super) const SEGMENT_RANGE: &str =
     "SELECT start_idx, end_idx FROM segments WHERE id = $1 AND job_id = $2";
 // $3, $4: the batch's lowest and highest index. The bounds keep every plan
@@ -298,7 +303,7 @@ pub(super) async fn insert_job(tx: &Tx<'_>, spec: &JobSpec, now: i64) -> Result<
         &now,
         &finished_at,
     ];
-    let job = read_job(
+    let job = model::decode::<JobRecord, _>(
         &tx.query_one(&insert, &params)
             .await
             .ctx("inserting the job")?,
@@ -347,7 +352,7 @@ pub(super) async fn get(store: &PgStore, id: i64) -> Result<Option<JobRecord>> {
         .query_opt(&stmt, &[&id])
         .await
         .ctx("reading a job")?
-        .map(|r| read_job(&r))
+        .map(|r| model::decode(&r))
         .transpose()
 }
 
@@ -362,7 +367,7 @@ pub(super) async fn list(store: &PgStore, before: i64, limit: i64) -> Result<Vec
         .await
         .ctx("listing jobs")?
         .iter()
-        .map(read_job)
+        .map(model::decode)
         .collect()
 }
 
@@ -379,12 +384,10 @@ pub(super) async fn segment_counts(
         .query(&stmt, &[&job_id])
         .await
         .ctx("counting segments")?;
-    let mut counts = Vec::with_capacity(rows.len());
-    for row in &rows {
-        let state = segment_state(col(row, 0, "segments.state")?, job_id)?;
-        let n: i64 = col(row, 1, "count")?;
-        counts.push((state, u64::try_from(n).unwrap_or(0)));
-    }
+    let mut counts = rows
+        .iter()
+        .map(model::decode)
+        .collect::<Result<Vec<(SegmentState, u64)>>>()?;
     // In the order the states are declared, whatever order the groups came in.
     counts.sort_by_key(|(s, _)| SegmentState::ALL.iter().position(|a| a == s));
     Ok(counts)
@@ -406,7 +409,7 @@ pub(super) async fn segments_of(
         .await
         .ctx("listing segments")?
         .iter()
-        .map(read_segment)
+        .map(model::decode)
         .collect()
 }
 
@@ -420,7 +423,7 @@ pub(super) async fn cancel(store: &PgStore, id: i64, now: i64) -> Result<Option<
     let Some(row) = tx.query_opt(&lock, &[&id]).await.ctx("locking the job")? else {
         return Ok(None);
     };
-    let job = read_job(&row)?;
+    let job: JobRecord = model::decode(&row)?;
     if job.state.is_final() {
         return Ok(Some(job));
     }
@@ -438,7 +441,7 @@ pub(super) async fn cancel(store: &PgStore, id: i64, now: i64) -> Result<Option<
     )
     .await
     .ctx("cancelling the job")?;
-    let job = read_job(&row)?;
+    let job: JobRecord = model::decode(&row)?;
     if let Some(task) = job.task_id {
         let (state, detail) = task_end(id, JobState::Cancelled, 0, 0, 0);
         end_tasks(&tx, &[(task, state, detail)], now).await?;
@@ -470,7 +473,7 @@ pub(super) async fn claim(
     else {
         return Ok(None);
     };
-    let segment = read_segment(&row)?;
+    let segment: SegmentRecord = model::decode(&row)?;
     let started = tx
         .prepare_cached(SET_STARTED)
         .await
@@ -482,7 +485,7 @@ pub(super) async fn claim(
     )
     .await
     .ctx("starting the job")?;
-    let job = read_job(&job)?;
+    let job: JobRecord = model::decode(&job)?;
     tx.commit().await.ctx("committing claim_segment")?;
     Ok(Some(ClaimedSegment {
         claim: SegmentClaim {
@@ -513,7 +516,7 @@ pub(super) async fn sends(
         .await
         .ctx("reading the send log")?
         .iter()
-        .map(read_send)
+        .map(model::decode)
         .collect()
 }
 
@@ -691,7 +694,7 @@ pub(super) async fn record(
     let Some(job) = job else {
         return Err(refused(WHAT, format!("no job {}", claim.job_id)));
     };
-    let job = job_state(col(&job, 0, "jobs.state")?, claim.job_id)?;
+    let job: JobState = job.state(0, "jobs.state")?;
     let Some(range) = range else {
         return Err(refused(
             WHAT,
@@ -716,7 +719,7 @@ pub(super) async fn record(
     let mut stored = HashMap::with_capacity(existing.len());
     for row in &existing {
         let idx: i64 = col(row, 0, "job_sends.idx")?;
-        let state = send_state(col(row, 1, "job_sends.state")?, claim.job_id)?;
+        let state: SendState = row.state(1, "job_sends.state")?;
         stored.insert(idx, (state, col::<i32>(row, 2, "job_sends.attempts")?));
     }
     let (rows, moves) = apply_batch(entries, &stored)?;

@@ -27,7 +27,6 @@ mod audiences;
 mod jobs;
 #[cfg(test)]
 mod plans;
-mod rows;
 mod rules;
 mod sweep;
 
@@ -38,7 +37,7 @@ use super::PgStore;
 use crate::Result;
 use crate::campaign::*;
 
-use rows::{bound_to_db, limit_to_db, to_db};
+use crate::model::{bound_to_db, limit_to_db, to_db};
 
 #[async_trait]
 impl CampaignStore for PgStore {

@@ -16,9 +16,7 @@ use crate::{
 };
 
 use super::jobs;
-use super::rows::{
-    RULE_COLS, read_rule, read_task, read_version, rule_cols, task_cols, version_cols,
-};
+use crate::model::{self, Reader, rule_cols, task_cols, version_cols};
 
 const KEY_SHARE_AUDIENCE: &str = "SELECT 1 FROM audiences WHERE id = $1 FOR KEY SHARE";
 const INSERT_RULE: &str = "INSERT INTO rules (status, version, created_at, updated_at) \
@@ -178,7 +176,7 @@ async fn rule_in(tx: &Tx<'_>, id: i64) -> Result<Option<RuleRecord>> {
     tx.query_opt(&stmt, &[&id])
         .await
         .ctx("reading a rule")?
-        .map(|r| read_rule(&r))
+        .map(|r| model::decode(&r))
         .transpose()
 }
 
@@ -290,7 +288,7 @@ pub(super) async fn get(store: &PgStore, id: i64) -> Result<Option<RuleRecord>> 
         .query_opt(&stmt, &[&id])
         .await
         .ctx("reading a rule")?
-        .map(|r| read_rule(&r))
+        .map(|r| model::decode(&r))
         .transpose()
 }
 
@@ -305,7 +303,7 @@ pub(super) async fn list(store: &PgStore, after: i64, limit: i64) -> Result<Vec<
         .await
         .ctx("listing rules")?
         .iter()
-        .map(read_rule)
+        .map(model::decode)
         .collect()
 }
 
@@ -320,7 +318,7 @@ pub(super) async fn versions(store: &PgStore, id: i64) -> Result<Vec<RuleVersion
         .await
         .ctx("listing rule versions")?
         .iter()
-        .map(read_version)
+        .map(model::decode)
         .collect()
 }
 
@@ -335,7 +333,7 @@ pub(super) async fn tasks_of(store: &PgStore, rule_id: i64, limit: i64) -> Resul
         .await
         .ctx("listing a rule's tasks")?
         .iter()
-        .map(read_task)
+        .map(model::decode)
         .collect()
 }
 
@@ -355,12 +353,13 @@ pub(super) async fn candidates(
         .ctx("reading plan candidates")?;
     rows.iter()
         .map(|row| {
-            let active: i64 = col(row, RULE_COLS + 1, "active tasks")?;
+            // The rule's columns, then the three answers of `PLAN_CANDIDATES`.
+            let mut r = Reader::new(row);
             Ok(PlanCandidate {
-                rule: read_rule(row)?,
-                has_pending_current: col(row, RULE_COLS, "pending current")?,
-                active_tasks: u64::try_from(active).unwrap_or(0),
-                last_planned_at: col(row, RULE_COLS + 2, "last planned_at")?,
+                rule: model::Decode::decode(&mut r)?,
+                has_pending_current: r.flag("pending current")?,
+                active_tasks: r.unsigned("active tasks")?,
+                last_planned_at: r.opt_int("last planned_at")?,
             })
         })
         .collect()
@@ -382,7 +381,7 @@ pub(super) async fn plan(
         .query_opt(&stmt, &[&rule_id, &version, &planned_at, &now])
         .await
         .ctx("planning a task")?
-        .map(|r| read_task(&r))
+        .map(|r| model::decode(&r))
         .transpose()
 }
 
@@ -419,7 +418,7 @@ pub(super) async fn due(store: &PgStore, now: i64, limit: i64) -> Result<Vec<Tas
         .await
         .ctx("reading due tasks")?
         .iter()
-        .map(read_task)
+        .map(model::decode)
         .collect()
 }
 
@@ -433,7 +432,7 @@ pub(super) async fn get_task(store: &PgStore, id: i64) -> Result<Option<TaskReco
         .query_opt(&stmt, &[&id])
         .await
         .ctx("reading a task")?
-        .map(|r| read_task(&r))
+        .map(|r| model::decode(&r))
         .transpose()
 }
 

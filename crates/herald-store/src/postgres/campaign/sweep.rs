@@ -30,7 +30,7 @@ use crate::postgres::{Ctx, PgStore};
 use crate::{Result, SweepOptions, SweepReport};
 
 use super::jobs::{end_tasks, finish_idle, task_end};
-use super::rows::job_state;
+use crate::model::Columns;
 
 type Tx<'a> = deadpool_postgres::Transaction<'a>;
 
@@ -124,7 +124,7 @@ fn running(rows: &[Row]) -> Result<Vec<i64>> {
     let mut out = Vec::new();
     for row in rows {
         let id: i64 = col(row, 0, "jobs.id")?;
-        if job_state(col(row, 1, "jobs.state")?, id)? == JobState::Running {
+        if row.state::<JobState>(1, "jobs.state")? == JobState::Running {
             out.push(id);
         }
     }
@@ -170,7 +170,7 @@ async fn expire_jobs(store: &PgStore, now: i64, limit: i64) -> Result<(u64, u64)
     let mut expired = 0;
     for row in &rows {
         let id: i64 = col(row, 0, "jobs.id")?;
-        let job = job_state(col(row, 5, "jobs.state")?, id)?;
+        let job: JobState = row.state(5, "jobs.state")?;
         if job == JobState::Expired {
             expired += 1;
         }

@@ -1,14 +1,15 @@
 //! Uploaded audiences: recipients stored in chunks of [`AUDIENCE_CHUNK`],
 //! addressed by index.
 
-use rusqlite::{Connection, Row, params};
+use rusqlite::{Connection, params};
 
-use super::{Ctx, col, from_db, in_read_tx, in_tx, invalid, opt_u64_col, query_opt, to_db};
+use super::{Ctx, in_read_tx, in_tx, invalid, query_opt};
 use crate::campaign::{AUDIENCE_CHUNK, AudienceRecord};
+use crate::model::{self, Columns, audience_cols, from_db, to_db};
 use crate::{Result, StoreError};
 
 const INSERT: &str = "INSERT INTO audiences (name, created_at) VALUES (?1, ?2) RETURNING id";
-const BY_ID: &str = "SELECT id, name, size, created_at FROM audiences WHERE id = ?1";
+const BY_ID: &str = concat!("SELECT ", audience_cols!(), " FROM audiences WHERE id = ?1");
 /// `Some(size)` per audience: `NULL` while open.
 const SIZE: &str = "SELECT size FROM audiences WHERE id = ?1";
 const PUT_CHUNK: &str = "INSERT INTO audience_chunks (audience_id, chunk_no, count, data) \
@@ -25,15 +26,6 @@ const DELETE_CHUNKS: &str = "DELETE FROM audience_chunks WHERE audience_id = ?1"
 const DELETE: &str = "DELETE FROM audiences WHERE id = ?1";
 pub(super) const CHUNKS: &str = "SELECT chunk_no, count, data FROM audience_chunks \
     WHERE audience_id = ?1 AND chunk_no >= ?2 AND chunk_no <= ?3 ORDER BY chunk_no";
-
-fn read_audience(row: &Row<'_>) -> Result<AudienceRecord> {
-    Ok(AudienceRecord {
-        id: col(row, 0, "audiences.id")?,
-        name: col(row, 1, "audiences.name")?,
-        size: opt_u64_col(row, 2, "audiences.size")?,
-        created_at: col(row, 3, "audiences.created_at")?,
-    })
-}
 
 pub(super) fn create(conn: &mut Connection, name: Option<String>, now: i64) -> Result<i64> {
     conn.prepare_cached(INSERT)
@@ -67,7 +59,9 @@ pub(super) fn chunk_data(id: i64, start: u64, recipients: &[String]) -> Result<S
 /// The size column of an audience: `None` if unknown, `Some(None)` while open.
 fn size_of(conn: &Connection, id: i64) -> Result<Option<Option<u64>>> {
     query_opt(conn, SIZE, [id], "reading audience size", |r| {
-        opt_u64_col(r, 0, "audiences.size")
+        r.opt_int(0, "audiences.size")?
+            .map(|v| from_db(v, "audiences.size"))
+            .transpose()
     })
 }
 
@@ -135,7 +129,7 @@ pub(super) fn seal(
             .ctx("preparing seal")?
             .execute(params![id, to_db(size, "size")?, now])
             .ctx("sealing")?;
-        query_opt(tx, BY_ID, [id], "reading audience", read_audience)
+        query_opt(tx, BY_ID, [id], "reading audience", |r| model::decode(r))
     })
 }
 
@@ -163,7 +157,7 @@ pub(super) fn drop_unused(conn: &mut Connection, id: i64) -> Result<bool> {
 }
 
 pub(super) fn get(conn: &mut Connection, id: i64) -> Result<Option<AudienceRecord>> {
-    query_opt(conn, BY_ID, [id], "reading audience", read_audience)
+    query_opt(conn, BY_ID, [id], "reading audience", |r| model::decode(r))
 }
 
 /// The size of a sealed audience, for a job: `None` if unknown or still open.
@@ -189,13 +183,9 @@ pub(super) fn slice(conn: &mut Connection, id: i64, start: u64, end: u64) -> Res
             .query(params![id, to_db(first, "chunk")?, to_db(last, "chunk")?])
             .ctx("reading chunks")?;
         while let Some(row) = rows.next().ctx("reading chunks")? {
-            let chunk_no = from_db(col(row, 0, "audience_chunks.chunk_no")?, "chunk_no")?;
-            let count = from_db(col(row, 1, "audience_chunks.count")?, "count")?;
-            let data = row
-                .get_ref(2)
-                .ctx("reading chunk data")?
-                .as_str()
-                .map_err(|e| StoreError::Corrupt(format!("audience_chunks.data: {e}")))?;
+            let chunk_no = from_db(row.int(0, "audience_chunks.chunk_no")?, "chunk_no")?;
+            let count = from_db(row.int(1, "audience_chunks.count")?, "count")?;
+            let data = row.str(2, "audience_chunks.data")?;
             let base = chunk_no * AUDIENCE_CHUNK;
             let lo = start.max(base) - base;
             let hi = end.min(base + count) - base;

@@ -5,13 +5,13 @@ use herald_core::campaign::{
 };
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
-use super::{
-    Ctx, audiences, col, in_tx, invalid, limit_of, query_all, query_opt, read_job, read_segment,
-    send_code, send_from_code, to_db, u64_col,
-};
+use super::{Ctx, audiences, in_tx, invalid, query_all, query_opt};
 use crate::campaign::{
     ClaimedSegment, JobRecord, JobSpec, JobTotals, LeaseCheck, SegmentClaim, SegmentRecord,
     SendEntry, SendRecord,
+};
+use crate::model::{
+    self, Columns, Stored, Value, job_cols, limit_to_db, segment_cols, send_code, send_cols, to_db,
 };
 use crate::{Result, StoreError};
 
@@ -21,7 +21,7 @@ const INSERT_JOB: &str = "INSERT INTO jobs (audience_id, channel, message, segme
 /// ?1 job, ?2 start, ?3 end, ?4 now, ?5 priority, ?6 deadline, ?7 parent, ?8 attempt,
 /// ?9 not_before. The cursor starts at the start.
 pub(super) const INSERT_SEGMENT: &str = "INSERT INTO segments (job_id, start_idx, end_idx, \
-    cursor, state, epoch, parent_id, attempt, not_before, priority, deadline_at, created_at, \
+    cursor_idx, state, epoch, parent_id, attempt, not_before, priority, deadline_at, created_at, \
     updated_at) VALUES (?1, ?2, ?3, ?2, 'pending', 0, ?7, ?8, ?9, ?5, ?6, ?4, ?4)";
 pub(super) const JOB_BY_ID: &str = concat!("SELECT ", job_cols!(), " FROM jobs WHERE id = ?1");
 const JOBS_BEFORE: &str = concat!(
@@ -50,10 +50,13 @@ const JOB_STARTED: &str = concat!(
     "UPDATE jobs SET started_at = COALESCE(started_at, ?2) WHERE id = ?1 RETURNING ",
     job_cols!()
 );
-pub(super) const SENDS: &str = "SELECT job_id, idx, recipient, state, attempts, msgid, error, \
-    updated_at, final_status, final_at FROM job_sends WHERE job_id = ?1 AND idx >= ?2 AND idx < ?3 ORDER BY idx";
+pub(super) const SENDS: &str = concat!(
+    "SELECT ",
+    send_cols!(),
+    " FROM job_sends WHERE job_id = ?1 AND idx >= ?2 AND idx < ?3 ORDER BY idx"
+);
 /// What the claim check needs of a segment.
-const CLAIM_STATE: &str = "SELECT job_id, start_idx, end_idx, cursor, state, owner, epoch, \
+const CLAIM_STATE: &str = "SELECT job_id, start_idx, end_idx, cursor_idx, state, owner, epoch, \
     lease_until FROM segments WHERE id = ?1";
 const JOB_STATE: &str = "SELECT state FROM jobs WHERE id = ?1";
 /// A new send-log row, or nothing when the index is already logged.
@@ -68,7 +71,7 @@ pub(super) const RETRY_SEND: &str = "UPDATE job_sends SET state = ?3, attempts =
 const MOVE_TOTALS: &str = "UPDATE jobs SET delivered = delivered + ?2, failed = failed + ?3, \
     retrying = retrying + ?4, expired = expired + ?5, cancelled = cancelled + ?6 WHERE id = ?1";
 /// ?1 id, ?2 cursor, ?3 lease_until, ?4 now. The cursor never moves back.
-const ADVANCE: &str = "UPDATE segments SET cursor = MAX(cursor, ?2), lease_until = ?3, \
+const ADVANCE: &str = "UPDATE segments SET cursor_idx = MAX(cursor_idx, ?2), lease_until = ?3, \
     updated_at = ?4 WHERE id = ?1 AND state = 'running'";
 /// Whether any of `[?2, ?3)` of a job is still `retry` (the partial index).
 pub(super) const ANY_RETRY: &str = "SELECT EXISTS (SELECT 1 FROM job_sends \
@@ -97,7 +100,7 @@ const TASK_FOLLOWS: &str = "UPDATE tasks SET state = ?2, detail = ?3, finished_a
     WHERE id = ?1 AND state = 'running'";
 
 pub(super) fn job_by_id(conn: &Connection, id: i64) -> Result<Option<JobRecord>> {
-    query_opt(conn, JOB_BY_ID, [id], "reading job", read_job)
+    query_opt(conn, JOB_BY_ID, [id], "reading job", |r| model::decode(r))
 }
 
 /// Creates a job over a sealed audience of `size` and its segments, inside the
@@ -195,9 +198,9 @@ pub(super) fn list(
     query_all(
         conn,
         JOBS_BEFORE,
-        params![before.unwrap_or(i64::MAX), limit_of(limit)],
+        params![before.unwrap_or(i64::MAX), limit_to_db(limit)],
         "listing jobs",
-        read_job,
+        |r| model::decode(r),
     )
 }
 
@@ -205,17 +208,15 @@ pub(super) fn segment_counts(
     conn: &mut Connection,
     job_id: i64,
 ) -> Result<Vec<(SegmentState, u64)>> {
-    let mut counts = query_all(conn, SEGMENT_COUNTS, [job_id], "counting segments", |r| {
-        let state: String = col(r, 0, "segments.state")?;
-        let state = SegmentState::parse(&state)
-            .ok_or_else(|| StoreError::Corrupt(format!("unknown segment state {state:?}")))?;
-        Ok((state, u64_col(r, 1, "count")?))
-    })?;
+    let mut counts: Vec<(SegmentState, u64)> =
+        query_all(conn, SEGMENT_COUNTS, [job_id], "counting segments", |r| {
+            model::decode(r)
+        })?;
     counts.sort_by_key(|(s, _)| SegmentState::ALL.iter().position(|x| x == s));
     Ok(counts)
 }
 
-pub(super) fn segments_of(
+pub(super) fn job_segments(
     conn: &mut Connection,
     job_id: i64,
     after: Option<i64>,
@@ -224,9 +225,9 @@ pub(super) fn segments_of(
     query_all(
         conn,
         SEGMENTS_AFTER,
-        params![job_id, after.unwrap_or(i64::MIN), limit_of(limit)],
+        params![job_id, after.unwrap_or(i64::MIN), limit_to_db(limit)],
         "listing segments",
-        read_segment,
+        |r| model::decode(r),
     )
 }
 
@@ -243,7 +244,7 @@ pub(super) fn end_job(
         END_JOB,
         params![job_id, state.as_str(), now],
         "ending job",
-        read_job,
+        |r| model::decode::<JobRecord, _>(r),
     )?
     else {
         return Ok(None);
@@ -338,7 +339,7 @@ pub(super) fn claim(
             TAKE_SEGMENT,
             params![id, owner, lease_until, now],
             "taking segment",
-            read_segment,
+            |r| model::decode::<SegmentRecord, _>(r),
         )?
         else {
             return Ok(None);
@@ -348,7 +349,7 @@ pub(super) fn claim(
             JOB_STARTED,
             params![segment.job_id, now],
             "starting job",
-            read_job,
+            |r| model::decode(r),
         )?
         .ok_or_else(|| {
             StoreError::Corrupt(format!("segment {id} of missing job {}", segment.job_id))
@@ -382,21 +383,7 @@ pub(super) fn sends_of(
         SENDS,
         params![job_id, start, end],
         "reading send log",
-        |r| {
-            let code: i64 = col(r, 3, "job_sends.state")?;
-            Ok(SendRecord {
-                job_id: col(r, 0, "job_sends.job_id")?,
-                index: u64_col(r, 1, "job_sends.idx")?,
-                recipient: col(r, 2, "job_sends.recipient")?,
-                state: send_from_code(code)?,
-                attempts: super::narrow_col(r, 4, "job_sends.attempts")?,
-                provider_msgid: col(r, 5, "job_sends.msgid")?,
-                error: col(r, 6, "job_sends.error")?,
-                updated_at: col(r, 7, "job_sends.updated_at")?,
-                final_status: col(r, 8, "job_sends.final_status")?,
-                final_at: col(r, 9, "job_sends.final_at")?,
-            })
-        },
+        |r| model::decode::<SendRecord, _>(r),
     )
 }
 
@@ -406,7 +393,7 @@ struct ClaimView {
     start: u64,
     end: u64,
     cursor: u64,
-    state: String,
+    state: SegmentState,
     owner: Option<String>,
     epoch: i64,
     lease_until: Option<i64>,
@@ -421,14 +408,17 @@ impl ClaimView {
             "reading segment",
             |r| {
                 Ok(ClaimView {
-                    job_id: col(r, 0, "segments.job_id")?,
-                    start: u64_col(r, 1, "segments.start_idx")?,
-                    end: u64_col(r, 2, "segments.end_idx")?,
-                    cursor: u64_col(r, 3, "segments.cursor")?,
-                    state: col(r, 4, "segments.state")?,
-                    owner: col(r, 5, "segments.owner")?,
-                    epoch: col(r, 6, "segments.epoch")?,
-                    lease_until: col(r, 7, "segments.lease_until")?,
+                    job_id: r.int(0, "segments.job_id")?,
+                    start: model::from_db(r.int(1, "segments.start_idx")?, "segments.start_idx")?,
+                    end: model::from_db(r.int(2, "segments.end_idx")?, "segments.end_idx")?,
+                    cursor: model::from_db(
+                        r.int(3, "segments.cursor_idx")?,
+                        "segments.cursor_idx",
+                    )?,
+                    state: r.state(4, "segments.state")?,
+                    owner: r.opt_str(5, "segments.owner")?.map(str::to_owned),
+                    epoch: r.int(6, "segments.epoch")?,
+                    lease_until: r.opt_int(7, "segments.lease_until")?,
                 })
             },
         )?
@@ -444,7 +434,7 @@ impl ClaimView {
 
     /// Still this claim's: same owner and epoch, and running.
     fn current(&self, claim: &SegmentClaim) -> bool {
-        self.state == SegmentState::Running.as_str()
+        self.state == SegmentState::Running
             && self.epoch == claim.epoch
             && self.owner.as_deref() == Some(claim.owner.as_str())
     }
@@ -542,13 +532,16 @@ pub(super) fn record(
                 e.index, claim.segment_id, seg.start, seg.end
             )));
         }
-        let job_state: String = tx
-            .prepare_cached(JOB_STATE)
-            .ctx("preparing job state")?
-            .query_row([claim.job_id], |r| r.get(0))
-            .ctx("reading job state")?;
-        let job_state = JobState::parse(&job_state)
-            .ok_or_else(|| StoreError::Corrupt(format!("unknown job state {job_state:?}")))?;
+        let job_state: JobState =
+            query_opt(tx, JOB_STATE, [claim.job_id], "reading job state", |r| {
+                r.state(0, "jobs.state")
+            })?
+            .ok_or_else(|| {
+                StoreError::Corrupt(format!(
+                    "segment {} of missing job {}",
+                    claim.segment_id, claim.job_id
+                ))
+            })?;
         let mut deltas = Deltas::default();
         {
             let mut insert = tx
@@ -577,7 +570,9 @@ pub(super) fn record(
                 let old: i64 = lookup
                     .query_row(params![claim.job_id, idx], |r| r.get(0))
                     .ctx("reading send state")?;
-                let old = send_from_code(old)?;
+                let old = SendState::from_stored(Value::Int(old)).ok_or_else(|| {
+                    StoreError::Corrupt(format!("job_sends.state: unknown state code {old}"))
+                })?;
                 if old != SendState::Retry {
                     continue; // final: the first outcome stands
                 }
