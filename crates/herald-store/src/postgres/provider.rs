@@ -105,7 +105,7 @@ pub(super) async fn record_final_status(
     Ok(n_timers + n_sends)
 }
 
-pub(super) async fn mark_recalled(store: &PgStore, id: i64, at: i64) -> Result<bool> {
+pub(super) async fn mark_delivery_recalled(store: &PgStore, id: i64, at: i64) -> Result<bool> {
     let client = store.client().await?;
     let stmt = client
         .prepare_cached(RECALL)
@@ -118,7 +118,7 @@ pub(super) async fn mark_recalled(store: &PgStore, id: i64, at: i64) -> Result<b
     Ok(n == 1)
 }
 
-pub(super) async fn get_token(store: &PgStore, key: &str) -> Result<Option<ChannelToken>> {
+pub(super) async fn get_channel_token(store: &PgStore, key: &str) -> Result<Option<ChannelToken>> {
     let client = store.client().await?;
     let stmt = client
         .prepare_cached(TOKEN_OF)
@@ -134,7 +134,7 @@ pub(super) async fn get_token(store: &PgStore, key: &str) -> Result<Option<Chann
     model::decode(&row).map(Some)
 }
 
-pub(super) async fn put_token(store: &PgStore, key: &str, t: &ChannelToken) -> Result<()> {
+pub(super) async fn put_channel_token(store: &PgStore, key: &str, t: &ChannelToken) -> Result<()> {
     let client = store.client().await?;
     let stmt = client
         .prepare_cached(PUT_TOKEN)
@@ -150,7 +150,7 @@ pub(super) async fn put_token(store: &PgStore, key: &str, t: &ChannelToken) -> R
     Ok(())
 }
 
-pub(super) async fn expire_token(
+pub(super) async fn expire_channel_token(
     store: &PgStore,
     key: &str,
     token: &str,

@@ -38,8 +38,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::timers::{Param, TIMERS_BY_KEYS, col};
-use super::{Ctx, PgStore};
+use super::timers::TIMERS_BY_KEYS;
+use super::{Ctx, Param, PgStore, col};
 use crate::model::{self, Columns, due_cols, reminder_timer_cols, subject_cols, timer_cols};
 use crate::{
     DueEntry, MergeProbe, NewReminder, PutSubject, ReminderTimer, Result, StoreError,

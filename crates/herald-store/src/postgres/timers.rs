@@ -4,15 +4,12 @@ use std::collections::{HashMap, HashSet};
 
 use futures_util::future::{try_join, try_join_all};
 use herald_core::{TimerId, TimerState};
-use tokio_postgres::Row;
-use tokio_postgres::types::{FromSql, ToSql};
 
-use super::reminders;
-use super::{Ctx, PgStore, notify, now_ms};
+use super::{Ctx, Param, PgStore, col};
 use crate::model::{self, Columns, delivery_cols, due_cols, timer_cols};
 use crate::{
-    Applied, Completion, CompletionOutcome, DeliveryRecord, DueCursor, DueEntry, NewReminder,
-    NewTimer, PutSubject, Result, StoreError, TimerRecord, WriteOp, WriteResult,
+    Applied, Completion, CompletionOutcome, DeliveryRecord, DueCursor, DueEntry, NewTimer, Result,
+    StoreError, TimerRecord, WriteResult,
 };
 
 // The SQL writes state codes as literals (the partial index needs `state = 0`
@@ -128,68 +125,6 @@ const COUNT_BY_STATE: &str = "SELECT state, count(*) FROM timers GROUP BY state 
 const INIT_SHARDS: &str =
     "INSERT INTO meta (key, value) VALUES ('shards', $1) ON CONFLICT (key) DO NOTHING";
 const GET_SHARDS: &str = "SELECT value FROM meta WHERE key = 'shards'";
-const NOTIFY: &str = "SELECT pg_notify('herald_timers', p) FROM unnest($1::text[]) AS p";
-
-pub(super) type Param<'a> = &'a (dyn ToSql + Sync);
-
-/// A column value; a value of the wrong type means the row is corrupt.
-pub(super) fn col<'a, T: FromSql<'a>>(row: &'a Row, idx: usize, name: &str) -> Result<T> {
-    row.try_get(idx)
-        .map_err(|e| StoreError::Corrupt(format!("postgres: column {name}: {e}")))
-}
-
-/// Consecutive ops of one kind, applied together; subject ops and reminder
-/// cancels (rare, and each touching one subject or subscription) one by one.
-enum Run<'a> {
-    Insert(Vec<&'a NewTimer>),
-    Cancel(Vec<(TimerId, i64)>),
-    AddReminders(Vec<&'a NewReminder>),
-    PutSubject(&'a PutSubject),
-    DeleteSubject {
-        subject_id: &'a str,
-        at: i64,
-    },
-    CancelReminders {
-        user_id: &'a str,
-        subject_id: &'a str,
-        mask: u64,
-        at: i64,
-    },
-}
-
-fn runs(ops: &[WriteOp]) -> Vec<Run<'_>> {
-    let mut out: Vec<Run<'_>> = Vec::new();
-    for op in ops {
-        match (op, out.last_mut()) {
-            (WriteOp::InsertTimer(t), Some(Run::Insert(v))) => v.push(t),
-            (WriteOp::InsertTimer(t), _) => out.push(Run::Insert(vec![t])),
-            (WriteOp::CancelTimer { id, at }, Some(Run::Cancel(v))) => v.push((*id, *at)),
-            (WriteOp::CancelTimer { id, at }, _) => out.push(Run::Cancel(vec![(*id, *at)])),
-            (WriteOp::AddReminder(r), Some(Run::AddReminders(v))) => v.push(r),
-            (WriteOp::AddReminder(r), _) => out.push(Run::AddReminders(vec![r])),
-            (WriteOp::PutSubject(p), _) => out.push(Run::PutSubject(p)),
-            (WriteOp::DeleteSubject { subject_id, at }, _) => out.push(Run::DeleteSubject {
-                subject_id,
-                at: *at,
-            }),
-            (
-                WriteOp::CancelReminders {
-                    user_id,
-                    subject_id,
-                    mask,
-                    at,
-                },
-                _,
-            ) => out.push(Run::CancelReminders {
-                user_id,
-                subject_id,
-                mask: *mask,
-                at: *at,
-            }),
-        }
-    }
-    out
-}
 
 fn record_of(result: &WriteResult) -> Option<&TimerRecord> {
     match result {
@@ -201,58 +136,7 @@ fn record_of(result: &WriteResult) -> Option<&TimerRecord> {
     }
 }
 
-pub(super) async fn apply(store: &PgStore, ops: &[WriteOp]) -> Result<Vec<WriteResult>> {
-    let mut client = store.client().await?;
-    let tx = client.transaction().await.ctx("beginning apply")?;
-    let mut results = Vec::with_capacity(ops.len());
-    let mut announce = Vec::new();
-    let horizon = now_ms().saturating_add(store.notify_window_ms);
-    for run in runs(ops) {
-        match run {
-            Run::Insert(timers) => {
-                insert_run(&tx, &timers, horizon, &mut results, &mut announce).await?
-            }
-            Run::Cancel(cancels) => cancel_run(&tx, &cancels, &mut results).await?,
-            Run::AddReminders(rs) => {
-                reminders::add_reminders(&tx, &rs, horizon, &mut results, &mut announce).await?
-            }
-            Run::PutSubject(put) => {
-                let result = reminders::put_subject(&tx, put).await?;
-                // Moved timers are announced like new ones: their owners must
-                // re-wheel them at the new time.
-                announce.extend(
-                    result
-                        .scheduled()
-                        .into_iter()
-                        .filter(|e| e.due_at <= horizon),
-                );
-                results.push(result);
-            }
-            Run::DeleteSubject { subject_id, at } => {
-                results.push(reminders::delete_subject(&tx, subject_id, at).await?)
-            }
-            Run::CancelReminders {
-                user_id,
-                subject_id,
-                mask,
-                at,
-            } => {
-                results.push(reminders::cancel_reminders(&tx, user_id, subject_id, mask, at).await?)
-            }
-        }
-    }
-    if !announce.is_empty() {
-        let payloads = notify::encode(&store.origin, &announce);
-        let stmt = tx.prepare_cached(NOTIFY).await.ctx("preparing notify")?;
-        tx.execute(&stmt, &[&payloads])
-            .await
-            .ctx("announcing new timers")?;
-    }
-    tx.commit().await.ctx("committing apply")?;
-    Ok(results)
-}
-
-async fn insert_run(
+pub(super) async fn insert_run(
     tx: &deadpool_postgres::Transaction<'_>,
     timers: &[&NewTimer],
     horizon: i64,
@@ -390,7 +274,7 @@ async fn insert_run(
     Ok(())
 }
 
-async fn cancel_run(
+pub(super) async fn cancel_run(
     tx: &deadpool_postgres::Transaction<'_>,
     cancels: &[(TimerId, i64)],
     results: &mut Vec<WriteResult>,
@@ -733,7 +617,7 @@ pub(super) async fn init_shards(store: &PgStore, wanted: u16) -> Result<u16> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Store;
+    use crate::{Store, WriteOp};
 
     #[test]
     fn state_literals_match_codes() {
@@ -858,30 +742,5 @@ mod tests {
                 }
             }
         }
-    }
-
-    #[test]
-    fn ops_split_into_runs_in_order() {
-        let t = crate::conformance::fixtures::timer(1);
-        let ops = vec![
-            WriteOp::InsertTimer(t.clone()),
-            WriteOp::InsertTimer(t.clone()),
-            WriteOp::CancelTimer { id: 1, at: 2 },
-            WriteOp::InsertTimer(t.clone()),
-            WriteOp::CancelTimer { id: 3, at: 4 },
-            WriteOp::CancelTimer { id: 5, at: 6 },
-        ];
-        let shape: Vec<(char, usize)> = runs(&ops)
-            .iter()
-            .map(|r| match r {
-                Run::Insert(v) => ('i', v.len()),
-                Run::Cancel(v) => ('c', v.len()),
-                Run::AddReminders(v) => ('r', v.len()),
-                Run::PutSubject(_) | Run::DeleteSubject { .. } | Run::CancelReminders { .. } => {
-                    ('1', 1)
-                }
-            })
-            .collect();
-        assert_eq!(shape, vec![('i', 2), ('c', 1), ('i', 1), ('c', 2)]);
     }
 }

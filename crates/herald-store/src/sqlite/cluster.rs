@@ -5,7 +5,7 @@
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-use super::Ctx;
+use super::error::Ctx;
 use crate::model::{self, named_lease_cols, node_cols, shard_lease_cols};
 use crate::{Fence, NamedLease, NodeInfo, Result, ShardLease};
 

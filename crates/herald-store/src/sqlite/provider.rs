@@ -6,7 +6,7 @@
 
 use rusqlite::{Connection, TransactionBehavior, params};
 
-use super::Ctx;
+use super::error::Ctx;
 use crate::model::{self, delivery_cols, token_cols};
 use crate::{ChannelToken, DeliveryRecord, Result};
 
@@ -102,7 +102,7 @@ pub(super) fn record_final_status(
     Ok((timers + sends) as u64)
 }
 
-pub(super) fn mark_recalled(conn: &mut Connection, id: i64, at: i64) -> Result<bool> {
+pub(super) fn mark_delivery_recalled(conn: &mut Connection, id: i64, at: i64) -> Result<bool> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("beginning recall")?;
@@ -115,7 +115,7 @@ pub(super) fn mark_recalled(conn: &mut Connection, id: i64, at: i64) -> Result<b
     Ok(n == 1)
 }
 
-pub(super) fn get_token(conn: &mut Connection, key: &str) -> Result<Option<ChannelToken>> {
+pub(super) fn get_channel_token(conn: &mut Connection, key: &str) -> Result<Option<ChannelToken>> {
     let mut stmt = conn.prepare_cached(TOKEN_OF).ctx("preparing token read")?;
     let mut rows = stmt.query([key]).ctx("querying token")?;
     let Some(row) = rows.next().ctx("reading token")? else {
@@ -124,7 +124,7 @@ pub(super) fn get_token(conn: &mut Connection, key: &str) -> Result<Option<Chann
     model::decode(row).map(Some)
 }
 
-pub(super) fn put_token(conn: &mut Connection, key: &str, t: &ChannelToken) -> Result<()> {
+pub(super) fn put_channel_token(conn: &mut Connection, key: &str, t: &ChannelToken) -> Result<()> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("beginning token put")?;
@@ -141,7 +141,7 @@ pub(super) fn put_token(conn: &mut Connection, key: &str, t: &ChannelToken) -> R
     tx.commit().ctx("committing token put")
 }
 
-pub(super) fn expire_token(
+pub(super) fn expire_channel_token(
     conn: &mut Connection,
     key: &str,
     token: &str,
@@ -161,26 +161,8 @@ pub(super) fn expire_token(
 
 #[cfg(test)]
 mod tests {
-    use super::super::{MIGRATIONS, Role, Synchronous, configure, migrate};
     use super::*;
-
-    fn migrated() -> Connection {
-        let mut conn = Connection::open_in_memory().unwrap();
-        configure(&conn, Role::Writer(Synchronous::Normal)).unwrap();
-        migrate(&mut conn).unwrap();
-        conn
-    }
-
-    fn plan(conn: &Connection, sql: &str) -> String {
-        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
-        let n = stmt.parameter_count();
-        let rows = stmt
-            .query_map(rusqlite::params_from_iter(vec![1i64; n]), |r| {
-                r.get::<_, String>(3)
-            })
-            .unwrap();
-        rows.map(|r| r.unwrap()).collect::<Vec<_>>().join("\n")
-    }
+    use crate::sqlite::testing::{migrated, plan};
 
     #[test]
     fn the_sql_writes_the_recalled_status_the_api_names() {
@@ -212,45 +194,5 @@ mod tests {
                 "table scan: {sql}:\n{p}"
             );
         }
-    }
-
-    /// A database left at migration 4 by the previous release keeps its rows
-    /// and gains the new columns (empty), indexes and table.
-    #[test]
-    fn a_version_4_database_upgrades_in_place() {
-        let mut conn = Connection::open_in_memory().unwrap();
-        configure(&conn, Role::Writer(Synchronous::Normal)).unwrap();
-        for sql in &MIGRATIONS[..4] {
-            conn.execute_batch(sql).unwrap();
-        }
-        conn.pragma_update(None, "user_version", 4).unwrap();
-        conn.execute_batch(
-            "INSERT INTO deliveries (id, timer_id, attempt, channel, outcome, idempotency_key, \
-                 provider_msgid, started_at, finished_at) \
-             VALUES (7, 1, 1, 'wechat', 'delivered', 'k', 'm-1', 10, 20); \
-             INSERT INTO jobs (id, audience_id, channel, message, segment_size, priority, state, \
-                 total, created_at) VALUES (3, 1, 'wechat', '{}', 10, 0, 'running', 1, 0); \
-             INSERT INTO job_sends (job_id, idx, recipient, state, attempts, msgid, updated_at) \
-             VALUES (3, 0, 'u', 0, 1, 'm-2', 30);",
-        )
-        .unwrap();
-        migrate(&mut conn).unwrap();
-        let v: i64 = conn
-            .pragma_query_value(None, "user_version", |r| r.get(0))
-            .unwrap();
-        assert_eq!(v, MIGRATIONS.len() as i64);
-        let d = get_delivery(&mut conn, 7).unwrap().unwrap();
-        assert_eq!(d.provider_msgid.as_deref(), Some("m-1"));
-        assert_eq!((d.final_status, d.final_at), (None, None));
-        assert_eq!(
-            record_final_status(&mut conn, "wechat", "m-1", "success", 40).unwrap(),
-            1
-        );
-        assert_eq!(
-            record_final_status(&mut conn, "wechat", "m-2", "success", 40).unwrap(),
-            1
-        );
-        assert!(mark_recalled(&mut conn, 7, 50).unwrap());
-        assert!(get_token(&mut conn, "k").unwrap().is_none());
     }
 }

@@ -17,7 +17,8 @@ use std::collections::HashSet;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{Ctx, insert_timer};
+use super::error::Ctx;
+use super::timers::insert_timer;
 use crate::model::{self, Columns, due_cols, reminder_timer_cols, subject_cols, timer_cols};
 use crate::{
     DueEntry, MergeProbe, NewReminder, PutSubject, ReminderTimer, Result, SubjectRecord,
@@ -405,26 +406,8 @@ pub(super) fn pending_reminders(
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Role, Synchronous, configure, migrate};
     use super::*;
-
-    fn migrated() -> Connection {
-        let mut conn = Connection::open_in_memory().unwrap();
-        configure(&conn, Role::Writer(Synchronous::Normal)).unwrap();
-        migrate(&mut conn).unwrap();
-        conn
-    }
-
-    fn plan(conn: &Connection, sql: &str) -> String {
-        let n = conn.prepare(sql).unwrap().parameter_count();
-        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
-        let rows = stmt
-            .query_map(rusqlite::params_from_iter(vec![1i64; n]), |r| {
-                r.get::<_, String>(3)
-            })
-            .unwrap();
-        rows.map(|r| r.unwrap()).collect::<Vec<_>>().join("\n")
-    }
+    use crate::sqlite::testing::{migrated, plan};
 
     /// Every reminder statement finds its rows through an index: the merge
     /// probes and the user listing through the user's primary-key range, moves

@@ -45,7 +45,7 @@ const SIZE: &str = "SELECT size FROM audiences WHERE id = $1";
 const CHUNKS: &str = "SELECT chunk_no, count, data FROM audience_chunks \
     WHERE audience_id = $1 AND chunk_no >= $2 AND chunk_no <= $3 ORDER BY chunk_no";
 
-pub(super) async fn create(store: &PgStore, name: Option<&str>, now: i64) -> Result<i64> {
+pub(super) async fn create_audience(store: &PgStore, name: Option<&str>, now: i64) -> Result<i64> {
     let client = store.client().await?;
     let stmt = client
         .prepare_cached(CREATE)
@@ -98,7 +98,7 @@ pub(super) fn chunk_of(start: u64, recipients: &[String]) -> Result<(i64, i32, V
     Ok((chunk_no, count, data))
 }
 
-pub(super) async fn append(
+pub(super) async fn append_audience(
     store: &PgStore,
     id: i64,
     chunk_no: i64,
@@ -148,7 +148,7 @@ pub(super) async fn append(
     tx.commit().await.ctx("committing append_audience")
 }
 
-pub(super) async fn seal(
+pub(super) async fn seal_audience(
     store: &PgStore,
     id: i64,
     size: u64,
@@ -206,7 +206,7 @@ pub(super) async fn seal(
     Ok(Some(record))
 }
 
-pub(super) async fn drop(store: &PgStore, id: i64) -> Result<bool> {
+pub(super) async fn drop_audience(store: &PgStore, id: i64) -> Result<bool> {
     let mut client = store.client().await?;
     let tx = client.transaction().await.ctx("beginning drop_audience")?;
     let lock = tx
@@ -252,7 +252,7 @@ pub(super) async fn drop(store: &PgStore, id: i64) -> Result<bool> {
     Ok(true)
 }
 
-pub(super) async fn get(store: &PgStore, id: i64) -> Result<Option<AudienceRecord>> {
+pub(super) async fn get_audience(store: &PgStore, id: i64) -> Result<Option<AudienceRecord>> {
     let client = store.client().await?;
     let stmt = client
         .prepare_cached(GET)
@@ -266,7 +266,12 @@ pub(super) async fn get(store: &PgStore, id: i64) -> Result<Option<AudienceRecor
         .transpose()
 }
 
-pub(super) async fn slice(store: &PgStore, id: i64, start: u64, end: u64) -> Result<Vec<String>> {
+pub(super) async fn audience_slice(
+    store: &PgStore,
+    id: i64,
+    start: u64,
+    end: u64,
+) -> Result<Vec<String>> {
     const WHAT: &str = "audience_slice";
     let client = store.client().await?;
     let size_stmt = client

@@ -28,8 +28,7 @@ use herald_core::campaign::{
 };
 use tokio_postgres::types::{ToSql, Type};
 
-use crate::postgres::timers::col;
-use crate::postgres::{Ctx, PgStore};
+use crate::postgres::{Ctx, PgStore, col};
 use crate::{
     ClaimedSegment, JobRecord, JobSpec, LeaseCheck, Result, SegmentClaim, SegmentRecord, SendEntry,
     SendRecord, StoreError,
@@ -332,7 +331,11 @@ pub(super) async fn insert_job(tx: &Tx<'_>, spec: &JobSpec, now: i64) -> Result<
     Ok(Some(job))
 }
 
-pub(super) async fn create(store: &PgStore, spec: &JobSpec, now: i64) -> Result<Option<JobRecord>> {
+pub(super) async fn create_job(
+    store: &PgStore,
+    spec: &JobSpec,
+    now: i64,
+) -> Result<Option<JobRecord>> {
     let mut client = store.client().await?;
     let tx = client.transaction().await.ctx("beginning create_job")?;
     let job = insert_job(&tx, spec, now).await?;
@@ -342,7 +345,7 @@ pub(super) async fn create(store: &PgStore, spec: &JobSpec, now: i64) -> Result<
     Ok(job)
 }
 
-pub(super) async fn get(store: &PgStore, id: i64) -> Result<Option<JobRecord>> {
+pub(super) async fn get_job(store: &PgStore, id: i64) -> Result<Option<JobRecord>> {
     let client = store.client().await?;
     let stmt = client
         .prepare_cached(GET_JOB)
@@ -356,7 +359,7 @@ pub(super) async fn get(store: &PgStore, id: i64) -> Result<Option<JobRecord>> {
         .transpose()
 }
 
-pub(super) async fn list(store: &PgStore, before: i64, limit: i64) -> Result<Vec<JobRecord>> {
+pub(super) async fn list_jobs(store: &PgStore, before: i64, limit: i64) -> Result<Vec<JobRecord>> {
     let client = store.client().await?;
     let stmt = client
         .prepare_cached(LIST_JOBS)
@@ -393,7 +396,7 @@ pub(super) async fn segment_counts(
     Ok(counts)
 }
 
-pub(super) async fn segments_of(
+pub(super) async fn job_segments(
     store: &PgStore,
     job_id: i64,
     after: i64,
@@ -413,7 +416,7 @@ pub(super) async fn segments_of(
         .collect()
 }
 
-pub(super) async fn cancel(store: &PgStore, id: i64, now: i64) -> Result<Option<JobRecord>> {
+pub(super) async fn cancel_job(store: &PgStore, id: i64, now: i64) -> Result<Option<JobRecord>> {
     let mut client = store.client().await?;
     let tx = client.transaction().await.ctx("beginning cancel_job")?;
     let lock = tx
@@ -450,7 +453,7 @@ pub(super) async fn cancel(store: &PgStore, id: i64, now: i64) -> Result<Option<
     Ok(Some(job))
 }
 
-pub(super) async fn claim(
+pub(super) async fn claim_segment(
     store: &PgStore,
     owner: &str,
     now: i64,
@@ -500,7 +503,7 @@ pub(super) async fn claim(
     }))
 }
 
-pub(super) async fn sends(
+pub(super) async fn job_sends(
     store: &PgStore,
     job_id: i64,
     start: i64,
@@ -647,7 +650,7 @@ impl<'a> SendColumns<'a> {
     }
 }
 
-pub(super) async fn record(
+pub(super) async fn record_sends(
     store: &PgStore,
     claim: &SegmentClaim,
     cursor: u64,

@@ -9,8 +9,7 @@
 use futures_util::future::try_join;
 use herald_core::campaign::{RuleStatus, TaskState};
 
-use crate::postgres::timers::col;
-use crate::postgres::{Ctx, PgStore};
+use crate::postgres::{Ctx, PgStore, col};
 use crate::{
     JobSpec, PlanCandidate, Result, RuleRecord, RuleSpec, RuleVersion, TaskRecord, TaskStart,
 };
@@ -180,7 +179,7 @@ async fn rule_in(tx: &Tx<'_>, id: i64) -> Result<Option<RuleRecord>> {
         .transpose()
 }
 
-pub(super) async fn create(store: &PgStore, spec: &RuleSpec, now: i64) -> Result<RuleRecord> {
+pub(super) async fn create_rule(store: &PgStore, spec: &RuleSpec, now: i64) -> Result<RuleRecord> {
     let mut client = store.client().await?;
     let tx = client.transaction().await.ctx("beginning create_rule")?;
     share_audience(&tx, spec.audience_id).await?;
@@ -209,7 +208,7 @@ pub(super) async fn create(store: &PgStore, spec: &RuleSpec, now: i64) -> Result
     })
 }
 
-pub(super) async fn update(
+pub(super) async fn update_rule(
     store: &PgStore,
     id: i64,
     spec: &RuleSpec,
@@ -236,7 +235,7 @@ pub(super) async fn update(
     Ok(record)
 }
 
-pub(super) async fn set_enabled(
+pub(super) async fn set_rule_enabled(
     store: &PgStore,
     id: i64,
     enabled: bool,
@@ -278,7 +277,7 @@ pub(super) async fn set_enabled(
     Ok(record)
 }
 
-pub(super) async fn get(store: &PgStore, id: i64) -> Result<Option<RuleRecord>> {
+pub(super) async fn get_rule(store: &PgStore, id: i64) -> Result<Option<RuleRecord>> {
     let client = store.client().await?;
     let stmt = client
         .prepare_cached(GET_RULE)
@@ -292,7 +291,7 @@ pub(super) async fn get(store: &PgStore, id: i64) -> Result<Option<RuleRecord>> 
         .transpose()
 }
 
-pub(super) async fn list(store: &PgStore, after: i64, limit: i64) -> Result<Vec<RuleRecord>> {
+pub(super) async fn list_rules(store: &PgStore, after: i64, limit: i64) -> Result<Vec<RuleRecord>> {
     let client = store.client().await?;
     let stmt = client
         .prepare_cached(LIST_RULES)
@@ -307,7 +306,7 @@ pub(super) async fn list(store: &PgStore, after: i64, limit: i64) -> Result<Vec<
         .collect()
 }
 
-pub(super) async fn versions(store: &PgStore, id: i64) -> Result<Vec<RuleVersion>> {
+pub(super) async fn rule_versions(store: &PgStore, id: i64) -> Result<Vec<RuleVersion>> {
     let client = store.client().await?;
     let stmt = client
         .prepare_cached(VERSIONS)
@@ -322,7 +321,11 @@ pub(super) async fn versions(store: &PgStore, id: i64) -> Result<Vec<RuleVersion
         .collect()
 }
 
-pub(super) async fn tasks_of(store: &PgStore, rule_id: i64, limit: i64) -> Result<Vec<TaskRecord>> {
+pub(super) async fn rule_tasks(
+    store: &PgStore,
+    rule_id: i64,
+    limit: i64,
+) -> Result<Vec<TaskRecord>> {
     let client = store.client().await?;
     let stmt = client
         .prepare_cached(RULE_TASKS)
@@ -337,7 +340,7 @@ pub(super) async fn tasks_of(store: &PgStore, rule_id: i64, limit: i64) -> Resul
         .collect()
 }
 
-pub(super) async fn candidates(
+pub(super) async fn plan_candidates(
     store: &PgStore,
     after: i64,
     limit: i64,
@@ -365,7 +368,7 @@ pub(super) async fn candidates(
         .collect()
 }
 
-pub(super) async fn plan(
+pub(super) async fn plan_task(
     store: &PgStore,
     rule_id: i64,
     version: i32,
@@ -385,7 +388,7 @@ pub(super) async fn plan(
         .transpose()
 }
 
-pub(super) async fn finish(store: &PgStore, rule_id: i64, now: i64) -> Result<bool> {
+pub(super) async fn finish_rule(store: &PgStore, rule_id: i64, now: i64) -> Result<bool> {
     let mut client = store.client().await?;
     let tx = client.transaction().await.ctx("beginning finish_rule")?;
     let lock = tx
@@ -407,7 +410,7 @@ pub(super) async fn finish(store: &PgStore, rule_id: i64, now: i64) -> Result<bo
     Ok(n == 1)
 }
 
-pub(super) async fn due(store: &PgStore, now: i64, limit: i64) -> Result<Vec<TaskRecord>> {
+pub(super) async fn due_tasks(store: &PgStore, now: i64, limit: i64) -> Result<Vec<TaskRecord>> {
     let client = store.client().await?;
     let stmt = client
         .prepare_cached(DUE_TASKS)
@@ -436,7 +439,7 @@ pub(super) async fn get_task(store: &PgStore, id: i64) -> Result<Option<TaskReco
         .transpose()
 }
 
-pub(super) async fn start(
+pub(super) async fn start_task(
     store: &PgStore,
     task_id: i64,
     now: i64,

@@ -25,8 +25,7 @@ use herald_core::campaign::JobState;
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
-use crate::postgres::timers::col;
-use crate::postgres::{Ctx, PgStore};
+use crate::postgres::{Ctx, PgStore, col};
 use crate::{Result, SweepOptions, SweepReport};
 
 use super::jobs::{end_tasks, finish_idle, task_end};

@@ -27,7 +27,11 @@ const DELETE: &str = "DELETE FROM audiences WHERE id = ?1";
 pub(super) const CHUNKS: &str = "SELECT chunk_no, count, data FROM audience_chunks \
     WHERE audience_id = ?1 AND chunk_no >= ?2 AND chunk_no <= ?3 ORDER BY chunk_no";
 
-pub(super) fn create(conn: &mut Connection, name: Option<String>, now: i64) -> Result<i64> {
+pub(super) fn create_audience(
+    conn: &mut Connection,
+    name: Option<String>,
+    now: i64,
+) -> Result<i64> {
     conn.prepare_cached(INSERT)
         .ctx("preparing audience insert")?
         .query_row(params![name, now], |r| r.get(0))
@@ -65,7 +69,7 @@ fn size_of(conn: &Connection, id: i64) -> Result<Option<Option<u64>>> {
     })
 }
 
-pub(super) fn append(
+pub(super) fn append_audience(
     conn: &mut Connection,
     id: i64,
     start: u64,
@@ -94,7 +98,7 @@ pub(super) fn append(
     })
 }
 
-pub(super) fn seal(
+pub(super) fn seal_audience(
     conn: &mut Connection,
     id: i64,
     size: u64,
@@ -133,7 +137,7 @@ pub(super) fn seal(
     })
 }
 
-pub(super) fn drop_unused(conn: &mut Connection, id: i64) -> Result<bool> {
+pub(super) fn drop_audience(conn: &mut Connection, id: i64) -> Result<bool> {
     in_tx(conn, "dropping audience", |tx| {
         let used: bool = tx
             .prepare_cached(IN_USE)
@@ -156,7 +160,7 @@ pub(super) fn drop_unused(conn: &mut Connection, id: i64) -> Result<bool> {
     })
 }
 
-pub(super) fn get(conn: &mut Connection, id: i64) -> Result<Option<AudienceRecord>> {
+pub(super) fn get_audience(conn: &mut Connection, id: i64) -> Result<Option<AudienceRecord>> {
     query_opt(conn, BY_ID, [id], "reading audience", |r| model::decode(r))
 }
 
@@ -165,7 +169,12 @@ pub(super) fn sealed_size(conn: &Connection, id: i64) -> Result<Option<u64>> {
     Ok(size_of(conn, id)?.flatten())
 }
 
-pub(super) fn slice(conn: &mut Connection, id: i64, start: u64, end: u64) -> Result<Vec<String>> {
+pub(super) fn audience_slice(
+    conn: &mut Connection,
+    id: i64,
+    start: u64,
+    end: u64,
+) -> Result<Vec<String>> {
     in_read_tx(conn, "reading audience slice", |tx| {
         let size = match size_of(tx, id)? {
             Some(Some(size)) => size,

@@ -177,7 +177,11 @@ pub(super) fn create_in(
     })
 }
 
-pub(super) fn create(conn: &mut Connection, spec: JobSpec, now: i64) -> Result<Option<JobRecord>> {
+pub(super) fn create_job(
+    conn: &mut Connection,
+    spec: JobSpec,
+    now: i64,
+) -> Result<Option<JobRecord>> {
     in_tx(conn, "creating job", |tx| {
         let Some(size) = audiences::sealed_size(tx, spec.audience_id)? else {
             return Ok(None);
@@ -186,11 +190,11 @@ pub(super) fn create(conn: &mut Connection, spec: JobSpec, now: i64) -> Result<O
     })
 }
 
-pub(super) fn get(conn: &mut Connection, id: i64) -> Result<Option<JobRecord>> {
+pub(super) fn get_job(conn: &mut Connection, id: i64) -> Result<Option<JobRecord>> {
     job_by_id(conn, id)
 }
 
-pub(super) fn list(
+pub(super) fn list_jobs(
     conn: &mut Connection,
     before: Option<i64>,
     limit: usize,
@@ -301,7 +305,7 @@ pub(super) fn maybe_done(tx: &Transaction<'_>, job_id: i64, now: i64) -> Result<
     Ok(end_job(tx, job_id, JobState::Done, now)?.is_some())
 }
 
-pub(super) fn cancel(conn: &mut Connection, id: i64, now: i64) -> Result<Option<JobRecord>> {
+pub(super) fn cancel_job(conn: &mut Connection, id: i64, now: i64) -> Result<Option<JobRecord>> {
     in_tx(conn, "cancelling job", |tx| {
         let Some(job) = job_by_id(tx, id)? else {
             return Ok(None);
@@ -317,7 +321,7 @@ pub(super) fn cancel(conn: &mut Connection, id: i64, now: i64) -> Result<Option<
     })
 }
 
-pub(super) fn claim(
+pub(super) fn claim_segment(
     conn: &mut Connection,
     owner: String,
     now: i64,
@@ -368,7 +372,7 @@ pub(super) fn claim(
     })
 }
 
-pub(super) fn sends_of(
+pub(super) fn job_sends(
     conn: &mut Connection,
     job_id: i64,
     start: u64,
@@ -507,7 +511,7 @@ impl Deltas {
     }
 }
 
-pub(super) fn record(
+pub(super) fn record_sends(
     conn: &mut Connection,
     claim: &SegmentClaim,
     cursor: u64,
@@ -631,7 +635,11 @@ pub(super) fn any_retry(tx: &Transaction<'_>, job_id: i64, start: u64, end: u64)
         .ctx("checking retries")
 }
 
-pub(super) fn finish(conn: &mut Connection, claim: &SegmentClaim, now: i64) -> Result<LeaseCheck> {
+pub(super) fn finish_segment(
+    conn: &mut Connection,
+    claim: &SegmentClaim,
+    now: i64,
+) -> Result<LeaseCheck> {
     in_tx(conn, "finishing segment", |tx| {
         let seg = ClaimView::read(tx, claim)?;
         if !seg.current(claim) {

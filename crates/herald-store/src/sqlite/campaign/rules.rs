@@ -106,7 +106,7 @@ fn rule_by_id(conn: &Connection, id: i64) -> Result<Option<RuleRecord>> {
     query_opt(conn, RULE_BY_ID, [id], "reading rule", |r| model::decode(r))
 }
 
-pub(super) fn create(conn: &mut Connection, spec: RuleSpec, now: i64) -> Result<RuleRecord> {
+pub(super) fn create_rule(conn: &mut Connection, spec: RuleSpec, now: i64) -> Result<RuleRecord> {
     in_tx(conn, "creating rule", |tx| {
         let id: i64 = tx
             .prepare_cached(INSERT_RULE)
@@ -129,7 +129,7 @@ pub(super) fn create(conn: &mut Connection, spec: RuleSpec, now: i64) -> Result<
     })
 }
 
-pub(super) fn update(
+pub(super) fn update_rule(
     conn: &mut Connection,
     id: i64,
     spec: RuleSpec,
@@ -148,7 +148,7 @@ pub(super) fn update(
     })
 }
 
-pub(super) fn set_enabled(
+pub(super) fn set_rule_enabled(
     conn: &mut Connection,
     id: i64,
     enabled: bool,
@@ -178,11 +178,11 @@ pub(super) fn set_enabled(
     })
 }
 
-pub(super) fn get(conn: &mut Connection, id: i64) -> Result<Option<RuleRecord>> {
+pub(super) fn get_rule(conn: &mut Connection, id: i64) -> Result<Option<RuleRecord>> {
     rule_by_id(conn, id)
 }
 
-pub(super) fn list(
+pub(super) fn list_rules(
     conn: &mut Connection,
     after: Option<i64>,
     limit: usize,
@@ -196,13 +196,13 @@ pub(super) fn list(
     )
 }
 
-pub(super) fn versions(conn: &mut Connection, id: i64) -> Result<Vec<RuleVersion>> {
+pub(super) fn rule_versions(conn: &mut Connection, id: i64) -> Result<Vec<RuleVersion>> {
     query_all(conn, VERSIONS, [id], "listing versions", |r| {
         model::decode(r)
     })
 }
 
-pub(super) fn tasks_of(
+pub(super) fn rule_tasks(
     conn: &mut Connection,
     rule_id: i64,
     limit: usize,
@@ -216,7 +216,7 @@ pub(super) fn tasks_of(
     )
 }
 
-pub(super) fn candidates(
+pub(super) fn plan_candidates(
     conn: &mut Connection,
     after: Option<i64>,
     limit: usize,
@@ -260,7 +260,7 @@ pub(super) fn candidates(
     })
 }
 
-pub(super) fn plan(
+pub(super) fn plan_task(
     conn: &mut Connection,
     rule_id: i64,
     version: i32,
@@ -278,7 +278,7 @@ pub(super) fn plan(
     })
 }
 
-pub(super) fn finish(conn: &mut Connection, rule_id: i64, now: i64) -> Result<bool> {
+pub(super) fn finish_rule(conn: &mut Connection, rule_id: i64, now: i64) -> Result<bool> {
     in_tx(conn, "finishing rule", |tx| {
         let n = tx
             .prepare_cached(FINISH)
@@ -289,7 +289,7 @@ pub(super) fn finish(conn: &mut Connection, rule_id: i64, now: i64) -> Result<bo
     })
 }
 
-pub(super) fn due(conn: &mut Connection, now: i64, limit: usize) -> Result<Vec<TaskRecord>> {
+pub(super) fn due_tasks(conn: &mut Connection, now: i64, limit: usize) -> Result<Vec<TaskRecord>> {
     query_all(
         conn,
         DUE,
@@ -299,7 +299,7 @@ pub(super) fn due(conn: &mut Connection, now: i64, limit: usize) -> Result<Vec<T
     )
 }
 
-pub(super) fn task(conn: &mut Connection, id: i64) -> Result<Option<TaskRecord>> {
+pub(super) fn get_task(conn: &mut Connection, id: i64) -> Result<Option<TaskRecord>> {
     query_opt(conn, TASK_BY_ID, [id], "reading task", |r| model::decode(r))
 }
 
@@ -317,7 +317,7 @@ fn end_pending(
     Ok(())
 }
 
-pub(super) fn start(
+pub(super) fn start_task(
     conn: &mut Connection,
     task_id: i64,
     now: i64,

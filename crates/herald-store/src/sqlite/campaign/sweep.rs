@@ -54,7 +54,7 @@ pub(super) const JOBS_IDLE: &str = "SELECT id FROM jobs INDEXED BY jobs_running 
     WHERE state = 'running' AND retrying = 0 AND NOT EXISTS (SELECT 1 FROM segments \
     WHERE segments.job_id = jobs.id AND segments.state IN ('pending', 'running')) LIMIT ?1";
 
-pub(super) fn run(conn: &mut Connection, now: i64, opts: SweepOptions) -> Result<SweepReport> {
+pub(super) fn sweep(conn: &mut Connection, now: i64, opts: SweepOptions) -> Result<SweepReport> {
     let mut report = SweepReport::default();
     in_tx(conn, "expiring jobs", |tx| {
         expire_jobs(tx, now, opts, &mut report)

@@ -34,7 +34,8 @@ use async_trait::async_trait;
 use herald_core::campaign::{SegmentState, SendState};
 use rusqlite::{Connection, Row, Transaction, TransactionBehavior};
 
-use super::{Ctx, SqliteStore};
+use super::SqliteStore;
+use super::error::Ctx;
 use crate::campaign::*;
 use crate::{Result, StoreError};
 
@@ -234,39 +235,42 @@ fn query_opt<T, P: rusqlite::Params>(
 #[async_trait]
 impl CampaignStore for SqliteStore {
     async fn create_audience(&self, name: Option<String>, now: i64) -> Result<i64> {
-        self.write(move |c| audiences::create(c, name, now)).await
+        self.write(move |c| audiences::create_audience(c, name, now))
+            .await
     }
 
     async fn append_audience(&self, id: i64, start: u64, recipients: &[String]) -> Result<()> {
         let data = audiences::chunk_data(id, start, recipients)?;
         let count = recipients.len();
-        self.write(move |c| audiences::append(c, id, start, count, data))
+        self.write(move |c| audiences::append_audience(c, id, start, count, data))
             .await
     }
 
     async fn seal_audience(&self, id: i64, size: u64, now: i64) -> Result<Option<AudienceRecord>> {
-        self.write(move |c| audiences::seal(c, id, size, now)).await
+        self.write(move |c| audiences::seal_audience(c, id, size, now))
+            .await
     }
 
     async fn drop_audience(&self, id: i64) -> Result<bool> {
-        self.write(move |c| audiences::drop_unused(c, id)).await
+        self.write(move |c| audiences::drop_audience(c, id)).await
     }
 
     async fn get_audience(&self, id: i64) -> Result<Option<AudienceRecord>> {
-        self.read(move |c| audiences::get(c, id)).await
+        self.read(move |c| audiences::get_audience(c, id)).await
     }
 
     async fn audience_slice(&self, id: i64, start: u64, end: u64) -> Result<Vec<String>> {
-        self.read(move |c| audiences::slice(c, id, start, end))
+        self.read(move |c| audiences::audience_slice(c, id, start, end))
             .await
     }
 
     async fn create_rule(&self, spec: RuleSpec, now: i64) -> Result<RuleRecord> {
-        self.write(move |c| rules::create(c, spec, now)).await
+        self.write(move |c| rules::create_rule(c, spec, now)).await
     }
 
     async fn update_rule(&self, id: i64, spec: RuleSpec, now: i64) -> Result<Option<RuleRecord>> {
-        self.write(move |c| rules::update(c, id, spec, now)).await
+        self.write(move |c| rules::update_rule(c, id, spec, now))
+            .await
     }
 
     async fn set_rule_enabled(
@@ -275,24 +279,25 @@ impl CampaignStore for SqliteStore {
         enabled: bool,
         now: i64,
     ) -> Result<Option<RuleRecord>> {
-        self.write(move |c| rules::set_enabled(c, id, enabled, now))
+        self.write(move |c| rules::set_rule_enabled(c, id, enabled, now))
             .await
     }
 
     async fn get_rule(&self, id: i64) -> Result<Option<RuleRecord>> {
-        self.read(move |c| rules::get(c, id)).await
+        self.read(move |c| rules::get_rule(c, id)).await
     }
 
     async fn list_rules(&self, after: Option<i64>, limit: usize) -> Result<Vec<RuleRecord>> {
-        self.read(move |c| rules::list(c, after, limit)).await
+        self.read(move |c| rules::list_rules(c, after, limit)).await
     }
 
     async fn rule_versions(&self, id: i64) -> Result<Vec<RuleVersion>> {
-        self.read(move |c| rules::versions(c, id)).await
+        self.read(move |c| rules::rule_versions(c, id)).await
     }
 
     async fn rule_tasks(&self, rule_id: i64, limit: usize) -> Result<Vec<TaskRecord>> {
-        self.read(move |c| rules::tasks_of(c, rule_id, limit)).await
+        self.read(move |c| rules::rule_tasks(c, rule_id, limit))
+            .await
     }
 
     async fn plan_candidates(
@@ -300,7 +305,8 @@ impl CampaignStore for SqliteStore {
         after: Option<i64>,
         limit: usize,
     ) -> Result<Vec<PlanCandidate>> {
-        self.read(move |c| rules::candidates(c, after, limit)).await
+        self.read(move |c| rules::plan_candidates(c, after, limit))
+            .await
     }
 
     async fn plan_task(
@@ -310,37 +316,38 @@ impl CampaignStore for SqliteStore {
         planned_at: i64,
         now: i64,
     ) -> Result<Option<TaskRecord>> {
-        self.write(move |c| rules::plan(c, rule_id, version, planned_at, now))
+        self.write(move |c| rules::plan_task(c, rule_id, version, planned_at, now))
             .await
     }
 
     async fn finish_rule(&self, rule_id: i64, now: i64) -> Result<bool> {
-        self.write(move |c| rules::finish(c, rule_id, now)).await
+        self.write(move |c| rules::finish_rule(c, rule_id, now))
+            .await
     }
 
     async fn due_tasks(&self, now: i64, limit: usize) -> Result<Vec<TaskRecord>> {
-        self.read(move |c| rules::due(c, now, limit)).await
+        self.read(move |c| rules::due_tasks(c, now, limit)).await
     }
 
     async fn start_task(&self, task_id: i64, now: i64, segment_size: u64) -> Result<TaskStart> {
-        self.write(move |c| rules::start(c, task_id, now, segment_size))
+        self.write(move |c| rules::start_task(c, task_id, now, segment_size))
             .await
     }
 
     async fn get_task(&self, id: i64) -> Result<Option<TaskRecord>> {
-        self.read(move |c| rules::task(c, id)).await
+        self.read(move |c| rules::get_task(c, id)).await
     }
 
     async fn create_job(&self, spec: JobSpec, now: i64) -> Result<Option<JobRecord>> {
-        self.write(move |c| jobs::create(c, spec, now)).await
+        self.write(move |c| jobs::create_job(c, spec, now)).await
     }
 
     async fn get_job(&self, id: i64) -> Result<Option<JobRecord>> {
-        self.read(move |c| jobs::get(c, id)).await
+        self.read(move |c| jobs::get_job(c, id)).await
     }
 
     async fn list_jobs(&self, before: Option<i64>, limit: usize) -> Result<Vec<JobRecord>> {
-        self.read(move |c| jobs::list(c, before, limit)).await
+        self.read(move |c| jobs::list_jobs(c, before, limit)).await
     }
 
     async fn segment_counts(&self, job_id: i64) -> Result<Vec<(SegmentState, u64)>> {
@@ -358,7 +365,7 @@ impl CampaignStore for SqliteStore {
     }
 
     async fn cancel_job(&self, id: i64, now: i64) -> Result<Option<JobRecord>> {
-        self.write(move |c| jobs::cancel(c, id, now)).await
+        self.write(move |c| jobs::cancel_job(c, id, now)).await
     }
 
     async fn claim_segment(
@@ -368,12 +375,12 @@ impl CampaignStore for SqliteStore {
         lease_ms: i64,
     ) -> Result<Option<ClaimedSegment>> {
         let owner = owner.to_string();
-        self.write(move |c| jobs::claim(c, owner, now, lease_ms))
+        self.write(move |c| jobs::claim_segment(c, owner, now, lease_ms))
             .await
     }
 
     async fn job_sends(&self, job_id: i64, start: u64, end: u64) -> Result<Vec<SendRecord>> {
-        self.read(move |c| jobs::sends_of(c, job_id, start, end))
+        self.read(move |c| jobs::job_sends(c, job_id, start, end))
             .await
     }
 
@@ -392,45 +399,25 @@ impl CampaignStore for SqliteStore {
             )));
         }
         let claim = claim.clone();
-        self.write(move |c| jobs::record(c, &claim, cursor, entries, now, lease_ms))
+        self.write(move |c| jobs::record_sends(c, &claim, cursor, entries, now, lease_ms))
             .await
     }
 
     async fn finish_segment(&self, claim: &SegmentClaim, now: i64) -> Result<LeaseCheck> {
         let claim = claim.clone();
-        self.write(move |c| jobs::finish(c, &claim, now)).await
+        self.write(move |c| jobs::finish_segment(c, &claim, now))
+            .await
     }
 
     async fn sweep(&self, now: i64, opts: SweepOptions) -> Result<SweepReport> {
-        self.write(move |c| sweep::run(c, now, opts)).await
+        self.write(move |c| sweep::sweep(c, now, opts)).await
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn migrated() -> Connection {
-        let mut conn = Connection::open_in_memory().unwrap();
-        super::super::configure(
-            &conn,
-            super::super::Role::Writer(super::super::Synchronous::Normal),
-        )
-        .unwrap();
-        super::super::migrate(&mut conn).unwrap();
-        conn
-    }
-
-    fn plan(conn: &Connection, sql: &str) -> String {
-        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
-        let n = stmt.parameter_count();
-        let rows = stmt
-            .query_map(rusqlite::params_from_iter(vec![1i64; n]), |r| {
-                r.get::<_, String>(3)
-            })
-            .unwrap();
-        rows.map(|r| r.unwrap()).collect::<Vec<_>>().join("\n")
-    }
+    use crate::sqlite::testing::{migrated, plan};
 
     /// Every hot statement reads through the index meant for it: no table scan,
     /// no sort. (`SCAN ... USING INDEX` is a walk of a partial index in order,
