@@ -10,6 +10,7 @@ pub mod campaign;
 pub mod conformance;
 pub mod conformance_campaign;
 pub mod conformance_provider;
+mod migration;
 mod model;
 pub mod postgres;
 pub mod sqlite;

@@ -9,25 +9,6 @@ use super::error::Ctx;
 use crate::model::{self, named_lease_cols, node_cols, shard_lease_cols};
 use crate::{Fence, NamedLease, NodeInfo, Result, ShardLease};
 
-pub(super) const SCHEMA: &str = "
-    CREATE TABLE nodes (
-        node_id    TEXT PRIMARY KEY,
-        started_at INTEGER NOT NULL,
-        expires_at INTEGER NOT NULL
-    ) STRICT, WITHOUT ROWID;
-    CREATE TABLE shard_leases (
-        shard       INTEGER PRIMARY KEY,
-        owner       TEXT,
-        lease_until INTEGER NOT NULL,
-        epoch       INTEGER NOT NULL
-    ) STRICT;
-    CREATE TABLE named_leases (
-        name        TEXT PRIMARY KEY,
-        holder      TEXT NOT NULL,
-        lease_until INTEGER NOT NULL,
-        epoch       INTEGER NOT NULL
-    ) STRICT, WITHOUT ROWID;";
-
 // ?1 shard, ?2 node, ?3 new lease_until, ?4 now. A shard changes hands (and
 // epoch) only when it is free or expired; the owner renews without a bump.
 const ACQUIRE_SHARD: &str = "INSERT INTO shard_leases (shard, owner, lease_until, epoch) \

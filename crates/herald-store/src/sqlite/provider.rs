@@ -10,26 +10,6 @@ use super::error::Ctx;
 use crate::model::{self, delivery_cols, token_cols};
 use crate::{ChannelToken, DeliveryRecord, Result};
 
-/// Migration 5. Adding nullable columns rewrites no row. The two message-id
-/// indexes are partial: rows without a provider message id (failures,
-/// retries, channels that give none) never enter them, so inserting those
-/// costs nothing extra. An existing database builds them once, while migrating.
-pub(super) const SCHEMA: &str = "
-    ALTER TABLE deliveries ADD COLUMN final_status TEXT;
-    ALTER TABLE deliveries ADD COLUMN final_at INTEGER;
-    CREATE INDEX deliveries_msgid ON deliveries (channel, provider_msgid)
-        WHERE provider_msgid IS NOT NULL;
-    ALTER TABLE job_sends ADD COLUMN final_status TEXT;
-    ALTER TABLE job_sends ADD COLUMN final_at INTEGER;
-    CREATE INDEX job_sends_msgid ON job_sends (msgid) WHERE msgid IS NOT NULL;
-    CREATE TABLE channel_tokens (
-        key        TEXT PRIMARY KEY,
-        token      TEXT    NOT NULL,
-        expires_at INTEGER NOT NULL,
-        fetched_at INTEGER NOT NULL,
-        updated_at INTEGER NOT NULL
-    ) STRICT, WITHOUT ROWID;";
-
 pub(super) const DELIVERY_BY_ID: &str = concat!(
     "SELECT ",
     delivery_cols!(),
