@@ -78,25 +78,12 @@ const DELETE_SUBJECT: &str = concat!(
     "DELETE FROM subjects WHERE subject_id = $1 RETURNING ",
     subject_cols!()
 );
-// $1 subject, $2 at. Unlinks every bit of the subject, deletes the users'
-// subscriptions (found through the links) and cancels the pending timers.
-const DROP_SUBJECT_REMINDERS: &str = "WITH links AS ( \
-        DELETE FROM reminder_timers WHERE subject_id = $1 RETURNING user_id, timer_id \
-    ), subs AS ( \
-        DELETE FROM reminders \
-        WHERE subject_id = $1 AND user_id = ANY(ARRAY(SELECT user_id FROM links)) \
-    ) \
-    UPDATE timers SET state = 4, updated_at = $2 \
-    WHERE id = ANY(ARRAY(SELECT timer_id FROM links)) AND state = 0 RETURNING id";
+/// See `queries/drop_subject_reminders.sql`.
+const DROP_SUBJECT_REMINDERS: &str = include_str!("queries/drop_subject_reminders.sql");
 const LOCK_BITS: &str =
     "SELECT bits FROM reminders WHERE user_id = $1 AND subject_id = $2 FOR UPDATE";
-// $1 user, $2 subject, $3 bits to clear, $4 at.
-const CANCEL_BITS: &str = "WITH links AS ( \
-        DELETE FROM reminder_timers \
-        WHERE user_id = $1 AND subject_id = $2 AND bit = ANY($3::int2[]) RETURNING timer_id \
-    ) \
-    UPDATE timers SET state = 4, updated_at = $4 \
-    WHERE id = ANY(ARRAY(SELECT timer_id FROM links)) AND state = 0 RETURNING id";
+/// See `queries/cancel_bits.sql`.
+const CANCEL_BITS: &str = include_str!("queries/cancel_bits.sql");
 const STORE_BITS: &str =
     "UPDATE reminders SET bits = $3, updated_at = $4 WHERE user_id = $1 AND subject_id = $2";
 const DELETE_REMINDER: &str = "DELETE FROM reminders WHERE user_id = $1 AND subject_id = $2";
@@ -114,29 +101,8 @@ const CLAIM_BITS: &str = "INSERT INTO reminder_timers (user_id, subject_id, bit,
     SELECT u, s, b, nextval('timers_id_seq') \
     FROM unnest($1::text[], $2::text[], $3::int2[]) AS x(u, s, b) \
     ON CONFLICT DO NOTHING RETURNING user_id, subject_id, bit, timer_id";
-// The timers of the claimed bits, under the ids drawn for them. As for plain
-// inserts, keyed timers skip a taken key; answers the keyed ids inserted.
-const INSERT_REMINDER_TIMERS: &str = "WITH src AS ( \
-        SELECT * FROM unnest($1::int8[], $2::int4[], $3::int8[], $4::int2[], $5::text[], \
-                             $6::text[], $7::text[], $8::text[], $9::text[], $10::int8[]) \
-             AS u(id, shard, due_at, priority, kind, channel, recipient, message, \
-                  idempotency_key, created_at) \
-    ), plain AS ( \
-        INSERT INTO timers (id, shard, due_at, priority, kind, state, channel, recipient, \
-                            message, idempotency_key, attempts, created_at, updated_at) \
-        SELECT id, shard, due_at, priority, kind, 0, channel, recipient, message, \
-               NULL, 0, created_at, created_at \
-        FROM src WHERE idempotency_key IS NULL \
-    ), keyed AS ( \
-        INSERT INTO timers (id, shard, due_at, priority, kind, state, channel, recipient, \
-                            message, idempotency_key, attempts, created_at, updated_at) \
-        SELECT id, shard, due_at, priority, kind, 0, channel, recipient, message, \
-               idempotency_key, 0, created_at, created_at \
-        FROM src WHERE idempotency_key IS NOT NULL \
-        ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING \
-        RETURNING id \
-    ) \
-    SELECT array_agg(id) FROM keyed";
+/// See `queries/insert_reminder_timers.sql`.
+const INSERT_REMINDER_TIMERS: &str = include_str!("queries/insert_reminder_timers.sql");
 const UNCLAIM_BITS: &str = "DELETE FROM reminder_timers AS r \
     USING unnest($1::text[], $2::text[], $3::int2[]) AS x(u, s, b) \
     WHERE r.user_id = x.u AND r.subject_id = x.s AND r.bit = x.b";

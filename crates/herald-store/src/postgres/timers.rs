@@ -15,32 +15,8 @@ use crate::{
 // The SQL writes state codes as literals (the partial index needs `state = 0`
 // literally); a unit test checks they match `TimerState::code()`.
 
-// One row per new timer, ids drawn in op order. Timers without a key go in with a
-// plain insert; keyed ones with `ON CONFLICT DO NOTHING` (a speculative insert,
-// measurably slower), skipping those whose key is taken. Answers the ids drawn
-// (in op order) and the ids of the keyed timers actually inserted.
-const INSERT_TIMERS: &str = "WITH src AS ( \
-        SELECT nextval('timers_id_seq') AS id, u.* \
-        FROM unnest($1::int4[], $2::int8[], $3::int2[], $4::text[], $5::text[], $6::text[], \
-                    $7::text[], $8::text[], $9::int8[]) WITH ORDINALITY \
-             AS u(shard, due_at, priority, kind, channel, recipient, message, idempotency_key, \
-                  created_at, ord) \
-    ), plain AS ( \
-        INSERT INTO timers (id, shard, due_at, priority, kind, state, channel, recipient, \
-                            message, idempotency_key, attempts, created_at, updated_at) \
-        SELECT id, shard, due_at, priority, kind, 0, channel, recipient, message, \
-               NULL, 0, created_at, created_at \
-        FROM src WHERE idempotency_key IS NULL \
-    ), keyed AS ( \
-        INSERT INTO timers (id, shard, due_at, priority, kind, state, channel, recipient, \
-                            message, idempotency_key, attempts, created_at, updated_at) \
-        SELECT id, shard, due_at, priority, kind, 0, channel, recipient, message, \
-               idempotency_key, 0, created_at, created_at \
-        FROM src WHERE idempotency_key IS NOT NULL \
-        ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING \
-        RETURNING id \
-    ) \
-    SELECT (SELECT array_agg(id ORDER BY ord) FROM src), (SELECT array_agg(id) FROM keyed)";
+/// See `queries/insert_timers.sql`.
+const INSERT_TIMERS: &str = include_str!("queries/insert_timers.sql");
 pub(super) const TIMERS_BY_KEYS: &str = concat!(
     "SELECT ",
     timer_cols!(),
@@ -103,19 +79,8 @@ const INSERT_DELIVERIES: &str = "INSERT INTO deliveries \
 // Locks the leases read, so none changes hands before the batch commits.
 const SHARD_EPOCHS: &str = "SELECT shard, epoch FROM shard_leases \
     WHERE shard = ANY($1::int4[]) ORDER BY shard FOR SHARE";
-// One row per completion (ids distinct within a call). Applies only to a timer
-// still pending at the attempt before this one.
-const UPDATE_COMPLETED: &str = "UPDATE timers AS t SET \
-        state = u.state, attempts = u.attempts, \
-        due_at = COALESCE(u.next_due_at, t.due_at), \
-        delivered_at = COALESCE(u.delivered_at, t.delivered_at), \
-        last_error = u.error, updated_at = u.at \
-    FROM unnest($1::int8[], $2::int8[], $3::int2[], $4::int8[], $5::int8[], $6::int8[], \
-                $7::text[], $8::int8[]) \
-         AS u(id, attempt, state, next_due_at, delivered_at, at, error, attempts) \
-    WHERE t.id = ANY($1::int8[]) AND t.id = u.id AND t.state = 0 \
-      AND t.attempts = u.attempt - 1 \
-    RETURNING t.id";
+/// See `queries/update_completed.sql`.
+const UPDATE_COMPLETED: &str = include_str!("queries/update_completed.sql");
 const DELIVERIES_FOR: &str = concat!(
     "SELECT ",
     delivery_cols!(),

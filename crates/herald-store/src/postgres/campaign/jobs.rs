@@ -92,33 +92,10 @@ pub(super) const END_TASKS: &str = "UPDATE tasks AS t \
     SET state = u.state, detail = u.detail, finished_at = $4 \
     FROM unnest($1::int8[], $2::text[], $3::text[]) AS u(id, state, detail) \
     WHERE t.id = ANY($1::int8[]) AND t.id = u.id AND t.state = 'running'";
-/// Ends those of the (locked) jobs `$1` that have nothing left to do.
-///
-/// `OFFSET 0` keeps PostgreSQL from turning the `NOT EXISTS` into an anti-join:
-/// it stays a probe of `segments_active` per job. As a join, a plan cached
-/// while the tables were small reads every active segment of every job.
-pub(super) const FINISH_IDLE_JOBS: &str = "UPDATE jobs AS j SET state = 'done', finished_at = $2 \
-    WHERE id = ANY($1::int8[]) AND state = 'running' AND retrying = 0 AND NOT EXISTS ( \
-        SELECT 1 FROM segments AS s WHERE s.job_id = j.id AND s.state IN ('pending', 'running') \
-        OFFSET 0) \
-    RETURNING id, task_id, delivered, failed, expired";
-// The first pending segment by (priority DESC, id) that may run now, skipping
-// those other claimers hold; then the guarded update, which hits that row.
-// Sent unnamed (`query_typed`), so it is planned afresh each time: a generic
-// plan cached while `segments` was small sorts every pending segment (and
-// joins the update through them) instead of walking `segments_claim` to the
-// first one. Claims are one per segment, so the planning is cheap.
-pub(super) const CLAIM: &str = concat!(
-    "WITH c AS ( \
-        SELECT id AS cid FROM segments \
-        WHERE state = 'pending' AND not_before <= $2 AND (deadline_at IS NULL OR deadline_at > $2) \
-        ORDER BY priority DESC, id LIMIT 1 FOR UPDATE SKIP LOCKED \
-     ) \
-     UPDATE segments SET state = 'running', owner = $1, lease_until = $3, epoch = epoch + 1, \
-        updated_at = $2 \
-     FROM c WHERE id = c.cid AND state = 'pending' RETURNING ",
-    segment_cols!()
-);
+/// See `queries/finish_idle_jobs.sql`.
+pub(super) const FINISH_IDLE_JOBS: &str = include_str!("queries/finish_idle_jobs.sql");
+/// See `queries/claim.sql`.
+pub(super) const CLAIM: &str = concat!(include_str!("queries/claim.sql"), segment_cols!());
 // Only the first claim of a job finds `started_at` unset in its snapshot and
 // so waits for the job row at all (see the module doc).
 const SET_STARTED: &str = "UPDATE jobs SET started_at = $2 WHERE id = $1 AND started_at IS NULL";
@@ -144,19 +121,8 @@ const INSERT_SENDS: &str = "INSERT INTO job_sends \
     SELECT $1, u.idx, u.recipient, u.state, u.attempts, u.msgid, u.error, $8 \
     FROM unnest($2::int8[], $3::text[], $4::text[], $5::int4[], $6::text[], $7::text[]) \
         AS u(idx, recipient, state, attempts, msgid, error)";
-// The rows that were `retry`, rewritten with the values worked out under their
-// locks. An upsert rather than `UPDATE ... FROM unnest(...)`: each row is one
-// primary-key probe, with no join for the planner to get wrong (a generic plan
-// cached for the join, expecting ten array elements, looped over the whole
-// array for every row: 90 ms for 500 rows).
-pub(super) const UPDATE_SENDS: &str = "INSERT INTO job_sends AS s \
-        (job_id, idx, recipient, state, attempts, msgid, error, updated_at) \
-    SELECT $1, u.idx, u.recipient, u.state, u.attempts, u.msgid, u.error, $8 \
-    FROM unnest($2::int8[], $3::text[], $4::text[], $5::int4[], $6::text[], $7::text[]) \
-        AS u(idx, recipient, state, attempts, msgid, error) \
-    ON CONFLICT (job_id, idx) DO UPDATE SET recipient = EXCLUDED.recipient, \
-        state = EXCLUDED.state, attempts = EXCLUDED.attempts, msgid = EXCLUDED.msgid, \
-        error = EXCLUDED.error, updated_at = EXCLUDED.updated_at";
+/// See `queries/update_sends.sql`.
+pub(super) const UPDATE_SENDS: &str = include_str!("queries/update_sends.sql");
 const MOVE_COUNTERS: &str = "UPDATE jobs SET delivered = delivered + $2, failed = failed + $3, \
     retrying = retrying + $4, expired = expired + $5, cancelled = cancelled + $6 WHERE id = $1";
 // The cursor never moves back. By id alone (the caller checks the job): given
@@ -169,11 +135,8 @@ pub(super) const RENEW: &str = "UPDATE segments SET cursor_idx = GREATEST(cursor
 pub(super) const CURRENT_SEGMENT: &str = "SELECT job_id, end_idx, cursor_idx, lease_until \
     FROM segments WHERE id = $1 AND owner = $2 AND epoch = $3 AND state = 'running' \
     FOR UPDATE";
-pub(super) const END_SEGMENT: &str = "UPDATE segments AS g SET updated_at = $2, state = CASE \
-        WHEN EXISTS (SELECT 1 FROM job_sends AS s WHERE s.job_id = g.job_id \
-                     AND s.idx >= g.start_idx AND s.idx < g.end_idx AND s.state = 'retry') \
-        THEN 'partial' ELSE 'done' END \
-    WHERE id = $1";
+/// See `queries/end_segment.sql`.
+pub(super) const END_SEGMENT: &str = include_str!("queries/end_segment.sql");
 
 /// How a job's task ends once the job has, and why.
 pub(super) fn task_end(

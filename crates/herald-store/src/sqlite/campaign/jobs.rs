@@ -83,19 +83,8 @@ pub(super) const HAS_LIVE_SEGMENT: &str = "SELECT EXISTS (SELECT 1 FROM segments
 /// Pending and running segments of a job end in state ?2.
 pub(super) const END_LIVE_SEGMENTS: &str = "UPDATE segments SET state = ?2, updated_at = ?3 \
     WHERE job_id = ?1 AND state IN ('pending', 'running')";
-/// Ends a running job in state ?2. Ending `expired` or `cancelled` puts every
-/// recipient without a final outcome (unsent or retrying) in that bucket; the
-/// right-hand sides all read the row as it was.
-const END_JOB: &str = concat!(
-    "UPDATE jobs SET state = ?2, finished_at = ?3, \
-     expired = CASE WHEN ?2 = 'expired' THEN total - delivered - failed - cancelled \
-                    ELSE expired END, \
-     cancelled = CASE WHEN ?2 = 'cancelled' THEN total - delivered - failed - expired \
-                      ELSE cancelled END, \
-     retrying = CASE WHEN ?2 IN ('expired', 'cancelled') THEN 0 ELSE retrying END \
-     WHERE id = ?1 AND state = 'running' RETURNING ",
-    job_cols!()
-);
+/// See `queries/end_job.sql`.
+const END_JOB: &str = concat!(include_str!("queries/end_job.sql"), job_cols!());
 const TASK_FOLLOWS: &str = "UPDATE tasks SET state = ?2, detail = ?3, finished_at = ?4 \
     WHERE id = ?1 AND state = 'running'";
 

@@ -48,11 +48,8 @@ pub(super) const FAIL_RETRIES: &str = "UPDATE job_sends INDEXED BY job_sends_ret
     SET state = 2, updated_at = ?4 WHERE job_id = ?1 AND state = 1 AND idx >= ?2 AND idx < ?3";
 const RETRIES_FAILED: &str =
     "UPDATE jobs SET retrying = retrying - ?2, failed = failed + ?2 WHERE id = ?1";
-/// Running jobs with nothing left to do. Pinned to the running-jobs index: by
-/// id SQLite would rather walk every job ever created.
-pub(super) const JOBS_IDLE: &str = "SELECT id FROM jobs INDEXED BY jobs_running \
-    WHERE state = 'running' AND retrying = 0 AND NOT EXISTS (SELECT 1 FROM segments \
-    WHERE segments.job_id = jobs.id AND segments.state IN ('pending', 'running')) LIMIT ?1";
+/// See `queries/sweep_jobs_idle.sql`.
+pub(super) const JOBS_IDLE: &str = include_str!("queries/sweep_jobs_idle.sql");
 
 pub(super) fn sweep(conn: &mut Connection, now: i64, opts: SweepOptions) -> Result<SweepReport> {
     let mut report = SweepReport::default();
