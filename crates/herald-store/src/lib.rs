@@ -13,6 +13,7 @@ pub mod conformance_provider;
 mod migration;
 mod model;
 pub mod postgres;
+mod refusals;
 pub mod sqlite;
 mod types;
 

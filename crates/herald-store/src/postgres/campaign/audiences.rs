@@ -11,12 +11,7 @@
 
 use crate::model::{self, Columns, audience_cols, to_db};
 use crate::postgres::{Ctx, PgStore};
-use crate::{AUDIENCE_CHUNK, AudienceRecord, Result, StoreError};
-
-/// A caller error: the request breaks the contract, nothing was written.
-fn refused(what: &str, why: impl std::fmt::Display) -> StoreError {
-    StoreError::refused(what, why)
-}
+use crate::{AUDIENCE_CHUNK, AudienceRecord, Result, StoreError, refusals};
 
 const CREATE: &str = "INSERT INTO audiences (name, created_at) VALUES ($1, $2) RETURNING id";
 const SHARE_AUDIENCE: &str = "SELECT size FROM audiences WHERE id = $1 FOR SHARE";
@@ -61,32 +56,10 @@ pub(super) async fn create_audience(store: &PgStore, name: Option<&str>, now: i6
 /// The chunk a valid `append` writes as `(chunk_no, count, data)` (count 0
 /// when `recipients` is empty: the chunk is removed), or why it is refused.
 pub(super) fn chunk_of(start: u64, recipients: &[String]) -> Result<(i64, i32, Vec<u8>)> {
-    const WHAT: &str = "append_audience";
-    if !start.is_multiple_of(AUDIENCE_CHUNK) {
-        return Err(refused(
-            WHAT,
-            format!("start {start} is not a multiple of {AUDIENCE_CHUNK}"),
-        ));
-    }
+    let chunk_no = refusals::audience_chunk(start, recipients)?;
+    // At most AUDIENCE_CHUNK, checked above.
     let count = i32::try_from(recipients.len())
-        .ok()
-        .filter(|&n| n as u64 <= AUDIENCE_CHUNK)
-        .ok_or_else(|| {
-            refused(
-                WHAT,
-                format!(
-                    "{} recipients in one chunk (at most {AUDIENCE_CHUNK})",
-                    recipients.len()
-                ),
-            )
-        })?;
-    if let Some(bad) = recipients.iter().position(|r| r.contains('\n')) {
-        return Err(refused(
-            WHAT,
-            format!("recipient {} holds a newline", start + bad as u64),
-        ));
-    }
-    let chunk_no = to_db(start / AUDIENCE_CHUNK, WHAT)?;
+        .map_err(|_| StoreError::Internal("postgres: a chunk's count exceeds an INTEGER".into()))?;
     let bytes = recipients.iter().map(|r| r.len() + 1).sum();
     let mut data = Vec::with_capacity(bytes);
     for (i, r) in recipients.iter().enumerate() {
@@ -123,14 +96,11 @@ pub(super) async fn append_audience(
         .await
         .ctx("locking the audience")?
     {
-        None => return Err(refused("append_audience", format!("no audience {id}"))),
+        None => return Err(refusals::no_audience(id)),
         Some(row) => row.opt_int(0, "audiences.size")?,
     };
     if size.is_some() {
-        return Err(refused(
-            "append_audience",
-            format!("audience {id} is sealed"),
-        ));
+        return Err(refusals::audience_state(id, "is sealed"));
     }
     if count == 0 {
         let remove = tx
@@ -155,9 +125,9 @@ pub(super) async fn seal_audience(
     now: i64,
 ) -> Result<Option<AudienceRecord>> {
     let chunks = size.div_ceil(AUDIENCE_CHUNK);
-    let size_db = to_db(size, "seal_audience")?;
-    let chunks_db = to_db(chunks, "seal_audience")?;
-    let chunk_db = to_db(AUDIENCE_CHUNK, "seal_audience")?;
+    let size_db = to_db(size, "size")?;
+    let chunks_db = to_db(chunks, "size")?;
+    let chunk_db = to_db(AUDIENCE_CHUNK, "size")?;
     let chunk_i32 = i32::try_from(chunk_db)
         .map_err(|_| StoreError::Internal("postgres: AUDIENCE_CHUNK exceeds an INTEGER".into()))?;
     let mut client = store.client().await?;
@@ -188,12 +158,12 @@ pub(super) async fn seal_audience(
     let last = row.int(2, "last chunk")?;
     let short = row.int(3, "short chunks")?;
     if stored != chunks_db || last != chunks_db - 1 || recipients != size_db || short != 0 {
-        return Err(refused(
-            "seal_audience",
+        return Err(refusals::seal_size(
+            id,
+            size,
             format!(
-                "audience {id} holds {recipients} recipients in {stored} chunks \
-                 ({short} short before the last, last chunk {last}); {size} recipients \
-                 need chunks 0..{chunks}, all full but the last"
+                "{recipients} are stored in {stored} chunks (the last is {last}, \
+                 {short} short before it)"
             ),
         ));
     }
@@ -272,7 +242,6 @@ pub(super) async fn audience_slice(
     start: u64,
     end: u64,
 ) -> Result<Vec<String>> {
-    const WHAT: &str = "audience_slice";
     let client = store.client().await?;
     let size_stmt = client
         .prepare_cached(SIZE)
@@ -283,10 +252,10 @@ pub(super) async fn audience_slice(
         .await
         .ctx("reading the audience")?
     {
-        None => return Err(refused(WHAT, format!("no audience {id}"))),
+        None => return Err(refusals::no_audience(id)),
         Some(row) => row.opt_int(0, "audiences.size")?,
     };
-    let size = size.ok_or_else(|| refused(WHAT, format!("audience {id} is not sealed")))?;
+    let size = size.ok_or_else(|| refusals::audience_state(id, "is not sealed yet"))?;
     let size = u64::try_from(size)
         .map_err(|_| StoreError::Corrupt(format!("audience {id}: size {size}")))?;
     let end = end.min(size);
@@ -299,7 +268,7 @@ pub(super) async fn audience_slice(
         .await
         .ctx("preparing chunk read")?;
     let rows = client
-        .query(&stmt, &[&id, &to_db(first, WHAT)?, &to_db(last, WHAT)?])
+        .query(&stmt, &[&id, &to_db(first, "start")?, &to_db(last, "end")?])
         .await
         .ctx("reading chunks")?;
     let corrupt = |why: String| StoreError::Corrupt(format!("audience {id}: {why}"));

@@ -31,15 +31,10 @@ use tokio_postgres::types::{ToSql, Type};
 use crate::postgres::{Ctx, PgStore, col};
 use crate::{
     ClaimedSegment, JobRecord, JobSpec, LeaseCheck, Result, SegmentClaim, SegmentRecord, SendEntry,
-    SendRecord, StoreError,
+    SendRecord, StoreError, refusals,
 };
 
 use crate::model::{self, Columns, job_cols, segment_cols, send_cols, to_db};
-
-/// A caller error: the request breaks the contract, nothing was written.
-fn refused(what: &str, why: impl std::fmt::Display) -> StoreError {
-    StoreError::refused(what, why)
-}
 
 type Tx<'a> = deadpool_postgres::Transaction<'a>;
 
@@ -223,7 +218,7 @@ pub(super) async fn finish_idle(tx: &Tx<'_>, job_ids: &[i64], now: i64) -> Resul
 /// unknown or not sealed. The audience is held `FOR KEY SHARE` so it cannot be
 /// dropped before the job commits.
 pub(super) async fn insert_job(tx: &Tx<'_>, spec: &JobSpec, now: i64) -> Result<Option<JobRecord>> {
-    const WHAT: &str = "create_job";
+    const WHAT: &str = "segment_size";
     let size_stmt = tx
         .prepare_cached(AUDIENCE_SIZE)
         .await
@@ -547,7 +542,7 @@ fn apply_batch<'a>(
     let mut rows: HashMap<i64, Written<'a>> = HashMap::with_capacity(entries.len());
     let mut moves = Moves::default();
     for entry in entries {
-        let idx = to_db(entry.index, "record_sends")?;
+        let idx = to_db(entry.index, "entries")?;
         let state = entry.state;
         let before = match rows.get(&idx) {
             Some(w) => Some((w.state, w.attempts, w.stored)),
@@ -621,17 +616,11 @@ pub(super) async fn record_sends(
     now: i64,
     lease_ms: i64,
 ) -> Result<LeaseCheck> {
-    const WHAT: &str = "record_sends";
-    if let Some(e) = entries.iter().find(|e| e.state == SendState::Expired) {
-        return Err(refused(
-            WHAT,
-            format!("index {}: only the sweeper expires recipients", e.index),
-        ));
-    }
-    let cursor_db = to_db(cursor, WHAT)?;
+    refusals::expired_entry(entries)?;
+    let cursor_db = to_db(cursor, "cursor")?;
     let mut indexes: Vec<i64> = entries
         .iter()
-        .map(|e| to_db(e.index, WHAT))
+        .map(|e| to_db(e.index, "entries"))
         .collect::<Result<_>>()?;
     indexes.sort_unstable();
     indexes.dedup();
@@ -657,31 +646,14 @@ pub(super) async fn record_sends(
     )
     .await
     .ctx("locking the job and its send-log rows")?;
-    let Some(job) = job else {
-        return Err(refused(WHAT, format!("no job {}", claim.job_id)));
+    // No job means no segment under it either.
+    let (Some(job), Some(range)) = (job, range) else {
+        return Err(refusals::no_segment(claim.segment_id, claim.job_id));
     };
     let job: JobState = job.state(0, "jobs.state")?;
-    let Some(range) = range else {
-        return Err(refused(
-            WHAT,
-            format!("no segment {} in job {}", claim.segment_id, claim.job_id),
-        ));
-    };
-    let (start, end): (i64, i64) = (col(&range, 0, "start_idx")?, col(&range, 1, "end_idx")?);
-    if cursor_db < start || cursor_db > end {
-        return Err(refused(
-            WHAT,
-            format!("cursor {cursor} outside the segment's [{start}, {end}]"),
-        ));
-    }
-    if let (Some(&lo), Some(&hi)) = (indexes.first(), indexes.last())
-        && (lo < start || hi >= end)
-    {
-        return Err(refused(
-            WHAT,
-            format!("an index outside the segment's [{start}, {end})"),
-        ));
-    }
+    let start = model::from_db(range.int(0, "segments.start_idx")?, "segments.start_idx")?;
+    let end = model::from_db(range.int(1, "segments.end_idx")?, "segments.end_idx")?;
+    refusals::within_segment(claim.segment_id, start, end, cursor, entries)?;
     let mut stored = HashMap::with_capacity(existing.len());
     for row in &existing {
         let idx: i64 = col(row, 0, "job_sends.idx")?;
@@ -780,12 +752,10 @@ pub(super) async fn finish_segment(
     let cursor: i64 = col(&segment, 2, "segments.cursor_idx")?;
     let lease_until: Option<i64> = col(&segment, 3, "segments.lease_until")?;
     if cursor < end {
-        return Err(refused(
-            "finish_segment",
-            format!(
-                "segment {} is at {cursor}, short of its end {end}",
-                claim.segment_id
-            ),
+        return Err(refusals::unfinished_segment(
+            claim.segment_id,
+            model::from_db(cursor, "segments.cursor_idx")?,
+            model::from_db(end, "segments.end_idx")?,
         ));
     }
     let stmt = tx

@@ -214,7 +214,7 @@ impl CampaignStore for PgStore {
     }
 
     async fn job_sends(&self, job_id: i64, start: u64, end: u64) -> Result<Vec<SendRecord>> {
-        let start = to_db(start, "job_sends")?;
+        let start = to_db(start, "start")?;
         let end = bound_to_db(end);
         if start >= end {
             return Ok(Vec::new());

@@ -3,10 +3,10 @@
 
 use rusqlite::{Connection, params};
 
-use super::{Ctx, in_read_tx, in_tx, invalid, query_opt};
+use super::{Ctx, in_read_tx, in_tx, query_opt};
 use crate::campaign::{AUDIENCE_CHUNK, AudienceRecord};
 use crate::model::{self, Columns, audience_cols, from_db, to_db};
-use crate::{Result, StoreError};
+use crate::{Result, StoreError, refusals};
 
 const INSERT: &str = "INSERT INTO audiences (name, created_at) VALUES (?1, ?2) RETURNING id";
 const BY_ID: &str = concat!("SELECT ", audience_cols!(), " FROM audiences WHERE id = ?1");
@@ -38,26 +38,11 @@ pub(super) fn create_audience(
         .ctx("inserting audience")
 }
 
-/// Checks a chunk before anything is written and joins it for storage.
-pub(super) fn chunk_data(id: i64, start: u64, recipients: &[String]) -> Result<String> {
-    if !start.is_multiple_of(AUDIENCE_CHUNK) {
-        return Err(invalid(format!(
-            "audience {id}: chunk start {start} is not a multiple of {AUDIENCE_CHUNK}"
-        )));
-    }
-    if recipients.len() as u64 > AUDIENCE_CHUNK {
-        return Err(invalid(format!(
-            "audience {id}: {} recipients in one chunk, at most {AUDIENCE_CHUNK}",
-            recipients.len()
-        )));
-    }
-    if let Some(i) = recipients.iter().position(|r| r.contains('\n')) {
-        return Err(invalid(format!(
-            "audience {id}: recipient {} holds a newline",
-            start + i as u64
-        )));
-    }
-    Ok(recipients.join("\n"))
+/// Checks a chunk before anything is written; returns its number and its
+/// recipients joined for storage.
+pub(super) fn chunk_data(start: u64, recipients: &[String]) -> Result<(i64, String)> {
+    let chunk_no = refusals::audience_chunk(start, recipients)?;
+    Ok((chunk_no, recipients.join("\n")))
 }
 
 /// The size column of an audience: `None` if unknown, `Some(None)` while open.
@@ -72,17 +57,16 @@ fn size_of(conn: &Connection, id: i64) -> Result<Option<Option<u64>>> {
 pub(super) fn append_audience(
     conn: &mut Connection,
     id: i64,
-    start: u64,
+    chunk_no: i64,
     count: usize,
     data: String,
 ) -> Result<()> {
     in_tx(conn, "appending to audience", |tx| {
         match size_of(tx, id)? {
-            None => return Err(invalid(format!("audience {id} does not exist"))),
-            Some(Some(_)) => return Err(invalid(format!("audience {id} is already sealed"))),
+            None => return Err(refusals::no_audience(id)),
+            Some(Some(_)) => return Err(refusals::audience_state(id, "is sealed")),
             Some(None) => {}
         }
-        let chunk_no = to_db(start / AUDIENCE_CHUNK, "chunk")?;
         if count == 0 {
             tx.prepare_cached(DELETE_CHUNK)
                 .ctx("preparing chunk delete")?
@@ -117,17 +101,17 @@ pub(super) fn seal_audience(
             .ctx("reading chunk stats")?;
         // Chunks 0..n, all full but the last, holding `size` in all: then every
         // index below `size` is where a slice will look for it.
-        let n = to_db(size.div_ceil(AUDIENCE_CHUNK), "chunks")?;
+        let n = to_db(size.div_ceil(AUDIENCE_CHUNK), "size")?;
         let complete = chunks == n
             && last == n - 1
             && stored == to_db(size, "size")?
             && full >= (n - 1).max(0);
         if !complete {
-            return Err(invalid(format!(
-                "audience {id}: cannot seal with {size} recipients: {stored} stored in \
-                 {chunks} chunks (last chunk {last}), expected {n} chunks of \
-                 {AUDIENCE_CHUNK} (the last may be short)"
-            )));
+            return Err(refusals::seal_size(
+                id,
+                size,
+                format!("{stored} are stored in {chunks} chunks (the last is {last})"),
+            ));
         }
         tx.prepare_cached(SEAL)
             .ctx("preparing seal")?
@@ -178,8 +162,8 @@ pub(super) fn audience_slice(
     in_read_tx(conn, "reading audience slice", |tx| {
         let size = match size_of(tx, id)? {
             Some(Some(size)) => size,
-            Some(None) => return Err(invalid(format!("audience {id} is not sealed yet"))),
-            None => return Err(invalid(format!("audience {id} does not exist"))),
+            Some(None) => return Err(refusals::audience_state(id, "is not sealed yet")),
+            None => return Err(refusals::no_audience(id)),
         };
         let end = end.min(size);
         if start >= end {
@@ -189,7 +173,7 @@ pub(super) fn audience_slice(
         let mut out = Vec::with_capacity((end - start) as usize);
         let mut stmt = tx.prepare_cached(CHUNKS).ctx("preparing chunk read")?;
         let mut rows = stmt
-            .query(params![id, to_db(first, "chunk")?, to_db(last, "chunk")?])
+            .query(params![id, to_db(first, "start")?, to_db(last, "end")?])
             .ctx("reading chunks")?;
         while let Some(row) = rows.next().ctx("reading chunks")? {
             let chunk_no = from_db(row.int(0, "audience_chunks.chunk_no")?, "chunk_no")?;

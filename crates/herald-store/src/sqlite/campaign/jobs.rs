@@ -5,7 +5,7 @@ use herald_core::campaign::{
 };
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
-use super::{Ctx, audiences, in_tx, invalid, query_all, query_opt};
+use super::{Ctx, audiences, in_tx, query_all, query_opt};
 use crate::campaign::{
     ClaimedSegment, JobRecord, JobSpec, JobTotals, LeaseCheck, SegmentClaim, SegmentRecord,
     SendEntry, SendRecord,
@@ -13,7 +13,7 @@ use crate::campaign::{
 use crate::model::{
     self, Columns, Stored, Value, job_cols, limit_to_db, segment_cols, send_code, send_cols, to_db,
 };
-use crate::{Result, StoreError};
+use crate::{Result, StoreError, refusals};
 
 const INSERT_JOB: &str = "INSERT INTO jobs (audience_id, channel, message, segment_size, \
     deadline_at, priority, task_id, state, total, created_at, finished_at) \
@@ -393,7 +393,8 @@ struct ClaimView {
 }
 
 impl ClaimView {
-    fn read(tx: &Transaction<'_>, claim: &SegmentClaim) -> Result<Self> {
+    /// The claim's segment, `None` if no segment has its id under its job.
+    fn read(tx: &Transaction<'_>, claim: &SegmentClaim) -> Result<Option<Self>> {
         let view = query_opt(
             tx,
             CLAIM_STATE,
@@ -414,15 +415,8 @@ impl ClaimView {
                     lease_until: r.opt_int(7, "segments.lease_until")?,
                 })
             },
-        )?
-        .ok_or_else(|| invalid(format!("segment {} does not exist", claim.segment_id)))?;
-        if view.job_id != claim.job_id {
-            return Err(invalid(format!(
-                "segment {} belongs to job {}, not {}",
-                claim.segment_id, view.job_id, claim.job_id
-            )));
-        }
-        Ok(view)
+        )?;
+        Ok(view.filter(|v| v.job_id == claim.job_id))
     }
 
     /// Still this claim's: same owner and epoch, and running.
@@ -509,22 +503,9 @@ pub(super) fn record_sends(
     lease_ms: i64,
 ) -> Result<LeaseCheck> {
     in_tx(conn, "recording sends", |tx| {
-        let seg = ClaimView::read(tx, claim)?;
-        if cursor < seg.start || cursor > seg.end {
-            return Err(invalid(format!(
-                "record_sends: cursor {cursor} is outside segment {} [{}, {})",
-                claim.segment_id, seg.start, seg.end
-            )));
-        }
-        if let Some(e) = entries
-            .iter()
-            .find(|e| e.index < seg.start || e.index >= seg.end)
-        {
-            return Err(invalid(format!(
-                "record_sends: index {} is outside segment {} [{}, {})",
-                e.index, claim.segment_id, seg.start, seg.end
-            )));
-        }
+        let seg = ClaimView::read(tx, claim)?
+            .ok_or_else(|| refusals::no_segment(claim.segment_id, claim.job_id))?;
+        refusals::within_segment(claim.segment_id, seg.start, seg.end, cursor, &entries)?;
         let job_state: JobState =
             query_opt(tx, JOB_STATE, [claim.job_id], "reading job state", |r| {
                 r.state(0, "jobs.state")
@@ -543,7 +524,7 @@ pub(super) fn record_sends(
             let mut lookup = tx.prepare_cached(SEND_STATE).ctx("preparing send lookup")?;
             let mut retry = tx.prepare_cached(RETRY_SEND).ctx("preparing send retry")?;
             for e in &entries {
-                let idx = to_db(e.index, "index")?;
+                let idx = to_db(e.index, "entries")?;
                 let code = send_code(e.state);
                 let inserted = insert
                     .execute(params![
@@ -630,15 +611,16 @@ pub(super) fn finish_segment(
     now: i64,
 ) -> Result<LeaseCheck> {
     in_tx(conn, "finishing segment", |tx| {
-        let seg = ClaimView::read(tx, claim)?;
-        if !seg.current(claim) {
+        // An unknown segment, or another job's, is no claim of this caller's.
+        let Some(seg) = ClaimView::read(tx, claim)?.filter(|s| s.current(claim)) else {
             return Ok(LeaseCheck::Lost);
-        }
-        if seg.cursor != seg.end {
-            return Err(invalid(format!(
-                "finish_segment: segment {} is at {} of [{}, {})",
-                claim.segment_id, seg.cursor, seg.start, seg.end
-            )));
+        };
+        if seg.cursor < seg.end {
+            return Err(refusals::unfinished_segment(
+                claim.segment_id,
+                seg.cursor,
+                seg.end,
+            ));
         }
         let state = if any_retry(tx, claim.job_id, seg.start, seg.end)? {
             SegmentState::Partial

@@ -31,18 +31,13 @@ mod rules;
 mod sweep;
 
 use async_trait::async_trait;
-use herald_core::campaign::{SegmentState, SendState};
+use herald_core::campaign::SegmentState;
 use rusqlite::{Connection, Row, Transaction, TransactionBehavior};
 
 use super::SqliteStore;
 use super::error::Ctx;
 use crate::campaign::*;
-use crate::{Result, StoreError};
-
-/// A caller error: the request breaks the contract, nothing was written.
-fn invalid(msg: String) -> StoreError {
-    StoreError::refused("request", msg)
-}
+use crate::{Result, refusals};
 
 /// Runs `f` in one `BEGIN IMMEDIATE` transaction and commits if it succeeds.
 fn in_tx<R>(
@@ -111,9 +106,9 @@ impl CampaignStore for SqliteStore {
     }
 
     async fn append_audience(&self, id: i64, start: u64, recipients: &[String]) -> Result<()> {
-        let data = audiences::chunk_data(id, start, recipients)?;
+        let (chunk_no, data) = audiences::chunk_data(start, recipients)?;
         let count = recipients.len();
-        self.write(move |c| audiences::append_audience(c, id, start, count, data))
+        self.write(move |c| audiences::append_audience(c, id, chunk_no, count, data))
             .await
     }
 
@@ -263,12 +258,7 @@ impl CampaignStore for SqliteStore {
         now: i64,
         lease_ms: i64,
     ) -> Result<LeaseCheck> {
-        if let Some(e) = entries.iter().find(|e| e.state == SendState::Expired) {
-            return Err(invalid(format!(
-                "record_sends: index {} is `expired`; only the sweeper expires recipients",
-                e.index
-            )));
-        }
+        refusals::expired_entry(&entries)?;
         let claim = claim.clone();
         self.write(move |c| jobs::record_sends(c, &claim, cursor, entries, now, lease_ms))
             .await
