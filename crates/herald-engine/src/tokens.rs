@@ -219,7 +219,7 @@ mod tests {
         );
         assert_eq!(
             e.to_string(),
-            "token vault: loading token \"wx\": store backend error: disk on fire"
+            "token vault: loading token \"wx\": store unavailable: disk on fire"
         );
     }
 

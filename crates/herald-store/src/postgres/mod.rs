@@ -7,9 +7,8 @@
 //! of prepared statements. [`Store::subscribe`] opens one more, dedicated
 //! connection per subscriber for `LISTEN` (see [`notify`]). Methods must be
 //! called from within a tokio runtime. TLS is not supported (`NoTls`): connect
-//! over a trusted network or a local socket. Of [`StoreOptions`], only
-//! `pg_notify_window_ms` applies; the `sqlite_*` and `read_connections` settings
-//! are ignored.
+//! over a trusted network or a local socket. Of [`StoreOptions`], only the
+//! `postgres` part applies.
 //!
 //! # Atomicity and batching
 //!
@@ -220,7 +219,7 @@ impl PgStore {
         let store = PgStore {
             pool,
             config,
-            notify_window_ms: opts.pg_notify_window_ms,
+            notify_window_ms: opts.postgres.notify_window_ms,
             origin: new_origin(),
             listeners: Mutex::new(Vec::new()),
         };

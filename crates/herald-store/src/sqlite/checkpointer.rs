@@ -116,9 +116,10 @@ pub(super) fn checkpoint(conn: &Connection, restart_above: i64) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Synchronous;
     use crate::WriteOp;
     use crate::sqlite::apply::apply;
-    use crate::sqlite::pool::{Synchronous, open_file_connections};
+    use crate::sqlite::pool::open_file_connections;
 
     #[test]
     fn checkpoints_copy_the_wal_back() {

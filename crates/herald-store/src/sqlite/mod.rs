@@ -50,7 +50,7 @@ use rusqlite::Connection;
 
 use checkpointer::Checkpointer;
 use error::Ctx;
-use pool::{ConnPool, Role, Synchronous};
+use pool::{ConnPool, Role};
 
 use crate::{
     Applied, ChannelToken, Completion, DeliveryRecord, DueCursor, DueEntry, Fence, MergeProbe,
@@ -73,9 +73,9 @@ impl SqliteStore {
     /// Opens (creating if missing, with its directory) the database file at `path`
     /// and brings its schema up to date.
     pub async fn open(path: impl AsRef<Path>, opts: &StoreOptions) -> Result<Self> {
-        let sync = Synchronous::parse(&opts.sqlite_synchronous)?;
+        let sync = opts.sqlite.synchronous;
         let path = path.as_ref().to_path_buf();
-        let readers = opts.read_connections;
+        let readers = opts.sqlite.read_connections;
         let conns =
             tokio::task::spawn_blocking(move || pool::open_file_connections(&path, sync, readers))
                 .await
@@ -85,9 +85,9 @@ impl SqliteStore {
     }
 
     /// A private in-memory database, for tests: one connection serves reads and
-    /// writes. `read_connections` is ignored; `sqlite_synchronous` is still checked.
+    /// writes. `read_connections` is ignored.
     pub async fn open_memory(opts: &StoreOptions) -> Result<Self> {
-        let sync = Synchronous::parse(&opts.sqlite_synchronous)?;
+        let sync = opts.sqlite.synchronous;
         let writer = tokio::task::spawn_blocking(move || -> Result<Connection> {
             let mut conn = Connection::open_in_memory().ctx("opening in-memory database")?;
             pool::configure(&conn, Role::Writer(sync))?;
@@ -345,8 +345,9 @@ pub(crate) fn migration_names() -> Vec<&'static str> {
 mod testing {
     use rusqlite::Connection;
 
-    use super::pool::{self, Role, Synchronous};
+    use super::pool::{self, Role};
     use super::schema;
+    use crate::Synchronous;
 
     /// An in-memory database configured as a writer, with no schema yet.
     pub(super) fn configured() -> Connection {

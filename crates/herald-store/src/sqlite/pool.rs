@@ -19,7 +19,7 @@ use rusqlite::{Connection, OpenFlags};
 
 use super::error::Ctx;
 use super::schema;
-use crate::{Result, StoreError};
+use crate::{Result, StoreError, Synchronous};
 
 /// How long a connection waits for a lock held by another connection (another
 /// process on the same file, or a checkpoint) before giving up with `SQLITE_BUSY`.
@@ -36,32 +36,11 @@ const WRITER_AUTOCHECKPOINT_FRAMES: i64 = 65_536;
 /// Prepared statements kept per connection (all hot statements plus the IN-list sizes).
 pub(super) const STATEMENT_CACHE: usize = 64;
 
-/// `synchronous` settings we allow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Synchronous {
-    Full,
-    Normal,
-}
-
-impl Synchronous {
-    pub(super) fn parse(s: &str) -> Result<Self> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "full" => Ok(Synchronous::Full),
-            "normal" => Ok(Synchronous::Normal),
-            _ => Err(StoreError::refused(
-                "sqlite_synchronous",
-                format!(
-                    "sqlite: invalid sqlite_synchronous {s:?}: expected \"full\" or \"normal\""
-                ),
-            )),
-        }
-    }
-
-    fn pragma_value(self) -> &'static str {
-        match self {
-            Synchronous::Full => "FULL",
-            Synchronous::Normal => "NORMAL",
-        }
+/// The `PRAGMA synchronous` value of a setting.
+fn pragma_value(sync: Synchronous) -> &'static str {
+    match sync {
+        Synchronous::Full => "FULL",
+        Synchronous::Normal => "NORMAL",
     }
 }
 
@@ -188,7 +167,7 @@ pub(super) fn configure(conn: &Connection, role: Role) -> Result<()> {
                     "sqlite: journal_mode is {mode:?}, could not switch to WAL"
                 )));
             }
-            conn.pragma_update(None, "synchronous", sync.pragma_value())
+            conn.pragma_update(None, "synchronous", pragma_value(sync))
                 .ctx("setting synchronous")?;
             conn.pragma_update(None, "cache_size", -WRITER_CACHE_KIB)
                 .ctx("setting cache_size")?;
@@ -232,14 +211,6 @@ fn register_functions(conn: &Connection) -> Result<()> {
 mod tests {
     use super::*;
     use crate::sqlite::testing::migrated;
-
-    #[test]
-    fn rejects_unknown_synchronous() {
-        assert_eq!(Synchronous::parse("FULL").unwrap(), Synchronous::Full);
-        assert_eq!(Synchronous::parse("normal").unwrap(), Synchronous::Normal);
-        assert!(Synchronous::parse("off").is_err());
-        assert!(Synchronous::parse("").is_err());
-    }
 
     #[test]
     fn writer_pragmas_are_applied() {
