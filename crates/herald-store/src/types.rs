@@ -284,6 +284,20 @@ pub struct PutSubject {
     pub at: i64,
 }
 
+impl PutSubject {
+    /// The subject as this put leaves it, first created at `created_at`.
+    pub fn record(&self, created_at: i64) -> SubjectRecord {
+        SubjectRecord {
+            subject_id: self.subject_id.clone(),
+            start_at: self.start_at,
+            title: self.title.clone(),
+            data: self.data.clone(),
+            created_at,
+            updated_at: self.at,
+        }
+    }
+}
+
 /// A stored subject.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SubjectRecord {

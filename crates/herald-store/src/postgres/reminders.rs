@@ -190,14 +190,7 @@ pub(super) async fn put_subject(tx: &Tx<'_>, put: &PutSubject) -> Result<WriteRe
             .ctx("inserting subject")?;
         if created == 1 {
             return Ok(WriteResult::SubjectPut {
-                subject: SubjectRecord {
-                    subject_id: put.subject_id.clone(),
-                    start_at: put.start_at,
-                    title: put.title.clone(),
-                    data: put.data.clone(),
-                    created_at: put.at,
-                    updated_at: put.at,
-                },
+                subject: put.record(put.at),
                 created: true,
                 moved: Vec::new(),
             });
@@ -248,14 +241,7 @@ async fn update_subject(tx: &Tx<'_>, put: &PutSubject, old: SubjectRecord) -> Re
         moved.sort_unstable_by_key(DueEntry::cursor);
     }
     Ok(WriteResult::SubjectPut {
-        subject: SubjectRecord {
-            subject_id: put.subject_id.clone(),
-            start_at: put.start_at,
-            title: put.title.clone(),
-            data: put.data.clone(),
-            created_at: old.created_at,
-            updated_at: put.at,
-        },
+        subject: put.record(old.created_at),
         created: false,
         moved,
     })

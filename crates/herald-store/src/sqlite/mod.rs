@@ -333,13 +333,6 @@ impl Store for SqliteStore {
     }
 }
 
-/// The names of SQLite's migrations, for the test that holds both backends
-/// to one numbering.
-#[cfg(test)]
-pub(crate) fn migration_names() -> Vec<&'static str> {
-    schema::MIGRATIONS.iter().map(|m| m.name).collect()
-}
-
 /// Helpers for the SQLite modules' unit tests.
 #[cfg(test)]
 mod testing {

@@ -112,14 +112,7 @@ pub(super) fn put_subject(conn: &Connection, put: &PutSubject) -> Result<WriteRe
             ])
             .ctx("inserting subject")?;
         return Ok(WriteResult::SubjectPut {
-            subject: SubjectRecord {
-                subject_id: put.subject_id.clone(),
-                start_at: put.start_at,
-                title: put.title.clone(),
-                data: put.data.clone(),
-                created_at: put.at,
-                updated_at: put.at,
-            },
+            subject: put.record(put.at),
             created: true,
             moved: Vec::new(),
         });
@@ -149,14 +142,7 @@ pub(super) fn put_subject(conn: &Connection, put: &PutSubject) -> Result<WriteRe
         moved.sort_unstable_by_key(DueEntry::cursor);
     }
     Ok(WriteResult::SubjectPut {
-        subject: SubjectRecord {
-            subject_id: put.subject_id.clone(),
-            start_at: put.start_at,
-            title: put.title.clone(),
-            data: put.data.clone(),
-            created_at: old.created_at,
-            updated_at: put.at,
-        },
+        subject: put.record(old.created_at),
         created: false,
         moved,
     })

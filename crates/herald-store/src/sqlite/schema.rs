@@ -8,32 +8,7 @@ use super::error::Ctx;
 use crate::migration::{self, Migration};
 use crate::{Result, StoreError};
 
-pub(super) const MIGRATIONS: &[Migration] = &[
-    Migration {
-        name: "0001_timers",
-        sql: include_str!("migrations/0001_timers.sql"),
-    },
-    Migration {
-        name: "0002_cluster",
-        sql: include_str!("migrations/0002_cluster.sql"),
-    },
-    Migration {
-        name: "0003_reminders",
-        sql: include_str!("migrations/0003_reminders.sql"),
-    },
-    Migration {
-        name: "0004_campaign",
-        sql: include_str!("migrations/0004_campaign.sql"),
-    },
-    Migration {
-        name: "0005_provider",
-        sql: include_str!("migrations/0005_provider.sql"),
-    },
-    Migration {
-        name: "0006_segment_cursor_idx",
-        sql: include_str!("migrations/0006_segment_cursor_idx.sql"),
-    },
-];
+pub(super) const MIGRATIONS: &[Migration] = migration::migrations!();
 
 /// Applies the migrations this database has not seen yet, all in one transaction.
 pub(super) fn migrate(conn: &mut Connection) -> Result<()> {
