@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use herald_channels::{Channel, ChannelKind, Delivery, SendOutcome};
 use herald_core::{Clock, RetryPolicy, SystemClock, TimerKind};
 use herald_engine::{ChannelSpec, Engine, EngineConfig};
-use herald_store::{NewTimer, StoreOptions, WriteOp, WriteResult};
+use herald_store::{NewTimer, SqliteOptions, StoreOptions, Synchronous, WriteOp, WriteResult};
 use parking_lot::Mutex;
 
 /// Counts deliveries per timer; fails the first `fail_first` attempts of each.
@@ -75,7 +75,10 @@ async fn engine(channel: Arc<Counting>, cfg: EngineConfig) -> (Engine, tempfile:
     let store = herald_store::open(
         &url,
         &StoreOptions {
-            sqlite_synchronous: "normal".into(),
+            sqlite: SqliteOptions {
+                synchronous: Synchronous::Normal,
+                ..Default::default()
+            },
             ..Default::default()
         },
     )
@@ -287,7 +290,10 @@ async fn two_nodes_split_the_shards_and_fire_each_timer_once() {
     let store = herald_store::open(
         &url,
         &StoreOptions {
-            sqlite_synchronous: "normal".into(),
+            sqlite: SqliteOptions {
+                synchronous: Synchronous::Normal,
+                ..Default::default()
+            },
             ..Default::default()
         },
     )
@@ -333,7 +339,10 @@ async fn a_dead_nodes_shards_move_when_its_leases_expire() {
     let store = herald_store::open(
         &url,
         &StoreOptions {
-            sqlite_synchronous: "normal".into(),
+            sqlite: SqliteOptions {
+                synchronous: Synchronous::Normal,
+                ..Default::default()
+            },
             ..Default::default()
         },
     )

@@ -9,16 +9,24 @@ use std::time::Duration;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use herald_store::sqlite::SqliteStore;
 use herald_store::testsuite::fixtures::{completion, created, inserts};
-use herald_store::{CampaignStore, CompletionOutcome, DueCursor, Store, StoreOptions};
+use herald_store::{
+    CampaignStore, CompletionOutcome, DueCursor, SqliteOptions, Store, StoreOptions, Synchronous,
+};
 use tokio::runtime::Runtime;
 
 mod common;
 use common::{pick, populate, realistic, runtime, send_batch, ten_k_inserts, upload_audience};
 
 fn open(rt: &Runtime, dir: &tempfile::TempDir, name: &str, sync: &str) -> SqliteStore {
+    let synchronous = match sync {
+        "full" => Synchronous::Full,
+        _ => Synchronous::Normal,
+    };
     let opts = StoreOptions {
-        sqlite_synchronous: sync.into(),
-        read_connections: 2,
+        sqlite: SqliteOptions {
+            synchronous,
+            read_connections: 2,
+        },
         ..Default::default()
     };
     rt.block_on(SqliteStore::open(dir.path().join(name), &opts))

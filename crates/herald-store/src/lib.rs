@@ -7,7 +7,10 @@
 //! `testsuite` feature) runs unchanged against every backend.
 
 pub mod campaign;
+mod migration;
+mod model;
 pub mod postgres;
+mod refusals;
 pub mod sqlite;
 #[cfg(any(test, feature = "testsuite"))]
 pub mod testsuite;

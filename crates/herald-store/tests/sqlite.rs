@@ -11,13 +11,16 @@ use herald_store::testsuite::fixtures::{
     completion, created, inserts, keyed, reminder, subject, timer,
 };
 use herald_store::{
-    CompletionOutcome, MergeProbe, Store, StoreError, StoreOptions, WriteOp, WriteResult,
+    CompletionOutcome, MergeProbe, SqliteOptions, Store, StoreError, StoreOptions, Synchronous,
+    WriteOp, WriteResult,
 };
 
-fn opts(sync: &str, readers: usize) -> StoreOptions {
+fn opts(synchronous: Synchronous, read_connections: usize) -> StoreOptions {
     StoreOptions {
-        sqlite_synchronous: sync.into(),
-        read_connections: readers,
+        sqlite: SqliteOptions {
+            synchronous,
+            read_connections,
+        },
         ..Default::default()
     }
 }
@@ -127,29 +130,9 @@ async fn in_memory_stores_are_separate() {
 }
 
 #[tokio::test]
-async fn synchronous_option_is_checked() {
-    let dir = tempfile::tempdir().unwrap();
-    for ok in ["full", "normal", "FULL"] {
-        SqliteStore::open(dir.path().join(format!("{ok}.db")), &opts(ok, 1))
-            .await
-            .unwrap();
-    }
-    for bad in ["off", "extra", ""] {
-        let err = SqliteStore::open(dir.path().join("bad.db"), &opts(bad, 1))
-            .await
-            .err()
-            .unwrap();
-        assert!(
-            matches!(err, StoreError::Refused { ref what, .. } if what == "sqlite_synchronous")
-        );
-        assert!(SqliteStore::open_memory(&opts(bad, 1)).await.is_err());
-    }
-}
-
-#[tokio::test]
 async fn reads_work_without_reader_connections() {
     let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(dir.path().join("h.db"), &opts("normal", 0))
+    let store = SqliteStore::open(dir.path().join("h.db"), &opts(Synchronous::Normal, 0))
         .await
         .unwrap();
     let t = created(&store.apply(inserts([timer(5)])).await.unwrap()[0]);
@@ -192,7 +175,9 @@ async fn refuses_a_newer_schema() {
 async fn corrupt_rows_are_reported() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("h.db");
-    let store = SqliteStore::open(&path, &opts("normal", 1)).await.unwrap();
+    let store = SqliteStore::open(&path, &opts(Synchronous::Normal, 1))
+        .await
+        .unwrap();
     let r = store.apply(inserts([timer(1), timer(2)])).await.unwrap();
     let (bad_state, bad_kind) = (created(&r[0]), created(&r[1]));
     {
@@ -242,8 +227,16 @@ async fn corrupt_rows_are_reported() {
 async fn two_stores_on_one_file_write_concurrently() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("h.db");
-    let a: Arc<dyn Store> = Arc::new(SqliteStore::open(&path, &opts("normal", 1)).await.unwrap());
-    let b: Arc<dyn Store> = Arc::new(SqliteStore::open(&path, &opts("normal", 1)).await.unwrap());
+    let a: Arc<dyn Store> = Arc::new(
+        SqliteStore::open(&path, &opts(Synchronous::Normal, 1))
+            .await
+            .unwrap(),
+    );
+    let b: Arc<dyn Store> = Arc::new(
+        SqliteStore::open(&path, &opts(Synchronous::Normal, 1))
+            .await
+            .unwrap(),
+    );
     let mut tasks = Vec::new();
     for (n, store) in [a.clone(), b.clone(), a.clone(), b.clone()]
         .into_iter()
@@ -278,7 +271,7 @@ async fn two_stores_on_one_file_write_concurrently() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_thousand_reminders_in_one_batch() {
     let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(dir.path().join("r.db"), &opts("normal", 2))
+    let store = SqliteStore::open(dir.path().join("r.db"), &opts(Synchronous::Normal, 2))
         .await
         .unwrap();
     store

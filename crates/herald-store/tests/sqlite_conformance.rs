@@ -3,15 +3,17 @@
 use std::sync::Arc;
 
 use herald_store::sqlite::SqliteStore;
-use herald_store::{Store, StoreOptions};
+use herald_store::{SqliteOptions, Store, StoreOptions, Synchronous};
 use tempfile::TempDir;
 
 async fn fresh_store() -> (Arc<dyn Store>, TempDir) {
     let dir = tempfile::tempdir().expect("tempdir");
     let opts = StoreOptions {
-        // Same code paths as `full`, without an fsync per commit on shared test machines.
-        sqlite_synchronous: "normal".into(),
-        read_connections: 2,
+        sqlite: SqliteOptions {
+            // Same code paths as `full`, without an fsync per commit on shared test machines.
+            synchronous: Synchronous::Normal,
+            read_connections: 2,
+        },
         ..Default::default()
     };
     let store = SqliteStore::open(dir.path().join("herald.db"), &opts)

@@ -311,4 +311,109 @@ kind = "log"
         let e = err("[[channels]]\nname = \"l\"\nkind = \"log\"\nconcurrency = \"many\"\n");
         assert!(e.contains("(kind log): concurrency: invalid type"), "{e}");
     }
+
+    fn load_toml(text: &str) -> anyhow::Result<Config> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h.toml");
+        std::fs::write(&path, text).unwrap();
+        Config::load(Some(&path))
+    }
+
+    #[test]
+    fn store_options_per_backend() {
+        use herald_store::Synchronous;
+        let c = load_toml("").unwrap();
+        assert_eq!(c.store_options, StoreOptions::default());
+        let c = load_toml(
+            r#"
+[store_options.sqlite]
+synchronous = "normal"
+read_connections = 2
+[store_options.postgres]
+notify_window_ms = 5000
+"#,
+        )
+        .unwrap();
+        assert_eq!(c.store_options.sqlite.synchronous, Synchronous::Normal);
+        assert_eq!(c.store_options.sqlite.read_connections, 2);
+        assert_eq!(c.store_options.postgres.notify_window_ms, 5000);
+        // A bad value is refused when the file is read, naming the key.
+        let err = format!(
+            "{:#}",
+            load_toml("[store_options.sqlite]\nsynchronous = \"off\"\n").unwrap_err()
+        );
+        assert!(err.contains("synchronous") && err.contains("off"), "{err}");
+        let err = format!(
+            "{:#}",
+            load_toml("[store_options.sqlite]\nnotify_window_ms = 1\n").unwrap_err()
+        );
+        assert!(err.contains("notify_window_ms"), "{err}");
+    }
+
+    /// Configs written before the split keep loading: the flat keys are read
+    /// into their backend's part.
+    #[test]
+    fn store_options_flat_keys_of_earlier_releases() {
+        use herald_store::Synchronous;
+        let c = load_toml(
+            r#"
+[store_options]
+sqlite_synchronous = "NORMAL"
+read_connections = 3
+pg_notify_window_ms = 7000
+"#,
+        )
+        .unwrap();
+        assert_eq!(c.store_options.sqlite.synchronous, Synchronous::Normal);
+        assert_eq!(c.store_options.sqlite.read_connections, 3);
+        assert_eq!(c.store_options.postgres.notify_window_ms, 7000);
+        // Both forms of one key must agree.
+        let both = "[store_options]\nread_connections = 3\n[store_options.sqlite]\n";
+        assert!(load_toml(&format!("{both}read_connections = 3\n")).is_ok());
+        let err = format!(
+            "{:#}",
+            load_toml(&format!("{both}read_connections = 5\n")).unwrap_err()
+        );
+        assert!(
+            err.contains("read_connections") && err.contains("sqlite.read_connections"),
+            "{err}"
+        );
+        let err = format!(
+            "{:#}",
+            load_toml("[store_options]\nsqlite_synchronous = \"off\"\n").unwrap_err()
+        );
+        assert!(err.contains("sqlite_synchronous"), "{err}");
+    }
+
+    /// `HERALD_STORE_OPTIONS__...` sets either form. Checked in a child process
+    /// (this test binary again) so the variables never reach other tests.
+    #[test]
+    fn store_options_from_the_environment() {
+        const CHILD: &str = "HERALD_CONFIG_TEST_CHILD";
+        if std::env::var_os(CHILD).is_some() {
+            let c = Config::load(None).unwrap();
+            let o = &c.store_options;
+            assert_eq!(o.sqlite.synchronous, herald_store::Synchronous::Normal);
+            assert_eq!(o.sqlite.read_connections, 7);
+            assert_eq!(o.postgres.notify_window_ms, 9000);
+            return;
+        }
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "config::tests::store_options_from_the_environment",
+                "--quiet",
+            ])
+            .env(CHILD, "1")
+            .env("HERALD_STORE_OPTIONS__SQLITE_SYNCHRONOUS", "normal")
+            .env("HERALD_STORE_OPTIONS__SQLITE__READ_CONNECTIONS", "7")
+            .env("HERALD_STORE_OPTIONS__POSTGRES__NOTIFY_WINDOW_MS", "9000")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "the child run failed:\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
 }

@@ -9,28 +9,38 @@
 use std::collections::HashMap;
 
 use futures_util::future::join;
-use tokio_postgres::Row;
 
 use super::{Ctx, PgStore};
-use crate::{Fence, NamedLease, NodeInfo, Result, ShardLease, StoreError};
+use crate::model::{self, named_lease_cols, node_cols, shard_lease_cols};
+use crate::{Fence, NamedLease, NodeInfo, Result, ShardLease};
 
 // $1 shards (sorted, distinct), $2 node, $3 new lease_until, $4 now. A shard
 // changes hands (and epoch) only when free or expired; the owner renews without
 // a bump. RETURNING lists exactly the rows now owned by $2 among $1.
-const ACQUIRE_SHARDS: &str = "INSERT INTO shard_leases AS l (shard, owner, lease_until, epoch) \
-    SELECT s, $2, $3, 1 FROM unnest($1::int4[]) AS s \
-    ON CONFLICT (shard) DO UPDATE SET \
-        epoch = CASE WHEN l.owner IS NOT DISTINCT FROM EXCLUDED.owner THEN l.epoch \
-                     ELSE l.epoch + 1 END, \
-        owner = EXCLUDED.owner, lease_until = EXCLUDED.lease_until \
-    WHERE l.owner IS NULL OR l.owner = EXCLUDED.owner OR l.lease_until <= $4 \
-    RETURNING l.shard, l.owner, l.lease_until, l.epoch";
-const ALL_LEASES: &str = "SELECT shard, owner, lease_until, epoch FROM shard_leases ORDER BY shard";
+const ACQUIRE_SHARDS: &str = concat!(
+    "INSERT INTO shard_leases AS l (shard, owner, lease_until, epoch) \
+     SELECT s, $2, $3, 1 FROM unnest($1::int4[]) AS s \
+     ON CONFLICT (shard) DO UPDATE SET \
+         epoch = CASE WHEN l.owner IS NOT DISTINCT FROM EXCLUDED.owner THEN l.epoch \
+                      ELSE l.epoch + 1 END, \
+         owner = EXCLUDED.owner, lease_until = EXCLUDED.lease_until \
+     WHERE l.owner IS NULL OR l.owner = EXCLUDED.owner OR l.lease_until <= $4 \
+     RETURNING ",
+    shard_lease_cols!("l")
+);
+const ALL_LEASES: &str = concat!(
+    "SELECT ",
+    shard_lease_cols!(),
+    " FROM shard_leases ORDER BY shard"
+);
 // $1 shards, $2 epochs (pairwise), $3 node, $4 new lease_until.
-const RENEW_SHARDS: &str = "UPDATE shard_leases AS l SET lease_until = $4 \
-    FROM unnest($1::int4[], $2::int8[]) AS h(shard, epoch) \
-    WHERE l.shard = h.shard AND l.owner = $3 AND l.epoch = h.epoch \
-    RETURNING l.shard, l.owner, l.lease_until, l.epoch";
+const RENEW_SHARDS: &str = concat!(
+    "UPDATE shard_leases AS l SET lease_until = $4 \
+     FROM unnest($1::int4[], $2::int8[]) AS h(shard, epoch) \
+     WHERE l.shard = h.shard AND l.owner = $3 AND l.epoch = h.epoch \
+     RETURNING ",
+    shard_lease_cols!("l")
+);
 const RELEASE_SHARDS: &str = "UPDATE shard_leases \
     SET owner = NULL, lease_until = 0, epoch = epoch + 1 \
     WHERE shard = ANY($1::int4[]) AND owner = $2";
@@ -38,41 +48,27 @@ const RELEASE_ALL: &str = "UPDATE shard_leases \
     SET owner = NULL, lease_until = 0, epoch = epoch + 1 WHERE owner = $1";
 const BEAT: &str = "INSERT INTO nodes (node_id, started_at, expires_at) VALUES ($1, $2, $3) \
     ON CONFLICT (node_id) DO UPDATE SET expires_at = EXCLUDED.expires_at";
-const LIVE_NODES: &str = "SELECT node_id, expires_at, started_at FROM nodes \
-    WHERE expires_at > $1 ORDER BY node_id";
+const LIVE_NODES: &str = concat!(
+    "SELECT ",
+    node_cols!(),
+    " FROM nodes WHERE expires_at > $1 ORDER BY node_id"
+);
 const FORGET_NODE: &str = "DELETE FROM nodes WHERE node_id = $1";
 // $1 name, $2 holder, $3 new lease_until, $4 now.
-const ACQUIRE_NAMED: &str = "INSERT INTO named_leases AS n (name, holder, lease_until, epoch) \
-    VALUES ($1, $2, $3, 1) \
-    ON CONFLICT (name) DO UPDATE SET \
-        epoch = CASE WHEN n.holder = EXCLUDED.holder THEN n.epoch ELSE n.epoch + 1 END, \
-        holder = EXCLUDED.holder, lease_until = EXCLUDED.lease_until \
-    WHERE n.holder = EXCLUDED.holder OR n.lease_until <= $4 \
-    RETURNING n.name, n.holder, n.lease_until, n.epoch";
+const ACQUIRE_NAMED: &str = concat!(
+    "INSERT INTO named_leases AS n (name, holder, lease_until, epoch) \
+     VALUES ($1, $2, $3, 1) \
+     ON CONFLICT (name) DO UPDATE SET \
+         epoch = CASE WHEN n.holder = EXCLUDED.holder THEN n.epoch ELSE n.epoch + 1 END, \
+         holder = EXCLUDED.holder, lease_until = EXCLUDED.lease_until \
+     WHERE n.holder = EXCLUDED.holder OR n.lease_until <= $4 \
+     RETURNING ",
+    named_lease_cols!("n")
+);
 // Releasing expires the lease rather than deleting it, so the epoch keeps
 // growing across holders.
 const RELEASE_NAMED: &str =
     "UPDATE named_leases SET lease_until = 0 WHERE name = $1 AND holder = $2";
-
-fn read_lease(row: &Row) -> Result<ShardLease> {
-    let shard: i32 = get(row, 0, "shard_leases.shard")?;
-    Ok(ShardLease {
-        shard: u16::try_from(shard)
-            .map_err(|_| StoreError::Corrupt(format!("shard_leases.shard {shard} out of range")))?,
-        owner: get(row, 1, "shard_leases.owner")?,
-        lease_until: get(row, 2, "shard_leases.lease_until")?,
-        epoch: get(row, 3, "shard_leases.epoch")?,
-    })
-}
-
-fn get<'a, T: tokio_postgres::types::FromSql<'a>>(
-    row: &'a Row,
-    idx: usize,
-    name: &str,
-) -> Result<T> {
-    row.try_get(idx)
-        .map_err(|e| StoreError::Corrupt(format!("postgres: column {name}: {e}")))
-}
 
 /// Sorted, without repeats: the order every claim locks rows in.
 fn sorted_shards(shards: &[u16]) -> Vec<i32> {
@@ -108,13 +104,7 @@ pub(super) async fn heartbeat(
     beat.ctx("recording heartbeat")?;
     rows.ctx("reading live nodes")?
         .iter()
-        .map(|row| {
-            Ok(NodeInfo {
-                node_id: get(row, 0, "nodes.node_id")?,
-                expires_at: get(row, 1, "nodes.expires_at")?,
-                started_at: get(row, 2, "nodes.started_at")?,
-            })
-        })
+        .map(model::decode::<NodeInfo, _>)
         .collect()
 }
 
@@ -150,7 +140,7 @@ pub(super) async fn shard_leases(store: &PgStore) -> Result<Vec<ShardLease>> {
         .await
         .ctx("reading shard leases")?
         .iter()
-        .map(read_lease)
+        .map(model::decode)
         .collect()
 }
 
@@ -172,7 +162,10 @@ pub(super) async fn acquire_shards(
         .query(&stmt, &[&shards, &node, &until, &now])
         .await
         .ctx("acquiring shards")?;
-    let mut held = rows.iter().map(read_lease).collect::<Result<Vec<_>>>()?;
+    let mut held = rows
+        .iter()
+        .map(model::decode)
+        .collect::<Result<Vec<ShardLease>>>()?;
     held.sort_by_key(|l| l.shard);
     Ok(held)
 }
@@ -198,7 +191,7 @@ pub(super) async fn renew_shards(
         .ctx("renewing shards")?;
     let mut renewed: HashMap<u16, ShardLease> = HashMap::with_capacity(rows.len());
     for row in &rows {
-        let lease = read_lease(row)?;
+        let lease: ShardLease = model::decode(row)?;
         renewed.insert(lease.shard, lease);
     }
     // In the order asked, once per shard.
@@ -240,12 +233,7 @@ pub(super) async fn acquire_lease(
         .await
         .ctx("acquiring lease")?;
     let Some(row) = row else { return Ok(None) };
-    let lease = NamedLease {
-        name: get(&row, 0, "named_leases.name")?,
-        holder: get(&row, 1, "named_leases.holder")?,
-        lease_until: get(&row, 2, "named_leases.lease_until")?,
-        epoch: get(&row, 3, "named_leases.epoch")?,
-    };
+    let lease: NamedLease = model::decode(&row)?;
     // A lease with no time left (ttl <= 0) is not held.
     Ok((lease.lease_until > now).then_some(lease))
 }

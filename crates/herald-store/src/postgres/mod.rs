@@ -7,9 +7,8 @@
 //! of prepared statements. [`Store::subscribe`] opens one more, dedicated
 //! connection per subscriber for `LISTEN` (see [`notify`]). Methods must be
 //! called from within a tokio runtime. TLS is not supported (`NoTls`): connect
-//! over a trusted network or a local socket. Of [`StoreOptions`], only
-//! `pg_notify_window_ms` applies; the `sqlite_*` and `read_connections` settings
-//! are ignored.
+//! over a trusted network or a local socket. Of [`StoreOptions`], only the
+//! `postgres` part applies.
 //!
 //! # Atomicity and batching
 //!
@@ -51,8 +50,10 @@
 //! If the caller's future is dropped mid-transaction, the transaction is rolled
 //! back before the connection serves anyone else.
 
+mod apply;
 mod campaign;
 mod cluster;
+mod error;
 pub mod notify;
 mod provider;
 mod reminders;
@@ -69,12 +70,18 @@ use herald_core::{TimerId, TimerState};
 use parking_lot::Mutex;
 use tokio::task::JoinHandle;
 use tokio_postgres::NoTls;
+use tokio_postgres::types::ToSql;
+
+use error::{Ctx, col, pg_error, retryable};
 
 use crate::{
     Applied, ChannelToken, Completion, DeliveryRecord, DueCursor, DueEntry, Fence, NamedLease,
     NodeInfo, Result, ShardLease, Store, StoreError, StoreOptions, TimerRecord, WriteOp,
     WriteResult,
 };
+
+/// A statement parameter.
+type Param<'a> = &'a (dyn ToSql + Sync);
 
 /// Connections in the pool unless the URL says `pool_size=N`.
 pub const DEFAULT_POOL_SIZE: usize = 16;
@@ -87,63 +94,6 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const IDLE_IN_TRANSACTION_MS: u64 = 10_000;
 /// A transaction that deadlocks or fails to serialize is tried this many times.
 const ATTEMPTS: usize = 4;
-
-/// Turns a driver error into a typed store error by its SQLSTATE: a unique
-/// violation (`23505`) is a conflict, other integrity (`23`) and data (`22`)
-/// errors are refusals, and everything else (deadlocks and serialization
-/// failures included, which [`StoreError::is_retryable`] knows by code) is an
-/// unavailable store, with the code kept.
-pub(crate) fn pg_error(what: &str, e: &tokio_postgres::Error) -> StoreError {
-    if let Some(db) = e.as_db_error() {
-        let code = db.code().code();
-        let mut msg = format!(
-            "postgres: {what}: {} {code}: {}",
-            db.severity(),
-            db.message()
-        );
-        if let Some(detail) = db.detail() {
-            msg.push_str(&format!(" ({detail})"));
-        }
-        return match code {
-            "23505" => StoreError::Conflict {
-                what: what.to_string(),
-                why: msg,
-            },
-            c if c.starts_with("23") || c.starts_with("22") => StoreError::Refused {
-                what: what.to_string(),
-                why: msg,
-            },
-            _ => StoreError::Unavailable {
-                code: Some(code.to_string()),
-                message: msg,
-            },
-        };
-    }
-    let mut msg = format!("postgres: {what}: {e}");
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        msg.push_str(&format!(": {s}"));
-        source = s.source();
-    }
-    StoreError::unavailable(msg)
-}
-
-/// Whether an error is a deadlock or serialization failure, after which the
-/// whole transaction can simply run again.
-fn retryable(e: &StoreError) -> bool {
-    e.is_retryable()
-}
-
-/// Adds context to a driver error.
-pub(crate) trait Ctx<T> {
-    fn ctx(self, what: &str) -> Result<T>;
-}
-
-impl<T> Ctx<T> for std::result::Result<T, tokio_postgres::Error> {
-    fn ctx(self, what: &str) -> Result<T> {
-        self.map_err(|e| pg_error(what, &e))
-    }
-}
 
 /// The connection settings of a URL, and our own parameters taken out of it.
 #[derive(Debug, Clone)]
@@ -269,7 +219,7 @@ impl PgStore {
         let store = PgStore {
             pool,
             config,
-            notify_window_ms: opts.pg_notify_window_ms,
+            notify_window_ms: opts.postgres.notify_window_ms,
             origin: new_origin(),
             listeners: Mutex::new(Vec::new()),
         };
@@ -356,7 +306,7 @@ impl Store for PgStore {
         if ops.is_empty() {
             return Ok(Vec::new());
         }
-        self.retrying("apply", || timers::apply(self, &ops)).await
+        self.retrying("apply", || apply::apply(self, &ops)).await
     }
 
     async fn get_timer(&self, id: TimerId) -> Result<Option<TimerRecord>> {
@@ -419,19 +369,19 @@ impl Store for PgStore {
     }
 
     async fn mark_delivery_recalled(&self, id: i64, at: i64) -> Result<bool> {
-        provider::mark_recalled(self, id, at).await
+        provider::mark_delivery_recalled(self, id, at).await
     }
 
     async fn get_channel_token(&self, key: &str) -> Result<Option<ChannelToken>> {
-        provider::get_token(self, key).await
+        provider::get_channel_token(self, key).await
     }
 
     async fn put_channel_token(&self, key: &str, token: &ChannelToken) -> Result<()> {
-        provider::put_token(self, key, token).await
+        provider::put_channel_token(self, key, token).await
     }
 
     async fn expire_channel_token(&self, key: &str, token: &str, now: i64) -> Result<bool> {
-        provider::expire_token(self, key, token, now).await
+        provider::expire_channel_token(self, key, token, now).await
     }
 
     async fn heartbeat(&self, node: &str, now: i64, ttl_ms: i64) -> Result<Vec<NodeInfo>> {

@@ -26,7 +26,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_postgres::{AsyncMessage, NoTls};
 
-use super::pg_error;
+use super::error::pg_error;
 use crate::{DueEntry, Result, StoreError};
 
 /// The notification channel.

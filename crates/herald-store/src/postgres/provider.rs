@@ -8,13 +8,15 @@
 //! (timer log first, then job log), and no other writer holds rows of both
 //! logs, so it cannot close a lock cycle.
 
-use super::timers::{col, read_delivery};
 use super::{Ctx, PgStore};
+use crate::model::{self, delivery_cols, token_cols};
 use crate::{ChannelToken, DeliveryRecord, Result};
 
-pub(super) const DELIVERY_BY_ID: &str = "SELECT id, timer_id, attempt, channel, outcome, \
-    idempotency_key, provider_msgid, status, error, started_at, finished_at, final_status, \
-    final_at FROM deliveries WHERE id = $1";
+pub(super) const DELIVERY_BY_ID: &str = concat!(
+    "SELECT ",
+    delivery_cols!(),
+    " FROM deliveries WHERE id = $1"
+);
 
 // $1 channel, $2 msgid, $3 status, $4 at. A repeat of the same status keeps
 // the first time; a recalled row is the user's last word and stays so. The
@@ -40,8 +42,11 @@ const RECALL: &str = "UPDATE deliveries SET final_status = 'recalled', final_at 
     WHERE id = $1 AND outcome = 'delivered' AND provider_msgid IS NOT NULL \
       AND final_status IS DISTINCT FROM 'recalled'";
 
-const TOKEN_OF: &str =
-    "SELECT token, expires_at, fetched_at, updated_at FROM channel_tokens WHERE key = $1";
+const TOKEN_OF: &str = concat!(
+    "SELECT ",
+    token_cols!(),
+    " FROM channel_tokens WHERE key = $1"
+);
 const PUT_TOKEN: &str = "INSERT INTO channel_tokens (key, token, expires_at, fetched_at, updated_at) \
     VALUES ($1, $2, $3, $4, $5) \
     ON CONFLICT (key) DO UPDATE SET token = EXCLUDED.token, expires_at = EXCLUDED.expires_at, \
@@ -62,7 +67,7 @@ pub(super) async fn get_delivery(store: &PgStore, id: i64) -> Result<Option<Deli
         .await
         .ctx("reading delivery")?
     {
-        Some(row) => read_delivery(&row).map(Some),
+        Some(row) => model::decode(&row).map(Some),
         None => Ok(None),
     }
 }
@@ -100,7 +105,7 @@ pub(super) async fn record_final_status(
     Ok(n_timers + n_sends)
 }
 
-pub(super) async fn mark_recalled(store: &PgStore, id: i64, at: i64) -> Result<bool> {
+pub(super) async fn mark_delivery_recalled(store: &PgStore, id: i64, at: i64) -> Result<bool> {
     let client = store.client().await?;
     let stmt = client
         .prepare_cached(RECALL)
@@ -113,7 +118,7 @@ pub(super) async fn mark_recalled(store: &PgStore, id: i64, at: i64) -> Result<b
     Ok(n == 1)
 }
 
-pub(super) async fn get_token(store: &PgStore, key: &str) -> Result<Option<ChannelToken>> {
+pub(super) async fn get_channel_token(store: &PgStore, key: &str) -> Result<Option<ChannelToken>> {
     let client = store.client().await?;
     let stmt = client
         .prepare_cached(TOKEN_OF)
@@ -126,15 +131,10 @@ pub(super) async fn get_token(store: &PgStore, key: &str) -> Result<Option<Chann
     else {
         return Ok(None);
     };
-    Ok(Some(ChannelToken {
-        token: col(&row, 0, "channel_tokens.token")?,
-        expires_at: col(&row, 1, "channel_tokens.expires_at")?,
-        fetched_at: col(&row, 2, "channel_tokens.fetched_at")?,
-        updated_at: col(&row, 3, "channel_tokens.updated_at")?,
-    }))
+    model::decode(&row).map(Some)
 }
 
-pub(super) async fn put_token(store: &PgStore, key: &str, t: &ChannelToken) -> Result<()> {
+pub(super) async fn put_channel_token(store: &PgStore, key: &str, t: &ChannelToken) -> Result<()> {
     let client = store.client().await?;
     let stmt = client
         .prepare_cached(PUT_TOKEN)
@@ -150,7 +150,7 @@ pub(super) async fn put_token(store: &PgStore, key: &str, t: &ChannelToken) -> R
     Ok(())
 }
 
-pub(super) async fn expire_token(
+pub(super) async fn expire_channel_token(
     store: &PgStore,
     key: &str,
     token: &str,

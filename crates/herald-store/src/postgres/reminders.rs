@@ -38,22 +38,15 @@
 
 use std::collections::{HashMap, HashSet};
 
-use tokio_postgres::Row;
-
-use super::timers::{Param, TIMERS_BY_KEYS, col, narrow, read_due, read_timer, timer_cols};
-use super::{Ctx, PgStore};
+use super::timers::TIMERS_BY_KEYS;
+use super::{Ctx, Param, PgStore, col};
+use crate::model::{self, Columns, due_cols, reminder_timer_cols, subject_cols, timer_cols};
 use crate::{
     DueEntry, MergeProbe, NewReminder, PutSubject, ReminderTimer, Result, StoreError,
     SubjectRecord, TimerRecord, WriteResult, bit_mask, bits_from_db, bits_to_db,
 };
 
 type Tx<'a> = deadpool_postgres::Transaction<'a>;
-
-macro_rules! subject_cols {
-    () => {
-        "subject_id, start_at, title, data, created_at, updated_at"
-    };
-}
 
 const LOCK_SUBJECT: &str = concat!(
     "SELECT ",
@@ -74,33 +67,23 @@ const UPDATE_SUBJECT: &str = "UPDATE subjects \
 
 // $1 subject, $2 delta, $3 at. Only pending timers move: one that fired (done,
 // failed, dead) or was cancelled keeps its due time as history.
-const MOVE_SUBJECT_TIMERS: &str = "UPDATE timers SET due_at = due_at + $2, updated_at = $3 \
-    WHERE id = ANY(ARRAY(SELECT timer_id FROM reminder_timers WHERE subject_id = $1)) \
-      AND state = 0 \
-    RETURNING id, due_at, shard, priority";
+const MOVE_SUBJECT_TIMERS: &str = concat!(
+    "UPDATE timers SET due_at = due_at + $2, updated_at = $3 \
+     WHERE id = ANY(ARRAY(SELECT timer_id FROM reminder_timers WHERE subject_id = $1)) \
+       AND state = 0 \
+     RETURNING ",
+    due_cols!()
+);
 const DELETE_SUBJECT: &str = concat!(
     "DELETE FROM subjects WHERE subject_id = $1 RETURNING ",
     subject_cols!()
 );
-// $1 subject, $2 at. Unlinks every bit of the subject, deletes the users'
-// subscriptions (found through the links) and cancels the pending timers.
-const DROP_SUBJECT_REMINDERS: &str = "WITH links AS ( \
-        DELETE FROM reminder_timers WHERE subject_id = $1 RETURNING user_id, timer_id \
-    ), subs AS ( \
-        DELETE FROM reminders \
-        WHERE subject_id = $1 AND user_id = ANY(ARRAY(SELECT user_id FROM links)) \
-    ) \
-    UPDATE timers SET state = 4, updated_at = $2 \
-    WHERE id = ANY(ARRAY(SELECT timer_id FROM links)) AND state = 0 RETURNING id";
+/// See `queries/drop_subject_reminders.sql`.
+const DROP_SUBJECT_REMINDERS: &str = include_str!("queries/drop_subject_reminders.sql");
 const LOCK_BITS: &str =
     "SELECT bits FROM reminders WHERE user_id = $1 AND subject_id = $2 FOR UPDATE";
-// $1 user, $2 subject, $3 bits to clear, $4 at.
-const CANCEL_BITS: &str = "WITH links AS ( \
-        DELETE FROM reminder_timers \
-        WHERE user_id = $1 AND subject_id = $2 AND bit = ANY($3::int2[]) RETURNING timer_id \
-    ) \
-    UPDATE timers SET state = 4, updated_at = $4 \
-    WHERE id = ANY(ARRAY(SELECT timer_id FROM links)) AND state = 0 RETURNING id";
+/// See `queries/cancel_bits.sql`.
+const CANCEL_BITS: &str = include_str!("queries/cancel_bits.sql");
 const STORE_BITS: &str =
     "UPDATE reminders SET bits = $3, updated_at = $4 WHERE user_id = $1 AND subject_id = $2";
 const DELETE_REMINDER: &str = "DELETE FROM reminders WHERE user_id = $1 AND subject_id = $2";
@@ -118,29 +101,8 @@ const CLAIM_BITS: &str = "INSERT INTO reminder_timers (user_id, subject_id, bit,
     SELECT u, s, b, nextval('timers_id_seq') \
     FROM unnest($1::text[], $2::text[], $3::int2[]) AS x(u, s, b) \
     ON CONFLICT DO NOTHING RETURNING user_id, subject_id, bit, timer_id";
-// The timers of the claimed bits, under the ids drawn for them. As for plain
-// inserts, keyed timers skip a taken key; answers the keyed ids inserted.
-const INSERT_REMINDER_TIMERS: &str = "WITH src AS ( \
-        SELECT * FROM unnest($1::int8[], $2::int4[], $3::int8[], $4::int2[], $5::text[], \
-                             $6::text[], $7::text[], $8::text[], $9::text[], $10::int8[]) \
-             AS u(id, shard, due_at, priority, kind, channel, recipient, message, \
-                  idempotency_key, created_at) \
-    ), plain AS ( \
-        INSERT INTO timers (id, shard, due_at, priority, kind, state, channel, recipient, \
-                            message, idempotency_key, attempts, created_at, updated_at) \
-        SELECT id, shard, due_at, priority, kind, 0, channel, recipient, message, \
-               NULL, 0, created_at, created_at \
-        FROM src WHERE idempotency_key IS NULL \
-    ), keyed AS ( \
-        INSERT INTO timers (id, shard, due_at, priority, kind, state, channel, recipient, \
-                            message, idempotency_key, attempts, created_at, updated_at) \
-        SELECT id, shard, due_at, priority, kind, 0, channel, recipient, message, \
-               idempotency_key, 0, created_at, created_at \
-        FROM src WHERE idempotency_key IS NOT NULL \
-        ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING \
-        RETURNING id \
-    ) \
-    SELECT array_agg(id) FROM keyed";
+/// See `queries/insert_reminder_timers.sql`.
+const INSERT_REMINDER_TIMERS: &str = include_str!("queries/insert_reminder_timers.sql");
 const UNCLAIM_BITS: &str = "DELETE FROM reminder_timers AS r \
     USING unnest($1::text[], $2::text[], $3::int2[]) AS x(u, s, b) \
     WHERE r.user_id = x.u AND r.subject_id = x.s AND r.bit = x.b";
@@ -158,11 +120,10 @@ const SUBJECTS_BY_IDS: &str = concat!(
     subject_cols!(),
     " FROM subjects WHERE subject_id = ANY($1::text[])"
 );
-// The timer columns come first so `read_timer` reads them at their usual places.
 pub(super) const USER_REMINDERS: &str = concat!(
     "SELECT ",
-    timer_cols!("t"),
-    ", r.subject_id, r.bit FROM reminder_timers AS r JOIN timers AS t ON t.id = r.timer_id \
+    reminder_timer_cols!(),
+    " FROM reminder_timers AS r JOIN timers AS t ON t.id = r.timer_id \
      WHERE r.user_id = $1 ORDER BY r.subject_id, r.bit LIMIT $2"
 );
 // All probes in one statement, with the access path pinned: for each probe,
@@ -196,22 +157,6 @@ pub(super) const PENDING_REMINDERS: &str = concat!(
 /// try to put it is given up on (it takes a pathological race to get there).
 const PUT_ATTEMPTS: usize = 4;
 
-fn read_subject(row: &Row) -> Result<SubjectRecord> {
-    Ok(SubjectRecord {
-        subject_id: col(row, 0, "subjects.subject_id")?,
-        start_at: col(row, 1, "subjects.start_at")?,
-        title: col(row, 2, "subjects.title")?,
-        data: col(row, 3, "subjects.data")?,
-        created_at: col(row, 4, "subjects.created_at")?,
-        updated_at: col(row, 5, "subjects.updated_at")?,
-    })
-}
-
-fn read_bit(row: &Row, idx: usize, id: i64) -> Result<u8> {
-    let bit: i16 = col(row, idx, "reminder_timers.bit")?;
-    narrow(i64::from(bit), "reminder_timers.bit", id)
-}
-
 /// Bits to the `SMALLINT`s of `reminder_timers.bit` (bit < 64 always fits).
 fn bit_list(bits: u64) -> Vec<i16> {
     (0..64i16).filter(|b| bits & (1u64 << b) != 0).collect()
@@ -228,7 +173,7 @@ pub(super) async fn put_subject(tx: &Tx<'_>, put: &PutSubject) -> Result<WriteRe
             .await
             .ctx("locking subject")?
         {
-            return update_subject(tx, put, read_subject(&row)?).await;
+            return update_subject(tx, put, model::decode(&row)?).await;
         }
         let created = tx
             .execute(
@@ -245,14 +190,7 @@ pub(super) async fn put_subject(tx: &Tx<'_>, put: &PutSubject) -> Result<WriteRe
             .ctx("inserting subject")?;
         if created == 1 {
             return Ok(WriteResult::SubjectPut {
-                subject: SubjectRecord {
-                    subject_id: put.subject_id.clone(),
-                    start_at: put.start_at,
-                    title: put.title.clone(),
-                    data: put.data.clone(),
-                    created_at: put.at,
-                    updated_at: put.at,
-                },
+                subject: put.record(put.at),
                 created: true,
                 moved: Vec::new(),
             });
@@ -298,19 +236,12 @@ async fn update_subject(tx: &Tx<'_>, put: &PutSubject, old: SubjectRecord) -> Re
             .await
             .ctx("moving the subject's timers")?
         {
-            moved.push(read_due(&row)?);
+            moved.push(model::decode(&row)?);
         }
         moved.sort_unstable_by_key(DueEntry::cursor);
     }
     Ok(WriteResult::SubjectPut {
-        subject: SubjectRecord {
-            subject_id: put.subject_id.clone(),
-            start_at: put.start_at,
-            title: put.title.clone(),
-            data: put.data.clone(),
-            created_at: old.created_at,
-            updated_at: put.at,
-        },
+        subject: put.record(old.created_at),
         created: false,
         moved,
     })
@@ -328,7 +259,7 @@ pub(super) async fn delete_subject(tx: &Tx<'_>, subject_id: &str, at: i64) -> Re
     else {
         return Ok(WriteResult::NotFound);
     };
-    let subject = read_subject(&row)?;
+    let subject = model::decode(&row)?;
     let stmt = tx
         .prepare_cached(DROP_SUBJECT_REMINDERS)
         .await
@@ -338,7 +269,7 @@ pub(super) async fn delete_subject(tx: &Tx<'_>, subject_id: &str, at: i64) -> Re
         .await
         .ctx("dropping the subject's reminders")?
         .iter()
-        .map(|r| col::<i64>(r, 0, "timers.id"))
+        .map(|r| r.int(0, "timers.id"))
         .collect::<Result<Vec<_>>>()?;
     cancelled.sort_unstable();
     Ok(WriteResult::SubjectDeleted { subject, cancelled })
@@ -362,7 +293,7 @@ pub(super) async fn cancel_reminders(
     else {
         return Ok(WriteResult::NotFound);
     };
-    let bits = bits_from_db(col(&row, 0, "reminders.bits")?);
+    let bits = bits_from_db(row.int(0, "reminders.bits")?);
     let cleared = bits & mask;
     let remaining = bits & !mask;
     let mut cancelled = Vec::new();
@@ -376,7 +307,7 @@ pub(super) async fn cancel_reminders(
             .await
             .ctx("cancelling reminder timers")?
         {
-            cancelled.push(col::<i64>(&row, 0, "timers.id")?);
+            cancelled.push(row.int(0, "timers.id")?);
         }
         cancelled.sort_unstable();
         if remaining == 0 {
@@ -487,9 +418,9 @@ async fn read_bits(tx: &Tx<'_>, pairs: &[PairKey<'_>], into: &mut [u64]) -> Resu
         .await
         .ctx("reading reminder bits")?
     {
-        let user: &str = col(&row, 0, "reminders.user_id")?;
-        let subject: &str = col(&row, 1, "reminders.subject_id")?;
-        let bits = bits_from_db(col(&row, 2, "reminders.bits")?);
+        let user = row.str(0, "reminders.user_id")?;
+        let subject = row.str(1, "reminders.subject_id")?;
+        let bits = bits_from_db(row.int(2, "reminders.bits")?);
         if let Ok(i) = pairs.binary_search(&(user, subject))
             && let Some(slot) = into.get_mut(i)
         {
@@ -526,8 +457,8 @@ async fn add_segment(
         .ctx("reading subjects")?
     {
         starts.insert(
-            col(&row, 0, "subjects.subject_id")?,
-            col(&row, 1, "subjects.start_at")?,
+            row.str(0, "subjects.subject_id")?.to_owned(),
+            row.int(1, "subjects.start_at")?,
         );
     }
 
@@ -586,11 +517,11 @@ async fn add_segment(
             .await
             .ctx("claiming reminder bits")?
         {
-            let timer_id: i64 = col(&row, 3, "reminder_timers.timer_id")?;
+            let timer_id = row.int(3, "reminder_timers.timer_id")?;
             let key: BitKey<'_> = (
-                col(&row, 0, "reminder_timers.user_id")?,
-                col(&row, 1, "reminder_timers.subject_id")?,
-                read_bit(&row, 2, timer_id)?,
+                row.str(0, "reminder_timers.user_id")?,
+                row.str(1, "reminder_timers.subject_id")?,
+                row.narrow(2, "reminder_timers.bit")?,
             );
             let i = tries
                 .binary_search_by(|&i| bit_key(seg[i]).cmp(&key))
@@ -788,7 +719,7 @@ async fn give_back(
         .await
         .ctx("reading timers by key")?
     {
-        let rec = read_timer(&row)?;
+        let rec: TimerRecord = model::decode(&row)?;
         if let Some(k) = rec.idempotency_key.clone() {
             existing.insert(k, rec);
         }
@@ -820,7 +751,7 @@ pub(super) async fn get_subjects(store: &PgStore, ids: &[String]) -> Result<Vec<
         .await
         .ctx("reading subjects")?
         .iter()
-        .map(read_subject)
+        .map(model::decode)
         .collect()
 }
 
@@ -841,12 +772,7 @@ pub(super) async fn user_reminders(
         .await
         .ctx("reading user_reminders")?
     {
-        let timer = read_timer(&row)?;
-        out.push(ReminderTimer {
-            subject_id: col(&row, 15, "reminder_timers.subject_id")?,
-            bit: read_bit(&row, 16, timer.id)?,
-            timer,
-        });
+        out.push(model::decode(&row)?);
     }
     Ok(out)
 }
@@ -873,9 +799,8 @@ pub(super) async fn pending_reminders(
     let mut seen = HashSet::with_capacity(rows.len());
     let mut out = Vec::with_capacity(rows.len());
     for row in &rows {
-        let id: i64 = col(row, 0, "timers.id")?;
-        if seen.insert(id) {
-            out.push(read_timer(row)?);
+        if seen.insert(row.int(0, "timers.id")?) {
+            out.push(model::decode(row)?);
         }
     }
     out.sort_unstable_by_key(TimerRecord::cursor);

@@ -3,90 +3,20 @@
 use std::collections::{HashMap, HashSet};
 
 use futures_util::future::{try_join, try_join_all};
-use herald_core::{TimerId, TimerKind, TimerState};
-use tokio_postgres::Row;
-use tokio_postgres::types::{FromSql, ToSql};
+use herald_core::{TimerId, TimerState};
 
-use super::reminders;
-use super::{Ctx, PgStore, notify, now_ms};
+use super::{Ctx, Param, PgStore, col};
+use crate::model::{self, Columns, delivery_cols, due_cols, timer_cols};
 use crate::{
-    Applied, Completion, CompletionOutcome, DeliveryRecord, DueCursor, DueEntry, NewReminder,
-    NewTimer, PutSubject, Result, StoreError, TimerRecord, WriteOp, WriteResult,
+    Applied, Completion, CompletionOutcome, DeliveryRecord, DueCursor, DueEntry, NewTimer, Result,
+    StoreError, TimerRecord, WriteResult,
 };
-
-/// The columns of a full timer row, in the order [`read_timer`] expects.
-macro_rules! timer_cols {
-    () => {
-        "id, shard, due_at, priority, kind, state, channel, recipient, message, \
-         idempotency_key, attempts, last_error, created_at, updated_at, delivered_at"
-    };
-    ($t:literal) => {
-        concat!(
-            $t,
-            ".id, ",
-            $t,
-            ".shard, ",
-            $t,
-            ".due_at, ",
-            $t,
-            ".priority, ",
-            $t,
-            ".kind, ",
-            $t,
-            ".state, ",
-            $t,
-            ".channel, ",
-            $t,
-            ".recipient, ",
-            $t,
-            ".message, ",
-            $t,
-            ".idempotency_key, ",
-            $t,
-            ".attempts, ",
-            $t,
-            ".last_error, ",
-            $t,
-            ".created_at, ",
-            $t,
-            ".updated_at, ",
-            $t,
-            ".delivered_at"
-        )
-    };
-}
-// Lets `reminders` name the macro by path.
-pub(super) use timer_cols;
 
 // The SQL writes state codes as literals (the partial index needs `state = 0`
 // literally); a unit test checks they match `TimerState::code()`.
 
-// One row per new timer, ids drawn in op order. Timers without a key go in with a
-// plain insert; keyed ones with `ON CONFLICT DO NOTHING` (a speculative insert,
-// measurably slower), skipping those whose key is taken. Answers the ids drawn
-// (in op order) and the ids of the keyed timers actually inserted.
-const INSERT_TIMERS: &str = "WITH src AS ( \
-        SELECT nextval('timers_id_seq') AS id, u.* \
-        FROM unnest($1::int4[], $2::int8[], $3::int2[], $4::text[], $5::text[], $6::text[], \
-                    $7::text[], $8::text[], $9::int8[]) WITH ORDINALITY \
-             AS u(shard, due_at, priority, kind, channel, recipient, message, idempotency_key, \
-                  created_at, ord) \
-    ), plain AS ( \
-        INSERT INTO timers (id, shard, due_at, priority, kind, state, channel, recipient, \
-                            message, idempotency_key, attempts, created_at, updated_at) \
-        SELECT id, shard, due_at, priority, kind, 0, channel, recipient, message, \
-               NULL, 0, created_at, created_at \
-        FROM src WHERE idempotency_key IS NULL \
-    ), keyed AS ( \
-        INSERT INTO timers (id, shard, due_at, priority, kind, state, channel, recipient, \
-                            message, idempotency_key, attempts, created_at, updated_at) \
-        SELECT id, shard, due_at, priority, kind, 0, channel, recipient, message, \
-               idempotency_key, 0, created_at, created_at \
-        FROM src WHERE idempotency_key IS NOT NULL \
-        ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING \
-        RETURNING id \
-    ) \
-    SELECT (SELECT array_agg(id ORDER BY ord) FROM src), (SELECT array_agg(id) FROM keyed)";
+/// See `queries/insert_timers.sql`.
+const INSERT_TIMERS: &str = include_str!("queries/insert_timers.sql");
 pub(super) const TIMERS_BY_KEYS: &str = concat!(
     "SELECT ",
     timer_cols!(),
@@ -118,17 +48,29 @@ const FETCH_PENDING: &str = concat!(
 );
 // Keyset paging over `(due_at, id)`: the row comparison seeks the pending index
 // directly. $1 until, $2 limit, then the cursor, then the owned shards.
-const LOAD_DUE_FIRST: &str = "SELECT id, due_at, shard, priority FROM timers \
-    WHERE state = 0 AND due_at < $1 ORDER BY due_at, id LIMIT $2";
-const LOAD_DUE_FIRST_SHARDS: &str = "SELECT id, due_at, shard, priority FROM timers \
-    WHERE state = 0 AND due_at < $1 AND shard = ANY($3::int4[]) \
-    ORDER BY due_at, id LIMIT $2";
-const LOAD_DUE_AFTER: &str = "SELECT id, due_at, shard, priority FROM timers \
-    WHERE state = 0 AND due_at < $1 AND (due_at, id) > ($3, $4) \
-    ORDER BY due_at, id LIMIT $2";
-const LOAD_DUE_AFTER_SHARDS: &str = "SELECT id, due_at, shard, priority FROM timers \
-    WHERE state = 0 AND due_at < $1 AND (due_at, id) > ($3, $4) AND shard = ANY($5::int4[]) \
-    ORDER BY due_at, id LIMIT $2";
+const LOAD_DUE_FIRST: &str = concat!(
+    "SELECT ",
+    due_cols!(),
+    " FROM timers WHERE state = 0 AND due_at < $1 ORDER BY due_at, id LIMIT $2"
+);
+const LOAD_DUE_FIRST_SHARDS: &str = concat!(
+    "SELECT ",
+    due_cols!(),
+    " FROM timers WHERE state = 0 AND due_at < $1 AND shard = ANY($3::int4[]) \
+     ORDER BY due_at, id LIMIT $2"
+);
+const LOAD_DUE_AFTER: &str = concat!(
+    "SELECT ",
+    due_cols!(),
+    " FROM timers WHERE state = 0 AND due_at < $1 AND (due_at, id) > ($3, $4) \
+     ORDER BY due_at, id LIMIT $2"
+);
+const LOAD_DUE_AFTER_SHARDS: &str = concat!(
+    "SELECT ",
+    due_cols!(),
+    " FROM timers WHERE state = 0 AND due_at < $1 AND (due_at, id) > ($3, $4) \
+     AND shard = ANY($5::int4[]) ORDER BY due_at, id LIMIT $2"
+);
 const INSERT_DELIVERIES: &str = "INSERT INTO deliveries \
     (timer_id, attempt, channel, outcome, idempotency_key, provider_msgid, status, error, \
      started_at, finished_at) \
@@ -137,154 +79,17 @@ const INSERT_DELIVERIES: &str = "INSERT INTO deliveries \
 // Locks the leases read, so none changes hands before the batch commits.
 const SHARD_EPOCHS: &str = "SELECT shard, epoch FROM shard_leases \
     WHERE shard = ANY($1::int4[]) ORDER BY shard FOR SHARE";
-// One row per completion (ids distinct within a call). Applies only to a timer
-// still pending at the attempt before this one.
-const UPDATE_COMPLETED: &str = "UPDATE timers AS t SET \
-        state = u.state, attempts = u.attempts, \
-        due_at = COALESCE(u.next_due_at, t.due_at), \
-        delivered_at = COALESCE(u.delivered_at, t.delivered_at), \
-        last_error = u.error, updated_at = u.at \
-    FROM unnest($1::int8[], $2::int8[], $3::int2[], $4::int8[], $5::int8[], $6::int8[], \
-                $7::text[], $8::int8[]) \
-         AS u(id, attempt, state, next_due_at, delivered_at, at, error, attempts) \
-    WHERE t.id = ANY($1::int8[]) AND t.id = u.id AND t.state = 0 \
-      AND t.attempts = u.attempt - 1 \
-    RETURNING t.id";
-const DELIVERIES_FOR: &str = "SELECT id, timer_id, attempt, channel, outcome, idempotency_key, \
-    provider_msgid, status, error, started_at, finished_at, final_status, final_at \
-    FROM deliveries WHERE timer_id = $1 ORDER BY id";
+/// See `queries/update_completed.sql`.
+const UPDATE_COMPLETED: &str = include_str!("queries/update_completed.sql");
+const DELIVERIES_FOR: &str = concat!(
+    "SELECT ",
+    delivery_cols!(),
+    " FROM deliveries WHERE timer_id = $1 ORDER BY id"
+);
 const COUNT_BY_STATE: &str = "SELECT state, count(*) FROM timers GROUP BY state ORDER BY state";
 const INIT_SHARDS: &str =
     "INSERT INTO meta (key, value) VALUES ('shards', $1) ON CONFLICT (key) DO NOTHING";
 const GET_SHARDS: &str = "SELECT value FROM meta WHERE key = 'shards'";
-const NOTIFY: &str = "SELECT pg_notify('herald_timers', p) FROM unnest($1::text[]) AS p";
-
-pub(super) type Param<'a> = &'a (dyn ToSql + Sync);
-
-/// A column value; a value of the wrong type means the row is corrupt.
-pub(super) fn col<'a, T: FromSql<'a>>(row: &'a Row, idx: usize, name: &str) -> Result<T> {
-    row.try_get(idx)
-        .map_err(|e| StoreError::Corrupt(format!("postgres: column {name}: {e}")))
-}
-
-pub(super) fn narrow<T: TryFrom<i64>>(v: i64, what: &str, id: i64) -> Result<T> {
-    T::try_from(v).map_err(|_| StoreError::Corrupt(format!("{what} {v} out of range (row {id})")))
-}
-
-/// Reads a row selected with `timer_cols!()`.
-pub(super) fn read_timer(row: &Row) -> Result<TimerRecord> {
-    let id: i64 = col(row, 0, "timers.id")?;
-    let state_code: i16 = col(row, 5, "timers.state")?;
-    let state = TimerState::from_code(i64::from(state_code)).ok_or_else(|| {
-        StoreError::Corrupt(format!("timer {id}: unknown state code {state_code}"))
-    })?;
-    let kind: &str = col(row, 4, "timers.kind")?;
-    let kind = TimerKind::parse(kind)
-        .ok_or_else(|| StoreError::Corrupt(format!("timer {id}: unknown kind {kind:?}")))?;
-    let shard: i32 = col(row, 1, "timers.shard")?;
-    let priority: i16 = col(row, 3, "timers.priority")?;
-    Ok(TimerRecord {
-        id,
-        shard: narrow(i64::from(shard), "timers.shard", id)?,
-        due_at: col(row, 2, "timers.due_at")?,
-        priority: narrow(i64::from(priority), "timers.priority", id)?,
-        kind,
-        state,
-        channel: col(row, 6, "timers.channel")?,
-        recipient: col(row, 7, "timers.recipient")?,
-        message: col(row, 8, "timers.message")?,
-        idempotency_key: col(row, 9, "timers.idempotency_key")?,
-        attempts: narrow(col(row, 10, "timers.attempts")?, "timers.attempts", id)?,
-        last_error: col(row, 11, "timers.last_error")?,
-        created_at: col(row, 12, "timers.created_at")?,
-        updated_at: col(row, 13, "timers.updated_at")?,
-        delivered_at: col(row, 14, "timers.delivered_at")?,
-    })
-}
-
-pub(super) fn read_due(row: &Row) -> Result<DueEntry> {
-    let id: i64 = col(row, 0, "timers.id")?;
-    let shard: i32 = col(row, 2, "timers.shard")?;
-    let priority: i16 = col(row, 3, "timers.priority")?;
-    Ok(DueEntry {
-        id,
-        due_at: col(row, 1, "timers.due_at")?,
-        shard: narrow(i64::from(shard), "timers.shard", id)?,
-        priority: narrow(i64::from(priority), "timers.priority", id)?,
-    })
-}
-
-pub(super) fn read_delivery(row: &Row) -> Result<DeliveryRecord> {
-    let id: i64 = col(row, 0, "deliveries.id")?;
-    Ok(DeliveryRecord {
-        id,
-        timer_id: col(row, 1, "deliveries.timer_id")?,
-        attempt: narrow(col(row, 2, "deliveries.attempt")?, "deliveries.attempt", id)?,
-        channel: col(row, 3, "deliveries.channel")?,
-        outcome: col(row, 4, "deliveries.outcome")?,
-        idempotency_key: col(row, 5, "deliveries.idempotency_key")?,
-        provider_msgid: col(row, 6, "deliveries.provider_msgid")?,
-        status: col(row, 7, "deliveries.status")?,
-        error: col(row, 8, "deliveries.error")?,
-        started_at: col(row, 9, "deliveries.started_at")?,
-        finished_at: col(row, 10, "deliveries.finished_at")?,
-        final_status: col(row, 11, "deliveries.final_status")?,
-        final_at: col(row, 12, "deliveries.final_at")?,
-    })
-}
-
-/// Consecutive ops of one kind, applied together; subject ops and reminder
-/// cancels (rare, and each touching one subject or subscription) one by one.
-enum Run<'a> {
-    Insert(Vec<&'a NewTimer>),
-    Cancel(Vec<(TimerId, i64)>),
-    AddReminders(Vec<&'a NewReminder>),
-    PutSubject(&'a PutSubject),
-    DeleteSubject {
-        subject_id: &'a str,
-        at: i64,
-    },
-    CancelReminders {
-        user_id: &'a str,
-        subject_id: &'a str,
-        mask: u64,
-        at: i64,
-    },
-}
-
-fn runs(ops: &[WriteOp]) -> Vec<Run<'_>> {
-    let mut out: Vec<Run<'_>> = Vec::new();
-    for op in ops {
-        match (op, out.last_mut()) {
-            (WriteOp::InsertTimer(t), Some(Run::Insert(v))) => v.push(t),
-            (WriteOp::InsertTimer(t), _) => out.push(Run::Insert(vec![t])),
-            (WriteOp::CancelTimer { id, at }, Some(Run::Cancel(v))) => v.push((*id, *at)),
-            (WriteOp::CancelTimer { id, at }, _) => out.push(Run::Cancel(vec![(*id, *at)])),
-            (WriteOp::AddReminder(r), Some(Run::AddReminders(v))) => v.push(r),
-            (WriteOp::AddReminder(r), _) => out.push(Run::AddReminders(vec![r])),
-            (WriteOp::PutSubject(p), _) => out.push(Run::PutSubject(p)),
-            (WriteOp::DeleteSubject { subject_id, at }, _) => out.push(Run::DeleteSubject {
-                subject_id,
-                at: *at,
-            }),
-            (
-                WriteOp::CancelReminders {
-                    user_id,
-                    subject_id,
-                    mask,
-                    at,
-                },
-                _,
-            ) => out.push(Run::CancelReminders {
-                user_id,
-                subject_id,
-                mask: *mask,
-                at: *at,
-            }),
-        }
-    }
-    out
-}
 
 fn record_of(result: &WriteResult) -> Option<&TimerRecord> {
     match result {
@@ -296,58 +101,7 @@ fn record_of(result: &WriteResult) -> Option<&TimerRecord> {
     }
 }
 
-pub(super) async fn apply(store: &PgStore, ops: &[WriteOp]) -> Result<Vec<WriteResult>> {
-    let mut client = store.client().await?;
-    let tx = client.transaction().await.ctx("beginning apply")?;
-    let mut results = Vec::with_capacity(ops.len());
-    let mut announce = Vec::new();
-    let horizon = now_ms().saturating_add(store.notify_window_ms);
-    for run in runs(ops) {
-        match run {
-            Run::Insert(timers) => {
-                insert_run(&tx, &timers, horizon, &mut results, &mut announce).await?
-            }
-            Run::Cancel(cancels) => cancel_run(&tx, &cancels, &mut results).await?,
-            Run::AddReminders(rs) => {
-                reminders::add_reminders(&tx, &rs, horizon, &mut results, &mut announce).await?
-            }
-            Run::PutSubject(put) => {
-                let result = reminders::put_subject(&tx, put).await?;
-                // Moved timers are announced like new ones: their owners must
-                // re-wheel them at the new time.
-                announce.extend(
-                    result
-                        .scheduled()
-                        .into_iter()
-                        .filter(|e| e.due_at <= horizon),
-                );
-                results.push(result);
-            }
-            Run::DeleteSubject { subject_id, at } => {
-                results.push(reminders::delete_subject(&tx, subject_id, at).await?)
-            }
-            Run::CancelReminders {
-                user_id,
-                subject_id,
-                mask,
-                at,
-            } => {
-                results.push(reminders::cancel_reminders(&tx, user_id, subject_id, mask, at).await?)
-            }
-        }
-    }
-    if !announce.is_empty() {
-        let payloads = notify::encode(&store.origin, &announce);
-        let stmt = tx.prepare_cached(NOTIFY).await.ctx("preparing notify")?;
-        tx.execute(&stmt, &[&payloads])
-            .await
-            .ctx("announcing new timers")?;
-    }
-    tx.commit().await.ctx("committing apply")?;
-    Ok(results)
-}
-
-async fn insert_run(
+pub(super) async fn insert_run(
     tx: &deadpool_postgres::Transaction<'_>,
     timers: &[&NewTimer],
     horizon: i64,
@@ -437,7 +191,7 @@ async fn insert_run(
             .await
             .ctx("reading timers by key")?
         {
-            let rec = read_timer(&row)?;
+            let rec: TimerRecord = model::decode(&row)?;
             if let Some(k) = rec.idempotency_key.clone() {
                 existing.insert(k, rec);
             }
@@ -485,7 +239,7 @@ async fn insert_run(
     Ok(())
 }
 
-async fn cancel_run(
+pub(super) async fn cancel_run(
     tx: &deadpool_postgres::Transaction<'_>,
     cancels: &[(TimerId, i64)],
     results: &mut Vec<WriteResult>,
@@ -509,7 +263,7 @@ async fn cancel_run(
         .await
         .ctx("cancelling timers")?
     {
-        let rec = read_timer(&row)?;
+        let rec: TimerRecord = model::decode(&row)?;
         cancelled.insert(rec.id, rec);
     }
     let rest: Vec<TimerId> = ids
@@ -528,7 +282,7 @@ async fn cancel_run(
             .await
             .ctx("reading timers by id")?
         {
-            let rec = read_timer(&row)?;
+            let rec: TimerRecord = model::decode(&row)?;
             others.insert(rec.id, rec);
         }
     }
@@ -554,7 +308,7 @@ pub(super) async fn get_timer(store: &PgStore, id: TimerId) -> Result<Option<Tim
         .await
         .ctx("preparing get_timer")?;
     match client.query_opt(&stmt, &[&id]).await.ctx("reading timer")? {
-        Some(row) => read_timer(&row).map(Some),
+        Some(row) => model::decode(&row).map(Some),
         None => Ok(None),
     }
 }
@@ -589,7 +343,7 @@ pub(super) async fn load_due(
         .await
         .ctx("loading due timers")?
         .iter()
-        .map(read_due)
+        .map(model::decode)
         .collect()
 }
 
@@ -607,7 +361,7 @@ pub(super) async fn fetch_pending(store: &PgStore, ids: &[TimerId]) -> Result<Ve
         .await
         .ctx("fetching pending timers")?
         .iter()
-        .map(read_timer)
+        .map(model::decode)
         .collect()
 }
 
@@ -724,9 +478,10 @@ pub(super) async fn complete(store: &PgStore, batch: &[Completion]) -> Result<Ve
         .await
         .ctx("inserting deliveries and reading epochs")?;
         for row in rows {
-            let shard: i32 = col(&row, 0, "shard_leases.shard")?;
-            let epoch: i64 = col(&row, 1, "shard_leases.epoch")?;
-            epochs.insert(narrow(i64::from(shard), "shard_leases.shard", 0)?, epoch);
+            epochs.insert(
+                row.narrow(0, "shard_leases.shard")?,
+                row.int(1, "shard_leases.epoch")?,
+            );
         }
     }
 
@@ -760,7 +515,7 @@ pub(super) async fn complete(store: &PgStore, batch: &[Completion]) -> Result<Ve
     for (seg, rows) in segments.iter().zip(answers) {
         let mut done = HashSet::with_capacity(rows.len());
         for row in rows {
-            done.insert(col::<i64>(&row, 0, "timers.id")?);
+            done.insert(row.int(0, "timers.id")?);
         }
         for (&i, id) in seg.index.iter().zip(&seg.id) {
             if done.contains(id) {
@@ -786,7 +541,7 @@ pub(super) async fn deliveries_for(
         .await
         .ctx("reading deliveries")?
         .iter()
-        .map(read_delivery)
+        .map(model::decode)
         .collect()
 }
 
@@ -796,16 +551,13 @@ pub(super) async fn count_by_state(store: &PgStore) -> Result<Vec<(TimerState, u
         .prepare_cached(COUNT_BY_STATE)
         .await
         .ctx("preparing count_by_state")?;
-    let mut out = Vec::new();
-    for row in client.query(&stmt, &[]).await.ctx("counting timers")? {
-        let code: i16 = col(&row, 0, "timers.state")?;
-        let n: i64 = col(&row, 1, "count")?;
-        let state = TimerState::from_code(i64::from(code))
-            .ok_or_else(|| StoreError::Corrupt(format!("unknown timer state code {code}")))?;
-        let n = u64::try_from(n).map_err(|_| StoreError::Corrupt(format!("count {n}")))?;
-        out.push((state, n));
-    }
-    Ok(out)
+    client
+        .query(&stmt, &[])
+        .await
+        .ctx("counting timers")?
+        .iter()
+        .map(model::decode)
+        .collect()
 }
 
 pub(super) async fn init_shards(store: &PgStore, wanted: u16) -> Result<u16> {
@@ -815,11 +567,12 @@ pub(super) async fn init_shards(store: &PgStore, wanted: u16) -> Result<u16> {
         .await
         .ctx("storing shards")?;
     // A new statement: sees a value another node committed meanwhile.
-    let stored: String = col(
-        &tx.query_one(GET_SHARDS, &[]).await.ctx("reading shards")?,
-        0,
-        "meta.value",
-    )?;
+    let stored = tx
+        .query_one(GET_SHARDS, &[])
+        .await
+        .ctx("reading shards")?
+        .str(0, "meta.value")?
+        .to_owned();
     tx.commit().await.ctx("committing init_shards")?;
     stored
         .parse()
@@ -829,7 +582,7 @@ pub(super) async fn init_shards(store: &PgStore, wanted: u16) -> Result<u16> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Store;
+    use crate::{Store, WriteOp};
 
     #[test]
     fn state_literals_match_codes() {
@@ -954,30 +707,5 @@ mod tests {
                 }
             }
         }
-    }
-
-    #[test]
-    fn ops_split_into_runs_in_order() {
-        let t = crate::testsuite::fixtures::timer(1);
-        let ops = vec![
-            WriteOp::InsertTimer(t.clone()),
-            WriteOp::InsertTimer(t.clone()),
-            WriteOp::CancelTimer { id: 1, at: 2 },
-            WriteOp::InsertTimer(t.clone()),
-            WriteOp::CancelTimer { id: 3, at: 4 },
-            WriteOp::CancelTimer { id: 5, at: 6 },
-        ];
-        let shape: Vec<(char, usize)> = runs(&ops)
-            .iter()
-            .map(|r| match r {
-                Run::Insert(v) => ('i', v.len()),
-                Run::Cancel(v) => ('c', v.len()),
-                Run::AddReminders(v) => ('r', v.len()),
-                Run::PutSubject(_) | Run::DeleteSubject { .. } | Run::CancelReminders { .. } => {
-                    ('1', 1)
-                }
-            })
-            .collect();
-        assert_eq!(shape, vec![('i', 2), ('c', 1), ('i', 1), ('c', 2)]);
     }
 }

@@ -5,27 +5,9 @@
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-use super::{Ctx, col, narrow};
+use super::error::Ctx;
+use crate::model::{self, named_lease_cols, node_cols, shard_lease_cols};
 use crate::{Fence, NamedLease, NodeInfo, Result, ShardLease};
-
-pub(super) const SCHEMA: &str = "
-    CREATE TABLE nodes (
-        node_id    TEXT PRIMARY KEY,
-        started_at INTEGER NOT NULL,
-        expires_at INTEGER NOT NULL
-    ) STRICT, WITHOUT ROWID;
-    CREATE TABLE shard_leases (
-        shard       INTEGER PRIMARY KEY,
-        owner       TEXT,
-        lease_until INTEGER NOT NULL,
-        epoch       INTEGER NOT NULL
-    ) STRICT;
-    CREATE TABLE named_leases (
-        name        TEXT PRIMARY KEY,
-        holder      TEXT NOT NULL,
-        lease_until INTEGER NOT NULL,
-        epoch       INTEGER NOT NULL
-    ) STRICT, WITHOUT ROWID;";
 
 // ?1 shard, ?2 node, ?3 new lease_until, ?4 now. A shard changes hands (and
 // epoch) only when it is free or expired; the owner renews without a bump.
@@ -36,8 +18,16 @@ const ACQUIRE_SHARD: &str = "INSERT INTO shard_leases (shard, owner, lease_until
                      ELSE shard_leases.epoch + 1 END, \
         owner = ?2, lease_until = ?3 \
     WHERE shard_leases.owner IS NULL OR shard_leases.owner = ?2 OR shard_leases.lease_until <= ?4";
-const LEASE_OF: &str = "SELECT shard, owner, lease_until, epoch FROM shard_leases WHERE shard = ?1";
-const ALL_LEASES: &str = "SELECT shard, owner, lease_until, epoch FROM shard_leases ORDER BY shard";
+const LEASE_OF: &str = concat!(
+    "SELECT ",
+    shard_lease_cols!(),
+    " FROM shard_leases WHERE shard = ?1"
+);
+const ALL_LEASES: &str = concat!(
+    "SELECT ",
+    shard_lease_cols!(),
+    " FROM shard_leases ORDER BY shard"
+);
 const RENEW_SHARD: &str =
     "UPDATE shard_leases SET lease_until = ?4 WHERE shard = ?1 AND owner = ?2 AND epoch = ?3";
 const RELEASE_SHARD: &str = "UPDATE shard_leases SET owner = NULL, lease_until = 0, epoch = epoch + 1 \
@@ -46,8 +36,11 @@ const RELEASE_ALL: &str = "UPDATE shard_leases SET owner = NULL, lease_until = 0
     WHERE owner = ?1";
 const BEAT: &str = "INSERT INTO nodes (node_id, started_at, expires_at) VALUES (?1, ?2, ?3) \
     ON CONFLICT (node_id) DO UPDATE SET expires_at = ?3";
-const LIVE_NODES: &str =
-    "SELECT node_id, expires_at, started_at FROM nodes WHERE expires_at > ?1 ORDER BY node_id";
+const LIVE_NODES: &str = concat!(
+    "SELECT ",
+    node_cols!(),
+    " FROM nodes WHERE expires_at > ?1 ORDER BY node_id"
+);
 const ACQUIRE_NAMED: &str = "INSERT INTO named_leases (name, holder, lease_until, epoch) \
     VALUES (?1, ?2, ?3, 1) \
     ON CONFLICT (name) DO UPDATE SET \
@@ -55,21 +48,15 @@ const ACQUIRE_NAMED: &str = "INSERT INTO named_leases (name, holder, lease_until
                      ELSE named_leases.epoch + 1 END, \
         holder = ?2, lease_until = ?3 \
     WHERE named_leases.holder = ?2 OR named_leases.lease_until <= ?4";
-const NAMED_OF: &str = "SELECT name, holder, lease_until, epoch FROM named_leases WHERE name = ?1";
+const NAMED_OF: &str = concat!(
+    "SELECT ",
+    named_lease_cols!(),
+    " FROM named_leases WHERE name = ?1"
+);
 // Releasing sets the lease to expired rather than deleting it, so the epoch
 // keeps growing across holders.
 const RELEASE_NAMED: &str =
     "UPDATE named_leases SET lease_until = 0 WHERE name = ?1 AND holder = ?2";
-
-fn read_lease(row: &rusqlite::Row<'_>) -> Result<ShardLease> {
-    let shard: i64 = col(row, 0, "shard_leases.shard")?;
-    Ok(ShardLease {
-        shard: narrow(shard, "shard_leases.shard", shard)?,
-        owner: col(row, 1, "shard_leases.owner")?,
-        lease_until: col(row, 2, "shard_leases.lease_until")?,
-        epoch: col(row, 3, "shard_leases.epoch")?,
-    })
-}
 
 pub(super) fn heartbeat(
     conn: &mut Connection,
@@ -89,11 +76,7 @@ pub(super) fn heartbeat(
         let mut stmt = tx.prepare_cached(LIVE_NODES).ctx("preparing live nodes")?;
         let mut rows = stmt.query([now]).ctx("querying live nodes")?;
         while let Some(row) = rows.next().ctx("reading live nodes")? {
-            out.push(NodeInfo {
-                node_id: col(row, 0, "nodes.node_id")?,
-                expires_at: col(row, 1, "nodes.expires_at")?,
-                started_at: col(row, 2, "nodes.started_at")?,
-            });
+            out.push(model::decode::<NodeInfo, _>(row)?);
         }
     }
     tx.commit().ctx("committing heartbeat")?;
@@ -117,7 +100,7 @@ pub(super) fn shard_leases(conn: &mut Connection) -> Result<Vec<ShardLease>> {
     let mut rows = stmt.query([]).ctx("querying shard leases")?;
     let mut out = Vec::new();
     while let Some(row) = rows.next().ctx("reading shard leases")? {
-        out.push(read_lease(row)?);
+        out.push(model::decode(row)?);
     }
     Ok(out)
 }
@@ -141,7 +124,7 @@ pub(super) fn acquire_shards(
             take.execute(params![shard, node, until, now])
                 .ctx("acquiring shard")?;
             let lease = read
-                .query_row([shard], |r| Ok(read_lease(r)))
+                .query_row([shard], |r| Ok(model::decode::<ShardLease, _>(r)))
                 .optional()
                 .ctx("reading lease")?
                 .transpose()?;
@@ -230,25 +213,13 @@ pub(super) fn acquire_lease(
     let lease = tx
         .prepare_cached(NAMED_OF)
         .ctx("preparing lease read")?
-        .query_row([name], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, i64>(2)?,
-                r.get::<_, i64>(3)?,
-            ))
-        })
+        .query_row([name], |r| Ok(model::decode::<NamedLease, _>(r)))
         .optional()
-        .ctx("reading lease")?;
+        .ctx("reading lease")?
+        .transpose()?;
     tx.commit().ctx("committing lease")?;
-    Ok(lease
-        .filter(|(_, h, until, _)| h == holder && *until > now)
-        .map(|(name, holder, lease_until, epoch)| NamedLease {
-            name,
-            holder,
-            lease_until,
-            epoch,
-        }))
+    // A lease with no time left (ttl <= 0) is not held.
+    Ok(lease.filter(|l| l.holder == holder && l.lease_until > now))
 }
 
 pub(super) fn release_lease(conn: &mut Connection, name: &str, holder: &str) -> Result<()> {

@@ -6,28 +6,9 @@
 
 use rusqlite::{Connection, TransactionBehavior, params};
 
-use super::{Ctx, col, delivery_cols, read_delivery};
+use super::error::Ctx;
+use crate::model::{self, delivery_cols, token_cols};
 use crate::{ChannelToken, DeliveryRecord, Result};
-
-/// Migration 5. Adding nullable columns rewrites no row. The two message-id
-/// indexes are partial: rows without a provider message id (failures,
-/// retries, channels that give none) never enter them, so inserting those
-/// costs nothing extra. An existing database builds them once, while migrating.
-pub(super) const SCHEMA: &str = "
-    ALTER TABLE deliveries ADD COLUMN final_status TEXT;
-    ALTER TABLE deliveries ADD COLUMN final_at INTEGER;
-    CREATE INDEX deliveries_msgid ON deliveries (channel, provider_msgid)
-        WHERE provider_msgid IS NOT NULL;
-    ALTER TABLE job_sends ADD COLUMN final_status TEXT;
-    ALTER TABLE job_sends ADD COLUMN final_at INTEGER;
-    CREATE INDEX job_sends_msgid ON job_sends (msgid) WHERE msgid IS NOT NULL;
-    CREATE TABLE channel_tokens (
-        key        TEXT PRIMARY KEY,
-        token      TEXT    NOT NULL,
-        expires_at INTEGER NOT NULL,
-        fetched_at INTEGER NOT NULL,
-        updated_at INTEGER NOT NULL
-    ) STRICT, WITHOUT ROWID;";
 
 pub(super) const DELIVERY_BY_ID: &str = concat!(
     "SELECT ",
@@ -52,8 +33,11 @@ pub(super) const RECALL: &str = "UPDATE deliveries SET final_status = 'recalled'
     WHERE id = ?1 AND outcome = 'delivered' AND provider_msgid IS NOT NULL \
       AND final_status IS NOT 'recalled'";
 
-pub(super) const TOKEN_OF: &str =
-    "SELECT token, expires_at, fetched_at, updated_at FROM channel_tokens WHERE key = ?1";
+pub(super) const TOKEN_OF: &str = concat!(
+    "SELECT ",
+    token_cols!(),
+    " FROM channel_tokens WHERE key = ?1"
+);
 const PUT_TOKEN: &str = "INSERT INTO channel_tokens (key, token, expires_at, fetched_at, updated_at) \
     VALUES (?1, ?2, ?3, ?4, ?5) \
     ON CONFLICT (key) DO UPDATE SET token = excluded.token, expires_at = excluded.expires_at, \
@@ -68,7 +52,7 @@ pub(super) fn get_delivery(conn: &mut Connection, id: i64) -> Result<Option<Deli
         .ctx("preparing get_delivery")?;
     let mut rows = stmt.query([id]).ctx("querying delivery")?;
     match rows.next().ctx("reading delivery")? {
-        Some(row) => read_delivery(row).map(Some),
+        Some(row) => model::decode(row).map(Some),
         None => Ok(None),
     }
 }
@@ -98,7 +82,7 @@ pub(super) fn record_final_status(
     Ok((timers + sends) as u64)
 }
 
-pub(super) fn mark_recalled(conn: &mut Connection, id: i64, at: i64) -> Result<bool> {
+pub(super) fn mark_delivery_recalled(conn: &mut Connection, id: i64, at: i64) -> Result<bool> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("beginning recall")?;
@@ -111,21 +95,16 @@ pub(super) fn mark_recalled(conn: &mut Connection, id: i64, at: i64) -> Result<b
     Ok(n == 1)
 }
 
-pub(super) fn get_token(conn: &mut Connection, key: &str) -> Result<Option<ChannelToken>> {
+pub(super) fn get_channel_token(conn: &mut Connection, key: &str) -> Result<Option<ChannelToken>> {
     let mut stmt = conn.prepare_cached(TOKEN_OF).ctx("preparing token read")?;
     let mut rows = stmt.query([key]).ctx("querying token")?;
     let Some(row) = rows.next().ctx("reading token")? else {
         return Ok(None);
     };
-    Ok(Some(ChannelToken {
-        token: col(row, 0, "channel_tokens.token")?,
-        expires_at: col(row, 1, "channel_tokens.expires_at")?,
-        fetched_at: col(row, 2, "channel_tokens.fetched_at")?,
-        updated_at: col(row, 3, "channel_tokens.updated_at")?,
-    }))
+    model::decode(row).map(Some)
 }
 
-pub(super) fn put_token(conn: &mut Connection, key: &str, t: &ChannelToken) -> Result<()> {
+pub(super) fn put_channel_token(conn: &mut Connection, key: &str, t: &ChannelToken) -> Result<()> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("beginning token put")?;
@@ -142,7 +121,7 @@ pub(super) fn put_token(conn: &mut Connection, key: &str, t: &ChannelToken) -> R
     tx.commit().ctx("committing token put")
 }
 
-pub(super) fn expire_token(
+pub(super) fn expire_channel_token(
     conn: &mut Connection,
     key: &str,
     token: &str,
@@ -162,26 +141,8 @@ pub(super) fn expire_token(
 
 #[cfg(test)]
 mod tests {
-    use super::super::{MIGRATIONS, Role, Synchronous, configure, migrate};
     use super::*;
-
-    fn migrated() -> Connection {
-        let mut conn = Connection::open_in_memory().unwrap();
-        configure(&conn, Role::Writer(Synchronous::Normal)).unwrap();
-        migrate(&mut conn).unwrap();
-        conn
-    }
-
-    fn plan(conn: &Connection, sql: &str) -> String {
-        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
-        let n = stmt.parameter_count();
-        let rows = stmt
-            .query_map(rusqlite::params_from_iter(vec![1i64; n]), |r| {
-                r.get::<_, String>(3)
-            })
-            .unwrap();
-        rows.map(|r| r.unwrap()).collect::<Vec<_>>().join("\n")
-    }
+    use crate::sqlite::testing::{migrated, plan};
 
     #[test]
     fn the_sql_writes_the_recalled_status_the_api_names() {
@@ -213,45 +174,5 @@ mod tests {
                 "table scan: {sql}:\n{p}"
             );
         }
-    }
-
-    /// A database left at migration 4 by the previous release keeps its rows
-    /// and gains the new columns (empty), indexes and table.
-    #[test]
-    fn a_version_4_database_upgrades_in_place() {
-        let mut conn = Connection::open_in_memory().unwrap();
-        configure(&conn, Role::Writer(Synchronous::Normal)).unwrap();
-        for sql in &MIGRATIONS[..4] {
-            conn.execute_batch(sql).unwrap();
-        }
-        conn.pragma_update(None, "user_version", 4).unwrap();
-        conn.execute_batch(
-            "INSERT INTO deliveries (id, timer_id, attempt, channel, outcome, idempotency_key, \
-                 provider_msgid, started_at, finished_at) \
-             VALUES (7, 1, 1, 'wechat', 'delivered', 'k', 'm-1', 10, 20); \
-             INSERT INTO jobs (id, audience_id, channel, message, segment_size, priority, state, \
-                 total, created_at) VALUES (3, 1, 'wechat', '{}', 10, 0, 'running', 1, 0); \
-             INSERT INTO job_sends (job_id, idx, recipient, state, attempts, msgid, updated_at) \
-             VALUES (3, 0, 'u', 0, 1, 'm-2', 30);",
-        )
-        .unwrap();
-        migrate(&mut conn).unwrap();
-        let v: i64 = conn
-            .pragma_query_value(None, "user_version", |r| r.get(0))
-            .unwrap();
-        assert_eq!(v, MIGRATIONS.len() as i64);
-        let d = get_delivery(&mut conn, 7).unwrap().unwrap();
-        assert_eq!(d.provider_msgid.as_deref(), Some("m-1"));
-        assert_eq!((d.final_status, d.final_at), (None, None));
-        assert_eq!(
-            record_final_status(&mut conn, "wechat", "m-1", "success", 40).unwrap(),
-            1
-        );
-        assert_eq!(
-            record_final_status(&mut conn, "wechat", "m-2", "success", 40).unwrap(),
-            1
-        );
-        assert!(mark_recalled(&mut conn, 7, 50).unwrap());
-        assert!(get_token(&mut conn, "k").unwrap().is_none());
     }
 }

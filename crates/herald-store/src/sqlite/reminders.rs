@@ -15,46 +15,21 @@
 
 use std::collections::HashSet;
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{Ctx, col, insert_timer, narrow, read_timer};
+use super::error::Ctx;
+use super::timers::insert_timer;
+use crate::model::{self, Columns, due_cols, reminder_timer_cols, subject_cols, timer_cols};
 use crate::{
     DueEntry, MergeProbe, NewReminder, PutSubject, ReminderTimer, Result, SubjectRecord,
     TimerRecord, WriteResult, bit_mask, bits_from_db, bits_to_db,
 };
 
-/// Migration 3. `WITHOUT ROWID` keeps each table in its primary-key order, so a
-/// user's subscriptions are adjacent: `user_reminders` and the merge probes
-/// (`pending_reminders`) read one contiguous range. `reminder_timers_subject`
-/// carries the timer id so moving or deleting a subject reads the index alone.
-pub(super) const SCHEMA: &str = "
-    CREATE TABLE subjects (
-        subject_id TEXT    PRIMARY KEY,
-        start_at   INTEGER NOT NULL,
-        title      TEXT,
-        data       TEXT,
-        created_at INTEGER NOT NULL,
-        updated_at INTEGER NOT NULL
-    ) STRICT, WITHOUT ROWID;
-    CREATE TABLE reminders (
-        user_id    TEXT    NOT NULL,
-        subject_id TEXT    NOT NULL,
-        bits       INTEGER NOT NULL,
-        created_at INTEGER NOT NULL,
-        updated_at INTEGER NOT NULL,
-        PRIMARY KEY (user_id, subject_id)
-    ) STRICT, WITHOUT ROWID;
-    CREATE TABLE reminder_timers (
-        user_id    TEXT    NOT NULL,
-        subject_id TEXT    NOT NULL,
-        bit        INTEGER NOT NULL,
-        timer_id   INTEGER NOT NULL,
-        PRIMARY KEY (user_id, subject_id, bit)
-    ) STRICT, WITHOUT ROWID;
-    CREATE INDEX reminder_timers_subject ON reminder_timers (subject_id, timer_id);";
-
-const SUBJECT_BY_ID: &str = "SELECT subject_id, start_at, title, data, created_at, updated_at \
-    FROM subjects WHERE subject_id = ?1";
+const SUBJECT_BY_ID: &str = concat!(
+    "SELECT ",
+    subject_cols!(),
+    " FROM subjects WHERE subject_id = ?1"
+);
 const INSERT_SUBJECT: &str = "INSERT INTO subjects \
     (subject_id, start_at, title, data, created_at, updated_at) \
     VALUES (?1, ?2, ?3, ?4, ?5, ?5)";
@@ -63,9 +38,12 @@ const UPDATE_SUBJECT: &str = "UPDATE subjects \
 const DELETE_SUBJECT: &str = "DELETE FROM subjects WHERE subject_id = ?1";
 // ?1 subject, ?2 delta, ?3 at. Only pending timers move: one that fired (done,
 // failed, dead) or was cancelled keeps its due time as history.
-const MOVE_SUBJECT_TIMERS: &str = "UPDATE timers SET due_at = due_at + ?2, updated_at = ?3 \
-    WHERE state = 0 AND id IN (SELECT timer_id FROM reminder_timers WHERE subject_id = ?1) \
-    RETURNING id, due_at, shard, priority";
+const MOVE_SUBJECT_TIMERS: &str = concat!(
+    "UPDATE timers SET due_at = due_at + ?2, updated_at = ?3 \
+     WHERE state = 0 AND id IN (SELECT timer_id FROM reminder_timers WHERE subject_id = ?1) \
+     RETURNING ",
+    due_cols!()
+);
 // ?1 subject, ?2 at.
 const CANCEL_SUBJECT_TIMERS: &str = "UPDATE timers SET state = 4, updated_at = ?2 \
     WHERE state = 0 AND id IN (SELECT timer_id FROM reminder_timers WHERE subject_id = ?1) \
@@ -94,12 +72,11 @@ const STORE_BITS: &str =
 const DELETE_REMINDER: &str = "DELETE FROM reminders WHERE user_id = ?1 AND subject_id = ?2";
 // `CROSS JOIN` makes SQLite keep `reminder_timers` as the outer loop, so the
 // user's primary-key range drives the join and each timer is a rowid lookup,
-// whatever the planner would guess without statistics. The timer columns come
-// first so `read_timer` reads them at their usual positions.
+// whatever the planner would guess without statistics.
 pub(super) const USER_REMINDERS: &str = concat!(
     "SELECT ",
-    timer_cols!("t"),
-    ", r.subject_id, r.bit FROM reminder_timers AS r CROSS JOIN timers AS t \
+    reminder_timer_cols!(),
+    " FROM reminder_timers AS r CROSS JOIN timers AS t \
      ON t.id = r.timer_id WHERE r.user_id = ?1 ORDER BY r.subject_id, r.bit LIMIT ?2"
 );
 // ?1 user, ?2 channel, ?3 from, ?4 until (both inclusive).
@@ -111,36 +88,15 @@ pub(super) const PENDING_FOR_PROBE: &str = concat!(
      AND t.due_at >= ?3 AND t.due_at <= ?4"
 );
 
-fn read_subject(row: &Row<'_>) -> Result<SubjectRecord> {
-    Ok(SubjectRecord {
-        subject_id: col(row, 0, "subjects.subject_id")?,
-        start_at: col(row, 1, "subjects.start_at")?,
-        title: col(row, 2, "subjects.title")?,
-        data: col(row, 3, "subjects.data")?,
-        created_at: col(row, 4, "subjects.created_at")?,
-        updated_at: col(row, 5, "subjects.updated_at")?,
-    })
-}
-
 fn subject_by_id(conn: &Connection, subject_id: &str) -> Result<Option<SubjectRecord>> {
     let mut stmt = conn
         .prepare_cached(SUBJECT_BY_ID)
         .ctx("preparing subject read")?;
     let mut rows = stmt.query([subject_id]).ctx("reading subject")?;
     match rows.next().ctx("reading subject")? {
-        Some(row) => read_subject(row).map(Some),
+        Some(row) => model::decode(row).map(Some),
         None => Ok(None),
     }
-}
-
-fn read_due_row(row: &Row<'_>) -> Result<DueEntry> {
-    let id: i64 = col(row, 0, "timers.id")?;
-    Ok(DueEntry {
-        id,
-        due_at: col(row, 1, "timers.due_at")?,
-        shard: narrow(col(row, 2, "timers.shard")?, "timers.shard", id)?,
-        priority: narrow(col(row, 3, "timers.priority")?, "timers.priority", id)?,
-    })
 }
 
 pub(super) fn put_subject(conn: &Connection, put: &PutSubject) -> Result<WriteResult> {
@@ -156,14 +112,7 @@ pub(super) fn put_subject(conn: &Connection, put: &PutSubject) -> Result<WriteRe
             ])
             .ctx("inserting subject")?;
         return Ok(WriteResult::SubjectPut {
-            subject: SubjectRecord {
-                subject_id: put.subject_id.clone(),
-                start_at: put.start_at,
-                title: put.title.clone(),
-                data: put.data.clone(),
-                created_at: put.at,
-                updated_at: put.at,
-            },
+            subject: put.record(put.at),
             created: true,
             moved: Vec::new(),
         });
@@ -188,19 +137,12 @@ pub(super) fn put_subject(conn: &Connection, put: &PutSubject) -> Result<WriteRe
             .query(params![put.subject_id, delta, put.at])
             .ctx("moving the subject's timers")?;
         while let Some(row) = rows.next().ctx("reading moved timers")? {
-            moved.push(read_due_row(row)?);
+            moved.push(model::decode(row)?);
         }
         moved.sort_unstable_by_key(DueEntry::cursor);
     }
     Ok(WriteResult::SubjectPut {
-        subject: SubjectRecord {
-            subject_id: put.subject_id.clone(),
-            start_at: put.start_at,
-            title: put.title.clone(),
-            data: put.data.clone(),
-            created_at: old.created_at,
-            updated_at: put.at,
-        },
+        subject: put.record(old.created_at),
         created: false,
         moved,
     })
@@ -219,7 +161,7 @@ pub(super) fn delete_subject(conn: &Connection, subject_id: &str, at: i64) -> Re
             .query(params![subject_id, at])
             .ctx("cancelling the subject's timers")?;
         while let Some(row) = rows.next().ctx("reading cancelled timers")? {
-            cancelled.push(col::<i64>(row, 0, "timers.id")?);
+            cancelled.push(row.int(0, "timers.id")?);
         }
     }
     cancelled.sort_unstable();
@@ -385,13 +327,7 @@ pub(super) fn user_reminders(
         .ctx("querying user_reminders")?;
     let mut out = Vec::new();
     while let Some(row) = rows.next().ctx("reading user_reminders")? {
-        let timer = read_timer(row)?;
-        let bit: i64 = col(row, 16, "reminder_timers.bit")?;
-        out.push(ReminderTimer {
-            subject_id: col(row, 15, "reminder_timers.subject_id")?,
-            bit: narrow(bit, "reminder_timers.bit", timer.id)?,
-            timer,
-        });
+        out.push(model::decode(row)?);
     }
     Ok(out)
 }
@@ -413,9 +349,8 @@ pub(super) fn pending_reminders(
                 .query(params![p.user_id, p.channel, p.from, p.until])
                 .ctx("querying pending_reminders")?;
             while let Some(row) = rows.next().ctx("reading pending_reminders")? {
-                let id: i64 = col(row, 0, "timers.id")?;
-                if seen.insert(id) {
-                    out.push(read_timer(row)?);
+                if seen.insert(row.int(0, "timers.id")?) {
+                    out.push(model::decode(row)?);
                 }
             }
         }
@@ -427,26 +362,8 @@ pub(super) fn pending_reminders(
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Role, Synchronous, configure, migrate};
     use super::*;
-
-    fn migrated() -> Connection {
-        let mut conn = Connection::open_in_memory().unwrap();
-        configure(&conn, Role::Writer(Synchronous::Normal)).unwrap();
-        migrate(&mut conn).unwrap();
-        conn
-    }
-
-    fn plan(conn: &Connection, sql: &str) -> String {
-        let n = conn.prepare(sql).unwrap().parameter_count();
-        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
-        let rows = stmt
-            .query_map(rusqlite::params_from_iter(vec![1i64; n]), |r| {
-                r.get::<_, String>(3)
-            })
-            .unwrap();
-        rows.map(|r| r.unwrap()).collect::<Vec<_>>().join("\n")
-    }
+    use crate::sqlite::testing::{migrated, plan};
 
     /// Every reminder statement finds its rows through an index: the merge
     /// probes and the user listing through the user's primary-key range, moves

@@ -9,11 +9,9 @@
 //! job or rule that names the audience holds `FOR KEY SHARE` while it is
 //! created, which only `drop` waits for.
 
-use crate::postgres::timers::col;
+use crate::model::{self, Columns, audience_cols, to_db};
 use crate::postgres::{Ctx, PgStore};
-use crate::{AUDIENCE_CHUNK, AudienceRecord, Result, StoreError};
-
-use super::rows::{read_audience, refused, to_db};
+use crate::{AUDIENCE_CHUNK, AudienceRecord, Result, StoreError, refusals};
 
 const CREATE: &str = "INSERT INTO audiences (name, created_at) VALUES ($1, $2) RETURNING id";
 const SHARE_AUDIENCE: &str = "SELECT size FROM audiences WHERE id = $1 FOR SHARE";
@@ -28,19 +26,21 @@ const LOCK_OPEN: &str = "SELECT 1 FROM audiences WHERE id = $1 AND size IS NULL 
 const CHUNK_SUMMARY: &str = "SELECT count(*), COALESCE(sum(count), 0)::int8, \
         COALESCE(max(chunk_no), -1), count(*) FILTER (WHERE count <> $2 AND chunk_no < $3) \
     FROM audience_chunks WHERE audience_id = $1";
-const SEAL: &str = "UPDATE audiences SET size = $2, sealed_at = $3 WHERE id = $1 \
-    RETURNING id, name, size, created_at";
+const SEAL: &str = concat!(
+    "UPDATE audiences SET size = $2, sealed_at = $3 WHERE id = $1 RETURNING ",
+    audience_cols!()
+);
 const LOCK_ANY: &str = "SELECT 1 FROM audiences WHERE id = $1 FOR UPDATE";
 const REFERRED: &str = "SELECT EXISTS (SELECT 1 FROM jobs WHERE audience_id = $1) \
     OR EXISTS (SELECT 1 FROM rule_versions WHERE audience_id = $1)";
 const DROP_CHUNKS: &str = "DELETE FROM audience_chunks WHERE audience_id = $1";
 const DROP_AUDIENCE: &str = "DELETE FROM audiences WHERE id = $1";
-const GET: &str = "SELECT id, name, size, created_at FROM audiences WHERE id = $1";
+const GET: &str = concat!("SELECT ", audience_cols!(), " FROM audiences WHERE id = $1");
 const SIZE: &str = "SELECT size FROM audiences WHERE id = $1";
 const CHUNKS: &str = "SELECT chunk_no, count, data FROM audience_chunks \
     WHERE audience_id = $1 AND chunk_no >= $2 AND chunk_no <= $3 ORDER BY chunk_no";
 
-pub(super) async fn create(store: &PgStore, name: Option<&str>, now: i64) -> Result<i64> {
+pub(super) async fn create_audience(store: &PgStore, name: Option<&str>, now: i64) -> Result<i64> {
     let client = store.client().await?;
     let stmt = client
         .prepare_cached(CREATE)
@@ -50,38 +50,16 @@ pub(super) async fn create(store: &PgStore, name: Option<&str>, now: i64) -> Res
         .query_one(&stmt, &[&name, &now])
         .await
         .ctx("creating an audience")?;
-    col(&row, 0, "audiences.id")
+    row.int(0, "audiences.id")
 }
 
 /// The chunk a valid `append` writes as `(chunk_no, count, data)` (count 0
 /// when `recipients` is empty: the chunk is removed), or why it is refused.
 pub(super) fn chunk_of(start: u64, recipients: &[String]) -> Result<(i64, i32, Vec<u8>)> {
-    const WHAT: &str = "append_audience";
-    if !start.is_multiple_of(AUDIENCE_CHUNK) {
-        return Err(refused(
-            WHAT,
-            format!("start {start} is not a multiple of {AUDIENCE_CHUNK}"),
-        ));
-    }
+    let chunk_no = refusals::audience_chunk(start, recipients)?;
+    // At most AUDIENCE_CHUNK, checked above.
     let count = i32::try_from(recipients.len())
-        .ok()
-        .filter(|&n| n as u64 <= AUDIENCE_CHUNK)
-        .ok_or_else(|| {
-            refused(
-                WHAT,
-                format!(
-                    "{} recipients in one chunk (at most {AUDIENCE_CHUNK})",
-                    recipients.len()
-                ),
-            )
-        })?;
-    if let Some(bad) = recipients.iter().position(|r| r.contains('\n')) {
-        return Err(refused(
-            WHAT,
-            format!("recipient {} holds a newline", start + bad as u64),
-        ));
-    }
-    let chunk_no = to_db(start / AUDIENCE_CHUNK, WHAT)?;
+        .map_err(|_| StoreError::Internal("postgres: a chunk's count exceeds an INTEGER".into()))?;
     let bytes = recipients.iter().map(|r| r.len() + 1).sum();
     let mut data = Vec::with_capacity(bytes);
     for (i, r) in recipients.iter().enumerate() {
@@ -93,7 +71,7 @@ pub(super) fn chunk_of(start: u64, recipients: &[String]) -> Result<(i64, i32, V
     Ok((chunk_no, count, data))
 }
 
-pub(super) async fn append(
+pub(super) async fn append_audience(
     store: &PgStore,
     id: i64,
     chunk_no: i64,
@@ -118,14 +96,11 @@ pub(super) async fn append(
         .await
         .ctx("locking the audience")?
     {
-        None => return Err(refused("append_audience", format!("no audience {id}"))),
-        Some(row) => col(&row, 0, "audiences.size")?,
+        None => return Err(refusals::no_audience(id)),
+        Some(row) => row.opt_int(0, "audiences.size")?,
     };
     if size.is_some() {
-        return Err(refused(
-            "append_audience",
-            format!("audience {id} is sealed"),
-        ));
+        return Err(refusals::audience_state(id, "is sealed"));
     }
     if count == 0 {
         let remove = tx
@@ -143,16 +118,16 @@ pub(super) async fn append(
     tx.commit().await.ctx("committing append_audience")
 }
 
-pub(super) async fn seal(
+pub(super) async fn seal_audience(
     store: &PgStore,
     id: i64,
     size: u64,
     now: i64,
 ) -> Result<Option<AudienceRecord>> {
     let chunks = size.div_ceil(AUDIENCE_CHUNK);
-    let size_db = to_db(size, "seal_audience")?;
-    let chunks_db = to_db(chunks, "seal_audience")?;
-    let chunk_db = to_db(AUDIENCE_CHUNK, "seal_audience")?;
+    let size_db = to_db(size, "size")?;
+    let chunks_db = to_db(chunks, "size")?;
+    let chunk_db = to_db(AUDIENCE_CHUNK, "size")?;
     let chunk_i32 = i32::try_from(chunk_db)
         .map_err(|_| StoreError::Internal("postgres: AUDIENCE_CHUNK exceeds an INTEGER".into()))?;
     let mut client = store.client().await?;
@@ -178,17 +153,17 @@ pub(super) async fn seal(
         .query_one(&summary, &[&id, &chunk_i32, &(chunks_db - 1)])
         .await
         .ctx("reading the chunks")?;
-    let stored: i64 = col(&row, 0, "chunk count")?;
-    let recipients: i64 = col(&row, 1, "recipient count")?;
-    let last: i64 = col(&row, 2, "last chunk")?;
-    let short: i64 = col(&row, 3, "short chunks")?;
+    let stored = row.int(0, "chunk count")?;
+    let recipients = row.int(1, "recipient count")?;
+    let last = row.int(2, "last chunk")?;
+    let short = row.int(3, "short chunks")?;
     if stored != chunks_db || last != chunks_db - 1 || recipients != size_db || short != 0 {
-        return Err(refused(
-            "seal_audience",
+        return Err(refusals::seal_size(
+            id,
+            size,
             format!(
-                "audience {id} holds {recipients} recipients in {stored} chunks \
-                 ({short} short before the last, last chunk {last}); {size} recipients \
-                 need chunks 0..{chunks}, all full but the last"
+                "{recipients} are stored in {stored} chunks (the last is {last}, \
+                 {short} short before it)"
             ),
         ));
     }
@@ -196,12 +171,12 @@ pub(super) async fn seal(
         .query_one(&seal, &[&id, &size_db, &now])
         .await
         .ctx("sealing the audience")?;
-    let record = read_audience(&row)?;
+    let record = model::decode(&row)?;
     tx.commit().await.ctx("committing seal_audience")?;
     Ok(Some(record))
 }
 
-pub(super) async fn drop(store: &PgStore, id: i64) -> Result<bool> {
+pub(super) async fn drop_audience(store: &PgStore, id: i64) -> Result<bool> {
     let mut client = store.client().await?;
     let tx = client.transaction().await.ctx("beginning drop_audience")?;
     let lock = tx
@@ -221,13 +196,11 @@ pub(super) async fn drop(store: &PgStore, id: i64) -> Result<bool> {
         return Ok(false);
     }
     // A new statement, so a job or rule committed while we waited is seen.
-    let used: bool = col(
-        &tx.query_one(&referred, &[&id])
-            .await
-            .ctx("checking references")?,
-        0,
-        "referred",
-    )?;
+    let used = tx
+        .query_one(&referred, &[&id])
+        .await
+        .ctx("checking references")?
+        .flag(0, "referred")?;
     if used {
         return Ok(false);
     }
@@ -249,7 +222,7 @@ pub(super) async fn drop(store: &PgStore, id: i64) -> Result<bool> {
     Ok(true)
 }
 
-pub(super) async fn get(store: &PgStore, id: i64) -> Result<Option<AudienceRecord>> {
+pub(super) async fn get_audience(store: &PgStore, id: i64) -> Result<Option<AudienceRecord>> {
     let client = store.client().await?;
     let stmt = client
         .prepare_cached(GET)
@@ -259,12 +232,16 @@ pub(super) async fn get(store: &PgStore, id: i64) -> Result<Option<AudienceRecor
         .query_opt(&stmt, &[&id])
         .await
         .ctx("reading an audience")?
-        .map(|r| read_audience(&r))
+        .map(|r| model::decode(&r))
         .transpose()
 }
 
-pub(super) async fn slice(store: &PgStore, id: i64, start: u64, end: u64) -> Result<Vec<String>> {
-    const WHAT: &str = "audience_slice";
+pub(super) async fn audience_slice(
+    store: &PgStore,
+    id: i64,
+    start: u64,
+    end: u64,
+) -> Result<Vec<String>> {
     let client = store.client().await?;
     let size_stmt = client
         .prepare_cached(SIZE)
@@ -275,10 +252,10 @@ pub(super) async fn slice(store: &PgStore, id: i64, start: u64, end: u64) -> Res
         .await
         .ctx("reading the audience")?
     {
-        None => return Err(refused(WHAT, format!("no audience {id}"))),
-        Some(row) => col(&row, 0, "audiences.size")?,
+        None => return Err(refusals::no_audience(id)),
+        Some(row) => row.opt_int(0, "audiences.size")?,
     };
-    let size = size.ok_or_else(|| refused(WHAT, format!("audience {id} is not sealed")))?;
+    let size = size.ok_or_else(|| refusals::audience_state(id, "is not sealed yet"))?;
     let size = u64::try_from(size)
         .map_err(|_| StoreError::Corrupt(format!("audience {id}: size {size}")))?;
     let end = end.min(size);
@@ -291,7 +268,7 @@ pub(super) async fn slice(store: &PgStore, id: i64, start: u64, end: u64) -> Res
         .await
         .ctx("preparing chunk read")?;
     let rows = client
-        .query(&stmt, &[&id, &to_db(first, WHAT)?, &to_db(last, WHAT)?])
+        .query(&stmt, &[&id, &to_db(first, "start")?, &to_db(last, "end")?])
         .await
         .ctx("reading chunks")?;
     let corrupt = |why: String| StoreError::Corrupt(format!("audience {id}: {why}"));
@@ -303,9 +280,9 @@ pub(super) async fn slice(store: &PgStore, id: i64, start: u64, end: u64) -> Res
     }
     let mut out = Vec::with_capacity((end - start) as usize);
     for (row, chunk) in rows.iter().zip(first..) {
-        let no: i64 = col(row, 0, "audience_chunks.chunk_no")?;
-        let count: i32 = col(row, 1, "audience_chunks.count")?;
-        let data: &[u8] = col(row, 2, "audience_chunks.data")?;
+        let no = row.int(0, "audience_chunks.chunk_no")?;
+        let count = row.int(1, "audience_chunks.count")?;
+        let data = row.bytes(2, "audience_chunks.data")?;
         if u64::try_from(no).ok() != Some(chunk) {
             return Err(corrupt(format!("chunk {chunk} missing")));
         }
@@ -323,7 +300,7 @@ pub(super) async fn slice(store: &PgStore, id: i64, start: u64, end: u64) -> Res
                 .map_err(|_| corrupt(format!("recipient {} is not UTF-8", base + i as u64)))?;
             out.push(s.to_string());
         }
-        if i64::try_from(seen).ok() != Some(i64::from(count)) {
+        if i64::try_from(seen).ok() != Some(count) {
             return Err(corrupt(format!(
                 "chunk {chunk} holds {seen} recipients, says {count}"
             )));

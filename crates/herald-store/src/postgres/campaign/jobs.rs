@@ -28,17 +28,13 @@ use herald_core::campaign::{
 };
 use tokio_postgres::types::{ToSql, Type};
 
-use crate::postgres::timers::col;
-use crate::postgres::{Ctx, PgStore};
+use crate::postgres::{Ctx, PgStore, col};
 use crate::{
     ClaimedSegment, JobRecord, JobSpec, LeaseCheck, Result, SegmentClaim, SegmentRecord, SendEntry,
-    SendRecord, StoreError,
+    SendRecord, StoreError, refusals,
 };
 
-use super::rows::{
-    job_cols, job_state, read_job, read_segment, read_send, refused, segment_cols, segment_state,
-    send_state, to_db,
-};
+use crate::model::{self, Columns, job_cols, segment_cols, send_cols, to_db};
 
 type Tx<'a> = deadpool_postgres::Transaction<'a>;
 
@@ -91,38 +87,18 @@ pub(super) const END_TASKS: &str = "UPDATE tasks AS t \
     SET state = u.state, detail = u.detail, finished_at = $4 \
     FROM unnest($1::int8[], $2::text[], $3::text[]) AS u(id, state, detail) \
     WHERE t.id = ANY($1::int8[]) AND t.id = u.id AND t.state = 'running'";
-/// Ends those of the (locked) jobs `$1` that have nothing left to do.
-///
-/// `OFFSET 0` keeps PostgreSQL from turning the `NOT EXISTS` into an anti-join:
-/// it stays a probe of `segments_active` per job. As a join, a plan cached
-/// while the tables were small reads every active segment of every job.
-pub(super) const FINISH_IDLE_JOBS: &str = "UPDATE jobs AS j SET state = 'done', finished_at = $2 \
-    WHERE id = ANY($1::int8[]) AND state = 'running' AND retrying = 0 AND NOT EXISTS ( \
-        SELECT 1 FROM segments AS s WHERE s.job_id = j.id AND s.state IN ('pending', 'running') \
-        OFFSET 0) \
-    RETURNING id, task_id, delivered, failed, expired";
-// The first pending segment by (priority DESC, id) that may run now, skipping
-// those other claimers hold; then the guarded update, which hits that row.
-// Sent unnamed (`query_typed`), so it is planned afresh each time: a generic
-// plan cached while `segments` was small sorts every pending segment (and
-// joins the update through them) instead of walking `segments_claim` to the
-// first one. Claims are one per segment, so the planning is cheap.
-pub(super) const CLAIM: &str = concat!(
-    "WITH c AS ( \
-        SELECT id AS cid FROM segments \
-        WHERE state = 'pending' AND not_before <= $2 AND (deadline_at IS NULL OR deadline_at > $2) \
-        ORDER BY priority DESC, id LIMIT 1 FOR UPDATE SKIP LOCKED \
-     ) \
-     UPDATE segments SET state = 'running', owner = $1, lease_until = $3, epoch = epoch + 1, \
-        updated_at = $2 \
-     FROM c WHERE id = c.cid AND state = 'pending' RETURNING ",
-    segment_cols!()
-);
+/// See `queries/finish_idle_jobs.sql`.
+pub(super) const FINISH_IDLE_JOBS: &str = include_str!("queries/finish_idle_jobs.sql");
+/// See `queries/claim.sql`.
+pub(super) const CLAIM: &str = concat!(include_str!("queries/claim.sql"), segment_cols!());
 // Only the first claim of a job finds `started_at` unset in its snapshot and
 // so waits for the job row at all (see the module doc).
 const SET_STARTED: &str = "UPDATE jobs SET started_at = $2 WHERE id = $1 AND started_at IS NULL";
-pub(super) const SENDS: &str = "SELECT job_id, idx, recipient, state, attempts, msgid, error, \
-    updated_at, final_status, final_at FROM job_sends WHERE job_id = $1 AND idx >= $2 AND idx < $3 ORDER BY idx";
+pub(super) const SENDS: &str = concat!(
+    "SELECT ",
+    send_cols!(),
+    " FROM job_sends WHERE job_id = $1 AND idx >= $2 AND idx < $3 ORDER BY idx"
+);
 pub(super) const SEGMENT_RANGE: &str =
     "SELECT start_idx, end_idx FROM segments WHERE id = $1 AND job_id = $2";
 // $3, $4: the batch's lowest and highest index. The bounds keep every plan
@@ -140,19 +116,8 @@ const INSERT_SENDS: &str = "INSERT INTO job_sends \
     SELECT $1, u.idx, u.recipient, u.state, u.attempts, u.msgid, u.error, $8 \
     FROM unnest($2::int8[], $3::text[], $4::text[], $5::int4[], $6::text[], $7::text[]) \
         AS u(idx, recipient, state, attempts, msgid, error)";
-// The rows that were `retry`, rewritten with the values worked out under their
-// locks. An upsert rather than `UPDATE ... FROM unnest(...)`: each row is one
-// primary-key probe, with no join for the planner to get wrong (a generic plan
-// cached for the join, expecting ten array elements, looped over the whole
-// array for every row: 90 ms for 500 rows).
-pub(super) const UPDATE_SENDS: &str = "INSERT INTO job_sends AS s \
-        (job_id, idx, recipient, state, attempts, msgid, error, updated_at) \
-    SELECT $1, u.idx, u.recipient, u.state, u.attempts, u.msgid, u.error, $8 \
-    FROM unnest($2::int8[], $3::text[], $4::text[], $5::int4[], $6::text[], $7::text[]) \
-        AS u(idx, recipient, state, attempts, msgid, error) \
-    ON CONFLICT (job_id, idx) DO UPDATE SET recipient = EXCLUDED.recipient, \
-        state = EXCLUDED.state, attempts = EXCLUDED.attempts, msgid = EXCLUDED.msgid, \
-        error = EXCLUDED.error, updated_at = EXCLUDED.updated_at";
+/// See `queries/update_sends.sql`.
+pub(super) const UPDATE_SENDS: &str = include_str!("queries/update_sends.sql");
 const MOVE_COUNTERS: &str = "UPDATE jobs SET delivered = delivered + $2, failed = failed + $3, \
     retrying = retrying + $4, expired = expired + $5, cancelled = cancelled + $6 WHERE id = $1";
 // The cursor never moves back. By id alone (the caller checks the job): given
@@ -165,11 +130,8 @@ pub(super) const RENEW: &str = "UPDATE segments SET cursor_idx = GREATEST(cursor
 pub(super) const CURRENT_SEGMENT: &str = "SELECT job_id, end_idx, cursor_idx, lease_until \
     FROM segments WHERE id = $1 AND owner = $2 AND epoch = $3 AND state = 'running' \
     FOR UPDATE";
-pub(super) const END_SEGMENT: &str = "UPDATE segments AS g SET updated_at = $2, state = CASE \
-        WHEN EXISTS (SELECT 1 FROM job_sends AS s WHERE s.job_id = g.job_id \
-                     AND s.idx >= g.start_idx AND s.idx < g.end_idx AND s.state = 'retry') \
-        THEN 'partial' ELSE 'done' END \
-    WHERE id = $1";
+/// See `queries/end_segment.sql`.
+pub(super) const END_SEGMENT: &str = include_str!("queries/end_segment.sql");
 
 /// How a job's task ends once the job has, and why.
 pub(super) fn task_end(
@@ -256,7 +218,7 @@ pub(super) async fn finish_idle(tx: &Tx<'_>, job_ids: &[i64], now: i64) -> Resul
 /// unknown or not sealed. The audience is held `FOR KEY SHARE` so it cannot be
 /// dropped before the job commits.
 pub(super) async fn insert_job(tx: &Tx<'_>, spec: &JobSpec, now: i64) -> Result<Option<JobRecord>> {
-    const WHAT: &str = "create_job";
+    const WHAT: &str = "segment_size";
     let size_stmt = tx
         .prepare_cached(AUDIENCE_SIZE)
         .await
@@ -298,7 +260,7 @@ pub(super) async fn insert_job(tx: &Tx<'_>, spec: &JobSpec, now: i64) -> Result<
         &now,
         &finished_at,
     ];
-    let job = read_job(
+    let job = model::decode::<JobRecord, _>(
         &tx.query_one(&insert, &params)
             .await
             .ctx("inserting the job")?,
@@ -327,7 +289,11 @@ pub(super) async fn insert_job(tx: &Tx<'_>, spec: &JobSpec, now: i64) -> Result<
     Ok(Some(job))
 }
 
-pub(super) async fn create(store: &PgStore, spec: &JobSpec, now: i64) -> Result<Option<JobRecord>> {
+pub(super) async fn create_job(
+    store: &PgStore,
+    spec: &JobSpec,
+    now: i64,
+) -> Result<Option<JobRecord>> {
     let mut client = store.client().await?;
     let tx = client.transaction().await.ctx("beginning create_job")?;
     let job = insert_job(&tx, spec, now).await?;
@@ -337,7 +303,7 @@ pub(super) async fn create(store: &PgStore, spec: &JobSpec, now: i64) -> Result<
     Ok(job)
 }
 
-pub(super) async fn get(store: &PgStore, id: i64) -> Result<Option<JobRecord>> {
+pub(super) async fn get_job(store: &PgStore, id: i64) -> Result<Option<JobRecord>> {
     let client = store.client().await?;
     let stmt = client
         .prepare_cached(GET_JOB)
@@ -347,11 +313,11 @@ pub(super) async fn get(store: &PgStore, id: i64) -> Result<Option<JobRecord>> {
         .query_opt(&stmt, &[&id])
         .await
         .ctx("reading a job")?
-        .map(|r| read_job(&r))
+        .map(|r| model::decode(&r))
         .transpose()
 }
 
-pub(super) async fn list(store: &PgStore, before: i64, limit: i64) -> Result<Vec<JobRecord>> {
+pub(super) async fn list_jobs(store: &PgStore, before: i64, limit: i64) -> Result<Vec<JobRecord>> {
     let client = store.client().await?;
     let stmt = client
         .prepare_cached(LIST_JOBS)
@@ -362,7 +328,7 @@ pub(super) async fn list(store: &PgStore, before: i64, limit: i64) -> Result<Vec
         .await
         .ctx("listing jobs")?
         .iter()
-        .map(read_job)
+        .map(model::decode)
         .collect()
 }
 
@@ -379,18 +345,16 @@ pub(super) async fn segment_counts(
         .query(&stmt, &[&job_id])
         .await
         .ctx("counting segments")?;
-    let mut counts = Vec::with_capacity(rows.len());
-    for row in &rows {
-        let state = segment_state(col(row, 0, "segments.state")?, job_id)?;
-        let n: i64 = col(row, 1, "count")?;
-        counts.push((state, u64::try_from(n).unwrap_or(0)));
-    }
+    let mut counts = rows
+        .iter()
+        .map(model::decode)
+        .collect::<Result<Vec<(SegmentState, u64)>>>()?;
     // In the order the states are declared, whatever order the groups came in.
     counts.sort_by_key(|(s, _)| SegmentState::ALL.iter().position(|a| a == s));
     Ok(counts)
 }
 
-pub(super) async fn segments_of(
+pub(super) async fn job_segments(
     store: &PgStore,
     job_id: i64,
     after: i64,
@@ -406,11 +370,11 @@ pub(super) async fn segments_of(
         .await
         .ctx("listing segments")?
         .iter()
-        .map(read_segment)
+        .map(model::decode)
         .collect()
 }
 
-pub(super) async fn cancel(store: &PgStore, id: i64, now: i64) -> Result<Option<JobRecord>> {
+pub(super) async fn cancel_job(store: &PgStore, id: i64, now: i64) -> Result<Option<JobRecord>> {
     let mut client = store.client().await?;
     let tx = client.transaction().await.ctx("beginning cancel_job")?;
     let lock = tx
@@ -420,7 +384,7 @@ pub(super) async fn cancel(store: &PgStore, id: i64, now: i64) -> Result<Option<
     let Some(row) = tx.query_opt(&lock, &[&id]).await.ctx("locking the job")? else {
         return Ok(None);
     };
-    let job = read_job(&row)?;
+    let job: JobRecord = model::decode(&row)?;
     if job.state.is_final() {
         return Ok(Some(job));
     }
@@ -438,7 +402,7 @@ pub(super) async fn cancel(store: &PgStore, id: i64, now: i64) -> Result<Option<
     )
     .await
     .ctx("cancelling the job")?;
-    let job = read_job(&row)?;
+    let job: JobRecord = model::decode(&row)?;
     if let Some(task) = job.task_id {
         let (state, detail) = task_end(id, JobState::Cancelled, 0, 0, 0);
         end_tasks(&tx, &[(task, state, detail)], now).await?;
@@ -447,7 +411,7 @@ pub(super) async fn cancel(store: &PgStore, id: i64, now: i64) -> Result<Option<
     Ok(Some(job))
 }
 
-pub(super) async fn claim(
+pub(super) async fn claim_segment(
     store: &PgStore,
     owner: &str,
     now: i64,
@@ -470,7 +434,7 @@ pub(super) async fn claim(
     else {
         return Ok(None);
     };
-    let segment = read_segment(&row)?;
+    let segment: SegmentRecord = model::decode(&row)?;
     let started = tx
         .prepare_cached(SET_STARTED)
         .await
@@ -482,7 +446,7 @@ pub(super) async fn claim(
     )
     .await
     .ctx("starting the job")?;
-    let job = read_job(&job)?;
+    let job: JobRecord = model::decode(&job)?;
     tx.commit().await.ctx("committing claim_segment")?;
     Ok(Some(ClaimedSegment {
         claim: SegmentClaim {
@@ -497,7 +461,7 @@ pub(super) async fn claim(
     }))
 }
 
-pub(super) async fn sends(
+pub(super) async fn job_sends(
     store: &PgStore,
     job_id: i64,
     start: i64,
@@ -513,7 +477,7 @@ pub(super) async fn sends(
         .await
         .ctx("reading the send log")?
         .iter()
-        .map(read_send)
+        .map(model::decode)
         .collect()
 }
 
@@ -578,7 +542,7 @@ fn apply_batch<'a>(
     let mut rows: HashMap<i64, Written<'a>> = HashMap::with_capacity(entries.len());
     let mut moves = Moves::default();
     for entry in entries {
-        let idx = to_db(entry.index, "record_sends")?;
+        let idx = to_db(entry.index, "entries")?;
         let state = entry.state;
         let before = match rows.get(&idx) {
             Some(w) => Some((w.state, w.attempts, w.stored)),
@@ -644,7 +608,7 @@ impl<'a> SendColumns<'a> {
     }
 }
 
-pub(super) async fn record(
+pub(super) async fn record_sends(
     store: &PgStore,
     claim: &SegmentClaim,
     cursor: u64,
@@ -652,17 +616,11 @@ pub(super) async fn record(
     now: i64,
     lease_ms: i64,
 ) -> Result<LeaseCheck> {
-    const WHAT: &str = "record_sends";
-    if let Some(e) = entries.iter().find(|e| e.state == SendState::Expired) {
-        return Err(refused(
-            WHAT,
-            format!("index {}: only the sweeper expires recipients", e.index),
-        ));
-    }
-    let cursor_db = to_db(cursor, WHAT)?;
+    refusals::expired_entry(entries)?;
+    let cursor_db = to_db(cursor, "cursor")?;
     let mut indexes: Vec<i64> = entries
         .iter()
-        .map(|e| to_db(e.index, WHAT))
+        .map(|e| to_db(e.index, "entries"))
         .collect::<Result<_>>()?;
     indexes.sort_unstable();
     indexes.dedup();
@@ -688,35 +646,18 @@ pub(super) async fn record(
     )
     .await
     .ctx("locking the job and its send-log rows")?;
-    let Some(job) = job else {
-        return Err(refused(WHAT, format!("no job {}", claim.job_id)));
+    // No job means no segment under it either.
+    let (Some(job), Some(range)) = (job, range) else {
+        return Err(refusals::no_segment(claim.segment_id, claim.job_id));
     };
-    let job = job_state(col(&job, 0, "jobs.state")?, claim.job_id)?;
-    let Some(range) = range else {
-        return Err(refused(
-            WHAT,
-            format!("no segment {} in job {}", claim.segment_id, claim.job_id),
-        ));
-    };
-    let (start, end): (i64, i64) = (col(&range, 0, "start_idx")?, col(&range, 1, "end_idx")?);
-    if cursor_db < start || cursor_db > end {
-        return Err(refused(
-            WHAT,
-            format!("cursor {cursor} outside the segment's [{start}, {end}]"),
-        ));
-    }
-    if let (Some(&lo), Some(&hi)) = (indexes.first(), indexes.last())
-        && (lo < start || hi >= end)
-    {
-        return Err(refused(
-            WHAT,
-            format!("an index outside the segment's [{start}, {end})"),
-        ));
-    }
+    let job: JobState = job.state(0, "jobs.state")?;
+    let start = model::from_db(range.int(0, "segments.start_idx")?, "segments.start_idx")?;
+    let end = model::from_db(range.int(1, "segments.end_idx")?, "segments.end_idx")?;
+    refusals::within_segment(claim.segment_id, start, end, cursor, entries)?;
     let mut stored = HashMap::with_capacity(existing.len());
     for row in &existing {
         let idx: i64 = col(row, 0, "job_sends.idx")?;
-        let state = send_state(col(row, 1, "job_sends.state")?, claim.job_id)?;
+        let state: SendState = row.state(1, "job_sends.state")?;
         stored.insert(idx, (state, col::<i32>(row, 2, "job_sends.attempts")?));
     }
     let (rows, moves) = apply_batch(entries, &stored)?;
@@ -811,12 +752,10 @@ pub(super) async fn finish_segment(
     let cursor: i64 = col(&segment, 2, "segments.cursor_idx")?;
     let lease_until: Option<i64> = col(&segment, 3, "segments.lease_until")?;
     if cursor < end {
-        return Err(refused(
-            "finish_segment",
-            format!(
-                "segment {} is at {cursor}, short of its end {end}",
-                claim.segment_id
-            ),
+        return Err(refusals::unfinished_segment(
+            claim.segment_id,
+            model::from_db(cursor, "segments.cursor_idx")?,
+            model::from_db(end, "segments.end_idx")?,
         ));
     }
     let stmt = tx

@@ -27,7 +27,6 @@ mod audiences;
 mod jobs;
 #[cfg(test)]
 mod plans;
-mod rows;
 mod rules;
 mod sweep;
 
@@ -38,47 +37,49 @@ use super::PgStore;
 use crate::Result;
 use crate::campaign::*;
 
-use rows::{bound_to_db, limit_to_db, to_db};
+use crate::model::{bound_to_db, limit_to_db, to_db};
 
 #[async_trait]
 impl CampaignStore for PgStore {
     async fn create_audience(&self, name: Option<String>, now: i64) -> Result<i64> {
-        audiences::create(self, name.as_deref(), now).await
+        audiences::create_audience(self, name.as_deref(), now).await
     }
 
     async fn append_audience(&self, id: i64, start: u64, recipients: &[String]) -> Result<()> {
         let (chunk_no, count, data) = audiences::chunk_of(start, recipients)?;
         self.retrying("append_audience", || {
-            audiences::append(self, id, chunk_no, count, &data)
+            audiences::append_audience(self, id, chunk_no, count, &data)
         })
         .await
     }
 
     async fn seal_audience(&self, id: i64, size: u64, now: i64) -> Result<Option<AudienceRecord>> {
-        self.retrying("seal_audience", || audiences::seal(self, id, size, now))
-            .await
+        self.retrying("seal_audience", || {
+            audiences::seal_audience(self, id, size, now)
+        })
+        .await
     }
 
     async fn drop_audience(&self, id: i64) -> Result<bool> {
-        self.retrying("drop_audience", || audiences::drop(self, id))
+        self.retrying("drop_audience", || audiences::drop_audience(self, id))
             .await
     }
 
     async fn get_audience(&self, id: i64) -> Result<Option<AudienceRecord>> {
-        audiences::get(self, id).await
+        audiences::get_audience(self, id).await
     }
 
     async fn audience_slice(&self, id: i64, start: u64, end: u64) -> Result<Vec<String>> {
-        audiences::slice(self, id, start, end).await
+        audiences::audience_slice(self, id, start, end).await
     }
 
     async fn create_rule(&self, spec: RuleSpec, now: i64) -> Result<RuleRecord> {
-        self.retrying("create_rule", || rules::create(self, &spec, now))
+        self.retrying("create_rule", || rules::create_rule(self, &spec, now))
             .await
     }
 
     async fn update_rule(&self, id: i64, spec: RuleSpec, now: i64) -> Result<Option<RuleRecord>> {
-        self.retrying("update_rule", || rules::update(self, id, &spec, now))
+        self.retrying("update_rule", || rules::update_rule(self, id, &spec, now))
             .await
     }
 
@@ -89,31 +90,31 @@ impl CampaignStore for PgStore {
         now: i64,
     ) -> Result<Option<RuleRecord>> {
         self.retrying("set_rule_enabled", || {
-            rules::set_enabled(self, id, enabled, now)
+            rules::set_rule_enabled(self, id, enabled, now)
         })
         .await
     }
 
     async fn get_rule(&self, id: i64) -> Result<Option<RuleRecord>> {
-        rules::get(self, id).await
+        rules::get_rule(self, id).await
     }
 
     async fn list_rules(&self, after: Option<i64>, limit: usize) -> Result<Vec<RuleRecord>> {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        rules::list(self, after.unwrap_or(i64::MIN), limit_to_db(limit)).await
+        rules::list_rules(self, after.unwrap_or(i64::MIN), limit_to_db(limit)).await
     }
 
     async fn rule_versions(&self, id: i64) -> Result<Vec<RuleVersion>> {
-        rules::versions(self, id).await
+        rules::rule_versions(self, id).await
     }
 
     async fn rule_tasks(&self, rule_id: i64, limit: usize) -> Result<Vec<TaskRecord>> {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        rules::tasks_of(self, rule_id, limit_to_db(limit)).await
+        rules::rule_tasks(self, rule_id, limit_to_db(limit)).await
     }
 
     async fn plan_candidates(
@@ -124,7 +125,7 @@ impl CampaignStore for PgStore {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        rules::candidates(self, after.unwrap_or(i64::MIN), limit_to_db(limit)).await
+        rules::plan_candidates(self, after.unwrap_or(i64::MIN), limit_to_db(limit)).await
     }
 
     async fn plan_task(
@@ -135,13 +136,13 @@ impl CampaignStore for PgStore {
         now: i64,
     ) -> Result<Option<TaskRecord>> {
         self.retrying("plan_task", || {
-            rules::plan(self, rule_id, version, planned_at, now)
+            rules::plan_task(self, rule_id, version, planned_at, now)
         })
         .await
     }
 
     async fn finish_rule(&self, rule_id: i64, now: i64) -> Result<bool> {
-        self.retrying("finish_rule", || rules::finish(self, rule_id, now))
+        self.retrying("finish_rule", || rules::finish_rule(self, rule_id, now))
             .await
     }
 
@@ -149,12 +150,12 @@ impl CampaignStore for PgStore {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        rules::due(self, now, limit_to_db(limit)).await
+        rules::due_tasks(self, now, limit_to_db(limit)).await
     }
 
     async fn start_task(&self, task_id: i64, now: i64, segment_size: u64) -> Result<TaskStart> {
         self.retrying("start_task", || {
-            rules::start(self, task_id, now, segment_size)
+            rules::start_task(self, task_id, now, segment_size)
         })
         .await
     }
@@ -164,19 +165,19 @@ impl CampaignStore for PgStore {
     }
 
     async fn create_job(&self, spec: JobSpec, now: i64) -> Result<Option<JobRecord>> {
-        self.retrying("create_job", || jobs::create(self, &spec, now))
+        self.retrying("create_job", || jobs::create_job(self, &spec, now))
             .await
     }
 
     async fn get_job(&self, id: i64) -> Result<Option<JobRecord>> {
-        jobs::get(self, id).await
+        jobs::get_job(self, id).await
     }
 
     async fn list_jobs(&self, before: Option<i64>, limit: usize) -> Result<Vec<JobRecord>> {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        jobs::list(self, before.unwrap_or(i64::MAX), limit_to_db(limit)).await
+        jobs::list_jobs(self, before.unwrap_or(i64::MAX), limit_to_db(limit)).await
     }
 
     async fn segment_counts(&self, job_id: i64) -> Result<Vec<(SegmentState, u64)>> {
@@ -192,11 +193,11 @@ impl CampaignStore for PgStore {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        jobs::segments_of(self, job_id, after.unwrap_or(i64::MIN), limit_to_db(limit)).await
+        jobs::job_segments(self, job_id, after.unwrap_or(i64::MIN), limit_to_db(limit)).await
     }
 
     async fn cancel_job(&self, id: i64, now: i64) -> Result<Option<JobRecord>> {
-        self.retrying("cancel_job", || jobs::cancel(self, id, now))
+        self.retrying("cancel_job", || jobs::cancel_job(self, id, now))
             .await
     }
 
@@ -206,17 +207,19 @@ impl CampaignStore for PgStore {
         now: i64,
         lease_ms: i64,
     ) -> Result<Option<ClaimedSegment>> {
-        self.retrying("claim_segment", || jobs::claim(self, owner, now, lease_ms))
-            .await
+        self.retrying("claim_segment", || {
+            jobs::claim_segment(self, owner, now, lease_ms)
+        })
+        .await
     }
 
     async fn job_sends(&self, job_id: i64, start: u64, end: u64) -> Result<Vec<SendRecord>> {
-        let start = to_db(start, "job_sends")?;
+        let start = to_db(start, "start")?;
         let end = bound_to_db(end);
         if start >= end {
             return Ok(Vec::new());
         }
-        jobs::sends(self, job_id, start, end).await
+        jobs::job_sends(self, job_id, start, end).await
     }
 
     async fn record_sends(
@@ -228,7 +231,7 @@ impl CampaignStore for PgStore {
         lease_ms: i64,
     ) -> Result<LeaseCheck> {
         self.retrying("record_sends", || {
-            jobs::record(self, claim, cursor, &entries, now, lease_ms)
+            jobs::record_sends(self, claim, cursor, &entries, now, lease_ms)
         })
         .await
     }

@@ -9,16 +9,13 @@
 use futures_util::future::try_join;
 use herald_core::campaign::{RuleStatus, TaskState};
 
-use crate::postgres::timers::col;
-use crate::postgres::{Ctx, PgStore};
+use crate::postgres::{Ctx, PgStore, col};
 use crate::{
     JobSpec, PlanCandidate, Result, RuleRecord, RuleSpec, RuleVersion, TaskRecord, TaskStart,
 };
 
 use super::jobs;
-use super::rows::{
-    RULE_COLS, read_rule, read_task, read_version, rule_cols, task_cols, version_cols,
-};
+use crate::model::{self, Reader, rule_cols, task_cols, version_cols};
 
 const KEY_SHARE_AUDIENCE: &str = "SELECT 1 FROM audiences WHERE id = $1 FOR KEY SHARE";
 const INSERT_RULE: &str = "INSERT INTO rules (status, version, created_at, updated_at) \
@@ -178,11 +175,11 @@ async fn rule_in(tx: &Tx<'_>, id: i64) -> Result<Option<RuleRecord>> {
     tx.query_opt(&stmt, &[&id])
         .await
         .ctx("reading a rule")?
-        .map(|r| read_rule(&r))
+        .map(|r| model::decode(&r))
         .transpose()
 }
 
-pub(super) async fn create(store: &PgStore, spec: &RuleSpec, now: i64) -> Result<RuleRecord> {
+pub(super) async fn create_rule(store: &PgStore, spec: &RuleSpec, now: i64) -> Result<RuleRecord> {
     let mut client = store.client().await?;
     let tx = client.transaction().await.ctx("beginning create_rule")?;
     share_audience(&tx, spec.audience_id).await?;
@@ -211,7 +208,7 @@ pub(super) async fn create(store: &PgStore, spec: &RuleSpec, now: i64) -> Result
     })
 }
 
-pub(super) async fn update(
+pub(super) async fn update_rule(
     store: &PgStore,
     id: i64,
     spec: &RuleSpec,
@@ -238,7 +235,7 @@ pub(super) async fn update(
     Ok(record)
 }
 
-pub(super) async fn set_enabled(
+pub(super) async fn set_rule_enabled(
     store: &PgStore,
     id: i64,
     enabled: bool,
@@ -280,7 +277,7 @@ pub(super) async fn set_enabled(
     Ok(record)
 }
 
-pub(super) async fn get(store: &PgStore, id: i64) -> Result<Option<RuleRecord>> {
+pub(super) async fn get_rule(store: &PgStore, id: i64) -> Result<Option<RuleRecord>> {
     let client = store.client().await?;
     let stmt = client
         .prepare_cached(GET_RULE)
@@ -290,11 +287,11 @@ pub(super) async fn get(store: &PgStore, id: i64) -> Result<Option<RuleRecord>> 
         .query_opt(&stmt, &[&id])
         .await
         .ctx("reading a rule")?
-        .map(|r| read_rule(&r))
+        .map(|r| model::decode(&r))
         .transpose()
 }
 
-pub(super) async fn list(store: &PgStore, after: i64, limit: i64) -> Result<Vec<RuleRecord>> {
+pub(super) async fn list_rules(store: &PgStore, after: i64, limit: i64) -> Result<Vec<RuleRecord>> {
     let client = store.client().await?;
     let stmt = client
         .prepare_cached(LIST_RULES)
@@ -305,11 +302,11 @@ pub(super) async fn list(store: &PgStore, after: i64, limit: i64) -> Result<Vec<
         .await
         .ctx("listing rules")?
         .iter()
-        .map(read_rule)
+        .map(model::decode)
         .collect()
 }
 
-pub(super) async fn versions(store: &PgStore, id: i64) -> Result<Vec<RuleVersion>> {
+pub(super) async fn rule_versions(store: &PgStore, id: i64) -> Result<Vec<RuleVersion>> {
     let client = store.client().await?;
     let stmt = client
         .prepare_cached(VERSIONS)
@@ -320,11 +317,15 @@ pub(super) async fn versions(store: &PgStore, id: i64) -> Result<Vec<RuleVersion
         .await
         .ctx("listing rule versions")?
         .iter()
-        .map(read_version)
+        .map(model::decode)
         .collect()
 }
 
-pub(super) async fn tasks_of(store: &PgStore, rule_id: i64, limit: i64) -> Result<Vec<TaskRecord>> {
+pub(super) async fn rule_tasks(
+    store: &PgStore,
+    rule_id: i64,
+    limit: i64,
+) -> Result<Vec<TaskRecord>> {
     let client = store.client().await?;
     let stmt = client
         .prepare_cached(RULE_TASKS)
@@ -335,11 +336,11 @@ pub(super) async fn tasks_of(store: &PgStore, rule_id: i64, limit: i64) -> Resul
         .await
         .ctx("listing a rule's tasks")?
         .iter()
-        .map(read_task)
+        .map(model::decode)
         .collect()
 }
 
-pub(super) async fn candidates(
+pub(super) async fn plan_candidates(
     store: &PgStore,
     after: i64,
     limit: i64,
@@ -355,18 +356,19 @@ pub(super) async fn candidates(
         .ctx("reading plan candidates")?;
     rows.iter()
         .map(|row| {
-            let active: i64 = col(row, RULE_COLS + 1, "active tasks")?;
+            // The rule's columns, then the three answers of `PLAN_CANDIDATES`.
+            let mut r = Reader::new(row);
             Ok(PlanCandidate {
-                rule: read_rule(row)?,
-                has_pending_current: col(row, RULE_COLS, "pending current")?,
-                active_tasks: u64::try_from(active).unwrap_or(0),
-                last_planned_at: col(row, RULE_COLS + 2, "last planned_at")?,
+                rule: model::Decode::decode(&mut r)?,
+                has_pending_current: r.flag("pending current")?,
+                active_tasks: r.unsigned("active tasks")?,
+                last_planned_at: r.opt_int("last planned_at")?,
             })
         })
         .collect()
 }
 
-pub(super) async fn plan(
+pub(super) async fn plan_task(
     store: &PgStore,
     rule_id: i64,
     version: i32,
@@ -382,11 +384,11 @@ pub(super) async fn plan(
         .query_opt(&stmt, &[&rule_id, &version, &planned_at, &now])
         .await
         .ctx("planning a task")?
-        .map(|r| read_task(&r))
+        .map(|r| model::decode(&r))
         .transpose()
 }
 
-pub(super) async fn finish(store: &PgStore, rule_id: i64, now: i64) -> Result<bool> {
+pub(super) async fn finish_rule(store: &PgStore, rule_id: i64, now: i64) -> Result<bool> {
     let mut client = store.client().await?;
     let tx = client.transaction().await.ctx("beginning finish_rule")?;
     let lock = tx
@@ -408,7 +410,7 @@ pub(super) async fn finish(store: &PgStore, rule_id: i64, now: i64) -> Result<bo
     Ok(n == 1)
 }
 
-pub(super) async fn due(store: &PgStore, now: i64, limit: i64) -> Result<Vec<TaskRecord>> {
+pub(super) async fn due_tasks(store: &PgStore, now: i64, limit: i64) -> Result<Vec<TaskRecord>> {
     let client = store.client().await?;
     let stmt = client
         .prepare_cached(DUE_TASKS)
@@ -419,7 +421,7 @@ pub(super) async fn due(store: &PgStore, now: i64, limit: i64) -> Result<Vec<Tas
         .await
         .ctx("reading due tasks")?
         .iter()
-        .map(read_task)
+        .map(model::decode)
         .collect()
 }
 
@@ -433,11 +435,11 @@ pub(super) async fn get_task(store: &PgStore, id: i64) -> Result<Option<TaskReco
         .query_opt(&stmt, &[&id])
         .await
         .ctx("reading a task")?
-        .map(|r| read_task(&r))
+        .map(|r| model::decode(&r))
         .transpose()
 }
 
-pub(super) async fn start(
+pub(super) async fn start_task(
     store: &PgStore,
     task_id: i64,
     now: i64,

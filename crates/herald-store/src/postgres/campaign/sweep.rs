@@ -25,70 +25,44 @@ use herald_core::campaign::JobState;
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
-use crate::postgres::timers::col;
-use crate::postgres::{Ctx, PgStore};
+use crate::postgres::{Ctx, PgStore, col};
 use crate::{Result, SweepOptions, SweepReport};
 
 use super::jobs::{end_tasks, finish_idle, task_end};
-use super::rows::job_state;
+use crate::model::Columns;
 
 type Tx<'a> = deadpool_postgres::Transaction<'a>;
 
-pub(super) const LOCK_DEADLINE_JOBS: &str = "SELECT id FROM jobs WHERE id = ANY(ARRAY( \
-        SELECT id FROM jobs WHERE state = 'running' AND deadline_at <= $1 \
-        ORDER BY deadline_at, id LIMIT $2)) \
-    AND state = 'running' ORDER BY id FOR NO KEY UPDATE";
+/// See `queries/sweep_lock_deadline_jobs.sql`.
+pub(super) const LOCK_DEADLINE_JOBS: &str = include_str!("queries/sweep_lock_deadline_jobs.sql");
 pub(super) const EXPIRE_SEGMENTS: &str = "UPDATE segments SET state = 'expired', updated_at = $2 \
     WHERE job_id = ANY($1::int8[]) AND state IN ('pending', 'running')";
 pub(super) const EXPIRE_SENDS: &str = "UPDATE job_sends SET state = 'expired', updated_at = $2 \
     WHERE job_id = ANY($1::int8[]) AND state = 'retry'";
-// Every recipient without a final outcome (retrying ones included) expired.
-// A job whose recipients all have one already is simply done.
-const EXPIRE_JOBS: &str = "UPDATE jobs SET \
-        state = CASE WHEN total - delivered - failed - expired = 0 THEN 'done' \
-                     ELSE 'expired' END, \
-        expired = total - delivered - failed, retrying = 0, finished_at = $2 \
-    WHERE id = ANY($1::int8[]) RETURNING id, task_id, delivered, failed, expired, state";
+/// See `queries/sweep_expire_jobs.sql`.
+const EXPIRE_JOBS: &str = include_str!("queries/sweep_expire_jobs.sql");
 
-pub(super) const LOCK_LAPSED_JOBS: &str = "SELECT id, state FROM jobs WHERE id = ANY(ARRAY( \
-        SELECT job_id FROM segments WHERE state = 'running' AND lease_until < $1 \
-        ORDER BY lease_until, id LIMIT $2)) \
-    ORDER BY id FOR NO KEY UPDATE";
-pub(super) const ABANDON: &str = "UPDATE segments SET state = 'abandoned', updated_at = $2 WHERE id IN ( \
-        SELECT id FROM segments \
-        WHERE job_id = ANY($1::int8[]) AND state = 'running' AND lease_until < $2 \
-        ORDER BY lease_until, id LIMIT $3 FOR UPDATE SKIP LOCKED) \
-    RETURNING id, job_id, start_idx, end_idx, cursor_idx, attempt, priority, deadline_at";
+/// See `queries/sweep_lock_lapsed_jobs.sql`.
+pub(super) const LOCK_LAPSED_JOBS: &str = include_str!("queries/sweep_lock_lapsed_jobs.sql");
+/// See `queries/sweep_abandon.sql`.
+pub(super) const ABANDON: &str = include_str!("queries/sweep_abandon.sql");
 
-pub(super) const LOCK_PARTIAL_JOBS: &str = "SELECT id, state FROM jobs WHERE id = ANY(ARRAY( \
-        SELECT job_id FROM segments WHERE state = 'partial' AND NOT handled \
-        ORDER BY id LIMIT $1)) \
-    ORDER BY id FOR NO KEY UPDATE";
-pub(super) const HANDLE_PARTIALS: &str = "UPDATE segments SET handled = true WHERE id IN ( \
-        SELECT id FROM segments \
-        WHERE job_id = ANY($1::int8[]) AND state = 'partial' AND NOT handled \
-        ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED) \
-    RETURNING id, job_id, start_idx, end_idx, cursor_idx, attempt, priority, deadline_at";
+/// See `queries/sweep_lock_partial_jobs.sql`.
+pub(super) const LOCK_PARTIAL_JOBS: &str = include_str!("queries/sweep_lock_partial_jobs.sql");
+/// See `queries/sweep_handle_partials.sql`.
+pub(super) const HANDLE_PARTIALS: &str = include_str!("queries/sweep_handle_partials.sql");
 pub(super) const FAIL_RETRIES: &str = "UPDATE job_sends SET state = 'failed', updated_at = $4 \
     WHERE job_id = $1 AND idx >= $2 AND idx < $3 AND state = 'retry'";
 const GIVE_UP: &str =
     "UPDATE jobs SET failed = failed + $2, retrying = retrying - $2 WHERE id = $1";
 
-// `OFFSET 0`: a probe per running job, as in `jobs::FINISH_IDLE_JOBS`.
-pub(super) const LOCK_IDLE_JOBS: &str = "SELECT id FROM jobs WHERE id = ANY(ARRAY( \
-        SELECT id FROM jobs AS j WHERE state = 'running' AND retrying = 0 AND NOT EXISTS ( \
-            SELECT 1 FROM segments AS s \
-            WHERE s.job_id = j.id AND s.state IN ('pending', 'running') OFFSET 0) \
-        ORDER BY id LIMIT $1)) \
-    AND state = 'running' ORDER BY id FOR NO KEY UPDATE";
+/// See `queries/sweep_lock_idle_jobs.sql`.
+pub(super) const LOCK_IDLE_JOBS: &str = include_str!("queries/sweep_lock_idle_jobs.sql");
 
 pub(super) const FIRST_RETRY: &str = "SELECT min(idx) FROM job_sends \
     WHERE job_id = $1 AND idx >= $2 AND idx < $3 AND state = 'retry'";
-const REISSUE: &str = "INSERT INTO segments (job_id, start_idx, end_idx, cursor_idx, state, \
-        parent_id, attempt, not_before, priority, deadline_at, created_at, updated_at) \
-    SELECT u.job, u.s, u.e, u.s, 'pending', u.parent, u.attempt, u.nb, u.prio, u.dl, $1, $1 \
-    FROM unnest($2::int8[], $3::int8[], $4::int8[], $5::int8[], $6::int4[], $7::int8[], \
-                $8::int2[], $9::int8[]) AS u(job, s, e, parent, attempt, nb, prio, dl)";
+/// See `queries/sweep_reissue.sql`.
+const REISSUE: &str = include_str!("queries/sweep_reissue.sql");
 
 pub(super) async fn sweep(store: &PgStore, now: i64, opts: SweepOptions) -> Result<SweepReport> {
     let mut report = SweepReport::default();
@@ -124,7 +98,7 @@ fn running(rows: &[Row]) -> Result<Vec<i64>> {
     let mut out = Vec::new();
     for row in rows {
         let id: i64 = col(row, 0, "jobs.id")?;
-        if job_state(col(row, 1, "jobs.state")?, id)? == JobState::Running {
+        if row.state::<JobState>(1, "jobs.state")? == JobState::Running {
             out.push(id);
         }
     }
@@ -170,7 +144,7 @@ async fn expire_jobs(store: &PgStore, now: i64, limit: i64) -> Result<(u64, u64)
     let mut expired = 0;
     for row in &rows {
         let id: i64 = col(row, 0, "jobs.id")?;
-        let job = job_state(col(row, 5, "jobs.state")?, id)?;
+        let job: JobState = row.state(5, "jobs.state")?;
         if job == JobState::Expired {
             expired += 1;
         }

@@ -1,14 +1,15 @@
 //! Uploaded audiences: recipients stored in chunks of [`AUDIENCE_CHUNK`],
 //! addressed by index.
 
-use rusqlite::{Connection, Row, params};
+use rusqlite::{Connection, params};
 
-use super::{Ctx, col, from_db, in_read_tx, in_tx, invalid, opt_u64_col, query_opt, to_db};
+use super::{Ctx, in_read_tx, in_tx, query_opt};
 use crate::campaign::{AUDIENCE_CHUNK, AudienceRecord};
-use crate::{Result, StoreError};
+use crate::model::{self, Columns, audience_cols, from_db, to_db};
+use crate::{Result, StoreError, refusals};
 
 const INSERT: &str = "INSERT INTO audiences (name, created_at) VALUES (?1, ?2) RETURNING id";
-const BY_ID: &str = "SELECT id, name, size, created_at FROM audiences WHERE id = ?1";
+const BY_ID: &str = concat!("SELECT ", audience_cols!(), " FROM audiences WHERE id = ?1");
 /// `Some(size)` per audience: `NULL` while open.
 const SIZE: &str = "SELECT size FROM audiences WHERE id = ?1";
 const PUT_CHUNK: &str = "INSERT INTO audience_chunks (audience_id, chunk_no, count, data) \
@@ -26,65 +27,46 @@ const DELETE: &str = "DELETE FROM audiences WHERE id = ?1";
 pub(super) const CHUNKS: &str = "SELECT chunk_no, count, data FROM audience_chunks \
     WHERE audience_id = ?1 AND chunk_no >= ?2 AND chunk_no <= ?3 ORDER BY chunk_no";
 
-fn read_audience(row: &Row<'_>) -> Result<AudienceRecord> {
-    Ok(AudienceRecord {
-        id: col(row, 0, "audiences.id")?,
-        name: col(row, 1, "audiences.name")?,
-        size: opt_u64_col(row, 2, "audiences.size")?,
-        created_at: col(row, 3, "audiences.created_at")?,
-    })
-}
-
-pub(super) fn create(conn: &mut Connection, name: Option<String>, now: i64) -> Result<i64> {
+pub(super) fn create_audience(
+    conn: &mut Connection,
+    name: Option<String>,
+    now: i64,
+) -> Result<i64> {
     conn.prepare_cached(INSERT)
         .ctx("preparing audience insert")?
         .query_row(params![name, now], |r| r.get(0))
         .ctx("inserting audience")
 }
 
-/// Checks a chunk before anything is written and joins it for storage.
-pub(super) fn chunk_data(id: i64, start: u64, recipients: &[String]) -> Result<String> {
-    if !start.is_multiple_of(AUDIENCE_CHUNK) {
-        return Err(invalid(format!(
-            "audience {id}: chunk start {start} is not a multiple of {AUDIENCE_CHUNK}"
-        )));
-    }
-    if recipients.len() as u64 > AUDIENCE_CHUNK {
-        return Err(invalid(format!(
-            "audience {id}: {} recipients in one chunk, at most {AUDIENCE_CHUNK}",
-            recipients.len()
-        )));
-    }
-    if let Some(i) = recipients.iter().position(|r| r.contains('\n')) {
-        return Err(invalid(format!(
-            "audience {id}: recipient {} holds a newline",
-            start + i as u64
-        )));
-    }
-    Ok(recipients.join("\n"))
+/// Checks a chunk before anything is written; returns its number and its
+/// recipients joined for storage.
+pub(super) fn chunk_data(start: u64, recipients: &[String]) -> Result<(i64, String)> {
+    let chunk_no = refusals::audience_chunk(start, recipients)?;
+    Ok((chunk_no, recipients.join("\n")))
 }
 
 /// The size column of an audience: `None` if unknown, `Some(None)` while open.
 fn size_of(conn: &Connection, id: i64) -> Result<Option<Option<u64>>> {
     query_opt(conn, SIZE, [id], "reading audience size", |r| {
-        opt_u64_col(r, 0, "audiences.size")
+        r.opt_int(0, "audiences.size")?
+            .map(|v| from_db(v, "audiences.size"))
+            .transpose()
     })
 }
 
-pub(super) fn append(
+pub(super) fn append_audience(
     conn: &mut Connection,
     id: i64,
-    start: u64,
+    chunk_no: i64,
     count: usize,
     data: String,
 ) -> Result<()> {
     in_tx(conn, "appending to audience", |tx| {
         match size_of(tx, id)? {
-            None => return Err(invalid(format!("audience {id} does not exist"))),
-            Some(Some(_)) => return Err(invalid(format!("audience {id} is already sealed"))),
+            None => return Err(refusals::no_audience(id)),
+            Some(Some(_)) => return Err(refusals::audience_state(id, "is sealed")),
             Some(None) => {}
         }
-        let chunk_no = to_db(start / AUDIENCE_CHUNK, "chunk")?;
         if count == 0 {
             tx.prepare_cached(DELETE_CHUNK)
                 .ctx("preparing chunk delete")?
@@ -100,7 +82,7 @@ pub(super) fn append(
     })
 }
 
-pub(super) fn seal(
+pub(super) fn seal_audience(
     conn: &mut Connection,
     id: i64,
     size: u64,
@@ -119,27 +101,27 @@ pub(super) fn seal(
             .ctx("reading chunk stats")?;
         // Chunks 0..n, all full but the last, holding `size` in all: then every
         // index below `size` is where a slice will look for it.
-        let n = to_db(size.div_ceil(AUDIENCE_CHUNK), "chunks")?;
+        let n = to_db(size.div_ceil(AUDIENCE_CHUNK), "size")?;
         let complete = chunks == n
             && last == n - 1
             && stored == to_db(size, "size")?
             && full >= (n - 1).max(0);
         if !complete {
-            return Err(invalid(format!(
-                "audience {id}: cannot seal with {size} recipients: {stored} stored in \
-                 {chunks} chunks (last chunk {last}), expected {n} chunks of \
-                 {AUDIENCE_CHUNK} (the last may be short)"
-            )));
+            return Err(refusals::seal_size(
+                id,
+                size,
+                format!("{stored} are stored in {chunks} chunks (the last is {last})"),
+            ));
         }
         tx.prepare_cached(SEAL)
             .ctx("preparing seal")?
             .execute(params![id, to_db(size, "size")?, now])
             .ctx("sealing")?;
-        query_opt(tx, BY_ID, [id], "reading audience", read_audience)
+        query_opt(tx, BY_ID, [id], "reading audience", |r| model::decode(r))
     })
 }
 
-pub(super) fn drop_unused(conn: &mut Connection, id: i64) -> Result<bool> {
+pub(super) fn drop_audience(conn: &mut Connection, id: i64) -> Result<bool> {
     in_tx(conn, "dropping audience", |tx| {
         let used: bool = tx
             .prepare_cached(IN_USE)
@@ -162,8 +144,8 @@ pub(super) fn drop_unused(conn: &mut Connection, id: i64) -> Result<bool> {
     })
 }
 
-pub(super) fn get(conn: &mut Connection, id: i64) -> Result<Option<AudienceRecord>> {
-    query_opt(conn, BY_ID, [id], "reading audience", read_audience)
+pub(super) fn get_audience(conn: &mut Connection, id: i64) -> Result<Option<AudienceRecord>> {
+    query_opt(conn, BY_ID, [id], "reading audience", |r| model::decode(r))
 }
 
 /// The size of a sealed audience, for a job: `None` if unknown or still open.
@@ -171,12 +153,17 @@ pub(super) fn sealed_size(conn: &Connection, id: i64) -> Result<Option<u64>> {
     Ok(size_of(conn, id)?.flatten())
 }
 
-pub(super) fn slice(conn: &mut Connection, id: i64, start: u64, end: u64) -> Result<Vec<String>> {
+pub(super) fn audience_slice(
+    conn: &mut Connection,
+    id: i64,
+    start: u64,
+    end: u64,
+) -> Result<Vec<String>> {
     in_read_tx(conn, "reading audience slice", |tx| {
         let size = match size_of(tx, id)? {
             Some(Some(size)) => size,
-            Some(None) => return Err(invalid(format!("audience {id} is not sealed yet"))),
-            None => return Err(invalid(format!("audience {id} does not exist"))),
+            Some(None) => return Err(refusals::audience_state(id, "is not sealed yet")),
+            None => return Err(refusals::no_audience(id)),
         };
         let end = end.min(size);
         if start >= end {
@@ -186,16 +173,12 @@ pub(super) fn slice(conn: &mut Connection, id: i64, start: u64, end: u64) -> Res
         let mut out = Vec::with_capacity((end - start) as usize);
         let mut stmt = tx.prepare_cached(CHUNKS).ctx("preparing chunk read")?;
         let mut rows = stmt
-            .query(params![id, to_db(first, "chunk")?, to_db(last, "chunk")?])
+            .query(params![id, to_db(first, "start")?, to_db(last, "end")?])
             .ctx("reading chunks")?;
         while let Some(row) = rows.next().ctx("reading chunks")? {
-            let chunk_no = from_db(col(row, 0, "audience_chunks.chunk_no")?, "chunk_no")?;
-            let count = from_db(col(row, 1, "audience_chunks.count")?, "count")?;
-            let data = row
-                .get_ref(2)
-                .ctx("reading chunk data")?
-                .as_str()
-                .map_err(|e| StoreError::Corrupt(format!("audience_chunks.data: {e}")))?;
+            let chunk_no = from_db(row.int(0, "audience_chunks.chunk_no")?, "chunk_no")?;
+            let count = from_db(row.int(1, "audience_chunks.count")?, "count")?;
+            let data = row.str(2, "audience_chunks.data")?;
             let base = chunk_no * AUDIENCE_CHUNK;
             let lo = start.max(base) - base;
             let hi = end.min(base + count) - base;

@@ -5,15 +5,15 @@ use herald_core::campaign::{
 };
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
-use super::{
-    Ctx, audiences, col, in_tx, invalid, limit_of, query_all, query_opt, read_job, read_segment,
-    send_code, send_from_code, to_db, u64_col,
-};
+use super::{Ctx, audiences, in_tx, query_all, query_opt};
 use crate::campaign::{
     ClaimedSegment, JobRecord, JobSpec, JobTotals, LeaseCheck, SegmentClaim, SegmentRecord,
     SendEntry, SendRecord,
 };
-use crate::{Result, StoreError};
+use crate::model::{
+    self, Columns, Stored, Value, job_cols, limit_to_db, segment_cols, send_code, send_cols, to_db,
+};
+use crate::{Result, StoreError, refusals};
 
 const INSERT_JOB: &str = "INSERT INTO jobs (audience_id, channel, message, segment_size, \
     deadline_at, priority, task_id, state, total, created_at, finished_at) \
@@ -21,7 +21,7 @@ const INSERT_JOB: &str = "INSERT INTO jobs (audience_id, channel, message, segme
 /// ?1 job, ?2 start, ?3 end, ?4 now, ?5 priority, ?6 deadline, ?7 parent, ?8 attempt,
 /// ?9 not_before. The cursor starts at the start.
 pub(super) const INSERT_SEGMENT: &str = "INSERT INTO segments (job_id, start_idx, end_idx, \
-    cursor, state, epoch, parent_id, attempt, not_before, priority, deadline_at, created_at, \
+    cursor_idx, state, epoch, parent_id, attempt, not_before, priority, deadline_at, created_at, \
     updated_at) VALUES (?1, ?2, ?3, ?2, 'pending', 0, ?7, ?8, ?9, ?5, ?6, ?4, ?4)";
 pub(super) const JOB_BY_ID: &str = concat!("SELECT ", job_cols!(), " FROM jobs WHERE id = ?1");
 const JOBS_BEFORE: &str = concat!(
@@ -50,10 +50,13 @@ const JOB_STARTED: &str = concat!(
     "UPDATE jobs SET started_at = COALESCE(started_at, ?2) WHERE id = ?1 RETURNING ",
     job_cols!()
 );
-pub(super) const SENDS: &str = "SELECT job_id, idx, recipient, state, attempts, msgid, error, \
-    updated_at, final_status, final_at FROM job_sends WHERE job_id = ?1 AND idx >= ?2 AND idx < ?3 ORDER BY idx";
+pub(super) const SENDS: &str = concat!(
+    "SELECT ",
+    send_cols!(),
+    " FROM job_sends WHERE job_id = ?1 AND idx >= ?2 AND idx < ?3 ORDER BY idx"
+);
 /// What the claim check needs of a segment.
-const CLAIM_STATE: &str = "SELECT job_id, start_idx, end_idx, cursor, state, owner, epoch, \
+const CLAIM_STATE: &str = "SELECT job_id, start_idx, end_idx, cursor_idx, state, owner, epoch, \
     lease_until FROM segments WHERE id = ?1";
 const JOB_STATE: &str = "SELECT state FROM jobs WHERE id = ?1";
 /// A new send-log row, or nothing when the index is already logged.
@@ -68,7 +71,7 @@ pub(super) const RETRY_SEND: &str = "UPDATE job_sends SET state = ?3, attempts =
 const MOVE_TOTALS: &str = "UPDATE jobs SET delivered = delivered + ?2, failed = failed + ?3, \
     retrying = retrying + ?4, expired = expired + ?5, cancelled = cancelled + ?6 WHERE id = ?1";
 /// ?1 id, ?2 cursor, ?3 lease_until, ?4 now. The cursor never moves back.
-const ADVANCE: &str = "UPDATE segments SET cursor = MAX(cursor, ?2), lease_until = ?3, \
+const ADVANCE: &str = "UPDATE segments SET cursor_idx = MAX(cursor_idx, ?2), lease_until = ?3, \
     updated_at = ?4 WHERE id = ?1 AND state = 'running'";
 /// Whether any of `[?2, ?3)` of a job is still `retry` (the partial index).
 pub(super) const ANY_RETRY: &str = "SELECT EXISTS (SELECT 1 FROM job_sends \
@@ -80,24 +83,13 @@ pub(super) const HAS_LIVE_SEGMENT: &str = "SELECT EXISTS (SELECT 1 FROM segments
 /// Pending and running segments of a job end in state ?2.
 pub(super) const END_LIVE_SEGMENTS: &str = "UPDATE segments SET state = ?2, updated_at = ?3 \
     WHERE job_id = ?1 AND state IN ('pending', 'running')";
-/// Ends a running job in state ?2. Ending `expired` or `cancelled` puts every
-/// recipient without a final outcome (unsent or retrying) in that bucket; the
-/// right-hand sides all read the row as it was.
-const END_JOB: &str = concat!(
-    "UPDATE jobs SET state = ?2, finished_at = ?3, \
-     expired = CASE WHEN ?2 = 'expired' THEN total - delivered - failed - cancelled \
-                    ELSE expired END, \
-     cancelled = CASE WHEN ?2 = 'cancelled' THEN total - delivered - failed - expired \
-                      ELSE cancelled END, \
-     retrying = CASE WHEN ?2 IN ('expired', 'cancelled') THEN 0 ELSE retrying END \
-     WHERE id = ?1 AND state = 'running' RETURNING ",
-    job_cols!()
-);
+/// See `queries/end_job.sql`.
+const END_JOB: &str = concat!(include_str!("queries/end_job.sql"), job_cols!());
 const TASK_FOLLOWS: &str = "UPDATE tasks SET state = ?2, detail = ?3, finished_at = ?4 \
     WHERE id = ?1 AND state = 'running'";
 
 pub(super) fn job_by_id(conn: &Connection, id: i64) -> Result<Option<JobRecord>> {
-    query_opt(conn, JOB_BY_ID, [id], "reading job", read_job)
+    query_opt(conn, JOB_BY_ID, [id], "reading job", |r| model::decode(r))
 }
 
 /// Creates a job over a sealed audience of `size` and its segments, inside the
@@ -174,7 +166,11 @@ pub(super) fn create_in(
     })
 }
 
-pub(super) fn create(conn: &mut Connection, spec: JobSpec, now: i64) -> Result<Option<JobRecord>> {
+pub(super) fn create_job(
+    conn: &mut Connection,
+    spec: JobSpec,
+    now: i64,
+) -> Result<Option<JobRecord>> {
     in_tx(conn, "creating job", |tx| {
         let Some(size) = audiences::sealed_size(tx, spec.audience_id)? else {
             return Ok(None);
@@ -183,11 +179,11 @@ pub(super) fn create(conn: &mut Connection, spec: JobSpec, now: i64) -> Result<O
     })
 }
 
-pub(super) fn get(conn: &mut Connection, id: i64) -> Result<Option<JobRecord>> {
+pub(super) fn get_job(conn: &mut Connection, id: i64) -> Result<Option<JobRecord>> {
     job_by_id(conn, id)
 }
 
-pub(super) fn list(
+pub(super) fn list_jobs(
     conn: &mut Connection,
     before: Option<i64>,
     limit: usize,
@@ -195,9 +191,9 @@ pub(super) fn list(
     query_all(
         conn,
         JOBS_BEFORE,
-        params![before.unwrap_or(i64::MAX), limit_of(limit)],
+        params![before.unwrap_or(i64::MAX), limit_to_db(limit)],
         "listing jobs",
-        read_job,
+        |r| model::decode(r),
     )
 }
 
@@ -205,17 +201,15 @@ pub(super) fn segment_counts(
     conn: &mut Connection,
     job_id: i64,
 ) -> Result<Vec<(SegmentState, u64)>> {
-    let mut counts = query_all(conn, SEGMENT_COUNTS, [job_id], "counting segments", |r| {
-        let state: String = col(r, 0, "segments.state")?;
-        let state = SegmentState::parse(&state)
-            .ok_or_else(|| StoreError::Corrupt(format!("unknown segment state {state:?}")))?;
-        Ok((state, u64_col(r, 1, "count")?))
-    })?;
+    let mut counts: Vec<(SegmentState, u64)> =
+        query_all(conn, SEGMENT_COUNTS, [job_id], "counting segments", |r| {
+            model::decode(r)
+        })?;
     counts.sort_by_key(|(s, _)| SegmentState::ALL.iter().position(|x| x == s));
     Ok(counts)
 }
 
-pub(super) fn segments_of(
+pub(super) fn job_segments(
     conn: &mut Connection,
     job_id: i64,
     after: Option<i64>,
@@ -224,9 +218,9 @@ pub(super) fn segments_of(
     query_all(
         conn,
         SEGMENTS_AFTER,
-        params![job_id, after.unwrap_or(i64::MIN), limit_of(limit)],
+        params![job_id, after.unwrap_or(i64::MIN), limit_to_db(limit)],
         "listing segments",
-        read_segment,
+        |r| model::decode(r),
     )
 }
 
@@ -243,7 +237,7 @@ pub(super) fn end_job(
         END_JOB,
         params![job_id, state.as_str(), now],
         "ending job",
-        read_job,
+        |r| model::decode::<JobRecord, _>(r),
     )?
     else {
         return Ok(None);
@@ -300,7 +294,7 @@ pub(super) fn maybe_done(tx: &Transaction<'_>, job_id: i64, now: i64) -> Result<
     Ok(end_job(tx, job_id, JobState::Done, now)?.is_some())
 }
 
-pub(super) fn cancel(conn: &mut Connection, id: i64, now: i64) -> Result<Option<JobRecord>> {
+pub(super) fn cancel_job(conn: &mut Connection, id: i64, now: i64) -> Result<Option<JobRecord>> {
     in_tx(conn, "cancelling job", |tx| {
         let Some(job) = job_by_id(tx, id)? else {
             return Ok(None);
@@ -316,7 +310,7 @@ pub(super) fn cancel(conn: &mut Connection, id: i64, now: i64) -> Result<Option<
     })
 }
 
-pub(super) fn claim(
+pub(super) fn claim_segment(
     conn: &mut Connection,
     owner: String,
     now: i64,
@@ -338,7 +332,7 @@ pub(super) fn claim(
             TAKE_SEGMENT,
             params![id, owner, lease_until, now],
             "taking segment",
-            read_segment,
+            |r| model::decode::<SegmentRecord, _>(r),
         )?
         else {
             return Ok(None);
@@ -348,7 +342,7 @@ pub(super) fn claim(
             JOB_STARTED,
             params![segment.job_id, now],
             "starting job",
-            read_job,
+            |r| model::decode(r),
         )?
         .ok_or_else(|| {
             StoreError::Corrupt(format!("segment {id} of missing job {}", segment.job_id))
@@ -367,7 +361,7 @@ pub(super) fn claim(
     })
 }
 
-pub(super) fn sends_of(
+pub(super) fn job_sends(
     conn: &mut Connection,
     job_id: i64,
     start: u64,
@@ -382,21 +376,7 @@ pub(super) fn sends_of(
         SENDS,
         params![job_id, start, end],
         "reading send log",
-        |r| {
-            let code: i64 = col(r, 3, "job_sends.state")?;
-            Ok(SendRecord {
-                job_id: col(r, 0, "job_sends.job_id")?,
-                index: u64_col(r, 1, "job_sends.idx")?,
-                recipient: col(r, 2, "job_sends.recipient")?,
-                state: send_from_code(code)?,
-                attempts: super::narrow_col(r, 4, "job_sends.attempts")?,
-                provider_msgid: col(r, 5, "job_sends.msgid")?,
-                error: col(r, 6, "job_sends.error")?,
-                updated_at: col(r, 7, "job_sends.updated_at")?,
-                final_status: col(r, 8, "job_sends.final_status")?,
-                final_at: col(r, 9, "job_sends.final_at")?,
-            })
-        },
+        |r| model::decode::<SendRecord, _>(r),
     )
 }
 
@@ -406,14 +386,15 @@ struct ClaimView {
     start: u64,
     end: u64,
     cursor: u64,
-    state: String,
+    state: SegmentState,
     owner: Option<String>,
     epoch: i64,
     lease_until: Option<i64>,
 }
 
 impl ClaimView {
-    fn read(tx: &Transaction<'_>, claim: &SegmentClaim) -> Result<Self> {
+    /// The claim's segment, `None` if no segment has its id under its job.
+    fn read(tx: &Transaction<'_>, claim: &SegmentClaim) -> Result<Option<Self>> {
         let view = query_opt(
             tx,
             CLAIM_STATE,
@@ -421,30 +402,26 @@ impl ClaimView {
             "reading segment",
             |r| {
                 Ok(ClaimView {
-                    job_id: col(r, 0, "segments.job_id")?,
-                    start: u64_col(r, 1, "segments.start_idx")?,
-                    end: u64_col(r, 2, "segments.end_idx")?,
-                    cursor: u64_col(r, 3, "segments.cursor")?,
-                    state: col(r, 4, "segments.state")?,
-                    owner: col(r, 5, "segments.owner")?,
-                    epoch: col(r, 6, "segments.epoch")?,
-                    lease_until: col(r, 7, "segments.lease_until")?,
+                    job_id: r.int(0, "segments.job_id")?,
+                    start: model::from_db(r.int(1, "segments.start_idx")?, "segments.start_idx")?,
+                    end: model::from_db(r.int(2, "segments.end_idx")?, "segments.end_idx")?,
+                    cursor: model::from_db(
+                        r.int(3, "segments.cursor_idx")?,
+                        "segments.cursor_idx",
+                    )?,
+                    state: r.state(4, "segments.state")?,
+                    owner: r.opt_str(5, "segments.owner")?.map(str::to_owned),
+                    epoch: r.int(6, "segments.epoch")?,
+                    lease_until: r.opt_int(7, "segments.lease_until")?,
                 })
             },
-        )?
-        .ok_or_else(|| invalid(format!("segment {} does not exist", claim.segment_id)))?;
-        if view.job_id != claim.job_id {
-            return Err(invalid(format!(
-                "segment {} belongs to job {}, not {}",
-                claim.segment_id, view.job_id, claim.job_id
-            )));
-        }
-        Ok(view)
+        )?;
+        Ok(view.filter(|v| v.job_id == claim.job_id))
     }
 
     /// Still this claim's: same owner and epoch, and running.
     fn current(&self, claim: &SegmentClaim) -> bool {
-        self.state == SegmentState::Running.as_str()
+        self.state == SegmentState::Running
             && self.epoch == claim.epoch
             && self.owner.as_deref() == Some(claim.owner.as_str())
     }
@@ -517,7 +494,7 @@ impl Deltas {
     }
 }
 
-pub(super) fn record(
+pub(super) fn record_sends(
     conn: &mut Connection,
     claim: &SegmentClaim,
     cursor: u64,
@@ -526,29 +503,19 @@ pub(super) fn record(
     lease_ms: i64,
 ) -> Result<LeaseCheck> {
     in_tx(conn, "recording sends", |tx| {
-        let seg = ClaimView::read(tx, claim)?;
-        if cursor < seg.start || cursor > seg.end {
-            return Err(invalid(format!(
-                "record_sends: cursor {cursor} is outside segment {} [{}, {})",
-                claim.segment_id, seg.start, seg.end
-            )));
-        }
-        if let Some(e) = entries
-            .iter()
-            .find(|e| e.index < seg.start || e.index >= seg.end)
-        {
-            return Err(invalid(format!(
-                "record_sends: index {} is outside segment {} [{}, {})",
-                e.index, claim.segment_id, seg.start, seg.end
-            )));
-        }
-        let job_state: String = tx
-            .prepare_cached(JOB_STATE)
-            .ctx("preparing job state")?
-            .query_row([claim.job_id], |r| r.get(0))
-            .ctx("reading job state")?;
-        let job_state = JobState::parse(&job_state)
-            .ok_or_else(|| StoreError::Corrupt(format!("unknown job state {job_state:?}")))?;
+        let seg = ClaimView::read(tx, claim)?
+            .ok_or_else(|| refusals::no_segment(claim.segment_id, claim.job_id))?;
+        refusals::within_segment(claim.segment_id, seg.start, seg.end, cursor, &entries)?;
+        let job_state: JobState =
+            query_opt(tx, JOB_STATE, [claim.job_id], "reading job state", |r| {
+                r.state(0, "jobs.state")
+            })?
+            .ok_or_else(|| {
+                StoreError::Corrupt(format!(
+                    "segment {} of missing job {}",
+                    claim.segment_id, claim.job_id
+                ))
+            })?;
         let mut deltas = Deltas::default();
         {
             let mut insert = tx
@@ -557,7 +524,7 @@ pub(super) fn record(
             let mut lookup = tx.prepare_cached(SEND_STATE).ctx("preparing send lookup")?;
             let mut retry = tx.prepare_cached(RETRY_SEND).ctx("preparing send retry")?;
             for e in &entries {
-                let idx = to_db(e.index, "index")?;
+                let idx = to_db(e.index, "entries")?;
                 let code = send_code(e.state);
                 let inserted = insert
                     .execute(params![
@@ -577,7 +544,9 @@ pub(super) fn record(
                 let old: i64 = lookup
                     .query_row(params![claim.job_id, idx], |r| r.get(0))
                     .ctx("reading send state")?;
-                let old = send_from_code(old)?;
+                let old = SendState::from_stored(Value::Int(old)).ok_or_else(|| {
+                    StoreError::Corrupt(format!("job_sends.state: unknown state code {old}"))
+                })?;
                 if old != SendState::Retry {
                     continue; // final: the first outcome stands
                 }
@@ -636,17 +605,22 @@ pub(super) fn any_retry(tx: &Transaction<'_>, job_id: i64, start: u64, end: u64)
         .ctx("checking retries")
 }
 
-pub(super) fn finish(conn: &mut Connection, claim: &SegmentClaim, now: i64) -> Result<LeaseCheck> {
+pub(super) fn finish_segment(
+    conn: &mut Connection,
+    claim: &SegmentClaim,
+    now: i64,
+) -> Result<LeaseCheck> {
     in_tx(conn, "finishing segment", |tx| {
-        let seg = ClaimView::read(tx, claim)?;
-        if !seg.current(claim) {
+        // An unknown segment, or another job's, is no claim of this caller's.
+        let Some(seg) = ClaimView::read(tx, claim)?.filter(|s| s.current(claim)) else {
             return Ok(LeaseCheck::Lost);
-        }
-        if seg.cursor != seg.end {
-            return Err(invalid(format!(
-                "finish_segment: segment {} is at {} of [{}, {})",
-                claim.segment_id, seg.cursor, seg.start, seg.end
-            )));
+        };
+        if seg.cursor < seg.end {
+            return Err(refusals::unfinished_segment(
+                claim.segment_id,
+                seg.cursor,
+                seg.end,
+            ));
         }
         let state = if any_retry(tx, claim.job_id, seg.start, seg.end)? {
             SegmentState::Partial

@@ -3,14 +3,12 @@
 use herald_core::campaign::{JobState, RuleStatus, TaskState, task_outcome};
 use rusqlite::{Connection, Transaction, params};
 
-use super::{
-    Ctx, audiences, col, in_read_tx, in_tx, jobs, limit_of, query_all, query_opt, read_rule,
-    read_task, read_version, to_db,
-};
+use super::{Ctx, audiences, in_read_tx, in_tx, jobs, query_all, query_opt};
 use crate::Result;
 use crate::campaign::{
     JobSpec, PlanCandidate, RuleRecord, RuleSpec, RuleVersion, TaskRecord, TaskStart,
 };
+use crate::model::{self, Columns, from_db, limit_to_db, task_cols, to_db, version_cols};
 
 const INSERT_RULE: &str = "INSERT INTO rules (status, version, created_at, updated_at) \
     VALUES ('enabled', 1, ?1, ?1) RETURNING id";
@@ -42,12 +40,12 @@ pub(super) const LAST_PLANNED: &str = "SELECT planned_at FROM tasks \
     WHERE rule_id = ?1 AND version = ?2 ORDER BY planned_at DESC LIMIT 1";
 const VERSIONS: &str = concat!(
     "SELECT ",
-    version_cols!(),
+    version_cols!("v"),
     " FROM rule_versions AS v WHERE v.rule_id = ?1 ORDER BY v.version"
 );
 const VERSION: &str = concat!(
     "SELECT ",
-    version_cols!(),
+    version_cols!("v"),
     " FROM rule_versions AS v WHERE v.rule_id = ?1 AND v.version = ?2"
 );
 // `WHERE` before `ON CONFLICT` keeps SQLite from reading `ON` as a join clause.
@@ -105,10 +103,10 @@ fn insert_version(
 }
 
 fn rule_by_id(conn: &Connection, id: i64) -> Result<Option<RuleRecord>> {
-    query_opt(conn, RULE_BY_ID, [id], "reading rule", read_rule)
+    query_opt(conn, RULE_BY_ID, [id], "reading rule", |r| model::decode(r))
 }
 
-pub(super) fn create(conn: &mut Connection, spec: RuleSpec, now: i64) -> Result<RuleRecord> {
+pub(super) fn create_rule(conn: &mut Connection, spec: RuleSpec, now: i64) -> Result<RuleRecord> {
     in_tx(conn, "creating rule", |tx| {
         let id: i64 = tx
             .prepare_cached(INSERT_RULE)
@@ -131,7 +129,7 @@ pub(super) fn create(conn: &mut Connection, spec: RuleSpec, now: i64) -> Result<
     })
 }
 
-pub(super) fn update(
+pub(super) fn update_rule(
     conn: &mut Connection,
     id: i64,
     spec: RuleSpec,
@@ -140,7 +138,7 @@ pub(super) fn update(
     in_tx(conn, "updating rule", |tx| {
         let Some(version) =
             query_opt(tx, BUMP_VERSION, params![id, now], "bumping version", |r| {
-                col::<i32>(r, 0, "rules.version")
+                r.narrow::<i32>(0, "rules.version")
             })?
         else {
             return Ok(None);
@@ -150,7 +148,7 @@ pub(super) fn update(
     })
 }
 
-pub(super) fn set_enabled(
+pub(super) fn set_rule_enabled(
     conn: &mut Connection,
     id: i64,
     enabled: bool,
@@ -180,11 +178,11 @@ pub(super) fn set_enabled(
     })
 }
 
-pub(super) fn get(conn: &mut Connection, id: i64) -> Result<Option<RuleRecord>> {
+pub(super) fn get_rule(conn: &mut Connection, id: i64) -> Result<Option<RuleRecord>> {
     rule_by_id(conn, id)
 }
 
-pub(super) fn list(
+pub(super) fn list_rules(
     conn: &mut Connection,
     after: Option<i64>,
     limit: usize,
@@ -192,19 +190,19 @@ pub(super) fn list(
     query_all(
         conn,
         RULES_AFTER,
-        params![after.unwrap_or(i64::MIN), limit_of(limit)],
+        params![after.unwrap_or(i64::MIN), limit_to_db(limit)],
         "listing rules",
-        read_rule,
+        |r| model::decode(r),
     )
 }
 
-pub(super) fn versions(conn: &mut Connection, id: i64) -> Result<Vec<RuleVersion>> {
+pub(super) fn rule_versions(conn: &mut Connection, id: i64) -> Result<Vec<RuleVersion>> {
     query_all(conn, VERSIONS, [id], "listing versions", |r| {
-        read_version(r, 0)
+        model::decode(r)
     })
 }
 
-pub(super) fn tasks_of(
+pub(super) fn rule_tasks(
     conn: &mut Connection,
     rule_id: i64,
     limit: usize,
@@ -212,13 +210,13 @@ pub(super) fn tasks_of(
     query_all(
         conn,
         RULE_TASKS,
-        params![rule_id, limit_of(limit)],
+        params![rule_id, limit_to_db(limit)],
         "listing rule tasks",
-        read_task,
+        |r| model::decode(r),
     )
 }
 
-pub(super) fn candidates(
+pub(super) fn plan_candidates(
     conn: &mut Connection,
     after: Option<i64>,
     limit: usize,
@@ -227,9 +225,9 @@ pub(super) fn candidates(
         let rules = query_all(
             tx,
             CANDIDATES,
-            params![after.unwrap_or(i64::MIN), limit_of(limit)],
+            params![after.unwrap_or(i64::MIN), limit_to_db(limit)],
             "listing enabled rules",
-            read_rule,
+            |r| model::decode::<RuleRecord, _>(r),
         )?;
         let mut out = Vec::with_capacity(rules.len());
         for rule in rules {
@@ -249,12 +247,12 @@ pub(super) fn candidates(
                 LAST_PLANNED,
                 params![id, version],
                 "last planned",
-                |r| col::<i64>(r, 0, "tasks.planned_at"),
+                |r| r.int(0, "tasks.planned_at"),
             )?;
             out.push(PlanCandidate {
                 rule,
                 has_pending_current,
-                active_tasks: super::from_db(active, "active tasks")?,
+                active_tasks: from_db(active, "active tasks")?,
                 last_planned_at,
             });
         }
@@ -262,7 +260,7 @@ pub(super) fn candidates(
     })
 }
 
-pub(super) fn plan(
+pub(super) fn plan_task(
     conn: &mut Connection,
     rule_id: i64,
     version: i32,
@@ -275,12 +273,12 @@ pub(super) fn plan(
             PLAN,
             params![rule_id, version, planned_at, now],
             "planning task",
-            read_task,
+            |r| model::decode(r),
         )
     })
 }
 
-pub(super) fn finish(conn: &mut Connection, rule_id: i64, now: i64) -> Result<bool> {
+pub(super) fn finish_rule(conn: &mut Connection, rule_id: i64, now: i64) -> Result<bool> {
     in_tx(conn, "finishing rule", |tx| {
         let n = tx
             .prepare_cached(FINISH)
@@ -291,18 +289,18 @@ pub(super) fn finish(conn: &mut Connection, rule_id: i64, now: i64) -> Result<bo
     })
 }
 
-pub(super) fn due(conn: &mut Connection, now: i64, limit: usize) -> Result<Vec<TaskRecord>> {
+pub(super) fn due_tasks(conn: &mut Connection, now: i64, limit: usize) -> Result<Vec<TaskRecord>> {
     query_all(
         conn,
         DUE,
-        params![now, limit_of(limit)],
+        params![now, limit_to_db(limit)],
         "listing due tasks",
-        read_task,
+        |r| model::decode(r),
     )
 }
 
-pub(super) fn task(conn: &mut Connection, id: i64) -> Result<Option<TaskRecord>> {
-    query_opt(conn, TASK_BY_ID, [id], "reading task", read_task)
+pub(super) fn get_task(conn: &mut Connection, id: i64) -> Result<Option<TaskRecord>> {
+    query_opt(conn, TASK_BY_ID, [id], "reading task", |r| model::decode(r))
 }
 
 fn end_pending(
@@ -319,14 +317,17 @@ fn end_pending(
     Ok(())
 }
 
-pub(super) fn start(
+pub(super) fn start_task(
     conn: &mut Connection,
     task_id: i64,
     now: i64,
     segment_size: u64,
 ) -> Result<TaskStart> {
     in_tx(conn, "starting task", |tx| {
-        let Some(task) = query_opt(tx, TASK_BY_ID, [task_id], "reading task", read_task)? else {
+        let Some(task) = query_opt(tx, TASK_BY_ID, [task_id], "reading task", |r| {
+            model::decode::<TaskRecord, _>(r)
+        })?
+        else {
             return Ok(TaskStart::NotPending);
         };
         if task.state != TaskState::Pending {
@@ -358,7 +359,7 @@ pub(super) fn start(
             VERSION,
             params![task.rule_id, task.version],
             "reading version",
-            |r| read_version(r, 0),
+            |r| model::decode::<RuleVersion, _>(r),
         )?
         else {
             end_pending(

@@ -12,9 +12,10 @@ use herald_core::campaign::{JobState, SegmentState};
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use super::jobs::{self, END_LIVE_SEGMENTS, INSERT_SEGMENT};
-use super::{Ctx, col, from_db, in_tx, limit_of, query_all, read_segment, to_db};
+use super::{Ctx, in_tx, query_all};
 use crate::Result;
 use crate::campaign::{SegmentRecord, SweepOptions, SweepReport};
+use crate::model::{self, Columns, Reader, from_db, limit_to_db, segment_cols, to_db};
 
 pub(super) const JOBS_PAST_DEADLINE: &str = "SELECT id FROM jobs \
     WHERE state = 'running' AND deadline_at <= ?1 ORDER BY deadline_at, id LIMIT ?2";
@@ -47,13 +48,10 @@ pub(super) const FAIL_RETRIES: &str = "UPDATE job_sends INDEXED BY job_sends_ret
     SET state = 2, updated_at = ?4 WHERE job_id = ?1 AND state = 1 AND idx >= ?2 AND idx < ?3";
 const RETRIES_FAILED: &str =
     "UPDATE jobs SET retrying = retrying - ?2, failed = failed + ?2 WHERE id = ?1";
-/// Running jobs with nothing left to do. Pinned to the running-jobs index: by
-/// id SQLite would rather walk every job ever created.
-pub(super) const JOBS_IDLE: &str = "SELECT id FROM jobs INDEXED BY jobs_running \
-    WHERE state = 'running' AND retrying = 0 AND NOT EXISTS (SELECT 1 FROM segments \
-    WHERE segments.job_id = jobs.id AND segments.state IN ('pending', 'running')) LIMIT ?1";
+/// See `queries/sweep_jobs_idle.sql`.
+pub(super) const JOBS_IDLE: &str = include_str!("queries/sweep_jobs_idle.sql");
 
-pub(super) fn run(conn: &mut Connection, now: i64, opts: SweepOptions) -> Result<SweepReport> {
+pub(super) fn sweep(conn: &mut Connection, now: i64, opts: SweepOptions) -> Result<SweepReport> {
     let mut report = SweepReport::default();
     in_tx(conn, "expiring jobs", |tx| {
         expire_jobs(tx, now, opts, &mut report)
@@ -71,7 +69,7 @@ pub(super) fn run(conn: &mut Connection, now: i64, opts: SweepOptions) -> Result
 }
 
 fn ids(tx: &Transaction<'_>, sql: &str, p: impl rusqlite::Params, what: &str) -> Result<Vec<i64>> {
-    query_all(tx, sql, p, what, |r| col(r, 0, "id"))
+    query_all(tx, sql, p, what, |r| r.int(0, "id"))
 }
 
 /// A segment with the claim fields a re-issue copies.
@@ -88,10 +86,11 @@ fn candidates(
     what: &str,
 ) -> Result<Vec<Candidate>> {
     query_all(tx, sql, p, what, |r| {
+        let mut r = Reader::new(r);
         Ok(Candidate {
-            seg: read_segment(r)?,
-            priority: col(r, 13, "segments.priority")?,
-            deadline_at: col(r, 14, "segments.deadline_at")?,
+            seg: model::Decode::decode(&mut r)?,
+            priority: r.int("segments.priority")?,
+            deadline_at: r.opt_int("segments.deadline_at")?,
         })
     })
 }
@@ -144,7 +143,7 @@ fn expire_jobs(
     let due = ids(
         tx,
         JOBS_PAST_DEADLINE,
-        params![now, limit_of(opts.limit)],
+        params![now, limit_to_db(opts.limit)],
         "finding jobs past their deadline",
     )?;
     for job_id in due {
@@ -184,7 +183,7 @@ fn abandon_segments(
     let lapsed = candidates(
         tx,
         LEASES_EXPIRED,
-        params![now, limit_of(opts.limit)],
+        params![now, limit_to_db(opts.limit)],
         "finding expired leases",
     )?;
     for c in lapsed {
@@ -217,17 +216,19 @@ fn retry_partials(
     let partial = candidates(
         tx,
         UNHANDLED_PARTIAL,
-        [limit_of(opts.limit)],
+        [limit_to_db(opts.limit)],
         "finding partial segments",
     )?;
     for c in partial {
-        let job_state: String = tx
+        let job_state: Option<JobState> = tx
             .prepare_cached(JOB_STATE)
             .ctx("preparing job state")?
-            .query_row([c.seg.job_id], |r| r.get(0))
-            .ctx("reading job state")?;
+            .query_row([c.seg.job_id], |r| Ok(r.state(0, "jobs.state")))
+            .optional()
+            .ctx("reading job state")?
+            .transpose()?;
         // A cancelled or expired job has already settled its retrying recipients.
-        if job_state == JobState::Running.as_str() {
+        if job_state == Some(JobState::Running) {
             retry_partial(tx, &c, now, opts, report)?;
         }
         tx.prepare_cached(HANDLED)
@@ -286,7 +287,7 @@ fn finish_jobs(
     for job_id in ids(
         tx,
         JOBS_IDLE,
-        [limit_of(opts.limit)],
+        [limit_to_db(opts.limit)],
         "finding finished jobs",
     )? {
         if jobs::end_job(tx, job_id, JobState::Done, now)?.is_some() {

@@ -1,0 +1,58 @@
+//! Schema migrations, numbered the same on both backends.
+//!
+//! Each backend keeps its migrations as `.sql` files in its `migrations/`
+//! folder, `NNNN_what.sql`, loaded with `include_str!`. Both take the list of
+//! names from [`migrations!`], so migration `N` brings a database to schema
+//! version `N` on either backend and a version means the same tables
+//! everywhere. Append a name (and a file on each side); never edit a file
+//! that has shipped.
+
+/// One migration: its file's name without `.sql`, and its SQL.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Migration {
+    pub(crate) name: &'static str,
+    pub(crate) sql: &'static str,
+}
+
+/// Every migration, with the SQL of the backend that invokes it: the files of
+/// its own `migrations/` folder (`include_str!` reads relative to the
+/// invoking file).
+macro_rules! migrations {
+    () => {
+        $crate::migration::migrations!(@
+            "0001_timers",
+            "0002_cluster",
+            "0003_reminders",
+            "0004_campaign",
+            "0005_provider",
+            "0006_segment_cursor_idx",
+        )
+    };
+    (@ $($name:literal),+ $(,)?) => {
+        &[$($crate::migration::Migration {
+            name: $name,
+            sql: include_str!(concat!("migrations/", $name, ".sql")),
+        }),+]
+    };
+}
+pub(crate) use migrations;
+
+/// The schema version after `migrations`, as a database records it.
+pub(crate) fn latest(migrations: &[Migration]) -> i64 {
+    migrations.len() as i64
+}
+
+/// Checks a backend's list: names numbered 1, 2, 3, ... in order.
+#[cfg(test)]
+pub(crate) fn check_numbering(migrations: &[Migration]) {
+    for (i, m) in migrations.iter().enumerate() {
+        let number = format!("{:04}_", i + 1);
+        assert!(
+            m.name.starts_with(&number),
+            "{} is number {}",
+            m.name,
+            i + 1
+        );
+        assert!(!m.sql.trim().is_empty(), "{} is empty", m.name);
+    }
+}

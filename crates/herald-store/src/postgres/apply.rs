@@ -1,0 +1,144 @@
+//! The group-commit write batch on PostgreSQL: one transaction for all of a
+//! batch's ops, split into runs that go to the module owning their rows, and
+//! the `pg_notify` that announces what the batch scheduled.
+
+use herald_core::TimerId;
+
+use super::{Ctx, PgStore, notify, now_ms, reminders, timers};
+use crate::{NewReminder, NewTimer, PutSubject, Result, WriteOp, WriteResult};
+
+const NOTIFY: &str = "SELECT pg_notify('herald_timers', p) FROM unnest($1::text[]) AS p";
+
+/// Consecutive ops of one kind, applied together; subject ops and reminder
+/// cancels (rare, and each touching one subject or subscription) one by one.
+enum Run<'a> {
+    Insert(Vec<&'a NewTimer>),
+    Cancel(Vec<(TimerId, i64)>),
+    AddReminders(Vec<&'a NewReminder>),
+    PutSubject(&'a PutSubject),
+    DeleteSubject {
+        subject_id: &'a str,
+        at: i64,
+    },
+    CancelReminders {
+        user_id: &'a str,
+        subject_id: &'a str,
+        mask: u64,
+        at: i64,
+    },
+}
+
+fn runs(ops: &[WriteOp]) -> Vec<Run<'_>> {
+    let mut out: Vec<Run<'_>> = Vec::new();
+    for op in ops {
+        match (op, out.last_mut()) {
+            (WriteOp::InsertTimer(t), Some(Run::Insert(v))) => v.push(t),
+            (WriteOp::InsertTimer(t), _) => out.push(Run::Insert(vec![t])),
+            (WriteOp::CancelTimer { id, at }, Some(Run::Cancel(v))) => v.push((*id, *at)),
+            (WriteOp::CancelTimer { id, at }, _) => out.push(Run::Cancel(vec![(*id, *at)])),
+            (WriteOp::AddReminder(r), Some(Run::AddReminders(v))) => v.push(r),
+            (WriteOp::AddReminder(r), _) => out.push(Run::AddReminders(vec![r])),
+            (WriteOp::PutSubject(p), _) => out.push(Run::PutSubject(p)),
+            (WriteOp::DeleteSubject { subject_id, at }, _) => out.push(Run::DeleteSubject {
+                subject_id,
+                at: *at,
+            }),
+            (
+                WriteOp::CancelReminders {
+                    user_id,
+                    subject_id,
+                    mask,
+                    at,
+                },
+                _,
+            ) => out.push(Run::CancelReminders {
+                user_id,
+                subject_id,
+                mask: *mask,
+                at: *at,
+            }),
+        }
+    }
+    out
+}
+
+pub(super) async fn apply(store: &PgStore, ops: &[WriteOp]) -> Result<Vec<WriteResult>> {
+    let mut client = store.client().await?;
+    let tx = client.transaction().await.ctx("beginning apply")?;
+    let mut results = Vec::with_capacity(ops.len());
+    let mut announce = Vec::new();
+    let horizon = now_ms().saturating_add(store.notify_window_ms);
+    for run in runs(ops) {
+        match run {
+            Run::Insert(new) => {
+                timers::insert_run(&tx, &new, horizon, &mut results, &mut announce).await?
+            }
+            Run::Cancel(cancels) => timers::cancel_run(&tx, &cancels, &mut results).await?,
+            Run::AddReminders(rs) => {
+                reminders::add_reminders(&tx, &rs, horizon, &mut results, &mut announce).await?
+            }
+            Run::PutSubject(put) => {
+                let result = reminders::put_subject(&tx, put).await?;
+                // Moved timers are announced like new ones: their owners must
+                // re-wheel them at the new time.
+                announce.extend(
+                    result
+                        .scheduled()
+                        .into_iter()
+                        .filter(|e| e.due_at <= horizon),
+                );
+                results.push(result);
+            }
+            Run::DeleteSubject { subject_id, at } => {
+                results.push(reminders::delete_subject(&tx, subject_id, at).await?)
+            }
+            Run::CancelReminders {
+                user_id,
+                subject_id,
+                mask,
+                at,
+            } => {
+                results.push(reminders::cancel_reminders(&tx, user_id, subject_id, mask, at).await?)
+            }
+        }
+    }
+    if !announce.is_empty() {
+        let payloads = notify::encode(&store.origin, &announce);
+        let stmt = tx.prepare_cached(NOTIFY).await.ctx("preparing notify")?;
+        tx.execute(&stmt, &[&payloads])
+            .await
+            .ctx("announcing new timers")?;
+    }
+    tx.commit().await.ctx("committing apply")?;
+    Ok(results)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ops_split_into_runs_in_order() {
+        let t = crate::testsuite::fixtures::timer(1);
+        let ops = vec![
+            WriteOp::InsertTimer(t.clone()),
+            WriteOp::InsertTimer(t.clone()),
+            WriteOp::CancelTimer { id: 1, at: 2 },
+            WriteOp::InsertTimer(t.clone()),
+            WriteOp::CancelTimer { id: 3, at: 4 },
+            WriteOp::CancelTimer { id: 5, at: 6 },
+        ];
+        let shape: Vec<(char, usize)> = runs(&ops)
+            .iter()
+            .map(|r| match r {
+                Run::Insert(v) => ('i', v.len()),
+                Run::Cancel(v) => ('c', v.len()),
+                Run::AddReminders(v) => ('r', v.len()),
+                Run::PutSubject(_) | Run::DeleteSubject { .. } | Run::CancelReminders { .. } => {
+                    ('1', 1)
+                }
+            })
+            .collect();
+        assert_eq!(shape, vec![('i', 2), ('c', 1), ('i', 1), ('c', 2)]);
+    }
+}

@@ -1,0 +1,2 @@
+-- Nothing to do here: index columns already end in `_idx` on PostgreSQL.
+-- SQLite renames its `segments.cursor` to `cursor_idx` at this step.

@@ -1,0 +1,13 @@
+-- One row per completion (ids distinct within a call). Applies only to a timer
+-- still pending at the attempt before this one.
+UPDATE timers AS t SET
+    state = u.state, attempts = u.attempts,
+    due_at = COALESCE(u.next_due_at, t.due_at),
+    delivered_at = COALESCE(u.delivered_at, t.delivered_at),
+    last_error = u.error, updated_at = u.at
+FROM unnest($1::int8[], $2::int8[], $3::int2[], $4::int8[], $5::int8[], $6::int8[],
+            $7::text[], $8::int8[])
+     AS u(id, attempt, state, next_due_at, delivered_at, at, error, attempts)
+WHERE t.id = ANY($1::int8[]) AND t.id = u.id AND t.state = 0
+  AND t.attempts = u.attempt - 1
+RETURNING t.id

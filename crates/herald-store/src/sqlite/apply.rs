@@ -1,0 +1,40 @@
+//! The group-commit write batch: one `BEGIN IMMEDIATE` transaction for all
+//! of a batch's ops, each handed to the module that owns its rows.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use super::error::Ctx;
+use super::{reminders, timers};
+use crate::{Result, WriteOp, WriteResult};
+
+pub(super) fn apply(conn: &mut Connection, ops: Vec<WriteOp>) -> Result<Vec<WriteResult>> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("beginning apply")?;
+    let mut results = Vec::with_capacity(ops.len());
+    {
+        let mut insert = tx
+            .prepare_cached(timers::INSERT_TIMER)
+            .ctx("preparing insert")?;
+        for op in ops {
+            let result = match op {
+                WriteOp::InsertTimer(t) => timers::insert_timer(&tx, &mut insert, t)?,
+                WriteOp::CancelTimer { id, at } => timers::cancel_timer(&tx, id, at)?,
+                WriteOp::PutSubject(put) => reminders::put_subject(&tx, &put)?,
+                WriteOp::DeleteSubject { subject_id, at } => {
+                    reminders::delete_subject(&tx, &subject_id, at)?
+                }
+                WriteOp::AddReminder(r) => reminders::add_reminder(&tx, &mut insert, r)?,
+                WriteOp::CancelReminders {
+                    user_id,
+                    subject_id,
+                    mask,
+                    at,
+                } => reminders::cancel_reminders(&tx, &user_id, &subject_id, mask, at)?,
+            };
+            results.push(result);
+        }
+    }
+    tx.commit().ctx("committing apply")?;
+    Ok(results)
+}

@@ -1,0 +1,455 @@
+//! Timers, the send log and meta on SQLite.
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use herald_core::{TimerId, TimerState};
+use rusqlite::{Connection, TransactionBehavior, params};
+
+use super::cluster;
+use super::error::Ctx;
+use crate::model::{self, delivery_cols, due_cols, timer_cols};
+use crate::{
+    Applied, Completion, CompletionOutcome, DeliveryRecord, DueCursor, DueEntry, Fence, Result,
+    StoreError, TimerRecord, WriteResult,
+};
+
+// The SQL below writes state codes as literals (partial indexes need literals to be
+// usable); a unit test checks they match `TimerState::code()`.
+
+pub(super) const INSERT_TIMER: &str = "INSERT INTO timers \
+    (shard, due_at, priority, kind, state, channel, recipient, message, idempotency_key, \
+     attempts, created_at, updated_at) \
+    VALUES (?1, ?2, ?3, ?4, 0, ?5, ?6, ?7, ?8, 0, ?9, ?9) \
+    ON CONFLICT DO NOTHING";
+const TIMER_BY_ID: &str = concat!("SELECT ", timer_cols!(), " FROM timers WHERE id = ?1");
+const TIMER_BY_KEY: &str = concat!(
+    "SELECT ",
+    timer_cols!(),
+    " FROM timers WHERE idempotency_key = ?1"
+);
+const CANCEL_TIMER: &str = concat!(
+    "UPDATE timers SET state = 4, updated_at = ?2 WHERE id = ?1 AND state = 0 RETURNING ",
+    timer_cols!()
+);
+// Keyset paging over `(due_at, id)`. SQLite cannot seek an index with the row value
+// `(due_at, id) > (?, ?)` when `id` is the rowid (it seeks on `due_at` alone and then
+// filters, re-reading every timer due at the cursor's millisecond on each page: quadratic
+// for a burst of timers due at the same moment). So a page after a cursor is read with
+// two seeks: the rest of the cursor's millisecond, then the later ones.
+//
+// ?9 is the owned-shard bitmap (`ShardSet::to_bytes`), or NULL when every shard is
+// owned, which skips the per-row test.
+const LOAD_DUE_FIRST: &str = concat!(
+    "SELECT ",
+    due_cols!(),
+    " FROM timers WHERE state = 0 AND due_at < ?1 \
+     AND (?9 IS NULL OR herald_shard_in(shard, ?9)) ORDER BY due_at, id LIMIT ?2"
+);
+// ?1 cursor due_at, ?2 cursor id, ?3 limit.
+const LOAD_DUE_SAME: &str = concat!(
+    "SELECT ",
+    due_cols!(),
+    " FROM timers WHERE state = 0 AND due_at = ?1 AND id > ?2 \
+     AND (?9 IS NULL OR herald_shard_in(shard, ?9)) ORDER BY due_at, id LIMIT ?3"
+);
+// ?1 cursor due_at, ?2 until, ?3 limit.
+const LOAD_DUE_LATER: &str = concat!(
+    "SELECT ",
+    due_cols!(),
+    " FROM timers WHERE state = 0 AND due_at > ?1 AND due_at < ?2 \
+     AND (?9 IS NULL OR herald_shard_in(shard, ?9)) ORDER BY due_at, id LIMIT ?3"
+);
+const INSERT_DELIVERY: &str = "INSERT INTO deliveries \
+    (timer_id, attempt, channel, outcome, idempotency_key, provider_msgid, status, error, \
+     started_at, finished_at) \
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+// ?1 id, ?2 attempt, ?3 finished_at, ?4 expected previous attempts.
+const COMPLETE_DONE: &str = "UPDATE timers SET state = 2, attempts = ?2, delivered_at = ?3, \
+    last_error = NULL, updated_at = ?3 \
+    WHERE id = ?1 AND state = 0 AND attempts = ?4";
+// ... ?5 next due_at, ?6 error.
+const COMPLETE_RETRY: &str = "UPDATE timers SET attempts = ?2, due_at = ?5, last_error = ?6, \
+    updated_at = ?3 \
+    WHERE id = ?1 AND state = 0 AND attempts = ?4";
+// ... ?5 final state code, ?6 error.
+const COMPLETE_FINAL: &str = "UPDATE timers SET state = ?5, attempts = ?2, last_error = ?6, \
+    updated_at = ?3 \
+    WHERE id = ?1 AND state = 0 AND attempts = ?4";
+const DELIVERIES_FOR: &str = concat!(
+    "SELECT ",
+    delivery_cols!(),
+    " FROM deliveries WHERE timer_id = ?1 ORDER BY id"
+);
+const COUNT_BY_STATE: &str = "SELECT state, COUNT(*) FROM timers GROUP BY state ORDER BY state";
+const INIT_SHARDS: &str =
+    "INSERT INTO meta (key, value) VALUES ('shards', ?1) ON CONFLICT (key) DO NOTHING";
+const GET_SHARDS: &str = "SELECT value FROM meta WHERE key = 'shards'";
+
+/// `fetch_pending` binds ids in `IN (...)` lists of one of these sizes, padding the
+/// last chunk by repeating an id, so only a handful of distinct statements exist
+/// and all of them stay in the statement cache.
+const IN_LIST_SIZES: [usize; 4] = [8, 32, 128, 512];
+
+static FETCH_PENDING_SQL: LazyLock<Vec<String>> = LazyLock::new(|| {
+    IN_LIST_SIZES
+        .iter()
+        .map(|&n| {
+            let mut sql = String::from(concat!(
+                "SELECT ",
+                timer_cols!(),
+                " FROM timers WHERE state = 0 AND id IN ("
+            ));
+            for i in 0..n {
+                sql.push_str(if i == 0 { "?" } else { ",?" });
+            }
+            sql.push(')');
+            sql
+        })
+        .collect()
+});
+
+pub(super) fn get_timer(conn: &Connection, id: TimerId) -> Result<Option<TimerRecord>> {
+    let mut stmt = conn
+        .prepare_cached(TIMER_BY_ID)
+        .ctx("preparing get_timer")?;
+    let mut rows = stmt.query([id]).ctx("querying timer by id")?;
+    match rows.next().ctx("reading timer by id")? {
+        Some(row) => model::decode(row).map(Some),
+        None => Ok(None),
+    }
+}
+
+fn timer_by_key(conn: &Connection, key: &str) -> Result<Option<TimerRecord>> {
+    let mut stmt = conn
+        .prepare_cached(TIMER_BY_KEY)
+        .ctx("preparing timer by key")?;
+    let mut rows = stmt.query([key]).ctx("querying timer by key")?;
+    match rows.next().ctx("reading timer by key")? {
+        Some(row) => model::decode(row).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Inserts one timer with the prepared [`INSERT_TIMER`]: `Created`, or
+/// `Existing` when its idempotency key is taken.
+pub(super) fn insert_timer(
+    conn: &Connection,
+    insert: &mut rusqlite::CachedStatement<'_>,
+    t: crate::NewTimer,
+) -> Result<WriteResult> {
+    let inserted = insert
+        .execute(params![
+            t.shard,
+            t.due_at,
+            t.priority,
+            t.kind.as_str(),
+            t.channel,
+            t.recipient,
+            t.message,
+            t.idempotency_key,
+            t.created_at,
+        ])
+        .ctx("inserting timer")?;
+    if inserted == 1 {
+        return Ok(WriteResult::Created(
+            t.into_record(conn.last_insert_rowid()),
+        ));
+    }
+    // Only the idempotency key can conflict.
+    let existing = match &t.idempotency_key {
+        Some(key) => timer_by_key(conn, key)?,
+        None => None,
+    };
+    Ok(WriteResult::Existing(existing.ok_or_else(|| {
+        StoreError::Internal("sqlite: insert was ignored but no timer has its key".into())
+    })?))
+}
+
+pub(super) fn cancel_timer(conn: &Connection, id: TimerId, at: i64) -> Result<WriteResult> {
+    {
+        let mut stmt = conn.prepare_cached(CANCEL_TIMER).ctx("preparing cancel")?;
+        let mut rows = stmt.query(params![id, at]).ctx("cancelling timer")?;
+        if let Some(row) = rows.next().ctx("cancelling timer")? {
+            return Ok(WriteResult::Cancelled(model::decode(row)?));
+        }
+    }
+    Ok(match get_timer(conn, id)? {
+        Some(record) => WriteResult::NotCancellable(record),
+        None => WriteResult::NotFound,
+    })
+}
+
+pub(super) fn load_due(
+    conn: &mut Connection,
+    shards: Option<Vec<u8>>,
+    after: Option<DueCursor>,
+    until: i64,
+    limit: usize,
+) -> Result<Vec<DueEntry>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut out = Vec::with_capacity(usize::try_from(limit.min(65_536)).unwrap_or(0));
+    if limit == 0 {
+        return Ok(out);
+    }
+    let Some(cursor) = after else {
+        let mut stmt = conn
+            .prepare_cached(LOAD_DUE_FIRST)
+            .ctx("preparing load_due")?;
+        stmt.raw_bind_parameter(9, &shards).ctx("binding shards")?;
+        read_due(bind_and_query(&mut stmt, &[&until, &limit]), &mut out)?;
+        return Ok(out);
+    };
+    // Both seeks read one snapshot.
+    let tx = conn.transaction().ctx("beginning load_due")?;
+    if cursor.due_at < until {
+        let mut stmt = tx.prepare_cached(LOAD_DUE_SAME).ctx("preparing load_due")?;
+        stmt.raw_bind_parameter(9, &shards).ctx("binding shards")?;
+        read_due(
+            bind_and_query(&mut stmt, &[&cursor.due_at, &cursor.id, &limit]),
+            &mut out,
+        )?;
+    }
+    let left = limit - out.len() as i64;
+    if left > 0 {
+        let mut stmt = tx
+            .prepare_cached(LOAD_DUE_LATER)
+            .ctx("preparing load_due")?;
+        stmt.raw_bind_parameter(9, &shards).ctx("binding shards")?;
+        read_due(
+            bind_and_query(&mut stmt, &[&cursor.due_at, &until, &left]),
+            &mut out,
+        )?;
+    }
+    tx.commit().ctx("ending load_due")?;
+    Ok(out)
+}
+
+/// Binds the leading positional parameters (the shard bitmap is bound apart,
+/// as ?9) and runs the statement.
+fn bind_and_query<'s>(
+    stmt: &'s mut rusqlite::CachedStatement<'_>,
+    values: &[&dyn rusqlite::ToSql],
+) -> rusqlite::Result<rusqlite::Rows<'s>> {
+    for (i, v) in values.iter().enumerate() {
+        stmt.raw_bind_parameter(i + 1, v)?;
+    }
+    Ok(stmt.raw_query())
+}
+
+fn read_due(rows: rusqlite::Result<rusqlite::Rows<'_>>, out: &mut Vec<DueEntry>) -> Result<()> {
+    let mut rows = rows.ctx("querying load_due")?;
+    while let Some(row) = rows.next().ctx("reading load_due")? {
+        out.push(model::decode(row)?);
+    }
+    Ok(())
+}
+
+fn sorted_unique(mut ids: Vec<TimerId>) -> Vec<TimerId> {
+    // Sorted ids also make the rowid lookups walk the table B-tree in order.
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
+pub(super) fn fetch_pending(conn: &Connection, ids: Vec<TimerId>) -> Result<Vec<TimerRecord>> {
+    let ids = sorted_unique(ids);
+    let mut out = Vec::with_capacity(ids.len());
+    let largest = IN_LIST_SIZES[IN_LIST_SIZES.len() - 1];
+    for chunk in ids.chunks(largest) {
+        // Smallest list that fits; pad with the chunk's last id (IN ignores repeats).
+        let slot = IN_LIST_SIZES
+            .iter()
+            .position(|&n| n >= chunk.len())
+            .unwrap_or(IN_LIST_SIZES.len() - 1);
+        let size = IN_LIST_SIZES[slot];
+        let Some(&pad) = chunk.last() else { continue };
+        let mut stmt = conn
+            .prepare_cached(&FETCH_PENDING_SQL[slot])
+            .ctx("preparing fetch_pending")?;
+        let params = chunk
+            .iter()
+            .chain(std::iter::repeat_n(&pad, size - chunk.len()));
+        let mut rows = stmt
+            .query(rusqlite::params_from_iter(params))
+            .ctx("querying fetch_pending")?;
+        while let Some(row) = rows.next().ctx("reading fetch_pending")? {
+            out.push(model::decode(row)?);
+        }
+    }
+    Ok(out)
+}
+
+pub(super) fn complete(conn: &mut Connection, batch: Vec<Completion>) -> Result<Vec<Applied>> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("beginning complete")?;
+    let mut applied = Vec::with_capacity(batch.len());
+    // Current epoch per shard, read once per batch.
+    let mut epochs: HashMap<u16, i64> = HashMap::new();
+    {
+        let mut log = tx
+            .prepare_cached(INSERT_DELIVERY)
+            .ctx("preparing delivery insert")?;
+        let mut done = tx.prepare_cached(COMPLETE_DONE).ctx("preparing done")?;
+        let mut retry = tx.prepare_cached(COMPLETE_RETRY).ctx("preparing retry")?;
+        let mut fin = tx.prepare_cached(COMPLETE_FINAL).ctx("preparing final")?;
+        for c in &batch {
+            log.execute(params![
+                c.timer_id,
+                c.attempt,
+                c.channel,
+                c.outcome.as_str(),
+                c.idempotency_key,
+                c.provider_msgid,
+                c.status,
+                c.error,
+                c.started_at,
+                c.finished_at,
+            ])
+            .ctx("inserting delivery")?;
+            if let Some(Fence { shard, epoch }) = c.fence {
+                let current = match epochs.get(&shard) {
+                    Some(e) => *e,
+                    None => {
+                        let e = cluster::shard_epoch(&tx, shard)?;
+                        epochs.insert(shard, e);
+                        e
+                    }
+                };
+                if current != epoch {
+                    applied.push(Applied::Fenced);
+                    continue;
+                }
+            }
+            // Attempt 0 expects -1 and so never matches: no underflow, no update.
+            let previous = i64::from(c.attempt) - 1;
+            let (id, attempt, at) = (c.timer_id, c.attempt, c.finished_at);
+            let changed = match c.outcome {
+                CompletionOutcome::Done => done.execute(params![id, attempt, at, previous]),
+                CompletionOutcome::Retry { next_due_at } => {
+                    retry.execute(params![id, attempt, at, previous, next_due_at, c.error])
+                }
+                CompletionOutcome::Deferred { next_due_at, .. } => {
+                    retry.execute(params![id, previous, at, previous, next_due_at, c.error])
+                }
+                CompletionOutcome::Failed => fin.execute(params![
+                    id,
+                    attempt,
+                    at,
+                    previous,
+                    TimerState::Failed.code(),
+                    c.error
+                ]),
+                CompletionOutcome::Dead => fin.execute(params![
+                    id,
+                    attempt,
+                    at,
+                    previous,
+                    TimerState::Dead.code(),
+                    c.error
+                ]),
+            }
+            .ctx("updating completed timer")?;
+            applied.push(if changed == 1 {
+                Applied::Yes
+            } else {
+                Applied::NotPending
+            });
+        }
+    }
+    tx.commit().ctx("committing complete")?;
+    Ok(applied)
+}
+
+pub(super) fn deliveries_for(conn: &Connection, timer_id: TimerId) -> Result<Vec<DeliveryRecord>> {
+    let mut stmt = conn
+        .prepare_cached(DELIVERIES_FOR)
+        .ctx("preparing deliveries_for")?;
+    let mut rows = stmt.query([timer_id]).ctx("querying deliveries")?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().ctx("reading deliveries")? {
+        out.push(model::decode(row)?);
+    }
+    Ok(out)
+}
+
+pub(super) fn count_by_state(conn: &Connection) -> Result<Vec<(TimerState, u64)>> {
+    let mut stmt = conn
+        .prepare_cached(COUNT_BY_STATE)
+        .ctx("preparing count_by_state")?;
+    let mut rows = stmt.query([]).ctx("querying count_by_state")?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().ctx("reading count_by_state")? {
+        out.push(model::decode(row)?);
+    }
+    Ok(out)
+}
+
+pub(super) fn init_shards(conn: &mut Connection, wanted: u16) -> Result<u16> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("beginning init_shards")?;
+    let stored: String = {
+        tx.prepare_cached(INIT_SHARDS)
+            .ctx("preparing init_shards")?
+            .execute([wanted.to_string()])
+            .ctx("storing shards")?;
+        let mut stmt = tx.prepare_cached(GET_SHARDS).ctx("preparing shards")?;
+        stmt.query_row([], |r| r.get(0)).ctx("reading shards")?
+    };
+    tx.commit().ctx("committing init_shards")?;
+    stored
+        .parse()
+        .map_err(|_| StoreError::Corrupt(format!("meta shards = {stored:?}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sqlite::testing::{migrated, plan};
+
+    #[test]
+    fn state_literals_match_codes() {
+        assert_eq!(TimerState::Pending.code(), 0);
+        assert_eq!(TimerState::Done.code(), 2);
+        assert_eq!(TimerState::Failed.code(), 3);
+        assert_eq!(TimerState::Cancelled.code(), 4);
+        assert_eq!(TimerState::Dead.code(), 5);
+    }
+
+    #[test]
+    fn load_due_searches_the_pending_index() {
+        let conn = migrated();
+        for (sql, range) in [
+            // The shard bitmap is ?9, bound like the rest.
+            (LOAD_DUE_FIRST, "(due_at<?)"),
+            (LOAD_DUE_SAME, "(due_at=? AND id>?)"),
+            (LOAD_DUE_LATER, "(due_at>? AND due_at<?)"),
+        ] {
+            let p = plan(&conn, sql);
+            assert!(
+                p.contains(&format!(
+                    "SEARCH timers USING INDEX timers_pending_due {range}"
+                )),
+                "{sql}:\n{p}"
+            );
+            assert!(!p.contains("SCAN"), "{sql}:\n{p}");
+            assert!(!p.contains("TEMP B-TREE"), "must not sort: {sql}:\n{p}");
+        }
+    }
+
+    #[test]
+    fn point_lookups_use_indexes() {
+        let conn = migrated();
+        let p = plan(&conn, TIMER_BY_KEY);
+        assert!(p.contains("USING INDEX timers_idempotency_key"), "{p}");
+        let p = plan(&conn, DELIVERIES_FOR);
+        assert!(p.contains("USING INDEX deliveries_timer"), "{p}");
+        assert!(!p.contains("TEMP B-TREE"), "{p}");
+        for sql in FETCH_PENDING_SQL.iter() {
+            let p = plan(&conn, sql);
+            assert!(p.contains("INTEGER PRIMARY KEY"), "{p}");
+        }
+    }
+}
