@@ -513,6 +513,16 @@ extern "C" fn stop_shared_at_exit() {
     }
 }
 
+/// What every start attempt on one initialized cluster shares.
+struct Cluster<'a> {
+    bins: &'a Binaries,
+    options: &'a Options,
+    data_dir: &'a Path,
+    socket_dir: &'a Path,
+    log_path: &'a Path,
+    user: &'a Option<RunAs>,
+}
+
 impl PgTemp {
     /// Starts a cluster with the default [`Options`]. `Ok(None)` when the binaries
     /// are missing and not required (a notice is printed); see the crate docs.
@@ -614,16 +624,15 @@ impl PgTemp {
         for _ in 0..PORT_ATTEMPTS {
             let port = free_port()?;
             let Some(d) = dir.take() else { break };
-            match Self::launch(
+            let cluster = Cluster {
                 bins,
                 options,
-                d,
-                &data_dir,
-                &socket_dir,
-                &log_path,
-                port,
-                &user,
-            )? {
+                data_dir: &data_dir,
+                socket_dir: &socket_dir,
+                log_path: &log_path,
+                user: &user,
+            };
+            match Self::launch(&cluster, d, port)? {
                 Launch::Ready(running, version) => {
                     return Ok(PgTemp {
                         port,
@@ -652,17 +661,17 @@ impl PgTemp {
         })
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn launch(
-        bins: &Binaries,
-        options: &Options,
-        dir: TempDir,
-        data_dir: &Path,
-        socket_dir: &Path,
-        log_path: &Path,
-        port: u16,
-        user: &Option<RunAs>,
-    ) -> Result<Launch, Error> {
+    /// Starts `postgres` on `port` over the cluster `initdb` made; a port
+    /// someone else took meanwhile is `PortTaken`, so the caller can try another.
+    fn launch(cluster: &Cluster<'_>, dir: TempDir, port: u16) -> Result<Launch, Error> {
+        let Cluster {
+            bins,
+            options,
+            data_dir,
+            socket_dir,
+            log_path,
+            user,
+        } = *cluster;
         let log = fs::OpenOptions::new()
             .create(true)
             .append(true)
