@@ -4,8 +4,14 @@
 //!
 //! Every method that writes commits one transaction before it returns `Ok`.
 //! Times are unix milliseconds.
+//!
+//! Every audience, rule, task, job, segment and send belongs to one tenant.
+//! Ids stay global and sequential; a read by id returns the record with its
+//! tenant, and the service answers "not found" for another tenant's. Lists
+//! take the tenant and see only its rows.
 
 use async_trait::async_trait;
+use herald_core::TenantId;
 use herald_core::campaign::{JobState, RuleStatus, SegmentState, SendState, TaskState};
 
 use crate::Result;
@@ -19,6 +25,8 @@ pub const AUDIENCE_CHUNK: u64 = 4096;
 /// validated; the store does not interpret them (the engine does).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RuleSpec {
+    /// The rule's tenant. A version's spec always carries its rule's.
+    pub tenant: TenantId,
     pub name: String,
     /// The schedule object, as JSON text (`{"type":"cron",...}`).
     pub schedule: String,
@@ -51,6 +59,7 @@ pub struct RuleVersion {
 #[derive(Debug, Clone, PartialEq)]
 pub struct RuleRecord {
     pub id: i64,
+    pub tenant: TenantId,
     pub status: RuleStatus,
     pub created_at: i64,
     pub updated_at: i64,
@@ -61,6 +70,8 @@ pub struct RuleRecord {
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskRecord {
     pub id: i64,
+    /// Its rule's tenant.
+    pub tenant: TenantId,
     pub rule_id: i64,
     pub version: i32,
     pub planned_at: i64,
@@ -110,6 +121,7 @@ pub enum TaskStart {
 #[derive(Debug, Clone, PartialEq)]
 pub struct AudienceRecord {
     pub id: i64,
+    pub tenant: TenantId,
     pub name: Option<String>,
     /// Recipients; `None` while the upload is still going.
     pub size: Option<u64>,
@@ -119,6 +131,8 @@ pub struct AudienceRecord {
 /// A job to create.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JobSpec {
+    pub tenant: TenantId,
+    /// An audience of the same tenant.
     pub audience_id: i64,
     pub channel: String,
     pub message: String,
@@ -161,6 +175,7 @@ impl JobTotals {
 #[derive(Debug, Clone, PartialEq)]
 pub struct JobRecord {
     pub id: i64,
+    pub tenant: TenantId,
     pub audience_id: i64,
     pub channel: String,
     pub message: String,
@@ -290,8 +305,14 @@ pub struct SweepReport {
 pub trait CampaignStore: Send + Sync + 'static {
     // ---- Audiences ----
 
-    /// Starts an upload. The audience cannot be used by a job until sealed.
-    async fn create_audience(&self, name: Option<String>, now: i64) -> Result<i64>;
+    /// Starts an upload for `tenant`. The audience cannot be used by a job
+    /// until sealed.
+    async fn create_audience(
+        &self,
+        tenant: TenantId,
+        name: Option<String>,
+        now: i64,
+    ) -> Result<i64>;
 
     /// Stores recipients `start..start + recipients.len()` of an unsealed
     /// audience. `start` is a multiple of [`AUDIENCE_CHUNK`] and at most
@@ -326,13 +347,15 @@ pub trait CampaignStore: Send + Sync + 'static {
 
     // ---- Rules and tasks ----
 
-    /// Creates a rule, enabled, at version 1. The spec is stored as given (the
-    /// API validates it; `audience_id` is checked when a task starts).
+    /// Creates a rule of `spec.tenant`, enabled, at version 1. The spec is
+    /// stored as given (the API validates it; `audience_id` is checked when a
+    /// task starts).
     async fn create_rule(&self, spec: RuleSpec, now: i64) -> Result<RuleRecord>;
 
     /// Adds a version and makes it current (re-enabling a finished rule; a
     /// disabled rule stays disabled). Tasks of older versions are left as they
-    /// are: they expire when they come to run. `None` if the rule is unknown.
+    /// are: they expire when they come to run. `None` if the rule is unknown
+    /// or belongs to another tenant than `spec.tenant` (nothing is written).
     async fn update_rule(&self, id: i64, spec: RuleSpec, now: i64) -> Result<Option<RuleRecord>>;
 
     /// Enables or disables a rule (whatever its status, a finished one too).
@@ -348,8 +371,13 @@ pub trait CampaignStore: Send + Sync + 'static {
 
     async fn get_rule(&self, id: i64) -> Result<Option<RuleRecord>>;
 
-    /// Rules with `id > after`, by id, at most `limit`.
-    async fn list_rules(&self, after: Option<i64>, limit: usize) -> Result<Vec<RuleRecord>>;
+    /// Rules of `tenant` with `id > after`, by id, at most `limit`.
+    async fn list_rules(
+        &self,
+        tenant: TenantId,
+        after: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<RuleRecord>>;
 
     /// Every version of a rule, oldest first (empty if unknown).
     async fn rule_versions(&self, id: i64) -> Result<Vec<RuleVersion>>;
@@ -392,8 +420,9 @@ pub trait CampaignStore: Send + Sync + 'static {
     /// The checks, in order: not pending (or unknown) → `NotPending`, nothing
     /// changes; planned from a version that is no longer current → `Expired`
     /// (even if the rule is also disabled); rule not enabled → `Cancelled`;
-    /// version without `audience_id`, or naming an audience that is unknown or
-    /// not sealed → `NoAudience` (task `failed`). A started task has `job_id`,
+    /// version without `audience_id`, or naming an audience that is unknown,
+    /// not sealed or another tenant's → `NoAudience` (task `failed`). The job
+    /// and its segments belong to the rule's tenant. A started task has `job_id`,
     /// `recipients` (the audience size) and `started_at = now`; the job's
     /// `deadline_at` is `now + deadline_secs * 1000`. A `segment_size` of 0
     /// counts as 1.
@@ -403,9 +432,10 @@ pub trait CampaignStore: Send + Sync + 'static {
 
     // ---- Jobs and segments ----
 
-    /// Creates a job and its segments over a sealed audience. `None` if the
-    /// audience is unknown or not sealed. An empty audience gives a job that is
-    /// `done` at once (`finished_at = now`, no segments).
+    /// Creates a job and its segments over a sealed audience of `spec.tenant`.
+    /// `None` if the audience is unknown, not sealed, or another tenant's. An
+    /// empty audience gives a job that is `done` at once (`finished_at = now`,
+    /// no segments).
     ///
     /// Segments tile `[0, size)` in `segment_size` steps (0 counts as 1, and the
     /// job records the size used), ids increasing with `start`; each is
@@ -415,8 +445,14 @@ pub trait CampaignStore: Send + Sync + 'static {
 
     async fn get_job(&self, id: i64) -> Result<Option<JobRecord>>;
 
-    /// Jobs with `id < before` (all when `None`), newest first, at most `limit`.
-    async fn list_jobs(&self, before: Option<i64>, limit: usize) -> Result<Vec<JobRecord>>;
+    /// Jobs of `tenant` with `id < before` (all when `None`), newest first, at
+    /// most `limit`.
+    async fn list_jobs(
+        &self,
+        tenant: TenantId,
+        before: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<JobRecord>>;
 
     /// Number of a job's segments in each state (states with none left out).
     async fn segment_counts(&self, job_id: i64) -> Result<Vec<(SegmentState, u64)>>;

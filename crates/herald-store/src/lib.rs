@@ -6,6 +6,7 @@
 //! by URL with [`open`]. One conformance suite (`testsuite`, behind the
 //! `testsuite` feature) runs unchanged against every backend.
 
+pub mod access;
 pub mod campaign;
 mod migration;
 mod model;
@@ -19,8 +20,9 @@ mod types;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use herald_core::TimerId;
+use herald_core::{TenantId, TimerId, TimerState};
 
+pub use access::*;
 pub use campaign::*;
 pub use types::*;
 
@@ -129,8 +131,13 @@ pub(crate) fn bits_from_db(v: i64) -> u64 {
 ///
 /// Every method that writes commits one transaction before it returns `Ok`:
 /// an `Ok` means the change is on disk. A method that returns `Err` changed nothing.
+///
+/// Every timer, delivery, subject and subscription belongs to one tenant.
+/// Writes and reads by natural key (idempotency key, subject id, user id) and
+/// lists take the tenant; reads by numeric id return the record with its
+/// tenant, for the caller to check.
 #[async_trait]
-pub trait Store: CampaignStore + Send + Sync + 'static {
+pub trait Store: CampaignStore + AccessStore + Send + Sync + 'static {
     /// The number of virtual shards. Fixed when the store is first created with
     /// `wanted`; later calls return the stored value whatever `wanted` is.
     async fn init_shards(&self, wanted: u16) -> Result<u16>;
@@ -140,7 +147,7 @@ pub trait Store: CampaignStore + Send + Sync + 'static {
     /// that already fired) yields its result and does not abort the others.
     async fn apply(&self, ops: Vec<WriteOp>) -> Result<Vec<WriteResult>>;
 
-    /// One timer, whatever its state.
+    /// One timer, whatever its state or tenant.
     async fn get_timer(&self, id: TimerId) -> Result<Option<TimerRecord>>;
 
     /// Pending timers of the shards in `shards` with `(due_at, id) > after` and
@@ -218,20 +225,27 @@ pub trait Store: CampaignStore + Send + Sync + 'static {
     /// ([`Store::acquire_lease`]); this method takes no lock itself.
     async fn expire_channel_token(&self, key: &str, token: &str, now: i64) -> Result<bool>;
 
-    /// The subjects among `ids` that exist (any order).
-    async fn get_subjects(&self, ids: &[String]) -> Result<Vec<SubjectRecord>>;
+    /// The subjects of `tenant` among `ids` that exist (any order).
+    async fn get_subjects(&self, tenant: TenantId, ids: &[String]) -> Result<Vec<SubjectRecord>>;
 
-    /// Every reminder bit `user_id` holds, with its timer, ordered by subject
-    /// then bit. At most `limit` rows.
-    async fn user_reminders(&self, user_id: &str, limit: usize) -> Result<Vec<ReminderTimer>>;
+    /// Every reminder bit `user_id` of `tenant` holds, with its timer, ordered
+    /// by subject then bit. At most `limit` rows.
+    async fn user_reminders(
+        &self,
+        tenant: TenantId,
+        user_id: &str,
+        limit: usize,
+    ) -> Result<Vec<ReminderTimer>>;
 
-    /// The pending reminder timers each probe asks for (a user's, on one
-    /// channel, due within a range), all probes' together, without duplicates.
+    /// The pending reminder timers each probe asks for (a tenant's user's, on
+    /// one channel, due within a range), all probes' together, without duplicates.
     /// Uses an index on the user: never a scan of the subject or the due range.
     async fn pending_reminders(&self, probes: &[MergeProbe]) -> Result<Vec<TimerRecord>>;
 
-    /// Number of timers in each state (states with none are left out).
-    async fn count_by_state(&self) -> Result<Vec<(herald_core::TimerState, u64)>>;
+    /// Number of timers of each tenant in each state, ordered by tenant then
+    /// state (pairs with none are left out). One pass over the timers, as
+    /// costly as counting them by state alone.
+    async fn count_by_tenant_state(&self) -> Result<Vec<(TenantId, TimerState, u64)>>;
 
     // ---- Cluster membership and shard ownership ----
 

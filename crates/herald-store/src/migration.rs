@@ -26,6 +26,7 @@ macro_rules! migrations {
             "0004_campaign",
             "0005_provider",
             "0006_segment_cursor_idx",
+            "0007_tenants",
         )
     };
     (@ $($name:literal),+ $(,)?) => {

@@ -1,6 +1,6 @@
 //! Plain data passed across the `Store` seam.
 
-use herald_core::{Priority, TimerId, TimerKind, TimerState};
+use herald_core::{Priority, TenantId, TimerId, TimerKind, TimerState};
 use serde::{Deserialize, Serialize};
 
 /// Backend tuning that is not part of the URL: one part per backend, each
@@ -164,6 +164,8 @@ impl TryFrom<StoreOptionsToml> for StoreOptions {
 /// A timer to create.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewTimer {
+    /// The tenant it belongs to: its idempotency key is unique within it.
+    pub tenant: TenantId,
     pub shard: u16,
     /// Unix milliseconds.
     pub due_at: i64,
@@ -174,7 +176,7 @@ pub struct NewTimer {
     pub recipient: String,
     /// The message object, as JSON text.
     pub message: String,
-    /// Caller-supplied key; unique among timers that have one.
+    /// Caller-supplied key; unique among the tenant's timers that have one.
     pub idempotency_key: Option<String>,
     pub created_at: i64,
 }
@@ -184,6 +186,7 @@ impl NewTimer {
     pub fn into_record(self, id: TimerId) -> TimerRecord {
         TimerRecord {
             id,
+            tenant: self.tenant,
             shard: self.shard,
             due_at: self.due_at,
             priority: self.priority,
@@ -206,6 +209,7 @@ impl NewTimer {
 #[derive(Debug, Clone, PartialEq)]
 pub struct TimerRecord {
     pub id: TimerId,
+    pub tenant: TenantId,
     pub shard: u16,
     pub due_at: i64,
     pub priority: Priority,
@@ -233,6 +237,17 @@ impl TimerRecord {
         }
     }
 
+    /// What the wheel and the dispatch queues need of this timer.
+    pub fn due_entry(&self) -> DueEntry {
+        DueEntry {
+            id: self.id,
+            due_at: self.due_at,
+            shard: self.shard,
+            priority: self.priority,
+            tenant: self.tenant,
+        }
+    }
+
     /// The key passed to providers: the caller's own key, or one derived from the id.
     pub fn delivery_key(&self) -> String {
         match &self.idempotency_key {
@@ -246,25 +261,29 @@ impl TimerRecord {
 #[derive(Debug, Clone, PartialEq)]
 pub enum WriteOp {
     InsertTimer(NewTimer),
-    /// Cancel a pending timer at time `at`.
+    /// Cancel a pending timer of `tenant` at time `at`. Another tenant's timer
+    /// is [`WriteResult::NotFound`], as if it did not exist.
     CancelTimer {
+        tenant: TenantId,
         id: TimerId,
         at: i64,
     },
     /// Create a subject, or change it. A new `start_at` moves every pending
     /// reminder timer of the subject by the same amount, in this transaction.
     PutSubject(PutSubject),
-    /// Delete a subject: its pending reminder timers are cancelled and its
-    /// subscriptions removed.
+    /// Delete a subject of `tenant`: its pending reminder timers are cancelled
+    /// and its subscriptions removed.
     DeleteSubject {
+        tenant: TenantId,
         subject_id: String,
         at: i64,
     },
     /// Set one bit of a (user, subject) subscription and create its timer.
     AddReminder(NewReminder),
-    /// Clear the bits of `mask` in a (user, subject) subscription and cancel
-    /// their pending timers. A subscription left with no bits is removed.
+    /// Clear the bits of `mask` in a (user, subject) subscription of `tenant`
+    /// and cancel their pending timers. A subscription left with no bits is removed.
     CancelReminders {
+        tenant: TenantId,
         user_id: String,
         subject_id: String,
         mask: u64,
@@ -272,9 +291,10 @@ pub enum WriteOp {
     },
 }
 
-/// A subject as the API gives it.
+/// A subject as the API gives it. Subject ids are unique per tenant.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PutSubject {
+    pub tenant: TenantId,
     pub subject_id: String,
     /// Unix ms when the subject starts (the coupon opens).
     pub start_at: i64,
@@ -288,6 +308,7 @@ impl PutSubject {
     /// The subject as this put leaves it, first created at `created_at`.
     pub fn record(&self, created_at: i64) -> SubjectRecord {
         SubjectRecord {
+            tenant: self.tenant,
             subject_id: self.subject_id.clone(),
             start_at: self.start_at,
             title: self.title.clone(),
@@ -301,6 +322,7 @@ impl PutSubject {
 /// A stored subject.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SubjectRecord {
+    pub tenant: TenantId,
     pub subject_id: String,
     pub start_at: i64,
     pub title: Option<String>,
@@ -311,6 +333,8 @@ pub struct SubjectRecord {
 }
 
 /// One reminder to add: a bit of the (user, subject) bitmap and its timer.
+/// It belongs to its timer's tenant (see [`NewReminder::tenant`]): user and
+/// subject ids are those of that tenant.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewReminder {
     pub user_id: String,
@@ -326,6 +350,13 @@ pub struct NewReminder {
     pub not_before: i64,
 }
 
+impl NewReminder {
+    /// The tenant of the subscription: its timer's.
+    pub fn tenant(&self) -> TenantId {
+        self.timer.tenant
+    }
+}
+
 /// A reminder timer with its place in a subscription.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReminderTimer {
@@ -334,10 +365,11 @@ pub struct ReminderTimer {
     pub timer: TimerRecord,
 }
 
-/// "Pending reminders of `user_id` on `channel`, due in `[from, until]`":
-/// the candidates to merge into one delivery.
+/// "Pending reminders of `user_id` (of `tenant`) on `channel`, due in
+/// `[from, until]`": the candidates to merge into one delivery.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MergeProbe {
+    pub tenant: TenantId,
     pub user_id: String,
     pub channel: String,
     pub from: i64,
@@ -353,7 +385,8 @@ pub enum WriteResult {
     Existing(TimerRecord),
     /// The timer was pending and is now cancelled.
     Cancelled(TimerRecord),
-    /// No timer has that id.
+    /// No timer has that id (or it is another tenant's); for subject and
+    /// reminder ops, no such subject or subscription in the tenant.
     NotFound,
     /// The timer is no longer pending; it is returned as it is.
     NotCancellable(TimerRecord),
@@ -390,12 +423,7 @@ impl WriteResult {
     /// time. The engine wheels them; shared stores announce them to other nodes.
     pub fn scheduled(&self) -> Vec<DueEntry> {
         match self {
-            WriteResult::Created(t) => vec![DueEntry {
-                id: t.id,
-                due_at: t.due_at,
-                shard: t.shard,
-                priority: t.priority,
-            }],
+            WriteResult::Created(t) => vec![t.due_entry()],
             WriteResult::SubjectPut { moved, .. } => moved.clone(),
             _ => Vec::new(),
         }
@@ -409,13 +437,15 @@ pub struct DueCursor {
     pub id: TimerId,
 }
 
-/// What the loader needs to place a timer in the wheel: small on purpose.
+/// What the loader needs to place a timer in the wheel: small on purpose. It
+/// carries the tenant so the engine can dispatch fairly before it reads rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DueEntry {
     pub id: TimerId,
     pub due_at: i64,
     pub shard: u16,
     pub priority: Priority,
+    pub tenant: TenantId,
 }
 
 impl DueEntry {
@@ -490,6 +520,8 @@ impl CompletionOutcome {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Completion {
     pub timer_id: TimerId,
+    /// The timer's tenant, copied onto its send-log row.
+    pub tenant: TenantId,
     /// 1 for the first attempt.
     pub attempt: u32,
     pub outcome: CompletionOutcome,
@@ -564,6 +596,8 @@ pub struct NamedLease {
 pub struct DeliveryRecord {
     pub id: i64,
     pub timer_id: TimerId,
+    /// Its timer's tenant.
+    pub tenant: TenantId,
     pub attempt: u32,
     pub channel: String,
     /// `delivered`, `retry`, `failed` or `dead`.

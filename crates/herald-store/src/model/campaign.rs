@@ -11,7 +11,7 @@ use crate::{
 /// An `audiences` row, as [`AudienceRecord`] reads it.
 macro_rules! audience_cols {
     ($($t:literal)?) => {
-        $crate::model::columns!($($t)?; "id", "name", "size", "created_at")
+        $crate::model::columns!($($t)?; "id", "tenant_id", "name", "size", "created_at")
     };
 }
 pub(crate) use audience_cols;
@@ -20,7 +20,7 @@ pub(crate) use audience_cols;
 macro_rules! job_cols {
     ($($t:literal)?) => {
         $crate::model::columns!($($t)?;
-            "id", "audience_id", "channel", "message", "segment_size", "deadline_at",
+            "id", "tenant_id", "audience_id", "channel", "message", "segment_size", "deadline_at",
             "priority", "task_id", "state", "total", "delivered", "failed", "retrying",
             "expired", "cancelled", "created_at", "started_at", "finished_at")
     };
@@ -42,7 +42,7 @@ pub(crate) use segment_cols;
 macro_rules! task_cols {
     ($($t:literal)?) => {
         $crate::model::columns!($($t)?;
-            "id", "rule_id", "version", "planned_at", "state", "job_id", "recipients",
+            "id", "tenant_id", "rule_id", "version", "planned_at", "state", "job_id", "recipients",
             "detail", "created_at", "started_at", "finished_at")
     };
 }
@@ -52,7 +52,8 @@ pub(crate) use task_cols;
 macro_rules! version_cols {
     ($($t:literal)?) => {
         $crate::model::columns!($($t)?;
-            "rule_id", "version", "name", "schedule", "audience", "audience_id", "channel",
+            "rule_id", "version", "tenant_id", "name", "schedule", "audience", "audience_id",
+            "channel",
             "message", "deadline_secs", "priority", "created_at")
     };
 }
@@ -63,7 +64,7 @@ pub(crate) use version_cols;
 macro_rules! rule_cols {
     () => {
         concat!(
-            $crate::model::columns!("r"; "id", "status", "created_at", "updated_at"),
+            $crate::model::columns!("r"; "id", "tenant_id", "status", "created_at", "updated_at"),
             ", ",
             $crate::model::version_cols!("v")
         )
@@ -122,6 +123,7 @@ impl Decode for AudienceRecord {
     fn decode<R: Columns + ?Sized>(r: &mut Reader<'_, R>) -> Result<Self> {
         Ok(AudienceRecord {
             id: r.int("audiences.id")?,
+            tenant: r.tenant("audiences.tenant_id")?,
             name: r.opt_string("audiences.name")?,
             size: r.opt_unsigned("audiences.size")?,
             created_at: r.int("audiences.created_at")?,
@@ -133,6 +135,7 @@ impl Decode for JobRecord {
     fn decode<R: Columns + ?Sized>(r: &mut Reader<'_, R>) -> Result<Self> {
         Ok(JobRecord {
             id: r.int("jobs.id")?,
+            tenant: r.tenant("jobs.tenant_id")?,
             audience_id: r.int("jobs.audience_id")?,
             channel: r.string("jobs.channel")?,
             message: r.string("jobs.message")?,
@@ -180,6 +183,7 @@ impl Decode for TaskRecord {
     fn decode<R: Columns + ?Sized>(r: &mut Reader<'_, R>) -> Result<Self> {
         Ok(TaskRecord {
             id: r.int("tasks.id")?,
+            tenant: r.tenant("tasks.tenant_id")?,
             rule_id: r.int("tasks.rule_id")?,
             version: r.narrow("tasks.version")?,
             planned_at: r.int("tasks.planned_at")?,
@@ -200,6 +204,7 @@ impl Decode for RuleVersion {
             rule_id: r.int("rule_versions.rule_id")?,
             version: r.narrow("rule_versions.version")?,
             spec: RuleSpec {
+                tenant: r.tenant("rule_versions.tenant_id")?,
                 name: r.string("rule_versions.name")?,
                 schedule: r.string("rule_versions.schedule")?,
                 audience: r.string("rule_versions.audience")?,
@@ -218,6 +223,7 @@ impl Decode for RuleRecord {
     fn decode<R: Columns + ?Sized>(r: &mut Reader<'_, R>) -> Result<Self> {
         Ok(RuleRecord {
             id: r.int("rules.id")?,
+            tenant: r.tenant("rules.tenant_id")?,
             status: r.state("rules.status")?,
             created_at: r.int("rules.created_at")?,
             updated_at: r.int("rules.updated_at")?,
@@ -259,7 +265,9 @@ mod tests {
 
     #[test]
     fn the_rule_list_joins_the_version_list() {
-        assert!(rule_cols!().starts_with("r.id, r.status, r.created_at, r.updated_at, v.rule_id"));
+        assert!(rule_cols!().starts_with(
+            "r.id, r.tenant_id, r.status, r.created_at, r.updated_at, v.rule_id"
+        ));
         assert!(rule_cols!().ends_with("v.priority, v.created_at"));
     }
 }

@@ -11,12 +11,14 @@
 //! (integers widened to `i64`, text, booleans, bytes), so the same reader
 //! serves an SQLite `INTEGER` and a PostgreSQL `SMALLINT`.
 
+mod access;
 mod campaign;
 mod cluster;
 mod provider;
 mod row;
 mod timers;
 
+pub(crate) use access::{api_key_cols, audit_cols, scopes_from_db, scopes_to_db};
 pub(crate) use campaign::{
     audience_cols, job_cols, rule_cols, segment_cols, send_code, send_cols, task_cols, version_cols,
 };
@@ -24,6 +26,8 @@ pub(crate) use cluster::{named_lease_cols, node_cols, shard_lease_cols};
 pub(crate) use provider::token_cols;
 pub(crate) use row::{Columns, Reader, Stored, Value};
 pub(crate) use timers::{delivery_cols, due_cols, reminder_timer_cols, subject_cols, timer_cols};
+
+use herald_core::{TenantId, TimerState};
 
 use crate::{Result, StoreError};
 
@@ -71,6 +75,28 @@ pub(crate) fn limit_to_db(limit: usize) -> i64 {
 /// one means the row is corrupt.
 pub(crate) fn from_db(v: i64, what: &str) -> Result<u64> {
     u64::try_from(v).map_err(|_| StoreError::Corrupt(format!("{what} {v} is negative")))
+}
+
+/// A tenant as SQLite binds it.
+pub(crate) fn tenant_to_db(t: TenantId) -> i64 {
+    i64::from(t.0)
+}
+
+/// A tenant as PostgreSQL binds it (`INTEGER`). Tenant ids come from a
+/// sequence that starts at 1, so one past `i32::MAX` is a caller's bug.
+pub(crate) fn tenant_to_pg(t: TenantId) -> Result<i32> {
+    i32::try_from(t.0).map_err(|_| StoreError::refused("tenant", format!("tenant id {t} is out of range")))
+}
+
+/// A `(tenant, state, count)` row of a `GROUP BY tenant_id, state`.
+impl Decode for (TenantId, TimerState, u64) {
+    fn decode<R: Columns + ?Sized>(r: &mut Reader<'_, R>) -> Result<Self> {
+        Ok((
+            r.tenant("tenant_id")?,
+            r.state("state")?,
+            r.unsigned("count")?,
+        ))
+    }
 }
 
 /// A `(state, count)` row of a `GROUP BY state`.

@@ -211,6 +211,18 @@ impl<'r, R: Columns + ?Sized> Reader<'r, R> {
         Ok(self.row.opt_str(i, name)?.map(str::to_owned))
     }
 
+    /// A tenant id, stored as a (non-negative) integer.
+    pub(crate) fn tenant(&mut self, name: &str) -> Result<herald_core::TenantId> {
+        self.narrow::<u32>(name).map(herald_core::TenantId)
+    }
+
+    /// A SHA-256, stored as 32 bytes.
+    pub(crate) fn hash(&mut self, name: &str) -> Result<[u8; 32]> {
+        let i = self.take();
+        let b = self.row.bytes(i, name)?;
+        <[u8; 32]>::try_from(b).map_err(|_| corrupt(name, format!("{} bytes, not 32", b.len())))
+    }
+
     pub(crate) fn flag(&mut self, name: &str) -> Result<bool> {
         let i = self.take();
         self.row.flag(i, name)

@@ -10,7 +10,7 @@ use crate::{DeliveryRecord, DueEntry, ReminderTimer, Result, SubjectRecord, Time
 macro_rules! timer_cols {
     ($($t:literal)?) => {
         $crate::model::columns!($($t)?;
-            "id", "shard", "due_at", "priority", "kind", "state", "channel", "recipient",
+            "id", "tenant_id", "shard", "due_at", "priority", "kind", "state", "channel", "recipient",
             "message", "idempotency_key", "attempts", "last_error", "created_at",
             "updated_at", "delivered_at")
     };
@@ -20,7 +20,7 @@ pub(crate) use timer_cols;
 /// What the loader needs of a timer, as [`DueEntry`] reads it.
 macro_rules! due_cols {
     ($($t:literal)?) => {
-        $crate::model::columns!($($t)?; "id", "due_at", "shard", "priority")
+        $crate::model::columns!($($t)?; "id", "due_at", "shard", "priority", "tenant_id")
     };
 }
 pub(crate) use due_cols;
@@ -29,7 +29,7 @@ pub(crate) use due_cols;
 macro_rules! delivery_cols {
     ($($t:literal)?) => {
         $crate::model::columns!($($t)?;
-            "id", "timer_id", "attempt", "channel", "outcome", "idempotency_key",
+            "id", "timer_id", "tenant_id", "attempt", "channel", "outcome", "idempotency_key",
             "provider_msgid", "status", "error", "started_at", "finished_at", "final_status",
             "final_at")
     };
@@ -40,7 +40,7 @@ pub(crate) use delivery_cols;
 macro_rules! subject_cols {
     ($($t:literal)?) => {
         $crate::model::columns!($($t)?;
-            "subject_id", "start_at", "title", "data", "created_at", "updated_at")
+            "tenant_id", "subject_id", "start_at", "title", "data", "created_at", "updated_at")
     };
 }
 pub(crate) use subject_cols;
@@ -68,6 +68,7 @@ impl Decode for TimerRecord {
     fn decode<R: Columns + ?Sized>(r: &mut Reader<'_, R>) -> Result<Self> {
         Ok(TimerRecord {
             id: r.int("timers.id")?,
+            tenant: r.tenant("timers.tenant_id")?,
             shard: r.narrow("timers.shard")?,
             due_at: r.int("timers.due_at")?,
             priority: r.narrow("timers.priority")?,
@@ -93,6 +94,7 @@ impl Decode for DueEntry {
             due_at: r.int("timers.due_at")?,
             shard: r.narrow("timers.shard")?,
             priority: r.narrow("timers.priority")?,
+            tenant: r.tenant("timers.tenant_id")?,
         })
     }
 }
@@ -102,6 +104,7 @@ impl Decode for DeliveryRecord {
         Ok(DeliveryRecord {
             id: r.int("deliveries.id")?,
             timer_id: r.int("deliveries.timer_id")?,
+            tenant: r.tenant("deliveries.tenant_id")?,
             attempt: r.narrow("deliveries.attempt")?,
             channel: r.string("deliveries.channel")?,
             outcome: r.string("deliveries.outcome")?,
@@ -120,6 +123,7 @@ impl Decode for DeliveryRecord {
 impl Decode for SubjectRecord {
     fn decode<R: Columns + ?Sized>(r: &mut Reader<'_, R>) -> Result<Self> {
         Ok(SubjectRecord {
+            tenant: r.tenant("subjects.tenant_id")?,
             subject_id: r.string("subjects.subject_id")?,
             start_at: r.int("subjects.start_at")?,
             title: r.opt_string("subjects.title")?,
@@ -145,9 +149,12 @@ impl Decode for ReminderTimer {
 mod tests {
     #[test]
     fn column_lists_qualify_with_an_alias() {
-        assert_eq!(due_cols!(), "id, due_at, shard, priority");
-        assert_eq!(due_cols!("t"), "t.id, t.due_at, t.shard, t.priority");
-        assert!(reminder_timer_cols!().starts_with("t.id, t.shard, "));
+        assert_eq!(due_cols!(), "id, due_at, shard, priority, tenant_id");
+        assert_eq!(
+            due_cols!("t"),
+            "t.id, t.due_at, t.shard, t.priority, t.tenant_id"
+        );
+        assert!(reminder_timer_cols!().starts_with("t.id, t.tenant_id, t.shard, "));
         assert!(reminder_timer_cols!().ends_with("t.delivered_at, r.subject_id, r.bit"));
     }
 }

@@ -1,0 +1,192 @@
+//! Tenants, API keys and the audit log: what access control keeps.
+//!
+//! The store holds keys only as hashes (the server hashes the secret and
+//! compares hashes in constant time) and never sees a secret, a request body
+//! or an address. Every method that writes commits one transaction before it
+//! returns `Ok`. Times are unix milliseconds.
+
+use async_trait::async_trait;
+use herald_core::TenantId;
+
+use crate::Result;
+
+/// An API key to store. Its secret is not here: only its SHA-256.
+#[derive(Clone, PartialEq, Eq)]
+pub struct NewApiKey {
+    pub tenant: TenantId,
+    pub name: Option<String>,
+    /// Scope names (`read`, `write`, ...), kept in this order. Each is a
+    /// non-empty word without whitespace or commas; the store does not
+    /// interpret them.
+    pub scopes: Vec<String>,
+    /// SHA-256 of the whole key.
+    pub hash: [u8; 32],
+    pub created_at: i64,
+    /// The key is refused from this time on; `None`: never expires.
+    pub expires_at: Option<i64>,
+}
+
+/// A stored API key.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKeyRecord {
+    /// Global and sequential; the key's secret names it (`hrk_<id>_...`).
+    pub id: i64,
+    pub tenant: TenantId,
+    pub name: Option<String>,
+    pub scopes: Vec<String>,
+    pub hash: [u8; 32],
+    pub created_at: i64,
+    pub expires_at: Option<i64>,
+    /// When it was revoked; `None` while it is not.
+    pub revoked_at: Option<i64>,
+}
+
+impl NewApiKey {
+    /// The record this key becomes once stored under `id`.
+    pub fn into_record(self, id: i64) -> ApiKeyRecord {
+        ApiKeyRecord {
+            id,
+            tenant: self.tenant,
+            name: self.name,
+            scopes: self.scopes,
+            hash: self.hash,
+            created_at: self.created_at,
+            expires_at: self.expires_at,
+            revoked_at: None,
+        }
+    }
+}
+
+// Hashes are not secrets, but they have no business in logs either.
+impl std::fmt::Debug for NewApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NewApiKey")
+            .field("tenant", &self.tenant)
+            .field("name", &self.name)
+            .field("scopes", &self.scopes)
+            .field("hash", &"<sha256>")
+            .field("created_at", &self.created_at)
+            .field("expires_at", &self.expires_at)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for ApiKeyRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApiKeyRecord")
+            .field("id", &self.id)
+            .field("tenant", &self.tenant)
+            .field("name", &self.name)
+            .field("scopes", &self.scopes)
+            .field("hash", &"<sha256>")
+            .field("created_at", &self.created_at)
+            .field("expires_at", &self.expires_at)
+            .field("revoked_at", &self.revoked_at)
+            .finish()
+    }
+}
+
+/// One request that changed (or tried to change) state, to record. Never a
+/// body, an address or a secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewAuditEntry {
+    pub at: i64,
+    /// The key that made the request; `None` for the admin key or open mode.
+    pub key_id: Option<i64>,
+    pub key_name: Option<String>,
+    /// The tenant the request acted as.
+    pub tenant: TenantId,
+    pub method: String,
+    /// The matched route pattern, e.g. `/v1/timers/{id}`.
+    pub route: String,
+    /// The id in the path, or the id a `201` created.
+    pub resource_id: Option<String>,
+    /// The HTTP status answered.
+    pub status: u16,
+}
+
+/// A stored audit entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditEntry {
+    /// Global and sequential, in the order entries were appended.
+    pub id: i64,
+    pub at: i64,
+    pub key_id: Option<i64>,
+    pub key_name: Option<String>,
+    pub tenant: TenantId,
+    pub method: String,
+    pub route: String,
+    pub resource_id: Option<String>,
+    pub status: u16,
+}
+
+impl NewAuditEntry {
+    /// The entry as stored under `id`.
+    pub fn into_entry(self, id: i64) -> AuditEntry {
+        AuditEntry {
+            id,
+            at: self.at,
+            key_id: self.key_id,
+            key_name: self.key_name,
+            tenant: self.tenant,
+            method: self.method,
+            route: self.route,
+            resource_id: self.resource_id,
+            status: self.status,
+        }
+    }
+}
+
+/// Tenants, API keys and the audit log. Part of every [`crate::Store`].
+#[async_trait]
+pub trait AccessStore: Send + Sync + 'static {
+    // ---- Tenants ----
+
+    /// The id of the tenant called `name`. When there is none: with `create`,
+    /// a new tenant is made (safe when several nodes create the same name at
+    /// once: all get the one id); without, `None`. A name that breaks the
+    /// tenant name rule (`herald_core::tenant_name_problem`) is refused when
+    /// `create` is set, and is simply not found otherwise. The default tenant
+    /// (`herald_core::DEFAULT_TENANT`, named `default`) always exists.
+    async fn tenant_id(&self, name: &str, create: bool) -> Result<Option<TenantId>>;
+
+    /// Every tenant, by id.
+    async fn tenants(&self) -> Result<Vec<(TenantId, String)>>;
+
+    // ---- API keys ----
+
+    /// Stores a key under a new id (global, sequential, never reused).
+    /// Refused, with nothing written, when a scope is empty or holds
+    /// whitespace or a comma.
+    async fn create_api_key(&self, key: NewApiKey) -> Result<ApiKeyRecord>;
+
+    /// One key by id, revoked or expired or not.
+    async fn get_api_key(&self, id: i64) -> Result<Option<ApiKeyRecord>>;
+
+    /// The keys of `tenant` (every tenant's when `None`), by id, revoked and
+    /// expired ones included.
+    async fn list_api_keys(&self, tenant: Option<TenantId>) -> Result<Vec<ApiKeyRecord>>;
+
+    /// Revokes a key at `at` and returns it as it is afterwards; a key revoked
+    /// already keeps its first `revoked_at`. `None` if no key has that id.
+    async fn revoke_api_key(&self, id: i64, at: i64) -> Result<Option<ApiKeyRecord>>;
+
+    // ---- Audit log ----
+
+    /// Appends entries in one transaction, with ids in the order given.
+    async fn append_audit(&self, entries: Vec<NewAuditEntry>) -> Result<()>;
+
+    /// Entries of `tenant` (every tenant's when `None`) with `at >= since`,
+    /// ordered by `(at, id)`, at most `limit`. `after_id` continues a listing
+    /// after that entry (the last one of the previous page): only entries
+    /// after it in `(at, id)` order come back; an id that names no entry is
+    /// refused (`what` = `cursor`). Read through an index: never a scan of
+    /// entries before the page.
+    async fn list_audit(
+        &self,
+        tenant: Option<TenantId>,
+        since: Option<i64>,
+        after_id: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<AuditEntry>>;
+}
