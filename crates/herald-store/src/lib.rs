@@ -307,6 +307,16 @@ pub trait Store: CampaignStore + AccessStore + Send + Sync + 'static {
     async fn subscribe(&self) -> Result<Option<tokio::sync::mpsc::Receiver<Vec<DueEntry>>>>;
 }
 
+/// Unix milliseconds by the wall clock, for the few rows the store stamps
+/// itself (a tenant's `created_at`); everything else gets its time from the
+/// caller.
+pub(crate) fn wall_clock_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
 /// Opens the store a URL names: `sqlite://PATH` (the file and its directory are
 /// created if missing), `sqlite::memory:`, or `postgres://USER[:PASSWORD]@HOST[:PORT]/DB`
 /// (also `postgresql://`; the database must exist, its schema is created or

@@ -115,3 +115,16 @@ pub(crate) fn unfinished_segment(segment_id: i64, cursor: u64, end: u64) -> Stor
         why: format!("segment {segment_id} is at {cursor}, short of its end {end}"),
     }
 }
+
+/// A tenant name the tenant rule refuses, when one is to be created.
+pub(crate) fn tenant_name(name: &str) -> Result<()> {
+    match herald_core::tenant::tenant_name_problem(name) {
+        Some(why) => Err(StoreError::refused("tenant", why)),
+        None => Ok(()),
+    }
+}
+
+/// A cursor naming no audit entry.
+pub(crate) fn no_audit_entry(id: i64) -> StoreError {
+    StoreError::refused("cursor", format!("no audit entry {id} to continue after"))
+}

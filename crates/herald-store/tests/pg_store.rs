@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use herald_core::TimerState;
+use herald_core::{DEFAULT_TENANT, TimerState};
 use herald_core::campaign::{JobState, SegmentState, SendState};
 use herald_pgtemp::{PgTemp, TempDatabase};
 use herald_store::postgres::PgStore;
@@ -134,7 +134,8 @@ async fn notifications_reach_other_handles_only() {
             id: rec.id,
             due_at: soon,
             shard: 300,
-            priority: 9
+            priority: 9,
+            tenant: DEFAULT_TENANT,
         }]
     );
     // b wrote it: b's own subscriber is not told.
@@ -148,7 +149,11 @@ async fn notifications_reach_other_handles_only() {
         .apply(vec![
             WriteOp::InsertTimer(keyed(soon, "k")),
             WriteOp::InsertTimer(far),
-            WriteOp::CancelTimer { id: rec.id, at: 1 },
+            WriteOp::CancelTimer {
+                tenant: DEFAULT_TENANT,
+                id: rec.id,
+                at: 1,
+            },
             WriteOp::InsertTimer(near),
             WriteOp::InsertTimer(keyed(soon, "k")),
         ])
@@ -170,8 +175,11 @@ async fn notifications_reach_other_handles_only() {
     assert!(err.is_err());
     quiet(&mut from_a).await;
     assert_eq!(
-        b.count_by_state().await.unwrap(),
-        vec![(TimerState::Pending, 3), (TimerState::Cancelled, 1)]
+        b.count_by_tenant_state().await.unwrap(),
+        vec![
+            (DEFAULT_TENANT, TimerState::Pending, 3),
+            (DEFAULT_TENANT, TimerState::Cancelled, 1)
+        ]
     );
 }
 
@@ -188,13 +196,7 @@ async fn a_big_batch_is_announced_in_several_notifications() {
     let expected: Vec<DueEntry> = r
         .iter()
         .map(|r| {
-            let t = created(r);
-            DueEntry {
-                id: t.id,
-                due_at: t.due_at,
-                shard: t.shard,
-                priority: t.priority,
-            }
+            created(r).due_entry()
         })
         .collect();
     let mut got = Vec::new();
@@ -311,8 +313,11 @@ async fn ten_thousand_inserts_in_one_batch_come_back_in_order() {
         .filter(|r| matches!(r, WriteResult::Created(_)))
         .count();
     assert_eq!(created_n, 10_000 - 3_334 + 2_999);
-    let counts = store.count_by_state().await.unwrap();
-    assert_eq!(counts, vec![(TimerState::Pending, created_n as u64 + 1)]);
+    let counts = store.count_by_tenant_state().await.unwrap();
+    assert_eq!(
+        counts,
+        vec![(DEFAULT_TENANT, TimerState::Pending, created_n as u64 + 1)]
+    );
 
     // A big completion batch with fences, some stale.
     store
@@ -464,10 +469,8 @@ async fn reminder_timers_created_and_moved_are_announced() {
     let (n1, n2, f1) = (created(&r[2]), created(&r[3]), created(&r[4]));
     assert!(matches!(r[5], WriteResult::ReminderExists { .. }));
     let entry = |t: &herald_store::TimerRecord, due_at: i64| DueEntry {
-        id: t.id,
         due_at,
-        shard: t.shard,
-        priority: t.priority,
+        ..t.due_entry()
     };
     let mut got = receive(&mut rx, 2).await;
     got.sort_by_key(|e| e.id);
@@ -540,6 +543,7 @@ async fn ten_thousand_reminders_in_one_batch() {
     );
     let probes: Vec<MergeProbe> = (0..512)
         .map(|u| MergeProbe {
+            tenant: DEFAULT_TENANT,
             user_id: format!("user-{:05}", u * 19),
             channel: "app".into(),
             from: 0,
@@ -555,8 +559,8 @@ async fn ten_thousand_reminders_in_one_batch() {
          pending_reminders with 512 probes: {probe_time:?}"
     );
     assert_eq!(
-        store.count_by_state().await.unwrap(),
-        vec![(TimerState::Pending, 10_000)]
+        store.count_by_tenant_state().await.unwrap(),
+        vec![(DEFAULT_TENANT, TimerState::Pending, 10_000)]
     );
 }
 
@@ -617,7 +621,7 @@ async fn an_add_that_loses_the_claim_race_creates_nothing() {
                     bits: mask | 1 << 40
                 }
             );
-            assert!(store.count_by_state().await.unwrap().is_empty());
+            assert!(store.count_by_tenant_state().await.unwrap().is_empty());
             // Clean up as a cancel would, for the second round.
             other
                 .batch_execute("DELETE FROM reminder_timers; DELETE FROM reminders")
@@ -625,7 +629,7 @@ async fn an_add_that_loses_the_claim_race_creates_nothing() {
                 .unwrap();
         } else {
             let t = created(&result);
-            let mine = store.user_reminders("u", 10).await.unwrap();
+            let mine = store.user_reminders(DEFAULT_TENANT, "u", 10).await.unwrap();
             assert_eq!(mine.len(), 1);
             assert_eq!(mine[0].timer.id, t.id);
         }
@@ -647,7 +651,7 @@ fn sweep_opts() -> SweepOptions {
 
 /// A sealed audience of `n` recipients `u0`, `u1`, ...
 async fn audience_of(store: &PgStore, n: u64) -> i64 {
-    let id = store.create_audience(None, T0).await.unwrap();
+    let id = store.create_audience(DEFAULT_TENANT, None, T0).await.unwrap();
     let mut start = 0;
     while start < n {
         let end = (start + AUDIENCE_CHUNK).min(n);
@@ -664,6 +668,7 @@ async fn job_of(store: &PgStore, n: u64, segment_size: u64) -> JobRecord {
     store
         .create_job(
             JobSpec {
+                tenant: DEFAULT_TENANT,
                 audience_id,
                 channel: "log".into(),
                 message: "{}".into(),
@@ -931,6 +936,7 @@ async fn a_job_settled_by_its_deadline_ends_done_not_expired() {
     let job = store
         .create_job(
             JobSpec {
+                tenant: DEFAULT_TENANT,
                 audience_id,
                 channel: "log".into(),
                 message: "{}".into(),

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use herald_core::TimerKind;
+use herald_core::{DEFAULT_TENANT, TimerKind};
 use herald_core::campaign::SendState;
 use herald_store::postgres::PgStore;
 use herald_store::sqlite::SqliteStore;
@@ -47,7 +47,7 @@ async fn refusals(store: &dyn Store) -> Vec<(&'static str, String)> {
     // Audiences: unknown, off the chunk grid, a newline, a wrong size,
     // sealed, not sealed yet.
     note(store.append_audience(999, 0, &recipients).await);
-    let open = store.create_audience(None, 1).await.unwrap();
+    let open = store.create_audience(DEFAULT_TENANT, None, 1).await.unwrap();
     note(store.append_audience(open, 7, &recipients).await);
     note(store.append_audience(open, 0, &["a\nb".to_string()]).await);
     store.append_audience(open, 0, &recipients).await.unwrap();
@@ -60,6 +60,7 @@ async fn refusals(store: &dyn Store) -> Vec<(&'static str, String)> {
     // A claimed segment: cursor and index outside it, an `expired` entry, an
     // unknown segment, finishing short of the end.
     let spec = JobSpec {
+        tenant: DEFAULT_TENANT,
         audience_id: open,
         channel: "log".into(),
         message: "{}".into(),
@@ -96,6 +97,7 @@ async fn refusals(store: &dyn Store) -> Vec<(&'static str, String)> {
     // A reminder bit beyond the 64 of the subscription word.
     store
         .apply(vec![WriteOp::PutSubject(PutSubject {
+            tenant: DEFAULT_TENANT,
             subject_id: "s".into(),
             start_at: 10_000_000,
             title: None,
@@ -110,6 +112,7 @@ async fn refusals(store: &dyn Store) -> Vec<(&'static str, String)> {
         bit: 64,
         lead_ms: 300_000,
         timer: NewTimer {
+            tenant: DEFAULT_TENANT,
             shard: 0,
             due_at: 0,
             priority: 5,

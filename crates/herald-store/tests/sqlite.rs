@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 
-use herald_core::TimerState;
+use herald_core::{DEFAULT_TENANT, TimerState};
 use herald_store::sqlite::SqliteStore;
 use herald_store::testsuite::fixtures::{
     completion, created, inserts, keyed, reminder, subject, timer,
@@ -125,8 +125,8 @@ async fn in_memory_stores_are_separate() {
         .await
         .unwrap();
     a.apply(inserts([timer(5)])).await.unwrap();
-    assert_eq!(a.count_by_state().await.unwrap().len(), 1);
-    assert!(b.count_by_state().await.unwrap().is_empty());
+    assert_eq!(a.count_by_tenant_state().await.unwrap().len(), 1);
+    assert!(b.count_by_tenant_state().await.unwrap().is_empty());
 }
 
 #[tokio::test]
@@ -194,7 +194,7 @@ async fn corrupt_rows_are_reported() {
         let err = store.get_timer(id).await.err().unwrap();
         assert!(matches!(err, StoreError::Corrupt(_)), "{err}");
     }
-    let err = store.count_by_state().await.err().unwrap();
+    let err = store.count_by_tenant_state().await.err().unwrap();
     assert!(matches!(err, StoreError::Corrupt(_)), "{err}");
     let err = store.fetch_pending(&[bad_kind.id]).await.err().unwrap();
     assert!(matches!(err, StoreError::Corrupt(_)), "{err}");
@@ -203,6 +203,7 @@ async fn corrupt_rows_are_reported() {
         .apply(vec![
             WriteOp::InsertTimer(keyed(3, "rolled-back")),
             WriteOp::CancelTimer {
+                tenant: DEFAULT_TENANT,
                 id: bad_state.id,
                 at: 5,
             },
@@ -260,8 +261,8 @@ async fn two_stores_on_one_file_write_concurrently() {
     assert_eq!(all.len(), 4 * 20 * 200);
     for store in [a, b] {
         assert_eq!(
-            store.count_by_state().await.unwrap(),
-            vec![(TimerState::Pending, 16_000)]
+            store.count_by_tenant_state().await.unwrap(),
+            vec![(DEFAULT_TENANT, TimerState::Pending, 16_000)]
         );
     }
 }
@@ -297,6 +298,7 @@ async fn ten_thousand_reminders_in_one_batch() {
     );
     let probes: Vec<MergeProbe> = (0..512)
         .map(|u| MergeProbe {
+            tenant: DEFAULT_TENANT,
             user_id: format!("user-{:05}", u * 19),
             channel: "app".into(),
             from: 0,
@@ -312,7 +314,7 @@ async fn ten_thousand_reminders_in_one_batch() {
          pending_reminders with 512 probes: {probe_time:?}"
     );
     assert_eq!(
-        store.count_by_state().await.unwrap(),
-        vec![(TimerState::Pending, 10_000)]
+        store.count_by_tenant_state().await.unwrap(),
+        vec![(DEFAULT_TENANT, TimerState::Pending, 10_000)]
     );
 }

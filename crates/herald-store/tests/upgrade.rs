@@ -4,11 +4,15 @@
 //!
 //! `fixtures/v0.sqlite` is the SQLite file; `fixtures/v0-postgres.sql` a
 //! `pg_dump --inserts` of the PostgreSQL database the same script filled.
+//!
+//! Every old row belongs to the default tenant after the migration, and a
+//! second tenant can reuse the old rows' natural keys (subject `coupon-42`,
+//! user `alice`, idempotency key `k-pending`) without touching them.
 
 use std::sync::Arc;
 
 use herald_core::campaign::{JobState, RuleStatus, SegmentState, SendState, TaskState};
-use herald_core::{Priority, TimerKind, TimerState};
+use herald_core::{DEFAULT_TENANT, Priority, TenantId, TimerKind, TimerState};
 use herald_store::{
     AudienceRecord, CompletionOutcome, DeliveryRecord, JobRecord, JobSpec, JobTotals, LeaseCheck,
     MergeProbe, NewReminder, NewTimer, RuleRecord, RuleSpec, RuleVersion, SegmentRecord, SendEntry,
@@ -137,6 +141,7 @@ fn v0_timers(w: &Written) -> Vec<TimerRecord> {
             )| {
                 TimerRecord {
                     id: i as i64 + 1,
+                    tenant: DEFAULT_TENANT,
                     shard,
                     due_at,
                     priority,
@@ -164,12 +169,20 @@ async fn reads_back_v0(store: &dyn Store, w: &Written) {
         assert_eq!(store.get_timer(t.id).await.unwrap().as_ref(), Some(t));
     }
     assert_eq!(
-        store.count_by_state().await.unwrap(),
+        store.count_by_tenant_state().await.unwrap(),
         vec![
-            (TimerState::Pending, 5),
-            (TimerState::Done, 1),
-            (TimerState::Cancelled, 1)
+            (DEFAULT_TENANT, TimerState::Pending, 5),
+            (DEFAULT_TENANT, TimerState::Done, 1),
+            (DEFAULT_TENANT, TimerState::Cancelled, 1)
         ]
+    );
+    assert_eq!(
+        store.tenants().await.unwrap(),
+        vec![(DEFAULT_TENANT, "default".to_string())]
+    );
+    assert_eq!(
+        store.tenant_id("default", false).await.unwrap(),
+        Some(DEFAULT_TENANT)
     );
     let done_at = w.timers[0].3;
     assert_eq!(
@@ -177,6 +190,7 @@ async fn reads_back_v0(store: &dyn Store, w: &Written) {
         vec![DeliveryRecord {
             id: 1,
             timer_id: 1,
+            tenant: DEFAULT_TENANT,
             attempt: 1,
             channel: "log".into(),
             outcome: "delivered".into(),
@@ -203,8 +217,12 @@ async fn reads_back_v0(store: &dyn Store, w: &Written) {
 
     // The subject and its three reminders.
     assert_eq!(
-        store.get_subjects(&["coupon-42".into()]).await.unwrap(),
+        store
+            .get_subjects(DEFAULT_TENANT, &["coupon-42".into()])
+            .await
+            .unwrap(),
         vec![SubjectRecord {
+            tenant: DEFAULT_TENANT,
             subject_id: "coupon-42".into(),
             start_at: 1906509600000,
             title: Some("20 off".into()),
@@ -213,17 +231,24 @@ async fn reads_back_v0(store: &dyn Store, w: &Written) {
             updated_at: w.subject_at,
         }]
     );
-    let alice = store.user_reminders("alice", 10).await.unwrap();
+    let alice = store
+        .user_reminders(DEFAULT_TENANT, "alice", 10)
+        .await
+        .unwrap();
     let bits: Vec<(&str, u8, i64)> = alice
         .iter()
         .map(|r| (r.subject_id.as_str(), r.bit, r.timer.id))
         .collect();
     assert_eq!(bits, vec![("coupon-42", 0, 5), ("coupon-42", 23, 6)]);
     assert_eq!(alice[0].timer, timers[4]);
-    let bob = store.user_reminders("bob", 10).await.unwrap();
+    let bob = store
+        .user_reminders(DEFAULT_TENANT, "bob", 10)
+        .await
+        .unwrap();
     assert_eq!(bob.len(), 1);
     assert_eq!((bob[0].bit, &bob[0].timer), (38, &timers[6]));
     let probe = MergeProbe {
+        tenant: DEFAULT_TENANT,
         user_id: "alice".into(),
         channel: "log".into(),
         from: 0,
@@ -240,6 +265,7 @@ async fn reads_back_v0(store: &dyn Store, w: &Written) {
         store.get_audience(1).await.unwrap(),
         Some(AudienceRecord {
             id: 1,
+            tenant: DEFAULT_TENANT,
             name: Some("five".into()),
             size: Some(5),
             created_at: a1,
@@ -253,6 +279,7 @@ async fn reads_back_v0(store: &dyn Store, w: &Written) {
         store.get_audience(2).await.unwrap(),
         Some(AudienceRecord {
             id: 2,
+            tenant: DEFAULT_TENANT,
             name: Some(r#"users of rule "weekday nine""#.into()),
             size: Some(2),
             created_at: a2,
@@ -262,10 +289,9 @@ async fn reads_back_v0(store: &dyn Store, w: &Written) {
 
     // The job, done, with its three segments and five sends.
     let [created, started, finished] = w.job_at;
-    assert_eq!(
-        store.get_job(1).await.unwrap(),
-        Some(JobRecord {
-            id: 1,
+    let job = JobRecord {
+        id: 1,
+        tenant: DEFAULT_TENANT,
             audience_id: 1,
             channel: "log".into(),
             message: r#"{"t":"hello"}"#.into(),
@@ -282,7 +308,11 @@ async fn reads_back_v0(store: &dyn Store, w: &Written) {
             created_at: created,
             started_at: Some(started),
             finished_at: Some(finished),
-        })
+    };
+    assert_eq!(store.get_job(1).await.unwrap().as_ref(), Some(&job));
+    assert_eq!(
+        store.list_jobs(DEFAULT_TENANT, None, 10).await.unwrap(),
+        vec![job]
     );
     let segments: Vec<SegmentRecord> = [(0, 2), (2, 4), (4, 5)]
         .iter()
@@ -333,6 +363,7 @@ async fn reads_back_v0(store: &dyn Store, w: &Written) {
         rule_id: 1,
         version: 1,
         spec: RuleSpec {
+            tenant: DEFAULT_TENANT,
             name: "weekday nine".into(),
             schedule: r#"{"type":"cron","cron":"0 9 * * 1-5","timezone":"Asia/Shanghai","start_at":"2030-01-01T00:00:00Z"}"#.into(),
             audience: r#"{"users":["u1","u2"]}"#.into(),
@@ -344,19 +375,23 @@ async fn reads_back_v0(store: &dyn Store, w: &Written) {
         },
         created_at: w.rule_at,
     };
+    let rule = RuleRecord {
+        id: 1,
+        tenant: DEFAULT_TENANT,
+        status: RuleStatus::Enabled,
+        created_at: w.rule_at,
+        updated_at: w.rule_at,
+        current: version.clone(),
+    };
+    assert_eq!(store.get_rule(1).await.unwrap().as_ref(), Some(&rule));
     assert_eq!(
-        store.get_rule(1).await.unwrap(),
-        Some(RuleRecord {
-            id: 1,
-            status: RuleStatus::Enabled,
-            created_at: w.rule_at,
-            updated_at: w.rule_at,
-            current: version.clone(),
-        })
+        store.list_rules(DEFAULT_TENANT, None, 10).await.unwrap(),
+        vec![rule]
     );
     assert_eq!(store.rule_versions(1).await.unwrap(), vec![version]);
     let task = TaskRecord {
         id: 1,
+        tenant: DEFAULT_TENANT,
         rule_id: 1,
         version: 1,
         planned_at: 1893459600000,
@@ -380,6 +415,7 @@ async fn reads_back_v0(store: &dyn Store, w: &Written) {
 async fn writes_after_v0(store: &dyn Store) {
     const NOW: i64 = 1_900_000_000_000;
     let new = |key: Option<&str>| NewTimer {
+        tenant: DEFAULT_TENANT,
         shard: 7,
         due_at: NOW + 60_000,
         priority: 5,
@@ -394,7 +430,11 @@ async fn writes_after_v0(store: &dyn Store) {
         .apply(vec![
             WriteOp::InsertTimer(new(None)),
             WriteOp::InsertTimer(new(Some("k-pending"))),
-            WriteOp::CancelTimer { id: 2, at: NOW },
+            WriteOp::CancelTimer {
+                tenant: DEFAULT_TENANT,
+                id: 2,
+                at: NOW,
+            },
             WriteOp::AddReminder(NewReminder {
                 user_id: "carol".into(),
                 subject_id: "coupon-42".into(),
@@ -420,10 +460,18 @@ async fn writes_after_v0(store: &dyn Store) {
         panic!("{:?}", r[3])
     };
     assert_eq!(reminder.due_at, 1906509600000 - 600_000);
-    assert_eq!(store.user_reminders("carol", 10).await.unwrap().len(), 1);
+    assert_eq!(
+        store
+            .user_reminders(DEFAULT_TENANT, "carol", 10)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
     let old = store.get_timer(3).await.unwrap().unwrap();
     let done = herald_store::Completion {
         timer_id: 3,
+        tenant: DEFAULT_TENANT,
         attempt: 1,
         outcome: CompletionOutcome::Done,
         channel: "log".into(),
@@ -443,7 +491,7 @@ async fn writes_after_v0(store: &dyn Store) {
 
     // A new audience and job beside the old ones, claimed and finished.
     let audience = store
-        .create_audience(Some("new".into()), NOW)
+        .create_audience(DEFAULT_TENANT, Some("new".into()), NOW)
         .await
         .unwrap();
     assert_eq!(audience, 3);
@@ -459,6 +507,7 @@ async fn writes_after_v0(store: &dyn Store) {
     let job = store
         .create_job(
             JobSpec {
+                tenant: DEFAULT_TENANT,
                 audience_id: audience,
                 channel: "log".into(),
                 message: "{}".into(),
@@ -514,6 +563,96 @@ async fn writes_after_v0(store: &dyn Store) {
         .unwrap()
         .unwrap();
     assert_eq!(planned.id, 2);
+    assert_eq!(planned.tenant, DEFAULT_TENANT);
+
+    second_tenant_reuses_the_old_keys(store, &new).await;
+}
+
+/// A new tenant takes the old rows' natural keys for its own: subject
+/// `coupon-42`, user `alice`, idempotency key `k-pending`. The default
+/// tenant's rows are untouched, and each tenant sees only its own.
+async fn second_tenant_reuses_the_old_keys(store: &dyn Store, new: &dyn Fn(Option<&str>) -> NewTimer) {
+    const NOW: i64 = 1_900_000_000_000;
+    let shop = store.tenant_id("shop", true).await.unwrap().unwrap();
+    assert_eq!(shop, TenantId(2));
+    assert_eq!(store.tenant_id("shop", true).await.unwrap(), Some(shop));
+    let mine = |t: NewTimer| NewTimer { tenant: shop, ..t };
+    let r = store
+        .apply(vec![
+            WriteOp::InsertTimer(mine(new(Some("k-pending")))),
+            WriteOp::PutSubject(herald_store::PutSubject {
+                tenant: shop,
+                subject_id: "coupon-42".into(),
+                start_at: 1906509600000 + 3_600_000,
+                title: Some("shop's own".into()),
+                data: None,
+                at: NOW,
+            }),
+            WriteOp::AddReminder(NewReminder {
+                user_id: "alice".into(),
+                subject_id: "coupon-42".into(),
+                bit: 0,
+                lead_ms: 300_000,
+                timer: NewTimer {
+                    kind: TimerKind::Reminder,
+                    recipient: "alice".into(),
+                    ..mine(new(None))
+                },
+                not_before: NOW,
+            }),
+            // The default tenant's key is still its own.
+            WriteOp::InsertTimer(new(Some("k-pending"))),
+        ])
+        .await
+        .unwrap();
+    let WriteResult::Created(keyed) = &r[0] else {
+        panic!("{:?}", r[0])
+    };
+    assert_eq!((keyed.tenant, keyed.idempotency_key.as_deref()), (shop, Some("k-pending")));
+    assert!(matches!(&r[1], WriteResult::SubjectPut { created: true, .. }));
+    let WriteResult::Created(reminder) = &r[2] else {
+        panic!("{:?}", r[2])
+    };
+    assert_eq!(reminder.due_at, 1906509600000 + 3_600_000 - 300_000);
+    assert!(matches!(&r[3], WriteResult::Existing(t) if t.id == 2 && t.tenant == DEFAULT_TENANT));
+
+    let subjects = |t| async move {
+        store.get_subjects(t, &["coupon-42".into()]).await.unwrap()
+    };
+    assert_eq!(subjects(shop).await[0].title.as_deref(), Some("shop's own"));
+    assert_eq!(subjects(DEFAULT_TENANT).await[0].title.as_deref(), Some("20 off"));
+    let alice = |t| async move { store.user_reminders(t, "alice", 10).await.unwrap() };
+    let shop_alice = alice(shop).await;
+    assert_eq!(shop_alice.len(), 1);
+    assert_eq!(shop_alice[0].timer.id, reminder.id);
+    let old_alice: Vec<i64> = alice(DEFAULT_TENANT).await.iter().map(|r| r.timer.id).collect();
+    assert_eq!(old_alice, vec![5, 6]);
+    // The default tenant cannot cancel the shop's timer, nor delete its subject.
+    let r = store
+        .apply(vec![
+            WriteOp::CancelTimer {
+                tenant: DEFAULT_TENANT,
+                id: keyed.id,
+                at: NOW,
+            },
+            WriteOp::CancelTimer {
+                tenant: shop,
+                id: 1,
+                at: NOW,
+            },
+        ])
+        .await
+        .unwrap();
+    assert_eq!(r, vec![WriteResult::NotFound, WriteResult::NotFound]);
+    let counts = store.count_by_tenant_state().await.unwrap();
+    assert_eq!(
+        counts.iter().filter(|c| c.0 == shop).collect::<Vec<_>>(),
+        vec![&(shop, TimerState::Pending, 2)]
+    );
+    assert_eq!(
+        store.tenants().await.unwrap(),
+        vec![(DEFAULT_TENANT, "default".into()), (shop, "shop".into())]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -532,7 +671,7 @@ async fn a_v0_sqlite_store_opens_migrates_and_reads_back() {
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 6);
+    assert_eq!(version, 7);
     drop(conn);
     // Opening again applies nothing and still reads the old rows.
     let store = herald_store::open(&url, &StoreOptions::default())
@@ -600,6 +739,7 @@ async fn a_v0_postgres_store_opens_migrates_and_reads_back() {
             (4, "0004_campaign"),
             (5, "0005_provider"),
             (6, "0006_segment_cursor_idx"),
+            (7, "0007_tenants"),
         ]
     );
 }

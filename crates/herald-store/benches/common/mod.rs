@@ -67,7 +67,7 @@ pub fn upload_audience(rt: &Runtime, store: &impl Store, n: u64) -> i64 {
     use herald_store::AUDIENCE_CHUNK;
     use herald_store::testsuite::fixtures::{chunk_starts, recipients};
     let id = rt
-        .block_on(store.create_audience(Some("bench".into()), 0))
+        .block_on(store.create_audience(herald_core::DEFAULT_TENANT, Some("bench".into()), 0))
         .expect("create_audience");
     for start in chunk_starts(n) {
         let end = (start + AUDIENCE_CHUNK).min(n);

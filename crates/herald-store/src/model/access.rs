@@ -45,6 +45,17 @@ pub(crate) fn scopes_from_db(s: &str) -> Vec<String> {
         .collect()
 }
 
+/// Where a page of the audit log starts, exclusive, in `(at, id)` order: just
+/// before `since` (every id is above `i64::MIN`), or after the cursor's entry,
+/// whichever is later.
+pub(crate) fn audit_start(since: Option<i64>, cursor: Option<(i64, i64)>) -> (i64, i64) {
+    let from_since = (since.unwrap_or(i64::MIN), i64::MIN);
+    match cursor {
+        Some(c) => c.max(from_since),
+        None => from_since,
+    }
+}
+
 impl Decode for ApiKeyRecord {
     fn decode<R: Columns + ?Sized>(r: &mut Reader<'_, R>) -> Result<Self> {
         Ok(ApiKeyRecord {
@@ -79,6 +90,15 @@ impl Decode for AuditEntry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_audit_page_starts_after_the_later_of_since_and_the_cursor() {
+        assert_eq!(audit_start(None, None), (i64::MIN, i64::MIN));
+        assert_eq!(audit_start(Some(5), None), (5, i64::MIN));
+        assert_eq!(audit_start(Some(5), Some((7, 3))), (7, 3));
+        assert_eq!(audit_start(Some(9), Some((7, 3))), (9, i64::MIN));
+        assert_eq!(audit_start(Some(7), Some((7, 3))), (7, 3));
+    }
 
     #[test]
     fn scopes_round_trip_and_odd_names_are_refused() {

@@ -2,7 +2,7 @@
 //! batch's ops, split into runs that go to the module owning their rows, and
 //! the `pg_notify` that announces what the batch scheduled.
 
-use herald_core::TimerId;
+use herald_core::{TenantId, TimerId};
 
 use super::{Ctx, PgStore, notify, now_ms, reminders, timers};
 use crate::{NewReminder, NewTimer, PutSubject, Result, WriteOp, WriteResult};
@@ -13,14 +13,16 @@ const NOTIFY: &str = "SELECT pg_notify('herald_timers', p) FROM unnest($1::text[
 /// cancels (rare, and each touching one subject or subscription) one by one.
 enum Run<'a> {
     Insert(Vec<&'a NewTimer>),
-    Cancel(Vec<(TimerId, i64)>),
+    Cancel(Vec<(TenantId, TimerId, i64)>),
     AddReminders(Vec<&'a NewReminder>),
     PutSubject(&'a PutSubject),
     DeleteSubject {
+        tenant: TenantId,
         subject_id: &'a str,
         at: i64,
     },
     CancelReminders {
+        tenant: TenantId,
         user_id: &'a str,
         subject_id: &'a str,
         mask: u64,
@@ -34,17 +36,30 @@ fn runs(ops: &[WriteOp]) -> Vec<Run<'_>> {
         match (op, out.last_mut()) {
             (WriteOp::InsertTimer(t), Some(Run::Insert(v))) => v.push(t),
             (WriteOp::InsertTimer(t), _) => out.push(Run::Insert(vec![t])),
-            (WriteOp::CancelTimer { id, at }, Some(Run::Cancel(v))) => v.push((*id, *at)),
-            (WriteOp::CancelTimer { id, at }, _) => out.push(Run::Cancel(vec![(*id, *at)])),
+            (WriteOp::CancelTimer { tenant, id, at }, Some(Run::Cancel(v))) => {
+                v.push((*tenant, *id, *at))
+            }
+            (WriteOp::CancelTimer { tenant, id, at }, _) => {
+                out.push(Run::Cancel(vec![(*tenant, *id, *at)]))
+            }
             (WriteOp::AddReminder(r), Some(Run::AddReminders(v))) => v.push(r),
             (WriteOp::AddReminder(r), _) => out.push(Run::AddReminders(vec![r])),
             (WriteOp::PutSubject(p), _) => out.push(Run::PutSubject(p)),
-            (WriteOp::DeleteSubject { subject_id, at }, _) => out.push(Run::DeleteSubject {
+            (
+                WriteOp::DeleteSubject {
+                    tenant,
+                    subject_id,
+                    at,
+                },
+                _,
+            ) => out.push(Run::DeleteSubject {
+                tenant: *tenant,
                 subject_id,
                 at: *at,
             }),
             (
                 WriteOp::CancelReminders {
+                    tenant,
                     user_id,
                     subject_id,
                     mask,
@@ -52,6 +67,7 @@ fn runs(ops: &[WriteOp]) -> Vec<Run<'_>> {
                 },
                 _,
             ) => out.push(Run::CancelReminders {
+                tenant: *tenant,
                 user_id,
                 subject_id,
                 mask: *mask,
@@ -89,17 +105,20 @@ pub(super) async fn apply(store: &PgStore, ops: &[WriteOp]) -> Result<Vec<WriteR
                 );
                 results.push(result);
             }
-            Run::DeleteSubject { subject_id, at } => {
-                results.push(reminders::delete_subject(&tx, subject_id, at).await?)
-            }
+            Run::DeleteSubject {
+                tenant,
+                subject_id,
+                at,
+            } => results.push(reminders::delete_subject(&tx, tenant, subject_id, at).await?),
             Run::CancelReminders {
+                tenant,
                 user_id,
                 subject_id,
                 mask,
                 at,
-            } => {
-                results.push(reminders::cancel_reminders(&tx, user_id, subject_id, mask, at).await?)
-            }
+            } => results.push(
+                reminders::cancel_reminders(&tx, tenant, user_id, subject_id, mask, at).await?,
+            ),
         }
     }
     if !announce.is_empty() {
@@ -120,13 +139,18 @@ mod tests {
     #[test]
     fn ops_split_into_runs_in_order() {
         let t = crate::testsuite::fixtures::timer(1);
+        let cancel = |id, at| WriteOp::CancelTimer {
+            tenant: herald_core::DEFAULT_TENANT,
+            id,
+            at,
+        };
         let ops = vec![
             WriteOp::InsertTimer(t.clone()),
             WriteOp::InsertTimer(t.clone()),
-            WriteOp::CancelTimer { id: 1, at: 2 },
+            cancel(1, 2),
             WriteOp::InsertTimer(t.clone()),
-            WriteOp::CancelTimer { id: 3, at: 4 },
-            WriteOp::CancelTimer { id: 5, at: 6 },
+            cancel(3, 4),
+            cancel(5, 6),
         ];
         let shape: Vec<(char, usize)> = runs(&ops)
             .iter()

@@ -50,6 +50,7 @@
 //! If the caller's future is dropped mid-transaction, the transaction is rolled
 //! back before the connection serves anyone else.
 
+mod access;
 mod apply;
 mod campaign;
 mod cluster;
@@ -66,7 +67,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
-use herald_core::{TimerId, TimerState};
+use herald_core::{TenantId, TimerId, TimerState};
 use parking_lot::Mutex;
 use tokio::task::JoinHandle;
 use tokio_postgres::NoTls;
@@ -269,25 +270,30 @@ impl Drop for PgStore {
 
 #[async_trait]
 impl Store for PgStore {
-    async fn get_subjects(&self, ids: &[String]) -> Result<Vec<crate::SubjectRecord>> {
+    async fn get_subjects(
+        &self,
+        tenant: TenantId,
+        ids: &[String],
+    ) -> Result<Vec<crate::SubjectRecord>> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
         let mut ids = ids.to_vec();
         ids.sort_unstable();
         ids.dedup();
-        reminders::get_subjects(self, &ids).await
+        reminders::get_subjects(self, tenant, &ids).await
     }
 
     async fn user_reminders(
         &self,
+        tenant: TenantId,
         user_id: &str,
         limit: usize,
     ) -> Result<Vec<crate::ReminderTimer>> {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        reminders::user_reminders(self, user_id, limit).await
+        reminders::user_reminders(self, tenant, user_id, limit).await
     }
 
     async fn pending_reminders(&self, probes: &[crate::MergeProbe]) -> Result<Vec<TimerRecord>> {
@@ -347,8 +353,8 @@ impl Store for PgStore {
         timers::deliveries_for(self, timer_id).await
     }
 
-    async fn count_by_state(&self) -> Result<Vec<(TimerState, u64)>> {
-        timers::count_by_state(self).await
+    async fn count_by_tenant_state(&self) -> Result<Vec<(TenantId, TimerState, u64)>> {
+        timers::count_by_tenant_state(self).await
     }
 
     async fn get_delivery(&self, id: i64) -> Result<Option<DeliveryRecord>> {

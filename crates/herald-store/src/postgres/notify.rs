@@ -2,8 +2,10 @@
 //!
 //! # Payload
 //!
-//! `ORIGIN|ID,DUE_AT,SHARD,PRIORITY;ID,DUE_AT,SHARD,PRIORITY;...` in decimal, on
-//! channel [`CHANNEL`]. `ORIGIN` identifies the store handle that wrote the
+//! `ORIGIN|ID,DUE_AT,SHARD,PRIORITY,TENANT;ID,DUE_AT,SHARD,PRIORITY,TENANT;...`
+//! in decimal, on channel [`CHANNEL`]. An entry without its tenant (written
+//! before tenants existed) is the default tenant's; a reader that knows no
+//! tenants ignores the fifth field. `ORIGIN` identifies the store handle that wrote the
 //! timers: a handle's own subscribers skip its notifications (the trait promises
 //! timers *other* processes created; a node already has its own). A batch is
 //! split into as many notifications as it takes to keep each payload under
@@ -25,6 +27,8 @@ use futures_util::StreamExt;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_postgres::{AsyncMessage, NoTls};
+
+use herald_core::{DEFAULT_TENANT, TenantId};
 
 use super::error::pg_error;
 use crate::{DueEntry, Result, StoreError};
@@ -48,7 +52,11 @@ pub fn encode(origin: &str, entries: &[DueEntry]) -> Vec<String> {
     let mut entry = String::with_capacity(48);
     for e in entries {
         entry.clear();
-        let _ = write!(entry, "{},{},{},{}", e.id, e.due_at, e.shard, e.priority);
+        let _ = write!(
+            entry,
+            "{},{},{},{},{}",
+            e.id, e.due_at, e.shard, e.priority, e.tenant
+        );
         let header = origin.len() + 1;
         if !current.is_empty() && current.len() + 1 + entry.len() > MAX_PAYLOAD {
             out.push(std::mem::take(&mut current));
@@ -86,11 +94,19 @@ pub fn decode(payload: &str) -> std::result::Result<(&str, Vec<DueEntry>), Strin
         let due_at = next("due_at")?.parse().map_err(|_| bad("due_at"))?;
         let shard = next("shard")?.parse().map_err(|_| bad("shard"))?;
         let priority = next("priority")?.parse().map_err(|_| bad("priority"))?;
+        let tenant = match fields.next() {
+            None => DEFAULT_TENANT,
+            Some(t) => TenantId(t.parse().map_err(|_| bad("tenant"))?),
+        };
+        if fields.next().is_some() {
+            return Err(format!("entry {item:?}: too many fields"));
+        }
         entries.push(DueEntry {
             id,
             due_at,
             shard,
             priority,
+            tenant,
         });
     }
     Ok((origin, entries))
@@ -243,6 +259,7 @@ mod tests {
             due_at: 1_700_000_000_000 + id,
             shard: (id % 65_536) as u16,
             priority: (id % 10) as u8,
+            tenant: TenantId((id % 7) as u32 + 1),
         }
     }
 
@@ -272,10 +289,19 @@ mod tests {
             due_at: -5,
             shard: 0,
             priority: 0,
+            tenant: TenantId(3),
         };
         let p = encode("x", &[e]);
-        assert_eq!(p, vec!["x|1,-5,0,0".to_string()]);
+        assert_eq!(p, vec!["x|1,-5,0,0,3".to_string()]);
         assert_eq!(decode(&p[0]).unwrap().1, vec![e]);
+        // As written before tenants: the default tenant's.
+        assert_eq!(
+            decode("x|1,-5,0,0").unwrap().1,
+            vec![DueEntry {
+                tenant: DEFAULT_TENANT,
+                ..e
+            }]
+        );
         for bad in [
             "",
             "1,2,3,4",
@@ -283,6 +309,9 @@ mod tests {
             "o|1,2,3,x",
             "o|1,2,70000,1",
             "o|1,2,3,300",
+            "o|1,2,3,4,-1",
+            "o|1,2,3,4,x",
+            "o|1,2,3,4,5,6",
         ] {
             assert!(decode(bad).is_err(), "{bad:?}");
         }

@@ -38,9 +38,13 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::timers::TIMERS_BY_KEYS;
+use herald_core::TenantId;
+
+use super::timers::keyed_timers;
 use super::{Ctx, Param, PgStore, col};
-use crate::model::{self, Columns, due_cols, reminder_timer_cols, subject_cols, timer_cols};
+use crate::model::{
+    self, Columns, due_cols, reminder_timer_cols, subject_cols, tenant_to_pg, timer_cols,
+};
 use crate::{
     DueEntry, MergeProbe, NewReminder, PutSubject, ReminderTimer, Result, StoreError,
     SubjectRecord, TimerRecord, WriteResult, bit_mask, bits_from_db, bits_to_db,
@@ -51,13 +55,14 @@ type Tx<'a> = deadpool_postgres::Transaction<'a>;
 const LOCK_SUBJECT: &str = concat!(
     "SELECT ",
     subject_cols!(),
-    " FROM subjects WHERE subject_id = $1 FOR UPDATE"
+    " FROM subjects WHERE tenant_id = $1 AND subject_id = $2 FOR UPDATE"
 );
 const CREATE_SUBJECT: &str = "INSERT INTO subjects \
-    (subject_id, start_at, title, data, created_at, updated_at) \
-    VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT (subject_id) DO NOTHING";
+    (tenant_id, subject_id, start_at, title, data, created_at, updated_at) \
+    VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (tenant_id, subject_id) DO NOTHING";
 const UPDATE_SUBJECT: &str = "UPDATE subjects \
-    SET start_at = $2, title = $3, data = $4, updated_at = $5 WHERE subject_id = $1";
+    SET start_at = $3, title = $4, data = $5, updated_at = $6 \
+    WHERE tenant_id = $1 AND subject_id = $2";
 // The statements that touch a subject's (or a subscription's) timers hand them
 // to the update as an array, `id = ANY(ARRAY(...))`: the planner then looks each
 // one up by primary key. Given a join instead, it knows how many rows to expect
@@ -65,52 +70,61 @@ const UPDATE_SUBJECT: &str = "UPDATE subjects \
 // percent or so of it (measured) — a hot subject's 200k reminders among 10M
 // timers would pay for reading all 10M.
 
-// $1 subject, $2 delta, $3 at. Only pending timers move: one that fired (done,
-// failed, dead) or was cancelled keeps its due time as history.
+// $1 tenant, $2 subject, $3 delta, $4 at. Only pending timers move: one that
+// fired (done, failed, dead) or was cancelled keeps its due time as history.
 const MOVE_SUBJECT_TIMERS: &str = concat!(
-    "UPDATE timers SET due_at = due_at + $2, updated_at = $3 \
-     WHERE id = ANY(ARRAY(SELECT timer_id FROM reminder_timers WHERE subject_id = $1)) \
+    "UPDATE timers SET due_at = due_at + $3, updated_at = $4 \
+     WHERE id = ANY(ARRAY(SELECT timer_id FROM reminder_timers \
+                          WHERE tenant_id = $1 AND subject_id = $2)) \
        AND state = 0 \
      RETURNING ",
     due_cols!()
 );
 const DELETE_SUBJECT: &str = concat!(
-    "DELETE FROM subjects WHERE subject_id = $1 RETURNING ",
+    "DELETE FROM subjects WHERE tenant_id = $1 AND subject_id = $2 RETURNING ",
     subject_cols!()
 );
 /// See `queries/drop_subject_reminders.sql`.
 const DROP_SUBJECT_REMINDERS: &str = include_str!("queries/drop_subject_reminders.sql");
-const LOCK_BITS: &str =
-    "SELECT bits FROM reminders WHERE user_id = $1 AND subject_id = $2 FOR UPDATE";
+const LOCK_BITS: &str = "SELECT bits FROM reminders \
+    WHERE tenant_id = $1 AND user_id = $2 AND subject_id = $3 FOR UPDATE";
 /// See `queries/cancel_bits.sql`.
 const CANCEL_BITS: &str = include_str!("queries/cancel_bits.sql");
-const STORE_BITS: &str =
-    "UPDATE reminders SET bits = $3, updated_at = $4 WHERE user_id = $1 AND subject_id = $2";
-const DELETE_REMINDER: &str = "DELETE FROM reminders WHERE user_id = $1 AND subject_id = $2";
+const STORE_BITS: &str = "UPDATE reminders SET bits = $4, updated_at = $5 \
+    WHERE tenant_id = $1 AND user_id = $2 AND subject_id = $3";
+const DELETE_REMINDER: &str =
+    "DELETE FROM reminders WHERE tenant_id = $1 AND user_id = $2 AND subject_id = $3";
 
 // ---- Adding reminders in bulk ----
 
-const SHARE_SUBJECTS: &str = "SELECT subject_id, start_at FROM subjects \
-    WHERE subject_id = ANY($1::text[]) ORDER BY subject_id FOR SHARE";
-const BITS_OF_PAIRS: &str = "SELECT r.user_id, r.subject_id, r.bits \
-    FROM unnest($1::text[], $2::text[]) AS p(user_id, subject_id) \
-    JOIN reminders AS r ON r.user_id = p.user_id AND r.subject_id = p.subject_id";
+// $1 the batch's tenants, $2 its subjects (each distinct and sorted): every
+// pair is a primary-key probe. Pairs no op asked for (a batch of several
+// tenants) are locked too, harmlessly, and ignored.
+const SHARE_SUBJECTS: &str = "SELECT tenant_id, subject_id, start_at FROM subjects \
+    WHERE tenant_id = ANY($1::int4[]) AND subject_id = ANY($2::text[]) \
+    ORDER BY tenant_id, subject_id FOR SHARE";
+const BITS_OF_PAIRS: &str = "SELECT r.tenant_id, r.user_id, r.subject_id, r.bits \
+    FROM unnest($1::int4[], $2::text[], $3::text[]) AS p(tenant_id, user_id, subject_id) \
+    JOIN reminders AS r ON r.tenant_id = p.tenant_id AND r.user_id = p.user_id \
+        AND r.subject_id = p.subject_id";
 // Rows distinct and sorted by key; a timer id is drawn for each. Answers the
 // links inserted: those not answered were set by someone else meanwhile.
-const CLAIM_BITS: &str = "INSERT INTO reminder_timers (user_id, subject_id, bit, timer_id) \
-    SELECT u, s, b, nextval('timers_id_seq') \
-    FROM unnest($1::text[], $2::text[], $3::int2[]) AS x(u, s, b) \
-    ON CONFLICT DO NOTHING RETURNING user_id, subject_id, bit, timer_id";
+const CLAIM_BITS: &str = "INSERT INTO reminder_timers \
+        (tenant_id, user_id, subject_id, bit, timer_id) \
+    SELECT t, u, s, b, nextval('timers_id_seq') \
+    FROM unnest($1::int4[], $2::text[], $3::text[], $4::int2[]) AS x(t, u, s, b) \
+    ON CONFLICT DO NOTHING RETURNING tenant_id, user_id, subject_id, bit, timer_id";
 /// See `queries/insert_reminder_timers.sql`.
 const INSERT_REMINDER_TIMERS: &str = include_str!("queries/insert_reminder_timers.sql");
 const UNCLAIM_BITS: &str = "DELETE FROM reminder_timers AS r \
-    USING unnest($1::text[], $2::text[], $3::int2[]) AS x(u, s, b) \
-    WHERE r.user_id = x.u AND r.subject_id = x.s AND r.bit = x.b";
+    USING unnest($1::int4[], $2::text[], $3::text[], $4::int2[]) AS x(t, u, s, b) \
+    WHERE r.tenant_id = x.t AND r.user_id = x.u AND r.subject_id = x.s AND r.bit = x.b";
 // Pairs distinct and sorted. ORs the new bits into the latest committed row.
-const SET_BITS: &str = "INSERT INTO reminders AS r (user_id, subject_id, bits, created_at, updated_at) \
-    SELECT u, s, b, at, at FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[]) \
-         AS x(u, s, b, at) \
-    ON CONFLICT (user_id, subject_id) DO UPDATE \
+const SET_BITS: &str = "INSERT INTO reminders AS r \
+        (tenant_id, user_id, subject_id, bits, created_at, updated_at) \
+    SELECT t, u, s, b, at, at \
+    FROM unnest($1::int4[], $2::text[], $3::text[], $4::int8[], $5::int8[]) AS x(t, u, s, b, at) \
+    ON CONFLICT (tenant_id, user_id, subject_id) DO UPDATE \
     SET bits = r.bits | EXCLUDED.bits, updated_at = EXCLUDED.updated_at";
 
 // ---- Reads ----
@@ -118,13 +132,13 @@ const SET_BITS: &str = "INSERT INTO reminders AS r (user_id, subject_id, bits, c
 const SUBJECTS_BY_IDS: &str = concat!(
     "SELECT ",
     subject_cols!(),
-    " FROM subjects WHERE subject_id = ANY($1::text[])"
+    " FROM subjects WHERE tenant_id = $1 AND subject_id = ANY($2::text[])"
 );
 pub(super) const USER_REMINDERS: &str = concat!(
     "SELECT ",
     reminder_timer_cols!(),
     " FROM reminder_timers AS r JOIN timers AS t ON t.id = r.timer_id \
-     WHERE r.user_id = $1 ORDER BY r.subject_id, r.bit LIMIT $2"
+     WHERE r.tenant_id = $1 AND r.user_id = $2 ORDER BY r.subject_id, r.bit LIMIT $3"
 );
 // All probes in one statement, with the access path pinned: for each probe,
 // the user's links (a range of the `reminder_timers` primary key), then each
@@ -139,10 +153,11 @@ pub(super) const USER_REMINDERS: &str = concat!(
 pub(super) const PENDING_REMINDERS: &str = concat!(
     "SELECT ",
     timer_cols!("t"),
-    " FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[]) \
-          AS p(user_id, channel, from_at, until_at) \
+    " FROM unnest($1::int4[], $2::text[], $3::text[], $4::int8[], $5::int8[]) \
+          AS p(tenant_id, user_id, channel, from_at, until_at) \
      CROSS JOIN LATERAL ( \
-        SELECT timer_id FROM reminder_timers WHERE user_id = p.user_id OFFSET 0 \
+        SELECT timer_id FROM reminder_timers \
+        WHERE tenant_id = p.tenant_id AND user_id = p.user_id OFFSET 0 \
      ) AS r \
      CROSS JOIN LATERAL ( \
         SELECT ",
@@ -163,22 +178,24 @@ fn bit_list(bits: u64) -> Vec<i16> {
 }
 
 pub(super) async fn put_subject(tx: &Tx<'_>, put: &PutSubject) -> Result<WriteResult> {
+    let tenant = tenant_to_pg(put.tenant)?;
     let lock = tx
         .prepare_cached(LOCK_SUBJECT)
         .await
         .ctx("preparing subject lock")?;
     for _ in 0..PUT_ATTEMPTS {
         if let Some(row) = tx
-            .query_opt(&lock, &[&put.subject_id])
+            .query_opt(&lock, &[&tenant, &put.subject_id])
             .await
             .ctx("locking subject")?
         {
-            return update_subject(tx, put, model::decode(&row)?).await;
+            return update_subject(tx, tenant, put, model::decode(&row)?).await;
         }
         let created = tx
             .execute(
                 CREATE_SUBJECT,
                 &[
+                    &tenant,
                     &put.subject_id,
                     &put.start_at,
                     &put.title,
@@ -207,7 +224,12 @@ pub(super) async fn put_subject(tx: &Tx<'_>, put: &PutSubject) -> Result<WriteRe
 /// Updates a subject locked `FOR UPDATE`, then (a new statement, so it sees
 /// every reminder committed before the lock was granted) moves its pending
 /// timers by the change of start time.
-async fn update_subject(tx: &Tx<'_>, put: &PutSubject, old: SubjectRecord) -> Result<WriteResult> {
+async fn update_subject(
+    tx: &Tx<'_>,
+    tenant: i32,
+    put: &PutSubject,
+    old: SubjectRecord,
+) -> Result<WriteResult> {
     let stmt = tx
         .prepare_cached(UPDATE_SUBJECT)
         .await
@@ -215,6 +237,7 @@ async fn update_subject(tx: &Tx<'_>, put: &PutSubject, old: SubjectRecord) -> Re
     tx.execute(
         &stmt,
         &[
+            &tenant,
             &put.subject_id,
             &put.start_at,
             &put.title,
@@ -232,7 +255,7 @@ async fn update_subject(tx: &Tx<'_>, put: &PutSubject, old: SubjectRecord) -> Re
             .await
             .ctx("preparing timer move")?;
         for row in tx
-            .query(&stmt, &[&put.subject_id, &delta, &put.at])
+            .query(&stmt, &[&tenant, &put.subject_id, &delta, &put.at])
             .await
             .ctx("moving the subject's timers")?
         {
@@ -247,13 +270,19 @@ async fn update_subject(tx: &Tx<'_>, put: &PutSubject, old: SubjectRecord) -> Re
     })
 }
 
-pub(super) async fn delete_subject(tx: &Tx<'_>, subject_id: &str, at: i64) -> Result<WriteResult> {
+pub(super) async fn delete_subject(
+    tx: &Tx<'_>,
+    tenant: TenantId,
+    subject_id: &str,
+    at: i64,
+) -> Result<WriteResult> {
+    let tenant = tenant_to_pg(tenant)?;
     let stmt = tx
         .prepare_cached(DELETE_SUBJECT)
         .await
         .ctx("preparing subject delete")?;
     let Some(row) = tx
-        .query_opt(&stmt, &[&subject_id])
+        .query_opt(&stmt, &[&tenant, &subject_id])
         .await
         .ctx("deleting subject")?
     else {
@@ -265,7 +294,7 @@ pub(super) async fn delete_subject(tx: &Tx<'_>, subject_id: &str, at: i64) -> Re
         .await
         .ctx("preparing subject reminders delete")?;
     let mut cancelled = tx
-        .query(&stmt, &[&subject_id, &at])
+        .query(&stmt, &[&tenant, &subject_id, &at])
         .await
         .ctx("dropping the subject's reminders")?
         .iter()
@@ -277,17 +306,19 @@ pub(super) async fn delete_subject(tx: &Tx<'_>, subject_id: &str, at: i64) -> Re
 
 pub(super) async fn cancel_reminders(
     tx: &Tx<'_>,
+    tenant: TenantId,
     user_id: &str,
     subject_id: &str,
     mask: u64,
     at: i64,
 ) -> Result<WriteResult> {
+    let tenant = tenant_to_pg(tenant)?;
     let stmt = tx
         .prepare_cached(LOCK_BITS)
         .await
         .ctx("preparing reminder lock")?;
     let Some(row) = tx
-        .query_opt(&stmt, &[&user_id, &subject_id])
+        .query_opt(&stmt, &[&tenant, &user_id, &subject_id])
         .await
         .ctx("locking reminder")?
     else {
@@ -303,7 +334,10 @@ pub(super) async fn cancel_reminders(
             .await
             .ctx("preparing reminder cancel")?;
         for row in tx
-            .query(&stmt, &[&user_id, &subject_id, &bit_list(cleared), &at])
+            .query(
+                &stmt,
+                &[&tenant, &user_id, &subject_id, &bit_list(cleared), &at],
+            )
             .await
             .ctx("cancelling reminder timers")?
         {
@@ -315,7 +349,7 @@ pub(super) async fn cancel_reminders(
                 .prepare_cached(DELETE_REMINDER)
                 .await
                 .ctx("preparing reminder delete")?;
-            tx.execute(&stmt, &[&user_id, &subject_id])
+            tx.execute(&stmt, &[&tenant, &user_id, &subject_id])
                 .await
                 .ctx("deleting reminder")?;
         } else {
@@ -323,7 +357,10 @@ pub(super) async fn cancel_reminders(
                 .prepare_cached(STORE_BITS)
                 .await
                 .ctx("preparing reminder update")?;
-            tx.execute(&stmt, &[&user_id, &subject_id, &bits_to_db(remaining), &at])
+            tx.execute(
+                &stmt,
+                &[&tenant, &user_id, &subject_id, &bits_to_db(remaining), &at],
+            )
                 .await
                 .ctx("storing reminder bits")?;
         }
@@ -335,17 +372,22 @@ pub(super) async fn cancel_reminders(
     })
 }
 
-/// One bit of one subscription.
-type BitKey<'a> = (&'a str, &'a str, u8);
+/// One bit of one subscription, in the primary key's order.
+type BitKey<'a> = (TenantId, &'a str, &'a str, u8);
 /// One subscription.
-type PairKey<'a> = (&'a str, &'a str);
+type PairKey<'a> = (TenantId, &'a str, &'a str);
 
 fn bit_key(r: &NewReminder) -> BitKey<'_> {
-    (r.user_id.as_str(), r.subject_id.as_str(), r.bit)
+    (r.tenant(), r.user_id.as_str(), r.subject_id.as_str(), r.bit)
 }
 
 fn pair_key(r: &NewReminder) -> PairKey<'_> {
-    (r.user_id.as_str(), r.subject_id.as_str())
+    (r.tenant(), r.user_id.as_str(), r.subject_id.as_str())
+}
+
+/// The tenants of `keys`, as bound.
+fn pg_tenants<'a>(keys: impl Iterator<Item = &'a TenantId>) -> Result<Vec<i32>> {
+    keys.map(|t| tenant_to_pg(*t)).collect()
 }
 
 /// Splits consecutive `AddReminder` ops into segments in which no bit and no
@@ -354,10 +396,10 @@ fn pair_key(r: &NewReminder) -> PairKey<'_> {
 fn segments<'a>(reminders: &[&'a NewReminder]) -> Vec<Vec<&'a NewReminder>> {
     let mut out: Vec<Vec<&'a NewReminder>> = Vec::new();
     let mut bits: HashSet<BitKey<'a>> = HashSet::new();
-    let mut keys: HashSet<&'a str> = HashSet::new();
+    let mut keys: HashSet<(TenantId, &'a str)> = HashSet::new();
     for &r in reminders {
-        let key = r.timer.idempotency_key.as_deref();
-        let repeat = bits.contains(&bit_key(r)) || key.is_some_and(|k| keys.contains(k));
+        let key = r.timer.idempotency_key.as_deref().map(|k| (r.tenant(), k));
+        let repeat = bits.contains(&bit_key(r)) || key.is_some_and(|k| keys.contains(&k));
         if repeat || out.is_empty() {
             out.push(Vec::new());
             bits.clear();
@@ -407,21 +449,23 @@ async fn read_bits(tx: &Tx<'_>, pairs: &[PairKey<'_>], into: &mut [u64]) -> Resu
     if pairs.is_empty() {
         return Ok(());
     }
-    let users: Vec<&str> = pairs.iter().map(|p| p.0).collect();
-    let subjects: Vec<&str> = pairs.iter().map(|p| p.1).collect();
+    let tenants = pg_tenants(pairs.iter().map(|p| &p.0))?;
+    let users: Vec<&str> = pairs.iter().map(|p| p.1).collect();
+    let subjects: Vec<&str> = pairs.iter().map(|p| p.2).collect();
     let stmt = tx
         .prepare_cached(BITS_OF_PAIRS)
         .await
         .ctx("preparing reminder reads")?;
     for row in tx
-        .query(&stmt, &[&users, &subjects])
+        .query(&stmt, &[&tenants, &users, &subjects])
         .await
         .ctx("reading reminder bits")?
     {
-        let user = row.str(0, "reminders.user_id")?;
-        let subject = row.str(1, "reminders.subject_id")?;
-        let bits = bits_from_db(row.int(2, "reminders.bits")?);
-        if let Ok(i) = pairs.binary_search(&(user, subject))
+        let tenant = TenantId(row.narrow(0, "reminders.tenant_id")?);
+        let user = row.str(1, "reminders.user_id")?;
+        let subject = row.str(2, "reminders.subject_id")?;
+        let bits = bits_from_db(row.int(3, "reminders.bits")?);
+        if let Ok(i) = pairs.binary_search(&(tenant, user, subject))
             && let Some(slot) = into.get_mut(i)
         {
             *slot = bits;
@@ -443,6 +487,10 @@ async fn add_segment(
         .collect::<Result<Vec<u64>>>()?;
 
     // 1. The subjects' start times, held still until commit.
+    let mut tenants: Vec<TenantId> = seg.iter().map(|r| r.tenant()).collect();
+    tenants.sort_unstable();
+    tenants.dedup();
+    let tenants = pg_tenants(tenants.iter())?;
     let mut subject_ids: Vec<&str> = seg.iter().map(|r| r.subject_id.as_str()).collect();
     subject_ids.sort_unstable();
     subject_ids.dedup();
@@ -450,22 +498,31 @@ async fn add_segment(
         .prepare_cached(SHARE_SUBJECTS)
         .await
         .ctx("preparing subject reads")?;
-    let mut starts: HashMap<String, i64> = HashMap::with_capacity(subject_ids.len());
+    let mut starts: HashMap<TenantId, HashMap<String, i64>> = HashMap::new();
     for row in tx
-        .query(&stmt, &[&subject_ids])
+        .query(&stmt, &[&tenants, &subject_ids])
         .await
         .ctx("reading subjects")?
     {
-        starts.insert(
-            row.str(0, "subjects.subject_id")?.to_owned(),
-            row.int(1, "subjects.start_at")?,
-        );
+        starts
+            .entry(TenantId(row.narrow(0, "subjects.tenant_id")?))
+            .or_default()
+            .insert(
+                row.str(1, "subjects.subject_id")?.to_owned(),
+                row.int(2, "subjects.start_at")?,
+            );
     }
+    let start_of = |r: &NewReminder| {
+        starts
+            .get(&r.tenant())
+            .and_then(|s| s.get(r.subject_id.as_str()))
+            .copied()
+    };
 
     // 2. The subscriptions as they are: one bit test per op.
     let mut pairs: Vec<PairKey<'_>> = seg
         .iter()
-        .filter(|r| starts.contains_key(&r.subject_id))
+        .filter(|r| start_of(r).is_some())
         .map(|r| pair_key(r))
         .collect();
     pairs.sort_unstable();
@@ -480,9 +537,9 @@ async fn add_segment(
 
     let mut steps = Vec::with_capacity(seg.len());
     for (r, &mask) in seg.iter().zip(&masks) {
-        let step = match starts.get(&r.subject_id) {
+        let step = match start_of(r) {
             None => Step::Done(WriteResult::SubjectNotFound),
-            Some(&start) => {
+            Some(start) => {
                 if before[pair_index(r)?] & mask != 0 {
                     Step::Exists
                 } else {
@@ -505,6 +562,7 @@ async fn add_segment(
     tries.sort_unstable_by_key(|&i| bit_key(seg[i]));
     let mut claimed: Vec<Option<i64>> = vec![None; seg.len()];
     if !tries.is_empty() {
+        let tenants = pg_tenants(tries.iter().map(|&i| &seg[i].timer.tenant))?;
         let users: Vec<&str> = tries.iter().map(|&i| seg[i].user_id.as_str()).collect();
         let subjects: Vec<&str> = tries.iter().map(|&i| seg[i].subject_id.as_str()).collect();
         let bits: Vec<i16> = tries.iter().map(|&i| i16::from(seg[i].bit)).collect();
@@ -513,15 +571,16 @@ async fn add_segment(
             .await
             .ctx("preparing reminder claim")?;
         for row in tx
-            .query(&stmt, &[&users, &subjects, &bits])
+            .query(&stmt, &[&tenants, &users, &subjects, &bits])
             .await
             .ctx("claiming reminder bits")?
         {
-            let timer_id = row.int(3, "reminder_timers.timer_id")?;
+            let timer_id = row.int(4, "reminder_timers.timer_id")?;
             let key: BitKey<'_> = (
-                row.str(0, "reminder_timers.user_id")?,
-                row.str(1, "reminder_timers.subject_id")?,
-                row.narrow(2, "reminder_timers.bit")?,
+                TenantId(row.narrow(0, "reminder_timers.tenant_id")?),
+                row.str(1, "reminder_timers.user_id")?,
+                row.str(2, "reminder_timers.subject_id")?,
+                row.narrow(3, "reminder_timers.bit")?,
             );
             let i = tries
                 .binary_search_by(|&i| bit_key(seg[i]).cmp(&key))
@@ -576,15 +635,16 @@ async fn add_segment(
     }
     let set: Vec<usize> = (0..pairs.len()).filter(|&p| won_bits[p] != 0).collect();
     if !set.is_empty() {
-        let users: Vec<&str> = set.iter().map(|&p| pairs[p].0).collect();
-        let subjects: Vec<&str> = set.iter().map(|&p| pairs[p].1).collect();
+        let tenants = pg_tenants(set.iter().map(|&p| &pairs[p].0))?;
+        let users: Vec<&str> = set.iter().map(|&p| pairs[p].1).collect();
+        let subjects: Vec<&str> = set.iter().map(|&p| pairs[p].2).collect();
         let bits: Vec<i64> = set.iter().map(|&p| bits_to_db(won_bits[p])).collect();
         let ats: Vec<i64> = set.iter().map(|&p| won_at[p]).collect();
         let stmt = tx
             .prepare_cached(SET_BITS)
             .await
             .ctx("preparing reminder upsert")?;
-        let params: [Param<'_>; 4] = [&users, &subjects, &bits, &ats];
+        let params: [Param<'_>; 5] = [&tenants, &users, &subjects, &bits, &ats];
         tx.execute(&stmt, &params)
             .await
             .ctx("setting reminder bits")?;
@@ -616,12 +676,7 @@ async fn add_segment(
             Step::Won(t) => {
                 running[pair_index(r)?] |= mask;
                 if t.due_at <= horizon {
-                    announce.push(DueEntry {
-                        id: t.id,
-                        due_at: t.due_at,
-                        shard: t.shard,
-                        priority: t.priority,
-                    });
+                    announce.push(t.due_entry());
                 }
                 WriteResult::Created(t)
             }
@@ -655,7 +710,8 @@ async fn insert_timers(tx: &Tx<'_>, won: &[(usize, TimerRecord)]) -> Result<Hash
         .map(|(_, t)| t.idempotency_key.as_deref())
         .collect();
     let created_at: Vec<i64> = won.iter().map(|(_, t)| t.created_at).collect();
-    let params: [Param<'_>; 10] = [
+    let tenant = pg_tenants(won.iter().map(|(_, t)| &t.tenant))?;
+    let params: [Param<'_>; 11] = [
         &id,
         &shard,
         &due_at,
@@ -666,6 +722,7 @@ async fn insert_timers(tx: &Tx<'_>, won: &[(usize, TimerRecord)]) -> Result<Hash
         &message,
         &key,
         &created_at,
+        &tenant,
     ];
     let stmt = tx
         .prepare_cached(INSERT_REMINDER_TIMERS)
@@ -689,6 +746,7 @@ async fn give_back(
     taken: &[(usize, TimerRecord)],
     steps: &mut [Step],
 ) -> Result<()> {
+    let tenants = pg_tenants(taken.iter().map(|(_, t)| &t.tenant))?;
     let users: Vec<&str> = taken
         .iter()
         .map(|(i, _)| seg[*i].user_id.as_str())
@@ -702,33 +760,19 @@ async fn give_back(
         .prepare_cached(UNCLAIM_BITS)
         .await
         .ctx("preparing reminder unclaim")?;
-    tx.execute(&stmt, &[&users, &subjects, &bits])
+    tx.execute(&stmt, &[&tenants, &users, &subjects, &bits])
         .await
         .ctx("giving back reminder bits")?;
-    let keys: Vec<&str> = taken
+    let keys: Vec<(TenantId, &str)> = taken
         .iter()
-        .filter_map(|(_, t)| t.idempotency_key.as_deref())
+        .filter_map(|(_, t)| t.idempotency_key.as_deref().map(|k| (t.tenant, k)))
         .collect();
-    let stmt = tx
-        .prepare_cached(TIMERS_BY_KEYS)
-        .await
-        .ctx("preparing timers by key")?;
-    let mut existing: HashMap<String, TimerRecord> = HashMap::with_capacity(keys.len());
-    for row in tx
-        .query(&stmt, &[&keys])
-        .await
-        .ctx("reading timers by key")?
-    {
-        let rec: TimerRecord = model::decode(&row)?;
-        if let Some(k) = rec.idempotency_key.clone() {
-            existing.insert(k, rec);
-        }
-    }
+    let existing = keyed_timers(tx, &keys).await?;
     for (i, t) in taken {
         let found = t
             .idempotency_key
             .as_deref()
-            .and_then(|k| existing.get(k))
+            .and_then(|k| existing.get(&(t.tenant, k.to_string())))
             .cloned()
             .ok_or_else(|| {
                 StoreError::Internal(
@@ -740,14 +784,19 @@ async fn give_back(
     Ok(())
 }
 
-pub(super) async fn get_subjects(store: &PgStore, ids: &[String]) -> Result<Vec<SubjectRecord>> {
+pub(super) async fn get_subjects(
+    store: &PgStore,
+    tenant: TenantId,
+    ids: &[String],
+) -> Result<Vec<SubjectRecord>> {
+    let tenant = tenant_to_pg(tenant)?;
     let client = store.client().await?;
     let stmt = client
         .prepare_cached(SUBJECTS_BY_IDS)
         .await
         .ctx("preparing get_subjects")?;
     client
-        .query(&stmt, &[&ids])
+        .query(&stmt, &[&tenant, &ids])
         .await
         .ctx("reading subjects")?
         .iter()
@@ -757,9 +806,11 @@ pub(super) async fn get_subjects(store: &PgStore, ids: &[String]) -> Result<Vec<
 
 pub(super) async fn user_reminders(
     store: &PgStore,
+    tenant: TenantId,
     user_id: &str,
     limit: usize,
 ) -> Result<Vec<ReminderTimer>> {
+    let tenant = tenant_to_pg(tenant)?;
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let client = store.client().await?;
     let stmt = client
@@ -768,7 +819,7 @@ pub(super) async fn user_reminders(
         .ctx("preparing user_reminders")?;
     let mut out = Vec::new();
     for row in client
-        .query(&stmt, &[&user_id, &limit])
+        .query(&stmt, &[&tenant, &user_id, &limit])
         .await
         .ctx("reading user_reminders")?
     {
@@ -781,6 +832,7 @@ pub(super) async fn pending_reminders(
     store: &PgStore,
     probes: &[MergeProbe],
 ) -> Result<Vec<TimerRecord>> {
+    let tenants = pg_tenants(probes.iter().map(|p| &p.tenant))?;
     let users: Vec<&str> = probes.iter().map(|p| p.user_id.as_str()).collect();
     let channels: Vec<&str> = probes.iter().map(|p| p.channel.as_str()).collect();
     let froms: Vec<i64> = probes.iter().map(|p| p.from).collect();
@@ -790,7 +842,7 @@ pub(super) async fn pending_reminders(
         .prepare_cached(PENDING_REMINDERS)
         .await
         .ctx("preparing pending_reminders")?;
-    let params: [Param<'_>; 4] = [&users, &channels, &froms, &untils];
+    let params: [Param<'_>; 5] = [&tenants, &users, &channels, &froms, &untils];
     let rows = client
         .query(&stmt, &params)
         .await

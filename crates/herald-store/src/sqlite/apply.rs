@@ -19,18 +19,23 @@ pub(super) fn apply(conn: &mut Connection, ops: Vec<WriteOp>) -> Result<Vec<Writ
         for op in ops {
             let result = match op {
                 WriteOp::InsertTimer(t) => timers::insert_timer(&tx, &mut insert, t)?,
-                WriteOp::CancelTimer { id, at } => timers::cancel_timer(&tx, id, at)?,
-                WriteOp::PutSubject(put) => reminders::put_subject(&tx, &put)?,
-                WriteOp::DeleteSubject { subject_id, at } => {
-                    reminders::delete_subject(&tx, &subject_id, at)?
+                WriteOp::CancelTimer { tenant, id, at } => {
+                    timers::cancel_timer(&tx, tenant, id, at)?
                 }
+                WriteOp::PutSubject(put) => reminders::put_subject(&tx, &put)?,
+                WriteOp::DeleteSubject {
+                    tenant,
+                    subject_id,
+                    at,
+                } => reminders::delete_subject(&tx, tenant, &subject_id, at)?,
                 WriteOp::AddReminder(r) => reminders::add_reminder(&tx, &mut insert, r)?,
                 WriteOp::CancelReminders {
+                    tenant,
                     user_id,
                     subject_id,
                     mask,
                     at,
-                } => reminders::cancel_reminders(&tx, &user_id, &subject_id, mask, at)?,
+                } => reminders::cancel_reminders(&tx, tenant, &user_id, &subject_id, mask, at)?,
             };
             results.push(result);
         }

@@ -31,6 +31,7 @@
 //! the query still runs to completion (a write still commits); the caller just
 //! never sees the answer.
 
+mod access;
 mod apply;
 mod campaign;
 mod checkpointer;
@@ -45,7 +46,7 @@ mod timers;
 use std::path::Path;
 
 use async_trait::async_trait;
-use herald_core::{TimerId, TimerState};
+use herald_core::{TenantId, TimerId, TimerState};
 use rusqlite::Connection;
 
 use checkpointer::Checkpointer;
@@ -233,20 +234,26 @@ impl Store for SqliteStore {
             .await
     }
 
-    async fn get_subjects(&self, ids: &[String]) -> Result<Vec<SubjectRecord>> {
+    async fn get_subjects(&self, tenant: TenantId, ids: &[String]) -> Result<Vec<SubjectRecord>> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
         let ids = ids.to_vec();
-        self.read(move |c| reminders::get_subjects(c, ids)).await
+        self.read(move |c| reminders::get_subjects(c, tenant, ids))
+            .await
     }
 
-    async fn user_reminders(&self, user_id: &str, limit: usize) -> Result<Vec<ReminderTimer>> {
+    async fn user_reminders(
+        &self,
+        tenant: TenantId,
+        user_id: &str,
+        limit: usize,
+    ) -> Result<Vec<ReminderTimer>> {
         if limit == 0 {
             return Ok(Vec::new());
         }
         let user_id = user_id.to_string();
-        self.read(move |c| reminders::user_reminders(c, &user_id, limit))
+        self.read(move |c| reminders::user_reminders(c, tenant, &user_id, limit))
             .await
     }
 
@@ -259,8 +266,8 @@ impl Store for SqliteStore {
             .await
     }
 
-    async fn count_by_state(&self) -> Result<Vec<(TimerState, u64)>> {
-        self.read(|c| timers::count_by_state(c)).await
+    async fn count_by_tenant_state(&self) -> Result<Vec<(TenantId, TimerState, u64)>> {
+        self.read(|c| timers::count_by_tenant_state(c)).await
     }
 
     async fn heartbeat(&self, node: &str, now: i64, ttl_ms: i64) -> Result<Vec<NodeInfo>> {

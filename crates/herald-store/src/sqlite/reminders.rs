@@ -15,11 +15,14 @@
 
 use std::collections::HashSet;
 
+use herald_core::TenantId;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::error::Ctx;
 use super::timers::insert_timer;
-use crate::model::{self, Columns, due_cols, reminder_timer_cols, subject_cols, timer_cols};
+use crate::model::{
+    self, Columns, due_cols, reminder_timer_cols, subject_cols, tenant_to_db, timer_cols,
+};
 use crate::{
     DueEntry, MergeProbe, NewReminder, PutSubject, ReminderTimer, Result, SubjectRecord,
     TimerRecord, WriteResult, bit_mask, bits_from_db, bits_to_db,
@@ -28,48 +31,57 @@ use crate::{
 const SUBJECT_BY_ID: &str = concat!(
     "SELECT ",
     subject_cols!(),
-    " FROM subjects WHERE subject_id = ?1"
+    " FROM subjects WHERE tenant_id = ?1 AND subject_id = ?2"
 );
 const INSERT_SUBJECT: &str = "INSERT INTO subjects \
-    (subject_id, start_at, title, data, created_at, updated_at) \
-    VALUES (?1, ?2, ?3, ?4, ?5, ?5)";
+    (tenant_id, subject_id, start_at, title, data, created_at, updated_at) \
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)";
 const UPDATE_SUBJECT: &str = "UPDATE subjects \
-    SET start_at = ?2, title = ?3, data = ?4, updated_at = ?5 WHERE subject_id = ?1";
-const DELETE_SUBJECT: &str = "DELETE FROM subjects WHERE subject_id = ?1";
-// ?1 subject, ?2 delta, ?3 at. Only pending timers move: one that fired (done,
-// failed, dead) or was cancelled keeps its due time as history.
+    SET start_at = ?3, title = ?4, data = ?5, updated_at = ?6 \
+    WHERE tenant_id = ?1 AND subject_id = ?2";
+const DELETE_SUBJECT: &str = "DELETE FROM subjects WHERE tenant_id = ?1 AND subject_id = ?2";
+// ?1 tenant, ?2 subject, ?3 delta, ?4 at. Only pending timers move: one that
+// fired (done, failed, dead) or was cancelled keeps its due time as history.
 const MOVE_SUBJECT_TIMERS: &str = concat!(
-    "UPDATE timers SET due_at = due_at + ?2, updated_at = ?3 \
-     WHERE state = 0 AND id IN (SELECT timer_id FROM reminder_timers WHERE subject_id = ?1) \
+    "UPDATE timers SET due_at = due_at + ?3, updated_at = ?4 \
+     WHERE state = 0 AND id IN (SELECT timer_id FROM reminder_timers \
+                                WHERE tenant_id = ?1 AND subject_id = ?2) \
      RETURNING ",
     due_cols!()
 );
-// ?1 subject, ?2 at.
-const CANCEL_SUBJECT_TIMERS: &str = "UPDATE timers SET state = 4, updated_at = ?2 \
-    WHERE state = 0 AND id IN (SELECT timer_id FROM reminder_timers WHERE subject_id = ?1) \
+// ?1 tenant, ?2 subject, ?3 at.
+const CANCEL_SUBJECT_TIMERS: &str = "UPDATE timers SET state = 4, updated_at = ?3 \
+    WHERE state = 0 AND id IN (SELECT timer_id FROM reminder_timers \
+                               WHERE tenant_id = ?1 AND subject_id = ?2) \
     RETURNING id";
 // Every `reminders` row of the subject has a `reminder_timers` row (see the
 // module doc), so the users found there are all of them; each is then a
 // primary-key lookup.
-const DELETE_SUBJECT_REMINDERS: &str = "DELETE FROM reminders WHERE subject_id = ?1 \
-    AND user_id IN (SELECT user_id FROM reminder_timers WHERE subject_id = ?1)";
-const DELETE_SUBJECT_REMINDER_TIMERS: &str = "DELETE FROM reminder_timers WHERE subject_id = ?1";
-const SUBJECT_START: &str = "SELECT start_at FROM subjects WHERE subject_id = ?1";
-const REMINDER_BITS: &str = "SELECT bits FROM reminders WHERE user_id = ?1 AND subject_id = ?2";
-// ?1 user, ?2 subject, ?3 the bit's mask, ?4 at.
+const DELETE_SUBJECT_REMINDERS: &str = "DELETE FROM reminders \
+    WHERE tenant_id = ?1 AND subject_id = ?2 AND user_id IN \
+        (SELECT user_id FROM reminder_timers WHERE tenant_id = ?1 AND subject_id = ?2)";
+const DELETE_SUBJECT_REMINDER_TIMERS: &str =
+    "DELETE FROM reminder_timers WHERE tenant_id = ?1 AND subject_id = ?2";
+const SUBJECT_START: &str =
+    "SELECT start_at FROM subjects WHERE tenant_id = ?1 AND subject_id = ?2";
+const REMINDER_BITS: &str =
+    "SELECT bits FROM reminders WHERE tenant_id = ?1 AND user_id = ?2 AND subject_id = ?3";
+// ?1 tenant, ?2 user, ?3 subject, ?4 the bit's mask, ?5 at.
 const SET_REMINDER_BIT: &str = "INSERT INTO reminders \
-    (user_id, subject_id, bits, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?4) \
-    ON CONFLICT (user_id, subject_id) DO UPDATE \
+    (tenant_id, user_id, subject_id, bits, created_at, updated_at) \
+    VALUES (?1, ?2, ?3, ?4, ?5, ?5) \
+    ON CONFLICT (tenant_id, user_id, subject_id) DO UPDATE \
     SET bits = bits | excluded.bits, updated_at = excluded.updated_at";
 const INSERT_REMINDER_TIMER: &str = "INSERT INTO reminder_timers \
-    (user_id, subject_id, bit, timer_id) VALUES (?1, ?2, ?3, ?4)";
+    (tenant_id, user_id, subject_id, bit, timer_id) VALUES (?1, ?2, ?3, ?4, ?5)";
 const TAKE_REMINDER_TIMER: &str = "DELETE FROM reminder_timers \
-    WHERE user_id = ?1 AND subject_id = ?2 AND bit = ?3 RETURNING timer_id";
+    WHERE tenant_id = ?1 AND user_id = ?2 AND subject_id = ?3 AND bit = ?4 RETURNING timer_id";
 const CANCEL_IF_PENDING: &str =
     "UPDATE timers SET state = 4, updated_at = ?2 WHERE id = ?1 AND state = 0";
-const STORE_BITS: &str =
-    "UPDATE reminders SET bits = ?3, updated_at = ?4 WHERE user_id = ?1 AND subject_id = ?2";
-const DELETE_REMINDER: &str = "DELETE FROM reminders WHERE user_id = ?1 AND subject_id = ?2";
+const STORE_BITS: &str = "UPDATE reminders SET bits = ?4, updated_at = ?5 \
+    WHERE tenant_id = ?1 AND user_id = ?2 AND subject_id = ?3";
+const DELETE_REMINDER: &str =
+    "DELETE FROM reminders WHERE tenant_id = ?1 AND user_id = ?2 AND subject_id = ?3";
 // `CROSS JOIN` makes SQLite keep `reminder_timers` as the outer loop, so the
 // user's primary-key range drives the join and each timer is a rowid lookup,
 // whatever the planner would guess without statistics.
@@ -77,22 +89,29 @@ pub(super) const USER_REMINDERS: &str = concat!(
     "SELECT ",
     reminder_timer_cols!(),
     " FROM reminder_timers AS r CROSS JOIN timers AS t \
-     ON t.id = r.timer_id WHERE r.user_id = ?1 ORDER BY r.subject_id, r.bit LIMIT ?2"
+     ON t.id = r.timer_id WHERE r.tenant_id = ?1 AND r.user_id = ?2 \
+     ORDER BY r.subject_id, r.bit LIMIT ?3"
 );
-// ?1 user, ?2 channel, ?3 from, ?4 until (both inclusive).
+// ?1 tenant, ?2 user, ?3 channel, ?4 from, ?5 until (both inclusive).
 pub(super) const PENDING_FOR_PROBE: &str = concat!(
     "SELECT ",
     timer_cols!("t"),
     " FROM reminder_timers AS r CROSS JOIN timers AS t ON t.id = r.timer_id \
-     WHERE r.user_id = ?1 AND t.state = 0 AND t.kind = 'reminder' AND t.channel = ?2 \
-     AND t.due_at >= ?3 AND t.due_at <= ?4"
+     WHERE r.tenant_id = ?1 AND r.user_id = ?2 AND t.state = 0 AND t.kind = 'reminder' \
+     AND t.channel = ?3 AND t.due_at >= ?4 AND t.due_at <= ?5"
 );
 
-fn subject_by_id(conn: &Connection, subject_id: &str) -> Result<Option<SubjectRecord>> {
+fn subject_by_id(
+    conn: &Connection,
+    tenant: TenantId,
+    subject_id: &str,
+) -> Result<Option<SubjectRecord>> {
     let mut stmt = conn
         .prepare_cached(SUBJECT_BY_ID)
         .ctx("preparing subject read")?;
-    let mut rows = stmt.query([subject_id]).ctx("reading subject")?;
+    let mut rows = stmt
+        .query(params![tenant_to_db(tenant), subject_id])
+        .ctx("reading subject")?;
     match rows.next().ctx("reading subject")? {
         Some(row) => model::decode(row).map(Some),
         None => Ok(None),
@@ -100,10 +119,12 @@ fn subject_by_id(conn: &Connection, subject_id: &str) -> Result<Option<SubjectRe
 }
 
 pub(super) fn put_subject(conn: &Connection, put: &PutSubject) -> Result<WriteResult> {
-    let Some(old) = subject_by_id(conn, &put.subject_id)? else {
+    let tenant = tenant_to_db(put.tenant);
+    let Some(old) = subject_by_id(conn, put.tenant, &put.subject_id)? else {
         conn.prepare_cached(INSERT_SUBJECT)
             .ctx("preparing subject insert")?
             .execute(params![
+                tenant,
                 put.subject_id,
                 put.start_at,
                 put.title,
@@ -120,6 +141,7 @@ pub(super) fn put_subject(conn: &Connection, put: &PutSubject) -> Result<WriteRe
     conn.prepare_cached(UPDATE_SUBJECT)
         .ctx("preparing subject update")?
         .execute(params![
+            tenant,
             put.subject_id,
             put.start_at,
             put.title,
@@ -134,7 +156,7 @@ pub(super) fn put_subject(conn: &Connection, put: &PutSubject) -> Result<WriteRe
             .prepare_cached(MOVE_SUBJECT_TIMERS)
             .ctx("preparing timer move")?;
         let mut rows = stmt
-            .query(params![put.subject_id, delta, put.at])
+            .query(params![tenant, put.subject_id, delta, put.at])
             .ctx("moving the subject's timers")?;
         while let Some(row) = rows.next().ctx("reading moved timers")? {
             moved.push(model::decode(row)?);
@@ -148,17 +170,23 @@ pub(super) fn put_subject(conn: &Connection, put: &PutSubject) -> Result<WriteRe
     })
 }
 
-pub(super) fn delete_subject(conn: &Connection, subject_id: &str, at: i64) -> Result<WriteResult> {
-    let Some(subject) = subject_by_id(conn, subject_id)? else {
+pub(super) fn delete_subject(
+    conn: &Connection,
+    tenant: TenantId,
+    subject_id: &str,
+    at: i64,
+) -> Result<WriteResult> {
+    let Some(subject) = subject_by_id(conn, tenant, subject_id)? else {
         return Ok(WriteResult::NotFound);
     };
+    let tenant = tenant_to_db(tenant);
     let mut cancelled = Vec::new();
     {
         let mut stmt = conn
             .prepare_cached(CANCEL_SUBJECT_TIMERS)
             .ctx("preparing subject cancel")?;
         let mut rows = stmt
-            .query(params![subject_id, at])
+            .query(params![tenant, subject_id, at])
             .ctx("cancelling the subject's timers")?;
         while let Some(row) = rows.next().ctx("reading cancelled timers")? {
             cancelled.push(row.int(0, "timers.id")?);
@@ -176,17 +204,22 @@ pub(super) fn delete_subject(conn: &Connection, subject_id: &str, at: i64) -> Re
     ] {
         conn.prepare_cached(sql)
             .ctx(what)?
-            .execute([subject_id])
+            .execute(params![tenant, subject_id])
             .ctx(what)?;
     }
     Ok(WriteResult::SubjectDeleted { subject, cancelled })
 }
 
-fn reminder_bits(conn: &Connection, user_id: &str, subject_id: &str) -> Result<Option<u64>> {
+fn reminder_bits(
+    conn: &Connection,
+    tenant: i64,
+    user_id: &str,
+    subject_id: &str,
+) -> Result<Option<u64>> {
     let bits: Option<i64> = conn
         .prepare_cached(REMINDER_BITS)
         .ctx("preparing reminder read")?
-        .query_row([user_id, subject_id], |r| r.get(0))
+        .query_row(params![tenant, user_id, subject_id], |r| r.get(0))
         .optional()
         .ctx("reading reminder bits")?;
     Ok(bits.map(bits_from_db))
@@ -202,16 +235,17 @@ pub(super) fn add_reminder(
     r: NewReminder,
 ) -> Result<WriteResult> {
     let mask = bit_mask(r.bit)?;
+    let tenant = tenant_to_db(r.tenant());
     let start_at: Option<i64> = conn
         .prepare_cached(SUBJECT_START)
         .ctx("preparing subject start read")?
-        .query_row([&r.subject_id], |row| row.get(0))
+        .query_row(params![tenant, r.subject_id], |row| row.get(0))
         .optional()
         .ctx("reading subject start")?;
     let Some(start_at) = start_at else {
         return Ok(WriteResult::SubjectNotFound);
     };
-    let bits = reminder_bits(conn, &r.user_id, &r.subject_id)?.unwrap_or(0);
+    let bits = reminder_bits(conn, tenant, &r.user_id, &r.subject_id)?.unwrap_or(0);
     if bits & mask != 0 {
         return Ok(WriteResult::ReminderExists { bits });
     }
@@ -234,23 +268,25 @@ pub(super) fn add_reminder(
     };
     conn.prepare_cached(SET_REMINDER_BIT)
         .ctx("preparing reminder upsert")?
-        .execute(params![user_id, subject_id, bits_to_db(mask), at])
+        .execute(params![tenant, user_id, subject_id, bits_to_db(mask), at])
         .ctx("setting reminder bit")?;
     conn.prepare_cached(INSERT_REMINDER_TIMER)
         .ctx("preparing reminder timer insert")?
-        .execute(params![user_id, subject_id, bit, record.id])
+        .execute(params![tenant, user_id, subject_id, bit, record.id])
         .ctx("linking reminder timer")?;
     Ok(WriteResult::Created(record))
 }
 
 pub(super) fn cancel_reminders(
     conn: &Connection,
+    tenant: TenantId,
     user_id: &str,
     subject_id: &str,
     mask: u64,
     at: i64,
 ) -> Result<WriteResult> {
-    let Some(bits) = reminder_bits(conn, user_id, subject_id)? else {
+    let tenant = tenant_to_db(tenant);
+    let Some(bits) = reminder_bits(conn, tenant, user_id, subject_id)? else {
         return Ok(WriteResult::NotFound);
     };
     let cleared = bits & mask;
@@ -265,7 +301,7 @@ pub(super) fn cancel_reminders(
             .ctx("preparing reminder cancel")?;
         for bit in (0..64u8).filter(|b| cleared & (1u64 << b) != 0) {
             let timer_id: Option<i64> = take
-                .query_row(params![user_id, subject_id, bit], |r| r.get(0))
+                .query_row(params![tenant, user_id, subject_id, bit], |r| r.get(0))
                 .optional()
                 .ctx("unlinking reminder timer")?;
             let Some(timer_id) = timer_id else { continue };
@@ -280,12 +316,12 @@ pub(super) fn cancel_reminders(
         if remaining == 0 {
             conn.prepare_cached(DELETE_REMINDER)
                 .ctx("preparing reminder delete")?
-                .execute([user_id, subject_id])
+                .execute(params![tenant, user_id, subject_id])
                 .ctx("deleting reminder")?;
         } else {
             conn.prepare_cached(STORE_BITS)
                 .ctx("preparing reminder update")?
-                .execute(params![user_id, subject_id, bits_to_db(remaining), at])
+                .execute(params![tenant, user_id, subject_id, bits_to_db(remaining), at])
                 .ctx("storing reminder bits")?;
         }
     }
@@ -297,14 +333,18 @@ pub(super) fn cancel_reminders(
     })
 }
 
-pub(super) fn get_subjects(conn: &mut Connection, ids: Vec<String>) -> Result<Vec<SubjectRecord>> {
+pub(super) fn get_subjects(
+    conn: &mut Connection,
+    tenant: TenantId,
+    ids: Vec<String>,
+) -> Result<Vec<SubjectRecord>> {
     // One snapshot for all of them.
     let tx = conn.transaction().ctx("beginning get_subjects")?;
     let mut seen = HashSet::with_capacity(ids.len());
     let mut out = Vec::with_capacity(ids.len());
     for id in ids {
         if seen.insert(id.clone())
-            && let Some(s) = subject_by_id(&tx, &id)?
+            && let Some(s) = subject_by_id(&tx, tenant, &id)?
         {
             out.push(s);
         }
@@ -315,6 +355,7 @@ pub(super) fn get_subjects(conn: &mut Connection, ids: Vec<String>) -> Result<Ve
 
 pub(super) fn user_reminders(
     conn: &Connection,
+    tenant: TenantId,
     user_id: &str,
     limit: usize,
 ) -> Result<Vec<ReminderTimer>> {
@@ -323,7 +364,7 @@ pub(super) fn user_reminders(
         .prepare_cached(USER_REMINDERS)
         .ctx("preparing user_reminders")?;
     let mut rows = stmt
-        .query(params![user_id, limit])
+        .query(params![tenant_to_db(tenant), user_id, limit])
         .ctx("querying user_reminders")?;
     let mut out = Vec::new();
     while let Some(row) = rows.next().ctx("reading user_reminders")? {
@@ -346,7 +387,13 @@ pub(super) fn pending_reminders(
             .ctx("preparing pending_reminders")?;
         for p in &probes {
             let mut rows = stmt
-                .query(params![p.user_id, p.channel, p.from, p.until])
+                .query(params![
+                    tenant_to_db(p.tenant),
+                    p.user_id,
+                    p.channel,
+                    p.from,
+                    p.until
+                ])
                 .ctx("querying pending_reminders")?;
             while let Some(row) = rows.next().ctx("reading pending_reminders")? {
                 if seen.insert(row.int(0, "timers.id")?) {
@@ -387,13 +434,19 @@ mod tests {
             assert!(!p.contains("SCAN"), "{sql}:\n{p}");
         }
         let p = plan(&conn, PENDING_FOR_PROBE);
-        assert!(p.contains("SEARCH r USING PRIMARY KEY (user_id=?)"), "{p}");
+        assert!(
+            p.contains("SEARCH r USING PRIMARY KEY (tenant_id=? AND user_id=?)"),
+            "{p}"
+        );
         assert!(
             p.contains("SEARCH t USING INTEGER PRIMARY KEY (rowid=?)"),
             "{p}"
         );
         let p = plan(&conn, USER_REMINDERS);
-        assert!(p.contains("SEARCH r USING PRIMARY KEY (user_id=?)"), "{p}");
+        assert!(
+            p.contains("SEARCH r USING PRIMARY KEY (tenant_id=? AND user_id=?)"),
+            "{p}"
+        );
         assert!(!p.contains("TEMP B-TREE"), "must not sort: {p}");
         for sql in [
             MOVE_SUBJECT_TIMERS,

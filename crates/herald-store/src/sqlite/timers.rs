@@ -3,12 +3,12 @@
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
-use herald_core::{TimerId, TimerState};
+use herald_core::{TenantId, TimerId, TimerState};
 use rusqlite::{Connection, TransactionBehavior, params};
 
 use super::cluster;
 use super::error::Ctx;
-use crate::model::{self, delivery_cols, due_cols, timer_cols};
+use crate::model::{self, delivery_cols, due_cols, tenant_to_db, timer_cols};
 use crate::{
     Applied, Completion, CompletionOutcome, DeliveryRecord, DueCursor, DueEntry, Fence, Result,
     StoreError, TimerRecord, WriteResult,
@@ -19,17 +19,18 @@ use crate::{
 
 pub(super) const INSERT_TIMER: &str = "INSERT INTO timers \
     (shard, due_at, priority, kind, state, channel, recipient, message, idempotency_key, \
-     attempts, created_at, updated_at) \
-    VALUES (?1, ?2, ?3, ?4, 0, ?5, ?6, ?7, ?8, 0, ?9, ?9) \
+     attempts, created_at, updated_at, tenant_id) \
+    VALUES (?1, ?2, ?3, ?4, 0, ?5, ?6, ?7, ?8, 0, ?9, ?9, ?10) \
     ON CONFLICT DO NOTHING";
 const TIMER_BY_ID: &str = concat!("SELECT ", timer_cols!(), " FROM timers WHERE id = ?1");
 const TIMER_BY_KEY: &str = concat!(
     "SELECT ",
     timer_cols!(),
-    " FROM timers WHERE idempotency_key = ?1"
+    " FROM timers WHERE idempotency_key = ?1 AND tenant_id = ?2"
 );
 const CANCEL_TIMER: &str = concat!(
-    "UPDATE timers SET state = 4, updated_at = ?2 WHERE id = ?1 AND state = 0 RETURNING ",
+    "UPDATE timers SET state = 4, updated_at = ?2 \
+     WHERE id = ?1 AND tenant_id = ?3 AND state = 0 RETURNING ",
     timer_cols!()
 );
 // Keyset paging over `(due_at, id)`. SQLite cannot seek an index with the row value
@@ -62,8 +63,8 @@ const LOAD_DUE_LATER: &str = concat!(
 );
 const INSERT_DELIVERY: &str = "INSERT INTO deliveries \
     (timer_id, attempt, channel, outcome, idempotency_key, provider_msgid, status, error, \
-     started_at, finished_at) \
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+     started_at, finished_at, tenant_id) \
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
 // ?1 id, ?2 attempt, ?3 finished_at, ?4 expected previous attempts.
 const COMPLETE_DONE: &str = "UPDATE timers SET state = 2, attempts = ?2, delivered_at = ?3, \
     last_error = NULL, updated_at = ?3 \
@@ -81,7 +82,8 @@ const DELIVERIES_FOR: &str = concat!(
     delivery_cols!(),
     " FROM deliveries WHERE timer_id = ?1 ORDER BY id"
 );
-const COUNT_BY_STATE: &str = "SELECT state, COUNT(*) FROM timers GROUP BY state ORDER BY state";
+const COUNT_BY_TENANT_STATE: &str = "SELECT tenant_id, state, COUNT(*) FROM timers \
+    GROUP BY tenant_id, state ORDER BY tenant_id, state";
 const INIT_SHARDS: &str =
     "INSERT INTO meta (key, value) VALUES ('shards', ?1) ON CONFLICT (key) DO NOTHING";
 const GET_SHARDS: &str = "SELECT value FROM meta WHERE key = 'shards'";
@@ -120,11 +122,13 @@ pub(super) fn get_timer(conn: &Connection, id: TimerId) -> Result<Option<TimerRe
     }
 }
 
-fn timer_by_key(conn: &Connection, key: &str) -> Result<Option<TimerRecord>> {
+fn timer_by_key(conn: &Connection, tenant: TenantId, key: &str) -> Result<Option<TimerRecord>> {
     let mut stmt = conn
         .prepare_cached(TIMER_BY_KEY)
         .ctx("preparing timer by key")?;
-    let mut rows = stmt.query([key]).ctx("querying timer by key")?;
+    let mut rows = stmt
+        .query(params![key, tenant_to_db(tenant)])
+        .ctx("querying timer by key")?;
     match rows.next().ctx("reading timer by key")? {
         Some(row) => model::decode(row).map(Some),
         None => Ok(None),
@@ -132,7 +136,7 @@ fn timer_by_key(conn: &Connection, key: &str) -> Result<Option<TimerRecord>> {
 }
 
 /// Inserts one timer with the prepared [`INSERT_TIMER`]: `Created`, or
-/// `Existing` when its idempotency key is taken.
+/// `Existing` when its idempotency key is taken in its tenant.
 pub(super) fn insert_timer(
     conn: &Connection,
     insert: &mut rusqlite::CachedStatement<'_>,
@@ -149,6 +153,7 @@ pub(super) fn insert_timer(
             t.message,
             t.idempotency_key,
             t.created_at,
+            tenant_to_db(t.tenant),
         ])
         .ctx("inserting timer")?;
     if inserted == 1 {
@@ -156,9 +161,9 @@ pub(super) fn insert_timer(
             t.into_record(conn.last_insert_rowid()),
         ));
     }
-    // Only the idempotency key can conflict.
+    // Only the (idempotency key, tenant) pair can conflict.
     let existing = match &t.idempotency_key {
-        Some(key) => timer_by_key(conn, key)?,
+        Some(key) => timer_by_key(conn, t.tenant, key)?,
         None => None,
     };
     Ok(WriteResult::Existing(existing.ok_or_else(|| {
@@ -166,15 +171,23 @@ pub(super) fn insert_timer(
     })?))
 }
 
-pub(super) fn cancel_timer(conn: &Connection, id: TimerId, at: i64) -> Result<WriteResult> {
+pub(super) fn cancel_timer(
+    conn: &Connection,
+    tenant: TenantId,
+    id: TimerId,
+    at: i64,
+) -> Result<WriteResult> {
     {
         let mut stmt = conn.prepare_cached(CANCEL_TIMER).ctx("preparing cancel")?;
-        let mut rows = stmt.query(params![id, at]).ctx("cancelling timer")?;
+        let mut rows = stmt
+            .query(params![id, at, tenant_to_db(tenant)])
+            .ctx("cancelling timer")?;
         if let Some(row) = rows.next().ctx("cancelling timer")? {
             return Ok(WriteResult::Cancelled(model::decode(row)?));
         }
     }
-    Ok(match get_timer(conn, id)? {
+    // Another tenant's timer is as good as missing.
+    Ok(match get_timer(conn, id)?.filter(|r| r.tenant == tenant) {
         Some(record) => WriteResult::NotCancellable(record),
         None => WriteResult::NotFound,
     })
@@ -306,6 +319,7 @@ pub(super) fn complete(conn: &mut Connection, batch: Vec<Completion>) -> Result<
                 c.error,
                 c.started_at,
                 c.finished_at,
+                tenant_to_db(c.tenant),
             ])
             .ctx("inserting delivery")?;
             if let Some(Fence { shard, epoch }) = c.fence {
@@ -374,13 +388,15 @@ pub(super) fn deliveries_for(conn: &Connection, timer_id: TimerId) -> Result<Vec
     Ok(out)
 }
 
-pub(super) fn count_by_state(conn: &Connection) -> Result<Vec<(TimerState, u64)>> {
+pub(super) fn count_by_tenant_state(
+    conn: &Connection,
+) -> Result<Vec<(TenantId, TimerState, u64)>> {
     let mut stmt = conn
-        .prepare_cached(COUNT_BY_STATE)
-        .ctx("preparing count_by_state")?;
-    let mut rows = stmt.query([]).ctx("querying count_by_state")?;
+        .prepare_cached(COUNT_BY_TENANT_STATE)
+        .ctx("preparing count_by_tenant_state")?;
+    let mut rows = stmt.query([]).ctx("querying count_by_tenant_state")?;
     let mut out = Vec::new();
-    while let Some(row) = rows.next().ctx("reading count_by_state")? {
+    while let Some(row) = rows.next().ctx("reading count_by_tenant_state")? {
         out.push(model::decode(row)?);
     }
     Ok(out)

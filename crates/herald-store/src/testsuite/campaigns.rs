@@ -23,7 +23,7 @@ use SendState::{Delivered as D, Failed as F, Retry as R};
 /// A sealed audience of `n` fixture recipients.
 async fn audience(store: &S, n: u64) -> i64 {
     let id = store
-        .create_audience(Some(format!("audience of {n}")), T0)
+        .create_audience(DEFAULT_TENANT, Some(format!("audience of {n}")), T0)
         .await
         .expect("create_audience");
     for start in chunk_starts(n) {
@@ -232,12 +232,13 @@ async fn task_job(store: &S, n: u64, segment_size: u64, spec: RuleSpec) -> (i64,
 
 pub async fn audiences_are_uploaded_in_chunks_sealed_and_sliced(store: S) {
     let id = store
-        .create_audience(Some("list".into()), T0)
+        .create_audience(DEFAULT_TENANT, Some("list".into()), T0)
         .await
         .unwrap();
     assert_eq!(
         store.get_audience(id).await.unwrap(),
         Some(AudienceRecord {
+            tenant: DEFAULT_TENANT,
             id,
             name: Some("list".into()),
             size: None,
@@ -288,6 +289,7 @@ pub async fn audiences_are_uploaded_in_chunks_sealed_and_sliced(store: S) {
     assert_eq!(
         sealed,
         AudienceRecord {
+            tenant: DEFAULT_TENANT,
             id,
             name: Some("list".into()),
             size: Some(n),
@@ -328,7 +330,7 @@ pub async fn audiences_are_uploaded_in_chunks_sealed_and_sliced(store: S) {
     assert!(store.audience_slice(id + 1000, 0, 10).await.is_err());
 
     // A missing chunk in the middle makes the upload unsealable.
-    let holey = store.create_audience(None, T0).await.unwrap();
+    let holey = store.create_audience(DEFAULT_TENANT, None, T0).await.unwrap();
     for start in [0, 2 * c] {
         let end = (start + c).min(n);
         store
@@ -349,7 +351,7 @@ pub async fn audiences_are_uploaded_in_chunks_sealed_and_sliced(store: S) {
 }
 
 pub async fn unsealed_audiences_make_no_job_and_unused_ones_can_be_dropped(store: S) {
-    let open = store.create_audience(None, T0).await.unwrap();
+    let open = store.create_audience(DEFAULT_TENANT, None, T0).await.unwrap();
     store
         .append_audience(open, 0, &recipients(0..5))
         .await
@@ -365,7 +367,7 @@ pub async fn unsealed_audiences_make_no_job_and_unused_ones_can_be_dropped(store
             .unwrap(),
         None
     );
-    assert!(store.list_jobs(None, 10).await.unwrap().is_empty());
+    assert!(store.list_jobs(DEFAULT_TENANT, None, 10).await.unwrap().is_empty());
 
     // An abandoned upload goes away with its recipients.
     assert!(store.drop_audience(open).await.unwrap());
@@ -460,14 +462,14 @@ pub async fn rules_are_versioned(store: S) {
         ids.push(rule(&store, rule_spec(&format!("more {k}"), None)).await);
     }
     let listed = |rs: Vec<crate::RuleRecord>| rs.into_iter().map(|r| r.id).collect::<Vec<_>>();
-    assert_eq!(listed(store.list_rules(None, 10).await.unwrap()), ids);
-    assert_eq!(listed(store.list_rules(None, 2).await.unwrap()), ids[..2]);
+    assert_eq!(listed(store.list_rules(DEFAULT_TENANT, None, 10).await.unwrap()), ids);
+    assert_eq!(listed(store.list_rules(DEFAULT_TENANT, None, 2).await.unwrap()), ids[..2]);
     assert_eq!(
-        listed(store.list_rules(Some(ids[1]), 10).await.unwrap()),
+        listed(store.list_rules(DEFAULT_TENANT, Some(ids[1]), 10).await.unwrap()),
         ids[2..]
     );
-    assert!(store.list_rules(Some(ids[3]), 10).await.unwrap().is_empty());
-    assert_eq!(store.list_rules(None, 10).await.unwrap()[0], r2);
+    assert!(store.list_rules(DEFAULT_TENANT, Some(ids[3]), 10).await.unwrap().is_empty());
+    assert_eq!(store.list_rules(DEFAULT_TENANT, None, 10).await.unwrap()[0], r2);
 }
 
 pub async fn plan_task_is_unique_and_only_for_the_current_enabled_version(store: S) {
@@ -480,6 +482,7 @@ pub async fn plan_task_is_unique_and_only_for_the_current_enabled_version(store:
     assert_eq!(
         t,
         TaskRecord {
+            tenant: DEFAULT_TENANT,
             id: t.id,
             rule_id: r,
             version: 1,
@@ -752,6 +755,7 @@ pub async fn start_task_checks_the_rule_then_starts_a_job(store: S) {
     assert_eq!(
         j,
         JobRecord {
+            tenant: DEFAULT_TENANT,
             id: j.id,
             audience_id: aud,
             channel: "wecom".into(),
@@ -819,7 +823,7 @@ pub async fn start_task_checks_the_rule_then_starts_a_job(store: S) {
         store.start_task(t3.id, T0 + 300, 1_000).await.unwrap(),
         TaskStart::NoAudience
     );
-    let open = store.create_audience(None, T0).await.unwrap();
+    let open = store.create_audience(DEFAULT_TENANT, None, T0).await.unwrap();
     store
         .update_rule(
             r,
@@ -843,7 +847,7 @@ pub async fn start_task_checks_the_rule_then_starts_a_job(store: S) {
         assert!(t.finished_at.is_some());
         assert_eq!(t.job_id, None);
     }
-    assert_eq!(store.list_jobs(None, 10).await.unwrap().len(), 1);
+    assert_eq!(store.list_jobs(DEFAULT_TENANT, None, 10).await.unwrap().len(), 1);
 
     // An empty audience: the job is done and the task succeeded at once.
     let empty = audience(&store, 0).await;
@@ -936,18 +940,18 @@ pub async fn job_segments_tile_the_audience(store: S) {
     let third = job(&store, aud, 1_000).await;
     let ids = |js: Vec<JobRecord>| js.into_iter().map(|j| j.id).collect::<Vec<_>>();
     assert_eq!(
-        ids(store.list_jobs(None, 10).await.unwrap()),
+        ids(store.list_jobs(DEFAULT_TENANT, None, 10).await.unwrap()),
         vec![third.id, bj.id, j.id]
     );
     assert_eq!(
-        ids(store.list_jobs(None, 2).await.unwrap()),
+        ids(store.list_jobs(DEFAULT_TENANT, None, 2).await.unwrap()),
         vec![third.id, bj.id]
     );
     assert_eq!(
-        ids(store.list_jobs(Some(bj.id), 10).await.unwrap()),
+        ids(store.list_jobs(DEFAULT_TENANT, Some(bj.id), 10).await.unwrap()),
         vec![j.id]
     );
-    assert_eq!(store.list_jobs(None, 10).await.unwrap()[2], j);
+    assert_eq!(store.list_jobs(DEFAULT_TENANT, None, 10).await.unwrap()[2], j);
     assert_eq!(store.get_job(third.id + 1000).await.unwrap(), None);
     assert!(segments(&store, third.id + 1000).await.is_empty());
 }

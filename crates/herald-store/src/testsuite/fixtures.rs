@@ -3,6 +3,8 @@
 
 use std::ops::Range;
 
+pub use herald_core::{DEFAULT_TENANT, TenantId};
+
 use herald_core::TimerKind;
 use herald_core::campaign::SendState;
 use herald_core::reminder::{ChannelType, Slot};
@@ -15,14 +17,20 @@ use crate::{
 
 // ---- Timers and reminders ----
 
+/// A tenant besides the default one, for the cases about isolation. The
+/// store does not check that a tenant id was handed out by `tenant_id`.
+pub const OTHER_TENANT: TenantId = TenantId(2);
+
 /// Every shard a fixture can use.
 pub fn all_shards() -> herald_core::ShardSet {
     herald_core::ShardSet::all(u16::MAX)
 }
 
-/// A plain timer due at `due_at`, without an idempotency key.
+/// A plain timer of the default tenant due at `due_at`, without an
+/// idempotency key.
 pub fn timer(due_at: i64) -> NewTimer {
     NewTimer {
+        tenant: DEFAULT_TENANT,
         shard: (due_at.rem_euclid(16)) as u16,
         due_at,
         priority: DEFAULT_PRIORITY,
@@ -55,9 +63,10 @@ pub fn created(result: &WriteResult) -> TimerRecord {
     }
 }
 
-/// A subject starting at `start_at`, put at time 1,000.
+/// A subject of the default tenant starting at `start_at`, put at time 1,000.
 pub fn subject(subject_id: &str, start_at: i64) -> PutSubject {
     PutSubject {
+        tenant: DEFAULT_TENANT,
         subject_id: subject_id.into(),
         start_at,
         title: Some(format!("Coupon {subject_id} opens")),
@@ -66,7 +75,7 @@ pub fn subject(subject_id: &str, start_at: i64) -> PutSubject {
     }
 }
 
-/// `user` asks to be reminded of `subject` on an app push `lead_minutes`
+/// `user` (of the default tenant) asks to be reminded of `subject` on an app push `lead_minutes`
 /// before it starts: the bit is `Slot::bit`, the timer a reminder on
 /// channel `app` addressed to the user (its `due_at` is left for the store
 /// to set). `not_before` is 0, so only a start before the epoch is too late.
@@ -88,6 +97,7 @@ pub fn reminder_on(
         bit: slot.bit(),
         lead_ms: slot.lead_ms(),
         timer: NewTimer {
+            tenant: DEFAULT_TENANT,
             shard: (user.bytes().map(u16::from).sum::<u16>()) % 16,
             due_at: 0,
             priority: DEFAULT_PRIORITY,
@@ -122,6 +132,7 @@ pub fn completion(
     };
     Completion {
         timer_id: timer.id,
+        tenant: timer.tenant,
         attempt,
         outcome,
         channel: timer.channel.clone(),
@@ -153,6 +164,7 @@ pub fn chunk_starts(n: u64) -> impl Iterator<Item = u64> {
 
 pub fn rule_spec(name: &str, audience_id: Option<i64>) -> RuleSpec {
     RuleSpec {
+        tenant: DEFAULT_TENANT,
         name: name.into(),
         schedule: r#"{"type":"cron","expr":"0 9 * * *","tz":"UTC"}"#.into(),
         audience: r#"{"users":["a","b"]}"#.into(),
@@ -166,6 +178,7 @@ pub fn rule_spec(name: &str, audience_id: Option<i64>) -> RuleSpec {
 
 pub fn job_spec(audience_id: i64, segment_size: u64) -> JobSpec {
     JobSpec {
+        tenant: DEFAULT_TENANT,
         audience_id,
         channel: "log".into(),
         message: r#"{"text":"campaign"}"#.into(),

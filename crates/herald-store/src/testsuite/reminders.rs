@@ -47,6 +47,7 @@ async fn cancel_bits(store: &S, user: &str, subject: &str, mask: u64, at: i64) -
     apply_one(
         store,
         WriteOp::CancelReminders {
+            tenant: DEFAULT_TENANT,
             user_id: user.into(),
             subject_id: subject.into(),
             mask,
@@ -58,7 +59,7 @@ async fn cancel_bits(store: &S, user: &str, subject: &str, mask: u64, at: i64) -
 
 async fn subjects(store: &S, ids: &[&str]) -> Vec<SubjectRecord> {
     let ids: Vec<String> = ids.iter().map(|s| s.to_string()).collect();
-    let mut got = store.get_subjects(&ids).await.expect("get_subjects");
+    let mut got = store.get_subjects(DEFAULT_TENANT, &ids).await.expect("get_subjects");
     got.sort_by(|a, b| a.subject_id.cmp(&b.subject_id));
     got
 }
@@ -66,7 +67,7 @@ async fn subjects(store: &S, ids: &[&str]) -> Vec<SubjectRecord> {
 /// (subject, bit, timer id) of a user's reminders, in the store's order.
 async fn subscriptions(store: &S, user: &str) -> Vec<(String, u8, i64)> {
     store
-        .user_reminders(user, 1_000)
+        .user_reminders(DEFAULT_TENANT, user, 1_000)
         .await
         .expect("user_reminders")
         .into_iter()
@@ -80,6 +81,7 @@ fn bit(ct: ChannelType, lead: i64) -> u8 {
 
 fn due_entry(t: &TimerRecord, due_at: i64) -> DueEntry {
     DueEntry {
+        tenant: t.tenant,
         id: t.id,
         due_at,
         shard: t.shard,
@@ -91,6 +93,7 @@ pub async fn put_subject_creates_then_updates(store: S) {
     let first = subject("coupon-1", START);
     let (rec, created, moved) = put(&store, first.clone()).await;
     let expected = SubjectRecord {
+        tenant: DEFAULT_TENANT,
         subject_id: "coupon-1".into(),
         start_at: START,
         title: first.title.clone(),
@@ -117,6 +120,7 @@ pub async fn put_subject_creates_then_updates(store: S) {
     )
     .await;
     let updated = SubjectRecord {
+        tenant: DEFAULT_TENANT,
         title: Some("renamed ✓ 'q'".into()),
         data: None,
         updated_at: 5_000,
@@ -145,7 +149,7 @@ pub async fn put_subject_creates_then_updates(store: S) {
 }
 
 pub async fn get_subjects_returns_those_that_exist(store: S) {
-    assert!(store.get_subjects(&[]).await.unwrap().is_empty());
+    assert!(store.get_subjects(DEFAULT_TENANT, &[]).await.unwrap().is_empty());
     assert!(subjects(&store, &["nope"]).await.is_empty());
     put(&store, subject("a", START)).await;
     put(&store, subject("b", START + 1)).await;
@@ -161,6 +165,7 @@ pub async fn add_reminder_creates_a_timer_before_the_start(store: S) {
     let r = reminder("alice", "s", 15);
     let rec = add_created(&store, r.clone()).await;
     let expected = NewTimer {
+        tenant: DEFAULT_TENANT,
         due_at: START - 15 * MIN,
         ..r.timer.clone()
     }
@@ -173,7 +178,7 @@ pub async fn add_reminder_creates_a_timer_before_the_start(store: S) {
         subscriptions(&store, "alice").await,
         vec![("s".to_string(), bit(ChannelType::App, 15), rec.id)]
     );
-    let listed = store.user_reminders("alice", 10).await.unwrap();
+    let listed = store.user_reminders(DEFAULT_TENANT, "alice", 10).await.unwrap();
     assert_eq!(listed[0].timer, expected);
 }
 
@@ -380,6 +385,7 @@ pub async fn delete_subject_cancels_and_unsubscribes(store: S) {
     let r = apply_one(
         &store,
         WriteOp::DeleteSubject {
+            tenant: DEFAULT_TENANT,
             subject_id: "s".into(),
             at: 9_000,
         },
@@ -420,6 +426,7 @@ pub async fn delete_subject_cancels_and_unsubscribes(store: S) {
         apply_one(
             &store,
             WriteOp::DeleteSubject {
+                tenant: DEFAULT_TENANT,
                 subject_id: "s".into(),
                 at: 9_500,
             },
@@ -553,16 +560,16 @@ pub async fn user_reminders_orders_by_subject_then_bit_and_limits(store: S) {
     }
     expected.sort();
     assert_eq!(subscriptions(&store, "u").await, expected);
-    let two = store.user_reminders("u", 2).await.unwrap();
+    let two = store.user_reminders(DEFAULT_TENANT, "u", 2).await.unwrap();
     let two: Vec<(String, u8, i64)> = two
         .into_iter()
         .map(|r| (r.subject_id, r.bit, r.timer.id))
         .collect();
     assert_eq!(two, expected[..2]);
-    assert!(store.user_reminders("u", 0).await.unwrap().is_empty());
-    assert!(store.user_reminders("nobody", 10).await.unwrap().is_empty());
+    assert!(store.user_reminders(DEFAULT_TENANT, "u", 0).await.unwrap().is_empty());
+    assert!(store.user_reminders(DEFAULT_TENANT, "nobody", 10).await.unwrap().is_empty());
     // Every state is listed, with the timer as it is.
-    let first = store.user_reminders("u", 1).await.unwrap().remove(0);
+    let first = store.user_reminders(DEFAULT_TENANT, "u", 1).await.unwrap().remove(0);
     store
         .complete(vec![completion(
             &first.timer,
@@ -572,7 +579,7 @@ pub async fn user_reminders_orders_by_subject_then_bit_and_limits(store: S) {
         )])
         .await
         .unwrap();
-    let again = store.user_reminders("u", 1).await.unwrap().remove(0);
+    let again = store.user_reminders(DEFAULT_TENANT, "u", 1).await.unwrap().remove(0);
     assert_eq!(again.timer.state, TimerState::Done);
     assert_eq!(again.timer.id, first.timer.id);
 }
@@ -601,6 +608,7 @@ pub async fn pending_reminders_follow_user_channel_and_range(store: S) {
     insert_one(&store, plain).await;
 
     let probe = |user: &str, channel: &str, from: i64, until: i64| MergeProbe {
+        tenant: DEFAULT_TENANT,
         user_id: user.into(),
         channel: channel.into(),
         from,
@@ -678,6 +686,7 @@ pub async fn one_batch_sees_its_own_subjects_and_reminders(store: S) {
                 ..subject("s", START)
             }),
             WriteOp::CancelReminders {
+                tenant: DEFAULT_TENANT,
                 user_id: "u".into(),
                 subject_id: "s".into(),
                 mask: m(5),
@@ -687,6 +696,7 @@ pub async fn one_batch_sees_its_own_subjects_and_reminders(store: S) {
             WriteOp::AddReminder(reminder("u", "s", 5)),
             WriteOp::InsertTimer(timer(42)),
             WriteOp::DeleteSubject {
+                tenant: DEFAULT_TENANT,
                 subject_id: "s".into(),
                 at: 4_000,
             },

@@ -34,7 +34,11 @@ pub(super) async fn get(store: &S, id: i64) -> TimerRecord {
 
 pub(super) async fn cancel(store: &S, id: i64, at: i64) -> WriteResult {
     let mut r = store
-        .apply(vec![WriteOp::CancelTimer { id, at }])
+        .apply(vec![WriteOp::CancelTimer {
+            tenant: DEFAULT_TENANT,
+            id,
+            at,
+        }])
         .await
         .expect("apply cancel");
     assert_eq!(r.len(), 1);
@@ -52,13 +56,29 @@ pub(super) fn ids(entries: &[DueEntry]) -> Vec<i64> {
     entries.iter().map(|e| e.id).collect()
 }
 
+/// The default tenant's timers by state.
 pub(super) async fn counts(store: &S) -> HashMap<TimerState, u64> {
-    let counts = store.count_by_state().await.expect("count_by_state");
-    let map: HashMap<_, _> = counts.iter().copied().collect();
-    assert_eq!(map.len(), counts.len(), "a state listed twice: {counts:?}");
+    counts_of(store, DEFAULT_TENANT).await
+}
+
+/// One tenant's timers by state, checking the whole count's shape on the way.
+pub(super) async fn counts_of(store: &S, tenant: TenantId) -> HashMap<TimerState, u64> {
+    let counts = store
+        .count_by_tenant_state()
+        .await
+        .expect("count_by_tenant_state");
+    let pairs: HashMap<_, _> = counts.iter().map(|&(t, s, n)| ((t, s), n)).collect();
+    assert_eq!(pairs.len(), counts.len(), "a pair listed twice: {counts:?}");
     assert!(
-        counts.iter().all(|&(_, n)| n > 0),
+        counts.iter().all(|&(_, _, n)| n > 0),
         "zero counts: {counts:?}"
     );
-    map
+    let mut sorted = counts.clone();
+    sorted.sort_by_key(|&(t, s, _)| (t, s.code()));
+    assert_eq!(sorted, counts, "not ordered by tenant, then state");
+    counts
+        .iter()
+        .filter(|&&(t, _, _)| t == tenant)
+        .map(|&(_, s, n)| (s, n))
+        .collect()
 }

@@ -14,6 +14,7 @@ use crate::{
 
 pub async fn insert_then_get_round_trips(store: S) {
     let full = NewTimer {
+        tenant: DEFAULT_TENANT,
         shard: u16::MAX,
         due_at: 1_700_000_000_123,
         priority: 9,
@@ -25,6 +26,7 @@ pub async fn insert_then_get_round_trips(store: S) {
         created_at: 1_699_999_999_001,
     };
     let bare = NewTimer {
+        tenant: DEFAULT_TENANT,
         shard: 0,
         due_at: 0,
         priority: 0,
@@ -133,6 +135,7 @@ pub async fn existing_is_the_stored_timer_as_it_is_now(store: S) {
 pub async fn cancel_pending_timer(store: S) {
     let rec = insert_one(&store, keyed(500, "k")).await;
     let expected = TimerRecord {
+        tenant: DEFAULT_TENANT,
         state: TimerState::Cancelled,
         updated_at: 2_000,
         ..rec.clone()
@@ -204,15 +207,18 @@ pub async fn batch_results_come_in_op_order(store: S) {
         .apply(vec![
             WriteOp::InsertTimer(timer(300)),
             WriteOp::CancelTimer {
+                tenant: DEFAULT_TENANT,
                 id: 999_999,
                 at: 10,
             },
             WriteOp::InsertTimer(keyed(400, "old")),
             WriteOp::CancelTimer {
+                tenant: DEFAULT_TENANT,
                 id: pending.id,
                 at: 20,
             },
             WriteOp::CancelTimer {
+                tenant: DEFAULT_TENANT,
                 id: pending.id,
                 at: 30,
             },
@@ -226,6 +232,7 @@ pub async fn batch_results_come_in_op_order(store: S) {
     assert_eq!(r[1], WriteResult::NotFound);
     assert_eq!(r[2], WriteResult::Existing(pending.clone()));
     let cancelled = TimerRecord {
+        tenant: DEFAULT_TENANT,
         state: TimerState::Cancelled,
         updated_at: 20,
         ..pending.clone()
@@ -332,7 +339,11 @@ pub async fn load_due_keyset_pages_see_every_timer_once(store: S) {
     let mut gone = HashSet::new();
     let mut ops = Vec::new();
     for r in recs.iter().step_by(9) {
-        ops.push(WriteOp::CancelTimer { id: r.id, at: 1 });
+        ops.push(WriteOp::CancelTimer {
+            tenant: DEFAULT_TENANT,
+            id: r.id,
+            at: 1,
+        });
         gone.insert(r.id);
     }
     store.apply(ops).await.unwrap();
@@ -533,7 +544,11 @@ pub async fn fetch_pending_handles_many_ids(store: S) {
     let cancelled: Vec<WriteOp> = recs
         .iter()
         .step_by(100)
-        .map(|r| WriteOp::CancelTimer { id: r.id, at: 1 })
+        .map(|r| WriteOp::CancelTimer {
+            tenant: DEFAULT_TENANT,
+            id: r.id,
+            at: 1,
+        })
         .collect();
     let n_cancelled = cancelled.len();
     store.apply(cancelled).await.unwrap();
@@ -557,6 +572,7 @@ pub async fn complete_done(store: S) {
     let c = completion(&rec, 1, CompletionOutcome::Done, 180);
     assert_eq!(store.complete(vec![c]).await.unwrap(), vec![Applied::Yes]);
     let expected = TimerRecord {
+        tenant: DEFAULT_TENANT,
         state: TimerState::Done,
         attempts: 1,
         last_error: None,
@@ -608,6 +624,7 @@ pub async fn deferrals_do_not_use_attempts(store: S) {
     assert_eq!(
         all_due(&store, i64::MAX).await,
         vec![DueEntry {
+            tenant: DEFAULT_TENANT,
             id: rec.id,
             due_at: 9_000,
             shard: rec.shard,
@@ -645,6 +662,7 @@ pub async fn complete_retry_then_done(store: S) {
     assert_eq!(
         after_retry,
         TimerRecord {
+            tenant: DEFAULT_TENANT,
             due_at: 1_100,
             attempts: 1,
             last_error: Some("attempt 1 failed".into()),
@@ -655,6 +673,7 @@ pub async fn complete_retry_then_done(store: S) {
     assert_eq!(
         all_due(&store, i64::MAX).await,
         vec![DueEntry {
+            tenant: DEFAULT_TENANT,
             id: rec.id,
             due_at: 1_100,
             shard: rec.shard,
@@ -696,6 +715,7 @@ async fn final_outcome_keeps_error(store: S, outcome: CompletionOutcome, state: 
         vec![Applied::Yes]
     );
     let expected = TimerRecord {
+        tenant: DEFAULT_TENANT,
         state,
         due_at: 200,
         attempts: 2,
@@ -774,6 +794,7 @@ pub async fn completion_does_not_resurrect_a_cancelled_timer(store: S) {
 
 pub async fn completion_for_unknown_timer_is_logged(store: S) {
     let ghost = TimerRecord {
+        tenant: DEFAULT_TENANT,
         id: 777_777,
         ..fake_record()
     };
@@ -791,6 +812,7 @@ pub async fn completion_for_unknown_timer_is_logged(store: S) {
 fn fake_record() -> TimerRecord {
     let t = timer(5);
     TimerRecord {
+        tenant: DEFAULT_TENANT,
         id: 0,
         shard: t.shard,
         due_at: t.due_at,

@@ -9,11 +9,14 @@
 //! job or rule that names the audience holds `FOR KEY SHARE` while it is
 //! created, which only `drop` waits for.
 
-use crate::model::{self, Columns, audience_cols, to_db};
+use herald_core::TenantId;
+
+use crate::model::{self, Columns, audience_cols, tenant_to_pg, to_db};
 use crate::postgres::{Ctx, PgStore};
 use crate::{AUDIENCE_CHUNK, AudienceRecord, Result, StoreError, refusals};
 
-const CREATE: &str = "INSERT INTO audiences (name, created_at) VALUES ($1, $2) RETURNING id";
+const CREATE: &str =
+    "INSERT INTO audiences (tenant_id, name, created_at) VALUES ($1, $2, $3) RETURNING id";
 const SHARE_AUDIENCE: &str = "SELECT size FROM audiences WHERE id = $1 FOR SHARE";
 const PUT_CHUNK: &str = "INSERT INTO audience_chunks (audience_id, chunk_no, count, data) \
     VALUES ($1, $2, $3, $4) ON CONFLICT (audience_id, chunk_no) \
@@ -40,14 +43,20 @@ const SIZE: &str = "SELECT size FROM audiences WHERE id = $1";
 const CHUNKS: &str = "SELECT chunk_no, count, data FROM audience_chunks \
     WHERE audience_id = $1 AND chunk_no >= $2 AND chunk_no <= $3 ORDER BY chunk_no";
 
-pub(super) async fn create_audience(store: &PgStore, name: Option<&str>, now: i64) -> Result<i64> {
+pub(super) async fn create_audience(
+    store: &PgStore,
+    tenant: TenantId,
+    name: Option<&str>,
+    now: i64,
+) -> Result<i64> {
+    let tenant = tenant_to_pg(tenant)?;
     let client = store.client().await?;
     let stmt = client
         .prepare_cached(CREATE)
         .await
         .ctx("preparing audience insert")?;
     let row = client
-        .query_one(&stmt, &[&name, &now])
+        .query_one(&stmt, &[&tenant, &name, &now])
         .await
         .ctx("creating an audience")?;
     row.int(0, "audiences.id")

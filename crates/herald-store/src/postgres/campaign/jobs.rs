@@ -26,6 +26,7 @@ use futures_util::future::{try_join, try_join_all, try_join3, try_join4};
 use herald_core::campaign::{
     JobState, SegmentState, SendState, TaskState, plan_segments, task_outcome,
 };
+use herald_core::TenantId;
 use tokio_postgres::types::{ToSql, Type};
 
 use crate::postgres::{Ctx, PgStore, col};
@@ -34,7 +35,7 @@ use crate::{
     SendRecord, StoreError, refusals,
 };
 
-use crate::model::{self, Columns, job_cols, segment_cols, send_cols, to_db};
+use crate::model::{self, Columns, job_cols, segment_cols, send_cols, tenant_to_pg, to_db};
 
 type Tx<'a> = deadpool_postgres::Transaction<'a>;
 
@@ -42,23 +43,24 @@ type Tx<'a> = deadpool_postgres::Transaction<'a>;
 /// many elements): 10M recipients in segments of 1000 is one statement.
 const SEGMENT_BATCH: usize = 50_000;
 
-const AUDIENCE_SIZE: &str = "SELECT size FROM audiences WHERE id = $1 FOR KEY SHARE";
+const AUDIENCE_SIZE: &str =
+    "SELECT size, tenant_id FROM audiences WHERE id = $1 FOR KEY SHARE";
 const INSERT_JOB: &str = concat!(
     "INSERT INTO jobs (audience_id, channel, message, segment_size, deadline_at, priority, \
-                       task_id, state, total, created_at, finished_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING ",
+                       task_id, state, total, created_at, finished_at, tenant_id) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING ",
     job_cols!()
 );
 // Ids follow the array order, so they grow with `start`.
 const INSERT_SEGMENTS: &str = "INSERT INTO segments (job_id, start_idx, end_idx, cursor_idx, \
-        state, attempt, not_before, priority, deadline_at, created_at, updated_at) \
-    SELECT $1, s, e, s, 'pending', 1, $4, $5, $6, $4, $4 \
+        state, attempt, not_before, priority, deadline_at, created_at, updated_at, tenant_id) \
+    SELECT $1, s, e, s, 'pending', 1, $4, $5, $6, $4, $4, $7 \
     FROM unnest($2::int8[], $3::int8[]) AS u(s, e)";
 const GET_JOB: &str = concat!("SELECT ", job_cols!(), " FROM jobs WHERE id = $1");
-const LIST_JOBS: &str = concat!(
+pub(super) const LIST_JOBS: &str = concat!(
     "SELECT ",
     job_cols!(),
-    " FROM jobs WHERE id < $1 ORDER BY id DESC LIMIT $2"
+    " FROM jobs WHERE tenant_id = $3 AND id < $1 ORDER BY id DESC LIMIT $2"
 );
 pub(super) const SEGMENT_COUNTS: &str =
     "SELECT state, count(*) FROM segments WHERE job_id = $1 GROUP BY state";
@@ -72,7 +74,7 @@ const LOCK_JOB: &str = concat!(
     job_cols!(),
     " FROM jobs WHERE id = $1 FOR NO KEY UPDATE"
 );
-const LOCK_JOB_STATE: &str = "SELECT state FROM jobs WHERE id = $1 FOR NO KEY UPDATE";
+const LOCK_JOB_STATE: &str = "SELECT state, tenant_id FROM jobs WHERE id = $1 FOR NO KEY UPDATE";
 pub(super) const CANCEL_SEGMENTS: &str = "UPDATE segments SET state = 'cancelled', updated_at = $2 \
     WHERE job_id = $1 AND state IN ('pending', 'running')";
 // Whatever has no final outcome counts as cancelled, retrying ones included.
@@ -110,10 +112,11 @@ pub(super) const SEGMENT_RANGE: &str =
 pub(super) const LOCK_SENDS: &str = "SELECT idx, state, attempts FROM job_sends \
     WHERE job_id = $1 AND idx >= $3 AND idx <= $4 AND idx = ANY($2::int8[]) \
     ORDER BY idx FOR UPDATE";
-// $1 job, $2 idx, $3 recipient, $4 state, $5 attempts, $6 msgid, $7 error, $8 at.
+// $1 job, $2 idx, $3 recipient, $4 state, $5 attempts, $6 msgid, $7 error, $8 at,
+// $9 the job's tenant.
 const INSERT_SENDS: &str = "INSERT INTO job_sends \
-        (job_id, idx, recipient, state, attempts, msgid, error, updated_at) \
-    SELECT $1, u.idx, u.recipient, u.state, u.attempts, u.msgid, u.error, $8 \
+        (job_id, idx, recipient, state, attempts, msgid, error, updated_at, tenant_id) \
+    SELECT $1, u.idx, u.recipient, u.state, u.attempts, u.msgid, u.error, $8, $9 \
     FROM unnest($2::int8[], $3::text[], $4::text[], $5::int4[], $6::text[], $7::text[]) \
         AS u(idx, recipient, state, attempts, msgid, error)";
 /// See `queries/update_sends.sql`.
@@ -215,20 +218,22 @@ pub(super) async fn finish_idle(tx: &Tx<'_>, job_ids: &[i64], now: i64) -> Resul
 }
 
 /// Creates a job and its segments inside `tx`: `None` if the audience is
-/// unknown or not sealed. The audience is held `FOR KEY SHARE` so it cannot be
-/// dropped before the job commits.
+/// unknown, not sealed, or another tenant's. The audience is held `FOR KEY
+/// SHARE` so it cannot be dropped before the job commits.
 pub(super) async fn insert_job(tx: &Tx<'_>, spec: &JobSpec, now: i64) -> Result<Option<JobRecord>> {
     const WHAT: &str = "segment_size";
     let size_stmt = tx
         .prepare_cached(AUDIENCE_SIZE)
         .await
         .ctx("preparing audience lock")?;
+    let tenant = tenant_to_pg(spec.tenant)?;
     let size: Option<i64> = match tx
         .query_opt(&size_stmt, &[&spec.audience_id])
         .await
         .ctx("locking the audience")?
     {
         None => return Ok(None),
+        Some(row) if col::<i32>(&row, 1, "audiences.tenant_id")? != tenant => return Ok(None),
         Some(row) => col(&row, 0, "audiences.size")?,
     };
     let Some(size) = size else {
@@ -247,7 +252,7 @@ pub(super) async fn insert_job(tx: &Tx<'_>, spec: &JobSpec, now: i64) -> Result<
         .prepare_cached(INSERT_JOB)
         .await
         .ctx("preparing job insert")?;
-    let params: [&(dyn ToSql + Sync); 11] = [
+    let params: [&(dyn ToSql + Sync); 12] = [
         &spec.audience_id,
         &spec.channel,
         &spec.message,
@@ -259,6 +264,7 @@ pub(super) async fn insert_job(tx: &Tx<'_>, spec: &JobSpec, now: i64) -> Result<
         &size,
         &now,
         &finished_at,
+        &tenant,
     ];
     let job = model::decode::<JobRecord, _>(
         &tx.query_one(&insert, &params)
@@ -281,7 +287,15 @@ pub(super) async fn insert_job(tx: &Tx<'_>, spec: &JobSpec, now: i64) -> Result<
         }
         tx.execute(
             &segments,
-            &[&job.id, &starts, &ends, &now, &priority, &spec.deadline_at],
+            &[
+                &job.id,
+                &starts,
+                &ends,
+                &now,
+                &priority,
+                &spec.deadline_at,
+                &tenant,
+            ],
         )
         .await
         .ctx("inserting segments")?;
@@ -317,14 +331,20 @@ pub(super) async fn get_job(store: &PgStore, id: i64) -> Result<Option<JobRecord
         .transpose()
 }
 
-pub(super) async fn list_jobs(store: &PgStore, before: i64, limit: i64) -> Result<Vec<JobRecord>> {
+pub(super) async fn list_jobs(
+    store: &PgStore,
+    tenant: TenantId,
+    before: i64,
+    limit: i64,
+) -> Result<Vec<JobRecord>> {
+    let tenant = tenant_to_pg(tenant)?;
     let client = store.client().await?;
     let stmt = client
         .prepare_cached(LIST_JOBS)
         .await
         .ctx("preparing job list")?;
     client
-        .query(&stmt, &[&before, &limit])
+        .query(&stmt, &[&before, &limit, &tenant])
         .await
         .ctx("listing jobs")?
         .iter()
@@ -650,6 +670,7 @@ pub(super) async fn record_sends(
     let (Some(job), Some(range)) = (job, range) else {
         return Err(refusals::no_segment(claim.segment_id, claim.job_id));
     };
+    let tenant: i32 = col(&job, 1, "jobs.tenant_id")?;
     let job: JobState = job.state(0, "jobs.state")?;
     let start = model::from_db(range.int(0, "segments.start_idx")?, "segments.start_idx")?;
     let end = model::from_db(range.int(1, "segments.end_idx")?, "segments.end_idx")?;
@@ -680,10 +701,11 @@ pub(super) async fn record_sends(
     .await
     .ctx("preparing record_sends")?;
     let lease_until = now.saturating_add(lease_ms);
-    let (new_params, old_params) = (
+    let (mut new_params, old_params) = (
         new.params(&claim.job_id, &now),
         old.params(&claim.job_id, &now),
     );
+    new_params.push(&tenant);
     let counter_params: Vec<&(dyn ToSql + Sync)> = vec![
         &claim.job_id,
         &delivered,

@@ -31,6 +31,7 @@ mod rules;
 mod sweep;
 
 use async_trait::async_trait;
+use herald_core::TenantId;
 use herald_core::campaign::SegmentState;
 
 use super::PgStore;
@@ -41,8 +42,13 @@ use crate::model::{bound_to_db, limit_to_db, to_db};
 
 #[async_trait]
 impl CampaignStore for PgStore {
-    async fn create_audience(&self, name: Option<String>, now: i64) -> Result<i64> {
-        audiences::create_audience(self, name.as_deref(), now).await
+    async fn create_audience(
+        &self,
+        tenant: TenantId,
+        name: Option<String>,
+        now: i64,
+    ) -> Result<i64> {
+        audiences::create_audience(self, tenant, name.as_deref(), now).await
     }
 
     async fn append_audience(&self, id: i64, start: u64, recipients: &[String]) -> Result<()> {
@@ -99,11 +105,16 @@ impl CampaignStore for PgStore {
         rules::get_rule(self, id).await
     }
 
-    async fn list_rules(&self, after: Option<i64>, limit: usize) -> Result<Vec<RuleRecord>> {
+    async fn list_rules(
+        &self,
+        tenant: TenantId,
+        after: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<RuleRecord>> {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        rules::list_rules(self, after.unwrap_or(i64::MIN), limit_to_db(limit)).await
+        rules::list_rules(self, tenant, after.unwrap_or(i64::MIN), limit_to_db(limit)).await
     }
 
     async fn rule_versions(&self, id: i64) -> Result<Vec<RuleVersion>> {
@@ -173,11 +184,16 @@ impl CampaignStore for PgStore {
         jobs::get_job(self, id).await
     }
 
-    async fn list_jobs(&self, before: Option<i64>, limit: usize) -> Result<Vec<JobRecord>> {
+    async fn list_jobs(
+        &self,
+        tenant: TenantId,
+        before: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<JobRecord>> {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        jobs::list_jobs(self, before.unwrap_or(i64::MAX), limit_to_db(limit)).await
+        jobs::list_jobs(self, tenant, before.unwrap_or(i64::MAX), limit_to_db(limit)).await
     }
 
     async fn segment_counts(&self, job_id: i64) -> Result<Vec<(SegmentState, u64)>> {

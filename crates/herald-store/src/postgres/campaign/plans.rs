@@ -333,7 +333,7 @@ async fn hot_statements_use_indexes_in_cached_plans() {
     tokio::spawn(conn);
 
     // A new database: a few rows through the API, never analyzed.
-    let audience = store.create_audience(None, 0).await.unwrap();
+    let audience = store.create_audience(herald_core::DEFAULT_TENANT, None, 0).await.unwrap();
     let recipients: Vec<String> = (0..20).map(|i| format!("u{i}")).collect();
     store
         .append_audience(audience, 0, &recipients)
@@ -341,6 +341,7 @@ async fn hot_statements_use_indexes_in_cached_plans() {
         .unwrap();
     store.seal_audience(audience, 20, 0).await.unwrap().unwrap();
     let spec = JobSpec {
+        tenant: herald_core::DEFAULT_TENANT,
         audience_id: audience,
         channel: "log".into(),
         message: "{}".into(),
@@ -368,9 +369,9 @@ async fn hot_statements_use_indexes_in_cached_plans() {
     client
         .batch_execute(
             "INSERT INTO jobs (audience_id, channel, message, segment_size, deadline_at, \
-                 priority, task_id, state, total, created_at) \
+                 priority, task_id, state, total, created_at, tenant_id) \
              SELECT 1, 'log', '{}', 10, CASE WHEN i % 7 = 0 THEN i END, 0, NULL, \
-                 CASE WHEN i % 500 = 0 THEN 'running' ELSE 'done' END, 1000, i \
+                 CASE WHEN i % 500 = 0 THEN 'running' ELSE 'done' END, 1000, i, 1 + i % 50 \
              FROM generate_series(1, 5000) AS i;
              INSERT INTO segments (job_id, start_idx, end_idx, cursor_idx, state, owner, \
                  lease_until, epoch, attempt, not_before, priority, created_at, updated_at) \
@@ -392,4 +393,40 @@ async fn hot_statements_use_indexes_in_cached_plans() {
         .await
         .unwrap();
     check_plans(&client, true).await;
+
+    // A tenant's lists walk its own part of the tenant index, newest (or
+    // oldest) first: never every tenant's rows.
+    client
+        .batch_execute(
+            "INSERT INTO rules (status, version, created_at, updated_at, tenant_id) \
+             SELECT 'disabled', 1, 0, 0, 1 + i % 50 FROM generate_series(1, 5000) AS i;
+             ANALYZE rules",
+        )
+        .await
+        .unwrap();
+    for (name, sql, args, index) in [
+        (
+            "list_jobs",
+            jobs::LIST_JOBS,
+            "9223372036854775807, 20, 7",
+            "jobs_tenant",
+        ),
+        (
+            "list_rules",
+            rules::LIST_RULES,
+            "-9223372036854775808, 20, 7",
+            "rules_tenant",
+        ),
+    ] {
+        let case = Case {
+            name,
+            sql,
+            types: "int8, int8, int4",
+            args,
+            custom: false,
+            must: &[],
+        };
+        let plan = plan_of(&client, &case).await;
+        assert!(plan.contains(index), "{name}: no {index:?} in\n{plan}");
+    }
 }

@@ -7,6 +7,7 @@
 //! cancels the task they planned, or commits first and is seen by them.
 
 use futures_util::future::try_join;
+use herald_core::TenantId;
 use herald_core::campaign::{RuleStatus, TaskState};
 
 use crate::postgres::{Ctx, PgStore, col};
@@ -15,20 +16,21 @@ use crate::{
 };
 
 use super::jobs;
-use crate::model::{self, Reader, rule_cols, task_cols, version_cols};
+use crate::model::{self, Reader, rule_cols, task_cols, tenant_to_pg, version_cols};
 
 const KEY_SHARE_AUDIENCE: &str = "SELECT 1 FROM audiences WHERE id = $1 FOR KEY SHARE";
-const INSERT_RULE: &str = "INSERT INTO rules (status, version, created_at, updated_at) \
-    VALUES ('enabled', 1, $1, $1) RETURNING id";
+const INSERT_RULE: &str = "INSERT INTO rules (tenant_id, status, version, created_at, updated_at) \
+    VALUES ($2, 'enabled', 1, $1, $1) RETURNING id";
 const INSERT_VERSION: &str = "INSERT INTO rule_versions \
     (rule_id, version, name, schedule, audience, audience_id, channel, message, \
-     deadline_secs, priority, created_at) \
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
+     deadline_secs, priority, created_at, tenant_id) \
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
 // A new version is current at once; a finished rule comes back, a disabled one
 // stays disabled (its owner turned it off; editing it does not turn it on).
+// Only the rule's own tenant may version it.
 const BUMP_RULE: &str = "UPDATE rules SET version = version + 1, updated_at = $2, \
         status = CASE WHEN status = 'finished' THEN 'enabled' ELSE status END \
-    WHERE id = $1 RETURNING version";
+    WHERE id = $1 AND tenant_id = $3 RETURNING version";
 const SET_STATUS: &str = "UPDATE rules SET status = $2, updated_at = $3 WHERE id = $1";
 pub(super) const CANCEL_PENDING: &str = "UPDATE tasks SET state = 'cancelled', detail = $3, finished_at = $2 \
     WHERE rule_id = $1 AND state = 'pending'";
@@ -38,12 +40,12 @@ const GET_RULE: &str = concat!(
     " FROM rules AS r \
     JOIN rule_versions AS v ON v.rule_id = r.id AND v.version = r.version WHERE r.id = $1"
 );
-const LIST_RULES: &str = concat!(
+pub(super) const LIST_RULES: &str = concat!(
     "SELECT ",
     rule_cols!(),
     " FROM rules AS r \
     JOIN rule_versions AS v ON v.rule_id = r.id AND v.version = r.version \
-    WHERE r.id > $1 ORDER BY r.id LIMIT $2"
+    WHERE r.tenant_id = $3 AND r.id > $1 ORDER BY r.id LIMIT $2"
 );
 const VERSIONS: &str = concat!(
     "SELECT ",
@@ -72,10 +74,11 @@ pub(super) const PLAN_CANDIDATES: &str = concat!(
 // a rule disabled or updated meanwhile is re-checked on its latest version.
 const PLAN_TASK: &str = concat!(
     "WITH r AS ( \
-        SELECT id FROM rules WHERE id = $1 AND version = $2 AND status = 'enabled' FOR SHARE \
+        SELECT id, tenant_id FROM rules \
+        WHERE id = $1 AND version = $2 AND status = 'enabled' FOR SHARE \
      ) \
-     INSERT INTO tasks (rule_id, version, planned_at, state, created_at) \
-     SELECT r.id, $2, $3, 'pending', $4 FROM r \
+     INSERT INTO tasks (tenant_id, rule_id, version, planned_at, state, created_at) \
+     SELECT r.tenant_id, r.id, $2, $3, 'pending', $4 FROM r \
      ON CONFLICT (rule_id, version, planned_at) DO NOTHING RETURNING ",
     task_cols!()
 );
@@ -91,7 +94,7 @@ pub(super) const DUE_TASKS: &str = concat!(
 );
 const GET_TASK: &str = concat!("SELECT ", task_cols!(), " FROM tasks WHERE id = $1");
 const SHARE_RULE_OF_TASK: &str = "SELECT r.status, r.version, v.audience_id, v.channel, \
-        v.message, v.deadline_secs, v.priority \
+        v.message, v.deadline_secs, v.priority, r.tenant_id \
     FROM rules AS r JOIN rule_versions AS v ON v.rule_id = r.id AND v.version = r.version \
     WHERE r.id = (SELECT rule_id FROM tasks WHERE id = $1) FOR SHARE OF r";
 const LOCK_PENDING_TASK: &str =
@@ -146,6 +149,7 @@ async fn insert_version(
         .await
         .ctx("preparing version insert")?;
     let priority = i16::from(spec.priority);
+    let tenant = tenant_to_pg(spec.tenant)?;
     tx.execute(
         &stmt,
         &[
@@ -160,6 +164,7 @@ async fn insert_version(
             &spec.deadline_secs,
             &priority,
             &now,
+            &tenant,
         ],
     )
     .await
@@ -187,8 +192,11 @@ pub(super) async fn create_rule(store: &PgStore, spec: &RuleSpec, now: i64) -> R
         .prepare_cached(INSERT_RULE)
         .await
         .ctx("preparing rule insert")?;
+    let tenant = tenant_to_pg(spec.tenant)?;
     let id: i64 = col(
-        &tx.query_one(&stmt, &[&now]).await.ctx("inserting a rule")?,
+        &tx.query_one(&stmt, &[&now, &tenant])
+            .await
+            .ctx("inserting a rule")?,
         0,
         "rules.id",
     )?;
@@ -196,6 +204,7 @@ pub(super) async fn create_rule(store: &PgStore, spec: &RuleSpec, now: i64) -> R
     tx.commit().await.ctx("committing create_rule")?;
     Ok(RuleRecord {
         id,
+        tenant: spec.tenant,
         status: RuleStatus::Enabled,
         created_at: now,
         updated_at: now,
@@ -222,7 +231,7 @@ pub(super) async fn update_rule(
         .await
         .ctx("preparing rule update")?;
     let Some(row) = tx
-        .query_opt(&bump, &[&id, &now])
+        .query_opt(&bump, &[&id, &now, &tenant_to_pg(spec.tenant)?])
         .await
         .ctx("updating the rule")?
     else {
@@ -291,14 +300,20 @@ pub(super) async fn get_rule(store: &PgStore, id: i64) -> Result<Option<RuleReco
         .transpose()
 }
 
-pub(super) async fn list_rules(store: &PgStore, after: i64, limit: i64) -> Result<Vec<RuleRecord>> {
+pub(super) async fn list_rules(
+    store: &PgStore,
+    tenant: TenantId,
+    after: i64,
+    limit: i64,
+) -> Result<Vec<RuleRecord>> {
+    let tenant = tenant_to_pg(tenant)?;
     let client = store.client().await?;
     let stmt = client
         .prepare_cached(LIST_RULES)
         .await
         .ctx("preparing rule list")?;
     client
-        .query(&stmt, &[&after, &limit])
+        .query(&stmt, &[&after, &limit, &tenant])
         .await
         .ctx("listing rules")?
         .iter()
@@ -503,7 +518,11 @@ pub(super) async fn start_task(
     };
     let deadline_secs: Option<i64> = col(&rule, 5, "rule_versions.deadline_secs")?;
     let priority: i16 = col(&rule, 6, "rule_versions.priority")?;
+    let tenant: i32 = col(&rule, 7, "rules.tenant_id")?;
     let spec = JobSpec {
+        tenant: TenantId(u32::try_from(tenant).map_err(|_| {
+            crate::StoreError::Corrupt(format!("rules.tenant_id {tenant} is negative"))
+        })?),
         audience_id,
         channel: col(&rule, 3, "rule_versions.channel")?,
         message: col(&rule, 4, "rule_versions.message")?,
@@ -517,7 +536,7 @@ pub(super) async fn start_task(
             tx,
             task_id,
             TaskState::Failed,
-            format!("audience {audience_id} does not exist or is not sealed"),
+            format!("audience {audience_id} does not exist, is not sealed, or is another tenant's"),
             now,
         )
         .await?;

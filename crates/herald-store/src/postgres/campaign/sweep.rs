@@ -174,6 +174,7 @@ struct Taken {
     attempt: i32,
     priority: i16,
     deadline_at: Option<i64>,
+    tenant: i32,
 }
 
 fn taken(rows: &[Row]) -> Result<Vec<Taken>> {
@@ -189,6 +190,7 @@ fn taken(rows: &[Row]) -> Result<Vec<Taken>> {
                 attempt: col(r, 5, "segments.attempt")?,
                 priority: col(r, 6, "segments.priority")?,
                 deadline_at: col(r, 7, "segments.deadline_at")?,
+                tenant: col(r, 8, "segments.tenant_id")?,
             })
         })
         .collect::<Result<_>>()?;
@@ -222,6 +224,7 @@ struct Reissue {
     not_before: i64,
     priority: i16,
     deadline_at: Option<i64>,
+    tenant: i32,
 }
 
 async fn reissue(tx: &Tx<'_>, segments: &[Reissue], now: i64) -> Result<u64> {
@@ -237,6 +240,7 @@ async fn reissue(tx: &Tx<'_>, segments: &[Reissue], now: i64) -> Result<u64> {
     let not_before: Vec<i64> = segments.iter().map(|s| s.not_before).collect();
     let priority: Vec<i16> = segments.iter().map(|s| s.priority).collect();
     let deadline: Vec<Option<i64>> = segments.iter().map(|s| s.deadline_at).collect();
+    let tenant: Vec<i32> = segments.iter().map(|s| s.tenant).collect();
     tx.execute(
         &stmt,
         &[
@@ -249,6 +253,7 @@ async fn reissue(tx: &Tx<'_>, segments: &[Reissue], now: i64) -> Result<u64> {
             &not_before,
             &priority,
             &deadline,
+            &tenant,
         ],
     )
     .await
@@ -300,6 +305,7 @@ async fn abandon(store: &PgStore, now: i64, limit: i64) -> Result<(u64, u64)> {
                 not_before: now,
                 priority: s.priority,
                 deadline_at: s.deadline_at,
+                tenant: s.tenant,
             })
         })
         .collect();
@@ -387,6 +393,7 @@ async fn partials(store: &PgStore, now: i64, limit: i64, opts: SweepOptions) -> 
                 not_before: now.saturating_add(backoff),
                 priority: s.priority,
                 deadline_at: s.deadline_at,
+                tenant: s.tenant,
             })
         })
         .collect();

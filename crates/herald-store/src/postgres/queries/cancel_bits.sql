@@ -1,7 +1,8 @@
--- $1 user, $2 subject, $3 bits to clear, $4 at.
+-- $1 tenant, $2 user, $3 subject, $4 bits to clear, $5 at.
 WITH links AS (
     DELETE FROM reminder_timers
-    WHERE user_id = $1 AND subject_id = $2 AND bit = ANY($3::int2[]) RETURNING timer_id
+    WHERE tenant_id = $1 AND user_id = $2 AND subject_id = $3 AND bit = ANY($4::int2[])
+    RETURNING timer_id
 )
-UPDATE timers SET state = 4, updated_at = $4
+UPDATE timers SET state = 4, updated_at = $5
 WHERE id = ANY(ARRAY(SELECT timer_id FROM links)) AND state = 0 RETURNING id

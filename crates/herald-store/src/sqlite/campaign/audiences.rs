@@ -1,17 +1,20 @@
 //! Uploaded audiences: recipients stored in chunks of [`AUDIENCE_CHUNK`],
 //! addressed by index.
 
+use herald_core::TenantId;
 use rusqlite::{Connection, params};
 
 use super::{Ctx, in_read_tx, in_tx, query_opt};
 use crate::campaign::{AUDIENCE_CHUNK, AudienceRecord};
-use crate::model::{self, Columns, audience_cols, from_db, to_db};
+use crate::model::{self, Columns, audience_cols, from_db, tenant_to_db, to_db};
 use crate::{Result, StoreError, refusals};
 
-const INSERT: &str = "INSERT INTO audiences (name, created_at) VALUES (?1, ?2) RETURNING id";
+const INSERT: &str =
+    "INSERT INTO audiences (tenant_id, name, created_at) VALUES (?1, ?2, ?3) RETURNING id";
 const BY_ID: &str = concat!("SELECT ", audience_cols!(), " FROM audiences WHERE id = ?1");
 /// `Some(size)` per audience: `NULL` while open.
 const SIZE: &str = "SELECT size FROM audiences WHERE id = ?1";
+const TENANT: &str = "SELECT tenant_id FROM audiences WHERE id = ?1";
 const PUT_CHUNK: &str = "INSERT INTO audience_chunks (audience_id, chunk_no, count, data) \
     VALUES (?1, ?2, ?3, ?4) \
     ON CONFLICT (audience_id, chunk_no) DO UPDATE SET count = excluded.count, data = excluded.data";
@@ -29,12 +32,13 @@ pub(super) const CHUNKS: &str = "SELECT chunk_no, count, data FROM audience_chun
 
 pub(super) fn create_audience(
     conn: &mut Connection,
+    tenant: TenantId,
     name: Option<String>,
     now: i64,
 ) -> Result<i64> {
     conn.prepare_cached(INSERT)
         .ctx("preparing audience insert")?
-        .query_row(params![name, now], |r| r.get(0))
+        .query_row(params![tenant_to_db(tenant), name, now], |r| r.get(0))
         .ctx("inserting audience")
 }
 
@@ -148,8 +152,15 @@ pub(super) fn get_audience(conn: &mut Connection, id: i64) -> Result<Option<Audi
     query_opt(conn, BY_ID, [id], "reading audience", |r| model::decode(r))
 }
 
-/// The size of a sealed audience, for a job: `None` if unknown or still open.
-pub(super) fn sealed_size(conn: &Connection, id: i64) -> Result<Option<u64>> {
+/// The size of a sealed audience of `tenant`, for a job: `None` if unknown,
+/// still open, or another tenant's.
+pub(super) fn sealed_size(conn: &Connection, id: i64, tenant: TenantId) -> Result<Option<u64>> {
+    let owner = query_opt(conn, TENANT, [id], "reading audience tenant", |r| {
+        r.int(0, "audiences.tenant_id")
+    })?;
+    if owner != Some(tenant_to_db(tenant)) {
+        return Ok(None);
+    }
     Ok(size_of(conn, id)?.flatten())
 }
 

@@ -3,6 +3,7 @@
 use herald_core::campaign::{
     JobState, SegmentState, SendState, TaskState, plan_segments, task_outcome,
 };
+use herald_core::TenantId;
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use super::{Ctx, audiences, in_tx, query_all, query_opt};
@@ -11,23 +12,24 @@ use crate::campaign::{
     SendEntry, SendRecord,
 };
 use crate::model::{
-    self, Columns, Stored, Value, job_cols, limit_to_db, segment_cols, send_code, send_cols, to_db,
+    self, Columns, Stored, Value, job_cols, limit_to_db, segment_cols, send_code, send_cols,
+    tenant_to_db, to_db,
 };
 use crate::{Result, StoreError, refusals};
 
 const INSERT_JOB: &str = "INSERT INTO jobs (audience_id, channel, message, segment_size, \
-    deadline_at, priority, task_id, state, total, created_at, finished_at) \
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) RETURNING id";
+    deadline_at, priority, task_id, state, total, created_at, finished_at, tenant_id) \
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) RETURNING id";
 /// ?1 job, ?2 start, ?3 end, ?4 now, ?5 priority, ?6 deadline, ?7 parent, ?8 attempt,
-/// ?9 not_before. The cursor starts at the start.
+/// ?9 not_before, ?10 tenant. The cursor starts at the start.
 pub(super) const INSERT_SEGMENT: &str = "INSERT INTO segments (job_id, start_idx, end_idx, \
     cursor_idx, state, epoch, parent_id, attempt, not_before, priority, deadline_at, created_at, \
-    updated_at) VALUES (?1, ?2, ?3, ?2, 'pending', 0, ?7, ?8, ?9, ?5, ?6, ?4, ?4)";
+    updated_at, tenant_id) VALUES (?1, ?2, ?3, ?2, 'pending', 0, ?7, ?8, ?9, ?5, ?6, ?4, ?4, ?10)";
 pub(super) const JOB_BY_ID: &str = concat!("SELECT ", job_cols!(), " FROM jobs WHERE id = ?1");
-const JOBS_BEFORE: &str = concat!(
+pub(super) const JOBS_BEFORE: &str = concat!(
     "SELECT ",
     job_cols!(),
-    " FROM jobs WHERE id < ?1 ORDER BY id DESC LIMIT ?2"
+    " FROM jobs WHERE tenant_id = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3"
 );
 pub(super) const SEGMENT_COUNTS: &str =
     "SELECT state, COUNT(*) FROM segments WHERE job_id = ?1 GROUP BY state";
@@ -58,11 +60,11 @@ pub(super) const SENDS: &str = concat!(
 /// What the claim check needs of a segment.
 const CLAIM_STATE: &str = "SELECT job_id, start_idx, end_idx, cursor_idx, state, owner, epoch, \
     lease_until FROM segments WHERE id = ?1";
-const JOB_STATE: &str = "SELECT state FROM jobs WHERE id = ?1";
+const JOB_STATE: &str = "SELECT state, tenant_id FROM jobs WHERE id = ?1";
 /// A new send-log row, or nothing when the index is already logged.
 pub(super) const INSERT_SEND: &str = "INSERT INTO job_sends \
-    (job_id, idx, recipient, state, attempts, msgid, error, updated_at) \
-    VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7) ON CONFLICT (job_id, idx) DO NOTHING";
+    (job_id, idx, recipient, state, attempts, msgid, error, updated_at, tenant_id) \
+    VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8) ON CONFLICT (job_id, idx) DO NOTHING";
 pub(super) const SEND_STATE: &str = "SELECT state FROM job_sends WHERE job_id = ?1 AND idx = ?2";
 /// Another attempt of a recipient still `retry` (code 1).
 pub(super) const RETRY_SEND: &str = "UPDATE job_sends SET state = ?3, attempts = attempts + 1, \
@@ -121,7 +123,8 @@ pub(super) fn create_in(
                 state.as_str(),
                 to_db(size, "total")?,
                 now,
-                finished_at
+                finished_at,
+                tenant_to_db(spec.tenant)
             ],
             |r| r.get(0),
         )
@@ -141,13 +144,15 @@ pub(super) fn create_in(
                     spec.deadline_at,
                     None::<i64>,
                     1,
-                    now
+                    now,
+                    tenant_to_db(spec.tenant)
                 ])
                 .ctx("inserting segment")?;
         }
     }
     Ok(JobRecord {
         id,
+        tenant: spec.tenant,
         audience_id: spec.audience_id,
         channel: spec.channel.clone(),
         message: spec.message.clone(),
@@ -172,7 +177,7 @@ pub(super) fn create_job(
     now: i64,
 ) -> Result<Option<JobRecord>> {
     in_tx(conn, "creating job", |tx| {
-        let Some(size) = audiences::sealed_size(tx, spec.audience_id)? else {
+        let Some(size) = audiences::sealed_size(tx, spec.audience_id, spec.tenant)? else {
             return Ok(None);
         };
         create_in(tx, &spec, size, now).map(Some)
@@ -185,13 +190,18 @@ pub(super) fn get_job(conn: &mut Connection, id: i64) -> Result<Option<JobRecord
 
 pub(super) fn list_jobs(
     conn: &mut Connection,
+    tenant: TenantId,
     before: Option<i64>,
     limit: usize,
 ) -> Result<Vec<JobRecord>> {
     query_all(
         conn,
         JOBS_BEFORE,
-        params![before.unwrap_or(i64::MAX), limit_to_db(limit)],
+        params![
+            tenant_to_db(tenant),
+            before.unwrap_or(i64::MAX),
+            limit_to_db(limit)
+        ],
         "listing jobs",
         |r| model::decode(r),
     )
@@ -506,9 +516,9 @@ pub(super) fn record_sends(
         let seg = ClaimView::read(tx, claim)?
             .ok_or_else(|| refusals::no_segment(claim.segment_id, claim.job_id))?;
         refusals::within_segment(claim.segment_id, seg.start, seg.end, cursor, &entries)?;
-        let job_state: JobState =
+        let (job_state, tenant): (JobState, i64) =
             query_opt(tx, JOB_STATE, [claim.job_id], "reading job state", |r| {
-                r.state(0, "jobs.state")
+                Ok((r.state(0, "jobs.state")?, r.int(1, "jobs.tenant_id")?))
             })?
             .ok_or_else(|| {
                 StoreError::Corrupt(format!(
@@ -534,7 +544,8 @@ pub(super) fn record_sends(
                         code,
                         e.provider_msgid,
                         e.error,
-                        now
+                        now,
+                        tenant
                     ])
                     .ctx("inserting send")?;
                 if inserted == 1 {

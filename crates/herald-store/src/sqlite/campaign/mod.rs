@@ -31,6 +31,7 @@ mod rules;
 mod sweep;
 
 use async_trait::async_trait;
+use herald_core::TenantId;
 use herald_core::campaign::SegmentState;
 use rusqlite::{Connection, Row, Transaction, TransactionBehavior};
 
@@ -100,8 +101,13 @@ fn query_opt<T, P: rusqlite::Params>(
 
 #[async_trait]
 impl CampaignStore for SqliteStore {
-    async fn create_audience(&self, name: Option<String>, now: i64) -> Result<i64> {
-        self.write(move |c| audiences::create_audience(c, name, now))
+    async fn create_audience(
+        &self,
+        tenant: TenantId,
+        name: Option<String>,
+        now: i64,
+    ) -> Result<i64> {
+        self.write(move |c| audiences::create_audience(c, tenant, name, now))
             .await
     }
 
@@ -153,8 +159,14 @@ impl CampaignStore for SqliteStore {
         self.read(move |c| rules::get_rule(c, id)).await
     }
 
-    async fn list_rules(&self, after: Option<i64>, limit: usize) -> Result<Vec<RuleRecord>> {
-        self.read(move |c| rules::list_rules(c, after, limit)).await
+    async fn list_rules(
+        &self,
+        tenant: TenantId,
+        after: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<RuleRecord>> {
+        self.read(move |c| rules::list_rules(c, tenant, after, limit))
+            .await
     }
 
     async fn rule_versions(&self, id: i64) -> Result<Vec<RuleVersion>> {
@@ -212,8 +224,14 @@ impl CampaignStore for SqliteStore {
         self.read(move |c| jobs::get_job(c, id)).await
     }
 
-    async fn list_jobs(&self, before: Option<i64>, limit: usize) -> Result<Vec<JobRecord>> {
-        self.read(move |c| jobs::list_jobs(c, before, limit)).await
+    async fn list_jobs(
+        &self,
+        tenant: TenantId,
+        before: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<JobRecord>> {
+        self.read(move |c| jobs::list_jobs(c, tenant, before, limit))
+            .await
     }
 
     async fn segment_counts(&self, job_id: i64) -> Result<Vec<(SegmentState, u64)>> {
@@ -352,6 +370,14 @@ mod tests {
                 ],
             ),
             (rules::DUE, &["USING INDEX tasks_due (planned_at<?)"]),
+            (
+                rules::RULES_AFTER,
+                &["USING COVERING INDEX rules_tenant (tenant_id=? AND rowid>?)"],
+            ),
+            (
+                jobs::JOBS_BEFORE,
+                &["USING INDEX jobs_tenant (tenant_id=? AND rowid<?)"],
+            ),
             (rules::RULE_TASKS, &["USING INDEX tasks_rule (rule_id=?)"]),
             (
                 rules::HAS_PENDING_CURRENT,

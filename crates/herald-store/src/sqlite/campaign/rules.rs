@@ -1,5 +1,6 @@
 //! Versioned rules and their append-only tasks.
 
+use herald_core::TenantId;
 use herald_core::campaign::{JobState, RuleStatus, TaskState, task_outcome};
 use rusqlite::{Connection, Transaction, params};
 
@@ -8,22 +9,29 @@ use crate::Result;
 use crate::campaign::{
     JobSpec, PlanCandidate, RuleRecord, RuleSpec, RuleVersion, TaskRecord, TaskStart,
 };
-use crate::model::{self, Columns, from_db, limit_to_db, task_cols, to_db, version_cols};
+use crate::model::{
+    self, Columns, from_db, limit_to_db, task_cols, tenant_to_db, to_db, version_cols,
+};
 
-const INSERT_RULE: &str = "INSERT INTO rules (status, version, created_at, updated_at) \
-    VALUES ('enabled', 1, ?1, ?1) RETURNING id";
+const INSERT_RULE: &str = "INSERT INTO rules (tenant_id, status, version, created_at, updated_at) \
+    VALUES (?2, 'enabled', 1, ?1, ?1) RETURNING id";
 const INSERT_VERSION: &str = "INSERT INTO rule_versions \
     (rule_id, version, name, schedule, audience, audience_id, channel, message, deadline_secs, \
-     priority, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
-// A new version is current at once; a finished rule comes back, a disabled one stays so.
+     priority, created_at, tenant_id) \
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)";
+// A new version is current at once; a finished rule comes back, a disabled one
+// stays so. Only the rule's own tenant may version it.
 const BUMP_VERSION: &str = "UPDATE rules SET version = version + 1, updated_at = ?2, \
     status = CASE WHEN status = 'finished' THEN 'enabled' ELSE status END \
-    WHERE id = ?1 RETURNING version";
+    WHERE id = ?1 AND tenant_id = ?3 RETURNING version";
 const SET_STATUS: &str = "UPDATE rules SET status = ?2, updated_at = ?3 WHERE id = ?1";
 const CANCEL_PENDING: &str = "UPDATE tasks SET state = 'cancelled', finished_at = ?2, \
     detail = 'the rule was disabled' WHERE rule_id = ?1 AND state = 'pending'";
 const RULE_BY_ID: &str = concat!(rule_select!(), " WHERE r.id = ?1");
-const RULES_AFTER: &str = concat!(rule_select!(), " WHERE r.id > ?1 ORDER BY r.id LIMIT ?2");
+pub(super) const RULES_AFTER: &str = concat!(
+    rule_select!(),
+    " WHERE r.tenant_id = ?1 AND r.id > ?2 ORDER BY r.id LIMIT ?3"
+);
 // The planner's questions per enabled rule, each answered from an index:
 // pending/running tasks from tasks_rule_state, the latest occurrence of the
 // current version from the (rule_id, version, planned_at) key.
@@ -50,8 +58,8 @@ const VERSION: &str = concat!(
 );
 // `WHERE` before `ON CONFLICT` keeps SQLite from reading `ON` as a join clause.
 pub(super) const PLAN: &str = concat!(
-    "INSERT INTO tasks (rule_id, version, planned_at, state, created_at) \
-    SELECT id, version, ?3, 'pending', ?4 FROM rules \
+    "INSERT INTO tasks (tenant_id, rule_id, version, planned_at, state, created_at) \
+    SELECT tenant_id, id, version, ?3, 'pending', ?4 FROM rules \
     WHERE id = ?1 AND version = ?2 AND status = 'enabled' \
     ON CONFLICT (rule_id, version, planned_at) DO NOTHING \
     RETURNING ",
@@ -96,7 +104,8 @@ fn insert_version(
             spec.message,
             spec.deadline_secs,
             spec.priority,
-            now
+            now,
+            tenant_to_db(spec.tenant)
         ])
         .ctx("inserting rule version")?;
     Ok(())
@@ -111,11 +120,12 @@ pub(super) fn create_rule(conn: &mut Connection, spec: RuleSpec, now: i64) -> Re
         let id: i64 = tx
             .prepare_cached(INSERT_RULE)
             .ctx("preparing rule insert")?
-            .query_row([now], |r| r.get(0))
+            .query_row(params![now, tenant_to_db(spec.tenant)], |r| r.get(0))
             .ctx("inserting rule")?;
         insert_version(tx, id, 1, &spec, now)?;
         Ok(RuleRecord {
             id,
+            tenant: spec.tenant,
             status: RuleStatus::Enabled,
             created_at: now,
             updated_at: now,
@@ -136,10 +146,13 @@ pub(super) fn update_rule(
     now: i64,
 ) -> Result<Option<RuleRecord>> {
     in_tx(conn, "updating rule", |tx| {
-        let Some(version) =
-            query_opt(tx, BUMP_VERSION, params![id, now], "bumping version", |r| {
-                r.narrow::<i32>(0, "rules.version")
-            })?
+        let Some(version) = query_opt(
+            tx,
+            BUMP_VERSION,
+            params![id, now, tenant_to_db(spec.tenant)],
+            "bumping version",
+            |r| r.narrow::<i32>(0, "rules.version"),
+        )?
         else {
             return Ok(None);
         };
@@ -184,13 +197,18 @@ pub(super) fn get_rule(conn: &mut Connection, id: i64) -> Result<Option<RuleReco
 
 pub(super) fn list_rules(
     conn: &mut Connection,
+    tenant: TenantId,
     after: Option<i64>,
     limit: usize,
 ) -> Result<Vec<RuleRecord>> {
     query_all(
         conn,
         RULES_AFTER,
-        params![after.unwrap_or(i64::MIN), limit_to_db(limit)],
+        params![
+            tenant_to_db(tenant),
+            after.unwrap_or(i64::MIN),
+            limit_to_db(limit)
+        ],
         "listing rules",
         |r| model::decode(r),
     )
@@ -377,7 +395,7 @@ pub(super) fn start_task(
             end_pending(tx, task_id, TaskState::Failed, detail, now)?;
             return Ok(TaskStart::NoAudience);
         };
-        let Some(size) = audiences::sealed_size(tx, audience_id)? else {
+        let Some(size) = audiences::sealed_size(tx, audience_id, rule.tenant)? else {
             let detail = format!("audience {audience_id} is unknown or not sealed");
             end_pending(tx, task_id, TaskState::Failed, &detail, now)?;
             return Ok(TaskStart::NoAudience);
@@ -388,6 +406,7 @@ pub(super) fn start_task(
         let job = jobs::create_in(
             tx,
             &JobSpec {
+                tenant: rule.tenant,
                 audience_id,
                 channel: spec.channel,
                 message: spec.message,

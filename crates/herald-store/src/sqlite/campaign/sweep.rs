@@ -27,7 +27,8 @@ pub(super) const EXPIRE_RETRIES: &str = "UPDATE job_sends INDEXED BY job_sends_r
 pub(super) const LEASES_EXPIRED: &str = concat!(
     "SELECT ",
     segment_cols!(),
-    ", priority, deadline_at FROM segments WHERE state = 'running' AND lease_until < ?1 \
+    ", priority, deadline_at, tenant_id FROM segments \
+     WHERE state = 'running' AND lease_until < ?1 \
      ORDER BY lease_until, id LIMIT ?2"
 );
 const ABANDON: &str = "UPDATE segments SET state = 'abandoned', updated_at = ?2 \
@@ -38,7 +39,7 @@ pub(super) const FIRST_RETRY: &str = "SELECT idx FROM job_sends \
 pub(super) const UNHANDLED_PARTIAL: &str = concat!(
     "SELECT ",
     segment_cols!(),
-    ", priority, deadline_at FROM segments WHERE state = 'partial' AND handled = 0 \
+    ", priority, deadline_at, tenant_id FROM segments WHERE state = 'partial' AND handled = 0 \
      ORDER BY id LIMIT ?1"
 );
 const HANDLED: &str = "UPDATE segments SET handled = 1, updated_at = ?2 WHERE id = ?1";
@@ -77,6 +78,7 @@ struct Candidate {
     seg: SegmentRecord,
     priority: i64,
     deadline_at: Option<i64>,
+    tenant: i64,
 }
 
 fn candidates(
@@ -91,6 +93,7 @@ fn candidates(
             seg: model::Decode::decode(&mut r)?,
             priority: r.int("segments.priority")?,
             deadline_at: r.opt_int("segments.deadline_at")?,
+            tenant: r.int("segments.tenant_id")?,
         })
     })
 }
@@ -128,7 +131,8 @@ fn reissue(
             c.deadline_at,
             c.seg.id,
             attempt,
-            not_before
+            not_before,
+            c.tenant
         ])
         .ctx("re-issuing segment")?;
     Ok(())

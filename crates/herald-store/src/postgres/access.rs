@@ -1,0 +1,278 @@
+//! Tenants, API keys and the audit log on PostgreSQL.
+//!
+//! Creating a tenant is `INSERT ... ON CONFLICT DO NOTHING` on the unique
+//! name, then (when another node won the race) a read in a new statement,
+//! which sees the winner's row once it committed: every node gets one id.
+//! A name already there is read first, so repeated lookups draw no sequence
+//! values.
+
+use async_trait::async_trait;
+use herald_core::TenantId;
+
+use super::{Ctx, Param, PgStore};
+use crate::model::{
+    self, Columns, api_key_cols, audit_cols, audit_start, limit_to_db, scopes_to_db,
+    tenant_to_pg,
+};
+use crate::{
+    AccessStore, ApiKeyRecord, AuditEntry, NewApiKey, NewAuditEntry, Result, StoreError,
+    refusals, wall_clock_ms,
+};
+
+const TENANT_BY_NAME: &str = "SELECT id FROM tenants WHERE name = $1";
+const CREATE_TENANT: &str = "INSERT INTO tenants (name, created_at) VALUES ($1, $2) \
+    ON CONFLICT (name) DO NOTHING RETURNING id";
+const TENANTS: &str = "SELECT id, name FROM tenants ORDER BY id";
+
+const INSERT_KEY: &str = "INSERT INTO api_keys \
+    (tenant_id, name, scopes, hash, created_at, expires_at) \
+    VALUES ($1, $2, $3, $4, $5, $6) RETURNING id";
+const KEY_BY_ID: &str = concat!("SELECT ", api_key_cols!(), " FROM api_keys WHERE id = $1");
+const ALL_KEYS: &str = concat!("SELECT ", api_key_cols!(), " FROM api_keys ORDER BY id");
+pub(super) const TENANT_KEYS: &str = concat!(
+    "SELECT ",
+    api_key_cols!(),
+    " FROM api_keys WHERE tenant_id = $1 ORDER BY id"
+);
+const REVOKE_KEY: &str = concat!(
+    "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1 RETURNING ",
+    api_key_cols!()
+);
+
+// Ids follow the order given.
+const INSERT_AUDIT: &str = "INSERT INTO audit_log \
+    (at, key_id, key_name, tenant_id, method, route, resource_id, status) \
+    SELECT at, key_id, key_name, tenant_id, method, route, resource_id, status \
+    FROM unnest($1::int8[], $2::int8[], $3::text[], $4::int4[], $5::text[], $6::text[], \
+                $7::text[], $8::int4[]) WITH ORDINALITY \
+         AS u(at, key_id, key_name, tenant_id, method, route, resource_id, status, ord) \
+    ORDER BY ord";
+const AUDIT_AT: &str = "SELECT at FROM audit_log WHERE id = $1";
+// $1 start at, $2 start id (exclusive), $3 limit.
+pub(super) const AUDIT_ALL: &str = concat!(
+    "SELECT ",
+    audit_cols!(),
+    " FROM audit_log WHERE (at, id) > ($1, $2) ORDER BY at, id LIMIT $3"
+);
+// ... $4 tenant.
+pub(super) const AUDIT_TENANT: &str = concat!(
+    "SELECT ",
+    audit_cols!(),
+    " FROM audit_log WHERE tenant_id = $4 AND (at, id) > ($1, $2) ORDER BY at, id LIMIT $3"
+);
+
+fn tenant_of(v: i32) -> Result<TenantId> {
+    u32::try_from(v)
+        .map(TenantId)
+        .map_err(|_| StoreError::Corrupt(format!("tenants.id {v} is negative")))
+}
+
+async fn one_key(store: &PgStore, sql: &str, params: &[Param<'_>]) -> Result<Option<ApiKeyRecord>> {
+    let client = store.client().await?;
+    let stmt = client.prepare_cached(sql).await.ctx("preparing key read")?;
+    client
+        .query_opt(&stmt, params)
+        .await
+        .ctx("reading a key")?
+        .map(|r| model::decode(&r))
+        .transpose()
+}
+
+#[async_trait]
+impl AccessStore for PgStore {
+    async fn tenant_id(&self, name: &str, create: bool) -> Result<Option<TenantId>> {
+        let client = self.client().await?;
+        let lookup = client
+            .prepare_cached(TENANT_BY_NAME)
+            .await
+            .ctx("preparing tenant lookup")?;
+        if let Some(row) = client
+            .query_opt(&lookup, &[&name])
+            .await
+            .ctx("looking up a tenant")?
+        {
+            return tenant_of(row.narrow(0, "tenants.id")?).map(Some);
+        }
+        if !create {
+            return Ok(None);
+        }
+        refusals::tenant_name(name)?;
+        let create = client
+            .prepare_cached(CREATE_TENANT)
+            .await
+            .ctx("preparing tenant create")?;
+        let row = match client
+            .query_opt(&create, &[&name, &wall_clock_ms()])
+            .await
+            .ctx("creating a tenant")?
+        {
+            Some(row) => Some(row),
+            // Another node created it meanwhile (and committed: the insert
+            // waited for it); a new statement sees its row.
+            None => client
+                .query_opt(&lookup, &[&name])
+                .await
+                .ctx("looking up a tenant")?,
+        };
+        row.map(|r| tenant_of(r.narrow(0, "tenants.id")?))
+            .transpose()
+    }
+
+    async fn tenants(&self) -> Result<Vec<(TenantId, String)>> {
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached(TENANTS)
+            .await
+            .ctx("preparing tenant list")?;
+        client
+            .query(&stmt, &[])
+            .await
+            .ctx("listing tenants")?
+            .iter()
+            .map(|r| {
+                Ok((
+                    tenant_of(r.narrow(0, "tenants.id")?)?,
+                    r.str(1, "tenants.name")?.to_owned(),
+                ))
+            })
+            .collect()
+    }
+
+    async fn create_api_key(&self, key: NewApiKey) -> Result<ApiKeyRecord> {
+        let scopes = scopes_to_db(&key.scopes)?;
+        let tenant = tenant_to_pg(key.tenant)?;
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached(INSERT_KEY)
+            .await
+            .ctx("preparing key insert")?;
+        let row = client
+            .query_one(
+                &stmt,
+                &[
+                    &tenant,
+                    &key.name,
+                    &scopes,
+                    &&key.hash[..],
+                    &key.created_at,
+                    &key.expires_at,
+                ],
+            )
+            .await
+            .ctx("inserting a key")?;
+        let id = row.int(0, "api_keys.id")?;
+        Ok(key.into_record(id))
+    }
+
+    async fn get_api_key(&self, id: i64) -> Result<Option<ApiKeyRecord>> {
+        one_key(self, KEY_BY_ID, &[&id]).await
+    }
+
+    async fn list_api_keys(&self, tenant: Option<TenantId>) -> Result<Vec<ApiKeyRecord>> {
+        let client = self.client().await?;
+        let rows = match tenant {
+            None => {
+                let stmt = client
+                    .prepare_cached(ALL_KEYS)
+                    .await
+                    .ctx("preparing key list")?;
+                client.query(&stmt, &[]).await
+            }
+            Some(t) => {
+                let t = tenant_to_pg(t)?;
+                let stmt = client
+                    .prepare_cached(TENANT_KEYS)
+                    .await
+                    .ctx("preparing key list")?;
+                client.query(&stmt, &[&t]).await
+            }
+        }
+        .ctx("listing keys")?;
+        rows.iter().map(model::decode).collect()
+    }
+
+    async fn revoke_api_key(&self, id: i64, at: i64) -> Result<Option<ApiKeyRecord>> {
+        one_key(self, REVOKE_KEY, &[&id, &at]).await
+    }
+
+    async fn append_audit(&self, entries: Vec<NewAuditEntry>) -> Result<()> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let at: Vec<i64> = entries.iter().map(|e| e.at).collect();
+        let key_id: Vec<Option<i64>> = entries.iter().map(|e| e.key_id).collect();
+        let key_name: Vec<Option<&str>> = entries.iter().map(|e| e.key_name.as_deref()).collect();
+        let tenant = entries
+            .iter()
+            .map(|e| tenant_to_pg(e.tenant))
+            .collect::<Result<Vec<i32>>>()?;
+        let method: Vec<&str> = entries.iter().map(|e| e.method.as_str()).collect();
+        let route: Vec<&str> = entries.iter().map(|e| e.route.as_str()).collect();
+        let resource: Vec<Option<&str>> =
+            entries.iter().map(|e| e.resource_id.as_deref()).collect();
+        let status: Vec<i32> = entries.iter().map(|e| i32::from(e.status)).collect();
+        let params: [Param<'_>; 8] = [
+            &at, &key_id, &key_name, &tenant, &method, &route, &resource, &status,
+        ];
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached(INSERT_AUDIT)
+            .await
+            .ctx("preparing audit append")?;
+        // One statement: its own transaction.
+        client
+            .execute(&stmt, &params)
+            .await
+            .ctx("appending to the audit log")?;
+        Ok(())
+    }
+
+    async fn list_audit(
+        &self,
+        tenant: Option<TenantId>,
+        since: Option<i64>,
+        after_id: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<AuditEntry>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let client = self.client().await?;
+        let cursor = match after_id {
+            None => None,
+            Some(id) => {
+                let stmt = client
+                    .prepare_cached(AUDIT_AT)
+                    .await
+                    .ctx("preparing audit cursor")?;
+                let row = client
+                    .query_opt(&stmt, &[&id])
+                    .await
+                    .ctx("reading the audit cursor")?
+                    .ok_or_else(|| refusals::no_audit_entry(id))?;
+                Some((row.int(0, "audit_log.at")?, id))
+            }
+        };
+        let (at, id) = audit_start(since, cursor);
+        let limit = limit_to_db(limit);
+        let rows = match tenant {
+            None => {
+                let stmt = client
+                    .prepare_cached(AUDIT_ALL)
+                    .await
+                    .ctx("preparing audit read")?;
+                client.query(&stmt, &[&at, &id, &limit]).await
+            }
+            Some(t) => {
+                let t = tenant_to_pg(t)?;
+                let stmt = client
+                    .prepare_cached(AUDIT_TENANT)
+                    .await
+                    .ctx("preparing audit read")?;
+                client.query(&stmt, &[&at, &id, &limit, &t]).await
+            }
+        }
+        .ctx("reading the audit log")?;
+        rows.iter().map(model::decode).collect()
+    }
+}

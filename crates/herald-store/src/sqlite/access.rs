@@ -1,0 +1,288 @@
+//! Tenants, API keys and the audit log on SQLite.
+
+use async_trait::async_trait;
+use herald_core::TenantId;
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+
+use super::SqliteStore;
+use super::error::Ctx;
+use crate::model::{
+    self, Columns, api_key_cols, audit_cols, audit_start, limit_to_db, scopes_to_db,
+    tenant_to_db,
+};
+use crate::{
+    AccessStore, ApiKeyRecord, AuditEntry, NewApiKey, NewAuditEntry, Result, refusals,
+    wall_clock_ms,
+};
+
+const TENANT_BY_NAME: &str = "SELECT id FROM tenants WHERE name = ?1";
+const CREATE_TENANT: &str = "INSERT INTO tenants (name, created_at) VALUES (?1, ?2) \
+    ON CONFLICT (name) DO NOTHING";
+const TENANTS: &str = "SELECT id, name FROM tenants ORDER BY id";
+
+const INSERT_KEY: &str = "INSERT INTO api_keys \
+    (tenant_id, name, scopes, hash, created_at, expires_at) \
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id";
+const KEY_BY_ID: &str = concat!("SELECT ", api_key_cols!(), " FROM api_keys WHERE id = ?1");
+const ALL_KEYS: &str = concat!("SELECT ", api_key_cols!(), " FROM api_keys ORDER BY id");
+pub(super) const TENANT_KEYS: &str = concat!(
+    "SELECT ",
+    api_key_cols!(),
+    " FROM api_keys WHERE tenant_id = ?1 ORDER BY id"
+);
+const REVOKE_KEY: &str = concat!(
+    "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?2) WHERE id = ?1 RETURNING ",
+    api_key_cols!()
+);
+
+const INSERT_AUDIT: &str = "INSERT INTO audit_log \
+    (at, key_id, key_name, tenant_id, method, route, resource_id, status) \
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+const AUDIT_AT: &str = "SELECT at FROM audit_log WHERE id = ?1";
+// ?1 start at, ?2 start id (exclusive), ?3 limit.
+pub(super) const AUDIT_ALL: &str = concat!(
+    "SELECT ",
+    audit_cols!(),
+    " FROM audit_log WHERE (at, id) > (?1, ?2) ORDER BY at, id LIMIT ?3"
+);
+// ... ?4 tenant.
+pub(super) const AUDIT_TENANT: &str = concat!(
+    "SELECT ",
+    audit_cols!(),
+    " FROM audit_log WHERE tenant_id = ?4 AND (at, id) > (?1, ?2) ORDER BY at, id LIMIT ?3"
+);
+
+fn tenant_by_name(conn: &Connection, name: &str) -> Result<Option<TenantId>> {
+    let id: Option<i64> = conn
+        .prepare_cached(TENANT_BY_NAME)
+        .ctx("preparing tenant lookup")?
+        .query_row([name], |r| r.get(0))
+        .optional()
+        .ctx("looking up a tenant")?;
+    id.map(|id| {
+        u32::try_from(id)
+            .map(TenantId)
+            .map_err(|_| crate::StoreError::Corrupt(format!("tenants.id {id} is out of range")))
+    })
+    .transpose()
+}
+
+fn create_tenant(conn: &mut Connection, name: &str, now: i64) -> Result<Option<TenantId>> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("beginning tenant create")?;
+    tx.prepare_cached(CREATE_TENANT)
+        .ctx("preparing tenant create")?
+        .execute(params![name, now])
+        .ctx("creating a tenant")?;
+    let id = tenant_by_name(&tx, name)?;
+    tx.commit().ctx("committing tenant create")?;
+    Ok(id)
+}
+
+fn query_all<T, P: rusqlite::Params>(
+    conn: &Connection,
+    sql: &str,
+    params: P,
+    what: &str,
+    read: impl Fn(&rusqlite::Row<'_>) -> Result<T>,
+) -> Result<Vec<T>> {
+    let mut stmt = conn.prepare_cached(sql).ctx(what)?;
+    let mut rows = stmt.query(params).ctx(what)?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().ctx(what)? {
+        out.push(read(row)?);
+    }
+    Ok(out)
+}
+
+fn key_by(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> Result<Option<ApiKeyRecord>> {
+    let mut stmt = conn.prepare_cached(sql).ctx("preparing key read")?;
+    let mut rows = stmt.query(params).ctx("reading a key")?;
+    match rows.next().ctx("reading a key")? {
+        Some(row) => model::decode(row).map(Some),
+        None => Ok(None),
+    }
+}
+
+fn append_audit(conn: &mut Connection, entries: Vec<NewAuditEntry>) -> Result<()> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("beginning audit append")?;
+    {
+        let mut insert = tx
+            .prepare_cached(INSERT_AUDIT)
+            .ctx("preparing audit append")?;
+        for e in &entries {
+            insert
+                .execute(params![
+                    e.at,
+                    e.key_id,
+                    e.key_name,
+                    tenant_to_db(e.tenant),
+                    e.method,
+                    e.route,
+                    e.resource_id,
+                    e.status,
+                ])
+                .ctx("appending to the audit log")?;
+        }
+    }
+    tx.commit().ctx("committing audit append")
+}
+
+fn list_audit(
+    conn: &mut Connection,
+    tenant: Option<TenantId>,
+    since: Option<i64>,
+    after_id: Option<i64>,
+    limit: usize,
+) -> Result<Vec<AuditEntry>> {
+    // The cursor's position and the page: one snapshot.
+    let tx = conn.transaction().ctx("beginning audit read")?;
+    let cursor = match after_id {
+        None => None,
+        Some(id) => {
+            let at: Option<i64> = tx
+                .prepare_cached(AUDIT_AT)
+                .ctx("preparing audit cursor")?
+                .query_row([id], |r| r.get(0))
+                .optional()
+                .ctx("reading the audit cursor")?;
+            Some((at.ok_or_else(|| refusals::no_audit_entry(id))?, id))
+        }
+    };
+    let (at, id) = audit_start(since, cursor);
+    let limit = limit_to_db(limit);
+    let what = "reading the audit log";
+    let page = match tenant {
+        None => query_all(&tx, AUDIT_ALL, params![at, id, limit], what, |r| {
+            model::decode(r)
+        })?,
+        Some(t) => query_all(
+            &tx,
+            AUDIT_TENANT,
+            params![at, id, limit, tenant_to_db(t)],
+            what,
+            |r| model::decode(r),
+        )?,
+    };
+    tx.commit().ctx("ending audit read")?;
+    Ok(page)
+}
+
+#[async_trait]
+impl AccessStore for SqliteStore {
+    async fn tenant_id(&self, name: &str, create: bool) -> Result<Option<TenantId>> {
+        let name = name.to_string();
+        if !create {
+            return self.read(move |c| tenant_by_name(c, &name)).await;
+        }
+        refusals::tenant_name(&name)?;
+        let now = wall_clock_ms();
+        self.write(move |c| create_tenant(c, &name, now)).await
+    }
+
+    async fn tenants(&self) -> Result<Vec<(TenantId, String)>> {
+        self.read(|c| {
+            query_all(c, TENANTS, [], "listing tenants", |r| {
+                Ok((
+                    TenantId(r.narrow(0, "tenants.id")?),
+                    r.str(1, "tenants.name")?.to_owned(),
+                ))
+            })
+        })
+        .await
+    }
+
+    async fn create_api_key(&self, key: NewApiKey) -> Result<ApiKeyRecord> {
+        let scopes = scopes_to_db(&key.scopes)?;
+        self.write(move |c| {
+            let id: i64 = c
+                .prepare_cached(INSERT_KEY)
+                .ctx("preparing key insert")?
+                .query_row(
+                    params![
+                        tenant_to_db(key.tenant),
+                        key.name,
+                        scopes,
+                        &key.hash[..],
+                        key.created_at,
+                        key.expires_at
+                    ],
+                    |r| r.get(0),
+                )
+                .ctx("inserting a key")?;
+            Ok(key.into_record(id))
+        })
+        .await
+    }
+
+    async fn get_api_key(&self, id: i64) -> Result<Option<ApiKeyRecord>> {
+        self.read(move |c| key_by(c, KEY_BY_ID, [id])).await
+    }
+
+    async fn list_api_keys(&self, tenant: Option<TenantId>) -> Result<Vec<ApiKeyRecord>> {
+        self.read(move |c| match tenant {
+            None => query_all(c, ALL_KEYS, [], "listing keys", |r| model::decode(r)),
+            Some(t) => query_all(c, TENANT_KEYS, [tenant_to_db(t)], "listing keys", |r| {
+                model::decode(r)
+            }),
+        })
+        .await
+    }
+
+    async fn revoke_api_key(&self, id: i64, at: i64) -> Result<Option<ApiKeyRecord>> {
+        self.write(move |c| key_by(c, REVOKE_KEY, params![id, at]))
+            .await
+    }
+
+    async fn append_audit(&self, entries: Vec<NewAuditEntry>) -> Result<()> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        self.write(move |c| append_audit(c, entries)).await
+    }
+
+    async fn list_audit(
+        &self,
+        tenant: Option<TenantId>,
+        since: Option<i64>,
+        after_id: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<AuditEntry>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        self.read(move |c| list_audit(c, tenant, since, after_id, limit))
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sqlite::testing::{migrated, plan};
+
+    #[test]
+    fn access_reads_use_their_indexes() {
+        let conn = migrated();
+        for (sql, index) in [
+            (AUDIT_ALL, "USING INDEX audit_log_at (at>?)"),
+            (
+                AUDIT_TENANT,
+                "USING INDEX audit_log_tenant (tenant_id=? AND at>?)",
+            ),
+            (TENANT_KEYS, "USING INDEX api_keys_tenant (tenant_id=?)"),
+            (TENANT_BY_NAME, "USING COVERING INDEX"),
+        ] {
+            let p = plan(&conn, sql);
+            assert!(p.contains(index), "{sql}\n{p}");
+            assert!(!p.contains("TEMP B-TREE"), "must not sort: {sql}:\n{p}");
+            assert!(
+                p.lines().all(|l| !l.contains("SCAN")),
+                "table scan: {sql}:\n{p}"
+            );
+        }
+    }
+}
