@@ -14,9 +14,9 @@ use herald_store::Fence;
 
 use crate::ChannelSpec;
 use crate::channel_state::{OutcomeCounts, Pause, Quiet};
+use crate::fair::Urgency;
 use crate::flight::Flight;
 use crate::metrics::ChannelMetrics;
-use crate::fair::Urgency;
 use crate::queue::FairQueue;
 
 /// A fetched timer waiting for its channel.

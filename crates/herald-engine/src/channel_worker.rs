@@ -173,10 +173,14 @@ impl ChannelWorker {
 mod tests {
     use herald_channels::SendOutcome;
 
+    use std::collections::HashMap;
+
+    use herald_core::TenantId;
+
     use super::*;
-    use crate::EngineConfig;
     use crate::fetcher::Fetcher;
     use crate::testkit::{CHANNEL, Rig, T0};
+    use crate::{EngineConfig, TenantLimits};
 
     /// A rig with `n` timers due now, fetched onto the channel's queue.
     async fn fetched(
@@ -245,5 +249,55 @@ mod tests {
         rig.clock.set(T0 + cfg.lease_ms - cfg.lease_guard_ms);
         assert_eq!(worker.run_once().await, Turn::Sent);
         assert!(rig.channel.sent.lock().is_empty());
+    }
+
+    #[tokio::test]
+    async fn passes_over_a_tenant_at_its_rate_and_serves_the_others() {
+        let limited = TenantId(2);
+        let rig = Rig::new(EngineConfig {
+            tenants: HashMap::from([(
+                limited,
+                TenantLimits {
+                    weight: 1,
+                    rate_per_sec: Some(1.0),
+                },
+            )]),
+            ..Default::default()
+        })
+        .await;
+        let ids = rig.insert(&[T0; 5]).await;
+        for &id in &ids {
+            rig.pipe.ready.push(rig.due(id).await);
+        }
+        let (tx, _rx) = mpsc::unbounded_channel();
+        Fetcher::new(rig.pipe.clone(), tx.clone()).run_once().await;
+        let rt = rig.pipe.channels[CHANNEL].clone();
+        // The rows carry no tenant yet: hand the last two to the limited one.
+        for mut job in rt.queue.pop_many(10) {
+            if job.delivery.timer_id >= ids[3] {
+                job.tenant = limited;
+            }
+            rt.queue.push(job);
+        }
+        let worker = ChannelWorker::new(rig.pipe.clone(), rt.clone(), tx);
+        let mut turns = Vec::new();
+        for _ in 0..5 {
+            turns.push(worker.run_once().await);
+        }
+        assert_eq!(turns[..4], [Turn::Sent; 4]);
+        assert_eq!(turns[4], Turn::Held { wait_ms: 1_000 });
+        let sent: Vec<i64> = rig.channel.sent.lock().iter().map(|d| d.timer_id).collect();
+        assert_eq!(
+            sent,
+            [ids[0], ids[3], ids[1], ids[2]],
+            "one of the limited tenant's, then the rest"
+        );
+        rig.clock.advance(1_000);
+        assert_eq!(worker.run_once().await, Turn::Sent);
+        assert_eq!(worker.run_once().await, Turn::Empty);
+        assert_eq!(
+            rig.channel.sent.lock().last().map(|d| d.timer_id),
+            Some(ids[4])
+        );
     }
 }

@@ -140,11 +140,7 @@ impl<T: Urgency> FairHeap<T> {
     /// order and an accepted tenant is served at once, so a predicate that
     /// spends a budget (a rate token) spends it exactly for what it gets.
     pub fn pop_where(&mut self, mut eligible: impl FnMut(TenantId) -> bool) -> Option<T> {
-        let (pass, tenant) = self
-            .active
-            .iter()
-            .copied()
-            .find(|&(_, t)| eligible(t))?;
+        let (pass, tenant) = self.active.iter().copied().find(|&(_, t)| eligible(t))?;
         self.active.remove(&(pass, tenant));
         let lane = self.lanes.get_mut(&tenant)?;
         let item = lane.heap.pop()?.0;
@@ -207,7 +203,9 @@ mod tests {
     }
 
     fn tenants_of(out: &[Item]) -> String {
-        out.iter().map(|i| char::from(b'A' - 1 + i.tenant.0 as u8)).collect()
+        out.iter()
+            .map(|i| char::from(b'A' - 1 + i.tenant.0 as u8))
+            .collect()
     }
 
     fn drain(h: &mut FairHeap<Item>, n: usize) -> Vec<Item> {

@@ -132,9 +132,7 @@ impl TenantRates {
     /// hold in-flight room (and so other tenants' timers) while it waits
     /// for its turn.
     pub fn queue_cap(&self, tenant: TenantId) -> Option<usize> {
-        self.buckets
-            .get(&tenant)
-            .map(|b| b.lock().burst_tokens())
+        self.buckets.get(&tenant).map(|b| b.lock().burst_tokens())
     }
 }
 
