@@ -16,7 +16,7 @@
 //! With one tenant this is exactly a priority heap. Pure: no locks, no clock.
 
 use std::cmp::Ordering;
-use std::collections::{BTreeSet, BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap};
 
 use herald_core::{Priority, TenantId, TimerId};
 
@@ -73,8 +73,9 @@ struct Lane<T> {
 /// Priority heaps per tenant, served in weighted round-robin.
 pub(crate) struct FairHeap<T> {
     lanes: HashMap<TenantId, Lane<T>>,
-    /// Tenants with queued items, next to serve first.
-    active: BTreeSet<(u128, TenantId)>,
+    /// Tenants with queued items by `(pass, tenant)`, next to serve first.
+    /// A sorted vector: tenants are few, and a turn then allocates nothing.
+    active: Vec<(u128, TenantId)>,
     /// The highest pass served so far: where a tenant joins when no active
     /// tenant is further on (all idle, or the rest skipped for their rate).
     served: u128,
@@ -87,7 +88,7 @@ impl<T: Urgency> FairHeap<T> {
     pub fn new(weights: HashMap<TenantId, u32>) -> Self {
         Self {
             lanes: HashMap::new(),
-            active: BTreeSet::new(),
+            active: Vec::new(),
             served: 0,
             weights,
             len: 0,
@@ -129,7 +130,7 @@ impl<T: Urgency> FairHeap<T> {
         });
         if joining {
             lane.pass = lane.pass.max(start);
-            self.active.insert((lane.pass, tenant));
+            insert_sorted(&mut self.active, (lane.pass, tenant));
         }
         lane.heap.push(ByUrgency(item));
         self.len += 1;
@@ -140,8 +141,8 @@ impl<T: Urgency> FairHeap<T> {
     /// order and an accepted tenant is served at once, so a predicate that
     /// spends a budget (a rate token) spends it exactly for what it gets.
     pub fn pop_where(&mut self, mut eligible: impl FnMut(TenantId) -> bool) -> Option<T> {
-        let (pass, tenant) = self.active.iter().copied().find(|&(_, t)| eligible(t))?;
-        self.active.remove(&(pass, tenant));
+        let at = self.active.iter().position(|&(_, t)| eligible(t))?;
+        let (pass, tenant) = self.active.remove(at);
         let lane = self.lanes.get_mut(&tenant)?;
         let item = lane.heap.pop()?.0;
         self.len -= 1;
@@ -152,7 +153,7 @@ impl<T: Urgency> FairHeap<T> {
                 lane.heap.shrink_to(KEEP_CAPACITY);
             }
         } else {
-            self.active.insert((lane.pass, tenant));
+            insert_sorted(&mut self.active, (lane.pass, tenant));
         }
         Some(item)
     }
@@ -162,6 +163,11 @@ impl<T: Urgency> FairHeap<T> {
     pub fn pop(&mut self) -> Option<T> {
         self.pop_where(|_| true)
     }
+}
+
+fn insert_sorted(active: &mut Vec<(u128, TenantId)>, entry: (u128, TenantId)) {
+    let at = active.partition_point(|e| *e < entry);
+    active.insert(at, entry);
 }
 
 #[cfg(test)]
