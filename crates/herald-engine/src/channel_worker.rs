@@ -79,10 +79,7 @@ impl ChannelWorker {
         let (p, queue) = (&*self.pipe, &self.rt.queue);
         let now = p.clock.now_ms();
         let rates = &p.tenant_rates;
-        let Some(job) = queue
-            .pop_many_where(1, |tenant| rates.try_take(tenant, now))
-            .pop()
-        else {
+        let Some(job) = queue.pop_where(|tenant| rates.try_take(tenant, now)) else {
             return match queue.min_over_tenants(|tenant| rates.wait_ms(tenant, now)) {
                 Some(wait_ms) => Turn::Held { wait_ms },
                 None => Turn::Empty,

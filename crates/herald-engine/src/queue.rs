@@ -104,6 +104,11 @@ impl<T: Urgency> FairQueue<T> {
         out
     }
 
+    /// The next item in fair order whose tenant `eligible` accepts.
+    pub fn pop_where(&self, eligible: impl FnMut(TenantId) -> bool) -> Option<T> {
+        self.heap.lock().pop_where(eligible)
+    }
+
     /// The least of `f` over the tenants with queued items.
     pub fn min_over_tenants<R: Ord>(&self, f: impl FnMut(TenantId) -> R) -> Option<R> {
         self.heap.lock().tenants().map(f).min()
