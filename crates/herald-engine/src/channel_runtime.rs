@@ -2,24 +2,27 @@
 //! rate limiter, the provider's pause, its quiet hours and its counters. The
 //! timer pipeline and the campaign workers send through it alike.
 
+use std::collections::HashMap;
 use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
 
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use herald_channels::{Channel, Delivery, QuietPolicy, SendOutcome};
-use herald_core::{Clock, Priority, RetryPolicy, TimerId};
+use herald_core::{Clock, Priority, RetryPolicy, TenantId, TimerId};
 use herald_store::Fence;
 
 use crate::ChannelSpec;
 use crate::channel_state::{OutcomeCounts, Pause, Quiet};
+use crate::fair::Urgency;
 use crate::flight::Flight;
 use crate::metrics::ChannelMetrics;
-use crate::queue::{Urgency, UrgentQueue};
+use crate::queue::FairQueue;
 
 /// A fetched timer waiting for its channel.
 pub(crate) struct Job {
     pub delivery: Delivery,
+    pub tenant: TenantId,
     pub priority: Priority,
     pub shard: u16,
     /// The lease the timer was fetched under; checked again just before the send.
@@ -48,13 +51,17 @@ impl Urgency for Job {
     fn key(&self) -> (Priority, i64, TimerId) {
         (self.priority, self.delivery.due_at, self.delivery.timer_id)
     }
+    fn tenant(&self) -> TenantId {
+        self.tenant
+    }
 }
 
 /// One configured channel at run time.
 pub(crate) struct ChannelRuntime {
     pub channel: Arc<dyn Channel>,
     pub retry: RetryPolicy,
-    pub queue: UrgentQueue<Job>,
+    /// Fetched deliveries: fair between tenants, most urgent first inside one.
+    pub queue: FairQueue<Job>,
     pub concurrency: usize,
     pub rate_per_sec: Option<f64>,
     limiter: Option<DefaultDirectRateLimiter>,
@@ -66,7 +73,8 @@ pub(crate) struct ChannelRuntime {
 }
 
 impl ChannelRuntime {
-    pub fn new(spec: ChannelSpec) -> Self {
+    /// A channel whose queue shares turns between tenants by `weights`.
+    pub fn new(spec: ChannelSpec, weights: HashMap<TenantId, u32>) -> Self {
         let limiter = spec.rate_per_sec.and_then(|r| {
             let period = Duration::from_secs_f64(1.0 / r.max(1e-6));
             let burst = NonZeroU32::new((r.ceil() as u32).clamp(1, 1000))?;
@@ -78,7 +86,7 @@ impl ChannelRuntime {
         Self {
             channel: spec.channel,
             retry: spec.retry,
-            queue: UrgentQueue::new(),
+            queue: FairQueue::new(weights),
             concurrency: spec.concurrency.max(1),
             rate_per_sec: spec.rate_per_sec,
             limiter,

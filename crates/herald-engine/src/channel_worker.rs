@@ -1,10 +1,12 @@
-//! A channel worker: one of a channel's `concurrency` loops. It takes the most
-//! urgent job, sends it within the channel's rate limit, and hands the outcome
-//! to the completer. Long-lived workers cost nothing per delivery beyond the
-//! send itself (no task spawn, no permit).
+//! A channel worker: one of a channel's `concurrency` loops. It takes the next
+//! job in fair order (passing over tenants at their delivery rate), sends it
+//! within the channel's rate limit, and hands the outcome to the completer.
+//! Long-lived workers cost nothing per delivery beyond the send itself (no
+//! task spawn, no permit).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use herald_channels::QuietPolicy;
 use herald_store::{CompletionOutcome, DeferReason};
@@ -13,6 +15,22 @@ use tokio::sync::mpsc;
 use crate::channel_runtime::{ChannelRuntime, Job};
 use crate::completer::{Attempt, Detail, Finished};
 use crate::pipeline::Pipeline;
+
+/// What one turn of a worker did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Turn {
+    /// It sent (or settled) one job.
+    Sent,
+    /// The queue was empty.
+    Empty,
+    /// Every queued job belongs to a tenant at its rate; one may go in this
+    /// many milliseconds.
+    Held { wait_ms: u64 },
+}
+
+/// Longest a worker holds off before looking again when every queued job is
+/// over its tenant's rate (a new job wakes it sooner).
+const MAX_HELD_MS: u64 = 100;
 
 pub(crate) struct ChannelWorker {
     pipe: Arc<Pipeline>,
@@ -39,7 +57,14 @@ impl ChannelWorker {
             if stop.is_stopped() {
                 break;
             }
-            self.run_once().await;
+            if let Turn::Held { wait_ms } = self.run_once().await {
+                let wait = Duration::from_millis(wait_ms.clamp(1, MAX_HELD_MS));
+                tokio::select! {
+                    _ = tokio::time::sleep(wait) => {}
+                    _ = self.rt.queue.pushed() => {}
+                    _ = stop.wait() => {}
+                }
+            }
         }
         // At shutdown, jobs not yet sent are let go: they stay pending in the
         // store and fire again after the restart.
@@ -48,14 +73,20 @@ impl ChannelWorker {
         }
     }
 
-    /// Sends the most urgent queued job, if any, once the channel's pause and
-    /// rate limit let it. Returns whether there was one.
-    pub async fn run_once(&self) -> bool {
-        let Some(job) = self.rt.queue.pop_many(1).pop() else {
-            return false;
+    /// Sends the next queued job whose tenant is within its rate, if any,
+    /// once the channel's pause and rate limit let it.
+    pub async fn run_once(&self) -> Turn {
+        let (p, queue) = (&*self.pipe, &self.rt.queue);
+        let now = p.clock.now_ms();
+        let rates = &p.tenant_rates;
+        let Some(job) = queue.pop_where(|tenant| rates.try_take(tenant, now)) else {
+            return match queue.min_over_tenants(|tenant| rates.wait_ms(tenant, now)) {
+                Some(wait_ms) => Turn::Held { wait_ms },
+                None => Turn::Empty,
+            };
         };
         self.send(job).await;
-        true
+        Turn::Sent
     }
 
     async fn send(&self, job: Job) {
@@ -74,6 +105,7 @@ impl ChannelWorker {
         let attempt = |finished_at| Attempt {
             delivery: &d,
             channel: rt.channel.name(),
+            tenant: job.tenant,
             priority: job.priority,
             shard: job.shard,
             fence: Some(job.fence),
@@ -138,10 +170,14 @@ impl ChannelWorker {
 mod tests {
     use herald_channels::SendOutcome;
 
+    use std::collections::HashMap;
+
+    use herald_core::TenantId;
+
     use super::*;
-    use crate::EngineConfig;
     use crate::fetcher::Fetcher;
     use crate::testkit::{CHANNEL, Rig, T0};
+    use crate::{EngineConfig, TenantLimits};
 
     /// A rig with `n` timers due now, fetched onto the channel's queue.
     async fn fetched(
@@ -172,9 +208,9 @@ mod tests {
             error: "no such user".into(),
             status: Some(400),
         });
-        assert!(worker.run_once().await);
-        assert!(worker.run_once().await);
-        assert!(!worker.run_once().await, "the queue is empty");
+        assert_eq!(worker.run_once().await, Turn::Sent);
+        assert_eq!(worker.run_once().await, Turn::Sent);
+        assert_eq!(worker.run_once().await, Turn::Empty);
         let sent: Vec<(i64, i64)> = rig
             .channel
             .sent
@@ -195,7 +231,7 @@ mod tests {
     async fn sends_nothing_for_a_shard_it_no_longer_owns() {
         let (rig, _, worker, mut rx) = fetched(1).await;
         rig.pipe.ownership.drop_shards(0..crate::testkit::SHARDS);
-        assert!(worker.run_once().await);
+        assert_eq!(worker.run_once().await, Turn::Sent);
         assert!(rig.channel.sent.lock().is_empty());
         assert!(rx.try_recv().is_err(), "no outcome: the new owner fires it");
         assert_eq!(rig.pipe.flight.in_flight(), 0);
@@ -208,7 +244,57 @@ mod tests {
         // last `lease_guard_ms` of it.
         let cfg = &rig.pipe.cfg;
         rig.clock.set(T0 + cfg.lease_ms - cfg.lease_guard_ms);
-        assert!(worker.run_once().await);
+        assert_eq!(worker.run_once().await, Turn::Sent);
         assert!(rig.channel.sent.lock().is_empty());
+    }
+
+    #[tokio::test]
+    async fn passes_over_a_tenant_at_its_rate_and_serves_the_others() {
+        let limited = TenantId(2);
+        let rig = Rig::new(EngineConfig {
+            tenants: HashMap::from([(
+                limited,
+                TenantLimits {
+                    weight: 1,
+                    rate_per_sec: Some(1.0),
+                },
+            )]),
+            ..Default::default()
+        })
+        .await;
+        let ids = rig.insert(&[T0; 5]).await;
+        for &id in &ids {
+            rig.pipe.ready.push(rig.due(id).await);
+        }
+        let (tx, _rx) = mpsc::unbounded_channel();
+        Fetcher::new(rig.pipe.clone(), tx.clone()).run_once().await;
+        let rt = rig.pipe.channels[CHANNEL].clone();
+        // The rows carry no tenant yet: hand the last two to the limited one.
+        for mut job in rt.queue.pop_many(10) {
+            if job.delivery.timer_id >= ids[3] {
+                job.tenant = limited;
+            }
+            rt.queue.push(job);
+        }
+        let worker = ChannelWorker::new(rig.pipe.clone(), rt.clone(), tx);
+        let mut turns = Vec::new();
+        for _ in 0..5 {
+            turns.push(worker.run_once().await);
+        }
+        assert_eq!(turns[..4], [Turn::Sent; 4]);
+        assert_eq!(turns[4], Turn::Held { wait_ms: 1_000 });
+        let sent: Vec<i64> = rig.channel.sent.lock().iter().map(|d| d.timer_id).collect();
+        assert_eq!(
+            sent,
+            [ids[0], ids[3], ids[1], ids[2]],
+            "one of the limited tenant's, then the rest"
+        );
+        rig.clock.advance(1_000);
+        assert_eq!(worker.run_once().await, Turn::Sent);
+        assert_eq!(worker.run_once().await, Turn::Empty);
+        assert_eq!(
+            rig.channel.sent.lock().last().map(|d| d.timer_id),
+            Some(ids[4])
+        );
     }
 }

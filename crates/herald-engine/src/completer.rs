@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use herald_channels::{Delivery, SendOutcome};
-use herald_core::{Priority, RetryPolicy, TimerId};
+use herald_core::{Priority, RetryPolicy, TenantId, TimerId};
 use herald_store::{Applied, Completion, CompletionOutcome, DeferReason, Fence, StoreError};
 use tokio::sync::mpsc;
 
@@ -18,6 +18,7 @@ use crate::queue::DueTimer;
 pub(crate) struct Attempt<'a> {
     pub delivery: &'a Delivery,
     pub channel: &'a str,
+    pub tenant: TenantId,
     pub priority: Priority,
     pub shard: u16,
     pub fence: Option<Fence>,
@@ -36,6 +37,7 @@ pub(crate) struct Detail {
 /// A finished attempt on its way to the store.
 pub(crate) struct Finished {
     pub completion: Completion,
+    pub tenant: TenantId,
     pub priority: Priority,
     pub shard: u16,
     /// Whether the timer holds an in-flight permit (merged members do not).
@@ -116,6 +118,7 @@ impl Finished {
                 finished_at: at.finished_at,
                 fence: at.fence,
             },
+            tenant: at.tenant,
             priority: at.priority,
             shard: at.shard,
             permit: true,
@@ -129,6 +132,7 @@ impl Finished {
         completion.attempt = attempt;
         Self {
             completion,
+            tenant: self.tenant,
             priority: self.priority,
             shard: self.shard,
             permit: false,
@@ -243,6 +247,7 @@ fn settle(p: &Pipeline, batch: &mut Vec<Finished>, applied: &[Applied]) {
                 due_at: next_due_at,
                 shard: f.shard,
                 priority: f.priority,
+                tenant: f.tenant,
             }),
         }
     }
@@ -287,6 +292,7 @@ mod tests {
         let attempt = Attempt {
             delivery: &delivery,
             channel: CHANNEL,
+            tenant: herald_core::DEFAULT_TENANT,
             priority: row.priority,
             shard: row.shard,
             fence: p.ownership.fence(row.shard),

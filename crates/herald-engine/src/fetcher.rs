@@ -1,5 +1,6 @@
-//! The fetcher: takes due timers off the ready queue in urgency order, reads
-//! their rows, merges reminders, and queues each delivery on its channel.
+//! The fetcher: takes due timers off the ready queue (fair between tenants,
+//! in urgency order inside one), reads their rows, merges reminders, and
+//! queues each delivery on its channel.
 //!
 //! Firing writes nothing to the store: the timer stays `pending` until the
 //! completer records its outcome, so a crash at any point means it fires again
@@ -10,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use herald_channels::{Delivery, SendOutcome};
-use herald_core::{RetryPolicy, TimerId, TimerKind};
+use herald_core::{RetryPolicy, TenantId, TimerId, TimerKind};
 use herald_store::TimerRecord;
 use tokio::sync::mpsc;
 
@@ -30,7 +31,14 @@ pub(crate) enum FetchPass {
     StoreFailed,
     /// The engine is stopping; the timers taken were let go.
     Stopped,
+    /// Every ready timer belongs to a tenant that already has its rate's
+    /// worth of deliveries queued on channels.
+    Held,
 }
+
+/// How long the fetcher waits when every ready timer is held back for its
+/// tenant's rate: long enough not to spin, short against any due time.
+const HELD_PAUSE: Duration = Duration::from_millis(10);
 
 pub(crate) struct Fetcher {
     pipe: Arc<Pipeline>,
@@ -54,7 +62,8 @@ impl Fetcher {
             }
             // Wait for room for what is ready. The permits go back at once:
             // only this task takes them, so `run_once` finds them free.
-            let want = p.ready.len().clamp(1, batch);
+            // Never more than the bound itself, or the wait would never end.
+            let want = p.ready.len().clamp(1, batch.min(p.flight.max));
             let room = tokio::select! {
                 permit = p.flight.permits.acquire_many(want as u32) => permit,
                 _ = p.stop.wait() => return,
@@ -66,6 +75,11 @@ impl Fetcher {
             match self.run_once().await {
                 FetchPass::Stopped => return,
                 FetchPass::StoreFailed => tokio::time::sleep(Duration::from_millis(100)).await,
+                FetchPass::Held => tokio::select! {
+                    _ = tokio::time::sleep(HELD_PAUSE) => {}
+                    _ = p.ready.pushed() => {}
+                    _ = p.stop.wait() => return,
+                },
                 FetchPass::Idle | FetchPass::Routed => {}
             }
         }
@@ -90,12 +104,45 @@ impl Fetcher {
         self.route(want).await
     }
 
+    /// Whether a tenant may have one more delivery queued on the channels.
+    /// A tenant with a rate gets about one second's worth: its channel
+    /// workers pass over the rest anyway, and each would hold in-flight room
+    /// that other tenants' timers need. Its surplus waits in the ready queue.
+    fn within_queue_cap(&self) -> impl FnMut(TenantId) -> bool + '_ {
+        let p = &*self.pipe;
+        let mut budgets: HashMap<TenantId, usize> = HashMap::new();
+        move |tenant| {
+            let Some(cap) = p.tenant_rates.queue_cap(tenant) else {
+                return true;
+            };
+            let budget = budgets.entry(tenant).or_insert_with(|| {
+                let queued: usize = p
+                    .channels
+                    .values()
+                    .map(|rt| rt.queue.tenant_len(tenant))
+                    .sum();
+                cap.saturating_sub(queued)
+            });
+            match budget.checked_sub(1) {
+                Some(left) => {
+                    *budget = left;
+                    true
+                }
+                None => false,
+            }
+        }
+    }
+
     /// Takes up to `want` due timers, for which the caller holds in-flight
     /// permits, reads their rows and queues their deliveries.
     async fn route(&self, want: usize) -> FetchPass {
         let p = &*self.pipe;
-        let due = p.ready.pop_many(want);
+        let due = p.ready.pop_many_where(want, self.within_queue_cap());
         p.hot.ready.set(p.ready.len() as f64);
+        if due.is_empty() {
+            p.flight.permits.add_permits(want);
+            return FetchPass::Held;
+        }
         // Duplicates (same timer twice in the wheel, or already in flight) give
         // their permit back at once. So do timers of shards this node no
         // longer owns: their new owner loads them.
@@ -191,6 +238,8 @@ impl Fetcher {
                 (m, _) => m,
             };
             let attempt = row.attempts.saturating_add(1);
+            // TODO(tenancy-store): read the record's tenant
+            let tenant = herald_core::DEFAULT_TENANT;
             let delivery = Delivery {
                 timer_id: row.id,
                 kind: row.kind,
@@ -209,6 +258,7 @@ impl Fetcher {
             match p.channels.get(&row.channel) {
                 Some(rt) => rt.queue.push(Job {
                     delivery,
+                    tenant,
                     priority: row.priority,
                     shard: row.shard,
                     fence,
@@ -222,6 +272,7 @@ impl Fetcher {
                     let attempt = Attempt {
                         delivery: &delivery,
                         channel: &row.channel,
+                        tenant,
                         priority: row.priority,
                         shard: row.shard,
                         fence: Some(fence),
@@ -353,5 +404,75 @@ mod tests {
             1,
             "until the completer records it"
         );
+    }
+
+    /// A rate of `rate` deliveries a second for the default tenant.
+    fn default_tenant_at(rate: f64) -> EngineConfig {
+        EngineConfig {
+            tenants: HashMap::from([(
+                herald_core::DEFAULT_TENANT,
+                crate::TenantLimits {
+                    weight: 1,
+                    rate_per_sec: Some(rate),
+                },
+            )]),
+            ..Default::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn takes_due_timers_fairly_between_tenants() {
+        // A's backlog is due first, B's later; with room for four, B gets half.
+        let rig = Rig::new(EngineConfig {
+            max_inflight: 4,
+            ..Default::default()
+        })
+        .await;
+        let a = rig.insert(&[T0 - 100; 6]).await;
+        let b = rig.insert(&[T0; 2]).await;
+        for &id in &a {
+            rig.pipe.ready.push(rig.due(id).await);
+        }
+        for &id in &b {
+            let t = rig.due(id).await;
+            rig.pipe.ready.push(crate::queue::DueTimer {
+                tenant: TenantId(2),
+                ..t
+            });
+        }
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let f = Fetcher::new(rig.pipe.clone(), tx);
+        assert_eq!(f.run_once().await, FetchPass::Routed);
+        let mut queued: Vec<i64> = rig.pipe.channels[CHANNEL]
+            .queue
+            .pop_many(10)
+            .iter()
+            .map(|j| j.delivery.timer_id)
+            .collect();
+        queued.sort();
+        assert_eq!(queued, [a[0], a[1], b[0], b[1]]);
+        assert_eq!(rig.pipe.ready.len(), 4);
+    }
+
+    #[tokio::test]
+    async fn leaves_a_rate_limited_tenants_surplus_in_the_ready_queue() {
+        // At 2 a second, two queued deliveries are enough; the rest wait in
+        // the ready queue, holding no in-flight room.
+        let rig = Rig::new(default_tenant_at(2.0)).await;
+        for id in rig.insert(&[T0; 5]).await {
+            rig.pipe.ready.push(rig.due(id).await);
+        }
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let f = Fetcher::new(rig.pipe.clone(), tx);
+        assert_eq!(f.run_once().await, FetchPass::Routed);
+        assert_eq!(f.run_once().await, FetchPass::Held);
+        assert_eq!(rig.pipe.channels[CHANNEL].queue.len(), 2);
+        assert_eq!(rig.pipe.ready.len(), 3);
+        assert_eq!(rig.pipe.flight.in_flight(), 2);
+        // One goes out: one more may follow.
+        rig.pipe.channels[CHANNEL].queue.pop_many(1);
+        assert_eq!(f.run_once().await, FetchPass::Routed);
+        assert_eq!(rig.pipe.channels[CHANNEL].queue.len(), 2);
+        assert_eq!(rig.pipe.ready.len(), 2);
     }
 }

@@ -16,6 +16,7 @@ mod channel_state;
 mod channel_worker;
 mod completer;
 mod driver;
+mod fair;
 mod fetcher;
 mod flight;
 mod listener;
@@ -29,6 +30,7 @@ mod reminders;
 mod schedule;
 mod stats;
 mod stop;
+mod tenants;
 mod tokens;
 mod writer;
 
@@ -37,12 +39,13 @@ mod testkit;
 #[cfg(test)]
 mod timer_path;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 pub use channel_state::{ChannelStatus, OutcomeSnapshot};
 use herald_channels::Channel;
-use herald_core::{Clock, RetryPolicy, ShardSet, TimerId};
+use herald_core::{Clock, RetryPolicy, ShardSet, TenantId, TimerId};
 use herald_store::{Store, TimerRecord, WriteOp, WriteResult};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
@@ -50,6 +53,7 @@ use tokio::task::JoinHandle;
 
 use pipeline::Pipeline;
 pub use stop::Stop;
+pub use tenants::TenantLimits;
 pub use tokens::{StoreVault, token_lease_name};
 
 /// Runtime settings; all have defaults fit for one node.
@@ -95,6 +99,11 @@ pub struct EngineConfig {
     /// Rule planning and job sending; set from the `[jobs]` configuration.
     #[serde(skip)]
     pub campaign: campaign::CampaignConfig,
+    /// Dispatch weight and delivery rate by tenant; a tenant not listed
+    /// weighs 1 and has no rate. Set from the `[tenants.NAME]` configuration
+    /// once the names resolve to ids.
+    #[serde(skip)]
+    pub tenants: HashMap<TenantId, TenantLimits>,
 }
 
 impl Default for EngineConfig {
@@ -116,6 +125,7 @@ impl Default for EngineConfig {
             rescan_interval_ms: 30_000,
             merge_window_ms: 60_000,
             campaign: campaign::CampaignConfig::default(),
+            tenants: HashMap::new(),
         }
     }
 }

@@ -19,8 +19,9 @@ use crate::channel_runtime::ChannelRuntime;
 use crate::flight::Flight;
 use crate::metrics::Hot;
 use crate::ownership::Ownership;
-use crate::queue::{DueTimer, UrgentQueue};
+use crate::queue::{DueTimer, FairQueue};
 use crate::schedule::Schedule;
+use crate::tenants::{self, TenantRates};
 use crate::{ChannelSpec, EngineConfig, Stop};
 
 pub(crate) struct Pipeline {
@@ -29,8 +30,11 @@ pub(crate) struct Pipeline {
     pub cfg: EngineConfig,
     /// The wheel this node fires from.
     pub schedule: Schedule,
-    /// Timers the wheel found due, most urgent first, waiting for the fetcher.
-    pub ready: UrgentQueue<DueTimer>,
+    /// Timers the wheel found due, waiting for the fetcher: fair between
+    /// tenants, most urgent first inside one.
+    pub ready: FairQueue<DueTimer>,
+    /// Each tenant's delivery rate, shared by every channel of this node.
+    pub tenant_rates: TenantRates,
     pub flight: Flight,
     pub ownership: Ownership,
     /// Every configured channel by name (shared with the campaign loops).
@@ -48,18 +52,20 @@ impl Pipeline {
         cfg: EngineConfig,
         shards: u16,
     ) -> Self {
+        let weights = tenants::weights(&cfg.tenants);
         let channels = channels
             .into_iter()
             .map(|spec| {
                 (
                     spec.channel.name().to_string(),
-                    Arc::new(ChannelRuntime::new(spec)),
+                    Arc::new(ChannelRuntime::new(spec, weights.clone())),
                 )
             })
             .collect();
         Self {
             schedule: Schedule::new(clock.now_ms()),
-            ready: UrgentQueue::new(),
+            ready: FairQueue::new(weights),
+            tenant_rates: TenantRates::new(&cfg.tenants, clock.now_ms()),
             flight: Flight::new(cfg.max_inflight.max(1)),
             ownership: Ownership::new(shards, cfg.lease_guard_ms),
             channels: Arc::new(channels),

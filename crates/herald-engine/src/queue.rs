@@ -1,12 +1,13 @@
-//! Priority queues between the engine's stages: urgent work goes first, then
-//! earliest due, then oldest id.
+//! Queues between the engine's stages: fair between tenants (see `fair.rs`),
+//! and inside a tenant urgent work first, then earliest due, then oldest id.
 
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::collections::HashMap;
 
-use herald_core::{Priority, TimerId};
+use herald_core::{Priority, TenantId, TimerId};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
+
+use crate::fair::{FairHeap, Urgency};
 
 /// A due timer, as small as the wheel keeps it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -15,6 +16,7 @@ pub struct DueTimer {
     pub due_at: i64,
     pub shard: u16,
     pub priority: Priority,
+    pub tenant: TenantId,
 }
 
 impl From<herald_store::DueEntry> for DueTimer {
@@ -24,53 +26,33 @@ impl From<herald_store::DueEntry> for DueTimer {
             due_at: e.due_at,
             shard: e.shard,
             priority: e.priority,
+            // TODO(tenancy-store): read the record's tenant
+            tenant: herald_core::DEFAULT_TENANT,
         }
     }
-}
-
-/// Anything ordered for dispatch.
-pub(crate) trait Urgency {
-    fn key(&self) -> (Priority, i64, TimerId);
 }
 
 impl Urgency for DueTimer {
     fn key(&self) -> (Priority, i64, TimerId) {
         (self.priority, self.due_at, self.id)
     }
-}
-
-struct ByUrgency<T>(T);
-
-impl<T: Urgency> PartialEq for ByUrgency<T> {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.key() == other.0.key()
-    }
-}
-impl<T: Urgency> Eq for ByUrgency<T> {}
-impl<T: Urgency> PartialOrd for ByUrgency<T> {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl<T: Urgency> Ord for ByUrgency<T> {
-    /// Max-heap order: higher priority, then earlier due, then lower id.
-    fn cmp(&self, other: &Self) -> Ordering {
-        let (pa, da, ia) = self.0.key();
-        let (pb, db, ib) = other.0.key();
-        pa.cmp(&pb).then(db.cmp(&da)).then(ib.cmp(&ia))
+    fn tenant(&self) -> TenantId {
+        self.tenant
     }
 }
 
-/// A shared priority queue with a wake-up for its consumer.
-pub(crate) struct UrgentQueue<T> {
-    heap: Mutex<BinaryHeap<ByUrgency<T>>>,
+/// A shared fair queue with a wake-up for its consumers.
+pub(crate) struct FairQueue<T> {
+    heap: Mutex<FairHeap<T>>,
     notify: Notify,
 }
 
-impl<T: Urgency> UrgentQueue<T> {
-    pub fn new() -> Self {
+impl<T: Urgency> FairQueue<T> {
+    /// A queue sharing turns between tenants by `weights` (a tenant not
+    /// listed weighs 1).
+    pub fn new(weights: HashMap<TenantId, u32>) -> Self {
         Self {
-            heap: Mutex::new(BinaryHeap::new()),
+            heap: Mutex::new(FairHeap::new(weights)),
             notify: Notify::new(),
         }
     }
@@ -78,7 +60,9 @@ impl<T: Urgency> UrgentQueue<T> {
     pub fn push_many(&self, items: impl IntoIterator<Item = T>) {
         let mut heap = self.heap.lock();
         let before = heap.len();
-        heap.extend(items.into_iter().map(ByUrgency));
+        for item in items {
+            heap.push(item);
+        }
         let added = heap.len() > before;
         drop(heap);
         if added {
@@ -87,7 +71,7 @@ impl<T: Urgency> UrgentQueue<T> {
     }
 
     pub fn push(&self, item: T) {
-        self.heap.lock().push(ByUrgency(item));
+        self.heap.lock().push(item);
         self.notify.notify_one();
     }
 
@@ -95,18 +79,39 @@ impl<T: Urgency> UrgentQueue<T> {
         self.heap.lock().len()
     }
 
-    /// Up to `n` most urgent items.
+    /// How many items one tenant has queued.
+    pub fn tenant_len(&self, tenant: TenantId) -> usize {
+        self.heap.lock().tenant_len(tenant)
+    }
+
+    /// Up to `n` items in fair order.
     pub fn pop_many(&self, n: usize) -> Vec<T> {
+        self.pop_many_where(n, |_| true)
+    }
+
+    /// Up to `n` items in fair order, passing over tenants `eligible`
+    /// refuses (they keep their place). `eligible` is asked once per item
+    /// taken, for that item's tenant, so it can count a budget down.
+    pub fn pop_many_where(&self, n: usize, mut eligible: impl FnMut(TenantId) -> bool) -> Vec<T> {
         let mut heap = self.heap.lock();
-        let take = n.min(heap.len());
-        let mut out = Vec::with_capacity(take);
-        for _ in 0..take {
-            match heap.pop() {
-                Some(ByUrgency(t)) => out.push(t),
+        let mut out = Vec::with_capacity(n.min(heap.len()));
+        while out.len() < n {
+            match heap.pop_where(&mut eligible) {
+                Some(t) => out.push(t),
                 None => break,
             }
         }
         out
+    }
+
+    /// The next item in fair order whose tenant `eligible` accepts.
+    pub fn pop_where(&self, eligible: impl FnMut(TenantId) -> bool) -> Option<T> {
+        self.heap.lock().pop_where(eligible)
+    }
+
+    /// The least of `f` over the tenants with queued items.
+    pub fn min_over_tenants<R: Ord>(&self, f: impl FnMut(TenantId) -> R) -> Option<R> {
+        self.heap.lock().tenants().map(f).min()
     }
 
     /// Waits until the queue is not empty (or a wake-up is sent).
@@ -123,6 +128,12 @@ impl<T: Urgency> UrgentQueue<T> {
         }
     }
 
+    /// Completes at the next push (or wake-up); one sent while nobody
+    /// waited completes it at once.
+    pub async fn pushed(&self) {
+        self.notify.notified().await;
+    }
+
     /// Wakes the consumer without adding anything (used at shutdown).
     pub fn wake(&self) {
         self.notify.notify_waiters();
@@ -132,6 +143,8 @@ impl<T: Urgency> UrgentQueue<T> {
 
 #[cfg(test)]
 mod tests {
+    use herald_core::DEFAULT_TENANT;
+
     use super::*;
 
     fn t(id: i64, due: i64, p: u8) -> DueTimer {
@@ -140,12 +153,13 @@ mod tests {
             due_at: due,
             shard: 0,
             priority: p,
+            tenant: DEFAULT_TENANT,
         }
     }
 
     #[test]
     fn urgent_first_then_earliest_then_lowest_id() {
-        let q = UrgentQueue::new();
+        let q = FairQueue::new(HashMap::new());
         q.push_many([
             t(1, 100, 5),
             t(2, 50, 5),
@@ -156,5 +170,28 @@ mod tests {
         let order: Vec<i64> = q.pop_many(10).into_iter().map(|x| x.id).collect();
         assert_eq!(order, vec![3, 2, 4, 1, 5]);
         assert_eq!(q.len(), 0);
+    }
+
+    #[test]
+    fn a_budget_caps_what_one_tenant_takes() {
+        let q = FairQueue::new(HashMap::new());
+        let other = TenantId(2);
+        q.push_many((1..=5).map(|id| t(id, 0, 5)));
+        q.push_many((6..=10).map(|id| DueTimer {
+            tenant: other,
+            ..t(id, 0, 5)
+        }));
+        let mut budget = 2;
+        let got = q.pop_many_where(10, |tenant| {
+            if tenant != other {
+                return true;
+            }
+            budget -= 1;
+            budget >= 0
+        });
+        let ids: Vec<i64> = got.iter().map(|x| x.id).collect();
+        assert_eq!(ids, [1, 6, 2, 7, 3, 4, 5]);
+        assert_eq!(q.tenant_len(other), 3);
+        assert_eq!(q.min_over_tenants(|t| t.0), Some(2));
     }
 }

@@ -7,19 +7,22 @@
 //! time is below the horizon, so no timer falls between the two. A timer may
 //! land in the wheel twice; the fetch step drops the copy that is stale.
 
-use herald_core::{Priority, TimerId, Wheel};
+use herald_core::{Priority, TenantId, TimerId, Wheel};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
-use crate::queue::{DueTimer, UrgentQueue};
+use crate::queue::{DueTimer, FairQueue};
 
 /// What the wheel holds per timer: 16 bytes, the due time is kept by the wheel.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Slot {
     id: TimerId,
+    tenant: TenantId,
     shard: u16,
     priority: Priority,
 }
+
+const _: () = assert!(std::mem::size_of::<Slot>() == 16);
 
 /// Longest the driver sleeps without looking at the clock, so that a clock
 /// that jumps (or a missed wake-up) costs at most this much lateness.
@@ -96,6 +99,7 @@ impl Schedule {
                 to_wheel_ms(t.due_at),
                 Slot {
                     id: t.id,
+                    tenant: t.tenant,
                     shard: t.shard,
                     priority: t.priority,
                 },
@@ -116,7 +120,7 @@ impl Schedule {
     }
 
     /// Fires everything due at `now` into `ready`; returns when to look next.
-    pub fn tick(&self, now: i64, ready: &UrgentQueue<DueTimer>, buf: &mut Vec<(u64, Slot)>) -> i64 {
+    pub fn tick(&self, now: i64, ready: &FairQueue<DueTimer>, buf: &mut Vec<(u64, Slot)>) -> i64 {
         let next = {
             let mut st = self.state.lock();
             st.wheel.advance(to_wheel_ms(now), buf);
@@ -136,6 +140,7 @@ impl Schedule {
                 due_at: i64::try_from(due).unwrap_or(i64::MAX),
                 shard: s.shard,
                 priority: s.priority,
+                tenant: s.tenant,
             }));
         }
         next

@@ -144,6 +144,8 @@ impl Rig {
             due_at: t.due_at,
             shard: t.shard,
             priority: t.priority,
+            // TODO(tenancy-store): the row's tenant
+            tenant: herald_core::DEFAULT_TENANT,
         }
     }
 }

@@ -9,7 +9,7 @@ use herald_core::TimerState;
 use tokio::sync::mpsc;
 
 use crate::EngineConfig;
-use crate::channel_worker::ChannelWorker;
+use crate::channel_worker::{ChannelWorker, Turn};
 use crate::completer::Completer;
 use crate::driver::Driver;
 use crate::fetcher::{FetchPass, Fetcher};
@@ -46,7 +46,7 @@ async fn a_timer_fires_on_time_retries_and_ends_done() {
     rig.clock.set(T0 + 5_000);
     driver.run_once();
     assert_eq!(fetcher.run_once().await, FetchPass::Routed);
-    assert!(worker.run_once().await);
+    assert_eq!(worker.run_once().await, Turn::Sent);
     assert_eq!(completer.run_once().await.unwrap(), 1);
     let row = rig.timer(id).await;
     assert_eq!((row.state, row.attempts), (TimerState::Pending, 1));
@@ -58,7 +58,7 @@ async fn a_timer_fires_on_time_retries_and_ends_done() {
     rig.clock.set(row.due_at);
     driver.run_once();
     assert_eq!(fetcher.run_once().await, FetchPass::Routed);
-    assert!(worker.run_once().await);
+    assert_eq!(worker.run_once().await, Turn::Sent);
     assert_eq!(completer.run_once().await.unwrap(), 1);
     assert_eq!(rig.state(id).await, TimerState::Done);
     let attempts: Vec<(u32, i64)> = rig
