@@ -1,6 +1,7 @@
 //! Herald's HTTP API (axum): validates requests, turns them into engine
 //! commands, and answers only after the engine says they are committed.
 
+pub mod access;
 pub mod audiences;
 pub mod channels;
 mod config;
@@ -12,6 +13,7 @@ mod pagination;
 mod rate;
 pub mod reminders;
 mod request;
+mod routes;
 pub mod rules;
 mod state;
 #[cfg(test)]
@@ -22,73 +24,85 @@ pub mod validate;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::routing::{delete, get, post, put};
+use axum::routing::post;
 
+use crate::access::Verb;
 use crate::rate::RateSampler;
+use crate::routes::RouteSet;
 
+pub use access::{Access, AuthConfig, Caller, Mode, Scope, Scopes};
 pub use config::{ApiConfig, RemindersConfig};
 pub use ops::install_metrics;
 pub use state::AppState;
 
-/// Every route of the API, with the error fallbacks, over `state`.
+/// Every route of the API, with the error fallbacks and access control,
+/// over `state`.
 pub fn router(state: AppState) -> Router {
-    Router::new()
-        .route("/v1/timers", post(timers::create))
-        .route("/v1/timers:bulk", post(timers::create_bulk))
-        .route("/v1/timers/{id}", get(timers::get).delete(timers::cancel))
-        .route("/v1/timers/{id}/deliveries", get(timers::deliveries))
-        .route(
-            "/v1/subjects/{subject_id}",
-            put(reminders::put_subject)
-                .get(reminders::get_subject)
-                .delete(reminders::delete_subject),
-        )
-        .route("/v1/reminders", post(reminders::create))
-        .route("/v1/reminders:bulk", post(reminders::create_bulk))
-        .route(
-            "/v1/reminders/{user_id}/{subject_id}",
-            delete(reminders::cancel),
-        )
-        .route(
-            "/v1/users/{user_id}/reminders",
-            get(reminders::list_for_user),
-        )
-        .route("/v1/audiences", post(audiences::upload))
-        .route("/v1/audiences/{id}", get(audiences::get))
-        .route("/v1/rules", post(rules::create).get(rules::list))
-        // `POST /v1/rules/{id}:enable|:disable`: the action is split off the segment.
-        .route(
-            "/v1/rules/{id}",
-            get(rules::get).put(rules::update).post(rules::action),
-        )
-        .route("/v1/rules/{id}/versions", get(rules::versions))
-        .route("/v1/rules/{id}/tasks", get(rules::tasks))
-        .route("/v1/jobs", post(jobs::create).get(jobs::list))
-        // `POST /v1/jobs/{id}:cancel`.
-        .route("/v1/jobs/{id}", get(jobs::get).post(jobs::action))
-        .route("/v1/jobs/{id}/segments", get(jobs::segments))
-        .route("/v1/jobs/{id}/sends", get(jobs::sends))
-        .route("/v1/channels", get(channels::list))
-        .route(
-            "/v1/channels/{name}/callback",
-            post(channels::callback).layer(axum::extract::DefaultBodyLimit::max(
-                channels::CALLBACK_MAX_BYTES,
-            )),
-        )
-        // `POST /v1/deliveries/{id}:recall`.
-        .route("/v1/deliveries/{id}", post(channels::action))
-        .route("/v1/stats", get(ops::stats))
-        .route("/v1/cluster", get(ops::cluster))
-        .route("/healthz", get(ops::healthz))
-        .route("/metrics", get(ops::metrics))
+    let guard = access::Guard::new(
+        state.access.clone(),
+        state.clock.clone(),
+        routes::public_paths(),
+    );
+    api_routes()
+        .into_router()
         .fallback(ops::not_found)
         .method_not_allowed_fallback(ops::method_not_allowed)
         // Job progress samples, for the current rate of `GET /v1/jobs/{id}`.
         .layer(axum::Extension(Arc::new(RateSampler::<i64>::default())))
         // Answered sends per channel, for the current rate of `GET /v1/channels`.
         .layer(axum::Extension(Arc::new(RateSampler::<String>::default())))
+        .layer(axum::middleware::from_fn_with_state(guard, access::guard))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
             ops::panic_response,
         ))
         .with_state(state)
+}
+
+/// Every route, each behind its policy from the route table.
+fn api_routes() -> RouteSet {
+    RouteSet::new()
+        .post("/v1/timers", timers::create)
+        .post("/v1/timers:bulk", timers::create_bulk)
+        .get("/v1/timers/{id}", timers::get)
+        .delete("/v1/timers/{id}", timers::cancel)
+        .get("/v1/timers/{id}/deliveries", timers::deliveries)
+        .put("/v1/subjects/{subject_id}", reminders::put_subject)
+        .get("/v1/subjects/{subject_id}", reminders::get_subject)
+        .delete("/v1/subjects/{subject_id}", reminders::delete_subject)
+        .post("/v1/reminders", reminders::create)
+        .post("/v1/reminders:bulk", reminders::create_bulk)
+        .delete("/v1/reminders/{user_id}/{subject_id}", reminders::cancel)
+        .get("/v1/users/{user_id}/reminders", reminders::list_for_user)
+        .post("/v1/audiences", audiences::upload)
+        .get("/v1/audiences/{id}", audiences::get)
+        .post("/v1/rules", rules::create)
+        .get("/v1/rules", rules::list)
+        .get("/v1/rules/{id}", rules::get)
+        .put("/v1/rules/{id}", rules::update)
+        // `POST /v1/rules/{id}:enable|:disable`: the action is split off the segment.
+        .post("/v1/rules/{id}", rules::action)
+        .get("/v1/rules/{id}/versions", rules::versions)
+        .get("/v1/rules/{id}/tasks", rules::tasks)
+        .post("/v1/jobs", jobs::create)
+        .get("/v1/jobs", jobs::list)
+        .get("/v1/jobs/{id}", jobs::get)
+        // `POST /v1/jobs/{id}:cancel`.
+        .post("/v1/jobs/{id}", jobs::action)
+        .get("/v1/jobs/{id}/segments", jobs::segments)
+        .get("/v1/jobs/{id}/sends", jobs::sends)
+        .get("/v1/channels", channels::list)
+        .add(
+            Verb::Post,
+            "/v1/channels/{name}/callback",
+            post(channels::callback).layer(axum::extract::DefaultBodyLimit::max(
+                channels::CALLBACK_MAX_BYTES,
+            )),
+        )
+        // `POST /v1/deliveries/{id}:recall`.
+        .post("/v1/deliveries/{id}", channels::action)
+        .get("/v1/stats", ops::stats)
+        .get("/v1/cluster", ops::cluster)
+        .get("/healthz", ops::healthz)
+        .get("/readyz", ops::readyz)
+        .get("/metrics", ops::metrics)
 }

@@ -46,6 +46,31 @@ pub async fn healthz() -> impl IntoResponse {
     axum::Json(serde_json::json!({ "status": "ok" }))
 }
 
+/// How long `/readyz` waits for the store.
+const READY_STORE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Ready to take traffic. The API is served only once the engine has
+/// started its loops (and stops taking connections before the engine
+/// drains), so what is left to ask is whether the store answers: a read of
+/// one row by its key.
+pub async fn readyz(State(st): State<AppState>) -> Response {
+    let probe = tokio::time::timeout(READY_STORE_TIMEOUT, st.engine.store().get_timer(0));
+    match probe.await {
+        Ok(Ok(_)) => axum::Json(serde_json::json!({ "status": "ready" })).into_response(),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "not ready: the store does not answer");
+            ApiError::unavailable("the store does not answer").into_response()
+        }
+        Err(_) => {
+            tracing::warn!(
+                timeout_ms = READY_STORE_TIMEOUT.as_millis() as u64,
+                "not ready: the store is too slow"
+            );
+            ApiError::unavailable("the store did not answer in time").into_response()
+        }
+    }
+}
+
 pub async fn metrics(State(st): State<AppState>) -> impl IntoResponse {
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],

@@ -7,6 +7,7 @@ use herald_engine::Engine;
 use herald_engine::campaign::Campaigns;
 use metrics_exporter_prometheus::PrometheusHandle;
 
+use crate::access::Access;
 use crate::config::{ApiConfig, RemindersConfig};
 
 /// What every handler gets.
@@ -19,4 +20,6 @@ pub struct AppState {
     pub api: Arc<ApiConfig>,
     pub reminders: Arc<RemindersConfig>,
     pub metrics: PrometheusHandle,
+    /// The node's mode, admin key and API key seam.
+    pub access: Arc<Access>,
 }

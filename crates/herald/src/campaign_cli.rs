@@ -9,7 +9,7 @@ use anyhow::{Context, bail};
 use clap::Subcommand;
 use serde_json::{Value, json};
 
-use crate::client::show;
+use crate::client::{Remote, show};
 
 #[derive(Subcommand, Debug)]
 pub enum AudiencesCmd {
@@ -120,19 +120,15 @@ macro_rules! say {
     }};
 }
 
-fn base(server: &str) -> &str {
-    server.trim_end_matches('/')
-}
-
 fn read_json_file(file: &Path) -> anyhow::Result<Value> {
     let text =
         std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
     serde_json::from_str(&text).with_context(|| format!("{} is not valid JSON", file.display()))
 }
 
-pub async fn audiences(server: &str, cmd: AudiencesCmd) -> anyhow::Result<()> {
-    let http = reqwest::Client::new();
-    let base = base(server);
+pub async fn audiences(remote: &Remote, cmd: AudiencesCmd) -> anyhow::Result<()> {
+    let http = remote.http()?;
+    let base = remote.base();
     match cmd {
         AudiencesCmd::Upload { file, name, csv } => upload(&http, base, &file, name, csv).await,
         AudiencesCmd::Get { id } => {
@@ -233,9 +229,9 @@ async fn upload(
     Ok(())
 }
 
-pub async fn rules(server: &str, cmd: RulesCmd) -> anyhow::Result<()> {
-    let http = reqwest::Client::new();
-    let base = base(server);
+pub async fn rules(remote: &Remote, cmd: RulesCmd) -> anyhow::Result<()> {
+    let http = remote.http()?;
+    let base = remote.base();
     let resp = match cmd {
         RulesCmd::Create { file } => {
             let body = read_json_file(&file)?;
@@ -292,9 +288,9 @@ pub async fn rules(server: &str, cmd: RulesCmd) -> anyhow::Result<()> {
     show(resp).await
 }
 
-pub async fn jobs(server: &str, cmd: JobsCmd) -> anyhow::Result<()> {
-    let http = reqwest::Client::new();
-    let base = base(server);
+pub async fn jobs(remote: &Remote, cmd: JobsCmd) -> anyhow::Result<()> {
+    let http = remote.http()?;
+    let base = remote.base();
     let resp = match cmd {
         JobsCmd::Create {
             audience,

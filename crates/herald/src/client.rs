@@ -1,7 +1,50 @@
-//! `herald timers ...`: a small client for a running server.
+//! `herald timers ...`: a small client for a running server, and what every
+//! client command shares: the server's address and the key to send.
 
 use anyhow::{Context, bail};
 use clap::Subcommand;
+
+/// Where a client command sends its requests, and with which key.
+#[derive(clap::Args, Clone)]
+pub struct Remote {
+    #[arg(long, env = "HERALD_SERVER", default_value = "http://127.0.0.1:8780")]
+    pub server: String,
+    /// API key (or the admin key), sent as `Authorization: Bearer KEY`.
+    #[arg(long, env = "HERALD_KEY", hide_env_values = true)]
+    pub key: Option<String>,
+}
+
+impl Remote {
+    pub fn base(&self) -> &str {
+        self.server.trim_end_matches('/')
+    }
+
+    /// An HTTP client that sends the key, if there is one, with every request.
+    pub fn http(&self) -> anyhow::Result<reqwest::Client> {
+        let mut headers = reqwest::header::HeaderMap::new();
+        if let Some(key) = &self.key {
+            let mut value =
+                reqwest::header::HeaderValue::from_str(&format!("Bearer {}", key.trim()))
+                    .context("--key holds characters an HTTP header cannot carry")?;
+            value.set_sensitive(true);
+            headers.insert(reqwest::header::AUTHORIZATION, value);
+        }
+        reqwest::Client::builder()
+            .default_headers(headers)
+            .build()
+            .context("building the HTTP client")
+    }
+}
+
+/// Never prints the key.
+impl std::fmt::Debug for Remote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Remote")
+            .field("server", &self.server)
+            .field("key", &self.key.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
 
 #[derive(Subcommand, Debug)]
 pub enum TimersCmd {
@@ -33,9 +76,9 @@ pub enum TimersCmd {
     Deliveries { id: i64 },
 }
 
-pub async fn run(server: &str, cmd: TimersCmd) -> anyhow::Result<()> {
-    let http = reqwest::Client::new();
-    let base = server.trim_end_matches('/');
+pub async fn run(remote: &Remote, cmd: TimersCmd) -> anyhow::Result<()> {
+    let http = remote.http()?;
+    let base = remote.base();
     let resp = match cmd {
         TimersCmd::Add { channel, recipient, message, delay_ms, fire_at, idempotency_key, priority } => {
             let message: serde_json::Value =

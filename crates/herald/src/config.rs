@@ -10,7 +10,7 @@ use figment::providers::{Env, Format, Serialized, Toml};
 use herald_channels::ChannelConfig;
 use herald_engine::EngineConfig;
 use herald_engine::campaign::CampaignConfig;
-use herald_server::{ApiConfig, RemindersConfig};
+use herald_server::{ApiConfig, AuthConfig, RemindersConfig};
 use herald_store::StoreOptions;
 use serde::{Deserialize, Serialize};
 
@@ -28,6 +28,8 @@ pub struct Config {
     pub channels: Vec<ChannelConfig>,
     pub engine: EngineConfig,
     pub api: ApiConfig,
+    /// Who may call: the admin key's variable, and open mode's hosts.
+    pub auth: AuthConfig,
     pub store_options: StoreOptions,
     pub reminders: RemindersConfig,
     /// Rule planning and mass sends.
@@ -44,6 +46,7 @@ impl Default for Config {
             channels: Vec::new(),
             engine: EngineConfig::default(),
             api: ApiConfig::default(),
+            auth: AuthConfig::default(),
             store_options: StoreOptions::default(),
             reminders: RemindersConfig::default(),
             jobs: CampaignConfig::default(),
@@ -60,6 +63,7 @@ const ENV_KEYS: &[&str] = &[
     "shards",
     "engine",
     "api",
+    "auth",
     "store_options",
     "reminders",
     "jobs",
@@ -109,6 +113,7 @@ impl Config {
         self.reminders
             .validate(|c| names.contains(c))
             .map_err(anyhow::Error::msg)?;
+        self.auth.validate().map_err(anyhow::Error::msg)?;
         let j = &self.jobs;
         if j.lease_ms < 1_000 || j.lease_guard_ms < 0 || j.lease_guard_ms * 2 >= j.lease_ms {
             bail!("jobs.lease_ms must be at least 1000 and more than twice jobs.lease_guard_ms");

@@ -49,43 +49,43 @@ enum Cmd {
     },
     /// Talk to a running server about timers.
     Timers {
-        #[arg(long, env = "HERALD_SERVER", default_value = "http://127.0.0.1:8780")]
-        server: String,
+        #[command(flatten)]
+        remote: client::Remote,
         #[command(subcommand)]
         cmd: client::TimersCmd,
     },
     /// Talk to a running server about subjects (what reminders count down to).
     Subjects {
-        #[arg(long, env = "HERALD_SERVER", default_value = "http://127.0.0.1:8780")]
-        server: String,
+        #[command(flatten)]
+        remote: client::Remote,
         #[command(subcommand)]
         cmd: remind_cli::SubjectsCmd,
     },
     /// Talk to a running server about reminder subscriptions.
     Reminders {
-        #[arg(long, env = "HERALD_SERVER", default_value = "http://127.0.0.1:8780")]
-        server: String,
+        #[command(flatten)]
+        remote: client::Remote,
         #[command(subcommand)]
         cmd: remind_cli::RemindersCmd,
     },
     /// Talk to a running server about audiences (uploaded recipient lists).
     Audiences {
-        #[arg(long, env = "HERALD_SERVER", default_value = "http://127.0.0.1:8780")]
-        server: String,
+        #[command(flatten)]
+        remote: client::Remote,
         #[command(subcommand)]
         cmd: campaign_cli::AudiencesCmd,
     },
     /// Talk to a running server about send rules (versioned, scheduled sends).
     Rules {
-        #[arg(long, env = "HERALD_SERVER", default_value = "http://127.0.0.1:8780")]
-        server: String,
+        #[command(flatten)]
+        remote: client::Remote,
         #[command(subcommand)]
         cmd: campaign_cli::RulesCmd,
     },
     /// Talk to a running server about jobs (mass sends); `watch` shows progress.
     Jobs {
-        #[arg(long, env = "HERALD_SERVER", default_value = "http://127.0.0.1:8780")]
-        server: String,
+        #[command(flatten)]
+        remote: client::Remote,
         #[command(subcommand)]
         cmd: campaign_cli::JobsCmd,
     },
@@ -225,12 +225,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Cmd::Serve { config } => serve::run(config::Config::load(config.as_deref())?).await,
             Cmd::Mock(a) => run_mock(a).await,
             Cmd::Bench { cmd } => bench::run(cmd).await,
-            Cmd::Timers { server, cmd } => client::run(&server, cmd).await,
-            Cmd::Subjects { server, cmd } => remind_cli::subjects(&server, cmd).await,
-            Cmd::Reminders { server, cmd } => remind_cli::reminders(&server, cmd).await,
-            Cmd::Audiences { server, cmd } => campaign_cli::audiences(&server, cmd).await,
-            Cmd::Rules { server, cmd } => campaign_cli::rules(&server, cmd).await,
-            Cmd::Jobs { server, cmd } => campaign_cli::jobs(&server, cmd).await,
+            Cmd::Timers { remote, cmd } => client::run(&remote, cmd).await,
+            Cmd::Subjects { remote, cmd } => remind_cli::subjects(&remote, cmd).await,
+            Cmd::Reminders { remote, cmd } => remind_cli::reminders(&remote, cmd).await,
+            Cmd::Audiences { remote, cmd } => campaign_cli::audiences(&remote, cmd).await,
+            Cmd::Rules { remote, cmd } => campaign_cli::rules(&remote, cmd).await,
+            Cmd::Jobs { remote, cmd } => campaign_cli::jobs(&remote, cmd).await,
         }
     })
 }

@@ -8,7 +8,7 @@ use anyhow::{Context, bail};
 use clap::Subcommand;
 use serde_json::{Value, json};
 
-use crate::client::show;
+use crate::client::{Remote, show};
 
 #[derive(Subcommand, Debug)]
 pub enum SubjectsCmd {
@@ -74,9 +74,9 @@ pub enum RemindersCmd {
     },
 }
 
-pub async fn subjects(server: &str, cmd: SubjectsCmd) -> anyhow::Result<()> {
-    let http = reqwest::Client::new();
-    let base = server.trim_end_matches('/');
+pub async fn subjects(remote: &Remote, cmd: SubjectsCmd) -> anyhow::Result<()> {
+    let http = remote.http()?;
+    let base = remote.base();
     let resp = match cmd {
         SubjectsCmd::Put {
             subject_id,
@@ -111,9 +111,9 @@ pub async fn subjects(server: &str, cmd: SubjectsCmd) -> anyhow::Result<()> {
     show(resp).await
 }
 
-pub async fn reminders(server: &str, cmd: RemindersCmd) -> anyhow::Result<()> {
-    let http = reqwest::Client::new();
-    let base = server.trim_end_matches('/');
+pub async fn reminders(remote: &Remote, cmd: RemindersCmd) -> anyhow::Result<()> {
+    let http = remote.http()?;
+    let base = remote.base();
     let resp = match cmd {
         RemindersCmd::Add {
             user,

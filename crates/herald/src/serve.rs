@@ -1,17 +1,21 @@
-//! `herald serve`: open the store, start the engine, serve the API, and on
-//! SIGTERM/SIGINT stop taking requests, drain deliveries, and exit.
+//! `herald serve`: decide the access mode, open the store, start the
+//! engine, serve the API, and on SIGTERM/SIGINT stop taking requests, drain
+//! deliveries, and exit.
 
 use std::io::Write;
 use std::sync::Arc;
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 use herald_core::{Clock, SystemClock};
 use herald_engine::{ChannelSpec, Engine};
-use herald_server::AppState;
+use herald_server::{Access, AppState, AuthConfig, Mode};
 
 use crate::config::Config;
 
 pub async fn run(cfg: Config) -> anyhow::Result<()> {
+    // Before anything is opened: a node that must not serve says so at once.
+    let admin_key = admin_key(&cfg.auth)?;
+    let mode = Mode::decide(&cfg.listen, admin_key.as_deref(), &cfg.auth.admin_key_env)?;
     let node_id = cfg.node_id();
     let metrics = herald_server::install_metrics().map_err(anyhow::Error::msg)?;
     let store = herald_store::open(&cfg.store, &cfg.store_options)
@@ -64,13 +68,31 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
         api: Arc::new(cfg.api.clone()),
         reminders: Arc::new(cfg.reminders.clone()),
         metrics,
+        access: Arc::new(access(admin_key.as_deref(), &cfg.auth)),
     };
     let app = herald_server::router(state);
     let listener = tokio::net::TcpListener::bind(&cfg.listen)
         .await
         .with_context(|| format!("binding {}", cfg.listen))?;
     let addr = listener.local_addr()?;
-    tracing::info!(%addr, node_id, store = %cfg.store, shards, "herald serving");
+    if mode == Mode::Open && !addr.ip().is_loopback() {
+        bail!(
+            "listen = {:?} bound {addr}, which is not a loopback address; without an admin \
+             key only loopback is served (set {} to protect this node)",
+            cfg.listen,
+            cfg.auth.admin_key_env
+        );
+    }
+    if mode == Mode::Open {
+        tracing::warn!(
+            %addr,
+            admin_key_env = %cfg.auth.admin_key_env,
+            "open mode: no admin key is set, so every request is served as tenant default \
+             with every scope, and only loopback Host names are answered; set the admin key \
+             variable to protect this node"
+        );
+    }
+    tracing::info!(%addr, node_id, store = %cfg.store, shards, ?mode, "herald serving");
     // Tests and scripts read this line to learn the port.
     println!("herald listening on http://{addr}");
     std::io::stdout().flush().ok();
@@ -82,6 +104,28 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     engine.shutdown().await;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The admin key, from the environment variable `[auth] admin_key_env`
+/// names (set but empty counts as set, and is refused as too short).
+fn admin_key(auth: &AuthConfig) -> anyhow::Result<Option<String>> {
+    match std::env::var(&auth.admin_key_env) {
+        Ok(key) => Ok(Some(key)),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(_)) => {
+            bail!("the admin key in {} is not valid UTF-8", auth.admin_key_env)
+        }
+    }
+}
+
+/// The node's access settings: protected exactly when there is an admin
+/// key (`Mode::decide` has refused whatever may not be open). Stored API
+/// keys plug in here, with `Access::with_keys`.
+fn access(admin_key: Option<&str>, auth: &AuthConfig) -> Access {
+    match admin_key {
+        Some(key) => Access::protected(key, auth),
+        None => Access::open(auth),
+    }
 }
 
 pub async fn shutdown_signal() {

@@ -3,8 +3,10 @@
 //! Routing, validation and error mapping are checked here; what needs the
 //! binary, real HTTP or a provider mock is in `crates/herald/tests`.
 
+mod access;
 mod campaigns;
 mod faulty_store;
+mod route_table;
 mod routing;
 mod store_errors;
 
@@ -12,7 +14,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Body;
-use axum::http::{Method, Request, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, Request, StatusCode, header};
 use herald_channels::LogChannel;
 use herald_core::{Clock, RetryPolicy, SystemClock};
 use herald_engine::{ChannelSpec, Engine, EngineConfig};
@@ -22,7 +24,7 @@ use metrics_exporter_prometheus::PrometheusBuilder;
 use serde_json::Value;
 use tower::ServiceExt;
 
-use crate::{ApiConfig, AppState, RemindersConfig, router};
+use crate::{Access, ApiConfig, AppState, AuthConfig, RemindersConfig, router};
 use faulty_store::FaultyStore;
 
 /// The API over a fresh store.
@@ -38,6 +40,15 @@ impl Api {
     }
 
     async fn with(api: ApiConfig) -> Self {
+        Self::build(api, Access::open(&AuthConfig::default())).await
+    }
+
+    /// The API in `access`'s mode.
+    async fn with_access(access: Access) -> Self {
+        Self::build(ApiConfig::default(), access).await
+    }
+
+    async fn build(api: ApiConfig, access: Access) -> Self {
         let inner = herald_store::open("sqlite::memory:", &StoreOptions::default())
             .await
             .expect("in-memory store");
@@ -71,6 +82,7 @@ impl Api {
                 ..RemindersConfig::default()
             }),
             metrics: PrometheusBuilder::new().build_recorder().handle(),
+            access: Arc::new(access),
         };
         Self {
             router: router(state),
@@ -82,6 +94,18 @@ impl Api {
     /// Sends one request; the answer's status and body (JSON, or the text as
     /// a JSON string).
     async fn send(&self, req: Request<Body>) -> (StatusCode, Value) {
+        let (status, _, body) = self.exchange(req).await;
+        (status, body)
+    }
+
+    /// Sends one request (addressed to `localhost` unless it names a
+    /// `Host`, as every HTTP/1.1 client does); the answer's status, headers
+    /// and body.
+    async fn exchange(&self, mut req: Request<Body>) -> (StatusCode, HeaderMap, Value) {
+        if !req.headers().contains_key(header::HOST) {
+            req.headers_mut()
+                .insert(header::HOST, HeaderValue::from_static("localhost"));
+        }
         let resp = self
             .router
             .clone()
@@ -89,10 +113,11 @@ impl Api {
             .await
             .expect("the router is infallible");
         let status = resp.status();
+        let headers = resp.headers().clone();
         let bytes = resp.into_body().collect().await.expect("body").to_bytes();
         let body = serde_json::from_slice(&bytes)
             .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
-        (status, body)
+        (status, headers, body)
     }
 
     async fn call(&self, method: Method, uri: &str, body: Option<Value>) -> (StatusCode, Value) {

@@ -107,6 +107,9 @@ impl Node {
             .arg("serve")
             .arg("--config")
             .arg(dir.join(format!("{name}.toml")))
+            // The nodes under test are open (loopback, no admin key) unless a
+            // scenario's config says otherwise.
+            .env_remove("HERALD_ADMIN_KEY")
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log))

@@ -22,6 +22,9 @@ async fn spawn_listening(args: &[&str], log: &Path, env: &[(&str, &str)]) -> (Ch
         .expect("log file");
     let mut cmd = Command::new(BIN);
     cmd.args(args)
+        // Open mode unless a test sets a key: the developer's own keys stay out.
+        .env_remove("HERALD_ADMIN_KEY")
+        .env_remove("HERALD_KEY")
         .env("RUST_LOG", "info,herald::delivery=warn")
         .stdout(Stdio::piped())
         .stderr(Stdio::from(log_file))
@@ -125,7 +128,29 @@ impl Server {
         extra: &str,
         env: &[(&str, &str)],
     ) -> Server {
-        let config = format!("listen = \"127.0.0.1:0\"\nstore = \"{store}\"\n{extra}\n");
+        Self::start_listening("127.0.0.1:0", store, dir, extra, env).await
+    }
+
+    /// Starts a server listening on `listen` (e.g. `0.0.0.0:0`, which needs
+    /// an admin key in `env`) on a fresh SQLite store.
+    pub async fn start_on_address(listen: &str, extra: &str, env: &[(&str, &str)]) -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("data").join("herald.db");
+        let store = format!("sqlite://{}", db.display());
+        let mut s = Self::start_listening(listen, &store, dir, extra, env).await;
+        // A wildcard address is reached through loopback.
+        s.url = s.url.replace("://0.0.0.0:", "://127.0.0.1:");
+        s
+    }
+
+    async fn start_listening(
+        listen: &str,
+        store: &str,
+        dir: tempfile::TempDir,
+        extra: &str,
+        env: &[(&str, &str)],
+    ) -> Server {
+        let config = format!("listen = \"{listen}\"\nstore = \"{store}\"\n{extra}\n");
         let mut s = Server {
             child: None,
             url: String::new(),

@@ -1,0 +1,204 @@
+//! The one layer in front of every route: in open mode it turns away what a
+//! browser on another site could send; then it works out who the caller is
+//! and sets the [`Caller`] extension, or answers `401`.
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderName, Method, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use herald_core::Clock;
+use herald_core::tenant::tenant_name_problem;
+
+use super::caller::Caller;
+use super::host::{host_name, is_loopback_name, same_origin};
+use super::keys::KeyError;
+use super::mode::Mode;
+use super::refusal::{self, Refusal};
+use super::secret::{PresentedKey, key_hash, same_hash};
+use super::{Access, TENANT_HEADER};
+use crate::error::ApiError;
+
+/// What the guard layer is given.
+#[derive(Clone)]
+pub struct Guard {
+    access: Arc<Access>,
+    clock: Arc<dyn Clock>,
+    /// Paths served without a key.
+    public: Arc<[&'static str]>,
+}
+
+impl Guard {
+    pub fn new(access: Arc<Access>, clock: Arc<dyn Clock>, public: Vec<&'static str>) -> Self {
+        Self {
+            access,
+            clock,
+            public: public.into(),
+        }
+    }
+
+    /// The caller of a request to a route that needs one; `None` for a
+    /// public path.
+    async fn admit(&self, parts: &Parts) -> Result<Option<Caller>, Refusal> {
+        if self.access.mode == Mode::Open {
+            self.check_browser_reach(parts)?;
+        }
+        if self.public.contains(&parts.uri.path()) {
+            return Ok(None);
+        }
+        let caller = self.authenticate(parts).await?;
+        Ok(Some(self.act_as(caller, parts).await?))
+    }
+
+    /// Open mode: the `Host` must be a loopback name (or an allowed one),
+    /// which DNS rebinding cannot fake, and a state change must not come
+    /// from a page of another origin.
+    fn check_browser_reach(&self, parts: &Parts) -> Result<(), ApiError> {
+        let host = parts
+            .headers
+            .get(header::HOST)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+            .or_else(|| parts.uri.authority().map(|a| a.as_str().to_string()))
+            .unwrap_or_default();
+        let allowed = host_name(&host).is_some_and(|name| {
+            is_loopback_name(&name) || self.access.allowed_hosts.contains(&name)
+        });
+        if !allowed {
+            tracing::debug!(host, "refused: not a loopback host in open mode");
+            return Err(refusal::misdirected(&host));
+        }
+        if !matches!(parts.method, Method::GET | Method::HEAD) {
+            let origin = parts
+                .headers
+                .get(header::ORIGIN)
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+            if !same_origin(origin.as_deref(), &host) {
+                tracing::debug!(?origin, host, "refused: cross-origin state change");
+                return Err(ApiError::new(
+                    axum::http::StatusCode::FORBIDDEN,
+                    "cross_origin",
+                    "a request from a web page of another origin may not change state",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    async fn authenticate(&self, parts: &Parts) -> Result<Caller, Refusal> {
+        const INVALID: Refusal = Refusal::Unauthorized {
+            message: "the API key is unknown, revoked or expired",
+            presented: true,
+        };
+        let Some(value) = parts.headers.get(header::AUTHORIZATION) else {
+            return match self.access.mode {
+                Mode::Open => Ok(Caller::open()),
+                Mode::Protected => Err(Refusal::Unauthorized {
+                    message: "this route needs an API key: send Authorization: Bearer <key>",
+                    presented: false,
+                }),
+            };
+        };
+        let Some(token) = value.to_str().ok().and_then(bearer) else {
+            return Err(Refusal::Unauthorized {
+                message: "the Authorization header must read \"Bearer <key>\"",
+                presented: true,
+            });
+        };
+        if let Some(admin) = &self.access.admin_hash
+            && same_hash(&key_hash(token), admin)
+        {
+            return Ok(Caller::admin_key());
+        }
+        let Some(key) = PresentedKey::parse(token) else {
+            tracing::debug!("refused: a bearer token that is no key");
+            return Err(INVALID);
+        };
+        match self.access.keys.caller(key, self.clock.now_ms()).await {
+            Ok(caller) => Ok(caller),
+            Err(KeyError::Invalid) => {
+                tracing::debug!(key_id = key.id, "refused: invalid API key");
+                Err(INVALID)
+            }
+            Err(KeyError::Unavailable(e)) => {
+                tracing::warn!(error = %e, key_id = key.id, "API keys could not be read");
+                Err(ApiError::unavailable("the API keys could not be read; try again").into())
+            }
+        }
+    }
+
+    /// `X-Herald-Tenant: NAME`: the admin acts for that tenant. Naming one's
+    /// own tenant is harmless; naming another needs the admin.
+    async fn act_as(&self, caller: Caller, parts: &Parts) -> Result<Caller, ApiError> {
+        let Some(raw) = parts.headers.get(HeaderName::from_static(TENANT_HEADER)) else {
+            return Ok(caller);
+        };
+        let field = |code, message: String| ApiError::field(TENANT_HEADER, code, message);
+        let name = String::from_utf8_lossy(raw.as_bytes()).trim().to_string();
+        if let Some(problem) = tenant_name_problem(&name) {
+            return Err(field("invalid_field", problem));
+        }
+        if name == caller.tenant_name {
+            return Ok(caller);
+        }
+        if !caller.admin {
+            return Err(refusal::forbidden(format!(
+                "only the admin may act for another tenant with {TENANT_HEADER}"
+            )));
+        }
+        match self.access.keys.tenant(&name).await {
+            Ok(Some(tenant)) => Ok(Caller {
+                tenant,
+                tenant_name: name,
+                ..caller
+            }),
+            Ok(None) | Err(KeyError::Invalid) => {
+                Err(field("unknown_tenant", format!("no tenant named {name:?}")))
+            }
+            Err(KeyError::Unavailable(e)) => {
+                tracing::warn!(error = %e, "tenants could not be read");
+                Err(ApiError::unavailable(
+                    "the tenants could not be read; try again",
+                ))
+            }
+        }
+    }
+}
+
+/// The token of `Bearer <token>` (the scheme in any case).
+fn bearer(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim().split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty() && !token.contains(' '))
+        .then_some(token)
+}
+
+/// The layer: admits the request (setting its [`Caller`]) or answers.
+pub async fn guard(State(g): State<Guard>, req: Request, next: Next) -> Response {
+    let (mut parts, body) = req.into_parts();
+    match g.admit(&parts).await {
+        Ok(caller) => {
+            if let Some(c) = caller {
+                parts.extensions.insert(c);
+            }
+            next.run(Request::from_parts(parts, body)).await
+        }
+        Err(refused) => refused.into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bearer;
+
+    #[test]
+    fn bearer_tokens() {
+        assert_eq!(bearer("Bearer abc"), Some("abc"));
+        assert_eq!(bearer("bearer   abc "), Some("abc"));
+        assert_eq!(bearer("Basic abc"), None);
+        assert_eq!(bearer("Bearer"), None);
+        assert_eq!(bearer("Bearer "), None);
+        assert_eq!(bearer("Bearer a b"), None);
+    }
+}

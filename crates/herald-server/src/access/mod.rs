@@ -1,0 +1,79 @@
+//! Who may call what: the node's mode, the admin key, API keys (through the
+//! [`KeyResolver`] seam), scopes per route, body types, and the browser
+//! checks of open mode.
+//!
+//! Two layers do the work. [`guard`] is in front of the whole router: it
+//! answers `421` (open mode, foreign `Host`), `403 cross_origin` (open mode,
+//! a state change from another origin) and `401`, and sets the [`Caller`].
+//! [`enforce`] is on each route, with that route's [`Policy`] from
+//! `crate::routes`: `403` without the scope, `415` for the wrong body type.
+
+mod caller;
+mod guard;
+mod host;
+mod keys;
+mod media;
+mod mode;
+mod policy;
+mod refusal;
+mod scope;
+mod secret;
+mod settings;
+
+pub use caller::{ADMIN_KEY_NAME, Caller};
+pub use guard::{Guard, guard};
+pub use keys::{KeyError, KeyResolver, NoStoredKeys};
+pub use media::Payload;
+pub use mode::{MIN_ADMIN_KEY_CHARS, Mode, ModeError, is_loopback_listen};
+pub use policy::{Need, Policy, Verb, enforce};
+pub use scope::{Scope, Scopes};
+pub use secret::{KEY_PREFIX, PresentedKey, key_hash, new_key, same_hash};
+pub use settings::{AuthConfig, DEFAULT_ADMIN_KEY_ENV, InlineSecret};
+
+use std::sync::Arc;
+
+/// The header with which the admin acts for another tenant.
+pub const TENANT_HEADER: &str = "x-herald-tenant";
+
+/// A node's access settings, fixed at start.
+pub struct Access {
+    mode: Mode,
+    /// SHA-256 of the admin key, compared in constant time.
+    admin_hash: Option<[u8; 32]>,
+    /// Host names open mode answers besides the loopback ones, lower-case.
+    allowed_hosts: Vec<String>,
+    keys: Arc<dyn KeyResolver>,
+}
+
+impl Access {
+    /// Open mode: no admin key.
+    pub fn open(auth: &AuthConfig) -> Access {
+        Access {
+            mode: Mode::Open,
+            admin_hash: None,
+            allowed_hosts: auth.host_names(),
+            keys: Arc::new(NoStoredKeys),
+        }
+    }
+
+    /// Protected mode with this admin key (surrounding blanks are not part
+    /// of it).
+    pub fn protected(admin_key: &str, auth: &AuthConfig) -> Access {
+        Access {
+            mode: Mode::Protected,
+            admin_hash: Some(key_hash(admin_key.trim())),
+            ..Access::open(auth)
+        }
+    }
+
+    /// Checks API keys (`hrk_...`) with `keys`; without this, only the admin
+    /// key opens a protected node.
+    pub fn with_keys(mut self, keys: Arc<dyn KeyResolver>) -> Access {
+        self.keys = keys;
+        self
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+}

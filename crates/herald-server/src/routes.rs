@@ -1,0 +1,162 @@
+//! Every route's policy in one table: the scope it needs and the body it
+//! takes. The router is assembled through [`RouteSet`], which puts each
+//! route's policy in front of its handler and remembers what it registered,
+//! so a test can check that no route is left out of the table.
+
+use axum::handler::Handler;
+use axum::middleware;
+use axum::routing::{MethodRouter, delete, get, post, put};
+
+use crate::access::{Need, Payload, Policy, Scope, Verb, enforce};
+use crate::state::AppState;
+use Need::{Nothing, Scope as Needs};
+use Payload::{Action, Json, Ndjson, None as NoBody, Recipients, Xml};
+use Scope::{Admin, Campaign, Metrics, Read, Write};
+use Verb::{Delete, Get, Post, Put};
+
+const fn route(verb: Verb, path: &'static str, need: Need, payload: Payload) -> Policy {
+    Policy {
+        verb,
+        path,
+        need,
+        payload,
+    }
+}
+
+/// The route table. `read` is every GET of a tenant's data; `write` what
+/// reaches one recipient; `campaign` what sends to many; `admin` channel
+/// actions and views of the whole node or cluster.
+pub const ROUTES: &[Policy] = &[
+    route(Post, "/v1/timers", Needs(Write), Json),
+    route(Post, "/v1/timers:bulk", Needs(Write), Ndjson),
+    route(Get, "/v1/timers/{id}", Needs(Read), NoBody),
+    route(Delete, "/v1/timers/{id}", Needs(Write), NoBody),
+    route(Get, "/v1/timers/{id}/deliveries", Needs(Read), NoBody),
+    route(Put, "/v1/subjects/{subject_id}", Needs(Write), Json),
+    route(Get, "/v1/subjects/{subject_id}", Needs(Read), NoBody),
+    route(Delete, "/v1/subjects/{subject_id}", Needs(Write), NoBody),
+    route(Post, "/v1/reminders", Needs(Write), Json),
+    route(Post, "/v1/reminders:bulk", Needs(Write), Ndjson),
+    route(
+        Delete,
+        "/v1/reminders/{user_id}/{subject_id}",
+        Needs(Write),
+        NoBody,
+    ),
+    route(Get, "/v1/users/{user_id}/reminders", Needs(Read), NoBody),
+    route(Post, "/v1/audiences", Needs(Campaign), Recipients),
+    route(Get, "/v1/audiences/{id}", Needs(Read), NoBody),
+    route(Post, "/v1/rules", Needs(Campaign), Json),
+    route(Get, "/v1/rules", Needs(Read), NoBody),
+    route(Get, "/v1/rules/{id}", Needs(Read), NoBody),
+    route(Put, "/v1/rules/{id}", Needs(Campaign), Json),
+    // `:enable`, `:disable`.
+    route(Post, "/v1/rules/{id}", Needs(Campaign), Action),
+    route(Get, "/v1/rules/{id}/versions", Needs(Read), NoBody),
+    route(Get, "/v1/rules/{id}/tasks", Needs(Read), NoBody),
+    route(Post, "/v1/jobs", Needs(Campaign), Json),
+    route(Get, "/v1/jobs", Needs(Read), NoBody),
+    route(Get, "/v1/jobs/{id}", Needs(Read), NoBody),
+    // `:cancel`.
+    route(Post, "/v1/jobs/{id}", Needs(Campaign), Action),
+    route(Get, "/v1/jobs/{id}/segments", Needs(Read), NoBody),
+    route(Get, "/v1/jobs/{id}/sends", Needs(Read), NoBody),
+    route(Get, "/v1/channels", Needs(Admin), NoBody),
+    route(Post, "/v1/channels/{name}/callback", Needs(Admin), Xml),
+    // `:recall`.
+    route(Post, "/v1/deliveries/{id}", Needs(Admin), Action),
+    route(Get, "/v1/stats", Needs(Admin), NoBody),
+    route(Get, "/v1/cluster", Needs(Admin), NoBody),
+    route(Get, "/healthz", Nothing, NoBody),
+    route(Get, "/readyz", Nothing, NoBody),
+    route(Get, "/metrics", Needs(Metrics), NoBody),
+];
+
+/// The policy of a route, if the table has it.
+pub fn policy(verb: Verb, path: &str) -> Option<Policy> {
+    ROUTES
+        .iter()
+        .find(|p| p.verb == verb && p.path == path)
+        .copied()
+}
+
+/// The paths served without a key.
+pub fn public_paths() -> Vec<&'static str> {
+    ROUTES
+        .iter()
+        .filter(|p| p.need == Nothing)
+        .map(|p| p.path)
+        .collect()
+}
+
+/// The router under construction, each route behind its policy.
+pub struct RouteSet {
+    router: axum::Router<AppState>,
+    registered: Vec<(Verb, &'static str)>,
+}
+
+impl RouteSet {
+    pub fn new() -> Self {
+        Self {
+            router: axum::Router::new(),
+            registered: Vec::new(),
+        }
+    }
+
+    pub fn get<H: Handler<T, AppState>, T: 'static>(self, path: &'static str, h: H) -> Self {
+        self.add(Get, path, get(h))
+    }
+
+    pub fn post<H: Handler<T, AppState>, T: 'static>(self, path: &'static str, h: H) -> Self {
+        self.add(Post, path, post(h))
+    }
+
+    pub fn put<H: Handler<T, AppState>, T: 'static>(self, path: &'static str, h: H) -> Self {
+        self.add(Put, path, put(h))
+    }
+
+    pub fn delete<H: Handler<T, AppState>, T: 'static>(self, path: &'static str, h: H) -> Self {
+        self.add(Delete, path, delete(h))
+    }
+
+    /// A route built by the caller (to add its own layers); `method_router`
+    /// must serve `verb` only, which the router tests check.
+    pub fn add(
+        mut self,
+        verb: Verb,
+        path: &'static str,
+        method_router: MethodRouter<AppState>,
+    ) -> Self {
+        // A route missing from the table is closed: admin only, JSON only.
+        let policy = policy(verb, path).unwrap_or_else(|| {
+            tracing::error!(
+                method = verb.as_str(),
+                path,
+                "route missing from the route table; only the admin may call it"
+            );
+            route(verb, path, Needs(Admin), Json)
+        });
+        self.router = self.router.route(
+            path,
+            method_router.route_layer(middleware::from_fn_with_state(policy, enforce)),
+        );
+        self.registered.push((verb, path));
+        self
+    }
+
+    /// What was registered, in order.
+    #[cfg(test)]
+    pub fn registered(&self) -> &[(Verb, &'static str)] {
+        &self.registered
+    }
+
+    pub fn into_router(self) -> axum::Router<AppState> {
+        self.router
+    }
+}
+
+impl Default for RouteSet {
+    fn default() -> Self {
+        Self::new()
+    }
+}

@@ -1,0 +1,112 @@
+//! The route table against the router: every route has a policy, no policy
+//! is stale, every GET is a read, and each route serves only its methods.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+
+use super::Api;
+use crate::access::{Need, Payload, Scope, Verb};
+use crate::routes::{ROUTES, policy};
+
+#[test]
+fn every_route_has_exactly_one_policy() {
+    let set = crate::api_routes();
+    let registered: BTreeSet<(Verb, &str)> = set.registered().iter().copied().collect();
+    assert_eq!(
+        registered.len(),
+        set.registered().len(),
+        "a route is registered twice"
+    );
+    for (verb, path) in &registered {
+        assert!(
+            policy(*verb, path).is_some(),
+            "{} {path} has no entry in routes::ROUTES",
+            verb.as_str()
+        );
+    }
+    let table: BTreeSet<(Verb, &str)> = ROUTES.iter().map(|p| (p.verb, p.path)).collect();
+    assert_eq!(table.len(), ROUTES.len(), "a route is in the table twice");
+    let stale: Vec<_> = table.difference(&registered).collect();
+    assert!(
+        stale.is_empty(),
+        "in the table, not in the router: {stale:?}"
+    );
+}
+
+#[test]
+fn no_get_changes_state() {
+    for p in ROUTES {
+        let route = format!("{} {}", p.verb.as_str(), p.path);
+        if p.verb == Verb::Get {
+            assert!(
+                matches!(
+                    p.need,
+                    Need::Nothing | Need::Scope(Scope::Read | Scope::Metrics | Scope::Admin)
+                ),
+                "{route} is a GET, so a read"
+            );
+            assert_eq!(p.payload, Payload::None, "{route} reads no body");
+            assert!(!p.changes_state(), "{route}");
+        } else {
+            assert!(
+                matches!(
+                    p.need,
+                    Need::Scope(Scope::Write | Scope::Campaign | Scope::Admin)
+                ),
+                "{route} changes state: it needs write, campaign or admin"
+            );
+            assert!(p.changes_state(), "{route}");
+            if matches!(p.verb, Verb::Post | Verb::Put) {
+                assert_ne!(p.payload, Payload::None, "{route} says what it reads");
+            } else {
+                assert_eq!(p.payload, Payload::None, "{route} reads no body");
+            }
+        }
+    }
+}
+
+/// A concrete URI for a route pattern.
+fn concrete(path: &str) -> String {
+    path.replace("{id}", "999")
+        .replace("{subject_id}", "s")
+        .replace("{user_id}", "u")
+        .replace("{name}", "log")
+}
+
+/// Each route answers its own methods and `405` to the others, so no route
+/// serves a method the table does not hold a policy for.
+#[tokio::test]
+async fn routes_serve_only_their_methods() {
+    let api = Api::new().await;
+    let mut by_path: BTreeMap<&str, BTreeSet<Verb>> = BTreeMap::new();
+    for (verb, path) in crate::api_routes().registered() {
+        by_path.entry(path).or_default().insert(*verb);
+    }
+    for (path, verbs) in by_path {
+        for verb in Verb::ALL {
+            let req = Request::builder()
+                .method(verb.as_str())
+                .uri(concrete(path))
+                .body(Body::empty())
+                .expect("request");
+            let (st, body) = api.send(req).await;
+            if verbs.contains(&verb) {
+                assert_ne!(
+                    st,
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    "{} {path}: {body}",
+                    verb.as_str()
+                );
+            } else {
+                assert_eq!(
+                    st,
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    "{} {path} is served, but has no policy: {body}",
+                    verb.as_str()
+                );
+            }
+        }
+    }
+}
