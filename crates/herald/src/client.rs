@@ -113,13 +113,78 @@ pub async fn run(remote: &Remote, cmd: TimersCmd) -> anyhow::Result<()> {
 pub async fn show(resp: reqwest::Response) -> anyhow::Result<()> {
     let status = resp.status();
     let text = resp.text().await?;
-    let pretty = serde_json::from_str::<serde_json::Value>(&text)
-        .ok()
-        .and_then(|v| serde_json::to_string_pretty(&v).ok())
-        .unwrap_or(text);
-    println!("{pretty}");
+    let value = serde_json::from_str::<serde_json::Value>(&text).ok();
+    match &value {
+        Some(v) => print_json(v),
+        None => print_line(&text),
+    }
     if !status.is_success() {
-        bail!("server answered {status}");
+        bail!("{}", refusal(status, value.as_ref()));
     }
     Ok(())
+}
+
+/// A 2xx answer's JSON. Anything else is printed as the server sent it
+/// (a 401 or 403 names what is missing) and becomes the error.
+pub async fn answer(resp: reqwest::Response) -> anyhow::Result<serde_json::Value> {
+    let status = resp.status();
+    let text = resp.text().await?;
+    let value = serde_json::from_str::<serde_json::Value>(&text).ok();
+    if !status.is_success() {
+        match &value {
+            Some(v) => print_json(v),
+            None => print_line(&text),
+        }
+        bail!("{}", refusal(status, value.as_ref()));
+    }
+    value.context("the server's answer is not JSON")
+}
+
+/// "server answered 403 Forbidden: ... needs the \"campaign\" scope".
+fn refusal(status: reqwest::StatusCode, body: Option<&serde_json::Value>) -> String {
+    let error = body.map(|v| &v["error"]);
+    let said = error
+        .and_then(|e| e["message"].as_str().or_else(|| e["code"].as_str()))
+        .filter(|s| !s.is_empty());
+    match said {
+        Some(m) => format!("server answered {status}: {m}"),
+        None => format!("server answered {status}"),
+    }
+}
+
+/// Pretty JSON on stdout.
+pub fn print_json(v: &serde_json::Value) {
+    let text = serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string());
+    print_line(&text);
+}
+
+/// `println!` that does not panic when stdout is a closed pipe (`| head`).
+fn print_line(text: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stdout().lock(), "{text}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_refusal_says_what_the_server_said() {
+        let forbidden = json!({"error": {"code": "forbidden",
+            "message": "this key needs the \"campaign\" scope", "field": null}});
+        assert_eq!(
+            refusal(reqwest::StatusCode::FORBIDDEN, Some(&forbidden)),
+            "server answered 403 Forbidden: this key needs the \"campaign\" scope"
+        );
+        let unauthorized = json!({"error": {"code": "unauthorized"}});
+        assert_eq!(
+            refusal(reqwest::StatusCode::UNAUTHORIZED, Some(&unauthorized)),
+            "server answered 401 Unauthorized: unauthorized"
+        );
+        assert_eq!(
+            refusal(reqwest::StatusCode::BAD_GATEWAY, None),
+            "server answered 502 Bad Gateway"
+        );
+    }
 }

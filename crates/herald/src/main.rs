@@ -1,10 +1,12 @@
 //! `herald`: the service, the provider mocks, the load generator and a client,
 //! in one binary.
 
+mod audit_cli;
 mod bench;
 mod campaign_cli;
 mod client;
 mod config;
+mod keys_cli;
 mod remind_cli;
 mod serve;
 
@@ -88,6 +90,20 @@ enum Cmd {
         remote: client::Remote,
         #[command(subcommand)]
         cmd: campaign_cli::JobsCmd,
+    },
+    /// Manage API keys (needs the admin key): create, list, revoke.
+    Keys {
+        #[command(flatten)]
+        remote: client::Remote,
+        #[command(subcommand)]
+        cmd: keys_cli::KeysCmd,
+    },
+    /// Read the audit log: who changed what, when, with which answer.
+    Audit {
+        #[command(flatten)]
+        remote: client::Remote,
+        #[command(flatten)]
+        args: audit_cli::AuditArgs,
     },
 }
 
@@ -231,6 +247,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Cmd::Audiences { remote, cmd } => campaign_cli::audiences(&remote, cmd).await,
             Cmd::Rules { remote, cmd } => campaign_cli::rules(&remote, cmd).await,
             Cmd::Jobs { remote, cmd } => campaign_cli::jobs(&remote, cmd).await,
+            Cmd::Keys { remote, cmd } => keys_cli::run(&remote, cmd).await,
+            Cmd::Audit { remote, args } => audit_cli::run(&remote, args).await,
         }
     })
 }

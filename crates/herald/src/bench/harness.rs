@@ -42,6 +42,10 @@ pub struct ServerArgs {
     /// More TOML for the server's config (set by scenarios, not a flag).
     #[arg(skip)]
     pub(super) extra_toml: String,
+    /// The admin key the nodes are started with (protected mode); none:
+    /// open mode. Set by scenarios, not a flag.
+    #[arg(skip)]
+    pub(super) admin_key: Option<String>,
 }
 
 /// Where the nodes under test keep their data.
@@ -92,24 +96,35 @@ pub(super) struct Node {
     /// Its config file and log live here.
     pub(super) dir: PathBuf,
     pub(super) name: String,
+    /// Its admin key, kept for a restart.
+    pub(super) admin_key: Option<String>,
 }
 
 impl Node {
-    /// Starts `herald serve` on `<dir>/<name>.toml`; returns once it listens.
-    pub(super) async fn spawn(dir: &Path, name: &str) -> anyhow::Result<Node> {
+    /// Starts `herald serve` on `<dir>/<name>.toml`, protected by
+    /// `admin_key` if one is given; returns once it listens.
+    pub(super) async fn spawn(
+        dir: &Path,
+        name: &str,
+        admin_key: Option<&str>,
+    ) -> anyhow::Result<Node> {
         let log_path = dir.join(format!("{name}.log"));
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&log_path)?;
         let exe = std::env::current_exe().context("locating the herald binary")?;
-        let mut child = Command::new(exe)
-            .arg("serve")
+        let mut cmd = Command::new(exe);
+        cmd.arg("serve")
             .arg("--config")
             .arg(dir.join(format!("{name}.toml")))
             // The nodes under test are open (loopback, no admin key) unless a
-            // scenario's config says otherwise.
-            .env_remove("HERALD_ADMIN_KEY")
+            // scenario gives them a key.
+            .env_remove("HERALD_ADMIN_KEY");
+        if let Some(key) = admin_key {
+            cmd.env("HERALD_ADMIN_KEY", key);
+        }
+        let mut child = cmd
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log))
@@ -136,6 +151,7 @@ impl Node {
             base,
             dir: dir.to_path_buf(),
             name: name.to_string(),
+            admin_key: admin_key.map(str::to_string),
         })
     }
 
@@ -177,10 +193,21 @@ pub(super) struct Deployment {
     _tmp: Option<tempfile::TempDir>,
     /// The PostgreSQL store, if that is what the nodes use.
     pub(super) pg: Option<Postgres>,
+    /// The nodes' admin key, sent with the harness's own requests.
+    admin_key: Option<String>,
 }
 
 impl Deployment {
     pub(super) async fn start(sink: &Sink, a: &ServerArgs) -> anyhow::Result<Self> {
+        Self::start_with_channel(&sink.channel_toml(a.concurrency), a).await
+    }
+
+    /// Like [`Self::start`], with the `[[channels]]` TOML (a channel named
+    /// `sink`) given as it is.
+    pub(super) async fn start_with_channel(
+        channel_toml: &str,
+        a: &ServerArgs,
+    ) -> anyhow::Result<Self> {
         let tmp = tempfile::Builder::new().prefix("herald-bench-").tempdir()?;
         let dir = tmp.path().to_path_buf();
         let (store, pg) = match a.store_choice()? {
@@ -220,13 +247,13 @@ app = "sink"
 {channel}
 {extra}
 "#,
-                channel = sink.channel_toml(a.concurrency),
+                channel = channel_toml,
                 extra = a.extra_toml,
                 merge = a.merge_window_ms,
                 sync = a.synchronous,
             );
             std::fs::write(dir.join(format!("{name}.toml")), config)?;
-            nodes.push(Node::spawn(&dir, &name).await?);
+            nodes.push(Node::spawn(&dir, &name, a.admin_key.as_deref()).await?);
         }
         let tmp = if a.keep {
             eprintln!("keeping {}", tmp.path().display());
@@ -240,6 +267,7 @@ app = "sink"
             dir,
             _tmp: tmp,
             pg,
+            admin_key: a.admin_key.clone(),
         };
         if d.nodes.len() > 1 {
             d.wait_balanced().await?;
@@ -261,8 +289,8 @@ app = "sink"
         let http = http_client()?;
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            let v: serde_json::Value = http
-                .get(format!("{}/v1/cluster", self.base()))
+            let v: serde_json::Value = self
+                .as_admin(http.get(format!("{}/v1/cluster", self.base())))
                 .send()
                 .await?
                 .json()
@@ -282,8 +310,8 @@ app = "sink"
     pub(super) async fn counter(&self, http: &reqwest::Client, name: &str) -> anyhow::Result<f64> {
         let mut sum = 0.0;
         for n in &self.nodes {
-            let text = http
-                .get(format!("{}/metrics", n.base))
+            let text = self
+                .as_admin(http.get(format!("{}/metrics", n.base)))
                 .send()
                 .await?
                 .text()
@@ -291,6 +319,14 @@ app = "sink"
             sum += metric_value(&text, name).unwrap_or(0.0);
         }
         Ok(sum)
+    }
+
+    /// `req` with the admin key, if the nodes are protected.
+    pub(super) fn as_admin(&self, req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match &self.admin_key {
+            Some(key) => req.bearer_auth(key),
+            None => req,
+        }
     }
 
     pub(super) fn log_path(&self) -> PathBuf {

@@ -11,6 +11,7 @@
 mod burst;
 mod campaign;
 mod cpu;
+mod fairness;
 mod harness;
 mod ingest;
 mod load;
@@ -19,11 +20,13 @@ mod precision;
 mod reminders;
 mod restart;
 mod sink;
+mod tenant_sink;
 
 use clap::Subcommand;
 
 use burst::BurstArgs;
 use campaign::CampaignArgs;
+use fairness::FairnessArgs;
 use harness::ServerArgs;
 use ingest::IngestArgs;
 use precision::PrecisionArgs;
@@ -46,6 +49,9 @@ pub enum BenchCmd {
     /// One job to an uploaded audience of N recipients: upload rate, and
     /// recipients per second to the sink.
     Campaign(CampaignArgs),
+    /// Tenant a's N timers due at one instant, tenant b's M due a second
+    /// later: b's lateness while a drains, and a's drain rate against a alone.
+    Fairness(FairnessArgs),
 }
 
 impl BenchCmd {
@@ -57,6 +63,7 @@ impl BenchCmd {
             BenchCmd::Restart(a) => &a.server,
             BenchCmd::Reminders(a) => &a.server,
             BenchCmd::Campaign(a) => &a.server,
+            BenchCmd::Fairness(a) => &a.server,
         }
     }
 }
@@ -71,5 +78,6 @@ pub async fn run(cmd: BenchCmd) -> anyhow::Result<()> {
         BenchCmd::Restart(a) => restart::run(a).await,
         BenchCmd::Reminders(a) => reminders::run(a).await,
         BenchCmd::Campaign(a) => campaign::run(a).await,
+        BenchCmd::Fairness(a) => fairness::run(a).await,
     }
 }

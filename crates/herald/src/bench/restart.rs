@@ -64,7 +64,12 @@ pub(super) async fn run(a: RestartArgs) -> anyhow::Result<()> {
         tokio::time::sleep(Duration::from_millis(pause as u64)).await;
     }
     let started = Instant::now();
-    *node = Node::spawn(&node.dir.clone(), &node.name.clone()).await?;
+    *node = Node::spawn(
+        &node.dir.clone(),
+        &node.name.clone(),
+        node.admin_key.as_deref(),
+    )
+    .await?;
     let listening = started.elapsed();
     let deadline = started + Duration::from_secs(120);
     while sink.unique_delivered() == 0 {
