@@ -33,6 +33,8 @@ use crate::routes::RouteSet;
 pub use access::{Access, AuthConfig, Caller, Mode, Scope, Scopes};
 pub use config::{ApiConfig, RemindersConfig};
 pub use ops::install_metrics;
+/// Every route with the scope it needs: what end-to-end tests walk.
+pub use routes::ROUTES;
 pub use state::AppState;
 
 /// Every route of the API, with the error fallbacks and access control,
