@@ -9,6 +9,7 @@ mod faulty_store;
 mod route_table;
 mod routing;
 mod store_errors;
+mod tenants;
 
 use std::sync::Arc;
 
