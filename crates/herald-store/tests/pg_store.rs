@@ -7,8 +7,8 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use herald_core::{DEFAULT_TENANT, TimerState};
 use herald_core::campaign::{JobState, SegmentState, SendState};
+use herald_core::{DEFAULT_TENANT, TimerState};
 use herald_pgtemp::{PgTemp, TempDatabase};
 use herald_store::postgres::PgStore;
 use herald_store::testsuite::fixtures::{
@@ -193,12 +193,7 @@ async fn a_big_batch_is_announced_in_several_notifications() {
     let base = now_ms();
     let timers: Vec<NewTimer> = (0..5_000).map(|i| timer(base + i)).collect();
     let r = b.apply(inserts(timers)).await.unwrap();
-    let expected: Vec<DueEntry> = r
-        .iter()
-        .map(|r| {
-            created(r).due_entry()
-        })
-        .collect();
+    let expected: Vec<DueEntry> = r.iter().map(|r| created(r).due_entry()).collect();
     let mut got = Vec::new();
     let mut notifications = 0;
     while got.len() < expected.len() {
@@ -651,7 +646,10 @@ fn sweep_opts() -> SweepOptions {
 
 /// A sealed audience of `n` recipients `u0`, `u1`, ...
 async fn audience_of(store: &PgStore, n: u64) -> i64 {
-    let id = store.create_audience(DEFAULT_TENANT, None, T0).await.unwrap();
+    let id = store
+        .create_audience(DEFAULT_TENANT, None, T0)
+        .await
+        .unwrap();
     let mut start = 0;
     while start < n {
         let end = (start + AUDIENCE_CHUNK).min(n);

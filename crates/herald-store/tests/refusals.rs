@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use herald_core::{DEFAULT_TENANT, TimerKind};
 use herald_core::campaign::SendState;
+use herald_core::{DEFAULT_TENANT, TimerKind};
 use herald_store::postgres::PgStore;
 use herald_store::sqlite::SqliteStore;
 use herald_store::{
@@ -47,7 +47,10 @@ async fn refusals(store: &dyn Store) -> Vec<(&'static str, String)> {
     // Audiences: unknown, off the chunk grid, a newline, a wrong size,
     // sealed, not sealed yet.
     note(store.append_audience(999, 0, &recipients).await);
-    let open = store.create_audience(DEFAULT_TENANT, None, 1).await.unwrap();
+    let open = store
+        .create_audience(DEFAULT_TENANT, None, 1)
+        .await
+        .unwrap();
     note(store.append_audience(open, 7, &recipients).await);
     note(store.append_audience(open, 0, &["a\nb".to_string()]).await);
     store.append_audience(open, 0, &recipients).await.unwrap();

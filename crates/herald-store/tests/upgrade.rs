@@ -292,22 +292,22 @@ async fn reads_back_v0(store: &dyn Store, w: &Written) {
     let job = JobRecord {
         id: 1,
         tenant: DEFAULT_TENANT,
-            audience_id: 1,
-            channel: "log".into(),
-            message: r#"{"t":"hello"}"#.into(),
-            segment_size: 2,
-            deadline_at: None,
-            priority: 5,
-            task_id: None,
-            state: JobState::Done,
-            totals: JobTotals {
-                total: 5,
-                delivered: 5,
-                ..Default::default()
-            },
-            created_at: created,
-            started_at: Some(started),
-            finished_at: Some(finished),
+        audience_id: 1,
+        channel: "log".into(),
+        message: r#"{"t":"hello"}"#.into(),
+        segment_size: 2,
+        deadline_at: None,
+        priority: 5,
+        task_id: None,
+        state: JobState::Done,
+        totals: JobTotals {
+            total: 5,
+            delivered: 5,
+            ..Default::default()
+        },
+        created_at: created,
+        started_at: Some(started),
+        finished_at: Some(finished),
     };
     assert_eq!(store.get_job(1).await.unwrap().as_ref(), Some(&job));
     assert_eq!(
@@ -571,7 +571,10 @@ async fn writes_after_v0(store: &dyn Store) {
 /// A new tenant takes the old rows' natural keys for its own: subject
 /// `coupon-42`, user `alice`, idempotency key `k-pending`. The default
 /// tenant's rows are untouched, and each tenant sees only its own.
-async fn second_tenant_reuses_the_old_keys(store: &dyn Store, new: &dyn Fn(Option<&str>) -> NewTimer) {
+async fn second_tenant_reuses_the_old_keys(
+    store: &dyn Store,
+    new: &dyn Fn(Option<&str>) -> NewTimer,
+) {
     const NOW: i64 = 1_900_000_000_000;
     let shop = store.tenant_id("shop", true).await.unwrap().unwrap();
     assert_eq!(shop, TenantId(2));
@@ -608,24 +611,35 @@ async fn second_tenant_reuses_the_old_keys(store: &dyn Store, new: &dyn Fn(Optio
     let WriteResult::Created(keyed) = &r[0] else {
         panic!("{:?}", r[0])
     };
-    assert_eq!((keyed.tenant, keyed.idempotency_key.as_deref()), (shop, Some("k-pending")));
-    assert!(matches!(&r[1], WriteResult::SubjectPut { created: true, .. }));
+    assert_eq!(
+        (keyed.tenant, keyed.idempotency_key.as_deref()),
+        (shop, Some("k-pending"))
+    );
+    assert!(matches!(
+        &r[1],
+        WriteResult::SubjectPut { created: true, .. }
+    ));
     let WriteResult::Created(reminder) = &r[2] else {
         panic!("{:?}", r[2])
     };
     assert_eq!(reminder.due_at, 1906509600000 + 3_600_000 - 300_000);
     assert!(matches!(&r[3], WriteResult::Existing(t) if t.id == 2 && t.tenant == DEFAULT_TENANT));
 
-    let subjects = |t| async move {
-        store.get_subjects(t, &["coupon-42".into()]).await.unwrap()
-    };
+    let subjects = |t| async move { store.get_subjects(t, &["coupon-42".into()]).await.unwrap() };
     assert_eq!(subjects(shop).await[0].title.as_deref(), Some("shop's own"));
-    assert_eq!(subjects(DEFAULT_TENANT).await[0].title.as_deref(), Some("20 off"));
+    assert_eq!(
+        subjects(DEFAULT_TENANT).await[0].title.as_deref(),
+        Some("20 off")
+    );
     let alice = |t| async move { store.user_reminders(t, "alice", 10).await.unwrap() };
     let shop_alice = alice(shop).await;
     assert_eq!(shop_alice.len(), 1);
     assert_eq!(shop_alice[0].timer.id, reminder.id);
-    let old_alice: Vec<i64> = alice(DEFAULT_TENANT).await.iter().map(|r| r.timer.id).collect();
+    let old_alice: Vec<i64> = alice(DEFAULT_TENANT)
+        .await
+        .iter()
+        .map(|r| r.timer.id)
+        .collect();
     assert_eq!(old_alice, vec![5, 6]);
     // The default tenant cannot cancel the shop's timer, nor delete its subject.
     let r = store

@@ -7,6 +7,7 @@ mod client;
 mod config;
 mod remind_cli;
 mod serve;
+mod tenancy;
 
 use std::io::IsTerminal;
 use std::net::SocketAddr;

@@ -24,7 +24,10 @@ use metrics_exporter_prometheus::PrometheusBuilder;
 use serde_json::Value;
 use tower::ServiceExt;
 
-use crate::{Access, ApiConfig, AppState, AuthConfig, RemindersConfig, router};
+use crate::{
+    Access, ApiConfig, AppState, AuditLog, AuditSettings, AuditWriter, AuthConfig, Quotas,
+    RemindersConfig, router,
+};
 use faulty_store::FaultyStore;
 
 /// The API over a fresh store.
@@ -32,6 +35,8 @@ struct Api {
     router: Router,
     store: Arc<FaultyStore>,
     engine: Engine,
+    /// Kept so its task writes until the test ends.
+    _audit: AuditWriter,
 }
 
 impl Api {
@@ -72,6 +77,14 @@ impl Api {
             "handler-tests",
         )
         .await;
+        let (audit, audit_writer) = AuditLog::start(
+            store.clone() as Arc<dyn Store>,
+            AuditSettings {
+                flush_every: std::time::Duration::from_millis(10),
+                ..AuditSettings::default()
+            },
+        );
+        let quotas = Quotas::none();
         let state = AppState {
             campaigns: engine.campaigns(),
             engine: engine.clone(),
@@ -83,11 +96,14 @@ impl Api {
             }),
             metrics: PrometheusBuilder::new().build_recorder().handle(),
             access: Arc::new(access),
+            audit,
+            quotas: Arc::new(quotas),
         };
         Self {
             router: router(state),
             store,
             engine,
+            _audit: audit_writer,
         }
     }
 

@@ -104,7 +104,10 @@ mod tests {
     fn scopes_round_trip_and_odd_names_are_refused() {
         let scopes = vec!["read".to_string(), "write".into()];
         assert_eq!(scopes_from_db(&scopes_to_db(&scopes).unwrap()), scopes);
-        assert_eq!(scopes_from_db(&scopes_to_db(&[]).unwrap()), Vec::<String>::new());
+        assert_eq!(
+            scopes_from_db(&scopes_to_db(&[]).unwrap()),
+            Vec::<String>::new()
+        );
         for bad in ["", "a b", "a,b", "tab\t"] {
             assert!(matches!(
                 scopes_to_db(&[bad.to_string()]),

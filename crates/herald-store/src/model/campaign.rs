@@ -265,9 +265,10 @@ mod tests {
 
     #[test]
     fn the_rule_list_joins_the_version_list() {
-        assert!(rule_cols!().starts_with(
-            "r.id, r.tenant_id, r.status, r.created_at, r.updated_at, v.rule_id"
-        ));
+        assert!(
+            rule_cols!()
+                .starts_with("r.id, r.tenant_id, r.status, r.created_at, r.updated_at, v.rule_id")
+        );
         assert!(rule_cols!().ends_with("v.priority, v.created_at"));
     }
 }

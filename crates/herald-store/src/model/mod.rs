@@ -85,7 +85,8 @@ pub(crate) fn tenant_to_db(t: TenantId) -> i64 {
 /// A tenant as PostgreSQL binds it (`INTEGER`). Tenant ids come from a
 /// sequence that starts at 1, so one past `i32::MAX` is a caller's bug.
 pub(crate) fn tenant_to_pg(t: TenantId) -> Result<i32> {
-    i32::try_from(t.0).map_err(|_| StoreError::refused("tenant", format!("tenant id {t} is out of range")))
+    i32::try_from(t.0)
+        .map_err(|_| StoreError::refused("tenant", format!("tenant id {t} is out of range")))
 }
 
 /// A `(tenant, state, count)` row of a `GROUP BY tenant_id, state`.

@@ -11,12 +11,11 @@ use herald_core::TenantId;
 
 use super::{Ctx, Param, PgStore};
 use crate::model::{
-    self, Columns, api_key_cols, audit_cols, audit_start, limit_to_db, scopes_to_db,
-    tenant_to_pg,
+    self, Columns, api_key_cols, audit_cols, audit_start, limit_to_db, scopes_to_db, tenant_to_pg,
 };
 use crate::{
-    AccessStore, ApiKeyRecord, AuditEntry, NewApiKey, NewAuditEntry, Result, StoreError,
-    refusals, wall_clock_ms,
+    AccessStore, ApiKeyRecord, AuditEntry, NewApiKey, NewAuditEntry, Result, StoreError, refusals,
+    wall_clock_ms,
 };
 
 const TENANT_BY_NAME: &str = "SELECT id FROM tenants WHERE name = $1";

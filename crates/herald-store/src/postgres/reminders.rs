@@ -361,8 +361,8 @@ pub(super) async fn cancel_reminders(
                 &stmt,
                 &[&tenant, &user_id, &subject_id, &bits_to_db(remaining), &at],
             )
-                .await
-                .ctx("storing reminder bits")?;
+            .await
+            .ctx("storing reminder bits")?;
         }
     }
     Ok(WriteResult::RemindersCancelled {

@@ -495,8 +495,8 @@ pub(super) async fn complete(store: &PgStore, batch: &[Completion]) -> Result<Ve
         .map(|c| tenant_to_pg(c.tenant))
         .collect::<Result<Vec<i32>>>()?;
     let log_params: [Param<'_>; 11] = [
-        &timer_id, &attempt, &channel, &outcome, &key, &msgid, &status, &error, &started, &finished,
-        &tenant,
+        &timer_id, &attempt, &channel, &outcome, &key, &msgid, &status, &error, &started,
+        &finished, &tenant,
     ];
     let mut fenced_shards: Vec<i32> = batch
         .iter()

@@ -7,8 +7,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use super::SqliteStore;
 use super::error::Ctx;
 use crate::model::{
-    self, Columns, api_key_cols, audit_cols, audit_start, limit_to_db, scopes_to_db,
-    tenant_to_db,
+    self, Columns, api_key_cols, audit_cols, audit_start, limit_to_db, scopes_to_db, tenant_to_db,
 };
 use crate::{
     AccessStore, ApiKeyRecord, AuditEntry, NewApiKey, NewAuditEntry, Result, refusals,
@@ -96,7 +95,11 @@ fn query_all<T, P: rusqlite::Params>(
     Ok(out)
 }
 
-fn key_by(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> Result<Option<ApiKeyRecord>> {
+fn key_by(
+    conn: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+) -> Result<Option<ApiKeyRecord>> {
     let mut stmt = conn.prepare_cached(sql).ctx("preparing key read")?;
     let mut rows = stmt.query(params).ctx("reading a key")?;
     match rows.next().ctx("reading a key")? {

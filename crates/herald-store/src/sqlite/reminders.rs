@@ -321,7 +321,13 @@ pub(super) fn cancel_reminders(
         } else {
             conn.prepare_cached(STORE_BITS)
                 .ctx("preparing reminder update")?
-                .execute(params![tenant, user_id, subject_id, bits_to_db(remaining), at])
+                .execute(params![
+                    tenant,
+                    user_id,
+                    subject_id,
+                    bits_to_db(remaining),
+                    at
+                ])
                 .ctx("storing reminder bits")?;
         }
     }

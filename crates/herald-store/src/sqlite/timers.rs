@@ -388,9 +388,7 @@ pub(super) fn deliveries_for(conn: &Connection, timer_id: TimerId) -> Result<Vec
     Ok(out)
 }
 
-pub(super) fn count_by_tenant_state(
-    conn: &Connection,
-) -> Result<Vec<(TenantId, TimerState, u64)>> {
+pub(super) fn count_by_tenant_state(conn: &Connection) -> Result<Vec<(TenantId, TimerState, u64)>> {
     let mut stmt = conn
         .prepare_cached(COUNT_BY_TENANT_STATE)
         .ctx("preparing count_by_tenant_state")?;

@@ -330,7 +330,10 @@ pub async fn audiences_are_uploaded_in_chunks_sealed_and_sliced(store: S) {
     assert!(store.audience_slice(id + 1000, 0, 10).await.is_err());
 
     // A missing chunk in the middle makes the upload unsealable.
-    let holey = store.create_audience(DEFAULT_TENANT, None, T0).await.unwrap();
+    let holey = store
+        .create_audience(DEFAULT_TENANT, None, T0)
+        .await
+        .unwrap();
     for start in [0, 2 * c] {
         let end = (start + c).min(n);
         store
@@ -351,7 +354,10 @@ pub async fn audiences_are_uploaded_in_chunks_sealed_and_sliced(store: S) {
 }
 
 pub async fn unsealed_audiences_make_no_job_and_unused_ones_can_be_dropped(store: S) {
-    let open = store.create_audience(DEFAULT_TENANT, None, T0).await.unwrap();
+    let open = store
+        .create_audience(DEFAULT_TENANT, None, T0)
+        .await
+        .unwrap();
     store
         .append_audience(open, 0, &recipients(0..5))
         .await
@@ -367,7 +373,13 @@ pub async fn unsealed_audiences_make_no_job_and_unused_ones_can_be_dropped(store
             .unwrap(),
         None
     );
-    assert!(store.list_jobs(DEFAULT_TENANT, None, 10).await.unwrap().is_empty());
+    assert!(
+        store
+            .list_jobs(DEFAULT_TENANT, None, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 
     // An abandoned upload goes away with its recipients.
     assert!(store.drop_audience(open).await.unwrap());
@@ -462,14 +474,34 @@ pub async fn rules_are_versioned(store: S) {
         ids.push(rule(&store, rule_spec(&format!("more {k}"), None)).await);
     }
     let listed = |rs: Vec<crate::RuleRecord>| rs.into_iter().map(|r| r.id).collect::<Vec<_>>();
-    assert_eq!(listed(store.list_rules(DEFAULT_TENANT, None, 10).await.unwrap()), ids);
-    assert_eq!(listed(store.list_rules(DEFAULT_TENANT, None, 2).await.unwrap()), ids[..2]);
     assert_eq!(
-        listed(store.list_rules(DEFAULT_TENANT, Some(ids[1]), 10).await.unwrap()),
+        listed(store.list_rules(DEFAULT_TENANT, None, 10).await.unwrap()),
+        ids
+    );
+    assert_eq!(
+        listed(store.list_rules(DEFAULT_TENANT, None, 2).await.unwrap()),
+        ids[..2]
+    );
+    assert_eq!(
+        listed(
+            store
+                .list_rules(DEFAULT_TENANT, Some(ids[1]), 10)
+                .await
+                .unwrap()
+        ),
         ids[2..]
     );
-    assert!(store.list_rules(DEFAULT_TENANT, Some(ids[3]), 10).await.unwrap().is_empty());
-    assert_eq!(store.list_rules(DEFAULT_TENANT, None, 10).await.unwrap()[0], r2);
+    assert!(
+        store
+            .list_rules(DEFAULT_TENANT, Some(ids[3]), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        store.list_rules(DEFAULT_TENANT, None, 10).await.unwrap()[0],
+        r2
+    );
 }
 
 pub async fn plan_task_is_unique_and_only_for_the_current_enabled_version(store: S) {
@@ -823,7 +855,10 @@ pub async fn start_task_checks_the_rule_then_starts_a_job(store: S) {
         store.start_task(t3.id, T0 + 300, 1_000).await.unwrap(),
         TaskStart::NoAudience
     );
-    let open = store.create_audience(DEFAULT_TENANT, None, T0).await.unwrap();
+    let open = store
+        .create_audience(DEFAULT_TENANT, None, T0)
+        .await
+        .unwrap();
     store
         .update_rule(
             r,
@@ -847,7 +882,14 @@ pub async fn start_task_checks_the_rule_then_starts_a_job(store: S) {
         assert!(t.finished_at.is_some());
         assert_eq!(t.job_id, None);
     }
-    assert_eq!(store.list_jobs(DEFAULT_TENANT, None, 10).await.unwrap().len(), 1);
+    assert_eq!(
+        store
+            .list_jobs(DEFAULT_TENANT, None, 10)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
 
     // An empty audience: the job is done and the task succeeded at once.
     let empty = audience(&store, 0).await;
@@ -948,10 +990,16 @@ pub async fn job_segments_tile_the_audience(store: S) {
         vec![third.id, bj.id]
     );
     assert_eq!(
-        ids(store.list_jobs(DEFAULT_TENANT, Some(bj.id), 10).await.unwrap()),
+        ids(store
+            .list_jobs(DEFAULT_TENANT, Some(bj.id), 10)
+            .await
+            .unwrap()),
         vec![j.id]
     );
-    assert_eq!(store.list_jobs(DEFAULT_TENANT, None, 10).await.unwrap()[2], j);
+    assert_eq!(
+        store.list_jobs(DEFAULT_TENANT, None, 10).await.unwrap()[2],
+        j
+    );
     assert_eq!(store.get_job(third.id + 1000).await.unwrap(), None);
     assert!(segments(&store, third.id + 1000).await.is_empty());
 }

@@ -59,7 +59,10 @@ async fn cancel_bits(store: &S, user: &str, subject: &str, mask: u64, at: i64) -
 
 async fn subjects(store: &S, ids: &[&str]) -> Vec<SubjectRecord> {
     let ids: Vec<String> = ids.iter().map(|s| s.to_string()).collect();
-    let mut got = store.get_subjects(DEFAULT_TENANT, &ids).await.expect("get_subjects");
+    let mut got = store
+        .get_subjects(DEFAULT_TENANT, &ids)
+        .await
+        .expect("get_subjects");
     got.sort_by(|a, b| a.subject_id.cmp(&b.subject_id));
     got
 }
@@ -149,7 +152,13 @@ pub async fn put_subject_creates_then_updates(store: S) {
 }
 
 pub async fn get_subjects_returns_those_that_exist(store: S) {
-    assert!(store.get_subjects(DEFAULT_TENANT, &[]).await.unwrap().is_empty());
+    assert!(
+        store
+            .get_subjects(DEFAULT_TENANT, &[])
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert!(subjects(&store, &["nope"]).await.is_empty());
     put(&store, subject("a", START)).await;
     put(&store, subject("b", START + 1)).await;
@@ -178,7 +187,10 @@ pub async fn add_reminder_creates_a_timer_before_the_start(store: S) {
         subscriptions(&store, "alice").await,
         vec![("s".to_string(), bit(ChannelType::App, 15), rec.id)]
     );
-    let listed = store.user_reminders(DEFAULT_TENANT, "alice", 10).await.unwrap();
+    let listed = store
+        .user_reminders(DEFAULT_TENANT, "alice", 10)
+        .await
+        .unwrap();
     assert_eq!(listed[0].timer, expected);
 }
 
@@ -566,10 +578,26 @@ pub async fn user_reminders_orders_by_subject_then_bit_and_limits(store: S) {
         .map(|r| (r.subject_id, r.bit, r.timer.id))
         .collect();
     assert_eq!(two, expected[..2]);
-    assert!(store.user_reminders(DEFAULT_TENANT, "u", 0).await.unwrap().is_empty());
-    assert!(store.user_reminders(DEFAULT_TENANT, "nobody", 10).await.unwrap().is_empty());
+    assert!(
+        store
+            .user_reminders(DEFAULT_TENANT, "u", 0)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store
+            .user_reminders(DEFAULT_TENANT, "nobody", 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     // Every state is listed, with the timer as it is.
-    let first = store.user_reminders(DEFAULT_TENANT, "u", 1).await.unwrap().remove(0);
+    let first = store
+        .user_reminders(DEFAULT_TENANT, "u", 1)
+        .await
+        .unwrap()
+        .remove(0);
     store
         .complete(vec![completion(
             &first.timer,
@@ -579,7 +607,11 @@ pub async fn user_reminders_orders_by_subject_then_bit_and_limits(store: S) {
         )])
         .await
         .unwrap();
-    let again = store.user_reminders(DEFAULT_TENANT, "u", 1).await.unwrap().remove(0);
+    let again = store
+        .user_reminders(DEFAULT_TENANT, "u", 1)
+        .await
+        .unwrap()
+        .remove(0);
     assert_eq!(again.timer.state, TimerState::Done);
     assert_eq!(again.timer.id, first.timer.id);
 }

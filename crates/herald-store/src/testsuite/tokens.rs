@@ -9,8 +9,7 @@ use std::time::Duration;
 use herald_core::campaign::SendState;
 
 use super::fixtures::{
-    DEFAULT_TENANT,
-    chunk_starts, completion, created, inserts, job_spec, recipients, send, timer,
+    DEFAULT_TENANT, chunk_starts, completion, created, inserts, job_spec, recipients, send, timer,
 };
 use super::support::S;
 use crate::{
@@ -59,7 +58,10 @@ async fn attempt(
 /// A running job of `n` fixture recipients on `channel`, one segment, with
 /// `entries` recorded under its claim.
 async fn job_with_sends(store: &S, channel: &str, n: u64, entries: Vec<SendEntry>) -> JobRecord {
-    let aud = store.create_audience(DEFAULT_TENANT, None, T0).await.expect("audience");
+    let aud = store
+        .create_audience(DEFAULT_TENANT, None, T0)
+        .await
+        .expect("audience");
     for start in chunk_starts(n) {
         let end = (start + AUDIENCE_CHUNK).min(n);
         store

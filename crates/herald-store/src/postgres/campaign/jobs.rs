@@ -23,10 +23,10 @@
 use std::collections::HashMap;
 
 use futures_util::future::{try_join, try_join_all, try_join3, try_join4};
+use herald_core::TenantId;
 use herald_core::campaign::{
     JobState, SegmentState, SendState, TaskState, plan_segments, task_outcome,
 };
-use herald_core::TenantId;
 use tokio_postgres::types::{ToSql, Type};
 
 use crate::postgres::{Ctx, PgStore, col};
@@ -43,8 +43,7 @@ type Tx<'a> = deadpool_postgres::Transaction<'a>;
 /// many elements): 10M recipients in segments of 1000 is one statement.
 const SEGMENT_BATCH: usize = 50_000;
 
-const AUDIENCE_SIZE: &str =
-    "SELECT size, tenant_id FROM audiences WHERE id = $1 FOR KEY SHARE";
+const AUDIENCE_SIZE: &str = "SELECT size, tenant_id FROM audiences WHERE id = $1 FOR KEY SHARE";
 const INSERT_JOB: &str = concat!(
     "INSERT INTO jobs (audience_id, channel, message, segment_size, deadline_at, priority, \
                        task_id, state, total, created_at, finished_at, tenant_id) \

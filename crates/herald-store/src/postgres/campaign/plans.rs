@@ -333,7 +333,10 @@ async fn hot_statements_use_indexes_in_cached_plans() {
     tokio::spawn(conn);
 
     // A new database: a few rows through the API, never analyzed.
-    let audience = store.create_audience(herald_core::DEFAULT_TENANT, None, 0).await.unwrap();
+    let audience = store
+        .create_audience(herald_core::DEFAULT_TENANT, None, 0)
+        .await
+        .unwrap();
     let recipients: Vec<String> = (0..20).map(|i| format!("u{i}")).collect();
     store
         .append_audience(audience, 0, &recipients)

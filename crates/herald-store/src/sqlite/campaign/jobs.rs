@@ -1,9 +1,9 @@
 //! Jobs, their segments and the send log: create, claim, record, finish, cancel.
 
+use herald_core::TenantId;
 use herald_core::campaign::{
     JobState, SegmentState, SendState, TaskState, plan_segments, task_outcome,
 };
-use herald_core::TenantId;
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use super::{Ctx, audiences, in_tx, query_all, query_opt};
