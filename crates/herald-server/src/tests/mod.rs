@@ -4,8 +4,10 @@
 //! binary, real HTTP or a provider mock is in `crates/herald/tests`.
 
 mod access;
+mod audit;
 mod campaigns;
 mod faulty_store;
+mod keys;
 mod route_table;
 mod routing;
 mod store_errors;
@@ -54,10 +56,26 @@ impl Api {
     }
 
     async fn build(api: ApiConfig, access: Access) -> Self {
+        let options = Options {
+            api,
+            ..Options::default()
+        };
+        Self::build_with(options, |_| access).await
+    }
+
+    /// The API with `options`, in the mode `access` makes (given the store,
+    /// for stored keys).
+    async fn build_with(options: Options, access: impl FnOnce(Arc<dyn Store>) -> Access) -> Self {
+        let Options {
+            api,
+            quotas,
+            channels,
+        } = options;
         let inner = herald_store::open("sqlite::memory:", &StoreOptions::default())
             .await
             .expect("in-memory store");
         let store = Arc::new(FaultyStore::new(inner));
+        let access = access(store.clone() as Arc<dyn Store>);
         let shards = store.init_shards(16).await.expect("shards");
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let log = ChannelSpec::new(
@@ -66,12 +84,21 @@ impl Api {
             None,
             RetryPolicy::default(),
         );
+        let mut specs = vec![log];
+        for name in channels {
+            specs.push(ChannelSpec::new(
+                Arc::new(LogChannel::new(name)),
+                4,
+                None,
+                RetryPolicy::default(),
+            ));
+        }
         let mut cfg = EngineConfig::default();
         cfg.campaign.workers = 1;
         let engine = Engine::start(
             store.clone() as Arc<dyn Store>,
             clock.clone(),
-            vec![log],
+            specs,
             cfg,
             shards,
             "handler-tests",
@@ -84,7 +111,11 @@ impl Api {
                 ..AuditSettings::default()
             },
         );
-        let quotas = Quotas::none();
+        let quotas = Quotas::new(quotas);
+        quotas
+            .refresh(&*store)
+            .await
+            .expect("counting pending timers");
         let state = AppState {
             campaigns: engine.campaigns(),
             engine: engine.clone(),
@@ -162,6 +193,16 @@ impl Api {
             .expect("request");
         self.send(req).await
     }
+}
+
+/// What a test API is made with besides its mode.
+#[derive(Default)]
+struct Options {
+    api: ApiConfig,
+    /// `max_pending` by tenant.
+    quotas: std::collections::HashMap<herald_core::TenantId, u64>,
+    /// Log channels besides `log`.
+    channels: Vec<&'static str>,
 }
 
 /// Asserts the API's error shape, returning the error object.
