@@ -107,6 +107,7 @@ impl Finished {
         Self {
             completion: Completion {
                 timer_id: d.timer_id,
+                tenant: at.tenant,
                 attempt: d.attempt,
                 outcome,
                 channel: at.channel.to_string(),

@@ -238,8 +238,7 @@ impl Fetcher {
                 (m, _) => m,
             };
             let attempt = row.attempts.saturating_add(1);
-            // TODO(tenancy-store): read the record's tenant
-            let tenant = herald_core::DEFAULT_TENANT;
+            let tenant = row.tenant;
             let delivery = Delivery {
                 timer_id: row.id,
                 kind: row.kind,
@@ -429,28 +428,23 @@ mod tests {
         })
         .await;
         let a = rig.insert(&[T0 - 100; 6]).await;
-        let b = rig.insert(&[T0; 2]).await;
-        for &id in &a {
+        let b = rig.insert_for(TenantId(2), CHANNEL, &[T0; 2]).await;
+        for &id in a.iter().chain(&b) {
+            // The wheel entry carries the row's tenant.
             rig.pipe.ready.push(rig.due(id).await);
-        }
-        for &id in &b {
-            let t = rig.due(id).await;
-            rig.pipe.ready.push(crate::queue::DueTimer {
-                tenant: TenantId(2),
-                ..t
-            });
         }
         let (tx, _rx) = mpsc::unbounded_channel();
         let f = Fetcher::new(rig.pipe.clone(), tx);
         assert_eq!(f.run_once().await, FetchPass::Routed);
-        let mut queued: Vec<i64> = rig.pipe.channels[CHANNEL]
+        let mut queued: Vec<(i64, TenantId)> = rig.pipe.channels[CHANNEL]
             .queue
             .pop_many(10)
             .iter()
-            .map(|j| j.delivery.timer_id)
+            .map(|j| (j.delivery.timer_id, j.tenant))
             .collect();
         queued.sort();
-        assert_eq!(queued, [a[0], a[1], b[0], b[1]]);
+        let (ta, tb) = (herald_core::DEFAULT_TENANT, TenantId(2));
+        assert_eq!(queued, [(a[0], ta), (a[1], ta), (b[0], tb), (b[1], tb)]);
         assert_eq!(rig.pipe.ready.len(), 4);
     }
 

@@ -194,6 +194,12 @@ pub struct TimerView {
     pub firing: bool,
 }
 
+impl herald_store::Owned for TimerView {
+    fn owner(&self) -> herald_core::TenantId {
+        self.record.tenant
+    }
+}
+
 struct Inner {
     pipe: Arc<Pipeline>,
     write_tx: mpsc::Sender<writer::WriteRequest>,

@@ -26,8 +26,7 @@ impl From<herald_store::DueEntry> for DueTimer {
             due_at: e.due_at,
             shard: e.shard,
             priority: e.priority,
-            // TODO(tenancy-store): read the record's tenant
-            tenant: herald_core::DEFAULT_TENANT,
+            tenant: e.tenant,
         }
     }
 }

@@ -11,9 +11,12 @@
 
 use std::collections::{HashMap, HashSet};
 
-use herald_core::{TimerId, TimerKind};
+use herald_core::{TenantId, TimerId, TimerKind};
 use herald_store::{MergeProbe, Store, StoreError, SubjectRecord, TimerRecord};
 use serde_json::{Map, Value, json};
+
+/// Subjects by tenant and subject id: user and subject ids are per tenant.
+type Subjects<'a> = HashMap<(TenantId, &'a str), &'a SubjectRecord>;
 
 /// Reminders that go out as one delivery.
 #[derive(Debug)]
@@ -44,6 +47,7 @@ pub(crate) async fn plan(
         let probes: Vec<MergeProbe> = groups
             .iter()
             .map(|g| MergeProbe {
+                tenant: g.primary.tenant,
                 user_id: g.primary.recipient.clone(),
                 channel: g.primary.channel.clone(),
                 from: g.primary.due_at,
@@ -55,10 +59,14 @@ pub(crate) async fn plan(
             .iter()
             .flat_map(|g| std::iter::once(g.primary.id).chain(g.members.iter().map(|m| m.id)))
             .collect();
-        let mut by_owner: HashMap<(&str, &str), usize> = HashMap::new();
+        let mut by_owner: HashMap<(TenantId, &str, &str), usize> = HashMap::new();
         for (i, g) in groups.iter().enumerate() {
             by_owner.insert(
-                (g.primary.recipient.as_str(), g.primary.channel.as_str()),
+                (
+                    g.primary.tenant,
+                    g.primary.recipient.as_str(),
+                    g.primary.channel.as_str(),
+                ),
                 i,
             );
         }
@@ -67,7 +75,8 @@ pub(crate) async fn plan(
             if known.contains(&t.id) || t.kind != TimerKind::Reminder {
                 continue;
             }
-            let Some(&i) = by_owner.get(&(t.recipient.as_str(), t.channel.as_str())) else {
+            let owner = (t.tenant, t.recipient.as_str(), t.channel.as_str());
+            let Some(&i) = by_owner.get(&owner) else {
                 continue;
             };
             let p = &groups[i].primary;
@@ -86,27 +95,29 @@ pub(crate) async fn plan(
             g.members.sort_by_key(|m| (m.due_at, m.id));
         }
     }
-    let ids: Vec<String> = {
-        let mut set = HashSet::new();
-        for g in &groups {
-            for t in std::iter::once(&g.primary).chain(&g.members) {
-                if let Some(s) = stored_field(&t.message, "subject_id") {
-                    set.insert(s);
-                }
+    // Subject ids by tenant: one read per tenant in the batch (usually one).
+    let mut wanted: HashMap<TenantId, HashSet<String>> = HashMap::new();
+    for g in &groups {
+        for t in std::iter::once(&g.primary).chain(&g.members) {
+            if let Some(s) = stored_field(&t.message, "subject_id") {
+                wanted.entry(t.tenant).or_default().insert(s);
             }
         }
-        set.into_iter().collect()
-    };
-    let subjects = match store.get_subjects(&ids).await {
-        Ok(s) => s,
-        Err(e) => {
-            unclaim(claimed);
-            return Err(e);
+    }
+    let mut found = Vec::new();
+    for (tenant, ids) in wanted {
+        let ids: Vec<String> = ids.into_iter().collect();
+        match store.get_subjects(tenant, &ids).await {
+            Ok(s) => found.extend(s),
+            Err(e) => {
+                unclaim(claimed);
+                return Err(e);
+            }
         }
-    };
-    let subjects: HashMap<&str, &SubjectRecord> = subjects
+    }
+    let subjects: Subjects<'_> = found
         .iter()
-        .map(|s| (s.subject_id.as_str(), s))
+        .map(|s| ((s.tenant, s.subject_id.as_str()), s))
         .collect();
     for g in &mut groups {
         g.message = compose(&g.primary, &g.members, &subjects);
@@ -119,6 +130,7 @@ pub(crate) async fn plan(
 fn group_rows(mut rows: Vec<TimerRecord>, window_ms: i64) -> Vec<Group> {
     rows.sort_by(|a, b| {
         (
+            a.tenant,
             a.recipient.as_str(),
             a.channel.as_str(),
             a.shard,
@@ -126,6 +138,7 @@ fn group_rows(mut rows: Vec<TimerRecord>, window_ms: i64) -> Vec<Group> {
             a.id,
         )
             .cmp(&(
+                b.tenant,
                 b.recipient.as_str(),
                 b.channel.as_str(),
                 b.shard,
@@ -137,6 +150,7 @@ fn group_rows(mut rows: Vec<TimerRecord>, window_ms: i64) -> Vec<Group> {
     for t in rows {
         if window_ms > 0
             && let Some(g) = groups.last_mut()
+            && g.primary.tenant == t.tenant
             && g.primary.recipient == t.recipient
             && g.primary.channel == t.channel
             && g.primary.shard == t.shard
@@ -162,7 +176,7 @@ fn stored_field(message: &str, field: &str) -> Option<String> {
 
 /// One reminder as the recipient sees it: what was stored at subscription
 /// (user, subject id, channel type, lead) plus the subject as it is now.
-fn item(t: &TimerRecord, subjects: &HashMap<&str, &SubjectRecord>) -> Map<String, Value> {
+fn item(t: &TimerRecord, subjects: &Subjects<'_>) -> Map<String, Value> {
     let mut m = match serde_json::from_str::<Value>(&t.message) {
         Ok(Value::Object(m)) => m,
         _ => Map::new(),
@@ -170,7 +184,7 @@ fn item(t: &TimerRecord, subjects: &HashMap<&str, &SubjectRecord>) -> Map<String
     let subject = m
         .get("subject_id")
         .and_then(Value::as_str)
-        .and_then(|id| subjects.get(id).copied());
+        .and_then(|id| subjects.get(&(t.tenant, id)).copied());
     m.insert("timer_id".into(), json!(t.id));
     match subject {
         Some(s) => {
@@ -197,11 +211,7 @@ fn item(t: &TimerRecord, subjects: &HashMap<&str, &SubjectRecord>) -> Map<String
 /// The delivered message: the earliest reminder's fields at the top level (so
 /// a consumer that ignores merging still reads one reminder), and
 /// `reminders` listing every reminder of the delivery, earliest first.
-fn compose(
-    primary: &TimerRecord,
-    members: &[TimerRecord],
-    subjects: &HashMap<&str, &SubjectRecord>,
-) -> String {
+fn compose(primary: &TimerRecord, members: &[TimerRecord], subjects: &Subjects<'_>) -> String {
     let mut top = item(primary, subjects);
     let list: Vec<Value> = std::iter::once(primary)
         .chain(members)
@@ -229,6 +239,7 @@ mod tests {
     fn rem(id: i64, user: &str, channel: &str, due: i64, subject: &str) -> TimerRecord {
         TimerRecord {
             id,
+            tenant: herald_core::DEFAULT_TENANT,
             shard: 1,
             due_at: due,
             priority: 5,
@@ -272,8 +283,48 @@ mod tests {
     }
 
     #[test]
+    fn the_same_user_id_in_two_tenants_is_two_users() {
+        let theirs = TimerRecord {
+            tenant: TenantId(2),
+            ..rem(2, "u1", "hooks", 10, "a")
+        };
+        let groups = group_rows(vec![rem(1, "u1", "hooks", 0, "a"), theirs], 60_000);
+        assert_eq!(groups.len(), 2);
+        assert!(groups.iter().all(|g| g.members.is_empty()));
+        // And each reads its own tenant's subject.
+        let s = |tenant, title: &str| SubjectRecord {
+            tenant,
+            subject_id: "a".into(),
+            start_at: 0,
+            title: Some(title.into()),
+            data: None,
+            created_at: 0,
+            updated_at: 0,
+        };
+        let (mine, other) = (
+            s(herald_core::DEFAULT_TENANT, "Mine"),
+            s(TenantId(2), "Theirs"),
+        );
+        let subjects: Subjects<'_> = [
+            ((herald_core::DEFAULT_TENANT, "a"), &mine),
+            ((TenantId(2), "a"), &other),
+        ]
+        .into();
+        for g in &groups {
+            let v: Value = serde_json::from_str(&compose(&g.primary, &[], &subjects)).unwrap();
+            let want = if g.primary.tenant == TenantId(2) {
+                "Theirs"
+            } else {
+                "Mine"
+            };
+            assert_eq!(v["subject"], want);
+        }
+    }
+
+    #[test]
     fn the_message_lists_every_subject_earliest_first() {
         let s = |id: &str, title: &str, start: i64| SubjectRecord {
+            tenant: herald_core::DEFAULT_TENANT,
             subject_id: id.into(),
             start_at: start,
             title: Some(title.into()),
@@ -282,7 +333,8 @@ mod tests {
             updated_at: 0,
         };
         let (a, b) = (s("a", "Coupon A", 300_000), s("b", "Coupon B", 330_000));
-        let subjects: HashMap<&str, &SubjectRecord> = [("a", &a), ("b", &b)].into();
+        let t = herald_core::DEFAULT_TENANT;
+        let subjects: Subjects<'_> = [((t, "a"), &a), ((t, "b"), &b)].into();
         let msg = compose(
             &rem(1, "u1", "hooks", 0, "a"),
             &[

@@ -53,13 +53,15 @@ impl Stats {
             return false;
         }
         self.last_count = Some(now);
-        match p.store.count_by_state().await {
+        match p.store.count_by_tenant_state().await {
             Ok(counts) => {
+                // The gauges are node-wide: every tenant's timers together.
                 for s in TimerState::ALL {
-                    let n = counts
+                    let n: u64 = counts
                         .iter()
-                        .find(|(st, _)| *st == s)
-                        .map_or(0, |(_, n)| *n);
+                        .filter(|(_, st, _)| *st == s)
+                        .map(|(_, _, n)| *n)
+                        .sum();
                     metrics::gauge!(TIMERS_BY_STATE, "state" => s.as_str()).set(n as f64);
                     if s == TimerState::Pending {
                         metrics::gauge!(TIMERS_PENDING).set(n as f64);

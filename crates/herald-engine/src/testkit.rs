@@ -91,11 +91,23 @@ impl Rig {
     /// Commits timers on `channel` due at the given clock times, on shards
     /// 0, 1, 2, ... in turn; returns their ids.
     pub async fn insert_on(&self, channel: &str, due: &[i64]) -> Vec<TimerId> {
+        self.insert_for(herald_core::DEFAULT_TENANT, channel, due)
+            .await
+    }
+
+    /// [`Rig::insert_on`] for timers of `tenant`.
+    pub async fn insert_for(
+        &self,
+        tenant: herald_core::TenantId,
+        channel: &str,
+        due: &[i64],
+    ) -> Vec<TimerId> {
         let ops = due
             .iter()
             .enumerate()
             .map(|(i, &due_at)| {
                 WriteOp::InsertTimer(NewTimer {
+                    tenant,
                     shard: (i % usize::from(SHARDS)) as u16,
                     due_at,
                     priority: 5,
@@ -139,13 +151,6 @@ impl Rig {
     /// A timer's wheel entry as its row stands now.
     pub async fn due(&self, id: TimerId) -> DueTimer {
         let t = self.timer(id).await;
-        DueTimer {
-            id: t.id,
-            due_at: t.due_at,
-            shard: t.shard,
-            priority: t.priority,
-            // TODO(tenancy-store): the row's tenant
-            tenant: herald_core::DEFAULT_TENANT,
-        }
+        DueTimer::from(t.due_entry())
     }
 }

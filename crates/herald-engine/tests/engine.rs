@@ -111,6 +111,7 @@ async fn engine(channel: Arc<Counting>, cfg: EngineConfig) -> (Engine, tempfile:
 
 fn timer(due_at: i64, i: usize) -> WriteOp {
     WriteOp::InsertTimer(NewTimer {
+        tenant: herald_core::DEFAULT_TENANT,
         shard: (i % 16) as u16,
         due_at,
         priority: 5,
@@ -166,8 +167,15 @@ async fn timers_around_the_window_edge_fire_exactly_once() {
         assert!(seen.values().all(|&c| c == 1), "a timer fired twice");
     }
     assert_eq!(ch.early.load(Ordering::SeqCst), 0, "a timer fired early");
-    let counts = e.store().count_by_state().await.unwrap();
-    assert_eq!(counts, vec![(herald_core::TimerState::Done, n as u64)]);
+    let counts = e.store().count_by_tenant_state().await.unwrap();
+    assert_eq!(
+        counts,
+        vec![(
+            herald_core::DEFAULT_TENANT,
+            herald_core::TimerState::Done,
+            n as u64
+        )]
+    );
 }
 
 /// Retries go back through the wheel and complete; every attempt is logged.

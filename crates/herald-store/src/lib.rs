@@ -10,6 +10,7 @@ pub mod access;
 pub mod campaign;
 mod migration;
 mod model;
+mod owner;
 pub mod postgres;
 mod refusals;
 pub mod sqlite;
@@ -24,6 +25,7 @@ use herald_core::{TenantId, TimerId, TimerState};
 
 pub use access::*;
 pub use campaign::*;
+pub use owner::{Owned, owned_by};
 pub use types::*;
 
 /// Errors a store can give. A method that returns any of them changed nothing.

@@ -6,15 +6,21 @@
 //! node's campaign loops so that a change is acted on at once rather than at
 //! the next poll. The path a campaign takes from here is in
 //! `docs/architecture.md` ("The path of a campaign", "Rules").
+//!
+//! Every use case acts for one tenant: what it creates is that tenant's, its
+//! lists hold only that tenant's records, and another tenant's audience, job
+//! or rule is [`CampaignError::NotFound`] (or an unknown audience) exactly as
+//! if it did not exist.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use herald_core::TenantId;
 use herald_core::campaign::{RuleStatus, SegmentState, TaskState};
 use herald_core::schedule::{Schedule, ScheduleSpec};
 use herald_store::{
     AUDIENCE_CHUNK, AudienceRecord, JobRecord, JobSpec, RuleRecord, RuleSpec, RuleVersion,
-    SegmentRecord, SendRecord, StoreError, TaskRecord,
+    SegmentRecord, SendRecord, StoreError, TaskRecord, owned_by,
 };
 
 use super::planner::plan_after;
@@ -67,7 +73,8 @@ pub struct NewJob {
 /// A rule, or a rule's next version, to write; the request is already checked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewRule {
-    /// With `audience_id` set when the rule names an uploaded audience.
+    /// With `audience_id` set when the rule names an uploaded audience. Its
+    /// `tenant` is set to the tenant the use case acts for.
     pub spec: RuleSpec,
     /// Recipients given inline, to store as an audience that then becomes
     /// `spec.audience_id`. Never given together with `spec.audience_id`.
@@ -112,17 +119,24 @@ impl Campaigns {
 
     // ---- Audiences ----
 
-    pub async fn get_audience(&self, id: i64) -> Result<AudienceRecord> {
-        self.sh
-            .store
-            .get_audience(id)
-            .await?
+    pub async fn get_audience(&self, tenant: TenantId, id: i64) -> Result<AudienceRecord> {
+        owned_by(tenant, self.sh.store.get_audience(id).await?)
             .ok_or(CampaignError::NotFound { what: "audience" })
     }
 
-    /// Starts an upload of at most `max` recipients into a new audience.
-    pub async fn start_upload(&self, name: Option<String>, max: u64) -> Result<AudienceUpload> {
-        let id = self.sh.store.create_audience(name, self.now()).await?;
+    /// Starts an upload of at most `max` recipients into a new audience of
+    /// `tenant`.
+    pub async fn start_upload(
+        &self,
+        tenant: TenantId,
+        name: Option<String>,
+        max: u64,
+    ) -> Result<AudienceUpload> {
+        let id = self
+            .sh
+            .store
+            .create_audience(tenant, name, self.now())
+            .await?;
         Ok(AudienceUpload::new(
             self.sh.store.clone(),
             self.sh.clock.clone(),
@@ -132,8 +146,8 @@ impl Campaigns {
     }
 
     /// The size of a sealed audience named by the request's `field`.
-    async fn sealed_size(&self, field: &'static str, id: i64) -> Result<u64> {
-        match self.sh.store.get_audience(id).await? {
+    async fn sealed_size(&self, tenant: TenantId, field: &'static str, id: i64) -> Result<u64> {
+        match owned_by(tenant, self.sh.store.get_audience(id).await?) {
             None => Err(CampaignError::UnknownAudience { field, id }),
             Some(a) => a.size.ok_or(CampaignError::AudienceNotReady { field, id }),
         }
@@ -142,7 +156,12 @@ impl Campaigns {
     /// Stores `users` as a new sealed audience, each recipient once (the
     /// first occurrence kept), so a user listed twice gets one message. On
     /// failure nothing remains.
-    async fn inline_audience(&self, users: &[String], name: String) -> Result<i64> {
+    async fn inline_audience(
+        &self,
+        tenant: TenantId,
+        users: &[String],
+        name: String,
+    ) -> Result<i64> {
         let mut seen = HashSet::with_capacity(users.len());
         let unique: Vec<String> = users
             .iter()
@@ -150,7 +169,9 @@ impl Campaigns {
             .cloned()
             .collect();
         let store = &self.sh.store;
-        let id = store.create_audience(Some(name), self.now()).await?;
+        let id = store
+            .create_audience(tenant, Some(name), self.now())
+            .await?;
         let written: Result<Option<AudienceRecord>, StoreError> = async {
             for (n, chunk) in unique.chunks(AUDIENCE_CHUNK as usize).enumerate() {
                 store
@@ -186,19 +207,22 @@ impl Campaigns {
 
     // ---- Jobs ----
 
-    /// Creates a job; sending starts at once.
-    pub async fn create_job(&self, job: NewJob) -> Result<JobRecord> {
+    /// Creates a job of `tenant`; sending starts at once.
+    pub async fn create_job(&self, tenant: TenantId, job: NewJob) -> Result<JobRecord> {
         let (audience_id, inline) = match &job.audience {
             AudienceSource::Uploaded(id) => {
-                self.sealed_size("audience_id", *id).await?;
+                self.sealed_size(tenant, "audience_id", *id).await?;
                 (*id, None)
             }
             AudienceSource::Inline(users) => {
-                let id = self.inline_audience(users, "users of a job".into()).await?;
+                let id = self
+                    .inline_audience(tenant, users, "users of a job".into())
+                    .await?;
                 (id, Some(id))
             }
         };
         let spec = JobSpec {
+            tenant,
             audience_id,
             channel: job.channel,
             message: job.message,
@@ -225,17 +249,16 @@ impl Campaigns {
         Ok(created)
     }
 
-    pub async fn get_job(&self, id: i64) -> Result<JobRecord> {
-        self.sh
-            .store
-            .get_job(id)
-            .await?
+    pub async fn get_job(&self, tenant: TenantId, id: i64) -> Result<JobRecord> {
+        owned_by(tenant, self.sh.store.get_job(id).await?)
             .ok_or(CampaignError::NotFound { what: "job" })
     }
 
     /// Cancels a job: its pending and running segments end `cancelled`. A job
     /// already ended is returned as it is.
-    pub async fn cancel_job(&self, id: i64) -> Result<JobRecord> {
+    pub async fn cancel_job(&self, tenant: TenantId, id: i64) -> Result<JobRecord> {
+        // A job never changes tenant: checked once, it stays the caller's.
+        self.get_job(tenant, id).await?;
         let job = self
             .sh
             .store
@@ -246,13 +269,19 @@ impl Campaigns {
         Ok(job)
     }
 
-    /// Jobs with `id < before`, newest first.
-    pub async fn list_jobs(&self, before: Option<i64>, limit: usize) -> Result<Vec<JobRecord>> {
-        Ok(self.sh.store.list_jobs(before, limit).await?)
+    /// Jobs of `tenant` with `id < before`, newest first.
+    pub async fn list_jobs(
+        &self,
+        tenant: TenantId,
+        before: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<JobRecord>> {
+        Ok(self.sh.store.list_jobs(tenant, before, limit).await?)
     }
 
     /// How many of the job's segments are in each state: every state, in
-    /// [`SegmentState::ALL`] order, 0 when none.
+    /// [`SegmentState::ALL`] order, 0 when none. The job is one the caller
+    /// already read (and so checked) with [`Campaigns::get_job`].
     pub async fn segments_by_state(&self, job_id: i64) -> Result<Vec<(SegmentState, u64)>> {
         let counts = self.sh.store.segment_counts(job_id).await?;
         Ok(SegmentState::ALL
@@ -271,17 +300,24 @@ impl Campaigns {
     /// A job's segments by id, `id > after`.
     pub async fn job_segments(
         &self,
+        tenant: TenantId,
         job_id: i64,
         after: Option<i64>,
         limit: usize,
     ) -> Result<Vec<SegmentRecord>> {
-        self.get_job(job_id).await?;
+        self.get_job(tenant, job_id).await?;
         Ok(self.sh.store.job_segments(job_id, after, limit).await?)
     }
 
     /// A job's send log for recipients `start <= index < end`.
-    pub async fn job_sends(&self, job_id: i64, start: u64, end: u64) -> Result<Vec<SendRecord>> {
-        self.get_job(job_id).await?;
+    pub async fn job_sends(
+        &self,
+        tenant: TenantId,
+        job_id: i64,
+        start: u64,
+        end: u64,
+    ) -> Result<Vec<SendRecord>> {
+        self.get_job(tenant, job_id).await?;
         Ok(self.sh.store.job_sends(job_id, start, end).await?)
     }
 
@@ -292,7 +328,8 @@ impl Campaigns {
         if rule.users.is_none()
             && let Some(id) = rule.spec.audience_id
         {
-            self.sealed_size("audience.audience_id", id).await?;
+            self.sealed_size(rule.spec.tenant, "audience.audience_id", id)
+                .await?;
         }
         Ok(())
     }
@@ -303,15 +340,21 @@ impl Campaigns {
         let Some(users) = &rule.users else {
             return Ok(None);
         };
-        let id = self
-            .inline_audience(users, format!("users of rule {:?}", rule.spec.name))
-            .await?;
+        let name = format!("users of rule {:?}", rule.spec.name);
+        let id = self.inline_audience(rule.spec.tenant, users, name).await?;
         rule.spec.audience_id = Some(id);
         Ok(Some(id))
     }
 
-    /// Creates a rule, enabled, at version 1.
-    pub async fn create_rule(&self, mut rule: NewRule) -> Result<RuleView> {
+    /// One rule of `tenant`, as stored.
+    async fn rule_of(&self, tenant: TenantId, id: i64) -> Result<RuleRecord> {
+        owned_by(tenant, self.sh.store.get_rule(id).await?)
+            .ok_or(CampaignError::NotFound { what: "rule" })
+    }
+
+    /// Creates a rule of `tenant`, enabled, at version 1.
+    pub async fn create_rule(&self, tenant: TenantId, mut rule: NewRule) -> Result<RuleView> {
+        rule.spec.tenant = tenant;
         self.check_named_audience(&rule).await?;
         let inline = self.materialize(&mut rule).await?;
         let created = match self.sh.store.create_rule(rule.spec, self.now()).await {
@@ -326,11 +369,15 @@ impl Campaigns {
     }
 
     /// Writes a rule's next version and makes it current.
-    pub async fn update_rule(&self, id: i64, mut rule: NewRule) -> Result<RuleView> {
+    pub async fn update_rule(
+        &self,
+        tenant: TenantId,
+        id: i64,
+        mut rule: NewRule,
+    ) -> Result<RuleView> {
+        rule.spec.tenant = tenant;
         self.check_named_audience(&rule).await?;
-        if self.sh.store.get_rule(id).await?.is_none() {
-            return Err(CampaignError::NotFound { what: "rule" });
-        }
+        self.rule_of(tenant, id).await?;
         let inline = self.materialize(&mut rule).await?;
         let updated = match self.sh.store.update_rule(id, rule.spec, self.now()).await {
             Ok(Some(r)) => r,
@@ -348,17 +395,22 @@ impl Campaigns {
     }
 
     /// Enables or disables a rule. Disabling cancels its pending tasks.
-    pub async fn set_rule_enabled(&self, id: i64, enabled: bool) -> Result<RuleView> {
+    pub async fn set_rule_enabled(
+        &self,
+        tenant: TenantId,
+        id: i64,
+        enabled: bool,
+    ) -> Result<RuleView> {
         let now = self.now();
         let store = &self.sh.store;
-        let was = store.get_rule(id).await?;
+        let was = self.rule_of(tenant, id).await?;
         let mut changed = store.set_rule_enabled(id, enabled, now).await?;
         // Tasks are append-only and unique per (rule, version, planned_at): the
         // occurrence cancelled by the disable cannot be planned again under the
         // same version. Re-enabling therefore starts a new version with the same
         // content, whose occurrences the planner plans afresh.
         if enabled
-            && let (Some(was), Some(r)) = (&was, &changed)
+            && let Some(r) = &changed
             && was.status == RuleStatus::Disabled
         {
             changed = store.update_rule(id, r.current.spec.clone(), now).await?;
@@ -368,19 +420,19 @@ impl Campaigns {
         self.view(rule).await
     }
 
-    pub async fn get_rule(&self, id: i64) -> Result<RuleView> {
-        let rule = self
-            .sh
-            .store
-            .get_rule(id)
-            .await?
-            .ok_or(CampaignError::NotFound { what: "rule" })?;
+    pub async fn get_rule(&self, tenant: TenantId, id: i64) -> Result<RuleView> {
+        let rule = self.rule_of(tenant, id).await?;
         self.view(rule).await
     }
 
-    /// Rules with `id > after`, by id.
-    pub async fn list_rules(&self, after: Option<i64>, limit: usize) -> Result<Vec<RuleView>> {
-        let rules = self.sh.store.list_rules(after, limit).await?;
+    /// Rules of `tenant` with `id > after`, by id.
+    pub async fn list_rules(
+        &self,
+        tenant: TenantId,
+        after: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<RuleView>> {
+        let rules = self.sh.store.list_rules(tenant, after, limit).await?;
         let mut out = Vec::with_capacity(rules.len());
         for r in rules {
             out.push(self.view(r).await?);
@@ -389,22 +441,21 @@ impl Campaigns {
     }
 
     /// Every version of a rule, oldest first.
-    pub async fn rule_versions(&self, id: i64) -> Result<Vec<RuleVersion>> {
-        let store = &self.sh.store;
-        let versions = store.rule_versions(id).await?;
-        if versions.is_empty() && store.get_rule(id).await?.is_none() {
-            return Err(CampaignError::NotFound { what: "rule" });
-        }
-        Ok(versions)
+    pub async fn rule_versions(&self, tenant: TenantId, id: i64) -> Result<Vec<RuleVersion>> {
+        self.rule_of(tenant, id).await?;
+        Ok(self.sh.store.rule_versions(id).await?)
     }
 
     /// A rule's tasks, newest `planned_at` first, each with its job once it
     /// has one.
-    pub async fn rule_tasks(&self, id: i64, limit: usize) -> Result<Vec<TaskView>> {
+    pub async fn rule_tasks(
+        &self,
+        tenant: TenantId,
+        id: i64,
+        limit: usize,
+    ) -> Result<Vec<TaskView>> {
         let store = &self.sh.store;
-        if store.get_rule(id).await?.is_none() {
-            return Err(CampaignError::NotFound { what: "rule" });
-        }
+        self.rule_of(tenant, id).await?;
         let tasks = store.rule_tasks(id, limit).await?;
         let mut out = Vec::with_capacity(tasks.len());
         for task in tasks {
@@ -459,6 +510,8 @@ mod tests {
 
     use crate::Stop;
 
+    const T: TenantId = herald_core::DEFAULT_TENANT;
+
     async fn campaigns() -> Campaigns {
         let store = herald_store::open("sqlite::memory:", &StoreOptions::default())
             .await
@@ -479,6 +532,7 @@ mod tests {
 
     fn spec(schedule: &str) -> RuleSpec {
         RuleSpec {
+            tenant: T,
             name: "r".into(),
             schedule: schedule.into(),
             audience: "{}".into(),
@@ -493,6 +547,7 @@ mod tests {
     fn rule(status: RuleStatus, schedule: &str, created_at: i64) -> RuleRecord {
         RuleRecord {
             id: 1,
+            tenant: T,
             status,
             created_at,
             updated_at: created_at,
@@ -508,6 +563,7 @@ mod tests {
     fn task(version: i32, planned_at: i64, state: TaskState) -> TaskRecord {
         TaskRecord {
             id: planned_at,
+            tenant: T,
             rule_id: 1,
             version,
             planned_at,
@@ -562,18 +618,42 @@ mod tests {
             deadline_at: None,
             priority: 5,
         };
-        let created = c.create_job(job.clone()).await.unwrap();
+        let created = c.create_job(T, job.clone()).await.unwrap();
         assert_eq!(created.totals.total, 2);
         assert_eq!(created.segment_size, c.sh.cfg.segment_size);
         let audience = created.audience_id;
-        assert_eq!(c.get_audience(audience).await.unwrap().size, Some(2));
+        assert_eq!(c.get_audience(T, audience).await.unwrap().size, Some(2));
+        // Another tenant sees neither the job nor its audience.
+        let other = TenantId(2);
+        assert!(matches!(
+            c.get_audience(other, audience).await,
+            Err(CampaignError::NotFound { what: "audience" })
+        ));
+        assert!(matches!(
+            c.get_job(other, created.id).await,
+            Err(CampaignError::NotFound { what: "job" })
+        ));
+        assert!(matches!(
+            c.cancel_job(other, created.id).await,
+            Err(CampaignError::NotFound { what: "job" })
+        ));
+        assert!(c.list_jobs(other, None, 10).await.unwrap().is_empty());
+        // Nor may it send to that audience.
+        let theirs = NewJob {
+            audience: AudienceSource::Uploaded(audience),
+            ..job.clone()
+        };
+        assert!(matches!(
+            c.create_job(other, theirs).await,
+            Err(CampaignError::UnknownAudience { .. })
+        ));
 
         let unknown = NewJob {
             audience: AudienceSource::Uploaded(999),
             ..job
         };
         assert!(matches!(
-            c.create_job(unknown).await,
+            c.create_job(T, unknown).await,
             Err(CampaignError::UnknownAudience {
                 field: "audience_id",
                 id: 999
@@ -588,24 +668,35 @@ mod tests {
             spec: spec(EVERY_MINUTE),
             users: Some(vec!["u".into()]),
         };
-        let v1 = c.create_rule(new).await.unwrap();
+        let v1 = c.create_rule(T, new).await.unwrap();
         let id = v1.rule.id;
         assert!(v1.rule.current.spec.audience_id.is_some());
         assert!(v1.next_run_at.is_some());
-        let off = c.set_rule_enabled(id, false).await.unwrap();
+        // Another tenant can neither see nor change it.
+        let other = TenantId(2);
+        assert!(matches!(
+            c.set_rule_enabled(other, id, false).await,
+            Err(CampaignError::NotFound { what: "rule" })
+        ));
+        assert!(matches!(
+            c.rule_versions(other, id).await,
+            Err(CampaignError::NotFound { what: "rule" })
+        ));
+        assert!(c.list_rules(other, None, 10).await.unwrap().is_empty());
+        let off = c.set_rule_enabled(T, id, false).await.unwrap();
         assert_eq!(
             (off.rule.status, off.next_run_at),
             (RuleStatus::Disabled, None)
         );
         // Enabling what is enabled changes nothing.
-        let on = c.set_rule_enabled(id, true).await.unwrap();
+        let on = c.set_rule_enabled(T, id, true).await.unwrap();
         assert_eq!(on.rule.current.version, 2);
-        let again = c.set_rule_enabled(id, true).await.unwrap();
+        let again = c.set_rule_enabled(T, id, true).await.unwrap();
         assert_eq!(again.rule.current.version, 2);
         assert!(matches!(
-            c.set_rule_enabled(999, true).await,
+            c.set_rule_enabled(T, 999, true).await,
             Err(CampaignError::NotFound { what: "rule" })
         ));
-        assert_eq!(c.rule_versions(id).await.unwrap().len(), 2);
+        assert_eq!(c.rule_versions(T, id).await.unwrap().len(), 2);
     }
 }

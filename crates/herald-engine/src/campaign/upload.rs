@@ -177,7 +177,10 @@ mod tests {
         let store = herald_store::open("sqlite::memory:", &StoreOptions::default())
             .await
             .unwrap();
-        let id = store.create_audience(None, 0).await.unwrap();
+        let id = store
+            .create_audience(herald_core::DEFAULT_TENANT, None, 0)
+            .await
+            .unwrap();
         let up = AudienceUpload::new(store.clone(), Arc::new(SystemClock), id, max);
         (store, up)
     }

@@ -116,9 +116,11 @@ const CLAIM_BITS: &str = "INSERT INTO reminder_timers \
     ON CONFLICT DO NOTHING RETURNING tenant_id, user_id, subject_id, bit, timer_id";
 /// See `queries/insert_reminder_timers.sql`.
 const INSERT_REMINDER_TIMERS: &str = include_str!("queries/insert_reminder_timers.sql");
+// `subject_id || ''` keeps the subject index out, as in `cancel_bits.sql`.
 const UNCLAIM_BITS: &str = "DELETE FROM reminder_timers AS r \
     USING unnest($1::int4[], $2::text[], $3::text[], $4::int2[]) AS x(t, u, s, b) \
-    WHERE r.tenant_id = x.t AND r.user_id = x.u AND r.subject_id = x.s AND r.bit = x.b";
+    WHERE r.tenant_id = x.t AND r.user_id = x.u AND r.subject_id || '' = x.s \
+      AND r.bit = x.b";
 // Pairs distinct and sorted. ORs the new bits into the latest committed row.
 const SET_BITS: &str = "INSERT INTO reminders AS r \
         (tenant_id, user_id, subject_id, bits, created_at, updated_at) \
@@ -918,47 +920,50 @@ mod tests {
         }
         let client = store.client().await.expect("client");
         let users: Vec<String> = (0..512).map(|u| format!("user-{u:04}")).collect();
+        let tenants = vec![1i32; users.len()];
         let channels: Vec<&str> = vec!["app"; users.len()];
         let froms = vec![0i64; users.len()];
         let untils = vec![i64::MAX; users.len()];
-        let (user, subject_id, limit, delta, at) = ("user-0007", "s07", 100i64, 60_000i64, 5i64);
+        let (tenant, user, subject_id, limit, delta, at) =
+            (1i32, "user-0007", "s07", 100i64, 60_000i64, 5i64);
+        let pair_tenants = vec![1i32, 1];
         let pair_users = vec!["user-0001", "user-0002"];
         let pair_subjects = vec!["s01", "s02"];
         let bits = vec![1i16, 2];
         let cases: Vec<(&str, Vec<Param<'_>>, &[&str])> = vec![
             (
                 PENDING_REMINDERS,
-                vec![&users, &channels, &froms, &untils],
+                vec![&tenants, &users, &channels, &froms, &untils],
                 &["reminder_timers_pkey", "timers_pkey"],
             ),
             (
                 USER_REMINDERS,
-                vec![&user, &limit],
+                vec![&tenant, &user, &limit],
                 &["reminder_timers_pkey", "timers_pkey"],
             ),
             (
                 MOVE_SUBJECT_TIMERS,
-                vec![&subject_id, &delta, &at],
+                vec![&tenant, &subject_id, &delta, &at],
                 &["reminder_timers_subject", "timers_pkey"],
             ),
             (
                 DROP_SUBJECT_REMINDERS,
-                vec![&subject_id, &at],
+                vec![&tenant, &subject_id, &at],
                 &["reminder_timers_subject", "reminders_pkey", "timers_pkey"],
             ),
             (
                 CANCEL_BITS,
-                vec![&user, &subject_id, &bits, &at],
+                vec![&tenant, &user, &subject_id, &bits, &at],
                 &["reminder_timers_pkey", "timers_pkey"],
             ),
             (
                 BITS_OF_PAIRS,
-                vec![&pair_users, &pair_subjects],
+                vec![&pair_tenants, &pair_users, &pair_subjects],
                 &["reminders_pkey"],
             ),
             (
                 UNCLAIM_BITS,
-                vec![&pair_users, &pair_subjects, &bits],
+                vec![&pair_tenants, &pair_users, &pair_subjects, &bits],
                 &["reminder_timers_pkey"],
             ),
         ];

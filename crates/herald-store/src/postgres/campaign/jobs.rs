@@ -56,10 +56,17 @@ const INSERT_SEGMENTS: &str = "INSERT INTO segments (job_id, start_idx, end_idx,
     SELECT $1, s, e, s, 'pending', 1, $4, $5, $6, $4, $4, $7 \
     FROM unnest($2::int8[], $3::int8[]) AS u(s, e)";
 const GET_JOB: &str = concat!("SELECT ", job_cols!(), " FROM jobs WHERE id = $1");
+// $1 before, $2 limit, $3 tenant. Written as a range of `jobs_tenant`
+// `(tenant_id, id)` that only that index can serve in this order: with
+// `tenant_id = $3 AND id < $1` a generic plan walks the primary key backwards
+// and filters, reading every other tenant's newer jobs (all of them, for a
+// small tenant beside a busy one). The two bounds still select exactly the
+// tenant's jobs below `before`.
 pub(super) const LIST_JOBS: &str = concat!(
     "SELECT ",
     job_cols!(),
-    " FROM jobs WHERE tenant_id = $3 AND id < $1 ORDER BY id DESC LIMIT $2"
+    " FROM jobs WHERE tenant_id >= $3 AND (tenant_id, id) < ($3, $1) \
+     ORDER BY tenant_id DESC, id DESC LIMIT $2"
 );
 pub(super) const SEGMENT_COUNTS: &str =
     "SELECT state, count(*) FROM segments WHERE job_id = $1 GROUP BY state";

@@ -372,11 +372,11 @@ mod tests {
             (rules::DUE, &["USING INDEX tasks_due (planned_at<?)"]),
             (
                 rules::RULES_AFTER,
-                &["USING COVERING INDEX rules_tenant (tenant_id=? AND rowid>?)"],
+                &["USING INDEX rules_tenant (tenant_id=? AND id>?)"],
             ),
             (
                 jobs::JOBS_BEFORE,
-                &["USING INDEX jobs_tenant (tenant_id=? AND rowid<?)"],
+                &["USING INDEX jobs_tenant (tenant_id=? AND id<?)"],
             ),
             (rules::RULE_TASKS, &["USING INDEX tasks_rule (rule_id=?)"]),
             (
