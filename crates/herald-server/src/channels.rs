@@ -10,11 +10,13 @@ use axum::response::{IntoResponse, Response};
 use herald_channels::{CallbackError, CallbackEvent, RecallError};
 use serde::Serialize;
 
+use crate::access::Caller;
 use crate::error::ApiError;
 use crate::error::store_err;
 use crate::rate::RateSampler;
 use crate::request::{action as split_action, parse_id};
 use crate::state::AppState;
+use crate::tenancy::mine;
 
 /// Largest callback body taken; WeChat's events are a few hundred bytes.
 pub const CALLBACK_MAX_BYTES: usize = 64 * 1024;
@@ -124,18 +126,18 @@ async fn record_final_status(
 }
 
 /// `POST /v1/deliveries/{id}:recall`: takes a delivered message back through
-/// its channel (WeCom, within 24 h of the send).
+/// its channel (WeCom, within 24 h of the send). Only a delivery of the
+/// tenant the caller acts for (the admin: `default`, or the one named in
+/// `X-Herald-Tenant`).
 pub async fn action(
     State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(segment): Path<String>,
 ) -> Result<Response, ApiError> {
     let (raw_id, _recall) = split_action(&segment, "deliveries", "delivery", &["recall"])?;
     let id = parse_id(raw_id, "delivery")?;
     let store = st.engine.store();
-    let d = store
-        .get_delivery(id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("delivery"))?;
+    let d = mine(&caller, store.get_delivery(id).await?, "delivery")?;
     if d.final_status.as_deref() == Some(herald_store::FINAL_RECALLED) {
         return Err(ApiError::new(
             StatusCode::CONFLICT,

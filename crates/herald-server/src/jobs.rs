@@ -18,6 +18,7 @@ use herald_store::{JobRecord, JobTotals, SegmentRecord, SendRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use crate::access::Caller;
 use crate::error::{ApiError, from_serde};
 use crate::fields::{
     MAX_DEADLINE_SECS, check_message, check_priority, check_users, unknown_channel,
@@ -343,12 +344,13 @@ fn check_job(st: &AppState, bytes: &[u8]) -> Result<NewJob, ApiError> {
 /// `POST /v1/jobs` → `201` job. Sending starts at once.
 pub async fn create(
     State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Extension(rates): Extension<Arc<RateSampler>>,
     body: Body,
 ) -> Result<Response, ApiError> {
     let bytes = read_body(body, st.api.campaign_body_max_bytes).await?;
     let job = check_job(&st, &bytes)?;
-    let created = st.campaigns.create_job(job).await?;
+    let created = st.campaigns.create_job(caller.tenant, job).await?;
     let body = job_json(&st, &rates, created).await?;
     Ok((StatusCode::CREATED, axum::Json(body)).into_response())
 }
@@ -356,11 +358,12 @@ pub async fn create(
 /// `GET /v1/jobs/{id}`.
 pub async fn get(
     State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Extension(rates): Extension<Arc<RateSampler>>,
     Path(raw): Path<String>,
 ) -> Result<Response, ApiError> {
     let id = parse_id(&raw, "job")?;
-    let job = st.campaigns.get_job(id).await?;
+    let job = st.campaigns.get_job(caller.tenant, id).await?;
     Ok(axum::Json(job_json(&st, &rates, job).await?).into_response())
 }
 
@@ -369,23 +372,28 @@ pub async fn get(
 /// returned as it is.
 pub async fn action(
     State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Extension(rates): Extension<Arc<RateSampler>>,
     Path(segment): Path<String>,
 ) -> Result<Response, ApiError> {
     let (raw_id, _cancel) = split_action(&segment, "jobs", "job", &["cancel"])?;
     let id = parse_id(raw_id, "job")?;
-    let job = st.campaigns.cancel_job(id).await?;
+    let job = st.campaigns.cancel_job(caller.tenant, id).await?;
     Ok(axum::Json(job_json(&st, &rates, job).await?).into_response())
 }
 
 /// `GET /v1/jobs?before=&limit=` → `{jobs, next_before}`, newest first.
 pub async fn list(
     State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Extension(rates): Extension<Arc<RateSampler>>,
     q: Result<Query<PageQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let page = DESCENDING.read(q)?;
-    let jobs = st.campaigns.list_jobs(page.cursor, page.limit).await?;
+    let jobs = st
+        .campaigns
+        .list_jobs(caller.tenant, page.cursor, page.limit)
+        .await?;
     let last = jobs.last().map(|j| j.id);
     let mut out = Vec::with_capacity(jobs.len());
     for j in jobs {
@@ -397,6 +405,7 @@ pub async fn list(
 /// `GET /v1/jobs/{id}/segments?after=&limit=` → `{segments, next_after}` by id.
 pub async fn segments(
     State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(raw): Path<String>,
     q: Result<Query<PageQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
@@ -404,7 +413,7 @@ pub async fn segments(
     let page = ASCENDING.read(q)?;
     let segs = st
         .campaigns
-        .job_segments(id, page.cursor, page.limit)
+        .job_segments(caller.tenant, id, page.cursor, page.limit)
         .await?;
     let last = segs.last().map(|s| s.id);
     let out: Vec<SegmentJson> = segs.into_iter().map(Into::into).collect();
@@ -424,6 +433,7 @@ pub struct SendsQuery {
 /// `start + 1000`), by index, each with its idempotency key.
 pub async fn sends(
     State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(raw): Path<String>,
     q: Result<Query<SendsQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
@@ -448,7 +458,10 @@ pub async fn sends(
             format!("at most {MAX_SENDS_WINDOW} recipients per read (end - start)"),
         ));
     }
-    let rows = st.campaigns.job_sends(id, start, end).await?;
+    let rows = st
+        .campaigns
+        .job_sends(caller.tenant, id, start, end)
+        .await?;
     let out: Vec<SendJson> = rows.into_iter().map(Into::into).collect();
     Ok(axum::Json(serde_json::json!({ "sends": out })).into_response())
 }

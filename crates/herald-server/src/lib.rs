@@ -19,6 +19,7 @@ mod request;
 mod routes;
 pub mod rules;
 mod state;
+mod tenancy;
 #[cfg(test)]
 mod tests;
 pub mod timers;

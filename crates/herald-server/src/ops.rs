@@ -78,12 +78,17 @@ pub async fn metrics(State(st): State<AppState>) -> impl IntoResponse {
     )
 }
 
-/// Counts by state from the store, and this node's wheel and in-flight figures.
+/// Counts by state from the store (every tenant's timers: this is an admin
+/// view of the cluster), and this node's wheel and in-flight figures.
 pub async fn stats(State(st): State<AppState>) -> Result<Response, ApiError> {
-    let counts = st.engine.store().count_by_state().await?;
+    let counts = st.engine.store().count_by_tenant_state().await?;
     let mut timers = serde_json::Map::new();
     for s in herald_core::TimerState::ALL {
-        let n = counts.iter().find(|(c, _)| *c == s).map_or(0, |(_, n)| *n);
+        let n: u64 = counts
+            .iter()
+            .filter(|(_, c, _)| *c == s)
+            .map(|(_, _, n)| *n)
+            .sum();
         timers.insert(s.as_str().into(), n.into());
     }
     let (wheel, ready, inflight) = st.engine.load_figures();

@@ -5,17 +5,20 @@
 //! `herald_core::reminder`) plus one timer of kind `reminder`, due
 //! `lead_minutes` before the subject starts. Reminder timers are sharded by
 //! user so that a user's reminders meet on one node, where they can be merged.
+//!
+//! Subject ids and user ids are the caller's tenant's: every read and write
+//! here names the tenant, and another tenant's subject is simply not there.
 
 use std::collections::BTreeMap;
 
 use axum::body::Body;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Extension, Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use herald_core::reminder::{self, ChannelType, Slot};
 use herald_core::time::{format_rfc3339_ms, parse_rfc3339_ms};
 use herald_core::timer::DEFAULT_PRIORITY;
-use herald_core::{TimerKind, shard_for};
+use herald_core::{TenantId, TimerKind};
 use herald_store::{
     NewReminder, NewTimer, PutSubject, ReminderTimer, SubjectRecord, WriteOp, WriteResult,
 };
@@ -23,11 +26,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
+use crate::access::Caller;
 use crate::config::type_names;
 use crate::error::{ApiError, ErrorBody, from_serde};
 use crate::fields::unknown_channel;
 use crate::request::{ndjson_lines, read_body};
 use crate::state::AppState;
+use crate::tenancy::shard_of;
 use crate::validate::MAX_AHEAD_MS;
 
 /// Longest user or subject id.
@@ -105,6 +110,7 @@ impl SubjectJson {
 /// transaction; a reminder whose new time has passed fires at once.
 pub async fn put_subject(
     State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(subject_id): Path<String>,
     body: Body,
 ) -> Result<Response, ApiError> {
@@ -149,6 +155,7 @@ pub async fn put_subject(
         }
     };
     let op = WriteOp::PutSubject(PutSubject {
+        tenant: caller.tenant,
         subject_id,
         start_at,
         title: req.title,
@@ -176,13 +183,14 @@ pub async fn put_subject(
 
 pub async fn get_subject(
     State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(subject_id): Path<String>,
 ) -> Result<Response, ApiError> {
     check_id("subject_id", &subject_id)?;
     let found = st
         .engine
         .store()
-        .get_subjects(std::slice::from_ref(&subject_id))
+        .get_subjects(caller.tenant, std::slice::from_ref(&subject_id))
         .await?;
     match found.into_iter().next() {
         Some(s) => Ok(axum::Json(SubjectJson::new(s)).into_response()),
@@ -194,11 +202,16 @@ pub async fn get_subject(
 /// reminders and removes its subscriptions.
 pub async fn delete_subject(
     State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(subject_id): Path<String>,
 ) -> Result<Response, ApiError> {
     check_id("subject_id", &subject_id)?;
     let at = st.clock.now_ms();
-    let op = WriteOp::DeleteSubject { subject_id, at };
+    let op = WriteOp::DeleteSubject {
+        tenant: caller.tenant,
+        subject_id,
+        at,
+    };
     match st.engine.submit(vec![op]).await?.pop() {
         Some(WriteResult::SubjectDeleted { subject, cancelled }) => {
             let mut body = SubjectJson::new(subject);
@@ -223,8 +236,13 @@ struct ReminderBody {
     channel: Option<String>,
 }
 
-/// Reads and checks one reminder request; `Ok` is ready to submit.
-fn new_reminder(body: &[u8], st: &AppState, now: i64) -> Result<NewReminder, ApiError> {
+/// Reads and checks one reminder request of `tenant`; `Ok` is ready to submit.
+fn new_reminder(
+    body: &[u8],
+    st: &AppState,
+    tenant: TenantId,
+    now: i64,
+) -> Result<NewReminder, ApiError> {
     let de = &mut serde_json::Deserializer::from_slice(body);
     let req: ReminderBody = serde_path_to_error::deserialize(de).map_err(from_serde)?;
     check_id("user_id", &req.user_id)?;
@@ -252,8 +270,9 @@ fn new_reminder(body: &[u8], st: &AppState, now: i64) -> Result<NewReminder, Api
     .to_string();
     Ok(NewReminder {
         timer: NewTimer {
+            tenant,
             // One user's reminders share a shard: they can then be merged.
-            shard: shard_for(req.user_id.as_bytes(), st.engine.shards()),
+            shard: shard_of(tenant, &req.user_id, st.engine.shards()),
             due_at: 0,
             priority: DEFAULT_PRIORITY,
             kind: TimerKind::Reminder,
@@ -368,9 +387,13 @@ impl ReminderJson {
 
 /// `POST /v1/reminders`: `201`, `409` when the bit is set, `404` without the
 /// subject, `422` when the fire time has passed.
-pub async fn create(State(st): State<AppState>, body: Body) -> Result<Response, ApiError> {
+pub async fn create(
+    State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    body: Body,
+) -> Result<Response, ApiError> {
     let bytes = read_body(body, st.api.max_timer_bytes).await?;
-    let r = new_reminder(&bytes, &st, st.clock.now_ms())?;
+    let r = new_reminder(&bytes, &st, caller.tenant, st.clock.now_ms())?;
     let json = added(st.engine.submit(vec![WriteOp::AddReminder(r)]).await?.pop())?;
     Ok((StatusCode::CREATED, axum::Json(json)).into_response())
 }
@@ -389,7 +412,11 @@ struct BulkLine<'a> {
 /// order. The valid lines of a request commit in one transaction per chunk of
 /// `bulk_chunk`; a line that conflicts (`409`) or fails its check writes
 /// nothing and does not hold the others back.
-pub async fn create_bulk(State(st): State<AppState>, body: Body) -> Result<Response, ApiError> {
+pub async fn create_bulk(
+    State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    body: Body,
+) -> Result<Response, ApiError> {
     let bytes = read_body(body, st.api.bulk_max_bytes).await?;
     let lines = ndjson_lines(&bytes, st.api.bulk_max_lines)?;
     let now = st.clock.now_ms();
@@ -400,7 +427,7 @@ pub async fn create_bulk(State(st): State<AppState>, body: Body) -> Result<Respo
             results.push(Some(Err(ApiError::too_large(st.api.max_timer_bytes))));
             continue;
         }
-        match new_reminder(line, &st, now) {
+        match new_reminder(line, &st, caller.tenant, now) {
             Ok(r) => {
                 valid.push((idx, r));
                 results.push(None);
@@ -472,6 +499,7 @@ pub struct CancelQuery {
 /// clears one bit, every lead of a type, one lead on every type, or all.
 pub async fn cancel(
     State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path((user_id, subject_id)): Path<(String, String)>,
     Query(q): Query<CancelQuery>,
 ) -> Result<Response, ApiError> {
@@ -501,6 +529,7 @@ pub async fn cancel(
         .map_err(|e| ApiError::field("lead_minutes", "invalid_field", e.to_string()))?;
     let at = st.clock.now_ms();
     let op = WriteOp::CancelReminders {
+        tenant: caller.tenant,
         user_id,
         subject_id,
         mask,
@@ -534,13 +563,14 @@ fn decoded(bits: u64) -> Vec<Value> {
 /// from the bitmap, with its timer's fire time and state.
 pub async fn list_for_user(
     State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(user_id): Path<String>,
 ) -> Result<Response, ApiError> {
     check_id("user_id", &user_id)?;
     let rows: Vec<ReminderTimer> = st
         .engine
         .store()
-        .user_reminders(&user_id, MAX_LISTED)
+        .user_reminders(caller.tenant, &user_id, MAX_LISTED)
         .await?;
     let mut by_subject: BTreeMap<String, Vec<Value>> = BTreeMap::new();
     for r in rows {

@@ -6,9 +6,10 @@
 
 use axum::body::Body;
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use herald_core::TenantId;
 use herald_core::campaign::RuleStatus;
 use herald_core::schedule::{Schedule, ScheduleSpec};
 use herald_core::time::{format_rfc3339_ms, parse_rfc3339_ms};
@@ -17,6 +18,7 @@ use herald_store::{RuleSpec, RuleVersion};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use crate::access::Caller;
 use crate::error::{ApiError, from_serde};
 use crate::fields::{
     MAX_DEADLINE_SECS, check_message, check_priority, check_users, recipient_problem,
@@ -109,7 +111,7 @@ fn check_targets(
 
 /// Reads and checks a rule body. Whether an `audience_id` names a sealed
 /// audience is the campaign service's to check.
-fn check_rule(st: &AppState, bytes: &[u8]) -> Result<NewRule, ApiError> {
+fn check_rule(st: &AppState, tenant: TenantId, bytes: &[u8]) -> Result<NewRule, ApiError> {
     let de = &mut serde_json::Deserializer::from_slice(bytes);
     let req: RuleBody = serde_path_to_error::deserialize(de).map_err(from_serde)?;
     let now = st.clock.now_ms();
@@ -192,6 +194,7 @@ fn check_rule(st: &AppState, bytes: &[u8]) -> Result<NewRule, ApiError> {
     let users = req.audience.users.clone().filter(|u| !u.is_empty());
     Ok(NewRule {
         spec: RuleSpec {
+            tenant,
             name: req.name,
             schedule,
             audience,
@@ -342,54 +345,68 @@ fn ok(status: StatusCode, body: impl Serialize) -> Response {
 }
 
 /// `POST /v1/rules` → `201` rule.
-pub async fn create(State(st): State<AppState>, body: Body) -> Result<Response, ApiError> {
+pub async fn create(
+    State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    body: Body,
+) -> Result<Response, ApiError> {
     let bytes = read_body(body, st.api.campaign_body_max_bytes).await?;
-    let rule = check_rule(&st, &bytes)?;
-    let created = st.campaigns.create_rule(rule).await?;
+    let rule = check_rule(&st, caller.tenant, &bytes)?;
+    let created = st.campaigns.create_rule(caller.tenant, rule).await?;
     Ok(ok(StatusCode::CREATED, RuleJson::from(created)))
 }
 
 /// `PUT /v1/rules/{id}` → `200` rule at its new version.
 pub async fn update(
     State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(raw_id): Path<String>,
     body: Body,
 ) -> Result<Response, ApiError> {
     let id = parse_id(&raw_id, "rule")?;
     let bytes = read_body(body, st.api.campaign_body_max_bytes).await?;
-    let rule = check_rule(&st, &bytes)?;
-    let updated = st.campaigns.update_rule(id, rule).await?;
+    let rule = check_rule(&st, caller.tenant, &bytes)?;
+    let updated = st.campaigns.update_rule(caller.tenant, id, rule).await?;
     Ok(ok(StatusCode::OK, RuleJson::from(updated)))
 }
 
 /// `POST /v1/rules/{id}:enable` and `POST /v1/rules/{id}:disable` → `200` rule.
 pub async fn action(
     State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(segment): Path<String>,
 ) -> Result<Response, ApiError> {
     let (raw_id, verb) = split_action(&segment, "rules", "rule", &["enable", "disable"])?;
     let id = parse_id(raw_id, "rule")?;
-    let rule = st.campaigns.set_rule_enabled(id, verb == "enable").await?;
+    let rule = st
+        .campaigns
+        .set_rule_enabled(caller.tenant, id, verb == "enable")
+        .await?;
     Ok(ok(StatusCode::OK, RuleJson::from(rule)))
 }
 
 /// `GET /v1/rules/{id}`.
 pub async fn get(
     State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(raw_id): Path<String>,
 ) -> Result<Response, ApiError> {
     let id = parse_id(&raw_id, "rule")?;
-    let rule = st.campaigns.get_rule(id).await?;
+    let rule = st.campaigns.get_rule(caller.tenant, id).await?;
     Ok(ok(StatusCode::OK, RuleJson::from(rule)))
 }
 
 /// `GET /v1/rules?after=&limit=` → `{rules, next_after}` by id.
 pub async fn list(
     State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
     q: Result<Query<PageQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let page = ASCENDING.read(q)?;
-    let rules = st.campaigns.list_rules(page.cursor, page.limit).await?;
+    let rules = st
+        .campaigns
+        .list_rules(caller.tenant, page.cursor, page.limit)
+        .await?;
     let last = rules.last().map(|r| r.rule.id);
     let out: Vec<RuleJson> = rules.into_iter().map(Into::into).collect();
     Ok(page.respond("rules", &out, last))
@@ -398,10 +415,11 @@ pub async fn list(
 /// `GET /v1/rules/{id}/versions` → `{versions}`, oldest first.
 pub async fn versions(
     State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(raw_id): Path<String>,
 ) -> Result<Response, ApiError> {
     let id = parse_id(&raw_id, "rule")?;
-    let versions = st.campaigns.rule_versions(id).await?;
+    let versions = st.campaigns.rule_versions(caller.tenant, id).await?;
     let out: Vec<VersionJson> = versions.into_iter().map(Into::into).collect();
     Ok(ok(StatusCode::OK, serde_json::json!({ "versions": out })))
 }
@@ -416,13 +434,14 @@ pub struct TasksQuery {
 /// each with its job's totals once it has one.
 pub async fn tasks(
     State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(raw_id): Path<String>,
     q: Result<Query<TasksQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let id = parse_id(&raw_id, "rule")?;
     let q = query(q)?;
     let limit = int_param("limit", &q.limit, 1..=1000)?.unwrap_or(100) as usize;
-    let tasks = st.campaigns.rule_tasks(id, limit).await?;
+    let tasks = st.campaigns.rule_tasks(caller.tenant, id, limit).await?;
     let out: Vec<TaskJson> = tasks.into_iter().map(Into::into).collect();
     Ok(ok(StatusCode::OK, serde_json::json!({ "tasks": out })))
 }

@@ -1,7 +1,7 @@
 //! `/v1/timers`: create (single and bulk NDJSON), read, cancel, send log.
 
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::{Extension, Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use herald_core::time::format_rfc3339_ms;
@@ -11,9 +11,11 @@ use herald_store::{DeliveryRecord, NewTimer, TimerRecord, WriteOp, WriteResult};
 use serde::Serialize;
 use serde_json::value::RawValue;
 
+use crate::access::Caller;
 use crate::error::{ApiError, ErrorBody};
 use crate::request::{ndjson_lines, parse_id, read_body};
 use crate::state::AppState;
+use crate::tenancy::mine;
 use crate::validate::{self, Context};
 
 /// A timer as the API shows it.
@@ -72,10 +74,12 @@ impl TimerJson {
 
 fn context<'a>(
     st: &'a AppState,
+    caller: &Caller,
     has: &'a (dyn Fn(&str) -> bool + Sync),
     names: &'a (dyn Fn() -> Vec<String> + Sync),
 ) -> Context<'a> {
     Context {
+        tenant: caller.tenant,
         now_ms: st.clock.now_ms(),
         shards: st.engine.shards(),
         has_channel: has,
@@ -83,12 +87,16 @@ fn context<'a>(
     }
 }
 
-pub async fn create(State(st): State<AppState>, body: Body) -> Result<Response, ApiError> {
+pub async fn create(
+    State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    body: Body,
+) -> Result<Response, ApiError> {
     let bytes = read_body(body, st.api.max_timer_bytes).await?;
     let engine = &st.engine;
     let has = |c: &str| engine.has_channel(c);
     let names = || engine.channel_names();
-    let timer = validate::new_timer(&bytes, &context(&st, &has, &names))?;
+    let timer = validate::new_timer(&bytes, &context(&st, &caller, &has, &names))?;
     let mut results = st.engine.submit(vec![WriteOp::InsertTimer(timer)]).await?;
     match results.pop() {
         Some(WriteResult::Created(t)) => Ok((
@@ -132,13 +140,17 @@ enum LineResult {
 /// in order. Valid lines are committed in chunks of `bulk_chunk`, one
 /// transaction each; invalid lines are answered with their error and write
 /// nothing.
-pub async fn create_bulk(State(st): State<AppState>, body: Body) -> Result<Response, ApiError> {
+pub async fn create_bulk(
+    State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    body: Body,
+) -> Result<Response, ApiError> {
     let bytes = read_body(body, st.api.bulk_max_bytes).await?;
     let lines = ndjson_lines(&bytes, st.api.bulk_max_lines)?;
     let engine = &st.engine;
     let has = |c: &str| engine.has_channel(c);
     let names = || engine.channel_names();
-    let cx = context(&st, &has, &names);
+    let cx = context(&st, &caller, &has, &names);
     let mut results: Vec<Option<LineResult>> = Vec::with_capacity(lines.len());
     let mut valid: Vec<(usize, NewTimer)> = Vec::with_capacity(lines.len());
     for (idx, (_, line)) in lines.iter().enumerate() {
@@ -219,22 +231,25 @@ pub async fn create_bulk(State(st): State<AppState>, body: Body) -> Result<Respo
 
 pub async fn get(
     State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(raw): Path<String>,
 ) -> Result<Response, ApiError> {
     let id = parse_id(&raw, "timer")?;
-    match st.engine.get_timer(id).await? {
-        Some(v) => Ok(axum::Json(TimerJson::from_view(v)).into_response()),
-        None => Err(ApiError::not_found("timer")),
-    }
+    let v = mine(&caller, st.engine.get_timer(id).await?, "timer")?;
+    Ok(axum::Json(TimerJson::from_view(v)).into_response())
 }
 
 /// Cancels a pending timer. One that is being delivered, or already finished,
 /// is a 409: it can no longer be stopped.
 pub async fn cancel(
     State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(raw): Path<String>,
 ) -> Result<Response, ApiError> {
     let id = parse_id(&raw, "timer")?;
+    // Whether another tenant's timer is firing is none of the caller's
+    // business: check the owner first (a timer never changes tenant).
+    mine(&caller, st.engine.get_timer(id).await?, "timer")?;
     if st.engine.is_firing(id) {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
@@ -245,7 +260,11 @@ pub async fn cancel(
     let at = st.clock.now_ms();
     let mut results = st
         .engine
-        .submit(vec![WriteOp::CancelTimer { id, at }])
+        .submit(vec![WriteOp::CancelTimer {
+            tenant: caller.tenant,
+            id,
+            at,
+        }])
         .await?;
     match results.pop() {
         Some(WriteResult::Cancelled(t)) => {
@@ -304,13 +323,12 @@ impl From<DeliveryRecord> for DeliveryJson {
 /// The send log of one timer, oldest attempt first.
 pub async fn deliveries(
     State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(raw): Path<String>,
 ) -> Result<Response, ApiError> {
     let id = parse_id(&raw, "timer")?;
     let store = st.engine.store();
-    if store.get_timer(id).await?.is_none() {
-        return Err(ApiError::not_found("timer"));
-    }
+    mine(&caller, store.get_timer(id).await?, "timer")?;
     let rows = store.deliveries_for(id).await?;
     let rows: Vec<DeliveryJson> = rows.into_iter().map(Into::into).collect();
     Ok(axum::Json(serde_json::json!({ "deliveries": rows })).into_response())

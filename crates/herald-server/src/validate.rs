@@ -1,13 +1,14 @@
 //! Turning request JSON into a [`NewTimer`], or a 400 naming the field.
 //! Shared by the single and the bulk endpoint so both accept the same input.
 
-use herald_core::{TimerKind, shard_for, time::parse_rfc3339_ms};
+use herald_core::{TenantId, TimerKind, shard_for, time::parse_rfc3339_ms};
 use herald_store::NewTimer;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::error::{ApiError, from_serde};
 use crate::fields::{check_priority, unknown_channel};
+use crate::tenancy::shard_of;
 
 /// Furthest ahead a timer may be scheduled.
 pub const MAX_AHEAD_MS: i64 = 10 * 366 * 24 * 3600 * 1000;
@@ -33,6 +34,8 @@ struct CreateTimer<'a> {
 
 /// What validation needs to know about the running service.
 pub struct Context<'a> {
+    /// The caller's tenant: the timer is its, and so is the key's scope.
+    pub tenant: TenantId,
     pub now_ms: i64,
     pub shards: u16,
     pub has_channel: &'a (dyn Fn(&str) -> bool + Sync),
@@ -138,10 +141,11 @@ pub fn new_timer(body: &[u8], cx: &Context<'_>) -> Result<NewTimer, ApiError> {
     }
     let priority = check_priority(req.priority)?;
     let shard = match &req.idempotency_key {
-        Some(k) => shard_for(k.as_bytes(), cx.shards),
+        Some(k) => shard_of(cx.tenant, k, cx.shards),
         None => shard_for(&rand::random::<u64>().to_le_bytes(), cx.shards),
     };
     Ok(NewTimer {
+        tenant: cx.tenant,
         shard,
         due_at,
         priority,

@@ -9,7 +9,7 @@ pub mod parser;
 
 use axum::body::Body;
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Extension, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use herald_core::time::format_rfc3339_ms;
@@ -17,6 +17,7 @@ use herald_engine::campaign::AudienceUpload;
 use herald_store::AudienceRecord;
 use serde::{Deserialize, Serialize};
 
+use crate::access::Caller;
 use crate::error::ApiError;
 use crate::request::{parse_id, query};
 use crate::state::AppState;
@@ -56,6 +57,7 @@ impl From<AudienceRecord> for AudienceJson {
 /// leaves nothing behind.
 pub async fn upload(
     State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     q: Result<Query<UploadQuery>, QueryRejection>,
     body: Body,
@@ -88,7 +90,7 @@ pub async fn upload(
     }
     let mut up = st
         .campaigns
-        .start_upload(q.name, st.api.audience_max_recipients)
+        .start_upload(caller.tenant, q.name, st.api.audience_max_recipients)
         .await?;
     match ingest(&mut up, body, format).await {
         Ok(()) => {
@@ -142,9 +144,10 @@ async fn ingest(up: &mut AudienceUpload, body: Body, format: Format) -> Result<(
 /// `GET /v1/audiences/{id}`.
 pub async fn get(
     State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(raw): Path<String>,
 ) -> Result<Response, ApiError> {
     let id = parse_id(&raw, "audience")?;
-    let a = st.campaigns.get_audience(id).await?;
+    let a = st.campaigns.get_audience(caller.tenant, id).await?;
     Ok(axum::Json(AudienceJson::from(a)).into_response())
 }

@@ -168,7 +168,11 @@ async fn rules_are_versioned_and_re_enabling_starts_a_new_version() {
     assert_eq!(st, StatusCode::OK, "{tasks}");
 
     // A rule naming an upload still under way is refused on that field.
-    let audience = api.store.create_audience(None, 0).await.unwrap_or_default();
+    let audience = api
+        .store
+        .create_audience(herald_core::DEFAULT_TENANT, None, 0)
+        .await
+        .unwrap_or_default();
     let mut pending = rule_body();
     pending["audience"] = json!({"audience_id": audience});
     let (st, body) = api.post("/v1/rules", pending).await;

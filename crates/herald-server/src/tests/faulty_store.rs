@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
-use herald_core::TimerId;
 use herald_core::campaign::SegmentState;
+use herald_core::{TenantId, TimerId};
 use herald_store::*;
 
 pub struct FaultyStore {
@@ -101,10 +101,10 @@ faulty! { Store:
     fn get_channel_token(key: &str) -> Result<Option<ChannelToken>>;
     fn put_channel_token(key: &str, token: &ChannelToken) -> Result<()>;
     fn expire_channel_token(key: &str, token: &str, now: i64) -> Result<bool>;
-    fn get_subjects(ids: &[String]) -> Result<Vec<SubjectRecord>>;
-    fn user_reminders(user_id: &str, limit: usize) -> Result<Vec<ReminderTimer>>;
+    fn get_subjects(tenant: TenantId, ids: &[String]) -> Result<Vec<SubjectRecord>>;
+    fn user_reminders(tenant: TenantId, user_id: &str, limit: usize) -> Result<Vec<ReminderTimer>>;
     fn pending_reminders(probes: &[MergeProbe]) -> Result<Vec<TimerRecord>>;
-    fn count_by_state() -> Result<Vec<(herald_core::TimerState, u64)>>;
+    fn count_by_tenant_state() -> Result<Vec<(TenantId, herald_core::TimerState, u64)>>;
     fn heartbeat(node: &str, now: i64, ttl_ms: i64) -> Result<Vec<NodeInfo>>;
     fn leave(node: &str) -> Result<()>;
     fn shard_leases() -> Result<Vec<ShardLease>>;
@@ -117,7 +117,7 @@ faulty! { Store:
 }
 
 faulty! { CampaignStore:
-    fn create_audience(name: Option<String>, now: i64) -> Result<i64>;
+    fn create_audience(tenant: TenantId, name: Option<String>, now: i64) -> Result<i64>;
     fn append_audience(id: i64, start: u64, recipients: &[String]) -> Result<()>;
     fn seal_audience(id: i64, size: u64, now: i64) -> Result<Option<AudienceRecord>>;
     fn drop_audience(id: i64) -> Result<bool>;
@@ -127,7 +127,7 @@ faulty! { CampaignStore:
     fn update_rule(id: i64, spec: RuleSpec, now: i64) -> Result<Option<RuleRecord>>;
     fn set_rule_enabled(id: i64, enabled: bool, now: i64) -> Result<Option<RuleRecord>>;
     fn get_rule(id: i64) -> Result<Option<RuleRecord>>;
-    fn list_rules(after: Option<i64>, limit: usize) -> Result<Vec<RuleRecord>>;
+    fn list_rules(tenant: TenantId, after: Option<i64>, limit: usize) -> Result<Vec<RuleRecord>>;
     fn rule_versions(id: i64) -> Result<Vec<RuleVersion>>;
     fn rule_tasks(rule_id: i64, limit: usize) -> Result<Vec<TaskRecord>>;
     fn plan_candidates(after: Option<i64>, limit: usize) -> Result<Vec<PlanCandidate>>;
@@ -138,7 +138,7 @@ faulty! { CampaignStore:
     fn get_task(id: i64) -> Result<Option<TaskRecord>>;
     fn create_job(spec: JobSpec, now: i64) -> Result<Option<JobRecord>>;
     fn get_job(id: i64) -> Result<Option<JobRecord>>;
-    fn list_jobs(before: Option<i64>, limit: usize) -> Result<Vec<JobRecord>>;
+    fn list_jobs(tenant: TenantId, before: Option<i64>, limit: usize) -> Result<Vec<JobRecord>>;
     fn segment_counts(job_id: i64) -> Result<Vec<(SegmentState, u64)>>;
     fn job_segments(job_id: i64, after: Option<i64>, limit: usize) -> Result<Vec<SegmentRecord>>;
     fn cancel_job(id: i64, now: i64) -> Result<Option<JobRecord>>;
@@ -147,4 +147,15 @@ faulty! { CampaignStore:
     fn record_sends(claim: &SegmentClaim, cursor: u64, entries: Vec<SendEntry>, now: i64, lease_ms: i64) -> Result<LeaseCheck>;
     fn finish_segment(claim: &SegmentClaim, now: i64) -> Result<LeaseCheck>;
     fn sweep(now: i64, opts: SweepOptions) -> Result<SweepReport>;
+}
+
+faulty! { AccessStore:
+    fn tenant_id(name: &str, create: bool) -> Result<Option<TenantId>>;
+    fn tenants() -> Result<Vec<(TenantId, String)>>;
+    fn create_api_key(key: NewApiKey) -> Result<ApiKeyRecord>;
+    fn get_api_key(id: i64) -> Result<Option<ApiKeyRecord>>;
+    fn list_api_keys(tenant: Option<TenantId>) -> Result<Vec<ApiKeyRecord>>;
+    fn revoke_api_key(id: i64, at: i64) -> Result<Option<ApiKeyRecord>>;
+    fn append_audit(entries: Vec<NewAuditEntry>) -> Result<()>;
+    fn list_audit(tenant: Option<TenantId>, since: Option<i64>, after_id: Option<i64>, limit: usize) -> Result<Vec<AuditEntry>>;
 }

@@ -11,6 +11,7 @@ mod keys;
 mod route_table;
 mod routing;
 mod store_errors;
+mod tenants;
 
 use std::sync::Arc;
 
