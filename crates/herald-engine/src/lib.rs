@@ -91,6 +91,10 @@ pub struct EngineConfig {
     /// On a store shared by several nodes, how often the loader re-reads its
     /// whole window: the safety net under the store's notifications.
     pub rescan_interval_ms: u64,
+    /// How often each node counts every tenant's pending timers for the
+    /// `max_pending` quotas (`[tenants.NAME]`); what other nodes accept
+    /// in between is not counted until the next count.
+    pub quota_refresh_ms: u64,
     /// Reminders of one user on one channel due within this many milliseconds
     /// of the earliest go out as one delivery; 0 sends each alone. Set from
     /// the `[reminders]` configuration.
@@ -123,6 +127,7 @@ impl Default for EngineConfig {
             heartbeat_ms: 2_000,
             lease_guard_ms: 1_000,
             rescan_interval_ms: 30_000,
+            quota_refresh_ms: 1_000,
             merge_window_ms: 60_000,
             campaign: campaign::CampaignConfig::default(),
             tenants: HashMap::new(),

@@ -2,7 +2,9 @@
 //! commands, and answers only after the engine says they are committed.
 
 pub mod access;
+pub mod api_keys;
 pub mod audiences;
+pub mod audit;
 pub mod channels;
 mod config;
 pub mod error;
@@ -10,6 +12,7 @@ mod fields;
 pub mod jobs;
 mod ops;
 mod pagination;
+pub mod quota;
 mod rate;
 pub mod reminders;
 mod request;
@@ -31,9 +34,11 @@ use crate::access::Verb;
 use crate::rate::RateSampler;
 use crate::routes::RouteSet;
 
-pub use access::{Access, AuthConfig, Caller, Mode, Scope, Scopes};
+pub use access::{Access, AuthConfig, Caller, ChannelTenants, Mode, Scope, Scopes, StoredKeys};
+pub use audit::{AuditLog, AuditSettings, AuditWriter};
 pub use config::{ApiConfig, RemindersConfig};
 pub use ops::install_metrics;
+pub use quota::Quotas;
 /// Every route with the scope it needs: what end-to-end tests walk.
 pub use routes::ROUTES;
 pub use state::AppState;
@@ -46,6 +51,10 @@ pub fn router(state: AppState) -> Router {
         state.clock.clone(),
         routes::public_paths(),
     );
+    let recorder = audit::Recorder {
+        log: state.audit.clone(),
+        clock: state.clock.clone(),
+    };
     api_routes()
         .into_router()
         .fallback(ops::not_found)
@@ -57,6 +66,11 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::middleware::from_fn_with_state(guard, access::guard))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
             ops::panic_response,
+        ))
+        // Outermost, so refusals of the guard are recorded too.
+        .layer(axum::middleware::from_fn_with_state(
+            recorder,
+            audit::record,
         ))
         .with_state(state)
 }
@@ -103,6 +117,10 @@ fn api_routes() -> RouteSet {
         )
         // `POST /v1/deliveries/{id}:recall`.
         .post("/v1/deliveries/{id}", channels::action)
+        .post("/v1/keys", api_keys::create)
+        .get("/v1/keys", api_keys::list)
+        .delete("/v1/keys/{id}", api_keys::revoke)
+        .get("/v1/audit", audit::list::list)
         .get("/v1/stats", ops::stats)
         .get("/v1/cluster", ops::cluster)
         .get("/healthz", ops::healthz)

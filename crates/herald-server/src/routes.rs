@@ -25,7 +25,7 @@ const fn route(verb: Verb, path: &'static str, need: Need, payload: Payload) -> 
 
 /// The route table. `read` is every GET of a tenant's data; `write` what
 /// reaches one recipient; `campaign` what sends to many; `admin` channel
-/// actions and views of the whole node or cluster.
+/// actions, keys, and views of the whole node or cluster.
 pub const ROUTES: &[Policy] = &[
     route(Post, "/v1/timers", Needs(Write), Json),
     route(Post, "/v1/timers:bulk", Needs(Write), Ndjson),
@@ -65,6 +65,11 @@ pub const ROUTES: &[Policy] = &[
     route(Post, "/v1/channels/{name}/callback", Needs(Admin), Xml),
     // `:recall`.
     route(Post, "/v1/deliveries/{id}", Needs(Admin), Action),
+    route(Post, "/v1/keys", Needs(Admin), Json),
+    route(Get, "/v1/keys", Needs(Admin), NoBody),
+    route(Delete, "/v1/keys/{id}", Needs(Admin), NoBody),
+    // A key reads its own tenant's entries; the admin every tenant's.
+    route(Get, "/v1/audit", Needs(Read), NoBody),
     route(Get, "/v1/stats", Needs(Admin), NoBody),
     route(Get, "/v1/cluster", Needs(Admin), NoBody),
     route(Get, "/healthz", Nothing, NoBody),
@@ -78,6 +83,39 @@ pub fn policy(verb: Verb, path: &str) -> Option<Policy> {
         .iter()
         .find(|p| p.verb == verb && p.path == path)
         .copied()
+}
+
+/// The route of the table that serves `path` with `verb`, or failing that
+/// one that serves `path` with another verb (a `405`), with the values of
+/// its `{...}` segments in order. Matches as the router does: a `{...}`
+/// segment takes any non-empty segment, other segments must be equal.
+pub fn matching(verb: Option<Verb>, path: &str) -> Option<(Policy, Vec<&str>)> {
+    let served = |p: &&Policy| path_params(p.path, path).map(|v| (**p, v));
+    ROUTES
+        .iter()
+        .filter(|p| Some(p.verb) == verb)
+        .find_map(|p| served(&p))
+        .or_else(|| ROUTES.iter().find_map(|p| served(&p)))
+}
+
+/// The values of `pattern`'s `{...}` segments in `path`, if it matches.
+fn path_params<'a>(pattern: &str, path: &'a str) -> Option<Vec<&'a str>> {
+    let mut want = pattern.split('/');
+    let mut got = path.split('/');
+    let mut values = Vec::new();
+    loop {
+        match (want.next(), got.next()) {
+            (None, None) => return Some(values),
+            (Some(w), Some(g)) if w.starts_with('{') && w.ends_with('}') => {
+                if g.is_empty() {
+                    return None;
+                }
+                values.push(g);
+            }
+            (Some(w), Some(g)) if w == g => {}
+            _ => return None,
+        }
+    }
 }
 
 /// The paths served without a key.
@@ -152,6 +190,45 @@ impl RouteSet {
 
     pub fn into_router(self) -> axum::Router<AppState> {
         self.router
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_match_their_routes() {
+        let m = |verb, path| matching(Some(verb), path).map(|(p, v)| (p.verb, p.path, v));
+        assert_eq!(m(Post, "/v1/timers"), Some((Post, "/v1/timers", vec![])));
+        assert_eq!(
+            m(Post, "/v1/timers:bulk"),
+            Some((Post, "/v1/timers:bulk", vec![]))
+        );
+        assert_eq!(
+            m(Delete, "/v1/timers/42"),
+            Some((Delete, "/v1/timers/{id}", vec!["42"]))
+        );
+        assert_eq!(
+            m(Delete, "/v1/reminders/alice/s-1"),
+            Some((
+                Delete,
+                "/v1/reminders/{user_id}/{subject_id}",
+                vec!["alice", "s-1"]
+            ))
+        );
+        assert_eq!(
+            m(Post, "/v1/jobs/7:cancel"),
+            Some((Post, "/v1/jobs/{id}", vec!["7:cancel"]))
+        );
+        // Another verb on a known path: the path's route.
+        assert_eq!(
+            m(Put, "/v1/timers/42").map(|(_, path, _)| path),
+            Some("/v1/timers/{id}")
+        );
+        assert_eq!(m(Post, "/v1/timers/"), None);
+        assert_eq!(m(Post, "/v1/nothing"), None);
+        assert_eq!(m(Delete, "/v1/timers/42/x"), None);
     }
 }
 

@@ -8,7 +8,9 @@ use herald_engine::campaign::Campaigns;
 use metrics_exporter_prometheus::PrometheusHandle;
 
 use crate::access::Access;
+use crate::audit::AuditLog;
 use crate::config::{ApiConfig, RemindersConfig};
+use crate::quota::Quotas;
 
 /// What every handler gets.
 #[derive(Clone)]
@@ -22,4 +24,8 @@ pub struct AppState {
     pub metrics: PrometheusHandle,
     /// The node's mode, admin key and API key seam.
     pub access: Arc<Access>,
+    /// Where requests that change state are recorded.
+    pub audit: AuditLog,
+    /// Pending-timer quotas by tenant.
+    pub quotas: Arc<Quotas>,
 }

@@ -2,14 +2,15 @@
 //! `HERALD_CONFIG`), then `HERALD_*` environment variables
 //! (`HERALD_LISTEN`, `HERALD_STORE`, `HERALD_ENGINE__WINDOW_MS`, ...).
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{Context, bail};
 use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use herald_channels::ChannelConfig;
-use herald_engine::EngineConfig;
 use herald_engine::campaign::CampaignConfig;
+use herald_engine::{EngineConfig, TenantLimits};
 use herald_server::{ApiConfig, AuthConfig, RemindersConfig};
 use herald_store::StoreOptions;
 use serde::{Deserialize, Serialize};
@@ -34,6 +35,61 @@ pub struct Config {
     pub reminders: RemindersConfig,
     /// Rule planning and mass sends.
     pub jobs: CampaignConfig,
+    /// Limits by tenant name (`[tenants.shop]`); a tenant not listed has
+    /// none and weighs 1.
+    pub tenants: BTreeMap<String, TenantSettings>,
+}
+
+/// One tenant's limits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TenantSettings {
+    /// Most timers pending at once (reminders count, through their
+    /// timers); a create beyond it is refused with `429`. Unset: no limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_pending: Option<u64>,
+    /// Most deliveries per second, on each node. Unset: no limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_per_sec: Option<f64>,
+    /// Share of dispatch turns against other tenants with due timers.
+    pub weight: u32,
+}
+
+impl Default for TenantSettings {
+    fn default() -> Self {
+        Self {
+            max_pending: None,
+            rate_per_sec: None,
+            weight: 1,
+        }
+    }
+}
+
+impl TenantSettings {
+    /// What the engine's dispatch takes of these settings.
+    pub fn limits(&self) -> TenantLimits {
+        TenantLimits {
+            weight: self.weight,
+            rate_per_sec: self.rate_per_sec,
+        }
+    }
+
+    fn validate(&self, name: &str) -> Result<(), String> {
+        if let Some(problem) = herald_core::tenant::tenant_name_problem(name) {
+            return Err(format!("[tenants.{name}]: {problem}"));
+        }
+        if self.weight == 0 {
+            return Err(format!("tenants.{name}.weight must be at least 1"));
+        }
+        if let Some(r) = self.rate_per_sec
+            && !(r.is_finite() && r > 0.0)
+        {
+            return Err(format!(
+                "tenants.{name}.rate_per_sec must be a positive number"
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Default for Config {
@@ -50,6 +106,7 @@ impl Default for Config {
             store_options: StoreOptions::default(),
             reminders: RemindersConfig::default(),
             jobs: CampaignConfig::default(),
+            tenants: BTreeMap::new(),
         }
     }
 }
@@ -67,6 +124,7 @@ const ENV_KEYS: &[&str] = &[
     "store_options",
     "reminders",
     "jobs",
+    "tenants",
 ];
 
 impl Config {
@@ -114,6 +172,9 @@ impl Config {
             .validate(|c| names.contains(c))
             .map_err(anyhow::Error::msg)?;
         self.auth.validate().map_err(anyhow::Error::msg)?;
+        for (name, t) in &self.tenants {
+            t.validate(name).map_err(anyhow::Error::msg)?;
+        }
         let j = &self.jobs;
         if j.lease_ms < 1_000 || j.lease_guard_ms < 0 || j.lease_guard_ms * 2 >= j.lease_ms {
             bail!("jobs.lease_ms must be at least 1000 and more than twice jobs.lease_guard_ms");
@@ -315,6 +376,51 @@ kind = "log"
         );
         let e = err("[[channels]]\nname = \"l\"\nkind = \"log\"\nconcurrency = \"many\"\n");
         assert!(e.contains("(kind log): concurrency: invalid type"), "{e}");
+    }
+
+    #[test]
+    fn tenant_limits_and_channel_tenants() {
+        let c = load_toml(
+            r#"
+[tenants.shop]
+max_pending = 1000
+rate_per_sec = 50
+weight = 3
+[tenants.crm]
+[[channels]]
+name = "mail"
+kind = "log"
+tenants = ["shop", "crm"]
+"#,
+        )
+        .unwrap();
+        let shop = &c.tenants["shop"];
+        assert_eq!(shop.max_pending, Some(1000));
+        assert_eq!(
+            shop.limits(),
+            TenantLimits {
+                weight: 3,
+                rate_per_sec: Some(50.0)
+            }
+        );
+        assert_eq!(c.tenants["crm"], TenantSettings::default());
+        assert_eq!(c.tenants["crm"].limits(), TenantLimits::default());
+        assert_eq!(
+            c.channels[0].common.tenants.as_deref(),
+            Some(&["shop".to_string(), "crm".to_string()][..])
+        );
+        let err = |toml: &str| format!("{:#}", load_toml(toml).unwrap_err());
+        let e = err("[tenants.\"a b\"]\n");
+        assert!(
+            e.contains("[tenants.a b]") && e.contains("tenant name"),
+            "{e}"
+        );
+        let e = err("[tenants.shop]\nweight = 0\n");
+        assert!(e.contains("tenants.shop.weight"), "{e}");
+        let e = err("[tenants.shop]\nrate_per_sec = -1\n");
+        assert!(e.contains("tenants.shop.rate_per_sec"), "{e}");
+        let e = err("[tenants.shop]\nmax_pendng = 1\n");
+        assert!(e.contains("max_pendng"), "{e}");
     }
 
     fn load_toml(text: &str) -> anyhow::Result<Config> {

@@ -9,6 +9,7 @@ mod config;
 mod keys_cli;
 mod remind_cli;
 mod serve;
+mod tenancy;
 
 use std::io::IsTerminal;
 use std::net::SocketAddr;

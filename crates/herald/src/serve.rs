@@ -4,11 +4,14 @@
 
 use std::io::Write;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use herald_core::{Clock, SystemClock};
 use herald_engine::{ChannelSpec, Engine};
-use herald_server::{Access, AppState, AuthConfig, Mode};
+use herald_server::{
+    Access, AppState, AuditLog, AuditSettings, AuthConfig, Mode, Quotas, StoredKeys,
+};
 
 use crate::config::Config;
 
@@ -32,6 +35,8 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
             "the store was created with another shard count; using the stored one"
         );
     }
+    // Tenants named in the configuration exist before anything uses them.
+    let tenancy = crate::tenancy::resolve(&cfg, &*store).await?;
     // Access tokens live in the store, so every node shares one per channel.
     let build_ctx = herald_channels::BuildContext {
         vault: Arc::new(herald_engine::StoreVault::new(store.clone())),
@@ -60,7 +65,31 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     let mut engine_cfg = cfg.engine.clone();
     engine_cfg.merge_window_ms = cfg.reminders.merge_window_ms;
     engine_cfg.campaign = cfg.jobs.clone();
-    let engine = Engine::start(store, clock.clone(), specs, engine_cfg, shards, &node_id).await;
+    engine_cfg.tenants = tenancy.limits;
+    let engine = Engine::start(
+        store.clone(),
+        clock.clone(),
+        specs,
+        engine_cfg,
+        shards,
+        &node_id,
+    )
+    .await;
+    let quotas = Arc::new(Quotas::new(tenancy.max_pending));
+    if quotas.any() {
+        quotas
+            .refresh(&*store)
+            .await
+            .context("counting pending timers for the tenant quotas")?;
+        quotas.spawn_refresher(
+            store.clone(),
+            Duration::from_millis(cfg.engine.quota_refresh_ms),
+        );
+    }
+    let (audit, audit_writer) = AuditLog::start(store.clone(), AuditSettings::default());
+    let access = access(admin_key.as_deref(), &cfg.auth)
+        .with_keys(Arc::new(StoredKeys::new(store.clone())))
+        .with_channel_tenants(tenancy.channels);
     let state = AppState {
         engine: engine.clone(),
         campaigns: engine.campaigns(),
@@ -68,7 +97,9 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
         api: Arc::new(cfg.api.clone()),
         reminders: Arc::new(cfg.reminders.clone()),
         metrics,
-        access: Arc::new(access(admin_key.as_deref(), &cfg.auth)),
+        access: Arc::new(access),
+        audit,
+        quotas,
     };
     let app = herald_server::router(state);
     let listener = tokio::net::TcpListener::bind(&cfg.listen)
@@ -100,6 +131,8 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
         .with_graceful_shutdown(shutdown_signal())
         .await
         .context("serving HTTP")?;
+    // No request is answered any more: write the last audit entries.
+    audit_writer.shutdown().await;
     tracing::info!("stopping: draining in-flight deliveries");
     engine.shutdown().await;
     tracing::info!("stopped");
@@ -120,7 +153,7 @@ fn admin_key(auth: &AuthConfig) -> anyhow::Result<Option<String>> {
 
 /// The node's access settings: protected exactly when there is an admin
 /// key (`Mode::decide` has refused whatever may not be open). Stored API
-/// keys plug in here, with `Access::with_keys`.
+/// keys and channel tenants are added by the caller.
 fn access(admin_key: Option<&str>, auth: &AuthConfig) -> Access {
     match admin_key {
         Some(key) => Access::protected(key, auth),

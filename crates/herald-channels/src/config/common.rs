@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::ChannelError;
 
 /// Keys of a `[[channels]]` table that every kind takes (`kind` aside).
-pub const COMMON_KEYS: [&str; 10] = [
+pub const COMMON_KEYS: [&str; 11] = [
     "name",
     "rate_per_sec",
     "concurrency",
@@ -17,6 +17,7 @@ pub const COMMON_KEYS: [&str; 10] = [
     "backoff_jitter",
     "quiet_hours",
     "reminder_template",
+    "tenants",
 ];
 
 /// A channel's name, limits, retry policy, quiet hours and reminder shape.
@@ -56,6 +57,10 @@ pub struct CommonSettings {
     /// `{user_id}`, `{channel_type}`, `{count}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reminder_template: Option<serde_json::Value>,
+    /// The tenants that may use this channel; unset, every tenant may. For
+    /// any other tenant the channel does not exist.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenants: Option<Vec<String>>,
 }
 
 /// A daily do-not-disturb window in a time zone, e.g. 22:00-08:00 Asia/Shanghai.
@@ -117,6 +122,7 @@ impl CommonSettings {
             backoff_jitter: default_backoff_jitter(),
             quiet_hours: None,
             reminder_template: None,
+            tenants: None,
         }
     }
 
@@ -160,7 +166,15 @@ impl CommonSettings {
         }
     }
 
-    /// Checks the name, the limits and the quiet-hours window.
+    /// Whether the tenant called `tenant` may use this channel.
+    pub fn serves_tenant(&self, tenant: &str) -> bool {
+        self.tenants
+            .as_ref()
+            .is_none_or(|names| names.iter().any(|n| n == tenant))
+    }
+
+    /// Checks the name, the limits, the tenant names and the quiet-hours
+    /// window.
     pub fn validate(&self) -> Result<(), ChannelError> {
         let name_ok = !self.name.is_empty()
             && self.name.len() <= 64
@@ -188,6 +202,18 @@ impl CommonSettings {
         {
             return Err(self.err("rate_per_sec must be a positive number"));
         }
+        if let Some(names) = &self.tenants {
+            if names.is_empty() {
+                return Err(self.err(
+                    "tenants must name at least one tenant (leave it out to serve every tenant)",
+                ));
+            }
+            for n in names {
+                if let Some(problem) = herald_core::tenant::tenant_name_problem(n) {
+                    return Err(self.err(&format!("tenants: {n:?}: {problem}")));
+                }
+            }
+        }
         self.quiet_window()?;
         Ok(())
     }
@@ -202,6 +228,7 @@ mod tests {
         let mut full = CommonSettings::named("x");
         full.rate_per_sec = Some(1.0);
         full.reminder_template = Some(serde_json::json!({}));
+        full.tenants = Some(vec!["shop".into()]);
         full.quiet_hours = Some(QuietHours {
             start: "22:00".into(),
             end: "08:00".into(),
@@ -232,6 +259,19 @@ mod tests {
         assert!(c.validate().is_err());
         let mut c = CommonSettings::named("x");
         c.backoff_jitter = 1.5;
+        assert!(c.validate().is_err());
+    }
+
+    #[test]
+    fn tenants_limit_who_sees_the_channel() {
+        let mut c = CommonSettings::named("x");
+        assert!(c.serves_tenant("shop") && c.serves_tenant("default"));
+        c.tenants = Some(vec!["shop".into(), "crm".into()]);
+        assert!(c.validate().is_ok());
+        assert!(c.serves_tenant("crm") && !c.serves_tenant("default"));
+        c.tenants = Some(vec![]);
+        assert!(c.validate().is_err());
+        c.tenants = Some(vec!["bad name".into()]);
         assert!(c.validate().is_err());
     }
 }

@@ -179,10 +179,20 @@ pub async fn guard(State(g): State<Guard>, req: Request, next: Next) -> Response
     let (mut parts, body) = req.into_parts();
     match g.admit(&parts).await {
         Ok(caller) => {
+            // The audit layer, outside this one, reads who asked from the
+            // answer of a request that may change state.
+            let audited = caller
+                .as_ref()
+                .filter(|_| !matches!(parts.method, Method::GET | Method::HEAD))
+                .cloned();
             if let Some(c) = caller {
                 parts.extensions.insert(c);
             }
-            next.run(Request::from_parts(parts, body)).await
+            let mut resp = next.run(Request::from_parts(parts, body)).await;
+            if let Some(c) = audited {
+                resp.extensions_mut().insert(c);
+            }
+            resp
         }
         Err(refused) => refused.into_response(),
     }

@@ -26,7 +26,8 @@ pub enum KeyError {
 /// Turns stored API keys into callers. The store-backed implementation
 /// looks the key up by `key.id`, refuses a revoked or expired one, compares
 /// with [`PresentedKey::matches`] (constant time), and caches a record for
-/// at most 1 s so a revoke reaches every node within 2 s.
+/// at most 1 s so a revoke reaches every node within 2 s: see
+/// [`super::StoredKeys`].
 #[async_trait]
 pub trait KeyResolver: Send + Sync + 'static {
     /// The caller `key` stands for at `now_ms` (Unix ms).
@@ -36,6 +37,10 @@ pub trait KeyResolver: Send + Sync + 'static {
     /// `X-Herald-Tenant`; `None` when there is no such tenant. `name` has
     /// passed the tenant name rule.
     async fn tenant(&self, name: &str) -> Result<Option<TenantId>, KeyError>;
+
+    /// Drops what is cached about key `key_id` (this node just revoked it),
+    /// so the revoke holds here at once.
+    fn forget(&self, _key_id: i64) {}
 }
 
 /// No stored keys: every API key is refused, and `default` is the only

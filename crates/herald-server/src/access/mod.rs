@@ -9,6 +9,7 @@
 //! `crate::routes`: `403` without the scope, `415` for the wrong body type.
 
 mod caller;
+mod channels;
 mod guard;
 mod host;
 mod keys;
@@ -19,16 +20,20 @@ mod refusal;
 mod scope;
 mod secret;
 mod settings;
+mod stored_keys;
 
 pub use caller::{ADMIN_KEY_NAME, Caller};
+pub use channels::ChannelTenants;
 pub use guard::{Guard, guard};
 pub use keys::{KeyError, KeyResolver, NoStoredKeys};
 pub use media::Payload;
 pub use mode::{MIN_ADMIN_KEY_CHARS, Mode, ModeError, is_loopback_listen};
 pub use policy::{Need, Policy, Verb, enforce};
+pub use refusal::forbidden;
 pub use scope::{Scope, Scopes};
-pub use secret::{KEY_PREFIX, PresentedKey, key_hash, new_key, same_hash};
+pub use secret::{KEY_PREFIX, KeySecret, PresentedKey, key_hash, new_key, same_hash, stored_hash};
 pub use settings::{AuthConfig, DEFAULT_ADMIN_KEY_ENV, InlineSecret};
+pub use stored_keys::{KEY_CACHE_TTL, StoredKeys};
 
 use std::sync::Arc;
 
@@ -43,6 +48,8 @@ pub struct Access {
     /// Host names open mode answers besides the loopback ones, lower-case.
     allowed_hosts: Vec<String>,
     keys: Arc<dyn KeyResolver>,
+    /// The channels some tenants only may use.
+    channels: ChannelTenants,
 }
 
 impl Access {
@@ -53,6 +60,7 @@ impl Access {
             admin_hash: None,
             allowed_hosts: auth.host_names(),
             keys: Arc::new(NoStoredKeys),
+            channels: ChannelTenants::everyone(),
         }
     }
 
@@ -73,7 +81,23 @@ impl Access {
         self
     }
 
+    /// Limits channels to the tenants their configuration names.
+    pub fn with_channel_tenants(mut self, channels: ChannelTenants) -> Access {
+        self.channels = channels;
+        self
+    }
+
+    /// Which tenants may use which channel.
+    pub fn channels(&self) -> &ChannelTenants {
+        &self.channels
+    }
+
     pub fn mode(&self) -> Mode {
         self.mode
+    }
+
+    /// Where API keys are checked (to drop a revoked key's cached record).
+    pub fn keys(&self) -> &Arc<dyn KeyResolver> {
+        &self.keys
     }
 }

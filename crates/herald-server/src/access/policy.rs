@@ -22,6 +22,18 @@ pub enum Verb {
 impl Verb {
     pub const ALL: [Verb; 4] = [Verb::Get, Verb::Post, Verb::Put, Verb::Delete];
 
+    /// The verb of an HTTP method the API uses.
+    pub fn of(method: &axum::http::Method) -> Option<Verb> {
+        use axum::http::Method;
+        match *method {
+            Method::GET => Some(Verb::Get),
+            Method::POST => Some(Verb::Post),
+            Method::PUT => Some(Verb::Put),
+            Method::DELETE => Some(Verb::Delete),
+            _ => None,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Verb::Get => "GET",

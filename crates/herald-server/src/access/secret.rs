@@ -3,8 +3,10 @@
 //!
 //! An API key reads `hrk_<id>_<secret>`, where the secret is 32 random
 //! bytes in unpadded base64url. The id lets the server look the key up
-//! directly; only the SHA-256 of the whole key is stored, so a leaked table
-//! holds no usable key.
+//! directly; only the SHA-256 of the secret is stored, so a leaked table
+//! holds no usable key. The hash covers the secret and not the id because
+//! the store numbers a key as it stores its hash; the id only picks the
+//! row, and the secret's 256 random bits are what prove the caller.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -17,16 +19,51 @@ pub const KEY_PREFIX: &str = "hrk_";
 /// Random bytes in a key's secret.
 const SECRET_BYTES: usize = 32;
 
-/// A new key for the stored key `id`: shown once, then only its hash is kept.
-pub fn new_key(id: i64) -> String {
-    // ThreadRng is a CSPRNG seeded from the OS.
-    let bytes: [u8; SECRET_BYTES] = rand::random();
-    format!("{KEY_PREFIX}{id}_{}", URL_SAFE_NO_PAD.encode(bytes))
+/// The secret of a key about to be stored: its hash goes into the store,
+/// and once the store has numbered the key, [`KeySecret::key`] is shown to
+/// the caller once.
+pub struct KeySecret(String);
+
+impl KeySecret {
+    pub fn generate() -> KeySecret {
+        // ThreadRng is a CSPRNG seeded from the OS.
+        let bytes: [u8; SECRET_BYTES] = rand::random();
+        KeySecret(URL_SAFE_NO_PAD.encode(bytes))
+    }
+
+    /// SHA-256 of the secret, as stored.
+    pub fn hash(&self) -> [u8; 32] {
+        key_hash(&self.0)
+    }
+
+    /// The whole key, once the store has given it `id`.
+    pub fn key(&self, id: i64) -> String {
+        format!("{KEY_PREFIX}{id}_{}", self.0)
+    }
 }
 
-/// SHA-256 of a whole key, as stored.
+/// Never prints the secret.
+impl std::fmt::Debug for KeySecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("KeySecret(..)")
+    }
+}
+
+/// A new key for the stored key `id` (tests, and callers that number keys
+/// themselves).
+pub fn new_key(id: i64) -> String {
+    KeySecret::generate().key(id)
+}
+
+/// SHA-256 of a token: the admin key whole, a stored key's secret.
 pub fn key_hash(key: &str) -> [u8; 32] {
     Sha256::digest(key.as_bytes()).into()
+}
+
+/// The hash the store keeps for the API key `key`; `None` if `key` is not
+/// shaped like one.
+pub fn stored_hash(key: &str) -> Option<[u8; 32]> {
+    PresentedKey::parse(key).map(|p| key_hash(p.secret))
 }
 
 /// Equal hashes, in time that does not depend on where they differ: every
@@ -45,7 +82,7 @@ pub fn same_hash(a: &[u8], b: &[u8]) -> bool {
 pub struct PresentedKey<'a> {
     /// The stored key's id, read from the token.
     pub id: i64,
-    token: &'a str,
+    secret: &'a str,
 }
 
 impl<'a> PresentedKey<'a> {
@@ -64,12 +101,13 @@ impl<'a> PresentedKey<'a> {
         if secret.is_empty() || !secret.bytes().all(base64url) {
             return None;
         }
-        Some(PresentedKey { id, token })
+        Some(PresentedKey { id, secret })
     }
 
-    /// Whether this is the key whose hash is `stored`, in constant time.
+    /// Whether this is the key whose stored hash is `stored`, in constant
+    /// time.
     pub fn matches(&self, stored: &[u8]) -> bool {
-        same_hash(&key_hash(self.token), stored)
+        same_hash(&key_hash(self.secret), stored)
     }
 }
 
@@ -91,9 +129,14 @@ mod tests {
         assert_eq!(key.len(), "hrk_42_".len() + 43);
         let p = PresentedKey::parse(&key).unwrap();
         assert_eq!(p.id, 42);
-        assert!(p.matches(&key_hash(&key)));
-        assert!(!p.matches(&key_hash(&new_key(42))));
+        assert!(p.matches(&stored_hash(&key).unwrap()));
+        assert!(!p.matches(&stored_hash(&new_key(42)).unwrap()));
+        assert!(!p.matches(&key_hash(&key)));
         assert!(!format!("{p:?}").contains(&key[7..]));
+        let secret = KeySecret::generate();
+        let key = secret.key(9);
+        assert_eq!(stored_hash(&key), Some(secret.hash()));
+        assert!(!format!("{secret:?}").contains(&key[6..]));
     }
 
     #[test]

@@ -4,8 +4,10 @@
 //! binary, real HTTP or a provider mock is in `crates/herald/tests`.
 
 mod access;
+mod audit;
 mod campaigns;
 mod faulty_store;
+mod keys;
 mod route_table;
 mod routing;
 mod store_errors;
@@ -25,7 +27,10 @@ use metrics_exporter_prometheus::PrometheusBuilder;
 use serde_json::Value;
 use tower::ServiceExt;
 
-use crate::{Access, ApiConfig, AppState, AuthConfig, RemindersConfig, router};
+use crate::{
+    Access, ApiConfig, AppState, AuditLog, AuditSettings, AuditWriter, AuthConfig, Quotas,
+    RemindersConfig, router,
+};
 use faulty_store::FaultyStore;
 
 /// The API over a fresh store.
@@ -33,6 +38,8 @@ struct Api {
     router: Router,
     store: Arc<FaultyStore>,
     engine: Engine,
+    /// Kept so its task writes until the test ends.
+    _audit: AuditWriter,
 }
 
 impl Api {
@@ -50,10 +57,26 @@ impl Api {
     }
 
     async fn build(api: ApiConfig, access: Access) -> Self {
+        let options = Options {
+            api,
+            ..Options::default()
+        };
+        Self::build_with(options, |_| access).await
+    }
+
+    /// The API with `options`, in the mode `access` makes (given the store,
+    /// for stored keys).
+    async fn build_with(options: Options, access: impl FnOnce(Arc<dyn Store>) -> Access) -> Self {
+        let Options {
+            api,
+            quotas,
+            channels,
+        } = options;
         let inner = herald_store::open("sqlite::memory:", &StoreOptions::default())
             .await
             .expect("in-memory store");
         let store = Arc::new(FaultyStore::new(inner));
+        let access = access(store.clone() as Arc<dyn Store>);
         let shards = store.init_shards(16).await.expect("shards");
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let log = ChannelSpec::new(
@@ -62,17 +85,38 @@ impl Api {
             None,
             RetryPolicy::default(),
         );
+        let mut specs = vec![log];
+        for name in channels {
+            specs.push(ChannelSpec::new(
+                Arc::new(LogChannel::new(name)),
+                4,
+                None,
+                RetryPolicy::default(),
+            ));
+        }
         let mut cfg = EngineConfig::default();
         cfg.campaign.workers = 1;
         let engine = Engine::start(
             store.clone() as Arc<dyn Store>,
             clock.clone(),
-            vec![log],
+            specs,
             cfg,
             shards,
             "handler-tests",
         )
         .await;
+        let (audit, audit_writer) = AuditLog::start(
+            store.clone() as Arc<dyn Store>,
+            AuditSettings {
+                flush_every: std::time::Duration::from_millis(10),
+                ..AuditSettings::default()
+            },
+        );
+        let quotas = Quotas::new(quotas);
+        quotas
+            .refresh(&*store)
+            .await
+            .expect("counting pending timers");
         let state = AppState {
             campaigns: engine.campaigns(),
             engine: engine.clone(),
@@ -84,11 +128,14 @@ impl Api {
             }),
             metrics: PrometheusBuilder::new().build_recorder().handle(),
             access: Arc::new(access),
+            audit,
+            quotas: Arc::new(quotas),
         };
         Self {
             router: router(state),
             store,
             engine,
+            _audit: audit_writer,
         }
     }
 
@@ -147,6 +194,16 @@ impl Api {
             .expect("request");
         self.send(req).await
     }
+}
+
+/// What a test API is made with besides its mode.
+#[derive(Default)]
+struct Options {
+    api: ApiConfig,
+    /// `max_pending` by tenant.
+    quotas: std::collections::HashMap<herald_core::TenantId, u64>,
+    /// Log channels besides `log`.
+    channels: Vec<&'static str>,
 }
 
 /// Asserts the API's error shape, returning the error object.

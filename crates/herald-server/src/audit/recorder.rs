@@ -1,0 +1,162 @@
+//! The layer that records every request that may change state, once it is
+//! answered: who (from the caller the guard set), what (method and route
+//! pattern), which resource (the id in the path, or the id a `201` names),
+//! and the status. Refused requests are recorded as well, with what is
+//! known of them. Never a body, an address or a secret.
+
+use std::sync::Arc;
+
+use axum::body::{Body, HttpBody};
+use axum::extract::{Request, State};
+use axum::http::{Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::Response;
+use herald_core::{Clock, DEFAULT_TENANT};
+use herald_store::NewAuditEntry;
+use http_body_util::BodyExt;
+use serde::Deserialize;
+
+use super::writer::AuditLog;
+use crate::access::{Caller, Verb};
+use crate::routes;
+
+/// Largest `201` body read for its `id`: created records are small; a big
+/// body is not copied just for the audit.
+const MAX_CREATED_BODY: u64 = 64 * 1024;
+
+/// Longest route or resource id kept.
+const MAX_FIELD: usize = 256;
+
+/// What the layer is given.
+#[derive(Clone)]
+pub struct Recorder {
+    pub log: AuditLog,
+    pub clock: Arc<dyn Clock>,
+}
+
+/// The layer: answers the request, then queues its entry.
+pub async fn record(State(r): State<Recorder>, req: Request, next: Next) -> Response {
+    if matches!(*req.method(), Method::GET | Method::HEAD) {
+        return next.run(req).await;
+    }
+    let method = req.method().as_str().to_string();
+    let (route, resource_id) = route_of(req.method(), req.uri().path());
+    let resp = next.run(req).await;
+    let status = resp.status();
+    let (resp, resource_id) = match resource_id {
+        None if status == StatusCode::CREATED => created_id(resp).await,
+        known => (resp, known),
+    };
+    let caller = resp.extensions().get::<Caller>();
+    r.log.record(NewAuditEntry {
+        at: r.clock.now_ms(),
+        key_id: caller.and_then(|c| c.key_id),
+        key_name: caller.and_then(|c| c.key_name.clone()),
+        tenant: caller.map_or(DEFAULT_TENANT, |c| c.tenant),
+        method,
+        route,
+        resource_id,
+        status: status.as_u16(),
+    });
+    resp
+}
+
+/// The route pattern a request went to and the ids in its path (joined by
+/// `/`, each without its `:action`). A path no route serves is kept as it
+/// was sent (cut to a bound).
+fn route_of(method: &Method, path: &str) -> (String, Option<String>) {
+    match routes::matching(Verb::of(method), path) {
+        Some((policy, values)) => {
+            let ids: Vec<&str> = values
+                .iter()
+                .map(|v| v.split_once(':').map_or(*v, |(id, _)| id))
+                .collect();
+            let resource = (!ids.is_empty()).then(|| bounded(&ids.join("/")));
+            (policy.path.to_string(), resource)
+        }
+        None => (bounded(path), None),
+    }
+}
+
+/// At most [`MAX_FIELD`] bytes of `s`, cut on a character boundary.
+fn bounded(s: &str) -> String {
+    if s.len() <= MAX_FIELD {
+        return s.to_string();
+    }
+    let mut end = MAX_FIELD;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_string()
+}
+
+/// Only `id` is read from a created record; the rest is skipped unparsed.
+#[derive(Deserialize)]
+struct Created {
+    id: Option<serde_json::Value>,
+}
+
+/// The `"id"` of a `201` JSON body of known, small size. The body is put
+/// back as it was.
+async fn created_id(resp: Response) -> (Response, Option<String>) {
+    let json = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.starts_with("application/json"));
+    let small = HttpBody::size_hint(resp.body())
+        .exact()
+        .is_some_and(|n| n <= MAX_CREATED_BODY);
+    if !json || !small {
+        return (resp, None);
+    }
+    let (parts, body) = resp.into_parts();
+    let bytes = match body.collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) => {
+            // An in-memory body does not fail; if one did, the client gets
+            // what a broken stream would have given it.
+            tracing::error!(error = %e, "a created record's body could not be read");
+            return (Response::from_parts(parts, Body::empty()), None);
+        }
+    };
+    let id = serde_json::from_slice::<Created>(&bytes)
+        .ok()
+        .and_then(|c| c.id)
+        .and_then(|id| match id {
+            serde_json::Value::Number(n) => Some(n.to_string()),
+            serde_json::Value::String(s) => Some(bounded(&s)),
+            _ => None,
+        });
+    (Response::from_parts(parts, Body::from(bytes)), id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_and_resources_of_paths() {
+        let r = |m: Method, p: &str| route_of(&m, p);
+        assert_eq!(r(Method::POST, "/v1/timers"), ("/v1/timers".into(), None));
+        assert_eq!(
+            r(Method::DELETE, "/v1/timers/12"),
+            ("/v1/timers/{id}".into(), Some("12".into()))
+        );
+        assert_eq!(
+            r(Method::POST, "/v1/rules/3:disable"),
+            ("/v1/rules/{id}".into(), Some("3".into()))
+        );
+        assert_eq!(
+            r(Method::DELETE, "/v1/reminders/alice/s-1"),
+            (
+                "/v1/reminders/{user_id}/{subject_id}".into(),
+                Some("alice/s-1".into())
+            )
+        );
+        assert_eq!(r(Method::POST, "/v1/nope"), ("/v1/nope".into(), None));
+        let long = format!("/{}", "é".repeat(300));
+        let (route, _) = r(Method::POST, &long);
+        assert!(route.len() <= MAX_FIELD && long.starts_with(&route));
+    }
+}

@@ -1,0 +1,240 @@
+//! The audit log through the API: what is recorded (state changes, refused
+//! ones too), what never is (bodies, secrets), and who may read it.
+
+use std::time::{Duration, Instant};
+
+use axum::http::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use super::keys::{ADMIN, req, stored_keys_api};
+use super::{Api, Options, error};
+
+fn timer() -> Value {
+    json!({"delay_ms": 60_000, "channel": "log", "recipient": "r", "message": {"text": "very private"}})
+}
+
+impl Api {
+    /// The audit entries the admin sees once there are at least `n`
+    /// (the writer flushes every 10 ms in these tests).
+    async fn audit_entries(&self, key: Option<&str>, query: &str, n: usize) -> Vec<Value> {
+        let started = Instant::now();
+        loop {
+            let (st, body) = self
+                .send(req(Method::GET, &format!("/v1/audit{query}"), key, None))
+                .await;
+            assert_eq!(st, StatusCode::OK, "{body}");
+            let entries = body["entries"].as_array().cloned().unwrap_or_default();
+            if entries.len() >= n {
+                return entries;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(3),
+                "{} entries, wanted {n}: {body}",
+                entries.len()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+#[tokio::test]
+async fn state_changes_are_recorded_and_nothing_secret_is() {
+    let api = stored_keys_api(Options::default()).await;
+    // 1: a key made (its id is the resource).
+    let (key_id, read_key) = api.make_key("default", &["read"]).await;
+    // 2: a timer made.
+    let (st, created) = api
+        .as_key(ADMIN, Method::POST, "/v1/timers", Some(timer()))
+        .await;
+    assert_eq!(st, StatusCode::CREATED, "{created}");
+    let timer_id = created["id"].as_i64().unwrap();
+    // Reads are not recorded.
+    let uri = format!("/v1/timers/{timer_id}");
+    assert_eq!(
+        api.as_key(ADMIN, Method::GET, &uri, None).await.0,
+        StatusCode::OK
+    );
+    // 3: cancelled.
+    let (st, body) = api.as_key(ADMIN, Method::DELETE, &uri, None).await;
+    assert!(st.is_success(), "{body}");
+    // 4: refused without a key; 5: refused for want of a scope.
+    let (st, _) = api
+        .send(req(Method::POST, "/v1/timers", None, Some(timer())))
+        .await;
+    assert_eq!(st, StatusCode::UNAUTHORIZED);
+    let (st, _) = api
+        .as_key(&read_key, Method::POST, "/v1/timers", Some(timer()))
+        .await;
+    assert_eq!(st, StatusCode::FORBIDDEN);
+
+    let entries = api.audit_entries(Some(ADMIN), "", 5).await;
+    assert_eq!(entries.len(), 5, "{entries:#?}");
+    let brief: Vec<(&str, &str, Value, u64)> = entries
+        .iter()
+        .map(|e| {
+            (
+                e["method"].as_str().unwrap(),
+                e["route"].as_str().unwrap(),
+                e["resource_id"].clone(),
+                e["status"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        brief,
+        [
+            ("POST", "/v1/keys", json!(key_id.to_string()), 201),
+            ("POST", "/v1/timers", json!(timer_id.to_string()), 201),
+            (
+                "DELETE",
+                "/v1/timers/{id}",
+                json!(timer_id.to_string()),
+                brief[2].3
+            ),
+            ("POST", "/v1/timers", Value::Null, 401),
+            ("POST", "/v1/timers", Value::Null, 403),
+        ]
+    );
+    // Who: the admin, nobody, the read key.
+    for e in &entries[..3] {
+        assert_eq!(
+            (&e["key_id"], &e["key_name"]),
+            (&Value::Null, &json!("admin"))
+        );
+        assert_eq!(e["tenant"], "default");
+    }
+    assert_eq!(
+        (&entries[3]["key_id"], &entries[3]["key_name"]),
+        (&Value::Null, &Value::Null)
+    );
+    assert_eq!(entries[4]["key_id"], key_id);
+    assert!(entries[0]["at"].as_str().unwrap().ends_with('Z'));
+    let text = serde_json::to_string(&entries).unwrap();
+    for secret in [ADMIN, &read_key[read_key.len() - 20..], "very private"] {
+        assert!(!text.contains(secret), "{secret:?} in {text}");
+    }
+}
+
+#[tokio::test]
+async fn entries_page_with_a_cursor() {
+    let api = stored_keys_api(Options::default()).await;
+    for _ in 0..5 {
+        let (st, _) = api
+            .as_key(ADMIN, Method::POST, "/v1/timers", Some(timer()))
+            .await;
+        assert_eq!(st, StatusCode::CREATED);
+    }
+    let all = api.audit_entries(Some(ADMIN), "", 5).await;
+    let mut seen = Vec::new();
+    let mut query = "?limit=2".to_string();
+    loop {
+        let (st, page) = api
+            .send(req(
+                Method::GET,
+                &format!("/v1/audit{query}"),
+                Some(ADMIN),
+                None,
+            ))
+            .await;
+        assert_eq!(st, StatusCode::OK, "{page}");
+        seen.extend(page["entries"].as_array().unwrap().iter().cloned());
+        match page["next_cursor"].as_str() {
+            Some(c) => query = format!("?limit=2&cursor={c}"),
+            None => break,
+        }
+        assert!(seen.len() <= 6, "{seen:?}");
+    }
+    assert_eq!(seen, all);
+    let (st, body) = api
+        .send(req(
+            Method::GET,
+            "/v1/audit?since=2999-01-01T00:00:00Z",
+            Some(ADMIN),
+            None,
+        ))
+        .await;
+    assert_eq!(
+        (st, &body["entries"]),
+        (StatusCode::OK, &json!([])),
+        "{body}"
+    );
+    for bad in [
+        "?limit=0",
+        "?limit=1001",
+        "?cursor=x",
+        "?since=yesterday",
+        "?cursor=99999",
+    ] {
+        let (st, body) = api
+            .send(req(
+                Method::GET,
+                &format!("/v1/audit{bad}"),
+                Some(ADMIN),
+                None,
+            ))
+            .await;
+        assert_eq!(st, StatusCode::BAD_REQUEST, "{bad}: {body}");
+    }
+}
+
+#[tokio::test]
+async fn a_read_key_reads_its_own_tenant_only() {
+    let api = stored_keys_api(Options::default()).await;
+    let (_, shop_read) = api.make_key("shop", &["read"]).await;
+    let (_, shop_write) = api.make_key("shop", &["write"]).await;
+    // Entries of tenant shop: a refused delete by its write key (the timer
+    // does not exist) and one of its read key's refused creates.
+    let (st, _) = api
+        .as_key(&shop_write, Method::DELETE, "/v1/timers/424242", None)
+        .await;
+    assert!(st.is_client_error(), "{st}");
+    let (st, _) = api
+        .as_key(&shop_read, Method::POST, "/v1/timers", Some(timer()))
+        .await;
+    assert_eq!(st, StatusCode::FORBIDDEN);
+    // All: two key creates by the admin (tenant default) and those two.
+    api.audit_entries(Some(ADMIN), "", 4).await;
+    let own = api.audit_entries(Some(&shop_read), "", 2).await;
+    assert_eq!(own.len(), 2, "{own:#?}");
+    assert!(own.iter().all(|e| e["tenant"] == "shop"), "{own:#?}");
+    let same = api.audit_entries(Some(&shop_read), "?tenant=shop", 2).await;
+    assert_eq!(same, own);
+    let (st, body) = api
+        .send(req(
+            Method::GET,
+            "/v1/audit?tenant=default",
+            Some(&shop_read),
+            None,
+        ))
+        .await;
+    error(st, &body, StatusCode::FORBIDDEN, "forbidden");
+    // The admin picks a tenant, or sees them all.
+    let shop = api.audit_entries(Some(ADMIN), "?tenant=shop", 2).await;
+    assert_eq!(shop, own);
+    let (st, body) = api
+        .send(req(
+            Method::GET,
+            "/v1/audit?tenant=nobody",
+            Some(ADMIN),
+            None,
+        ))
+        .await;
+    error(st, &body, StatusCode::BAD_REQUEST, "unknown_tenant");
+    // A write key reads nothing.
+    let (st, body) = api
+        .send(req(Method::GET, "/v1/audit", Some(&shop_write), None))
+        .await;
+    error(st, &body, StatusCode::FORBIDDEN, "forbidden");
+}
+
+#[tokio::test]
+async fn open_mode_entries_name_no_key() {
+    let api = Api::new().await;
+    let (st, _) = api.post("/v1/timers", timer()).await;
+    assert_eq!(st, StatusCode::CREATED);
+    let entries = api.audit_entries(None, "", 1).await;
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0]["key_id"], Value::Null);
+    assert_eq!(entries[0]["key_name"], Value::Null);
+    assert_eq!(entries[0]["tenant"], "default");
+}

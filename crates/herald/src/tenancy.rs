@@ -1,0 +1,62 @@
+//! The tenants the configuration names (`[tenants.NAME]`, a channel's
+//! `tenants`), made in the store at start and turned into ids for the
+//! engine's dispatch limits, the quotas and the channels' tenant lists.
+
+use std::collections::HashMap;
+
+use anyhow::Context;
+use herald_core::TenantId;
+use herald_engine::TenantLimits;
+use herald_server::ChannelTenants;
+use herald_store::Store;
+
+use crate::config::Config;
+
+/// The configured tenant settings, by id.
+pub struct Tenancy {
+    /// Dispatch weight and delivery rate.
+    pub limits: HashMap<TenantId, TenantLimits>,
+    /// Most pending timers.
+    pub max_pending: HashMap<TenantId, u64>,
+    /// The channels limited to some tenants.
+    pub channels: ChannelTenants,
+}
+
+/// Makes every tenant the configuration names (if it does not exist yet;
+/// several nodes starting at once agree on the ids) and resolves the
+/// settings to ids.
+pub async fn resolve(cfg: &Config, store: &dyn Store) -> anyhow::Result<Tenancy> {
+    let mut limits = HashMap::new();
+    let mut max_pending = HashMap::new();
+    for (name, t) in &cfg.tenants {
+        let id = tenant(store, name).await?;
+        limits.insert(id, t.limits());
+        if let Some(max) = t.max_pending {
+            max_pending.insert(id, max);
+        }
+    }
+    let mut channels = ChannelTenants::everyone();
+    for c in &cfg.channels {
+        let Some(names) = &c.common.tenants else {
+            continue;
+        };
+        let mut ids = Vec::with_capacity(names.len());
+        for name in names {
+            ids.push(tenant(store, name).await?);
+        }
+        channels = channels.limit(c.name(), ids);
+    }
+    Ok(Tenancy {
+        limits,
+        max_pending,
+        channels,
+    })
+}
+
+async fn tenant(store: &dyn Store, name: &str) -> anyhow::Result<TenantId> {
+    store
+        .tenant_id(name, true)
+        .await
+        .with_context(|| format!("making tenant {name:?}"))?
+        .with_context(|| format!("the store made no tenant {name:?}"))
+}
