@@ -1340,12 +1340,25 @@ async fn the_cli_creates_uses_and_revokes_a_key() {
         ok && out.contains("cli-key") && !out.contains(&key),
         "{out}{err}"
     );
-    let (ok, out, err) = cli(
-        &url,
-        Some(ADMIN),
-        &["audit", "--tenant", OWNER, "--limit", "10"],
-    );
-    assert!(ok && out.contains("/v1/timers"), "{out}{err}");
+    // The audit log is written in batches, at least every 100 ms.
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let (ok, out, err) = cli(
+            &url,
+            Some(ADMIN),
+            &["audit", "--tenant", OWNER, "--limit", "10"],
+        );
+        assert!(ok, "{out}{err}");
+        if out.contains("/v1/timers") {
+            assert!(out.contains("cli-key"), "{out}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no audit entry of the CLI's create: {out}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 
     let (ok, out, err) = cli(&url, Some(ADMIN), &["keys", "revoke", &id]);
     assert!(ok, "{out}{err}");
