@@ -4,8 +4,8 @@
 use anyhow::{Context, bail};
 use clap::Subcommand;
 
-/// Where a client command sends its requests, and with which key. Global,
-/// so both may follow the subcommand: `herald timers get 5 --key K`.
+/// Where a client command sends its requests, and with which key. Both may
+/// come anywhere on the line (`herald timers get 7 --server URL` too).
 #[derive(clap::Args, Clone)]
 pub struct Remote {
     #[arg(
