@@ -34,9 +34,11 @@ struct ChannelJson {
 }
 
 /// `GET /v1/channels`: every channel's token, pause, quiet hours, rate and
-/// outcome counts on this node. No secret is part of any of it.
+/// outcome counts on this node. No secret is part of any of it. A channel
+/// limited to other tenants than the caller's is left out.
 pub async fn list(
     State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Extension(rates): Extension<Arc<RateSampler<String>>>,
 ) -> Response {
     let now = st.clock.now_ms();
@@ -45,6 +47,7 @@ pub async fn list(
         .channel_statuses()
         .await
         .into_iter()
+        .filter(|status| st.access.channels().serves(&status.name, caller.tenant))
         .map(|status| {
             let current_rate =
                 rates.observe(status.name.clone(), now, status.outcomes.sends(), None);

@@ -11,6 +11,7 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use herald_core::TenantId;
 use herald_core::campaign::{JobState, SegmentState, SendState, job_recipient_key};
 use herald_core::time::{format_rfc3339_ms, parse_rfc3339_ms};
 use herald_engine::campaign::{AudienceSource, NewJob};
@@ -234,7 +235,7 @@ struct JobBody {
 
 /// Reads and checks a job body. Whether an `audience_id` names a sealed
 /// audience is the campaign service's to check.
-fn check_job(st: &AppState, bytes: &[u8]) -> Result<NewJob, ApiError> {
+fn check_job(st: &AppState, tenant: TenantId, bytes: &[u8]) -> Result<NewJob, ApiError> {
     let de = &mut serde_json::Deserializer::from_slice(bytes);
     let req: JobBody = serde_path_to_error::deserialize(de).map_err(from_serde)?;
     let now = st.clock.now_ms();
@@ -267,11 +268,11 @@ fn check_job(st: &AppState, bytes: &[u8]) -> Result<NewJob, ApiError> {
         }
         (Some(id), None) => AudienceSource::Uploaded(id),
     };
-    if !st.engine.has_channel(&req.channel) {
+    if !st.serves_channel(tenant, &req.channel) {
         return Err(unknown_channel(
             "channel",
             &req.channel,
-            &st.engine.channel_names(),
+            &st.channel_names_for(tenant),
         ));
     }
     check_message(&req.message)?;
@@ -349,7 +350,7 @@ pub async fn create(
     body: Body,
 ) -> Result<Response, ApiError> {
     let bytes = read_body(body, st.api.campaign_body_max_bytes).await?;
-    let job = check_job(&st, &bytes)?;
+    let job = check_job(&st, caller.tenant, &bytes)?;
     let created = st.campaigns.create_job(caller.tenant, job).await?;
     let body = job_json(&st, &rates, created).await?;
     Ok((StatusCode::CREATED, axum::Json(body)).into_response())

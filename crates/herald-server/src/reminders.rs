@@ -260,7 +260,7 @@ fn new_reminder(
     })?;
     let slot = Slot::new(channel_type, req.lead_minutes)
         .map_err(|e| ApiError::field("lead_minutes", "invalid_field", e.to_string()))?;
-    let channel = route(st, channel_type, req.channel)?;
+    let channel = route(st, tenant, channel_type, req.channel)?;
     let message = json!({
         "user_id": req.user_id,
         "subject_id": req.subject_id,
@@ -292,12 +292,19 @@ fn new_reminder(
 
 /// The channel a reminder goes through: its own, the type's configured one,
 /// or the channel named like the type.
-fn route(st: &AppState, t: ChannelType, own: Option<String>) -> Result<String, ApiError> {
+fn route(
+    st: &AppState,
+    tenant: TenantId,
+    t: ChannelType,
+    own: Option<String>,
+) -> Result<String, ApiError> {
     let (name, field) = match own {
         Some(c) => (c, "channel"),
         None => match st.reminders.channels.get(t.as_str()) {
             Some(c) => (c.clone(), "channel_type"),
-            None if st.engine.has_channel(t.as_str()) => (t.as_str().to_string(), "channel_type"),
+            None if st.serves_channel(tenant, t.as_str()) => {
+                (t.as_str().to_string(), "channel_type")
+            }
             None if st.reminders.default_channel.is_some() => (
                 st.reminders.default_channel.clone().unwrap_or_default(),
                 "channel_type",
@@ -315,8 +322,8 @@ fn route(st: &AppState, t: ChannelType, own: Option<String>) -> Result<String, A
             }
         },
     };
-    if !st.engine.has_channel(&name) {
-        return Err(unknown_channel(field, &name, &st.engine.channel_names()));
+    if !st.serves_channel(tenant, &name) {
+        return Err(unknown_channel(field, &name, &st.channel_names_for(tenant)));
     }
     Ok(name)
 }
@@ -394,7 +401,14 @@ pub async fn create(
 ) -> Result<Response, ApiError> {
     let bytes = read_body(body, st.api.max_timer_bytes).await?;
     let r = new_reminder(&bytes, &st, caller.tenant, st.clock.now_ms())?;
-    let json = added(st.engine.submit(vec![WriteOp::AddReminder(r)]).await?.pop())?;
+    // A reminder is a timer: it counts against the tenant's quota.
+    if let Err(over) = st.quotas.admit(caller.tenant, 1) {
+        return Ok(over.into_response());
+    }
+    let give_back = |_: &ApiError| st.quotas.give_back(caller.tenant, 1);
+    let written = st.engine.submit(vec![WriteOp::AddReminder(r)]).await;
+    let mut written = written.map_err(ApiError::from).inspect_err(give_back)?;
+    let json = added(written.pop()).inspect_err(give_back)?;
     Ok((StatusCode::CREATED, axum::Json(json)).into_response())
 }
 
@@ -435,9 +449,21 @@ pub async fn create_bulk(
             Err(e) => results.push(Some(Err(e))),
         }
     }
+    // Lines past the tenant's quota are refused one by one, in order.
+    let mut over_quota = false;
+    valid.retain(|(idx, _)| match st.quotas.admit(caller.tenant, 1) {
+        Ok(()) => true,
+        Err(over) => {
+            results[*idx] = Some(Err(over.error()));
+            over_quota = true;
+            false
+        }
+    });
+    let give_back = |n: usize| st.quotas.give_back(caller.tenant, n as u64);
     let mut failed: Option<ApiError> = None;
     for chunk in valid.chunks(st.api.bulk_chunk.max(1)) {
         if let Some(e) = &failed {
+            give_back(chunk.len());
             for (idx, _) in chunk {
                 results[*idx] = Some(Err(e.clone()));
             }
@@ -450,10 +476,15 @@ pub async fn create_bulk(
         match st.engine.submit(ops).await {
             Ok(written) => {
                 for ((idx, _), r) in chunk.iter().zip(written) {
-                    results[*idx] = Some(added(Some(r)));
+                    let answer = added(Some(r));
+                    if answer.is_err() {
+                        give_back(1);
+                    }
+                    results[*idx] = Some(answer);
                 }
             }
             Err(e) => {
+                give_back(chunk.len());
                 let e = ApiError::from(e);
                 for (idx, _) in chunk {
                     results[*idx] = Some(Err(e.clone()));
@@ -483,7 +514,12 @@ pub async fn create_bulk(
             out.push(b'\n');
         }
     }
-    Ok(([(header::CONTENT_TYPE, "application/x-ndjson")], out).into_response())
+    let mut resp = ([(header::CONTENT_TYPE, "application/x-ndjson")], out).into_response();
+    if over_quota {
+        resp.headers_mut()
+            .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+    }
+    Ok(resp)
 }
 
 #[derive(Deserialize)]

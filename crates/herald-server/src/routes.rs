@@ -193,6 +193,12 @@ impl RouteSet {
     }
 }
 
+impl Default for RouteSet {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,11 +235,5 @@ mod tests {
         assert_eq!(m(Post, "/v1/timers/"), None);
         assert_eq!(m(Post, "/v1/nothing"), None);
         assert_eq!(m(Delete, "/v1/timers/42/x"), None);
-    }
-}
-
-impl Default for RouteSet {
-    fn default() -> Self {
-        Self::new()
     }
 }

@@ -138,13 +138,17 @@ fn check_rule(st: &AppState, tenant: TenantId, bytes: &[u8]) -> Result<NewRule, 
             ),
         ));
     }
-    let fans_out = match st.engine.channel_fans_out(&req.channel) {
+    let fans_out = match st
+        .engine
+        .channel_fans_out(&req.channel)
+        .filter(|_| st.access.channels().serves(&req.channel, tenant))
+    {
         Some(f) => f,
         None => {
             return Err(unknown_channel(
                 "channel",
                 &req.channel,
-                &st.engine.channel_names(),
+                &st.channel_names_for(tenant),
             ));
         }
     };

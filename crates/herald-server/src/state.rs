@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use herald_core::Clock;
+use herald_core::{Clock, TenantId};
 use herald_engine::Engine;
 use herald_engine::campaign::Campaigns;
 use metrics_exporter_prometheus::PrometheusHandle;
@@ -28,4 +28,19 @@ pub struct AppState {
     pub audit: AuditLog,
     /// Pending-timer quotas by tenant.
     pub quotas: Arc<Quotas>,
+}
+
+impl AppState {
+    /// Whether `tenant` may name the channel `name`: it is configured, and
+    /// not limited to other tenants. For any other tenant it does not exist.
+    pub fn serves_channel(&self, tenant: TenantId, name: &str) -> bool {
+        self.engine.has_channel(name) && self.access.channels().serves(name, tenant)
+    }
+
+    /// The channels `tenant` may name, for error messages.
+    pub fn channel_names_for(&self, tenant: TenantId) -> Vec<String> {
+        self.access
+            .channels()
+            .visible(&self.engine.channel_names(), tenant)
+    }
 }

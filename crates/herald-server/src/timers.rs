@@ -93,11 +93,15 @@ pub async fn create(
     body: Body,
 ) -> Result<Response, ApiError> {
     let bytes = read_body(body, st.api.max_timer_bytes).await?;
-    let engine = &st.engine;
-    let has = |c: &str| engine.has_channel(c);
-    let names = || engine.channel_names();
+    let has = |c: &str| st.serves_channel(caller.tenant, c);
+    let names = || st.channel_names_for(caller.tenant);
     let timer = validate::new_timer(&bytes, &context(&st, &caller, &has, &names))?;
-    let mut results = st.engine.submit(vec![WriteOp::InsertTimer(timer)]).await?;
+    if let Err(over) = st.quotas.admit(caller.tenant, 1) {
+        return Ok(over.into_response());
+    }
+    let give_back = || st.quotas.give_back(caller.tenant, 1);
+    let written = st.engine.submit(vec![WriteOp::InsertTimer(timer)]).await;
+    let mut results = written.inspect_err(|_| give_back())?;
     match results.pop() {
         Some(WriteResult::Created(t)) => Ok((
             StatusCode::CREATED,
@@ -105,6 +109,7 @@ pub async fn create(
         )
             .into_response()),
         Some(WriteResult::Existing(t)) => {
+            give_back();
             let firing = st.engine.is_firing(t.id);
             Ok((
                 StatusCode::OK,
@@ -112,7 +117,10 @@ pub async fn create(
             )
                 .into_response())
         }
-        _ => Err(ApiError::unavailable("unexpected write result")),
+        _ => {
+            give_back();
+            Err(ApiError::unavailable("unexpected write result"))
+        }
     }
 }
 
@@ -147,9 +155,8 @@ pub async fn create_bulk(
 ) -> Result<Response, ApiError> {
     let bytes = read_body(body, st.api.bulk_max_bytes).await?;
     let lines = ndjson_lines(&bytes, st.api.bulk_max_lines)?;
-    let engine = &st.engine;
-    let has = |c: &str| engine.has_channel(c);
-    let names = || engine.channel_names();
+    let has = |c: &str| st.serves_channel(caller.tenant, c);
+    let names = || st.channel_names_for(caller.tenant);
     let cx = context(&st, &caller, &has, &names);
     let mut results: Vec<Option<LineResult>> = Vec::with_capacity(lines.len());
     let mut valid: Vec<(usize, NewTimer)> = Vec::with_capacity(lines.len());
@@ -168,9 +175,21 @@ pub async fn create_bulk(
             Err(e) => results.push(Some(LineResult::Err(e))),
         }
     }
+    // Lines past the tenant's quota are refused one by one, in order.
+    let mut over_quota = false;
+    valid.retain(|(idx, _)| match st.quotas.admit(caller.tenant, 1) {
+        Ok(()) => true,
+        Err(over) => {
+            results[*idx] = Some(LineResult::Err(over.error()));
+            over_quota = true;
+            false
+        }
+    });
+    let give_back = |n: usize| st.quotas.give_back(caller.tenant, n as u64);
     let mut failed: Option<ApiError> = None;
     for chunk in valid.chunks(st.api.bulk_chunk.max(1)) {
         if let Some(e) = &failed {
+            give_back(chunk.len());
             for (idx, _) in chunk {
                 results[*idx] = Some(LineResult::Err(e.clone()));
             }
@@ -185,13 +204,20 @@ pub async fn create_bulk(
                 for ((idx, _), r) in chunk.iter().zip(written) {
                     results[*idx] = Some(match r {
                         WriteResult::Created(t) => LineResult::Ok(201, t),
-                        WriteResult::Existing(t) => LineResult::Ok(200, t),
-                        _ => LineResult::Err(ApiError::unavailable("unexpected write result")),
+                        WriteResult::Existing(t) => {
+                            give_back(1);
+                            LineResult::Ok(200, t)
+                        }
+                        _ => {
+                            give_back(1);
+                            LineResult::Err(ApiError::unavailable("unexpected write result"))
+                        }
                     });
                 }
             }
             Err(e) => {
                 // Later chunks are not tried: the store is failing.
+                give_back(chunk.len());
                 let e = ApiError::from(e);
                 for (idx, _) in chunk {
                     results[*idx] = Some(LineResult::Err(e.clone()));
@@ -226,7 +252,12 @@ pub async fn create_bulk(
             out.push(b'\n');
         }
     }
-    Ok(([(header::CONTENT_TYPE, "application/x-ndjson")], out).into_response())
+    let mut resp = ([(header::CONTENT_TYPE, "application/x-ndjson")], out).into_response();
+    if over_quota {
+        resp.headers_mut()
+            .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+    }
+    Ok(resp)
 }
 
 pub async fn get(

@@ -93,8 +93,10 @@ async fn another_tenant_cannot_see_or_use_the_channel() {
                 key,
                 Method::POST,
                 "/v1/reminders",
-                Some(json!({"user_id": "u", "subject_id": "s", "channel_type": "app",
-                            "lead_minutes": 5, "channel": "mail"})),
+                Some(
+                    json!({"user_id": "u", "subject_id": "s", "channel_type": "app",
+                            "lead_minutes": 5, "channel": "mail"}),
+                ),
             )
             .await;
         error(st, &answer, StatusCode::BAD_REQUEST, "unknown_channel");

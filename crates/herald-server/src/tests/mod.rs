@@ -6,8 +6,10 @@
 mod access;
 mod audit;
 mod campaigns;
+mod channel_tenants;
 mod faulty_store;
 mod keys;
+mod quotas;
 mod route_table;
 mod routing;
 mod store_errors;

@@ -37,7 +37,10 @@ impl Api {
             .body(Body::from(body))
             .unwrap();
         let (st, headers, body) = self.exchange(r).await;
-        let text = body.as_str().map(str::to_string).unwrap_or(body.to_string());
+        let text = body
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or(body.to_string());
         let answers = text
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
@@ -110,9 +113,7 @@ async fn reminders_count_against_the_quota() {
         )
         .await;
     assert!(st.is_success(), "{body}");
-    let reminder = |lead: u32| {
-        json!({"user_id": "alice", "subject_id": "coupon-42", "channel_type": "app", "lead_minutes": lead})
-    };
+    let reminder = |lead: u32| json!({"user_id": "alice", "subject_id": "coupon-42", "channel_type": "app", "lead_minutes": lead});
     let (st, body) = api.post("/v1/reminders", reminder(5)).await;
     assert_eq!(st, StatusCode::CREATED, "{body}");
     let (st, headers, body) = api
@@ -126,7 +127,11 @@ async fn reminders_count_against_the_quota() {
     assert_eq!(st, StatusCode::OK);
     assert!(answers.iter().all(|a| a["status"] == 429), "{answers:?}");
     let (_, listed) = api.get("/v1/users/alice/reminders").await;
-    assert_eq!(listed.to_string().matches("\"lead_minutes\"").count(), 1, "{listed}");
+    assert_eq!(
+        listed.to_string().matches("\"lead_minutes\"").count(),
+        1,
+        "{listed}"
+    );
 }
 
 #[tokio::test]
