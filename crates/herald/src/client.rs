@@ -4,13 +4,19 @@
 use anyhow::{Context, bail};
 use clap::Subcommand;
 
-/// Where a client command sends its requests, and with which key.
+/// Where a client command sends its requests, and with which key. Both may
+/// come anywhere on the line (`herald timers get 7 --server URL` too).
 #[derive(clap::Args, Clone)]
 pub struct Remote {
-    #[arg(long, env = "HERALD_SERVER", default_value = "http://127.0.0.1:8780")]
+    #[arg(
+        long,
+        global = true,
+        env = "HERALD_SERVER",
+        default_value = "http://127.0.0.1:8780"
+    )]
     pub server: String,
     /// API key (or the admin key), sent as `Authorization: Bearer KEY`.
-    #[arg(long, env = "HERALD_KEY", hide_env_values = true)]
+    #[arg(long, global = true, env = "HERALD_KEY", hide_env_values = true)]
     pub key: Option<String>,
 }
 

@@ -64,11 +64,11 @@ impl Postgres {
             .await
             .context("opening the --store database")?;
         let timers: u64 = store
-            .count_by_state()
+            .count_by_tenant_state()
             .await
             .context("counting the --store database's timers")?
             .iter()
-            .map(|(_, n)| n)
+            .map(|(_, _, n)| n)
             .sum();
         if timers > 0 {
             bail!(
