@@ -72,13 +72,20 @@ struct Drain {
 struct Run {
     with_b: Option<Drain>,
     alone: Drain,
+    /// Over several runs: the median of each run's own ratio. The two
+    /// drains of one run are measured back to back, so their ratio cancels
+    /// what the machine was doing at the time; a ratio of two medians taken
+    /// from different runs would not.
+    median_ratio: Option<f64>,
 }
 
 impl Run {
     /// a's drain rate with b over a's rate alone.
     fn ratio(&self) -> Option<f64> {
-        self.with_b
-            .map(|w| w.a_per_sec / self.alone.a_per_sec.max(f64::MIN_POSITIVE))
+        self.median_ratio.or_else(|| {
+            self.with_b
+                .map(|w| w.a_per_sec / self.alone.a_per_sec.max(f64::MIN_POSITIVE))
+        })
     }
 }
 
@@ -98,7 +105,11 @@ pub(super) async fn run(a: FairnessArgs) -> anyhow::Result<()> {
             Some(measure(&a, true).await?)
         };
         let alone = measure(&a, false).await?;
-        let run = Run { with_b, alone };
+        let run = Run {
+            with_b,
+            alone,
+            median_ratio: None,
+        };
         println!("{}", describe(&format!("run {i}"), &run));
         runs.push(run);
     }
@@ -186,7 +197,11 @@ fn median_run(runs: &[Run]) -> Run {
         })(),
         a_left_at_b_due: med(&|r| r.with_b?.a_left_at_b_due.map(|n| n as f64)).map(|n| n as usize),
     });
-    Run { with_b, alone }
+    Run {
+        with_b,
+        alone,
+        median_ratio: med(&|r| r.ratio()),
+    }
 }
 
 /// The middle value (the mean of the two middle ones for an even count).
@@ -445,6 +460,7 @@ mod tests {
                 b: None,
                 a_left_at_b_due: None,
             },
+            median_ratio: None,
         };
         let m = median_run(&[
             run(90.0, 100.0, 5.0),
@@ -454,6 +470,9 @@ mod tests {
         assert_eq!(m.alone.a_per_sec, 100.0);
         let w = m.with_b.unwrap();
         assert_eq!((w.a_per_sec, w.b.unwrap().p99), (90.0, 7.0));
+        // The ratio is the median of the runs' own ratios (0.9, 0.96, 0.79),
+        // not 90 / 100.
+        assert_eq!(m.ratio(), Some(0.9));
         assert_eq!(median(vec![1.0, 3.0]), Some(2.0));
         assert_eq!(median(vec![]), None);
     }
