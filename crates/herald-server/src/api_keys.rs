@@ -15,7 +15,7 @@ use herald_store::{ApiKeyRecord, NewApiKey};
 use serde::{Deserialize, Serialize};
 
 use crate::access::{KeySecret, Scopes};
-use crate::audit::list::{named_tenant, tenant_label};
+use crate::audit::list::{named_tenant, tenant_label, tenant_names};
 use crate::error::{ApiError, from_serde, store_err};
 use crate::request::{parse_id, query};
 use crate::state::AppState;
@@ -187,12 +187,7 @@ pub async fn list(
     };
     let store = st.engine.store();
     let keys = store.list_api_keys(tenant).await.map_err(store_err)?;
-    let names: HashMap<TenantId, String> = store
-        .tenants()
-        .await
-        .map_err(store_err)?
-        .into_iter()
-        .collect();
+    let names = tenant_names(&st).await?;
     let keys: Vec<KeyJson> = keys.into_iter().map(|k| KeyJson::new(k, &names)).collect();
     Ok(axum::Json(serde_json::json!({ "keys": keys })).into_response())
 }
@@ -214,11 +209,6 @@ pub async fn revoke(
     // This node refuses it at once; the others within their cache lifetime.
     st.access.keys().forget(id);
     tracing::info!(key_id = id, "API key revoked");
-    let names: HashMap<TenantId, String> = store
-        .tenants()
-        .await
-        .map_err(store_err)?
-        .into_iter()
-        .collect();
+    let names = tenant_names(&st).await?;
     Ok(axum::Json(KeyJson::new(record, &names)).into_response())
 }

@@ -108,12 +108,7 @@ pub async fn list(
             }
             e => store_err(e),
         })?;
-    let names: HashMap<TenantId, String> = store
-        .tenants()
-        .await
-        .map_err(store_err)?
-        .into_iter()
-        .collect();
+    let names = tenant_names(&st).await?;
     let next_cursor = (entries.len() == limit as usize)
         .then(|| entries.last().map(|e| e.id.to_string()))
         .flatten();
@@ -129,6 +124,12 @@ pub async fn list(
 }
 
 /// The tenant a query names; one that does not exist is a `400`.
+/// Every tenant's name by id, to show names where the store keeps ids.
+pub async fn tenant_names(st: &AppState) -> Result<HashMap<TenantId, String>, ApiError> {
+    let tenants = st.engine.store().tenants().await.map_err(store_err)?;
+    Ok(tenants.into_iter().collect())
+}
+
 pub async fn named_tenant(st: &AppState, name: &str) -> Result<TenantId, ApiError> {
     let name = name.trim();
     if let Some(problem) = herald_core::tenant::tenant_name_problem(name) {
