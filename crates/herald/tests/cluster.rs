@@ -16,17 +16,6 @@ const LEASE_MS: u64 = 3_000;
 const HEARTBEAT_MS: u64 = 500;
 const MAX_INFLIGHT: u64 = 2_000;
 
-fn pg_database(prefix: &str) -> Option<(herald_pgtemp::TempDatabase, String)> {
-    let pg = match herald_pgtemp::PgTemp::shared() {
-        Ok(Some(pg)) => pg,
-        Ok(None) => return None,
-        Err(e) => panic!("PostgreSQL is required here but did not start: {e}"),
-    };
-    let db = pg.fresh_database(prefix).expect("create database");
-    let url = db.url().to_string();
-    Some((db, url))
-}
-
 async fn start_node(store: &str, id: &str, hook: &str) -> Server {
     let extra = Server::webhook_config(
         hook,

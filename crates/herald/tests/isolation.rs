@@ -14,7 +14,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use common::{BIN, Server, client, now_ms, rfc3339, wait_for};
+use common::{BIN, Server, client, now_ms, pg_database, rfc3339, wait_for};
 use herald_server::access::{Need, Verb};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -1162,17 +1162,6 @@ async fn every_route_refuses_the_wrong_callers_on_sqlite() {
     let store = format!("sqlite://{}", dir.path().join("herald.db").display());
     let s = protected(&store, dir).await;
     matrix(&s.url).await;
-}
-
-fn pg_database(prefix: &str) -> Option<(herald_pgtemp::TempDatabase, String)> {
-    let pg = match herald_pgtemp::PgTemp::shared() {
-        Ok(Some(pg)) => pg,
-        Ok(None) => return None,
-        Err(e) => panic!("PostgreSQL is required here but did not start: {e}"),
-    };
-    let db = pg.fresh_database(prefix).expect("create database");
-    let url = db.url().to_string();
-    Some((db, url))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -432,3 +432,16 @@ pub fn now_ms() -> i64 {
 pub fn rfc3339(ms: i64) -> String {
     format!("{:.3}", jiff::Timestamp::from_millisecond(ms).unwrap())
 }
+
+/// A fresh database on the shared throwaway PostgreSQL cluster, with its URL;
+/// `None` when PostgreSQL is not installed (and not required).
+pub fn pg_database(prefix: &str) -> Option<(herald_pgtemp::TempDatabase, String)> {
+    let pg = match herald_pgtemp::PgTemp::shared() {
+        Ok(Some(pg)) => pg,
+        Ok(None) => return None,
+        Err(e) => panic!("PostgreSQL is required here but did not start: {e}"),
+    };
+    let db = pg.fresh_database(prefix).expect("create database");
+    let url = db.url().to_string();
+    Some((db, url))
+}
