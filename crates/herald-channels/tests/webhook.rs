@@ -123,8 +123,20 @@ async fn delivers_with_headers_signature_and_reuses_the_connection() {
     let (headers, body) = &s.bodies[3];
     assert_eq!(headers["idempotency-key"], "key-3");
     assert_eq!(headers["content-type"], "application/json");
-    let expected = WebhookChannel::signature(b"k3y", body.as_bytes());
-    assert_eq!(headers["x-herald-signature"], expected.as_str());
+    // `t=<unix>,v1=<hmac of "t.body">`, signed just now.
+    let sent = headers["x-herald-signature"].to_str().unwrap();
+    let t: i64 = sent
+        .strip_prefix("t=")
+        .and_then(|r| r.split_once(','))
+        .and_then(|(t, _)| t.parse().ok())
+        .unwrap_or_else(|| panic!("not t=..,v1=..: {sent}"));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    assert!((now - t).abs() <= 60, "{t} vs {now}");
+    let expected = WebhookChannel::signature(b"k3y", t, body.as_bytes());
+    assert_eq!(sent, expected.as_str());
     let v: serde_json::Value = serde_json::from_str(body).unwrap();
     assert_eq!(v["message"]["hello"], "world");
     assert_eq!(v["due_at"], "2026-11-18T11:06:40.000Z");
