@@ -382,12 +382,6 @@ struct CallbackJob {
     body: String,
 }
 
-/// The secrets callbacks are signed with.
-struct CallbackSecrets {
-    token: String,
-    key: Option<[u8; 32]>,
-}
-
 /// An accepted message as kept in the ring; parsed into [`WechatMessage`] only when read.
 #[derive(Clone)]
 struct Record {
@@ -425,7 +419,8 @@ pub(crate) struct WechatState {
     appid: String,
     secret: String,
     original_id: String,
-    callback_secrets: Option<CallbackSecrets>,
+    /// Signs callbacks, when a `callback_token` is configured.
+    signer: Option<wechat_sign::Signer>,
     live: RwLock<Live>,
     faults: RwLock<Arc<FaultLists>>,
     system_busy_next: AtomicU32,
@@ -472,8 +467,10 @@ impl WechatState {
             errors: ErrorTally::default(),
             rids: Rids::new(0x5743),
             ring: Ring::new(WECHAT_RING_CAPACITY),
-            callback_secrets: cfg.callback_token.map(|token| CallbackSecrets {
+            signer: cfg.callback_token.map(|token| wechat_sign::Signer {
                 token,
+                appid: cfg.appid.clone(),
+                original_id: cfg.original_id.clone(),
                 key: cfg.encoding_aes_key.as_deref().and_then(|k| {
                     wechat_sign::aes_key(k)
                         .inspect_err(
@@ -821,21 +818,12 @@ impl WechatState {
                 "success"
             };
             let xml = callback_xml(&self.original_id, touser, now_ms / 1000, msgid, status);
-            let (query, body) = match &self.callback_secrets {
+            let (query, body) = match &self.signer {
                 None => (Vec::new(), xml),
-                Some(s) => {
+                Some(signer) => {
                     let nonce = (xxhash_rust::xxh3::xxh3_64(&msgid.to_le_bytes()) % 1_000_000_000)
                         .to_string();
-                    let signed = wechat_sign::sign_callback(
-                        &s.token,
-                        s.key.as_ref(),
-                        &self.appid,
-                        &self.original_id,
-                        touser,
-                        xml,
-                        now_ms / 1000,
-                        &nonce,
-                    );
+                    let signed = signer.sign(touser, xml, now_ms / 1000, &nonce);
                     (signed.query, signed.body)
                 }
             };

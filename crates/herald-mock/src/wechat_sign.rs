@@ -77,35 +77,39 @@ pub(crate) struct Signed {
     pub body: String,
 }
 
-/// Signs `xml` as a callback sent at `timestamp` with `nonce`: plain with
-/// only a token, encrypted with a key too.
-pub(crate) fn sign_callback(
-    token: &str,
-    key: Option<&[u8; 32]>,
-    appid: &str,
-    original_id: &str,
-    openid: &str,
-    xml: String,
-    timestamp: u64,
-    nonce: &str,
-) -> Signed {
-    let ts = timestamp.to_string();
-    let mut query = vec![
-        ("signature", signature(&[token, &ts, nonce])),
-        ("timestamp", ts.clone()),
-        ("nonce", nonce.to_string()),
-        ("openid", openid.to_string()),
-    ];
-    let Some(key) = key else {
-        return Signed { query, body: xml };
-    };
-    let encrypted = encrypt(key, xml.as_bytes(), appid);
-    query.push(("encrypt_type", "aes".into()));
-    query.push(("msg_signature", signature(&[token, &ts, nonce, &encrypted])));
-    let body = format!(
-        "<xml><ToUserName><![CDATA[{original_id}]]></ToUserName><Encrypt><![CDATA[{encrypted}]]></Encrypt></xml>"
-    );
-    Signed { query, body }
+/// One account's callback secrets and names.
+pub(crate) struct Signer {
+    pub token: String,
+    /// The AES key of safe mode; plain callbacks without one.
+    pub key: Option<[u8; 32]>,
+    pub appid: String,
+    pub original_id: String,
+}
+
+impl Signer {
+    /// Signs `xml`, for `openid`, as a callback sent at `timestamp` with
+    /// `nonce`: plain with only a token, encrypted with a key too.
+    pub(crate) fn sign(&self, openid: &str, xml: String, timestamp: u64, nonce: &str) -> Signed {
+        let token = self.token.as_str();
+        let ts = timestamp.to_string();
+        let mut query = vec![
+            ("signature", signature(&[token, &ts, nonce])),
+            ("timestamp", ts.clone()),
+            ("nonce", nonce.to_string()),
+            ("openid", openid.to_string()),
+        ];
+        let Some(key) = &self.key else {
+            return Signed { query, body: xml };
+        };
+        let encrypted = encrypt(key, xml.as_bytes(), &self.appid);
+        query.push(("encrypt_type", "aes".into()));
+        query.push(("msg_signature", signature(&[token, &ts, nonce, &encrypted])));
+        let body = format!(
+            "<xml><ToUserName><![CDATA[{}]]></ToUserName><Encrypt><![CDATA[{encrypted}]]></Encrypt></xml>",
+            self.original_id
+        );
+        Signed { query, body }
+    }
 }
 
 #[cfg(test)]
@@ -126,17 +130,13 @@ mod tests {
 
     #[test]
     fn encrypted_callbacks_carry_both_signatures() {
-        let key = aes_key("abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG").unwrap();
-        let s = sign_callback(
-            "tok",
-            Some(&key),
-            "wx1",
-            "gh_1",
-            "o1",
-            "<xml/>".into(),
-            1_700_000_000,
-            "n1",
-        );
+        let mut signer = Signer {
+            token: "tok".into(),
+            key: Some(aes_key("abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG").unwrap()),
+            appid: "wx1".into(),
+            original_id: "gh_1".into(),
+        };
+        let s = signer.sign("o1", "<xml/>".into(), 1_700_000_000, "n1");
         let names: Vec<&str> = s.query.iter().map(|(k, _)| *k).collect();
         assert_eq!(
             names,
@@ -150,7 +150,8 @@ mod tests {
             ]
         );
         assert!(s.body.contains("<Encrypt><![CDATA["));
-        let plain = sign_callback("tok", None, "wx1", "gh_1", "o1", "<xml/>".into(), 1, "n");
+        signer.key = None;
+        let plain = signer.sign("o1", "<xml/>".into(), 1, "n");
         assert_eq!(plain.body, "<xml/>");
         assert_eq!(plain.query[0].1, signature(&["tok", "1", "n"]));
     }

@@ -132,9 +132,7 @@ impl CallbackAuth {
                 "msg_signature: does not match the channel's callback_token and the body",
             ));
         }
-        let opened = crypt
-            .decrypt(&encrypted)
-            .map_err(|e| refuse(format!("{e}")))?;
+        let opened = crypt.decrypt(&encrypted).map_err(refuse)?;
         if !same_text(&String::from_utf8_lossy(&opened.appid), self.appid.as_str()) {
             return Err(refuse("Encrypt: encrypted for another appid"));
         }
