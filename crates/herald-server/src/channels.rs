@@ -95,7 +95,7 @@ fn callback_refused(st: &AppState, name: &str, e: CallbackError) -> ApiError {
         }
         CallbackError::Invalid(m) => ApiError::field("body", "invalid_body", m),
         CallbackError::Unauthorized(m) => {
-            tracing::warn!(channel = name, reason = %m, "callback refused: not signed by the provider");
+            tracing::debug!(channel = name, reason = %m, "callback refused: not signed by the provider");
             ApiError::new(StatusCode::UNAUTHORIZED, "invalid_signature", m)
         }
     }
