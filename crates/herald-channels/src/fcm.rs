@@ -214,6 +214,11 @@ impl FcmChannel {
             .or(sa.token_uri.clone())
             .unwrap_or_else(|| DEFAULT_TOKEN_URL.to_string());
         reqwest::Url::parse(&token_url).map_err(|e| common.err(&format!("token_url: {e}")))?;
+        if !cfg.allow_insecure_http {
+            crate::http::Origin::parse(&token_url)
+                .and_then(|o| crate::config::plain_http_problem(&o))
+                .map_err(|e| common.err(&format!("token_url: {e}")))?;
+        }
         let base = cfg.api_base.as_deref().unwrap_or(DEFAULT_API_BASE);
         let http = ProviderHttp::new(common, cfg.ca_file.as_deref(), base)?;
         let clock = opts.clock.clone();

@@ -150,6 +150,32 @@ pub enum CallbackError {
     /// The body is not a report this channel understands; says what is wrong.
     #[error("{0}")]
     Invalid(String),
+    /// The request does not prove it comes from the provider (signature
+    /// missing, wrong or too old); nothing in it may be acted on.
+    #[error("{0}")]
+    Unauthorized(String),
+}
+
+/// A provider's request to `/v1/channels/{name}/callback`, as the channel
+/// needs it to check the signature and read the report.
+#[derive(Debug, Clone, Copy)]
+pub struct CallbackRequest<'a> {
+    /// The query string's pairs, decoded, in order.
+    pub query: &'a [(String, String)],
+    /// The body (empty for the `GET` handshake).
+    pub body: &'a [u8],
+    /// Unix seconds now, to refuse stale timestamps.
+    pub now_s: i64,
+}
+
+impl<'a> CallbackRequest<'a> {
+    /// The first value of query parameter `name`.
+    pub fn param(&self, name: &str) -> Option<&'a str> {
+        self.query
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
 }
 
 /// What `GET /v1/channels` shows of a channel's provider side.
@@ -204,10 +230,28 @@ pub trait Channel: Send + Sync + 'static {
         ProviderStatus::default()
     }
 
-    /// Reads a provider's report about messages sent earlier (the body of
-    /// `POST /v1/channels/{name}/callback`). Most kinds take none.
-    fn parse_callback(&self, body: &[u8]) -> Result<Vec<CallbackEvent>, CallbackError> {
-        let _ = body;
+    /// Reads a provider's report about messages sent earlier
+    /// (`POST /v1/channels/{name}/callback`), after checking its signature
+    /// when the channel has a callback secret. Most kinds take none.
+    fn parse_callback(
+        &self,
+        req: &CallbackRequest<'_>,
+    ) -> Result<Vec<CallbackEvent>, CallbackError> {
+        let _ = req;
+        Err(CallbackError::Unsupported)
+    }
+
+    /// Whether this channel proves its callbacks come from the provider (a
+    /// signature it checks), so the callback route needs no API key.
+    fn callback_signed(&self) -> bool {
+        false
+    }
+
+    /// The provider's server-URL check (`GET /v1/channels/{name}/callback`):
+    /// the text to echo when the request is signed. Only signed channels
+    /// answer it.
+    fn callback_handshake(&self, req: &CallbackRequest<'_>) -> Result<String, CallbackError> {
+        let _ = req;
         Err(CallbackError::Unsupported)
     }
 }

@@ -63,6 +63,11 @@ impl SmtpChannel {
         }
         match (&cfg.username, &cfg.password) {
             (Some(user), Some(pass)) => {
+                if tls == SmtpTls::None && !cfg.allow_insecure_auth {
+                    return Err(common.err(
+                        "allow_insecure_auth: tls = \"none\" would send the password in the clear; use tls = \"starttls\", or set allow_insecure_auth = true",
+                    ));
+                }
                 let pass = pass.resolve("password").map_err(|e| common.err(&e))?;
                 builder = builder.credentials(Credentials::new(user.clone(), pass));
             }
@@ -201,6 +206,7 @@ mod tests {
             username: None,
             password: None,
             from: "Herald <noreply@example.com>".into(),
+            allow_insecure_auth: false,
         };
         let e = |c: &SmtpConfig| {
             SmtpChannel::new(&common, c)
@@ -217,6 +223,8 @@ mod tests {
         c.username = Some("u".into());
         assert!(e(&c).contains("username and password"), "{}", e(&c));
         c.password = Some(crate::SecretSource::Inline("p".into()));
+        assert!(e(&c).contains("allow_insecure_auth"), "{}", e(&c));
+        c.allow_insecure_auth = true;
         assert!(SmtpChannel::new(&common, &c).is_ok());
     }
 }

@@ -224,6 +224,9 @@ fn wechat_parts(base: &str, mode: TokenMode) -> (CommonSettings, WechatConfig) {
         token_mode: mode,
         api_base: Some(base.into()),
         ca_file: None,
+        callback_token: None,
+        encoding_aes_key: None,
+        allow_insecure_http: false,
     };
     (common("wx"), wx)
 }
@@ -753,6 +756,7 @@ fn wecom_parts(base: &str) -> WecomConfig {
         agentid: 1000002,
         api_base: Some(base.into()),
         ca_file: None,
+        allow_insecure_http: false,
     }
 }
 
@@ -965,21 +969,33 @@ async fn only_wechat_reads_delivery_callbacks() {
     let wx = build(&wechat_cfg("http://127.0.0.1:1", TokenMode::Stable), &local).unwrap();
     let xml = b"<xml><Event><![CDATA[TEMPLATESENDJOBFINISH]]></Event><MsgID>200163836</MsgID>\
         <Status><![CDATA[failed:user block]]></Status></xml>";
+    let unsigned = |body: &'static [u8]| herald_channels::CallbackRequest {
+        query: &[],
+        body,
+        now_s: 0,
+    };
+    assert!(!wx.callback_signed());
     assert_eq!(
-        wx.parse_callback(xml),
+        wx.parse_callback(&unsigned(xml)),
         Ok(vec![CallbackEvent {
             provider_msgid: "200163836".into(),
             status: FinalStatus::UserBlock,
         }])
     );
     assert!(matches!(
-        wx.parse_callback(b"<xml><Event>subscribe</Event></xml>"),
+        wx.parse_callback(&unsigned(b"<xml><Event>subscribe</Event></xml>")),
         Err(CallbackError::Invalid(m)) if m.contains("Event")
     ));
     let wc = build(&wecom_cfg("http://127.0.0.1:1"), &local).unwrap();
-    assert_eq!(wc.parse_callback(xml), Err(CallbackError::Unsupported));
+    assert_eq!(
+        wc.parse_callback(&unsigned(xml)),
+        Err(CallbackError::Unsupported)
+    );
     let log = build(&ChannelConfig::log("log"), &local).unwrap();
-    assert_eq!(log.parse_callback(xml), Err(CallbackError::Unsupported));
+    assert_eq!(
+        log.parse_callback(&unsigned(xml)),
+        Err(CallbackError::Unsupported)
+    );
 }
 
 #[tokio::test]
@@ -1194,6 +1210,7 @@ fn fcm_parts(base: &str) -> FcmConfig {
         token_url: Some(format!("{base}/token")),
         api_base: Some(base.into()),
         ca_file: None,
+        allow_insecure_http: false,
     }
 }
 

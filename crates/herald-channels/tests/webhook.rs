@@ -123,8 +123,20 @@ async fn delivers_with_headers_signature_and_reuses_the_connection() {
     let (headers, body) = &s.bodies[3];
     assert_eq!(headers["idempotency-key"], "key-3");
     assert_eq!(headers["content-type"], "application/json");
-    let expected = WebhookChannel::signature(b"k3y", body.as_bytes());
-    assert_eq!(headers["x-herald-signature"], expected.as_str());
+    // `t=<unix>,v1=<hmac of "t.body">`, signed just now.
+    let sent = headers["x-herald-signature"].to_str().unwrap();
+    let t: i64 = sent
+        .strip_prefix("t=")
+        .and_then(|r| r.split_once(','))
+        .and_then(|(t, _)| t.parse().ok())
+        .unwrap_or_else(|| panic!("not t=..,v1=..: {sent}"));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    assert!((now - t).abs() <= 60, "{t} vs {now}");
+    let expected = WebhookChannel::signature(b"k3y", t, body.as_bytes());
+    assert_eq!(sent, expected.as_str());
     let v: serde_json::Value = serde_json::from_str(body).unwrap();
     assert_eq!(v["message"]["hello"], "world");
     assert_eq!(v["due_at"], "2026-11-18T11:06:40.000Z");
@@ -317,4 +329,77 @@ async fn https_with_a_private_ca() {
     hook.ca_file = Some(ca.display().to_string());
     let cfg = ChannelConfig::new("h", ProviderConfig::Webhook(hook));
     assert!(build(&cfg, &herald_channels::BuildContext::local()).is_err());
+}
+
+/// The fenced block after `marker` in docs/channels.md.
+fn documented(marker: &str) -> String {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/channels.md");
+    let doc = std::fs::read_to_string(path).unwrap();
+    let after = &doc[doc
+        .find(marker)
+        .unwrap_or_else(|| panic!("{marker} in {path}"))..];
+    let start = after.find("```").unwrap();
+    let body = &after[start..];
+    let code_start = body.find('\n').unwrap() + 1;
+    let code_end = body[code_start..].find("```").unwrap() + code_start;
+    body[code_start..code_end].to_string()
+}
+
+/// Runs `program` on a script; `None` when the interpreter is missing.
+fn run(program: &str, script: &str, args: &[&str]) -> Option<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("verify");
+    std::fs::write(&file, script).unwrap();
+    let out = std::process::Command::new(program)
+        .arg(&file)
+        .args(args)
+        .output()
+        .ok()?;
+    assert!(
+        out.status.success(),
+        "{program}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// The verification examples of docs/channels.md accept what Herald signs,
+/// and refuse a changed body, another secret and an old timestamp.
+#[test]
+fn documented_verifiers_accept_herald_signatures() {
+    let secret = "whsec-docs";
+    let body = r#"{"id":7,"message":{"text":"héllo"}}"#;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let good = WebhookChannel::signature(secret.as_bytes(), now, body.as_bytes());
+    let old = WebhookChannel::signature(secret.as_bytes(), now - 600, body.as_bytes());
+    let cases = [
+        (secret, good.as_str(), body, "yes"),
+        (secret, good.as_str(), r#"{"id":8}"#, "no"),
+        ("other", good.as_str(), body, "no"),
+        (secret, old.as_str(), body, "no"),
+        (secret, "v1=00", body, "no"),
+        (secret, "t=1,v1=zz,junk", body, "no"),
+    ];
+    let python = format!(
+        "{}\nimport sys\nprint('yes' if verify(sys.argv[1].encode(), sys.argv[2], sys.argv[3].encode()) else 'no')\n",
+        documented("<!-- verify-webhook-python -->")
+    );
+    let node = format!(
+        "{}\nconst [s, h, b] = process.argv.slice(2);\nconsole.log(verify(s, h, Buffer.from(b)) ? 'yes' : 'no');\n",
+        documented("<!-- verify-webhook-node -->")
+    );
+    for (program, script) in [("python3", &python), ("node", &node)] {
+        for (s, header, b, want) in cases {
+            match run(program, script, &[s, header, b]) {
+                Some(got) => assert_eq!(got, want, "{program} {s} {header} {b}"),
+                None => {
+                    eprintln!("{program} not found: its example is not checked");
+                    break;
+                }
+            }
+        }
+    }
 }

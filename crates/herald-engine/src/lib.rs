@@ -422,10 +422,20 @@ impl Engine {
     pub fn parse_callback(
         &self,
         channel: &str,
-        body: &[u8],
+        req: &herald_channels::CallbackRequest<'_>,
     ) -> Option<Result<Vec<herald_channels::CallbackEvent>, herald_channels::CallbackError>> {
         let rt = self.inner.pipe.channels.get(channel)?;
-        Some(rt.channel.parse_callback(body))
+        Some(rt.channel.parse_callback(req))
+    }
+
+    /// A configured channel, for what the API asks of it directly (its
+    /// callback handshake, whether its callbacks are signed).
+    pub fn channel(&self, name: &str) -> Option<Arc<dyn Channel>> {
+        self.inner
+            .pipe
+            .channels
+            .get(name)
+            .map(|rt| rt.channel.clone())
     }
 
     /// The provider kind of a configured channel.

@@ -42,6 +42,7 @@ mod smtp;
 mod stats;
 mod webhook;
 mod wechat;
+mod wechat_sign;
 mod wecom;
 
 use std::net::SocketAddr;

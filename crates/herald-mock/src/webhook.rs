@@ -41,6 +41,8 @@ const STATUS_SLOTS: usize = 600;
 
 const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
 const SIGNATURE: HeaderName = HeaderName::from_static("x-herald-signature");
+/// How far a signature's timestamp may be from now, either way.
+pub const SIGNATURE_TOLERANCE_S: u64 = 300;
 
 const OK_BODY: &str = r#"{"ok":true}"#;
 const INJECTED_BODY: &str = r#"{"ok":false,"error":"injected fault"}"#;
@@ -276,24 +278,45 @@ impl WebhookState {
         &self.shards[(h % SHARDS as u64) as usize].0
     }
 
+    /// Checks `X-Herald-Signature: t=<unix>,v1=<hex>` as a careful receiver
+    /// does: the HMAC of `"<t>.<body>"` must match one `v1`, and `t` must be
+    /// within [`SIGNATURE_TOLERANCE_S`] of the mock's clock (a replay of an
+    /// old request is refused).
     fn signature_ok(&self, headers: &HeaderMap, body: &[u8]) -> bool {
         let Some(mac) = &self.mac else {
             return true;
         };
-        let Some(hex_sig) = headers
-            .get(&SIGNATURE)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().strip_prefix("sha256="))
-        else {
+        let Some(value) = headers.get(&SIGNATURE).and_then(|v| v.to_str().ok()) else {
             return false;
         };
-        let mut expected = [0u8; 32];
-        if hex::decode_to_slice(hex_sig, &mut expected).is_err() {
+        let mut t: Option<&str> = None;
+        let mut v1: Vec<&str> = Vec::new();
+        for part in value.split(',') {
+            match part.trim().split_once('=') {
+                Some(("t", x)) => t = Some(x),
+                Some(("v1", x)) => v1.push(x),
+                _ => {}
+            }
+        }
+        let Some(t) = t else {
+            return false;
+        };
+        let Ok(at) = t.parse::<i64>() else {
+            return false;
+        };
+        let now = i64::try_from(now_ms() / 1000).unwrap_or(i64::MAX);
+        if at.abs_diff(now) > SIGNATURE_TOLERANCE_S {
             return false;
         }
-        let mut mac = mac.clone();
-        mac.update(body);
-        mac.verify_slice(&expected).is_ok()
+        let mut signed = mac.clone();
+        signed.update(t.as_bytes());
+        signed.update(b".");
+        signed.update(body);
+        v1.iter().any(|hex_sig| {
+            let mut got = [0u8; 32];
+            hex::decode_to_slice(hex_sig, &mut got).is_ok()
+                && signed.clone().verify_slice(&got).is_ok()
+        })
     }
 
     /// Validates a request; on success returns the key and the parsed timestamps

@@ -37,6 +37,7 @@ use crate::MockState;
 use crate::providers::{
     self, Clock, ClockMove, DailyCounter, ErrorTally, MINUTE_MS, Rids, Ring, TimedDedup,
 };
+use crate::wechat_sign;
 
 /// How many accepted template messages `GET /_mock/wechat/messages` can show.
 pub const WECHAT_RING_CAPACITY: usize = 10_000;
@@ -75,6 +76,13 @@ pub struct WechatConfig {
     pub template_ids: Option<Vec<String>>,
     /// Where `TEMPLATESENDJOBFINISH` events are POSTed, if anywhere.
     pub callback_url: Option<String>,
+    /// The server configuration's `Token`: callbacks are signed with it
+    /// (`signature`, `timestamp`, `nonce` in the query). Unsigned without one.
+    pub callback_token: Option<String>,
+    /// The `EncodingAESKey` of safe mode (43 characters): callbacks are
+    /// encrypted and carry `encrypt_type=aes` and `msg_signature`. Needs
+    /// `callback_token`.
+    pub encoding_aes_key: Option<String>,
     pub faults: WechatFaults,
 }
 
@@ -90,6 +98,8 @@ impl Default for WechatConfig {
             send_daily_quota: 100_000,
             template_ids: None,
             callback_url: None,
+            callback_token: None,
+            encoding_aes_key: None,
             faults: WechatFaults::default(),
         }
     }
@@ -367,7 +377,9 @@ struct CallbackCounters {
 /// A callback waiting to be posted.
 struct CallbackJob {
     url: Arc<str>,
-    xml: String,
+    /// Signature parameters (empty when unsigned).
+    query: Vec<(&'static str, String)>,
+    body: String,
 }
 
 /// An accepted message as kept in the ring; parsed into [`WechatMessage`] only when read.
@@ -407,6 +419,8 @@ pub(crate) struct WechatState {
     appid: String,
     secret: String,
     original_id: String,
+    /// Signs callbacks, when a `callback_token` is configured.
+    signer: Option<wechat_sign::Signer>,
     live: RwLock<Live>,
     faults: RwLock<Arc<FaultLists>>,
     system_busy_next: AtomicU32,
@@ -453,6 +467,18 @@ impl WechatState {
             errors: ErrorTally::default(),
             rids: Rids::new(0x5743),
             ring: Ring::new(WECHAT_RING_CAPACITY),
+            signer: cfg.callback_token.map(|token| wechat_sign::Signer {
+                token,
+                appid: cfg.appid.clone(),
+                original_id: cfg.original_id.clone(),
+                key: cfg.encoding_aes_key.as_deref().and_then(|k| {
+                    wechat_sign::aes_key(k)
+                        .inspect_err(
+                            |e| tracing::warn!(error = %e, "wechat mock: callbacks go unencrypted"),
+                        )
+                        .ok()
+                }),
+            }),
             appid: cfg.appid,
             secret: cfg.secret,
             original_id: cfg.original_id,
@@ -792,7 +818,16 @@ impl WechatState {
                 "success"
             };
             let xml = callback_xml(&self.original_id, touser, now_ms / 1000, msgid, status);
-            self.enqueue_callback(CallbackJob { url, xml });
+            let (query, body) = match &self.signer {
+                None => (Vec::new(), xml),
+                Some(signer) => {
+                    let nonce = (xxhash_rust::xxh3::xxh3_64(&msgid.to_le_bytes()) % 1_000_000_000)
+                        .to_string();
+                    let signed = signer.sign(touser, xml, now_ms / 1000, &nonce);
+                    (signed.query, signed.body)
+                }
+            };
+            self.enqueue_callback(CallbackJob { url, query, body });
         }
     }
 
@@ -875,8 +910,9 @@ async fn callback_worker(mut rx: mpsc::Receiver<CallbackJob>, counters: Arc<Call
             let _permit = permit;
             let result = client
                 .post(&*job.url)
+                .query(&job.query)
                 .header("content-type", "text/xml")
-                .body(job.xml)
+                .body(job.body)
                 .send()
                 .await;
             match result {

@@ -38,10 +38,18 @@ fn delivery(id: &str, late_ms: i64, fire_ms: i64) -> String {
     .to_string()
 }
 
-fn sign(secret: &str, body: &str) -> String {
+/// Herald's `X-Herald-Signature` of `body` sent at unix second `t`.
+fn sign_at(secret: &str, t: i64, body: &str) -> String {
     let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
-    mac.update(body.as_bytes());
-    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
+    mac.update(format!("{t}.{body}").as_bytes());
+    format!("t={t},v1={}", hex::encode(mac.finalize().into_bytes()))
+}
+
+fn now_s() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
 }
 
 async fn post(
@@ -377,6 +385,8 @@ async fn signatures_are_verified_when_a_secret_is_set() {
     let client = reqwest::Client::new();
     let url = server.hook_url();
     let body = delivery("sig", 0, 0);
+    let t = now_s();
+    let sign = |secret: &str, body: &str| sign_at(secret, t, body);
 
     let good = client
         .post(&url)
@@ -409,25 +419,50 @@ async fn signatures_are_verified_when_a_secret_is_set() {
         .unwrap();
     assert_eq!(tampered.status().as_u16(), 401);
 
-    let no_prefix = client
+    // No timestamp: the old `sha256=<hex>` form, or the v1 alone.
+    let v1_only = sign(secret, &body).split_once(',').unwrap().1.to_string();
+    for (key, value) in [("no-t", v1_only), ("sha256", "sha256=00".to_string())] {
+        let r = client
+            .post(&url)
+            .header("Idempotency-Key", key)
+            .header("X-Herald-Signature", value)
+            .body(body.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 401, "{key}");
+    }
+
+    // A correct signature of ten minutes ago (a replay) or from the future.
+    for (key, at) in [("old", t - 600), ("future", t + 600)] {
+        let r = client
+            .post(&url)
+            .header("Idempotency-Key", key)
+            .header("X-Herald-Signature", sign_at(secret, at, &body))
+            .body(body.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 401, "{key}");
+    }
+    // Claiming another time than the one signed.
+    let moved = sign(secret, &body).replace(&format!("t={t}"), &format!("t={}", t + 1));
+    let r = client
         .post(&url)
-        .header("Idempotency-Key", "no-prefix")
-        .header(
-            "X-Herald-Signature",
-            sign(secret, &body).trim_start_matches("sha256="),
-        )
+        .header("Idempotency-Key", "moved")
+        .header("X-Herald-Signature", moved)
         .body(body.clone())
         .send()
         .await
         .unwrap();
-    assert_eq!(no_prefix.status().as_u16(), 401);
+    assert_eq!(r.status().as_u16(), 401);
 
     let missing = post(&client, &url, Some("missing"), body.clone()).await;
     assert_eq!(missing.status().as_u16(), 401);
 
     let stats = server.stats();
-    assert_eq!(stats.bad_signatures, 4);
-    assert_eq!(stats.status_count(401), 4);
+    assert_eq!(stats.bad_signatures, 8);
+    assert_eq!(stats.status_count(401), 8);
     assert_eq!(stats.delivered, 1);
     // Rejected requests do not count against their key.
     assert_eq!(server.key_stats("wrong"), KeyStats::default());

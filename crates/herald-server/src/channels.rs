@@ -4,10 +4,10 @@
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::{Extension, Path, State};
-use axum::http::{StatusCode, header};
+use axum::extract::{Extension, Path, RawQuery, State};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use herald_channels::{CallbackError, CallbackEvent, RecallError};
+use herald_channels::{CallbackError, CallbackEvent, CallbackRequest, RecallError};
 use serde::Serialize;
 
 use crate::access::Caller;
@@ -60,19 +60,110 @@ pub async fn list(
     axum::Json(serde_json::json!({ "channels": channels })).into_response()
 }
 
+/// The decoded pairs of a query string; a malformed one reads as empty, so
+/// a signed channel then finds its signature missing.
+fn query_pairs(raw: Option<&str>) -> Vec<(String, String)> {
+    serde_urlencoded::from_str(raw.unwrap_or_default()).unwrap_or_default()
+}
+
+/// A signed channel's callback reached without a key and without its
+/// signature being checked is never served: the guard lets such requests
+/// through only for channels that check one. This holds a router built
+/// without the guard closed too.
+fn check_reached(st: &AppState, name: &str, caller: Option<&Caller>) -> Result<(), ApiError> {
+    let signed = st.engine.channel(name).is_some_and(|c| c.callback_signed());
+    if caller.is_none() && !signed {
+        return Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "this channel's callbacks are unsigned: they need the admin key",
+        ));
+    }
+    Ok(())
+}
+
+/// How a channel's refusal of a callback is answered.
+fn callback_refused(st: &AppState, name: &str, e: CallbackError) -> ApiError {
+    match e {
+        CallbackError::Unsupported => {
+            let kind = st.engine.channel_kind(name).map_or("", |k| k.as_str());
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "unsupported",
+                format!("channel {name:?} ({kind}) takes no signed callbacks"),
+            )
+        }
+        CallbackError::Invalid(m) => ApiError::field("body", "invalid_body", m),
+        CallbackError::Unauthorized(m) => {
+            tracing::debug!(channel = name, reason = %m, "callback refused: not signed by the provider");
+            ApiError::new(StatusCode::UNAUTHORIZED, "invalid_signature", m)
+        }
+    }
+}
+
+/// `GET /v1/channels/{name}/callback`: the provider's check of the server
+/// URL (WeChat: `signature`, `timestamp`, `nonce`, `echostr`). Echoes
+/// `echostr` as text when the signature is the channel's `callback_token`'s.
+pub async fn handshake(
+    State(st): State<AppState>,
+    caller: Option<Extension<Caller>>,
+    Path(name): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    check_reached(&st, &name, caller.as_deref())?;
+    let Some(channel) = st.engine.channel(&name) else {
+        return Err(ApiError::not_found("channel"));
+    };
+    let query = query_pairs(raw.as_deref());
+    let req = CallbackRequest {
+        query: &query,
+        body: &[],
+        now_s: st.clock.now_ms().div_euclid(1000),
+    };
+    match channel.callback_handshake(&req) {
+        Ok(echo) => {
+            tracing::info!(channel = %name, "provider verified the callback URL");
+            Ok((
+                [
+                    (header::CONTENT_TYPE, HeaderValue::from_static("text/plain")),
+                    (
+                        header::X_CONTENT_TYPE_OPTIONS,
+                        HeaderValue::from_static("nosniff"),
+                    ),
+                ],
+                echo,
+            )
+                .into_response())
+        }
+        Err(CallbackError::Invalid(m)) => Err(ApiError::field("echostr", "invalid_field", m)),
+        Err(e) => Err(callback_refused(&st, &name, e)),
+    }
+}
+
 /// `POST /v1/channels/{name}/callback`: a provider's report about messages
-/// it took earlier. The channel reads the body (for `wechat`, the
+/// it took earlier. The channel checks its signature when it has a
+/// `callback_token`, then reads the body (for `wechat`, the
 /// `TEMPLATESENDJOBFINISH` XML); each message it names gets its final status.
-/// Answers `success`, as WeChat expects, once the statuses are committed.
+/// A refused request touches no store. Answers `success`, as WeChat
+/// expects, once the statuses are committed.
 pub async fn callback(
     State(st): State<AppState>,
+    caller: Option<Extension<Caller>>,
     Path(name): Path<String>,
+    RawQuery(raw): RawQuery,
     body: Bytes,
 ) -> Result<Response, ApiError> {
+    check_reached(&st, &name, caller.as_deref())?;
     if body.len() > CALLBACK_MAX_BYTES {
         return Err(ApiError::too_large(CALLBACK_MAX_BYTES));
     }
-    let events = match st.engine.parse_callback(&name, &body) {
+    let query = query_pairs(raw.as_deref());
+    let req = CallbackRequest {
+        query: &query,
+        body: &body,
+        now_s: st.clock.now_ms().div_euclid(1000),
+    };
+    let events = match st.engine.parse_callback(&name, &req) {
         None => return Err(ApiError::not_found("channel")),
         Some(Ok(events)) => events,
         Some(Err(CallbackError::Unsupported)) => {
@@ -83,9 +174,7 @@ pub async fn callback(
                 format!("channel {name:?} ({kind}) takes no callbacks"),
             ));
         }
-        Some(Err(CallbackError::Invalid(m))) => {
-            return Err(ApiError::field("body", "invalid_body", m));
-        }
+        Some(Err(e)) => return Err(callback_refused(&st, &name, e)),
     };
     for ev in &events {
         record_final_status(&st, &name, ev).await?;

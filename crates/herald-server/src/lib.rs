@@ -46,11 +46,23 @@ pub use state::AppState;
 /// Every route of the API, with the error fallbacks and access control,
 /// over `state`.
 pub fn router(state: AppState) -> Router {
+    let signed: Vec<String> = state
+        .engine
+        .channel_names()
+        .into_iter()
+        .filter(|name| {
+            state
+                .engine
+                .channel(name)
+                .is_some_and(|c| c.callback_signed())
+        })
+        .collect();
     let guard = access::Guard::new(
         state.access.clone(),
         state.clock.clone(),
         routes::public_paths(),
-    );
+    )
+    .with_signed_callbacks(signed);
     let recorder = audit::Recorder {
         log: state.audit.clone(),
         clock: state.clock.clone(),
@@ -108,6 +120,7 @@ fn api_routes() -> RouteSet {
         .get("/v1/jobs/{id}/segments", jobs::segments)
         .get("/v1/jobs/{id}/sends", jobs::sends)
         .get("/v1/channels", channels::list)
+        .get("/v1/channels/{name}/callback", channels::handshake)
         .add(
             Verb::Post,
             "/v1/channels/{name}/callback",

@@ -9,7 +9,7 @@ use axum::routing::{MethodRouter, delete, get, post, put};
 
 use crate::access::{Need, Payload, Policy, Scope, Verb, enforce};
 use crate::state::AppState;
-use Need::{Nothing, Scope as Needs};
+use Need::{Nothing, Scope as Needs, Signed};
 use Payload::{Action, Json, Ndjson, None as NoBody, Recipients, Xml};
 use Scope::{Admin, Campaign, Metrics, Read, Write};
 use Verb::{Delete, Get, Post, Put};
@@ -62,7 +62,9 @@ pub const ROUTES: &[Policy] = &[
     route(Get, "/v1/jobs/{id}/segments", Needs(Read), NoBody),
     route(Get, "/v1/jobs/{id}/sends", Needs(Read), NoBody),
     route(Get, "/v1/channels", Needs(Admin), NoBody),
-    route(Post, "/v1/channels/{name}/callback", Needs(Admin), Xml),
+    // Signed by the provider when the channel has a `callback_token`.
+    route(Get, "/v1/channels/{name}/callback", Signed(Admin), NoBody),
+    route(Post, "/v1/channels/{name}/callback", Signed(Admin), Xml),
     // `:recall`.
     route(Post, "/v1/deliveries/{id}", Needs(Admin), Action),
     route(Post, "/v1/keys", Needs(Admin), Json),

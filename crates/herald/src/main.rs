@@ -138,6 +138,17 @@ struct MockArgs {
     /// WeChat mock: where TEMPLATESENDJOBFINISH callbacks are POSTed.
     #[arg(long)]
     wechat_callback_url: Option<String>,
+    /// WeChat mock: sign callbacks with this server-configuration Token.
+    #[arg(long, env = "HERALD_MOCK_WECHAT_CALLBACK_TOKEN")]
+    wechat_callback_token: Option<String>,
+    /// WeChat mock: encrypt callbacks (safe mode) with this 43-character
+    /// EncodingAESKey; needs --wechat-callback-token.
+    #[arg(
+        long,
+        env = "HERALD_MOCK_WECHAT_ENCODING_AES_KEY",
+        requires = "wechat_callback_token"
+    )]
+    wechat_encoding_aes_key: Option<String>,
     /// WeChat mock: template messages accepted per day.
     #[arg(long, default_value_t = 100_000)]
     wechat_send_quota: u64,
@@ -189,6 +200,8 @@ async fn run_mock(a: MockArgs) -> anyhow::Result<()> {
         seed: a.seed,
         wechat: herald_mock::WechatConfig {
             callback_url: a.wechat_callback_url,
+            callback_token: a.wechat_callback_token,
+            encoding_aes_key: a.wechat_encoding_aes_key,
             send_daily_quota: a.wechat_send_quota,
             ..Default::default()
         },

@@ -538,13 +538,13 @@ async fn smtp_mail_reaches_a_real_smtp_server_and_secrets_stay_out_of_logs() {
     .await;
     let night = format!(
         "[[channels]]\nname = \"mail_night\"\nkind = \"smtp\"\nhost = \"127.0.0.1\"\nport = {port}\n\
-         tls = \"none\"\nusername = \"herald\"\npassword_env = \"HERALD_TEST_SMTP_PASSWORD\"\n\
+         tls = \"none\"\nallow_insecure_auth = true\nusername = \"herald\"\npassword_env = \"HERALD_TEST_SMTP_PASSWORD\"\n\
          from = \"herald@example.com\"\n{}",
         quiet_now("defer")
     );
     let cfg = format!(
         "[[channels]]\nname = \"mail\"\nkind = \"smtp\"\nhost = \"127.0.0.1\"\nport = {port}\n\
-         tls = \"none\"\nusername = \"herald\"\npassword_env = \"HERALD_TEST_SMTP_PASSWORD\"\n\
+         tls = \"none\"\nallow_insecure_auth = true\nusername = \"herald\"\npassword_env = \"HERALD_TEST_SMTP_PASSWORD\"\n\
          from = \"Herald <herald@example.com>\"\n{FAST_RETRY}\n{}{}{}",
         wechat_channel("wx", &mock.url, "").replace(
             "secret = \"mock-wechat-secret\"",

@@ -882,7 +882,18 @@ fn cases(f: &Fixture) -> Vec<Case> {
             200,
             Other::NotApplicable,
         ),
-        // The log channel takes no provider callbacks.
+        // The log channel takes no provider callbacks, nor their handshake.
+        case(
+            "GET",
+            "/v1/channels/{name}/callback",
+            req(
+                M::GET,
+                "/v1/channels/log/callback?signature=0&timestamp=1&nonce=n&echostr=e",
+            ),
+            None,
+            400,
+            Other::NotApplicable,
+        ),
         case(
             "POST",
             "/v1/channels/{name}/callback",
@@ -1041,7 +1052,7 @@ async fn matrix(base: &str) {
         let route = format!("{} {}", c.verb, c.pattern);
         let need = match table[&(c.verb, c.pattern)] {
             Need::Nothing => None,
-            Need::Scope(s) => Some(s.as_str()),
+            Need::Scope(s) | Need::Signed(s) => Some(s.as_str()),
         };
         // Keys that must be refused, and how.
         let mut attempts: Vec<(&str, Option<&str>, u16)> = vec![

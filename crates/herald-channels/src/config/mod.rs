@@ -22,6 +22,8 @@ pub use providers::{
 };
 pub use secret::SecretSource;
 
+pub(crate) use providers::plain_http_problem;
+
 /// Provider kinds this build can deliver through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -47,6 +47,18 @@ pub struct WechatConfig {
     /// Extra CA roots for `https://`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ca_file: Option<String>,
+    /// The `Token` of the account's server configuration: callbacks must be
+    /// signed with it, and then need no API key. Unsigned without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callback_token: Option<SecretSource>,
+    /// The `EncodingAESKey` (43 characters) of safe mode: callbacks must
+    /// come encrypted, signed over the ciphertext. Needs `callback_token`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encoding_aes_key: Option<SecretSource>,
+    /// Lets `api_base` be a plain `http://` URL to a host other than a
+    /// loopback one.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub allow_insecure_http: bool,
 }
 
 /// WeCom (企业微信) app messages.
@@ -65,6 +77,9 @@ pub struct WecomConfig {
     /// Extra CA roots for `https://`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ca_file: Option<String>,
+    /// Lets provider URLs be plain `http://` to a non-loopback host.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub allow_insecure_http: bool,
 }
 
 /// Firebase Cloud Messaging, HTTP v1.
@@ -85,6 +100,9 @@ pub struct FcmConfig {
     /// Extra CA roots for `https://`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ca_file: Option<String>,
+    /// Lets provider URLs be plain `http://` to a non-loopback host.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub allow_insecure_http: bool,
 }
 
 /// Email through an SMTP relay.
@@ -107,6 +125,13 @@ pub struct SmtpConfig {
     pub password: Option<SecretSource>,
     /// The sender address.
     pub from: String,
+    /// Lets a password be sent over `tls = "none"`, in the clear.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub allow_insecure_auth: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// Which WeChat token endpoint to use.
@@ -187,23 +212,33 @@ impl ChannelKind {
             },
             ChannelKind::Wechat => ProviderKeys {
                 required: &["appid"],
-                secrets: &[("secret", true)],
-                optional: &["token_mode", "api_base", "ca_file"],
+                secrets: &[
+                    ("secret", true),
+                    ("callback_token", false),
+                    ("encoding_aes_key", false),
+                ],
+                optional: &["token_mode", "api_base", "ca_file", "allow_insecure_http"],
             },
             ChannelKind::Wecom => ProviderKeys {
                 required: &["corpid", "agentid"],
                 secrets: &[("corpsecret", true)],
-                optional: &["api_base", "ca_file"],
+                optional: &["api_base", "ca_file", "allow_insecure_http"],
             },
             ChannelKind::Fcm => ProviderKeys {
                 required: &["service_account"],
                 secrets: &[],
-                optional: &["project_id", "token_url", "api_base", "ca_file"],
+                optional: &[
+                    "project_id",
+                    "token_url",
+                    "api_base",
+                    "ca_file",
+                    "allow_insecure_http",
+                ],
             },
             ChannelKind::Smtp => ProviderKeys {
                 required: &["host", "from"],
                 secrets: &[("password", false)],
-                optional: &["port", "tls", "username"],
+                optional: &["port", "tls", "username", "allow_insecure_auth"],
             },
         }
     }
@@ -217,17 +252,48 @@ fn non_empty(field: &str, v: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// `api_base` and `token_url` are absolute `http(s)://` URLs; `ca_file` loads.
-fn check_urls(urls: &[(&str, &Option<String>)], ca_file: &Option<String>) -> Result<(), String> {
+/// `api_base` and `token_url` are absolute `http(s)://` URLs, plain
+/// `http://` only to a loopback host unless `allow_insecure_http`;
+/// `ca_file` loads.
+fn check_urls(
+    urls: &[(&str, &Option<String>)],
+    ca_file: &Option<String>,
+    allow_insecure_http: bool,
+) -> Result<(), String> {
     for (field, v) in urls {
         if let Some(url) = v {
-            crate::http::Origin::parse(url).map_err(|e| format!("{field}: {e}"))?;
+            let origin = crate::http::Origin::parse(url).map_err(|e| format!("{field}: {e}"))?;
+            if !allow_insecure_http {
+                plain_http_problem(&origin).map_err(|e| format!("{field}: {e}"))?;
+            }
         }
     }
     if let Some(path) = ca_file {
         crate::http::load_pem_certs(path).map_err(|e| format!("ca_file: {e}"))?;
     }
     Ok(())
+}
+
+/// Credentials must not cross the network in the clear: a plain `http://`
+/// provider URL is taken only for a loopback host (a local mock or proxy).
+pub(crate) fn plain_http_problem(origin: &crate::http::Origin) -> Result<(), String> {
+    if origin.https || is_loopback_host(&origin.host) {
+        return Ok(());
+    }
+    Err(format!(
+        "plain http:// to {:?} would send credentials unencrypted; use https://, or set allow_insecure_http = true",
+        origin.host
+    ))
+}
+
+/// `localhost` (and its subdomains) or a loopback IP address.
+fn is_loopback_host(host: &str) -> bool {
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    host == "localhost"
+        || host.ends_with(".localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 impl WebhookConfig {
@@ -243,7 +309,7 @@ impl WebhookConfig {
     /// What can be checked without a request.
     pub fn check(&self) -> Result<(), String> {
         crate::http::Origin::parse(&self.url).map_err(|e| format!("url: {e}"))?;
-        check_urls(&[], &self.ca_file)?;
+        check_urls(&[], &self.ca_file, true)?;
         if let Some(s) = &self.secret {
             s.resolve("secret")?;
         }
@@ -256,7 +322,28 @@ impl WechatConfig {
     pub fn check(&self) -> Result<(), String> {
         non_empty("appid", &self.appid)?;
         self.secret.resolve("secret")?;
-        check_urls(&[("api_base", &self.api_base)], &self.ca_file)
+        let token = match &self.callback_token {
+            Some(t) => Some(t.resolve("callback_token")?),
+            None => None,
+        };
+        if token.as_deref().is_some_and(|t| t.trim().is_empty()) {
+            return Err("callback_token must not be empty".into());
+        }
+        if let Some(key) = &self.encoding_aes_key {
+            let key = key.resolve("encoding_aes_key")?;
+            crate::wechat::crypt::MsgCrypt::new(&key)
+                .map_err(|e| format!("encoding_aes_key: {e}"))?;
+            if token.is_none() {
+                return Err(
+                    "encoding_aes_key needs callback_token (safe mode signs with the token)".into(),
+                );
+            }
+        }
+        check_urls(
+            &[("api_base", &self.api_base)],
+            &self.ca_file,
+            self.allow_insecure_http,
+        )
     }
 }
 
@@ -265,7 +352,11 @@ impl WecomConfig {
     pub fn check(&self) -> Result<(), String> {
         non_empty("corpid", &self.corpid)?;
         self.corpsecret.resolve("corpsecret")?;
-        check_urls(&[("api_base", &self.api_base)], &self.ca_file)
+        check_urls(
+            &[("api_base", &self.api_base)],
+            &self.ca_file,
+            self.allow_insecure_http,
+        )
     }
 }
 
@@ -277,6 +368,7 @@ impl FcmConfig {
         check_urls(
             &[("api_base", &self.api_base), ("token_url", &self.token_url)],
             &self.ca_file,
+            self.allow_insecure_http,
         )
     }
 }
@@ -288,6 +380,11 @@ impl SmtpConfig {
         non_empty("host", &self.host)?;
         if let Some(p) = &self.password {
             p.resolve("password")?;
+            if self.tls == SmtpTls::None && !self.allow_insecure_auth {
+                return Err(
+                    "allow_insecure_auth: tls = \"none\" would send the password in the clear; use tls = \"starttls\", or set allow_insecure_auth = true".into(),
+                );
+            }
         }
         Ok(())
     }
@@ -339,6 +436,9 @@ mod tests {
                     token_mode: TokenMode::Classic,
                     api_base: all("b"),
                     ca_file: all("c"),
+                    callback_token: secret(),
+                    encoding_aes_key: secret(),
+                    allow_insecure_http: true,
                 }),
             ),
             (
@@ -349,6 +449,7 @@ mod tests {
                     agentid: 1,
                     api_base: all("b"),
                     ca_file: all("c"),
+                    allow_insecure_http: true,
                 }),
             ),
             (
@@ -359,6 +460,7 @@ mod tests {
                     token_url: all("t"),
                     api_base: all("b"),
                     ca_file: all("c"),
+                    allow_insecure_http: true,
                 }),
             ),
             (
@@ -370,6 +472,7 @@ mod tests {
                     username: all("u"),
                     password: secret(),
                     from: "f".into(),
+                    allow_insecure_auth: true,
                 }),
             ),
         ];
@@ -382,7 +485,7 @@ mod tests {
     fn describes_keys() {
         assert_eq!(
             ChannelKind::Wechat.provider_keys().describe(),
-            "appid (required), secret or secret_env (one required), token_mode, api_base, ca_file"
+            "appid (required), secret or secret_env (one required), callback_token or callback_token_env, encoding_aes_key or encoding_aes_key_env, token_mode, api_base, ca_file, allow_insecure_http"
         );
         assert_eq!(
             ChannelKind::Log.provider_keys().describe(),
@@ -391,5 +494,71 @@ mod tests {
         let k = ChannelKind::Webhook.provider_keys();
         assert!(k.accepts("secret_env") && k.accepts("url") && !k.accepts("url_env"));
         assert!(!k.accepts("corpid"));
+    }
+
+    #[test]
+    fn plain_http_only_to_loopback_unless_allowed() {
+        let check =
+            |url: &str, allow| check_urls(&[("api_base", &Some(url.to_string()))], &None, allow);
+        for ok in [
+            "https://api.weixin.qq.com",
+            "http://127.0.0.1:9000",
+            "http://[::1]:9000",
+            "http://localhost:1",
+            "http://mock.localhost",
+        ] {
+            assert!(check(ok, false).is_ok(), "{ok}");
+        }
+        let err = check("http://api.example.com", false).unwrap_err();
+        assert!(
+            err.starts_with("api_base: ") && err.contains("allow_insecure_http"),
+            "{err}"
+        );
+        assert!(check("http://10.0.0.8", false).is_err());
+        assert!(check("http://api.example.com", true).is_ok());
+    }
+
+    #[test]
+    fn smtp_password_needs_tls_unless_allowed() {
+        let mut cfg = SmtpConfig {
+            host: "h".into(),
+            port: None,
+            tls: SmtpTls::None,
+            username: Some("u".into()),
+            password: Some(SecretSource::Inline("p".into())),
+            from: "f@example.com".into(),
+            allow_insecure_auth: false,
+        };
+        let err = cfg.check().unwrap_err();
+        assert!(err.starts_with("allow_insecure_auth"), "{err}");
+        cfg.allow_insecure_auth = true;
+        assert!(cfg.check().is_ok());
+        cfg.allow_insecure_auth = false;
+        cfg.tls = SmtpTls::Starttls;
+        assert!(cfg.check().is_ok());
+        cfg.tls = SmtpTls::None;
+        cfg.password = None;
+        assert!(cfg.check().is_ok());
+    }
+
+    #[test]
+    fn wechat_callback_secrets_are_checked() {
+        let mut cfg = WechatConfig {
+            appid: "wx1".into(),
+            secret: SecretSource::Inline("s".into()),
+            token_mode: TokenMode::Stable,
+            api_base: None,
+            ca_file: None,
+            callback_token: None,
+            encoding_aes_key: Some(SecretSource::Inline(
+                "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG".into(),
+            )),
+            allow_insecure_http: false,
+        };
+        assert!(cfg.check().unwrap_err().contains("callback_token"));
+        cfg.callback_token = Some(SecretSource::Inline("tok".into()));
+        assert!(cfg.check().is_ok());
+        cfg.encoding_aes_key = Some(SecretSource::Inline("short".into()));
+        assert!(cfg.check().unwrap_err().starts_with("encoding_aes_key: "));
     }
 }

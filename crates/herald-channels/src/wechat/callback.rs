@@ -50,6 +50,38 @@ pub(super) fn parse_template_event(body: &[u8]) -> Result<CallbackEvent, Callbac
     })
 }
 
+/// The `<Encrypt>` text of a safe-mode callback
+/// (`<xml><ToUserName>..</ToUserName><Encrypt>..</Encrypt></xml>`).
+pub(super) fn encrypted_part(body: &[u8]) -> Result<String, CallbackError> {
+    let body = std::str::from_utf8(body).map_err(|_| invalid("body is not UTF-8"))?;
+    let mut reader = quick_xml::Reader::from_str(body);
+    let mut in_encrypt = false;
+    let mut found: Option<String> = None;
+    loop {
+        match reader.read_event() {
+            Ok(Event::Start(e)) => in_encrypt = e.name().as_ref() == b"Encrypt",
+            Ok(Event::End(_)) => in_encrypt = false,
+            Ok(Event::Text(t)) if in_encrypt => {
+                found
+                    .get_or_insert_with(String::new)
+                    .push_str(&String::from_utf8_lossy(&t));
+            }
+            Ok(Event::CData(c)) if in_encrypt => {
+                found
+                    .get_or_insert_with(String::new)
+                    .push_str(&String::from_utf8_lossy(&c));
+            }
+            Ok(Event::Eof) => break,
+            Ok(_) => {}
+            Err(e) => return Err(invalid(&format!("body: not well-formed XML: {e}"))),
+        }
+    }
+    found
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| invalid("Encrypt: missing or empty"))
+}
+
 fn invalid(message: &str) -> CallbackError {
     CallbackError::Invalid(message.to_string())
 }
@@ -137,5 +169,37 @@ mod tests {
             parse_template_event(&[0xff, 0xfe]),
             Err(CallbackError::Invalid("body is not UTF-8".into()))
         );
+    }
+
+    #[test]
+    fn finds_the_encrypted_part() {
+        let xml = "<xml><ToUserName><![CDATA[gh_1]]></ToUserName><Encrypt><![CDATA[abc+/=]]></Encrypt></xml>";
+        assert_eq!(encrypted_part(xml.as_bytes()).unwrap(), "abc+/=");
+        assert!(encrypted_part(b"<xml><Encrypt></Encrypt></xml>").is_err());
+        assert!(encrypted_part(b"<xml><ToUserName>x</ToUserName></xml>").is_err());
+        assert!(encrypted_part(b"<<").is_err());
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        /// Whatever arrives, the readers answer (an error at worst).
+        #[test]
+        fn readers_never_panic(body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512)) {
+            let _ = parse_template_event(&body);
+            let _ = encrypted_part(&body);
+        }
+
+        #[test]
+        fn readers_never_panic_on_near_xml(
+            tag in "(Event|MsgID|Status|Encrypt|xml|ToUserName)",
+            text in "[ -~]{0,64}",
+            cdata in proptest::prelude::any::<bool>(),
+        ) {
+            let inner = if cdata { format!("<![CDATA[{text}]]>") } else { text };
+            let xml = format!("<xml><{tag}>{inner}</{tag}><Event>TEMPLATESENDJOBFINISH</Event></xml>");
+            let _ = parse_template_event(xml.as_bytes());
+            let _ = encrypted_part(xml.as_bytes());
+        }
     }
 }

@@ -27,9 +27,15 @@
 //! **Delivery reports.** Once a message has reached the user (or not), WeChat
 //! posts a `TEMPLATESENDJOBFINISH` event to the account's server URL; pointed
 //! at `POST /v1/channels/{name}/callback`, it is read by
-//! [`Channel::parse_callback`] (see `callback.rs`).
+//! [`Channel::parse_callback`] (see `callback.rs`). With `callback_token`
+//! set, a callback must carry WeChat's signature (and, with
+//! `encoding_aes_key`, come encrypted): see `verify.rs` and `crypt.rs`.
 
 mod callback;
+pub mod crypt;
+pub mod verify;
+
+use self::verify::CallbackAuth;
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
@@ -43,8 +49,8 @@ use crate::weixin::{
     QUOTA_CODES, SYSTEM_BUSY, TOKEN_CODES, errcode, msgid_text, parse_token_answer,
 };
 use crate::{
-    BuildContext, CallbackError, CallbackEvent, Channel, ChannelError, ChannelKind, CommonSettings,
-    Delivery, ProviderStatus, SendOutcome, TokenMode, WechatConfig,
+    BuildContext, CallbackError, CallbackEvent, CallbackRequest, Channel, ChannelError,
+    ChannelKind, CommonSettings, Delivery, ProviderStatus, SendOutcome, TokenMode, WechatConfig,
 };
 
 /// The real API.
@@ -59,6 +65,8 @@ pub struct WechatChannel {
     mode: TokenMode,
     http: ProviderHttp,
     tokens: TokenCache,
+    /// How callbacks prove they come from WeChat; `None`: they are unsigned.
+    callback: Option<CallbackAuth>,
 }
 
 impl std::fmt::Debug for WechatChannel {
@@ -68,6 +76,7 @@ impl std::fmt::Debug for WechatChannel {
             .field("appid", &self.appid)
             .field("secret", &self.secret)
             .field("mode", &self.mode)
+            .field("callback", &self.callback)
             .finish()
     }
 }
@@ -95,6 +104,13 @@ impl WechatChannel {
         let secret = cfg.secret.resolve("secret").map_err(|e| common.err(&e))?;
         let base = cfg.api_base.as_deref().unwrap_or(DEFAULT_API_BASE);
         let http = ProviderHttp::new(common, cfg.ca_file.as_deref(), base)?;
+        let callback = callback_auth(common, cfg, &appid)?;
+        if callback.is_none() {
+            tracing::warn!(
+                channel = %common.name,
+                "wechat channel without callback_token: its delivery callbacks are unsigned, so only the admin key may post them"
+            );
+        }
         let tokens = TokenCache::new(
             format!("wechat:{appid}"),
             ctx.vault.clone(),
@@ -108,6 +124,7 @@ impl WechatChannel {
             mode: cfg.token_mode,
             http,
             tokens,
+            callback,
         })
     }
 
@@ -174,6 +191,39 @@ impl WechatChannel {
             .await
             .map_err(|e| retryable(e.to_string(), None))
     }
+}
+
+/// The callback secrets of a channel's config, checked.
+fn callback_auth(
+    common: &CommonSettings,
+    cfg: &WechatConfig,
+    appid: &str,
+) -> Result<Option<CallbackAuth>, ChannelError> {
+    let Some(token) = &cfg.callback_token else {
+        if cfg.encoding_aes_key.is_some() {
+            return Err(common.err("encoding_aes_key needs callback_token"));
+        }
+        return Ok(None);
+    };
+    let token = token
+        .resolve("callback_token")
+        .map_err(|e| common.err(&e))?;
+    if token.trim().is_empty() {
+        return Err(common.err("callback_token must not be empty"));
+    }
+    let crypt = match &cfg.encoding_aes_key {
+        Some(key) => {
+            let key = key
+                .resolve("encoding_aes_key")
+                .map_err(|e| common.err(&e))?;
+            Some(
+                crypt::MsgCrypt::new(&key)
+                    .map_err(|e| common.err(&format!("encoding_aes_key: {e}")))?,
+            )
+        }
+        None => None,
+    };
+    Ok(Some(CallbackAuth::new(token, crypt, appid.to_string())))
 }
 
 /// `client_msg_id` for an idempotency key (see the module docs).
@@ -298,9 +348,28 @@ impl Channel for WechatChannel {
     }
 
     /// The `TEMPLATESENDJOBFINISH` event WeChat posts once a message has
-    /// reached the user, or not.
-    fn parse_callback(&self, body: &[u8]) -> Result<Vec<CallbackEvent>, CallbackError> {
-        callback::parse_template_event(body).map(|ev| vec![ev])
+    /// reached the user, or not; checked and decrypted first when the
+    /// channel has callback secrets.
+    fn parse_callback(
+        &self,
+        req: &CallbackRequest<'_>,
+    ) -> Result<Vec<CallbackEvent>, CallbackError> {
+        let body = match &self.callback {
+            Some(auth) => auth.open(req)?,
+            None => std::borrow::Cow::Borrowed(req.body),
+        };
+        callback::parse_template_event(&body).map(|ev| vec![ev])
+    }
+
+    fn callback_signed(&self) -> bool {
+        self.callback.is_some()
+    }
+
+    fn callback_handshake(&self, req: &CallbackRequest<'_>) -> Result<String, CallbackError> {
+        match &self.callback {
+            Some(auth) => auth.handshake(req),
+            None => Err(CallbackError::Unsupported),
+        }
     }
 }
 

@@ -28,6 +28,9 @@ pub struct Guard {
     clock: Arc<dyn Clock>,
     /// Paths served without a key.
     public: Arc<[&'static str]>,
+    /// Callback paths of the channels that check their provider's
+    /// signature: served without a key, the handler verifies them.
+    signed_callbacks: Arc<[String]>,
 }
 
 impl Guard {
@@ -36,7 +39,18 @@ impl Guard {
             access,
             clock,
             public: public.into(),
+            signed_callbacks: Arc::new([]),
         }
+    }
+
+    /// Serves the callbacks of these channels without a key: their
+    /// signature is their authentication.
+    pub fn with_signed_callbacks(mut self, channels: impl IntoIterator<Item = String>) -> Self {
+        self.signed_callbacks = channels
+            .into_iter()
+            .map(|name| format!("/v1/channels/{name}/callback"))
+            .collect();
+        self
     }
 
     /// The caller of a request to a route that needs one; `None` for a
@@ -45,7 +59,8 @@ impl Guard {
         if self.access.mode == Mode::Open {
             self.check_browser_reach(parts)?;
         }
-        if self.public.contains(&parts.uri.path()) {
+        let path = parts.uri.path();
+        if self.public.contains(&path) || self.signed_callbacks.iter().any(|p| p == path) {
             return Ok(None);
         }
         let caller = self.authenticate(parts).await?;

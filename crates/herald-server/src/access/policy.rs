@@ -51,6 +51,10 @@ pub enum Need {
     Nothing,
     /// A caller holding this scope.
     Scope(Scope),
+    /// A provider callback: the provider's signature when the channel
+    /// checks one (the guard lets such a request through without a key and
+    /// the handler verifies it), otherwise a caller holding this scope.
+    Signed(Scope),
 }
 
 /// One route's policy.
@@ -76,7 +80,14 @@ impl Policy {
 /// scope and finds none refuses (`401`), so a router assembled without the
 /// guard is closed, not open.
 pub async fn enforce(State(policy): State<Policy>, req: Request, next: Next) -> Response {
-    if let Need::Scope(scope) = policy.need {
+    let needed = match policy.need {
+        Need::Nothing => None,
+        Need::Scope(scope) => Some(scope),
+        // Without a caller the handler checks the signature, and refuses
+        // when the channel has none to check.
+        Need::Signed(scope) => req.extensions().get::<Caller>().map(|_| scope),
+    };
+    if let Some(scope) = needed {
         let Some(caller) = req.extensions().get::<Caller>() else {
             tracing::error!(
                 route = policy.path,

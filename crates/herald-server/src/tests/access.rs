@@ -513,6 +513,64 @@ async fn the_guard_sets_the_caller() {
     let _ = Scopes::all();
 }
 
+/// A signed channel's callback path passes the guard without a key (the
+/// handler checks the signature instead); other channels' need the key.
+#[tokio::test]
+async fn signed_callbacks_pass_the_guard_without_a_key() {
+    use axum::Extension;
+    use axum::routing::get;
+    use herald_core::{Clock, SystemClock};
+    use tower::ServiceExt;
+
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let access = Access::protected(ADMIN, &AuthConfig::default());
+    let guard = crate::access::Guard::new(Arc::new(access), clock, vec![])
+        .with_signed_callbacks(["wx".to_string()]);
+    let router = axum::Router::new()
+        .route(
+            "/v1/channels/{name}/callback",
+            get(|c: Option<Extension<Caller>>| async move {
+                axum::Json(json!({"caller": c.is_some()}))
+            }),
+        )
+        .layer(axum::middleware::from_fn_with_state(
+            guard,
+            crate::access::guard,
+        ));
+    let ask = |path: &str, headers: &[(&str, &str)]| {
+        let req = request("GET", path, headers, None);
+        let router = router.clone();
+        async move {
+            let resp = router.oneshot(req).await.expect("infallible");
+            let status = resp.status();
+            let bytes = http_body_util::BodyExt::collect(resp.into_body())
+                .await
+                .expect("body")
+                .to_bytes();
+            (
+                status,
+                serde_json::from_slice::<Value>(&bytes).unwrap_or(Value::Null),
+            )
+        }
+    };
+    let admin = bearer(ADMIN);
+    assert_eq!(
+        ask("/v1/channels/wx/callback", &[]).await,
+        (StatusCode::OK, json!({"caller": false}))
+    );
+    // A key sent along changes nothing: the signature is what counts.
+    assert_eq!(
+        ask("/v1/channels/wx/callback", &[("authorization", &admin)]).await,
+        (StatusCode::OK, json!({"caller": false}))
+    );
+    let (st, body) = ask("/v1/channels/wx2/callback", &[]).await;
+    error(st, &body, StatusCode::UNAUTHORIZED, "unauthorized");
+    assert_eq!(
+        ask("/v1/channels/wx2/callback", &[("authorization", &admin)]).await,
+        (StatusCode::OK, json!({"caller": true}))
+    );
+}
+
 #[tokio::test]
 async fn readyz_follows_the_store() {
     let api = Api::new().await;

@@ -43,7 +43,9 @@ fn no_get_changes_state() {
             assert!(
                 matches!(
                     p.need,
-                    Need::Nothing | Need::Scope(Scope::Read | Scope::Metrics | Scope::Admin)
+                    Need::Nothing
+                        | Need::Scope(Scope::Read | Scope::Metrics | Scope::Admin)
+                        | Need::Signed(Scope::Admin)
                 ),
                 "{route} is a GET, so a read"
             );
@@ -54,6 +56,7 @@ fn no_get_changes_state() {
                 matches!(
                     p.need,
                     Need::Scope(Scope::Write | Scope::Campaign | Scope::Admin)
+                        | Need::Signed(Scope::Admin)
                 ),
                 "{route} changes state: it needs write, campaign or admin"
             );
