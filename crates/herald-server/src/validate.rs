@@ -9,6 +9,7 @@ use serde_json::value::RawValue;
 use crate::error::{ApiError, from_serde};
 use crate::fields::{check_priority, unknown_channel};
 use crate::tenancy::shard_of;
+use crate::text::{Text, check_json_nul, check_text};
 
 /// Furthest ahead a timer may be scheduled.
 pub const MAX_AHEAD_MS: i64 = 10 * 366 * 24 * 3600 * 1000;
@@ -105,6 +106,7 @@ pub fn new_timer(body: &[u8], cx: &Context<'_>) -> Result<NewTimer, ApiError> {
             "channel must not be empty",
         ));
     }
+    check_text("channel", &req.channel, Text::Id)?;
     if !(cx.has_channel)(&req.channel) {
         return Err(unknown_channel(
             "channel",
@@ -119,6 +121,7 @@ pub fn new_timer(body: &[u8], cx: &Context<'_>) -> Result<NewTimer, ApiError> {
             format!("recipient must be 1..={MAX_RECIPIENT_BYTES} bytes"),
         ));
     }
+    check_text("recipient", &req.recipient, Text::Id)?;
     if !req.message.get().trim_start().starts_with('{') {
         return Err(ApiError::field(
             "message",
@@ -126,6 +129,7 @@ pub fn new_timer(body: &[u8], cx: &Context<'_>) -> Result<NewTimer, ApiError> {
             "message must be a JSON object",
         ));
     }
+    check_json_nul("message", req.message.get())?;
     if let Some(k) = &req.idempotency_key {
         // It travels as an HTTP header, so: visible ASCII only.
         let ok = !k.is_empty()
