@@ -481,10 +481,20 @@ pub async fn create_bulk(
             .iter()
             .map(|(_, r)| WriteOp::AddReminder(r.clone()))
             .collect();
-        match st.engine.submit(ops).await {
+        // Each line commits on its own: one the store refuses fails alone.
+        match st.engine.submit_each(ops).await {
             Ok(written) => {
                 for ((idx, _), r) in chunk.iter().zip(written) {
-                    let answer = added(Some(r));
+                    let answer = match r {
+                        Ok(r) => added(Some(r)),
+                        Err(e) => {
+                            let e = ApiError::from(e);
+                            if e.status.is_server_error() {
+                                failed = Some(e.clone());
+                            }
+                            Err(e)
+                        }
+                    };
                     if answer.is_err() {
                         give_back(1);
                     }
