@@ -1,6 +1,7 @@
 //! Turning request JSON into a [`NewTimer`], or a 400 naming the field.
 //! Shared by the single and the bulk endpoint so both accept the same input.
 
+use herald_core::campaign::{INTERNAL_KEY_PREFIX, is_internal_key};
 use herald_core::{TenantId, TimerKind, shard_for, time::parse_rfc3339_ms};
 use herald_store::NewTimer;
 use serde::Deserialize;
@@ -140,6 +141,16 @@ pub fn new_timer(body: &[u8], cx: &Context<'_>) -> Result<NewTimer, ApiError> {
                 "idempotency_key",
                 "invalid_field",
                 format!("idempotency_key must be 1..={MAX_KEY_BYTES} visible ASCII characters"),
+            ));
+        }
+        if is_internal_key(k) {
+            return Err(ApiError::field(
+                "idempotency_key",
+                "invalid_field",
+                format!(
+                    "idempotency_key may not start with {INTERNAL_KEY_PREFIX:?} (any case): \
+                     Herald's own keys do"
+                ),
             ));
         }
     }

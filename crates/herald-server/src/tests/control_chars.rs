@@ -1,5 +1,6 @@
-//! Control characters in request text: every write route refuses them with a
-//! 400 naming the field, and writes nothing.
+//! Control characters in request text, and keys in Herald's own namespace:
+//! every write route refuses them with a 400 naming the field, and writes
+//! nothing.
 
 use axum::http::{Method, StatusCode};
 use herald_store::Store;
@@ -51,6 +52,17 @@ async fn timer_fields_refuse_control_characters() {
     ] {
         let (s, b) = api.post("/v1/timers", body).await;
         refused(s, &b, field);
+    }
+    for key in ["herald-timer-1", "HERALD-job-1-0", "Herald-x"] {
+        let mut body = timer("r");
+        body["idempotency_key"] = json!(key);
+        let (s, b) = api.post("/v1/timers", body).await;
+        refused(s, &b, "idempotency_key");
+        assert!(
+            b["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("herald-"))
+        );
     }
     // Text in a message may hold line breaks and other escaped controls.
     let (s, b) = api
