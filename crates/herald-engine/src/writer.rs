@@ -165,7 +165,8 @@ where
     let sizes: Vec<usize> = units.iter().map(Vec::len).collect();
     let mut units: Vec<Option<Vec<WriteOp>>> = units.into_iter().map(Some).collect();
     let mut out: Vec<Option<Outcome>> = (0..n).map(|_| None).collect();
-    let mut todo: VecDeque<Range<usize>> = VecDeque::from([0..n]);
+    let mut todo: VecDeque<Range<usize>> = VecDeque::new();
+    todo.push_back(0..n);
     while let Some(range) = todo.pop_front() {
         if range.is_empty() {
             continue;
