@@ -181,16 +181,37 @@ pub fn task_outcome(job: JobState, failed: u64, expired: u64) -> TaskState {
     }
 }
 
+/// The prefix of every idempotency key Herald makes itself; callers may not
+/// use it (any case), so their keys never meet ours.
+pub const INTERNAL_KEY_PREFIX: &str = "herald-";
+
+/// Whether `key` starts with [`INTERNAL_KEY_PREFIX`], in any case.
+pub fn is_internal_key(key: &str) -> bool {
+    key.get(..INTERNAL_KEY_PREFIX.len())
+        .is_some_and(|p| p.eq_ignore_ascii_case(INTERNAL_KEY_PREFIX))
+}
+
 /// The idempotency key of one recipient of one job: the same across every
 /// re-issue of its segment, so a provider that de-duplicates sees one message.
 pub fn job_recipient_key(job_id: i64, index: u64) -> String {
-    format!("job-{job_id}-{index}")
+    format!("{INTERNAL_KEY_PREFIX}job-{job_id}-{index}")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn internal_keys_are_recognised_in_any_case() {
+        assert_eq!(job_recipient_key(3, 7), "herald-job-3-7");
+        assert!(is_internal_key(&job_recipient_key(3, 7)));
+        assert!(is_internal_key("HERALD-timer-1"));
+        assert!(is_internal_key("Herald-"));
+        assert!(!is_internal_key("herald"));
+        assert!(!is_internal_key("my-herald-key"));
+        assert!(!is_internal_key("héral"));
+    }
 
     #[test]
     fn names_round_trip() {

@@ -173,7 +173,7 @@ impl ChannelSpec {
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum EngineError {
-    /// Shared: one group-commit failure answers every request of the batch.
+    /// Shared: one store failure can answer several requests of a batch.
     #[error("store: {0}")]
     Store(Arc<herald_store::StoreError>),
     #[error("the engine is shutting down")]
@@ -352,12 +352,36 @@ impl Engine {
             return Err(EngineError::ShuttingDown);
         }
         let (reply, rx) = oneshot::channel();
+        self.queue_write(ops, writer::Reply::Whole(reply)).await?;
+        rx.await.map_err(|_| EngineError::ShuttingDown)?
+    }
+
+    /// Like [`Engine::submit`], but each op commits or fails on its own: one
+    /// op's failure (a refusal, a conflict) is that op's alone and the others
+    /// still commit, as the lines of a bulk request should. The outer error
+    /// is only for an engine shutting down.
+    pub async fn submit_each(
+        &self,
+        ops: Vec<WriteOp>,
+    ) -> Result<Vec<Result<WriteResult, EngineError>>, EngineError> {
+        if self.inner.pipe.stop.is_stopped() {
+            return Err(EngineError::ShuttingDown);
+        }
+        let (reply, rx) = oneshot::channel();
+        self.queue_write(ops, writer::Reply::Each(reply)).await?;
+        rx.await.map_err(|_| EngineError::ShuttingDown)
+    }
+
+    async fn queue_write(
+        &self,
+        ops: Vec<WriteOp>,
+        reply: writer::Reply,
+    ) -> Result<(), EngineError> {
         self.inner
             .write_tx
             .send(writer::WriteRequest { ops, reply })
             .await
-            .map_err(|_| EngineError::ShuttingDown)?;
-        rx.await.map_err(|_| EngineError::ShuttingDown)?
+            .map_err(|_| EngineError::ShuttingDown)
     }
 
     pub async fn get_timer(&self, id: TimerId) -> Result<Option<TimerView>, EngineError> {

@@ -19,6 +19,7 @@ use crate::audit::list::{named_tenant, tenant_label, tenant_names};
 use crate::error::{ApiError, from_serde, store_err};
 use crate::request::{parse_id, query};
 use crate::state::AppState;
+use crate::text::{Text, forbidden_control};
 
 /// Longest key name, in characters.
 const MAX_NAME_CHARS: usize = 64;
@@ -158,7 +159,7 @@ pub async fn create(State(st): State<AppState>, body: Bytes) -> Result<Response,
 /// A key name: 1 to 64 characters, none of them control characters.
 fn check_name(name: String) -> Result<String, ApiError> {
     let chars = name.chars().count();
-    if chars == 0 || chars > MAX_NAME_CHARS || name.chars().any(char::is_control) {
+    if chars == 0 || chars > MAX_NAME_CHARS || forbidden_control(&name, Text::Id).is_some() {
         return Err(ApiError::field(
             "name",
             "invalid_field",

@@ -6,6 +6,7 @@ use herald_core::timer::{DEFAULT_PRIORITY, MAX_PRIORITY};
 use serde_json::value::RawValue;
 
 use crate::error::ApiError;
+use crate::text::{Text, check_json_nul, control_problem};
 
 /// Longest recipient id of an audience, a rule or a job, in bytes.
 pub const MAX_RECIPIENT_BYTES: usize = 256;
@@ -25,10 +26,7 @@ pub fn recipient_problem(r: &str) -> Option<String> {
             r.len()
         ));
     }
-    if r.chars().any(char::is_control) {
-        return Some("recipient contains a control character".into());
-    }
-    None
+    control_problem(r, Text::Id).map(|p| format!("recipient {p}"))
 }
 
 /// A list of recipient ids given inline: at most `max`, each valid.
@@ -55,7 +53,8 @@ pub fn check_users(field: &str, users: &[String], max: usize) -> Result<(), ApiE
     Ok(())
 }
 
-/// A message is a JSON object of at most [`MAX_MESSAGE_BYTES`].
+/// A message is a JSON object of at most [`MAX_MESSAGE_BYTES`], with no NUL
+/// in any of its strings.
 pub fn check_message(m: &RawValue) -> Result<(), ApiError> {
     if !m.get().trim_start().starts_with('{') {
         return Err(ApiError::field(
@@ -74,7 +73,7 @@ pub fn check_message(m: &RawValue) -> Result<(), ApiError> {
             ),
         ));
     }
-    Ok(())
+    check_json_nul("message", m.get())
 }
 
 /// `priority`, `0..=MAX_PRIORITY`; the default when absent.

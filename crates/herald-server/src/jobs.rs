@@ -28,6 +28,7 @@ use crate::pagination::{ASCENDING, DESCENDING, PageQuery};
 use crate::rate::RateSampler;
 use crate::request::{action as split_action, int_param, parse_id, query, read_body};
 use crate::state::AppState;
+use crate::text::{Text, check_text};
 
 /// Most recipients per segment.
 pub const MAX_SEGMENT_SIZE: i64 = 100_000;
@@ -268,6 +269,7 @@ fn check_job(st: &AppState, tenant: TenantId, bytes: &[u8]) -> Result<NewJob, Ap
         }
         (Some(id), None) => AudienceSource::Uploaded(id),
     };
+    check_text("channel", &req.channel, Text::Id)?;
     if !st.serves_channel(tenant, &req.channel) {
         return Err(unknown_channel(
             "channel",

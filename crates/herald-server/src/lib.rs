@@ -22,6 +22,7 @@ mod state;
 mod tenancy;
 #[cfg(test)]
 mod tests;
+mod text;
 pub mod timers;
 pub mod validate;
 

@@ -33,6 +33,7 @@ use crate::fields::unknown_channel;
 use crate::request::{ndjson_lines, read_body};
 use crate::state::AppState;
 use crate::tenancy::shard_of;
+use crate::text::{Text, check_json_nul, check_opt_text, check_text};
 use crate::validate::MAX_AHEAD_MS;
 
 /// Longest user or subject id.
@@ -133,6 +134,7 @@ pub async fn put_subject(
             "start_at is more than 10 years ahead",
         ));
     }
+    check_opt_text("title", req.title.as_deref(), Text::Free)?;
     if let Some(t) = &req.title
         && t.len() > MAX_TITLE_BYTES
     {
@@ -144,7 +146,10 @@ pub async fn put_subject(
     }
     let data = match req.data {
         None => None,
-        Some(d) if d.get().trim_start().starts_with('{') => Some(d.get().to_string()),
+        Some(d) if d.get().trim_start().starts_with('{') => {
+            check_json_nul("data", d.get())?;
+            Some(d.get().to_string())
+        }
         Some(d) if d.get().trim() == "null" => None,
         Some(_) => {
             return Err(ApiError::field(
@@ -299,7 +304,10 @@ fn route(
     own: Option<String>,
 ) -> Result<String, ApiError> {
     let (name, field) = match own {
-        Some(c) => (c, "channel"),
+        Some(c) => {
+            check_text("channel", &c, Text::Id)?;
+            (c, "channel")
+        }
         None => match st.reminders.channels.get(t.as_str()) {
             Some(c) => (c.clone(), "channel_type"),
             None if st.serves_channel(tenant, t.as_str()) => {
@@ -473,10 +481,20 @@ pub async fn create_bulk(
             .iter()
             .map(|(_, r)| WriteOp::AddReminder(r.clone()))
             .collect();
-        match st.engine.submit(ops).await {
+        // Each line commits on its own: one the store refuses fails alone.
+        match st.engine.submit_each(ops).await {
             Ok(written) => {
                 for ((idx, _), r) in chunk.iter().zip(written) {
-                    let answer = added(Some(r));
+                    let answer = match r {
+                        Ok(r) => added(Some(r)),
+                        Err(e) => {
+                            let e = ApiError::from(e);
+                            if e.status.is_server_error() {
+                                failed = Some(e.clone());
+                            }
+                            Err(e)
+                        }
+                    };
                     if answer.is_err() {
                         give_back(1);
                     }

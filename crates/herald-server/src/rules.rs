@@ -28,6 +28,7 @@ use crate::jobs::TotalsJson;
 use crate::pagination::{ASCENDING, PageQuery};
 use crate::request::{action as split_action, int_param, parse_id, query, read_body};
 use crate::state::AppState;
+use crate::text::{Text, check_opt_text, check_text};
 
 /// Longest rule name, in bytes.
 pub const MAX_NAME_BYTES: usize = 200;
@@ -109,6 +110,30 @@ fn check_targets(
     Ok(())
 }
 
+/// The schedule's strings hold no control character; their syntax is
+/// [`Schedule::compile`]'s to check.
+fn check_schedule_text(s: &ScheduleSpec) -> Result<(), ApiError> {
+    match s {
+        ScheduleSpec::Immediate => Ok(()),
+        ScheduleSpec::At { at } => check_text("schedule.at", at, Text::Id),
+        ScheduleSpec::Cron {
+            cron,
+            timezone,
+            exclude_dates,
+            start_at,
+            end_at,
+        } => {
+            check_text("schedule.cron", cron, Text::Id)?;
+            check_text("schedule.timezone", timezone, Text::Id)?;
+            for (i, d) in exclude_dates.iter().enumerate() {
+                check_text(&format!("schedule.exclude_dates[{i}]"), d, Text::Id)?;
+            }
+            check_opt_text("schedule.start_at", start_at.as_deref(), Text::Id)?;
+            check_opt_text("schedule.end_at", end_at.as_deref(), Text::Id)
+        }
+    }
+}
+
 /// Reads and checks a rule body. Whether an `audience_id` names a sealed
 /// audience is the campaign service's to check.
 fn check_rule(st: &AppState, tenant: TenantId, bytes: &[u8]) -> Result<NewRule, ApiError> {
@@ -123,6 +148,9 @@ fn check_rule(st: &AppState, tenant: TenantId, bytes: &[u8]) -> Result<NewRule, 
             format!("name must be 1..={MAX_NAME_BYTES} bytes"),
         ));
     }
+    check_text("name", &req.name, Text::Id)?;
+    check_schedule_text(&req.schedule)?;
+    check_text("channel", &req.channel, Text::Id)?;
     Schedule::compile(&req.schedule)
         .map_err(|e| ApiError::field(&e.field, "invalid_schedule", e.message))?;
     if let ScheduleSpec::At { at } = &req.schedule

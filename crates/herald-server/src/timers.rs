@@ -146,8 +146,9 @@ enum LineResult {
 
 /// `POST /v1/timers:bulk`: NDJSON in, one NDJSON answer per non-blank line out,
 /// in order. Valid lines are committed in chunks of `bulk_chunk`, one
-/// transaction each; invalid lines are answered with their error and write
-/// nothing.
+/// transaction each when all goes well; invalid lines, and lines the store
+/// refuses, are answered with their error, write nothing and do not hold the
+/// others back.
 pub async fn create_bulk(
     State(st): State<AppState>,
     Extension(caller): Extension<Caller>,
@@ -199,18 +200,27 @@ pub async fn create_bulk(
             .iter()
             .map(|(_, t)| WriteOp::InsertTimer(t.clone()))
             .collect();
-        match st.engine.submit(ops).await {
+        // Each line commits on its own: one the store refuses fails alone.
+        match st.engine.submit_each(ops).await {
             Ok(written) => {
                 for ((idx, _), r) in chunk.iter().zip(written) {
                     results[*idx] = Some(match r {
-                        WriteResult::Created(t) => LineResult::Ok(201, t),
-                        WriteResult::Existing(t) => {
+                        Ok(WriteResult::Created(t)) => LineResult::Ok(201, t),
+                        Ok(WriteResult::Existing(t)) => {
                             give_back(1);
                             LineResult::Ok(200, t)
                         }
-                        _ => {
+                        Ok(_) => {
                             give_back(1);
                             LineResult::Err(ApiError::unavailable("unexpected write result"))
+                        }
+                        Err(e) => {
+                            give_back(1);
+                            let e = ApiError::from(e);
+                            if e.status.is_server_error() {
+                                failed = Some(e.clone());
+                            }
+                            LineResult::Err(e)
                         }
                     });
                 }

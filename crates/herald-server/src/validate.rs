@@ -1,6 +1,7 @@
 //! Turning request JSON into a [`NewTimer`], or a 400 naming the field.
 //! Shared by the single and the bulk endpoint so both accept the same input.
 
+use herald_core::campaign::{INTERNAL_KEY_PREFIX, is_internal_key};
 use herald_core::{TenantId, TimerKind, shard_for, time::parse_rfc3339_ms};
 use herald_store::NewTimer;
 use serde::Deserialize;
@@ -9,6 +10,7 @@ use serde_json::value::RawValue;
 use crate::error::{ApiError, from_serde};
 use crate::fields::{check_priority, unknown_channel};
 use crate::tenancy::shard_of;
+use crate::text::{Text, check_json_nul, check_text};
 
 /// Furthest ahead a timer may be scheduled.
 pub const MAX_AHEAD_MS: i64 = 10 * 366 * 24 * 3600 * 1000;
@@ -105,6 +107,7 @@ pub fn new_timer(body: &[u8], cx: &Context<'_>) -> Result<NewTimer, ApiError> {
             "channel must not be empty",
         ));
     }
+    check_text("channel", &req.channel, Text::Id)?;
     if !(cx.has_channel)(&req.channel) {
         return Err(unknown_channel(
             "channel",
@@ -119,6 +122,7 @@ pub fn new_timer(body: &[u8], cx: &Context<'_>) -> Result<NewTimer, ApiError> {
             format!("recipient must be 1..={MAX_RECIPIENT_BYTES} bytes"),
         ));
     }
+    check_text("recipient", &req.recipient, Text::Id)?;
     if !req.message.get().trim_start().starts_with('{') {
         return Err(ApiError::field(
             "message",
@@ -126,6 +130,7 @@ pub fn new_timer(body: &[u8], cx: &Context<'_>) -> Result<NewTimer, ApiError> {
             "message must be a JSON object",
         ));
     }
+    check_json_nul("message", req.message.get())?;
     if let Some(k) = &req.idempotency_key {
         // It travels as an HTTP header, so: visible ASCII only.
         let ok = !k.is_empty()
@@ -136,6 +141,16 @@ pub fn new_timer(body: &[u8], cx: &Context<'_>) -> Result<NewTimer, ApiError> {
                 "idempotency_key",
                 "invalid_field",
                 format!("idempotency_key must be 1..={MAX_KEY_BYTES} visible ASCII characters"),
+            ));
+        }
+        if is_internal_key(k) {
+            return Err(ApiError::field(
+                "idempotency_key",
+                "invalid_field",
+                format!(
+                    "idempotency_key may not start with {INTERNAL_KEY_PREFIX:?} (any case): \
+                     Herald's own keys do"
+                ),
             ));
         }
     }

@@ -248,11 +248,16 @@ impl TimerRecord {
         }
     }
 
-    /// The key passed to providers: the caller's own key, or one derived from the id.
+    /// The key passed to providers: the caller's own key, or one derived from
+    /// the id under the prefix callers may not use, so the two never meet.
     pub fn delivery_key(&self) -> String {
         match &self.idempotency_key {
             Some(k) => k.clone(),
-            None => format!("herald-timer-{}", self.id),
+            None => format!(
+                "{}timer-{}",
+                herald_core::campaign::INTERNAL_KEY_PREFIX,
+                self.id
+            ),
         }
     }
 }

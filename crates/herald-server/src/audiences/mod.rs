@@ -21,6 +21,7 @@ use crate::access::Caller;
 use crate::error::ApiError;
 use crate::request::{parse_id, query};
 use crate::state::AppState;
+use crate::text::{Text, forbidden_control};
 use parser::{Format, LineError, Parser};
 
 /// Longest audience name, in bytes.
@@ -80,7 +81,7 @@ pub async fn upload(
         return Err(e);
     };
     if let Some(n) = &q.name
-        && (n.is_empty() || n.len() > MAX_NAME_BYTES || n.chars().any(char::is_control))
+        && (n.is_empty() || n.len() > MAX_NAME_BYTES || forbidden_control(n, Text::Id).is_some())
     {
         return Err(ApiError::field(
             "name",

@@ -7,6 +7,7 @@ mod access;
 mod audit;
 mod campaigns;
 mod channel_tenants;
+mod control_chars;
 mod faulty_store;
 mod keys;
 mod quotas;
