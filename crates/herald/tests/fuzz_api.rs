@@ -10,7 +10,7 @@
 //! throughout. A violation is shrunk to its smallest request, and every
 //! route's violations are listed together at the end.
 //!
-//! `HERALD_FUZZ_CASES` (default 12) sets the cases per route and part,
+//! `HERALD_FUZZ_CASES` (default 32) sets the cases per route and part,
 //! `HERALD_FUZZ_SEED` (a number) changes the seed. PostgreSQL runs when it is
 //! installed, and must with `HERALD_REQUIRE_PG=1`.
 
@@ -32,7 +32,9 @@ use tokio::net::TcpStream;
 
 /// Cap on one answer's wait: only a hang takes this long.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
-const DEFAULT_CASES: u32 = 12;
+const DEFAULT_CASES: u32 = 32;
+/// Distinct kinds of violation looked for per route and part.
+const MAX_KINDS: usize = 4;
 const DEFAULT_SEED: u64 = 0x6865_7261_6c64_0014;
 
 // ---------------------------------------------------------------------------
@@ -931,6 +933,19 @@ fn seed_for(name: &str, part: Part) -> [u8; 32] {
     seed
 }
 
+/// A violation without its details (digits, most of the answer), to tell
+/// one kind from another.
+fn kind(why: &str) -> String {
+    let cut = why
+        .find("answer: ")
+        .map_or(why.len(), |i| (i + 38).min(why.len()));
+    why.char_indices()
+        .take_while(|(i, _)| *i < cut)
+        .map(|(_, c)| c)
+        .filter(|c| !c.is_ascii_digit())
+        .collect()
+}
+
 /// Whether the server is still up: the child runs and `/healthz` says 200.
 fn alive(rt: &tokio::runtime::Runtime, s: &mut Server, addr: &str) -> Result<(), String> {
     if let Some(c) = s.child.as_mut()
@@ -987,38 +1002,54 @@ fn fuzz(store: Option<String>, label: &str) {
     for policy in ROUTES {
         let route = Route::new(policy, &fx);
         for part in PARTS {
-            let config = Config {
-                cases: n,
-                failure_persistence: None,
-                max_shrink_iters: 200,
-                max_shrink_time: 20_000,
-                ..Config::default()
-            };
-            let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &seed_for(&route.name(), part));
-            let mut runner = TestRunner::new_with_rng(config, rng);
-            let result = runner.run(&strategy(&route, part), |req| {
-                match rt.block_on(send(&addr, &req)) {
-                    Ok(a) => match violation(&a) {
-                        None => Ok(()),
-                        Some(v) => Err(TestCaseError::fail(format!(
-                            "{v}; answer: {}",
-                            show(&a.body, 300)
-                        ))),
-                    },
-                    Err(e) => Err(TestCaseError::fail(e)),
+            // Each kind of violation is reported once per route and part:
+            // after a failure, the run starts again with that kind allowed,
+            // so one common fault does not hide the others.
+            let mut seen: Vec<String> = Vec::new();
+            while seen.len() < MAX_KINDS {
+                let config = Config {
+                    cases: n,
+                    failure_persistence: None,
+                    max_shrink_iters: 200,
+                    max_shrink_time: 20_000,
+                    ..Config::default()
+                };
+                let seed = seed_for(&route.name(), part);
+                let mut runner = TestRunner::new_with_rng(
+                    config,
+                    TestRng::from_seed(RngAlgorithm::ChaCha, &seed),
+                );
+                let result = runner.run(&strategy(&route, part), |req| {
+                    let why = match rt.block_on(send(&addr, &req)) {
+                        Ok(a) => match violation(&a) {
+                            None => return Ok(()),
+                            Some(v) => format!("{v}; answer: {}", show(&a.body, 300)),
+                        },
+                        Err(e) => e,
+                    };
+                    if seen.contains(&kind(&why)) {
+                        return Ok(());
+                    }
+                    Err(TestCaseError::fail(why))
+                });
+                match result {
+                    Ok(()) => break,
+                    Err(TestError::Fail(why, req)) => {
+                        seen.push(kind(why.message()));
+                        violations.push(format!(
+                            "[{label}] {} ({part:?}): {why}\n  minimal request:\n    {}",
+                            route.name(),
+                            format!("{req:?}").replace('\n', "\n    ")
+                        ));
+                    }
+                    Err(TestError::Abort(why)) => {
+                        violations.push(format!(
+                            "[{label}] {} ({part:?}): aborted: {why}",
+                            route.name()
+                        ));
+                        break;
+                    }
                 }
-            });
-            match result {
-                Ok(()) => {}
-                Err(TestError::Fail(why, req)) => violations.push(format!(
-                    "[{label}] {} ({part:?}): {why}\n  minimal request:\n    {}",
-                    route.name(),
-                    format!("{req:?}").replace('\n', "\n    ")
-                )),
-                Err(TestError::Abort(why)) => violations.push(format!(
-                    "[{label}] {} ({part:?}): aborted: {why}",
-                    route.name()
-                )),
             }
         }
         if let Err(e) = alive(&rt, &mut server, &addr) {
