@@ -131,9 +131,42 @@ fn cron_field() -> impl Strategy<Value = String> {
     prop::collection::vec(atom, 1..4).prop_map(|a| a.join(","))
 }
 
+/// A field croner should take: in range for its position (croner refuses
+/// `*` inside a list).
+fn plausible_field(lo: u32, hi: u32) -> impl Strategy<Value = String> {
+    let atom = prop_oneof![
+        2 => (lo..=hi).prop_map(|n| n.to_string()),
+        1 => (lo..=hi, lo..=hi).prop_map(|(a, b)| format!("{}-{}", a.min(b), a.max(b))),
+        1 => (1..=hi.max(1)).prop_map(|n| format!("*/{n}")),
+    ];
+    prop_oneof![
+        1 => Just("*".to_string()),
+        1 => prop::collection::vec(atom, 1..3).prop_map(|a| a.join(",")),
+    ]
+}
+
+fn plausible_pattern() -> impl Strategy<Value = String> {
+    (
+        prop::option::of(plausible_field(0, 59)),
+        plausible_field(0, 59),
+        plausible_field(0, 23),
+        plausible_field(1, 31),
+        plausible_field(1, 12),
+        plausible_field(0, 7),
+    )
+        .prop_map(|(s, mi, h, d, mo, w)| {
+            let five = format!("{mi} {h} {d} {mo} {w}");
+            match s {
+                Some(s) => format!("{s} {five}"),
+                None => five,
+            }
+        })
+}
+
 fn cron_pattern() -> impl Strategy<Value = String> {
     prop_oneof![
-        8 => (prop::collection::vec(cron_field(), 4..8), prop::sample::select(vec![" ", "  ", "\t"]))
+        6 => plausible_pattern(),
+        4 => (prop::collection::vec(cron_field(), 4..8), prop::sample::select(vec![" ", "  ", "\t"]))
             .prop_map(|(f, sep)| f.join(sep)),
         1 => prop::sample::select(vec!["@daily", "@yearly", "@every 1s", "", " ", "* * * * * * * *"])
             .prop_map(String::from),
@@ -167,18 +200,23 @@ fn timezone() -> impl Strategy<Value = String> {
 
 fn schedule_spec() -> impl Strategy<Value = ScheduleSpec> {
     let date = prop_oneof![
-        (1990i32..2100, 1u32..13, 1u32..32).prop_map(|(y, m, d)| format!("{y:04}-{m:02}-{d:02}")),
-        "[0-9-]{0,12}",
-        any::<String>(),
+        6 => (1990i32..2100, 1u32..13, 1u32..32).prop_map(|(y, m, d)| format!("{y:04}-{m:02}-{d:02}")),
+        1 => "[0-9-]{0,12}",
+        1 => any::<String>(),
     ];
-    let bound = prop::option::of(prop_oneof![rfc3339_like(), any::<String>()]);
+    let bound = prop_oneof![
+        4 => Just(None),
+        2 => (0i64..4_102_444_800_000).prop_map(|ms| Some(format_rfc3339_ms(ms))),
+        1 => rfc3339_like().prop_map(Some),
+        1 => any::<String>().prop_map(Some),
+    ];
     prop_oneof![
         1 => Just(ScheduleSpec::Immediate),
         1 => any_text().prop_map(|at| ScheduleSpec::At { at }),
         8 => (
             cron_pattern(),
             timezone(),
-            prop::collection::vec(date, 0..6),
+            prop::collection::vec(date, 0..4),
             bound.clone(),
             bound,
         )
@@ -208,6 +246,9 @@ fn after_ms() -> impl Strategy<Value = i64> {
             i64::MAX,
         ]),
         -62_000_000_000_000i64..300_000_000_000_000,
+        // 1970 to 2100, where rules live.
+        0i64..4_102_444_800_000,
+        0i64..4_102_444_800_000,
     ]
 }
 
