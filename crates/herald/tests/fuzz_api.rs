@@ -125,7 +125,13 @@ async fn send(addr: &str, req: &Req) -> Result<Answer, String> {
     parse_answer(&raw)
 }
 
-fn parse_answer(raw: &[u8]) -> Result<Answer, String> {
+fn parse_answer(mut raw: &[u8]) -> Result<Answer, String> {
+    // An interim `100 Continue` (for `Expect: 100-continue`) comes first.
+    while raw.starts_with(b"HTTP/1.1 1")
+        && let Some(end) = raw.windows(4).position(|w| w == b"\r\n\r\n")
+    {
+        raw = &raw[end + 4..];
+    }
     let end = raw
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
@@ -1110,6 +1116,11 @@ fn the_answer_parser_reads_chunked_and_plain_bodies() {
     assert!(violation(&a).is_some_and(|v| v.contains("not JSON")));
     let a = parse_answer(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 31\r\n\r\n{\"error\":{\"code\":\"x\",\"m\":1}}  ").unwrap();
     assert_eq!(violation(&a), None);
+    let a = parse_answer(
+        b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\ncontent-length: 2\r\n\r\n{}",
+    )
+    .unwrap();
+    assert_eq!((a.status, a.body.as_slice()), (201, &b"{}"[..]));
     let a = parse_answer(b"HTTP/1.1 500 Internal\r\ncontent-length: 0\r\n\r\n").unwrap();
     assert!(violation(&a).is_some());
     let a = parse_answer(b"HTTP/1.1 503 Busy\r\ncontent-length: 0\r\n\r\n").unwrap();

@@ -30,6 +30,8 @@
 //! [`Channel::parse_callback`] (see `callback.rs`).
 
 mod callback;
+#[cfg(test)]
+mod callback_props;
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
