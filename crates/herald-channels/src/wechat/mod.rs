@@ -32,6 +32,8 @@
 //! `encoding_aes_key`, come encrypted): see `verify.rs` and `crypt.rs`.
 
 mod callback;
+#[cfg(test)]
+mod callback_props;
 pub mod crypt;
 pub mod verify;
 
