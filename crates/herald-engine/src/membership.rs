@@ -165,6 +165,11 @@ impl Membership {
             if !full {
                 return Ok(());
             }
+            if p.schedule.full() {
+                // The loader reads the rest as the wheel drains.
+                p.schedule.mark_overflow();
+                return Ok(());
+            }
         }
     }
 
