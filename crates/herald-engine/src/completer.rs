@@ -382,12 +382,17 @@ mod tests {
         let shard = f.shard;
         rig.pipe
             .store
-            .release_shards(crate::testkit::NODE, &[shard])
+            .release_shards(&crate::testkit::holder(), &[shard])
             .await
             .unwrap();
         rig.pipe
             .store
-            .acquire_shards("node-2", &[shard], T0, 60_000)
+            .acquire_shards(
+                &herald_store::Holder::new("node-2", 1),
+                &[shard],
+                T0,
+                60_000,
+            )
             .await
             .unwrap();
         let _ = tx.send(f);

@@ -197,8 +197,7 @@ impl Fetcher {
         }
         let mut groups = Vec::new();
         if !reminders.is_empty() {
-            let claim =
-                |m: &TimerRecord| p.ownership.owns(m.shard) && p.flight.ids.lock().insert(m.id);
+            let claim = |m: &TimerRecord| p.ownership.owns(m.shard) && p.flight.admit_member(m.id);
             let unclaim = |ids: Vec<TimerId>| p.flight.forget(ids);
             let window = p.cfg.merge_window_ms.max(0);
             match reminders::plan(p.store.as_ref(), reminders, window, claim, unclaim).await {

@@ -31,6 +31,15 @@ impl Flight {
         self.max.saturating_sub(self.permits.available_permits())
     }
 
+    /// Lets a merged member in without a permit, if it is not in flight yet
+    /// and the set holds fewer than `max` timers: members count against the
+    /// same bound as other in-flight work. A member refused here is not lost:
+    /// it stays pending and fires on its own.
+    pub fn admit_member(&self, id: TimerId) -> bool {
+        let mut set = self.ids.lock();
+        set.len() < self.max && set.insert(id)
+    }
+
     /// Forgets timers that were let in without a permit (merged members).
     pub fn forget(&self, ids: impl IntoIterator<Item = TimerId>) {
         let mut set = self.ids.lock();

@@ -19,6 +19,7 @@ mod driver;
 mod fair;
 mod fetcher;
 mod flight;
+mod health;
 mod listener;
 mod loader;
 mod membership;
@@ -30,6 +31,7 @@ mod reminders;
 mod schedule;
 mod stats;
 mod stop;
+mod supervise;
 mod tenants;
 mod tokens;
 mod writer;
@@ -44,6 +46,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use channel_state::{ChannelStatus, OutcomeSnapshot};
+pub use health::{Health, LoopHealth};
 use herald_channels::Channel;
 use herald_core::{Clock, RetryPolicy, ShardSet, TenantId, TimerId};
 use herald_store::{Store, TimerRecord, WriteOp, WriteResult};
@@ -51,8 +54,10 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
+use futures_util::FutureExt;
 use pipeline::Pipeline;
 pub use stop::Stop;
+use supervise::Restart;
 pub use tenants::TenantLimits;
 pub use tokens::{StoreVault, token_lease_name};
 
@@ -206,9 +211,21 @@ struct Inner {
     shards: u16,
     membership: Arc<membership::Membership>,
     campaign: Arc<campaign::Shared>,
+    loops: Arc<supervise::Loops>,
     tasks: parking_lot::Mutex<Vec<JoinHandle<()>>>,
     /// The campaign loops, awaited at shutdown so a worker records what it sent.
     campaign_tasks: parking_lot::Mutex<Vec<JoinHandle<()>>>,
+}
+
+/// A value the first run of a supervised loop takes; restarts find `None`.
+fn take_once<T>(value: T) -> Arc<parking_lot::Mutex<Option<T>>> {
+    Arc::new(parking_lot::Mutex::new(Some(value)))
+}
+
+/// A fresh incarnation: random, positive, never 0 (the value of rows written
+/// before incarnations existed).
+fn new_incarnation() -> i64 {
+    rand::random_range(1..=i64::MAX)
 }
 
 /// A running engine. Cheap to clone.
@@ -219,8 +236,11 @@ pub struct Engine {
 
 impl Engine {
     /// Starts every background task. `shards` is the cluster's shard count as
-    /// the store reports it; `node_id` names this node in the cluster (a node
-    /// restarted under the same id takes its own leases back at once).
+    /// the store reports it; `node_id` names this node in the cluster. Each
+    /// start draws a new incarnation: a process restarted under the same id
+    /// takes its old leases only once they expire (or were released at a
+    /// graceful shutdown), so an old process that is merely stalled is fenced
+    /// off rather than firing beside the new one.
     pub async fn start(
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
@@ -232,9 +252,10 @@ impl Engine {
         metrics::describe();
         let pipe = Arc::new(Pipeline::new(store, clock, channels, cfg, shards));
         let (store, clock, cfg) = (&pipe.store, &pipe.clock, &pipe.cfg);
+        let holder = herald_store::Holder::new(node_id, new_incarnation());
         let membership = Arc::new(membership::Membership::new(
             pipe.clone(),
-            node_id.to_string(),
+            holder.clone(),
             shards,
         ));
         // Claim a share before anything loads, so a restarted node fires again
@@ -246,23 +267,51 @@ impl Engine {
         }
         let (write_tx, write_rx) = mpsc::channel(65_536);
         let (done_tx, done_rx) = mpsc::unbounded_channel();
+        let loops = Arc::new(supervise::Loops::new(pipe.stop.clone()));
 
         let mut tasks = Vec::new();
-        tasks.push(tokio::spawn(writer::run(pipe.clone(), write_rx)));
-        tasks.push(tokio::spawn(
-            completer::Completer::new(pipe.clone(), done_rx).run(),
-        ));
+        // The writer and the completer own their queues (requests waiting for
+        // a commit, outcomes and their in-flight permits): a restart could not
+        // rebuild them, so their death fails the engine instead.
+        let write_rx = take_once(write_rx);
+        tasks.push(loops.spawn("writer", Restart::Never, {
+            let pipe = pipe.clone();
+            move || match write_rx.lock().take() {
+                Some(rx) => writer::run(pipe.clone(), rx).boxed(),
+                None => async {}.boxed(),
+            }
+        }));
+        let done_rx = take_once(done_rx);
+        tasks.push(loops.spawn("completer", Restart::Never, {
+            let pipe = pipe.clone();
+            move || match done_rx.lock().take() {
+                Some(rx) => completer::Completer::new(pipe.clone(), rx).run().boxed(),
+                None => async {}.boxed(),
+            }
+        }));
         for rt in pipe.channels.values() {
             for _ in 0..rt.concurrency {
-                let worker =
-                    channel_worker::ChannelWorker::new(pipe.clone(), rt.clone(), done_tx.clone());
-                tasks.push(tokio::spawn(worker.run()));
+                let (pipe, rt, done) = (pipe.clone(), rt.clone(), done_tx.clone());
+                let name = format!("sender:{}", rt.channel.name());
+                tasks.push(loops.spawn(name, Restart::Yes, move || {
+                    channel_worker::ChannelWorker::new(pipe.clone(), rt.clone(), done.clone())
+                        .run()
+                        .boxed()
+                }));
             }
         }
-        tasks.push(tokio::spawn(
-            fetcher::Fetcher::new(pipe.clone(), done_tx).run(),
-        ));
-        tasks.push(tokio::spawn(driver::Driver::new(pipe.clone()).run()));
+        tasks.push(loops.spawn("fetcher", Restart::Yes, {
+            let (pipe, done) = (pipe.clone(), done_tx);
+            move || {
+                fetcher::Fetcher::new(pipe.clone(), done.clone())
+                    .run()
+                    .boxed()
+            }
+        }));
+        tasks.push(loops.spawn("driver", Restart::Yes, {
+            let pipe = pipe.clone();
+            move || driver::Driver::new(pipe.clone()).run().boxed()
+        }));
         let subscription = match store.subscribe().await {
             Ok(sub) => sub,
             Err(e) => {
@@ -274,31 +323,61 @@ impl Engine {
         let shared = subscription.is_some();
         let rescan = Arc::new(loader::Rescan::default());
         if let Some(rx) = subscription {
-            tasks.push(tokio::spawn(listener::run(
-                pipe.clone(),
-                rx,
-                rescan.clone(),
-            )));
+            // A restarted listener subscribes again, and the loader re-reads
+            // its window for what was announced meanwhile.
+            let first = take_once(rx);
+            let (pipe, rescan) = (pipe.clone(), rescan.clone());
+            tasks.push(loops.spawn("listener", Restart::Yes, move || {
+                let (pipe, rescan, first) = (pipe.clone(), rescan.clone(), first.lock().take());
+                async move {
+                    let rx = match first {
+                        Some(rx) => rx,
+                        None => match pipe.store.subscribe().await {
+                            Ok(Some(rx)) => rx,
+                            Ok(None) => return,
+                            Err(e) => {
+                                tracing::warn!(error = %e, "subscribing to timer notifications failed");
+                                return;
+                            }
+                        },
+                    };
+                    rescan.request();
+                    listener::run(pipe, rx, rescan).await
+                }
+                .boxed()
+            }));
         }
-        tasks.push(tokio::spawn(
-            loader::Loader::new(pipe.clone(), shared, rescan).run(),
-        ));
-        tasks.push(tokio::spawn(membership.clone().run()));
+        tasks.push(loops.spawn("loader", Restart::Yes, {
+            let pipe = pipe.clone();
+            move || {
+                loader::Loader::new(pipe.clone(), shared, rescan.clone())
+                    .run()
+                    .boxed()
+            }
+        }));
+        tasks.push(loops.spawn("membership", Restart::Yes, {
+            let membership = membership.clone();
+            move || membership.clone().run().boxed()
+        }));
         let campaign = Arc::new(campaign::Shared {
             store: store.clone(),
             clock: clock.clone(),
             channels: pipe.channels.clone(),
             cfg: cfg.campaign.clone(),
-            node_id: node_id.to_string(),
+            holder: holder.clone(),
             stop: pipe.stop.clone(),
             work: Default::default(),
             plan: Default::default(),
             sweep: Default::default(),
         });
-        let campaign_tasks = campaign::spawn(campaign.clone());
-        tasks.push(tokio::spawn(stats::Stats::new(pipe.clone()).run()));
+        let campaign_tasks = campaign::spawn(campaign.clone(), &loops);
+        tasks.push(loops.spawn("stats", Restart::Yes, {
+            let pipe = pipe.clone();
+            move || stats::Stats::new(pipe.clone()).run().boxed()
+        }));
         tracing::info!(
             node_id,
+            incarnation = holder.incarnation,
             shards,
             owned = pipe.ownership.owned().len(),
             channels = pipe.channels.len(),
@@ -313,6 +392,7 @@ impl Engine {
                 shards,
                 membership,
                 campaign,
+                loops,
                 tasks: parking_lot::Mutex::new(tasks),
                 campaign_tasks: parking_lot::Mutex::new(campaign_tasks),
             }),
@@ -326,7 +406,51 @@ impl Engine {
 
     /// This node's id in the cluster.
     pub fn node_id(&self) -> &str {
-        &self.inner.membership.node
+        &self.inner.membership.node.node_id
+    }
+
+    /// This process start's incarnation (see [`herald_store::Holder`]).
+    pub fn incarnation(&self) -> i64 {
+        self.inner.membership.node.incarnation
+    }
+
+    /// Whether every core loop runs and this node's leases are current.
+    pub fn health(&self) -> Health {
+        let inner = &self.inner;
+        let mut loops: Vec<LoopHealth> = Vec::new();
+        for st in inner.loops.states() {
+            match loops.iter_mut().find(|l| l.name == st.name) {
+                Some(l) => {
+                    l.alive &= st.alive();
+                    l.restarts += st.restarts();
+                }
+                None => loops.push(LoopHealth {
+                    name: st.name.clone(),
+                    alive: st.alive(),
+                    restarts: st.restarts(),
+                }),
+            }
+        }
+        Health {
+            loops,
+            leases_current: inner.membership.leases_current(inner.pipe.clock.now_ms()),
+            owned_shards: inner.pipe.ownership.owned().len(),
+            failed: inner.loops.failed(),
+        }
+    }
+
+    /// Resolves if a core loop that cannot be restarted dies; the process
+    /// should then exit non-zero rather than keep answering.
+    pub async fn failed(&self) {
+        self.inner.loops.wait_failed().await
+    }
+
+    /// Test hook: kills the core loops named `name` (as [`Health`] lists them)
+    /// and holds them dead while `on`; clearing it lets them restart. Returns
+    /// how many loops matched.
+    #[doc(hidden)]
+    pub fn inject_loop_fault(&self, name: &str, on: bool) -> usize {
+        self.inner.loops.inject_fault(name, on)
     }
 
     /// The shards this node fires.

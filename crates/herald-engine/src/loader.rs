@@ -90,7 +90,10 @@ impl Loader {
         let periodic = self.shared
             && cfg.rescan_interval_ms > 0
             && (since < 0 || since >= i64::try_from(cfg.rescan_interval_ms).unwrap_or(i64::MAX));
-        if self.rescan.take() || periodic {
+        // Timers turned away from a full wheel are behind the cursor: read
+        // the window again (see `schedule.rs`).
+        let overflowed = p.schedule.take_overflow();
+        if self.rescan.take() || periodic || overflowed {
             // Timers already wheeled come back as duplicates; the fetcher
             // drops them.
             self.cursor = None;
@@ -99,7 +102,7 @@ impl Loader {
         let target = now.saturating_add(cfg.window_ms);
         p.schedule.raise_horizon(target);
         loop {
-            if p.schedule.len() >= cfg.max_loaded {
+            if p.schedule.full() {
                 return LoadPass::Behind;
             }
             let shards = p.ownership.owned();
@@ -177,7 +180,48 @@ mod tests {
         rig.insert(&[T0 + 1_000; 6]).await;
         let (mut l, _) = loader(&rig, false);
         assert_eq!(l.run_once().await, LoadPass::Behind);
-        assert_eq!(rig.pipe.schedule.len(), 4, "stops at the first full check");
+        assert_eq!(
+            rig.pipe.schedule.len(),
+            3,
+            "the cap holds within a page too"
+        );
+    }
+
+    #[tokio::test]
+    async fn every_insert_path_stops_at_the_cap_and_the_loader_finds_the_rest() {
+        let rig = Rig::new(EngineConfig {
+            max_loaded: 3,
+            ..Default::default()
+        })
+        .await;
+        let (mut l, _) = loader(&rig, false);
+        assert_eq!(l.run_once().await, LoadPass::CaughtUp);
+        // API writes, notifications and retries all come in through `offer`.
+        let ids = rig.insert(&[T0 + 1_000; 5]).await;
+        let mut offered = Vec::new();
+        for id in &ids {
+            offered.push(rig.due(*id).await);
+        }
+        assert_eq!(rig.pipe.schedule.offer(offered), 3);
+        assert_eq!(rig.pipe.schedule.len(), 3, "two turned away");
+        assert!(rig.pipe.schedule.full());
+        // The two stay pending in the store; once the wheel drains, the loader
+        // re-reads its window (the cursor had passed them) and wheels them.
+        let mut fired = Vec::new();
+        let ready = crate::queue::FairQueue::new(Default::default());
+        rig.clock.advance(1_000);
+        rig.pipe.schedule.tick(T0 + 1_000, &ready, &mut fired);
+        assert_eq!(rig.pipe.schedule.len(), 0);
+        assert_eq!(l.run_once().await, LoadPass::CaughtUp);
+        assert_eq!(
+            rig.pipe.schedule.len(),
+            3,
+            "the window again, up to the cap"
+        );
+        assert!(
+            rig.pipe.schedule.take_overflow(),
+            "the rest was left out again: the next pass reads the window anew"
+        );
     }
 
     #[tokio::test]

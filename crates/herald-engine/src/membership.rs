@@ -12,29 +12,35 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use herald_core::ShardSet;
-use herald_store::StoreError;
+use herald_store::{Holder, StoreError};
 
 use crate::pipeline::Pipeline;
 use crate::queue::DueTimer;
 
 pub(crate) struct Membership {
     pipe: Arc<Pipeline>,
-    pub node: String,
+    /// This process: its node id and incarnation.
+    pub node: Holder,
     shards: u16,
     /// Shards no longer fired, to be released next round.
     draining: parking_lot::Mutex<BTreeSet<u16>>,
+    /// When the last round completed (beat and renewed), by the engine's clock;
+    /// 0 before the first.
+    last_round_ms: AtomicI64,
 }
 
 impl Membership {
-    pub fn new(pipe: Arc<Pipeline>, node: String, shards: u16) -> Self {
+    pub fn new(pipe: Arc<Pipeline>, node: Holder, shards: u16) -> Self {
         Self {
             pipe,
             node,
             shards,
             draining: parking_lot::Mutex::new(BTreeSet::new()),
+            last_round_ms: AtomicI64::new(0),
         }
     }
 
@@ -46,7 +52,7 @@ impl Membership {
                 _ = stop.wait() => return,
             }
             if let Err(e) = self.run_once().await {
-                tracing::warn!(error = %e, node = %self.node, "membership round failed; leases run on until they expire");
+                tracing::warn!(error = %e, node = %self.node.node_id, incarnation = self.node.incarnation, "membership round failed; leases run on until they expire");
             }
         }
     }
@@ -74,7 +80,7 @@ impl Membership {
                 .map(|f| f.shard)
                 .filter(|s| !kept.contains(s))
                 .collect();
-            tracing::warn!(node = %self.node, lost = lost.len(), "shards lost to other nodes");
+            tracing::warn!(node = %self.node.node_id, incarnation = self.node.incarnation, lost = lost.len(), "shards lost to other nodes");
             self.lose(lost);
         }
         p.ownership.hold(&renewed);
@@ -85,7 +91,7 @@ impl Membership {
             .collect();
         if !drained.is_empty() {
             p.store.release_shards(&self.node, &drained).await?;
-            tracing::info!(node = %self.node, released = drained.len(), "released shards");
+            tracing::info!(node = %self.node.node_id, incarnation = self.node.incarnation, released = drained.len(), "released shards");
         }
 
         let mine = p.ownership.owned().len();
@@ -93,7 +99,7 @@ impl Membership {
             // Stop firing the excess now; release it next round.
             let owned: Vec<u16> = p.ownership.owned().iter().collect();
             let excess: Vec<u16> = owned[target..].to_vec();
-            tracing::info!(node = %self.node, mine, target, giving_back = excess.len(), live = live_n, "over fair share");
+            tracing::info!(node = %self.node.node_id, incarnation = self.node.incarnation, mine, target, giving_back = excess.len(), live = live_n, "over fair share");
             self.lose(excess.iter().copied());
             self.draining.lock().extend(excess);
         } else if mine < target {
@@ -101,9 +107,10 @@ impl Membership {
             let leases = p.store.shard_leases().await?;
             let mut taken = ShardSet::none(self.shards);
             for l in &leases {
-                // Our own running leases are ours to take back: a node restarted
-                // under the same id resumes its shards at once.
-                let other = l.owner.as_deref().is_some_and(|o| o != self.node);
+                // Our own running leases (this incarnation's) are ours to take back.
+                // Another incarnation of our node id is another holder: its
+                // leases are taken only once they expire.
+                let other = l.owner.is_some() && !self.node.is(l.owner.as_deref(), l.incarnation);
                 let busy = other && l.lease_until > now;
                 if busy || self.draining.lock().contains(&l.shard) {
                     taken.insert(l.shard);
@@ -111,7 +118,7 @@ impl Membership {
             }
             // Start at a node-specific offset so nodes joining together do not
             // all reach for the same shards.
-            let start = herald_core::shard_for(self.node.as_bytes(), self.shards);
+            let start = herald_core::shard_for(self.node.node_id.as_bytes(), self.shards);
             let candidates: Vec<u16> = (0..self.shards)
                 .map(|i| ((u32::from(start) + u32::from(i)) % u32::from(self.shards)) as u16)
                 .filter(|s| !taken.contains(*s) && !p.ownership.owns(*s))
@@ -123,11 +130,12 @@ impl Membership {
                     .acquire_shards(&self.node, &candidates, now, lease_ms)
                     .await?;
                 if !got.is_empty() {
-                    tracing::info!(node = %self.node, gained = got.len(), mine = mine + got.len(), target, live = live_n, "acquired shards");
+                    tracing::info!(node = %self.node.node_id, incarnation = self.node.incarnation, gained = got.len(), mine = mine + got.len(), target, live = live_n, "acquired shards");
                     self.gain(&got).await?;
                 }
             }
         }
+        self.last_round_ms.store(now, Ordering::Release);
         metrics::gauge!(crate::metrics::OWNED_SHARDS).set(p.ownership.owned().len() as f64);
         metrics::gauge!(crate::metrics::CLUSTER_NODES).set(live_n as f64);
         Ok(())
@@ -157,6 +165,11 @@ impl Membership {
             if !full {
                 return Ok(());
             }
+            if p.schedule.full() {
+                // The loader reads the rest as the wheel drains.
+                p.schedule.mark_overflow();
+                return Ok(());
+            }
         }
     }
 
@@ -167,13 +180,20 @@ impl Membership {
         p.schedule.retain_shards(|s| p.ownership.owns(s));
     }
 
+    /// Whether this node's leases are current: a membership round completed
+    /// within the lease time, so what it holds was renewed and is still its.
+    pub fn leases_current(&self, now: i64) -> bool {
+        let last = self.last_round_ms.load(Ordering::Acquire);
+        last > 0 && now.saturating_sub(last) <= self.pipe.cfg.lease_ms
+    }
+
     /// Graceful exit: leave the cluster so others take the shards at once.
     pub async fn leave(&self) {
         let p = &*self.pipe;
         let all: Vec<u16> = p.ownership.owned().iter().collect();
         p.ownership.drop_shards(all);
         if let Err(e) = p.store.leave(&self.node).await {
-            tracing::warn!(error = %e, node = %self.node, "leaving the cluster failed; leases expire on their own");
+            tracing::warn!(error = %e, node = %self.node.node_id, incarnation = self.node.incarnation, "leaving the cluster failed; leases expire on their own");
         }
     }
 }
@@ -195,13 +215,13 @@ mod tests {
             p.cfg.clone(),
             SHARDS,
         ));
-        Membership::new(pipe, "node-2".into(), SHARDS)
+        Membership::new(pipe, Holder::new("node-2", 1), SHARDS)
     }
 
     #[tokio::test]
     async fn nodes_move_to_their_fair_share_and_hand_over_on_leaving() {
         let rig = Rig::new(EngineConfig::default()).await;
-        let one = Membership::new(rig.pipe.clone(), crate::testkit::NODE.into(), SHARDS);
+        let one = Membership::new(rig.pipe.clone(), crate::testkit::holder(), SHARDS);
         one.run_once().await.unwrap();
         assert_eq!(rig.pipe.ownership.owned().len(), usize::from(SHARDS));
         let ids = rig.insert(&[T0 + 1_000; 4]).await;

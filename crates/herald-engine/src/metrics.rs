@@ -26,6 +26,10 @@ pub const STORE_ERRORS: &str = "herald_store_errors_total";
 pub const OWNED_SHARDS: &str = "herald_owned_shards";
 pub const CLUSTER_NODES: &str = "herald_cluster_nodes";
 pub const FENCED: &str = "herald_fenced_total";
+/// Timers turned away from a full wheel (`max_loaded`); they stay in the store.
+pub const WHEEL_FULL: &str = "herald_wheel_full_total";
+/// Core loops that died (returned early or panicked) and were restarted.
+pub const LOOP_RESTARTS: &str = "herald_loop_restarts_total";
 /// Reminders delivered inside another reminder's message (merging).
 pub const MERGED: &str = "herald_reminders_merged_total";
 
@@ -67,6 +71,14 @@ pub fn describe() {
     describe_gauge!(INFLIGHT, "Deliveries fetched and not yet recorded.");
     describe_histogram!(WRITE_BATCH, "API writes per group-commit transaction.");
     describe_histogram!(COMPLETE_BATCH, "Outcomes per completion transaction.");
+    describe_counter!(
+        WHEEL_FULL,
+        "Timers turned away from a full wheel (max_loaded); the loader finds them later."
+    );
+    describe_counter!(
+        LOOP_RESTARTS,
+        "Core loops that died (returned or panicked) and were restarted, by loop."
+    );
     describe_counter!(
         STORE_ERRORS,
         "Store operations that failed and were retried."

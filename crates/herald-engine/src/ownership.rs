@@ -113,6 +113,7 @@ mod tests {
             owner: Some("n".into()),
             lease_until: until,
             epoch,
+            incarnation: 1,
         }
     }
 

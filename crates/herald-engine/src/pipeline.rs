@@ -63,7 +63,7 @@ impl Pipeline {
             })
             .collect();
         Self {
-            schedule: Schedule::new(clock.now_ms()),
+            schedule: Schedule::new(clock.now_ms(), cfg.max_loaded),
             ready: FairQueue::new(weights),
             tenant_rates: TenantRates::new(&cfg.tenants, clock.now_ms()),
             flight: Flight::new(cfg.max_inflight.max(1)),

@@ -6,6 +6,13 @@
 //! and every other path (API writes, retries) inserts directly when the due
 //! time is below the horizon, so no timer falls between the two. A timer may
 //! land in the wheel twice; the fetch step drops the copy that is stale.
+//!
+//! The wheel holds at most `max_loaded` timers whatever path inserts. A timer
+//! turned away at the cap stays pending in the store: the schedule then asks
+//! the loader to read its window again from the start, which keeps the
+//! invariant above (the timer is ahead of the loader's cursor again).
+
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use herald_core::{Priority, TenantId, TimerId, Wheel};
 use parking_lot::Mutex;
@@ -38,6 +45,10 @@ struct State {
 pub(crate) struct Schedule {
     state: Mutex<State>,
     wake: Notify,
+    /// Most timers the wheel holds (`max_loaded`).
+    cap: usize,
+    /// A timer was turned away at the cap: the loader must re-read its window.
+    overflowed: AtomicBool,
 }
 
 fn to_wheel_ms(ms: i64) -> u64 {
@@ -45,8 +56,10 @@ fn to_wheel_ms(ms: i64) -> u64 {
 }
 
 impl Schedule {
-    pub fn new(now_ms: i64) -> Self {
+    pub fn new(now_ms: i64, cap: usize) -> Self {
         Self {
+            cap: cap.max(1),
+            overflowed: AtomicBool::new(false),
             state: Mutex::new(State {
                 wheel: Wheel::new(to_wheel_ms(now_ms)),
                 horizon: i64::MIN,
@@ -70,7 +83,24 @@ impl Schedule {
         st.horizon = st.horizon.max(to);
     }
 
-    /// Inserts timers unconditionally (the loader's pages).
+    /// Whether the wheel is at its cap.
+    pub fn full(&self) -> bool {
+        self.len() >= self.cap
+    }
+
+    /// Whether timers were turned away at the cap since the last call: the
+    /// loader then re-reads its window from the start.
+    pub fn take_overflow(&self) -> bool {
+        self.overflowed.swap(false, Ordering::AcqRel)
+    }
+
+    /// Records that pending timers below the horizon were left out (the wheel
+    /// is full): the loader re-reads its window.
+    pub fn mark_overflow(&self) {
+        self.overflowed.store(true, Ordering::Release);
+    }
+
+    /// Inserts timers below the cap, whatever their due time (the loader's pages).
     pub fn load(&self, timers: impl IntoIterator<Item = DueTimer>) {
         self.insert_where(timers, |_, _| true);
     }
@@ -89,9 +119,13 @@ impl Schedule {
         let mut st = self.state.lock();
         let horizon = st.horizon;
         let mut earliest = i64::MAX;
-        let mut n = 0;
+        let (mut n, mut turned_away) = (0, 0u64);
         for t in timers {
             if !keep(&t, horizon) {
+                continue;
+            }
+            if st.wheel.len() >= self.cap {
+                turned_away += 1;
                 continue;
             }
             earliest = earliest.min(t.due_at);
@@ -108,6 +142,10 @@ impl Schedule {
         }
         let wake = earliest < st.planned_wake;
         drop(st);
+        if turned_away > 0 {
+            self.overflowed.store(true, Ordering::Release);
+            metrics::counter!(crate::metrics::WHEEL_FULL).increment(turned_away);
+        }
         if wake {
             self.wake.notify_one();
         }

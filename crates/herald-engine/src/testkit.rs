@@ -19,6 +19,11 @@ use crate::{ChannelSpec, EngineConfig};
 pub const CHANNEL: &str = "rec";
 /// The node the rig runs as.
 pub const NODE: &str = "node-1";
+
+/// The rig's node in its one incarnation.
+pub fn holder() -> herald_store::Holder {
+    herald_store::Holder::new(NODE, 1)
+}
 /// Shards of the test store.
 pub const SHARDS: u16 = 4;
 /// Where the manual clock starts.
@@ -77,7 +82,7 @@ impl Rig {
         let all: Vec<u16> = (0..SHARDS).collect();
         let leases = pipe
             .store
-            .acquire_shards(NODE, &all, T0, lease_ms)
+            .acquire_shards(&holder(), &all, T0, lease_ms)
             .await
             .expect("leases");
         pipe.ownership.hold(&leases);

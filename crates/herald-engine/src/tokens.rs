@@ -13,7 +13,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use herald_channels::{StoredToken, TokenVault, VaultError};
 use herald_core::{Clock, SystemClock};
-use herald_store::{ChannelToken, Store, StoreError};
+use herald_store::{ChannelToken, Holder, Store, StoreError};
 
 /// The named lease that serializes refreshes of the token `key`.
 pub fn token_lease_name(key: &str) -> String {
@@ -94,7 +94,7 @@ impl TokenVault for StoreVault {
     ) -> Result<bool, VaultError> {
         let lease = self
             .store
-            .acquire_lease(&token_lease_name(key), holder, now, ttl_ms)
+            .acquire_lease(&token_lease_name(key), &vault_holder(holder), now, ttl_ms)
             .await
             .map_err(|e| vault_error("locking token", key, e))?;
         Ok(lease.is_some())
@@ -102,10 +102,16 @@ impl TokenVault for StoreVault {
 
     async fn unlock(&self, key: &str, holder: &str) -> Result<(), VaultError> {
         self.store
-            .release_lease(&token_lease_name(key), holder)
+            .release_lease(&token_lease_name(key), &vault_holder(holder))
             .await
             .map_err(|e| vault_error("unlocking token", key, e))
     }
+}
+
+/// Token locks are held per node id, whatever process asks: the channel's
+/// token cache names its holder, and a lock outlives no fetch.
+fn vault_holder(holder: &str) -> Holder {
+    Holder::new(holder, 0)
 }
 
 #[cfg(test)]
@@ -196,14 +202,14 @@ mod tests {
         assert!(v.try_lock("k", "a", 160, 100).await.unwrap());
         // The lock is the store's named lease.
         let lease = store
-            .acquire_lease(&token_lease_name("k"), "a", 170, 100)
+            .acquire_lease(&token_lease_name("k"), &vault_holder("a"), 170, 100)
             .await
             .unwrap()
             .unwrap();
         assert_eq!(lease.holder, "a");
         assert!(
             store
-                .acquire_lease("token:k", "z", 171, 100)
+                .acquire_lease("token:k", &vault_holder("z"), 171, 100)
                 .await
                 .unwrap()
                 .is_none()

@@ -359,7 +359,7 @@ async fn a_dead_nodes_shards_move_when_its_leases_expire() {
     // "Dead" node: claims shards by hand and never renews them.
     let leases = store
         .acquire_shards(
-            "ghost",
+            &herald_store::Holder::new("ghost", 1),
             &(0..8).collect::<Vec<u16>>(),
             SystemClock.now_ms(),
             1_000,
@@ -368,7 +368,11 @@ async fn a_dead_nodes_shards_move_when_its_leases_expire() {
         .unwrap();
     assert_eq!(leases.len(), 8);
     store
-        .heartbeat("ghost", SystemClock.now_ms(), 1_000)
+        .heartbeat(
+            &herald_store::Holder::new("ghost", 1),
+            SystemClock.now_ms(),
+            1_000,
+        )
         .await
         .unwrap();
     let ch = Counting::new(0);

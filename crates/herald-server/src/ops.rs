@@ -47,28 +47,42 @@ pub async fn healthz() -> impl IntoResponse {
 }
 
 /// How long `/readyz` waits for the store.
-const READY_STORE_TIMEOUT: Duration = Duration::from_secs(2);
+const READY_STORE_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// Ready to take traffic. The API is served only once the engine has
-/// started its loops (and stops taking connections before the engine
-/// drains), so what is left to ask is whether the store answers: a read of
-/// one row by its key.
+/// Ready to take traffic: the store answers (a read of one row by its key)
+/// within a second, every core loop of the engine runs, and this node's
+/// leases are current. Otherwise `503` listing the failing parts. Liveness
+/// (`/healthz`) asks none of this.
 pub async fn readyz(State(st): State<AppState>) -> Response {
+    let mut problems = Vec::new();
     let probe = tokio::time::timeout(READY_STORE_TIMEOUT, st.engine.store().get_timer(0));
     match probe.await {
-        Ok(Ok(_)) => axum::Json(serde_json::json!({ "status": "ready" })).into_response(),
+        Ok(Ok(_)) => {}
         Ok(Err(e)) => {
             tracing::warn!(error = %e, "not ready: the store does not answer");
-            ApiError::unavailable("the store does not answer").into_response()
+            problems.push("store: does not answer".to_string());
         }
         Err(_) => {
             tracing::warn!(
                 timeout_ms = READY_STORE_TIMEOUT.as_millis() as u64,
                 "not ready: the store is too slow"
             );
-            ApiError::unavailable("the store did not answer in time").into_response()
+            problems.push("store: did not answer in time".to_string());
         }
     }
+    let health = st.engine.health();
+    problems.extend(health.problems());
+    if problems.is_empty() {
+        return axum::Json(serde_json::json!({ "status": "ready" })).into_response();
+    }
+    tracing::warn!(problems = ?problems, "not ready");
+    // The API's error shape, with the failing parts listed one by one.
+    let body = serde_json::json!({ "error": {
+        "code": "unavailable",
+        "message": format!("not ready: {}", problems.join("; ")),
+        "failing": problems,
+    }});
+    (StatusCode::SERVICE_UNAVAILABLE, axum::Json(body)).into_response()
 }
 
 pub async fn metrics(State(st): State<AppState>) -> impl IntoResponse {
@@ -121,11 +135,13 @@ pub async fn cluster(State(st): State<AppState>) -> Result<Response, ApiError> {
     }
     Ok(axum::Json(serde_json::json!({
         "node_id": st.engine.node_id(),
+        "incarnation": st.engine.incarnation(),
         "shards": st.engine.shards(),
         "owners": owners,
         "unowned": unowned,
         "leases": leases.iter().map(|l| serde_json::json!({
             "shard": l.shard, "owner": l.owner, "lease_until": herald_core::time::format_rfc3339_ms(l.lease_until), "epoch": l.epoch,
+            "incarnation": l.incarnation,
         })).collect::<Vec<_>>(),
     }))
     .into_response())

@@ -252,22 +252,25 @@ pub trait Store: CampaignStore + AccessStore + Send + Sync + 'static {
     // ---- Cluster membership and shard ownership ----
 
     /// Records that `node` is alive until `now + ttl_ms` (registering it if new)
-    /// and returns every node alive at `now`, ordered by node id.
-    async fn heartbeat(&self, node: &str, now: i64, ttl_ms: i64) -> Result<Vec<NodeInfo>>;
+    /// and returns every node alive at `now`, ordered by node id. Incarnations
+    /// of one node id share its row: the last to beat shows.
+    async fn heartbeat(&self, node: &Holder, now: i64, ttl_ms: i64) -> Result<Vec<NodeInfo>>;
 
-    /// Removes `node` from the cluster and releases every shard it owns.
-    async fn leave(&self, node: &str) -> Result<()>;
+    /// Removes `node` from the cluster and releases every shard it owns; an
+    /// incarnation that is no longer the node's changes nothing.
+    async fn leave(&self, node: &Holder) -> Result<()>;
 
     /// Every shard's lease, ordered by shard (shards never leased are left out).
     async fn shard_leases(&self) -> Result<Vec<ShardLease>>;
 
     /// For each of `shards` that is unowned, expired at `now`, or already owned
     /// by `node`: makes `node` the owner until `now + lease_ms`. Taking a shard
-    /// from another owner (or from nobody) bumps its epoch; renewing one's own
-    /// lease does not. Returns the leases `node` holds among `shards` afterwards.
+    /// from another holder (another node id, or another incarnation of the same
+    /// one) or from nobody bumps its epoch; renewing one's own lease does not.
+    /// Returns the leases `node` holds among `shards` afterwards.
     async fn acquire_shards(
         &self,
-        node: &str,
+        node: &Holder,
         shards: &[u16],
         now: i64,
         lease_ms: i64,
@@ -278,7 +281,7 @@ pub trait Store: CampaignStore + AccessStore + Send + Sync + 'static {
     /// Returns the leases renewed; those missing are lost.
     async fn renew_shards(
         &self,
-        node: &str,
+        node: &Holder,
         held: &[Fence],
         now: i64,
         lease_ms: i64,
@@ -286,20 +289,20 @@ pub trait Store: CampaignStore + AccessStore + Send + Sync + 'static {
 
     /// Gives up the shards `node` owns among `shards`: no owner, epoch bumped, so
     /// anything `node` still writes under the old epoch is fenced off.
-    async fn release_shards(&self, node: &str, shards: &[u16]) -> Result<()>;
+    async fn release_shards(&self, node: &Holder, shards: &[u16]) -> Result<()>;
 
     /// Takes (or renews) the named lease for `holder` if it is free, expired at
     /// `now`, or already `holder`'s. Returns it when `holder` has it afterwards.
     async fn acquire_lease(
         &self,
         name: &str,
-        holder: &str,
+        holder: &Holder,
         now: i64,
         ttl_ms: i64,
     ) -> Result<Option<NamedLease>>;
 
     /// Gives up a named lease `holder` has; others' leases are left alone.
-    async fn release_lease(&self, name: &str, holder: &str) -> Result<()>;
+    async fn release_lease(&self, name: &str, holder: &Holder) -> Result<()>;
 
     /// Timers other processes created, as they commit: backends shared by several
     /// nodes announce new timers (PostgreSQL: `LISTEN/NOTIFY`) so the owner can

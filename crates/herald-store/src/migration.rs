@@ -27,6 +27,7 @@ macro_rules! migrations {
             "0005_provider",
             "0006_segment_cursor_idx",
             "0007_tenants",
+            "0008_incarnation",
         )
     };
     (@ $($name:literal),+ $(,)?) => {

@@ -99,7 +99,7 @@ async fn migrations_are_idempotent_and_safe_concurrently() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(versions, vec![1, 2, 3, 4, 5, 6, 7]);
+    assert_eq!(versions, vec![1, 2, 3, 4, 5, 6, 7, 8]);
     // Every handle works on the one schema.
     let r = stores[0].apply(inserts([timer(5)])).await.unwrap();
     let id = created(&r[0]).id;
@@ -316,7 +316,12 @@ async fn ten_thousand_inserts_in_one_batch_come_back_in_order() {
 
     // A big completion batch with fences, some stale.
     store
-        .acquire_shards("n", &(0..16).collect::<Vec<_>>(), 0, 1_000_000)
+        .acquire_shards(
+            &herald_store::Holder::new("n", 1),
+            &(0..16).collect::<Vec<_>>(),
+            0,
+            1_000_000,
+        )
         .await
         .unwrap();
     let recs: Vec<_> = results
@@ -373,8 +378,13 @@ async fn many_handles_race_for_all_shards() {
                     mine.reverse();
                 }
                 tokio::spawn(async move {
-                    s.acquire_shards(&format!("node-{n}"), &mine, now, 50_000)
-                        .await
+                    s.acquire_shards(
+                        &herald_store::Holder::new(format!("node-{n}"), 1),
+                        &mine,
+                        now,
+                        50_000,
+                    )
+                    .await
                 })
             })
             .collect();

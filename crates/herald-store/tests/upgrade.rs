@@ -212,7 +212,8 @@ async fn reads_back_v0(store: &dyn Store, w: &Written) {
             shard: i as u16,
             owner: None,
             lease_until: 0,
-            epoch: 2
+            epoch: 2,
+            incarnation: 0,
         }));
 
     // The subject and its three reminders.
@@ -685,7 +686,7 @@ async fn a_v0_sqlite_store_opens_migrates_and_reads_back() {
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 7);
+    assert_eq!(version, 8);
     drop(conn);
     // Opening again applies nothing and still reads the old rows.
     let store = herald_store::open(&url, &StoreOptions::default())
@@ -754,6 +755,7 @@ async fn a_v0_postgres_store_opens_migrates_and_reads_back() {
             (5, "0005_provider"),
             (6, "0006_segment_cursor_idx"),
             (7, "0007_tenants"),
+            (8, "0008_incarnation"),
         ]
     );
 }

@@ -127,14 +127,26 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     // Tests and scripts read this line to learn the port.
     println!("herald listening on http://{addr}");
     std::io::stdout().flush().ok();
+    // A core loop that cannot restart died: stop serving and exit non-zero
+    // rather than keep answering without it.
+    let failed = engine.clone();
+    let stop_serving = async move {
+        tokio::select! {
+            _ = shutdown_signal() => {}
+            _ = failed.failed() => {}
+        }
+    };
     axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown_signal())
+        .with_graceful_shutdown(stop_serving)
         .await
         .context("serving HTTP")?;
     // No request is answered any more: write the last audit entries.
     audit_writer.shutdown().await;
     tracing::info!("stopping: draining in-flight deliveries");
     engine.shutdown().await;
+    if engine.health().failed {
+        bail!("a core loop of the engine died and cannot be restarted");
+    }
     tracing::info!("stopped");
     Ok(())
 }

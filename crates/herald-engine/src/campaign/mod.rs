@@ -34,6 +34,8 @@ use tokio::task::JoinHandle;
 
 use crate::Stop;
 use crate::channel_runtime::ChannelRuntime;
+use crate::supervise::{Loops, Restart};
+use futures_util::FutureExt;
 
 /// Name of the store lease under which one node plans and starts rule tasks.
 pub const PLANNER_LEASE: &str = "rule-planner";
@@ -97,7 +99,8 @@ pub(crate) struct Shared {
     pub clock: Arc<dyn Clock>,
     pub channels: Arc<HashMap<String, Arc<ChannelRuntime>>>,
     pub cfg: CampaignConfig,
-    pub node_id: String,
+    /// This process: the planner's and sweeper's leases are held by it.
+    pub holder: herald_store::Holder,
     pub stop: Arc<Stop>,
     /// Poked when a job may have claimable segments (created here, or re-issued).
     pub work: Notify,
@@ -118,13 +121,21 @@ impl Shared {
     }
 }
 
-/// Spawns the worker loops, the sweeper and the planner.
-pub(crate) fn spawn(shared: Arc<Shared>) -> Vec<JoinHandle<()>> {
+/// Spawns the worker loops, the sweeper and the planner, under supervision.
+pub(crate) fn spawn(shared: Arc<Shared>, loops: &Arc<Loops>) -> Vec<JoinHandle<()>> {
     let mut tasks = Vec::new();
     for n in 0..shared.cfg.workers {
-        tasks.push(tokio::spawn(worker::run(shared.clone(), n)));
+        let sh = shared.clone();
+        tasks.push(loops.spawn("segment-worker", Restart::Yes, move || {
+            worker::run(sh.clone(), n).boxed()
+        }));
     }
-    tasks.push(tokio::spawn(sweeper::run(shared.clone())));
-    tasks.push(tokio::spawn(planner::run(shared)));
+    let sh = shared.clone();
+    tasks.push(loops.spawn("sweeper", Restart::Yes, move || {
+        sweeper::run(sh.clone()).boxed()
+    }));
+    tasks.push(loops.spawn("planner", Restart::Yes, move || {
+        planner::run(shared.clone()).boxed()
+    }));
     tasks
 }

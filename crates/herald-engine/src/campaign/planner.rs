@@ -25,12 +25,12 @@ pub(super) async fn run(sh: Arc<Shared>) {
         let now = sh.clock.now_ms();
         match sh
             .store
-            .acquire_lease(PLANNER_LEASE, &sh.node_id, now, ttl)
+            .acquire_lease(PLANNER_LEASE, &sh.holder, now, ttl)
             .await
         {
             Ok(Some(_)) => {
                 if !held {
-                    tracing::info!(node = %sh.node_id, "this node now plans rules");
+                    tracing::info!(node = %sh.holder.node_id, incarnation = sh.holder.incarnation, "this node now plans rules");
                     held = true;
                 }
                 plan_all(&sh).await;
@@ -42,7 +42,7 @@ pub(super) async fn run(sh: Arc<Shared>) {
         sh.nap(&sh.plan, interval).await;
     }
     if held {
-        let _ = sh.store.release_lease(PLANNER_LEASE, &sh.node_id).await;
+        let _ = sh.store.release_lease(PLANNER_LEASE, &sh.holder).await;
     }
 }
 

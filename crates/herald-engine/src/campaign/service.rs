@@ -522,7 +522,7 @@ mod tests {
             clock,
             channels: Default::default(),
             cfg: super::super::CampaignConfig::default(),
-            node_id: "service-test".into(),
+            holder: herald_store::Holder::new("service-test", 1),
             stop: Arc::new(Stop::default()),
             work: Default::default(),
             plan: Default::default(),

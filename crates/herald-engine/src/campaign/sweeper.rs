@@ -28,12 +28,12 @@ pub(super) async fn run(sh: Arc<Shared>) {
         let now = sh.clock.now_ms();
         match sh
             .store
-            .acquire_lease(SWEEPER_LEASE, &sh.node_id, now, ttl)
+            .acquire_lease(SWEEPER_LEASE, &sh.holder, now, ttl)
             .await
         {
             Ok(Some(_)) => {
                 if !held {
-                    tracing::info!(node = %sh.node_id, "this node now sweeps job segments");
+                    tracing::info!(node = %sh.holder.node_id, incarnation = sh.holder.incarnation, "this node now sweeps job segments");
                     held = true;
                 }
                 sweep_rounds(&sh, opts).await;
@@ -44,7 +44,7 @@ pub(super) async fn run(sh: Arc<Shared>) {
         sh.nap(&sh.sweep, interval).await;
     }
     if held {
-        let _ = sh.store.release_lease(SWEEPER_LEASE, &sh.node_id).await;
+        let _ = sh.store.release_lease(SWEEPER_LEASE, &sh.holder).await;
     }
 }
 

@@ -27,7 +27,7 @@ use crate::channel_runtime::ChannelRuntime;
 
 /// The worker loop: claim, send, repeat; nap when there is nothing to claim.
 pub(super) async fn run(sh: Arc<Shared>, n: usize) {
-    let owner = format!("{}/w{n}", sh.node_id);
+    let owner = format!("{}/w{n}", sh.holder.node_id);
     while !sh.stop.is_stopped() {
         let now = sh.clock.now_ms();
         match sh.store.claim_segment(&owner, now, sh.cfg.lease_ms).await {

@@ -589,3 +589,44 @@ async fn readyz_follows_the_store() {
     let (st, _) = api.get("/readyz").await;
     assert_eq!(st, StatusCode::OK);
 }
+
+#[tokio::test]
+async fn readyz_names_a_dead_core_loop_until_it_restarts() {
+    let api = Api::new().await;
+    assert!(api.engine.health().ok(), "{:?}", api.engine.health());
+    assert_eq!(api.engine.inject_loop_fault("loader", true), 1);
+    let mut seen = None;
+    for _ in 0..200 {
+        let (st, body) = api.get("/readyz").await;
+        if st == StatusCode::SERVICE_UNAVAILABLE {
+            seen = Some(body);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let body = seen.expect("readyz turns 503 while the loader is dead");
+    assert_eq!(body["error"]["code"], "unavailable");
+    assert_eq!(
+        body["error"]["failing"],
+        json!(["loop loader is not running"])
+    );
+    let (st, _) = api.get("/healthz").await;
+    assert_eq!(st, StatusCode::OK, "liveness is not readiness");
+    api.engine.inject_loop_fault("loader", false);
+    let mut ready = false;
+    for _ in 0..1_000 {
+        if api.get("/readyz").await.0 == StatusCode::OK {
+            ready = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(ready, "the loader restarts and readyz is 200 again");
+    let loader = api
+        .engine
+        .health()
+        .loops
+        .into_iter()
+        .find(|l| l.name == "loader");
+    assert!(loader.is_some_and(|l| l.alive && l.restarts >= 1));
+}

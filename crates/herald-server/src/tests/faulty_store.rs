@@ -105,14 +105,14 @@ faulty! { Store:
     fn user_reminders(tenant: TenantId, user_id: &str, limit: usize) -> Result<Vec<ReminderTimer>>;
     fn pending_reminders(probes: &[MergeProbe]) -> Result<Vec<TimerRecord>>;
     fn count_by_tenant_state() -> Result<Vec<(TenantId, herald_core::TimerState, u64)>>;
-    fn heartbeat(node: &str, now: i64, ttl_ms: i64) -> Result<Vec<NodeInfo>>;
-    fn leave(node: &str) -> Result<()>;
+    fn heartbeat(node: &Holder, now: i64, ttl_ms: i64) -> Result<Vec<NodeInfo>>;
+    fn leave(node: &Holder) -> Result<()>;
     fn shard_leases() -> Result<Vec<ShardLease>>;
-    fn acquire_shards(node: &str, shards: &[u16], now: i64, lease_ms: i64) -> Result<Vec<ShardLease>>;
-    fn renew_shards(node: &str, held: &[Fence], now: i64, lease_ms: i64) -> Result<Vec<ShardLease>>;
-    fn release_shards(node: &str, shards: &[u16]) -> Result<()>;
-    fn acquire_lease(name: &str, holder: &str, now: i64, ttl_ms: i64) -> Result<Option<NamedLease>>;
-    fn release_lease(name: &str, holder: &str) -> Result<()>;
+    fn acquire_shards(node: &Holder, shards: &[u16], now: i64, lease_ms: i64) -> Result<Vec<ShardLease>>;
+    fn renew_shards(node: &Holder, held: &[Fence], now: i64, lease_ms: i64) -> Result<Vec<ShardLease>>;
+    fn release_shards(node: &Holder, shards: &[u16]) -> Result<()>;
+    fn acquire_lease(name: &str, holder: &Holder, now: i64, ttl_ms: i64) -> Result<Option<NamedLease>>;
+    fn release_lease(name: &str, holder: &Holder) -> Result<()>;
     fn subscribe() -> Result<Option<tokio::sync::mpsc::Receiver<Vec<DueEntry>>>>;
 }
 

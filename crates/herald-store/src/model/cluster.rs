@@ -6,7 +6,7 @@ use crate::{NamedLease, NodeInfo, Result, ShardLease};
 /// A `nodes` row, as [`NodeInfo`] reads it.
 macro_rules! node_cols {
     ($($t:literal)?) => {
-        $crate::model::columns!($($t)?; "node_id", "expires_at", "started_at")
+        $crate::model::columns!($($t)?; "node_id", "expires_at", "started_at", "incarnation")
     };
 }
 pub(crate) use node_cols;
@@ -14,7 +14,7 @@ pub(crate) use node_cols;
 /// A `shard_leases` row, as [`ShardLease`] reads it.
 macro_rules! shard_lease_cols {
     ($($t:literal)?) => {
-        $crate::model::columns!($($t)?; "shard", "owner", "lease_until", "epoch")
+        $crate::model::columns!($($t)?; "shard", "owner", "lease_until", "epoch", "incarnation")
     };
 }
 pub(crate) use shard_lease_cols;
@@ -22,7 +22,7 @@ pub(crate) use shard_lease_cols;
 /// A `named_leases` row, as [`NamedLease`] reads it.
 macro_rules! named_lease_cols {
     ($($t:literal)?) => {
-        $crate::model::columns!($($t)?; "name", "holder", "lease_until", "epoch")
+        $crate::model::columns!($($t)?; "name", "holder", "lease_until", "epoch", "incarnation")
     };
 }
 pub(crate) use named_lease_cols;
@@ -33,6 +33,7 @@ impl Decode for NodeInfo {
             node_id: r.string("nodes.node_id")?,
             expires_at: r.int("nodes.expires_at")?,
             started_at: r.int("nodes.started_at")?,
+            incarnation: r.int("nodes.incarnation")?,
         })
     }
 }
@@ -44,6 +45,7 @@ impl Decode for ShardLease {
             owner: r.opt_string("shard_leases.owner")?,
             lease_until: r.int("shard_leases.lease_until")?,
             epoch: r.int("shard_leases.epoch")?,
+            incarnation: r.int("shard_leases.incarnation")?,
         })
     }
 }
@@ -55,6 +57,7 @@ impl Decode for NamedLease {
             holder: r.string("named_leases.holder")?,
             lease_until: r.int("named_leases.lease_until")?,
             epoch: r.int("named_leases.epoch")?,
+            incarnation: r.int("named_leases.incarnation")?,
         })
     }
 }

@@ -12,19 +12,23 @@ use futures_util::future::join;
 
 use super::{Ctx, PgStore};
 use crate::model::{self, named_lease_cols, node_cols, shard_lease_cols};
-use crate::{Fence, NamedLease, NodeInfo, Result, ShardLease};
+use crate::{Fence, Holder, NamedLease, NodeInfo, Result, ShardLease};
 
-// $1 shards (sorted, distinct), $2 node, $3 new lease_until, $4 now. A shard
-// changes hands (and epoch) only when free or expired; the owner renews without
-// a bump. RETURNING lists exactly the rows now owned by $2 among $1.
+// $1 shards (sorted, distinct), $2 node, $3 new lease_until, $4 now, $5
+// incarnation. A shard changes hands (and epoch) only when free or expired; the
+// holder (node and incarnation) renews without a bump. RETURNING lists exactly
+// the rows now held by ($2, $5) among $1.
 const ACQUIRE_SHARDS: &str = concat!(
-    "INSERT INTO shard_leases AS l (shard, owner, lease_until, epoch) \
-     SELECT s, $2, $3, 1 FROM unnest($1::int4[]) AS s \
+    "INSERT INTO shard_leases AS l (shard, owner, lease_until, epoch, incarnation) \
+     SELECT s, $2, $3, 1, $5 FROM unnest($1::int4[]) AS s \
      ON CONFLICT (shard) DO UPDATE SET \
-         epoch = CASE WHEN l.owner IS NOT DISTINCT FROM EXCLUDED.owner THEN l.epoch \
+         epoch = CASE WHEN l.owner IS NOT DISTINCT FROM EXCLUDED.owner \
+                           AND l.incarnation = EXCLUDED.incarnation THEN l.epoch \
                       ELSE l.epoch + 1 END, \
-         owner = EXCLUDED.owner, lease_until = EXCLUDED.lease_until \
-     WHERE l.owner IS NULL OR l.owner = EXCLUDED.owner OR l.lease_until <= $4 \
+         owner = EXCLUDED.owner, lease_until = EXCLUDED.lease_until, \
+         incarnation = EXCLUDED.incarnation \
+     WHERE l.owner IS NULL OR l.lease_until <= $4 \
+        OR (l.owner = EXCLUDED.owner AND l.incarnation = EXCLUDED.incarnation) \
      RETURNING ",
     shard_lease_cols!("l")
 );
@@ -33,42 +37,54 @@ const ALL_LEASES: &str = concat!(
     shard_lease_cols!(),
     " FROM shard_leases ORDER BY shard"
 );
-// $1 shards, $2 epochs (pairwise), $3 node, $4 new lease_until.
+// $1 shards, $2 epochs (pairwise), $3 node, $4 new lease_until, $5 incarnation.
 const RENEW_SHARDS: &str = concat!(
     "UPDATE shard_leases AS l SET lease_until = $4 \
      FROM unnest($1::int4[], $2::int8[]) AS h(shard, epoch) \
      WHERE l.shard = h.shard AND l.owner = $3 AND l.epoch = h.epoch \
+       AND l.incarnation = $5 \
      RETURNING ",
     shard_lease_cols!("l")
 );
 const RELEASE_SHARDS: &str = "UPDATE shard_leases \
-    SET owner = NULL, lease_until = 0, epoch = epoch + 1 \
-    WHERE shard = ANY($1::int4[]) AND owner = $2";
+    SET owner = NULL, lease_until = 0, epoch = epoch + 1, incarnation = 0 \
+    WHERE shard = ANY($1::int4[]) AND owner = $2 AND incarnation = $3";
 const RELEASE_ALL: &str = "UPDATE shard_leases \
-    SET owner = NULL, lease_until = 0, epoch = epoch + 1 WHERE owner = $1";
-const BEAT: &str = "INSERT INTO nodes (node_id, started_at, expires_at) VALUES ($1, $2, $3) \
-    ON CONFLICT (node_id) DO UPDATE SET expires_at = EXCLUDED.expires_at";
+    SET owner = NULL, lease_until = 0, epoch = epoch + 1, incarnation = 0 \
+    WHERE owner = $1 AND incarnation = $2";
+// Two incarnations beating under one node id take turns in its row; the
+// start time is that of the incarnation that beat last.
+const BEAT: &str = "INSERT INTO nodes (node_id, started_at, expires_at, incarnation) \
+    VALUES ($1, $2, $3, $4) \
+    ON CONFLICT (node_id) DO UPDATE SET expires_at = EXCLUDED.expires_at, \
+        started_at = CASE WHEN nodes.incarnation = EXCLUDED.incarnation \
+                          THEN nodes.started_at ELSE EXCLUDED.started_at END, \
+        incarnation = EXCLUDED.incarnation";
 const LIVE_NODES: &str = concat!(
     "SELECT ",
     node_cols!(),
     " FROM nodes WHERE expires_at > $1 ORDER BY node_id"
 );
-const FORGET_NODE: &str = "DELETE FROM nodes WHERE node_id = $1";
-// $1 name, $2 holder, $3 new lease_until, $4 now.
+const FORGET_NODE: &str = "DELETE FROM nodes WHERE node_id = $1 AND incarnation = $2";
+// $1 name, $2 holder, $3 new lease_until, $4 now, $5 incarnation.
 const ACQUIRE_NAMED: &str = concat!(
-    "INSERT INTO named_leases AS n (name, holder, lease_until, epoch) \
-     VALUES ($1, $2, $3, 1) \
+    "INSERT INTO named_leases AS n (name, holder, lease_until, epoch, incarnation) \
+     VALUES ($1, $2, $3, 1, $5) \
      ON CONFLICT (name) DO UPDATE SET \
-         epoch = CASE WHEN n.holder = EXCLUDED.holder THEN n.epoch ELSE n.epoch + 1 END, \
-         holder = EXCLUDED.holder, lease_until = EXCLUDED.lease_until \
-     WHERE n.holder = EXCLUDED.holder OR n.lease_until <= $4 \
+         epoch = CASE WHEN n.holder = EXCLUDED.holder \
+                           AND n.incarnation = EXCLUDED.incarnation THEN n.epoch \
+                      ELSE n.epoch + 1 END, \
+         holder = EXCLUDED.holder, lease_until = EXCLUDED.lease_until, \
+         incarnation = EXCLUDED.incarnation \
+     WHERE (n.holder = EXCLUDED.holder AND n.incarnation = EXCLUDED.incarnation) \
+        OR n.lease_until <= $4 \
      RETURNING ",
     named_lease_cols!("n")
 );
 // Releasing expires the lease rather than deleting it, so the epoch keeps
 // growing across holders.
-const RELEASE_NAMED: &str =
-    "UPDATE named_leases SET lease_until = 0 WHERE name = $1 AND holder = $2";
+const RELEASE_NAMED: &str = "UPDATE named_leases SET lease_until = 0 \
+    WHERE name = $1 AND holder = $2 AND incarnation = $3";
 
 /// Sorted, without repeats: the order every claim locks rows in.
 fn sorted_shards(shards: &[u16]) -> Vec<i32> {
@@ -80,7 +96,7 @@ fn sorted_shards(shards: &[u16]) -> Vec<i32> {
 
 pub(super) async fn heartbeat(
     store: &PgStore,
-    node: &str,
+    node: &Holder,
     now: i64,
     ttl_ms: i64,
 ) -> Result<Vec<NodeInfo>> {
@@ -97,7 +113,7 @@ pub(super) async fn heartbeat(
     // Pipelined (`join` polls in order, and a query is sent when first polled):
     // the beat commits on its own, then the read sees it.
     let (beat, rows) = join(
-        client.execute(&beat, &[&node, &now, &expires]),
+        client.execute(&beat, &[&node.node_id, &now, &expires, &node.incarnation]),
         client.query(&live, &[&now]),
     )
     .await;
@@ -108,7 +124,7 @@ pub(super) async fn heartbeat(
         .collect()
 }
 
-pub(super) async fn leave(store: &PgStore, node: &str) -> Result<()> {
+pub(super) async fn leave(store: &PgStore, node: &Holder) -> Result<()> {
     let mut client = store.client().await?;
     let tx = client.transaction().await.ctx("beginning leave")?;
     let release = tx
@@ -120,8 +136,8 @@ pub(super) async fn leave(store: &PgStore, node: &str) -> Result<()> {
         .await
         .ctx("preparing leave")?;
     let (released, forgotten) = join(
-        tx.execute(&release, &[&node]),
-        tx.execute(&forget, &[&node]),
+        tx.execute(&release, &[&node.node_id, &node.incarnation]),
+        tx.execute(&forget, &[&node.node_id, &node.incarnation]),
     )
     .await;
     released.ctx("releasing shards")?;
@@ -146,7 +162,7 @@ pub(super) async fn shard_leases(store: &PgStore) -> Result<Vec<ShardLease>> {
 
 pub(super) async fn acquire_shards(
     store: &PgStore,
-    node: &str,
+    node: &Holder,
     shards: &[u16],
     now: i64,
     lease_ms: i64,
@@ -159,7 +175,10 @@ pub(super) async fn acquire_shards(
         .await
         .ctx("preparing acquire")?;
     let rows = client
-        .query(&stmt, &[&shards, &node, &until, &now])
+        .query(
+            &stmt,
+            &[&shards, &node.node_id, &until, &now, &node.incarnation],
+        )
         .await
         .ctx("acquiring shards")?;
     let mut held = rows
@@ -172,7 +191,7 @@ pub(super) async fn acquire_shards(
 
 pub(super) async fn renew_shards(
     store: &PgStore,
-    node: &str,
+    node: &Holder,
     held: &[Fence],
     now: i64,
     lease_ms: i64,
@@ -186,7 +205,10 @@ pub(super) async fn renew_shards(
         .await
         .ctx("preparing renew")?;
     let rows = client
-        .query(&stmt, &[&shards, &epochs, &node, &until])
+        .query(
+            &stmt,
+            &[&shards, &epochs, &node.node_id, &until, &node.incarnation],
+        )
         .await
         .ctx("renewing shards")?;
     let mut renewed: HashMap<u16, ShardLease> = HashMap::with_capacity(rows.len());
@@ -201,7 +223,7 @@ pub(super) async fn renew_shards(
         .collect())
 }
 
-pub(super) async fn release_shards(store: &PgStore, node: &str, shards: &[u16]) -> Result<()> {
+pub(super) async fn release_shards(store: &PgStore, node: &Holder, shards: &[u16]) -> Result<()> {
     let shards = sorted_shards(shards);
     let client = store.client().await?;
     let stmt = client
@@ -209,7 +231,7 @@ pub(super) async fn release_shards(store: &PgStore, node: &str, shards: &[u16]) 
         .await
         .ctx("preparing release")?;
     client
-        .execute(&stmt, &[&shards, &node])
+        .execute(&stmt, &[&shards, &node.node_id, &node.incarnation])
         .await
         .ctx("releasing shards")?;
     Ok(())
@@ -218,7 +240,7 @@ pub(super) async fn release_shards(store: &PgStore, node: &str, shards: &[u16]) 
 pub(super) async fn acquire_lease(
     store: &PgStore,
     name: &str,
-    holder: &str,
+    holder: &Holder,
     now: i64,
     ttl_ms: i64,
 ) -> Result<Option<NamedLease>> {
@@ -229,7 +251,10 @@ pub(super) async fn acquire_lease(
         .await
         .ctx("preparing lease")?;
     let row = client
-        .query_opt(&stmt, &[&name, &holder, &until, &now])
+        .query_opt(
+            &stmt,
+            &[&name, &holder.node_id, &until, &now, &holder.incarnation],
+        )
         .await
         .ctx("acquiring lease")?;
     let Some(row) = row else { return Ok(None) };
@@ -238,14 +263,14 @@ pub(super) async fn acquire_lease(
     Ok((lease.lease_until > now).then_some(lease))
 }
 
-pub(super) async fn release_lease(store: &PgStore, name: &str, holder: &str) -> Result<()> {
+pub(super) async fn release_lease(store: &PgStore, name: &str, holder: &Holder) -> Result<()> {
     let client = store.client().await?;
     let stmt = client
         .prepare_cached(RELEASE_NAMED)
         .await
         .ctx("preparing lease release")?;
     client
-        .execute(&stmt, &[&name, &holder])
+        .execute(&stmt, &[&name, &holder.node_id, &holder.incarnation])
         .await
         .ctx("releasing lease")?;
     Ok(())

@@ -75,6 +75,7 @@ use tokio_postgres::types::ToSql;
 
 use error::{Ctx, col, pg_error, retryable};
 
+use crate::Holder;
 use crate::{
     Applied, ChannelToken, Completion, DeliveryRecord, DueCursor, DueEntry, Fence, NamedLease,
     NodeInfo, Result, ShardLease, Store, StoreError, StoreOptions, TimerRecord, WriteOp,
@@ -390,11 +391,11 @@ impl Store for PgStore {
         provider::expire_channel_token(self, key, token, now).await
     }
 
-    async fn heartbeat(&self, node: &str, now: i64, ttl_ms: i64) -> Result<Vec<NodeInfo>> {
+    async fn heartbeat(&self, node: &Holder, now: i64, ttl_ms: i64) -> Result<Vec<NodeInfo>> {
         cluster::heartbeat(self, node, now, ttl_ms).await
     }
 
-    async fn leave(&self, node: &str) -> Result<()> {
+    async fn leave(&self, node: &Holder) -> Result<()> {
         self.retrying("leave", || cluster::leave(self, node)).await
     }
 
@@ -404,7 +405,7 @@ impl Store for PgStore {
 
     async fn acquire_shards(
         &self,
-        node: &str,
+        node: &Holder,
         shards: &[u16],
         now: i64,
         lease_ms: i64,
@@ -420,7 +421,7 @@ impl Store for PgStore {
 
     async fn renew_shards(
         &self,
-        node: &str,
+        node: &Holder,
         held: &[Fence],
         now: i64,
         lease_ms: i64,
@@ -434,7 +435,7 @@ impl Store for PgStore {
         .await
     }
 
-    async fn release_shards(&self, node: &str, shards: &[u16]) -> Result<()> {
+    async fn release_shards(&self, node: &Holder, shards: &[u16]) -> Result<()> {
         if shards.is_empty() {
             return Ok(());
         }
@@ -447,7 +448,7 @@ impl Store for PgStore {
     async fn acquire_lease(
         &self,
         name: &str,
-        holder: &str,
+        holder: &Holder,
         now: i64,
         ttl_ms: i64,
     ) -> Result<Option<NamedLease>> {
@@ -457,7 +458,7 @@ impl Store for PgStore {
         .await
     }
 
-    async fn release_lease(&self, name: &str, holder: &str) -> Result<()> {
+    async fn release_lease(&self, name: &str, holder: &Holder) -> Result<()> {
         cluster::release_lease(self, name, holder).await
     }
 

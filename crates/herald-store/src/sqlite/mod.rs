@@ -53,6 +53,7 @@ use checkpointer::Checkpointer;
 use error::Ctx;
 use pool::{ConnPool, Role};
 
+use crate::Holder;
 use crate::{
     Applied, ChannelToken, Completion, DeliveryRecord, DueCursor, DueEntry, Fence, MergeProbe,
     NamedLease, NodeInfo, ReminderTimer, Result, ShardLease, Store, StoreError, StoreOptions,
@@ -270,14 +271,14 @@ impl Store for SqliteStore {
         self.read(|c| timers::count_by_tenant_state(c)).await
     }
 
-    async fn heartbeat(&self, node: &str, now: i64, ttl_ms: i64) -> Result<Vec<NodeInfo>> {
-        let node = node.to_string();
+    async fn heartbeat(&self, node: &Holder, now: i64, ttl_ms: i64) -> Result<Vec<NodeInfo>> {
+        let node = node.clone();
         self.write(move |c| cluster::heartbeat(c, &node, now, ttl_ms))
             .await
     }
 
-    async fn leave(&self, node: &str) -> Result<()> {
-        let node = node.to_string();
+    async fn leave(&self, node: &Holder) -> Result<()> {
+        let node = node.clone();
         self.write(move |c| cluster::leave(c, &node)).await
     }
 
@@ -288,30 +289,30 @@ impl Store for SqliteStore {
 
     async fn acquire_shards(
         &self,
-        node: &str,
+        node: &Holder,
         shards: &[u16],
         now: i64,
         lease_ms: i64,
     ) -> Result<Vec<ShardLease>> {
-        let (node, shards) = (node.to_string(), shards.to_vec());
+        let (node, shards) = (node.clone(), shards.to_vec());
         self.write(move |c| cluster::acquire_shards(c, &node, &shards, now, lease_ms))
             .await
     }
 
     async fn renew_shards(
         &self,
-        node: &str,
+        node: &Holder,
         held: &[Fence],
         now: i64,
         lease_ms: i64,
     ) -> Result<Vec<ShardLease>> {
-        let (node, held) = (node.to_string(), held.to_vec());
+        let (node, held) = (node.clone(), held.to_vec());
         self.write(move |c| cluster::renew_shards(c, &node, &held, now, lease_ms))
             .await
     }
 
-    async fn release_shards(&self, node: &str, shards: &[u16]) -> Result<()> {
-        let (node, shards) = (node.to_string(), shards.to_vec());
+    async fn release_shards(&self, node: &Holder, shards: &[u16]) -> Result<()> {
+        let (node, shards) = (node.clone(), shards.to_vec());
         self.write(move |c| cluster::release_shards(c, &node, &shards))
             .await
     }
@@ -319,17 +320,17 @@ impl Store for SqliteStore {
     async fn acquire_lease(
         &self,
         name: &str,
-        holder: &str,
+        holder: &Holder,
         now: i64,
         ttl_ms: i64,
     ) -> Result<Option<NamedLease>> {
-        let (name, holder) = (name.to_string(), holder.to_string());
+        let (name, holder) = (name.to_string(), holder.clone());
         self.write(move |c| cluster::acquire_lease(c, &name, &holder, now, ttl_ms))
             .await
     }
 
-    async fn release_lease(&self, name: &str, holder: &str) -> Result<()> {
-        let (name, holder) = (name.to_string(), holder.to_string());
+    async fn release_lease(&self, name: &str, holder: &Holder) -> Result<()> {
+        let (name, holder) = (name.to_string(), holder.clone());
         self.write(move |c| cluster::release_lease(c, &name, &holder))
             .await
     }

@@ -138,6 +138,7 @@ macro_rules! store_conformance_tests {
                 released_shards_are_free_with_a_new_epoch,
                 a_stale_epoch_is_fenced_off,
                 named_leases_have_one_holder_at_a_time,
+                a_new_incarnation_fences_off_the_old_one,
             ]
             races: [concurrent_claims_from_two_handles]
         );

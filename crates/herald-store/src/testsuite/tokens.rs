@@ -171,7 +171,7 @@ pub async fn concurrent_refreshers_on_two_handles_fetch_once(a: S, b: S) {
         let store = if i % 2 == 0 { a.clone() } else { b.clone() };
         let fetches = fetches.clone();
         tasks.push(tokio::spawn(async move {
-            let holder = format!("node-{i}");
+            let holder = crate::Holder::new(format!("node-{i}"), 1);
             for _ in 0..500 {
                 if let Some(t) = store.get_channel_token("wx").await.unwrap()
                     && t.expires_at > now
@@ -195,7 +195,7 @@ pub async fn concurrent_refreshers_on_two_handles_fetch_once(a: S, b: S) {
                     tokio::time::sleep(Duration::from_millis(5)).await;
                 }
             }
-            panic!("{holder} never saw a token");
+            panic!("{} never saw a token", holder.node_id);
         }));
     }
     let mut seen = HashSet::new();
