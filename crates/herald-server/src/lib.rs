@@ -72,6 +72,8 @@ pub fn router(state: AppState) -> Router {
             recorder,
             audit::record,
         ))
+        // Every error a client sees is JSON, the framework's own rejections too.
+        .layer(axum::middleware::map_response(ops::json_errors))
         .with_state(state)
 }
 

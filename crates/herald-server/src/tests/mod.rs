@@ -10,6 +10,7 @@ mod channel_tenants;
 mod faulty_store;
 mod keys;
 mod quotas;
+mod rejections;
 mod route_table;
 mod routing;
 mod store_errors;
