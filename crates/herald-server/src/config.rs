@@ -26,6 +26,10 @@ pub struct ApiConfig {
     pub job_max_users: usize,
     /// Largest rule or job request body.
     pub campaign_body_max_bytes: usize,
+    /// Request-body bytes the node holds at once, over every request being
+    /// read, parsed or committed. A request that cannot get its share is
+    /// answered `503 overloaded` with `Retry-After`.
+    pub max_inflight_body_bytes: u64,
 }
 
 impl Default for ApiConfig {
@@ -39,6 +43,7 @@ impl Default for ApiConfig {
             rule_max_users: 10_000,
             job_max_users: 10_000,
             campaign_body_max_bytes: 8 * 1024 * 1024,
+            max_inflight_body_bytes: 256 * 1024 * 1024,
         }
     }
 }

@@ -5,6 +5,8 @@ pub mod access;
 pub mod api_keys;
 pub mod audiences;
 pub mod audit;
+mod budget;
+mod bulk;
 pub mod channels;
 mod config;
 pub mod error;
@@ -55,10 +57,13 @@ pub fn router(state: AppState) -> Router {
         log: state.audit.clone(),
         clock: state.clock.clone(),
     };
+    let budget = budget::BodyBudget::new(state.api.max_inflight_body_bytes);
     api_routes()
         .into_router()
         .fallback(ops::not_found)
         .method_not_allowed_fallback(ops::method_not_allowed)
+        // Request-body bytes in flight, shared by every request of the node.
+        .layer(axum::Extension(budget))
         // Job progress samples, for the current rate of `GET /v1/jobs/{id}`.
         .layer(axum::Extension(Arc::new(RateSampler::<i64>::default())))
         // Answered sends per channel, for the current rate of `GET /v1/channels`.

@@ -1,5 +1,4 @@
-//! Reading the parts of a request every endpoint has: a bounded body, NDJSON
-//! lines, an id in the path, a query string and its integer parameters. Each
+//! Reading the parts of a request every endpoint has: a bounded body, an id in the path, a query string and its integer parameters. Each
 //! failure is a `4xx` naming what was wrong.
 
 use axum::body::Body;
@@ -26,25 +25,6 @@ pub async fn read_body(body: Body, limit: usize) -> Result<bytes::Bytes, ApiErro
             format!("could not read the body: {e}"),
         )),
     }
-}
-
-/// The non-blank lines of an NDJSON body with their 1-based line numbers;
-/// more than `max` is a 413.
-pub fn ndjson_lines(bytes: &[u8], max: usize) -> Result<Vec<(usize, &[u8])>, ApiError> {
-    let lines: Vec<(usize, &[u8])> = bytes
-        .split(|&b| b == b'\n')
-        .enumerate()
-        .map(|(i, l)| (i + 1, l.strip_suffix(b"\r").unwrap_or(l)))
-        .filter(|(_, l)| l.iter().any(|b| !b.is_ascii_whitespace()))
-        .collect();
-    if lines.len() > max {
-        return Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "too_many_lines",
-            format!("{} lines; at most {max} per request", lines.len()),
-        ));
-    }
-    Ok(lines)
 }
 
 /// A positive integer id from a path segment; anything else is a 400 on `id`.
@@ -167,14 +147,5 @@ mod tests {
         let e = int_param("limit", &Some("11".into()), 1..=10).unwrap_err();
         assert_eq!(e.body.field.as_deref(), Some("limit"));
         assert!(int_param("limit", &Some("ten".into()), 1..=10).is_err());
-    }
-
-    #[test]
-    fn ndjson_lines_skip_blanks_and_count_from_one() {
-        let lines = ndjson_lines(b"a\n\n  \r\nb\r\nc", 3).unwrap();
-        let got: Vec<(usize, &[u8])> = lines;
-        assert_eq!(got, vec![(1, &b"a"[..]), (4, &b"b"[..]), (5, &b"c"[..])]);
-        let e = ndjson_lines(b"a\nb\nc", 2).unwrap_err();
-        assert_eq!(e.status, StatusCode::PAYLOAD_TOO_LARGE);
     }
 }

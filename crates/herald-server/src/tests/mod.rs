@@ -5,6 +5,7 @@
 
 mod access;
 mod audit;
+mod bulk_limits;
 mod campaigns;
 mod channel_tenants;
 mod faulty_store;
