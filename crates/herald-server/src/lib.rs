@@ -77,6 +77,11 @@ pub fn router(state: AppState) -> Router {
             recorder,
             audit::record,
         ))
+        // A body that stalls between pieces is cut off (`408`).
+        .layer(axum::middleware::from_fn_with_state(
+            std::time::Duration::from_millis(state.api.body_read_timeout_ms),
+            request::body_timeout,
+        ))
         // Every error a client sees is JSON, the framework's own rejections too.
         .layer(axum::middleware::map_response(ops::json_errors))
         .with_state(state)

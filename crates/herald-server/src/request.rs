@@ -1,10 +1,14 @@
 //! Reading the parts of a request every endpoint has: a bounded body, an id in the path, a query string and its integer parameters. Each
 //! failure is a `4xx` naming what was wrong.
 
+use std::time::Duration;
+
 use axum::body::Body;
-use axum::extract::Query;
 use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, Request, State};
 use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::Response;
 
 use crate::error::ApiError;
 
@@ -19,12 +23,36 @@ pub async fn read_body(body: Body, limit: usize) -> Result<bytes::Bytes, ApiErro
         {
             Err(ApiError::too_large(limit))
         }
-        Err(e) => Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "bad_body",
-            format!("could not read the body: {e}"),
-        )),
+        Err(e) => Err(body_error(&*e)),
     }
+}
+
+/// Gives every request body a deadline between its pieces
+/// (`api.body_read_timeout_ms`): a client that stops sending mid-body
+/// cannot hold its connection, or the request, forever.
+pub async fn body_timeout(State(limit): State<Duration>, req: Request, next: Next) -> Response {
+    next.run(req.map(|b| Body::new(tower_http::timeout::TimeoutBody::new(limit, b))))
+        .await
+}
+
+/// A body that could not be read: too slow (`408`) or broken off (`400`).
+pub fn body_error(e: &(dyn std::error::Error + 'static)) -> ApiError {
+    let mut cause = Some(e);
+    while let Some(c) = cause {
+        if c.is::<tower_http::timeout::TimeoutError>() {
+            return ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "request_timeout",
+                "the body stopped arriving; send it without pauses",
+            );
+        }
+        cause = c.source();
+    }
+    ApiError::new(
+        StatusCode::BAD_REQUEST,
+        "bad_body",
+        format!("could not read the body: {e}"),
+    )
 }
 
 /// A positive integer id from a path segment; anything else is a 400 on `id`.

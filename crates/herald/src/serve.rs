@@ -127,10 +127,12 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     // Tests and scripts read this line to learn the port.
     println!("herald listening on http://{addr}");
     std::io::stdout().flush().ok();
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown_signal())
-        .await
-        .context("serving HTTP")?;
+    let edge = crate::listener::Edge {
+        header_read_timeout: Duration::from_millis(cfg.api.header_read_timeout_ms),
+        max_connections: cfg.api.max_connections,
+        drain_timeout: Duration::from_millis(cfg.engine.drain_timeout_ms),
+    };
+    crate::listener::serve(listener, app, edge, shutdown_signal()).await;
     // No request is answered any more: write the last audit entries.
     audit_writer.shutdown().await;
     tracing::info!("stopping: draining in-flight deliveries");

@@ -133,13 +133,7 @@ async fn ingest(up: &mut AudienceUpload, body: Body, format: Format) -> Result<(
         let frame = match stream.frame().await {
             None => break,
             Some(Ok(f)) => f,
-            Some(Err(e)) => {
-                return Err(ApiError::new(
-                    StatusCode::BAD_REQUEST,
-                    "bad_body",
-                    format!("could not read the body: {e}"),
-                ));
-            }
+            Some(Err(e)) => return Err(crate::request::body_error(&e)),
         };
         let Ok(data) = frame.into_data() else {
             continue;

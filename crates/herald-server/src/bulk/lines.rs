@@ -8,6 +8,7 @@ use axum::http::StatusCode;
 use http_body_util::BodyExt;
 
 use crate::error::ApiError;
+use crate::request::body_error;
 
 /// What the reader gives: a non-blank line (without its `\r\n`) or a line
 /// over the longest allowed (skipped), each with its 1-based number.
@@ -52,7 +53,7 @@ enum Frames {
 }
 
 impl Frames {
-    async fn next(&mut self) -> Option<Result<Bytes, String>> {
+    async fn next(&mut self) -> Option<Result<Bytes, ApiError>> {
         match self {
             Frames::Body(s) => loop {
                 match s.frame().await? {
@@ -61,7 +62,7 @@ impl Frames {
                         // Trailers: not data; read on.
                         Err(_) => continue,
                     },
-                    Err(e) => return Some(Err(e.to_string())),
+                    Err(e) => return Some(Err(body_error(&e))),
                 }
             },
             #[cfg(test)]
@@ -115,7 +116,7 @@ impl LineReader {
                     }
                     Some(Err(e)) => {
                         self.done = true;
-                        return Err(body_error(&e));
+                        return Err(e);
                     }
                     None => {
                         self.done = true;
@@ -195,23 +196,6 @@ impl LineReader {
             return Err(e);
         }
         Ok(Some(out))
-    }
-}
-
-/// A body that could not be read: too slow (the body timeout) or broken.
-fn body_error(e: &str) -> ApiError {
-    if e.contains("timed out") || e.contains("timeout") {
-        ApiError::new(
-            StatusCode::REQUEST_TIMEOUT,
-            "request_timeout",
-            format!("the body did not arrive in time: {e}"),
-        )
-    } else {
-        ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "bad_body",
-            format!("could not read the body: {e}"),
-        )
     }
 }
 
