@@ -132,6 +132,33 @@ impl Drop for Lease {
     }
 }
 
+/// Charges the budget for the other bodies (JSON, callbacks), which are
+/// read whole but are small (`max_timer_bytes`, `campaign_body_max_bytes`):
+/// the length they declare, held until the answer. The streaming routes
+/// (`:bulk`, `/v1/audiences`) take their own lease. A body without a
+/// declared length is still capped by its route's limit and is not charged.
+pub async fn charge(
+    axum::extract::State(budget): axum::extract::State<Arc<BodyBudget>>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let path = req.uri().path();
+    let streams = path.ends_with(":bulk") || path == "/v1/audiences";
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(0);
+    if streams || declared == 0 {
+        return next.run(req).await;
+    }
+    match budget.lease(declared) {
+        Ok(_held) => next.run(req).await,
+        Err(over) => over.into_response(),
+    }
+}
+
 /// The budget is spent: `503 overloaded`, try again in a second.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Overloaded;

@@ -63,6 +63,10 @@ pub fn router(state: AppState) -> Router {
         .fallback(ops::not_found)
         .method_not_allowed_fallback(ops::method_not_allowed)
         // Request-body bytes in flight, shared by every request of the node.
+        .layer(axum::middleware::from_fn_with_state(
+            budget.clone(),
+            budget::charge,
+        ))
         .layer(axum::Extension(budget))
         // Job progress samples, for the current rate of `GET /v1/jobs/{id}`.
         .layer(axum::Extension(Arc::new(RateSampler::<i64>::default())))

@@ -165,4 +165,24 @@ async fn past_the_budget_a_bulk_request_is_overloaded() {
         )
         .await;
     error(st, &resp, StatusCode::SERVICE_UNAVAILABLE, "overloaded");
+    // A JSON body is charged what it declares.
+    let body = json!({"delay_ms": 600_000, "channel": "log", "recipient": "r",
+                      "message": {"text": "x".repeat(2000)}})
+    .to_string();
+    let req = Request::post("/v1/timers")
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::CONTENT_LENGTH, body.len())
+        .body(Body::from(body))
+        .expect("request");
+    let (st, headers, resp) = api.exchange(req).await;
+    error(st, &resp, StatusCode::SERVICE_UNAVAILABLE, "overloaded");
+    assert_eq!(headers[header::RETRY_AFTER], "1");
+    // A small one fits.
+    let (st, resp) = api
+        .post(
+            "/v1/timers",
+            json!({"delay_ms": 600_000, "channel": "log", "recipient": "r", "message": {}}),
+        )
+        .await;
+    assert_eq!(st, StatusCode::CREATED, "{resp}");
 }
