@@ -155,6 +155,9 @@ async fn concurrent_bulk(requests: usize, body_mib: usize, line_len: usize, api:
         statuses.iter().flatten().any(|s| *s == 200),
         "some requests were served: {statuses:?}"
     );
+    // The answered requests really wrote their timers.
+    let served = statuses.iter().flatten().filter(|s| **s == 200).count();
+    assert_eq!(server.total_timers().await, (served * lines) as u64);
     assert!(
         peak < 512 * MIB as u64,
         "RSS peaked at {} MiB",
