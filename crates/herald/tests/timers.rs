@@ -354,9 +354,8 @@ async fn bulk_answers_per_line_and_commits_the_valid_lines() {
     // A request over the line limit is stopped where it crosses it: the
     // lines before are committed and answered in the 413.
     let small = Server::start("[api]\nbulk_max_lines = 10\nbulk_chunk = 4").await;
-    let many =
-        vec![r#"{"delay_ms": 86400000, "channel": "log", "recipient": "z", "message": {}}"#; 11]
-            .join("\n");
+    let many = [r#"{"delay_ms": 86400000, "channel": "log", "recipient": "z", "message": {}}"#; 11]
+        .join("\n");
     let (s, v) = small.bulk(&many).await;
     assert_eq!(s, 413, "{v:?}");
     assert_eq!(v[0]["error"]["code"], "too_many_lines", "{v:?}");
