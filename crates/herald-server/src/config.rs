@@ -26,6 +26,19 @@ pub struct ApiConfig {
     pub job_max_users: usize,
     /// Largest rule or job request body.
     pub campaign_body_max_bytes: usize,
+    /// Request-body bytes the node holds at once, over every request being
+    /// read, parsed or committed. A request that cannot get its share is
+    /// answered `503 overloaded` with `Retry-After`.
+    pub max_inflight_body_bytes: u64,
+    /// How long a client has to send a request's headers, from when the
+    /// connection waits for them: a new connection, or a kept-alive one
+    /// after its last answer (so it also closes idle connections).
+    pub header_read_timeout_ms: u64,
+    /// Longest wait for the next piece of a request body; a client that
+    /// stalls longer is answered `408 request_timeout`.
+    pub body_read_timeout_ms: u64,
+    /// Connections served at once; past it, new ones wait to be accepted.
+    pub max_connections: usize,
 }
 
 impl Default for ApiConfig {
@@ -39,6 +52,10 @@ impl Default for ApiConfig {
             rule_max_users: 10_000,
             job_max_users: 10_000,
             campaign_body_max_bytes: 8 * 1024 * 1024,
+            max_inflight_body_bytes: 256 * 1024 * 1024,
+            header_read_timeout_ms: 10_000,
+            body_read_timeout_ms: 60_000,
+            max_connections: 10_000,
         }
     }
 }

@@ -5,6 +5,8 @@ pub mod access;
 pub mod api_keys;
 pub mod audiences;
 pub mod audit;
+mod budget;
+mod bulk;
 pub mod channels;
 mod config;
 pub mod error;
@@ -68,10 +70,17 @@ pub fn router(state: AppState) -> Router {
         log: state.audit.clone(),
         clock: state.clock.clone(),
     };
+    let budget = budget::BodyBudget::new(state.api.max_inflight_body_bytes);
     api_routes()
         .into_router()
         .fallback(ops::not_found)
         .method_not_allowed_fallback(ops::method_not_allowed)
+        // Request-body bytes in flight, shared by every request of the node.
+        .layer(axum::middleware::from_fn_with_state(
+            budget.clone(),
+            budget::charge,
+        ))
+        .layer(axum::Extension(budget))
         // Job progress samples, for the current rate of `GET /v1/jobs/{id}`.
         .layer(axum::Extension(Arc::new(RateSampler::<i64>::default())))
         // Answered sends per channel, for the current rate of `GET /v1/channels`.
@@ -85,6 +94,13 @@ pub fn router(state: AppState) -> Router {
             recorder,
             audit::record,
         ))
+        // A body that stalls between pieces is cut off (`408`).
+        .layer(axum::middleware::from_fn_with_state(
+            std::time::Duration::from_millis(state.api.body_read_timeout_ms),
+            request::body_timeout,
+        ))
+        // Every error a client sees is JSON, the framework's own rejections too.
+        .layer(axum::middleware::map_response(ops::json_errors))
         .with_state(state)
 }
 

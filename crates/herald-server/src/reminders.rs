@@ -10,10 +10,11 @@
 //! here names the tenant, and another tenant's subject is simply not there.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Extension, Path, Query, State};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use herald_core::reminder::{self, ChannelType, Slot};
 use herald_core::time::{format_rfc3339_ms, parse_rfc3339_ms};
@@ -27,10 +28,12 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::access::Caller;
+use crate::budget::BodyBudget;
+use crate::bulk::{self, BulkRoute};
 use crate::config::type_names;
 use crate::error::{ApiError, ErrorBody, from_serde};
 use crate::fields::unknown_channel;
-use crate::request::{ndjson_lines, read_body};
+use crate::request::read_body;
 use crate::state::AppState;
 use crate::tenancy::shard_of;
 use crate::text::{Text, check_json_nul, check_opt_text, check_text};
@@ -430,114 +433,63 @@ struct BulkLine<'a> {
     error: Option<&'a ErrorBody>,
 }
 
-/// `POST /v1/reminders:bulk`: NDJSON in, one answer per non-blank line, in
-/// order. The valid lines of a request commit in one transaction per chunk of
-/// `bulk_chunk`; a line that conflicts (`409`) or fails its check writes
-/// nothing and does not hold the others back.
-pub async fn create_bulk(
-    State(st): State<AppState>,
-    Extension(caller): Extension<Caller>,
-    body: Body,
-) -> Result<Response, ApiError> {
-    let bytes = read_body(body, st.api.bulk_max_bytes).await?;
-    let lines = ndjson_lines(&bytes, st.api.bulk_max_lines)?;
-    let now = st.clock.now_ms();
-    let mut results: Vec<Option<Result<ReminderJson, ApiError>>> = Vec::with_capacity(lines.len());
-    let mut valid: Vec<(usize, NewReminder)> = Vec::with_capacity(lines.len());
-    for (idx, (_, line)) in lines.iter().enumerate() {
-        if line.len() > st.api.max_timer_bytes {
-            results.push(Some(Err(ApiError::too_large(st.api.max_timer_bytes))));
-            continue;
-        }
-        match new_reminder(line, &st, caller.tenant, now) {
-            Ok(r) => {
-                valid.push((idx, r));
-                results.push(None);
-            }
-            Err(e) => results.push(Some(Err(e))),
-        }
+/// The lines of `POST /v1/reminders:bulk`.
+struct ReminderLines<'a> {
+    st: &'a AppState,
+    tenant: TenantId,
+    now: i64,
+}
+
+impl BulkRoute for ReminderLines<'_> {
+    type Item = NewReminder;
+
+    fn parse(&self, line: &[u8]) -> Result<NewReminder, ApiError> {
+        new_reminder(line, self.st, self.tenant, self.now)
     }
-    // Lines past the tenant's quota are refused one by one, in order.
-    let mut over_quota = false;
-    valid.retain(|(idx, _)| match st.quotas.admit(caller.tenant, 1) {
-        Ok(()) => true,
-        Err(over) => {
-            results[*idx] = Some(Err(over.error()));
-            over_quota = true;
-            false
-        }
-    });
-    let give_back = |n: usize| st.quotas.give_back(caller.tenant, n as u64);
-    let mut failed: Option<ApiError> = None;
-    for chunk in valid.chunks(st.api.bulk_chunk.max(1)) {
-        if let Some(e) = &failed {
-            give_back(chunk.len());
-            for (idx, _) in chunk {
-                results[*idx] = Some(Err(e.clone()));
-            }
-            continue;
-        }
-        let ops = chunk
-            .iter()
-            .map(|(_, r)| WriteOp::AddReminder(r.clone()))
-            .collect();
-        // Each line commits on its own: one the store refuses fails alone.
-        match st.engine.submit_each(ops).await {
-            Ok(written) => {
-                for ((idx, _), r) in chunk.iter().zip(written) {
-                    let answer = match r {
-                        Ok(r) => added(Some(r)),
-                        Err(e) => {
-                            let e = ApiError::from(e);
-                            if e.status.is_server_error() {
-                                failed = Some(e.clone());
-                            }
-                            Err(e)
-                        }
-                    };
-                    if answer.is_err() {
-                        give_back(1);
-                    }
-                    results[*idx] = Some(answer);
-                }
-            }
-            Err(e) => {
-                give_back(chunk.len());
-                let e = ApiError::from(e);
-                for (idx, _) in chunk {
-                    results[*idx] = Some(Err(e.clone()));
-                }
-                failed = Some(e);
-            }
-        }
+
+    fn op(&self, reminder: NewReminder) -> WriteOp {
+        WriteOp::AddReminder(reminder)
     }
-    let mut out = Vec::with_capacity(lines.len() * 160);
-    for ((line, _), r) in lines.iter().zip(results) {
-        let r = r.unwrap_or_else(|| Err(ApiError::unavailable("line was not processed")));
+
+    fn answer(&self, line: usize, result: WriteResult, out: &mut Vec<u8>) -> bool {
+        let r = added(Some(result));
         let answer = match &r {
             Ok(j) => BulkLine {
-                line: *line,
+                line,
                 status: 201,
                 reminder: Some(j),
                 error: None,
             },
             Err(e) => BulkLine {
-                line: *line,
+                line,
                 status: e.status.as_u16(),
                 reminder: None,
                 error: Some(&e.body),
             },
         };
-        if serde_json::to_writer(&mut out, &answer).is_ok() {
-            out.push(b'\n');
-        }
+        serde_json::to_writer(out, &answer).ok();
+        r.is_ok()
     }
-    let mut resp = ([(header::CONTENT_TYPE, "application/x-ndjson")], out).into_response();
-    if over_quota {
-        resp.headers_mut()
-            .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
-    }
-    Ok(resp)
+}
+
+/// `POST /v1/reminders:bulk`: NDJSON in, one answer per non-blank line, in
+/// order. Lines are read as the body streams in; the valid ones commit in one
+/// transaction per chunk of `bulk_chunk` (or fewer, if they are large); a
+/// line that conflicts (`409`) or fails its check writes nothing and does not
+/// hold the others back. See [`crate::bulk`] for the limits and the budget.
+pub async fn create_bulk(
+    State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Extension(budget): Extension<Arc<BodyBudget>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let route = ReminderLines {
+        st: &st,
+        tenant: caller.tenant,
+        now: st.clock.now_ms(),
+    };
+    bulk::serve(&route, &st, caller.tenant, &budget, &headers, body).await
 }
 
 #[derive(Deserialize)]

@@ -1,11 +1,14 @@
-//! Reading the parts of a request every endpoint has: a bounded body, NDJSON
-//! lines, an id in the path, a query string and its integer parameters. Each
+//! Reading the parts of a request every endpoint has: a bounded body, an id in the path, a query string and its integer parameters. Each
 //! failure is a `4xx` naming what was wrong.
 
+use std::time::Duration;
+
 use axum::body::Body;
-use axum::extract::Query;
 use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, Request, State};
 use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::Response;
 
 use crate::error::ApiError;
 
@@ -20,31 +23,36 @@ pub async fn read_body(body: Body, limit: usize) -> Result<bytes::Bytes, ApiErro
         {
             Err(ApiError::too_large(limit))
         }
-        Err(e) => Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "bad_body",
-            format!("could not read the body: {e}"),
-        )),
+        Err(e) => Err(body_error(&*e)),
     }
 }
 
-/// The non-blank lines of an NDJSON body with their 1-based line numbers;
-/// more than `max` is a 413.
-pub fn ndjson_lines(bytes: &[u8], max: usize) -> Result<Vec<(usize, &[u8])>, ApiError> {
-    let lines: Vec<(usize, &[u8])> = bytes
-        .split(|&b| b == b'\n')
-        .enumerate()
-        .map(|(i, l)| (i + 1, l.strip_suffix(b"\r").unwrap_or(l)))
-        .filter(|(_, l)| l.iter().any(|b| !b.is_ascii_whitespace()))
-        .collect();
-    if lines.len() > max {
-        return Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "too_many_lines",
-            format!("{} lines; at most {max} per request", lines.len()),
-        ));
+/// Gives every request body a deadline between its pieces
+/// (`api.body_read_timeout_ms`): a client that stops sending mid-body
+/// cannot hold its connection, or the request, forever.
+pub async fn body_timeout(State(limit): State<Duration>, req: Request, next: Next) -> Response {
+    next.run(req.map(|b| Body::new(tower_http::timeout::TimeoutBody::new(limit, b))))
+        .await
+}
+
+/// A body that could not be read: too slow (`408`) or broken off (`400`).
+pub fn body_error(e: &(dyn std::error::Error + 'static)) -> ApiError {
+    let mut cause = Some(e);
+    while let Some(c) = cause {
+        if c.is::<tower_http::timeout::TimeoutError>() {
+            return ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "request_timeout",
+                "the body stopped arriving; send it without pauses",
+            );
+        }
+        cause = c.source();
     }
-    Ok(lines)
+    ApiError::new(
+        StatusCode::BAD_REQUEST,
+        "bad_body",
+        format!("could not read the body: {e}"),
+    )
 }
 
 /// A positive integer id from a path segment; anything else is a 400 on `id`.
@@ -167,14 +175,5 @@ mod tests {
         let e = int_param("limit", &Some("11".into()), 1..=10).unwrap_err();
         assert_eq!(e.body.field.as_deref(), Some("limit"));
         assert!(int_param("limit", &Some("ten".into()), 1..=10).is_err());
-    }
-
-    #[test]
-    fn ndjson_lines_skip_blanks_and_count_from_one() {
-        let lines = ndjson_lines(b"a\n\n  \r\nb\r\nc", 3).unwrap();
-        let got: Vec<(usize, &[u8])> = lines;
-        assert_eq!(got, vec![(1, &b"a"[..]), (4, &b"b"[..]), (5, &b"c"[..])]);
-        let e = ndjson_lines(b"a\nb\nc", 2).unwrap_err();
-        assert_eq!(e.status, StatusCode::PAYLOAD_TOO_LARGE);
     }
 }

@@ -2,7 +2,9 @@
 
 use axum::body::Body;
 use axum::extract::{Extension, Path, State};
-use axum::http::{StatusCode, header};
+use std::sync::Arc;
+
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use herald_core::time::format_rfc3339_ms;
 use herald_core::{TimerId, TimerState};
@@ -12,8 +14,10 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use crate::access::Caller;
+use crate::budget::BodyBudget;
+use crate::bulk::{self, BulkRoute};
 use crate::error::{ApiError, ErrorBody};
-use crate::request::{ndjson_lines, parse_id, read_body};
+use crate::request::{parse_id, read_body};
 use crate::state::AppState;
 use crate::tenancy::mine;
 use crate::validate::{self, Context};
@@ -139,135 +143,71 @@ struct BulkLine<'a> {
     error: Option<&'a ErrorBody>,
 }
 
-enum LineResult {
-    Ok(u16, TimerRecord),
-    Err(ApiError),
+/// The lines of `POST /v1/timers:bulk`.
+struct TimerLines<'a> {
+    cx: Context<'a>,
+}
+
+impl BulkRoute for TimerLines<'_> {
+    type Item = NewTimer;
+
+    fn parse(&self, line: &[u8]) -> Result<NewTimer, ApiError> {
+        validate::new_timer(line, &self.cx)
+    }
+
+    fn op(&self, timer: NewTimer) -> WriteOp {
+        WriteOp::InsertTimer(timer)
+    }
+
+    fn answer(&self, line: usize, result: WriteResult, out: &mut Vec<u8>) -> bool {
+        let (status, t) = match result {
+            WriteResult::Created(t) => (201, t),
+            WriteResult::Existing(t) => (200, t),
+            _ => {
+                let e = ApiError::unavailable("unexpected write result");
+                let answer = BulkLine {
+                    line,
+                    status: e.status.as_u16(),
+                    id: None,
+                    due_at: None,
+                    state: None,
+                    error: Some(&e.body),
+                };
+                serde_json::to_writer(out, &answer).ok();
+                return false;
+            }
+        };
+        let answer = BulkLine {
+            line,
+            status,
+            id: Some(t.id),
+            due_at: Some(format_rfc3339_ms(t.due_at)),
+            state: Some(t.state.as_str()),
+            error: None,
+        };
+        serde_json::to_writer(out, &answer).ok();
+        status == 201
+    }
 }
 
 /// `POST /v1/timers:bulk`: NDJSON in, one NDJSON answer per non-blank line out,
-/// in order. Valid lines are committed in chunks of `bulk_chunk`, one
-/// transaction each when all goes well; invalid lines, and lines the store
-/// refuses, are answered with their error, write nothing and do not hold the
-/// others back.
+/// in order. Lines are read as the body streams in; valid lines are committed
+/// in chunks of `bulk_chunk` (or fewer, if they are large), one transaction
+/// each; invalid lines are answered with their error and write nothing. See
+/// [`crate::bulk`] for the limits and the budget.
 pub async fn create_bulk(
     State(st): State<AppState>,
     Extension(caller): Extension<Caller>,
+    Extension(budget): Extension<Arc<BodyBudget>>,
+    headers: HeaderMap,
     body: Body,
-) -> Result<Response, ApiError> {
-    let bytes = read_body(body, st.api.bulk_max_bytes).await?;
-    let lines = ndjson_lines(&bytes, st.api.bulk_max_lines)?;
+) -> Response {
     let has = |c: &str| st.serves_channel(caller.tenant, c);
     let names = || st.channel_names_for(caller.tenant);
-    let cx = context(&st, &caller, &has, &names);
-    let mut results: Vec<Option<LineResult>> = Vec::with_capacity(lines.len());
-    let mut valid: Vec<(usize, NewTimer)> = Vec::with_capacity(lines.len());
-    for (idx, (_, line)) in lines.iter().enumerate() {
-        if line.len() > st.api.max_timer_bytes {
-            results.push(Some(LineResult::Err(ApiError::too_large(
-                st.api.max_timer_bytes,
-            ))));
-            continue;
-        }
-        match validate::new_timer(line, &cx) {
-            Ok(t) => {
-                valid.push((idx, t));
-                results.push(None);
-            }
-            Err(e) => results.push(Some(LineResult::Err(e))),
-        }
-    }
-    // Lines past the tenant's quota are refused one by one, in order.
-    let mut over_quota = false;
-    valid.retain(|(idx, _)| match st.quotas.admit(caller.tenant, 1) {
-        Ok(()) => true,
-        Err(over) => {
-            results[*idx] = Some(LineResult::Err(over.error()));
-            over_quota = true;
-            false
-        }
-    });
-    let give_back = |n: usize| st.quotas.give_back(caller.tenant, n as u64);
-    let mut failed: Option<ApiError> = None;
-    for chunk in valid.chunks(st.api.bulk_chunk.max(1)) {
-        if let Some(e) = &failed {
-            give_back(chunk.len());
-            for (idx, _) in chunk {
-                results[*idx] = Some(LineResult::Err(e.clone()));
-            }
-            continue;
-        }
-        let ops: Vec<WriteOp> = chunk
-            .iter()
-            .map(|(_, t)| WriteOp::InsertTimer(t.clone()))
-            .collect();
-        // Each line commits on its own: one the store refuses fails alone.
-        match st.engine.submit_each(ops).await {
-            Ok(written) => {
-                for ((idx, _), r) in chunk.iter().zip(written) {
-                    results[*idx] = Some(match r {
-                        Ok(WriteResult::Created(t)) => LineResult::Ok(201, t),
-                        Ok(WriteResult::Existing(t)) => {
-                            give_back(1);
-                            LineResult::Ok(200, t)
-                        }
-                        Ok(_) => {
-                            give_back(1);
-                            LineResult::Err(ApiError::unavailable("unexpected write result"))
-                        }
-                        Err(e) => {
-                            give_back(1);
-                            let e = ApiError::from(e);
-                            if e.status.is_server_error() {
-                                failed = Some(e.clone());
-                            }
-                            LineResult::Err(e)
-                        }
-                    });
-                }
-            }
-            Err(e) => {
-                // Later chunks are not tried: the store is failing.
-                give_back(chunk.len());
-                let e = ApiError::from(e);
-                for (idx, _) in chunk {
-                    results[*idx] = Some(LineResult::Err(e.clone()));
-                }
-                failed = Some(e);
-            }
-        }
-    }
-    let mut out = Vec::with_capacity(lines.len() * 80);
-    for ((line, _), r) in lines.iter().zip(results) {
-        let r =
-            r.unwrap_or_else(|| LineResult::Err(ApiError::unavailable("line was not processed")));
-        let answer = match &r {
-            LineResult::Ok(status, t) => BulkLine {
-                line: *line,
-                status: *status,
-                id: Some(t.id),
-                due_at: Some(format_rfc3339_ms(t.due_at)),
-                state: Some(t.state.as_str()),
-                error: None,
-            },
-            LineResult::Err(e) => BulkLine {
-                line: *line,
-                status: e.status.as_u16(),
-                id: None,
-                due_at: None,
-                state: None,
-                error: Some(&e.body),
-            },
-        };
-        if serde_json::to_writer(&mut out, &answer).is_ok() {
-            out.push(b'\n');
-        }
-    }
-    let mut resp = ([(header::CONTENT_TYPE, "application/x-ndjson")], out).into_response();
-    if over_quota {
-        resp.headers_mut()
-            .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
-    }
-    Ok(resp)
+    let route = TimerLines {
+        cx: context(&st, &caller, &has, &names),
+    };
+    bulk::serve(&route, &st, caller.tenant, &budget, &headers, body).await
 }
 
 pub async fn get(

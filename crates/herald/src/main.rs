@@ -7,6 +7,7 @@ mod campaign_cli;
 mod client;
 mod config;
 mod keys_cli;
+mod listener;
 mod remind_cli;
 mod serve;
 mod tenancy;

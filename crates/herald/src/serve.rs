@@ -136,10 +136,12 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
             _ = failed.failed() => {}
         }
     };
-    axum::serve(listener, app)
-        .with_graceful_shutdown(stop_serving)
-        .await
-        .context("serving HTTP")?;
+    let edge = crate::listener::Edge {
+        header_read_timeout: Duration::from_millis(cfg.api.header_read_timeout_ms),
+        max_connections: cfg.api.max_connections,
+        drain_timeout: Duration::from_millis(cfg.engine.drain_timeout_ms),
+    };
+    crate::listener::serve(listener, app, edge, stop_serving).await;
     // No request is answered any more: write the last audit entries.
     audit_writer.shutdown().await;
     tracing::info!("stopping: draining in-flight deliveries");

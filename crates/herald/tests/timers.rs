@@ -351,13 +351,17 @@ async fn bulk_answers_per_line_and_commits_the_valid_lines() {
         mock.stats().await["unique_delivered"] == 2
     })
     .await;
-    // A request over the line limit is refused whole.
-    let many =
-        vec![r#"{"delay_ms": 1, "channel": "hooks", "recipient": "z", "message": {}}"#; 100_001]
-            .join("\n");
-    let (s, v) = server.bulk(&many).await;
+    // A request over the line limit is stopped where it crosses it: the
+    // lines before are committed and answered in the 413.
+    let small = Server::start("[api]\nbulk_max_lines = 10\nbulk_chunk = 4").await;
+    let many = [r#"{"delay_ms": 86400000, "channel": "log", "recipient": "z", "message": {}}"#; 11]
+        .join("\n");
+    let (s, v) = small.bulk(&many).await;
     assert_eq!(s, 413, "{v:?}");
-    assert_eq!(server.total_timers().await, 2);
+    assert_eq!(v[0]["error"]["code"], "too_many_lines", "{v:?}");
+    assert_eq!(v[0]["answered"], 10, "{v:?}");
+    assert_eq!(v[0]["lines"][9]["status"], 201, "{v:?}");
+    assert_eq!(small.total_timers().await, 10);
 }
 
 #[tokio::test]

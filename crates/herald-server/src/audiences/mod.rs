@@ -7,6 +7,8 @@
 
 pub mod parser;
 
+use std::sync::Arc;
+
 use axum::body::Body;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Extension, Path, Query, State};
@@ -18,11 +20,16 @@ use herald_store::AudienceRecord;
 use serde::{Deserialize, Serialize};
 
 use crate::access::Caller;
+use crate::budget::BodyBudget;
 use crate::error::ApiError;
 use crate::request::{parse_id, query};
 use crate::state::AppState;
 use crate::text::{Text, forbidden_control};
 use parser::{Format, LineError, Parser};
+
+/// What an upload holds at once, charged to the body budget: a frame, the
+/// record being read, and the recipients parsed from a frame.
+const UPLOAD_RESERVE: u64 = 1024 * 1024;
 
 /// Longest audience name, in bytes.
 pub const MAX_NAME_BYTES: usize = 200;
@@ -59,11 +66,17 @@ impl From<AudienceRecord> for AudienceJson {
 pub async fn upload(
     State(st): State<AppState>,
     Extension(caller): Extension<Caller>,
+    Extension(budget): Extension<Arc<BodyBudget>>,
     headers: HeaderMap,
     q: Result<Query<UploadQuery>, QueryRejection>,
     body: Body,
 ) -> Result<Response, ApiError> {
     let q = query(q)?;
+    // Held until the answer: the upload streams, so its share is fixed.
+    let _lease = match budget.lease(UPLOAD_RESERVE) {
+        Ok(l) => l,
+        Err(over) => return Ok(over.into_response()),
+    };
     let ct = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -121,13 +134,7 @@ async fn ingest(up: &mut AudienceUpload, body: Body, format: Format) -> Result<(
         let frame = match stream.frame().await {
             None => break,
             Some(Ok(f)) => f,
-            Some(Err(e)) => {
-                return Err(ApiError::new(
-                    StatusCode::BAD_REQUEST,
-                    "bad_body",
-                    format!("could not read the body: {e}"),
-                ));
-            }
+            Some(Err(e)) => return Err(crate::request::body_error(&e)),
         };
         let Ok(data) = frame.into_data() else {
             continue;

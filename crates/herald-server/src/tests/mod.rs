@@ -5,12 +5,14 @@
 
 mod access;
 mod audit;
+mod bulk_limits;
 mod campaigns;
 mod channel_tenants;
 mod control_chars;
 mod faulty_store;
 mod keys;
 mod quotas;
+mod rejections;
 mod route_table;
 mod routing;
 mod store_errors;
