@@ -493,6 +493,10 @@ pub struct PgTemp {
     version: u32,
     next_db: AtomicU64,
     running: Mutex<Option<Running>>,
+    /// What started the server, to start it again ([`PgTemp::restart_immediate`]).
+    bins: Binaries,
+    options: Options,
+    user: Option<RunAs>,
 }
 
 impl std::fmt::Debug for PgTemp {
@@ -642,6 +646,9 @@ impl PgTemp {
                         version,
                         next_db: AtomicU64::new(1),
                         running: Mutex::new(Some(running)),
+                        bins: bins.clone(),
+                        options: options.clone(),
+                        user: user.clone(),
                     });
                 }
                 Launch::PortTaken(running) => {
@@ -863,6 +870,62 @@ impl PgTemp {
             force: self.version >= 130_000,
             keep: false,
         })
+    }
+
+    /// Crashes the server the way `pg_ctl restart -m immediate` does (`SIGQUIT`
+    /// to the postmaster: every session is cut, nothing is checkpointed) and
+    /// starts it again on the same port and data, which then runs crash
+    /// recovery. Returns once it accepts logins again. For outage tests.
+    pub fn restart_immediate(&self) -> Result<(), Error> {
+        self.restart_after(Duration::ZERO)
+    }
+
+    /// Like [`PgTemp::restart_immediate`], with the server left down for
+    /// `down` before it starts again.
+    pub fn restart_after(&self, down: Duration) -> Result<(), Error> {
+        let mut running = self
+            .running
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let old = running.take().ok_or_else(|| Error::Server {
+            what: "postgres".into(),
+            detail: "restart of a cluster that was shut down".into(),
+            log: self.log_path.display().to_string(),
+            tail: String::new(),
+        })?;
+        signal(old.pid, libc::SIGQUIT);
+        if !matches!(
+            old.exited.recv_timeout(STOP_TIMEOUT),
+            Ok(_) | Err(mpsc::RecvTimeoutError::Disconnected)
+        ) {
+            signal(old.pid, libc::SIGKILL);
+            let _ = old.exited.recv_timeout(Duration::from_secs(5));
+        }
+        let _ = old.keeper.join();
+        std::thread::sleep(down);
+        let cluster = Cluster {
+            bins: &self.bins,
+            options: &self.options,
+            data_dir: &self.data_dir,
+            socket_dir: &self.socket_dir,
+            log_path: &self.log_path,
+            user: &self.user,
+        };
+        match Self::launch(&cluster, old.dir, self.port)? {
+            Launch::Ready(r, _) => {
+                *running = Some(r);
+                Ok(())
+            }
+            Launch::PortTaken(r) => {
+                r.stop();
+                Err(Error::Server {
+                    what: "postgres".into(),
+                    detail: format!("port {} was taken while the server was down", self.port),
+                    log: self.log_path.display().to_string(),
+                    tail: tail_of(&self.log_path, 30),
+                })
+            }
+        }
     }
 
     /// Stops the server and removes its directory. Idempotent; dropping does it too.

@@ -20,6 +20,7 @@ fn opts(synchronous: Synchronous, read_connections: usize) -> StoreOptions {
         sqlite: SqliteOptions {
             synchronous,
             read_connections,
+            max_page_count: None,
         },
         ..Default::default()
     }
