@@ -200,6 +200,9 @@ fn announce_skip() {
 pub struct Options {
     /// `-c name=value` settings passed to `postgres`, after the defaults (so they win).
     pub settings: Vec<(String, String)>,
+    /// A server certificate and its key (both PEM): with them the server
+    /// takes TLS connections (`ssl=on`) beside plain ones.
+    pub tls: Option<(String, String)>,
 }
 
 impl Default for Options {
@@ -216,6 +219,7 @@ impl Default for Options {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            tls: None,
         }
     }
 }
@@ -226,6 +230,12 @@ impl Options {
         self.settings.retain(|(k, _)| k != name);
         self.settings.push((name.to_string(), value.to_string()));
         self
+    }
+
+    /// Serves TLS with this certificate chain and key (PEM).
+    pub fn with_tls(mut self, cert_pem: &str, key_pem: &str) -> Self {
+        self.tls = Some((cert_pem.to_string(), key_pem.to_string()));
+        self.set("ssl", "on")
     }
 }
 
@@ -340,6 +350,29 @@ fn signal(pid: i32, sig: libc::c_int) {
             libc::kill(pid, sig);
         }
     }
+}
+
+/// Puts the server's certificate and key where `ssl=on` looks for them
+/// (`server.crt`, `server.key` in the data directory), owned by the server's
+/// user, the key readable by it alone (the server refuses it otherwise).
+fn write_tls_files(
+    data_dir: &Path,
+    cert: &str,
+    key: &str,
+    user: Option<&RunAs>,
+) -> Result<(), Error> {
+    use std::os::unix::fs::PermissionsExt;
+    for (name, text, mode) in [("server.crt", cert, 0o644), ("server.key", key, 0o600)] {
+        let path = data_dir.join(name);
+        fs::write(&path, text).map_err(io_err(format!("writing {name}")))?;
+        fs::set_permissions(&path, fs::Permissions::from_mode(mode))
+            .map_err(io_err(format!("chmod {name}")))?;
+        if let Some(u) = user {
+            std::os::unix::fs::chown(&path, Some(u.uid), Some(u.gid))
+                .map_err(io_err(format!("chown {name}")))?;
+        }
+    }
+    Ok(())
 }
 
 /// Removes directories of clusters whose owning process has died (killed before
@@ -623,6 +656,9 @@ impl PgTemp {
             });
         }
 
+        if let Some((cert, key)) = &options.tls {
+            write_tls_files(&data_dir, cert, key, user.as_ref())?;
+        }
         let log_path = root.join("server.log");
         let mut dir = Some(dir);
         for _ in 0..PORT_ATTEMPTS {

@@ -91,10 +91,7 @@ mod tests {
                 "postgres://herald:s3cret@db:5432/h?pool_size=4",
                 "postgres://herald:***@db:5432/h?pool_size=4",
             ),
-            (
-                "postgresql://u:p@ss@w0rd@h/db",
-                "postgresql://u:***@h/db",
-            ),
+            ("postgresql://u:p@ss@w0rd@h/db", "postgresql://u:***@h/db"),
             (
                 "postgres://u@h/db?password=s3cret&sslmode=require",
                 "postgres://u@h/db?password=***&sslmode=require",
@@ -106,7 +103,10 @@ mod tests {
             ("postgres://u@h/db", "postgres://u@h/db"),
             ("sqlite://./data/herald.db", "sqlite://./data/herald.db"),
             ("sqlite::memory:", "sqlite::memory:"),
-            ("postgres://h/db?mypassword=x", "postgres://h/db?mypassword=x"),
+            (
+                "postgres://h/db?mypassword=x",
+                "postgres://h/db?mypassword=x",
+            ),
         ];
         for (url, want) in cases {
             assert_eq!(RedactedUrl(url).to_string(), want, "{url}");

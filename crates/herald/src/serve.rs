@@ -9,10 +9,10 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use herald_core::{Clock, SystemClock};
 use herald_engine::{ChannelSpec, Engine};
-use herald_store::RedactedUrl;
 use herald_server::{
     Access, AppState, AuditLog, AuditSettings, AuthConfig, Mode, Quotas, StoredKeys,
 };
+use herald_store::RedactedUrl;
 
 use crate::config::Config;
 

@@ -6,8 +6,9 @@
 //! (16 by default; `?pool_size=N` in the URL changes it), each with its own cache
 //! of prepared statements. [`Store::subscribe`] opens one more, dedicated
 //! connection per subscriber for `LISTEN` (see [`notify`]). Methods must be
-//! called from within a tokio runtime. TLS is not supported (`NoTls`): connect
-//! over a trusted network or a local socket. Of [`StoreOptions`], only the
+//! called from within a tokio runtime. Connections use TLS (rustls) as the
+//! URL's `sslmode` says: `disable`, `prefer` (the default), `require` or
+//! `verify-full` (with `sslrootcert=PATH` for a private CA); see [`tls`]. Of [`StoreOptions`], only the
 //! `postgres` part applies.
 //!
 //! # Atomicity and batching
@@ -60,6 +61,7 @@ mod provider;
 mod reminders;
 mod schema;
 mod timers;
+mod tls;
 
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -70,7 +72,6 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use herald_core::{TenantId, TimerId, TimerState};
 use parking_lot::Mutex;
 use tokio::task::JoinHandle;
-use tokio_postgres::NoTls;
 use tokio_postgres::types::ToSql;
 
 use error::{Ctx, col, pg_error, retryable};
@@ -106,10 +107,12 @@ const IDLE_IN_TRANSACTION_MS: u64 = 10_000;
 const ATTEMPTS: usize = 4;
 
 /// The connection settings of a URL, and our own parameters taken out of it.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 struct Target {
     config: tokio_postgres::Config,
     pool_size: usize,
+    /// How connections are encrypted (per the URL's `sslmode`, see [`tls`]).
+    tls: tls::RustlsConnect,
 }
 
 /// Parses `postgres://` / `postgresql://` URLs (and key=value strings) the way
@@ -124,8 +127,11 @@ fn parse_target(url: &str, statement_timeout_ms: u64) -> Result<Target> {
     };
     let mut pool_size = DEFAULT_POOL_SIZE;
     let mut kept = Vec::new();
+    let (mut sslmode, mut sslrootcert) = (None, None);
     for pair in query.into_iter().flat_map(|q| q.split('&')) {
         match pair.split_once('=') {
+            Some(("sslmode", v)) => sslmode = Some(v),
+            Some(("sslrootcert", v)) => sslrootcert = Some(v),
             Some(("pool_size", v)) => {
                 pool_size =
                     v.parse::<usize>().ok().filter(|&n| n > 0).ok_or_else(|| {
@@ -172,7 +178,18 @@ fn parse_target(url: &str, statement_timeout_ms: u64) -> Result<Target> {
         _ => guard,
     };
     config.options(&options);
-    Ok(Target { config, pool_size })
+    // Only the URL form reaches here with `sslmode`; a key=value string keeps
+    // what the driver read (it knows disable, prefer and require).
+    let (ssl_mode, verify) = tls::parse_mode(sslmode, sslrootcert)?;
+    if sslmode.is_some() {
+        config.ssl_mode(ssl_mode);
+    }
+    let tls = tls::connector(&verify)?;
+    Ok(Target {
+        config,
+        pool_size,
+        tls,
+    })
 }
 
 /// A tag unique to one store handle, carried in its notifications so that its
@@ -199,6 +216,7 @@ pub struct PgStore {
     pool: Pool,
     /// For the dedicated `LISTEN` connections.
     config: tokio_postgres::Config,
+    tls: tls::RustlsConnect,
     notify_window_ms: i64,
     /// Every call gives up after this long (see [`PgStore::within`]).
     deadline: Duration,
@@ -221,10 +239,14 @@ impl PgStore {
     /// up to date. Several nodes may open the same database at once.
     pub async fn open(url: &str, opts: &StoreOptions) -> Result<Self> {
         let statement_timeout_ms = opts.postgres.statement_timeout_ms;
-        let Target { config, pool_size } = parse_target(url, statement_timeout_ms)?;
+        let Target {
+            config,
+            pool_size,
+            tls,
+        } = parse_target(url, statement_timeout_ms)?;
         let manager = Manager::from_config(
             config.clone(),
-            NoTls,
+            tls.clone(),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -240,6 +262,7 @@ impl PgStore {
         let store = PgStore {
             pool,
             config,
+            tls,
             notify_window_ms: opts.postgres.notify_window_ms,
             deadline: Duration::from_millis(statement_timeout_ms) + CALL_SLACK,
             origin: new_origin(),
@@ -582,7 +605,8 @@ impl Store for PgStore {
     }
 
     async fn subscribe(&self) -> Result<Option<tokio::sync::mpsc::Receiver<Vec<DueEntry>>>> {
-        let (rx, handle) = notify::subscribe(self.config.clone(), self.origin.clone()).await?;
+        let (rx, handle) =
+            notify::subscribe(self.config.clone(), self.tls.clone(), self.origin.clone()).await?;
         let mut listeners = self.listeners.lock();
         listeners.retain(|h| !h.is_finished());
         listeners.push(handle);
@@ -616,8 +640,25 @@ mod tests {
         assert_eq!(t.config.get_password(), Some(&b"pw"[..]));
         assert!(parse_target("postgres://h/db?pool_size=0", 1).is_err());
         assert!(parse_target("postgres://h/db?pool_size=x", 1).is_err());
-        let e = parse_target("postgres://h/db?bogus=1", 1).unwrap_err();
+        let e = parse_target("postgres://h/db?bogus=1", 1).err().unwrap();
         assert!(e.to_string().contains("bogus"), "{e}");
+        use tokio_postgres::config::SslMode;
+        let mode = |url: &str| parse_target(url, 1).unwrap().config.get_ssl_mode();
+        assert_eq!(mode("postgres://h/db"), SslMode::Prefer);
+        assert_eq!(mode("postgres://h/db?sslmode=disable"), SslMode::Disable);
+        assert_eq!(mode("postgres://h/db?sslmode=require"), SslMode::Require);
+        assert_eq!(
+            mode("postgres://h/db?sslmode=verify-full"),
+            SslMode::Require
+        );
+        assert!(parse_target("postgres://h/db?sslmode=verify-ca", 1).is_err());
+        let e = parse_target(
+            "postgres://h/db?sslmode=verify-full&sslrootcert=/no/ca.pem",
+            1,
+        )
+        .err()
+        .unwrap();
+        assert!(e.to_string().contains("/no/ca.pem"), "{e}");
     }
 
     #[test]
