@@ -103,7 +103,10 @@ async fn shared_cluster_hands_out_fresh_databases() {
 
 #[tokio::test]
 async fn an_immediate_restart_cuts_sessions_and_keeps_committed_data() {
-    let Some(pg) = PgTemp::start().expect("start cluster") else {
+    // The default `synchronous_commit=off` may lose the last commits in a
+    // crash, by design.
+    let options = herald_pgtemp::Options::default().set("synchronous_commit", "on");
+    let Some(pg) = PgTemp::start_with(&options).expect("start cluster") else {
         return;
     };
     let url = pg.create_database("outage").expect("create");

@@ -78,8 +78,7 @@ async fn require_encrypts_and_verify_full_checks_the_ca() {
     );
     let e = PgStore::open(&wrong, &opts)
         .await
-        .err()
-        .expect("verify-full with the wrong CA must fail");
+        .expect_err("verify-full with the wrong CA must fail");
     let msg = e.to_string();
     assert!(
         msg.contains("certificate") || msg.contains("UnknownIssuer"),

@@ -15,8 +15,9 @@ impl<T> Ctx<T> for rusqlite::Result<T> {
 
 /// Turns a driver error into a typed store error by its result code: a
 /// unique or primary-key violation is a conflict, another constraint
-/// violation a refusal, a full disk [`StoreError::Full`], and the rest an unavailable store, with the extended
-/// result code kept.
+/// violation a refusal, a full disk (or `max_page_count`) is
+/// [`StoreError::Full`], and the rest an unavailable store, with the
+/// extended result code kept.
 pub(super) fn sqlite_error(what: &str, e: &rusqlite::Error) -> StoreError {
     use rusqlite::ffi;
     let message = format!("sqlite: {what}: {e}");
