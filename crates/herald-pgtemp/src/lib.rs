@@ -200,6 +200,9 @@ fn announce_skip() {
 pub struct Options {
     /// `-c name=value` settings passed to `postgres`, after the defaults (so they win).
     pub settings: Vec<(String, String)>,
+    /// A server certificate and its key (both PEM): with them the server
+    /// takes TLS connections (`ssl=on`) beside plain ones.
+    pub tls: Option<(String, String)>,
 }
 
 impl Default for Options {
@@ -216,6 +219,7 @@ impl Default for Options {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            tls: None,
         }
     }
 }
@@ -226,6 +230,12 @@ impl Options {
         self.settings.retain(|(k, _)| k != name);
         self.settings.push((name.to_string(), value.to_string()));
         self
+    }
+
+    /// Serves TLS with this certificate chain and key (PEM).
+    pub fn with_tls(mut self, cert_pem: &str, key_pem: &str) -> Self {
+        self.tls = Some((cert_pem.to_string(), key_pem.to_string()));
+        self.set("ssl", "on")
     }
 }
 
@@ -340,6 +350,29 @@ fn signal(pid: i32, sig: libc::c_int) {
             libc::kill(pid, sig);
         }
     }
+}
+
+/// Puts the server's certificate and key where `ssl=on` looks for them
+/// (`server.crt`, `server.key` in the data directory), owned by the server's
+/// user, the key readable by it alone (the server refuses it otherwise).
+fn write_tls_files(
+    data_dir: &Path,
+    cert: &str,
+    key: &str,
+    user: Option<&RunAs>,
+) -> Result<(), Error> {
+    use std::os::unix::fs::PermissionsExt;
+    for (name, text, mode) in [("server.crt", cert, 0o644), ("server.key", key, 0o600)] {
+        let path = data_dir.join(name);
+        fs::write(&path, text).map_err(io_err(format!("writing {name}")))?;
+        fs::set_permissions(&path, fs::Permissions::from_mode(mode))
+            .map_err(io_err(format!("chmod {name}")))?;
+        if let Some(u) = user {
+            std::os::unix::fs::chown(&path, Some(u.uid), Some(u.gid))
+                .map_err(io_err(format!("chown {name}")))?;
+        }
+    }
+    Ok(())
 }
 
 /// Removes directories of clusters whose owning process has died (killed before
@@ -493,6 +526,10 @@ pub struct PgTemp {
     version: u32,
     next_db: AtomicU64,
     running: Mutex<Option<Running>>,
+    /// What started the server, to start it again ([`PgTemp::restart_immediate`]).
+    bins: Binaries,
+    options: Options,
+    user: Option<RunAs>,
 }
 
 impl std::fmt::Debug for PgTemp {
@@ -619,6 +656,9 @@ impl PgTemp {
             });
         }
 
+        if let Some((cert, key)) = &options.tls {
+            write_tls_files(&data_dir, cert, key, user.as_ref())?;
+        }
         let log_path = root.join("server.log");
         let mut dir = Some(dir);
         for _ in 0..PORT_ATTEMPTS {
@@ -642,6 +682,9 @@ impl PgTemp {
                         version,
                         next_db: AtomicU64::new(1),
                         running: Mutex::new(Some(running)),
+                        bins: bins.clone(),
+                        options: options.clone(),
+                        user: user.clone(),
                     });
                 }
                 Launch::PortTaken(running) => {
@@ -863,6 +906,62 @@ impl PgTemp {
             force: self.version >= 130_000,
             keep: false,
         })
+    }
+
+    /// Crashes the server the way `pg_ctl restart -m immediate` does (`SIGQUIT`
+    /// to the postmaster: every session is cut, nothing is checkpointed) and
+    /// starts it again on the same port and data, which then runs crash
+    /// recovery. Returns once it accepts logins again. For outage tests.
+    pub fn restart_immediate(&self) -> Result<(), Error> {
+        self.restart_after(Duration::ZERO)
+    }
+
+    /// Like [`PgTemp::restart_immediate`], with the server left down for
+    /// `down` before it starts again.
+    pub fn restart_after(&self, down: Duration) -> Result<(), Error> {
+        let mut running = self
+            .running
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let old = running.take().ok_or_else(|| Error::Server {
+            what: "postgres".into(),
+            detail: "restart of a cluster that was shut down".into(),
+            log: self.log_path.display().to_string(),
+            tail: String::new(),
+        })?;
+        signal(old.pid, libc::SIGQUIT);
+        if !matches!(
+            old.exited.recv_timeout(STOP_TIMEOUT),
+            Ok(_) | Err(mpsc::RecvTimeoutError::Disconnected)
+        ) {
+            signal(old.pid, libc::SIGKILL);
+            let _ = old.exited.recv_timeout(Duration::from_secs(5));
+        }
+        let _ = old.keeper.join();
+        std::thread::sleep(down);
+        let cluster = Cluster {
+            bins: &self.bins,
+            options: &self.options,
+            data_dir: &self.data_dir,
+            socket_dir: &self.socket_dir,
+            log_path: &self.log_path,
+            user: &self.user,
+        };
+        match Self::launch(&cluster, old.dir, self.port)? {
+            Launch::Ready(r, _) => {
+                *running = Some(r);
+                Ok(())
+            }
+            Launch::PortTaken(r) => {
+                r.stop();
+                Err(Error::Server {
+                    what: "postgres".into(),
+                    detail: format!("port {} was taken while the server was down", self.port),
+                    log: self.log_path.display().to_string(),
+                    tail: tail_of(&self.log_path, 30),
+                })
+            }
+        }
     }
 
     /// Stops the server and removes its directory. Idempotent; dropping does it too.

@@ -100,3 +100,31 @@ async fn shared_cluster_hands_out_fresh_databases() {
         "session survived the drop"
     );
 }
+
+#[tokio::test]
+async fn an_immediate_restart_cuts_sessions_and_keeps_committed_data() {
+    // The default `synchronous_commit=off` may lose the last commits in a
+    // crash, by design.
+    let options = herald_pgtemp::Options::default().set("synchronous_commit", "on");
+    let Some(pg) = PgTemp::start_with(&options).expect("start cluster") else {
+        return;
+    };
+    let url = pg.create_database("outage").expect("create");
+    let client = connect(&url).await;
+    client
+        .batch_execute("CREATE TABLE t (x INT); INSERT INTO t VALUES (7)")
+        .await
+        .unwrap();
+    let port = pg.port();
+    pg.restart_immediate().expect("restart");
+    assert_eq!(pg.port(), port);
+    // The old session is gone; a new one sees what was committed.
+    assert!(client.query_one("SELECT 1", &[]).await.is_err());
+    let client = connect(&url).await;
+    let x: i32 = client
+        .query_one("SELECT x FROM t", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(x, 7);
+}

@@ -100,7 +100,20 @@ impl From<&herald_store::StoreError> for ApiError {
             }
             E::Unavailable { code, message } => {
                 tracing::warn!(error = %message, code = ?code, "store unavailable");
-                ApiError::unavailable("the store is not answering; nothing was written")
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "store_unavailable",
+                    "the store is not answering; nothing was written (a write retried \
+                     with the same idempotency key is applied at most once)",
+                )
+            }
+            E::Full { message } => {
+                tracing::error!(error = %message, "store full");
+                ApiError::new(
+                    StatusCode::INSUFFICIENT_STORAGE,
+                    "insufficient_storage",
+                    "the store is out of space; nothing was written",
+                )
             }
             e @ (E::UnsupportedUrl(_) | E::Corrupt(_) | E::Internal(_)) => {
                 tracing::error!(error = %e, "store failed");
@@ -157,7 +170,15 @@ struct Envelope<'a> {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, axum::Json(Envelope { error: &self.body })).into_response()
+        let mut resp = (self.status, axum::Json(Envelope { error: &self.body })).into_response();
+        // A 503 is always worth retrying soon: tell well-behaved clients when.
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            resp.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static("1"),
+            );
+        }
+        resp
     }
 }
 
@@ -187,4 +208,27 @@ fn backticked(msg: &str) -> Option<String> {
     let start = msg.find('`')? + 1;
     let len = msg[start..].find('`')?;
     Some(msg[start..start + len].to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use herald_store::StoreError;
+
+    #[test]
+    fn an_unavailable_store_is_503_with_retry_after_and_a_full_one_507() {
+        let resp = ApiError::from(StoreError::unavailable("connection reset")).into_response();
+        assert_eq!(resp.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(resp.headers()[axum::http::header::RETRY_AFTER], "1");
+        let e = ApiError::from(StoreError::Full {
+            message: "database or disk is full".into(),
+        });
+        assert_eq!(e.status, StatusCode::INSUFFICIENT_STORAGE);
+        assert_eq!(e.body.code, "insufficient_storage");
+        assert!(
+            !e.body.message.contains("disk is full"),
+            "{}",
+            e.body.message
+        );
+    }
 }

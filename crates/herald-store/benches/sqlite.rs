@@ -26,6 +26,7 @@ fn open(rt: &Runtime, dir: &tempfile::TempDir, name: &str, sync: &str) -> Sqlite
         sqlite: SqliteOptions {
             synchronous,
             read_connections: 2,
+            max_page_count: None,
         },
         ..Default::default()
     };

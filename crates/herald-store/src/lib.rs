@@ -12,6 +12,7 @@ mod migration;
 mod model;
 mod owner;
 pub mod postgres;
+pub mod redact;
 mod refusals;
 pub mod sqlite;
 #[cfg(any(test, feature = "testsuite"))]
@@ -26,14 +27,15 @@ use herald_core::{TenantId, TimerId, TimerState};
 pub use access::*;
 pub use campaign::*;
 pub use owner::{Owned, owned_by};
+pub use redact::RedactedUrl;
 pub use types::*;
 
 /// Errors a store can give. A method that returns any of them changed nothing.
 ///
 /// The variants say whose fault a failure is, so callers can answer without
 /// reading message text: a caller error (`NotFound`, `Conflict`, `Refused`)
-/// becomes a `4xx`, an `Unavailable` store a `503`, and the rest are Herald's
-/// own faults.
+/// becomes a `4xx`, an `Unavailable` store a `503`, a `Full` one a `507`, and
+/// the rest are Herald's own faults.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// The URL names no backend this build knows.
@@ -64,6 +66,11 @@ pub enum StoreError {
         code: Option<String>,
         message: String,
     },
+    /// The backend is out of space (SQLite `SQLITE_FULL`, PostgreSQL `53100`
+    /// disk full): nothing was written. Reads still work, and writes succeed
+    /// again once space returns.
+    #[error("store full: {message}")]
+    Full { message: String },
     /// A row held a value this version cannot read.
     #[error("corrupt row: {0}")]
     Corrupt(String),
@@ -340,5 +347,5 @@ pub async fn open(url: &str, opts: &StoreOptions) -> Result<Arc<dyn Store>> {
         let store = sqlite::SqliteStore::open_memory(opts).await?;
         return Ok(Arc::new(store));
     }
-    Err(StoreError::UnsupportedUrl(url.to_string()))
+    Err(StoreError::UnsupportedUrl(redact::redact(url)))
 }

@@ -26,6 +26,12 @@ pub struct SqliteOptions {
     pub synchronous: Synchronous,
     /// Read connections kept open beside the single writer.
     pub read_connections: usize,
+    /// A cap on the database's size in pages (`PRAGMA max_page_count`, set on
+    /// every connection); past it writes fail as a full disk would
+    /// ([`crate::StoreError::Full`]). Unset: only the disk limits it. Mostly
+    /// for tests and for keeping a database inside a quota.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_page_count: Option<u64>,
 }
 
 impl Default for SqliteOptions {
@@ -33,6 +39,7 @@ impl Default for SqliteOptions {
         SqliteOptions {
             synchronous: Synchronous::Full,
             read_connections: 4,
+            max_page_count: None,
         }
     }
 }
@@ -69,12 +76,18 @@ pub struct PostgresOptions {
     /// fall due within this many milliseconds from now; later ones are found
     /// by the owners' periodic loader scans.
     pub notify_window_ms: i64,
+    /// The server ends any statement that runs longer (`statement_timeout`,
+    /// set on every session), and every store call gives up on its own a few
+    /// seconds after it: either way the call fails as
+    /// [`crate::StoreError::Unavailable`].
+    pub statement_timeout_ms: u64,
 }
 
 impl Default for PostgresOptions {
     fn default() -> Self {
         PostgresOptions {
             notify_window_ms: 120_000,
+            statement_timeout_ms: 30_000,
         }
     }
 }
@@ -102,12 +115,14 @@ struct StoreOptionsToml {
 struct SqliteToml {
     synchronous: Option<Synchronous>,
     read_connections: Option<usize>,
+    max_page_count: Option<u64>,
 }
 
 #[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PostgresToml {
     notify_window_ms: Option<i64>,
+    statement_timeout_ms: Option<u64>,
 }
 
 /// The value of a setting given under its new key, its old one, or both
@@ -147,6 +162,7 @@ impl TryFrom<StoreOptionsToml> for StoreOptions {
                     "read_connections",
                 )?
                 .unwrap_or(sqlite.read_connections),
+                max_page_count: t.sqlite.max_page_count,
             },
             postgres: PostgresOptions {
                 notify_window_ms: either(
@@ -156,6 +172,11 @@ impl TryFrom<StoreOptionsToml> for StoreOptions {
                     "pg_notify_window_ms",
                 )?
                 .unwrap_or(postgres.notify_window_ms),
+                statement_timeout_ms: t
+                    .postgres
+                    .statement_timeout_ms
+                    .filter(|&ms| ms > 0)
+                    .unwrap_or(postgres.statement_timeout_ms),
             },
         })
     }

@@ -19,6 +19,7 @@ fn shape(e: &StoreError) -> (&'static str, String) {
         StoreError::Conflict { what, .. } => ("conflict", what.clone()),
         StoreError::Refused { what, .. } => ("refused", what.clone()),
         StoreError::Unavailable { .. } => ("unavailable", String::new()),
+        StoreError::Full { .. } => ("full", String::new()),
         StoreError::Corrupt(_) => ("corrupt", String::new()),
         StoreError::Internal(_) => ("internal", String::new()),
         StoreError::UnsupportedUrl(_) => ("unsupported_url", String::new()),

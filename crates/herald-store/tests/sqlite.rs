@@ -20,6 +20,7 @@ fn opts(synchronous: Synchronous, read_connections: usize) -> StoreOptions {
         sqlite: SqliteOptions {
             synchronous,
             read_connections,
+            max_page_count: None,
         },
         ..Default::default()
     }
@@ -317,4 +318,31 @@ async fn ten_thousand_reminders_in_one_batch() {
         store.count_by_tenant_state().await.unwrap(),
         vec![(DEFAULT_TENANT, TimerState::Pending, 10_000)]
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_database_refuses_writes_as_full_and_keeps_reading() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("herald.db");
+    let mut o = opts(Synchronous::Normal, 1);
+    o.sqlite.max_page_count = Some(200);
+    let store = SqliteStore::open(&path, &o).await.unwrap();
+    let first = created(&store.apply(inserts([timer(1_000)])).await.unwrap()[0]);
+    let mut full = None;
+    for batch in 0..1_000 {
+        let ops = inserts((0..100).map(|i| keyed(2_000, &format!("k-{batch}-{i}"))));
+        if let Err(e) = store.apply(ops).await {
+            full = Some(e);
+            break;
+        }
+    }
+    let e = full.expect("the capped database never filled");
+    assert!(matches!(e, StoreError::Full { .. }), "{e:?}");
+    // Reads go on, and the refused batch left nothing behind.
+    let got = store.get_timer(first.id).await.unwrap().unwrap();
+    assert_eq!(got.id, first.id);
+    // A smaller write that fits in what is left still works; nothing was
+    // half-applied.
+    let again = store.apply(inserts([keyed(3_000, "k-0-0")])).await.unwrap();
+    assert!(matches!(again[0], WriteResult::Existing(_)), "{again:?}");
 }

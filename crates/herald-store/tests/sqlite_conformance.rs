@@ -13,6 +13,7 @@ async fn fresh_store() -> (Arc<dyn Store>, TempDir) {
             // Same code paths as `full`, without an fsync per commit on shared test machines.
             synchronous: Synchronous::Normal,
             read_connections: 2,
+            max_page_count: None,
         },
         ..Default::default()
     };

@@ -12,6 +12,7 @@ use herald_engine::{ChannelSpec, Engine};
 use herald_server::{
     Access, AppState, AuditLog, AuditSettings, AuthConfig, Mode, Quotas, StoredKeys,
 };
+use herald_store::RedactedUrl;
 
 use crate::config::Config;
 
@@ -23,7 +24,7 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     let metrics = herald_server::install_metrics().map_err(anyhow::Error::msg)?;
     let store = herald_store::open(&cfg.store, &cfg.store_options)
         .await
-        .with_context(|| format!("opening store {}", cfg.store))?;
+        .with_context(|| format!("opening store {}", RedactedUrl(&cfg.store)))?;
     let shards = store
         .init_shards(cfg.shards)
         .await
@@ -123,7 +124,7 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
              variable to protect this node"
         );
     }
-    tracing::info!(%addr, node_id, store = %cfg.store, shards, ?mode, "herald serving");
+    tracing::info!(%addr, node_id, store = %RedactedUrl(&cfg.store), shards, ?mode, "herald serving");
     // Tests and scripts read this line to learn the port.
     println!("herald listening on http://{addr}");
     std::io::stdout().flush().ok();

@@ -68,6 +68,9 @@ fn copy(e: &StoreError) -> StoreError {
             code: code.clone(),
             message: message.clone(),
         },
+        StoreError::Full { message } => StoreError::Full {
+            message: message.clone(),
+        },
         other => StoreError::Internal(other.to_string()),
     }
 }

@@ -25,7 +25,12 @@ async fn an_unavailable_store_is_503_and_only_while_it_lasts() {
     let reads = ["/v1/jobs", "/v1/rules/1", "/v1/audiences/1", "/v1/stats"];
     for path in reads {
         let (st, body) = api.get(path).await;
-        error(st, &body, StatusCode::SERVICE_UNAVAILABLE, "unavailable");
+        error(
+            st,
+            &body,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "store_unavailable",
+        );
         // The driver's words stay in the log, not in the answer.
         assert!(
             !body.to_string().contains("administrator"),
@@ -36,13 +41,28 @@ async fn an_unavailable_store_is_503_and_only_while_it_lasts() {
     // service alike.
     let timer = json!({"delay_ms": 60_000, "channel": "log", "recipient": "r", "message": {}});
     let (st, body) = api.post("/v1/timers", timer.clone()).await;
-    error(st, &body, StatusCode::SERVICE_UNAVAILABLE, "unavailable");
+    error(
+        st,
+        &body,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "store_unavailable",
+    );
     let (st, body) = api.post("/v1/rules", rule_body()).await;
-    error(st, &body, StatusCode::SERVICE_UNAVAILABLE, "unavailable");
+    error(
+        st,
+        &body,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "store_unavailable",
+    );
     let (st, body) = api
         .upload("/v1/audiences", "text/csv", "recipient\na\nb\n")
         .await;
-    error(st, &body, StatusCode::SERVICE_UNAVAILABLE, "unavailable");
+    error(
+        st,
+        &body,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "store_unavailable",
+    );
 
     api.store.fail_all(None);
     let (st, body) = api.post("/v1/timers", timer).await;

@@ -7,7 +7,7 @@ use crate::{Result, StoreError};
 
 /// Turns a driver error into a typed store error by its SQLSTATE: a unique
 /// violation (`23505`) is a conflict, other integrity (`23`) and data (`22`)
-/// errors are refusals, and everything else (deadlocks and serialization
+/// errors are refusals, a full disk (`53100`) is [`StoreError::Full`], and everything else (deadlocks and serialization
 /// failures included, which [`StoreError::is_retryable`] knows by code) is an
 /// unavailable store, with the code kept.
 pub(super) fn pg_error(what: &str, e: &tokio_postgres::Error) -> StoreError {
@@ -22,6 +22,9 @@ pub(super) fn pg_error(what: &str, e: &tokio_postgres::Error) -> StoreError {
             msg.push_str(&format!(" ({detail})"));
         }
         return match code {
+            // disk_full: nothing was written, and nothing will be until
+            // space returns.
+            "53100" => StoreError::Full { message: msg },
             "23505" => StoreError::Conflict {
                 what: what.to_string(),
                 why: msg,

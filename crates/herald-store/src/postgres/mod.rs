@@ -6,8 +6,9 @@
 //! (16 by default; `?pool_size=N` in the URL changes it), each with its own cache
 //! of prepared statements. [`Store::subscribe`] opens one more, dedicated
 //! connection per subscriber for `LISTEN` (see [`notify`]). Methods must be
-//! called from within a tokio runtime. TLS is not supported (`NoTls`): connect
-//! over a trusted network or a local socket. Of [`StoreOptions`], only the
+//! called from within a tokio runtime. Connections use TLS (rustls) as the
+//! URL's `sslmode` says: `disable`, `prefer` (the default), `require` or
+//! `verify-full` (with `sslrootcert=PATH` for a private CA); see [`tls`]. Of [`StoreOptions`], only the
 //! `postgres` part applies.
 //!
 //! # Atomicity and batching
@@ -60,6 +61,7 @@ mod provider;
 mod reminders;
 mod schema;
 mod timers;
+mod tls;
 
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -70,7 +72,6 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use herald_core::{TenantId, TimerId, TimerState};
 use parking_lot::Mutex;
 use tokio::task::JoinHandle;
-use tokio_postgres::NoTls;
 use tokio_postgres::types::ToSql;
 
 use error::{Ctx, col, pg_error, retryable};
@@ -88,9 +89,18 @@ type Param<'a> = &'a (dyn ToSql + Sync);
 /// Connections in the pool unless the URL says `pool_size=N`.
 pub const DEFAULT_POOL_SIZE: usize = 16;
 /// How long a caller waits for a free pooled connection.
-const POOL_WAIT: Duration = Duration::from_secs(30);
+const POOL_WAIT: Duration = Duration::from_secs(5);
 /// How long opening one connection may take (also the default `connect_timeout`).
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// A call's own deadline is the statement timeout plus this much, for the
+/// pool wait, the round trips and the commit.
+const CALL_SLACK: Duration = Duration::from_secs(5);
+/// How long sent data may go unacknowledged before the kernel drops the
+/// connection (`TCP_USER_TIMEOUT`): a peer that vanished without a reset is
+/// noticed in seconds, not after the system's retransmission timeout.
+const TCP_USER_TIMEOUT: Duration = Duration::from_secs(10);
+/// TCP keepalive of pooled connections, so an idle dead peer is noticed too.
+const KEEPALIVE_IDLE: Duration = Duration::from_secs(30);
 /// How long a transaction may sit idle between statements before the server
 /// ends it (see `parse_url`).
 const IDLE_IN_TRANSACTION_MS: u64 = 10_000;
@@ -98,15 +108,18 @@ const IDLE_IN_TRANSACTION_MS: u64 = 10_000;
 const ATTEMPTS: usize = 4;
 
 /// The connection settings of a URL, and our own parameters taken out of it.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 struct Target {
     config: tokio_postgres::Config,
     pool_size: usize,
+    /// How connections are encrypted (per the URL's `sslmode`, see [`tls`]).
+    tls: tls::RustlsConnect,
 }
 
 /// Parses `postgres://` / `postgresql://` URLs (and key=value strings) the way
 /// `tokio-postgres` does, after removing Herald's own `pool_size` parameter.
-fn parse_target(url: &str) -> Result<Target> {
+/// Every session gets `statement_timeout_ms` as its `statement_timeout`.
+fn parse_target(url: &str, statement_timeout_ms: u64) -> Result<Target> {
     let bad =
         |why: String| StoreError::refused("store", format!("postgres: invalid store url: {why}"));
     let (base, query) = match url.split_once('?') {
@@ -115,8 +128,11 @@ fn parse_target(url: &str) -> Result<Target> {
     };
     let mut pool_size = DEFAULT_POOL_SIZE;
     let mut kept = Vec::new();
+    let (mut sslmode, mut sslrootcert) = (None, None);
     for pair in query.into_iter().flat_map(|q| q.split('&')) {
         match pair.split_once('=') {
+            Some(("sslmode", v)) => sslmode = Some(v),
+            Some(("sslrootcert", v)) => sslrootcert = Some(v),
             Some(("pool_size", v)) => {
                 pool_size =
                     v.parse::<usize>().ok().filter(|&n| n > 0).ok_or_else(|| {
@@ -150,13 +166,31 @@ fn parse_target(url: &str) -> Result<Target> {
     // keep its row locks (a job's row, say) for as long as its connection
     // lives, and every other node would wait on them: the server ends such a
     // transaction instead, and the stalled node's write fails when it wakes.
-    let guard = format!("-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}");
+    let guard = format!(
+        "-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS} \
+         -c statement_timeout={statement_timeout_ms}"
+    );
+    config
+        .keepalives(true)
+        .keepalives_idle(KEEPALIVE_IDLE)
+        .tcp_user_timeout(TCP_USER_TIMEOUT);
     let options = match config.get_options() {
         Some(o) if !o.is_empty() => format!("{o} {guard}"),
         _ => guard,
     };
     config.options(&options);
-    Ok(Target { config, pool_size })
+    // Only the URL form reaches here with `sslmode`; a key=value string keeps
+    // what the driver read (it knows disable, prefer and require).
+    let (ssl_mode, verify) = tls::parse_mode(sslmode, sslrootcert)?;
+    if sslmode.is_some() {
+        config.ssl_mode(ssl_mode);
+    }
+    let tls = tls::connector(&verify)?;
+    Ok(Target {
+        config,
+        pool_size,
+        tls,
+    })
 }
 
 /// A tag unique to one store handle, carried in its notifications so that its
@@ -183,7 +217,10 @@ pub struct PgStore {
     pool: Pool,
     /// For the dedicated `LISTEN` connections.
     config: tokio_postgres::Config,
+    tls: tls::RustlsConnect,
     notify_window_ms: i64,
+    /// Every call gives up after this long (see [`PgStore::within`]).
+    deadline: Duration,
     origin: String,
     listeners: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -202,10 +239,15 @@ impl PgStore {
     /// or `postgresql://`; `?pool_size=N` sets the pool size) and brings its schema
     /// up to date. Several nodes may open the same database at once.
     pub async fn open(url: &str, opts: &StoreOptions) -> Result<Self> {
-        let Target { config, pool_size } = parse_target(url)?;
+        let statement_timeout_ms = opts.postgres.statement_timeout_ms;
+        let Target {
+            config,
+            pool_size,
+            tls,
+        } = parse_target(url, statement_timeout_ms)?;
         let manager = Manager::from_config(
             config.clone(),
-            NoTls,
+            tls.clone(),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -221,7 +263,9 @@ impl PgStore {
         let store = PgStore {
             pool,
             config,
+            tls,
             notify_window_ms: opts.postgres.notify_window_ms,
+            deadline: Duration::from_millis(statement_timeout_ms) + CALL_SLACK,
             origin: new_origin(),
             listeners: Mutex::new(Vec::new()),
         };
@@ -239,6 +283,28 @@ impl PgStore {
             deadpool_postgres::PoolError::Backend(e) => pg_error("connecting", &e),
             other => StoreError::unavailable(format!("postgres: getting a connection: {other}")),
         })
+    }
+
+    /// Runs one store call within its deadline. A call cut short is an
+    /// unavailable store; dropping its future rolls back any transaction it
+    /// had open, so it changed nothing, unless it was cut during `COMMIT`:
+    /// then the outcome is unknown, which is why writes carry idempotency keys.
+    async fn within<T>(
+        &self,
+        what: &'static str,
+        call: impl std::future::Future<Output = Result<T>>,
+    ) -> Result<T> {
+        match tokio::time::timeout(self.deadline, call).await {
+            Ok(r) => r,
+            Err(_) => {
+                let ms = u64::try_from(self.deadline.as_millis()).unwrap_or(u64::MAX);
+                tracing::warn!(what, deadline_ms = ms, "postgres call timed out");
+                Err(StoreError::Unavailable {
+                    code: None,
+                    message: format!("postgres: {what}: no answer within {ms} ms"),
+                })
+            }
+        }
     }
 
     /// Runs a transaction body again after a deadlock or serialization failure.
@@ -276,13 +342,16 @@ impl Store for PgStore {
         tenant: TenantId,
         ids: &[String],
     ) -> Result<Vec<crate::SubjectRecord>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut ids = ids.to_vec();
-        ids.sort_unstable();
-        ids.dedup();
-        reminders::get_subjects(self, tenant, &ids).await
+        self.within("get_subjects", async move {
+            if ids.is_empty() {
+                return Ok(Vec::new());
+            }
+            let mut ids = ids.to_vec();
+            ids.sort_unstable();
+            ids.dedup();
+            reminders::get_subjects(self, tenant, &ids).await
+        })
+        .await
     }
 
     async fn user_reminders(
@@ -291,33 +360,49 @@ impl Store for PgStore {
         user_id: &str,
         limit: usize,
     ) -> Result<Vec<crate::ReminderTimer>> {
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
-        reminders::user_reminders(self, tenant, user_id, limit).await
+        self.within("user_reminders", async move {
+            if limit == 0 {
+                return Ok(Vec::new());
+            }
+            reminders::user_reminders(self, tenant, user_id, limit).await
+        })
+        .await
     }
 
     async fn pending_reminders(&self, probes: &[crate::MergeProbe]) -> Result<Vec<TimerRecord>> {
-        if probes.is_empty() {
-            return Ok(Vec::new());
-        }
-        reminders::pending_reminders(self, probes).await
+        self.within("pending_reminders", async move {
+            if probes.is_empty() {
+                return Ok(Vec::new());
+            }
+            reminders::pending_reminders(self, probes).await
+        })
+        .await
     }
 
     async fn init_shards(&self, wanted: u16) -> Result<u16> {
-        self.retrying("init_shards", || timers::init_shards(self, wanted))
-            .await
+        self.within("init_shards", async move {
+            self.retrying("init_shards", || timers::init_shards(self, wanted))
+                .await
+        })
+        .await
     }
 
     async fn apply(&self, ops: Vec<WriteOp>) -> Result<Vec<WriteResult>> {
-        if ops.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.retrying("apply", || apply::apply(self, &ops)).await
+        self.within("apply", async move {
+            if ops.is_empty() {
+                return Ok(Vec::new());
+            }
+            self.retrying("apply", || apply::apply(self, &ops)).await
+        })
+        .await
     }
 
     async fn get_timer(&self, id: TimerId) -> Result<Option<TimerRecord>> {
-        timers::get_timer(self, id).await
+        self.within(
+            "get_timer",
+            async move { timers::get_timer(self, id).await },
+        )
+        .await
     }
 
     async fn load_due(
@@ -327,39 +412,57 @@ impl Store for PgStore {
         until: i64,
         limit: usize,
     ) -> Result<Vec<DueEntry>> {
-        if limit == 0 || shards.is_empty() {
-            return Ok(Vec::new());
-        }
-        let only: Option<Vec<i32>> =
-            (!shards.is_all()).then(|| shards.iter().map(i32::from).collect());
-        timers::load_due(self, only, after, until, limit).await
+        self.within("load_due", async move {
+            if limit == 0 || shards.is_empty() {
+                return Ok(Vec::new());
+            }
+            let only: Option<Vec<i32>> =
+                (!shards.is_all()).then(|| shards.iter().map(i32::from).collect());
+            timers::load_due(self, only, after, until, limit).await
+        })
+        .await
     }
 
     async fn fetch_pending(&self, ids: &[TimerId]) -> Result<Vec<TimerRecord>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        timers::fetch_pending(self, ids).await
+        self.within("fetch_pending", async move {
+            if ids.is_empty() {
+                return Ok(Vec::new());
+            }
+            timers::fetch_pending(self, ids).await
+        })
+        .await
     }
 
     async fn complete(&self, batch: Vec<Completion>) -> Result<Vec<Applied>> {
-        if batch.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.retrying("complete", || timers::complete(self, &batch))
-            .await
+        self.within("complete", async move {
+            if batch.is_empty() {
+                return Ok(Vec::new());
+            }
+            self.retrying("complete", || timers::complete(self, &batch))
+                .await
+        })
+        .await
     }
 
     async fn deliveries_for(&self, timer_id: TimerId) -> Result<Vec<DeliveryRecord>> {
-        timers::deliveries_for(self, timer_id).await
+        self.within("deliveries_for", async move {
+            timers::deliveries_for(self, timer_id).await
+        })
+        .await
     }
 
     async fn count_by_tenant_state(&self) -> Result<Vec<(TenantId, TimerState, u64)>> {
-        timers::count_by_tenant_state(self).await
+        self.within("count_by_tenant_state", async move {
+            timers::count_by_tenant_state(self).await
+        })
+        .await
     }
 
     async fn get_delivery(&self, id: i64) -> Result<Option<DeliveryRecord>> {
-        provider::get_delivery(self, id).await
+        self.within("get_delivery", async move {
+            provider::get_delivery(self, id).await
+        })
+        .await
     }
 
     async fn record_final_status(
@@ -369,38 +472,63 @@ impl Store for PgStore {
         status: &str,
         at: i64,
     ) -> Result<u64> {
-        self.retrying("record_final_status", || {
-            provider::record_final_status(self, channel, provider_msgid, status, at)
+        self.within("record_final_status", async move {
+            self.retrying("record_final_status", || {
+                provider::record_final_status(self, channel, provider_msgid, status, at)
+            })
+            .await
         })
         .await
     }
 
     async fn mark_delivery_recalled(&self, id: i64, at: i64) -> Result<bool> {
-        provider::mark_delivery_recalled(self, id, at).await
+        self.within("mark_delivery_recalled", async move {
+            provider::mark_delivery_recalled(self, id, at).await
+        })
+        .await
     }
 
     async fn get_channel_token(&self, key: &str) -> Result<Option<ChannelToken>> {
-        provider::get_channel_token(self, key).await
+        self.within("get_channel_token", async move {
+            provider::get_channel_token(self, key).await
+        })
+        .await
     }
 
     async fn put_channel_token(&self, key: &str, token: &ChannelToken) -> Result<()> {
-        provider::put_channel_token(self, key, token).await
+        self.within("put_channel_token", async move {
+            provider::put_channel_token(self, key, token).await
+        })
+        .await
     }
 
     async fn expire_channel_token(&self, key: &str, token: &str, now: i64) -> Result<bool> {
-        provider::expire_channel_token(self, key, token, now).await
+        self.within("expire_channel_token", async move {
+            provider::expire_channel_token(self, key, token, now).await
+        })
+        .await
     }
 
     async fn heartbeat(&self, node: &Holder, now: i64, ttl_ms: i64) -> Result<Vec<NodeInfo>> {
-        cluster::heartbeat(self, node, now, ttl_ms).await
+        self.within("heartbeat", async move {
+            cluster::heartbeat(self, node, now, ttl_ms).await
+        })
+        .await
     }
 
     async fn leave(&self, node: &Holder) -> Result<()> {
-        self.retrying("leave", || cluster::leave(self, node)).await
+        self.within("leave", async move {
+            self.retrying("leave", || cluster::leave(self, node)).await
+        })
+        .await
     }
 
     async fn shard_leases(&self) -> Result<Vec<ShardLease>> {
-        cluster::shard_leases(self).await
+        self.within(
+            "shard_leases",
+            async move { cluster::shard_leases(self).await },
+        )
+        .await
     }
 
     async fn acquire_shards(
@@ -410,11 +538,14 @@ impl Store for PgStore {
         now: i64,
         lease_ms: i64,
     ) -> Result<Vec<ShardLease>> {
-        if shards.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.retrying("acquire_shards", || {
-            cluster::acquire_shards(self, node, shards, now, lease_ms)
+        self.within("acquire_shards", async move {
+            if shards.is_empty() {
+                return Ok(Vec::new());
+            }
+            self.retrying("acquire_shards", || {
+                cluster::acquire_shards(self, node, shards, now, lease_ms)
+            })
+            .await
         })
         .await
     }
@@ -426,21 +557,27 @@ impl Store for PgStore {
         now: i64,
         lease_ms: i64,
     ) -> Result<Vec<ShardLease>> {
-        if held.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.retrying("renew_shards", || {
-            cluster::renew_shards(self, node, held, now, lease_ms)
+        self.within("renew_shards", async move {
+            if held.is_empty() {
+                return Ok(Vec::new());
+            }
+            self.retrying("renew_shards", || {
+                cluster::renew_shards(self, node, held, now, lease_ms)
+            })
+            .await
         })
         .await
     }
 
     async fn release_shards(&self, node: &Holder, shards: &[u16]) -> Result<()> {
-        if shards.is_empty() {
-            return Ok(());
-        }
-        self.retrying("release_shards", || {
-            cluster::release_shards(self, node, shards)
+        self.within("release_shards", async move {
+            if shards.is_empty() {
+                return Ok(());
+            }
+            self.retrying("release_shards", || {
+                cluster::release_shards(self, node, shards)
+            })
+            .await
         })
         .await
     }
@@ -452,18 +589,25 @@ impl Store for PgStore {
         now: i64,
         ttl_ms: i64,
     ) -> Result<Option<NamedLease>> {
-        self.retrying("acquire_lease", || {
-            cluster::acquire_lease(self, name, holder, now, ttl_ms)
+        self.within("acquire_lease", async move {
+            self.retrying("acquire_lease", || {
+                cluster::acquire_lease(self, name, holder, now, ttl_ms)
+            })
+            .await
         })
         .await
     }
 
     async fn release_lease(&self, name: &str, holder: &Holder) -> Result<()> {
-        cluster::release_lease(self, name, holder).await
+        self.within("release_lease", async move {
+            cluster::release_lease(self, name, holder).await
+        })
+        .await
     }
 
     async fn subscribe(&self) -> Result<Option<tokio::sync::mpsc::Receiver<Vec<DueEntry>>>> {
-        let (rx, handle) = notify::subscribe(self.config.clone(), self.origin.clone()).await?;
+        let (rx, handle) =
+            notify::subscribe(self.config.clone(), self.tls.clone(), self.origin.clone()).await?;
         let mut listeners = self.listeners.lock();
         listeners.retain(|h| !h.is_finished());
         listeners.push(handle);
@@ -477,7 +621,7 @@ mod tests {
 
     #[test]
     fn urls_parse_with_and_without_our_parameters() {
-        let t = parse_target("postgres://herald@db.example:5433/timers").unwrap();
+        let t = parse_target("postgres://herald@db.example:5433/timers", 30_000).unwrap();
         assert_eq!(t.pool_size, DEFAULT_POOL_SIZE);
         assert_eq!(t.config.get_dbname(), Some("timers"));
         assert_eq!(t.config.get_user(), Some("herald"));
@@ -485,6 +629,7 @@ mod tests {
         assert_eq!(t.config.get_application_name(), Some("herald"));
         let t = parse_target(
             "postgresql://u:pw@h/db?application_name=node-a&pool_size=4&connect_timeout=3",
+            30_000,
         )
         .unwrap();
         assert_eq!(t.pool_size, 4);
@@ -494,10 +639,27 @@ mod tests {
             Some(&Duration::from_secs(3))
         );
         assert_eq!(t.config.get_password(), Some(&b"pw"[..]));
-        assert!(parse_target("postgres://h/db?pool_size=0").is_err());
-        assert!(parse_target("postgres://h/db?pool_size=x").is_err());
-        let e = parse_target("postgres://h/db?bogus=1").unwrap_err();
+        assert!(parse_target("postgres://h/db?pool_size=0", 1).is_err());
+        assert!(parse_target("postgres://h/db?pool_size=x", 1).is_err());
+        let e = parse_target("postgres://h/db?bogus=1", 1).err().unwrap();
         assert!(e.to_string().contains("bogus"), "{e}");
+        use tokio_postgres::config::SslMode;
+        let mode = |url: &str| parse_target(url, 1).unwrap().config.get_ssl_mode();
+        assert_eq!(mode("postgres://h/db"), SslMode::Prefer);
+        assert_eq!(mode("postgres://h/db?sslmode=disable"), SslMode::Disable);
+        assert_eq!(mode("postgres://h/db?sslmode=require"), SslMode::Require);
+        assert_eq!(
+            mode("postgres://h/db?sslmode=verify-full"),
+            SslMode::Require
+        );
+        assert!(parse_target("postgres://h/db?sslmode=verify-ca", 1).is_err());
+        let e = parse_target(
+            "postgres://h/db?sslmode=verify-full&sslrootcert=/no/ca.pem",
+            1,
+        )
+        .err()
+        .unwrap();
+        assert!(e.to_string().contains("/no/ca.pem"), "{e}");
     }
 
     #[test]

@@ -26,11 +26,12 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
-use tokio_postgres::{AsyncMessage, NoTls};
+use tokio_postgres::AsyncMessage;
 
 use herald_core::{DEFAULT_TENANT, TenantId};
 
 use super::error::pg_error;
+use super::tls::RustlsConnect;
 use crate::{DueEntry, Result, StoreError};
 
 /// The notification channel.
@@ -116,12 +117,13 @@ pub fn decode(payload: &str) -> std::result::Result<(&str, Vec<DueEntry>), Strin
 /// connection failed).
 pub(super) async fn subscribe(
     mut config: tokio_postgres::Config,
+    tls: RustlsConnect,
     origin: String,
 ) -> Result<(mpsc::Receiver<Vec<DueEntry>>, JoinHandle<()>)> {
     config.keepalives(true).keepalives_idle(KEEPALIVE_IDLE);
     let (tx, rx) = mpsc::channel(BUFFER);
     let (ready_tx, ready_rx) = oneshot::channel();
-    let handle = tokio::spawn(listen(config, origin, tx, ready_tx));
+    let handle = tokio::spawn(listen(config, tls, origin, tx, ready_tx));
     match ready_rx.await {
         Ok(Ok(())) => Ok((rx, handle)),
         Ok(Err(e)) => Err(e),
@@ -138,6 +140,7 @@ enum Ended {
 
 async fn listen(
     config: tokio_postgres::Config,
+    tls: RustlsConnect,
     origin: String,
     tx: mpsc::Sender<Vec<DueEntry>>,
     ready: oneshot::Sender<Result<()>>,
@@ -145,7 +148,7 @@ async fn listen(
     let mut ready = Some(ready);
     let mut backoff = FIRST_BACKOFF;
     loop {
-        match listen_once(&config, &origin, &tx, &mut ready, &mut backoff).await {
+        match listen_once(&config, &tls, &origin, &tx, &mut ready, &mut backoff).await {
             Ended::ReceiverGone => return,
             Ended::Failed(e) => {
                 if let Some(r) = ready.take() {
@@ -169,12 +172,13 @@ async fn listen(
 
 async fn listen_once(
     config: &tokio_postgres::Config,
+    tls: &RustlsConnect,
     origin: &str,
     tx: &mpsc::Sender<Vec<DueEntry>>,
     ready: &mut Option<oneshot::Sender<Result<()>>>,
     backoff: &mut Duration,
 ) -> Ended {
-    let (client, mut connection) = match config.connect(NoTls).await {
+    let (client, mut connection) = match config.connect(tls.clone()).await {
         Ok(pair) => pair,
         Err(e) => return Ended::Failed(pg_error("connecting to LISTEN", &e)),
     };

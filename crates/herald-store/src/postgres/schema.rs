@@ -43,6 +43,11 @@ fn version_of(index: usize) -> Result<i32> {
 /// under an advisory lock so concurrent openers take turns.
 pub(super) async fn migrate(client: &mut deadpool_postgres::Object) -> Result<()> {
     let tx = client.transaction().await.ctx("beginning migration")?;
+    // A migration of a large table may take longer than any query should:
+    // the statement timeout of every session does not apply to it.
+    tx.batch_execute("SET LOCAL statement_timeout = 0")
+        .await
+        .ctx("lifting the statement timeout for the migration")?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
         .await
         .ctx("taking the migration lock")?;

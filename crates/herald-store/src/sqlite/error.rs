@@ -15,8 +15,9 @@ impl<T> Ctx<T> for rusqlite::Result<T> {
 
 /// Turns a driver error into a typed store error by its result code: a
 /// unique or primary-key violation is a conflict, another constraint
-/// violation a refusal, and the rest an unavailable store, with the extended
-/// result code kept.
+/// violation a refusal, a full disk (or `max_page_count`) is
+/// [`StoreError::Full`], and the rest an unavailable store, with the
+/// extended result code kept.
 pub(super) fn sqlite_error(what: &str, e: &rusqlite::Error) -> StoreError {
     use rusqlite::ffi;
     let message = format!("sqlite: {what}: {e}");
@@ -32,6 +33,9 @@ pub(super) fn sqlite_error(what: &str, e: &rusqlite::Error) -> StoreError {
                 what: what.to_string(),
                 why: message,
             },
+            // The disk (or `max_page_count`) is full: the statement and its
+            // transaction changed nothing.
+            _ if f.code == rusqlite::ErrorCode::DiskFull => StoreError::Full { message },
             code => StoreError::Unavailable {
                 code: Some(code.to_string()),
                 message,

@@ -78,10 +78,14 @@ impl SqliteStore {
         let sync = opts.sqlite.synchronous;
         let path = path.as_ref().to_path_buf();
         let readers = opts.sqlite.read_connections;
-        let conns =
-            tokio::task::spawn_blocking(move || pool::open_file_connections(&path, sync, readers))
-                .await
-                .map_err(|e| StoreError::unavailable(format!("opening sqlite store: {e}")))??;
+        let max_pages = opts.sqlite.max_page_count;
+        let conns = tokio::task::spawn_blocking(move || {
+            let conns = pool::open_file_connections(&path, sync, readers)?;
+            pool::cap_pages(&conns.writer, max_pages)?;
+            Ok::<_, StoreError>(conns)
+        })
+        .await
+        .map_err(|e| StoreError::unavailable(format!("opening sqlite store: {e}")))??;
         let checkpointer = Checkpointer::start(conns.checkpointer)?;
         Ok(Self::start(conns.writer, conns.readers, Some(checkpointer)))
     }
@@ -90,10 +94,12 @@ impl SqliteStore {
     /// writes. `read_connections` is ignored.
     pub async fn open_memory(opts: &StoreOptions) -> Result<Self> {
         let sync = opts.sqlite.synchronous;
+        let max_pages = opts.sqlite.max_page_count;
         let writer = tokio::task::spawn_blocking(move || -> Result<Connection> {
             let mut conn = Connection::open_in_memory().ctx("opening in-memory database")?;
             pool::configure(&conn, Role::Writer(sync))?;
             schema::migrate(&mut conn)?;
+            pool::cap_pages(&conn, max_pages)?;
             Ok(conn)
         })
         .await

@@ -24,6 +24,10 @@ use crate::{Result, StoreError, Synchronous};
 /// How long a connection waits for a lock held by another connection (another
 /// process on the same file, or a checkpoint) before giving up with `SQLITE_BUSY`.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a call waits for its connection (held by calls before it) before
+/// giving up as an unavailable store, so a stuck statement cannot queue every
+/// caller behind it forever.
+const CONNECTION_WAIT: Duration = Duration::from_secs(30);
 /// Page cache of the writer, in KiB (negative `cache_size` means KiB).
 const WRITER_CACHE_KIB: i64 = 64 * 1024;
 /// Page cache of each reader, in KiB.
@@ -88,9 +92,15 @@ impl ConnPool {
         );
         // A panic in `f` unwinds through the guard (parking_lot mutexes are not
         // poisoned) and through any open rusqlite Transaction, which rolls back.
-        tokio::task::spawn_blocking(move || f(&mut conn.lock()))
-            .await
-            .map_err(|e| StoreError::unavailable(format!("sqlite {role} task: {e}")))?
+        tokio::task::spawn_blocking(move || match conn.try_lock_for(CONNECTION_WAIT) {
+            Some(mut guard) => f(&mut guard),
+            None => Err(StoreError::unavailable(format!(
+                "sqlite {role}: no connection free within {} s",
+                CONNECTION_WAIT.as_secs()
+            ))),
+        })
+        .await
+        .map_err(|e| StoreError::unavailable(format!("sqlite {role} task: {e}")))?
     }
 }
 
@@ -189,6 +199,17 @@ pub(super) fn configure(conn: &Connection, role: Role) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Caps the database at `max_pages` pages on this connection (the writer's:
+/// the only one that grows the file); `None` leaves it as the disk allows.
+pub(super) fn cap_pages(conn: &Connection, max_pages: Option<u64>) -> Result<()> {
+    let Some(pages) = max_pages else {
+        return Ok(());
+    };
+    let pages = i64::try_from(pages).unwrap_or(i64::MAX);
+    conn.pragma_update(None, "max_page_count", pages)
+        .ctx("setting max_page_count")
 }
 
 /// `herald_shard_in(shard, bitmap)`: whether the shard's bit is set.

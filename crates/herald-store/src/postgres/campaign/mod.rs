@@ -48,45 +48,69 @@ impl CampaignStore for PgStore {
         name: Option<String>,
         now: i64,
     ) -> Result<i64> {
-        audiences::create_audience(self, tenant, name.as_deref(), now).await
+        self.within("create_audience", async move {
+            audiences::create_audience(self, tenant, name.as_deref(), now).await
+        })
+        .await
     }
 
     async fn append_audience(&self, id: i64, start: u64, recipients: &[String]) -> Result<()> {
-        let (chunk_no, count, data) = audiences::chunk_of(start, recipients)?;
-        self.retrying("append_audience", || {
-            audiences::append_audience(self, id, chunk_no, count, &data)
+        self.within("append_audience", async move {
+            let (chunk_no, count, data) = audiences::chunk_of(start, recipients)?;
+            self.retrying("append_audience", || {
+                audiences::append_audience(self, id, chunk_no, count, &data)
+            })
+            .await
         })
         .await
     }
 
     async fn seal_audience(&self, id: i64, size: u64, now: i64) -> Result<Option<AudienceRecord>> {
-        self.retrying("seal_audience", || {
-            audiences::seal_audience(self, id, size, now)
+        self.within("seal_audience", async move {
+            self.retrying("seal_audience", || {
+                audiences::seal_audience(self, id, size, now)
+            })
+            .await
         })
         .await
     }
 
     async fn drop_audience(&self, id: i64) -> Result<bool> {
-        self.retrying("drop_audience", || audiences::drop_audience(self, id))
-            .await
+        self.within("drop_audience", async move {
+            self.retrying("drop_audience", || audiences::drop_audience(self, id))
+                .await
+        })
+        .await
     }
 
     async fn get_audience(&self, id: i64) -> Result<Option<AudienceRecord>> {
-        audiences::get_audience(self, id).await
+        self.within("get_audience", async move {
+            audiences::get_audience(self, id).await
+        })
+        .await
     }
 
     async fn audience_slice(&self, id: i64, start: u64, end: u64) -> Result<Vec<String>> {
-        audiences::audience_slice(self, id, start, end).await
+        self.within("audience_slice", async move {
+            audiences::audience_slice(self, id, start, end).await
+        })
+        .await
     }
 
     async fn create_rule(&self, spec: RuleSpec, now: i64) -> Result<RuleRecord> {
-        self.retrying("create_rule", || rules::create_rule(self, &spec, now))
-            .await
+        self.within("create_rule", async move {
+            self.retrying("create_rule", || rules::create_rule(self, &spec, now))
+                .await
+        })
+        .await
     }
 
     async fn update_rule(&self, id: i64, spec: RuleSpec, now: i64) -> Result<Option<RuleRecord>> {
-        self.retrying("update_rule", || rules::update_rule(self, id, &spec, now))
-            .await
+        self.within("update_rule", async move {
+            self.retrying("update_rule", || rules::update_rule(self, id, &spec, now))
+                .await
+        })
+        .await
     }
 
     async fn set_rule_enabled(
@@ -95,14 +119,18 @@ impl CampaignStore for PgStore {
         enabled: bool,
         now: i64,
     ) -> Result<Option<RuleRecord>> {
-        self.retrying("set_rule_enabled", || {
-            rules::set_rule_enabled(self, id, enabled, now)
+        self.within("set_rule_enabled", async move {
+            self.retrying("set_rule_enabled", || {
+                rules::set_rule_enabled(self, id, enabled, now)
+            })
+            .await
         })
         .await
     }
 
     async fn get_rule(&self, id: i64) -> Result<Option<RuleRecord>> {
-        rules::get_rule(self, id).await
+        self.within("get_rule", async move { rules::get_rule(self, id).await })
+            .await
     }
 
     async fn list_rules(
@@ -111,21 +139,30 @@ impl CampaignStore for PgStore {
         after: Option<i64>,
         limit: usize,
     ) -> Result<Vec<RuleRecord>> {
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
-        rules::list_rules(self, tenant, after.unwrap_or(i64::MIN), limit_to_db(limit)).await
+        self.within("list_rules", async move {
+            if limit == 0 {
+                return Ok(Vec::new());
+            }
+            rules::list_rules(self, tenant, after.unwrap_or(i64::MIN), limit_to_db(limit)).await
+        })
+        .await
     }
 
     async fn rule_versions(&self, id: i64) -> Result<Vec<RuleVersion>> {
-        rules::rule_versions(self, id).await
+        self.within("rule_versions", async move {
+            rules::rule_versions(self, id).await
+        })
+        .await
     }
 
     async fn rule_tasks(&self, rule_id: i64, limit: usize) -> Result<Vec<TaskRecord>> {
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
-        rules::rule_tasks(self, rule_id, limit_to_db(limit)).await
+        self.within("rule_tasks", async move {
+            if limit == 0 {
+                return Ok(Vec::new());
+            }
+            rules::rule_tasks(self, rule_id, limit_to_db(limit)).await
+        })
+        .await
     }
 
     async fn plan_candidates(
@@ -133,10 +170,13 @@ impl CampaignStore for PgStore {
         after: Option<i64>,
         limit: usize,
     ) -> Result<Vec<PlanCandidate>> {
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
-        rules::plan_candidates(self, after.unwrap_or(i64::MIN), limit_to_db(limit)).await
+        self.within("plan_candidates", async move {
+            if limit == 0 {
+                return Ok(Vec::new());
+            }
+            rules::plan_candidates(self, after.unwrap_or(i64::MIN), limit_to_db(limit)).await
+        })
+        .await
     }
 
     async fn plan_task(
@@ -146,42 +186,59 @@ impl CampaignStore for PgStore {
         planned_at: i64,
         now: i64,
     ) -> Result<Option<TaskRecord>> {
-        self.retrying("plan_task", || {
-            rules::plan_task(self, rule_id, version, planned_at, now)
+        self.within("plan_task", async move {
+            self.retrying("plan_task", || {
+                rules::plan_task(self, rule_id, version, planned_at, now)
+            })
+            .await
         })
         .await
     }
 
     async fn finish_rule(&self, rule_id: i64, now: i64) -> Result<bool> {
-        self.retrying("finish_rule", || rules::finish_rule(self, rule_id, now))
-            .await
+        self.within("finish_rule", async move {
+            self.retrying("finish_rule", || rules::finish_rule(self, rule_id, now))
+                .await
+        })
+        .await
     }
 
     async fn due_tasks(&self, now: i64, limit: usize) -> Result<Vec<TaskRecord>> {
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
-        rules::due_tasks(self, now, limit_to_db(limit)).await
+        self.within("due_tasks", async move {
+            if limit == 0 {
+                return Ok(Vec::new());
+            }
+            rules::due_tasks(self, now, limit_to_db(limit)).await
+        })
+        .await
     }
 
     async fn start_task(&self, task_id: i64, now: i64, segment_size: u64) -> Result<TaskStart> {
-        self.retrying("start_task", || {
-            rules::start_task(self, task_id, now, segment_size)
+        self.within("start_task", async move {
+            self.retrying("start_task", || {
+                rules::start_task(self, task_id, now, segment_size)
+            })
+            .await
         })
         .await
     }
 
     async fn get_task(&self, id: i64) -> Result<Option<TaskRecord>> {
-        rules::get_task(self, id).await
-    }
-
-    async fn create_job(&self, spec: JobSpec, now: i64) -> Result<Option<JobRecord>> {
-        self.retrying("create_job", || jobs::create_job(self, &spec, now))
+        self.within("get_task", async move { rules::get_task(self, id).await })
             .await
     }
 
+    async fn create_job(&self, spec: JobSpec, now: i64) -> Result<Option<JobRecord>> {
+        self.within("create_job", async move {
+            self.retrying("create_job", || jobs::create_job(self, &spec, now))
+                .await
+        })
+        .await
+    }
+
     async fn get_job(&self, id: i64) -> Result<Option<JobRecord>> {
-        jobs::get_job(self, id).await
+        self.within("get_job", async move { jobs::get_job(self, id).await })
+            .await
     }
 
     async fn list_jobs(
@@ -190,14 +247,20 @@ impl CampaignStore for PgStore {
         before: Option<i64>,
         limit: usize,
     ) -> Result<Vec<JobRecord>> {
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
-        jobs::list_jobs(self, tenant, before.unwrap_or(i64::MAX), limit_to_db(limit)).await
+        self.within("list_jobs", async move {
+            if limit == 0 {
+                return Ok(Vec::new());
+            }
+            jobs::list_jobs(self, tenant, before.unwrap_or(i64::MAX), limit_to_db(limit)).await
+        })
+        .await
     }
 
     async fn segment_counts(&self, job_id: i64) -> Result<Vec<(SegmentState, u64)>> {
-        jobs::segment_counts(self, job_id).await
+        self.within("segment_counts", async move {
+            jobs::segment_counts(self, job_id).await
+        })
+        .await
     }
 
     async fn job_segments(
@@ -206,15 +269,21 @@ impl CampaignStore for PgStore {
         after: Option<i64>,
         limit: usize,
     ) -> Result<Vec<SegmentRecord>> {
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
-        jobs::job_segments(self, job_id, after.unwrap_or(i64::MIN), limit_to_db(limit)).await
+        self.within("job_segments", async move {
+            if limit == 0 {
+                return Ok(Vec::new());
+            }
+            jobs::job_segments(self, job_id, after.unwrap_or(i64::MIN), limit_to_db(limit)).await
+        })
+        .await
     }
 
     async fn cancel_job(&self, id: i64, now: i64) -> Result<Option<JobRecord>> {
-        self.retrying("cancel_job", || jobs::cancel_job(self, id, now))
-            .await
+        self.within("cancel_job", async move {
+            self.retrying("cancel_job", || jobs::cancel_job(self, id, now))
+                .await
+        })
+        .await
     }
 
     async fn claim_segment(
@@ -223,19 +292,25 @@ impl CampaignStore for PgStore {
         now: i64,
         lease_ms: i64,
     ) -> Result<Option<ClaimedSegment>> {
-        self.retrying("claim_segment", || {
-            jobs::claim_segment(self, owner, now, lease_ms)
+        self.within("claim_segment", async move {
+            self.retrying("claim_segment", || {
+                jobs::claim_segment(self, owner, now, lease_ms)
+            })
+            .await
         })
         .await
     }
 
     async fn job_sends(&self, job_id: i64, start: u64, end: u64) -> Result<Vec<SendRecord>> {
-        let start = to_db(start, "start")?;
-        let end = bound_to_db(end);
-        if start >= end {
-            return Ok(Vec::new());
-        }
-        jobs::job_sends(self, job_id, start, end).await
+        self.within("job_sends", async move {
+            let start = to_db(start, "start")?;
+            let end = bound_to_db(end);
+            if start >= end {
+                return Ok(Vec::new());
+            }
+            jobs::job_sends(self, job_id, start, end).await
+        })
+        .await
     }
 
     async fn record_sends(
@@ -246,18 +321,25 @@ impl CampaignStore for PgStore {
         now: i64,
         lease_ms: i64,
     ) -> Result<LeaseCheck> {
-        self.retrying("record_sends", || {
-            jobs::record_sends(self, claim, cursor, &entries, now, lease_ms)
+        self.within("record_sends", async move {
+            self.retrying("record_sends", || {
+                jobs::record_sends(self, claim, cursor, &entries, now, lease_ms)
+            })
+            .await
         })
         .await
     }
 
     async fn finish_segment(&self, claim: &SegmentClaim, now: i64) -> Result<LeaseCheck> {
-        self.retrying("finish_segment", || jobs::finish_segment(self, claim, now))
-            .await
+        self.within("finish_segment", async move {
+            self.retrying("finish_segment", || jobs::finish_segment(self, claim, now))
+                .await
+        })
+        .await
     }
 
     async fn sweep(&self, now: i64, opts: SweepOptions) -> Result<SweepReport> {
-        sweep::sweep(self, now, opts).await
+        self.within("sweep", async move { sweep::sweep(self, now, opts).await })
+            .await
     }
 }
