@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::access::{KeySecret, Scopes};
 use crate::audit::list::{named_tenant, tenant_label, tenant_names};
 use crate::error::{ApiError, from_serde, store_err};
+use crate::pagination::{ASCENDING, PageQuery};
 use crate::request::{parse_id, query};
 use crate::state::AppState;
 use crate::text::{Text, forbidden_control};
@@ -175,22 +176,28 @@ pub struct ListQuery {
     tenant: Option<String>,
 }
 
-/// `GET /v1/keys`: every key (or a tenant's), revoked and expired ones
-/// included.
+/// `GET /v1/keys?tenant=&after=&limit=` → `{keys, next_after}`: every key
+/// (or a tenant's) by id, revoked and expired ones included.
 pub async fn list(
     State(st): State<AppState>,
     q: Result<Query<ListQuery>, QueryRejection>,
+    paging: Result<Query<PageQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let q = query(q)?;
+    let page = ASCENDING.read(paging)?;
     let tenant = match &q.tenant {
         None => None,
         Some(name) => Some(named_tenant(&st, name).await?),
     };
     let store = st.engine.store();
-    let keys = store.list_api_keys(tenant).await.map_err(store_err)?;
+    let keys = store
+        .list_api_keys(tenant, page.cursor, page.limit)
+        .await
+        .map_err(store_err)?;
+    let last = keys.last().map(|k| k.id);
     let names = tenant_names(&st).await?;
     let keys: Vec<KeyJson> = keys.into_iter().map(|k| KeyJson::new(k, &names)).collect();
-    Ok(axum::Json(serde_json::json!({ "keys": keys })).into_response())
+    Ok(page.respond("keys", &keys, last))
 }
 
 /// `DELETE /v1/keys/{id}`: revokes a key; revoking it again changes nothing.

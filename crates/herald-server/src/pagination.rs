@@ -1,6 +1,7 @@
 //! Keyset pagination of the listings (`GET /v1/jobs`, `/v1/rules`,
-//! `/v1/jobs/{id}/segments`): a cursor id and a limit in, a page and the
-//! cursor of the next page out (`null` on the last page).
+//! `/v1/rules/{id}/versions`, `/v1/jobs/{id}/segments`, `/v1/keys`): a cursor
+//! id and a limit in, a page and the cursor of the next page out (`null` on
+//! the last page).
 
 use axum::extract::Query;
 use axum::extract::rejection::QueryRejection;

@@ -444,16 +444,25 @@ pub async fn list(
     Ok(page.respond("rules", &out, last))
 }
 
-/// `GET /v1/rules/{id}/versions` → `{versions}`, oldest first.
+/// `GET /v1/rules/{id}/versions?after=&limit=` → `{versions, next_after}`,
+/// oldest first; the cursor is a version number.
 pub async fn versions(
     State(st): State<AppState>,
     Extension(caller): Extension<Caller>,
     Path(raw_id): Path<String>,
+    q: Result<Query<PageQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let id = parse_id(&raw_id, "rule")?;
-    let versions = st.campaigns.rule_versions(caller.tenant, id).await?;
+    let page = ASCENDING.read(q)?;
+    // Versions are `i32`: a cursor past the largest one has nothing after it.
+    let after = page.cursor.map(|c| i32::try_from(c).unwrap_or(i32::MAX));
+    let versions = st
+        .campaigns
+        .rule_versions(caller.tenant, id, after, page.limit)
+        .await?;
+    let last = versions.last().map(|v| i64::from(v.version));
     let out: Vec<VersionJson> = versions.into_iter().map(Into::into).collect();
-    Ok(ok(StatusCode::OK, serde_json::json!({ "versions": out })))
+    Ok(page.respond("versions", &out, last))
 }
 
 #[derive(Deserialize)]

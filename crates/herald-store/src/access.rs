@@ -163,9 +163,15 @@ pub trait AccessStore: Send + Sync + 'static {
     /// One key by id, revoked or expired or not.
     async fn get_api_key(&self, id: i64) -> Result<Option<ApiKeyRecord>>;
 
-    /// The keys of `tenant` (every tenant's when `None`), by id, revoked and
-    /// expired ones included.
-    async fn list_api_keys(&self, tenant: Option<TenantId>) -> Result<Vec<ApiKeyRecord>>;
+    /// The keys of `tenant` (every tenant's when `None`) with `id > after`, by
+    /// id, at most `limit`, revoked and expired ones included. Read through
+    /// an index: never a scan of the keys before the page.
+    async fn list_api_keys(
+        &self,
+        tenant: Option<TenantId>,
+        after: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<ApiKeyRecord>>;
 
     /// Revokes a key at `at` and returns it as it is afterwards; a key revoked
     /// already keeps its first `revoked_at`. `None` if no key has that id.

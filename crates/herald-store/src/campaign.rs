@@ -379,8 +379,14 @@ pub trait CampaignStore: Send + Sync + 'static {
         limit: usize,
     ) -> Result<Vec<RuleRecord>>;
 
-    /// Every version of a rule, oldest first (empty if unknown).
-    async fn rule_versions(&self, id: i64) -> Result<Vec<RuleVersion>>;
+    /// Versions of a rule with `version > after`, oldest first, at most
+    /// `limit` (empty if the rule is unknown).
+    async fn rule_versions(
+        &self,
+        id: i64,
+        after: Option<i32>,
+        limit: usize,
+    ) -> Result<Vec<RuleVersion>>;
 
     /// A rule's tasks, newest `planned_at` first (ties: newest id first), at most `limit`.
     async fn rule_tasks(&self, rule_id: i64, limit: usize) -> Result<Vec<TaskRecord>>;

@@ -389,7 +389,10 @@ async fn reads_back_v0(store: &dyn Store, w: &Written) {
         store.list_rules(DEFAULT_TENANT, None, 10).await.unwrap(),
         vec![rule]
     );
-    assert_eq!(store.rule_versions(1).await.unwrap(), vec![version]);
+    assert_eq!(
+        store.rule_versions(1, None, 10).await.unwrap(),
+        vec![version]
+    );
     let task = TaskRecord {
         id: 1,
         tenant: DEFAULT_TENANT,

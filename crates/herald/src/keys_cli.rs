@@ -23,11 +23,19 @@ pub enum KeysCmd {
         #[arg(long)]
         expires_at: Option<String>,
     },
-    /// List keys (never their secrets).
+    /// List keys (never their secrets), every page unless --limit or --after
+    /// asks for one.
     Ls {
         /// Only this tenant's keys.
         #[arg(long)]
         tenant: Option<String>,
+        /// Print one page of at most this many keys (1..1000), with its
+        /// `next_after`.
+        #[arg(long)]
+        limit: Option<u32>,
+        /// Print the page after this key id (a previous page's `next_after`).
+        #[arg(long)]
+        after: Option<i64>,
     },
     /// Revoke a key: every node refuses it within 2 s.
     Revoke { id: i64 },
@@ -76,15 +84,21 @@ pub async fn run(remote: &Remote, cmd: KeysCmd) -> anyhow::Result<()> {
             print_json(&v);
             Ok(())
         }
-        KeysCmd::Ls { tenant } => {
-            let q: Vec<(&str, String)> = tenant.map(|t| ("tenant", t)).into_iter().collect();
-            let resp = http
-                .get(format!("{base}/v1/keys"))
-                .query(&q)
-                .send()
-                .await
-                .with_context(reach)?;
-            print_json(&answer(resp).await?);
+        KeysCmd::Ls {
+            tenant,
+            limit,
+            after,
+        } => {
+            let page = |after: Option<i64>| {
+                let q = ls_query(tenant.as_deref(), limit, after);
+                let req = http.get(format!("{base}/v1/keys")).query(&q);
+                async move { answer(req.send().await.with_context(reach)?).await }
+            };
+            if limit.is_some() || after.is_some() {
+                print_json(&page(after).await?);
+            } else {
+                print_json(&json!({ "keys": every_page(page).await? }));
+            }
             Ok(())
         }
         KeysCmd::Revoke { id } => {
@@ -97,6 +111,47 @@ pub async fn run(remote: &Remote, cmd: KeysCmd) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// Keys per page when `herald keys ls` follows every page: the server's maximum.
+const LS_PAGE: u32 = 1000;
+
+/// The items of every page, following `next_after` from the first page on.
+async fn every_page<F, Fut>(mut page: F) -> anyhow::Result<Vec<Value>>
+where
+    F: FnMut(Option<i64>) -> Fut,
+    Fut: Future<Output = anyhow::Result<Value>>,
+{
+    let mut items = Vec::new();
+    let mut after = None;
+    loop {
+        let mut body = page(after).await?;
+        if let Some(Value::Array(keys)) = body.get_mut("keys").map(Value::take) {
+            items.extend(keys);
+        }
+        match body["next_after"].as_i64() {
+            // A cursor that does not move would never end.
+            Some(next) if Some(next) != after => after = Some(next),
+            _ => return Ok(items),
+        }
+    }
+}
+
+/// The query of one `GET /v1/keys` page.
+fn ls_query(
+    tenant: Option<&str>,
+    limit: Option<u32>,
+    after: Option<i64>,
+) -> Vec<(&'static str, String)> {
+    let mut q = Vec::new();
+    if let Some(t) = tenant {
+        q.push(("tenant", t.to_string()));
+    }
+    q.push(("limit", limit.unwrap_or(LS_PAGE).to_string()));
+    if let Some(a) = after {
+        q.push(("after", a.to_string()));
+    }
+    q
 }
 
 #[cfg(test)]
@@ -124,5 +179,41 @@ mod tests {
             json!({"tenant": "shop", "scopes": ["read"], "name": "ci",
                    "expires_at": "2030-01-01T00:00:00Z"})
         );
+    }
+
+    #[test]
+    fn ls_asks_for_full_pages_unless_told() {
+        assert_eq!(
+            ls_query(None, None, None),
+            vec![("limit", "1000".to_string())]
+        );
+        assert_eq!(
+            ls_query(Some("shop"), Some(5), Some(9)),
+            vec![
+                ("tenant", "shop".to_string()),
+                ("limit", "5".to_string()),
+                ("after", "9".to_string())
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn ls_follows_next_after_to_the_last_page() {
+        let pages = [
+            json!({"keys": [{"id": 1}, {"id": 2}], "next_after": 2}),
+            json!({"keys": [{"id": 3}, {"id": 4}], "next_after": 4}),
+            json!({"keys": [], "next_after": null}),
+        ];
+        let mut asked = Vec::new();
+        let items = every_page(|after| {
+            asked.push(after);
+            let body = pages[asked.len() - 1].clone();
+            async move { Ok(body) }
+        })
+        .await
+        .unwrap();
+        assert_eq!(asked, [None, Some(2), Some(4)]);
+        let ids: Vec<i64> = items.iter().filter_map(|k| k["id"].as_i64()).collect();
+        assert_eq!(ids, [1, 2, 3, 4]);
     }
 }

@@ -1337,6 +1337,16 @@ async fn the_cli_creates_uses_and_revokes_a_key() {
         ok && out.contains("cli-key") && !out.contains(&key),
         "{out}{err}"
     );
+    let all: Value = serde_json::from_str(&out).unwrap();
+    let (ok, out, err) = cli(
+        &url,
+        Some(ADMIN),
+        &["keys", "ls", "--tenant", OWNER, "--limit", "1"],
+    );
+    assert!(ok, "{out}{err}");
+    let first: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(first["keys"], json!([all["keys"][0]]), "{out}");
+    assert_eq!(first["next_after"], all["keys"][0]["id"], "{out}");
     // The audit log is written in batches, at least every 100 ms.
     let deadline = Instant::now() + Duration::from_secs(3);
     loop {

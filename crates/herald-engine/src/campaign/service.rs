@@ -440,10 +440,16 @@ impl Campaigns {
         Ok(out)
     }
 
-    /// Every version of a rule, oldest first.
-    pub async fn rule_versions(&self, tenant: TenantId, id: i64) -> Result<Vec<RuleVersion>> {
+    /// Versions of a rule with `version > after`, oldest first, at most `limit`.
+    pub async fn rule_versions(
+        &self,
+        tenant: TenantId,
+        id: i64,
+        after: Option<i32>,
+        limit: usize,
+    ) -> Result<Vec<RuleVersion>> {
         self.rule_of(tenant, id).await?;
-        Ok(self.sh.store.rule_versions(id).await?)
+        Ok(self.sh.store.rule_versions(id, after, limit).await?)
     }
 
     /// A rule's tasks, newest `planned_at` first, each with its job once it
@@ -679,7 +685,7 @@ mod tests {
             Err(CampaignError::NotFound { what: "rule" })
         ));
         assert!(matches!(
-            c.rule_versions(other, id).await,
+            c.rule_versions(other, id, None, 10).await,
             Err(CampaignError::NotFound { what: "rule" })
         ));
         assert!(c.list_rules(other, None, 10).await.unwrap().is_empty());
@@ -697,6 +703,6 @@ mod tests {
             c.set_rule_enabled(T, 999, true).await,
             Err(CampaignError::NotFound { what: "rule" })
         ));
-        assert_eq!(c.rule_versions(T, id).await.unwrap().len(), 2);
+        assert_eq!(c.rule_versions(T, id, None, 10).await.unwrap().len(), 2);
     }
 }

@@ -3,7 +3,7 @@
 
 use axum::http::{Method, StatusCode};
 use herald_store::CampaignStore;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::{Api, error, rule_body};
 use crate::ApiConfig;
@@ -188,5 +188,55 @@ async fn rules_are_versioned_and_re_enabling_starts_a_new_version() {
     assert_eq!(page["next_after"], json!(null), "{page}");
     let (st, body) = api.get("/v1/rules/999/versions").await;
     error(st, &body, StatusCode::NOT_FOUND, "not_found");
+    api.engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn rule_versions_page_by_version() {
+    let api = Api::new().await;
+    let (st, rule) = api.post("/v1/rules", rule_body()).await;
+    assert_eq!(st, StatusCode::CREATED, "{rule}");
+    let id = rule["id"].clone();
+    for n in 2..=3 {
+        let mut body = rule_body();
+        body["message"] = json!({"text": format!("v{n}")});
+        let (st, updated) = api
+            .call(Method::PUT, &format!("/v1/rules/{id}"), Some(body))
+            .await;
+        assert_eq!(st, StatusCode::OK, "{updated}");
+    }
+    let versions = |page: &Value| -> Vec<i64> {
+        page["versions"]
+            .as_array()
+            .map(|v| v.iter().filter_map(|x| x["version"].as_i64()).collect())
+            .unwrap_or_default()
+    };
+    let (st, page) = api.get(&format!("/v1/rules/{id}/versions?limit=2")).await;
+    assert_eq!(st, StatusCode::OK, "{page}");
+    assert_eq!(versions(&page), [1, 2], "{page}");
+    assert_eq!(page["next_after"], 2, "{page}");
+    let (_, page) = api
+        .get(&format!("/v1/rules/{id}/versions?after=2&limit=2"))
+        .await;
+    assert_eq!(versions(&page), [3], "{page}");
+    assert_eq!(page["next_after"], json!(null), "{page}");
+    let (_, page) = api.get(&format!("/v1/rules/{id}/versions")).await;
+    assert_eq!(versions(&page), [1, 2, 3], "{page}");
+    assert_eq!(page["next_after"], json!(null), "{page}");
+    // A cursor past every version (even past `i32`) is an empty last page.
+    let (st, page) = api
+        .get(&format!("/v1/rules/{id}/versions?after=99999999999"))
+        .await;
+    assert_eq!(st, StatusCode::OK, "{page}");
+    assert_eq!(page, json!({"versions": [], "next_after": null}));
+    for bad in ["limit=1001", "limit=0", "limit=x"] {
+        let (st, body) = api.get(&format!("/v1/rules/{id}/versions?{bad}")).await;
+        let e = error(st, &body, StatusCode::BAD_REQUEST, "invalid_field");
+        assert_eq!(e["field"], "limit", "{bad}: {body}");
+    }
+    let (_, page) = api
+        .get(&format!("/v1/rules/{id}/versions?limit=1000"))
+        .await;
+    assert_eq!(versions(&page), [1, 2, 3], "{page}");
     api.engine.shutdown().await;
 }

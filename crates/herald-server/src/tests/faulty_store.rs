@@ -131,7 +131,7 @@ faulty! { CampaignStore:
     fn set_rule_enabled(id: i64, enabled: bool, now: i64) -> Result<Option<RuleRecord>>;
     fn get_rule(id: i64) -> Result<Option<RuleRecord>>;
     fn list_rules(tenant: TenantId, after: Option<i64>, limit: usize) -> Result<Vec<RuleRecord>>;
-    fn rule_versions(id: i64) -> Result<Vec<RuleVersion>>;
+    fn rule_versions(id: i64, after: Option<i32>, limit: usize) -> Result<Vec<RuleVersion>>;
     fn rule_tasks(rule_id: i64, limit: usize) -> Result<Vec<TaskRecord>>;
     fn plan_candidates(after: Option<i64>, limit: usize) -> Result<Vec<PlanCandidate>>;
     fn plan_task(rule_id: i64, version: i32, planned_at: i64, now: i64) -> Result<Option<TaskRecord>>;
@@ -157,7 +157,7 @@ faulty! { AccessStore:
     fn tenants() -> Result<Vec<(TenantId, String)>>;
     fn create_api_key(key: NewApiKey) -> Result<ApiKeyRecord>;
     fn get_api_key(id: i64) -> Result<Option<ApiKeyRecord>>;
-    fn list_api_keys(tenant: Option<TenantId>) -> Result<Vec<ApiKeyRecord>>;
+    fn list_api_keys(tenant: Option<TenantId>, after: Option<i64>, limit: usize) -> Result<Vec<ApiKeyRecord>>;
     fn revoke_api_key(id: i64, at: i64) -> Result<Option<ApiKeyRecord>>;
     fn append_audit(entries: Vec<NewAuditEntry>) -> Result<()>;
     fn list_audit(tenant: Option<TenantId>, since: Option<i64>, after_id: Option<i64>, limit: usize) -> Result<Vec<AuditEntry>>;

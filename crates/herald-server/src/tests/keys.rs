@@ -304,3 +304,50 @@ async fn keys_list_by_tenant() {
         .await;
     assert_eq!(st, StatusCode::OK, "{body}");
 }
+
+#[tokio::test]
+async fn keys_list_in_pages_by_id() {
+    let api = stored_keys_api(Options::default()).await;
+    let mut ids = Vec::new();
+    for tenant in ["shop", "crm", "shop", "crm", "shop"] {
+        ids.push(api.make_key(tenant, &["read"]).await.0);
+    }
+    let api = &api;
+    let get = move |uri: String| async move { api.as_key(ADMIN, Method::GET, &uri, None).await };
+    let page_ids = |page: &Value| -> Vec<i64> {
+        page["keys"]
+            .as_array()
+            .map(|v| v.iter().filter_map(|k| k["id"].as_i64()).collect())
+            .unwrap_or_default()
+    };
+    let (st, page) = get("/v1/keys?limit=2".into()).await;
+    assert_eq!(st, StatusCode::OK, "{page}");
+    assert_eq!(page_ids(&page), ids[..2], "{page}");
+    assert_eq!(page["next_after"], ids[1], "{page}");
+    let (_, page) = get(format!("/v1/keys?limit=2&after={}", ids[1])).await;
+    assert_eq!(page_ids(&page), ids[2..4], "{page}");
+    let (_, page) = get(format!("/v1/keys?limit=2&after={}", ids[3])).await;
+    assert_eq!(page_ids(&page), ids[4..], "{page}");
+    assert_eq!(page["next_after"], json!(null), "{page}");
+
+    // One tenant's keys page the same way.
+    let (_, page) = get("/v1/keys?tenant=shop&limit=2".into()).await;
+    assert_eq!(page_ids(&page), [ids[0], ids[2]], "{page}");
+    let (_, page) = get(format!("/v1/keys?tenant=shop&after={}", ids[2])).await;
+    assert_eq!(page_ids(&page), [ids[4]], "{page}");
+    assert_eq!(page["next_after"], json!(null), "{page}");
+
+    // Without a limit, up to 100 at once: every key here.
+    let (_, page) = get("/v1/keys".into()).await;
+    assert_eq!(page_ids(&page), ids, "{page}");
+    let (_, page) = get("/v1/keys?limit=1000".into()).await;
+    assert_eq!(page_ids(&page), ids, "{page}");
+    for bad in ["limit=1001", "limit=0", "limit=many"] {
+        let (st, body) = get(format!("/v1/keys?{bad}")).await;
+        let e = error(st, &body, StatusCode::BAD_REQUEST, "invalid_field");
+        assert_eq!(e["field"], "limit", "{bad}: {body}");
+    }
+    let (st, body) = get("/v1/keys?after=-1".into()).await;
+    let e = error(st, &body, StatusCode::BAD_REQUEST, "invalid_field");
+    assert_eq!(e["field"], "after", "{body}");
+}

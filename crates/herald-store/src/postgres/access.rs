@@ -27,11 +27,15 @@ const INSERT_KEY: &str = "INSERT INTO api_keys \
     (tenant_id, name, scopes, hash, created_at, expires_at) \
     VALUES ($1, $2, $3, $4, $5, $6) RETURNING id";
 const KEY_BY_ID: &str = concat!("SELECT ", api_key_cols!(), " FROM api_keys WHERE id = $1");
-const ALL_KEYS: &str = concat!("SELECT ", api_key_cols!(), " FROM api_keys ORDER BY id");
+const ALL_KEYS: &str = concat!(
+    "SELECT ",
+    api_key_cols!(),
+    " FROM api_keys WHERE id > $1 ORDER BY id LIMIT $2"
+);
 pub(super) const TENANT_KEYS: &str = concat!(
     "SELECT ",
     api_key_cols!(),
-    " FROM api_keys WHERE tenant_id = $1 ORDER BY id"
+    " FROM api_keys WHERE tenant_id = $3 AND id > $1 ORDER BY id LIMIT $2"
 );
 const REVOKE_KEY: &str = concat!(
     "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1 RETURNING ",
@@ -167,7 +171,16 @@ impl AccessStore for PgStore {
         one_key(self, KEY_BY_ID, &[&id]).await
     }
 
-    async fn list_api_keys(&self, tenant: Option<TenantId>) -> Result<Vec<ApiKeyRecord>> {
+    async fn list_api_keys(
+        &self,
+        tenant: Option<TenantId>,
+        after: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<ApiKeyRecord>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let (after, limit) = (after.unwrap_or(i64::MIN), limit_to_db(limit));
         let client = self.client().await?;
         let rows = match tenant {
             None => {
@@ -175,7 +188,7 @@ impl AccessStore for PgStore {
                     .prepare_cached(ALL_KEYS)
                     .await
                     .ctx("preparing key list")?;
-                client.query(&stmt, &[]).await
+                client.query(&stmt, &[&after, &limit]).await
             }
             Some(t) => {
                 let t = tenant_to_pg(t)?;
@@ -183,7 +196,7 @@ impl AccessStore for PgStore {
                     .prepare_cached(TENANT_KEYS)
                     .await
                     .ctx("preparing key list")?;
-                client.query(&stmt, &[&t]).await
+                client.query(&stmt, &[&after, &limit, &t]).await
             }
         }
         .ctx("listing keys")?;

@@ -23,11 +23,15 @@ const INSERT_KEY: &str = "INSERT INTO api_keys \
     (tenant_id, name, scopes, hash, created_at, expires_at) \
     VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id";
 const KEY_BY_ID: &str = concat!("SELECT ", api_key_cols!(), " FROM api_keys WHERE id = ?1");
-const ALL_KEYS: &str = concat!("SELECT ", api_key_cols!(), " FROM api_keys ORDER BY id");
+const ALL_KEYS: &str = concat!(
+    "SELECT ",
+    api_key_cols!(),
+    " FROM api_keys WHERE id > ?1 ORDER BY id LIMIT ?2"
+);
 pub(super) const TENANT_KEYS: &str = concat!(
     "SELECT ",
     api_key_cols!(),
-    " FROM api_keys WHERE tenant_id = ?1 ORDER BY id"
+    " FROM api_keys WHERE tenant_id = ?3 AND id > ?1 ORDER BY id LIMIT ?2"
 );
 const REVOKE_KEY: &str = concat!(
     "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?2) WHERE id = ?1 RETURNING ",
@@ -225,12 +229,24 @@ impl AccessStore for SqliteStore {
         self.read(move |c| key_by(c, KEY_BY_ID, [id])).await
     }
 
-    async fn list_api_keys(&self, tenant: Option<TenantId>) -> Result<Vec<ApiKeyRecord>> {
+    async fn list_api_keys(
+        &self,
+        tenant: Option<TenantId>,
+        after: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<ApiKeyRecord>> {
+        let (after, limit) = (after.unwrap_or(i64::MIN), limit_to_db(limit));
         self.read(move |c| match tenant {
-            None => query_all(c, ALL_KEYS, [], "listing keys", |r| model::decode(r)),
-            Some(t) => query_all(c, TENANT_KEYS, [tenant_to_db(t)], "listing keys", |r| {
+            None => query_all(c, ALL_KEYS, params![after, limit], "listing keys", |r| {
                 model::decode(r)
             }),
+            Some(t) => query_all(
+                c,
+                TENANT_KEYS,
+                params![after, limit, tenant_to_db(t)],
+                "listing keys",
+                |r| model::decode(r),
+            ),
         })
         .await
     }
@@ -276,7 +292,11 @@ mod tests {
                 AUDIT_TENANT,
                 "USING INDEX audit_log_tenant (tenant_id=? AND at>?)",
             ),
-            (TENANT_KEYS, "USING INDEX api_keys_tenant (tenant_id=?)"),
+            (
+                TENANT_KEYS,
+                "USING INDEX api_keys_tenant (tenant_id=? AND id>?)",
+            ),
+            (ALL_KEYS, "USING INTEGER PRIMARY KEY (rowid>?)"),
             (TENANT_BY_NAME, "USING COVERING INDEX"),
         ] {
             let p = plan(&conn, sql);

@@ -458,7 +458,7 @@ pub async fn rules_are_versioned(store: S) {
     assert_eq!(r2.current.created_at, T0 + 10);
     assert_eq!(store.get_rule(r.id).await.unwrap(), Some(r2.clone()));
     assert_eq!(
-        store.rule_versions(r.id).await.unwrap(),
+        store.rule_versions(r.id, None, 10).await.unwrap(),
         vec![r.current.clone(), r2.current.clone()]
     );
 
@@ -467,7 +467,13 @@ pub async fn rules_are_versioned(store: S) {
         None
     );
     assert_eq!(store.get_rule(r.id + 1000).await.unwrap(), None);
-    assert!(store.rule_versions(r.id + 1000).await.unwrap().is_empty());
+    assert!(
+        store
+            .rule_versions(r.id + 1000, None, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 
     let mut ids = vec![r.id];
     for k in 0..3 {
@@ -502,6 +508,62 @@ pub async fn rules_are_versioned(store: S) {
         store.list_rules(DEFAULT_TENANT, None, 10).await.unwrap()[0],
         r2
     );
+}
+
+/// Versions page oldest first: `after` is the last version of the previous
+/// page, a short page is the last, and another rule's versions never mix in.
+pub async fn rule_versions_page_oldest_first(store: S) {
+    let r = store
+        .create_rule(rule_spec("v1", None), T0)
+        .await
+        .expect("create_rule");
+    let other = rule(&store, rule_spec("other", None)).await;
+    let mut all = vec![r.current.clone()];
+    for v in 2..=7 {
+        let next = store
+            .update_rule(r.id, rule_spec(&format!("v{v}"), None), T0 + v)
+            .await
+            .expect("update_rule")
+            .expect("rule");
+        all.push(next.current);
+    }
+    store
+        .update_rule(other, rule_spec("other v2", None), T0)
+        .await
+        .expect("update_rule");
+
+    let mut pages = Vec::new();
+    let mut after = None;
+    loop {
+        let page = store
+            .rule_versions(r.id, after, 3)
+            .await
+            .expect("rule_versions");
+        assert!(page.len() <= 3);
+        let full = page.len() == 3;
+        after = page.last().map(|v| v.version);
+        pages.push(page);
+        if !full {
+            break;
+        }
+    }
+    assert_eq!(
+        pages.iter().map(Vec::len).collect::<Vec<_>>(),
+        vec![3, 3, 1]
+    );
+    assert_eq!(pages.concat(), all);
+    assert_eq!(
+        store.rule_versions(r.id, Some(5), 100).await.unwrap(),
+        all[5..].to_vec()
+    );
+    assert!(
+        store
+            .rule_versions(r.id, Some(7), 100)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(store.rule_versions(r.id, None, 0).await.unwrap().is_empty());
 }
 
 pub async fn plan_task_is_unique_and_only_for_the_current_enabled_version(store: S) {

@@ -10,6 +10,7 @@
 //! - [`reminders`]: subjects and reminder subscriptions;
 //! - [`cluster`]: membership, shard leases, fencing, named leases;
 //! - [`tokens`]: channel tokens, final status from provider callbacks, recall;
+//! - [`access`]: API keys;
 //! - [`campaigns`]: audiences, rules, tasks, jobs, segments and the sweeper.
 //!
 //! [`store_conformance_tests!`](crate::store_conformance_tests) is the one entry
@@ -37,6 +38,8 @@
 
 pub mod fixtures;
 
+#[cfg(feature = "testsuite")]
+pub mod access;
 #[cfg(feature = "testsuite")]
 pub mod campaigns;
 #[cfg(feature = "testsuite")]
@@ -153,12 +156,17 @@ macro_rules! store_conformance_tests {
             ]
             races: [concurrent_refreshers_on_two_handles_fetch_once]
         );
+        $crate::store_conformance_tests!(@area access, $make, $second;
+            cases: [api_keys_page_by_id]
+            races: []
+        );
         $crate::store_conformance_tests!(@area campaigns, $make, $second;
             cases: [
                 audiences_are_uploaded_in_chunks_sealed_and_sliced,
                 unsealed_audiences_make_no_job_and_unused_ones_can_be_dropped,
                 a_job_over_an_empty_audience_is_done_at_once,
                 rules_are_versioned,
+                rule_versions_page_oldest_first,
                 plan_task_is_unique_and_only_for_the_current_enabled_version,
                 rule_tasks_are_newest_first,
                 disabling_cancels_pending_tasks_not_running_ones,

@@ -148,9 +148,18 @@ impl CampaignStore for PgStore {
         .await
     }
 
-    async fn rule_versions(&self, id: i64) -> Result<Vec<RuleVersion>> {
+    async fn rule_versions(
+        &self,
+        id: i64,
+        after: Option<i32>,
+        limit: usize,
+    ) -> Result<Vec<RuleVersion>> {
         self.within("rule_versions", async move {
-            rules::rule_versions(self, id).await
+            if limit == 0 {
+                return Ok(Vec::new());
+            }
+            let after = after.unwrap_or(i32::MIN);
+            rules::rule_versions(self, id, after, limit_to_db(limit)).await
         })
         .await
     }

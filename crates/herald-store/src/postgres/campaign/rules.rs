@@ -50,7 +50,7 @@ pub(super) const LIST_RULES: &str = concat!(
 const VERSIONS: &str = concat!(
     "SELECT ",
     version_cols!(),
-    " FROM rule_versions WHERE rule_id = $1 ORDER BY version"
+    " FROM rule_versions WHERE rule_id = $1 AND version > $2 ORDER BY version LIMIT $3"
 );
 pub(super) const RULE_TASKS: &str = concat!(
     "SELECT ",
@@ -321,14 +321,19 @@ pub(super) async fn list_rules(
         .collect()
 }
 
-pub(super) async fn rule_versions(store: &PgStore, id: i64) -> Result<Vec<RuleVersion>> {
+pub(super) async fn rule_versions(
+    store: &PgStore,
+    id: i64,
+    after: i32,
+    limit: i64,
+) -> Result<Vec<RuleVersion>> {
     let client = store.client().await?;
     let stmt = client
         .prepare_cached(VERSIONS)
         .await
         .ctx("preparing version list")?;
     client
-        .query(&stmt, &[&id])
+        .query(&stmt, &[&id, &after, &limit])
         .await
         .ctx("listing rule versions")?
         .iter()

@@ -169,8 +169,14 @@ impl CampaignStore for SqliteStore {
             .await
     }
 
-    async fn rule_versions(&self, id: i64) -> Result<Vec<RuleVersion>> {
-        self.read(move |c| rules::rule_versions(c, id)).await
+    async fn rule_versions(
+        &self,
+        id: i64,
+        after: Option<i32>,
+        limit: usize,
+    ) -> Result<Vec<RuleVersion>> {
+        self.read(move |c| rules::rule_versions(c, id, after, limit))
+            .await
     }
 
     async fn rule_tasks(&self, rule_id: i64, limit: usize) -> Result<Vec<TaskRecord>> {
@@ -379,6 +385,7 @@ mod tests {
                 &["USING INDEX jobs_tenant (tenant_id=? AND id<?)"],
             ),
             (rules::RULE_TASKS, &["USING INDEX tasks_rule (rule_id=?)"]),
+            (rules::VERSIONS, &["(rule_id=? AND version>?)"]),
             (
                 rules::HAS_PENDING_CURRENT,
                 &["USING COVERING INDEX tasks_rule_state (rule_id=? AND state=? AND version=?)"],

@@ -46,10 +46,11 @@ pub(super) const ACTIVE_TASKS: &str = "SELECT COUNT(*) FROM tasks \
     WHERE rule_id = ?1 AND state IN ('pending', 'running')";
 pub(super) const LAST_PLANNED: &str = "SELECT planned_at FROM tasks \
     WHERE rule_id = ?1 AND version = ?2 ORDER BY planned_at DESC LIMIT 1";
-const VERSIONS: &str = concat!(
+pub(super) const VERSIONS: &str = concat!(
     "SELECT ",
     version_cols!("v"),
-    " FROM rule_versions AS v WHERE v.rule_id = ?1 ORDER BY v.version"
+    " FROM rule_versions AS v WHERE v.rule_id = ?1 AND v.version > ?2 \
+    ORDER BY v.version LIMIT ?3"
 );
 const VERSION: &str = concat!(
     "SELECT ",
@@ -214,10 +215,19 @@ pub(super) fn list_rules(
     )
 }
 
-pub(super) fn rule_versions(conn: &mut Connection, id: i64) -> Result<Vec<RuleVersion>> {
-    query_all(conn, VERSIONS, [id], "listing versions", |r| {
-        model::decode(r)
-    })
+pub(super) fn rule_versions(
+    conn: &mut Connection,
+    id: i64,
+    after: Option<i32>,
+    limit: usize,
+) -> Result<Vec<RuleVersion>> {
+    query_all(
+        conn,
+        VERSIONS,
+        params![id, after.unwrap_or(i32::MIN), limit_to_db(limit)],
+        "listing versions",
+        |r| model::decode(r),
+    )
 }
 
 pub(super) fn rule_tasks(
