@@ -10,10 +10,10 @@ every 50 ms, and prints the idle RSS, the peak RSS, and each answer's status.
 """
 import argparse, http.client, os, re, subprocess, sys, tempfile, threading, time
 
-def rss_kib(pid):
+def rss_kib(pid, field="VmRSS:"):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field):
                 return int(line.split()[1])
     return 0
 
@@ -55,12 +55,16 @@ def main():
     host, port = url.rsplit(":", 1)
     time.sleep(1)
     idle = rss_kib(p.pid)
-    peak = [idle]
+    peak = [idle, 0, 0]
     stop = threading.Event()
     def sample():
         while not stop.is_set():
             try:
                 peak[0] = max(peak[0], rss_kib(p.pid))
+                # Anonymous memory (heap) and file pages mapped (SQLite's
+                # shared-memory index) are shown apart.
+                peak[1] = max(peak[1], rss_kib(p.pid, "RssAnon:"))
+                peak[2] = max(peak[2], rss_kib(p.pid, "RssFile:") + rss_kib(p.pid, "RssShmem:"))
             except OSError:
                 return
             time.sleep(0.05)
@@ -93,7 +97,7 @@ def main():
     for r in results:
         counts[str(r)] = counts.get(str(r), 0) + 1
     print(f"requests={a.requests} mib_each={a.mib} idle_rss_mib={idle/1024:.0f} "
-          f"peak_rss_mib={peak[0]/1024:.0f} answers={counts} alive_after={alive} "
+          f"peak_rss_mib={peak[0]/1024:.0f} (anon {peak[1]/1024:.0f}, file {peak[2]/1024:.0f}) answers={counts} alive_after={alive} "
           f"elapsed_s={elapsed:.1f}")
 
 if __name__ == "__main__":

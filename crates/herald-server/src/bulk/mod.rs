@@ -7,6 +7,7 @@
 //! there: the lines before it are committed and answered, and the answer is
 //! a `413` whose body carries those per-line answers (see [`cut_short`]).
 
+mod answers;
 pub mod lines;
 
 use std::sync::Arc;
@@ -21,6 +22,7 @@ use serde::Serialize;
 use crate::budget::{BodyBudget, Lease, Overloaded};
 use crate::error::{ApiError, ErrorBody};
 use crate::state::AppState;
+use answers::Answers;
 use lines::{Limits, Line, LineReader};
 
 /// Most a bulk request is admitted with: room for a chunk of parsed lines
@@ -69,7 +71,7 @@ struct Run<'a, R: BulkRoute> {
     /// What the pending lines are charged.
     pending_bytes: u64,
     /// The answers so far, NDJSON.
-    out: Vec<u8>,
+    out: Answers,
     answered: usize,
     over_quota: bool,
     /// Once the store has failed, later lines are answered with its error.
@@ -119,7 +121,7 @@ pub async fn serve<R: BulkRoute>(
         pending: Vec::new(),
         valid: 0,
         pending_bytes: 0,
-        out: Vec::new(),
+        out: Answers::default(),
         answered: 0,
         over_quota: false,
         failed: None,
@@ -248,10 +250,10 @@ impl<R: BulkRoute> Run<'_, R> {
             match l {
                 Ok(n) => match (&self.failed, results.next()) {
                     (_, Some(Ok(r))) => {
-                        if !self.route.answer(n, r, &mut self.out) {
+                        if !self.route.answer(n, r, self.out.line()) {
                             self.st.quotas.give_back(self.tenant, 1);
                         }
-                        self.out.push(b'\n');
+                        self.out.end_line();
                     }
                     (_, Some(Err(e))) => {
                         self.st.quotas.give_back(self.tenant, 1);
@@ -285,14 +287,18 @@ impl<R: BulkRoute> Run<'_, R> {
             status: e.status.as_u16(),
             error: &e.body,
         };
-        if serde_json::to_writer(&mut self.out, &answer).is_ok() {
-            self.out.push(b'\n');
+        if serde_json::to_writer(self.out.line(), &answer).is_ok() {
+            self.out.end_line();
         }
     }
 
     /// The whole body was read: `200`, one NDJSON answer per line.
     fn finish(self) -> Response {
-        let mut resp = ([(header::CONTENT_TYPE, "application/x-ndjson")], self.out).into_response();
+        let mut resp = (
+            [(header::CONTENT_TYPE, "application/x-ndjson")],
+            self.out.into_body(),
+        )
+            .into_response();
         if self.over_quota {
             resp.headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
@@ -305,21 +311,21 @@ impl<R: BulkRoute> Run<'_, R> {
 /// budget spent, a body that broke off): the error, with the per-line
 /// answers of the lines read before it, which stay committed:
 /// `{"error": {...}, "answered": N, "lines": [{"line": 1, "status": 201, ...}, ...]}`.
-fn cut_short(e: ApiError, answered: usize, ndjson: &[u8], over_quota: bool) -> Response {
-    let mut body = Vec::with_capacity(ndjson.len() + 256);
+fn cut_short(e: ApiError, answered: usize, answers: &Answers, over_quota: bool) -> Response {
+    let mut body = Vec::with_capacity(answers.plain_len() + 256);
     body.extend_from_slice(b"{\"error\":");
     if serde_json::to_writer(&mut body, &e.body).is_err() {
         return e.into_response();
     }
     body.extend_from_slice(format!(",\"answered\":{answered},\"lines\":[").as_bytes());
     let mut first = true;
-    for line in ndjson.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+    answers.for_each_line(|line| {
         if !first {
             body.push(b',');
         }
         first = false;
         body.extend_from_slice(line);
-    }
+    });
     body.extend_from_slice(b"]}");
     let mut resp = (e.status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
     if e.status == StatusCode::SERVICE_UNAVAILABLE || over_quota {
