@@ -19,6 +19,27 @@ fn timer(recipient: &str) -> Value {
 }
 
 #[track_caller]
+/// One `POST /v1/timers` per recipient, all at once; the tasks answer
+/// (status, body).
+fn post_timers(
+    url: &str,
+    recipients: impl Iterator<Item = String>,
+) -> Vec<tokio::task::JoinHandle<(u16, Value)>> {
+    recipients
+        .map(|r| {
+            let url = url.to_string();
+            tokio::spawn(async move {
+                common::post_raw(
+                    &format!("{url}/v1/timers"),
+                    "application/json",
+                    timer(&r).to_string(),
+                )
+                .await
+            })
+        })
+        .collect()
+}
+
 fn refused(status: u16, body: &Value, field: &str) {
     assert_eq!(status, 400, "{body}");
     assert_eq!(body["error"]["code"], "invalid_field", "{body}");
@@ -64,32 +85,8 @@ async fn bad_input_is_refused_and_harms_no_one(s: &Server) {
     assert_eq!(total(s).await, 0);
 
     // Beside 200 concurrent good writes, bad ones change nothing for them.
-    let good: Vec<_> = (0..200)
-        .map(|i| {
-            let url = s.url.clone();
-            tokio::spawn(async move {
-                common::post_raw(
-                    &format!("{url}/v1/timers"),
-                    "application/json",
-                    timer(&format!("good-{i}")).to_string(),
-                )
-                .await
-            })
-        })
-        .collect();
-    let bad: Vec<_> = (0..20)
-        .map(|i| {
-            let url = s.url.clone();
-            tokio::spawn(async move {
-                common::post_raw(
-                    &format!("{url}/v1/timers"),
-                    "application/json",
-                    timer(&format!("bad-{i}\0")).to_string(),
-                )
-                .await
-            })
-        })
-        .collect();
+    let good = post_timers(&s.url, (0..200).map(|i| format!("good-{i}")));
+    let bad = post_timers(&s.url, (0..20).map(|i| format!("bad-{i}\0")));
     for t in good {
         let (st, b) = t.await.expect("task");
         assert_eq!(st, 201, "{b}");

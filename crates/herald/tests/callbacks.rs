@@ -76,6 +76,17 @@ async fn callback(
 
 /// Sends one template message on `channel` to `openid` and waits for it to
 /// be delivered; its delivery (with `provider_msgid`).
+/// Points the WeChat mock's callbacks at `channel`'s callback route on `s`.
+async fn send_callbacks_to(mock: &Mock, s: &Server, channel: &str) {
+    let (st, v) = common::post_raw(
+        &format!("{}/_mock/wechat/config", mock.url),
+        "application/json",
+        json!({"callback_url": format!("{}/v1/channels/{channel}/callback", s.url)}).to_string(),
+    )
+    .await;
+    assert!(st < 300, "{v}");
+}
+
 async fn delivered(s: &Server, channel: &str, openid: &str) -> (i64, Value) {
     let (st, v) = admin(
         reqwest::Method::POST,
@@ -133,13 +144,7 @@ async fn signed_callbacks_apply_without_a_key_and_forged_ones_change_nothing() {
         &format!("callback_token = \"{TOKEN}\"\n"),
     ))
     .await;
-    let (st, v) = common::post_raw(
-        &format!("{}/_mock/wechat/config", mock.url),
-        "application/json",
-        json!({"callback_url": format!("{}/v1/channels/wx/callback", s.url)}).to_string(),
-    )
-    .await;
-    assert!(st < 300, "{v}");
+    send_callbacks_to(&mock, &s, "wx").await;
 
     // The mock's signed callback is applied on a protected node, no key.
     let (id, d) = delivered(&s, "wx", "oSigned").await;
@@ -245,13 +250,7 @@ async fn safe_mode_callbacks_are_decrypted_and_plain_ones_refused() {
         &format!("callback_token = \"{TOKEN}\"\nencoding_aes_key = \"{AES_KEY}\"\n"),
     ))
     .await;
-    let (st, v) = common::post_raw(
-        &format!("{}/_mock/wechat/config", mock.url),
-        "application/json",
-        json!({"callback_url": format!("{}/v1/channels/wxs/callback", s.url)}).to_string(),
-    )
-    .await;
-    assert!(st < 300, "{v}");
+    send_callbacks_to(&mock, &s, "wxs").await;
     let (id, d) = delivered(&s, "wxs", "oSafe").await;
     wait_for("encrypted callback applied", WAIT, || async {
         final_status(&s, id).await == "success"
