@@ -121,6 +121,7 @@ fn api_routes() -> RouteSet {
         .delete("/v1/reminders/{user_id}/{subject_id}", reminders::cancel)
         .get("/v1/users/{user_id}/reminders", reminders::list_for_user)
         .post("/v1/audiences", audiences::upload)
+        .get("/v1/audiences", audiences::list)
         .get("/v1/audiences/{id}", audiences::get)
         .post("/v1/rules", rules::create)
         .get("/v1/rules", rules::list)

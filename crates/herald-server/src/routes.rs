@@ -45,6 +45,7 @@ pub const ROUTES: &[Policy] = &[
     ),
     route(Get, "/v1/users/{user_id}/reminders", Needs(Read), NoBody),
     route(Post, "/v1/audiences", Needs(Campaign), Recipients),
+    route(Get, "/v1/audiences", Needs(Read), NoBody),
     route(Get, "/v1/audiences/{id}", Needs(Read), NoBody),
     route(Post, "/v1/rules", Needs(Campaign), Json),
     route(Get, "/v1/rules", Needs(Read), NoBody),

@@ -26,6 +26,13 @@ pub enum AudiencesCmd {
     },
     /// Show an audience.
     Get { id: i64 },
+    /// List audiences, oldest first; pass the answer's next_cursor for the next page.
+    List {
+        #[arg(long)]
+        cursor: Option<String>,
+        #[arg(long)]
+        limit: Option<u32>,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -151,6 +158,22 @@ pub async fn audiences(remote: &Remote, cmd: AudiencesCmd) -> anyhow::Result<()>
     let base = remote.base();
     match cmd {
         AudiencesCmd::Upload { file, name, csv } => upload(&http, base, &file, name, csv).await,
+        AudiencesCmd::List { cursor, limit } => {
+            let mut q: Vec<(&str, String)> = Vec::new();
+            if let Some(c) = cursor {
+                q.push(("cursor", c));
+            }
+            if let Some(l) = limit {
+                q.push(("limit", l.to_string()));
+            }
+            let resp = http
+                .get(format!("{base}/v1/audiences"))
+                .query(&q)
+                .send()
+                .await
+                .with_context(|| format!("cannot reach {base}"))?;
+            show(resp).await
+        }
         AudiencesCmd::Get { id } => {
             let resp = http
                 .get(format!("{base}/v1/audiences/{id}"))

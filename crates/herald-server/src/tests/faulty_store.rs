@@ -128,6 +128,7 @@ faulty! { CampaignStore:
     fn seal_audience(id: i64, size: u64, now: i64) -> Result<Option<AudienceRecord>>;
     fn drop_audience(id: i64) -> Result<bool>;
     fn get_audience(id: i64) -> Result<Option<AudienceRecord>>;
+    fn list_audiences(tenant: TenantId, after: Option<i64>, limit: usize) -> Result<Vec<AudienceRecord>>;
     fn audience_slice(id: i64, start: u64, end: u64) -> Result<Vec<String>>;
     fn create_rule(spec: RuleSpec, now: i64) -> Result<RuleRecord>;
     fn update_rule(id: i64, spec: RuleSpec, now: i64) -> Result<Option<RuleRecord>>;

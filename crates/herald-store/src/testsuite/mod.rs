@@ -167,6 +167,7 @@ macro_rules! store_conformance_tests {
         $crate::store_conformance_tests!(@area campaigns, $make, $second;
             cases: [
                 audiences_are_uploaded_in_chunks_sealed_and_sliced,
+                audiences_are_listed_per_tenant_by_id,
                 unsealed_audiences_make_no_job_and_unused_ones_can_be_dropped,
                 a_job_over_an_empty_audience_is_done_at_once,
                 rules_are_versioned,

@@ -9,3 +9,5 @@ CREATE TABLE channel_pauses (
     reason     TEXT,
     updated_at BIGINT NOT NULL
 );
+-- `GET /v1/audiences` pages one tenant's audiences by id.
+CREATE INDEX audiences_tenant ON audiences (tenant_id, id);
