@@ -22,6 +22,7 @@ pub mod reminders;
 mod request;
 mod routes;
 pub mod rules;
+mod schedules;
 mod state;
 mod tenancy;
 #[cfg(test)]
@@ -122,6 +123,7 @@ fn api_routes() -> RouteSet {
         .delete("/v1/reminders/{user_id}/{subject_id}", reminders::cancel)
         .get("/v1/users/{user_id}/reminders", reminders::list_for_user)
         .post("/v1/audiences", audiences::upload)
+        .get("/v1/audiences", audiences::list)
         .get("/v1/audiences/{id}", audiences::get)
         .post("/v1/rules", rules::create)
         .get("/v1/rules", rules::list)
@@ -131,6 +133,7 @@ fn api_routes() -> RouteSet {
         .post("/v1/rules/{id}", rules::action)
         .get("/v1/rules/{id}/versions", rules::versions)
         .get("/v1/rules/{id}/tasks", rules::tasks)
+        .post("/v1/schedules:preview", schedules::preview)
         .post("/v1/jobs", jobs::create)
         .get("/v1/jobs", jobs::list)
         .get("/v1/jobs/{id}", jobs::get)
@@ -139,6 +142,7 @@ fn api_routes() -> RouteSet {
         .get("/v1/jobs/{id}/segments", jobs::segments)
         .get("/v1/jobs/{id}/sends", jobs::sends)
         .get("/v1/channels", channels::list)
+        .post("/v1/channels/{name}", channels::pause_action)
         .get("/v1/channels/{name}/callback", channels::handshake)
         .add(
             Verb::Post,

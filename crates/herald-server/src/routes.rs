@@ -45,6 +45,7 @@ pub const ROUTES: &[Policy] = &[
     ),
     route(Get, "/v1/users/{user_id}/reminders", Needs(Read), NoBody),
     route(Post, "/v1/audiences", Needs(Campaign), Recipients),
+    route(Get, "/v1/audiences", Needs(Read), NoBody),
     route(Get, "/v1/audiences/{id}", Needs(Read), NoBody),
     route(Post, "/v1/rules", Needs(Campaign), Json),
     route(Get, "/v1/rules", Needs(Read), NoBody),
@@ -54,6 +55,8 @@ pub const ROUTES: &[Policy] = &[
     route(Post, "/v1/rules/{id}", Needs(Campaign), Action),
     route(Get, "/v1/rules/{id}/versions", Needs(Read), NoBody),
     route(Get, "/v1/rules/{id}/tasks", Needs(Read), NoBody),
+    // Computes, changes nothing.
+    route(Post, "/v1/schedules:preview", Needs(Read), Json),
     route(Post, "/v1/jobs", Needs(Campaign), Json),
     route(Get, "/v1/jobs", Needs(Read), NoBody),
     route(Get, "/v1/jobs/{id}", Needs(Read), NoBody),
@@ -62,6 +65,8 @@ pub const ROUTES: &[Policy] = &[
     route(Get, "/v1/jobs/{id}/segments", Needs(Read), NoBody),
     route(Get, "/v1/jobs/{id}/sends", Needs(Read), NoBody),
     route(Get, "/v1/channels", Needs(Admin), NoBody),
+    // `:pause` (optional JSON body), `:resume`.
+    route(Post, "/v1/channels/{name}", Needs(Admin), Action),
     // Signed by the provider when the channel has a `callback_token`.
     route(Get, "/v1/channels/{name}/callback", Signed(Admin), NoBody),
     route(Post, "/v1/channels/{name}/callback", Signed(Admin), Xml),

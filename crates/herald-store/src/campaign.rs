@@ -339,6 +339,15 @@ pub trait CampaignStore: Send + Sync + 'static {
 
     async fn get_audience(&self, id: i64) -> Result<Option<AudienceRecord>>;
 
+    /// Audiences of `tenant` with `id > after` (open ones too), by id, at
+    /// most `limit`. Index-backed (`audiences_tenant`).
+    async fn list_audiences(
+        &self,
+        tenant: TenantId,
+        after: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<AudienceRecord>>;
+
     /// Recipients `start..end` of a sealed audience, in order (clipped to its
     /// size; empty when nothing is left of the range). An error if the audience
     /// is unknown or not sealed yet: a job only ever reads a sealed one, so

@@ -689,7 +689,7 @@ async fn a_v0_sqlite_store_opens_migrates_and_reads_back() {
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 8);
+    assert_eq!(version, 10);
     drop(conn);
     // Opening again applies nothing and still reads the old rows.
     let store = herald_store::open(&url, &StoreOptions::default())
@@ -759,6 +759,8 @@ async fn a_v0_postgres_store_opens_migrates_and_reads_back() {
             (6, "0006_segment_cursor_idx"),
             (7, "0007_tenants"),
             (8, "0008_incarnation"),
+            (9, "0009_timer_search"),
+            (10, "0010_channel_pauses"),
         ]
     );
 }

@@ -26,6 +26,13 @@ pub enum AudiencesCmd {
     },
     /// Show an audience.
     Get { id: i64 },
+    /// List audiences, oldest first; pass the answer's next_cursor for the next page.
+    List {
+        #[arg(long)]
+        cursor: Option<String>,
+        #[arg(long)]
+        limit: Option<u32>,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -64,6 +71,18 @@ pub enum RulesCmd {
     Enable { id: i64 },
     /// Disable a rule (its pending tasks are cancelled).
     Disable { id: i64 },
+    /// The next instants a rule's schedule fires at, as the planner computes
+    /// them. The file is a rule (its "schedule" is used) or a schedule object.
+    Preview {
+        #[arg(long)]
+        file: PathBuf,
+        /// How many instants (1..100).
+        #[arg(long, default_value_t = 10)]
+        count: u32,
+        /// Count from this RFC 3339 time instead of now.
+        #[arg(long)]
+        from: Option<String>,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -120,6 +139,14 @@ macro_rules! say {
     }};
 }
 
+/// The schedule of a rule document, or the document itself when it is one.
+fn schedule_of(mut doc: Value) -> Value {
+    match doc.get_mut("schedule") {
+        Some(schedule) => schedule.take(),
+        None => doc,
+    }
+}
+
 fn read_json_file(file: &Path) -> anyhow::Result<Value> {
     let text =
         std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
@@ -131,6 +158,22 @@ pub async fn audiences(remote: &Remote, cmd: AudiencesCmd) -> anyhow::Result<()>
     let base = remote.base();
     match cmd {
         AudiencesCmd::Upload { file, name, csv } => upload(&http, base, &file, name, csv).await,
+        AudiencesCmd::List { cursor, limit } => {
+            let mut q: Vec<(&str, String)> = Vec::new();
+            if let Some(c) = cursor {
+                q.push(("cursor", c));
+            }
+            if let Some(l) = limit {
+                q.push(("limit", l.to_string()));
+            }
+            let resp = http
+                .get(format!("{base}/v1/audiences"))
+                .query(&q)
+                .send()
+                .await
+                .with_context(|| format!("cannot reach {base}"))?;
+            show(resp).await
+        }
         AudiencesCmd::Get { id } => {
             let resp = http
                 .get(format!("{base}/v1/audiences/{id}"))
@@ -270,6 +313,17 @@ pub async fn rules(remote: &Remote, cmd: RulesCmd) -> anyhow::Result<()> {
                 .collect();
             http.get(format!("{base}/v1/rules/{id}/tasks"))
                 .query(&q)
+                .send()
+                .await
+        }
+        RulesCmd::Preview { file, count, from } => {
+            let doc = read_json_file(&file)?;
+            let mut body = json!({ "schedule": schedule_of(doc), "count": count });
+            if let Some(from) = from {
+                body["from"] = Value::String(from);
+            }
+            http.post(format!("{base}/v1/schedules:preview"))
+                .json(&body)
                 .send()
                 .await
         }

@@ -159,3 +159,55 @@ pub async fn get(
     let a = st.campaigns.get_audience(caller.tenant, id).await?;
     Ok(axum::Json(AudienceJson::from(a)).into_response())
 }
+
+#[derive(Deserialize)]
+pub struct ListQuery {
+    #[serde(default)]
+    cursor: Option<String>,
+    #[serde(default)]
+    limit: Option<String>,
+}
+
+/// Audiences per page when the query names no limit.
+const DEFAULT_LIMIT: i64 = 100;
+/// Most audiences one page holds.
+const MAX_LIMIT: i64 = 1000;
+
+/// `GET /v1/audiences?cursor=&limit=` → `{audiences, next_cursor}`: the
+/// caller's audiences (open uploads too, `size: null`), oldest first, paged
+/// by id through the `audiences_tenant` index. `next_cursor` is opaque, `null`
+/// on the last page.
+pub async fn list(
+    State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    q: Result<Query<ListQuery>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let q = query(q)?;
+    let after = match q.cursor.as_deref() {
+        None | Some("") => None,
+        Some(c) => Some(c.parse::<i64>().ok().filter(|id| *id > 0).ok_or_else(|| {
+            ApiError::field(
+                "cursor",
+                "invalid_field",
+                "cursor is not one this listing gave",
+            )
+        })?),
+    };
+    let limit =
+        crate::request::int_param("limit", &q.limit, 1..=MAX_LIMIT)?.unwrap_or(DEFAULT_LIMIT);
+    let limit = limit as usize;
+    let page = st
+        .engine
+        .store()
+        .list_audiences(caller.tenant, after, limit)
+        .await?;
+    let next_cursor = (page.len() == limit)
+        .then(|| page.last().map(|a| a.id.to_string()))
+        .flatten();
+    let audiences: Vec<AudienceJson> = page.into_iter().map(AudienceJson::from).collect();
+    Ok(axum::Json(serde_json::json!({
+        "audiences": audiences,
+        "next_cursor": next_cursor,
+    }))
+    .into_response())
+}

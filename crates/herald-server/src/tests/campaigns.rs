@@ -240,3 +240,42 @@ async fn rule_versions_page_by_version() {
     assert_eq!(versions(&page), [1, 2, 3], "{page}");
     api.engine.shutdown().await;
 }
+
+#[tokio::test]
+async fn audiences_page_with_an_opaque_cursor() {
+    let api = Api::new().await;
+    let mut ids = Vec::new();
+    for name in ["one", "two", "three"] {
+        let (st, body) = api
+            .upload(&format!("/v1/audiences?name={name}"), "text/csv", "a\nb\n")
+            .await;
+        assert_eq!(st, StatusCode::CREATED, "{body}");
+        ids.push(body["id"].clone());
+    }
+    let (st, page) = api.get("/v1/audiences?limit=2").await;
+    assert_eq!(st, StatusCode::OK, "{page}");
+    let got: Vec<Value> = page["audiences"]
+        .as_array()
+        .map(|a| a.iter().map(|x| x["id"].clone()).collect())
+        .unwrap_or_default();
+    assert_eq!(got, ids[..2]);
+    assert_eq!(page["audiences"][0]["size"], 2);
+    let cursor = page["next_cursor"].as_str().unwrap_or_default().to_string();
+    let (st, rest) = api
+        .get(&format!("/v1/audiences?limit=2&cursor={cursor}"))
+        .await;
+    assert_eq!(st, StatusCode::OK, "{rest}");
+    assert_eq!(rest["audiences"][0]["name"], "three");
+    assert_eq!(rest["next_cursor"], Value::Null);
+    let (st, body) = api.get("/v1/audiences?cursor=zz").await;
+    assert_eq!(
+        error(st, &body, StatusCode::BAD_REQUEST, "invalid_field")["field"],
+        "cursor"
+    );
+    let (st, body) = api.get("/v1/audiences?limit=0").await;
+    assert_eq!(
+        error(st, &body, StatusCode::BAD_REQUEST, "invalid_field")["field"],
+        "limit"
+    );
+    api.engine.shutdown().await;
+}

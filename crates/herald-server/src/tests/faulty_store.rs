@@ -104,6 +104,9 @@ faulty! { Store:
     fn get_channel_token(key: &str) -> Result<Option<ChannelToken>>;
     fn put_channel_token(key: &str, token: &ChannelToken) -> Result<()>;
     fn expire_channel_token(key: &str, token: &str, now: i64) -> Result<bool>;
+    fn pause_channel(channel: &str, pause: &ChannelPause, now: i64) -> Result<()>;
+    fn resume_channel(channel: &str) -> Result<bool>;
+    fn channel_pauses() -> Result<Vec<(String, ChannelPause)>>;
     fn get_subjects(tenant: TenantId, ids: &[String]) -> Result<Vec<SubjectRecord>>;
     fn user_reminders(tenant: TenantId, user_id: &str, limit: usize) -> Result<Vec<ReminderTimer>>;
     fn pending_reminders(probes: &[MergeProbe]) -> Result<Vec<TimerRecord>>;
@@ -125,6 +128,7 @@ faulty! { CampaignStore:
     fn seal_audience(id: i64, size: u64, now: i64) -> Result<Option<AudienceRecord>>;
     fn drop_audience(id: i64) -> Result<bool>;
     fn get_audience(id: i64) -> Result<Option<AudienceRecord>>;
+    fn list_audiences(tenant: TenantId, after: Option<i64>, limit: usize) -> Result<Vec<AudienceRecord>>;
     fn audience_slice(id: i64, start: u64, end: u64) -> Result<Vec<String>>;
     fn create_rule(spec: RuleSpec, now: i64) -> Result<RuleRecord>;
     fn update_rule(id: i64, spec: RuleSpec, now: i64) -> Result<Option<RuleRecord>>;

@@ -1795,3 +1795,50 @@ pub async fn cancelling_a_job_cancels_what_is_left(store: S) {
         Some(done)
     );
 }
+
+/// A tenant's audiences page by id, open ones too, and no other tenant's.
+pub async fn audiences_are_listed_per_tenant_by_id(store: S) {
+    let mut mine = Vec::new();
+    for (i, name) in ["a", "b", "c"].into_iter().enumerate() {
+        let id = store
+            .create_audience(DEFAULT_TENANT, Some(name.into()), T0 + i as i64)
+            .await
+            .unwrap();
+        mine.push(id);
+        if i == 1 {
+            let theirs = store.create_audience(OTHER_TENANT, None, T0).await.unwrap();
+            assert_eq!(
+                store.list_audiences(OTHER_TENANT, None, 10).await.unwrap(),
+                vec![AudienceRecord {
+                    id: theirs,
+                    tenant: OTHER_TENANT,
+                    name: None,
+                    size: None,
+                    created_at: T0,
+                }]
+            );
+        }
+    }
+    store
+        .append_audience(mine[0], 0, &recipients(0..3))
+        .await
+        .unwrap();
+    store.seal_audience(mine[0], 3, T0 + 9).await.unwrap();
+    let first = store.list_audiences(DEFAULT_TENANT, None, 2).await.unwrap();
+    let ids: Vec<i64> = first.iter().map(|a| a.id).collect();
+    assert_eq!(ids, mine[..2]);
+    assert_eq!((first[0].size, first[1].size), (Some(3), None));
+    let rest = store
+        .list_audiences(DEFAULT_TENANT, Some(mine[1]), 2)
+        .await
+        .unwrap();
+    assert_eq!(rest.iter().map(|a| a.id).collect::<Vec<_>>(), mine[2..]);
+    assert_eq!(rest[0].name.as_deref(), Some("c"));
+    assert!(
+        store
+            .list_audiences(DEFAULT_TENANT, Some(mine[2]), 2)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}

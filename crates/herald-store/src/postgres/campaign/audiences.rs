@@ -39,6 +39,11 @@ const REFERRED: &str = "SELECT EXISTS (SELECT 1 FROM jobs WHERE audience_id = $1
 const DROP_CHUNKS: &str = "DELETE FROM audience_chunks WHERE audience_id = $1";
 const DROP_AUDIENCE: &str = "DELETE FROM audiences WHERE id = $1";
 const GET: &str = concat!("SELECT ", audience_cols!(), " FROM audiences WHERE id = $1");
+const LIST: &str = concat!(
+    "SELECT ",
+    audience_cols!(),
+    " FROM audiences WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3"
+);
 const SIZE: &str = "SELECT size FROM audiences WHERE id = $1";
 const CHUNKS: &str = "SELECT chunk_no, count, data FROM audience_chunks \
     WHERE audience_id = $1 AND chunk_no >= $2 AND chunk_no <= $3 ORDER BY chunk_no";
@@ -229,6 +234,27 @@ pub(super) async fn drop_audience(store: &PgStore, id: i64) -> Result<bool> {
         .ctx("deleting the audience")?;
     tx.commit().await.ctx("committing drop_audience")?;
     Ok(true)
+}
+
+pub(super) async fn list_audiences(
+    store: &PgStore,
+    tenant: TenantId,
+    after: i64,
+    limit: i64,
+) -> Result<Vec<AudienceRecord>> {
+    let tenant = tenant_to_pg(tenant)?;
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(LIST)
+        .await
+        .ctx("preparing audience list")?;
+    client
+        .query(&stmt, &[&tenant, &after, &limit])
+        .await
+        .ctx("listing audiences")?
+        .iter()
+        .map(model::decode)
+        .collect()
 }
 
 pub(super) async fn get_audience(store: &PgStore, id: i64) -> Result<Option<AudienceRecord>> {

@@ -90,6 +90,22 @@ impl CampaignStore for PgStore {
         .await
     }
 
+    async fn list_audiences(
+        &self,
+        tenant: TenantId,
+        after: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<AudienceRecord>> {
+        self.within("list_audiences", async move {
+            if limit == 0 {
+                return Ok(Vec::new());
+            }
+            let after = after.unwrap_or(i64::MIN);
+            audiences::list_audiences(self, tenant, after, limit_to_db(limit)).await
+        })
+        .await
+    }
+
     async fn audience_slice(&self, id: i64, start: u64, end: u64) -> Result<Vec<String>> {
         self.within("audience_slice", async move {
             audiences::audience_slice(self, id, start, end).await

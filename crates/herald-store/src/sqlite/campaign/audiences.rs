@@ -4,7 +4,7 @@
 use herald_core::TenantId;
 use rusqlite::{Connection, params};
 
-use super::{Ctx, in_read_tx, in_tx, query_opt};
+use super::{Ctx, in_read_tx, in_tx, query_all, query_opt};
 use crate::campaign::{AUDIENCE_CHUNK, AudienceRecord};
 use crate::model::{self, Columns, audience_cols, from_db, tenant_to_db, to_db};
 use crate::{Result, StoreError, refusals};
@@ -13,6 +13,11 @@ const INSERT: &str =
     "INSERT INTO audiences (tenant_id, name, created_at) VALUES (?1, ?2, ?3) RETURNING id";
 const BY_ID: &str = concat!("SELECT ", audience_cols!(), " FROM audiences WHERE id = ?1");
 /// `Some(size)` per audience: `NULL` while open.
+pub(super) const LIST: &str = concat!(
+    "SELECT ",
+    audience_cols!(),
+    " FROM audiences WHERE tenant_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3"
+);
 const SIZE: &str = "SELECT size FROM audiences WHERE id = ?1";
 const TENANT: &str = "SELECT tenant_id FROM audiences WHERE id = ?1";
 const PUT_CHUNK: &str = "INSERT INTO audience_chunks (audience_id, chunk_no, count, data) \
@@ -150,6 +155,17 @@ pub(super) fn drop_audience(conn: &mut Connection, id: i64) -> Result<bool> {
 
 pub(super) fn get_audience(conn: &mut Connection, id: i64) -> Result<Option<AudienceRecord>> {
     query_opt(conn, BY_ID, [id], "reading audience", |r| model::decode(r))
+}
+
+pub(super) fn list_audiences(
+    conn: &mut Connection,
+    tenant: TenantId,
+    after: Option<i64>,
+    limit: usize,
+) -> Result<Vec<AudienceRecord>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let args = params![tenant_to_db(tenant), after.unwrap_or(i64::MIN), limit];
+    query_all(conn, LIST, args, "listing audiences", |r| model::decode(r))
 }
 
 /// The size of a sealed audience of `tenant`, for a job: `None` if unknown,

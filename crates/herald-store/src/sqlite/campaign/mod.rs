@@ -131,6 +131,16 @@ impl CampaignStore for SqliteStore {
         self.read(move |c| audiences::get_audience(c, id)).await
     }
 
+    async fn list_audiences(
+        &self,
+        tenant: TenantId,
+        after: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<AudienceRecord>> {
+        self.read(move |c| audiences::list_audiences(c, tenant, after, limit))
+            .await
+    }
+
     async fn audience_slice(&self, id: i64, start: u64, end: u64) -> Result<Vec<String>> {
         self.read(move |c| audiences::audience_slice(c, id, start, end))
             .await
@@ -398,6 +408,10 @@ mod tests {
             (
                 audiences::CHUNKS,
                 &["(audience_id=? AND chunk_no>? AND chunk_no<?)"],
+            ),
+            (
+                audiences::LIST,
+                &["USING INDEX audiences_tenant (tenant_id=? AND id>?)"],
             ),
             (
                 audiences::IN_USE,
