@@ -170,5 +170,6 @@ pub fn new_timer(body: &[u8], cx: &Context<'_>) -> Result<NewTimer, ApiError> {
         message: req.message.get().to_string(),
         idempotency_key: req.idempotency_key,
         created_at: cx.now_ms,
+        traceparent: None,
     })
 }

@@ -28,6 +28,7 @@ macro_rules! migrations {
             "0006_segment_cursor_idx",
             "0007_tenants",
             "0008_incarnation",
+            "0009_timer_search",
         )
     };
     (@ $($name:literal),+ $(,)?) => {
