@@ -292,6 +292,7 @@ mod tests {
             idempotency_key: row.delivery_key(),
             recipient: row.recipient,
             message: row.message,
+            traceparent: None,
         };
         let attempt = Attempt {
             delivery: &delivery,
@@ -327,6 +328,7 @@ mod tests {
             recipient: "r".into(),
             message: "{}".into(),
             idempotency_key: "k".into(),
+            traceparent: None,
         };
         let failed = || SendOutcome::Retryable {
             error: "HTTP 503".into(),

@@ -247,6 +247,7 @@ impl Fetcher {
                 recipient: row.recipient,
                 message: message.unwrap_or(row.message),
                 idempotency_key: key,
+                traceparent: row.traceparent,
             };
             let Some(fence) = p.ownership.fence(row.shard) else {
                 stale.push(row.id);

@@ -28,6 +28,7 @@ mod text;
 pub mod timer_ops;
 pub mod timer_search;
 pub mod timers;
+pub mod trace;
 pub mod validate;
 
 use std::sync::Arc;

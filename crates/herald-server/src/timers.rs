@@ -40,6 +40,9 @@ pub struct TimerJson {
     pub updated_at: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<Box<RawValue>>,
+    /// The W3C trace context the timer was created under, when there was one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 impl TimerJson {
@@ -68,6 +71,7 @@ impl TimerJson {
             } else {
                 None
             },
+            traceparent: r.traceparent,
         }
     }
 
@@ -94,13 +98,15 @@ fn context<'a>(
 pub async fn create(
     State(st): State<AppState>,
     Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
     let bytes = read_body(body, st.api.max_timer_bytes).await?;
     let has = |c: &str| st.serves_channel(caller.tenant, c);
     let names = || st.channel_names_for(caller.tenant);
-    let (timer, on_conflict) =
+    let (mut timer, on_conflict) =
         validate::new_timer_and_conflict(&bytes, &context(&st, &caller, &has, &names))?;
+    timer.traceparent = traceparent(&headers);
     if let Err(over) = st.quotas.admit(caller.tenant, 1) {
         return Ok(over.into_response());
     }
@@ -146,6 +152,13 @@ fn insert_op(timer: NewTimer, on_conflict: OnConflict) -> WriteOp {
     }
 }
 
+/// The request's W3C `traceparent`, if it has a valid one: a bad one is
+/// ignored, not refused (tracing must never cost a timer).
+fn traceparent(headers: &HeaderMap) -> Option<String> {
+    let raw = headers.get("traceparent")?.to_str().ok()?.trim();
+    crate::trace::valid_traceparent(raw).then(|| raw.to_ascii_lowercase())
+}
+
 /// One answer line of the bulk endpoint.
 #[derive(Serialize)]
 struct BulkLine<'a> {
@@ -164,13 +177,17 @@ struct BulkLine<'a> {
 /// The lines of `POST /v1/timers:bulk`.
 struct TimerLines<'a> {
     cx: Context<'a>,
+    /// The request's `traceparent`, given to every line's timer.
+    traceparent: Option<String>,
 }
 
 impl BulkRoute for TimerLines<'_> {
     type Item = (NewTimer, OnConflict);
 
     fn parse(&self, line: &[u8]) -> Result<(NewTimer, OnConflict), ApiError> {
-        validate::new_timer_and_conflict(line, &self.cx)
+        let (mut timer, on_conflict) = validate::new_timer_and_conflict(line, &self.cx)?;
+        timer.traceparent = self.traceparent.clone();
+        Ok((timer, on_conflict))
     }
 
     fn op(&self, (timer, on_conflict): (NewTimer, OnConflict)) -> WriteOp {
@@ -224,6 +241,7 @@ pub async fn create_bulk(
     let names = || st.channel_names_for(caller.tenant);
     let route = TimerLines {
         cx: context(&st, &caller, &has, &names),
+        traceparent: traceparent(&headers),
     };
     bulk::serve(&route, &st, caller.tenant, &budget, &headers, body).await
 }

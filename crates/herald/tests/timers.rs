@@ -660,6 +660,35 @@ async fn dead_timers_are_found_replayed_and_pending_ones_patched() {
     let (s, _) = patch(&server, &format!("/v1/timers/{later}"), &json!({})).await;
     assert_eq!(s, 400);
 
+    // A valid `traceparent` on create is stored and sent on the delivery; a bad one is dropped.
+    let trace = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    let mut traced = Vec::new();
+    for (key, header) in [("k-traced", trace), ("k-untraced", "00-nonsense")] {
+        let resp = client()
+            .post(format!("{}/v1/timers", server.url))
+            .header("content-type", "application/json")
+            .header("traceparent", header)
+            .body(
+                json!({"delay_ms": 0, "channel": "hooks", "recipient": "u-t",
+                       "idempotency_key": key, "message": {}})
+                .to_string(),
+            )
+            .send()
+            .await
+            .expect("create traced");
+        assert_eq!(resp.status().as_u16(), 201);
+        let v: Value = resp.json().await.expect("json");
+        traced.push(v["id"].as_i64().unwrap());
+    }
+    let t = wait_state(&server, traced[0], "done", Duration::from_secs(10)).await;
+    assert_eq!(t["traceparent"], trace, "{t}");
+    let sent = mock.requests(Some("k-traced")).await;
+    assert_eq!(sent[0]["headers"]["traceparent"], trace, "{sent:?}");
+    let t = wait_state(&server, traced[1], "done", Duration::from_secs(10)).await;
+    assert!(t.get("traceparent").is_none(), "{t}");
+    let sent = mock.requests(Some("k-untraced")).await;
+    assert!(sent[0]["headers"].get("traceparent").is_none(), "{sent:?}");
+
     // Replay the dead one: a new series, numbered on.
     let (s, v) = server
         .post(&format!("/v1/timers/{dead}:retry"), &json!({}))
