@@ -448,6 +448,7 @@ mod tests {
             recipient: "dev-token".into(),
             message: message.into(),
             idempotency_key: "k".into(),
+            traceparent: None,
         }
     }
 

@@ -55,6 +55,9 @@ pub struct Delivery {
     pub message: String,
     /// Passed to providers that de-duplicate, so a repeated attempt has one effect.
     pub idempotency_key: String,
+    /// The W3C `traceparent` of the request that scheduled it, sent on by
+    /// channels that speak HTTP to the caller's own services (webhooks).
+    pub traceparent: Option<String>,
 }
 
 /// How an attempt ended, as the provider told it.

@@ -170,6 +170,12 @@ impl Channel for WebhookChannel {
             .secret
             .as_ref()
             .and_then(|s| HeaderValue::from_str(&Self::signature(s, now_s, &body)).ok());
+        // Validated when the timer was created; one that is not a header
+        // value after all is left off rather than failing the delivery.
+        let trace = d
+            .traceparent
+            .as_deref()
+            .and_then(|t| HeaderValue::from_str(t).ok());
         let origin = self.pool.origin();
         let make = || {
             let mut req = Request::new(Full::new(body.clone()));
@@ -185,6 +191,9 @@ impl Channel for WebhookChannel {
             h.insert("idempotency-key", key.clone());
             if let Some(sig) = &signature {
                 h.insert("x-herald-signature", sig.clone());
+            }
+            if let Some(t) = &trace {
+                h.insert("traceparent", t.clone());
             }
             req
         };
@@ -219,6 +228,7 @@ mod tests {
             recipient: "order-\"7\"".into(),
             message: r#"{"stars":5}"#.into(),
             idempotency_key: "k-1".into(),
+            traceparent: None,
         }
     }
 

@@ -47,6 +47,7 @@ fn delivery(recipient: &str, message: &str, key: &str) -> Delivery {
         recipient: recipient.into(),
         message: message.into(),
         idempotency_key: key.into(),
+        traceparent: None,
     }
 }
 

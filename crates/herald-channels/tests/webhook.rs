@@ -87,6 +87,7 @@ fn delivery(recipient: &str, key: &str) -> Delivery {
         recipient: recipient.into(),
         message: r#"{"hello":"world"}"#.into(),
         idempotency_key: key.into(),
+        traceparent: None,
     }
 }
 

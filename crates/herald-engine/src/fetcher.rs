@@ -247,6 +247,7 @@ impl Fetcher {
                 recipient: row.recipient,
                 message: message.unwrap_or(row.message),
                 idempotency_key: key,
+                traceparent: row.traceparent,
             };
             let Some(fence) = p.ownership.fence(row.shard) else {
                 stale.push(row.id);
@@ -261,6 +262,7 @@ impl Fetcher {
                     shard: row.shard,
                     fence,
                     members,
+                    series_base: row.attempt_base,
                 }),
                 None => {
                     // Configuration lost the channel: keep the timer, retry
@@ -276,6 +278,7 @@ impl Fetcher {
                         fence: Some(fence),
                         started_at: now,
                         finished_at: now,
+                        series_base: row.attempt_base,
                     };
                     let outcome = SendOutcome::Retryable {
                         error: format!("channel {:?} is not configured", row.channel),

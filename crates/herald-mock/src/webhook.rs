@@ -41,6 +41,7 @@ const STATUS_SLOTS: usize = 600;
 
 const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
 const SIGNATURE: HeaderName = HeaderName::from_static("x-herald-signature");
+const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
 /// How far a signature's timestamp may be from now, either way.
 pub const SIGNATURE_TOLERANCE_S: u64 = 300;
 
@@ -151,6 +152,7 @@ struct RingEntry {
     key: Option<Box<str>>,
     signature: Option<Box<str>>,
     content_type: Option<Box<str>>,
+    traceparent: Option<Box<str>>,
     body: Bytes,
 }
 
@@ -165,6 +167,9 @@ impl RingEntry {
         }
         if let Some(c) = self.content_type {
             headers.insert("content-type".to_owned(), c.into());
+        }
+        if let Some(t) = self.traceparent {
+            headers.insert("traceparent".to_owned(), t.into());
         }
         let body = serde_json::from_slice(&self.body).unwrap_or_else(|_| {
             serde_json::Value::String(String::from_utf8_lossy(&self.body).into_owned())
@@ -420,6 +425,7 @@ impl WebhookState {
             path: parts.uri.path().into(),
             key: key.map(Box::from),
             signature: header_text(&SIGNATURE),
+            traceparent: header_text(&TRACEPARENT),
             content_type: header_text(&CONTENT_TYPE),
             body: Bytes::copy_from_slice(body),
         });

@@ -20,7 +20,7 @@ use crate::error::{ApiError, ErrorBody};
 use crate::request::{parse_id, read_body};
 use crate::state::AppState;
 use crate::tenancy::mine;
-use crate::validate::{self, Context};
+use crate::validate::{self, Context, OnConflict};
 
 /// A timer as the API shows it.
 #[derive(Serialize, utoipa::ToSchema)]
@@ -41,6 +41,9 @@ pub struct TimerJson {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub message: Option<Box<RawValue>>,
+    /// The W3C trace context the timer was created under, when there was one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 impl TimerJson {
@@ -69,6 +72,7 @@ impl TimerJson {
             } else {
                 None
             },
+            traceparent: r.traceparent,
         }
     }
 
@@ -95,17 +99,20 @@ fn context<'a>(
 pub async fn create(
     State(st): State<AppState>,
     Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
     let bytes = read_body(body, st.api.max_timer_bytes).await?;
     let has = |c: &str| st.serves_channel(caller.tenant, c);
     let names = || st.channel_names_for(caller.tenant);
-    let timer = validate::new_timer(&bytes, &context(&st, &caller, &has, &names))?;
+    let (mut timer, on_conflict) =
+        validate::new_timer_and_conflict(&bytes, &context(&st, &caller, &has, &names))?;
+    timer.traceparent = traceparent(&headers);
     if let Err(over) = st.quotas.admit(caller.tenant, 1) {
         return Ok(over.into_response());
     }
     let give_back = || st.quotas.give_back(caller.tenant, 1);
-    let written = st.engine.submit(vec![WriteOp::InsertTimer(timer)]).await;
+    let written = st.engine.submit(vec![insert_op(timer, on_conflict)]).await;
     let mut results = written.inspect_err(|_| give_back())?;
     match results.pop() {
         Some(WriteResult::Created(t)) => Ok((
@@ -113,6 +120,14 @@ pub async fn create(
             axum::Json(TimerJson::from_record(t, false, false)),
         )
             .into_response()),
+        Some(WriteResult::Updated { timer, .. }) => {
+            give_back();
+            Ok((
+                StatusCode::OK,
+                axum::Json(TimerJson::from_record(timer, false, false)),
+            )
+                .into_response())
+        }
         Some(WriteResult::Existing(t)) => {
             give_back();
             let firing = st.engine.is_firing(t.id);
@@ -127,6 +142,22 @@ pub async fn create(
             Err(ApiError::unavailable("unexpected write result"))
         }
     }
+}
+
+/// The write of a new timer: insert, or with `"on_conflict": "replace"`
+/// insert or update the pending timer holding its key.
+fn insert_op(timer: NewTimer, on_conflict: OnConflict) -> WriteOp {
+    match on_conflict {
+        OnConflict::Return => WriteOp::InsertTimer(timer),
+        OnConflict::Replace => WriteOp::ReplaceTimer(timer),
+    }
+}
+
+/// The request's W3C `traceparent`, if it has a valid one: a bad one is
+/// ignored, not refused (tracing must never cost a timer).
+fn traceparent(headers: &HeaderMap) -> Option<String> {
+    let raw = headers.get("traceparent")?.to_str().ok()?.trim();
+    crate::trace::valid_traceparent(raw).then(|| raw.to_ascii_lowercase())
 }
 
 /// One answer line of the bulk endpoint.
@@ -147,23 +178,27 @@ struct BulkLine<'a> {
 /// The lines of `POST /v1/timers:bulk`.
 struct TimerLines<'a> {
     cx: Context<'a>,
+    /// The request's `traceparent`, given to every line's timer.
+    traceparent: Option<String>,
 }
 
 impl BulkRoute for TimerLines<'_> {
-    type Item = NewTimer;
+    type Item = (NewTimer, OnConflict);
 
-    fn parse(&self, line: &[u8]) -> Result<NewTimer, ApiError> {
-        validate::new_timer(line, &self.cx)
+    fn parse(&self, line: &[u8]) -> Result<(NewTimer, OnConflict), ApiError> {
+        let (mut timer, on_conflict) = validate::new_timer_and_conflict(line, &self.cx)?;
+        timer.traceparent = self.traceparent.clone();
+        Ok((timer, on_conflict))
     }
 
-    fn op(&self, timer: NewTimer) -> WriteOp {
-        WriteOp::InsertTimer(timer)
+    fn op(&self, (timer, on_conflict): (NewTimer, OnConflict)) -> WriteOp {
+        insert_op(timer, on_conflict)
     }
 
     fn answer(&self, line: usize, result: WriteResult, out: &mut Vec<u8>) -> bool {
         let (status, t) = match result {
             WriteResult::Created(t) => (201, t),
-            WriteResult::Existing(t) => (200, t),
+            WriteResult::Existing(t) | WriteResult::Updated { timer: t, .. } => (200, t),
             _ => {
                 let e = ApiError::unavailable("unexpected write result");
                 let answer = BulkLine {
@@ -207,6 +242,7 @@ pub async fn create_bulk(
     let names = || st.channel_names_for(caller.tenant);
     let route = TimerLines {
         cx: context(&st, &caller, &has, &names),
+        traceparent: traceparent(&headers),
     };
     bulk::serve(&route, &st, caller.tenant, &budget, &headers, body).await
 }

@@ -156,6 +156,8 @@ fn v0_timers(w: &Written) -> Vec<TimerRecord> {
                     created_at,
                     updated_at,
                     delivered_at: (state == TimerState::Done).then_some(updated_at),
+                    attempt_base: 0,
+                    traceparent: None,
                 }
             },
         )
@@ -429,6 +431,7 @@ async fn writes_after_v0(store: &dyn Store) {
         message: "{}".into(),
         idempotency_key: key.map(str::to_owned),
         created_at: NOW,
+        traceparent: None,
     };
     let r = store
         .apply(vec![

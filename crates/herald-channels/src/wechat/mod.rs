@@ -401,6 +401,7 @@ mod tests {
             recipient: "oOPENID".into(),
             message: message.into(),
             idempotency_key: "k1".into(),
+            traceparent: None,
         }
     }
 

@@ -291,6 +291,7 @@ async fn send_group(
             recipient,
             message: job.message.clone(),
             idempotency_key: job_recipient_key(job.id, idx),
+            traceparent: None,
         });
     }
     if deliveries.is_empty() {
