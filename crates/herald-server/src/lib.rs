@@ -26,6 +26,7 @@ mod tenancy;
 mod tests;
 mod text;
 pub mod timers;
+mod ui;
 pub mod validate;
 
 use std::sync::Arc;
@@ -101,6 +102,9 @@ pub fn router(state: AppState) -> Router {
         ))
         // Every error a client sees is JSON, the framework's own rejections too.
         .layer(axum::middleware::map_response(ops::json_errors))
+        // The console's shells and assets: outside the guard, which they
+        // do not need (they check the session themselves).
+        .merge(ui::router())
         .with_state(state)
 }
 
