@@ -85,6 +85,7 @@ fn login_html(problem: Option<&str>) -> String {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Herald · log in</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="/ui/assets/app.css">
 </head>
 <body class="login">
@@ -100,6 +101,7 @@ fn login_html(problem: Option<&str>) -> String {
 shows the key's tenant and lets it do what the key's scopes allow. The session lasts 12 hours
 and ends when the key is revoked.</p>
 </main>
+<script src="/ui/assets/app.js"></script>
 </body>
 </html>
 "#

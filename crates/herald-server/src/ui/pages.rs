@@ -170,6 +170,7 @@ fn shell(page: &Page, v: &Viewer) -> String {
 <meta name="herald-admin" content="{admin}">
 <meta name="herald-mode" content="{mode}">
 <title>Herald · {title}</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="/ui/assets/app.css">
 </head>
 <body data-page="{id}">
