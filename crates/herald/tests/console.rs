@@ -211,7 +211,10 @@ impl Browser {
     /// browser's log at level SEVERE.
     async fn errors(&self) -> Vec<String> {
         let mut out: Vec<String> = self
-            .run("return window.__heraldErrors || ['no collector: app.js did not run'];", json!([]))
+            .run(
+                "return window.__heraldErrors || ['no collector: app.js did not run'];",
+                json!([]),
+            )
             .await
             .as_array()
             .cloned()
@@ -220,7 +223,11 @@ impl Browser {
             .map(|v| v.as_str().unwrap_or_default().to_string())
             .collect();
         let log = self
-            .cmd(reqwest::Method::POST, "/se/log", Some(json!({"type": "browser"})))
+            .cmd(
+                reqwest::Method::POST,
+                "/se/log",
+                Some(json!({"type": "browser"})),
+            )
             .await;
         for entry in log.as_array().cloned().unwrap_or_default() {
             if entry["level"] == "SEVERE" {
@@ -436,8 +443,13 @@ async fn pages(b: &Browser, api: &Api, s: &Seeded, act: bool, shot: &str) -> Vec
 
     // Channels: the configured ones; pause through the console.
     visit(b, base, "/ui/channels", "broken", &shot("channels")).await;
-    if act && api.serves(Method::POST, "/v1/channels/hooks:resume", None).await {
-        b.click("tr[data-channel=\"slow\"] button.pause-channel").await;
+    if act
+        && api
+            .serves(Method::POST, "/v1/channels/hooks:resume", None)
+            .await
+    {
+        b.click("tr[data-channel=\"slow\"] button.pause-channel")
+            .await;
         b.wait_text("Channel slow paused.").await;
         let ch = api.get("/v1/channels").await;
         let slow = ch["channels"]
@@ -458,15 +470,23 @@ async fn pages(b: &Browser, api: &Api, s: &Seeded, act: bool, shot: &str) -> Vec
         .serves(Method::POST, "/v1/schedules:preview", Some(json!({})))
         .await;
     visit(b, base, "/ui/rules", "console digest", &shot("rules")).await;
+    if act {
+        b.click(&format!("tr[data-rule=\"{}\"] button.disable-rule", s.rule))
+            .await;
+        b.wait_text("disabled.").await;
+        let r = api.get(&format!("/v1/rules/{}", s.rule)).await;
+        assert_eq!(r["status"], "disabled", "{r}");
+    }
     if ops {
-        visit(b, base, &format!("/ui/rules#id={}", s.rule), "Next occurrences", &shot("rule")).await;
+        visit(
+            b,
+            base,
+            &format!("/ui/rules#id={}", s.rule),
+            "Next occurrences",
+            &shot("rule"),
+        )
+        .await;
         b.wait_text("Versions").await;
-        if act {
-            b.click("button.disable-rule").await;
-            b.wait_text("disabled.").await;
-            let r = api.get(&format!("/v1/rules/{}", s.rule)).await;
-            assert_eq!(r["status"], "disabled", "{r}");
-        }
     } else {
         skipped.push("rules: detail");
     }
@@ -474,41 +494,78 @@ async fn pages(b: &Browser, api: &Api, s: &Seeded, act: bool, shot: &str) -> Vec
     // Jobs: the job with its progress; cancel through the console.
     visit(b, base, "/ui/jobs", "of 300", &shot("jobs")).await;
     if ops {
-        visit(b, base, &format!("/ui/jobs#id={}", s.job), "Segments by state", &shot("job")).await;
-        if act {
-            b.click("button.cancel-job").await;
-            eventually("the job to be cancelled", || async {
-                api.get(&format!("/v1/jobs/{}", s.job)).await["state"] == "cancelled"
-            })
-            .await;
-        }
+        visit(
+            b,
+            base,
+            &format!("/ui/jobs#id={}", s.job),
+            "Segments by state",
+            &shot("job"),
+        )
+        .await;
     } else {
         skipped.push("jobs: detail");
     }
+    if act {
+        b.click(&format!("tr[data-job=\"{}\"] button.cancel-job", s.job))
+            .await;
+        eventually("the job to be cancelled", || async {
+            api.get(&format!("/v1/jobs/{}", s.job)).await["state"] == "cancelled"
+        })
+        .await;
+    }
 
     if api.serves(Method::GET, "/v1/subjects", None).await {
-        visit(b, base, "/ui/reminders", "Console launch", &shot("reminders")).await;
-        visit(b, base, "/ui/reminders#id=console-launch", "Reminders by channel", &shot("subject")).await;
+        visit(
+            b,
+            base,
+            "/ui/reminders",
+            "Console launch",
+            &shot("reminders"),
+        )
+        .await;
+        visit(
+            b,
+            base,
+            "/ui/reminders#id=console-launch",
+            "Reminders by channel",
+            &shot("subject"),
+        )
+        .await;
     } else {
         skipped.push("reminders");
     }
 
+    // A timer's detail, with its message and send log; cancel it.
+    visit(
+        b,
+        base,
+        &format!("/ui/timers#id={}", s.pending_timer),
+        "coupon <b>reminder</b>",
+        &shot("timer"),
+    )
+    .await;
+    if act {
+        b.click("button.cancel-timer").await;
+        eventually("the timer to be cancelled", || async {
+            api.get(&format!("/v1/timers/{}", s.pending_timer)).await["state"] == "cancelled"
+        })
+        .await;
+    }
     if api.serves(Method::GET, "/v1/timers", None).await {
         visit(b, base, "/ui/timers", "console-alice", &shot("timers")).await;
-        visit(b, base, &format!("/ui/timers#id={}", s.pending_timer), "coupon <b>reminder</b>", &shot("timer")).await;
-        if act {
-            b.click("button.cancel-timer").await;
-            eventually("the timer to be cancelled", || async {
-                api.get(&format!("/v1/timers/{}", s.pending_timer)).await["state"] == "cancelled"
-            })
-            .await;
-        }
     } else {
-        skipped.push("timers");
+        skipped.push("timers: search");
     }
 
     if api.serves(Method::GET, "/v1/dead-letters", None).await {
-        visit(b, base, "/ui/dead-letters", "console-bob", &shot("dead-letters")).await;
+        visit(
+            b,
+            base,
+            "/ui/dead-letters",
+            "console-bob",
+            &shot("dead-letters"),
+        )
+        .await;
         if act {
             b.click("button.replay-one").await;
             eventually("the dead timer to be replayed", || async {

@@ -31,9 +31,16 @@
         ["rate/s", function (j) { return H.fmtNum(j.rate_per_sec); }],
         ["ETA", function (j) { return eta(j.eta_secs); }],
         ["created", function (j) { return H.fmtTime(j.created_at); }],
-      ], items, { cls: "jobs", empty: "No job yet." });
+        ["", function (j) { return j.state === "running" ? cancelButton(j.id) : ""; }],
+      ], items, { cls: "jobs", empty: "No job yet.", rowAttrs: function (j) { return { "data-job": j.id }; } });
     },
   });
+
+  function cancelButton(id) {
+    return H.button("Cancel job", function () {
+      return H.api("POST", "/v1/jobs/" + id + ":cancel").then(function () { H.flash("Job " + id + " cancelled."); return refresh(); });
+    }, "danger cancel-job");
+  }
 
   function showJob(id) {
     if (!id) { H.clear(detail); return Promise.resolve(); }
@@ -46,11 +53,7 @@
         bar(j.totals),
         el("p", { class: "counts", text: counts(j.totals) + " · " + H.fmtNum(j.rate_per_sec) + "/s now, " + H.fmtNum(j.avg_rate_per_sec) + "/s on average · ETA " + eta(j.eta_secs) }));
       var actions = el("div", { class: "actions" });
-      if (j.state !== "cancelled" && j.state !== "done" && j.state !== "finished" && j.state !== "expired") {
-        actions.appendChild(H.button("Cancel job", function () {
-          return H.api("POST", path + ":cancel").then(function () { H.flash("Job " + j.id + " cancelled."); return refresh(); });
-        }, "danger cancel-job"));
-      }
+      if (j.state === "running") actions.appendChild(cancelButton(j.id));
       box.appendChild(actions);
       var byState = j.segments || {};
       box.appendChild(el("h3", { text: "Segments by state" }));

@@ -20,7 +20,8 @@
         ["schedule", function (r) { return scheduleText(r.schedule); }],
         ["channel", function (r) { return r.channel; }],
         ["updated", function (r) { return H.fmtTime(r.updated_at); }],
-      ], items, { cls: "rules", empty: "No rule yet." });
+        ["", function (r) { return toggle(r); }],
+      ], items, { cls: "rules", empty: "No rule yet.", rowAttrs: function (r) { return { "data-rule": r.id }; } });
     },
   });
 
@@ -31,6 +32,22 @@
     return s.type;
   }
 
+  // Enable or disable: the button the rule's status calls for.
+  function toggle(rule) {
+    var path = "/v1/rules/" + rule.id;
+    if (rule.status === "enabled") {
+      return H.button("Disable", function () {
+        return H.api("POST", path + ":disable").then(function () { H.flash("Rule " + rule.id + " disabled."); return refresh(idFromHash()); });
+      }, "danger disable-rule");
+    }
+    if (rule.status === "disabled") {
+      return H.button("Enable", function () {
+        return H.api("POST", path + ":enable").then(function () { H.flash("Rule " + rule.id + " enabled."); return refresh(idFromHash()); });
+      }, "enable-rule");
+    }
+    return "";
+  }
+
   function showRule(id) {
     H.clear(detail);
     if (!id) return Promise.resolve();
@@ -39,17 +56,7 @@
       var rule = r[0], versions = r[1].versions || [], tasks = r[2].tasks || [];
       var box = el("section", { class: "detail", "data-id": rule.id, id: "rule-" + rule.id },
         el("h2", { text: "Rule " + rule.id + ": " + rule.name + " · " + rule.status }));
-      var actions = el("div", { class: "actions" });
-      if (rule.status === "enabled") {
-        actions.appendChild(H.button("Disable", function () {
-          return H.api("POST", path + ":disable").then(function () { H.flash("Rule " + rule.id + " disabled."); return refresh(rule.id); });
-        }, "danger disable-rule"));
-      } else if (rule.status === "disabled") {
-        actions.appendChild(H.button("Enable", function () {
-          return H.api("POST", path + ":enable").then(function () { H.flash("Rule " + rule.id + " enabled."); return refresh(rule.id); });
-        }, "enable-rule"));
-      }
-      box.appendChild(actions);
+      box.appendChild(el("div", { class: "actions" }, toggle(rule)));
 
       box.appendChild(el("h3", { text: "Next occurrences" }));
       var next = el("div", { id: "rule-next" });

@@ -85,7 +85,8 @@
       detail.appendChild(box);
     });
   }
-  function refresh(id) { return Promise.all([showTimer(id), pages.reload()]); }
+  var listed = false;
+  function refresh(id) { return Promise.all([showTimer(id), listed ? pages.reload() : null]); }
 
   function idFromHash() {
     var m = /^#id=(\d+)$/.exec(window.location.hash);
@@ -101,9 +102,11 @@
       recipient: v.recipient, idempotency_key: v.idempotency_key, state: v.state, channel: v.channel,
       kind: v.kind, due_after: H.isoOf(v.due_after), due_before: H.isoOf(v.due_before), order: v.order,
     };
+    listed = true;
     pages.first().catch(H.fail);
   });
 
-  pages.first().catch(H.fail);
-  showTimer(idFromHash()).catch(H.fail);
+  // A timer named in the address is shown alone; the list waits for a search.
+  if (idFromHash()) showTimer(idFromHash()).catch(H.fail);
+  else { listed = true; pages.first().catch(H.fail); }
 })();
