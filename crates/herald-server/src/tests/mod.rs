@@ -15,6 +15,7 @@ mod quotas;
 mod rejections;
 mod route_table;
 mod routing;
+mod sessions;
 mod store_errors;
 mod tenants;
 
