@@ -134,10 +134,9 @@ impl ChannelWorker {
             Finished::decided(attempt(started), outcome, detail)
         } else {
             p.hot.fired.increment(1);
-            if d.attempt == 1 {
-                p.hot
-                    .lateness
-                    .record((started - d.due_at).max(0) as f64 / 1000.0);
+            let lateness_ms = (d.attempt == 1).then(|| (started - d.due_at).max(0));
+            if let Some(ms) = lateness_ms {
+                p.hot.lateness.record(ms as f64 / 1000.0);
             }
             let mut outcome = rt.channel.send(&d).await;
             let finished = p.clock.now_ms();
@@ -145,7 +144,9 @@ impl ChannelWorker {
             rt.metrics
                 .duration
                 .record((finished - started).max(0) as f64 / 1000.0);
-            Finished::from_outcome(attempt(finished), outcome, &rt.retry)
+            let mut f = Finished::from_outcome(attempt(finished), outcome, &rt.retry);
+            f.lateness_ms = lateness_ms;
+            f
         };
         match &f.completion.outcome {
             CompletionOutcome::Done => rt.metrics.delivered.increment(1),
@@ -219,7 +220,9 @@ mod tests {
             .map(|d| (d.timer_id, d.fired_at))
             .collect();
         assert_eq!(sent, [(ids[0], T0 + 7), (ids[1], T0 + 7)]);
-        let first = rx.try_recv().unwrap().completion;
+        let first = rx.try_recv().unwrap();
+        assert_eq!(first.lateness_ms, Some(7), "for the live window");
+        let first = first.completion;
         assert_eq!(first.outcome, CompletionOutcome::Failed);
         assert_eq!(first.status, Some(400));
         let second = rx.try_recv().unwrap().completion;

@@ -10,6 +10,7 @@ use herald_core::{Priority, RetryPolicy, TenantId, TimerId};
 use herald_store::{Applied, Completion, CompletionOutcome, DeferReason, Fence, StoreError};
 use tokio::sync::mpsc;
 
+use crate::live::{LiveEntry, LiveOutcome};
 use crate::pipeline::Pipeline;
 use crate::queue::DueTimer;
 
@@ -42,6 +43,8 @@ pub(crate) struct Finished {
     pub shard: u16,
     /// Whether the timer holds an in-flight permit (merged members do not).
     pub permit: bool,
+    /// Start of a first attempt minus the due time, for the live window.
+    pub lateness_ms: Option<i64>,
 }
 
 impl Finished {
@@ -123,6 +126,7 @@ impl Finished {
             priority: at.priority,
             shard: at.shard,
             permit: true,
+            lateness_ms: None,
         }
     }
 
@@ -137,6 +141,7 @@ impl Finished {
             priority: self.priority,
             shard: self.shard,
             permit: false,
+            lateness_ms: None,
         }
     }
 }
@@ -253,6 +258,17 @@ fn settle(p: &Pipeline, batch: &mut Vec<Finished>, applied: &[Applied]) {
         }
     }
     hot.done.increment(done);
+    // Every attempt that was made counts in the live window, as in the
+    // deliveries metric; merged members rode along in another's attempt.
+    p.live.record(
+        p.clock.now_ms(),
+        batch.iter().filter(|f| f.permit).map(|f| LiveEntry {
+            tenant: f.tenant,
+            channel: &f.completion.channel,
+            outcome: live_outcome(&f.completion.outcome),
+            lateness_ms: f.lateness_ms,
+        }),
+    );
     hot.failed.increment(failed);
     hot.dead.increment(dead);
     hot.retried.increment(retries.len() as u64);
@@ -263,6 +279,17 @@ fn settle(p: &Pipeline, batch: &mut Vec<Finished>, applied: &[Applied]) {
     p.schedule
         .offer(retries.into_iter().filter(|t| p.ownership.owns(t.shard)));
     hot.inflight.set(p.flight.in_flight() as f64);
+}
+
+/// The live window's name for an outcome (the deliveries metric's label).
+fn live_outcome(o: &CompletionOutcome) -> LiveOutcome {
+    match o {
+        CompletionOutcome::Done => LiveOutcome::Delivered,
+        CompletionOutcome::Retry { .. } => LiveOutcome::Retry,
+        CompletionOutcome::Failed => LiveOutcome::Failed,
+        CompletionOutcome::Dead => LiveOutcome::Dead,
+        CompletionOutcome::Deferred { .. } => LiveOutcome::Deferred,
+    }
 }
 
 #[cfg(test)]
@@ -322,6 +349,9 @@ mod tests {
         }
         assert_eq!(rig.pipe.flight.in_flight(), 3);
         assert_eq!(c.run_once().await.unwrap(), 3);
+        let live = rig.pipe.live.view(T0 + 1_000, None);
+        assert_eq!(live.series.last().map(|s| s.deliveries), Some(3));
+        assert_eq!(live.channels[0].outcomes[0], ("delivered", 3));
         assert_eq!(rig.pipe.flight.in_flight(), 0);
         assert!(rig.pipe.flight.ids.lock().is_empty());
         for &id in &ids {

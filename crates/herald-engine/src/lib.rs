@@ -21,6 +21,7 @@ mod fetcher;
 mod flight;
 mod health;
 mod listener;
+mod live;
 mod loader;
 mod membership;
 pub mod metrics;
@@ -28,6 +29,7 @@ mod ownership;
 mod pipeline;
 mod queue;
 mod reminders;
+mod sampled;
 mod schedule;
 mod stats;
 mod stop;
@@ -50,6 +52,8 @@ pub use health::{Health, LoopHealth};
 use herald_channels::Channel;
 use herald_core::{Clock, RetryPolicy, ShardSet, TenantId, TimerId};
 use herald_store::{Store, TimerRecord, WriteOp, WriteResult};
+pub use live::{ChannelLive, LiveOutcome, LiveSecond, LiveView};
+pub use sampled::{NodeView, TimerCounts};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -366,6 +370,7 @@ impl Engine {
             cfg: cfg.campaign.clone(),
             holder: holder.clone(),
             stop: pipe.stop.clone(),
+            live: pipe.live.clone(),
             work: Default::default(),
             plan: Default::default(),
             sweep: Default::default(),
@@ -627,6 +632,31 @@ impl Engine {
             self.inner.pipe.schedule.len(),
             self.inner.pipe.ready.len(),
             self.inner.pipe.flight.in_flight(),
+        )
+    }
+
+    /// This node's deliveries and fire lateness over the last minute, for
+    /// `tenant` or, with `None`, for every tenant.
+    pub fn live(&self, tenant: Option<TenantId>) -> LiveView {
+        let p = &self.inner.pipe;
+        p.live.view(p.clock.now_ms(), tenant)
+    }
+
+    /// The stats sampler's last count of timers by tenant and state; `None`
+    /// before the first (or with `stats_interval_ms = 0`).
+    pub fn timer_counts(&self) -> Option<Arc<TimerCounts>> {
+        self.inner.pipe.sampled.timers()
+    }
+
+    /// The cluster's live nodes with their shards, as this node last saw
+    /// them (its heartbeat, and the leases read with the timer counts); its
+    /// own shard count is current.
+    pub fn nodes(&self) -> Vec<NodeView> {
+        let p = &self.inner.pipe;
+        p.sampled.nodes(
+            self.node_id(),
+            p.ownership.owned().len() as u64,
+            p.clock.now_ms(),
         )
     }
 

@@ -65,6 +65,7 @@ impl Membership {
         let lease_ms = p.cfg.lease_ms;
         let live = p.store.heartbeat(&self.node, now, lease_ms).await?;
         let live_n = live.len().max(1);
+        p.sampled.set_nodes(live);
         let target = usize::from(self.shards).div_ceil(live_n);
 
         // Renew; what is not renewed changed hands while we were away.

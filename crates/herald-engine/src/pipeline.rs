@@ -17,9 +17,11 @@ use herald_store::Store;
 
 use crate::channel_runtime::ChannelRuntime;
 use crate::flight::Flight;
+use crate::live::Live;
 use crate::metrics::Hot;
 use crate::ownership::Ownership;
 use crate::queue::{DueTimer, FairQueue};
+use crate::sampled::Sampled;
 use crate::schedule::Schedule;
 use crate::tenants::{self, TenantRates};
 use crate::{ChannelSpec, EngineConfig, Stop};
@@ -40,6 +42,10 @@ pub(crate) struct Pipeline {
     /// Every configured channel by name (shared with the campaign loops).
     pub channels: Arc<HashMap<String, Arc<ChannelRuntime>>>,
     pub hot: Hot,
+    /// Deliveries and lateness of the last minute (shared with the campaign loops).
+    pub live: Arc<Live>,
+    /// What the stats sampler last read from the store.
+    pub sampled: Sampled,
     pub stop: Arc<Stop>,
 }
 
@@ -53,6 +59,12 @@ impl Pipeline {
         shards: u16,
     ) -> Self {
         let weights = tenants::weights(&cfg.tenants);
+        let live = Arc::new(Live::new(
+            channels
+                .iter()
+                .map(|spec| spec.channel.name().to_string())
+                .collect(),
+        ));
         let channels = channels
             .into_iter()
             .map(|spec| {
@@ -70,6 +82,8 @@ impl Pipeline {
             ownership: Ownership::new(shards, cfg.lease_guard_ms),
             channels: Arc::new(channels),
             hot: Hot::new(),
+            live,
+            sampled: Sampled::default(),
             stop: Arc::new(Stop::default()),
             store,
             clock,

@@ -1,6 +1,7 @@
 //! The stats sampler: cheap gauges (wheel, ready queue, in flight) every
 //! second, and the store-wide count of timers by state every
-//! `stats_interval_ms` (0 turns that off).
+//! `stats_interval_ms` (0 turns that off). The last count, and the shard
+//! leases read with it, stay readable for the API (see `sampled.rs`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,6 +10,7 @@ use herald_core::TimerState;
 
 use crate::metrics::{TIMERS_BY_STATE, TIMERS_PENDING};
 use crate::pipeline::Pipeline;
+use crate::sampled::TimerCounts;
 
 pub(crate) struct Stats {
     pipe: Arc<Pipeline>,
@@ -55,6 +57,10 @@ impl Stats {
         self.last_count = Some(now);
         match p.store.count_by_tenant_state().await {
             Ok(counts) => {
+                p.sampled.set_timers(TimerCounts {
+                    at_ms: now,
+                    counts: counts.clone(),
+                });
                 // The gauges are node-wide: every tenant's timers together.
                 for s in TimerState::ALL {
                     let n: u64 = counts
@@ -69,6 +75,10 @@ impl Stats {
                 }
             }
             Err(e) => tracing::warn!(error = %e, "sampling timer counts failed"),
+        }
+        match p.store.shard_leases().await {
+            Ok(leases) => p.sampled.set_leases(&leases, now),
+            Err(e) => tracing::warn!(error = %e, "sampling shard leases failed"),
         }
         true
     }
@@ -89,6 +99,8 @@ mod tests {
         .await;
         let mut s = Stats::new(rig.pipe.clone());
         assert!(s.run_once().await, "counts at once");
+        let counts = rig.pipe.sampled.timers().expect("kept for the API");
+        assert_eq!(counts.at_ms, herald_core::Clock::now_ms(&rig.clock));
         assert!(!s.run_once().await);
         rig.clock.advance(9_999);
         assert!(!s.run_once().await);

@@ -31,6 +31,10 @@ struct ChannelJson {
     status: herald_engine::ChannelStatus,
     /// Provider answers per second over the last ~10 s on this node.
     current_rate: f64,
+    /// Attempts per second over the last 10 whole seconds (the live window).
+    rate_per_s: f64,
+    /// Attempts of the last minute by outcome (the live window).
+    recent_outcomes: serde_json::Value,
 }
 
 /// `GET /v1/channels`: every channel's token, pause, quiet hours, rate and
@@ -42,6 +46,7 @@ pub async fn list(
     Extension(rates): Extension<Arc<RateSampler<String>>>,
 ) -> Response {
     let now = st.clock.now_ms();
+    let live = st.engine.live(None);
     let channels: Vec<ChannelJson> = st
         .engine
         .channel_statuses()
@@ -51,9 +56,13 @@ pub async fn list(
         .map(|status| {
             let current_rate =
                 rates.observe(status.name.clone(), now, status.outcomes.sends(), None);
+            let recent = live.channels.iter().find(|c| c.name == status.name);
             ChannelJson {
                 status,
                 current_rate,
+                rate_per_s: recent.map_or(0.0, |c| c.rate_per_s),
+                recent_outcomes: recent
+                    .map_or_else(|| serde_json::json!({}), crate::overview::outcomes_json),
             }
         })
         .collect();

@@ -13,6 +13,7 @@ pub mod error;
 mod fields;
 pub mod jobs;
 mod ops;
+mod overview;
 mod pagination;
 pub mod quota;
 mod rate;
@@ -157,6 +158,7 @@ fn api_routes() -> RouteSet {
         .get("/v1/audit", audit::list::list)
         .get("/v1/stats", ops::stats)
         .get("/v1/cluster", ops::cluster)
+        .get("/v1/overview", overview::overview)
         .get("/healthz", ops::healthz)
         .get("/readyz", ops::readyz)
         .get("/metrics", ops::metrics)

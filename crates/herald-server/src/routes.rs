@@ -74,6 +74,8 @@ pub const ROUTES: &[Policy] = &[
     route(Get, "/v1/audit", Needs(Read), NoBody),
     route(Get, "/v1/stats", Needs(Admin), NoBody),
     route(Get, "/v1/cluster", Needs(Admin), NoBody),
+    // A key sees its tenant's figures; the admin every tenant's.
+    route(Get, "/v1/overview", Needs(Read), NoBody),
     route(Get, "/healthz", Nothing, NoBody),
     route(Get, "/readyz", Nothing, NoBody),
     route(Get, "/metrics", Needs(Metrics), NoBody),

@@ -102,6 +102,8 @@ pub(crate) struct Shared {
     /// This process: the planner's and sweeper's leases are held by it.
     pub holder: herald_store::Holder,
     pub stop: Arc<Stop>,
+    /// This node's live window; sends are counted in it.
+    pub live: Arc<crate::live::Live>,
     /// Poked when a job may have claimable segments (created here, or re-issued).
     pub work: Notify,
     /// Poked when a rule changed, so the planner looks at once.

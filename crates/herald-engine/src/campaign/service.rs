@@ -530,6 +530,7 @@ mod tests {
             cfg: super::super::CampaignConfig::default(),
             holder: herald_store::Holder::new("service-test", 1),
             stop: Arc::new(Stop::default()),
+            live: Arc::new(crate::live::Live::new(Vec::new())),
             work: Default::default(),
             plan: Default::default(),
             sweep: Default::default(),

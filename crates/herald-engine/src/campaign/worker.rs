@@ -24,6 +24,7 @@ use tokio::time::Instant;
 
 use super::Shared;
 use crate::channel_runtime::ChannelRuntime;
+use crate::live::{LiveEntry, LiveOutcome};
 
 /// The worker loop: claim, send, repeat; nap when there is nothing to claim.
 pub(super) async fn run(sh: Arc<Shared>, n: usize) {
@@ -363,6 +364,20 @@ async fn send_group(
             break outcomes;
         }
     };
+    let finished = sh.clock.now_ms();
+    sh.live.record(
+        finished,
+        outcomes.iter().map(|o| LiveEntry {
+            tenant: job.tenant,
+            channel: rt.channel.name(),
+            outcome: match o {
+                SendOutcome::Delivered { .. } => LiveOutcome::Delivered,
+                SendOutcome::Retryable { .. } | SendOutcome::Throttled { .. } => LiveOutcome::Retry,
+                SendOutcome::Permanent { .. } => LiveOutcome::Failed,
+            },
+            lateness_ms: None,
+        }),
+    );
     for ((d, idx), outcome) in deliveries.into_iter().zip(indices).zip(outcomes) {
         let (state, provider_msgid, error) = match outcome {
             SendOutcome::Delivered { provider_msgid, .. } => {

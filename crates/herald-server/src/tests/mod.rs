@@ -11,6 +11,7 @@ mod channel_tenants;
 mod control_chars;
 mod faulty_store;
 mod keys;
+mod overview;
 mod quotas;
 mod rejections;
 mod route_table;
@@ -77,6 +78,7 @@ impl Api {
             api,
             quotas,
             channels,
+            stats_interval_ms,
         } = options;
         let inner = herald_store::open("sqlite::memory:", &StoreOptions::default())
             .await
@@ -102,6 +104,9 @@ impl Api {
         }
         let mut cfg = EngineConfig::default();
         cfg.campaign.workers = 1;
+        if let Some(ms) = stats_interval_ms {
+            cfg.stats_interval_ms = ms;
+        }
         let engine = Engine::start(
             store.clone() as Arc<dyn Store>,
             clock.clone(),
@@ -210,6 +215,8 @@ struct Options {
     quotas: std::collections::HashMap<herald_core::TenantId, u64>,
     /// Log channels besides `log`.
     channels: Vec<&'static str>,
+    /// How often the engine counts timers by state (the default otherwise).
+    stats_interval_ms: Option<u64>,
 }
 
 /// Asserts the API's error shape, returning the error object.
