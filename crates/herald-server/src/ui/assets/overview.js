@@ -27,7 +27,7 @@
   function drawChart(series) {
     H.clear(chart);
     var W = 720, Hh = 180, pad = 4;
-    var root = svg("svg", { viewBox: "0 0 " + W + " " + Hh, width: "100%", height: Hh, role: "img", "aria-label": "deliveries and lateness" });
+    var root = svg("svg", { viewBox: "0 0 " + W + " " + Hh, width: "100%", height: Hh, preserveAspectRatio: "none", role: "img", "aria-label": "deliveries and lateness" });
     root.appendChild(svg("rect", { x: 0, y: 0, width: W, height: Hh, class: "bg" }));
     var lines = [
       ["deliveries", "deliveries/s", "line-a"],
