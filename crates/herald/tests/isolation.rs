@@ -934,6 +934,19 @@ fn cases(f: &Fixture) -> Vec<Case> {
             200,
             Other::NotApplicable,
         ),
+        // Each key sees its own tenant's figures.
+        case(
+            "GET",
+            "/v1/overview",
+            req(M::GET, "/v1/overview"),
+            None,
+            200,
+            Other::Own {
+                req: req(M::GET, "/v1/overview"),
+                status: 200,
+                contains: Some("\"tenant\":\"crm\""),
+            },
+        ),
         case(
             "GET",
             "/healthz",

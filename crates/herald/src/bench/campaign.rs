@@ -30,7 +30,7 @@ pub struct CampaignArgs {
 }
 
 /// Streams `n` NDJSON recipient lines as an upload body, a block at a time.
-fn audience_body(n: usize) -> reqwest::Body {
+pub(super) fn audience_body(n: usize) -> reqwest::Body {
     const BLOCK: usize = 50_000;
     let blocks = (0..n).step_by(BLOCK).map(move |from| {
         let mut s = String::with_capacity(BLOCK * 32);

@@ -42,6 +42,10 @@ pub struct ServerArgs {
     /// More TOML for the server's config (set by scenarios, not a flag).
     #[arg(skip)]
     pub(super) extra_toml: String,
+    /// `engine.stats_interval_ms` of the nodes (0, the default here: off).
+    /// Set by scenarios, not a flag.
+    #[arg(skip)]
+    pub(super) stats_interval_ms: u64,
     /// The admin key the nodes are started with (protected mode); none:
     /// open mode. Set by scenarios, not a flag.
     #[arg(skip)]
@@ -236,7 +240,7 @@ node_id = "{name}"
 [store_options]
 sqlite_synchronous = "{sync}"
 [engine]
-stats_interval_ms = 0
+stats_interval_ms = {stats}
 [api]
 bulk_max_lines = 1000000
 bulk_max_bytes = 536870912
@@ -251,6 +255,7 @@ app = "sink"
                 extra = a.extra_toml,
                 merge = a.merge_window_ms,
                 sync = a.synchronous,
+                stats = a.stats_interval_ms,
             );
             std::fs::write(dir.join(format!("{name}.toml")), config)?;
             nodes.push(Node::spawn(&dir, &name, a.admin_key.as_deref()).await?);

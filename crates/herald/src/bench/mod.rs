@@ -10,6 +10,7 @@
 
 mod burst;
 mod campaign;
+mod console;
 mod cpu;
 mod fairness;
 mod harness;
@@ -26,6 +27,7 @@ use clap::Subcommand;
 
 use burst::BurstArgs;
 use campaign::CampaignArgs;
+use console::ConsoleArgs;
 use fairness::FairnessArgs;
 use harness::ServerArgs;
 use ingest::IngestArgs;
@@ -52,6 +54,9 @@ pub enum BenchCmd {
     /// Tenant a's N timers due at one instant, tenant b's M due a second
     /// later: b's lateness while a drains, and a's drain rate against a alone.
     Fairness(FairnessArgs),
+    /// N pending timers and a job to M recipients in the store: how fast
+    /// each console page's requests answer (median and p90 over rounds).
+    Console(ConsoleArgs),
 }
 
 impl BenchCmd {
@@ -64,6 +69,7 @@ impl BenchCmd {
             BenchCmd::Reminders(a) => &a.server,
             BenchCmd::Campaign(a) => &a.server,
             BenchCmd::Fairness(a) => &a.server,
+            BenchCmd::Console(a) => &a.server,
         }
     }
 }
@@ -79,5 +85,6 @@ pub async fn run(cmd: BenchCmd) -> anyhow::Result<()> {
         BenchCmd::Reminders(a) => reminders::run(a).await,
         BenchCmd::Campaign(a) => campaign::run(a).await,
         BenchCmd::Fairness(a) => fairness::run(a).await,
+        BenchCmd::Console(a) => console::run(a).await,
     }
 }
