@@ -13,7 +13,7 @@ use herald_core::{Clock, Priority, RetryPolicy, TenantId, TimerId};
 use herald_store::Fence;
 
 use crate::ChannelSpec;
-use crate::channel_state::{OutcomeCounts, Pause, Quiet};
+use crate::channel_state::{OperatorPause, OutcomeCounts, Pause, Quiet};
 use crate::fair::Urgency;
 use crate::flight::Flight;
 use crate::metrics::ChannelMetrics;
@@ -67,6 +67,8 @@ pub(crate) struct ChannelRuntime {
     limiter: Option<DefaultDirectRateLimiter>,
     pub metrics: ChannelMetrics,
     pub pause: Pause,
+    /// An operator's cluster-wide pause.
+    pub operator: OperatorPause,
     pub quiet: Option<Quiet>,
     pub counts: OutcomeCounts,
     pub reminder_template: Option<serde_json::Value>,
@@ -92,6 +94,7 @@ impl ChannelRuntime {
             limiter,
             metrics: ChannelMetrics::new(&name),
             pause: Pause::default(),
+            operator: OperatorPause::default(),
             quiet: spec.quiet.map(|(window, policy, label)| Quiet {
                 window,
                 policy,

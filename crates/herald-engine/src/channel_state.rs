@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 
 use herald_channels::{QuietPolicy, SendOutcome};
 use herald_core::QuietWindow;
+use herald_store::ChannelPause;
 
 /// Longest pause one throttle answer can cause.
 const MAX_PAUSE_MS: u64 = 300_000;
@@ -42,6 +43,35 @@ impl Pause {
     /// Unix ms before which nothing may be sent (0 or past: not paused).
     pub fn until(&self) -> i64 {
         self.until.load(Ordering::SeqCst)
+    }
+}
+
+/// An operator's pause of the channel, as this node last read it from the
+/// store (see `pauses.rs`). Senders wait it out holding their deliveries, so
+/// it uses no attempts, like a provider's throttle.
+#[derive(Default)]
+pub(crate) struct OperatorPause {
+    /// Unix ms the pause ends: `i64::MAX` until resumed, 0 when not paused.
+    until: AtomicI64,
+    stored: parking_lot::Mutex<Option<ChannelPause>>,
+}
+
+impl OperatorPause {
+    /// Takes the store's word for this channel (`None`: not paused).
+    pub fn set(&self, pause: Option<ChannelPause>) {
+        let until = pause.as_ref().map_or(0, |p| p.until.unwrap_or(i64::MAX));
+        *self.stored.lock() = pause;
+        self.until.store(until, Ordering::SeqCst);
+    }
+
+    /// Unix ms before which nothing may be sent (0 or past: not paused).
+    pub fn until(&self) -> i64 {
+        self.until.load(Ordering::SeqCst)
+    }
+
+    /// The pause holding at `now`, if any.
+    pub fn current(&self, now: i64) -> Option<ChannelPause> {
+        self.stored.lock().clone().filter(|p| p.holds_at(now))
     }
 }
 
@@ -114,6 +144,9 @@ pub struct ChannelStatus {
     pub token_valid_until: Option<i64>,
     /// Unix ms, while the provider has the channel paused.
     pub paused_until: Option<i64>,
+    /// An operator's pause holding now (cluster-wide; the API shows it as `paused`).
+    #[serde(skip)]
+    pub operator_pause: Option<ChannelPause>,
     /// `HH:MM-HH:MM Zone (policy)`, if configured.
     pub quiet_hours: Option<String>,
     pub outcomes: OutcomeSnapshot,

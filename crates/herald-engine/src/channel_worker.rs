@@ -78,6 +78,13 @@ impl ChannelWorker {
     pub async fn run_once(&self) -> Turn {
         let (p, queue) = (&*self.pipe, &self.rt.queue);
         let now = p.clock.now_ms();
+        // An operator's pause leaves the jobs queued, unsent and unattempted.
+        let paused_for = self.rt.operator.until().saturating_sub(now);
+        if paused_for > 0 {
+            return Turn::Held {
+                wait_ms: u64::try_from(paused_for).unwrap_or(u64::MAX),
+            };
+        }
         let rates = &p.tenant_rates;
         let Some(job) = queue.pop_where(|tenant| rates.try_take(tenant, now)) else {
             return match queue.min_over_tenants(|tenant| rates.wait_ms(tenant, now)) {

@@ -26,6 +26,7 @@ mod loader;
 mod membership;
 pub mod metrics;
 mod ownership;
+mod pauses;
 mod pipeline;
 mod queue;
 mod reminders;
@@ -376,6 +377,13 @@ impl Engine {
             sweep: Default::default(),
         });
         let campaign_tasks = campaign::spawn(campaign.clone(), &loops);
+        if let Err(e) = pauses::refresh(&pipe).await {
+            tracing::warn!(error = %e, "reading channel pauses failed; retrying in the background");
+        }
+        tasks.push(loops.spawn("pauses", Restart::Yes, {
+            let pipe = pipe.clone();
+            move || pauses::run(pipe.clone()).boxed()
+        }));
         tasks.push(loops.spawn("stats", Restart::Yes, {
             let pipe = pipe.clone();
             move || stats::Stats::new(pipe.clone()).run().boxed()
@@ -539,24 +547,79 @@ impl Engine {
     /// Every channel's state for `GET /v1/channels`, by name. Rates are left
     /// to the caller, who samples [`ChannelStatus::outcomes`] over time.
     pub async fn channel_statuses(&self) -> Vec<ChannelStatus> {
-        let now = self.inner.pipe.clock.now_ms();
         let mut out = Vec::with_capacity(self.inner.pipe.channels.len());
         for rt in self.inner.pipe.channels.values() {
-            let provider = rt.channel.provider_status().await;
-            let paused = rt.pause.until();
-            out.push(ChannelStatus {
-                name: rt.channel.name().to_string(),
-                kind: rt.channel.kind().as_str(),
-                concurrency: rt.concurrency,
-                rate_per_sec: rt.rate_per_sec,
-                token_valid_until: provider.token_valid_until,
-                paused_until: (paused > now).then_some(paused),
-                quiet_hours: rt.quiet.as_ref().map(|q| q.label.clone()),
-                outcomes: rt.counts.snapshot(),
-            });
+            out.push(self.status_of(rt).await);
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
         out
+    }
+
+    async fn status_of(&self, rt: &channel_runtime::ChannelRuntime) -> ChannelStatus {
+        let now = self.inner.pipe.clock.now_ms();
+        let provider = rt.channel.provider_status().await;
+        let paused = rt.pause.until();
+        ChannelStatus {
+            name: rt.channel.name().to_string(),
+            kind: rt.channel.kind().as_str(),
+            concurrency: rt.concurrency,
+            rate_per_sec: rt.rate_per_sec,
+            token_valid_until: provider.token_valid_until,
+            paused_until: (paused > now).then_some(paused),
+            operator_pause: rt.operator.current(now),
+            quiet_hours: rt.quiet.as_ref().map(|q| q.label.clone()),
+            outcomes: rt.counts.snapshot(),
+        }
+    }
+
+    /// Pauses a configured channel cluster-wide from `now` (until `until`, or
+    /// until resumed); this node holds it at once, the others within about a
+    /// second. Returns the channel's status after the change; `None` if no
+    /// channel has that name.
+    pub async fn pause_channel(
+        &self,
+        name: &str,
+        until: Option<i64>,
+        reason: Option<String>,
+    ) -> Result<Option<ChannelStatus>, EngineError> {
+        let pipe = &self.inner.pipe;
+        if !pipe.channels.contains_key(name) {
+            return Ok(None);
+        }
+        let now = pipe.clock.now_ms();
+        let pause = herald_store::ChannelPause {
+            since: now,
+            until,
+            reason,
+        };
+        pipe.store.pause_channel(name, &pause, now).await?;
+        tracing::info!(channel = name, until, "channel paused");
+        self.refresh_pauses().await?;
+        Ok(self.channel_status(name).await)
+    }
+
+    /// Ends an operator's pause of a configured channel; `None` if no channel
+    /// has that name. Resuming a channel that is not paused changes nothing.
+    pub async fn resume_channel(&self, name: &str) -> Result<Option<ChannelStatus>, EngineError> {
+        let pipe = &self.inner.pipe;
+        if !pipe.channels.contains_key(name) {
+            return Ok(None);
+        }
+        let was = pipe.store.resume_channel(name).await?;
+        tracing::info!(channel = name, was_paused = was, "channel resumed");
+        self.refresh_pauses().await?;
+        Ok(self.channel_status(name).await)
+    }
+
+    async fn refresh_pauses(&self) -> Result<(), EngineError> {
+        pauses::refresh(&self.inner.pipe).await?;
+        Ok(())
+    }
+
+    /// One channel's state, as [`Engine::channel_statuses`] gives it.
+    pub async fn channel_status(&self, name: &str) -> Option<ChannelStatus> {
+        let rt = self.inner.pipe.channels.get(name)?;
+        Some(self.status_of(rt).await)
     }
 
     /// Takes back a delivered message through the channel that sent it.

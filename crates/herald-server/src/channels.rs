@@ -3,23 +3,31 @@
 
 use std::sync::Arc;
 
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::{Extension, Path, RawQuery, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use herald_channels::{CallbackError, CallbackEvent, CallbackRequest, RecallError};
-use serde::Serialize;
+use herald_core::time::{format_rfc3339_ms, parse_rfc3339_ms};
+use herald_engine::ChannelStatus;
+use serde::{Deserialize, Serialize};
 
 use crate::access::Caller;
 use crate::error::ApiError;
-use crate::error::store_err;
+use crate::error::{from_serde, store_err};
 use crate::rate::RateSampler;
-use crate::request::{action as split_action, parse_id};
+use crate::request::{action as split_action, parse_id, read_body};
 use crate::state::AppState;
 use crate::tenancy::mine;
 
 /// Largest callback body taken; WeChat's events are a few hundred bytes.
 pub const CALLBACK_MAX_BYTES: usize = 64 * 1024;
+/// Largest `:pause` body taken.
+const PAUSE_MAX_BYTES: usize = 8 * 1024;
+/// Longest pause reason kept.
+const MAX_REASON_BYTES: usize = 512;
+/// Channel kinds that send with an access token the provider lends.
+const TOKEN_KINDS: &[&str] = &["wechat", "wecom", "fcm"];
 /// Looks for a callback's delivery this many times...
 const CALLBACK_TRIES: u32 = 20;
 /// ...this far apart (WeChat waits 5 s for an answer).
@@ -28,13 +36,61 @@ const CALLBACK_RETRY_MS: u64 = 200;
 #[derive(Serialize)]
 struct ChannelJson {
     #[serde(flatten)]
-    status: herald_engine::ChannelStatus,
+    status: ChannelStatus,
     /// Provider answers per second over the last ~10 s on this node.
     current_rate: f64,
     /// Attempts per second over the last 10 whole seconds (the live window).
     rate_per_s: f64,
     /// Attempts of the last minute by outcome (the live window).
     recent_outcomes: serde_json::Value,
+    /// An operator's pause (cluster-wide), or `null`.
+    paused: Option<PausedJson>,
+    /// The provider's access token, for channels that send with one.
+    token: Option<TokenJson>,
+}
+
+#[derive(Serialize)]
+struct PausedJson {
+    since: String,
+    until: Option<String>,
+    reason: Option<String>,
+}
+
+#[derive(Serialize)]
+struct TokenJson {
+    valid: bool,
+    expires_at: Option<String>,
+}
+
+impl ChannelJson {
+    fn new(status: ChannelStatus, current_rate: f64, now: i64) -> Self {
+        let paused = status.operator_pause.as_ref().map(|p| PausedJson {
+            since: format_rfc3339_ms(p.since),
+            until: p.until.map(format_rfc3339_ms),
+            reason: p.reason.clone(),
+        });
+        let token = TOKEN_KINDS.contains(&status.kind).then(|| TokenJson {
+            valid: status.token_valid_until.is_some_and(|t| t > now),
+            expires_at: status.token_valid_until.map(format_rfc3339_ms),
+        });
+        Self {
+            status,
+            current_rate,
+            rate_per_s: 0.0,
+            recent_outcomes: serde_json::json!({}),
+            paused,
+            token,
+        }
+    }
+
+    /// With the channel's figures from the live window.
+    fn with_live(mut self, live: &herald_engine::LiveView) -> Self {
+        if let Some(recent) = live.channels.iter().find(|c| c.name == self.status.name) {
+            self.rate_per_s = recent.rate_per_s;
+            self.recent_outcomes = crate::overview::outcomes_json(recent);
+        }
+        self
+    }
 }
 
 /// `GET /v1/channels`: every channel's token, pause, quiet hours, rate and
@@ -56,17 +112,87 @@ pub async fn list(
         .map(|status| {
             let current_rate =
                 rates.observe(status.name.clone(), now, status.outcomes.sends(), None);
-            let recent = live.channels.iter().find(|c| c.name == status.name);
-            ChannelJson {
-                status,
-                current_rate,
-                rate_per_s: recent.map_or(0.0, |c| c.rate_per_s),
-                recent_outcomes: recent
-                    .map_or_else(|| serde_json::json!({}), crate::overview::outcomes_json),
-            }
+            ChannelJson::new(status, current_rate, now).with_live(&live)
         })
         .collect();
     axum::Json(serde_json::json!({ "channels": channels })).into_response()
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct PauseBody {
+    until: Option<String>,
+    reason: Option<String>,
+}
+
+/// `POST /v1/channels/{name}:pause` (body optional: `{"until"?, "reason"?}`)
+/// and `POST /v1/channels/{name}:resume` → `200` the channel. The pause is
+/// stored cluster-wide: every node holds the channel's deliveries, without
+/// using attempts, within about a second; this node at once.
+pub async fn pause_action(
+    State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Extension(rates): Extension<Arc<RateSampler<String>>>,
+    Path(segment): Path<String>,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let (name, verb) = split_action(&segment, "channels", "channel", &["pause", "resume"])?;
+    if !st.access.channels().serves(name, caller.tenant) {
+        return Err(ApiError::not_found("channel"));
+    }
+    let now = st.clock.now_ms();
+    let status = if verb == "pause" {
+        let bytes = read_body(body, PAUSE_MAX_BYTES).await?;
+        let req = pause_body(&bytes, now)?;
+        st.engine.pause_channel(name, req.0, req.1).await
+    } else {
+        st.engine.resume_channel(name).await
+    };
+    let status = status?.ok_or_else(|| ApiError::not_found("channel"))?;
+    let current_rate = rates.observe(status.name.clone(), now, status.outcomes.sends(), None);
+    let live = st.engine.live(None);
+    Ok(axum::Json(ChannelJson::new(status, current_rate, now).with_live(&live)).into_response())
+}
+
+/// The `until` (Unix ms, in the future) and `reason` of a `:pause` body.
+fn pause_body(bytes: &[u8], now: i64) -> Result<(Option<i64>, Option<String>), ApiError> {
+    let req: PauseBody = if bytes.iter().all(u8::is_ascii_whitespace) {
+        PauseBody::default()
+    } else {
+        let de = &mut serde_json::Deserializer::from_slice(bytes);
+        serde_path_to_error::deserialize(de).map_err(from_serde)?
+    };
+    let until = match req.until.as_deref() {
+        None => None,
+        Some(s) => {
+            let at = parse_rfc3339_ms(s).map_err(|e| {
+                ApiError::field(
+                    "until",
+                    "invalid_field",
+                    format!("until {s:?} is not an RFC 3339 time: {e}"),
+                )
+            })?;
+            if at <= now {
+                return Err(ApiError::field(
+                    "until",
+                    "invalid_field",
+                    "until is not in the future",
+                ));
+            }
+            Some(at)
+        }
+    };
+    if let Some(r) = &req.reason {
+        if r.len() > MAX_REASON_BYTES {
+            return Err(ApiError::field(
+                "reason",
+                "invalid_field",
+                format!("reason is longer than {MAX_REASON_BYTES} bytes"),
+            ));
+        }
+        crate::text::check_text("reason", r, crate::text::Text::Free)?;
+    }
+    Ok((until, req.reason))
 }
 
 /// The decoded pairs of a query string; a malformed one reads as empty, so

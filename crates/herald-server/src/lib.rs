@@ -142,6 +142,7 @@ fn api_routes() -> RouteSet {
         .get("/v1/jobs/{id}/segments", jobs::segments)
         .get("/v1/jobs/{id}/sends", jobs::sends)
         .get("/v1/channels", channels::list)
+        .post("/v1/channels/{name}", channels::pause_action)
         .get("/v1/channels/{name}/callback", channels::handshake)
         .add(
             Verb::Post,

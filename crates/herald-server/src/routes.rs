@@ -62,6 +62,8 @@ pub const ROUTES: &[Policy] = &[
     route(Get, "/v1/jobs/{id}/segments", Needs(Read), NoBody),
     route(Get, "/v1/jobs/{id}/sends", Needs(Read), NoBody),
     route(Get, "/v1/channels", Needs(Admin), NoBody),
+    // `:pause` (optional JSON body), `:resume`.
+    route(Post, "/v1/channels/{name}", Needs(Admin), Action),
     // Signed by the provider when the channel has a `callback_token`.
     route(Get, "/v1/channels/{name}/callback", Signed(Admin), NoBody),
     route(Post, "/v1/channels/{name}/callback", Signed(Admin), Xml),

@@ -234,6 +234,20 @@ pub trait Store: CampaignStore + AccessStore + Send + Sync + 'static {
     /// ([`Store::acquire_lease`]); this method takes no lock itself.
     async fn expire_channel_token(&self, key: &str, token: &str, now: i64) -> Result<bool>;
 
+    // ---- Operator pauses of channels ----
+
+    /// Pauses `channel` cluster-wide, replacing any earlier pause of it, at
+    /// `now` (its `updated_at`).
+    async fn pause_channel(&self, channel: &str, pause: &ChannelPause, now: i64) -> Result<()>;
+
+    /// Ends the pause of `channel`; returns whether one was stored (expired or not).
+    async fn resume_channel(&self, channel: &str) -> Result<bool>;
+
+    /// Every stored channel pause, expired or not, ordered by channel. A few
+    /// rows at most (one per configured channel): every node reads them about
+    /// once a second.
+    async fn channel_pauses(&self) -> Result<Vec<(String, ChannelPause)>>;
+
     /// The subjects of `tenant` among `ids` that exist (any order).
     async fn get_subjects(&self, tenant: TenantId, ids: &[String]) -> Result<Vec<SubjectRecord>>;
 

@@ -28,6 +28,8 @@ macro_rules! migrations {
             "0006_segment_cursor_idx",
             "0007_tenants",
             "0008_incarnation",
+            "0009_timer_search",
+            "0010_channel_pauses",
         )
     };
     (@ $($name:literal),+ $(,)?) => {

@@ -695,6 +695,25 @@ pub struct ChannelToken {
     pub updated_at: i64,
 }
 
+/// An operator's pause of a channel, stored cluster-wide: while it holds,
+/// every node keeps the channel's deliveries back without using attempts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChannelPause {
+    /// Unix ms the pause began.
+    pub since: i64,
+    /// Unix ms it ends by itself; `None` until resumed.
+    pub until: Option<i64>,
+    /// Why, as the operator said.
+    pub reason: Option<String>,
+}
+
+impl ChannelPause {
+    /// Whether the pause holds at `now`.
+    pub fn holds_at(&self, now: i64) -> bool {
+        self.until.is_none_or(|u| u > now)
+    }
+}
+
 impl std::fmt::Debug for ChannelToken {
     // Tokens are credentials: never print them.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -759,6 +759,8 @@ async fn a_v0_postgres_store_opens_migrates_and_reads_back() {
             (6, "0006_segment_cursor_idx"),
             (7, "0007_tenants"),
             (8, "0008_incarnation"),
+            (9, "0009_timer_search"),
+            (10, "0010_channel_pauses"),
         ]
     );
 }

@@ -140,6 +140,64 @@ async fn assert_deferred(s: &Server, channel: &str, recipient: &str, message: Va
     );
 }
 
+/// An operator's pause: due timers are not sent and use no attempt; the
+/// pause shows in `GET /v1/channels`; a resume sends them.
+async fn assert_pause_holds_and_resume_sends(s: &Server, mock: &Mock) {
+    let (code, v) = s
+        .post(
+            "/v1/channels/wx_hold:pause",
+            &json!({"reason": "provider incident"}),
+        )
+        .await;
+    assert_eq!(code, 200, "{v}");
+    assert_eq!(v["paused"]["reason"], "provider incident", "{v}");
+    assert_eq!(v["paused"]["until"], Value::Null, "{v}");
+    let ids = [
+        timer(s, "wx_hold", "oHeld-1", template()).await,
+        timer(s, "wx_hold", "oHeld-2", template()).await,
+    ];
+    // Well past the due time and the engine's pause poll: nothing went out.
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    for id in ids {
+        let t = s.timer(id).await;
+        // Held in this node's channel queue ("firing" while fetched), never sent.
+        assert!(t["state"] == "pending" || t["state"] == "firing", "{t}");
+        assert_eq!(t["attempts"], 0, "{t}");
+        assert_eq!(deliveries(s, id).await, json!([]));
+    }
+    assert_eq!(
+        mock_json(mock, "/_mock/wechat/messages?touser=oHeld-1").await,
+        json!([])
+    );
+    let st = channel_status(s, "wx_hold").await;
+    assert_eq!(st["paused"]["reason"], "provider incident", "{st}");
+    assert!(st["paused"]["since"].is_string(), "{st}");
+    assert_eq!(st["token"]["valid"], true, "{st}");
+    assert_eq!(channel_status(s, "wx").await["paused"], Value::Null);
+    // Bad requests change nothing.
+    let past = common::rfc3339(now_ms() - 1_000);
+    let (code, v) = s
+        .post("/v1/channels/wx_hold:pause", &json!({"until": past}))
+        .await;
+    assert_eq!((code, &v["error"]["field"]), (400, &json!("until")), "{v}");
+    let (code, _) = s.post("/v1/channels/nope:pause", &json!({})).await;
+    assert_eq!(code, 404);
+    let (code, v) = s.post("/v1/channels/wx_hold:stop", &json!({})).await;
+    assert_eq!(
+        (code, &v["error"]["code"]),
+        (404, &json!("unknown_action")),
+        "{v}"
+    );
+
+    let (code, v) = s.post("/v1/channels/wx_hold:resume", &json!({})).await;
+    assert_eq!(code, 200, "{v}");
+    assert_eq!(v["paused"], Value::Null, "{v}");
+    for id in ids {
+        let t = settled(s, id, "done").await;
+        assert_eq!(t["attempts"], 1, "{t}");
+    }
+}
+
 #[tokio::test]
 async fn wechat_delivers_classifies_refreshes_throttles_and_hears_callbacks() {
     let mock = Mock::start(&[]).await;
@@ -147,10 +205,11 @@ async fn wechat_delivers_classifies_refreshes_throttles_and_hears_callbacks() {
     let quiet_defer = quiet_now("defer");
     let quiet_drop = quiet_now("drop");
     let cfg = format!(
-        "{}{}{}{}",
+        "{}{}{}{}{}",
         wechat_channel("wx", &m, "token_mode = \"classic\"\n"),
         wechat_channel("wx_night", &m, &quiet_defer),
         wechat_channel("wx_drop", &m, &quiet_drop),
+        wechat_channel("wx_hold", &m, ""),
         wechat_channel(
             "wx_rem",
             &m,
@@ -276,6 +335,8 @@ async fn wechat_delivers_classifies_refreshes_throttles_and_hears_callbacks() {
     assert!(st["outcomes"]["throttled"].as_u64().unwrap() >= 1, "{st}");
     assert!(st["outcomes"]["delivered"].as_u64().unwrap() >= 45, "{st}");
     assert!(st["token_valid_until"].as_i64().unwrap() > now_ms(), "{st}");
+
+    assert_pause_holds_and_resume_sends(&s, &mock).await;
 
     // Quiet hours, defer: not sent, due again at the window's end, no attempt used.
     assert_deferred(&s, "wx_night", "oSleeper", template()).await;

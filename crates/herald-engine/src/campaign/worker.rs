@@ -310,6 +310,14 @@ async fn send_group(
             skip(|| Skip::Deadline, &mut out);
             return out;
         }
+        // An operator's pause holds the group like deferring quiet hours do:
+        // nothing is sent, no attempt is used, and the claim stays ours.
+        let paused_for = rt.operator.until().saturating_sub(now);
+        if paused_for > 0 {
+            let nap = paused_for.clamp(1, 1_000) as u64;
+            tokio::time::sleep(Duration::from_millis(nap)).await;
+            continue;
+        }
         if let Some((end, policy, label)) = rt.quiet_until(now) {
             match policy {
                 // Hold the segment and wait for the window to end; the loop

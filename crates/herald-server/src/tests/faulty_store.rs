@@ -104,6 +104,9 @@ faulty! { Store:
     fn get_channel_token(key: &str) -> Result<Option<ChannelToken>>;
     fn put_channel_token(key: &str, token: &ChannelToken) -> Result<()>;
     fn expire_channel_token(key: &str, token: &str, now: i64) -> Result<bool>;
+    fn pause_channel(channel: &str, pause: &ChannelPause, now: i64) -> Result<()>;
+    fn resume_channel(channel: &str) -> Result<bool>;
+    fn channel_pauses() -> Result<Vec<(String, ChannelPause)>>;
     fn get_subjects(tenant: TenantId, ids: &[String]) -> Result<Vec<SubjectRecord>>;
     fn user_reminders(tenant: TenantId, user_id: &str, limit: usize) -> Result<Vec<ReminderTimer>>;
     fn pending_reminders(probes: &[MergeProbe]) -> Result<Vec<TimerRecord>>;

@@ -78,9 +78,9 @@ use error::{Ctx, col, pg_error, retryable};
 
 use crate::Holder;
 use crate::{
-    Applied, ChannelToken, Completion, DeliveryRecord, DueCursor, DueEntry, Fence, NamedLease,
-    NodeInfo, Result, ShardLease, Store, StoreError, StoreOptions, TimerRecord, WriteOp,
-    WriteResult,
+    Applied, ChannelPause, ChannelToken, Completion, DeliveryRecord, DueCursor, DueEntry, Fence,
+    NamedLease, NodeInfo, Result, ShardLease, Store, StoreError, StoreOptions, TimerRecord,
+    WriteOp, WriteResult,
 };
 
 /// A statement parameter.
@@ -505,6 +505,27 @@ impl Store for PgStore {
     async fn expire_channel_token(&self, key: &str, token: &str, now: i64) -> Result<bool> {
         self.within("expire_channel_token", async move {
             provider::expire_channel_token(self, key, token, now).await
+        })
+        .await
+    }
+
+    async fn pause_channel(&self, channel: &str, pause: &ChannelPause, now: i64) -> Result<()> {
+        self.within("pause_channel", async move {
+            provider::pause_channel(self, channel, pause, now).await
+        })
+        .await
+    }
+
+    async fn resume_channel(&self, channel: &str) -> Result<bool> {
+        self.within("resume_channel", async move {
+            provider::resume_channel(self, channel).await
+        })
+        .await
+    }
+
+    async fn channel_pauses(&self) -> Result<Vec<(String, ChannelPause)>> {
+        self.within("channel_pauses", async move {
+            provider::channel_pauses(self).await
         })
         .await
     }

@@ -10,7 +10,7 @@
 
 use super::{Ctx, PgStore};
 use crate::model::{self, delivery_cols, token_cols};
-use crate::{ChannelToken, DeliveryRecord, Result};
+use crate::{ChannelPause, ChannelToken, DeliveryRecord, Result};
 
 pub(super) const DELIVERY_BY_ID: &str = concat!(
     "SELECT ",
@@ -166,4 +166,67 @@ pub(super) async fn expire_channel_token(
         .await
         .ctx("expiring token")?;
     Ok(n == 1)
+}
+
+// $1 channel, $2 since, $3 until, $4 reason, $5 now.
+const PUT_PAUSE: &str = "INSERT INTO channel_pauses (channel, since, until, reason, updated_at) \
+    VALUES ($1, $2, $3, $4, $5) \
+    ON CONFLICT (channel) DO UPDATE SET since = EXCLUDED.since, until = EXCLUDED.until, \
+        reason = EXCLUDED.reason, updated_at = EXCLUDED.updated_at";
+const DELETE_PAUSE: &str = "DELETE FROM channel_pauses WHERE channel = $1";
+const PAUSES: &str = "SELECT channel, since, until, reason FROM channel_pauses ORDER BY channel";
+
+pub(super) async fn pause_channel(
+    store: &PgStore,
+    channel: &str,
+    p: &ChannelPause,
+    now: i64,
+) -> Result<()> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(PUT_PAUSE)
+        .await
+        .ctx("preparing channel pause")?;
+    client
+        .execute(&stmt, &[&channel, &p.since, &p.until, &p.reason, &now])
+        .await
+        .ctx("storing channel pause")?;
+    Ok(())
+}
+
+pub(super) async fn resume_channel(store: &PgStore, channel: &str) -> Result<bool> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(DELETE_PAUSE)
+        .await
+        .ctx("preparing channel resume")?;
+    let n = client
+        .execute(&stmt, &[&channel])
+        .await
+        .ctx("deleting channel pause")?;
+    Ok(n == 1)
+}
+
+pub(super) async fn channel_pauses(store: &PgStore) -> Result<Vec<(String, ChannelPause)>> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(PAUSES)
+        .await
+        .ctx("preparing channel pauses")?;
+    let rows = client
+        .query(&stmt, &[])
+        .await
+        .ctx("reading channel pauses")?;
+    rows.iter()
+        .map(|row| {
+            Ok((
+                super::col(row, 0, "channel_pauses.channel")?,
+                ChannelPause {
+                    since: super::col(row, 1, "channel_pauses.since")?,
+                    until: super::col(row, 2, "channel_pauses.until")?,
+                    reason: super::col(row, 3, "channel_pauses.reason")?,
+                },
+            ))
+        })
+        .collect()
 }

@@ -55,9 +55,9 @@ use pool::{ConnPool, Role};
 
 use crate::Holder;
 use crate::{
-    Applied, ChannelToken, Completion, DeliveryRecord, DueCursor, DueEntry, Fence, MergeProbe,
-    NamedLease, NodeInfo, ReminderTimer, Result, ShardLease, Store, StoreError, StoreOptions,
-    SubjectRecord, TimerRecord, WriteOp, WriteResult,
+    Applied, ChannelPause, ChannelToken, Completion, DeliveryRecord, DueCursor, DueEntry, Fence,
+    MergeProbe, NamedLease, NodeInfo, ReminderTimer, Result, ShardLease, Store, StoreError,
+    StoreOptions, SubjectRecord, TimerRecord, WriteOp, WriteResult,
 };
 
 /// The SQLite [`Store`].
@@ -239,6 +239,22 @@ impl Store for SqliteStore {
         let (key, token) = (key.to_string(), token.to_string());
         self.write(move |c| provider::expire_channel_token(c, &key, &token, now))
             .await
+    }
+
+    async fn pause_channel(&self, channel: &str, pause: &ChannelPause, now: i64) -> Result<()> {
+        let (channel, pause) = (channel.to_string(), pause.clone());
+        self.write(move |c| provider::pause_channel(c, &channel, &pause, now))
+            .await
+    }
+
+    async fn resume_channel(&self, channel: &str) -> Result<bool> {
+        let channel = channel.to_string();
+        self.write(move |c| provider::resume_channel(c, &channel))
+            .await
+    }
+
+    async fn channel_pauses(&self) -> Result<Vec<(String, ChannelPause)>> {
+        self.read(provider::channel_pauses).await
     }
 
     async fn get_subjects(&self, tenant: TenantId, ids: &[String]) -> Result<Vec<SubjectRecord>> {

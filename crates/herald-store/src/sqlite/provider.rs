@@ -8,7 +8,7 @@ use rusqlite::{Connection, TransactionBehavior, params};
 
 use super::error::Ctx;
 use crate::model::{self, delivery_cols, token_cols};
-use crate::{ChannelToken, DeliveryRecord, Result};
+use crate::{ChannelPause, ChannelToken, DeliveryRecord, Result};
 
 pub(super) const DELIVERY_BY_ID: &str = concat!(
     "SELECT ",
@@ -137,6 +137,67 @@ pub(super) fn expire_channel_token(
         .ctx("expiring token")?;
     tx.commit().ctx("committing token expiry")?;
     Ok(n == 1)
+}
+
+// ?1 channel, ?2 since, ?3 until, ?4 reason, ?5 now.
+const PUT_PAUSE: &str = "INSERT INTO channel_pauses (channel, since, until, reason, updated_at) \
+    VALUES (?1, ?2, ?3, ?4, ?5) \
+    ON CONFLICT (channel) DO UPDATE SET since = excluded.since, until = excluded.until, \
+        reason = excluded.reason, updated_at = excluded.updated_at";
+const DELETE_PAUSE: &str = "DELETE FROM channel_pauses WHERE channel = ?1";
+pub(super) const PAUSES: &str =
+    "SELECT channel, since, until, reason FROM channel_pauses ORDER BY channel";
+
+pub(super) fn pause_channel(
+    conn: &mut Connection,
+    channel: &str,
+    p: &ChannelPause,
+    now: i64,
+) -> Result<()> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("beginning channel pause")?;
+    tx.prepare_cached(PUT_PAUSE)
+        .ctx("preparing channel pause")?
+        .execute(params![channel, p.since, p.until, p.reason, now])
+        .ctx("storing channel pause")?;
+    tx.commit().ctx("committing channel pause")
+}
+
+pub(super) fn resume_channel(conn: &mut Connection, channel: &str) -> Result<bool> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("beginning channel resume")?;
+    let n = tx
+        .prepare_cached(DELETE_PAUSE)
+        .ctx("preparing channel resume")?
+        .execute([channel])
+        .ctx("deleting channel pause")?;
+    tx.commit().ctx("committing channel resume")?;
+    Ok(n == 1)
+}
+
+pub(super) fn channel_pauses(conn: &mut Connection) -> Result<Vec<(String, ChannelPause)>> {
+    let mut stmt = conn
+        .prepare_cached(PAUSES)
+        .ctx("preparing channel pauses")?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                ChannelPause {
+                    since: r.get(1)?,
+                    until: r.get(2)?,
+                    reason: r.get(3)?,
+                },
+            ))
+        })
+        .ctx("querying channel pauses")?;
+    let mut out = Vec::new();
+    for row in rows {
+        out.push(row.ctx("reading channel pause")?);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

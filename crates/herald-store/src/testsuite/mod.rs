@@ -153,8 +153,12 @@ macro_rules! store_conformance_tests {
                 a_repeated_callback_keeps_its_first_time_and_recalled_stays_recalled,
                 get_delivery_reads_one_send_log_row,
                 only_a_delivered_row_with_a_msgid_can_be_recalled,
+                channel_pauses_are_upserted_listed_and_resumed,
             ]
-            races: [concurrent_refreshers_on_two_handles_fetch_once]
+            races: [
+                concurrent_refreshers_on_two_handles_fetch_once,
+                a_channel_pause_is_seen_through_another_handle,
+            ]
         );
         $crate::store_conformance_tests!(@area access, $make, $second;
             cases: [api_keys_page_by_id]

@@ -13,8 +13,8 @@ use super::fixtures::{
 };
 use super::support::S;
 use crate::{
-    AUDIENCE_CHUNK, ChannelToken, CompletionOutcome, DeliveryRecord, FINAL_RECALLED, JobRecord,
-    LeaseCheck, NewTimer, SendEntry, TimerRecord,
+    AUDIENCE_CHUNK, ChannelPause, ChannelToken, CompletionOutcome, DeliveryRecord, FINAL_RECALLED,
+    JobRecord, LeaseCheck, NewTimer, SendEntry, TimerRecord,
 };
 
 const T0: i64 = 1_700_000_000_000;
@@ -432,4 +432,59 @@ pub async fn only_a_delivered_row_with_a_msgid_can_be_recalled(store: S) {
     // Recalling a delivery leaves its timer as it was.
     let timer = store.get_timer(t.id).await.unwrap().unwrap();
     assert_eq!(timer.state, herald_core::TimerState::Done);
+}
+
+/// A pause replaces the earlier one of its channel, shows expired or not, and
+/// a resume removes it.
+pub async fn channel_pauses_are_upserted_listed_and_resumed(store: S) {
+    assert!(store.channel_pauses().await.unwrap().is_empty());
+    assert!(!store.resume_channel("sms").await.unwrap());
+    let open = ChannelPause {
+        since: T0,
+        until: None,
+        reason: Some("provider incident".into()),
+    };
+    store.pause_channel("sms", &open, T0).await.unwrap();
+    let timed = ChannelPause {
+        since: T0 + 5,
+        until: Some(T0 + 60_000),
+        reason: None,
+    };
+    store.pause_channel("push", &timed, T0 + 5).await.unwrap();
+    assert_eq!(
+        store.channel_pauses().await.unwrap(),
+        vec![
+            ("push".to_string(), timed.clone()),
+            ("sms".to_string(), open)
+        ]
+    );
+    assert!(timed.holds_at(T0 + 59_999) && !timed.holds_at(T0 + 60_000));
+    let again = ChannelPause {
+        since: T0 + 10,
+        until: Some(T0 + 1_000),
+        reason: Some("again".into()),
+    };
+    store.pause_channel("sms", &again, T0 + 10).await.unwrap();
+    assert!(store.resume_channel("push").await.unwrap());
+    assert_eq!(
+        store.channel_pauses().await.unwrap(),
+        vec![("sms".to_string(), again)]
+    );
+}
+
+/// A pause written through one handle is what the other reads: it is the
+/// cluster's, not a node's.
+pub async fn a_channel_pause_is_seen_through_another_handle(a: S, b: S) {
+    let p = ChannelPause {
+        since: T0,
+        until: None,
+        reason: None,
+    };
+    a.pause_channel("webhook", &p, T0).await.unwrap();
+    assert_eq!(
+        b.channel_pauses().await.unwrap(),
+        vec![("webhook".to_string(), p)]
+    );
+    assert!(b.resume_channel("webhook").await.unwrap());
+    assert!(a.channel_pauses().await.unwrap().is_empty());
 }
