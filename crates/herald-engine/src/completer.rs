@@ -258,6 +258,9 @@ fn settle(p: &Pipeline, batch: &mut Vec<Finished>, applied: &[Applied]) {
         }
     }
     hot.done.increment(done);
+    hot.failed.increment(failed);
+    hot.dead.increment(dead);
+    hot.retried.increment(retries.len() as u64);
     // Every attempt that was made counts in the live window, as in the
     // deliveries metric; merged members rode along in another's attempt.
     p.live.record(
@@ -269,9 +272,6 @@ fn settle(p: &Pipeline, batch: &mut Vec<Finished>, applied: &[Applied]) {
             lateness_ms: f.lateness_ms,
         }),
     );
-    hot.failed.increment(failed);
-    hot.dead.increment(dead);
-    hot.retried.increment(retries.len() as u64);
     let (own, members): (Vec<Finished>, Vec<Finished>) = batch.drain(..).partition(|f| f.permit);
     p.flight
         .forget(members.iter().map(|f| f.completion.timer_id));

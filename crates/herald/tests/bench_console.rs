@@ -19,6 +19,8 @@ async fn the_console_bench_runs_and_reports() {
             "2000",
             "--reminders",
             "20",
+            "--failed",
+            "50",
             "--rounds",
             "2",
             "--concurrency",
@@ -39,6 +41,7 @@ async fn the_console_bench_runs_and_reports() {
         .find_map(|l| serde_json::from_str(l).ok())
         .unwrap_or_else(|| panic!("no JSON summary: {stdout}"));
     assert_eq!(summary["scenario"], "console");
+    assert_eq!(summary["failed"], 50);
     let pages = summary["pages"].as_array().cloned().unwrap_or_default();
     let timed: Vec<&str> = pages.iter().filter_map(|p| p["page"].as_str()).collect();
     // Pages whose routes exist on every branch are timed; the others are

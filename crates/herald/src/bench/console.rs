@@ -1,6 +1,7 @@
 //! `herald bench console`: how fast the console's pages answer with real
 //! volumes in the store. It seeds N pending timers (through the bulk
-//! endpoint), an audience of M recipients and a job to it (on a node with no
+//! endpoint), F failed ones (on a channel whose webhook answers `404`), an
+//! audience of M recipients and a job to it (on a node with no
 //! segment workers, so the job stays running and sends nothing), a rule and
 //! a subject with reminders, then times every page's requests in sequence,
 //! several rounds, and prints the median and p90 of each page.
@@ -31,6 +32,10 @@ pub struct ConsoleArgs {
     /// Recipients of the seeded audience and of the job to it.
     #[arg(long, default_value_t = 1_000_000)]
     recipients: usize,
+    /// Timers due at once on a channel whose webhook answers `404`: they
+    /// end `failed`, for the dead-letter views.
+    #[arg(long, default_value_t = 10_000)]
+    failed: usize,
     /// Reminders of the seeded subject.
     #[arg(long, default_value_t = 1_000)]
     reminders: usize,
@@ -184,7 +189,10 @@ pub(super) async fn run(mut a: ConsoleArgs) -> anyhow::Result<()> {
     let sink = start_sink().await?;
     // No segment workers: the job stays running with every recipient
     // pending, as a large campaign looks mid-way, and sends nothing.
-    a.server.extra_toml = "[jobs]\nworkers = 0\n".into();
+    a.server.extra_toml = format!(
+        "[jobs]\nworkers = 0\n[[channels]]\nname = \"broken\"\nkind = \"webhook\"\nurl = \"{}/no-such-hook\"\n",
+        sink.base_url()
+    );
     // The stats sampler counts the store as in production.
     a.server.stats_interval_ms = 10_000;
     let server = Deployment::start(&sink, &a.server).await?;
@@ -250,8 +258,9 @@ async fn measure(a: &ConsoleArgs, server: &Deployment) -> anyhow::Result<()> {
     }
 
     println!(
-        "console: {} timers, a job to {} recipients, {} reminders (store {}); {} rounds, budget {} ms a page",
+        "console: {} pending and {} failed timers, a job to {} recipients, {} reminders (store {}); {} rounds, budget {} ms a page",
         a.timers,
+        a.failed,
         a.recipients,
         a.reminders,
         a.server.store_kind(),
@@ -292,7 +301,7 @@ async fn measure(a: &ConsoleArgs, server: &Deployment) -> anyhow::Result<()> {
     if a.server.json {
         println!(
             "{}",
-            json!({"scenario": "console", "store": a.server.store_kind(), "timers": a.timers,
+            json!({"scenario": "console", "store": a.server.store_kind(), "timers": a.timers, "failed": a.failed,
                 "recipients": a.recipients, "reminders": a.reminders, "rounds": a.rounds,
                 "budget_ms": a.budget_ms, "pages": summary, "notes": notes, "over_budget": over})
         );
@@ -384,6 +393,28 @@ async fn seed(
     .await?;
     eprintln!("console: {} timers in {secs:.1} s (bulk)", a.timers);
 
+    if a.failed > 0 {
+        let lines = Arc::new(|r: std::ops::Range<usize>| {
+            let mut s = String::new();
+            for i in r {
+                s.push_str(&format!(
+                    "{{\"delay_ms\":0,\"channel\":\"broken\",\"recipient\":\"broken-{i}\",\"message\":{{\"n\":{i}}}}}\n"
+                ));
+            }
+            s
+        });
+        bulk_post(
+            http,
+            &server.bases(),
+            "/v1/timers:bulk",
+            a.failed,
+            10_000,
+            1,
+            lines,
+        )
+        .await?;
+    }
+
     // One timer due now, delivered: the detail page has a send log to show.
     let t = post_json(
         server,
@@ -465,7 +496,19 @@ async fn seed(
         )
         .await?;
     }
-    // Let the seeded timer be delivered before the rounds start.
+    // Let the failing timers fail before the rounds start.
+    let deadline = Instant::now() + Duration::from_secs(60 + a.failed as u64 / 500);
+    loop {
+        let failed = server.counter(http, "herald_timers_failed_total").await?;
+        if failed as usize >= a.failed {
+            break;
+        }
+        if Instant::now() > deadline {
+            bail!("only {failed} of {} timers failed in time", a.failed);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // And the seeded timer be delivered.
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let v: Value = server
