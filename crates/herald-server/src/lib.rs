@@ -21,6 +21,7 @@ pub mod reminders;
 mod request;
 mod routes;
 pub mod rules;
+mod schedules;
 mod state;
 mod tenancy;
 #[cfg(test)]
@@ -134,6 +135,7 @@ fn api_routes() -> RouteSet {
         .post("/v1/rules/{id}", rules::action)
         .get("/v1/rules/{id}/versions", rules::versions)
         .get("/v1/rules/{id}/tasks", rules::tasks)
+        .post("/v1/schedules:preview", schedules::preview)
         .post("/v1/jobs", jobs::create)
         .get("/v1/jobs", jobs::list)
         .get("/v1/jobs/{id}", jobs::get)

@@ -54,6 +54,8 @@ pub const ROUTES: &[Policy] = &[
     route(Post, "/v1/rules/{id}", Needs(Campaign), Action),
     route(Get, "/v1/rules/{id}/versions", Needs(Read), NoBody),
     route(Get, "/v1/rules/{id}/tasks", Needs(Read), NoBody),
+    // Computes, changes nothing.
+    route(Post, "/v1/schedules:preview", Needs(Read), Json),
     route(Post, "/v1/jobs", Needs(Campaign), Json),
     route(Get, "/v1/jobs", Needs(Read), NoBody),
     route(Get, "/v1/jobs/{id}", Needs(Read), NoBody),

@@ -112,7 +112,7 @@ fn check_targets(
 
 /// The schedule's strings hold no control character; their syntax is
 /// [`Schedule::compile`]'s to check.
-fn check_schedule_text(s: &ScheduleSpec) -> Result<(), ApiError> {
+pub(crate) fn check_schedule_text(s: &ScheduleSpec) -> Result<(), ApiError> {
     match s {
         ScheduleSpec::Immediate => Ok(()),
         ScheduleSpec::At { at } => check_text("schedule.at", at, Text::Id),

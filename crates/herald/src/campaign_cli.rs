@@ -64,6 +64,18 @@ pub enum RulesCmd {
     Enable { id: i64 },
     /// Disable a rule (its pending tasks are cancelled).
     Disable { id: i64 },
+    /// The next instants a rule's schedule fires at, as the planner computes
+    /// them. The file is a rule (its "schedule" is used) or a schedule object.
+    Preview {
+        #[arg(long)]
+        file: PathBuf,
+        /// How many instants (1..100).
+        #[arg(long, default_value_t = 10)]
+        count: u32,
+        /// Count from this RFC 3339 time instead of now.
+        #[arg(long)]
+        from: Option<String>,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -118,6 +130,14 @@ macro_rules! say {
         use std::io::Write as _;
         let _ = writeln!(std::io::stdout().lock(), $($arg)*);
     }};
+}
+
+/// The schedule of a rule document, or the document itself when it is one.
+fn schedule_of(mut doc: Value) -> Value {
+    match doc.get_mut("schedule") {
+        Some(schedule) => schedule.take(),
+        None => doc,
+    }
 }
 
 fn read_json_file(file: &Path) -> anyhow::Result<Value> {
@@ -270,6 +290,17 @@ pub async fn rules(remote: &Remote, cmd: RulesCmd) -> anyhow::Result<()> {
                 .collect();
             http.get(format!("{base}/v1/rules/{id}/tasks"))
                 .query(&q)
+                .send()
+                .await
+        }
+        RulesCmd::Preview { file, count, from } => {
+            let doc = read_json_file(&file)?;
+            let mut body = json!({ "schedule": schedule_of(doc), "count": count });
+            if let Some(from) = from {
+                body["from"] = Value::String(from);
+            }
+            http.post(format!("{base}/v1/schedules:preview"))
+                .json(&body)
                 .send()
                 .await
         }

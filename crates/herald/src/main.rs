@@ -4,6 +4,7 @@
 mod audit_cli;
 mod bench;
 mod campaign_cli;
+mod channels_cli;
 mod client;
 mod config;
 mod keys_cli;
@@ -92,6 +93,13 @@ enum Cmd {
         remote: client::Remote,
         #[command(subcommand)]
         cmd: campaign_cli::JobsCmd,
+    },
+    /// Channels' state; pause and resume a channel cluster-wide (admin key).
+    Channels {
+        #[command(flatten)]
+        remote: client::Remote,
+        #[command(subcommand)]
+        cmd: channels_cli::ChannelsCmd,
     },
     /// Manage API keys (needs the admin key): create, list, revoke.
     Keys {
@@ -262,6 +270,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Cmd::Audiences { remote, cmd } => campaign_cli::audiences(&remote, cmd).await,
             Cmd::Rules { remote, cmd } => campaign_cli::rules(&remote, cmd).await,
             Cmd::Jobs { remote, cmd } => campaign_cli::jobs(&remote, cmd).await,
+            Cmd::Channels { remote, cmd } => channels_cli::run(&remote, cmd).await,
             Cmd::Keys { remote, cmd } => keys_cli::run(&remote, cmd).await,
             Cmd::Audit { remote, args } => audit_cli::run(&remote, args).await,
         }

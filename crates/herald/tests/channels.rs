@@ -140,6 +140,18 @@ async fn assert_deferred(s: &Server, channel: &str, recipient: &str, message: Va
     );
 }
 
+/// Runs `herald ARGS --server URL` to completion; its JSON answer.
+fn cli(s: &Server, args: &[&str]) -> Value {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_herald"))
+        .args(args)
+        .args(["--server", &s.url])
+        .env_remove("HERALD_KEY")
+        .output()
+        .expect("run herald");
+    assert!(out.status.success(), "herald {args:?}: {out:?}");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"))
+}
+
 /// An operator's pause: due timers are not sent and use no attempt; the
 /// pause shows in `GET /v1/channels`; a resume sends them.
 async fn assert_pause_holds_and_resume_sends(s: &Server, mock: &Mock) {
@@ -189,9 +201,31 @@ async fn assert_pause_holds_and_resume_sends(s: &Server, mock: &Mock) {
         "{v}"
     );
 
-    let (code, v) = s.post("/v1/channels/wx_hold:resume", &json!({})).await;
-    assert_eq!(code, 200, "{v}");
+    // The CLI resumes it, and previews a rule's schedule on the way.
+    let v = cli(s, &["channels", "resume", "wx_hold"]);
     assert_eq!(v["paused"], Value::Null, "{v}");
+    let rule = std::env::temp_dir().join(format!("herald-preview-{}.json", std::process::id()));
+    let schedule = json!({"schedule": {"type": "cron", "cron": "0 9 * * *", "timezone": "UTC"}});
+    std::fs::write(&rule, schedule.to_string()).unwrap();
+    let path = rule.to_str().unwrap();
+    let v = cli(
+        s,
+        &[
+            "rules",
+            "preview",
+            "--file",
+            path,
+            "--count",
+            "2",
+            "--from",
+            "2030-01-01T00:00:00Z",
+        ],
+    );
+    let _ = std::fs::remove_file(&rule);
+    assert_eq!(
+        v["instants"],
+        json!(["2030-01-01T09:00:00.000Z", "2030-01-02T09:00:00.000Z"])
+    );
     for id in ids {
         let t = settled(s, id, "done").await;
         assert_eq!(t["attempts"], 1, "{t}");

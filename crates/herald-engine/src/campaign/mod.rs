@@ -19,6 +19,7 @@ mod upload;
 mod worker;
 
 pub use error::CampaignError;
+pub use planner::occurrences;
 pub use service::{AudienceSource, Campaigns, NewJob, NewRule, RuleView, TaskView};
 pub use upload::AudienceUpload;
 

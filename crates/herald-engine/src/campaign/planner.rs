@@ -87,6 +87,27 @@ pub(crate) fn plan_after(
     }
 }
 
+/// The first `count` instants a new version of a rule with `schedule`,
+/// created at `created_at`, would be planned at: the planner's own chain of
+/// [`plan_after`] and [`Schedule::next_after`], so a preview cannot disagree
+/// with what fires (time zone, `exclude_dates`, DST gaps and folds).
+pub fn occurrences(schedule: &Schedule, created_at: i64, count: usize) -> Vec<i64> {
+    let mut out = Vec::with_capacity(count.min(1_000));
+    let mut last = None;
+    while out.len() < count {
+        // A fresh version: nothing planned yet, created now, so no misfire skip.
+        let after = plan_after(schedule.is_recurring(), last, created_at, created_at, 0);
+        match schedule.next_after(created_at, after) {
+            Some(at) => {
+                out.push(at);
+                last = Some(at);
+            }
+            None => break,
+        }
+    }
+    out
+}
+
 async fn plan_one(sh: &Shared, c: &PlanCandidate) {
     if c.has_pending_current {
         return;
@@ -203,7 +224,29 @@ async fn start_due(sh: &Shared) {
 
 #[cfg(test)]
 mod tests {
-    use super::plan_after;
+    use super::{Schedule, ScheduleSpec, occurrences, plan_after};
+
+    #[test]
+    fn occurrences_chain_the_planner_steps_and_stop_at_the_end() {
+        let at = ScheduleSpec::At {
+            at: "2030-01-01T00:00:00Z".into(),
+        };
+        let one = occurrences(&Schedule::compile(&at).unwrap(), 0, 5);
+        assert_eq!(one, vec![1_893_456_000_000]);
+        let cron = ScheduleSpec::Cron {
+            cron: "0 9 * * *".into(),
+            timezone: "UTC".into(),
+            exclude_dates: vec!["2030-01-02".into()],
+            start_at: None,
+            end_at: None,
+        };
+        let days = occurrences(&Schedule::compile(&cron).unwrap(), 1_893_456_000_000, 3);
+        let day = 86_400_000;
+        let nine = 1_893_456_000_000 + 9 * 3_600_000;
+        assert_eq!(days, vec![nine, nine + 2 * day, nine + 3 * day]);
+        let now = occurrences(&Schedule::compile(&ScheduleSpec::Immediate).unwrap(), 7, 3);
+        assert_eq!(now, vec![7]);
+    }
 
     #[test]
     fn first_occurrence_counts_from_the_version() {

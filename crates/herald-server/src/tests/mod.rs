@@ -16,6 +16,7 @@ mod quotas;
 mod rejections;
 mod route_table;
 mod routing;
+mod schedules;
 mod sessions;
 mod store_errors;
 mod tenants;
