@@ -493,7 +493,10 @@ async fn pages(b: &Browser, api: &Api, s: &Seeded, act: bool, shot: &str) -> Vec
 
     // Jobs: the job with its progress; cancel through the console.
     visit(b, base, "/ui/jobs", "of 300", &shot("jobs")).await;
-    if ops {
+    let failures = api
+        .serves(Method::GET, &format!("/v1/jobs/{}/failures", s.job), None)
+        .await;
+    if failures {
         visit(
             b,
             base,
