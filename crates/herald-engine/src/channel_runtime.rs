@@ -30,6 +30,8 @@ pub(crate) struct Job {
     /// Reminders merged into this delivery besides its own timer: their
     /// outcomes follow it. They hold no in-flight permit.
     pub members: Vec<Member>,
+    /// The timer's `attempt_base` (see [`crate::completer::Attempt`]).
+    pub series_base: u32,
 }
 
 /// A timer riding along in another timer's delivery (a merged reminder).

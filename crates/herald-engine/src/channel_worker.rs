@@ -118,6 +118,7 @@ impl ChannelWorker {
             fence: Some(job.fence),
             started_at: started,
             finished_at,
+            series_base: job.series_base,
         };
         let f = if let Some((end, policy, label)) = rt.quiet_until(started) {
             rt.counts.quiet.fetch_add(1, Ordering::Relaxed);

@@ -25,6 +25,9 @@ pub(crate) struct Attempt<'a> {
     pub fence: Option<Fence>,
     pub started_at: i64,
     pub finished_at: i64,
+    /// The timer's `attempt_base`: attempts before its current series (a
+    /// retried timer's earlier ones), which the retry policy does not count.
+    pub series_base: u32,
 }
 
 /// What the send log keeps of an answer besides the outcome.
@@ -64,8 +67,8 @@ impl Finished {
                 status,
                 retry_after_ms,
             } => {
-                let next =
-                    retry.next_delay_with_hint(at.delivery.attempt, rand::random(), retry_after_ms);
+                let in_series = at.delivery.attempt.saturating_sub(at.series_base);
+                let next = retry.next_delay_with_hint(in_series, rand::random(), retry_after_ms);
                 let outcome = match next {
                     Some(ms) => CompletionOutcome::Retry {
                         next_due_at: finished_at
@@ -326,6 +329,7 @@ mod tests {
             fence: p.ownership.fence(row.shard),
             started_at: T0,
             finished_at: T0 + 10,
+            series_base: row.attempt_base,
         };
         Finished::from_outcome(attempt, outcome, &RetryPolicy::default())
     }
@@ -335,6 +339,45 @@ mod tests {
             provider_msgid: Some("m1".into()),
             status: Some(200),
         }
+    }
+
+    /// A retried timer's policy counts from its new series: the ninth
+    /// attempt overall is the first of the series after eight.
+    #[test]
+    fn the_retry_policy_counts_the_current_series_only() {
+        let delivery = Delivery {
+            timer_id: 1,
+            kind: herald_core::TimerKind::Timer,
+            due_at: T0,
+            fired_at: T0,
+            attempt: 9,
+            recipient: "r".into(),
+            message: "{}".into(),
+            idempotency_key: "k".into(),
+        };
+        let failed = || SendOutcome::Retryable {
+            error: "HTTP 503".into(),
+            status: Some(503),
+            retry_after_ms: None,
+        };
+        let outcome = |series_base| {
+            let at = Attempt {
+                delivery: &delivery,
+                channel: CHANNEL,
+                tenant: herald_core::DEFAULT_TENANT,
+                priority: 5,
+                shard: 0,
+                fence: None,
+                started_at: T0,
+                finished_at: T0 + 10,
+                series_base,
+            };
+            Finished::from_outcome(at, failed(), &RetryPolicy::default())
+                .completion
+                .outcome
+        };
+        assert_eq!(outcome(0), CompletionOutcome::Dead);
+        assert!(matches!(outcome(8), CompletionOutcome::Retry { .. }));
     }
 
     #[tokio::test]

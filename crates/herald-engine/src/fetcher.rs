@@ -261,6 +261,7 @@ impl Fetcher {
                     shard: row.shard,
                     fence,
                     members,
+                    series_base: row.attempt_base,
                 }),
                 None => {
                     // Configuration lost the channel: keep the timer, retry
@@ -276,6 +277,7 @@ impl Fetcher {
                         fence: Some(fence),
                         started_at: now,
                         finished_at: now,
+                        series_base: row.attempt_base,
                     };
                     let outcome = SendOutcome::Retryable {
                         error: format!("channel {:?} is not configured", row.channel),

@@ -256,6 +256,8 @@ mod tests {
             created_at: 0,
             updated_at: 0,
             delivered_at: None,
+            attempt_base: 0,
+            traceparent: None,
         }
     }
 

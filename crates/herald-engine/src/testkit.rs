@@ -122,6 +122,7 @@ impl Rig {
                     message: "{}".into(),
                     idempotency_key: None,
                     created_at: T0,
+                    traceparent: None,
                 })
             })
             .collect();

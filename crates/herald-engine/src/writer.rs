@@ -264,6 +264,7 @@ mod tests {
             message: "{}".into(),
             idempotency_key: None,
             created_at: 0,
+            traceparent: None,
         })
     }
 

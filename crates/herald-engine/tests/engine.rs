@@ -121,6 +121,7 @@ fn timer(due_at: i64, i: usize) -> WriteOp {
         message: "{}".into(),
         idempotency_key: None,
         created_at: SystemClock.now_ms(),
+        traceparent: None,
     })
 }
 

@@ -58,6 +58,7 @@ fn timer(i: usize) -> WriteOp {
         message: "{}".into(),
         idempotency_key: None,
         created_at: SystemClock.now_ms(),
+        traceparent: None,
     })
 }
 

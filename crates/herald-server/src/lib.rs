@@ -27,6 +27,8 @@ mod tenancy;
 #[cfg(test)]
 mod tests;
 mod text;
+pub mod timer_ops;
+pub mod timer_search;
 pub mod timers;
 mod ui;
 pub mod validate;
@@ -118,6 +120,12 @@ fn api_routes() -> RouteSet {
         .get("/v1/timers/{id}", timers::get)
         .delete("/v1/timers/{id}", timers::cancel)
         .get("/v1/timers/{id}/deliveries", timers::deliveries)
+        .get("/v1/timers", timer_search::list)
+        .patch("/v1/timers/{id}", timer_ops::patch)
+        // `POST /v1/timers/{id}:retry`.
+        .post("/v1/timers/{id}", timer_ops::action)
+        .post("/v1/timers:retry", timer_ops::retry_matching)
+        .get("/v1/dead-letters", timer_search::dead_letters)
         .put("/v1/subjects/{subject_id}", reminders::put_subject)
         .get("/v1/subjects/{subject_id}", reminders::get_subject)
         .delete("/v1/subjects/{subject_id}", reminders::delete_subject)

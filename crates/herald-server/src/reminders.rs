@@ -289,6 +289,7 @@ fn new_reminder(
             message,
             idempotency_key: None,
             created_at: now,
+            traceparent: None,
         },
         user_id: req.user_id,
         subject_id: req.subject_id,

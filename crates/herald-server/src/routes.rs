@@ -5,14 +5,14 @@
 
 use axum::handler::Handler;
 use axum::middleware;
-use axum::routing::{MethodRouter, delete, get, post, put};
+use axum::routing::{MethodRouter, delete, get, patch, post, put};
 
 use crate::access::{Need, Payload, Policy, Scope, Verb, enforce};
 use crate::state::AppState;
 use Need::{Nothing, Scope as Needs, Signed};
 use Payload::{Action, Json, Ndjson, None as NoBody, Recipients, Xml};
 use Scope::{Admin, Campaign, Metrics, Read, Write};
-use Verb::{Delete, Get, Post, Put};
+use Verb::{Delete, Get, Patch, Post, Put};
 
 const fn route(verb: Verb, path: &'static str, need: Need, payload: Payload) -> Policy {
     Policy {
@@ -32,6 +32,13 @@ pub const ROUTES: &[Policy] = &[
     route(Get, "/v1/timers/{id}", Needs(Read), NoBody),
     route(Delete, "/v1/timers/{id}", Needs(Write), NoBody),
     route(Get, "/v1/timers/{id}/deliveries", Needs(Read), NoBody),
+    route(Get, "/v1/timers", Needs(Read), NoBody),
+    route(Patch, "/v1/timers/{id}", Needs(Write), Json),
+    // `:retry`.
+    route(Post, "/v1/timers/{id}", Needs(Write), Action),
+    // Replays every dead or failed timer a filter matches.
+    route(Post, "/v1/timers:retry", Needs(Campaign), Json),
+    route(Get, "/v1/dead-letters", Needs(Read), NoBody),
     route(Put, "/v1/subjects/{subject_id}", Needs(Write), Json),
     route(Get, "/v1/subjects/{subject_id}", Needs(Read), NoBody),
     route(Delete, "/v1/subjects/{subject_id}", Needs(Write), NoBody),
@@ -163,6 +170,10 @@ impl RouteSet {
 
     pub fn delete<H: Handler<T, AppState>, T: 'static>(self, path: &'static str, h: H) -> Self {
         self.add(Delete, path, delete(h))
+    }
+
+    pub fn patch<H: Handler<T, AppState>, T: 'static>(self, path: &'static str, h: H) -> Self {
+        self.add(Patch, path, patch(h))
     }
 
     /// A route built by the caller (to add its own layers); `method_router`

@@ -20,7 +20,7 @@ use crate::error::{ApiError, ErrorBody};
 use crate::request::{parse_id, read_body};
 use crate::state::AppState;
 use crate::tenancy::mine;
-use crate::validate::{self, Context};
+use crate::validate::{self, Context, OnConflict};
 
 /// A timer as the API shows it.
 #[derive(Serialize)]
@@ -99,12 +99,13 @@ pub async fn create(
     let bytes = read_body(body, st.api.max_timer_bytes).await?;
     let has = |c: &str| st.serves_channel(caller.tenant, c);
     let names = || st.channel_names_for(caller.tenant);
-    let timer = validate::new_timer(&bytes, &context(&st, &caller, &has, &names))?;
+    let (timer, on_conflict) =
+        validate::new_timer_and_conflict(&bytes, &context(&st, &caller, &has, &names))?;
     if let Err(over) = st.quotas.admit(caller.tenant, 1) {
         return Ok(over.into_response());
     }
     let give_back = || st.quotas.give_back(caller.tenant, 1);
-    let written = st.engine.submit(vec![WriteOp::InsertTimer(timer)]).await;
+    let written = st.engine.submit(vec![insert_op(timer, on_conflict)]).await;
     let mut results = written.inspect_err(|_| give_back())?;
     match results.pop() {
         Some(WriteResult::Created(t)) => Ok((
@@ -112,6 +113,14 @@ pub async fn create(
             axum::Json(TimerJson::from_record(t, false, false)),
         )
             .into_response()),
+        Some(WriteResult::Updated { timer, .. }) => {
+            give_back();
+            Ok((
+                StatusCode::OK,
+                axum::Json(TimerJson::from_record(timer, false, false)),
+            )
+                .into_response())
+        }
         Some(WriteResult::Existing(t)) => {
             give_back();
             let firing = st.engine.is_firing(t.id);
@@ -125,6 +134,15 @@ pub async fn create(
             give_back();
             Err(ApiError::unavailable("unexpected write result"))
         }
+    }
+}
+
+/// The write of a new timer: insert, or with `"on_conflict": "replace"`
+/// insert or update the pending timer holding its key.
+fn insert_op(timer: NewTimer, on_conflict: OnConflict) -> WriteOp {
+    match on_conflict {
+        OnConflict::Return => WriteOp::InsertTimer(timer),
+        OnConflict::Replace => WriteOp::ReplaceTimer(timer),
     }
 }
 
@@ -149,20 +167,20 @@ struct TimerLines<'a> {
 }
 
 impl BulkRoute for TimerLines<'_> {
-    type Item = NewTimer;
+    type Item = (NewTimer, OnConflict);
 
-    fn parse(&self, line: &[u8]) -> Result<NewTimer, ApiError> {
-        validate::new_timer(line, &self.cx)
+    fn parse(&self, line: &[u8]) -> Result<(NewTimer, OnConflict), ApiError> {
+        validate::new_timer_and_conflict(line, &self.cx)
     }
 
-    fn op(&self, timer: NewTimer) -> WriteOp {
-        WriteOp::InsertTimer(timer)
+    fn op(&self, (timer, on_conflict): (NewTimer, OnConflict)) -> WriteOp {
+        insert_op(timer, on_conflict)
     }
 
     fn answer(&self, line: usize, result: WriteResult, out: &mut Vec<u8>) -> bool {
         let (status, t) = match result {
             WriteResult::Created(t) => (201, t),
-            WriteResult::Existing(t) => (200, t),
+            WriteResult::Existing(t) | WriteResult::Updated { timer: t, .. } => (200, t),
             _ => {
                 let e = ApiError::unavailable("unexpected write result");
                 let answer = BulkLine {

@@ -32,6 +32,18 @@ struct CreateTimer<'a> {
     idempotency_key: Option<String>,
     #[serde(default)]
     priority: Option<i64>,
+    #[serde(default)]
+    on_conflict: Option<String>,
+}
+
+/// What `POST /v1/timers` does when the idempotency key is taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnConflict {
+    /// Answer the stored timer as it is.
+    #[default]
+    Return,
+    /// A pending timer takes the new time, message and priority.
+    Replace,
 }
 
 /// What validation needs to know about the running service.
@@ -45,60 +57,34 @@ pub struct Context<'a> {
 }
 
 pub fn new_timer(body: &[u8], cx: &Context<'_>) -> Result<NewTimer, ApiError> {
+    new_timer_and_conflict(body, cx).map(|(t, _)| t)
+}
+
+/// A new timer and what to do if its key is taken (`"on_conflict"`).
+pub fn new_timer_and_conflict(
+    body: &[u8],
+    cx: &Context<'_>,
+) -> Result<(NewTimer, OnConflict), ApiError> {
     let de = &mut serde_json::Deserializer::from_slice(body);
     let req: CreateTimer<'_> = serde_path_to_error::deserialize(de).map_err(from_serde)?;
-
-    let due_at = match (req.fire_at, req.delay_ms) {
-        (Some(_), Some(_)) => {
+    let on_conflict = match req.on_conflict.as_deref() {
+        None | Some("return") => OnConflict::Return,
+        Some("replace") => OnConflict::Replace,
+        Some(other) => {
             return Err(ApiError::field(
-                "fire_at",
+                "on_conflict",
                 "invalid_field",
-                "give either fire_at or delay_ms, not both",
+                format!("on_conflict must be \"return\" or \"replace\", not {other:?}"),
             ));
-        }
-        (None, None) => {
-            return Err(ApiError::field(
-                "fire_at",
-                "missing_field",
-                "give fire_at (RFC 3339) or delay_ms",
-            ));
-        }
-        (Some(s), None) => {
-            let at = parse_rfc3339_ms(s).map_err(|e| {
-                ApiError::field(
-                    "fire_at",
-                    "invalid_field",
-                    format!("fire_at {s:?} is not an RFC 3339 time: {e}"),
-                )
-            })?;
-            if at > cx.now_ms.saturating_add(MAX_AHEAD_MS) {
-                return Err(ApiError::field(
-                    "fire_at",
-                    "invalid_field",
-                    "fire_at is more than 10 years ahead",
-                ));
-            }
-            // A time already past fires at once.
-            at.max(cx.now_ms)
-        }
-        (None, Some(d)) => {
-            if d < 0 {
-                return Err(ApiError::field(
-                    "delay_ms",
-                    "invalid_field",
-                    "delay_ms must not be negative",
-                ));
-            }
-            if d > MAX_AHEAD_MS {
-                return Err(ApiError::field(
-                    "delay_ms",
-                    "invalid_field",
-                    "delay_ms is more than 10 years",
-                ));
-            }
-            cx.now_ms.saturating_add(d)
         }
     };
+    let due_at = due_time(req.fire_at, req.delay_ms, cx.now_ms)?.ok_or_else(|| {
+        ApiError::field(
+            "fire_at",
+            "missing_field",
+            "give fire_at (RFC 3339) or delay_ms",
+        )
+    })?;
 
     if req.channel.is_empty() {
         return Err(ApiError::field(
@@ -123,14 +109,7 @@ pub fn new_timer(body: &[u8], cx: &Context<'_>) -> Result<NewTimer, ApiError> {
         ));
     }
     check_text("recipient", &req.recipient, Text::Id)?;
-    if !req.message.get().trim_start().starts_with('{') {
-        return Err(ApiError::field(
-            "message",
-            "invalid_field",
-            "message must be a JSON object",
-        ));
-    }
-    check_json_nul("message", req.message.get())?;
+    check_message(req.message)?;
     if let Some(k) = &req.idempotency_key {
         // It travels as an HTTP header, so: visible ASCII only.
         let ok = !k.is_empty()
@@ -159,7 +138,7 @@ pub fn new_timer(body: &[u8], cx: &Context<'_>) -> Result<NewTimer, ApiError> {
         Some(k) => shard_of(cx.tenant, k, cx.shards),
         None => shard_for(&rand::random::<u64>().to_le_bytes(), cx.shards),
     };
-    Ok(NewTimer {
+    let timer = NewTimer {
         tenant: cx.tenant,
         shard,
         due_at,
@@ -170,5 +149,73 @@ pub fn new_timer(body: &[u8], cx: &Context<'_>) -> Result<NewTimer, ApiError> {
         message: req.message.get().to_string(),
         idempotency_key: req.idempotency_key,
         created_at: cx.now_ms,
-    })
+        traceparent: None,
+    };
+    Ok((timer, on_conflict))
+}
+
+/// The due time `fire_at` or `delay_ms` names (`None` when neither is
+/// given): a time already past is now; more than 10 years ahead is refused.
+pub fn due_time(
+    fire_at: Option<&str>,
+    delay_ms: Option<i64>,
+    now_ms: i64,
+) -> Result<Option<i64>, ApiError> {
+    Ok(Some(match (fire_at, delay_ms) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::field(
+                "fire_at",
+                "invalid_field",
+                "give either fire_at or delay_ms, not both",
+            ));
+        }
+        (None, None) => return Ok(None),
+        (Some(s), None) => {
+            let at = parse_rfc3339_ms(s).map_err(|e| {
+                ApiError::field(
+                    "fire_at",
+                    "invalid_field",
+                    format!("fire_at {s:?} is not an RFC 3339 time: {e}"),
+                )
+            })?;
+            if at > now_ms.saturating_add(MAX_AHEAD_MS) {
+                return Err(ApiError::field(
+                    "fire_at",
+                    "invalid_field",
+                    "fire_at is more than 10 years ahead",
+                ));
+            }
+            // A time already past fires at once.
+            at.max(now_ms)
+        }
+        (None, Some(d)) => {
+            if d < 0 {
+                return Err(ApiError::field(
+                    "delay_ms",
+                    "invalid_field",
+                    "delay_ms must not be negative",
+                ));
+            }
+            if d > MAX_AHEAD_MS {
+                return Err(ApiError::field(
+                    "delay_ms",
+                    "invalid_field",
+                    "delay_ms is more than 10 years",
+                ));
+            }
+            now_ms.saturating_add(d)
+        }
+    }))
+}
+
+/// A message must be a JSON object without NUL characters.
+pub fn check_message(raw: &RawValue) -> Result<(), ApiError> {
+    if !raw.get().trim_start().starts_with('{') {
+        return Err(ApiError::field(
+            "message",
+            "invalid_field",
+            "message must be a JSON object",
+        ));
+    }
+    check_json_nul("message", raw.get())
 }

@@ -17,6 +17,7 @@ mod refusals;
 pub mod sqlite;
 #[cfg(any(test, feature = "testsuite"))]
 pub mod testsuite;
+mod timer_query;
 mod types;
 
 use std::sync::Arc;
@@ -28,6 +29,10 @@ pub use access::*;
 pub use campaign::*;
 pub use owner::{Owned, owned_by};
 pub use redact::RedactedUrl;
+pub use timer_query::{
+    DEAD_LETTER_SAMPLE, DEAD_LETTER_SCAN, DeadLetterGroup, DeadLetters, RetryFilter, SortOrder,
+    TimerFilter,
+};
 pub use types::*;
 
 /// Errors a store can give. A method that returns any of them changed nothing.
@@ -264,6 +269,24 @@ pub trait Store: CampaignStore + AccessStore + Send + Sync + 'static {
     /// one channel, due within a range), all probes' together, without duplicates.
     /// Uses an index on the user: never a scan of the subject or the due range.
     async fn pending_reminders(&self, probes: &[MergeProbe]) -> Result<Vec<TimerRecord>>;
+
+    /// A page of `tenant`'s timers matching `filter`, in `(due_at, id)` order
+    /// (`order`), after `after` when given, at most `limit`. Walks one index
+    /// (the tenant's, its state's, its recipient's, or the idempotency key's):
+    /// never a scan of every timer.
+    async fn search_timers(
+        &self,
+        tenant: TenantId,
+        filter: &TimerFilter,
+        after: Option<DueCursor>,
+        limit: usize,
+        order: SortOrder,
+    ) -> Result<Vec<TimerRecord>>;
+
+    /// `tenant`'s newest (by due time) at most [`DEAD_LETTER_SCAN`] dead and
+    /// failed timers (on `channel` when given), grouped by channel, state and
+    /// last error, largest groups first. Read through the state index.
+    async fn dead_letters(&self, tenant: TenantId, channel: Option<&str>) -> Result<DeadLetters>;
 
     /// Number of timers of each tenant in each state, ordered by tenant then
     /// state (pairs with none are left out). One pass over the timers, as

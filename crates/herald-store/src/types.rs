@@ -200,6 +200,9 @@ pub struct NewTimer {
     /// Caller-supplied key; unique among the tenant's timers that have one.
     pub idempotency_key: Option<String>,
     pub created_at: i64,
+    /// The W3C `traceparent` of the request that created it, sent on with
+    /// each webhook delivery.
+    pub traceparent: Option<String>,
 }
 
 impl NewTimer {
@@ -222,6 +225,8 @@ impl NewTimer {
             created_at: self.created_at,
             updated_at: self.created_at,
             delivered_at: None,
+            attempt_base: 0,
+            traceparent: self.traceparent,
         }
     }
 }
@@ -247,6 +252,11 @@ pub struct TimerRecord {
     pub updated_at: i64,
     /// When the channel acknowledged delivery.
     pub delivered_at: Option<i64>,
+    /// `attempts` when the current series of attempts began: 0, or the count
+    /// at the last retry. The retry policy counts `attempts - attempt_base`.
+    pub attempt_base: u32,
+    /// The W3C `traceparent` of the request that created it.
+    pub traceparent: Option<String>,
 }
 
 impl TimerRecord {
@@ -315,6 +325,41 @@ pub enum WriteOp {
         mask: u64,
         at: i64,
     },
+    /// Change a pending timer of `tenant`: [`WriteResult::Updated`], or
+    /// [`WriteResult::WrongState`] once it finished, or `NotFound`.
+    PatchTimer(TimerPatch),
+    /// Create a timer, or ("latest wins") give the pending timer of its
+    /// tenant that holds its idempotency key its due time, message and
+    /// priority: `Created`, `Updated`, or `Existing` for a finished one.
+    ReplaceTimer(NewTimer),
+    /// Replay a dead or failed timer of `tenant`: pending again, due `at`,
+    /// a new series of attempts ([`WriteResult::Retried`]); any other state
+    /// is [`WriteResult::WrongState`].
+    RetryTimer {
+        tenant: TenantId,
+        id: TimerId,
+        at: i64,
+    },
+    /// Replay at most `limit` dead or failed timers of `tenant` matching
+    /// `filter`, oldest due first ([`WriteResult::RetriedMany`]).
+    RetryTimers {
+        tenant: TenantId,
+        filter: crate::RetryFilter,
+        at: i64,
+        limit: usize,
+    },
+}
+
+/// What [`WriteOp::PatchTimer`] changes; `None` keeps the stored value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimerPatch {
+    pub tenant: TenantId,
+    pub id: TimerId,
+    pub due_at: Option<i64>,
+    /// The message object, as JSON text.
+    pub message: Option<String>,
+    pub priority: Option<Priority>,
+    pub at: i64,
 }
 
 /// A subject as the API gives it. Subject ids are unique per tenant.
@@ -442,6 +487,16 @@ pub enum WriteResult {
         remaining: u64,
         cancelled: Vec<TimerId>,
     },
+    /// A pending timer was changed (patched, or replaced by key); `moved`
+    /// when its due time changed.
+    Updated { timer: TimerRecord, moved: bool },
+    /// The timer is not in a state the op applies to (a patch or replace:
+    /// not pending; a retry: neither dead nor failed); it is returned as it is.
+    WrongState(TimerRecord),
+    /// A dead or failed timer is pending again, due now.
+    Retried(TimerRecord),
+    /// The timers a filtered retry replayed; `more` when others still match.
+    RetriedMany { timers: Vec<DueEntry>, more: bool },
 }
 
 impl WriteResult {
@@ -451,6 +506,10 @@ impl WriteResult {
         match self {
             WriteResult::Created(t) => vec![t.due_entry()],
             WriteResult::SubjectPut { moved, .. } => moved.clone(),
+            WriteResult::Updated { timer, moved: true } | WriteResult::Retried(timer) => {
+                vec![timer.due_entry()]
+            }
+            WriteResult::RetriedMany { timers, .. } => timers.clone(),
             _ => Vec::new(),
         }
     }

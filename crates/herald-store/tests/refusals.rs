@@ -126,6 +126,7 @@ async fn refusals(store: &dyn Store) -> Vec<(&'static str, String)> {
             message: "{}".into(),
             idempotency_key: None,
             created_at: 1,
+            traceparent: None,
         },
         not_before: 1,
     };

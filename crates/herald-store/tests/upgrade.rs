@@ -156,6 +156,8 @@ fn v0_timers(w: &Written) -> Vec<TimerRecord> {
                     created_at,
                     updated_at,
                     delivered_at: (state == TimerState::Done).then_some(updated_at),
+                    attempt_base: 0,
+                    traceparent: None,
                 }
             },
         )
@@ -429,6 +431,7 @@ async fn writes_after_v0(store: &dyn Store) {
         message: "{}".into(),
         idempotency_key: key.map(str::to_owned),
         created_at: NOW,
+        traceparent: None,
     };
     let r = store
         .apply(vec![
@@ -689,7 +692,7 @@ async fn a_v0_sqlite_store_opens_migrates_and_reads_back() {
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 8);
+    assert_eq!(version, 9);
     drop(conn);
     // Opening again applies nothing and still reads the old rows.
     let store = herald_store::open(&url, &StoreOptions::default())

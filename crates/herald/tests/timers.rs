@@ -516,3 +516,179 @@ async fn metrics_and_health() {
         assert!(m.contains(name), "metrics lack {name}:\n{m}");
     }
 }
+
+async fn patch(server: &Server, path: &str, body: &Value) -> (u16, Value) {
+    let resp = client()
+        .patch(format!("{}{path}", server.url))
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("patch");
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap_or(Value::Null))
+}
+
+/// Search, dead letters, patch, retry (one and by filter) and
+/// `on_conflict: replace`, on one server: a timer dies while the sink fails,
+/// is found, replayed once the sink is back, and delivered as attempt 3.
+#[tokio::test]
+async fn dead_timers_are_found_replayed_and_pending_ones_patched() {
+    let extra = format!("{FAST_RETRY}\nmax_attempts = 2");
+    let (mock, server) = pair(&["--error-rate", "1.0", "--error-status", "500"], &extra).await;
+    let dead = create(
+        &server,
+        json!({"delay_ms": 0, "channel": "hooks", "recipient": "u-dead", "message": {}}),
+    )
+    .await["id"]
+        .as_i64()
+        .unwrap();
+    let later = create(
+        &server,
+        json!({"delay_ms": 3_600_000, "channel": "hooks", "recipient": "u-later",
+               "idempotency_key": "k-later", "message": {"v": 1}}),
+    )
+    .await["id"]
+        .as_i64()
+        .unwrap();
+    wait_state(&server, dead, "dead", Duration::from_secs(15)).await;
+
+    let ids = |v: &Value| -> Vec<i64> {
+        v["timers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["id"].as_i64().unwrap())
+            .collect()
+    };
+    let (s, v) = server.get("/v1/timers?state=dead").await;
+    assert_eq!((s, ids(&v)), (200, vec![dead]), "{v}");
+    assert!(v["timers"][0].get("message").is_none(), "{v}");
+    let (_, v) = server.get("/v1/timers?idempotency_key=k-later").await;
+    assert_eq!(ids(&v), vec![later]);
+    let (_, v) = server.get("/v1/timers?recipient=u-later&kind=timer").await;
+    assert_eq!(ids(&v), vec![later]);
+    let (_, first) = server.get("/v1/timers?limit=1&order=desc").await;
+    assert_eq!(ids(&first), vec![later]);
+    let cursor = first["next_cursor"].as_str().unwrap().to_string();
+    let (_, second) = server
+        .get(&format!("/v1/timers?limit=1&order=desc&cursor={cursor}"))
+        .await;
+    assert_eq!(ids(&second), vec![dead]);
+    let (s, v) = server.get("/v1/timers?cursor=nope").await;
+    assert_eq!(
+        (s, v["error"]["field"].as_str()),
+        (400, Some("cursor")),
+        "{v}"
+    );
+    let (s, _) = server.get("/v1/timers?state=firing").await;
+    assert_eq!(s, 400);
+
+    let (s, v) = server.get("/v1/dead-letters").await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(
+        (v["scanned"].as_i64(), v["truncated"].as_bool()),
+        (Some(1), Some(false))
+    );
+    let g = &v["groups"][0];
+    assert_eq!(
+        (g["channel"].as_str(), g["state"].as_str()),
+        (Some("hooks"), Some("dead"))
+    );
+    assert_eq!(g["timer_ids"], json!([dead]));
+    assert!(g["error"].as_str().unwrap().contains("HTTP 500"), "{g}");
+
+    // The sink recovers.
+    let (s, _) = post_raw(
+        &format!("{}/_mock/faults", mock.url),
+        "application/json",
+        json!({"error_rate": 0.0}).to_string(),
+    )
+    .await;
+    assert_eq!(s, 200);
+
+    // Latest wins on the pending keyed timer; without `replace`, the stored one answers.
+    let (s, v) = server
+        .post(
+            "/v1/timers",
+            &json!({"delay_ms": 7_200_000, "channel": "hooks", "recipient": "u-later",
+                    "idempotency_key": "k-later", "message": {"v": 2}, "on_conflict": "replace"}),
+        )
+        .await;
+    assert_eq!((s, v["id"].as_i64()), (200, Some(later)), "{v}");
+    let replaced_due = parse_ms(v["due_at"].as_str().unwrap());
+    assert!(replaced_due > now_ms() + 3_700_000, "{v}");
+    let (s, v) = server
+        .post(
+            "/v1/timers",
+            &json!({"delay_ms": 0, "channel": "hooks", "recipient": "u-later",
+                    "idempotency_key": "k-later", "message": {"v": 3}}),
+        )
+        .await;
+    assert_eq!(
+        (s, parse_ms(v["due_at"].as_str().unwrap())),
+        (200, replaced_due)
+    );
+
+    // Patch it to fire now with a new message.
+    let (s, v) = patch(
+        &server,
+        &format!("/v1/timers/{later}"),
+        &json!({"delay_ms": 0, "message": {"v": 4}, "priority": 7}),
+    )
+    .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(
+        (v["message"]["v"].as_i64(), v["priority"].as_i64()),
+        (Some(4), Some(7))
+    );
+    wait_state(&server, later, "done", Duration::from_secs(10)).await;
+    let sent = mock.requests(Some("k-later")).await;
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0]["body"]["message"]["v"], 4);
+    let (s, v) = patch(
+        &server,
+        &format!("/v1/timers/{later}"),
+        &json!({"priority": 1}),
+    )
+    .await;
+    assert_eq!(
+        (s, v["error"]["code"].as_str()),
+        (409, Some("not_pending")),
+        "{v}"
+    );
+    let (s, _) = patch(&server, &format!("/v1/timers/{later}"), &json!({})).await;
+    assert_eq!(s, 400);
+
+    // Replay the dead one: a new series, numbered on.
+    let (s, v) = server
+        .post(&format!("/v1/timers/{dead}:retry"), &json!({}))
+        .await;
+    assert_eq!((s, v["state"].as_str()), (200, Some("pending")), "{v}");
+    let t = wait_state(&server, dead, "done", Duration::from_secs(10)).await;
+    assert_eq!(t["attempts"], 3);
+    let (_, log) = server.get(&format!("/v1/timers/{dead}/deliveries")).await;
+    let attempts: Vec<i64> = log["deliveries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["attempt"].as_i64().unwrap())
+        .collect();
+    assert_eq!(attempts, vec![1, 2, 3]);
+    let (s, v) = server
+        .post(&format!("/v1/timers/{dead}:retry"), &json!({}))
+        .await;
+    assert_eq!(
+        (s, v["error"]["code"].as_str()),
+        (409, Some("not_retryable")),
+        "{v}"
+    );
+    let (s, v) = server
+        .post("/v1/timers:retry", &json!({"state": "dead"}))
+        .await;
+    assert_eq!((s, v), (200, json!({"retried": 0, "more": false})));
+    let (s, _) = server
+        .post("/v1/timers:retry", &json!({"state": "pending"}))
+        .await;
+    assert_eq!(s, 400);
+}

@@ -17,10 +17,11 @@ pub enum Verb {
     Post,
     Put,
     Delete,
+    Patch,
 }
 
 impl Verb {
-    pub const ALL: [Verb; 4] = [Verb::Get, Verb::Post, Verb::Put, Verb::Delete];
+    pub const ALL: [Verb; 5] = [Verb::Get, Verb::Post, Verb::Put, Verb::Delete, Verb::Patch];
 
     /// The verb of an HTTP method the API uses.
     pub fn of(method: &axum::http::Method) -> Option<Verb> {
@@ -30,6 +31,7 @@ impl Verb {
             Method::POST => Some(Verb::Post),
             Method::PUT => Some(Verb::Put),
             Method::DELETE => Some(Verb::Delete),
+            Method::PATCH => Some(Verb::Patch),
             _ => None,
         }
     }
@@ -40,6 +42,7 @@ impl Verb {
             Verb::Post => "POST",
             Verb::Put => "PUT",
             Verb::Delete => "DELETE",
+            Verb::Patch => "PATCH",
         }
     }
 }

@@ -12,7 +12,7 @@ macro_rules! timer_cols {
         $crate::model::columns!($($t)?;
             "id", "tenant_id", "shard", "due_at", "priority", "kind", "state", "channel", "recipient",
             "message", "idempotency_key", "attempts", "last_error", "created_at",
-            "updated_at", "delivered_at")
+            "updated_at", "delivered_at", "attempt_base", "traceparent")
     };
 }
 pub(crate) use timer_cols;
@@ -83,6 +83,21 @@ impl Decode for TimerRecord {
             created_at: r.int("timers.created_at")?,
             updated_at: r.int("timers.updated_at")?,
             delivered_at: r.opt_int("timers.delivered_at")?,
+            attempt_base: r.narrow("timers.attempt_base")?,
+            traceparent: r.opt_string("timers.traceparent")?,
+        })
+    }
+}
+
+/// `id, due_at, state, channel, last_error`, as the dead-letter summary reads them.
+impl Decode for crate::timer_query::DeadRow {
+    fn decode<R: Columns + ?Sized>(r: &mut Reader<'_, R>) -> Result<Self> {
+        Ok(crate::timer_query::DeadRow {
+            id: r.int("timers.id")?,
+            due_at: r.int("timers.due_at")?,
+            state: r.state("timers.state")?,
+            channel: r.string("timers.channel")?,
+            last_error: r.opt_string("timers.last_error")?,
         })
     }
 }
@@ -155,6 +170,6 @@ mod tests {
             "t.id, t.due_at, t.shard, t.priority, t.tenant_id"
         );
         assert!(reminder_timer_cols!().starts_with("t.id, t.tenant_id, t.shard, "));
-        assert!(reminder_timer_cols!().ends_with("t.delivered_at, r.subject_id, r.bit"));
+        assert!(reminder_timer_cols!().ends_with("t.traceparent, r.subject_id, r.bit"));
     }
 }

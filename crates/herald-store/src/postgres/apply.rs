@@ -4,8 +4,10 @@
 
 use herald_core::{TenantId, TimerId};
 
-use super::{Ctx, PgStore, notify, now_ms, reminders, timers};
-use crate::{NewReminder, NewTimer, PutSubject, Result, WriteOp, WriteResult};
+use super::{Ctx, PgStore, notify, now_ms, reminders, timer_ops, timers};
+use crate::{
+    NewReminder, NewTimer, PutSubject, Result, RetryFilter, TimerPatch, WriteOp, WriteResult,
+};
 
 const NOTIFY: &str = "SELECT pg_notify('herald_timers', p) FROM unnest($1::text[]) AS p";
 
@@ -27,6 +29,19 @@ enum Run<'a> {
         subject_id: &'a str,
         mask: u64,
         at: i64,
+    },
+    Patch(&'a TimerPatch),
+    Replace(&'a NewTimer),
+    Retry {
+        tenant: TenantId,
+        id: TimerId,
+        at: i64,
+    },
+    RetryMany {
+        tenant: TenantId,
+        filter: &'a RetryFilter,
+        at: i64,
+        limit: usize,
     },
 }
 
@@ -72,6 +87,27 @@ fn runs(ops: &[WriteOp]) -> Vec<Run<'_>> {
                 subject_id,
                 mask: *mask,
                 at: *at,
+            }),
+            (WriteOp::PatchTimer(p), _) => out.push(Run::Patch(p)),
+            (WriteOp::ReplaceTimer(t), _) => out.push(Run::Replace(t)),
+            (WriteOp::RetryTimer { tenant, id, at }, _) => out.push(Run::Retry {
+                tenant: *tenant,
+                id: *id,
+                at: *at,
+            }),
+            (
+                WriteOp::RetryTimers {
+                    tenant,
+                    filter,
+                    at,
+                    limit,
+                },
+                _,
+            ) => out.push(Run::RetryMany {
+                tenant: *tenant,
+                filter,
+                at: *at,
+                limit: *limit,
             }),
         }
     }
@@ -119,6 +155,37 @@ pub(super) async fn apply(store: &PgStore, ops: &[WriteOp]) -> Result<Vec<WriteR
             } => results.push(
                 reminders::cancel_reminders(&tx, tenant, user_id, subject_id, mask, at).await?,
             ),
+            Run::Patch(p) => {
+                results.push(timer_ops::patch_then_announce(&tx, p, horizon, &mut announce).await?)
+            }
+            Run::Replace(t) => {
+                timer_ops::replace(&tx, t, horizon, &mut results, &mut announce).await?
+            }
+            Run::Retry { tenant, id, at } => {
+                let result = timer_ops::retry(&tx, tenant, id, at).await?;
+                announce.extend(
+                    result
+                        .scheduled()
+                        .into_iter()
+                        .filter(|e| e.due_at <= horizon),
+                );
+                results.push(result);
+            }
+            Run::RetryMany {
+                tenant,
+                filter,
+                at,
+                limit,
+            } => {
+                let result = timer_ops::retry_many(&tx, tenant, filter, at, limit).await?;
+                announce.extend(
+                    result
+                        .scheduled()
+                        .into_iter()
+                        .filter(|e| e.due_at <= horizon),
+                );
+                results.push(result);
+            }
         }
     }
     if !announce.is_empty() {
@@ -158,9 +225,7 @@ mod tests {
                 Run::Insert(v) => ('i', v.len()),
                 Run::Cancel(v) => ('c', v.len()),
                 Run::AddReminders(v) => ('r', v.len()),
-                Run::PutSubject(_) | Run::DeleteSubject { .. } | Run::CancelReminders { .. } => {
-                    ('1', 1)
-                }
+                _ => ('1', 1),
             })
             .collect();
         assert_eq!(shape, vec![('i', 2), ('c', 1), ('i', 1), ('c', 2)]);

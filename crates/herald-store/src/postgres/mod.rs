@@ -60,6 +60,7 @@ pub mod notify;
 mod provider;
 mod reminders;
 mod schema;
+mod timer_ops;
 mod timers;
 mod tls;
 
@@ -78,9 +79,9 @@ use error::{Ctx, col, pg_error, retryable};
 
 use crate::Holder;
 use crate::{
-    Applied, ChannelPause, ChannelToken, Completion, DeliveryRecord, DueCursor, DueEntry, Fence,
-    NamedLease, NodeInfo, Result, ShardLease, Store, StoreError, StoreOptions, TimerRecord,
-    WriteOp, WriteResult,
+    Applied, ChannelPause, ChannelToken, Completion, DeadLetters, DeliveryRecord, DueCursor,
+    DueEntry, Fence, NamedLease, NodeInfo, Result, ShardLease, SortOrder, Store, StoreError,
+    StoreOptions, TimerFilter, TimerRecord, WriteOp, WriteResult,
 };
 
 /// A statement parameter.
@@ -449,6 +450,21 @@ impl Store for PgStore {
             timers::deliveries_for(self, timer_id).await
         })
         .await
+    }
+
+    async fn search_timers(
+        &self,
+        tenant: TenantId,
+        filter: &TimerFilter,
+        after: Option<DueCursor>,
+        limit: usize,
+        order: SortOrder,
+    ) -> Result<Vec<TimerRecord>> {
+        timer_ops::search(self, tenant, filter, after, limit, order).await
+    }
+
+    async fn dead_letters(&self, tenant: TenantId, channel: Option<&str>) -> Result<DeadLetters> {
+        timer_ops::dead_letters(self, tenant, channel.map(str::to_string)).await
     }
 
     async fn count_by_tenant_state(&self) -> Result<Vec<(TenantId, TimerState, u64)>> {

@@ -193,7 +193,8 @@ pub(super) async fn insert_run(
         .prepare_cached(INSERT_TIMERS)
         .await
         .ctx("preparing insert")?;
-    let params: [Param<'_>; 10] = [
+    let traceparent: Vec<Option<&str>> = sent.iter().map(|t| t.traceparent.as_deref()).collect();
+    let params: [Param<'_>; 11] = [
         &shard,
         &due_at,
         &priority,
@@ -204,6 +205,7 @@ pub(super) async fn insert_run(
         &key,
         &created_at,
         &tenant,
+        &traceparent,
     ];
     let row = tx.query_one(&stmt, &params).await.ctx("inserting timers")?;
     let ids: Vec<i64> = col::<Option<Vec<i64>>>(&row, 0, "drawn ids")?.unwrap_or_default();

@@ -4,7 +4,7 @@
 use rusqlite::{Connection, TransactionBehavior};
 
 use super::error::Ctx;
-use super::{reminders, timers};
+use super::{reminders, timer_ops, timers};
 use crate::{Result, WriteOp, WriteResult};
 
 pub(super) fn apply(conn: &mut Connection, ops: Vec<WriteOp>) -> Result<Vec<WriteResult>> {
@@ -36,6 +36,15 @@ pub(super) fn apply(conn: &mut Connection, ops: Vec<WriteOp>) -> Result<Vec<Writ
                     mask,
                     at,
                 } => reminders::cancel_reminders(&tx, tenant, &user_id, &subject_id, mask, at)?,
+                WriteOp::PatchTimer(p) => timer_ops::patch(&tx, &p)?,
+                WriteOp::ReplaceTimer(t) => timer_ops::replace(&tx, &mut insert, t)?,
+                WriteOp::RetryTimer { tenant, id, at } => timer_ops::retry(&tx, tenant, id, at)?,
+                WriteOp::RetryTimers {
+                    tenant,
+                    filter,
+                    at,
+                    limit,
+                } => timer_ops::retry_many(&tx, tenant, &filter, at, limit)?,
             };
             results.push(result);
         }

@@ -41,6 +41,7 @@ mod pool;
 mod provider;
 mod reminders;
 mod schema;
+mod timer_ops;
 mod timers;
 
 use std::path::Path;
@@ -55,9 +56,10 @@ use pool::{ConnPool, Role};
 
 use crate::Holder;
 use crate::{
-    Applied, ChannelPause, ChannelToken, Completion, DeliveryRecord, DueCursor, DueEntry, Fence,
-    MergeProbe, NamedLease, NodeInfo, ReminderTimer, Result, ShardLease, Store, StoreError,
-    StoreOptions, SubjectRecord, TimerRecord, WriteOp, WriteResult,
+    Applied, ChannelPause, ChannelToken, Completion, DeadLetters, DeliveryRecord, DueCursor,
+    DueEntry, Fence, MergeProbe, NamedLease, NodeInfo, ReminderTimer, Result, ShardLease,
+    SortOrder, Store, StoreError, StoreOptions, SubjectRecord, TimerFilter, TimerRecord, WriteOp,
+    WriteResult,
 };
 
 /// The SQLite [`Store`].
@@ -286,6 +288,25 @@ impl Store for SqliteStore {
         }
         let probes = probes.to_vec();
         self.read(move |c| reminders::pending_reminders(c, probes))
+            .await
+    }
+
+    async fn search_timers(
+        &self,
+        tenant: TenantId,
+        filter: &TimerFilter,
+        after: Option<DueCursor>,
+        limit: usize,
+        order: SortOrder,
+    ) -> Result<Vec<TimerRecord>> {
+        let filter = filter.clone();
+        self.read(move |c| timer_ops::search(c, tenant, &filter, after, limit, order))
+            .await
+    }
+
+    async fn dead_letters(&self, tenant: TenantId, channel: Option<&str>) -> Result<DeadLetters> {
+        let channel = channel.map(str::to_string);
+        self.read(move |c| timer_ops::dead_letters(c, tenant, channel))
             .await
     }
 

@@ -40,6 +40,7 @@ pub fn timer(due_at: i64) -> NewTimer {
         message: r#"{"text":"hello"}"#.into(),
         idempotency_key: None,
         created_at: 1_000,
+        traceparent: None,
     }
 }
 
@@ -107,6 +108,7 @@ pub fn reminder_on(
             message: format!(r#"{{"subject":"{subject}","lead":{lead_minutes}}}"#),
             idempotency_key: None,
             created_at: 2_000,
+            traceparent: None,
         },
         not_before: 0,
     }

@@ -7,6 +7,7 @@
 //!
 //! - [`timers`]: inserts, idempotency keys, cancelling, the due index,
 //!   completions and the send log;
+//! - [`timer_ops`]: search, dead letters, patch, replace by key, retry;
 //! - [`reminders`]: subjects and reminder subscriptions;
 //! - [`cluster`]: membership, shard leases, fencing, named leases;
 //! - [`tokens`]: channel tokens, final status from provider callbacks, recall;
@@ -48,6 +49,8 @@ pub mod cluster;
 pub mod reminders;
 #[cfg(feature = "testsuite")]
 mod support;
+#[cfg(feature = "testsuite")]
+pub mod timer_ops;
 #[cfg(feature = "testsuite")]
 pub mod timers;
 #[cfg(feature = "testsuite")]
@@ -107,6 +110,16 @@ macro_rules! store_conformance_tests {
                 init_shards_first_value_sticks,
                 concurrent_applies_all_land,
                 a_batch_becomes_visible_at_once,
+            ]
+            races: []
+        );
+        $crate::store_conformance_tests!(@area timer_ops, $make, $second;
+            cases: [
+                search_filters_pages_and_orders,
+                patch_changes_only_a_pending_timer,
+                replace_by_key_latest_wins_while_pending,
+                retry_starts_a_new_series_and_keeps_the_log,
+                retry_by_filter_and_dead_letters,
             ]
             races: []
         );

@@ -24,6 +24,7 @@ pub async fn insert_then_get_round_trips(store: S) {
         message: r#"{"text":"héllo ✓","n":[1,2,3],"nested":{"a":null}}"#.into(),
         idempotency_key: Some("order-7781-reminder".into()),
         created_at: 1_699_999_999_001,
+        traceparent: None,
     };
     let bare = NewTimer {
         tenant: DEFAULT_TENANT,
@@ -36,6 +37,7 @@ pub async fn insert_then_get_round_trips(store: S) {
         message: "{}".into(),
         idempotency_key: None,
         created_at: 0,
+        traceparent: None,
     };
     for t in [full, bare] {
         let rec = insert_one(&store, t.clone()).await;
@@ -828,6 +830,8 @@ fn fake_record() -> TimerRecord {
         created_at: t.created_at,
         updated_at: t.created_at,
         delivered_at: None,
+        attempt_base: 0,
+        traceparent: None,
     }
 }
 
