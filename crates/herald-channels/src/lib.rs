@@ -9,6 +9,7 @@ mod config;
 pub mod fcm;
 pub mod http;
 mod log;
+pub mod metrics;
 mod provider_http;
 mod smtp;
 pub mod template;

@@ -220,7 +220,11 @@ impl TokenCache {
         if let Some(t) = self.fresh_in_memory(self.now()) {
             return Ok(t);
         }
-        match self.refresh(fetch).await {
+        let result = self.refresh(fetch).await;
+        if result.is_err() {
+            crate::metrics::token_refresh_failed(&self.key);
+        }
+        match result {
             Ok(t) => Ok(t),
             Err(e) => match self.unexpired_in_memory(self.now()) {
                 Some(t) => {

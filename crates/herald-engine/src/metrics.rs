@@ -83,6 +83,13 @@ pub fn describe() {
         STORE_ERRORS,
         "Store operations that failed and were retried."
     );
+    describe_counter!(
+        FENCED,
+        "Sends or outcomes dropped because a shard lease moved to another node."
+    );
+    describe_gauge!(OWNED_SHARDS, "Shards this node holds a lease on.");
+    describe_gauge!(CLUSTER_NODES, "Nodes with a live membership lease.");
+    herald_channels::metrics::describe();
 }
 
 /// Handles used on every delivery.

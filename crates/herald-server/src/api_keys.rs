@@ -27,7 +27,8 @@ const MAX_NAME_CHARS: usize = 64;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct CreateKey {
+#[derive(utoipa::ToSchema)]
+pub(crate) struct CreateKey {
     tenant: String,
     scopes: Vec<String>,
     #[serde(default)]
@@ -37,8 +38,8 @@ struct CreateKey {
 }
 
 /// A key as listed: everything but the secret and its hash.
-#[derive(Serialize)]
-struct KeyJson {
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct KeyJson {
     id: i64,
     tenant: String,
     scopes: Vec<String>,

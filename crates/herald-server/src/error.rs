@@ -5,7 +5,7 @@ use axum::response::{IntoResponse, Response};
 use herald_engine::campaign::CampaignError;
 use serde::Serialize;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct ErrorBody {
     pub code: &'static str,
     pub message: String,

@@ -38,7 +38,7 @@ pub const MAX_SENDS_WINDOW: u64 = 1_000;
 // ---- JSON ----
 
 /// A job's recipients by outcome; they add up to `total`.
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct TotalsJson {
     pub total: u64,
     /// Delivered.
@@ -66,9 +66,10 @@ impl From<JobTotals> for TotalsJson {
     }
 }
 
-#[derive(Serialize)]
-struct JobJson {
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct JobJson {
     id: i64,
+    #[schema(value_type = String)]
     state: JobState,
     channel: String,
     audience_id: i64,
@@ -76,12 +77,14 @@ struct JobJson {
     priority: u8,
     segment_size: u64,
     deadline: Option<String>,
+    #[schema(value_type = Object)]
     message: Box<RawValue>,
     created_at: String,
     started_at: Option<String>,
     finished_at: Option<String>,
     totals: TotalsJson,
     /// Segments in each state (every state present, 0 when none).
+    #[schema(value_type = BTreeMap<String, u64>)]
     segments: serde_json::Map<String, serde_json::Value>,
     /// Recipients reaching a final outcome per second, over the last ~10 s;
     /// 0 once the job has ended.
@@ -145,13 +148,14 @@ async fn job_json(st: &AppState, rates: &RateSampler, j: JobRecord) -> Result<Jo
     })
 }
 
-#[derive(Serialize)]
-struct SegmentJson {
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct SegmentJson {
     id: i64,
     job_id: i64,
     start: u64,
     end: u64,
     cursor: u64,
+    #[schema(value_type = String)]
     state: SegmentState,
     owner: Option<String>,
     lease_until: Option<String>,
@@ -182,10 +186,11 @@ impl From<SegmentRecord> for SegmentJson {
     }
 }
 
-#[derive(Serialize)]
-struct SendJson {
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct SendJson {
     index: u64,
     recipient: String,
+    #[schema(value_type = String)]
     state: SendState,
     attempts: u32,
     idempotency_key: String,
@@ -217,12 +222,14 @@ impl From<SendRecord> for SendJson {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct JobBody {
+#[derive(utoipa::ToSchema)]
+pub(crate) struct JobBody {
     #[serde(default)]
     audience_id: Option<i64>,
     #[serde(default)]
     users: Option<Vec<String>>,
     channel: String,
+    #[schema(value_type = Object)]
     message: Box<RawValue>,
     #[serde(default)]
     segment_size: Option<i64>,

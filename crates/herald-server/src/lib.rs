@@ -12,6 +12,7 @@ mod config;
 pub mod error;
 mod fields;
 pub mod jobs;
+mod openapi;
 mod ops;
 mod overview;
 mod pagination;
@@ -173,4 +174,6 @@ fn api_routes() -> RouteSet {
         .get("/healthz", ops::healthz)
         .get("/readyz", ops::readyz)
         .get("/metrics", ops::metrics)
+        .get("/openapi.json", openapi::openapi_json)
+        .get("/docs", openapi::docs)
 }

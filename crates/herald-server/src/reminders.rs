@@ -72,19 +72,22 @@ fn unexpected() -> ApiError {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct SubjectBody<'a> {
+#[derive(utoipa::ToSchema)]
+pub(crate) struct SubjectBody<'a> {
     start_at: String,
     #[serde(default)]
     title: Option<String>,
     #[serde(default, borrow)]
+    #[schema(value_type = Option<Object>)]
     data: Option<&'a RawValue>,
 }
 
-#[derive(Serialize)]
-struct SubjectJson {
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct SubjectJson {
     subject_id: String,
     start_at: String,
     title: Option<String>,
+    #[schema(value_type = Option<Object>)]
     data: Option<Box<RawValue>>,
     created_at: String,
     updated_at: String,
@@ -235,7 +238,8 @@ pub async fn delete_subject(
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct ReminderBody {
+#[derive(utoipa::ToSchema)]
+pub(crate) struct ReminderBody {
     user_id: String,
     subject_id: String,
     channel_type: String,
@@ -376,11 +380,15 @@ fn added(result: Option<WriteResult>) -> Result<ReminderJson, ApiError> {
 }
 
 /// One reminder as the API shows it.
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct ReminderJson {
+    #[schema(value_type = String)]
     user_id: Value,
+    #[schema(value_type = String)]
     subject_id: Value,
+    #[schema(value_type = String)]
     channel_type: Value,
+    #[schema(value_type = i64)]
     lead_minutes: Value,
     timer_id: i64,
     fire_at: String,

@@ -90,6 +90,8 @@ pub const ROUTES: &[Policy] = &[
     route(Get, "/healthz", Nothing, NoBody),
     route(Get, "/readyz", Nothing, NoBody),
     route(Get, "/metrics", Needs(Metrics), NoBody),
+    route(Get, "/openapi.json", Nothing, NoBody),
+    route(Get, "/docs", Nothing, NoBody),
 ];
 
 /// The policy of a route, if the table has it.

@@ -40,6 +40,7 @@ pub const AT_PAST_GRACE_MS: i64 = 60_000;
 /// Who a rule sends to. Kept as the request gave it.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
+#[derive(utoipa::ToSchema)]
 pub struct AudienceTarget {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub users: Option<Vec<String>>,
@@ -53,11 +54,14 @@ pub struct AudienceTarget {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RuleBody {
+#[derive(utoipa::ToSchema)]
+pub(crate) struct RuleBody {
     name: String,
+    #[schema(value_type = Object)]
     schedule: ScheduleSpec,
     audience: AudienceTarget,
     channel: String,
+    #[schema(value_type = Object)]
     message: Box<RawValue>,
     #[serde(default)]
     deadline_secs: Option<i64>,
@@ -247,17 +251,21 @@ fn raw(text: &str) -> Box<RawValue> {
     RawValue::from_string(text.to_string()).unwrap_or_default()
 }
 
-#[derive(Serialize)]
-struct RuleJson {
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct RuleJson {
     id: i64,
     name: String,
+    #[schema(value_type = String)]
     status: RuleStatus,
     version: i32,
+    #[schema(value_type = Object)]
     schedule: Box<RawValue>,
+    #[schema(value_type = Object)]
     audience: Box<RawValue>,
     /// The audience its jobs send to (uploaded, or built from `users`).
     audience_id: Option<i64>,
     channel: String,
+    #[schema(value_type = Object)]
     message: Box<RawValue>,
     deadline_secs: Option<i64>,
     priority: u8,
@@ -290,14 +298,17 @@ impl From<RuleView> for RuleJson {
     }
 }
 
-#[derive(Serialize)]
-struct VersionJson {
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct VersionJson {
     version: i32,
     name: String,
+    #[schema(value_type = Object)]
     schedule: Box<RawValue>,
+    #[schema(value_type = Object)]
     audience: Box<RawValue>,
     audience_id: Option<i64>,
     channel: String,
+    #[schema(value_type = Object)]
     message: Box<RawValue>,
     deadline_secs: Option<i64>,
     priority: u8,
@@ -322,19 +333,21 @@ impl From<RuleVersion> for VersionJson {
     }
 }
 
-#[derive(Serialize)]
-struct TaskJobJson {
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct TaskJobJson {
     id: i64,
+    #[schema(value_type = String)]
     state: herald_core::campaign::JobState,
     totals: TotalsJson,
 }
 
-#[derive(Serialize)]
-struct TaskJson {
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct TaskJson {
     id: i64,
     rule_id: i64,
     version: i32,
     planned_at: String,
+    #[schema(value_type = String)]
     state: herald_core::campaign::TaskState,
     job_id: Option<i64>,
     recipients: Option<u64>,

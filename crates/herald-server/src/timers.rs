@@ -23,7 +23,7 @@ use crate::tenancy::mine;
 use crate::validate::{self, Context, OnConflict};
 
 /// A timer as the API shows it.
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct TimerJson {
     pub id: TimerId,
     pub kind: &'static str,
@@ -39,6 +39,7 @@ pub struct TimerJson {
     pub created_at: String,
     pub updated_at: String,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
     pub message: Option<Box<RawValue>>,
 }
 
@@ -279,8 +280,8 @@ pub async fn cancel(
     }
 }
 
-#[derive(Serialize)]
-struct DeliveryJson {
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct DeliveryJson {
     id: i64,
     timer_id: TimerId,
     attempt: u32,

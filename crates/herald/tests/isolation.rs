@@ -965,6 +965,22 @@ fn cases(f: &Fixture) -> Vec<Case> {
         ),
         case(
             "GET",
+            "/openapi.json",
+            req(M::GET, "/openapi.json"),
+            None,
+            200,
+            Other::NotApplicable,
+        ),
+        case(
+            "GET",
+            "/docs",
+            req(M::GET, "/docs"),
+            None,
+            200,
+            Other::NotApplicable,
+        ),
+        case(
+            "GET",
             "/metrics",
             req(M::GET, "/metrics"),
             None,

@@ -40,7 +40,7 @@ pub struct UploadQuery {
     name: Option<String>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct AudienceJson {
     pub id: i64,
     pub name: Option<String>,

@@ -32,8 +32,8 @@ pub struct AuditQuery {
     cursor: Option<String>,
 }
 
-#[derive(Serialize)]
-struct EntryJson {
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct EntryJson {
     id: i64,
     at: String,
     key_id: Option<i64>,

@@ -1,0 +1,271 @@
+//! The API description: an OpenAPI 3.1 document at `/openapi.json`, and an
+//! interactive reference of our own at `/docs` that renders it.
+//!
+//! Schemas come from the types the handlers serialize (`derive(ToSchema)`);
+//! operations from [`operations::OPS`], checked against the route table so a
+//! route the router serves cannot be left out (a route without a row is
+//! still listed, bare, and a test fails on it).
+
+mod operations;
+mod schemas;
+#[cfg(test)]
+mod tests;
+
+use std::sync::OnceLock;
+
+use axum::http::header;
+use axum::response::{Html, IntoResponse};
+use serde_json::{Map, Value, json};
+use utoipa::ToSchema;
+use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::Schema;
+
+use crate::access::{Need, Policy};
+use crate::routes::ROUTES;
+use operations::{Answer, Body, OPS, Op};
+
+/// `GET /openapi.json`.
+pub async fn openapi_json() -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        document_text(),
+    )
+}
+
+/// `GET /docs`: one self-contained page (no CDN, nothing downloaded).
+pub async fn docs() -> impl IntoResponse {
+    (
+        [(header::CONTENT_SECURITY_POLICY, DOCS_CSP)],
+        Html(include_str!("docs.html")),
+    )
+}
+
+/// The page loads nothing from elsewhere and talks only to this server.
+const DOCS_CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:";
+
+/// The document as served, built once.
+pub fn document_text() -> &'static str {
+    static TEXT: OnceLock<String> = OnceLock::new();
+    TEXT.get_or_init(|| document().to_string())
+}
+
+/// The document.
+pub fn document() -> Value {
+    let mut paths = Map::new();
+    for op in OPS {
+        let route = route_of(op);
+        let entry = paths
+            .entry(op.path.to_string())
+            .or_insert_with(|| json!({}));
+        entry[op.method.to_ascii_lowercase()] = operation(op, route.as_ref());
+    }
+    // A route of the table without a row: listed, with what the table knows.
+    for p in ROUTES {
+        let covered = OPS
+            .iter()
+            .any(|o| o.method == p.verb.as_str() && o.route_path() == p.path);
+        if !covered {
+            let entry = paths.entry(p.path.to_string()).or_insert_with(|| json!({}));
+            entry[p.verb.as_str().to_ascii_lowercase()] = json!({
+                "summary": "(undocumented)",
+                "parameters": path_params(p.path),
+                "responses": error_responses(),
+                "security": security(Some(p)),
+            });
+        }
+    }
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Herald",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "A durable, distributed scheduler for reminders and mass push messages. \
+                Times are RFC 3339 strings. Every error answers `{\"error\": {\"code\", \"message\", \"field\"?}}`.",
+        },
+        "tags": tags(),
+        "paths": paths,
+        "components": {
+            "schemas": component_schemas(),
+            "responses": {
+                "Error": {
+                    "description": "An error, in the API's one error shape",
+                    "content": { "application/json": { "schema": schema_ref("ErrorResponse") } },
+                },
+            },
+            "securitySchemes": {
+                "bearer": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "An API key (`Authorization: Bearer <key>`); not needed in open mode. \
+                        The admin acts for a tenant with `X-Herald-Tenant: NAME`.",
+                },
+            },
+        },
+        "security": [{ "bearer": [] }],
+    })
+}
+
+/// The route-table entry serving `op`, if the router has it yet.
+fn route_of(op: &Op) -> Option<Policy> {
+    ROUTES
+        .iter()
+        .find(|p| p.verb.as_str() == op.method && p.path == op.route_path())
+        .copied()
+}
+
+fn operation(op: &Op, route: Option<&Policy>) -> Value {
+    let mut params = path_params(op.path);
+    for (name, what) in op.query {
+        params.push(json!({
+            "name": name, "in": "query", "required": false,
+            "description": what, "schema": { "type": "string" },
+        }));
+    }
+    let mut responses = error_responses();
+    for (status, answer) in op.ok {
+        responses.insert(status.to_string(), ok_response(*answer));
+    }
+    let mut out = json!({
+        "tags": [op.tag],
+        "summary": op.summary,
+        "operationId": operation_id(op),
+        "parameters": params,
+        "responses": responses,
+        "security": security(route),
+    });
+    if let Some(b) = request_body(op.body) {
+        out["requestBody"] = b;
+    }
+    if let Some(p) = route {
+        out["description"] = json!(format!("Needs: {}.", need_text(p.need)));
+    }
+    out
+}
+
+fn need_text(need: Need) -> String {
+    match need {
+        Need::Nothing => "nothing (public)".into(),
+        Need::Scope(s) => format!("a key with the `{}` scope", s.as_str()),
+        Need::Signed(s) => format!(
+            "the provider's signature when the channel checks one, else the `{}` scope",
+            s.as_str()
+        ),
+    }
+}
+
+/// `[]` for a public route; else the document's default (a bearer key).
+fn security(route: Option<&Policy>) -> Value {
+    match route.map(|p| p.need) {
+        Some(Need::Nothing) => json!([]),
+        _ => json!([{ "bearer": [] }]),
+    }
+}
+
+/// `get_v1_jobs_id_cancel` for `GET /v1/jobs/{id}:cancel`.
+fn operation_id(op: &Op) -> String {
+    let mut id = op.method.to_ascii_lowercase();
+    let mut last = '_';
+    for c in op.path.chars() {
+        let c = if c.is_ascii_alphanumeric() { c } else { '_' };
+        if c != '_' || last != '_' {
+            id.push(c);
+        }
+        last = c;
+    }
+    id.trim_end_matches('_').to_string()
+}
+
+/// One required string parameter per `{name}` of the path.
+fn path_params(path: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut rest = path;
+    while let Some(start) = rest.find('{') {
+        let Some(len) = rest[start..].find('}') else {
+            break;
+        };
+        let name = &rest[start + 1..start + len];
+        out.push(json!({
+            "name": name, "in": "path", "required": true, "schema": { "type": "string" },
+        }));
+        rest = &rest[start + len..];
+    }
+    out
+}
+
+fn error_responses() -> Map<String, Value> {
+    let error = json!({ "$ref": "#/components/responses/Error" });
+    let mut m = Map::new();
+    m.insert("4XX".into(), error.clone());
+    m.insert("5XX".into(), error);
+    m
+}
+
+fn schema_ref(name: &str) -> Value {
+    if name == "Object" {
+        return json!({ "type": "object" });
+    }
+    json!({ "$ref": format!("#/components/schemas/{name}") })
+}
+
+fn ok_response(answer: Answer) -> Value {
+    let (ctype, schema, what) = match answer {
+        Answer::Json(s) => ("application/json", schema_ref(s), "OK"),
+        Answer::Ndjson(s) => (
+            "application/x-ndjson",
+            schema_ref(s),
+            "One JSON object per line, in input order",
+        ),
+        Answer::Text => ("text/plain", json!({ "type": "string" }), "OK"),
+        Answer::Html => ("text/html", json!({ "type": "string" }), "OK"),
+    };
+    json!({ "description": what, "content": { ctype: { "schema": schema } } })
+}
+
+fn request_body(body: Body) -> Option<Value> {
+    let content = match body {
+        Body::None => return None,
+        Body::Json(s) => json!({ "application/json": { "schema": schema_ref(s) } }),
+        Body::Ndjson(s) => json!({ "application/x-ndjson": { "schema": schema_ref(s) } }),
+        Body::Recipients => json!({
+            "application/x-ndjson": { "schema": { "type": "object", "properties": { "user": { "type": "string" } } } },
+            "text/csv": { "schema": { "type": "string" } },
+        }),
+        Body::Xml => json!({ "text/xml": { "schema": { "type": "string" } } }),
+    };
+    Some(json!({ "required": true, "content": content }))
+}
+
+fn tags() -> Value {
+    json!([
+        { "name": "timers", "description": "One-off timers: schedule, read, change, cancel, replay" },
+        { "name": "reminders", "description": "Subjects and the users' reminders of them" },
+        { "name": "campaigns", "description": "Audiences, rules and jobs: one message to many" },
+        { "name": "channels", "description": "Delivery channels, provider callbacks, recalls" },
+        { "name": "access", "description": "API keys and the audit log" },
+        { "name": "operations", "description": "Health, metrics, cluster and this reference" },
+    ])
+}
+
+/// Every named schema, with the schemas they refer to.
+fn component_schemas() -> Map<String, Value> {
+    let mut all: Vec<(String, RefOr<Schema>)> = Vec::new();
+    schemas::collect(&mut all);
+    let mut out = Map::new();
+    for (name, schema) in all {
+        // A schema that does not serialize is a bug of its derive: leave it
+        // out rather than fail the document (the tests check every `$ref`).
+        match serde_json::to_value(&schema) {
+            Ok(v) => {
+                out.insert(name, v);
+            }
+            Err(e) => tracing::error!(schema = %name, error = %e, "schema does not serialize"),
+        }
+    }
+    out
+}
+
+/// Adds `T` and the schemas it refers to.
+fn add<T: ToSchema>(all: &mut Vec<(String, RefOr<Schema>)>) {
+    all.push((T::name().into_owned(), T::schema()));
+    T::schemas(all);
+}

@@ -1,0 +1,594 @@
+//! What each route takes and answers, one row per documented operation.
+//! An action route of the table (`POST /v1/jobs/{id}` serving `:cancel`)
+//! is documented once per action (`/v1/jobs/{id}:cancel`).
+
+/// A request body.
+#[derive(Clone, Copy)]
+pub enum Body {
+    None,
+    /// `application/json`, this schema.
+    Json(&'static str),
+    /// `application/x-ndjson`, one line of this schema each.
+    Ndjson(&'static str),
+    /// Recipients: NDJSON (`{"user": ...}` per line) or CSV.
+    Recipients,
+    /// The provider's XML event.
+    Xml,
+}
+
+/// A success answer.
+#[derive(Clone, Copy)]
+pub enum Answer {
+    /// `application/json`, this schema.
+    Json(&'static str),
+    /// `application/x-ndjson`, one line of this schema each.
+    Ndjson(&'static str),
+    /// `text/plain`.
+    Text,
+    /// `text/html`.
+    Html,
+}
+
+/// One documented operation.
+#[derive(Clone, Copy)]
+pub struct Op {
+    /// `GET`, `POST`, `PUT`, `PATCH`, `DELETE`.
+    pub method: &'static str,
+    /// As documented: the route's path, plus `:action` for an action route.
+    pub path: &'static str,
+    pub tag: &'static str,
+    pub summary: &'static str,
+    /// Query parameters: name and what it means.
+    pub query: &'static [(&'static str, &'static str)],
+    pub body: Body,
+    /// Success status and answer.
+    pub ok: &'static [(u16, Answer)],
+}
+
+const fn op(
+    method: &'static str,
+    path: &'static str,
+    tag: &'static str,
+    summary: &'static str,
+    body: Body,
+    ok: &'static [(u16, Answer)],
+) -> Op {
+    Op {
+        method,
+        path,
+        tag,
+        summary,
+        query: &[],
+        body,
+        ok,
+    }
+}
+
+impl Op {
+    const fn with_query(mut self, query: &'static [(&'static str, &'static str)]) -> Op {
+        self.query = query;
+        self
+    }
+
+    /// The path of the route table serving this operation: the documented
+    /// path less an `:action` after a final `{...}` segment.
+    pub fn route_path(&self) -> &'static str {
+        match self.path.rfind("}:") {
+            Some(i) if !self.path[i..].contains('/') => &self.path[..=i],
+            _ => self.path,
+        }
+    }
+}
+
+use Answer::{Json as J, Ndjson as Lines, Text};
+use Body::{Json as JsonBody, None as NoBody};
+
+const TIMER: &[(u16, Answer)] = &[(200, J("TimerJson"))];
+const AFTER: &[(&str, &str)] = &[
+    ("after", "the `next_after` of the previous page"),
+    ("limit", "1..=1000 (default 100)"),
+];
+const CURSOR: &[(&str, &str)] = &[
+    ("cursor", "the `next_cursor` of the previous page"),
+    ("limit", "1..=1000 (default 100)"),
+];
+
+/// Every operation of the API.
+pub const OPS: &[Op] = &[
+    // Timers.
+    op(
+        "POST",
+        "/v1/timers",
+        "timers",
+        "Schedule a timer (or return the one with its idempotency key)",
+        JsonBody("CreateTimer"),
+        &[(201, J("TimerJson")), (200, J("TimerJson"))],
+    ),
+    op(
+        "POST",
+        "/v1/timers:bulk",
+        "timers",
+        "Schedule many timers, one JSON object per line",
+        Body::Ndjson("CreateTimer"),
+        &[(200, Lines("BulkLineResult"))],
+    ),
+    op(
+        "GET",
+        "/v1/timers",
+        "timers",
+        "Search the tenant's timers, by due time",
+        NoBody,
+        &[(200, J("TimerList"))],
+    )
+    .with_query(&[
+        ("state", "pending, done, failed, dead or cancelled"),
+        ("channel", "channel name"),
+        ("recipient", "recipient"),
+        ("idempotency_key", "idempotency key"),
+        ("kind", "timer kind"),
+        ("due_after", "RFC 3339"),
+        ("due_before", "RFC 3339"),
+        ("order", "asc (default) or desc"),
+        ("cursor", "the `next_cursor` of the previous page"),
+        ("limit", "1..=1000 (default 100)"),
+    ]),
+    op(
+        "GET",
+        "/v1/timers/{id}",
+        "timers",
+        "A timer, with its message",
+        NoBody,
+        TIMER,
+    ),
+    op(
+        "PATCH",
+        "/v1/timers/{id}",
+        "timers",
+        "Change a pending timer's time, message or priority",
+        JsonBody("TimerPatch"),
+        TIMER,
+    ),
+    op(
+        "DELETE",
+        "/v1/timers/{id}",
+        "timers",
+        "Cancel a pending timer",
+        NoBody,
+        TIMER,
+    ),
+    op(
+        "GET",
+        "/v1/timers/{id}/deliveries",
+        "timers",
+        "A timer's send log, oldest attempt first",
+        NoBody,
+        &[(200, J("DeliveryList"))],
+    ),
+    op(
+        "POST",
+        "/v1/timers/{id}:retry",
+        "timers",
+        "Start a new series of attempts for a dead or failed timer",
+        NoBody,
+        TIMER,
+    ),
+    op(
+        "POST",
+        "/v1/timers:retry",
+        "timers",
+        "Replay the dead or failed timers matching a filter",
+        JsonBody("RetryFilter"),
+        &[(200, J("Retried"))],
+    ),
+    op(
+        "GET",
+        "/v1/dead-letters",
+        "timers",
+        "Dead and failed timers grouped by channel, state and error",
+        NoBody,
+        &[(200, J("DeadLetters"))],
+    )
+    .with_query(&[("channel", "channel name")]),
+    // Reminders.
+    op(
+        "PUT",
+        "/v1/subjects/{subject_id}",
+        "reminders",
+        "Create a subject or move its start (and its reminders)",
+        JsonBody("SubjectBody"),
+        &[(201, J("SubjectJson")), (200, J("SubjectJson"))],
+    ),
+    op(
+        "GET",
+        "/v1/subjects/{subject_id}",
+        "reminders",
+        "A subject",
+        NoBody,
+        &[(200, J("SubjectJson"))],
+    ),
+    op(
+        "DELETE",
+        "/v1/subjects/{subject_id}",
+        "reminders",
+        "Delete a subject and cancel its reminders",
+        NoBody,
+        &[(200, J("SubjectJson"))],
+    ),
+    op(
+        "GET",
+        "/v1/subjects",
+        "reminders",
+        "Subjects with subscriber and reminder counts",
+        NoBody,
+        &[(200, J("SubjectList"))],
+    )
+    .with_query(CURSOR),
+    op(
+        "POST",
+        "/v1/reminders",
+        "reminders",
+        "Subscribe a user to a subject's reminder",
+        JsonBody("ReminderBody"),
+        &[(201, J("ReminderJson"))],
+    ),
+    op(
+        "POST",
+        "/v1/reminders:bulk",
+        "reminders",
+        "Subscribe many, one JSON object per line",
+        Body::Ndjson("ReminderBody"),
+        &[(200, Lines("BulkLineResult"))],
+    ),
+    op(
+        "DELETE",
+        "/v1/reminders/{user_id}/{subject_id}",
+        "reminders",
+        "Cancel a user's reminders of a subject",
+        NoBody,
+        &[(200, J("RemindersCancelled"))],
+    )
+    .with_query(&[
+        ("channel_type", "only this channel type"),
+        ("lead_minutes", "only this lead"),
+    ]),
+    op(
+        "GET",
+        "/v1/users/{user_id}/reminders",
+        "reminders",
+        "A user's reminders by subject",
+        NoBody,
+        &[(200, J("UserReminders"))],
+    ),
+    // Audiences.
+    op(
+        "POST",
+        "/v1/audiences",
+        "campaigns",
+        "Upload an audience (NDJSON or CSV)",
+        Body::Recipients,
+        &[(201, J("AudienceJson"))],
+    )
+    .with_query(&[("name", "a name for the audience")]),
+    op(
+        "GET",
+        "/v1/audiences",
+        "campaigns",
+        "Audiences, newest first",
+        NoBody,
+        &[(200, J("AudienceList"))],
+    )
+    .with_query(CURSOR),
+    op(
+        "GET",
+        "/v1/audiences/{id}",
+        "campaigns",
+        "An audience",
+        NoBody,
+        &[(200, J("AudienceJson"))],
+    ),
+    // Rules.
+    op(
+        "POST",
+        "/v1/rules",
+        "campaigns",
+        "Create a rule (disabled)",
+        JsonBody("RuleBody"),
+        &[(201, J("RuleJson"))],
+    ),
+    op(
+        "GET",
+        "/v1/rules",
+        "campaigns",
+        "Rules by id",
+        NoBody,
+        &[(200, J("RuleList"))],
+    )
+    .with_query(AFTER),
+    op(
+        "GET",
+        "/v1/rules/{id}",
+        "campaigns",
+        "A rule",
+        NoBody,
+        &[(200, J("RuleJson"))],
+    ),
+    op(
+        "PUT",
+        "/v1/rules/{id}",
+        "campaigns",
+        "Replace a rule (a new version)",
+        JsonBody("RuleBody"),
+        &[(200, J("RuleJson"))],
+    ),
+    op(
+        "POST",
+        "/v1/rules/{id}:enable",
+        "campaigns",
+        "Enable a rule",
+        NoBody,
+        &[(200, J("RuleJson"))],
+    ),
+    op(
+        "POST",
+        "/v1/rules/{id}:disable",
+        "campaigns",
+        "Disable a rule",
+        NoBody,
+        &[(200, J("RuleJson"))],
+    ),
+    op(
+        "GET",
+        "/v1/rules/{id}/versions",
+        "campaigns",
+        "A rule's versions, oldest first",
+        NoBody,
+        &[(200, J("VersionList"))],
+    )
+    .with_query(AFTER),
+    op(
+        "GET",
+        "/v1/rules/{id}/tasks",
+        "campaigns",
+        "A rule's runs, newest first",
+        NoBody,
+        &[(200, J("TaskList"))],
+    )
+    .with_query(&[("limit", "1..=1000 (default 100)")]),
+    op(
+        "POST",
+        "/v1/schedules:preview",
+        "campaigns",
+        "The next instants of a schedule, as the planner fires them",
+        JsonBody("PreviewRequest"),
+        &[(200, J("Preview"))],
+    ),
+    // Jobs.
+    op(
+        "POST",
+        "/v1/jobs",
+        "campaigns",
+        "Start a job: one message to an audience",
+        JsonBody("JobBody"),
+        &[(201, J("JobJson"))],
+    ),
+    op(
+        "GET",
+        "/v1/jobs",
+        "campaigns",
+        "Jobs, newest first",
+        NoBody,
+        &[(200, J("JobList"))],
+    )
+    .with_query(&[
+        ("before", "the `next_before` of the previous page"),
+        ("limit", "1..=1000 (default 100)"),
+    ]),
+    op(
+        "GET",
+        "/v1/jobs/{id}",
+        "campaigns",
+        "A job with its totals and rate",
+        NoBody,
+        &[(200, J("JobJson"))],
+    ),
+    op(
+        "POST",
+        "/v1/jobs/{id}:cancel",
+        "campaigns",
+        "Cancel a job",
+        NoBody,
+        &[(200, J("JobJson"))],
+    ),
+    op(
+        "POST",
+        "/v1/jobs/{id}:retry-failed",
+        "campaigns",
+        "Send again to a job's failed recipients",
+        NoBody,
+        &[(200, J("JobRetried"))],
+    ),
+    op(
+        "GET",
+        "/v1/jobs/{id}/segments",
+        "campaigns",
+        "A job's segments",
+        NoBody,
+        &[(200, J("SegmentList"))],
+    )
+    .with_query(AFTER),
+    op(
+        "GET",
+        "/v1/jobs/{id}/sends",
+        "campaigns",
+        "A job's sends in a range of recipient indexes",
+        NoBody,
+        &[(200, J("SendList"))],
+    )
+    .with_query(&[("start", "first index"), ("end", "index after the last")]),
+    op(
+        "GET",
+        "/v1/jobs/{id}/failures",
+        "campaigns",
+        "A job's failed sends grouped by error",
+        NoBody,
+        &[(200, J("JobFailures"))],
+    ),
+    // Channels.
+    op(
+        "GET",
+        "/v1/channels",
+        "channels",
+        "Every channel with its state, outcomes and rate",
+        NoBody,
+        &[(200, J("ChannelList"))],
+    ),
+    op(
+        "POST",
+        "/v1/channels/{name}:pause",
+        "channels",
+        "Hold a channel's deliveries, cluster-wide",
+        JsonBody("PauseRequest"),
+        &[(200, J("Channel"))],
+    ),
+    op(
+        "POST",
+        "/v1/channels/{name}:resume",
+        "channels",
+        "Resume a paused channel",
+        NoBody,
+        &[(200, J("Channel"))],
+    ),
+    op(
+        "GET",
+        "/v1/channels/{name}/callback",
+        "channels",
+        "The provider's URL check (echoes its challenge)",
+        NoBody,
+        &[(200, Text)],
+    ),
+    op(
+        "POST",
+        "/v1/channels/{name}/callback",
+        "channels",
+        "A provider's delivery report",
+        Body::Xml,
+        &[(200, Text)],
+    ),
+    op(
+        "POST",
+        "/v1/deliveries/{id}:recall",
+        "channels",
+        "Recall a delivered message at the provider",
+        NoBody,
+        &[(200, J("Recalled"))],
+    ),
+    // Keys and audit.
+    op(
+        "POST",
+        "/v1/keys",
+        "access",
+        "Create an API key (its secret is shown once)",
+        JsonBody("CreateKey"),
+        &[(201, J("KeyCreated"))],
+    ),
+    op(
+        "GET",
+        "/v1/keys",
+        "access",
+        "API keys by id",
+        NoBody,
+        &[(200, J("KeyList"))],
+    )
+    .with_query(&[
+        ("tenant", "only this tenant's"),
+        ("after", "the `next_after` of the previous page"),
+        ("limit", "1..=1000 (default 100)"),
+    ]),
+    op(
+        "DELETE",
+        "/v1/keys/{id}",
+        "access",
+        "Revoke an API key",
+        NoBody,
+        &[(200, J("KeyJson"))],
+    ),
+    op(
+        "GET",
+        "/v1/audit",
+        "access",
+        "Who did what, newest first",
+        NoBody,
+        &[(200, J("AuditList"))],
+    )
+    .with_query(&[
+        ("tenant", "admin: this tenant's"),
+        ("since", "RFC 3339"),
+        ("cursor", "the `next_cursor` of the previous page"),
+        ("limit", "1..=1000 (default 100)"),
+    ]),
+    // Operations.
+    op(
+        "GET",
+        "/v1/overview",
+        "operations",
+        "Live figures for the console: rates, lateness, counts, nodes",
+        NoBody,
+        &[(200, J("Overview"))],
+    ),
+    op(
+        "GET",
+        "/v1/stats",
+        "operations",
+        "Timers by state, and this node's figures",
+        NoBody,
+        &[(200, J("Stats"))],
+    ),
+    op(
+        "GET",
+        "/v1/cluster",
+        "operations",
+        "Nodes, shards and leases",
+        NoBody,
+        &[(200, J("Cluster"))],
+    ),
+    op(
+        "GET",
+        "/healthz",
+        "operations",
+        "Liveness",
+        NoBody,
+        &[(200, J("Status"))],
+    ),
+    op(
+        "GET",
+        "/readyz",
+        "operations",
+        "Readiness: the store answers, the loops run, the leases are current",
+        NoBody,
+        &[(200, J("Status"))],
+    ),
+    op(
+        "GET",
+        "/metrics",
+        "operations",
+        "Prometheus metrics",
+        NoBody,
+        &[(200, Text)],
+    ),
+    op(
+        "GET",
+        "/openapi.json",
+        "operations",
+        "This document",
+        NoBody,
+        &[(200, J("Object"))],
+    ),
+    op(
+        "GET",
+        "/docs",
+        "operations",
+        "The interactive reference (HTML)",
+        NoBody,
+        &[(200, Answer::Html)],
+    ),
+];

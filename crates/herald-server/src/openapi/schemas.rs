@@ -1,0 +1,516 @@
+//! Schemas of answers the handlers build with `json!` (and of the routes of
+//! issue 15 whose handlers live on other branches): described here, never
+//! constructed. Everything the handlers serialize from a struct derives its
+//! schema where it is defined.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+
+use utoipa::ToSchema;
+
+use crate::api_keys::KeyJson;
+use crate::audiences::AudienceJson;
+use crate::audit::list::EntryJson;
+use crate::error::ErrorBody;
+use crate::jobs::{JobJson, SegmentJson, SendJson};
+use crate::rules::{RuleJson, TaskJson, VersionJson};
+use crate::timers::{DeliveryJson, TimerJson};
+
+/// Every error: `{"error": {"code", "message", "field"?}}`.
+#[derive(ToSchema)]
+pub struct ErrorResponse {
+    error: ErrorBody,
+}
+
+/// `POST /v1/timers` (and one line of `POST /v1/timers:bulk`).
+#[derive(ToSchema)]
+pub struct CreateTimer {
+    /// RFC 3339; give this or `delay_ms`.
+    fire_at: Option<String>,
+    delay_ms: Option<i64>,
+    channel: String,
+    recipient: String,
+    #[schema(value_type = Object)]
+    message: serde_json::Value,
+    idempotency_key: Option<String>,
+    /// 0..=9.
+    priority: Option<i64>,
+    /// With an existing idempotency key: `return` the timer (default) or
+    /// `replace` a pending one's time, message and priority.
+    on_conflict: Option<OnConflict>,
+}
+
+#[derive(ToSchema)]
+#[schema(rename_all = "lowercase")]
+pub enum OnConflict {
+    Return,
+    Replace,
+}
+
+/// One answer line of a bulk endpoint (NDJSON), in input order.
+#[derive(ToSchema)]
+pub struct BulkLineResult {
+    /// 1-based line number of the request.
+    line: u64,
+    /// The status the single endpoint would have answered.
+    status: u16,
+    error: Option<ErrorBody>,
+}
+
+#[derive(ToSchema)]
+pub struct DeliveryList {
+    deliveries: Vec<DeliveryJson>,
+}
+
+#[derive(ToSchema)]
+pub struct ReminderSlot {
+    channel_type: String,
+    lead_minutes: i64,
+}
+
+#[derive(ToSchema)]
+pub struct RemindersCancelled {
+    cleared: Vec<ReminderSlot>,
+    remaining: Vec<ReminderSlot>,
+    cancelled_timers: Vec<i64>,
+}
+
+#[derive(ToSchema)]
+pub struct UserReminder {
+    channel_type: String,
+    lead_minutes: i64,
+    bit: u32,
+    timer_id: i64,
+    fire_at: String,
+    channel: String,
+    state: String,
+}
+
+#[derive(ToSchema)]
+pub struct UserSubject {
+    subject_id: String,
+    bits: u64,
+    reminders: Vec<UserReminder>,
+}
+
+#[derive(ToSchema)]
+pub struct UserReminders {
+    user_id: String,
+    subjects: Vec<UserSubject>,
+}
+
+#[derive(ToSchema)]
+pub struct RuleList {
+    rules: Vec<RuleJson>,
+    /// Pass as `after` for the next page; `null` on the last.
+    next_after: Option<i64>,
+}
+
+#[derive(ToSchema)]
+pub struct VersionList {
+    versions: Vec<VersionJson>,
+    next_after: Option<i64>,
+}
+
+#[derive(ToSchema)]
+pub struct TaskList {
+    tasks: Vec<TaskJson>,
+}
+
+#[derive(ToSchema)]
+pub struct JobList {
+    jobs: Vec<JobJson>,
+    /// Pass as `before` for the next page; `null` on the last.
+    next_before: Option<i64>,
+}
+
+#[derive(ToSchema)]
+pub struct SegmentList {
+    segments: Vec<SegmentJson>,
+    next_after: Option<i64>,
+}
+
+#[derive(ToSchema)]
+pub struct SendList {
+    sends: Vec<SendJson>,
+}
+
+/// A channel: configuration, provider state, outcomes and current rate.
+#[derive(ToSchema)]
+pub struct Channel {
+    name: String,
+    kind: String,
+    concurrency: u64,
+    rate_per_sec: Option<f64>,
+    /// Unix ms; `null` when the channel uses no token or has none yet.
+    token_valid_until: Option<i64>,
+    /// Unix ms, while the provider has the channel paused.
+    paused_until: Option<i64>,
+    quiet_hours: Option<String>,
+    /// Counts by outcome.
+    outcomes: BTreeMap<String, u64>,
+    /// Provider answers per second over the last ~10 s on this node.
+    current_rate: f64,
+    /// Paused by an operator (`:pause`); `null` when not.
+    paused: Option<ChannelPause>,
+    /// For channels with tokens.
+    token: Option<ChannelToken>,
+    rate_per_s: Option<f64>,
+}
+
+#[derive(ToSchema)]
+pub struct ChannelPause {
+    since: String,
+    until: Option<String>,
+    reason: Option<String>,
+}
+
+#[derive(ToSchema)]
+pub struct ChannelToken {
+    valid: bool,
+    expires_at: Option<String>,
+}
+
+#[derive(ToSchema)]
+pub struct ChannelList {
+    channels: Vec<Channel>,
+}
+
+#[derive(ToSchema)]
+pub struct Recalled {
+    id: i64,
+    channel: String,
+    provider_msgid: Option<String>,
+    final_status: String,
+    /// Unix ms.
+    recalled_at: i64,
+}
+
+/// The one answer that holds the secret key; it is never shown again.
+#[derive(ToSchema)]
+pub struct KeyCreated {
+    id: i64,
+    key: String,
+    tenant: String,
+    scopes: Vec<String>,
+    name: Option<String>,
+    created_at: String,
+    expires_at: Option<String>,
+}
+
+#[derive(ToSchema)]
+pub struct KeyList {
+    keys: Vec<KeyJson>,
+    next_after: Option<i64>,
+}
+
+#[derive(ToSchema)]
+pub struct AuditList {
+    entries: Vec<EntryJson>,
+    next_cursor: Option<String>,
+}
+
+#[derive(ToSchema)]
+pub struct NodeShards {
+    total: u64,
+    owned: u64,
+}
+
+#[derive(ToSchema)]
+pub struct NodeFigures {
+    wheel: u64,
+    ready: u64,
+    inflight: u64,
+    shards: NodeShards,
+}
+
+#[derive(ToSchema)]
+pub struct Stats {
+    /// Count by state over every tenant.
+    timers: BTreeMap<String, u64>,
+    node: NodeFigures,
+}
+
+#[derive(ToSchema)]
+pub struct Lease {
+    shard: u64,
+    owner: Option<String>,
+    lease_until: String,
+    epoch: i64,
+    incarnation: Option<i64>,
+}
+
+#[derive(ToSchema)]
+pub struct Cluster {
+    node_id: String,
+    incarnation: i64,
+    shards: u64,
+    /// Shards held per node.
+    owners: BTreeMap<String, u64>,
+    unowned: u64,
+    leases: Vec<Lease>,
+}
+
+#[derive(ToSchema)]
+pub struct Status {
+    status: String,
+}
+
+// ---- Routes of issue 15 (see DESIGN-15); switch to the handlers' types once merged.
+
+#[derive(ToSchema)]
+pub struct TimerList {
+    /// Without `message`.
+    timers: Vec<TimerJson>,
+    /// Opaque; pass as `cursor` for the next page; `null` on the last.
+    next_cursor: Option<String>,
+}
+
+/// At least one field.
+#[derive(ToSchema)]
+pub struct TimerPatch {
+    fire_at: Option<String>,
+    delay_ms: Option<i64>,
+    #[schema(value_type = Option<Object>)]
+    message: Option<serde_json::Value>,
+    priority: Option<i64>,
+}
+
+#[derive(ToSchema)]
+pub struct RetryFilter {
+    /// `dead` or `failed`; both when absent.
+    state: Option<String>,
+    channel: Option<String>,
+    /// A prefix of `last_error`.
+    error: Option<String>,
+    due_after: Option<String>,
+    due_before: Option<String>,
+    /// 1..=10000 (default 10000).
+    limit: Option<u32>,
+}
+
+#[derive(ToSchema)]
+pub struct Retried {
+    retried: u64,
+    /// The limit stopped it: call again.
+    more: bool,
+}
+
+#[derive(ToSchema)]
+pub struct DeadLetterGroup {
+    channel: String,
+    state: String,
+    error: Option<String>,
+    count: u64,
+    first_due_at: String,
+    last_due_at: String,
+    /// Up to 5, newest first.
+    timer_ids: Vec<i64>,
+}
+
+#[derive(ToSchema)]
+pub struct DeadLetters {
+    groups: Vec<DeadLetterGroup>,
+    scanned: u64,
+    truncated: bool,
+}
+
+#[derive(ToSchema)]
+pub struct PauseRequest {
+    until: Option<String>,
+    reason: Option<String>,
+}
+
+#[derive(ToSchema)]
+pub struct JobRetried {
+    job: JobJson,
+    retried: u64,
+}
+
+#[derive(ToSchema)]
+pub struct FailureGroup {
+    error: Option<String>,
+    count: u64,
+}
+
+#[derive(ToSchema)]
+pub struct JobFailures {
+    groups: Vec<FailureGroup>,
+    scanned: u64,
+    truncated: bool,
+}
+
+#[derive(ToSchema)]
+pub struct PreviewRequest {
+    /// A rule's `schedule` object (`at` or `cron`).
+    #[schema(value_type = Object)]
+    schedule: serde_json::Value,
+    /// 1..=100 (default 10).
+    count: Option<u32>,
+    from: Option<String>,
+}
+
+#[derive(ToSchema)]
+pub struct Preview {
+    instants: Vec<String>,
+}
+
+#[derive(ToSchema)]
+pub struct SubjectSummary {
+    subject_id: String,
+    start_at: String,
+    title: Option<String>,
+    subscribers: u64,
+    reminders: u64,
+}
+
+#[derive(ToSchema)]
+pub struct SubjectList {
+    subjects: Vec<SubjectSummary>,
+    next_cursor: Option<String>,
+}
+
+#[derive(ToSchema)]
+pub struct AudienceList {
+    audiences: Vec<AudienceJson>,
+    next_cursor: Option<String>,
+}
+
+#[derive(ToSchema)]
+pub struct Lateness {
+    p50: f64,
+    p99: f64,
+}
+
+#[derive(ToSchema)]
+pub struct LivePoint {
+    t: String,
+    deliveries: u64,
+    p50_ms: f64,
+    p99_ms: f64,
+}
+
+#[derive(ToSchema)]
+pub struct Live {
+    window_s: u64,
+    deliveries_per_s: f64,
+    lateness_ms: Lateness,
+    /// The last 60 s, one point per second.
+    series: Vec<LivePoint>,
+}
+
+#[derive(ToSchema)]
+pub struct ChannelLive {
+    name: String,
+    outcomes: BTreeMap<String, u64>,
+    rate_per_s: f64,
+}
+
+#[derive(ToSchema)]
+pub struct NodeLive {
+    node_id: String,
+    alive_until: String,
+    shards: u64,
+}
+
+#[derive(ToSchema)]
+pub struct Overview {
+    tenant: Option<String>,
+    /// Sampled counts by state.
+    timers: BTreeMap<String, u64>,
+    sampled_at: String,
+    live: Live,
+    inflight: u64,
+    channels: Vec<ChannelLive>,
+    nodes: Vec<NodeLive>,
+}
+
+/// Every named schema of the document.
+pub fn collect(
+    all: &mut Vec<(
+        String,
+        utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+    )>,
+) {
+    use super::add;
+    use crate::api_keys::CreateKey;
+    use crate::jobs::{JobBody, TotalsJson};
+    use crate::reminders::{ReminderBody, ReminderJson, SubjectBody, SubjectJson};
+    use crate::rules::{AudienceTarget, RuleBody, TaskJobJson};
+
+    add::<ErrorResponse>(all);
+    add::<ErrorBody>(all);
+    add::<CreateTimer>(all);
+    add::<OnConflict>(all);
+    add::<BulkLineResult>(all);
+    add::<TimerJson>(all);
+    add::<DeliveryList>(all);
+    add::<DeliveryJson>(all);
+    add::<SubjectBody>(all);
+    add::<SubjectJson>(all);
+    add::<ReminderBody>(all);
+    add::<ReminderJson>(all);
+    add::<ReminderSlot>(all);
+    add::<RemindersCancelled>(all);
+    add::<UserReminders>(all);
+    add::<UserSubject>(all);
+    add::<UserReminder>(all);
+    add::<AudienceJson>(all);
+    add::<AudienceTarget>(all);
+    add::<RuleBody>(all);
+    add::<RuleJson>(all);
+    add::<RuleList>(all);
+    add::<VersionJson>(all);
+    add::<VersionList>(all);
+    add::<TaskJson>(all);
+    add::<TaskJobJson>(all);
+    add::<TaskList>(all);
+    add::<JobBody>(all);
+    add::<JobJson>(all);
+    add::<TotalsJson>(all);
+    add::<JobList>(all);
+    add::<SegmentJson>(all);
+    add::<SegmentList>(all);
+    add::<SendJson>(all);
+    add::<SendList>(all);
+    add::<Channel>(all);
+    add::<ChannelList>(all);
+    add::<ChannelPause>(all);
+    add::<ChannelToken>(all);
+    add::<Recalled>(all);
+    add::<CreateKey>(all);
+    add::<KeyCreated>(all);
+    add::<KeyJson>(all);
+    add::<KeyList>(all);
+    add::<EntryJson>(all);
+    add::<AuditList>(all);
+    add::<Stats>(all);
+    add::<NodeFigures>(all);
+    add::<NodeShards>(all);
+    add::<Cluster>(all);
+    add::<Lease>(all);
+    add::<Status>(all);
+    // Issue 15.
+    add::<TimerList>(all);
+    add::<TimerPatch>(all);
+    add::<RetryFilter>(all);
+    add::<Retried>(all);
+    add::<DeadLetters>(all);
+    add::<DeadLetterGroup>(all);
+    add::<PauseRequest>(all);
+    add::<JobRetried>(all);
+    add::<JobFailures>(all);
+    add::<FailureGroup>(all);
+    add::<PreviewRequest>(all);
+    add::<Preview>(all);
+    add::<SubjectList>(all);
+    add::<SubjectSummary>(all);
+    add::<AudienceList>(all);
+    add::<Overview>(all);
+    add::<Live>(all);
+    add::<Lateness>(all);
+    add::<LivePoint>(all);
+    add::<ChannelLive>(all);
+    add::<NodeLive>(all);
+}

@@ -1,0 +1,901 @@
+//! What Herald says about itself, checked against what it does.
+//!
+//! - `/openapi.json`: every route of the table is called on the running
+//!   binary (a success and an error), and each answer's body is validated
+//!   against the document's schema for that route and status; `/docs` is
+//!   served, self-contained.
+//! - `/metrics` after that traffic: every metric has `# HELP` and `# TYPE`,
+//!   and `promtool check metrics` has nothing to say (when installed).
+//! - `deploy/`: the alert rules pass `promtool check rules` (when installed),
+//!   and the dashboard and rules name only metrics Herald exports.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use common::{Mock, Server, client, now_ms, rfc3339, wait_for};
+use serde_json::{Value, json};
+
+/// The schema of the answer to `method path` with `status` and `ctype`:
+/// the exact status, else its class (`4XX`), else `default`.
+fn answer_schema(doc: &Value, method: &str, path: &str, status: u16, ctype: &str) -> Value {
+    let op = &doc["paths"][path][method.to_ascii_lowercase()];
+    assert!(op.is_object(), "{method} {path} is not in the document");
+    let responses = &op["responses"];
+    let class = format!("{}XX", status / 100);
+    let mut resp = [status.to_string(), class, "default".to_string()]
+        .iter()
+        .map(|k| &responses[k])
+        .find(|r| r.is_object())
+        .unwrap_or_else(|| panic!("{method} {path}: no response documented for {status}"))
+        .clone();
+    if let Some(r) = resp["$ref"].as_str() {
+        resp = doc
+            .pointer(r.trim_start_matches('#'))
+            .unwrap_or_else(|| panic!("{r} does not resolve"))
+            .clone();
+    }
+    let content = resp["content"]
+        .as_object()
+        .unwrap_or_else(|| panic!("{method} {path} {status}: no content documented"));
+    content.get(ctype).unwrap_or_else(|| {
+        panic!(
+            "{method} {path} {status}: answered {ctype}, documented {:?}",
+            content.keys().collect::<Vec<_>>()
+        )
+    })["schema"]
+        .clone()
+}
+
+/// Fails unless `instance` matches `schema` (whose `$ref`s point into `doc`).
+fn validate(doc: &Value, schema: &Value, instance: &Value, what: &str) {
+    let root = json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "components": doc["components"],
+        "allOf": [schema],
+    });
+    let validator = jsonschema::validator_for(&root)
+        .unwrap_or_else(|e| panic!("{what}: the document's schema does not compile: {e}"));
+    let errors: Vec<String> = validator
+        .iter_errors(instance)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{what}: the answer does not match the document:\n{}\nanswer: {instance}",
+        errors.join("\n")
+    );
+}
+
+struct Api {
+    server: Server,
+    doc: Value,
+    /// How many answers were checked against the document.
+    checked: usize,
+    /// The routes of the table called: method and route path.
+    called: BTreeSet<(String, String)>,
+}
+
+/// The route-table path of a documented path: less an `:action` after a
+/// final `{...}` segment (`/v1/jobs/{id}:cancel` is `POST /v1/jobs/{id}`).
+fn route_path(path: &str) -> &str {
+    match path.rfind("}:") {
+        Some(i) if !path[i..].contains('/') => &path[..=i],
+        _ => path,
+    }
+}
+
+/// Routes of issue 15 built on sibling branches, not called here yet: the
+/// coordinator adds their calls after the merge (see the report).
+const NOT_YET_CALLED: &[(&str, &str)] = &[
+    ("GET", "/v1/timers"),
+    ("PATCH", "/v1/timers/{id}"),
+    ("POST", "/v1/timers/{id}"),
+    ("POST", "/v1/timers:retry"),
+    ("GET", "/v1/dead-letters"),
+    ("GET", "/v1/subjects"),
+    ("GET", "/v1/audiences"),
+    ("POST", "/v1/schedules:preview"),
+    ("GET", "/v1/jobs/{id}/failures"),
+    ("POST", "/v1/channels/{name}"),
+    ("GET", "/v1/overview"),
+];
+
+impl Api {
+    /// Calls `method url` and checks the answer against the document's entry
+    /// for `path` (the documented path). Returns the status and the body.
+    async fn call(
+        &mut self,
+        method: &str,
+        path: &str,
+        url: &str,
+        body: Option<(&str, String)>,
+    ) -> (u16, Value) {
+        let mut req = client().request(
+            method.parse().expect("method"),
+            format!("{}{url}", self.server.url),
+        );
+        if let Some((ctype, text)) = body {
+            req = req.header("content-type", ctype).body(text);
+        }
+        let resp = req.send().await.expect("request");
+        let status = resp.status().as_u16();
+        let ctype = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_string();
+        let text = resp.text().await.expect("body");
+        let what = format!("{method} {url} -> {status}");
+        let schema = answer_schema(&self.doc, method, path, status, &ctype);
+        let value = match ctype.as_str() {
+            "application/json" => {
+                let v: Value = serde_json::from_str(&text)
+                    .unwrap_or_else(|e| panic!("{what}: not JSON ({e}): {text}"));
+                validate(&self.doc, &schema, &v, &what);
+                v
+            }
+            "application/x-ndjson" => {
+                let lines: Vec<Value> = text
+                    .lines()
+                    .map(|l| serde_json::from_str(l).expect("an NDJSON line"))
+                    .collect();
+                for l in &lines {
+                    validate(&self.doc, &schema, l, &what);
+                }
+                Value::Array(lines)
+            }
+            _ => {
+                validate(&self.doc, &schema, &Value::String(text.clone()), &what);
+                Value::String(text)
+            }
+        };
+        self.checked += 1;
+        self.called
+            .insert((method.to_string(), route_path(path).to_string()));
+        (status, value)
+    }
+
+    async fn json(&mut self, method: &str, path: &str, url: &str, body: Value) -> (u16, Value) {
+        self.call(
+            method,
+            path,
+            url,
+            Some(("application/json", body.to_string())),
+        )
+        .await
+    }
+
+    async fn get(&mut self, path: &str, url: &str) -> (u16, Value) {
+        self.call("GET", path, url, None).await
+    }
+
+    /// Calls and asserts the status.
+    async fn expect(
+        &mut self,
+        status: u16,
+        method: &str,
+        path: &str,
+        url: &str,
+        body: Option<Value>,
+    ) -> Value {
+        let (s, v) = match body {
+            Some(b) => self.json(method, path, url, b).await,
+            None => self.call(method, path, url, None).await,
+        };
+        assert_eq!(s, status, "{method} {url}: {v}");
+        v
+    }
+}
+
+fn id(v: &Value) -> i64 {
+    v["id"].as_i64().unwrap_or_else(|| panic!("no id in {v}"))
+}
+
+#[tokio::test]
+async fn every_route_answers_as_the_document_says() {
+    let mock = Mock::start(&[]).await;
+    let top = "[reminders.channels]\napp = \"hooks\"\nemail = \"hooks\"\n";
+    let server = Server::start(&Server::webhook_config(&mock.hook(), "", top)).await;
+    let (st, doc) = common::get_json(&format!("{}/openapi.json", server.url)).await;
+    assert_eq!(st, 200, "{doc}");
+    assert_eq!(doc["openapi"], "3.1.0");
+    // The validation bites: a timer without its fields is not a timer.
+    let timer = answer_schema(&doc, "GET", "/v1/timers/{id}", 200, "application/json");
+    let root = json!({"components": doc["components"], "allOf": [timer]});
+    let v = jsonschema::validator_for(&root).expect("schema");
+    assert!(!v.is_valid(&json!({"id": "seven"})));
+    let mut api = Api {
+        server,
+        doc,
+        checked: 0,
+        called: BTreeSet::new(),
+    };
+    let later = rfc3339(now_ms() + 86_400_000);
+
+    // Timers.
+    let new_timer = json!({"fire_at": later, "channel": "hooks", "recipient": "u1",
+        "message": {"m": 1}, "idempotency_key": "k-1"});
+    let t = api
+        .expect(
+            201,
+            "POST",
+            "/v1/timers",
+            "/v1/timers",
+            Some(new_timer.clone()),
+        )
+        .await;
+    api.expect(200, "POST", "/v1/timers", "/v1/timers", Some(new_timer))
+        .await;
+    api.expect(
+        400,
+        "POST",
+        "/v1/timers",
+        "/v1/timers",
+        Some(json!({"channel": "hooks"})),
+    )
+    .await;
+    let lines = format!(
+        "{}\n{{\"channel\": 1}}\n",
+        json!({"delay_ms": 0, "channel": "hooks", "recipient": "u2", "message": {"m": 2}})
+    );
+    let (s, out) = api
+        .call(
+            "POST",
+            "/v1/timers:bulk",
+            "/v1/timers:bulk",
+            Some(("application/x-ndjson", lines)),
+        )
+        .await;
+    assert_eq!(s, 200, "{out}");
+    assert_eq!(out[0]["status"], 201, "{out}");
+    assert_eq!(out[1]["status"], 400, "{out}");
+    let fired = out[0]["id"].as_i64().expect("bulk id");
+    let (s, _) = api
+        .call(
+            "POST",
+            "/v1/timers:bulk",
+            "/v1/timers:bulk",
+            Some(("text/xml", "<a/>".into())),
+        )
+        .await;
+    assert_eq!(s, 415);
+    let tid = id(&t);
+    api.expect(
+        200,
+        "GET",
+        "/v1/timers/{id}",
+        &format!("/v1/timers/{tid}"),
+        None,
+    )
+    .await;
+    api.expect(404, "GET", "/v1/timers/{id}", "/v1/timers/999999", None)
+        .await;
+    // The bulk timer was due at once: its send log has an attempt.
+    let srv = api.server.url.clone();
+    wait_for("the bulk timer delivered", Duration::from_secs(15), || {
+        let url = format!("{srv}/v1/timers/{fired}");
+        async move { common::get_json(&url).await.1["state"] == "done" }
+    })
+    .await;
+    let d = api
+        .expect(
+            200,
+            "GET",
+            "/v1/timers/{id}/deliveries",
+            &format!("/v1/timers/{fired}/deliveries"),
+            None,
+        )
+        .await;
+    assert_eq!(d["deliveries"].as_array().map(Vec::len), Some(1), "{d}");
+    let delivery = id(&d["deliveries"][0]);
+    api.expect(
+        404,
+        "GET",
+        "/v1/timers/{id}/deliveries",
+        "/v1/timers/999999/deliveries",
+        None,
+    )
+    .await;
+    api.expect(
+        200,
+        "DELETE",
+        "/v1/timers/{id}",
+        &format!("/v1/timers/{tid}"),
+        None,
+    )
+    .await;
+    api.expect(
+        409,
+        "DELETE",
+        "/v1/timers/{id}",
+        &format!("/v1/timers/{tid}"),
+        None,
+    )
+    .await;
+
+    // Subjects and reminders.
+    let subject = json!({"start_at": later, "title": "Coupon", "data": {"shop": 1}});
+    api.expect(
+        201,
+        "PUT",
+        "/v1/subjects/{subject_id}",
+        "/v1/subjects/s1",
+        Some(subject.clone()),
+    )
+    .await;
+    api.expect(
+        200,
+        "PUT",
+        "/v1/subjects/{subject_id}",
+        "/v1/subjects/s1",
+        Some(subject),
+    )
+    .await;
+    api.expect(
+        400,
+        "PUT",
+        "/v1/subjects/{subject_id}",
+        "/v1/subjects/s1",
+        Some(json!({})),
+    )
+    .await;
+    api.expect(
+        200,
+        "GET",
+        "/v1/subjects/{subject_id}",
+        "/v1/subjects/s1",
+        None,
+    )
+    .await;
+    api.expect(
+        404,
+        "GET",
+        "/v1/subjects/{subject_id}",
+        "/v1/subjects/nope",
+        None,
+    )
+    .await;
+    let reminder =
+        json!({"user_id": "alice", "subject_id": "s1", "channel_type": "app", "lead_minutes": 5});
+    api.expect(
+        201,
+        "POST",
+        "/v1/reminders",
+        "/v1/reminders",
+        Some(reminder),
+    )
+    .await;
+    api.expect(
+        400,
+        "POST",
+        "/v1/reminders",
+        "/v1/reminders",
+        Some(json!({"user_id": "alice"})),
+    )
+    .await;
+    let lines = format!(
+        "{}\n",
+        json!({"user_id": "bob", "subject_id": "s1", "channel_type": "email", "lead_minutes": 60})
+    );
+    let (s, out) = api
+        .call(
+            "POST",
+            "/v1/reminders:bulk",
+            "/v1/reminders:bulk",
+            Some(("application/x-ndjson", lines)),
+        )
+        .await;
+    assert_eq!((s, &out[0]["status"]), (200, &json!(201)), "{out}");
+    let r = api
+        .expect(
+            200,
+            "GET",
+            "/v1/users/{user_id}/reminders",
+            "/v1/users/alice/reminders",
+            None,
+        )
+        .await;
+    assert_eq!(r["subjects"][0]["subject_id"], "s1", "{r}");
+    api.expect(
+        400,
+        "GET",
+        "/v1/users/{user_id}/reminders",
+        "/v1/users/%20/reminders",
+        None,
+    )
+    .await;
+    let path = "/v1/reminders/{user_id}/{subject_id}";
+    api.expect(200, "DELETE", path, "/v1/reminders/alice/s1", None)
+        .await;
+    api.expect(404, "DELETE", path, "/v1/reminders/alice/s1", None)
+        .await;
+    api.expect(
+        200,
+        "DELETE",
+        "/v1/subjects/{subject_id}",
+        "/v1/subjects/s1",
+        None,
+    )
+    .await;
+    api.expect(
+        404,
+        "DELETE",
+        "/v1/subjects/{subject_id}",
+        "/v1/subjects/s1",
+        None,
+    )
+    .await;
+
+    // Audiences, rules, jobs.
+    let (s, a) = api
+        .call(
+            "POST",
+            "/v1/audiences",
+            "/v1/audiences?name=few",
+            Some((
+                "application/x-ndjson",
+                "{\"recipient\":\"a\"}\n{\"recipient\":\"b\"}\n".into(),
+            )),
+        )
+        .await;
+    assert_eq!(s, 201, "{a}");
+    let (s, _) = api
+        .call(
+            "POST",
+            "/v1/audiences",
+            "/v1/audiences",
+            Some(("application/x-ndjson", "not json\n".into())),
+        )
+        .await;
+    assert_eq!(s, 400);
+    let aid = id(&a);
+    api.expect(
+        200,
+        "GET",
+        "/v1/audiences/{id}",
+        &format!("/v1/audiences/{aid}"),
+        None,
+    )
+    .await;
+    api.expect(
+        404,
+        "GET",
+        "/v1/audiences/{id}",
+        "/v1/audiences/999999",
+        None,
+    )
+    .await;
+    let rule = json!({"name": "daily", "schedule": {"type": "cron", "cron": "0 9 * * *", "timezone": "UTC"},
+        "audience": {"users": ["u1", "u2"]}, "channel": "hooks", "message": {"text": "hi"}});
+    let r = api
+        .expect(201, "POST", "/v1/rules", "/v1/rules", Some(rule.clone()))
+        .await;
+    api.expect(
+        400,
+        "POST",
+        "/v1/rules",
+        "/v1/rules",
+        Some(json!({"name": "x"})),
+    )
+    .await;
+    let rid = id(&r);
+    let rp = format!("/v1/rules/{rid}");
+    api.expect(200, "GET", "/v1/rules", "/v1/rules?limit=10", None)
+        .await;
+    api.expect(400, "GET", "/v1/rules", "/v1/rules?limit=0", None)
+        .await;
+    api.expect(200, "GET", "/v1/rules/{id}", &rp, None).await;
+    api.expect(404, "GET", "/v1/rules/{id}", "/v1/rules/999999", None)
+        .await;
+    api.expect(200, "PUT", "/v1/rules/{id}", &rp, Some(rule))
+        .await;
+    api.expect(400, "PUT", "/v1/rules/{id}", &rp, Some(json!({})))
+        .await;
+    api.expect(
+        200,
+        "POST",
+        "/v1/rules/{id}:enable",
+        &format!("{rp}:enable"),
+        None,
+    )
+    .await;
+    api.expect(
+        200,
+        "POST",
+        "/v1/rules/{id}:disable",
+        &format!("{rp}:disable"),
+        None,
+    )
+    .await;
+    api.expect(
+        404,
+        "POST",
+        "/v1/rules/{id}:enable",
+        "/v1/rules/999999:enable",
+        None,
+    )
+    .await;
+    api.expect(
+        200,
+        "GET",
+        "/v1/rules/{id}/versions",
+        &format!("{rp}/versions"),
+        None,
+    )
+    .await;
+    api.expect(
+        404,
+        "GET",
+        "/v1/rules/{id}/versions",
+        "/v1/rules/999999/versions",
+        None,
+    )
+    .await;
+    api.expect(
+        200,
+        "GET",
+        "/v1/rules/{id}/tasks",
+        &format!("{rp}/tasks"),
+        None,
+    )
+    .await;
+    api.expect(
+        400,
+        "GET",
+        "/v1/rules/{id}/tasks",
+        &format!("{rp}/tasks?limit=x"),
+        None,
+    )
+    .await;
+    let job = json!({"audience_id": aid, "channel": "hooks", "message": {"m": 1}});
+    let j = api
+        .expect(201, "POST", "/v1/jobs", "/v1/jobs", Some(job))
+        .await;
+    api.expect(
+        400,
+        "POST",
+        "/v1/jobs",
+        "/v1/jobs",
+        Some(json!({"channel": "hooks"})),
+    )
+    .await;
+    let jid = id(&j);
+    let jp = format!("/v1/jobs/{jid}");
+    api.expect(200, "GET", "/v1/jobs", "/v1/jobs", None).await;
+    api.expect(400, "GET", "/v1/jobs", "/v1/jobs?before=x", None)
+        .await;
+    api.expect(200, "GET", "/v1/jobs/{id}", &jp, None).await;
+    api.expect(404, "GET", "/v1/jobs/{id}", "/v1/jobs/999999", None)
+        .await;
+    api.expect(
+        200,
+        "GET",
+        "/v1/jobs/{id}/segments",
+        &format!("{jp}/segments"),
+        None,
+    )
+    .await;
+    api.expect(
+        404,
+        "GET",
+        "/v1/jobs/{id}/segments",
+        "/v1/jobs/999999/segments",
+        None,
+    )
+    .await;
+    api.expect(
+        200,
+        "GET",
+        "/v1/jobs/{id}/sends",
+        &format!("{jp}/sends?start=0&end=2"),
+        None,
+    )
+    .await;
+    api.expect(
+        400,
+        "GET",
+        "/v1/jobs/{id}/sends",
+        &format!("{jp}/sends?start=x"),
+        None,
+    )
+    .await;
+    // The job may have finished already: cancelling one that ended is a 409.
+    let (s, v) = api
+        .call(
+            "POST",
+            "/v1/jobs/{id}:cancel",
+            &format!("{jp}:cancel"),
+            None,
+        )
+        .await;
+    assert!(s == 200 || s == 409, "{s} {v}");
+    api.expect(
+        404,
+        "POST",
+        "/v1/jobs/{id}:cancel",
+        "/v1/jobs/999999:cancel",
+        None,
+    )
+    .await;
+
+    // Channels and deliveries.
+    api.expect(200, "GET", "/v1/channels", "/v1/channels", None)
+        .await;
+    let path = "/v1/channels/{name}/callback";
+    let (s, v) = api.get(path, "/v1/channels/hooks/callback").await;
+    assert!((400..500).contains(&s), "{s} {v}");
+    let (s, v) = api
+        .call(
+            "POST",
+            path,
+            "/v1/channels/nope/callback",
+            Some(("text/xml", "<xml/>".into())),
+        )
+        .await;
+    assert!((400..500).contains(&s), "{s} {v}");
+    // A webhook delivery cannot be recalled.
+    let (s, v) = api
+        .call(
+            "POST",
+            "/v1/deliveries/{id}:recall",
+            &format!("/v1/deliveries/{delivery}:recall"),
+            None,
+        )
+        .await;
+    assert!((400..500).contains(&s), "{s} {v}");
+
+    // Keys and audit.
+    let k = api
+        .expect(
+            201,
+            "POST",
+            "/v1/keys",
+            "/v1/keys",
+            Some(json!({"tenant": "acme", "scopes": ["read"], "name": "ro"})),
+        )
+        .await;
+    api.expect(
+        400,
+        "POST",
+        "/v1/keys",
+        "/v1/keys",
+        Some(json!({"tenant": "acme"})),
+    )
+    .await;
+    api.expect(200, "GET", "/v1/keys", "/v1/keys", None).await;
+    api.expect(400, "GET", "/v1/keys", "/v1/keys?limit=0", None)
+        .await;
+    let kid = id(&k);
+    api.expect(
+        200,
+        "DELETE",
+        "/v1/keys/{id}",
+        &format!("/v1/keys/{kid}"),
+        None,
+    )
+    .await;
+    api.expect(404, "DELETE", "/v1/keys/{id}", "/v1/keys/999999", None)
+        .await;
+    api.expect(200, "GET", "/v1/audit", "/v1/audit", None).await;
+    api.expect(400, "GET", "/v1/audit", "/v1/audit?limit=0", None)
+        .await;
+
+    // Operations.
+    api.expect(200, "GET", "/v1/stats", "/v1/stats", None).await;
+    api.expect(200, "GET", "/v1/cluster", "/v1/cluster", None)
+        .await;
+    api.expect(200, "GET", "/healthz", "/healthz", None).await;
+    api.expect(200, "GET", "/readyz", "/readyz", None).await;
+    let m = api.expect(200, "GET", "/metrics", "/metrics", None).await;
+    let metrics_text = m.as_str().unwrap_or_default().to_string();
+    api.expect(200, "GET", "/openapi.json", "/openapi.json", None)
+        .await;
+    let page = api.expect(200, "GET", "/docs", "/docs", None).await;
+    let page = page.as_str().unwrap_or_default();
+    assert!(
+        page.contains("/openapi.json"),
+        "the page renders the document"
+    );
+    assert!(
+        !page.contains("http://") && !page.contains("https://"),
+        "the page loads nothing from elsewhere"
+    );
+    // Every route of the table was called.
+    for p in herald_server::ROUTES {
+        let key = (p.verb.as_str().to_string(), p.path.to_string());
+        assert!(
+            api.called.contains(&key) || NOT_YET_CALLED.contains(&(p.verb.as_str(), p.path)),
+            "{} {} is never called here",
+            p.verb.as_str(),
+            p.path
+        );
+    }
+    assert!(api.checked > 70, "{} answers checked", api.checked);
+
+    // The metrics, after all that traffic.
+    let exported = described_metrics(&metrics_text);
+    promtool(&["check", "metrics"], Some(&metrics_text));
+    for file in ["deploy/grafana/herald.json", "deploy/prometheus/alerts.yml"] {
+        let text = std::fs::read_to_string(repo_file(file)).expect("deploy file");
+        for name in metric_names(&text) {
+            let base = ["_bucket", "_sum", "_count"]
+                .iter()
+                .find_map(|s| name.strip_suffix(s).filter(|b| exported.contains(*b)))
+                .unwrap_or(&name);
+            assert!(
+                exported.contains(base) || ONLY_AFTER_AN_EVENT.contains(&base),
+                "{file} uses {name}, which Herald does not export"
+            );
+        }
+    }
+}
+
+/// Metrics that appear only once their event has happened (they carry a
+/// label known only then).
+const ONLY_AFTER_AN_EVENT: &[&str] = &[
+    // Label `token`: the first failed refresh of a provider token.
+    "herald_token_refresh_failures_total",
+    // Label `loop`: the first restart of a core loop.
+    "herald_loop_restarts_total",
+];
+
+/// The names of the metrics in a Prometheus text exposition; fails on a
+/// sample whose metric has no `# HELP` or `# TYPE` line.
+fn described_metrics(text: &str) -> BTreeSet<String> {
+    let mut help = BTreeSet::new();
+    let mut types = std::collections::BTreeMap::new();
+    for line in text.lines() {
+        let mut words = line.split_whitespace();
+        match (words.next(), words.next(), words.next(), words.next()) {
+            (Some("#"), Some("HELP"), Some(name), Some(_)) => {
+                help.insert(name.to_string());
+            }
+            (Some("#"), Some("TYPE"), Some(name), Some(kind)) => {
+                types.insert(name.to_string(), kind.to_string());
+            }
+            _ => {}
+        }
+    }
+    let mut samples = 0;
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
+        let name = line
+            .split(|c: char| c == '{' || c.is_whitespace())
+            .next()
+            .unwrap_or_default();
+        let base = ["_bucket", "_sum", "_count"]
+            .iter()
+            .find_map(|s| {
+                name.strip_suffix(s).filter(|b| {
+                    matches!(
+                        types.get(*b).map(String::as_str),
+                        Some("histogram" | "summary")
+                    )
+                })
+            })
+            .unwrap_or(name);
+        assert!(help.contains(base), "{name} has no # HELP line:\n{text}");
+        assert!(types.contains_key(base), "{name} has no # TYPE line");
+        samples += 1;
+    }
+    assert!(samples > 20, "few samples: {text}");
+    for must in [
+        "herald_deliveries_total",
+        "herald_fire_lateness_seconds",
+        "herald_owned_shards",
+        "herald_store_errors_total",
+        "herald_inflight_deliveries",
+    ] {
+        assert!(help.contains(must), "{must} is not exported");
+    }
+    help
+}
+
+/// Every `herald_...` name in a text.
+fn metric_names(text: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("herald_") {
+        let tail = &rest[i..];
+        let end = tail
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(tail.len());
+        // A word that merely contains `herald_` (say `the_herald_x`) is not a name.
+        let starts_word = rest[..i]
+            .chars()
+            .last()
+            .is_none_or(|c| !(c.is_ascii_alphanumeric() || c == '_'));
+        if starts_word {
+            out.insert(tail[..end].to_string());
+        }
+        rest = &tail[end..];
+    }
+    out
+}
+
+fn repo_file(path: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(path)
+}
+
+/// Runs `promtool ARGS` (with `stdin`) and fails on anything it reports;
+/// without `promtool` on PATH, says so and returns.
+fn promtool(args: &[&str], stdin: Option<&str>) {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let child = Command::new("promtool")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!(
+                "SKIPPED: promtool {args:?}: promtool is not installed ({e}); the test's own checks ran"
+            );
+            return;
+        }
+    };
+    if let Some(mut input) = child.stdin.take() {
+        input
+            .write_all(stdin.unwrap_or_default().as_bytes())
+            .expect("promtool stdin");
+    }
+    let out = child.wait_with_output().expect("promtool");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "promtool {args:?} failed:\n{said}");
+    if args == ["check", "metrics"] {
+        assert!(
+            said.trim().is_empty(),
+            "promtool check metrics says:\n{said}"
+        );
+    }
+}
+
+#[test]
+fn the_alert_rules_pass_promtool_and_the_dashboard_is_json() {
+    let rules = repo_file("deploy/prometheus/alerts.yml");
+    promtool(&["check", "rules", rules.to_str().expect("path")], None);
+    let text = std::fs::read_to_string(repo_file("deploy/grafana/herald.json")).expect("dashboard");
+    let dash: Value = serde_json::from_str(&text).expect("the dashboard is JSON");
+    let titles: Vec<&str> = dash["panels"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p["title"].as_str())
+        .collect();
+    for want in [
+        "Delivery rate",
+        "Fire lateness",
+        "Outcomes by channel",
+        "In flight and waiting",
+        "Store errors",
+        "Shards per node",
+    ] {
+        assert!(titles.contains(&want), "no panel {want:?} in {titles:?}");
+    }
+    for p in dash["panels"].as_array().into_iter().flatten() {
+        for t in p["targets"].as_array().into_iter().flatten() {
+            assert!(
+                t["expr"].as_str().is_some_and(|e| e.contains("herald_")),
+                "{t}"
+            );
+        }
+    }
+}
