@@ -32,6 +32,7 @@ pub mod timer_ops;
 pub mod timer_search;
 pub mod timers;
 pub mod trace;
+mod ui;
 pub mod validate;
 
 use std::sync::Arc;
@@ -107,6 +108,9 @@ pub fn router(state: AppState) -> Router {
         ))
         // Every error a client sees is JSON, the framework's own rejections too.
         .layer(axum::middleware::map_response(ops::json_errors))
+        // The console's shells and assets: outside the guard, which they
+        // do not need (they check the session themselves).
+        .merge(ui::router())
         .with_state(state)
 }
 

@@ -18,6 +18,7 @@ use super::keys::KeyError;
 use super::mode::Mode;
 use super::refusal::{self, Refusal};
 use super::secret::{PresentedKey, key_hash, same_hash};
+use super::session::{CSRF_HEADER, SESSION_COOKIE, cookie_value};
 use super::{Access, TENANT_HEADER};
 use crate::error::ApiError;
 
@@ -63,8 +64,52 @@ impl Guard {
         if self.public.contains(&path) || self.signed_callbacks.iter().any(|p| p == path) {
             return Ok(None);
         }
-        let caller = self.authenticate(parts).await?;
+        let cookie = (self.access.mode == Mode::Protected
+            && !parts.headers.contains_key(header::AUTHORIZATION))
+        .then(|| session_cookie(parts))
+        .flatten();
+        let caller = match cookie {
+            Some(value) => self.by_session(parts, &value).await?,
+            None => self.authenticate(parts).await?,
+        };
         Ok(Some(self.act_as(caller, parts).await?))
+    }
+
+    /// The caller of the console's session cookie (an `Authorization`
+    /// header wins over it). A state change must carry the session's CSRF
+    /// token, which a page of another site cannot read.
+    async fn by_session(&self, parts: &Parts, value: &str) -> Result<Caller, Refusal> {
+        let session = match self.access.session(value, self.clock.now_ms()).await {
+            Ok(s) => s,
+            Err(KeyError::Invalid) => {
+                return Err(Refusal::Unauthorized {
+                    message: "the console session is invalid or expired; log in again",
+                    presented: true,
+                });
+            }
+            Err(KeyError::Unavailable(e)) => {
+                tracing::warn!(error = %e, "API keys could not be read for a session");
+                return Err(
+                    ApiError::unavailable("the API keys could not be read; try again").into(),
+                );
+            }
+        };
+        if !matches!(parts.method, Method::GET | Method::HEAD) {
+            let presented = parts
+                .headers
+                .get(HeaderName::from_static(CSRF_HEADER))
+                .and_then(|v| v.to_str().ok());
+            if !session.csrf_matches(presented) {
+                tracing::debug!(key_id = ?session.caller.key_id, "refused: missing or wrong CSRF token");
+                return Err(ApiError::new(
+                    axum::http::StatusCode::FORBIDDEN,
+                    "csrf",
+                    "a state change under the console's session must carry its X-CSRF-Token",
+                )
+                .into());
+            }
+        }
+        Ok(session.caller)
     }
 
     /// Open mode: the `Host` must be a loopback name (or an allowed one),
@@ -179,6 +224,17 @@ impl Guard {
             }
         }
     }
+}
+
+/// The value of the console's session cookie, if the request has one.
+fn session_cookie(parts: &Parts) -> Option<String> {
+    parts
+        .headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|h| cookie_value(h, SESSION_COOKIE).map(str::to_string))
+        .filter(|v| !v.is_empty())
 }
 
 /// The token of `Bearer <token>` (the scheme in any case).

@@ -38,6 +38,17 @@ pub trait KeyResolver: Send + Sync + 'static {
     /// passed the tenant name rule.
     async fn tenant(&self, name: &str) -> Result<Option<TenantId>, KeyError>;
 
+    /// The caller key `key_id` stands for and its stored hash, for a console
+    /// session signed with that hash; `Invalid` once the key is revoked or
+    /// expired. Without stored keys, no session but the admin's exists.
+    async fn session_key(
+        &self,
+        _key_id: i64,
+        _now_ms: i64,
+    ) -> Result<(Caller, [u8; 32]), KeyError> {
+        Err(KeyError::Invalid)
+    }
+
     /// Drops what is cached about key `key_id` (this node just revoked it),
     /// so the revoke holds here at once.
     fn forget(&self, _key_id: i64) {}

@@ -19,6 +19,7 @@ mod policy;
 mod refusal;
 mod scope;
 mod secret;
+mod session;
 mod settings;
 mod stored_keys;
 
@@ -32,6 +33,9 @@ pub use policy::{Need, Policy, Verb, enforce};
 pub use refusal::forbidden;
 pub use scope::{Scope, Scopes};
 pub use secret::{KEY_PREFIX, KeySecret, PresentedKey, key_hash, new_key, same_hash, stored_hash};
+pub use session::{
+    CSRF_HEADER, SESSION_COOKIE, SESSION_TTL_MS, Session, clear_cookie, cookie_value, set_cookie,
+};
 pub use settings::{AuthConfig, DEFAULT_ADMIN_KEY_ENV, InlineSecret};
 pub use stored_keys::{KEY_CACHE_TTL, StoredKeys};
 

@@ -130,6 +130,28 @@ impl KeyResolver for StoredKeys {
         ))
     }
 
+    async fn session_key(&self, key_id: i64, now_ms: i64) -> Result<(Caller, [u8; 32]), KeyError> {
+        let Some(record) = self.record(key_id).await? else {
+            return Err(KeyError::Invalid);
+        };
+        let revoked = record.revoked_at.is_some();
+        let expired = record.expires_at.is_some_and(|at| at <= now_ms);
+        let hash = record.hash;
+        if revoked || expired {
+            tracing::debug!(key_id, revoked, expired, "session of a refused key");
+            return Err(KeyError::Invalid);
+        }
+        let tenant_name = self.tenant_name(record.tenant).await?;
+        let caller = Caller::api_key(
+            record.tenant,
+            tenant_name,
+            record.id,
+            record.name.clone(),
+            known_scopes(&record),
+        );
+        Ok((caller, hash))
+    }
+
     async fn tenant(&self, name: &str) -> Result<Option<TenantId>, KeyError> {
         if let Some(id) = lock(&self.names)
             .iter()

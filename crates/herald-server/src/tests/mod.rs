@@ -17,6 +17,7 @@ mod rejections;
 mod route_table;
 mod routing;
 mod schedules;
+mod sessions;
 mod store_errors;
 mod tenants;
 

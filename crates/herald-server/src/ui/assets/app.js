@@ -1,0 +1,261 @@
+// Herald console: the helpers every page uses. Plain DOM, no framework.
+// Everything taken from the API reaches the page through textContent.
+"use strict";
+
+// Errors of the page, for the browser tests (and for anyone with devtools).
+window.__heraldErrors = [];
+window.addEventListener("error", function (e) {
+  window.__heraldErrors.push(String(e.message || e));
+});
+window.addEventListener("unhandledrejection", function (e) {
+  window.__heraldErrors.push("unhandled: " + String(e.reason && e.reason.message || e.reason));
+});
+
+var H = (function () {
+  function meta(name) {
+    var m = document.querySelector('meta[name="' + name + '"]');
+    return m ? m.getAttribute("content") : "";
+  }
+  var csrf = meta("csrf-token");
+  var isAdmin = meta("herald-admin") === "true";
+  var mode = meta("herald-mode");
+  var TENANT_KEY = "herald.actAs";
+
+  function actAs() {
+    if (!isAdmin || mode !== "protected") return "";
+    try { return localStorage.getItem(TENANT_KEY) || ""; } catch (e) { return ""; }
+  }
+
+  // el("td", {class: "x", onclick: f}, "text", node, ...): strings become text.
+  function el(tag, attrs) {
+    var node = document.createElement(tag);
+    if (attrs) {
+      Object.keys(attrs).forEach(function (k) {
+        var v = attrs[k];
+        if (v === undefined || v === null || v === false) return;
+        if (k.slice(0, 2) === "on" && typeof v === "function") node.addEventListener(k.slice(2), v);
+        else if (k === "text") node.textContent = String(v);
+        else node.setAttribute(k, v === true ? "" : String(v));
+      });
+    }
+    for (var i = 2; i < arguments.length; i++) add(node, arguments[i]);
+    return node;
+  }
+  function add(node, child) {
+    if (child === undefined || child === null || child === false) return;
+    if (Array.isArray(child)) { child.forEach(function (c) { add(node, c); }); return; }
+    node.appendChild(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); return node; }
+
+  function ApiError(status, body) {
+    var e = body && body.error ? body.error : {};
+    this.status = status;
+    this.code = e.code || "http_" + status;
+    this.message = (e.message || "request failed") + (e.field ? " (" + e.field + ")" : "");
+  }
+
+  // The API, as the page's caller. A 401 sends the browser to the login form.
+  function api(method, path, body) {
+    var headers = { "Accept": "application/json" };
+    if (csrf) headers["X-CSRF-Token"] = csrf;
+    var tenant = actAs();
+    if (tenant) headers["X-Herald-Tenant"] = tenant;
+    var init = { method: method, headers: headers, credentials: "same-origin" };
+    if (body !== undefined) {
+      headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(body);
+    }
+    return fetch(path, init).then(function (resp) {
+      return resp.text().then(function (text) {
+        var data = null;
+        try { data = text ? JSON.parse(text) : null; } catch (e) { data = null; }
+        if (resp.status === 401 && mode === "protected") {
+          window.location.href = "/ui/login";
+          throw new ApiError(401, data);
+        }
+        if (!resp.ok) throw new ApiError(resp.status, data);
+        return data;
+      });
+    });
+  }
+  function get(path) { return api("GET", path); }
+
+  function flash(text, kind) {
+    var f = document.getElementById("flash");
+    clear(f);
+    if (text) f.appendChild(el("p", { class: kind || "ok", text: text }));
+  }
+  // Shows an API failure; returns nothing so a chain can go on.
+  function fail(e) {
+    flash((e && e.message) || String(e), "error");
+  }
+
+  function query(params) {
+    var parts = [];
+    Object.keys(params).forEach(function (k) {
+      var v = params[k];
+      if (v === undefined || v === null || v === "") return;
+      parts.push(encodeURIComponent(k) + "=" + encodeURIComponent(v));
+    });
+    return parts.length ? "?" + parts.join("&") : "";
+  }
+
+  function fmtTime(v) {
+    if (v === null || v === undefined || v === "") return "";
+    var d = typeof v === "number" ? new Date(v) : new Date(v);
+    if (isNaN(d.getTime())) return String(v);
+    return d.toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
+  }
+  function fmtNum(n) {
+    if (n === null || n === undefined) return "";
+    if (typeof n !== "number") return String(n);
+    return Math.round(n * 10) / 10 + "";
+  }
+  function json(v) { return JSON.stringify(v, null, 2); }
+
+  // A table: columns are [label, function(row) -> text | Node].
+  function table(columns, rows, opts) {
+    opts = opts || {};
+    var head = el("tr", null, columns.map(function (c) { return el("th", { text: c[0] }); }));
+    var body = el("tbody");
+    rows.forEach(function (r) {
+      var tr = el("tr", opts.rowAttrs ? opts.rowAttrs(r) : null, columns.map(function (c) {
+        var v = c[1](r);
+        return el("td", null, v === undefined || v === null ? "" : v);
+      }));
+      body.appendChild(tr);
+    });
+    if (!rows.length) {
+      body.appendChild(el("tr", null, el("td", { colspan: columns.length, class: "empty", text: opts.empty || "Nothing here." })));
+    }
+    return el("table", { class: "data" + (opts.cls ? " " + opts.cls : "") }, el("thead", null, head), body);
+  }
+
+  // A paginated listing under `container`. `path(params)` builds the URL of
+  // a page from the cursor parameters; `key` names the items in the answer;
+  // `render(items, answer)` returns the node to show. Works with each
+  // endpoint's cursor: next_cursor (?cursor=), next_after, next_before.
+  function pager(container, opts) {
+    var stack = [];
+    var current = {};
+    function load(cursor) {
+      return get(opts.path(cursor)).then(function (answer) {
+        var items = (answer && answer[opts.key]) || [];
+        var next = null;
+        ["cursor", "after", "before"].forEach(function (name) {
+          var v = answer ? answer["next_" + name] : null;
+          if (v !== null && v !== undefined) { next = {}; next[name] = v; }
+        });
+        clear(container);
+        container.appendChild(opts.render(items, answer));
+        var nav = el("div", { class: "pager" });
+        nav.appendChild(el("button", {
+          type: "button", class: "prev", disabled: stack.length ? null : true,
+          onclick: function () { current = stack.pop() || {}; load(current).catch(fail); },
+        }, "Previous"));
+        nav.appendChild(el("button", {
+          type: "button", class: "next", disabled: next ? null : true,
+          onclick: function () { stack.push(current); current = next; load(next).catch(fail); },
+        }, "Next"));
+        container.appendChild(nav);
+        return answer;
+      });
+    }
+    return {
+      reload: function () { return load(current); },
+      first: function () { stack = []; current = {}; return load({}); },
+    };
+  }
+
+  // Calls fn now and every ms milliseconds while the page is visible.
+  function poll(fn, ms) {
+    var timer = null;
+    function tick() {
+      Promise.resolve().then(fn).catch(fail).then(function () { timer = setTimeout(tick, ms); });
+    }
+    tick();
+    return function stop() { clearTimeout(timer); };
+  }
+
+  function button(label, onclick, cls) {
+    return el("button", { type: "button", class: cls || null, onclick: function (ev) {
+      ev.preventDefault();
+      var b = ev.currentTarget;
+      b.disabled = true;
+      Promise.resolve().then(onclick).catch(fail).then(function () { b.disabled = false; });
+    } }, label);
+  }
+
+  function confirmThen(text, fn) {
+    return function () { if (window.confirm(text)) return fn(); };
+  }
+
+  // A labelled form field; `kind` is "select" with options, or an input type.
+  function field(label, name, kind, options) {
+    var input;
+    if (kind === "select") {
+      input = el("select", { name: name, id: "f-" + name }, options.map(function (o) {
+        return el("option", { value: o[0] }, o[1]);
+      }));
+    } else {
+      input = el("input", { type: kind || "text", name: name, id: "f-" + name });
+    }
+    return el("label", { for: "f-" + name }, label, input);
+  }
+  function formValues(form) {
+    var out = {};
+    Array.prototype.forEach.call(form.elements, function (e) {
+      if (e.name) out[e.name] = e.value.trim();
+    });
+    return out;
+  }
+  // A datetime-local value as RFC 3339 (the browser's zone); "" stays "".
+  function isoOf(local) {
+    if (!local) return "";
+    var d = new Date(local);
+    return isNaN(d.getTime()) ? local : d.toISOString();
+  }
+
+  function progress(parts, total) {
+    var bar = el("div", { class: "progress", title: parts.map(function (p) { return p[0] + " " + p[1]; }).join(", ") + " of " + total });
+    parts.forEach(function (p) {
+      var pct = total > 0 ? Math.min(100, (p[1] * 100) / total) : 0;
+      var seg = el("span", { class: "seg " + p[0] });
+      seg.style.width = pct + "%";
+      bar.appendChild(seg);
+    });
+    return bar;
+  }
+
+  function section(title) {
+    var s = el("section", null, el("h2", { text: title }));
+    document.getElementById("content").appendChild(s);
+    return s;
+  }
+
+  // The header: who is logged in; the admin's tenant picker.
+  function header() {
+    var who = document.getElementById("who");
+    if (!who) return;
+    if (mode !== "protected") { who.textContent = "open mode"; return; }
+    var key = meta("herald-key");
+    who.appendChild(document.createTextNode((key || "key") + " · tenant " + meta("herald-tenant")));
+    if (isAdmin) {
+      var input = el("input", { id: "act-as", placeholder: "act as tenant", value: actAs(), size: 14 });
+      var set = el("button", { type: "button", onclick: function () {
+        try { localStorage.setItem(TENANT_KEY, input.value.trim()); } catch (e) { /* private mode */ }
+        window.location.reload();
+      } }, "Switch");
+      who.appendChild(el("span", { class: "picker" }, " ", input, set));
+    }
+  }
+  document.addEventListener("DOMContentLoaded", header);
+
+  return {
+    api: api, get: get, el: el, clear: clear, flash: flash, fail: fail, query: query,
+    fmtTime: fmtTime, fmtNum: fmtNum, json: json, table: table, pager: pager, poll: poll,
+    button: button, confirmThen: confirmThen, field: field, formValues: formValues,
+    isoOf: isoOf, progress: progress, section: section, content: function () { return document.getElementById("content"); },
+  };
+})();

@@ -1,0 +1,84 @@
+// Jobs: live progress (sent, failed, expired of total), rate, ETA, segments
+// by state, failures, cancel. The list and an open job refresh every 2 s.
+"use strict";
+(function () {
+  var el = H.el;
+  var detail = el("div", { id: "job-detail" });
+  var list = el("div", { id: "job-list" });
+  H.content().appendChild(detail);
+  H.content().appendChild(list);
+
+  function bar(t) {
+    return H.progress([["sent", t.sent], ["failed", t.failed], ["expired", t.expired], ["cancelled", t.cancelled]], t.total);
+  }
+  function eta(s) {
+    if (s === null || s === undefined) return "—";
+    if (s < 90) return s + " s";
+    if (s < 5400) return Math.round(s / 60) + " min";
+    return Math.round(s / 360) / 10 + " h";
+  }
+  function counts(t) { return t.sent + " sent · " + t.failed + " failed · " + t.expired + " expired · " + t.remaining + " left of " + t.total; }
+
+  var pages = H.pager(list, {
+    key: "jobs",
+    path: function (cur) { return "/v1/jobs" + H.query(Object.assign({ limit: 50 }, cur)); },
+    render: function (items) {
+      return H.table([
+        ["id", function (j) { return el("a", { href: "#id=" + j.id, class: "job-link", text: String(j.id) }); }],
+        ["state", function (j) { return el("span", { class: "state " + j.state, text: j.state }); }],
+        ["channel", function (j) { return j.channel; }],
+        ["progress", function (j) { return [bar(j.totals), el("div", { class: "small", text: counts(j.totals) })]; }],
+        ["rate/s", function (j) { return H.fmtNum(j.rate_per_sec); }],
+        ["ETA", function (j) { return eta(j.eta_secs); }],
+        ["created", function (j) { return H.fmtTime(j.created_at); }],
+        ["", function (j) { return j.state === "running" ? cancelButton(j.id) : ""; }],
+      ], items, { cls: "jobs", empty: "No job yet.", rowAttrs: function (j) { return { "data-job": j.id }; } });
+    },
+  });
+
+  function cancelButton(id) {
+    return H.button("Cancel job", function () {
+      return H.api("POST", "/v1/jobs/" + id + ":cancel").then(function () { H.flash("Job " + id + " cancelled."); return refresh(); });
+    }, "danger cancel-job");
+  }
+
+  function showJob(id) {
+    if (!id) { H.clear(detail); return Promise.resolve(); }
+    var path = "/v1/jobs/" + encodeURIComponent(id);
+    return Promise.all([H.get(path), H.get(path + "/segments?limit=100"), H.get(path + "/failures")]).then(function (r) {
+      var j = r[0], segs = r[1].segments || [], fails = r[2];
+      H.clear(detail);
+      var box = el("section", { class: "detail", "data-id": j.id, id: "job-" + j.id },
+        el("h2", { text: "Job " + j.id + " · " + j.state }),
+        bar(j.totals),
+        el("p", { class: "counts", text: counts(j.totals) + " · " + H.fmtNum(j.rate_per_sec) + "/s now, " + H.fmtNum(j.avg_rate_per_sec) + "/s on average · ETA " + eta(j.eta_secs) }));
+      var actions = el("div", { class: "actions" });
+      if (j.state === "running") actions.appendChild(cancelButton(j.id));
+      box.appendChild(actions);
+      var byState = j.segments || {};
+      box.appendChild(el("h3", { text: "Segments by state" }));
+      box.appendChild(el("p", { class: "segments", text: Object.keys(byState).map(function (k) { return k + " " + byState[k]; }).join(" · ") }));
+      box.appendChild(H.table([
+        ["segment", function (s) { return s.id; }],
+        ["range", function (s) { return s.start + "–" + s.end; }],
+        ["cursor", function (s) { return s.cursor; }],
+        ["state", function (s) { return s.state; }],
+        ["owner", function (s) { return s.owner || ""; }],
+        ["epoch", function (s) { return s.epoch; }],
+        ["attempt", function (s) { return s.attempt; }],
+      ], segs, { cls: "segments" }));
+      box.appendChild(el("h3", { text: "Failed sends by error" }));
+      box.appendChild(H.table([
+        ["error", function (g) { return g.error || ""; }],
+        ["count", function (g) { return g.count; }],
+      ], fails.groups || [], { cls: "failures", empty: "No failed send." }));
+      detail.appendChild(box);
+    });
+  }
+  function idFromHash() { var m = /^#id=(\d+)$/.exec(window.location.hash); return m ? m[1] : ""; }
+  function refresh() { return Promise.all([pages.reload(), showJob(idFromHash())]); }
+  window.addEventListener("hashchange", function () { showJob(idFromHash()).catch(H.fail); });
+  pages.first().then(function () {
+    H.poll(refresh, 2000);
+  }).catch(H.fail);
+})();

@@ -1,0 +1,100 @@
+// Rules: list, a rule's versions side by side, its tasks with outcomes,
+// enable/disable, and the schedule's next occurrences (schedules:preview).
+"use strict";
+(function () {
+  var el = H.el;
+  var detail = el("div", { id: "rule-detail" });
+  var list = el("div", { id: "rule-list" });
+  H.content().appendChild(detail);
+  H.content().appendChild(list);
+
+  var pages = H.pager(list, {
+    key: "rules",
+    path: function (cur) { return "/v1/rules" + H.query(Object.assign({ limit: 50 }, cur)); },
+    render: function (items) {
+      return H.table([
+        ["id", function (r) { return el("a", { href: "#id=" + r.id, class: "rule-link", text: String(r.id) }); }],
+        ["name", function (r) { return r.name; }],
+        ["status", function (r) { return el("span", { class: "state " + r.status, text: r.status }); }],
+        ["version", function (r) { return r.version; }],
+        ["schedule", function (r) { return scheduleText(r.schedule); }],
+        ["channel", function (r) { return r.channel; }],
+        ["updated", function (r) { return H.fmtTime(r.updated_at); }],
+        ["", function (r) { return toggle(r); }],
+      ], items, { cls: "rules", empty: "No rule yet.", rowAttrs: function (r) { return { "data-rule": r.id }; } });
+    },
+  });
+
+  function scheduleText(s) {
+    if (!s) return "";
+    if (s.type === "cron") return "cron " + s.cron + " " + (s.timezone || "");
+    if (s.type === "at") return "at " + H.fmtTime(s.at);
+    return s.type;
+  }
+
+  // Enable or disable: the button the rule's status calls for.
+  function toggle(rule) {
+    var path = "/v1/rules/" + rule.id;
+    if (rule.status === "enabled") {
+      return H.button("Disable", function () {
+        return H.api("POST", path + ":disable").then(function () { H.flash("Rule " + rule.id + " disabled."); return refresh(idFromHash()); });
+      }, "danger disable-rule");
+    }
+    if (rule.status === "disabled") {
+      return H.button("Enable", function () {
+        return H.api("POST", path + ":enable").then(function () { H.flash("Rule " + rule.id + " enabled."); return refresh(idFromHash()); });
+      }, "enable-rule");
+    }
+    return "";
+  }
+
+  function showRule(id) {
+    H.clear(detail);
+    if (!id) return Promise.resolve();
+    var path = "/v1/rules/" + encodeURIComponent(id);
+    return Promise.all([H.get(path), H.get(path + "/versions?limit=10"), H.get(path + "/tasks?limit=20")]).then(function (r) {
+      var rule = r[0], versions = r[1].versions || [], tasks = r[2].tasks || [];
+      var box = el("section", { class: "detail", "data-id": rule.id, id: "rule-" + rule.id },
+        el("h2", { text: "Rule " + rule.id + ": " + rule.name + " · " + rule.status }));
+      box.appendChild(el("div", { class: "actions" }, toggle(rule)));
+
+      box.appendChild(el("h3", { text: "Next occurrences" }));
+      var next = el("div", { id: "rule-next" });
+      box.appendChild(next);
+      H.api("POST", "/v1/schedules:preview", { schedule: rule.schedule, count: 10 }).then(function (p) {
+        next.appendChild(el("ol", { class: "instants" }, (p.instants || []).map(function (t) { return el("li", { text: H.fmtTime(t) + "  (" + t + ")" }); })));
+        if (!(p.instants || []).length) next.appendChild(el("p", { class: "hint", text: "No occurrence left." }));
+      }).catch(function (e) { next.appendChild(el("p", { class: "error", text: e.message })); });
+
+      box.appendChild(el("h3", { text: "Versions" }));
+      var side = el("div", { class: "side-by-side" });
+      versions.slice(-3).reverse().forEach(function (v) {
+        side.appendChild(el("div", { class: "version" },
+          el("h4", { text: "v" + v.version + " · " + H.fmtTime(v.created_at) }),
+          el("pre", { text: H.json({ name: v.name, schedule: v.schedule, audience: v.audience, channel: v.channel, message: v.message, deadline_secs: v.deadline_secs, priority: v.priority }) })));
+      });
+      box.appendChild(side);
+
+      box.appendChild(el("h3", { text: "Tasks" }));
+      box.appendChild(H.table([
+        ["task", function (t) { return t.id; }],
+        ["version", function (t) { return t.version; }],
+        ["planned", function (t) { return H.fmtTime(t.planned_at); }],
+        ["state", function (t) { return t.state; }],
+        ["job", function (t) { return t.job_id ? el("a", { href: "/ui/jobs#id=" + t.job_id, text: String(t.job_id) }) : ""; }],
+        ["recipients", function (t) { return t.recipients === null ? "" : t.recipients; }],
+        ["outcome", function (t) {
+          if (!t.job) return t.detail || "";
+          var x = t.job.totals;
+          return t.job.state + ": " + x.sent + " sent, " + x.failed + " failed, " + x.expired + " expired of " + x.total;
+        }],
+      ], tasks, { cls: "tasks", empty: "No task yet." }));
+      detail.appendChild(box);
+    });
+  }
+  function refresh(id) { return Promise.all([showRule(id), pages.reload()]); }
+  function idFromHash() { var m = /^#id=(\d+)$/.exec(window.location.hash); return m ? m[1] : ""; }
+  window.addEventListener("hashchange", function () { showRule(idFromHash()).catch(H.fail); });
+  pages.first().catch(H.fail);
+  showRule(idFromHash()).catch(H.fail);
+})();

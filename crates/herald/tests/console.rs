@@ -1,0 +1,677 @@
+//! The console in a real browser: headless Chromium driven over WebDriver
+//! (`chromedriver`), against the real binary. One server and one browser
+//! session per store. Every page must load without a JavaScript error and
+//! show data made through the API; actions taken in the console must show
+//! in the API. A screenshot of every page goes to `target/ui-screenshots/`.
+//!
+//! Without `chromium` and `chromedriver` the tests skip loudly, unless
+//! `HERALD_REQUIRE_BROWSER=1` (set by `.ci/run`).
+//!
+//! A page whose API is not served by this build (a `404 not_found` on its
+//! endpoint) is skipped with a message rather than failed.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use common::{Mock, Server, now_ms, rfc3339};
+use serde_json::{Value, json};
+
+const ADMIN: &str = "console-admin-key-0123456789abcdef";
+
+// ---- a small WebDriver client ----
+
+/// `chromedriver` and one browser session; both end on drop.
+struct Browser {
+    driver: tokio::process::Child,
+    base: String,
+    http: reqwest::Client,
+    _profile: tempfile::TempDir,
+}
+
+fn find_program(names: &[&str]) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    names.iter().find_map(|n| {
+        std::env::split_paths(&path)
+            .map(|d| d.join(n))
+            .find(|p| p.is_file())
+    })
+}
+
+fn required() -> bool {
+    std::env::var("HERALD_REQUIRE_BROWSER").is_ok_and(|v| v == "1")
+}
+
+impl Browser {
+    /// A fresh browser, or `None` (with a loud message) when there is none
+    /// and none is required.
+    async fn start() -> Option<Browser> {
+        let chromium = find_program(&["chromium", "chromium-browser", "google-chrome"]);
+        let driver = find_program(&["chromedriver"]);
+        let (Some(chromium), Some(driver)) = (chromium, driver) else {
+            assert!(
+                !required(),
+                "HERALD_REQUIRE_BROWSER=1 but chromium or chromedriver is not installed \
+                 (apt-get install chromium chromium-driver)"
+            );
+            eprintln!(
+                "\n\n!!!!!!!! SKIPPED: the console browser tests need `chromium` and \
+                 `chromedriver` (Debian: apt-get install chromium chromium-driver) !!!!!!!!\n\n"
+            );
+            return None;
+        };
+        let port = free_port();
+        let child = tokio::process::Command::new(&driver)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start chromedriver");
+        let base = format!("http://127.0.0.1:{port}");
+        let http = reqwest::Client::new();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(r) = http.get(format!("{base}/status")).send().await
+                && let Ok(v) = r.json::<Value>().await
+                && v["value"]["ready"] == true
+            {
+                break;
+            }
+            assert!(Instant::now() < deadline, "chromedriver did not start");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let profile = tempfile::tempdir().unwrap();
+        let caps = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:loggingPrefs": {"browser": "ALL"},
+            "goog:chromeOptions": {
+                "binary": chromium,
+                "args": ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                    "--no-first-run", "--disable-background-networking",
+                    "--disable-component-update", "--disable-sync",
+                    "--disable-dev-shm-usage", "--window-size=1400,1000",
+                    format!("--user-data-dir={}", profile.path().display())],
+            },
+        }}});
+        let r: Value = http
+            .post(format!("{base}/session"))
+            .json(&caps)
+            .send()
+            .await
+            .expect("new session")
+            .json()
+            .await
+            .unwrap();
+        let id = r["value"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no browser session: {r}"))
+            .to_string();
+        Some(Browser {
+            driver: child,
+            base: format!("{base}/session/{id}"),
+            http,
+            _profile: profile,
+        })
+    }
+
+    async fn cmd(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+        let mut req = self.http.request(method, format!("{}{path}", self.base));
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let v: Value = req.send().await.expect("webdriver").json().await.unwrap();
+        v["value"].clone()
+    }
+
+    async fn goto(&self, url: &str) {
+        let v = self
+            .cmd(reqwest::Method::POST, "/url", Some(json!({ "url": url })))
+            .await;
+        assert!(v.is_null(), "navigate to {url}: {v}");
+    }
+
+    async fn run(&self, script: &str, args: Value) -> Value {
+        self.cmd(
+            reqwest::Method::POST,
+            "/execute/sync",
+            Some(json!({"script": script, "args": args})),
+        )
+        .await
+    }
+
+    async fn run_async(&self, script: &str) -> Value {
+        self.cmd(
+            reqwest::Method::POST,
+            "/execute/async",
+            Some(json!({"script": script, "args": []})),
+        )
+        .await
+    }
+
+    /// The page's text, all of it.
+    async fn text(&self) -> String {
+        self.run("return document.body.innerText;", json!([]))
+            .await
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    /// Waits until the page's text contains `needle`.
+    async fn wait_text(&self, needle: &str) {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let text = self.text().await;
+            if text.contains(needle) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the page never showed {needle:?}; it shows:\n{text}\nerrors: {:?}",
+                self.errors().await
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Clicks the first element matching `css` (waiting for it), in the
+    /// page, so a list redrawn meanwhile does not leave a stale handle.
+    async fn click(&self, css: &str) {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let clicked = self
+                .run(
+                    "var e = document.querySelector(arguments[0]); if (!e || e.disabled) return false; e.click(); return true;",
+                    json!([css]),
+                )
+                .await;
+            if clicked == true {
+                return;
+            }
+            assert!(Instant::now() < deadline, "nothing to click at {css}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn set_value(&self, css: &str, value: &str) {
+        let ok = self
+            .run(
+                "var e = document.querySelector(arguments[0]); if (!e) return false; e.value = arguments[1]; return true;",
+                json!([css, value]),
+            )
+            .await;
+        assert_eq!(ok, true, "no input at {css}");
+    }
+
+    /// The JavaScript errors of the page: those the page collected and the
+    /// browser's log at level SEVERE.
+    async fn errors(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .run(
+                "return window.__heraldErrors || ['no collector: app.js did not run'];",
+                json!([]),
+            )
+            .await
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|v| v.as_str().unwrap_or_default().to_string())
+            .collect();
+        let log = self
+            .cmd(
+                reqwest::Method::POST,
+                "/se/log",
+                Some(json!({"type": "browser"})),
+            )
+            .await;
+        for entry in log.as_array().cloned().unwrap_or_default() {
+            if entry["level"] == "SEVERE" {
+                out.push(entry["message"].as_str().unwrap_or_default().to_string());
+            }
+        }
+        out
+    }
+
+    async fn screenshot(&self, page: &str) {
+        let v = self.cmd(reqwest::Method::GET, "/screenshot", None).await;
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(v.as_str().expect("screenshot"))
+            .expect("png");
+        let dir = screenshot_dir();
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(format!("{page}.png")), png).unwrap();
+    }
+
+    async fn quit(mut self) {
+        let _ = self.cmd(reqwest::Method::DELETE, "", None).await;
+        let _ = self.driver.kill().await;
+    }
+}
+
+/// `target/ui-screenshots/` (the workspace's target dir, or a store's
+/// subfolder of it).
+fn screenshot_dir() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+    target.join("ui-screenshots")
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+// ---- the API, as the test's own client ----
+
+struct Api {
+    url: String,
+    key: Option<String>,
+    http: reqwest::Client,
+}
+
+impl Api {
+    fn new(url: &str, key: Option<&str>) -> Api {
+        Api {
+            url: url.to_string(),
+            key: key.map(str::to_string),
+            http: reqwest::Client::new(),
+        }
+    }
+
+    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        let mut req = self.http.request(method, format!("{}{path}", self.url));
+        if let Some(k) = &self.key {
+            req = req.bearer_auth(k);
+        }
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().await.expect("request");
+        let status = resp.status().as_u16();
+        let text = resp.text().await.unwrap_or_default();
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    async fn get(&self, path: &str) -> Value {
+        let (s, v) = self.call(reqwest::Method::GET, path, None).await;
+        assert_eq!(s, 200, "GET {path}: {v}");
+        v
+    }
+
+    async fn post(&self, path: &str, body: Value) -> Value {
+        let (s, v) = self.call(reqwest::Method::POST, path, Some(body)).await;
+        assert!((200..300).contains(&s), "POST {path}: {s} {v}");
+        v
+    }
+
+    /// Whether this build serves `path` (a `404 not_found` says it does not;
+    /// other answers, errors included, say it does).
+    async fn serves(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> bool {
+        let (s, v) = self.call(method, path, body).await;
+        let missing = (s == 404 && v["error"]["message"] == "no such endpoint") || s == 405;
+        !missing
+    }
+}
+
+/// Polls `cond` until it holds (15 s at most).
+async fn eventually<F, Fut>(what: &str, mut cond: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    common::wait_for(what, Duration::from_secs(15), &mut cond).await
+}
+
+// ---- the data every page shows ----
+
+struct Seeded {
+    pending_timer: i64,
+    dead_timer: i64,
+    job: i64,
+    rule: i64,
+}
+
+fn config(mock: &Mock) -> String {
+    format!(
+        "[[channels]]\nname = \"hooks\"\nkind = \"webhook\"\nurl = \"{hook}\"\n\n\
+         [[channels]]\nname = \"slow\"\nkind = \"webhook\"\nurl = \"{hook}\"\nrate_per_sec = 1\n\n\
+         [[channels]]\nname = \"broken\"\nkind = \"webhook\"\nurl = \"http://127.0.0.1:9/hook\"\nmax_attempts = 1\n",
+        hook = mock.hook()
+    )
+}
+
+async fn seed(api: &Api) -> Seeded {
+    let now = now_ms();
+    let pending = api
+        .post(
+            "/v1/timers",
+            json!({"channel": "hooks", "recipient": "console-alice", "fire_at": rfc3339(now + 3_600_000),
+                   "message": {"text": "coupon <b>reminder</b>"}, "idempotency_key": "console-pending"}),
+        )
+        .await["id"]
+        .as_i64()
+        .unwrap();
+    let dead = api
+        .post(
+            "/v1/timers",
+            json!({"channel": "broken", "recipient": "console-bob", "delay_ms": 0,
+                   "message": {"text": "never arrives"}}),
+        )
+        .await["id"]
+        .as_i64()
+        .unwrap();
+    let users: Vec<String> = (0..300).map(|i| format!("console-user-{i}")).collect();
+    let job = api
+        .post(
+            "/v1/jobs",
+            json!({"channel": "slow", "users": users, "message": {"text": "big campaign"}}),
+        )
+        .await["id"]
+        .as_i64()
+        .unwrap();
+    let rule = api
+        .post(
+            "/v1/rules",
+            json!({"name": "console digest", "channel": "hooks", "message": {"text": "digest"},
+                   "audience": {"users": ["console-carol"]},
+                   "schedule": {"type": "cron", "cron": "0 9 * * *", "timezone": "Europe/Paris"}}),
+        )
+        .await["id"]
+        .as_i64()
+        .unwrap();
+    api.call(
+        reqwest::Method::PUT,
+        "/v1/subjects/console-launch",
+        Some(json!({"start_at": rfc3339(now + 86_400_000), "title": "Console launch"})),
+    )
+    .await;
+    api.post(
+        "/v1/reminders",
+        json!({"user_id": "console-dave", "subject_id": "console-launch", "channel": "hooks", "channel_type": "app", "lead_minutes": 15}),
+    )
+    .await;
+    // The broken channel refuses connections: one attempt, then dead.
+    eventually("the broken timer to die", || async {
+        let t = api.get(&format!("/v1/timers/{dead}")).await;
+        t["state"] == "dead" || t["state"] == "failed"
+    })
+    .await;
+    Seeded {
+        pending_timer: pending,
+        dead_timer: dead,
+        job,
+        rule,
+    }
+}
+
+/// Opens `path`, waits for `needle`, checks there is no JavaScript error,
+/// and saves the screenshot as `name`.
+async fn visit(b: &Browser, base: &str, path: &str, needle: &str, name: &str) {
+    b.goto(&format!("{base}{path}")).await;
+    b.wait_text(needle).await;
+    let errors = b.errors().await;
+    assert!(errors.is_empty(), "{path}: JavaScript errors: {errors:?}");
+    b.screenshot(name).await;
+}
+
+/// Every page with the data `seed` made, and (when `act`) the console's
+/// actions, checked through the API. Returns the pages skipped.
+async fn pages(b: &Browser, api: &Api, s: &Seeded, act: bool, shot: &str) -> Vec<&'static str> {
+    use reqwest::Method;
+    let base = api.url.as_str();
+    let shot = |page: &str| format!("{shot}{page}");
+    let mut skipped = Vec::new();
+
+    if api.serves(Method::GET, "/v1/overview", None).await {
+        visit(b, base, "/ui", "deliveries/s", &shot("overview")).await;
+        b.wait_text("Nodes").await;
+    } else {
+        skipped.push("overview");
+    }
+
+    visit(b, base, "/ui/cluster", "shards", &shot("cluster")).await;
+    visit(b, base, "/ui/audit", "POST", &shot("audit")).await;
+
+    // Channels: the configured ones; pause through the console.
+    visit(b, base, "/ui/channels", "broken", &shot("channels")).await;
+    if act
+        && api
+            .serves(Method::POST, "/v1/channels/hooks:resume", None)
+            .await
+    {
+        b.click("tr[data-channel=\"slow\"] button.pause-channel")
+            .await;
+        b.wait_text("Channel slow paused.").await;
+        let ch = api.get("/v1/channels").await;
+        let slow = ch["channels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == "slow")
+            .cloned()
+            .unwrap();
+        assert!(slow["paused"].is_object(), "{slow}");
+        api.post("/v1/channels/slow:resume", json!({})).await;
+    } else if act {
+        skipped.push("channels: pause");
+    }
+
+    // Rules: the rule, its detail; disable through the console.
+    let ops = api
+        .serves(Method::POST, "/v1/schedules:preview", Some(json!({})))
+        .await;
+    visit(b, base, "/ui/rules", "console digest", &shot("rules")).await;
+    if act {
+        b.click(&format!("tr[data-rule=\"{}\"] button.disable-rule", s.rule))
+            .await;
+        b.wait_text("disabled.").await;
+        let r = api.get(&format!("/v1/rules/{}", s.rule)).await;
+        assert_eq!(r["status"], "disabled", "{r}");
+    }
+    if ops {
+        visit(
+            b,
+            base,
+            &format!("/ui/rules#id={}", s.rule),
+            "Next occurrences",
+            &shot("rule"),
+        )
+        .await;
+        b.wait_text("Versions").await;
+    } else {
+        skipped.push("rules: detail");
+    }
+
+    // Jobs: the job with its progress; cancel through the console.
+    visit(b, base, "/ui/jobs", "of 300", &shot("jobs")).await;
+    let failures = api
+        .serves(Method::GET, &format!("/v1/jobs/{}/failures", s.job), None)
+        .await;
+    if failures {
+        visit(
+            b,
+            base,
+            &format!("/ui/jobs#id={}", s.job),
+            "Segments by state",
+            &shot("job"),
+        )
+        .await;
+    } else {
+        skipped.push("jobs: detail");
+    }
+    if act {
+        b.click(&format!("tr[data-job=\"{}\"] button.cancel-job", s.job))
+            .await;
+        eventually("the job to be cancelled", || async {
+            api.get(&format!("/v1/jobs/{}", s.job)).await["state"] == "cancelled"
+        })
+        .await;
+    }
+
+    if api.serves(Method::GET, "/v1/subjects", None).await {
+        visit(
+            b,
+            base,
+            "/ui/reminders",
+            "Console launch",
+            &shot("reminders"),
+        )
+        .await;
+        visit(
+            b,
+            base,
+            "/ui/reminders#id=console-launch",
+            "Reminders by channel",
+            &shot("subject"),
+        )
+        .await;
+    } else {
+        skipped.push("reminders");
+    }
+
+    // A timer's detail, with its message and send log; cancel it.
+    visit(
+        b,
+        base,
+        &format!("/ui/timers#id={}", s.pending_timer),
+        "coupon <b>reminder</b>",
+        &shot("timer"),
+    )
+    .await;
+    if act {
+        b.click("button.cancel-timer").await;
+        eventually("the timer to be cancelled", || async {
+            api.get(&format!("/v1/timers/{}", s.pending_timer)).await["state"] == "cancelled"
+        })
+        .await;
+    }
+    if api.serves(Method::GET, "/v1/timers", None).await {
+        visit(b, base, "/ui/timers", "console-alice", &shot("timers")).await;
+    } else {
+        skipped.push("timers: search");
+    }
+
+    if api.serves(Method::GET, "/v1/dead-letters", None).await {
+        visit(
+            b,
+            base,
+            "/ui/dead-letters",
+            "console-bob",
+            &shot("dead-letters"),
+        )
+        .await;
+        if act {
+            b.click("button.replay-one").await;
+            eventually("the dead timer to be replayed", || async {
+                let t = api.get(&format!("/v1/timers/{}", s.dead_timer)).await;
+                t["state"] == "pending" || t["attempts"].as_i64() > Some(1)
+            })
+            .await;
+        }
+    } else {
+        skipped.push("dead letters");
+    }
+    skipped
+}
+
+/// The whole suite on SQLite, on a protected node: log in through the form,
+/// every page and action under the session, CSRF refused without the token.
+#[tokio::test]
+async fn console_on_sqlite_with_login() {
+    let Some(b) = Browser::start().await else {
+        return;
+    };
+    let mock = Mock::start(&[]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("data").join("herald.db");
+    let server = Server::start_with_env(
+        &format!("sqlite://{}", db.display()),
+        dir,
+        &config(&mock),
+        &[("HERALD_ADMIN_KEY", ADMIN)],
+    )
+    .await;
+    let api = Api::new(&server.url, Some(ADMIN));
+    let seeded = seed(&api).await;
+
+    // Without a session, a page sends the browser to the login form.
+    b.goto(&format!("{}/ui/jobs", server.url)).await;
+    b.wait_text("API key").await;
+    let errors = b.errors().await;
+    assert!(errors.is_empty(), "{errors:?}");
+    b.screenshot("login").await;
+    // A wrong key is refused.
+    b.set_value("#key", "hrk_1_notakey").await;
+    b.click("#login-form button").await;
+    b.wait_text("unknown, revoked or expired").await;
+    // The admin key opens a session.
+    b.set_value("#key", ADMIN).await;
+    b.click("#login-form button").await;
+    b.wait_text("Last 60 seconds").await;
+    let cookie_visible = b.run("return document.cookie;", json!([])).await;
+    assert_eq!(cookie_visible, "", "the session cookie must be HttpOnly");
+
+    // A state change under the cookie without the CSRF token: 403 csrf;
+    // with it, it passes the guard.
+    let refused = b
+        .run_async(
+            "var done = arguments[0];
+             fetch('/v1/rules/999999:disable', {method: 'POST', credentials: 'same-origin'})
+               .then(function (r) { return r.json().then(function (j) { done([r.status, j.error.code]); }); });",
+        )
+        .await;
+    assert_eq!(refused, json!([403, "csrf"]));
+    let with_token = b
+        .run_async(
+            "var done = arguments[0];
+             var t = document.querySelector('meta[name=\"csrf-token\"]').content;
+             fetch('/v1/rules/999999:disable', {method: 'POST', credentials: 'same-origin', headers: {'X-CSRF-Token': t}})
+               .then(function (r) { done(r.status); });",
+        )
+        .await;
+    assert_eq!(with_token, 404);
+    // What the steps above logged (the refused login's 401, the refusals
+    // just made, the overview of a build without it) is expected: drained.
+    let _ = b.errors().await;
+
+    let skipped = pages(&b, &api, &seeded, true, "").await;
+    if !skipped.is_empty() {
+        eprintln!("console pages not served by this build yet, skipped: {skipped:?}");
+    }
+
+    // Logging out ends the session in the browser.
+    b.goto(&format!("{}/ui/cluster", server.url)).await;
+    b.click("form.logout button").await;
+    b.wait_text("API key").await;
+    b.quit().await;
+}
+
+/// Every page loads with data on PostgreSQL (open mode: no login).
+#[tokio::test]
+async fn console_smoke_on_postgres() {
+    let Some((_db, url)) = common::pg_database("console") else {
+        eprintln!("PostgreSQL not installed: console smoke on PostgreSQL skipped");
+        return;
+    };
+    let Some(b) = Browser::start().await else {
+        return;
+    };
+    let mock = Mock::start(&[]).await;
+    let server = Server::start_on(&url, tempfile::tempdir().unwrap(), &config(&mock)).await;
+    let api = Api::new(&server.url, None);
+    let seeded = seed(&api).await;
+    let skipped = pages(&b, &api, &seeded, false, "pg-").await;
+    if !skipped.is_empty() {
+        eprintln!("console pages not served by this build yet, skipped: {skipped:?}");
+    }
+    b.quit().await;
+}
