@@ -579,6 +579,89 @@ fn cases(f: &Fixture) -> Vec<Case> {
             200,
             hidden(req(M::GET, format!("/v1/timers/{FAKE}")), FAKE, t, 404),
         ),
+        // Before the DELETE case, which cancels the spare timer.
+        case(
+            "PATCH",
+            "/v1/timers/{id}",
+            json_req(
+                M::PATCH,
+                format!("/v1/timers/{t}"),
+                json!({"message": {"text": "patched"}}),
+            ),
+            Some(json_req(
+                M::PATCH,
+                format!("/v1/timers/{}", f.spare_timer),
+                json!({"message": {"text": "patched"}}),
+            )),
+            200,
+            hidden_ref(
+                json_req(
+                    M::PATCH,
+                    format!("/v1/timers/{t}"),
+                    json!({"message": {"text": "patched"}}),
+                ),
+                json_req(
+                    M::PATCH,
+                    format!("/v1/timers/{FAKE}"),
+                    json!({"message": {"text": "patched"}}),
+                ),
+                FAKE,
+                t,
+                404,
+            ),
+        ),
+        // The owner's timer is pending: it cannot be retried.
+        case(
+            "POST",
+            "/v1/timers/{id}",
+            req(M::POST, format!("/v1/timers/{t}:retry")),
+            None,
+            409,
+            hidden(
+                req(M::POST, format!("/v1/timers/{FAKE}:retry")),
+                FAKE,
+                t,
+                404,
+            ),
+        ),
+        // Each key searches its own tenant's timers.
+        case(
+            "GET",
+            "/v1/timers",
+            req(M::GET, "/v1/timers?idempotency_key=k-pending"),
+            None,
+            200,
+            Other::Own {
+                // The owner has a delivered timer; the other tenant none.
+                req: req(M::GET, "/v1/timers?state=done"),
+                status: 200,
+                contains: Some("\"timers\":[]"),
+            },
+        ),
+        case(
+            "POST",
+            "/v1/timers:retry",
+            json_req(M::POST, "/v1/timers:retry", json!({"channel": "log"})),
+            None,
+            200,
+            Other::Own {
+                req: json_req(M::POST, "/v1/timers:retry", json!({"channel": "log"})),
+                status: 200,
+                contains: Some("\"retried\":0"),
+            },
+        ),
+        case(
+            "GET",
+            "/v1/dead-letters",
+            req(M::GET, "/v1/dead-letters"),
+            None,
+            200,
+            Other::Own {
+                req: req(M::GET, "/v1/dead-letters"),
+                status: 200,
+                contains: Some("\"groups\":[]"),
+            },
+        ),
         case(
             "DELETE",
             "/v1/timers/{id}",
@@ -881,6 +964,40 @@ fn cases(f: &Fixture) -> Vec<Case> {
             None,
             200,
             Other::NotApplicable,
+        ),
+        // Resuming a channel that is not paused changes nothing.
+        case(
+            "POST",
+            "/v1/channels/{name}",
+            req(M::POST, "/v1/channels/log:resume"),
+            None,
+            200,
+            Other::NotApplicable,
+        ),
+        // A preview reads no tenant's data.
+        case(
+            "POST",
+            "/v1/schedules:preview",
+            json_req(
+                M::POST,
+                "/v1/schedules:preview",
+                json!({"schedule": {"type": "at", "at": later}, "count": 1}),
+            ),
+            None,
+            200,
+            Other::NotApplicable,
+        ),
+        case(
+            "GET",
+            "/v1/audiences",
+            req(M::GET, "/v1/audiences"),
+            None,
+            200,
+            Other::Own {
+                req: req(M::GET, "/v1/audiences"),
+                status: 200,
+                contains: None,
+            },
         ),
         // The log channel takes no provider callbacks, nor their handshake.
         case(
