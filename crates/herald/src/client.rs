@@ -1,8 +1,7 @@
-//! `herald timers ...`: a small client for a running server, and what every
-//! client command shares: the server's address and the key to send.
+//! What every client command shares: the server's address, the key to
+//! send, and how an answer is printed.
 
 use anyhow::{Context, bail};
-use clap::Subcommand;
 
 /// Where a client command sends its requests, and with which key. Both may
 /// come anywhere on the line (`herald timers get 7 --server URL` too).
@@ -50,69 +49,6 @@ impl std::fmt::Debug for Remote {
             .field("key", &self.key.as_ref().map(|_| "<redacted>"))
             .finish()
     }
-}
-
-#[derive(Subcommand, Debug)]
-pub enum TimersCmd {
-    /// Schedule a timer.
-    Add {
-        #[arg(long)]
-        channel: String,
-        #[arg(long)]
-        recipient: String,
-        /// Message object as JSON.
-        #[arg(long, default_value = "{}")]
-        message: String,
-        /// Fire after this many milliseconds...
-        #[arg(long, conflicts_with = "fire_at")]
-        delay_ms: Option<i64>,
-        /// ...or at this RFC 3339 time.
-        #[arg(long)]
-        fire_at: Option<String>,
-        #[arg(long)]
-        idempotency_key: Option<String>,
-        #[arg(long)]
-        priority: Option<u8>,
-    },
-    /// Show a timer.
-    Get { id: i64 },
-    /// Cancel a pending timer.
-    Cancel { id: i64 },
-    /// Show a timer's send log.
-    Deliveries { id: i64 },
-}
-
-pub async fn run(remote: &Remote, cmd: TimersCmd) -> anyhow::Result<()> {
-    let http = remote.http()?;
-    let base = remote.base();
-    let resp = match cmd {
-        TimersCmd::Add { channel, recipient, message, delay_ms, fire_at, idempotency_key, priority } => {
-            let message: serde_json::Value =
-                serde_json::from_str(&message).context("--message is not valid JSON")?;
-            let mut body = serde_json::json!({ "channel": channel, "recipient": recipient, "message": message });
-            if let Some(d) = delay_ms {
-                body["delay_ms"] = d.into();
-            }
-            if let Some(f) = fire_at {
-                body["fire_at"] = f.into();
-            }
-            if delay_ms.is_none() && body.get("fire_at").is_none() {
-                body["delay_ms"] = 0.into();
-            }
-            if let Some(k) = idempotency_key {
-                body["idempotency_key"] = k.into();
-            }
-            if let Some(p) = priority {
-                body["priority"] = p.into();
-            }
-            http.post(format!("{base}/v1/timers")).json(&body).send().await
-        }
-        TimersCmd::Get { id } => http.get(format!("{base}/v1/timers/{id}")).send().await,
-        TimersCmd::Cancel { id } => http.delete(format!("{base}/v1/timers/{id}")).send().await,
-        TimersCmd::Deliveries { id } => http.get(format!("{base}/v1/timers/{id}/deliveries")).send().await,
-    }
-    .with_context(|| format!("cannot reach {base}"))?;
-    show(resp).await
 }
 
 /// Prints a server's answer (pretty JSON when it is JSON); a non-2xx is an error.

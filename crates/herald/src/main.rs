@@ -12,6 +12,7 @@ mod listener;
 mod remind_cli;
 mod serve;
 mod tenancy;
+mod timers_cli;
 
 use std::io::IsTerminal;
 use std::net::SocketAddr;
@@ -57,7 +58,7 @@ enum Cmd {
         #[command(flatten)]
         remote: client::Remote,
         #[command(subcommand)]
-        cmd: client::TimersCmd,
+        cmd: timers_cli::TimersCmd,
     },
     /// Talk to a running server about subjects (what reminders count down to).
     Subjects {
@@ -264,7 +265,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Cmd::Serve { config } => serve::run(config::Config::load(config.as_deref())?).await,
             Cmd::Mock(a) => run_mock(a).await,
             Cmd::Bench { cmd } => bench::run(cmd).await,
-            Cmd::Timers { remote, cmd } => client::run(&remote, cmd).await,
+            Cmd::Timers { remote, cmd } => timers_cli::run(&remote, cmd).await,
             Cmd::Subjects { remote, cmd } => remind_cli::subjects(&remote, cmd).await,
             Cmd::Reminders { remote, cmd } => remind_cli::reminders(&remote, cmd).await,
             Cmd::Audiences { remote, cmd } => campaign_cli::audiences(&remote, cmd).await,

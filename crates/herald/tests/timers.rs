@@ -529,6 +529,18 @@ async fn patch(server: &Server, path: &str, body: &Value) -> (u16, Value) {
     (status, resp.json().await.unwrap_or(Value::Null))
 }
 
+/// Runs `herald ARGS --server URL`; its exit success and JSON answer.
+fn cli(server: &Server, args: &[&str]) -> (bool, Value) {
+    let out = std::process::Command::new(BIN)
+        .args(args)
+        .args(["--server", &server.url])
+        .env_remove("HERALD_KEY")
+        .output()
+        .expect("run herald");
+    let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    (out.status.success(), v)
+}
+
 /// Search, dead letters, patch, retry (one and by filter) and
 /// `on_conflict: replace`, on one server: a timer dies while the sink fails,
 /// is found, replayed once the sink is back, and delivered as attempt 3.
@@ -584,6 +596,30 @@ async fn dead_timers_are_found_replayed_and_pending_ones_patched() {
     let (s, _) = server.get("/v1/timers?state=firing").await;
     assert_eq!(s, 400);
 
+    // The CLI finds it the same ways.
+    let (ok, v) = cli(
+        &server,
+        &["timers", "list", "--state", "dead", "--channel", "hooks"],
+    );
+    assert_eq!((ok, ids(&v)), (true, vec![dead]), "{v}");
+    let (ok, v) = cli(
+        &server,
+        &["timers", "list", "--order", "desc", "--limit", "1"],
+    );
+    assert_eq!((ok, ids(&v)), (true, vec![later]), "{v}");
+    let (ok, v) = cli(&server, &["timers", "dead-letters", "--channel", "hooks"]);
+    assert_eq!(
+        (ok, &v["groups"][0]["timer_ids"]),
+        (true, &json!([dead])),
+        "{v}"
+    );
+    let (ok, v) = cli(&server, &["timers", "list", "--state", "firing"]);
+    assert_eq!(
+        (ok, v["error"]["field"].as_str()),
+        (false, Some("state")),
+        "{v}"
+    );
+
     let (s, v) = server.get("/v1/dead-letters").await;
     assert_eq!(s, 200, "{v}");
     assert_eq!(
@@ -631,13 +667,22 @@ async fn dead_timers_are_found_replayed_and_pending_ones_patched() {
     );
 
     // Patch it to fire now with a new message.
-    let (s, v) = patch(
+    let id = later.to_string();
+    let (ok, v) = cli(
         &server,
-        &format!("/v1/timers/{later}"),
-        &json!({"delay_ms": 0, "message": {"v": 4}, "priority": 7}),
-    )
-    .await;
-    assert_eq!(s, 200, "{v}");
+        &[
+            "timers",
+            "patch",
+            &id,
+            "--delay-ms",
+            "0",
+            "--message",
+            r#"{"v":4}"#,
+            "--priority",
+            "7",
+        ],
+    );
+    assert!(ok, "{v}");
     assert_eq!(
         (v["message"]["v"].as_i64(), v["priority"].as_i64()),
         (Some(4), Some(7))
@@ -659,6 +704,15 @@ async fn dead_timers_are_found_replayed_and_pending_ones_patched() {
     );
     let (s, _) = patch(&server, &format!("/v1/timers/{later}"), &json!({})).await;
     assert_eq!(s, 400);
+    let (ok, v) = cli(
+        &server,
+        &["timers", "patch", &later.to_string(), "--priority", "1"],
+    );
+    assert_eq!(
+        (ok, v["error"]["code"].as_str()),
+        (false, Some("not_pending")),
+        "{v}"
+    );
 
     // A valid `traceparent` on create is stored and sent on the delivery; a bad one is dropped.
     let trace = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
@@ -689,11 +743,9 @@ async fn dead_timers_are_found_replayed_and_pending_ones_patched() {
     let sent = mock.requests(Some("k-untraced")).await;
     assert!(sent[0]["headers"].get("traceparent").is_none(), "{sent:?}");
 
-    // Replay the dead one: a new series, numbered on.
-    let (s, v) = server
-        .post(&format!("/v1/timers/{dead}:retry"), &json!({}))
-        .await;
-    assert_eq!((s, v["state"].as_str()), (200, Some("pending")), "{v}");
+    // Replay the dead one (by the CLI): a new series, numbered on.
+    let (ok, v) = cli(&server, &["timers", "retry", &dead.to_string()]);
+    assert_eq!((ok, v["state"].as_str()), (true, Some("pending")), "{v}");
     let t = wait_state(&server, dead, "done", Duration::from_secs(10)).await;
     assert_eq!(t["attempts"], 3);
     let (_, log) = server.get(&format!("/v1/timers/{dead}/deliveries")).await;
@@ -716,6 +768,11 @@ async fn dead_timers_are_found_replayed_and_pending_ones_patched() {
         .post("/v1/timers:retry", &json!({"state": "dead"}))
         .await;
     assert_eq!((s, v), (200, json!({"retried": 0, "more": false})));
+    let (ok, v) = cli(
+        &server,
+        &["timers", "retry-all", "--channel", "hooks", "--limit", "10"],
+    );
+    assert_eq!((ok, v), (true, json!({"retried": 0, "more": false})));
     let (s, _) = server
         .post("/v1/timers:retry", &json!({"state": "pending"}))
         .await;

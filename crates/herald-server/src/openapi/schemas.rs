@@ -377,18 +377,20 @@ pub struct AudienceList {
     next_cursor: Option<String>,
 }
 
+/// `null` while the window holds no delivery.
 #[derive(ToSchema)]
 pub struct Lateness {
-    p50: f64,
-    p99: f64,
+    p50: Option<f64>,
+    p99: Option<f64>,
 }
 
 #[derive(ToSchema)]
 pub struct LivePoint {
     t: String,
     deliveries: u64,
-    p50_ms: f64,
-    p99_ms: f64,
+    /// `null` in a second without deliveries.
+    p50_ms: Option<f64>,
+    p99_ms: Option<f64>,
 }
 
 #[derive(ToSchema)]
