@@ -660,3 +660,29 @@ pub trait CampaignStore: Send + Sync + 'static {
     /// - Nothing is done twice: a second sweep at the same time reports zeros.
     async fn sweep(&self, now: i64, opts: SweepOptions) -> Result<SweepReport>;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{FailureGroups, retry_runs};
+
+    #[test]
+    fn retry_runs_span_gaps_only_when_allowed_and_stay_within_a_segment() {
+        let idxs = [1, 2, 4, 9, 10, 11];
+        assert_eq!(retry_runs(&idxs, 3, true), vec![(1, 3), (4, 5), (9, 12)]);
+        assert_eq!(retry_runs(&idxs, 5, true), vec![(1, 5), (9, 12)]);
+        assert_eq!(retry_runs(&idxs, 5, false), vec![(1, 3), (4, 5), (9, 12)]);
+        assert_eq!(retry_runs(&[7], 0, true), vec![(7, 8)]);
+        assert!(retry_runs(&[], 10, true).is_empty());
+    }
+
+    #[test]
+    fn failure_groups_count_at_most_the_limit() {
+        let e = |s: &str| Some(s.to_string());
+        let g = FailureGroups::from_errors(vec![e("b"), None, e("b"), e("a"), e("a")], 4);
+        assert_eq!(
+            g.groups,
+            vec![("b".into(), 2), (String::new(), 1), ("a".into(), 1)]
+        );
+        assert_eq!((g.scanned, g.truncated), (4, true));
+    }
+}

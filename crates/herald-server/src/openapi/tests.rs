@@ -21,8 +21,6 @@ const PLANNED: &[(&str, &str)] = &[
     ("GET", "/v1/subjects"),
     ("GET", "/v1/audiences"),
     ("POST", "/v1/schedules:preview"),
-    ("POST", "/v1/jobs/{id}:retry-failed"),
-    ("GET", "/v1/jobs/{id}/failures"),
     ("POST", "/v1/channels/{name}:pause"),
     ("POST", "/v1/channels/{name}:resume"),
     ("GET", "/v1/overview"),

@@ -1881,8 +1881,10 @@ pub async fn failed_sends_are_grouped_and_sent_again(store: S) {
     );
 
     // A finished job runs again for its failed sends only.
-    let Some(crate::FailedRetry::Retried { job: rerun, retried }) =
-        store.retry_failed_sends(j.id, T0 + 10).await.unwrap()
+    let Some(crate::FailedRetry::Retried {
+        job: rerun,
+        retried,
+    }) = store.retry_failed_sends(j.id, T0 + 10).await.unwrap()
     else {
         panic!("the job should be retried");
     };
