@@ -761,6 +761,7 @@ async fn a_v0_postgres_store_opens_migrates_and_reads_back() {
             (8, "0008_incarnation"),
             (9, "0009_timer_search"),
             (10, "0010_channel_pauses"),
+            (11, "0011_job_sends_failed"),
         ]
     );
 }
