@@ -145,6 +145,9 @@ impl From<CampaignError> for ApiError {
             CampaignError::AudienceNotReady { field, .. } => {
                 ApiError::field(field, "audience_not_ready", message)
             }
+            CampaignError::NotRetryable { .. } => {
+                ApiError::new(StatusCode::CONFLICT, "not_retryable", message)
+            }
             CampaignError::TooManyRecipients { .. } => {
                 let mut e = ApiError::new(
                     StatusCode::PAYLOAD_TOO_LARGE,

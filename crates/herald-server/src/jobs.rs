@@ -380,16 +380,78 @@ pub async fn get(
 /// `POST /v1/jobs/{id}:cancel` → `200` job: pending and running segments end
 /// `cancelled`, their recipients count as cancelled. A job already ended is
 /// returned as it is.
+///
+/// `POST /v1/jobs/{id}:retry-failed` → `200 {job, retried}`: the job's failed
+/// sends are sent again (a finished job runs again); `409 not_retryable` for a
+/// cancelled or expired job.
 pub async fn action(
     State(st): State<AppState>,
     Extension(caller): Extension<Caller>,
     Extension(rates): Extension<Arc<RateSampler>>,
     Path(segment): Path<String>,
 ) -> Result<Response, ApiError> {
-    let (raw_id, _cancel) = split_action(&segment, "jobs", "job", &["cancel"])?;
+    let (raw_id, verb) = split_action(&segment, "jobs", "job", &["cancel", "retry-failed"])?;
     let id = parse_id(raw_id, "job")?;
+    if verb == "retry-failed" {
+        let (job, retried) = st.campaigns.retry_failed(caller.tenant, id).await?;
+        let job = job_json(&st, &rates, job).await?;
+        return Ok(axum::Json(JobRetried { job, retried }).into_response());
+    }
     let job = st.campaigns.cancel_job(caller.tenant, id).await?;
     Ok(axum::Json(job_json(&st, &rates, job).await?).into_response())
+}
+
+/// The answer to `POST /v1/jobs/{id}:retry-failed`.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct JobRetried {
+    job: JobJson,
+    /// Failed sends that were set to be sent again.
+    retried: u64,
+}
+
+/// Failed sends read at most by `GET /v1/jobs/{id}/failures`.
+pub const MAX_FAILURES_SCANNED: usize = 10_000;
+
+/// One error of `GET /v1/jobs/{id}/failures`.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct FailureGroup {
+    /// The provider's or channel's error text ("" when none was recorded).
+    pub error: String,
+    pub count: u64,
+}
+
+/// The answer to `GET /v1/jobs/{id}/failures`.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct JobFailures {
+    /// Largest groups first.
+    pub groups: Vec<FailureGroup>,
+    /// Failed sends read (at most 10,000, lowest recipient index first).
+    pub scanned: u64,
+    /// More failed sends exist than were read.
+    pub truncated: bool,
+}
+
+/// `GET /v1/jobs/{id}/failures` → a job's failed sends grouped by error.
+pub async fn failures(
+    State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(raw): Path<String>,
+) -> Result<Response, ApiError> {
+    let id = parse_id(&raw, "job")?;
+    let f = st
+        .campaigns
+        .job_failures(caller.tenant, id, MAX_FAILURES_SCANNED)
+        .await?;
+    Ok(axum::Json(JobFailures {
+        groups: f
+            .groups
+            .into_iter()
+            .map(|(error, count)| FailureGroup { error, count })
+            .collect(),
+        scanned: f.scanned,
+        truncated: f.truncated,
+    })
+    .into_response())
 }
 
 /// `GET /v1/jobs?before=&limit=` → `{jobs, next_before}`, newest first.

@@ -154,6 +154,7 @@ fn api_routes() -> RouteSet {
         .post("/v1/jobs/{id}", jobs::action)
         .get("/v1/jobs/{id}/segments", jobs::segments)
         .get("/v1/jobs/{id}/sends", jobs::sends)
+        .get("/v1/jobs/{id}/failures", jobs::failures)
         .get("/v1/channels", channels::list)
         .post("/v1/channels/{name}", channels::pause_action)
         .get("/v1/channels/{name}/callback", channels::handshake)

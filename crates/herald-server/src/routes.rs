@@ -67,10 +67,11 @@ pub const ROUTES: &[Policy] = &[
     route(Post, "/v1/jobs", Needs(Campaign), Json),
     route(Get, "/v1/jobs", Needs(Read), NoBody),
     route(Get, "/v1/jobs/{id}", Needs(Read), NoBody),
-    // `:cancel`.
+    // `:cancel`, `:retry-failed`.
     route(Post, "/v1/jobs/{id}", Needs(Campaign), Action),
     route(Get, "/v1/jobs/{id}/segments", Needs(Read), NoBody),
     route(Get, "/v1/jobs/{id}/sends", Needs(Read), NoBody),
+    route(Get, "/v1/jobs/{id}/failures", Needs(Read), NoBody),
     route(Get, "/v1/channels", Needs(Admin), NoBody),
     // `:pause` (optional JSON body), `:resume`.
     route(Post, "/v1/channels/{name}", Needs(Admin), Action),

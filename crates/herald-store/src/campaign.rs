@@ -300,6 +300,67 @@ pub struct SweepReport {
     pub failed_recipients: u64,
 }
 
+/// What [`CampaignStore::retry_failed_sends`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FailedRetry {
+    /// The failed sends are `retry` again and pending segments cover them; the
+    /// job (running again if it had finished) as it is afterwards.
+    Retried { job: JobRecord, retried: u64 },
+    /// The job was cancelled or expired: nothing changed.
+    NotRetryable(JobRecord),
+}
+
+/// A job's failed sends grouped by error, largest group first (ties by error).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FailureGroups {
+    /// `(error, count)`; a failure without a message is grouped under "".
+    pub groups: Vec<(String, u64)>,
+    /// Failed sends read.
+    pub scanned: u64,
+    /// More failed sends exist than were read.
+    pub truncated: bool,
+}
+
+impl FailureGroups {
+    /// Groups the errors read (at most `limit` of them count; one more marks
+    /// the answer truncated).
+    pub fn from_errors(errors: Vec<Option<String>>, limit: usize) -> Self {
+        let truncated = errors.len() > limit;
+        let mut counts: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
+        let mut scanned = 0;
+        for e in errors.into_iter().take(limit) {
+            *counts.entry(e.unwrap_or_default()).or_default() += 1;
+            scanned += 1;
+        }
+        let mut groups: Vec<(String, u64)> = counts.into_iter().collect();
+        groups.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        FailureGroups {
+            groups,
+            scanned,
+            truncated,
+        }
+    }
+}
+
+/// The segments `[start, end)` that re-send the failed indexes `idxs`
+/// (ascending), each at most `segment_size` long. With `gaps` a segment may
+/// span indexes between failures (a finished job: every one of them is
+/// final, so the worker skips them); without, only consecutive indexes share a
+/// segment, so a running job's unsent recipients are never covered twice.
+pub fn retry_runs(idxs: &[u64], segment_size: u64, gaps: bool) -> Vec<(u64, u64)> {
+    let size = segment_size.max(1);
+    let mut runs: Vec<(u64, u64)> = Vec::new();
+    for &i in idxs {
+        match runs.last_mut() {
+            Some((start, end)) if (gaps || i == *end) && i < start.saturating_add(size) => {
+                *end = i + 1;
+            }
+            _ => runs.push((i, i + 1)),
+        }
+    }
+    runs
+}
+
 /// Rules, tasks, audiences, jobs and segments. Part of every [`crate::Store`].
 #[async_trait]
 pub trait CampaignStore: Send + Sync + 'static {
@@ -492,6 +553,19 @@ pub trait CampaignStore: Send + Sync + 'static {
     /// outcome); partial segments are left for the sweeper to mark handled.
     async fn cancel_job(&self, id: i64, now: i64) -> Result<Option<JobRecord>>;
 
+    /// Sends a job's failed recipients again, in one transaction: their rows go
+    /// back to `retry` (the next attempt continues their numbering), the totals
+    /// move them from `failed` to `retrying`, new pending segments (attempt 1)
+    /// cover them, and a `done` job is `running` again (`finished_at` cleared;
+    /// its task keeps the outcome it had). `None` for an unknown job;
+    /// `NotRetryable` for a cancelled or expired one. No failed send: the job
+    /// unchanged with `retried = 0`.
+    async fn retry_failed_sends(&self, job_id: i64, now: i64) -> Result<Option<FailedRetry>>;
+
+    /// Up to `limit` of a job's failed sends (by index) grouped by error,
+    /// read from the failed-send index.
+    async fn job_failures(&self, job_id: i64, limit: usize) -> Result<FailureGroups>;
+
     /// Claims one pending segment for `owner` until `now + lease_ms`: the
     /// highest-priority claimable one (ties: lowest segment id) among running
     /// jobs whose deadline has not passed and whose `not_before <= now`. The
@@ -585,4 +659,30 @@ pub trait CampaignStore: Send + Sync + 'static {
     ///   in `failed_recipients`; the job's `retrying` moves to `failed`.
     /// - Nothing is done twice: a second sweep at the same time reports zeros.
     async fn sweep(&self, now: i64, opts: SweepOptions) -> Result<SweepReport>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{FailureGroups, retry_runs};
+
+    #[test]
+    fn retry_runs_span_gaps_only_when_allowed_and_stay_within_a_segment() {
+        let idxs = [1, 2, 4, 9, 10, 11];
+        assert_eq!(retry_runs(&idxs, 3, true), vec![(1, 3), (4, 5), (9, 12)]);
+        assert_eq!(retry_runs(&idxs, 5, true), vec![(1, 5), (9, 12)]);
+        assert_eq!(retry_runs(&idxs, 5, false), vec![(1, 3), (4, 5), (9, 12)]);
+        assert_eq!(retry_runs(&[7], 0, true), vec![(7, 8)]);
+        assert!(retry_runs(&[], 10, true).is_empty());
+    }
+
+    #[test]
+    fn failure_groups_count_at_most_the_limit() {
+        let e = |s: &str| Some(s.to_string());
+        let g = FailureGroups::from_errors(vec![e("b"), None, e("b"), e("a"), e("a")], 4);
+        assert_eq!(
+            g.groups,
+            vec![("b".into(), 2), (String::new(), 1), ("a".into(), 1)]
+        );
+        assert_eq!((g.scanned, g.truncated), (4, true));
+    }
 }

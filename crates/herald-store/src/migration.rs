@@ -30,6 +30,7 @@ macro_rules! migrations {
             "0008_incarnation",
             "0009_timer_search",
             "0010_channel_pauses",
+            "0011_job_sends_failed",
         )
     };
     (@ $($name:literal),+ $(,)?) => {

@@ -122,6 +122,10 @@ pub enum JobsCmd {
     },
     /// Cancel a running job.
     Cancel { id: i64 },
+    /// Send again to a job's failed recipients (a finished job runs again).
+    RetryFailed { id: i64 },
+    /// A job's failed sends grouped by error.
+    Failures { id: i64 },
     /// Follow a job with a live progress bar until it ends.
     Watch {
         id: i64,
@@ -390,6 +394,16 @@ pub async fn jobs(remote: &Remote, cmd: JobsCmd) -> anyhow::Result<()> {
         }
         JobsCmd::Cancel { id } => {
             http.post(format!("{base}/v1/jobs/{id}:cancel"))
+                .send()
+                .await
+        }
+        JobsCmd::RetryFailed { id } => {
+            http.post(format!("{base}/v1/jobs/{id}:retry-failed"))
+                .send()
+                .await
+        }
+        JobsCmd::Failures { id } => {
+            http.get(format!("{base}/v1/jobs/{id}/failures"))
                 .send()
                 .await
         }

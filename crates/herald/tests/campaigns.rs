@@ -176,6 +176,60 @@ async fn retryable_failures_leave_partial_segments_that_are_reissued_for_those_r
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_job_s_failed_sends_are_grouped_and_sent_again() {
+    let n = 20usize;
+    let mock = Mock::start(&[]).await;
+    // Each key's first request is refused for good (400): every send fails.
+    let (st, _) = post_raw(
+        &format!("{}/_mock/faults", mock.url),
+        "application/json",
+        json!({"fail_first": 1, "error_status": 400}).to_string(),
+    )
+    .await;
+    assert_eq!(st, 200);
+    let server = Server::start(&jobs_config(&mock.hook(), "", "")).await;
+    let audience = upload(&server, n, "again").await;
+    let id = create_job(
+        &server,
+        &json!({"audience_id": audience, "channel": "hooks", "message": {"m": 1}, "segment_size": 8}),
+    )
+    .await;
+    let j = wait_job_final(&server, id, Duration::from_secs(30)).await;
+    assert_eq!(
+        (j["state"].clone(), j["totals"]["failed"].clone()),
+        (json!("done"), json!(n)),
+        "{j}"
+    );
+    let (st, f) = server.get(&format!("/v1/jobs/{id}/failures")).await;
+    assert_eq!(st, 200, "{f}");
+    assert_eq!(f["scanned"], n as u64, "{f}");
+    assert_eq!(f["groups"].as_array().map(Vec::len), Some(1), "{f}");
+    assert_eq!(f["groups"][0]["count"], n as u64, "{f}");
+
+    let (st, r) = server
+        .post(&format!("/v1/jobs/{id}:retry-failed"), &json!({}))
+        .await;
+    assert_eq!(st, 200, "{r}");
+    assert_eq!(r["retried"], n as u64, "{r}");
+    assert_totals_add_up(&r["job"]);
+    let j = wait_job_final(&server, id, Duration::from_secs(30)).await;
+    assert_eq!(j["state"], "done", "{j}");
+    assert_eq!(j["totals"]["sent"], n as u64, "{j}");
+    assert_eq!(j["totals"]["failed"], 0, "{j}");
+    let stats = mock.stats().await;
+    assert_eq!(stats["unique_delivered"], n as u64, "{stats}");
+    assert_eq!(stats["received"], 2 * n as u64, "{stats}");
+    let (_, v) = server
+        .get(&format!("/v1/jobs/{id}/sends?start=0&end=3"))
+        .await;
+    for row in v["sends"].as_array().into_iter().flatten() {
+        assert_eq!(row["attempts"], 2, "{row}");
+    }
+    let (_, f) = server.get(&format!("/v1/jobs/{id}/failures")).await;
+    assert_eq!(f["scanned"], 0, "{f}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn past_its_deadline_a_job_stops_and_the_rest_end_expired() {
     let n = 20_000usize;
     let mock = Mock::start(&[]).await;

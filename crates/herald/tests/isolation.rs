@@ -959,6 +959,19 @@ fn cases(f: &Fixture) -> Vec<Case> {
         ),
         case(
             "GET",
+            "/v1/jobs/{id}/failures",
+            req(M::GET, format!("/v1/jobs/{j}/failures")),
+            None,
+            200,
+            hidden(
+                req(M::GET, format!("/v1/jobs/{FAKE}/failures")),
+                FAKE,
+                j,
+                404,
+            ),
+        ),
+        case(
+            "GET",
             "/v1/channels",
             req(M::GET, "/v1/channels"),
             None,

@@ -19,6 +19,12 @@ pub enum CampaignError {
     /// written (dropped concurrently).
     #[error("audience {id} is unknown or still uploading")]
     AudienceUnusable { field: &'static str, id: i64 },
+    /// A job's failed sends cannot be sent again once it was cancelled or
+    /// expired.
+    #[error("job is {state}; only a running or finished job's failed sends are retried")]
+    NotRetryable {
+        state: herald_core::campaign::JobState,
+    },
     /// An upload went over its limit; nothing of it remains.
     #[error("more than {max} recipients; at most {max} per audience")]
     TooManyRecipients { max: u64 },

@@ -19,8 +19,8 @@ use herald_core::TenantId;
 use herald_core::campaign::{RuleStatus, SegmentState, TaskState};
 use herald_core::schedule::{Schedule, ScheduleSpec};
 use herald_store::{
-    AUDIENCE_CHUNK, AudienceRecord, JobRecord, JobSpec, RuleRecord, RuleSpec, RuleVersion,
-    SegmentRecord, SendRecord, StoreError, TaskRecord, owned_by,
+    AUDIENCE_CHUNK, AudienceRecord, FailedRetry, FailureGroups, JobRecord, JobSpec, RuleRecord,
+    RuleSpec, RuleVersion, SegmentRecord, SendRecord, StoreError, TaskRecord, owned_by,
 };
 
 use super::planner::plan_after;
@@ -267,6 +267,39 @@ impl Campaigns {
             .ok_or(CampaignError::NotFound { what: "job" })?;
         self.wake_planner();
         Ok(job)
+    }
+
+    /// Sends a job's failed recipients again (a new attempt each); a finished
+    /// job runs again. Returns the job afterwards and how many were retried.
+    pub async fn retry_failed(&self, tenant: TenantId, id: i64) -> Result<(JobRecord, u64)> {
+        self.get_job(tenant, id).await?;
+        match self
+            .sh
+            .store
+            .retry_failed_sends(id, self.now())
+            .await?
+            .ok_or(CampaignError::NotFound { what: "job" })?
+        {
+            FailedRetry::Retried { job, retried } => {
+                if retried > 0 {
+                    tracing::info!(job = id, retried, "retrying a job's failed sends");
+                    self.wake_workers();
+                }
+                Ok((job, retried))
+            }
+            FailedRetry::NotRetryable(job) => Err(CampaignError::NotRetryable { state: job.state }),
+        }
+    }
+
+    /// A job's failed sends grouped by error, over at most `limit` of them.
+    pub async fn job_failures(
+        &self,
+        tenant: TenantId,
+        id: i64,
+        limit: usize,
+    ) -> Result<FailureGroups> {
+        self.get_job(tenant, id).await?;
+        Ok(self.sh.store.job_failures(id, limit).await?)
     }
 
     /// Jobs of `tenant` with `id < before`, newest first.

@@ -13,7 +13,7 @@ use crate::api_keys::KeyJson;
 use crate::audiences::AudienceJson;
 use crate::audit::list::EntryJson;
 use crate::error::ErrorBody;
-use crate::jobs::{JobJson, SegmentJson, SendJson};
+use crate::jobs::{FailureGroup, JobFailures, JobJson, JobRetried, SegmentJson, SendJson};
 use crate::rules::{RuleJson, TaskJson, VersionJson};
 use crate::timers::{DeliveryJson, TimerJson};
 
@@ -320,25 +320,6 @@ pub struct DeadLetters {
 pub struct PauseRequest {
     until: Option<String>,
     reason: Option<String>,
-}
-
-#[derive(ToSchema)]
-pub struct JobRetried {
-    job: JobJson,
-    retried: u64,
-}
-
-#[derive(ToSchema)]
-pub struct FailureGroup {
-    error: Option<String>,
-    count: u64,
-}
-
-#[derive(ToSchema)]
-pub struct JobFailures {
-    groups: Vec<FailureGroup>,
-    scanned: u64,
-    truncated: bool,
 }
 
 #[derive(ToSchema)]

@@ -279,3 +279,53 @@ async fn audiences_page_with_an_opaque_cursor() {
     );
     api.engine.shutdown().await;
 }
+
+#[tokio::test]
+async fn failed_sends_are_listed_and_retried_but_not_for_a_cancelled_job() {
+    let api = Api::new().await;
+    let (st, job) = api
+        .post(
+            "/v1/jobs",
+            json!({"users": ["a", "b"], "channel": "log", "message": {"t": 1}}),
+        )
+        .await;
+    assert_eq!(st, StatusCode::CREATED, "{job}");
+    let id = job["id"].as_i64().unwrap_or_default();
+    let (st, f) = api.get(&format!("/v1/jobs/{id}/failures")).await;
+    assert_eq!(st, StatusCode::OK, "{f}");
+    assert_eq!(f["truncated"], false, "{f}");
+    assert!(f["groups"].is_array(), "{f}");
+    let (st, r) = api
+        .post(&format!("/v1/jobs/{id}:retry-failed"), json!({}))
+        .await;
+    assert_eq!(st, StatusCode::OK, "{r}");
+    assert_eq!(
+        (r["job"]["id"].as_i64(), r["retried"].as_u64()),
+        (Some(id), Some(0))
+    );
+
+    let (_, upload) = api.upload("/v1/audiences", "text/csv", "x\ny\n").await;
+    let (_, job2) = api
+        .post(
+            "/v1/jobs",
+            json!({"audience_id": upload["id"], "channel": "log", "message": {},
+                   "deadline_secs": 600}),
+        )
+        .await;
+    let (_, cancelled) = api
+        .post(&format!("/v1/jobs/{}:cancel", job2["id"]), json!({}))
+        .await;
+    let (st, body) = api
+        .post(&format!("/v1/jobs/{}:retry-failed", job2["id"]), json!({}))
+        .await;
+    if cancelled["state"] == "cancelled" {
+        error(st, &body, StatusCode::CONFLICT, "not_retryable");
+    } else {
+        assert_eq!(st, StatusCode::OK, "{body}");
+    }
+    let (st, body) = api.post("/v1/jobs/999:retry-failed", json!({})).await;
+    error(st, &body, StatusCode::NOT_FOUND, "not_found");
+    let (st, body) = api.get("/v1/jobs/999/failures").await;
+    error(st, &body, StatusCode::NOT_FOUND, "not_found");
+    api.engine.shutdown().await;
+}

@@ -1842,3 +1842,103 @@ pub async fn audiences_are_listed_per_tenant_by_id(store: S) {
             .is_empty()
     );
 }
+
+pub async fn failed_sends_are_grouped_and_sent_again(store: S) {
+    let (task_id, j) = task_job(&store, 6, 3, rule_spec("r", None)).await;
+    let c1 = claim(&store, "w", T0 + 1).await;
+    record(
+        &store,
+        &c1,
+        3,
+        vec![send(0, D), send(1, F), send(2, F)],
+        T0 + 2,
+    )
+    .await;
+    finish(&store, &c1, T0 + 3).await;
+    let c2 = claim(&store, "w", T0 + 4).await;
+    record(
+        &store,
+        &c2,
+        6,
+        vec![send(3, D), send(4, D), send(5, F)],
+        T0 + 5,
+    )
+    .await;
+    finish(&store, &c2, T0 + 6).await;
+    let done = job_now(&store, j.id).await;
+    assert_eq!(done.state, JobState::Done);
+    assert_eq!(done.totals, totals(6, 3, 3, 0));
+
+    let f = store.job_failures(j.id, 10_000).await.unwrap();
+    assert_eq!(f.scanned, 3);
+    assert!(!f.truncated);
+    assert_eq!(f.groups.iter().map(|g| g.1).sum::<u64>(), 3);
+    let f = store.job_failures(j.id, 2).await.unwrap();
+    assert_eq!((f.scanned, f.truncated), (2, true));
+    assert_eq!(
+        f.groups,
+        vec![("error-1".to_string(), 1), ("error-2".to_string(), 1)]
+    );
+
+    // A finished job runs again for its failed sends only.
+    let Some(crate::FailedRetry::Retried {
+        job: rerun,
+        retried,
+    }) = store.retry_failed_sends(j.id, T0 + 10).await.unwrap()
+    else {
+        panic!("the job should be retried");
+    };
+    assert_eq!(retried, 3);
+    check_totals(&rerun);
+    assert_eq!(rerun.state, JobState::Running);
+    assert_eq!(rerun.finished_at, None);
+    assert_eq!(rerun.totals, totals(6, 3, 0, 3));
+    assert_eq!(send_row(&store, j.id, 1).await.state, R);
+    assert_eq!(send_row(&store, j.id, 0).await.state, D);
+    assert_eq!(store.job_failures(j.id, 10).await.unwrap().scanned, 0);
+    // Pending segments over the failures, at most a segment size (3) long.
+    let pending: Vec<(u64, u64)> = segments(&store, j.id)
+        .await
+        .into_iter()
+        .filter(|s| s.state == SegmentState::Pending)
+        .map(|s| (s.start, s.end))
+        .collect();
+    assert_eq!(pending, vec![(1, 3), (5, 6)]);
+
+    // The retry attempt counts as a new attempt and settles the totals.
+    let c = claim(&store, "w", T0 + 11).await;
+    assert_eq!((c.segment.start, c.segment.end), (1, 3));
+    record(&store, &c, 3, vec![send(1, D), send(2, F)], T0 + 12).await;
+    finish(&store, &c, T0 + 13).await;
+    assert_eq!(send_row(&store, j.id, 1).await.attempts, 2);
+    let c = claim(&store, "w", T0 + 14).await;
+    record(&store, &c, 6, vec![send(5, D)], T0 + 15).await;
+    finish(&store, &c, T0 + 16).await;
+    let again = job_now(&store, j.id).await;
+    assert_eq!(again.state, JobState::Done);
+    assert_eq!(again.totals, totals(6, 5, 1, 0));
+    // The task keeps the outcome it had.
+    assert_eq!(task(&store, task_id).await.state, TaskState::Failed);
+
+    // Nothing failed left but one; a cancelled job is not retried.
+    assert_eq!(
+        store
+            .cancel_job(j.id, T0 + 17)
+            .await
+            .unwrap()
+            .unwrap()
+            .state,
+        JobState::Done
+    );
+    let a = audience(&store, 4).await;
+    let other = job(&store, a, 2).await;
+    let cancelled = store.cancel_job(other.id, T0 + 18).await.unwrap().unwrap();
+    assert!(matches!(
+        store.retry_failed_sends(other.id, T0 + 19).await.unwrap(),
+        Some(crate::FailedRetry::NotRetryable(ref j)) if j == &cancelled
+    ));
+    assert_eq!(
+        store.retry_failed_sends(other.id + 1000, T0).await.unwrap(),
+        None
+    );
+}

@@ -181,6 +181,7 @@ macro_rules! store_conformance_tests {
             cases: [
                 audiences_are_uploaded_in_chunks_sealed_and_sliced,
                 audiences_are_listed_per_tenant_by_id,
+                failed_sends_are_grouped_and_sent_again,
                 unsealed_audiences_make_no_job_and_unused_ones_can_be_dropped,
                 a_job_over_an_empty_audience_is_done_at_once,
                 rules_are_versioned,

@@ -51,7 +51,7 @@ const INSERT_JOB: &str = concat!(
     job_cols!()
 );
 // Ids follow the array order, so they grow with `start`.
-const INSERT_SEGMENTS: &str = "INSERT INTO segments (job_id, start_idx, end_idx, cursor_idx, \
+pub(super) const INSERT_SEGMENTS: &str = "INSERT INTO segments (job_id, start_idx, end_idx, cursor_idx, \
         state, attempt, not_before, priority, deadline_at, created_at, updated_at, tenant_id) \
     SELECT $1, s, e, s, 'pending', 1, $4, $5, $6, $4, $4, $7 \
     FROM unnest($2::int8[], $3::int8[]) AS u(s, e)";
@@ -75,7 +75,7 @@ pub(super) const JOB_SEGMENTS: &str = concat!(
     segment_cols!(),
     " FROM segments WHERE job_id = $1 AND id > $2 ORDER BY id LIMIT $3"
 );
-const LOCK_JOB: &str = concat!(
+pub(super) const LOCK_JOB: &str = concat!(
     "SELECT ",
     job_cols!(),
     " FROM jobs WHERE id = $1 FOR NO KEY UPDATE"

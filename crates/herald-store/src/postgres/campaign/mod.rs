@@ -24,6 +24,7 @@
 //! large one.
 
 mod audiences;
+mod failed;
 mod jobs;
 #[cfg(test)]
 mod plans;
@@ -307,6 +308,23 @@ impl CampaignStore for PgStore {
         self.within("cancel_job", async move {
             self.retrying("cancel_job", || jobs::cancel_job(self, id, now))
                 .await
+        })
+        .await
+    }
+
+    async fn retry_failed_sends(&self, job_id: i64, now: i64) -> Result<Option<FailedRetry>> {
+        self.within("retry_failed_sends", async move {
+            self.retrying("retry_failed_sends", || {
+                failed::retry_failed_sends(self, job_id, now)
+            })
+            .await
+        })
+        .await
+    }
+
+    async fn job_failures(&self, job_id: i64, limit: usize) -> Result<FailureGroups> {
+        self.within("job_failures", async move {
+            failed::job_failures(self, job_id, limit).await
         })
         .await
     }

@@ -26,6 +26,7 @@ macro_rules! rule_select {
 }
 
 mod audiences;
+mod failed;
 mod jobs;
 mod rules;
 mod sweep;
@@ -266,6 +267,16 @@ impl CampaignStore for SqliteStore {
 
     async fn cancel_job(&self, id: i64, now: i64) -> Result<Option<JobRecord>> {
         self.write(move |c| jobs::cancel_job(c, id, now)).await
+    }
+
+    async fn retry_failed_sends(&self, job_id: i64, now: i64) -> Result<Option<FailedRetry>> {
+        self.write(move |c| failed::retry_failed_sends(c, job_id, now))
+            .await
+    }
+
+    async fn job_failures(&self, job_id: i64, limit: usize) -> Result<FailureGroups> {
+        self.read(move |c| failed::job_failures(c, job_id, limit))
+            .await
     }
 
     async fn claim_segment(
