@@ -15,6 +15,7 @@ pub mod postgres;
 pub mod redact;
 mod refusals;
 pub mod sqlite;
+mod subject_query;
 #[cfg(any(test, feature = "testsuite"))]
 pub mod testsuite;
 mod timer_query;
@@ -255,6 +256,26 @@ pub trait Store: CampaignStore + AccessStore + Send + Sync + 'static {
 
     /// The subjects of `tenant` among `ids` that exist (any order).
     async fn get_subjects(&self, tenant: TenantId, ids: &[String]) -> Result<Vec<SubjectRecord>>;
+
+    /// One page of `tenant`'s subjects in id order, after `after` when given,
+    /// at most `limit`, each with its subscriptions counted up to `cap`
+    /// (through the subject index: at most `cap + 1` entries per subject).
+    async fn list_subjects(
+        &self,
+        tenant: TenantId,
+        after: Option<&str>,
+        limit: usize,
+        cap: u64,
+    ) -> Result<Vec<SubjectSummary>>;
+
+    /// `tenant`'s subject `subject_id` with its subscriptions counted up to
+    /// `cap`, per bit too; `None` when there is no such subject.
+    async fn subject_summary(
+        &self,
+        tenant: TenantId,
+        subject_id: &str,
+        cap: u64,
+    ) -> Result<Option<SubjectSummary>>;
 
     /// Every reminder bit `user_id` of `tenant` holds, with its timer, ordered
     /// by subject then bit. At most `limit` rows.

@@ -31,6 +31,7 @@ macro_rules! migrations {
             "0009_timer_search",
             "0010_channel_pauses",
             "0011_job_sends_failed",
+            "0012_subject_counts",
         )
     };
     (@ $($name:literal),+ $(,)?) => {

@@ -403,6 +403,28 @@ pub struct SubjectRecord {
     pub updated_at: i64,
 }
 
+/// A subject's subscriptions, counted up to a cap: a read of a subject with a
+/// million subscribers walks at most `cap` index entries, never all of them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SubscriptionCounts {
+    /// Distinct users among the counted reminders.
+    pub subscribers: u64,
+    /// Reminders (set bits, pending or sent), at most the cap.
+    pub reminders: u64,
+    /// The subject has more reminders than the cap: both figures are lower
+    /// bounds.
+    pub capped: bool,
+    /// Counted reminders per bit, in bit order (only when asked for).
+    pub by_bit: Vec<(u8, u64)>,
+}
+
+/// A subject with its subscriptions counted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubjectSummary {
+    pub subject: SubjectRecord,
+    pub counts: SubscriptionCounts,
+}
+
 /// One reminder to add: a bit of the (user, subject) bitmap and its timer.
 /// It belongs to its timer's tenant (see [`NewReminder::tenant`]): user and
 /// subject ids are those of that tenant.

@@ -60,6 +60,7 @@ pub mod notify;
 mod provider;
 mod reminders;
 mod schema;
+mod subjects;
 mod timer_ops;
 mod timers;
 mod tls;
@@ -351,6 +352,34 @@ impl Store for PgStore {
             ids.sort_unstable();
             ids.dedup();
             reminders::get_subjects(self, tenant, &ids).await
+        })
+        .await
+    }
+
+    async fn list_subjects(
+        &self,
+        tenant: TenantId,
+        after: Option<&str>,
+        limit: usize,
+        cap: u64,
+    ) -> Result<Vec<crate::SubjectSummary>> {
+        self.within("list_subjects", async move {
+            if limit == 0 {
+                return Ok(Vec::new());
+            }
+            subjects::list(self, tenant, after.unwrap_or_default(), limit, cap).await
+        })
+        .await
+    }
+
+    async fn subject_summary(
+        &self,
+        tenant: TenantId,
+        subject_id: &str,
+        cap: u64,
+    ) -> Result<Option<crate::SubjectSummary>> {
+        self.within("subject_summary", async move {
+            subjects::summary(self, tenant, subject_id, cap).await
         })
         .await
     }

@@ -966,6 +966,16 @@ mod tests {
                 vec![&pair_tenants, &pair_users, &pair_subjects, &bits],
                 &["reminder_timers_pkey"],
             ),
+            (
+                crate::subject_query::sql::COUNT,
+                vec![&tenant, &subject_id, &limit],
+                &["reminder_timers_subject"],
+            ),
+            (
+                crate::subject_query::sql::COUNT_BY_BIT,
+                vec![&tenant, &subject_id, &limit],
+                &["reminder_timers_subject"],
+            ),
         ];
         // Freshly loaded (no statistics yet, as right after a bulk subscribe),
         // then analyzed; each as custom and as generic plans.

@@ -41,6 +41,7 @@ mod pool;
 mod provider;
 mod reminders;
 mod schema;
+mod subjects;
 mod timer_ops;
 mod timers;
 
@@ -265,6 +266,32 @@ impl Store for SqliteStore {
         }
         let ids = ids.to_vec();
         self.read(move |c| reminders::get_subjects(c, tenant, ids))
+            .await
+    }
+
+    async fn list_subjects(
+        &self,
+        tenant: TenantId,
+        after: Option<&str>,
+        limit: usize,
+        cap: u64,
+    ) -> Result<Vec<crate::SubjectSummary>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let after = after.map(str::to_string);
+        self.read(move |c| subjects::list(c, tenant, after, limit, cap))
+            .await
+    }
+
+    async fn subject_summary(
+        &self,
+        tenant: TenantId,
+        subject_id: &str,
+        cap: u64,
+    ) -> Result<Option<crate::SubjectSummary>> {
+        let subject_id = subject_id.to_string();
+        self.read(move |c| subjects::summary(c, tenant, subject_id, cap))
             .await
     }
 

@@ -142,6 +142,7 @@ macro_rules! store_conformance_tests {
                 one_batch_sees_its_own_subjects_and_reminders,
                 many_reminders_in_one_batch,
                 reminder_bits_use_the_whole_word_and_a_bad_bit_changes_nothing,
+                subjects_list_in_id_order_with_bounded_counts,
             ]
             races: [concurrent_reminder_adds_from_two_handles]
         );

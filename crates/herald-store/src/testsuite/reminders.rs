@@ -968,3 +968,90 @@ pub async fn concurrent_reminder_adds_from_two_handles(a: S, b: S) {
         assert_eq!(subscriptions(&a, &user).await.len(), 1);
     }
 }
+
+/// `list_subjects` pages through one tenant's subjects in id order with their
+/// subscriptions counted; `subject_summary` counts per bit. Counts stop at the
+/// cap and say so; cancelled bits no longer count.
+pub async fn subjects_list_in_id_order_with_bounded_counts(store: S) {
+    for id in ["b", "a", "c"] {
+        put(&store, subject(id, START)).await;
+    }
+    let mut elsewhere = subject("a0", START);
+    elsewhere.tenant = herald_core::TenantId(7);
+    put(&store, elsewhere).await;
+    // "a": u1 on two leads, u2 on one and on email; "b": u1 only; "c": none.
+    for r in [
+        reminder("u1", "a", 5),
+        reminder("u1", "a", 15),
+        reminder("u2", "a", 5),
+        reminder_on("u2", "a", ChannelType::Email, 5),
+        reminder("u1", "b", 5),
+    ] {
+        add_created(&store, r).await;
+    }
+    let list = |after: Option<&'static str>, limit: usize, cap: u64| {
+        let store = &store;
+        async move {
+            store
+                .list_subjects(DEFAULT_TENANT, after, limit, cap)
+                .await
+                .expect("list_subjects")
+                .into_iter()
+                .map(|s| {
+                    (
+                        s.subject.subject_id,
+                        s.counts.subscribers,
+                        s.counts.reminders,
+                        s.counts.capped,
+                    )
+                })
+                .collect::<Vec<_>>()
+        }
+    };
+    let all = vec![
+        ("a".to_string(), 2, 4, false),
+        ("b".to_string(), 1, 1, false),
+        ("c".to_string(), 0, 0, false),
+    ];
+    assert_eq!(list(None, 10, 100).await, all);
+    assert_eq!(list(None, 2, 100).await, all[..2].to_vec());
+    assert_eq!(list(Some("a"), 10, 100).await, all[1..].to_vec());
+    assert_eq!(list(Some("c"), 10, 100).await, Vec::new());
+    // A cap of 3: "a" has 4 reminders, so it reads 3 and says it stopped.
+    assert_eq!(list(None, 1, 3).await, vec![("a".to_string(), 2, 3, true)]);
+    assert_eq!(list(None, 1, 4).await, vec![("a".to_string(), 2, 4, false)]);
+
+    let summary = store
+        .subject_summary(DEFAULT_TENANT, "a", 100)
+        .await
+        .expect("subject_summary")
+        .expect("a exists");
+    let app5 = Slot::new(ChannelType::App, 5).expect("slot").bit();
+    let app15 = Slot::new(ChannelType::App, 15).expect("slot").bit();
+    let email5 = Slot::new(ChannelType::Email, 5).expect("slot").bit();
+    let mut want = vec![(app5, 2), (app15, 1), (email5, 1)];
+    want.sort_unstable();
+    assert_eq!(summary.counts.by_bit, want);
+    assert_eq!((summary.counts.subscribers, summary.counts.reminders), (2, 4));
+    assert_eq!(summary.subject.title.as_deref(), Some("Coupon a opens"));
+    let capped = store
+        .subject_summary(DEFAULT_TENANT, "a", 2)
+        .await
+        .expect("subject_summary")
+        .expect("a exists");
+    assert!(capped.counts.capped);
+    assert_eq!(capped.counts.by_bit.iter().map(|b| b.1).sum::<u64>(), 2);
+    assert_eq!(
+        store.subject_summary(DEFAULT_TENANT, "a0", 100).await.expect("read"),
+        None,
+        "another tenant's subject is not there"
+    );
+    assert_eq!(
+        store.subject_summary(DEFAULT_TENANT, "zz", 100).await.expect("read"),
+        None
+    );
+
+    // Cancelling u2's bits leaves u1's two on "a".
+    cancel_bits(&store, "u2", "a", u64::MAX, 2_000).await;
+    assert_eq!(list(None, 1, 100).await, vec![("a".to_string(), 1, 2, false)]);
+}

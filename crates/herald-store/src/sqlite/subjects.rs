@@ -1,0 +1,133 @@
+//! The subject list and a subject's counted subscriptions on SQLite (SQL in
+//! [`crate::subject_query`]). `reminder_timers` is `WITHOUT ROWID`, so its
+//! subject index holds the primary key's user and bit: counting reads the
+//! index alone.
+
+use herald_core::TenantId;
+use rusqlite::{Connection, params};
+
+use super::error::Ctx;
+use crate::model::{self, Columns, tenant_to_db};
+use crate::subject_query::{self as q, sql};
+use crate::{Result, SubjectSummary, SubscriptionCounts};
+
+fn counts(
+    conn: &Connection,
+    tenant: i64,
+    subject_id: &str,
+    cap: u64,
+    by_bit: bool,
+) -> Result<SubscriptionCounts> {
+    let mut stmt = conn
+        .prepare_cached(&q::sqlite(sql::COUNT))
+        .ctx("preparing subject counts")?;
+    let mut rows = stmt
+        .query(params![tenant, subject_id, q::count_limit(cap)])
+        .ctx("counting subscriptions")?;
+    let (read, users) = match rows.next().ctx("counting subscriptions")? {
+        Some(row) => (
+            row.narrow(0, "count(*)")?,
+            row.narrow(1, "count(DISTINCT user_id)")?,
+        ),
+        None => (0, 0),
+    };
+    let mut out = q::counts(cap, read, users);
+    if by_bit && out.reminders > 0 {
+        let mut stmt = conn
+            .prepare_cached(&q::sqlite(sql::COUNT_BY_BIT))
+            .ctx("preparing subject counts by bit")?;
+        let mut rows = stmt
+            .query(params![tenant, subject_id, q::by_bit_limit(cap)])
+            .ctx("counting subscriptions by bit")?;
+        while let Some(row) = rows.next().ctx("counting subscriptions by bit")? {
+            out.by_bit
+                .push((row.narrow(0, "reminder_timers.bit")?, row.narrow(1, "count(*)")?));
+        }
+    }
+    Ok(out)
+}
+
+pub(super) fn list(
+    conn: &mut Connection,
+    tenant: TenantId,
+    after: Option<String>,
+    limit: usize,
+    cap: u64,
+) -> Result<Vec<SubjectSummary>> {
+    let tenant = tenant_to_db(tenant);
+    // One snapshot for the page and its counts.
+    let tx = conn.transaction().ctx("beginning list_subjects")?;
+    let mut subjects: Vec<crate::SubjectRecord> = Vec::new();
+    {
+        let mut stmt = tx
+            .prepare_cached(&q::sqlite(sql::LIST))
+            .ctx("preparing list_subjects")?;
+        let mut rows = stmt
+            .query(params![
+                tenant,
+                after.unwrap_or_default(),
+                model::limit_to_db(limit)
+            ])
+            .ctx("listing subjects")?;
+        while let Some(row) = rows.next().ctx("listing subjects")? {
+            subjects.push(model::decode(row)?);
+        }
+    }
+    let mut out = Vec::with_capacity(subjects.len());
+    for subject in subjects {
+        let counts = counts(&tx, tenant, &subject.subject_id, cap, false)?;
+        out.push(SubjectSummary { subject, counts });
+    }
+    tx.commit().ctx("ending list_subjects")?;
+    Ok(out)
+}
+
+pub(super) fn summary(
+    conn: &mut Connection,
+    tenant: TenantId,
+    subject_id: String,
+    cap: u64,
+) -> Result<Option<SubjectSummary>> {
+    let tenant = tenant_to_db(tenant);
+    let tx = conn.transaction().ctx("beginning subject_summary")?;
+    let subject = {
+        let mut stmt = tx
+            .prepare_cached(&q::sqlite(sql::ONE))
+            .ctx("preparing subject read")?;
+        let mut rows = stmt
+            .query(params![tenant, subject_id])
+            .ctx("reading subject")?;
+        match rows.next().ctx("reading subject")? {
+            Some(row) => model::decode(row)?,
+            None => return Ok(None),
+        }
+    };
+    let counts = counts(&tx, tenant, &subject_id, cap, true)?;
+    tx.commit().ctx("ending subject_summary")?;
+    Ok(Some(SubjectSummary { subject, counts }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sqlite::testing::{migrated, plan};
+
+    /// The list walks the subjects' primary key; counting reads only the
+    /// subject index, never the table.
+    #[test]
+    fn subject_queries_use_their_indexes() {
+        let conn = migrated();
+        for one in [sql::LIST, sql::ONE] {
+            let p = plan(&conn, &q::sqlite(one));
+            assert!(!p.contains("SCAN"), "{one}:\n{p}");
+        }
+        for count in [sql::COUNT, sql::COUNT_BY_BIT] {
+            let p = plan(&conn, &q::sqlite(count));
+            assert!(
+                p.contains("COVERING INDEX reminder_timers_subject"),
+                "{count}:\n{p}"
+            );
+            assert!(!p.contains("SCAN reminder_timers"), "{count}:\n{p}");
+        }
+    }
+}
