@@ -24,6 +24,7 @@ mod routes;
 pub mod rules;
 mod schedules;
 mod state;
+mod subjects;
 mod tenancy;
 #[cfg(test)]
 mod tests;
@@ -129,6 +130,7 @@ fn api_routes() -> RouteSet {
         .post("/v1/timers:retry", timer_ops::retry_matching)
         .get("/v1/dead-letters", timer_search::dead_letters)
         .put("/v1/subjects/{subject_id}", reminders::put_subject)
+        .get("/v1/subjects", subjects::list)
         .get("/v1/subjects/{subject_id}", reminders::get_subject)
         .delete("/v1/subjects/{subject_id}", reminders::delete_subject)
         .post("/v1/reminders", reminders::create)

@@ -49,6 +49,16 @@ pub struct PageQuery {
     limit: Option<String>,
 }
 
+/// The query of a listing paged by an opaque `cursor` rather than an id
+/// (`GET /v1/audiences`, `GET /v1/subjects`): each reads its own cursor.
+#[derive(Deserialize)]
+pub struct CursorQuery {
+    #[serde(default)]
+    pub cursor: Option<String>,
+    #[serde(default)]
+    pub limit: Option<String>,
+}
+
 /// One page asked for.
 pub struct Page {
     cursor_name: &'static str,

@@ -47,7 +47,7 @@ pub const MAX_TITLE_BYTES: usize = 1024;
 pub const MAX_LISTED: usize = 10_000;
 
 /// User and subject ids appear in paths: 1..=128 of `A-Z a-z 0-9 _ - . : @`.
-fn check_id(field: &str, id: &str) -> Result<(), ApiError> {
+pub(crate) fn check_id(field: &str, id: &str) -> Result<(), ApiError> {
     let ok = !id.is_empty()
         && id.len() <= MAX_ID_BYTES
         && id
@@ -98,7 +98,7 @@ pub(crate) struct SubjectJson {
 }
 
 impl SubjectJson {
-    fn new(s: SubjectRecord) -> Self {
+    pub(crate) fn new(s: SubjectRecord) -> Self {
         Self {
             subject_id: s.subject_id,
             start_at: format_rfc3339_ms(s.start_at),
@@ -201,10 +201,14 @@ pub async fn get_subject(
     let found = st
         .engine
         .store()
-        .get_subjects(caller.tenant, std::slice::from_ref(&subject_id))
+        .subject_summary(
+            caller.tenant,
+            &subject_id,
+            crate::subjects::DETAIL_COUNT_CAP,
+        )
         .await?;
-    match found.into_iter().next() {
-        Some(s) => Ok(axum::Json(SubjectJson::new(s)).into_response()),
+    match found {
+        Some(s) => Ok(axum::Json(crate::subjects::SubjectDetailJson::new(s)).into_response()),
         None => Err(ApiError::not_found("subject")),
     }
 }

@@ -40,6 +40,7 @@ pub const ROUTES: &[Policy] = &[
     route(Post, "/v1/timers:retry", Needs(Campaign), Json),
     route(Get, "/v1/dead-letters", Needs(Read), NoBody),
     route(Put, "/v1/subjects/{subject_id}", Needs(Write), Json),
+    route(Get, "/v1/subjects", Needs(Read), NoBody),
     route(Get, "/v1/subjects/{subject_id}", Needs(Read), NoBody),
     route(Delete, "/v1/subjects/{subject_id}", Needs(Write), NoBody),
     route(Post, "/v1/reminders", Needs(Write), Json),

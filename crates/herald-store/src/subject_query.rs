@@ -71,12 +71,15 @@ mod tests {
 
     #[test]
     fn counts_say_when_the_cap_cut_them_short() {
-        assert_eq!(counts(10, 3, 2), SubscriptionCounts {
-            subscribers: 2,
-            reminders: 3,
-            capped: false,
-            by_bit: Vec::new(),
-        });
+        assert_eq!(
+            counts(10, 3, 2),
+            SubscriptionCounts {
+                subscribers: 2,
+                reminders: 3,
+                capped: false,
+                by_bit: Vec::new(),
+            }
+        );
         let exact = counts(10, 10, 10);
         assert!(!exact.capped);
         let over = counts(10, 11, 11);

@@ -163,16 +163,9 @@ pub async fn audiences(remote: &Remote, cmd: AudiencesCmd) -> anyhow::Result<()>
     match cmd {
         AudiencesCmd::Upload { file, name, csv } => upload(&http, base, &file, name, csv).await,
         AudiencesCmd::List { cursor, limit } => {
-            let mut q: Vec<(&str, String)> = Vec::new();
-            if let Some(c) = cursor {
-                q.push(("cursor", c));
-            }
-            if let Some(l) = limit {
-                q.push(("limit", l.to_string()));
-            }
             let resp = http
                 .get(format!("{base}/v1/audiences"))
-                .query(&q)
+                .query(&crate::client::page_query(cursor, limit))
                 .send()
                 .await
                 .with_context(|| format!("cannot reach {base}"))?;

@@ -106,6 +106,18 @@ fn print_line(text: &str) {
     let _ = writeln!(std::io::stdout().lock(), "{text}");
 }
 
+/// The query of one page of a `?cursor=&limit=` listing.
+pub fn page_query(cursor: Option<String>, limit: Option<u32>) -> Vec<(&'static str, String)> {
+    let mut q = Vec::new();
+    if let Some(c) = cursor {
+        q.push(("cursor", c));
+    }
+    if let Some(l) = limit {
+        q.push(("limit", l.to_string()));
+    }
+    q
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -24,7 +24,16 @@ pub enum SubjectsCmd {
         #[arg(long)]
         data: Option<String>,
     },
-    /// Show a subject.
+    /// List subjects in id order with their subscriber and reminder counts
+    /// (each counted up to the answer's count_cap); pass the answer's
+    /// next_cursor for the next page.
+    List {
+        #[arg(long)]
+        cursor: Option<String>,
+        #[arg(long)]
+        limit: Option<u32>,
+    },
+    /// Show a subject, with its reminders by channel type and lead.
     Get { subject_id: String },
     /// Delete a subject and cancel its pending reminders.
     Rm { subject_id: String },
@@ -93,6 +102,12 @@ pub async fn subjects(remote: &Remote, cmd: SubjectsCmd) -> anyhow::Result<()> {
             }
             http.put(format!("{base}/v1/subjects/{subject_id}"))
                 .json(&body)
+                .send()
+                .await
+        }
+        SubjectsCmd::List { cursor, limit } => {
+            http.get(format!("{base}/v1/subjects"))
+                .query(&crate::client::page_query(cursor, limit))
                 .send()
                 .await
         }

@@ -683,6 +683,19 @@ fn cases(f: &Fixture) -> Vec<Case> {
                 404,
             ),
         ),
+        // Each key lists its own tenant's subjects: the other tenant has none.
+        case(
+            "GET",
+            "/v1/subjects",
+            req(M::GET, "/v1/subjects"),
+            None,
+            200,
+            Other::Own {
+                req: req(M::GET, "/v1/subjects"),
+                status: 200,
+                contains: Some("\"subjects\":[]"),
+            },
+        ),
         case(
             "GET",
             "/v1/subjects/{subject_id}",

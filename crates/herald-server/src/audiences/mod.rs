@@ -160,14 +160,6 @@ pub async fn get(
     Ok(axum::Json(AudienceJson::from(a)).into_response())
 }
 
-#[derive(Deserialize)]
-pub struct ListQuery {
-    #[serde(default)]
-    cursor: Option<String>,
-    #[serde(default)]
-    limit: Option<String>,
-}
-
 /// Audiences per page when the query names no limit.
 const DEFAULT_LIMIT: i64 = 100;
 /// Most audiences one page holds.
@@ -180,7 +172,7 @@ const MAX_LIMIT: i64 = 1000;
 pub async fn list(
     State(st): State<AppState>,
     Extension(caller): Extension<Caller>,
-    q: Result<Query<ListQuery>, QueryRejection>,
+    q: Result<Query<crate::pagination::CursorQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let q = query(q)?;
     let after = match q.cursor.as_deref() {

@@ -202,9 +202,9 @@ pub const OPS: &[Op] = &[
         "GET",
         "/v1/subjects/{subject_id}",
         "reminders",
-        "A subject",
+        "A subject with its subscriber counts and its reminders by channel type and lead",
         NoBody,
-        &[(200, J("SubjectJson"))],
+        &[(200, J("SubjectDetailJson"))],
     ),
     op(
         "DELETE",

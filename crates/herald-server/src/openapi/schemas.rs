@@ -1,5 +1,4 @@
-//! Schemas of answers the handlers build with `json!` (and of the routes of
-//! issue 15 whose handlers live on other branches): described here, never
+//! Schemas of answers the handlers build with `json!`: described here, never
 //! constructed. Everything the handlers serialize from a struct derives its
 //! schema where it is defined.
 
@@ -15,6 +14,7 @@ use crate::audit::list::EntryJson;
 use crate::error::ErrorBody;
 use crate::jobs::{FailureGroup, JobFailures, JobJson, JobRetried, SegmentJson, SendJson};
 use crate::rules::{RuleJson, TaskJson, VersionJson};
+use crate::subjects::SubjectSummaryJson;
 use crate::timers::{DeliveryJson, TimerJson};
 
 /// Every error: `{"error": {"code", "message", "field"?}}`.
@@ -337,19 +337,12 @@ pub struct Preview {
     instants: Vec<String>,
 }
 
-#[derive(ToSchema)]
-pub struct SubjectSummary {
-    subject_id: String,
-    start_at: String,
-    title: Option<String>,
-    subscribers: u64,
-    reminders: u64,
-}
-
+/// `GET /v1/subjects`: each subject's counts stop at `count_cap` reminders.
 #[derive(ToSchema)]
 pub struct SubjectList {
-    subjects: Vec<SubjectSummary>,
+    subjects: Vec<SubjectSummaryJson>,
     next_cursor: Option<String>,
+    count_cap: u64,
 }
 
 #[derive(ToSchema)]
@@ -488,7 +481,10 @@ pub fn collect(
     add::<PreviewRequest>(all);
     add::<Preview>(all);
     add::<SubjectList>(all);
-    add::<SubjectSummary>(all);
+    add::<SubjectSummaryJson>(all);
+    add::<crate::subjects::SubjectDetailJson>(all);
+    add::<crate::subjects::CountsJson>(all);
+    add::<crate::subjects::ReminderGroupJson>(all);
     add::<AudienceList>(all);
     add::<Overview>(all);
     add::<Live>(all);

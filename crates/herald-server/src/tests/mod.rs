@@ -19,6 +19,7 @@ mod routing;
 mod schedules;
 mod sessions;
 mod store_errors;
+mod subjects;
 mod tenants;
 
 use std::sync::Arc;

@@ -327,6 +327,9 @@ async fn subjects_and_reminders_are_per_tenant() {
         .as_tenant(CRM, "GET", "/v1/users/alice/reminders", None)
         .await;
     assert_eq!(theirs["subjects"], json!([]), "{theirs}");
+    let (st, listed) = api.as_tenant(CRM, "GET", "/v1/subjects", None).await;
+    assert_eq!(st, StatusCode::OK, "{listed}");
+    assert_eq!(listed["subjects"], json!([]), "{listed}");
 
     // Its own "launch" and "alice" are its own.
     let (st, _) = api
@@ -347,9 +350,13 @@ async fn subjects_and_reminders_are_per_tenant() {
         mine["subjects"][0]["reminders"][0]["state"], "pending",
         "{mine}"
     );
-    let (st, _) = api
+    let (st, body) = api
         .as_tenant(SHOP, "GET", "/v1/subjects/launch", None)
         .await;
     assert_eq!(st, StatusCode::OK);
+    assert_eq!(body["subscribers"], 1, "{body}");
+    let (_, listed) = api.as_tenant(SHOP, "GET", "/v1/subjects", None).await;
+    assert_eq!(listed["subjects"][0]["subject_id"], "launch", "{listed}");
+    assert_eq!(listed["subjects"][0]["subscribers"], 1, "{listed}");
     api.engine.shutdown().await;
 }

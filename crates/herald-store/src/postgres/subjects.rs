@@ -41,8 +41,10 @@ async fn counts(
             .await
             .ctx("counting subscriptions by bit")?
         {
-            out.by_bit
-                .push((row.narrow(0, "reminder_timers.bit")?, row.narrow(1, "count(*)")?));
+            out.by_bit.push((
+                row.narrow(0, "reminder_timers.bit")?,
+                row.narrow(1, "count(*)")?,
+            ));
         }
     }
     Ok(out)
@@ -86,7 +88,10 @@ pub(super) async fn summary(
 ) -> Result<Option<SubjectSummary>> {
     let tenant = tenant_to_pg(tenant)?;
     let mut client = store.client().await?;
-    let tx = client.transaction().await.ctx("beginning subject_summary")?;
+    let tx = client
+        .transaction()
+        .await
+        .ctx("beginning subject_summary")?;
     let stmt = tx
         .prepare_cached(sql::ONE)
         .await

@@ -40,8 +40,10 @@ fn counts(
             .query(params![tenant, subject_id, q::by_bit_limit(cap)])
             .ctx("counting subscriptions by bit")?;
         while let Some(row) = rows.next().ctx("counting subscriptions by bit")? {
-            out.by_bit
-                .push((row.narrow(0, "reminder_timers.bit")?, row.narrow(1, "count(*)")?));
+            out.by_bit.push((
+                row.narrow(0, "reminder_timers.bit")?,
+                row.narrow(1, "count(*)")?,
+            ));
         }
     }
     Ok(out)

@@ -1032,7 +1032,10 @@ pub async fn subjects_list_in_id_order_with_bounded_counts(store: S) {
     let mut want = vec![(app5, 2), (app15, 1), (email5, 1)];
     want.sort_unstable();
     assert_eq!(summary.counts.by_bit, want);
-    assert_eq!((summary.counts.subscribers, summary.counts.reminders), (2, 4));
+    assert_eq!(
+        (summary.counts.subscribers, summary.counts.reminders),
+        (2, 4)
+    );
     assert_eq!(summary.subject.title.as_deref(), Some("Coupon a opens"));
     let capped = store
         .subject_summary(DEFAULT_TENANT, "a", 2)
@@ -1042,16 +1045,25 @@ pub async fn subjects_list_in_id_order_with_bounded_counts(store: S) {
     assert!(capped.counts.capped);
     assert_eq!(capped.counts.by_bit.iter().map(|b| b.1).sum::<u64>(), 2);
     assert_eq!(
-        store.subject_summary(DEFAULT_TENANT, "a0", 100).await.expect("read"),
+        store
+            .subject_summary(DEFAULT_TENANT, "a0", 100)
+            .await
+            .expect("read"),
         None,
         "another tenant's subject is not there"
     );
     assert_eq!(
-        store.subject_summary(DEFAULT_TENANT, "zz", 100).await.expect("read"),
+        store
+            .subject_summary(DEFAULT_TENANT, "zz", 100)
+            .await
+            .expect("read"),
         None
     );
 
     // Cancelling u2's bits leaves u1's two on "a".
     cancel_bits(&store, "u2", "a", u64::MAX, 2_000).await;
-    assert_eq!(list(None, 1, 100).await, vec![("a".to_string(), 1, 2, false)]);
+    assert_eq!(
+        list(None, 1, 100).await,
+        vec![("a".to_string(), 1, 2, false)]
+    );
 }

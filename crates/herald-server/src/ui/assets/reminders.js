@@ -16,17 +16,15 @@
         ["subject", function (s) { return el("a", { href: "#id=" + encodeURIComponent(s.subject_id), class: "subject-link", text: s.subject_id }); }],
         ["title", function (s) { return s.title || ""; }],
         ["starts", function (s) { return H.fmtTime(s.start_at); }],
-        ["subscribers", function (s) { return s.subscribers; }],
-        ["reminders", function (s) { return s.reminders; }],
+        ["subscribers", function (s) { return counted(s, s.subscribers); }],
+        ["reminders", function (s) { return counted(s, s.reminders); }],
       ], items, { cls: "subjects", empty: "No subject yet." });
     },
   });
 
-  function lead(r) {
-    if (r.lead_ms !== undefined && r.lead_ms !== null) return Math.round(r.lead_ms / 60000) + " min before";
-    if (r.bit !== undefined) return "bit " + r.bit;
-    return "";
-  }
+  // Counts stop at a cap (the answer says so): past it they are lower bounds.
+  function counted(s, n) { return s.counts_capped ? n + "+" : String(n); }
+  function lead(r) { return r.lead_minutes + " min before"; }
 
   function showSubject(id) {
     H.clear(detail);
@@ -35,7 +33,8 @@
     return H.get(path).then(function (s) {
       var box = el("section", { class: "detail", id: "subject-" + s.subject_id },
         el("h2", { text: "Subject " + s.subject_id + (s.title ? " · " + s.title : "") }),
-        el("p", { text: "Starts " + H.fmtTime(s.start_at) }));
+        el("p", { text: "Starts " + H.fmtTime(s.start_at) + " · " + counted(s, s.subscribers) +
+          " subscriber(s), " + counted(s, s.reminders) + " reminder(s)" }));
       var when = el("input", { type: "datetime-local", id: "move-start" });
       box.appendChild(el("div", { class: "actions" }, el("label", { for: "move-start" }, "Move start to "), when,
         H.button("Move", function () {
@@ -50,7 +49,7 @@
         }, "move-subject")));
       box.appendChild(el("h3", { text: "Reminders by channel and lead" }));
       box.appendChild(H.table([
-        ["channel", function (r) { return r.channel; }],
+        ["channel type", function (r) { return r.channel_type; }],
         ["lead", lead],
         ["reminders", function (r) { return r.count; }],
       ], s.reminders_by || [], { cls: "reminders-by", empty: "No pending reminder." }));
