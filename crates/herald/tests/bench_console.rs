@@ -19,6 +19,8 @@ async fn the_console_bench_runs_and_reports() {
             "2000",
             "--reminders",
             "20",
+            "--subjects",
+            "2",
             "--failed",
             "50",
             "--rounds",
@@ -44,13 +46,25 @@ async fn the_console_bench_runs_and_reports() {
     assert_eq!(summary["failed"], 50);
     let pages = summary["pages"].as_array().cloned().unwrap_or_default();
     let timed: Vec<&str> = pages.iter().filter_map(|p| p["page"].as_str()).collect();
-    // Pages whose routes exist on every branch are timed; the others are
-    // noted until their routes are merged.
     for page in [
-        "overview", "timer", "rule", "job", "channels", "cluster", "audit",
+        "overview",
+        "timers",
+        "timers: search",
+        "timer",
+        "dead letters",
+        "reminders",
+        "subject",
+        "rules",
+        "rule",
+        "jobs",
+        "job",
+        "channels",
+        "cluster",
+        "audit",
     ] {
         assert!(timed.contains(&page), "{page} not timed: {summary}");
     }
+    assert_eq!(summary["notes"], serde_json::json!([]), "{summary}");
     for p in &pages {
         assert!(p["median_ms"].as_f64().is_some_and(|ms| ms >= 0.0), "{p}");
         assert!(p["p90_ms"].as_f64().is_some_and(|ms| ms >= 0.0), "{p}");

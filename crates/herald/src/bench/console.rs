@@ -36,9 +36,14 @@ pub struct ConsoleArgs {
     /// end `failed`, for the dead-letter views.
     #[arg(long, default_value_t = 10_000)]
     failed: usize,
-    /// Reminders of the seeded subject.
-    #[arg(long, default_value_t = 1_000)]
+    /// Reminders of the seeded subject (past the 100,000 a subject's page
+    /// counts, so that page counts as far as it ever does).
+    #[arg(long, default_value_t = 200_000)]
     reminders: usize,
+    /// Further subjects, each with 1,001 reminders: past the 1,000 the
+    /// subject list counts, so a page of them counts as far as it ever does.
+    #[arg(long, default_value_t = 49)]
+    subjects: usize,
     /// Timed rounds over every page (after one untimed warm-up round).
     #[arg(long, default_value_t = 20)]
     rounds: usize,
@@ -258,11 +263,12 @@ async fn measure(a: &ConsoleArgs, server: &Deployment) -> anyhow::Result<()> {
     }
 
     println!(
-        "console: {} pending and {} failed timers, a job to {} recipients, {} reminders (store {}); {} rounds, budget {} ms a page",
+        "console: {} pending and {} failed timers, a job to {} recipients, {} reminders on one subject and {} more subjects (store {}); {} rounds, budget {} ms a page",
         a.timers,
         a.failed,
         a.recipients,
         a.reminders,
+        a.subjects,
         a.server.store_kind(),
         a.rounds,
         a.budget_ms
@@ -302,7 +308,7 @@ async fn measure(a: &ConsoleArgs, server: &Deployment) -> anyhow::Result<()> {
         println!(
             "{}",
             json!({"scenario": "console", "store": a.server.store_kind(), "timers": a.timers, "failed": a.failed,
-                "recipients": a.recipients, "reminders": a.reminders, "rounds": a.rounds,
+                "recipients": a.recipients, "reminders": a.reminders, "subjects": a.subjects, "rounds": a.rounds,
                 "budget_ms": a.budget_ms, "pages": summary, "notes": notes, "over_budget": over})
         );
     }
@@ -490,6 +496,40 @@ async fn seed(
             &server.bases(),
             "/v1/reminders:bulk",
             a.reminders,
+            1_000,
+            1,
+            lines,
+        )
+        .await?;
+    }
+    const LISTED: usize = 1_001;
+    for n in 0..a.subjects {
+        post_json(
+            server,
+            http,
+            reqwest::Method::PUT,
+            &format!("/v1/subjects/console-bench-{n:03}"),
+            json!({"start_at": later, "title": format!("console bench {n}")}),
+        )
+        .await?;
+    }
+    if a.subjects > 0 {
+        let lines = Arc::new(|r: std::ops::Range<usize>| {
+            let mut s = String::new();
+            for i in r {
+                s.push_str(&format!(
+                    "{{\"user_id\":\"user-{}\",\"subject_id\":\"console-bench-{:03}\",\"channel_type\":\"app\",\"lead_minutes\":5}}\n",
+                    i % LISTED,
+                    i / LISTED
+                ));
+            }
+            s
+        });
+        bulk_post(
+            http,
+            &server.bases(),
+            "/v1/reminders:bulk",
+            a.subjects * LISTED,
             1_000,
             1,
             lines,
