@@ -131,7 +131,7 @@ fn api_routes() -> RouteSet {
         .get("/v1/dead-letters", timer_search::dead_letters)
         .put("/v1/subjects/{subject_id}", reminders::put_subject)
         .get("/v1/subjects", subjects::list)
-        .get("/v1/subjects/{subject_id}", reminders::get_subject)
+        .get("/v1/subjects/{subject_id}", subjects::get)
         .delete("/v1/subjects/{subject_id}", reminders::delete_subject)
         .post("/v1/reminders", reminders::create)
         .post("/v1/reminders:bulk", reminders::create_bulk)

@@ -192,27 +192,6 @@ pub async fn put_subject(
     }
 }
 
-pub async fn get_subject(
-    State(st): State<AppState>,
-    Extension(caller): Extension<Caller>,
-    Path(subject_id): Path<String>,
-) -> Result<Response, ApiError> {
-    check_id("subject_id", &subject_id)?;
-    let found = st
-        .engine
-        .store()
-        .subject_summary(
-            caller.tenant,
-            &subject_id,
-            crate::subjects::DETAIL_COUNT_CAP,
-        )
-        .await?;
-    match found {
-        Some(s) => Ok(axum::Json(crate::subjects::SubjectDetailJson::new(s)).into_response()),
-        None => Err(ApiError::not_found("subject")),
-    }
-}
-
 /// `DELETE /v1/subjects/{subject_id}`: cancels the subject's pending
 /// reminders and removes its subscriptions.
 pub async fn delete_subject(

@@ -8,7 +8,7 @@
 //! `counts_capped` is `true`.
 
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Extension, Query, State};
+use axum::extract::{Extension, Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use herald_core::reminder::Slot;
 use herald_store::{SubjectSummary, SubscriptionCounts};
@@ -83,7 +83,7 @@ pub(crate) struct SubjectDetailJson {
 }
 
 impl SubjectDetailJson {
-    pub(crate) fn new(s: SubjectSummary) -> Self {
+    fn new(s: SubjectSummary) -> Self {
         let counts = CountsJson::from(&s.counts);
         let reminders_by = s
             .counts
@@ -150,4 +150,23 @@ pub async fn list(
         "count_cap": LIST_COUNT_CAP,
     }))
     .into_response())
+}
+
+/// `GET /v1/subjects/{subject_id}`: the subject with its counts (up to
+/// [`DETAIL_COUNT_CAP`]) and its reminders by channel type and lead.
+pub async fn get(
+    State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(subject_id): Path<String>,
+) -> Result<Response, ApiError> {
+    check_id("subject_id", &subject_id)?;
+    let found = st
+        .engine
+        .store()
+        .subject_summary(caller.tenant, &subject_id, DETAIL_COUNT_CAP)
+        .await?;
+    match found {
+        Some(s) => Ok(axum::Json(SubjectDetailJson::new(s)).into_response()),
+        None => Err(ApiError::not_found("subject")),
+    }
 }
