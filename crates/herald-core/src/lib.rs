@@ -12,6 +12,7 @@ pub mod retry;
 pub mod schedule;
 pub mod shard;
 pub mod shardset;
+pub mod subscriber;
 pub mod tenant;
 pub mod time;
 pub mod timer;

@@ -25,6 +25,7 @@ pub mod rules;
 mod schedules;
 mod state;
 mod subjects;
+mod subscribers;
 mod tenancy;
 #[cfg(test)]
 mod tests;
@@ -137,6 +138,12 @@ fn api_routes() -> RouteSet {
         .post("/v1/reminders:bulk", reminders::create_bulk)
         .delete("/v1/reminders/{user_id}/{subject_id}", reminders::cancel)
         .get("/v1/users/{user_id}/reminders", reminders::list_for_user)
+        .get("/v1/subscribers", subscribers::list)
+        .post("/v1/subscribers:bulk", subscribers::bulk)
+        .put("/v1/subscribers/{user_id}", subscribers::put)
+        .patch("/v1/subscribers/{user_id}", subscribers::patch)
+        .get("/v1/subscribers/{user_id}", subscribers::get)
+        .delete("/v1/subscribers/{user_id}", subscribers::delete)
         .post("/v1/audiences", audiences::upload)
         .get("/v1/audiences", audiences::list)
         .get("/v1/audiences/{id}", audiences::get)

@@ -59,6 +59,29 @@ pub struct CursorQuery {
     pub limit: Option<String>,
 }
 
+impl CursorQuery {
+    /// The page asked of a listing keyed by a text id (subjects,
+    /// subscribers): after the cursor (the last id of the previous page,
+    /// checked like an id), at most the limit (`default` when not given).
+    pub fn id_page(&self, default: i64, max: i64) -> Result<(Option<&str>, usize), ApiError> {
+        let after = match self.cursor.as_deref() {
+            None | Some("") => None,
+            Some(c) => {
+                crate::reminders::check_id("cursor", c)?;
+                Some(c)
+            }
+        };
+        let limit = int_param("limit", &self.limit, 1..=max)?.unwrap_or(default);
+        Ok((after, limit as usize))
+    }
+}
+
+/// The cursor of the page after one of `len` items where `limit` were asked
+/// for (`None` when it came short: it was the last), `last` the last key.
+pub fn next_cursor(len: usize, limit: usize, last: Option<String>) -> Option<String> {
+    if len == limit { last } else { None }
+}
+
 /// One page asked for.
 pub struct Page {
     cursor_name: &'static str,

@@ -17,7 +17,7 @@ use serde::Serialize;
 use crate::access::Caller;
 use crate::error::ApiError;
 use crate::reminders::{SubjectJson, check_id};
-use crate::request::{int_param, query};
+use crate::request::query;
 use crate::state::AppState;
 
 /// Most reminders counted per subject of a listing (a page of 50 reads at
@@ -119,22 +119,17 @@ pub async fn list(
     q: Result<Query<crate::pagination::CursorQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let q = query(q)?;
-    let after = match q.cursor.as_deref() {
-        None | Some("") => None,
-        Some(c) => {
-            check_id("cursor", c)?;
-            Some(c)
-        }
-    };
-    let limit = int_param("limit", &q.limit, 1..=MAX_LIMIT)?.unwrap_or(DEFAULT_LIMIT) as usize;
+    let (after, limit) = q.id_page(DEFAULT_LIMIT, MAX_LIMIT)?;
     let page = st
         .engine
         .store()
         .list_subjects(caller.tenant, after, limit, LIST_COUNT_CAP)
         .await?;
-    let next_cursor = (page.len() == limit)
-        .then(|| page.last().map(|s| s.subject.subject_id.clone()))
-        .flatten();
+    let next_cursor = crate::pagination::next_cursor(
+        page.len(),
+        limit,
+        page.last().map(|s| s.subject.subject_id.clone()),
+    );
     let subjects: Vec<SubjectSummaryJson> = page
         .into_iter()
         .map(|s| SubjectSummaryJson {

@@ -8,6 +8,7 @@
 
 pub mod access;
 pub mod campaign;
+mod directory;
 mod migration;
 mod model;
 mod owner;
@@ -28,6 +29,7 @@ use herald_core::{TenantId, TimerId, TimerState};
 
 pub use access::*;
 pub use campaign::*;
+pub use directory::{MAX_USER_ID_BYTES, PutSubscriber, SubscriberRecord};
 pub use owner::{Owned, owned_by};
 pub use redact::RedactedUrl;
 pub use timer_query::{
@@ -256,6 +258,23 @@ pub trait Store: CampaignStore + AccessStore + Send + Sync + 'static {
 
     /// The subjects of `tenant` among `ids` that exist (any order).
     async fn get_subjects(&self, tenant: TenantId, ids: &[String]) -> Result<Vec<SubjectRecord>>;
+
+    /// The directory entries of `tenant` among `user_ids` that exist (any
+    /// order, each once).
+    async fn get_subscribers(
+        &self,
+        tenant: TenantId,
+        user_ids: &[String],
+    ) -> Result<Vec<SubscriberRecord>>;
+
+    /// One page of `tenant`'s directory in user-id order, after `after` when
+    /// given, at most `limit`.
+    async fn list_subscribers(
+        &self,
+        tenant: TenantId,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<SubscriberRecord>>;
 
     /// One page of `tenant`'s subjects in id order, after `after` when given,
     /// at most `limit`, each with its subscriptions counted up to `cap`

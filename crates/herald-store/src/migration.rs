@@ -32,6 +32,7 @@ macro_rules! migrations {
             "0010_channel_pauses",
             "0011_job_sends_failed",
             "0012_subject_counts",
+            "0013_subscribers",
         )
     };
     (@ $($name:literal),+ $(,)?) => {

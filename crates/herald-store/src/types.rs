@@ -348,6 +348,15 @@ pub enum WriteOp {
         at: i64,
         limit: usize,
     },
+    /// Create or replace a directory entry ([`WriteResult::SubscriberPut`],
+    /// or [`WriteResult::VersionConflict`] when `if_version` no longer holds).
+    PutSubscriber(crate::PutSubscriber),
+    /// Remove a directory entry ([`WriteResult::SubscriberDeleted`] or
+    /// [`WriteResult::NotFound`]).
+    DeleteSubscriber {
+        tenant: TenantId,
+        user_id: String,
+    },
 }
 
 /// What [`WriteOp::PatchTimer`] changes; `None` keeps the stored value.
@@ -519,6 +528,18 @@ pub enum WriteResult {
     Retried(TimerRecord),
     /// The timers a filtered retry replayed; `more` when others still match.
     RetriedMany { timers: Vec<DueEntry>, more: bool },
+    /// A directory entry was created (`created`) or replaced.
+    SubscriberPut {
+        subscriber: crate::SubscriberRecord,
+        created: bool,
+    },
+    /// A directory entry was removed; it is returned as it was.
+    SubscriberDeleted(crate::SubscriberRecord),
+    /// A conditional write found another version: nothing was written.
+    /// `current` is the entry as stored (`None`: there is none).
+    VersionConflict {
+        current: Option<crate::SubscriberRecord>,
+    },
 }
 
 impl WriteResult {

@@ -7,10 +7,12 @@ mod campaign_cli;
 mod channels_cli;
 mod client;
 mod config;
+mod import;
 mod keys_cli;
 mod listener;
 mod remind_cli;
 mod serve;
+mod subscribers_cli;
 mod tenancy;
 mod timers_cli;
 
@@ -73,6 +75,14 @@ enum Cmd {
         remote: client::Remote,
         #[command(subcommand)]
         cmd: remind_cli::RemindersCmd,
+    },
+    /// Talk to a running server about its subscriber directory (where and
+    /// how to reach each user).
+    Subscribers {
+        #[command(flatten)]
+        remote: client::Remote,
+        #[command(subcommand)]
+        cmd: subscribers_cli::SubscribersCmd,
     },
     /// Talk to a running server about audiences (uploaded recipient lists).
     Audiences {
@@ -268,6 +278,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Cmd::Timers { remote, cmd } => timers_cli::run(&remote, cmd).await,
             Cmd::Subjects { remote, cmd } => remind_cli::subjects(&remote, cmd).await,
             Cmd::Reminders { remote, cmd } => remind_cli::reminders(&remote, cmd).await,
+            Cmd::Subscribers { remote, cmd } => subscribers_cli::subscribers(&remote, cmd).await,
             Cmd::Audiences { remote, cmd } => campaign_cli::audiences(&remote, cmd).await,
             Cmd::Rules { remote, cmd } => campaign_cli::rules(&remote, cmd).await,
             Cmd::Jobs { remote, cmd } => campaign_cli::jobs(&remote, cmd).await,

@@ -1,10 +1,9 @@
 //! `herald subjects ...` and `herald reminders ...`: a client for a running
 //! server's subjects and reminder subscriptions, with a bulk importer.
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::Subcommand;
 use serde_json::{Value, json};
 
@@ -170,101 +169,17 @@ pub async fn reminders(remote: &Remote, cmd: RemindersCmd) -> anyhow::Result<()>
                 .send()
                 .await
         }
-        RemindersCmd::Import { file, batch } => return import(&http, base, &file, batch).await,
+        RemindersCmd::Import { file, batch } => {
+            // Conflicts (already subscribed) are counted, not fatal, so an
+            // import can be re-run.
+            let import = crate::import::Import {
+                route: "/v1/reminders:bulk",
+                noun: "reminders",
+                outcomes: &[(201, "created"), (409, "already subscribed")],
+            };
+            return import.run(&http, base, &file, batch).await;
+        }
     }
     .with_context(|| format!("cannot reach {base}"))?;
     show(resp).await
-}
-
-/// Sends the file in batches and tallies the per-line answers. Conflicts
-/// (already subscribed) are counted, not fatal, so an import can be re-run.
-async fn import(
-    http: &reqwest::Client,
-    base: &str,
-    file: &std::path::Path,
-    batch: usize,
-) -> anyhow::Result<()> {
-    let total = {
-        let f = std::fs::File::open(file).with_context(|| format!("opening {}", file.display()))?;
-        BufReader::new(f)
-            .lines()
-            .map_while(Result::ok)
-            .filter(|l| !l.trim().is_empty())
-            .count()
-    };
-    let bar = indicatif::ProgressBar::new(total as u64);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{elapsed_precise} [{bar:40}] {pos}/{len} reminders ({per_sec}, eta {eta})",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-        .progress_chars("=> "),
-    );
-    let f = std::fs::File::open(file).with_context(|| format!("opening {}", file.display()))?;
-    let mut lines = BufReader::new(f).lines();
-    let (mut created, mut exists, mut failed) = (0u64, 0u64, 0u64);
-    let mut first_errors: Vec<String> = Vec::new();
-    let mut sent_lines = 0usize;
-    loop {
-        let mut body = String::new();
-        let mut n = 0;
-        for line in lines.by_ref() {
-            let line = line.with_context(|| format!("reading {}", file.display()))?;
-            sent_lines += 1;
-            if line.trim().is_empty() {
-                continue;
-            }
-            body.push_str(&line);
-            body.push('\n');
-            n += 1;
-            if n == batch.max(1) {
-                break;
-            }
-        }
-        if n == 0 {
-            break;
-        }
-        let first_line = sent_lines - n;
-        let resp = http
-            .post(format!("{base}/v1/reminders:bulk"))
-            .header("content-type", "application/x-ndjson")
-            .body(body)
-            .send()
-            .await
-            .with_context(|| format!("cannot reach {base}"))?;
-        let status = resp.status();
-        let text = resp.text().await?;
-        if !status.is_success() {
-            bar.abandon();
-            bail!("server answered {status} near line {first_line}: {text}");
-        }
-        for answer in text
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        {
-            match answer["status"].as_u64() {
-                Some(201) => created += 1,
-                Some(409) => exists += 1,
-                _ => {
-                    failed += 1;
-                    if first_errors.len() < 5 {
-                        first_errors.push(format!(
-                            "request line {}: {}",
-                            answer["line"], answer["error"]
-                        ));
-                    }
-                }
-            }
-        }
-        bar.inc(n as u64);
-    }
-    bar.finish();
-    println!("created {created}, already subscribed {exists}, failed {failed}");
-    for e in &first_errors {
-        println!("  {e}");
-    }
-    if failed > 0 {
-        bail!("{failed} lines failed");
-    }
-    Ok(())
 }

@@ -553,6 +553,79 @@ async fn every_route_answers_as_the_document_says() {
     )
     .await;
 
+    // Subscribers.
+    let one = "/v1/subscribers/{user_id}";
+    let profile = json!({"timezone": "Asia/Shanghai", "locale": "zh-CN",
+        "addresses": {"email": "li+c@example.cn", "sms": "+8613800138000",
+            "wechat": {"wx": "oAbC"}, "app": ["tok-1"], "webhook": {"crm": 1}},
+        "preferences": {"channel_types": {"sms": false}, "topics": {"ads": false}},
+        "quiet_hours": {"start": "22:00", "end": "08:00"}});
+    api.expect(201, "PUT", one, "/v1/subscribers/li", Some(profile.clone()))
+        .await;
+    api.expect(200, "PUT", one, "/v1/subscribers/li", Some(profile))
+        .await;
+    api.expect(
+        400,
+        "PUT",
+        one,
+        "/v1/subscribers/li",
+        Some(json!({"addresses": {"email": "no"}})),
+    )
+    .await;
+    api.expect(
+        200,
+        "PATCH",
+        one,
+        "/v1/subscribers/li",
+        Some(json!({"locale": "en"})),
+    )
+    .await;
+    api.expect(404, "PATCH", one, "/v1/subscribers/nobody", Some(json!({})))
+        .await;
+    api.expect(200, "GET", one, "/v1/subscribers/li", None)
+        .await;
+    api.expect(404, "GET", one, "/v1/subscribers/nobody", None)
+        .await;
+    let lines = format!(
+        "{}\n",
+        json!({"user_id": "mei", "addresses": {"email": "m@example.com"}})
+    );
+    let (s, out) = api
+        .call(
+            "POST",
+            "/v1/subscribers:bulk",
+            "/v1/subscribers:bulk",
+            Some(("application/x-ndjson", lines)),
+        )
+        .await;
+    assert_eq!((s, &out[0]["status"]), (200, &json!(201)), "{out}");
+    let listed = api
+        .expect(
+            200,
+            "GET",
+            "/v1/subscribers",
+            "/v1/subscribers?limit=10",
+            None,
+        )
+        .await;
+    assert_eq!(
+        listed["subscribers"].as_array().map(Vec::len),
+        Some(2),
+        "{listed}"
+    );
+    api.expect(
+        400,
+        "GET",
+        "/v1/subscribers",
+        "/v1/subscribers?limit=0",
+        None,
+    )
+    .await;
+    api.expect(200, "DELETE", one, "/v1/subscribers/mei", None)
+        .await;
+    api.expect(404, "DELETE", one, "/v1/subscribers/mei", None)
+        .await;
+
     // Audiences, rules, jobs.
     let (s, a) = api
         .call(

@@ -244,6 +244,19 @@ impl Fixture {
             .await;
             assert_eq!(a.status, 201, "{}", a.text);
         }
+        for user in ["alice-sub", "spare-sub"] {
+            let a = call(
+                base,
+                key,
+                &json_req(
+                    Method::PUT,
+                    format!("/v1/subscribers/{user}"),
+                    json!({"locale": "en", "addresses": {"email": format!("{MARK}@example.com")}}),
+                ),
+            )
+            .await;
+            assert_eq!(a.status, 201, "{}", a.text);
+        }
         for user in ["alice", "bob"] {
             let a = call(
                 base,
@@ -773,6 +786,98 @@ fn cases(f: &Fixture) -> Vec<Case> {
                 "alice",
                 200,
             ),
+        ),
+        // Subscribers: the owner's are not there for the other tenant, whose
+        // own directory starts empty; its PUT of the same user id creates
+        // its own entry (201), last, so the cases before see it without.
+        case(
+            "GET",
+            "/v1/subscribers/{user_id}",
+            req(M::GET, "/v1/subscribers/alice-sub"),
+            None,
+            200,
+            hidden(
+                req(M::GET, "/v1/subscribers/nobody-sub"),
+                "nobody-sub",
+                "alice-sub",
+                404,
+            ),
+        ),
+        case(
+            "PATCH",
+            "/v1/subscribers/{user_id}",
+            json_req(
+                M::PATCH,
+                "/v1/subscribers/alice-sub",
+                json!({"locale": "fr"}),
+            ),
+            None,
+            200,
+            hidden(
+                json_req(
+                    M::PATCH,
+                    "/v1/subscribers/nobody-sub",
+                    json!({"locale": "fr"}),
+                ),
+                "nobody-sub",
+                "alice-sub",
+                404,
+            ),
+        ),
+        case(
+            "DELETE",
+            "/v1/subscribers/{user_id}",
+            req(M::DELETE, "/v1/subscribers/alice-sub"),
+            Some(req(M::DELETE, "/v1/subscribers/spare-sub")),
+            200,
+            hidden(
+                req(M::DELETE, "/v1/subscribers/nobody-sub"),
+                "nobody-sub",
+                "alice-sub",
+                404,
+            ),
+        ),
+        case(
+            "GET",
+            "/v1/subscribers",
+            req(M::GET, "/v1/subscribers"),
+            None,
+            200,
+            Other::Own {
+                req: req(M::GET, "/v1/subscribers"),
+                status: 200,
+                contains: Some("\"subscribers\":[]"),
+            },
+        ),
+        case(
+            "POST",
+            "/v1/subscribers:bulk",
+            ndjson_req(
+                "/v1/subscribers:bulk",
+                &[json!({"user_id": "bulk-sub", "locale": "en"})],
+            ),
+            None,
+            200,
+            Other::Own {
+                req: ndjson_req(
+                    "/v1/subscribers:bulk",
+                    &[json!({"user_id": "bulk-sub", "locale": "en"})],
+                ),
+                status: 200,
+                contains: Some("\"status\":201"),
+            },
+        ),
+        case(
+            "PUT",
+            "/v1/subscribers/{user_id}",
+            json_req(M::PUT, "/v1/subscribers/alice-sub", json!({"locale": "de"})),
+            None,
+            200,
+            Other::Own {
+                req: json_req(M::PUT, "/v1/subscribers/alice-sub", json!({"locale": "de"})),
+                status: 201,
+                contains: None,
+            },
         ),
         case(
             "POST",

@@ -36,6 +36,9 @@ const LINE_OVERHEAD: u64 = 256;
 /// What one bulk route does with its lines.
 pub trait BulkRoute {
     type Item;
+    /// Whether a line may create a timer, and so is charged to the tenant's
+    /// timer quota (given back when it did not).
+    const CHARGED: bool = true;
     /// Checks one line.
     fn parse(&self, line: &[u8]) -> Result<Self::Item, ApiError>;
     /// The write of a checked line.
@@ -154,6 +157,13 @@ pub async fn serve<R: BulkRoute>(
 }
 
 impl<R: BulkRoute> Run<'_, R> {
+    /// Returns quota charged for lines that created no timer.
+    fn give_back(&self, n: u64) {
+        if R::CHARGED {
+            self.st.quotas.give_back(self.tenant, n);
+        }
+    }
+
     /// Room the chunk may fill before it is committed.
     fn chunk_room(&self) -> u64 {
         self.lease.floor() / 2
@@ -174,6 +184,7 @@ impl<R: BulkRoute> Run<'_, R> {
                 let cost = 2 * text.len() as u64 + LINE_OVERHEAD;
                 let entry = match self.route.parse(&text) {
                     Err(e) => Entry::Refused(n, e),
+                    Ok(item) if !R::CHARGED => Entry::Valid(n, item),
                     Ok(item) => match self.st.quotas.admit(self.tenant, 1) {
                         // Lines past the tenant's quota are refused one by one.
                         Err(over) => {
@@ -239,7 +250,7 @@ impl<R: BulkRoute> Run<'_, R> {
             };
         if let Err(e) = &written {
             // Later chunks are not tried: the store is failing.
-            self.st.quotas.give_back(self.tenant, n_ops as u64);
+            self.give_back(n_ops as u64);
             self.failed = Some(e.clone());
         }
         let mut results = match written {
@@ -251,12 +262,12 @@ impl<R: BulkRoute> Run<'_, R> {
                 Ok(n) => match (&self.failed, results.next()) {
                     (_, Some(Ok(r))) => {
                         if !self.route.answer(n, r, self.out.line()) {
-                            self.st.quotas.give_back(self.tenant, 1);
+                            self.give_back(1);
                         }
                         self.out.end_line();
                     }
                     (_, Some(Err(e))) => {
-                        self.st.quotas.give_back(self.tenant, 1);
+                        self.give_back(1);
                         if e.status.is_server_error() && self.failed.is_none() {
                             // The store failed under this line: later chunks are not tried.
                             self.failed = Some(e.clone());
@@ -268,7 +279,7 @@ impl<R: BulkRoute> Run<'_, R> {
                         self.error_line(n, &e);
                     }
                     (None, None) => {
-                        self.st.quotas.give_back(self.tenant, 1);
+                        self.give_back(1);
                         self.error_line(n, &ApiError::unavailable("line was not processed"));
                     }
                 },

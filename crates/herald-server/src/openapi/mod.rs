@@ -239,6 +239,7 @@ fn tags() -> Value {
     json!([
         { "name": "timers", "description": "One-off timers: schedule, read, change, cancel, replay" },
         { "name": "reminders", "description": "Subjects and the users' reminders of them" },
+        { "name": "subscribers", "description": "The directory: where and how to reach each user" },
         { "name": "campaigns", "description": "Audiences, rules and jobs: one message to many" },
         { "name": "channels", "description": "Delivery channels, provider callbacks, recalls" },
         { "name": "access", "description": "API keys and the audit log" },

@@ -260,6 +260,56 @@ pub const OPS: &[Op] = &[
         &[(200, J("UserReminders"))],
     ),
     // Audiences.
+    // Subscribers.
+    op(
+        "PUT",
+        "/v1/subscribers/{user_id}",
+        "subscribers",
+        "Create or replace a subscriber's profile",
+        JsonBody("SubscriberBody"),
+        &[(201, J("SubscriberJson")), (200, J("SubscriberJson"))],
+    ),
+    op(
+        "PATCH",
+        "/v1/subscribers/{user_id}",
+        "subscribers",
+        "Merge a JSON merge patch (RFC 7396) into a subscriber's profile",
+        JsonBody("SubscriberBody"),
+        &[(200, J("SubscriberJson"))],
+    ),
+    op(
+        "GET",
+        "/v1/subscribers/{user_id}",
+        "subscribers",
+        "A subscriber",
+        NoBody,
+        &[(200, J("SubscriberJson"))],
+    ),
+    op(
+        "DELETE",
+        "/v1/subscribers/{user_id}",
+        "subscribers",
+        "Remove a subscriber",
+        NoBody,
+        &[(200, J("SubscriberJson"))],
+    ),
+    op(
+        "GET",
+        "/v1/subscribers",
+        "subscribers",
+        "The directory, in user-id order",
+        NoBody,
+        &[(200, J("SubscriberList"))],
+    )
+    .with_query(CURSOR),
+    op(
+        "POST",
+        "/v1/subscribers:bulk",
+        "subscribers",
+        "Create or replace many profiles, one `{user_id, ...profile}` per line",
+        Body::Ndjson("SubscriberBody"),
+        &[(200, Lines("BulkLineResult"))],
+    ),
     op(
         "POST",
         "/v1/audiences",

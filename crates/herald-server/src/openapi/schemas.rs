@@ -345,6 +345,69 @@ pub struct SubjectList {
     count_cap: u64,
 }
 
+/// A subscriber's profile (`PUT /v1/subscribers/{user_id}`, and the merge
+/// patch of `PATCH`). Every field is optional; unknown fields are refused.
+#[derive(ToSchema)]
+pub struct SubscriberBody {
+    /// IANA time zone; the user's quiet hours follow it.
+    timezone: Option<String>,
+    locale: Option<String>,
+    addresses: Option<SubscriberAddresses>,
+    preferences: Option<SubscriberPreferences>,
+    quiet_hours: Option<SubscriberQuietHours>,
+}
+
+/// Where a user is reached, per channel type.
+#[derive(ToSchema)]
+pub struct SubscriberAddresses {
+    /// RFC 5321 (`+` allowed).
+    email: Option<String>,
+    /// E.164.
+    sms: Option<String>,
+    /// The user's openid per WeChat channel name.
+    wechat: Option<BTreeMap<String, String>>,
+    /// WeCom user id.
+    wecom: Option<String>,
+    /// Up to 10 device tokens.
+    app: Option<Vec<String>>,
+    #[schema(value_type = Option<Object>)]
+    webhook: Option<serde_json::Value>,
+}
+
+/// Opt-outs (`false`); a missing entry is opted in.
+#[derive(ToSchema)]
+pub struct SubscriberPreferences {
+    channel_types: Option<BTreeMap<String, bool>>,
+    topics: Option<BTreeMap<String, bool>>,
+}
+
+/// `HH:MM` to `HH:MM`, in the subscriber's time zone.
+#[derive(ToSchema)]
+pub struct SubscriberQuietHours {
+    start: String,
+    end: String,
+}
+
+/// A directory entry: the profile with its version and times.
+#[derive(ToSchema)]
+pub struct SubscriberJson {
+    user_id: String,
+    timezone: Option<String>,
+    locale: Option<String>,
+    addresses: Option<SubscriberAddresses>,
+    preferences: Option<SubscriberPreferences>,
+    quiet_hours: Option<SubscriberQuietHours>,
+    version: i64,
+    created_at: String,
+    updated_at: String,
+}
+
+#[derive(ToSchema)]
+pub struct SubscriberList {
+    subscribers: Vec<SubscriberJson>,
+    next_cursor: Option<String>,
+}
+
 #[derive(ToSchema)]
 pub struct AudienceList {
     audiences: Vec<AudienceJson>,
@@ -486,6 +549,12 @@ pub fn collect(
     add::<crate::subjects::CountsJson>(all);
     add::<crate::subjects::ReminderGroupJson>(all);
     add::<AudienceList>(all);
+    add::<SubscriberBody>(all);
+    add::<SubscriberAddresses>(all);
+    add::<SubscriberPreferences>(all);
+    add::<SubscriberQuietHours>(all);
+    add::<SubscriberJson>(all);
+    add::<SubscriberList>(all);
     add::<Overview>(all);
     add::<Live>(all);
     add::<Lateness>(all);

@@ -108,6 +108,8 @@ faulty! { Store:
     fn resume_channel(channel: &str) -> Result<bool>;
     fn channel_pauses() -> Result<Vec<(String, ChannelPause)>>;
     fn get_subjects(tenant: TenantId, ids: &[String]) -> Result<Vec<SubjectRecord>>;
+    fn get_subscribers(tenant: TenantId, user_ids: &[String]) -> Result<Vec<herald_store::SubscriberRecord>>;
+    fn list_subscribers(tenant: TenantId, after: Option<&str>, limit: usize) -> Result<Vec<herald_store::SubscriberRecord>>;
     fn list_subjects(tenant: TenantId, after: Option<&str>, limit: usize, cap: u64) -> Result<Vec<herald_store::SubjectSummary>>;
     fn subject_summary(tenant: TenantId, subject_id: &str, cap: u64) -> Result<Option<herald_store::SubjectSummary>>;
     fn user_reminders(tenant: TenantId, user_id: &str, limit: usize) -> Result<Vec<ReminderTimer>>;

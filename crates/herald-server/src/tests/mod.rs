@@ -20,6 +20,7 @@ mod schedules;
 mod sessions;
 mod store_errors;
 mod subjects;
+mod subscribers;
 mod tenants;
 
 use std::sync::Arc;

@@ -14,6 +14,7 @@
 mod access;
 mod campaign;
 mod cluster;
+mod directory;
 mod provider;
 mod row;
 mod timers;
@@ -23,6 +24,7 @@ pub(crate) use campaign::{
     audience_cols, job_cols, rule_cols, segment_cols, send_code, send_cols, task_cols, version_cols,
 };
 pub(crate) use cluster::{named_lease_cols, node_cols, shard_lease_cols};
+pub(crate) use directory::subscriber_cols;
 pub(crate) use provider::token_cols;
 pub(crate) use row::{Columns, Reader, Stored, Value};
 pub(crate) use timers::{delivery_cols, due_cols, reminder_timer_cols, subject_cols, timer_cols};

@@ -4,9 +4,10 @@
 
 use herald_core::{TenantId, TimerId};
 
-use super::{Ctx, PgStore, notify, now_ms, reminders, timer_ops, timers};
+use super::{Ctx, PgStore, directory, notify, now_ms, reminders, timer_ops, timers};
 use crate::{
-    NewReminder, NewTimer, PutSubject, Result, RetryFilter, TimerPatch, WriteOp, WriteResult,
+    NewReminder, NewTimer, PutSubject, PutSubscriber, Result, RetryFilter, TimerPatch, WriteOp,
+    WriteResult,
 };
 
 const NOTIFY: &str = "SELECT pg_notify('herald_timers', p) FROM unnest($1::text[]) AS p";
@@ -42,6 +43,11 @@ enum Run<'a> {
         filter: &'a RetryFilter,
         at: i64,
         limit: usize,
+    },
+    PutSubscriber(&'a PutSubscriber),
+    DeleteSubscriber {
+        tenant: TenantId,
+        user_id: &'a str,
     },
 }
 
@@ -108,6 +114,11 @@ fn runs(ops: &[WriteOp]) -> Vec<Run<'_>> {
                 filter,
                 at: *at,
                 limit: *limit,
+            }),
+            (WriteOp::PutSubscriber(p), _) => out.push(Run::PutSubscriber(p)),
+            (WriteOp::DeleteSubscriber { tenant, user_id }, _) => out.push(Run::DeleteSubscriber {
+                tenant: *tenant,
+                user_id,
             }),
         }
     }
@@ -185,6 +196,10 @@ pub(super) async fn apply(store: &PgStore, ops: &[WriteOp]) -> Result<Vec<WriteR
                         .filter(|e| e.due_at <= horizon),
                 );
                 results.push(result);
+            }
+            Run::PutSubscriber(p) => results.push(directory::put(&tx, p).await?),
+            Run::DeleteSubscriber { tenant, user_id } => {
+                results.push(directory::delete(&tx, tenant, user_id).await?)
             }
         }
     }

@@ -55,6 +55,7 @@ mod access;
 mod apply;
 mod campaign;
 mod cluster;
+mod directory;
 mod error;
 pub mod notify;
 mod provider;
@@ -352,6 +353,38 @@ impl Store for PgStore {
             ids.sort_unstable();
             ids.dedup();
             reminders::get_subjects(self, tenant, &ids).await
+        })
+        .await
+    }
+
+    async fn get_subscribers(
+        &self,
+        tenant: TenantId,
+        user_ids: &[String],
+    ) -> Result<Vec<crate::SubscriberRecord>> {
+        self.within("get_subscribers", async move {
+            if user_ids.is_empty() {
+                return Ok(Vec::new());
+            }
+            let mut ids = user_ids.to_vec();
+            ids.sort_unstable();
+            ids.dedup();
+            directory::get_many(self, tenant, &ids).await
+        })
+        .await
+    }
+
+    async fn list_subscribers(
+        &self,
+        tenant: TenantId,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<crate::SubscriberRecord>> {
+        self.within("list_subscribers", async move {
+            if limit == 0 {
+                return Ok(Vec::new());
+            }
+            directory::list(self, tenant, after.unwrap_or_default(), limit).await
         })
         .await
     }

@@ -4,7 +4,7 @@
 use rusqlite::{Connection, TransactionBehavior};
 
 use super::error::Ctx;
-use super::{reminders, timer_ops, timers};
+use super::{directory, reminders, timer_ops, timers};
 use crate::{Result, WriteOp, WriteResult};
 
 pub(super) fn apply(conn: &mut Connection, ops: Vec<WriteOp>) -> Result<Vec<WriteResult>> {
@@ -45,6 +45,10 @@ pub(super) fn apply(conn: &mut Connection, ops: Vec<WriteOp>) -> Result<Vec<Writ
                     at,
                     limit,
                 } => timer_ops::retry_many(&tx, tenant, &filter, at, limit)?,
+                WriteOp::PutSubscriber(put) => directory::put(&tx, &put)?,
+                WriteOp::DeleteSubscriber { tenant, user_id } => {
+                    directory::delete(&tx, tenant, &user_id)?
+                }
             };
             results.push(result);
         }

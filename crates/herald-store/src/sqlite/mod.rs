@@ -36,6 +36,7 @@ mod apply;
 mod campaign;
 mod checkpointer;
 mod cluster;
+mod directory;
 mod error;
 mod pool;
 mod provider;
@@ -266,6 +267,33 @@ impl Store for SqliteStore {
         }
         let ids = ids.to_vec();
         self.read(move |c| reminders::get_subjects(c, tenant, ids))
+            .await
+    }
+
+    async fn get_subscribers(
+        &self,
+        tenant: TenantId,
+        user_ids: &[String],
+    ) -> Result<Vec<crate::SubscriberRecord>> {
+        if user_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids = user_ids.to_vec();
+        self.read(move |c| directory::get_many(c, tenant, ids))
+            .await
+    }
+
+    async fn list_subscribers(
+        &self,
+        tenant: TenantId,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<crate::SubscriberRecord>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let after = after.map(str::to_string);
+        self.read(move |c| directory::list(c, tenant, after, limit))
             .await
     }
 

@@ -46,6 +46,8 @@ pub mod campaigns;
 #[cfg(feature = "testsuite")]
 pub mod cluster;
 #[cfg(feature = "testsuite")]
+pub mod directory;
+#[cfg(feature = "testsuite")]
 pub mod reminders;
 #[cfg(feature = "testsuite")]
 mod support;
@@ -158,6 +160,13 @@ macro_rules! store_conformance_tests {
                 a_new_incarnation_fences_off_the_old_one,
             ]
             races: [concurrent_claims_from_two_handles]
+        );
+        $crate::store_conformance_tests!(@area directory, $make, $second;
+            cases: [
+                subscribers_are_created_replaced_listed_and_deleted,
+                conditional_writes_hold_only_over_their_version,
+            ]
+            races: [racing_conditional_writes_have_one_winner]
         );
         $crate::store_conformance_tests!(@area tokens, $make, $second;
             cases: [
