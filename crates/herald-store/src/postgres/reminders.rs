@@ -38,7 +38,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use herald_core::TenantId;
+use herald_core::{TenantId, TimerState};
 
 use super::timers::keyed_timers;
 use super::{Ctx, Param, PgStore, col};
@@ -114,6 +114,18 @@ const CLAIM_BITS: &str = "INSERT INTO reminder_timers \
     SELECT t, u, s, b, nextval('timers_id_seq') \
     FROM unnest($1::int4[], $2::text[], $3::text[], $4::int2[]) AS x(t, u, s, b) \
     ON CONFLICT DO NOTHING RETURNING tenant_id, user_id, subject_id, bit, timer_id";
+// $1 tenant, $2 user, $3 subject, $4 bit: the bit's timer state, its link
+// locked so two renewals of one spent bit take turns. `subject_id || ''`
+// keeps the subject index (which a popular subject makes long) out, as in
+// `cancel_bits.sql`: the primary key finds the one row.
+const SPENT_BIT: &str = "SELECT t.state FROM reminder_timers AS r \
+    JOIN timers AS t ON t.id = r.timer_id \
+    WHERE r.tenant_id = $1 AND r.user_id = $2 AND r.subject_id || '' = $3 AND r.bit = $4 \
+    FOR UPDATE OF r";
+const DRAW_TIMER_ID: &str = "SELECT nextval('timers_id_seq')";
+// $1 tenant, $2 user, $3 subject, $4 bit, $5 the bit's new timer.
+const RELINK_BIT: &str = "UPDATE reminder_timers SET timer_id = $5 \
+    WHERE tenant_id = $1 AND user_id = $2 AND subject_id || '' = $3 AND bit = $4";
 /// See `queries/insert_reminder_timers.sql`.
 const INSERT_REMINDER_TIMERS: &str = include_str!("queries/insert_reminder_timers.sql");
 // `subject_id || ''` keeps the subject index out, as in `cancel_bits.sql`.
@@ -670,7 +682,19 @@ async fn add_segment(
         steps[i] = Step::Won(t);
     }
 
-    // 7. Results in op order; each sees the bits the ops before it set.
+    // 7. A set bit whose timer fired (or was cancelled) is spent: the user
+    // may subscribe to it again, say after the subject moved later. Rare, so
+    // one by one.
+    for (i, r) in seg.iter().enumerate() {
+        if matches!(steps[i], Step::Exists)
+            && let Some(start) = start_of(r)
+            && let Some(step) = renew(tx, r, start).await?
+        {
+            steps[i] = step;
+        }
+    }
+
+    // 8. Results in op order; each sees the bits the ops before it set.
     let mut running = before;
     for ((r, step), mask) in seg.iter().zip(steps).zip(masks) {
         let result = match step {
@@ -694,6 +718,56 @@ async fn add_segment(
         results.push(result);
     }
     Ok(())
+}
+
+/// Subscribes `r` again to its spent bit: a new timer, and the bit's link
+/// moved to it. `None` when the bit's timer is still pending (the reminder
+/// exists), or another writer renewed it first, or its key is taken.
+async fn renew(tx: &Tx<'_>, r: &NewReminder, start: i64) -> Result<Option<Step>> {
+    let tenant = tenant_to_pg(r.tenant())?;
+    let bit = i16::from(r.bit);
+    let stmt = tx
+        .prepare_cached(SPENT_BIT)
+        .await
+        .ctx("preparing spent bit read")?;
+    let Some(row) = tx
+        .query_opt(&stmt, &[&tenant, &r.user_id, &r.subject_id, &bit])
+        .await
+        .ctx("reading spent bit")?
+    else {
+        return Ok(None);
+    };
+    if row.int(0, "timers.state")? == TimerState::Pending.code() {
+        return Ok(None);
+    }
+    let fire_at = start.saturating_sub(r.lead_ms);
+    if fire_at <= r.not_before {
+        return Ok(Some(Step::Done(WriteResult::TooLate { fire_at })));
+    }
+    let stmt = tx
+        .prepare_cached(DRAW_TIMER_ID)
+        .await
+        .ctx("preparing timer id draw")?;
+    let id = tx
+        .query_one(&stmt, &[])
+        .await
+        .ctx("drawing a timer id")?
+        .int(0, "nextval")?;
+    let mut timer = r.timer.clone();
+    timer.due_at = fire_at;
+    let record = timer.into_record(id);
+    let keyed_inserted = insert_timers(tx, &[(0, record.clone())]).await?;
+    if record.idempotency_key.is_some() && !keyed_inserted.contains(&id) {
+        return Ok(None);
+    }
+    let stmt = tx
+        .prepare_cached(RELINK_BIT)
+        .await
+        .ctx("preparing reminder relink")?;
+    tx.execute(&stmt, &[&tenant, &r.user_id, &r.subject_id, &bit, &id])
+        .await
+        .ctx("relinking reminder timer")?;
+    Ok(Some(Step::Won(record)))
 }
 
 /// Inserts the timers of claimed bits; answers the ids of the keyed ones
@@ -930,6 +1004,7 @@ mod tests {
         let pair_users = vec!["user-0001", "user-0002"];
         let pair_subjects = vec!["s01", "s02"];
         let bits = vec![1i16, 2];
+        let one_bit = 1i16;
         let cases: Vec<(&str, Vec<Param<'_>>, &[&str])> = vec![
             (
                 PENDING_REMINDERS,
@@ -960,6 +1035,16 @@ mod tests {
                 BITS_OF_PAIRS,
                 vec![&pair_tenants, &pair_users, &pair_subjects],
                 &["reminders_pkey"],
+            ),
+            (
+                SPENT_BIT,
+                vec![&tenant, &user, &subject_id, &one_bit],
+                &["reminder_timers_pkey", "timers_pkey"],
+            ),
+            (
+                RELINK_BIT,
+                vec![&tenant, &user, &subject_id, &one_bit, &limit],
+                &["reminder_timers_pkey"],
             ),
             (
                 UNCLAIM_BITS,

@@ -15,7 +15,7 @@
 
 use std::collections::HashSet;
 
-use herald_core::TenantId;
+use herald_core::{TenantId, TimerState};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::error::Ctx;
@@ -76,6 +76,13 @@ const INSERT_REMINDER_TIMER: &str = "INSERT INTO reminder_timers \
     (tenant_id, user_id, subject_id, bit, timer_id) VALUES (?1, ?2, ?3, ?4, ?5)";
 const TAKE_REMINDER_TIMER: &str = "DELETE FROM reminder_timers \
     WHERE tenant_id = ?1 AND user_id = ?2 AND subject_id = ?3 AND bit = ?4 RETURNING timer_id";
+// ?1 tenant, ?2 user, ?3 subject, ?4 bit: the state of the bit's timer.
+const BIT_TIMER_STATE: &str = "SELECT t.state FROM reminder_timers AS r \
+    CROSS JOIN timers AS t ON t.id = r.timer_id \
+    WHERE r.tenant_id = ?1 AND r.user_id = ?2 AND r.subject_id = ?3 AND r.bit = ?4";
+// ?1 tenant, ?2 user, ?3 subject, ?4 bit, ?5 the bit's new timer.
+const RELINK_REMINDER_TIMER: &str = "UPDATE reminder_timers SET timer_id = ?5 \
+    WHERE tenant_id = ?1 AND user_id = ?2 AND subject_id = ?3 AND bit = ?4";
 const CANCEL_IF_PENDING: &str =
     "UPDATE timers SET state = 4, updated_at = ?2 WHERE id = ?1 AND state = 0";
 const STORE_BITS: &str = "UPDATE reminders SET bits = ?4, updated_at = ?5 \
@@ -225,10 +232,12 @@ fn reminder_bits(
     Ok(bits.map(bits_from_db))
 }
 
-/// Checks, in this order: the subject exists, the bit is free, the fire time
-/// is after `not_before`. Only then is anything written: the timer (which may
-/// turn out `Existing` when its idempotency key is taken, and then nothing else
-/// is written), the bit, and the link between them.
+/// Checks, in this order: the subject exists, the bit is free (or spent: its
+/// timer fired or was cancelled, so the user may subscribe again, say after
+/// the subject moved later), the fire time is after `not_before`. Only then
+/// is anything written: the timer (which may turn out `Existing` when its
+/// idempotency key is taken, and then nothing else is written), the bit, and
+/// the link between them (a spent bit's link points at the new timer).
 pub(super) fn add_reminder(
     conn: &Connection,
     insert: &mut rusqlite::CachedStatement<'_>,
@@ -246,8 +255,19 @@ pub(super) fn add_reminder(
         return Ok(WriteResult::SubjectNotFound);
     };
     let bits = reminder_bits(conn, tenant, &r.user_id, &r.subject_id)?.unwrap_or(0);
-    if bits & mask != 0 {
-        return Ok(WriteResult::ReminderExists { bits });
+    let spent = bits & mask != 0;
+    if spent {
+        let state: Option<i64> = conn
+            .prepare_cached(BIT_TIMER_STATE)
+            .ctx("preparing reminder timer read")?
+            .query_row(params![tenant, r.user_id, r.subject_id, r.bit], |row| {
+                row.get(0)
+            })
+            .optional()
+            .ctx("reading reminder timer state")?;
+        if state.is_none_or(|s| s == TimerState::Pending.code()) {
+            return Ok(WriteResult::ReminderExists { bits });
+        }
     }
     let fire_at = start_at.saturating_sub(r.lead_ms);
     if fire_at <= r.not_before {
@@ -270,8 +290,13 @@ pub(super) fn add_reminder(
         .ctx("preparing reminder upsert")?
         .execute(params![tenant, user_id, subject_id, bits_to_db(mask), at])
         .ctx("setting reminder bit")?;
-    conn.prepare_cached(INSERT_REMINDER_TIMER)
-        .ctx("preparing reminder timer insert")?
+    let link = if spent {
+        RELINK_REMINDER_TIMER
+    } else {
+        INSERT_REMINDER_TIMER
+    };
+    conn.prepare_cached(link)
+        .ctx("preparing reminder timer link")?
         .execute(params![tenant, user_id, subject_id, bit, record.id])
         .ctx("linking reminder timer")?;
     Ok(WriteResult::Created(record))
@@ -433,6 +458,8 @@ mod tests {
             DELETE_SUBJECT_REMINDERS,
             DELETE_SUBJECT_REMINDER_TIMERS,
             TAKE_REMINDER_TIMER,
+            BIT_TIMER_STATE,
+            RELINK_REMINDER_TIMER,
             USER_REMINDERS,
             PENDING_FOR_PROBE,
         ] {

@@ -145,6 +145,7 @@ macro_rules! store_conformance_tests {
                 many_reminders_in_one_batch,
                 reminder_bits_use_the_whole_word_and_a_bad_bit_changes_nothing,
                 subjects_list_in_id_order_with_bounded_counts,
+                a_fired_reminder_can_be_subscribed_again_after_a_move,
             ]
             races: [concurrent_reminder_adds_from_two_handles]
         );

@@ -1067,3 +1067,61 @@ pub async fn subjects_list_in_id_order_with_bounded_counts(store: S) {
         vec![("a".to_string(), 1, 2, false)]
     );
 }
+
+/// A reminder that fired leaves its bit set (the subscription's history), but
+/// spent: once the subject moves later, the user may subscribe to that lead
+/// again and gets a new timer, linked in the old one's place. While the new
+/// timer is pending, the same reminder again is `ReminderExists`.
+pub async fn a_fired_reminder_can_be_subscribed_again_after_a_move(store: S) {
+    put(&store, subject("s", START)).await;
+    let first = add_created(&store, reminder("u", "s", 5)).await;
+    store
+        .complete(vec![completion(&first, 1, CompletionOutcome::Done, 10)])
+        .await
+        .expect("complete");
+    // Now is after the first firing: the same lead again would fire in the past.
+    let again = || NewReminder {
+        not_before: first.due_at,
+        ..reminder("u", "s", 5)
+    };
+    assert_eq!(
+        add(&store, again()).await,
+        WriteResult::TooLate {
+            fire_at: first.due_at
+        }
+    );
+    // The subject moves an hour later; the delivered timer stays where it was.
+    let (_, _, moved) = put(
+        &store,
+        PutSubject {
+            start_at: START + 60 * MIN,
+            ..subject("s", START)
+        },
+    )
+    .await;
+    assert!(moved.is_empty(), "{moved:?}");
+    let second = add_created(&store, again()).await;
+    assert_ne!(second.id, first.id);
+    assert_eq!(second.due_at, START + 60 * MIN - 5 * MIN);
+    assert_eq!(
+        subscriptions(&store, "u").await,
+        vec![("s".to_string(), first_bit(&first), second.id)]
+    );
+    assert!(matches!(
+        add(&store, again()).await,
+        WriteResult::ReminderExists { .. }
+    ));
+    // The first timer keeps its history.
+    let old = store
+        .get_timer(first.id)
+        .await
+        .expect("read")
+        .expect("kept");
+    assert_eq!(old.state, TimerState::Done);
+}
+
+/// The bit of a reminder's timer, as its subscription lists it.
+fn first_bit(t: &TimerRecord) -> u8 {
+    assert_eq!(t.kind, TimerKind::Reminder);
+    Slot::new(ChannelType::App, 5).expect("slot").bit()
+}
