@@ -148,6 +148,56 @@ impl Profile {
     }
 }
 
+/// What a send to a subscriber comes to, decided when it fires (so an
+/// address or a preference changed after scheduling is honoured).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolution<'a> {
+    /// Send, one delivery to each of these addresses (several only for app
+    /// push: one per device token).
+    Send(Vec<&'a str>),
+    /// The user has no address for the channel's type: final, not retried.
+    NoAddress,
+    /// The user opted out of the channel type or of the message's topic:
+    /// final, and `critical` does not override it.
+    OptedOut,
+    /// Inside the user's quiet hours, in the user's own time zone: not before
+    /// `until` (unix ms). A `critical` message is never held.
+    Quiet { until: i64 },
+}
+
+impl Profile {
+    /// Where and whether a message of `topic` on channel `channel` (of type
+    /// `channel_type`) goes at `now_ms`. Opt-outs first (the user's choice
+    /// outranks everything), then the address, then quiet hours.
+    pub fn resolve(
+        &self,
+        channel_type: ChannelType,
+        channel: &str,
+        topic: Option<&str>,
+        critical: bool,
+        now_ms: i64,
+    ) -> Resolution<'_> {
+        if !self.accepts(channel_type, topic) {
+            return Resolution::OptedOut;
+        }
+        let a = &self.addresses;
+        let to: Vec<&str> = match channel_type {
+            ChannelType::Email => a.email.as_deref().into_iter().collect(),
+            ChannelType::Sms => a.sms.as_deref().into_iter().collect(),
+            ChannelType::Wechat => a.wechat_openid(channel).into_iter().collect(),
+            ChannelType::Wecom => a.wecom.as_deref().into_iter().collect(),
+            ChannelType::App => a.app.iter().map(String::as_str).collect(),
+        };
+        if to.is_empty() {
+            return Resolution::NoAddress;
+        }
+        if !critical && let Some(until) = self.quiet_window().and_then(|w| w.ends_after(now_ms)) {
+            return Resolution::Quiet { until };
+        }
+        Resolution::Send(to)
+    }
+}
+
 impl Addresses {
     fn validate(&self) -> Result<(), ProfileError> {
         if let Some(e) = &self.email {
@@ -419,6 +469,70 @@ mod tests {
         assert!(p.accepts(ChannelType::App, Some("orders")));
         assert!(p.quiet_window().is_some());
         assert_eq!(profile("{}").unwrap(), Profile::default());
+    }
+
+    #[test]
+    fn resolution_follows_opt_outs_then_addresses_then_quiet_hours() {
+        let p = profile(
+            r#"{"timezone":"Asia/Shanghai",
+                "addresses":{"email":"li@example.cn","wechat":{"wx":"oA"},"app":["t1","t2"]},
+                "preferences":{"channel_types":{"sms":false},"topics":{"ads":false}},
+                "quiet_hours":{"start":"22:00","end":"08:00"}}"#,
+        )
+        .unwrap();
+        // 2030-01-01T04:00Z is noon in Shanghai; 15:00Z is 23:00 there.
+        let noon = 1_893_470_400_000;
+        let night = noon + 11 * 3_600_000;
+        let morning_8_local = noon + 20 * 3_600_000;
+        use ChannelType::*;
+        assert_eq!(
+            p.resolve(App, "push", None, false, noon),
+            Resolution::Send(vec!["t1", "t2"])
+        );
+        assert_eq!(
+            p.resolve(Email, "mail", Some("orders"), false, noon),
+            Resolution::Send(vec!["li@example.cn"])
+        );
+        assert_eq!(
+            p.resolve(Wechat, "wx", None, false, noon),
+            Resolution::Send(vec!["oA"])
+        );
+        // An openid of another official account is no address for this one.
+        assert_eq!(
+            p.resolve(Wechat, "wx2", None, false, noon),
+            Resolution::NoAddress
+        );
+        assert_eq!(
+            p.resolve(Wecom, "wecom", None, false, noon),
+            Resolution::NoAddress
+        );
+        // Opted out of SMS (and an opt-out outranks a missing address), and
+        // of a topic, even when critical.
+        assert_eq!(
+            p.resolve(Sms, "sms", None, false, noon),
+            Resolution::OptedOut
+        );
+        assert_eq!(
+            p.resolve(Email, "mail", Some("ads"), true, noon),
+            Resolution::OptedOut
+        );
+        // At 23:00 local the user sleeps until 08:00 local; critical goes anyway.
+        assert_eq!(
+            p.resolve(Email, "mail", None, false, night),
+            Resolution::Quiet {
+                until: morning_8_local
+            }
+        );
+        assert_eq!(
+            p.resolve(Email, "mail", None, true, night),
+            Resolution::Send(vec!["li@example.cn"])
+        );
+        // No quiet hours, no zone: never held.
+        let plain = profile(r#"{"addresses":{"email":"a@example.com"}}"#).unwrap();
+        assert_eq!(
+            plain.resolve(Email, "mail", None, false, night),
+            Resolution::Send(vec!["a@example.com"])
+        );
     }
 
     #[test]
