@@ -1,10 +1,11 @@
 //! Reminder subscriptions as one `u64` per (user, subject).
 //!
-//! Five channel types with twelve lead slots each (5, 10, ... 60 minutes
-//! before the subject starts) fit in 60 bits: type `t` and lead `m` live at
-//! bit `t * 12 + m / 5 - 1`. A duplicate subscription is then one AND, and a
-//! user's whole interest in a subject is one row. The top four bits are never
-//! used.
+//! Five channel types with up to twelve lead slots each fit in 60 bits: type
+//! `t` and the lead at position `i` of the configured [`Leads`] live at bit
+//! `t * 12 + i` (by default the leads are 5, 10, ... 60 minutes, so lead `m`
+//! is at `t * 12 + m / 5 - 1`). A duplicate subscription is then one AND, and
+//! a user's whole interest in a subject is one row. The top four bits are
+//! never used.
 
 use std::fmt;
 
@@ -12,10 +13,12 @@ use serde::{Deserialize, Serialize};
 
 /// Lead slots per channel type.
 pub const LEADS_PER_TYPE: u8 = 12;
-/// Minutes between lead slots.
+/// Minutes between the default lead slots.
 pub const LEAD_STEP_MINUTES: u8 = 5;
-/// Longest lead, in minutes.
+/// Longest default lead, in minutes.
 pub const MAX_LEAD_MINUTES: u8 = LEADS_PER_TYPE * LEAD_STEP_MINUTES;
+/// Longest lead a configuration may name: a day.
+pub const MAX_CONFIGURED_LEAD_MINUTES: u16 = 24 * 60;
 /// Every bit a subscription can set.
 pub const ALL_BITS: u64 = (1 << (ChannelType::ALL.len() as u32 * LEADS_PER_TYPE as u32)) - 1;
 
@@ -74,32 +77,107 @@ impl fmt::Display for ChannelType {
 }
 
 /// Why a (type, lead) pair has no bit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SlotError {
-    #[error("lead_minutes must be a multiple of 5 from 5 to 60, got {0}")]
-    Lead(i64),
-    #[error("bit {0} is outside the 60 reminder bits")]
+    #[error("lead_minutes must be one of {allowed}, got {got}")]
+    Lead { got: i64, allowed: String },
+    #[error("bit {0} is outside the reminder bits")]
     Bit(u8),
+}
+
+/// The lead times a reminder may take, in minutes before the start, in bit
+/// order: position `i` is bit `t * 12 + i` of every type `t`. Stored
+/// subscriptions mean these positions, so a configuration may only append.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leads(Vec<u16>);
+
+/// Why a lead list cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct LeadsError(String);
+
+impl Default for Leads {
+    /// 5, 10, ... 60 minutes.
+    fn default() -> Self {
+        Self(
+            (1..=u16::from(LEADS_PER_TYPE))
+                .map(|i| i * u16::from(LEAD_STEP_MINUTES))
+                .collect(),
+        )
+    }
+}
+
+impl Leads {
+    /// 1 to 12 distinct leads of 0 ("at the start") to a day.
+    pub fn new(minutes: Vec<u16>) -> Result<Self, LeadsError> {
+        if minutes.is_empty() || minutes.len() > usize::from(LEADS_PER_TYPE) {
+            return Err(LeadsError(format!(
+                "1 to {LEADS_PER_TYPE} leads, got {}",
+                minutes.len()
+            )));
+        }
+        if let Some(m) = minutes.iter().find(|&&m| m > MAX_CONFIGURED_LEAD_MINUTES) {
+            return Err(LeadsError(format!(
+                "a lead is at most {MAX_CONFIGURED_LEAD_MINUTES} minutes, got {m}"
+            )));
+        }
+        for (i, m) in minutes.iter().enumerate() {
+            if minutes[..i].contains(m) {
+                return Err(LeadsError(format!("lead {m} is listed twice")));
+            }
+        }
+        Ok(Self(minutes))
+    }
+
+    pub fn minutes(&self) -> &[u16] {
+        &self.0
+    }
+
+    /// Whether `self` keeps every position of `before` (same leads, same
+    /// order, possibly more after): subscriptions stored under `before` mean
+    /// the same under `self`.
+    pub fn extends(&self, before: &Leads) -> bool {
+        self.0.starts_with(&before.0)
+    }
+
+    fn refuse(&self, got: i64) -> SlotError {
+        SlotError::Lead {
+            got,
+            allowed: format!("{:?}", self.0),
+        }
+    }
 }
 
 /// One reminder: a channel type and a lead time. Always a valid bit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Slot {
     channel_type: ChannelType,
-    lead_minutes: u8,
+    /// Position of the lead in its [`Leads`].
+    index: u8,
+    lead_minutes: u16,
 }
 
 impl Slot {
-    /// Checks the lead (5..=60, a multiple of 5).
+    /// Checks the lead against the default leads (5..=60, a multiple of 5).
     pub fn new(channel_type: ChannelType, lead_minutes: i64) -> Result<Self, SlotError> {
-        let step = i64::from(LEAD_STEP_MINUTES);
-        if !(step..=i64::from(MAX_LEAD_MINUTES)).contains(&lead_minutes) || lead_minutes % step != 0
-        {
-            return Err(SlotError::Lead(lead_minutes));
-        }
+        Self::with_leads(channel_type, lead_minutes, &Leads::default())
+    }
+
+    /// Checks the lead against `leads`.
+    pub fn with_leads(
+        channel_type: ChannelType,
+        lead_minutes: i64,
+        leads: &Leads,
+    ) -> Result<Self, SlotError> {
+        let index = leads
+            .0
+            .iter()
+            .position(|&m| i64::from(m) == lead_minutes)
+            .ok_or_else(|| leads.refuse(lead_minutes))?;
         Ok(Self {
             channel_type,
-            lead_minutes: lead_minutes as u8,
+            index: index as u8,
+            lead_minutes: leads.0[index],
         })
     }
 
@@ -107,7 +185,7 @@ impl Slot {
         self.channel_type
     }
 
-    pub fn lead_minutes(self) -> u8 {
+    pub fn lead_minutes(self) -> u16 {
         self.lead_minutes
     }
 
@@ -116,9 +194,9 @@ impl Slot {
         i64::from(self.lead_minutes) * 60_000
     }
 
-    /// `t * 12 + m / 5 - 1`.
+    /// `t * 12 + i`.
     pub fn bit(self) -> u8 {
-        self.channel_type.index() * LEADS_PER_TYPE + self.lead_minutes / LEAD_STEP_MINUTES - 1
+        self.channel_type.index() * LEADS_PER_TYPE + self.index
     }
 
     /// The single-bit mask of this slot.
@@ -126,21 +204,38 @@ impl Slot {
         1u64 << self.bit()
     }
 
+    /// The slot of `bit` under the default leads.
     pub fn from_bit(bit: u8) -> Result<Self, SlotError> {
+        Self::from_bit_with(bit, &Leads::default())
+    }
+
+    /// The slot of `bit` under `leads`.
+    pub fn from_bit_with(bit: u8, leads: &Leads) -> Result<Self, SlotError> {
         let t = ChannelType::from_index(bit / LEADS_PER_TYPE).ok_or(SlotError::Bit(bit))?;
+        let index = bit % LEADS_PER_TYPE;
+        let lead_minutes = *leads.0.get(usize::from(index)).ok_or(SlotError::Bit(bit))?;
         Ok(Self {
             channel_type: t,
-            lead_minutes: (bit % LEADS_PER_TYPE + 1) * LEAD_STEP_MINUTES,
+            index,
+            lead_minutes,
         })
     }
 }
 
-/// The slots set in `bits`, lowest bit first. Bits beyond the 60 are ignored.
+/// The slots set in `bits` under the default leads, lowest bit first.
 pub fn decode(bits: u64) -> impl Iterator<Item = Slot> {
+    decode_with(bits, &Leads::default())
+        .collect::<Vec<_>>()
+        .into_iter()
+}
+
+/// The slots set in `bits` under `leads`, lowest bit first. Bits no lead
+/// names are ignored.
+pub fn decode_with(bits: u64, leads: &Leads) -> impl Iterator<Item = Slot> + '_ {
     let bits = bits & ALL_BITS;
     (0..64u8)
         .filter(move |b| bits & (1u64 << b) != 0)
-        .filter_map(|b| Slot::from_bit(b).ok())
+        .filter_map(|b| Slot::from_bit_with(b, leads).ok())
 }
 
 /// The bits of `slots`.
@@ -148,17 +243,26 @@ pub fn encode(slots: impl IntoIterator<Item = Slot>) -> u64 {
     slots.into_iter().fold(0, |acc, s| acc | s.mask())
 }
 
-/// Bits a cancel clears: one slot, every lead of one type, or everything.
+/// Bits a cancel clears under the default leads.
 pub fn cancel_mask(
     channel_type: Option<ChannelType>,
     lead_minutes: Option<i64>,
 ) -> Result<u64, SlotError> {
+    cancel_mask_with(channel_type, lead_minutes, &Leads::default())
+}
+
+/// Bits a cancel clears: one slot, every lead of one type, or everything.
+pub fn cancel_mask_with(
+    channel_type: Option<ChannelType>,
+    lead_minutes: Option<i64>,
+    leads: &Leads,
+) -> Result<u64, SlotError> {
     Ok(match (channel_type, lead_minutes) {
-        (Some(t), Some(m)) => Slot::new(t, m)?.mask(),
+        (Some(t), Some(m)) => Slot::with_leads(t, m, leads)?.mask(),
         (Some(t), None) => ((1u64 << LEADS_PER_TYPE) - 1) << (t.index() * LEADS_PER_TYPE),
         (None, Some(m)) => {
             // The same lead on every type.
-            let one = Slot::new(ChannelType::App, m)?;
+            let one = Slot::with_leads(ChannelType::App, m, leads)?;
             ChannelType::ALL.into_iter().fold(0, |acc, t| {
                 acc | (one.mask() << (t.index() * LEADS_PER_TYPE))
             })
@@ -185,11 +289,52 @@ mod tests {
     }
 
     #[test]
+    fn configured_leads_take_their_positions_as_bits() {
+        let leads = Leads::new(vec![0, 1, 5, 10, 15, 30, 60]).unwrap();
+        let at_start = Slot::with_leads(ChannelType::App, 0, &leads).unwrap();
+        assert_eq!((at_start.bit(), at_start.lead_ms()), (0, 0));
+        let one = Slot::with_leads(ChannelType::Email, 1, &leads).unwrap();
+        assert_eq!(one.bit(), 13);
+        assert_eq!(Slot::from_bit_with(13, &leads).unwrap(), one);
+        assert_eq!(Slot::from_bit_with(6, &leads).unwrap().lead_minutes(), 60);
+        // Positions 7..12 name no lead here.
+        assert_eq!(Slot::from_bit_with(7, &leads), Err(SlotError::Bit(7)));
+        let e = Slot::with_leads(ChannelType::App, 20, &leads).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "lead_minutes must be one of [0, 1, 5, 10, 15, 30, 60], got 20"
+        );
+        let slots: Vec<u16> = decode_with(0b1000001, &leads)
+            .map(|s| s.lead_minutes())
+            .collect();
+        assert_eq!(slots, [0, 60]);
+        assert_eq!(
+            cancel_mask_with(None, Some(1), &leads).unwrap(),
+            (0..5).fold(0u64, |m, t| m | (1 << (t * 12 + 1)))
+        );
+        // The default is the historical grid.
+        assert_eq!(Leads::default().minutes()[0], 5);
+        assert_eq!(Leads::default().minutes().len(), 12);
+    }
+
+    #[test]
+    fn lead_lists_are_checked_and_may_only_grow_at_the_end() {
+        assert!(Leads::new(vec![]).is_err());
+        assert!(Leads::new((0..13).collect()).is_err());
+        assert!(Leads::new(vec![5, 5]).is_err());
+        assert!(Leads::new(vec![1441]).is_err());
+        let old = Leads::new(vec![5, 10]).unwrap();
+        assert!(Leads::new(vec![5, 10, 0]).unwrap().extends(&old));
+        assert!(old.extends(&old));
+        assert!(!Leads::new(vec![0, 5, 10]).unwrap().extends(&old));
+        assert!(!Leads::new(vec![5]).unwrap().extends(&old));
+    }
+
+    #[test]
     fn leads_outside_the_grid_are_refused() {
         for bad in [-5, 0, 1, 4, 6, 59, 61, 65, 120, i64::MAX, i64::MIN] {
-            assert_eq!(
-                Slot::new(ChannelType::Sms, bad),
-                Err(SlotError::Lead(bad)),
+            assert!(
+                matches!(Slot::new(ChannelType::Sms, bad), Err(SlotError::Lead { got, .. }) if got == bad),
                 "{bad}"
             );
         }
@@ -233,7 +378,10 @@ mod tests {
         assert_eq!(ten.count_ones(), 5);
         assert!(decode(ten).all(|s| s.lead_minutes() == 10));
         assert_eq!(cancel_mask(None, None).unwrap(), ALL_BITS);
-        assert_eq!(cancel_mask(None, Some(7)), Err(SlotError::Lead(7)));
+        assert!(matches!(
+            cancel_mask(None, Some(7)),
+            Err(SlotError::Lead { got: 7, .. })
+        ));
     }
 
     fn slot() -> impl Strategy<Value = Slot> {

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use herald_core::reminder::ChannelType;
+use herald_core::reminder::{ChannelType, Leads};
 use serde::{Deserialize, Serialize};
 
 /// Request limits.
@@ -75,6 +75,12 @@ pub struct RemindersConfig {
     /// named after. Unset, such a reminder is refused. The embedded default
     /// (no channels configured) sets it to its `log` channel.
     pub default_channel: Option<String>,
+    /// The lead times a reminder may take, in minutes before the start, in
+    /// bit order: 1 to 12 of them, 0 ("at the start") to 1440. Unset: 5, 10,
+    /// ... 60. The store remembers the list its subscriptions were made
+    /// under; a later list may only append to it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leads_minutes: Option<Vec<u16>>,
 }
 
 impl Default for RemindersConfig {
@@ -83,15 +89,28 @@ impl Default for RemindersConfig {
             merge_window_ms: 60_000,
             channels: BTreeMap::new(),
             default_channel: None,
+            leads_minutes: None,
         }
     }
 }
 
 impl RemindersConfig {
+    /// The configured leads (the default when unset; [`Self::validate`]
+    /// refuses a list that is not usable).
+    pub fn leads(&self) -> Leads {
+        self.leads_minutes
+            .clone()
+            .and_then(|m| Leads::new(m).ok())
+            .unwrap_or_default()
+    }
+
     /// Checks the routing table against the configured channels.
     pub fn validate(&self, has_channel: impl Fn(&str) -> bool) -> Result<(), String> {
         if self.merge_window_ms < 0 {
             return Err("reminders.merge_window_ms must not be negative".into());
+        }
+        if let Some(m) = &self.leads_minutes {
+            Leads::new(m.clone()).map_err(|e| format!("reminders.leads_minutes: {e}"))?;
         }
         if let Some(c) = &self.default_channel
             && !has_channel(c)

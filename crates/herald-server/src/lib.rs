@@ -12,6 +12,7 @@ mod config;
 pub mod error;
 mod fields;
 pub mod jobs;
+pub mod leads;
 mod openapi;
 mod ops;
 mod overview;

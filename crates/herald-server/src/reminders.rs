@@ -253,7 +253,7 @@ fn new_reminder(
             ),
         )
     })?;
-    let slot = Slot::new(channel_type, req.lead_minutes)
+    let slot = Slot::with_leads(channel_type, req.lead_minutes, &st.reminders.leads())
         .map_err(|e| ApiError::field("lead_minutes", "invalid_field", e.to_string()))?;
     let channel = route(st, tenant, channel_type, req.channel)?;
     let message = json!({
@@ -523,7 +523,8 @@ pub async fn cancel(
             )
         })?),
     };
-    let mask = reminder::cancel_mask(t, lead)
+    let leads = st.reminders.leads();
+    let mask = reminder::cancel_mask_with(t, lead, &leads)
         .map_err(|e| ApiError::field("lead_minutes", "invalid_field", e.to_string()))?;
     let at = st.clock.now_ms();
     let op = WriteOp::CancelReminders {
@@ -539,8 +540,8 @@ pub async fn cancel(
             remaining,
             cancelled,
         }) if cleared != 0 => Ok(axum::Json(json!({
-            "cleared": decoded(cleared),
-            "remaining": decoded(remaining),
+            "cleared": decoded(cleared, &leads),
+            "remaining": decoded(remaining, &leads),
             "cancelled_timers": cancelled,
         }))
         .into_response()),
@@ -551,8 +552,8 @@ pub async fn cancel(
     }
 }
 
-fn decoded(bits: u64) -> Vec<Value> {
-    reminder::decode(bits)
+fn decoded(bits: u64, leads: &reminder::Leads) -> Vec<Value> {
+    reminder::decode_with(bits, leads)
         .map(|s| json!({"channel_type": s.channel_type().as_str(), "lead_minutes": s.lead_minutes()}))
         .collect()
 }
@@ -571,8 +572,9 @@ pub async fn list_for_user(
         .user_reminders(caller.tenant, &user_id, MAX_LISTED)
         .await?;
     let mut by_subject: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    let leads = st.reminders.leads();
     for r in rows {
-        let Ok(slot) = Slot::from_bit(r.bit) else {
+        let Ok(slot) = Slot::from_bit_with(r.bit, &leads) else {
             continue;
         };
         let firing = st.engine.is_firing(r.timer.id);

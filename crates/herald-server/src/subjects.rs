@@ -10,7 +10,7 @@
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Extension, Path, Query, State};
 use axum::response::{IntoResponse, Response};
-use herald_core::reminder::Slot;
+use herald_core::reminder::{Leads, Slot};
 use herald_store::{SubjectSummary, SubscriptionCounts};
 use serde::Serialize;
 
@@ -65,7 +65,7 @@ pub(crate) struct SubjectSummaryJson {
 #[derive(Serialize, utoipa::ToSchema)]
 pub(crate) struct ReminderGroupJson {
     channel_type: &'static str,
-    lead_minutes: u8,
+    lead_minutes: u16,
     /// The slot's bit in a subscription word.
     bit: u8,
     count: u64,
@@ -83,7 +83,7 @@ pub(crate) struct SubjectDetailJson {
 }
 
 impl SubjectDetailJson {
-    fn new(s: SubjectSummary) -> Self {
+    fn new(s: SubjectSummary, leads: &Leads) -> Self {
         let counts = CountsJson::from(&s.counts);
         let reminders_by = s
             .counts
@@ -92,7 +92,7 @@ impl SubjectDetailJson {
             .filter_map(|&(bit, count)| {
                 // A bit this build cannot name is skipped rather than failing
                 // the page (bits are validated when they are set).
-                let slot = Slot::from_bit(bit).ok()?;
+                let slot = Slot::from_bit_with(bit, leads).ok()?;
                 Some(ReminderGroupJson {
                     channel_type: slot.channel_type().as_str(),
                     lead_minutes: slot.lead_minutes(),
@@ -161,7 +161,10 @@ pub async fn get(
         .subject_summary(caller.tenant, &subject_id, DETAIL_COUNT_CAP)
         .await?;
     match found {
-        Some(s) => Ok(axum::Json(SubjectDetailJson::new(s)).into_response()),
+        Some(s) => {
+            let leads = st.reminders.leads();
+            Ok(axum::Json(SubjectDetailJson::new(s, &leads)).into_response())
+        }
         None => Err(ApiError::not_found("subject")),
     }
 }

@@ -58,6 +58,16 @@ impl PutSubscriber {
     }
 }
 
+/// The `meta` settings' statements (`$N`; SQLite through
+/// [`crate::subject_query::sqlite`]).
+pub(crate) mod meta_sql {
+    /// $1 key.
+    pub(crate) const GET: &str = "SELECT value FROM meta WHERE key = $1";
+    /// $1 key, $2 value.
+    pub(crate) const PUT: &str = "INSERT INTO meta (key, value) VALUES ($1, $2) \
+        ON CONFLICT (key) DO UPDATE SET value = excluded.value";
+}
+
 pub(crate) mod sql {
     use crate::model::subscriber_cols;
 

@@ -159,6 +159,13 @@ pub trait Store: CampaignStore + AccessStore + Send + Sync + 'static {
     /// `wanted`; later calls return the stored value whatever `wanted` is.
     async fn init_shards(&self, wanted: u16) -> Result<u16>;
 
+    /// A setting the store keeps for the whole cluster (`meta` table), such
+    /// as the reminder leads its subscriptions were made under.
+    async fn get_meta(&self, key: &str) -> Result<Option<String>>;
+
+    /// Stores (or replaces) a setting of [`Store::get_meta`].
+    async fn put_meta(&self, key: &str, value: &str) -> Result<()>;
+
     /// Applies a batch of API writes in one transaction (group commit): one
     /// result per op, in order. An op that cannot apply (e.g. cancelling a timer
     /// that already fired) yields its result and does not abort the others.

@@ -33,6 +33,7 @@ macro_rules! migrations {
             "0011_job_sends_failed",
             "0012_subject_counts",
             "0013_subscribers",
+            "0014_reminder_leads",
         )
     };
     (@ $($name:literal),+ $(,)?) => {

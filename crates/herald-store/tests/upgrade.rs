@@ -692,7 +692,7 @@ async fn a_v0_sqlite_store_opens_migrates_and_reads_back() {
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 13);
+    assert_eq!(version, 14);
     drop(conn);
     // Opening again applies nothing and still reads the old rows.
     let store = herald_store::open(&url, &StoreOptions::default())
@@ -767,6 +767,7 @@ async fn a_v0_postgres_store_opens_migrates_and_reads_back() {
             (11, "0011_job_sends_failed"),
             (12, "0012_subject_counts"),
             (13, "0013_subscribers"),
+            (14, "0014_reminder_leads"),
         ]
     );
 }

@@ -49,7 +49,8 @@ pub enum RemindersCmd {
         /// app, email, sms, wechat or wecom.
         #[arg(long)]
         channel_type: String,
-        /// Minutes before the start: 5, 10, ... 60.
+        /// Minutes before the start: one of the server's leads (by default
+        /// 5, 10, ... 60).
         #[arg(long)]
         lead: i64,
         /// Send through this configured channel instead of the type's.

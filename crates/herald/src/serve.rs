@@ -36,6 +36,10 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
             "the store was created with another shard count; using the stored one"
         );
     }
+    // Stored subscriptions mean the lead list they were made under.
+    herald_server::leads::settle(&*store, &cfg.reminders.leads())
+        .await
+        .map_err(anyhow::Error::msg)?;
     // Tenants named in the configuration exist before anything uses them.
     let tenancy = crate::tenancy::resolve(&cfg, &*store).await?;
     // Access tokens live in the store, so every node shares one per channel.

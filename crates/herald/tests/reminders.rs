@@ -471,3 +471,68 @@ async fn kill_9_during_a_reminder_drain_loses_nothing() {
     })
     .await;
 }
+
+/// `[reminders] leads_minutes`: "at the start" and "1 minute before" are
+/// reminders; a lead off the list is refused with the list; the store keeps
+/// the list, and a node whose list does not extend it refuses to start.
+#[tokio::test]
+async fn configured_leads_are_reminders_and_the_store_keeps_them() {
+    let leads = "[reminders]\nleads_minutes = [0, 1, 5]\n";
+    let mut s = Server::start(leads).await;
+    let start = now_ms() + 3_600_000;
+    subject(&s, "launch", start).await;
+    let (st, at_start) = remind(&s, "alice", "launch", "app", 0).await;
+    assert_eq!(st, 201, "{at_start}");
+    assert_eq!(at_start["fire_at"], rfc3339(start));
+    let (st, one) = remind(&s, "alice", "launch", "email", 1).await;
+    assert_eq!(st, 201, "{one}");
+    assert_eq!(one["fire_at"], rfc3339(start - 60_000));
+    let (st, off) = remind(&s, "alice", "launch", "app", 10).await;
+    assert_eq!(st, 400, "{off}");
+    assert_eq!(off["error"]["field"], "lead_minutes", "{off}");
+    assert!(
+        off["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("[0, 1, 5]"),
+        "{off}"
+    );
+    let (_, subject) = s.get("/v1/subjects/launch").await;
+    let leads_seen: Vec<i64> = subject["reminders_by"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["lead_minutes"].as_i64().unwrap())
+        .collect();
+    assert_eq!(leads_seen, [0, 1], "{subject}");
+    let (_, mine) = s.get("/v1/users/alice/reminders").await;
+    assert_eq!(
+        mine["subjects"][0]["reminders"][1]["lead_minutes"], 1,
+        "{mine}"
+    );
+
+    // Another list that reorders the stored one: refused before serving.
+    s.terminate().await;
+    let config = std::fs::read_to_string(s.config_path()).unwrap();
+    std::fs::write(
+        s.config_path(),
+        config.replace("leads_minutes = [0, 1, 5]", "leads_minutes = [5, 0, 1]"),
+    )
+    .unwrap();
+    let out = tokio::process::Command::new(BIN)
+        .args(["serve", "--config", s.config_path().to_str().unwrap()])
+        .env_remove("HERALD_ADMIN_KEY")
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(60), out)
+        .await
+        .expect("refused at once")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("does not extend"), "{stderr}");
+    // The same list again serves, and the subscriptions mean what they meant.
+    s.restart().await;
+    let (_, again) = s.get("/v1/users/alice/reminders").await;
+    assert_eq!(again, mine);
+}

@@ -92,6 +92,8 @@ macro_rules! faulty {
 
 faulty! { Store:
     fn init_shards(wanted: u16) -> Result<u16>;
+    fn get_meta(key: &str) -> Result<Option<String>>;
+    fn put_meta(key: &str, value: &str) -> Result<()>;
     fn apply(ops: Vec<WriteOp>) -> Result<Vec<WriteResult>>;
     fn get_timer(id: TimerId) -> Result<Option<TimerRecord>>;
     fn load_due(shards: &herald_core::ShardSet, after: Option<DueCursor>, until: i64, limit: usize) -> Result<Vec<DueEntry>>;

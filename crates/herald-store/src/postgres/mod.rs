@@ -450,6 +450,31 @@ impl Store for PgStore {
         .await
     }
 
+    async fn get_meta(&self, key: &str) -> Result<Option<String>> {
+        self.within("get_meta", async move {
+            let client = self.client().await?;
+            let row = client
+                .query_opt(crate::directory::meta_sql::GET, &[&key])
+                .await
+                .ctx("reading meta")?;
+            row.map(|r| crate::model::Columns::str(&r, 0, "meta.value").map(str::to_owned))
+                .transpose()
+        })
+        .await
+    }
+
+    async fn put_meta(&self, key: &str, value: &str) -> Result<()> {
+        self.within("put_meta", async move {
+            let client = self.client().await?;
+            client
+                .execute(crate::directory::meta_sql::PUT, &[&key, &value])
+                .await
+                .ctx("writing meta")?;
+            Ok(())
+        })
+        .await
+    }
+
     async fn apply(&self, ops: Vec<WriteOp>) -> Result<Vec<WriteResult>> {
         self.within("apply", async move {
             if ops.is_empty() {

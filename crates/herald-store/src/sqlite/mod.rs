@@ -156,6 +156,35 @@ impl Store for SqliteStore {
         self.write(move |c| timers::init_shards(c, wanted)).await
     }
 
+    async fn get_meta(&self, key: &str) -> Result<Option<String>> {
+        let key = key.to_string();
+        self.read(move |c| {
+            use rusqlite::OptionalExtension;
+            c.prepare_cached(&crate::subject_query::sqlite(
+                crate::directory::meta_sql::GET,
+            ))
+            .ctx("preparing meta read")?
+            .query_row([key], |r| r.get(0))
+            .optional()
+            .ctx("reading meta")
+        })
+        .await
+    }
+
+    async fn put_meta(&self, key: &str, value: &str) -> Result<()> {
+        let (key, value) = (key.to_string(), value.to_string());
+        self.write(move |c| {
+            c.prepare_cached(&crate::subject_query::sqlite(
+                crate::directory::meta_sql::PUT,
+            ))
+            .ctx("preparing meta write")?
+            .execute([key, value])
+            .ctx("writing meta")?;
+            Ok(())
+        })
+        .await
+    }
+
     async fn apply(&self, ops: Vec<WriteOp>) -> Result<Vec<WriteResult>> {
         if ops.is_empty() {
             return Ok(Vec::new());

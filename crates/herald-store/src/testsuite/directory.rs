@@ -180,3 +180,23 @@ pub async fn racing_conditional_writes_have_one_winner(a: S, b: S) {
         assert_eq!(got[0].profile, format!(r#"{{"by":"{}"}}"#, winners[0]));
     }
 }
+
+/// The store's settings: absent until written, then replaced in place; the
+/// shard count lives beside them untouched.
+pub async fn meta_settings_are_read_and_replaced(store: S) {
+    let shards = store.init_shards(16).await.expect("shards");
+    assert_eq!(store.get_meta("reminder_leads").await.expect("read"), None);
+    store
+        .put_meta("reminder_leads", "5,10")
+        .await
+        .expect("write");
+    store
+        .put_meta("reminder_leads", "5,10,0")
+        .await
+        .expect("replace");
+    assert_eq!(
+        store.get_meta("reminder_leads").await.expect("read"),
+        Some("5,10,0".to_string())
+    );
+    assert_eq!(store.init_shards(99).await.expect("shards"), shards);
+}

@@ -166,6 +166,7 @@ macro_rules! store_conformance_tests {
             cases: [
                 subscribers_are_created_replaced_listed_and_deleted,
                 conditional_writes_hold_only_over_their_version,
+                meta_settings_are_read_and_replaced,
             ]
             races: [racing_conditional_writes_have_one_winner]
         );
