@@ -217,6 +217,14 @@ fn check_rule(st: &AppState, tenant: TenantId, bytes: &[u8]) -> Result<NewRule, 
             "give either audience.users or audience.audience_id, not both",
         ));
     }
+    if a.audience_id.is_some() && (non_empty(&a.parties) || non_empty(&a.tags)) {
+        return Err(ApiError::field(
+            "audience.audience_id",
+            "invalid_field",
+            "give parties and tags with users, or on their own, not with an uploaded \
+             audience (add them to the upload as party:ID and tag:ID lines instead)",
+        ));
+    }
     if let Some(users) = &a.users {
         check_users("audience.users", users, st.api.rule_max_users)?;
     }
@@ -227,7 +235,24 @@ fn check_rule(st: &AppState, tenant: TenantId, bytes: &[u8]) -> Result<NewRule, 
         .map_err(|_| ApiError::unavailable("could not encode the schedule"))?;
     let audience = serde_json::to_string(&req.audience)
         .map_err(|_| ApiError::unavailable("could not encode the audience"))?;
-    let users = req.audience.users.clone().filter(|u| !u.is_empty());
+    // Departments and tags travel as recipients `party:ID` and `tag:ID` of the
+    // rule's inline audience, which a fan-out channel (WeCom) sends as
+    // `toparty` and `totag`, a hundred of each per call.
+    let targets = |list: &Option<Vec<String>>, kind: &str| -> Vec<String> {
+        list.iter()
+            .flatten()
+            .map(|id| format!("{kind}:{id}"))
+            .collect()
+    };
+    let users: Vec<String> = a
+        .users
+        .iter()
+        .flatten()
+        .cloned()
+        .chain(targets(&a.parties, "party"))
+        .chain(targets(&a.tags, "tag"))
+        .collect();
+    let users = (!users.is_empty()).then_some(users);
     Ok(NewRule {
         spec: RuleSpec {
             tenant,

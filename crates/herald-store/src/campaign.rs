@@ -33,8 +33,9 @@ pub struct RuleSpec {
     /// The audience object, as JSON text (`{"users":[..],"parties":[..],...}`).
     pub audience: String,
     /// The audience a job of this version sends to: the uploaded one the rule
-    /// named, or one the API built from its `users` list. `None` when the rule
-    /// targets only parties or tags, which a fan-out channel resolves itself.
+    /// named, or one the API built from its `users`, `parties` and `tags`
+    /// (the latter as recipients `party:ID` and `tag:ID`, which a fan-out
+    /// channel resolves itself).
     pub audience_id: Option<i64>,
     pub channel: String,
     /// The message object, as JSON text.

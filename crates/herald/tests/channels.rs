@@ -718,3 +718,89 @@ async fn smtp_mail_reaches_a_real_smtp_server_and_secrets_stay_out_of_logs() {
         );
     }
 }
+
+/// Rules to departments and tags go out through WeCom as `toparty` and
+/// `totag`, with the users beside them; a rule with parties only sends too.
+/// Each party and tag is a send of its own in the job's totals.
+#[tokio::test]
+async fn a_rule_sends_to_departments_and_tags_through_wecom() {
+    let mock = Mock::start(&[]).await;
+    let s = Server::start(&wecom_channel("wc", &mock.url, "")).await;
+    // The mock's directory: departments and tags with their members.
+    mock_post(
+        &mock,
+        "/_mock/wecom/faults",
+        json!({"parties": {"2": ["li", "wang"], "3": ["zhao"], "9": ["qian"]},
+               "tags": {"7": ["sun"]}}),
+    )
+    .await;
+    let mut rules = Vec::new();
+    for (name, audience) in [
+        (
+            "mixed",
+            json!({"users": ["zhang"], "parties": ["2", "3"], "tags": ["7"]}),
+        ),
+        ("parties only", json!({"parties": ["9"]})),
+    ] {
+        let (st, r) = s
+            .post(
+                "/v1/rules",
+                &json!({"name": name, "schedule": {"type": "immediate"}, "audience": audience,
+                        "channel": "wc",
+                        "message": {"msgtype": "text", "text": {"content": name}}}),
+            )
+            .await;
+        assert_eq!(st, 201, "{r}");
+        rules.push(r["id"].as_i64().unwrap());
+    }
+    // An uploaded audience does not take parties beside it.
+    let (st, refused) = s
+        .post(
+            "/v1/rules",
+            &json!({"name": "x", "schedule": {"type": "immediate"},
+                    "audience": {"audience_id": 1, "parties": ["2"]}, "channel": "wc",
+                    "message": {"msgtype": "text", "text": {"content": "x"}}}),
+        )
+        .await;
+    assert_eq!(st, 400, "{refused}");
+    assert_eq!(
+        refused["error"]["field"], "audience.audience_id",
+        "{refused}"
+    );
+
+    let mut totals = Vec::new();
+    for id in &rules {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        let job = loop {
+            let tasks = s.get(&format!("/v1/rules/{id}/tasks")).await.1;
+            if let Some(job_id) = tasks["tasks"][0]["job"]["id"].as_i64() {
+                let job = s.get(&format!("/v1/jobs/{job_id}")).await.1;
+                if job["state"] == "done" {
+                    break job;
+                }
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "rule {id}'s job did not finish: {tasks}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        totals.push(job["totals"].clone());
+    }
+    assert_eq!(totals[0]["sent"], 4, "{:?}", totals);
+    assert_eq!(totals[1]["sent"], 1, "{:?}", totals);
+    let sent = mock_json(&mock, "/_mock/wecom/messages").await;
+    let calls = sent.as_array().unwrap();
+    let mixed = calls
+        .iter()
+        .find(|m| m["body"]["text"]["content"] == "mixed")
+        .expect("the mixed rule's call");
+    assert_eq!(mixed["touser"], json!(["zhang"]), "{mixed}");
+    assert_eq!(mixed["toparty"], "2|3", "{mixed}");
+    assert_eq!(mixed["totag"], "7", "{mixed}");
+    let parties = calls
+        .iter()
+        .find(|m| m["body"]["text"]["content"] == "parties only")
+        .expect("the parties-only rule's call");
+    assert_eq!(parties["toparty"], "9", "{parties}");
+}
