@@ -4,7 +4,7 @@
 //! conditional. The store never looks inside the profile.
 //!
 //! Both backends run the statements below (`$N` placeholders; SQLite reads
-//! them through [`crate::subject_query::sqlite`]).
+//! them through [`crate::shared_sql::sqlite_placeholders`]).
 
 use herald_core::TenantId;
 
@@ -56,16 +56,6 @@ impl PutSubscriber {
             Some(v) => v == old.map_or(0, |o| o.version),
         }
     }
-}
-
-/// The `meta` settings' statements (`$N`; SQLite through
-/// [`crate::subject_query::sqlite`]).
-pub(crate) mod meta_sql {
-    /// $1 key.
-    pub(crate) const GET: &str = "SELECT value FROM meta WHERE key = $1";
-    /// $1 key, $2 value.
-    pub(crate) const PUT: &str = "INSERT INTO meta (key, value) VALUES ($1, $2) \
-        ON CONFLICT (key) DO UPDATE SET value = excluded.value";
 }
 
 pub(crate) mod sql {

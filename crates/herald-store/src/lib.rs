@@ -15,6 +15,7 @@ mod owner;
 pub mod postgres;
 pub mod redact;
 mod refusals;
+mod shared_sql;
 pub mod sqlite;
 mod subject_query;
 #[cfg(any(test, feature = "testsuite"))]

@@ -9,8 +9,8 @@
 
 use crate::SubscriptionCounts;
 
-/// Statements with `$N` placeholders, as PostgreSQL reads them; SQLite reads
-/// `$N` as a named parameter, so [`sqlite`] rewrites them to `?N`.
+/// Statements with `$N` placeholders, as PostgreSQL reads them (SQLite
+/// through [`crate::shared_sql::sqlite_placeholders`]).
 pub(crate) mod sql {
     /// $1 tenant, $2 the last subject id of the previous page (`''` for the
     /// first), $3 limit. Subject ids are never empty and sort bytewise on both
@@ -35,11 +35,6 @@ pub(crate) mod sql {
     pub(crate) const COUNT_BY_BIT: &str = "SELECT bit, count(*) FROM \
         (SELECT bit FROM reminder_timers WHERE tenant_id = $1 AND subject_id = $2 \
          LIMIT $3) AS counted GROUP BY bit ORDER BY bit";
-}
-
-/// `sql` with SQLite's `?N` placeholders.
-pub(crate) fn sqlite(sql: &str) -> String {
-    sql.replace('$', "?")
 }
 
 /// The row limit of [`sql::COUNT`]: one past the cap tells "exactly cap" from
@@ -86,6 +81,5 @@ mod tests {
         assert!(over.capped);
         assert_eq!((over.reminders, over.subscribers), (10, 10));
         assert_eq!(count_limit(u64::MAX), i64::MAX);
-        assert_eq!(sqlite("a = $1 AND b > $2"), "a = ?1 AND b > ?2");
     }
 }

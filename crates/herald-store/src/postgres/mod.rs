@@ -454,7 +454,7 @@ impl Store for PgStore {
         self.within("get_meta", async move {
             let client = self.client().await?;
             let row = client
-                .query_opt(crate::directory::meta_sql::GET, &[&key])
+                .query_opt(crate::shared_sql::meta::GET, &[&key])
                 .await
                 .ctx("reading meta")?;
             row.map(|r| crate::model::Columns::str(&r, 0, "meta.value").map(str::to_owned))
@@ -467,7 +467,7 @@ impl Store for PgStore {
         self.within("put_meta", async move {
             let client = self.client().await?;
             client
-                .execute(crate::directory::meta_sql::PUT, &[&key, &value])
+                .execute(crate::shared_sql::meta::PUT, &[&key, &value])
                 .await
                 .ctx("writing meta")?;
             Ok(())

@@ -41,8 +41,9 @@ pub(super) const RETRY_PICKED: &str = concat!(
     due_cols!()
 );
 
-async fn run<T: Decode>(tx: &Transaction<'_>, query: &Query, out: &mut Vec<T>) -> Result<()> {
-    let args: Vec<Box<dyn tokio_postgres::types::ToSql + Sync + Send>> = query
+/// A query's arguments as values PostgreSQL can bind, in placeholder order.
+fn owned_args(query: &Query) -> Vec<Box<dyn tokio_postgres::types::ToSql + Sync + Send>> {
+    query
         .args
         .iter()
         .map(|a| -> Box<dyn tokio_postgres::types::ToSql + Sync + Send> {
@@ -51,7 +52,11 @@ async fn run<T: Decode>(tx: &Transaction<'_>, query: &Query, out: &mut Vec<T>) -
                 Arg::Text(s) => Box::new(s.clone()),
             }
         })
-        .collect();
+        .collect()
+}
+
+async fn run<T: Decode>(tx: &Transaction<'_>, query: &Query, out: &mut Vec<T>) -> Result<()> {
+    let args = owned_args(query);
     let params: Vec<Param<'_>> = args.iter().map(|b| b.as_ref() as Param<'_>).collect();
     let stmt = tx
         .prepare_cached(&query.sql)
@@ -415,16 +420,7 @@ mod tests {
                 .await
                 .expect("set plan_cache_mode");
             for query in &queries {
-                let args: Vec<Box<dyn tokio_postgres::types::ToSql + Sync + Send>> = query
-                    .args
-                    .iter()
-                    .map(|a| -> Box<dyn tokio_postgres::types::ToSql + Sync + Send> {
-                        match a {
-                            Arg::Int(v) => Box::new(*v),
-                            Arg::Text(s) => Box::new(s.clone()),
-                        }
-                    })
-                    .collect();
+                let args = owned_args(query);
                 let params: Vec<Param<'_>> = args.iter().map(|b| b.as_ref() as Param<'_>).collect();
                 let rows = client
                     .query(&format!("EXPLAIN {}", query.sql), &params)

@@ -8,12 +8,12 @@ use rusqlite::{Connection, params};
 use super::error::Ctx;
 use crate::directory::sql;
 use crate::model::{self, tenant_to_db};
-use crate::subject_query::sqlite;
+use crate::shared_sql::sqlite_placeholders;
 use crate::{PutSubscriber, Result, SubscriberRecord, WriteResult};
 
 fn one(conn: &Connection, tenant: TenantId, user_id: &str) -> Result<Option<SubscriberRecord>> {
     let mut stmt = conn
-        .prepare_cached(&sqlite(sql::ONE))
+        .prepare_cached(&sqlite_placeholders(sql::ONE))
         .ctx("preparing subscriber read")?;
     let mut rows = stmt
         .query(params![tenant_to_db(tenant), user_id])
@@ -34,7 +34,7 @@ pub(super) fn put(conn: &Connection, put: &PutSubscriber) -> Result<WriteResult>
     } else {
         sql::INSERT
     };
-    conn.prepare_cached(&sqlite(statement))
+    conn.prepare_cached(&sqlite_placeholders(statement))
         .ctx("preparing subscriber write")?
         .execute(params![
             tenant_to_db(put.tenant),
@@ -53,7 +53,7 @@ pub(super) fn delete(conn: &Connection, tenant: TenantId, user_id: &str) -> Resu
     let Some(old) = one(conn, tenant, user_id)? else {
         return Ok(WriteResult::NotFound);
     };
-    conn.prepare_cached(&sqlite(sql::DELETE))
+    conn.prepare_cached(&sqlite_placeholders(sql::DELETE))
         .ctx("preparing subscriber delete")?
         .execute(params![tenant_to_db(tenant), user_id])
         .ctx("deleting subscriber")?;
@@ -87,7 +87,7 @@ pub(super) fn list(
     limit: usize,
 ) -> Result<Vec<SubscriberRecord>> {
     let mut stmt = conn
-        .prepare_cached(&sqlite(sql::LIST))
+        .prepare_cached(&sqlite_placeholders(sql::LIST))
         .ctx("preparing list_subscribers")?;
     let mut rows = stmt
         .query(params![
@@ -113,7 +113,7 @@ mod tests {
     fn directory_queries_use_the_primary_key() {
         let conn = migrated();
         for q in [sql::ONE, sql::LIST, sql::UPDATE, sql::DELETE] {
-            let p = plan(&conn, &sqlite(q));
+            let p = plan(&conn, &sqlite_placeholders(q));
             assert!(!p.contains("SCAN"), "{q}:\n{p}");
         }
     }

@@ -160,8 +160,8 @@ impl Store for SqliteStore {
         let key = key.to_string();
         self.read(move |c| {
             use rusqlite::OptionalExtension;
-            c.prepare_cached(&crate::subject_query::sqlite(
-                crate::directory::meta_sql::GET,
+            c.prepare_cached(&crate::shared_sql::sqlite_placeholders(
+                crate::shared_sql::meta::GET,
             ))
             .ctx("preparing meta read")?
             .query_row([key], |r| r.get(0))
@@ -174,8 +174,8 @@ impl Store for SqliteStore {
     async fn put_meta(&self, key: &str, value: &str) -> Result<()> {
         let (key, value) = (key.to_string(), value.to_string());
         self.write(move |c| {
-            c.prepare_cached(&crate::subject_query::sqlite(
-                crate::directory::meta_sql::PUT,
+            c.prepare_cached(&crate::shared_sql::sqlite_placeholders(
+                crate::shared_sql::meta::PUT,
             ))
             .ctx("preparing meta write")?
             .execute([key, value])

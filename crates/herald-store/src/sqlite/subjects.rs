@@ -8,6 +8,7 @@ use rusqlite::{Connection, params};
 
 use super::error::Ctx;
 use crate::model::{self, Columns, tenant_to_db};
+use crate::shared_sql::sqlite_placeholders;
 use crate::subject_query::{self as q, sql};
 use crate::{Result, SubjectSummary, SubscriptionCounts};
 
@@ -19,7 +20,7 @@ fn counts(
     by_bit: bool,
 ) -> Result<SubscriptionCounts> {
     let mut stmt = conn
-        .prepare_cached(&q::sqlite(sql::COUNT))
+        .prepare_cached(&sqlite_placeholders(sql::COUNT))
         .ctx("preparing subject counts")?;
     let mut rows = stmt
         .query(params![tenant, subject_id, q::count_limit(cap)])
@@ -34,7 +35,7 @@ fn counts(
     let mut out = q::counts(cap, read, users);
     if by_bit && out.reminders > 0 {
         let mut stmt = conn
-            .prepare_cached(&q::sqlite(sql::COUNT_BY_BIT))
+            .prepare_cached(&sqlite_placeholders(sql::COUNT_BY_BIT))
             .ctx("preparing subject counts by bit")?;
         let mut rows = stmt
             .query(params![tenant, subject_id, q::by_bit_limit(cap)])
@@ -62,7 +63,7 @@ pub(super) fn list(
     let mut subjects: Vec<crate::SubjectRecord> = Vec::new();
     {
         let mut stmt = tx
-            .prepare_cached(&q::sqlite(sql::LIST))
+            .prepare_cached(&sqlite_placeholders(sql::LIST))
             .ctx("preparing list_subjects")?;
         let mut rows = stmt
             .query(params![
@@ -94,7 +95,7 @@ pub(super) fn summary(
     let tx = conn.transaction().ctx("beginning subject_summary")?;
     let subject = {
         let mut stmt = tx
-            .prepare_cached(&q::sqlite(sql::ONE))
+            .prepare_cached(&sqlite_placeholders(sql::ONE))
             .ctx("preparing subject read")?;
         let mut rows = stmt
             .query(params![tenant, subject_id])
@@ -120,11 +121,11 @@ mod tests {
     fn subject_queries_use_their_indexes() {
         let conn = migrated();
         for one in [sql::LIST, sql::ONE] {
-            let p = plan(&conn, &q::sqlite(one));
+            let p = plan(&conn, &sqlite_placeholders(one));
             assert!(!p.contains("SCAN"), "{one}:\n{p}");
         }
         for count in [sql::COUNT, sql::COUNT_BY_BIT] {
-            let p = plan(&conn, &q::sqlite(count));
+            let p = plan(&conn, &sqlite_placeholders(count));
             assert!(
                 p.contains("COVERING INDEX reminder_timers_subject"),
                 "{count}:\n{p}"
