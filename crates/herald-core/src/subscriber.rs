@@ -198,6 +198,26 @@ impl Profile {
     }
 }
 
+impl Profile {
+    /// Removes device token `token` (the provider said it is gone); whether
+    /// it was there.
+    pub fn drop_device(&mut self, token: &str) -> bool {
+        let before = self.addresses.app.len();
+        self.addresses.app.retain(|t| t != token);
+        self.addresses.app.len() != before
+    }
+}
+
+/// The idempotency key of one device's copy of a delivery: the delivery's
+/// key and a hash of the token, so each device's copy keeps its own key
+/// however the token list is reordered or pruned.
+pub fn device_key(delivery_key: &str, token: &str) -> String {
+    format!(
+        "{delivery_key}:d{:016x}",
+        xxhash_rust::xxh3::xxh3_64(token.as_bytes())
+    )
+}
+
 impl Addresses {
     fn validate(&self) -> Result<(), ProfileError> {
         if let Some(e) = &self.email {
@@ -585,5 +605,17 @@ mod tests {
         assert!(profile(&long).is_ok());
         // Unknown fields are refused by the parser.
         assert!(serde_json::from_str::<Profile>(r#"{"adresses":{}}"#).is_err());
+    }
+
+    #[test]
+    fn each_device_keeps_its_own_key_and_a_gone_token_is_dropped() {
+        let a = device_key("t-1", "tok-a");
+        assert_eq!(a, device_key("t-1", "tok-a"), "stable");
+        assert_ne!(a, device_key("t-1", "tok-b"));
+        assert!(a.starts_with("t-1:d"));
+        let mut p = profile(r#"{"addresses":{"app":["tok-a","tok-b"]}}"#).unwrap();
+        assert!(p.drop_device("tok-a"));
+        assert!(!p.drop_device("tok-a"));
+        assert_eq!(p.addresses.app, ["tok-b"]);
     }
 }

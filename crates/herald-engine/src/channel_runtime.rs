@@ -18,6 +18,7 @@ use crate::fair::Urgency;
 use crate::flight::Flight;
 use crate::metrics::ChannelMetrics;
 use crate::queue::FairQueue;
+use crate::recipients::Route;
 
 /// A fetched timer waiting for its channel.
 pub(crate) struct Job {
@@ -32,6 +33,8 @@ pub(crate) struct Job {
     pub members: Vec<Member>,
     /// The timer's `attempt_base` (see [`crate::completer::Attempt`]).
     pub series_base: u32,
+    /// Where it goes, when the subscriber directory decided (at fetch time).
+    pub route: Route,
 }
 
 /// A timer riding along in another timer's delivery (a merged reminder).

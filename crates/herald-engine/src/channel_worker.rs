@@ -8,13 +8,16 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use herald_channels::QuietPolicy;
-use herald_store::{CompletionOutcome, DeferReason};
+use herald_channels::{Delivery, QuietPolicy, SendOutcome};
+use herald_core::TenantId;
+use herald_core::subscriber::device_key;
+use herald_store::{CompletionOutcome, DeferReason, Unsendable};
 use tokio::sync::mpsc;
 
 use crate::channel_runtime::{ChannelRuntime, Job};
 use crate::completer::{Attempt, Detail, Finished};
 use crate::pipeline::Pipeline;
+use crate::recipients::{self, Route};
 
 /// What one turn of a worker did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,7 +101,11 @@ impl ChannelWorker {
 
     async fn send(&self, job: Job) {
         let (p, rt) = (&*self.pipe, &*self.rt);
-        rt.wait_for_rate(p.clock.as_ref()).await;
+        // What the directory decided without a send takes no rate.
+        let sends = !matches!(job.route, Route::Unsendable(_) | Route::Quiet { .. });
+        if sends {
+            rt.wait_for_rate(p.clock.as_ref()).await;
+        }
         let started = p.clock.now_ms();
         // The last check before anything leaves: a node that lost the shard
         // (or stalled past its lease) sends nothing for it.
@@ -120,41 +127,81 @@ impl ChannelWorker {
             finished_at,
             series_base: job.series_base,
         };
-        let f = if let Some((end, policy, label)) = rt.quiet_until(started) {
-            rt.counts.quiet.fetch_add(1, Ordering::Relaxed);
-            let (outcome, error) = match policy {
-                QuietPolicy::Defer => (
-                    CompletionOutcome::Deferred {
-                        next_due_at: end,
-                        reason: DeferReason::QuietHours,
-                    },
-                    format!("quiet hours ({label}): deferred to their end"),
-                ),
-                QuietPolicy::Drop => (
-                    CompletionOutcome::Failed,
-                    format!("dropped: due in quiet hours ({label})"),
-                ),
-            };
-            let detail = Detail {
-                error: Some(error),
-                ..Detail::default()
-            };
-            Finished::decided(attempt(started), outcome, detail)
-        } else {
-            p.hot.fired.increment(1);
-            let lateness_ms = (d.attempt == 1).then(|| (started - d.due_at).max(0));
-            if let Some(ms) = lateness_ms {
-                p.hot.lateness.record(ms as f64 / 1000.0);
+        let skip_channel_quiet = matches!(
+            job.route,
+            Route::To {
+                skip_channel_quiet: true,
+                ..
             }
-            let mut outcome = rt.channel.send(&d).await;
-            let finished = p.clock.now_ms();
-            rt.observe(&mut outcome, 1, finished);
-            rt.metrics
-                .duration
-                .record((finished - started).max(0) as f64 / 1000.0);
-            let mut f = Finished::from_outcome(attempt(finished), outcome, &rt.retry);
-            f.lateness_ms = lateness_ms;
-            f
+        );
+        let channel_quiet = if skip_channel_quiet {
+            None
+        } else {
+            rt.quiet_until(started)
+        };
+        let f = match (&job.route, channel_quiet) {
+            (Route::Unsendable(why), _) => {
+                let error = match why {
+                    Unsendable::NoAddress => {
+                        "the subscriber has no address for this channel's type"
+                    }
+                    Unsendable::OptedOut => {
+                        "the subscriber opted out of this channel type or topic"
+                    }
+                };
+                let detail = Detail {
+                    error: Some(error.to_string()),
+                    ..Detail::default()
+                };
+                Finished::decided(
+                    attempt(started),
+                    CompletionOutcome::Unsendable(*why),
+                    detail,
+                )
+            }
+            (Route::Quiet { until }, _) => {
+                rt.counts.quiet.fetch_add(1, Ordering::Relaxed);
+                // The channel's policy says whether a held message waits or goes.
+                let policy = rt.quiet.as_ref().map_or(QuietPolicy::Defer, |q| q.policy);
+                quiet(attempt(started), *until, policy, "the subscriber's")
+            }
+            (_, Some((end, policy, label))) => {
+                rt.counts.quiet.fetch_add(1, Ordering::Relaxed);
+                quiet(attempt(started), end, policy, label)
+            }
+            (route, None) => {
+                p.hot.fired.increment(1);
+                let lateness_ms = (d.attempt == 1).then(|| (started - d.due_at).max(0));
+                if let Some(ms) = lateness_ms {
+                    p.hot.lateness.record(ms as f64 / 1000.0);
+                }
+                let (mut outcome, note) = match route {
+                    Route::To {
+                        user_id,
+                        addresses,
+                        devices,
+                        ..
+                    } => {
+                        self.send_to(&d, job.tenant, user_id, addresses, *devices)
+                            .await
+                    }
+                    _ => (rt.channel.send(&d).await, None),
+                };
+                let finished = p.clock.now_ms();
+                rt.observe(&mut outcome, 1, finished);
+                rt.metrics
+                    .duration
+                    .record((finished - started).max(0) as f64 / 1000.0);
+                let mut f = Finished::from_outcome(attempt(finished), outcome, &rt.retry);
+                if let Some(note) = note {
+                    f.completion.error = Some(match f.completion.error.take() {
+                        Some(e) => format!("{e}; {note}"),
+                        None => note,
+                    });
+                }
+                f.lateness_ms = lateness_ms;
+                f
+            }
         };
         match &f.completion.outcome {
             CompletionOutcome::Done => rt.metrics.delivered.increment(1),
@@ -162,6 +209,12 @@ impl ChannelWorker {
             CompletionOutcome::Failed => rt.metrics.failed.increment(1),
             CompletionOutcome::Dead => rt.metrics.dead.increment(1),
             CompletionOutcome::Deferred { .. } => rt.metrics.deferred.increment(1),
+            CompletionOutcome::Unsendable(Unsendable::NoAddress) => {
+                rt.metrics.no_address.increment(1)
+            }
+            CompletionOutcome::Unsendable(Unsendable::OptedOut) => {
+                rt.metrics.opted_out.increment(1)
+            }
         }
         if !job.members.is_empty() {
             p.hot.merged.increment(job.members.len() as u64);
@@ -173,6 +226,125 @@ impl ChannelWorker {
         }
         let _ = self.done.send(f);
     }
+
+    /// Sends to a subscriber's resolved addresses: one delivery each, a
+    /// device's copy under its own idempotency key. The timer's outcome is
+    /// the one most worth acting on: a retry if any copy should be retried
+    /// (at least once for every device), else delivered if any copy was,
+    /// else the refusal. Tokens the provider calls gone are pruned from the
+    /// subscriber; the note says so for the send log.
+    async fn send_to(
+        &self,
+        d: &Delivery,
+        tenant: TenantId,
+        user_id: &str,
+        addresses: &[String],
+        devices: bool,
+    ) -> (SendOutcome, Option<String>) {
+        let (p, rt) = (&*self.pipe, &*self.rt);
+        let mut outcomes = Vec::with_capacity(addresses.len());
+        for (i, to) in addresses.iter().enumerate() {
+            if i > 0 {
+                rt.wait_for_rate(p.clock.as_ref()).await;
+            }
+            let mut copy = d.clone();
+            copy.recipient = to.clone();
+            if devices {
+                copy.idempotency_key = device_key(&d.idempotency_key, to);
+            }
+            outcomes.push(rt.channel.send(&copy).await);
+        }
+        let mut notes = Vec::new();
+        if devices {
+            for (to, o) in addresses.iter().zip(&outcomes) {
+                if !device_gone(o) {
+                    continue;
+                }
+                let tail = &to[to.len().saturating_sub(6)..];
+                match recipients::prune_device(
+                    p.store.as_ref(),
+                    tenant,
+                    user_id,
+                    to,
+                    p.clock.now_ms(),
+                )
+                .await
+                {
+                    Ok(true) => {
+                        tracing::info!(
+                            tenant = tenant.0,
+                            user_id,
+                            token_tail = tail,
+                            "device token unregistered; pruned"
+                        );
+                        notes.push(format!(
+                            "device …{tail} unregistered: removed from the subscriber"
+                        ));
+                    }
+                    Ok(false) => {}
+                    Err(e) => {
+                        tracing::warn!(tenant = tenant.0, user_id, error = %e, "pruning an unregistered device token failed");
+                        notes.push(format!(
+                            "device …{tail} unregistered (not yet removed: {e})"
+                        ));
+                    }
+                }
+            }
+        }
+        if addresses.len() > 1 {
+            let ok = outcomes
+                .iter()
+                .filter(|o| matches!(o, SendOutcome::Delivered { .. }))
+                .count();
+            notes.push(format!("{ok} of {} devices delivered", addresses.len()));
+        }
+        let note = (!notes.is_empty()).then(|| notes.join("; "));
+        (combine(outcomes), note)
+    }
+}
+
+/// A quiet-hours decision: wait for the end, or drop, per `policy`.
+fn quiet(at: Attempt<'_>, end: i64, policy: QuietPolicy, label: &str) -> Finished {
+    let (outcome, error) = match policy {
+        QuietPolicy::Defer => (
+            CompletionOutcome::Deferred {
+                next_due_at: end,
+                reason: DeferReason::QuietHours,
+            },
+            format!("quiet hours ({label}): deferred to their end"),
+        ),
+        QuietPolicy::Drop => (
+            CompletionOutcome::Failed,
+            format!("dropped: due in quiet hours ({label})"),
+        ),
+    };
+    let detail = Detail {
+        error: Some(error),
+        ..Detail::default()
+    };
+    Finished::decided(at, outcome, detail)
+}
+
+/// Whether the provider said a device token no longer exists.
+fn device_gone(o: &SendOutcome) -> bool {
+    matches!(o, SendOutcome::Permanent { error, .. } if error.contains("UNREGISTERED"))
+}
+
+/// One outcome for several copies of a delivery (see `send_to`).
+fn combine(outcomes: Vec<SendOutcome>) -> SendOutcome {
+    let rank = |o: &SendOutcome| match o {
+        SendOutcome::Retryable { .. } => 0,
+        SendOutcome::Throttled { .. } => 1,
+        SendOutcome::Delivered { .. } => 2,
+        SendOutcome::Permanent { .. } => 3,
+    };
+    outcomes
+        .into_iter()
+        .min_by_key(rank)
+        .unwrap_or(SendOutcome::Permanent {
+            error: "no address to send to".into(),
+            status: None,
+        })
 }
 
 #[cfg(test)]
@@ -306,6 +478,114 @@ mod tests {
         assert_eq!(
             rig.channel.sent.lock().last().map(|d| d.timer_id),
             Some(ids[4])
+        );
+    }
+
+    /// Fetches and sends every due timer of the rig; the outcomes in order.
+    async fn fire_all(rig: &Rig, ids: &[i64]) -> Vec<Finished> {
+        for &id in ids {
+            rig.pipe.ready.push(rig.due(id).await);
+        }
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        Fetcher::new(rig.pipe.clone(), tx.clone()).run_once().await;
+        let rt = rig.pipe.channels[CHANNEL].clone();
+        let worker = ChannelWorker::new(rig.pipe.clone(), rt, tx);
+        while worker.run_once().await == Turn::Sent {}
+        let mut out = Vec::new();
+        while let Ok(f) = rx.try_recv() {
+            out.push(f);
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn a_reminder_goes_to_every_device_and_a_gone_token_is_pruned() {
+        let rig = Rig::new(EngineConfig::default()).await;
+        rig.put_subscriber("u1", r#"{"addresses":{"app":["tok-a","tok-b","tok-c"]}}"#)
+            .await;
+        let id = rig.insert_reminder("u1", "app").await;
+        rig.channel.script.lock().extend([
+            SendOutcome::Delivered {
+                provider_msgid: None,
+                status: Some(200),
+            },
+            SendOutcome::Permanent {
+                error: "the device token is invalid (UNREGISTERED): gone".into(),
+                status: Some(404),
+            },
+        ]);
+        let out = fire_all(&rig, &[id]).await;
+        let sent: Vec<(String, String)> = rig
+            .channel
+            .sent
+            .lock()
+            .iter()
+            .map(|d| (d.recipient.clone(), d.idempotency_key.clone()))
+            .collect();
+        let tokens: Vec<&str> = sent.iter().map(|(r, _)| r.as_str()).collect();
+        assert_eq!(tokens, ["tok-a", "tok-b", "tok-c"]);
+        let mut keys: Vec<&str> = sent.iter().map(|(_, k)| k.as_str()).collect();
+        keys.dedup();
+        assert_eq!(keys.len(), 3, "each device has its own key: {keys:?}");
+        assert_eq!(out.len(), 1);
+        let c = &out[0].completion;
+        assert_eq!(c.outcome, CompletionOutcome::Done);
+        let note = c.error.as_deref().unwrap_or_default();
+        assert!(note.contains("removed from the subscriber"), "{note}");
+        assert!(note.contains("2 of 3 devices delivered"), "{note}");
+        let left = rig
+            .pipe
+            .store
+            .get_subscribers(herald_core::DEFAULT_TENANT, &["u1".into()])
+            .await
+            .unwrap();
+        let p: herald_core::subscriber::Profile = serde_json::from_str(&left[0].profile).unwrap();
+        assert_eq!(p.addresses.app, ["tok-a", "tok-c"]);
+    }
+
+    #[tokio::test]
+    async fn the_directory_decides_address_opt_out_and_absence() {
+        let rig = Rig::new(EngineConfig::default()).await;
+        rig.put_subscriber("mail", r#"{"addresses":{"email":"m+1@example.com"}}"#)
+            .await;
+        rig.put_subscriber(
+            "out",
+            r#"{"addresses":{"email":"o@example.com"},"preferences":{"channel_types":{"email":false}}}"#,
+        )
+        .await;
+        let ids = [
+            rig.insert_reminder("mail", "email").await,
+            rig.insert_reminder("out", "email").await,
+            rig.insert_reminder("mail", "sms").await,
+            rig.insert_reminder("unknown", "email").await,
+        ];
+        let out = fire_all(&rig, &ids).await;
+        let by_id: HashMap<i64, &CompletionOutcome> = out
+            .iter()
+            .map(|f| (f.completion.timer_id, &f.completion.outcome))
+            .collect();
+        assert_eq!(by_id[&ids[0]], &CompletionOutcome::Done);
+        assert_eq!(
+            by_id[&ids[1]],
+            &CompletionOutcome::Unsendable(Unsendable::OptedOut)
+        );
+        assert_eq!(
+            by_id[&ids[2]],
+            &CompletionOutcome::Unsendable(Unsendable::NoAddress)
+        );
+        assert_eq!(by_id[&ids[3]], &CompletionOutcome::Done);
+        let mut sent: Vec<String> = rig
+            .channel
+            .sent
+            .lock()
+            .iter()
+            .map(|d| d.recipient.clone())
+            .collect();
+        sent.sort();
+        assert_eq!(
+            sent,
+            ["m+1@example.com", "unknown"],
+            "no entry: the user id itself"
         );
     }
 }

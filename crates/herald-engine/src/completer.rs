@@ -248,7 +248,7 @@ fn settle(p: &Pipeline, batch: &mut Vec<Finished>, applied: &[Applied]) {
         }
         match f.completion.outcome {
             CompletionOutcome::Done => done += 1,
-            CompletionOutcome::Failed => failed += 1,
+            CompletionOutcome::Failed | CompletionOutcome::Unsendable(_) => failed += 1,
             CompletionOutcome::Dead => dead += 1,
             CompletionOutcome::Retry { next_due_at }
             | CompletionOutcome::Deferred { next_due_at, .. } => retries.push(DueTimer {
@@ -289,7 +289,7 @@ fn live_outcome(o: &CompletionOutcome) -> LiveOutcome {
     match o {
         CompletionOutcome::Done => LiveOutcome::Delivered,
         CompletionOutcome::Retry { .. } => LiveOutcome::Retry,
-        CompletionOutcome::Failed => LiveOutcome::Failed,
+        CompletionOutcome::Failed | CompletionOutcome::Unsendable(_) => LiveOutcome::Failed,
         CompletionOutcome::Dead => LiveOutcome::Dead,
         CompletionOutcome::Deferred { .. } => LiveOutcome::Deferred,
     }

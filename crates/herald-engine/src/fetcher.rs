@@ -18,6 +18,8 @@ use tokio::sync::mpsc;
 use crate::channel_runtime::{Job, Member};
 use crate::completer::{Attempt, Finished};
 use crate::pipeline::Pipeline;
+use crate::queue::DueTimer;
+use crate::recipients::{self, Addressee, Profiles, Route};
 use crate::reminders;
 
 /// How a fetch pass ended.
@@ -210,6 +212,32 @@ impl Fetcher {
                 }
             }
         }
+        // Who the directory decides for, read in one go per tenant.
+        let who: Vec<Option<Addressee>> = plain
+            .iter()
+            .map(Addressee::of)
+            .chain(groups.iter().map(|g| Addressee::of(&g.primary)))
+            .collect();
+        let mut profiles = Profiles::new();
+        if who.iter().any(Option::is_some) {
+            match recipients::profiles(p.store.as_ref(), who.iter().flatten()).await {
+                Ok(found) => profiles = found,
+                Err(e) => {
+                    tracing::warn!(error = %e, n = who.len(), "reading the subscriber directory failed; requeued");
+                    p.hot.store_errors.increment(1);
+                    let rows = plain.iter().chain(groups.iter().map(|g| &g.primary));
+                    let back: Vec<DueTimer> = rows.map(|r| r.due_entry().into()).collect();
+                    p.flight
+                        .forget(groups.iter().flat_map(|g| g.members.iter().map(|m| m.id)));
+                    p.flight.release(back.iter().map(|t| t.id));
+                    p.ready.push_many(back);
+                    if !stale.is_empty() {
+                        p.flight.release(stale);
+                    }
+                    return FetchPass::StoreFailed;
+                }
+            }
+        }
         let now = p.clock.now_ms();
         let jobs =
             plain
@@ -226,7 +254,11 @@ impl Fetcher {
                         .collect();
                     (g.primary, members, Some(g.message))
                 }));
-        for (row, members, message) in jobs {
+        for ((row, members, message), who) in jobs.zip(who) {
+            let route = match &who {
+                Some(a) => recipients::route(a, &row.channel, &profiles, now),
+                None => Route::AsStored,
+            };
             let key = row.delivery_key();
             // A reminder goes out in its channel's shape if the channel has a template.
             let message = match (message, p.channels.get(&row.channel)) {
@@ -263,6 +295,7 @@ impl Fetcher {
                     fence,
                     members,
                     series_base: row.attempt_base,
+                    route,
                 }),
                 None => {
                     // Configuration lost the channel: keep the timer, retry

@@ -29,6 +29,7 @@ mod ownership;
 mod pauses;
 mod pipeline;
 mod queue;
+mod recipients;
 mod reminders;
 mod sampled;
 mod schedule;

@@ -145,6 +145,9 @@ pub(crate) struct ChannelMetrics {
     pub dead: Counter,
     /// Throttled or held by quiet hours: due again later, attempt not counted.
     pub deferred: Counter,
+    /// Decided from the subscriber directory without a send.
+    pub no_address: Counter,
+    pub opted_out: Counter,
     pub duration: Histogram,
 }
 
@@ -157,6 +160,8 @@ impl ChannelMetrics {
             failed: c("failed"),
             dead: c("dead"),
             deferred: c("deferred"),
+            no_address: c("no_address"),
+            opted_out: c("opted_out"),
             duration: histogram!(DELIVERY_DURATION, "channel" => channel.to_string()),
         }
     }

@@ -81,6 +81,8 @@ pub(crate) async fn plan(
             };
             let p = &groups[i].primary;
             let fits = t.shard == p.shard
+                && stored_field(&t.message, "channel_type")
+                    == stored_field(&p.message, "channel_type")
                 && t.due_at >= p.due_at
                 && t.due_at <= p.due_at.saturating_add(window_ms);
             if fits && claim(&t) {
@@ -127,12 +129,19 @@ pub(crate) async fn plan(
 
 /// Groups rows of one batch: per (user, channel), the earliest row leads and
 /// takes the rows due within the window after it; a later row starts a new group.
-fn group_rows(mut rows: Vec<TimerRecord>, window_ms: i64) -> Vec<Group> {
-    rows.sort_by(|a, b| {
+fn group_rows(rows: Vec<TimerRecord>, window_ms: i64) -> Vec<Group> {
+    // The channel type is part of the owner: with the subscriber directory,
+    // an e-mail and an SMS reminder on one channel go to different addresses.
+    let mut rows: Vec<(Option<String>, TimerRecord)> = rows
+        .into_iter()
+        .map(|t| (stored_field(&t.message, "channel_type"), t))
+        .collect();
+    rows.sort_by(|(ta, a), (tb, b)| {
         (
             a.tenant,
             a.recipient.as_str(),
             a.channel.as_str(),
+            ta,
             a.shard,
             a.due_at,
             a.id,
@@ -141,15 +150,18 @@ fn group_rows(mut rows: Vec<TimerRecord>, window_ms: i64) -> Vec<Group> {
                 b.tenant,
                 b.recipient.as_str(),
                 b.channel.as_str(),
+                tb,
                 b.shard,
                 b.due_at,
                 b.id,
             ))
     });
     let mut groups: Vec<Group> = Vec::with_capacity(rows.len());
-    for t in rows {
+    let mut last_type = None;
+    for (ty, t) in rows {
         if window_ms > 0
             && let Some(g) = groups.last_mut()
+            && last_type == ty
             && g.primary.tenant == t.tenant
             && g.primary.recipient == t.recipient
             && g.primary.channel == t.channel
@@ -159,6 +171,7 @@ fn group_rows(mut rows: Vec<TimerRecord>, window_ms: i64) -> Vec<Group> {
             g.members.push(t);
             continue;
         }
+        last_type = ty;
         groups.push(Group {
             primary: t,
             members: Vec::new(),

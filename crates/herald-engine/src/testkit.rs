@@ -136,6 +136,46 @@ impl Rig {
             .collect()
     }
 
+    /// Commits a reminder of `user` on the test channel for `channel_type`,
+    /// due now.
+    pub async fn insert_reminder(&self, user: &str, channel_type: &str) -> TimerId {
+        let message = serde_json::json!({"user_id": user, "subject_id": "s1",
+            "channel_type": channel_type, "lead_minutes": 5});
+        let op = WriteOp::InsertTimer(NewTimer {
+            tenant: herald_core::DEFAULT_TENANT,
+            shard: 0,
+            due_at: T0,
+            priority: 5,
+            kind: TimerKind::Reminder,
+            channel: CHANNEL.into(),
+            recipient: user.into(),
+            message: message.to_string(),
+            idempotency_key: None,
+            created_at: T0,
+            traceparent: None,
+        });
+        match self.pipe.store.apply(vec![op]).await.expect("insert").pop() {
+            Some(WriteResult::Created(t)) => t.id,
+            other => panic!("not created: {other:?}"),
+        }
+    }
+
+    /// Writes `user`'s directory entry (profile JSON).
+    pub async fn put_subscriber(&self, user: &str, profile: &str) {
+        let op = WriteOp::PutSubscriber(herald_store::PutSubscriber {
+            tenant: herald_core::DEFAULT_TENANT,
+            user_id: user.into(),
+            profile: profile.into(),
+            if_version: None,
+            at: T0,
+        });
+        self.pipe
+            .store
+            .apply(vec![op])
+            .await
+            .expect("put subscriber");
+    }
+
     /// [`Rig::insert_on`] the test channel.
     pub async fn insert(&self, due: &[i64]) -> Vec<TimerId> {
         self.insert_on(CHANNEL, due).await

@@ -604,6 +604,19 @@ pub enum CompletionOutcome {
         next_due_at: i64,
         reason: DeferReason,
     },
+    /// Not sent, and never will be: the recipient's directory entry has no
+    /// address for the channel's type, or the recipient opted out. The timer
+    /// becomes `failed`; nothing reached a provider.
+    Unsendable(Unsendable),
+}
+
+/// Why a delivery to a subscriber cannot be made (decided when it fires).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unsendable {
+    /// No address of the channel's type.
+    NoAddress,
+    /// Opted out of the channel type or of the message's topic.
+    OptedOut,
 }
 
 /// Why a delivery was deferred.
@@ -631,6 +644,8 @@ impl CompletionOutcome {
                 reason: DeferReason::QuietHours,
                 ..
             } => "deferred",
+            CompletionOutcome::Unsendable(Unsendable::NoAddress) => "no_address",
+            CompletionOutcome::Unsendable(Unsendable::OptedOut) => "opted_out",
         }
     }
 

@@ -429,7 +429,9 @@ impl<'a> Updates<'a> {
                 None,
                 c.error.as_deref(),
             ),
-            CompletionOutcome::Failed => (TimerState::Failed, None, None, c.error.as_deref()),
+            CompletionOutcome::Failed | CompletionOutcome::Unsendable(_) => {
+                (TimerState::Failed, None, None, c.error.as_deref())
+            }
             CompletionOutcome::Dead => (TimerState::Dead, None, None, c.error.as_deref()),
             CompletionOutcome::Deferred { next_due_at, .. } => (
                 TimerState::Pending,

@@ -348,14 +348,16 @@ pub(super) fn complete(conn: &mut Connection, batch: Vec<Completion>) -> Result<
                 CompletionOutcome::Deferred { next_due_at, .. } => {
                     retry.execute(params![id, previous, at, previous, next_due_at, c.error])
                 }
-                CompletionOutcome::Failed => fin.execute(params![
-                    id,
-                    attempt,
-                    at,
-                    previous,
-                    TimerState::Failed.code(),
-                    c.error
-                ]),
+                CompletionOutcome::Failed | CompletionOutcome::Unsendable(_) => {
+                    fin.execute(params![
+                        id,
+                        attempt,
+                        at,
+                        previous,
+                        TimerState::Failed.code(),
+                        c.error
+                    ])
+                }
                 CompletionOutcome::Dead => fin.execute(params![
                     id,
                     attempt,
