@@ -323,6 +323,11 @@ fn check_locale(locale: &str) -> Result<(), ProfileError> {
     }
 }
 
+/// A topic: 1 to 64 of `A-Z a-z 0-9 _ - . :` (as in preferences).
+pub fn check_topic(topic: &str) -> Result<(), String> {
+    check_name(topic)
+}
+
 /// A channel or topic name: 1 to 64 of `A-Z a-z 0-9 _ - . :`.
 fn check_name(name: &str) -> Result<(), String> {
     let ok = !name.is_empty()

@@ -10,6 +10,36 @@ pub type Priority = u8;
 pub const MAX_PRIORITY: Priority = 9;
 pub const DEFAULT_PRIORITY: Priority = 5;
 
+/// How a timer is routed when it fires, beyond its channel and recipient;
+/// stored with the timer as JSON (absent for a plain timer).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Routing {
+    /// The recipient is a user id: send to that subscriber's address of this
+    /// channel type, read from the directory when the timer fires.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<crate::reminder::ChannelType>,
+    /// What the message is about, for subscribers' topic opt-outs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topic: Option<String>,
+    /// Sent even in quiet hours (never past an opt-out).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub critical: bool,
+}
+
+impl Routing {
+    /// Whether it changes anything: a plain timer stores no routing.
+    pub fn is_plain(&self) -> bool {
+        *self == Routing::default()
+    }
+
+    /// The stored routing of a timer (`None` and unreadable text are plain).
+    pub fn parse(stored: Option<&str>) -> Self {
+        stored
+            .and_then(|s| serde_json::from_str(s).ok())
+            .unwrap_or_default()
+    }
+}
+
 /// What created a timer; reminders and rule executions are timers too.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

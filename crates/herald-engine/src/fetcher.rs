@@ -19,7 +19,7 @@ use crate::channel_runtime::{Job, Member};
 use crate::completer::{Attempt, Finished};
 use crate::pipeline::Pipeline;
 use crate::queue::DueTimer;
-use crate::recipients::{self, Addressee, Profiles, Route};
+use crate::recipients::{self, Addressee, Profiles};
 use crate::reminders;
 
 /// How a fetch pass ended.
@@ -255,10 +255,7 @@ impl Fetcher {
                     (g.primary, members, Some(g.message))
                 }));
         for ((row, members, message), who) in jobs.zip(who) {
-            let route = match &who {
-                Some(a) => recipients::route(a, &row.channel, &profiles, now),
-                None => Route::AsStored,
-            };
+            let route = recipients::route_row(&row, who.as_ref(), &profiles, now);
             let key = row.delivery_key();
             // A reminder goes out in its channel's shape if the channel has a template.
             let message = match (message, p.channels.get(&row.channel)) {

@@ -11,6 +11,7 @@
 use std::collections::{HashMap, HashSet};
 
 use herald_core::subscriber::{Profile, Resolution};
+use herald_core::timer::Routing;
 use herald_core::{ChannelType, TenantId, TimerKind};
 use herald_store::{Store, StoreError, TimerRecord, Unsendable};
 
@@ -28,22 +29,53 @@ pub(crate) struct Addressee {
 }
 
 impl Addressee {
-    /// The addressee of a timer row, when it has one: reminders name their
-    /// channel type in the stored message.
+    /// The addressee of a timer row, when the directory decides for it:
+    /// reminders name their channel type in the stored message; timers
+    /// addressed `to` a user carry it in their routing.
     pub fn of(row: &TimerRecord) -> Option<Self> {
-        if row.kind != TimerKind::Reminder {
-            return None;
+        if row.kind == TimerKind::Reminder {
+            let stored: serde_json::Value = serde_json::from_str(&row.message).ok()?;
+            let channel_type = ChannelType::parse(stored.get("channel_type")?.as_str()?)?;
+            return Some(Self {
+                tenant: row.tenant,
+                user_id: row.recipient.clone(),
+                channel_type,
+                topic: None,
+                critical: false,
+                fallback_to_id: true,
+            });
         }
-        let stored: serde_json::Value = serde_json::from_str(&row.message).ok()?;
-        let channel_type = ChannelType::parse(stored.get("channel_type")?.as_str()?)?;
+        let routing = Routing::parse(row.routing.as_deref());
         Some(Self {
             tenant: row.tenant,
             user_id: row.recipient.clone(),
-            channel_type,
-            topic: None,
-            critical: false,
-            fallback_to_id: true,
+            channel_type: routing.to?,
+            topic: routing.topic,
+            critical: routing.critical,
+            fallback_to_id: false,
         })
+    }
+}
+
+/// Where a timer goes: through the directory for an addressee, else to its
+/// stored recipient (past the channel's quiet hours when it is critical).
+pub(crate) fn route_row(
+    row: &TimerRecord,
+    who: Option<&Addressee>,
+    profiles: &Profiles,
+    now_ms: i64,
+) -> Route {
+    match who {
+        Some(a) => route(a, &row.channel, profiles, now_ms),
+        None if row.routing.is_some() && Routing::parse(row.routing.as_deref()).critical => {
+            Route::To {
+                user_id: String::new(),
+                addresses: vec![row.recipient.clone()],
+                devices: false,
+                skip_channel_quiet: true,
+            }
+        }
+        None => Route::AsStored,
     }
 }
 
@@ -56,6 +88,7 @@ pub(crate) enum Route {
     /// To these addresses, one delivery each (several only for app push,
     /// one per device token).
     To {
+        /// Whose directory entry (empty for a critical raw recipient).
         user_id: String,
         addresses: Vec<String>,
         /// App push: each address is a device token with its own key, and a

@@ -271,6 +271,7 @@ mod tests {
             delivered_at: None,
             attempt_base: 0,
             traceparent: None,
+            routing: None,
         }
     }
 

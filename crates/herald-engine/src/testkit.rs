@@ -123,6 +123,7 @@ impl Rig {
                     idempotency_key: None,
                     created_at: T0,
                     traceparent: None,
+                    routing: None,
                 })
             })
             .collect();
@@ -153,6 +154,7 @@ impl Rig {
             idempotency_key: None,
             created_at: T0,
             traceparent: None,
+            routing: None,
         });
         match self.pipe.store.apply(vec![op]).await.expect("insert").pop() {
             Some(WriteResult::Created(t)) => t.id,

@@ -265,6 +265,7 @@ mod tests {
             idempotency_key: None,
             created_at: 0,
             traceparent: None,
+            routing: None,
         })
     }
 

@@ -122,6 +122,7 @@ fn timer(due_at: i64, i: usize) -> WriteOp {
         idempotency_key: None,
         created_at: SystemClock.now_ms(),
         traceparent: None,
+        routing: None,
     })
 }
 

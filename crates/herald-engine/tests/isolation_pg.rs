@@ -59,6 +59,7 @@ fn timer(i: usize) -> WriteOp {
         idempotency_key: None,
         created_at: SystemClock.now_ms(),
         traceparent: None,
+        routing: None,
     })
 }
 

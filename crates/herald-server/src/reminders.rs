@@ -277,6 +277,7 @@ fn new_reminder(
             idempotency_key: None,
             created_at: now,
             traceparent: None,
+            routing: None,
         },
         user_id: req.user_id,
         subject_id: req.subject_id,

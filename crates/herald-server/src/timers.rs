@@ -44,6 +44,20 @@ pub struct TimerJson {
     /// The W3C trace context the timer was created under, when there was one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub traceparent: Option<String>,
+    /// For a timer addressed to a subscriber: the user and the address type.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<ToJson>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub topic: Option<String>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub critical: bool,
+}
+
+/// `to` of a timer addressed to a subscriber.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ToJson {
+    pub user_id: String,
+    pub channel_type: &'static str,
 }
 
 impl TimerJson {
@@ -53,7 +67,14 @@ impl TimerJson {
         } else {
             r.state
         };
+        let routing = herald_core::timer::Routing::parse(r.routing.as_deref());
         Self {
+            to: routing.to.map(|t| ToJson {
+                user_id: r.recipient.clone(),
+                channel_type: t.as_str(),
+            }),
+            topic: routing.topic,
+            critical: routing.critical,
             id: r.id,
             kind: r.kind.as_str(),
             state: state.as_str(),
@@ -93,6 +114,11 @@ fn context<'a>(
         shards: st.engine.shards(),
         has_channel: has,
         channel_names: names,
+        channel_type: Box::new(move |c: &str| {
+            st.engine
+                .channel_kind(c)
+                .and_then(herald_channels::ChannelKind::channel_type)
+        }),
     }
 }
 

@@ -2,8 +2,10 @@
 //! Shared by the single and the bulk endpoint so both accept the same input.
 
 use herald_core::campaign::{INTERNAL_KEY_PREFIX, is_internal_key};
-use herald_core::{TenantId, TimerKind, shard_for, time::parse_rfc3339_ms};
-use herald_store::NewTimer;
+use herald_core::subscriber::check_topic;
+use herald_core::timer::Routing;
+use herald_core::{ChannelType, TenantId, TimerKind, shard_for, time::parse_rfc3339_ms};
+use herald_store::{MAX_USER_ID_BYTES, NewTimer};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -25,7 +27,14 @@ struct CreateTimer<'a> {
     #[serde(default)]
     delay_ms: Option<i64>,
     channel: String,
-    recipient: String,
+    #[serde(default)]
+    recipient: Option<String>,
+    #[serde(default)]
+    to: Option<To>,
+    #[serde(default)]
+    topic: Option<String>,
+    #[serde(default)]
+    critical: Option<bool>,
     #[serde(borrow)]
     message: &'a RawValue,
     #[serde(default)]
@@ -34,6 +43,17 @@ struct CreateTimer<'a> {
     priority: Option<i64>,
     #[serde(default)]
     on_conflict: Option<String>,
+}
+
+/// `"to"`: a subscriber, whose address is read from the directory when the
+/// timer fires.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct To {
+    user_id: String,
+    /// Which of the subscriber's addresses; defaults to the channel's own type.
+    #[serde(default)]
+    channel_type: Option<String>,
 }
 
 /// What `POST /v1/timers` does when the idempotency key is taken.
@@ -46,6 +66,9 @@ pub enum OnConflict {
     Replace,
 }
 
+/// The address type of a channel by name.
+pub type TypeOfChannel<'a> = Box<dyn Fn(&str) -> Option<ChannelType> + Send + Sync + 'a>;
+
 /// What validation needs to know about the running service.
 pub struct Context<'a> {
     /// The caller's tenant: the timer is its, and so is the key's scope.
@@ -54,6 +77,8 @@ pub struct Context<'a> {
     pub shards: u16,
     pub has_channel: &'a (dyn Fn(&str) -> bool + Sync),
     pub channel_names: &'a (dyn Fn() -> Vec<String> + Sync),
+    /// The address type a channel's provider takes (`None` for webhooks).
+    pub channel_type: TypeOfChannel<'a>,
 }
 
 pub fn new_timer(body: &[u8], cx: &Context<'_>) -> Result<NewTimer, ApiError> {
@@ -101,14 +126,14 @@ pub fn new_timer_and_conflict(
             &(cx.channel_names)(),
         ));
     }
-    if req.recipient.is_empty() || req.recipient.len() > MAX_RECIPIENT_BYTES {
-        return Err(ApiError::field(
-            "recipient",
-            "invalid_field",
-            format!("recipient must be 1..={MAX_RECIPIENT_BYTES} bytes"),
-        ));
-    }
-    check_text("recipient", &req.recipient, Text::Id)?;
+    let (recipient, routing) = addressing(
+        req.recipient,
+        req.to,
+        req.topic,
+        req.critical,
+        &req.channel,
+        cx,
+    )?;
     check_message(req.message)?;
     if let Some(k) = &req.idempotency_key {
         // It travels as an HTTP header, so: visible ASCII only.
@@ -145,13 +170,101 @@ pub fn new_timer_and_conflict(
         priority,
         kind: TimerKind::Timer,
         channel: req.channel,
-        recipient: req.recipient,
+        recipient,
         message: req.message.get().to_string(),
         idempotency_key: req.idempotency_key,
         created_at: cx.now_ms,
         traceparent: None,
+        routing,
     };
     Ok((timer, on_conflict))
+}
+
+/// The stored recipient and routing of a timer: a raw `recipient`, or a
+/// subscriber `to` (whose address type defaults to the channel's), with an
+/// optional `topic` and `critical` flag.
+fn addressing(
+    recipient: Option<String>,
+    to: Option<To>,
+    topic: Option<String>,
+    critical: Option<bool>,
+    channel: &str,
+    cx: &Context<'_>,
+) -> Result<(String, Option<String>), ApiError> {
+    let mut routing = Routing {
+        topic,
+        critical: critical.unwrap_or(false),
+        ..Routing::default()
+    };
+    if let Some(t) = &routing.topic {
+        check_topic(t).map_err(|why| ApiError::field("topic", "invalid_field", why))?;
+    }
+    let recipient = match (recipient, to) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::field(
+                "to",
+                "invalid_field",
+                "give either recipient or to, not both",
+            ));
+        }
+        (None, None) => {
+            return Err(ApiError::field(
+                "recipient",
+                "missing_field",
+                "give recipient (an address) or to (a subscriber)",
+            ));
+        }
+        (Some(r), None) => {
+            if r.is_empty() || r.len() > MAX_RECIPIENT_BYTES {
+                return Err(ApiError::field(
+                    "recipient",
+                    "invalid_field",
+                    format!("recipient must be 1..={MAX_RECIPIENT_BYTES} bytes"),
+                ));
+            }
+            check_text("recipient", &r, Text::Id)?;
+            r
+        }
+        (None, Some(to)) => {
+            if to.user_id.is_empty() || to.user_id.len() > MAX_USER_ID_BYTES {
+                return Err(ApiError::field(
+                    "to.user_id",
+                    "invalid_field",
+                    format!("to.user_id must be 1..={MAX_USER_ID_BYTES} bytes"),
+                ));
+            }
+            check_text("to.user_id", &to.user_id, Text::Id)?;
+            let ty = match &to.channel_type {
+                Some(s) => ChannelType::parse(s).ok_or_else(|| {
+                    ApiError::field(
+                        "to.channel_type",
+                        "invalid_field",
+                        format!(
+                            "to.channel_type {s:?} is not one of {}",
+                            ChannelType::ALL.map(ChannelType::as_str).join(", ")
+                        ),
+                    )
+                })?,
+                None => (cx.channel_type)(channel).ok_or_else(|| {
+                    ApiError::field(
+                        "to.channel_type",
+                        "missing_field",
+                        format!(
+                            "channel {channel:?} takes any address: say which of the \
+                             subscriber's to use with to.channel_type"
+                        ),
+                    )
+                })?,
+            };
+            routing.to = Some(ty);
+            to.user_id
+        }
+    };
+    // Strings and flags always serialize.
+    let routing = (!routing.is_plain())
+        .then(|| serde_json::to_string(&routing).ok())
+        .flatten();
+    Ok((recipient, routing))
 }
 
 /// The due time `fire_at` or `delay_ms` names (`None` when neither is

@@ -34,6 +34,7 @@ macro_rules! migrations {
             "0012_subject_counts",
             "0013_subscribers",
             "0014_reminder_leads",
+            "0015_timer_routing",
         )
     };
     (@ $($name:literal),+ $(,)?) => {

@@ -203,6 +203,9 @@ pub struct NewTimer {
     /// The W3C `traceparent` of the request that created it, sent on with
     /// each webhook delivery.
     pub traceparent: Option<String>,
+    /// How the subscriber directory routes it when it fires (JSON; see
+    /// `herald_core::timer::Routing`); `None` sends to `recipient` as stored.
+    pub routing: Option<String>,
 }
 
 impl NewTimer {
@@ -227,6 +230,7 @@ impl NewTimer {
             delivered_at: None,
             attempt_base: 0,
             traceparent: self.traceparent,
+            routing: self.routing,
         }
     }
 }
@@ -257,6 +261,8 @@ pub struct TimerRecord {
     pub attempt_base: u32,
     /// The W3C `traceparent` of the request that created it.
     pub traceparent: Option<String>,
+    /// See [`NewTimer::routing`].
+    pub routing: Option<String>,
 }
 
 impl TimerRecord {

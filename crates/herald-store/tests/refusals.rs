@@ -127,6 +127,7 @@ async fn refusals(store: &dyn Store) -> Vec<(&'static str, String)> {
             idempotency_key: None,
             created_at: 1,
             traceparent: None,
+            routing: None,
         },
         not_before: 1,
     };

@@ -158,6 +158,7 @@ fn v0_timers(w: &Written) -> Vec<TimerRecord> {
                     delivered_at: (state == TimerState::Done).then_some(updated_at),
                     attempt_base: 0,
                     traceparent: None,
+                    routing: None,
                 }
             },
         )
@@ -432,6 +433,7 @@ async fn writes_after_v0(store: &dyn Store) {
         idempotency_key: key.map(str::to_owned),
         created_at: NOW,
         traceparent: None,
+        routing: None,
     };
     let r = store
         .apply(vec![
@@ -692,7 +694,7 @@ async fn a_v0_sqlite_store_opens_migrates_and_reads_back() {
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 14);
+    assert_eq!(version, 15);
     drop(conn);
     // Opening again applies nothing and still reads the old rows.
     let store = herald_store::open(&url, &StoreOptions::default())
@@ -768,6 +770,7 @@ async fn a_v0_postgres_store_opens_migrates_and_reads_back() {
             (12, "0012_subject_counts"),
             (13, "0013_subscribers"),
             (14, "0014_reminder_leads"),
+            (15, "0015_timer_routing"),
         ]
     );
 }

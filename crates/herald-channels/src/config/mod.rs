@@ -41,6 +41,19 @@ pub enum ChannelKind {
 }
 
 impl ChannelKind {
+    /// The address type a subscriber's entry gives for this provider; `None`
+    /// for kinds that carry any address (webhooks, the log).
+    pub fn channel_type(self) -> Option<herald_core::ChannelType> {
+        use herald_core::ChannelType;
+        match self {
+            ChannelKind::Wechat => Some(ChannelType::Wechat),
+            ChannelKind::Wecom => Some(ChannelType::Wecom),
+            ChannelKind::Fcm => Some(ChannelType::App),
+            ChannelKind::Smtp => Some(ChannelType::Email),
+            ChannelKind::Log | ChannelKind::Webhook => None,
+        }
+    }
+
     /// Every kind, in the order messages list them.
     pub const ALL: [ChannelKind; 6] = [
         ChannelKind::Log,

@@ -30,7 +30,14 @@ pub struct CreateTimer {
     fire_at: Option<String>,
     delay_ms: Option<i64>,
     channel: String,
-    recipient: String,
+    /// The address as the provider takes it; give this or `to`.
+    recipient: Option<String>,
+    /// A subscriber: the address is read from the directory when the timer fires.
+    to: Option<TimerTo>,
+    /// What the message is about (subscribers may opt out of a topic).
+    topic: Option<String>,
+    /// Sent even in quiet hours (never past an opt-out).
+    critical: Option<bool>,
     #[schema(value_type = Object)]
     message: serde_json::Value,
     idempotency_key: Option<String>,
@@ -39,6 +46,15 @@ pub struct CreateTimer {
     /// With an existing idempotency key: `return` the timer (default) or
     /// `replace` a pending one's time, message and priority.
     on_conflict: Option<OnConflict>,
+}
+
+/// `to` of `POST /v1/timers`.
+#[derive(ToSchema)]
+pub struct TimerTo {
+    user_id: String,
+    /// `app`, `email`, `sms`, `wechat` or `wecom`; defaults to the channel's
+    /// own (required for webhook and log channels).
+    channel_type: Option<String>,
 }
 
 #[derive(ToSchema)]
@@ -482,6 +498,7 @@ pub fn collect(
     add::<ErrorBody>(all);
     add::<CreateTimer>(all);
     add::<OnConflict>(all);
+    add::<TimerTo>(all);
     add::<BulkLineResult>(all);
     add::<TimerJson>(all);
     add::<DeliveryList>(all);

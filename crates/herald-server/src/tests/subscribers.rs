@@ -241,3 +241,74 @@ async fn a_bulk_import_answers_per_line_and_can_run_again() {
     );
     api.engine.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_timer_addressed_to_a_subscriber_is_checked_and_shown() {
+    let api = Api::new().await;
+    let base = json!({"delay_ms": 60_000, "channel": "log", "message": {"text": "hi"}});
+    let with = |extra: Value| {
+        let mut b = base.clone();
+        for (k, v) in extra.as_object().unwrap() {
+            b[k] = v.clone();
+        }
+        b
+    };
+    for (extra, field, code) in [
+        (json!({}), "recipient", "missing_field"),
+        (
+            json!({"recipient": "r", "to": {"user_id": "u1", "channel_type": "email"}}),
+            "to",
+            "invalid_field",
+        ),
+        // A log channel takes any address: which of the subscriber's?
+        (
+            json!({"to": {"user_id": "u1"}}),
+            "to.channel_type",
+            "missing_field",
+        ),
+        (
+            json!({"to": {"user_id": "u1", "channel_type": "fax"}}),
+            "to.channel_type",
+            "invalid_field",
+        ),
+        (
+            json!({"to": {"user_id": "", "channel_type": "email"}}),
+            "to.user_id",
+            "invalid_field",
+        ),
+        (
+            json!({"recipient": "r", "topic": "no spaces"}),
+            "topic",
+            "invalid_field",
+        ),
+    ] {
+        let (st, body) = api.post("/v1/timers", with(extra.clone())).await;
+        let e = error(st, &body, StatusCode::BAD_REQUEST, code);
+        assert_eq!(e["field"], field, "{extra}: {body}");
+    }
+    let (_, list) = api.get("/v1/timers?limit=10").await;
+    assert_eq!(list["timers"], json!([]), "refusals change nothing: {list}");
+
+    let (st, made) = api
+        .post(
+            "/v1/timers",
+            with(json!({"to": {"user_id": "u1", "channel_type": "email"},
+                        "topic": "coupons", "critical": true})),
+        )
+        .await;
+    assert_eq!(st, StatusCode::CREATED, "{made}");
+    let (_, t) = api.get(&format!("/v1/timers/{}", made["id"])).await;
+    assert_eq!(t["recipient"], "u1");
+    assert_eq!(t["to"], json!({"user_id": "u1", "channel_type": "email"}));
+    assert_eq!(t["topic"], "coupons");
+    assert_eq!(t["critical"], true);
+    // A plain timer shows none of it.
+    let (_, plain) = api
+        .post("/v1/timers", with(json!({"recipient": "r"})))
+        .await;
+    let (_, t) = api.get(&format!("/v1/timers/{}", plain["id"])).await;
+    assert!(
+        t.get("to").is_none() && t.get("topic").is_none() && t.get("critical").is_none(),
+        "{t}"
+    );
+}

@@ -12,7 +12,7 @@ macro_rules! timer_cols {
         $crate::model::columns!($($t)?;
             "id", "tenant_id", "shard", "due_at", "priority", "kind", "state", "channel", "recipient",
             "message", "idempotency_key", "attempts", "last_error", "created_at",
-            "updated_at", "delivered_at", "attempt_base", "traceparent")
+            "updated_at", "delivered_at", "attempt_base", "traceparent", "routing")
     };
 }
 pub(crate) use timer_cols;
@@ -85,6 +85,7 @@ impl Decode for TimerRecord {
             delivered_at: r.opt_int("timers.delivered_at")?,
             attempt_base: r.narrow("timers.attempt_base")?,
             traceparent: r.opt_string("timers.traceparent")?,
+            routing: r.opt_string("timers.routing")?,
         })
     }
 }
@@ -170,6 +171,6 @@ mod tests {
             "t.id, t.due_at, t.shard, t.priority, t.tenant_id"
         );
         assert!(reminder_timer_cols!().starts_with("t.id, t.tenant_id, t.shard, "));
-        assert!(reminder_timer_cols!().ends_with("t.traceparent, r.subject_id, r.bit"));
+        assert!(reminder_timer_cols!().ends_with("t.routing, r.subject_id, r.bit"));
     }
 }

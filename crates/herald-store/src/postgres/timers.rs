@@ -194,7 +194,8 @@ pub(super) async fn insert_run(
         .await
         .ctx("preparing insert")?;
     let traceparent: Vec<Option<&str>> = sent.iter().map(|t| t.traceparent.as_deref()).collect();
-    let params: [Param<'_>; 11] = [
+    let routing: Vec<Option<&str>> = sent.iter().map(|t| t.routing.as_deref()).collect();
+    let params: [Param<'_>; 12] = [
         &shard,
         &due_at,
         &priority,
@@ -206,6 +207,7 @@ pub(super) async fn insert_run(
         &created_at,
         &tenant,
         &traceparent,
+        &routing,
     ];
     let row = tx.query_one(&stmt, &params).await.ctx("inserting timers")?;
     let ids: Vec<i64> = col::<Option<Vec<i64>>>(&row, 0, "drawn ids")?.unwrap_or_default();

@@ -19,8 +19,8 @@ use crate::{
 
 pub(super) const INSERT_TIMER: &str = "INSERT INTO timers \
     (shard, due_at, priority, kind, state, channel, recipient, message, idempotency_key, \
-     attempts, created_at, updated_at, tenant_id, traceparent) \
-    VALUES (?1, ?2, ?3, ?4, 0, ?5, ?6, ?7, ?8, 0, ?9, ?9, ?10, ?11) \
+     attempts, created_at, updated_at, tenant_id, traceparent, routing) \
+    VALUES (?1, ?2, ?3, ?4, 0, ?5, ?6, ?7, ?8, 0, ?9, ?9, ?10, ?11, ?12) \
     ON CONFLICT DO NOTHING";
 const TIMER_BY_ID: &str = concat!("SELECT ", timer_cols!(), " FROM timers WHERE id = ?1");
 const TIMER_BY_KEY: &str = concat!(
@@ -155,6 +155,7 @@ pub(super) fn insert_timer(
             t.created_at,
             tenant_to_db(t.tenant),
             t.traceparent,
+            t.routing,
         ])
         .ctx("inserting timer")?;
     if inserted == 1 {

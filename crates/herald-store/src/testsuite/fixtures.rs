@@ -41,6 +41,7 @@ pub fn timer(due_at: i64) -> NewTimer {
         idempotency_key: None,
         created_at: 1_000,
         traceparent: None,
+        routing: None,
     }
 }
 
@@ -109,6 +110,7 @@ pub fn reminder_on(
             idempotency_key: None,
             created_at: 2_000,
             traceparent: None,
+            routing: None,
         },
         not_before: 0,
     }

@@ -175,12 +175,15 @@ pub async fn patch_changes_only_a_pending_timer(store: S) {
 pub async fn replace_by_key_latest_wins_while_pending(store: S) {
     let first = crate::NewTimer {
         traceparent: Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into()),
+        routing: Some(r#"{"channel_type":"email","topic":"coupons"}"#.into()),
         ..keyed(100, "k")
     };
     let r = one(&store, WriteOp::ReplaceTimer(first.clone())).await;
     let made = created(&r);
     assert_eq!(made.traceparent, first.traceparent);
-    assert_eq!(get(&store, made.id).await.traceparent, first.traceparent);
+    let stored = get(&store, made.id).await;
+    assert_eq!(stored.traceparent, first.traceparent);
+    assert_eq!(stored.routing, first.routing, "routing is stored as given");
     let later = crate::NewTimer {
         message: r#"{"text":"latest"}"#.into(),
         priority: 9,

@@ -25,6 +25,7 @@ pub async fn insert_then_get_round_trips(store: S) {
         idempotency_key: Some("order-7781-reminder".into()),
         created_at: 1_699_999_999_001,
         traceparent: None,
+        routing: None,
     };
     let bare = NewTimer {
         tenant: DEFAULT_TENANT,
@@ -38,6 +39,7 @@ pub async fn insert_then_get_round_trips(store: S) {
         idempotency_key: None,
         created_at: 0,
         traceparent: None,
+        routing: None,
     };
     for t in [full, bare] {
         let rec = insert_one(&store, t.clone()).await;
@@ -832,6 +834,7 @@ fn fake_record() -> TimerRecord {
         delivered_at: None,
         attempt_base: 0,
         traceparent: None,
+        routing: None,
     }
 }
 
