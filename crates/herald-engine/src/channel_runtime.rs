@@ -5,7 +5,10 @@
 use std::collections::HashMap;
 use std::num::NonZeroU32;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
+
+use parking_lot::RwLock;
 
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use herald_channels::{Channel, Delivery, QuietPolicy, SendOutcome};
@@ -19,6 +22,18 @@ use crate::flight::Flight;
 use crate::metrics::ChannelMetrics;
 use crate::queue::FairQueue;
 use crate::recipients::Route;
+
+/// One node's limiter for `rate` a second shared by `nodes`: its share, with
+/// a burst of a tenth of a second of it, so that nodes starting together
+/// (or a node idle for a while) add little above the cluster's rate.
+fn share_limiter(rate: f64, nodes: usize) -> Option<Arc<DefaultDirectRateLimiter>> {
+    let share = (rate / nodes as f64).max(1e-6);
+    let period = Duration::from_secs_f64(1.0 / share);
+    let burst = NonZeroU32::new(((share / 10.0).ceil() as u32).clamp(1, 1000))?;
+    Some(Arc::new(RateLimiter::direct(
+        Quota::with_period(period)?.allow_burst(burst),
+    )))
+}
 
 /// A fetched timer waiting for its channel.
 pub(crate) struct Job {
@@ -68,8 +83,12 @@ pub(crate) struct ChannelRuntime {
     /// Fetched deliveries: fair between tenants, most urgent first inside one.
     pub queue: FairQueue<Job>,
     pub concurrency: usize,
+    /// The channel's rate across the whole cluster.
     pub rate_per_sec: Option<f64>,
-    limiter: Option<DefaultDirectRateLimiter>,
+    /// This node's share of it: `rate_per_sec` over the live nodes.
+    limiter: RwLock<Option<Arc<DefaultDirectRateLimiter>>>,
+    /// The live nodes the share was cut for.
+    sharing: AtomicUsize,
     pub metrics: ChannelMetrics,
     pub pause: Pause,
     /// An operator's cluster-wide pause.
@@ -82,13 +101,7 @@ pub(crate) struct ChannelRuntime {
 impl ChannelRuntime {
     /// A channel whose queue shares turns between tenants by `weights`.
     pub fn new(spec: ChannelSpec, weights: HashMap<TenantId, u32>) -> Self {
-        let limiter = spec.rate_per_sec.and_then(|r| {
-            let period = Duration::from_secs_f64(1.0 / r.max(1e-6));
-            let burst = NonZeroU32::new((r.ceil() as u32).clamp(1, 1000))?;
-            Some(RateLimiter::direct(
-                Quota::with_period(period)?.allow_burst(burst),
-            ))
-        });
+        let limiter = spec.rate_per_sec.and_then(|r| share_limiter(r, 1));
         let name = spec.channel.name().to_string();
         Self {
             channel: spec.channel,
@@ -96,7 +109,8 @@ impl ChannelRuntime {
             queue: FairQueue::new(weights),
             concurrency: spec.concurrency.max(1),
             rate_per_sec: spec.rate_per_sec,
-            limiter,
+            limiter: RwLock::new(limiter),
+            sharing: AtomicUsize::new(1),
             metrics: ChannelMetrics::new(&name),
             pause: Pause::default(),
             operator: OperatorPause::default(),
@@ -120,9 +134,27 @@ impl ChannelRuntime {
             }
             tokio::time::sleep(Duration::from_millis(wait as u64)).await;
         }
-        if let Some(limiter) = &self.limiter {
+        let limiter = self.limiter.read().clone();
+        if let Some(limiter) = limiter {
             limiter.until_ready().await;
         }
+    }
+
+    /// Cuts this node's share of the channel's rate for `nodes` live nodes
+    /// (a no-op while their number stays the same). Between the moment a
+    /// node joins and the moment every node has seen it (one heartbeat), the
+    /// cluster may send up to one node's share too much; the small burst
+    /// below keeps that short.
+    pub fn share_rate(&self, nodes: usize) {
+        let nodes = nodes.max(1);
+        let Some(rate) = self.rate_per_sec else {
+            return;
+        };
+        if self.sharing.swap(nodes, Ordering::AcqRel) == nodes {
+            return;
+        }
+        *self.limiter.write() = share_limiter(rate, nodes);
+        tracing::info!(channel = %self.channel.name(), nodes, share_per_sec = rate / nodes as f64, "channel rate shared among the live nodes");
     }
 
     /// Counts an answer and, for a throttle, pauses the channel. A throttle's

@@ -66,6 +66,10 @@ impl Membership {
         let live = p.store.heartbeat(&self.node, now, lease_ms).await?;
         let live_n = live.len().max(1);
         p.sampled.set_nodes(live);
+        // A channel's rate is the cluster's: each live node sends its share.
+        for rt in p.channels.values() {
+            rt.share_rate(live_n);
+        }
         let target = usize::from(self.shards).div_ceil(live_n);
 
         // Renew; what is not renewed changed hands while we were away.

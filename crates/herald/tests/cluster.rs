@@ -581,3 +581,54 @@ async fn two_nodes_share_one_wechat_token_and_refresh_it_once_when_it_expires() 
     let (_, stats) = a.get("/v1/stats").await;
     assert_eq!(stats["timers"]["done"], n + m, "{stats}");
 }
+
+/// A channel's `rate_per_sec` holds for the cluster, not per node: three
+/// nodes sharing one channel at 300 a second send 6,000 timers, all due at
+/// once, at 270 to 315 a second in total.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_channel_rate_is_shared_by_the_cluster() {
+    let Some((_db, store)) = pg_database("shared_rate") else {
+        return;
+    };
+    let mock = Mock::start(&[]).await;
+    let ids = ["node-a", "node-b", "node-c"];
+    let mut nodes = Vec::new();
+    for id in ids {
+        nodes.push(
+            start_jobs_node(
+                &store,
+                id,
+                &mock.hook(),
+                "concurrency = 64\nrate_per_sec = 300",
+            )
+            .await,
+        );
+    }
+    wait_balanced(&nodes[0], &ids).await;
+    let n = 6_000;
+    nodes[0]
+        .schedule_spread(n, now_ms() + 1_000, 0, "rate")
+        .await;
+    wait_for(
+        "every timer at the sink",
+        Duration::from_secs(90),
+        || async { delivered(&mock).await == n as u64 },
+    )
+    .await;
+    let s = mock.stats().await;
+    let first = s["first_delivered_at_ms"].as_f64().unwrap();
+    let last = s["last_delivered_at_ms"].as_f64().unwrap();
+    let rate = (n - 1) as f64 / ((last - first) / 1000.0);
+    eprintln!(
+        "shared rate: {n} sends in {:.2} s = {rate:.1}/s",
+        (last - first) / 1000.0
+    );
+    assert!(
+        (270.0..=315.0).contains(&rate),
+        "aggregate {rate:.1}/s for a cluster-wide 300/s"
+    );
+    for node in &nodes {
+        let share = metric(&node.metrics().await, "herald_cluster_nodes");
+        assert_eq!(share, 3.0);
+    }
+}

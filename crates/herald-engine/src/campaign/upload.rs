@@ -3,10 +3,17 @@
 //! end. One chunk is written in the background while the caller reads the
 //! next, so parsing and the store overlap.
 //!
+//! A recipient listed again is dropped as it arrives, so a job sends to each
+//! once: the upload remembers a 128-bit xxh3 fingerprint of every recipient
+//! (16 bytes each while the upload runs; a chance collision, which would
+//! drop a distinct recipient, is about 10^-23 at the 50M-recipient limit).
+//!
 //! Nothing of an upload that does not finish remains: [`AudienceUpload::abandon`]
 //! removes the audience, and so does dropping an unfinished upload (the
 //! client went away mid-body).
 
+use std::collections::HashSet;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use herald_core::Clock;
@@ -30,6 +37,28 @@ pub struct AudienceUpload {
     inflight: Option<JoinHandle<Result<(), StoreError>>>,
     /// Sealed or removed: nothing is left to clean up on drop.
     settled: bool,
+    /// Fingerprints of the recipients taken so far.
+    seen: HashSet<u128, BuildHasherDefault<Fingerprint>>,
+    /// Recipients dropped as listed before.
+    duplicates: u64,
+}
+
+/// A hasher for values that are already uniform hashes: folds, no mixing.
+#[derive(Default)]
+struct Fingerprint(u64);
+
+impl Hasher for Fingerprint {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+    fn write_u128(&mut self, v: u128) {
+        self.0 = (v as u64) ^ ((v >> 64) as u64);
+    }
 }
 
 impl AudienceUpload {
@@ -45,6 +74,8 @@ impl AudienceUpload {
             pending: Vec::with_capacity(AUDIENCE_CHUNK as usize * 2),
             inflight: None,
             settled: false,
+            seen: HashSet::default(),
+            duplicates: 0,
         }
     }
 
@@ -53,9 +84,18 @@ impl AudienceUpload {
         self.id
     }
 
+    /// Recipients dropped so far because they were listed before.
+    pub fn duplicates_removed(&self) -> u64 {
+        self.duplicates
+    }
+
     /// Takes the next recipients (already checked), writing every full chunk.
     /// Over the limit is an error; the caller then abandons the upload.
-    pub async fn push(&mut self, recipients: Vec<String>) -> Result<(), CampaignError> {
+    pub async fn push(&mut self, mut recipients: Vec<String>) -> Result<(), CampaignError> {
+        let before = recipients.len();
+        let seen = &mut self.seen;
+        recipients.retain(|r| seen.insert(xxhash_rust::xxh3::xxh3_128(r.as_bytes())));
+        self.duplicates += (before - recipients.len()) as u64;
         self.taken += recipients.len() as u64;
         if self.taken > self.max {
             return Err(CampaignError::TooManyRecipients { max: self.max });
@@ -205,6 +245,21 @@ mod tests {
         assert_eq!((a.id, a.size), (id, Some(n)));
         let all = store.audience_slice(id, 0, n).await.unwrap();
         assert_eq!(all, names(0..n));
+    }
+
+    #[tokio::test]
+    async fn a_recipient_listed_again_is_kept_once() {
+        let (store, mut up) = upload(10).await;
+        let id = up.id();
+        up.push(vec!["a".into(), "b".into(), "a".into()])
+            .await
+            .unwrap();
+        up.push(vec!["b".into(), "c".into()]).await.unwrap();
+        assert_eq!(up.duplicates_removed(), 2);
+        let a = up.finish().await.unwrap();
+        assert_eq!(a.size, Some(3));
+        let all = store.audience_slice(id, 0, 3).await.unwrap();
+        assert_eq!(all, ["a", "b", "c"]);
     }
 
     #[tokio::test]

@@ -47,6 +47,9 @@ pub struct AudienceJson {
     /// `null` while the upload is still going.
     pub size: Option<u64>,
     pub created_at: String,
+    /// In the upload's answer: recipients listed more than once, kept once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duplicates_removed: Option<u64>,
 }
 
 impl From<AudienceRecord> for AudienceJson {
@@ -56,6 +59,7 @@ impl From<AudienceRecord> for AudienceJson {
             name: a.name,
             size: a.size,
             created_at: format_rfc3339_ms(a.created_at),
+            duplicates_removed: None,
         }
     }
 }
@@ -108,8 +112,13 @@ pub async fn upload(
         .await?;
     match ingest(&mut up, body, format).await {
         Ok(()) => {
+            let duplicates = up.duplicates_removed();
             let a = up.finish().await?;
-            Ok((StatusCode::CREATED, axum::Json(AudienceJson::from(a))).into_response())
+            let json = AudienceJson {
+                duplicates_removed: Some(duplicates),
+                ..AudienceJson::from(a)
+            };
+            Ok((StatusCode::CREATED, axum::Json(json)).into_response())
         }
         Err(e) => {
             up.abandon().await;

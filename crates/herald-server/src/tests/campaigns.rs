@@ -329,3 +329,25 @@ async fn failed_sends_are_listed_and_retried_but_not_for_a_cancelled_job() {
     error(st, &body, StatusCode::NOT_FOUND, "not_found");
     api.engine.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_recipient_listed_twice_is_uploaded_once() {
+    let api = Api::new().await;
+    let (st, body) = api
+        .upload("/v1/audiences", "text/csv", "a\nb\na\nc\nb\n")
+        .await;
+    assert_eq!(st, StatusCode::CREATED, "{body}");
+    assert_eq!(body["size"], 3);
+    assert_eq!(body["duplicates_removed"], 2);
+    let id = body["id"].as_i64().unwrap_or_default();
+    let (_, a) = api.get(&format!("/v1/audiences/{id}")).await;
+    assert_eq!(a["size"], 3);
+    let (st, job) = api
+        .post(
+            "/v1/jobs",
+            json!({"audience_id": id, "channel": "log", "message": {"text": "once"}}),
+        )
+        .await;
+    assert_eq!(st, StatusCode::CREATED, "{job}");
+    assert_eq!(job["totals"]["total"], 3, "each recipient once: {job}");
+}

@@ -42,6 +42,9 @@ pub struct ServerArgs {
     /// More TOML for the server's config (set by scenarios, not a flag).
     #[arg(skip)]
     pub(super) extra_toml: String,
+    /// More keys of the `[reminders]` table (set by scenarios, not a flag).
+    #[arg(skip)]
+    pub(super) reminders_toml: String,
     /// `engine.stats_interval_ms` of the nodes (0, the default here: off).
     /// Set by scenarios, not a flag.
     #[arg(skip)]
@@ -246,6 +249,7 @@ bulk_max_lines = 1000000
 bulk_max_bytes = 536870912
 [reminders]
 merge_window_ms = {merge}
+{reminders}
 [reminders.channels]
 app = "sink"
 {channel}
@@ -254,6 +258,7 @@ app = "sink"
                 channel = channel_toml,
                 extra = a.extra_toml,
                 merge = a.merge_window_ms,
+                reminders = a.reminders_toml,
                 sync = a.synchronous,
                 stats = a.stats_interval_ms,
             );

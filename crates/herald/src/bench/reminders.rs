@@ -23,9 +23,16 @@ pub struct RemindersArgs {
     /// enough time to subscribe everyone first.
     #[arg(long)]
     subject_start_in: Option<f64>,
-    /// Minutes before the start the reminders fire (5..=60, a multiple of 5).
+    /// Minutes before the start the reminders fire: one of the default leads
+    /// (5..=60, a multiple of 5), or any of 0..=1440, which the server is then
+    /// configured with as its only lead.
     #[arg(long, default_value_t = 5)]
     lead_minutes: i64,
+    /// First give every user a directory entry with one device token, so
+    /// each reminder is resolved through the subscriber directory when it
+    /// fires (compare with the same run without).
+    #[arg(long)]
+    directory: bool,
     /// Subscriptions per bulk request.
     #[arg(long, default_value_t = 10_000)]
     chunk: usize,
@@ -36,17 +43,25 @@ pub struct RemindersArgs {
     pub(super) server: ServerArgs,
 }
 
-pub(super) async fn run(a: RemindersArgs) -> anyhow::Result<()> {
+pub(super) async fn run(mut a: RemindersArgs) -> anyhow::Result<()> {
+    if !(0..=1440).contains(&a.lead_minutes) {
+        bail!("--lead-minutes is 0 to 1440");
+    }
+    if a.lead_minutes % 5 != 0 || a.lead_minutes == 0 || a.lead_minutes > 60 {
+        a.server.reminders_toml = format!("leads_minutes = [{}]", a.lead_minutes);
+    }
     let sink = start_sink().await?;
     let server = Deployment::start(&sink, &a.server).await?;
     let http = http_client()?;
     let clock = SystemClock;
     let n = a.users;
     let lead_ms = a.lead_minutes * 60_000;
-    // Subscribing is slower than plain timers: budget 50k/s, plus start-up.
+    // Subscribing is slower than plain timers: budget 50k/s, plus start-up
+    // (and as long again to fill the directory first).
+    let setup_s = n as f64 / 50_000.0 * if a.directory { 2.0 } else { 1.0 };
     let start_in = a
         .subject_start_in
-        .unwrap_or(lead_ms as f64 / 1000.0 + 5.0 + n as f64 / 50_000.0);
+        .unwrap_or(lead_ms as f64 / 1000.0 + 5.0 + setup_s);
     let start_at = clock.now_ms() + (start_in * 1000.0) as i64;
     let due_at = start_at - lead_ms;
     if due_at <= clock.now_ms() {
@@ -71,6 +86,31 @@ pub(super) async fn run(a: RemindersArgs) -> anyhow::Result<()> {
         format_rfc3339_ms(start_at),
         format_rfc3339_ms(due_at)
     );
+    if a.directory {
+        let entries = Arc::new(move |r: std::ops::Range<usize>| {
+            let mut s = String::with_capacity(r.len() * 80);
+            for i in r {
+                s.push_str(&format!(
+                    "{{\"user_id\":\"user-{i}\",\"addresses\":{{\"app\":[\"device-{i}\"]}}}}\n"
+                ));
+            }
+            s
+        });
+        let secs = bulk_post(
+            &http,
+            &server.bases(),
+            "/v1/subscribers:bulk",
+            n,
+            a.chunk,
+            a.clients,
+            entries,
+        )
+        .await?;
+        eprintln!(
+            "directory: {n} entries in {secs:.2} s = {:.0} per second",
+            n as f64 / secs
+        );
+    }
     let lead = a.lead_minutes;
     let lines = Arc::new(move |r: std::ops::Range<usize>| {
         let mut s = String::with_capacity(r.len() * 100);
@@ -108,8 +148,13 @@ pub(super) async fn run(a: RemindersArgs) -> anyhow::Result<()> {
     let drain_s = (done - due_at) as f64 / 1000.0;
     let deliver_s = (delivered - due_at) as f64 / 1000.0;
     println!(
-        "reminders: {n} users of one subject, lead {} min (store {}, nodes {}, concurrency {})",
+        "reminders: {n} users of one subject, lead {} min, {} (store {}, nodes {}, concurrency {})",
         a.lead_minutes,
+        if a.directory {
+            "resolved through the directory"
+        } else {
+            "raw recipients"
+        },
         a.server.store_kind(),
         a.server.nodes,
         a.server.concurrency
@@ -129,7 +174,7 @@ pub(super) async fn run(a: RemindersArgs) -> anyhow::Result<()> {
     if a.server.json {
         println!(
             "{}",
-            serde_json::json!({"scenario":"reminders","store":a.server.store_kind(),"nodes":a.server.nodes,
+            serde_json::json!({"scenario":"reminders","directory":a.directory,"store":a.server.store_kind(),"nodes":a.server.nodes,
                 "users":n,"subscribe_per_sec":n as f64/secs,"server_cpu_s":c.nodes,"sink_cpu_s":c.own,
                 "pg_cpu_s":c.pg,"other_cpu_s":c.other,"delivered_s":deliver_s,"done_s":drain_s,
                 "drain_per_sec":n as f64/drain_s.max(0.001),"lateness_ms":s.lateness_ms,
