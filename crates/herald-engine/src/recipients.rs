@@ -199,7 +199,24 @@ pub(crate) async fn prune_device(
             at: now_ms,
         };
         match store.apply(vec![WriteOp::PutSubscriber(put)]).await?.pop() {
-            Some(WriteResult::SubscriberPut { .. }) => return Ok(true),
+            Some(WriteResult::SubscriberPut { .. }) => {
+                // The directory changed without a request: the audit log says
+                // who did it (Herald itself) and to whom.
+                let entry = herald_store::NewAuditEntry {
+                    at: now_ms,
+                    key_id: None,
+                    key_name: Some("herald: device token UNREGISTERED".into()),
+                    tenant,
+                    method: "PATCH".into(),
+                    route: "/v1/subscribers/{user_id}".into(),
+                    resource_id: Some(user_id.to_string()),
+                    status: 200,
+                };
+                if let Err(e) = store.append_audit(vec![entry]).await {
+                    tracing::warn!(tenant = tenant.0, user_id, error = %e, "auditing a pruned device token failed");
+                }
+                return Ok(true);
+            }
             Some(WriteResult::VersionConflict { .. }) => continue,
             _ => return Ok(false),
         }

@@ -384,14 +384,26 @@ pub async fn get(
 /// `POST /v1/jobs/{id}:retry-failed` → `200 {job, retried}`: the job's failed
 /// sends are sent again (a finished job runs again); `409 not_retryable` for a
 /// cancelled or expired job.
+///
+/// `POST /v1/jobs/{id}:recall` → `200 {job_id, messages, recalled,
+/// already_recalled, too_old, failed, error?}` (see `job_recall`).
 pub async fn action(
     State(st): State<AppState>,
     Extension(caller): Extension<Caller>,
     Extension(rates): Extension<Arc<RateSampler>>,
     Path(segment): Path<String>,
 ) -> Result<Response, ApiError> {
-    let (raw_id, verb) = split_action(&segment, "jobs", "job", &["cancel", "retry-failed"])?;
+    let (raw_id, verb) = split_action(
+        &segment,
+        "jobs",
+        "job",
+        &["cancel", "retry-failed", "recall"],
+    )?;
     let id = parse_id(raw_id, "job")?;
+    if verb == "recall" {
+        let job = st.campaigns.get_job(caller.tenant, id).await?;
+        return crate::job_recall::recall_job(&st, id, &job.channel).await;
+    }
     if verb == "retry-failed" {
         let (job, retried) = st.campaigns.retry_failed(caller.tenant, id).await?;
         let job = job_json(&st, &rates, job).await?;

@@ -11,6 +11,7 @@ pub mod channels;
 mod config;
 pub mod error;
 mod fields;
+mod job_recall;
 pub mod jobs;
 pub mod leads;
 mod openapi;

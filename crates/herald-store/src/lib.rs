@@ -231,6 +231,18 @@ pub trait Store: CampaignStore + AccessStore + Send + Sync + 'static {
     /// recalled. Returns whether this call marked it.
     async fn mark_delivery_recalled(&self, id: i64, at: i64) -> Result<bool>;
 
+    /// The provider messages of job `job_id`'s delivered sends, oldest first,
+    /// each once with the sends it carried (a provider that batches, like
+    /// WeCom, sends up to 1,000 recipients under one message id). At most
+    /// `limit + 1`, so a caller can tell there were more. Reads the job's
+    /// part of its send log.
+    async fn job_messages(&self, job_id: i64, limit: usize) -> Result<Vec<JobMessage>>;
+
+    /// Marks the delivered sends of job `job_id` under `msgid` recalled
+    /// (`final_status = "recalled"`, `final_at = at`) in one transaction,
+    /// leaving those already recalled; returns how many it marked.
+    async fn mark_job_message_recalled(&self, job_id: i64, msgid: &str, at: i64) -> Result<u64>;
+
     // ---- Cluster-wide channel access tokens ----
 
     /// The token stored under `key` (one per channel and credential), expired or

@@ -591,6 +591,19 @@ impl DueEntry {
     }
 }
 
+/// One provider message of a job's delivered sends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobMessage {
+    pub msgid: String,
+    /// When its earliest send was recorded (unix ms): providers recall
+    /// only within a window after the send.
+    pub sent_at: i64,
+    /// Delivered sends under this message id.
+    pub sends: u64,
+    /// Sends of it already marked recalled.
+    pub recalled: u64,
+}
+
 /// How one delivery attempt ended, and what it does to the timer.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CompletionOutcome {

@@ -535,6 +535,32 @@ async fn wecom_campaign_batches_by_1000_marks_invalid_users_and_recalls() {
     );
     assert_eq!(s.post("/v1/deliveries/x:recall", &json!({})).await.0, 400);
 
+    // The whole campaign: its ten messages (1,000 users each) come back;
+    // again, nothing is left to recall.
+    let (code, v) = s.post(&format!("/v1/jobs/{id}:recall"), &json!({})).await;
+    assert_eq!(code, 200, "{v}");
+    assert_eq!(
+        (
+            v["messages"].clone(),
+            v["recalled"].clone(),
+            v["failed"].clone()
+        ),
+        (json!(10), json!(9_999), json!(0)),
+        "{v}"
+    );
+    assert_eq!(mock_json(&mock, "/_mock/wecom/stats").await["recalled"], 11);
+    let sends = s.get(&format!("/v1/jobs/{id}/sends?start=0&end=1")).await.1;
+    assert_eq!(sends["sends"][0]["final_status"], "recalled", "{sends}");
+    let (code, v) = s.post(&format!("/v1/jobs/{id}:recall"), &json!({})).await;
+    assert_eq!(code, 200, "{v}");
+    assert_eq!(
+        (v["recalled"].clone(), v["already_recalled"].clone()),
+        (json!(0), json!(9_999)),
+        "{v}"
+    );
+    assert_eq!(mock_json(&mock, "/_mock/wecom/stats").await["recalled"], 11);
+    assert_eq!(s.post("/v1/jobs/999999:recall", &json!({})).await.0, 404);
+
     assert_deferred(&s, "wc_night", "dave", text).await;
 }
 

@@ -375,6 +375,16 @@ async fn routing(s: &Server, mock: &Mock) {
     assert!(note.contains("unregistered"), "{d}");
     let (_, v) = s.get("/v1/subscribers/alice").await;
     assert_eq!(v["addresses"]["app"], json!(["tok-a1", "tok-a2"]), "{v}");
+    let (_, audit) = s.get("/v1/audit?limit=500").await;
+    let pruned = audit["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            e["resource_id"] == "alice" && e["key_name"] == "herald: device token UNREGISTERED"
+        })
+        .count();
+    assert_eq!(pruned, 1, "the pruning is audited: {audit}");
     // The outcomes are counted.
     let metrics = s.metrics().await;
     for outcome in ["no_address", "opted_out"] {

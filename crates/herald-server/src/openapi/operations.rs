@@ -458,6 +458,14 @@ pub const OPS: &[Op] = &[
         &[(200, J("JobRetried"))],
     ),
     op(
+        "POST",
+        "/v1/jobs/{id}:recall",
+        "campaigns",
+        "Recall every message of a job the provider still allows (WeCom: 24 h)",
+        NoBody,
+        &[(200, J("JobRecalled"))],
+    ),
+    op(
         "GET",
         "/v1/jobs/{id}/segments",
         "campaigns",

@@ -556,6 +556,7 @@ pub fn collect(
     add::<DeadLetterGroup>(all);
     add::<PauseRequest>(all);
     add::<JobRetried>(all);
+    add::<crate::job_recall::JobRecalled>(all);
     add::<JobFailures>(all);
     add::<FailureGroup>(all);
     add::<PreviewRequest>(all);

@@ -591,6 +591,20 @@ impl Store for PgStore {
         .await
     }
 
+    async fn job_messages(&self, job_id: i64, limit: usize) -> Result<Vec<crate::JobMessage>> {
+        self.within("job_messages", async move {
+            provider::job_messages(self, job_id, limit).await
+        })
+        .await
+    }
+
+    async fn mark_job_message_recalled(&self, job_id: i64, msgid: &str, at: i64) -> Result<u64> {
+        self.within("mark_job_message_recalled", async move {
+            provider::mark_job_message_recalled(self, job_id, msgid, at).await
+        })
+        .await
+    }
+
     async fn get_channel_token(&self, key: &str) -> Result<Option<ChannelToken>> {
         self.within("get_channel_token", async move {
             provider::get_channel_token(self, key).await

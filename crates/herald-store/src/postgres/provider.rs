@@ -42,6 +42,17 @@ const RECALL: &str = "UPDATE deliveries SET final_status = 'recalled', final_at 
     WHERE id = $1 AND outcome = 'delivered' AND provider_msgid IS NOT NULL \
       AND final_status IS DISTINCT FROM 'recalled'";
 
+// $1 job, $2 limit. The job's rows by their primary key.
+const JOB_MESSAGES: &str = "SELECT msgid, MIN(updated_at), COUNT(*), \
+        COUNT(*) FILTER (WHERE final_status = 'recalled') \
+    FROM job_sends WHERE job_id = $1 AND state = 'delivered' AND msgid IS NOT NULL \
+    GROUP BY msgid ORDER BY MIN(updated_at), msgid LIMIT $2";
+// $1 job, $2 msgid, $3 at. Through the message-id index; like the final
+// status above it touches no counter, so it takes no job lock.
+const RECALL_JOB_MESSAGE: &str = "UPDATE job_sends SET final_status = 'recalled', final_at = $3 \
+    WHERE msgid = $2 AND msgid IS NOT NULL AND job_id = $1 AND state = 'delivered' \
+      AND final_status IS DISTINCT FROM 'recalled'";
+
 const TOKEN_OF: &str = concat!(
     "SELECT ",
     token_cols!(),
@@ -103,6 +114,52 @@ pub(super) async fn record_final_status(
         .ctx("setting final status of job sends")?;
     tx.commit().await.ctx("committing record_final_status")?;
     Ok(n_timers + n_sends)
+}
+
+pub(super) async fn job_messages(
+    store: &PgStore,
+    job_id: i64,
+    limit: usize,
+) -> Result<Vec<crate::JobMessage>> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(JOB_MESSAGES)
+        .await
+        .ctx("preparing job messages")?;
+    let limit = model::limit_to_db(limit.saturating_add(1));
+    let rows = client
+        .query(&stmt, &[&job_id, &limit])
+        .await
+        .ctx("reading job messages")?;
+    let mut out = Vec::with_capacity(rows.len());
+    for r in rows {
+        let sends: i64 = r.try_get(2).ctx("reading job message sends")?;
+        let recalled: i64 = r.try_get(3).ctx("reading job message recalls")?;
+        out.push(crate::JobMessage {
+            msgid: r.try_get(0).ctx("reading job message id")?,
+            sent_at: r.try_get(1).ctx("reading job message time")?,
+            sends: sends.max(0) as u64,
+            recalled: recalled.max(0) as u64,
+        });
+    }
+    Ok(out)
+}
+
+pub(super) async fn mark_job_message_recalled(
+    store: &PgStore,
+    job_id: i64,
+    msgid: &str,
+    at: i64,
+) -> Result<u64> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(RECALL_JOB_MESSAGE)
+        .await
+        .ctx("preparing job recall")?;
+    client
+        .execute(&stmt, &[&job_id, &msgid, &at])
+        .await
+        .ctx("marking job sends recalled")
 }
 
 pub(super) async fn mark_delivery_recalled(store: &PgStore, id: i64, at: i64) -> Result<bool> {

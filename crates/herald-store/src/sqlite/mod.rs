@@ -256,6 +256,17 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn job_messages(&self, job_id: i64, limit: usize) -> Result<Vec<crate::JobMessage>> {
+        self.read(move |c| provider::job_messages(c, job_id, limit))
+            .await
+    }
+
+    async fn mark_job_message_recalled(&self, job_id: i64, msgid: &str, at: i64) -> Result<u64> {
+        let msgid = msgid.to_string();
+        self.write(move |c| provider::mark_job_message_recalled(c, job_id, &msgid, at))
+            .await
+    }
+
     async fn get_channel_token(&self, key: &str) -> Result<Option<ChannelToken>> {
         let key = key.to_string();
         self.read(move |c| provider::get_channel_token(c, &key))

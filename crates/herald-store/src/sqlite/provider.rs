@@ -33,6 +33,16 @@ pub(super) const RECALL: &str = "UPDATE deliveries SET final_status = 'recalled'
     WHERE id = ?1 AND outcome = 'delivered' AND provider_msgid IS NOT NULL \
       AND final_status IS NOT 'recalled'";
 
+// $1 job, $2 limit. The job's rows by their primary key; delivered is code 0.
+const JOB_MESSAGES: &str = "SELECT msgid, MIN(updated_at), COUNT(*), \
+        SUM(CASE WHEN final_status = 'recalled' THEN 1 ELSE 0 END) \
+    FROM job_sends WHERE job_id = ?1 AND state = 0 AND msgid IS NOT NULL \
+    GROUP BY msgid ORDER BY MIN(updated_at), msgid LIMIT ?2";
+// $1 job, $2 msgid, $3 at. Through the message-id index.
+const RECALL_JOB_MESSAGE: &str = "UPDATE job_sends SET final_status = 'recalled', final_at = ?3 \
+    WHERE msgid = ?2 AND msgid IS NOT NULL AND job_id = ?1 AND state = 0 \
+      AND final_status IS NOT 'recalled'";
+
 pub(super) const TOKEN_OF: &str = concat!(
     "SELECT ",
     token_cols!(),
@@ -93,6 +103,56 @@ pub(super) fn mark_delivery_recalled(conn: &mut Connection, id: i64, at: i64) ->
         .ctx("marking delivery recalled")?;
     tx.commit().ctx("committing recall")?;
     Ok(n == 1)
+}
+
+pub(super) fn job_messages(
+    conn: &mut Connection,
+    job_id: i64,
+    limit: usize,
+) -> Result<Vec<crate::JobMessage>> {
+    let mut stmt = conn
+        .prepare_cached(JOB_MESSAGES)
+        .ctx("preparing job messages")?;
+    let limit = model::limit_to_db(limit.saturating_add(1));
+    let rows = stmt
+        .query_map(params![job_id, limit], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, i64>(3)?,
+            ))
+        })
+        .ctx("reading job messages")?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (msgid, sent_at, sends, recalled) = row.ctx("reading a job message")?;
+        out.push(crate::JobMessage {
+            msgid,
+            sent_at,
+            sends: sends.max(0) as u64,
+            recalled: recalled.max(0) as u64,
+        });
+    }
+    Ok(out)
+}
+
+pub(super) fn mark_job_message_recalled(
+    conn: &mut Connection,
+    job_id: i64,
+    msgid: &str,
+    at: i64,
+) -> Result<u64> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("beginning job recall")?;
+    let n = tx
+        .prepare_cached(RECALL_JOB_MESSAGE)
+        .ctx("preparing job recall")?
+        .execute(params![job_id, msgid, at])
+        .ctx("marking job sends recalled")?;
+    tx.commit().ctx("committing job recall")?;
+    Ok(n as u64)
 }
 
 pub(super) fn get_channel_token(conn: &mut Connection, key: &str) -> Result<Option<ChannelToken>> {

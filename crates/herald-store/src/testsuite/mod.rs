@@ -178,6 +178,7 @@ macro_rules! store_conformance_tests {
                 a_repeated_callback_keeps_its_first_time_and_recalled_stays_recalled,
                 get_delivery_reads_one_send_log_row,
                 only_a_delivered_row_with_a_msgid_can_be_recalled,
+                a_jobs_messages_are_listed_and_recalled_once,
                 channel_pauses_are_upserted_listed_and_resumed,
             ]
             races: [

@@ -208,6 +208,71 @@ pub async fn concurrent_refreshers_on_two_handles_fetch_once(a: S, b: S) {
 
 // ---- Final status and recall ----
 
+pub async fn a_jobs_messages_are_listed_and_recalled_once(store: S) {
+    let job = job_with_sends(
+        &store,
+        "wecom",
+        3,
+        vec![
+            send(0, SendState::Delivered),
+            send(1, SendState::Delivered),
+            send(2, SendState::Retry),
+        ],
+    )
+    .await;
+    // Another job holding the same message id is another campaign.
+    let other = job_with_sends(&store, "wecom", 2, vec![send(1, SendState::Delivered)]).await;
+    let msgs = store.job_messages(job.id, 10).await.unwrap();
+    let ids: Vec<(&str, u64, u64)> = msgs
+        .iter()
+        .map(|m| (m.msgid.as_str(), m.sends, m.recalled))
+        .collect();
+    assert_eq!(
+        ids,
+        [("msg-0", 1, 0), ("msg-1", 1, 0)],
+        "delivered sends only"
+    );
+    assert_eq!(
+        store.job_messages(job.id, 1).await.unwrap().len(),
+        2,
+        "limit + 1"
+    );
+    assert_eq!(
+        store
+            .mark_job_message_recalled(job.id, "msg-1", T0 + 50)
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        store
+            .mark_job_message_recalled(job.id, "msg-1", T0 + 60)
+            .await
+            .unwrap(),
+        0,
+        "once"
+    );
+    let msgs = store.job_messages(job.id, 10).await.unwrap();
+    assert_eq!((msgs[1].msgid.as_str(), msgs[1].recalled), ("msg-1", 1));
+    let sends = store.job_sends(job.id, 0, 3).await.unwrap();
+    assert_eq!(
+        (sends[1].final_status.as_deref(), sends[1].final_at),
+        (Some("recalled"), Some(T0 + 50))
+    );
+    let theirs = store.job_sends(other.id, 0, 2).await.unwrap();
+    assert_eq!(theirs.len(), 1);
+    assert_eq!(
+        theirs[0].final_status, None,
+        "the other job's send is untouched"
+    );
+    let j = store.get_job(job.id).await.unwrap().unwrap();
+    assert_eq!(
+        (j.totals.delivered, j.totals.retrying),
+        (2, 1),
+        "counters untouched"
+    );
+}
+
 pub async fn final_status_reaches_both_send_logs_by_channel_and_msgid(store: S) {
     let wx = timer_on(&store, "wechat").await;
     let hook = timer_on(&store, "webhook").await;
