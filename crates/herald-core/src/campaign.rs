@@ -197,10 +197,54 @@ pub fn job_recipient_key(job_id: i64, index: u64) -> String {
     format!("{INTERNAL_KEY_PREFIX}job-{job_id}-{index}")
 }
 
+/// The job and recipient index a [`job_recipient_key`] names.
+pub fn parse_job_recipient_key(key: &str) -> Option<(i64, u64)> {
+    let rest = key
+        .strip_prefix(INTERNAL_KEY_PREFIX)?
+        .strip_prefix("job-")?;
+    let (job, index) = rest.split_once('-')?;
+    let plain = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !plain(job) || !plain(index) {
+        return None;
+    }
+    Some((job.parse().ok()?, index.parse().ok()?))
+}
+
+/// The timer a `herald-timer-{id}` key (a timer without a caller's key) names.
+pub fn parse_timer_key(key: &str) -> Option<i64> {
+    let id = key
+        .strip_prefix(INTERNAL_KEY_PREFIX)?
+        .strip_prefix("timer-")?;
+    if id.is_empty() || !id.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    id.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn internal_keys_parse_back() {
+        assert_eq!(
+            parse_job_recipient_key(&job_recipient_key(3, 7)),
+            Some((3, 7))
+        );
+        assert_eq!(parse_timer_key("herald-timer-42"), Some(42));
+        for bad in [
+            "herald-job-3",
+            "herald-job--7",
+            "herald-job-3-x",
+            "job-3-7",
+            "herald-job-+3-7",
+        ] {
+            assert_eq!(parse_job_recipient_key(bad), None, "{bad}");
+        }
+        assert_eq!(parse_timer_key("herald-timer-"), None);
+        assert_eq!(parse_timer_key("herald-timer-1a"), None);
+    }
 
     #[test]
     fn internal_keys_are_recognised_in_any_case() {

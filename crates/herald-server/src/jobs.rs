@@ -50,6 +50,27 @@ pub struct TotalsJson {
     pub cancelled: u64,
     /// Without a final outcome yet.
     pub remaining: u64,
+    /// Recipients with a `delivered` receipt (`POST /v1/receipts`, or a
+    /// provider's `success` callback). Receipts are counted apart from the
+    /// outcomes above and need not add up with them.
+    pub delivered: u64,
+    /// Recipients with a `read` receipt.
+    pub read: u64,
+    /// Recipients with a `clicked` receipt.
+    pub clicked: u64,
+}
+
+impl TotalsJson {
+    /// The job's totals with its receipts.
+    pub(crate) async fn of_job(st: &AppState, job_id: i64, t: JobTotals) -> Result<Self, ApiError> {
+        let r = st.engine.store().job_receipt_counts(job_id).await?;
+        Ok(Self {
+            delivered: r.delivered,
+            read: r.read,
+            clicked: r.clicked,
+            ..Self::from(t)
+        })
+    }
 }
 
 impl From<JobTotals> for TotalsJson {
@@ -62,6 +83,9 @@ impl From<JobTotals> for TotalsJson {
             expired: t.expired,
             cancelled: t.cancelled,
             remaining: t.remaining(),
+            delivered: 0,
+            read: 0,
+            clicked: 0,
         }
     }
 }
@@ -140,7 +164,7 @@ async fn job_json(st: &AppState, rates: &RateSampler, j: JobRecord) -> Result<Jo
         created_at: format_rfc3339_ms(j.created_at),
         started_at: j.started_at.map(format_rfc3339_ms),
         finished_at: j.finished_at.map(format_rfc3339_ms),
-        totals: j.totals.into(),
+        totals: TotalsJson::of_job(st, j.id, j.totals).await?,
         segments,
         rate_per_sec: round1(rate),
         avg_rate_per_sec: round1(avg),

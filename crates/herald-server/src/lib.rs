@@ -20,6 +20,7 @@ mod overview;
 mod pagination;
 pub mod quota;
 mod rate;
+mod receipts;
 pub mod reminders;
 mod request;
 mod routes;
@@ -178,6 +179,7 @@ fn api_routes() -> RouteSet {
         )
         // `POST /v1/deliveries/{id}:recall`.
         .post("/v1/deliveries/{id}", channels::action)
+        .post("/v1/receipts", receipts::record)
         .post("/v1/keys", api_keys::create)
         .get("/v1/keys", api_keys::list)
         .delete("/v1/keys/{id}", api_keys::revoke)

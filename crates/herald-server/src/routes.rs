@@ -87,6 +87,8 @@ pub const ROUTES: &[Policy] = &[
     route(Post, "/v1/channels/{name}/callback", Signed(Admin), Xml),
     // `:recall`.
     route(Post, "/v1/deliveries/{id}", Needs(Admin), Action),
+    // What an app (or a relayed provider callback) reports after a send.
+    route(Post, "/v1/receipts", Needs(Write), Json),
     route(Post, "/v1/keys", Needs(Admin), Json),
     route(Get, "/v1/keys", Needs(Admin), NoBody),
     route(Delete, "/v1/keys/{id}", Needs(Admin), NoBody),

@@ -521,6 +521,14 @@ pub async fn tasks(
     let q = query(q)?;
     let limit = int_param("limit", &q.limit, 1..=1000)?.unwrap_or(100) as usize;
     let tasks = st.campaigns.rule_tasks(caller.tenant, id, limit).await?;
-    let out: Vec<TaskJson> = tasks.into_iter().map(Into::into).collect();
+    let mut out = Vec::with_capacity(tasks.len());
+    for t in tasks {
+        let job = t.job.as_ref().map(|j| (j.id, j.totals));
+        let mut json = TaskJson::from(t);
+        if let (Some((job_id, totals)), Some(j)) = (job, json.job.as_mut()) {
+            j.totals = TotalsJson::of_job(&st, job_id, totals).await?;
+        }
+        out.push(json);
+    }
     Ok(ok(StatusCode::OK, serde_json::json!({ "tasks": out })))
 }

@@ -231,6 +231,14 @@ pub trait Store: CampaignStore + AccessStore + Send + Sync + 'static {
     /// recalled. Returns whether this call marked it.
     async fn mark_delivery_recalled(&self, id: i64, at: i64) -> Result<bool>;
 
+    /// Records that the send `on` was `event` at `at`, in one transaction
+    /// (a job's count of that event goes up with it). Only the first report
+    /// of an event for a send counts; returns whether this was it.
+    async fn record_receipt(&self, on: ReceiptOn, event: ReceiptEvent, at: i64) -> Result<bool>;
+
+    /// Job `job_id`'s receipts, each recipient counted once per event.
+    async fn job_receipt_counts(&self, job_id: i64) -> Result<ReceiptCounts>;
+
     /// The provider messages of job `job_id`'s delivered sends, oldest first,
     /// each once with the sends it carried (a provider that batches, like
     /// WeCom, sends up to 1,000 recipients under one message id). At most

@@ -35,6 +35,7 @@ macro_rules! migrations {
             "0013_subscribers",
             "0014_reminder_leads",
             "0015_timer_routing",
+            "0016_receipts",
         )
     };
     (@ $($name:literal),+ $(,)?) => {

@@ -591,6 +591,71 @@ impl DueEntry {
     }
 }
 
+/// What a receipt reports about a sent message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReceiptEvent {
+    Delivered,
+    Read,
+    Clicked,
+}
+
+impl ReceiptEvent {
+    pub const ALL: [ReceiptEvent; 3] = [
+        ReceiptEvent::Delivered,
+        ReceiptEvent::Read,
+        ReceiptEvent::Clicked,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReceiptEvent::Delivered => "delivered",
+            ReceiptEvent::Read => "read",
+            ReceiptEvent::Clicked => "clicked",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|e| e.as_str() == s)
+    }
+
+    /// The receipt a provider's reported final status amounts to: WeChat's
+    /// `TEMPLATESENDJOBFINISH` with `success` says the message reached the
+    /// user, a delivery receipt; its refusals (`user_block`, ...) are none.
+    pub fn of_final_status(status: &str) -> Option<Self> {
+        (status == "success").then_some(ReceiptEvent::Delivered)
+    }
+}
+
+/// The send a receipt is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReceiptOn {
+    /// Recipient `idx` of job `job_id`.
+    JobSend { job_id: i64, idx: u64 },
+    /// A timer's send-log row.
+    Delivery(i64),
+}
+
+/// A job's receipts, counted once per recipient and event.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReceiptCounts {
+    pub delivered: u64,
+    pub read: u64,
+    pub clicked: u64,
+}
+
+impl ReceiptCounts {
+    /// Adds a stored count of `event` (names it does not know are ignored).
+    pub(crate) fn add(&mut self, event: &str, n: i64) {
+        let n = n.max(0) as u64;
+        match ReceiptEvent::parse(event) {
+            Some(ReceiptEvent::Delivered) => self.delivered += n,
+            Some(ReceiptEvent::Read) => self.read += n,
+            Some(ReceiptEvent::Clicked) => self.clicked += n,
+            None => {}
+        }
+    }
+}
+
 /// One provider message of a job's delivered sends.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobMessage {

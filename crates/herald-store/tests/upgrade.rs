@@ -694,7 +694,7 @@ async fn a_v0_sqlite_store_opens_migrates_and_reads_back() {
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 15);
+    assert_eq!(version, 16);
     drop(conn);
     // Opening again applies nothing and still reads the old rows.
     let store = herald_store::open(&url, &StoreOptions::default())
@@ -771,6 +771,7 @@ async fn a_v0_postgres_store_opens_migrates_and_reads_back() {
             (13, "0013_subscribers"),
             (14, "0014_reminder_leads"),
             (15, "0015_timer_routing"),
+            (16, "0016_receipts"),
         ]
     );
 }

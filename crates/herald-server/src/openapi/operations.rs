@@ -540,6 +540,14 @@ pub const OPS: &[Op] = &[
         NoBody,
         &[(200, J("Recalled"))],
     ),
+    op(
+        "POST",
+        "/v1/receipts",
+        "channels",
+        "Record that a sent message was delivered, read or clicked",
+        JsonBody("ReceiptBody"),
+        &[(200, J("ReceiptJson"))],
+    ),
     // Keys and audit.
     op(
         "POST",

@@ -557,6 +557,8 @@ pub fn collect(
     add::<PauseRequest>(all);
     add::<JobRetried>(all);
     add::<crate::job_recall::JobRecalled>(all);
+    add::<crate::receipts::ReceiptBody>(all);
+    add::<crate::receipts::ReceiptJson>(all);
     add::<JobFailures>(all);
     add::<FailureGroup>(all);
     add::<PreviewRequest>(all);

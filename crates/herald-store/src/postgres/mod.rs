@@ -591,6 +591,25 @@ impl Store for PgStore {
         .await
     }
 
+    async fn record_receipt(
+        &self,
+        on: crate::ReceiptOn,
+        event: crate::ReceiptEvent,
+        at: i64,
+    ) -> Result<bool> {
+        self.within("record_receipt", async move {
+            provider::record_receipt(self, on, event, at).await
+        })
+        .await
+    }
+
+    async fn job_receipt_counts(&self, job_id: i64) -> Result<crate::ReceiptCounts> {
+        self.within("job_receipt_counts", async move {
+            provider::job_receipt_counts(self, job_id).await
+        })
+        .await
+    }
+
     async fn job_messages(&self, job_id: i64, limit: usize) -> Result<Vec<crate::JobMessage>> {
         self.within("job_messages", async move {
             provider::job_messages(self, job_id, limit).await

@@ -26,7 +26,7 @@ pub(crate) const FINAL_DELIVERIES: &str = "UPDATE deliveries SET \
         final_at = CASE WHEN final_status IS NOT DISTINCT FROM $3::text THEN final_at ELSE $4 END, \
         final_status = $3::text \
     WHERE channel = $1 AND provider_msgid = $2 AND provider_msgid IS NOT NULL \
-      AND final_status IS DISTINCT FROM 'recalled'";
+      AND final_status IS DISTINCT FROM 'recalled' RETURNING id";
 // The job's channel is checked per matching row through the jobs primary key:
 // a scalar subquery stays a per-row SubPlan, where an `EXISTS` would be pulled
 // up into a join that may read every job on the channel.
@@ -36,7 +36,8 @@ pub(crate) const FINAL_SENDS: &str = "UPDATE job_sends AS s SET \
         final_status = $3::text \
     WHERE s.msgid = $2 AND s.msgid IS NOT NULL \
       AND s.final_status IS DISTINCT FROM 'recalled' \
-      AND (SELECT j.channel FROM jobs AS j WHERE j.id = s.job_id) = $1";
+      AND (SELECT j.channel FROM jobs AS j WHERE j.id = s.job_id) = $1 \
+    RETURNING s.job_id, s.idx";
 // $1 id, $2 at.
 const RECALL: &str = "UPDATE deliveries SET final_status = 'recalled', final_at = $2 \
     WHERE id = $1 AND outcome = 'delivered' AND provider_msgid IS NOT NULL \
@@ -52,6 +53,16 @@ const JOB_MESSAGES: &str = "SELECT msgid, MIN(updated_at), COUNT(*), \
 const RECALL_JOB_MESSAGE: &str = "UPDATE job_sends SET final_status = 'recalled', final_at = $3 \
     WHERE msgid = $2 AND msgid IS NOT NULL AND job_id = $1 AND state = 'delivered' \
       AND final_status IS DISTINCT FROM 'recalled'";
+
+const JOB_RECEIPT: &str = "INSERT INTO job_receipts (job_id, idx, event, at) \
+    VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING";
+// Its own row per job and event, so receipts never wait on the job row the
+// campaign workers lock.
+const JOB_RECEIPT_COUNT: &str = "INSERT INTO job_receipt_counts (job_id, event, n) \
+    VALUES ($1, $2, 1) ON CONFLICT (job_id, event) DO UPDATE SET n = job_receipt_counts.n + 1";
+const DELIVERY_RECEIPT: &str = "INSERT INTO delivery_receipts (delivery_id, event, at) \
+    VALUES ($1, $2, $3) ON CONFLICT DO NOTHING";
+const RECEIPT_COUNTS: &str = "SELECT event, n FROM job_receipt_counts WHERE job_id = $1";
 
 const TOKEN_OF: &str = concat!(
     "SELECT ",
@@ -104,16 +115,106 @@ pub(super) async fn record_final_status(
         .await
         .ctx("preparing final status of job sends")?;
     let args: [&(dyn tokio_postgres::types::ToSql + Sync); 4] = [&channel, &msgid, &status, &at];
-    let n_timers = tx
-        .execute(&timers, &args)
+    let timers = tx
+        .query(&timers, &args)
         .await
         .ctx("setting final status of deliveries")?;
-    let n_sends = tx
-        .execute(&sends, &args)
+    let sends = tx
+        .query(&sends, &args)
         .await
         .ctx("setting final status of job sends")?;
+    if let Some(event) = crate::ReceiptEvent::of_final_status(status) {
+        for r in &timers {
+            let id: i64 = r.try_get(0).ctx("reading delivery id")?;
+            receipt_in(&tx, crate::ReceiptOn::Delivery(id), event, at).await?;
+        }
+        for r in &sends {
+            let job_id: i64 = r.try_get(0).ctx("reading job id")?;
+            let idx: i64 = r.try_get(1).ctx("reading send index")?;
+            let idx = model::from_db(idx, "job_sends.idx")?;
+            receipt_in(&tx, crate::ReceiptOn::JobSend { job_id, idx }, event, at).await?;
+        }
+    }
     tx.commit().await.ctx("committing record_final_status")?;
-    Ok(n_timers + n_sends)
+    Ok((timers.len() + sends.len()) as u64)
+}
+
+pub(super) async fn record_receipt(
+    store: &PgStore,
+    on: crate::ReceiptOn,
+    event: crate::ReceiptEvent,
+    at: i64,
+) -> Result<bool> {
+    let mut client = store.client().await?;
+    let tx = client.transaction().await.ctx("beginning receipt")?;
+    let first = receipt_in(&tx, on, event, at).await?;
+    tx.commit().await.ctx("committing receipt")?;
+    Ok(first)
+}
+
+/// Records a receipt inside the caller's transaction; a job's count goes up
+/// only with its first report.
+async fn receipt_in(
+    tx: &deadpool_postgres::Transaction<'_>,
+    on: crate::ReceiptOn,
+    event: crate::ReceiptEvent,
+    at: i64,
+) -> Result<bool> {
+    Ok(match on {
+        crate::ReceiptOn::JobSend { job_id, idx } => {
+            let idx = model::to_db(idx, "job_receipts.idx")?;
+            let stmt = tx
+                .prepare_cached(JOB_RECEIPT)
+                .await
+                .ctx("preparing receipt")?;
+            let n = tx
+                .execute(&stmt, &[&job_id, &idx, &event.as_str(), &at])
+                .await
+                .ctx("recording receipt")?;
+            if n == 1 {
+                let count = tx
+                    .prepare_cached(JOB_RECEIPT_COUNT)
+                    .await
+                    .ctx("preparing receipt count")?;
+                tx.execute(&count, &[&job_id, &event.as_str()])
+                    .await
+                    .ctx("counting receipt")?;
+            }
+            n == 1
+        }
+        crate::ReceiptOn::Delivery(id) => {
+            let stmt = tx
+                .prepare_cached(DELIVERY_RECEIPT)
+                .await
+                .ctx("preparing receipt")?;
+            tx.execute(&stmt, &[&id, &event.as_str(), &at])
+                .await
+                .ctx("recording receipt")?
+                == 1
+        }
+    })
+}
+
+pub(super) async fn job_receipt_counts(
+    store: &PgStore,
+    job_id: i64,
+) -> Result<crate::ReceiptCounts> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(RECEIPT_COUNTS)
+        .await
+        .ctx("preparing receipt counts")?;
+    let rows = client
+        .query(&stmt, &[&job_id])
+        .await
+        .ctx("reading receipt counts")?;
+    let mut c = crate::ReceiptCounts::default();
+    for r in rows {
+        let event: String = r.try_get(0).ctx("reading receipt event")?;
+        let n: i64 = r.try_get(1).ctx("reading receipt count")?;
+        c.add(&event, n);
+    }
+    Ok(c)
 }
 
 pub(super) async fn job_messages(

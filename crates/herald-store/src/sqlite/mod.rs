@@ -256,6 +256,21 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn record_receipt(
+        &self,
+        on: crate::ReceiptOn,
+        event: crate::ReceiptEvent,
+        at: i64,
+    ) -> Result<bool> {
+        self.write(move |c| provider::record_receipt(c, on, event, at))
+            .await
+    }
+
+    async fn job_receipt_counts(&self, job_id: i64) -> Result<crate::ReceiptCounts> {
+        self.read(move |c| provider::job_receipt_counts(c, job_id))
+            .await
+    }
+
     async fn job_messages(&self, job_id: i64, limit: usize) -> Result<Vec<crate::JobMessage>> {
         self.read(move |c| provider::job_messages(c, job_id, limit))
             .await

@@ -22,12 +22,13 @@ pub(super) const DELIVERY_BY_ID: &str = concat!(
 pub(super) const FINAL_DELIVERIES: &str = "UPDATE deliveries \
     SET final_at = CASE WHEN final_status IS ?3 THEN final_at ELSE ?4 END, final_status = ?3 \
     WHERE channel = ?1 AND provider_msgid = ?2 AND provider_msgid IS NOT NULL \
-      AND final_status IS NOT 'recalled'";
+      AND final_status IS NOT 'recalled' RETURNING id";
 // The job's channel is checked per matching row through the jobs primary key.
 pub(super) const FINAL_SENDS: &str = "UPDATE job_sends \
     SET final_at = CASE WHEN final_status IS ?3 THEN final_at ELSE ?4 END, final_status = ?3 \
     WHERE msgid = ?2 AND msgid IS NOT NULL AND final_status IS NOT 'recalled' \
-      AND EXISTS (SELECT 1 FROM jobs WHERE jobs.id = job_sends.job_id AND jobs.channel = ?1)";
+      AND EXISTS (SELECT 1 FROM jobs WHERE jobs.id = job_sends.job_id AND jobs.channel = ?1) \
+    RETURNING job_id, idx";
 // ?1 id, ?2 at.
 pub(super) const RECALL: &str = "UPDATE deliveries SET final_status = 'recalled', final_at = ?2 \
     WHERE id = ?1 AND outcome = 'delivered' AND provider_msgid IS NOT NULL \
@@ -42,6 +43,14 @@ const JOB_MESSAGES: &str = "SELECT msgid, MIN(updated_at), COUNT(*), \
 const RECALL_JOB_MESSAGE: &str = "UPDATE job_sends SET final_status = 'recalled', final_at = ?3 \
     WHERE msgid = ?2 AND msgid IS NOT NULL AND job_id = ?1 AND state = 0 \
       AND final_status IS NOT 'recalled'";
+
+const JOB_RECEIPT: &str = "INSERT INTO job_receipts (job_id, idx, event, at) \
+    VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING";
+const JOB_RECEIPT_COUNT: &str = "INSERT INTO job_receipt_counts (job_id, event, n) \
+    VALUES (?1, ?2, 1) ON CONFLICT (job_id, event) DO UPDATE SET n = n + 1";
+const DELIVERY_RECEIPT: &str = "INSERT INTO delivery_receipts (delivery_id, event, at) \
+    VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING";
+const RECEIPT_COUNTS: &str = "SELECT event, n FROM job_receipt_counts WHERE job_id = ?1";
 
 pub(super) const TOKEN_OF: &str = concat!(
     "SELECT ",
@@ -78,18 +87,39 @@ pub(super) fn record_final_status(
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("beginning record_final_status")?;
     let args = params![channel, msgid, status, at];
-    let timers = tx
+    let timers: Vec<i64> = tx
         .prepare_cached(FINAL_DELIVERIES)
         .ctx("preparing final status of deliveries")?
-        .execute(args)
-        .ctx("setting final status of deliveries")?;
-    let sends = tx
+        .query_map(args, |r| r.get(0))
+        .ctx("setting final status of deliveries")?
+        .collect::<rusqlite::Result<_>>()
+        .ctx("reading deliveries set")?;
+    let sends: Vec<(i64, i64)> = tx
         .prepare_cached(FINAL_SENDS)
         .ctx("preparing final status of job sends")?
-        .execute(args)
-        .ctx("setting final status of job sends")?;
+        .query_map(args, |r| Ok((r.get(0)?, r.get(1)?)))
+        .ctx("setting final status of job sends")?
+        .collect::<rusqlite::Result<_>>()
+        .ctx("reading job sends set")?;
+    if let Some(event) = crate::ReceiptEvent::of_final_status(status) {
+        for id in &timers {
+            receipt_in(&tx, crate::ReceiptOn::Delivery(*id), event, at)?;
+        }
+        for (job_id, idx) in &sends {
+            let idx = model::from_db(*idx, "job_sends.idx")?;
+            receipt_in(
+                &tx,
+                crate::ReceiptOn::JobSend {
+                    job_id: *job_id,
+                    idx,
+                },
+                event,
+                at,
+            )?;
+        }
+    }
     tx.commit().ctx("committing record_final_status")?;
-    Ok((timers + sends) as u64)
+    Ok((timers.len() + sends.len()) as u64)
 }
 
 pub(super) fn mark_delivery_recalled(conn: &mut Connection, id: i64, at: i64) -> Result<bool> {
@@ -103,6 +133,74 @@ pub(super) fn mark_delivery_recalled(conn: &mut Connection, id: i64, at: i64) ->
         .ctx("marking delivery recalled")?;
     tx.commit().ctx("committing recall")?;
     Ok(n == 1)
+}
+
+pub(super) fn record_receipt(
+    conn: &mut Connection,
+    on: crate::ReceiptOn,
+    event: crate::ReceiptEvent,
+    at: i64,
+) -> Result<bool> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("beginning receipt")?;
+    let first = receipt_in(&tx, on, event, at)?;
+    tx.commit().ctx("committing receipt")?;
+    Ok(first)
+}
+
+/// Records a receipt inside the caller's transaction; a job's count goes up
+/// only with its first report.
+fn receipt_in(
+    tx: &rusqlite::Transaction<'_>,
+    on: crate::ReceiptOn,
+    event: crate::ReceiptEvent,
+    at: i64,
+) -> Result<bool> {
+    Ok(match on {
+        crate::ReceiptOn::JobSend { job_id, idx } => {
+            let idx = model::to_db(idx, "job_receipts.idx")?;
+            let n = tx
+                .prepare_cached(JOB_RECEIPT)
+                .ctx("preparing receipt")?
+                .execute(params![job_id, idx, event.as_str(), at])
+                .ctx("recording receipt")?;
+            if n == 1 {
+                tx.prepare_cached(JOB_RECEIPT_COUNT)
+                    .ctx("preparing receipt count")?
+                    .execute(params![job_id, event.as_str()])
+                    .ctx("counting receipt")?;
+            }
+            n == 1
+        }
+        crate::ReceiptOn::Delivery(id) => {
+            tx.prepare_cached(DELIVERY_RECEIPT)
+                .ctx("preparing receipt")?
+                .execute(params![id, event.as_str(), at])
+                .ctx("recording receipt")?
+                == 1
+        }
+    })
+}
+
+pub(super) fn job_receipt_counts(
+    conn: &mut Connection,
+    job_id: i64,
+) -> Result<crate::ReceiptCounts> {
+    let mut stmt = conn
+        .prepare_cached(RECEIPT_COUNTS)
+        .ctx("preparing receipt counts")?;
+    let rows = stmt
+        .query_map(params![job_id], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+        })
+        .ctx("reading receipt counts")?;
+    let mut c = crate::ReceiptCounts::default();
+    for row in rows {
+        let (event, n) = row.ctx("reading a receipt count")?;
+        c.add(&event, n);
+    }
+    Ok(c)
 }
 
 pub(super) fn job_messages(

@@ -179,6 +179,7 @@ macro_rules! store_conformance_tests {
                 get_delivery_reads_one_send_log_row,
                 only_a_delivered_row_with_a_msgid_can_be_recalled,
                 a_jobs_messages_are_listed_and_recalled_once,
+                receipts_count_once_per_send_and_event,
                 channel_pauses_are_upserted_listed_and_resumed,
             ]
             races: [

@@ -208,6 +208,82 @@ pub async fn concurrent_refreshers_on_two_handles_fetch_once(a: S, b: S) {
 
 // ---- Final status and recall ----
 
+pub async fn receipts_count_once_per_send_and_event(store: S) {
+    use crate::{ReceiptCounts, ReceiptEvent, ReceiptOn};
+    let job = job_with_sends(&store, "wecom", 2, vec![send(0, SendState::Delivered)]).await;
+    let on = |idx| ReceiptOn::JobSend {
+        job_id: job.id,
+        idx,
+    };
+    let read = ReceiptEvent::Read;
+    assert!(store.record_receipt(on(0), read, T0).await.unwrap());
+    assert!(
+        !store.record_receipt(on(0), read, T0 + 5).await.unwrap(),
+        "a repeat"
+    );
+    assert!(store.record_receipt(on(1), read, T0).await.unwrap());
+    assert!(
+        store
+            .record_receipt(on(0), ReceiptEvent::Delivered, T0)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store.job_receipt_counts(job.id).await.unwrap(),
+        ReceiptCounts {
+            delivered: 1,
+            read: 2,
+            clicked: 0
+        }
+    );
+    assert_eq!(
+        store.job_receipt_counts(job.id + 1000).await.unwrap(),
+        ReceiptCounts::default()
+    );
+    assert!(
+        store
+            .record_receipt(ReceiptOn::Delivery(7), read, T0)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .record_receipt(ReceiptOn::Delivery(7), read, T0)
+            .await
+            .unwrap()
+    );
+
+    // A provider's `success` callback is a delivery receipt, once; a refusal
+    // is none. `msg-0` is both jobs' first message on this channel.
+    let other = job_with_sends(
+        &store,
+        "wecom",
+        2,
+        vec![send(0, SendState::Delivered), send(1, SendState::Delivered)],
+    )
+    .await;
+    for _ in 0..2 {
+        let n = store
+            .record_final_status("wecom", "msg-0", "success", T0 + 9)
+            .await
+            .unwrap();
+        assert_eq!(n, 2);
+    }
+    store
+        .record_final_status("wecom", "msg-1", "user_block", T0 + 9)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.job_receipt_counts(other.id).await.unwrap().delivered,
+        1
+    );
+    assert_eq!(
+        store.job_receipt_counts(job.id).await.unwrap().delivered,
+        1,
+        "already had its delivery receipt"
+    );
+}
+
 pub async fn a_jobs_messages_are_listed_and_recalled_once(store: S) {
     let job = job_with_sends(
         &store,
