@@ -56,24 +56,29 @@ pub fn check_users(field: &str, users: &[String], max: usize) -> Result<(), ApiE
 /// A message is a JSON object of at most [`MAX_MESSAGE_BYTES`], with no NUL
 /// in any of its strings.
 pub fn check_message(m: &RawValue) -> Result<(), ApiError> {
+    check_message_at("message", m)
+}
+
+/// [`check_message`] of a message given under another name.
+pub fn check_message_at(field: &str, m: &RawValue) -> Result<(), ApiError> {
     if !m.get().trim_start().starts_with('{') {
         return Err(ApiError::field(
-            "message",
+            field,
             "invalid_field",
-            "message must be a JSON object",
+            format!("{field} must be a JSON object"),
         ));
     }
     if m.get().len() > MAX_MESSAGE_BYTES {
         return Err(ApiError::field(
-            "message",
+            field,
             "invalid_field",
             format!(
-                "message is {} bytes; at most {MAX_MESSAGE_BYTES}",
+                "{field} is {} bytes; at most {MAX_MESSAGE_BYTES}",
                 m.get().len()
             ),
         ));
     }
-    check_json_nul("message", m.get())
+    check_json_nul(field, m.get())
 }
 
 /// `priority`, `0..=MAX_PRIORITY`; the default when absent.

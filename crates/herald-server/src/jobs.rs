@@ -15,14 +15,15 @@ use herald_core::TenantId;
 use herald_core::campaign::{JobState, SegmentState, SendState, job_recipient_key};
 use herald_core::time::{format_rfc3339_ms, parse_rfc3339_ms};
 use herald_engine::campaign::{AudienceSource, NewJob};
-use herald_store::{JobRecord, JobTotals, SegmentRecord, SendRecord};
+use herald_store::{FollowUp, JobRecord, JobTotals, SegmentRecord, SendRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::access::Caller;
 use crate::error::{ApiError, from_serde};
 use crate::fields::{
-    MAX_DEADLINE_SECS, check_message, check_priority, check_users, unknown_channel,
+    MAX_DEADLINE_SECS, check_message, check_message_at, check_priority, check_users,
+    unknown_channel,
 };
 use crate::pagination::{ASCENDING, DESCENDING, PageQuery};
 use crate::rate::RateSampler;
@@ -118,6 +119,21 @@ pub(crate) struct JobJson {
     /// Seconds until `remaining` reaches 0 at the current rate; null when the
     /// rate is 0 or the job has ended.
     eta_secs: Option<u64>,
+    /// Its follow-up, when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    follow_up: Option<FollowUpJson>,
+}
+
+/// Where a job's follow-up stands.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct FollowUpJson {
+    after_secs: i64,
+    only: &'static str,
+    /// `waiting` (until the job has ended `after_secs` ago), `sent`, or
+    /// `skipped` (nobody left unread, or the job was cancelled).
+    state: &'static str,
+    /// The job that sent it.
+    job_id: Option<i64>,
 }
 
 fn round1(x: f64) -> f64 {
@@ -169,6 +185,17 @@ async fn job_json(st: &AppState, rates: &RateSampler, j: JobRecord) -> Result<Jo
         rate_per_sec: round1(rate),
         avg_rate_per_sec: round1(avg),
         eta_secs: eta,
+        follow_up: st
+            .engine
+            .store()
+            .get_follow_up(j.id)
+            .await?
+            .map(|f| FollowUpJson {
+                after_secs: f.after_ms / 1000,
+                only: "unread",
+                state: f.state.as_str(),
+                job_id: f.follow_up_job_id,
+            }),
     })
 }
 
@@ -263,6 +290,51 @@ pub(crate) struct JobBody {
     deadline_secs: Option<i64>,
     #[serde(default)]
     priority: Option<i64>,
+    /// A message sent later to the recipients who did not read this one.
+    #[serde(default)]
+    follow_up: Option<FollowUpBody>,
+}
+
+/// `follow_up` of a job: `after_secs` after the job ends, `message` goes
+/// to the recipients it delivered to that sent no `read` receipt.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FollowUpBody {
+    /// 1 second to 30 days after the job ends.
+    after_secs: i64,
+    #[schema(value_type = Object)]
+    message: Box<RawValue>,
+    /// Who gets it: `unread` (the only choice).
+    only: String,
+}
+
+/// Longest a follow-up may wait after its job: 30 days.
+const MAX_FOLLOW_UP_SECS: i64 = 30 * 24 * 3600;
+
+fn check_follow_up(f: Option<FollowUpBody>) -> Result<Option<FollowUp>, ApiError> {
+    let Some(f) = f else { return Ok(None) };
+    if !(1..=MAX_FOLLOW_UP_SECS).contains(&f.after_secs) {
+        return Err(ApiError::field(
+            "follow_up.after_secs",
+            "invalid_field",
+            format!("follow_up.after_secs must be 1..={MAX_FOLLOW_UP_SECS}"),
+        ));
+    }
+    if f.only != "unread" {
+        return Err(ApiError::field(
+            "follow_up.only",
+            "invalid_field",
+            format!(
+                "follow_up.only is {:?}; the one choice is \"unread\"",
+                f.only
+            ),
+        ));
+    }
+    check_message_at("follow_up.message", &f.message)?;
+    Ok(Some(FollowUp {
+        after_ms: f.after_secs * 1000,
+        message: f.message.get().to_string(),
+    }))
 }
 
 /// Reads and checks a job body. Whether an `audience_id` names a sealed
@@ -365,6 +437,7 @@ fn check_job(st: &AppState, tenant: TenantId, bytes: &[u8]) -> Result<NewJob, Ap
         }
     };
     let priority = check_priority(req.priority)?;
+    let follow_up = check_follow_up(req.follow_up)?;
     Ok(NewJob {
         audience,
         channel: req.channel,
@@ -372,6 +445,7 @@ fn check_job(st: &AppState, tenant: TenantId, bytes: &[u8]) -> Result<NewJob, Ap
         segment_size,
         deadline_at,
         priority,
+        follow_up,
     })
 }
 

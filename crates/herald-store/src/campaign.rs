@@ -144,6 +144,67 @@ pub struct JobSpec {
     pub priority: u8,
     /// The rule task that started it, if any.
     pub task_id: Option<i64>,
+    /// A follow-up to send after the job ends (see [`FollowUp`]).
+    pub follow_up: Option<FollowUp>,
+    /// This job is the follow-up of that job: it is created only while that
+    /// follow-up is still waiting, and marks it sent in the same transaction,
+    /// so a follow-up goes out once whatever crashes.
+    pub follows: Option<i64>,
+}
+
+/// A job's follow-up: `after_ms` after the job ends, `message` goes to the
+/// recipients it delivered to that sent no `read` receipt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FollowUp {
+    pub after_ms: i64,
+    pub message: String,
+}
+
+/// Where a job's follow-up stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FollowUpState {
+    /// The job has not ended, or ended less than `after_ms` ago.
+    Waiting,
+    /// The follow-up job was created.
+    Sent,
+    /// Nothing to send: every recipient read it, none was delivered to, or
+    /// the job was cancelled.
+    Skipped,
+}
+
+impl FollowUpState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FollowUpState::Waiting => "waiting",
+            FollowUpState::Sent => "sent",
+            FollowUpState::Skipped => "skipped",
+        }
+    }
+
+    /// As both stores keep it: 0, 1, 2 in declaration order.
+    pub(crate) fn from_code(c: i64) -> crate::Result<Self> {
+        match c {
+            0 => Ok(FollowUpState::Waiting),
+            1 => Ok(FollowUpState::Sent),
+            2 => Ok(FollowUpState::Skipped),
+            _ => Err(crate::StoreError::Corrupt(format!(
+                "follow-up state {c} is unknown"
+            ))),
+        }
+    }
+}
+
+/// A job's stored follow-up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FollowUpRecord {
+    pub job_id: i64,
+    pub after_ms: i64,
+    pub message: String,
+    pub state: FollowUpState,
+    /// The job that sent it, once sent.
+    pub follow_up_job_id: Option<i64>,
+    /// When it was sent or skipped.
+    pub done_at: Option<i64>,
 }
 
 /// Counts of a job's recipients by outcome; see [`JobTotals::remaining`].
@@ -518,9 +579,32 @@ pub trait CampaignStore: Send + Sync + 'static {
     /// job records the size used), ids increasing with `start`; each is
     /// `pending` with `cursor = start`, `epoch = 0`, `attempt = 1`,
     /// `not_before = now`, no owner or lease.
+    ///
+    /// `spec.follow_up` is stored with it (waiting). With `spec.follows`, the
+    /// job is created only if that job's follow-up is still waiting (else
+    /// `None`, nothing written), and the follow-up becomes `sent` with it.
     async fn create_job(&self, spec: JobSpec, now: i64) -> Result<Option<JobRecord>>;
 
     async fn get_job(&self, id: i64) -> Result<Option<JobRecord>>;
+
+    /// Job `job_id`'s follow-up, if it has one.
+    async fn get_follow_up(&self, job_id: i64) -> Result<Option<FollowUpRecord>>;
+
+    /// Waiting follow-ups whose job ended at least `after_ms` before `now`,
+    /// by job id, at most `limit`.
+    async fn due_follow_ups(&self, now: i64, limit: usize) -> Result<Vec<FollowUpRecord>>;
+
+    /// Job `job_id`'s delivered sends from index `from` on with no `read`
+    /// receipt, by index, at most `limit`: `(index, recipient)`.
+    async fn unread_sends(
+        &self,
+        job_id: i64,
+        from: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, String)>>;
+
+    /// Ends a waiting follow-up with nothing sent; whether it was waiting.
+    async fn skip_follow_up(&self, job_id: i64, now: i64) -> Result<bool>;
 
     /// Jobs of `tenant` with `id < before` (all when `None`), newest first, at
     /// most `limit`.

@@ -684,6 +684,8 @@ async fn job_of(store: &PgStore, n: u64, segment_size: u64) -> JobRecord {
                 deadline_at: None,
                 priority: 0,
                 task_id: None,
+                follow_up: None,
+                follows: None,
             },
             T0,
         )
@@ -952,6 +954,8 @@ async fn a_job_settled_by_its_deadline_ends_done_not_expired() {
                 deadline_at: Some(deadline),
                 priority: 0,
                 task_id: None,
+                follow_up: None,
+                follows: None,
             },
             T0,
         )

@@ -71,6 +71,8 @@ async fn refusals(store: &dyn Store) -> Vec<(&'static str, String)> {
         segment_size: 5,
         deadline_at: None,
         priority: 0,
+        follow_up: None,
+        follows: None,
         task_id: None,
     };
     store.create_job(spec, 3).await.unwrap().unwrap();

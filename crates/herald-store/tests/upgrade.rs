@@ -523,6 +523,8 @@ async fn writes_after_v0(store: &dyn Store) {
                 segment_size: 10,
                 deadline_at: None,
                 priority: 0,
+                follow_up: None,
+                follows: None,
                 task_id: None,
             },
             NOW,

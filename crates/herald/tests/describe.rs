@@ -940,6 +940,24 @@ async fn every_route_answers_as_the_document_says() {
         )
         .await;
     assert!((400..500).contains(&s), "{s} {v}");
+    let v = api
+        .expect(
+            200,
+            "POST",
+            "/v1/receipts",
+            "/v1/receipts",
+            Some(json!({"delivery_id": delivery, "event": "read"})),
+        )
+        .await;
+    assert_eq!(v["recorded"], true, "{v}");
+    api.expect(
+        400,
+        "POST",
+        "/v1/receipts",
+        "/v1/receipts",
+        Some(json!({"delivery_id": delivery, "event": "seen"})),
+    )
+    .await;
 
     // Keys and audit.
     let k = api

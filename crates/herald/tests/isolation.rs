@@ -1166,6 +1166,33 @@ fn cases(f: &Fixture) -> Vec<Case> {
                 404,
             ),
         ),
+        // A receipt names a send by id: another tenant's does not exist.
+        case(
+            "POST",
+            "/v1/receipts",
+            json_req(
+                M::POST,
+                "/v1/receipts",
+                json!({"delivery_id": d, "event": "read"}),
+            ),
+            None,
+            200,
+            hidden_ref(
+                json_req(
+                    M::POST,
+                    "/v1/receipts",
+                    json!({"delivery_id": d, "event": "read"}),
+                ),
+                json_req(
+                    M::POST,
+                    "/v1/receipts",
+                    json!({"delivery_id": FAKE.parse::<i64>().unwrap_or_default(), "event": "read"}),
+                ),
+                FAKE,
+                d,
+                404,
+            ),
+        ),
         case(
             "GET",
             "/v1/stats",

@@ -12,6 +12,7 @@
 //! tells the whole path ("The path of a campaign", "Rules", "Guarantees").
 
 mod error;
+mod follow_ups;
 mod planner;
 mod service;
 mod sweeper;

@@ -68,6 +68,8 @@ pub struct NewJob {
     pub segment_size: Option<u64>,
     pub deadline_at: Option<i64>,
     pub priority: u8,
+    /// Sent after the job ends to the recipients who did not read it.
+    pub follow_up: Option<herald_store::FollowUp>,
 }
 
 /// A rule, or a rule's next version, to write; the request is already checked.
@@ -230,6 +232,8 @@ impl Campaigns {
             deadline_at: job.deadline_at,
             priority: job.priority,
             task_id: None,
+            follow_up: job.follow_up,
+            follows: None,
         };
         let created = match self.sh.store.create_job(spec, self.now()).await {
             Ok(Some(j)) => j,
@@ -657,6 +661,7 @@ mod tests {
             segment_size: None,
             deadline_at: None,
             priority: 5,
+            follow_up: None,
         };
         let created = c.create_job(T, job.clone()).await.unwrap();
         assert_eq!(created.totals.total, 2);

@@ -1,6 +1,7 @@
 //! The sweeper: on one node at a time (the store's named lease), re-issues
 //! segments whose claim lapsed or that ended partial, gives up on recipients
-//! that used their attempts, and ends jobs at their deadline or when done.
+//! that used their attempts, and ends jobs at their deadline or when done;
+//! then starts the follow-ups that are due (`follow_ups`).
 
 use std::sync::Arc;
 
@@ -37,6 +38,7 @@ pub(super) async fn run(sh: Arc<Shared>) {
                     held = true;
                 }
                 sweep_rounds(&sh, opts).await;
+                super::follow_ups::send_due(&sh).await;
             }
             Ok(None) => held = false,
             Err(e) => tracing::warn!(error = %e, "taking the sweeper lease failed"),

@@ -559,6 +559,8 @@ pub fn collect(
     add::<crate::job_recall::JobRecalled>(all);
     add::<crate::receipts::ReceiptBody>(all);
     add::<crate::receipts::ReceiptJson>(all);
+    add::<crate::jobs::FollowUpBody>(all);
+    add::<crate::jobs::FollowUpJson>(all);
     add::<JobFailures>(all);
     add::<FailureGroup>(all);
     add::<PreviewRequest>(all);

@@ -157,6 +157,10 @@ faulty! { CampaignStore:
     fn get_task(id: i64) -> Result<Option<TaskRecord>>;
     fn create_job(spec: JobSpec, now: i64) -> Result<Option<JobRecord>>;
     fn get_job(id: i64) -> Result<Option<JobRecord>>;
+    fn get_follow_up(job_id: i64) -> Result<Option<herald_store::FollowUpRecord>>;
+    fn due_follow_ups(now: i64, limit: usize) -> Result<Vec<herald_store::FollowUpRecord>>;
+    fn unread_sends(job_id: i64, from: u64, limit: usize) -> Result<Vec<(u64, String)>>;
+    fn skip_follow_up(job_id: i64, now: i64) -> Result<bool>;
     fn list_jobs(tenant: TenantId, before: Option<i64>, limit: usize) -> Result<Vec<JobRecord>>;
     fn segment_counts(job_id: i64) -> Result<Vec<(SegmentState, u64)>>;
     fn job_segments(job_id: i64, after: Option<i64>, limit: usize) -> Result<Vec<SegmentRecord>>;

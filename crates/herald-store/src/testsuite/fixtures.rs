@@ -189,6 +189,8 @@ pub fn job_spec(audience_id: i64, segment_size: u64) -> JobSpec {
         segment_size,
         deadline_at: None,
         priority: 0,
+        follow_up: None,
+        follows: None,
         task_id: None,
     }
 }

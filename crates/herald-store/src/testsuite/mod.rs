@@ -180,6 +180,7 @@ macro_rules! store_conformance_tests {
                 only_a_delivered_row_with_a_msgid_can_be_recalled,
                 a_jobs_messages_are_listed_and_recalled_once,
                 receipts_count_once_per_send_and_event,
+                a_follow_up_goes_once_to_the_unread,
                 channel_pauses_are_upserted_listed_and_resumed,
             ]
             races: [

@@ -58,6 +58,17 @@ async fn attempt(
 /// A running job of `n` fixture recipients on `channel`, one segment, with
 /// `entries` recorded under its claim.
 async fn job_with_sends(store: &S, channel: &str, n: u64, entries: Vec<SendEntry>) -> JobRecord {
+    job_with(store, channel, n, entries, None).await
+}
+
+/// [`job_with_sends`] of a job that carries `follow_up`.
+async fn job_with(
+    store: &S,
+    channel: &str,
+    n: u64,
+    entries: Vec<SendEntry>,
+    follow_up: Option<crate::FollowUp>,
+) -> JobRecord {
     let aud = store
         .create_audience(DEFAULT_TENANT, None, T0)
         .await
@@ -72,6 +83,7 @@ async fn job_with_sends(store: &S, channel: &str, n: u64, entries: Vec<SendEntry
     store.seal_audience(aud, n, T0).await.expect("seal");
     let spec = crate::JobSpec {
         channel: channel.into(),
+        follow_up,
         ..job_spec(aud, n)
     };
     let job = store
@@ -281,6 +293,93 @@ pub async fn receipts_count_once_per_send_and_event(store: S) {
         store.job_receipt_counts(job.id).await.unwrap().delivered,
         1,
         "already had its delivery receipt"
+    );
+}
+
+pub async fn a_follow_up_goes_once_to_the_unread(store: S) {
+    use crate::{FollowUp, FollowUpState, ReceiptEvent, ReceiptOn};
+    let follow_up = FollowUp {
+        after_ms: 1_000,
+        message: r#"{"text":"did you see it?"}"#.into(),
+    };
+    let entries = vec![
+        send(0, SendState::Delivered),
+        send(1, SendState::Delivered),
+        send(2, SendState::Retry),
+        send(3, SendState::Delivered),
+    ];
+    let job = job_with(&store, "wecom", 4, entries, Some(follow_up.clone())).await;
+    let f = store
+        .get_follow_up(job.id)
+        .await
+        .unwrap()
+        .expect("stored with the job");
+    assert_eq!(
+        (f.after_ms, f.state, f.follow_up_job_id),
+        (1_000, FollowUpState::Waiting, None)
+    );
+    assert_eq!(f.message, follow_up.message);
+    assert_eq!(store.get_follow_up(job.id + 1000).await.unwrap(), None);
+    // The job is still running: nothing is due, however late.
+    assert!(
+        store
+            .due_follow_ups(i64::MAX / 2, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    let read = |idx| ReceiptOn::JobSend {
+        job_id: job.id,
+        idx,
+    };
+    store
+        .record_receipt(read(1), ReceiptEvent::Read, T0)
+        .await
+        .unwrap();
+    store
+        .record_receipt(read(3), ReceiptEvent::Clicked, T0)
+        .await
+        .unwrap();
+    let unread = store.unread_sends(job.id, 0, 10).await.unwrap();
+    let idx: Vec<u64> = unread.iter().map(|(i, _)| *i).collect();
+    assert_eq!(idx, [0, 3], "delivered, and no read receipt");
+    assert_eq!(
+        store.unread_sends(job.id, 1, 1).await.unwrap().len(),
+        1,
+        "from, limit"
+    );
+
+    // The follow-up job claims the follow-up once.
+    let aud = store
+        .create_audience(DEFAULT_TENANT, None, T0)
+        .await
+        .unwrap();
+    let to: Vec<String> = unread.into_iter().map(|(_, r)| r).collect();
+    store.append_audience(aud, 0, &to).await.unwrap();
+    store.seal_audience(aud, 2, T0).await.unwrap();
+    let spec = |follows| crate::JobSpec {
+        follows,
+        ..job_spec(aud, 2)
+    };
+    let sent = store
+        .create_job(spec(Some(job.id)), T0 + 5)
+        .await
+        .unwrap()
+        .expect("created");
+    assert_eq!(
+        store.create_job(spec(Some(job.id)), T0 + 6).await.unwrap(),
+        None,
+        "once"
+    );
+    let f = store.get_follow_up(job.id).await.unwrap().unwrap();
+    assert_eq!(
+        (f.state, f.follow_up_job_id, f.done_at),
+        (FollowUpState::Sent, Some(sent.id), Some(T0 + 5))
+    );
+    assert!(
+        !store.skip_follow_up(job.id, T0 + 7).await.unwrap(),
+        "already sent"
     );
 }
 

@@ -316,8 +316,19 @@ pub(super) async fn create_job(
 ) -> Result<Option<JobRecord>> {
     let mut client = store.client().await?;
     let tx = client.transaction().await.ctx("beginning create_job")?;
+    if let Some(of) = spec.follows
+        && !super::follow_ups::claim(&tx, of, now).await?
+    {
+        return Ok(None);
+    }
     let job = insert_job(&tx, spec, now).await?;
-    if job.is_some() {
+    if let Some(job) = &job {
+        if let Some(of) = spec.follows {
+            super::follow_ups::set_job(&tx, of, job.id).await?;
+        }
+        if let Some(f) = &spec.follow_up {
+            super::follow_ups::insert(&tx, job.id, f).await?;
+        }
         tx.commit().await.ctx("committing create_job")?;
     }
     Ok(job)

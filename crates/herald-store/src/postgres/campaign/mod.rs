@@ -25,6 +25,7 @@
 
 mod audiences;
 mod failed;
+mod follow_ups;
 mod jobs;
 #[cfg(test)]
 mod plans;
@@ -264,6 +265,34 @@ impl CampaignStore for PgStore {
 
     async fn get_job(&self, id: i64) -> Result<Option<JobRecord>> {
         self.within("get_job", async move { jobs::get_job(self, id).await })
+            .await
+    }
+
+    async fn get_follow_up(&self, job_id: i64) -> Result<Option<FollowUpRecord>> {
+        self.within("get_follow_up", follow_ups::get(self, job_id))
+            .await
+    }
+
+    async fn due_follow_ups(&self, now: i64, limit: usize) -> Result<Vec<FollowUpRecord>> {
+        self.within("due_follow_ups", follow_ups::due(self, now, limit))
+            .await
+    }
+
+    async fn unread_sends(
+        &self,
+        job_id: i64,
+        from: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, String)>> {
+        self.within(
+            "unread_sends",
+            follow_ups::unread(self, job_id, from, limit),
+        )
+        .await
+    }
+
+    async fn skip_follow_up(&self, job_id: i64, now: i64) -> Result<bool> {
+        self.within("skip_follow_up", follow_ups::skip(self, job_id, now))
             .await
     }
 

@@ -352,6 +352,8 @@ async fn hot_statements_use_indexes_in_cached_plans() {
         deadline_at: None,
         priority: 0,
         task_id: None,
+        follow_up: None,
+        follows: None,
     };
     store.create_job(spec, 0).await.unwrap().unwrap();
     let c = store.claim_segment("w", 1, 1000).await.unwrap().unwrap();

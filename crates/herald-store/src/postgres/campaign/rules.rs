@@ -534,6 +534,8 @@ pub(super) async fn start_task(
         segment_size,
         deadline_at: deadline_secs.map(|s| now.saturating_add(s.saturating_mul(1000))),
         priority: u8::try_from(priority).unwrap_or(u8::MAX),
+        follow_up: None,
+        follows: None,
         task_id: Some(task_id),
     };
     let Some(job) = jobs::insert_job(&tx, &spec, now).await? else {

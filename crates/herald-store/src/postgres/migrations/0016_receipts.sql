@@ -21,3 +21,16 @@ CREATE TABLE delivery_receipts (
     at          BIGINT NOT NULL,
     PRIMARY KEY (delivery_id, event)
 );
+
+-- A job's follow-up (`follow_up` on POST /v1/jobs): after_ms after the job
+-- ends, a new job sends `message` to the recipients it delivered to that sent
+-- no read receipt. state: 0 waiting, 1 sent (follow_up_job_id), 2 skipped.
+CREATE TABLE job_follow_ups (
+    job_id           BIGINT PRIMARY KEY,
+    after_ms         BIGINT NOT NULL,
+    message          TEXT NOT NULL,
+    state            BIGINT NOT NULL,
+    follow_up_job_id BIGINT,
+    done_at          BIGINT
+);
+CREATE INDEX job_follow_ups_waiting ON job_follow_ups (job_id) WHERE state = 0;

@@ -180,7 +180,19 @@ pub(super) fn create_job(
         let Some(size) = audiences::sealed_size(tx, spec.audience_id, spec.tenant)? else {
             return Ok(None);
         };
-        create_in(tx, &spec, size, now).map(Some)
+        if let Some(of) = spec.follows
+            && !super::follow_ups::claim(tx, of, now)?
+        {
+            return Ok(None);
+        }
+        let job = create_in(tx, &spec, size, now)?;
+        if let Some(of) = spec.follows {
+            super::follow_ups::set_job(tx, of, job.id)?;
+        }
+        if let Some(f) = &spec.follow_up {
+            super::follow_ups::insert(tx, job.id, f)?;
+        }
+        Ok(Some(job))
     })
 }
 

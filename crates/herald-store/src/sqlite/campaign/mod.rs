@@ -27,6 +27,7 @@ macro_rules! rule_select {
 
 mod audiences;
 mod failed;
+mod follow_ups;
 mod jobs;
 mod rules;
 mod sweep;
@@ -239,6 +240,28 @@ impl CampaignStore for SqliteStore {
 
     async fn get_job(&self, id: i64) -> Result<Option<JobRecord>> {
         self.read(move |c| jobs::get_job(c, id)).await
+    }
+
+    async fn get_follow_up(&self, job_id: i64) -> Result<Option<FollowUpRecord>> {
+        self.read(move |c| follow_ups::get(c, job_id)).await
+    }
+
+    async fn due_follow_ups(&self, now: i64, limit: usize) -> Result<Vec<FollowUpRecord>> {
+        self.read(move |c| follow_ups::due(c, now, limit)).await
+    }
+
+    async fn unread_sends(
+        &self,
+        job_id: i64,
+        from: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, String)>> {
+        self.read(move |c| follow_ups::unread(c, job_id, from, limit))
+            .await
+    }
+
+    async fn skip_follow_up(&self, job_id: i64, now: i64) -> Result<bool> {
+        self.write(move |c| follow_ups::skip(c, job_id, now)).await
     }
 
     async fn list_jobs(

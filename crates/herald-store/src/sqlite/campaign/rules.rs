@@ -423,6 +423,8 @@ pub(super) fn start_task(
                 segment_size,
                 deadline_at,
                 priority: spec.priority,
+                follow_up: None,
+                follows: None,
                 task_id: Some(task_id),
             },
             size,

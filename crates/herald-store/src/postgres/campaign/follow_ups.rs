@@ -1,0 +1,149 @@
+//! Jobs' follow-ups on PostgreSQL: stored with the job, found when due, and
+//! the unread recipients they go to.
+
+use tokio_postgres::Row;
+
+use crate::Result;
+use crate::campaign::{FollowUp, FollowUpRecord, FollowUpState};
+use crate::model::{from_db, limit_to_db, to_db};
+use crate::postgres::{Ctx, PgStore};
+
+type Tx<'a> = deadpool_postgres::Transaction<'a>;
+
+const INSERT: &str = "INSERT INTO job_follow_ups (job_id, after_ms, message, state) \
+    VALUES ($1, $2, $3, 0)";
+// $1 job, $2 now. Only a waiting follow-up moves on.
+const CLAIM: &str = "UPDATE job_follow_ups SET state = 1, done_at = $2 \
+    WHERE job_id = $1 AND state = 0";
+const SET_JOB: &str = "UPDATE job_follow_ups SET follow_up_job_id = $2 WHERE job_id = $1";
+const SKIP: &str = "UPDATE job_follow_ups SET state = 2, done_at = $2 \
+    WHERE job_id = $1 AND state = 0";
+const GET: &str = "SELECT job_id, after_ms, message, state, follow_up_job_id, done_at \
+    FROM job_follow_ups WHERE job_id = $1";
+// The waiting ones come off their partial index; each job by its key.
+const DUE: &str = "SELECT f.job_id, f.after_ms, f.message, f.state, f.follow_up_job_id, \
+        f.done_at FROM job_follow_ups AS f JOIN jobs AS j ON j.id = f.job_id \
+    WHERE f.state = 0 AND j.finished_at IS NOT NULL AND j.finished_at + f.after_ms <= $1 \
+    ORDER BY f.job_id LIMIT $2";
+// The job's rows by their primary key.
+const UNREAD: &str = "SELECT s.idx, s.recipient FROM job_sends AS s \
+    WHERE s.job_id = $1 AND s.idx >= $2 AND s.state = 'delivered' \
+      AND NOT EXISTS (SELECT 1 FROM job_receipts AS r \
+                      WHERE r.job_id = s.job_id AND r.idx = s.idx AND r.event = 'read') \
+    ORDER BY s.idx LIMIT $3";
+
+fn decode(r: &Row) -> Result<FollowUpRecord> {
+    Ok(FollowUpRecord {
+        job_id: r.try_get(0).ctx("reading follow-up job")?,
+        after_ms: r.try_get(1).ctx("reading follow-up delay")?,
+        message: r.try_get(2).ctx("reading follow-up message")?,
+        state: FollowUpState::from_code(r.try_get(3).ctx("reading follow-up state")?)?,
+        follow_up_job_id: r.try_get(4).ctx("reading follow-up job id")?,
+        done_at: r.try_get(5).ctx("reading follow-up time")?,
+    })
+}
+
+/// Stores job `job_id`'s follow-up, waiting, in the job's transaction.
+pub(super) async fn insert(tx: &Tx<'_>, job_id: i64, f: &FollowUp) -> Result<()> {
+    let stmt = tx
+        .prepare_cached(INSERT)
+        .await
+        .ctx("preparing follow-up insert")?;
+    tx.execute(&stmt, &[&job_id, &f.after_ms, &f.message])
+        .await
+        .ctx("inserting follow-up")?;
+    Ok(())
+}
+
+/// Marks job `of`'s follow-up sent if it is still waiting; whether it was.
+pub(super) async fn claim(tx: &Tx<'_>, of: i64, now: i64) -> Result<bool> {
+    let stmt = tx
+        .prepare_cached(CLAIM)
+        .await
+        .ctx("preparing follow-up claim")?;
+    let n = tx
+        .execute(&stmt, &[&of, &now])
+        .await
+        .ctx("claiming follow-up")?;
+    Ok(n == 1)
+}
+
+/// Records the job that sent job `of`'s follow-up.
+pub(super) async fn set_job(tx: &Tx<'_>, of: i64, job_id: i64) -> Result<()> {
+    let stmt = tx
+        .prepare_cached(SET_JOB)
+        .await
+        .ctx("preparing follow-up job")?;
+    tx.execute(&stmt, &[&of, &job_id])
+        .await
+        .ctx("recording follow-up job")?;
+    Ok(())
+}
+
+pub(super) async fn get(store: &PgStore, job_id: i64) -> Result<Option<FollowUpRecord>> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(GET)
+        .await
+        .ctx("preparing follow-up read")?;
+    client
+        .query_opt(&stmt, &[&job_id])
+        .await
+        .ctx("reading follow-up")?
+        .as_ref()
+        .map(decode)
+        .transpose()
+}
+
+pub(super) async fn due(store: &PgStore, now: i64, limit: usize) -> Result<Vec<FollowUpRecord>> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(DUE)
+        .await
+        .ctx("preparing due follow-ups")?;
+    client
+        .query(&stmt, &[&now, &limit_to_db(limit)])
+        .await
+        .ctx("finding due follow-ups")?
+        .iter()
+        .map(decode)
+        .collect()
+}
+
+pub(super) async fn unread(
+    store: &PgStore,
+    job_id: i64,
+    from: u64,
+    limit: usize,
+) -> Result<Vec<(u64, String)>> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(UNREAD)
+        .await
+        .ctx("preparing unread sends")?;
+    let from = to_db(from, "from")?;
+    let rows = client
+        .query(&stmt, &[&job_id, &from, &limit_to_db(limit)])
+        .await
+        .ctx("reading unread sends")?;
+    rows.iter()
+        .map(|r| {
+            let idx: i64 = r.try_get(0).ctx("reading send index")?;
+            let to: String = r.try_get(1).ctx("reading recipient")?;
+            Ok((from_db(idx, "job_sends.idx")?, to))
+        })
+        .collect()
+}
+
+pub(super) async fn skip(store: &PgStore, job_id: i64, now: i64) -> Result<bool> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(SKIP)
+        .await
+        .ctx("preparing follow-up skip")?;
+    let n = client
+        .execute(&stmt, &[&job_id, &now])
+        .await
+        .ctx("skipping follow-up")?;
+    Ok(n == 1)
+}

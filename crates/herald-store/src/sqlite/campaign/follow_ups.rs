@@ -1,0 +1,117 @@
+//! Jobs' follow-ups on SQLite: stored with the job, found when due, and the
+//! unread recipients they go to.
+
+use rusqlite::{Connection, Row, Transaction, params};
+
+use super::{Ctx, query_all, query_opt};
+use crate::Result;
+use crate::campaign::{FollowUp, FollowUpRecord, FollowUpState};
+use crate::model::{from_db, limit_to_db, to_db};
+
+const COLS: &str = "job_id, after_ms, message, state, follow_up_job_id, done_at";
+const INSERT: &str = "INSERT INTO job_follow_ups (job_id, after_ms, message, state) \
+    VALUES (?1, ?2, ?3, 0)";
+// ?1 job, ?2 now. Only a waiting follow-up moves on.
+const CLAIM: &str = "UPDATE job_follow_ups SET state = 1, done_at = ?2 \
+    WHERE job_id = ?1 AND state = 0";
+const SET_JOB: &str = "UPDATE job_follow_ups SET follow_up_job_id = ?2 WHERE job_id = ?1";
+const SKIP: &str = "UPDATE job_follow_ups SET state = 2, done_at = ?2 \
+    WHERE job_id = ?1 AND state = 0";
+// The waiting ones come off their partial index; each job by its key.
+const DUE: &str = "SELECT f.job_id, f.after_ms, f.message, f.state, f.follow_up_job_id, \
+        f.done_at FROM job_follow_ups AS f JOIN jobs AS j ON j.id = f.job_id \
+    WHERE f.state = 0 AND j.finished_at IS NOT NULL AND j.finished_at + f.after_ms <= ?1 \
+    ORDER BY f.job_id LIMIT ?2";
+// Delivered is code 0; the job's rows by their primary key.
+const UNREAD: &str = "SELECT s.idx, s.recipient FROM job_sends AS s \
+    WHERE s.job_id = ?1 AND s.idx >= ?2 AND s.state = 0 \
+      AND NOT EXISTS (SELECT 1 FROM job_receipts AS r \
+                      WHERE r.job_id = s.job_id AND r.idx = s.idx AND r.event = 'read') \
+    ORDER BY s.idx LIMIT ?3";
+
+fn decode(r: &Row<'_>) -> Result<FollowUpRecord> {
+    let read = |e| crate::StoreError::Corrupt(format!("job_follow_ups row: {e}"));
+    Ok(FollowUpRecord {
+        job_id: r.get(0).map_err(read)?,
+        after_ms: r.get(1).map_err(read)?,
+        message: r.get(2).map_err(read)?,
+        state: FollowUpState::from_code(r.get(3).map_err(read)?)?,
+        follow_up_job_id: r.get(4).map_err(read)?,
+        done_at: r.get(5).map_err(read)?,
+    })
+}
+
+/// Stores job `job_id`'s follow-up, waiting, in the job's transaction.
+pub(super) fn insert(tx: &Transaction<'_>, job_id: i64, f: &FollowUp) -> Result<()> {
+    tx.prepare_cached(INSERT)
+        .ctx("preparing follow-up insert")?
+        .execute(params![job_id, f.after_ms, f.message])
+        .ctx("inserting follow-up")?;
+    Ok(())
+}
+
+/// Marks job `of`'s follow-up sent if it is still waiting; whether it was.
+pub(super) fn claim(tx: &Transaction<'_>, of: i64, now: i64) -> Result<bool> {
+    let n = tx
+        .prepare_cached(CLAIM)
+        .ctx("preparing follow-up claim")?
+        .execute(params![of, now])
+        .ctx("claiming follow-up")?;
+    Ok(n == 1)
+}
+
+/// Records the job that sent job `of`'s follow-up.
+pub(super) fn set_job(tx: &Transaction<'_>, of: i64, job_id: i64) -> Result<()> {
+    tx.prepare_cached(SET_JOB)
+        .ctx("preparing follow-up job")?
+        .execute(params![of, job_id])
+        .ctx("recording follow-up job")?;
+    Ok(())
+}
+
+pub(super) fn get(conn: &mut Connection, job_id: i64) -> Result<Option<FollowUpRecord>> {
+    let sql = format!("SELECT {COLS} FROM job_follow_ups WHERE job_id = ?1");
+    query_opt(conn, &sql, [job_id], "reading follow-up", decode)
+}
+
+pub(super) fn due(conn: &mut Connection, now: i64, limit: usize) -> Result<Vec<FollowUpRecord>> {
+    query_all(
+        conn,
+        DUE,
+        params![now, limit_to_db(limit)],
+        "finding due follow-ups",
+        decode,
+    )
+}
+
+pub(super) fn unread(
+    conn: &mut Connection,
+    job_id: i64,
+    from: u64,
+    limit: usize,
+) -> Result<Vec<(u64, String)>> {
+    query_all(
+        conn,
+        UNREAD,
+        params![job_id, to_db(from, "from")?, limit_to_db(limit)],
+        "reading unread sends",
+        |r| {
+            let idx: i64 = r.get(0).ctx("reading send index")?;
+            Ok((
+                from_db(idx, "job_sends.idx")?,
+                r.get(1).ctx("reading recipient")?,
+            ))
+        },
+    )
+}
+
+pub(super) fn skip(conn: &mut Connection, job_id: i64, now: i64) -> Result<bool> {
+    super::in_tx(conn, "skipping follow-up", |tx| {
+        let n = tx
+            .prepare_cached(SKIP)
+            .ctx("preparing follow-up skip")?
+            .execute(params![job_id, now])
+            .ctx("skipping follow-up")?;
+        Ok(n == 1)
+    })
+}
