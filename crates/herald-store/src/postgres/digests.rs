@@ -1,0 +1,173 @@
+//! Digest timers on PostgreSQL: placing a new one in the batch's transaction,
+//! and the fire-time member probe.
+//!
+//! The candidates are read `FOR UPDATE`: a concurrent create joining the same
+//! open digest waits for this one, then sees its close as this one left it.
+//! Two creates that both find no open digest each open one; their closes are
+//! then a few milliseconds apart and the engine, which takes the members of
+//! a firing digest due shortly after it along, still sends them together.
+
+use std::collections::HashSet;
+
+use deadpool_postgres::Transaction;
+
+use super::{Ctx, PgStore, col, timers};
+use crate::digest::{MAX_CANDIDATES, Pending, sql};
+use crate::model::{self, due_cols, tenant_to_pg};
+use crate::{DueEntry, MergeProbe, NewTimer, Result, StoreError, TimerRecord, WriteResult};
+
+// `sql::CANDIDATES` with a lock (a test checks they agree): `concat!`
+// takes literals only.
+const CANDIDATES_LOCKED: &str = concat!(
+    "SELECT ",
+    crate::model::timer_cols!(),
+    " FROM timers WHERE tenant_id = $1 AND recipient = $2 \
+     AND due_at >= $4 AND due_at <= $5 AND state = 0 AND kind = 'timer' \
+     AND channel = $3 AND routing IS NOT NULL ORDER BY due_at, id LIMIT $6 FOR UPDATE"
+);
+
+// $1 ids, $2 new due_at, $3 at. Only still-pending members move.
+const SLIDE: &str = concat!(
+    "UPDATE timers SET due_at = $2, updated_at = $3 WHERE id = ANY($1::int8[]) AND state = 0 \
+     RETURNING ",
+    due_cols!()
+);
+
+async fn candidates(
+    client: &impl deadpool_postgres::GenericClient,
+    statement: &str,
+    p: &MergeProbe,
+) -> Result<Vec<TimerRecord>> {
+    let tenant = tenant_to_pg(p.tenant)?;
+    let stmt = client
+        .prepare_cached(statement)
+        .await
+        .ctx("preparing digest candidates")?;
+    let rows = client
+        .query(
+            &stmt,
+            &[
+                &tenant,
+                &p.user_id,
+                &p.channel,
+                &p.from,
+                &p.until,
+                &MAX_CANDIDATES,
+            ],
+        )
+        .await
+        .ctx("reading digest candidates")?;
+    rows.iter().map(model::decode).collect()
+}
+
+/// Inserts a digest timer: `Existing` for a taken key (nothing else
+/// written), else `DigestCreated`, with the members moved when it slid the
+/// digest's close. New and moved timers due before `horizon` are announced.
+pub(super) async fn insert(
+    tx: &Transaction<'_>,
+    t: &NewTimer,
+    horizon: i64,
+    results: &mut Vec<WriteResult>,
+    announce: &mut Vec<DueEntry>,
+) -> Result<()> {
+    let Some(pending) = Pending::of(t) else {
+        return timers::insert_run(tx, &[t], horizon, results, announce).await;
+    };
+    if let Some(key) = &t.idempotency_key {
+        let found = timers::keyed_timers(tx, &[(t.tenant, key.as_str())]).await?;
+        if let Some(rec) = found.into_values().next() {
+            results.push(WriteResult::Existing(rec));
+            return Ok(());
+        }
+    }
+    let profile: Option<String> = if pending.needs_zone() {
+        let stmt = tx
+            .prepare_cached(sql::PROFILE)
+            .await
+            .ctx("preparing digest zone")?;
+        let tenant = tenant_to_pg(t.tenant)?;
+        match tx
+            .query_opt(&stmt, &[&tenant, &t.recipient])
+            .await
+            .ctx("reading digest zone")?
+        {
+            Some(row) => Some(col(&row, 0, "subscribers.profile")?),
+            None => None,
+        }
+    } else {
+        None
+    };
+    let own_close = pending.own_close(t.due_at, profile.as_deref())?;
+    let probe = MergeProbe {
+        tenant: t.tenant,
+        user_id: t.recipient.clone(),
+        channel: t.channel.clone(),
+        from: t.due_at,
+        until: own_close,
+    };
+    let found = candidates(tx, CANDIDATES_LOCKED, &probe).await?;
+    let at = t.created_at;
+    let (placed_timer, placed, members) = pending.place(t.clone(), own_close, &found);
+    let mut one = Vec::with_capacity(1);
+    timers::insert_run(tx, &[&placed_timer], horizon, &mut one, announce).await?;
+    let timer = match one.pop() {
+        Some(WriteResult::Created(timer)) => timer,
+        Some(other) => {
+            results.push(other);
+            return Ok(());
+        }
+        None => {
+            return Err(StoreError::Internal(
+                "postgres: lost a digest insert".into(),
+            ));
+        }
+    };
+    let mut moved = Vec::new();
+    if let Some(to) = placed.slide_to
+        && !members.is_empty()
+    {
+        let stmt = tx
+            .prepare_cached(SLIDE)
+            .await
+            .ctx("preparing digest slide")?;
+        for row in tx
+            .query(&stmt, &[&members, &to, &at])
+            .await
+            .ctx("sliding a digest")?
+        {
+            let e: DueEntry = model::decode(&row)?;
+            if e.due_at <= horizon {
+                announce.push(e);
+            }
+            moved.push(e);
+        }
+    }
+    results.push(WriteResult::DigestCreated { timer, moved });
+    Ok(())
+}
+
+/// `Store::pending_digests`.
+pub(super) async fn pending(store: &PgStore, probes: &[MergeProbe]) -> Result<Vec<TimerRecord>> {
+    let client = store.client().await?;
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for p in probes {
+        for t in candidates(&client, sql::CANDIDATES, p).await? {
+            if seen.insert(t.id) {
+                out.push(t);
+            }
+        }
+    }
+    out.sort_unstable_by_key(TimerRecord::cursor);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_locked_read_is_the_shared_one_with_a_lock() {
+        assert_eq!(CANDIDATES_LOCKED, format!("{} FOR UPDATE", sql::CANDIDATES));
+    }
+}
