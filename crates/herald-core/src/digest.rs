@@ -22,6 +22,8 @@ pub const MAX_WINDOW_MS: i64 = 7 * 24 * 3600 * 1000;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Digest {
+    /// Missing reads as empty, so the check names `digest.key`.
+    #[serde(default)]
     pub key: String,
     /// Collect for this long after the digest opens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
