@@ -95,13 +95,16 @@ pub(crate) mod sql {
     /// Pending digest candidates, and at fire time a digest's members: $1
     /// tenant, $2 recipient, $3 channel, $4 from, $5 until (inclusive), $6
     /// limit. Walks the recipient's index (`timers_tenant_recipient_due`)
-    /// over the range only (SQLite names it: its planner would rather read
-    /// every pending timer of the tenant in the range).
+    /// over the range only. The range is a row comparison on (recipient,
+    /// due_at), which only that index can seek: PostgreSQL without
+    /// statistics would otherwise walk the pending-due index over every
+    /// recipient's timers in the range (a burst), filtering. SQLite names
+    /// the index instead.
     pub(crate) const CANDIDATES: &str = concat!(
         "SELECT ",
         timer_cols!(),
         " FROM timers WHERE tenant_id = $1 AND recipient = $2 \
-         AND due_at >= $4 AND due_at <= $5 AND state = 0 AND kind = 'timer' \
+         AND (recipient, due_at) >= ($2, $4) AND (recipient, due_at) <= ($2, $5) AND state = 0 AND kind = 'timer' \
          AND channel = $3 AND routing IS NOT NULL ORDER BY due_at, id LIMIT $6"
     );
     /// The time zone of a daily digest's subscriber: $1 tenant, $2 user.

@@ -22,7 +22,7 @@ const CANDIDATES_LOCKED: &str = concat!(
     "SELECT ",
     crate::model::timer_cols!(),
     " FROM timers WHERE tenant_id = $1 AND recipient = $2 \
-     AND due_at >= $4 AND due_at <= $5 AND state = 0 AND kind = 'timer' \
+     AND (recipient, due_at) >= ($2, $4) AND (recipient, due_at) <= ($2, $5) AND state = 0 AND kind = 'timer' \
      AND channel = $3 AND routing IS NOT NULL ORDER BY due_at, id LIMIT $6 FOR UPDATE"
 );
 
@@ -164,10 +164,85 @@ pub(super) async fn pending(store: &PgStore, probes: &[MergeProbe]) -> Result<Ve
 
 #[cfg(test)]
 mod tests {
+    use herald_core::digest::Digest;
+    use herald_core::timer::Routing;
+
     use super::*;
+    use crate::{Store, WriteOp};
 
     #[test]
     fn the_locked_read_is_the_shared_one_with_a_lock() {
         assert_eq!(CANDIDATES_LOCKED, format!("{} FOR UPDATE", sql::CANDIDATES));
+    }
+
+    /// The candidate reads walk the recipient's index over a burst of
+    /// timers due at one moment (many recipients, plain timers beside), as
+    /// custom and generic plans, before and after statistics: never the due
+    /// range of every recipient.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn digest_reads_use_the_recipient_index() {
+        let Some(pg) = herald_pgtemp::PgTemp::shared().expect("cluster") else {
+            return;
+        };
+        let db = pg.fresh_database("digest_plans").expect("database");
+        let store = PgStore::open(db.url(), &Default::default())
+            .await
+            .expect("open");
+        let routing = Routing {
+            digest: Some(Digest {
+                key: "k".into(),
+                window_ms: Some(1_000),
+                max_delay_ms: None,
+                at_local: None,
+                since: Some(0),
+            }),
+            ..Routing::default()
+        };
+        for batch in 0..20 {
+            let ops = (0..500)
+                .map(|u| {
+                    let mut t = crate::testsuite::fixtures::timer(5_000);
+                    t.recipient = format!("user-{batch:02}-{u:03}");
+                    if u % 2 == 0 {
+                        t.routing = routing.stored();
+                    }
+                    WriteOp::InsertTimer(t)
+                })
+                .collect();
+            store.apply(ops).await.expect("timers");
+        }
+        let client = store.client().await.expect("client");
+        let (tenant, user, channel, from, until) =
+            (1i32, "user-07-007", "webhook", 0i64, 10_000i64);
+        for (analyze, generic) in [(false, false), (false, true), (true, false), (true, true)] {
+            if analyze {
+                client.batch_execute("ANALYZE").await.expect("analyze");
+            }
+            let mode = if generic {
+                "force_generic_plan"
+            } else {
+                "auto"
+            };
+            client
+                .batch_execute(&format!("SET plan_cache_mode = {mode}"))
+                .await
+                .expect("set plan_cache_mode");
+            for sql in [sql::CANDIDATES, CANDIDATES_LOCKED] {
+                let rows = client
+                    .query(
+                        &format!("EXPLAIN {sql}"),
+                        &[&tenant, &user, &channel, &from, &until, &MAX_CANDIDATES],
+                    )
+                    .await
+                    .expect("explain");
+                let plan: Vec<String> = rows.iter().map(|r| r.get::<_, String>(0)).collect();
+                let plan = plan.join("\n");
+                assert!(
+                    plan.contains("timers_tenant_recipient_due"),
+                    "{mode}, analyzed: {analyze}\n{plan}"
+                );
+                assert!(!plan.contains("Seq Scan"), "{plan}");
+            }
+        }
     }
 }
