@@ -26,6 +26,25 @@ const CANDIDATES_LOCKED: &str = concat!(
      AND channel = $3 AND routing IS NOT NULL ORDER BY due_at, id LIMIT $6 FOR UPDATE"
 );
 
+// Every probe of a fetch batch in one statement: each probe's range read
+// through the recipient's index (the lateral subquery is the shared read's
+// shape, its limit per probe).
+const PENDING: &str = concat!(
+    "SELECT ",
+    crate::model::timer_cols!("t"),
+    " FROM unnest($1::int4[], $2::text[], $3::text[], $4::int8[], $5::int8[]) \
+          AS p(tenant_id, recipient, channel, from_at, until_at) \
+     CROSS JOIN LATERAL ( \
+        SELECT ",
+    crate::model::timer_cols!(),
+    " FROM timers WHERE tenant_id = p.tenant_id AND recipient = p.recipient \
+        AND (recipient, due_at) >= (p.recipient, p.from_at) \
+        AND (recipient, due_at) <= (p.recipient, p.until_at) AND state = 0 \
+        AND kind = 'timer' AND channel = p.channel AND routing IS NOT NULL \
+        ORDER BY due_at, id LIMIT $6 \
+     ) AS t"
+);
+
 // $1 ids, $2 new due_at, $3 at. Only still-pending members move.
 const SLIDE: &str = concat!(
     "UPDATE timers SET due_at = $2, updated_at = $3 WHERE id = ANY($1::int8[]) AND state = 0 \
@@ -146,16 +165,42 @@ pub(super) async fn insert(
     Ok(())
 }
 
-/// `Store::pending_digests`.
+/// `Store::pending_digests`: one statement for all probes.
 pub(super) async fn pending(store: &PgStore, probes: &[MergeProbe]) -> Result<Vec<TimerRecord>> {
+    let tenants = probes
+        .iter()
+        .map(|p| tenant_to_pg(p.tenant))
+        .collect::<Result<Vec<i32>>>()?;
+    let users: Vec<&str> = probes.iter().map(|p| p.user_id.as_str()).collect();
+    let channels: Vec<&str> = probes.iter().map(|p| p.channel.as_str()).collect();
+    let froms: Vec<i64> = probes.iter().map(|p| p.from).collect();
+    let untils: Vec<i64> = probes.iter().map(|p| p.until).collect();
     let client = store.client().await?;
-    let mut seen = HashSet::new();
-    let mut out = Vec::new();
-    for p in probes {
-        for t in candidates(&client, sql::CANDIDATES, p).await? {
-            if seen.insert(t.id) {
-                out.push(t);
-            }
+    let stmt = client
+        .prepare_cached(PENDING)
+        .await
+        .ctx("preparing pending_digests")?;
+    let rows = client
+        .query(
+            &stmt,
+            &[
+                &tenants,
+                &users,
+                &channels,
+                &froms,
+                &untils,
+                &MAX_CANDIDATES,
+            ],
+        )
+        .await
+        .ctx("reading pending_digests")?;
+    // Overlapping probes find the same timers: keep each once.
+    let mut seen = HashSet::with_capacity(rows.len());
+    let mut out = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let t: TimerRecord = model::decode(row)?;
+        if seen.insert(t.id) {
+            out.push(t);
         }
     }
     out.sort_unstable_by_key(TimerRecord::cursor);
@@ -168,6 +213,7 @@ mod tests {
     use herald_core::timer::Routing;
 
     use super::*;
+    use crate::postgres::Param;
     use crate::{Store, WriteOp};
 
     #[test]
@@ -227,12 +273,29 @@ mod tests {
                 .batch_execute(&format!("SET plan_cache_mode = {mode}"))
                 .await
                 .expect("set plan_cache_mode");
-            for sql in [sql::CANDIDATES, CANDIDATES_LOCKED] {
+            let (tenants, users, channels, froms, untils) = (
+                vec![tenant; 2],
+                vec![user, "user-03-003"],
+                vec![channel; 2],
+                vec![from; 2],
+                vec![until; 2],
+            );
+            let one: [Param<'_>; 6] = [&tenant, &user, &channel, &from, &until, &MAX_CANDIDATES];
+            let many: [Param<'_>; 6] = [
+                &tenants,
+                &users,
+                &channels,
+                &froms,
+                &untils,
+                &MAX_CANDIDATES,
+            ];
+            for (sql, params) in [
+                (sql::CANDIDATES, &one),
+                (CANDIDATES_LOCKED, &one),
+                (PENDING, &many),
+            ] {
                 let rows = client
-                    .query(
-                        &format!("EXPLAIN {sql}"),
-                        &[&tenant, &user, &channel, &from, &until, &MAX_CANDIDATES],
-                    )
+                    .query(&format!("EXPLAIN {sql}"), params)
                     .await
                     .expect("explain");
                 let plan: Vec<String> = rows.iter().map(|r| r.get::<_, String>(0)).collect();
