@@ -1,6 +1,6 @@
 //! Timers that go out together as one delivery: a user's reminders on one
 //! channel due within the merge window, and the timers of one digest (same
-//! recipient, channel, address type and digest key). Each member still ends
+//! recipient, channel, address type, topic, criticality and digest key). Each member still ends
 //! with its own outcome (why, and what the messages look like:
 //! `docs/architecture.md`, "Reminders" and "Digests").
 //!
@@ -31,10 +31,14 @@ pub(crate) const DIGEST_SLACK_MS: i64 = 1_000;
 pub(crate) enum Bundle {
     /// A reminder, of this channel type (each type has its own address).
     Reminder { channel_type: Option<String> },
-    /// A digest timer: its key and address type.
+    /// A digest timer: its key, and what the directory decides on (the
+    /// address type, the topic's opt-out, quiet hours) so one decision holds
+    /// for every member.
     Digest {
         key: String,
         to: Option<ChannelType>,
+        topic: Option<String>,
+        critical: bool,
     },
 }
 
@@ -50,6 +54,8 @@ impl Bundle {
                 r.digest.map(|d| Bundle::Digest {
                     key: d.key,
                     to: r.to,
+                    topic: r.topic,
+                    critical: r.critical,
                 })
             }
             _ => None,
@@ -387,6 +393,13 @@ mod tests {
                 (7, vec![])
             ]
         );
+        let mut topical = Routing::parse(dig(9, "u1", 0, "k").routing.as_deref());
+        topical.topic = Some("news".into());
+        let news = TimerRecord {
+            routing: topical.stored(),
+            ..dig(9, "u1", 0, "k")
+        };
+        assert_ne!(Bundle::of(&news), Bundle::of(&dig(10, "u1", 0, "k")));
         assert_eq!(
             Bundle::of(&TimerRecord {
                 routing: None,

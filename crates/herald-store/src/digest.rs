@@ -3,7 +3,8 @@
 //! own transaction; what to write is decided here, once.
 //!
 //! The open digest of a new timer is the earliest group of pending timers of
-//! the same tenant, recipient, channel, address type and digest key whose
+//! the same tenant, recipient, channel, address type, topic, criticality and
+//! digest key (what the directory decides on is the same for all) whose
 //! common due time (the close) falls in `[due, own close]`: joining it never
 //! makes the timer later than its own digest would have been.
 
@@ -61,8 +62,12 @@ impl Pending {
             .filter_map(|c| {
                 let r = Routing::parse(c.routing.as_deref());
                 let d = r.digest?;
-                (d.key == self.spec.key && r.to == self.routing.to && c.channel == t.channel)
-                    .then_some((c, d))
+                let same = d.key == self.spec.key
+                    && r.to == self.routing.to
+                    && r.topic == self.routing.topic
+                    && r.critical == self.routing.critical
+                    && c.channel == t.channel;
+                same.then_some((c, d))
             })
             .collect();
         let open = mine.first().map(|(c, d)| Open {

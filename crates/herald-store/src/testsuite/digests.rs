@@ -73,6 +73,23 @@ pub async fn a_digest_holds_its_timers_until_its_close(store: S) {
         ..digest_timer("u", T + 500, w())
     };
     assert_eq!(place(&store, elsewhere).await.0.due_at, T + 1_500);
+    // So does another topic: the directory decides on it for the whole digest.
+    let mut topical = Routing {
+        topic: Some("news".into()),
+        digest: Some(w()),
+        ..Routing::default()
+    };
+    let news = NewTimer {
+        routing: topical.stored(),
+        ..digest_timer("u", T + 500, w())
+    };
+    assert_eq!(place(&store, news).await.0.due_at, T + 1_500);
+    topical.critical = true;
+    let urgent = NewTimer {
+        routing: topical.stored(),
+        ..digest_timer("u", T + 600, w())
+    };
+    assert_eq!(place(&store, urgent).await.0.due_at, T + 1_600);
     // After the close: a new digest.
     let (late, _) = place(&store, digest_timer("u", T + 1_001, w())).await;
     assert_eq!((late.due_at, since(&late)), (T + 2_001, Some(T + 1_001)));
