@@ -6,6 +6,7 @@
 
 pub mod campaign;
 pub mod clock;
+pub mod digest;
 pub mod quiet;
 pub mod reminder;
 pub mod retry;

@@ -65,7 +65,7 @@ impl QuietWindow {
     }
 }
 
-fn parse_hhmm(s: &str) -> Result<Time, String> {
+pub(crate) fn parse_hhmm(s: &str) -> Result<Time, String> {
     let (h, m) = s
         .split_once(':')
         .ok_or_else(|| format!("{s:?} is not HH:MM"))?;

@@ -24,12 +24,24 @@ pub struct Routing {
     /// Sent even in quiet hours (never past an opt-out).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub critical: bool,
+    /// Held back and sent with the other timers of its digest (same
+    /// recipient, channel and key) as one message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<crate::digest::Digest>,
 }
 
 impl Routing {
     /// Whether it changes anything: a plain timer stores no routing.
     pub fn is_plain(&self) -> bool {
         *self == Routing::default()
+    }
+
+    /// The text to store (`None` for a plain timer).
+    pub fn stored(&self) -> Option<String> {
+        if self.is_plain() {
+            return None;
+        }
+        serde_json::to_string(self).ok()
     }
 
     /// The stored routing of a timer (`None` and unreadable text are plain).

@@ -588,4 +588,71 @@ mod tests {
             "no entry: the user id itself"
         );
     }
+
+    #[tokio::test]
+    async fn a_daily_digest_closes_at_nine_local_after_spring_forward_and_goes_out_once() {
+        let rig = Rig::new(EngineConfig {
+            merge_window_ms: 0,
+            ..Default::default()
+        })
+        .await;
+        rig.put_subscriber(
+            "ny",
+            r#"{"timezone":"America/New_York","addresses":{"email":"ny@example.com"}}"#,
+        )
+        .await;
+        let ms = |s: &str| herald_core::time::parse_rfc3339_ms(s).unwrap();
+        let daily = r#"{"key":"daily","at_local":"09:00"}"#;
+        // Saturday afternoon before New York springs forward (2026-03-08).
+        let mut placed = Vec::new();
+        for (n, at) in [
+            "2026-03-07T15:00:00Z",
+            "2026-03-07T22:00:00Z",
+            "2026-03-08T12:59:00Z",
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            placed.push(rig.insert_digest("ny", ms(at), daily, n as u32).await);
+        }
+        let other = rig
+            .insert_digest(
+                "ny",
+                ms("2026-03-07T15:00:00Z"),
+                r#"{"key":"weekly","window_ms":1000}"#,
+                9,
+            )
+            .await;
+        // 09:00 EDT is 13:00Z; the day before, 09:00 EST was 14:00Z.
+        assert!(
+            placed
+                .iter()
+                .all(|&(_, due)| due == ms("2026-03-08T13:00:00Z"))
+        );
+        // The rig's leases run on its own clock: fire as if the wheel said so.
+        let ids: Vec<i64> = placed.iter().map(|&(id, _)| id).collect();
+        let out = fire_all(&rig, &[ids[0], other.0]).await;
+        let sent = rig.channel.sent.lock().clone();
+        assert_eq!(sent.len(), 2, "the daily digest and the other key's");
+        let digest = sent
+            .iter()
+            .find(|d| d.timer_id == ids[0])
+            .expect("the digest");
+        assert_eq!(digest.recipient, "ny@example.com");
+        let v: serde_json::Value = serde_json::from_str(&digest.message).unwrap();
+        assert_eq!(v["digest"], "daily");
+        assert_eq!(v["count"], 3);
+        assert_eq!(
+            v["messages"],
+            serde_json::json!([{"n": 0}, {"n": 1}, {"n": 2}])
+        );
+        let done: Vec<i64> = out
+            .iter()
+            .filter(|f| f.completion.outcome == CompletionOutcome::Done)
+            .map(|f| f.completion.timer_id)
+            .collect();
+        for id in ids.iter().chain([&other.0]) {
+            assert!(done.contains(id), "{id} ends done on its own: {done:?}");
+        }
+    }
 }

@@ -1,6 +1,6 @@
 //! The fetcher: takes due timers off the ready queue (fair between tenants,
-//! in urgency order inside one), reads their rows, merges reminders, and
-//! queues each delivery on its channel.
+//! in urgency order inside one), reads their rows, groups reminders and
+//! digests, and queues each delivery on its channel.
 //!
 //! Firing writes nothing to the store: the timer stays `pending` until the
 //! completer records its outcome, so a crash at any point means it fires again
@@ -11,16 +11,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use herald_channels::{Delivery, SendOutcome};
-use herald_core::{RetryPolicy, TenantId, TimerId, TimerKind};
+use herald_core::{RetryPolicy, TenantId, TimerId};
 use herald_store::TimerRecord;
 use tokio::sync::mpsc;
 
+use crate::bundles::{self, Bundle};
 use crate::channel_runtime::{Job, Member};
 use crate::completer::{Attempt, Finished};
 use crate::pipeline::Pipeline;
 use crate::queue::DueTimer;
 use crate::recipients::{self, Addressee, Profiles};
-use crate::reminders;
 
 /// How a fetch pass ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -180,32 +180,31 @@ impl Fetcher {
             rows.into_iter().map(|r| (r.id, r)).collect();
         let mut stale = Vec::new();
         let mut plain = Vec::with_capacity(fresh.len());
-        let mut reminders = Vec::new();
+        let mut bundled = Vec::new();
         let mut requeue = Vec::new();
         for t in fresh {
             match by_id.remove(&t.id) {
                 // The wheel entry must match the row's current due time: a
                 // retried or moved timer has a newer entry that fires it.
-                Some(row) if row.due_at == t.due_at => {
-                    if row.kind == TimerKind::Reminder {
+                Some(row) if row.due_at == t.due_at => match Bundle::of(&row) {
+                    Some(b) => {
                         requeue.push(t);
-                        reminders.push(row);
-                    } else {
-                        plain.push(row);
+                        bundled.push((b, row));
                     }
-                }
+                    None => plain.push(row),
+                },
                 _ => stale.push(t.id),
             }
         }
         let mut groups = Vec::new();
-        if !reminders.is_empty() {
+        if !bundled.is_empty() {
             let claim = |m: &TimerRecord| p.ownership.owns(m.shard) && p.flight.admit_member(m.id);
             let unclaim = |ids: Vec<TimerId>| p.flight.forget(ids);
             let window = p.cfg.merge_window_ms.max(0);
-            match reminders::plan(p.store.as_ref(), reminders, window, claim, unclaim).await {
+            match bundles::plan(p.store.as_ref(), bundled, window, claim, unclaim).await {
                 Ok(g) => groups = g,
                 Err(e) => {
-                    tracing::warn!(error = %e, n = requeue.len(), "planning reminders failed; requeued");
+                    tracing::warn!(error = %e, n = requeue.len(), "grouping reminders and digests failed; requeued");
                     p.hot.store_errors.increment(1);
                     p.flight.release(requeue.iter().map(|t| t.id));
                     p.ready.push_many(requeue);
@@ -252,18 +251,19 @@ impl Fetcher {
                             attempt: m.attempts.saturating_add(1),
                         })
                         .collect();
-                    (g.primary, members, Some(g.message))
+                    let reminder = matches!(g.bundle, Bundle::Reminder { .. });
+                    (g.primary, members, Some((g.message, reminder)))
                 }));
         for ((row, members, message), who) in jobs.zip(who) {
             let route = recipients::route_row(&row, who.as_ref(), &profiles, now);
             let key = row.delivery_key();
             // A reminder goes out in its channel's shape if the channel has a template.
             let message = match (message, p.channels.get(&row.channel)) {
-                (Some(m), Some(rt)) => Some(match &rt.reminder_template {
+                (Some((m, true)), Some(rt)) => Some(match &rt.reminder_template {
                     Some(t) => herald_channels::template::render(t, &m),
                     None => m,
                 }),
-                (m, _) => m,
+                (m, _) => m.map(|(m, _)| m),
             };
             let attempt = row.attempts.saturating_add(1);
             let tenant = row.tenant;

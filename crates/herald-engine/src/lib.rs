@@ -10,6 +10,7 @@
 //! The engine sees the world through two seams only: [`herald_store::Store`]
 //! and [`herald_channels::Channel`]. It knows neither SQL nor HTTP.
 
+mod bundles;
 pub mod campaign;
 mod channel_runtime;
 mod channel_state;

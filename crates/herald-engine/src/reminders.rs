@@ -1,188 +1,47 @@
 //! Reminders at fire time: each message is completed from its subject as it
-//! is now (a subject may have been renamed or moved since the subscription),
-//! and a user's reminders on one channel that fall due within the merge
-//! window go out as one delivery listing every subject (why, and what the
-//! message looks like: `docs/architecture.md`, "Reminders").
-//!
-//! Merging never delays anything: the group goes out when its earliest member
-//! is due, and takes along the members due up to `window` later. A reminder
-//! shard is chosen by user, so a user's reminders share a shard, and thus an
-//! owner and a fence.
+//! is now (a subject may have been renamed or moved since the subscription).
+//! A user's reminders due close together go out as one delivery listing
+//! every subject; which ones is decided in [`crate::bundles`], what that
+//! delivery says here (`docs/architecture.md`, "Reminders").
 
 use std::collections::{HashMap, HashSet};
 
-use herald_core::{TenantId, TimerId, TimerKind};
-use herald_store::{MergeProbe, Store, StoreError, SubjectRecord, TimerRecord};
+use herald_core::TenantId;
+use herald_store::{Store, StoreError, SubjectRecord, TimerRecord};
 use serde_json::{Map, Value, json};
 
 /// Subjects by tenant and subject id: user and subject ids are per tenant.
-type Subjects<'a> = HashMap<(TenantId, &'a str), &'a SubjectRecord>;
+pub(crate) type Subjects<'a> = HashMap<(TenantId, &'a str), &'a SubjectRecord>;
 
-/// Reminders that go out as one delivery.
-#[derive(Debug)]
-pub(crate) struct Group {
-    /// The earliest: its due time, key and attempt are the delivery's.
-    pub primary: TimerRecord,
-    /// The others, earliest first. They are in the flight set without a permit.
-    pub members: Vec<TimerRecord>,
-    /// The composed message (JSON text).
-    pub message: String,
+/// The subject ids `rows` (reminders) name, by tenant.
+pub(crate) fn subject_ids<'a>(
+    rows: impl Iterator<Item = &'a TimerRecord>,
+) -> HashMap<TenantId, HashSet<String>> {
+    let mut wanted: HashMap<TenantId, HashSet<String>> = HashMap::new();
+    for t in rows {
+        if let Some(s) = stored_field(&t.message, "subject_id") {
+            wanted.entry(t.tenant).or_default().insert(s);
+        }
+    }
+    wanted
 }
 
-/// Builds the deliveries for a batch of fetched reminder rows.
-///
-/// `claim` is asked for each extra member found in the store (not in `rows`):
-/// it returns `false` when that timer is already being delivered. On an error
-/// nothing is claimed and the caller puts the rows back.
-pub(crate) async fn plan(
+/// The subjects of [`subject_ids`]: one read per tenant in the batch
+/// (usually one).
+pub(crate) async fn read_subjects(
     store: &dyn Store,
-    rows: Vec<TimerRecord>,
-    window_ms: i64,
-    mut claim: impl FnMut(&TimerRecord) -> bool,
-    unclaim: impl FnOnce(Vec<TimerId>),
-) -> Result<Vec<Group>, StoreError> {
-    let mut groups = group_rows(rows, window_ms);
-    let mut claimed = Vec::new();
-    if window_ms > 0 && !groups.is_empty() {
-        let probes: Vec<MergeProbe> = groups
-            .iter()
-            .map(|g| MergeProbe {
-                tenant: g.primary.tenant,
-                user_id: g.primary.recipient.clone(),
-                channel: g.primary.channel.clone(),
-                from: g.primary.due_at,
-                until: g.primary.due_at.saturating_add(window_ms),
-            })
-            .collect();
-        let found = store.pending_reminders(&probes).await?;
-        let known: HashSet<TimerId> = groups
-            .iter()
-            .flat_map(|g| std::iter::once(g.primary.id).chain(g.members.iter().map(|m| m.id)))
-            .collect();
-        let mut by_owner: HashMap<(TenantId, &str, &str), usize> = HashMap::new();
-        for (i, g) in groups.iter().enumerate() {
-            by_owner.insert(
-                (
-                    g.primary.tenant,
-                    g.primary.recipient.as_str(),
-                    g.primary.channel.as_str(),
-                ),
-                i,
-            );
-        }
-        let mut extra: Vec<(usize, TimerRecord)> = Vec::new();
-        for t in found {
-            if known.contains(&t.id) || t.kind != TimerKind::Reminder {
-                continue;
-            }
-            let owner = (t.tenant, t.recipient.as_str(), t.channel.as_str());
-            let Some(&i) = by_owner.get(&owner) else {
-                continue;
-            };
-            let p = &groups[i].primary;
-            let fits = t.shard == p.shard
-                && stored_field(&t.message, "channel_type")
-                    == stored_field(&p.message, "channel_type")
-                && t.due_at >= p.due_at
-                && t.due_at <= p.due_at.saturating_add(window_ms);
-            if fits && claim(&t) {
-                claimed.push(t.id);
-                extra.push((i, t));
-            }
-        }
-        for (i, t) in extra {
-            groups[i].members.push(t);
-        }
-        for g in &mut groups {
-            g.members.sort_by_key(|m| (m.due_at, m.id));
-        }
-    }
-    // Subject ids by tenant: one read per tenant in the batch (usually one).
-    let mut wanted: HashMap<TenantId, HashSet<String>> = HashMap::new();
-    for g in &groups {
-        for t in std::iter::once(&g.primary).chain(&g.members) {
-            if let Some(s) = stored_field(&t.message, "subject_id") {
-                wanted.entry(t.tenant).or_default().insert(s);
-            }
-        }
-    }
+    wanted: HashMap<TenantId, HashSet<String>>,
+) -> Result<Vec<SubjectRecord>, StoreError> {
     let mut found = Vec::new();
     for (tenant, ids) in wanted {
         let ids: Vec<String> = ids.into_iter().collect();
-        match store.get_subjects(tenant, &ids).await {
-            Ok(s) => found.extend(s),
-            Err(e) => {
-                unclaim(claimed);
-                return Err(e);
-            }
-        }
+        found.extend(store.get_subjects(tenant, &ids).await?);
     }
-    let subjects: Subjects<'_> = found
-        .iter()
-        .map(|s| ((s.tenant, s.subject_id.as_str()), s))
-        .collect();
-    for g in &mut groups {
-        g.message = compose(&g.primary, &g.members, &subjects);
-    }
-    Ok(groups)
-}
-
-/// Groups rows of one batch: per (user, channel), the earliest row leads and
-/// takes the rows due within the window after it; a later row starts a new group.
-fn group_rows(rows: Vec<TimerRecord>, window_ms: i64) -> Vec<Group> {
-    // The channel type is part of the owner: with the subscriber directory,
-    // an e-mail and an SMS reminder on one channel go to different addresses.
-    let mut rows: Vec<(Option<String>, TimerRecord)> = rows
-        .into_iter()
-        .map(|t| (stored_field(&t.message, "channel_type"), t))
-        .collect();
-    rows.sort_by(|(ta, a), (tb, b)| {
-        (
-            a.tenant,
-            a.recipient.as_str(),
-            a.channel.as_str(),
-            ta,
-            a.shard,
-            a.due_at,
-            a.id,
-        )
-            .cmp(&(
-                b.tenant,
-                b.recipient.as_str(),
-                b.channel.as_str(),
-                tb,
-                b.shard,
-                b.due_at,
-                b.id,
-            ))
-    });
-    let mut groups: Vec<Group> = Vec::with_capacity(rows.len());
-    let mut last_type = None;
-    for (ty, t) in rows {
-        if window_ms > 0
-            && let Some(g) = groups.last_mut()
-            && last_type == ty
-            && g.primary.tenant == t.tenant
-            && g.primary.recipient == t.recipient
-            && g.primary.channel == t.channel
-            && g.primary.shard == t.shard
-            && t.due_at <= g.primary.due_at.saturating_add(window_ms)
-        {
-            g.members.push(t);
-            continue;
-        }
-        last_type = ty;
-        groups.push(Group {
-            primary: t,
-            members: Vec::new(),
-            message: String::new(),
-        });
-    }
-    groups
+    Ok(found)
 }
 
 /// A string field of a stored reminder message.
-fn stored_field(message: &str, field: &str) -> Option<String> {
+pub(crate) fn stored_field(message: &str, field: &str) -> Option<String> {
     let v: Value = serde_json::from_str(message).ok()?;
     v.get(field)?.as_str().map(str::to_string)
 }
@@ -224,7 +83,11 @@ fn item(t: &TimerRecord, subjects: &Subjects<'_>) -> Map<String, Value> {
 /// The delivered message: the earliest reminder's fields at the top level (so
 /// a consumer that ignores merging still reads one reminder), and
 /// `reminders` listing every reminder of the delivery, earliest first.
-fn compose(primary: &TimerRecord, members: &[TimerRecord], subjects: &Subjects<'_>) -> String {
+pub(crate) fn compose(
+    primary: &TimerRecord,
+    members: &[TimerRecord],
+    subjects: &Subjects<'_>,
+) -> String {
     let mut top = item(primary, subjects);
     let list: Vec<Value> = std::iter::once(primary)
         .chain(members)
@@ -245,7 +108,7 @@ fn rfc3339(ms: i64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use herald_core::TimerState;
+    use herald_core::{TimerKind, TimerState};
 
     use super::*;
 
@@ -276,38 +139,7 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_groups_by_user_channel_and_window() {
-        let rows = vec![
-            rem(3, "u1", "hooks", 30_000, "c"),
-            rem(1, "u1", "hooks", 0, "a"),
-            rem(2, "u1", "hooks", 60_000, "b"),
-            rem(4, "u1", "hooks", 60_001, "d"),
-            rem(5, "u1", "mail", 10, "a"),
-            rem(6, "u2", "hooks", 5, "a"),
-        ];
-        let groups = group_rows(rows.clone(), 60_000);
-        let shape: Vec<(i64, Vec<i64>)> = groups
-            .iter()
-            .map(|g| (g.primary.id, g.members.iter().map(|m| m.id).collect()))
-            .collect();
-        assert_eq!(
-            shape,
-            vec![(1, vec![3, 2]), (4, vec![]), (5, vec![]), (6, vec![])]
-        );
-        // Merging off: one group each.
-        assert_eq!(group_rows(rows, 0).len(), 6);
-    }
-
-    #[test]
-    fn the_same_user_id_in_two_tenants_is_two_users() {
-        let theirs = TimerRecord {
-            tenant: TenantId(2),
-            ..rem(2, "u1", "hooks", 10, "a")
-        };
-        let groups = group_rows(vec![rem(1, "u1", "hooks", 0, "a"), theirs], 60_000);
-        assert_eq!(groups.len(), 2);
-        assert!(groups.iter().all(|g| g.members.is_empty()));
-        // And each reads its own tenant's subject.
+    fn each_tenant_reads_its_own_subject() {
         let s = |tenant, title: &str| SubjectRecord {
             tenant,
             subject_id: "a".into(),
@@ -326,13 +158,12 @@ mod tests {
             ((TenantId(2), "a"), &other),
         ]
         .into();
-        for g in &groups {
-            let v: Value = serde_json::from_str(&compose(&g.primary, &[], &subjects)).unwrap();
-            let want = if g.primary.tenant == TenantId(2) {
-                "Theirs"
-            } else {
-                "Mine"
-            };
+        let theirs = TimerRecord {
+            tenant: TenantId(2),
+            ..rem(2, "u1", "hooks", 10, "a")
+        };
+        for (t, want) in [(rem(1, "u1", "hooks", 0, "a"), "Mine"), (theirs, "Theirs")] {
+            let v: Value = serde_json::from_str(&compose(&t, &[], &subjects)).unwrap();
             assert_eq!(v["subject"], want);
         }
     }

@@ -162,6 +162,37 @@ impl Rig {
         }
     }
 
+    /// Places a timer to `user` on the test channel, requested due `due`, in
+    /// a digest (its spec as JSON) the way the API does; returns its id and
+    /// its due time (the digest's close).
+    pub async fn insert_digest(
+        &self,
+        user: &str,
+        due: i64,
+        digest: &str,
+        n: u32,
+    ) -> (TimerId, i64) {
+        let routing = format!(r#"{{"to":"email","digest":{digest}}}"#);
+        let op = WriteOp::InsertDigest(NewTimer {
+            tenant: herald_core::DEFAULT_TENANT,
+            shard: 1,
+            due_at: due,
+            priority: 5,
+            kind: TimerKind::Timer,
+            channel: CHANNEL.into(),
+            recipient: user.into(),
+            message: format!(r#"{{"n":{n}}}"#),
+            idempotency_key: None,
+            created_at: T0,
+            traceparent: None,
+            routing: Some(routing),
+        });
+        match self.pipe.store.apply(vec![op]).await.expect("insert").pop() {
+            Some(WriteResult::DigestCreated { timer, .. }) => (timer.id, timer.due_at),
+            other => panic!("not created: {other:?}"),
+        }
+    }
+
     /// Writes `user`'s directory entry (profile JSON).
     pub async fn put_subscriber(&self, user: &str, profile: &str) {
         let op = WriteOp::PutSubscriber(herald_store::PutSubscriber {

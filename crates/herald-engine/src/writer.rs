@@ -113,7 +113,7 @@ fn account(p: &Pipeline, outcomes: &[Outcome]) {
     let mut due = Vec::new();
     for r in outcomes.iter().filter_map(|o| o.as_ref().ok()).flatten() {
         match r {
-            WriteResult::Created(_) => created += 1,
+            WriteResult::Created(_) | WriteResult::DigestCreated { .. } => created += 1,
             WriteResult::Cancelled(_) => cancelled += 1,
             WriteResult::SubjectDeleted { cancelled: ids, .. }
             | WriteResult::RemindersCancelled { cancelled: ids, .. } => {

@@ -51,6 +51,38 @@ pub struct TimerJson {
     pub topic: Option<String>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub critical: bool,
+    /// The digest it goes out in; its `due_at` is then the digest's close.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub digest: Option<DigestJson>,
+}
+
+/// `digest` of a timer: the spec it was created with, and when the digest it
+/// joined opened.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct DigestJson {
+    pub key: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window_ms: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_delay_ms: Option<i64>,
+    /// `HH:MM` in the subscriber's time zone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at_local: Option<String>,
+    /// RFC 3339: the requested due time of the digest's first timer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
+}
+
+impl From<herald_core::digest::Digest> for DigestJson {
+    fn from(d: herald_core::digest::Digest) -> Self {
+        Self {
+            key: d.key,
+            window_ms: d.window_ms,
+            max_delay_ms: d.max_delay_ms,
+            at_local: d.at_local,
+            since: d.since.map(format_rfc3339_ms),
+        }
+    }
 }
 
 /// `to` of a timer addressed to a subscriber.
@@ -75,6 +107,7 @@ impl TimerJson {
             }),
             topic: routing.topic,
             critical: routing.critical,
+            digest: routing.digest.map(DigestJson::from),
             id: r.id,
             kind: r.kind.as_str(),
             state: state.as_str(),
@@ -141,7 +174,7 @@ pub async fn create(
     let written = st.engine.submit(vec![insert_op(timer, on_conflict)]).await;
     let mut results = written.inspect_err(|_| give_back())?;
     match results.pop() {
-        Some(WriteResult::Created(t)) => Ok((
+        Some(WriteResult::Created(t) | WriteResult::DigestCreated { timer: t, .. }) => Ok((
             StatusCode::CREATED,
             axum::Json(TimerJson::from_record(t, false, false)),
         )
@@ -170,10 +203,17 @@ pub async fn create(
     }
 }
 
-/// The write of a new timer: insert, or with `"on_conflict": "replace"`
-/// insert or update the pending timer holding its key.
+/// The write of a new timer: insert (placed in its digest when it has one),
+/// or with `"on_conflict": "replace"` insert or update the pending timer
+/// holding its key.
 fn insert_op(timer: NewTimer, on_conflict: OnConflict) -> WriteOp {
+    let digested = || {
+        herald_core::timer::Routing::parse(timer.routing.as_deref())
+            .digest
+            .is_some()
+    };
     match on_conflict {
+        OnConflict::Return if digested() => WriteOp::InsertDigest(timer),
         OnConflict::Return => WriteOp::InsertTimer(timer),
         OnConflict::Replace => WriteOp::ReplaceTimer(timer),
     }
@@ -223,7 +263,7 @@ impl BulkRoute for TimerLines<'_> {
 
     fn answer(&self, line: usize, result: WriteResult, out: &mut Vec<u8>) -> bool {
         let (status, t) = match result {
-            WriteResult::Created(t) => (201, t),
+            WriteResult::Created(t) | WriteResult::DigestCreated { timer: t, .. } => (201, t),
             WriteResult::Existing(t) | WriteResult::Updated { timer: t, .. } => (200, t),
             _ => {
                 let e = ApiError::unavailable("unexpected write result");

@@ -2,6 +2,7 @@
 //! Shared by the single and the bulk endpoint so both accept the same input.
 
 use herald_core::campaign::{INTERNAL_KEY_PREFIX, is_internal_key};
+use herald_core::digest::Digest;
 use herald_core::subscriber::check_topic;
 use herald_core::timer::Routing;
 use herald_core::{ChannelType, TenantId, TimerKind, shard_for, time::parse_rfc3339_ms};
@@ -35,6 +36,8 @@ struct CreateTimer<'a> {
     topic: Option<String>,
     #[serde(default)]
     critical: Option<bool>,
+    #[serde(default)]
+    digest: Option<Digest>,
     #[serde(borrow)]
     message: &'a RawValue,
     #[serde(default)]
@@ -126,11 +129,26 @@ pub fn new_timer_and_conflict(
             &(cx.channel_names)(),
         ));
     }
+    if let Some(d) = &req.digest {
+        d.validate()
+            .map_err(|e| ApiError::field(e.field, "invalid_field", e.message))?;
+        if on_conflict == OnConflict::Replace {
+            return Err(ApiError::field(
+                "digest",
+                "invalid_field",
+                "a digest timer cannot be created with on_conflict \"replace\"",
+            ));
+        }
+    }
+    let digested = req.digest.is_some();
     let (recipient, routing) = addressing(
-        req.recipient,
-        req.to,
-        req.topic,
-        req.critical,
+        Addressing {
+            recipient: req.recipient,
+            to: req.to,
+            topic: req.topic,
+            critical: req.critical,
+            digest: req.digest,
+        },
         &req.channel,
         cx,
     )?;
@@ -159,7 +177,10 @@ pub fn new_timer_and_conflict(
         }
     }
     let priority = check_priority(req.priority)?;
+    // A digest's members share their recipient's shard, and so an owner and
+    // a fence, to go out as one delivery (as a user's reminders do).
     let shard = match &req.idempotency_key {
+        _ if digested => shard_of(cx.tenant, &recipient, cx.shards),
         Some(k) => shard_of(cx.tenant, k, cx.shards),
         None => shard_for(&rand::random::<u64>().to_le_bytes(), cx.shards),
     };
@@ -180,20 +201,35 @@ pub fn new_timer_and_conflict(
     Ok((timer, on_conflict))
 }
 
-/// The stored recipient and routing of a timer: a raw `recipient`, or a
-/// subscriber `to` (whose address type defaults to the channel's), with an
-/// optional `topic` and `critical` flag.
-fn addressing(
+/// What a create request says about where and how a timer goes.
+struct Addressing {
     recipient: Option<String>,
     to: Option<To>,
     topic: Option<String>,
     critical: Option<bool>,
+    /// Already checked.
+    digest: Option<Digest>,
+}
+
+/// The stored recipient and routing of a timer: a raw `recipient`, or a
+/// subscriber `to` (whose address type defaults to the channel's), with an
+/// optional `topic`, `critical` flag and `digest`.
+fn addressing(
+    a: Addressing,
     channel: &str,
     cx: &Context<'_>,
 ) -> Result<(String, Option<String>), ApiError> {
+    let Addressing {
+        recipient,
+        to,
+        topic,
+        critical,
+        digest,
+    } = a;
     let mut routing = Routing {
         topic,
         critical: critical.unwrap_or(false),
+        digest,
         ..Routing::default()
     };
     if let Some(t) = &routing.topic {

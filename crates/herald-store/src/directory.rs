@@ -1,7 +1,8 @@
 //! The subscriber directory: one row per (tenant, user) holding the user's
 //! profile as checked JSON (see `herald_core::subscriber`), with a version
 //! that every write bumps so a read-merge-write (`PATCH`) can be made
-//! conditional. The store never looks inside the profile.
+//! conditional. The store looks inside the profile only for the time zone
+//! a daily digest closes in (`crate::digest`).
 //!
 //! Both backends run the statements below (`$N` placeholders; SQLite reads
 //! them through [`crate::shared_sql::sqlite_placeholders`]).

@@ -8,6 +8,7 @@
 
 pub mod access;
 pub mod campaign;
+mod digest;
 mod directory;
 mod migration;
 mod model;
@@ -337,6 +338,13 @@ pub trait Store: CampaignStore + AccessStore + Send + Sync + 'static {
     /// one channel, due within a range), all probes' together, without duplicates.
     /// Uses an index on the user: never a scan of the subject or the due range.
     async fn pending_reminders(&self, probes: &[MergeProbe]) -> Result<Vec<TimerRecord>>;
+
+    /// The pending timers of kind `timer` with routing (digest members and
+    /// others: the caller picks by key) each probe asks for (a tenant's
+    /// recipient's, on one channel, due within a range), without duplicates,
+    /// in `(due_at, id)` order; at most 512 per probe. Uses the recipient's
+    /// index: never a scan of the due range.
+    async fn pending_digests(&self, probes: &[MergeProbe]) -> Result<Vec<TimerRecord>>;
 
     /// A page of `tenant`'s timers matching `filter`, in `(due_at, id)` order
     /// (`order`), after `after` when given, at most `limit`. Walks one index

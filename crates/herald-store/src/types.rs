@@ -303,6 +303,11 @@ impl TimerRecord {
 #[derive(Debug, Clone, PartialEq)]
 pub enum WriteOp {
     InsertTimer(NewTimer),
+    /// Insert a timer whose routing carries a `digest`: it joins the open
+    /// digest of its tenant, recipient, channel and key (due at its close,
+    /// which may slide and move the members), or opens one
+    /// ([`WriteResult::DigestCreated`], or `Existing` for a taken key).
+    InsertDigest(NewTimer),
     /// Cancel a pending timer of `tenant` at time `at`. Another tenant's timer
     /// is [`WriteResult::NotFound`], as if it did not exist.
     CancelTimer {
@@ -524,6 +529,12 @@ pub enum WriteResult {
         remaining: u64,
         cancelled: Vec<TimerId>,
     },
+    /// A digest timer was inserted, due at its digest's close; `moved` are
+    /// the members of the digest it joined, at the later close it slid to.
+    DigestCreated {
+        timer: TimerRecord,
+        moved: Vec<DueEntry>,
+    },
     /// A pending timer was changed (patched, or replaced by key); `moved`
     /// when its due time changed.
     Updated { timer: TimerRecord, moved: bool },
@@ -554,6 +565,9 @@ impl WriteResult {
     pub fn scheduled(&self) -> Vec<DueEntry> {
         match self {
             WriteResult::Created(t) => vec![t.due_entry()],
+            WriteResult::DigestCreated { timer, moved } => std::iter::once(timer.due_entry())
+                .chain(moved.iter().copied())
+                .collect(),
             WriteResult::SubjectPut { moved, .. } => moved.clone(),
             WriteResult::Updated { timer, moved: true } | WriteResult::Retried(timer) => {
                 vec![timer.due_entry()]

@@ -38,6 +38,9 @@ pub struct CreateTimer {
     topic: Option<String>,
     /// Sent even in quiet hours (never past an opt-out).
     critical: Option<bool>,
+    /// Held back and sent in one message with the other timers of the same
+    /// recipient, channel and key; the answer's `due_at` is the digest's close.
+    digest: Option<TimerDigest>,
     #[schema(value_type = Object)]
     message: serde_json::Value,
     idempotency_key: Option<String>,
@@ -55,6 +58,21 @@ pub struct TimerTo {
     /// `app`, `email`, `sms`, `wechat` or `wecom`; defaults to the channel's
     /// own (required for webhook and log channels).
     channel_type: Option<String>,
+}
+
+/// `digest` of `POST /v1/timers`: `window_ms` or `at_local`.
+#[derive(ToSchema)]
+pub struct TimerDigest {
+    /// 1..=128 characters.
+    key: String,
+    /// Collect for this long after the first timer's due time (1 ms..7 days).
+    window_ms: Option<i64>,
+    /// With `window_ms`: each arrival extends the window, never past this
+    /// long after the first timer's due time (at least `window_ms`).
+    max_delay_ms: Option<i64>,
+    /// `HH:MM`: collect until the next such time in the subscriber's time
+    /// zone (UTC without one): a daily digest.
+    at_local: Option<String>,
 }
 
 #[derive(ToSchema)]
@@ -499,6 +517,8 @@ pub fn collect(
     add::<CreateTimer>(all);
     add::<OnConflict>(all);
     add::<TimerTo>(all);
+    add::<TimerDigest>(all);
+    add::<crate::timers::DigestJson>(all);
     add::<BulkLineResult>(all);
     add::<TimerJson>(all);
     add::<DeliveryList>(all);

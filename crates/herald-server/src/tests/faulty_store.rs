@@ -120,6 +120,7 @@ faulty! { Store:
     fn subject_summary(tenant: TenantId, subject_id: &str, cap: u64) -> Result<Option<herald_store::SubjectSummary>>;
     fn user_reminders(tenant: TenantId, user_id: &str, limit: usize) -> Result<Vec<ReminderTimer>>;
     fn pending_reminders(probes: &[MergeProbe]) -> Result<Vec<TimerRecord>>;
+    fn pending_digests(probes: &[MergeProbe]) -> Result<Vec<TimerRecord>>;
     fn search_timers(tenant: TenantId, filter: &herald_store::TimerFilter, after: Option<herald_store::DueCursor>, limit: usize, order: herald_store::SortOrder) -> Result<Vec<TimerRecord>>;
     fn dead_letters(tenant: TenantId, channel: Option<&str>) -> Result<herald_store::DeadLetters>;
     fn count_by_tenant_state() -> Result<Vec<(TenantId, herald_core::TimerState, u64)>>;

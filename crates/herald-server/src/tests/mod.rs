@@ -9,6 +9,7 @@ mod bulk_limits;
 mod campaigns;
 mod channel_tenants;
 mod control_chars;
+mod digests;
 mod faulty_store;
 mod keys;
 mod overview;
@@ -82,6 +83,7 @@ impl Api {
             quotas,
             channels,
             stats_interval_ms,
+            clock,
         } = options;
         let inner = herald_store::open("sqlite::memory:", &StoreOptions::default())
             .await
@@ -89,7 +91,10 @@ impl Api {
         let store = Arc::new(FaultyStore::new(inner));
         let access = access(store.clone() as Arc<dyn Store>);
         let shards = store.init_shards(16).await.expect("shards");
-        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let clock: Arc<dyn Clock> = match clock {
+            Some(c) => Arc::new(c),
+            None => Arc::new(SystemClock),
+        };
         let log = ChannelSpec::new(
             Arc::new(LogChannel::new("log")),
             4,
@@ -220,6 +225,8 @@ struct Options {
     channels: Vec<&'static str>,
     /// How often the engine counts timers by state (the default otherwise).
     stats_interval_ms: Option<u64>,
+    /// The time the API and engine read (the system's otherwise).
+    clock: Option<herald_core::ManualClock>,
 }
 
 /// Asserts the API's error shape, returning the error object.

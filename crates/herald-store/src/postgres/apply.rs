@@ -4,7 +4,7 @@
 
 use herald_core::{TenantId, TimerId};
 
-use super::{Ctx, PgStore, directory, notify, now_ms, reminders, timer_ops, timers};
+use super::{Ctx, PgStore, digests, directory, notify, now_ms, reminders, timer_ops, timers};
 use crate::{
     NewReminder, NewTimer, PutSubject, PutSubscriber, Result, RetryFilter, TimerPatch, WriteOp,
     WriteResult,
@@ -16,6 +16,7 @@ const NOTIFY: &str = "SELECT pg_notify('herald_timers', p) FROM unnest($1::text[
 /// cancels (rare, and each touching one subject or subscription) one by one.
 enum Run<'a> {
     Insert(Vec<&'a NewTimer>),
+    InsertDigest(&'a NewTimer),
     Cancel(Vec<(TenantId, TimerId, i64)>),
     AddReminders(Vec<&'a NewReminder>),
     PutSubject(&'a PutSubject),
@@ -57,6 +58,7 @@ fn runs(ops: &[WriteOp]) -> Vec<Run<'_>> {
         match (op, out.last_mut()) {
             (WriteOp::InsertTimer(t), Some(Run::Insert(v))) => v.push(t),
             (WriteOp::InsertTimer(t), _) => out.push(Run::Insert(vec![t])),
+            (WriteOp::InsertDigest(t), _) => out.push(Run::InsertDigest(t)),
             (WriteOp::CancelTimer { tenant, id, at }, Some(Run::Cancel(v))) => {
                 v.push((*tenant, *id, *at))
             }
@@ -135,6 +137,9 @@ pub(super) async fn apply(store: &PgStore, ops: &[WriteOp]) -> Result<Vec<WriteR
         match run {
             Run::Insert(new) => {
                 timers::insert_run(&tx, &new, horizon, &mut results, &mut announce).await?
+            }
+            Run::InsertDigest(t) => {
+                digests::insert(&tx, t, horizon, &mut results, &mut announce).await?
             }
             Run::Cancel(cancels) => timers::cancel_run(&tx, &cancels, &mut results).await?,
             Run::AddReminders(rs) => {

@@ -55,6 +55,7 @@ mod access;
 mod apply;
 mod campaign;
 mod cluster;
+mod digests;
 mod directory;
 mod error;
 pub mod notify;
@@ -438,6 +439,16 @@ impl Store for PgStore {
                 return Ok(Vec::new());
             }
             reminders::pending_reminders(self, probes).await
+        })
+        .await
+    }
+
+    async fn pending_digests(&self, probes: &[crate::MergeProbe]) -> Result<Vec<TimerRecord>> {
+        self.within("pending_digests", async move {
+            if probes.is_empty() {
+                return Ok(Vec::new());
+            }
+            digests::pending(self, probes).await
         })
         .await
     }

@@ -4,7 +4,7 @@
 use rusqlite::{Connection, TransactionBehavior};
 
 use super::error::Ctx;
-use super::{directory, reminders, timer_ops, timers};
+use super::{digests, directory, reminders, timer_ops, timers};
 use crate::{Result, WriteOp, WriteResult};
 
 pub(super) fn apply(conn: &mut Connection, ops: Vec<WriteOp>) -> Result<Vec<WriteResult>> {
@@ -19,6 +19,7 @@ pub(super) fn apply(conn: &mut Connection, ops: Vec<WriteOp>) -> Result<Vec<Writ
         for op in ops {
             let result = match op {
                 WriteOp::InsertTimer(t) => timers::insert_timer(&tx, &mut insert, t)?,
+                WriteOp::InsertDigest(t) => digests::insert(&tx, &mut insert, t)?,
                 WriteOp::CancelTimer { tenant, id, at } => {
                     timers::cancel_timer(&tx, tenant, id, at)?
                 }

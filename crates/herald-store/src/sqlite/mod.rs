@@ -36,6 +36,7 @@ mod apply;
 mod campaign;
 mod checkpointer;
 mod cluster;
+mod digests;
 mod directory;
 mod error;
 mod pool;
@@ -399,6 +400,14 @@ impl Store for SqliteStore {
         let probes = probes.to_vec();
         self.read(move |c| reminders::pending_reminders(c, probes))
             .await
+    }
+
+    async fn pending_digests(&self, probes: &[MergeProbe]) -> Result<Vec<TimerRecord>> {
+        if probes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let probes = probes.to_vec();
+        self.read(move |c| digests::pending(c, probes)).await
     }
 
     async fn search_timers(

@@ -122,7 +122,11 @@ pub(super) fn get_timer(conn: &Connection, id: TimerId) -> Result<Option<TimerRe
     }
 }
 
-fn timer_by_key(conn: &Connection, tenant: TenantId, key: &str) -> Result<Option<TimerRecord>> {
+pub(super) fn timer_by_key(
+    conn: &Connection,
+    tenant: TenantId,
+    key: &str,
+) -> Result<Option<TimerRecord>> {
     let mut stmt = conn
         .prepare_cached(TIMER_BY_KEY)
         .ctx("preparing timer by key")?;

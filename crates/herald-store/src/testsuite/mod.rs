@@ -9,6 +9,7 @@
 //!   completions and the send log;
 //! - [`timer_ops`]: search, dead letters, patch, replace by key, retry;
 //! - [`reminders`]: subjects and reminder subscriptions;
+//! - [`digests`]: placing digest timers, the digest member probe;
 //! - [`cluster`]: membership, shard leases, fencing, named leases;
 //! - [`tokens`]: channel tokens, final status from provider callbacks, recall;
 //! - [`access`]: API keys;
@@ -45,6 +46,8 @@ pub mod access;
 pub mod campaigns;
 #[cfg(feature = "testsuite")]
 pub mod cluster;
+#[cfg(feature = "testsuite")]
+pub mod digests;
 #[cfg(feature = "testsuite")]
 pub mod directory;
 #[cfg(feature = "testsuite")]
@@ -161,6 +164,16 @@ macro_rules! store_conformance_tests {
                 a_new_incarnation_fences_off_the_old_one,
             ]
             races: [concurrent_claims_from_two_handles]
+        );
+        $crate::store_conformance_tests!(@area digests, $make, $second;
+            cases: [
+                a_digest_holds_its_timers_until_its_close,
+                a_sliding_digest_moves_its_members_up_to_max_delay,
+                a_keyed_digest_timer_is_created_once,
+                a_daily_digest_closes_in_the_subscribers_zone,
+                pending_digests_follow_recipient_channel_and_range,
+            ]
+            races: [concurrent_digest_creates_lose_nothing]
         );
         $crate::store_conformance_tests!(@area directory, $make, $second;
             cases: [
