@@ -6,6 +6,8 @@
 //! Two creates that both find no open digest each open one; their closes are
 //! then a few milliseconds apart and the engine, which takes the members of
 //! a firing digest due shortly after it along, still sends them together.
+//! Two batches that lock digests in opposite orders deadlock; PostgreSQL
+//! aborts one, and `apply` retries it (40P01) like any deadlock.
 
 use std::collections::HashSet;
 
@@ -160,6 +162,12 @@ pub(super) async fn insert(
             }
             moved.push(e);
         }
+        tracing::debug!(
+            timer_id = timer.id,
+            close = to,
+            moved = moved.len(),
+            "digest slid"
+        );
     }
     results.push(WriteResult::DigestCreated { timer, moved });
     Ok(())

@@ -99,6 +99,12 @@ pub(super) fn insert(
                 moved.push(model::decode::<DueEntry, _>(row)?);
             }
         }
+        tracing::debug!(
+            timer_id = timer.id,
+            close = to,
+            moved = moved.len(),
+            "digest slid"
+        );
     }
     Ok(WriteResult::DigestCreated { timer, moved })
 }
