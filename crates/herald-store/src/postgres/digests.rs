@@ -272,15 +272,7 @@ mod tests {
             if analyze {
                 client.batch_execute("ANALYZE").await.expect("analyze");
             }
-            let mode = if generic {
-                "force_generic_plan"
-            } else {
-                "auto"
-            };
-            client
-                .batch_execute(&format!("SET plan_cache_mode = {mode}"))
-                .await
-                .expect("set plan_cache_mode");
+            let mode = crate::postgres::set_plan_mode(&client, generic).await;
             let (tenants, users, channels, froms, untils) = (
                 vec![tenant; 2],
                 vec![user, "user-03-003"],

@@ -783,6 +783,23 @@ impl Store for PgStore {
     }
 }
 
+/// Makes the session's next plans custom (`auto`) or generic, as a cached
+/// statement's plan may turn out; the EXPLAIN tests check both. Returns
+/// the mode's name for their messages.
+#[cfg(test)]
+pub(crate) async fn set_plan_mode(client: &tokio_postgres::Client, generic: bool) -> &'static str {
+    let mode = if generic {
+        "force_generic_plan"
+    } else {
+        "auto"
+    };
+    client
+        .batch_execute(&format!("SET plan_cache_mode = {mode}"))
+        .await
+        .expect("set plan_cache_mode");
+    mode
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

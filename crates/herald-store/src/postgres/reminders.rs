@@ -1068,15 +1068,7 @@ mod tests {
             if analyze {
                 client.batch_execute("ANALYZE").await.expect("analyze");
             }
-            let mode = if generic {
-                "force_generic_plan"
-            } else {
-                "auto"
-            };
-            client
-                .batch_execute(&format!("SET plan_cache_mode = {mode}"))
-                .await
-                .expect("set plan_cache_mode");
+            let mode = crate::postgres::set_plan_mode(&client, generic).await;
             for (sql, params, indexes) in &cases {
                 let rows = client
                     .query(&format!("EXPLAIN {sql}"), params)

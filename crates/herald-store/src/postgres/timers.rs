@@ -739,15 +739,7 @@ mod tests {
             ),
         ];
         for generic in [false, true] {
-            let mode = if generic {
-                "force_generic_plan"
-            } else {
-                "auto"
-            };
-            client
-                .batch_execute(&format!("SET plan_cache_mode = {mode}"))
-                .await
-                .expect("set plan_cache_mode");
+            let mode = crate::postgres::set_plan_mode(&client, generic).await;
             for (sql, params, index) in &cases {
                 let rows = client
                     .query(&format!("EXPLAIN {sql}"), params)
