@@ -10,14 +10,14 @@ use std::time::Duration;
 
 use herald_channels::{Delivery, QuietPolicy, SendOutcome};
 use herald_core::TenantId;
-use herald_core::subscriber::device_key;
 use herald_store::{CompletionOutcome, DeferReason, Unsendable};
 use tokio::sync::mpsc;
 
 use crate::channel_runtime::{ChannelRuntime, Job};
 use crate::completer::{Attempt, Detail, Finished};
+use crate::copies;
 use crate::pipeline::Pipeline;
-use crate::recipients::{self, Route};
+use crate::recipients::Route;
 
 /// What one turn of a worker did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -227,12 +227,8 @@ impl ChannelWorker {
         let _ = self.done.send(f);
     }
 
-    /// Sends to a subscriber's resolved addresses: one delivery each, a
-    /// device's copy under its own idempotency key. The timer's outcome is
-    /// the one most worth acting on: a retry if any copy should be retried
-    /// (at least once for every device), else delivered if any copy was,
-    /// else the refusal. Tokens the provider calls gone are pruned from the
-    /// subscriber; the note says so for the send log.
+    /// Sends to a subscriber's resolved addresses (see
+    /// [`copies::send_copies`]).
     async fn send_to(
         &self,
         d: &Delivery,
@@ -242,64 +238,13 @@ impl ChannelWorker {
         devices: bool,
     ) -> (SendOutcome, Option<String>) {
         let (p, rt) = (&*self.pipe, &*self.rt);
-        let mut outcomes = Vec::with_capacity(addresses.len());
-        for (i, to) in addresses.iter().enumerate() {
-            if i > 0 {
-                rt.wait_for_rate(p.clock.as_ref()).await;
-            }
-            let mut copy = d.clone();
-            copy.recipient = to.clone();
-            if devices {
-                copy.idempotency_key = device_key(&d.idempotency_key, to);
-            }
-            outcomes.push(rt.channel.send(&copy).await);
-        }
-        let mut notes = Vec::new();
-        if devices {
-            for (to, o) in addresses.iter().zip(&outcomes) {
-                if !device_gone(o) {
-                    continue;
-                }
-                let tail = &to[to.len().saturating_sub(6)..];
-                match recipients::prune_device(
-                    p.store.as_ref(),
-                    tenant,
-                    user_id,
-                    to,
-                    p.clock.now_ms(),
-                )
-                .await
-                {
-                    Ok(true) => {
-                        tracing::info!(
-                            tenant = tenant.0,
-                            user_id,
-                            token_tail = tail,
-                            "device token unregistered; pruned"
-                        );
-                        notes.push(format!(
-                            "device …{tail} unregistered: removed from the subscriber"
-                        ));
-                    }
-                    Ok(false) => {}
-                    Err(e) => {
-                        tracing::warn!(tenant = tenant.0, user_id, error = %e, "pruning an unregistered device token failed");
-                        notes.push(format!(
-                            "device …{tail} unregistered (not yet removed: {e})"
-                        ));
-                    }
-                }
-            }
-        }
-        if addresses.len() > 1 {
-            let ok = outcomes
-                .iter()
-                .filter(|o| matches!(o, SendOutcome::Delivered { .. }))
-                .count();
-            notes.push(format!("{ok} of {} devices delivered", addresses.len()));
-        }
-        let note = (!notes.is_empty()).then(|| notes.join("; "));
-        (combine(outcomes), note)
+        let to = copies::Copies {
+            tenant,
+            user_id,
+            addresses,
+            devices,
+        };
+        copies::send_copies(p.store.as_ref(), p.clock.as_ref(), rt, d, to).await
     }
 }
 
@@ -323,28 +268,6 @@ fn quiet(at: Attempt<'_>, end: i64, policy: QuietPolicy, label: &str) -> Finishe
         ..Detail::default()
     };
     Finished::decided(at, outcome, detail)
-}
-
-/// Whether the provider said a device token no longer exists.
-fn device_gone(o: &SendOutcome) -> bool {
-    matches!(o, SendOutcome::Permanent { error, .. } if error.contains("UNREGISTERED"))
-}
-
-/// One outcome for several copies of a delivery (see `send_to`).
-fn combine(outcomes: Vec<SendOutcome>) -> SendOutcome {
-    let rank = |o: &SendOutcome| match o {
-        SendOutcome::Retryable { .. } => 0,
-        SendOutcome::Throttled { .. } => 1,
-        SendOutcome::Delivered { .. } => 2,
-        SendOutcome::Permanent { .. } => 3,
-    };
-    outcomes
-        .into_iter()
-        .min_by_key(rank)
-        .unwrap_or(SendOutcome::Permanent {
-            error: "no address to send to".into(),
-            status: None,
-        })
 }
 
 #[cfg(test)]

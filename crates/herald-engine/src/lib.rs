@@ -16,6 +16,7 @@ mod channel_runtime;
 mod channel_state;
 mod channel_worker;
 mod completer;
+mod copies;
 mod driver;
 mod fair;
 mod fetcher;

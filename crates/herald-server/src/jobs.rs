@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::access::Caller;
+use crate::campaign_routing::{self, CampaignTo, RoutingFields, RoutingJson};
 use crate::error::{ApiError, from_serde};
 use crate::fields::{
     MAX_DEADLINE_SECS, check_message, check_message_at, check_priority, check_users,
@@ -122,6 +123,9 @@ pub(crate) struct JobJson {
     /// Its follow-up, when it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     follow_up: Option<FollowUpJson>,
+    /// `to`, `topic` and `critical`, when given.
+    #[serde(flatten)]
+    routing: RoutingJson,
 }
 
 /// Where a job's follow-up stands.
@@ -196,6 +200,7 @@ async fn job_json(st: &AppState, rates: &RateSampler, j: JobRecord) -> Result<Jo
                 state: f.state.as_str(),
                 job_id: f.follow_up_job_id,
             }),
+        routing: RoutingJson::of(j.routing.as_deref()),
     })
 }
 
@@ -293,6 +298,18 @@ pub(crate) struct JobBody {
     /// A message sent later to the recipients who did not read this one.
     #[serde(default)]
     follow_up: Option<FollowUpBody>,
+    /// The audience holds user ids: each is sent to that subscriber's address
+    /// of the channel's type (or `channel_type`), read from the directory as
+    /// the job sends; opt-outs and quiet hours apply.
+    #[serde(default)]
+    to: Option<CampaignTo>,
+    /// What the message is about, for subscribers' topic opt-outs.
+    #[serde(default)]
+    topic: Option<String>,
+    /// Sent in quiet hours too (the channel's and subscribers'); never past
+    /// an opt-out.
+    #[serde(default)]
+    critical: Option<bool>,
 }
 
 /// `follow_up` of a job: `after_secs` after the job ends, `message` goes
@@ -438,6 +455,17 @@ fn check_job(st: &AppState, tenant: TenantId, bytes: &[u8]) -> Result<NewJob, Ap
     };
     let priority = check_priority(req.priority)?;
     let follow_up = check_follow_up(req.follow_up)?;
+    let routing = campaign_routing::check(
+        RoutingFields {
+            to: req.to,
+            topic: req.topic,
+            critical: req.critical,
+        },
+        &req.channel,
+        st.engine
+            .channel_kind(&req.channel)
+            .and_then(herald_channels::ChannelKind::channel_type),
+    )?;
     Ok(NewJob {
         audience,
         channel: req.channel,
@@ -446,6 +474,7 @@ fn check_job(st: &AppState, tenant: TenantId, bytes: &[u8]) -> Result<NewJob, Ap
         deadline_at,
         priority,
         follow_up,
+        routing,
     })
 }
 

@@ -7,6 +7,7 @@ pub mod audiences;
 pub mod audit;
 mod budget;
 mod bulk;
+mod campaign_routing;
 pub mod channels;
 mod config;
 pub mod error;

@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::access::Caller;
+use crate::campaign_routing::{self, CampaignTo, RoutingFields, RoutingJson};
 use crate::error::{ApiError, from_serde};
 use crate::fields::{
     MAX_DEADLINE_SECS, check_message, check_priority, check_users, recipient_problem,
@@ -67,6 +68,16 @@ pub(crate) struct RuleBody {
     deadline_secs: Option<i64>,
     #[serde(default)]
     priority: Option<i64>,
+    /// The audience's users are user ids routed through the subscriber
+    /// directory when a job of the rule sends (as a job's `to`).
+    #[serde(default)]
+    to: Option<CampaignTo>,
+    /// What the message is about, for subscribers' topic opt-outs.
+    #[serde(default)]
+    topic: Option<String>,
+    /// Sent in quiet hours too; never past an opt-out.
+    #[serde(default)]
+    critical: Option<bool>,
 }
 
 fn non_empty(v: &Option<Vec<String>>) -> bool {
@@ -230,6 +241,25 @@ fn check_rule(st: &AppState, tenant: TenantId, bytes: &[u8]) -> Result<NewRule, 
     }
     check_targets("audience.parties", &a.parties, &req.channel, fans_out)?;
     check_targets("audience.tags", &a.tags, &req.channel, fans_out)?;
+    if req.to.is_some() && (non_empty(&a.parties) || non_empty(&a.tags)) {
+        return Err(ApiError::field(
+            "to",
+            "invalid_field",
+            "to resolves user ids through the subscriber directory; parties and tags \
+             are the provider's groups, not subscribers: send them in a rule without to",
+        ));
+    }
+    let routing = campaign_routing::check(
+        RoutingFields {
+            to: req.to,
+            topic: req.topic,
+            critical: req.critical,
+        },
+        &req.channel,
+        st.engine
+            .channel_kind(&req.channel)
+            .and_then(herald_channels::ChannelKind::channel_type),
+    )?;
 
     let schedule = serde_json::to_string(&req.schedule)
         .map_err(|_| ApiError::unavailable("could not encode the schedule"))?;
@@ -264,6 +294,7 @@ fn check_rule(st: &AppState, tenant: TenantId, bytes: &[u8]) -> Result<NewRule, 
             message: req.message.get().to_string(),
             deadline_secs,
             priority,
+            routing,
         },
         users,
     })
@@ -298,6 +329,9 @@ pub(crate) struct RuleJson {
     updated_at: String,
     /// When the rule sends next; `null` unless enabled.
     next_run_at: Option<String>,
+    /// `to`, `topic` and `critical`, when given.
+    #[serde(flatten)]
+    routing: RoutingJson,
 }
 
 impl From<RuleView> for RuleJson {
@@ -316,6 +350,7 @@ impl From<RuleView> for RuleJson {
             message: raw(&s.message),
             deadline_secs: s.deadline_secs,
             priority: s.priority,
+            routing: RoutingJson::of(s.routing.as_deref()),
             created_at: format_rfc3339_ms(r.created_at),
             updated_at: format_rfc3339_ms(r.updated_at),
             next_run_at: v.next_run_at.map(format_rfc3339_ms),
@@ -338,6 +373,8 @@ pub(crate) struct VersionJson {
     deadline_secs: Option<i64>,
     priority: u8,
     created_at: String,
+    #[serde(flatten)]
+    routing: RoutingJson,
 }
 
 impl From<RuleVersion> for VersionJson {
@@ -354,6 +391,7 @@ impl From<RuleVersion> for VersionJson {
             deadline_secs: s.deadline_secs,
             priority: s.priority,
             created_at: format_rfc3339_ms(v.created_at),
+            routing: RoutingJson::of(s.routing.as_deref()),
         }
     }
 }

@@ -44,6 +44,10 @@ pub struct RuleSpec {
     pub deadline_secs: Option<i64>,
     /// Higher is claimed first. 0..=9.
     pub priority: u8,
+    /// The audience holds user ids, routed through the subscriber directory
+    /// when a job of this version sends (`herald_core::timer::Routing` as
+    /// JSON); `None` for an audience of raw addresses.
+    pub routing: Option<String>,
 }
 
 /// One version of a rule, as stored.
@@ -106,7 +110,7 @@ pub struct PlanCandidate {
 #[derive(Debug, Clone, PartialEq)]
 pub enum TaskStart {
     /// The task is running and this job sends it.
-    Started { job: JobRecord },
+    Started { job: Box<JobRecord> },
     /// The rule has a newer version: the task ended `expired`, nothing sent.
     Expired,
     /// The rule is disabled: the task ended `cancelled`.
@@ -150,6 +154,9 @@ pub struct JobSpec {
     /// follow-up is still waiting, and marks it sent in the same transaction,
     /// so a follow-up goes out once whatever crashes.
     pub follows: Option<i64>,
+    /// The audience holds user ids, routed through the subscriber directory
+    /// (`herald_core::timer::Routing` as JSON); `None` for raw addresses.
+    pub routing: Option<String>,
 }
 
 /// A job's follow-up: `after_ms` after the job ends, `message` goes to the
@@ -251,6 +258,8 @@ pub struct JobRecord {
     /// First claim of any of its segments.
     pub started_at: Option<i64>,
     pub finished_at: Option<i64>,
+    /// See [`JobSpec::routing`].
+    pub routing: Option<String>,
 }
 
 /// A segment as stored.

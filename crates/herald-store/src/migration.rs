@@ -36,6 +36,7 @@ macro_rules! migrations {
             "0014_reminder_leads",
             "0015_timer_routing",
             "0016_receipts",
+            "0017_campaign_routing",
         )
     };
     (@ $($name:literal),+ $(,)?) => {

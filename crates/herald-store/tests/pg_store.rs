@@ -99,7 +99,7 @@ async fn migrations_are_idempotent_and_safe_concurrently() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(versions, (1..=16).collect::<Vec<i32>>());
+    assert_eq!(versions, (1..=17).collect::<Vec<i32>>());
     // Every handle works on the one schema.
     let r = stores[0].apply(inserts([timer(5)])).await.unwrap();
     let id = created(&r[0]).id;
@@ -686,6 +686,7 @@ async fn job_of(store: &PgStore, n: u64, segment_size: u64) -> JobRecord {
                 task_id: None,
                 follow_up: None,
                 follows: None,
+                routing: None,
             },
             T0,
         )
@@ -956,6 +957,7 @@ async fn a_job_settled_by_its_deadline_ends_done_not_expired() {
                 task_id: None,
                 follow_up: None,
                 follows: None,
+                routing: None,
             },
             T0,
         )

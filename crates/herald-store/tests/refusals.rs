@@ -74,6 +74,7 @@ async fn refusals(store: &dyn Store) -> Vec<(&'static str, String)> {
         follow_up: None,
         follows: None,
         task_id: None,
+        routing: None,
     };
     store.create_job(spec, 3).await.unwrap().unwrap();
     let c = store.claim_segment("w", 4, 60_000).await.unwrap().unwrap();

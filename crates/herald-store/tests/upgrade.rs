@@ -312,6 +312,7 @@ async fn reads_back_v0(store: &dyn Store, w: &Written) {
         created_at: created,
         started_at: Some(started),
         finished_at: Some(finished),
+        routing: None,
     };
     assert_eq!(store.get_job(1).await.unwrap().as_ref(), Some(&job));
     assert_eq!(
@@ -376,6 +377,7 @@ async fn reads_back_v0(store: &dyn Store, w: &Written) {
             message: r#"{"t":"morning"}"#.into(),
             deadline_secs: None,
             priority: 5,
+            routing: None,
         },
         created_at: w.rule_at,
     };
@@ -526,6 +528,7 @@ async fn writes_after_v0(store: &dyn Store) {
                 follow_up: None,
                 follows: None,
                 task_id: None,
+                routing: None,
             },
             NOW,
         )
@@ -696,7 +699,7 @@ async fn a_v0_sqlite_store_opens_migrates_and_reads_back() {
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 16);
+    assert_eq!(version, 17);
     drop(conn);
     // Opening again applies nothing and still reads the old rows.
     let store = herald_store::open(&url, &StoreOptions::default())
@@ -774,6 +777,7 @@ async fn a_v0_postgres_store_opens_migrates_and_reads_back() {
             (14, "0014_reminder_leads"),
             (15, "0015_timer_routing"),
             (16, "0016_receipts"),
+            (17, "0017_campaign_routing"),
         ]
     );
 }

@@ -1,7 +1,8 @@
 //! The subscriber directory against the real binary, on both stores:
 //! `herald subscribers import` (with its tally, re-run safely), `get`, `put`,
 //! `list` and `rm`, and the HTTP answers behind them; and reminders resolved
-//! through the directory when they fire (SMTP and FCM through `herald mock`).
+//! through the directory when they fire (SMTP and FCM through `herald mock`),
+//! and so are jobs and rules whose audience holds user ids.
 
 mod common;
 
@@ -397,10 +398,216 @@ async fn routing(s: &Server, mock: &Mock) {
     }
 }
 
+/// Waits for a job to end; the job.
+async fn job_ended(s: &Server, id: i64) -> Value {
+    let mut last = Value::Null;
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while std::time::Instant::now() < deadline {
+        last = s.get(&format!("/v1/jobs/{id}")).await.1;
+        if last["state"] != "running" {
+            return last;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("job {id} never ended: {last}");
+}
+
+/// A job's send log, by recipient: (state, error).
+async fn sends_by_user(s: &Server, id: i64) -> std::collections::HashMap<String, (String, String)> {
+    let (st, v) = s.get(&format!("/v1/jobs/{id}/sends?start=0&end=100")).await;
+    assert_eq!(st, 200, "{v}");
+    v["sends"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            (
+                x["recipient"].as_str().unwrap().to_string(),
+                (
+                    x["state"].as_str().unwrap().to_string(),
+                    x["error"].as_str().unwrap_or_default().to_string(),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// Jobs and rules whose audience holds user ids (`to`): each user's address
+/// of the channel's type as it is when the job sends, opt-outs of the type and
+/// of the job's topic, quiet hours in the user's zone, every device of an app
+/// push with a gone token pruned, and a rule whose user changed address after
+/// it was created.
+async fn campaigns(s: &Server, mock: &Mock) {
+    let quiet = json!({"start": local_hhmm(8, -30), "end": local_hhmm(8, 60)});
+    put_subscriber(
+        s,
+        "ja",
+        json!({"addresses": {"email": "ja+deals@example.com",
+        "app": ["tok-ja1", "tok-ja-gone"]}}),
+    )
+    .await;
+    put_subscriber(s, "jc", json!({"addresses": {"app": ["tok-jc"]}})).await;
+    put_subscriber(
+        s,
+        "jd",
+        json!({"addresses": {"email": "jd@example.com"},
+        "preferences": {"topics": {"marketing": false}}}),
+    )
+    .await;
+    put_subscriber(
+        s,
+        "je",
+        json!({"timezone": "Etc/GMT-8", "quiet_hours": quiet,
+        "addresses": {"email": "je@example.com"}}),
+    )
+    .await;
+    let (st, v) = post_raw(
+        &format!("{}/_mock/fcm/faults", mock.url),
+        "application/json",
+        json!({"unregistered": ["tok-gone", "tok-ja-gone"]}).to_string(),
+    )
+    .await;
+    assert!(st < 300, "{v}");
+
+    // Refusals name their field and create nothing.
+    let (st, v) = s
+        .post(
+            "/v1/jobs",
+            &json!({"channel": "mail", "users": ["ja"], "message": {"text": "x"},
+                    "to": {"channel_type": "pager"}}),
+        )
+        .await;
+    assert_eq!(
+        (st, v["error"]["field"].as_str()),
+        (400, Some("to.channel_type")),
+        "{v}"
+    );
+    let (st, v) = s
+        .post(
+            "/v1/jobs",
+            &json!({"channel": "mail", "users": ["ja"], "message": {"text": "x"},
+                    "to": {}, "topic": ""}),
+        )
+        .await;
+    assert_eq!(
+        (st, v["error"]["field"].as_str()),
+        (400, Some("topic")),
+        "{v}"
+    );
+
+    let (st, mail_job) = s
+        .post(
+            "/v1/jobs",
+            &json!({"channel": "mail", "users": ["ja", "jc", "jd", "je", "j-nobody"],
+                    "message": {"subject": "Deals", "text": "50% off"},
+                    "to": {}, "topic": "marketing"}),
+        )
+        .await;
+    assert_eq!(st, 201, "{mail_job}");
+    assert_eq!(
+        mail_job["to"],
+        json!({"channel_type": "email"}),
+        "{mail_job}"
+    );
+    assert_eq!(mail_job["topic"], "marketing");
+    let (st, push_job) = s
+        .post(
+            "/v1/jobs",
+            &json!({"channel": "push", "users": ["ja"], "to": {},
+                    "message": {"notification": {"title": "Deals"}}}),
+        )
+        .await;
+    assert_eq!(st, 201, "{push_job}");
+
+    let done = job_ended(s, mail_job["id"].as_i64().unwrap()).await;
+    assert_eq!(done["totals"]["sent"], 1, "{done}");
+    assert_eq!(done["totals"]["failed"], 4, "{done}");
+    let sends = sends_by_user(s, mail_job["id"].as_i64().unwrap()).await;
+    assert_eq!(sends["ja"].0, "delivered", "{sends:?}");
+    assert_eq!(sends["jc"], ("failed".into(), "no_address".into()));
+    assert_eq!(sends["j-nobody"], ("failed".into(), "no_address".into()));
+    assert_eq!(sends["jd"], ("failed".into(), "opted_out".into()));
+    assert_eq!(sends["je"].0, "failed");
+    assert!(sends["je"].1.starts_with("quiet_hours"), "{sends:?}");
+    let mail = |to: &str| {
+        let url = format!(
+            "{}/_mock/smtp/messages?to={}",
+            mock.url,
+            to.replace('+', "%2B")
+        );
+        async move {
+            get_json(&url)
+                .await
+                .1
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        }
+    };
+    let got = mail("ja+deals@example.com").await;
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0]["subject"], "Deals");
+    for nobody in ["jd@example.com", "je@example.com"] {
+        assert!(mail(nobody).await.is_empty(), "{nobody}");
+    }
+
+    let done = job_ended(s, push_job["id"].as_i64().unwrap()).await;
+    assert_eq!(done["totals"]["sent"], 1, "{done}");
+    let sends = sends_by_user(s, push_job["id"].as_i64().unwrap()).await;
+    assert!(sends["ja"].1.contains("unregistered"), "{sends:?}");
+    let pushes = get_json(&format!("{}/_mock/fcm/messages", mock.url))
+        .await
+        .1;
+    let to_ja: Vec<&str> = pushes
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["token"].as_str())
+        .filter(|t| t.starts_with("tok-ja"))
+        .collect();
+    assert_eq!(to_ja, ["tok-ja1"], "{pushes}");
+    let (_, v) = s.get("/v1/subscribers/ja").await;
+    assert_eq!(v["addresses"]["app"], json!(["tok-ja1"]), "{v}");
+
+    // A rule of user ids: the address its user has when it fires.
+    put_subscriber(
+        s,
+        "jb",
+        json!({"addresses": {"email": "jb.old@example.com"}}),
+    )
+    .await;
+    let (st, rule) = s
+        .post(
+            "/v1/rules",
+            &json!({"name": "deals", "schedule": {"type": "at", "at": rfc3339(now_ms() + 3_000)},
+                    "audience": {"users": ["jb"]}, "channel": "mail", "to": {},
+                    "topic": "coupons", "message": {"subject": "Rule deals", "text": "hi"}}),
+        )
+        .await;
+    assert_eq!(st, 201, "{rule}");
+    assert_eq!(rule["to"], json!({"channel_type": "email"}), "{rule}");
+    put_subscriber(
+        s,
+        "jb",
+        json!({"addresses": {"email": "jb.new@example.com"}}),
+    )
+    .await;
+    let mut got = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while got.is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        got = mail("jb.new@example.com").await;
+    }
+    assert_eq!(got.len(), 1, "the rule's mail reached the new address");
+    assert_eq!(got[0]["subject"], "Rule deals");
+    assert!(mail("jb.old@example.com").await.is_empty());
+}
+
 #[tokio::test]
 async fn reminders_go_where_the_directory_says_on_sqlite() {
     let (mock, s) = mail_and_push(None).await;
     routing(&s, &mock).await;
+    campaigns(&s, &mock).await;
 }
 
 #[tokio::test]
@@ -411,4 +618,5 @@ async fn reminders_go_where_the_directory_says_on_postgres() {
     };
     let (mock, s) = mail_and_push(Some(&url)).await;
     routing(&s, &mock).await;
+    campaigns(&s, &mock).await;
 }

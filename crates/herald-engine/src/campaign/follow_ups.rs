@@ -74,6 +74,7 @@ async fn send_one(sh: &Shared, f: &FollowUpRecord) -> Result<(), StoreError> {
         task_id: None,
         follow_up: None,
         follows: Some(job.id),
+        routing: job.routing.clone(),
     };
     match store.create_job(spec, sh.clock.now_ms()).await {
         Ok(Some(created)) => {

@@ -70,6 +70,9 @@ pub struct NewJob {
     pub priority: u8,
     /// Sent after the job ends to the recipients who did not read it.
     pub follow_up: Option<herald_store::FollowUp>,
+    /// The audience holds user ids routed through the subscriber directory
+    /// (`herald_core::timer::Routing` as JSON); `None` for raw addresses.
+    pub routing: Option<String>,
 }
 
 /// A rule, or a rule's next version, to write; the request is already checked.
@@ -234,6 +237,7 @@ impl Campaigns {
             task_id: None,
             follow_up: job.follow_up,
             follows: None,
+            routing: job.routing,
         };
         let created = match self.sh.store.create_job(spec, self.now()).await {
             Ok(Some(j)) => j,
@@ -585,6 +589,7 @@ mod tests {
             message: "{}".into(),
             deadline_secs: None,
             priority: 5,
+            routing: None,
         }
     }
 
@@ -662,6 +667,7 @@ mod tests {
             deadline_at: None,
             priority: 5,
             follow_up: None,
+            routing: None,
         };
         let created = c.create_job(T, job.clone()).await.unwrap();
         assert_eq!(created.totals.total, 2);

@@ -19,11 +19,14 @@ use futures_util::stream::FuturesUnordered;
 use herald_channels::{Delivery, QuietPolicy, SendOutcome};
 use herald_core::TimerKind;
 use herald_core::campaign::{SendState, job_recipient_key};
+use herald_core::timer::Routing;
 use herald_store::{ClaimedSegment, JobRecord, LeaseCheck, SegmentClaim, SendEntry};
 use tokio::time::Instant;
 
 use super::Shared;
+use super::directory::{self, Directory, Resolved};
 use crate::channel_runtime::ChannelRuntime;
+use crate::copies;
 use crate::live::{LiveEntry, LiveOutcome};
 
 /// The worker loop: claim, send, repeat; nap when there is nothing to claim.
@@ -84,6 +87,14 @@ async fn run_segment(sh: &Shared, claimed: ClaimedSegment) {
             return;
         }
     };
+    // A job with `to`: its users' directory entries, read once per claim.
+    let dir = match Directory::read(sh.store.as_ref(), &job, &recipients).await {
+        Ok(d) => d,
+        Err(e) => {
+            tracing::warn!(error = %e, job = job.id, "reading the segment's subscribers failed; its lease will lapse");
+            return;
+        }
+    };
     let prior: HashMap<u64, (SendState, u32)> = match sh
         .store
         .job_sends(job.id, from, segment.end)
@@ -141,7 +152,7 @@ async fn run_segment(sh: &Shared, claimed: ClaimedSegment) {
             if group.is_empty() {
                 break;
             }
-            sends.push(send_group(sh, &rt, &job, &lease, group));
+            sends.push(send_group(sh, &rt, &job, &lease, dir.as_ref(), group));
         }
         if sends.is_empty() {
             break;
@@ -251,22 +262,44 @@ async fn record(
 /// What became of one recipient of a group.
 type Sent = (u64, Result<SendEntry, Skip>);
 
+/// A recipient about to be sent to, as the send log will name it.
+struct Outgoing {
+    index: u64,
+    /// What the send log records: the audience entry (a user id for a
+    /// directory job, whose address is read afresh at each attempt).
+    logged: String,
+}
+
+/// A directory recipient sent as several copies (each device of an app push).
+struct Fanned {
+    delivery: Delivery,
+    addresses: Vec<String>,
+    devices: bool,
+}
+
 /// One provider call for a group of recipients (one, unless the channel
-/// batches): wait out any provider pause and the rate limit, check the claim,
-/// the deadline and quiet hours, send, and turn each answer into a send-log
-/// entry. A throttle answer pauses the channel and sends the same group again
-/// once the pause is over, under the same keys and attempt numbers, so
-/// throttling never uses up attempts.
+/// batches): resolve directory recipients, wait out any provider pause and the
+/// rate limit, check the claim, the deadline and quiet hours, send, and turn
+/// each answer into a send-log entry. A throttle answer pauses the channel and
+/// sends the same group again once the pause is over, under the same keys and
+/// attempt numbers, so throttling never uses up attempts.
 async fn send_group(
     sh: &Shared,
     rt: &ChannelRuntime,
     job: &JobRecord,
     lease: &AtomicI64,
+    dir: Option<&Directory>,
     group: Vec<(u64, String, u32)>,
 ) -> Vec<Sent> {
     let mut out: Vec<Sent> = Vec::with_capacity(group.len());
     let mut deliveries = Vec::with_capacity(group.len());
-    let mut indices = Vec::with_capacity(group.len());
+    let mut fanned: Vec<Fanned> = Vec::new();
+    // Plain deliveries first, then the fanned ones, in the order sent.
+    let mut outgoing: Vec<Outgoing> = Vec::with_capacity(group.len());
+    let mut fanned_out: Vec<Outgoing> = Vec::new();
+    let critical = dir.is_none() && Routing::parse(job.routing.as_deref()).critical;
+    let mut skip_channel_quiet = critical || dir.is_some();
+    let resolved_at = sh.clock.now_ms();
     for (idx, recipient, attempt) in group {
         if recipient.is_empty() {
             out.push((
@@ -281,26 +314,85 @@ async fn send_group(
             ));
             continue;
         }
-        indices.push(idx);
-        deliveries.push(Delivery {
+        let mut delivery = Delivery {
             timer_id: job.id,
             kind: TimerKind::Job,
             due_at: job.created_at,
             fired_at: 0,
             attempt,
-            recipient,
+            recipient: recipient.clone(),
             message: job.message.clone(),
             idempotency_key: job_recipient_key(job.id, idx),
             traceparent: None,
-        });
+        };
+        let sent = Outgoing {
+            index: idx,
+            logged: recipient,
+        };
+        let Some(dir) = dir else {
+            deliveries.push(delivery);
+            outgoing.push(sent);
+            continue;
+        };
+        match dir.resolve(job, &sent.logged, resolved_at) {
+            Resolved::Send {
+                mut addresses,
+                devices,
+                skip_channel_quiet: skip,
+            } => {
+                skip_channel_quiet &= skip;
+                if addresses.len() == 1 && !devices {
+                    delivery.recipient = addresses.pop().unwrap_or_default();
+                    deliveries.push(delivery);
+                    outgoing.push(sent);
+                } else {
+                    fanned.push(Fanned {
+                        delivery,
+                        addresses,
+                        devices,
+                    });
+                    fanned_out.push(sent);
+                }
+            }
+            Resolved::Unsendable(why) => {
+                match why {
+                    "no_address" => rt.metrics.no_address.increment(1),
+                    _ => rt.metrics.opted_out.increment(1),
+                }
+                out.push((
+                    idx,
+                    Ok(entry(
+                        idx,
+                        sent.logged,
+                        SendState::Failed,
+                        None,
+                        Some(why.into()),
+                    )),
+                ));
+            }
+            Resolved::Quiet(until) => {
+                rt.counts.quiet.fetch_add(1, Ordering::Relaxed);
+                out.push((
+                    idx,
+                    Ok(entry(
+                        idx,
+                        sent.logged,
+                        SendState::Failed,
+                        None,
+                        Some(directory::quiet_error(until)),
+                    )),
+                ));
+            }
+        }
     }
-    if deliveries.is_empty() {
+    outgoing.extend(fanned_out);
+    if outgoing.is_empty() {
         return out;
     }
     let skip = |why: fn() -> Skip, out: &mut Vec<Sent>| {
-        out.extend(indices.iter().map(|i| (*i, Err(why()))));
+        out.extend(outgoing.iter().map(|o| (o.index, Err(why()))));
     };
-    let outcomes = loop {
+    let (outcomes, notes) = loop {
         rt.wait_for_rate(sh.clock.as_ref()).await;
         let now = sh.clock.now_ms();
         if now.saturating_add(sh.cfg.lease_guard_ms) >= lease.load(Ordering::SeqCst) {
@@ -319,7 +411,9 @@ async fn send_group(
             tokio::time::sleep(Duration::from_millis(nap)).await;
             continue;
         }
-        if let Some((end, policy, label)) = rt.quiet_until(now) {
+        // The channel's quiet hours; a directory job's recipients had their
+        // own checked instead when they have any (see `Resolved::Send`).
+        if let Some((end, policy, label)) = rt.quiet_until(now).filter(|_| !skip_channel_quiet) {
             match policy {
                 // Hold the segment and wait for the window to end; the loop
                 // above keeps recording, which keeps the claim alive, and the
@@ -332,14 +426,14 @@ async fn send_group(
                 QuietPolicy::Drop => {
                     rt.counts
                         .quiet
-                        .fetch_add(deliveries.len() as u64, Ordering::Relaxed);
+                        .fetch_add(outgoing.len() as u64, Ordering::Relaxed);
                     let why = format!("dropped: quiet hours ({label})");
-                    out.extend(deliveries.into_iter().zip(&indices).map(|(d, i)| {
+                    out.extend(outgoing.into_iter().map(|o| {
                         (
-                            *i,
+                            o.index,
                             Ok(entry(
-                                *i,
-                                d.recipient,
+                                o.index,
+                                o.logged,
                                 SendState::Failed,
                                 None,
                                 Some(why.clone()),
@@ -353,11 +447,31 @@ async fn send_group(
         for d in &mut deliveries {
             d.fired_at = now;
         }
-        let mut outcomes = if deliveries.len() == 1 {
-            vec![rt.channel.send(&deliveries[0]).await]
-        } else {
-            rt.channel.send_batch(&deliveries).await
+        let mut outcomes = match deliveries.len() {
+            0 => Vec::new(),
+            1 => vec![rt.channel.send(&deliveries[0]).await],
+            _ => rt.channel.send_batch(&deliveries).await,
         };
+        let mut notes: Vec<Option<String>> = vec![None; outcomes.len()];
+        for f in &mut fanned {
+            f.delivery.fired_at = now;
+            let copies = copies::Copies {
+                tenant: job.tenant,
+                user_id: &f.delivery.recipient,
+                addresses: &f.addresses,
+                devices: f.devices,
+            };
+            let (o, note) = copies::send_copies(
+                sh.store.as_ref(),
+                sh.clock.as_ref(),
+                rt,
+                &f.delivery,
+                copies,
+            )
+            .await;
+            outcomes.push(o);
+            notes.push(note);
+        }
         let finished = sh.clock.now_ms();
         rt.metrics
             .duration
@@ -370,7 +484,7 @@ async fn send_group(
             rt.observe(o, 1, finished);
         }
         if !throttled {
-            break outcomes;
+            break (outcomes, notes);
         }
     };
     let finished = sh.clock.now_ms();
@@ -387,7 +501,7 @@ async fn send_group(
             lateness_ms: None,
         }),
     );
-    for ((d, idx), outcome) in deliveries.into_iter().zip(indices).zip(outcomes) {
+    for ((o, outcome), note) in outgoing.into_iter().zip(outcomes).zip(notes) {
         let (state, provider_msgid, error) = match outcome {
             SendOutcome::Delivered { provider_msgid, .. } => {
                 rt.metrics.delivered.increment(1);
@@ -402,9 +516,13 @@ async fn send_group(
                 (SendState::Failed, None, Some(error))
             }
         };
+        let error = match (error, note) {
+            (Some(e), Some(n)) => Some(format!("{e}; {n}")),
+            (e, n) => e.or(n),
+        };
         out.push((
-            idx,
-            Ok(entry(idx, d.recipient, state, provider_msgid, error)),
+            o.index,
+            Ok(entry(o.index, o.logged, state, provider_msgid, error)),
         ));
     }
     out

@@ -22,7 +22,7 @@ macro_rules! job_cols {
         $crate::model::columns!($($t)?;
             "id", "tenant_id", "audience_id", "channel", "message", "segment_size", "deadline_at",
             "priority", "task_id", "state", "total", "delivered", "failed", "retrying",
-            "expired", "cancelled", "created_at", "started_at", "finished_at")
+            "expired", "cancelled", "created_at", "started_at", "finished_at", "routing")
     };
 }
 pub(crate) use job_cols;
@@ -54,7 +54,7 @@ macro_rules! version_cols {
         $crate::model::columns!($($t)?;
             "rule_id", "version", "tenant_id", "name", "schedule", "audience", "audience_id",
             "channel",
-            "message", "deadline_secs", "priority", "created_at")
+            "message", "deadline_secs", "priority", "created_at", "routing")
     };
 }
 pub(crate) use version_cols;
@@ -155,6 +155,7 @@ impl Decode for JobRecord {
             created_at: r.int("jobs.created_at")?,
             started_at: r.opt_int("jobs.started_at")?,
             finished_at: r.opt_int("jobs.finished_at")?,
+            routing: r.opt_string("jobs.routing")?,
         })
     }
 }
@@ -200,21 +201,28 @@ impl Decode for TaskRecord {
 
 impl Decode for RuleVersion {
     fn decode<R: Columns + ?Sized>(r: &mut Reader<'_, R>) -> Result<Self> {
+        // Columns are read in order: routing comes after created_at.
+        let rule_id = r.int("rule_versions.rule_id")?;
+        let version = r.narrow("rule_versions.version")?;
+        let mut spec = RuleSpec {
+            tenant: r.tenant("rule_versions.tenant_id")?,
+            name: r.string("rule_versions.name")?,
+            schedule: r.string("rule_versions.schedule")?,
+            audience: r.string("rule_versions.audience")?,
+            audience_id: r.opt_int("rule_versions.audience_id")?,
+            channel: r.string("rule_versions.channel")?,
+            message: r.string("rule_versions.message")?,
+            deadline_secs: r.opt_int("rule_versions.deadline_secs")?,
+            priority: r.narrow("rule_versions.priority")?,
+            routing: None,
+        };
+        let created_at = r.int("rule_versions.created_at")?;
+        spec.routing = r.opt_string("rule_versions.routing")?;
         Ok(RuleVersion {
-            rule_id: r.int("rule_versions.rule_id")?,
-            version: r.narrow("rule_versions.version")?,
-            spec: RuleSpec {
-                tenant: r.tenant("rule_versions.tenant_id")?,
-                name: r.string("rule_versions.name")?,
-                schedule: r.string("rule_versions.schedule")?,
-                audience: r.string("rule_versions.audience")?,
-                audience_id: r.opt_int("rule_versions.audience_id")?,
-                channel: r.string("rule_versions.channel")?,
-                message: r.string("rule_versions.message")?,
-                deadline_secs: r.opt_int("rule_versions.deadline_secs")?,
-                priority: r.narrow("rule_versions.priority")?,
-            },
-            created_at: r.int("rule_versions.created_at")?,
+            rule_id,
+            version,
+            spec,
+            created_at,
         })
     }
 }
@@ -269,6 +277,6 @@ mod tests {
             rule_cols!()
                 .starts_with("r.id, r.tenant_id, r.status, r.created_at, r.updated_at, v.rule_id")
         );
-        assert!(rule_cols!().ends_with("v.priority, v.created_at"));
+        assert!(rule_cols!().ends_with("v.priority, v.created_at, v.routing"));
     }
 }

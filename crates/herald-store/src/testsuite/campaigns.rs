@@ -206,7 +206,7 @@ async fn start(store: &S, task_id: i64, now: i64, segment_size: u64) -> JobRecor
     {
         TaskStart::Started { job } => {
             check_totals(&job);
-            job
+            *job
         }
         other => panic!("expected Started, got {other:?}"),
     }
@@ -840,6 +840,8 @@ pub async fn start_task_checks_the_rule_then_starts_a_job(store: S) {
         priority: 4,
         channel: "wecom".into(),
         message: r#"{"text":"sale"}"#.into(),
+        // The version's routing is the job's (a directory audience).
+        routing: Some(r#"{"to":"wecom","topic":"sale"}"#.into()),
         ..rule_spec("r", Some(aud))
     };
     let r = rule(&store, spec.clone()).await;
@@ -863,6 +865,7 @@ pub async fn start_task_checks_the_rule_then_starts_a_job(store: S) {
             created_at: now,
             started_at: None,
             finished_at: None,
+            routing: Some(r#"{"to":"wecom","topic":"sale"}"#.into()),
         }
     );
     assert_eq!(job_now(&store, j.id).await, j);

@@ -177,6 +177,7 @@ pub fn rule_spec(name: &str, audience_id: Option<i64>) -> RuleSpec {
         message: r#"{"text":"hello"}"#.into(),
         deadline_secs: None,
         priority: 0,
+        routing: None,
     }
 }
 
@@ -192,6 +193,7 @@ pub fn job_spec(audience_id: i64, segment_size: u64) -> JobSpec {
         follow_up: None,
         follows: None,
         task_id: None,
+        routing: None,
     }
 }
 

@@ -354,6 +354,7 @@ async fn hot_statements_use_indexes_in_cached_plans() {
         task_id: None,
         follow_up: None,
         follows: None,
+        routing: None,
     };
     store.create_job(spec, 0).await.unwrap().unwrap();
     let c = store.claim_segment("w", 1, 1000).await.unwrap().unwrap();

@@ -23,8 +23,8 @@ const INSERT_RULE: &str = "INSERT INTO rules (tenant_id, status, version, create
     VALUES ($2, 'enabled', 1, $1, $1) RETURNING id";
 const INSERT_VERSION: &str = "INSERT INTO rule_versions \
     (rule_id, version, name, schedule, audience, audience_id, channel, message, \
-     deadline_secs, priority, created_at, tenant_id) \
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
+     deadline_secs, priority, created_at, tenant_id, routing) \
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
 // A new version is current at once; a finished rule comes back, a disabled one
 // stays disabled (its owner turned it off; editing it does not turn it on).
 // Only the rule's own tenant may version it.
@@ -94,7 +94,7 @@ pub(super) const DUE_TASKS: &str = concat!(
 );
 const GET_TASK: &str = concat!("SELECT ", task_cols!(), " FROM tasks WHERE id = $1");
 const SHARE_RULE_OF_TASK: &str = "SELECT r.status, r.version, v.audience_id, v.channel, \
-        v.message, v.deadline_secs, v.priority, r.tenant_id \
+        v.message, v.deadline_secs, v.priority, r.tenant_id, v.routing \
     FROM rules AS r JOIN rule_versions AS v ON v.rule_id = r.id AND v.version = r.version \
     WHERE r.id = (SELECT rule_id FROM tasks WHERE id = $1) FOR SHARE OF r";
 const LOCK_PENDING_TASK: &str =
@@ -165,6 +165,7 @@ async fn insert_version(
             &priority,
             &now,
             &tenant,
+            &spec.routing,
         ],
     )
     .await
@@ -537,6 +538,7 @@ pub(super) async fn start_task(
         follow_up: None,
         follows: None,
         task_id: Some(task_id),
+        routing: col(&rule, 8, "rule_versions.routing")?,
     };
     let Some(job) = jobs::insert_job(&tx, &spec, now).await? else {
         end_pending(
@@ -578,5 +580,5 @@ pub(super) async fn start_task(
     .await
     .ctx("starting the task")?;
     tx.commit().await.ctx("committing start_task")?;
-    Ok(TaskStart::Started { job })
+    Ok(TaskStart::Started { job: Box::new(job) })
 }

@@ -18,8 +18,8 @@ use crate::model::{
 use crate::{Result, StoreError, refusals};
 
 const INSERT_JOB: &str = "INSERT INTO jobs (audience_id, channel, message, segment_size, \
-    deadline_at, priority, task_id, state, total, created_at, finished_at, tenant_id) \
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) RETURNING id";
+    deadline_at, priority, task_id, state, total, created_at, finished_at, tenant_id, routing) \
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) RETURNING id";
 /// ?1 job, ?2 start, ?3 end, ?4 now, ?5 priority, ?6 deadline, ?7 parent, ?8 attempt,
 /// ?9 not_before, ?10 tenant. The cursor starts at the start.
 pub(super) const INSERT_SEGMENT: &str = "INSERT INTO segments (job_id, start_idx, end_idx, \
@@ -124,7 +124,8 @@ pub(super) fn create_in(
                 to_db(size, "total")?,
                 now,
                 finished_at,
-                tenant_to_db(spec.tenant)
+                tenant_to_db(spec.tenant),
+                spec.routing
             ],
             |r| r.get(0),
         )
@@ -168,6 +169,7 @@ pub(super) fn create_in(
         created_at: now,
         started_at: None,
         finished_at,
+        routing: spec.routing.clone(),
     })
 }
 

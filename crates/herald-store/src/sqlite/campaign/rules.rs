@@ -17,8 +17,8 @@ const INSERT_RULE: &str = "INSERT INTO rules (tenant_id, status, version, create
     VALUES (?2, 'enabled', 1, ?1, ?1) RETURNING id";
 const INSERT_VERSION: &str = "INSERT INTO rule_versions \
     (rule_id, version, name, schedule, audience, audience_id, channel, message, deadline_secs, \
-     priority, created_at, tenant_id) \
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)";
+     priority, created_at, tenant_id, routing) \
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
 // A new version is current at once; a finished rule comes back, a disabled one
 // stays so. Only the rule's own tenant may version it.
 const BUMP_VERSION: &str = "UPDATE rules SET version = version + 1, updated_at = ?2, \
@@ -106,7 +106,8 @@ fn insert_version(
             spec.deadline_secs,
             spec.priority,
             now,
-            tenant_to_db(spec.tenant)
+            tenant_to_db(spec.tenant),
+            spec.routing
         ])
         .ctx("inserting rule version")?;
     Ok(())
@@ -426,6 +427,7 @@ pub(super) fn start_task(
                 follow_up: None,
                 follows: None,
                 task_id: Some(task_id),
+                routing: spec.routing,
             },
             size,
             now,
@@ -438,6 +440,6 @@ pub(super) fn start_task(
             let outcome = task_outcome(job.state, job.totals.failed, job.totals.expired);
             jobs::task_follows(tx, Some(task_id), job.id, outcome, &job.totals, now)?;
         }
-        Ok(TaskStart::Started { job })
+        Ok(TaskStart::Started { job: Box::new(job) })
     })
 }
