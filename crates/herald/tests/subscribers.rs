@@ -149,7 +149,9 @@ async fn mail_and_push(store: Option<&str>) -> (Mock, Server) {
          reminder_template = {{ subject = \"{{subject}} opens\", text = \"{{subject}} starts at {{start_at}}\" }}\n\
          [[channels]]\nname = \"push\"\nkind = \"fcm\"\napi_base = \"{m}\"\ntoken_url = \"{m}/token\"\n\
          service_account = \"{key}\"\nproject_id = \"herald-mock\"\n\
-         reminder_template = {{ notification = {{ title = \"{{subject}}\", body = \"starts at {{start_at}}\" }} }}\n"
+         reminder_template = {{ notification = {{ title = \"{{subject}}\", body = \"starts at {{start_at}}\" }} }}\n\
+         [[channels]]\nname = \"wc\"\nkind = \"wecom\"\napi_base = \"{m}\"\ncorpid = \"wwmockcorp\"\n\
+         corpsecret = \"mock-wecom-secret\"\nagentid = 1000002\n"
     );
     let dir = tempfile::tempdir().unwrap();
     let server = match store {
@@ -601,6 +603,132 @@ async fn campaigns(s: &Server, mock: &Mock) {
     assert_eq!(got.len(), 1, "the rule's mail reached the new address");
     assert_eq!(got[0]["subject"], "Rule deals");
     assert!(mail("jb.old@example.com").await.is_empty());
+    wecom(s, mock).await;
+}
+
+/// WeCom campaigns: an uploaded audience keeps each recipient once, a job of
+/// user ids goes to their WeCom ids in one call, the campaign is recalled,
+/// and a rule to a department alone goes out as `toparty`.
+async fn wecom(s: &Server, mock: &Mock) {
+    let wecom_calls = || async {
+        get_json(&format!("{}/_mock/wecom/messages", mock.url))
+            .await
+            .1
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    };
+    let text = |t: &str| json!({"msgtype": "text", "text": {"content": t}});
+    let lines = ["w1", "w2", "w1", "w3", "w2"]
+        .map(|r| json!({"recipient": r}).to_string())
+        .join("\n");
+    let (st, aud) = s
+        .post_raw("/v1/audiences?name=dups", "application/x-ndjson", lines)
+        .await;
+    assert_eq!(st, 201, "{aud}");
+    assert_eq!(
+        (aud["size"].as_u64(), aud["duplicates_removed"].as_u64()),
+        (Some(3), Some(2)),
+        "{aud}"
+    );
+    let (st, job) = s
+        .post(
+            "/v1/jobs",
+            &json!({"audience_id": aud["id"], "channel": "wc", "message": text("uploaded")}),
+        )
+        .await;
+    assert_eq!(st, 201, "{job}");
+    let id = job["id"].as_i64().unwrap();
+    let done = job_ended(s, id).await;
+    assert_eq!(done["totals"]["sent"], 3, "{done}");
+    let calls = wecom_calls().await;
+    let call = calls
+        .iter()
+        .find(|m| m["body"]["text"]["content"] == "uploaded")
+        .expect("the uploaded audience's call");
+    let mut to: Vec<&str> = call["touser"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    to.sort();
+    assert_eq!(to, ["w1", "w2", "w3"], "each once: {call}");
+    let (st, v) = s.post(&format!("/v1/jobs/{id}:recall"), &json!({})).await;
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(
+        (v["messages"].as_u64(), v["recalled"].as_u64()),
+        (Some(1), Some(3)),
+        "{v}"
+    );
+
+    // User ids through the directory: their WeCom ids, in one call.
+    put_subscriber(s, "wz", json!({"addresses": {"wecom": "zhang.wz"}})).await;
+    put_subscriber(s, "wq", json!({"addresses": {"wecom": "qian.wq"}})).await;
+    let (st, job) = s
+        .post(
+            "/v1/jobs",
+            &json!({"users": ["wz", "wq", "wnone"], "channel": "wc", "to": {},
+                    "message": text("directory")}),
+        )
+        .await;
+    assert_eq!(st, 201, "{job}");
+    let done = job_ended(s, job["id"].as_i64().unwrap()).await;
+    assert_eq!(
+        (
+            done["totals"]["sent"].as_u64(),
+            done["totals"]["failed"].as_u64()
+        ),
+        (Some(2), Some(1)),
+        "{done}"
+    );
+    let calls = wecom_calls().await;
+    let call = calls
+        .iter()
+        .find(|m| m["body"]["text"]["content"] == "directory")
+        .expect("the directory job's call");
+    let mut to: Vec<&str> = call["touser"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    to.sort();
+    assert_eq!(to, ["qian.wq", "zhang.wz"], "{call}");
+
+    // A department alone.
+    let (st, v) = post_raw(
+        &format!("{}/_mock/wecom/faults", mock.url),
+        "application/json",
+        json!({"parties": {"9": ["qian"]}}).to_string(),
+    )
+    .await;
+    assert!(st < 300, "{v}");
+    let (st, rule) = s
+        .post(
+            "/v1/rules",
+            &json!({"name": "dept", "schedule": {"type": "immediate"},
+                    "audience": {"parties": ["9"]}, "channel": "wc",
+                    "message": text("department")}),
+        )
+        .await;
+    assert_eq!(st, 201, "{rule}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let call = loop {
+        let calls = wecom_calls().await;
+        if let Some(c) = calls
+            .iter()
+            .find(|m| m["body"]["text"]["content"] == "department")
+        {
+            break c.clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the department rule never sent"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(call["toparty"], "9", "{call}");
 }
 
 #[tokio::test]
