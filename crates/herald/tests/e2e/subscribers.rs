@@ -3,7 +3,7 @@
 //! `list` and `rm`, and the HTTP answers behind them; and reminders resolved
 //! through the directory when they fire (SMTP and FCM through `herald mock`).
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 
