@@ -3,7 +3,7 @@
 //! by its key or a timer's send by its key or id; a job's follow-up goes,
 //! once, to the recipients it delivered to that sent no `read` receipt.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! a key, what open mode refuses from a browser, and protected mode with
 //! the admin key.
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 use std::time::Duration;

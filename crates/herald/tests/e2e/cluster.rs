@@ -4,7 +4,7 @@
 //! Without `initdb`/`postgres` these skip with a loud message, unless
 //! `HERALD_REQUIRE_PG=1`, where they fail.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

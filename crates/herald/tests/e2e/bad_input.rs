@@ -3,7 +3,7 @@
 //! and it never fails another client's write committed beside it (on
 //! PostgreSQL one such row used to fail its whole group-commit batch).
 
-mod common;
+use crate::common;
 
 use common::{Server, pg_database};
 use serde_json::{Value, json};

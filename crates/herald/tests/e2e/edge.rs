@@ -2,7 +2,7 @@
 //! requests at once stay within a memory bound and each gets an answer;
 //! slow clients are cut off; shutdown does not wait on stalled clients.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -180,7 +180,7 @@ async fn concurrent_bulk_requests_stay_within_memory() {
 
 /// The figure: twenty concurrent 64 MiB bulk requests with the
 /// default limits (writes over a gigabyte of timers, about 40 s). Its figures:
-/// `cargo test -p herald --test edge twenty -- --nocapture`.
+/// `cargo test -p herald --test e2e edge::twenty -- --nocapture`.
 #[tokio::test]
 async fn twenty_64_mib_bulk_requests_stay_under_512_mib() {
     concurrent_bulk(20, 64, 8 * 1024, "").await;

@@ -9,7 +9,7 @@
 //! - `deploy/`: the alert rules pass `promtool check rules` (when installed),
 //!   and the dashboard and rules name only metrics Herald exports.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::time::Duration;

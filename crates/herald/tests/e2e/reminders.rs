@@ -5,7 +5,7 @@
 //! Leads are at least 5 minutes, so a subject that starts 5 minutes and a few
 //! seconds from now has its 5-minute reminders due in a few seconds.
 
-mod common;
+use crate::common;
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;

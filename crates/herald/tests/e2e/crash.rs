@@ -1,7 +1,7 @@
 //! Crash tests: `kill -9` the real server mid-work, restart it on the same
 //! data directory, and count what the sink received.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

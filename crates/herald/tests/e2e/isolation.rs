@@ -9,7 +9,7 @@
 //! PostgreSQL cases skip without `initdb`/`postgres` unless
 //! `HERALD_REQUIRE_PG=1`, where they fail.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};

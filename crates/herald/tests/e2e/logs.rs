@@ -3,7 +3,7 @@
 //! on the `log` channel, and stops; its log must hold the expected lines and
 //! no ESC byte.
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 use std::time::Duration;

@@ -1,6 +1,6 @@
 //! End-to-end: the real `herald serve` and `herald mock` over real HTTP.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

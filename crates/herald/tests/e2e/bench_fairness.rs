@@ -2,7 +2,7 @@
 //! figures. No timing is asserted (CI machines vary); the full-size run and
 //! its figures are in BENCHMARKS.md.
 
-mod common;
+use crate::common;
 
 use common::BIN;
 use serde_json::Value;

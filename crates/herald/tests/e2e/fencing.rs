@@ -9,7 +9,7 @@
 //! Without `initdb`/`postgres` this skips with a loud message, unless
 //! `HERALD_REQUIRE_PG=1`, where it fails.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

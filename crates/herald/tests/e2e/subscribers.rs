@@ -4,7 +4,7 @@
 //! through the directory when they fire (SMTP and FCM through `herald mock`),
 //! and so are jobs and rules whose audience holds user ids.
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 

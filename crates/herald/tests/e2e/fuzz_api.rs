@@ -14,7 +14,7 @@
 //! `HERALD_FUZZ_SEED` (a number) changes the seed. PostgreSQL runs when it is
 //! installed, and must with `HERALD_REQUIRE_PG=1`.
 
-mod common;
+use crate::common;
 
 use std::fmt;
 use std::time::Duration;

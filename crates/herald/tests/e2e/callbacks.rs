@@ -8,7 +8,7 @@
 //! - Safe mode: the mock encrypts with the `EncodingAESKey`, Herald decrypts.
 //! - Webhooks carry `X-Herald-Signature: t=..,v1=..`, which the mock checks.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

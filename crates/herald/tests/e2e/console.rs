@@ -7,7 +7,7 @@
 //! Without `chromium` and `chromedriver` the tests skip loudly, unless
 //! `HERALD_REQUIRE_BROWSER=1` (set by `.ci/run`).
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::Stdio;

@@ -9,7 +9,7 @@
 //! writes succeed again with no restart, and every acknowledged timer is
 //! there and, when due, delivered.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! Provider channels end to end: the real `herald serve` delivering over real
 //! HTTP (and SMTP) to `herald mock`'s WeChat, WeCom, FCM and SMTP mocks.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -5,7 +5,7 @@
 //! 09:00 in the subscriber's zone across a DST change (the stored close; the
 //! binary runs on the real clock), and one due in a minute goes out once.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

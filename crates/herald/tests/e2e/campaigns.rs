@@ -1,7 +1,7 @@
 //! Rules, audiences and jobs end to end: the real `herald` binary on SQLite,
 //! a real mock sink over HTTP, `kill -9` mid-campaign.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::time::Duration;

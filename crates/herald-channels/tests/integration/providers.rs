@@ -1040,7 +1040,7 @@ const SA_PATH: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/fixtures/fcm-service-account.json"
 );
-const PUBLIC_KEY: &[u8] = include_bytes!("fixtures/fcm-test-public.der");
+const PUBLIC_KEY: &[u8] = include_bytes!("../fixtures/fcm-test-public.der");
 const CLIENT_EMAIL: &str = "herald-test@herald-test.iam.gserviceaccount.com";
 
 #[derive(Default)]

@@ -11,7 +11,7 @@
 //! Without `initdb`/`postgres` these skip with a loud message, unless
 //! `HERALD_REQUIRE_PG=1`, where they fail.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -190,7 +190,7 @@ async fn a_postgres_crash_loses_no_timer_and_no_acknowledged_write() {
 }
 
 /// The size: 200,000 timers. Over a minute on two cores, so run on
-/// demand: `HERALD_REQUIRE_PG=1 cargo test -p herald --test outage -- --ignored --nocapture`.
+/// demand: `HERALD_REQUIRE_PG=1 cargo test -p herald --test e2e outage:: -- --ignored --nocapture`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "over a minute; run on demand (see BENCHMARKS.md)"]
 async fn two_hundred_thousand_timers_survive_a_postgres_crash() {

@@ -1,0 +1,40 @@
+//! Herald's end-to-end tests, as one test binary: the real `herald` binary,
+//! as `serve` and as `mock`, in child processes, talked to over real HTTP.
+//!
+//! One binary rather than one per file: each would link the whole workspace
+//! again, and cargo runs test binaries one after another, so a file's slowest
+//! test ran alone while the other core idled. Here libtest spreads all of
+//! them over its threads. Run one file's tests with its module name as the
+//! filter, e.g. `cargo test -p herald --test e2e cluster::`.
+//!
+//! The tests share one process: they must not set environment variables (a
+//! child's environment goes on its `Command`), and the PostgreSQL tests share
+//! one throwaway cluster (`common::pg_database` gives each its own database).
+
+mod common;
+
+mod access;
+mod bad_input;
+mod bench_console;
+mod bench_fairness;
+mod callbacks;
+mod campaigns;
+mod channels;
+mod cluster;
+mod console;
+mod crash;
+mod defaults;
+mod describe;
+mod digests;
+mod disk_full;
+mod edge;
+mod fencing;
+mod fuzz_api;
+mod fuzz_parsers;
+mod isolation;
+mod logs;
+mod outage;
+mod receipts;
+mod reminders;
+mod subscribers;
+mod timers;
