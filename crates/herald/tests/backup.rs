@@ -6,8 +6,8 @@ mod common;
 
 use std::collections::HashSet;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -119,7 +119,10 @@ async fn a_backup_taken_during_a_burst_restores_every_timer_acknowledged_before_
     .await;
     let took = started.elapsed();
     assert!(ok, "backup failed: {err}");
-    assert!(out.contains("pages") && out.contains("schema version"), "{out}");
+    assert!(
+        out.contains("pages") && out.contains("schema version"),
+        "{out}"
+    );
     let during = acked.lock().unwrap().len() - before.len();
     stop.store(true, Ordering::Relaxed);
     let total = creates.await.unwrap();
@@ -162,7 +165,11 @@ async fn a_backup_taken_during_a_burst_restores_every_timer_acknowledged_before_
     // The server sees them too: a sample through the API.
     let mut sample: Vec<i64> = before.iter().copied().collect();
     sample.sort_unstable();
-    for id in sample.iter().step_by(sample.len() / 50).chain(sample.last()) {
+    for id in sample
+        .iter()
+        .step_by(sample.len() / 50)
+        .chain(sample.last())
+    {
         let t = restored.timer(*id).await;
         assert_eq!(t["state"], "pending", "{t}");
     }
@@ -196,9 +203,20 @@ async fn backup_and_restore_refuse_what_they_cannot_do() {
     assert!(!ok && err.contains("does not exist"), "{err}");
 
     // A file that is not a database.
-    std::fs::write(path("notes.txt"), "these are notes, not a database at all\n").unwrap();
+    std::fs::write(
+        path("notes.txt"),
+        "these are notes, not a database at all\n",
+    )
+    .unwrap();
     let fresh = format!("sqlite://{}", path("fresh/herald.db").display());
-    let (ok, _, err) = herald(&["restore", "--store", &fresh, "--from", s(&path("notes.txt"))]).await;
+    let (ok, _, err) = herald(&[
+        "restore",
+        "--store",
+        &fresh,
+        "--from",
+        s(&path("notes.txt")),
+    ])
+    .await;
     assert!(!ok && err.contains("not a Herald database"), "{err}");
     assert!(!path("fresh").exists(), "nothing created");
 
@@ -206,7 +224,11 @@ async fn backup_and_restore_refuse_what_they_cannot_do() {
     std::fs::create_dir_all(path("busy")).unwrap();
     std::fs::write(path("busy/keep.txt"), "mine").unwrap();
     let busy = format!("sqlite://{}", path("busy/herald.db").display());
-    let (ok, _, err) = herald(&["restore", "--store", &busy, "--from", s(&path("notes.txt"))]).await;
-    assert!(!ok && err.contains("not empty") && err.contains("keep.txt"), "{err}");
+    let (ok, _, err) =
+        herald(&["restore", "--store", &busy, "--from", s(&path("notes.txt"))]).await;
+    assert!(
+        !ok && err.contains("not empty") && err.contains("keep.txt"),
+        "{err}"
+    );
     assert_eq!(std::fs::read_dir(path("busy")).unwrap().count(), 1);
 }

@@ -131,14 +131,17 @@ pub fn backup(db: &Path, to: &Path, overwrite: bool) -> Result<Copied> {
     src.execute("VACUUM INTO ?1", [partial.utf8()?])
         .map_err(sql(format!("copying {} (VACUUM INTO)", db.display())))?;
     drop(src);
-    tracing::debug!(elapsed_ms = started.elapsed().as_millis() as u64, "snapshot copied");
+    tracing::debug!(
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "snapshot copied"
+    );
     // A backup is one self-contained file: no -wal beside it is needed to
     // read it (`herald serve` turns WAL back on when it opens a restore).
     let copy = Connection::open(&partial.path).map_err(sql("opening the copy"))?;
     let mode: String = copy
         .query_row("PRAGMA journal_mode = DELETE", [], |r| r.get(0))
         .map_err(sql("setting the copy's journal mode"))?;
-    tracing::debug!(journal_mode = mode, "backup journal mode");
+    tracing::debug!(journal_mode = %mode, "backup journal mode");
     let copied = describe(&copy, &partial.path)?;
     drop(copy);
     partial.finish(to, copied)
@@ -381,10 +384,7 @@ mod tests {
         let into = dir.path().join("new").join("data").join("herald.db");
         let restored = restore(&to, &into).unwrap();
         assert_eq!(restored.timers, 500);
-        assert!(matches!(
-            restore(&to, &into),
-            Err(BackupError::Exists(_))
-        ));
+        assert!(matches!(restore(&to, &into), Err(BackupError::Exists(_))));
     }
 
     #[test]
