@@ -448,17 +448,37 @@ pub(crate) fn wall_clock_ms() -> i64 {
 /// migrated; `?pool_size=N` sets the connection pool size, and libpq-style
 /// parameters such as `connect_timeout` or `application_name` are accepted).
 pub async fn open(url: &str, opts: &StoreOptions) -> Result<Arc<dyn Store>> {
-    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        let store = postgres::PgStore::open(url, opts).await?;
-        return Ok(Arc::new(store));
+    match StoreUrl::parse(url)? {
+        StoreUrl::Postgres => Ok(Arc::new(postgres::PgStore::open(url, opts).await?)),
+        StoreUrl::SqliteFile(path) => Ok(Arc::new(sqlite::SqliteStore::open(path, opts).await?)),
+        StoreUrl::SqliteMemory => Ok(Arc::new(sqlite::SqliteStore::open_memory(opts).await?)),
     }
-    if let Some(path) = url.strip_prefix("sqlite://") {
-        let store = sqlite::SqliteStore::open(path, opts).await?;
-        return Ok(Arc::new(store));
+}
+
+/// Which backend a store URL names, as [`open`] reads it; for commands that
+/// work on a store without opening it (`herald backup`, `herald restore`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreUrl<'a> {
+    /// `sqlite://PATH`: the database file.
+    SqliteFile(&'a str),
+    /// `sqlite::memory:`.
+    SqliteMemory,
+    /// `postgres://...` or `postgresql://...`.
+    Postgres,
+}
+
+impl<'a> StoreUrl<'a> {
+    /// The backend `url` names; [`StoreError::UnsupportedUrl`] for none.
+    pub fn parse(url: &'a str) -> Result<StoreUrl<'a>> {
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            return Ok(StoreUrl::Postgres);
+        }
+        if let Some(path) = url.strip_prefix("sqlite://") {
+            return Ok(StoreUrl::SqliteFile(path));
+        }
+        if url == "sqlite::memory:" {
+            return Ok(StoreUrl::SqliteMemory);
+        }
+        Err(StoreError::UnsupportedUrl(redact::redact(url)))
     }
-    if url == "sqlite::memory:" {
-        let store = sqlite::SqliteStore::open_memory(opts).await?;
-        return Ok(Arc::new(store));
-    }
-    Err(StoreError::UnsupportedUrl(redact::redact(url)))
 }

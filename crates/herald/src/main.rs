@@ -2,6 +2,7 @@
 //! in one binary.
 
 mod audit_cli;
+mod backup_cli;
 mod bench;
 mod campaign_cli;
 mod channels_cli;
@@ -48,6 +49,10 @@ enum Cmd {
         #[arg(long, env = "HERALD_CONFIG")]
         config: Option<PathBuf>,
     },
+    /// Copy a live SQLite store (the one `serve` would open) into one file.
+    Backup(backup_cli::BackupArgs),
+    /// Put a backup in place as the store of an empty data directory.
+    Restore(backup_cli::RestoreArgs),
     /// Run the provider mocks (webhook sink at /hook, WeChat and WeCom on their real paths, stats at /_mock/stats).
     Mock(MockArgs),
     /// Load generators that measure Herald against its budgets.
@@ -273,6 +278,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     rt.block_on(async move {
         match cli.cmd {
             Cmd::Serve { config } => serve::run(config::Config::load(config.as_deref())?).await,
+            Cmd::Backup(a) => backup_cli::backup(a).await,
+            Cmd::Restore(a) => backup_cli::restore(a).await,
             Cmd::Mock(a) => run_mock(a).await,
             Cmd::Bench { cmd } => bench::run(cmd).await,
             Cmd::Timers { remote, cmd } => timers_cli::run(&remote, cmd).await,

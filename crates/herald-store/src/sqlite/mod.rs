@@ -33,6 +33,7 @@
 
 mod access;
 mod apply;
+pub mod backup;
 mod campaign;
 mod checkpointer;
 mod cluster;

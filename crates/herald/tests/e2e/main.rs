@@ -14,6 +14,7 @@
 mod common;
 
 mod access;
+mod backup;
 mod bad_input;
 mod bench_console;
 mod bench_fairness;
