@@ -778,6 +778,7 @@ async fn a_v0_postgres_store_opens_migrates_and_reads_back() {
             (15, "0015_timer_routing"),
             (16, "0016_receipts"),
             (17, "0017_campaign_routing"),
+            (18, "0018_retention"),
         ]
     );
 }
