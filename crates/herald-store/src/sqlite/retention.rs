@@ -304,3 +304,35 @@ pub(super) fn delete_job_step(
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sqlite::testing::{migrated, plan};
+
+    /// Each kind's candidates come off the index on their age; no table scan.
+    #[test]
+    fn candidates_use_their_age_indexes() {
+        let conn = migrated();
+        let cases: &[(&str, &str)] = &[
+            (OLD_TIMERS, "USING INDEX timers_finished (updated_at<?)"),
+            (OLD_JOBS, "USING INDEX jobs_finished (finished_at<?)"),
+            (OLD_JOBS_WITH_SENDS, "USING INDEX jobs_finished (finished_at<?)"),
+            (OLD_AUDIENCES, "INDEX audiences_created (created_at<?)"),
+            (OLD_SUBJECTS, "INDEX subjects_start (start_at<?)"),
+            (OLD_TASKS, "USING INDEX tasks_ended (finished_at<?)"),
+            (DELETE_AUDIT, "INDEX audit_log_at (at<?)"),
+            (DELETE_SENDS, "PRIMARY KEY (job_id=?)"),
+            (DELETE_SEGMENTS, "INDEX segments_job (job_id=?)"),
+            (SUBJECT_REMINDERS, "reminder_timers_subject (tenant_id=? AND subject_id=?)"),
+        ];
+        for (sql, wanted) in cases {
+            let p = plan(&conn, sql).replace("COVERING INDEX", "INDEX");
+            assert!(p.contains(wanted), "{sql}\nwanted {wanted:?} in:\n{p}");
+            assert!(
+                p.lines().all(|l| !l.contains("SCAN") || l.contains("INDEX")),
+                "table scan: {sql}:\n{p}"
+            );
+        }
+    }
+}
