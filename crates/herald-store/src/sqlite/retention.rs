@@ -99,7 +99,9 @@ fn in_tx<R>(
 }
 
 fn ids(tx: &Transaction<'_>, sql: &str, cutoff: i64, limit: i64) -> Result<Vec<i64>> {
-    let mut stmt = tx.prepare_cached(sql).ctx("preparing retention candidates")?;
+    let mut stmt = tx
+        .prepare_cached(sql)
+        .ctx("preparing retention candidates")?;
     let rows = stmt
         .query_map(params![cutoff, limit], |r| r.get(0))
         .ctx("finding retention candidates")?;
@@ -317,20 +319,27 @@ mod tests {
         let cases: &[(&str, &str)] = &[
             (OLD_TIMERS, "USING INDEX timers_finished (updated_at<?)"),
             (OLD_JOBS, "USING INDEX jobs_finished (finished_at<?)"),
-            (OLD_JOBS_WITH_SENDS, "USING INDEX jobs_finished (finished_at<?)"),
+            (
+                OLD_JOBS_WITH_SENDS,
+                "USING INDEX jobs_finished (finished_at<?)",
+            ),
             (OLD_AUDIENCES, "INDEX audiences_created (created_at<?)"),
             (OLD_SUBJECTS, "INDEX subjects_start (start_at<?)"),
             (OLD_TASKS, "USING INDEX tasks_ended (finished_at<?)"),
             (DELETE_AUDIT, "INDEX audit_log_at (at<?)"),
             (DELETE_SENDS, "PRIMARY KEY (job_id=?)"),
             (DELETE_SEGMENTS, "INDEX segments_job (job_id=?)"),
-            (SUBJECT_REMINDERS, "reminder_timers_subject (tenant_id=? AND subject_id=?)"),
+            (
+                SUBJECT_REMINDERS,
+                "reminder_timers_subject (tenant_id=? AND subject_id=?)",
+            ),
         ];
         for (sql, wanted) in cases {
             let p = plan(&conn, sql).replace("COVERING INDEX", "INDEX");
             assert!(p.contains(wanted), "{sql}\nwanted {wanted:?} in:\n{p}");
             assert!(
-                p.lines().all(|l| !l.contains("SCAN") || l.contains("INDEX")),
+                p.lines()
+                    .all(|l| !l.contains("SCAN") || l.contains("INDEX")),
                 "table scan: {sql}:\n{p}"
             );
         }

@@ -3,8 +3,8 @@
 //! A pending timer, a running job, an audience in use and a subject with
 //! pending reminders stay however old they are.
 
-use herald_core::campaign::SendState;
 use herald_core::TimerState;
+use herald_core::campaign::SendState;
 
 use super::fixtures::*;
 use super::support::{S, get, insert_all};
@@ -65,7 +65,13 @@ async fn job_with_sends(store: &S, n: u64, sent: u64, now: i64) -> JobRecord {
         .expect("a segment");
     assert_eq!(c.claim.job_id, job.id);
     store
-        .record_sends(&c.claim, sent, sends(0..sent, SendState::Delivered), now + 2, 30_000)
+        .record_sends(
+            &c.claim,
+            sent,
+            sends(0..sent, SendState::Delivered),
+            now + 2,
+            30_000,
+        )
         .await
         .expect("record_sends");
     job
@@ -134,33 +140,80 @@ pub async fn ended_jobs_go_send_log_first_running_jobs_and_audiences_in_use_stay
     let unused = audience(&store, 2).await;
 
     // The send log of the ended job, in batches of two.
-    assert_eq!(purge_all(&store, RetentionKind::SendLog, CUTOFF, 2).await, 5);
+    assert_eq!(
+        purge_all(&store, RetentionKind::SendLog, CUTOFF, 2).await,
+        5
+    );
     assert!(store.job_sends(ended.id, 0, 20).await.unwrap().is_empty());
-    assert!(store.get_job(ended.id).await.unwrap().is_some(), "the job stays");
+    assert!(
+        store.get_job(ended.id).await.unwrap().is_some(),
+        "the job stays"
+    );
     assert_eq!(store.job_sends(running.id, 0, 10).await.unwrap().len(), 4);
 
     // The ended job is still stored: its audience is in use.
-    assert_eq!(purge_all(&store, RetentionKind::Audiences, CUTOFF, 1_000).await, 2);
+    assert_eq!(
+        purge_all(&store, RetentionKind::Audiences, CUTOFF, 1_000).await,
+        2
+    );
     assert!(store.get_audience(unused).await.unwrap().is_none());
-    assert!(store.get_audience(ended.audience_id).await.unwrap().is_some());
+    assert!(
+        store
+            .get_audience(ended.audience_id)
+            .await
+            .unwrap()
+            .is_some()
+    );
 
     // Not yet old at an earlier cutoff.
-    assert_eq!(store.purge(RetentionKind::Jobs, T0, 1_000).await.unwrap(), 0);
+    assert_eq!(
+        store.purge(RetentionKind::Jobs, T0, 1_000).await.unwrap(),
+        0
+    );
     let n = purge_all(&store, RetentionKind::Jobs, CUTOFF, 1_000).await;
     assert_eq!(n, 2, "its one segment and the job");
     assert!(store.get_job(ended.id).await.unwrap().is_none());
-    assert!(store.job_segments(ended.id, None, 100).await.unwrap().is_empty());
-    let still = store.get_job(running.id).await.unwrap().expect("running job");
+    assert!(
+        store
+            .job_segments(ended.id, None, 100)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let still = store
+        .get_job(running.id)
+        .await
+        .unwrap()
+        .expect("running job");
     assert_eq!(still.state, herald_core::campaign::JobState::Running);
     assert_eq!(store.job_sends(running.id, 0, 10).await.unwrap().len(), 4);
 
     // Now the ended job's audience goes; the running job's and the rule's stay.
-    assert_eq!(purge_all(&store, RetentionKind::Audiences, CUTOFF, 1_000).await, 2);
-    assert!(store.get_audience(ended.audience_id).await.unwrap().is_none());
-    assert!(store.get_audience(running.audience_id).await.unwrap().is_some());
+    assert_eq!(
+        purge_all(&store, RetentionKind::Audiences, CUTOFF, 1_000).await,
+        2
+    );
+    assert!(
+        store
+            .get_audience(ended.audience_id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        store
+            .get_audience(running.audience_id)
+            .await
+            .unwrap()
+            .is_some()
+    );
     assert!(store.get_audience(ruled).await.unwrap().is_some());
     assert_eq!(
-        store.audience_slice(running.audience_id, 0, 10).await.unwrap().len(),
+        store
+            .audience_slice(running.audience_id, 0, 10)
+            .await
+            .unwrap()
+            .len(),
         10
     );
 }
@@ -173,7 +226,10 @@ pub async fn delete_job_takes_finished_jobs_only(store: S) {
     );
     assert_eq!(store.job_sends(running.id, 0, 10).await.unwrap().len(), 3);
     store.cancel_job(running.id, T0 + 5).await.unwrap();
-    assert_eq!(store.delete_job(running.id).await.unwrap(), JobDeletion::Deleted);
+    assert_eq!(
+        store.delete_job(running.id).await.unwrap(),
+        JobDeletion::Deleted
+    );
     assert!(store.get_job(running.id).await.unwrap().is_none());
     assert!(store.job_sends(running.id, 0, 10).await.unwrap().is_empty());
     assert_eq!(
@@ -207,7 +263,10 @@ pub async fn past_subjects_go_with_their_reminders_unless_one_is_pending(store: 
         .await
         .expect("complete");
     // Reminders' timers go with their subject, not on their own.
-    assert_eq!(purge_all(&store, RetentionKind::Timers, CUTOFF, 1_000).await, 0);
+    assert_eq!(
+        purge_all(&store, RetentionKind::Timers, CUTOFF, 1_000).await,
+        0
+    );
 
     let n = purge_all(&store, RetentionKind::Subjects, CUTOFF, 1_000).await;
     assert_eq!(n, 3, "two reminders and the subject");
@@ -216,7 +275,9 @@ pub async fn past_subjects_go_with_their_reminders_unless_one_is_pending(store: 
         .await
         .unwrap();
     assert_eq!(
-        left.iter().map(|s| s.subject_id.as_str()).collect::<Vec<_>>(),
+        left.iter()
+            .map(|s| s.subject_id.as_str())
+            .collect::<Vec<_>>(),
         ["waiting"]
     );
     assert!(store.get_timer(p1.id).await.unwrap().is_none());
@@ -273,10 +334,18 @@ pub async fn old_audit_entries_go(store: S) {
         status: 201,
     };
     store
-        .append_audit((0..5).map(|i| entry(T0 + i)).chain([entry(CUTOFF)]).collect())
+        .append_audit(
+            (0..5)
+                .map(|i| entry(T0 + i))
+                .chain([entry(CUTOFF)])
+                .collect(),
+        )
         .await
         .expect("append_audit");
-    assert_eq!(purge_all(&store, RetentionKind::AuditLog, CUTOFF, 2).await, 5);
+    assert_eq!(
+        purge_all(&store, RetentionKind::AuditLog, CUTOFF, 2).await,
+        5
+    );
     let left = store
         .list_audit(None, None, None, 100)
         .await
