@@ -33,6 +33,7 @@ mod pipeline;
 mod queue;
 mod recipients;
 mod reminders;
+pub mod retention;
 mod sampled;
 mod schedule;
 mod stats;
@@ -116,6 +117,9 @@ pub struct EngineConfig {
     /// Rule planning and job sending; set from the `[jobs]` configuration.
     #[serde(skip)]
     pub campaign: campaign::CampaignConfig,
+    /// What is deleted when; set from the `[retention]` configuration.
+    #[serde(skip)]
+    pub retention: retention::RetentionConfig,
     /// Dispatch weight and delivery rate by tenant; a tenant not listed
     /// weighs 1 and has no rate. Set from the `[tenants.NAME]` configuration
     /// once the names resolve to ids.
@@ -143,6 +147,7 @@ impl Default for EngineConfig {
             quota_refresh_ms: 1_000,
             merge_window_ms: 60_000,
             campaign: campaign::CampaignConfig::default(),
+            retention: retention::RetentionConfig::default(),
             tenants: HashMap::new(),
         }
     }
@@ -380,6 +385,16 @@ impl Engine {
             sweep: Default::default(),
         });
         let campaign_tasks = campaign::spawn(campaign.clone(), &loops);
+        let retention = Arc::new(retention::Sweeper {
+            store: store.clone(),
+            clock: clock.clone(),
+            cfg: cfg.retention.clone(),
+            holder: holder.clone(),
+            stop: pipe.stop.clone(),
+        });
+        tasks.push(loops.spawn("retention", Restart::Yes, move || {
+            retention.clone().run().boxed()
+        }));
         if let Err(e) = pauses::refresh(&pipe).await {
             tracing::warn!(error = %e, "reading channel pauses failed; retrying in the background");
         }

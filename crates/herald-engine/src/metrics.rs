@@ -32,6 +32,8 @@ pub const WHEEL_FULL: &str = "herald_wheel_full_total";
 pub const LOOP_RESTARTS: &str = "herald_loop_restarts_total";
 /// Reminders delivered inside another reminder's message (merging).
 pub const MERGED: &str = "herald_reminders_merged_total";
+/// Rows retention deleted, by kind.
+pub const RETENTION_DELETED: &str = "herald_retention_deleted_total";
 
 /// Says what each metric means, once, for `/metrics`.
 pub fn describe() {
@@ -54,6 +56,10 @@ pub fn describe() {
     describe_counter!(
         MERGED,
         "Reminders delivered inside another reminder's message (merging)."
+    );
+    describe_counter!(
+        RETENTION_DELETED,
+        "Rows retention deleted because they were older than their kind's setting, by kind."
     );
     describe_gauge!(TIMERS_PENDING, "Pending timers in the store (sampled).");
     describe_gauge!(TIMERS_BY_STATE, "Timers in the store by state (sampled).");

@@ -469,6 +469,13 @@ pub trait CampaignStore: Send + Sync + 'static {
     /// removed (`false` when unknown or in use).
     async fn drop_audience(&self, id: i64) -> Result<bool>;
 
+    /// Deletes a finished job (done, cancelled or expired, with no follow-up
+    /// waiting) with its segments, send log, receipts, receipt counts and
+    /// follow-up. A large job goes in several short transactions of at most
+    /// [`PURGE_BATCH`](crate::PURGE_BATCH) rows each, the job row last, each
+    /// checking again that the job is still finished.
+    async fn delete_job(&self, id: i64) -> Result<crate::JobDeletion>;
+
     async fn get_audience(&self, id: i64) -> Result<Option<AudienceRecord>>;
 
     /// Audiences of `tenant` with `id > after` (open ones too), by id, at

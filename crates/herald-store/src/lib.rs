@@ -16,6 +16,7 @@ mod owner;
 pub mod postgres;
 pub mod redact;
 mod refusals;
+mod retention;
 mod shared_sql;
 pub mod sqlite;
 mod subject_query;
@@ -34,6 +35,7 @@ pub use campaign::*;
 pub use directory::{MAX_USER_ID_BYTES, PutSubscriber, SubscriberRecord};
 pub use owner::{Owned, owned_by};
 pub use redact::RedactedUrl;
+pub use retention::{JobDeletion, PURGE_BATCH, RetentionKind};
 pub use timer_query::{
     DEAD_LETTER_SAMPLE, DEAD_LETTER_SCAN, DeadLetterGroup, DeadLetters, RetryFilter, SortOrder,
     TimerFilter,
@@ -430,6 +432,18 @@ pub trait Store: CampaignStore + AccessStore + Send + Sync + 'static {
     /// An empty batch reports a gap (a reconnect, or entries dropped because the
     /// subscriber was behind): the subscriber should re-read what it owns.
     async fn subscribe(&self) -> Result<Option<tokio::sync::mpsc::Receiver<Vec<DueEntry>>>>;
+
+    // ---- Retention ----
+
+    /// Deletes up to `limit` rows of `kind` older than `cutoff` (Unix ms; what
+    /// "older" means is the kind's, see [`RetentionKind`]) in one short
+    /// transaction, and returns how many rows it deleted (children counted:
+    /// a job's sends, an audience's chunks). Fewer than `limit` means nothing of
+    /// `kind` is left before `cutoff`. Candidates are found through an index
+    /// on their age, never a scan. Never touches a pending or firing timer, a
+    /// running job (or one with a follow-up waiting), an audience a stored job
+    /// or a rule version names, or a subject a pending reminder refers to.
+    async fn purge(&self, kind: RetentionKind, cutoff: i64, limit: usize) -> Result<u64>;
 }
 
 /// Unix milliseconds by the wall clock, for the few rows the store stamps

@@ -37,6 +37,7 @@ macro_rules! migrations {
             "0015_timer_routing",
             "0016_receipts",
             "0017_campaign_routing",
+            "0018_retention",
         )
     };
     (@ $($name:literal),+ $(,)?) => {

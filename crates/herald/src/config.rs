@@ -10,6 +10,7 @@ use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use herald_channels::ChannelConfig;
 use herald_engine::campaign::CampaignConfig;
+use herald_engine::retention::RetentionConfig;
 use herald_engine::{EngineConfig, TenantLimits};
 use herald_server::{ApiConfig, AuthConfig, RemindersConfig};
 use herald_store::StoreOptions;
@@ -35,6 +36,8 @@ pub struct Config {
     pub reminders: RemindersConfig,
     /// Rule planning and mass sends.
     pub jobs: CampaignConfig,
+    /// How long finished work is kept before the retention sweeper deletes it.
+    pub retention: RetentionConfig,
     /// Limits by tenant name (`[tenants.shop]`); a tenant not listed has
     /// none and weighs 1.
     pub tenants: BTreeMap<String, TenantSettings>,
@@ -106,6 +109,7 @@ impl Default for Config {
             store_options: StoreOptions::default(),
             reminders: RemindersConfig::default(),
             jobs: CampaignConfig::default(),
+            retention: RetentionConfig::default(),
             tenants: BTreeMap::new(),
         }
     }
@@ -124,6 +128,7 @@ const ENV_KEYS: &[&str] = &[
     "store_options",
     "reminders",
     "jobs",
+    "retention",
     "tenants",
 ];
 
@@ -187,6 +192,9 @@ impl Config {
                 "jobs.max_attempts, jobs.record_every and jobs.worker_concurrency must be at least 1"
             );
         }
+        if self.retention.interval_ms < 1_000 {
+            bail!("retention.interval_ms must be at least 1000");
+        }
         if self.engine.window_ms < 1_000 {
             bail!("engine.window_ms must be at least 1000");
         }
@@ -247,6 +255,22 @@ url = "http://127.0.0.1:9000/hook"
         std::fs::write(&path, "listne = 1\n").unwrap();
         let err = format!("{:#}", Config::load(Some(&path)).unwrap_err());
         assert!(err.contains("listne"), "{err}");
+    }
+
+    #[test]
+    fn retention_reads_durations_and_names_a_bad_field() {
+        let c = load_str("[retention]\ntimers = \"7d\"\naudit_log = 0\n").unwrap();
+        assert_eq!(c.retention.timers, herald_engine::retention::Keep::days(7));
+        assert!(c.retention.audit_log.forever());
+        assert_eq!(c.retention.jobs, herald_engine::retention::Keep::days(30));
+        for bad in ["timers = \"-1d\"", "send_log = \"soon\"", "tasks = -5"] {
+            let err = format!(
+                "{:#}",
+                load_str(&format!("[retention]\n{bad}\n")).unwrap_err()
+            );
+            let field = bad.split(' ').next().unwrap();
+            assert!(err.contains(field), "{bad}: {err}");
+        }
     }
 
     fn load_str(toml: &str) -> anyhow::Result<Config> {

@@ -70,6 +70,7 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     let mut engine_cfg = cfg.engine.clone();
     engine_cfg.merge_window_ms = cfg.reminders.merge_window_ms;
     engine_cfg.campaign = cfg.jobs.clone();
+    engine_cfg.retention = cfg.retention.clone();
     engine_cfg.tenants = tenancy.limits;
     let engine = Engine::start(
         store.clone(),

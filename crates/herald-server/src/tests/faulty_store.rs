@@ -133,6 +133,7 @@ faulty! { Store:
     fn acquire_lease(name: &str, holder: &Holder, now: i64, ttl_ms: i64) -> Result<Option<NamedLease>>;
     fn release_lease(name: &str, holder: &Holder) -> Result<()>;
     fn subscribe() -> Result<Option<tokio::sync::mpsc::Receiver<Vec<DueEntry>>>>;
+    fn purge(kind: RetentionKind, cutoff: i64, limit: usize) -> Result<u64>;
 }
 
 faulty! { CampaignStore:
@@ -140,6 +141,7 @@ faulty! { CampaignStore:
     fn append_audience(id: i64, start: u64, recipients: &[String]) -> Result<()>;
     fn seal_audience(id: i64, size: u64, now: i64) -> Result<Option<AudienceRecord>>;
     fn drop_audience(id: i64) -> Result<bool>;
+    fn delete_job(id: i64) -> Result<JobDeletion>;
     fn get_audience(id: i64) -> Result<Option<AudienceRecord>>;
     fn list_audiences(tenant: TenantId, after: Option<i64>, limit: usize) -> Result<Vec<AudienceRecord>>;
     fn audience_slice(id: i64, start: u64, end: u64) -> Result<Vec<String>>;

@@ -61,6 +61,7 @@ mod error;
 pub mod notify;
 mod provider;
 mod reminders;
+mod retention;
 mod schema;
 mod subjects;
 mod timer_ops;
@@ -287,6 +288,30 @@ impl PgStore {
             deadpool_postgres::PoolError::Backend(e) => pg_error("connecting", &e),
             other => StoreError::unavailable(format!("postgres: getting a connection: {other}")),
         })
+    }
+
+    /// Deletes a finished job in short transactions (see
+    /// [`crate::CampaignStore::delete_job`]).
+    async fn delete_job_in_batches(&self, id: i64) -> Result<crate::JobDeletion> {
+        let mut first = true;
+        loop {
+            let step = self
+                .within("delete_job", async {
+                    self.retrying("delete_job", || {
+                        retention::delete_job_step(self, id, crate::PURGE_BATCH)
+                    })
+                    .await
+                })
+                .await?;
+            match step {
+                None => first = false,
+                // Gone between two steps: whoever finished it, it is deleted.
+                Some(crate::JobDeletion::NotFound) if !first => {
+                    return Ok(crate::JobDeletion::Deleted);
+                }
+                Some(done) => return Ok(done),
+            }
+        }
     }
 
     /// Runs one store call within its deadline. A call cut short is an
@@ -780,6 +805,14 @@ impl Store for PgStore {
         listeners.retain(|h| !h.is_finished());
         listeners.push(handle);
         Ok(Some(rx))
+    }
+
+    async fn purge(&self, kind: crate::RetentionKind, cutoff: i64, limit: usize) -> Result<u64> {
+        self.within("purge", async move {
+            self.retrying("purge", || retention::purge(self, kind, cutoff, limit))
+                .await
+        })
+        .await
     }
 }
 

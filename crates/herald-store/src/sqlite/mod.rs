@@ -43,6 +43,7 @@ mod error;
 mod pool;
 mod provider;
 mod reminders;
+mod retention;
 mod schema;
 mod subjects;
 mod timer_ops;
@@ -78,6 +79,26 @@ pub struct SqliteStore {
 }
 
 impl SqliteStore {
+    /// Deletes a finished job in short transactions (see
+    /// [`crate::CampaignStore::delete_job`]).
+    async fn delete_job_in_batches(&self, id: i64) -> Result<crate::JobDeletion> {
+        let mut first = true;
+        loop {
+            let step = self
+                .write(move |c| retention::delete_job_step(c, id, crate::PURGE_BATCH))
+                .await?;
+            match step {
+                None => first = false,
+                // Gone between two steps: whoever finished it, it is deleted.
+                Some(crate::JobDeletion::NotFound) if !first => {
+                    return Ok(crate::JobDeletion::Deleted);
+                }
+                Some(done) => return Ok(done),
+            }
+            tokio::task::yield_now().await;
+        }
+    }
+
     /// Opens (creating if missing, with its directory) the database file at `path`
     /// and brings its schema up to date.
     pub async fn open(path: impl AsRef<Path>, opts: &StoreOptions) -> Result<Self> {
@@ -501,6 +522,11 @@ impl Store for SqliteStore {
     async fn subscribe(&self) -> Result<Option<tokio::sync::mpsc::Receiver<Vec<DueEntry>>>> {
         // Only this process writes an embedded store: it wheels its own timers.
         Ok(None)
+    }
+
+    async fn purge(&self, kind: crate::RetentionKind, cutoff: i64, limit: usize) -> Result<u64> {
+        self.write(move |c| retention::purge(c, kind, cutoff, limit))
+            .await
     }
 }
 

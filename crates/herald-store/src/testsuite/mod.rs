@@ -13,7 +13,8 @@
 //! - [`cluster`]: membership, shard leases, fencing, named leases;
 //! - [`tokens`]: channel tokens, final status from provider callbacks, recall;
 //! - [`access`]: API keys;
-//! - [`campaigns`]: audiences, rules, tasks, jobs, segments and the sweeper.
+//! - [`campaigns`]: audiences, rules, tasks, jobs, segments and the sweeper;
+//! - [`retention`]: purging what is old, kind by kind, and deleting jobs.
 //!
 //! [`store_conformance_tests!`](crate::store_conformance_tests) is the one entry
 //! point: it expands to one `#[tokio::test]` per case, grouped in a module per
@@ -52,6 +53,8 @@ pub mod digests;
 pub mod directory;
 #[cfg(feature = "testsuite")]
 pub mod reminders;
+#[cfg(feature = "testsuite")]
+pub mod retention;
 #[cfg(feature = "testsuite")]
 mod support;
 #[cfg(feature = "testsuite")]
@@ -235,6 +238,17 @@ macro_rules! store_conformance_tests {
                 cancelling_a_job_cancels_what_is_left,
             ]
             races: [concurrent_segment_claims_from_two_handles]
+        );
+        $crate::store_conformance_tests!(@area retention, $make, $second;
+            cases: [
+                finished_timers_go_with_their_send_log_pending_ones_stay,
+                ended_jobs_go_send_log_first_running_jobs_and_audiences_in_use_stay,
+                delete_job_takes_finished_jobs_only,
+                past_subjects_go_with_their_reminders_unless_one_is_pending,
+                ended_tasks_go_except_each_versions_last,
+                old_audit_entries_go,
+            ]
+            races: []
         );
     };
     (@area $area:ident, $make:expr, $second:expr;

@@ -77,6 +77,10 @@ impl CampaignStore for PgStore {
         .await
     }
 
+    async fn delete_job(&self, id: i64) -> Result<crate::JobDeletion> {
+        self.delete_job_in_batches(id).await
+    }
+
     async fn drop_audience(&self, id: i64) -> Result<bool> {
         self.within("drop_audience", async move {
             self.retrying("drop_audience", || audiences::drop_audience(self, id))

@@ -129,6 +129,10 @@ impl CampaignStore for SqliteStore {
         self.write(move |c| audiences::drop_audience(c, id)).await
     }
 
+    async fn delete_job(&self, id: i64) -> Result<crate::JobDeletion> {
+        self.delete_job_in_batches(id).await
+    }
+
     async fn get_audience(&self, id: i64) -> Result<Option<AudienceRecord>> {
         self.read(move |c| audiences::get_audience(c, id)).await
     }

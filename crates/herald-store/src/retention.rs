@@ -1,0 +1,82 @@
+//! Retention: the kinds of rows Herald deletes once they are old, and what
+//! "old" means for each. The backends' `retention` modules hold the SQL.
+
+use serde::{Deserialize, Serialize};
+
+/// Rows deleted per purge call when a caller has no reason to pick another
+/// number: small enough that one call's transaction is short.
+pub const PURGE_BATCH: usize = 1_000;
+
+/// One kind of row retention deletes. Each is deleted by
+/// [`Store::purge`](crate::Store::purge) with its own cutoff.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RetentionKind {
+    /// Finished timers (done, failed, dead, cancelled; reminders' timers go
+    /// with their subject) whose last change is older than the cutoff, with
+    /// their send-log rows and receipts.
+    Timers,
+    /// Finished jobs (done, cancelled, expired) that ended before the
+    /// cutoff and have no follow-up waiting, with their segments, send log,
+    /// receipts, receipt counts and follow-up.
+    Jobs,
+    /// The campaign send log (and its receipts) of jobs that ended before
+    /// the cutoff and have no follow-up waiting; the jobs stay.
+    SendLog,
+    /// Audiences created before the cutoff that no stored job and no rule
+    /// version names, with their recipients.
+    Audiences,
+    /// Subjects whose start is before the cutoff and that no pending or
+    /// firing reminder timer refers to, with their reminders and the
+    /// reminders' finished timers.
+    Subjects,
+    /// Rule tasks that ended before the cutoff, except the last planned task
+    /// of each rule version (the planner plans after it).
+    Tasks,
+    /// Audit log entries recorded before the cutoff.
+    AuditLog,
+}
+
+impl RetentionKind {
+    /// Every kind, in the order a sweep takes them (children before the
+    /// rows that keep others alive: jobs before audiences).
+    pub const ALL: [RetentionKind; 7] = [
+        RetentionKind::Timers,
+        RetentionKind::SendLog,
+        RetentionKind::Jobs,
+        RetentionKind::Audiences,
+        RetentionKind::Subjects,
+        RetentionKind::Tasks,
+        RetentionKind::AuditLog,
+    ];
+
+    /// The kind's name in configuration, logs and metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RetentionKind::Timers => "timers",
+            RetentionKind::Jobs => "jobs",
+            RetentionKind::SendLog => "send_log",
+            RetentionKind::Audiences => "audiences",
+            RetentionKind::Subjects => "subjects",
+            RetentionKind::Tasks => "tasks",
+            RetentionKind::AuditLog => "audit_log",
+        }
+    }
+}
+
+impl std::fmt::Display for RetentionKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What [`CampaignStore::delete_job`](crate::CampaignStore::delete_job) did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobDeletion {
+    /// The job and everything it kept are gone.
+    Deleted,
+    /// No such job.
+    NotFound,
+    /// The job is still running (or a follow-up of it is waiting).
+    NotFinished,
+}
