@@ -204,6 +204,21 @@ async fn first_outcome(s: &Server, id: i64) -> (String, Value) {
     panic!("timer {id} never fired: {last}");
 }
 
+/// The mails the mock's SMTP server took for `to`.
+async fn mail_to(mock: &Mock, to: &str) -> Vec<Value> {
+    let url = format!(
+        "{}/_mock/smtp/messages?to={}",
+        mock.url,
+        to.replace('+', "%2B")
+    );
+    get_json(&url)
+        .await
+        .1
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
 async fn routing(s: &Server, mock: &Mock) {
     // Erin's quiet hours hold now in her zone (UTC+8); the same hours in
     // Frank's zone (UTC-4) are twelve hours away.
@@ -330,32 +345,17 @@ async fn routing(s: &Server, mock: &Mock) {
         "held {wait} ms: {t}"
     );
 
-    let mail = |to: &str| {
-        let url = format!(
-            "{}/_mock/smtp/messages?to={}",
-            mock.url,
-            to.replace('+', "%2B")
-        );
-        async move {
-            get_json(&url)
-                .await
-                .1
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-        }
-    };
-    let got = mail("alice+coupons@example.com").await;
+    let got = mail_to(mock, "alice+coupons@example.com").await;
     assert_eq!(got.len(), 1, "{got:?}");
     assert_eq!(got[0]["subject"], "Coupon 20 off opens");
-    assert_eq!(mail("bob.new@example.com").await.len(), 1);
-    assert!(mail("bob.old@example.com").await.is_empty());
-    assert_eq!(mail("frank@example.com").await.len(), 1);
-    assert!(mail("dave@example.com").await.is_empty());
-    let got = mail("gina@example.com").await;
+    assert_eq!(mail_to(mock, "bob.new@example.com").await.len(), 1);
+    assert!(mail_to(mock, "bob.old@example.com").await.is_empty());
+    assert_eq!(mail_to(mock, "frank@example.com").await.len(), 1);
+    assert!(mail_to(mock, "dave@example.com").await.is_empty());
+    let got = mail_to(mock, "gina@example.com").await;
     assert_eq!(got.len(), 1, "only the topic she kept: {got:?}");
     // Erin's reminder waits; the critical timer went through her quiet hours.
-    let got = mail("erin@example.com").await;
+    let got = mail_to(mock, "erin@example.com").await;
     assert_eq!(got.len(), 1, "{got:?}");
     assert_eq!(got[0]["subject"], "For erin");
     // One push to each live device; the gone one is pruned and the log says so.
@@ -531,26 +531,11 @@ async fn campaigns(s: &Server, mock: &Mock) {
     assert_eq!(sends["jd"], ("failed".into(), "opted_out".into()));
     assert_eq!(sends["je"].0, "failed");
     assert!(sends["je"].1.starts_with("quiet_hours"), "{sends:?}");
-    let mail = |to: &str| {
-        let url = format!(
-            "{}/_mock/smtp/messages?to={}",
-            mock.url,
-            to.replace('+', "%2B")
-        );
-        async move {
-            get_json(&url)
-                .await
-                .1
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-        }
-    };
-    let got = mail("ja+deals@example.com").await;
+    let got = mail_to(mock, "ja+deals@example.com").await;
     assert_eq!(got.len(), 1, "{got:?}");
     assert_eq!(got[0]["subject"], "Deals");
     for nobody in ["jd@example.com", "je@example.com"] {
-        assert!(mail(nobody).await.is_empty(), "{nobody}");
+        assert!(mail_to(mock, nobody).await.is_empty(), "{nobody}");
     }
 
     let done = job_ended(s, push_job["id"].as_i64().unwrap()).await;
@@ -598,11 +583,11 @@ async fn campaigns(s: &Server, mock: &Mock) {
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     while got.is_empty() && std::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(200)).await;
-        got = mail("jb.new@example.com").await;
+        got = mail_to(mock, "jb.new@example.com").await;
     }
     assert_eq!(got.len(), 1, "the rule's mail reached the new address");
     assert_eq!(got[0]["subject"], "Rule deals");
-    assert!(mail("jb.old@example.com").await.is_empty());
+    assert!(mail_to(mock, "jb.old@example.com").await.is_empty());
     wecom(s, mock).await;
 }
 
