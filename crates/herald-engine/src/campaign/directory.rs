@@ -37,8 +37,8 @@ pub(super) enum Resolved {
         /// The channel's own quiet hours do not apply to this one.
         skip_channel_quiet: bool,
     },
-    /// Final without a send: the send-log error says why.
-    Unsendable(&'static str),
+    /// Final without a send; its outcome name is the send-log error.
+    Unsendable(Unsendable),
     /// Inside the subscriber's quiet hours until then (unix ms).
     Quiet(i64),
 }
@@ -101,8 +101,7 @@ impl Directory {
                 devices: false,
                 skip_channel_quiet: self.critical,
             },
-            Route::Unsendable(Unsendable::NoAddress) => Resolved::Unsendable("no_address"),
-            Route::Unsendable(Unsendable::OptedOut) => Resolved::Unsendable("opted_out"),
+            Route::Unsendable(why) => Resolved::Unsendable(why),
             Route::Quiet { until } => Resolved::Quiet(until),
         }
     }

@@ -20,7 +20,9 @@ use herald_channels::{Delivery, QuietPolicy, SendOutcome};
 use herald_core::TimerKind;
 use herald_core::campaign::{SendState, job_recipient_key};
 use herald_core::timer::Routing;
-use herald_store::{ClaimedSegment, JobRecord, LeaseCheck, SegmentClaim, SendEntry};
+use herald_store::{
+    ClaimedSegment, CompletionOutcome, JobRecord, LeaseCheck, SegmentClaim, SendEntry, Unsendable,
+};
 use tokio::time::Instant;
 
 use super::Shared;
@@ -356,8 +358,8 @@ async fn send_group(
             }
             Resolved::Unsendable(why) => {
                 match why {
-                    "no_address" => rt.metrics.no_address.increment(1),
-                    _ => rt.metrics.opted_out.increment(1),
+                    Unsendable::NoAddress => rt.metrics.no_address.increment(1),
+                    Unsendable::OptedOut => rt.metrics.opted_out.increment(1),
                 }
                 out.push((
                     idx,
@@ -366,7 +368,7 @@ async fn send_group(
                         sent.logged,
                         SendState::Failed,
                         None,
-                        Some(why.into()),
+                        Some(CompletionOutcome::Unsendable(why).as_str().into()),
                     )),
                 ));
             }
