@@ -148,6 +148,12 @@ impl From<CampaignError> for ApiError {
             CampaignError::NotRetryable { .. } => {
                 ApiError::new(StatusCode::CONFLICT, "not_retryable", message)
             }
+            CampaignError::AudienceInUse { .. } => {
+                ApiError::new(StatusCode::CONFLICT, "audience_in_use", message)
+            }
+            CampaignError::JobNotFinished { .. } => {
+                ApiError::new(StatusCode::CONFLICT, "job_not_finished", message)
+            }
             CampaignError::TooManyRecipients { .. } => {
                 let mut e = ApiError::new(
                     StatusCode::PAYLOAD_TOO_LARGE,

@@ -504,6 +504,20 @@ pub async fn get(
     Ok(axum::Json(job_json(&st, &rates, job).await?).into_response())
 }
 
+/// `DELETE /v1/jobs/{id}` → `200` the job as it was, with its segments and
+/// send log gone (`segments` is empty); `409 job_not_finished` while it runs
+/// or a follow-up of it waits. Its audience is kept.
+pub async fn delete(
+    State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Extension(rates): Extension<Arc<RateSampler>>,
+    Path(raw): Path<String>,
+) -> Result<Response, ApiError> {
+    let id = parse_id(&raw, "job")?;
+    let job = st.campaigns.delete_job(caller.tenant, id).await?;
+    Ok(axum::Json(job_json(&st, &rates, job).await?).into_response())
+}
+
 /// `POST /v1/jobs/{id}:cancel` → `200` job: pending and running segments end
 /// `cancelled`, their recipients count as cancelled. A job already ended is
 /// returned as it is.

@@ -151,6 +151,7 @@ fn api_routes() -> RouteSet {
         .post("/v1/audiences", audiences::upload)
         .get("/v1/audiences", audiences::list)
         .get("/v1/audiences/{id}", audiences::get)
+        .delete("/v1/audiences/{id}", audiences::delete)
         .post("/v1/rules", rules::create)
         .get("/v1/rules", rules::list)
         .get("/v1/rules/{id}", rules::get)
@@ -163,6 +164,7 @@ fn api_routes() -> RouteSet {
         .post("/v1/jobs", jobs::create)
         .get("/v1/jobs", jobs::list)
         .get("/v1/jobs/{id}", jobs::get)
+        .delete("/v1/jobs/{id}", jobs::delete)
         // `POST /v1/jobs/{id}:cancel`.
         .post("/v1/jobs/{id}", jobs::action)
         .get("/v1/jobs/{id}/segments", jobs::segments)

@@ -61,6 +61,7 @@ pub const ROUTES: &[Policy] = &[
     route(Post, "/v1/audiences", Needs(Campaign), Recipients),
     route(Get, "/v1/audiences", Needs(Read), NoBody),
     route(Get, "/v1/audiences/{id}", Needs(Read), NoBody),
+    route(Delete, "/v1/audiences/{id}", Needs(Campaign), NoBody),
     route(Post, "/v1/rules", Needs(Campaign), Json),
     route(Get, "/v1/rules", Needs(Read), NoBody),
     route(Get, "/v1/rules/{id}", Needs(Read), NoBody),
@@ -74,6 +75,8 @@ pub const ROUTES: &[Policy] = &[
     route(Post, "/v1/jobs", Needs(Campaign), Json),
     route(Get, "/v1/jobs", Needs(Read), NoBody),
     route(Get, "/v1/jobs/{id}", Needs(Read), NoBody),
+    // Finished jobs only.
+    route(Delete, "/v1/jobs/{id}", Needs(Campaign), NoBody),
     // `:cancel`, `:retry-failed`.
     route(Post, "/v1/jobs/{id}", Needs(Campaign), Action),
     route(Get, "/v1/jobs/{id}/segments", Needs(Read), NoBody),

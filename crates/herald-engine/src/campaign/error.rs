@@ -25,6 +25,13 @@ pub enum CampaignError {
     NotRetryable {
         state: herald_core::campaign::JobState,
     },
+    /// The audience cannot be deleted while a job or a rule names it.
+    #[error("audience {id} is used by a job or a rule; delete those first")]
+    AudienceInUse { id: i64 },
+    /// Only a finished job (done, cancelled or expired, with no follow-up
+    /// waiting) can be deleted.
+    #[error("job {id} is not finished (running, or a follow-up is waiting); cancel it first")]
+    JobNotFinished { id: i64 },
     /// An upload went over its limit; nothing of it remains.
     #[error("more than {max} recipients; at most {max} per audience")]
     TooManyRecipients { max: u64 },

@@ -19,8 +19,8 @@ use herald_core::TenantId;
 use herald_core::campaign::{RuleStatus, SegmentState, TaskState};
 use herald_core::schedule::{Schedule, ScheduleSpec};
 use herald_store::{
-    AUDIENCE_CHUNK, AudienceRecord, FailedRetry, FailureGroups, JobRecord, JobSpec, RuleRecord,
-    RuleSpec, RuleVersion, SegmentRecord, SendRecord, StoreError, TaskRecord, owned_by,
+    AUDIENCE_CHUNK, AudienceRecord, FailedRetry, FailureGroups, JobDeletion, JobRecord, JobSpec,
+    RuleRecord, RuleSpec, RuleVersion, SegmentRecord, SendRecord, StoreError, TaskRecord, owned_by,
 };
 
 use super::planner::plan_after;
@@ -127,6 +127,24 @@ impl Campaigns {
     pub async fn get_audience(&self, tenant: TenantId, id: i64) -> Result<AudienceRecord> {
         owned_by(tenant, self.sh.store.get_audience(id).await?)
             .ok_or(CampaignError::NotFound { what: "audience" })
+    }
+
+    /// Deletes an audience with its recipients, and returns it as it was. One
+    /// that a job or a rule version names stays: a finished job still reads
+    /// its audience for `:retry-failed` and follow-ups, so it is kept until
+    /// that job is deleted (by the API or by retention).
+    pub async fn delete_audience(&self, tenant: TenantId, id: i64) -> Result<AudienceRecord> {
+        // An audience never changes tenant: checked once, it stays the caller's.
+        let audience = self.get_audience(tenant, id).await?;
+        if self.sh.store.drop_audience(id).await? {
+            tracing::info!(audience = id, "audience deleted");
+            return Ok(audience);
+        }
+        // Not removed: in use, or removed meanwhile by another request.
+        match self.sh.store.get_audience(id).await? {
+            Some(_) => Err(CampaignError::AudienceInUse { id }),
+            None => Err(CampaignError::NotFound { what: "audience" }),
+        }
     }
 
     /// Starts an upload of at most `max` recipients into a new audience of
@@ -260,6 +278,21 @@ impl Campaigns {
     pub async fn get_job(&self, tenant: TenantId, id: i64) -> Result<JobRecord> {
         owned_by(tenant, self.sh.store.get_job(id).await?)
             .ok_or(CampaignError::NotFound { what: "job" })
+    }
+
+    /// Deletes a finished job (done, cancelled or expired, with no follow-up
+    /// waiting) with its segments and send log, and returns it as it was.
+    /// Its audience stays (see [`Campaigns::delete_audience`]).
+    pub async fn delete_job(&self, tenant: TenantId, id: i64) -> Result<JobRecord> {
+        let job = self.get_job(tenant, id).await?;
+        match self.sh.store.delete_job(id).await? {
+            JobDeletion::Deleted => {
+                tracing::info!(job = id, "job deleted");
+                Ok(job)
+            }
+            JobDeletion::NotFound => Err(CampaignError::NotFound { what: "job" }),
+            JobDeletion::NotFinished => Err(CampaignError::JobNotFinished { id }),
+        }
     }
 
     /// Cancels a job: its pending and running segments end `cancelled`. A job
@@ -709,6 +742,62 @@ mod tests {
                 field: "audience_id",
                 id: 999
             })
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_job_is_deleted_once_finished_and_its_audience_after_it() {
+        let c = campaigns().await;
+        let job = NewJob {
+            audience: AudienceSource::Inline(vec!["a".into(), "b".into()]),
+            channel: "log".into(),
+            message: "{}".into(),
+            segment_size: None,
+            deadline_at: None,
+            priority: 5,
+            follow_up: None,
+            routing: None,
+        };
+        let created = c.create_job(T, job).await.unwrap();
+        let (id, audience) = (created.id, created.audience_id);
+        // No worker runs here: the job is running until cancelled.
+        assert!(matches!(
+            c.delete_job(T, id).await,
+            Err(CampaignError::JobNotFinished { .. })
+        ));
+        assert!(matches!(
+            c.delete_audience(T, audience).await,
+            Err(CampaignError::AudienceInUse { .. })
+        ));
+        c.cancel_job(T, id).await.unwrap();
+        // Another tenant can delete neither.
+        let other = TenantId(2);
+        assert!(matches!(
+            c.delete_job(other, id).await,
+            Err(CampaignError::NotFound { what: "job" })
+        ));
+        assert!(matches!(
+            c.delete_audience(other, audience).await,
+            Err(CampaignError::NotFound { what: "audience" })
+        ));
+        // The finished job still holds its audience.
+        assert!(matches!(
+            c.delete_audience(T, audience).await,
+            Err(CampaignError::AudienceInUse { .. })
+        ));
+        assert_eq!(c.delete_job(T, id).await.unwrap().id, id);
+        assert!(matches!(
+            c.get_job(T, id).await,
+            Err(CampaignError::NotFound { what: "job" })
+        ));
+        assert!(matches!(
+            c.delete_job(T, id).await,
+            Err(CampaignError::NotFound { what: "job" })
+        ));
+        assert_eq!(c.delete_audience(T, audience).await.unwrap().id, audience);
+        assert!(matches!(
+            c.get_audience(T, audience).await,
+            Err(CampaignError::NotFound { what: "audience" })
         ));
     }
 

@@ -169,6 +169,19 @@ pub async fn get(
     Ok(axum::Json(AudienceJson::from(a)).into_response())
 }
 
+/// `DELETE /v1/audiences/{id}` → `200` the audience as it was, its
+/// recipients gone; `409 audience_in_use` while a job (finished or not) or a
+/// rule names it.
+pub async fn delete(
+    State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(raw): Path<String>,
+) -> Result<Response, ApiError> {
+    let id = parse_id(&raw, "audience")?;
+    let a = st.campaigns.delete_audience(caller.tenant, id).await?;
+    Ok(axum::Json(AudienceJson::from(a)).into_response())
+}
+
 /// Audiences per page when the query names no limit.
 const DEFAULT_LIMIT: i64 = 100;
 /// Most audiences one page holds.

@@ -336,6 +336,14 @@ pub const OPS: &[Op] = &[
         NoBody,
         &[(200, J("AudienceJson"))],
     ),
+    op(
+        "DELETE",
+        "/v1/audiences/{id}",
+        "campaigns",
+        "Delete an audience no job or rule names (409 audience_in_use otherwise)",
+        NoBody,
+        &[(200, J("AudienceJson"))],
+    ),
     // Rules.
     op(
         "POST",
@@ -438,6 +446,14 @@ pub const OPS: &[Op] = &[
         "/v1/jobs/{id}",
         "campaigns",
         "A job with its totals and rate",
+        NoBody,
+        &[(200, J("JobJson"))],
+    ),
+    op(
+        "DELETE",
+        "/v1/jobs/{id}",
+        "campaigns",
+        "Delete a finished job with its segments and send log (409 job_not_finished otherwise)",
         NoBody,
         &[(200, J("JobJson"))],
     ),

@@ -858,6 +858,45 @@ async fn every_route_answers_as_the_document_says() {
         None,
     )
     .await;
+    // Deleting: the audience while its job names it, then the job once it
+    // has ended, then the audience.
+    let srv = api.server.url.clone();
+    wait_for("the job ended", Duration::from_secs(15), || {
+        let url = format!("{srv}{jp}");
+        async move { common::get_json(&url).await.1["state"] != "running" }
+    })
+    .await;
+    let e = api
+        .expect(
+            409,
+            "DELETE",
+            "/v1/audiences/{id}",
+            &format!("/v1/audiences/{aid}"),
+            None,
+        )
+        .await;
+    assert_eq!(e["error"]["code"], "audience_in_use", "{e}");
+    api.expect(404, "DELETE", "/v1/jobs/{id}", "/v1/jobs/999999", None)
+        .await;
+    let gone = api.expect(200, "DELETE", "/v1/jobs/{id}", &jp, None).await;
+    assert_eq!(gone["id"], jid, "{gone}");
+    api.expect(404, "GET", "/v1/jobs/{id}", &jp, None).await;
+    api.expect(
+        200,
+        "DELETE",
+        "/v1/audiences/{id}",
+        &format!("/v1/audiences/{aid}"),
+        None,
+    )
+    .await;
+    api.expect(
+        404,
+        "GET",
+        "/v1/audiences/{id}",
+        &format!("/v1/audiences/{aid}"),
+        None,
+    )
+    .await;
     let preview = json!({"schedule": {"type": "cron", "cron": "0 9 * * *", "timezone": "UTC"},
         "count": 2, "from": "2030-01-01T00:00:00Z"});
     let v = api

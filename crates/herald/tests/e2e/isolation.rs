@@ -1302,6 +1302,29 @@ fn cases(f: &Fixture) -> Vec<Case> {
                 contains: None,
             },
         ),
+        // Near the end, as they remove what the cases before read. The job
+        // has ended, and no job or rule names the audience.
+        case(
+            "DELETE",
+            "/v1/jobs/{id}",
+            req(M::DELETE, format!("/v1/jobs/{j}")),
+            None,
+            200,
+            hidden(req(M::DELETE, format!("/v1/jobs/{FAKE}")), FAKE, j, 404),
+        ),
+        case(
+            "DELETE",
+            "/v1/audiences/{id}",
+            req(M::DELETE, format!("/v1/audiences/{au}")),
+            None,
+            200,
+            hidden(
+                req(M::DELETE, format!("/v1/audiences/{FAKE}")),
+                FAKE,
+                au,
+                404,
+            ),
+        ),
         // Last: gives the other tenant a subject of the same id, which must
         // leave the owner's alone.
         case(
