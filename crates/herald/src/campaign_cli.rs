@@ -26,6 +26,8 @@ pub enum AudiencesCmd {
     },
     /// Show an audience.
     Get { id: i64 },
+    /// Delete an audience no job or rule names.
+    Delete { id: i64 },
     /// List audiences, oldest first; pass the answer's next_cursor for the next page.
     List {
         #[arg(long)]
@@ -122,6 +124,8 @@ pub enum JobsCmd {
     },
     /// Cancel a running job.
     Cancel { id: i64 },
+    /// Delete a finished job with its segments and send log.
+    Delete { id: i64 },
     /// Send again to a job's failed recipients (a finished job runs again).
     RetryFailed { id: i64 },
     /// A job's failed sends grouped by error.
@@ -174,6 +178,14 @@ pub async fn audiences(remote: &Remote, cmd: AudiencesCmd) -> anyhow::Result<()>
         AudiencesCmd::Get { id } => {
             let resp = http
                 .get(format!("{base}/v1/audiences/{id}"))
+                .send()
+                .await
+                .with_context(|| format!("cannot reach {base}"))?;
+            show(resp).await
+        }
+        AudiencesCmd::Delete { id } => {
+            let resp = http
+                .delete(format!("{base}/v1/audiences/{id}"))
                 .send()
                 .await
                 .with_context(|| format!("cannot reach {base}"))?;
@@ -390,6 +402,7 @@ pub async fn jobs(remote: &Remote, cmd: JobsCmd) -> anyhow::Result<()> {
                 .send()
                 .await
         }
+        JobsCmd::Delete { id } => http.delete(format!("{base}/v1/jobs/{id}")).send().await,
         JobsCmd::RetryFailed { id } => {
             http.post(format!("{base}/v1/jobs/{id}:retry-failed"))
                 .send()
