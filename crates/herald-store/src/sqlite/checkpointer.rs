@@ -89,28 +89,69 @@ fn run_checkpointer(conn: &Connection, poked: &mpsc::Receiver<()>) {
     }
 }
 
+/// How long a RESTART checkpoint may hold new writers back while it waits
+/// for readers to leave the WAL. Short: a reader that stays (a long read, or
+/// `herald backup` copying the store) is waited out at the next attempt, not
+/// for the connection's whole busy timeout with every writer stalled.
+const RESTART_WAIT: Duration = Duration::from_millis(100);
+
+/// What a checkpoint did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Checkpointed {
+    /// Copied what it could; the WAL was small enough to keep.
+    Passive,
+    /// The WAL starts over from its beginning.
+    Restarted,
+    /// A reader holds an older snapshot (a long read or a backup), so the
+    /// WAL could not be copied whole; no RESTART was tried, since it would
+    /// only hold writers back until that reader ends.
+    HeldByReader,
+    /// A RESTART was tried and readers did not leave within
+    /// [`RESTART_WAIT`]; tried again at the next checkpoint.
+    RestartBusy,
+}
+
 /// A passive checkpoint, then a RESTART one if more than `restart_above` frames
-/// were in the WAL.
-pub(super) fn checkpoint(conn: &Connection, restart_above: i64) -> Result<()> {
-    let run = |mode: &str| -> Result<(i64, i64)> {
+/// were in the WAL and all of them were copied.
+pub(super) fn checkpoint(conn: &Connection, restart_above: i64) -> Result<Checkpointed> {
+    let run = |mode: &str| -> Result<(bool, i64, i64)> {
         conn.query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |r| {
-            Ok((r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
+            Ok((
+                r.get::<_, i64>(0)? != 0,
+                r.get::<_, i64>(1)?,
+                r.get::<_, i64>(2)?,
+            ))
         })
         .ctx("checkpointing")
     };
-    let (frames, copied) = run("PASSIVE")?;
-    if frames > restart_above {
-        // The writer kept the WAL from ever being fully copied; make it start over.
-        let (frames_after, copied_after) = run("RESTART")?;
-        tracing::debug!(
-            frames,
-            copied,
-            frames_after,
-            copied_after,
-            "sqlite WAL restarted"
-        );
+    let (_, frames, copied) = run("PASSIVE")?;
+    if frames <= restart_above {
+        return Ok(Checkpointed::Passive);
     }
-    Ok(())
+    if copied < frames {
+        tracing::debug!(frames, copied, "sqlite WAL held by a reader");
+        return Ok(Checkpointed::HeldByReader);
+    }
+    // The writer kept the WAL from ever being fully copied; make it start over.
+    conn.busy_timeout(RESTART_WAIT)
+        .ctx("setting the restart wait")?;
+    let restarted = run("RESTART");
+    conn.busy_timeout(super::pool::BUSY_TIMEOUT)
+        .ctx("setting busy_timeout")?;
+    let (busy, frames_after, copied_after) = restarted?;
+    tracing::debug!(
+        frames,
+        copied,
+        frames_after,
+        copied_after,
+        busy,
+        "sqlite WAL restart"
+    );
+    Ok(if busy {
+        Checkpointed::RestartBusy
+    } else {
+        Checkpointed::Restarted
+    })
 }
 
 #[cfg(test)]
@@ -137,12 +178,18 @@ mod tests {
             })
             .unwrap()
         };
-        checkpoint(&conns.checkpointer, i64::MAX).unwrap();
+        assert_eq!(
+            checkpoint(&conns.checkpointer, i64::MAX).unwrap(),
+            Checkpointed::Passive
+        );
         let (log, copied) = frames(&conns.checkpointer);
         assert!(log > 0);
         assert_eq!(log, copied);
         // The RESTART path: afterwards the next write starts the WAL over.
-        checkpoint(&conns.checkpointer, 0).unwrap();
+        assert_eq!(
+            checkpoint(&conns.checkpointer, 0).unwrap(),
+            Checkpointed::Restarted
+        );
         apply(
             &mut writer,
             vec![WriteOp::InsertTimer(crate::testsuite::fixtures::timer(1))],
@@ -150,5 +197,42 @@ mod tests {
         .unwrap();
         let (log_after, _) = frames(&conns.checkpointer);
         assert!(log_after < log, "WAL did not restart: {log_after} >= {log}");
+    }
+
+    /// A reader holding an old snapshot (as `herald backup` does while it
+    /// copies) is not waited for: the checkpoint reports it and returns, and
+    /// the writer commits at once.
+    #[test]
+    fn a_long_reader_is_not_waited_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let conns =
+            open_file_connections(&dir.path().join("c.db"), Synchronous::Normal, 1).unwrap();
+        let mut writer = conns.writer;
+        let timers = |from: i64| {
+            (from..from + 500)
+                .map(|i| WriteOp::InsertTimer(crate::testsuite::fixtures::timer(i)))
+                .collect()
+        };
+        apply(&mut writer, timers(0)).unwrap();
+        let reader = &conns.readers[0];
+        reader.execute_batch("BEGIN").unwrap();
+        let n: i64 = reader
+            .query_row("SELECT count(*) FROM timers", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 500);
+        // Written after the reader's snapshot: the WAL cannot be copied whole.
+        apply(&mut writer, timers(1_000)).unwrap();
+        assert_eq!(
+            checkpoint(&conns.checkpointer, 0).unwrap(),
+            Checkpointed::HeldByReader
+        );
+        writer.busy_timeout(Duration::ZERO).unwrap();
+        apply(&mut writer, timers(2_000)).unwrap();
+        reader.execute_batch("COMMIT").unwrap();
+        // Once it has gone, the WAL starts over.
+        assert_eq!(
+            checkpoint(&conns.checkpointer, 0).unwrap(),
+            Checkpointed::Restarted
+        );
     }
 }

@@ -23,7 +23,7 @@ use crate::{Result, StoreError, Synchronous};
 
 /// How long a connection waits for a lock held by another connection (another
 /// process on the same file, or a checkpoint) before giving up with `SQLITE_BUSY`.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+pub(super) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a call waits for its connection (held by calls before it) before
 /// giving up as an unavailable store, so a stuck statement cannot queue every
 /// caller behind it forever.
