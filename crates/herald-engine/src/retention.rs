@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use herald_core::Clock;
-use herald_store::{Holder, PURGE_BATCH, RetentionKind, Store};
+use herald_store::{Holder, PURGE_BATCH, PartitionCutoffs, RetentionKind, Store};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::Stop;
@@ -207,6 +207,7 @@ impl Sweeper {
 
     /// One pass over every kind; returns the rows deleted per kind.
     pub(crate) async fn sweep_once(&self) -> Vec<(RetentionKind, u64)> {
+        self.maintain_partitions().await;
         let mut out = Vec::new();
         for kind in RetentionKind::ALL {
             let Some(cutoff) = self.cfg.keep(kind).cutoff(self.clock.now_ms()) else {
@@ -219,6 +220,27 @@ impl Sweeper {
             out.push((kind, deleted));
         }
         out
+    }
+
+    /// Partitions first (PostgreSQL): a partition dropped whole is rows
+    /// the batches below need not delete one by one.
+    async fn maintain_partitions(&self) {
+        let now = self.clock.now_ms();
+        let cutoffs = PartitionCutoffs {
+            timers: self.cfg.keep(RetentionKind::Timers).cutoff(now),
+            send_log: self.cfg.keep(RetentionKind::SendLog).cutoff(now),
+        };
+        match self.store.maintain_partitions(cutoffs).await {
+            Ok(c) if c.created > 0 || c.dropped > 0 => {
+                tracing::info!(
+                    created = c.created,
+                    dropped = c.dropped,
+                    "retention kept the send-log partitions"
+                );
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "keeping the send-log partitions failed"),
+        }
     }
 
     /// Batches of `kind` until one comes back short (nothing older is left).

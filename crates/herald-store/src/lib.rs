@@ -35,7 +35,7 @@ pub use campaign::*;
 pub use directory::{MAX_USER_ID_BYTES, PutSubscriber, SubscriberRecord};
 pub use owner::{Owned, owned_by};
 pub use redact::RedactedUrl;
-pub use retention::{JobDeletion, PURGE_BATCH, RetentionKind};
+pub use retention::{JobDeletion, PURGE_BATCH, PartitionChanges, PartitionCutoffs, RetentionKind};
 pub use timer_query::{
     DEAD_LETTER_SAMPLE, DEAD_LETTER_SCAN, DeadLetterGroup, DeadLetters, RetryFilter, SortOrder,
     TimerFilter,
@@ -444,6 +444,15 @@ pub trait Store: CampaignStore + AccessStore + Send + Sync + 'static {
     /// running job (or one with a follow-up waiting), an audience a stored job
     /// or a rule version names, or a subject a pending reminder refers to.
     async fn purge(&self, kind: RetentionKind, cutoff: i64, limit: usize) -> Result<u64>;
+
+    /// Keeps the partitions of the send logs, where a store has them
+    /// (PostgreSQL; SQLite has none and does nothing): makes those the next
+    /// rows will need, and drops each partition none of whose rows
+    /// retention must keep at `cutoffs` (the rules of [`Store::purge`]), with
+    /// every row in it. The retention sweeper calls it under its lease
+    /// before purging. Rows outside a droppable partition are left to
+    /// [`Store::purge`].
+    async fn maintain_partitions(&self, cutoffs: PartitionCutoffs) -> Result<PartitionChanges>;
 }
 
 /// Unix milliseconds by the wall clock, for the few rows the store stamps

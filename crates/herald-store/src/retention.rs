@@ -80,3 +80,25 @@ pub enum JobDeletion {
     /// The job is still running (or a follow-up of it is waiting).
     NotFinished,
 }
+
+/// The cutoffs [`Store::maintain_partitions`](crate::Store::maintain_partitions)
+/// drops by: those of the kinds whose rows live in partitions (Unix ms, as
+/// for [`Store::purge`](crate::Store::purge)); `None` where the kind is kept
+/// for ever.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PartitionCutoffs {
+    /// [`RetentionKind::Timers`]: the timer send log goes with its timers.
+    pub timers: Option<i64>,
+    /// [`RetentionKind::SendLog`]: the campaign send log.
+    pub send_log: Option<i64>,
+}
+
+/// What one [`Store::maintain_partitions`](crate::Store::maintain_partitions)
+/// call did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PartitionChanges {
+    /// Partitions made ahead of the rows that will need them.
+    pub created: u32,
+    /// Partitions dropped, each with every row in it.
+    pub dropped: u32,
+}

@@ -134,6 +134,7 @@ faulty! { Store:
     fn release_lease(name: &str, holder: &Holder) -> Result<()>;
     fn subscribe() -> Result<Option<tokio::sync::mpsc::Receiver<Vec<DueEntry>>>>;
     fn purge(kind: RetentionKind, cutoff: i64, limit: usize) -> Result<u64>;
+    fn maintain_partitions(cutoffs: herald_store::PartitionCutoffs) -> Result<herald_store::PartitionChanges>;
 }
 
 faulty! { CampaignStore:

@@ -59,6 +59,7 @@ mod digests;
 mod directory;
 mod error;
 pub mod notify;
+mod partitions;
 mod provider;
 mod reminders;
 mod retention;
@@ -814,6 +815,23 @@ impl Store for PgStore {
         })
         .await
     }
+
+    async fn maintain_partitions(
+        &self,
+        cutoffs: crate::PartitionCutoffs,
+    ) -> Result<crate::PartitionChanges> {
+        // No deadline: a drop's check reads a whole partition, and every
+        // lock it waits for is bounded by `lock_timeout`.
+        partitions::maintain(self, cutoffs).await
+    }
+}
+
+/// Whether a plan reads a table with rows from end to end: a `Seq Scan` of
+/// an empty partition (no pages, nothing to read) is no scan.
+#[cfg(test)]
+pub(crate) fn scans_rows(plan: &str) -> bool {
+    plan.lines()
+        .any(|l| l.contains("Seq Scan") && !l.contains("cost=0.00..0.00"))
 }
 
 /// Makes the session's next plans custom (`auto`) or generic, as a cached

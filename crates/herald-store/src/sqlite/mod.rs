@@ -528,6 +528,14 @@ impl Store for SqliteStore {
         self.write(move |c| retention::purge(c, kind, cutoff, limit))
             .await
     }
+
+    async fn maintain_partitions(
+        &self,
+        _cutoffs: crate::PartitionCutoffs,
+    ) -> Result<crate::PartitionChanges> {
+        // One file, no partitions: the purge deletes every old row.
+        Ok(crate::PartitionChanges::default())
+    }
 }
 
 /// Helpers for the SQLite modules' unit tests.

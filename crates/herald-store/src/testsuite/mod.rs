@@ -56,7 +56,7 @@ pub mod reminders;
 #[cfg(feature = "testsuite")]
 pub mod retention;
 #[cfg(feature = "testsuite")]
-mod support;
+pub(crate) mod support;
 #[cfg(feature = "testsuite")]
 pub mod timer_ops;
 #[cfg(feature = "testsuite")]
@@ -247,6 +247,7 @@ macro_rules! store_conformance_tests {
                 past_subjects_go_with_their_reminders_unless_one_is_pending,
                 ended_tasks_go_except_each_versions_last,
                 old_audit_entries_go,
+                partition_maintenance_keeps_what_is_live,
             ]
             races: []
         );

@@ -9,14 +9,14 @@ use herald_core::campaign::SendState;
 use super::fixtures::*;
 use super::support::{S, get, insert_all};
 use crate::{
-    AUDIENCE_CHUNK, CompletionOutcome, JobDeletion, JobRecord, NewAuditEntry, RetentionKind,
-    WriteOp, WriteResult,
+    AUDIENCE_CHUNK, CompletionOutcome, JobDeletion, JobRecord, NewAuditEntry, PartitionCutoffs,
+    RetentionKind, WriteOp, WriteResult,
 };
 
-const T0: i64 = 1_700_000_000_000;
-const DAY: i64 = 86_400_000;
+pub(crate) const T0: i64 = 1_700_000_000_000;
+pub(crate) const DAY: i64 = 86_400_000;
 /// Everything before this is old.
-const CUTOFF: i64 = T0 + 10 * DAY;
+pub(crate) const CUTOFF: i64 = T0 + 10 * DAY;
 
 async fn purge_all(store: &S, kind: RetentionKind, cutoff: i64, limit: usize) -> u64 {
     let mut total = 0;
@@ -30,7 +30,7 @@ async fn purge_all(store: &S, kind: RetentionKind, cutoff: i64, limit: usize) ->
     }
 }
 
-async fn audience(store: &S, n: u64) -> i64 {
+pub(crate) async fn audience(store: &S, n: u64) -> i64 {
     let id = store
         .create_audience(DEFAULT_TENANT, Some("a".into()), T0)
         .await
@@ -51,7 +51,7 @@ async fn audience(store: &S, n: u64) -> i64 {
 }
 
 /// A job over a new audience of `n`, with its first segment's sends recorded.
-async fn job_with_sends(store: &S, n: u64, sent: u64, now: i64) -> JobRecord {
+pub(crate) async fn job_with_sends(store: &S, n: u64, sent: u64, now: i64) -> JobRecord {
     let aud = audience(store, n).await;
     let job = store
         .create_job(job_spec(aud, n), now)
@@ -351,4 +351,53 @@ pub async fn old_audit_entries_go(store: S) {
         .await
         .expect("list_audit");
     assert_eq!(left.iter().map(|e| e.at).collect::<Vec<_>>(), [CUTOFF]);
+}
+
+/// Partition maintenance (PostgreSQL drops whole partitions of the send
+/// logs; SQLite has none) never takes a row retention must keep, however
+/// late the cutoffs: a pending timer's send log, a running job's sends.
+/// (`postgres/partitions.rs` tests what a drop does take.)
+pub async fn partition_maintenance_keeps_what_is_live(store: S) {
+    let ts = insert_all(&store, (0..2).map(|i| timer(T0 + i))).await;
+    store
+        .complete(vec![
+            completion(
+                &ts[0],
+                1,
+                CompletionOutcome::Retry {
+                    next_due_at: T0 + DAY,
+                },
+                T0 + 5,
+            ),
+            completion(&ts[1], 1, CompletionOutcome::Done, T0 + 6),
+        ])
+        .await
+        .expect("complete");
+    let running = job_with_sends(&store, 10, 4, T0).await;
+    let late = PartitionCutoffs {
+        timers: Some(i64::MAX),
+        send_log: Some(i64::MAX),
+    };
+    // Twice: the second call finds the partitions the first one made.
+    for _ in 0..2 {
+        store
+            .maintain_partitions(late)
+            .await
+            .expect("maintain_partitions");
+    }
+    assert_eq!(get(&store, ts[0].id).await.state, TimerState::Pending);
+    assert_eq!(store.deliveries_for(ts[0].id).await.unwrap().len(), 1);
+    assert_eq!(store.job_sends(running.id, 0, 10).await.unwrap().len(), 4);
+    // New rows still find a place.
+    let more = insert_all(&store, [timer(T0 + 9)]).await;
+    store
+        .complete(vec![completion(
+            &more[0],
+            1,
+            CompletionOutcome::Done,
+            T0 + 10,
+        )])
+        .await
+        .expect("complete after maintenance");
+    assert_eq!(store.deliveries_for(more[0].id).await.unwrap().len(), 1);
 }

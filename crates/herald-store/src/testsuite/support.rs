@@ -12,7 +12,7 @@ use crate::{DueEntry, NewTimer, Store, TimerRecord, WriteOp, WriteResult};
 /// The store a case runs against.
 pub(super) type S = Arc<dyn Store>;
 
-pub(super) async fn insert_all(
+pub(crate) async fn insert_all(
     store: &S,
     timers: impl IntoIterator<Item = NewTimer>,
 ) -> Vec<TimerRecord> {
