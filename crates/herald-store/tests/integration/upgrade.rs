@@ -779,6 +779,7 @@ async fn a_v0_postgres_store_opens_migrates_and_reads_back() {
             (16, "0016_receipts"),
             (17, "0017_campaign_routing"),
             (18, "0018_retention"),
+            (19, "0019_timer_counts"),
         ]
     );
 }
