@@ -91,7 +91,8 @@ pub struct EngineConfig {
     pub complete_batch: usize,
     /// Most API writes per group-commit transaction.
     pub write_batch: usize,
-    /// How often store-wide gauges (timers by state) are sampled; 0 turns it off.
+    /// How often store-wide gauges (timers by state) are sampled; 0 turns it
+    /// off. Each sample reads the store's timer counters, not the timers.
     pub stats_interval_ms: u64,
     /// Longest a graceful shutdown waits for in-flight deliveries.
     pub drain_timeout_ms: u64,
@@ -138,7 +139,7 @@ impl Default for EngineConfig {
             fetch_batch: 1_000,
             complete_batch: 5_000,
             write_batch: 20_000,
-            stats_interval_ms: 10_000,
+            stats_interval_ms: 1_000,
             drain_timeout_ms: 10_000,
             lease_ms: 6_000,
             heartbeat_ms: 2_000,

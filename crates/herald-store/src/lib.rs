@@ -367,9 +367,23 @@ pub trait Store: CampaignStore + AccessStore + Send + Sync + 'static {
     async fn dead_letters(&self, tenant: TenantId, channel: Option<&str>) -> Result<DeadLetters>;
 
     /// Number of timers of each tenant in each state, ordered by tenant then
-    /// state (pairs with none are left out). One pass over the timers, as
-    /// costly as counting them by state alone.
+    /// state (pairs with none are left out). Read from the counters the
+    /// store keeps as timers change (migration 0019), so it costs a few rows
+    /// whatever the number of timers, and is exact as of one snapshot.
     async fn count_by_tenant_state(&self) -> Result<Vec<(TenantId, TimerState, u64)>>;
+
+    /// The same figures as [`Store::count_by_tenant_state`], counted from the
+    /// timers themselves: a full scan. For checking the counters, never for
+    /// a periodic gauge.
+    async fn scan_by_tenant_state(&self) -> Result<Vec<(TenantId, TimerState, u64)>>;
+
+    /// Folds the counters' pending changes into their totals, so reading
+    /// them stays cheap; returns how many change rows it folded. PostgreSQL
+    /// appends a change row per writing statement (one counter row per
+    /// state would serialise every writer); SQLite updates its counters in
+    /// place and has nothing to fold. Safe from several nodes at once: one
+    /// folds, the others return 0 at once.
+    async fn fold_timer_counts(&self) -> Result<u64>;
 
     // ---- Cluster membership and shard ownership ----
 

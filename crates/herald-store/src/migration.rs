@@ -39,6 +39,7 @@ macro_rules! migrations {
             "0017_campaign_routing",
             "0018_retention",
             "0019_partitions",
+            "0020_timer_counts",
         )
     };
     (@ $($name:literal),+ $(,)?) => {

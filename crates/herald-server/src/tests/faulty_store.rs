@@ -124,6 +124,8 @@ faulty! { Store:
     fn search_timers(tenant: TenantId, filter: &herald_store::TimerFilter, after: Option<herald_store::DueCursor>, limit: usize, order: herald_store::SortOrder) -> Result<Vec<TimerRecord>>;
     fn dead_letters(tenant: TenantId, channel: Option<&str>) -> Result<herald_store::DeadLetters>;
     fn count_by_tenant_state() -> Result<Vec<(TenantId, herald_core::TimerState, u64)>>;
+    fn scan_by_tenant_state() -> Result<Vec<(TenantId, herald_core::TimerState, u64)>>;
+    fn fold_timer_counts() -> Result<u64>;
     fn heartbeat(node: &Holder, now: i64, ttl_ms: i64) -> Result<Vec<NodeInfo>>;
     fn leave(node: &Holder) -> Result<()>;
     fn shard_leases() -> Result<Vec<ShardLease>>;

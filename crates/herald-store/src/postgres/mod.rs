@@ -65,6 +65,7 @@ mod reminders;
 mod retention;
 mod schema;
 mod subjects;
+mod timer_counts;
 mod timer_ops;
 mod timers;
 mod tls;
@@ -592,10 +593,18 @@ impl Store for PgStore {
     }
 
     async fn count_by_tenant_state(&self) -> Result<Vec<(TenantId, TimerState, u64)>> {
-        self.within("count_by_tenant_state", async move {
-            timers::count_by_tenant_state(self).await
-        })
-        .await
+        self.within("count_by_tenant_state", timer_counts::counted(self))
+            .await
+    }
+
+    async fn scan_by_tenant_state(&self) -> Result<Vec<(TenantId, TimerState, u64)>> {
+        self.within("scan_by_tenant_state", timer_counts::scanned(self))
+            .await
+    }
+
+    async fn fold_timer_counts(&self) -> Result<u64> {
+        self.within("fold_timer_counts", timer_counts::fold(self))
+            .await
     }
 
     async fn get_delivery(&self, id: i64) -> Result<Option<DeliveryRecord>> {

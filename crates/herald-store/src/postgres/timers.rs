@@ -91,8 +91,6 @@ const DELIVERIES_FOR: &str = concat!(
     delivery_cols!(),
     " FROM deliveries WHERE timer_id = $1 ORDER BY id"
 );
-const COUNT_BY_TENANT_STATE: &str = "SELECT tenant_id, state, count(*) FROM timers \
-    GROUP BY tenant_id, state ORDER BY tenant_id, state";
 const INIT_SHARDS: &str =
     "INSERT INTO meta (key, value) VALUES ('shards', $1) ON CONFLICT (key) DO NOTHING";
 const GET_SHARDS: &str = "SELECT value FROM meta WHERE key = 'shards'";
@@ -587,23 +585,6 @@ pub(super) async fn deliveries_for(
         .query(&stmt, &[&timer_id])
         .await
         .ctx("reading deliveries")?
-        .iter()
-        .map(model::decode)
-        .collect()
-}
-
-pub(super) async fn count_by_tenant_state(
-    store: &PgStore,
-) -> Result<Vec<(TenantId, TimerState, u64)>> {
-    let client = store.client().await?;
-    let stmt = client
-        .prepare_cached(COUNT_BY_TENANT_STATE)
-        .await
-        .ctx("preparing count_by_tenant_state")?;
-    client
-        .query(&stmt, &[])
-        .await
-        .ctx("counting timers")?
         .iter()
         .map(model::decode)
         .collect()

@@ -46,6 +46,7 @@ mod reminders;
 mod retention;
 mod schema;
 mod subjects;
+mod timer_counts;
 mod timer_ops;
 mod timers;
 
@@ -452,7 +453,16 @@ impl Store for SqliteStore {
     }
 
     async fn count_by_tenant_state(&self) -> Result<Vec<(TenantId, TimerState, u64)>> {
-        self.read(|c| timers::count_by_tenant_state(c)).await
+        self.read(|c| timer_counts::counted(c)).await
+    }
+
+    async fn scan_by_tenant_state(&self) -> Result<Vec<(TenantId, TimerState, u64)>> {
+        self.read(|c| timer_counts::scanned(c)).await
+    }
+
+    async fn fold_timer_counts(&self) -> Result<u64> {
+        // The triggers update the counters in place: nothing to fold.
+        Ok(0)
     }
 
     async fn heartbeat(&self, node: &Holder, now: i64, ttl_ms: i64) -> Result<Vec<NodeInfo>> {

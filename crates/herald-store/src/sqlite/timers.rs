@@ -82,8 +82,6 @@ const DELIVERIES_FOR: &str = concat!(
     delivery_cols!(),
     " FROM deliveries WHERE timer_id = ?1 ORDER BY id"
 );
-const COUNT_BY_TENANT_STATE: &str = "SELECT tenant_id, state, COUNT(*) FROM timers \
-    GROUP BY tenant_id, state ORDER BY tenant_id, state";
 const INIT_SHARDS: &str =
     "INSERT INTO meta (key, value) VALUES ('shards', ?1) ON CONFLICT (key) DO NOTHING";
 const GET_SHARDS: &str = "SELECT value FROM meta WHERE key = 'shards'";
@@ -391,18 +389,6 @@ pub(super) fn deliveries_for(conn: &Connection, timer_id: TimerId) -> Result<Vec
     let mut rows = stmt.query([timer_id]).ctx("querying deliveries")?;
     let mut out = Vec::new();
     while let Some(row) = rows.next().ctx("reading deliveries")? {
-        out.push(model::decode(row)?);
-    }
-    Ok(out)
-}
-
-pub(super) fn count_by_tenant_state(conn: &Connection) -> Result<Vec<(TenantId, TimerState, u64)>> {
-    let mut stmt = conn
-        .prepare_cached(COUNT_BY_TENANT_STATE)
-        .ctx("preparing count_by_tenant_state")?;
-    let mut rows = stmt.query([]).ctx("querying count_by_tenant_state")?;
-    let mut out = Vec::new();
-    while let Some(row) = rows.next().ctx("reading count_by_tenant_state")? {
         out.push(model::decode(row)?);
     }
     Ok(out)

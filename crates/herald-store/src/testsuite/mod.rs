@@ -14,7 +14,8 @@
 //! - [`tokens`]: channel tokens, final status from provider callbacks, recall;
 //! - [`access`]: API keys;
 //! - [`campaigns`]: audiences, rules, tasks, jobs, segments and the sweeper;
-//! - [`retention`]: purging what is old, kind by kind, and deleting jobs.
+//! - [`retention`]: purging what is old, kind by kind, and deleting jobs;
+//! - [`timer_counts`]: the timer counters against a real count.
 //!
 //! [`store_conformance_tests!`](crate::store_conformance_tests) is the one entry
 //! point: it expands to one `#[tokio::test]` per case, grouped in a module per
@@ -57,6 +58,8 @@ pub mod reminders;
 pub mod retention;
 #[cfg(feature = "testsuite")]
 pub(crate) mod support;
+#[cfg(feature = "testsuite")]
+pub mod timer_counts;
 #[cfg(feature = "testsuite")]
 pub mod timer_ops;
 #[cfg(feature = "testsuite")]
@@ -250,6 +253,10 @@ macro_rules! store_conformance_tests {
                 partition_maintenance_keeps_what_is_live,
             ]
             races: []
+        );
+        $crate::store_conformance_tests!(@area timer_counts, $make, $second;
+            cases: [counters_follow_every_write_and_purge]
+            races: [counters_stay_exact_under_concurrent_writers]
         );
     };
     (@area $area:ident, $make:expr, $second:expr;

@@ -348,7 +348,7 @@ async fn probe(
 }
 
 /// The `q` quantile of `xs` (nearest rank).
-fn quantile(xs: &[f64], q: f64) -> f64 {
+pub(super) fn quantile(xs: &[f64], q: f64) -> f64 {
     let mut v = xs.to_vec();
     v.sort_by(f64::total_cmp);
     if v.is_empty() {

@@ -21,6 +21,7 @@ mod precision;
 mod reminders;
 mod restart;
 mod sink;
+mod stats;
 mod tenant_sink;
 
 use clap::Subcommand;
@@ -34,6 +35,7 @@ use ingest::IngestArgs;
 use precision::PrecisionArgs;
 use reminders::RemindersArgs;
 use restart::RestartArgs;
+use stats::StatsArgs;
 
 #[derive(Subcommand, Debug)]
 pub enum BenchCmd {
@@ -57,6 +59,9 @@ pub enum BenchCmd {
     /// N pending timers and a job to M recipients in the store: how fast
     /// each console page's requests answer (median and p90 over rounds).
     Console(ConsoleArgs),
+    /// N timers in the store: how fast `GET /v1/stats` answers (median and
+    /// p99 over calls).
+    Stats(StatsArgs),
 }
 
 impl BenchCmd {
@@ -70,6 +75,7 @@ impl BenchCmd {
             BenchCmd::Campaign(a) => &a.server,
             BenchCmd::Fairness(a) => &a.server,
             BenchCmd::Console(a) => &a.server,
+            BenchCmd::Stats(a) => &a.server,
         }
     }
 }
@@ -86,5 +92,6 @@ pub async fn run(cmd: BenchCmd) -> anyhow::Result<()> {
         BenchCmd::Campaign(a) => campaign::run(a).await,
         BenchCmd::Fairness(a) => fairness::run(a).await,
         BenchCmd::Console(a) => console::run(a).await,
+        BenchCmd::Stats(a) => stats::run(a).await,
     }
 }
