@@ -6,7 +6,7 @@
 //! HTTP, and reports figures measured at the sink. Nothing is simulated.
 //!
 //! One file per scenario; beside them the harness (the nodes under test and
-//! their store), the sink, the load helpers and the CPU meter.
+//! their store), the sink, the load helpers, the CPU meter and the plots.
 
 mod burst;
 mod campaign;
@@ -17,10 +17,13 @@ mod harness;
 mod ingest;
 mod load;
 mod pg;
+mod plot;
 mod precision;
+mod purge;
 mod reminders;
 mod restart;
 mod sink;
+mod soak;
 mod tenant_sink;
 
 use clap::Subcommand;
@@ -32,8 +35,10 @@ use fairness::FairnessArgs;
 use harness::ServerArgs;
 use ingest::IngestArgs;
 use precision::PrecisionArgs;
+use purge::PurgeArgs;
 use reminders::RemindersArgs;
 use restart::RestartArgs;
+use soak::SoakArgs;
 
 #[derive(Subcommand, Debug)]
 pub enum BenchCmd {
@@ -57,6 +62,12 @@ pub enum BenchCmd {
     /// N pending timers and a job to M recipients in the store: how fast
     /// each console page's requests answer (median and p90 over rounds).
     Console(ConsoleArgs),
+    /// Timers created at a steady rate with short retention: the store's
+    /// size, RSS and p99 lateness over time (table, JSON, PNG plot).
+    Soak(SoakArgs),
+    /// N timers spread over S seconds while retention deletes M expired
+    /// timers from a SQLite store: how late they fire.
+    Purge(PurgeArgs),
 }
 
 impl BenchCmd {
@@ -70,6 +81,8 @@ impl BenchCmd {
             BenchCmd::Campaign(a) => &a.server,
             BenchCmd::Fairness(a) => &a.server,
             BenchCmd::Console(a) => &a.server,
+            BenchCmd::Soak(a) => &a.server,
+            BenchCmd::Purge(a) => &a.server,
         }
     }
 }
@@ -86,5 +99,7 @@ pub async fn run(cmd: BenchCmd) -> anyhow::Result<()> {
         BenchCmd::Campaign(a) => campaign::run(a).await,
         BenchCmd::Fairness(a) => fairness::run(a).await,
         BenchCmd::Console(a) => console::run(a).await,
+        BenchCmd::Soak(a) => soak::run(a).await,
+        BenchCmd::Purge(a) => purge::run(a).await,
     }
 }
