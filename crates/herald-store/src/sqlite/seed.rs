@@ -80,7 +80,7 @@ mod tests {
         assert_eq!(seed_finished_timers(&path, 2_500, t0).unwrap(), 2_500);
         let store = SqliteStore::open(&path, &opts).await.unwrap();
         let timer = store
-            .get_timer(herald_core::TimerId(2_500))
+            .get_timer(2_500)
             .await
             .unwrap()
             .expect("the last seeded timer");
@@ -100,26 +100,8 @@ mod tests {
             }
         }
         assert_eq!(deleted, 1_000);
-        assert!(
-            store
-                .get_timer(herald_core::TimerId(1))
-                .await
-                .unwrap()
-                .is_none()
-        );
-        assert!(
-            store
-                .deliveries_for(herald_core::TimerId(1))
-                .await
-                .unwrap()
-                .is_empty()
-        );
-        assert!(
-            store
-                .get_timer(herald_core::TimerId(1_001))
-                .await
-                .unwrap()
-                .is_some()
-        );
+        assert!(store.get_timer(1).await.unwrap().is_none());
+        assert!(store.deliveries_for(1).await.unwrap().is_empty());
+        assert!(store.get_timer(1_001).await.unwrap().is_some());
     }
 }
