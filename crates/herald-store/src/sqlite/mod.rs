@@ -45,6 +45,7 @@ mod provider;
 mod reminders;
 mod retention;
 mod schema;
+pub mod seed;
 mod subjects;
 mod timer_counts;
 mod timer_ops;

@@ -176,7 +176,8 @@ impl Node {
         Some(kb * 1024)
     }
 
-    async fn stop(mut self) {
+    /// Stops it, gracefully first so its store is consistent.
+    pub(super) async fn stop(mut self) {
         #[cfg(unix)]
         if let Some(pid) = self.child.id() {
             // Graceful first, so a kept store is consistent.
@@ -336,6 +337,25 @@ app = "sink"
         match &self.admin_key {
             Some(key) => req.bearer_auth(key),
             None => req,
+        }
+    }
+
+    /// The SQLite file the nodes use, if that is the store.
+    pub(super) fn sqlite_path(&self) -> Option<PathBuf> {
+        self.pg.is_none().then(|| self.dir.join("herald.db"))
+    }
+
+    /// The store's size on disk: the SQLite file with its WAL, or the
+    /// database's `pg_database_size` on a cluster the bench started (`None`
+    /// for a database named by URL, whose cluster the bench cannot ask).
+    pub(super) fn store_bytes(&self) -> Option<u64> {
+        match (&self.pg, self.sqlite_path()) {
+            (Some(pg), _) => pg.database_bytes(),
+            (None, Some(db)) => {
+                let len = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
+                Some(len(&db) + len(&db.with_extension("db-wal")))
+            }
+            (None, None) => None,
         }
     }
 

@@ -6,7 +6,7 @@
 //! HTTP, and reports figures measured at the sink. Nothing is simulated.
 //!
 //! One file per scenario; beside them the harness (the nodes under test and
-//! their store), the sink, the load helpers and the CPU meter.
+//! their store), the sink, the load helpers, the CPU meter and the plots.
 
 mod burst;
 mod campaign;
@@ -17,11 +17,14 @@ mod harness;
 mod ingest;
 mod load;
 mod pg;
+mod plot;
 mod precision;
+mod purge;
 mod reminders;
 mod restart;
 mod sink;
 mod stats;
+mod soak;
 mod tenant_sink;
 
 use clap::Subcommand;
@@ -33,9 +36,11 @@ use fairness::FairnessArgs;
 use harness::ServerArgs;
 use ingest::IngestArgs;
 use precision::PrecisionArgs;
+use purge::PurgeArgs;
 use reminders::RemindersArgs;
 use restart::RestartArgs;
 use stats::StatsArgs;
+use soak::SoakArgs;
 
 #[derive(Subcommand, Debug)]
 pub enum BenchCmd {
@@ -62,6 +67,12 @@ pub enum BenchCmd {
     /// N timers in the store: how fast `GET /v1/stats` answers (median and
     /// p99 over calls).
     Stats(StatsArgs),
+    /// Timers created at a steady rate with short retention: the store's
+    /// size, RSS and p99 lateness over time (table, JSON, PNG plot).
+    Soak(SoakArgs),
+    /// N timers spread over S seconds while retention deletes M expired
+    /// timers from a SQLite store: how late they fire.
+    Purge(PurgeArgs),
 }
 
 impl BenchCmd {
@@ -76,6 +87,8 @@ impl BenchCmd {
             BenchCmd::Fairness(a) => &a.server,
             BenchCmd::Console(a) => &a.server,
             BenchCmd::Stats(a) => &a.server,
+            BenchCmd::Soak(a) => &a.server,
+            BenchCmd::Purge(a) => &a.server,
         }
     }
 }
@@ -93,5 +106,7 @@ pub async fn run(cmd: BenchCmd) -> anyhow::Result<()> {
         BenchCmd::Fairness(a) => fairness::run(a).await,
         BenchCmd::Console(a) => console::run(a).await,
         BenchCmd::Stats(a) => stats::run(a).await,
+        BenchCmd::Soak(a) => soak::run(a).await,
+        BenchCmd::Purge(a) => purge::run(a).await,
     }
 }

@@ -24,6 +24,10 @@ pub(super) fn throwaway_available() -> anyhow::Result<()> {
     }
 }
 
+/// The database the bench creates on a cluster it started.
+#[cfg(feature = "bench-pg")]
+const DATABASE: &str = "herald_bench";
+
 pub(super) struct Postgres {
     url: String,
     /// The cluster the bench started; stopped and removed when dropped.
@@ -39,7 +43,7 @@ impl Postgres {
             .map_err(|e| anyhow::anyhow!("starting PostgreSQL: {e}"))?
             .context("--store postgres needs initdb and postgres on this machine")?;
         let url = pg
-            .create_database("herald_bench")
+            .create_database(DATABASE)
             .map_err(|e| anyhow::anyhow!("creating the database: {e}"))?;
         eprintln!(
             "PostgreSQL {} on port {} (fsync off: a throwaway test cluster)",
@@ -88,6 +92,22 @@ impl Postgres {
 
     pub(super) fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The bench database's `pg_database_size`, on a cluster the bench started.
+    #[cfg(feature = "bench-pg")]
+    pub(super) fn database_bytes(&self) -> Option<u64> {
+        let rows = self
+            .cluster
+            .as_ref()?
+            .execute(&format!("SELECT pg_database_size('{DATABASE}')"))
+            .ok()?;
+        rows.first()?.first()?.as_deref()?.parse().ok()
+    }
+
+    #[cfg(not(feature = "bench-pg"))]
+    pub(super) fn database_bytes(&self) -> Option<u64> {
+        None
     }
 
     /// The data directory of a cluster the bench started, for the CPU meter.
