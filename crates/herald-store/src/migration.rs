@@ -38,6 +38,7 @@ macro_rules! migrations {
             "0016_receipts",
             "0017_campaign_routing",
             "0018_retention",
+            "0019_reports",
         )
     };
     (@ $($name:literal),+ $(,)?) => {

@@ -61,6 +61,7 @@ mod error;
 pub mod notify;
 mod provider;
 mod reminders;
+mod reports;
 mod retention;
 mod schema;
 mod subjects;
@@ -813,6 +814,11 @@ impl Store for PgStore {
                 .await
         })
         .await
+    }
+
+    async fn report(&self, query: crate::ReportQuery) -> Result<Vec<crate::ReportRow>> {
+        self.within("report", async move { reports::report(self, &query).await })
+            .await
     }
 }
 

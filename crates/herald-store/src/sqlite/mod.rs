@@ -43,6 +43,7 @@ mod error;
 mod pool;
 mod provider;
 mod reminders;
+mod reports;
 mod retention;
 mod schema;
 mod subjects;
@@ -527,6 +528,10 @@ impl Store for SqliteStore {
     async fn purge(&self, kind: crate::RetentionKind, cutoff: i64, limit: usize) -> Result<u64> {
         self.write(move |c| retention::purge(c, kind, cutoff, limit))
             .await
+    }
+
+    async fn report(&self, query: crate::ReportQuery) -> Result<Vec<crate::ReportRow>> {
+        self.read(move |c| reports::report(c, &query)).await
     }
 }
 

@@ -380,6 +380,7 @@ pub(super) fn complete(conn: &mut Connection, batch: Vec<Completion>) -> Result<
             });
         }
     }
+    super::reports::count_completions(&tx, &batch)?;
     tx.commit().ctx("committing complete")?;
     Ok(applied)
 }

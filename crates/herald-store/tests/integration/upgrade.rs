@@ -699,7 +699,7 @@ async fn a_v0_sqlite_store_opens_migrates_and_reads_back() {
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 18);
+    assert_eq!(version, 19);
     drop(conn);
     // Opening again applies nothing and still reads the old rows.
     let store = herald_store::open(&url, &StoreOptions::default())
@@ -779,6 +779,7 @@ async fn a_v0_postgres_store_opens_migrates_and_reads_back() {
             (16, "0016_receipts"),
             (17, "0017_campaign_routing"),
             (18, "0018_retention"),
+            (19, "0019_reports"),
         ]
     );
 }
