@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::access::Caller;
-use crate::audit::list::{named_tenant, tenant_label, tenant_names};
+use crate::audit::list::{read_scope, tenant_label, tenant_names};
 use crate::error::{ApiError, store_err};
 use crate::request::{int_param, query};
 use crate::state::AppState;
@@ -123,17 +123,7 @@ pub async fn report(
             "to is a day before from",
         ));
     }
-    let tenant = match (&q.tenant, caller.admin) {
-        (None, true) => None,
-        (None, false) => Some(caller.tenant),
-        (Some(name), _) if *name == caller.tenant_name => Some(caller.tenant),
-        (Some(_), false) => {
-            return Err(crate::access::forbidden(
-                "a key reads the reports of its own tenant only; the admin reads every tenant's",
-            ));
-        }
-        (Some(name), true) => Some(named_tenant(&st, name).await?),
-    };
+    let tenant = read_scope(&st, &caller, q.tenant.as_deref(), "the reports").await?;
     let limit = int_param("limit", &q.limit, 1..=MAX_REPORT_ROWS as i64)?.unwrap_or(DEFAULT_LIMIT);
     let query = ReportQuery {
         group_by: group_by.clone(),

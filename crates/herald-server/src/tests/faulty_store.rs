@@ -134,6 +134,7 @@ faulty! { Store:
     fn release_lease(name: &str, holder: &Holder) -> Result<()>;
     fn subscribe() -> Result<Option<tokio::sync::mpsc::Receiver<Vec<DueEntry>>>>;
     fn purge(kind: RetentionKind, cutoff: i64, limit: usize) -> Result<u64>;
+    fn report(query: ReportQuery) -> Result<Vec<ReportRow>>;
 }
 
 faulty! { CampaignStore:

@@ -6,10 +6,11 @@
 use herald_core::campaign::SendState;
 
 use super::fixtures::*;
+use super::retention::audience;
 use super::support::{S, insert_all};
 use crate::{
-    AUDIENCE_CHUNK, CompletionOutcome, JobRecord, NewTimer, ReportDim, ReportQuery, ReportRow,
-    RetentionKind, SendEntry, TaskStart,
+    CompletionOutcome, JobRecord, NewTimer, ReportDim, ReportQuery, ReportRow, RetentionKind,
+    SendEntry, TaskStart,
 };
 
 const DAY: i64 = 86_400_000;
@@ -211,26 +212,6 @@ pub async fn reports_filter_by_days_tenant_channel_and_outcome(store: S) {
     let rows = report(&store, q).await;
     assert_eq!(rows.len(), 2);
     assert_eq!(rows[0].channel.as_deref(), Some("email"));
-}
-
-async fn audience(store: &S, n: u64) -> i64 {
-    let id = store
-        .create_audience(DEFAULT_TENANT, None, T0)
-        .await
-        .expect("create_audience");
-    for start in (0..n).step_by(AUDIENCE_CHUNK as usize) {
-        let end = (start + AUDIENCE_CHUNK).min(n);
-        store
-            .append_audience(id, start, &recipients(start..end))
-            .await
-            .expect("append_audience");
-    }
-    store
-        .seal_audience(id, n, T0)
-        .await
-        .expect("seal_audience")
-        .expect("sealed");
-    id
 }
 
 /// Records `entries` under a fresh claim of the job's one segment.

@@ -30,7 +30,8 @@ async fn purge_all(store: &S, kind: RetentionKind, cutoff: i64, limit: usize) ->
     }
 }
 
-async fn audience(store: &S, n: u64) -> i64 {
+/// A sealed audience of `n` fixture recipients.
+pub(super) async fn audience(store: &S, n: u64) -> i64 {
     let id = store
         .create_audience(DEFAULT_TENANT, Some("a".into()), T0)
         .await

@@ -6,10 +6,9 @@
 
 use crate::common;
 
-use std::process::Stdio;
 use std::time::Duration;
 
-use common::{BIN, Mock, Server, pg_database, wait_for};
+use common::{Mock, Server, pg_database, wait_for};
 use serde_json::{Value, json};
 
 const TIMERS: u64 = 5;
@@ -90,23 +89,10 @@ async fn send_everything(s: &Server) -> i64 {
     job
 }
 
-/// Runs `herald reports ARGS --server URL`: exit success and stdout.
+/// Runs `herald reports ARGS --server URL`: exit success, stdout and stderr.
 async fn cli(server: &str, args: &[&str]) -> (bool, String) {
-    let out = tokio::process::Command::new(BIN)
-        .arg("reports")
-        .args(args)
-        .args(["--server", server])
-        .env_remove("HERALD_KEY")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .output()
-        .await
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
-    )
+    let (ok, out, err) = common::herald_cli("reports", server, args).await;
+    (ok, out + &err)
 }
 
 async fn scenario(store: Option<&str>) {
