@@ -17,9 +17,56 @@ pub fn parse_rfc3339_ms(s: &str) -> Result<Millis, String> {
     Ok(ts.as_millisecond())
 }
 
+/// Milliseconds in a UTC day (no leap seconds in Unix time).
+pub const DAY_MS: Millis = 86_400_000;
+
+/// The UTC day `ms` falls in, as days since 1970-01-01: what stored reports
+/// are counted by.
+pub fn utc_day(ms: Millis) -> i64 {
+    ms.div_euclid(DAY_MS)
+}
+
+/// Formats a [`utc_day`] as `2026-11-22`.
+pub fn format_utc_day(day: i64) -> String {
+    match jiff::Timestamp::from_millisecond(day.saturating_mul(DAY_MS)) {
+        Ok(ts) => ts.to_zoned(jiff::tz::TimeZone::UTC).date().to_string(),
+        Err(_) => String::from("invalid-day"),
+    }
+}
+
+/// Parses a UTC day (`2026-11-22`) or an RFC 3339 instant, which names the
+/// UTC day it falls in, into a [`utc_day`].
+pub fn parse_utc_day(s: &str) -> Result<i64, String> {
+    if let Ok(ms) = parse_rfc3339_ms(s) {
+        return Ok(utc_day(ms));
+    }
+    let date: jiff::civil::Date = s.parse().map_err(|e: jiff::Error| {
+        format!("neither a date (YYYY-MM-DD) nor an RFC 3339 time: {e}")
+    })?;
+    let ts = date
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .map_err(|e| e.to_string())?
+        .timestamp();
+    Ok(utc_day(ts.as_millisecond()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn days_are_utc_and_round_trip() {
+        let ms = parse_rfc3339_ms("2026-11-22T23:59:59.999Z").unwrap();
+        let day = utc_day(ms);
+        assert_eq!(utc_day(ms + 1), day + 1, "midnight UTC starts the next day");
+        assert_eq!(format_utc_day(day), "2026-11-22");
+        assert_eq!(parse_utc_day("2026-11-22").unwrap(), day);
+        // An instant names its UTC day, whatever its offset.
+        assert_eq!(parse_utc_day("2026-11-23T01:00:00+08:00").unwrap(), day);
+        assert_eq!(utc_day(-1), -1, "before 1970 rounds down");
+        assert!(parse_utc_day("yesterday").is_err());
+        assert!(parse_utc_day("2026-13-01").is_err());
+    }
 
     #[test]
     fn round_trips_with_millis() {

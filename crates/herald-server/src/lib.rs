@@ -23,6 +23,7 @@ pub mod quota;
 mod rate;
 mod receipts;
 pub mod reminders;
+mod reports;
 mod request;
 mod routes;
 pub mod rules;
@@ -187,6 +188,7 @@ fn api_routes() -> RouteSet {
         .get("/v1/keys", api_keys::list)
         .delete("/v1/keys/{id}", api_keys::revoke)
         .get("/v1/audit", audit::list::list)
+        .get("/v1/reports", reports::report)
         .get("/v1/stats", ops::stats)
         .get("/v1/cluster", ops::cluster)
         .get("/v1/overview", overview::overview)

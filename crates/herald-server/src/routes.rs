@@ -97,6 +97,8 @@ pub const ROUTES: &[Policy] = &[
     route(Delete, "/v1/keys/{id}", Needs(Admin), NoBody),
     // A key reads its own tenant's entries; the admin every tenant's.
     route(Get, "/v1/audit", Needs(Read), NoBody),
+    // Stored delivery counts: a key its tenant's, the admin every tenant's.
+    route(Get, "/v1/reports", Needs(Read), NoBody),
     route(Get, "/v1/stats", Needs(Admin), NoBody),
     route(Get, "/v1/cluster", Needs(Admin), NoBody),
     // A key sees its tenant's figures; the admin every tenant's.

@@ -16,6 +16,7 @@ mod owner;
 pub mod postgres;
 pub mod redact;
 mod refusals;
+mod reports;
 mod retention;
 mod shared_sql;
 pub mod sqlite;
@@ -35,6 +36,7 @@ pub use campaign::*;
 pub use directory::{MAX_USER_ID_BYTES, PutSubscriber, SubscriberRecord};
 pub use owner::{Owned, owned_by};
 pub use redact::RedactedUrl;
+pub use reports::{MAX_REPORT_ROWS, ReportDim, ReportQuery, ReportRow};
 pub use retention::{JobDeletion, PURGE_BATCH, PartitionChanges, PartitionCutoffs, RetentionKind};
 pub use timer_query::{
     DEAD_LETTER_SAMPLE, DEAD_LETTER_SCAN, DeadLetterGroup, DeadLetters, RetryFilter, SortOrder,
@@ -467,6 +469,13 @@ pub trait Store: CampaignStore + AccessStore + Send + Sync + 'static {
     /// before purging. Rows outside a droppable partition are left to
     /// [`Store::purge`].
     async fn maintain_partitions(&self, cutoffs: PartitionCutoffs) -> Result<PartitionChanges>;
+
+    // ---- Reports ----
+
+    /// Delivery outcomes summed as `query` asks, in group order. The counts
+    /// are added in the transaction that writes each send-log row (a timer's
+    /// attempt, a campaign recipient's new outcome) and are never purged.
+    async fn report(&self, query: ReportQuery) -> Result<Vec<ReportRow>>;
 }
 
 /// Unix milliseconds by the wall clock, for the few rows the store stamps

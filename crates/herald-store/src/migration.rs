@@ -40,6 +40,7 @@ macro_rules! migrations {
             "0018_retention",
             "0019_partitions",
             "0020_timer_counts",
+            "0021_reports",
         )
     };
     (@ $($name:literal),+ $(,)?) => {

@@ -12,6 +12,7 @@ mod import;
 mod keys_cli;
 mod listener;
 mod remind_cli;
+mod reports_cli;
 mod serve;
 mod subscribers_cli;
 mod tenancy;
@@ -130,6 +131,13 @@ enum Cmd {
         remote: client::Remote,
         #[command(flatten)]
         args: audit_cli::AuditArgs,
+    },
+    /// Stored delivery counts per day, channel, outcome, rule and job, as a table.
+    Reports {
+        #[command(flatten)]
+        remote: client::Remote,
+        #[command(flatten)]
+        args: reports_cli::ReportsArgs,
     },
 }
 
@@ -292,6 +300,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Cmd::Channels { remote, cmd } => channels_cli::run(&remote, cmd).await,
             Cmd::Keys { remote, cmd } => keys_cli::run(&remote, cmd).await,
             Cmd::Audit { remote, args } => audit_cli::run(&remote, args).await,
+            Cmd::Reports { remote, args } => reports_cli::run(&remote, args).await,
         }
     })
 }

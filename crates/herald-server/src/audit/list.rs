@@ -73,17 +73,7 @@ pub async fn list(
 ) -> Result<Response, ApiError> {
     let q = query(q)?;
     let store = st.engine.store();
-    let tenant = match (&q.tenant, caller.admin) {
-        (None, true) => None,
-        (None, false) => Some(caller.tenant),
-        (Some(name), _) if *name == caller.tenant_name => Some(caller.tenant),
-        (Some(_), false) => {
-            return Err(crate::access::forbidden(
-                "a key reads the audit of its own tenant only; the admin reads every tenant's",
-            ));
-        }
-        (Some(name), true) => Some(named_tenant(&st, name).await?),
-    };
+    let tenant = read_scope(&st, &caller, q.tenant.as_deref(), "the audit").await?;
     let since = q
         .since
         .as_deref()
@@ -123,13 +113,35 @@ pub async fn list(
     .into_response())
 }
 
-/// The tenant a query names; one that does not exist is a `400`.
+/// The tenant a read is confined to: a key's own (a `tenant=` naming another
+/// is a `403`); for the admin every tenant (`None`) or the one `tenant=`
+/// names. `what` is what is read, for the refusal.
+pub async fn read_scope(
+    st: &AppState,
+    caller: &Caller,
+    named: Option<&str>,
+    what: &str,
+) -> Result<Option<TenantId>, ApiError> {
+    Ok(match (named, caller.admin) {
+        (None, true) => None,
+        (None, false) => Some(caller.tenant),
+        (Some(name), _) if name == caller.tenant_name => Some(caller.tenant),
+        (Some(_), false) => {
+            return Err(crate::access::forbidden(format!(
+                "a key reads {what} of its own tenant only; the admin reads every tenant's"
+            )));
+        }
+        (Some(name), true) => Some(named_tenant(st, name).await?),
+    })
+}
+
 /// Every tenant's name by id, to show names where the store keeps ids.
 pub async fn tenant_names(st: &AppState) -> Result<HashMap<TenantId, String>, ApiError> {
     let tenants = st.engine.store().tenants().await.map_err(store_err)?;
     Ok(tenants.into_iter().collect())
 }
 
+/// The tenant a query names; one that does not exist is a `400`.
 pub async fn named_tenant(st: &AppState, name: &str) -> Result<TenantId, ApiError> {
     let name = name.trim();
     if let Some(problem) = herald_core::tenant::tenant_name_problem(name) {

@@ -611,6 +611,28 @@ pub const OPS: &[Op] = &[
     // Operations.
     op(
         "GET",
+        "/v1/reports",
+        "operations",
+        "Stored delivery counts per day, tenant, channel, outcome, rule and job",
+        NoBody,
+        &[(200, J("Report"))],
+    )
+    .with_query(&[
+        (
+            "group_by",
+            "comma-separated: tenant, channel, outcome, day, rule, job (default day,channel,outcome; empty: one total)",
+        ),
+        ("from", "first UTC day: YYYY-MM-DD or RFC 3339 (its day)"),
+        ("to", "last UTC day, included: YYYY-MM-DD or RFC 3339"),
+        ("tenant", "admin: this tenant's"),
+        ("channel", "only this channel"),
+        ("outcome", "only this outcome (delivered, retry, failed, dead, ...)"),
+        ("rule", "only this rule's jobs"),
+        ("job", "only this job"),
+        ("limit", "1..=10000 rows (default 1000)"),
+    ]),
+    op(
+        "GET",
         "/v1/overview",
         "operations",
         "Live figures for the console: rates, lateness, counts, nodes",

@@ -245,6 +245,42 @@ pub struct AuditList {
     next_cursor: Option<String>,
 }
 
+/// `GET /v1/reports`.
+#[derive(ToSchema)]
+pub struct Report {
+    group_by: Vec<String>,
+    /// The first day counted, if the query named one.
+    from: Option<String>,
+    /// The last day counted, if the query named one.
+    to: Option<String>,
+    /// One per group, in group order.
+    rows: Vec<ReportRowJson>,
+    /// The sum of the rows' counts.
+    total: u64,
+    /// More groups matched than `limit`.
+    truncated: bool,
+}
+
+/// One group of a report: only the keys grouped by appear.
+#[derive(ToSchema)]
+pub struct ReportRowJson {
+    /// The tenant's name.
+    tenant: Option<String>,
+    channel: Option<String>,
+    /// `delivered`, `retry`, `failed`, `dead`, `throttled`, `deferred`,
+    /// `no_address`, `opted_out` (timers); `delivered`, `retry`, `failed` (campaigns).
+    outcome: Option<String>,
+    /// UTC day, `YYYY-MM-DD`.
+    day: Option<String>,
+    /// `null`: not sent by a rule's job (timers, jobs made directly).
+    rule: Option<i64>,
+    /// `null`: not sent by a job (timers).
+    job: Option<i64>,
+    /// Send-log rows counted: attempts for timers, recorded outcomes for
+    /// campaign recipients.
+    count: u64,
+}
+
 #[derive(ToSchema)]
 pub struct NodeShards {
     total: u64,
@@ -561,6 +597,8 @@ pub fn collect(
     add::<KeyList>(all);
     add::<EntryJson>(all);
     add::<AuditList>(all);
+    add::<Report>(all);
+    add::<ReportRowJson>(all);
     add::<Stats>(all);
     add::<NodeFigures>(all);
     add::<NodeShards>(all);

@@ -137,6 +137,7 @@ faulty! { Store:
     fn subscribe() -> Result<Option<tokio::sync::mpsc::Receiver<Vec<DueEntry>>>>;
     fn purge(kind: RetentionKind, cutoff: i64, limit: usize) -> Result<u64>;
     fn maintain_partitions(cutoffs: herald_store::PartitionCutoffs) -> Result<herald_store::PartitionChanges>;
+    fn report(query: ReportQuery) -> Result<Vec<ReportRow>>;
 }
 
 faulty! { CampaignStore:

@@ -62,6 +62,7 @@ pub mod notify;
 mod partitions;
 mod provider;
 mod reminders;
+mod reports;
 mod retention;
 mod schema;
 mod subjects;
@@ -832,6 +833,11 @@ impl Store for PgStore {
         // No deadline: a drop's check reads a whole partition, and every
         // lock it waits for is bounded by `lock_timeout`.
         partitions::maintain(self, cutoffs).await
+    }
+
+    async fn report(&self, query: crate::ReportQuery) -> Result<Vec<crate::ReportRow>> {
+        self.within("report", async move { reports::report(self, &query).await })
+            .await
     }
 }
 

@@ -568,6 +568,7 @@ pub(super) async fn complete(store: &PgStore, batch: &[Completion]) -> Result<Ve
             }
         }
     }
+    super::reports::count_completions(&tx, batch).await?;
     tx.commit().await.ctx("committing complete")?;
     Ok(applied)
 }

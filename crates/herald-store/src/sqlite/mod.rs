@@ -43,6 +43,7 @@ mod error;
 mod pool;
 mod provider;
 mod reminders;
+mod reports;
 mod retention;
 mod schema;
 pub mod seed;
@@ -546,6 +547,10 @@ impl Store for SqliteStore {
     ) -> Result<crate::PartitionChanges> {
         // One file, no partitions: the purge deletes every old row.
         Ok(crate::PartitionChanges::default())
+    }
+
+    async fn report(&self, query: crate::ReportQuery) -> Result<Vec<crate::ReportRow>> {
+        self.read(move |c| reports::report(c, &query)).await
     }
 }
 

@@ -378,6 +378,7 @@ pub(super) fn complete(conn: &mut Connection, batch: Vec<Completion>) -> Result<
             });
         }
     }
+    super::reports::count_completions(&tx, &batch)?;
     tx.commit().ctx("committing complete")?;
     Ok(applied)
 }

@@ -16,6 +16,7 @@
 //! - [`campaigns`]: audiences, rules, tasks, jobs, segments and the sweeper;
 //! - [`retention`]: purging what is old, kind by kind, and deleting jobs;
 //! - [`timer_counts`]: the timer counters against a real count.
+//! - [`reports`]: delivery outcomes counted per day, channel, rule and job.
 //!
 //! [`store_conformance_tests!`](crate::store_conformance_tests) is the one entry
 //! point: it expands to one `#[tokio::test]` per case, grouped in a module per
@@ -54,6 +55,8 @@ pub mod digests;
 pub mod directory;
 #[cfg(feature = "testsuite")]
 pub mod reminders;
+#[cfg(feature = "testsuite")]
+pub mod reports;
 #[cfg(feature = "testsuite")]
 pub mod retention;
 #[cfg(feature = "testsuite")]
@@ -257,6 +260,15 @@ macro_rules! store_conformance_tests {
         $crate::store_conformance_tests!(@area timer_counts, $make, $second;
             cases: [counters_follow_every_write_and_purge]
             races: [counters_stay_exact_under_concurrent_writers]
+        );
+        $crate::store_conformance_tests!(@area reports, $make, $second;
+            cases: [
+                timer_outcomes_are_counted_per_channel_outcome_and_day,
+                reports_filter_by_days_tenant_channel_and_outcome,
+                campaign_outcomes_are_counted_per_rule_and_job,
+                reports_outlive_the_rows_they_count,
+            ]
+            races: [concurrent_counts_from_two_handles_add_up]
         );
     };
     (@area $area:ident, $make:expr, $second:expr;

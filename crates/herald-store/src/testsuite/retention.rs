@@ -30,6 +30,7 @@ async fn purge_all(store: &S, kind: RetentionKind, cutoff: i64, limit: usize) ->
     }
 }
 
+/// A sealed audience of `n` fixture recipients.
 pub(crate) async fn audience(store: &S, n: u64) -> i64 {
     let id = store
         .create_audience(DEFAULT_TENANT, Some("a".into()), T0)

@@ -37,5 +37,6 @@ mod logs;
 mod outage;
 mod receipts;
 mod reminders;
+mod reports;
 mod subscribers;
 mod timers;

@@ -6,31 +6,14 @@
 
 use crate::common;
 
-use std::process::Stdio;
-
 use std::time::Duration;
 
-use common::{BIN, Mock, Server, get_json, now_ms, pg_database, post_raw, rfc3339};
+use common::{Mock, Server, get_json, now_ms, pg_database, post_raw, rfc3339};
 use serde_json::{Value, json};
 
 /// Runs `herald subscribers ARGS --server URL`: exit success, stdout, stderr.
 async fn cli(server: &str, args: &[&str]) -> (bool, String, String) {
-    let out = tokio::process::Command::new(BIN)
-        .arg("subscribers")
-        .args(args)
-        .args(["--server", server])
-        .env_remove("HERALD_KEY")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .output()
-        .await
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    common::herald_cli("subscribers", server, args).await
 }
 
 async fn scenario(s: &Server) {

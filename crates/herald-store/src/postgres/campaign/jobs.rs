@@ -27,9 +27,11 @@ use herald_core::TenantId;
 use herald_core::campaign::{
     JobState, SegmentState, SendState, TaskState, plan_segments, task_outcome,
 };
+use herald_core::time::utc_day;
 use tokio_postgres::types::{ToSql, Type};
 
-use crate::postgres::{Ctx, PgStore, col};
+use crate::postgres::{Ctx, PgStore, col, reports};
+use crate::reports::SendTally;
 use crate::{
     ClaimedSegment, JobRecord, JobSpec, LeaseCheck, Result, SegmentClaim, SegmentRecord, SendEntry,
     SendRecord, StoreError, refusals,
@@ -576,6 +578,7 @@ impl Moves {
 fn apply_batch<'a>(
     entries: &'a [SendEntry],
     stored: &HashMap<i64, (SendState, i32)>,
+    reported: &mut SendTally,
 ) -> Result<(Vec<(i64, Written<'a>)>, Moves)> {
     let mut rows: HashMap<i64, Written<'a>> = HashMap::with_capacity(entries.len());
     let mut moves = Moves::default();
@@ -595,6 +598,7 @@ fn apply_batch<'a>(
             Some(_) => continue,
         };
         moves.add(state, 1);
+        reported.add(state);
         rows.insert(
             idx,
             Written {
@@ -699,7 +703,8 @@ pub(super) async fn record_sends(
         let state: SendState = row.state(1, "job_sends.state")?;
         stored.insert(idx, (state, col::<i32>(row, 2, "job_sends.attempts")?));
     }
-    let (rows, moves) = apply_batch(entries, &stored)?;
+    let mut reported = SendTally::default();
+    let (rows, moves) = apply_batch(entries, &stored, &mut reported)?;
     let (mut new, mut old) = (SendColumns::default(), SendColumns::default());
     for (idx, w) in &rows {
         if w.stored {
@@ -753,9 +758,16 @@ pub(super) async fn record_sends(
         writes.push(tx.execute(&counters, &counter_params));
     }
     let renewed = tx.query_opt(&renew, &renew_params);
-    let (_, renewed) = try_join(try_join_all(writes), renewed)
-        .await
-        .ctx("writing the send log")?;
+    let report = reports::count_sends(&tx, claim.job_id, utc_day(now), &reported);
+    let ((_, renewed), ()) = try_join(
+        async {
+            try_join(try_join_all(writes), renewed)
+                .await
+                .ctx("writing the send log")
+        },
+        report,
+    )
+    .await?;
     tx.commit().await.ctx("committing record_sends")?;
     Ok(match renewed {
         Some(_) => LeaseCheck::Held { lease_until },
@@ -839,7 +851,7 @@ mod tests {
             entry(4, Retry),
             entry(4, Delivered),
         ];
-        let (rows, moves) = apply_batch(&entries, &stored).unwrap();
+        let (rows, moves) = apply_batch(&entries, &stored, &mut SendTally::default()).unwrap();
         let got: Vec<_> = rows
             .iter()
             .map(|(i, w)| (*i, w.state, w.attempts, w.stored))
@@ -874,7 +886,7 @@ mod tests {
         // a row left retrying leaves it.
         let stored = HashMap::from([(1, (Retry, 1))]);
         let entries = [entry(0, Retry), entry(1, Delivered)];
-        let (_, moves) = apply_batch(&entries, &stored).unwrap();
+        let (_, moves) = apply_batch(&entries, &stored, &mut SendTally::default()).unwrap();
         assert_eq!(moves.counters(JobState::Expired), [1, 0, 0, -1, 0]);
         assert_eq!(moves.counters(JobState::Cancelled), [1, 0, 0, 0, -1]);
     }

@@ -4,6 +4,7 @@ use herald_core::TenantId;
 use herald_core::campaign::{
     JobState, SegmentState, SendState, TaskState, plan_segments, task_outcome,
 };
+use herald_core::time::utc_day;
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use super::{Ctx, audiences, in_tx, query_all, query_opt};
@@ -15,6 +16,8 @@ use crate::model::{
     self, Columns, Stored, Value, job_cols, limit_to_db, segment_cols, send_code, send_cols,
     tenant_to_db, to_db,
 };
+use crate::reports::SendTally;
+use crate::sqlite::reports;
 use crate::{Result, StoreError, refusals};
 
 const INSERT_JOB: &str = "INSERT INTO jobs (audience_id, channel, message, segment_size, \
@@ -541,6 +544,7 @@ pub(super) fn record_sends(
                 ))
             })?;
         let mut deltas = Deltas::default();
+        let mut reported = SendTally::default();
         {
             let mut insert = tx
                 .prepare_cached(INSERT_SEND)
@@ -564,6 +568,7 @@ pub(super) fn record_sends(
                     .ctx("inserting send")?;
                 if inserted == 1 {
                     deltas.moved(job_state, None, e.state);
+                    reported.add(e.state);
                     continue;
                 }
                 let old: i64 = lookup
@@ -587,6 +592,7 @@ pub(super) fn record_sends(
                     ])
                     .ctx("updating send")?;
                 deltas.moved(job_state, Some(old), e.state);
+                reported.add(e.state);
             }
         }
         if !deltas.is_zero() {
@@ -602,6 +608,7 @@ pub(super) fn record_sends(
                 ])
                 .ctx("moving totals")?;
         }
+        reports::count_sends(tx, claim.job_id, utc_day(now), &reported)?;
         if !seg.current(claim) {
             return Ok(LeaseCheck::Lost);
         }

@@ -428,6 +428,27 @@ pub fn now_ms() -> i64 {
         .as_millis() as i64
 }
 
+/// Runs `herald SUBCOMMAND ARGS --server URL` without a key: exit success,
+/// stdout, stderr.
+pub async fn herald_cli(subcommand: &str, server: &str, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(BIN)
+        .arg(subcommand)
+        .args(args)
+        .args(["--server", server])
+        .env_remove("HERALD_KEY")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// RFC 3339 with milliseconds, as the API takes `fire_at`.
 pub fn rfc3339(ms: i64) -> String {
     format!("{:.3}", jiff::Timestamp::from_millisecond(ms).unwrap())
