@@ -22,6 +22,7 @@ mod pagination;
 pub mod quota;
 mod rate;
 mod receipts;
+pub mod reload;
 pub mod reminders;
 mod request;
 mod routes;
@@ -55,6 +56,7 @@ pub use audit::{AuditLog, AuditSettings, AuditWriter};
 pub use config::{ApiConfig, RemindersConfig};
 pub use ops::install_metrics;
 pub use quota::Quotas;
+pub use reload::{Reload, ReloadError, ReloadReport, Reloader};
 /// Every route with the scope it needs: what end-to-end tests walk.
 pub use routes::ROUTES;
 pub use state::AppState;
@@ -187,6 +189,7 @@ fn api_routes() -> RouteSet {
         .get("/v1/audit", audit::list::list)
         .get("/v1/stats", ops::stats)
         .get("/v1/cluster", ops::cluster)
+        .post("/v1/admin:reload", reload::reload)
         .get("/v1/overview", overview::overview)
         .get("/healthz", ops::healthz)
         .get("/readyz", ops::readyz)
