@@ -185,7 +185,10 @@ impl ChannelWorker {
             (Route::Quiet { until }, _) => {
                 rt.counts.quiet.fetch_add(1, Ordering::Relaxed);
                 // The channel's policy says whether a held message waits or goes.
-                let policy = settings.quiet.as_ref().map_or(QuietPolicy::Defer, |q| q.policy);
+                let policy = settings
+                    .quiet
+                    .as_ref()
+                    .map_or(QuietPolicy::Defer, |q| q.policy);
                 quiet(attempt(started), *until, policy, "the subscriber's")
             }
             (_, Some((end, policy, label))) => {

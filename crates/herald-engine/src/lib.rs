@@ -67,10 +67,10 @@ use tokio::task::JoinHandle;
 
 use futures_util::FutureExt;
 use pipeline::Pipeline;
+pub use retune::{ChannelRetune, ENGINE_LIVE_KEYS, JOBS_LIVE_KEYS, RetuneError};
 pub use stop::Stop;
 use supervise::Restart;
 pub use tenants::TenantLimits;
-pub use retune::{ChannelRetune, ENGINE_LIVE_KEYS, JOBS_LIVE_KEYS, RetuneError};
 pub use tokens::{StoreVault, token_lease_name};
 
 /// Runtime settings; all have defaults fit for one node.
@@ -314,7 +314,8 @@ impl Engine {
             for n in 0..rt.concurrency() {
                 tasks.push(spawn_sender(&loops, &pipe, rt, &done_tx, n));
             }
-            rt.started.store(rt.concurrency(), std::sync::atomic::Ordering::Release);
+            rt.started
+                .store(rt.concurrency(), std::sync::atomic::Ordering::Release);
         }
         tasks.push(loops.spawn("fetcher", Restart::Yes, {
             let (pipe, done) = (pipe.clone(), done_tx.clone());
@@ -672,11 +673,7 @@ impl Engine {
     /// A configured channel, for what the API asks of it directly (its
     /// callback handshake, whether its callbacks are signed).
     pub fn channel(&self, name: &str) -> Option<Arc<dyn Channel>> {
-        self.inner
-            .pipe
-            .channels
-            .get(name)
-            .map(|rt| rt.channel())
+        self.inner.pipe.channels.get(name).map(|rt| rt.channel())
     }
 
     /// The provider kind of a configured channel.
@@ -755,8 +752,8 @@ impl Engine {
         let inner = &self.inner;
         inner.pipe.stop.stop();
         inner.pipe.ready.wake();
-        let deadline =
-            tokio::time::Instant::now() + Duration::from_millis(inner.pipe.cfg.get().drain_timeout_ms);
+        let deadline = tokio::time::Instant::now()
+            + Duration::from_millis(inner.pipe.cfg.get().drain_timeout_ms);
         while inner.pipe.flight.in_flight() > 0 && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }

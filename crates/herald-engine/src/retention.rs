@@ -188,7 +188,10 @@ impl Sweeper {
             let lease = match idle {
                 true => {
                     if held {
-                        let _ = self.store.release_lease(RETENTION_LEASE, &self.holder).await;
+                        let _ = self
+                            .store
+                            .release_lease(RETENTION_LEASE, &self.holder)
+                            .await;
                     }
                     Ok(None)
                 }

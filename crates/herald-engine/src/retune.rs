@@ -142,14 +142,20 @@ impl Engine {
             p.store
                 .expire_channel_token(key, &t.token, p.clock.now_ms())
                 .await?;
-            tracing::info!(token = key, "credentials changed; the stored access token is expired");
+            tracing::info!(
+                token = key,
+                "credentials changed; the stored access token is expired"
+            );
         }
         Ok(())
     }
 
     /// Starts the channel's sender loops up to its concurrency (the loops
     /// are never stopped, only parked, so this only ever adds).
-    pub(crate) fn start_senders(&self, rt: &std::sync::Arc<crate::channel_runtime::ChannelRuntime>) {
+    pub(crate) fn start_senders(
+        &self,
+        rt: &std::sync::Arc<crate::channel_runtime::ChannelRuntime>,
+    ) {
         let inner = &self.inner;
         let want = rt.concurrency();
         let mut tasks = inner.tasks.lock();
@@ -236,7 +242,15 @@ mod tests {
 
     #[test]
     fn the_live_key_lists_say_what_with_live_takes() {
-        takes_exactly(&EngineConfig::default(), EngineConfig::with_live, ENGINE_LIVE_KEYS);
-        takes_exactly(&CampaignConfig::default(), CampaignConfig::with_live, JOBS_LIVE_KEYS);
+        takes_exactly(
+            &EngineConfig::default(),
+            EngineConfig::with_live,
+            ENGINE_LIVE_KEYS,
+        );
+        takes_exactly(
+            &CampaignConfig::default(),
+            CampaignConfig::with_live,
+            JOBS_LIVE_KEYS,
+        );
     }
 }

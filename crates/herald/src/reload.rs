@@ -29,7 +29,12 @@ pub struct Reloader {
 }
 
 impl Reloader {
-    pub fn new(file: Option<PathBuf>, engine: Engine, build: BuildContext, started: Config) -> Self {
+    pub fn new(
+        file: Option<PathBuf>,
+        engine: Engine,
+        build: BuildContext,
+        started: Config,
+    ) -> Self {
         Self {
             file,
             engine,
@@ -129,7 +134,10 @@ impl Plan {
         let mut plan = Plan::default();
         for key in changed_keys(running, new) {
             if live(&key) {
-                if let Some(name) = key.strip_prefix("channels.").and_then(|k| k.split('.').next()) {
+                if let Some(name) = key
+                    .strip_prefix("channels.")
+                    .and_then(|k| k.split('.').next())
+                {
                     plan.channels.insert(name.to_string());
                 }
                 plan.applied.push(key);
@@ -310,7 +318,11 @@ kind = "log"
     #[test]
     fn later_reloads_compare_live_keys_with_what_runs() {
         let started = load(BASE);
-        let first = load(&BASE.replace("rate_per_sec = 20", "rate_per_sec = 100").replace("shards = 16", "shards = 8"));
+        let first = load(
+            &BASE
+                .replace("rate_per_sec = 20", "rate_per_sec = 100")
+                .replace("shards = 16", "shards = 8"),
+        );
         let p = Plan::of(&started, &first, &first);
         assert!(p.applied.is_empty(), "{p:?}");
         assert_eq!(p.needs_restart, ["shards"]);

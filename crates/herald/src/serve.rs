@@ -173,7 +173,9 @@ pub fn channel_spec(
     let channel = herald_channels::build(c, ctx)?;
     let common = &c.common;
     let quiet = match (common.quiet_window()?, &common.quiet_hours) {
-        (Some(window), Some(q)) => Some((window, q.policy, common.quiet_label().unwrap_or_default())),
+        (Some(window), Some(q)) => {
+            Some((window, q.policy, common.quiet_label().unwrap_or_default()))
+        }
         _ => None,
     };
     Ok(ChannelSpec {
@@ -221,11 +223,7 @@ fn hangups(
 }
 
 #[cfg(not(unix))]
-fn hangups(
-    _: Arc<crate::reload::Reloader>,
-    _: AuditLog,
-    _: Arc<dyn Clock>,
-) -> anyhow::Result<()> {
+fn hangups(_: Arc<crate::reload::Reloader>, _: AuditLog, _: Arc<dyn Clock>) -> anyhow::Result<()> {
     Ok(())
 }
 

@@ -231,7 +231,10 @@ impl Campaigns {
             audience_id,
             channel: job.channel,
             message: job.message,
-            segment_size: job.segment_size.unwrap_or(self.sh.cfg.get().segment_size).max(1),
+            segment_size: job
+                .segment_size
+                .unwrap_or(self.sh.cfg.get().segment_size)
+                .max(1),
             deadline_at: job.deadline_at,
             priority: job.priority,
             task_id: None,
@@ -521,7 +524,12 @@ impl Campaigns {
         } else {
             Vec::new()
         };
-        let next_run_at = next_run_at(&rule, &tasks, self.now(), self.sh.cfg.get().misfire_grace_ms);
+        let next_run_at = next_run_at(
+            &rule,
+            &tasks,
+            self.now(),
+            self.sh.cfg.get().misfire_grace_ms,
+        );
         Ok(RuleView { rule, next_run_at })
     }
 }

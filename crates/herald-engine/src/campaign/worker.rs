@@ -36,7 +36,11 @@ pub(super) async fn run(sh: Arc<Shared>, n: usize) {
     let owner = format!("{}/w{n}", sh.holder.node_id);
     while !sh.stop.is_stopped() {
         let now = sh.clock.now_ms();
-        match sh.store.claim_segment(&owner, now, sh.cfg.get().lease_ms).await {
+        match sh
+            .store
+            .claim_segment(&owner, now, sh.cfg.get().lease_ms)
+            .await
+        {
             Ok(Some(claimed)) => run_segment(&sh, claimed).await,
             Ok(None) => sh.nap(&sh.work, sh.cfg.get().idle_poll_ms).await,
             Err(e) => {
@@ -241,7 +245,13 @@ async fn record(
     let n = entries.len();
     match sh
         .store
-        .record_sends(claim, cursor, entries, sh.clock.now_ms(), sh.cfg.get().lease_ms)
+        .record_sends(
+            claim,
+            cursor,
+            entries,
+            sh.clock.now_ms(),
+            sh.cfg.get().lease_ms,
+        )
         .await
     {
         Ok(LeaseCheck::Held { lease_until }) => Some(lease_until),

@@ -13,20 +13,24 @@ use crate::common::{self, Mock, Server};
 /// sink's receive times: the sends after the first over the time they took.
 async fn measured_rate(mock: &Mock, tag: &str, n: usize) -> f64 {
     let mut at: Vec<u64> = Vec::new();
-    common::wait_for("every timer of the batch delivered", Duration::from_secs(60), || async {
-        at = mock
-            .requests(None)
-            .await
-            .iter()
-            .filter(|r| {
-                r["body"]["recipient"]
-                    .as_str()
-                    .is_some_and(|to| to.starts_with(&format!("{tag}-")))
-            })
-            .filter_map(|r| r["received_at_ms"].as_u64())
-            .collect();
-        at.len() >= n
-    })
+    common::wait_for(
+        "every timer of the batch delivered",
+        Duration::from_secs(60),
+        || async {
+            at = mock
+                .requests(None)
+                .await
+                .iter()
+                .filter(|r| {
+                    r["body"]["recipient"]
+                        .as_str()
+                        .is_some_and(|to| to.starts_with(&format!("{tag}-")))
+                })
+                .filter_map(|r| r["received_at_ms"].as_u64())
+                .collect();
+            at.len() >= n
+        },
+    )
     .await;
     at.sort_unstable();
     let span_ms = (at[at.len() - 1] - at[0]).max(1) as f64;
@@ -85,7 +89,9 @@ async fn sighup_changes_a_channels_rate_and_a_broken_file_is_refused() {
         .schedule_spread(fast_n, common::now_ms() + 300, 0, "fast")
         .await;
     let fast = measured_rate(&mock, "fast", fast_n).await;
-    println!("reload: measured rate before {slow:.1}/s (rate_per_sec = 20), after SIGHUP {fast:.1}/s (rate_per_sec = 100)");
+    println!(
+        "reload: measured rate before {slow:.1}/s (rate_per_sec = 20), after SIGHUP {fast:.1}/s (rate_per_sec = 100)"
+    );
     assert!(
         fast >= 2.5 * slow,
         "after the reload the channel sent {fast:.1}/s, before {slow:.1}/s"
@@ -106,11 +112,19 @@ async fn sighup_changes_a_channels_rate_and_a_broken_file_is_refused() {
 
     // A new listen address needs a restart; the live keys still apply.
     rewrite(&server, "rate_per_sec = \"fast\"", "rate_per_sec = 50");
-    rewrite(&server, "listen = \"127.0.0.1:0\"", "listen = \"127.0.0.1:1\"");
+    rewrite(
+        &server,
+        "listen = \"127.0.0.1:0\"",
+        "listen = \"127.0.0.1:1\"",
+    );
     let (status, body) = server.post("/v1/admin:reload", &json!({})).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["needs_restart"], json!(["listen"]), "{body}");
-    assert_eq!(body["applied"], json!(["channels.hooks.rate_per_sec"]), "{body}");
+    assert_eq!(
+        body["applied"],
+        json!(["channels.hooks.rate_per_sec"]),
+        "{body}"
+    );
     assert_eq!(channel_rate(&server).await, Some(50.0));
     let log = server.log();
     assert!(log.contains("needs_restart"), "{log}");
@@ -119,7 +133,9 @@ async fn sighup_changes_a_channels_rate_and_a_broken_file_is_refused() {
     let metrics = server.metrics().await;
     for result in ["applied", "refused"] {
         assert!(
-            metrics.contains(&format!("herald_config_reloads_total{{result=\"{result}\"}}")),
+            metrics.contains(&format!(
+                "herald_config_reloads_total{{result=\"{result}\"}}"
+            )),
             "{result}: {metrics}"
         );
     }
