@@ -12,26 +12,29 @@ use crate::common::{self, Mock, Server};
 /// Deliveries a second of the recipients starting with `tag`, from the
 /// sink's receive times: the sends after the first over the time they took.
 async fn measured_rate(mock: &Mock, tag: &str, n: usize) -> f64 {
-    let mut at: Vec<u64> = Vec::new();
-    common::wait_for(
-        "every timer of the batch delivered",
-        Duration::from_secs(60),
-        || async {
-            at = mock
-                .requests(None)
-                .await
-                .iter()
-                .filter(|r| {
-                    r["body"]["recipient"]
-                        .as_str()
-                        .is_some_and(|to| to.starts_with(&format!("{tag}-")))
-                })
-                .filter_map(|r| r["received_at_ms"].as_u64())
-                .collect();
-            at.len() >= n
-        },
-    )
-    .await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let mut at: Vec<u64> = loop {
+        let at: Vec<u64> = mock
+            .requests(None)
+            .await
+            .iter()
+            .filter(|r| {
+                r["body"]["recipient"]
+                    .as_str()
+                    .is_some_and(|to| to.starts_with(&format!("{tag}-")))
+            })
+            .filter_map(|r| r["received_at_ms"].as_u64())
+            .collect();
+        if at.len() >= n {
+            break at;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{tag}: {} of {n} delivered",
+            at.len()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
     at.sort_unstable();
     let span_ms = (at[at.len() - 1] - at[0]).max(1) as f64;
     (at.len() - 1) as f64 * 1000.0 / span_ms
