@@ -432,6 +432,10 @@ impl Channel for FcmChannel {
             token_valid_until: self.tokens.valid_until().await,
         }
     }
+
+    fn token_key(&self) -> Option<&str> {
+        Some(self.tokens.key())
+    }
 }
 
 #[cfg(test)]

@@ -234,6 +234,13 @@ pub trait Channel: Send + Sync + 'static {
         ProviderStatus::default()
     }
 
+    /// The [`TokenVault`] key of the access token this channel uses, if it
+    /// uses one: a reload that changes credentials expires it, so the next
+    /// send fetches a token with the new ones.
+    fn token_key(&self) -> Option<&str> {
+        None
+    }
+
     /// Reads a provider's report about messages sent earlier
     /// (`POST /v1/channels/{name}/callback`), after checking its signature
     /// when the channel has a callback secret. Most kinds take none.

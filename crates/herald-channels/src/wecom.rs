@@ -529,6 +529,10 @@ impl Channel for WecomChannel {
             token_valid_until: self.tokens.valid_until().await,
         }
     }
+
+    fn token_key(&self) -> Option<&str> {
+        Some(self.tokens.key())
+    }
 }
 
 fn outcome_text(o: &SendOutcome) -> String {

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use parking_lot::RwLock;
+use tokio::sync::Notify;
 
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use herald_channels::{Channel, Delivery, QuietPolicy, SendOutcome};
@@ -22,6 +23,7 @@ use crate::flight::Flight;
 use crate::metrics::ChannelMetrics;
 use crate::queue::FairQueue;
 use crate::recipients::Route;
+use crate::tuned::Tuned;
 
 /// One node's limiter for `rate` a second shared by `nodes`: its share, with
 /// a burst of a tenth of a second of it, so that nodes starting together
@@ -76,26 +78,56 @@ impl Urgency for Job {
     }
 }
 
-/// One configured channel at run time.
-pub(crate) struct ChannelRuntime {
+/// What a configuration reload may change of a channel: its provider
+/// client (endpoints, credentials), limits, quiet hours and template.
+pub(crate) struct ChannelSettings {
     pub channel: Arc<dyn Channel>,
     pub retry: RetryPolicy,
-    /// Fetched deliveries: fair between tenants, most urgent first inside one.
-    pub queue: FairQueue<Job>,
     pub concurrency: usize,
     /// The channel's rate across the whole cluster.
     pub rate_per_sec: Option<f64>,
-    /// This node's share of it: `rate_per_sec` over the live nodes.
+    pub quiet: Option<Quiet>,
+    pub reminder_template: Option<serde_json::Value>,
+}
+
+impl ChannelSettings {
+    fn of(spec: ChannelSpec) -> Self {
+        Self {
+            channel: spec.channel,
+            retry: spec.retry,
+            concurrency: spec.concurrency.max(1),
+            rate_per_sec: spec.rate_per_sec,
+            quiet: spec.quiet.map(|(window, policy, label)| Quiet {
+                window,
+                policy,
+                label,
+            }),
+            reminder_template: spec.reminder_template,
+        }
+    }
+}
+
+/// One configured channel at run time.
+pub(crate) struct ChannelRuntime {
+    /// The configured name; a reload never changes it.
+    name: String,
+    settings: Tuned<ChannelSettings>,
+    /// Fetched deliveries: fair between tenants, most urgent first inside one.
+    pub queue: FairQueue<Job>,
+    /// This node's share of the rate: `rate_per_sec` over the live nodes.
     limiter: RwLock<Option<Arc<DefaultDirectRateLimiter>>>,
     /// The live nodes the share was cut for.
     sharing: AtomicUsize,
+    /// Sender loops started so far; those numbered at or above the current
+    /// concurrency wait until a reload raises it again.
+    pub started: AtomicUsize,
+    /// Poked when a reload changed the settings, so parked senders look again.
+    pub retuned: Notify,
     pub metrics: ChannelMetrics,
     pub pause: Pause,
     /// An operator's cluster-wide pause.
     pub operator: OperatorPause,
-    pub quiet: Option<Quiet>,
     pub counts: OutcomeCounts,
-    pub reminder_template: Option<serde_json::Value>,
 }
 
 impl ChannelRuntime {
@@ -104,24 +136,49 @@ impl ChannelRuntime {
         let limiter = spec.rate_per_sec.and_then(|r| share_limiter(r, 1));
         let name = spec.channel.name().to_string();
         Self {
-            channel: spec.channel,
-            retry: spec.retry,
+            metrics: ChannelMetrics::new(&name),
+            name,
+            settings: Tuned::new(ChannelSettings::of(spec)),
             queue: FairQueue::new(weights),
-            concurrency: spec.concurrency.max(1),
-            rate_per_sec: spec.rate_per_sec,
             limiter: RwLock::new(limiter),
             sharing: AtomicUsize::new(1),
-            metrics: ChannelMetrics::new(&name),
+            started: AtomicUsize::new(0),
+            retuned: Notify::new(),
             pause: Pause::default(),
             operator: OperatorPause::default(),
-            quiet: spec.quiet.map(|(window, policy, label)| Quiet {
-                window,
-                policy,
-                label,
-            }),
             counts: OutcomeCounts::default(),
-            reminder_template: spec.reminder_template,
         }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The settings now; a reload after this call leaves them as they were.
+    pub fn settings(&self) -> Arc<ChannelSettings> {
+        self.settings.get()
+    }
+
+    /// The provider client now in use.
+    pub fn channel(&self) -> Arc<dyn Channel> {
+        self.settings.get().channel.clone()
+    }
+
+    pub fn concurrency(&self) -> usize {
+        self.settings.get().concurrency
+    }
+
+    /// Applies a reload: later sends use the new client, limits and quiet
+    /// hours; sends already under way finish as they started. The rate
+    /// limiter is cut again for the nodes it is shared by.
+    pub fn retune(&self, spec: ChannelSpec) {
+        let new = ChannelSettings::of(spec);
+        let rate = new.rate_per_sec;
+        self.settings.set(new);
+        let nodes = self.sharing.load(Ordering::Acquire).max(1);
+        *self.limiter.write() = rate.and_then(|r| share_limiter(r, nodes));
+        self.retuned.notify_waiters();
+        tracing::info!(channel = %self.name, rate_per_sec = rate, "channel settings reloaded");
     }
 
     /// Waits until the provider's pause (if any) is over and the channel's
@@ -147,14 +204,15 @@ impl ChannelRuntime {
     /// below keeps that short.
     pub fn share_rate(&self, nodes: usize) {
         let nodes = nodes.max(1);
-        let Some(rate) = self.rate_per_sec else {
+        let Some(rate) = self.settings.get().rate_per_sec else {
+            self.sharing.store(nodes, Ordering::Release);
             return;
         };
         if self.sharing.swap(nodes, Ordering::AcqRel) == nodes {
             return;
         }
         *self.limiter.write() = share_limiter(rate, nodes);
-        tracing::info!(channel = %self.channel.name(), nodes, share_per_sec = rate / nodes as f64, "channel rate shared among the live nodes");
+        tracing::info!(channel = %self.name, nodes, share_per_sec = rate / nodes as f64, "channel rate shared among the live nodes");
     }
 
     /// Counts an answer and, for a throttle, pauses the channel. A throttle's
@@ -165,7 +223,7 @@ impl ChannelRuntime {
         match outcome {
             SendOutcome::Throttled { retry_after_ms, .. } => {
                 let until = self.pause.throttled(now, *retry_after_ms);
-                tracing::warn!(channel = %self.channel.name(), paused_until = until, "provider throttled the channel; pausing");
+                tracing::warn!(channel = %self.name, paused_until = until, "provider throttled the channel; pausing");
                 *retry_after_ms = Some(until.saturating_sub(now).max(0) as u64);
             }
             SendOutcome::Delivered { .. } => self.pause.cleared(),
@@ -173,10 +231,12 @@ impl ChannelRuntime {
         }
     }
 
-    /// When the quiet-hours window `now` falls in ends, with its policy.
-    pub fn quiet_until(&self, now: i64) -> Option<(i64, QuietPolicy, &str)> {
-        let q = self.quiet.as_ref()?;
+    /// When the quiet-hours window `now` falls in ends, with its policy and
+    /// how it reads in the configuration.
+    pub fn quiet_until(&self, now: i64) -> Option<(i64, QuietPolicy, String)> {
+        let s = self.settings.get();
+        let q = s.quiet.as_ref()?;
         let end = q.window.ends_after(now)?;
-        Some((end, q.policy, &q.label))
+        Some((end, q.policy, q.label.clone()))
     }
 }

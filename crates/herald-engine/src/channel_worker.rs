@@ -35,10 +35,16 @@ pub(crate) enum Turn {
 /// over its tenant's rate (a new job wakes it sooner).
 const MAX_HELD_MS: u64 = 100;
 
+/// How often a parked worker looks at the concurrency besides when told.
+const PARKED_LOOK: Duration = Duration::from_secs(1);
+
 pub(crate) struct ChannelWorker {
     pipe: Arc<Pipeline>,
     rt: Arc<ChannelRuntime>,
     done: mpsc::UnboundedSender<Finished>,
+    /// Which of the channel's loops this is: those at or above the current
+    /// concurrency wait (a reload lowered it).
+    index: usize,
 }
 
 impl ChannelWorker {
@@ -46,13 +52,28 @@ impl ChannelWorker {
         pipe: Arc<Pipeline>,
         rt: Arc<ChannelRuntime>,
         done: mpsc::UnboundedSender<Finished>,
+        index: usize,
     ) -> Self {
-        Self { pipe, rt, done }
+        Self {
+            pipe,
+            rt,
+            done,
+            index,
+        }
     }
 
     pub async fn run(self) {
         let stop = &self.pipe.stop;
         loop {
+            if self.index >= self.rt.concurrency() {
+                // Parked until a reload raises the concurrency again.
+                tokio::select! {
+                    _ = self.rt.retuned.notified() => {}
+                    _ = tokio::time::sleep(PARKED_LOOK) => {}
+                    _ = stop.wait() => break,
+                }
+                continue;
+            }
             tokio::select! {
                 _ = self.rt.queue.wait_non_empty() => {}
                 _ = stop.wait() => break,
@@ -114,11 +135,13 @@ impl ChannelWorker {
             job.release(&p.flight);
             return;
         }
+        // One reading for the whole send: a reload meanwhile applies to the next.
+        let settings = rt.settings();
         let mut d = job.delivery;
         d.fired_at = started;
         let attempt = |finished_at| Attempt {
             delivery: &d,
-            channel: rt.channel.name(),
+            channel: rt.name(),
             tenant: job.tenant,
             priority: job.priority,
             shard: job.shard,
@@ -162,12 +185,15 @@ impl ChannelWorker {
             (Route::Quiet { until }, _) => {
                 rt.counts.quiet.fetch_add(1, Ordering::Relaxed);
                 // The channel's policy says whether a held message waits or goes.
-                let policy = rt.quiet.as_ref().map_or(QuietPolicy::Defer, |q| q.policy);
+                let policy = settings
+                    .quiet
+                    .as_ref()
+                    .map_or(QuietPolicy::Defer, |q| q.policy);
                 quiet(attempt(started), *until, policy, "the subscriber's")
             }
             (_, Some((end, policy, label))) => {
                 rt.counts.quiet.fetch_add(1, Ordering::Relaxed);
-                quiet(attempt(started), end, policy, label)
+                quiet(attempt(started), end, policy, &label)
             }
             (route, None) => {
                 p.hot.fired.increment(1);
@@ -185,14 +211,14 @@ impl ChannelWorker {
                         self.send_to(&d, job.tenant, user_id, addresses, *devices)
                             .await
                     }
-                    _ => (rt.channel.send(&d).await, None),
+                    _ => (settings.channel.send(&d).await, None),
                 };
                 let finished = p.clock.now_ms();
                 rt.observe(&mut outcome, 1, finished);
                 rt.metrics
                     .duration
                     .record((finished - started).max(0) as f64 / 1000.0);
-                let mut f = Finished::from_outcome(attempt(finished), outcome, &rt.retry);
+                let mut f = Finished::from_outcome(attempt(finished), outcome, &settings.retry);
                 if let Some(note) = note {
                     f.completion.error = Some(match f.completion.error.take() {
                         Some(e) => format!("{e}; {note}"),
@@ -300,7 +326,7 @@ mod tests {
         let (tx, rx) = mpsc::unbounded_channel();
         Fetcher::new(rig.pipe.clone(), tx.clone()).run_once().await;
         let rt = rig.pipe.channels[CHANNEL].clone();
-        let worker = ChannelWorker::new(rig.pipe.clone(), rt, tx);
+        let worker = ChannelWorker::new(rig.pipe.clone(), rt, tx, 0);
         (rig, ids, worker, rx)
     }
 
@@ -348,7 +374,7 @@ mod tests {
         let (rig, _, worker, _rx) = fetched(1).await;
         // The rig's leases run `lease_ms` from T0; the guard time keeps the
         // last `lease_guard_ms` of it.
-        let cfg = &rig.pipe.cfg;
+        let cfg = rig.pipe.cfg.get();
         rig.clock.set(T0 + cfg.lease_ms - cfg.lease_guard_ms);
         assert_eq!(worker.run_once().await, Turn::Sent);
         assert!(rig.channel.sent.lock().is_empty());
@@ -382,7 +408,7 @@ mod tests {
             }
             rt.queue.push(job);
         }
-        let worker = ChannelWorker::new(rig.pipe.clone(), rt.clone(), tx);
+        let worker = ChannelWorker::new(rig.pipe.clone(), rt.clone(), tx, 0);
         let mut turns = Vec::new();
         for _ in 0..5 {
             turns.push(worker.run_once().await);
@@ -412,7 +438,7 @@ mod tests {
         let (tx, mut rx) = mpsc::unbounded_channel();
         Fetcher::new(rig.pipe.clone(), tx.clone()).run_once().await;
         let rt = rig.pipe.channels[CHANNEL].clone();
-        let worker = ChannelWorker::new(rig.pipe.clone(), rt, tx);
+        let worker = ChannelWorker::new(rig.pipe.clone(), rt, tx, 0);
         while worker.run_once().await == Turn::Sent {}
         let mut out = Vec::new();
         while let Ok(f) = rx.try_recv() {

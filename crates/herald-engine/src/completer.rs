@@ -198,7 +198,7 @@ impl Completer {
     pub async fn run_once(&mut self) -> Result<usize, StoreError> {
         let p = Arc::clone(&self.pipe);
         if !self.retrying {
-            let max = p.cfg.complete_batch.max(1);
+            let max = p.cfg.get().complete_batch.max(1);
             while self.batch.len() < max {
                 match self.rx.try_recv() {
                     Ok(f) => self.batch.push(f),

@@ -48,7 +48,7 @@ pub(crate) async fn send_copies(
         if devices {
             copy.idempotency_key = device_key(&d.idempotency_key, to);
         }
-        outcomes.push(rt.channel.send(&copy).await);
+        outcomes.push(rt.channel().send(&copy).await);
     }
     let mut notes = Vec::new();
     if devices {

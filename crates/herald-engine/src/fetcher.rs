@@ -56,8 +56,8 @@ impl Fetcher {
     /// Waits for due timers and for in-flight room, then routes them.
     pub async fn run(self) {
         let p = &*self.pipe;
-        let batch = p.cfg.fetch_batch.max(1);
         loop {
+            let batch = p.cfg.get().fetch_batch.max(1);
             tokio::select! {
                 _ = p.ready.wait_non_empty() => {}
                 _ = p.stop.wait() => return,
@@ -94,7 +94,7 @@ impl Fetcher {
         let want = p
             .ready
             .len()
-            .min(p.cfg.fetch_batch.max(1))
+            .min(p.cfg.get().fetch_batch.max(1))
             .min(p.flight.permits.available_permits());
         if want == 0 {
             return FetchPass::Idle;
@@ -200,7 +200,7 @@ impl Fetcher {
         if !bundled.is_empty() {
             let claim = |m: &TimerRecord| p.ownership.owns(m.shard) && p.flight.admit_member(m.id);
             let unclaim = |ids: Vec<TimerId>| p.flight.forget(ids);
-            let window = p.cfg.merge_window_ms.max(0);
+            let window = p.cfg.get().merge_window_ms.max(0);
             match bundles::plan(p.store.as_ref(), bundled, window, claim, unclaim).await {
                 Ok(g) => groups = g,
                 Err(e) => {
@@ -259,7 +259,7 @@ impl Fetcher {
             let key = row.delivery_key();
             // A reminder goes out in its channel's shape if the channel has a template.
             let message = match (message, p.channels.get(&row.channel)) {
-                (Some((m, true)), Some(rt)) => Some(match &rt.reminder_template {
+                (Some((m, true)), Some(rt)) => Some(match &rt.settings().reminder_template {
                     Some(t) => herald_channels::template::render(t, &m),
                     None => m,
                 }),

@@ -34,6 +34,7 @@ mod queue;
 mod recipients;
 mod reminders;
 pub mod retention;
+mod retune;
 mod sampled;
 mod schedule;
 mod stats;
@@ -41,6 +42,7 @@ mod stop;
 mod supervise;
 mod tenants;
 mod tokens;
+mod tuned;
 mod writer;
 
 #[cfg(test)]
@@ -65,6 +67,7 @@ use tokio::task::JoinHandle;
 
 use futures_util::FutureExt;
 use pipeline::Pipeline;
+pub use retune::{ChannelRetune, ENGINE_LIVE_KEYS, JOBS_LIVE_KEYS, RetuneError};
 pub use stop::Stop;
 use supervise::Restart;
 pub use tenants::TenantLimits;
@@ -225,6 +228,10 @@ struct Inner {
     shards: u16,
     membership: Arc<membership::Membership>,
     campaign: Arc<campaign::Shared>,
+    /// The retention sweeper, whose settings a reload replaces.
+    retention: Arc<retention::Sweeper>,
+    /// Where sender loops hand their outcomes; kept for senders a reload starts.
+    done_tx: mpsc::UnboundedSender<completer::Finished>,
     loops: Arc<supervise::Loops>,
     tasks: parking_lot::Mutex<Vec<JoinHandle<()>>>,
     /// The campaign loops, awaited at shutdown so a worker records what it sent.
@@ -265,7 +272,8 @@ impl Engine {
     ) -> Self {
         metrics::describe();
         let pipe = Arc::new(Pipeline::new(store, clock, channels, cfg, shards));
-        let (store, clock, cfg) = (&pipe.store, &pipe.clock, &pipe.cfg);
+        let cfg = pipe.cfg.get();
+        let (store, clock) = (&pipe.store, &pipe.clock);
         let holder = herald_store::Holder::new(node_id, new_incarnation());
         let membership = Arc::new(membership::Membership::new(
             pipe.clone(),
@@ -304,18 +312,14 @@ impl Engine {
             }
         }));
         for rt in pipe.channels.values() {
-            for _ in 0..rt.concurrency {
-                let (pipe, rt, done) = (pipe.clone(), rt.clone(), done_tx.clone());
-                let name = format!("sender:{}", rt.channel.name());
-                tasks.push(loops.spawn(name, Restart::Yes, move || {
-                    channel_worker::ChannelWorker::new(pipe.clone(), rt.clone(), done.clone())
-                        .run()
-                        .boxed()
-                }));
+            for n in 0..rt.concurrency() {
+                tasks.push(spawn_sender(&loops, &pipe, rt, &done_tx, n));
             }
+            rt.started
+                .store(rt.concurrency(), std::sync::atomic::Ordering::Release);
         }
         tasks.push(loops.spawn("fetcher", Restart::Yes, {
-            let (pipe, done) = (pipe.clone(), done_tx);
+            let (pipe, done) = (pipe.clone(), done_tx.clone());
             move || {
                 fetcher::Fetcher::new(pipe.clone(), done.clone())
                     .run()
@@ -377,7 +381,7 @@ impl Engine {
             store: store.clone(),
             clock: clock.clone(),
             channels: pipe.channels.clone(),
-            cfg: cfg.campaign.clone(),
+            cfg: tuned::Tuned::new(cfg.campaign.clone()),
             holder: holder.clone(),
             stop: pipe.stop.clone(),
             live: pipe.live.clone(),
@@ -389,12 +393,13 @@ impl Engine {
         let retention = Arc::new(retention::Sweeper {
             store: store.clone(),
             clock: clock.clone(),
-            cfg: cfg.retention.clone(),
+            cfg: tuned::Tuned::new(cfg.retention.clone()),
             holder: holder.clone(),
             stop: pipe.stop.clone(),
         });
-        tasks.push(loops.spawn("retention", Restart::Yes, move || {
-            retention.clone().run().boxed()
+        tasks.push(loops.spawn("retention", Restart::Yes, {
+            let retention = retention.clone();
+            move || retention.clone().run().boxed()
         }));
         if let Err(e) = pauses::refresh(&pipe).await {
             tracing::warn!(error = %e, "reading channel pauses failed; retrying in the background");
@@ -424,6 +429,8 @@ impl Engine {
                 shards,
                 membership,
                 campaign,
+                retention,
+                done_tx,
                 loops,
                 tasks: parking_lot::Mutex::new(tasks),
                 campaign_tasks: parking_lot::Mutex::new(campaign_tasks),
@@ -576,17 +583,18 @@ impl Engine {
 
     async fn status_of(&self, rt: &channel_runtime::ChannelRuntime) -> ChannelStatus {
         let now = self.inner.pipe.clock.now_ms();
-        let provider = rt.channel.provider_status().await;
+        let settings = rt.settings();
+        let provider = settings.channel.provider_status().await;
         let paused = rt.pause.until();
         ChannelStatus {
-            name: rt.channel.name().to_string(),
-            kind: rt.channel.kind().as_str(),
-            concurrency: rt.concurrency,
-            rate_per_sec: rt.rate_per_sec,
+            name: rt.name().to_string(),
+            kind: settings.channel.kind().as_str(),
+            concurrency: settings.concurrency,
+            rate_per_sec: settings.rate_per_sec,
             token_valid_until: provider.token_valid_until,
             paused_until: (paused > now).then_some(paused),
             operator_pause: rt.operator.current(now),
-            quiet_hours: rt.quiet.as_ref().map(|q| q.label.clone()),
+            quiet_hours: settings.quiet.as_ref().map(|q| q.label.clone()),
             outcomes: rt.counts.snapshot(),
         }
     }
@@ -649,7 +657,7 @@ impl Engine {
         sent_at: i64,
     ) -> Option<Result<(), herald_channels::RecallError>> {
         let rt = self.inner.pipe.channels.get(channel)?;
-        Some(rt.channel.recall(provider_msgid, sent_at).await)
+        Some(rt.channel().recall(provider_msgid, sent_at).await)
     }
 
     /// Reads a provider's callback through the channel it is addressed to;
@@ -660,17 +668,13 @@ impl Engine {
         req: &herald_channels::CallbackRequest<'_>,
     ) -> Option<Result<Vec<herald_channels::CallbackEvent>, herald_channels::CallbackError>> {
         let rt = self.inner.pipe.channels.get(channel)?;
-        Some(rt.channel.parse_callback(req))
+        Some(rt.channel().parse_callback(req))
     }
 
     /// A configured channel, for what the API asks of it directly (its
     /// callback handshake, whether its callbacks are signed).
     pub fn channel(&self, name: &str) -> Option<Arc<dyn Channel>> {
-        self.inner
-            .pipe
-            .channels
-            .get(name)
-            .map(|rt| rt.channel.clone())
+        self.inner.pipe.channels.get(name).map(|rt| rt.channel())
     }
 
     /// The provider kind of a configured channel.
@@ -679,7 +683,7 @@ impl Engine {
             .pipe
             .channels
             .get(name)
-            .map(|rt| rt.channel.kind())
+            .map(|rt| rt.channel().kind())
     }
 
     /// Whether a channel resolves parties and tags itself; `None` if unknown.
@@ -688,12 +692,12 @@ impl Engine {
             .pipe
             .channels
             .get(name)
-            .map(|rt| rt.channel.fans_out())
+            .map(|rt| rt.channel().fans_out())
     }
 
-    /// The `[jobs]` settings this node runs with.
-    pub fn campaign_config(&self) -> &campaign::CampaignConfig {
-        &self.inner.campaign.cfg
+    /// The `[jobs]` settings this node runs with now.
+    pub fn campaign_config(&self) -> Arc<campaign::CampaignConfig> {
+        self.inner.campaign.cfg.get()
     }
 
     /// Tells idle segment workers that a job has claimable segments.
@@ -749,8 +753,8 @@ impl Engine {
         let inner = &self.inner;
         inner.pipe.stop.stop();
         inner.pipe.ready.wake();
-        let deadline =
-            tokio::time::Instant::now() + Duration::from_millis(inner.pipe.cfg.drain_timeout_ms);
+        let deadline = tokio::time::Instant::now()
+            + Duration::from_millis(inner.pipe.cfg.get().drain_timeout_ms);
         while inner.pipe.flight.in_flight() > 0 && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -780,4 +784,21 @@ impl Engine {
             t.abort();
         }
     }
+}
+
+/// Starts sender loop number `n` of a channel under supervision.
+fn spawn_sender(
+    loops: &Arc<supervise::Loops>,
+    pipe: &Arc<Pipeline>,
+    rt: &Arc<channel_runtime::ChannelRuntime>,
+    done: &mpsc::UnboundedSender<completer::Finished>,
+    n: usize,
+) -> JoinHandle<()> {
+    let (pipe, rt, done) = (pipe.clone(), rt.clone(), done.clone());
+    let name = format!("sender:{}", rt.name());
+    loops.spawn(name, Restart::Yes, move || {
+        channel_worker::ChannelWorker::new(pipe.clone(), rt.clone(), done.clone(), n)
+            .run()
+            .boxed()
+    })
 }

@@ -65,8 +65,8 @@ impl Loader {
     }
 
     pub async fn run(mut self) {
-        let interval = self.pipe.cfg.load_interval_ms;
         while !self.pipe.stop.is_stopped() {
+            let interval = self.pipe.cfg.get().load_interval_ms;
             // While behind (wheel full, or a store error) look again soon.
             let pause = match self.run_once().await {
                 LoadPass::Stopped => return,
@@ -83,7 +83,7 @@ impl Loader {
     /// Raises the horizon to the end of the window and pages timers up to it
     /// into the wheel.
     pub async fn run_once(&mut self) -> LoadPass {
-        let (p, cfg) = (&*self.pipe, &self.pipe.cfg);
+        let (p, cfg) = (&*self.pipe, self.pipe.cfg.get());
         let now = p.clock.now_ms();
         // A clock that stepped back counts as due, so a rescan is never lost.
         let since = now.saturating_sub(self.last_scan);

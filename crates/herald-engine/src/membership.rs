@@ -48,7 +48,7 @@ impl Membership {
         let stop = &self.pipe.stop;
         while !stop.is_stopped() {
             tokio::select! {
-                _ = tokio::time::sleep(Duration::from_millis(self.pipe.cfg.heartbeat_ms)) => {}
+                _ = tokio::time::sleep(Duration::from_millis(self.pipe.cfg.get().heartbeat_ms)) => {}
                 _ = stop.wait() => return,
             }
             if let Err(e) = self.run_once().await {
@@ -62,7 +62,7 @@ impl Membership {
     pub async fn run_once(&self) -> Result<(), StoreError> {
         let p = &*self.pipe;
         let now = p.clock.now_ms();
-        let lease_ms = p.cfg.lease_ms;
+        let lease_ms = p.cfg.get().lease_ms;
         let live = p.store.heartbeat(&self.node, now, lease_ms).await?;
         let live_n = live.len().max(1);
         p.sampled.set_nodes(live);
@@ -160,12 +160,12 @@ impl Membership {
         loop {
             let page = p
                 .store
-                .load_due(&gained, cursor, until, p.cfg.load_batch)
+                .load_due(&gained, cursor, until, p.cfg.get().load_batch)
                 .await?;
             if let Some(last) = page.last() {
                 cursor = Some(last.cursor());
             }
-            let full = page.len() >= p.cfg.load_batch;
+            let full = page.len() >= p.cfg.get().load_batch;
             p.schedule.load(page.into_iter().map(DueTimer::from));
             if !full {
                 return Ok(());
@@ -189,7 +189,7 @@ impl Membership {
     /// within the lease time, so what it holds was renewed and is still its.
     pub fn leases_current(&self, now: i64) -> bool {
         let last = self.last_round_ms.load(Ordering::Acquire);
-        last > 0 && now.saturating_sub(last) <= self.pipe.cfg.lease_ms
+        last > 0 && now.saturating_sub(last) <= self.pipe.cfg.get().lease_ms
     }
 
     /// Graceful exit: leave the cluster so others take the shards at once.
@@ -217,7 +217,7 @@ mod tests {
             p.store.clone(),
             p.clock.clone(),
             Vec::new(),
-            p.cfg.clone(),
+            EngineConfig::clone(&p.cfg.get()),
             SHARDS,
         ));
         Membership::new(pipe, Holder::new("node-2", 1), SHARDS)

@@ -24,12 +24,14 @@ use crate::queue::{DueTimer, FairQueue};
 use crate::sampled::Sampled;
 use crate::schedule::Schedule;
 use crate::tenants::{self, TenantRates};
+use crate::tuned::Tuned;
 use crate::{ChannelSpec, EngineConfig, Stop};
 
 pub(crate) struct Pipeline {
     pub store: Arc<dyn Store>,
     pub clock: Arc<dyn Clock>,
-    pub cfg: EngineConfig,
+    /// The engine's settings; a reload replaces the live ones.
+    pub cfg: Tuned<EngineConfig>,
     /// The wheel this node fires from.
     pub schedule: Schedule,
     /// Timers the wheel found due, waiting for the fetcher: fair between
@@ -87,7 +89,7 @@ impl Pipeline {
             stop: Arc::new(Stop::default()),
             store,
             clock,
-            cfg,
+            cfg: Tuned::new(cfg),
         }
     }
 }

@@ -161,32 +161,52 @@ impl RetentionConfig {
 pub(crate) struct Sweeper {
     pub store: Arc<dyn Store>,
     pub clock: Arc<dyn Clock>,
-    pub cfg: RetentionConfig,
+    /// `[retention]`; a reload replaces it.
+    pub cfg: crate::tuned::Tuned<RetentionConfig>,
     pub holder: Holder,
     pub stop: Arc<Stop>,
 }
 
 impl Sweeper {
-    /// Sweeps every `interval` while this node holds the lease.
+    /// Sweeps every `interval` while this node holds the lease. The settings
+    /// are read each round, so a reload changes what is kept and how often.
     pub(crate) async fn run(self: Arc<Self>) {
-        if self.cfg.keeps_everything() {
-            tracing::info!("retention keeps everything; the retention sweeper does not run");
-            return;
-        }
-        let interval = self.cfg.interval_ms.max(100);
-        // Long enough to outlast a sweep between renewals, short enough that
-        // another node takes over soon after this one dies.
-        let ttl = i64::try_from(interval.saturating_mul(3))
-            .unwrap_or(i64::MAX)
-            .max(30_000);
+        let mut idle = false;
         let mut held = false;
         while !self.stop.is_stopped() {
+            let cfg = self.cfg.get();
+            let interval = cfg.interval_ms.max(100);
+            // Long enough to outlast a sweep between renewals, short enough that
+            // another node takes over soon after this one dies.
+            let ttl = i64::try_from(interval.saturating_mul(3))
+                .unwrap_or(i64::MAX)
+                .max(30_000);
+            if cfg.keeps_everything() {
+                if !idle {
+                    tracing::info!("retention keeps everything; the retention sweeper idles");
+                    idle = true;
+                }
+            } else {
+                idle = false;
+            }
             let now = self.clock.now_ms();
-            match self
-                .store
-                .acquire_lease(RETENTION_LEASE, &self.holder, now, ttl)
-                .await
-            {
+            let lease = match idle {
+                true => {
+                    if held {
+                        let _ = self
+                            .store
+                            .release_lease(RETENTION_LEASE, &self.holder)
+                            .await;
+                    }
+                    Ok(None)
+                }
+                false => {
+                    self.store
+                        .acquire_lease(RETENTION_LEASE, &self.holder, now, ttl)
+                        .await
+                }
+            };
+            match lease {
                 Ok(Some(_)) => {
                     if !held {
                         tracing::info!(node = %self.holder.node_id, incarnation = self.holder.incarnation, "this node now deletes what retention lets go");
@@ -215,7 +235,7 @@ impl Sweeper {
         self.maintain_partitions().await;
         let mut out = Vec::new();
         for kind in RetentionKind::ALL {
-            let Some(cutoff) = self.cfg.keep(kind).cutoff(self.clock.now_ms()) else {
+            let Some(cutoff) = self.cfg.get().keep(kind).cutoff(self.clock.now_ms()) else {
                 continue;
             };
             let deleted = self.purge_kind(kind, cutoff).await;
@@ -345,10 +365,10 @@ mod tests {
         let sweeper = Arc::new(Sweeper {
             store: store.clone(),
             clock: clock.clone(),
-            cfg: RetentionConfig {
+            cfg: crate::tuned::Tuned::new(RetentionConfig {
                 interval_ms: 100,
                 ..Default::default()
-            },
+            }),
             holder: Holder::new("me", 2),
             stop: Arc::new(Stop::default()),
         });

@@ -48,7 +48,7 @@ impl Stats {
         p.hot.ready.set(p.ready.len() as f64);
         p.hot.inflight.set(p.flight.in_flight() as f64);
         fold_counts(p).await;
-        let interval = i64::try_from(p.cfg.stats_interval_ms).unwrap_or(i64::MAX);
+        let interval = i64::try_from(p.cfg.get().stats_interval_ms).unwrap_or(i64::MAX);
         let now = p.clock.now_ms();
         // A clock that stepped back counts as due.
         let due = interval > 0

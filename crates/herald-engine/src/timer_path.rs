@@ -30,7 +30,7 @@ async fn a_timer_fires_on_time_retries_and_ends_done() {
     let mut loader = Loader::new(p.clone(), false, Arc::new(Rescan::default()));
     let mut driver = Driver::new(p.clone());
     let fetcher = Fetcher::new(p.clone(), tx.clone());
-    let worker = ChannelWorker::new(p.clone(), p.channels[CHANNEL].clone(), tx);
+    let worker = ChannelWorker::new(p.clone(), p.channels[CHANNEL].clone(), tx, 0);
     let mut completer = Completer::new(p.clone(), rx);
     rig.channel.script.lock().push_back(SendOutcome::Retryable {
         error: "try later".into(),

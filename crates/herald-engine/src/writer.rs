@@ -40,8 +40,8 @@ type Outcome = Result<Vec<WriteResult>, Arc<StoreError>>;
 /// Commits queued writes until every sender is gone.
 pub(crate) async fn run(pipe: Arc<Pipeline>, mut rx: mpsc::Receiver<WriteRequest>) {
     let (p, hot) = (&*pipe, &pipe.hot);
-    let max_ops = p.cfg.write_batch.max(1);
     while let Some(first) = rx.recv().await {
+        let max_ops = p.cfg.get().write_batch.max(1);
         let mut reqs = vec![first];
         let mut n = reqs[0].ops.len();
         while n < max_ops {

@@ -22,6 +22,7 @@ mod pagination;
 pub mod quota;
 mod rate;
 mod receipts;
+pub mod reload;
 pub mod reminders;
 mod reports;
 mod request;
@@ -56,6 +57,7 @@ pub use audit::{AuditLog, AuditSettings, AuditWriter};
 pub use config::{ApiConfig, RemindersConfig};
 pub use ops::install_metrics;
 pub use quota::Quotas;
+pub use reload::{Reload, ReloadError, ReloadReport, Reloader};
 /// Every route with the scope it needs: what end-to-end tests walk.
 pub use routes::ROUTES;
 pub use state::AppState;
@@ -191,6 +193,7 @@ fn api_routes() -> RouteSet {
         .get("/v1/reports", reports::report)
         .get("/v1/stats", ops::stats)
         .get("/v1/cluster", ops::cluster)
+        .post("/v1/admin:reload", reload::reload)
         .get("/v1/overview", overview::overview)
         .get("/healthz", ops::healthz)
         .get("/readyz", ops::readyz)

@@ -28,6 +28,9 @@ pub struct AppState {
     pub audit: AuditLog,
     /// Pending-timer quotas by tenant.
     pub quotas: Arc<Quotas>,
+    /// Re-reads the configuration file (`POST /v1/admin:reload`); `None`
+    /// when the node has none.
+    pub reload: Option<crate::reload::Reloader>,
 }
 
 impl AppState {

@@ -11,6 +11,7 @@ mod config;
 mod import;
 mod keys_cli;
 mod listener;
+mod reload;
 mod remind_cli;
 mod reports_cli;
 mod serve;
@@ -285,7 +286,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         .build()?;
     rt.block_on(async move {
         match cli.cmd {
-            Cmd::Serve { config } => serve::run(config::Config::load(config.as_deref())?).await,
+            Cmd::Serve { config } => {
+                let cfg = config::Config::load(config.as_deref())?;
+                serve::run(cfg, config).await
+            }
             Cmd::Backup(a) => backup_cli::backup(a).await,
             Cmd::Restore(a) => backup_cli::restore(a).await,
             Cmd::Mock(a) => run_mock(a).await,

@@ -1,14 +1,15 @@
 //! `herald serve`: decide the access mode, open the store, start the
-//! engine, serve the API, and on SIGTERM/SIGINT stop taking requests, drain
-//! deliveries, and exit.
+//! engine, serve the API, reload the configuration file on SIGHUP, and on
+//! SIGTERM/SIGINT stop taking requests, drain deliveries, and exit.
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 use herald_core::{Clock, SystemClock};
-use herald_engine::{ChannelSpec, Engine};
+use herald_engine::{ChannelSpec, Engine, EngineConfig};
 use herald_server::{
     Access, AppState, AuditLog, AuditSettings, AuthConfig, Mode, Quotas, StoredKeys,
 };
@@ -16,7 +17,7 @@ use herald_store::RedactedUrl;
 
 use crate::config::Config;
 
-pub async fn run(cfg: Config) -> anyhow::Result<()> {
+pub async fn run(cfg: Config, file: Option<PathBuf>) -> anyhow::Result<()> {
     // Before anything is opened: a node that must not serve says so at once.
     let admin_key = admin_key(&cfg.auth)?;
     let mode = Mode::decide(&cfg.listen, admin_key.as_deref(), &cfg.auth.admin_key_env)?;
@@ -47,30 +48,13 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
         vault: Arc::new(herald_engine::StoreVault::new(store.clone())),
         node_id: node_id.clone(),
     };
-    let mut specs = Vec::new();
-    for c in &cfg.channels {
-        let channel = herald_channels::build(c, &build_ctx)?;
-        let common = &c.common;
-        let quiet = match (common.quiet_window()?, &common.quiet_hours) {
-            (Some(window), Some(q)) => {
-                Some((window, q.policy, common.quiet_label().unwrap_or_default()))
-            }
-            _ => None,
-        };
-        specs.push(ChannelSpec {
-            channel,
-            concurrency: common.concurrency,
-            rate_per_sec: common.rate_per_sec,
-            retry: common.retry_policy(),
-            quiet,
-            reminder_template: common.reminder_template.clone(),
-        });
-    }
+    let specs = cfg
+        .channels
+        .iter()
+        .map(|c| channel_spec(c, &build_ctx))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let mut engine_cfg = cfg.engine.clone();
-    engine_cfg.merge_window_ms = cfg.reminders.merge_window_ms;
-    engine_cfg.campaign = cfg.jobs.clone();
-    engine_cfg.retention = cfg.retention.clone();
+    let mut engine_cfg = engine_config(&cfg);
     engine_cfg.tenants = tenancy.limits;
     let engine = Engine::start(
         store.clone(),
@@ -93,6 +77,14 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
         );
     }
     let (audit, audit_writer) = AuditLog::start(store.clone(), AuditSettings::default());
+    let reloader = Arc::new(crate::reload::Reloader::new(
+        file.clone(),
+        engine.clone(),
+        build_ctx,
+        cfg.clone(),
+    ));
+    // Taken over before the first request: SIGHUP's default would end the process.
+    hangups(reloader.clone(), audit.clone(), clock.clone())?;
     let access = access(admin_key.as_deref(), &cfg.auth)
         .with_keys(Arc::new(StoredKeys::new(store.clone())))
         .with_channel_tenants(tenancy.channels);
@@ -106,6 +98,7 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
         access: Arc::new(access),
         audit,
         quotas,
+        reload: file.is_some().then(|| reloader as herald_server::Reloader),
     };
     let app = herald_server::router(state);
     let listener = tokio::net::TcpListener::bind(&cfg.listen)
@@ -156,6 +149,81 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
         bail!("a core loop of the engine died and cannot be restarted");
     }
     tracing::info!("stopped");
+    Ok(())
+}
+
+/// What the engine is started with: `[engine]` with the settings it takes
+/// from `[reminders]`, `[jobs]` and `[retention]` (tenant limits are added
+/// once their names resolve).
+pub fn engine_config(cfg: &Config) -> EngineConfig {
+    EngineConfig {
+        merge_window_ms: cfg.reminders.merge_window_ms,
+        campaign: cfg.jobs.clone(),
+        retention: cfg.retention.clone(),
+        ..cfg.engine.clone()
+    }
+}
+
+/// A configured channel as the engine runs it: its provider client (built
+/// here, so a missing secret fails now) and its limits.
+pub fn channel_spec(
+    c: &herald_channels::ChannelConfig,
+    ctx: &herald_channels::BuildContext,
+) -> anyhow::Result<ChannelSpec> {
+    let channel = herald_channels::build(c, ctx)?;
+    let common = &c.common;
+    let quiet = match (common.quiet_window()?, &common.quiet_hours) {
+        (Some(window), Some(q)) => {
+            Some((window, q.policy, common.quiet_label().unwrap_or_default()))
+        }
+        _ => None,
+    };
+    Ok(ChannelSpec {
+        channel,
+        concurrency: common.concurrency,
+        rate_per_sec: common.rate_per_sec,
+        retry: common.retry_policy(),
+        quiet,
+        reminder_template: common.reminder_template.clone(),
+    })
+}
+
+/// Reloads the configuration on each SIGHUP, recording it in the audit log
+/// as the route's entries are (method `SIGHUP`, no key).
+#[cfg(unix)]
+fn hangups(
+    reloader: Arc<crate::reload::Reloader>,
+    audit: AuditLog,
+    clock: Arc<dyn Clock>,
+) -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut hup = signal(SignalKind::hangup()).context("listening for SIGHUP")?;
+    tokio::spawn(async move {
+        while hup.recv().await.is_some() {
+            tracing::info!("SIGHUP: reloading the configuration");
+            let status = match reloader.reload_now().await {
+                Ok(_) => 200,
+                Err(herald_server::ReloadError::Failed(_)) => 503,
+                Err(herald_server::ReloadError::NoFile) => 409,
+                Err(herald_server::ReloadError::Invalid(_)) => 422,
+            };
+            audit.record(herald_store::NewAuditEntry {
+                at: clock.now_ms(),
+                key_id: None,
+                key_name: None,
+                tenant: herald_core::DEFAULT_TENANT,
+                method: "SIGHUP".into(),
+                route: "/v1/admin:reload".into(),
+                resource_id: None,
+                status,
+            });
+        }
+    });
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn hangups(_: Arc<crate::reload::Reloader>, _: AuditLog, _: Arc<dyn Clock>) -> anyhow::Result<()> {
     Ok(())
 }
 

@@ -349,6 +349,10 @@ impl Channel for WechatChannel {
         }
     }
 
+    fn token_key(&self) -> Option<&str> {
+        Some(self.tokens.key())
+    }
+
     /// The `TEMPLATESENDJOBFINISH` event WeChat posts once a message has
     /// reached the user, or not; checked and decrypted first when the
     /// channel has callback secrets.

@@ -101,7 +101,8 @@ pub(crate) struct Shared {
     pub store: Arc<dyn Store>,
     pub clock: Arc<dyn Clock>,
     pub channels: Arc<HashMap<String, Arc<ChannelRuntime>>>,
-    pub cfg: CampaignConfig,
+    /// `[jobs]`; a reload replaces the live ones.
+    pub cfg: crate::tuned::Tuned<CampaignConfig>,
     /// This process: the planner's and sweeper's leases are held by it.
     pub holder: herald_store::Holder,
     pub stop: Arc<Stop>,
@@ -129,7 +130,7 @@ impl Shared {
 /// Spawns the worker loops, the sweeper and the planner, under supervision.
 pub(crate) fn spawn(shared: Arc<Shared>, loops: &Arc<Loops>) -> Vec<JoinHandle<()>> {
     let mut tasks = Vec::new();
-    for n in 0..shared.cfg.workers {
+    for n in 0..shared.cfg.get().workers {
         let sh = shared.clone();
         tasks.push(loops.spawn("segment-worker", Restart::Yes, move || {
             worker::run(sh.clone(), n).boxed()

@@ -18,10 +18,10 @@ use super::{PLANNER_LEASE, Shared};
 const PAGE: usize = 500;
 
 pub(super) async fn run(sh: Arc<Shared>) {
-    let interval = sh.cfg.planner_interval_ms.max(10);
-    let ttl = (interval as i64 * 6).max(3_000);
     let mut held = false;
     while !sh.stop.is_stopped() {
+        let interval = sh.cfg.get().planner_interval_ms.max(10);
+        let ttl = (interval as i64 * 6).max(3_000);
         let now = sh.clock.now_ms();
         match sh
             .store
@@ -132,7 +132,7 @@ async fn plan_one(sh: &Shared, c: &PlanCandidate) {
         c.last_planned_at,
         version.created_at,
         now,
-        sh.cfg.misfire_grace_ms,
+        sh.cfg.get().misfire_grace_ms,
     );
     match schedule.next_after(version.created_at, after) {
         Some(at) => match sh.store.plan_task(rule.id, version.version, at, now).await {
@@ -173,7 +173,7 @@ async fn start_due(sh: &Shared) {
         for task in &due {
             match sh
                 .store
-                .start_task(task.id, sh.clock.now_ms(), sh.cfg.segment_size.max(1))
+                .start_task(task.id, sh.clock.now_ms(), sh.cfg.get().segment_size.max(1))
                 .await
             {
                 Ok(TaskStart::Started { job }) => {

@@ -249,7 +249,10 @@ impl Campaigns {
             audience_id,
             channel: job.channel,
             message: job.message,
-            segment_size: job.segment_size.unwrap_or(self.sh.cfg.segment_size).max(1),
+            segment_size: job
+                .segment_size
+                .unwrap_or(self.sh.cfg.get().segment_size)
+                .max(1),
             deadline_at: job.deadline_at,
             priority: job.priority,
             task_id: None,
@@ -554,7 +557,12 @@ impl Campaigns {
         } else {
             Vec::new()
         };
-        let next_run_at = next_run_at(&rule, &tasks, self.now(), self.sh.cfg.misfire_grace_ms);
+        let next_run_at = next_run_at(
+            &rule,
+            &tasks,
+            self.now(),
+            self.sh.cfg.get().misfire_grace_ms,
+        );
         Ok(RuleView { rule, next_run_at })
     }
 }
@@ -601,7 +609,7 @@ mod tests {
             store,
             clock,
             channels: Default::default(),
-            cfg: super::super::CampaignConfig::default(),
+            cfg: crate::tuned::Tuned::new(super::super::CampaignConfig::default()),
             holder: herald_store::Holder::new("service-test", 1),
             stop: Arc::new(Stop::default()),
             live: Arc::new(crate::live::Live::new(Vec::new())),
@@ -704,7 +712,7 @@ mod tests {
         };
         let created = c.create_job(T, job.clone()).await.unwrap();
         assert_eq!(created.totals.total, 2);
-        assert_eq!(created.segment_size, c.sh.cfg.segment_size);
+        assert_eq!(created.segment_size, c.sh.cfg.get().segment_size);
         let audience = created.audience_id;
         assert_eq!(c.get_audience(T, audience).await.unwrap().size, Some(2));
         // Another tenant sees neither the job nor its audience.

@@ -15,17 +15,19 @@ const SWEEP_LIMIT: usize = 500;
 const MAX_ROUNDS: usize = 20;
 
 pub(super) async fn run(sh: Arc<Shared>) {
-    let interval = sh.cfg.sweep_interval_ms.max(10);
-    // Long enough to survive a few missed rounds, short enough that another
-    // node takes over soon after this one dies.
-    let ttl = (interval as i64 * 5).max(3_000);
-    let opts = SweepOptions {
-        max_attempts: sh.cfg.max_attempts.max(1),
-        retry_backoff_ms: sh.cfg.retry_backoff_ms.max(0),
-        limit: SWEEP_LIMIT,
-    };
     let mut held = false;
     while !sh.stop.is_stopped() {
+        // Read every round: a reload may have changed them.
+        let cfg = sh.cfg.get();
+        let interval = cfg.sweep_interval_ms.max(10);
+        // Long enough to survive a few missed rounds, short enough that another
+        // node takes over soon after this one dies.
+        let ttl = (interval as i64 * 5).max(3_000);
+        let opts = SweepOptions {
+            max_attempts: cfg.max_attempts.max(1),
+            retry_backoff_ms: cfg.retry_backoff_ms.max(0),
+            limit: SWEEP_LIMIT,
+        };
         let now = sh.clock.now_ms();
         match sh
             .store

@@ -36,12 +36,16 @@ pub(super) async fn run(sh: Arc<Shared>, n: usize) {
     let owner = format!("{}/w{n}", sh.holder.node_id);
     while !sh.stop.is_stopped() {
         let now = sh.clock.now_ms();
-        match sh.store.claim_segment(&owner, now, sh.cfg.lease_ms).await {
+        match sh
+            .store
+            .claim_segment(&owner, now, sh.cfg.get().lease_ms)
+            .await
+        {
             Ok(Some(claimed)) => run_segment(&sh, claimed).await,
-            Ok(None) => sh.nap(&sh.work, sh.cfg.idle_poll_ms).await,
+            Ok(None) => sh.nap(&sh.work, sh.cfg.get().idle_poll_ms).await,
             Err(e) => {
                 tracing::warn!(error = %e, worker = %owner, "claiming a segment failed");
-                sh.nap(&sh.work, sh.cfg.idle_poll_ms).await;
+                sh.nap(&sh.work, sh.cfg.get().idle_poll_ms).await;
             }
         }
     }
@@ -113,9 +117,9 @@ async fn run_segment(sh: &Shared, claimed: ClaimedSegment) {
     };
 
     let lease = AtomicI64::new(lease_until);
-    let conc = sh.cfg.worker_concurrency.min(rt.concurrency).max(1);
-    let record_every = sh.cfg.record_every.max(1);
-    let record_period = Duration::from_millis((sh.cfg.lease_ms / 3).max(50) as u64);
+    let conc = sh.cfg.get().worker_concurrency.min(rt.concurrency()).max(1);
+    let record_every = sh.cfg.get().record_every.max(1);
+    let record_period = Duration::from_millis((sh.cfg.get().lease_ms / 3).max(50) as u64);
     let mut next = from;
     let mut in_flight: BTreeSet<u64> = BTreeSet::new();
     let mut skipped: Option<u64> = None;
@@ -127,9 +131,9 @@ async fn run_segment(sh: &Shared, claimed: ClaimedSegment) {
 
     // A provider that takes many recipients per call (WeCom: 1000) gets them
     // in one call; in-flight calls are then bounded by the channel's concurrency.
-    let batch = rt.channel.max_batch().max(1);
+    let batch = rt.channel().max_batch().max(1);
     let conc = if batch > 1 {
-        rt.concurrency.clamp(1, conc)
+        rt.concurrency().clamp(1, conc)
     } else {
         conc
     };
@@ -241,7 +245,13 @@ async fn record(
     let n = entries.len();
     match sh
         .store
-        .record_sends(claim, cursor, entries, sh.clock.now_ms(), sh.cfg.lease_ms)
+        .record_sends(
+            claim,
+            cursor,
+            entries,
+            sh.clock.now_ms(),
+            sh.cfg.get().lease_ms,
+        )
         .await
     {
         Ok(LeaseCheck::Held { lease_until }) => Some(lease_until),
@@ -397,7 +407,7 @@ async fn send_group(
     let (outcomes, notes) = loop {
         rt.wait_for_rate(sh.clock.as_ref()).await;
         let now = sh.clock.now_ms();
-        if now.saturating_add(sh.cfg.lease_guard_ms) >= lease.load(Ordering::SeqCst) {
+        if now.saturating_add(sh.cfg.get().lease_guard_ms) >= lease.load(Ordering::SeqCst) {
             skip(|| Skip::Lease, &mut out);
             return out;
         }
@@ -451,8 +461,8 @@ async fn send_group(
         }
         let mut outcomes = match deliveries.len() {
             0 => Vec::new(),
-            1 => vec![rt.channel.send(&deliveries[0]).await],
-            _ => rt.channel.send_batch(&deliveries).await,
+            1 => vec![rt.channel().send(&deliveries[0]).await],
+            _ => rt.channel().send_batch(&deliveries).await,
         };
         let mut notes: Vec<Option<String>> = vec![None; outcomes.len()];
         for f in &mut fanned {
@@ -494,7 +504,7 @@ async fn send_group(
         finished,
         outcomes.iter().map(|o| LiveEntry {
             tenant: job.tenant,
-            channel: rt.channel.name(),
+            channel: rt.name(),
             outcome: match o {
                 SendOutcome::Delivered { .. } => LiveOutcome::Delivered,
                 SendOutcome::Retryable { .. } | SendOutcome::Throttled { .. } => LiveOutcome::Retry,

@@ -656,6 +656,14 @@ pub const OPS: &[Op] = &[
         &[(200, J("Cluster"))],
     ),
     op(
+        "POST",
+        "/v1/admin:reload",
+        "operations",
+        "Re-read the configuration file and apply what changes without a restart",
+        NoBody,
+        &[(200, J("ReloadReport"))],
+    ),
+    op(
         "GET",
         "/healthz",
         "operations",

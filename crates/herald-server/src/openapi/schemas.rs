@@ -603,6 +603,7 @@ pub fn collect(
     add::<NodeFigures>(all);
     add::<NodeShards>(all);
     add::<Cluster>(all);
+    add::<crate::reload::ReloadReport>(all);
     add::<Lease>(all);
     add::<Status>(all);
     // Issue 15.

@@ -149,6 +149,7 @@ impl Api {
             access: Arc::new(access),
             audit,
             quotas: Arc::new(quotas),
+            reload: None,
         };
         Self {
             router: router(state),

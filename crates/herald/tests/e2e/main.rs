@@ -36,6 +36,7 @@ mod isolation;
 mod logs;
 mod outage;
 mod receipts;
+mod reload;
 mod reminders;
 mod reports;
 mod subscribers;
