@@ -251,9 +251,10 @@ impl Sweeper {
     /// the batches below need not delete one by one.
     async fn maintain_partitions(&self) {
         let now = self.clock.now_ms();
+        let cfg = self.cfg.get();
         let cutoffs = PartitionCutoffs {
-            timers: self.cfg.keep(RetentionKind::Timers).cutoff(now),
-            send_log: self.cfg.keep(RetentionKind::SendLog).cutoff(now),
+            timers: cfg.keep(RetentionKind::Timers).cutoff(now),
+            send_log: cfg.keep(RetentionKind::SendLog).cutoff(now),
         };
         match self.store.maintain_partitions(cutoffs).await {
             Ok(c) if c.created > 0 || c.dropped > 0 => {

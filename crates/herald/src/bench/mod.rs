@@ -23,8 +23,8 @@ mod purge;
 mod reminders;
 mod restart;
 mod sink;
-mod stats;
 mod soak;
+mod stats;
 mod tenant_sink;
 
 use clap::Subcommand;
@@ -39,8 +39,8 @@ use precision::PrecisionArgs;
 use purge::PurgeArgs;
 use reminders::RemindersArgs;
 use restart::RestartArgs;
-use stats::StatsArgs;
 use soak::SoakArgs;
+use stats::StatsArgs;
 
 #[derive(Subcommand, Debug)]
 pub enum BenchCmd {
