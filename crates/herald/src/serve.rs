@@ -98,7 +98,9 @@ pub async fn run(cfg: Config, file: Option<PathBuf>) -> anyhow::Result<()> {
         access: Arc::new(access),
         audit,
         quotas,
-        reload: file.is_some().then_some(reloader as herald_server::Reloader),
+        reload: file
+            .is_some()
+            .then_some(reloader as herald_server::Reloader),
     };
     let app = herald_server::router(state);
     let listener = tokio::net::TcpListener::bind(&cfg.listen)
