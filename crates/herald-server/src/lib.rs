@@ -23,6 +23,7 @@ pub mod quota;
 mod rate;
 mod receipts;
 pub mod reload;
+mod reload_route;
 pub mod reminders;
 mod reports;
 mod request;
@@ -193,7 +194,7 @@ fn api_routes() -> RouteSet {
         .get("/v1/reports", reports::report)
         .get("/v1/stats", ops::stats)
         .get("/v1/cluster", ops::cluster)
-        .post("/v1/admin:reload", reload::reload)
+        .post("/v1/admin:reload", reload_route::reload)
         .get("/v1/overview", overview::overview)
         .get("/healthz", ops::healthz)
         .get("/readyz", ops::readyz)

@@ -5,13 +5,7 @@
 
 use std::sync::Arc;
 
-use axum::Json;
-use axum::extract::State;
-use axum::http::StatusCode;
 use serde::Serialize;
-
-use crate::error::ApiError;
-use crate::state::AppState;
 
 /// What a reload changed, and what it left for a restart.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
@@ -61,32 +55,3 @@ pub trait Reload: Send + Sync {
 
 /// A shared [`Reload`].
 pub type Reloader = Arc<dyn Reload>;
-
-/// `POST /v1/admin:reload` → `200 {"applied": [..], "needs_restart": [..]}`,
-/// or `422 invalid_config` (the old configuration keeps running), or `409`
-/// when there is no file to re-read.
-pub async fn reload(State(st): State<AppState>) -> Result<Json<ReloadReport>, ApiError> {
-    let Some(reloader) = st.reload.as_ref() else {
-        return Err(no_file());
-    };
-    match reloader.reload().await {
-        Ok(report) => Ok(Json(report)),
-        Err(ReloadError::NoFile) => Err(no_file()),
-        Err(e @ ReloadError::Invalid(_)) => Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid_config",
-            format!("the configuration was not reloaded: {e}"),
-        )),
-        Err(ReloadError::Failed(e)) => Err(ApiError::unavailable(format!(
-            "the configuration reload failed part way: {e}"
-        ))),
-    }
-}
-
-fn no_file() -> ApiError {
-    ApiError::new(
-        StatusCode::CONFLICT,
-        "conflict",
-        ReloadError::NoFile.to_string(),
-    )
-}

@@ -14,6 +14,7 @@ mod listener;
 mod reload;
 mod remind_cli;
 mod reports_cli;
+mod runtime_spec;
 mod serve;
 mod subscribers_cli;
 mod tenancy;

@@ -80,7 +80,7 @@ impl Reloader {
             let (Some(old), Some(c)) = (channel(&running, name), channel(&new, name)) else {
                 continue;
             };
-            let spec = crate::serve::channel_spec(c, &self.build)
+            let spec = crate::runtime_spec::channel_spec(c, &self.build)
                 .map_err(|e| ReloadError::Invalid(format!("{e:#}")))?;
             channels.push(ChannelRetune {
                 spec,
@@ -88,7 +88,7 @@ impl Reloader {
             });
         }
         self.engine
-            .retune(&crate::serve::engine_config(&new), channels)
+            .retune(&crate::runtime_spec::engine_config(&new), channels)
             .await
             .map_err(|e| ReloadError::Failed(e.to_string()))?;
         *running = new;

@@ -9,13 +9,14 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use herald_core::{Clock, SystemClock};
-use herald_engine::{ChannelSpec, Engine, EngineConfig};
+use herald_engine::Engine;
 use herald_server::{
     Access, AppState, AuditLog, AuditSettings, AuthConfig, Mode, Quotas, StoredKeys,
 };
 use herald_store::RedactedUrl;
 
 use crate::config::Config;
+use crate::runtime_spec::{channel_spec, engine_config};
 
 pub async fn run(cfg: Config, file: Option<PathBuf>) -> anyhow::Result<()> {
     // Before anything is opened: a node that must not serve says so at once.
@@ -152,42 +153,6 @@ pub async fn run(cfg: Config, file: Option<PathBuf>) -> anyhow::Result<()> {
     }
     tracing::info!("stopped");
     Ok(())
-}
-
-/// What the engine is started with: `[engine]` with the settings it takes
-/// from `[reminders]`, `[jobs]` and `[retention]` (tenant limits are added
-/// once their names resolve).
-pub fn engine_config(cfg: &Config) -> EngineConfig {
-    EngineConfig {
-        merge_window_ms: cfg.reminders.merge_window_ms,
-        campaign: cfg.jobs.clone(),
-        retention: cfg.retention.clone(),
-        ..cfg.engine.clone()
-    }
-}
-
-/// A configured channel as the engine runs it: its provider client (built
-/// here, so a missing secret fails now) and its limits.
-pub fn channel_spec(
-    c: &herald_channels::ChannelConfig,
-    ctx: &herald_channels::BuildContext,
-) -> anyhow::Result<ChannelSpec> {
-    let channel = herald_channels::build(c, ctx)?;
-    let common = &c.common;
-    let quiet = match (common.quiet_window()?, &common.quiet_hours) {
-        (Some(window), Some(q)) => {
-            Some((window, q.policy, common.quiet_label().unwrap_or_default()))
-        }
-        _ => None,
-    };
-    Ok(ChannelSpec {
-        channel,
-        concurrency: common.concurrency,
-        rate_per_sec: common.rate_per_sec,
-        retry: common.retry_policy(),
-        quiet,
-        reminder_template: common.reminder_template.clone(),
-    })
 }
 
 /// Reloads the configuration on each SIGHUP, recording it in the audit log
