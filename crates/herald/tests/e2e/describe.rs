@@ -1042,6 +1042,26 @@ async fn every_route_answers_as_the_document_says() {
         .expect(200, "GET", "/v1/overview", "/v1/overview", None)
         .await;
     assert!(v["timers"].is_object(), "{v}");
+    let r = api
+        .expect(
+            200,
+            "GET",
+            "/v1/reports",
+            "/v1/reports?group_by=channel,outcome",
+            None,
+        )
+        .await;
+    assert!(r["rows"].is_array(), "{r}");
+    let e = api
+        .expect(400, "GET", "/v1/reports", "/v1/reports?group_by=nope", None)
+        .await;
+    assert_eq!(e["error"]["field"], "group_by", "{e}");
+    // The file the server started with, unchanged: nothing to apply.
+    let r = api
+        .expect(200, "POST", "/v1/admin:reload", "/v1/admin:reload", None)
+        .await;
+    assert!(r["applied"].is_array(), "{r}");
+
     api.expect(200, "GET", "/healthz", "/healthz", None).await;
     api.expect(200, "GET", "/readyz", "/readyz", None).await;
     let m = api.expect(200, "GET", "/metrics", "/metrics", None).await;

@@ -1325,6 +1325,27 @@ fn cases(f: &Fixture) -> Vec<Case> {
                 404,
             ),
         ),
+        case(
+            "GET",
+            "/v1/reports",
+            req(M::GET, "/v1/reports?group_by=channel,outcome,job"),
+            None,
+            200,
+            Other::Own {
+                req: req(M::GET, "/v1/reports?group_by=channel,outcome,job"),
+                status: 200,
+                contains: None,
+            },
+        ),
+        // The file the node started with, unchanged: nothing is applied.
+        case(
+            "POST",
+            "/v1/admin:reload",
+            req(M::POST, "/v1/admin:reload"),
+            None,
+            200,
+            Other::NotApplicable,
+        ),
         // Last: gives the other tenant a subject of the same id, which must
         // leave the owner's alone.
         case(
