@@ -102,7 +102,7 @@ pub const ROUTES: &[Policy] = &[
     route(Get, "/v1/stats", Needs(Admin), NoBody),
     route(Get, "/v1/cluster", Needs(Admin), NoBody),
     // Re-reads the configuration file and applies what changes live.
-    route(Post, "/v1/admin:reload", Needs(Admin), NoBody),
+    route(Post, "/v1/admin:reload", Needs(Admin), Action),
     // A key sees its tenant's figures; the admin every tenant's.
     route(Get, "/v1/overview", Needs(Read), NoBody),
     route(Get, "/healthz", Nothing, NoBody),
