@@ -168,9 +168,11 @@ async fn rules_are_versioned_and_re_enabling_starts_a_new_version() {
     assert_eq!(st, StatusCode::OK, "{tasks}");
 
     // A rule naming an upload still under way is refused on that field.
+    // Made now, not at time 0: retention removes an upload that old.
+    let now = herald_core::Clock::now_ms(&herald_core::SystemClock);
     let audience = api
         .store
-        .create_audience(herald_core::DEFAULT_TENANT, None, 0)
+        .create_audience(herald_core::DEFAULT_TENANT, None, now)
         .await
         .unwrap_or_default();
     let mut pending = rule_body();
