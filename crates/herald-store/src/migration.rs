@@ -41,6 +41,7 @@ macro_rules! migrations {
             "0019_partitions",
             "0020_timer_counts",
             "0021_reports",
+            "0022_timer_counts_batched",
         )
     };
     (@ $($name:literal),+ $(,)?) => {

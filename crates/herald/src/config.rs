@@ -195,6 +195,9 @@ impl Config {
         if self.retention.interval_ms < 1_000 {
             bail!("retention.interval_ms must be at least 1000");
         }
+        if !(1..=10_000).contains(&self.retention.batch) {
+            bail!("retention.batch must be between 1 and 10000");
+        }
         if self.engine.window_ms < 1_000 {
             bail!("engine.window_ms must be at least 1000");
         }
@@ -263,7 +266,14 @@ url = "http://127.0.0.1:9000/hook"
         assert_eq!(c.retention.timers, herald_engine::retention::Keep::days(7));
         assert!(c.retention.audit_log.forever());
         assert_eq!(c.retention.jobs, herald_engine::retention::Keep::days(30));
-        for bad in ["timers = \"-1d\"", "send_log = \"soon\"", "tasks = -5"] {
+        assert_eq!(c.retention.batch, herald_engine::retention::DEFAULT_BATCH);
+        for bad in [
+            "timers = \"-1d\"",
+            "send_log = \"soon\"",
+            "tasks = -5",
+            "batch = 0",
+            "batch = 10001",
+        ] {
             let err = format!(
                 "{:#}",
                 load_str(&format!("[retention]\n{bad}\n")).unwrap_err()

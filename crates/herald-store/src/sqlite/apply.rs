@@ -13,9 +13,7 @@ pub(super) fn apply(conn: &mut Connection, ops: Vec<WriteOp>) -> Result<Vec<Writ
         .ctx("beginning apply")?;
     let mut results = Vec::with_capacity(ops.len());
     {
-        let mut insert = tx
-            .prepare_cached(timers::INSERT_TIMER)
-            .ctx("preparing insert")?;
+        let mut insert = timers::TimerInserts::prepare(&tx)?;
         for op in ops {
             let result = match op {
                 WriteOp::InsertTimer(t) => timers::insert_timer(&tx, &mut insert, t)?,
@@ -53,6 +51,7 @@ pub(super) fn apply(conn: &mut Connection, ops: Vec<WriteOp>) -> Result<Vec<Writ
             };
             results.push(result);
         }
+        insert.count(&tx)?;
     }
     tx.commit().ctx("committing apply")?;
     Ok(results)

@@ -55,7 +55,7 @@ fn candidates(conn: &Connection, p: &MergeProbe) -> Result<Vec<TimerRecord>> {
 /// digest's close.
 pub(super) fn insert(
     conn: &Connection,
-    insert: &mut rusqlite::CachedStatement<'_>,
+    insert: &mut super::timers::TimerInserts<'_>,
     t: NewTimer,
 ) -> Result<WriteResult> {
     let Some(pending) = Pending::of(&t) else {

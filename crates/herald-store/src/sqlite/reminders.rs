@@ -240,7 +240,7 @@ fn reminder_bits(
 /// the link between them (a spent bit's link points at the new timer).
 pub(super) fn add_reminder(
     conn: &Connection,
-    insert: &mut rusqlite::CachedStatement<'_>,
+    insert: &mut super::timers::TimerInserts<'_>,
     r: NewReminder,
 ) -> Result<WriteResult> {
     let mask = bit_mask(r.bit)?;

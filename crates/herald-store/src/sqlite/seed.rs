@@ -25,6 +25,11 @@ const INSERT_DONE_TIMERS: &str = "INSERT INTO timers \
     WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?1) \
     SELECT 0, ?2 + i, 0, 'timer', 2, 'sink', 'seed-' || (?3 + i), \
            '{\"n\":' || (?3 + i) || '}', 1, ?2 + i, ?2 + i, ?2 + i FROM n";
+// `timers` has no insert trigger (migration 0022): the engine's write batch
+// counts what it inserts, and so does this fill, for the rows above `?1`.
+const COUNT_TIMERS: &str = "INSERT INTO timer_counts (tenant_id, state, n) \
+    SELECT tenant_id, state, count(*) FROM timers WHERE id > ?1 GROUP BY tenant_id, state \
+    ON CONFLICT (tenant_id, state) DO UPDATE SET n = n + excluded.n";
 // The send log of the timers above `?1` (the largest id before the chunk).
 const INSERT_DELIVERIES: &str = "INSERT INTO deliveries \
     (timer_id, attempt, channel, outcome, idempotency_key, status, started_at, finished_at) \
@@ -54,6 +59,8 @@ pub fn seed_finished_timers(path: &Path, n: u64, finished_from: i64) -> Result<u
             .ctx("seeding timers")?;
         tx.execute(INSERT_DELIVERIES, [last])
             .ctx("seeding deliveries")?;
+        tx.execute(COUNT_TIMERS, [last])
+            .ctx("counting seeded timers")?;
         tx.commit().ctx("seeding")?;
         written += added as u64;
     }

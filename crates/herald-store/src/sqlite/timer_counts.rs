@@ -1,6 +1,7 @@
-//! Timer counts per tenant and state on SQLite: `timer_counts`, which
-//! triggers keep in the transaction of every change to `timers` (migration
-//! 0020), and the full scan that checks it.
+//! Timer counts per tenant and state on SQLite: `timer_counts`, kept in the
+//! transaction of every change to `timers` (triggers for changes of state
+//! and deletes, migration 0020; the write batch for inserts, migration
+//! 0022), and the full scan that checks it.
 
 use herald_core::{TenantId, TimerState};
 use rusqlite::Connection;

@@ -136,7 +136,7 @@ pub(super) fn patch(conn: &Connection, p: &TimerPatch) -> Result<WriteResult> {
 
 pub(super) fn replace(
     conn: &Connection,
-    insert: &mut rusqlite::CachedStatement<'_>,
+    insert: &mut super::timers::TimerInserts<'_>,
     t: NewTimer,
 ) -> Result<WriteResult> {
     let (due_at, message, priority, at) = (t.due_at, t.message.clone(), t.priority, t.created_at);

@@ -36,6 +36,9 @@ pub struct PurgeArgs {
     /// Retention off (every kind kept for ever): the same run, nothing deleted.
     #[arg(long)]
     baseline: bool,
+    /// The sweeper's `[retention] batch`: rows deleted per transaction.
+    #[arg(long)]
+    batch: Option<usize>,
     #[command(flatten)]
     pub(super) server: ServerArgs,
 }
@@ -51,6 +54,9 @@ pub(super) async fn run(mut a: PurgeArgs) -> anyhow::Result<()> {
     } else {
         "[retention]\ninterval_ms = 1000\ntimers = \"1d\"\n"
     });
+    if let Some(batch) = a.batch {
+        a.server.extra_toml.push_str(&format!("batch = {batch}\n"));
+    }
     let sink = start_sink().await?;
     let mut server = Deployment::start(&sink, &a.server).await?;
     let db = server.sqlite_path().context("a SQLite store")?;
@@ -119,7 +125,7 @@ pub(super) async fn run(mut a: PurgeArgs) -> anyhow::Result<()> {
         println!(
             "{}",
             serde_json::json!({"scenario":"purge","expired":seeded,"timers":n,
-                "spread_secs":a.spread_secs,"retention":!a.baseline,
+                "spread_secs":a.spread_secs,"retention":!a.baseline,"batch":a.batch,
                 "lateness_ms":s.lateness_ms,"fire_lateness_ms":s.fire_lateness_ms,
                 "deleted_before":deleted_before,"deleted_during":during,"deleted_total":deleted_after})
         );
