@@ -22,24 +22,7 @@ use SendState::{Delivered as D, Failed as F, Retry as R};
 
 /// A sealed audience of `n` fixture recipients.
 async fn audience(store: &S, n: u64) -> i64 {
-    let id = store
-        .create_audience(DEFAULT_TENANT, Some(format!("audience of {n}")), T0)
-        .await
-        .expect("create_audience");
-    for start in chunk_starts(n) {
-        let end = (start + AUDIENCE_CHUNK).min(n);
-        store
-            .append_audience(id, start, &recipients(start..end))
-            .await
-            .expect("append_audience");
-    }
-    let sealed = store
-        .seal_audience(id, n, T0)
-        .await
-        .expect("seal_audience")
-        .expect("sealed");
-    assert_eq!(sealed.size, Some(n));
-    id
+    super::support::sealed_audience(store, n, T0).await
 }
 
 async fn job(store: &S, audience_id: i64, segment_size: u64) -> JobRecord {

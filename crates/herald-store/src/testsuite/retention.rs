@@ -9,8 +9,8 @@ use herald_core::campaign::SendState;
 use super::fixtures::*;
 use super::support::{S, get, insert_all};
 use crate::{
-    AUDIENCE_CHUNK, CompletionOutcome, JobDeletion, JobRecord, NewAuditEntry, PartitionCutoffs,
-    RetentionKind, WriteOp, WriteResult,
+    CompletionOutcome, JobDeletion, JobRecord, NewAuditEntry, PartitionCutoffs, RetentionKind,
+    WriteOp, WriteResult,
 };
 
 pub(crate) const T0: i64 = 1_700_000_000_000;
@@ -32,23 +32,7 @@ async fn purge_all(store: &S, kind: RetentionKind, cutoff: i64, limit: usize) ->
 
 /// A sealed audience of `n` fixture recipients.
 pub(crate) async fn audience(store: &S, n: u64) -> i64 {
-    let id = store
-        .create_audience(DEFAULT_TENANT, Some("a".into()), T0)
-        .await
-        .expect("create_audience");
-    for start in chunk_starts(n) {
-        let end = (start + AUDIENCE_CHUNK).min(n);
-        store
-            .append_audience(id, start, &recipients(start..end))
-            .await
-            .expect("append_audience");
-    }
-    store
-        .seal_audience(id, n, T0)
-        .await
-        .expect("seal_audience")
-        .expect("sealed");
-    id
+    super::support::sealed_audience(store, n, T0).await
 }
 
 /// A job over a new audience of `n`, with its first segment's sends recorded.

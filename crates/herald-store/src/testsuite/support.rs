@@ -82,3 +82,25 @@ pub(super) async fn counts_of(store: &S, tenant: TenantId) -> HashMap<TimerState
         .map(|&(_, s, n)| (s, n))
         .collect()
 }
+
+/// A sealed audience of `n` fixture recipients, made at `at`.
+pub(crate) async fn sealed_audience(store: &S, n: u64, at: i64) -> i64 {
+    let id = store
+        .create_audience(DEFAULT_TENANT, Some(format!("audience of {n}")), at)
+        .await
+        .expect("create_audience");
+    for start in chunk_starts(n) {
+        let end = (start + crate::AUDIENCE_CHUNK).min(n);
+        store
+            .append_audience(id, start, &recipients(start..end))
+            .await
+            .expect("append_audience");
+    }
+    let sealed = store
+        .seal_audience(id, n, at)
+        .await
+        .expect("seal_audience")
+        .expect("sealed");
+    assert_eq!(sealed.size, Some(n));
+    id
+}
