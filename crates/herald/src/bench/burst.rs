@@ -31,6 +31,11 @@ pub struct BurstArgs {
     /// the mock's WeChat Official Account API (template messages).
     #[arg(long, value_enum, default_value_t = BenchChannel::Webhook)]
     channel: BenchChannel,
+    /// Deliveries a bare HTTP client sends to the sink before the burst, to
+    /// measure the loopback limit the drain is read against (webhook only;
+    /// default: the burst's size up to 200,000; 0 skips it).
+    #[arg(long)]
+    loopback: Option<usize>,
     #[command(flatten)]
     pub(super) server: ServerArgs,
 }
@@ -38,6 +43,22 @@ pub struct BurstArgs {
 pub(super) async fn run(a: BurstArgs) -> anyhow::Result<()> {
     let n = a.timers;
     let sink = start_channel_sink(a.channel, n).await?;
+    // Before any node runs, so nothing else shares the machine with it.
+    let loopback_n = match a.channel {
+        BenchChannel::Webhook => a.loopback.unwrap_or(n.min(200_000)),
+        BenchChannel::Wechat => 0,
+    };
+    let loopback = match loopback_n {
+        0 => None,
+        m => {
+            let rate = super::loopback::measure(&sink, m, a.server.concurrency).await?;
+            eprintln!(
+                "loopback limit: {rate:.0} deliveries/s ({m} from a bare client, concurrency {})",
+                a.server.concurrency
+            );
+            Some(rate)
+        }
+    };
     let server = Deployment::start(&sink, &a.server).await?;
     let http = http_client()?;
     let clock = SystemClock;
@@ -67,6 +88,9 @@ pub(super) async fn run(a: BurstArgs) -> anyhow::Result<()> {
         eprintln!("WARNING: ingest ended after the due instant; raise --lead-secs");
     }
     let timeout = Duration::from_secs_f64(lead + 120.0 + n as f64 / 5_000.0);
+    if let Some(pg) = &server.pg {
+        pg.reset_statements();
+    }
     let cpu = CpuMeter::start(&server);
     let (delivered, done) = wait_drained(&sink, &server, &http, n, timeout).await?;
     let c = cpu.read();
@@ -85,7 +109,15 @@ pub(super) async fn run(a: BurstArgs) -> anyhow::Result<()> {
         "  all marked done     {drain_s:.2} s after due  => {:.0} timers/s",
         n as f64 / drain_s.max(0.001)
     );
+    let drain_rate = n as f64 / drain_s.max(0.001);
+    if let Some(limit) = loopback {
+        println!(
+            "  loopback limit      {limit:.0} deliveries/s => drain at {:.0}% of it",
+            100.0 * drain_rate / limit
+        );
+    }
     let mut summary = serde_json::json!({"scenario":"burst","channel":channel,"store":a.server.store_kind(),
+        "loopback_per_sec":loopback,"drain_share_of_loopback":loopback.map(|l| drain_rate / l),
         "nodes":a.server.nodes,"server_cpu_s":c.nodes,"sink_cpu_s":c.own,"pg_cpu_s":c.pg,
         "other_cpu_s":c.other,"timers":n,"ingest_per_sec":n as f64/secs,"delivered_s":deliver_s,
         "done_s":drain_s,"drain_per_sec":n as f64/drain_s.max(0.001)});
@@ -116,6 +148,12 @@ pub(super) async fn run(a: BurstArgs) -> anyhow::Result<()> {
         }
     };
     println!("  cpu while draining  {}", c.describe(n));
+    if let Some(pg) = server.pg.as_ref().filter(|_| a.server.pg_statements) {
+        println!("  PostgreSQL statements while draining, by total time:");
+        for line in pg.top_statements(15) {
+            println!("    {line}");
+        }
+    }
     if let (Some(summary), Some(extra)) = (summary.as_object_mut(), extra.as_object()) {
         summary.extend(extra.clone());
     }

@@ -22,11 +22,19 @@ pub struct ServerArgs {
     #[arg(long, default_value = "full")]
     pub(super) synchronous: String,
     /// `sqlite` (a temporary file), `postgres` (a throwaway cluster the
-    /// bench starts with `initdb`/`postgres`, fsync off; only in a build with
-    /// the `bench-pg` feature), or `postgres://USER@HOST/DB`, an existing
-    /// empty database.
+    /// bench starts with `initdb`/`postgres`, durable unless `--pg-fast`;
+    /// only in a build with the `bench-pg` feature), or
+    /// `postgres://USER@HOST/DB`, an existing empty database.
     #[arg(long, default_value = "sqlite")]
     pub(super) store: String,
+    /// The throwaway cluster runs with `fsync`, `synchronous_commit` and
+    /// `full_page_writes` off (the test suite's settings), not durable.
+    #[arg(long)]
+    pub(super) pg_fast: bool,
+    /// The throwaway cluster loads `pg_stat_statements`, and the scenario
+    /// prints the statements that cost the most while it drained.
+    #[arg(long)]
+    pub(super) pg_statements: bool,
     /// Nodes sharing the store (`postgres` only).
     #[arg(long, default_value_t = 1)]
     pub(super) nodes: usize,
@@ -224,7 +232,7 @@ impl Deployment {
                 None,
             ),
             StoreChoice::ThrowawayPostgres => {
-                let pg = Postgres::throwaway()?;
+                let pg = Postgres::throwaway(a.pg_fast, a.pg_statements)?;
                 (pg.url().to_string(), Some(pg))
             }
             StoreChoice::PostgresUrl(url) => {

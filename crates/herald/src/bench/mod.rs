@@ -16,6 +16,7 @@ mod fairness;
 mod harness;
 mod ingest;
 mod load;
+mod loopback;
 mod pg;
 mod plot;
 mod precision;

@@ -36,19 +36,42 @@ pub(super) struct Postgres {
 }
 
 impl Postgres {
-    /// Starts a throwaway cluster (fsync off) and creates the bench's database.
+    /// Starts a throwaway cluster and creates the bench's database. It is
+    /// durable (`fsync`, `synchronous_commit` and `full_page_writes` on, as
+    /// in production) unless `fast`; with `statements` it loads
+    /// `pg_stat_statements` for [`Self::top_statements`].
     #[cfg(feature = "bench-pg")]
-    pub(super) fn throwaway() -> anyhow::Result<Self> {
-        let pg = herald_pgtemp::PgTemp::start()
+    pub(super) fn throwaway(fast: bool, statements: bool) -> anyhow::Result<Self> {
+        let mut options = herald_pgtemp::Options::default();
+        if !fast {
+            for key in ["fsync", "synchronous_commit", "full_page_writes"] {
+                options = options.set(key, "on");
+            }
+        }
+        if statements {
+            options = options
+                .set("shared_preload_libraries", "pg_stat_statements")
+                .set("pg_stat_statements.track", "all");
+        }
+        let pg = herald_pgtemp::PgTemp::start_with(&options)
             .map_err(|e| anyhow::anyhow!("starting PostgreSQL: {e}"))?
             .context("--store postgres needs initdb and postgres on this machine")?;
         let url = pg
             .create_database(DATABASE)
             .map_err(|e| anyhow::anyhow!("creating the database: {e}"))?;
+        if statements {
+            pg.execute("CREATE EXTENSION pg_stat_statements")
+                .map_err(|e| anyhow::anyhow!("loading pg_stat_statements: {e}"))?;
+        }
         eprintln!(
-            "PostgreSQL {} on port {} (fsync off: a throwaway test cluster)",
+            "PostgreSQL {} on port {} ({}: a throwaway cluster)",
             pg.server_version(),
-            pg.port()
+            pg.port(),
+            if fast {
+                "fsync off"
+            } else {
+                "durable: fsync and synchronous_commit on"
+            }
         );
         Ok(Self {
             url,
@@ -57,8 +80,56 @@ impl Postgres {
     }
 
     #[cfg(not(feature = "bench-pg"))]
-    pub(super) fn throwaway() -> anyhow::Result<Self> {
+    pub(super) fn throwaway(_fast: bool, _statements: bool) -> anyhow::Result<Self> {
         bail!(NO_THROWAWAY)
+    }
+
+    /// Forgets the statement figures so far (`pg_stat_statements`), on a
+    /// cluster the bench started with them.
+    #[cfg(feature = "bench-pg")]
+    pub(super) fn reset_statements(&self) {
+        if let Some(c) = &self.cluster {
+            let _ = c.execute("SELECT pg_stat_statements_reset()");
+        }
+    }
+
+    #[cfg(not(feature = "bench-pg"))]
+    pub(super) fn reset_statements(&self) {}
+
+    /// The statements that took the most time since the last reset, one line
+    /// each: calls, rows, total and mean time, and the start of the query.
+    #[cfg(feature = "bench-pg")]
+    pub(super) fn top_statements(&self, limit: usize) -> Vec<String> {
+        let Some(c) = &self.cluster else {
+            return Vec::new();
+        };
+        let sql = format!(
+            "SELECT calls, rows, round(total_exec_time::numeric, 1), \
+             round(mean_exec_time::numeric, 3), \
+             left(regexp_replace(query, '\\s+', ' ', 'g'), 150) \
+             FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT {limit}"
+        );
+        let Ok(rows) = c.execute(&sql) else {
+            return Vec::new();
+        };
+        rows.iter()
+            .map(|r| {
+                let f = |i: usize| r.get(i).cloned().flatten().unwrap_or_default();
+                format!(
+                    "{:>8} calls {:>9} rows {:>10} ms total {:>8} ms each  {}",
+                    f(0),
+                    f(1),
+                    f(2),
+                    f(3),
+                    f(4)
+                )
+            })
+            .collect()
+    }
+
+    #[cfg(not(feature = "bench-pg"))]
+    pub(super) fn top_statements(&self, _limit: usize) -> Vec<String> {
+        Vec::new()
     }
 
     /// An existing database. It must hold no timers: the figures count
