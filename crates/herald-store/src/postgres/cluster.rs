@@ -18,9 +18,22 @@ use crate::{Fence, Holder, NamedLease, NodeInfo, Result, ShardLease};
 // incarnation. A shard changes hands (and epoch) only when free or expired; the
 // holder (node and incarnation) renews without a bump. RETURNING lists exactly
 // the rows now held by ($2, $5) among $1.
+//
+// The rows about to change hands are locked `FOR UPDATE` first (`taken`,
+// forced to run by the insert's `WHERE`): that waits for the completion
+// batches in flight, which hold their shards `FOR KEY SHARE` until they
+// commit, so none commits against an epoch that has moved. A plain update of
+// non-key columns would take only `FOR NO KEY UPDATE`, which does not wait
+// for them. The holder's own rows are not locked that way, so renewing
+// through here does not wait for its own batches.
 const ACQUIRE_SHARDS: &str = concat!(
-    "INSERT INTO shard_leases AS l (shard, owner, lease_until, epoch, incarnation) \
+    "WITH taken AS (SELECT shard FROM shard_leases \
+         WHERE shard = ANY($1::int4[]) \
+           AND NOT (owner IS NOT DISTINCT FROM $2 AND incarnation = $5) \
+         ORDER BY shard FOR UPDATE) \
+     INSERT INTO shard_leases AS l (shard, owner, lease_until, epoch, incarnation) \
      SELECT s, $2, $3, 1, $5 FROM unnest($1::int4[]) AS s \
+     WHERE (SELECT count(*) FROM taken) >= 0 \
      ON CONFLICT (shard) DO UPDATE SET \
          epoch = CASE WHEN l.owner IS NOT DISTINCT FROM EXCLUDED.owner \
                            AND l.incarnation = EXCLUDED.incarnation THEN l.epoch \
@@ -46,12 +59,20 @@ const RENEW_SHARDS: &str = concat!(
      RETURNING ",
     shard_lease_cols!("l")
 );
+// Releases lock their rows `FOR UPDATE` first, like a takeover (see
+// `ACQUIRE_SHARDS`): the epoch moves only once the batches in flight on
+// those shards have committed.
 const RELEASE_SHARDS: &str = "UPDATE shard_leases \
     SET owner = NULL, lease_until = 0, epoch = epoch + 1, incarnation = 0 \
-    WHERE shard = ANY($1::int4[]) AND owner = $2 AND incarnation = $3";
+    WHERE shard IN (SELECT shard FROM shard_leases \
+                    WHERE shard = ANY($1::int4[]) AND owner = $2 AND incarnation = $3 \
+                    ORDER BY shard FOR UPDATE) \
+      AND owner = $2 AND incarnation = $3";
 const RELEASE_ALL: &str = "UPDATE shard_leases \
     SET owner = NULL, lease_until = 0, epoch = epoch + 1, incarnation = 0 \
-    WHERE owner = $1 AND incarnation = $2";
+    WHERE shard IN (SELECT shard FROM shard_leases \
+                    WHERE owner = $1 AND incarnation = $2 ORDER BY shard FOR UPDATE) \
+      AND owner = $1 AND incarnation = $2";
 // Two incarnations beating under one node id take turns in its row; the
 // start time is that of the incarnation that beat last.
 const BEAT: &str = "INSERT INTO nodes (node_id, started_at, expires_at, incarnation) \

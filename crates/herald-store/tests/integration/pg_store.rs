@@ -1031,3 +1031,82 @@ async fn a_first_claim_racing_a_cancel_leaves_nothing_running() {
         );
     }
 }
+
+/// A completion batch holds its shards `FOR KEY SHARE` until it commits (the
+/// same lock `complete` takes, held here by a raw transaction). The owner's
+/// renewal does not wait for it; a takeover of the expired lease, and a
+/// release, wait until it commits, so no batch commits against a moved epoch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renewals_pass_a_completion_in_flight_and_takeovers_wait_for_it() {
+    let Some(db) = fresh_db("lease_locks") else {
+        return;
+    };
+    let store = Arc::new(open(&db).await);
+    let (a, b) = (
+        herald_store::Holder::new("node-a", 1),
+        herald_store::Holder::new("node-b", 1),
+    );
+    let held = store.acquire_shards(&a, &[0, 1], 0, 1_000).await.unwrap();
+    assert_eq!(held.len(), 2);
+    let fences: Vec<Fence> = held
+        .iter()
+        .map(|l| Fence {
+            shard: l.shard,
+            epoch: l.epoch,
+        })
+        .collect();
+
+    let mut raw = sql(&db).await;
+    let batch = raw.transaction().await.unwrap();
+    batch
+        .query(
+            "SELECT shard, epoch FROM shard_leases WHERE shard = ANY($1::int4[]) \
+             ORDER BY shard FOR KEY SHARE",
+            &[&vec![0i32, 1]],
+        )
+        .await
+        .unwrap();
+
+    // The owner renews while the batch is open.
+    let renewed = tokio::time::timeout(
+        Duration::from_secs(5),
+        store.renew_shards(&a, &fences, 500, 1_000),
+    )
+    .await
+    .expect("a renewal must not wait for a completion in flight")
+    .unwrap();
+    assert_eq!(renewed.len(), 2);
+
+    // Another node takes shard 0 after the lease ran out: it waits.
+    let taker = {
+        let (store, b) = (store.clone(), b.clone());
+        tokio::spawn(async move { store.acquire_shards(&b, &[0], 10_000, 1_000).await })
+    };
+    let releaser = {
+        let (store, a) = (store.clone(), a.clone());
+        tokio::spawn(async move { store.release_shards(&a, &[1]).await })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!taker.is_finished(), "a takeover must wait for the batch");
+    assert!(!releaser.is_finished(), "a release must wait for the batch");
+    let epochs: Vec<i64> = batch
+        .query(
+            "SELECT epoch FROM shard_leases WHERE shard = ANY($1::int4[]) ORDER BY shard",
+            &[&vec![0i32, 1]],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(epochs, vec![fences[0].epoch, fences[1].epoch]);
+    batch.commit().await.unwrap();
+
+    let took = taker.await.unwrap().unwrap();
+    assert_eq!(took.len(), 1);
+    assert_eq!(took[0].epoch, fences[0].epoch + 1);
+    releaser.await.unwrap().unwrap();
+    let leases = store.shard_leases().await.unwrap();
+    assert_eq!(leases[1].owner, None);
+    assert_eq!(leases[1].epoch, fences[1].epoch + 1);
+}

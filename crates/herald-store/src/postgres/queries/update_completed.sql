@@ -1,5 +1,11 @@
 -- One row per completion (ids distinct within a call). Applies only to a timer
 -- still pending at the attempt before this one.
+--
+-- Driven by the unnest, one primary-key probe per completion (a nested loop).
+-- An extra `t.id = ANY($1)` let the planner pick a bitmap scan of the pending
+-- index with the ids as a hashed filter instead, whose cost grows with the
+-- timers still pending: 90 µs a row during a 1,000,000-timer burst, against
+-- 15 µs for the probes (issue 18).
 UPDATE timers AS t SET
     state = u.state, attempts = u.attempts,
     due_at = COALESCE(u.next_due_at, t.due_at),
@@ -8,6 +14,6 @@ UPDATE timers AS t SET
 FROM unnest($1::int8[], $2::int8[], $3::int2[], $4::int8[], $5::int8[], $6::int8[],
             $7::text[], $8::int8[])
      AS u(id, attempt, state, next_due_at, delivered_at, at, error, attempts)
-WHERE t.id = ANY($1::int8[]) AND t.id = u.id AND t.state = 0
+WHERE t.id = u.id AND t.state = 0
   AND t.attempts = u.attempt - 1
 RETURNING t.id
