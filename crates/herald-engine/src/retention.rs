@@ -283,12 +283,12 @@ impl Sweeper {
     async fn purge_kind(&self, kind: RetentionKind, cutoff: i64) -> u64 {
         let counter = metrics::counter!(crate::metrics::RETENTION_DELETED, "kind" => kind.as_str());
         let mut total = 0;
-        for _ in 0..MAX_ROWS / self.cfg.get().batch.max(1) {
+        let batch = self.cfg.get().batch.max(1);
+        for _ in 0..MAX_ROWS / batch {
             if self.stop.is_stopped() {
                 break;
             }
             let began = Instant::now();
-            let batch = self.cfg.get().batch.max(1);
             match self.store.purge(kind, cutoff, batch).await {
                 Ok(n) => {
                     counter.increment(n);
