@@ -42,6 +42,7 @@ macro_rules! migrations {
             "0020_timer_counts",
             "0021_reports",
             "0022_timer_counts_batched",
+            "0023_report_stripes",
         )
     };
     (@ $($name:literal),+ $(,)?) => {

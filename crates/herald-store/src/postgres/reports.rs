@@ -10,27 +10,31 @@ use crate::reports::{self, ReportParams, SendTally};
 use crate::{Completion, ReportQuery, ReportRow, Result};
 
 /// A batch's counts, one row per distinct key, in key order (the order the
-/// row locks are taken in).
+/// row locks are taken in), added to the writer's stripe of each key
+/// (migration `0023_report_stripes`: concurrent nodes would otherwise queue
+/// on one row until each commits).
 const UPSERT_COUNTS: &str = "INSERT INTO report_counts \
-    (day, tenant_id, channel, outcome, rule_id, job_id, count) \
-    SELECT u.day, u.tenant_id, u.channel, u.outcome, u.rule_id, u.job_id, u.n \
+    (day, tenant_id, channel, outcome, rule_id, job_id, count, stripe) \
+    SELECT u.day, u.tenant_id, u.channel, u.outcome, u.rule_id, u.job_id, u.n, \
+           (pg_backend_pid() % 16)::smallint \
     FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[], $5::bigint[], \
                 $6::bigint[], $7::bigint[]) \
          WITH ORDINALITY AS u(day, tenant_id, channel, outcome, rule_id, job_id, n, i) \
     ORDER BY u.i \
-    ON CONFLICT (day, tenant_id, channel, outcome, rule_id, job_id) \
+    ON CONFLICT (day, tenant_id, channel, outcome, rule_id, job_id, stripe) \
     DO UPDATE SET count = report_counts.count + excluded.count";
 
 /// A job's counts of one day, per outcome, with its tenant, channel and rule
 /// read from the job itself ($1 day, $2 job, $3 outcomes, $4 counts).
 const UPSERT_JOB_COUNTS: &str = "INSERT INTO report_counts \
-    (day, tenant_id, channel, outcome, rule_id, job_id, count) \
-    SELECT $1::bigint, j.tenant_id, j.channel, u.outcome, COALESCE(t.rule_id, 0), j.id, u.n \
+    (day, tenant_id, channel, outcome, rule_id, job_id, count, stripe) \
+    SELECT $1::bigint, j.tenant_id, j.channel, u.outcome, COALESCE(t.rule_id, 0), j.id, u.n, \
+           (pg_backend_pid() % 16)::smallint \
     FROM jobs AS j LEFT JOIN tasks AS t ON t.id = j.task_id \
     CROSS JOIN unnest($3::text[], $4::bigint[]) WITH ORDINALITY AS u(outcome, n, i) \
     WHERE j.id = $2 \
     ORDER BY u.i \
-    ON CONFLICT (day, tenant_id, channel, outcome, rule_id, job_id) \
+    ON CONFLICT (day, tenant_id, channel, outcome, rule_id, job_id, stripe) \
     DO UPDATE SET count = report_counts.count + excluded.count";
 
 /// Adds a `complete` batch's outcomes.

@@ -46,7 +46,7 @@ pub(super) async fn run(a: BurstArgs) -> anyhow::Result<()> {
     // Before any node runs, so nothing else shares the machine with it.
     let loopback_n = match a.channel {
         BenchChannel::Webhook => a.loopback.unwrap_or(n.min(200_000)),
-        BenchChannel::Wechat => 0,
+        BenchChannel::Wechat | BenchChannel::Wecom => 0,
     };
     let loopback = match loopback_n {
         0 => None,
@@ -64,7 +64,7 @@ pub(super) async fn run(a: BurstArgs) -> anyhow::Result<()> {
     let clock = SystemClock;
     let lead = a.lead_secs.unwrap_or_else(|| default_lead(n));
     let due_at = clock.now_ms() + (lead * 1000.0) as i64;
-    let channel = channel_name(a.channel);
+    let channel = a.channel.name();
     eprintln!(
         "burst: {n} {channel} timers due at {} ({lead:.1} s from now)",
         format_rfc3339_ms(due_at)
@@ -146,6 +146,15 @@ pub(super) async fn run(a: BurstArgs) -> anyhow::Result<()> {
                 "duplicates":w.duplicates,"stable_token_fetches":w.stable_token_fetches,
                 "token_fetches":w.token_fetches})
         }
+        BenchChannel::Wecom => {
+            let w = sink.state().wecom_stats();
+            println!(
+                "  wecom mock          {} calls, {} recipients delivered, errors {:?}",
+                w.send_calls, w.delivered_users, w.errors
+            );
+            serde_json::json!({"send_calls":w.send_calls,"delivered":w.delivered_users,
+                "errors":w.errors,"duplicates":w.duplicates})
+        }
     };
     println!("  cpu while draining  {}", c.describe(n));
     if let Some(pg) = server.pg.as_ref().filter(|_| a.server.pg_statements) {
@@ -162,11 +171,4 @@ pub(super) async fn run(a: BurstArgs) -> anyhow::Result<()> {
     }
     server.stop().await;
     Ok(())
-}
-
-fn channel_name(c: BenchChannel) -> &'static str {
-    match c {
-        BenchChannel::Webhook => "webhook",
-        BenchChannel::Wechat => "wechat",
-    }
 }

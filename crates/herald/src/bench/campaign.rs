@@ -6,11 +6,10 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use clap::Args;
 use herald_core::{Clock, SystemClock};
-use herald_mock::WebhookStats;
 
 use super::cpu::CpuMeter;
 use super::harness::{Deployment, ServerArgs, http_client};
-use super::sink::start_sink;
+use super::sink::{BenchChannel, start_channel_sink};
 
 #[derive(Args, Debug)]
 pub struct CampaignArgs {
@@ -25,6 +24,15 @@ pub struct CampaignArgs {
     /// Sends in flight per worker.
     #[arg(long, default_value_t = 64)]
     worker_concurrency: usize,
+    /// What the job sends through: the mock's webhook sink, or the mock's
+    /// WeCom API, which takes 1,000 recipients a call.
+    #[arg(long, value_enum, default_value_t = BenchChannel::Webhook)]
+    channel: BenchChannel,
+    /// Deliveries a bare HTTP client sends to the sink before the job, to
+    /// measure the loopback limit the send rate is read against (webhook
+    /// only; default: the audience's size up to 200,000; 0 skips it).
+    #[arg(long)]
+    loopback: Option<usize>,
     #[command(flatten)]
     pub(super) server: ServerArgs,
 }
@@ -45,7 +53,24 @@ pub(super) fn audience_body(n: usize) -> reqwest::Body {
 }
 
 pub(super) async fn run(mut a: CampaignArgs) -> anyhow::Result<()> {
-    let sink = start_sink().await?;
+    let n = a.recipients;
+    let sink = start_channel_sink(a.channel, n).await?;
+    // As many in flight as the job's sends can be.
+    let in_flight = a
+        .server
+        .concurrency
+        .min(a.workers * a.worker_concurrency * a.server.nodes)
+        .max(1);
+    let loopback = match (a.channel, a.loopback.unwrap_or(n.min(200_000))) {
+        (BenchChannel::Webhook, m) if m > 0 => {
+            let rate = super::loopback::measure(&sink, m, in_flight).await?;
+            eprintln!(
+                "loopback limit: {rate:.0} deliveries/s ({m} from a bare client, concurrency {in_flight})"
+            );
+            Some(rate)
+        }
+        _ => None,
+    };
     a.server.extra_toml = format!(
         "[jobs]\nworkers = {}\nworker_concurrency = {}\nsegment_size = {}\n",
         a.workers, a.worker_concurrency, a.segment_size
@@ -53,7 +78,6 @@ pub(super) async fn run(mut a: CampaignArgs) -> anyhow::Result<()> {
     let server = Deployment::start(&sink, &a.server).await?;
     let http = http_client()?;
     let clock = SystemClock;
-    let n = a.recipients;
 
     let t0 = Instant::now();
     let resp = http
@@ -74,14 +98,16 @@ pub(super) async fn run(mut a: CampaignArgs) -> anyhow::Result<()> {
         n as f64 / upload_s
     );
 
+    if let Some(pg) = &server.pg {
+        pg.reset_statements();
+    }
     let cpu = CpuMeter::start(&server);
     let created = clock.now_ms();
     let resp = http
         .post(format!("{}/v1/jobs", server.base()))
         .json(
             &serde_json::json!({"audience_id": audience, "channel": "sink",
-            "message": {"template_id": "bench", "data": {"coupon": "20% off"}},
-            "segment_size": a.segment_size}),
+            "message": a.channel.job_message(), "segment_size": a.segment_size}),
         )
         .send()
         .await?;
@@ -116,13 +142,14 @@ pub(super) async fn run(mut a: CampaignArgs) -> anyhow::Result<()> {
     let finished = clock.now_ms();
     eprintln!();
     let c = cpu.read();
-    let s: WebhookStats = sink.stats();
-    let last = s.last_delivered_at_ms.map_or(finished, |t| t as i64);
-    let first = s.first_delivered_at_ms.map_or(created, |t| t as i64);
+    let delivered = sink.delivered();
+    let last = sink.last_delivered_ms().unwrap_or(finished);
+    let first = sink.first_delivered_ms();
     let deliver_s = (last - created) as f64 / 1000.0;
     let done_s = (finished - created) as f64 / 1000.0;
     println!(
-        "campaign: {n} recipients, segments of {} (store {}, nodes {}, workers {} x {} in flight, channel concurrency {})",
+        "campaign: {n} {} recipients, segments of {} (store {}, nodes {}, workers {} x {} in flight, channel concurrency {})",
+        a.channel.name(),
         a.segment_size,
         a.server.store_kind(),
         a.server.nodes,
@@ -134,36 +161,68 @@ pub(super) async fn run(mut a: CampaignArgs) -> anyhow::Result<()> {
         "  upload (NDJSON)     {:.0} recipients/s ({upload_s:.2} s)",
         n as f64 / upload_s
     );
-    println!(
-        "  first delivery      {} ms after the job was created",
-        first - created
-    );
+    if let Some(first) = first {
+        println!(
+            "  first delivery      {} ms after the job was created",
+            first - created
+        );
+    }
     println!(
         "  all delivered       {deliver_s:.2} s after creation  => {:.0} recipients/s to the sink",
         n as f64 / deliver_s.max(0.001)
     );
+    let rate = n as f64 / deliver_s.max(0.001);
+    if let Some(limit) = loopback {
+        println!(
+            "  loopback limit      {limit:.0} deliveries/s => sending at {:.0}% of it",
+            100.0 * rate / limit
+        );
+    }
     println!(
         "  job done            {done_s:.2} s after creation (state {})",
         final_job["state"]
     );
-    println!(
-        "  sink: unique {}, repeated keys {}",
-        s.unique_delivered, s.duplicates
-    );
+    let duplicates = match a.channel {
+        BenchChannel::Webhook => {
+            let s = sink.stats();
+            println!(
+                "  sink: unique {}, repeated keys {}",
+                s.unique_delivered, s.duplicates
+            );
+            s.duplicates
+        }
+        BenchChannel::Wechat => sink.state().wechat_stats().duplicates,
+        BenchChannel::Wecom => {
+            let w = sink.state().wecom_stats();
+            println!(
+                "  wecom mock: {} calls, {} recipients delivered, {} repeated calls, errors {:?}",
+                w.send_calls, w.delivered_users, w.duplicates, w.errors
+            );
+            w.duplicates
+        }
+    };
     println!("  cpu while sending   {}", c.describe(n));
+    if let Some(pg) = server.pg.as_ref().filter(|_| a.server.pg_statements) {
+        println!("  PostgreSQL statements while sending, by total time:");
+        for line in pg.top_statements(15) {
+            println!("    {line}");
+        }
+    }
     if a.server.json {
         println!(
             "{}",
-            serde_json::json!({"scenario":"campaign","store":a.server.store_kind(),"nodes":a.server.nodes,
+            serde_json::json!({"scenario":"campaign","channel":a.channel.name(),
+                "store":a.server.store_kind(),"nodes":a.server.nodes,
                 "recipients":n,"upload_per_sec":n as f64/upload_s,"deliver_s":deliver_s,
-                "recipients_per_sec":n as f64/deliver_s.max(0.001),"done_s":done_s,
-                "unique_delivered":s.unique_delivered,"duplicates":s.duplicates,
+                "recipients_per_sec":rate,"done_s":done_s,"loopback_per_sec":loopback,
+                "share_of_loopback":loopback.map(|l| rate / l),
+                "unique_delivered":delivered,"duplicates":duplicates,
                 "server_cpu_s":c.nodes,"sink_cpu_s":c.own,"pg_cpu_s":c.pg,"other_cpu_s":c.other,
                 "totals":final_job["totals"]})
         );
     }
-    if s.unique_delivered != n as u64 {
-        bail!("the sink saw {} of {n} recipients", s.unique_delivered);
+    if delivered != n as u64 {
+        bail!("the sink saw {delivered} of {n} recipients");
     }
     server.stop().await;
     Ok(())

@@ -2,7 +2,7 @@
 //! process, where the figures are measured.
 
 use clap::ValueEnum;
-use herald_mock::{MockConfig, MockServer, WechatConfig};
+use herald_mock::{MockConfig, MockServer, WechatConfig, WecomConfig};
 
 /// The kind of channel a scenario delivers through, always to a mock in
 /// this process.
@@ -12,6 +12,9 @@ pub enum BenchChannel {
     Webhook,
     /// `wechat` template messages to the mock's WeChat API (stable tokens).
     Wechat,
+    /// `wecom` text messages to the mock's WeCom API; a campaign sends them
+    /// 1,000 recipients to a call.
+    Wecom,
 }
 
 /// The mock the server under test delivers to, in this process, and the
@@ -61,6 +64,30 @@ impl BenchChannel {
                 "\"recipient\":\"openid-bench-{i}\",\"message\":{{\"template_id\":\"bench-template\",\
                  \"data\":{{\"n\":{{\"value\":\"{i}\"}}}}}}"
             ),
+            Self::Wecom => format!(
+                "\"recipient\":\"user-{i}\",\"message\":{{\"msgtype\":\"text\",\
+                 \"text\":{{\"content\":\"n {i}\"}}}}"
+            ),
+        }
+    }
+
+    /// A campaign's message through this kind of channel.
+    pub(super) fn job_message(self) -> serde_json::Value {
+        match self {
+            Self::Webhook | Self::Wechat => {
+                serde_json::json!({"template_id": "bench", "data": {"coupon": "20% off"}})
+            }
+            Self::Wecom => {
+                serde_json::json!({"msgtype": "text", "text": {"content": "20% off today"}})
+            }
+        }
+    }
+
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Self::Webhook => "webhook",
+            Self::Wechat => "wechat",
+            Self::Wecom => "wecom",
         }
     }
 }
@@ -79,6 +106,16 @@ impl Sink {
                     w.secret
                 )
             }
+            BenchChannel::Wecom => {
+                let w = WecomConfig::default();
+                format!(
+                    "kind = \"wecom\"\napi_base = \"{}\"\ncorpid = \"{}\"\ncorpsecret = \"{}\"\nagentid = {}",
+                    self.base_url(),
+                    w.corpid,
+                    w.corpsecret,
+                    w.agentid
+                )
+            }
         };
         format!("[[channels]]\nname = \"sink\"\n{settings}\nconcurrency = {concurrency}\n")
     }
@@ -88,6 +125,7 @@ impl Sink {
         match self.channel {
             BenchChannel::Webhook => self.unique_delivered(),
             BenchChannel::Wechat => self.state().wechat_stats().delivered,
+            BenchChannel::Wecom => self.state().wecom_stats().delivered_users,
         }
     }
 
@@ -100,6 +138,19 @@ impl Sink {
                 .wechat_messages(1, None)
                 .last()
                 .map(|m| m.at_ms as i64),
+            BenchChannel::Wecom => self
+                .state()
+                .wecom_messages(1, None)
+                .last()
+                .map(|m| m.at_ms as i64),
+        }
+    }
+
+    /// When the first delivery arrived (unix ms), where the mock records it.
+    pub(super) fn first_delivered_ms(&self) -> Option<i64> {
+        match self.channel {
+            BenchChannel::Webhook => self.stats().first_delivered_at_ms.map(|t| t as i64),
+            BenchChannel::Wechat | BenchChannel::Wecom => None,
         }
     }
 }
