@@ -73,6 +73,14 @@ const CASES: &[Case] = &[
         must: &["idx >="],
     },
     Case {
+        name: "existing_sends",
+        sql: jobs::EXISTING_SENDS,
+        types: "int8, int8[], int8, int8",
+        args: "1, '{500000,500001,500499}', 500000, 500499",
+        custom: false,
+        must: &["idx >="],
+    },
+    Case {
         name: "update_sends",
         sql: jobs::UPDATE_SENDS,
         types: "int8, int8[], text[], text[], int4[], text[], text[], int8",
