@@ -43,6 +43,7 @@ macro_rules! migrations {
             "0021_reports",
             "0022_timer_counts_batched",
             "0023_report_stripes",
+            "0024_tenant_due",
         )
     };
     (@ $($name:literal),+ $(,)?) => {

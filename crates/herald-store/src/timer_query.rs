@@ -222,8 +222,10 @@ impl Where {
     }
 }
 
-/// The index a search of `f` walks: the key's, the recipient's, the state's,
-/// or the tenant's.
+/// The index a search of `f` walks on SQLite: the key's, the recipient's, the
+/// state's, or the tenant's. PostgreSQL has no index of the tenant's timers
+/// across states (migration `0024_tenant_due`): a search of every state
+/// walks the state index once per stored state and merges the walks.
 pub(crate) fn search_index(f: &TimerFilter) -> &'static str {
     if f.idempotency_key.is_some() {
         "timers_idempotency_key"
@@ -261,6 +263,7 @@ pub(crate) fn search(
         }
         _ => "timers".to_string(),
     };
+    let merge_states = dialect == Dialect::Postgres && index == "timers_tenant_due";
     let page = |seek: &dyn Fn(&mut Where)| {
         let mut w = Where::new(dialect);
         w.cond("tenant_id =", Arg::Int(i64::from(tenant.0)));
@@ -273,13 +276,26 @@ pub(crate) fn search(
         w.int("due_at <", f.due_before);
         seek(&mut w);
         let lim = w.bind(Arg::Int(crate::model::limit_to_db(limit)));
-        Query {
-            sql: format!(
-                "SELECT {cols} FROM {from} WHERE {} ORDER BY due_at {dir}, id {dir} LIMIT {lim}",
-                w.sql()
-            ),
-            args: w.args,
-        }
+        let order = format!("ORDER BY due_at {dir}, id {dir} LIMIT {lim}");
+        let sql = if merge_states {
+            // Each stored state's first `limit` in order, then the first
+            // `limit` of those: one bounded walk of the state index each.
+            let walks: Vec<String> = TimerState::ALL
+                .iter()
+                .filter(|s| **s != TimerState::Firing)
+                .map(|s| {
+                    format!(
+                        "(SELECT {cols} FROM {from} WHERE {} AND state = {} {order})",
+                        w.sql(),
+                        s.code()
+                    )
+                })
+                .collect();
+            format!("SELECT * FROM ({}) AS t {order}", walks.join(" UNION ALL "))
+        } else {
+            format!("SELECT {cols} FROM {from} WHERE {} {order}", w.sql())
+        };
+        Query { sql, args: w.args }
     };
     match after {
         None => vec![page(&|_| {})],
