@@ -841,6 +841,91 @@ async fn overlapping_records_from_two_claims_keep_the_totals_exact() {
     assert_eq!(now.state, JobState::Running);
 }
 
+/// `record_sends` inserts a batch's new rows before it takes the job's lock;
+/// a cancel takes the job and then its segments. Workers recording while the
+/// job is cancelled must neither deadlock nor leave the counters off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_racing_a_cancel_neither_deadlock_nor_miscount() {
+    let Some(db) = fresh_db("camp_cancel_race") else {
+        return;
+    };
+    let store = Arc::new(open(&db).await);
+    let (n, size) = (4_000, 1_000);
+    let job = job_of(&store, n, size).await;
+    let mut claims = Vec::new();
+    while let Some(c) = store.claim_segment("w", T0, LEASE).await.unwrap() {
+        claims.push(c.claim);
+    }
+    assert_eq!(claims.len(), 4);
+    let recorded = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let writers: Vec<_> = claims
+        .into_iter()
+        .enumerate()
+        .map(|(k, claim)| {
+            let (store, recorded) = (store.clone(), recorded.clone());
+            tokio::spawn(async move {
+                let mut lost = 0;
+                let mut seed = 0x9e37_79b9_7f4a_7c15 ^ (k as u64 + 1);
+                let (lo, hi) = (k as u64 * size, (k as u64 + 1) * size);
+                // New rows first, then the retries among them again.
+                for pass in 0..2 {
+                    for start in (lo..hi).step_by(50) {
+                        let batch = (start..start + 50)
+                            .map(|i| {
+                                let state = match next(&mut seed) % 4 {
+                                    0 | 1 => SendState::Retry,
+                                    2 => SendState::Delivered,
+                                    _ => SendState::Failed,
+                                };
+                                entry(i, state)
+                            })
+                            .collect();
+                        let check = store
+                            .record_sends(&claim, start + 50, batch, T0 + 10 + pass, LEASE)
+                            .await
+                            .expect("record_sends beside a cancel");
+                        if check == LeaseCheck::Lost {
+                            lost += 1;
+                        }
+                        recorded.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+                lost
+            })
+        })
+        .collect();
+    // A quarter of the 160 records in, the cancel.
+    while recorded.load(std::sync::atomic::Ordering::Relaxed) < 40 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let cancelled = store
+        .cancel_job(job.id, T0 + 5)
+        .await
+        .expect("cancel beside the writers")
+        .expect("the job");
+    assert_eq!(cancelled.state, JobState::Cancelled);
+    let mut lost = 0;
+    for w in writers {
+        lost += w.await.unwrap();
+    }
+    assert!(
+        lost > 0,
+        "records after the cancel find their segments ended"
+    );
+    let now = store.get_job(job.id).await.unwrap().unwrap();
+    let running = recount(&store, &job).await;
+    let settled = running.delivered + running.failed + running.expired;
+    assert_eq!(
+        now.totals,
+        JobTotals {
+            retrying: 0,
+            cancelled: n - settled,
+            ..running
+        },
+        "an ended job counts what is left unsettled as cancelled"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_overlapping_sweeps_reissue_each_segment_once() {
     let Some(db) = fresh_db("camp_sweeps") else {
