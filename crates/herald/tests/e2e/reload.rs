@@ -80,11 +80,16 @@ async fn sighup_changes_a_channels_rate_and_a_broken_file_is_refused() {
         channel_rate(&server).await == Some(100.0)
     })
     .await;
-    let log = server.log();
-    assert!(
-        log.contains("configuration reloaded") && log.contains("channels.hooks.rate_per_sec"),
-        "{log}"
-    );
+    // The new settings take effect before the reload is logged.
+    common::wait_for(
+        "the reload to be logged",
+        Duration::from_secs(10),
+        || async {
+            let log = server.log();
+            log.contains("configuration reloaded") && log.contains("channels.hooks.rate_per_sec")
+        },
+    )
+    .await;
 
     // At 100 a second: 300 timers take about three seconds.
     let fast_n = 300;
@@ -129,8 +134,12 @@ async fn sighup_changes_a_channels_rate_and_a_broken_file_is_refused() {
         "{body}"
     );
     assert_eq!(channel_rate(&server).await, Some(50.0));
-    let log = server.log();
-    assert!(log.contains("needs_restart"), "{log}");
+    common::wait_for(
+        "the restart-needing keys to be logged",
+        Duration::from_secs(10),
+        || async { server.log().contains("needs_restart") },
+    )
+    .await;
 
     // Each reload is counted, and the signal's one is in the audit log.
     let metrics = server.metrics().await;
