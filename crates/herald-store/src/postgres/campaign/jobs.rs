@@ -658,6 +658,18 @@ impl<'a> SendColumns<'a> {
     }
 }
 
+/// The state and attempts of each stored send-log row, by index, as
+/// [`EXISTING_SENDS`] and [`LOCK_SENDS`] read them.
+fn stored_sends(rows: &[tokio_postgres::Row]) -> Result<HashMap<i64, (SendState, i32)>> {
+    let mut stored = HashMap::with_capacity(rows.len());
+    for row in rows {
+        let idx: i64 = col(row, 0, "job_sends.idx")?;
+        let state: SendState = row.state(1, "job_sends.state")?;
+        stored.insert(idx, (state, col::<i32>(row, 2, "job_sends.attempts")?));
+    }
+    Ok(stored)
+}
+
 /// Most times `record_sends` starts again after another claim added rows of
 /// its batch first; each time, the rows that claim committed are found stored.
 const RECORD_RACES: usize = 5;
@@ -741,12 +753,7 @@ async fn record_sends_once(
     let end = model::from_db(range.int(1, "segments.end_idx")?, "segments.end_idx")?;
     let tenant: i32 = col(&range, 2, "segments.tenant_id")?;
     refusals::within_segment(claim.segment_id, start, end, cursor, entries)?;
-    let mut seen = HashMap::with_capacity(existing.len());
-    for row in &existing {
-        let idx: i64 = col(row, 0, "job_sends.idx")?;
-        let state: SendState = row.state(1, "job_sends.state")?;
-        seen.insert(idx, (state, col::<i32>(row, 2, "job_sends.attempts")?));
-    }
+    let seen = stored_sends(&existing)?;
     let (rows, _) = apply_batch(entries, &seen, &mut SendTally::default())?;
     let mut new = SendColumns::default();
     for (idx, w) in &rows {
@@ -799,12 +806,7 @@ async fn record_sends_once(
         return Err(refusals::no_segment(claim.segment_id, claim.job_id));
     };
     let job: JobState = job.state(0, "jobs.state")?;
-    let mut stored = HashMap::with_capacity(stored_rows.len());
-    for row in &stored_rows {
-        let idx: i64 = col(row, 0, "job_sends.idx")?;
-        let state: SendState = row.state(1, "job_sends.state")?;
-        stored.insert(idx, (state, col::<i32>(row, 2, "job_sends.attempts")?));
-    }
+    let stored = stored_sends(&stored_rows)?;
     // The rows inserted above count as new again: they are not in `stored`.
     let mut reported = SendTally::default();
     let (rows, moves) = apply_batch(entries, &stored, &mut reported)?;
