@@ -44,6 +44,7 @@ macro_rules! migrations {
             "0022_timer_counts_batched",
             "0023_report_stripes",
             "0024_tenant_due",
+            "0025_pending_shard_key",
         )
     };
     (@ $($name:literal),+ $(,)?) => {

@@ -543,8 +543,7 @@ impl Store for PgStore {
             if limit == 0 || shards.is_empty() {
                 return Ok(Vec::new());
             }
-            let only: Option<Vec<i32>> =
-                (!shards.is_all()).then(|| shards.iter().map(i32::from).collect());
+            let only = (!shards.is_all()).then_some(shards);
             timers::load_due(self, only, after, until, limit).await
         })
         .await
