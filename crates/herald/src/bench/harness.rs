@@ -35,6 +35,12 @@ pub struct ServerArgs {
     /// prints the statements that cost the most while it drained.
     #[arg(long)]
     pub(super) pg_statements: bool,
+    /// A further setting of the throwaway cluster, `KEY=VALUE` (repeatable),
+    /// for example `--pg-set max_wal_size=8GB`. Durability stays as
+    /// `--pg-fast` says: `fsync`, `synchronous_commit` and
+    /// `full_page_writes` are refused here.
+    #[arg(long = "pg-set", value_parser = parse_pg_setting)]
+    pub(super) pg_set: Vec<(String, String)>,
     /// Nodes sharing the store (`postgres` only).
     #[arg(long, default_value_t = 1)]
     pub(super) nodes: usize,
@@ -232,7 +238,7 @@ impl Deployment {
                 None,
             ),
             StoreChoice::ThrowawayPostgres => {
-                let pg = Postgres::throwaway(a.pg_fast, a.pg_statements)?;
+                let pg = Postgres::throwaway(a.pg_fast, a.pg_statements, &a.pg_set)?;
                 (pg.url().to_string(), Some(pg))
             }
             StoreChoice::PostgresUrl(url) => {
@@ -395,4 +401,44 @@ pub(super) fn http_client() -> anyhow::Result<reqwest::Client> {
         .pool_max_idle_per_host(256)
         .tcp_nodelay(true)
         .build()?)
+}
+
+/// `--pg-set KEY=VALUE`: a server setting of the throwaway cluster.
+fn parse_pg_setting(arg: &str) -> Result<(String, String), String> {
+    let (key, value) = arg
+        .split_once('=')
+        .ok_or_else(|| format!("--pg-set wants KEY=VALUE, got {arg:?}"))?;
+    let key = key.trim();
+    if key.is_empty()
+        || !key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+    {
+        return Err(format!("--pg-set: {key:?} is not a setting name"));
+    }
+    if ["fsync", "synchronous_commit", "full_page_writes"].contains(&key) {
+        return Err(format!(
+            "--pg-set: {key} is not changed here; --pg-fast turns durability off"
+        ));
+    }
+    Ok((key.to_string(), value.trim().to_string()))
+}
+
+#[cfg(test)]
+mod pg_set_tests {
+    use super::parse_pg_setting;
+
+    #[test]
+    fn settings_parse_and_durability_is_refused() {
+        assert_eq!(
+            parse_pg_setting("max_wal_size=8GB"),
+            Ok(("max_wal_size".into(), "8GB".into()))
+        );
+        assert!(parse_pg_setting("max_wal_size").is_err());
+        assert!(parse_pg_setting("=1").is_err());
+        assert!(parse_pg_setting("a b=1").is_err());
+        let refused = parse_pg_setting("fsync=off").unwrap_err();
+        assert!(refused.contains("--pg-fast"), "{refused}");
+        assert!(parse_pg_setting("synchronous_commit=off").is_err());
+    }
 }

@@ -39,9 +39,14 @@ impl Postgres {
     /// Starts a throwaway cluster and creates the bench's database. It is
     /// durable (`fsync`, `synchronous_commit` and `full_page_writes` on, as
     /// in production) unless `fast`; with `statements` it loads
-    /// `pg_stat_statements` for [`Self::top_statements`].
+    /// `pg_stat_statements` for [`Self::top_statements`]. `settings` are
+    /// further server settings (`--pg-set`), applied last.
     #[cfg(feature = "bench-pg")]
-    pub(super) fn throwaway(fast: bool, statements: bool) -> anyhow::Result<Self> {
+    pub(super) fn throwaway(
+        fast: bool,
+        statements: bool,
+        settings: &[(String, String)],
+    ) -> anyhow::Result<Self> {
         let mut options = herald_pgtemp::Options::default();
         if !fast {
             for key in ["fsync", "synchronous_commit", "full_page_writes"] {
@@ -52,6 +57,9 @@ impl Postgres {
             options = options
                 .set("shared_preload_libraries", "pg_stat_statements")
                 .set("pg_stat_statements.track", "all");
+        }
+        for (key, value) in settings {
+            options = options.set(key, value);
         }
         let pg = herald_pgtemp::PgTemp::start_with(&options)
             .map_err(|e| anyhow::anyhow!("starting PostgreSQL: {e}"))?
@@ -80,7 +88,11 @@ impl Postgres {
     }
 
     #[cfg(not(feature = "bench-pg"))]
-    pub(super) fn throwaway(_fast: bool, _statements: bool) -> anyhow::Result<Self> {
+    pub(super) fn throwaway(
+        _fast: bool,
+        _statements: bool,
+        _settings: &[(String, String)],
+    ) -> anyhow::Result<Self> {
         bail!(NO_THROWAWAY)
     }
 
