@@ -26,9 +26,9 @@ use async_trait::async_trait;
 use herald_core::{TimerId, TimerKind};
 
 pub use config::{
-    COMMON_KEYS, ChannelConfig, ChannelKind, CommonSettings, FcmConfig, LogConfig, ProviderConfig,
-    ProviderKeys, QuietHours, QuietPolicy, SecretSource, SmtpConfig, SmtpTls, TokenMode,
-    WebhookConfig, WechatConfig, WecomConfig,
+    COMMON_KEYS, ChannelConfig, ChannelKind, CommonSettings, FcmConfig, InDoubt, LogConfig,
+    ProviderConfig, ProviderKeys, QuietHours, QuietPolicy, SecretSource, SmtpConfig, SmtpTls,
+    TokenMode, WebhookConfig, WechatConfig, WecomConfig,
 };
 pub use fcm::FcmChannel;
 pub use log::LogChannel;

@@ -75,6 +75,10 @@ pub enum SendState {
     Failed,
     /// Still retrying when the job's deadline passed.
     Expired,
+    /// Handed to a provider that does not drop repeats by a node that died
+    /// before it recorded the answer, and not sent again (`in_doubt = "skip"`):
+    /// it may or may not have arrived.
+    InDoubt,
 }
 
 macro_rules! str_enum {
@@ -106,7 +110,10 @@ str_enum!(SegmentState {
     Pending => "pending", Running => "running", Done => "done", Partial => "partial",
     Abandoned => "abandoned", Expired => "expired", Cancelled => "cancelled",
 });
-str_enum!(SendState { Delivered => "delivered", Retry => "retry", Failed => "failed", Expired => "expired" });
+str_enum!(SendState {
+    Delivered => "delivered", Retry => "retry", Failed => "failed", Expired => "expired",
+    InDoubt => "in_doubt",
+});
 
 impl TaskState {
     pub fn is_final(self) -> bool {

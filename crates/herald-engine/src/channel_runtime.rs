@@ -88,6 +88,7 @@ pub(crate) struct ChannelSettings {
     pub rate_per_sec: Option<f64>,
     pub quiet: Option<Quiet>,
     pub reminder_template: Option<serde_json::Value>,
+    pub in_doubt: herald_channels::InDoubt,
 }
 
 impl ChannelSettings {
@@ -103,6 +104,7 @@ impl ChannelSettings {
                 label,
             }),
             reminder_template: spec.reminder_template,
+            in_doubt: spec.in_doubt,
         }
     }
 }
@@ -162,6 +164,12 @@ impl ChannelRuntime {
     /// The provider client now in use.
     pub fn channel(&self) -> Arc<dyn Channel> {
         self.settings.get().channel.clone()
+    }
+
+    /// What a send this channel left in doubt does next.
+    #[allow(dead_code)] // read by the in-doubt paths being built (issue 19)
+    pub fn in_doubt(&self) -> herald_channels::InDoubt {
+        self.settings.get().in_doubt
     }
 
     pub fn concurrency(&self) -> usize {

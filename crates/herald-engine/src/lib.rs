@@ -172,6 +172,8 @@ pub struct ChannelSpec {
     /// How reminders become this channel's message (see
     /// [`herald_channels::template`]); `None` sends Herald's own shape.
     pub reminder_template: Option<serde_json::Value>,
+    /// What a send left in doubt by a dead node does next.
+    pub in_doubt: herald_channels::InDoubt,
 }
 
 impl ChannelSpec {
@@ -189,6 +191,7 @@ impl ChannelSpec {
             retry,
             quiet: None,
             reminder_template: None,
+            in_doubt: herald_channels::InDoubt::Resend,
         }
     }
 }

@@ -38,5 +38,6 @@ pub fn channel_spec(
         retry: common.retry_policy(),
         quiet,
         reminder_template: common.reminder_template.clone(),
+        in_doubt: c.in_doubt(),
     })
 }

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::ChannelError;
 
 /// Keys of a `[[channels]]` table that every kind takes (`kind` aside).
-pub const COMMON_KEYS: [&str; 11] = [
+pub const COMMON_KEYS: [&str; 12] = [
     "name",
     "rate_per_sec",
     "concurrency",
@@ -18,6 +18,7 @@ pub const COMMON_KEYS: [&str; 11] = [
     "quiet_hours",
     "reminder_template",
     "tenants",
+    "in_doubt",
 ];
 
 /// A channel's name, limits, retry policy, quiet hours and reminder shape.
@@ -61,6 +62,33 @@ pub struct CommonSettings {
     /// any other tenant the channel does not exist.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tenants: Option<Vec<String>>,
+    /// What happens to a send that may have left when a node died before its
+    /// outcome was recorded; unset, the kind's default
+    /// ([`crate::ChannelKind::default_in_doubt`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_doubt: Option<InDoubt>,
+}
+
+/// What to do with a send that is in doubt: handed to the provider by a node
+/// that died before it recorded the answer, so it may or may not have arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InDoubt {
+    /// Send it again under the same idempotency key: right for providers
+    /// (and receivers) that drop a repeated key.
+    Resend,
+    /// Do not send it again; it ends with outcome `in_doubt` for an operator
+    /// to look at. Right where a repeat reaches a person twice (pushes, mail).
+    Skip,
+}
+
+impl InDoubt {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InDoubt::Resend => "resend",
+            InDoubt::Skip => "skip",
+        }
+    }
 }
 
 /// A daily do-not-disturb window in a time zone, e.g. 22:00-08:00 Asia/Shanghai.
@@ -123,6 +151,7 @@ impl CommonSettings {
             quiet_hours: None,
             reminder_template: None,
             tenants: None,
+            in_doubt: None,
         }
     }
 
@@ -229,6 +258,7 @@ mod tests {
         full.rate_per_sec = Some(1.0);
         full.reminder_template = Some(serde_json::json!({}));
         full.tenants = Some(vec!["shop".into()]);
+        full.in_doubt = Some(InDoubt::Skip);
         full.quiet_hours = Some(QuietHours {
             start: "22:00".into(),
             end: "08:00".into(),

@@ -15,7 +15,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::ChannelError;
 
-pub use common::{COMMON_KEYS, CommonSettings, QuietHours, QuietPolicy};
+pub use common::{COMMON_KEYS, CommonSettings, InDoubt, QuietHours, QuietPolicy};
 pub use providers::{
     FcmConfig, LogConfig, ProviderKeys, SmtpConfig, SmtpTls, TokenMode, WebhookConfig,
     WechatConfig, WecomConfig,
@@ -63,6 +63,19 @@ impl ChannelKind {
         ChannelKind::Fcm,
         ChannelKind::Smtp,
     ];
+
+    /// What an in-doubt send does when the channel does not say: providers
+    /// that drop a repeated idempotency key (WeChat, WeCom, and webhook
+    /// receivers, which get the key) resend; FCM and mail servers cannot
+    /// de-duplicate, so a repeat reaches the person twice: skip.
+    pub fn default_in_doubt(self) -> InDoubt {
+        match self {
+            ChannelKind::Fcm | ChannelKind::Smtp => InDoubt::Skip,
+            ChannelKind::Log | ChannelKind::Webhook | ChannelKind::Wechat | ChannelKind::Wecom => {
+                InDoubt::Resend
+            }
+        }
+    }
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -154,6 +167,13 @@ impl ChannelConfig {
 
     pub fn kind(&self) -> ChannelKind {
         self.provider.kind()
+    }
+
+    /// The in-doubt choice in force: the configured one, else the kind's.
+    pub fn in_doubt(&self) -> InDoubt {
+        self.common
+            .in_doubt
+            .unwrap_or_else(|| self.kind().default_in_doubt())
     }
 
     /// Checks what can be checked without contacting the provider.

@@ -87,6 +87,7 @@ async fn engine(channel: Arc<Counting>, cfg: EngineConfig) -> (Engine, tempfile:
     let spec = ChannelSpec {
         quiet: None,
         reminder_template: None,
+        in_doubt: herald_channels::InDoubt::Resend,
         channel,
         concurrency: 32,
         rate_per_sec: None,
@@ -222,6 +223,7 @@ async fn shutdown_keeps_pending_timers_for_the_next_start() {
     let spec = |c: Arc<Counting>| ChannelSpec {
         quiet: None,
         reminder_template: None,
+        in_doubt: herald_channels::InDoubt::Resend,
         channel: c,
         concurrency: 4,
         rate_per_sec: None,
@@ -270,6 +272,7 @@ async fn node(store: Arc<dyn herald_store::Store>, ch: Arc<Counting>, id: &str) 
     let spec = ChannelSpec {
         quiet: None,
         reminder_template: None,
+        in_doubt: herald_channels::InDoubt::Resend,
         channel: ch,
         concurrency: 8,
         rate_per_sec: None,

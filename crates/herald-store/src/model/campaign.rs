@@ -91,6 +91,7 @@ pub(crate) fn send_code(s: SendState) -> i64 {
         SendState::Retry => 1,
         SendState::Failed => 2,
         SendState::Expired => 3,
+        SendState::InDoubt => 4,
     }
 }
 

@@ -551,7 +551,7 @@ impl Moves {
     fn add(&mut self, state: SendState, n: i64) {
         match state {
             SendState::Delivered => self.delivered += n,
-            SendState::Failed => self.failed += n,
+            SendState::Failed | SendState::InDoubt => self.failed += n,
             SendState::Retry => self.retrying += n,
             SendState::Expired => self.expired += n,
         }

@@ -485,7 +485,7 @@ impl Deltas {
         };
         let which = match state {
             Some(SendState::Delivered) => Some(Bucket::Delivered),
-            Some(SendState::Failed) => Some(Bucket::Failed),
+            Some(SendState::Failed | SendState::InDoubt) => Some(Bucket::Failed),
             Some(SendState::Expired) => Some(Bucket::Expired),
             Some(SendState::Retry) => in_bucket().or(Some(Bucket::Retrying)),
             None => in_bucket(),
