@@ -230,13 +230,17 @@ pub struct JobTotals {
     pub expired: u64,
     /// Never sent because the job was cancelled.
     pub cancelled: u64,
+    /// Handed to the provider by a node that died before it recorded the
+    /// answer, and not sent again (the channel's `in_doubt = "skip"`).
+    pub in_doubt: u64,
 }
 
 impl JobTotals {
     /// Recipients without a final outcome yet (retrying ones included).
     pub fn remaining(&self) -> u64 {
-        self.total
-            .saturating_sub(self.delivered + self.failed + self.expired + self.cancelled)
+        self.total.saturating_sub(
+            self.delivered + self.failed + self.expired + self.cancelled + self.in_doubt,
+        )
     }
 }
 
@@ -283,6 +287,21 @@ pub struct SegmentRecord {
     /// Not claimable before this time (retry backoff).
     pub not_before: i64,
     pub created_at: i64,
+    /// No index at or above it was handed to the channel under this segment.
+    pub sent_to: u64,
+    /// `[doubt_from, doubt_to)`: the part of the segment this one re-issues
+    /// that may have been sent without a recorded outcome (see
+    /// `0026_send_in_doubt.sql`); empty for a segment that re-issues none.
+    pub doubt_from: u64,
+    pub doubt_to: u64,
+}
+
+/// How far a segment's holder has got: every index below `cursor` has an
+/// outcome, and no index at or above `sent_to` was handed to the channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    pub cursor: u64,
+    pub sent_to: u64,
 }
 
 /// Proof of one claim of one segment; every write under the claim carries it.
@@ -688,6 +707,18 @@ pub trait CampaignStore: Send + Sync + 'static {
     /// The send-log rows of a job with `start <= index < end`, by index.
     async fn job_sends(&self, job_id: i64, start: u64, end: u64) -> Result<Vec<SendRecord>>;
 
+    /// A job's send-log rows in `state` with an index above `after` (all, when
+    /// `None`), by index, at most `limit`. Rows `failed`, `retry` and
+    /// `in_doubt` are read from their own partial indexes; other states walk
+    /// the job's log.
+    async fn job_sends_in_state(
+        &self,
+        job_id: i64,
+        state: SendState,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<SendRecord>>;
+
     /// Records a batch of attempts under a claim, in one transaction, and moves
     /// the segment's cursor to `cursor` and its lease to `now + lease_ms`.
     ///
@@ -715,6 +746,26 @@ pub trait CampaignStore: Send + Sync + 'static {
         &self,
         claim: &SegmentClaim,
         cursor: u64,
+        entries: Vec<SendEntry>,
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<LeaseCheck> {
+        let at = Progress { cursor, sent_to: 0 };
+        self.record_progress(claim, at, entries, now, lease_ms)
+            .await
+    }
+
+    /// [`Self::record_sends`], and raises the segment's `sent_to` to
+    /// `at.sent_to` (never lowers it, never past the segment's end) in the
+    /// same transaction, while the claim is current. A worker calls it before
+    /// a send leaves, so after a crash the store knows which recipients may
+    /// have been sent without a recorded outcome: the unfinished ones in
+    /// `[cursor, sent_to)`. A call with no entries writes only the segment
+    /// row, without the job's lock.
+    async fn record_progress(
+        &self,
+        claim: &SegmentClaim,
+        at: Progress,
         entries: Vec<SendEntry>,
         now: i64,
         lease_ms: i64,

@@ -398,6 +398,24 @@ impl Campaigns {
         Ok(self.sh.store.job_sends(job_id, start, end).await?)
     }
 
+    /// A job's recipients whose send-log row is in `state`, by index, after
+    /// `after`, at most `limit`.
+    pub async fn job_sends_in_state(
+        &self,
+        tenant: TenantId,
+        job_id: i64,
+        state: herald_core::campaign::SendState,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<SendRecord>> {
+        self.get_job(tenant, job_id).await?;
+        Ok(self
+            .sh
+            .store
+            .job_sends_in_state(job_id, state, after, limit)
+            .await?)
+    }
+
     // ---- Rules ----
 
     /// The uploaded audience a rule names, if it names one, is sealed.

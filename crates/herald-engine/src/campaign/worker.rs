@@ -2,9 +2,15 @@
 //! outcome, and stops the moment its claim is no longer good.
 //!
 //! Sends run `worker_concurrency` at a time within the channel's rate limit.
-//! Outcomes are recorded every `record_every` recipients and at least every
-//! third of the lease; each record moves the cursor to the lowest index not yet
-//! finished and extends the lease. Every send first checks that the lease still
+//! Outcomes are written as they arrive, one write at a time (whatever was
+//! answered while the last one committed, at most `record_every`), and at
+//! least every third of the lease; each write moves the cursor to the lowest
+//! index not yet finished, extends the lease, and raises the segment's
+//! `sent_to` as far as the window allows. Nothing at or above `sent_to` is
+//! sent, and the window (`worker_concurrency` calls) counts sends answered
+//! but not yet written, so a crash leaves at most that many recipients in
+//! doubt: sent, perhaps, with no outcome recorded. Whoever takes the segment
+//! next resolves them first, by the channel's `in_doubt` choice. Every send first checks that the lease still
 //! covers it, so a worker that stalled past its lease (and whose segment the
 //! sweeper has re-issued) sends nothing more. What it did send is still written
 //! to the send log, which is what keeps a re-issue from sending it again.
@@ -16,12 +22,14 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
+use herald_channels::InDoubt;
 use herald_channels::{Delivery, QuietPolicy, SendOutcome};
 use herald_core::TimerKind;
 use herald_core::campaign::{SendState, job_recipient_key};
 use herald_core::timer::Routing;
 use herald_store::{
-    ClaimedSegment, CompletionOutcome, JobRecord, LeaseCheck, SegmentClaim, SendEntry, Unsendable,
+    ClaimedSegment, CompletionOutcome, JobRecord, LeaseCheck, Progress, SegmentClaim, SendEntry,
+    Unsendable,
 };
 use tokio::time::Instant;
 
@@ -50,6 +58,13 @@ pub(super) async fn run(sh: Arc<Shared>, n: usize) {
         }
     }
 }
+
+/// The error an in-doubt recipient that was not sent again ends with.
+const IN_DOUBT: &str = "in doubt: handed to the provider by a node that died before recording the answer; not sent again (in_doubt = \"skip\")";
+
+/// A write under way: its answer and what it wrote.
+type Pending<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Option<(i64, Progress)>> + Send + 'a>>;
 
 /// Why a send did not happen.
 enum Skip {
@@ -118,17 +133,8 @@ async fn run_segment(sh: &Shared, claimed: ClaimedSegment) {
 
     let lease = AtomicI64::new(lease_until);
     let conc = sh.cfg.get().worker_concurrency.min(rt.concurrency()).max(1);
-    let record_every = sh.cfg.get().record_every.max(1);
+    let per_write = sh.cfg.get().record_every.max(1);
     let record_period = Duration::from_millis((sh.cfg.get().lease_ms / 3).max(50) as u64);
-    let mut next = from;
-    let mut in_flight: BTreeSet<u64> = BTreeSet::new();
-    let mut skipped: Option<u64> = None;
-    let mut entries: Vec<SendEntry> = Vec::new();
-    let mut sends = FuturesUnordered::new();
-    let mut last_record = Instant::now();
-    let mut halted = false;
-    let mut lost = false;
-
     // A provider that takes many recipients per call (WeCom: 1000) gets them
     // in one call; in-flight calls are then bounded by the channel's concurrency.
     let batch = rt.channel().max_batch().max(1);
@@ -137,14 +143,36 @@ async fn run_segment(sh: &Shared, claimed: ClaimedSegment) {
     } else {
         conc
     };
+    // Recipients that may be out without a recorded outcome: in flight,
+    // answered but not yet written, or marked (`sent_to`) and not yet sent.
+    // A crash leaves at most this many in doubt.
+    let window = (conc as u64).saturating_mul(batch as u64);
+    let policy = rt.in_doubt();
+    let doubt = (segment.doubt_from.max(from))..segment.doubt_to.min(segment.end);
+    let mut resolving = 0u64;
+
+    let mut next = from;
+    // Everything below `marked` may be sent: the store has it as `sent_to`.
+    let mut marked = from;
+    let mut in_flight: BTreeSet<u64> = BTreeSet::new();
+    let mut skipped: Option<u64> = None;
+    let mut entries: Vec<SendEntry> = Vec::new();
+    let mut sends = FuturesUnordered::new();
+    let mut writing: Option<Pending<'_>> = None;
+    let mut last_record = Instant::now();
+    let mut halted = false;
+    let mut lost = false;
+
     loop {
         while !halted && sends.len() < conc && next < segment.end {
             let mut group: Vec<(u64, String, u32)> = Vec::new();
             while group.len() < batch && next < segment.end {
                 let idx = next;
-                next += 1;
                 let attempt = match prior.get(&idx) {
-                    Some((state, _)) if state.is_final() => continue,
+                    Some((state, _)) if state.is_final() => {
+                        next += 1;
+                        continue;
+                    }
                     Some((_, attempts)) => attempts + 1,
                     None => 1,
                 };
@@ -152,6 +180,25 @@ async fn run_segment(sh: &Shared, claimed: ClaimedSegment) {
                     .get((idx - from) as usize)
                     .cloned()
                     .unwrap_or_default();
+                if doubt.contains(&idx) {
+                    resolving += 1;
+                    if policy == InDoubt::Skip {
+                        // Not sent again: it ends in doubt, for an operator.
+                        next += 1;
+                        entries.push(entry(
+                            idx,
+                            recipient,
+                            SendState::InDoubt,
+                            None,
+                            Some(IN_DOUBT.into()),
+                        ));
+                        continue;
+                    }
+                }
+                if idx >= marked {
+                    break;
+                }
+                next += 1;
                 in_flight.insert(idx);
                 group.push((idx, recipient, attempt));
             }
@@ -160,11 +207,42 @@ async fn run_segment(sh: &Shared, claimed: ClaimedSegment) {
             }
             sends.push(send_group(sh, &rt, &job, &lease, dir.as_ref(), group));
         }
-        if sends.is_empty() {
-            break;
+        if sh.stop.is_stopped() {
+            halted = true;
+        }
+        // One write at a time: what has been answered, the cursor, and how far
+        // the window lets sends go next. Outcomes answered meanwhile wait for
+        // the next one, so writes follow the sends as fast as the store
+        // commits.
+        if writing.is_none() && !lost {
+            let room = window.saturating_sub(in_flight.len() as u64);
+            let sent_to = if halted {
+                marked
+            } else {
+                next.saturating_add(room).min(segment.end)
+            };
+            let due = last_record.elapsed() >= record_period;
+            if !entries.is_empty() || sent_to > marked || due {
+                let take = entries.len().min(per_write);
+                let batch: Vec<SendEntry> = entries.drain(..take).collect();
+                // Outcomes left for the next write are not recorded yet.
+                let cursor = entries
+                    .iter()
+                    .map(|e| e.index)
+                    .fold(low_water(&in_flight, skipped, next), u64::min);
+                let at = Progress { cursor, sent_to };
+                writing = Some(Box::pin(record(sh, &claim, at, batch)));
+                last_record = Instant::now();
+            }
+        }
+        if sends.is_empty() && writing.is_none() {
+            let more = !halted && next < segment.end;
+            if lost || (!more && entries.is_empty()) {
+                break;
+            }
         }
         tokio::select! {
-            done = sends.next() => {
+            done = sends.next(), if !sends.is_empty() => {
                 for (idx, result) in done.into_iter().flatten() {
                     in_flight.remove(&idx);
                     match result {
@@ -179,27 +257,44 @@ async fn run_segment(sh: &Shared, claimed: ClaimedSegment) {
                     }
                 }
             }
-            _ = tokio::time::sleep_until(last_record + record_period) => {}
-        }
-        if sh.stop.is_stopped() {
-            halted = true;
-        }
-        if entries.len() >= record_every || last_record.elapsed() >= record_period {
-            let cursor = low_water(&in_flight, skipped, next);
-            match record(sh, &claim, cursor, std::mem::take(&mut entries)).await {
-                Some(until) => lease.store(until, Ordering::SeqCst),
-                None => {
-                    lost = true;
-                    halted = true;
+            written = async {
+                match writing.as_mut() {
+                    Some(w) => w.await,
+                    None => std::future::pending().await,
+                }
+            }, if writing.is_some() => {
+                writing = None;
+                match written {
+                    Some((until, at)) => {
+                        lease.store(until, Ordering::SeqCst);
+                        marked = marked.max(at.sent_to);
+                    }
+                    None => {
+                        lost = true;
+                        halted = true;
+                    }
                 }
             }
-            last_record = Instant::now();
+            _ = tokio::time::sleep_until(last_record + record_period) => {}
         }
     }
+    if resolving > 0 {
+        tracing::info!(
+            job = job.id,
+            segment = segment.id,
+            recipients = resolving,
+            in_doubt = policy.as_str(),
+            "resolved recipients a dead holder left in doubt"
+        );
+    }
     let cursor = low_water(&in_flight, skipped, next);
-    if !entries.is_empty() || cursor > from {
-        match record(sh, &claim, cursor, entries).await {
-            Some(until) => lease.store(until, Ordering::SeqCst),
+    if !entries.is_empty() || (!lost && cursor > from) {
+        let at = Progress {
+            cursor,
+            sent_to: marked,
+        };
+        match record(sh, &claim, at, entries).await {
+            Some((until, _)) => lease.store(until, Ordering::SeqCst),
             None => lost = true,
         }
     }
@@ -233,28 +328,23 @@ fn low_water(in_flight: &BTreeSet<u64>, skipped: Option<u64>, next: u64) -> u64 
     low
 }
 
-/// Writes outcomes and moves the cursor; `Some(new lease end)` while the claim
-/// holds, `None` once it is lost or cannot be written (then the worker stops:
-/// what it sent is either recorded or re-sent under the same idempotency keys).
+/// Writes outcomes, moves the cursor and raises `sent_to`; `Some((new lease
+/// end, what was written))` while the claim holds, `None` once it is lost or
+/// cannot be written (then the worker stops: what it sent is either recorded
+/// or in doubt for whoever takes the segment next).
 async fn record(
     sh: &Shared,
     claim: &SegmentClaim,
-    cursor: u64,
+    at: Progress,
     entries: Vec<SendEntry>,
-) -> Option<i64> {
+) -> Option<(i64, Progress)> {
     let n = entries.len();
     match sh
         .store
-        .record_sends(
-            claim,
-            cursor,
-            entries,
-            sh.clock.now_ms(),
-            sh.cfg.get().lease_ms,
-        )
+        .record_progress(claim, at, entries, sh.clock.now_ms(), sh.cfg.get().lease_ms)
         .await
     {
-        Ok(LeaseCheck::Held { lease_until }) => Some(lease_until),
+        Ok(LeaseCheck::Held { lease_until }) => Some((lease_until, at)),
         Ok(LeaseCheck::Lost) => {
             tracing::warn!(
                 job = claim.job_id,

@@ -494,11 +494,20 @@ pub const OPS: &[Op] = &[
         "GET",
         "/v1/jobs/{id}/sends",
         "campaigns",
-        "A job's sends in a range of recipient indexes",
+        "A job's sends in a range of recipient indexes, or those with one outcome",
         NoBody,
         &[(200, J("SendList"))],
     )
-    .with_query(&[("start", "first index"), ("end", "index after the last")]),
+    .with_query(&[
+        ("start", "first index"),
+        ("end", "index after the last"),
+        (
+            "outcome",
+            "only this outcome (delivered, retry, failed, expired, in_doubt), paged by after and limit",
+        ),
+        ("after", "with outcome: the last index of the previous page"),
+        ("limit", "with outcome: rows per page, 1 to 1000 (default 100)"),
+    ]),
     op(
         "GET",
         "/v1/jobs/{id}/failures",

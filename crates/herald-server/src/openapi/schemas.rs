@@ -168,6 +168,8 @@ pub struct SegmentList {
 #[derive(ToSchema)]
 pub struct SendList {
     sends: Vec<SendJson>,
+    /// With `outcome`: where the next page starts; null on the last one.
+    next_after: Option<u64>,
 }
 
 /// A channel: configuration, provider state, outcomes and current rate.

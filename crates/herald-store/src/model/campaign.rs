@@ -22,7 +22,8 @@ macro_rules! job_cols {
         $crate::model::columns!($($t)?;
             "id", "tenant_id", "audience_id", "channel", "message", "segment_size", "deadline_at",
             "priority", "task_id", "state", "total", "delivered", "failed", "retrying",
-            "expired", "cancelled", "created_at", "started_at", "finished_at", "routing")
+            "expired", "cancelled", "in_doubt", "created_at", "started_at", "finished_at",
+            "routing")
     };
 }
 pub(crate) use job_cols;
@@ -33,7 +34,8 @@ macro_rules! segment_cols {
     ($($t:literal)?) => {
         $crate::model::columns!($($t)?;
             "id", "job_id", "start_idx", "end_idx", "cursor_idx", "state", "owner",
-            "lease_until", "epoch", "parent_id", "attempt", "not_before", "created_at")
+            "lease_until", "epoch", "parent_id", "attempt", "not_before", "created_at",
+            "sent_to", "doubt_from", "doubt_to")
     };
 }
 pub(crate) use segment_cols;
@@ -152,6 +154,7 @@ impl Decode for JobRecord {
                 retrying: r.unsigned("jobs.retrying")?,
                 expired: r.unsigned("jobs.expired")?,
                 cancelled: r.unsigned("jobs.cancelled")?,
+                in_doubt: r.unsigned("jobs.in_doubt")?,
             },
             created_at: r.int("jobs.created_at")?,
             started_at: r.opt_int("jobs.started_at")?,
@@ -177,6 +180,9 @@ impl Decode for SegmentRecord {
             attempt: r.narrow("segments.attempt")?,
             not_before: r.int("segments.not_before")?,
             created_at: r.int("segments.created_at")?,
+            sent_to: r.unsigned("segments.sent_to")?,
+            doubt_from: r.unsigned("segments.doubt_from")?,
+            doubt_to: r.unsigned("segments.doubt_to")?,
         })
     }
 }

@@ -9,8 +9,9 @@ use herald_core::campaign::{JobState, RuleStatus, SegmentState, SendState, TaskS
 use super::fixtures::*;
 use super::support::S;
 use crate::{
-    AUDIENCE_CHUNK, AudienceRecord, ClaimedSegment, JobRecord, JobTotals, LeaseCheck, RuleSpec,
-    SegmentClaim, SegmentRecord, SendRecord, SweepOptions, SweepReport, TaskRecord, TaskStart,
+    AUDIENCE_CHUNK, AudienceRecord, ClaimedSegment, JobRecord, JobTotals, LeaseCheck, Progress,
+    RuleSpec, SegmentClaim, SegmentRecord, SendEntry, SendRecord, SweepOptions, SweepReport,
+    TaskRecord, TaskStart,
 };
 
 const T0: i64 = 1_700_000_000_000;
@@ -38,7 +39,7 @@ async fn job(store: &S, audience_id: i64, segment_size: u64) -> JobRecord {
 /// and a job that ended has none remaining.
 fn check_totals(job: &JobRecord) {
     let t = job.totals;
-    let settled = t.delivered + t.failed + t.expired + t.cancelled;
+    let settled = t.delivered + t.failed + t.expired + t.cancelled + t.in_doubt;
     assert!(settled <= t.total, "more settled than total: {t:?}");
     assert_eq!(settled + t.remaining(), t.total, "{t:?}");
     assert!(t.retrying <= t.remaining(), "{t:?}");
@@ -1479,6 +1480,119 @@ pub async fn abandoned_segments_are_reissued_from_the_first_retry_or_the_cursor(
         seg_counts(&store, j.id).await,
         HashMap::from([(SegmentState::Abandoned, 2), (SegmentState::Done, 1)])
     );
+}
+
+/// What a worker marks before sending (`sent_to`) travels with an abandoned
+/// segment's re-issue as the range in doubt; the recipients it ends
+/// `in_doubt` count in their own total and are listed by state.
+pub async fn a_lapsed_claim_leaves_what_it_marked_in_doubt(store: S) {
+    let at = |cursor, sent_to| Progress { cursor, sent_to };
+    let aud = audience(&store, 20).await;
+    let j = job(&store, aud, 10).await;
+    let ca = claim(&store, "w", T0).await;
+    let cb = claim(&store, "w", T0).await;
+    assert_eq!(ca.segment.sent_to, 0);
+    assert_eq!((ca.segment.doubt_from, ca.segment.doubt_to), (0, 0));
+    // Marks alone: one write with no entries; never lowered, never past the end.
+    for (sent_to, want) in [(4, 4), (2, 4), (7, 7)] {
+        let check = store
+            .record_progress(&ca.claim, at(0, sent_to), vec![], T0 + 1, LEASE)
+            .await
+            .expect("record_progress");
+        assert!(matches!(check, LeaseCheck::Held { .. }), "{check:?}");
+        assert_eq!(
+            segment(&store, j.id, ca.claim.segment_id).await.sent_to,
+            want
+        );
+    }
+    // A mark with a cursor outside the segment is refused, by field.
+    let err = store
+        .record_progress(&ca.claim, at(11, 11), vec![], T0 + 1, LEASE)
+        .await
+        .expect_err("cursor past the end");
+    assert!(err.to_string().contains("cursor"), "{err}");
+    // Outcomes 0..3 come back; 3..7 were marked and never answered.
+    store
+        .record_progress(&ca.claim, at(3, 7), sends(0..3, D), T0 + 2, LEASE)
+        .await
+        .expect("record_progress");
+    // b marks past its end: clamped; then records everything and finishes.
+    store
+        .record_progress(&cb.claim, at(20, 99), sends(10..20, D), T0 + 2, LEASE)
+        .await
+        .expect("record_progress");
+    assert_eq!(segment(&store, j.id, cb.claim.segment_id).await.sent_to, 20);
+    finish(&store, &cb, T0 + 3).await;
+
+    let now = T0 + 2 + LEASE + 1;
+    let r = sweep(&store, now, sweep_opts()).await;
+    assert_eq!((r.abandoned, r.reissued), (1, 1), "{r:?}");
+    let re = segments(&store, j.id).await.pop().expect("the re-issue");
+    assert_eq!((re.start, re.end, re.cursor), (3, 10, 3));
+    assert_eq!((re.doubt_from, re.doubt_to), (3, 7), "{re:?}");
+    assert_eq!(re.sent_to, 0);
+
+    // The next holder ends 3..7 in doubt (skip) and sends the rest; it dies
+    // too, before sending 8 and 9, having marked up to 9.
+    let c = claim(&store, "w2", now + 1).await;
+    assert_eq!((c.segment.doubt_from, c.segment.doubt_to), (3, 7));
+    let mut batch: Vec<_> = (3..7)
+        .map(|i| SendEntry {
+            index: i,
+            recipient: format!("r{i}"),
+            state: SendState::InDoubt,
+            provider_msgid: None,
+            error: Some("in doubt".into()),
+        })
+        .collect();
+    batch.push(send(7, D));
+    store
+        .record_progress(&c.claim, at(8, 9), batch, now + 2, LEASE)
+        .await
+        .expect("record_progress");
+    let mid = job_now(&store, j.id).await;
+    assert_eq!(mid.totals.in_doubt, 4);
+    assert_eq!(mid.totals.delivered, 14);
+    check_totals(&mid);
+    // A later outcome does not change a final in-doubt row.
+    store
+        .record_progress(&c.claim, at(8, 9), vec![send(4, D)], now + 3, LEASE)
+        .await
+        .expect("record_progress");
+    assert_eq!(job_now(&store, j.id).await.totals, mid.totals);
+
+    let later = now + 3 + LEASE + 1;
+    sweep(&store, later, sweep_opts()).await;
+    let last = segments(&store, j.id)
+        .await
+        .pop()
+        .expect("the second re-issue");
+    // In doubt from the cursor to the mark: index 8 only.
+    assert_eq!((last.start, last.doubt_from, last.doubt_to), (8, 8, 9));
+    let d = claim(&store, "w3", later + 1).await;
+    store
+        .record_progress(&d.claim, at(10, 10), sends(8..10, D), later + 2, LEASE)
+        .await
+        .expect("record_progress");
+    finish(&store, &d, later + 3).await;
+    let done = job_now(&store, j.id).await;
+    assert_eq!(done.state, JobState::Done);
+    assert_eq!((done.totals.delivered, done.totals.in_doubt), (16, 4));
+    check_totals(&done);
+
+    // Listed by state, in index order, in pages.
+    let page = |after, limit| store.job_sends_in_state(j.id, SendState::InDoubt, after, limit);
+    let first = page(None, 3).await.expect("job_sends_in_state");
+    let idx: Vec<u64> = first.iter().map(|r| r.index).collect();
+    assert_eq!(idx, vec![3, 4, 5]);
+    let rest = page(Some(5), 3).await.expect("job_sends_in_state");
+    assert_eq!(rest.iter().map(|r| r.index).collect::<Vec<_>>(), vec![6]);
+    assert!(rest.iter().all(|r| r.state == SendState::InDoubt));
+    let delivered = store
+        .job_sends_in_state(j.id, SendState::Delivered, Some(15), 100)
+        .await
+        .expect("job_sends_in_state");
+    assert_eq!(delivered.len(), 4);
 }
 
 pub async fn the_sweep_ends_a_job_left_with_nothing_to_do(store: S) {

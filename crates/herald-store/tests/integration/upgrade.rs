@@ -337,6 +337,9 @@ async fn reads_back_v0(store: &dyn Store, w: &Written) {
             attempt: 1,
             not_before: created,
             created_at: created,
+            sent_to: 0,
+            doubt_from: 0,
+            doubt_to: 0,
         })
         .collect();
     assert_eq!(store.job_segments(1, None, 10).await.unwrap(), segments);
@@ -699,7 +702,7 @@ async fn a_v0_sqlite_store_opens_migrates_and_reads_back() {
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 25);
+    assert_eq!(version, 26);
     drop(conn);
     // Opening again applies nothing and still reads the old rows.
     let store = herald_store::open(&url, &StoreOptions::default())
@@ -786,6 +789,7 @@ async fn a_v0_postgres_store_opens_migrates_and_reads_back() {
             (23, "0023_report_stripes"),
             (24, "0024_tenant_due"),
             (25, "0025_pending_shard_key"),
+            (26, "0026_send_in_doubt"),
         ]
     );
 }

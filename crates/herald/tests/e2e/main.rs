@@ -32,6 +32,7 @@ mod edge;
 mod fencing;
 mod fuzz_api;
 mod fuzz_parsers;
+mod in_doubt;
 mod isolation;
 mod logs;
 mod outage;

@@ -9,7 +9,7 @@
   H.content().appendChild(list);
 
   function bar(t) {
-    return H.progress([["sent", t.sent], ["failed", t.failed], ["expired", t.expired], ["cancelled", t.cancelled]], t.total);
+    return H.progress([["sent", t.sent], ["failed", t.failed], ["expired", t.expired], ["cancelled", t.cancelled], ["in_doubt", t.in_doubt]], t.total);
   }
   function eta(s) {
     if (s === null || s === undefined) return "—";
@@ -17,7 +17,10 @@
     if (s < 5400) return Math.round(s / 60) + " min";
     return Math.round(s / 360) / 10 + " h";
   }
-  function counts(t) { return t.sent + " sent · " + t.failed + " failed · " + t.expired + " expired · " + t.remaining + " left of " + t.total; }
+  function counts(t) {
+    var doubt = t.in_doubt ? " · " + t.in_doubt + " in doubt" : "";
+    return t.sent + " sent · " + t.failed + " failed · " + t.expired + " expired" + doubt + " · " + t.remaining + " left of " + t.total;
+  }
 
   var pages = H.pager(list, {
     key: "jobs",

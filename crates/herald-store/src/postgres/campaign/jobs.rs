@@ -38,8 +38,8 @@ use crate::postgres::error::pg_error;
 use crate::postgres::{Ctx, PgStore, col, reports};
 use crate::reports::SendTally;
 use crate::{
-    ClaimedSegment, JobRecord, JobSpec, LeaseCheck, Result, SegmentClaim, SegmentRecord, SendEntry,
-    SendRecord, StoreError, refusals,
+    ClaimedSegment, JobRecord, JobSpec, LeaseCheck, Progress, Result, SegmentClaim, SegmentRecord,
+    SendEntry, SendRecord, StoreError, refusals,
 };
 
 use crate::model::{self, Columns, job_cols, segment_cols, send_cols, tenant_to_pg, to_db};
@@ -92,7 +92,7 @@ pub(super) const CANCEL_SEGMENTS: &str = "UPDATE segments SET state = 'cancelled
     WHERE job_id = $1 AND state IN ('pending', 'running')";
 // Whatever has no final outcome counts as cancelled, retrying ones included.
 const CANCEL_JOB: &str = concat!(
-    "UPDATE jobs SET state = 'cancelled', cancelled = total - delivered - failed - expired, \
+    "UPDATE jobs SET state = 'cancelled', cancelled = total - delivered - failed - expired - in_doubt, \
         retrying = 0, finished_at = $2 WHERE id = $1 RETURNING ",
     job_cols!()
 );
@@ -109,6 +109,31 @@ pub(super) const CLAIM: &str = concat!(include_str!("queries/claim.sql"), segmen
 // Only the first claim of a job finds `started_at` unset in its snapshot and
 // so waits for the job row at all (see the module doc).
 const SET_STARTED: &str = "UPDATE jobs SET started_at = $2 WHERE id = $1 AND started_at IS NULL";
+/// A job's send-log rows in one state, `idx > $2`, at most $3. The state is
+/// written into the text, so a plan can use the state's partial index.
+macro_rules! sends_in {
+    ($state:literal) => {
+        concat!(
+            "SELECT ",
+            send_cols!(),
+            " FROM job_sends WHERE job_id = $1 AND state = '",
+            $state,
+            "' AND idx > $2 ORDER BY idx LIMIT $3"
+        )
+    };
+}
+pub(super) const SENDS_IN_DOUBT: &str = sends_in!("in_doubt");
+
+/// The statement of [`job_sends_in_state`] for `state`.
+fn sends_in_state(state: SendState) -> &'static str {
+    match state {
+        SendState::Delivered => sends_in!("delivered"),
+        SendState::Retry => sends_in!("retry"),
+        SendState::Failed => sends_in!("failed"),
+        SendState::Expired => sends_in!("expired"),
+        SendState::InDoubt => SENDS_IN_DOUBT,
+    }
+}
 pub(super) const SENDS: &str = concat!(
     "SELECT ",
     send_cols!(),
@@ -138,13 +163,23 @@ const INSERT_SENDS: &str = "INSERT INTO job_sends \
 /// See `queries/update_sends.sql`.
 pub(super) const UPDATE_SENDS: &str = include_str!("queries/update_sends.sql");
 const MOVE_COUNTERS: &str = "UPDATE jobs SET delivered = delivered + $2, failed = failed + $3, \
-    retrying = retrying + $4, expired = expired + $5, cancelled = cancelled + $6 WHERE id = $1";
+    retrying = retrying + $4, expired = expired + $5, cancelled = cancelled + $6, \
+    in_doubt = in_doubt + $7 WHERE id = $1";
 // The cursor never moves back. By id alone (the caller checks the job): given
 // `job_id` too, a plan cached while `segments` was small reads the job's
 // active segments through `segments_active` instead of the primary key.
 pub(super) const RENEW: &str = "UPDATE segments SET cursor_idx = GREATEST(cursor_idx, $4), \
-        lease_until = $5, updated_at = $6 \
+        sent_to = LEAST(GREATEST(sent_to, $7), end_idx), lease_until = $5, updated_at = $6 \
     WHERE id = $1 AND owner = $2 AND epoch = $3 AND state = 'running' \
+    RETURNING lease_until";
+/// [`RENEW`] for a write with no entries: no job lock and no transaction.
+/// It matches nothing when the cursor is outside the segment or the segment
+/// is not the job's; the full path then says which. `job_id + 0` keeps the
+/// job test off `segments_active` (see [`RENEW`]): the primary key finds the row.
+pub(super) const RENEW_ONLY: &str = "UPDATE segments SET cursor_idx = GREATEST(cursor_idx, $4), \
+        sent_to = LEAST(GREATEST(sent_to, $7), end_idx), lease_until = $5, updated_at = $6 \
+    WHERE id = $1 AND owner = $2 AND epoch = $3 AND state = 'running' \
+        AND job_id + 0 = $8 AND $4 BETWEEN start_idx AND end_idx \
     RETURNING lease_until";
 pub(super) const CURRENT_SEGMENT: &str = "SELECT job_id, end_idx, cursor_idx, lease_until \
     FROM segments WHERE id = $1 AND owner = $2 AND epoch = $3 AND state = 'running' \
@@ -529,6 +564,27 @@ pub(super) async fn job_sends(
         .collect()
 }
 
+pub(super) async fn job_sends_in_state(
+    store: &PgStore,
+    job_id: i64,
+    state: SendState,
+    after: i64,
+    limit: i64,
+) -> Result<Vec<SendRecord>> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(sends_in_state(state))
+        .await
+        .ctx("preparing send-log read")?;
+    client
+        .query(&stmt, &[&job_id, &after, &limit])
+        .await
+        .ctx("reading the send log")?
+        .iter()
+        .map(model::decode)
+        .collect()
+}
+
 /// One send-log row as a batch leaves it.
 struct Written<'a> {
     entry: &'a SendEntry,
@@ -545,36 +601,31 @@ pub(super) struct Moves {
     pub failed: i64,
     pub retrying: i64,
     pub expired: i64,
+    pub in_doubt: i64,
 }
 
 impl Moves {
     fn add(&mut self, state: SendState, n: i64) {
         match state {
             SendState::Delivered => self.delivered += n,
-            SendState::Failed | SendState::InDoubt => self.failed += n,
+            SendState::Failed => self.failed += n,
+            SendState::InDoubt => self.in_doubt += n,
             SendState::Retry => self.retrying += n,
             SendState::Expired => self.expired += n,
         }
     }
 
     /// The change to the job's counters `(delivered, failed, retrying,
-    /// expired, cancelled)`. A running job counts rows as they are. An ended
-    /// job has nothing retrying and counts what is left unsettled as cancelled
-    /// (or expired), so a late outcome moves a recipient out of that bucket.
-    pub(super) fn counters(self, job: JobState) -> [i64; 5] {
-        let settled = self.delivered + self.failed + self.expired;
+    /// expired, cancelled, in_doubt)`. A running job counts rows as they are.
+    /// An ended job has nothing retrying and counts what is left unsettled as
+    /// cancelled (or expired), so a late outcome moves a recipient out of that
+    /// bucket.
+    pub(super) fn counters(self, job: JobState) -> [i64; 6] {
+        let (d, f, x, q) = (self.delivered, self.failed, self.expired, self.in_doubt);
         match job {
-            JobState::Running | JobState::Done => {
-                [self.delivered, self.failed, self.retrying, self.expired, 0]
-            }
-            JobState::Cancelled => [self.delivered, self.failed, 0, self.expired, -settled],
-            JobState::Expired => [
-                self.delivered,
-                self.failed,
-                0,
-                -(self.delivered + self.failed),
-                0,
-            ],
+            JobState::Running | JobState::Done => [d, f, self.retrying, x, 0, q],
+            JobState::Cancelled => [d, f, 0, x, -(d + f + x + q), q],
+            JobState::Expired => [d, f, 0, -(d + f + q), 0, q],
         }
     }
 }
@@ -677,14 +728,18 @@ const RECORD_RACES: usize = 5;
 pub(super) async fn record_sends(
     store: &PgStore,
     claim: &SegmentClaim,
-    cursor: u64,
+    at: Progress,
     entries: &[SendEntry],
     now: i64,
     lease_ms: i64,
 ) -> Result<LeaseCheck> {
+    if entries.is_empty()
+        && let Some(check) = renew_only(store, claim, at, now, lease_ms).await?
+    {
+        return Ok(check);
+    }
     for _ in 0..RECORD_RACES {
-        if let Some(check) = record_sends_once(store, claim, cursor, entries, now, lease_ms).await?
-        {
+        if let Some(check) = record_sends_once(store, claim, at, entries, now, lease_ms).await? {
             return Ok(check);
         }
     }
@@ -697,18 +752,57 @@ pub(super) async fn record_sends(
     })
 }
 
+/// A write with no entries (a worker marking what it is about to send, or
+/// renewing its lease): one statement. `None` when it matched nothing, for
+/// the full path to tell a lost claim from a refused cursor.
+async fn renew_only(
+    store: &PgStore,
+    claim: &SegmentClaim,
+    at: Progress,
+    now: i64,
+    lease_ms: i64,
+) -> Result<Option<LeaseCheck>> {
+    let cursor = to_db(at.cursor, "cursor")?;
+    let sent_to = to_db(at.sent_to, "sent_to")?;
+    let lease_until = now.saturating_add(lease_ms);
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(RENEW_ONLY)
+        .await
+        .ctx("preparing renew")?;
+    let row = client
+        .query_opt(
+            &stmt,
+            &[
+                &claim.segment_id,
+                &claim.owner,
+                &claim.epoch,
+                &cursor,
+                &lease_until,
+                &now,
+                &sent_to,
+                &claim.job_id,
+            ],
+        )
+        .await
+        .ctx("renewing the segment")?;
+    Ok(row.map(|_| LeaseCheck::Held { lease_until }))
+}
+
 /// One attempt of `record_sends`; `None` when another claim added one of the
 /// batch's rows first (nothing written).
 async fn record_sends_once(
     store: &PgStore,
     claim: &SegmentClaim,
-    cursor: u64,
+    at: Progress,
     entries: &[SendEntry],
     now: i64,
     lease_ms: i64,
 ) -> Result<Option<LeaseCheck>> {
     refusals::expired_entry(entries)?;
+    let cursor = at.cursor;
     let cursor_db = to_db(cursor, "cursor")?;
+    let sent_to = to_db(at.sent_to, "sent_to")?;
     let mut indexes: Vec<i64> = entries
         .iter()
         .map(|e| to_db(e.index, "entries"))
@@ -820,7 +914,7 @@ async fn record_sends_once(
             late_new.push(*idx, w);
         }
     }
-    let [delivered, failed, retrying, expired, cancelled] = moves.counters(job);
+    let [delivered, failed, retrying, expired, cancelled, in_doubt] = moves.counters(job);
 
     let (update, counters, renew) = try_join3(
         tx.prepare_cached(UPDATE_SENDS),
@@ -842,6 +936,7 @@ async fn record_sends_once(
         &retrying,
         &expired,
         &cancelled,
+        &in_doubt,
     ];
     // The segment is this job's: `SEGMENT_RANGE` found it under the job.
     let renew_params: Vec<&(dyn ToSql + Sync)> = vec![
@@ -851,6 +946,7 @@ async fn record_sends_once(
         &cursor_db,
         &lease_until,
         &now,
+        &sent_to,
     ];
     // Pipelined: one round trip for every write of the batch.
     let mut writes = Vec::new();
@@ -860,7 +956,7 @@ async fn record_sends_once(
     if !old.idx.is_empty() {
         writes.push(tx.execute(&update, &old_params));
     }
-    if [delivered, failed, retrying, expired, cancelled] != [0; 5] {
+    if [delivered, failed, retrying, expired, cancelled, in_doubt] != [0; 6] {
         writes.push(tx.execute(&counters, &counter_params));
     }
     let renewed = tx.query_opt(&renew, &renew_params);
@@ -977,12 +1073,13 @@ mod tests {
                 delivered: 2,
                 failed: 1,
                 retrying: -1,
-                expired: 0
+                expired: 0,
+                in_doubt: 0,
             }
         );
-        assert_eq!(moves.counters(JobState::Running), [2, 1, -1, 0, 0]);
-        assert_eq!(moves.counters(JobState::Cancelled), [2, 1, 0, 0, -3]);
-        assert_eq!(moves.counters(JobState::Expired), [2, 1, 0, -3, 0]);
+        assert_eq!(moves.counters(JobState::Running), [2, 1, -1, 0, 0, 0]);
+        assert_eq!(moves.counters(JobState::Cancelled), [2, 1, 0, 0, -3, 0]);
+        assert_eq!(moves.counters(JobState::Expired), [2, 1, 0, -3, 0, 0]);
     }
 
     #[test]
@@ -993,7 +1090,27 @@ mod tests {
         let stored = HashMap::from([(1, (Retry, 1))]);
         let entries = [entry(0, Retry), entry(1, Delivered)];
         let (_, moves) = apply_batch(&entries, &stored, &mut SendTally::default()).unwrap();
-        assert_eq!(moves.counters(JobState::Expired), [1, 0, 0, -1, 0]);
-        assert_eq!(moves.counters(JobState::Cancelled), [1, 0, 0, 0, -1]);
+        assert_eq!(moves.counters(JobState::Expired), [1, 0, 0, -1, 0, 0]);
+        assert_eq!(moves.counters(JobState::Cancelled), [1, 0, 0, 0, -1, 0]);
+    }
+
+    #[test]
+    fn each_state_reads_its_own_rows() {
+        for &state in SendState::ALL {
+            let name = format!("state = '{}'", state.as_str());
+            assert!(sends_in_state(state).contains(&name), "{state}");
+        }
+    }
+
+    #[test]
+    fn in_doubt_is_its_own_final_bucket() {
+        use SendState::*;
+        let stored = HashMap::from([(1, (Retry, 1))]);
+        let entries = [entry(0, InDoubt), entry(1, InDoubt), entry(1, Delivered)];
+        let (rows, moves) = apply_batch(&entries, &stored, &mut SendTally::default()).unwrap();
+        // In doubt is final: the later delivery of index 1 is not applied.
+        assert_eq!(rows.len(), 2);
+        assert_eq!(moves.counters(JobState::Running), [0, 0, -1, 0, 0, 2]);
+        assert_eq!(moves.counters(JobState::Cancelled), [0, 0, 0, 0, -2, 2]);
     }
 }

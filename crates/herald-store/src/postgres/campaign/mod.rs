@@ -389,17 +389,31 @@ impl CampaignStore for PgStore {
         .await
     }
 
-    async fn record_sends(
+    async fn job_sends_in_state(
+        &self,
+        job_id: i64,
+        state: herald_core::campaign::SendState,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<SendRecord>> {
+        self.within("job_sends_in_state", async move {
+            let after = after.map_or(Ok(-1), |a| to_db(a, "after"))?;
+            jobs::job_sends_in_state(self, job_id, state, after, limit_to_db(limit)).await
+        })
+        .await
+    }
+
+    async fn record_progress(
         &self,
         claim: &SegmentClaim,
-        cursor: u64,
+        at: Progress,
         entries: Vec<SendEntry>,
         now: i64,
         lease_ms: i64,
     ) -> Result<LeaseCheck> {
         self.within("record_sends", async move {
             self.retrying("record_sends", || {
-                jobs::record_sends(self, claim, cursor, &entries, now, lease_ms)
+                jobs::record_sends(self, claim, at, &entries, now, lease_ms)
             })
             .await
         })

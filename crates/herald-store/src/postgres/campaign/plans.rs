@@ -91,10 +91,26 @@ const CASES: &[Case] = &[
     Case {
         name: "renew",
         sql: jobs::RENEW,
-        types: "int8, text, int8, int8, int8, int8",
-        args: "5, 'w', 1, 3, 9, 5",
+        types: "int8, text, int8, int8, int8, int8, int8",
+        args: "5, 'w', 1, 3, 9, 5, 70",
         custom: false,
         must: &["segments_pkey"],
+    },
+    Case {
+        name: "renew_only",
+        sql: jobs::RENEW_ONLY,
+        types: "int8, text, int8, int8, int8, int8, int8, int8",
+        args: "5, 'w', 1, 3, 9, 5, 70, 1",
+        custom: false,
+        must: &["segments_pkey"],
+    },
+    Case {
+        name: "sends_in_doubt",
+        sql: jobs::SENDS_IN_DOUBT,
+        types: "int8, int8, int8",
+        args: "1, -1, 100",
+        custom: false,
+        must: &["job_sends_in_doubt"],
     },
     Case {
         name: "current_segment",

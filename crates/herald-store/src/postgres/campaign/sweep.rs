@@ -175,6 +175,9 @@ struct Taken {
     priority: i16,
     deadline_at: Option<i64>,
     tenant: i32,
+    /// Indices at or above the cursor and below this may have been sent
+    /// without a recorded outcome (0 for a segment that ended normally).
+    sent_to: i64,
 }
 
 fn taken(rows: &[Row]) -> Result<Vec<Taken>> {
@@ -191,6 +194,7 @@ fn taken(rows: &[Row]) -> Result<Vec<Taken>> {
                 priority: col(r, 6, "segments.priority")?,
                 deadline_at: col(r, 7, "segments.deadline_at")?,
                 tenant: col(r, 8, "segments.tenant_id")?,
+                sent_to: col(r, 9, "segments.sent_to")?,
             })
         })
         .collect::<Result<_>>()?;
@@ -225,6 +229,8 @@ struct Reissue {
     priority: i16,
     deadline_at: Option<i64>,
     tenant: i32,
+    /// `[doubt.0, doubt.1)`: see `0026_send_in_doubt.sql`.
+    doubt: (i64, i64),
 }
 
 async fn reissue(tx: &Tx<'_>, segments: &[Reissue], now: i64) -> Result<u64> {
@@ -241,6 +247,8 @@ async fn reissue(tx: &Tx<'_>, segments: &[Reissue], now: i64) -> Result<u64> {
     let priority: Vec<i16> = segments.iter().map(|s| s.priority).collect();
     let deadline: Vec<Option<i64>> = segments.iter().map(|s| s.deadline_at).collect();
     let tenant: Vec<i32> = segments.iter().map(|s| s.tenant).collect();
+    let doubt_from: Vec<i64> = segments.iter().map(|s| s.doubt.0).collect();
+    let doubt_to: Vec<i64> = segments.iter().map(|s| s.doubt.1).collect();
     tx.execute(
         &stmt,
         &[
@@ -254,6 +262,8 @@ async fn reissue(tx: &Tx<'_>, segments: &[Reissue], now: i64) -> Result<u64> {
             &priority,
             &deadline,
             &tenant,
+            &doubt_from,
+            &doubt_to,
         ],
     )
     .await
@@ -306,6 +316,12 @@ async fn abandon(store: &PgStore, now: i64, limit: i64) -> Result<(u64, u64)> {
                 priority: s.priority,
                 deadline_at: s.deadline_at,
                 tenant: s.tenant,
+                // What the lapsed holder may have sent without recording.
+                doubt: if s.sent_to > s.cursor {
+                    (s.cursor, s.sent_to)
+                } else {
+                    (0, 0)
+                },
             })
         })
         .collect();
@@ -394,6 +410,7 @@ async fn partials(store: &PgStore, now: i64, limit: i64, opts: SweepOptions) -> 
                 priority: s.priority,
                 deadline_at: s.deadline_at,
                 tenant: s.tenant,
+                doubt: (0, 0),
             })
         })
         .collect();

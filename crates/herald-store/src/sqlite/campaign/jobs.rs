@@ -9,8 +9,8 @@ use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use super::{Ctx, audiences, in_tx, query_all, query_opt};
 use crate::campaign::{
-    ClaimedSegment, JobRecord, JobSpec, JobTotals, LeaseCheck, SegmentClaim, SegmentRecord,
-    SendEntry, SendRecord,
+    ClaimedSegment, JobRecord, JobSpec, JobTotals, LeaseCheck, Progress, SegmentClaim,
+    SegmentRecord, SendEntry, SendRecord,
 };
 use crate::model::{
     self, Columns, Stored, Value, job_cols, limit_to_db, segment_cols, send_code, send_cols,
@@ -55,6 +55,31 @@ const JOB_STARTED: &str = concat!(
     "UPDATE jobs SET started_at = COALESCE(started_at, ?2) WHERE id = ?1 RETURNING ",
     job_cols!()
 );
+/// A job's send-log rows in one state (by its code, `send_code`), `idx > ?2`,
+/// at most ?3. The code is written into the text, so SQLite can use the
+/// state's partial index.
+macro_rules! sends_in {
+    ($code:literal) => {
+        concat!(
+            "SELECT ",
+            send_cols!(),
+            " FROM job_sends WHERE job_id = ?1 AND state = ",
+            $code,
+            " AND idx > ?2 ORDER BY idx LIMIT ?3"
+        )
+    };
+}
+
+/// The statement of [`job_sends_in_state`] for `state`.
+fn sends_in_state(state: SendState) -> &'static str {
+    match state {
+        SendState::Delivered => sends_in!("0"),
+        SendState::Retry => sends_in!("1"),
+        SendState::Failed => sends_in!("2"),
+        SendState::Expired => sends_in!("3"),
+        SendState::InDoubt => sends_in!("4"),
+    }
+}
 pub(super) const SENDS: &str = concat!(
     "SELECT ",
     send_cols!(),
@@ -74,10 +99,12 @@ pub(super) const RETRY_SEND: &str = "UPDATE job_sends SET state = ?3, attempts =
     recipient = ?4, msgid = ?5, error = ?6, updated_at = ?7 \
     WHERE job_id = ?1 AND idx = ?2 AND state = 1";
 const MOVE_TOTALS: &str = "UPDATE jobs SET delivered = delivered + ?2, failed = failed + ?3, \
-    retrying = retrying + ?4, expired = expired + ?5, cancelled = cancelled + ?6 WHERE id = ?1";
-/// ?1 id, ?2 cursor, ?3 lease_until, ?4 now. The cursor never moves back.
+    retrying = retrying + ?4, expired = expired + ?5, cancelled = cancelled + ?6, \
+    in_doubt = in_doubt + ?7 WHERE id = ?1";
+/// ?1 id, ?2 cursor, ?3 lease_until, ?4 now, ?5 sent_to. Neither the cursor
+/// nor `sent_to` moves back; `sent_to` stops at the end.
 const ADVANCE: &str = "UPDATE segments SET cursor_idx = MAX(cursor_idx, ?2), lease_until = ?3, \
-    updated_at = ?4 WHERE id = ?1 AND state = 'running'";
+    updated_at = ?4, sent_to = MIN(MAX(sent_to, ?5), end_idx) WHERE id = ?1 AND state = 'running'";
 /// Whether any of `[?2, ?3)` of a job is still `retry` (the partial index).
 pub(super) const ANY_RETRY: &str = "SELECT EXISTS (SELECT 1 FROM job_sends \
     WHERE job_id = ?1 AND state = 1 AND idx >= ?2 AND idx < ?3)";
@@ -269,7 +296,11 @@ pub(super) fn end_job(
     else {
         return Ok(None);
     };
-    let outcome = task_outcome(job.state, job.totals.failed, job.totals.expired);
+    let outcome = task_outcome(
+        job.state,
+        job.totals.failed + job.totals.in_doubt,
+        job.totals.expired,
+    );
     task_follows(tx, job.task_id, job.id, outcome, &job.totals, now)?;
     Ok(Some(job))
 }
@@ -290,8 +321,8 @@ pub(super) fn task_follows(
         TaskState::Succeeded => None,
         TaskState::Cancelled => Some(format!("job {job_id} was cancelled")),
         _ => Some(format!(
-            "job {job_id}: {} delivered, {} failed, {} expired of {}",
-            totals.delivered, totals.failed, totals.expired, totals.total
+            "job {job_id}: {} delivered, {} failed, {} expired, {} in doubt of {}",
+            totals.delivered, totals.failed, totals.expired, totals.in_doubt, totals.total
         )),
     };
     tx.prepare_cached(TASK_FOLLOWS)
@@ -407,6 +438,23 @@ pub(super) fn job_sends(
     )
 }
 
+pub(super) fn job_sends_in_state(
+    conn: &mut Connection,
+    job_id: i64,
+    state: SendState,
+    after: Option<u64>,
+    limit: usize,
+) -> Result<Vec<SendRecord>> {
+    let after = after.map_or(Ok(-1), |a| to_db(a, "after"))?;
+    query_all(
+        conn,
+        sends_in_state(state),
+        params![job_id, after, limit_to_db(limit)],
+        "reading send log",
+        |r| model::decode::<SendRecord, _>(r),
+    )
+}
+
 /// A segment as the claim check sees it.
 struct ClaimView {
     job_id: i64,
@@ -461,6 +509,7 @@ enum Bucket {
     Retrying,
     Expired,
     Cancelled,
+    InDoubt,
 }
 
 /// How a job's counters move as one recipient's log row changes.
@@ -471,6 +520,7 @@ struct Deltas {
     retrying: i64,
     expired: i64,
     cancelled: i64,
+    in_doubt: i64,
 }
 
 impl Deltas {
@@ -485,7 +535,8 @@ impl Deltas {
         };
         let which = match state {
             Some(SendState::Delivered) => Some(Bucket::Delivered),
-            Some(SendState::Failed | SendState::InDoubt) => Some(Bucket::Failed),
+            Some(SendState::Failed) => Some(Bucket::Failed),
+            Some(SendState::InDoubt) => Some(Bucket::InDoubt),
             Some(SendState::Expired) => Some(Bucket::Expired),
             Some(SendState::Retry) => in_bucket().or(Some(Bucket::Retrying)),
             None => in_bucket(),
@@ -496,6 +547,7 @@ impl Deltas {
             Bucket::Retrying => &mut self.retrying,
             Bucket::Expired => &mut self.expired,
             Bucket::Cancelled => &mut self.cancelled,
+            Bucket::InDoubt => &mut self.in_doubt,
         })
     }
 
@@ -515,6 +567,7 @@ impl Deltas {
             self.retrying,
             self.expired,
             self.cancelled,
+            self.in_doubt,
         ]
         .iter()
         .all(|d| *d == 0)
@@ -524,11 +577,12 @@ impl Deltas {
 pub(super) fn record_sends(
     conn: &mut Connection,
     claim: &SegmentClaim,
-    cursor: u64,
+    at: Progress,
     entries: Vec<SendEntry>,
     now: i64,
     lease_ms: i64,
 ) -> Result<LeaseCheck> {
+    let cursor = at.cursor;
     in_tx(conn, "recording sends", |tx| {
         let seg = ClaimView::read(tx, claim)?
             .ok_or_else(|| refusals::no_segment(claim.segment_id, claim.job_id))?;
@@ -604,7 +658,8 @@ pub(super) fn record_sends(
                     deltas.failed,
                     deltas.retrying,
                     deltas.expired,
-                    deltas.cancelled
+                    deltas.cancelled,
+                    deltas.in_doubt
                 ])
                 .ctx("moving totals")?;
         }
@@ -619,7 +674,8 @@ pub(super) fn record_sends(
                 claim.segment_id,
                 to_db(cursor.max(seg.cursor), "cursor")?,
                 lease_until,
-                now
+                now,
+                to_db(at.sent_to, "sent_to")?
             ])
             .ctx("moving cursor")?;
         Ok(LeaseCheck::Held { lease_until })
@@ -668,4 +724,17 @@ pub(super) fn finish_segment(
             lease_until: seg.lease_until.unwrap_or(now),
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_state_reads_its_own_rows() {
+        for &state in SendState::ALL {
+            let code = format!("state = {} ", send_code(state));
+            assert!(sends_in_state(state).contains(&code), "{state}");
+        }
+    }
 }

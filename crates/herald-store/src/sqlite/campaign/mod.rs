@@ -322,17 +322,28 @@ impl CampaignStore for SqliteStore {
             .await
     }
 
-    async fn record_sends(
+    async fn job_sends_in_state(
+        &self,
+        job_id: i64,
+        state: herald_core::campaign::SendState,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<SendRecord>> {
+        self.read(move |c| jobs::job_sends_in_state(c, job_id, state, after, limit))
+            .await
+    }
+
+    async fn record_progress(
         &self,
         claim: &SegmentClaim,
-        cursor: u64,
+        at: Progress,
         entries: Vec<SendEntry>,
         now: i64,
         lease_ms: i64,
     ) -> Result<LeaseCheck> {
         refusals::expired_entry(&entries)?;
         let claim = claim.clone();
-        self.write(move |c| jobs::record_sends(c, &claim, cursor, entries, now, lease_ms))
+        self.write(move |c| jobs::record_sends(c, &claim, at, entries, now, lease_ms))
             .await
     }
 

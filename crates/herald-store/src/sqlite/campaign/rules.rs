@@ -437,7 +437,11 @@ pub(super) fn start_task(
             .execute(params![task_id, job.id, to_db(size, "recipients")?, now])
             .ctx("running task")?;
         if job.state == JobState::Done {
-            let outcome = task_outcome(job.state, job.totals.failed, job.totals.expired);
+            let outcome = task_outcome(
+                job.state,
+                job.totals.failed + job.totals.in_doubt,
+                job.totals.expired,
+            );
             jobs::task_follows(tx, Some(task_id), job.id, outcome, &job.totals, now)?;
         }
         Ok(TaskStart::Started { job: Box::new(job) })

@@ -31,6 +31,8 @@ pub(super) const LEASES_EXPIRED: &str = concat!(
      WHERE state = 'running' AND lease_until < ?1 \
      ORDER BY lease_until, id LIMIT ?2"
 );
+/// ?1 the re-issuing segment, ?2 ?3 the range it resolves first.
+const DOUBT: &str = "UPDATE segments SET doubt_from = ?2, doubt_to = ?3 WHERE id = ?1";
 const ABANDON: &str = "UPDATE segments SET state = 'abandoned', updated_at = ?2 \
     WHERE id = ?1 AND state = 'running'";
 /// The lowest index of `[?2, ?3)` of a job still `retry`.
@@ -205,6 +207,18 @@ fn abandon_segments(
             first_retry(tx, c.seg.job_id, c.seg.start, c.seg.cursor)?.unwrap_or(c.seg.cursor);
         if from < c.seg.end {
             reissue(tx, &c, from, c.seg.attempt, now, now)?;
+            // What the lapsed holder may have sent without recording.
+            let doubt_to = c.seg.sent_to.max(c.seg.doubt_to);
+            if doubt_to > c.seg.cursor {
+                tx.prepare_cached(DOUBT)
+                    .ctx("preparing the in-doubt range")?
+                    .execute(params![
+                        tx.last_insert_rowid(),
+                        to_db(c.seg.cursor, "cursor")?,
+                        to_db(doubt_to, "sent_to")?
+                    ])
+                    .ctx("carrying the in-doubt range")?;
+            }
             report.reissued += 1;
         }
     }

@@ -7,4 +7,4 @@ UPDATE jobs AS j SET state = 'done', finished_at = $2
 WHERE id = ANY($1::int8[]) AND state = 'running' AND retrying = 0 AND NOT EXISTS (
     SELECT 1 FROM segments AS s WHERE s.job_id = j.id AND s.state IN ('pending', 'running')
     OFFSET 0)
-RETURNING id, task_id, delivered, failed, expired
+RETURNING id, task_id, delivered, failed + in_doubt, expired
