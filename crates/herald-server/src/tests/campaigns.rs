@@ -112,6 +112,30 @@ async fn jobs_from_inline_users_and_from_uploads() {
     let (st, body) = api.get("/v1/jobs/999/sends").await;
     error(st, &body, StatusCode::NOT_FOUND, "not_found");
 
+    // Sends by outcome: paged by index; bad input names the field.
+    let id = &job["id"];
+    let (st, none) = api
+        .get(&format!("/v1/jobs/{id}/sends?outcome=in_doubt"))
+        .await;
+    assert_eq!(st, StatusCode::OK, "{none}");
+    assert_eq!(none, json!({"sends": [], "next_after": null}));
+    for (query, field) in [
+        ("outcome=maybe", "outcome"),
+        ("outcome=in_doubt&start=0", "start"),
+        ("outcome=in_doubt&end=5", "end"),
+        ("outcome=in_doubt&limit=0", "limit"),
+        ("outcome=in_doubt&limit=1001", "limit"),
+        ("outcome=in_doubt&after=-1", "after"),
+        ("after=3", "after"),
+        ("limit=3", "limit"),
+    ] {
+        let (st, body) = api.get(&format!("/v1/jobs/{id}/sends?{query}")).await;
+        let e = error(st, &body, StatusCode::BAD_REQUEST, "invalid_field");
+        assert_eq!(e["field"], field, "{query}: {body}");
+    }
+    let (st, body) = api.get("/v1/jobs/999/sends?outcome=failed").await;
+    error(st, &body, StatusCode::NOT_FOUND, "not_found");
+
     let (st, cancelled) = api
         .post(&format!("/v1/jobs/{}:cancel", job2["id"]), json!({}))
         .await;
