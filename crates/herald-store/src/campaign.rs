@@ -304,6 +304,14 @@ pub struct Progress {
     pub sent_to: u64,
 }
 
+/// One write of [`CampaignStore::record_many`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct SegmentWrite {
+    pub claim: SegmentClaim,
+    pub at: Progress,
+    pub entries: Vec<SendEntry>,
+}
+
 /// Proof of one claim of one segment; every write under the claim carries it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SegmentClaim {
@@ -770,6 +778,26 @@ pub trait CampaignStore: Send + Sync + 'static {
         now: i64,
         lease_ms: i64,
     ) -> Result<LeaseCheck>;
+
+    /// Several [`Self::record_progress`] writes, of any segments and jobs, in
+    /// one transaction: a group commit for a node's segment workers, so each
+    /// commit, and each job's lock, serves all of them. The answers are in
+    /// the order of `writes`. An error means none was written.
+    async fn record_many(
+        &self,
+        writes: Vec<SegmentWrite>,
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<Vec<LeaseCheck>> {
+        let mut out = Vec::with_capacity(writes.len());
+        for w in writes {
+            out.push(
+                self.record_progress(&w.claim, w.at, w.entries, now, lease_ms)
+                    .await?,
+            );
+        }
+        Ok(out)
+    }
 
     /// Ends a claimed segment whose cursor reached its end: `partial` if any of
     /// its range is still `retry` in the send log, else `done`. When that leaves

@@ -222,7 +222,13 @@ async fn run_segment(sh: &Shared, claimed: ClaimedSegment) {
                 next.saturating_add(room).min(segment.end)
             };
             let due = last_record.elapsed() >= record_period;
-            if !entries.is_empty() || sent_to > marked || due {
+            // Half the window answered: write it, so sends keep going while
+            // it commits. Writing every answer at once would make many small
+            // transactions, each with the job's lock and a commit.
+            let half = entries.len() as u64 >= (window / 2).max(1);
+            // Nothing in flight: write what there is (and the first mark).
+            let idle = sends.is_empty() && (!entries.is_empty() || sent_to > marked);
+            if due || half || idle || (halted && !entries.is_empty()) {
                 let take = entries.len().min(per_write);
                 let batch: Vec<SendEntry> = entries.drain(..take).collect();
                 // Outcomes left for the next write are not recorded yet.

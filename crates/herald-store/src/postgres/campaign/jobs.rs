@@ -39,7 +39,7 @@ use crate::postgres::{Ctx, PgStore, col, reports};
 use crate::reports::SendTally;
 use crate::{
     ClaimedSegment, JobRecord, JobSpec, LeaseCheck, Progress, Result, SegmentClaim, SegmentRecord,
-    SendEntry, SendRecord, StoreError, refusals,
+    SegmentWrite, SendEntry, SendRecord, StoreError, refusals,
 };
 
 use crate::model::{self, Columns, job_cols, segment_cols, send_cols, tenant_to_pg, to_db};
@@ -725,30 +725,30 @@ fn stored_sends(rows: &[tokio_postgres::Row]) -> Result<HashMap<i64, (SendState,
 /// its batch first; each time, the rows that claim committed are found stored.
 const RECORD_RACES: usize = 5;
 
-pub(super) async fn record_sends(
+pub(super) async fn record_many(
     store: &PgStore,
-    claim: &SegmentClaim,
-    at: Progress,
-    entries: &[SendEntry],
+    writes: &[SegmentWrite],
     now: i64,
     lease_ms: i64,
-) -> Result<LeaseCheck> {
-    if entries.is_empty()
-        && let Some(check) = renew_only(store, claim, at, now, lease_ms).await?
+) -> Result<Vec<LeaseCheck>> {
+    if let [w] = writes
+        && w.entries.is_empty()
+        && let Some(check) = renew_only(store, &w.claim, w.at, now, lease_ms).await?
     {
-        return Ok(check);
+        return Ok(vec![check]);
     }
+    // Jobs, then segments, in one order everywhere: two nodes' batches take
+    // their jobs' locks in the same order, so they cannot deadlock.
+    let mut order: Vec<usize> = (0..writes.len()).collect();
+    order.sort_by_key(|&i| (writes[i].claim.job_id, writes[i].claim.segment_id));
     for _ in 0..RECORD_RACES {
-        if let Some(check) = record_sends_once(store, claim, at, entries, now, lease_ms).await? {
-            return Ok(check);
+        if let Some(checks) = record_many_once(store, writes, &order, now, lease_ms).await? {
+            return Ok(checks);
         }
     }
     Err(StoreError::Conflict {
         what: "record_sends".into(),
-        why: format!(
-            "another claim kept adding rows of segment {} first",
-            claim.segment_id
-        ),
+        why: "another claim kept adding rows of the batch first".into(),
     })
 }
 
@@ -789,17 +789,42 @@ async fn renew_only(
     Ok(row.map(|_| LeaseCheck::Held { lease_until }))
 }
 
-/// One attempt of `record_sends`; `None` when another claim added one of the
-/// batch's rows first (nothing written).
-async fn record_sends_once(
+/// One attempt of `record_many`: every write in one transaction, or `None`
+/// (nothing written) when another claim added one of their rows first.
+async fn record_many_once(
     store: &PgStore,
+    writes: &[SegmentWrite],
+    order: &[usize],
+    now: i64,
+    lease_ms: i64,
+) -> Result<Option<Vec<LeaseCheck>>> {
+    for w in writes {
+        refusals::expired_entry(&w.entries)?;
+    }
+    let mut client = store.client().await?;
+    let tx = client.transaction().await.ctx("beginning record_sends")?;
+    let mut checks: Vec<Option<LeaseCheck>> = vec![None; writes.len()];
+    for &i in order {
+        let w = &writes[i];
+        match record_in(&tx, &w.claim, w.at, &w.entries, now, lease_ms).await? {
+            Some(check) => checks[i] = Some(check),
+            None => return Ok(None),
+        }
+    }
+    tx.commit().await.ctx("committing record_sends")?;
+    Ok(Some(checks.into_iter().flatten().collect()))
+}
+
+/// One write of a batch, in its transaction; `None` when another claim added
+/// one of its rows first (the transaction must start again).
+async fn record_in(
+    tx: &Tx<'_>,
     claim: &SegmentClaim,
     at: Progress,
     entries: &[SendEntry],
     now: i64,
     lease_ms: i64,
 ) -> Result<Option<LeaseCheck>> {
-    refusals::expired_entry(entries)?;
     let cursor = at.cursor;
     let cursor_db = to_db(cursor, "cursor")?;
     let sent_to = to_db(at.sent_to, "sent_to")?;
@@ -813,9 +838,6 @@ async fn record_sends_once(
         indexes.first().copied().unwrap_or(0),
         indexes.last().copied().unwrap_or(-1),
     );
-
-    let mut client = store.client().await?;
-    let tx = client.transaction().await.ctx("beginning record_sends")?;
 
     // First, without the job's lock: the rows this batch adds. A new index
     // depends on nothing stored and on no job state, and no other writer
@@ -970,7 +992,6 @@ async fn record_sends_once(
         report,
     )
     .await?;
-    tx.commit().await.ctx("committing record_sends")?;
     Ok(Some(match renewed {
         Some(_) => LeaseCheck::Held { lease_until },
         None => LeaseCheck::Lost,

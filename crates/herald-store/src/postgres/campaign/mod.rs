@@ -411,9 +411,26 @@ impl CampaignStore for PgStore {
         now: i64,
         lease_ms: i64,
     ) -> Result<LeaseCheck> {
+        let writes = vec![SegmentWrite {
+            claim: claim.clone(),
+            at,
+            entries,
+        }];
+        let mut checks = self.record_many(writes, now, lease_ms).await?;
+        checks
+            .pop()
+            .ok_or_else(|| crate::StoreError::Corrupt("record_progress answered nothing".into()))
+    }
+
+    async fn record_many(
+        &self,
+        writes: Vec<SegmentWrite>,
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<Vec<LeaseCheck>> {
         self.within("record_sends", async move {
             self.retrying("record_sends", || {
-                jobs::record_sends(self, claim, at, &entries, now, lease_ms)
+                jobs::record_many(self, &writes, now, lease_ms)
             })
             .await
         })

@@ -10,7 +10,7 @@ use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use super::{Ctx, audiences, in_tx, query_all, query_opt};
 use crate::campaign::{
     ClaimedSegment, JobRecord, JobSpec, JobTotals, LeaseCheck, Progress, SegmentClaim,
-    SegmentRecord, SendEntry, SendRecord,
+    SegmentRecord, SegmentWrite, SendEntry, SendRecord,
 };
 use crate::model::{
     self, Columns, Stored, Value, job_cols, limit_to_db, segment_cols, send_code, send_cols,
@@ -574,19 +574,34 @@ impl Deltas {
     }
 }
 
-pub(super) fn record_sends(
+pub(super) fn record_many(
     conn: &mut Connection,
+    writes: &[SegmentWrite],
+    now: i64,
+    lease_ms: i64,
+) -> Result<Vec<LeaseCheck>> {
+    in_tx(conn, "recording sends", |tx| {
+        writes
+            .iter()
+            .map(|w| record_in(tx, &w.claim, w.at, &w.entries, now, lease_ms))
+            .collect()
+    })
+}
+
+/// One write of `record_many`, in its transaction.
+fn record_in(
+    tx: &Transaction<'_>,
     claim: &SegmentClaim,
     at: Progress,
-    entries: Vec<SendEntry>,
+    entries: &[SendEntry],
     now: i64,
     lease_ms: i64,
 ) -> Result<LeaseCheck> {
     let cursor = at.cursor;
-    in_tx(conn, "recording sends", |tx| {
+    {
         let seg = ClaimView::read(tx, claim)?
             .ok_or_else(|| refusals::no_segment(claim.segment_id, claim.job_id))?;
-        refusals::within_segment(claim.segment_id, seg.start, seg.end, cursor, &entries)?;
+        refusals::within_segment(claim.segment_id, seg.start, seg.end, cursor, entries)?;
         let (job_state, tenant): (JobState, i64) =
             query_opt(tx, JOB_STATE, [claim.job_id], "reading job state", |r| {
                 Ok((r.state(0, "jobs.state")?, r.int(1, "jobs.tenant_id")?))
@@ -605,7 +620,7 @@ pub(super) fn record_sends(
                 .ctx("preparing send insert")?;
             let mut lookup = tx.prepare_cached(SEND_STATE).ctx("preparing send lookup")?;
             let mut retry = tx.prepare_cached(RETRY_SEND).ctx("preparing send retry")?;
-            for e in &entries {
+            for e in entries {
                 let idx = to_db(e.index, "entries")?;
                 let code = send_code(e.state);
                 let inserted = insert
@@ -679,7 +694,7 @@ pub(super) fn record_sends(
             ])
             .ctx("moving cursor")?;
         Ok(LeaseCheck::Held { lease_until })
-    })
+    }
 }
 
 /// Whether any of `[start, end)` of a job is still `retry`.

@@ -341,9 +341,27 @@ impl CampaignStore for SqliteStore {
         now: i64,
         lease_ms: i64,
     ) -> Result<LeaseCheck> {
-        refusals::expired_entry(&entries)?;
-        let claim = claim.clone();
-        self.write(move |c| jobs::record_sends(c, &claim, at, entries, now, lease_ms))
+        let writes = vec![SegmentWrite {
+            claim: claim.clone(),
+            at,
+            entries,
+        }];
+        let mut checks = self.record_many(writes, now, lease_ms).await?;
+        checks
+            .pop()
+            .ok_or_else(|| crate::StoreError::Corrupt("record_progress answered nothing".into()))
+    }
+
+    async fn record_many(
+        &self,
+        writes: Vec<SegmentWrite>,
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<Vec<LeaseCheck>> {
+        for w in &writes {
+            refusals::expired_entry(&w.entries)?;
+        }
+        self.write(move |c| jobs::record_many(c, &writes, now, lease_ms))
             .await
     }
 
