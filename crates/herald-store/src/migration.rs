@@ -45,6 +45,7 @@ macro_rules! migrations {
             "0023_report_stripes",
             "0024_tenant_due",
             "0025_pending_shard_key",
+            "0026_timer_in_doubt",
         )
     };
     (@ $($name:literal),+ $(,)?) => {

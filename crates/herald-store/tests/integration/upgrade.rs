@@ -699,7 +699,7 @@ async fn a_v0_sqlite_store_opens_migrates_and_reads_back() {
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 25);
+    assert_eq!(version, 26);
     drop(conn);
     // Opening again applies nothing and still reads the old rows.
     let store = herald_store::open(&url, &StoreOptions::default())
@@ -786,6 +786,7 @@ async fn a_v0_postgres_store_opens_migrates_and_reads_back() {
             (23, "0023_report_stripes"),
             (24, "0024_tenant_due"),
             (25, "0025_pending_shard_key"),
+            (26, "0026_timer_in_doubt"),
         ]
     );
 }
