@@ -167,7 +167,6 @@ impl ChannelRuntime {
     }
 
     /// What a send this channel left in doubt does next.
-    #[allow(dead_code)] // read by the in-doubt paths being built (issue 19)
     pub fn in_doubt(&self) -> herald_channels::InDoubt {
         self.settings.get().in_doubt
     }

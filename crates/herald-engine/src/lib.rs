@@ -25,6 +25,7 @@ mod health;
 mod listener;
 mod live;
 mod loader;
+mod marker;
 mod membership;
 pub mod metrics;
 mod ownership;

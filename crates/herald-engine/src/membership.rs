@@ -16,7 +16,8 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use herald_core::ShardSet;
-use herald_store::{Holder, StoreError};
+use herald_channels::InDoubt;
+use herald_store::{Fence, Holder, StoreError};
 
 use crate::pipeline::Pipeline;
 use crate::queue::DueTimer;
@@ -148,8 +149,15 @@ impl Membership {
 
     /// Starts firing newly leased shards: own them first (so new timers for them
     /// are wheeled from now on), then load what is already pending in them.
+    ///
+    /// Before that, it resolves the timers a stopped node left marked firing
+    /// in them (channels that skip in-doubt sends, see [`crate::marker`]):
+    /// such a timer is no longer in the pending index, so no load would ever
+    /// find it. If resolving fails the shards are not held: their leases are
+    /// not renewed, and a later round takes them again and resolves then.
     async fn gain(&self, leases: &[herald_store::ShardLease]) -> Result<(), StoreError> {
         let p = &*self.pipe;
+        self.resolve_in_doubt(leases).await?;
         p.ownership.hold(leases);
         let mut gained = ShardSet::none(self.shards);
         for l in leases {
@@ -176,6 +184,45 @@ impl Membership {
                 return Ok(());
             }
         }
+    }
+
+    /// Ends `in_doubt` the firing timers of these shards whose channel skips
+    /// in-doubt sends, and puts the others back to pending (a channel that
+    /// resends, or one no longer configured), under the leases just taken.
+    async fn resolve_in_doubt(&self, leases: &[herald_store::ShardLease]) -> Result<(), StoreError> {
+        let p = &*self.pipe;
+        let fences: Vec<Fence> = leases
+            .iter()
+            .map(|l| Fence {
+                shard: l.shard,
+                epoch: l.epoch,
+            })
+            .collect();
+        let skip: Vec<String> = p
+            .channels
+            .values()
+            .filter(|rt| rt.in_doubt() == InDoubt::Skip)
+            .map(|rt| rt.name().to_string())
+            .collect();
+        let r = p
+            .store
+            .resolve_in_doubt(&fences, &skip, p.clock.now_ms())
+            .await?;
+        if r.in_doubt > 0 || r.resent > 0 {
+            tracing::warn!(
+                node = %self.node.node_id,
+                incarnation = self.node.incarnation,
+                shards = fences.len(),
+                in_doubt = r.in_doubt,
+                resent = r.resent,
+                "resolved timers a stopped node left mid-send"
+            );
+            metrics::counter!(crate::metrics::TIMERS_IN_DOUBT, "outcome" => "in_doubt")
+                .increment(r.in_doubt);
+            metrics::counter!(crate::metrics::TIMERS_IN_DOUBT, "outcome" => "resent")
+                .increment(r.resent);
+        }
+        Ok(())
     }
 
     /// Stops firing `shards` and drops their timers from the wheel.
