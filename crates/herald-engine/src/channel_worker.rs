@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use herald_channels::InDoubt;
 use herald_channels::{Delivery, QuietPolicy, SendOutcome};
 use herald_core::TenantId;
-use herald_channels::InDoubt;
 use herald_store::{Applied, CompletionOutcome, DeferReason, FiringMark, Unsendable};
 use tokio::sync::mpsc;
 
@@ -168,10 +168,14 @@ impl ChannelWorker {
         // A channel that skips in-doubt sends marks the timer firing first:
         // if this node dies before recording the outcome, the timer is left
         // in doubt instead of firing again. Only when something is sent.
-        let sends_now =
-            !matches!(job.route, Route::Unsendable(_) | Route::Quiet { .. }) && channel_quiet.is_none();
+        let sends_now = !matches!(job.route, Route::Unsendable(_) | Route::Quiet { .. })
+            && channel_quiet.is_none();
         if sends_now && settings.in_doubt == InDoubt::Skip {
-            let members: Vec<(i64, u32)> = job.members.iter().map(|m| (m.timer_id, m.attempt)).collect();
+            let members: Vec<(i64, u32)> = job
+                .members
+                .iter()
+                .map(|m| (m.timer_id, m.attempt))
+                .collect();
             let back = DueTimer {
                 id: d.timer_id,
                 due_at: d.due_at,
@@ -179,7 +183,10 @@ impl ChannelWorker {
                 priority: job.priority,
                 tenant: job.tenant,
             };
-            if !self.mark_firing(&d, job.fence, &members, back, started).await {
+            if !self
+                .mark_firing(&d, job.fence, &members, back, started)
+                .await
+            {
                 p.flight.release([d.timer_id]);
                 p.flight.forget(members.iter().map(|(id, _)| *id));
                 return;
@@ -304,7 +311,9 @@ impl ChannelWorker {
             at: started,
         };
         let max = p.cfg.get().complete_batch;
-        let own = p.marker.mark(p.store.as_ref(), max, mark(d.timer_id, d.attempt));
+        let own = p
+            .marker
+            .mark(p.store.as_ref(), max, mark(d.timer_id, d.attempt));
         // Merged members are marked in the same batch (or the next).
         let rest = futures_util::future::join_all(
             members

@@ -15,8 +15,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use herald_core::ShardSet;
 use herald_channels::InDoubt;
+use herald_core::ShardSet;
 use herald_store::{Fence, Holder, StoreError};
 
 use crate::pipeline::Pipeline;
@@ -189,7 +189,10 @@ impl Membership {
     /// Ends `in_doubt` the firing timers of these shards whose channel skips
     /// in-doubt sends, and puts the others back to pending (a channel that
     /// resends, or one no longer configured), under the leases just taken.
-    async fn resolve_in_doubt(&self, leases: &[herald_store::ShardLease]) -> Result<(), StoreError> {
+    async fn resolve_in_doubt(
+        &self,
+        leases: &[herald_store::ShardLease],
+    ) -> Result<(), StoreError> {
         let p = &*self.pipe;
         let fences: Vec<Fence> = leases
             .iter()

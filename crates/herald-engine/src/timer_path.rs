@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use herald_channels::SendOutcome;
 use herald_channels::InDoubt;
+use herald_channels::SendOutcome;
 use herald_core::{Clock, TimerState};
 use tokio::sync::mpsc;
 
@@ -169,11 +169,12 @@ async fn a_skip_channels_outcome_is_recorded_over_its_mark() {
         assert_eq!(worker.run_once().await, Turn::Sent);
     }
     assert_eq!(completer.run_once().await.unwrap(), 3);
-    let states: Vec<(TimerState, u32)> = futures_util::future::join_all(ids.iter().map(|&id| rig.timer(id)))
-        .await
-        .iter()
-        .map(|t| (t.state, t.attempts))
-        .collect();
+    let states: Vec<(TimerState, u32)> =
+        futures_util::future::join_all(ids.iter().map(|&id| rig.timer(id)))
+            .await
+            .iter()
+            .map(|t| (t.state, t.attempts))
+            .collect();
     assert_eq!(
         states,
         [

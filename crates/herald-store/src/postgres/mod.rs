@@ -87,8 +87,8 @@ use error::{Ctx, col, pg_error, retryable};
 use crate::Holder;
 use crate::{
     Applied, ChannelPause, ChannelToken, Completion, DeadLetters, DeliveryRecord, DueCursor,
-    DueEntry, Fence, FiringMark, InDoubtResolved, NamedLease, NodeInfo, Result, ShardLease, SortOrder, Store, StoreError,
-    StoreOptions, TimerFilter, TimerRecord, WriteOp, WriteResult,
+    DueEntry, Fence, FiringMark, InDoubtResolved, NamedLease, NodeInfo, Result, ShardLease,
+    SortOrder, Store, StoreError, StoreOptions, TimerFilter, TimerRecord, WriteOp, WriteResult,
 };
 
 /// A statement parameter.

@@ -617,7 +617,11 @@ pub(super) async fn mark_firing(store: &PgStore, marks: &[FiringMark]) -> Result
     tx.batch_execute(COMPLETE_PLAN)
         .await
         .ctx("planning mark_firing")?;
-    let epochs = shard_epochs(&tx, &fence_shards(marks.iter().filter_map(|m| m.fence.as_ref()))).await?;
+    let epochs = shard_epochs(
+        &tx,
+        &fence_shards(marks.iter().filter_map(|m| m.fence.as_ref())),
+    )
+    .await?;
     let mut applied = vec![Applied::NotPending; marks.len()];
     let (mut id, mut attempt, mut at) = (Vec::new(), Vec::new(), Vec::new());
     let mut seen = HashSet::with_capacity(marks.len());
@@ -665,7 +669,10 @@ pub(super) async fn resolve_in_doubt(
     at: i64,
 ) -> Result<InDoubtResolved> {
     let mut client = store.client().await?;
-    let tx = client.transaction().await.ctx("beginning resolve_in_doubt")?;
+    let tx = client
+        .transaction()
+        .await
+        .ctx("beginning resolve_in_doubt")?;
     // Only shards still leased under the epoch given: the lease rows stay
     // locked, so none changes hands before this commits.
     let epochs = shard_epochs(&tx, &fence_shards(fences.iter())).await?;
@@ -695,9 +702,12 @@ pub(super) async fn resolve_in_doubt(
     }
     let (doubt, again): (Vec<TimerRecord>, Vec<TimerRecord>) = firing
         .into_iter()
-        .partition(|t| skip.iter().any(|c| *c == t.channel));
+        .partition(|t| skip.contains(&t.channel));
     if !doubt.is_empty() {
-        let batch: Vec<Completion> = doubt.iter().map(|t| crate::in_doubt_completion(t, at)).collect();
+        let batch: Vec<Completion> = doubt
+            .iter()
+            .map(|t| crate::in_doubt_completion(t, at))
+            .collect();
         let applied = complete_in(&tx, &batch).await?;
         resolved.in_doubt = applied.iter().filter(|a| **a == Applied::Yes).count() as u64;
     }

@@ -65,9 +65,9 @@ use pool::{ConnPool, Role};
 use crate::Holder;
 use crate::{
     Applied, ChannelPause, ChannelToken, Completion, DeadLetters, DeliveryRecord, DueCursor,
-    DueEntry, Fence, FiringMark, InDoubtResolved, MergeProbe, NamedLease, NodeInfo, ReminderTimer, Result, ShardLease,
-    SortOrder, Store, StoreError, StoreOptions, SubjectRecord, TimerFilter, TimerRecord, WriteOp,
-    WriteResult,
+    DueEntry, Fence, FiringMark, InDoubtResolved, MergeProbe, NamedLease, NodeInfo, ReminderTimer,
+    Result, ShardLease, SortOrder, Store, StoreError, StoreOptions, SubjectRecord, TimerFilter,
+    TimerRecord, WriteOp, WriteResult,
 };
 
 /// The SQLite [`Store`].

@@ -90,7 +90,8 @@ const FIRING_IN_SHARD: &str = concat!(
     " FROM timers WHERE state = 1 AND shard = ?1 ORDER BY id"
 );
 // ?1 id, ?2 at: a firing timer back to pending, due when it was.
-const UNMARK_FIRING: &str = "UPDATE timers SET state = 0, updated_at = ?2 WHERE id = ?1 AND state = 1";
+const UNMARK_FIRING: &str =
+    "UPDATE timers SET state = 0, updated_at = ?2 WHERE id = ?1 AND state = 1";
 const DELIVERIES_FOR: &str = concat!(
     "SELECT ",
     delivery_cols!(),
@@ -436,7 +437,7 @@ pub(super) fn resolve_in_doubt(
     }
     let (doubt, again): (Vec<TimerRecord>, Vec<TimerRecord>) = firing
         .into_iter()
-        .partition(|t| skip.iter().any(|c| *c == t.channel));
+        .partition(|t| skip.contains(&t.channel));
     let mut resolved = InDoubtResolved::default();
     if !doubt.is_empty() {
         let batch: Vec<Completion> = doubt

@@ -40,17 +40,27 @@ pub async fn a_marked_timer_leaves_the_due_index_and_completes(store: S) {
     let mut stale = mark(&ts[2], None, 150);
     stale.attempt = 2;
     let applied = store
-        .mark_firing(vec![mark(&ts[0], None, 150), mark(&ts[1], None, 150), stale])
+        .mark_firing(vec![
+            mark(&ts[0], None, 150),
+            mark(&ts[1], None, 150),
+            stale,
+        ])
         .await
         .unwrap();
     assert_eq!(applied, [Applied::Yes, Applied::Yes, Applied::NotPending]);
     // Marked twice: the second finds it firing already.
     assert_eq!(
-        store.mark_firing(vec![mark(&ts[0], None, 151)]).await.unwrap(),
+        store
+            .mark_firing(vec![mark(&ts[0], None, 151)])
+            .await
+            .unwrap(),
         [Applied::NotPending]
     );
     let t = get(&store, ts[0].id).await;
-    assert_eq!((t.state, t.updated_at, t.attempts), (TimerState::Firing, 150, 0));
+    assert_eq!(
+        (t.state, t.updated_at, t.attempts),
+        (TimerState::Firing, 150, 0)
+    );
     assert_eq!(ids(&all_due(&store, i64::MAX).await), [ts[2].id]);
     let ids_all: Vec<i64> = ts.iter().map(|t| t.id).collect();
     let pending: Vec<i64> = store
@@ -68,7 +78,12 @@ pub async fn a_marked_timer_leaves_the_due_index_and_completes(store: S) {
     ));
     // Completions apply to a marked timer as to a pending one.
     let done = completion(&ts[0], 1, CompletionOutcome::Done, 180);
-    let retry = completion(&ts[1], 1, CompletionOutcome::Retry { next_due_at: 900 }, 180);
+    let retry = completion(
+        &ts[1],
+        1,
+        CompletionOutcome::Retry { next_due_at: 900 },
+        180,
+    );
     assert_eq!(
         store.complete(vec![done, retry]).await.unwrap(),
         [Applied::Yes, Applied::Yes]
@@ -126,10 +141,7 @@ pub async fn resolving_ends_skipped_channels_in_doubt_and_resends_the_rest(store
         .zip([fences[0], fences[0], fences[1]])
         .map(|(t, f)| mark(t, Some(f), 150))
         .collect();
-    assert_eq!(
-        store.mark_firing(marks).await.unwrap(),
-        [Applied::Yes; 3]
-    );
+    assert_eq!(store.mark_firing(marks).await.unwrap(), [Applied::Yes; 3]);
     // Node a dies; b takes shard 3 only once the leases expire.
     let taken = lease(&store, "b", &[3], 5_000).await;
     let skip = vec!["fcm".to_string(), "smtp".to_string()];
@@ -153,15 +165,27 @@ pub async fn resolving_ends_skipped_channels_in_doubt_and_resends_the_rest(store
         (d.state, d.attempts, d.updated_at, d.due_at),
         (TimerState::InDoubt, 1, 5_100, 100)
     );
-    assert!(d.last_error.as_deref().is_some_and(|e| e.contains("in doubt")));
+    assert!(
+        d.last_error
+            .as_deref()
+            .is_some_and(|e| e.contains("in doubt"))
+    );
     let log = store.deliveries_for(ts[0].id).await.unwrap();
     assert_eq!(log.len(), 1);
     assert_eq!(
-        (log[0].outcome.as_str(), log[0].attempt, log[0].started_at, log[0].finished_at),
+        (
+            log[0].outcome.as_str(),
+            log[0].attempt,
+            log[0].started_at,
+            log[0].finished_at
+        ),
         ("in_doubt", 1, 150, 5_100)
     );
     let r = get(&store, ts[1].id).await;
-    assert_eq!((r.state, r.attempts, r.due_at), (TimerState::Pending, 0, 200));
+    assert_eq!(
+        (r.state, r.attempts, r.due_at),
+        (TimerState::Pending, 0, 200)
+    );
     assert!(store.deliveries_for(ts[1].id).await.unwrap().is_empty());
     // Shard 4 was not taken: its timer stays firing.
     assert_eq!(get(&store, ts[2].id).await.state, TimerState::Firing);
@@ -199,7 +223,11 @@ pub async fn resolving_ends_skipped_channels_in_doubt_and_resends_the_rest(store
         )
         .await
         .unwrap();
-    assert_eq!(all.len(), 3, "every state is searched, firing and in_doubt too");
+    assert_eq!(
+        all.len(),
+        3,
+        "every state is searched, firing and in_doubt too"
+    );
     let purged = store
         .purge(RetentionKind::Timers, 10_000, 100)
         .await
@@ -207,5 +235,8 @@ pub async fn resolving_ends_skipped_channels_in_doubt_and_resends_the_rest(store
     assert_eq!(purged, 1, "the in-doubt timer, with its send log");
     assert!(store.get_timer(ts[0].id).await.unwrap().is_none());
     assert!(store.deliveries_for(ts[0].id).await.unwrap().is_empty());
-    assert!(store.get_timer(ts[2].id).await.unwrap().is_some(), "firing stays");
+    assert!(
+        store.get_timer(ts[2].id).await.unwrap().is_some(),
+        "firing stays"
+    );
 }
