@@ -273,6 +273,66 @@ mod tests {
         Membership::new(pipe, Holder::new("node-2", 1), SHARDS)
     }
 
+    /// A node taking over a dead node's shards resolves the timers it left
+    /// marked firing before loading them: `in_doubt` when the taking node's
+    /// channel skips in-doubt sends, pending again when it does not know it.
+    #[tokio::test]
+    async fn a_node_taking_over_resolves_what_the_dead_one_left_firing() {
+        use herald_channels::InDoubt;
+        use herald_core::TimerState;
+
+        for (knows_channel, expected) in [(true, TimerState::InDoubt), (false, TimerState::Pending)]
+        {
+            let rig = Rig::with_in_doubt(EngineConfig::default(), InDoubt::Skip).await;
+            let one = Membership::new(rig.pipe.clone(), crate::testkit::holder(), SHARDS);
+            one.run_once().await.unwrap();
+            let id = rig.insert(&[T0]).await[0];
+            let p = rig.pipe.clone();
+            p.ready.push(rig.due(id).await);
+            let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+            crate::fetcher::Fetcher::new(p.clone(), tx.clone())
+                .run_once()
+                .await;
+            let worker = crate::channel_worker::ChannelWorker::new(
+                p.clone(),
+                p.channels[crate::testkit::CHANNEL].clone(),
+                tx,
+                0,
+            );
+            worker.run_once().await;
+            assert_eq!(rig.state(id).await, TimerState::Firing);
+
+            // Node one dies; its leases run out.
+            rig.clock.advance(p.cfg.get().lease_ms + 1);
+            let mut channels = Vec::new();
+            if knows_channel {
+                let mut spec =
+                    crate::ChannelSpec::new(rig.channel.clone(), 1, None, Default::default());
+                spec.in_doubt = InDoubt::Skip;
+                channels.push(spec);
+            }
+            let pipe = Arc::new(Pipeline::new(
+                p.store.clone(),
+                p.clock.clone(),
+                channels,
+                EngineConfig::clone(&p.cfg.get()),
+                SHARDS,
+            ));
+            pipe.schedule.raise_horizon(T0 + 60_000_000);
+            let two = Membership::new(pipe, Holder::new("node-2", 1), SHARDS);
+            two.run_once().await.unwrap();
+            assert_eq!(two.pipe.ownership.owned().len(), usize::from(SHARDS));
+            assert_eq!(
+                rig.state(id).await,
+                expected,
+                "knows the channel: {knows_channel}"
+            );
+            // A timer sent again is loaded with the shards.
+            let wheeled = usize::from(expected == TimerState::Pending);
+            assert_eq!(two.pipe.schedule.len(), wheeled);
+        }
+    }
+
     #[tokio::test]
     async fn nodes_move_to_their_fair_share_and_hand_over_on_leaving() {
         let rig = Rig::new(EngineConfig::default()).await;

@@ -700,9 +700,8 @@ pub(super) async fn resolve_in_doubt(
     {
         firing.push(model::decode(&row)?);
     }
-    let (doubt, again): (Vec<TimerRecord>, Vec<TimerRecord>) = firing
-        .into_iter()
-        .partition(|t| skip.contains(&t.channel));
+    let (doubt, again): (Vec<TimerRecord>, Vec<TimerRecord>) =
+        firing.into_iter().partition(|t| skip.contains(&t.channel));
     if !doubt.is_empty() {
         let batch: Vec<Completion> = doubt
             .iter()

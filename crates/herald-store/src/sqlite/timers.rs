@@ -435,9 +435,8 @@ pub(super) fn resolve_in_doubt(
             }
         }
     }
-    let (doubt, again): (Vec<TimerRecord>, Vec<TimerRecord>) = firing
-        .into_iter()
-        .partition(|t| skip.contains(&t.channel));
+    let (doubt, again): (Vec<TimerRecord>, Vec<TimerRecord>) =
+        firing.into_iter().partition(|t| skip.contains(&t.channel));
     let mut resolved = InDoubtResolved::default();
     if !doubt.is_empty() {
         let batch: Vec<Completion> = doubt
