@@ -187,8 +187,6 @@ impl ChannelWorker {
                 .mark_firing(&d, job.fence, &members, back, started)
                 .await
             {
-                p.flight.release([d.timer_id]);
-                p.flight.forget(members.iter().map(|(id, _)| *id));
                 return;
             }
         }
@@ -287,8 +285,8 @@ impl ChannelWorker {
 
     /// Marks a delivery's timer (and the reminders merged into it) firing,
     /// in the shared group commit ([`crate::marker`]); returns whether the
-    /// send may go. When it may not, nothing was sent and the caller lets
-    /// the timers go: a fenced or no longer pending timer is someone else's
+    /// send may go. When it may not, nothing is sent and the timers leave
+    /// the flight set: a fenced or no longer pending timer is someone else's
     /// (the shard's new owner, a cancel); after a store failure the timer,
     /// still pending, goes back to the ready queue to be fetched again.
     ///
@@ -321,19 +319,22 @@ impl ChannelWorker {
                 .map(|&(id, attempt)| p.marker.mark(p.store.as_ref(), max, mark(id, attempt))),
         );
         let (own, _) = futures_util::future::join(own, rest).await;
+        if own == Marked::Applied(Applied::Yes) {
+            return true;
+        }
+        // Out of the flight set first: the fetcher drops a ready timer it
+        // finds still in flight.
+        p.flight.release([d.timer_id]);
+        p.flight.forget(members.iter().map(|(id, _)| *id));
         match own {
-            Marked::Applied(Applied::Yes) => true,
-            Marked::Applied(Applied::Fenced) => {
-                p.hot.fenced.increment(1);
-                false
-            }
-            Marked::Applied(Applied::NotPending) => false,
+            Marked::Applied(Applied::Fenced) => p.hot.fenced.increment(1),
             Marked::Failed => {
                 p.hot.store_errors.increment(1);
                 p.ready.push(back);
-                false
             }
+            Marked::Applied(Applied::Yes | Applied::NotPending) => {}
         }
+        false
     }
 
     /// Sends to a subscriber's resolved addresses (see

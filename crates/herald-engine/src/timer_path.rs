@@ -186,3 +186,35 @@ async fn a_skip_channels_outcome_is_recorded_over_its_mark() {
     );
     assert_eq!(p.flight.in_flight(), 0);
 }
+
+#[tokio::test]
+async fn a_skip_channel_sends_nothing_for_a_timer_cancelled_after_its_fetch() {
+    let rig = Rig::with_in_doubt(EngineConfig::default(), InDoubt::Skip).await;
+    let id = rig.insert(&[T0]).await[0];
+    let p = rig.pipe.clone();
+    let (tx, _rx) = mpsc::unbounded_channel();
+    p.ready.push(rig.due(id).await);
+    let fetcher = Fetcher::new(p.clone(), tx.clone());
+    let worker = ChannelWorker::new(p.clone(), p.channels[CHANNEL].clone(), tx, 0);
+    assert_eq!(fetcher.run_once().await, FetchPass::Routed);
+    let cancelled = p
+        .store
+        .apply(vec![herald_store::WriteOp::CancelTimer {
+            tenant: herald_core::DEFAULT_TENANT,
+            id,
+            at: T0,
+        }])
+        .await
+        .unwrap();
+    assert!(matches!(
+        cancelled[0],
+        herald_store::WriteResult::Cancelled(_)
+    ));
+    assert_eq!(worker.run_once().await, Turn::Sent);
+    assert!(
+        rig.channel.sent.lock().is_empty(),
+        "the mark found it cancelled"
+    );
+    assert_eq!(rig.state(id).await, TimerState::Cancelled);
+    assert_eq!(p.flight.in_flight(), 0);
+}
