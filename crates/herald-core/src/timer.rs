@@ -86,8 +86,11 @@ impl TimerKind {
 
 /// Lifecycle of a timer.
 ///
-/// `Firing` is the in-memory state between dispatch and the written outcome:
-/// firing costs no store write, so the store only ever holds the other states.
+/// `Firing` is the state between dispatch and the written outcome. For most
+/// channels it is in memory only (firing costs no store write); a channel
+/// configured `in_doubt = "skip"` stores it before the send leaves, so that a
+/// node that dies mid-send leaves a trace. Whoever takes the shard next ends
+/// such a timer `InDoubt` (never sent again) or puts it back to `Pending`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TimerState {
@@ -100,6 +103,9 @@ pub enum TimerState {
     Cancelled,
     /// Retryable failures used up every attempt.
     Dead,
+    /// Its node died while sending it on an `in_doubt = "skip"` channel: it
+    /// may or may not have reached the provider, and it is not sent again.
+    InDoubt,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -110,13 +116,14 @@ pub struct TransitionError {
 }
 
 impl TimerState {
-    pub const ALL: [TimerState; 6] = [
+    pub const ALL: [TimerState; 7] = [
         TimerState::Pending,
         TimerState::Firing,
         TimerState::Done,
         TimerState::Failed,
         TimerState::Cancelled,
         TimerState::Dead,
+        TimerState::InDoubt,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -127,6 +134,7 @@ impl TimerState {
             TimerState::Failed => "failed",
             TimerState::Cancelled => "cancelled",
             TimerState::Dead => "dead",
+            TimerState::InDoubt => "in_doubt",
         }
     }
 
@@ -143,6 +151,7 @@ impl TimerState {
             TimerState::Failed => 3,
             TimerState::Cancelled => 4,
             TimerState::Dead => 5,
+            TimerState::InDoubt => 6,
         }
     }
 
@@ -154,12 +163,17 @@ impl TimerState {
     pub fn is_final(self) -> bool {
         matches!(
             self,
-            TimerState::Done | TimerState::Failed | TimerState::Cancelled | TimerState::Dead
+            TimerState::Done
+                | TimerState::Failed
+                | TimerState::Cancelled
+                | TimerState::Dead
+                | TimerState::InDoubt
         )
     }
 
     /// The legal moves: `pending → firing | cancelled`, `firing → done | failed | dead`,
-    /// and `firing → pending` when a retryable failure is scheduled again.
+    /// `firing → pending` when a retryable failure is scheduled again (or an
+    /// in-doubt send is resolved to be sent again), and `firing → in_doubt`.
     pub fn can_become(self, to: TimerState) -> bool {
         use TimerState::*;
         matches!(
@@ -170,6 +184,7 @@ impl TimerState {
                 | (Firing, Failed)
                 | (Firing, Dead)
                 | (Firing, Pending)
+                | (Firing, InDoubt)
         )
     }
 
@@ -206,6 +221,7 @@ mod tests {
             (Firing, Failed),
             (Firing, Dead),
             (Firing, Pending),
+            (Firing, InDoubt),
         ];
         for from in TimerState::ALL {
             for to in TimerState::ALL {

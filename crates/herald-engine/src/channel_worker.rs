@@ -8,15 +8,18 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use herald_channels::InDoubt;
 use herald_channels::{Delivery, QuietPolicy, SendOutcome};
 use herald_core::TenantId;
-use herald_store::{CompletionOutcome, DeferReason, Unsendable};
+use herald_store::{Applied, CompletionOutcome, DeferReason, FiringMark, Unsendable};
 use tokio::sync::mpsc;
 
 use crate::channel_runtime::{ChannelRuntime, Job};
 use crate::completer::{Attempt, Detail, Finished};
 use crate::copies;
+use crate::marker::Marked;
 use crate::pipeline::Pipeline;
+use crate::queue::DueTimer;
 use crate::recipients::Route;
 
 /// What one turn of a worker did.
@@ -162,6 +165,31 @@ impl ChannelWorker {
         } else {
             rt.quiet_until(started)
         };
+        // A channel that skips in-doubt sends marks the timer firing first:
+        // if this node dies before recording the outcome, the timer is left
+        // in doubt instead of firing again. Only when something is sent.
+        let sends_now = !matches!(job.route, Route::Unsendable(_) | Route::Quiet { .. })
+            && channel_quiet.is_none();
+        if sends_now && settings.in_doubt == InDoubt::Skip {
+            let members: Vec<(i64, u32)> = job
+                .members
+                .iter()
+                .map(|m| (m.timer_id, m.attempt))
+                .collect();
+            let back = DueTimer {
+                id: d.timer_id,
+                due_at: d.due_at,
+                shard: job.shard,
+                priority: job.priority,
+                tenant: job.tenant,
+            };
+            if !self
+                .mark_firing(&d, job.fence, &members, back, started)
+                .await
+            {
+                return;
+            }
+        }
         let f = match (&job.route, channel_quiet) {
             (Route::Unsendable(why), _) => {
                 let error = match why {
@@ -241,6 +269,8 @@ impl ChannelWorker {
             CompletionOutcome::Unsendable(Unsendable::OptedOut) => {
                 rt.metrics.opted_out.increment(1)
             }
+            // Only the store's resolution of a stopped node's sends says so.
+            CompletionOutcome::InDoubt => {}
         }
         if !job.members.is_empty() {
             p.hot.merged.increment(job.members.len() as u64);
@@ -251,6 +281,60 @@ impl ChannelWorker {
             let _ = self.done.send(f.for_member(m.timer_id, m.attempt));
         }
         let _ = self.done.send(f);
+    }
+
+    /// Marks a delivery's timer (and the reminders merged into it) firing,
+    /// in the shared group commit ([`crate::marker`]); returns whether the
+    /// send may go. When it may not, nothing is sent and the timers leave
+    /// the flight set: a fenced or no longer pending timer is someone else's
+    /// (the shard's new owner, a cancel); after a store failure the timer,
+    /// still pending, goes back to the ready queue to be fetched again.
+    ///
+    /// Once the mark committed the send goes without a new lease check: a
+    /// node taking the shard over never loads a firing timer, it resolves
+    /// it, so even a late send cannot be repeated.
+    async fn mark_firing(
+        &self,
+        d: &Delivery,
+        fence: herald_store::Fence,
+        members: &[(i64, u32)],
+        back: DueTimer,
+        started: i64,
+    ) -> bool {
+        let p = &*self.pipe;
+        let mark = |timer_id, attempt| FiringMark {
+            timer_id,
+            attempt,
+            fence: Some(fence),
+            at: started,
+        };
+        let max = p.cfg.get().complete_batch;
+        let own = p
+            .marker
+            .mark(p.store.as_ref(), max, mark(d.timer_id, d.attempt));
+        // Merged members are marked in the same batch (or the next).
+        let rest = futures_util::future::join_all(
+            members
+                .iter()
+                .map(|&(id, attempt)| p.marker.mark(p.store.as_ref(), max, mark(id, attempt))),
+        );
+        let (own, _) = futures_util::future::join(own, rest).await;
+        if own == Marked::Applied(Applied::Yes) {
+            return true;
+        }
+        // Out of the flight set first: the fetcher drops a ready timer it
+        // finds still in flight.
+        p.flight.release([d.timer_id]);
+        p.flight.forget(members.iter().map(|(id, _)| *id));
+        match own {
+            Marked::Applied(Applied::Fenced) => p.hot.fenced.increment(1),
+            Marked::Failed => {
+                p.hot.store_errors.increment(1);
+                p.ready.push(back);
+            }
+            Marked::Applied(Applied::Yes | Applied::NotPending) => {}
+        }
+        false
     }
 
     /// Sends to a subscriber's resolved addresses (see

@@ -250,6 +250,8 @@ fn settle(p: &Pipeline, batch: &mut Vec<Finished>, applied: &[Applied]) {
             CompletionOutcome::Done => done += 1,
             CompletionOutcome::Failed | CompletionOutcome::Unsendable(_) => failed += 1,
             CompletionOutcome::Dead => dead += 1,
+            // Never a sender's outcome: the store's resolution writes it.
+            CompletionOutcome::InDoubt => {}
             CompletionOutcome::Retry { next_due_at }
             | CompletionOutcome::Deferred { next_due_at, .. } => retries.push(DueTimer {
                 id: f.completion.timer_id,
@@ -289,7 +291,9 @@ fn live_outcome(o: &CompletionOutcome) -> LiveOutcome {
     match o {
         CompletionOutcome::Done => LiveOutcome::Delivered,
         CompletionOutcome::Retry { .. } => LiveOutcome::Retry,
-        CompletionOutcome::Failed | CompletionOutcome::Unsendable(_) => LiveOutcome::Failed,
+        CompletionOutcome::Failed
+        | CompletionOutcome::Unsendable(_)
+        | CompletionOutcome::InDoubt => LiveOutcome::Failed,
         CompletionOutcome::Dead => LiveOutcome::Dead,
         CompletionOutcome::Deferred { .. } => LiveOutcome::Deferred,
     }

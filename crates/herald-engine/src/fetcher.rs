@@ -4,7 +4,9 @@
 //!
 //! Firing writes nothing to the store: the timer stays `pending` until the
 //! completer records its outcome, so a crash at any point means it fires again
-//! (at least once), with the same idempotency key.
+//! (at least once), with the same idempotency key. The exception is a channel
+//! configured `in_doubt = "skip"`, whose sender marks the timer `firing` just
+//! before the send (see [`crate::marker`]): after a crash it ends `in_doubt`.
 
 use std::collections::HashMap;
 use std::sync::Arc;

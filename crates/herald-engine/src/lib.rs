@@ -25,6 +25,7 @@ mod health;
 mod listener;
 mod live;
 mod loader;
+mod marker;
 mod membership;
 pub mod metrics;
 mod ownership;
@@ -765,7 +766,7 @@ impl Engine {
         if left > 0 {
             tracing::warn!(
                 left,
-                "shutdown: deliveries still in flight; they stay pending and fire again"
+                "shutdown: deliveries still in flight; they fire again, or end in_doubt on channels that skip in-doubt sends"
             );
         }
         // Segment workers stop starting sends at once and record what they sent.

@@ -15,8 +15,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
+use herald_channels::InDoubt;
 use herald_core::ShardSet;
-use herald_store::{Holder, StoreError};
+use herald_store::{Fence, Holder, StoreError};
 
 use crate::pipeline::Pipeline;
 use crate::queue::DueTimer;
@@ -148,8 +149,15 @@ impl Membership {
 
     /// Starts firing newly leased shards: own them first (so new timers for them
     /// are wheeled from now on), then load what is already pending in them.
+    ///
+    /// Before that, it resolves the timers a stopped node left marked firing
+    /// in them (channels that skip in-doubt sends, see [`crate::marker`]):
+    /// such a timer is no longer in the pending index, so no load would ever
+    /// find it. If resolving fails the shards are not held: their leases are
+    /// not renewed, and a later round takes them again and resolves then.
     async fn gain(&self, leases: &[herald_store::ShardLease]) -> Result<(), StoreError> {
         let p = &*self.pipe;
+        self.resolve_in_doubt(leases).await?;
         p.ownership.hold(leases);
         let mut gained = ShardSet::none(self.shards);
         for l in leases {
@@ -176,6 +184,48 @@ impl Membership {
                 return Ok(());
             }
         }
+    }
+
+    /// Ends `in_doubt` the firing timers of these shards whose channel skips
+    /// in-doubt sends, and puts the others back to pending (a channel that
+    /// resends, or one no longer configured), under the leases just taken.
+    async fn resolve_in_doubt(
+        &self,
+        leases: &[herald_store::ShardLease],
+    ) -> Result<(), StoreError> {
+        let p = &*self.pipe;
+        let fences: Vec<Fence> = leases
+            .iter()
+            .map(|l| Fence {
+                shard: l.shard,
+                epoch: l.epoch,
+            })
+            .collect();
+        let skip: Vec<String> = p
+            .channels
+            .values()
+            .filter(|rt| rt.in_doubt() == InDoubt::Skip)
+            .map(|rt| rt.name().to_string())
+            .collect();
+        let r = p
+            .store
+            .resolve_in_doubt(&fences, &skip, p.clock.now_ms())
+            .await?;
+        if r.in_doubt > 0 || r.resent > 0 {
+            tracing::warn!(
+                node = %self.node.node_id,
+                incarnation = self.node.incarnation,
+                shards = fences.len(),
+                in_doubt = r.in_doubt,
+                resent = r.resent,
+                "resolved timers a stopped node left mid-send"
+            );
+            metrics::counter!(crate::metrics::TIMERS_IN_DOUBT, "outcome" => "in_doubt")
+                .increment(r.in_doubt);
+            metrics::counter!(crate::metrics::TIMERS_IN_DOUBT, "outcome" => "resent")
+                .increment(r.resent);
+        }
+        Ok(())
     }
 
     /// Stops firing `shards` and drops their timers from the wheel.
@@ -221,6 +271,66 @@ mod tests {
             SHARDS,
         ));
         Membership::new(pipe, Holder::new("node-2", 1), SHARDS)
+    }
+
+    /// A node taking over a dead node's shards resolves the timers it left
+    /// marked firing before loading them: `in_doubt` when the taking node's
+    /// channel skips in-doubt sends, pending again when it does not know it.
+    #[tokio::test]
+    async fn a_node_taking_over_resolves_what_the_dead_one_left_firing() {
+        use herald_channels::InDoubt;
+        use herald_core::TimerState;
+
+        for (knows_channel, expected) in [(true, TimerState::InDoubt), (false, TimerState::Pending)]
+        {
+            let rig = Rig::with_in_doubt(EngineConfig::default(), InDoubt::Skip).await;
+            let one = Membership::new(rig.pipe.clone(), crate::testkit::holder(), SHARDS);
+            one.run_once().await.unwrap();
+            let id = rig.insert(&[T0]).await[0];
+            let p = rig.pipe.clone();
+            p.ready.push(rig.due(id).await);
+            let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+            crate::fetcher::Fetcher::new(p.clone(), tx.clone())
+                .run_once()
+                .await;
+            let worker = crate::channel_worker::ChannelWorker::new(
+                p.clone(),
+                p.channels[crate::testkit::CHANNEL].clone(),
+                tx,
+                0,
+            );
+            worker.run_once().await;
+            assert_eq!(rig.state(id).await, TimerState::Firing);
+
+            // Node one dies; its leases run out.
+            rig.clock.advance(p.cfg.get().lease_ms + 1);
+            let mut channels = Vec::new();
+            if knows_channel {
+                let mut spec =
+                    crate::ChannelSpec::new(rig.channel.clone(), 1, None, Default::default());
+                spec.in_doubt = InDoubt::Skip;
+                channels.push(spec);
+            }
+            let pipe = Arc::new(Pipeline::new(
+                p.store.clone(),
+                p.clock.clone(),
+                channels,
+                EngineConfig::clone(&p.cfg.get()),
+                SHARDS,
+            ));
+            pipe.schedule.raise_horizon(T0 + 60_000_000);
+            let two = Membership::new(pipe, Holder::new("node-2", 1), SHARDS);
+            two.run_once().await.unwrap();
+            assert_eq!(two.pipe.ownership.owned().len(), usize::from(SHARDS));
+            assert_eq!(
+                rig.state(id).await,
+                expected,
+                "knows the channel: {knows_channel}"
+            );
+            // A timer sent again is loaded with the shards.
+            let wheeled = usize::from(expected == TimerState::Pending);
+            assert_eq!(two.pipe.schedule.len(), wheeled);
+        }
     }
 
     #[tokio::test]

@@ -32,6 +32,9 @@ pub const WHEEL_FULL: &str = "herald_wheel_full_total";
 pub const LOOP_RESTARTS: &str = "herald_loop_restarts_total";
 /// Reminders delivered inside another reminder's message (merging).
 pub const MERGED: &str = "herald_reminders_merged_total";
+/// Timers a stopped node left mid-send, resolved by the node that took their
+/// shard: `outcome="in_doubt"` (channel skips in-doubt sends) or `"resent"`.
+pub const TIMERS_IN_DOUBT: &str = "herald_timers_in_doubt_total";
 /// Rows retention deleted, by kind.
 pub const RETENTION_DELETED: &str = "herald_retention_deleted_total";
 
@@ -53,6 +56,10 @@ pub fn describe() {
         "Timers refused permanently by their channel."
     );
     describe_counter!(TIMERS_DEAD, "Timers that used up every attempt.");
+    describe_counter!(
+        TIMERS_IN_DOUBT,
+        "Timers a stopped node left mid-send, by what their new owner did: in_doubt or resent."
+    );
     describe_counter!(
         MERGED,
         "Reminders delivered inside another reminder's message (merging)."

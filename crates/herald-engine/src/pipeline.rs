@@ -18,6 +18,7 @@ use herald_store::Store;
 use crate::channel_runtime::ChannelRuntime;
 use crate::flight::Flight;
 use crate::live::Live;
+use crate::marker::Marker;
 use crate::metrics::Hot;
 use crate::ownership::Ownership;
 use crate::queue::{DueTimer, FairQueue};
@@ -49,6 +50,8 @@ pub(crate) struct Pipeline {
     /// What the stats sampler last read from the store.
     pub sampled: Sampled,
     pub stop: Arc<Stop>,
+    /// The group commit of firing marks (channels that skip in-doubt sends).
+    pub marker: Marker,
 }
 
 impl Pipeline {
@@ -87,6 +90,7 @@ impl Pipeline {
             live,
             sampled: Sampled::default(),
             stop: Arc::new(Stop::default()),
+            marker: Marker::default(),
             store,
             clock,
             cfg: Tuned::new(cfg),

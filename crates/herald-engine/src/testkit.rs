@@ -64,13 +64,19 @@ pub struct Rig {
 
 impl Rig {
     pub async fn new(cfg: EngineConfig) -> Self {
+        Self::with_in_doubt(cfg, herald_channels::InDoubt::Resend).await
+    }
+
+    /// A rig whose channel treats in-doubt sends as `in_doubt` says.
+    pub async fn with_in_doubt(cfg: EngineConfig, in_doubt: herald_channels::InDoubt) -> Self {
         let store = herald_store::open("sqlite::memory:", &StoreOptions::default())
             .await
             .expect("an in-memory store");
         store.init_shards(SHARDS).await.expect("shards");
         let clock = ManualClock::new(T0);
         let channel = Arc::new(Recorder::default());
-        let spec = ChannelSpec::new(channel.clone(), 1, None, RetryPolicy::default());
+        let mut spec = ChannelSpec::new(channel.clone(), 1, None, RetryPolicy::default());
+        spec.in_doubt = in_doubt;
         let lease_ms = cfg.lease_ms;
         let pipe = Arc::new(Pipeline::new(
             store,

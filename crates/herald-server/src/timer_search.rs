@@ -48,8 +48,9 @@ pub fn time_param(name: &str, raw: &Option<String>) -> Result<Option<i64>, ApiEr
         .transpose()
 }
 
-/// A stored state by name (`firing` is a pending timer being sent, not a
-/// stored state), or a 400 naming `field`.
+/// A stored state by name (`firing` is a pending timer being sent, stored
+/// only for channels that skip in-doubt sends, so not searched for), or a
+/// 400 naming `field`.
 pub fn state_param(field: &str, raw: &str, allowed: &[TimerState]) -> Result<TimerState, ApiError> {
     TimerState::parse(raw.trim())
         .filter(|s| allowed.contains(s))
@@ -82,12 +83,13 @@ fn decode_cursor(raw: &str) -> Result<DueCursor, ApiError> {
     })
 }
 
-const STORED: [TimerState; 5] = [
+const STORED: [TimerState; 6] = [
     TimerState::Pending,
     TimerState::Done,
     TimerState::Failed,
     TimerState::Dead,
     TimerState::Cancelled,
+    TimerState::InDoubt,
 ];
 
 fn filter_of(

@@ -199,10 +199,35 @@ pub trait Store: CampaignStore + AccessStore + Send + Sync + 'static {
     /// Records a batch of delivery attempts in one transaction: one send-log row per
     /// completion, and the timer's new state. A timer update applies only if the
     /// completion's fence (when it has one) is the shard's current lease epoch, and
-    /// the timer is still pending with `attempts == completion.attempt - 1`.
+    /// the timer is still pending (or marked firing, see [`Store::mark_firing`])
+    /// with `attempts == completion.attempt - 1`.
     /// Otherwise the send-log row is still written and the timer is left alone.
     /// Returns what happened to each timer update, in order.
     async fn complete(&self, batch: Vec<Completion>) -> Result<Vec<Applied>>;
+
+    /// Marks timers `firing` (state code 1) before their send leaves, in one
+    /// transaction for the whole batch (group commit), for channels whose
+    /// in-doubt sends are skipped: a node that dies mid-send then leaves them
+    /// out of the pending index, for [`Store::resolve_in_doubt`] to find. A
+    /// mark applies only under the shard's current lease epoch (when fenced)
+    /// to a timer still pending with `attempts == mark.attempt - 1`; returns
+    /// what happened to each, in order. [`Store::complete`] accepts a firing
+    /// timer as it does a pending one.
+    async fn mark_firing(&self, marks: Vec<FiringMark>) -> Result<Vec<Applied>>;
+
+    /// Resolves the timers left `firing` in the shards of `fences` whose lease
+    /// epoch is still the one given (others are left alone, for their current
+    /// owner), in one transaction. A timer on a channel named in `skip` ends
+    /// `in_doubt`, with a send-log row of outcome `in_doubt` for the attempt
+    /// it was making (started when it was marked, finished at `at`); any other
+    /// goes back to `pending` at its due time, to be sent again. Found through
+    /// a partial index on firing timers: never a scan of the pending ones.
+    async fn resolve_in_doubt(
+        &self,
+        fences: &[Fence],
+        skip: &[String],
+        at: i64,
+    ) -> Result<InDoubtResolved>;
 
     /// The send log of one timer, oldest attempt first.
     async fn deliveries_for(&self, timer_id: TimerId) -> Result<Vec<DeliveryRecord>>;
@@ -476,6 +501,29 @@ pub trait Store: CampaignStore + AccessStore + Send + Sync + 'static {
     /// are added in the transaction that writes each send-log row (a timer's
     /// attempt, a campaign recipient's new outcome) and are never purged.
     async fn report(&self, query: ReportQuery) -> Result<Vec<ReportRow>>;
+}
+
+/// The completion [`Store::resolve_in_doubt`] records for a firing timer it
+/// ends `in_doubt`: the attempt it was making, started when it was marked.
+pub(crate) fn in_doubt_completion(t: &TimerRecord, at: i64) -> Completion {
+    Completion {
+        timer_id: t.id,
+        tenant: t.tenant,
+        attempt: t.attempts.saturating_add(1),
+        outcome: CompletionOutcome::InDoubt,
+        channel: t.channel.clone(),
+        idempotency_key: t.delivery_key(),
+        provider_msgid: None,
+        status: None,
+        error: Some(
+            "in doubt: the node sending it stopped before recording an outcome; \
+             the channel skips in-doubt sends"
+                .to_string(),
+        ),
+        started_at: t.updated_at,
+        finished_at: at,
+        fence: None,
+    }
 }
 
 /// Unix milliseconds by the wall clock, for the few rows the store stamps

@@ -46,6 +46,7 @@ macro_rules! migrations {
             "0024_tenant_due",
             "0025_pending_shard_key",
             "0026_send_in_doubt",
+            "0027_timer_in_doubt",
         )
     };
     (@ $($name:literal),+ $(,)?) => {

@@ -12,7 +12,7 @@ pub const PURGE_BATCH: usize = 1_000;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RetentionKind {
-    /// Finished timers (done, failed, dead, cancelled; reminders' timers go
+    /// Finished timers (done, failed, dead, cancelled, in_doubt; reminders' timers go
     /// with their subject) whose last change is older than the cutoff, with
     /// their send-log rows and receipts.
     Timers,

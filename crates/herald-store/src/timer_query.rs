@@ -17,7 +17,8 @@ use crate::DueCursor;
 /// Which of a tenant's timers a search lists. Every field narrows it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TimerFilter {
-    /// A stored state (`Firing` is not one: such a timer is `Pending`).
+    /// A state. `Firing` is stored only for channels that skip in-doubt
+    /// sends (elsewhere a firing timer is stored `Pending`).
     pub state: Option<TimerState>,
     pub channel: Option<String>,
     pub recipient: Option<String>,
@@ -278,11 +279,11 @@ pub(crate) fn search(
         let lim = w.bind(Arg::Int(crate::model::limit_to_db(limit)));
         let order = format!("ORDER BY due_at {dir}, id {dir} LIMIT {lim}");
         let sql = if merge_states {
-            // Each stored state's first `limit` in order, then the first
-            // `limit` of those: one bounded walk of the state index each.
+            // Each state's first `limit` in order, then the first `limit`
+            // of those: one bounded walk of the state index each. (`Firing`
+            // is stored too, for channels that skip in-doubt sends.)
             let walks: Vec<String> = TimerState::ALL
                 .iter()
-                .filter(|s| **s != TimerState::Firing)
                 .map(|s| {
                     format!(
                         "(SELECT {cols} FROM {from} WHERE {} AND state = {} {order})",

@@ -706,6 +706,10 @@ pub enum CompletionOutcome {
     /// address for the channel's type, or the recipient opted out. The timer
     /// becomes `failed`; nothing reached a provider.
     Unsendable(Unsendable),
+    /// Written by [`crate::Store::resolve_in_doubt`] only: the node sending it
+    /// died before recording an outcome, on a channel configured
+    /// `in_doubt = "skip"`. The timer becomes `in_doubt` and is not sent again.
+    InDoubt,
 }
 
 /// Why a delivery to a subscriber cannot be made (decided when it fires).
@@ -744,6 +748,7 @@ impl CompletionOutcome {
             } => "deferred",
             CompletionOutcome::Unsendable(Unsendable::NoAddress) => "no_address",
             CompletionOutcome::Unsendable(Unsendable::OptedOut) => "opted_out",
+            CompletionOutcome::InDoubt => "in_doubt",
         }
     }
 
@@ -779,6 +784,30 @@ pub struct Completion {
     /// the timer update only while that lease is still the shard's current one;
     /// `None` skips the check (for callers that own no shards).
     pub fence: Option<Fence>,
+}
+
+/// A timer about to be sent on an `in_doubt = "skip"` channel, for
+/// [`crate::Store::mark_firing`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FiringMark {
+    pub timer_id: TimerId,
+    /// The attempt about to be made (1 for the first): the timer must still
+    /// be pending with `attempts == attempt - 1`.
+    pub attempt: u32,
+    /// The lease the sender holds; `None` skips the check.
+    pub fence: Option<Fence>,
+    /// When the send starts (the timer's `updated_at`; the in-doubt send-log
+    /// row's `started_at` if it is left in doubt).
+    pub at: i64,
+}
+
+/// What [`crate::Store::resolve_in_doubt`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct InDoubtResolved {
+    /// Timers ended `in_doubt` (their channel skips in-doubt sends).
+    pub in_doubt: u64,
+    /// Timers put back to `pending`, to be sent again.
+    pub resent: u64,
 }
 
 /// A fencing token: a shard and the epoch of one ownership of it.

@@ -66,7 +66,7 @@ pub enum TimersCmd {
 /// The query of `GET /v1/timers`.
 #[derive(Args, Debug, Default)]
 pub struct ListArgs {
-    /// pending, done, failed, dead or cancelled.
+    /// pending, done, failed, dead, cancelled or in_doubt.
     #[arg(long)]
     state: Option<String>,
     #[arg(long)]

@@ -121,7 +121,7 @@ pub const OPS: &[Op] = &[
         &[(200, J("TimerList"))],
     )
     .with_query(&[
-        ("state", "pending, done, failed, dead or cancelled"),
+        ("state", "pending, done, failed, dead, cancelled or in_doubt"),
         ("channel", "channel name"),
         ("recipient", "recipient"),
         ("idempotency_key", "idempotency key"),

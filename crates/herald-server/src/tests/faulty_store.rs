@@ -99,6 +99,8 @@ faulty! { Store:
     fn load_due(shards: &herald_core::ShardSet, after: Option<DueCursor>, until: i64, limit: usize) -> Result<Vec<DueEntry>>;
     fn fetch_pending(ids: &[TimerId]) -> Result<Vec<TimerRecord>>;
     fn complete(batch: Vec<Completion>) -> Result<Vec<Applied>>;
+    fn mark_firing(marks: Vec<FiringMark>) -> Result<Vec<Applied>>;
+    fn resolve_in_doubt(fences: &[Fence], skip: &[String], at: i64) -> Result<InDoubtResolved>;
     fn deliveries_for(timer_id: TimerId) -> Result<Vec<DeliveryRecord>>;
     fn get_delivery(id: i64) -> Result<Option<DeliveryRecord>>;
     fn record_final_status(channel: &str, provider_msgid: &str, status: &str, at: i64) -> Result<u64>;

@@ -87,8 +87,8 @@ use error::{Ctx, col, pg_error, retryable};
 use crate::Holder;
 use crate::{
     Applied, ChannelPause, ChannelToken, Completion, DeadLetters, DeliveryRecord, DueCursor,
-    DueEntry, Fence, NamedLease, NodeInfo, Result, ShardLease, SortOrder, Store, StoreError,
-    StoreOptions, TimerFilter, TimerRecord, WriteOp, WriteResult,
+    DueEntry, Fence, FiringMark, InDoubtResolved, NamedLease, NodeInfo, Result, ShardLease,
+    SortOrder, Store, StoreError, StoreOptions, TimerFilter, TimerRecord, WriteOp, WriteResult,
 };
 
 /// A statement parameter.
@@ -566,6 +566,35 @@ impl Store for PgStore {
             }
             self.retrying("complete", || timers::complete(self, &batch))
                 .await
+        })
+        .await
+    }
+
+    async fn mark_firing(&self, marks: Vec<FiringMark>) -> Result<Vec<Applied>> {
+        self.within("mark_firing", async move {
+            if marks.is_empty() {
+                return Ok(Vec::new());
+            }
+            self.retrying("mark_firing", || timers::mark_firing(self, &marks))
+                .await
+        })
+        .await
+    }
+
+    async fn resolve_in_doubt(
+        &self,
+        fences: &[Fence],
+        skip: &[String],
+        at: i64,
+    ) -> Result<InDoubtResolved> {
+        self.within("resolve_in_doubt", async move {
+            if fences.is_empty() {
+                return Ok(InDoubtResolved::default());
+            }
+            self.retrying("resolve_in_doubt", || {
+                timers::resolve_in_doubt(self, fences, skip, at)
+            })
+            .await
         })
         .await
     }

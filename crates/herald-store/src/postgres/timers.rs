@@ -9,8 +9,8 @@ use herald_core::{TenantId, TimerId, TimerState};
 use super::{Ctx, Param, PgStore, col};
 use crate::model::{self, Columns, delivery_cols, due_cols, tenant_to_pg, timer_cols};
 use crate::{
-    Applied, Completion, CompletionOutcome, DeliveryRecord, DueCursor, DueEntry, NewTimer, Result,
-    StoreError, TimerRecord, WriteResult,
+    Applied, Completion, CompletionOutcome, DeliveryRecord, DueCursor, DueEntry, Fence, FiringMark,
+    InDoubtResolved, NewTimer, Result, StoreError, TimerRecord, WriteResult,
 };
 
 // The SQL writes state codes as literals (the partial index needs `state = 0`
@@ -142,6 +142,22 @@ const SHARD_EPOCHS: &str = "SELECT shard, epoch FROM shard_leases \
     WHERE shard = ANY($1::int4[]) ORDER BY shard FOR KEY SHARE";
 /// See `queries/update_completed.sql`.
 const UPDATE_COMPLETED: &str = include_str!("queries/update_completed.sql");
+// $1 ids (distinct), $2 attempts about to be made, $3 times: a timer still
+// pending at the attempt before is marked firing (state 1), which takes it out
+// of the pending index. By primary-key probes, as `UPDATE_COMPLETED`.
+const MARK_FIRING: &str = "UPDATE timers AS t SET state = 1, updated_at = u.at \
+    FROM unnest($1::int8[], $2::int8[], $3::int8[]) AS u(id, attempt, at) \
+    WHERE t.id = u.id AND t.state = 0 AND t.attempts = u.attempt - 1 RETURNING t.id";
+// The firing timers of some shards, through the partial index `timers_firing`
+// (migration 0026), locked until the resolution commits.
+const FIRING_IN_SHARDS: &str = concat!(
+    "SELECT ",
+    timer_cols!(),
+    " FROM timers WHERE state = 1 AND shard = ANY($1::int4[]) ORDER BY id FOR UPDATE"
+);
+// $1 ids, $2 at: firing timers back to pending, due when they were.
+const UNMARK_FIRING: &str = "UPDATE timers SET state = 0, updated_at = $2 \
+    WHERE id = ANY($1::int8[]) AND state = 1";
 const DELIVERIES_FOR: &str = concat!(
     "SELECT ",
     delivery_cols!(),
@@ -520,6 +536,7 @@ impl<'a> Updates<'a> {
                 (TimerState::Failed, None, None, c.error.as_deref())
             }
             CompletionOutcome::Dead => (TimerState::Dead, None, None, c.error.as_deref()),
+            CompletionOutcome::InDoubt => (TimerState::InDoubt, None, None, c.error.as_deref()),
             CompletionOutcome::Deferred { next_due_at, .. } => (
                 TimerState::Pending,
                 Some(next_due_at),
@@ -532,7 +549,7 @@ impl<'a> Updates<'a> {
         self.attempt.push(i64::from(c.attempt));
         self.attempts
             .push(i64::from(c.outcome.attempts_after(c.attempt)));
-        // Codes are 0..=5.
+        // Codes are 0..=6.
         self.state.push(state.code() as i16);
         self.next_due_at.push(next_due_at);
         self.delivered_at.push(delivered_at);
@@ -557,6 +574,162 @@ impl<'a> Updates<'a> {
 pub(super) async fn complete(store: &PgStore, batch: &[Completion]) -> Result<Vec<Applied>> {
     let mut client = store.client().await?;
     let tx = client.transaction().await.ctx("beginning complete")?;
+    let applied = complete_in(&tx, batch).await?;
+    tx.commit().await.ctx("committing complete")?;
+    Ok(applied)
+}
+
+/// The current lease epoch of each of `shards` (a shard never leased: 0),
+/// locked until the transaction ends (see `SHARD_EPOCHS`).
+async fn shard_epochs(
+    tx: &deadpool_postgres::Transaction<'_>,
+    shards: &[i32],
+) -> Result<HashMap<u16, i64>> {
+    let mut epochs = HashMap::new();
+    if shards.is_empty() {
+        return Ok(epochs);
+    }
+    let stmt = tx
+        .prepare_cached(SHARD_EPOCHS)
+        .await
+        .ctx("preparing epoch read")?;
+    for row in tx.query(&stmt, &[&shards]).await.ctx("reading epochs")? {
+        epochs.insert(
+            row.narrow(0, "shard_leases.shard")?,
+            row.int(1, "shard_leases.epoch")?,
+        );
+    }
+    Ok(epochs)
+}
+
+/// The distinct shards of some fences, sorted (the order their lease rows
+/// are locked in).
+fn fence_shards<'a>(fences: impl Iterator<Item = &'a Fence>) -> Vec<i32> {
+    let mut shards: Vec<i32> = fences.map(|f| i32::from(f.shard)).collect();
+    shards.sort_unstable();
+    shards.dedup();
+    shards
+}
+
+pub(super) async fn mark_firing(store: &PgStore, marks: &[FiringMark]) -> Result<Vec<Applied>> {
+    let mut client = store.client().await?;
+    let tx = client.transaction().await.ctx("beginning mark_firing")?;
+    tx.batch_execute(COMPLETE_PLAN)
+        .await
+        .ctx("planning mark_firing")?;
+    let epochs = shard_epochs(
+        &tx,
+        &fence_shards(marks.iter().filter_map(|m| m.fence.as_ref())),
+    )
+    .await?;
+    let mut applied = vec![Applied::NotPending; marks.len()];
+    let (mut id, mut attempt, mut at) = (Vec::new(), Vec::new(), Vec::new());
+    let mut seen = HashSet::with_capacity(marks.len());
+    for (i, m) in marks.iter().enumerate() {
+        if let Some(f) = m.fence
+            && epochs.get(&f.shard).copied().unwrap_or(0) != f.epoch
+        {
+            applied[i] = Applied::Fenced;
+            continue;
+        }
+        // A repeated id stays `NotPending`: the first mark took the timer.
+        if seen.insert(m.timer_id) {
+            id.push(m.timer_id);
+            attempt.push(i64::from(m.attempt));
+            at.push(m.at);
+        }
+    }
+    let mut marked = HashSet::new();
+    if !id.is_empty() {
+        let stmt = tx
+            .prepare_cached(MARK_FIRING)
+            .await
+            .ctx("preparing mark_firing")?;
+        for row in tx
+            .query(&stmt, &[&id, &attempt, &at])
+            .await
+            .ctx("marking timers firing")?
+        {
+            marked.insert(row.int(0, "timers.id")?);
+        }
+    }
+    for (i, m) in marks.iter().enumerate() {
+        if applied[i] == Applied::NotPending && marked.remove(&m.timer_id) {
+            applied[i] = Applied::Yes;
+        }
+    }
+    tx.commit().await.ctx("committing mark_firing")?;
+    Ok(applied)
+}
+
+pub(super) async fn resolve_in_doubt(
+    store: &PgStore,
+    fences: &[Fence],
+    skip: &[String],
+    at: i64,
+) -> Result<InDoubtResolved> {
+    let mut client = store.client().await?;
+    let tx = client
+        .transaction()
+        .await
+        .ctx("beginning resolve_in_doubt")?;
+    // Only shards still leased under the epoch given: the lease rows stay
+    // locked, so none changes hands before this commits.
+    let epochs = shard_epochs(&tx, &fence_shards(fences.iter())).await?;
+    let mut shards: Vec<i32> = fences
+        .iter()
+        .filter(|f| epochs.get(&f.shard).copied().unwrap_or(0) == f.epoch)
+        .map(|f| i32::from(f.shard))
+        .collect();
+    shards.sort_unstable();
+    shards.dedup();
+    let mut resolved = InDoubtResolved::default();
+    if shards.is_empty() {
+        tx.commit().await.ctx("ending resolve_in_doubt")?;
+        return Ok(resolved);
+    }
+    let stmt = tx
+        .prepare_cached(FIRING_IN_SHARDS)
+        .await
+        .ctx("preparing firing read")?;
+    let mut firing: Vec<TimerRecord> = Vec::new();
+    for row in tx
+        .query(&stmt, &[&shards])
+        .await
+        .ctx("reading firing timers")?
+    {
+        firing.push(model::decode(&row)?);
+    }
+    let (doubt, again): (Vec<TimerRecord>, Vec<TimerRecord>) =
+        firing.into_iter().partition(|t| skip.contains(&t.channel));
+    if !doubt.is_empty() {
+        let batch: Vec<Completion> = doubt
+            .iter()
+            .map(|t| crate::in_doubt_completion(t, at))
+            .collect();
+        let applied = complete_in(&tx, &batch).await?;
+        resolved.in_doubt = applied.iter().filter(|a| **a == Applied::Yes).count() as u64;
+    }
+    if !again.is_empty() {
+        let ids: Vec<i64> = again.iter().map(|t| t.id).collect();
+        let stmt = tx
+            .prepare_cached(UNMARK_FIRING)
+            .await
+            .ctx("preparing unmark")?;
+        resolved.resent = tx
+            .execute(&stmt, &[&ids, &at])
+            .await
+            .ctx("putting firing timers back")?;
+    }
+    tx.commit().await.ctx("committing resolve_in_doubt")?;
+    Ok(resolved)
+}
+
+/// [`complete`] inside the caller's transaction, which commits it.
+async fn complete_in(
+    tx: &deadpool_postgres::Transaction<'_>,
+    batch: &[Completion],
+) -> Result<Vec<Applied>> {
     tx.batch_execute(COMPLETE_PLAN)
         .await
         .ctx("planning complete")?;
@@ -658,8 +831,7 @@ pub(super) async fn complete(store: &PgStore, batch: &[Completion]) -> Result<Ve
             }
         }
     }
-    super::reports::count_completions(&tx, batch).await?;
-    tx.commit().await.ctx("committing complete")?;
+    super::reports::count_completions(tx, batch).await?;
     Ok(applied)
 }
 

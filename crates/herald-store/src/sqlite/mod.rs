@@ -65,9 +65,9 @@ use pool::{ConnPool, Role};
 use crate::Holder;
 use crate::{
     Applied, ChannelPause, ChannelToken, Completion, DeadLetters, DeliveryRecord, DueCursor,
-    DueEntry, Fence, MergeProbe, NamedLease, NodeInfo, ReminderTimer, Result, ShardLease,
-    SortOrder, Store, StoreError, StoreOptions, SubjectRecord, TimerFilter, TimerRecord, WriteOp,
-    WriteResult,
+    DueEntry, Fence, FiringMark, InDoubtResolved, MergeProbe, NamedLease, NodeInfo, ReminderTimer,
+    Result, ShardLease, SortOrder, Store, StoreError, StoreOptions, SubjectRecord, TimerFilter,
+    TimerRecord, WriteOp, WriteResult,
 };
 
 /// The SQLite [`Store`].
@@ -250,6 +250,27 @@ impl Store for SqliteStore {
             return Ok(Vec::new());
         }
         self.write(move |c| timers::complete(c, batch)).await
+    }
+
+    async fn mark_firing(&self, marks: Vec<FiringMark>) -> Result<Vec<Applied>> {
+        if marks.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.write(move |c| timers::mark_firing(c, marks)).await
+    }
+
+    async fn resolve_in_doubt(
+        &self,
+        fences: &[Fence],
+        skip: &[String],
+        at: i64,
+    ) -> Result<InDoubtResolved> {
+        if fences.is_empty() {
+            return Ok(InDoubtResolved::default());
+        }
+        let (fences, skip) = (fences.to_vec(), skip.to_vec());
+        self.write(move |c| timers::resolve_in_doubt(c, &fences, &skip, at))
+            .await
     }
 
     async fn deliveries_for(&self, timer_id: TimerId) -> Result<Vec<DeliveryRecord>> {

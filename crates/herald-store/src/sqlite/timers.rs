@@ -10,8 +10,8 @@ use super::cluster;
 use super::error::Ctx;
 use crate::model::{self, delivery_cols, due_cols, tenant_to_db, timer_cols};
 use crate::{
-    Applied, Completion, CompletionOutcome, DeliveryRecord, DueCursor, DueEntry, Fence, Result,
-    StoreError, TimerRecord, WriteResult,
+    Applied, Completion, CompletionOutcome, DeliveryRecord, DueCursor, DueEntry, Fence, FiringMark,
+    InDoubtResolved, Result, StoreError, TimerRecord, WriteResult,
 };
 
 // The SQL below writes state codes as literals (partial indexes need literals to be
@@ -65,18 +65,33 @@ const INSERT_DELIVERY: &str = "INSERT INTO deliveries \
     (timer_id, attempt, channel, outcome, idempotency_key, provider_msgid, status, error, \
      started_at, finished_at, tenant_id) \
     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
+// A completion applies to a timer pending or marked firing (state 1, see
+// `MARK_FIRING`).
 // ?1 id, ?2 attempt, ?3 finished_at, ?4 expected previous attempts.
 const COMPLETE_DONE: &str = "UPDATE timers SET state = 2, attempts = ?2, delivered_at = ?3, \
     last_error = NULL, updated_at = ?3 \
-    WHERE id = ?1 AND state = 0 AND attempts = ?4";
+    WHERE id = ?1 AND state IN (0, 1) AND attempts = ?4";
 // ... ?5 next due_at, ?6 error.
-const COMPLETE_RETRY: &str = "UPDATE timers SET attempts = ?2, due_at = ?5, last_error = ?6, \
-    updated_at = ?3 \
-    WHERE id = ?1 AND state = 0 AND attempts = ?4";
+const COMPLETE_RETRY: &str = "UPDATE timers SET state = 0, attempts = ?2, due_at = ?5, \
+    last_error = ?6, updated_at = ?3 \
+    WHERE id = ?1 AND state IN (0, 1) AND attempts = ?4";
 // ... ?5 final state code, ?6 error.
 const COMPLETE_FINAL: &str = "UPDATE timers SET state = ?5, attempts = ?2, last_error = ?6, \
     updated_at = ?3 \
-    WHERE id = ?1 AND state = 0 AND attempts = ?4";
+    WHERE id = ?1 AND state IN (0, 1) AND attempts = ?4";
+// ?1 id, ?2 attempt about to be made, ?3 at: a timer still pending at the
+// attempt before is marked firing, which takes it out of the pending index.
+const MARK_FIRING: &str = "UPDATE timers SET state = 1, updated_at = ?3 \
+    WHERE id = ?1 AND state = 0 AND attempts = ?2 - 1";
+// One shard's firing timers, through the partial index `timers_firing`.
+const FIRING_IN_SHARD: &str = concat!(
+    "SELECT ",
+    timer_cols!(),
+    " FROM timers WHERE state = 1 AND shard = ?1 ORDER BY id"
+);
+// ?1 id, ?2 at: a firing timer back to pending, due when it was.
+const UNMARK_FIRING: &str =
+    "UPDATE timers SET state = 0, updated_at = ?2 WHERE id = ?1 AND state = 1";
 const DELIVERIES_FOR: &str = concat!(
     "SELECT ",
     delivery_cols!(),
@@ -341,6 +356,110 @@ pub(super) fn complete(conn: &mut Connection, batch: Vec<Completion>) -> Result<
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("beginning complete")?;
+    let applied = complete_in(&tx, &batch)?;
+    tx.commit().ctx("committing complete")?;
+    Ok(applied)
+}
+
+/// The current epoch of `shard`, read once per transaction into `epochs`.
+fn epoch_of(
+    tx: &rusqlite::Transaction<'_>,
+    epochs: &mut HashMap<u16, i64>,
+    shard: u16,
+) -> Result<i64> {
+    if let Some(e) = epochs.get(&shard) {
+        return Ok(*e);
+    }
+    let e = cluster::shard_epoch(tx, shard)?;
+    epochs.insert(shard, e);
+    Ok(e)
+}
+
+pub(super) fn mark_firing(conn: &mut Connection, marks: Vec<FiringMark>) -> Result<Vec<Applied>> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("beginning mark_firing")?;
+    let mut applied = Vec::with_capacity(marks.len());
+    let mut epochs: HashMap<u16, i64> = HashMap::new();
+    {
+        let mut mark = tx.prepare_cached(MARK_FIRING).ctx("preparing mark")?;
+        for m in &marks {
+            if let Some(Fence { shard, epoch }) = m.fence
+                && epoch_of(&tx, &mut epochs, shard)? != epoch
+            {
+                applied.push(Applied::Fenced);
+                continue;
+            }
+            let changed = mark
+                .execute(params![m.timer_id, m.attempt, m.at])
+                .ctx("marking timer firing")?;
+            applied.push(if changed == 1 {
+                Applied::Yes
+            } else {
+                Applied::NotPending
+            });
+        }
+    }
+    tx.commit().ctx("committing mark_firing")?;
+    Ok(applied)
+}
+
+pub(super) fn resolve_in_doubt(
+    conn: &mut Connection,
+    fences: &[Fence],
+    skip: &[String],
+    at: i64,
+) -> Result<InDoubtResolved> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("beginning resolve_in_doubt")?;
+    let mut epochs: HashMap<u16, i64> = HashMap::new();
+    let mut firing: Vec<TimerRecord> = Vec::new();
+    let mut shards: Vec<u16> = Vec::new();
+    for f in fences {
+        // Only shards still leased under the epoch given.
+        if epoch_of(&tx, &mut epochs, f.shard)? == f.epoch {
+            shards.push(f.shard);
+        }
+    }
+    shards.sort_unstable();
+    shards.dedup();
+    {
+        let mut stmt = tx
+            .prepare_cached(FIRING_IN_SHARD)
+            .ctx("preparing firing read")?;
+        for shard in shards {
+            let mut rows = stmt.query([shard]).ctx("querying firing timers")?;
+            while let Some(row) = rows.next().ctx("reading firing timers")? {
+                firing.push(model::decode(row)?);
+            }
+        }
+    }
+    let (doubt, again): (Vec<TimerRecord>, Vec<TimerRecord>) =
+        firing.into_iter().partition(|t| skip.contains(&t.channel));
+    let mut resolved = InDoubtResolved::default();
+    if !doubt.is_empty() {
+        let batch: Vec<Completion> = doubt
+            .iter()
+            .map(|t| crate::in_doubt_completion(t, at))
+            .collect();
+        let applied = complete_in(&tx, &batch)?;
+        resolved.in_doubt = applied.iter().filter(|a| **a == Applied::Yes).count() as u64;
+    }
+    {
+        let mut unmark = tx.prepare_cached(UNMARK_FIRING).ctx("preparing unmark")?;
+        for t in &again {
+            resolved.resent += unmark
+                .execute(params![t.id, at])
+                .ctx("putting a firing timer back")? as u64;
+        }
+    }
+    tx.commit().ctx("committing resolve_in_doubt")?;
+    Ok(resolved)
+}
+
+/// [`complete`] inside the caller's transaction, which commits it.
+fn complete_in(tx: &rusqlite::Transaction<'_>, batch: &[Completion]) -> Result<Vec<Applied>> {
     let mut applied = Vec::with_capacity(batch.len());
     // Current epoch per shard, read once per batch.
     let mut epochs: HashMap<u16, i64> = HashMap::new();
@@ -351,7 +470,7 @@ pub(super) fn complete(conn: &mut Connection, batch: Vec<Completion>) -> Result<
         let mut done = tx.prepare_cached(COMPLETE_DONE).ctx("preparing done")?;
         let mut retry = tx.prepare_cached(COMPLETE_RETRY).ctx("preparing retry")?;
         let mut fin = tx.prepare_cached(COMPLETE_FINAL).ctx("preparing final")?;
-        for c in &batch {
+        for c in batch {
             log.execute(params![
                 c.timer_id,
                 c.attempt,
@@ -366,19 +485,11 @@ pub(super) fn complete(conn: &mut Connection, batch: Vec<Completion>) -> Result<
                 tenant_to_db(c.tenant),
             ])
             .ctx("inserting delivery")?;
-            if let Some(Fence { shard, epoch }) = c.fence {
-                let current = match epochs.get(&shard) {
-                    Some(e) => *e,
-                    None => {
-                        let e = cluster::shard_epoch(&tx, shard)?;
-                        epochs.insert(shard, e);
-                        e
-                    }
-                };
-                if current != epoch {
-                    applied.push(Applied::Fenced);
-                    continue;
-                }
+            if let Some(Fence { shard, epoch }) = c.fence
+                && epoch_of(tx, &mut epochs, shard)? != epoch
+            {
+                applied.push(Applied::Fenced);
+                continue;
             }
             // Attempt 0 expects -1 and so never matches: no underflow, no update.
             let previous = i64::from(c.attempt) - 1;
@@ -409,6 +520,14 @@ pub(super) fn complete(conn: &mut Connection, batch: Vec<Completion>) -> Result<
                     TimerState::Dead.code(),
                     c.error
                 ]),
+                CompletionOutcome::InDoubt => fin.execute(params![
+                    id,
+                    attempt,
+                    at,
+                    previous,
+                    TimerState::InDoubt.code(),
+                    c.error
+                ]),
             }
             .ctx("updating completed timer")?;
             applied.push(if changed == 1 {
@@ -418,8 +537,7 @@ pub(super) fn complete(conn: &mut Connection, batch: Vec<Completion>) -> Result<
             });
         }
     }
-    super::reports::count_completions(&tx, &batch)?;
-    tx.commit().ctx("committing complete")?;
+    super::reports::count_completions(tx, batch)?;
     Ok(applied)
 }
 

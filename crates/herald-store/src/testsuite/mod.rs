@@ -7,6 +7,8 @@
 //!
 //! - [`timers`]: inserts, idempotency keys, cancelling, the due index,
 //!   completions and the send log;
+//! - [`in_doubt`]: timers marked firing before their send, and resolving
+//!   what a dead node left marked;
 //! - [`timer_ops`]: search, dead letters, patch, replace by key, retry;
 //! - [`reminders`]: subjects and reminder subscriptions;
 //! - [`digests`]: placing digest timers, the digest member probe;
@@ -53,6 +55,8 @@ pub mod cluster;
 pub mod digests;
 #[cfg(feature = "testsuite")]
 pub mod directory;
+#[cfg(feature = "testsuite")]
+pub mod in_doubt;
 #[cfg(feature = "testsuite")]
 pub mod reminders;
 #[cfg(feature = "testsuite")]
@@ -124,6 +128,14 @@ macro_rules! store_conformance_tests {
                 init_shards_first_value_sticks,
                 concurrent_applies_all_land,
                 a_batch_becomes_visible_at_once,
+            ]
+            races: []
+        );
+        $crate::store_conformance_tests!(@area in_doubt, $make, $second;
+            cases: [
+                a_marked_timer_leaves_the_due_index_and_completes,
+                a_mark_under_a_stale_lease_is_fenced_off,
+                resolving_ends_skipped_channels_in_doubt_and_resends_the_rest,
             ]
             races: []
         );

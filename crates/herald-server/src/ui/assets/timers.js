@@ -3,7 +3,7 @@
 "use strict";
 (function () {
   var el = H.el;
-  var STATES = [["", "any state"], ["pending", "pending"], ["done", "done"], ["failed", "failed"], ["dead", "dead"], ["cancelled", "cancelled"]];
+  var STATES = [["", "any state"], ["pending", "pending"], ["done", "done"], ["failed", "failed"], ["dead", "dead"], ["cancelled", "cancelled"], ["in_doubt", "in doubt"]];
   var KINDS = [["", "any kind"], ["timer", "timer"], ["reminder", "reminder"], ["job", "job"]];
   var form = el("form", { id: "timer-search", class: "filters" },
     H.field("id", "id", "text"),

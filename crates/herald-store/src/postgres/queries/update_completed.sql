@@ -1,5 +1,6 @@
 -- One row per completion (ids distinct within a call). Applies only to a timer
--- still pending at the attempt before this one.
+-- still pending (or marked firing, state 1: `mark_firing`) at the attempt
+-- before this one.
 --
 -- Driven by the unnest, one primary-key probe per completion (a nested loop).
 -- An extra `t.id = ANY($1)` let the planner pick a bitmap scan of the pending
@@ -14,6 +15,6 @@ UPDATE timers AS t SET
 FROM unnest($1::int8[], $2::int8[], $3::int2[], $4::int8[], $5::int8[], $6::int8[],
             $7::text[], $8::int8[])
      AS u(id, attempt, state, next_due_at, delivered_at, at, error, attempts)
-WHERE t.id = u.id AND t.state = 0
+WHERE t.id = u.id AND t.state IN (0, 1)
   AND t.attempts = u.attempt - 1
 RETURNING t.id
