@@ -21,6 +21,7 @@ mod driver;
 mod fair;
 mod fetcher;
 mod flight;
+mod group_commit;
 mod health;
 mod listener;
 mod live;
@@ -392,6 +393,7 @@ impl Engine {
             work: Default::default(),
             plan: Default::default(),
             sweep: Default::default(),
+            writes: Default::default(),
         });
         let campaign_tasks = campaign::spawn(campaign.clone(), &loops);
         let retention = Arc::new(retention::Sweeper {

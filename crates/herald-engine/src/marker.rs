@@ -17,7 +17,8 @@
 //! while some sender waits.
 
 use herald_store::{Applied, FiringMark, Store};
-use tokio::sync::oneshot;
+
+use crate::group_commit::GroupCommit;
 
 /// What one mark came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,66 +29,29 @@ pub(crate) enum Marked {
     Failed,
 }
 
-type Waiting = (FiringMark, oneshot::Sender<Marked>);
-
+/// Marks waiting for a write, written as one batch (`group_commit`).
 #[derive(Default)]
 pub(crate) struct Marker {
-    /// Marks waiting for a write, oldest first.
-    waiting: parking_lot::Mutex<Vec<Waiting>>,
-    /// The write turn: one batch in the store at a time, and the marks that
-    /// arrive meanwhile make the next batch.
-    turn: tokio::sync::Mutex<()>,
+    commit: GroupCommit<FiringMark, Applied>,
 }
 
 impl Marker {
     /// Marks one timer firing, in a batch with whatever other senders mark
     /// meanwhile; returns once the batch that holds it committed (or failed).
     pub async fn mark(&self, store: &dyn Store, max_batch: usize, mark: FiringMark) -> Marked {
-        let (tx, mut rx) = oneshot::channel();
-        self.waiting.lock().push((mark, tx));
-        loop {
-            let _turn = self.turn.lock().await;
-            match rx.try_recv() {
-                Ok(m) => return m,
-                // A writer dropped mid-batch (its task was cancelled): the
-                // outcome is unknown, so it counts as a failure; the timer
-                // is not sent.
-                Err(oneshot::error::TryRecvError::Closed) => return Marked::Failed,
-                Err(oneshot::error::TryRecvError::Empty) => {}
-            }
-            let batch: Vec<Waiting> = {
-                let mut w = self.waiting.lock();
-                let n = w.len().min(max_batch.max(1));
-                w.drain(..n).collect()
-            };
-            if batch.is_empty() {
-                continue;
-            }
-            let marks: Vec<FiringMark> = batch.iter().map(|(m, _)| *m).collect();
-            let n = marks.len();
-            match store.mark_firing(marks).await {
-                Ok(applied) if applied.len() == n => {
-                    for ((_, tx), a) in batch.into_iter().zip(applied) {
-                        let _ = tx.send(Marked::Applied(a));
+        let answer = self
+            .commit
+            .submit(mark, max_batch, |marks: Vec<FiringMark>| async move {
+                let n = marks.len();
+                match store.mark_firing(marks).await {
+                    Ok(applied) => Some(applied),
+                    Err(e) => {
+                        tracing::warn!(error = %e, n, "marking timers firing failed; their sends wait");
+                        None
                     }
                 }
-                Ok(applied) => {
-                    tracing::error!(
-                        n,
-                        answers = applied.len(),
-                        "marking timers firing: the store answered a different number of marks"
-                    );
-                    for (_, tx) in batch {
-                        let _ = tx.send(Marked::Failed);
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, n, "marking timers firing failed; their sends wait");
-                    for (_, tx) in batch {
-                        let _ = tx.send(Marked::Failed);
-                    }
-                }
-            }
-        }
+            })
+            .await;
+        answer.map_or(Marked::Failed, Marked::Applied)
     }
 }

@@ -114,6 +114,10 @@ pub(crate) struct Shared {
     pub plan: Notify,
     /// Poked when a sweep should run now rather than at the next interval.
     pub sweep: Notify,
+    /// The workers' writes, group-committed: one transaction for all the
+    /// outcomes and marks the node's workers have ready.
+    pub writes:
+        crate::group_commit::GroupCommit<herald_store::SegmentWrite, herald_store::LeaseCheck>,
 }
 
 impl Shared {

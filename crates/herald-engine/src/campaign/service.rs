@@ -634,6 +634,7 @@ mod tests {
             work: Default::default(),
             plan: Default::default(),
             sweep: Default::default(),
+            writes: Default::default(),
         }))
     }
 

@@ -28,8 +28,8 @@ use herald_core::TimerKind;
 use herald_core::campaign::{SendState, job_recipient_key};
 use herald_core::timer::Routing;
 use herald_store::{
-    ClaimedSegment, CompletionOutcome, JobRecord, LeaseCheck, Progress, SegmentClaim, SendEntry,
-    Unsendable,
+    ClaimedSegment, CompletionOutcome, JobRecord, LeaseCheck, Progress, SegmentClaim, SegmentWrite,
+    SendEntry, Unsendable,
 };
 use tokio::time::Instant;
 
@@ -58,6 +58,9 @@ pub(super) async fn run(sh: Arc<Shared>, n: usize) {
         }
     }
 }
+
+/// Most workers' writes one commit carries (`Shared::writes`).
+const WRITES_PER_COMMIT: usize = 64;
 
 /// The error an in-doubt recipient that was not sent again ends with.
 const IN_DOUBT: &str = "in doubt: handed to the provider by a node that died before recording the answer; not sent again (in_doubt = \"skip\")";
@@ -222,13 +225,11 @@ async fn run_segment(sh: &Shared, claimed: ClaimedSegment) {
                 next.saturating_add(room).min(segment.end)
             };
             let due = last_record.elapsed() >= record_period;
-            // Half the window answered: write it, so sends keep going while
-            // it commits. Writing every answer at once would make many small
-            // transactions, each with the job's lock and a commit.
-            let half = entries.len() as u64 >= (window / 2).max(1);
-            // Nothing in flight: write what there is (and the first mark).
-            let idle = sends.is_empty() && (!entries.is_empty() || sent_to > marked);
-            if due || half || idle || (halted && !entries.is_empty()) {
+            // Answers go as soon as they come (the group commit merges them
+            // with the other workers'); a mark alone when the next send
+            // waits for it, or nothing is in flight.
+            let mark = sent_to > marked && (sends.is_empty() || next >= marked);
+            if due || !entries.is_empty() || mark {
                 let take = entries.len().min(per_write);
                 let batch: Vec<SendEntry> = entries.drain(..take).collect();
                 // Outcomes left for the next write are not recorded yet.
@@ -345,13 +346,28 @@ async fn record(
     entries: Vec<SendEntry>,
 ) -> Option<(i64, Progress)> {
     let n = entries.len();
-    match sh
-        .store
-        .record_progress(claim, at, entries, sh.clock.now_ms(), sh.cfg.get().lease_ms)
-        .await
-    {
-        Ok(LeaseCheck::Held { lease_until }) => Some((lease_until, at)),
-        Ok(LeaseCheck::Lost) => {
+    let write = SegmentWrite {
+        claim: claim.clone(),
+        at,
+        entries,
+    };
+    let answer = sh
+        .writes
+        .submit(write, WRITES_PER_COMMIT, |writes: Vec<SegmentWrite>| async move {
+            let k = writes.len();
+            let (now, lease_ms) = (sh.clock.now_ms(), sh.cfg.get().lease_ms);
+            match sh.store.record_many(writes, now, lease_ms).await {
+                Ok(checks) => Some(checks),
+                Err(e) => {
+                    tracing::warn!(error = %e, writes = k, "recording sends failed; those segments stop");
+                    None
+                }
+            }
+        })
+        .await;
+    match answer {
+        Some(LeaseCheck::Held { lease_until }) => Some((lease_until, at)),
+        Some(LeaseCheck::Lost) => {
             tracing::warn!(
                 job = claim.job_id,
                 segment = claim.segment_id,
@@ -360,10 +376,7 @@ async fn record(
             );
             None
         }
-        Err(e) => {
-            tracing::warn!(error = %e, job = claim.job_id, segment = claim.segment_id, "recording sends failed; stopping this segment");
-            None
-        }
+        None => None,
     }
 }
 

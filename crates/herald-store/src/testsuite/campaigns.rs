@@ -10,8 +10,8 @@ use super::fixtures::*;
 use super::support::S;
 use crate::{
     AUDIENCE_CHUNK, AudienceRecord, ClaimedSegment, JobRecord, JobTotals, LeaseCheck, Progress,
-    RuleSpec, SegmentClaim, SegmentRecord, SendEntry, SendRecord, SweepOptions, SweepReport,
-    TaskRecord, TaskStart,
+    RuleSpec, SegmentClaim, SegmentRecord, SegmentWrite, SendEntry, SendRecord, SweepOptions,
+    SweepReport, TaskRecord, TaskStart,
 };
 
 const T0: i64 = 1_700_000_000_000;
@@ -1593,6 +1593,75 @@ pub async fn a_lapsed_claim_leaves_what_it_marked_in_doubt(store: S) {
         .await
         .expect("job_sends_in_state");
     assert_eq!(delivered.len(), 4);
+}
+
+/// Several workers' writes in one call: each answered in order, a lost claim
+/// among them changes nothing but the log, and the totals move as if each
+/// had been written alone.
+pub async fn record_many_writes_each_as_if_alone(store: S) {
+    let aud = audience(&store, 30).await;
+    let j1 = job(&store, aud, 10).await;
+    let j2 = job(&store, aud, 10).await;
+    // Claim order: j1's three segments, then j2's.
+    let a = claim(&store, "w1", T0).await;
+    let b = claim(&store, "w2", T0).await;
+    let c = claim(&store, "w3", T0).await;
+    let d = claim(&store, "w4", T0).await;
+    assert_eq!(
+        [
+            a.claim.job_id,
+            b.claim.job_id,
+            c.claim.job_id,
+            d.claim.job_id
+        ],
+        [j1.id, j1.id, j1.id, j2.id]
+    );
+    // A claim that is no longer current (another epoch).
+    let mut stale = a.claim.clone();
+    stale.epoch += 1;
+    let write = |claim: &SegmentClaim, cursor, sent_to, entries| SegmentWrite {
+        claim: claim.clone(),
+        at: Progress { cursor, sent_to },
+        entries,
+    };
+    let (s0, s1, s2, o) = (
+        a.segment.start,
+        b.segment.start,
+        c.segment.start,
+        d.segment.start,
+    );
+    let writes = vec![
+        write(&d.claim, o + 2, o + 5, sends(o..o + 2, D)),
+        write(&stale, s0 + 5, s0 + 8, sends(s0..s0 + 5, D)),
+        write(&b.claim, s1 + 3, s1 + 8, sends(s1..s1 + 3, F)),
+        write(&c.claim, s2, s2 + 4, vec![]),
+    ];
+    let checks = store
+        .record_many(writes, T0 + 1, LEASE)
+        .await
+        .expect("record_many");
+    let held = |k: &LeaseCheck| matches!(k, LeaseCheck::Held { .. });
+    assert_eq!(checks.len(), 4);
+    assert!(
+        held(&checks[0]) && held(&checks[2]) && held(&checks[3]),
+        "{checks:?}"
+    );
+    assert_eq!(checks[1], LeaseCheck::Lost);
+    // The stale write's outcomes are logged and counted all the same.
+    let t1 = job_now(&store, j1.id).await.totals;
+    assert_eq!((t1.delivered, t1.failed), (5, 3), "{t1:?}");
+    assert_eq!(job_now(&store, j2.id).await.totals.delivered, 2);
+    let seg = |job, id| segment(&store, job, id);
+    let sd = seg(j2.id, d.claim.segment_id).await;
+    assert_eq!((sd.cursor, sd.sent_to), (o + 2, o + 5));
+    let sa = seg(j1.id, a.claim.segment_id).await;
+    assert_eq!(
+        (sa.cursor, sa.sent_to),
+        (s0, 0),
+        "a lost write moves nothing"
+    );
+    assert_eq!(seg(j1.id, b.claim.segment_id).await.cursor, s1 + 3);
+    assert_eq!(seg(j1.id, c.claim.segment_id).await.sent_to, s2 + 4);
 }
 
 pub async fn the_sweep_ends_a_job_left_with_nothing_to_do(store: S) {

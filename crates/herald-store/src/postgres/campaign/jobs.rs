@@ -25,7 +25,7 @@
 
 use std::collections::HashMap;
 
-use futures_util::future::{try_join, try_join_all, try_join3};
+use futures_util::future::{join_all, try_join, try_join_all, try_join3};
 use herald_core::TenantId;
 use herald_core::campaign::{
     JobState, SegmentState, SendState, TaskState, plan_segments, task_outcome,
@@ -804,11 +804,32 @@ async fn record_many_once(
     let mut client = store.client().await?;
     let tx = client.transaction().await.ctx("beginning record_sends")?;
     let mut checks: Vec<Option<LeaseCheck>> = vec![None; writes.len()];
-    for &i in order {
-        let w = &writes[i];
-        match record_in(&tx, &w.claim, w.at, &w.entries, now, lease_ms).await? {
-            Some(check) => checks[i] = Some(check),
-            None => return Ok(None),
+    // One job at a time, in order; a job's writes together, pipelined on the
+    // connection (a batch is mostly one job's, so it costs the round trips
+    // of one write, not of each).
+    for group in order.chunk_by(|&x, &y| writes[x].claim.job_id == writes[y].claim.job_id) {
+        let results = join_all(group.iter().map(|&i| {
+            let w = &writes[i];
+            record_in(&tx, &w.claim, w.at, &w.entries, now, lease_ms)
+        }))
+        .await;
+        let (mut raced, mut failed) = (false, None);
+        for (&i, r) in group.iter().zip(results) {
+            match r {
+                Ok(Some(check)) => checks[i] = Some(check),
+                Ok(None) => raced = true,
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
+            }
+        }
+        // A race aborts the transaction, and the other writes fail with it:
+        // the race decides (start again).
+        if raced {
+            return Ok(None);
+        }
+        if let Some(e) = failed {
+            return Err(e);
         }
     }
     tx.commit().await.ctx("committing record_sends")?;
@@ -982,7 +1003,7 @@ async fn record_in(
         writes.push(tx.execute(&counters, &counter_params));
     }
     let renewed = tx.query_opt(&renew, &renew_params);
-    let report = reports::count_sends(&tx, claim.job_id, utc_day(now), &reported);
+    let report = reports::count_sends(tx, claim.job_id, utc_day(now), &reported);
     let ((_, renewed), ()) = try_join(
         async {
             try_join(try_join_all(writes), renewed)
