@@ -3,8 +3,9 @@
 //!
 //! Sends run `worker_concurrency` at a time within the channel's rate limit.
 //! Outcomes are written as they arrive, one write at a time (whatever was
-//! answered while the last one committed, at most `record_every`), and at
-//! least every third of the lease; each write moves the cursor to the lowest
+//! answered while the last one committed, at most `record_every`), group
+//! committed with the other workers' (`Shared::writes`), and at least every
+//! third of the lease; each write moves the cursor to the lowest
 //! index not yet finished, extends the lease, and raises the segment's
 //! `sent_to` as far as the window allows. Nothing at or above `sent_to` is
 //! sent, and the window (`worker_concurrency` calls) counts sends answered
