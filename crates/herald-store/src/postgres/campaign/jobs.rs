@@ -25,7 +25,7 @@
 
 use std::collections::HashMap;
 
-use futures_util::future::{join_all, try_join, try_join_all, try_join3};
+use futures_util::future::{try_join, try_join_all, try_join3};
 use herald_core::TenantId;
 use herald_core::campaign::{
     JobState, SegmentState, SendState, TaskState, plan_segments, task_outcome,
@@ -635,11 +635,11 @@ impl Moves {
 /// a final row is left alone. Returns the rows to write, by index, and what
 /// moved.
 fn apply_batch<'a>(
-    entries: &'a [SendEntry],
+    entries: impl IntoIterator<Item = &'a SendEntry>,
     stored: &HashMap<i64, (SendState, i32)>,
     reported: &mut SendTally,
 ) -> Result<(Vec<(i64, Written<'a>)>, Moves)> {
-    let mut rows: HashMap<i64, Written<'a>> = HashMap::with_capacity(entries.len());
+    let mut rows: HashMap<i64, Written<'a>> = HashMap::new();
     let mut moves = Moves::default();
     for entry in entries {
         let idx = to_db(entry.index, "entries")?;
@@ -808,49 +808,37 @@ async fn record_many_once(
     // connection (a batch is mostly one job's, so it costs the round trips
     // of one write, not of each).
     for group in order.chunk_by(|&x, &y| writes[x].claim.job_id == writes[y].claim.job_id) {
-        let results = join_all(group.iter().map(|&i| {
-            let w = &writes[i];
-            record_in(&tx, &w.claim, w.at, &w.entries, now, lease_ms)
-        }))
-        .await;
-        let (mut raced, mut failed) = (false, None);
-        for (&i, r) in group.iter().zip(results) {
-            match r {
-                Ok(Some(check)) => checks[i] = Some(check),
-                Ok(None) => raced = true,
-                Err(e) => {
-                    failed.get_or_insert(e);
+        let ws: Vec<&SegmentWrite> = group.iter().map(|&i| &writes[i]).collect();
+        match record_job(&tx, &ws, now, lease_ms).await? {
+            Some(answers) => {
+                for (&i, check) in group.iter().zip(answers) {
+                    checks[i] = Some(check);
                 }
             }
-        }
-        // A race aborts the transaction, and the other writes fail with it:
-        // the race decides (start again).
-        if raced {
-            return Ok(None);
-        }
-        if let Some(e) = failed {
-            return Err(e);
+            None => return Ok(None),
         }
     }
     tx.commit().await.ctx("committing record_sends")?;
     Ok(Some(checks.into_iter().flatten().collect()))
 }
 
-/// One write of a batch, in its transaction; `None` when another claim added
-/// one of its rows first (the transaction must start again).
-async fn record_in(
+/// The writes of one job in a batch (at least one), in its transaction, as
+/// one: one read, one insert, one lock, one counter move and one report
+/// count for all of them, and a lease check per segment. The answers are in
+/// the order of `group`; `None` when another claim added one of their rows
+/// first (the transaction must start again).
+async fn record_job(
     tx: &Tx<'_>,
-    claim: &SegmentClaim,
-    at: Progress,
-    entries: &[SendEntry],
+    group: &[&SegmentWrite],
     now: i64,
     lease_ms: i64,
-) -> Result<Option<LeaseCheck>> {
-    let cursor = at.cursor;
-    let cursor_db = to_db(cursor, "cursor")?;
-    let sent_to = to_db(at.sent_to, "sent_to")?;
-    let mut indexes: Vec<i64> = entries
-        .iter()
+) -> Result<Option<Vec<LeaseCheck>>> {
+    let Some(first) = group.first() else {
+        return Ok(Some(Vec::new()));
+    };
+    let job_id = first.claim.job_id;
+    let entries = || group.iter().flat_map(|w| w.entries.iter());
+    let mut indexes: Vec<i64> = entries()
         .map(|e| to_db(e.index, "entries"))
         .collect::<Result<_>>()?;
     indexes.sort_unstable();
@@ -877,21 +865,29 @@ async fn record_in(
     )
     .await
     .ctx("preparing record_sends")?;
-    let (range, existing) = try_join(
-        tx.query_opt(&range, &[&claim.segment_id, &claim.job_id]),
-        tx.query(&existing, &[&claim.job_id, &indexes, &lo, &hi]),
+    let range_params: Vec<[&(dyn ToSql + Sync); 2]> = group
+        .iter()
+        .map(|w| [&w.claim.segment_id as &(dyn ToSql + Sync), &job_id])
+        .collect();
+    let (ranges, existing) = try_join(
+        try_join_all(range_params.iter().map(|p| tx.query_opt(&range, p))),
+        tx.query(&existing, &[&job_id, &indexes, &lo, &hi]),
     )
     .await
-    .ctx("reading the segment and its send-log rows")?;
-    let Some(range) = range else {
-        return Err(refusals::no_segment(claim.segment_id, claim.job_id));
-    };
-    let start = model::from_db(range.int(0, "segments.start_idx")?, "segments.start_idx")?;
-    let end = model::from_db(range.int(1, "segments.end_idx")?, "segments.end_idx")?;
-    let tenant: i32 = col(&range, 2, "segments.tenant_id")?;
-    refusals::within_segment(claim.segment_id, start, end, cursor, entries)?;
+    .ctx("reading the segments and their send-log rows")?;
+    let mut tenant: i32 = 0;
+    for (w, range) in group.iter().zip(&ranges) {
+        let claim = &w.claim;
+        let Some(range) = range else {
+            return Err(refusals::no_segment(claim.segment_id, claim.job_id));
+        };
+        let start = model::from_db(range.int(0, "segments.start_idx")?, "segments.start_idx")?;
+        let end = model::from_db(range.int(1, "segments.end_idx")?, "segments.end_idx")?;
+        tenant = col(range, 2, "segments.tenant_id")?;
+        refusals::within_segment(claim.segment_id, start, end, w.at.cursor, &w.entries)?;
+    }
     let seen = stored_sends(&existing)?;
-    let (rows, _) = apply_batch(entries, &seen, &mut SendTally::default())?;
+    let (rows, _) = apply_batch(entries(), &seen, &mut SendTally::default())?;
     let mut new = SendColumns::default();
     for (idx, w) in &rows {
         if !w.stored {
@@ -900,7 +896,7 @@ async fn record_in(
     }
     let inserted: std::collections::HashSet<i64> = new.idx.iter().copied().collect();
     if !new.idx.is_empty() {
-        let mut params = new.params(&claim.job_id, &now);
+        let mut params = new.params(&job_id, &now);
         params.push(&tenant);
         match tx.execute(&insert, &params).await {
             Ok(_) => {}
@@ -929,24 +925,24 @@ async fn record_in(
     .await
     .ctx("preparing record_sends")?;
     // Pipelined, in this order: the job lock first, then the stored rows.
-    let (job, stored_rows) = try_join(tx.query_opt(&lock, &[&claim.job_id]), async {
+    let (job, stored_rows) = try_join(tx.query_opt(&lock, &[&job_id]), async {
         if old_indexes.is_empty() {
             Ok(Vec::new())
         } else {
-            tx.query(&lock_sends, &[&claim.job_id, &old_indexes, &lo, &hi])
+            tx.query(&lock_sends, &[&job_id, &old_indexes, &lo, &hi])
                 .await
         }
     })
     .await
     .ctx("locking the job and its send-log rows")?;
     let Some(job) = job else {
-        return Err(refusals::no_segment(claim.segment_id, claim.job_id));
+        return Err(refusals::no_segment(first.claim.segment_id, job_id));
     };
     let job: JobState = job.state(0, "jobs.state")?;
     let stored = stored_sends(&stored_rows)?;
     // The rows inserted above count as new again: they are not in `stored`.
     let mut reported = SendTally::default();
-    let (rows, moves) = apply_batch(entries, &stored, &mut reported)?;
+    let (rows, moves) = apply_batch(entries(), &stored, &mut reported)?;
     let (mut late_new, mut old) = (SendColumns::default(), SendColumns::default());
     for (idx, w) in &rows {
         if w.stored {
@@ -967,30 +963,36 @@ async fn record_in(
     .await
     .ctx("preparing record_sends")?;
     let lease_until = now.saturating_add(lease_ms);
-    let (mut late_params, old_params) = (
-        late_new.params(&claim.job_id, &now),
-        old.params(&claim.job_id, &now),
-    );
+    let (mut late_params, old_params) = (late_new.params(&job_id, &now), old.params(&job_id, &now));
     late_params.push(&tenant);
     let counter_params: Vec<&(dyn ToSql + Sync)> = vec![
-        &claim.job_id,
-        &delivered,
-        &failed,
-        &retrying,
-        &expired,
-        &cancelled,
-        &in_doubt,
+        &job_id, &delivered, &failed, &retrying, &expired, &cancelled, &in_doubt,
     ];
-    // The segment is this job's: `SEGMENT_RANGE` found it under the job.
-    let renew_params: Vec<&(dyn ToSql + Sync)> = vec![
-        &claim.segment_id,
-        &claim.owner,
-        &claim.epoch,
-        &cursor_db,
-        &lease_until,
-        &now,
-        &sent_to,
-    ];
+    // Each segment is this job's: `SEGMENT_RANGE` found it under the job.
+    let progress: Vec<(i64, i64)> = group
+        .iter()
+        .map(|w| {
+            Ok((
+                to_db(w.at.cursor, "cursor")?,
+                to_db(w.at.sent_to, "sent_to")?,
+            ))
+        })
+        .collect::<Result<_>>()?;
+    let renew_params: Vec<[&(dyn ToSql + Sync); 7]> = group
+        .iter()
+        .zip(&progress)
+        .map(|(w, (cursor, sent_to))| {
+            [
+                &w.claim.segment_id as &(dyn ToSql + Sync),
+                &w.claim.owner,
+                &w.claim.epoch,
+                cursor,
+                &lease_until,
+                &now,
+                sent_to,
+            ]
+        })
+        .collect();
     // Pipelined: one round trip for every write of the batch.
     let mut writes = Vec::new();
     if !late_new.idx.is_empty() {
@@ -1002,8 +1004,8 @@ async fn record_in(
     if [delivered, failed, retrying, expired, cancelled, in_doubt] != [0; 6] {
         writes.push(tx.execute(&counters, &counter_params));
     }
-    let renewed = tx.query_opt(&renew, &renew_params);
-    let report = reports::count_sends(tx, claim.job_id, utc_day(now), &reported);
+    let renewed = try_join_all(renew_params.iter().map(|p| tx.query_opt(&renew, p)));
+    let report = reports::count_sends(tx, job_id, utc_day(now), &reported);
     let ((_, renewed), ()) = try_join(
         async {
             try_join(try_join_all(writes), renewed)
@@ -1013,10 +1015,15 @@ async fn record_in(
         report,
     )
     .await?;
-    Ok(Some(match renewed {
-        Some(_) => LeaseCheck::Held { lease_until },
-        None => LeaseCheck::Lost,
-    }))
+    Ok(Some(
+        renewed
+            .into_iter()
+            .map(|r| match r {
+                Some(_) => LeaseCheck::Held { lease_until },
+                None => LeaseCheck::Lost,
+            })
+            .collect(),
+    ))
 }
 
 pub(super) async fn finish_segment(
