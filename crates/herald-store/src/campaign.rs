@@ -777,7 +777,17 @@ pub trait CampaignStore: Send + Sync + 'static {
         entries: Vec<SendEntry>,
         now: i64,
         lease_ms: i64,
-    ) -> Result<LeaseCheck>;
+    ) -> Result<LeaseCheck> {
+        let writes = vec![SegmentWrite {
+            claim: claim.clone(),
+            at,
+            entries,
+        }];
+        let mut checks = self.record_many(writes, now, lease_ms).await?;
+        checks
+            .pop()
+            .ok_or_else(|| crate::StoreError::Corrupt("record_progress answered nothing".into()))
+    }
 
     /// Several [`Self::record_progress`] writes, of any segments and jobs, in
     /// one transaction: a group commit for a node's segment workers, so each
@@ -788,16 +798,7 @@ pub trait CampaignStore: Send + Sync + 'static {
         writes: Vec<SegmentWrite>,
         now: i64,
         lease_ms: i64,
-    ) -> Result<Vec<LeaseCheck>> {
-        let mut out = Vec::with_capacity(writes.len());
-        for w in writes {
-            out.push(
-                self.record_progress(&w.claim, w.at, w.entries, now, lease_ms)
-                    .await?,
-            );
-        }
-        Ok(out)
-    }
+    ) -> Result<Vec<LeaseCheck>>;
 
     /// Ends a claimed segment whose cursor reached its end: `partial` if any of
     /// its range is still `retry` in the send log, else `done`. When that leaves

@@ -179,7 +179,7 @@ faulty! { CampaignStore:
     fn claim_segment(owner: &str, now: i64, lease_ms: i64) -> Result<Option<ClaimedSegment>>;
     fn job_sends(job_id: i64, start: u64, end: u64) -> Result<Vec<SendRecord>>;
     fn job_sends_in_state(job_id: i64, state: herald_core::campaign::SendState, after: Option<u64>, limit: usize) -> Result<Vec<SendRecord>>;
-    fn record_progress(claim: &SegmentClaim, at: herald_store::Progress, entries: Vec<SendEntry>, now: i64, lease_ms: i64) -> Result<LeaseCheck>;
+    fn record_many(writes: Vec<herald_store::SegmentWrite>, now: i64, lease_ms: i64) -> Result<Vec<LeaseCheck>>;
     fn finish_segment(claim: &SegmentClaim, now: i64) -> Result<LeaseCheck>;
     fn sweep(now: i64, opts: SweepOptions) -> Result<SweepReport>;
 }

@@ -333,25 +333,6 @@ impl CampaignStore for SqliteStore {
             .await
     }
 
-    async fn record_progress(
-        &self,
-        claim: &SegmentClaim,
-        at: Progress,
-        entries: Vec<SendEntry>,
-        now: i64,
-        lease_ms: i64,
-    ) -> Result<LeaseCheck> {
-        let writes = vec![SegmentWrite {
-            claim: claim.clone(),
-            at,
-            entries,
-        }];
-        let mut checks = self.record_many(writes, now, lease_ms).await?;
-        checks
-            .pop()
-            .ok_or_else(|| crate::StoreError::Corrupt("record_progress answered nothing".into()))
-    }
-
     async fn record_many(
         &self,
         writes: Vec<SegmentWrite>,
