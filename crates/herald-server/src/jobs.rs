@@ -15,7 +15,7 @@ use herald_core::TenantId;
 use herald_core::campaign::{JobState, SegmentState, SendState, job_recipient_key};
 use herald_core::time::{format_rfc3339_ms, parse_rfc3339_ms};
 use herald_engine::campaign::{AudienceSource, NewJob};
-use herald_store::{FollowUp, JobRecord, JobTotals, SegmentRecord, SendRecord};
+use herald_store::{FollowUp, JobRecord, JobTotals, Resend, SegmentRecord, SendRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
@@ -530,7 +530,8 @@ pub async fn delete(
 ///
 /// `POST /v1/jobs/{id}:retry-failed` → `200 {job, retried}`: the job's failed
 /// sends are sent again (a finished job runs again); `409 not_retryable` for a
-/// cancelled or expired job.
+/// cancelled or expired job. `POST /v1/jobs/{id}:retry-in-doubt`: the same for
+/// the sends a crash left `in_doubt` (an operator's decision to send them).
 ///
 /// `POST /v1/jobs/{id}:recall` → `200 {job_id, messages, recalled,
 /// already_recalled, too_old, failed, error?}` (see `job_recall`).
@@ -544,15 +545,20 @@ pub async fn action(
         &segment,
         "jobs",
         "job",
-        &["cancel", "retry-failed", "recall"],
+        &["cancel", "retry-failed", "retry-in-doubt", "recall"],
     )?;
     let id = parse_id(raw_id, "job")?;
     if verb == "recall" {
         let job = st.campaigns.get_job(caller.tenant, id).await?;
         return crate::job_recall::recall_job(&st, id, &job.channel).await;
     }
-    if verb == "retry-failed" {
-        let (job, retried) = st.campaigns.retry_failed(caller.tenant, id).await?;
+    let resend = match verb {
+        "retry-failed" => Some(Resend::Failed),
+        "retry-in-doubt" => Some(Resend::InDoubt),
+        _ => None,
+    };
+    if let Some(which) = resend {
+        let (job, retried) = st.campaigns.retry_sends(caller.tenant, id, which).await?;
         let job = job_json(&st, &rates, job).await?;
         return Ok(axum::Json(JobRetried { job, retried }).into_response());
     }
@@ -560,11 +566,11 @@ pub async fn action(
     Ok(axum::Json(job_json(&st, &rates, job).await?).into_response())
 }
 
-/// The answer to `POST /v1/jobs/{id}:retry-failed`.
+/// The answer to `POST /v1/jobs/{id}:retry-failed` and `:retry-in-doubt`.
 #[derive(Serialize, utoipa::ToSchema)]
 pub(crate) struct JobRetried {
     job: JobJson,
-    /// Failed sends that were set to be sent again.
+    /// Failed (or in-doubt) sends that were set to be sent again.
     retried: u64,
 }
 

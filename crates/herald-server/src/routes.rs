@@ -77,7 +77,7 @@ pub const ROUTES: &[Policy] = &[
     route(Get, "/v1/jobs/{id}", Needs(Read), NoBody),
     // Finished jobs only.
     route(Delete, "/v1/jobs/{id}", Needs(Campaign), NoBody),
-    // `:cancel`, `:retry-failed`.
+    // `:cancel`, `:retry-failed`, `:retry-in-doubt`, `:recall`.
     route(Post, "/v1/jobs/{id}", Needs(Campaign), Action),
     route(Get, "/v1/jobs/{id}/segments", Needs(Read), NoBody),
     route(Get, "/v1/jobs/{id}/sends", Needs(Read), NoBody),

@@ -1,7 +1,8 @@
 //! Changing a timer after it was created: `PATCH /v1/timers/{id}` (time,
 //! message, priority of a pending timer), `POST /v1/timers/{id}:retry` (a
-//! dead or failed one goes again) and `POST /v1/timers:retry` (every dead or
-//! failed timer a filter matches, in chunks of one transaction each).
+//! dead, failed or in-doubt one goes again) and `POST /v1/timers:retry`
+//! (every dead or failed timer a filter matches, or every in-doubt one, in
+//! chunks of one transaction each).
 
 use axum::body::Body;
 use axum::extract::{Extension, Path, State};
@@ -101,7 +102,7 @@ pub async fn patch(
     }
 }
 
-/// `POST /v1/timers/{id}:retry`: a dead or failed timer is pending again,
+/// `POST /v1/timers/{id}:retry`: a dead, failed or in-doubt timer is pending again,
 /// due now, with a new series of attempts (the old ones stay in its send
 /// log). Anything else is a `409 not_retryable`.
 pub async fn action(
@@ -125,7 +126,7 @@ pub async fn action(
             StatusCode::CONFLICT,
             "not_retryable",
             format!(
-                "the timer is {}: only dead or failed timers are retried",
+                "the timer is {}: only dead, failed or in-doubt timers are retried",
                 t.state.as_str()
             ),
         )),
@@ -171,7 +172,13 @@ pub async fn retry_matching(
     let state = req
         .state
         .as_deref()
-        .map(|s| state_param("state", s, &[TimerState::Dead, TimerState::Failed]))
+        .map(|s| {
+            state_param(
+                "state",
+                s,
+                &[TimerState::Dead, TimerState::Failed, TimerState::InDoubt],
+            )
+        })
         .transpose()?;
     let limit = match req.limit {
         None => MAX_RETRY,

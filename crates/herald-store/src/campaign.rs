@@ -398,7 +398,17 @@ pub struct SweepReport {
     pub failed_recipients: u64,
 }
 
-/// What [`CampaignStore::retry_failed_sends`] did.
+/// Which of a job's final sends [`CampaignStore::retry_sends`] sends again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resend {
+    /// Those that failed (`POST /v1/jobs/{id}:retry-failed`).
+    Failed,
+    /// Those a crash left in doubt on a `skip` channel, once an operator
+    /// has decided they should go (`POST /v1/jobs/{id}:retry-in-doubt`).
+    InDoubt,
+}
+
+/// What [`CampaignStore::retry_sends`] did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum FailedRetry {
     /// The failed sends are `retry` again and pending segments cover them; the
@@ -681,14 +691,20 @@ pub trait CampaignStore: Send + Sync + 'static {
     /// outcome); partial segments are left for the sweeper to mark handled.
     async fn cancel_job(&self, id: i64, now: i64) -> Result<Option<JobRecord>>;
 
-    /// Sends a job's failed recipients again, in one transaction: their rows go
-    /// back to `retry` (the next attempt continues their numbering), the totals
-    /// move them from `failed` to `retrying`, new pending segments (attempt 1)
-    /// cover them, and a `done` job is `running` again (`finished_at` cleared;
-    /// its task keeps the outcome it had). `None` for an unknown job;
-    /// `NotRetryable` for a cancelled or expired one. No failed send: the job
-    /// unchanged with `retried = 0`.
-    async fn retry_failed_sends(&self, job_id: i64, now: i64) -> Result<Option<FailedRetry>>;
+    /// Sends a job's `failed` (or `in_doubt`, by `which`) recipients again, in
+    /// one transaction: their rows go back to `retry` (the next attempt
+    /// continues their numbering), the totals move them from `failed` (or
+    /// `in_doubt`) to `retrying`, new pending segments (attempt 1) cover them,
+    /// and a `done` job is `running` again (`finished_at` cleared; its task
+    /// keeps the outcome it had). `None` for an unknown job; `NotRetryable`
+    /// for a cancelled or expired one. No such send: the job unchanged with
+    /// `retried = 0`.
+    async fn retry_sends(
+        &self,
+        job_id: i64,
+        which: Resend,
+        now: i64,
+    ) -> Result<Option<FailedRetry>>;
 
     /// Up to `limit` of a job's failed sends (by index) grouped by error,
     /// read from the failed-send index.

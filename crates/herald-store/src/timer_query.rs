@@ -38,10 +38,10 @@ pub enum SortOrder {
     Desc,
 }
 
-/// Which dead or failed timers of a tenant a retry replays.
+/// Which dead, failed or in-doubt timers of a tenant a retry replays.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RetryFilter {
-    /// `Dead` or `Failed`; `None` for both.
+    /// `Dead`, `Failed` or `InDoubt`; `None` for dead and failed.
     pub state: Option<TimerState>,
     pub channel: Option<String>,
     /// A prefix of `last_error`.

@@ -128,6 +128,9 @@ pub enum JobsCmd {
     Delete { id: i64 },
     /// Send again to a job's failed recipients (a finished job runs again).
     RetryFailed { id: i64 },
+    /// Send again to a job's recipients a crash left in doubt (outcome
+    /// `in_doubt`, on a channel with `in_doubt = "skip"`).
+    RetryInDoubt { id: i64 },
     /// A job's failed sends grouped by error.
     Failures { id: i64 },
     /// Follow a job with a live progress bar until it ends.
@@ -405,6 +408,11 @@ pub async fn jobs(remote: &Remote, cmd: JobsCmd) -> anyhow::Result<()> {
         JobsCmd::Delete { id } => http.delete(format!("{base}/v1/jobs/{id}")).send().await,
         JobsCmd::RetryFailed { id } => {
             http.post(format!("{base}/v1/jobs/{id}:retry-failed"))
+                .send()
+                .await
+        }
+        JobsCmd::RetryInDoubt { id } => {
+            http.post(format!("{base}/v1/jobs/{id}:retry-in-doubt"))
                 .send()
                 .await
         }

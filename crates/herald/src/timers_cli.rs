@@ -52,7 +52,7 @@ pub enum TimersCmd {
         #[arg(long)]
         priority: Option<u8>,
     },
-    /// Replay one dead or failed timer now.
+    /// Replay one dead, failed or in-doubt timer now.
     Retry { id: i64 },
     /// Replay the dead and failed timers that match (needs the campaign scope).
     RetryAll(RetryAllArgs),
@@ -119,7 +119,7 @@ impl ListArgs {
 /// The body of `POST /v1/timers:retry`.
 #[derive(Args, Debug, Default)]
 pub struct RetryAllArgs {
-    /// dead or failed (default: both).
+    /// dead, failed or in_doubt (default: dead and failed).
     #[arg(long)]
     state: Option<String>,
     #[arg(long)]

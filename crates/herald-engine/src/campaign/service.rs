@@ -20,7 +20,8 @@ use herald_core::campaign::{RuleStatus, SegmentState, TaskState};
 use herald_core::schedule::{Schedule, ScheduleSpec};
 use herald_store::{
     AUDIENCE_CHUNK, AudienceRecord, FailedRetry, FailureGroups, JobDeletion, JobRecord, JobSpec,
-    RuleRecord, RuleSpec, RuleVersion, SegmentRecord, SendRecord, StoreError, TaskRecord, owned_by,
+    Resend, RuleRecord, RuleSpec, RuleVersion, SegmentRecord, SendRecord, StoreError, TaskRecord,
+    owned_by,
 };
 
 use super::planner::plan_after;
@@ -313,20 +314,26 @@ impl Campaigns {
         Ok(job)
     }
 
-    /// Sends a job's failed recipients again (a new attempt each); a finished
-    /// job runs again. Returns the job afterwards and how many were retried.
-    pub async fn retry_failed(&self, tenant: TenantId, id: i64) -> Result<(JobRecord, u64)> {
+    /// Sends a job's failed (or in-doubt, by `which`) recipients again (a new
+    /// attempt each); a finished job runs again. Returns the job afterwards
+    /// and how many were retried.
+    pub async fn retry_sends(
+        &self,
+        tenant: TenantId,
+        id: i64,
+        which: Resend,
+    ) -> Result<(JobRecord, u64)> {
         self.get_job(tenant, id).await?;
         match self
             .sh
             .store
-            .retry_failed_sends(id, self.now())
+            .retry_sends(id, which, self.now())
             .await?
             .ok_or(CampaignError::NotFound { what: "job" })?
         {
             FailedRetry::Retried { job, retried } => {
                 if retried > 0 {
-                    tracing::info!(job = id, retried, "retrying a job's failed sends");
+                    tracing::info!(job = id, retried, which = ?which, "sending a job's recipients again");
                     self.wake_workers();
                 }
                 Ok((job, retried))

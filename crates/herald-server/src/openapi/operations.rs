@@ -475,6 +475,14 @@ pub const OPS: &[Op] = &[
     ),
     op(
         "POST",
+        "/v1/jobs/{id}:retry-in-doubt",
+        "campaigns",
+        "Send again to a job's recipients a crash left in doubt",
+        NoBody,
+        &[(200, J("JobRetried"))],
+    ),
+    op(
+        "POST",
         "/v1/jobs/{id}:recall",
         "campaigns",
         "Recall every message of a job the provider still allows (WeCom: 24 h)",

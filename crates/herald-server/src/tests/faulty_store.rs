@@ -174,7 +174,7 @@ faulty! { CampaignStore:
     fn segment_counts(job_id: i64) -> Result<Vec<(SegmentState, u64)>>;
     fn job_segments(job_id: i64, after: Option<i64>, limit: usize) -> Result<Vec<SegmentRecord>>;
     fn cancel_job(id: i64, now: i64) -> Result<Option<JobRecord>>;
-    fn retry_failed_sends(job_id: i64, now: i64) -> Result<Option<FailedRetry>>;
+    fn retry_sends(job_id: i64, which: herald_store::Resend, now: i64) -> Result<Option<FailedRetry>>;
     fn job_failures(job_id: i64, limit: usize) -> Result<FailureGroups>;
     fn claim_segment(owner: &str, now: i64, lease_ms: i64) -> Result<Option<ClaimedSegment>>;
     fn job_sends(job_id: i64, start: u64, end: u64) -> Result<Vec<SendRecord>>;

@@ -27,17 +27,17 @@ pub(super) const PATCH_TIMER: &str = concat!(
      WHERE id = $1 AND tenant_id = $2 AND state = 0 RETURNING ",
     timer_cols!()
 );
-// $1 id, $2 tenant, $3 at. Only a failed (3) or dead (5) timer.
+// $1 id, $2 tenant, $3 at. Only a failed (3), dead (5) or in-doubt (6) timer.
 pub(super) const RETRY_TIMER: &str = concat!(
     "UPDATE timers SET state = 0, due_at = $3, attempt_base = attempts, updated_at = $3 \
-     WHERE id = $1 AND tenant_id = $2 AND state IN (3, 5) RETURNING ",
+     WHERE id = $1 AND tenant_id = $2 AND state IN (3, 5, 6) RETURNING ",
     timer_cols!()
 );
 
-// $1 ids, $2 at: the picked timers still failed (3) or dead (5).
+// $1 ids, $2 at: the picked timers still failed (3), dead (5) or in doubt (6).
 pub(super) const RETRY_PICKED: &str = concat!(
     "UPDATE timers SET state = 0, due_at = $2, attempt_base = attempts, updated_at = $2 \
-     WHERE id = ANY($1::int8[]) AND state IN (3, 5) RETURNING ",
+     WHERE id = ANY($1::int8[]) AND state IN (3, 5, 6) RETURNING ",
     due_cols!()
 );
 

@@ -1593,6 +1593,59 @@ pub async fn a_lapsed_claim_leaves_what_it_marked_in_doubt(store: S) {
         .await
         .expect("job_sends_in_state");
     assert_eq!(delivered.len(), 4);
+
+    // An operator sends them again: their rows are `retry`, the totals move
+    // them to retrying, a pending segment covers them, the job runs again.
+    let Some(crate::FailedRetry::Retried {
+        job: rerun,
+        retried,
+    }) = store
+        .retry_sends(j.id, crate::Resend::InDoubt, later + 10)
+        .await
+        .expect("retry_sends")
+    else {
+        panic!("the job should be retried");
+    };
+    assert_eq!(retried, 4);
+    check_totals(&rerun);
+    assert_eq!(rerun.state, JobState::Running);
+    assert_eq!((rerun.totals.in_doubt, rerun.totals.retrying), (0, 4));
+    assert_eq!(rerun.totals.delivered, 16);
+    assert!(page(None, 10).await.expect("job_sends_in_state").is_empty());
+    assert_eq!(send_row(&store, j.id, 3).await.state, SendState::Retry);
+    let pending: Vec<(u64, u64, u64, u64)> = segments(&store, j.id)
+        .await
+        .into_iter()
+        .filter(|s| s.state == SegmentState::Pending)
+        .map(|s| (s.start, s.end, s.doubt_from, s.doubt_to))
+        .collect();
+    assert_eq!(
+        pending,
+        vec![(3, 7, 0, 0)],
+        "nothing in doubt in the new one"
+    );
+    // Failed sends are not touched, and a second call finds nothing.
+    let Some(crate::FailedRetry::Retried { retried, .. }) = store
+        .retry_sends(j.id, crate::Resend::InDoubt, later + 11)
+        .await
+        .expect("retry_sends")
+    else {
+        panic!("the job should answer");
+    };
+    assert_eq!(retried, 0);
+    // Sent again, they settle as any retry does.
+    let e = claim(&store, "w4", later + 12).await;
+    assert_eq!((e.segment.start, e.segment.end), (3, 7));
+    store
+        .record_progress(&e.claim, at(7, 7), sends(3..7, D), later + 13, LEASE)
+        .await
+        .expect("record_progress");
+    finish(&store, &e, later + 14).await;
+    let settled = job_now(&store, j.id).await;
+    assert_eq!(settled.state, JobState::Done);
+    assert_eq!((settled.totals.delivered, settled.totals.in_doubt), (20, 0));
+    check_totals(&settled);
+    assert_eq!(send_row(&store, j.id, 3).await.attempts, 2);
 }
 
 /// Several workers' writes in one call: each answered in order, a lost claim
@@ -2053,7 +2106,10 @@ pub async fn failed_sends_are_grouped_and_sent_again(store: S) {
     let Some(crate::FailedRetry::Retried {
         job: rerun,
         retried,
-    }) = store.retry_failed_sends(j.id, T0 + 10).await.unwrap()
+    }) = store
+        .retry_sends(j.id, crate::Resend::Failed, T0 + 10)
+        .await
+        .unwrap()
     else {
         panic!("the job should be retried");
     };
@@ -2103,11 +2159,14 @@ pub async fn failed_sends_are_grouped_and_sent_again(store: S) {
     let other = job(&store, a, 2).await;
     let cancelled = store.cancel_job(other.id, T0 + 18).await.unwrap().unwrap();
     assert!(matches!(
-        store.retry_failed_sends(other.id, T0 + 19).await.unwrap(),
+        store.retry_sends(other.id, crate::Resend::Failed, T0 + 19).await.unwrap(),
         Some(crate::FailedRetry::NotRetryable(ref j)) if j == &cancelled
     ));
     assert_eq!(
-        store.retry_failed_sends(other.id + 1000, T0).await.unwrap(),
+        store
+            .retry_sends(other.id + 1000, crate::Resend::Failed, T0)
+            .await
+            .unwrap(),
         None
     );
 }

@@ -8,7 +8,7 @@ use super::fixtures::*;
 use super::support::*;
 use crate::{
     Applied, CompletionOutcome, Fence, FiringMark, Holder, InDoubtResolved, RetentionKind,
-    TimerFilter,
+    TimerFilter, WriteOp, WriteResult,
 };
 
 /// The mark of `timer`'s next attempt, at `at`, under `fence`.
@@ -239,4 +239,60 @@ pub async fn resolving_ends_skipped_channels_in_doubt_and_resends_the_rest(store
         store.get_timer(ts[2].id).await.unwrap().is_some(),
         "firing stays"
     );
+}
+
+/// An operator's retry of an in-doubt timer: pending again, due now, its
+/// attempts numbered on; the bulk retry takes in-doubt timers only when
+/// asked for them by state.
+pub async fn an_in_doubt_timer_can_be_retried(store: S) {
+    let mut one = timer(100);
+    one.channel = "fcm".into();
+    one.shard = 3;
+    let mut two = timer(110);
+    two.channel = "fcm".into();
+    two.shard = 3;
+    let ts = insert_all(&store, [one, two]).await;
+    let fences = lease(&store, "a", &[3], 0).await;
+    let marks = ts.iter().map(|t| mark(t, Some(fences[0]), 150)).collect();
+    assert_eq!(store.mark_firing(marks).await.unwrap(), [Applied::Yes; 2]);
+    let taken = lease(&store, "b", &[3], 5_000).await;
+    let skip = vec!["fcm".to_string()];
+    let resolved = store.resolve_in_doubt(&taken, &skip, 5_100).await.unwrap();
+    assert_eq!(resolved.in_doubt, 2);
+
+    let retried = store
+        .apply(vec![WriteOp::RetryTimer {
+            tenant: DEFAULT_TENANT,
+            id: ts[0].id,
+            at: 6_000,
+        }])
+        .await
+        .unwrap();
+    match &retried[..] {
+        [WriteResult::Retried(t)] => {
+            assert_eq!((t.state, t.due_at), (TimerState::Pending, 6_000));
+        }
+        other => panic!("{other:?}"),
+    }
+    // The dead-and-failed default leaves the other one alone.
+    let all = |state| WriteOp::RetryTimers {
+        tenant: DEFAULT_TENANT,
+        filter: crate::RetryFilter {
+            state,
+            ..crate::RetryFilter::default()
+        },
+        at: 6_100,
+        limit: 100,
+    };
+    store.apply(vec![all(None)]).await.unwrap();
+    assert_eq!(get(&store, ts[1].id).await.state, TimerState::InDoubt);
+    store
+        .apply(vec![all(Some(TimerState::InDoubt))])
+        .await
+        .unwrap();
+    let t = get(&store, ts[1].id).await;
+    assert_eq!((t.state, t.due_at), (TimerState::Pending, 6_100));
+    let counts = counts(&store).await;
+    assert_eq!(counts.get(&TimerState::InDoubt), None);
+    assert_eq!(counts.get(&TimerState::Pending), Some(&2));
 }

@@ -136,6 +136,7 @@ macro_rules! store_conformance_tests {
                 a_marked_timer_leaves_the_due_index_and_completes,
                 a_mark_under_a_stale_lease_is_fenced_off,
                 resolving_ends_skipped_channels_in_doubt_and_resends_the_rest,
+                an_in_doubt_timer_can_be_retried,
             ]
             races: []
         );

@@ -827,6 +827,24 @@ async fn every_route_answers_as_the_document_says() {
         )
         .await;
     assert_eq!(r["job"]["id"], jid, "{r}");
+    let r = api
+        .expect(
+            200,
+            "POST",
+            "/v1/jobs/{id}:retry-in-doubt",
+            &format!("{jp}:retry-in-doubt"),
+            None,
+        )
+        .await;
+    assert_eq!(r["retried"], 0, "{r}");
+    api.expect(
+        404,
+        "POST",
+        "/v1/jobs/{id}:retry-in-doubt",
+        "/v1/jobs/999999:retry-in-doubt",
+        None,
+    )
+    .await;
     // The job may have finished already: cancelling one that ended is a 409.
     let (s, v) = api
         .call(

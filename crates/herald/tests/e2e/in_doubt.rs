@@ -130,6 +130,27 @@ async fn crash_mid_campaign(store: Option<&str>, channel_extra: &str, tag: &str)
         }
     }
     assert_eq!(listed, total("in_doubt"));
+    // The operator's answer to the list: send them. Every recipient is then
+    // sent (the repeats are the operator's choice, not counted above).
+    let (st, v) = server
+        .post(&format!("/v1/jobs/{id}:retry-in-doubt"), &json!({}))
+        .await;
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["retried"].as_u64(), Some(total("in_doubt")), "{v}");
+    if total("in_doubt") > 0 {
+        wait_for(
+            "the in-doubt retry to end",
+            Duration::from_secs(120),
+            || async { server.get(&path).await.1["state"] == "done" },
+        )
+        .await;
+        let (_, after) = server.get(&path).await;
+        let t = &after["totals"];
+        assert_eq!(t["sent"].as_u64(), Some(RECIPIENTS), "{after}");
+        assert_eq!(t["in_doubt"].as_u64(), Some(0), "{after}");
+        let unique = mock.stats().await["unique_delivered"].as_u64();
+        assert_eq!(unique, Some(RECIPIENTS), "every recipient at the sink");
+    }
     crash
 }
 

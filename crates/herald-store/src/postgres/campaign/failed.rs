@@ -5,7 +5,7 @@
 use herald_core::campaign::JobState;
 
 use super::jobs::{INSERT_SEGMENTS, LOCK_JOB};
-use crate::campaign::{FailedRetry, FailureGroups, retry_runs};
+use crate::campaign::{FailedRetry, FailureGroups, Resend, retry_runs};
 use crate::model::{self, limit_to_db, tenant_to_pg, to_db};
 use crate::postgres::{Ctx, PgStore};
 use crate::{JobRecord, Result};
@@ -14,11 +14,28 @@ const FAILED_ERRORS: &str = "SELECT error FROM job_sends \
     WHERE job_id = $1 AND state = 'failed' ORDER BY idx LIMIT $2";
 const FAILED_TO_RETRY: &str = "UPDATE job_sends SET state = 'retry', updated_at = $2 \
     WHERE job_id = $1 AND state = 'failed' RETURNING idx";
-const JOB_RUNS_AGAIN: &str = concat!(
+const FAILED_RUN_AGAIN: &str = concat!(
     "UPDATE jobs SET failed = failed - $2, retrying = retrying + $2, \
      state = 'running', finished_at = NULL WHERE id = $1 RETURNING ",
     crate::model::job_cols!()
 );
+const IN_DOUBT_TO_RETRY: &str = "UPDATE job_sends SET state = 'retry', updated_at = $2 \
+    WHERE job_id = $1 AND state = 'in_doubt' RETURNING idx";
+const IN_DOUBT_RUN_AGAIN: &str = concat!(
+    "UPDATE jobs SET in_doubt = in_doubt - $2, retrying = retrying + $2, \
+     state = 'running', finished_at = NULL WHERE id = $1 RETURNING ",
+    crate::model::job_cols!()
+);
+
+/// The statements of [`retry_sends`] for `which`: the rows back to `retry`,
+/// and the job's totals. A state literal in each, so each row update reads
+/// only that state's partial index.
+fn resend_statements(which: Resend) -> [&'static str; 2] {
+    match which {
+        Resend::Failed => [FAILED_TO_RETRY, FAILED_RUN_AGAIN],
+        Resend::InDoubt => [IN_DOUBT_TO_RETRY, IN_DOUBT_RUN_AGAIN],
+    }
+}
 
 pub(super) async fn job_failures(
     store: &PgStore,
@@ -41,16 +58,15 @@ pub(super) async fn job_failures(
     Ok(FailureGroups::from_errors(errors, limit))
 }
 
-pub(super) async fn retry_failed_sends(
+pub(super) async fn retry_sends(
     store: &PgStore,
     job_id: i64,
+    which: Resend,
     now: i64,
 ) -> Result<Option<FailedRetry>> {
+    let [to_retry, run_again] = resend_statements(which);
     let mut client = store.client().await?;
-    let tx = client
-        .transaction()
-        .await
-        .ctx("beginning retry_failed_sends")?;
+    let tx = client.transaction().await.ctx("beginning retry_sends")?;
     let lock = tx
         .prepare_cached(LOCK_JOB)
         .await
@@ -66,14 +82,11 @@ pub(super) async fn retry_failed_sends(
     if matches!(job.state, JobState::Cancelled | JobState::Expired) {
         return Ok(Some(FailedRetry::NotRetryable(job)));
     }
-    let to_retry = tx
-        .prepare_cached(FAILED_TO_RETRY)
-        .await
-        .ctx("preparing failed retry")?;
+    let to_retry = tx.prepare_cached(to_retry).await.ctx("preparing retry")?;
     let mut idxs = tx
         .query(&to_retry, &[&job_id, &now])
         .await
-        .ctx("retrying failed sends")?
+        .ctx("setting sends to retry")?
         .iter()
         .map(|r| {
             let i: i64 = r.try_get(0).ctx("reading job_sends.idx")?;
@@ -81,19 +94,19 @@ pub(super) async fn retry_failed_sends(
         })
         .collect::<Result<Vec<u64>>>()?;
     if idxs.is_empty() {
-        tx.commit().await.ctx("committing retry_failed_sends")?;
+        tx.commit().await.ctx("committing retry_sends")?;
         return Ok(Some(FailedRetry::Retried { job, retried: 0 }));
     }
     idxs.sort_unstable();
     let retried = idxs.len() as i64;
     let again = tx
-        .prepare_cached(JOB_RUNS_AGAIN)
+        .prepare_cached(run_again)
         .await
         .ctx("preparing job totals")?;
     let row = tx
         .query_one(&again, &[&job_id, &retried])
         .await
-        .ctx("moving failed to retrying")?;
+        .ctx("moving totals to retrying")?;
     let updated: JobRecord = model::decode(&row)?;
     let mut starts = Vec::new();
     let mut ends = Vec::new();
@@ -121,7 +134,7 @@ pub(super) async fn retry_failed_sends(
     )
     .await
     .ctx("inserting retry segments")?;
-    tx.commit().await.ctx("committing retry_failed_sends")?;
+    tx.commit().await.ctx("committing retry_sends")?;
     Ok(Some(FailedRetry::Retried {
         job: updated,
         retried: retried as u64,

@@ -345,10 +345,15 @@ impl CampaignStore for PgStore {
         .await
     }
 
-    async fn retry_failed_sends(&self, job_id: i64, now: i64) -> Result<Option<FailedRetry>> {
-        self.within("retry_failed_sends", async move {
-            self.retrying("retry_failed_sends", || {
-                failed::retry_failed_sends(self, job_id, now)
+    async fn retry_sends(
+        &self,
+        job_id: i64,
+        which: Resend,
+        now: i64,
+    ) -> Result<Option<FailedRetry>> {
+        self.within("retry_sends", async move {
+            self.retrying("retry_sends", || {
+                failed::retry_sends(self, job_id, which, now)
             })
             .await
         })

@@ -296,8 +296,13 @@ impl CampaignStore for SqliteStore {
         self.write(move |c| jobs::cancel_job(c, id, now)).await
     }
 
-    async fn retry_failed_sends(&self, job_id: i64, now: i64) -> Result<Option<FailedRetry>> {
-        self.write(move |c| failed::retry_failed_sends(c, job_id, now))
+    async fn retry_sends(
+        &self,
+        job_id: i64,
+        which: Resend,
+        now: i64,
+    ) -> Result<Option<FailedRetry>> {
+        self.write(move |c| failed::retry_sends(c, job_id, which, now))
             .await
     }
 
