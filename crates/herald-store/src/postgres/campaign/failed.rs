@@ -12,28 +12,38 @@ use crate::{JobRecord, Result};
 
 const FAILED_ERRORS: &str = "SELECT error FROM job_sends \
     WHERE job_id = $1 AND state = 'failed' ORDER BY idx LIMIT $2";
-const FAILED_TO_RETRY: &str = "UPDATE job_sends SET state = 'retry', updated_at = $2 \
-    WHERE job_id = $1 AND state = 'failed' RETURNING idx";
-const FAILED_RUN_AGAIN: &str = concat!(
-    "UPDATE jobs SET failed = failed - $2, retrying = retrying + $2, \
-     state = 'running', finished_at = NULL WHERE id = $1 RETURNING ",
-    crate::model::job_cols!()
-);
-const IN_DOUBT_TO_RETRY: &str = "UPDATE job_sends SET state = 'retry', updated_at = $2 \
-    WHERE job_id = $1 AND state = 'in_doubt' RETURNING idx";
-const IN_DOUBT_RUN_AGAIN: &str = concat!(
-    "UPDATE jobs SET in_doubt = in_doubt - $2, retrying = retrying + $2, \
-     state = 'running', finished_at = NULL WHERE id = $1 RETURNING ",
-    crate::model::job_cols!()
-);
+/// The two statements that send again a job's rows in `$state`, whose
+/// total is the jobs column `$total`: the rows back to `retry` (`$1` job,
+/// `$2` at), then the totals (`$1` job, `$2` how many).
+macro_rules! resend {
+    ($state:literal, $total:literal) => {
+        [
+            concat!(
+                "UPDATE job_sends SET state = 'retry', updated_at = $2 \
+                 WHERE job_id = $1 AND state = '",
+                $state,
+                "' RETURNING idx"
+            ),
+            concat!(
+                "UPDATE jobs SET ",
+                $total,
+                " = ",
+                $total,
+                " - $2, retrying = retrying + $2, \
+                 state = 'running', finished_at = NULL WHERE id = $1 RETURNING ",
+                crate::model::job_cols!()
+            ),
+        ]
+    };
+}
 
 /// The statements of [`retry_sends`] for `which`: the rows back to `retry`,
 /// and the job's totals. A state literal in each, so each row update reads
 /// only that state's partial index.
 fn resend_statements(which: Resend) -> [&'static str; 2] {
     match which {
-        Resend::Failed => [FAILED_TO_RETRY, FAILED_RUN_AGAIN],
-        Resend::InDoubt => [IN_DOUBT_TO_RETRY, IN_DOUBT_RUN_AGAIN],
+        Resend::Failed => resend!("failed", "failed"),
+        Resend::InDoubt => resend!("in_doubt", "in_doubt"),
     }
 }
 

@@ -12,26 +12,44 @@ use crate::model::{from_db, limit_to_db, tenant_to_db, to_db};
 
 const FAILED_ERRORS: &str = "SELECT error FROM job_sends INDEXED BY job_sends_failed \
     WHERE job_id = ?1 AND state = 2 ORDER BY idx LIMIT ?2";
-const FAILED_IDXS: &str = "SELECT idx FROM job_sends INDEXED BY job_sends_failed \
-    WHERE job_id = ?1 AND state = 2 ORDER BY idx";
-const FAILED_TO_RETRY: &str = "UPDATE job_sends INDEXED BY job_sends_failed \
-    SET state = 1, updated_at = ?2 WHERE job_id = ?1 AND state = 2";
-const FAILED_RUN_AGAIN: &str = "UPDATE jobs SET failed = failed - ?2, retrying = retrying + ?2, \
-    state = 'running', finished_at = NULL WHERE id = ?1";
-const IN_DOUBT_IDXS: &str = "SELECT idx FROM job_sends INDEXED BY job_sends_in_doubt \
-    WHERE job_id = ?1 AND state = 4 ORDER BY idx";
-const IN_DOUBT_TO_RETRY: &str = "UPDATE job_sends INDEXED BY job_sends_in_doubt \
-    SET state = 1, updated_at = ?2 WHERE job_id = ?1 AND state = 4";
-const IN_DOUBT_RUN_AGAIN: &str = "UPDATE jobs SET in_doubt = in_doubt - ?2, \
-    retrying = retrying + ?2, state = 'running', finished_at = NULL WHERE id = ?1";
+/// The three statements that send again a job's rows in state code
+/// `$code`, read through the partial index `$index`, whose total is the jobs
+/// column `$total`: their indexes, the rows back to `retry` (1), the totals.
+macro_rules! resend {
+    ($code:literal, $index:literal, $total:literal) => {
+        [
+            concat!(
+                "SELECT idx FROM job_sends INDEXED BY ",
+                $index,
+                " WHERE job_id = ?1 AND state = ",
+                $code,
+                " ORDER BY idx"
+            ),
+            concat!(
+                "UPDATE job_sends INDEXED BY ",
+                $index,
+                " SET state = 1, updated_at = ?2 WHERE job_id = ?1 AND state = ",
+                $code
+            ),
+            concat!(
+                "UPDATE jobs SET ",
+                $total,
+                " = ",
+                $total,
+                " - ?2, retrying = retrying + ?2, \
+                 state = 'running', finished_at = NULL WHERE id = ?1"
+            ),
+        ]
+    };
+}
 
 /// The statements of [`retry_sends`] for `which`: the rows' indexes, the
 /// rows back to `retry`, and the job's totals (each reads only the state's
 /// partial index).
 fn resend_statements(which: Resend) -> [&'static str; 3] {
     match which {
-        Resend::Failed => [FAILED_IDXS, FAILED_TO_RETRY, FAILED_RUN_AGAIN],
-        Resend::InDoubt => [IN_DOUBT_IDXS, IN_DOUBT_TO_RETRY, IN_DOUBT_RUN_AGAIN],
+        Resend::Failed => resend!(2, "job_sends_failed", "failed"),
+        Resend::InDoubt => resend!(4, "job_sends_in_doubt", "in_doubt"),
     }
 }
 
