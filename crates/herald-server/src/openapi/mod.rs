@@ -22,7 +22,7 @@ use utoipa::openapi::schema::Schema;
 
 use crate::access::{Need, Policy};
 use crate::routes::ROUTES;
-use operations::{Answer, Body, OPS, Op};
+use operations::{Answer, Body, ID_PATTERN, OPS, Op, Takes};
 
 /// `GET /openapi.json`.
 pub async fn openapi_json() -> impl IntoResponse {
@@ -115,11 +115,17 @@ fn route_of(op: &Op) -> Option<Policy> {
 
 fn operation(op: &Op, route: Option<&Policy>) -> Value {
     let mut params = path_params(op.path);
-    for (name, what) in op.query {
-        params.push(json!({
-            "name": name, "in": "query", "required": false,
-            "description": what, "schema": { "type": "string" },
-        }));
+    for p in op.query {
+        let mut param = json!({
+            "name": p.name, "in": "query", "required": false,
+            "description": p.what, "schema": param_schema(p.takes),
+        });
+        if let Takes::Words(_) = p.takes {
+            // `group_by=channel,day`: one parameter, its values joined by commas.
+            param["style"] = json!("form");
+            param["explode"] = json!(false);
+        }
+        params.push(param);
     }
     let mut responses = error_responses();
     for (status, answer) in op.ok {
@@ -175,7 +181,45 @@ fn operation_id(op: &Op) -> String {
     id.trim_end_matches('_').to_string()
 }
 
-/// One required string parameter per `{name}` of the path.
+/// The JSON schema of what a parameter takes.
+fn param_schema(takes: Takes) -> Value {
+    match takes {
+        Takes::Text => json!({ "type": "string" }),
+        Takes::Printable(max) => json!({
+            "type": "string", "minLength": 1, "maxLength": max,
+            "pattern": "^[^\\u0000-\\u001f\\u007f-\\u009f]*$",
+        }),
+        Takes::Label(max) => json!({
+            "type": "string", "minLength": 1, "maxLength": max,
+            "pattern": "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$",
+        }),
+        Takes::Int(min, max) => json!({ "type": "integer", "minimum": min, "maximum": max }),
+        Takes::Word(words) => json!({ "type": "string", "enum": words }),
+        Takes::Words(words) => json!({
+            "type": "array", "uniqueItems": true,
+            "items": { "type": "string", "enum": words },
+        }),
+        Takes::Time => json!({ "type": "string", "format": "date-time" }),
+        Takes::Day => json!({
+            "type": "string",
+            "anyOf": [{ "format": "date" }, { "format": "date-time" }],
+        }),
+        Takes::Pattern(p) => json!({ "type": "string", "pattern": p }),
+    }
+}
+
+/// What a path parameter takes, by its name: ids are positive integers,
+/// user and subject ids short words (`reminders::check_id`), channel names
+/// any segment (an unknown one is a `404`).
+fn path_param_schema(name: &str) -> Value {
+    match name {
+        "id" => param_schema(Takes::Int(1, i64::MAX)),
+        "user_id" | "subject_id" => param_schema(Takes::Pattern(ID_PATTERN)),
+        _ => json!({ "type": "string", "minLength": 1 }),
+    }
+}
+
+/// One required parameter per `{name}` of the path.
 fn path_params(path: &str) -> Vec<Value> {
     let mut out = Vec::new();
     let mut rest = path;
@@ -185,7 +229,7 @@ fn path_params(path: &str) -> Vec<Value> {
         };
         let name = &rest[start + 1..start + len];
         out.push(json!({
-            "name": name, "in": "path", "required": true, "schema": { "type": "string" },
+            "name": name, "in": "path", "required": true, "schema": path_param_schema(name),
         }));
         rest = &rest[start + len..];
     }
@@ -222,17 +266,22 @@ fn ok_response(answer: Answer) -> Value {
 }
 
 fn request_body(body: Body) -> Option<Value> {
+    let mut required = true;
     let content = match body {
         Body::None => return None,
         Body::Json(s) => json!({ "application/json": { "schema": schema_ref(s) } }),
+        Body::OptionalJson(s) => {
+            required = false;
+            json!({ "application/json": { "schema": schema_ref(s) } })
+        }
         Body::Ndjson(s) => json!({ "application/x-ndjson": { "schema": schema_ref(s) } }),
         Body::Recipients => json!({
-            "application/x-ndjson": { "schema": { "type": "object", "properties": { "user": { "type": "string" } } } },
+            "application/x-ndjson": { "schema": schema_ref("RecipientLine") },
             "text/csv": { "schema": { "type": "string" } },
         }),
         Body::Xml => json!({ "text/xml": { "schema": { "type": "string" } } }),
     };
-    Some(json!({ "required": true, "content": content }))
+    Some(json!({ "required": required, "content": content }))
 }
 
 fn tags() -> Value {

@@ -480,6 +480,20 @@ pub struct SubscriberList {
     next_cursor: Option<String>,
 }
 
+/// One line of an NDJSON audience upload (`POST /v1/audiences`); blank
+/// lines are skipped.
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RecipientLine {
+    /// 1..=256 bytes, no control characters.
+    #[schema(
+        min_length = 1,
+        max_length = 256,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$"
+    )]
+    recipient: String,
+}
+
 #[derive(ToSchema)]
 pub struct AudienceList {
     audiences: Vec<AudienceJson>,
@@ -632,6 +646,7 @@ pub fn collect(
     add::<crate::subjects::CountsJson>(all);
     add::<crate::subjects::ReminderGroupJson>(all);
     add::<AudienceList>(all);
+    add::<RecipientLine>(all);
     add::<SubscriberBody>(all);
     add::<SubscriberAddresses>(all);
     add::<SubscriberPreferences>(all);
