@@ -6,13 +6,13 @@
 //! route the router serves cannot be left out (a route without a row is
 //! still listed, bare, and a test fails on it).
 
+mod node;
 mod operations;
 mod schemas;
 #[cfg(test)]
 mod tests;
 
-use std::sync::OnceLock;
-
+use axum::extract::State;
 use axum::http::header;
 use axum::response::{Html, IntoResponse};
 use serde_json::{Map, Value, json};
@@ -22,13 +22,21 @@ use utoipa::openapi::schema::Schema;
 
 use crate::access::{Need, Policy};
 use crate::routes::ROUTES;
+use crate::state::AppState;
+use node::NodeFacts;
 use operations::{Answer, Body, ID_PATTERN, OPS, Op, Takes};
 
-/// `GET /openapi.json`.
-pub async fn openapi_json() -> impl IntoResponse {
+/// `GET /openapi.json`: the document, with this node's channels and leads.
+pub async fn openapi_json(State(st): State<AppState>) -> impl IntoResponse {
+    let mut channels = st.engine.channel_names();
+    channels.sort();
+    let facts = NodeFacts {
+        channels,
+        leads: st.reminders.leads().minutes().to_vec(),
+    };
     (
         [(header::CONTENT_TYPE, "application/json")],
-        document_text(),
+        document_text(facts).to_string(),
     )
 }
 
@@ -43,21 +51,25 @@ pub async fn docs() -> impl IntoResponse {
 /// The page loads nothing from elsewhere and talks only to this server.
 const DOCS_CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:";
 
-/// The document as served, built once.
-pub fn document_text() -> &'static str {
-    static TEXT: OnceLock<String> = OnceLock::new();
-    TEXT.get_or_init(|| document().to_string())
+/// The document as served for `facts`, built once.
+pub fn document_text(facts: NodeFacts) -> std::sync::Arc<str> {
+    node::served_text(facts, |f| document_for(f).to_string())
 }
 
-/// The document.
+/// The document of a node with no channels known and the default leads.
 pub fn document() -> Value {
+    document_for(&NodeFacts::default())
+}
+
+/// The document of a node with `facts`.
+pub fn document_for(facts: &NodeFacts) -> Value {
     let mut paths = Map::new();
     for op in OPS {
         let route = route_of(op);
         let entry = paths
             .entry(op.path.to_string())
             .or_insert_with(|| json!({}));
-        entry[op.method.to_ascii_lowercase()] = operation(op, route.as_ref());
+        entry[op.method.to_ascii_lowercase()] = operation(op, route.as_ref(), facts);
     }
     // A route of the table without a row: listed, with what the table knows.
     for p in ROUTES {
@@ -74,7 +86,7 @@ pub fn document() -> Value {
             });
         }
     }
-    json!({
+    let mut doc = json!({
         "openapi": "3.1.0",
         "info": {
             "title": "Herald",
@@ -102,7 +114,9 @@ pub fn document() -> Value {
             },
         },
         "security": [{ "bearer": [] }],
-    })
+    });
+    facts.apply(&mut doc);
+    doc
 }
 
 /// The route-table entry serving `op`, if the router has it yet.
@@ -113,12 +127,12 @@ fn route_of(op: &Op) -> Option<Policy> {
         .copied()
 }
 
-fn operation(op: &Op, route: Option<&Policy>) -> Value {
+fn operation(op: &Op, route: Option<&Policy>, facts: &NodeFacts) -> Value {
     let mut params = path_params(op.path);
     for p in op.query {
         let mut param = json!({
             "name": p.name, "in": "query", "required": false,
-            "description": p.what, "schema": param_schema(p.takes),
+            "description": p.what, "schema": param_schema(p.takes, facts),
         });
         if let Takes::Words(_) = p.takes {
             // `group_by=channel,day`: one parameter, its values joined by commas.
@@ -182,8 +196,9 @@ fn operation_id(op: &Op) -> String {
 }
 
 /// The JSON schema of what a parameter takes.
-fn param_schema(takes: Takes) -> Value {
+fn param_schema(takes: Takes, facts: &NodeFacts) -> Value {
     match takes {
+        Takes::Lead => facts.lead_schema(),
         Takes::Text => json!({ "type": "string" }),
         Takes::Printable(max) => json!({
             "type": "string", "minLength": 1, "maxLength": max,
@@ -213,8 +228,8 @@ fn param_schema(takes: Takes) -> Value {
 /// any segment (an unknown one is a `404`).
 fn path_param_schema(name: &str) -> Value {
     match name {
-        "id" => param_schema(Takes::Int(1, i64::MAX)),
-        "user_id" | "subject_id" => param_schema(Takes::Pattern(ID_PATTERN)),
+        "id" => json!({ "type": "integer", "minimum": 1, "maximum": i64::MAX }),
+        "user_id" | "subject_id" => json!({ "type": "string", "pattern": ID_PATTERN }),
         _ => json!({ "type": "string", "minLength": 1 }),
     }
 }

@@ -82,6 +82,8 @@ pub enum Takes {
     Day,
     /// Text matching this pattern (ECMA 262).
     Pattern(&'static str),
+    /// One of the node's reminder leads (`reminders.leads_minutes`).
+    Lead,
 }
 
 /// A user or subject id (`reminders::check_id`), or empty (no cursor).
@@ -346,7 +348,7 @@ pub const OPS: &[Op] = &[
         q(
             "lead_minutes",
             "only this lead: one of `reminders.leads_minutes` (default 5, 10, ... 60)",
-            Takes::Int(0, 1440),
+            Takes::Lead,
         ),
     ]),
     op(

@@ -140,9 +140,43 @@ fn the_document_is_openapi_3_1() {
     let doc = document();
     assert_eq!(doc["openapi"], "3.1.0");
     assert!(doc["info"]["version"].is_string());
-    let text = super::document_text();
-    let again: Value = serde_json::from_str(text).expect("the served text is JSON");
+    let text = super::document_text(super::node::NodeFacts::default());
+    let again: Value = serde_json::from_str(&text).expect("the served text is JSON");
     assert_eq!(again, doc);
+}
+
+/// The served document names the node's channels and leads, where request
+/// bodies and parameters take them.
+#[test]
+fn the_document_names_the_nodes_channels_and_leads() {
+    use super::node::{CHANNEL_FIELDS, LEAD_FIELDS, NodeFacts};
+    let facts = NodeFacts {
+        channels: vec!["hooks".into(), "log".into()],
+        leads: vec![0, 15, 30],
+    };
+    let doc = super::document_for(&facts);
+    for p in CHANNEL_FIELDS {
+        let field = doc
+            .pointer(p)
+            .unwrap_or_else(|| panic!("{p} does not resolve"));
+        assert_eq!(field["enum"], json!(["hooks", "log"]), "{p}");
+    }
+    for p in LEAD_FIELDS {
+        let field = doc
+            .pointer(p)
+            .unwrap_or_else(|| panic!("{p} does not resolve"));
+        assert_eq!(field["enum"], json!([0, 15, 30]), "{p}");
+    }
+    let lead = schema_of(
+        &doc,
+        "delete",
+        "/v1/reminders/{user_id}/{subject_id}",
+        "lead_minutes",
+    );
+    assert_eq!(lead["enum"], json!([0, 15, 30]));
+    // Another node's facts, another document.
+    let other = super::document_text(NodeFacts::default());
+    assert!(!other.contains("\"hooks\""));
 }
 
 /// Every parameter of `method path`, by name.

@@ -764,6 +764,21 @@ async fn every_route_answers_as_the_document_says() {
         )
         .await;
     assert_eq!(s, 400);
+    // A line of another shape is refused, and the document says so.
+    let (s, v) = api
+        .call(
+            "POST",
+            "/v1/audiences",
+            "/v1/audiences",
+            Some(("application/x-ndjson", "{\"user\":\"a\"}\n".into())),
+        )
+        .await;
+    assert_eq!(s, 400, "{v}");
+    let line = json!({"$ref": "#/components/schemas/RecipientLine"});
+    let root = json!({"components": api.doc["components"], "allOf": [line]});
+    let lines = jsonschema::validator_for(&root).expect("schema");
+    assert!(!lines.is_valid(&json!({"user": "a"})));
+    assert!(lines.is_valid(&json!({"recipient": "a"})));
     let aid = id(&a);
     api.expect(
         200,
@@ -1065,6 +1080,17 @@ async fn every_route_answers_as_the_document_says() {
         )
         .await;
     assert_eq!(v["paused"]["reason"], "checking the document", "{v}");
+    // The body is optional: none at all pauses too.
+    let v = api
+        .expect(
+            200,
+            "POST",
+            "/v1/channels/{name}:pause",
+            "/v1/channels/hooks:pause",
+            None,
+        )
+        .await;
+    assert!(v["paused"]["since"].is_string(), "{v}");
     api.expect(
         404,
         "POST",
