@@ -131,14 +131,12 @@ use Body::{Json as JsonBody, None as NoBody};
 
 const TIMER: &[(u16, Answer)] = &[(200, J("TimerJson"))];
 /// Ascending listings paged by id (`pagination::ASCENDING`).
-const AFTER: &[Param] = &[
-    q(
-        "after",
-        "the `next_after` of the previous page",
-        Takes::Int(0, BIG),
-    ),
-    q("limit", "rows per page (default 100)", Takes::Int(1, 1000)),
-];
+const AFTER: &[Param] = &[AFTER_ID, LIMIT];
+const AFTER_ID: Param = q(
+    "after",
+    "the `next_after` of the previous page",
+    Takes::Int(0, BIG),
+);
 /// Listings keyed by a user or subject id (`CursorQuery::id_page`).
 const ID_CURSOR: Takes = Takes::Pattern("^([A-Za-z0-9_.:@-]{1,128})?$");
 /// Listings keyed by a numeric id (`GET /v1/audiences`).
@@ -719,11 +717,7 @@ pub const OPS: &[Op] = &[
         NoBody,
         &[(200, J("KeyList"))],
     )
-    .with_query(&[
-        q("tenant", "only this tenant's", TENANT),
-        AFTER[0],
-        AFTER[1],
-    ]),
+    .with_query(&[q("tenant", "only this tenant's", TENANT), AFTER_ID, LIMIT]),
     op(
         "DELETE",
         "/v1/keys/{id}",

@@ -220,6 +220,7 @@ fn parameters_carry_their_constraints() {
                     || s.get("enum").is_some()
                     || s.get("pattern").is_some()
                     || s.get("format").is_some()
+                    || s.get("anyOf").is_some()
                     || s.get("minLength").is_some();
                 assert!(
                     constrained || (p["in"] == "query" && free.contains(&name)),
