@@ -45,6 +45,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 CONFIG = HERE / "schemathesis.toml"
+HOOKS = HERE / "schemathesis_hooks.py"
 # The tenant the tenant key acts for, and the scopes it holds (all but admin).
 TENANT = "fuzz"
 TENANT_SCOPES = ["read", "write", "campaign", "metrics"]
@@ -218,7 +219,8 @@ def run_schemathesis(tool: str, herald: Herald, key_name: str, args, report_dir:
     ]
     print(f"== schemathesis: {key_name} key, seed {args.seed}, {args.max_examples} examples per operation", flush=True)
     started = time.time()
-    rc = subprocess.run(cmd).returncode
+    env = dict(os.environ, SCHEMATHESIS_HOOKS=str(HOOKS))
+    rc = subprocess.run(cmd, env=env).returncode
     print(f"== schemathesis: {key_name} key: exit {rc} in {time.time() - started:.0f} s", flush=True)
     return rc
 

@@ -92,6 +92,8 @@ pub fn router(state: AppState) -> Router {
         .into_router()
         .fallback(ops::not_found)
         .method_not_allowed_fallback(ops::method_not_allowed)
+        // `Allow` and `405` of action paths (`/v1/jobs/7:cancel`) as documented.
+        .layer(axum::middleware::from_fn(routes::allowed_methods))
         // Request-body bytes in flight, shared by every request of the node.
         .layer(axum::middleware::from_fn_with_state(
             budget.clone(),

@@ -210,7 +210,8 @@ fn allow_value(verbs: &[Verb]) -> String {
 /// Answers `405` with the right `Allow` for a method an action path or its
 /// item's path does not serve (see [`action_path_methods`]); passes every
 /// other request on. Runs behind the access guard, like the router's own
-/// `405`s.
+/// `405`s; layered after `method_not_allowed_fallback`, which would
+/// otherwise replace the layered fallback of every route.
 pub async fn allowed_methods(req: Request, next: Next) -> Response {
     let Some(verbs) = action_path_methods(req.uri().path()) else {
         return next.run(req).await;
@@ -314,9 +315,8 @@ impl RouteSet {
         &self.registered
     }
 
-    /// The router, with [`allowed_methods`] in front of every route.
     pub fn into_router(self) -> axum::Router<AppState> {
-        self.router.layer(middleware::from_fn(allowed_methods))
+        self.router
     }
 }
 

@@ -57,6 +57,7 @@ pub fn document_text(facts: NodeFacts) -> std::sync::Arc<str> {
 }
 
 /// The document of a node with no channels known and the default leads.
+#[cfg(test)]
 pub fn document() -> Value {
     document_for(&NodeFacts::default())
 }
