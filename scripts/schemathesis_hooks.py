@@ -13,6 +13,6 @@ import schemathesis
 @schemathesis.serializer("application/x-ndjson")
 def ndjson(ctx, value):
     if isinstance(value, bytes):
-        return {"data": value}
+        return value
     # `ensure_ascii` escapes lone surrogates, which UTF-8 cannot carry.
-    return {"data": (json.dumps(value) + "\n").encode()}
+    return (json.dumps(value) + "\n").encode()

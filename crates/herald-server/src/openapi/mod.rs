@@ -8,6 +8,7 @@
 
 mod node;
 mod operations;
+mod refine;
 mod schemas;
 #[cfg(test)]
 mod tests;
@@ -116,6 +117,7 @@ pub fn document_for(facts: &NodeFacts) -> Value {
         },
         "security": [{ "bearer": [] }],
     });
+    refine::apply(&mut doc);
     facts.apply(&mut doc);
     doc
 }

@@ -149,8 +149,8 @@ const TIMER_STATES: &[&str] = &["pending", "done", "failed", "dead", "cancelled"
 const CHANNEL_TYPES: &[&str] = &["app", "email", "sms", "wechat", "wecom"];
 /// `herald_store::ReportDim`.
 const REPORT_DIMS: &[&str] = &["tenant", "channel", "outcome", "day", "rule", "job"];
-/// A tenant's name (`herald_core::tenant::tenant_name_problem`).
-const TENANT: Takes = Takes::Pattern("^[A-Za-z0-9_.-]{1,64}$");
+/// A tenant's name.
+const TENANT: Takes = Takes::Pattern(super::refine::TENANT_PATTERN);
 
 /// Every operation of the API.
 pub const OPS: &[Op] = &[
@@ -372,7 +372,7 @@ pub const OPS: &[Op] = &[
         "/v1/subscribers/{user_id}",
         "subscribers",
         "Merge a JSON merge patch (RFC 7396) into a subscriber's profile",
-        JsonBody("SubscriberBody"),
+        JsonBody("SubscriberPatch"),
         &[(200, J("SubscriberJson"))],
     ),
     op(
@@ -405,7 +405,7 @@ pub const OPS: &[Op] = &[
         "/v1/subscribers:bulk",
         "subscribers",
         "Create or replace many profiles, one `{user_id, ...profile}` per line",
-        Body::Ndjson("SubscriberBody"),
+        Body::Ndjson("SubscriberLine"),
         &[(200, Lines("BulkLineResult"))],
     ),
     op(

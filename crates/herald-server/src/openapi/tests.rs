@@ -320,3 +320,17 @@ fn request_bodies_are_as_the_handlers_read_them() {
         true
     );
 }
+
+/// Every refinement lands on a field of a request schema.
+#[test]
+fn every_refinement_names_a_field() {
+    let mut doc = document();
+    for (pointer, _) in super::refine::refinements() {
+        assert!(doc.pointer(pointer).is_some(), "{pointer} does not resolve");
+    }
+    super::refine::apply(&mut doc);
+    assert_eq!(
+        doc["components"]["schemas"]["ReceiptBody"]["properties"]["event"]["enum"],
+        json!(["delivered", "read", "clicked"])
+    );
+}
