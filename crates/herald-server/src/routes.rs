@@ -241,6 +241,21 @@ pub async fn allowed_methods(req: Request, next: Next) -> Response {
     resp
 }
 
+/// Sets the `Allow` of any answer that has one, for an action path or its
+/// item's path, to what the path serves (see [`action_path_methods`]).
+/// Wraps the whole router: the router adds its own `Allow` after its layers.
+pub async fn allow_header(req: Request, next: Next) -> Response {
+    let verbs = action_path_methods(req.uri().path());
+    let mut resp = next.run(req).await;
+    if let Some(verbs) = verbs
+        && resp.headers().contains_key(header::ALLOW)
+        && let Ok(v) = HeaderValue::from_str(&allow_value(&verbs))
+    {
+        resp.headers_mut().insert(header::ALLOW, v);
+    }
+    resp
+}
+
 /// The paths served without a key.
 pub fn public_paths() -> Vec<&'static str> {
     ROUTES
