@@ -149,8 +149,9 @@ const TIMER_STATES: &[&str] = &["pending", "done", "failed", "dead", "cancelled"
 const CHANNEL_TYPES: &[&str] = &["app", "email", "sms", "wechat", "wecom"];
 /// `herald_store::ReportDim`.
 const REPORT_DIMS: &[&str] = &["tenant", "channel", "outcome", "day", "rule", "job"];
-/// A tenant's name.
-const TENANT: Takes = Takes::Pattern(super::refine::TENANT_PATTERN);
+/// A tenant's name (`herald_core::tenant::tenant_name_problem`).
+pub const TENANT_PATTERN: &str = "^[A-Za-z0-9_.-]{1,64}$";
+const TENANT: Takes = Takes::Pattern(TENANT_PATTERN);
 
 /// Every operation of the API.
 pub const OPS: &[Op] = &[

@@ -6,10 +6,7 @@
 
 use serde_json::{Value, json};
 
-use super::operations::ID_PATTERN;
-
-/// A tenant's name (`herald_core::tenant::tenant_name_problem`).
-pub const TENANT_PATTERN: &str = "^[A-Za-z0-9_.-]{1,64}$";
+use super::operations::{ID_PATTERN, TENANT_PATTERN};
 
 /// Each pointer and the keywords merged into the schema there.
 pub fn refinements() -> Vec<(&'static str, Value)> {
