@@ -1524,4 +1524,33 @@ async fn allow_headers_list_the_documented_methods() {
     assert_eq!(resp.status().as_u16(), 404);
     let body: Value = resp.json().await.expect("a JSON error");
     assert_eq!(body["error"]["code"], "unknown_action", "{body}");
+
+    // A protected node refuses a wrong key first (`401`), and the router's
+    // method fallback still adds an `Allow`: it too must be the path's.
+    let admin = "describe-admin-key-0123456789";
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let store = format!("sqlite://{}", dir.path().join("herald.db").display());
+    let protected = Server::start_with_env(&store, dir, "", &[("HERALD_ADMIN_KEY", admin)]).await;
+    for (key, status) in [("not-a-key-0123456789", 401), (admin, 405)] {
+        for method in ["OPTIONS", "GET"] {
+            let resp = client()
+                .request(
+                    method.parse().expect("method"),
+                    format!("{}/v1/jobs/1:cancel", protected.url),
+                )
+                .bearer_auth(key)
+                .send()
+                .await
+                .expect("request");
+            assert_eq!(resp.status().as_u16(), status, "{method} with {key}");
+            let allow = allow_of(&resp);
+            assert!(
+                allow.is_empty() || allow == BTreeSet::from(["POST".to_string()]),
+                "{method} with {key}: Allow {allow:?}"
+            );
+            if status == 405 {
+                assert_eq!(allow, BTreeSet::from(["POST".to_string()]));
+            }
+        }
+    }
 }
