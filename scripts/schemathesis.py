@@ -113,6 +113,9 @@ class Postgres:
                "-c", "synchronous_commit=off", "-c", "full_page_writes=off"],
             stdout=self.log,
             stderr=subprocess.STDOUT,
+            # Its own process group: `runuser` does not pass signals on, so
+            # the postmaster is stopped through the group.
+            start_new_session=True,
         )
         deadline = time.time() + 60
         while time.time() < deadline:
@@ -131,12 +134,13 @@ class Postgres:
         return f"postgres://postgres@127.0.0.1:{self.port}/postgres"
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)  # fast shutdown
+        group = os.getpgid(self.proc.pid) if self.proc.poll() is None else None
+        if group is not None:
+            os.killpg(group, signal.SIGINT)  # the postmaster's fast shutdown
             try:
                 self.proc.wait(15)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
+                os.killpg(group, signal.SIGKILL)
                 self.proc.wait()
         self.log.close()
 
@@ -220,7 +224,9 @@ def run_schemathesis(tool: str, herald: Herald, key_name: str, args, report_dir:
     print(f"== schemathesis: {key_name} key, seed {args.seed}, {args.max_examples} examples per operation", flush=True)
     started = time.time()
     env = dict(os.environ, SCHEMATHESIS_HOOKS=str(HOOKS))
-    rc = subprocess.run(cmd, env=env).returncode
+    # In the run's directory: schemathesis keeps a cache of what it found
+    # (`.schemathesis/`) in its working directory.
+    rc = subprocess.run(cmd, env=env, cwd=report_dir.parent).returncode
     print(f"== schemathesis: {key_name} key: exit {rc} in {time.time() - started:.0f} s", flush=True)
     return rc
 
