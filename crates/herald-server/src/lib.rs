@@ -88,10 +88,12 @@ pub fn router(state: AppState) -> Router {
         clock: state.clock.clone(),
     };
     let budget = budget::BodyBudget::new(state.api.max_inflight_body_bytes);
-    api_routes()
+    let app = api_routes()
         .into_router()
         .fallback(ops::not_found)
         .method_not_allowed_fallback(ops::method_not_allowed)
+        // `Allow` and `405` of action paths (`/v1/jobs/7:cancel`) as documented.
+        .layer(axum::middleware::from_fn(routes::allowed_methods))
         // Request-body bytes in flight, shared by every request of the node.
         .layer(axum::middleware::from_fn_with_state(
             budget.clone(),
@@ -121,7 +123,13 @@ pub fn router(state: AppState) -> Router {
         // The console's shells and assets: outside the guard, which they
         // do not need (they check the session themselves).
         .merge(ui::router())
-        .with_state(state)
+        .with_state(state);
+    // The router sets `Allow` itself on a `405` and on any answer of its
+    // method fallback (a `401` too), after every layer above ran: only
+    // from outside can an action path's `Allow` be made right everywhere.
+    Router::new()
+        .fallback_service(app)
+        .layer(axum::middleware::from_fn(routes::allow_header))
 }
 
 /// Every route, each behind its policy from the route table.

@@ -2,9 +2,19 @@
 //! takes. The router is assembled through [`RouteSet`], which puts each
 //! route's policy in front of its handler and remembers what it registered,
 //! so a test can check that no route is left out of the table.
+//!
+//! An action route (`POST /v1/jobs/{id}` serving `/v1/jobs/7:cancel`) shares
+//! its path with the item's other methods, so the router alone would answer
+//! `GET /v1/jobs/7:cancel` with the job handler and list `POST` in the
+//! `Allow` of `PUT /v1/jobs/7`. [`allowed_methods`] answers both as the
+//! document describes them: an action path serves `POST` only, and the
+//! item's path serves its other methods.
 
+use axum::extract::Request;
 use axum::handler::Handler;
-use axum::middleware;
+use axum::http::{HeaderValue, Method, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, delete, get, patch, post, put};
 
 use crate::access::{Need, Payload, Policy, Scope, Verb, enforce};
@@ -153,6 +163,99 @@ fn path_params<'a>(pattern: &str, path: &'a str) -> Option<Vec<&'a str>> {
     }
 }
 
+/// The methods `path` serves when they are not what the router registered
+/// for its pattern: `[POST]` for an action path (`/v1/jobs/7:cancel`), the
+/// item's other methods for the item's path (`/v1/jobs/7`) when its pattern
+/// has an action route. `None` for every other path (the router's own
+/// answer is right) and for an item path with nothing but actions
+/// (`/v1/channels/x`: a `404`).
+pub fn action_path_methods(path: &str) -> Option<Vec<Verb>> {
+    let served: Vec<Policy> = ROUTES
+        .iter()
+        .filter(|p| path_params(p.path, path).is_some())
+        .copied()
+        .collect();
+    if !served
+        .iter()
+        .any(|p| p.payload == Action && p.path.ends_with('}'))
+    {
+        return None;
+    }
+    let last = path.rsplit('/').next().unwrap_or_default();
+    let verbs: Vec<Verb> = if last.contains(':') {
+        vec![Post]
+    } else {
+        served
+            .iter()
+            .filter(|p| p.payload != Action)
+            .map(|p| p.verb)
+            .collect()
+    };
+    (!verbs.is_empty()).then_some(verbs)
+}
+
+/// The `Allow` value for `verbs`: `HEAD` goes with `GET`, as the router
+/// serves it.
+fn allow_value(verbs: &[Verb]) -> String {
+    let mut names = Vec::new();
+    for v in verbs {
+        names.push(v.as_str());
+        if *v == Get {
+            names.push("HEAD");
+        }
+    }
+    names.join(",")
+}
+
+/// Answers `405` with the right `Allow` for a method an action path or its
+/// item's path does not serve (see [`action_path_methods`]); passes every
+/// other request on. Runs behind the access guard, like the router's own
+/// `405`s; layered after `method_not_allowed_fallback`, which would
+/// otherwise replace the layered fallback of every route.
+pub async fn allowed_methods(req: Request, next: Next) -> Response {
+    let Some(verbs) = action_path_methods(req.uri().path()) else {
+        return next.run(req).await;
+    };
+    let method = req.method();
+    let served = verbs
+        .iter()
+        .any(|v| v.as_str() == method.as_str() || (*v == Get && *method == Method::HEAD));
+    // `POST` to an item's path without an action keeps its `404
+    // unknown_action`, which names the actions to use.
+    let action_missing = *method == Method::POST;
+    if served || action_missing {
+        return next.run(req).await;
+    }
+    let mut resp = crate::error::ApiError::new(
+        axum::http::StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!(
+            "{method} is not served here; allowed: {}",
+            allow_value(&verbs)
+        ),
+    )
+    .into_response();
+    if let Ok(v) = HeaderValue::from_str(&allow_value(&verbs)) {
+        resp.headers_mut().insert(header::ALLOW, v);
+    }
+    resp
+}
+
+/// Sets the `Allow` of any answer that has one, for an action path or its
+/// item's path, to what the path serves (see [`action_path_methods`]).
+/// Wraps the whole router: the router adds its own `Allow` after its layers.
+pub async fn allow_header(req: Request, next: Next) -> Response {
+    let verbs = action_path_methods(req.uri().path());
+    let mut resp = next.run(req).await;
+    if let Some(verbs) = verbs
+        && resp.headers().contains_key(header::ALLOW)
+        && let Ok(v) = HeaderValue::from_str(&allow_value(&verbs))
+    {
+        resp.headers_mut().insert(header::ALLOW, v);
+    }
+    resp
+}
+
 /// The paths served without a key.
 pub fn public_paths() -> Vec<&'static str> {
     ROUTES
@@ -274,5 +377,28 @@ mod tests {
         assert_eq!(m(Post, "/v1/timers/"), None);
         assert_eq!(m(Post, "/v1/nothing"), None);
         assert_eq!(m(Delete, "/v1/timers/42/x"), None);
+    }
+
+    #[test]
+    fn action_paths_serve_post_and_item_paths_the_rest() {
+        let m = action_path_methods;
+        assert_eq!(m("/v1/jobs/7:cancel"), Some(vec![Post]));
+        assert_eq!(m("/v1/timers/7:retry"), Some(vec![Post]));
+        assert_eq!(m("/v1/jobs/7"), Some(vec![Get, Delete]));
+        assert_eq!(m("/v1/timers/7"), Some(vec![Get, Delete, Patch]));
+        assert_eq!(m("/v1/rules/7"), Some(vec![Get, Put]));
+        // Nothing but actions: the handler's `404 unknown_action`.
+        assert_eq!(m("/v1/channels/hooks"), None);
+        assert_eq!(m("/v1/channels/hooks:pause"), Some(vec![Post]));
+        // Paths without actions: the router's own answer.
+        for path in [
+            "/v1/timers",
+            "/v1/timers:bulk",
+            "/v1/admin:reload",
+            "/v1/jobs/7/sends",
+        ] {
+            assert_eq!(m(path), None, "{path}");
+        }
+        assert_eq!(allow_value(&[Get, Delete]), "GET,HEAD,DELETE");
     }
 }

@@ -6,13 +6,14 @@
 //! route the router serves cannot be left out (a route without a row is
 //! still listed, bare, and a test fails on it).
 
+mod node;
 mod operations;
+mod refine;
 mod schemas;
 #[cfg(test)]
 mod tests;
 
-use std::sync::OnceLock;
-
+use axum::extract::State;
 use axum::http::header;
 use axum::response::{Html, IntoResponse};
 use serde_json::{Map, Value, json};
@@ -22,13 +23,21 @@ use utoipa::openapi::schema::Schema;
 
 use crate::access::{Need, Policy};
 use crate::routes::ROUTES;
-use operations::{Answer, Body, OPS, Op};
+use crate::state::AppState;
+use node::NodeFacts;
+use operations::{Answer, Body, ID_PATTERN, OPS, Op, Takes};
 
-/// `GET /openapi.json`.
-pub async fn openapi_json() -> impl IntoResponse {
+/// `GET /openapi.json`: the document, with this node's channels and leads.
+pub async fn openapi_json(State(st): State<AppState>) -> impl IntoResponse {
+    let mut channels = st.engine.channel_names();
+    channels.sort();
+    let facts = NodeFacts {
+        channels,
+        leads: st.reminders.leads().minutes().to_vec(),
+    };
     (
         [(header::CONTENT_TYPE, "application/json")],
-        document_text(),
+        document_text(facts).to_string(),
     )
 }
 
@@ -43,21 +52,26 @@ pub async fn docs() -> impl IntoResponse {
 /// The page loads nothing from elsewhere and talks only to this server.
 const DOCS_CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:";
 
-/// The document as served, built once.
-pub fn document_text() -> &'static str {
-    static TEXT: OnceLock<String> = OnceLock::new();
-    TEXT.get_or_init(|| document().to_string())
+/// The document as served for `facts`, built once.
+pub fn document_text(facts: NodeFacts) -> std::sync::Arc<str> {
+    node::served_text(facts, |f| document_for(f).to_string())
 }
 
-/// The document.
+/// The document of a node with no channels known and the default leads.
+#[cfg(test)]
 pub fn document() -> Value {
+    document_for(&NodeFacts::default())
+}
+
+/// The document of a node with `facts`.
+pub fn document_for(facts: &NodeFacts) -> Value {
     let mut paths = Map::new();
     for op in OPS {
         let route = route_of(op);
         let entry = paths
             .entry(op.path.to_string())
             .or_insert_with(|| json!({}));
-        entry[op.method.to_ascii_lowercase()] = operation(op, route.as_ref());
+        entry[op.method.to_ascii_lowercase()] = operation(op, route.as_ref(), facts);
     }
     // A route of the table without a row: listed, with what the table knows.
     for p in ROUTES {
@@ -74,7 +88,7 @@ pub fn document() -> Value {
             });
         }
     }
-    json!({
+    let mut doc = json!({
         "openapi": "3.1.0",
         "info": {
             "title": "Herald",
@@ -102,7 +116,10 @@ pub fn document() -> Value {
             },
         },
         "security": [{ "bearer": [] }],
-    })
+    });
+    refine::apply(&mut doc);
+    facts.apply(&mut doc);
+    doc
 }
 
 /// The route-table entry serving `op`, if the router has it yet.
@@ -113,13 +130,19 @@ fn route_of(op: &Op) -> Option<Policy> {
         .copied()
 }
 
-fn operation(op: &Op, route: Option<&Policy>) -> Value {
+fn operation(op: &Op, route: Option<&Policy>, facts: &NodeFacts) -> Value {
     let mut params = path_params(op.path);
-    for (name, what) in op.query {
-        params.push(json!({
-            "name": name, "in": "query", "required": false,
-            "description": what, "schema": { "type": "string" },
-        }));
+    for p in op.query {
+        let mut param = json!({
+            "name": p.name, "in": "query", "required": false,
+            "description": p.what, "schema": param_schema(p.takes, facts),
+        });
+        if let Takes::Words(_) = p.takes {
+            // `group_by=channel,day`: one parameter, its values joined by commas.
+            param["style"] = json!("form");
+            param["explode"] = json!(false);
+        }
+        params.push(param);
     }
     let mut responses = error_responses();
     for (status, answer) in op.ok {
@@ -175,7 +198,46 @@ fn operation_id(op: &Op) -> String {
     id.trim_end_matches('_').to_string()
 }
 
-/// One required string parameter per `{name}` of the path.
+/// The JSON schema of what a parameter takes.
+fn param_schema(takes: Takes, facts: &NodeFacts) -> Value {
+    match takes {
+        Takes::Lead => facts.lead_schema(),
+        Takes::Text => json!({ "type": "string" }),
+        Takes::Printable(max) => json!({
+            "type": "string", "minLength": 1, "maxLength": max,
+            "pattern": "^[^\\u0000-\\u001f\\u007f-\\u009f]*$",
+        }),
+        Takes::Label(max) => json!({
+            "type": "string", "minLength": 1, "maxLength": max,
+            "pattern": "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$",
+        }),
+        Takes::Int(min, max) => json!({ "type": "integer", "minimum": min, "maximum": max }),
+        Takes::Word(words) => json!({ "type": "string", "enum": words }),
+        Takes::Words(words) => json!({
+            "type": "array", "uniqueItems": true,
+            "items": { "type": "string", "enum": words },
+        }),
+        Takes::Time => json!({ "type": "string", "format": "date-time" }),
+        Takes::Day => json!({
+            "type": "string",
+            "anyOf": [{ "format": "date" }, { "format": "date-time" }],
+        }),
+        Takes::Pattern(p) => json!({ "type": "string", "pattern": p }),
+    }
+}
+
+/// What a path parameter takes, by its name: ids are positive integers,
+/// user and subject ids short words (`reminders::check_id`), channel names
+/// any segment (an unknown one is a `404`).
+fn path_param_schema(name: &str) -> Value {
+    match name {
+        "id" => json!({ "type": "integer", "minimum": 1, "maximum": i64::MAX }),
+        "user_id" | "subject_id" => json!({ "type": "string", "pattern": ID_PATTERN }),
+        _ => json!({ "type": "string", "minLength": 1 }),
+    }
+}
+
+/// One required parameter per `{name}` of the path.
 fn path_params(path: &str) -> Vec<Value> {
     let mut out = Vec::new();
     let mut rest = path;
@@ -185,7 +247,7 @@ fn path_params(path: &str) -> Vec<Value> {
         };
         let name = &rest[start + 1..start + len];
         out.push(json!({
-            "name": name, "in": "path", "required": true, "schema": { "type": "string" },
+            "name": name, "in": "path", "required": true, "schema": path_param_schema(name),
         }));
         rest = &rest[start + len..];
     }
@@ -222,17 +284,22 @@ fn ok_response(answer: Answer) -> Value {
 }
 
 fn request_body(body: Body) -> Option<Value> {
+    let mut required = true;
     let content = match body {
         Body::None => return None,
         Body::Json(s) => json!({ "application/json": { "schema": schema_ref(s) } }),
+        Body::OptionalJson(s) => {
+            required = false;
+            json!({ "application/json": { "schema": schema_ref(s) } })
+        }
         Body::Ndjson(s) => json!({ "application/x-ndjson": { "schema": schema_ref(s) } }),
         Body::Recipients => json!({
-            "application/x-ndjson": { "schema": { "type": "object", "properties": { "user": { "type": "string" } } } },
+            "application/x-ndjson": { "schema": schema_ref("RecipientLine") },
             "text/csv": { "schema": { "type": "string" } },
         }),
         Body::Xml => json!({ "text/xml": { "schema": { "type": "string" } } }),
     };
-    Some(json!({ "required": true, "content": content }))
+    Some(json!({ "required": required, "content": content }))
 }
 
 fn tags() -> Value {

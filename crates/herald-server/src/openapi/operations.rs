@@ -8,9 +8,11 @@ pub enum Body {
     None,
     /// `application/json`, this schema.
     Json(&'static str),
+    /// `application/json`, this schema, or no body at all.
+    OptionalJson(&'static str),
     /// `application/x-ndjson`, one line of this schema each.
     Ndjson(&'static str),
-    /// Recipients: NDJSON (`{"user": ...}` per line) or CSV.
+    /// Recipients: NDJSON (`{"recipient": ...}` per line) or CSV.
     Recipients,
     /// The provider's XML event.
     Xml,
@@ -38,12 +40,56 @@ pub struct Op {
     pub path: &'static str,
     pub tag: &'static str,
     pub summary: &'static str,
-    /// Query parameters: name and what it means.
-    pub query: &'static [(&'static str, &'static str)],
+    /// Query parameters.
+    pub query: &'static [Param],
     pub body: Body,
     /// Success status and answer.
     pub ok: &'static [(u16, Answer)],
 }
+
+/// A query parameter: its name, what it means, and what it takes.
+#[derive(Clone, Copy)]
+pub struct Param {
+    pub name: &'static str,
+    pub what: &'static str,
+    pub takes: Takes,
+}
+
+const fn q(name: &'static str, what: &'static str, takes: Takes) -> Param {
+    Param { name, what, takes }
+}
+
+/// What a path or query parameter takes, as its handler checks it: the
+/// document states exactly this, so a generated value the document calls
+/// valid is accepted and one it calls invalid is refused.
+#[derive(Clone, Copy)]
+pub enum Takes {
+    /// Any text; an empty one filters nothing.
+    Text,
+    /// 1 to this many characters, no control characters.
+    Printable(u32),
+    /// 1 to this many characters, not all blank, no control characters.
+    Label(u32),
+    /// A whole number in `min..=max`.
+    Int(i64, i64),
+    /// One of these words.
+    Word(&'static [&'static str]),
+    /// A comma-separated list of these words, each at most once.
+    Words(&'static [&'static str]),
+    /// An RFC 3339 time.
+    Time,
+    /// A UTC day (`YYYY-MM-DD`) or an RFC 3339 time (its day).
+    Day,
+    /// Text matching this pattern (ECMA 262).
+    Pattern(&'static str),
+    /// One of the node's reminder leads (`reminders.leads_minutes`).
+    Lead,
+}
+
+/// A user or subject id (`reminders::check_id`), or empty (no cursor).
+pub const ID_PATTERN: &str = "^[A-Za-z0-9_.:@-]{1,128}$";
+/// The largest id and cursor the API takes (`i64::MAX`).
+const BIG: i64 = i64::MAX;
 
 const fn op(
     method: &'static str,
@@ -65,7 +111,7 @@ const fn op(
 }
 
 impl Op {
-    const fn with_query(mut self, query: &'static [(&'static str, &'static str)]) -> Op {
+    const fn with_query(mut self, query: &'static [Param]) -> Op {
         self.query = query;
         self
     }
@@ -84,14 +130,28 @@ use Answer::{Json as J, Ndjson as Lines, Text};
 use Body::{Json as JsonBody, None as NoBody};
 
 const TIMER: &[(u16, Answer)] = &[(200, J("TimerJson"))];
-const AFTER: &[(&str, &str)] = &[
-    ("after", "the `next_after` of the previous page"),
-    ("limit", "1..=1000 (default 100)"),
-];
-const CURSOR: &[(&str, &str)] = &[
-    ("cursor", "the `next_cursor` of the previous page"),
-    ("limit", "1..=1000 (default 100)"),
-];
+/// Ascending listings paged by id (`pagination::ASCENDING`).
+const AFTER: &[Param] = &[AFTER_ID, LIMIT];
+const AFTER_ID: Param = q(
+    "after",
+    "the `next_after` of the previous page",
+    Takes::Int(0, BIG),
+);
+/// Listings keyed by a user or subject id (`CursorQuery::id_page`).
+const ID_CURSOR: Takes = Takes::Pattern("^([A-Za-z0-9_.:@-]{1,128})?$");
+/// Listings keyed by a numeric id (`GET /v1/audiences`).
+const NUMBER_CURSOR: Takes = Takes::Pattern("^(\\+?0*[1-9][0-9]{0,17})?$");
+const LIMIT: Param = q("limit", "rows per page (default 100)", Takes::Int(1, 1000));
+const CURSOR_DOC: &str = "the `next_cursor` of the previous page";
+/// The states a timer is searched by (`timer_search::STORED`).
+const TIMER_STATES: &[&str] = &["pending", "done", "failed", "dead", "cancelled", "in_doubt"];
+/// `herald_core::reminder::ChannelType`.
+const CHANNEL_TYPES: &[&str] = &["app", "email", "sms", "wechat", "wecom"];
+/// `herald_store::ReportDim`.
+const REPORT_DIMS: &[&str] = &["tenant", "channel", "outcome", "day", "rule", "job"];
+/// A tenant's name (`herald_core::tenant::tenant_name_problem`).
+pub const TENANT_PATTERN: &str = "^[A-Za-z0-9_.-]{1,64}$";
+const TENANT: Takes = Takes::Pattern(TENANT_PATTERN);
 
 /// Every operation of the API.
 pub const OPS: &[Op] = &[
@@ -121,16 +181,44 @@ pub const OPS: &[Op] = &[
         &[(200, J("TimerList"))],
     )
     .with_query(&[
-        ("state", "pending, done, failed, dead, cancelled or in_doubt"),
-        ("channel", "channel name"),
-        ("recipient", "recipient"),
-        ("idempotency_key", "idempotency key"),
-        ("kind", "timer kind"),
-        ("due_after", "RFC 3339"),
-        ("due_before", "RFC 3339"),
-        ("order", "asc (default) or desc"),
-        ("cursor", "the `next_cursor` of the previous page"),
-        ("limit", "1..=1000 (default 100)"),
+        q(
+            "state",
+            "only timers in this state",
+            Takes::Word(TIMER_STATES),
+        ),
+        q("channel", "only this channel's", Takes::Text),
+        q("recipient", "only this recipient's", Takes::Text),
+        q(
+            "idempotency_key",
+            "only the timer with this key",
+            Takes::Text,
+        ),
+        q(
+            "kind",
+            "only timers of this kind",
+            Takes::Word(&["timer", "reminder", "job"]),
+        ),
+        q(
+            "due_after",
+            "only timers due at or after this time",
+            Takes::Time,
+        ),
+        q(
+            "due_before",
+            "only timers due before this time",
+            Takes::Time,
+        ),
+        q(
+            "order",
+            "by due time (default asc)",
+            Takes::Word(&["asc", "desc"]),
+        ),
+        q(
+            "cursor",
+            CURSOR_DOC,
+            Takes::Pattern("^([+-]?[0-9]{1,18}\\.[+-]?[0-9]{1,18})?$"),
+        ),
+        LIMIT,
     ]),
     op(
         "GET",
@@ -188,7 +276,7 @@ pub const OPS: &[Op] = &[
         NoBody,
         &[(200, J("DeadLetters"))],
     )
-    .with_query(&[("channel", "channel name")]),
+    .with_query(&[q("channel", "only this channel's", Takes::Text)]),
     // Reminders.
     op(
         "PUT",
@@ -222,7 +310,10 @@ pub const OPS: &[Op] = &[
         NoBody,
         &[(200, J("SubjectList"))],
     )
-    .with_query(CURSOR),
+    .with_query(&[
+        q("cursor", CURSOR_DOC, ID_CURSOR),
+        q("limit", "rows per page (default 50)", Takes::Int(1, 500)),
+    ]),
     op(
         "POST",
         "/v1/reminders",
@@ -248,8 +339,16 @@ pub const OPS: &[Op] = &[
         &[(200, J("RemindersCancelled"))],
     )
     .with_query(&[
-        ("channel_type", "only this channel type"),
-        ("lead_minutes", "only this lead"),
+        q(
+            "channel_type",
+            "only this channel type",
+            Takes::Word(CHANNEL_TYPES),
+        ),
+        q(
+            "lead_minutes",
+            "only this lead: one of `reminders.leads_minutes` (default 5, 10, ... 60)",
+            Takes::Lead,
+        ),
     ]),
     op(
         "GET",
@@ -274,7 +373,7 @@ pub const OPS: &[Op] = &[
         "/v1/subscribers/{user_id}",
         "subscribers",
         "Merge a JSON merge patch (RFC 7396) into a subscriber's profile",
-        JsonBody("SubscriberBody"),
+        JsonBody("SubscriberPatch"),
         &[(200, J("SubscriberJson"))],
     ),
     op(
@@ -301,13 +400,13 @@ pub const OPS: &[Op] = &[
         NoBody,
         &[(200, J("SubscriberList"))],
     )
-    .with_query(CURSOR),
+    .with_query(&[q("cursor", CURSOR_DOC, ID_CURSOR), LIMIT]),
     op(
         "POST",
         "/v1/subscribers:bulk",
         "subscribers",
         "Create or replace many profiles, one `{user_id, ...profile}` per line",
-        Body::Ndjson("SubscriberBody"),
+        Body::Ndjson("SubscriberLine"),
         &[(200, Lines("BulkLineResult"))],
     ),
     op(
@@ -318,7 +417,7 @@ pub const OPS: &[Op] = &[
         Body::Recipients,
         &[(201, J("AudienceJson"))],
     )
-    .with_query(&[("name", "a name for the audience")]),
+    .with_query(&[q("name", "a name for the audience", Takes::Printable(200))]),
     op(
         "GET",
         "/v1/audiences",
@@ -327,7 +426,7 @@ pub const OPS: &[Op] = &[
         NoBody,
         &[(200, J("AudienceList"))],
     )
-    .with_query(CURSOR),
+    .with_query(&[q("cursor", CURSOR_DOC, NUMBER_CURSOR), LIMIT]),
     op(
         "GET",
         "/v1/audiences/{id}",
@@ -411,7 +510,7 @@ pub const OPS: &[Op] = &[
         NoBody,
         &[(200, J("TaskList"))],
     )
-    .with_query(&[("limit", "1..=1000 (default 100)")]),
+    .with_query(&[LIMIT]),
     op(
         "POST",
         "/v1/schedules:preview",
@@ -438,8 +537,12 @@ pub const OPS: &[Op] = &[
         &[(200, J("JobList"))],
     )
     .with_query(&[
-        ("before", "the `next_before` of the previous page"),
-        ("limit", "1..=1000 (default 100)"),
+        q(
+            "before",
+            "the `next_before` of the previous page",
+            Takes::Int(1, BIG),
+        ),
+        q("limit", "rows per page (default 50)", Takes::Int(1, 500)),
     ]),
     op(
         "GET",
@@ -507,14 +610,31 @@ pub const OPS: &[Op] = &[
         &[(200, J("SendList"))],
     )
     .with_query(&[
-        ("start", "first index"),
-        ("end", "index after the last"),
-        (
-            "outcome",
-            "only this outcome (delivered, retry, failed, expired, in_doubt), paged by after and limit",
+        q(
+            "start",
+            "without outcome: the first index (default 0)",
+            Takes::Int(0, BIG),
         ),
-        ("after", "with outcome: the last index of the previous page"),
-        ("limit", "with outcome: rows per page, 1 to 1000 (default 100)"),
+        q(
+            "end",
+            "without outcome: the index after the last, at most start + 1000 (default)",
+            Takes::Int(0, BIG),
+        ),
+        q(
+            "outcome",
+            "only this outcome, paged by after and limit (not with start or end)",
+            Takes::Word(&["delivered", "retry", "failed", "expired", "in_doubt"]),
+        ),
+        q(
+            "after",
+            "with outcome: the `next_after` of the previous page",
+            Takes::Int(0, BIG),
+        ),
+        q(
+            "limit",
+            "with outcome: rows per page (default 100)",
+            Takes::Int(1, 1000),
+        ),
     ]),
     op(
         "GET",
@@ -538,7 +658,7 @@ pub const OPS: &[Op] = &[
         "/v1/channels/{name}:pause",
         "channels",
         "Hold a channel's deliveries, cluster-wide",
-        JsonBody("PauseRequest"),
+        Body::OptionalJson("PauseRequest"),
         &[(200, J("Channel"))],
     ),
     op(
@@ -598,11 +718,7 @@ pub const OPS: &[Op] = &[
         NoBody,
         &[(200, J("KeyList"))],
     )
-    .with_query(&[
-        ("tenant", "only this tenant's"),
-        ("after", "the `next_after` of the previous page"),
-        ("limit", "1..=1000 (default 100)"),
-    ]),
+    .with_query(&[q("tenant", "only this tenant's", TENANT), AFTER_ID, LIMIT]),
     op(
         "DELETE",
         "/v1/keys/{id}",
@@ -620,10 +736,10 @@ pub const OPS: &[Op] = &[
         &[(200, J("AuditList"))],
     )
     .with_query(&[
-        ("tenant", "admin: this tenant's"),
-        ("since", "RFC 3339"),
-        ("cursor", "the `next_cursor` of the previous page"),
-        ("limit", "1..=1000 (default 100)"),
+        q("tenant", "admin: this tenant's; a key: its own", TENANT),
+        q("since", "only entries at or after this time", Takes::Time),
+        q("cursor", CURSOR_DOC, Takes::Int(1, BIG)),
+        LIMIT,
     ]),
     // Operations.
     op(
@@ -635,18 +751,27 @@ pub const OPS: &[Op] = &[
         &[(200, J("Report"))],
     )
     .with_query(&[
-        (
+        q(
             "group_by",
-            "comma-separated: tenant, channel, outcome, day, rule, job (default day,channel,outcome; empty: one total)",
+            "comma-separated, each once (default day,channel,outcome; empty: one total)",
+            Takes::Words(REPORT_DIMS),
         ),
-        ("from", "first UTC day: YYYY-MM-DD or RFC 3339 (its day)"),
-        ("to", "last UTC day, included: YYYY-MM-DD or RFC 3339"),
-        ("tenant", "admin: this tenant's"),
-        ("channel", "only this channel"),
-        ("outcome", "only this outcome (delivered, retry, failed, dead, ...)"),
-        ("rule", "only this rule's jobs"),
-        ("job", "only this job"),
-        ("limit", "1..=10000 rows (default 1000)"),
+        q("from", "the first UTC day", Takes::Day),
+        q(
+            "to",
+            "the last UTC day, included (not before from)",
+            Takes::Day,
+        ),
+        q("tenant", "admin: this tenant's; a key: its own", TENANT),
+        q("channel", "only this channel", Takes::Label(128)),
+        q(
+            "outcome",
+            "only this outcome (delivered, retry, failed, dead, ...)",
+            Takes::Label(128),
+        ),
+        q("rule", "only this rule's jobs", Takes::Int(1, BIG)),
+        q("job", "only this job", Takes::Int(1, BIG)),
+        q("limit", "rows (default 1000)", Takes::Int(1, 10_000)),
     ]),
     op(
         "GET",

@@ -25,9 +25,13 @@ pub struct ErrorResponse {
 
 /// `POST /v1/timers` (and one line of `POST /v1/timers:bulk`).
 #[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct CreateTimer {
-    /// RFC 3339; give this or `delay_ms`.
+    /// RFC 3339, at most 10 years ahead; give this or `delay_ms`.
+    #[schema(format = DateTime)]
     fire_at: Option<String>,
+    /// At most 10 years.
+    #[schema(minimum = 0, maximum = 315_576_000_000_i64)]
     delay_ms: Option<i64>,
     channel: String,
     /// The address as the provider takes it; give this or `to`.
@@ -43,8 +47,10 @@ pub struct CreateTimer {
     digest: Option<TimerDigest>,
     #[schema(value_type = Object)]
     message: serde_json::Value,
+    /// 1..=255 visible ASCII characters.
+    #[schema(pattern = "^[!-~]{1,255}$")]
     idempotency_key: Option<String>,
-    /// 0..=9.
+    #[schema(minimum = 0, maximum = 9)]
     priority: Option<i64>,
     /// With an existing idempotency key: `return` the timer (default) or
     /// `replace` a pending one's time, message and priority.
@@ -53,6 +59,7 @@ pub struct CreateTimer {
 
 /// `to` of `POST /v1/timers`.
 #[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct TimerTo {
     user_id: String,
     /// `app`, `email`, `sms`, `wechat` or `wecom`; defaults to the channel's
@@ -339,27 +346,42 @@ pub struct TimerList {
     next_cursor: Option<String>,
 }
 
-/// At least one field.
+/// At least one field; `fire_at` or `delay_ms`, not both.
 #[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct TimerPatch {
+    #[schema(format = DateTime)]
     fire_at: Option<String>,
+    #[schema(minimum = 0, maximum = 315_576_000_000_i64)]
     delay_ms: Option<i64>,
     #[schema(value_type = Option<Object>)]
     message: Option<serde_json::Value>,
+    #[schema(minimum = 0, maximum = 9)]
     priority: Option<i64>,
 }
 
 #[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct RetryFilter {
-    /// `dead` or `failed`; both when absent.
-    state: Option<String>,
+    /// Both when absent.
+    state: Option<RetryState>,
     channel: Option<String>,
     /// A prefix of `last_error`.
     error: Option<String>,
+    #[schema(format = DateTime)]
     due_after: Option<String>,
+    #[schema(format = DateTime)]
     due_before: Option<String>,
-    /// 1..=10000 (default 10000).
+    /// Default 10000.
+    #[schema(minimum = 1, maximum = 10_000)]
     limit: Option<u32>,
+}
+
+#[derive(ToSchema)]
+#[schema(rename_all = "lowercase")]
+pub enum RetryState {
+    Dead,
+    Failed,
 }
 
 #[derive(ToSchema)]
@@ -388,19 +410,26 @@ pub struct DeadLetters {
     truncated: bool,
 }
 
+/// The whole body is optional.
 #[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct PauseRequest {
+    /// A time in the future; held until resumed when absent.
+    #[schema(format = DateTime)]
     until: Option<String>,
     reason: Option<String>,
 }
 
 #[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct PreviewRequest {
     /// A rule's `schedule` object (`at` or `cron`).
     #[schema(value_type = Object)]
     schedule: serde_json::Value,
-    /// 1..=100 (default 10).
+    /// Default 10.
+    #[schema(minimum = 1, maximum = 100)]
     count: Option<u32>,
+    #[schema(format = DateTime)]
     from: Option<String>,
 }
 
@@ -417,15 +446,55 @@ pub struct SubjectList {
     count_cap: u64,
 }
 
-/// A subscriber's profile (`PUT /v1/subscribers/{user_id}`, and the merge
-/// patch of `PATCH`). Every field is optional; unknown fields are refused.
+/// A subscriber's profile (`PUT /v1/subscribers/{user_id}`, and a line of
+/// `POST /v1/subscribers:bulk` with its `user_id`). Every field is
+/// optional, none is `null`; unknown fields are refused.
 #[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct SubscriberBody {
     /// IANA time zone; the user's quiet hours follow it.
+    #[schema(nullable = false)]
+    timezone: Option<String>,
+    #[schema(nullable = false)]
+    locale: Option<String>,
+    #[schema(nullable = false)]
+    addresses: Option<SubscriberAddresses>,
+    #[schema(nullable = false)]
+    preferences: Option<SubscriberPreferences>,
+    #[schema(nullable = false)]
+    quiet_hours: Option<SubscriberQuietHours>,
+}
+
+/// One line of `POST /v1/subscribers:bulk`: the user and their profile.
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SubscriberLine {
+    /// 1..=128 of `A-Z a-z 0-9 _ - . : @`.
+    #[schema(pattern = "^[A-Za-z0-9_.:@-]{1,128}$")]
+    user_id: String,
+    #[schema(nullable = false)]
+    timezone: Option<String>,
+    #[schema(nullable = false)]
+    locale: Option<String>,
+    #[schema(nullable = false)]
+    addresses: Option<SubscriberAddresses>,
+    #[schema(nullable = false)]
+    preferences: Option<SubscriberPreferences>,
+    #[schema(nullable = false)]
+    quiet_hours: Option<SubscriberQuietHours>,
+}
+
+/// `PATCH /v1/subscribers/{user_id}`: a JSON merge patch (RFC 7396) of the
+/// profile: `null` removes a field, an object merges into the stored one.
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SubscriberPatch {
     timezone: Option<String>,
     locale: Option<String>,
-    addresses: Option<SubscriberAddresses>,
-    preferences: Option<SubscriberPreferences>,
+    #[schema(value_type = Option<Object>)]
+    addresses: Option<serde_json::Value>,
+    #[schema(value_type = Option<Object>)]
+    preferences: Option<serde_json::Value>,
     quiet_hours: Option<SubscriberQuietHours>,
 }
 
@@ -478,6 +547,20 @@ pub struct SubscriberJson {
 pub struct SubscriberList {
     subscribers: Vec<SubscriberJson>,
     next_cursor: Option<String>,
+}
+
+/// One line of an NDJSON audience upload (`POST /v1/audiences`); blank
+/// lines are skipped.
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RecipientLine {
+    /// 1..=256 bytes, no control characters.
+    #[schema(
+        min_length = 1,
+        max_length = 256,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$"
+    )]
+    recipient: String,
 }
 
 #[derive(ToSchema)]
@@ -612,6 +695,7 @@ pub fn collect(
     add::<TimerList>(all);
     add::<TimerPatch>(all);
     add::<RetryFilter>(all);
+    add::<RetryState>(all);
     add::<Retried>(all);
     add::<DeadLetters>(all);
     add::<DeadLetterGroup>(all);
@@ -632,7 +716,10 @@ pub fn collect(
     add::<crate::subjects::CountsJson>(all);
     add::<crate::subjects::ReminderGroupJson>(all);
     add::<AudienceList>(all);
+    add::<RecipientLine>(all);
     add::<SubscriberBody>(all);
+    add::<SubscriberPatch>(all);
+    add::<SubscriberLine>(all);
     add::<SubscriberAddresses>(all);
     add::<SubscriberPreferences>(all);
     add::<SubscriberQuietHours>(all);

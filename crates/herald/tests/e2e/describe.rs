@@ -100,8 +100,8 @@ impl Api {
             method.parse().expect("method"),
             format!("{}{url}", self.server.url),
         );
-        if let Some((ctype, text)) = body {
-            req = req.header("content-type", ctype).body(text);
+        if let Some((ctype, text)) = &body {
+            req = req.header("content-type", *ctype).body(text.clone());
         }
         let resp = req.send().await.expect("request");
         let status = resp.status().as_u16();
@@ -140,6 +140,10 @@ impl Api {
                 Value::String(text)
             }
         };
+        if (200..300).contains(&status) {
+            // What the server took, the document must call valid.
+            check_request(&self.doc, method, path, url, body.as_ref(), &value);
+        }
         self.checked += 1;
         self.called
             .insert((method.to_string(), route_path(path).to_string()));
@@ -176,6 +180,137 @@ impl Api {
         assert_eq!(s, status, "{method} {url}: {v}");
         v
     }
+}
+
+/// A parameter's value as its schema reads it: a number for an integer, a
+/// list for a comma-separated array, else the text.
+fn typed(schema: &Value, raw: &str) -> Value {
+    match schema["type"].as_str() {
+        Some("integer") => raw
+            .parse::<i64>()
+            .map(Value::from)
+            .unwrap_or_else(|_| Value::from(raw)),
+        Some("array") => Value::Array(
+            raw.split(',')
+                .filter(|s| !s.is_empty())
+                .map(Value::from)
+                .collect(),
+        ),
+        _ => Value::from(raw),
+    }
+}
+
+/// Fails unless the document calls `method url` (of the documented `path`)
+/// with `body` valid: each path and query parameter is documented and
+/// matches its schema, and the body matches the request body's schema for
+/// its content type (each line, for NDJSON), or is absent where the
+/// document allows that.
+///
+/// A bulk answer (an array of per-line results) says which lines were
+/// taken: only those are checked.
+fn check_request(
+    doc: &Value,
+    method: &str,
+    path: &str,
+    url: &str,
+    body: Option<&(&str, String)>,
+    answer: &Value,
+) {
+    let op = &doc["paths"][path][method.to_ascii_lowercase()];
+    let what = format!("{method} {url}");
+    let params = op["parameters"].as_array().cloned().unwrap_or_default();
+    let param = |name: &str, place: &str| {
+        params
+            .iter()
+            .find(|p| p["name"] == name && p["in"] == place)
+            .unwrap_or_else(|| panic!("{what}: {place} parameter {name} is not documented"))
+            .clone()
+    };
+    let parsed = reqwest::Url::parse(&format!("http://x{url}")).expect("a URL");
+    // Path parameters: the template's `{name}`s against the URL's segments.
+    let (template, _) = path.split_once('?').unwrap_or((path, ""));
+    for (t, u) in template.split('/').zip(parsed.path().split('/')) {
+        let Some(open) = t.find('{') else { continue };
+        let close = t.find('}').expect("a closed parameter");
+        let suffix = &t[close + 1..];
+        let raw = u.strip_suffix(suffix).unwrap_or(u);
+        let raw = percent_decode(raw);
+        let p = param(&t[open + 1..close], "path");
+        validate(
+            doc,
+            &p["schema"],
+            &typed(&p["schema"], &raw),
+            &format!("{what}: path {t}"),
+        );
+    }
+    for (name, raw) in parsed.query_pairs() {
+        let p = param(&name, "query");
+        validate(
+            doc,
+            &p["schema"],
+            &typed(&p["schema"], &raw),
+            &format!("{what}: query {name}"),
+        );
+    }
+    let request = &op["requestBody"];
+    if request.is_null() {
+        // A body-less operation (an action ignores what it is sent).
+        return;
+    }
+    let Some((ctype, text)) = body.filter(|(_, t)| !t.trim().is_empty()) else {
+        assert!(
+            request["required"] != true,
+            "{what}: taken without a body, which the document requires"
+        );
+        return;
+    };
+    let schema = &request["content"][*ctype]["schema"];
+    assert!(
+        schema.is_object(),
+        "{what}: a {ctype} body is not documented"
+    );
+    match *ctype {
+        "application/json" => {
+            let v: Value = serde_json::from_str(text).expect("a JSON body");
+            validate(doc, schema, &v, &format!("{what}: body"));
+        }
+        "application/x-ndjson" => {
+            // Lines the answer refused are not taken; blank lines are skipped.
+            let refused = |n: usize| {
+                answer.as_array().is_some_and(|lines| {
+                    lines.iter().any(|l| {
+                        l["line"] == n && !(200..300).contains(&l["status"].as_u64().unwrap_or(0))
+                    })
+                })
+            };
+            let lines = text.lines().enumerate();
+            for (_, line) in lines.filter(|(i, l)| !l.trim().is_empty() && !refused(i + 1)) {
+                let v: Value = serde_json::from_str(line).expect("an NDJSON line");
+                validate(doc, schema, &v, &format!("{what}: line {line}"));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `%xx` escapes decoded (path segments of the tests are ASCII).
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%'
+            && i + 2 < b.len()
+            && let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16)
+        {
+            out.push(v);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn id(v: &Value) -> i64 {
@@ -648,6 +783,21 @@ async fn every_route_answers_as_the_document_says() {
         )
         .await;
     assert_eq!(s, 400);
+    // A line of another shape is refused, and the document says so.
+    let (s, v) = api
+        .call(
+            "POST",
+            "/v1/audiences",
+            "/v1/audiences",
+            Some(("application/x-ndjson", "{\"user\":\"a\"}\n".into())),
+        )
+        .await;
+    assert_eq!(s, 400, "{v}");
+    let line = json!({"$ref": "#/components/schemas/RecipientLine"});
+    let root = json!({"components": api.doc["components"], "allOf": [line]});
+    let lines = jsonschema::validator_for(&root).expect("schema");
+    assert!(!lines.is_valid(&json!({"user": "a"})));
+    assert!(lines.is_valid(&json!({"recipient": "a"})));
     let aid = id(&a);
     api.expect(
         200,
@@ -949,6 +1099,17 @@ async fn every_route_answers_as_the_document_says() {
         )
         .await;
     assert_eq!(v["paused"]["reason"], "checking the document", "{v}");
+    // The body is optional: none at all pauses too.
+    let v = api
+        .expect(
+            200,
+            "POST",
+            "/v1/channels/{name}:pause",
+            "/v1/channels/hooks:pause",
+            None,
+        )
+        .await;
+    assert!(v["paused"]["since"].is_string(), "{v}");
     api.expect(
         404,
         "POST",
@@ -1285,6 +1446,111 @@ fn the_alert_rules_pass_promtool_and_the_dashboard_is_json() {
                 t["expr"].as_str().is_some_and(|e| e.contains("herald_")),
                 "{t}"
             );
+        }
+    }
+}
+
+/// `path` with each `{...}` filled by a value its parameter takes.
+fn filled(path: &str) -> String {
+    path.replace("{id}", "1")
+        .replace("{user_id}", "u-1")
+        .replace("{subject_id}", "s-1")
+        .replace("{name}", "hooks")
+}
+
+/// The methods `Allow` lists, upper-case and sorted.
+fn allow_of(resp: &reqwest::Response) -> BTreeSet<String> {
+    resp.headers()
+        .get("allow")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .split(',')
+        .map(|m| m.trim().to_ascii_uppercase())
+        .filter(|m| !m.is_empty())
+        .collect()
+}
+
+/// Every documented path answers a method it does not serve with `405` and
+/// an `Allow` that lists exactly its documented methods (and `HEAD` with
+/// `GET`). Action paths share their route with the item (`/v1/jobs/{id}`
+/// serves `GET`, `DELETE` and the `POST` of `:cancel`), so before the fix
+/// `OPTIONS /v1/jobs/1:cancel` listed `GET,HEAD,DELETE,POST`, `GET
+/// /v1/jobs/1:cancel` reached the job handler (`400` on `id`), and `PUT
+/// /v1/jobs/1` listed a `POST` that path does not serve.
+#[tokio::test]
+async fn allow_headers_list_the_documented_methods() {
+    let mock = Mock::start(&[]).await;
+    let server = Server::start(&Server::webhook_config(&mock.hook(), "", "")).await;
+    let (st, doc) = common::get_json(&format!("{}/openapi.json", server.url)).await;
+    assert_eq!(st, 200, "{doc}");
+    let mut probed = 0;
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        let mut documented: BTreeSet<String> = item
+            .as_object()
+            .expect("a path item")
+            .keys()
+            .map(|m| m.to_ascii_uppercase())
+            .collect();
+        if documented.contains("GET") {
+            documented.insert("HEAD".into());
+        }
+        let url = format!("{}{}", server.url, filled(path));
+        let not_served = ["OPTIONS", "GET", "PUT", "PATCH", "DELETE"]
+            .into_iter()
+            .filter(|m| !documented.contains(*m));
+        for method in not_served {
+            let resp = client()
+                .request(method.parse().expect("method"), &url)
+                .send()
+                .await
+                .expect("request");
+            assert_eq!(resp.status().as_u16(), 405, "{method} {url}");
+            assert_eq!(allow_of(&resp), documented, "{method} {url}: Allow");
+            let body: Value = resp.json().await.expect("a JSON error");
+            assert_eq!(
+                body["error"]["code"], "method_not_allowed",
+                "{method} {url}"
+            );
+            probed += 1;
+        }
+    }
+    assert!(probed > 100, "only {probed} probes");
+    // The item's path without an action: `POST` still names the actions.
+    let resp = client()
+        .post(format!("{}/v1/jobs/1", server.url))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(resp.status().as_u16(), 404);
+    let body: Value = resp.json().await.expect("a JSON error");
+    assert_eq!(body["error"]["code"], "unknown_action", "{body}");
+
+    // A protected node refuses a wrong key first (`401`), and the router's
+    // method fallback still adds an `Allow`: it too must be the path's.
+    let admin = "describe-admin-key-0123456789";
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let store = format!("sqlite://{}", dir.path().join("herald.db").display());
+    let protected = Server::start_with_env(&store, dir, "", &[("HERALD_ADMIN_KEY", admin)]).await;
+    for (key, status) in [("not-a-key-0123456789", 401), (admin, 405)] {
+        for method in ["OPTIONS", "GET"] {
+            let resp = client()
+                .request(
+                    method.parse().expect("method"),
+                    format!("{}/v1/jobs/1:cancel", protected.url),
+                )
+                .bearer_auth(key)
+                .send()
+                .await
+                .expect("request");
+            assert_eq!(resp.status().as_u16(), status, "{method} with {key}");
+            let allow = allow_of(&resp);
+            assert!(
+                allow.is_empty() || allow == BTreeSet::from(["POST".to_string()]),
+                "{method} with {key}: Allow {allow:?}"
+            );
+            if status == 405 {
+                assert_eq!(allow, BTreeSet::from(["POST".to_string()]));
+            }
         }
     }
 }
