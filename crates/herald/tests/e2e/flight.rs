@@ -35,7 +35,8 @@ fn config(hook: &str) -> String {
 
 const DIGESTS: usize = 12;
 
-async fn scenario(s: &mut Server, mock: &Mock) {
+async fn scenario(server: &mut Server, mock: &Mock) {
+    let s: &Server = server;
     let mut ids = Vec::new();
     for d in 0..DIGESTS {
         let digest = json!({"key": format!("k{d}"), "window_ms": 300});
@@ -104,8 +105,8 @@ async fn scenario(s: &mut Server, mock: &Mock) {
     assert_eq!(metric(&text, "herald_inflight_stalls_total"), 0.0);
 
     // SIGTERM: the harness waits 30 s for the exit, the drain timeout is 120 s.
-    s.terminate().await;
-    let log = s.log();
+    server.terminate().await;
+    let log = server.log();
     assert!(
         !log.contains("still in flight") && !log.contains("held by no delivery"),
         "the shutdown waited for deliveries: {log}"
