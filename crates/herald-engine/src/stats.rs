@@ -1,11 +1,12 @@
 //! The stats sampler: cheap gauges (wheel, ready queue, in flight, and the
-//! stall watch over the in-flight slots) every second, and the store-wide count of timers by state every
-//! `stats_interval_ms` (0 turns that off). The count reads the store's timer
-//! counters, a few rows whatever the number of timers; every second the
-//! sampler also folds their pending changes (PostgreSQL appends one change
-//! row per writing statement), whether or not it counts, so reading them
-//! stays cheap. The last count, and the shard leases read with it, stay
-//! readable for the API (see `sampled.rs`).
+//! stall watch over the in-flight slots) every second, and the store-wide
+//! count of timers by state every `stats_interval_ms` (0 turns that off).
+//! The count reads the store's timer counters, a few rows whatever the
+//! number of timers; every second the sampler also folds their pending
+//! changes (PostgreSQL appends one change row per writing statement),
+//! whether or not it counts, so reading them stays cheap. The last count,
+//! and the shard leases read with it, stay readable for the API (see
+//! `sampled.rs`).
 
 use std::sync::Arc;
 use std::time::Duration;
