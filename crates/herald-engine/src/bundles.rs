@@ -76,7 +76,8 @@ impl Bundle {
 pub(crate) struct Group {
     /// The earliest: its due time, key and attempt are the delivery's.
     pub primary: TimerRecord,
-    /// The others, earliest first. They are in the flight set without a permit.
+    /// The others, earliest first. They are in the flight set: those fetched
+    /// in the same pass with a permit, those found in the store without.
     pub members: Vec<TimerRecord>,
     pub bundle: Bundle,
     /// The composed message (JSON text).

@@ -45,8 +45,10 @@ pub(crate) struct Job {
     pub shard: u16,
     /// The lease the timer was fetched under; checked again just before the send.
     pub fence: Fence,
-    /// Reminders merged into this delivery besides its own timer: their
-    /// outcomes follow it. They hold no in-flight permit.
+    /// Timers merged into this delivery besides its own (reminders, a
+    /// digest's other timers): their outcomes follow it. Those fetched in the
+    /// same pass hold an in-flight permit, those found in the store do not;
+    /// the flight set knows which.
     pub members: Vec<Member>,
     /// The timer's `attempt_base` (see [`crate::completer::Attempt`]).
     pub series_base: u32,
@@ -54,7 +56,8 @@ pub(crate) struct Job {
     pub route: Route,
 }
 
-/// A timer riding along in another timer's delivery (a merged reminder).
+/// A timer riding along in another timer's delivery (a merged reminder, a
+/// digest's other timer).
 pub(crate) struct Member {
     pub timer_id: TimerId,
     /// Its own attempt number (the store checks it against its own count).
@@ -62,10 +65,12 @@ pub(crate) struct Member {
 }
 
 impl Job {
-    /// Lets go of every timer this job holds in the flight set, its own first.
+    /// Lets go of every timer this job holds in the flight set, with the
+    /// permits they hold.
     pub fn release(self, flight: &Flight) {
-        flight.release([self.delivery.timer_id]);
-        flight.forget(self.members.iter().map(|m| m.timer_id));
+        flight.release(
+            std::iter::once(self.delivery.timer_id).chain(self.members.iter().map(|m| m.timer_id)),
+        );
     }
 }
 

@@ -17,6 +17,7 @@ use tokio::sync::mpsc;
 use crate::channel_runtime::{ChannelRuntime, Job};
 use crate::completer::{Attempt, Detail, Finished};
 use crate::copies;
+use crate::flight::Hand;
 use crate::marker::Marked;
 use crate::pipeline::Pipeline;
 use crate::queue::DueTimer;
@@ -113,22 +114,35 @@ impl ChannelWorker {
             };
         }
         let rates = &p.tenant_rates;
+        // In hand from before the pop: a shutdown never finds a job neither
+        // queued nor in hand while it still holds its permit.
+        let hand = p.flight.hand();
         let Some(job) = queue.pop_where(|tenant| rates.try_take(tenant, now)) else {
             return match queue.min_over_tenants(|tenant| rates.wait_ms(tenant, now)) {
                 Some(wait_ms) => Turn::Held { wait_ms },
                 None => Turn::Empty,
             };
         };
-        self.send(job).await;
+        self.send(job, hand).await;
         Turn::Sent
     }
 
-    async fn send(&self, job: Job) {
+    /// Sends one job; `hand` counts it as in hand until its outcome is
+    /// recorded (it goes to the completer with the outcome).
+    async fn send(&self, job: Job, hand: Hand) {
         let (p, rt) = (&*self.pipe, &*self.rt);
         // What the directory decided without a send takes no rate.
         let sends = !matches!(job.route, Route::Unsendable(_) | Route::Quiet { .. });
         if sends {
-            rt.wait_for_rate(p.clock.as_ref()).await;
+            // A shutdown does not wait out a provider's pause or the rate:
+            // the job is let go unsent and fires again after the restart.
+            tokio::select! {
+                _ = rt.wait_for_rate(p.clock.as_ref()) => {}
+                _ = p.stop.wait() => {
+                    job.release(&p.flight);
+                    return;
+                }
+            }
         }
         let started = p.clock.now_ms();
         // The last check before anything leaves: a node that lost the shard
@@ -190,7 +204,7 @@ impl ChannelWorker {
                 return;
             }
         }
-        let f = match (&job.route, channel_quiet) {
+        let mut f = match (&job.route, channel_quiet) {
             (Route::Unsendable(why), _) => {
                 let error = match why {
                     Unsendable::NoAddress => {
@@ -280,6 +294,7 @@ impl ChannelWorker {
         for m in &job.members {
             let _ = self.done.send(f.for_member(m.timer_id, m.attempt));
         }
+        f.hand = Some(hand);
         let _ = self.done.send(f);
     }
 
@@ -324,8 +339,8 @@ impl ChannelWorker {
         }
         // Out of the flight set first: the fetcher drops a ready timer it
         // finds still in flight.
-        p.flight.release([d.timer_id]);
-        p.flight.forget(members.iter().map(|(id, _)| *id));
+        p.flight
+            .release(std::iter::once(d.timer_id).chain(members.iter().map(|(id, _)| *id)));
         match own {
             Marked::Applied(Applied::Fenced) => p.hot.fenced.increment(1),
             Marked::Failed => {

@@ -10,6 +10,7 @@ use herald_core::{Priority, RetryPolicy, TenantId, TimerId};
 use herald_store::{Applied, Completion, CompletionOutcome, DeferReason, Fence, StoreError};
 use tokio::sync::mpsc;
 
+use crate::flight::Hand;
 use crate::live::{LiveEntry, LiveOutcome};
 use crate::pipeline::Pipeline;
 use crate::queue::DueTimer;
@@ -44,8 +45,11 @@ pub(crate) struct Finished {
     pub tenant: TenantId,
     pub priority: Priority,
     pub shard: u16,
-    /// Whether the timer holds an in-flight permit (merged members do not).
-    pub permit: bool,
+    /// The attempt was this timer's own, not one it rode along in (a merged
+    /// member's): what the live window counts.
+    pub own_attempt: bool,
+    /// Counts the delivery as in hand until the outcome is recorded.
+    pub hand: Option<Hand>,
     /// Start of a first attempt minus the due time, for the live window.
     pub lateness_ms: Option<i64>,
 }
@@ -128,7 +132,8 @@ impl Finished {
             tenant: at.tenant,
             priority: at.priority,
             shard: at.shard,
-            permit: true,
+            own_attempt: true,
+            hand: None,
             lateness_ms: None,
         }
     }
@@ -143,7 +148,8 @@ impl Finished {
             tenant: self.tenant,
             priority: self.priority,
             shard: self.shard,
-            permit: false,
+            own_attempt: false,
+            hand: None,
             lateness_ms: None,
         }
     }
@@ -270,17 +276,18 @@ fn settle(p: &Pipeline, batch: &mut Vec<Finished>, applied: &[Applied]) {
     // deliveries metric; merged members rode along in another's attempt.
     p.live.record(
         p.clock.now_ms(),
-        batch.iter().filter(|f| f.permit).map(|f| LiveEntry {
+        batch.iter().filter(|f| f.own_attempt).map(|f| LiveEntry {
             tenant: f.tenant,
             channel: &f.completion.channel,
             outcome: live_outcome(&f.completion.outcome),
             lateness_ms: f.lateness_ms,
         }),
     );
-    let (own, members): (Vec<Finished>, Vec<Finished>) = batch.drain(..).partition(|f| f.permit);
+    // Out of the flight set with their permits, then out of hand: a
+    // shutdown watching both never sees a permit that nothing holds.
     p.flight
-        .forget(members.iter().map(|f| f.completion.timer_id));
-    p.flight.release(own.iter().map(|f| f.completion.timer_id));
+        .release(batch.iter().map(|f| f.completion.timer_id));
+    batch.clear();
     p.schedule
         .offer(retries.into_iter().filter(|t| p.ownership.owns(t.shard)));
     hot.inflight.set(p.flight.in_flight() as f64);
@@ -312,8 +319,7 @@ mod tests {
     async fn finished(rig: &Rig, id: TimerId, outcome: SendOutcome) -> Finished {
         let row = rig.timer(id).await;
         let p = &rig.pipe;
-        p.flight.permits.try_acquire().expect("room").forget();
-        p.flight.ids.lock().insert(id);
+        assert!(p.flight.room(1).expect("room").claim(id));
         let delivery = Delivery {
             timer_id: row.id,
             kind: row.kind,
@@ -402,7 +408,7 @@ mod tests {
         assert_eq!(live.series.last().map(|s| s.deliveries), Some(3));
         assert_eq!(live.channels[0].outcomes[0], ("delivered", 3));
         assert_eq!(rig.pipe.flight.in_flight(), 0);
-        assert!(rig.pipe.flight.ids.lock().is_empty());
+        assert_eq!(rig.pipe.flight.len(), 0);
         for &id in &ids {
             assert_eq!(rig.state(id).await, TimerState::Done);
         }

@@ -20,6 +20,7 @@ use tokio::sync::mpsc;
 use crate::bundles::{self, Bundle};
 use crate::channel_runtime::{Job, Member};
 use crate::completer::{Attempt, Finished};
+use crate::flight::Room;
 use crate::pipeline::Pipeline;
 use crate::queue::DueTimer;
 use crate::recipients::{self, Addressee, Profiles};
@@ -67,14 +68,13 @@ impl Fetcher {
             // Wait for room for what is ready. The permits go back at once:
             // only this task takes them, so `run_once` finds them free.
             // Never more than the bound itself, or the wait would never end.
-            let want = p.ready.len().clamp(1, batch.min(p.flight.max));
+            let want = p.ready.len().clamp(1, batch.min(p.flight.max()));
             let room = tokio::select! {
-                permit = p.flight.permits.acquire_many(want as u32) => permit,
+                room = p.flight.wait_for_room(want) => room,
                 _ = p.stop.wait() => return,
             };
-            match room {
-                Ok(permit) => drop(permit),
-                Err(_) => return,
+            if room.is_err() {
+                return;
             }
             match self.run_once().await {
                 FetchPass::Stopped => return,
@@ -97,15 +97,11 @@ impl Fetcher {
             .ready
             .len()
             .min(p.cfg.get().fetch_batch.max(1))
-            .min(p.flight.permits.available_permits());
-        if want == 0 {
-            return FetchPass::Idle;
+            .min(p.flight.available());
+        match p.flight.room(want) {
+            Some(room) => self.route(room, want).await,
+            None => FetchPass::Idle,
         }
-        match p.flight.permits.try_acquire_many(want as u32) {
-            Ok(permit) => permit.forget(),
-            Err(_) => return FetchPass::Idle,
-        }
-        self.route(want).await
     }
 
     /// Whether a tenant may have one more delivery queued on the channels.
@@ -137,29 +133,28 @@ impl Fetcher {
         }
     }
 
-    /// Takes up to `want` due timers, for which the caller holds in-flight
-    /// permits, reads their rows and queues their deliveries.
-    async fn route(&self, want: usize) -> FetchPass {
+    /// Takes up to `want` due timers, one permit of `room` each, reads their
+    /// rows and queues their deliveries. The room stays open (and the
+    /// fetcher counts as busy) until everything it took is routed.
+    async fn route(&self, mut room: Room<'_>, want: usize) -> FetchPass {
         let p = &*self.pipe;
         let due = p.ready.pop_many_where(want, self.within_queue_cap());
         p.hot.ready.set(p.ready.len() as f64);
         if due.is_empty() {
-            p.flight.permits.add_permits(want);
             return FetchPass::Held;
         }
-        // Duplicates (same timer twice in the wheel, or already in flight) give
-        // their permit back at once. So do timers of shards this node no
-        // longer owns: their new owner loads them.
+        // Duplicates (same timer twice in the wheel, or already in flight)
+        // take no permit, and their permits go back at once. So do timers
+        // of shards this node no longer owns: their new owner loads them.
         let mut fresh = Vec::with_capacity(due.len());
         p.ownership.with_owned(|owned| {
-            let mut set = p.flight.ids.lock();
             for t in due {
-                if owned.contains(t.shard) && set.insert(t.id) {
+                if owned.contains(t.shard) && room.claim(t.id) {
                     fresh.push(t);
                 }
             }
         });
-        p.flight.permits.add_permits(want - fresh.len());
+        room.give_back_unclaimed();
         if fresh.is_empty() {
             return FetchPass::Routed;
         }
@@ -201,7 +196,9 @@ impl Fetcher {
         let mut groups = Vec::new();
         if !bundled.is_empty() {
             let claim = |m: &TimerRecord| p.ownership.owns(m.shard) && p.flight.admit_member(m.id);
-            let unclaim = |ids: Vec<TimerId>| p.flight.forget(ids);
+            let unclaim = |ids: Vec<TimerId>| {
+                p.flight.release(ids);
+            };
             let window = p.cfg.get().merge_window_ms.max(0);
             match bundles::plan(p.store.as_ref(), bundled, window, claim, unclaim).await {
                 Ok(g) => groups = g,
@@ -228,8 +225,10 @@ impl Fetcher {
                     p.hot.store_errors.increment(1);
                     let rows = plain.iter().chain(groups.iter().map(|g| &g.primary));
                     let back: Vec<DueTimer> = rows.map(|r| r.due_entry().into()).collect();
+                    // Members (fetched or found) go too; the primaries'
+                    // next fetch finds them again.
                     p.flight
-                        .forget(groups.iter().flat_map(|g| g.members.iter().map(|m| m.id)));
+                        .release(groups.iter().flat_map(|g| g.members.iter().map(|m| m.id)));
                     p.flight.release(back.iter().map(|t| t.id));
                     p.ready.push_many(back);
                     if !stale.is_empty() {
@@ -282,7 +281,7 @@ impl Fetcher {
             };
             let Some(fence) = p.ownership.fence(row.shard) else {
                 stale.push(row.id);
-                p.flight.forget(members.iter().map(|m: &Member| m.timer_id));
+                stale.extend(members.iter().map(|m: &Member| m.timer_id));
                 continue;
             };
             match p.channels.get(&row.channel) {
@@ -300,7 +299,7 @@ impl Fetcher {
                     // Configuration lost the channel: keep the timer, retry
                     // later, and let attempts run out if it never comes back.
                     // Merged members are let go and fire on their own.
-                    p.flight.forget(members.iter().map(|m| m.timer_id));
+                    p.flight.release(members.iter().map(|m| m.timer_id));
                     let attempt = Attempt {
                         delivery: &delivery,
                         channel: &row.channel,
@@ -317,11 +316,9 @@ impl Fetcher {
                         status: None,
                         retry_after_ms: None,
                     };
-                    let _ = self.done.send(Finished::from_outcome(
-                        attempt,
-                        outcome,
-                        &RetryPolicy::default(),
-                    ));
+                    let mut f = Finished::from_outcome(attempt, outcome, &RetryPolicy::default());
+                    f.hand = Some(p.flight.hand());
+                    let _ = self.done.send(f);
                 }
             }
         }
@@ -357,7 +354,7 @@ mod tests {
         assert!(jobs.iter().all(|j| j.delivery.attempt == 1));
         assert!(jobs.iter().all(|j| j.delivery.fired_at == T0));
         assert_eq!(rig.pipe.flight.in_flight(), 3);
-        assert!(rig.pipe.flight.ids.lock().contains(&ids[0]));
+        assert!(rig.pipe.flight.contains(ids[0]));
     }
 
     #[tokio::test]

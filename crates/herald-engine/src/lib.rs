@@ -48,6 +48,8 @@ mod tuned;
 mod writer;
 
 #[cfg(test)]
+mod flight_paths;
+#[cfg(test)]
 mod testkit;
 #[cfg(test)]
 mod timer_path;
@@ -101,6 +103,10 @@ pub struct EngineConfig {
     pub stats_interval_ms: u64,
     /// Longest a graceful shutdown waits for in-flight deliveries.
     pub drain_timeout_ms: u64,
+    /// How long every in-flight slot may stay taken with nothing sending and
+    /// none given back before `/readyz` and `herald_inflight_stalled` report
+    /// the node stalled; 0 turns the watch off.
+    pub inflight_stall_ms: u64,
     /// How long a shard lease (and a node's heartbeat) lasts. A dead node's
     /// shards move to others after at most this plus `heartbeat_ms`.
     pub lease_ms: i64,
@@ -146,6 +152,7 @@ impl Default for EngineConfig {
             write_batch: 20_000,
             stats_interval_ms: 1_000,
             drain_timeout_ms: 10_000,
+            inflight_stall_ms: 60_000,
             lease_ms: 6_000,
             heartbeat_ms: 2_000,
             lease_guard_ms: 1_000,
@@ -459,7 +466,8 @@ impl Engine {
         self.inner.membership.node.incarnation
     }
 
-    /// Whether every core loop runs and this node's leases are current.
+    /// Whether every core loop runs, this node's leases are current and its
+    /// in-flight slots are not stalled.
     pub fn health(&self) -> Health {
         let inner = &self.inner;
         let mut loops: Vec<LoopHealth> = Vec::new();
@@ -481,6 +489,7 @@ impl Engine {
             leases_current: inner.membership.leases_current(inner.pipe.clock.now_ms()),
             owned_shards: inner.pipe.ownership.owned().len(),
             failed: inner.loops.failed(),
+            inflight_stalled_ms: stats::watch_stall(&inner.pipe),
         }
     }
 
@@ -569,7 +578,7 @@ impl Engine {
 
     /// Whether this node is delivering the timer right now.
     pub fn is_firing(&self, id: TimerId) -> bool {
-        self.inner.pipe.flight.ids.lock().contains(&id)
+        self.inner.pipe.flight.contains(id)
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {
@@ -752,23 +761,43 @@ impl Engine {
         )
     }
 
-    /// Stops firing, lets in-flight deliveries finish and be recorded (up to
-    /// `drain_timeout_ms`), then stops every task. Timers not yet fired stay
-    /// pending in the store.
+    /// Stops firing, lets the deliveries under way finish and be recorded (up
+    /// to `drain_timeout_ms`), then stops every task. Timers not yet fired
+    /// stay pending in the store.
     pub async fn shutdown(&self) {
         let inner = &self.inner;
-        inner.pipe.stop.stop();
-        inner.pipe.ready.wake();
-        let deadline = tokio::time::Instant::now()
-            + Duration::from_millis(inner.pipe.cfg.get().drain_timeout_ms);
-        while inner.pipe.flight.in_flight() > 0 && tokio::time::Instant::now() < deadline {
+        let p = &inner.pipe;
+        p.stop.stop();
+        p.ready.wake();
+        let deadline =
+            tokio::time::Instant::now() + Duration::from_millis(p.cfg.get().drain_timeout_ms);
+        // Only deliveries really under way are waited for: those in a
+        // sender's hands (sending, or their outcome being recorded) and a
+        // fetch pass routing what it took. Jobs still queued will not be
+        // sent: they are let go here (their senders do the same as they
+        // stop), stay pending, and fire after the restart.
+        loop {
+            let busy = p.flight.busy();
+            for rt in p.channels.values() {
+                for job in rt.queue.pop_many(usize::MAX) {
+                    job.release(&p.flight);
+                }
+            }
+            if p.flight.in_flight() == 0 || !busy || tokio::time::Instant::now() >= deadline {
+                break;
+            }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        let left = inner.pipe.flight.in_flight();
-        if left > 0 {
+        let left = p.flight.in_flight();
+        if left > 0 && p.flight.busy() {
             tracing::warn!(
                 left,
                 "shutdown: deliveries still in flight; they fire again, or end in_doubt on channels that skip in-doubt sends"
+            );
+        } else if left > 0 {
+            tracing::warn!(
+                left,
+                "shutdown: in-flight slots held by no delivery under way; not waiting for them"
             );
         }
         // Segment workers stop starting sends at once and record what they sent.

@@ -20,6 +20,11 @@ pub const DELIVERY_DURATION: &str = "herald_delivery_duration_seconds";
 pub const WHEEL_TIMERS: &str = "herald_wheel_timers";
 pub const READY_TIMERS: &str = "herald_ready_timers";
 pub const INFLIGHT: &str = "herald_inflight_deliveries";
+/// 1 while every in-flight slot stays taken with nothing sending (see
+/// `engine.inflight_stall_ms`): the node fires nothing more.
+pub const INFLIGHT_STALLED: &str = "herald_inflight_stalled";
+/// Stalls of the in-flight slots found since start.
+pub const INFLIGHT_STALLS: &str = "herald_inflight_stalls_total";
 pub const WRITE_BATCH: &str = "herald_write_batch_ops";
 pub const COMPLETE_BATCH: &str = "herald_complete_batch_size";
 pub const STORE_ERRORS: &str = "herald_store_errors_total";
@@ -82,6 +87,14 @@ pub fn describe() {
     describe_gauge!(WHEEL_TIMERS, "Timers held in this node's timing wheel.");
     describe_gauge!(READY_TIMERS, "Due timers waiting for a delivery slot.");
     describe_gauge!(INFLIGHT, "Deliveries fetched and not yet recorded.");
+    describe_gauge!(
+        INFLIGHT_STALLED,
+        "1 while every in-flight slot stays taken with nothing sending and none given back for engine.inflight_stall_ms: the node fires nothing."
+    );
+    describe_counter!(
+        INFLIGHT_STALLS,
+        "Times the in-flight slots were found stalled (full with nothing sending)."
+    );
     describe_histogram!(WRITE_BATCH, "API writes per group-commit transaction.");
     describe_histogram!(COMPLETE_BATCH, "Outcomes per completion transaction.");
     describe_counter!(
@@ -119,6 +132,8 @@ pub(crate) struct Hot {
     pub wheel: Gauge,
     pub ready: Gauge,
     pub inflight: Gauge,
+    pub inflight_stalled: Gauge,
+    pub inflight_stalls: Counter,
     pub write_batch: Histogram,
     pub complete_batch: Histogram,
     pub store_errors: Counter,
@@ -140,6 +155,8 @@ impl Hot {
             wheel: gauge!(WHEEL_TIMERS),
             ready: gauge!(READY_TIMERS),
             inflight: gauge!(INFLIGHT),
+            inflight_stalled: gauge!(INFLIGHT_STALLED),
+            inflight_stalls: counter!(INFLIGHT_STALLS),
             write_batch: histogram!(WRITE_BATCH),
             complete_batch: histogram!(COMPLETE_BATCH),
             store_errors: counter!(STORE_ERRORS),

@@ -14,9 +14,11 @@ use std::sync::Arc;
 
 use herald_core::Clock;
 use herald_store::Store;
+use parking_lot::Mutex;
 
 use crate::channel_runtime::ChannelRuntime;
 use crate::flight::Flight;
+use crate::health::StallWatch;
 use crate::live::Live;
 use crate::marker::Marker;
 use crate::metrics::Hot;
@@ -52,6 +54,8 @@ pub(crate) struct Pipeline {
     pub stop: Arc<Stop>,
     /// The group commit of firing marks (channels that skip in-doubt sends).
     pub marker: Marker,
+    /// Whether the in-flight slots stay full with nothing sending.
+    pub stall: Mutex<StallWatch>,
 }
 
 impl Pipeline {
@@ -91,6 +95,7 @@ impl Pipeline {
             sampled: Sampled::default(),
             stop: Arc::new(Stop::default()),
             marker: Marker::default(),
+            stall: Mutex::new(StallWatch::default()),
             store,
             clock,
             cfg: Tuned::new(cfg),

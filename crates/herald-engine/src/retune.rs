@@ -22,6 +22,7 @@ pub const ENGINE_LIVE_KEYS: &[&str] = &[
     "write_batch",
     "stats_interval_ms",
     "drain_timeout_ms",
+    "inflight_stall_ms",
     "rescan_interval_ms",
 ];
 
@@ -53,6 +54,7 @@ impl EngineConfig {
             write_batch: new.write_batch,
             stats_interval_ms: new.stats_interval_ms,
             drain_timeout_ms: new.drain_timeout_ms,
+            inflight_stall_ms: new.inflight_stall_ms,
             rescan_interval_ms: new.rescan_interval_ms,
             merge_window_ms: new.merge_window_ms,
             campaign: self.campaign.with_live(&new.campaign),

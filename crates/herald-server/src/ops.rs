@@ -50,8 +50,9 @@ pub async fn healthz() -> impl IntoResponse {
 const READY_STORE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Ready to take traffic: the store answers (a read of one row by its key)
-/// within a second, every core loop of the engine runs, and this node's
-/// leases are current. Otherwise `503` listing the failing parts. Liveness
+/// within a second, every core loop of the engine runs, this node's leases
+/// are current, and its in-flight slots are not stalled (all taken with
+/// nothing sending). Otherwise `503` listing the failing parts. Liveness
 /// (`/healthz`) asks none of this.
 pub async fn readyz(State(st): State<AppState>) -> Response {
     let mut problems = Vec::new();

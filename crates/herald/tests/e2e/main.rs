@@ -30,6 +30,7 @@ mod digests;
 mod disk_full;
 mod edge;
 mod fencing;
+mod flight;
 mod fuzz_api;
 mod fuzz_parsers;
 mod in_doubt;
