@@ -40,5 +40,6 @@ mod receipts;
 mod reload;
 mod reminders;
 mod reports;
+mod security;
 mod subscribers;
 mod timers;
