@@ -44,7 +44,8 @@ fn browser() -> reqwest::Client {
         .unwrap()
 }
 
-/// A request to `s`: status, headers and body (JSON, or the text).
+/// A request to `s` that shows redirects: status, headers and body (JSON,
+/// or the text).
 async fn send(
     s: &Server,
     method: Method,
@@ -52,19 +53,16 @@ async fn send(
     headers: &[(&str, &str)],
     body: Option<(&str, String)>,
 ) -> (u16, HeaderMap, Value) {
-    let mut req = browser().request(method, format!("{}{path}", s.url));
-    for (k, v) in headers {
-        req = req.header(*k, *v);
-    }
-    if let Some((ct, b)) = body {
-        req = req.header("content-type", ct).body(b);
-    }
-    let resp = req.send().await.unwrap();
-    let status = resp.status().as_u16();
-    let headers = resp.headers().clone();
-    let text = resp.text().await.unwrap();
-    let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
-    (status, headers, body)
+    let url = format!("{}{path}", s.url);
+    common::exchange(&browser(), method, &url, headers, body).await
+}
+
+/// `GET path` with the admin key: its body, after checking the `200`.
+async fn admin_get(s: &Server, path: &str) -> Value {
+    let admin = bearer(ADMIN);
+    let (st, _, v) = send(s, Method::GET, path, &[("authorization", &admin)], None).await;
+    assert_eq!(st, 200, "{v}");
+    v
 }
 
 fn bearer(key: &str) -> String {
@@ -111,35 +109,20 @@ fn cookie_of(headers: &HeaderMap) -> String {
     set.split(';').next().unwrap().to_string()
 }
 
-/// The value of `name{reason="..."}` in `/metrics` (read with the admin key).
+/// The value of `herald_unauthenticated_refusals_total{reason="..."}`.
 async fn refusals(s: &Server, reason: &str) -> u64 {
-    let (st, _, text) = send(
-        s,
-        Method::GET,
-        "/metrics",
-        &[("authorization", bearer(ADMIN).as_str())],
-        None,
-    )
-    .await;
-    assert_eq!(st, 200);
-    let text = text.as_str().unwrap_or_default().to_string();
+    let text = admin_get(s, "/metrics").await;
     let series = format!("herald_unauthenticated_refusals_total{{reason=\"{reason}\"}} ");
-    text.lines()
+    text.as_str()
+        .unwrap_or_default()
+        .lines()
         .find_map(|l| l.strip_prefix(&series))
         .map_or(0, |v| v.trim().parse::<f64>().unwrap() as u64)
 }
 
 /// Every audit entry, as the admin reads them.
 async fn audit(s: &Server) -> Vec<Value> {
-    let (st, _, v) = send(
-        s,
-        Method::GET,
-        "/v1/audit?limit=1000",
-        &[("authorization", bearer(ADMIN).as_str())],
-        None,
-    )
-    .await;
-    assert_eq!(st, 200, "{v}");
+    let v = admin_get(s, "/v1/audit?limit=1000").await;
     v["entries"].as_array().unwrap().clone()
 }
 
