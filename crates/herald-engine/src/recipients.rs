@@ -211,6 +211,8 @@ pub(crate) async fn prune_device(
                     route: "/v1/subscribers/{user_id}".into(),
                     resource_id: Some(user_id.to_string()),
                     status: 200,
+                    count: 1,
+                    reason: None,
                 };
                 if let Err(e) = store.append_audit(vec![entry]).await {
                     tracing::warn!(tenant = tenant.0, user_id, error = %e, "auditing a pruned device token failed");

@@ -362,6 +362,8 @@ mod tests {
             route: "/v1/jobs/{id}".into(),
             resource_id: None,
             status: 200,
+            count: 1,
+            reason: None,
         };
         let day = 86_400_000;
         store

@@ -103,6 +103,12 @@ pub struct NewAuditEntry {
     pub resource_id: Option<String>,
     /// The HTTP status answered.
     pub status: u16,
+    /// How many requests the entry stands for: `1`, or more for a tally of
+    /// refusals before any key was recognised (`at` is the first of them).
+    pub count: u64,
+    /// Why a tallied request was refused (`no_key`, `invalid_key`, ...);
+    /// `None` for an entry of one request.
+    pub reason: Option<String>,
 }
 
 /// A stored audit entry.
@@ -118,6 +124,9 @@ pub struct AuditEntry {
     pub route: String,
     pub resource_id: Option<String>,
     pub status: u16,
+    /// Requests the entry stands for (see [`NewAuditEntry::count`]).
+    pub count: u64,
+    pub reason: Option<String>,
 }
 
 impl NewAuditEntry {
@@ -133,6 +142,8 @@ impl NewAuditEntry {
             route: self.route,
             resource_id: self.resource_id,
             status: self.status,
+            count: self.count,
+            reason: self.reason,
         }
     }
 }

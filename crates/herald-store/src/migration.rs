@@ -47,6 +47,7 @@ macro_rules! migrations {
             "0025_pending_shard_key",
             "0026_send_in_doubt",
             "0027_timer_in_doubt",
+            "0028_audit_tallies",
         )
     };
     (@ $($name:literal),+ $(,)?) => {

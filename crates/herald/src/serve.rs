@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use herald_core::{Clock, SystemClock};
 use herald_engine::Engine;
+use herald_server::access::SessionSecret;
 use herald_server::{
     Access, AppState, AuditLog, AuditSettings, AuthConfig, Mode, Quotas, StoredKeys,
 };
@@ -20,8 +21,9 @@ use crate::runtime_spec::{channel_spec, engine_config};
 
 pub async fn run(cfg: Config, file: Option<PathBuf>) -> anyhow::Result<()> {
     // Before anything is opened: a node that must not serve says so at once.
-    let admin_key = admin_key(&cfg.auth)?;
+    let admin_key = env_secret(&cfg.auth.admin_key_env, "the admin key")?;
     let mode = Mode::decide(&cfg.listen, admin_key.as_deref(), &cfg.auth.admin_key_env)?;
+    let session_secret = session_secret(&cfg.auth, mode)?;
     let node_id = cfg.node_id();
     let metrics = herald_server::install_metrics().map_err(anyhow::Error::msg)?;
     let store = herald_store::open(&cfg.store, &cfg.store_options)
@@ -86,7 +88,7 @@ pub async fn run(cfg: Config, file: Option<PathBuf>) -> anyhow::Result<()> {
     ));
     // Taken over before the first request: SIGHUP's default would end the process.
     hangups(reloader.clone(), audit.clone(), clock.clone())?;
-    let access = access(admin_key.as_deref(), &cfg.auth)
+    let access = access(admin_key.as_deref(), session_secret, &cfg.auth)
         .with_keys(Arc::new(StoredKeys::new(store.clone())))
         .with_channel_tenants(tenancy.channels);
     let state = AppState {
@@ -183,6 +185,8 @@ fn hangups(
                 route: "/v1/admin:reload".into(),
                 resource_id: None,
                 status,
+                count: 1,
+                reason: None,
             });
         }
     });
@@ -194,25 +198,48 @@ fn hangups(_: Arc<crate::reload::Reloader>, _: AuditLog, _: Arc<dyn Clock>) -> a
     Ok(())
 }
 
-/// The admin key, from the environment variable `[auth] admin_key_env`
-/// names (set but empty counts as set, and is refused as too short).
-fn admin_key(auth: &AuthConfig) -> anyhow::Result<Option<String>> {
-    match std::env::var(&auth.admin_key_env) {
-        Ok(key) => Ok(Some(key)),
+/// The value of the environment variable `var` holding `what` (set but
+/// empty counts as set: the check of its length refuses it).
+fn env_secret(var: &str, what: &str) -> anyhow::Result<Option<String>> {
+    match std::env::var(var) {
+        Ok(value) => Ok(Some(value)),
         Err(std::env::VarError::NotPresent) => Ok(None),
-        Err(std::env::VarError::NotUnicode(_)) => {
-            bail!("the admin key in {} is not valid UTF-8", auth.admin_key_env)
-        }
+        Err(std::env::VarError::NotUnicode(_)) => bail!("{what} in {var} is not valid UTF-8"),
     }
+}
+
+/// The secret console sessions are signed with, when `[auth]
+/// session_secret_env` names a variable that is set; `None`: derived from
+/// the admin key. Open mode has no sessions, so there it is not used.
+fn session_secret(auth: &AuthConfig, mode: Mode) -> anyhow::Result<Option<SessionSecret>> {
+    let env = &auth.session_secret_env;
+    let Some(value) = env_secret(env, "the session secret")? else {
+        if mode == Mode::Protected {
+            tracing::info!(session_secret_env = %env, "console sessions are signed with a secret derived from the admin key");
+        }
+        return Ok(None);
+    };
+    if mode == Mode::Open {
+        tracing::warn!(session_secret_env = %env, "the session secret is not used: open mode has no console sessions");
+        return Ok(None);
+    }
+    let secret = SessionSecret::from_setting(&value, env)?;
+    tracing::info!(session_secret_env = %env, "console sessions are signed with the secret in the session secret variable");
+    Ok(Some(secret))
 }
 
 /// The node's access settings: protected exactly when there is an admin
 /// key (`Mode::decide` has refused whatever may not be open). Stored API
 /// keys and channel tenants are added by the caller.
-fn access(admin_key: Option<&str>, auth: &AuthConfig) -> Access {
-    match admin_key {
-        Some(key) => Access::protected(key, auth),
-        None => Access::open(auth),
+fn access(
+    admin_key: Option<&str>,
+    session_secret: Option<SessionSecret>,
+    auth: &AuthConfig,
+) -> Access {
+    match (admin_key, session_secret) {
+        (Some(key), Some(secret)) => Access::protected(key, auth).with_session_secret(secret),
+        (Some(key), None) => Access::protected(key, auth),
+        (None, _) => Access::open(auth),
     }
 }
 

@@ -13,10 +13,10 @@ use herald_core::Clock;
 use herald_core::tenant::tenant_name_problem;
 
 use super::caller::Caller;
-use super::host::{host_name, is_loopback_name, same_origin};
+use super::host::{addressed_to, from_this_origin, host_name, is_loopback_name};
 use super::keys::KeyError;
 use super::mode::Mode;
-use super::refusal::{self, Refusal};
+use super::refusal::{self, Refusal, Unrecognised};
 use super::secret::{PresentedKey, key_hash, same_hash};
 use super::session::{CSRF_HEADER, SESSION_COOKIE, cookie_value};
 use super::{Access, TENANT_HEADER};
@@ -72,7 +72,10 @@ impl Guard {
             Some(value) => self.by_session(parts, &value).await?,
             None => self.authenticate(parts).await?,
         };
-        Ok(Some(self.act_as(caller, parts).await?))
+        match self.act_as(caller.clone(), parts).await {
+            Ok(acting) => Ok(Some(acting)),
+            Err(e) => Err(Refusal::Known(e, Box::new(caller))),
+        }
     }
 
     /// The caller of the console's session cookie (an `Authorization`
@@ -84,7 +87,7 @@ impl Guard {
             Err(KeyError::Invalid) => {
                 return Err(Refusal::Unauthorized {
                     message: "the console session is invalid or expired; log in again",
-                    presented: true,
+                    reason: Unrecognised::InvalidSession,
                 });
             }
             Err(KeyError::Unavailable(e)) => {
@@ -101,12 +104,12 @@ impl Guard {
                 .and_then(|v| v.to_str().ok());
             if !session.csrf_matches(presented) {
                 tracing::debug!(key_id = ?session.caller.key_id, "refused: missing or wrong CSRF token");
-                return Err(ApiError::new(
+                let refused = ApiError::new(
                     axum::http::StatusCode::FORBIDDEN,
                     "csrf",
                     "a state change under the console's session must carry its X-CSRF-Token",
-                )
-                .into());
+                );
+                return Err(Refusal::Known(refused, Box::new(session.caller)));
             }
         }
         Ok(session.caller)
@@ -115,33 +118,27 @@ impl Guard {
     /// Open mode: the `Host` must be a loopback name (or an allowed one),
     /// which DNS rebinding cannot fake, and a state change must not come
     /// from a page of another origin.
-    fn check_browser_reach(&self, parts: &Parts) -> Result<(), ApiError> {
-        let host = parts
-            .headers
-            .get(header::HOST)
-            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
-            .or_else(|| parts.uri.authority().map(|a| a.as_str().to_string()))
-            .unwrap_or_default();
+    fn check_browser_reach(&self, parts: &Parts) -> Result<(), Refusal> {
+        let host = addressed_to(&parts.headers, &parts.uri);
         let allowed = host_name(&host).is_some_and(|name| {
             is_loopback_name(&name) || self.access.allowed_hosts.contains(&name)
         });
         if !allowed {
             tracing::debug!(host, "refused: not a loopback host in open mode");
-            return Err(refusal::misdirected(&host));
+            return Err(Refusal::Unrecognised(
+                refusal::misdirected(&host),
+                Unrecognised::MisdirectedHost,
+            ));
         }
-        if !matches!(parts.method, Method::GET | Method::HEAD) {
-            let origin = parts
-                .headers
-                .get(header::ORIGIN)
-                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-            if !same_origin(origin.as_deref(), &host) {
-                tracing::debug!(?origin, host, "refused: cross-origin state change");
-                return Err(ApiError::new(
-                    axum::http::StatusCode::FORBIDDEN,
-                    "cross_origin",
-                    "a request from a web page of another origin may not change state",
-                ));
-            }
+        if !matches!(parts.method, Method::GET | Method::HEAD)
+            && !from_this_origin(&parts.headers, &host)
+        {
+            let origin = parts.headers.get(header::ORIGIN);
+            tracing::debug!(?origin, host, "refused: cross-origin state change");
+            return Err(Refusal::Unrecognised(
+                refusal::cross_origin(),
+                Unrecognised::CrossOrigin,
+            ));
         }
         Ok(())
     }
@@ -149,21 +146,21 @@ impl Guard {
     async fn authenticate(&self, parts: &Parts) -> Result<Caller, Refusal> {
         const INVALID: Refusal = Refusal::Unauthorized {
             message: "the API key is unknown, revoked or expired",
-            presented: true,
+            reason: Unrecognised::InvalidKey,
         };
         let Some(value) = parts.headers.get(header::AUTHORIZATION) else {
             return match self.access.mode {
                 Mode::Open => Ok(Caller::open()),
                 Mode::Protected => Err(Refusal::Unauthorized {
                     message: "this route needs an API key: send Authorization: Bearer <key>",
-                    presented: false,
+                    reason: Unrecognised::NoKey,
                 }),
             };
         };
         let Some(token) = value.to_str().ok().and_then(bearer) else {
             return Err(Refusal::Unauthorized {
                 message: "the Authorization header must read \"Bearer <key>\"",
-                presented: true,
+                reason: Unrecognised::MalformedAuthorization,
             });
         };
         if let Some(admin) = &self.access.admin_hash

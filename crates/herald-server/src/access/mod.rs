@@ -20,23 +20,26 @@ mod refusal;
 mod scope;
 mod secret;
 mod session;
+mod session_secret;
 mod settings;
 mod stored_keys;
 
 pub use caller::{ADMIN_KEY_NAME, Caller};
 pub use channels::ChannelTenants;
 pub use guard::{Guard, guard};
+pub use host::{addressed_to, from_this_origin};
 pub use keys::{KeyError, KeyResolver, NoStoredKeys};
 pub use media::Payload;
 pub use mode::{MIN_ADMIN_KEY_CHARS, Mode, ModeError, is_loopback_listen};
 pub use policy::{Need, Policy, Verb, enforce};
-pub use refusal::forbidden;
+pub use refusal::{Unrecognised, cross_origin, forbidden};
 pub use scope::{Scope, Scopes};
 pub use secret::{KEY_PREFIX, KeySecret, PresentedKey, key_hash, new_key, same_hash, stored_hash};
 pub use session::{
     CSRF_HEADER, SESSION_COOKIE, SESSION_TTL_MS, Session, clear_cookie, cookie_value, set_cookie,
 };
-pub use settings::{AuthConfig, DEFAULT_ADMIN_KEY_ENV, InlineSecret};
+pub use session_secret::{MIN_SESSION_SECRET_CHARS, SessionSecret, SessionSecretError};
+pub use settings::{AuthConfig, DEFAULT_ADMIN_KEY_ENV, DEFAULT_SESSION_SECRET_ENV, InlineSecret};
 pub use stored_keys::{KEY_CACHE_TTL, StoredKeys};
 
 use std::sync::Arc;
@@ -49,6 +52,9 @@ pub struct Access {
     mode: Mode,
     /// SHA-256 of the admin key, compared in constant time.
     admin_hash: Option<[u8; 32]>,
+    /// What console sessions are signed with; `None` in open mode, which
+    /// has no sessions.
+    session_secret: Option<SessionSecret>,
     /// Host names open mode answers besides the loopback ones, lower-case.
     allowed_hosts: Vec<String>,
     keys: Arc<dyn KeyResolver>,
@@ -62,6 +68,7 @@ impl Access {
         Access {
             mode: Mode::Open,
             admin_hash: None,
+            session_secret: None,
             allowed_hosts: auth.host_names(),
             keys: Arc::new(NoStoredKeys),
             channels: ChannelTenants::everyone(),
@@ -69,13 +76,24 @@ impl Access {
     }
 
     /// Protected mode with this admin key (surrounding blanks are not part
-    /// of it).
+    /// of it). Sessions are signed with a secret derived from it until
+    /// [`Access::with_session_secret`] sets another.
     pub fn protected(admin_key: &str, auth: &AuthConfig) -> Access {
         Access {
             mode: Mode::Protected,
             admin_hash: Some(key_hash(admin_key.trim())),
+            session_secret: Some(SessionSecret::from_admin_key(admin_key)),
             ..Access::open(auth)
         }
+    }
+
+    /// Signs console sessions with `secret` instead of the one derived from
+    /// the admin key (protected mode only: open mode has no sessions).
+    pub fn with_session_secret(mut self, secret: SessionSecret) -> Access {
+        if self.mode == Mode::Protected {
+            self.session_secret = Some(secret);
+        }
+        self
     }
 
     /// Checks API keys (`hrk_...`) with `keys`; without this, only the admin

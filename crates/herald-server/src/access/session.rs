@@ -1,18 +1,22 @@
 //! Console sessions: a cookie that stands for an API key, with no table.
 //!
-//! `herald_session=v1.<key id>.<expires ms>.<mac>`, where the MAC is an
-//! HMAC-SHA256 over the key id and expiry keyed with the key's stored hash.
-//! Nothing is kept on the server: a revoked or expired key has no stored
-//! hash to check against any more, so its sessions end with it. Key id `0`
-//! stands for the admin key (keyed with the admin key's hash).
+//! `herald_session=v2.<key id>.<expires ms>.<mac>`, where the MAC is an
+//! HMAC-SHA256 keyed with the node's [`SessionSecret`] (never stored) over
+//! the key id, the expiry and the key's stored hash. The secret is what makes
+//! a cookie unforgeable: the stored hash is readable by whoever reads the
+//! store, so it is only bound in, so that a session ends with its key (a
+//! revoked or expired key is refused before its MAC is checked, and a key
+//! stored again under the same id would not match). Key id `0` stands for the
+//! admin key, bound to the admin key's hash (never stored either).
 //!
 //! A request authenticated by the cookie that changes state must also carry
 //! `X-CSRF-Token`, an HMAC over the same fields under another label: a page
 //! of another site can make the browser send the cookie, but cannot read the
 //! token, which the console's pages carry in a `<meta>` tag.
-
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
+//!
+//! Version `v1` cookies were keyed with the stored hash alone; they are
+//! refused as malformed, so an upgrade asks every console user to log in
+//! again.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -21,6 +25,7 @@ use super::Access;
 use super::caller::Caller;
 use super::keys::KeyError;
 use super::secret::{PresentedKey, key_hash, same_hash, stored_hash};
+use super::session_secret::SessionSecret;
 
 /// The cookie's name.
 pub const SESSION_COOKIE: &str = "herald_session";
@@ -31,7 +36,7 @@ pub const SESSION_TTL_MS: i64 = 12 * 3600 * 1000;
 /// The key id a session of the admin key carries.
 pub const ADMIN_SESSION_ID: i64 = 0;
 
-const VERSION: &str = "v1";
+const VERSION: &str = "v2";
 
 /// The fields of a session cookie, before its MAC has been checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,18 +58,33 @@ pub enum SessionError {
     BadSignature,
 }
 
-fn mac(secret: &[u8; 32], label: &str, key_id: i64, expires_ms: i64) -> [u8; 32] {
-    // HMAC takes a key of any length; this cannot fail.
-    let mut m = <Hmac<Sha256> as Mac>::new_from_slice(secret)
-        .unwrap_or_else(|_| unreachable!("HMAC accepts any key length"));
-    m.update(format!("herald-{label}|{VERSION}|{key_id}|{expires_ms}").as_bytes());
-    m.finalize().into_bytes().into()
+/// What a session's MACs are keyed with and bound to.
+#[derive(Clone)]
+pub struct SessionKeying {
+    secret: SessionSecret,
+    /// The stored hash of the key the session stands for (the admin key's
+    /// hash for [`ADMIN_SESSION_ID`]).
+    key_hash: [u8; 32],
 }
 
-/// The cookie value for key `key_id` whose stored hash is `secret`,
-/// valid until `expires_ms`.
-pub fn issue(secret: &[u8; 32], key_id: i64, expires_ms: i64) -> String {
-    let sig = mac(secret, "session", key_id, expires_ms);
+impl SessionKeying {
+    pub fn new(secret: &SessionSecret, key_hash: [u8; 32]) -> Self {
+        Self {
+            secret: secret.clone(),
+            key_hash,
+        }
+    }
+
+    fn mac(&self, label: &str, key_id: i64, expires_ms: i64) -> [u8; 32] {
+        let fields = format!("herald-{label}|{VERSION}|{key_id}|{expires_ms}|");
+        self.secret
+            .mac(&[fields.as_bytes(), self.key_hash.as_slice()])
+    }
+}
+
+/// The cookie value for key `key_id`, valid until `expires_ms`.
+pub fn issue(keying: &SessionKeying, key_id: i64, expires_ms: i64) -> String {
+    let sig = keying.mac("session", key_id, expires_ms);
     format!(
         "{VERSION}.{key_id}.{expires_ms}.{}",
         URL_SAFE_NO_PAD.encode(sig)
@@ -102,10 +122,10 @@ impl SessionClaim {
         })
     }
 
-    /// Whether the claim was issued with `secret` and is still valid at
+    /// Whether the claim was issued with `keying` and is still valid at
     /// `now_ms`. The MAC is compared first and always.
-    pub fn verify(&self, secret: &[u8; 32], now_ms: i64) -> Result<(), SessionError> {
-        let want = mac(secret, "session", self.key_id, self.expires_ms);
+    pub fn verify(&self, keying: &SessionKeying, now_ms: i64) -> Result<(), SessionError> {
+        let want = keying.mac("session", self.key_id, self.expires_ms);
         if !same_hash(&want, &self.mac) {
             return Err(SessionError::BadSignature);
         }
@@ -115,14 +135,14 @@ impl SessionClaim {
         Ok(())
     }
 
-    /// The CSRF token of this session (once verified with `secret`).
-    pub fn csrf_token(&self, secret: &[u8; 32]) -> String {
-        URL_SAFE_NO_PAD.encode(mac(secret, "csrf", self.key_id, self.expires_ms))
+    /// The CSRF token of this session (once verified with `keying`).
+    pub fn csrf_token(&self, keying: &SessionKeying) -> String {
+        URL_SAFE_NO_PAD.encode(keying.mac("csrf", self.key_id, self.expires_ms))
     }
 
     /// Whether `presented` is this session's CSRF token, in constant time.
-    pub fn csrf_matches(&self, secret: &[u8; 32], presented: Option<&str>) -> bool {
-        let want = mac(secret, "csrf", self.key_id, self.expires_ms);
+    pub fn csrf_matches(&self, keying: &SessionKeying, presented: Option<&str>) -> bool {
+        let want = keying.mac("csrf", self.key_id, self.expires_ms);
         let got = presented
             .and_then(|p| URL_SAFE_NO_PAD.decode(p.trim()).ok())
             .unwrap_or_default();
@@ -157,17 +177,17 @@ pub fn clear_cookie(secure: bool) -> String {
 pub struct Session {
     pub caller: Caller,
     claim: SessionClaim,
-    secret: [u8; 32],
+    keying: SessionKeying,
 }
 
 impl Session {
     /// The token state changes must carry in `X-CSRF-Token`.
     pub fn csrf_token(&self) -> String {
-        self.claim.csrf_token(&self.secret)
+        self.claim.csrf_token(&self.keying)
     }
 
     pub fn csrf_matches(&self, presented: Option<&str>) -> bool {
-        self.claim.csrf_matches(&self.secret, presented)
+        self.claim.csrf_matches(&self.keying, presented)
     }
 
     pub fn expires_ms(&self) -> i64 {
@@ -178,43 +198,52 @@ impl Session {
 impl Access {
     /// A new session cookie value for `token` (the admin key or an API
     /// key), with the caller it stands for; `Invalid` for a key that opens
-    /// nothing.
+    /// nothing (and on a node without sessions: open mode).
     pub async fn login(&self, token: &str, now_ms: i64) -> Result<(String, Caller), KeyError> {
+        let secret = self.session_secret.as_ref().ok_or(KeyError::Invalid)?;
         let token = token.trim();
         let expires = now_ms.saturating_add(SESSION_TTL_MS);
         if let Some(admin) = &self.admin_hash
             && same_hash(&key_hash(token), admin)
         {
-            return Ok((issue(admin, ADMIN_SESSION_ID, expires), Caller::admin_key()));
+            let keying = SessionKeying::new(secret, *admin);
+            return Ok((
+                issue(&keying, ADMIN_SESSION_ID, expires),
+                Caller::admin_key(),
+            ));
         }
         let (Some(key), Some(hash)) = (PresentedKey::parse(token), stored_hash(token)) else {
             return Err(KeyError::Invalid);
         };
         let caller = self.keys.caller(key, now_ms).await?;
-        Ok((issue(&hash, key.id, expires), caller))
+        let keying = SessionKeying::new(secret, hash);
+        Ok((issue(&keying, key.id, expires), caller))
     }
 
-    /// The session a cookie value stands for at `now_ms`: its MAC checks
-    /// out against its key's stored hash, and the key is still valid.
+    /// The session a cookie value stands for at `now_ms`: its key is still
+    /// valid, and its MAC checks out under the node's secret and that key's
+    /// stored hash.
     pub async fn session(&self, value: &str, now_ms: i64) -> Result<Session, KeyError> {
+        let secret = self.session_secret.as_ref().ok_or(KeyError::Invalid)?;
         let claim = SessionClaim::parse(value).map_err(|e| {
             tracing::debug!(error = %e, "session refused");
             KeyError::Invalid
         })?;
-        let (caller, secret) = if claim.key_id == ADMIN_SESSION_ID {
+        let (caller, key_hash) = if claim.key_id == ADMIN_SESSION_ID {
             let admin = self.admin_hash.ok_or(KeyError::Invalid)?;
             (Caller::admin_key(), admin)
         } else {
             self.keys.session_key(claim.key_id, now_ms).await?
         };
-        claim.verify(&secret, now_ms).map_err(|e| {
+        let keying = SessionKeying::new(secret, key_hash);
+        claim.verify(&keying, now_ms).map_err(|e| {
             tracing::debug!(key_id = claim.key_id, error = %e, "session refused");
             KeyError::Invalid
         })?;
         Ok(Session {
             caller,
             claim,
-            secret,
+            keying,
         })
     }
 }
@@ -223,40 +252,66 @@ impl Access {
 mod tests {
     use super::*;
     use crate::access::secret::key_hash;
+    use crate::access::session_secret::hmac;
 
     const NOW: i64 = 1_800_000_000_000;
 
+    fn keying(secret: &str, key: &str) -> SessionKeying {
+        SessionKeying::new(&SessionSecret::from_admin_key(secret), key_hash(key))
+    }
+
     #[test]
     fn an_issued_session_verifies_until_it_expires() {
-        let secret = key_hash("s");
-        let value = issue(&secret, 7, NOW + SESSION_TTL_MS);
+        let k = keying("server", "s");
+        let value = issue(&k, 7, NOW + SESSION_TTL_MS);
+        assert!(value.starts_with("v2.7."), "{value}");
         let claim = SessionClaim::parse(&value).unwrap();
         assert_eq!((claim.key_id, claim.expires_ms), (7, NOW + SESSION_TTL_MS));
-        assert_eq!(claim.verify(&secret, NOW), Ok(()));
+        assert_eq!(claim.verify(&k, NOW), Ok(()));
         assert_eq!(
-            claim.verify(&secret, NOW + SESSION_TTL_MS),
+            claim.verify(&k, NOW + SESSION_TTL_MS),
             Err(SessionError::Expired)
         );
     }
 
     #[test]
-    fn another_secret_or_changed_fields_do_not_verify() {
-        let secret = key_hash("s");
-        let value = issue(&secret, 7, NOW + 1000);
+    fn another_secret_another_key_or_changed_fields_do_not_verify() {
+        let k = keying("server", "s");
+        let value = issue(&k, 7, NOW + 1000);
         let claim = SessionClaim::parse(&value).unwrap();
-        // A key whose hash changed (a new key under the same id) or another key.
-        assert_eq!(
-            claim.verify(&key_hash("t"), NOW),
-            Err(SessionError::BadSignature)
-        );
+        // Another node secret (rotated), or a key whose hash changed.
+        for other in [keying("rotated", "s"), keying("server", "t")] {
+            assert_eq!(claim.verify(&other, NOW), Err(SessionError::BadSignature));
+        }
         // Longer expiry or another key id with the same MAC.
         let sig = value.rsplit('.').next().unwrap();
         for forged in [
-            format!("v1.7.{}.{sig}", NOW + 10_000),
-            format!("v1.8.{}.{sig}", NOW + 1000),
+            format!("v2.7.{}.{sig}", NOW + 10_000),
+            format!("v2.8.{}.{sig}", NOW + 1000),
         ] {
             let c = SessionClaim::parse(&forged).unwrap();
-            assert_eq!(c.verify(&secret, NOW), Err(SessionError::BadSignature));
+            assert_eq!(c.verify(&k, NOW), Err(SessionError::BadSignature));
+        }
+    }
+
+    /// What issue 35 found: a MAC keyed with the stored hash alone could be
+    /// made by anyone who read the store. Such a cookie opens nothing now.
+    #[test]
+    fn a_cookie_made_from_the_stored_hash_alone_is_refused() {
+        let stored = key_hash("s");
+        let expires = NOW + 1000;
+        let old_style = hmac(
+            &stored,
+            &[format!("herald-session|v2|7|{expires}").as_bytes()],
+        );
+        for version in ["v1", "v2"] {
+            let forged = format!(
+                "{version}.7.{expires}.{}",
+                URL_SAFE_NO_PAD.encode(old_style)
+            );
+            let verified =
+                SessionClaim::parse(&forged).and_then(|c| c.verify(&keying("server", "s"), NOW));
+            assert!(verified.is_err(), "{forged}");
         }
     }
 
@@ -265,13 +320,13 @@ mod tests {
         for v in [
             "",
             "v1",
-            "v2.1.2.abc",
-            "v1.x.2.abc",
-            "v1.1.-2.abc",
-            "v1.1.2.!!",
-            "v1.1.2.YWJj",
-            "v1.1.2.abc.d",
-            "v1.99999999999999999999.2.abc",
+            "v1.1.2.abc",
+            "v2.x.2.abc",
+            "v2.1.-2.abc",
+            "v2.1.2.!!",
+            "v2.1.2.YWJj",
+            "v2.1.2.abc.d",
+            "v2.99999999999999999999.2.abc",
         ] {
             assert_eq!(SessionClaim::parse(v), Err(SessionError::Malformed), "{v}");
         }
@@ -279,18 +334,19 @@ mod tests {
 
     #[test]
     fn the_csrf_token_belongs_to_its_session() {
-        let secret = key_hash("s");
-        let a = SessionClaim::parse(&issue(&secret, 7, NOW + 1000)).unwrap();
-        let b = SessionClaim::parse(&issue(&secret, 7, NOW + 2000)).unwrap();
-        let token = a.csrf_token(&secret);
-        assert!(a.csrf_matches(&secret, Some(&token)));
-        assert!(!a.csrf_matches(&secret, None));
-        assert!(!a.csrf_matches(&secret, Some("")));
-        assert!(!a.csrf_matches(&secret, Some("not base64!")));
-        assert!(!b.csrf_matches(&secret, Some(&token)));
-        assert!(!a.csrf_matches(&key_hash("t"), Some(&token)));
+        let k = keying("server", "s");
+        let a = SessionClaim::parse(&issue(&k, 7, NOW + 1000)).unwrap();
+        let b = SessionClaim::parse(&issue(&k, 7, NOW + 2000)).unwrap();
+        let token = a.csrf_token(&k);
+        assert!(a.csrf_matches(&k, Some(&token)));
+        assert!(!a.csrf_matches(&k, None));
+        assert!(!a.csrf_matches(&k, Some("")));
+        assert!(!a.csrf_matches(&k, Some("not base64!")));
+        assert!(!b.csrf_matches(&k, Some(&token)));
+        assert!(!a.csrf_matches(&keying("server", "t"), Some(&token)));
+        assert!(!a.csrf_matches(&keying("rotated", "s"), Some(&token)));
         // The token is not the cookie's MAC.
-        assert!(!issue(&secret, 7, NOW + 1000).ends_with(&token));
+        assert!(!issue(&k, 7, NOW + 1000).ends_with(&token));
     }
 
     #[test]

@@ -12,6 +12,10 @@ pub struct AuthConfig {
     /// The environment variable holding the admin key. Set, the node is
     /// protected; unset, it serves loopback addresses only, in open mode.
     pub admin_key_env: String,
+    /// The environment variable that may hold the secret console sessions
+    /// are signed with. Unset, the secret is derived from the admin key;
+    /// changing either ends every session.
+    pub session_secret_env: String,
     /// Host names open mode answers besides `localhost`, 127.0.0.0/8 and
     /// `::1` (a port, if given, is not compared).
     pub allowed_hosts: Vec<String>,
@@ -23,11 +27,14 @@ pub struct AuthConfig {
 
 /// The default `admin_key_env`.
 pub const DEFAULT_ADMIN_KEY_ENV: &str = "HERALD_ADMIN_KEY";
+/// The default `session_secret_env`.
+pub const DEFAULT_SESSION_SECRET_ENV: &str = "HERALD_SESSION_SECRET";
 
 impl Default for AuthConfig {
     fn default() -> Self {
         Self {
             admin_key_env: DEFAULT_ADMIN_KEY_ENV.into(),
+            session_secret_env: DEFAULT_SESSION_SECRET_ENV.into(),
             allowed_hosts: Vec::new(),
             admin_key: None,
         }
@@ -53,13 +60,24 @@ impl AuthConfig {
                 self.admin_key_env
             ));
         }
-        let env = &self.admin_key_env;
-        let env_ok = !env.is_empty()
-            && !env.starts_with(|c: char| c.is_ascii_digit())
-            && env.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !env_ok {
+        for (field, env) in [
+            ("admin_key_env", &self.admin_key_env),
+            ("session_secret_env", &self.session_secret_env),
+        ] {
+            let env_ok = !env.is_empty()
+                && !env.starts_with(|c: char| c.is_ascii_digit())
+                && env.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !env_ok {
+                return Err(format!(
+                    "auth.{field} must name an environment variable (A-Z 0-9 _), not {env:?}"
+                ));
+            }
+        }
+        if self.session_secret_env == self.admin_key_env {
             return Err(format!(
-                "auth.admin_key_env must name an environment variable (A-Z 0-9 _), not {env:?}"
+                "auth.session_secret_env must name another variable than auth.admin_key_env \
+                 ({:?}): unset, the session secret is derived from the admin key anyway",
+                self.admin_key_env
             ));
         }
         for h in &self.allowed_hosts {

@@ -43,6 +43,13 @@ pub(crate) struct EntryJson {
     route: String,
     resource_id: Option<String>,
     status: u16,
+    /// How many requests the entry stands for: 1, or a tally of refusals
+    /// before any key was recognised (`at` is the first of them).
+    count: u64,
+    /// Why the tallied requests were refused (`no_key`, `invalid_key`,
+    /// `invalid_session`, `malformed_authorization`, `misdirected_host`,
+    /// `cross_origin`, `login_failed`, `public_route`); null for one request.
+    reason: Option<String>,
 }
 
 impl EntryJson {
@@ -57,6 +64,8 @@ impl EntryJson {
             route: e.route,
             resource_id: e.resource_id,
             status: e.status,
+            count: e.count,
+            reason: e.reason,
         }
     }
 }

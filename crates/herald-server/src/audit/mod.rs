@@ -1,10 +1,14 @@
 //! The audit log: which key changed (or tried to change) what, when, and
 //! with what answer. [`recorder`] makes the entries, [`writer`] stores them
-//! in batches, [`list`] reads them back (`GET /v1/audit`).
+//! in batches, [`tally`] counts what was refused before any key was
+//! recognised (one entry a minute per kind, not one per request), [`list`]
+//! reads them back (`GET /v1/audit`).
 
 pub mod list;
 mod recorder;
+mod tally;
 mod writer;
 
 pub use recorder::{Recorder, record};
+pub use tally::{RefusalKey, UNAUTHENTICATED_REFUSALS};
 pub use writer::{AUDIT_DROPPED, AUDIT_WRITTEN, AuditLog, AuditSettings, AuditWriter};

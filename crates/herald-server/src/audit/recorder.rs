@@ -1,8 +1,10 @@
 //! The layer that records every request that may change state, once it is
 //! answered: who (from the caller the guard set), what (method and route
 //! pattern), which resource (the id in the path, or the id a `201` names),
-//! and the status. Refused requests are recorded as well, with what is
-//! known of them. Never a body, an address or a secret.
+//! and the status. Refused requests of a recognised caller are recorded as
+//! well; those refused before any key was recognised are counted instead
+//! (see [`super::tally`]): anyone can make them. Never a body, an address or
+//! a secret.
 
 use std::sync::Arc;
 
@@ -16,8 +18,9 @@ use herald_store::NewAuditEntry;
 use http_body_util::BodyExt;
 use serde::Deserialize;
 
+use super::tally::{self, RefusalKey};
 use super::writer::AuditLog;
-use crate::access::{Caller, Verb};
+use crate::access::{Caller, Unrecognised, Verb};
 use crate::routes;
 
 /// Largest `201` body read for its `id`: created records are small; a big
@@ -37,12 +40,22 @@ pub struct Recorder {
 /// The layer: answers the request, then queues its entry.
 pub async fn record(State(r): State<Recorder>, req: Request, next: Next) -> Response {
     if matches!(*req.method(), Method::GET | Method::HEAD) {
-        return next.run(req).await;
+        // Reads are not recorded; their refusals before a key still count.
+        let resp = next.run(req).await;
+        if let Some(reason) = unrecognised(&resp) {
+            tally::count(reason);
+        }
+        return resp;
     }
-    let method = req.method().as_str().to_string();
+    let method = req.method().clone();
     let (route, resource_id) = route_of(req.method(), req.uri().path());
     let resp = next.run(req).await;
     let status = resp.status();
+    if let Some(reason) = unrecognised(&resp) {
+        let key = RefusalKey::new(reason, &method, route.pattern, status.as_u16());
+        r.log.refused(key, r.clock.now_ms());
+        return resp;
+    }
     let (resp, resource_id) = match resource_id {
         None if status == StatusCode::CREATED => created_id(resp).await,
         known => (resp, known),
@@ -53,18 +66,45 @@ pub async fn record(State(r): State<Recorder>, req: Request, next: Next) -> Resp
         key_id: caller.and_then(|c| c.key_id),
         key_name: caller.and_then(|c| c.key_name.clone()),
         tenant: caller.map_or(DEFAULT_TENANT, |c| c.tenant),
-        method,
-        route,
+        method: method.as_str().to_string(),
+        route: route.shown,
         resource_id,
         status: status.as_u16(),
+        count: 1,
+        reason: None,
     });
     resp
 }
 
-/// The route pattern a request went to and the ids in its path (joined by
-/// `/`, each without its `:action`). A path no route serves is kept as it
-/// was sent (cut to a bound).
-fn route_of(method: &Method, path: &str) -> (String, Option<String>) {
+/// Why a response refused a request before any key was recognised: the
+/// reason the guard gave, or, for a route served without a key, any
+/// client error (a provider callback whose signature does not check out).
+/// `None` when a caller was known, or for what no client can cause at will
+/// (the keys could not be read), which stays one entry each.
+fn unrecognised(resp: &Response) -> Option<Unrecognised> {
+    if resp.extensions().get::<Caller>().is_some() {
+        return None;
+    }
+    if let Some(reason) = resp.extensions().get::<Unrecognised>() {
+        return Some(*reason);
+    }
+    resp.status()
+        .is_client_error()
+        .then_some(Unrecognised::PublicRoute)
+}
+
+/// The route a request went to.
+struct Route {
+    /// Its pattern, when a route serves the path.
+    pattern: Option<&'static str>,
+    /// What an entry shows: the pattern, or the path as it was sent (cut to
+    /// a bound).
+    shown: String,
+}
+
+/// The route a request went to and the ids in its path (joined by `/`,
+/// each without its `:action`).
+fn route_of(method: &Method, path: &str) -> (Route, Option<String>) {
     match routes::matching(Verb::of(method), path) {
         Some((policy, values)) => {
             let ids: Vec<&str> = values
@@ -72,9 +112,19 @@ fn route_of(method: &Method, path: &str) -> (String, Option<String>) {
                 .map(|v| v.split_once(':').map_or(*v, |(id, _)| id))
                 .collect();
             let resource = (!ids.is_empty()).then(|| bounded(&ids.join("/")));
-            (policy.path.to_string(), resource)
+            let route = Route {
+                pattern: Some(policy.path),
+                shown: policy.path.to_string(),
+            };
+            (route, resource)
         }
-        None => (bounded(path), None),
+        None => {
+            let route = Route {
+                pattern: None,
+                shown: bounded(path),
+            };
+            (route, None)
+        }
     }
 }
 
@@ -137,7 +187,18 @@ mod tests {
 
     #[test]
     fn routes_and_resources_of_paths() {
-        let r = |m: Method, p: &str| route_of(&m, p);
+        let r = |m: Method, p: &str| {
+            let (route, resource) = route_of(&m, p);
+            if let Some(pattern) = route.pattern {
+                assert_eq!(pattern, route.shown);
+            }
+            (route.shown, resource)
+        };
+        assert_eq!(route_of(&Method::POST, "/v1/nope").0.pattern, None);
+        assert_eq!(
+            route_of(&Method::DELETE, "/v1/timers/12").0.pattern,
+            Some("/v1/timers/{id}")
+        );
         assert_eq!(r(Method::POST, "/v1/timers"), ("/v1/timers".into(), None));
         assert_eq!(
             r(Method::DELETE, "/v1/timers/12"),

@@ -2,7 +2,9 @@
 //!
 //! A request hands its entry to a bounded channel and goes on; one task
 //! writes what has gathered in one `append_audit` transaction, at most every
-//! [`AuditSettings::flush_every`]. So the audit log costs the store a few
+//! [`AuditSettings::flush_every`]. Refusals before any key was recognised go
+//! to the [`Tally`] instead, which the same task writes every
+//! [`AuditSettings::tally_every`] and when it stops. So the audit log costs the store a few
 //! transactions a second however busy the API is, and an entry waits at most
 //! that long: a crash loses at most the last ~100 ms of entries. A full
 //! channel (the store is slower than the API) drops entries with a warning
@@ -16,6 +18,8 @@ use herald_store::{AccessStore, NewAuditEntry};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
+
+use super::tally::{self, RefusalKey, Tally};
 
 /// Entries dropped because the writer was behind, or because the store
 /// refused a batch.
@@ -32,6 +36,9 @@ pub struct AuditSettings {
     pub max_batch: usize,
     /// Longest an entry waits before its batch is written.
     pub flush_every: Duration,
+    /// How often the tally of refusals before any key was recognised is
+    /// written (one entry per kind and interval).
+    pub tally_every: Duration,
 }
 
 impl Default for AuditSettings {
@@ -40,6 +47,7 @@ impl Default for AuditSettings {
             capacity: 65_536,
             max_batch: 4_096,
             flush_every: Duration::from_millis(100),
+            tally_every: Duration::from_secs(60),
         }
     }
 }
@@ -49,6 +57,7 @@ impl Default for AuditSettings {
 pub struct AuditLog {
     tx: mpsc::Sender<NewAuditEntry>,
     dropped: Arc<AtomicU64>,
+    tally: Arc<Tally>,
 }
 
 /// The task that writes; [`AuditWriter::shutdown`] writes what is left.
@@ -65,12 +74,15 @@ impl AuditLog {
             "Audit entries dropped: the writer was behind, or the store refused a batch."
         );
         metrics::describe_counter!(AUDIT_WRITTEN, "Audit entries written.");
+        tally::describe();
         let (tx, rx) = mpsc::channel(settings.capacity.max(1));
         let (stop_tx, stop_rx) = oneshot::channel();
-        let task = tokio::spawn(run(store, rx, stop_rx, settings));
+        let tally = Arc::new(Tally::default());
+        let task = tokio::spawn(run(store, rx, stop_rx, tally.clone(), settings));
         let log = AuditLog {
             tx,
             dropped: Arc::new(AtomicU64::new(0)),
+            tally,
         };
         let writer = AuditWriter {
             stop: Some(stop_tx),
@@ -97,6 +109,15 @@ impl AuditLog {
     }
 }
 
+impl AuditLog {
+    /// Counts a request refused before any key was recognised, at `at`
+    /// (unix ms): in the metric at once, in the audit log as part of the
+    /// next tally. Never waits.
+    pub fn refused(&self, key: RefusalKey, at: i64) {
+        self.tally.add(key, at);
+    }
+}
+
 impl AuditWriter {
     /// Writes every entry queued so far, then stops. Entries recorded after
     /// this are dropped (and counted).
@@ -114,8 +135,14 @@ async fn run(
     store: Arc<dyn AccessStore>,
     mut rx: mpsc::Receiver<NewAuditEntry>,
     mut stop: oneshot::Receiver<()>,
+    tally: Arc<Tally>,
     settings: AuditSettings,
 ) {
+    let mut tally_due = tokio::time::interval_at(
+        Instant::now() + settings.tally_every,
+        settings.tally_every.max(Duration::from_millis(1)),
+    );
+    tally_due.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut batch = Vec::with_capacity(settings.max_batch);
     // A first entry is written at once; after a write, the next waits until
     // `flush_every` has passed, gathering what comes meanwhile.
@@ -125,9 +152,15 @@ async fn run(
     // running until every [`AuditLog`] is gone.
     let mut watch_stop = true;
     while !stopping {
+        let mut tally_now = false;
         tokio::select! {
             got = rx.recv_many(&mut batch, settings.max_batch) => stopping = got == 0,
             sent = &mut stop, if watch_stop => (stopping, watch_stop) = (sent.is_ok(), false),
+            _ = tally_due.tick() => tally_now = true,
+        }
+        if tally_now {
+            write(&*store, &mut tally.take()).await;
+            continue;
         }
         while !stopping && batch.len() < settings.max_batch {
             let room = settings.max_batch - batch.len();
@@ -146,6 +179,8 @@ async fn run(
         write(&*store, &mut batch).await;
     }
     write(&*store, &mut batch).await;
+    // And what was counted since the last tally.
+    write(&*store, &mut tally.take()).await;
 }
 
 /// Writes and empties `batch`; a failed batch is dropped, counted and
@@ -181,6 +216,8 @@ mod tests {
             route: "/v1/timers".into(),
             resource_id: Some(i.to_string()),
             status: 201,
+            count: 1,
+            reason: None,
         }
     }
 
@@ -240,6 +277,7 @@ mod tests {
             capacity: 4,
             max_batch: 2,
             flush_every: Duration::from_secs(3600),
+            tally_every: Duration::from_secs(3600),
         };
         let (log, writer) = AuditLog::start(store.clone(), settings);
         for i in 0..100 {
@@ -249,5 +287,52 @@ mod tests {
         writer.shutdown().await;
         let kept = stored(&store).await;
         assert!(!kept.is_empty() && kept.len() <= 10, "{kept:?}");
+    }
+
+    /// A flood of refusals before any key was recognised is one entry per
+    /// kind and interval, written at the interval and when the node stops.
+    #[tokio::test]
+    async fn refusals_are_written_as_tallies() {
+        use axum::http::Method;
+
+        use crate::access::Unrecognised;
+
+        let store = store().await;
+        let settings = AuditSettings {
+            tally_every: Duration::from_millis(200),
+            ..AuditSettings::default()
+        };
+        let (log, writer) = AuditLog::start(store.clone(), settings);
+        let key = |reason| RefusalKey::new(reason, &Method::POST, Some("/v1/timers"), 401);
+        for i in 0..10_000 {
+            log.refused(key(Unrecognised::NoKey), 1_000 + i);
+        }
+        log.refused(key(Unrecognised::InvalidKey), 5_000);
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let tallies = loop {
+            let all = store.list_audit(None, None, None, 100).await.unwrap();
+            if !all.is_empty() {
+                break all;
+            }
+            assert!(std::time::Instant::now() < deadline, "no tally written");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        let brief: Vec<_> = tallies
+            .iter()
+            .map(|e| (e.at, e.count, e.reason.as_deref(), e.status))
+            .collect();
+        assert_eq!(
+            brief,
+            [
+                (1_000, 10_000, Some("no_key"), 401),
+                (5_000, 1, Some("invalid_key"), 401)
+            ]
+        );
+        // What is counted after the last interval is written at shutdown.
+        log.refused(key(Unrecognised::NoKey), 9_000);
+        writer.shutdown().await;
+        let all = store.list_audit(None, None, None, 100).await.unwrap();
+        assert_eq!(all.len(), 3, "{all:?}");
+        assert_eq!((all[2].at, all[2].count), (9_000, 1));
     }
 }

@@ -57,18 +57,14 @@ async fn state_changes_are_recorded_and_nothing_secret_is() {
     // 3: cancelled.
     let (st, body) = api.as_key(ADMIN, Method::DELETE, &uri, None).await;
     assert!(st.is_success(), "{body}");
-    // 4: refused without a key; 5: refused for want of a scope.
-    let (st, _) = api
-        .send(req(Method::POST, "/v1/timers", None, Some(timer())))
-        .await;
-    assert_eq!(st, StatusCode::UNAUTHORIZED);
+    // 4: refused for want of a scope.
     let (st, _) = api
         .as_key(&read_key, Method::POST, "/v1/timers", Some(timer()))
         .await;
     assert_eq!(st, StatusCode::FORBIDDEN);
 
-    let entries = api.audit_entries(Some(ADMIN), "", 5).await;
-    assert_eq!(entries.len(), 5, "{entries:#?}");
+    let entries = api.audit_entries(Some(ADMIN), "", 4).await;
+    assert_eq!(entries.len(), 4, "{entries:#?}");
     let brief: Vec<(&str, &str, Value, u64)> = entries
         .iter()
         .map(|e| {
@@ -91,11 +87,10 @@ async fn state_changes_are_recorded_and_nothing_secret_is() {
                 json!(timer_id.to_string()),
                 brief[2].3
             ),
-            ("POST", "/v1/timers", Value::Null, 401),
             ("POST", "/v1/timers", Value::Null, 403),
         ]
     );
-    // Who: the admin, nobody, the read key.
+    // Who: the admin, the read key; each entry is one request.
     for e in &entries[..3] {
         assert_eq!(
             (&e["key_id"], &e["key_name"]),
@@ -103,11 +98,10 @@ async fn state_changes_are_recorded_and_nothing_secret_is() {
         );
         assert_eq!(e["tenant"], "default");
     }
-    assert_eq!(
-        (&entries[3]["key_id"], &entries[3]["key_name"]),
-        (&Value::Null, &Value::Null)
-    );
-    assert_eq!(entries[4]["key_id"], key_id);
+    assert_eq!(entries[3]["key_id"], key_id);
+    for e in &entries {
+        assert_eq!((&e["count"], &e["reason"]), (&json!(1), &Value::Null));
+    }
     assert!(entries[0]["at"].as_str().unwrap().ends_with('Z'));
     let text = serde_json::to_string(&entries).unwrap();
     for secret in [ADMIN, &read_key[read_key.len() - 20..], "very private"] {
@@ -237,4 +231,88 @@ async fn open_mode_entries_name_no_key() {
     assert_eq!(entries[0]["key_id"], Value::Null);
     assert_eq!(entries[0]["key_name"], Value::Null);
     assert_eq!(entries[0]["tenant"], "default");
+}
+
+/// Refusals before any key is recognised are counted, one entry per reason
+/// and route and interval (the tests' interval is 10 ms), not one per
+/// request; refusals of a known key stay one entry each.
+#[tokio::test]
+async fn refusals_before_a_key_are_tallied_not_logged_one_by_one() {
+    let api = stored_keys_api(Options::default()).await;
+    let (key_id, read_key) = api.make_key("default", &["read"]).await;
+    let flood = 200;
+    for _ in 0..flood {
+        let (st, _) = api
+            .send(req(Method::POST, "/v1/timers", None, Some(timer())))
+            .await;
+        assert_eq!(st, StatusCode::UNAUTHORIZED);
+    }
+    for _ in 0..3 {
+        let (st, _) = api
+            .as_key("hrk_999_nope", Method::DELETE, "/v1/timers/7", None)
+            .await;
+        assert_eq!(st, StatusCode::UNAUTHORIZED);
+    }
+    // Made-up paths are one route, `*`.
+    for i in 0..20 {
+        let (st, _) = api
+            .send(req(Method::POST, &format!("/v1/nope-{i}"), None, None))
+            .await;
+        assert_eq!(st, StatusCode::UNAUTHORIZED);
+    }
+    let (st, _) = api
+        .as_key(&read_key, Method::POST, "/v1/timers", Some(timer()))
+        .await;
+    assert_eq!(st, StatusCode::FORBIDDEN);
+
+    // The key's creation, the refused read key, and the tallies: one entry
+    // per kind and interval, so a kind may span a few of the tests' 10 ms
+    // intervals. What they count adds up to every refusal.
+    let total = flood + 3 + 20;
+    let started = Instant::now();
+    let entries = loop {
+        let entries = api.audit_entries(Some(ADMIN), "?limit=1000", 2).await;
+        let counted: u64 = entries
+            .iter()
+            .filter(|e| !e["reason"].is_null())
+            .map(|e| e["count"].as_u64().unwrap())
+            .sum();
+        if counted >= total {
+            break entries;
+        }
+        assert!(started.elapsed() < Duration::from_secs(5), "{entries:#?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let mut tallies: std::collections::BTreeMap<(String, String, u64, String), u64> =
+        Default::default();
+    for e in entries.iter().filter(|e| !e["reason"].is_null()) {
+        assert_eq!((&e["key_id"], &e["key_name"]), (&Value::Null, &Value::Null));
+        let kind = (
+            e["method"].as_str().unwrap().to_string(),
+            e["route"].as_str().unwrap().to_string(),
+            e["status"].as_u64().unwrap(),
+            e["reason"].as_str().unwrap().to_string(),
+        );
+        *tallies.entry(kind).or_default() += e["count"].as_u64().unwrap();
+    }
+    let t = |m: &str, r: &str, why: &str, n: u64| ((m.into(), r.into(), 401, why.into()), n);
+    assert_eq!(
+        tallies.into_iter().collect::<Vec<_>>(),
+        [
+            t("DELETE", "/v1/timers/{id}", "invalid_key", 3),
+            t("POST", "*", "no_key", 20),
+            t("POST", "/v1/timers", "no_key", flood),
+        ]
+    );
+    let one_each: Vec<&Value> = entries.iter().filter(|e| e["reason"].is_null()).collect();
+    assert_eq!(one_each.len(), 2, "{one_each:#?}");
+    assert_eq!(one_each[0]["route"], "/v1/keys");
+    assert_eq!(
+        (
+            &one_each[1]["key_id"],
+            &one_each[1]["status"],
+            &one_each[1]["count"]
+        ),
+        (&json!(key_id), &json!(403), &json!(1))
+    );
 }

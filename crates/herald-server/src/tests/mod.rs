@@ -128,6 +128,7 @@ impl Api {
             store.clone() as Arc<dyn Store>,
             AuditSettings {
                 flush_every: std::time::Duration::from_millis(10),
+                tally_every: std::time::Duration::from_millis(10),
                 ..AuditSettings::default()
             },
         );

@@ -64,7 +64,7 @@ async fn a_key_logs_in_and_its_cookie_stands_for_it() {
     assert_eq!(headers[header::LOCATION], "/ui");
     let set = headers[header::SET_COOKIE].to_str().unwrap();
     for part in [
-        "herald_session=v1.",
+        "herald_session=v2.",
         "HttpOnly",
         "SameSite=Strict",
         "Path=/",
@@ -150,8 +150,8 @@ async fn wrong_keys_and_forged_cookies_open_nothing() {
         parts[2].parse::<i64>().unwrap() + 1,
         parts[3]
     );
-    let other = format!("herald_session=v1.{}.{}.{}", id + 1, parts[2], parts[3]);
-    let admin = format!("herald_session=v1.0.{}.{}", parts[2], parts[3]);
+    let other = format!("herald_session=v2.{}.{}.{}", id + 1, parts[2], parts[3]);
+    let admin = format!("herald_session=v2.0.{}.{}", parts[2], parts[3]);
     for forged in [later, other, admin, "herald_session=garbage".to_string()] {
         let (st, body) = api
             .send(with_cookie(Method::GET, "/v1/jobs", &forged, None))
@@ -269,4 +269,88 @@ async fn open_mode_needs_no_login() {
         .exchange(req(Method::GET, "/ui/nothing", None, None))
         .await;
     assert_eq!(st, StatusCode::NOT_FOUND);
+}
+
+/// Login CSRF: a page of another origin may not post the login form (it
+/// would log the victim into the attacker's key) nor the logout form.
+#[tokio::test]
+async fn cross_origin_logins_and_logouts_are_refused() {
+    let api = stored_keys_api(Options::default()).await;
+    let (_, key) = api.make_key("shop", &["read"]).await;
+    let foreign: [&[(&str, &str)]; 3] = [
+        &[("origin", "http://evil.example")],
+        &[("origin", "null")],
+        &[
+            ("sec-fetch-site", "cross-site"),
+            ("origin", "http://evil.example"),
+        ],
+    ];
+    for headers in foreign {
+        let (st, set) = login(&api, &key, headers).await;
+        assert_eq!(st, StatusCode::FORBIDDEN, "{headers:?}");
+        assert!(!set.contains_key(header::SET_COOKIE), "{headers:?}");
+        let mut r = req(Method::POST, "/ui/logout", None, None);
+        for (k, v) in headers {
+            r.headers_mut().insert(*k, v.parse().unwrap());
+        }
+        let (st, set, body) = api.exchange(r).await;
+        error(st, &body, StatusCode::FORBIDDEN, "cross_origin");
+        assert!(!set.contains_key(header::SET_COOKIE));
+    }
+    // The console's own form (same origin; behind a proxy, the host it
+    // forwarded), and a client that is no browser, log in.
+    let own: [&[(&str, &str)]; 4] = [
+        &[("origin", "http://localhost")],
+        &[
+            ("sec-fetch-site", "same-origin"),
+            ("origin", "https://herald.example.com"),
+        ],
+        &[
+            ("origin", "https://herald.example.com"),
+            ("x-forwarded-host", "herald.example.com"),
+        ],
+        &[],
+    ];
+    for headers in own {
+        let (st, set) = login(&api, &key, headers).await;
+        assert_eq!(st, StatusCode::SEE_OTHER, "{headers:?}");
+        assert!(set.contains_key(header::SET_COOKIE), "{headers:?}");
+    }
+}
+
+/// A failed login leaves a trace: a tally in the audit log (and a metric and
+/// a warning, which the end-to-end tests read).
+#[tokio::test]
+async fn failed_logins_are_counted_in_the_audit_log() {
+    let api = stored_keys_api(Options::default()).await;
+    for key in ["hrk_1_wrong", "not a key", "hrk_2_wrong"] {
+        let (st, _) = login(&api, key, &[]).await;
+        assert_eq!(st, StatusCode::UNAUTHORIZED);
+    }
+    let started = std::time::Instant::now();
+    loop {
+        let (st, body) = api.as_key(ADMIN, Method::GET, "/v1/audit", None).await;
+        assert_eq!(st, StatusCode::OK);
+        let counted: u64 = body["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["reason"] == "login_failed")
+            .inspect(|e| {
+                assert_eq!(
+                    (&e["method"], &e["route"], &e["status"]),
+                    (&"POST".into(), &"/ui/login".into(), &401.into())
+                );
+            })
+            .map(|e| e["count"].as_u64().unwrap())
+            .sum();
+        if counted == 3 {
+            break;
+        }
+        assert!(
+            counted < 3 && started.elapsed() < std::time::Duration::from_secs(5),
+            "{body}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
 }

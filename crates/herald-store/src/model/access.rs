@@ -17,7 +17,7 @@ macro_rules! audit_cols {
     ($($t:literal)?) => {
         $crate::model::columns!($($t)?;
             "id", "at", "key_id", "key_name", "tenant_id", "method", "route", "resource_id",
-            "status")
+            "status", "count", "reason")
     };
 }
 pub(crate) use audit_cols;
@@ -83,6 +83,8 @@ impl Decode for AuditEntry {
             route: r.string("audit_log.route")?,
             resource_id: r.opt_string("audit_log.resource_id")?,
             status: r.narrow("audit_log.status")?,
+            count: r.narrow("audit_log.count")?,
+            reason: r.opt_string("audit_log.reason")?,
         })
     }
 }

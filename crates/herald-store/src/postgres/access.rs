@@ -44,11 +44,12 @@ const REVOKE_KEY: &str = concat!(
 
 // Ids follow the order given.
 const INSERT_AUDIT: &str = "INSERT INTO audit_log \
-    (at, key_id, key_name, tenant_id, method, route, resource_id, status) \
-    SELECT at, key_id, key_name, tenant_id, method, route, resource_id, status \
+    (at, key_id, key_name, tenant_id, method, route, resource_id, status, count, reason) \
+    SELECT at, key_id, key_name, tenant_id, method, route, resource_id, status, count, reason \
     FROM unnest($1::int8[], $2::int8[], $3::text[], $4::int4[], $5::text[], $6::text[], \
-                $7::text[], $8::int4[]) WITH ORDINALITY \
-         AS u(at, key_id, key_name, tenant_id, method, route, resource_id, status, ord) \
+                $7::text[], $8::int4[], $9::int8[], $10::text[]) WITH ORDINALITY \
+         AS u(at, key_id, key_name, tenant_id, method, route, resource_id, status, count, \
+              reason, ord) \
     ORDER BY ord";
 const AUDIT_AT: &str = "SELECT at FROM audit_log WHERE id = $1";
 // $1 start at, $2 start id (exclusive), $3 limit.
@@ -223,8 +224,13 @@ impl AccessStore for PgStore {
         let resource: Vec<Option<&str>> =
             entries.iter().map(|e| e.resource_id.as_deref()).collect();
         let status: Vec<i32> = entries.iter().map(|e| i32::from(e.status)).collect();
-        let params: [Param<'_>; 8] = [
-            &at, &key_id, &key_name, &tenant, &method, &route, &resource, &status,
+        let count: Vec<i64> = entries
+            .iter()
+            .map(|e| i64::try_from(e.count).unwrap_or(i64::MAX))
+            .collect();
+        let reason: Vec<Option<&str>> = entries.iter().map(|e| e.reason.as_deref()).collect();
+        let params: [Param<'_>; 10] = [
+            &at, &key_id, &key_name, &tenant, &method, &route, &resource, &status, &count, &reason,
         ];
         let client = self.client().await?;
         let stmt = client

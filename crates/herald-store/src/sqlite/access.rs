@@ -39,8 +39,8 @@ const REVOKE_KEY: &str = concat!(
 );
 
 const INSERT_AUDIT: &str = "INSERT INTO audit_log \
-    (at, key_id, key_name, tenant_id, method, route, resource_id, status) \
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+    (at, key_id, key_name, tenant_id, method, route, resource_id, status, count, reason) \
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
 const AUDIT_AT: &str = "SELECT at FROM audit_log WHERE id = ?1";
 // ?1 start at, ?2 start id (exclusive), ?3 limit.
 pub(super) const AUDIT_ALL: &str = concat!(
@@ -131,6 +131,8 @@ fn append_audit(conn: &mut Connection, entries: Vec<NewAuditEntry>) -> Result<()
                     e.route,
                     e.resource_id,
                     e.status,
+                    i64::try_from(e.count).unwrap_or(i64::MAX),
+                    e.reason,
                 ])
                 .ctx("appending to the audit log")?;
         }

@@ -18,6 +18,10 @@
 //! The copy is written beside the target under a temporary name, fsynced
 //! (`VACUUM INTO` itself does not sync), and renamed over the target only when
 //! complete, so a crash never leaves half a backup under the final name.
+//!
+//! A copy holds what the store holds (key hashes, channel tokens, every
+//! message), so it is owner-only (`0600`) from its first byte on, whatever
+//! the umask, and a data directory `herald restore` creates is `0700`.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -25,6 +29,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
+use super::files::{self, FILE_MODE};
 use super::schema::MIGRATIONS;
 use crate::migration;
 
@@ -178,7 +183,7 @@ pub fn restore(from: &Path, db: &Path) -> Result<Copied> {
         }
     }
     check(from)?;
-    std::fs::create_dir_all(dir).map_err(io("creating", dir))?;
+    files::create_private_dir(dir).map_err(io("creating", dir))?;
     let partial = Partial::beside(db)?;
     std::fs::copy(from, &partial.path).map_err(io("copying into", &partial.path))?;
     let copy = Connection::open(&partial.path).map_err(sql("opening the copy"))?;
@@ -301,6 +306,9 @@ impl Partial {
         if path.exists() {
             std::fs::remove_file(&path).map_err(io("removing", &path))?;
         }
+        // Created empty and owner-only before anything is written into it
+        // (`VACUUM INTO` takes an empty file).
+        files::create_private_file(&path).map_err(io("creating", &path))?;
         Ok(Partial { path, done: false })
     }
 
@@ -312,8 +320,10 @@ impl Partial {
         })
     }
 
-    /// Syncs the copy, renames it to `target` and syncs the directory.
+    /// Makes the copy owner-only (a plain file copy takes its source's
+    /// mode), syncs it, renames it to `target` and syncs the directory.
     fn finish(mut self, target: &Path, mut copied: Copied) -> Result<Copied> {
+        files::set_mode(&self.path, FILE_MODE).map_err(io("restricting", &self.path))?;
         File::open(&self.path)
             .and_then(|f| f.sync_all())
             .map_err(io("syncing", &self.path))?;
@@ -333,9 +343,7 @@ impl Drop for Partial {
         if !self.done {
             let _ = std::fs::remove_file(&self.path);
             for suffix in ["-journal", "-wal", "-shm"] {
-                let mut p = self.path.clone().into_os_string();
-                p.push(suffix);
-                let _ = std::fs::remove_file(PathBuf::from(p));
+                let _ = std::fs::remove_file(files::with_suffix(&self.path, suffix));
             }
         }
     }
@@ -385,6 +393,24 @@ mod tests {
         let restored = restore(&to, &into).unwrap();
         assert_eq!(restored.timers, 500);
         assert!(matches!(restore(&to, &into), Err(BackupError::Exists(_))));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn backups_and_restores_are_owner_only_whatever_the_source() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let dir = tempfile::tempdir().unwrap();
+        let db = store_with_timers(dir.path(), 3);
+        let to = dir.path().join("b.db");
+        backup(&db, &to, false).unwrap();
+        assert_eq!(mode(&to), 0o600);
+        // A copy restored from a backup someone made readable is not.
+        files::set_mode(&to, 0o644).unwrap();
+        let into = dir.path().join("new").join("data").join("herald.db");
+        restore(&to, &into).unwrap();
+        assert_eq!(mode(&into), 0o600);
+        assert_eq!(mode(into.parent().unwrap()), 0o700);
     }
 
     #[test]

@@ -40,6 +40,7 @@ mod cluster;
 mod digests;
 mod directory;
 mod error;
+mod files;
 mod pool;
 mod provider;
 mod reminders;
@@ -103,13 +104,19 @@ impl SqliteStore {
     }
 
     /// Opens (creating if missing, with its directory) the database file at `path`
-    /// and brings its schema up to date.
+    /// and brings its schema up to date. The file, its companions and a
+    /// directory it creates are owner-only (see [`files`]).
     pub async fn open(path: impl AsRef<Path>, opts: &StoreOptions) -> Result<Self> {
         let sync = opts.sqlite.synchronous;
         let path = path.as_ref().to_path_buf();
         let readers = opts.sqlite.read_connections;
         let max_pages = opts.sqlite.max_page_count;
         let conns = tokio::task::spawn_blocking(move || {
+            if !path.as_os_str().is_empty() {
+                files::prepare_database_file(&path).map_err(|e| {
+                    StoreError::unavailable(format!("sqlite: preparing {}: {e}", path.display()))
+                })?;
+            }
             let conns = pool::open_file_connections(&path, sync, readers)?;
             pool::cap_pages(&conns.writer, max_pages)?;
             Ok::<_, StoreError>(conns)

@@ -1,10 +1,11 @@
-//! API keys through [`crate::AccessStore`]: listing them page by page.
+//! API keys and the audit log through [`crate::AccessStore`]: listing keys
+//! page by page, and audit entries that stand for many requests.
 
 use herald_core::TenantId;
 
 use super::fixtures::DEFAULT_TENANT;
 use super::support::S;
-use crate::{ApiKeyRecord, NewApiKey};
+use crate::{ApiKeyRecord, NewApiKey, NewAuditEntry};
 
 const T0: i64 = 1_700_000_000_000;
 
@@ -91,4 +92,43 @@ pub async fn api_keys_page_by_id(store: S) {
             .is_empty()
     );
     assert!(store.list_api_keys(None, None, 0).await.unwrap().is_empty());
+}
+
+/// A tally (one entry standing for many refused requests, with its reason)
+/// reads back as written, beside an entry of one request.
+pub async fn audit_tallies_keep_their_count_and_reason(store: S) {
+    let one = NewAuditEntry {
+        at: T0,
+        key_id: Some(7),
+        key_name: Some("shop".into()),
+        tenant: DEFAULT_TENANT,
+        method: "POST".into(),
+        route: "/v1/timers".into(),
+        resource_id: Some("12".into()),
+        status: 201,
+        count: 1,
+        reason: None,
+    };
+    let tally = NewAuditEntry {
+        at: T0 + 1,
+        key_id: None,
+        key_name: None,
+        route: "/v1/timers/{id}".into(),
+        resource_id: None,
+        status: 401,
+        count: 546_032,
+        reason: Some("no_key".into()),
+        ..one.clone()
+    };
+    store
+        .append_audit(vec![one.clone(), tally.clone()])
+        .await
+        .expect("append_audit");
+    let got = store
+        .list_audit(None, None, None, 10)
+        .await
+        .expect("list_audit");
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!(got[0], one.into_entry(got[0].id));
+    assert_eq!(got[1], tally.into_entry(got[1].id));
 }

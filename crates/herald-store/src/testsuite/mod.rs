@@ -224,7 +224,7 @@ macro_rules! store_conformance_tests {
             ]
         );
         $crate::store_conformance_tests!(@area access, $make, $second;
-            cases: [api_keys_page_by_id]
+            cases: [api_keys_page_by_id, audit_tallies_keep_their_count_and_reason]
             races: []
         );
         $crate::store_conformance_tests!(@area campaigns, $make, $second;

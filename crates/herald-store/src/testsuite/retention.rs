@@ -317,6 +317,8 @@ pub async fn old_audit_entries_go(store: S) {
         route: "/v1/timers".into(),
         resource_id: None,
         status: 201,
+        count: 1,
+        reason: None,
     };
     store
         .append_audit(

@@ -702,7 +702,7 @@ async fn a_v0_sqlite_store_opens_migrates_and_reads_back() {
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 27);
+    assert_eq!(version, 28);
     drop(conn);
     // Opening again applies nothing and still reads the old rows.
     let store = herald_store::open(&url, &StoreOptions::default())
@@ -791,6 +791,7 @@ async fn a_v0_postgres_store_opens_migrates_and_reads_back() {
             (25, "0025_pending_shard_key"),
             (26, "0026_send_in_doubt"),
             (27, "0027_timer_in_doubt"),
+            (28, "0028_audit_tallies"),
         ]
     );
 }

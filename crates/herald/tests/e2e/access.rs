@@ -88,19 +88,8 @@ async fn send(
     headers: &[(&str, &str)],
     body: Option<(&str, String)>,
 ) -> (u16, reqwest::header::HeaderMap, Value) {
-    let mut req = client().request(method, format!("{}{path}", s.url));
-    for (k, v) in headers {
-        req = req.header(*k, *v);
-    }
-    if let Some((ct, b)) = body {
-        req = req.header("content-type", ct).body(b);
-    }
-    let resp = req.send().await.unwrap();
-    let status = resp.status().as_u16();
-    let headers = resp.headers().clone();
-    let text = resp.text().await.unwrap();
-    let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
-    (status, headers, body)
+    let url = format!("{}{path}", s.url);
+    common::exchange(&client(), method, &url, headers, body).await
 }
 
 fn timer() -> String {

@@ -41,5 +41,6 @@ mod receipts;
 mod reload;
 mod reminders;
 mod reports;
+mod security;
 mod subscribers;
 mod timers;

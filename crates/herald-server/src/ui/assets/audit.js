@@ -20,6 +20,8 @@
         ["action", function (e) { return e.method + " " + e.route; }],
         ["resource", function (e) { return e.resource_id || ""; }],
         ["status", function (e) { return e.status; }],
+        // A tally: refusals before any key was recognised, counted from `at` on.
+        ["refused", function (e) { return e.reason ? e.count + " × " + e.reason : ""; }],
       ], items, { cls: "audit", empty: "No entries." });
     },
   });

@@ -390,6 +390,30 @@ pub async fn post_raw(url: &str, ctype: &str, body: String) -> (u16, Value) {
     )
 }
 
+/// One request with `client` to `url`, with these headers and an optional
+/// `(content type, body)`: status, headers and body (JSON, or the text).
+pub async fn exchange(
+    client: &reqwest::Client,
+    method: reqwest::Method,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: Option<(&str, String)>,
+) -> (u16, reqwest::header::HeaderMap, Value) {
+    let mut req = client.request(method, url);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    if let Some((ct, b)) = body {
+        req = req.header("content-type", ct).body(b);
+    }
+    let resp = req.send().await.unwrap();
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let text = resp.text().await.unwrap();
+    let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+    (status, headers, body)
+}
+
 pub async fn get_json(url: &str) -> (u16, Value) {
     let resp = client().get(url).send().await.unwrap();
     let status = resp.status().as_u16();
