@@ -33,6 +33,7 @@ mod fencing;
 mod fuzz_api;
 mod fuzz_parsers;
 mod in_doubt;
+mod input;
 mod isolation;
 mod logs;
 mod outage;
