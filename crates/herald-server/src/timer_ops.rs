@@ -42,7 +42,7 @@ fn not_pending(why: impl Into<String>) -> ApiError {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PatchBody<'a> {
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "json_body::opt_cow_str")]
     fire_at: Option<Cow<'a, str>>,
     #[serde(default)]
     delay_ms: Option<i64>,

@@ -27,7 +27,7 @@ pub const MAX_KEY_BYTES: usize = 255;
 #[serde(deny_unknown_fields)]
 struct CreateTimer<'a> {
     /// `Cow`: borrowed unless the caller escaped a character (`\u002b`).
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "json_body::opt_cow_str")]
     fire_at: Option<Cow<'a, str>>,
     #[serde(default)]
     delay_ms: Option<i64>,

@@ -11,6 +11,8 @@
 
 mod objects_only;
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
 
 use crate::error::{ApiError, from_serde};
@@ -55,6 +57,40 @@ pub fn object_or_empty<'de, T: Deserialize<'de> + Default>(
     object(bytes)
 }
 
+/// For `#[serde(deserialize_with)]` on an `Option<Cow<'de, str>>`: the text
+/// borrowed from the body when it has no escape, owned when it has one
+/// (serde's own `Cow` is always owned, and a `&str` cannot take an escape).
+pub fn opt_cow_str<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Cow<'de, str>>, D::Error> {
+    struct Text;
+    impl<'de> serde::de::Visitor<'de> for Text {
+        type Value = Option<Cow<'de, str>>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a string")
+        }
+        fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Borrowed(v)))
+        }
+        fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Owned(v.to_string())))
+        }
+        fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Owned(v)))
+        }
+        fn visit_none<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_str(self)
+        }
+    }
+    d.deserialize_option(Text)
+}
+
 /// Reads an already parsed JSON value into `T` by the same rules (structs
 /// are objects), naming the path of a refusal.
 pub fn from_value<T: serde::de::DeserializeOwned>(
@@ -65,14 +101,13 @@ pub fn from_value<T: serde::de::DeserializeOwned>(
 
 #[cfg(test)]
 mod tests {
-    use std::borrow::Cow;
-
     use super::*;
 
     #[derive(Debug, Deserialize, Default)]
     #[serde(deny_unknown_fields)]
+    #[allow(dead_code)] // read by `Debug` only
     struct Body<'a> {
-        #[serde(default, borrow)]
+        #[serde(default, borrow, deserialize_with = "opt_cow_str")]
         at: Option<Cow<'a, str>>,
         #[serde(default)]
         n: Option<i64>,
@@ -82,6 +117,7 @@ mod tests {
 
     #[derive(Debug, Deserialize, Default)]
     #[serde(deny_unknown_fields)]
+    #[allow(dead_code)] // read by `Debug` only
     struct To {
         user_id: String,
     }
@@ -95,9 +131,14 @@ mod tests {
         let b: Body<'_> = object(br#" {"at": "09:00\u002b08:00", "n": 1} "#).unwrap();
         assert_eq!(b.at.as_deref(), Some("09:00+08:00"));
         assert_eq!(b.n, Some(1));
+        assert!(matches!(b.at, Some(Cow::Owned(_))));
         // Without an escape the text is borrowed, as before.
         let b: Body<'_> = object(br#"{"at": "x"}"#).unwrap();
         assert!(matches!(b.at, Some(Cow::Borrowed("x"))));
+        let b: Body<'_> = object(br#"{"at": null}"#).unwrap();
+        assert!(b.at.is_none());
+        let e = object::<Body<'_>>(br#"{"at": 5}"#).unwrap_err();
+        assert_eq!(e.body.field.as_deref(), Some("at"));
     }
 
     #[test]
