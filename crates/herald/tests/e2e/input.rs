@@ -41,23 +41,10 @@ fn escape_all(v: &Value) -> String {
     }
 }
 
-/// `method path` with `body` as `ctype`: the status and the answer (JSON, or
-/// the text when it is not).
+/// `method path` with `body` as `ctype`: the status and the answer.
 async fn send(s: &Server, method: &str, path: &str, ctype: &str, body: String) -> (u16, Value) {
     let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
-    let resp = client()
-        .request(method, format!("{}{path}", s.url))
-        .header("content-type", ctype)
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    let status = resp.status().as_u16();
-    let text = resp.text().await.unwrap();
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
+    send_raw(method, &format!("{}{path}", s.url), ctype, body).await
 }
 
 const JSON: &str = "application/json";
@@ -89,16 +76,18 @@ fn refused(status: u16, body: &Value, code: &str, field: &str) {
 /// The send log of job `id` once it holds `n` rows.
 async fn job_sends(s: &Server, id: &Value, n: usize) -> Vec<Value> {
     let path = format!("/v1/jobs/{id}/sends");
-    let mut rows = Vec::new();
-    wait_for("the job's send log", Duration::from_secs(20), || async {
-        rows = s.get(&path).await.1["sends"]
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let rows = s.get(&path).await.1["sends"]
             .as_array()
             .cloned()
             .unwrap_or_default();
-        rows.len() >= n
-    })
-    .await;
-    rows
+        if rows.len() >= n {
+            return rows;
+        }
+        assert!(std::time::Instant::now() < deadline, "{path}: {rows:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// A server whose reminders go to the `log` channel.
@@ -797,7 +786,10 @@ async fn rules_that_cannot_fire_or_fire_too_often_are_refused() {
     let file = s.dir.path().join("never.json");
     std::fs::write(&file, rule_with("0 0 30 2 *").to_string()).unwrap();
     let file = file.to_str().unwrap();
-    for cmd in [vec!["create", file], vec!["preview", file]] {
+    for cmd in [
+        vec!["create", "--file", file],
+        vec!["preview", "--file", file],
+    ] {
         let (success, out, err) = herald_cli("rules", &s.url, &cmd).await;
         assert!(!success, "{cmd:?}: {out}");
         assert!(
