@@ -10,11 +10,40 @@ pub fn format_rfc3339_ms(ms: Millis) -> String {
     }
 }
 
-/// Parses an RFC 3339 instant (any offset, any sub-second digits) into ms since the
-/// epoch, truncating below the millisecond.
+/// Parses an RFC 3339 instant (any sub-second digits) into ms since the
+/// epoch, truncating below the millisecond. The offset is RFC 3339's: `Z`,
+/// or hours and minutes within a day (`+25:00`, which jiff would take, is
+/// refused, as is an offset with seconds).
 pub fn parse_rfc3339_ms(s: &str) -> Result<Millis, String> {
     let ts: jiff::Timestamp = s.parse().map_err(|e: jiff::Error| e.to_string())?;
+    check_offset(s)?;
     Ok(ts.as_millisecond())
+}
+
+/// Longest offset RFC 3339 can write: `±23:59`.
+const MAX_OFFSET_SECS: i32 = 23 * 3600 + 59 * 60;
+
+/// `Ok` when the offset of `s` (which parsed as a timestamp) is one RFC
+/// 3339 allows.
+fn check_offset(s: &str) -> Result<(), String> {
+    use jiff::fmt::temporal::{Pieces, PiecesOffset};
+    let Some(PiecesOffset::Numeric(n)) = Pieces::parse(s).ok().and_then(|p| p.offset()) else {
+        return Ok(());
+    };
+    let secs = n.offset().seconds();
+    if secs.abs() > MAX_OFFSET_SECS {
+        return Err(format!(
+            "offset {} is out of range: RFC 3339 offsets are -23:59 to +23:59",
+            n.offset()
+        ));
+    }
+    if secs % 60 != 0 {
+        return Err(format!(
+            "offset {} has seconds: RFC 3339 offsets are hours and minutes",
+            n.offset()
+        ));
+    }
+    Ok(())
 }
 
 /// Milliseconds in a UTC day (no leap seconds in Unix time).
@@ -84,5 +113,16 @@ mod tests {
         );
         assert!(parse_rfc3339_ms("tomorrow").is_err());
         assert!(parse_rfc3339_ms("2026-12-01 09:00").is_err());
+        // Offsets within a day, in hours and minutes.
+        assert!(parse_rfc3339_ms("2026-12-01T09:00:00+23:59").is_ok());
+        assert!(parse_rfc3339_ms("2026-12-01T09:00:00-23:59").is_ok());
+        for bad in [
+            "2026-12-01T09:00:00+25:00",
+            "2026-12-01T09:00:00-24:00",
+            "2026-12-01T09:00:00+08:00:30",
+        ] {
+            let e = parse_rfc3339_ms(bad).unwrap_err();
+            assert!(e.contains("offset"), "{bad}: {e}");
+        }
     }
 }

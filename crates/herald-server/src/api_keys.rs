@@ -16,9 +16,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::access::{KeySecret, Scopes};
 use crate::audit::list::{named_tenant, tenant_label, tenant_names};
-use crate::error::{ApiError, from_serde, store_err};
-use crate::pagination::{ASCENDING, PageQuery};
-use crate::request::{parse_id, query};
+use crate::error::{ApiError, store_err};
+use crate::json_body;
+use crate::pagination::ASCENDING;
+use crate::request::{NoQuery, parse_id, query};
 use crate::state::AppState;
 use crate::text::{Text, forbidden_control};
 
@@ -64,9 +65,12 @@ impl KeyJson {
 }
 
 /// `POST /v1/keys`: a key for a tenant (made if it does not exist yet).
-pub async fn create(State(st): State<AppState>, body: Bytes) -> Result<Response, ApiError> {
-    let de = &mut serde_json::Deserializer::from_slice(&body);
-    let req: CreateKey = serde_path_to_error::deserialize(de).map_err(from_serde)?;
+pub async fn create(
+    State(st): State<AppState>,
+    _: NoQuery,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let req: CreateKey = json_body::object(&body)?;
     let now = st.clock.now_ms();
     let tenant_name = req.tenant.trim().to_string();
     if let Some(problem) = herald_core::tenant::tenant_name_problem(&tenant_name) {
@@ -171,10 +175,16 @@ fn check_name(name: String) -> Result<String, ApiError> {
     Ok(name)
 }
 
+/// `?tenant=&after=&limit=`.
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ListQuery {
     #[serde(default)]
     tenant: Option<String>,
+    #[serde(default)]
+    after: Option<String>,
+    #[serde(default)]
+    limit: Option<String>,
 }
 
 /// `GET /v1/keys?tenant=&after=&limit=` → `{keys, next_after}`: every key
@@ -182,10 +192,9 @@ pub struct ListQuery {
 pub async fn list(
     State(st): State<AppState>,
     q: Result<Query<ListQuery>, QueryRejection>,
-    paging: Result<Query<PageQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let q = query(q)?;
-    let page = ASCENDING.read(paging)?;
+    let page = ASCENDING.page(&q.after, &q.limit)?;
     let tenant = match &q.tenant {
         None => None,
         Some(name) => Some(named_tenant(&st, name).await?),
@@ -204,6 +213,7 @@ pub async fn list(
 /// `DELETE /v1/keys/{id}`: revokes a key; revoking it again changes nothing.
 pub async fn revoke(
     State(st): State<AppState>,
+    _: NoQuery,
     Path(raw): Path<String>,
 ) -> Result<Response, ApiError> {
     let id = parse_id(&raw, "key")?;

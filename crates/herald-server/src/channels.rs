@@ -13,10 +13,10 @@ use herald_engine::ChannelStatus;
 use serde::{Deserialize, Serialize};
 
 use crate::access::Caller;
-use crate::error::ApiError;
-use crate::error::{from_serde, store_err};
+use crate::error::{ApiError, store_err};
+use crate::json_body;
 use crate::rate::RateSampler;
-use crate::request::{action as split_action, parse_id, read_body};
+use crate::request::{NoQuery, action as split_action, parse_id, read_body};
 use crate::state::AppState;
 use crate::tenancy::mine;
 
@@ -98,6 +98,7 @@ impl ChannelJson {
 /// limited to other tenants than the caller's is left out.
 pub async fn list(
     State(st): State<AppState>,
+    _: NoQuery,
     Extension(caller): Extension<Caller>,
     Extension(rates): Extension<Arc<RateSampler<String>>>,
 ) -> Response {
@@ -131,6 +132,7 @@ struct PauseBody {
 /// using attempts, within about a second; this node at once.
 pub async fn pause_action(
     State(st): State<AppState>,
+    _: NoQuery,
     Extension(caller): Extension<Caller>,
     Extension(rates): Extension<Arc<RateSampler<String>>>,
     Path(segment): Path<String>,
@@ -156,12 +158,7 @@ pub async fn pause_action(
 
 /// The `until` (Unix ms, in the future) and `reason` of a `:pause` body.
 fn pause_body(bytes: &[u8], now: i64) -> Result<(Option<i64>, Option<String>), ApiError> {
-    let req: PauseBody = if bytes.iter().all(u8::is_ascii_whitespace) {
-        PauseBody::default()
-    } else {
-        let de = &mut serde_json::Deserializer::from_slice(bytes);
-        serde_path_to_error::deserialize(de).map_err(from_serde)?
-    };
+    let req: PauseBody = json_body::object_or_empty(bytes)?;
     let until = match req.until.as_deref() {
         None => None,
         Some(s) => {
@@ -358,6 +355,7 @@ async fn record_final_status(
 /// `X-Herald-Tenant`).
 pub async fn action(
     State(st): State<AppState>,
+    _: NoQuery,
     Extension(caller): Extension<Caller>,
     Path(segment): Path<String>,
 ) -> Result<Response, ApiError> {

@@ -22,6 +22,9 @@ pub struct ApiConfig {
     pub audience_max_recipients: u64,
     /// Most `audience.users` a rule may list inline.
     pub rule_max_users: usize,
+    /// Shortest interval between two sends of a new or changed cron rule
+    /// (and of a schedule preview); `0` for no floor.
+    pub rule_min_interval_secs: u64,
     /// Most `users` a job may list inline.
     pub job_max_users: usize,
     /// Largest rule or job request body.
@@ -50,6 +53,7 @@ impl Default for ApiConfig {
             bulk_chunk: 10_000,
             audience_max_recipients: 50_000_000,
             rule_max_users: 10_000,
+            rule_min_interval_secs: 60,
             job_max_users: 10_000,
             campaign_body_max_bytes: 8 * 1024 * 1024,
             max_inflight_body_bytes: 256 * 1024 * 1024,

@@ -5,8 +5,9 @@
 use herald_core::timer::{DEFAULT_PRIORITY, MAX_PRIORITY};
 use serde_json::value::RawValue;
 
+use crate::document;
 use crate::error::ApiError;
-use crate::text::{Text, check_json_nul, control_problem};
+use crate::text::{Text, control_problem};
 
 /// Longest recipient id of an audience, a rule or a job, in bytes.
 pub const MAX_RECIPIENT_BYTES: usize = 256;
@@ -53,21 +54,14 @@ pub fn check_users(field: &str, users: &[String], max: usize) -> Result<(), ApiE
     Ok(())
 }
 
-/// A message is a JSON object of at most [`MAX_MESSAGE_BYTES`], with no NUL
-/// in any of its strings.
+/// A rule's or a job's message: a JSON object of at most
+/// [`MAX_MESSAGE_BYTES`] that keeps the rules of a stored document.
 pub fn check_message(m: &RawValue) -> Result<(), ApiError> {
     check_message_at("message", m)
 }
 
 /// [`check_message`] of a message given under another name.
 pub fn check_message_at(field: &str, m: &RawValue) -> Result<(), ApiError> {
-    if !m.get().trim_start().starts_with('{') {
-        return Err(ApiError::field(
-            field,
-            "invalid_field",
-            format!("{field} must be a JSON object"),
-        ));
-    }
     if m.get().len() > MAX_MESSAGE_BYTES {
         return Err(ApiError::field(
             field,
@@ -78,7 +72,20 @@ pub fn check_message_at(field: &str, m: &RawValue) -> Result<(), ApiError> {
             ),
         ));
     }
-    check_json_nul(field, m.get())
+    check_stored_object(field, m)
+}
+
+/// A JSON object that is stored and delivered later (a message, a
+/// subject's data): see [`document`] for what it may not hold.
+pub fn check_stored_object(field: &str, m: &RawValue) -> Result<(), ApiError> {
+    if !m.get().trim_start().starts_with('{') {
+        return Err(ApiError::field(
+            field,
+            "invalid_field",
+            format!("{field} must be a JSON object"),
+        ));
+    }
+    document::check(field, m.get())
 }
 
 /// `priority`, `0..=MAX_PRIORITY`; the default when absent.

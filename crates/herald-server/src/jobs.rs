@@ -21,14 +21,15 @@ use serde_json::value::RawValue;
 
 use crate::access::Caller;
 use crate::campaign_routing::{self, CampaignTo, RoutingFields, RoutingJson};
-use crate::error::{ApiError, from_serde};
+use crate::error::ApiError;
 use crate::fields::{
     MAX_DEADLINE_SECS, check_message, check_message_at, check_priority, check_users,
     unknown_channel,
 };
+use crate::json_body;
 use crate::pagination::{ASCENDING, DESCENDING, PageQuery};
 use crate::rate::RateSampler;
-use crate::request::{action as split_action, int_param, parse_id, query, read_body};
+use crate::request::{NoQuery, action as split_action, int_param, parse_id, query, read_body};
 use crate::state::AppState;
 use crate::text::{Text, check_text};
 
@@ -363,8 +364,7 @@ fn check_follow_up(f: Option<FollowUpBody>) -> Result<Option<FollowUp>, ApiError
 /// Reads and checks a job body. Whether an `audience_id` names a sealed
 /// audience is the campaign service's to check.
 fn check_job(st: &AppState, tenant: TenantId, bytes: &[u8]) -> Result<NewJob, ApiError> {
-    let de = &mut serde_json::Deserializer::from_slice(bytes);
-    let req: JobBody = serde_path_to_error::deserialize(de).map_err(from_serde)?;
+    let req: JobBody = json_body::object(bytes)?;
     let now = st.clock.now_ms();
 
     let audience = match (req.audience_id, req.users) {
@@ -487,6 +487,7 @@ fn check_job(st: &AppState, tenant: TenantId, bytes: &[u8]) -> Result<NewJob, Ap
 /// `POST /v1/jobs` → `201` job. Sending starts at once.
 pub async fn create(
     State(st): State<AppState>,
+    _: NoQuery,
     Extension(caller): Extension<Caller>,
     Extension(rates): Extension<Arc<RateSampler>>,
     body: Body,
@@ -501,6 +502,7 @@ pub async fn create(
 /// `GET /v1/jobs/{id}`.
 pub async fn get(
     State(st): State<AppState>,
+    _: NoQuery,
     Extension(caller): Extension<Caller>,
     Extension(rates): Extension<Arc<RateSampler>>,
     Path(raw): Path<String>,
@@ -515,6 +517,7 @@ pub async fn get(
 /// or a follow-up of it waits. Its audience is kept.
 pub async fn delete(
     State(st): State<AppState>,
+    _: NoQuery,
     Extension(caller): Extension<Caller>,
     Extension(rates): Extension<Arc<RateSampler>>,
     Path(raw): Path<String>,
@@ -537,6 +540,7 @@ pub async fn delete(
 /// already_recalled, too_old, failed, error?}` (see `job_recall`).
 pub async fn action(
     State(st): State<AppState>,
+    _: NoQuery,
     Extension(caller): Extension<Caller>,
     Extension(rates): Extension<Arc<RateSampler>>,
     Path(segment): Path<String>,
@@ -599,6 +603,7 @@ pub(crate) struct JobFailures {
 /// `GET /v1/jobs/{id}/failures` → a job's failed sends grouped by error.
 pub async fn failures(
     State(st): State<AppState>,
+    _: NoQuery,
     Extension(caller): Extension<Caller>,
     Path(raw): Path<String>,
 ) -> Result<Response, ApiError> {
@@ -658,6 +663,7 @@ pub async fn segments(
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SendsQuery {
     #[serde(default)]
     start: Option<String>,

@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 use crate::error::ApiError;
+use crate::request::NoQuery;
 use crate::state::AppState;
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
@@ -95,7 +96,7 @@ pub async fn metrics(State(st): State<AppState>) -> impl IntoResponse {
 
 /// Counts by state from the store (every tenant's timers: this is an admin
 /// view of the cluster), and this node's wheel and in-flight figures.
-pub async fn stats(State(st): State<AppState>) -> Result<Response, ApiError> {
+pub async fn stats(State(st): State<AppState>, _: NoQuery) -> Result<Response, ApiError> {
     let counts = st.engine.store().count_by_tenant_state().await?;
     let mut timers = serde_json::Map::new();
     for s in herald_core::TimerState::ALL {
@@ -121,7 +122,7 @@ pub async fn stats(State(st): State<AppState>) -> Result<Response, ApiError> {
 
 /// Who owns which shards, from the store's lease table: the cluster as every
 /// node sees it, whichever node answers.
-pub async fn cluster(State(st): State<AppState>) -> Result<Response, ApiError> {
+pub async fn cluster(State(st): State<AppState>, _: NoQuery) -> Result<Response, ApiError> {
     let leases = st.engine.store().shard_leases().await?;
     let now = st.clock.now_ms();
     let mut owners: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();

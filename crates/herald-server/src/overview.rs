@@ -11,6 +11,7 @@ use herald_engine::{ChannelLive, LiveView};
 use serde_json::{Map, Value, json};
 
 use crate::access::{Caller, TENANT_HEADER};
+use crate::request::NoQuery;
 use crate::state::AppState;
 
 /// Whose figures a caller sees: `None` for every tenant (the admin, unless
@@ -49,6 +50,7 @@ fn live_json(live: &LiveView) -> Value {
 /// every tenant's (or, with `X-Herald-Tenant`, that tenant's) and the nodes.
 pub async fn overview(
     State(st): State<AppState>,
+    _: NoQuery,
     Extension(caller): Extension<Caller>,
     headers: HeaderMap,
 ) -> Response {

@@ -38,8 +38,10 @@ pub const DESCENDING: Paging = Paging {
     max_limit: 500,
 };
 
-/// The query of a listing; only the cursor its [`Paging`] names is read.
+/// The query of a listing: the cursor its [`Paging`] names (the other one
+/// is refused) and `limit`.
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PageQuery {
     #[serde(default)]
     after: Option<String>,
@@ -52,6 +54,7 @@ pub struct PageQuery {
 /// The query of a listing paged by an opaque `cursor` rather than an id
 /// (`GET /v1/audiences`, `GET /v1/subjects`): each reads its own cursor.
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CursorQuery {
     #[serde(default)]
     pub cursor: Option<String>,
@@ -92,13 +95,30 @@ pub struct Page {
 impl Paging {
     pub fn read(&self, q: Result<Query<PageQuery>, QueryRejection>) -> Result<Page, ApiError> {
         let q = query(q)?;
-        let raw = if self.cursor == "before" {
-            &q.before
+        let (cursor, other, other_name) = if self.cursor == "before" {
+            (&q.before, &q.after, "after")
         } else {
-            &q.after
+            (&q.after, &q.before, "before")
         };
-        let cursor = int_param(self.cursor, raw, self.min_cursor..=i64::MAX)?;
-        let limit = int_param("limit", &q.limit, 1..=self.max_limit)?.unwrap_or(self.default_limit);
+        if other.is_some() {
+            return Err(ApiError::field(
+                other_name,
+                "invalid_query",
+                format!(
+                    "unknown query parameter `{other_name}`; this listing pages with `{}` \
+                     and `limit`",
+                    self.cursor
+                ),
+            ));
+        }
+        self.page(cursor, &q.limit)
+    }
+
+    /// The page a listing's own query asks for: its `cursor` (as named by
+    /// this paging) and `limit`, each as sent.
+    pub fn page(&self, cursor: &Option<String>, limit: &Option<String>) -> Result<Page, ApiError> {
+        let cursor = int_param(self.cursor, cursor, self.min_cursor..=i64::MAX)?;
+        let limit = int_param("limit", limit, 1..=self.max_limit)?.unwrap_or(self.default_limit);
         Ok(Page {
             cursor_name: self.cursor,
             cursor,
@@ -162,10 +182,20 @@ mod tests {
 
     #[test]
     fn each_listing_reads_its_own_cursor() {
-        let p = page(&ASCENDING, "after=5&before=9").unwrap();
+        let p = page(&ASCENDING, "after=5").unwrap();
         assert_eq!((p.cursor, p.limit), (Some(5), 100));
-        let p = page(&DESCENDING, "after=5&before=9&limit=2").unwrap();
+        let p = page(&DESCENDING, "before=9&limit=2").unwrap();
         assert_eq!((p.cursor, p.limit), (Some(9), 2));
+        // The other listing's cursor would be ignored: it is refused.
+        let e = page(&ASCENDING, "after=5&before=9").err().unwrap();
+        assert_eq!(
+            (e.body.code, e.body.field.as_deref()),
+            ("invalid_query", Some("before"))
+        );
+        let e = page(&DESCENDING, "after=5").err().unwrap();
+        assert_eq!(e.body.field.as_deref(), Some("after"));
+        let e = page(&DESCENDING, "limit=1&limit=2").err().unwrap();
+        assert_eq!(e.body.field.as_deref(), Some("limit"));
         assert_eq!(page(&ASCENDING, "after=0").unwrap().cursor, Some(0));
         let e = page(&DESCENDING, "before=0").err().unwrap();
         assert_eq!(e.body.field.as_deref(), Some("before"));

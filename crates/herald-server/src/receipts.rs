@@ -19,8 +19,9 @@ use herald_store::{DeliveryRecord, ReceiptEvent, ReceiptOn, SortOrder, TimerFilt
 use serde::{Deserialize, Serialize};
 
 use crate::access::Caller;
-use crate::error::{ApiError, from_serde};
-use crate::request::read_body;
+use crate::error::ApiError;
+use crate::json_body;
+use crate::request::{NoQuery, read_body};
 use crate::state::AppState;
 use crate::tenancy::mine;
 use crate::text::{Text, check_text};
@@ -69,12 +70,12 @@ pub(crate) struct ReceiptJson {
 /// message was never delivered.
 pub async fn record(
     State(st): State<AppState>,
+    _: NoQuery,
     Extension(caller): Extension<Caller>,
     body: Body,
 ) -> Result<Response, ApiError> {
     let bytes = read_body(body, RECEIPT_MAX_BYTES).await?;
-    let de = &mut serde_json::Deserializer::from_slice(&bytes);
-    let req: ReceiptBody = serde_path_to_error::deserialize(de).map_err(from_serde)?;
+    let req: ReceiptBody = json_body::object(&bytes)?;
     let event = ReceiptEvent::parse(&req.event).ok_or_else(|| {
         ApiError::field(
             "event",

@@ -7,12 +7,16 @@ use axum::http::StatusCode;
 
 use crate::error::ApiError;
 use crate::reload::{ReloadError, ReloadReport};
+use crate::request::NoQuery;
 use crate::state::AppState;
 
 /// `POST /v1/admin:reload` → `200 {"applied": [..], "needs_restart": [..]}`,
 /// or `422 invalid_config` (the old configuration keeps running), or `409`
 /// when there is no file to re-read.
-pub async fn reload(State(st): State<AppState>) -> Result<Json<ReloadReport>, ApiError> {
+pub async fn reload(
+    State(st): State<AppState>,
+    _: NoQuery,
+) -> Result<Json<ReloadReport>, ApiError> {
     let Some(reloader) = st.reload.as_ref() else {
         return Err(no_file());
     };

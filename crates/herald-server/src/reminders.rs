@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::body::Body;
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Extension, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -31,12 +32,13 @@ use crate::access::Caller;
 use crate::budget::BodyBudget;
 use crate::bulk::{self, BulkRoute};
 use crate::config::type_names;
-use crate::error::{ApiError, ErrorBody, from_serde};
-use crate::fields::unknown_channel;
-use crate::request::read_body;
+use crate::error::{ApiError, ErrorBody};
+use crate::fields::{check_stored_object, unknown_channel};
+use crate::json_body;
+use crate::request::{NoQuery, query, read_body};
 use crate::state::AppState;
 use crate::tenancy::shard_of;
-use crate::text::{Text, check_json_nul, check_opt_text, check_text};
+use crate::text::{Text, check_opt_text, check_text};
 use crate::validate::MAX_AHEAD_MS;
 
 /// Longest user or subject id.
@@ -117,14 +119,14 @@ impl SubjectJson {
 /// transaction; a reminder whose new time has passed fires at once.
 pub async fn put_subject(
     State(st): State<AppState>,
+    _: NoQuery,
     Extension(caller): Extension<Caller>,
     Path(subject_id): Path<String>,
     body: Body,
 ) -> Result<Response, ApiError> {
     check_id("subject_id", &subject_id)?;
     let bytes = read_body(body, st.api.max_timer_bytes).await?;
-    let de = &mut serde_json::Deserializer::from_slice(&bytes);
-    let req: SubjectBody<'_> = serde_path_to_error::deserialize(de).map_err(from_serde)?;
+    let req: SubjectBody<'_> = json_body::object(&bytes)?;
     let now = st.clock.now_ms();
     let start_at = parse_rfc3339_ms(&req.start_at).map_err(|e| {
         ApiError::field(
@@ -152,17 +154,10 @@ pub async fn put_subject(
     }
     let data = match req.data {
         None => None,
-        Some(d) if d.get().trim_start().starts_with('{') => {
-            check_json_nul("data", d.get())?;
-            Some(d.get().to_string())
-        }
         Some(d) if d.get().trim() == "null" => None,
-        Some(_) => {
-            return Err(ApiError::field(
-                "data",
-                "invalid_field",
-                "data must be a JSON object",
-            ));
+        Some(d) => {
+            check_stored_object("data", d)?;
+            Some(d.get().to_string())
         }
     };
     let op = WriteOp::PutSubject(PutSubject {
@@ -196,6 +191,7 @@ pub async fn put_subject(
 /// reminders and removes its subscriptions.
 pub async fn delete_subject(
     State(st): State<AppState>,
+    _: NoQuery,
     Extension(caller): Extension<Caller>,
     Path(subject_id): Path<String>,
 ) -> Result<Response, ApiError> {
@@ -238,8 +234,7 @@ fn new_reminder(
     tenant: TenantId,
     now: i64,
 ) -> Result<NewReminder, ApiError> {
-    let de = &mut serde_json::Deserializer::from_slice(body);
-    let req: ReminderBody = serde_path_to_error::deserialize(de).map_err(from_serde)?;
+    let req: ReminderBody = json_body::object(body)?;
     check_id("user_id", &req.user_id)?;
     check_id("subject_id", &req.subject_id)?;
     let channel_type = ChannelType::parse(&req.channel_type).ok_or_else(|| {
@@ -400,6 +395,7 @@ impl ReminderJson {
 /// subject, `422` when the fire time has passed.
 pub async fn create(
     State(st): State<AppState>,
+    _: NoQuery,
     Extension(caller): Extension<Caller>,
     body: Body,
 ) -> Result<Response, ApiError> {
@@ -472,6 +468,7 @@ impl BulkRoute for ReminderLines<'_> {
 /// hold the others back. See [`crate::bulk`] for the limits and the budget.
 pub async fn create_bulk(
     State(st): State<AppState>,
+    _: NoQuery,
     Extension(caller): Extension<Caller>,
     Extension(budget): Extension<Arc<BodyBudget>>,
     headers: HeaderMap,
@@ -500,8 +497,9 @@ pub async fn cancel(
     State(st): State<AppState>,
     Extension(caller): Extension<Caller>,
     Path((user_id, subject_id)): Path<(String, String)>,
-    Query(q): Query<CancelQuery>,
+    q: Result<Query<CancelQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
+    let q = query(q)?;
     check_id("user_id", &user_id)?;
     check_id("subject_id", &subject_id)?;
     let t = match &q.channel_type {
@@ -563,6 +561,7 @@ fn decoded(bits: u64, leads: &reminder::Leads) -> Vec<Value> {
 /// from the bitmap, with its timer's fire time and state.
 pub async fn list_for_user(
     State(st): State<AppState>,
+    _: NoQuery,
     Extension(caller): Extension<Caller>,
     Path(user_id): Path<String>,
 ) -> Result<Response, ApiError> {

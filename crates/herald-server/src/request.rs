@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Query, Request, State};
+use axum::extract::{FromRequestParts, Query, Request, State};
 use axum::http::StatusCode;
+use axum::http::request::Parts;
 use axum::middleware::Next;
 use axum::response::Response;
 
@@ -96,15 +97,77 @@ pub fn action<'a>(
     }
 }
 
-/// A query string that does not parse is a 400 naming the query.
+/// The query of a route. Each route's query type refuses unknown names
+/// (`#[serde(deny_unknown_fields)]`), and a name given twice is refused as
+/// serde refuses a duplicate field: a mistyped filter (`?stat=dead`) must not
+/// quietly match everything. Either is a `400 invalid_query` naming the
+/// parameter.
 pub fn query<T>(q: Result<Query<T>, QueryRejection>) -> Result<T, ApiError> {
     match q {
         Ok(Query(t)) => Ok(t),
-        Err(e) => Err(ApiError::field(
-            "query",
+        Err(e) => Err(query_error(&e.body_text())),
+    }
+}
+
+/// The `400 invalid_query` of a query string serde refused, from its text
+/// (`unknown field `stat`, expected one of ...`, `duplicate field `limit``).
+fn query_error(text: &str) -> ApiError {
+    let text = text
+        .strip_prefix("Failed to deserialize query string: ")
+        .unwrap_or(text);
+    let name = |after: &str| {
+        let rest = text.split_once(after)?.1;
+        let (name, rest) = rest.split_once('`')?;
+        Some((name.to_string(), rest.to_string()))
+    };
+    if let Some((name, rest)) = name("unknown field `") {
+        let takes = rest
+            .trim_start_matches(',')
+            .trim()
+            .replace("expected one of ", "this route takes ")
+            .replace("expected ", "this route takes ")
+            .replace("there are no fields", "this route takes none");
+        return ApiError::field(
+            &name,
             "invalid_query",
-            format!("bad query string: {}", e.body_text()),
-        )),
+            format!("unknown query parameter `{name}`; {takes}"),
+        );
+    }
+    if let Some((name, _)) = name("duplicate field `") {
+        return ApiError::field(
+            &name,
+            "invalid_query",
+            format!("query parameter `{name}` is given more than once; give it once"),
+        );
+    }
+    ApiError::field(
+        "query",
+        "invalid_query",
+        format!("bad query string: {text}"),
+    )
+}
+
+/// A route that takes no query parameters: any is a `400 invalid_query`
+/// naming it (a caller who adds `?dry_run=1` must not have it ignored).
+pub struct NoQuery;
+
+impl<S: Send + Sync> FromRequestParts<S> for NoQuery {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        let Some(raw) = parts.uri.query().filter(|q| !q.is_empty()) else {
+            return Ok(NoQuery);
+        };
+        let pairs: Vec<(String, String)> = serde_urlencoded::from_str(raw).unwrap_or_default();
+        let name = pairs.into_iter().next().map_or_else(
+            || raw.split(['=', '&']).next().unwrap_or(raw).to_string(),
+            |(name, _)| name,
+        );
+        Err(ApiError::field(
+            &name,
+            "invalid_query",
+            format!("unknown query parameter `{name}`; this route takes none"),
+        ))
     }
 }
 
@@ -163,6 +226,67 @@ mod tests {
         );
         let e = action("7:stop", "jobs", "job", &["cancel"]).unwrap_err();
         assert_eq!(e.body.message, "no job action \"stop\"; use :cancel");
+    }
+
+    #[test]
+    fn unknown_and_repeated_parameters_are_named() {
+        #[derive(Debug, serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        #[allow(dead_code)]
+        struct Q {
+            state: Option<String>,
+            limit: Option<String>,
+        }
+        let read = |q: &str| {
+            let uri: axum::http::Uri = format!("/x?{q}").parse().unwrap();
+            query(Query::<Q>::try_from_uri(&uri))
+        };
+        assert!(read("state=dead&limit=5").is_ok());
+        let e = read("stat=dead").unwrap_err();
+        assert_eq!(
+            (e.status, e.body.code, e.body.field.as_deref()),
+            (StatusCode::BAD_REQUEST, "invalid_query", Some("stat"))
+        );
+        assert_eq!(
+            e.body.message,
+            "unknown query parameter `stat`; this route takes `state` or `limit`"
+        );
+        let e = read("state=dead&state=failed").unwrap_err();
+        assert_eq!(e.body.field.as_deref(), Some("state"));
+        assert!(
+            e.body.message.contains("more than once"),
+            "{}",
+            e.body.message
+        );
+    }
+
+    #[tokio::test]
+    async fn a_route_without_parameters_refuses_any() {
+        let parts = |uri: &str| {
+            axum::http::Request::get(uri)
+                .body(())
+                .unwrap()
+                .into_parts()
+                .0
+        };
+        for ok in ["/v1/timers/1", "/v1/timers/1?"] {
+            assert!(
+                NoQuery::from_request_parts(&mut parts(ok), &())
+                    .await
+                    .is_ok()
+            );
+        }
+        for (uri, name) in [
+            ("/v1/timers/1?dry_run=1", "dry_run"),
+            ("/v1/timers/1?a%20b=1&c=2", "a b"),
+            ("/v1/timers/1?flag", "flag"),
+        ] {
+            let Err(e) = NoQuery::from_request_parts(&mut parts(uri), &()).await else {
+                panic!("{uri} taken");
+            };
+            assert_eq!(e.body.field.as_deref(), Some(name), "{uri}");
+            assert_eq!(e.body.code, "invalid_query");
+        }
     }
 
     #[test]

@@ -11,7 +11,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use herald_core::TenantId;
 use herald_core::campaign::RuleStatus;
-use herald_core::schedule::{Schedule, ScheduleSpec};
+use herald_core::schedule::{Schedule, ScheduleError, ScheduleSpec};
 use herald_core::time::{format_rfc3339_ms, parse_rfc3339_ms};
 use herald_engine::campaign::{NewRule, RuleView, TaskView};
 use herald_store::{RuleSpec, RuleVersion};
@@ -20,14 +20,15 @@ use serde_json::value::RawValue;
 
 use crate::access::Caller;
 use crate::campaign_routing::{self, CampaignTo, RoutingFields, RoutingJson};
-use crate::error::{ApiError, from_serde};
+use crate::error::ApiError;
 use crate::fields::{
     MAX_DEADLINE_SECS, check_message, check_priority, check_users, recipient_problem,
     unknown_channel,
 };
 use crate::jobs::TotalsJson;
+use crate::json_body;
 use crate::pagination::{ASCENDING, PageQuery};
-use crate::request::{action as split_action, int_param, parse_id, query, read_body};
+use crate::request::{NoQuery, action as split_action, int_param, parse_id, query, read_body};
 use crate::state::AppState;
 use crate::text::{Text, check_opt_text, check_text};
 
@@ -149,11 +150,45 @@ pub(crate) fn check_schedule_text(s: &ScheduleSpec) -> Result<(), ApiError> {
     }
 }
 
+/// A schedule the API refuses, as the client sees it.
+pub(crate) fn schedule_error(e: ScheduleError) -> ApiError {
+    ApiError::field(&e.field, "invalid_schedule", e.message)
+}
+
+/// `Ok` when `schedule` fires no more often, from `from` on, than the
+/// floor of `[api] rule_min_interval_secs`.
+pub(crate) fn check_interval(
+    st: &AppState,
+    schedule: &Schedule,
+    from: i64,
+) -> Result<(), ApiError> {
+    let floor_ms =
+        i64::try_from(st.api.rule_min_interval_secs.saturating_mul(1000)).unwrap_or(i64::MAX);
+    schedule.check_interval(from, floor_ms).map_err(|e| {
+        let mut e = schedule_error(e);
+        e.body.message.push_str(" ([api] rule_min_interval_secs)");
+        e
+    })
+}
+
+/// What a new or changed schedule must do besides compiling: fire after
+/// `now`, and not more often than the floor.
+fn check_new_schedule(st: &AppState, schedule: &Schedule, now: i64) -> Result<(), ApiError> {
+    schedule.check_fires(now).map_err(schedule_error)?;
+    check_interval(st, schedule, now)
+}
+
 /// Reads and checks a rule body. Whether an `audience_id` names a sealed
-/// audience is the campaign service's to check.
-fn check_rule(st: &AppState, tenant: TenantId, bytes: &[u8]) -> Result<NewRule, ApiError> {
-    let de = &mut serde_json::Deserializer::from_slice(bytes);
-    let req: RuleBody = serde_path_to_error::deserialize(de).map_err(from_serde)?;
+/// audience is the campaign service's to check. `current` is the schedule
+/// of the rule being changed: kept as it is, it is not judged again (a rule
+/// stored before a check or a floor existed keeps working).
+fn check_rule(
+    st: &AppState,
+    tenant: TenantId,
+    bytes: &[u8],
+    current: Option<&ScheduleSpec>,
+) -> Result<NewRule, ApiError> {
+    let req: RuleBody = json_body::object(bytes)?;
     let now = st.clock.now_ms();
 
     if req.name.is_empty() || req.name.len() > MAX_NAME_BYTES {
@@ -166,8 +201,10 @@ fn check_rule(st: &AppState, tenant: TenantId, bytes: &[u8]) -> Result<NewRule, 
     check_text("name", &req.name, Text::Id)?;
     check_schedule_text(&req.schedule)?;
     check_text("channel", &req.channel, Text::Id)?;
-    Schedule::compile(&req.schedule)
-        .map_err(|e| ApiError::field(&e.field, "invalid_schedule", e.message))?;
+    let schedule = Schedule::compile(&req.schedule).map_err(schedule_error)?;
+    if current != Some(&req.schedule) {
+        check_new_schedule(st, &schedule, now)?;
+    }
     if let ScheduleSpec::At { at } = &req.schedule
         && let Ok(at_ms) = parse_rfc3339_ms(at)
         && at_ms < now - AT_PAST_GRACE_MS
@@ -455,11 +492,12 @@ fn ok(status: StatusCode, body: impl Serialize) -> Response {
 /// `POST /v1/rules` → `201` rule.
 pub async fn create(
     State(st): State<AppState>,
+    _: NoQuery,
     Extension(caller): Extension<Caller>,
     body: Body,
 ) -> Result<Response, ApiError> {
     let bytes = read_body(body, st.api.campaign_body_max_bytes).await?;
-    let rule = check_rule(&st, caller.tenant, &bytes)?;
+    let rule = check_rule(&st, caller.tenant, &bytes, None)?;
     let created = st.campaigns.create_rule(caller.tenant, rule).await?;
     Ok(ok(StatusCode::CREATED, RuleJson::from(created)))
 }
@@ -467,13 +505,21 @@ pub async fn create(
 /// `PUT /v1/rules/{id}` → `200` rule at its new version.
 pub async fn update(
     State(st): State<AppState>,
+    _: NoQuery,
     Extension(caller): Extension<Caller>,
     Path(raw_id): Path<String>,
     body: Body,
 ) -> Result<Response, ApiError> {
     let id = parse_id(&raw_id, "rule")?;
     let bytes = read_body(body, st.api.campaign_body_max_bytes).await?;
-    let rule = check_rule(&st, caller.tenant, &bytes)?;
+    // A rule that cannot be read here is refused by the update itself.
+    let current = st
+        .campaigns
+        .get_rule(caller.tenant, id)
+        .await
+        .ok()
+        .and_then(|v| serde_json::from_str::<ScheduleSpec>(&v.rule.current.spec.schedule).ok());
+    let rule = check_rule(&st, caller.tenant, &bytes, current.as_ref())?;
     let updated = st.campaigns.update_rule(caller.tenant, id, rule).await?;
     Ok(ok(StatusCode::OK, RuleJson::from(updated)))
 }
@@ -481,6 +527,7 @@ pub async fn update(
 /// `POST /v1/rules/{id}:enable` and `POST /v1/rules/{id}:disable` → `200` rule.
 pub async fn action(
     State(st): State<AppState>,
+    _: NoQuery,
     Extension(caller): Extension<Caller>,
     Path(segment): Path<String>,
 ) -> Result<Response, ApiError> {
@@ -496,6 +543,7 @@ pub async fn action(
 /// `GET /v1/rules/{id}`.
 pub async fn get(
     State(st): State<AppState>,
+    _: NoQuery,
     Extension(caller): Extension<Caller>,
     Path(raw_id): Path<String>,
 ) -> Result<Response, ApiError> {
@@ -542,6 +590,7 @@ pub async fn versions(
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TasksQuery {
     #[serde(default)]
     limit: Option<String>,

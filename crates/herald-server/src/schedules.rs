@@ -8,9 +8,10 @@ use herald_core::schedule::{Schedule, ScheduleSpec};
 use herald_core::time::{format_rfc3339_ms, parse_rfc3339_ms};
 use serde::Deserialize;
 
-use crate::error::{ApiError, from_serde};
-use crate::request::read_body;
-use crate::rules::check_schedule_text;
+use crate::error::ApiError;
+use crate::json_body;
+use crate::request::{NoQuery, read_body};
+use crate::rules::{check_interval, check_schedule_text, schedule_error};
 use crate::state::AppState;
 
 /// Largest preview body taken (a schedule with 1,000 excluded dates fits).
@@ -32,10 +33,13 @@ struct PreviewBody {
 /// → `{"instants": [time, ...]}`: the instants a rule version created at
 /// `from` (default now) would be planned at, in order. Fewer than `count`
 /// when the schedule ends (a one-shot, a cron's `end_at`).
-pub async fn preview(State(st): State<AppState>, body: Body) -> Result<Response, ApiError> {
+pub async fn preview(
+    State(st): State<AppState>,
+    _: NoQuery,
+    body: Body,
+) -> Result<Response, ApiError> {
     let bytes = read_body(body, PREVIEW_MAX_BYTES).await?;
-    let de = &mut serde_json::Deserializer::from_slice(&bytes);
-    let req: PreviewBody = serde_path_to_error::deserialize(de).map_err(from_serde)?;
+    let req: PreviewBody = json_body::object(&bytes)?;
     let count = req.count.unwrap_or(DEFAULT_COUNT);
     if !(1..=MAX_COUNT).contains(&count) {
         return Err(ApiError::field(
@@ -55,8 +59,11 @@ pub async fn preview(State(st): State<AppState>, body: Body) -> Result<Response,
         })?,
     };
     check_schedule_text(&req.schedule)?;
-    let schedule = Schedule::compile(&req.schedule)
-        .map_err(|e| ApiError::field(&e.field, "invalid_schedule", e.message))?;
+    // What a rule could not have is refused here too: a pattern that
+    // matches no date, an interval below the floor.
+    let schedule = Schedule::compile(&req.schedule).map_err(schedule_error)?;
+    schedule.check_matches().map_err(schedule_error)?;
+    check_interval(&st, &schedule, from)?;
     let instants: Vec<String> =
         herald_engine::campaign::occurrences(&schedule, from, count as usize)
             .into_iter()

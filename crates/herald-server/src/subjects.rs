@@ -17,7 +17,7 @@ use serde::Serialize;
 use crate::access::Caller;
 use crate::error::ApiError;
 use crate::reminders::{SubjectJson, check_id};
-use crate::request::query;
+use crate::request::{NoQuery, query};
 use crate::state::AppState;
 
 /// Most reminders counted per subject of a listing (a page of 50 reads at
@@ -151,6 +151,7 @@ pub async fn list(
 /// [`DETAIL_COUNT_CAP`]) and its reminders by channel type and lead.
 pub async fn get(
     State(st): State<AppState>,
+    _: NoQuery,
     Extension(caller): Extension<Caller>,
     Path(subject_id): Path<String>,
 ) -> Result<Response, ApiError> {

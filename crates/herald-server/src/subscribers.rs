@@ -24,11 +24,12 @@ use serde_json::{Map, Value};
 use crate::access::Caller;
 use crate::budget::BodyBudget;
 use crate::bulk::{self, BulkRoute};
-use crate::error::{ApiError, ErrorBody, from_serde};
+use crate::document;
+use crate::error::{ApiError, ErrorBody};
+use crate::json_body;
 use crate::reminders::check_id;
-use crate::request::{query, read_body};
+use crate::request::{NoQuery, query, read_body};
 use crate::state::AppState;
-use crate::text::check_json_nul;
 
 /// Subscribers per page when the query names no limit.
 const DEFAULT_LIMIT: i64 = 100;
@@ -71,7 +72,7 @@ impl SubscriberJson {
 /// A profile from JSON, checked: unknown fields, bad addresses, an unknown
 /// time zone and the rest are refused with the field named.
 fn profile_of(v: Value) -> Result<Profile, ApiError> {
-    let profile: Profile = serde_path_to_error::deserialize(v).map_err(|e| {
+    let profile: Profile = json_body::from_value(v).map_err(|e| {
         let path = e.path().to_string();
         let mut err = ApiError::field(&path, "invalid_field", e.into_inner().to_string());
         if path == "." || path.is_empty() {
@@ -87,23 +88,15 @@ fn profile_of(v: Value) -> Result<Profile, ApiError> {
 
 /// The JSON object of a request body.
 fn object_of(bytes: &[u8]) -> Result<Value, ApiError> {
-    let de = &mut serde_json::Deserializer::from_slice(bytes);
-    let v: Value = serde_path_to_error::deserialize(de).map_err(from_serde)?;
-    if !v.is_object() {
-        return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_field",
-            "the body must be a JSON object",
-        ));
-    }
-    Ok(v)
+    json_body::object::<Map<String, Value>>(bytes).map(Value::Object)
 }
 
 /// The stored form of a checked profile (its canonical JSON).
 fn stored(profile: &Profile) -> Result<String, ApiError> {
     let text = serde_json::to_string(profile)
         .map_err(|e| ApiError::unavailable(format!("encoding a profile: {e}")))?;
-    check_json_nul("addresses.webhook", &text)?;
+    // Only `addresses.webhook` is free JSON; the path names what is wrong.
+    document::check("", &text)?;
     Ok(text)
 }
 
@@ -146,6 +139,7 @@ fn unexpected() -> ApiError {
 /// `PUT /v1/subscribers/{user_id}`: creates (`201`) or replaces (`200`).
 pub async fn put(
     State(st): State<AppState>,
+    _: NoQuery,
     Extension(caller): Extension<Caller>,
     Path(user_id): Path<String>,
     body: Body,
@@ -180,6 +174,7 @@ pub async fn put(
 /// into the stored profile; `404` when there is none.
 pub async fn patch(
     State(st): State<AppState>,
+    _: NoQuery,
     Extension(caller): Extension<Caller>,
     Path(user_id): Path<String>,
     body: Body,
@@ -226,6 +221,7 @@ pub async fn patch(
 /// `GET /v1/subscribers/{user_id}`.
 pub async fn get(
     State(st): State<AppState>,
+    _: NoQuery,
     Extension(caller): Extension<Caller>,
     Path(user_id): Path<String>,
 ) -> Result<Response, ApiError> {
@@ -245,6 +241,7 @@ pub async fn get(
 /// `DELETE /v1/subscribers/{user_id}`: answers the entry as it was.
 pub async fn delete(
     State(st): State<AppState>,
+    _: NoQuery,
     Extension(caller): Extension<Caller>,
     Path(user_id): Path<String>,
 ) -> Result<Response, ApiError> {
@@ -377,6 +374,7 @@ impl BulkRoute for SubscriberLines {
 /// limits.
 pub async fn bulk(
     State(st): State<AppState>,
+    _: NoQuery,
     Extension(caller): Extension<Caller>,
     Extension(budget): Extension<Arc<BodyBudget>>,
     headers: HeaderMap,

@@ -7,8 +7,6 @@
 //! Kept apart from `validate` and `fields` so both can use it without
 //! importing each other.
 
-use serde_json::Value;
-
 use crate::error::ApiError;
 
 /// What a text field may hold.
@@ -58,54 +56,6 @@ pub fn check_opt_text(field: &str, s: Option<&str>, kind: Text) -> Result<(), Ap
     s.map_or(Ok(()), |s| check_text(field, s, kind))
 }
 
-/// Refuses a JSON document (a message, subject data) with a NUL in any
-/// string or key, naming the path (`message.body.text`). Other escaped
-/// control characters are content and stay. Cheap when there is no NUL: a
-/// NUL can only be written `\u0000` in JSON text, so the document is walked
-/// only when that sequence occurs.
-pub fn check_json_nul(field: &str, json: &str) -> Result<(), ApiError> {
-    if !json.contains("\\u0000") {
-        return Ok(());
-    }
-    let Ok(v) = serde_json::from_str::<Value>(json) else {
-        // Not ours to judge here: the caller parsed it already.
-        return Ok(());
-    };
-    let mut path = field.to_string();
-    if nul_path(&v, &mut path) {
-        return Err(ApiError::field(
-            &path,
-            "invalid_field",
-            format!("{path} contains a NUL character (U+0000)"),
-        ));
-    }
-    Ok(())
-}
-
-/// Whether `v` holds a NUL; if so `path` is left naming where.
-fn nul_path(v: &Value, path: &mut String) -> bool {
-    let len = path.len();
-    match v {
-        Value::String(s) => s.contains('\0'),
-        Value::Array(items) => items.iter().enumerate().any(|(i, item)| {
-            path.truncate(len);
-            path.push_str(&format!("[{i}]"));
-            nul_path(item, path)
-        }),
-        Value::Object(map) => map.iter().any(|(k, item)| {
-            path.truncate(len);
-            if k.contains('\0') {
-                // A key with a NUL: name the object that holds it.
-                return true;
-            }
-            path.push('.');
-            path.push_str(k);
-            nul_path(item, path)
-        }),
-        _ => false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,16 +84,5 @@ mod tests {
         );
         assert!(check_text("title", "bell\u{7}", Text::Free).is_err());
         assert!(check_text("title", "del\u{7f}", Text::Free).is_err());
-    }
-
-    #[test]
-    fn json_nul_is_found_and_named() {
-        assert!(check_json_nul("message", r#"{"a":"x\ny\u0001"}"#).is_ok());
-        // An escaped backslash before "u0000" is not a NUL.
-        assert!(check_json_nul("message", r#"{"a":"\\u0000"}"#).is_ok());
-        let e = check_json_nul("message", r#"{"a":{"b":["ok","x\u0000"]}}"#).unwrap_err();
-        assert_eq!(e.body.field.as_deref(), Some("message.a.b[1]"));
-        let e = check_json_nul("data", r#"{"k\u0000":1}"#).unwrap_err();
-        assert_eq!(e.body.field.as_deref(), Some("data"));
     }
 }

@@ -4,6 +4,8 @@
 //! (every dead or failed timer a filter matches, or every in-doubt one, in
 //! chunks of one transaction each).
 
+use std::borrow::Cow;
+
 use axum::body::Body;
 use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
@@ -14,14 +16,15 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::access::Caller;
-use crate::error::{ApiError, from_serde};
-use crate::fields::check_priority;
-use crate::request::{action as split_action, parse_id, read_body};
+use crate::error::ApiError;
+use crate::fields::{check_priority, check_stored_object};
+use crate::json_body;
+use crate::request::{NoQuery, action as split_action, parse_id, read_body};
 use crate::state::AppState;
 use crate::tenancy::mine;
 use crate::timer_search::{state_param, time_param};
 use crate::timers::TimerJson;
-use crate::validate::{check_message, due_time};
+use crate::validate::due_time;
 
 /// Largest body of a patch or a filtered retry (a patch carries a message).
 const MAX_BODY: usize = 1 << 20;
@@ -39,8 +42,8 @@ fn not_pending(why: impl Into<String>) -> ApiError {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PatchBody<'a> {
-    #[serde(default, borrow)]
-    fire_at: Option<&'a str>,
+    #[serde(default, borrow, deserialize_with = "json_body::opt_cow_str")]
+    fire_at: Option<Cow<'a, str>>,
     #[serde(default)]
     delay_ms: Option<i64>,
     #[serde(default, borrow)]
@@ -56,18 +59,18 @@ struct PatchBody<'a> {
 /// delivers only rows still due when the entry says).
 pub async fn patch(
     State(st): State<AppState>,
+    _: NoQuery,
     Extension(caller): Extension<Caller>,
     Path(raw): Path<String>,
     body: Body,
 ) -> Result<Response, ApiError> {
     let id = parse_id(&raw, "timer")?;
     let bytes = read_body(body, st.api.max_timer_bytes.max(MAX_BODY)).await?;
-    let de = &mut serde_json::Deserializer::from_slice(&bytes);
-    let req: PatchBody<'_> = serde_path_to_error::deserialize(de).map_err(from_serde)?;
+    let req: PatchBody<'_> = json_body::object(&bytes)?;
     let now = st.clock.now_ms();
-    let due_at = due_time(req.fire_at, req.delay_ms, now)?;
+    let due_at = due_time(req.fire_at.as_deref(), req.delay_ms, now)?;
     if let Some(m) = req.message {
-        check_message(m)?;
+        check_stored_object("message", m)?;
     }
     let priority = req.priority.map(|p| check_priority(Some(p))).transpose()?;
     if due_at.is_none() && req.message.is_none() && priority.is_none() {
@@ -107,6 +110,7 @@ pub async fn patch(
 /// log). Anything else is a `409 not_retryable`.
 pub async fn action(
     State(st): State<AppState>,
+    _: NoQuery,
     Extension(caller): Extension<Caller>,
     Path(segment): Path<String>,
 ) -> Result<Response, ApiError> {
@@ -135,7 +139,7 @@ pub async fn action(
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct RetryBody {
     #[serde(default)]
@@ -159,16 +163,12 @@ struct RetryBody {
 /// limit stopped it while others still match; call again.
 pub async fn retry_matching(
     State(st): State<AppState>,
+    _: NoQuery,
     Extension(caller): Extension<Caller>,
     body: Body,
 ) -> Result<Response, ApiError> {
     let bytes = read_body(body, MAX_BODY).await?;
-    let req: RetryBody = if bytes.iter().all(u8::is_ascii_whitespace) {
-        serde_json::from_str("{}").map_err(|e| ApiError::unavailable(e.to_string()))?
-    } else {
-        let de = &mut serde_json::Deserializer::from_slice(&bytes);
-        serde_path_to_error::deserialize(de).map_err(from_serde)?
-    };
+    let req: RetryBody = json_body::object_or_empty(&bytes)?;
     let state = req
         .state
         .as_deref()

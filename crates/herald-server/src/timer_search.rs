@@ -20,6 +20,7 @@ pub const MAX_LIMIT: i64 = 1000;
 
 /// The query of `GET /v1/timers`; every value as sent, checked below.
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SearchQuery {
     state: Option<String>,
     channel: Option<String>,
@@ -181,6 +182,7 @@ pub async fn list(
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct DeadLetterQuery {
     channel: Option<String>,
 }

@@ -17,7 +17,7 @@ use crate::access::Caller;
 use crate::budget::BodyBudget;
 use crate::bulk::{self, BulkRoute};
 use crate::error::{ApiError, ErrorBody};
-use crate::request::{parse_id, read_body};
+use crate::request::{NoQuery, parse_id, read_body};
 use crate::state::AppState;
 use crate::tenancy::mine;
 use crate::validate::{self, Context, OnConflict};
@@ -157,6 +157,7 @@ fn context<'a>(
 
 pub async fn create(
     State(st): State<AppState>,
+    _: NoQuery,
     Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     body: Body,
@@ -299,6 +300,7 @@ impl BulkRoute for TimerLines<'_> {
 /// [`crate::bulk`] for the limits and the budget.
 pub async fn create_bulk(
     State(st): State<AppState>,
+    _: NoQuery,
     Extension(caller): Extension<Caller>,
     Extension(budget): Extension<Arc<BodyBudget>>,
     headers: HeaderMap,
@@ -315,6 +317,7 @@ pub async fn create_bulk(
 
 pub async fn get(
     State(st): State<AppState>,
+    _: NoQuery,
     Extension(caller): Extension<Caller>,
     Path(raw): Path<String>,
 ) -> Result<Response, ApiError> {
@@ -327,6 +330,7 @@ pub async fn get(
 /// is a 409: it can no longer be stopped.
 pub async fn cancel(
     State(st): State<AppState>,
+    _: NoQuery,
     Extension(caller): Extension<Caller>,
     Path(raw): Path<String>,
 ) -> Result<Response, ApiError> {
@@ -407,6 +411,7 @@ impl From<DeliveryRecord> for DeliveryJson {
 /// The send log of one timer, oldest attempt first.
 pub async fn deliveries(
     State(st): State<AppState>,
+    _: NoQuery,
     Extension(caller): Extension<Caller>,
     Path(raw): Path<String>,
 ) -> Result<Response, ApiError> {

@@ -1,6 +1,8 @@
 //! Turning request JSON into a [`NewTimer`], or a 400 naming the field.
 //! Shared by the single and the bulk endpoint so both accept the same input.
 
+use std::borrow::Cow;
+
 use herald_core::campaign::{INTERNAL_KEY_PREFIX, is_internal_key};
 use herald_core::digest::Digest;
 use herald_core::subscriber::check_topic;
@@ -10,10 +12,11 @@ use herald_store::{MAX_USER_ID_BYTES, NewTimer};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::error::{ApiError, from_serde};
-use crate::fields::{check_priority, unknown_channel};
+use crate::error::ApiError;
+use crate::fields::{check_priority, check_stored_object, unknown_channel};
+use crate::json_body;
 use crate::tenancy::shard_of;
-use crate::text::{Text, check_json_nul, check_text};
+use crate::text::{Text, check_text};
 
 /// Furthest ahead a timer may be scheduled.
 pub const MAX_AHEAD_MS: i64 = 10 * 366 * 24 * 3600 * 1000;
@@ -23,8 +26,9 @@ pub const MAX_KEY_BYTES: usize = 255;
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CreateTimer<'a> {
-    #[serde(default, borrow)]
-    fire_at: Option<&'a str>,
+    /// `Cow`: borrowed unless the caller escaped a character (`\u002b`).
+    #[serde(default, borrow, deserialize_with = "json_body::opt_cow_str")]
+    fire_at: Option<Cow<'a, str>>,
     #[serde(default)]
     delay_ms: Option<i64>,
     channel: String,
@@ -93,8 +97,7 @@ pub fn new_timer_and_conflict(
     body: &[u8],
     cx: &Context<'_>,
 ) -> Result<(NewTimer, OnConflict), ApiError> {
-    let de = &mut serde_json::Deserializer::from_slice(body);
-    let req: CreateTimer<'_> = serde_path_to_error::deserialize(de).map_err(from_serde)?;
+    let req: CreateTimer<'_> = json_body::object(body)?;
     let on_conflict = match req.on_conflict.as_deref() {
         None | Some("return") => OnConflict::Return,
         Some("replace") => OnConflict::Replace,
@@ -106,7 +109,7 @@ pub fn new_timer_and_conflict(
             ));
         }
     };
-    let due_at = due_time(req.fire_at, req.delay_ms, cx.now_ms)?.ok_or_else(|| {
+    let due_at = due_time(req.fire_at.as_deref(), req.delay_ms, cx.now_ms)?.ok_or_else(|| {
         ApiError::field(
             "fire_at",
             "missing_field",
@@ -152,7 +155,7 @@ pub fn new_timer_and_conflict(
         &req.channel,
         cx,
     )?;
-    check_message(req.message)?;
+    check_stored_object("message", req.message)?;
     if let Some(k) = &req.idempotency_key {
         // It travels as an HTTP header, so: visible ASCII only.
         let ok = !k.is_empty()
@@ -355,16 +358,4 @@ pub fn due_time(
             now_ms.saturating_add(d)
         }
     }))
-}
-
-/// A message must be a JSON object without NUL characters.
-pub fn check_message(raw: &RawValue) -> Result<(), ApiError> {
-    if !raw.get().trim_start().starts_with('{') {
-        return Err(ApiError::field(
-            "message",
-            "invalid_field",
-            "message must be a JSON object",
-        ));
-    }
-    check_json_nul("message", raw.get())
 }

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::access::Caller;
 use crate::budget::BodyBudget;
 use crate::error::ApiError;
-use crate::request::{parse_id, query};
+use crate::request::{NoQuery, parse_id, query};
 use crate::state::AppState;
 use crate::text::{Text, forbidden_control};
 use parser::{Format, LineError, Parser};
@@ -35,6 +35,7 @@ const UPLOAD_RESERVE: u64 = 1024 * 1024;
 pub const MAX_NAME_BYTES: usize = 200;
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct UploadQuery {
     #[serde(default)]
     name: Option<String>,
@@ -161,6 +162,7 @@ async fn ingest(up: &mut AudienceUpload, body: Body, format: Format) -> Result<(
 /// `GET /v1/audiences/{id}`.
 pub async fn get(
     State(st): State<AppState>,
+    _: NoQuery,
     Extension(caller): Extension<Caller>,
     Path(raw): Path<String>,
 ) -> Result<Response, ApiError> {
@@ -174,6 +176,7 @@ pub async fn get(
 /// rule names it.
 pub async fn delete(
     State(st): State<AppState>,
+    _: NoQuery,
     Extension(caller): Extension<Caller>,
     Path(raw): Path<String>,
 ) -> Result<Response, ApiError> {

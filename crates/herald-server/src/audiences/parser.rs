@@ -182,10 +182,10 @@ impl Parser {
         let first = !self.seen_record;
         self.seen_record = true;
         let recipient = match self.format {
-            Format::Ndjson => match serde_json::from_slice::<NdLine>(rec) {
+            Format::Ndjson => match crate::json_body::object::<NdLine>(rec) {
                 Ok(l) => l.recipient,
                 Err(e) => {
-                    let msg = e.to_string();
+                    let msg = e.body.message;
                     // The position serde gives is within the line; the line is ours.
                     let msg = match msg.rfind(" at line ") {
                         Some(at) => msg[..at].to_string(),

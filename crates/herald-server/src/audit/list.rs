@@ -21,6 +21,7 @@ const DEFAULT_LIMIT: i64 = 100;
 const MAX_LIMIT: i64 = 1000;
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct AuditQuery {
     #[serde(default)]
     tenant: Option<String>,

@@ -1,8 +1,10 @@
 //! The console's static files, compiled into the binary.
 
 use axum::extract::Path;
-use axum::http::{StatusCode, header};
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
+
+use crate::error::ApiError;
 
 /// Name, content type, content.
 const ASSETS: &[(&str, &str, &str)] = &[
@@ -41,7 +43,7 @@ pub async fn serve(Path(file): Path<String>) -> Response {
             *body,
         )
             .into_response(),
-        None => (StatusCode::NOT_FOUND, "no such asset").into_response(),
+        None => ApiError::not_found("asset").into_response(),
     }
 }
 

@@ -503,7 +503,9 @@ async fn disabling_a_rule_cancels_its_pending_task_and_enabling_plans_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cron_rule_runs_each_occurrence_and_finishes_at_its_end() {
     let mock = Mock::start(&[]).await;
-    let server = Server::start(&jobs_config(&mock.hook(), "", "")).await;
+    // A rule every second is below the default floor of a minute.
+    let no_floor = "[api]\nrule_min_interval_secs = 0\n";
+    let server = Server::start(&jobs_config(&mock.hook(), "", no_floor)).await;
     let start = now_ms();
     let (st, r) = server
         .post(

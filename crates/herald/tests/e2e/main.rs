@@ -34,6 +34,7 @@ mod flight;
 mod fuzz_api;
 mod fuzz_parsers;
 mod in_doubt;
+mod input;
 mod isolation;
 mod logs;
 mod outage;

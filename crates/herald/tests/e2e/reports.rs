@@ -142,7 +142,7 @@ async fn scenario(store: Option<&str>) {
         ("from=2026-02-02&to=2026-02-01", "to"),
         ("job=0", "job"),
         ("limit=0", "limit"),
-        ("colour=red", "query"),
+        ("colour=red", "colour"),
     ] {
         let (st, v) = s.get(&format!("/v1/reports?{query}")).await;
         assert_eq!(st, 400, "{query}: {v}");

@@ -1,5 +1,6 @@
 // Herald console: the helpers every page uses. Plain DOM, no framework.
-// Everything taken from the API reaches the page through textContent.
+// Everything taken from the API reaches the page through textContent, with
+// the characters that hide or reorder text shown escaped (see visible).
 "use strict";
 
 // Errors of the page, for the browser tests (and for anyone with devtools).
@@ -26,6 +27,16 @@ var H = (function () {
     try { return localStorage.getItem(TENANT_KEY) || ""; } catch (e) { return ""; }
   }
 
+  // Characters that reorder text (bidirectional controls) or take no room
+  // (zero-width and other invisible ones): a name holding them could pose
+  // as another ("invoice\u202Efdp.exe"), so they are shown as \u{XXXX}.
+  var HIDDEN = /[\u00AD\u061C\u180E\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF\u{E0000}-\u{E007F}]/gu;
+  function visible(text) {
+    return String(text).replace(HIDDEN, function (c) {
+      return "\\u{" + c.codePointAt(0).toString(16).toUpperCase() + "}";
+    });
+  }
+
   // el("td", {class: "x", onclick: f}, "text", node, ...): strings become text.
   function el(tag, attrs) {
     var node = document.createElement(tag);
@@ -34,7 +45,8 @@ var H = (function () {
         var v = attrs[k];
         if (v === undefined || v === null || v === false) return;
         if (k.slice(0, 2) === "on" && typeof v === "function") node.addEventListener(k.slice(2), v);
-        else if (k === "text") node.textContent = String(v);
+        else if (k === "text") node.textContent = visible(v);
+        else if (k === "title") node.setAttribute(k, visible(v));
         else node.setAttribute(k, v === true ? "" : String(v));
       });
     }
@@ -44,7 +56,7 @@ var H = (function () {
   function add(node, child) {
     if (child === undefined || child === null || child === false) return;
     if (Array.isArray(child)) { child.forEach(function (c) { add(node, c); }); return; }
-    node.appendChild(child instanceof Node ? child : document.createTextNode(String(child)));
+    node.appendChild(child instanceof Node ? child : document.createTextNode(visible(child)));
   }
   function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); return node; }
 
@@ -188,7 +200,7 @@ var H = (function () {
   }
 
   function confirmThen(text, fn) {
-    return function () { if (window.confirm(text)) return fn(); };
+    return function () { if (window.confirm(visible(text))) return fn(); };
   }
 
   // A labelled form field; `kind` is "select" with options, or an input type.
@@ -240,7 +252,7 @@ var H = (function () {
     if (!who) return;
     if (mode !== "protected") { who.textContent = "open mode"; return; }
     var key = meta("herald-key");
-    who.appendChild(document.createTextNode((key || "key") + " · tenant " + meta("herald-tenant")));
+    who.appendChild(document.createTextNode(visible((key || "key") + " · tenant " + meta("herald-tenant"))));
     if (isAdmin) {
       var input = el("input", { id: "act-as", placeholder: "act as tenant", value: actAs(), size: 14 });
       var set = el("button", { type: "button", onclick: function () {
@@ -256,6 +268,7 @@ var H = (function () {
     api: api, get: get, el: el, clear: clear, flash: flash, fail: fail, query: query,
     fmtTime: fmtTime, fmtNum: fmtNum, json: json, table: table, pager: pager, poll: poll,
     button: button, confirmThen: confirmThen, field: field, formValues: formValues,
-    isoOf: isoOf, progress: progress, section: section, content: function () { return document.getElementById("content"); },
+    isoOf: isoOf, progress: progress, section: section, visible: visible,
+    content: function () { return document.getElementById("content"); },
   };
 })();

@@ -375,8 +375,19 @@ pub fn client() -> reqwest::Client {
 }
 
 pub async fn post_raw(url: &str, ctype: &str, body: String) -> (u16, Value) {
+    send_raw(reqwest::Method::POST, url, ctype, body).await
+}
+
+/// `method url` with `body` as `ctype`: the status and the answer (JSON, or
+/// the text when it is not JSON).
+pub async fn send_raw(
+    method: reqwest::Method,
+    url: &str,
+    ctype: &str,
+    body: String,
+) -> (u16, Value) {
     let resp = client()
-        .post(url)
+        .request(method, url)
         .header("content-type", ctype)
         .body(body)
         .send()

@@ -32,6 +32,9 @@
 //! interval patterns in both halves of an overlap, so this module only uses it to
 //! walk matching wall clock times (zone-free) and maps them to instants itself.
 
+mod policy;
+mod spec_json;
+
 use std::collections::BTreeSet;
 
 use croner::Cron;
@@ -51,8 +54,13 @@ pub const MAX_EXCLUDE_DATES: usize = 1000;
 pub const SEARCH_HORIZON: SignedDuration = SignedDuration::from_hours(5 * 366 * 24);
 
 /// The schedule object as the API receives and the store keeps it (JSON).
+/// It is read through [`spec_json`], which takes an object only.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    try_from = "spec_json::SpecObject"
+)]
 pub enum ScheduleSpec {
     /// Send once, when the rule version is created.
     Immediate,
@@ -109,6 +117,9 @@ enum Kind {
 #[derive(Debug, Clone)]
 struct CronSchedule {
     cron: Cron,
+    /// Whether the pattern matches any date at all (`0 0 30 2 *` does not):
+    /// when it does not, there is no occurrence to search for.
+    matches: bool,
     tz: TimeZone,
     exclude: BTreeSet<Date>,
     start_ms: Option<Millis>,
@@ -230,6 +241,7 @@ impl CronSchedule {
             ));
         }
         Ok(CronSchedule {
+            matches: policy::matches_some_date(&cron),
             cron,
             tz,
             exclude,
@@ -239,6 +251,9 @@ impl CronSchedule {
     }
 
     fn next_after(&self, after_ms: Millis) -> Option<Millis> {
+        if !self.matches {
+            return None;
+        }
         // Occurrences are whole seconds, so work in seconds from here on.
         let mut lower_ms = after_ms.checked_add(1)?;
         if let Some(start) = self.start_ms {
