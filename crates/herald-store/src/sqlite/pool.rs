@@ -8,6 +8,12 @@
 //! per point read, and 60 µs against 17 µs for an empty round trip. The
 //! statement cache lives with each connection, so it stays warm whichever
 //! thread uses it.
+//!
+//! A call waits for a free connection asynchronously (one permit per
+//! connection) before it takes a blocking thread, so a burst of calls queues
+//! as tasks, not as threads: at most one blocking thread per connection runs
+//! or waits, where a thread per waiting call used to be started (and kept,
+//! with its allocator arenas).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -16,6 +22,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use rusqlite::{Connection, OpenFlags};
+use tokio::sync::Semaphore;
 
 use super::error::Ctx;
 use super::schema;
@@ -53,14 +60,19 @@ pub(super) struct ConnPool {
     role: &'static str,
     conns: Vec<Arc<Mutex<Connection>>>,
     next: AtomicUsize,
+    /// One permit per connection, taken before a blocking thread is: a
+    /// call holding one always finds a connection free or about to be.
+    free: Arc<Semaphore>,
 }
 
 impl ConnPool {
     pub(super) fn new(role: &'static str, conns: Vec<Connection>) -> Self {
+        let free = Arc::new(Semaphore::new(conns.len()));
         ConnPool {
             role,
             conns: conns.into_iter().map(|c| Arc::new(Mutex::new(c))).collect(),
             next: AtomicUsize::new(0),
+            free,
         }
     }
 
@@ -86,18 +98,34 @@ impl ConnPool {
         R: Send + 'static,
     {
         let role = self.role;
+        let busy = move || {
+            StoreError::unavailable(format!(
+                "sqlite {role}: no connection free within {} s",
+                CONNECTION_WAIT.as_secs()
+            ))
+        };
+        let permit =
+            match tokio::time::timeout(CONNECTION_WAIT, self.free.clone().acquire_owned()).await {
+                Ok(Ok(p)) => p,
+                Ok(Err(_closed)) => {
+                    return Err(StoreError::Internal(format!("sqlite {role}: pool closed")));
+                }
+                Err(_elapsed) => return Err(busy()),
+            };
         let conn = Arc::clone(
             self.pick()
                 .ok_or_else(|| StoreError::Internal(format!("sqlite {role}: no connections")))?,
         );
         // A panic in `f` unwinds through the guard (parking_lot mutexes are not
         // poisoned) and through any open rusqlite Transaction, which rolls back.
-        tokio::task::spawn_blocking(move || match conn.try_lock_for(CONNECTION_WAIT) {
-            Some(mut guard) => f(&mut guard),
-            None => Err(StoreError::unavailable(format!(
-                "sqlite {role}: no connection free within {} s",
-                CONNECTION_WAIT.as_secs()
-            ))),
+        tokio::task::spawn_blocking(move || {
+            // Given back after the connection (locals drop in reverse order),
+            // so whoever gets it next finds that connection free.
+            let _permit = permit;
+            match conn.try_lock_for(CONNECTION_WAIT) {
+                Some(mut guard) => f(&mut guard),
+                None => Err(busy()),
+            }
         })
         .await
         .map_err(|e| StoreError::unavailable(format!("sqlite {role} task: {e}")))?
