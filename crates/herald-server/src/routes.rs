@@ -219,7 +219,10 @@ impl RouteSet {
         self.router = self.router.route(
             path,
             method_router
-                .route_layer(middleware::from_fn_with_state(policy, body_admission::admit))
+                .route_layer(middleware::from_fn_with_state(
+                    policy,
+                    body_admission::admit,
+                ))
                 .route_layer(middleware::from_fn_with_state(policy, enforce)),
         );
         self.registered.push((verb, path));

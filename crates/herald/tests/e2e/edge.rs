@@ -185,13 +185,7 @@ async fn concurrent_bulk_requests_stay_within_memory() {
 /// `cargo test -p herald --test e2e edge::twenty -- --nocapture`.
 #[tokio::test]
 async fn twenty_64_mib_bulk_requests_stay_under_512_mib() {
-    concurrent_bulk(
-        20,
-        64,
-        8 * 1024,
-        "[api]\nmax_caller_body_bytes = 268435456",
-    )
-    .await;
+    concurrent_bulk(20, 64, 8 * 1024, "[api]\nmax_caller_body_bytes = 268435456").await;
 }
 
 /// A client that sends its headers a byte at a time is cut off after the
