@@ -283,6 +283,53 @@ mod tests {
         }
     }
 
+    /// Calls waiting for a busy connection wait as tasks: the blocking
+    /// threads stay free for other work (they used to wait there, one
+    /// thread per call).
+    #[test]
+    fn calls_waiting_for_a_connection_hold_no_blocking_thread() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .max_blocking_threads(3)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let pool = Arc::new(ConnPool::new("test", vec![migrated()]));
+            let (release, held) = std::sync::mpsc::channel::<()>();
+            let first = {
+                let pool = pool.clone();
+                tokio::spawn(async move {
+                    pool.call(move |_conn| {
+                        held.recv().ok();
+                        Ok(())
+                    })
+                    .await
+                })
+            };
+            let waiting: Vec<_> = (0..4)
+                .map(|_| {
+                    let pool = pool.clone();
+                    tokio::spawn(async move { pool.call(|_conn| Ok(())).await })
+                })
+                .collect();
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            // With the connection held and four calls waiting for it, a
+            // blocking job still finds a thread.
+            let other = tokio::time::timeout(
+                Duration::from_secs(10),
+                tokio::task::spawn_blocking(|| 42),
+            )
+            .await;
+            release.send(()).unwrap();
+            assert_eq!(other.expect("a blocking thread was free").unwrap(), 42);
+            first.await.unwrap().unwrap();
+            for w in waiting {
+                w.await.unwrap().unwrap();
+            }
+        });
+    }
+
     #[tokio::test]
     async fn a_panicking_job_is_a_task_error_and_the_connection_survives() {
         let threads = ConnPool::new("test", vec![migrated()]);
