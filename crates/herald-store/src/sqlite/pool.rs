@@ -316,11 +316,9 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(200)).await;
             // With the connection held and four calls waiting for it, a
             // blocking job still finds a thread.
-            let other = tokio::time::timeout(
-                Duration::from_secs(10),
-                tokio::task::spawn_blocking(|| 42),
-            )
-            .await;
+            let other =
+                tokio::time::timeout(Duration::from_secs(10), tokio::task::spawn_blocking(|| 42))
+                    .await;
             release.send(()).unwrap();
             assert_eq!(other.expect("a blocking thread was free").unwrap(), 42);
             first.await.unwrap().unwrap();

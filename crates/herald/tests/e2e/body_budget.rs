@@ -367,7 +367,8 @@ async fn the_signed_callback_route_is_bounded_like_the_others() {
     let s = protected(&format!(
         "[api]\nmax_inflight_body_bytes = 4194304\nbody_total_timeout_ms = 3000\n\
          [[channels]]\nname = \"wx\"\nkind = \"wechat\"\napi_base = \"{}\"\n\
-         appid = \"wxmockappid\"\nsecret = \"mock-wechat-secret\"\ncallback_token = \"cb-token\"\n",
+         appid = \"wxmockappid\"\nsecret = \"mock-wechat-secret\"\ncallback_token = \"cb-token\"\n\
+         [[channels]]\nname = \"log\"\nkind = \"log\"\n",
         mock.url
     ))
     .await;
