@@ -68,6 +68,34 @@ async fn open_request(addr: &str, head: &str, first: &[u8]) -> TcpStream {
     stream
 }
 
+/// Waits until the node's body budget in use (`/metrics`) holds still:
+/// the open requests have been taken in and have leased what they hold.
+async fn settle(s: &Server) -> u64 {
+    let mut last = None;
+    for _ in 0..100 {
+        let text = common::client()
+            .get(format!("{}/metrics", s.url))
+            .bearer_auth(ADMIN)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let held = text
+            .lines()
+            .find_map(|l| l.strip_prefix("herald_api_inflight_body_bytes "))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .unwrap_or(0.0) as u64;
+        if held > 0 && last == Some(held) {
+            return held;
+        }
+        last = Some(held);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    last.unwrap_or(0)
+}
+
 /// The request head of a `POST` to `path` with these headers.
 fn head(path: &str, headers: &[(&str, String)]) -> String {
     let mut h = format!("POST {path} HTTP/1.1\r\nHost: localhost");
@@ -246,6 +274,7 @@ async fn stalled_bulk_requests_of_one_key_do_not_block_another_key() {
             .await,
         );
     }
+    settle(&s).await;
     // The ones past the key's share are refused at once.
     let mut refused = 0;
     for stream in &mut open {
@@ -298,6 +327,7 @@ async fn stalled_audience_uploads_of_one_key_do_not_block_another_key() {
             .await,
         );
     }
+    settle(&s).await;
     let (st, body) = write_timer(&s, &other).await;
     assert_eq!(st, 201, "another key writes: {body}");
     let resp = common::client()
@@ -402,6 +432,7 @@ async fn the_signed_callback_route_is_bounded_like_the_others() {
             .await,
         );
     }
+    settle(&s).await;
     let (st, body) = write_timer(&s, &writer).await;
     assert_eq!(
         st, 201,
