@@ -14,15 +14,9 @@ Prints one line per sample and a summary.
 `--api` lines go under `[api]` in the server's configuration (repeat it for
 several settings).
 """
-import argparse, http.client, os, re, subprocess, sys, tempfile, threading, time
+import argparse, http.client, os, sys, threading, time
 
-
-def status_kib(pid, field):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(field):
-                return int(line.split()[1])
-    return 0
+from herald_proc import start_serve, status_kib, stop as stop_serve
 
 
 def threads(pid):
@@ -65,25 +59,8 @@ def main():
     ap.add_argument("--every", type=int, default=10, help="seconds between samples")
     ap.add_argument("--api", action="append", default=[], help="a line under [api]")
     a = ap.parse_args()
-    d = tempfile.mkdtemp(prefix="burst-idle-")
-    cfg = os.path.join(d, "herald.toml")
-    with open(cfg, "w") as f:
-        f.write(f'listen = "127.0.0.1:0"\nstore = "sqlite://{d}/herald.db"\n')
-        if a.api:
-            f.write("[api]\n" + "\n".join(a.api) + "\n")
-    p = subprocess.Popen([a.binary, "serve", "--config", cfg], stdout=subprocess.PIPE,
-                         stderr=open(os.path.join(d, "herald.log"), "w"), text=True)
-    url = None
-    for line in p.stdout:
-        m = re.search(r" listening on http://([^/\s]+)", line)
-        if m:
-            url = m.group(1)
-            break
-    if url is None:
-        sys.exit(f"herald did not start; see {d}/herald.log")
-    threading.Thread(target=lambda: [None for _ in p.stdout], daemon=True).start()
-    host, port = url.rsplit(":", 1)
-    port = int(port)
+    extra = ("[api]\n" + "\n".join(a.api) + "\n") if a.api else ""
+    p, host, port, _ = start_serve(a.binary, "burst-idle-", extra)
     time.sleep(2)
     start = (status_kib(p.pid, "VmRSS:"), threads(p.pid), anon_huge_kib(p.pid))
     peak = [start[0], start[1]]
@@ -131,11 +108,7 @@ def main():
             break
         time.sleep(max(0.0, min(a.every, a.idle - t)))
     alive = p.poll() is None
-    p.terminate()
-    try:
-        p.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        p.kill()
+    stop_serve(p)
     after_60 = next((s for s in samples if s[0] >= 60), samples[-1])
     print(f"summary: rss_mib start {start[0]/1024:.0f}, peak {peak[0]/1024:.0f}, "
           f"idle 60 s {after_60[1]/1024:.0f}, idle {a.idle} s {samples[-1][1]/1024:.0f}, "

@@ -68,6 +68,31 @@ async fn open_request(addr: &str, head: &str, first: &[u8]) -> TcpStream {
     stream
 }
 
+/// `n` chunked `POST`s to `path` with `key`, each stalled after its
+/// `first` chunk.
+async fn stalled(
+    s: &Server,
+    n: usize,
+    path: &str,
+    key: &str,
+    ctype: &str,
+    first: &[u8],
+) -> Vec<TcpStream> {
+    let head = head(
+        path,
+        &[
+            ("Authorization", format!("Bearer {key}")),
+            ("Content-Type", ctype.to_string()),
+            ("Transfer-Encoding", "chunked".into()),
+        ],
+    );
+    let mut open = Vec::with_capacity(n);
+    for _ in 0..n {
+        open.push(open_request(&addr(s), &head, first).await);
+    }
+    open
+}
+
 /// Waits until the node's body budget in use (`/metrics`) holds still:
 /// the open requests have been taken in and have leased what they hold.
 async fn settle(s: &Server) -> u64 {
@@ -256,24 +281,15 @@ async fn stalled_bulk_requests_of_one_key_do_not_block_another_key() {
     let mut chunk = format!("{:x}\r\n", line.len()).into_bytes();
     chunk.extend_from_slice(line);
     chunk.extend_from_slice(b"\r\n");
-    let mut open = Vec::new();
-    for _ in 0..32 {
-        open.push(
-            open_request(
-                &addr(&s),
-                &head(
-                    "/v1/timers:bulk",
-                    &[
-                        ("Authorization", format!("Bearer {greedy}")),
-                        ("Content-Type", "application/x-ndjson".into()),
-                        ("Transfer-Encoding", "chunked".into()),
-                    ],
-                ),
-                &chunk,
-            )
-            .await,
-        );
-    }
+    let mut open = stalled(
+        &s,
+        32,
+        "/v1/timers:bulk",
+        &greedy,
+        "application/x-ndjson",
+        &chunk,
+    )
+    .await;
     settle(&s).await;
     // The ones past the key's share are refused at once.
     let mut refused = 0;
@@ -309,24 +325,15 @@ async fn stalled_audience_uploads_of_one_key_do_not_block_another_key() {
     let s = protected("").await;
     let greedy = key(&s, "alpha", &["campaign", "write"]).await;
     let other = key(&s, "beta", &["campaign", "write"]).await;
-    let mut open = Vec::new();
-    for _ in 0..256 {
-        open.push(
-            open_request(
-                &addr(&s),
-                &head(
-                    "/v1/audiences",
-                    &[
-                        ("Authorization", format!("Bearer {greedy}")),
-                        ("Content-Type", "text/csv".into()),
-                        ("Transfer-Encoding", "chunked".into()),
-                    ],
-                ),
-                b"2\r\na\n\r\n",
-            )
-            .await,
-        );
-    }
+    let open = stalled(
+        &s,
+        256,
+        "/v1/audiences",
+        &greedy,
+        "text/csv",
+        b"2\r\na\n\r\n",
+    )
+    .await;
     settle(&s).await;
     let (st, body) = write_timer(&s, &other).await;
     assert_eq!(st, 201, "another key writes: {body}");
