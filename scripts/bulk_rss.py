@@ -8,14 +8,12 @@ every 50 ms, and prints the idle RSS, the peak RSS, and each answer's status.
 
     python3 scripts/bulk_rss.py target/release/herald --requests 20 --mib 64
 """
-import argparse, http.client, os, re, subprocess, sys, tempfile, threading, time
+import argparse, http.client, sys, threading, time
+
+from herald_proc import start_serve, status_kib, stop as stop_serve
 
 def rss_kib(pid, field="VmRSS:"):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(field):
-                return int(line.split()[1])
-    return 0
+    return status_kib(pid, field)
 
 def body(mib, lines_max):
     # Timers due in a day, padded so the request reaches `mib` MiB within the
@@ -39,20 +37,7 @@ def main():
     ap.add_argument("--mib", type=int, default=64)
     ap.add_argument("--lines", type=int, default=99_000)
     a = ap.parse_args()
-    d = tempfile.mkdtemp(prefix="bulk-rss-")
-    cfg = os.path.join(d, "herald.toml")
-    with open(cfg, "w") as f:
-        f.write(f'listen = "127.0.0.1:0"\nstore = "sqlite://{d}/herald.db"\n')
-    p = subprocess.Popen([a.binary, "serve", "--config", cfg], stdout=subprocess.PIPE,
-                         stderr=open(os.path.join(d, "herald.log"), "w"), text=True)
-    url = None
-    for line in p.stdout:
-        m = re.search(r" listening on http://([^/\s]+)", line)
-        if m:
-            url = m.group(1)
-            break
-    threading.Thread(target=lambda: [None for _ in p.stdout], daemon=True).start()
-    host, port = url.rsplit(":", 1)
+    p, host, port, _ = start_serve(a.binary, "bulk-rss-")
     time.sleep(1)
     idle = rss_kib(p.pid)
     peak = [idle, 0, 0]
@@ -72,7 +57,7 @@ def main():
     results = [None] * a.requests
     def send(k):
         try:
-            c = http.client.HTTPConnection(host, int(port), timeout=600)
+            c = http.client.HTTPConnection(host, port, timeout=600)
             c.request("POST", "/v1/timers:bulk", body=body(a.mib, a.lines),
                       headers={"Content-Type": "application/x-ndjson"}, encode_chunked=True)
             r = c.getresponse()
@@ -88,11 +73,7 @@ def main():
     time.sleep(0.5)
     stop.set()
     alive = p.poll() is None
-    p.terminate()
-    try:
-        p.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        p.kill()
+    stop_serve(p)
     counts = {}
     for r in results:
         counts[str(r)] = counts.get(str(r), 0) + 1

@@ -23,7 +23,7 @@ use crate::tenancy::mine;
 /// Largest callback body taken; WeChat's events are a few hundred bytes.
 pub const CALLBACK_MAX_BYTES: usize = 64 * 1024;
 /// Largest `:pause` body taken.
-const PAUSE_MAX_BYTES: usize = 8 * 1024;
+pub(crate) const PAUSE_MAX_BYTES: usize = 8 * 1024;
 /// Longest pause reason kept.
 const MAX_REASON_BYTES: usize = 512;
 /// Channel kinds that send with an access token the provider lends.

@@ -33,6 +33,12 @@ pub struct ApiConfig {
     /// read, parsed or committed. A request that cannot get its share is
     /// answered `503 overloaded` with `Retry-After`.
     pub max_inflight_body_bytes: u64,
+    /// Of those, the most one caller's requests hold together (a caller is
+    /// an API key, the admin key, or without a key the peer's address);
+    /// unset, a quarter of `max_inflight_body_bytes`. A caller's only
+    /// request is bounded by the node's budget alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_caller_body_bytes: Option<u64>,
     /// How long a client has to send a request's headers, from when the
     /// connection waits for them: a new connection, or a kept-alive one
     /// after its last answer (so it also closes idle connections).
@@ -40,6 +46,11 @@ pub struct ApiConfig {
     /// Longest wait for the next piece of a request body; a client that
     /// stalls longer is answered `408 request_timeout`.
     pub body_read_timeout_ms: u64,
+    /// Longest time a whole request body may take to arrive, from when the
+    /// request was admitted; a body still arriving then is answered `408
+    /// request_timeout`. Bounds how long a body holds its share of the
+    /// budget, however slowly it trickles.
+    pub body_total_timeout_ms: u64,
     /// Connections served at once; past it, new ones wait to be accepted.
     pub max_connections: usize,
 }
@@ -57,10 +68,30 @@ impl Default for ApiConfig {
             job_max_users: 10_000,
             campaign_body_max_bytes: 8 * 1024 * 1024,
             max_inflight_body_bytes: 256 * 1024 * 1024,
+            max_caller_body_bytes: None,
             header_read_timeout_ms: 10_000,
             body_read_timeout_ms: 60_000,
+            body_total_timeout_ms: 600_000,
             max_connections: 10_000,
         }
+    }
+}
+
+impl ApiConfig {
+    /// The most one caller's bodies hold together.
+    pub fn caller_body_share(&self) -> u64 {
+        self.max_caller_body_bytes
+            .unwrap_or(self.max_inflight_body_bytes / 4)
+    }
+
+    /// Refuses settings that would stop every request.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.body_total_timeout_ms == 0 || self.body_read_timeout_ms == 0 {
+            return Err(
+                "api.body_total_timeout_ms and api.body_read_timeout_ms must be at least 1".into(),
+            );
+        }
+        Ok(())
     }
 }
 

@@ -5,6 +5,9 @@ pub mod access;
 pub mod api_keys;
 pub mod audiences;
 pub mod audit;
+mod body_admission;
+mod body_limits;
+mod body_meter;
 mod budget;
 mod bulk;
 mod campaign_routing;
@@ -89,19 +92,18 @@ pub fn router(state: AppState) -> Router {
         log: state.audit.clone(),
         clock: state.clock.clone(),
     };
-    let budget = budget::BodyBudget::new(state.api.max_inflight_body_bytes);
+    // Request-body bytes in flight, shared by every request of the node;
+    // each route's body layer (`body_admission`, inside its access policy)
+    // charges them.
+    let bodies = body_admission::BodyAdmission::new(state.api.clone());
     let app = api_routes()
         .into_router()
         .fallback(ops::not_found)
         .method_not_allowed_fallback(ops::method_not_allowed)
         // `Allow` and `405` of action paths (`/v1/jobs/7:cancel`) as documented.
         .layer(axum::middleware::from_fn(routes::allowed_methods))
-        // Request-body bytes in flight, shared by every request of the node.
-        .layer(axum::middleware::from_fn_with_state(
-            budget.clone(),
-            budget::charge,
-        ))
-        .layer(axum::Extension(budget))
+        .layer(axum::Extension(bodies.budget.clone()))
+        .layer(axum::Extension(bodies))
         // Job progress samples, for the current rate of `GET /v1/jobs/{id}`.
         .layer(axum::Extension(Arc::new(RateSampler::<i64>::default())))
         // Answered sends per channel, for the current rate of `GET /v1/channels`.
@@ -197,7 +199,13 @@ fn api_routes() -> RouteSet {
         // `POST /v1/deliveries/{id}:recall`.
         .post("/v1/deliveries/{id}", channels::action)
         .post("/v1/receipts", receipts::record)
-        .post("/v1/keys", api_keys::create)
+        .add(
+            Verb::Post,
+            "/v1/keys",
+            post(api_keys::create).layer(axum::extract::DefaultBodyLimit::max(
+                body_limits::KEYS_MAX_BYTES,
+            )),
+        )
         .get("/v1/keys", api_keys::list)
         .delete("/v1/keys/{id}", api_keys::revoke)
         .get("/v1/audit", audit::list::list)

@@ -11,6 +11,7 @@ use axum::http::request::Parts;
 use axum::middleware::Next;
 use axum::response::Response;
 
+use crate::body_meter::BodyFailure;
 use crate::error::ApiError;
 
 /// Reads a body of at most `limit` bytes; over it is a 413.
@@ -36,10 +37,15 @@ pub async fn body_timeout(State(limit): State<Duration>, req: Request, next: Nex
         .await
 }
 
-/// A body that could not be read: too slow (`408`) or broken off (`400`).
+/// A body that could not be read: stopped by the body layer (over its
+/// limit `413`, over the budget `503`, past its total deadline `408`), too
+/// slow between pieces (`408`) or broken off (`400`).
 pub fn body_error(e: &(dyn std::error::Error + 'static)) -> ApiError {
     let mut cause = Some(e);
     while let Some(c) = cause {
+        if let Some(f) = c.downcast_ref::<BodyFailure>() {
+            return f.error();
+        }
         if c.is::<tower_http::timeout::TimeoutError>() {
             return ApiError::new(
                 StatusCode::REQUEST_TIMEOUT,

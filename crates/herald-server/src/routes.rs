@@ -18,6 +18,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, delete, get, patch, post, put};
 
 use crate::access::{Need, Payload, Policy, Scope, Verb, enforce};
+use crate::body_admission;
 use crate::state::AppState;
 use Need::{Nothing, Scope as Needs, Signed};
 use Payload::{Action, Json, Ndjson, None as NoBody, Recipients, Xml};
@@ -316,9 +317,16 @@ impl RouteSet {
             );
             route(verb, path, Needs(Admin), Json)
         });
+        // The access policy first, then the body layer: a caller refused
+        // never holds any of the body budget.
         self.router = self.router.route(
             path,
-            method_router.route_layer(middleware::from_fn_with_state(policy, enforce)),
+            method_router
+                .route_layer(middleware::from_fn_with_state(
+                    policy,
+                    body_admission::admit,
+                ))
+                .route_layer(middleware::from_fn_with_state(policy, enforce)),
         );
         self.registered.push((verb, path));
         self

@@ -15,7 +15,7 @@ use crate::rules::{check_interval, check_schedule_text, schedule_error};
 use crate::state::AppState;
 
 /// Largest preview body taken (a schedule with 1,000 excluded dates fits).
-const PREVIEW_MAX_BYTES: usize = 64 * 1024;
+pub(crate) const PREVIEW_MAX_BYTES: usize = 64 * 1024;
 /// Instants given when the body names no count.
 const DEFAULT_COUNT: u64 = 10;
 /// Most instants one preview gives.

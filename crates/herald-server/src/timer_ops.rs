@@ -27,7 +27,7 @@ use crate::timers::TimerJson;
 use crate::validate::due_time;
 
 /// Largest body of a patch or a filtered retry (a patch carries a message).
-const MAX_BODY: usize = 1 << 20;
+pub(crate) const MAX_BODY: usize = 1 << 20;
 
 /// Timers a filtered retry replays per transaction.
 pub const RETRY_CHUNK: usize = 500;

@@ -177,6 +177,7 @@ impl Config {
             .validate(|c| names.contains(c))
             .map_err(anyhow::Error::msg)?;
         self.auth.validate().map_err(anyhow::Error::msg)?;
+        self.api.validate().map_err(anyhow::Error::msg)?;
         for (name, t) in &self.tenants {
             t.validate(name).map_err(anyhow::Error::msg)?;
         }

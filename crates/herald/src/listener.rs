@@ -68,7 +68,12 @@ pub async fn serve(
         stream.set_nodelay(true).ok();
         let router = app.clone();
         let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
-            router.clone().oneshot(req.map(Body::new))
+            let mut req = req.map(Body::new);
+            // The peer's address: what a request without a key is counted by
+            // against a caller's share of the body budget.
+            req.extensions_mut()
+                .insert(axum::extract::ConnectInfo(peer));
+            router.clone().oneshot(req)
         });
         let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
         let conn = graceful.watch(conn.into_owned());

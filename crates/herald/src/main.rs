@@ -29,9 +29,41 @@ use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
 /// mimalloc: the delivery path allocates many small, short-lived buffers
-/// across threads, where glibc's malloc measured ~12% of server CPU.
+/// across threads, where glibc's malloc measured ~12% of server CPU. Built
+/// with `no_thp` (it does not ask for transparent huge pages), and
+/// [`no_huge_pages`] turns them off for the whole process.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Most threads the runtime starts for blocking work. The SQLite store
+/// takes one per connection at most (a writer and `read_connections`
+/// readers); the rest is name lookups and file reads.
+const MAX_BLOCKING_THREADS: usize = 32;
+/// How long an idle blocking thread is kept. Short: a thread costs its
+/// stack and its allocator heap, and after a burst the node should give
+/// them back within seconds.
+const BLOCKING_KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Turns transparent huge pages off for this process. With them, the
+/// kernel backs a 2 MiB range of the heap with a huge page as soon as a
+/// part of it is touched (and khugepaged fills in the rest later), so an
+/// idle node's RSS climbed to about 1 GB after a burst, against 60 MB
+/// without. Where the call is not supported, nothing changes.
+#[cfg(target_os = "linux")]
+fn no_huge_pages() {
+    // SAFETY: prctl with PR_SET_THP_DISABLE takes integer arguments only
+    // and changes a flag of this process; it touches no memory of ours.
+    let rc = unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
+    if rc != 0 {
+        tracing::debug!(
+            error = %std::io::Error::last_os_error(),
+            "could not turn transparent huge pages off"
+        );
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn no_huge_pages() {}
 
 #[derive(Parser, Debug)]
 #[command(
@@ -271,6 +303,7 @@ async fn run_mock(a: MockArgs) -> anyhow::Result<()> {
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     init_tracing();
+    no_huge_pages();
     match run(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
@@ -284,6 +317,8 @@ fn main() -> std::process::ExitCode {
 fn run(cli: Cli) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .max_blocking_threads(MAX_BLOCKING_THREADS)
+        .thread_keep_alive(BLOCKING_KEEP_ALIVE)
         .build()?;
     rt.block_on(async move {
         match cli.cmd {

@@ -8,6 +8,12 @@
 //! per point read, and 60 µs against 17 µs for an empty round trip. The
 //! statement cache lives with each connection, so it stays warm whichever
 //! thread uses it.
+//!
+//! A call waits for a free connection asynchronously (one permit per
+//! connection) before it takes a blocking thread, so a burst of calls queues
+//! as tasks, not as threads: at most one blocking thread per connection runs
+//! or waits, where a thread per waiting call used to be started (and kept,
+//! with its allocator arenas).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -16,6 +22,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use rusqlite::{Connection, OpenFlags};
+use tokio::sync::Semaphore;
 
 use super::error::Ctx;
 use super::schema;
@@ -53,14 +60,19 @@ pub(super) struct ConnPool {
     role: &'static str,
     conns: Vec<Arc<Mutex<Connection>>>,
     next: AtomicUsize,
+    /// One permit per connection, taken before a blocking thread is: a
+    /// call holding one always finds a connection free or about to be.
+    free: Arc<Semaphore>,
 }
 
 impl ConnPool {
     pub(super) fn new(role: &'static str, conns: Vec<Connection>) -> Self {
+        let free = Arc::new(Semaphore::new(conns.len()));
         ConnPool {
             role,
             conns: conns.into_iter().map(|c| Arc::new(Mutex::new(c))).collect(),
             next: AtomicUsize::new(0),
+            free,
         }
     }
 
@@ -86,18 +98,34 @@ impl ConnPool {
         R: Send + 'static,
     {
         let role = self.role;
+        let busy = move || {
+            StoreError::unavailable(format!(
+                "sqlite {role}: no connection free within {} s",
+                CONNECTION_WAIT.as_secs()
+            ))
+        };
+        let permit =
+            match tokio::time::timeout(CONNECTION_WAIT, self.free.clone().acquire_owned()).await {
+                Ok(Ok(p)) => p,
+                Ok(Err(_closed)) => {
+                    return Err(StoreError::Internal(format!("sqlite {role}: pool closed")));
+                }
+                Err(_elapsed) => return Err(busy()),
+            };
         let conn = Arc::clone(
             self.pick()
                 .ok_or_else(|| StoreError::Internal(format!("sqlite {role}: no connections")))?,
         );
         // A panic in `f` unwinds through the guard (parking_lot mutexes are not
         // poisoned) and through any open rusqlite Transaction, which rolls back.
-        tokio::task::spawn_blocking(move || match conn.try_lock_for(CONNECTION_WAIT) {
-            Some(mut guard) => f(&mut guard),
-            None => Err(StoreError::unavailable(format!(
-                "sqlite {role}: no connection free within {} s",
-                CONNECTION_WAIT.as_secs()
-            ))),
+        tokio::task::spawn_blocking(move || {
+            // Given back after the connection (locals drop in reverse order),
+            // so whoever gets it next finds that connection free.
+            let _permit = permit;
+            match conn.try_lock_for(CONNECTION_WAIT) {
+                Some(mut guard) => f(&mut guard),
+                None => Err(busy()),
+            }
         })
         .await
         .map_err(|e| StoreError::unavailable(format!("sqlite {role} task: {e}")))?
@@ -253,6 +281,51 @@ mod tests {
                 .unwrap();
             assert_eq!(mode, "wal");
         }
+    }
+
+    /// Calls waiting for a busy connection wait as tasks: the blocking
+    /// threads stay free for other work (they used to wait there, one
+    /// thread per call).
+    #[test]
+    fn calls_waiting_for_a_connection_hold_no_blocking_thread() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .max_blocking_threads(3)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let pool = Arc::new(ConnPool::new("test", vec![migrated()]));
+            let (release, held) = std::sync::mpsc::channel::<()>();
+            let first = {
+                let pool = pool.clone();
+                tokio::spawn(async move {
+                    pool.call(move |_conn| {
+                        held.recv().ok();
+                        Ok(())
+                    })
+                    .await
+                })
+            };
+            let waiting: Vec<_> = (0..4)
+                .map(|_| {
+                    let pool = pool.clone();
+                    tokio::spawn(async move { pool.call(|_conn| Ok(())).await })
+                })
+                .collect();
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            // With the connection held and four calls waiting for it, a
+            // blocking job still finds a thread.
+            let other =
+                tokio::time::timeout(Duration::from_secs(10), tokio::task::spawn_blocking(|| 42))
+                    .await;
+            release.send(()).unwrap();
+            assert_eq!(other.expect("a blocking thread was free").unwrap(), 42);
+            first.await.unwrap().unwrap();
+            for w in waiting {
+                w.await.unwrap().unwrap();
+            }
+        });
     }
 
     #[tokio::test]

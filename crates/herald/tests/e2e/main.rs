@@ -18,6 +18,8 @@ mod backup;
 mod bad_input;
 mod bench_console;
 mod bench_fairness;
+mod body_budget;
+mod burst_threads;
 mod callbacks;
 mod campaigns;
 mod channels;
