@@ -47,6 +47,18 @@ impl ApiError {
         )
     }
 
+    /// A tenant named by a query or header that does not exist: a `404`,
+    /// as for any other name that finds nothing, with the field that named it.
+    pub fn unknown_tenant(field: &str, name: &str) -> Self {
+        let mut e = Self::new(
+            StatusCode::NOT_FOUND,
+            "unknown_tenant",
+            format!("no tenant named {name:?}"),
+        );
+        e.body.field = Some(field.to_string());
+        e
+    }
+
     pub fn too_large(limit: usize) -> Self {
         let mut e = Self::new(
             StatusCode::PAYLOAD_TOO_LARGE,

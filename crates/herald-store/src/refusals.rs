@@ -124,7 +124,10 @@ pub(crate) fn tenant_name(name: &str) -> Result<()> {
     }
 }
 
-/// A cursor naming no audit entry.
+/// A cursor naming no audit entry (never written, or aged out of the
+/// retention since the page before): nothing to continue after, a `404`.
 pub(crate) fn no_audit_entry(id: i64) -> StoreError {
-    StoreError::refused("cursor", format!("no audit entry {id} to continue after"))
+    StoreError::NotFound {
+        what: format!("audit entry {id} (the cursor)"),
+    }
 }

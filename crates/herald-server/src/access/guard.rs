@@ -211,7 +211,7 @@ impl Guard {
                 ..caller
             }),
             Ok(None) | Err(KeyError::Invalid) => {
-                Err(field("unknown_tenant", format!("no tenant named {name:?}")))
+                Err(ApiError::unknown_tenant(TENANT_HEADER, &name))
             }
             Err(KeyError::Unavailable(e)) => {
                 tracing::warn!(error = %e, "tenants could not be read");

@@ -151,7 +151,7 @@ pub async fn tenant_names(st: &AppState) -> Result<HashMap<TenantId, String>, Ap
     Ok(tenants.into_iter().collect())
 }
 
-/// The tenant a query names; one that does not exist is a `400`.
+/// The tenant a query names; one that does not exist is a `404`.
 pub async fn named_tenant(st: &AppState, name: &str) -> Result<TenantId, ApiError> {
     let name = name.trim();
     if let Some(problem) = herald_core::tenant::tenant_name_problem(name) {
@@ -162,11 +162,5 @@ pub async fn named_tenant(st: &AppState, name: &str) -> Result<TenantId, ApiErro
         .tenant_id(name, false)
         .await
         .map_err(store_err)?
-        .ok_or_else(|| {
-            ApiError::field(
-                "tenant",
-                "unknown_tenant",
-                format!("no tenant named {name:?}"),
-            )
-        })
+        .ok_or_else(|| ApiError::unknown_tenant("tenant", name))
 }

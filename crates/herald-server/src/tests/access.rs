@@ -419,7 +419,7 @@ async fn only_the_admin_names_another_tenant() {
         assert_eq!(st, StatusCode::OK, "{tenant}: {body}");
     }
     let (st, body) = api.send(named(&admin, "nosuch")).await;
-    let e = error(st, &body, StatusCode::BAD_REQUEST, "unknown_tenant");
+    let e = error(st, &body, StatusCode::NOT_FOUND, "unknown_tenant");
     assert_eq!(e["field"], "x-herald-tenant");
     let (st, body) = api.send(named(&admin, "a b")).await;
     error(st, &body, StatusCode::BAD_REQUEST, "invalid_field");

@@ -291,7 +291,7 @@ async fn keys_list_by_tenant() {
     let (st, body) = api
         .as_key(ADMIN, Method::GET, "/v1/keys?tenant=nobody", None)
         .await;
-    let e = error(st, &body, StatusCode::BAD_REQUEST, "unknown_tenant");
+    let e = error(st, &body, StatusCode::NOT_FOUND, "unknown_tenant");
     assert_eq!(e["field"], "tenant");
     // The admin acts for a tenant made by a key, at once.
     let (st, body) = api
