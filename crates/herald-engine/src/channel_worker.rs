@@ -148,7 +148,7 @@ impl ChannelWorker {
         // The last check before anything leaves: a node that lost the shard
         // (or stalled past its lease) sends nothing for it.
         if !p.ownership.covers(job.fence, started) {
-            p.hot.fenced.increment(1);
+            p.fenced(1);
             job.release(&p.flight);
             return;
         }
@@ -342,7 +342,7 @@ impl ChannelWorker {
         p.flight
             .release(std::iter::once(d.timer_id).chain(members.iter().map(|(id, _)| *id)));
         match own {
-            Marked::Applied(Applied::Fenced) => p.hot.fenced.increment(1),
+            Marked::Applied(Applied::Fenced) => p.fenced(1),
             Marked::Failed => {
                 p.hot.store_errors.increment(1);
                 p.ready.push(back);
@@ -477,6 +477,54 @@ mod tests {
         rig.clock.set(T0 + cfg.lease_ms - cfg.lease_guard_ms);
         assert_eq!(worker.run_once().await, Turn::Sent);
         assert!(rig.channel.sent.lock().is_empty());
+    }
+
+    /// A lease that lapses for a moment (a slow membership round) fences
+    /// the sends of that instant; once renewed under the same epoch, the
+    /// loader reads them again, although its cursor had passed them.
+    #[tokio::test]
+    async fn timers_fenced_by_a_lapsed_lease_fire_once_it_is_renewed() {
+        let rig = Rig::new(EngineConfig::default()).await;
+        let ids = rig.insert(&[T0]).await;
+        let mut loader = crate::loader::Loader::new(
+            rig.pipe.clone(),
+            false,
+            Arc::new(crate::loader::Rescan::default()),
+        );
+        loader.run_once().await;
+        let mut due = Vec::new();
+        rig.pipe.schedule.tick(T0, &rig.pipe.ready, &mut due);
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        Fetcher::new(rig.pipe.clone(), tx.clone()).run_once().await;
+        let rt = rig.pipe.channels[CHANNEL].clone();
+        let worker = ChannelWorker::new(rig.pipe.clone(), rt, tx.clone(), 0);
+        let cfg = rig.pipe.cfg.get();
+        rig.clock.set(T0 + cfg.lease_ms - cfg.lease_guard_ms);
+        assert_eq!(worker.run_once().await, Turn::Sent);
+        assert!(rig.channel.sent.lock().is_empty(), "fenced");
+        assert_eq!(rig.pipe.schedule.len(), 0);
+        // Renewed: the same epoch, a later end.
+        let now = T0 + cfg.lease_ms - cfg.lease_guard_ms;
+        let renewed = rig
+            .pipe
+            .store
+            .renew_shards(
+                &crate::testkit::holder(),
+                &rig.pipe.ownership.held(),
+                now,
+                cfg.lease_ms,
+            )
+            .await
+            .unwrap();
+        rig.pipe.ownership.hold(&renewed);
+        loader.run_once().await;
+        assert_eq!(rig.pipe.schedule.len(), 1, "the window read again");
+        rig.pipe.schedule.tick(now, &rig.pipe.ready, &mut due);
+        Fetcher::new(rig.pipe.clone(), tx).run_once().await;
+        assert_eq!(worker.run_once().await, Turn::Sent);
+        let sent: Vec<i64> = rig.channel.sent.lock().iter().map(|d| d.timer_id).collect();
+        assert_eq!(sent, ids);
+        assert!(rx.try_recv().is_ok(), "its outcome goes to the completer");
     }
 
     #[tokio::test]

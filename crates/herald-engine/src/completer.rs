@@ -242,7 +242,7 @@ fn settle(p: &Pipeline, batch: &mut Vec<Finished>, applied: &[Applied]) {
             fenced,
             "outcomes not applied: the shard changed hands meanwhile"
         );
-        hot.fenced.increment(fenced as u64);
+        p.fenced(fenced as u64);
     }
     let mut retries = Vec::new();
     let (mut done, mut failed, mut dead) = (0u64, 0u64, 0u64);

@@ -90,6 +90,7 @@ impl Membership {
             self.lose(lost);
         }
         p.ownership.hold(&renewed);
+        self.note_lapse(now);
 
         // Release what the previous round stopped firing.
         let drained: Vec<u16> = std::mem::take(&mut *self.draining.lock())
@@ -145,6 +146,27 @@ impl Membership {
         metrics::gauge!(crate::metrics::OWNED_SHARDS).set(p.ownership.owned().len() as f64);
         metrics::gauge!(crate::metrics::CLUSTER_NODES).set(live_n as f64);
         Ok(())
+    }
+
+    /// Warns when the leases were renewed only after their guard time had
+    /// begun (the last round began at `last_round_ms`, this one renewed from
+    /// `started`): sends of that moment were fenced, and the loader reads
+    /// them again (see [`Pipeline::fenced`]).
+    fn note_lapse(&self, started: i64) {
+        let p = &*self.pipe;
+        let last = self.last_round_ms.load(Ordering::Acquire);
+        let cfg = p.cfg.get();
+        let renewed_at = p.clock.now_ms();
+        let late = renewed_at.saturating_sub(last);
+        if last > 0 && late > cfg.lease_ms.saturating_sub(cfg.lease_guard_ms) {
+            tracing::warn!(
+                node = %self.node.node_id,
+                since_last_round_ms = late,
+                round_ms = renewed_at.saturating_sub(started),
+                lease_ms = cfg.lease_ms,
+                "leases renewed late: sends were held meanwhile and are loaded again"
+            );
+        }
     }
 
     /// Starts firing newly leased shards: own them first (so new timers for them

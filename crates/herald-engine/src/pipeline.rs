@@ -102,3 +102,17 @@ impl Pipeline {
         }
     }
 }
+
+impl Pipeline {
+    /// Counts `n` sends or outcomes refused under a fence, and has the loader
+    /// read its window again. Such timers stay pending in the store, behind
+    /// the loader's cursor: if their shard changed hands the new owner loads
+    /// them when it gains it, but if this node kept the shard (its lease only
+    /// lapsed for a moment, a membership round slowed down by a burst) only a
+    /// re-read finds them again. Without it a whole ready queue, fenced in
+    /// the instant of a lapse, waited for the next restart.
+    pub fn fenced(&self, n: u64) {
+        self.hot.fenced.increment(n);
+        self.schedule.mark_overflow();
+    }
+}
