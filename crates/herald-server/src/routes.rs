@@ -214,6 +214,11 @@ fn allow_value(verbs: &[Verb]) -> String {
 /// `405`s; layered after `method_not_allowed_fallback`, which would
 /// otherwise replace the layered fallback of every route.
 pub async fn allowed_methods(req: Request, next: Next) -> Response {
+    // `POST` always goes on (see below): the common write path skips the
+    // scan of the route table.
+    if req.method() == Method::POST {
+        return next.run(req).await;
+    }
     let Some(verbs) = action_path_methods(req.uri().path()) else {
         return next.run(req).await;
     };
@@ -246,10 +251,11 @@ pub async fn allowed_methods(req: Request, next: Next) -> Response {
 /// item's path, to what the path serves (see [`action_path_methods`]).
 /// Wraps the whole router: the router adds its own `Allow` after its layers.
 pub async fn allow_header(req: Request, next: Next) -> Response {
-    let verbs = action_path_methods(req.uri().path());
+    // Only the rare answer with an `Allow` pays for the scan of the table.
+    let uri = req.uri().clone();
     let mut resp = next.run(req).await;
-    if let Some(verbs) = verbs
-        && resp.headers().contains_key(header::ALLOW)
+    if resp.headers().contains_key(header::ALLOW)
+        && let Some(verbs) = action_path_methods(uri.path())
         && let Ok(v) = HeaderValue::from_str(&allow_value(&verbs))
     {
         resp.headers_mut().insert(header::ALLOW, v);
