@@ -36,9 +36,9 @@ use tokio::time::Instant;
 
 use super::Shared;
 use super::directory::{self, Directory, Resolved};
-use crate::channel_runtime::ChannelRuntime;
-use crate::copies;
-use crate::live::{LiveEntry, LiveOutcome};
+use crate::channels::copies;
+use crate::channels::runtime::ChannelRuntime;
+use crate::observe::live::{LiveEntry, LiveOutcome};
 
 /// The worker loop: claim, send, repeat; nap when there is nothing to claim.
 pub(super) async fn run(sh: Arc<Shared>, n: usize) {

@@ -14,14 +14,14 @@ use herald_core::TenantId;
 use herald_store::{Applied, CompletionOutcome, DeferReason, FiringMark, Unsendable};
 use tokio::sync::mpsc;
 
-use crate::channel_runtime::{ChannelRuntime, Job};
-use crate::completer::{Attempt, Detail, Finished};
-use crate::copies;
-use crate::flight::Hand;
-use crate::marker::Marked;
-use crate::pipeline::Pipeline;
-use crate::queue::DueTimer;
-use crate::recipients::Route;
+use crate::channels::copies;
+use crate::channels::runtime::{ChannelRuntime, Job};
+use crate::timers::completer::{Attempt, Detail, Finished};
+use crate::timers::flight::Hand;
+use crate::timers::marker::Marked;
+use crate::timers::pipeline::Pipeline;
+use crate::timers::queue::DueTimer;
+use crate::timers::recipients::Route;
 
 /// What one turn of a worker did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -299,7 +299,7 @@ impl ChannelWorker {
     }
 
     /// Marks a delivery's timer (and the reminders merged into it) firing,
-    /// in the shared group commit ([`crate::marker`]); returns whether the
+    /// in the shared group commit ([`crate::timers::marker`]); returns whether the
     /// send may go. When it may not, nothing is sent and the timers leave
     /// the flight set: a fenced or no longer pending timer is someone else's
     /// (the shard's new owner, a cancel); after a store failure the timer,
@@ -404,9 +404,10 @@ mod tests {
     use herald_core::TenantId;
 
     use super::*;
-    use crate::fetcher::Fetcher;
+    use crate::config::EngineConfig;
     use crate::testkit::{CHANNEL, Rig, T0};
-    use crate::{EngineConfig, TenantLimits};
+    use crate::timers::fetcher::Fetcher;
+    use crate::timers::tenants::TenantLimits;
 
     /// A rig with `n` timers due now, fetched onto the channel's queue.
     async fn fetched(
@@ -486,10 +487,10 @@ mod tests {
     async fn timers_fenced_by_a_lapsed_lease_fire_once_it_is_renewed() {
         let rig = Rig::new(EngineConfig::default()).await;
         let ids = rig.insert(&[T0]).await;
-        let mut loader = crate::loader::Loader::new(
+        let mut loader = crate::timers::loader::Loader::new(
             rig.pipe.clone(),
             false,
-            Arc::new(crate::loader::Rescan::default()),
+            Arc::new(crate::timers::loader::Rescan::default()),
         );
         loader.run_once().await;
         let mut due = Vec::new();

@@ -6,7 +6,7 @@
 //! completer records its outcome, so a crash at any point means it fires again
 //! (at least once), with the same idempotency key. The exception is a channel
 //! configured `in_doubt = "skip"`, whose sender marks the timer `firing` just
-//! before the send (see [`crate::marker`]): after a crash it ends `in_doubt`.
+//! before the send (see [`crate::timers::marker`]): after a crash it ends `in_doubt`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,13 +17,13 @@ use herald_core::{RetryPolicy, TenantId, TimerId};
 use herald_store::TimerRecord;
 use tokio::sync::mpsc;
 
-use crate::bundles::{self, Bundle};
-use crate::channel_runtime::{Job, Member};
-use crate::completer::{Attempt, Finished};
-use crate::flight::Room;
-use crate::pipeline::Pipeline;
-use crate::queue::DueTimer;
-use crate::recipients::{self, Addressee, Profiles};
+use crate::channels::runtime::{Job, Member};
+use crate::timers::bundles::{self, Bundle};
+use crate::timers::completer::{Attempt, Finished};
+use crate::timers::flight::Room;
+use crate::timers::pipeline::Pipeline;
+use crate::timers::queue::DueTimer;
+use crate::timers::recipients::{self, Addressee, Profiles};
 
 /// How a fetch pass ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -334,7 +334,7 @@ mod tests {
     use herald_store::CompletionOutcome;
 
     use super::*;
-    use crate::EngineConfig;
+    use crate::config::EngineConfig;
     use crate::testkit::{CHANNEL, Rig, T0};
 
     #[tokio::test]
@@ -366,7 +366,7 @@ mod tests {
             rig.due(ids[1]).await,
             rig.due(ids[2]).await,
         );
-        let moved = crate::queue::DueTimer {
+        let moved = crate::timers::queue::DueTimer {
             due_at: b.due_at - 1,
             ..b
         };
@@ -441,7 +441,7 @@ mod tests {
         EngineConfig {
             tenants: HashMap::from([(
                 herald_core::DEFAULT_TENANT,
-                crate::TenantLimits {
+                crate::timers::tenants::TenantLimits {
                     weight: 1,
                     rate_per_sec: Some(rate),
                 },

@@ -14,7 +14,7 @@ use herald_core::Clock;
 use herald_store::{Holder, PartitionCutoffs, RetentionKind, Store};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::Stop;
+use crate::loops::stop::Stop;
 
 /// Name of the store lease under which one node deletes what is old.
 pub const RETENTION_LEASE: &str = "retention";
@@ -172,7 +172,7 @@ pub(crate) struct Sweeper {
     pub store: Arc<dyn Store>,
     pub clock: Arc<dyn Clock>,
     /// `[retention]`; a reload replaces it.
-    pub cfg: crate::tuned::Tuned<RetentionConfig>,
+    pub cfg: crate::loops::tuned::Tuned<RetentionConfig>,
     pub holder: Holder,
     pub stop: Arc<Stop>,
 }
@@ -281,7 +281,8 @@ impl Sweeper {
 
     /// Batches of `kind` until one comes back short (nothing older is left).
     async fn purge_kind(&self, kind: RetentionKind, cutoff: i64) -> u64 {
-        let counter = metrics::counter!(crate::metrics::RETENTION_DELETED, "kind" => kind.as_str());
+        let counter =
+            metrics::counter!(crate::observe::metrics::RETENTION_DELETED, "kind" => kind.as_str());
         let mut total = 0;
         let batch = self.cfg.get().batch.max(1);
         for _ in 0..MAX_ROWS / batch {
@@ -379,7 +380,7 @@ mod tests {
         let sweeper = Arc::new(Sweeper {
             store: store.clone(),
             clock: clock.clone(),
-            cfg: crate::tuned::Tuned::new(RetentionConfig {
+            cfg: crate::loops::tuned::Tuned::new(RetentionConfig {
                 interval_ms: 100,
                 ..Default::default()
             }),
