@@ -1,5 +1,8 @@
 //! Starting an engine: every background loop, each under supervision (see
-//! `loops/supervise.rs`), sharing one `Pipeline`.
+//! `loops/supervise.rs`), sharing one `Pipeline`. `Engine::start` runs the
+//! first membership round itself, then starts the loops in named groups,
+//! one function each: the timer path, membership, the campaign loops and
+//! maintenance.
 
 use std::sync::Arc;
 
@@ -23,7 +26,8 @@ use crate::observe::{metrics, stats};
 use crate::retention;
 use crate::timers::completer::{self, Finished};
 use crate::timers::pipeline::Pipeline;
-use crate::timers::{driver, fetcher, loader, writer};
+use crate::timers::writer::{self, WriteRequest};
+use crate::timers::{driver, fetcher, loader};
 
 /// A value the first run of a supervised loop takes; restarts find `None`.
 fn take_once<T>(value: T) -> Arc<parking_lot::Mutex<Option<T>>> {
@@ -43,6 +47,10 @@ impl Engine {
     /// takes its old leases only once they expire (or were released at a
     /// graceful shutdown), so an old process that is merely stalled is fenced
     /// off rather than firing beside the new one.
+    ///
+    /// The loops start in this order (which is also the order `/readyz`
+    /// lists them in): the timer path, membership, the campaign loops, then
+    /// maintenance (retention, channel pauses, stats).
     pub async fn start(
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
@@ -54,7 +62,6 @@ impl Engine {
         metrics::describe();
         let pipe = Arc::new(Pipeline::new(store, clock, channels, cfg, shards));
         let cfg = pipe.cfg.get();
-        let (store, clock) = (&pipe.store, &pipe.clock);
         let holder = herald_store::Holder::new(node_id, new_incarnation());
         let membership = Arc::new(membership::Membership::new(
             pipe.clone(),
@@ -64,136 +71,20 @@ impl Engine {
         // Claim a share before anything loads, so a restarted node fires again
         // at once; later rounds run in the background.
         pipe.schedule
-            .raise_horizon(clock.now_ms().saturating_add(cfg.window_ms));
+            .raise_horizon(pipe.clock.now_ms().saturating_add(cfg.window_ms));
         if let Err(e) = membership.run_once().await {
             tracing::warn!(error = %e, "first membership round failed; retrying in the background");
         }
-        let (write_tx, write_rx) = mpsc::channel(65_536);
-        let (done_tx, done_rx) = mpsc::unbounded_channel();
         let loops = Arc::new(Loops::new(pipe.stop.clone()));
-
-        let mut tasks = Vec::new();
-        // The writer and the completer own their queues (requests waiting for
-        // a commit, outcomes and their in-flight permits): a restart could not
-        // rebuild them, so their death fails the engine instead.
-        let write_rx = take_once(write_rx);
-        tasks.push(loops.spawn("writer", Restart::Never, {
-            let pipe = pipe.clone();
-            move || match write_rx.lock().take() {
-                Some(rx) => writer::run(pipe.clone(), rx).boxed(),
-                None => async {}.boxed(),
-            }
-        }));
-        let done_rx = take_once(done_rx);
-        tasks.push(loops.spawn("completer", Restart::Never, {
-            let pipe = pipe.clone();
-            move || match done_rx.lock().take() {
-                Some(rx) => completer::Completer::new(pipe.clone(), rx).run().boxed(),
-                None => async {}.boxed(),
-            }
-        }));
-        for rt in pipe.channels.values() {
-            for n in 0..rt.concurrency() {
-                tasks.push(spawn_sender(&loops, &pipe, rt, &done_tx, n));
-            }
-            rt.started
-                .store(rt.concurrency(), std::sync::atomic::Ordering::Release);
-        }
-        tasks.push(loops.spawn("fetcher", Restart::Yes, {
-            let (pipe, done) = (pipe.clone(), done_tx.clone());
-            move || {
-                fetcher::Fetcher::new(pipe.clone(), done.clone())
-                    .run()
-                    .boxed()
-            }
-        }));
-        tasks.push(loops.spawn("driver", Restart::Yes, {
-            let pipe = pipe.clone();
-            move || driver::Driver::new(pipe.clone()).run().boxed()
-        }));
-        let subscription = match store.subscribe().await {
-            Ok(sub) => sub,
-            Err(e) => {
-                tracing::warn!(error = %e, "no timer notifications; the loader's re-scan finds other nodes' timers");
-                None
-            }
-        };
-        // A store other processes write needs the loader's periodic re-scan.
-        let shared = subscription.is_some();
-        let rescan = Arc::new(loader::Rescan::default());
-        if let Some(rx) = subscription {
-            // A restarted listener subscribes again, and the loader re-reads
-            // its window for what was announced meanwhile.
-            let first = take_once(rx);
-            let (pipe, rescan) = (pipe.clone(), rescan.clone());
-            tasks.push(loops.spawn("listener", Restart::Yes, move || {
-                let (pipe, rescan, first) = (pipe.clone(), rescan.clone(), first.lock().take());
-                async move {
-                    let rx = match first {
-                        Some(rx) => rx,
-                        None => match pipe.store.subscribe().await {
-                            Ok(Some(rx)) => rx,
-                            Ok(None) => return,
-                            Err(e) => {
-                                tracing::warn!(error = %e, "subscribing to timer notifications failed");
-                                return;
-                            }
-                        },
-                    };
-                    rescan.request();
-                    listener::run(pipe, rx, rescan).await
-                }
-                .boxed()
-            }));
-        }
-        tasks.push(loops.spawn("loader", Restart::Yes, {
-            let pipe = pipe.clone();
-            move || {
-                loader::Loader::new(pipe.clone(), shared, rescan.clone())
-                    .run()
-                    .boxed()
-            }
-        }));
-        tasks.push(loops.spawn("membership", Restart::Yes, {
-            let membership = membership.clone();
-            move || membership.clone().run().boxed()
-        }));
-        let campaign = Arc::new(campaign::Shared {
-            store: store.clone(),
-            clock: clock.clone(),
-            channels: pipe.channels.clone(),
-            cfg: tuned::Tuned::new(cfg.campaign.clone()),
-            holder: holder.clone(),
-            stop: pipe.stop.clone(),
-            live: pipe.live.clone(),
-            work: Default::default(),
-            plan: Default::default(),
-            sweep: Default::default(),
-            writes: Default::default(),
-        });
-        let campaign_tasks = campaign::spawn(campaign.clone(), &loops);
-        let retention = Arc::new(retention::Sweeper {
-            store: store.clone(),
-            clock: clock.clone(),
-            cfg: tuned::Tuned::new(cfg.retention.clone()),
-            holder: holder.clone(),
-            stop: pipe.stop.clone(),
-        });
-        tasks.push(loops.spawn("retention", Restart::Yes, {
-            let retention = retention.clone();
-            move || retention.clone().run().boxed()
-        }));
-        if let Err(e) = pauses::refresh(&pipe).await {
-            tracing::warn!(error = %e, "reading channel pauses failed; retrying in the background");
-        }
-        tasks.push(loops.spawn("pauses", Restart::Yes, {
-            let pipe = pipe.clone();
-            move || pauses::run(pipe.clone()).boxed()
-        }));
-        tasks.push(loops.spawn("stats", Restart::Yes, {
-            let pipe = pipe.clone();
-            move || stats::Stats::new(pipe.clone()).run().boxed()
-        }));
+        let TimerPath {
+            write_tx,
+            done_tx,
+            mut tasks,
+        } = spawn_timer_path(&loops, &pipe).await;
+        tasks.push(spawn_membership(&loops, &membership));
+        let (campaign, campaign_tasks) = spawn_campaigns(&loops, &pipe, &holder);
+        let (retention, maintenance) = spawn_maintenance(&loops, &pipe, &holder).await;
+        tasks.extend(maintenance);
         tracing::info!(
             node_id,
             incarnation = holder.incarnation,
@@ -219,6 +110,192 @@ impl Engine {
             }),
         }
     }
+}
+
+/// The timer path once started: the queues into it that the engine keeps,
+/// and its tasks.
+struct TimerPath {
+    /// Where API writes go (the writer).
+    write_tx: mpsc::Sender<WriteRequest>,
+    /// Where sender loops hand their outcomes (the completer).
+    done_tx: mpsc::UnboundedSender<Finished>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+/// Starts the timer path under supervision, in this order: the writer and
+/// the completer, every channel's senders, the fetcher, the driver, the
+/// notification listener (on a store that announces timers) and the loader.
+async fn spawn_timer_path(loops: &Arc<Loops>, pipe: &Arc<Pipeline>) -> TimerPath {
+    let (write_tx, write_rx) = mpsc::channel(65_536);
+    let (done_tx, done_rx) = mpsc::unbounded_channel();
+    let mut tasks = Vec::new();
+    // The writer and the completer own their queues (requests waiting for
+    // a commit, outcomes and their in-flight permits): a restart could not
+    // rebuild them, so their death fails the engine instead.
+    let write_rx = take_once(write_rx);
+    tasks.push(loops.spawn("writer", Restart::Never, {
+        let pipe = pipe.clone();
+        move || match write_rx.lock().take() {
+            Some(rx) => writer::run(pipe.clone(), rx).boxed(),
+            None => async {}.boxed(),
+        }
+    }));
+    let done_rx = take_once(done_rx);
+    tasks.push(loops.spawn("completer", Restart::Never, {
+        let pipe = pipe.clone();
+        move || match done_rx.lock().take() {
+            Some(rx) => completer::Completer::new(pipe.clone(), rx).run().boxed(),
+            None => async {}.boxed(),
+        }
+    }));
+    for rt in pipe.channels.values() {
+        for n in 0..rt.concurrency() {
+            tasks.push(spawn_sender(loops, pipe, rt, &done_tx, n));
+        }
+        rt.started
+            .store(rt.concurrency(), std::sync::atomic::Ordering::Release);
+    }
+    tasks.push(loops.spawn("fetcher", Restart::Yes, {
+        let (pipe, done) = (pipe.clone(), done_tx.clone());
+        move || {
+            fetcher::Fetcher::new(pipe.clone(), done.clone())
+                .run()
+                .boxed()
+        }
+    }));
+    tasks.push(loops.spawn("driver", Restart::Yes, {
+        let pipe = pipe.clone();
+        move || driver::Driver::new(pipe.clone()).run().boxed()
+    }));
+    let rescan = Arc::new(loader::Rescan::default());
+    let listener = spawn_listener(loops, pipe, &rescan).await;
+    // A store other processes write needs the loader's periodic re-scan.
+    let shared = listener.is_some();
+    tasks.extend(listener);
+    tasks.push(loops.spawn("loader", Restart::Yes, {
+        let pipe = pipe.clone();
+        move || {
+            loader::Loader::new(pipe.clone(), shared, rescan.clone())
+                .run()
+                .boxed()
+        }
+    }));
+    TimerPath {
+        write_tx,
+        done_tx,
+        tasks,
+    }
+}
+
+/// Starts the notification listener if the store announces the timers other
+/// processes write; `None` if it does not (a store only this process writes,
+/// or one whose subscription failed: the loader's re-scan finds them then).
+async fn spawn_listener(
+    loops: &Arc<Loops>,
+    pipe: &Arc<Pipeline>,
+    rescan: &Arc<loader::Rescan>,
+) -> Option<JoinHandle<()>> {
+    let subscription = match pipe.store.subscribe().await {
+        Ok(sub) => sub,
+        Err(e) => {
+            tracing::warn!(error = %e, "no timer notifications; the loader's re-scan finds other nodes' timers");
+            None
+        }
+    };
+    let rx = subscription?;
+    // A restarted listener subscribes again, and the loader re-reads
+    // its window for what was announced meanwhile.
+    let first = take_once(rx);
+    let (pipe, rescan) = (pipe.clone(), rescan.clone());
+    Some(loops.spawn("listener", Restart::Yes, move || {
+        let (pipe, rescan, first) = (pipe.clone(), rescan.clone(), first.lock().take());
+        async move {
+            let rx = match first {
+                Some(rx) => rx,
+                None => match pipe.store.subscribe().await {
+                    Ok(Some(rx)) => rx,
+                    Ok(None) => return,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "subscribing to timer notifications failed");
+                        return;
+                    }
+                },
+            };
+            rescan.request();
+            listener::run(pipe, rx, rescan).await
+        }
+        .boxed()
+    }))
+}
+
+/// Starts the membership loop: heartbeats, lease renewals and rebalancing
+/// after the first round `Engine::start` ran itself.
+fn spawn_membership(
+    loops: &Arc<Loops>,
+    membership: &Arc<membership::Membership>,
+) -> JoinHandle<()> {
+    let membership = membership.clone();
+    loops.spawn("membership", Restart::Yes, move || {
+        membership.clone().run().boxed()
+    })
+}
+
+/// Starts the campaign loops (segment workers, sweeper, planner) over what
+/// they share, which the engine keeps for the campaign use cases.
+fn spawn_campaigns(
+    loops: &Arc<Loops>,
+    pipe: &Arc<Pipeline>,
+    holder: &herald_store::Holder,
+) -> (Arc<campaign::Shared>, Vec<JoinHandle<()>>) {
+    let campaign = Arc::new(campaign::Shared {
+        store: pipe.store.clone(),
+        clock: pipe.clock.clone(),
+        channels: pipe.channels.clone(),
+        cfg: tuned::Tuned::new(pipe.cfg.get().campaign.clone()),
+        holder: holder.clone(),
+        stop: pipe.stop.clone(),
+        live: pipe.live.clone(),
+        work: Default::default(),
+        plan: Default::default(),
+        sweep: Default::default(),
+        writes: Default::default(),
+    });
+    let tasks = campaign::spawn(campaign.clone(), loops);
+    (campaign, tasks)
+}
+
+/// Starts the maintenance loops: the retention sweeper (kept by the engine,
+/// whose settings a reload replaces), the channel pauses poll (after a first
+/// read, so a paused channel is held from the start) and the stats sampler.
+async fn spawn_maintenance(
+    loops: &Arc<Loops>,
+    pipe: &Arc<Pipeline>,
+    holder: &herald_store::Holder,
+) -> (Arc<retention::Sweeper>, Vec<JoinHandle<()>>) {
+    let mut tasks = Vec::new();
+    let retention = Arc::new(retention::Sweeper {
+        store: pipe.store.clone(),
+        clock: pipe.clock.clone(),
+        cfg: tuned::Tuned::new(pipe.cfg.get().retention.clone()),
+        holder: holder.clone(),
+        stop: pipe.stop.clone(),
+    });
+    tasks.push(loops.spawn("retention", Restart::Yes, {
+        let retention = retention.clone();
+        move || retention.clone().run().boxed()
+    }));
+    if let Err(e) = pauses::refresh(pipe).await {
+        tracing::warn!(error = %e, "reading channel pauses failed; retrying in the background");
+    }
+    tasks.push(loops.spawn("pauses", Restart::Yes, {
+        let pipe = pipe.clone();
+        move || pauses::run(pipe.clone()).boxed()
+    }));
+    tasks.push(loops.spawn("stats", Restart::Yes, {
+        let pipe = pipe.clone();
+        move || stats::Stats::new(pipe.clone()).run().boxed()
+    }));
+    (retention, tasks)
 }
 
 /// Starts sender loop number `n` of a channel under supervision.
