@@ -399,6 +399,31 @@ struct Fanned {
     devices: bool,
 }
 
+/// A group resolved and ready to send ([`prepare`]).
+struct Prepared {
+    /// Recipients settled without a send: no recipient at the index, or
+    /// the directory found no address, an opt-out or quiet hours.
+    settled: Vec<Sent>,
+    /// Deliveries to one address each, sent in one call (a batch call for
+    /// several).
+    deliveries: Vec<Delivery>,
+    /// Directory recipients sent as several copies.
+    fanned: Vec<Fanned>,
+    /// Who `deliveries` and then `fanned` go to, in that order.
+    outgoing: Vec<Outgoing>,
+    /// Whether the channel's quiet hours are passed over: a critical job,
+    /// or a directory job whose recipients all had their own checked.
+    skip_channel_quiet: bool,
+}
+
+/// Why a group goes unsent after all ([`Call::send_until_answered`]).
+enum Unsent {
+    /// The claim or the deadline no longer allows a send.
+    Skipped(fn() -> Skip),
+    /// The channel's quiet hours drop it (their label).
+    Dropped(String),
+}
+
 /// One provider call for a group of recipients (one, unless the channel
 /// batches): resolve directory recipients, wait out any provider pause and the
 /// rate limit, check the claim, the deadline and quiet hours, send, and turn
@@ -413,30 +438,79 @@ async fn send_group(
     dir: Option<&Directory>,
     group: Vec<(u64, String, u32)>,
 ) -> Vec<Sent> {
-    let mut out: Vec<Sent> = Vec::with_capacity(group.len());
+    let Prepared {
+        settled: mut out,
+        mut deliveries,
+        mut fanned,
+        outgoing,
+        skip_channel_quiet,
+    } = prepare(rt, job, dir, group, sh.clock.now_ms());
+    if outgoing.is_empty() {
+        return out;
+    }
+    let call = Call {
+        sh,
+        rt,
+        job,
+        lease,
+        skip_channel_quiet,
+    };
+    match call.send_until_answered(&mut deliveries, &mut fanned).await {
+        Ok((outcomes, notes)) => out.extend(log_answers(sh, rt, job, outgoing, outcomes, notes)),
+        Err(Unsent::Skipped(why)) => out.extend(outgoing.iter().map(|o| (o.index, Err(why())))),
+        Err(Unsent::Dropped(label)) => {
+            rt.counts
+                .quiet
+                .fetch_add(outgoing.len() as u64, Ordering::Relaxed);
+            let why = format!("dropped: quiet hours ({label})");
+            out.extend(outgoing.into_iter().map(|o| {
+                (
+                    o.index,
+                    Ok(entry(
+                        o.index,
+                        o.logged,
+                        SendState::Failed,
+                        None,
+                        Some(why.clone()),
+                    )),
+                )
+            }));
+        }
+    }
+    out
+}
+
+/// Resolves a group's recipients at `resolved_at`: each becomes a delivery
+/// to one address, a delivery sent as copies (a directory recipient with
+/// several addresses or devices), or a send-log entry settled without a
+/// send.
+fn prepare(
+    rt: &ChannelRuntime,
+    job: &JobRecord,
+    dir: Option<&Directory>,
+    group: Vec<(u64, String, u32)>,
+    resolved_at: i64,
+) -> Prepared {
+    let mut out: Vec<Sent> = Vec::new();
     let mut deliveries = Vec::with_capacity(group.len());
     let mut fanned: Vec<Fanned> = Vec::new();
-    // Plain deliveries first, then the fanned ones, in the order sent.
     let mut outgoing: Vec<Outgoing> = Vec::with_capacity(group.len());
     let mut fanned_out: Vec<Outgoing> = Vec::new();
     let critical = dir.is_none() && Routing::parse(job.routing.as_deref()).critical;
     let mut skip_channel_quiet = critical || dir.is_some();
-    let resolved_at = sh.clock.now_ms();
+    let settle = |idx: u64, logged: String, error: String| -> Sent {
+        (
+            idx,
+            Ok(entry(idx, logged, SendState::Failed, None, Some(error))),
+        )
+    };
     for (idx, recipient, attempt) in group {
         if recipient.is_empty() {
-            out.push((
-                idx,
-                Ok(entry(
-                    idx,
-                    recipient,
-                    SendState::Failed,
-                    None,
-                    Some("no recipient at this index of the audience".into()),
-                )),
-            ));
+            let error = "no recipient at this index of the audience".to_string();
+            out.push(settle(idx, recipient, error));
             continue;
         }
-        let mut delivery = Delivery {
+        let delivery = Delivery {
             timer_id: job.id,
             kind: TimerKind::Job,
             due_at: job.created_at,
@@ -456,126 +530,170 @@ async fn send_group(
             outgoing.push(sent);
             continue;
         };
-        match dir.resolve(job, &sent.logged, resolved_at) {
-            Resolved::Send {
-                mut addresses,
-                devices,
-                skip_channel_quiet: skip,
-            } => {
-                skip_channel_quiet &= skip;
-                if addresses.len() == 1 && !devices {
-                    delivery.recipient = addresses.pop().unwrap_or_default();
-                    deliveries.push(delivery);
-                    outgoing.push(sent);
-                } else {
-                    fanned.push(Fanned {
-                        delivery,
-                        addresses,
-                        devices,
-                    });
-                    fanned_out.push(sent);
-                }
+        let skip = &mut skip_channel_quiet;
+        match address(rt, dir, job, delivery, &sent.logged, resolved_at, skip) {
+            Addressed::One(delivery) => {
+                deliveries.push(delivery);
+                outgoing.push(sent);
             }
-            Resolved::Unsendable(why) => {
-                match why {
-                    Unsendable::NoAddress => rt.metrics.no_address.increment(1),
-                    Unsendable::OptedOut => rt.metrics.opted_out.increment(1),
-                }
-                out.push((
-                    idx,
-                    Ok(entry(
-                        idx,
-                        sent.logged,
-                        SendState::Failed,
-                        None,
-                        Some(CompletionOutcome::Unsendable(why).as_str().into()),
-                    )),
-                ));
+            Addressed::Copies(f) => {
+                fanned.push(f);
+                fanned_out.push(sent);
             }
-            Resolved::Quiet(until) => {
-                rt.counts.quiet.fetch_add(1, Ordering::Relaxed);
-                out.push((
-                    idx,
-                    Ok(entry(
-                        idx,
-                        sent.logged,
-                        SendState::Failed,
-                        None,
-                        Some(directory::quiet_error(until)),
-                    )),
-                ));
-            }
+            Addressed::Settled(error) => out.push(settle(idx, sent.logged, error)),
         }
     }
     outgoing.extend(fanned_out);
-    if outgoing.is_empty() {
-        return out;
+    Prepared {
+        settled: out,
+        deliveries,
+        fanned,
+        outgoing,
+        skip_channel_quiet,
     }
-    let skip = |why: fn() -> Skip, out: &mut Vec<Sent>| {
-        out.extend(outgoing.iter().map(|o| (o.index, Err(why()))));
-    };
-    let (outcomes, notes) = loop {
-        rt.wait_for_rate(sh.clock.as_ref()).await;
-        let now = sh.clock.now_ms();
-        if now.saturating_add(sh.cfg.get().lease_guard_ms) >= lease.load(Ordering::SeqCst) {
-            skip(|| Skip::Lease, &mut out);
-            return out;
-        }
-        if job.deadline_at.is_some_and(|d| now >= d) {
-            skip(|| Skip::Deadline, &mut out);
-            return out;
-        }
-        // An operator's pause holds the group like deferring quiet hours do:
-        // nothing is sent, no attempt is used, and the claim stays ours.
-        let paused_for = rt.operator.until().saturating_sub(now);
-        if paused_for > 0 {
-            let nap = paused_for.clamp(1, 1_000) as u64;
-            tokio::time::sleep(Duration::from_millis(nap)).await;
-            continue;
-        }
-        // The channel's quiet hours; a directory job's recipients had their
-        // own checked instead when they have any (see `Resolved::Send`).
-        if let Some((end, policy, label)) = rt.quiet_until(now).filter(|_| !skip_channel_quiet) {
-            match policy {
-                // Hold the segment and wait for the window to end; the loop
-                // above keeps recording, which keeps the claim alive, and the
-                // checks here still stop on a lost claim or the deadline.
-                QuietPolicy::Defer => {
-                    let nap = (end - now).clamp(1, 1_000) as u64;
-                    tokio::time::sleep(Duration::from_millis(nap)).await;
-                    continue;
-                }
-                QuietPolicy::Drop => {
-                    rt.counts
-                        .quiet
-                        .fetch_add(outgoing.len() as u64, Ordering::Relaxed);
-                    let why = format!("dropped: quiet hours ({label})");
-                    out.extend(outgoing.into_iter().map(|o| {
-                        (
-                            o.index,
-                            Ok(entry(
-                                o.index,
-                                o.logged,
-                                SendState::Failed,
-                                None,
-                                Some(why.clone()),
-                            )),
-                        )
-                    }));
-                    return out;
-                }
+}
+
+/// Where the directory sends one recipient of a directory job ([`address`]).
+enum Addressed {
+    /// To one address.
+    One(Delivery),
+    /// As copies to several addresses, or to each device of an app push.
+    Copies(Fanned),
+    /// Nowhere: no address, an opt-out or quiet hours; the send-log error.
+    Settled(String),
+}
+
+/// Resolves one recipient (`logged`, a user id) through the directory at
+/// `resolved_at`; clears `skip_channel_quiet` when the recipient has no
+/// quiet hours of their own, so the channel's apply.
+fn address(
+    rt: &ChannelRuntime,
+    dir: &Directory,
+    job: &JobRecord,
+    mut delivery: Delivery,
+    logged: &str,
+    resolved_at: i64,
+    skip_channel_quiet: &mut bool,
+) -> Addressed {
+    match dir.resolve(job, logged, resolved_at) {
+        Resolved::Send {
+            mut addresses,
+            devices,
+            skip_channel_quiet: skip,
+        } => {
+            *skip_channel_quiet &= skip;
+            if addresses.len() == 1 && !devices {
+                delivery.recipient = addresses.pop().unwrap_or_default();
+                Addressed::One(delivery)
+            } else {
+                Addressed::Copies(Fanned {
+                    delivery,
+                    addresses,
+                    devices,
+                })
             }
         }
-        for d in &mut deliveries {
+        Resolved::Unsendable(why) => {
+            match why {
+                Unsendable::NoAddress => rt.metrics.no_address.increment(1),
+                Unsendable::OptedOut => rt.metrics.opted_out.increment(1),
+            }
+            Addressed::Settled(CompletionOutcome::Unsendable(why).as_str().into())
+        }
+        Resolved::Quiet(until) => {
+            rt.counts.quiet.fetch_add(1, Ordering::Relaxed);
+            Addressed::Settled(directory::quiet_error(until))
+        }
+    }
+}
+
+/// What one group's provider call runs under.
+struct Call<'a> {
+    sh: &'a Shared,
+    rt: &'a ChannelRuntime,
+    job: &'a JobRecord,
+    lease: &'a AtomicI64,
+    skip_channel_quiet: bool,
+}
+
+impl Call<'_> {
+    /// Sends the group once the rate, an operator's pause and deferring
+    /// quiet hours let it, and again after a throttle answer; the answers
+    /// (one per recipient, `deliveries` then `fanned`), each with a note
+    /// from sending copies. `Err` when the claim, the deadline or dropping
+    /// quiet hours stop it first.
+    async fn send_until_answered(
+        &self,
+        deliveries: &mut [Delivery],
+        fanned: &mut [Fanned],
+    ) -> Result<(Vec<SendOutcome>, Vec<Option<String>>), Unsent> {
+        let (sh, rt, job) = (self.sh, self.rt, self.job);
+        loop {
+            rt.wait_for_rate(sh.clock.as_ref()).await;
+            let now = sh.clock.now_ms();
+            if now.saturating_add(sh.cfg.get().lease_guard_ms) >= self.lease.load(Ordering::SeqCst)
+            {
+                return Err(Unsent::Skipped(|| Skip::Lease));
+            }
+            if job.deadline_at.is_some_and(|d| now >= d) {
+                return Err(Unsent::Skipped(|| Skip::Deadline));
+            }
+            // An operator's pause holds the group like deferring quiet hours do:
+            // nothing is sent, no attempt is used, and the claim stays ours.
+            let paused_for = rt.operator.until().saturating_sub(now);
+            if paused_for > 0 {
+                let nap = paused_for.clamp(1, 1_000) as u64;
+                tokio::time::sleep(Duration::from_millis(nap)).await;
+                continue;
+            }
+            // The channel's quiet hours; a directory job's recipients had their
+            // own checked instead when they have any (see `Resolved::Send`).
+            let quiet = rt.quiet_until(now).filter(|_| !self.skip_channel_quiet);
+            if let Some((end, policy, label)) = quiet {
+                match policy {
+                    // Hold the segment and wait for the window to end; the loop
+                    // above keeps recording, which keeps the claim alive, and the
+                    // checks here still stop on a lost claim or the deadline.
+                    QuietPolicy::Defer => {
+                        let nap = (end - now).clamp(1, 1_000) as u64;
+                        tokio::time::sleep(Duration::from_millis(nap)).await;
+                        continue;
+                    }
+                    QuietPolicy::Drop => return Err(Unsent::Dropped(label)),
+                }
+            }
+            let (outcomes, notes) = self.call(deliveries, fanned, now).await;
+            // A batch call is throttled as a whole: pause once, send it all again.
+            let throttled = outcomes
+                .iter()
+                .any(|o| matches!(o, SendOutcome::Throttled { .. }));
+            if !throttled {
+                return Ok((outcomes, notes));
+            }
+        }
+    }
+
+    /// One provider call at `now`: the single-address deliveries (one send,
+    /// or one batch send), then each fanned recipient's copies. Records the
+    /// call's duration and lets the channel observe each answer (a throttle
+    /// pauses it).
+    async fn call(
+        &self,
+        deliveries: &mut [Delivery],
+        fanned: &mut [Fanned],
+        now: i64,
+    ) -> (Vec<SendOutcome>, Vec<Option<String>>) {
+        let (sh, rt, job) = (self.sh, self.rt, self.job);
+        for d in deliveries.iter_mut() {
             d.fired_at = now;
         }
         let mut outcomes = match deliveries.len() {
             0 => Vec::new(),
             1 => vec![rt.channel().send(&deliveries[0]).await],
-            _ => rt.channel().send_batch(&deliveries).await,
+            _ => rt.channel().send_batch(deliveries).await,
         };
         let mut notes: Vec<Option<String>> = vec![None; outcomes.len()];
-        for f in &mut fanned {
+        for f in fanned.iter_mut() {
             f.delivery.fired_at = now;
             let copies = copies::Copies {
                 tenant: job.tenant,
@@ -598,17 +716,23 @@ async fn send_group(
         rt.metrics
             .duration
             .record((finished - now).max(0) as f64 / 1000.0);
-        // A batch call is throttled as a whole: pause once, send it all again.
-        let throttled = outcomes
-            .iter()
-            .any(|o| matches!(o, SendOutcome::Throttled { .. }));
         for o in &mut outcomes {
             rt.observe(o, 1, finished);
         }
-        if !throttled {
-            break (outcomes, notes);
-        }
-    };
+        (outcomes, notes)
+    }
+}
+
+/// Counts a group's answers in the live window and the channel's metrics,
+/// and turns each into its recipient's send-log entry.
+fn log_answers(
+    sh: &Shared,
+    rt: &ChannelRuntime,
+    job: &JobRecord,
+    outgoing: Vec<Outgoing>,
+    outcomes: Vec<SendOutcome>,
+    notes: Vec<Option<String>>,
+) -> Vec<Sent> {
     let finished = sh.clock.now_ms();
     sh.live.record(
         finished,
@@ -623,6 +747,7 @@ async fn send_group(
             lateness_ms: None,
         }),
     );
+    let mut out = Vec::with_capacity(outgoing.len());
     for ((o, outcome), note) in outgoing.into_iter().zip(outcomes).zip(notes) {
         let (state, provider_msgid, error) = match outcome {
             SendOutcome::Delivered { provider_msgid, .. } => {
@@ -663,5 +788,71 @@ fn entry(
         state,
         provider_msgid,
         error,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use herald_core::campaign::JobState;
+
+    use super::*;
+    use crate::config::EngineConfig;
+    use crate::testkit::{CHANNEL, Rig, T0};
+
+    fn job(routing: Option<&str>) -> JobRecord {
+        JobRecord {
+            id: 7,
+            tenant: herald_core::DEFAULT_TENANT,
+            audience_id: 1,
+            channel: CHANNEL.into(),
+            message: r#"{"text":"hi"}"#.into(),
+            segment_size: 100,
+            deadline_at: None,
+            priority: 5,
+            task_id: None,
+            state: JobState::Running,
+            totals: Default::default(),
+            created_at: T0,
+            started_at: None,
+            finished_at: None,
+            routing: routing.map(str::to_string),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_group_without_a_directory_sends_to_each_stored_recipient() {
+        let rig = Rig::new(EngineConfig::default()).await;
+        let rt = rig.pipe.channels[CHANNEL].clone();
+        let group = vec![(3, String::new(), 1), (4, "a@example.com".into(), 2)];
+        let p = prepare(&rt, &job(None), None, group, T0);
+        assert_eq!(p.settled.len(), 1);
+        let (index, Ok(settled)) = &p.settled[0] else {
+            panic!("settled without a send");
+        };
+        assert_eq!((*index, settled.state), (3, SendState::Failed));
+        let sent: Vec<(u64, &str)> = p
+            .outgoing
+            .iter()
+            .map(|o| (o.index, o.logged.as_str()))
+            .collect();
+        assert_eq!(sent, [(4, "a@example.com")]);
+        let d = &p.deliveries[0];
+        assert_eq!(
+            (d.attempt, d.idempotency_key.as_str()),
+            (2, job_recipient_key(7, 4).as_str())
+        );
+        assert!(p.fanned.is_empty());
+        assert!(
+            !p.skip_channel_quiet,
+            "a job that is not critical keeps quiet hours"
+        );
+        let critical = prepare(
+            &rt,
+            &job(Some(r#"{"critical":true}"#)),
+            None,
+            Vec::new(),
+            T0,
+        );
+        assert!(critical.skip_channel_quiet);
     }
 }
