@@ -29,13 +29,13 @@ use herald_core::TimerKind;
 use herald_core::campaign::{SendState, job_recipient_key};
 use herald_core::timer::Routing;
 use herald_store::{
-    ClaimedSegment, CompletionOutcome, JobRecord, LeaseCheck, Progress, SegmentClaim, SegmentWrite,
-    SendEntry, Unsendable,
+    ClaimedSegment, CompletionOutcome, JobRecord, LeaseCheck, Progress, SegmentClaim,
+    SegmentRecord, SegmentWrite, SendEntry, Unsendable,
 };
 use tokio::time::Instant;
 
-use super::Shared;
 use super::directory::{self, Directory, Resolved};
+use super::{CampaignConfig, Shared};
 use crate::channels::copies;
 use crate::channels::runtime::ChannelRuntime;
 use crate::observe::live::{LiveEntry, LiveOutcome};
@@ -71,6 +71,7 @@ type Pending<'a> =
     std::pin::Pin<Box<dyn std::future::Future<Output = Option<(i64, Progress)>> + Send + 'a>>;
 
 /// Why a send did not happen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Skip {
     /// The claim no longer covers a send (stalled, or about to expire).
     Lease,
@@ -78,7 +79,12 @@ enum Skip {
     Deadline,
 }
 
-/// Sends one segment as far as its claim allows.
+/// Sends one segment as far as its claim allows. In phases: read what the
+/// segment needs ([`read_slice`]), size the work ([`Pace`]), then loop:
+/// start groups of sends as the window allows ([`Walk::fill`]), write what
+/// was answered one write at a time ([`Walk::write_now`]), take in answers
+/// and writes; finally record the rest and finish the segment
+/// ([`finish`]).
 async fn run_segment(sh: &Shared, claimed: ClaimedSegment) {
     let ClaimedSegment {
         claim,
@@ -100,168 +106,46 @@ async fn run_segment(sh: &Shared, claimed: ClaimedSegment) {
         tracing::error!(job = job.id, channel = %job.channel, "job names a channel this node does not have; leaving its segment");
         return;
     };
-    let from = segment.cursor;
-    let recipients = match sh
-        .store
-        .audience_slice(job.audience_id, from, segment.end)
-        .await
-    {
-        Ok(r) => r,
-        Err(e) => {
-            tracing::warn!(error = %e, job = job.id, "reading the segment's recipients failed; its lease will lapse");
-            return;
-        }
+    let Some(slice) = read_slice(sh, &job, &segment, rt.in_doubt()).await else {
+        return;
     };
-    // A job with `to`: its users' directory entries, read once per claim.
-    let dir = match Directory::read(sh.store.as_ref(), &job, &recipients).await {
-        Ok(d) => d,
-        Err(e) => {
-            tracing::warn!(error = %e, job = job.id, "reading the segment's subscribers failed; its lease will lapse");
-            return;
-        }
-    };
-    let prior: HashMap<u64, (SendState, u32)> = match sh
-        .store
-        .job_sends(job.id, from, segment.end)
-        .await
-    {
-        Ok(rows) => rows
-            .into_iter()
-            .map(|r| (r.index, (r.state, r.attempts)))
-            .collect(),
-        Err(e) => {
-            tracing::warn!(error = %e, job = job.id, "reading the send log failed; its lease will lapse");
-            return;
-        }
-    };
-
     let lease = AtomicI64::new(lease_until);
-    let conc = sh.cfg.get().worker_concurrency.min(rt.concurrency()).max(1);
-    let per_write = sh.cfg.get().record_every.max(1);
-    let record_period = Duration::from_millis((sh.cfg.get().lease_ms / 3).max(50) as u64);
-    // A provider that takes many recipients per call (WeCom: 1000) gets them
-    // in one call; in-flight calls are then bounded by the channel's concurrency.
-    let batch = rt.channel().max_batch().max(1);
-    let conc = if batch > 1 {
-        rt.concurrency().clamp(1, conc)
-    } else {
-        conc
-    };
-    // Recipients that may be out without a recorded outcome: in flight,
-    // answered but not yet written, or marked (`sent_to`) and not yet sent.
-    // A crash leaves at most this many in doubt.
-    let window = (conc as u64).saturating_mul(batch as u64);
-    let policy = rt.in_doubt();
-    let doubt = (segment.doubt_from.max(from))..segment.doubt_to.min(segment.end);
-    let mut resolving = 0u64;
-
-    let mut next = from;
-    // Everything below `marked` may be sent: the store has it as `sent_to`.
-    let mut marked = from;
-    let mut in_flight: BTreeSet<u64> = BTreeSet::new();
-    let mut skipped: Option<u64> = None;
-    let mut entries: Vec<SendEntry> = Vec::new();
+    let pace = Pace::of(&sh.cfg.get(), rt.concurrency(), rt.channel().max_batch());
+    let mut walk = Walk::new(slice.from, segment.end);
     let mut sends = FuturesUnordered::new();
     let mut writing: Option<Pending<'_>> = None;
     let mut last_record = Instant::now();
-    let mut halted = false;
-    let mut lost = false;
 
     loop {
-        while !halted && sends.len() < conc && next < segment.end {
-            let mut group: Vec<(u64, String, u32)> = Vec::new();
-            while group.len() < batch && next < segment.end {
-                let idx = next;
-                let attempt = match prior.get(&idx) {
-                    Some((state, _)) if state.is_final() => {
-                        next += 1;
-                        continue;
-                    }
-                    Some((_, attempts)) => attempts + 1,
-                    None => 1,
-                };
-                let recipient = recipients
-                    .get((idx - from) as usize)
-                    .cloned()
-                    .unwrap_or_default();
-                if doubt.contains(&idx) {
-                    resolving += 1;
-                    if policy == InDoubt::Skip {
-                        // Not sent again: it ends in doubt, for an operator.
-                        next += 1;
-                        entries.push(entry(
-                            idx,
-                            recipient,
-                            SendState::InDoubt,
-                            None,
-                            Some(IN_DOUBT.into()),
-                        ));
-                        continue;
-                    }
-                }
-                if idx >= marked {
-                    break;
-                }
-                next += 1;
-                in_flight.insert(idx);
-                group.push((idx, recipient, attempt));
-            }
+        while !walk.halted && sends.len() < pace.conc && walk.next < walk.end {
+            let group = walk.fill(&slice, pace.batch);
             if group.is_empty() {
                 break;
             }
-            sends.push(send_group(sh, &rt, &job, &lease, dir.as_ref(), group));
+            sends.push(send_group(sh, &rt, &job, &lease, slice.dir.as_ref(), group));
         }
         if sh.stop.is_stopped() {
-            halted = true;
+            walk.halted = true;
         }
         // One write at a time: what has been answered, the cursor, and how far
         // the window lets sends go next. Outcomes answered meanwhile wait for
         // the next one, so writes follow the sends as fast as the store
         // commits.
-        if writing.is_none() && !lost {
-            let room = window.saturating_sub(in_flight.len() as u64);
-            let sent_to = if halted {
-                marked
-            } else {
-                next.saturating_add(room).min(segment.end)
-            };
-            let due = last_record.elapsed() >= record_period;
-            // Answers go as soon as they come (the group commit merges them
-            // with the other workers'); a mark alone when the next send
-            // waits for it, or nothing is in flight.
-            let mark = sent_to > marked && (sends.is_empty() || next >= marked);
-            if due || !entries.is_empty() || mark {
-                let take = entries.len().min(per_write);
-                let batch: Vec<SendEntry> = entries.drain(..take).collect();
-                // Outcomes left for the next write are not recorded yet.
-                let cursor = entries
-                    .iter()
-                    .map(|e| e.index)
-                    .fold(low_water(&in_flight, skipped, next), u64::min);
-                let at = Progress { cursor, sent_to };
+        if writing.is_none() {
+            let due = last_record.elapsed() >= pace.record_period;
+            if let Some((at, batch)) = walk.write_now(&pace, due, sends.is_empty()) {
                 writing = Some(Box::pin(record(sh, &claim, at, batch)));
                 last_record = Instant::now();
             }
         }
-        if sends.is_empty() && writing.is_none() {
-            let more = !halted && next < segment.end;
-            if lost || (!more && entries.is_empty()) {
-                break;
-            }
+        if sends.is_empty() && writing.is_none() && walk.finished() {
+            break;
         }
         tokio::select! {
             done = sends.next(), if !sends.is_empty() => {
                 for (idx, result) in done.into_iter().flatten() {
-                    in_flight.remove(&idx);
-                    match result {
-                        Ok(entry) => entries.push(entry),
-                        Err(why) => {
-                            halted = true;
-                            skipped = Some(skipped.map_or(idx, |s| s.min(idx)));
-                            if matches!(why, Skip::Lease) {
-                                tracing::warn!(job = job.id, segment = segment.id, "claim no longer covers a send; stopping");
-                            }
-                        }
+                    if walk.answered(idx, result) == Some(Skip::Lease) {
+                        tracing::warn!(job = job.id, segment = segment.id, "claim no longer covers a send; stopping");
                     }
                 }
             }
@@ -272,44 +156,326 @@ async fn run_segment(sh: &Shared, claimed: ClaimedSegment) {
                 }
             }, if writing.is_some() => {
                 writing = None;
-                match written {
-                    Some((until, at)) => {
-                        lease.store(until, Ordering::SeqCst);
-                        marked = marked.max(at.sent_to);
-                    }
-                    None => {
-                        lost = true;
-                        halted = true;
-                    }
+                if let Some(until) = walk.written(written) {
+                    lease.store(until, Ordering::SeqCst);
                 }
             }
-            _ = tokio::time::sleep_until(last_record + record_period) => {}
+            _ = tokio::time::sleep_until(last_record + pace.record_period) => {}
         }
     }
-    if resolving > 0 {
+    finish(sh, &claim, &job, &segment, &slice, walk, &lease).await;
+}
+
+/// What sending a segment needs besides its claim: its recipients, their
+/// directory entries (a job with `to`), the send log's earlier outcomes,
+/// and the part a dead holder left in doubt with the channel's choice for it.
+struct Slice {
+    /// The segment's cursor when claimed: `recipients[0]` is at this index.
+    from: u64,
+    recipients: Vec<String>,
+    dir: Option<Directory>,
+    /// State and attempts by index, from earlier claims.
+    prior: HashMap<u64, (SendState, u32)>,
+    doubt: std::ops::Range<u64>,
+    policy: InDoubt,
+}
+
+/// Reads a segment's recipients, their directory entries and its send log;
+/// `None` if the store fails (the claim then lapses).
+async fn read_slice(
+    sh: &Shared,
+    job: &JobRecord,
+    segment: &SegmentRecord,
+    policy: InDoubt,
+) -> Option<Slice> {
+    let from = segment.cursor;
+    let recipients = match sh
+        .store
+        .audience_slice(job.audience_id, from, segment.end)
+        .await
+    {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!(error = %e, job = job.id, "reading the segment's recipients failed; its lease will lapse");
+            return None;
+        }
+    };
+    // A job with `to`: its users' directory entries, read once per claim.
+    let dir = match Directory::read(sh.store.as_ref(), job, &recipients).await {
+        Ok(d) => d,
+        Err(e) => {
+            tracing::warn!(error = %e, job = job.id, "reading the segment's subscribers failed; its lease will lapse");
+            return None;
+        }
+    };
+    let prior = match sh.store.job_sends(job.id, from, segment.end).await {
+        Ok(rows) => rows
+            .into_iter()
+            .map(|r| (r.index, (r.state, r.attempts)))
+            .collect(),
+        Err(e) => {
+            tracing::warn!(error = %e, job = job.id, "reading the send log failed; its lease will lapse");
+            return None;
+        }
+    };
+    Some(Slice {
+        from,
+        recipients,
+        dir,
+        prior,
+        doubt: (segment.doubt_from.max(from))..segment.doubt_to.min(segment.end),
+        policy,
+    })
+}
+
+/// How a worker paces one segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Pace {
+    /// Provider calls in flight at once.
+    conc: usize,
+    /// Recipients per provider call.
+    batch: usize,
+    /// Most outcomes one write carries.
+    per_write: usize,
+    /// Longest between writes (a third of the lease).
+    record_period: Duration,
+    /// Recipients that may be out without a recorded outcome: in flight,
+    /// answered but not yet written, or marked (`sent_to`) and not yet sent.
+    /// A crash leaves at most this many in doubt.
+    window: u64,
+}
+
+impl Pace {
+    /// The pace for `[jobs]` settings `cfg` on a channel of `concurrency`
+    /// whose calls take up to `max_batch` recipients.
+    fn of(cfg: &CampaignConfig, concurrency: usize, max_batch: usize) -> Self {
+        let conc = cfg.worker_concurrency.min(concurrency).max(1);
+        let per_write = cfg.record_every.max(1);
+        let record_period = Duration::from_millis((cfg.lease_ms / 3).max(50) as u64);
+        // A provider that takes many recipients per call (WeCom: 1000) gets them
+        // in one call; in-flight calls are then bounded by the channel's concurrency.
+        let batch = max_batch.max(1);
+        let conc = if batch > 1 {
+            concurrency.clamp(1, conc)
+        } else {
+            conc
+        };
+        Self {
+            conc,
+            batch,
+            per_write,
+            record_period,
+            window: (conc as u64).saturating_mul(batch as u64),
+        }
+    }
+}
+
+/// Where sending a segment stands, in memory.
+#[derive(Debug)]
+struct Walk {
+    /// The segment's cursor when claimed.
+    from: u64,
+    /// The segment's end (exclusive).
+    end: u64,
+    /// The next index to look at.
+    next: u64,
+    /// Everything below `marked` may be sent: the store has it as `sent_to`.
+    marked: u64,
+    in_flight: BTreeSet<u64>,
+    /// The lowest index whose send was skipped (lease or deadline).
+    skipped: Option<u64>,
+    /// Outcomes answered (or settled) and not yet written.
+    entries: Vec<SendEntry>,
+    /// No more sends start: stopping, or a send was skipped.
+    halted: bool,
+    /// The claim is lost, or a write failed: nothing more is written.
+    lost: bool,
+    /// Recipients a dead holder left in doubt that came up again.
+    resolving: u64,
+}
+
+impl Walk {
+    fn new(from: u64, end: u64) -> Self {
+        Self {
+            from,
+            end,
+            next: from,
+            marked: from,
+            in_flight: BTreeSet::new(),
+            skipped: None,
+            entries: Vec::new(),
+            halted: false,
+            lost: false,
+            resolving: 0,
+        }
+    }
+
+    /// The next group to send, up to `batch` recipients below `marked`:
+    /// recipients already final are passed over, and those left in doubt
+    /// end in doubt unsent on a channel that skips them. Empty when the
+    /// next recipient waits for a mark, or the segment is through.
+    fn fill(&mut self, slice: &Slice, batch: usize) -> Vec<(u64, String, u32)> {
+        let mut group: Vec<(u64, String, u32)> = Vec::new();
+        while group.len() < batch && self.next < self.end {
+            let idx = self.next;
+            let attempt = match slice.prior.get(&idx) {
+                Some((state, _)) if state.is_final() => {
+                    self.next += 1;
+                    continue;
+                }
+                Some((_, attempts)) => attempts + 1,
+                None => 1,
+            };
+            let recipient = slice
+                .recipients
+                .get((idx - slice.from) as usize)
+                .cloned()
+                .unwrap_or_default();
+            if slice.doubt.contains(&idx) {
+                self.resolving += 1;
+                if slice.policy == InDoubt::Skip {
+                    // Not sent again: it ends in doubt, for an operator.
+                    self.next += 1;
+                    self.entries.push(entry(
+                        idx,
+                        recipient,
+                        SendState::InDoubt,
+                        None,
+                        Some(IN_DOUBT.into()),
+                    ));
+                    continue;
+                }
+            }
+            if idx >= self.marked {
+                break;
+            }
+            self.next += 1;
+            self.in_flight.insert(idx);
+            group.push((idx, recipient, attempt));
+        }
+        group
+    }
+
+    /// The write to make now, if any (none while the claim is lost): the
+    /// outcomes answered (at most `per_write`), the cursor below everything
+    /// not yet recorded, and `sent_to` as far as the window allows. A write
+    /// goes when one is `due`, when answers wait, or to raise the mark the
+    /// next send waits for (or with nothing in flight, `sends_idle`).
+    fn write_now(
+        &mut self,
+        pace: &Pace,
+        due: bool,
+        sends_idle: bool,
+    ) -> Option<(Progress, Vec<SendEntry>)> {
+        if self.lost {
+            return None;
+        }
+        let room = pace.window.saturating_sub(self.in_flight.len() as u64);
+        let sent_to = if self.halted {
+            self.marked
+        } else {
+            self.next.saturating_add(room).min(self.end)
+        };
+        // Answers go as soon as they come (the group commit merges them
+        // with the other workers'); a mark alone when the next send
+        // waits for it, or nothing is in flight.
+        let mark = sent_to > self.marked && (sends_idle || self.next >= self.marked);
+        if !(due || !self.entries.is_empty() || mark) {
+            return None;
+        }
+        let take = self.entries.len().min(pace.per_write);
+        let batch: Vec<SendEntry> = self.entries.drain(..take).collect();
+        // Outcomes left for the next write are not recorded yet.
+        let cursor = self
+            .entries
+            .iter()
+            .map(|e| e.index)
+            .fold(self.cursor(), u64::min);
+        Some((Progress { cursor, sent_to }, batch))
+    }
+
+    /// Whether the loop is over once nothing is in flight or being written:
+    /// the claim is lost, or nothing is left to send or to write.
+    fn finished(&self) -> bool {
+        let more = !self.halted && self.next < self.end;
+        self.lost || (!more && self.entries.is_empty())
+    }
+
+    /// Takes in one recipient's answer; a skipped send halts the segment,
+    /// and the reason is returned.
+    fn answered(&mut self, idx: u64, result: Result<SendEntry, Skip>) -> Option<Skip> {
+        self.in_flight.remove(&idx);
+        match result {
+            Ok(entry) => {
+                self.entries.push(entry);
+                None
+            }
+            Err(why) => {
+                self.halted = true;
+                self.skipped = Some(self.skipped.map_or(idx, |s| s.min(idx)));
+                Some(why)
+            }
+        }
+    }
+
+    /// Takes in a write's answer: the new lease end while the claim holds;
+    /// a lost claim or a failed write stops the segment.
+    fn written(&mut self, answer: Option<(i64, Progress)>) -> Option<i64> {
+        match answer {
+            Some((until, at)) => {
+                self.marked = self.marked.max(at.sent_to);
+                Some(until)
+            }
+            None => {
+                self.lost = true;
+                self.halted = true;
+                None
+            }
+        }
+    }
+
+    /// The lowest index not yet finished.
+    fn cursor(&self) -> u64 {
+        low_water(&self.in_flight, self.skipped, self.next)
+    }
+}
+
+/// After the loop: logs the in-doubt recipients resolved, records what is
+/// left, and finishes the segment when everything in it has an outcome.
+async fn finish(
+    sh: &Shared,
+    claim: &SegmentClaim,
+    job: &JobRecord,
+    segment: &SegmentRecord,
+    slice: &Slice,
+    walk: Walk,
+    lease: &AtomicI64,
+) {
+    if walk.resolving > 0 {
         tracing::info!(
             job = job.id,
             segment = segment.id,
-            recipients = resolving,
-            in_doubt = policy.as_str(),
+            recipients = walk.resolving,
+            in_doubt = slice.policy.as_str(),
             "resolved recipients a dead holder left in doubt"
         );
     }
-    let cursor = low_water(&in_flight, skipped, next);
-    if !entries.is_empty() || (!lost && cursor > from) {
+    let cursor = walk.cursor();
+    let mut lost = walk.lost;
+    if !walk.entries.is_empty() || (!lost && cursor > walk.from) {
         let at = Progress {
             cursor,
-            sent_to: marked,
+            sent_to: walk.marked,
         };
-        match record(sh, &claim, at, entries).await {
+        match record(sh, claim, at, walk.entries).await {
             Some((until, _)) => lease.store(until, Ordering::SeqCst),
             None => lost = true,
         }
     }
-    if lost || halted || cursor < segment.end {
+    if lost || walk.halted || cursor < segment.end {
         return;
     }
-    match sh.store.finish_segment(&claim, sh.clock.now_ms()).await {
+    match sh.store.finish_segment(claim, sh.clock.now_ms()).await {
         Ok(LeaseCheck::Held { .. }) => {}
         Ok(LeaseCheck::Lost) => {
             tracing::info!(
@@ -419,7 +585,7 @@ struct Prepared {
 /// Why a group goes unsent after all ([`Call::send_until_answered`]).
 enum Unsent {
     /// The claim or the deadline no longer allows a send.
-    Skipped(fn() -> Skip),
+    Skipped(Skip),
     /// The channel's quiet hours drop it (their label).
     Dropped(String),
 }
@@ -457,7 +623,7 @@ async fn send_group(
     };
     match call.send_until_answered(&mut deliveries, &mut fanned).await {
         Ok((outcomes, notes)) => out.extend(log_answers(sh, rt, job, outgoing, outcomes, notes)),
-        Err(Unsent::Skipped(why)) => out.extend(outgoing.iter().map(|o| (o.index, Err(why())))),
+        Err(Unsent::Skipped(why)) => out.extend(outgoing.iter().map(|o| (o.index, Err(why)))),
         Err(Unsent::Dropped(label)) => {
             rt.counts
                 .quiet
@@ -633,10 +799,10 @@ impl Call<'_> {
             let now = sh.clock.now_ms();
             if now.saturating_add(sh.cfg.get().lease_guard_ms) >= self.lease.load(Ordering::SeqCst)
             {
-                return Err(Unsent::Skipped(|| Skip::Lease));
+                return Err(Unsent::Skipped(Skip::Lease));
             }
             if job.deadline_at.is_some_and(|d| now >= d) {
-                return Err(Unsent::Skipped(|| Skip::Deadline));
+                return Err(Unsent::Skipped(Skip::Deadline));
             }
             // An operator's pause holds the group like deferring quiet hours do:
             // nothing is sent, no attempt is used, and the claim stays ours.
@@ -817,6 +983,67 @@ mod tests {
             finished_at: None,
             routing: routing.map(str::to_string),
         }
+    }
+
+    #[test]
+    fn a_batching_channel_keeps_its_concurrency_and_widens_the_window() {
+        let cfg = CampaignConfig {
+            worker_concurrency: 64,
+            lease_ms: 15_000,
+            ..CampaignConfig::default()
+        };
+        let one = Pace::of(&cfg, 8, 1);
+        assert_eq!((one.conc, one.batch, one.window), (8, 1, 8));
+        assert_eq!(one.record_period, Duration::from_secs(5));
+        let batched = Pace::of(&cfg, 4, 1_000);
+        assert_eq!(
+            (batched.conc, batched.batch, batched.window),
+            (4, 1_000, 4_000)
+        );
+    }
+
+    #[test]
+    fn a_walk_sends_below_its_mark_and_writes_the_cursor_below_what_is_out() {
+        let slice = Slice {
+            from: 10,
+            recipients: (10..20).map(|i| format!("r{i}")).collect(),
+            dir: None,
+            prior: HashMap::from([(11, (SendState::Delivered, 1)), (12, (SendState::Retry, 2))]),
+            doubt: 13..14,
+            policy: InDoubt::Skip,
+        };
+        let pace = Pace::of(&CampaignConfig::default(), 2, 1);
+        let mut walk = Walk::new(10, 20);
+        // Nothing may go before the store has a mark.
+        assert!(walk.fill(&slice, 1).is_empty());
+        let (at, batch) = walk.write_now(&pace, false, true).expect("a mark");
+        assert_eq!((at.cursor, at.sent_to, batch.len()), (10, 12, 0));
+        assert_eq!(walk.written(Some((T0, at))), Some(T0));
+        assert_eq!(walk.fill(&slice, 1), [(10, "r10".to_string(), 1)]);
+        // 11 is final and passed over; 12 waits for the next mark.
+        assert!(walk.fill(&slice, 1).is_empty());
+        let (at, _) = walk.write_now(&pace, false, false).expect("a mark");
+        assert_eq!((at.cursor, at.sent_to), (10, 13));
+        walk.written(Some((T0, at)));
+        // 12 goes again as its third attempt; 13, left in doubt, ends so unsent.
+        assert_eq!(walk.fill(&slice, 3), [(12, "r12".to_string(), 3)]);
+        assert_eq!(walk.resolving, 1);
+        let delivered = entry(10, "r10".into(), SendState::Delivered, None, None);
+        assert_eq!(walk.answered(10, Ok(delivered)), None);
+        assert_eq!(walk.answered(12, Err(Skip::Lease)), Some(Skip::Lease));
+        let (at, batch) = walk.write_now(&pace, false, true).expect("the answers");
+        assert_eq!((at.cursor, at.sent_to), (12, 13), "below the skipped send");
+        let written: Vec<(u64, SendState)> = batch.iter().map(|e| (e.index, e.state)).collect();
+        assert_eq!(
+            written,
+            [(13, SendState::InDoubt), (10, SendState::Delivered)]
+        );
+        assert!(walk.finished());
+        assert_eq!(walk.written(None), None);
+        assert!(
+            walk.write_now(&pace, true, true).is_none(),
+            "nothing once lost"
+        );
     }
 
     #[tokio::test]
