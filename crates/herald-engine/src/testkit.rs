@@ -11,9 +11,10 @@ use herald_core::{ManualClock, RetryPolicy, TimerId, TimerKind, TimerState};
 use herald_store::{NewTimer, StoreOptions, TimerRecord, WriteOp, WriteResult};
 use parking_lot::Mutex;
 
-use crate::pipeline::Pipeline;
-use crate::queue::DueTimer;
-use crate::{ChannelSpec, EngineConfig};
+use crate::channels::spec::ChannelSpec;
+use crate::config::EngineConfig;
+use crate::timers::pipeline::Pipeline;
+use crate::timers::queue::DueTimer;
 
 /// The name of the test channel.
 pub const CHANNEL: &str = "rec";

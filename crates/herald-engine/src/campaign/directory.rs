@@ -1,7 +1,7 @@
 //! A job whose audience holds user ids (`to` on the job or its rule): each
 //! recipient goes to the address the subscriber directory holds for the
 //! channel's type when its segment is sent, through the same decision a timer
-//! addressed `to` a user gets (`crate::recipients`).
+//! addressed `to` a user gets (`crate::timers::recipients`).
 //!
 //! A campaign cannot hold one recipient back without holding its whole
 //! segment (and a worker) for hours, so a subscriber inside their quiet hours
@@ -14,7 +14,7 @@ use herald_core::time::format_rfc3339_ms;
 use herald_core::timer::Routing;
 use herald_store::{JobRecord, Store, StoreError, Unsendable};
 
-use crate::recipients::{self, Addressee, Profiles, Route};
+use crate::timers::recipients::{self, Addressee, Profiles, Route};
 
 /// Directory reads per store call.
 const READ_CHUNK: usize = 1_000;

@@ -35,9 +35,9 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
-use crate::Stop;
-use crate::channel_runtime::ChannelRuntime;
-use crate::supervise::{Loops, Restart};
+use crate::channels::runtime::ChannelRuntime;
+use crate::loops::stop::Stop;
+use crate::loops::supervise::{Loops, Restart};
 use futures_util::FutureExt;
 
 /// Name of the store lease under which one node plans and starts rule tasks.
@@ -102,12 +102,12 @@ pub(crate) struct Shared {
     pub clock: Arc<dyn Clock>,
     pub channels: Arc<HashMap<String, Arc<ChannelRuntime>>>,
     /// `[jobs]`; a reload replaces the live ones.
-    pub cfg: crate::tuned::Tuned<CampaignConfig>,
+    pub cfg: crate::loops::tuned::Tuned<CampaignConfig>,
     /// This process: the planner's and sweeper's leases are held by it.
     pub holder: herald_store::Holder,
     pub stop: Arc<Stop>,
     /// This node's live window; sends are counted in it.
-    pub live: Arc<crate::live::Live>,
+    pub live: Arc<crate::observe::live::Live>,
     /// Poked when a job may have claimable segments (created here, or re-issued).
     pub work: Notify,
     /// Poked when a rule changed, so the planner looks at once.
@@ -116,8 +116,10 @@ pub(crate) struct Shared {
     pub sweep: Notify,
     /// The workers' writes, group-committed: one transaction for all the
     /// outcomes and marks the node's workers have ready.
-    pub writes:
-        crate::group_commit::GroupCommit<herald_store::SegmentWrite, herald_store::LeaseCheck>,
+    pub writes: crate::loops::group_commit::GroupCommit<
+        herald_store::SegmentWrite,
+        herald_store::LeaseCheck,
+    >,
 }
 
 impl Shared {

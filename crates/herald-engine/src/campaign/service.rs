@@ -27,7 +27,7 @@ use herald_store::{
 use super::planner::plan_after;
 use super::upload::{AudienceUpload, drop_audience};
 use super::{CampaignError, Shared};
-use crate::Engine;
+use crate::engine::Engine;
 
 type Result<T, E = CampaignError> = std::result::Result<T, E>;
 
@@ -621,7 +621,7 @@ mod tests {
     use herald_core::{Clock, SystemClock};
     use herald_store::StoreOptions;
 
-    use crate::Stop;
+    use crate::loops::stop::Stop;
 
     const T: TenantId = herald_core::DEFAULT_TENANT;
 
@@ -634,10 +634,10 @@ mod tests {
             store,
             clock,
             channels: Default::default(),
-            cfg: crate::tuned::Tuned::new(super::super::CampaignConfig::default()),
+            cfg: crate::loops::tuned::Tuned::new(super::super::CampaignConfig::default()),
             holder: herald_store::Holder::new("service-test", 1),
             stop: Arc::new(Stop::default()),
-            live: Arc::new(crate::live::Live::new(Vec::new())),
+            live: Arc::new(crate::observe::live::Live::new(Vec::new())),
             work: Default::default(),
             plan: Default::default(),
             sweep: Default::default(),

@@ -29,16 +29,16 @@ use herald_core::TimerKind;
 use herald_core::campaign::{SendState, job_recipient_key};
 use herald_core::timer::Routing;
 use herald_store::{
-    ClaimedSegment, CompletionOutcome, JobRecord, LeaseCheck, Progress, SegmentClaim, SegmentWrite,
-    SendEntry, Unsendable,
+    ClaimedSegment, CompletionOutcome, JobRecord, LeaseCheck, Progress, SegmentClaim,
+    SegmentRecord, SegmentWrite, SendEntry, Unsendable,
 };
 use tokio::time::Instant;
 
-use super::Shared;
 use super::directory::{self, Directory, Resolved};
-use crate::channel_runtime::ChannelRuntime;
-use crate::copies;
-use crate::live::{LiveEntry, LiveOutcome};
+use super::{CampaignConfig, Shared};
+use crate::channels::copies;
+use crate::channels::runtime::ChannelRuntime;
+use crate::observe::live::{LiveEntry, LiveOutcome};
 
 /// The worker loop: claim, send, repeat; nap when there is nothing to claim.
 pub(super) async fn run(sh: Arc<Shared>, n: usize) {
@@ -71,6 +71,7 @@ type Pending<'a> =
     std::pin::Pin<Box<dyn std::future::Future<Output = Option<(i64, Progress)>> + Send + 'a>>;
 
 /// Why a send did not happen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Skip {
     /// The claim no longer covers a send (stalled, or about to expire).
     Lease,
@@ -78,7 +79,12 @@ enum Skip {
     Deadline,
 }
 
-/// Sends one segment as far as its claim allows.
+/// Sends one segment as far as its claim allows. In phases: read what the
+/// segment needs ([`read_slice`]), size the work ([`Pace`]), then loop:
+/// start groups of sends as the window allows ([`Walk::fill`]), write what
+/// was answered one write at a time ([`Walk::write_now`]), take in answers
+/// and writes; finally record the rest and finish the segment
+/// ([`finish`]).
 async fn run_segment(sh: &Shared, claimed: ClaimedSegment) {
     let ClaimedSegment {
         claim,
@@ -100,168 +106,46 @@ async fn run_segment(sh: &Shared, claimed: ClaimedSegment) {
         tracing::error!(job = job.id, channel = %job.channel, "job names a channel this node does not have; leaving its segment");
         return;
     };
-    let from = segment.cursor;
-    let recipients = match sh
-        .store
-        .audience_slice(job.audience_id, from, segment.end)
-        .await
-    {
-        Ok(r) => r,
-        Err(e) => {
-            tracing::warn!(error = %e, job = job.id, "reading the segment's recipients failed; its lease will lapse");
-            return;
-        }
+    let Some(slice) = read_slice(sh, &job, &segment, rt.in_doubt()).await else {
+        return;
     };
-    // A job with `to`: its users' directory entries, read once per claim.
-    let dir = match Directory::read(sh.store.as_ref(), &job, &recipients).await {
-        Ok(d) => d,
-        Err(e) => {
-            tracing::warn!(error = %e, job = job.id, "reading the segment's subscribers failed; its lease will lapse");
-            return;
-        }
-    };
-    let prior: HashMap<u64, (SendState, u32)> = match sh
-        .store
-        .job_sends(job.id, from, segment.end)
-        .await
-    {
-        Ok(rows) => rows
-            .into_iter()
-            .map(|r| (r.index, (r.state, r.attempts)))
-            .collect(),
-        Err(e) => {
-            tracing::warn!(error = %e, job = job.id, "reading the send log failed; its lease will lapse");
-            return;
-        }
-    };
-
     let lease = AtomicI64::new(lease_until);
-    let conc = sh.cfg.get().worker_concurrency.min(rt.concurrency()).max(1);
-    let per_write = sh.cfg.get().record_every.max(1);
-    let record_period = Duration::from_millis((sh.cfg.get().lease_ms / 3).max(50) as u64);
-    // A provider that takes many recipients per call (WeCom: 1000) gets them
-    // in one call; in-flight calls are then bounded by the channel's concurrency.
-    let batch = rt.channel().max_batch().max(1);
-    let conc = if batch > 1 {
-        rt.concurrency().clamp(1, conc)
-    } else {
-        conc
-    };
-    // Recipients that may be out without a recorded outcome: in flight,
-    // answered but not yet written, or marked (`sent_to`) and not yet sent.
-    // A crash leaves at most this many in doubt.
-    let window = (conc as u64).saturating_mul(batch as u64);
-    let policy = rt.in_doubt();
-    let doubt = (segment.doubt_from.max(from))..segment.doubt_to.min(segment.end);
-    let mut resolving = 0u64;
-
-    let mut next = from;
-    // Everything below `marked` may be sent: the store has it as `sent_to`.
-    let mut marked = from;
-    let mut in_flight: BTreeSet<u64> = BTreeSet::new();
-    let mut skipped: Option<u64> = None;
-    let mut entries: Vec<SendEntry> = Vec::new();
+    let pace = Pace::of(&sh.cfg.get(), rt.concurrency(), rt.channel().max_batch());
+    let mut walk = Walk::new(slice.from, segment.end);
     let mut sends = FuturesUnordered::new();
     let mut writing: Option<Pending<'_>> = None;
     let mut last_record = Instant::now();
-    let mut halted = false;
-    let mut lost = false;
 
     loop {
-        while !halted && sends.len() < conc && next < segment.end {
-            let mut group: Vec<(u64, String, u32)> = Vec::new();
-            while group.len() < batch && next < segment.end {
-                let idx = next;
-                let attempt = match prior.get(&idx) {
-                    Some((state, _)) if state.is_final() => {
-                        next += 1;
-                        continue;
-                    }
-                    Some((_, attempts)) => attempts + 1,
-                    None => 1,
-                };
-                let recipient = recipients
-                    .get((idx - from) as usize)
-                    .cloned()
-                    .unwrap_or_default();
-                if doubt.contains(&idx) {
-                    resolving += 1;
-                    if policy == InDoubt::Skip {
-                        // Not sent again: it ends in doubt, for an operator.
-                        next += 1;
-                        entries.push(entry(
-                            idx,
-                            recipient,
-                            SendState::InDoubt,
-                            None,
-                            Some(IN_DOUBT.into()),
-                        ));
-                        continue;
-                    }
-                }
-                if idx >= marked {
-                    break;
-                }
-                next += 1;
-                in_flight.insert(idx);
-                group.push((idx, recipient, attempt));
-            }
+        while !walk.halted && sends.len() < pace.conc && walk.next < walk.end {
+            let group = walk.fill(&slice, pace.batch);
             if group.is_empty() {
                 break;
             }
-            sends.push(send_group(sh, &rt, &job, &lease, dir.as_ref(), group));
+            sends.push(send_group(sh, &rt, &job, &lease, slice.dir.as_ref(), group));
         }
         if sh.stop.is_stopped() {
-            halted = true;
+            walk.halted = true;
         }
         // One write at a time: what has been answered, the cursor, and how far
         // the window lets sends go next. Outcomes answered meanwhile wait for
         // the next one, so writes follow the sends as fast as the store
         // commits.
-        if writing.is_none() && !lost {
-            let room = window.saturating_sub(in_flight.len() as u64);
-            let sent_to = if halted {
-                marked
-            } else {
-                next.saturating_add(room).min(segment.end)
-            };
-            let due = last_record.elapsed() >= record_period;
-            // Answers go as soon as they come (the group commit merges them
-            // with the other workers'); a mark alone when the next send
-            // waits for it, or nothing is in flight.
-            let mark = sent_to > marked && (sends.is_empty() || next >= marked);
-            if due || !entries.is_empty() || mark {
-                let take = entries.len().min(per_write);
-                let batch: Vec<SendEntry> = entries.drain(..take).collect();
-                // Outcomes left for the next write are not recorded yet.
-                let cursor = entries
-                    .iter()
-                    .map(|e| e.index)
-                    .fold(low_water(&in_flight, skipped, next), u64::min);
-                let at = Progress { cursor, sent_to };
+        if writing.is_none() {
+            let due = last_record.elapsed() >= pace.record_period;
+            if let Some((at, batch)) = walk.write_now(&pace, due, sends.is_empty()) {
                 writing = Some(Box::pin(record(sh, &claim, at, batch)));
                 last_record = Instant::now();
             }
         }
-        if sends.is_empty() && writing.is_none() {
-            let more = !halted && next < segment.end;
-            if lost || (!more && entries.is_empty()) {
-                break;
-            }
+        if sends.is_empty() && writing.is_none() && walk.finished() {
+            break;
         }
         tokio::select! {
             done = sends.next(), if !sends.is_empty() => {
                 for (idx, result) in done.into_iter().flatten() {
-                    in_flight.remove(&idx);
-                    match result {
-                        Ok(entry) => entries.push(entry),
-                        Err(why) => {
-                            halted = true;
-                            skipped = Some(skipped.map_or(idx, |s| s.min(idx)));
-                            if matches!(why, Skip::Lease) {
-                                tracing::warn!(job = job.id, segment = segment.id, "claim no longer covers a send; stopping");
-                            }
-                        }
+                    if walk.answered(idx, result) == Some(Skip::Lease) {
+                        tracing::warn!(job = job.id, segment = segment.id, "claim no longer covers a send; stopping");
                     }
                 }
             }
@@ -272,44 +156,326 @@ async fn run_segment(sh: &Shared, claimed: ClaimedSegment) {
                 }
             }, if writing.is_some() => {
                 writing = None;
-                match written {
-                    Some((until, at)) => {
-                        lease.store(until, Ordering::SeqCst);
-                        marked = marked.max(at.sent_to);
-                    }
-                    None => {
-                        lost = true;
-                        halted = true;
-                    }
+                if let Some(until) = walk.written(written) {
+                    lease.store(until, Ordering::SeqCst);
                 }
             }
-            _ = tokio::time::sleep_until(last_record + record_period) => {}
+            _ = tokio::time::sleep_until(last_record + pace.record_period) => {}
         }
     }
-    if resolving > 0 {
+    finish(sh, &claim, &job, &segment, &slice, walk, &lease).await;
+}
+
+/// What sending a segment needs besides its claim: its recipients, their
+/// directory entries (a job with `to`), the send log's earlier outcomes,
+/// and the part a dead holder left in doubt with the channel's choice for it.
+struct Slice {
+    /// The segment's cursor when claimed: `recipients[0]` is at this index.
+    from: u64,
+    recipients: Vec<String>,
+    dir: Option<Directory>,
+    /// State and attempts by index, from earlier claims.
+    prior: HashMap<u64, (SendState, u32)>,
+    doubt: std::ops::Range<u64>,
+    policy: InDoubt,
+}
+
+/// Reads a segment's recipients, their directory entries and its send log;
+/// `None` if the store fails (the claim then lapses).
+async fn read_slice(
+    sh: &Shared,
+    job: &JobRecord,
+    segment: &SegmentRecord,
+    policy: InDoubt,
+) -> Option<Slice> {
+    let from = segment.cursor;
+    let recipients = match sh
+        .store
+        .audience_slice(job.audience_id, from, segment.end)
+        .await
+    {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!(error = %e, job = job.id, "reading the segment's recipients failed; its lease will lapse");
+            return None;
+        }
+    };
+    // A job with `to`: its users' directory entries, read once per claim.
+    let dir = match Directory::read(sh.store.as_ref(), job, &recipients).await {
+        Ok(d) => d,
+        Err(e) => {
+            tracing::warn!(error = %e, job = job.id, "reading the segment's subscribers failed; its lease will lapse");
+            return None;
+        }
+    };
+    let prior = match sh.store.job_sends(job.id, from, segment.end).await {
+        Ok(rows) => rows
+            .into_iter()
+            .map(|r| (r.index, (r.state, r.attempts)))
+            .collect(),
+        Err(e) => {
+            tracing::warn!(error = %e, job = job.id, "reading the send log failed; its lease will lapse");
+            return None;
+        }
+    };
+    Some(Slice {
+        from,
+        recipients,
+        dir,
+        prior,
+        doubt: (segment.doubt_from.max(from))..segment.doubt_to.min(segment.end),
+        policy,
+    })
+}
+
+/// How a worker paces one segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Pace {
+    /// Provider calls in flight at once.
+    conc: usize,
+    /// Recipients per provider call.
+    batch: usize,
+    /// Most outcomes one write carries.
+    per_write: usize,
+    /// Longest between writes (a third of the lease).
+    record_period: Duration,
+    /// Recipients that may be out without a recorded outcome: in flight,
+    /// answered but not yet written, or marked (`sent_to`) and not yet sent.
+    /// A crash leaves at most this many in doubt.
+    window: u64,
+}
+
+impl Pace {
+    /// The pace for `[jobs]` settings `cfg` on a channel of `concurrency`
+    /// whose calls take up to `max_batch` recipients.
+    fn of(cfg: &CampaignConfig, concurrency: usize, max_batch: usize) -> Self {
+        let conc = cfg.worker_concurrency.min(concurrency).max(1);
+        let per_write = cfg.record_every.max(1);
+        let record_period = Duration::from_millis((cfg.lease_ms / 3).max(50) as u64);
+        // A provider that takes many recipients per call (WeCom: 1000) gets them
+        // in one call; in-flight calls are then bounded by the channel's concurrency.
+        let batch = max_batch.max(1);
+        let conc = if batch > 1 {
+            concurrency.clamp(1, conc)
+        } else {
+            conc
+        };
+        Self {
+            conc,
+            batch,
+            per_write,
+            record_period,
+            window: (conc as u64).saturating_mul(batch as u64),
+        }
+    }
+}
+
+/// Where sending a segment stands, in memory.
+#[derive(Debug)]
+struct Walk {
+    /// The segment's cursor when claimed.
+    from: u64,
+    /// The segment's end (exclusive).
+    end: u64,
+    /// The next index to look at.
+    next: u64,
+    /// Everything below `marked` may be sent: the store has it as `sent_to`.
+    marked: u64,
+    in_flight: BTreeSet<u64>,
+    /// The lowest index whose send was skipped (lease or deadline).
+    skipped: Option<u64>,
+    /// Outcomes answered (or settled) and not yet written.
+    entries: Vec<SendEntry>,
+    /// No more sends start: stopping, or a send was skipped.
+    halted: bool,
+    /// The claim is lost, or a write failed: nothing more is written.
+    lost: bool,
+    /// Recipients a dead holder left in doubt that came up again.
+    resolving: u64,
+}
+
+impl Walk {
+    fn new(from: u64, end: u64) -> Self {
+        Self {
+            from,
+            end,
+            next: from,
+            marked: from,
+            in_flight: BTreeSet::new(),
+            skipped: None,
+            entries: Vec::new(),
+            halted: false,
+            lost: false,
+            resolving: 0,
+        }
+    }
+
+    /// The next group to send, up to `batch` recipients below `marked`:
+    /// recipients already final are passed over, and those left in doubt
+    /// end in doubt unsent on a channel that skips them. Empty when the
+    /// next recipient waits for a mark, or the segment is through.
+    fn fill(&mut self, slice: &Slice, batch: usize) -> Vec<(u64, String, u32)> {
+        let mut group: Vec<(u64, String, u32)> = Vec::new();
+        while group.len() < batch && self.next < self.end {
+            let idx = self.next;
+            let attempt = match slice.prior.get(&idx) {
+                Some((state, _)) if state.is_final() => {
+                    self.next += 1;
+                    continue;
+                }
+                Some((_, attempts)) => attempts + 1,
+                None => 1,
+            };
+            let recipient = slice
+                .recipients
+                .get((idx - slice.from) as usize)
+                .cloned()
+                .unwrap_or_default();
+            if slice.doubt.contains(&idx) {
+                self.resolving += 1;
+                if slice.policy == InDoubt::Skip {
+                    // Not sent again: it ends in doubt, for an operator.
+                    self.next += 1;
+                    self.entries.push(entry(
+                        idx,
+                        recipient,
+                        SendState::InDoubt,
+                        None,
+                        Some(IN_DOUBT.into()),
+                    ));
+                    continue;
+                }
+            }
+            if idx >= self.marked {
+                break;
+            }
+            self.next += 1;
+            self.in_flight.insert(idx);
+            group.push((idx, recipient, attempt));
+        }
+        group
+    }
+
+    /// The write to make now, if any (none while the claim is lost): the
+    /// outcomes answered (at most `per_write`), the cursor below everything
+    /// not yet recorded, and `sent_to` as far as the window allows. A write
+    /// goes when one is `due`, when answers wait, or to raise the mark the
+    /// next send waits for (or with nothing in flight, `sends_idle`).
+    fn write_now(
+        &mut self,
+        pace: &Pace,
+        due: bool,
+        sends_idle: bool,
+    ) -> Option<(Progress, Vec<SendEntry>)> {
+        if self.lost {
+            return None;
+        }
+        let room = pace.window.saturating_sub(self.in_flight.len() as u64);
+        let sent_to = if self.halted {
+            self.marked
+        } else {
+            self.next.saturating_add(room).min(self.end)
+        };
+        // Answers go as soon as they come (the group commit merges them
+        // with the other workers'); a mark alone when the next send
+        // waits for it, or nothing is in flight.
+        let mark = sent_to > self.marked && (sends_idle || self.next >= self.marked);
+        if !(due || !self.entries.is_empty() || mark) {
+            return None;
+        }
+        let take = self.entries.len().min(pace.per_write);
+        let batch: Vec<SendEntry> = self.entries.drain(..take).collect();
+        // Outcomes left for the next write are not recorded yet.
+        let cursor = self
+            .entries
+            .iter()
+            .map(|e| e.index)
+            .fold(self.cursor(), u64::min);
+        Some((Progress { cursor, sent_to }, batch))
+    }
+
+    /// Whether the loop is over once nothing is in flight or being written:
+    /// the claim is lost, or nothing is left to send or to write.
+    fn finished(&self) -> bool {
+        let more = !self.halted && self.next < self.end;
+        self.lost || (!more && self.entries.is_empty())
+    }
+
+    /// Takes in one recipient's answer; a skipped send halts the segment,
+    /// and the reason is returned.
+    fn answered(&mut self, idx: u64, result: Result<SendEntry, Skip>) -> Option<Skip> {
+        self.in_flight.remove(&idx);
+        match result {
+            Ok(entry) => {
+                self.entries.push(entry);
+                None
+            }
+            Err(why) => {
+                self.halted = true;
+                self.skipped = Some(self.skipped.map_or(idx, |s| s.min(idx)));
+                Some(why)
+            }
+        }
+    }
+
+    /// Takes in a write's answer: the new lease end while the claim holds;
+    /// a lost claim or a failed write stops the segment.
+    fn written(&mut self, answer: Option<(i64, Progress)>) -> Option<i64> {
+        match answer {
+            Some((until, at)) => {
+                self.marked = self.marked.max(at.sent_to);
+                Some(until)
+            }
+            None => {
+                self.lost = true;
+                self.halted = true;
+                None
+            }
+        }
+    }
+
+    /// The lowest index not yet finished.
+    fn cursor(&self) -> u64 {
+        low_water(&self.in_flight, self.skipped, self.next)
+    }
+}
+
+/// After the loop: logs the in-doubt recipients resolved, records what is
+/// left, and finishes the segment when everything in it has an outcome.
+async fn finish(
+    sh: &Shared,
+    claim: &SegmentClaim,
+    job: &JobRecord,
+    segment: &SegmentRecord,
+    slice: &Slice,
+    walk: Walk,
+    lease: &AtomicI64,
+) {
+    if walk.resolving > 0 {
         tracing::info!(
             job = job.id,
             segment = segment.id,
-            recipients = resolving,
-            in_doubt = policy.as_str(),
+            recipients = walk.resolving,
+            in_doubt = slice.policy.as_str(),
             "resolved recipients a dead holder left in doubt"
         );
     }
-    let cursor = low_water(&in_flight, skipped, next);
-    if !entries.is_empty() || (!lost && cursor > from) {
+    let cursor = walk.cursor();
+    let mut lost = walk.lost;
+    if !walk.entries.is_empty() || (!lost && cursor > walk.from) {
         let at = Progress {
             cursor,
-            sent_to: marked,
+            sent_to: walk.marked,
         };
-        match record(sh, &claim, at, entries).await {
+        match record(sh, claim, at, walk.entries).await {
             Some((until, _)) => lease.store(until, Ordering::SeqCst),
             None => lost = true,
         }
     }
-    if lost || halted || cursor < segment.end {
+    if lost || walk.halted || cursor < segment.end {
         return;
     }
-    match sh.store.finish_segment(&claim, sh.clock.now_ms()).await {
+    match sh.store.finish_segment(claim, sh.clock.now_ms()).await {
         Ok(LeaseCheck::Held { .. }) => {}
         Ok(LeaseCheck::Lost) => {
             tracing::info!(
@@ -399,6 +565,31 @@ struct Fanned {
     devices: bool,
 }
 
+/// A group resolved and ready to send ([`prepare`]).
+struct Prepared {
+    /// Recipients settled without a send: no recipient at the index, or
+    /// the directory found no address, an opt-out or quiet hours.
+    settled: Vec<Sent>,
+    /// Deliveries to one address each, sent in one call (a batch call for
+    /// several).
+    deliveries: Vec<Delivery>,
+    /// Directory recipients sent as several copies.
+    fanned: Vec<Fanned>,
+    /// Who `deliveries` and then `fanned` go to, in that order.
+    outgoing: Vec<Outgoing>,
+    /// Whether the channel's quiet hours are passed over: a critical job,
+    /// or a directory job whose recipients all had their own checked.
+    skip_channel_quiet: bool,
+}
+
+/// Why a group goes unsent after all ([`Call::send_until_answered`]).
+enum Unsent {
+    /// The claim or the deadline no longer allows a send.
+    Skipped(Skip),
+    /// The channel's quiet hours drop it (their label).
+    Dropped(String),
+}
+
 /// One provider call for a group of recipients (one, unless the channel
 /// batches): resolve directory recipients, wait out any provider pause and the
 /// rate limit, check the claim, the deadline and quiet hours, send, and turn
@@ -413,30 +604,79 @@ async fn send_group(
     dir: Option<&Directory>,
     group: Vec<(u64, String, u32)>,
 ) -> Vec<Sent> {
-    let mut out: Vec<Sent> = Vec::with_capacity(group.len());
+    let Prepared {
+        settled: mut out,
+        mut deliveries,
+        mut fanned,
+        outgoing,
+        skip_channel_quiet,
+    } = prepare(rt, job, dir, group, sh.clock.now_ms());
+    if outgoing.is_empty() {
+        return out;
+    }
+    let call = Call {
+        sh,
+        rt,
+        job,
+        lease,
+        skip_channel_quiet,
+    };
+    match call.send_until_answered(&mut deliveries, &mut fanned).await {
+        Ok((outcomes, notes)) => out.extend(log_answers(sh, rt, job, outgoing, outcomes, notes)),
+        Err(Unsent::Skipped(why)) => out.extend(outgoing.iter().map(|o| (o.index, Err(why)))),
+        Err(Unsent::Dropped(label)) => {
+            rt.counts
+                .quiet
+                .fetch_add(outgoing.len() as u64, Ordering::Relaxed);
+            let why = format!("dropped: quiet hours ({label})");
+            out.extend(outgoing.into_iter().map(|o| {
+                (
+                    o.index,
+                    Ok(entry(
+                        o.index,
+                        o.logged,
+                        SendState::Failed,
+                        None,
+                        Some(why.clone()),
+                    )),
+                )
+            }));
+        }
+    }
+    out
+}
+
+/// Resolves a group's recipients at `resolved_at`: each becomes a delivery
+/// to one address, a delivery sent as copies (a directory recipient with
+/// several addresses or devices), or a send-log entry settled without a
+/// send.
+fn prepare(
+    rt: &ChannelRuntime,
+    job: &JobRecord,
+    dir: Option<&Directory>,
+    group: Vec<(u64, String, u32)>,
+    resolved_at: i64,
+) -> Prepared {
+    let mut out: Vec<Sent> = Vec::new();
     let mut deliveries = Vec::with_capacity(group.len());
     let mut fanned: Vec<Fanned> = Vec::new();
-    // Plain deliveries first, then the fanned ones, in the order sent.
     let mut outgoing: Vec<Outgoing> = Vec::with_capacity(group.len());
     let mut fanned_out: Vec<Outgoing> = Vec::new();
     let critical = dir.is_none() && Routing::parse(job.routing.as_deref()).critical;
     let mut skip_channel_quiet = critical || dir.is_some();
-    let resolved_at = sh.clock.now_ms();
+    let settle = |idx: u64, logged: String, error: String| -> Sent {
+        (
+            idx,
+            Ok(entry(idx, logged, SendState::Failed, None, Some(error))),
+        )
+    };
     for (idx, recipient, attempt) in group {
         if recipient.is_empty() {
-            out.push((
-                idx,
-                Ok(entry(
-                    idx,
-                    recipient,
-                    SendState::Failed,
-                    None,
-                    Some("no recipient at this index of the audience".into()),
-                )),
-            ));
+            let error = "no recipient at this index of the audience".to_string();
+            out.push(settle(idx, recipient, error));
             continue;
         }
-        let mut delivery = Delivery {
+        let delivery = Delivery {
             timer_id: job.id,
             kind: TimerKind::Job,
             due_at: job.created_at,
@@ -456,126 +696,170 @@ async fn send_group(
             outgoing.push(sent);
             continue;
         };
-        match dir.resolve(job, &sent.logged, resolved_at) {
-            Resolved::Send {
-                mut addresses,
-                devices,
-                skip_channel_quiet: skip,
-            } => {
-                skip_channel_quiet &= skip;
-                if addresses.len() == 1 && !devices {
-                    delivery.recipient = addresses.pop().unwrap_or_default();
-                    deliveries.push(delivery);
-                    outgoing.push(sent);
-                } else {
-                    fanned.push(Fanned {
-                        delivery,
-                        addresses,
-                        devices,
-                    });
-                    fanned_out.push(sent);
-                }
+        let skip = &mut skip_channel_quiet;
+        match address(rt, dir, job, delivery, &sent.logged, resolved_at, skip) {
+            Addressed::One(delivery) => {
+                deliveries.push(delivery);
+                outgoing.push(sent);
             }
-            Resolved::Unsendable(why) => {
-                match why {
-                    Unsendable::NoAddress => rt.metrics.no_address.increment(1),
-                    Unsendable::OptedOut => rt.metrics.opted_out.increment(1),
-                }
-                out.push((
-                    idx,
-                    Ok(entry(
-                        idx,
-                        sent.logged,
-                        SendState::Failed,
-                        None,
-                        Some(CompletionOutcome::Unsendable(why).as_str().into()),
-                    )),
-                ));
+            Addressed::Copies(f) => {
+                fanned.push(f);
+                fanned_out.push(sent);
             }
-            Resolved::Quiet(until) => {
-                rt.counts.quiet.fetch_add(1, Ordering::Relaxed);
-                out.push((
-                    idx,
-                    Ok(entry(
-                        idx,
-                        sent.logged,
-                        SendState::Failed,
-                        None,
-                        Some(directory::quiet_error(until)),
-                    )),
-                ));
-            }
+            Addressed::Settled(error) => out.push(settle(idx, sent.logged, error)),
         }
     }
     outgoing.extend(fanned_out);
-    if outgoing.is_empty() {
-        return out;
+    Prepared {
+        settled: out,
+        deliveries,
+        fanned,
+        outgoing,
+        skip_channel_quiet,
     }
-    let skip = |why: fn() -> Skip, out: &mut Vec<Sent>| {
-        out.extend(outgoing.iter().map(|o| (o.index, Err(why()))));
-    };
-    let (outcomes, notes) = loop {
-        rt.wait_for_rate(sh.clock.as_ref()).await;
-        let now = sh.clock.now_ms();
-        if now.saturating_add(sh.cfg.get().lease_guard_ms) >= lease.load(Ordering::SeqCst) {
-            skip(|| Skip::Lease, &mut out);
-            return out;
-        }
-        if job.deadline_at.is_some_and(|d| now >= d) {
-            skip(|| Skip::Deadline, &mut out);
-            return out;
-        }
-        // An operator's pause holds the group like deferring quiet hours do:
-        // nothing is sent, no attempt is used, and the claim stays ours.
-        let paused_for = rt.operator.until().saturating_sub(now);
-        if paused_for > 0 {
-            let nap = paused_for.clamp(1, 1_000) as u64;
-            tokio::time::sleep(Duration::from_millis(nap)).await;
-            continue;
-        }
-        // The channel's quiet hours; a directory job's recipients had their
-        // own checked instead when they have any (see `Resolved::Send`).
-        if let Some((end, policy, label)) = rt.quiet_until(now).filter(|_| !skip_channel_quiet) {
-            match policy {
-                // Hold the segment and wait for the window to end; the loop
-                // above keeps recording, which keeps the claim alive, and the
-                // checks here still stop on a lost claim or the deadline.
-                QuietPolicy::Defer => {
-                    let nap = (end - now).clamp(1, 1_000) as u64;
-                    tokio::time::sleep(Duration::from_millis(nap)).await;
-                    continue;
-                }
-                QuietPolicy::Drop => {
-                    rt.counts
-                        .quiet
-                        .fetch_add(outgoing.len() as u64, Ordering::Relaxed);
-                    let why = format!("dropped: quiet hours ({label})");
-                    out.extend(outgoing.into_iter().map(|o| {
-                        (
-                            o.index,
-                            Ok(entry(
-                                o.index,
-                                o.logged,
-                                SendState::Failed,
-                                None,
-                                Some(why.clone()),
-                            )),
-                        )
-                    }));
-                    return out;
-                }
+}
+
+/// Where the directory sends one recipient of a directory job ([`address`]).
+enum Addressed {
+    /// To one address.
+    One(Delivery),
+    /// As copies to several addresses, or to each device of an app push.
+    Copies(Fanned),
+    /// Nowhere: no address, an opt-out or quiet hours; the send-log error.
+    Settled(String),
+}
+
+/// Resolves one recipient (`logged`, a user id) through the directory at
+/// `resolved_at`; clears `skip_channel_quiet` when the recipient has no
+/// quiet hours of their own, so the channel's apply.
+fn address(
+    rt: &ChannelRuntime,
+    dir: &Directory,
+    job: &JobRecord,
+    mut delivery: Delivery,
+    logged: &str,
+    resolved_at: i64,
+    skip_channel_quiet: &mut bool,
+) -> Addressed {
+    match dir.resolve(job, logged, resolved_at) {
+        Resolved::Send {
+            mut addresses,
+            devices,
+            skip_channel_quiet: skip,
+        } => {
+            *skip_channel_quiet &= skip;
+            if addresses.len() == 1 && !devices {
+                delivery.recipient = addresses.pop().unwrap_or_default();
+                Addressed::One(delivery)
+            } else {
+                Addressed::Copies(Fanned {
+                    delivery,
+                    addresses,
+                    devices,
+                })
             }
         }
-        for d in &mut deliveries {
+        Resolved::Unsendable(why) => {
+            match why {
+                Unsendable::NoAddress => rt.metrics.no_address.increment(1),
+                Unsendable::OptedOut => rt.metrics.opted_out.increment(1),
+            }
+            Addressed::Settled(CompletionOutcome::Unsendable(why).as_str().into())
+        }
+        Resolved::Quiet(until) => {
+            rt.counts.quiet.fetch_add(1, Ordering::Relaxed);
+            Addressed::Settled(directory::quiet_error(until))
+        }
+    }
+}
+
+/// What one group's provider call runs under.
+struct Call<'a> {
+    sh: &'a Shared,
+    rt: &'a ChannelRuntime,
+    job: &'a JobRecord,
+    lease: &'a AtomicI64,
+    skip_channel_quiet: bool,
+}
+
+impl Call<'_> {
+    /// Sends the group once the rate, an operator's pause and deferring
+    /// quiet hours let it, and again after a throttle answer; the answers
+    /// (one per recipient, `deliveries` then `fanned`), each with a note
+    /// from sending copies. `Err` when the claim, the deadline or dropping
+    /// quiet hours stop it first.
+    async fn send_until_answered(
+        &self,
+        deliveries: &mut [Delivery],
+        fanned: &mut [Fanned],
+    ) -> Result<(Vec<SendOutcome>, Vec<Option<String>>), Unsent> {
+        let (sh, rt, job) = (self.sh, self.rt, self.job);
+        loop {
+            rt.wait_for_rate(sh.clock.as_ref()).await;
+            let now = sh.clock.now_ms();
+            if now.saturating_add(sh.cfg.get().lease_guard_ms) >= self.lease.load(Ordering::SeqCst)
+            {
+                return Err(Unsent::Skipped(Skip::Lease));
+            }
+            if job.deadline_at.is_some_and(|d| now >= d) {
+                return Err(Unsent::Skipped(Skip::Deadline));
+            }
+            // An operator's pause holds the group like deferring quiet hours do:
+            // nothing is sent, no attempt is used, and the claim stays ours.
+            let paused_for = rt.operator.until().saturating_sub(now);
+            if paused_for > 0 {
+                let nap = paused_for.clamp(1, 1_000) as u64;
+                tokio::time::sleep(Duration::from_millis(nap)).await;
+                continue;
+            }
+            // The channel's quiet hours; a directory job's recipients had their
+            // own checked instead when they have any (see `Resolved::Send`).
+            let quiet = rt.quiet_until(now).filter(|_| !self.skip_channel_quiet);
+            if let Some((end, policy, label)) = quiet {
+                match policy {
+                    // Hold the segment and wait for the window to end; the loop
+                    // above keeps recording, which keeps the claim alive, and the
+                    // checks here still stop on a lost claim or the deadline.
+                    QuietPolicy::Defer => {
+                        let nap = (end - now).clamp(1, 1_000) as u64;
+                        tokio::time::sleep(Duration::from_millis(nap)).await;
+                        continue;
+                    }
+                    QuietPolicy::Drop => return Err(Unsent::Dropped(label)),
+                }
+            }
+            let (outcomes, notes) = self.call(deliveries, fanned, now).await;
+            // A batch call is throttled as a whole: pause once, send it all again.
+            let throttled = outcomes
+                .iter()
+                .any(|o| matches!(o, SendOutcome::Throttled { .. }));
+            if !throttled {
+                return Ok((outcomes, notes));
+            }
+        }
+    }
+
+    /// One provider call at `now`: the single-address deliveries (one send,
+    /// or one batch send), then each fanned recipient's copies. Records the
+    /// call's duration and lets the channel observe each answer (a throttle
+    /// pauses it).
+    async fn call(
+        &self,
+        deliveries: &mut [Delivery],
+        fanned: &mut [Fanned],
+        now: i64,
+    ) -> (Vec<SendOutcome>, Vec<Option<String>>) {
+        let (sh, rt, job) = (self.sh, self.rt, self.job);
+        for d in deliveries.iter_mut() {
             d.fired_at = now;
         }
         let mut outcomes = match deliveries.len() {
             0 => Vec::new(),
             1 => vec![rt.channel().send(&deliveries[0]).await],
-            _ => rt.channel().send_batch(&deliveries).await,
+            _ => rt.channel().send_batch(deliveries).await,
         };
         let mut notes: Vec<Option<String>> = vec![None; outcomes.len()];
-        for f in &mut fanned {
+        for f in fanned.iter_mut() {
             f.delivery.fired_at = now;
             let copies = copies::Copies {
                 tenant: job.tenant,
@@ -598,17 +882,23 @@ async fn send_group(
         rt.metrics
             .duration
             .record((finished - now).max(0) as f64 / 1000.0);
-        // A batch call is throttled as a whole: pause once, send it all again.
-        let throttled = outcomes
-            .iter()
-            .any(|o| matches!(o, SendOutcome::Throttled { .. }));
         for o in &mut outcomes {
             rt.observe(o, 1, finished);
         }
-        if !throttled {
-            break (outcomes, notes);
-        }
-    };
+        (outcomes, notes)
+    }
+}
+
+/// Counts a group's answers in the live window and the channel's metrics,
+/// and turns each into its recipient's send-log entry.
+fn log_answers(
+    sh: &Shared,
+    rt: &ChannelRuntime,
+    job: &JobRecord,
+    outgoing: Vec<Outgoing>,
+    outcomes: Vec<SendOutcome>,
+    notes: Vec<Option<String>>,
+) -> Vec<Sent> {
     let finished = sh.clock.now_ms();
     sh.live.record(
         finished,
@@ -623,6 +913,7 @@ async fn send_group(
             lateness_ms: None,
         }),
     );
+    let mut out = Vec::with_capacity(outgoing.len());
     for ((o, outcome), note) in outgoing.into_iter().zip(outcomes).zip(notes) {
         let (state, provider_msgid, error) = match outcome {
             SendOutcome::Delivered { provider_msgid, .. } => {
@@ -663,5 +954,132 @@ fn entry(
         state,
         provider_msgid,
         error,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use herald_core::campaign::JobState;
+
+    use super::*;
+    use crate::config::EngineConfig;
+    use crate::testkit::{CHANNEL, Rig, T0};
+
+    fn job(routing: Option<&str>) -> JobRecord {
+        JobRecord {
+            id: 7,
+            tenant: herald_core::DEFAULT_TENANT,
+            audience_id: 1,
+            channel: CHANNEL.into(),
+            message: r#"{"text":"hi"}"#.into(),
+            segment_size: 100,
+            deadline_at: None,
+            priority: 5,
+            task_id: None,
+            state: JobState::Running,
+            totals: Default::default(),
+            created_at: T0,
+            started_at: None,
+            finished_at: None,
+            routing: routing.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn a_batching_channel_keeps_its_concurrency_and_widens_the_window() {
+        let cfg = CampaignConfig {
+            worker_concurrency: 64,
+            lease_ms: 15_000,
+            ..CampaignConfig::default()
+        };
+        let one = Pace::of(&cfg, 8, 1);
+        assert_eq!((one.conc, one.batch, one.window), (8, 1, 8));
+        assert_eq!(one.record_period, Duration::from_secs(5));
+        let batched = Pace::of(&cfg, 4, 1_000);
+        assert_eq!(
+            (batched.conc, batched.batch, batched.window),
+            (4, 1_000, 4_000)
+        );
+    }
+
+    #[test]
+    fn a_walk_sends_below_its_mark_and_writes_the_cursor_below_what_is_out() {
+        let slice = Slice {
+            from: 10,
+            recipients: (10..20).map(|i| format!("r{i}")).collect(),
+            dir: None,
+            prior: HashMap::from([(11, (SendState::Delivered, 1)), (12, (SendState::Retry, 2))]),
+            doubt: 13..14,
+            policy: InDoubt::Skip,
+        };
+        let pace = Pace::of(&CampaignConfig::default(), 2, 1);
+        let mut walk = Walk::new(10, 20);
+        // Nothing may go before the store has a mark.
+        assert!(walk.fill(&slice, 1).is_empty());
+        let (at, batch) = walk.write_now(&pace, false, true).expect("a mark");
+        assert_eq!((at.cursor, at.sent_to, batch.len()), (10, 12, 0));
+        assert_eq!(walk.written(Some((T0, at))), Some(T0));
+        assert_eq!(walk.fill(&slice, 1), [(10, "r10".to_string(), 1)]);
+        // 11 is final and passed over; 12 waits for the next mark.
+        assert!(walk.fill(&slice, 1).is_empty());
+        let (at, _) = walk.write_now(&pace, false, false).expect("a mark");
+        assert_eq!((at.cursor, at.sent_to), (10, 13));
+        walk.written(Some((T0, at)));
+        // 12 goes again as its third attempt; 13, left in doubt, ends so unsent.
+        assert_eq!(walk.fill(&slice, 3), [(12, "r12".to_string(), 3)]);
+        assert_eq!(walk.resolving, 1);
+        let delivered = entry(10, "r10".into(), SendState::Delivered, None, None);
+        assert_eq!(walk.answered(10, Ok(delivered)), None);
+        assert_eq!(walk.answered(12, Err(Skip::Lease)), Some(Skip::Lease));
+        let (at, batch) = walk.write_now(&pace, false, true).expect("the answers");
+        assert_eq!((at.cursor, at.sent_to), (12, 13), "below the skipped send");
+        let written: Vec<(u64, SendState)> = batch.iter().map(|e| (e.index, e.state)).collect();
+        assert_eq!(
+            written,
+            [(13, SendState::InDoubt), (10, SendState::Delivered)]
+        );
+        assert!(walk.finished());
+        assert_eq!(walk.written(None), None);
+        assert!(
+            walk.write_now(&pace, true, true).is_none(),
+            "nothing once lost"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_group_without_a_directory_sends_to_each_stored_recipient() {
+        let rig = Rig::new(EngineConfig::default()).await;
+        let rt = rig.pipe.channels[CHANNEL].clone();
+        let group = vec![(3, String::new(), 1), (4, "a@example.com".into(), 2)];
+        let p = prepare(&rt, &job(None), None, group, T0);
+        assert_eq!(p.settled.len(), 1);
+        let (index, Ok(settled)) = &p.settled[0] else {
+            panic!("settled without a send");
+        };
+        assert_eq!((*index, settled.state), (3, SendState::Failed));
+        let sent: Vec<(u64, &str)> = p
+            .outgoing
+            .iter()
+            .map(|o| (o.index, o.logged.as_str()))
+            .collect();
+        assert_eq!(sent, [(4, "a@example.com")]);
+        let d = &p.deliveries[0];
+        assert_eq!(
+            (d.attempt, d.idempotency_key.as_str()),
+            (2, job_recipient_key(7, 4).as_str())
+        );
+        assert!(p.fanned.is_empty());
+        assert!(
+            !p.skip_channel_quiet,
+            "a job that is not critical keeps quiet hours"
+        );
+        let critical = prepare(
+            &rt,
+            &job(Some(r#"{"critical":true}"#)),
+            None,
+            Vec::new(),
+            T0,
+        );
+        assert!(critical.skip_channel_quiet);
     }
 }

@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use herald_store::DueCursor;
 
-use crate::pipeline::Pipeline;
-use crate::queue::DueTimer;
+use crate::timers::pipeline::Pipeline;
+use crate::timers::queue::DueTimer;
 
 /// Asks the loader to read the whole window again on its next pass (the
 /// notification feed may have missed timers).
@@ -136,7 +136,7 @@ impl Loader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::EngineConfig;
+    use crate::config::EngineConfig;
     use crate::testkit::{Rig, T0};
 
     fn loader(rig: &Rig, shared: bool) -> (Loader, Arc<Rescan>) {
@@ -208,7 +208,7 @@ mod tests {
         // The two stay pending in the store; once the wheel drains, the loader
         // re-reads its window (the cursor had passed them) and wheels them.
         let mut fired = Vec::new();
-        let ready = crate::queue::FairQueue::new(Default::default());
+        let ready = crate::timers::queue::FairQueue::new(Default::default());
         rig.clock.advance(1_000);
         rig.pipe.schedule.tick(T0 + 1_000, &ready, &mut fired);
         assert_eq!(rig.pipe.schedule.len(), 0);

@@ -1,5 +1,5 @@
 //! Applying a configuration reload to a running engine. Loops read their
-//! settings through [`crate::tuned::Tuned`] handles each pass, so applying
+//! settings through [`crate::loops::tuned::Tuned`] handles each pass, so applying
 //! is swapping values: nothing restarts and no delivery in flight is lost.
 //! Which keys may change this way is listed here, next to the code that
 //! takes them; the rest need a restart.
@@ -7,7 +7,10 @@
 use std::sync::atomic::Ordering;
 
 use crate::campaign::CampaignConfig;
-use crate::{ChannelSpec, Engine, EngineConfig, EngineError};
+use crate::channels::spec::ChannelSpec;
+use crate::config::EngineConfig;
+use crate::engine::Engine;
+use crate::error::EngineError;
 
 /// `[engine]` keys a reload applies. The others size structures made at
 /// start (`max_loaded`, `max_inflight`) or keep the cluster's leases
@@ -156,7 +159,7 @@ impl Engine {
     /// are never stopped, only parked, so this only ever adds).
     pub(crate) fn start_senders(
         &self,
-        rt: &std::sync::Arc<crate::channel_runtime::ChannelRuntime>,
+        rt: &std::sync::Arc<crate::channels::runtime::ChannelRuntime>,
     ) {
         let inner = &self.inner;
         let want = rt.concurrency();
@@ -173,7 +176,7 @@ impl Engine {
             {
                 continue;
             }
-            tasks.push(crate::spawn_sender(
+            tasks.push(super::start::spawn_sender(
                 &inner.loops,
                 &inner.pipe,
                 rt,

@@ -13,10 +13,10 @@ use std::time::Duration;
 
 use herald_core::TimerState;
 
-use crate::health::FlightSample;
-use crate::metrics::{TIMERS_BY_STATE, TIMERS_PENDING};
-use crate::pipeline::Pipeline;
-use crate::sampled::TimerCounts;
+use crate::observe::health::FlightSample;
+use crate::observe::metrics::{TIMERS_BY_STATE, TIMERS_PENDING};
+use crate::observe::sampled::TimerCounts;
+use crate::timers::pipeline::Pipeline;
 
 pub(crate) struct Stats {
     pipe: Arc<Pipeline>,
@@ -140,7 +140,7 @@ async fn fold_counts(p: &Pipeline) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::EngineConfig;
+    use crate::config::EngineConfig;
     use crate::testkit::{Rig, T0};
 
     #[tokio::test]
@@ -203,7 +203,9 @@ mod tests {
         p.flight.release([1]);
         p.ready.push(rig.due(ids[0]).await);
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-        crate::fetcher::Fetcher::new(p.clone(), tx).run_once().await;
+        crate::timers::fetcher::Fetcher::new(p.clone(), tx)
+            .run_once()
+            .await;
         assert_eq!(p.flight.available(), 0, "full again");
         let rt = &p.channels[crate::testkit::CHANNEL];
         rt.operator.set(Some(herald_store::ChannelPause {

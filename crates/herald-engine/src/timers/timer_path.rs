@@ -9,13 +9,13 @@ use herald_channels::SendOutcome;
 use herald_core::{Clock, TimerState};
 use tokio::sync::mpsc;
 
-use crate::EngineConfig;
-use crate::channel_worker::{ChannelWorker, Turn};
-use crate::completer::Completer;
-use crate::driver::Driver;
-use crate::fetcher::{FetchPass, Fetcher};
-use crate::loader::{LoadPass, Loader, Rescan};
+use crate::channels::worker::{ChannelWorker, Turn};
+use crate::config::EngineConfig;
 use crate::testkit::{CHANNEL, Rig, T0};
+use crate::timers::completer::Completer;
+use crate::timers::driver::Driver;
+use crate::timers::fetcher::{FetchPass, Fetcher};
+use crate::timers::loader::{LoadPass, Loader, Rescan};
 
 #[tokio::test]
 async fn a_timer_fires_on_time_retries_and_ends_done() {

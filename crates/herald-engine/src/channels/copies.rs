@@ -6,8 +6,8 @@ use herald_core::subscriber::device_key;
 use herald_core::{Clock, TenantId};
 use herald_store::Store;
 
-use crate::channel_runtime::ChannelRuntime;
-use crate::recipients;
+use crate::channels::runtime::ChannelRuntime;
+use crate::timers::recipients;
 
 /// Whom [`send_copies`] sends to: a subscriber's resolved addresses.
 pub(crate) struct Copies<'a> {

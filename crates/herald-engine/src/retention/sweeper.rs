@@ -1,6 +1,6 @@
-//! Retention: the `[retention]` settings, and the sweeper that deletes what
-//! is older than them. It runs on one node at a time (the store's named lease
-//! [`RETENTION_LEASE`]), every `interval`, and for each kind calls
+//! The retention sweeper: it deletes what is older than the `[retention]`
+//! settings (see `mod.rs`). It runs on one node at a time (the store's named
+//! lease [`RETENTION_LEASE`]), every `interval`, and for each kind calls
 //! [`Store::purge`] in batches of `batch` rows, each its own short
 //! transaction, until the kind has nothing older than its cutoff. After each
 //! batch it pauses as long as the batch took: deleting never takes more than
@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 
 use herald_core::Clock;
 use herald_store::{Holder, PartitionCutoffs, RetentionKind, Store};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::Stop;
+use super::RetentionConfig;
+use crate::loops::stop::Stop;
 
 /// Name of the store lease under which one node deletes what is old.
 pub const RETENTION_LEASE: &str = "retention";
@@ -23,156 +23,15 @@ pub const RETENTION_LEASE: &str = "retention";
 /// others; what is left waits for the next sweep.
 const MAX_ROWS: usize = 10_000_000;
 
-const DAY_SECS: u64 = 86_400;
-
-/// Rows of one kind per purge transaction by default. With 5,000,000 expired
-/// timers being deleted, batches of 1,000 held SQLite's writer long enough to
-/// put fire lateness at p99 5–6 ms; 250 kept it at 4 ms while deleting
-/// about 29,000 rows a second (`herald bench purge --batch`, BENCHMARKS.md).
-pub const DEFAULT_BATCH: usize = 250;
-
 /// The shortest pause between two batches.
 const MIN_PAUSE: Duration = Duration::from_millis(1);
-
-/// How long to keep one kind: whole seconds, 0 for ever. In configuration a
-/// human duration (`"30d"`, `"12h"`, `"90m"`, `"0"`) or a number of seconds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Keep(pub Duration);
-
-impl Keep {
-    pub fn days(n: u64) -> Self {
-        Keep(Duration::from_secs(n * DAY_SECS))
-    }
-
-    /// Kept for ever.
-    pub fn forever(self) -> bool {
-        self.0.is_zero()
-    }
-
-    /// The time before which rows are old at `now` (Unix ms); `None` when
-    /// kept for ever.
-    pub fn cutoff(self, now: i64) -> Option<i64> {
-        if self.forever() {
-            return None;
-        }
-        let ms = i64::try_from(self.0.as_millis()).unwrap_or(i64::MAX);
-        Some(now.saturating_sub(ms))
-    }
-}
-
-impl Serialize for Keep {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_u64(self.0.as_secs())
-    }
-}
-
-impl<'de> Deserialize<'de> for Keep {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            Secs(i64),
-            Text(String),
-        }
-        match Raw::deserialize(d).map_err(|_| {
-            serde::de::Error::custom("expected a duration such as \"30d\" or a number of seconds")
-        })? {
-            Raw::Secs(n) => u64::try_from(n)
-                .map(|s| Keep(Duration::from_secs(s)))
-                .map_err(|_| {
-                    serde::de::Error::custom(format!("{n} is negative: use 0 to keep for ever"))
-                }),
-            Raw::Text(t) => parse_keep(&t).map_err(serde::de::Error::custom),
-        }
-    }
-}
-
-/// Reads `"30d"`, `"12h 30m"`, `"0"` or `"3600"` (seconds).
-pub fn parse_keep(text: &str) -> Result<Keep, String> {
-    let t = text.trim();
-    if let Ok(secs) = t.parse::<u64>() {
-        return Ok(Keep(Duration::from_secs(secs)));
-    }
-    if t.starts_with('-') {
-        return Err(format!("{text:?} is negative: use 0 to keep for ever"));
-    }
-    humantime::parse_duration(t)
-        .map(|d| Keep(Duration::from_secs(d.as_secs())))
-        .map_err(|e| format!("{text:?} is not a duration such as \"30d\": {e}"))
-}
-
-/// `[retention]` settings: how long each kind is kept once it is finished
-/// (or past); `0` keeps it for ever.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct RetentionConfig {
-    /// How often the sweeper runs, in milliseconds.
-    pub interval_ms: u64,
-    /// Rows of one kind deleted per transaction (with their children). Smaller
-    /// holds the writer for less time at once; larger deletes faster.
-    pub batch: usize,
-    /// Finished timers (done, failed, dead, cancelled) with their send log,
-    /// after their last change.
-    pub timers: Keep,
-    /// Ended jobs (done, cancelled, expired) with their segments, send log,
-    /// follow-up and receipt counts, after they ended.
-    pub jobs: Keep,
-    /// Ended jobs' send log (`job_sends`) and receipts, after the job ended;
-    /// the job itself stays until `jobs`.
-    pub send_log: Keep,
-    /// Audiences no stored job and no rule version names, after they were made.
-    pub audiences: Keep,
-    /// Subjects with no pending reminder, after their start, with their
-    /// reminders.
-    pub subjects: Keep,
-    /// Ended rule tasks (each rule version's last one stays), after they ended.
-    pub tasks: Keep,
-    /// Audit log entries, after they were recorded.
-    pub audit_log: Keep,
-}
-
-impl Default for RetentionConfig {
-    fn default() -> Self {
-        Self {
-            interval_ms: 60_000,
-            batch: DEFAULT_BATCH,
-            timers: Keep::days(30),
-            jobs: Keep::days(30),
-            send_log: Keep::days(30),
-            audiences: Keep::days(30),
-            subjects: Keep::days(30),
-            tasks: Keep::days(30),
-            audit_log: Keep::days(180),
-        }
-    }
-}
-
-impl RetentionConfig {
-    /// How long `kind` is kept.
-    pub fn keep(&self, kind: RetentionKind) -> Keep {
-        match kind {
-            RetentionKind::Timers => self.timers,
-            RetentionKind::Jobs => self.jobs,
-            RetentionKind::SendLog => self.send_log,
-            RetentionKind::Audiences => self.audiences,
-            RetentionKind::Subjects => self.subjects,
-            RetentionKind::Tasks => self.tasks,
-            RetentionKind::AuditLog => self.audit_log,
-        }
-    }
-
-    /// Whether every kind is kept for ever (the sweeper then does not run).
-    pub fn keeps_everything(&self) -> bool {
-        RetentionKind::ALL.iter().all(|&k| self.keep(k).forever())
-    }
-}
 
 /// What the retention sweeper needs.
 pub(crate) struct Sweeper {
     pub store: Arc<dyn Store>,
     pub clock: Arc<dyn Clock>,
     /// `[retention]`; a reload replaces it.
-    pub cfg: crate::tuned::Tuned<RetentionConfig>,
+    pub cfg: crate::loops::tuned::Tuned<RetentionConfig>,
     pub holder: Holder,
     pub stop: Arc<Stop>,
 }
@@ -281,7 +140,8 @@ impl Sweeper {
 
     /// Batches of `kind` until one comes back short (nothing older is left).
     async fn purge_kind(&self, kind: RetentionKind, cutoff: i64) -> u64 {
-        let counter = metrics::counter!(crate::metrics::RETENTION_DELETED, "kind" => kind.as_str());
+        let counter =
+            metrics::counter!(crate::observe::metrics::RETENTION_DELETED, "kind" => kind.as_str());
         let mut total = 0;
         let batch = self.cfg.get().batch.max(1);
         for _ in 0..MAX_ROWS / batch {
@@ -318,30 +178,6 @@ impl Sweeper {
 mod tests {
     use super::*;
 
-    #[test]
-    fn durations_read_as_text_or_seconds() {
-        assert_eq!(parse_keep("30d").unwrap(), Keep::days(30));
-        assert_eq!(parse_keep("0").unwrap(), Keep(Duration::ZERO));
-        assert_eq!(parse_keep("3600").unwrap(), Keep(Duration::from_secs(3600)));
-        assert_eq!(
-            parse_keep("1h 30m").unwrap(),
-            Keep(Duration::from_secs(5400))
-        );
-        assert!(parse_keep("-5d").unwrap_err().contains("negative"));
-        assert!(parse_keep("soon").is_err());
-        let c: RetentionConfig =
-            serde_json::from_str(r#"{"timers": "7d", "audit_log": 0, "jobs": 60}"#).unwrap();
-        assert_eq!(c.timers, Keep::days(7));
-        assert!(c.audit_log.forever());
-        assert_eq!(c.jobs, Keep(Duration::from_secs(60)));
-        assert_eq!(c.subjects, Keep::days(30));
-        let err = serde_json::from_str::<RetentionConfig>(r#"{"timers": -1}"#).unwrap_err();
-        assert!(err.to_string().contains("negative"), "{err}");
-    }
-
-    /// Runs under its lease on a manual clock: while another node holds the
-    /// lease nothing goes; once it is this node's, the old audit entry goes
-    /// and the recent one stays.
     #[tokio::test]
     async fn the_sweeper_deletes_only_under_its_lease() {
         use herald_core::ManualClock;
@@ -379,7 +215,7 @@ mod tests {
         let sweeper = Arc::new(Sweeper {
             store: store.clone(),
             clock: clock.clone(),
-            cfg: crate::tuned::Tuned::new(RetentionConfig {
+            cfg: crate::loops::tuned::Tuned::new(RetentionConfig {
                 interval_ms: 100,
                 ..Default::default()
             }),
@@ -412,28 +248,6 @@ mod tests {
                 .await
                 .unwrap()
                 .is_some()
-        );
-    }
-
-    #[test]
-    fn cutoffs() {
-        assert_eq!(
-            Keep::days(1).cutoff(100_000_000),
-            Some(100_000_000 - 86_400_000)
-        );
-        assert_eq!(Keep(Duration::ZERO).cutoff(5), None);
-        assert!(
-            RetentionConfig {
-                timers: Keep(Duration::ZERO),
-                jobs: Keep(Duration::ZERO),
-                send_log: Keep(Duration::ZERO),
-                audiences: Keep(Duration::ZERO),
-                subjects: Keep(Duration::ZERO),
-                tasks: Keep(Duration::ZERO),
-                audit_log: Keep(Duration::ZERO),
-                ..Default::default()
-            }
-            .keeps_everything()
         );
     }
 }

@@ -14,14 +14,14 @@ use herald_core::TenantId;
 use herald_store::{Applied, CompletionOutcome, DeferReason, FiringMark, Unsendable};
 use tokio::sync::mpsc;
 
-use crate::channel_runtime::{ChannelRuntime, Job};
-use crate::completer::{Attempt, Detail, Finished};
-use crate::copies;
-use crate::flight::Hand;
-use crate::marker::Marked;
-use crate::pipeline::Pipeline;
-use crate::queue::DueTimer;
-use crate::recipients::Route;
+use crate::channels::copies;
+use crate::channels::runtime::{ChannelRuntime, ChannelSettings, Job, Member};
+use crate::timers::completer::{Attempt, Detail, Finished};
+use crate::timers::flight::Hand;
+use crate::timers::marker::Marked;
+use crate::timers::pipeline::Pipeline;
+use crate::timers::queue::DueTimer;
+use crate::timers::recipients::Route;
 
 /// What one turn of a worker did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,45 +128,29 @@ impl ChannelWorker {
     }
 
     /// Sends one job; `hand` counts it as in hand until its outcome is
-    /// recorded (it goes to the completer with the outcome).
+    /// recorded (it goes to the completer with the outcome). In phases: wait
+    /// for the channel's rate and check the lease ([`Self::admit`]), decide
+    /// from the route and quiet hours ([`decide`]), mark the timers firing on
+    /// a channel that skips in-doubt sends, settle or send
+    /// ([`Self::settle`]), and hand the outcome on ([`Self::hand_off`]).
     async fn send(&self, job: Job, hand: Hand) {
         let (p, rt) = (&*self.pipe, &*self.rt);
-        // What the directory decided without a send takes no rate.
-        let sends = !matches!(job.route, Route::Unsendable(_) | Route::Quiet { .. });
-        if sends {
-            // A shutdown does not wait out a provider's pause or the rate:
-            // the job is let go unsent and fires again after the restart.
-            tokio::select! {
-                _ = rt.wait_for_rate(p.clock.as_ref()) => {}
-                _ = p.stop.wait() => {
-                    job.release(&p.flight);
-                    return;
-                }
+        let started = match self.admit(&job).await {
+            Admission::Go { started } => started,
+            Admission::Stopped => {
+                job.release(&p.flight);
+                return;
             }
-        }
-        let started = p.clock.now_ms();
-        // The last check before anything leaves: a node that lost the shard
-        // (or stalled past its lease) sends nothing for it.
-        if !p.ownership.covers(job.fence, started) {
-            p.fenced(1);
-            job.release(&p.flight);
-            return;
-        }
+            Admission::Fenced => {
+                p.fenced(1);
+                job.release(&p.flight);
+                return;
+            }
+        };
         // One reading for the whole send: a reload meanwhile applies to the next.
         let settings = rt.settings();
         let mut d = job.delivery;
         d.fired_at = started;
-        let attempt = |finished_at| Attempt {
-            delivery: &d,
-            channel: rt.name(),
-            tenant: job.tenant,
-            priority: job.priority,
-            shard: job.shard,
-            fence: Some(job.fence),
-            started_at: started,
-            finished_at,
-            series_base: job.series_base,
-        };
         let skip_channel_quiet = matches!(
             job.route,
             Route::To {
@@ -179,12 +163,11 @@ impl ChannelWorker {
         } else {
             rt.quiet_until(started)
         };
+        let decision = decide(&job.route, channel_quiet);
         // A channel that skips in-doubt sends marks the timer firing first:
         // if this node dies before recording the outcome, the timer is left
         // in doubt instead of firing again. Only when something is sent.
-        let sends_now = !matches!(job.route, Route::Unsendable(_) | Route::Quiet { .. })
-            && channel_quiet.is_none();
-        if sends_now && settings.in_doubt == InDoubt::Skip {
+        if decision == Decision::Send && settings.in_doubt == InDoubt::Skip {
             let members: Vec<(i64, u32)> = job
                 .members
                 .iter()
@@ -204,8 +187,60 @@ impl ChannelWorker {
                 return;
             }
         }
-        let mut f = match (&job.route, channel_quiet) {
-            (Route::Unsendable(why), _) => {
+        let attempt = |finished_at| Attempt {
+            delivery: &d,
+            channel: rt.name(),
+            tenant: job.tenant,
+            priority: job.priority,
+            shard: job.shard,
+            fence: Some(job.fence),
+            started_at: started,
+            finished_at,
+            series_base: job.series_base,
+        };
+        let f = self
+            .settle(decision, &job.route, job.tenant, &settings, &d, attempt)
+            .await;
+        self.hand_off(f, &job.members, hand);
+    }
+
+    /// Waits for the channel's rate (a send only: what the directory decided
+    /// without one takes none), then checks the lease: the last check before
+    /// anything leaves, so a node that lost the shard (or stalled past its
+    /// lease) sends nothing for it. A shutdown does not wait out a
+    /// provider's pause or the rate.
+    async fn admit(&self, job: &Job) -> Admission {
+        let (p, rt) = (&*self.pipe, &*self.rt);
+        let sends = !matches!(job.route, Route::Unsendable(_) | Route::Quiet { .. });
+        if sends {
+            tokio::select! {
+                _ = rt.wait_for_rate(p.clock.as_ref()) => {}
+                _ = p.stop.wait() => return Admission::Stopped,
+            }
+        }
+        let started = p.clock.now_ms();
+        if !p.ownership.covers(job.fence, started) {
+            return Admission::Fenced;
+        }
+        Admission::Go { started }
+    }
+
+    /// The job's outcome: settled without a send (unsendable, or held by
+    /// quiet hours), or the channel's answer to the send (with a note from
+    /// sending copies, if any).
+    async fn settle<'a>(
+        &self,
+        decision: Decision,
+        route: &Route,
+        tenant: TenantId,
+        settings: &ChannelSettings,
+        d: &'a Delivery,
+        attempt: impl Fn(i64) -> Attempt<'a>,
+    ) -> Finished {
+        let (p, rt) = (&*self.pipe, &*self.rt);
+        let started = d.fired_at;
+        match decision {
+            Decision::Unsendable(why) => {
                 let error = match why {
                     Unsendable::NoAddress => {
                         "the subscriber has no address for this channel's type"
@@ -218,26 +253,22 @@ impl ChannelWorker {
                     error: Some(error.to_string()),
                     ..Detail::default()
                 };
-                Finished::decided(
-                    attempt(started),
-                    CompletionOutcome::Unsendable(*why),
-                    detail,
-                )
+                Finished::decided(attempt(started), CompletionOutcome::Unsendable(why), detail)
             }
-            (Route::Quiet { until }, _) => {
+            Decision::SubscriberQuiet { until } => {
                 rt.counts.quiet.fetch_add(1, Ordering::Relaxed);
                 // The channel's policy says whether a held message waits or goes.
                 let policy = settings
                     .quiet
                     .as_ref()
                     .map_or(QuietPolicy::Defer, |q| q.policy);
-                quiet(attempt(started), *until, policy, "the subscriber's")
+                quiet(attempt(started), until, policy, "the subscriber's")
             }
-            (_, Some((end, policy, label))) => {
+            Decision::ChannelQuiet { end, policy, label } => {
                 rt.counts.quiet.fetch_add(1, Ordering::Relaxed);
                 quiet(attempt(started), end, policy, &label)
             }
-            (route, None) => {
+            Decision::Send => {
                 p.hot.fired.increment(1);
                 let lateness_ms = (d.attempt == 1).then(|| (started - d.due_at).max(0));
                 if let Some(ms) = lateness_ms {
@@ -249,11 +280,8 @@ impl ChannelWorker {
                         addresses,
                         devices,
                         ..
-                    } => {
-                        self.send_to(&d, job.tenant, user_id, addresses, *devices)
-                            .await
-                    }
-                    _ => (settings.channel.send(&d).await, None),
+                    } => self.send_to(d, tenant, user_id, addresses, *devices).await,
+                    _ => (settings.channel.send(d).await, None),
                 };
                 let finished = p.clock.now_ms();
                 rt.observe(&mut outcome, 1, finished);
@@ -270,7 +298,14 @@ impl ChannelWorker {
                 f.lateness_ms = lateness_ms;
                 f
             }
-        };
+        }
+    }
+
+    /// Counts the outcome and hands it to the completer, once for the
+    /// delivery's own timer (with `hand`) and once for each merged member,
+    /// which shares the delivery's outcome under its own attempt number.
+    fn hand_off(&self, mut f: Finished, members: &[Member], hand: Hand) {
+        let (p, rt) = (&*self.pipe, &*self.rt);
         match &f.completion.outcome {
             CompletionOutcome::Done => rt.metrics.delivered.increment(1),
             CompletionOutcome::Retry { .. } => rt.metrics.retry.increment(1),
@@ -286,12 +321,10 @@ impl ChannelWorker {
             // Only the store's resolution of a stopped node's sends says so.
             CompletionOutcome::InDoubt => {}
         }
-        if !job.members.is_empty() {
-            p.hot.merged.increment(job.members.len() as u64);
+        if !members.is_empty() {
+            p.hot.merged.increment(members.len() as u64);
         }
-        // Merged members share the delivery's outcome, each under its own
-        // attempt number.
-        for m in &job.members {
+        for m in members {
             let _ = self.done.send(f.for_member(m.timer_id, m.attempt));
         }
         f.hand = Some(hand);
@@ -299,7 +332,7 @@ impl ChannelWorker {
     }
 
     /// Marks a delivery's timer (and the reminders merged into it) firing,
-    /// in the shared group commit ([`crate::marker`]); returns whether the
+    /// in the shared group commit ([`crate::timers::marker`]); returns whether the
     /// send may go. When it may not, nothing is sent and the timers leave
     /// the flight set: a fenced or no longer pending timer is someone else's
     /// (the shard's new owner, a cancel); after a store failure the timer,
@@ -373,6 +406,48 @@ impl ChannelWorker {
     }
 }
 
+/// Whether a job taken off the queue may be sent ([`ChannelWorker::admit`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Admission {
+    /// It may go; its send started at this time (the engine's clock).
+    Go { started: i64 },
+    /// The engine is stopping: it is let go unsent, stays pending in the
+    /// store and fires again after the restart.
+    Stopped,
+    /// This node's lease no longer covers the timer's shard: it is let go,
+    /// for the shard's new owner.
+    Fenced,
+}
+
+/// What a job's send comes to, decided before anything leaves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Decision {
+    /// The directory found no address, or an opt-out: settled unsent.
+    Unsendable(Unsendable),
+    /// Inside the subscriber's quiet hours, which end at `until`.
+    SubscriberQuiet { until: i64 },
+    /// Inside the channel's quiet hours: their end, policy and label.
+    ChannelQuiet {
+        end: i64,
+        policy: QuietPolicy,
+        label: String,
+    },
+    /// Sent now.
+    Send,
+}
+
+/// Decides a job's send from its route and the channel's quiet hours now
+/// (`None` outside them, or for a recipient whose own were checked): the
+/// directory's decision first, then the channel's quiet hours.
+fn decide(route: &Route, channel_quiet: Option<(i64, QuietPolicy, String)>) -> Decision {
+    match (route, channel_quiet) {
+        (Route::Unsendable(why), _) => Decision::Unsendable(*why),
+        (Route::Quiet { until }, _) => Decision::SubscriberQuiet { until: *until },
+        (_, Some((end, policy, label))) => Decision::ChannelQuiet { end, policy, label },
+        (_, None) => Decision::Send,
+    }
+}
+
 /// A quiet-hours decision: wait for the end, or drop, per `policy`.
 fn quiet(at: Attempt<'_>, end: i64, policy: QuietPolicy, label: &str) -> Finished {
     let (outcome, error) = match policy {
@@ -404,9 +479,10 @@ mod tests {
     use herald_core::TenantId;
 
     use super::*;
-    use crate::fetcher::Fetcher;
+    use crate::config::EngineConfig;
     use crate::testkit::{CHANNEL, Rig, T0};
-    use crate::{EngineConfig, TenantLimits};
+    use crate::timers::fetcher::Fetcher;
+    use crate::timers::tenants::TenantLimits;
 
     /// A rig with `n` timers due now, fetched onto the channel's queue.
     async fn fetched(
@@ -458,6 +534,42 @@ mod tests {
         assert_eq!(second.provider_msgid, Some(format!("m{}", ids[1])));
     }
 
+    #[test]
+    fn the_directory_decides_before_the_channels_quiet_hours() {
+        let quiet = || Some((T0 + 60_000, QuietPolicy::Defer, "22:00-07:00".to_string()));
+        let opted_out = Route::Unsendable(Unsendable::OptedOut);
+        assert_eq!(
+            decide(&opted_out, quiet()),
+            Decision::Unsendable(Unsendable::OptedOut)
+        );
+        let held = Route::Quiet { until: T0 + 5 };
+        assert_eq!(
+            decide(&held, quiet()),
+            Decision::SubscriberQuiet { until: T0 + 5 }
+        );
+        assert_eq!(
+            decide(&Route::AsStored, quiet()),
+            Decision::ChannelQuiet {
+                end: T0 + 60_000,
+                policy: QuietPolicy::Defer,
+                label: "22:00-07:00".into(),
+            }
+        );
+        assert_eq!(decide(&Route::AsStored, None), Decision::Send);
+    }
+
+    #[tokio::test]
+    async fn a_job_is_admitted_at_the_time_its_send_starts_unless_fenced() {
+        let (rig, _, worker, _rx) = fetched(2).await;
+        rig.clock.advance(3);
+        let job = worker.rt.queue.pop_where(|_| true).unwrap();
+        assert_eq!(worker.admit(&job).await, Admission::Go { started: T0 + 3 });
+        rig.pipe.ownership.drop_shards(0..crate::testkit::SHARDS);
+        let job = worker.rt.queue.pop_where(|_| true).unwrap();
+        assert_eq!(worker.admit(&job).await, Admission::Fenced);
+        job.release(&rig.pipe.flight);
+    }
+
     #[tokio::test]
     async fn sends_nothing_for_a_shard_it_no_longer_owns() {
         let (rig, _, worker, mut rx) = fetched(1).await;
@@ -486,10 +598,10 @@ mod tests {
     async fn timers_fenced_by_a_lapsed_lease_fire_once_it_is_renewed() {
         let rig = Rig::new(EngineConfig::default()).await;
         let ids = rig.insert(&[T0]).await;
-        let mut loader = crate::loader::Loader::new(
+        let mut loader = crate::timers::loader::Loader::new(
             rig.pipe.clone(),
             false,
-            Arc::new(crate::loader::Rescan::default()),
+            Arc::new(crate::timers::loader::Rescan::default()),
         );
         loader.run_once().await;
         let mut due = Vec::new();

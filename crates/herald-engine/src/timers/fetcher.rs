@@ -6,7 +6,7 @@
 //! completer records its outcome, so a crash at any point means it fires again
 //! (at least once), with the same idempotency key. The exception is a channel
 //! configured `in_doubt = "skip"`, whose sender marks the timer `firing` just
-//! before the send (see [`crate::marker`]): after a crash it ends `in_doubt`.
+//! before the send (see [`crate::timers::marker`]): after a crash it ends `in_doubt`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,13 +17,13 @@ use herald_core::{RetryPolicy, TenantId, TimerId};
 use herald_store::TimerRecord;
 use tokio::sync::mpsc;
 
-use crate::bundles::{self, Bundle};
-use crate::channel_runtime::{Job, Member};
-use crate::completer::{Attempt, Finished};
-use crate::flight::Room;
-use crate::pipeline::Pipeline;
-use crate::queue::DueTimer;
-use crate::recipients::{self, Addressee, Profiles};
+use crate::channels::runtime::{Job, Member};
+use crate::timers::bundles::{self, Bundle};
+use crate::timers::completer::{Attempt, Finished};
+use crate::timers::flight::Room;
+use crate::timers::pipeline::Pipeline;
+use crate::timers::queue::DueTimer;
+use crate::timers::recipients::{self, Addressee, Profiles};
 
 /// How a fetch pass ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,7 +135,10 @@ impl Fetcher {
 
     /// Takes up to `want` due timers, one permit of `room` each, reads their
     /// rows and queues their deliveries. The room stays open (and the
-    /// fetcher counts as busy) until everything it took is routed.
+    /// fetcher counts as busy) until everything it took is routed. In
+    /// phases: take the fresh ones, read their rows, [`sort`] them, group
+    /// reminders and digests ([`Self::group`]), read the directory
+    /// ([`Self::read_directory`]) and queue the jobs ([`Self::queue_jobs`]).
     async fn route(&self, mut room: Room<'_>, want: usize) -> FetchPass {
         let p = &*self.pipe;
         let due = p.ready.pop_many_where(want, self.within_queue_cap());
@@ -173,72 +176,19 @@ impl Fetcher {
             p.flight.release(ids);
             return FetchPass::Stopped;
         }
-        let mut by_id: HashMap<TimerId, TimerRecord> =
-            rows.into_iter().map(|r| (r.id, r)).collect();
-        let mut stale = Vec::new();
-        let mut plain = Vec::with_capacity(fresh.len());
-        let mut bundled = Vec::new();
-        let mut requeue = Vec::new();
-        for t in fresh {
-            match by_id.remove(&t.id) {
-                // The wheel entry must match the row's current due time: a
-                // retried or moved timer has a newer entry that fires it.
-                Some(row) if row.due_at == t.due_at => match Bundle::of(&row) {
-                    Some(b) => {
-                        requeue.push(t);
-                        bundled.push((b, row));
-                    }
-                    None => plain.push(row),
-                },
-                _ => stale.push(t.id),
+        let Sorted {
+            mut stale,
+            plain,
+            bundled,
+            requeue,
+        } = sort(fresh, rows);
+        let groups = self.group(bundled, requeue).await;
+        let Some((who, profiles)) = self.read_directory(&plain, &groups).await else {
+            if !stale.is_empty() {
+                p.flight.release(stale);
             }
-        }
-        let mut groups = Vec::new();
-        if !bundled.is_empty() {
-            let claim = |m: &TimerRecord| p.ownership.owns(m.shard) && p.flight.admit_member(m.id);
-            let unclaim = |ids: Vec<TimerId>| {
-                p.flight.release(ids);
-            };
-            let window = p.cfg.get().merge_window_ms.max(0);
-            match bundles::plan(p.store.as_ref(), bundled, window, claim, unclaim).await {
-                Ok(g) => groups = g,
-                Err(e) => {
-                    tracing::warn!(error = %e, n = requeue.len(), "grouping reminders and digests failed; requeued");
-                    p.hot.store_errors.increment(1);
-                    p.flight.release(requeue.iter().map(|t| t.id));
-                    p.ready.push_many(requeue);
-                }
-            }
-        }
-        // Who the directory decides for, read in one go per tenant.
-        let who: Vec<Option<Addressee>> = plain
-            .iter()
-            .map(Addressee::of)
-            .chain(groups.iter().map(|g| Addressee::of(&g.primary)))
-            .collect();
-        let mut profiles = Profiles::new();
-        if who.iter().any(Option::is_some) {
-            match recipients::profiles(p.store.as_ref(), who.iter().flatten()).await {
-                Ok(found) => profiles = found,
-                Err(e) => {
-                    tracing::warn!(error = %e, n = who.len(), "reading the subscriber directory failed; requeued");
-                    p.hot.store_errors.increment(1);
-                    let rows = plain.iter().chain(groups.iter().map(|g| &g.primary));
-                    let back: Vec<DueTimer> = rows.map(|r| r.due_entry().into()).collect();
-                    // Members (fetched or found) go too; the primaries'
-                    // next fetch finds them again.
-                    p.flight
-                        .release(groups.iter().flat_map(|g| g.members.iter().map(|m| m.id)));
-                    p.flight.release(back.iter().map(|t| t.id));
-                    p.ready.push_many(back);
-                    if !stale.is_empty() {
-                        p.flight.release(stale);
-                    }
-                    return FetchPass::StoreFailed;
-                }
-            }
-        }
-        let now = p.clock.now_ms();
+            return FetchPass::StoreFailed;
+        };
         let jobs =
             plain
                 .into_iter()
@@ -255,8 +205,91 @@ impl Fetcher {
                     let reminder = matches!(g.bundle, Bundle::Reminder { .. });
                     (g.primary, members, Some((g.message, reminder)))
                 }));
-        for ((row, members, message), who) in jobs.zip(who) {
-            let route = recipients::route_row(&row, who.as_ref(), &profiles, now);
+        stale.extend(self.queue_jobs(jobs.zip(who), &profiles));
+        if !stale.is_empty() {
+            p.flight.release(stale);
+        }
+        FetchPass::Routed
+    }
+
+    /// Groups the reminders and digests among the rows (see
+    /// [`bundles::plan`]). If the store fails, their timers (`requeue`) go
+    /// back to the ready queue and there are no groups.
+    async fn group(
+        &self,
+        bundled: Vec<(Bundle, TimerRecord)>,
+        requeue: Vec<DueTimer>,
+    ) -> Vec<bundles::Group> {
+        let p = &*self.pipe;
+        if bundled.is_empty() {
+            return Vec::new();
+        }
+        let claim = |m: &TimerRecord| p.ownership.owns(m.shard) && p.flight.admit_member(m.id);
+        let unclaim = |ids: Vec<TimerId>| {
+            p.flight.release(ids);
+        };
+        let window = p.cfg.get().merge_window_ms.max(0);
+        match bundles::plan(p.store.as_ref(), bundled, window, claim, unclaim).await {
+            Ok(groups) => groups,
+            Err(e) => {
+                tracing::warn!(error = %e, n = requeue.len(), "grouping reminders and digests failed; requeued");
+                p.hot.store_errors.increment(1);
+                p.flight.release(requeue.iter().map(|t| t.id));
+                p.ready.push_many(requeue);
+                Vec::new()
+            }
+        }
+    }
+
+    /// Who the directory decides for among the plain rows and the groups'
+    /// primaries (in that order), with their entries, read in one go per
+    /// tenant. If the store fails, every one of them goes back to the ready
+    /// queue (members leave the flight set: the primaries' next fetch finds
+    /// them again) and the answer is `None`.
+    async fn read_directory(
+        &self,
+        plain: &[TimerRecord],
+        groups: &[bundles::Group],
+    ) -> Option<(Vec<Option<Addressee>>, Profiles)> {
+        let p = &*self.pipe;
+        let who: Vec<Option<Addressee>> = plain
+            .iter()
+            .map(Addressee::of)
+            .chain(groups.iter().map(|g| Addressee::of(&g.primary)))
+            .collect();
+        if !who.iter().any(Option::is_some) {
+            return Some((who, Profiles::new()));
+        }
+        match recipients::profiles(p.store.as_ref(), who.iter().flatten()).await {
+            Ok(found) => Some((who, found)),
+            Err(e) => {
+                tracing::warn!(error = %e, n = who.len(), "reading the subscriber directory failed; requeued");
+                p.hot.store_errors.increment(1);
+                let rows = plain.iter().chain(groups.iter().map(|g| &g.primary));
+                let back: Vec<DueTimer> = rows.map(|r| r.due_entry().into()).collect();
+                p.flight
+                    .release(groups.iter().flat_map(|g| g.members.iter().map(|m| m.id)));
+                p.flight.release(back.iter().map(|t| t.id));
+                p.ready.push_many(back);
+                None
+            }
+        }
+    }
+
+    /// Queues each delivery on its channel: a row, the members merged into
+    /// it, the message its group composed (and whether it is a reminder's),
+    /// and who the directory decides for. Returns the timers to let go: those
+    /// of a shard whose lease this node no longer holds.
+    fn queue_jobs(
+        &self,
+        jobs: impl Iterator<Item = (Routed, Option<Addressee>)>,
+        profiles: &Profiles,
+    ) -> Vec<TimerId> {
+        let p = &*self.pipe;
+        let now = p.clock.now_ms();
+        let mut stale = Vec::new();
+        for ((row, members, message), who) in jobs {
+            let route = recipients::route_row(&row, who.as_ref(), profiles, now);
             let key = row.delivery_key();
             // A reminder goes out in its channel's shape if the channel has a template.
             let message = match (message, p.channels.get(&row.channel)) {
@@ -266,14 +299,12 @@ impl Fetcher {
                 }),
                 (m, _) => m.map(|(m, _)| m),
             };
-            let attempt = row.attempts.saturating_add(1);
-            let tenant = row.tenant;
             let delivery = Delivery {
                 timer_id: row.id,
                 kind: row.kind,
                 due_at: row.due_at,
                 fired_at: now,
-                attempt,
+                attempt: row.attempts.saturating_add(1),
                 recipient: row.recipient,
                 message: message.unwrap_or(row.message),
                 idempotency_key: key,
@@ -284,49 +315,92 @@ impl Fetcher {
                 stale.extend(members.iter().map(|m: &Member| m.timer_id));
                 continue;
             };
+            let job = Job {
+                delivery,
+                tenant: row.tenant,
+                priority: row.priority,
+                shard: row.shard,
+                fence,
+                members,
+                series_base: row.attempt_base,
+                route,
+            };
             match p.channels.get(&row.channel) {
-                Some(rt) => rt.queue.push(Job {
-                    delivery,
-                    tenant,
-                    priority: row.priority,
-                    shard: row.shard,
-                    fence,
-                    members,
-                    series_base: row.attempt_base,
-                    route,
-                }),
-                None => {
-                    // Configuration lost the channel: keep the timer, retry
-                    // later, and let attempts run out if it never comes back.
-                    // Merged members are let go and fire on their own.
-                    p.flight.release(members.iter().map(|m| m.timer_id));
-                    let attempt = Attempt {
-                        delivery: &delivery,
-                        channel: &row.channel,
-                        tenant,
-                        priority: row.priority,
-                        shard: row.shard,
-                        fence: Some(fence),
-                        started_at: now,
-                        finished_at: now,
-                        series_base: row.attempt_base,
-                    };
-                    let outcome = SendOutcome::Retryable {
-                        error: format!("channel {:?} is not configured", row.channel),
-                        status: None,
-                        retry_after_ms: None,
-                    };
-                    let mut f = Finished::from_outcome(attempt, outcome, &RetryPolicy::default());
-                    f.hand = Some(p.flight.hand());
-                    let _ = self.done.send(f);
-                }
+                Some(rt) => rt.queue.push(job),
+                None => self.no_channel(&row.channel, job, now),
             }
         }
-        if !stale.is_empty() {
-            p.flight.release(stale);
-        }
-        FetchPass::Routed
+        stale
     }
+
+    /// A delivery for a channel the configuration lost: keep the timer,
+    /// retry later, and let attempts run out if it never comes back. Merged
+    /// members are let go and fire on their own.
+    fn no_channel(&self, channel: &str, job: Job, now: i64) {
+        let p = &*self.pipe;
+        p.flight.release(job.members.iter().map(|m| m.timer_id));
+        let attempt = Attempt {
+            delivery: &job.delivery,
+            channel,
+            tenant: job.tenant,
+            priority: job.priority,
+            shard: job.shard,
+            fence: Some(job.fence),
+            started_at: now,
+            finished_at: now,
+            series_base: job.series_base,
+        };
+        let outcome = SendOutcome::Retryable {
+            error: format!("channel {channel:?} is not configured"),
+            status: None,
+            retry_after_ms: None,
+        };
+        let mut f = Finished::from_outcome(attempt, outcome, &RetryPolicy::default());
+        f.hand = Some(p.flight.hand());
+        let _ = self.done.send(f);
+    }
+}
+
+/// A row to route, the members merged into it and, for a group, its composed
+/// message and whether it is a reminder's.
+type Routed = (TimerRecord, Vec<Member>, Option<(String, bool)>);
+
+/// A fetch's due timers sorted by what their rows say ([`sort`]).
+#[derive(Debug, Default)]
+pub(crate) struct Sorted {
+    /// Entries whose row is gone or not pending, or due at another time (a
+    /// retried or moved timer has a newer entry that fires it).
+    pub stale: Vec<TimerId>,
+    /// Rows sent alone.
+    pub plain: Vec<TimerRecord>,
+    /// Reminders and digests, to group ([`bundles::plan`]).
+    pub bundled: Vec<(Bundle, TimerRecord)>,
+    /// The wheel entries of `bundled`, to requeue if grouping fails.
+    pub requeue: Vec<DueTimer>,
+}
+
+/// Matches the due timers taken with the rows read for them.
+pub(crate) fn sort(fresh: Vec<DueTimer>, rows: Vec<TimerRecord>) -> Sorted {
+    let mut by_id: HashMap<TimerId, TimerRecord> = rows.into_iter().map(|r| (r.id, r)).collect();
+    let mut out = Sorted {
+        plain: Vec::with_capacity(fresh.len()),
+        ..Sorted::default()
+    };
+    for t in fresh {
+        match by_id.remove(&t.id) {
+            // The wheel entry must match the row's current due time: a
+            // retried or moved timer has a newer entry that fires it.
+            Some(row) if row.due_at == t.due_at => match Bundle::of(&row) {
+                Some(b) => {
+                    out.requeue.push(t);
+                    out.bundled.push((b, row));
+                }
+                None => out.plain.push(row),
+            },
+            _ => out.stale.push(t.id),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -334,8 +408,34 @@ mod tests {
     use herald_store::CompletionOutcome;
 
     use super::*;
-    use crate::EngineConfig;
+    use crate::config::EngineConfig;
     use crate::testkit::{CHANNEL, Rig, T0};
+
+    #[tokio::test]
+    async fn sorting_keeps_current_entries_and_sets_reminders_apart() {
+        let rig = Rig::new(EngineConfig::default()).await;
+        let ids = rig.insert(&[T0, T0, T0]).await;
+        let reminder = rig.insert_reminder("u1", "email").await;
+        let mut fresh = Vec::new();
+        for &id in ids.iter().chain([&reminder]) {
+            fresh.push(rig.due(id).await);
+        }
+        // An older wheel entry of a moved timer, and one whose row is gone.
+        fresh[1].due_at -= 1;
+        let rows = vec![
+            rig.timer(ids[0]).await,
+            rig.timer(ids[1]).await,
+            rig.timer(reminder).await,
+        ];
+        let sorted = sort(fresh, rows);
+        assert_eq!(sorted.stale, [ids[1], ids[2]]);
+        let plain: Vec<TimerId> = sorted.plain.iter().map(|r| r.id).collect();
+        assert_eq!(plain, [ids[0]]);
+        let bundled: Vec<TimerId> = sorted.bundled.iter().map(|(_, r)| r.id).collect();
+        assert_eq!(bundled, [reminder]);
+        let requeue: Vec<TimerId> = sorted.requeue.iter().map(|t| t.id).collect();
+        assert_eq!(requeue, [reminder]);
+    }
 
     #[tokio::test]
     async fn queues_due_timers_on_their_channel_and_holds_them_in_flight() {
@@ -366,7 +466,7 @@ mod tests {
             rig.due(ids[1]).await,
             rig.due(ids[2]).await,
         );
-        let moved = crate::queue::DueTimer {
+        let moved = crate::timers::queue::DueTimer {
             due_at: b.due_at - 1,
             ..b
         };
@@ -441,7 +541,7 @@ mod tests {
         EngineConfig {
             tenants: HashMap::from([(
                 herald_core::DEFAULT_TENANT,
-                crate::TenantLimits {
+                crate::timers::tenants::TenantLimits {
                     weight: 1,
                     rate_per_sec: Some(rate),
                 },

@@ -7,7 +7,7 @@ use herald_core::{Priority, TenantId, TimerId};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
-use crate::fair::{FairHeap, Urgency};
+use crate::timers::fair::{FairHeap, Urgency};
 
 /// A due timer, as small as the wheel keeps it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::pipeline::Pipeline;
-use crate::schedule::Slot;
+use crate::timers::pipeline::Pipeline;
+use crate::timers::schedule::Slot;
 
 pub(crate) struct Driver {
     pipe: Arc<Pipeline>,
@@ -49,9 +49,9 @@ impl Driver {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::EngineConfig;
-    use crate::loader::{Loader, Rescan};
+    use crate::config::EngineConfig;
     use crate::testkit::{Rig, T0};
+    use crate::timers::loader::{Loader, Rescan};
 
     #[tokio::test]
     async fn hands_on_what_is_due_at_the_clocks_time() {

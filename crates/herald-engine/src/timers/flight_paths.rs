@@ -12,12 +12,12 @@ use herald_store::WriteOp;
 use proptest::prelude::*;
 use tokio::sync::mpsc;
 
-use crate::EngineConfig;
-use crate::channel_worker::{ChannelWorker, Turn};
-use crate::completer::Completer;
-use crate::driver::Driver;
-use crate::fetcher::Fetcher;
+use crate::channels::worker::{ChannelWorker, Turn};
+use crate::config::EngineConfig;
 use crate::testkit::{CHANNEL, Rig, SHARDS, T0};
+use crate::timers::completer::Completer;
+use crate::timers::driver::Driver;
+use crate::timers::fetcher::Fetcher;
 
 /// What the store holds before the first fetch.
 #[derive(Debug, Clone)]

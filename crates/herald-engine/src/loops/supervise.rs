@@ -2,7 +2,7 @@
 //!
 //! Every long-running loop runs in a task of its own, watched by a supervisor
 //! task. A loop that returns or panics while the engine is not stopping is
-//! dead: it shows as such in [`crate::Health`] (so `/readyz` turns 503) and is
+//! dead: it shows as such in [`crate::observe::health::Health`] (so `/readyz` turns 503) and is
 //! counted in `herald_loop_restarts_total`. A restartable loop is started
 //! again after a backoff; one that owns state it cannot rebuild (the group
 //! commit writer's queue) stays dead and marks the engine failed, so the
@@ -16,7 +16,7 @@ use futures_util::future::BoxFuture;
 use parking_lot::Mutex;
 use tokio::task::{AbortHandle, JoinHandle};
 
-use crate::stop::Stop;
+use crate::loops::stop::Stop;
 
 /// First wait before a restart; doubles per death up to [`MAX_BACKOFF`].
 const MIN_BACKOFF: Duration = Duration::from_millis(100);
@@ -164,7 +164,7 @@ impl Loops {
                 return;
             }
             state.restarts.fetch_add(1, Ordering::Relaxed);
-            metrics::counter!(crate::metrics::LOOP_RESTARTS, "loop" => state.name.clone())
+            metrics::counter!(crate::observe::metrics::LOOP_RESTARTS, "loop" => state.name.clone())
                 .increment(1);
             tokio::select! {
                 _ = tokio::time::sleep(backoff) => {}

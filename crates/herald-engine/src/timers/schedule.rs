@@ -18,7 +18,7 @@ use herald_core::{Priority, TenantId, TimerId, Wheel};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
-use crate::queue::{DueTimer, FairQueue};
+use crate::timers::queue::{DueTimer, FairQueue};
 
 /// What the wheel holds per timer: 16 bytes, the due time is kept by the wheel.
 #[derive(Debug, Clone, Copy)]
@@ -144,7 +144,7 @@ impl Schedule {
         drop(st);
         if turned_away > 0 {
             self.overflowed.store(true, Ordering::Release);
-            metrics::counter!(crate::metrics::WHEEL_FULL).increment(turned_away);
+            metrics::counter!(crate::observe::metrics::WHEEL_FULL).increment(turned_away);
         }
         if wake {
             self.wake.notify_one();

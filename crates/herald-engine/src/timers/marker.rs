@@ -18,7 +18,7 @@
 
 use herald_store::{Applied, FiringMark, Store};
 
-use crate::group_commit::GroupCommit;
+use crate::loops::group_commit::GroupCommit;
 
 /// What one mark came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

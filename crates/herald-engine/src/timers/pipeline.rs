@@ -16,19 +16,21 @@ use herald_core::Clock;
 use herald_store::Store;
 use parking_lot::Mutex;
 
-use crate::channel_runtime::ChannelRuntime;
-use crate::flight::Flight;
-use crate::health::StallWatch;
-use crate::live::Live;
-use crate::marker::Marker;
-use crate::metrics::Hot;
-use crate::ownership::Ownership;
-use crate::queue::{DueTimer, FairQueue};
-use crate::sampled::Sampled;
-use crate::schedule::Schedule;
-use crate::tenants::{self, TenantRates};
-use crate::tuned::Tuned;
-use crate::{ChannelSpec, EngineConfig, Stop};
+use crate::channels::runtime::ChannelRuntime;
+use crate::channels::spec::ChannelSpec;
+use crate::cluster::ownership::Ownership;
+use crate::config::EngineConfig;
+use crate::loops::stop::Stop;
+use crate::loops::tuned::Tuned;
+use crate::observe::health::StallWatch;
+use crate::observe::live::Live;
+use crate::observe::metrics::Hot;
+use crate::observe::sampled::Sampled;
+use crate::timers::flight::Flight;
+use crate::timers::marker::Marker;
+use crate::timers::queue::{DueTimer, FairQueue};
+use crate::timers::schedule::Schedule;
+use crate::timers::tenants::{self, TenantRates};
 
 pub(crate) struct Pipeline {
     pub store: Arc<dyn Store>,

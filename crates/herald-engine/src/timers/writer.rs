@@ -16,9 +16,9 @@ use std::sync::Arc;
 use herald_store::{StoreError, WriteOp, WriteResult};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::EngineError;
-use crate::pipeline::Pipeline;
-use crate::queue::DueTimer;
+use crate::error::EngineError;
+use crate::timers::pipeline::Pipeline;
+use crate::timers::queue::DueTimer;
 
 /// How a request's ops commit, and how it hears of them.
 pub(crate) enum Reply {

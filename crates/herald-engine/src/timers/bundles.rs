@@ -19,7 +19,7 @@ use herald_core::{ChannelType, TenantId, TimerId, TimerKind};
 use herald_store::{MergeProbe, Store, StoreError, TimerRecord};
 use serde_json::{Value, json};
 
-use crate::reminders::{self, Subjects};
+use crate::timers::reminders::{self, Subjects};
 
 /// How much later than a firing digest's close its other members may be due
 /// and still go with it: two creates that each opened the digest at once

@@ -1,7 +1,7 @@
 //! Reminders at fire time: each message is completed from its subject as it
 //! is now (a subject may have been renamed or moved since the subscription).
 //! A user's reminders due close together go out as one delivery listing
-//! every subject; which ones is decided in [`crate::bundles`], what that
+//! every subject; which ones is decided in [`crate::timers::bundles`], what that
 //! delivery says here (`docs/architecture.md`, "Reminders").
 
 use std::collections::{HashMap, HashSet};

@@ -1,6 +1,6 @@
 //! Operators' channel pauses: stored cluster-wide, read here about every
 //! [`POLL_MS`], so every node holds a paused channel within about a second.
-//! The senders (`channel_worker.rs`, `campaign/worker.rs`) look at what this
+//! The senders (`channels/worker.rs`, `campaign/worker.rs`) look at what this
 //! loop last read.
 
 use std::sync::Arc;
@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use herald_store::{ChannelPause, Store};
 
-use crate::pipeline::Pipeline;
+use crate::timers::pipeline::Pipeline;
 
 /// How often every node reads the stored pauses.
 pub(crate) const POLL_MS: u64 = 500;

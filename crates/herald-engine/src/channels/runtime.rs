@@ -16,14 +16,14 @@ use herald_channels::{Channel, Delivery, QuietPolicy, SendOutcome};
 use herald_core::{Clock, Priority, RetryPolicy, TenantId, TimerId};
 use herald_store::Fence;
 
-use crate::ChannelSpec;
-use crate::channel_state::{OperatorPause, OutcomeCounts, Pause, Quiet};
-use crate::fair::Urgency;
-use crate::flight::Flight;
-use crate::metrics::ChannelMetrics;
-use crate::queue::FairQueue;
-use crate::recipients::Route;
-use crate::tuned::Tuned;
+use crate::channels::spec::ChannelSpec;
+use crate::channels::state::{OperatorPause, OutcomeCounts, Pause, Quiet};
+use crate::loops::tuned::Tuned;
+use crate::observe::metrics::ChannelMetrics;
+use crate::timers::fair::Urgency;
+use crate::timers::flight::Flight;
+use crate::timers::queue::FairQueue;
+use crate::timers::recipients::Route;
 
 /// One node's limiter for `rate` a second shared by `nodes`: its share, with
 /// a burst of a tenth of a second of it, so that nodes starting together
@@ -50,7 +50,7 @@ pub(crate) struct Job {
     /// same pass hold an in-flight permit, those found in the store do not;
     /// the flight set knows which.
     pub members: Vec<Member>,
-    /// The timer's `attempt_base` (see [`crate::completer::Attempt`]).
+    /// The timer's `attempt_base` (see [`crate::timers::completer::Attempt`]).
     pub series_base: u32,
     /// Where it goes, when the subscriber directory decided (at fetch time).
     pub route: Route,

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use herald_store::DueEntry;
 use tokio::sync::mpsc;
 
-use crate::loader::Rescan;
-use crate::pipeline::Pipeline;
-use crate::queue::DueTimer;
+use crate::timers::loader::Rescan;
+use crate::timers::pipeline::Pipeline;
+use crate::timers::queue::DueTimer;
 
 /// Runs until the store's feed closes. An empty batch means the feed had a
 /// gap (a reconnect): the loader re-reads its window.

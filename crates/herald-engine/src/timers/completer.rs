@@ -10,10 +10,10 @@ use herald_core::{Priority, RetryPolicy, TenantId, TimerId};
 use herald_store::{Applied, Completion, CompletionOutcome, DeferReason, Fence, StoreError};
 use tokio::sync::mpsc;
 
-use crate::flight::Hand;
-use crate::live::{LiveEntry, LiveOutcome};
-use crate::pipeline::Pipeline;
-use crate::queue::DueTimer;
+use crate::observe::live::{LiveEntry, LiveOutcome};
+use crate::timers::flight::Hand;
+use crate::timers::pipeline::Pipeline;
+use crate::timers::queue::DueTimer;
 
 /// One attempt at a delivery: what went out, through which channel, under
 /// which lease, and when.
@@ -311,7 +311,7 @@ mod tests {
     use herald_core::TimerState;
 
     use super::*;
-    use crate::EngineConfig;
+    use crate::config::EngineConfig;
     use crate::testkit::{CHANNEL, Rig, T0};
 
     /// What a channel worker hands on after `outcome`, for a timer the

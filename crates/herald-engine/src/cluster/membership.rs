@@ -19,8 +19,8 @@ use herald_channels::InDoubt;
 use herald_core::ShardSet;
 use herald_store::{Fence, Holder, StoreError};
 
-use crate::pipeline::Pipeline;
-use crate::queue::DueTimer;
+use crate::timers::pipeline::Pipeline;
+use crate::timers::queue::DueTimer;
 
 pub(crate) struct Membership {
     pipe: Arc<Pipeline>,
@@ -143,8 +143,9 @@ impl Membership {
             }
         }
         self.last_round_ms.store(now, Ordering::Release);
-        metrics::gauge!(crate::metrics::OWNED_SHARDS).set(p.ownership.owned().len() as f64);
-        metrics::gauge!(crate::metrics::CLUSTER_NODES).set(live_n as f64);
+        metrics::gauge!(crate::observe::metrics::OWNED_SHARDS)
+            .set(p.ownership.owned().len() as f64);
+        metrics::gauge!(crate::observe::metrics::CLUSTER_NODES).set(live_n as f64);
         Ok(())
     }
 
@@ -173,7 +174,7 @@ impl Membership {
     /// are wheeled from now on), then load what is already pending in them.
     ///
     /// Before that, it resolves the timers a stopped node left marked firing
-    /// in them (channels that skip in-doubt sends, see [`crate::marker`]):
+    /// in them (channels that skip in-doubt sends, see [`crate::timers::marker`]):
     /// such a timer is no longer in the pending index, so no load would ever
     /// find it. If resolving fails the shards are not held: their leases are
     /// not renewed, and a later round takes them again and resolves then.
@@ -242,9 +243,9 @@ impl Membership {
                 resent = r.resent,
                 "resolved timers a stopped node left mid-send"
             );
-            metrics::counter!(crate::metrics::TIMERS_IN_DOUBT, "outcome" => "in_doubt")
+            metrics::counter!(crate::observe::metrics::TIMERS_IN_DOUBT, "outcome" => "in_doubt")
                 .increment(r.in_doubt);
-            metrics::counter!(crate::metrics::TIMERS_IN_DOUBT, "outcome" => "resent")
+            metrics::counter!(crate::observe::metrics::TIMERS_IN_DOUBT, "outcome" => "resent")
                 .increment(r.resent);
         }
         Ok(())
@@ -278,9 +279,9 @@ impl Membership {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::EngineConfig;
-    use crate::pipeline::Pipeline;
+    use crate::config::EngineConfig;
     use crate::testkit::{Rig, SHARDS, T0};
+    use crate::timers::pipeline::Pipeline;
 
     /// A second node on the rig's store, on the same clock.
     fn second_node(rig: &Rig) -> Membership {
@@ -312,10 +313,10 @@ mod tests {
             let p = rig.pipe.clone();
             p.ready.push(rig.due(id).await);
             let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-            crate::fetcher::Fetcher::new(p.clone(), tx.clone())
+            crate::timers::fetcher::Fetcher::new(p.clone(), tx.clone())
                 .run_once()
                 .await;
-            let worker = crate::channel_worker::ChannelWorker::new(
+            let worker = crate::channels::worker::ChannelWorker::new(
                 p.clone(),
                 p.channels[crate::testkit::CHANNEL].clone(),
                 tx,
@@ -328,8 +329,12 @@ mod tests {
             rig.clock.advance(p.cfg.get().lease_ms + 1);
             let mut channels = Vec::new();
             if knows_channel {
-                let mut spec =
-                    crate::ChannelSpec::new(rig.channel.clone(), 1, None, Default::default());
+                let mut spec = crate::channels::spec::ChannelSpec::new(
+                    rig.channel.clone(),
+                    1,
+                    None,
+                    Default::default(),
+                );
                 spec.in_doubt = InDoubt::Skip;
                 channels.push(spec);
             }

@@ -1,0 +1,103 @@
+//! The engine's `[engine]` settings ([`EngineConfig`]), with the settings it
+//! takes from `[reminders]`, `[jobs]`, `[retention]` and `[tenants.NAME]`.
+//! Kept apart from the engine itself so that whatever reads settings (the
+//! loops, the binary's configuration) needs nothing else of the crate.
+//! Which of them a reload may change is listed in `engine/retune.rs`.
+
+use std::collections::HashMap;
+
+use herald_core::TenantId;
+use serde::{Deserialize, Serialize};
+
+use crate::campaign;
+use crate::retention;
+use crate::timers::tenants::TenantLimits;
+
+/// Runtime settings; all have defaults fit for one node.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EngineConfig {
+    /// How far ahead the loader keeps pending timers in the wheel.
+    pub window_ms: i64,
+    /// Timers read per loader query.
+    pub load_batch: usize,
+    /// How often the loader tops the window up.
+    pub load_interval_ms: u64,
+    /// Most timers held in the wheel at once (bounds memory).
+    pub max_loaded: usize,
+    /// Most deliveries fetched and not yet recorded. Bounds memory, and bounds
+    /// what a crash can deliver twice.
+    pub max_inflight: usize,
+    /// Timer rows read per fetch.
+    pub fetch_batch: usize,
+    /// Most outcomes recorded per transaction.
+    pub complete_batch: usize,
+    /// Most API writes per group-commit transaction.
+    pub write_batch: usize,
+    /// How often store-wide gauges (timers by state) are sampled; 0 turns it
+    /// off. Each sample reads the store's timer counters, not the timers.
+    pub stats_interval_ms: u64,
+    /// Longest a graceful shutdown waits for in-flight deliveries.
+    pub drain_timeout_ms: u64,
+    /// How long every in-flight slot may stay taken with nothing sending and
+    /// none given back before `/readyz` and `herald_inflight_stalled` report
+    /// the node stalled; 0 turns the watch off.
+    pub inflight_stall_ms: u64,
+    /// How long a shard lease (and a node's heartbeat) lasts. A dead node's
+    /// shards move to others after at most this plus `heartbeat_ms`.
+    pub lease_ms: i64,
+    /// How often a node beats, renews its leases and rebalances.
+    pub heartbeat_ms: u64,
+    /// A lease this close to expiry no longer covers a send (clock skew margin).
+    pub lease_guard_ms: i64,
+    /// On a store shared by several nodes, how often the loader re-reads its
+    /// whole window: the safety net under the store's notifications.
+    pub rescan_interval_ms: u64,
+    /// How often each node counts every tenant's pending timers for the
+    /// `max_pending` quotas (`[tenants.NAME]`); what other nodes accept
+    /// in between is not counted until the next count.
+    pub quota_refresh_ms: u64,
+    /// Reminders of one user on one channel due within this many milliseconds
+    /// of the earliest go out as one delivery; 0 sends each alone. Set from
+    /// the `[reminders]` configuration.
+    #[serde(skip)]
+    pub merge_window_ms: i64,
+    /// Rule planning and job sending; set from the `[jobs]` configuration.
+    #[serde(skip)]
+    pub campaign: campaign::CampaignConfig,
+    /// What is deleted when; set from the `[retention]` configuration.
+    #[serde(skip)]
+    pub retention: retention::RetentionConfig,
+    /// Dispatch weight and delivery rate by tenant; a tenant not listed
+    /// weighs 1 and has no rate. Set from the `[tenants.NAME]` configuration
+    /// once the names resolve to ids.
+    #[serde(skip)]
+    pub tenants: HashMap<TenantId, TenantLimits>,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            window_ms: 60_000,
+            load_batch: 10_000,
+            load_interval_ms: 1_000,
+            max_loaded: 2_000_000,
+            max_inflight: 20_000,
+            fetch_batch: 1_000,
+            complete_batch: 5_000,
+            write_batch: 20_000,
+            stats_interval_ms: 1_000,
+            drain_timeout_ms: 10_000,
+            inflight_stall_ms: 60_000,
+            lease_ms: 6_000,
+            heartbeat_ms: 2_000,
+            lease_guard_ms: 1_000,
+            rescan_interval_ms: 30_000,
+            quota_refresh_ms: 1_000,
+            merge_window_ms: 60_000,
+            campaign: campaign::CampaignConfig::default(),
+            retention: retention::RetentionConfig::default(),
+            tenants: HashMap::new(),
+        }
+    }
+}
