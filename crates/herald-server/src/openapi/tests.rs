@@ -334,3 +334,45 @@ fn every_refinement_names_a_field() {
         json!(["delivered", "read", "clicked"])
     );
 }
+
+/// The documented operations, `METHOD path` sorted, one a line.
+fn operation_list(doc: &Value) -> String {
+    const METHODS: &[&str] = &["get", "put", "post", "delete", "patch", "head", "options"];
+    let mut ops: Vec<String> = doc["paths"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .flat_map(|(path, item)| {
+            item.as_object()
+                .into_iter()
+                .flatten()
+                .filter(|(method, _)| METHODS.contains(&method.as_str()))
+                .map(move |(method, _)| format!("{} {path}", method.to_ascii_uppercase()))
+        })
+        .collect();
+    ops.sort();
+    ops.iter().map(|op| format!("{op}\n")).collect()
+}
+
+/// The operation list is pinned in `operations.snapshot`, beside this file:
+/// moving handlers and routes around must neither lose nor add one. A change
+/// of the API changes the snapshot in the same commit, on purpose.
+#[test]
+fn the_operation_list_is_the_snapshot() {
+    let got = operation_list(&document());
+    let want = include_str!("operations.snapshot");
+    assert!(
+        got == want,
+        "the documented operations differ from openapi/operations.snapshot:\n{}",
+        diff(want, &got)
+    );
+}
+
+/// The lines only one of `want` and `got` has, marked `-` and `+`.
+fn diff(want: &str, got: &str) -> String {
+    let want: BTreeSet<&str> = want.lines().collect();
+    let got: BTreeSet<&str> = got.lines().collect();
+    let gone = want.difference(&got).map(|l| format!("- {l}\n"));
+    let new = got.difference(&want).map(|l| format!("+ {l}\n"));
+    gone.chain(new).collect()
+}
