@@ -26,8 +26,6 @@ pub const CALLBACK_MAX_BYTES: usize = 64 * 1024;
 pub(crate) const PAUSE_MAX_BYTES: usize = 8 * 1024;
 /// Longest pause reason kept.
 const MAX_REASON_BYTES: usize = 512;
-/// Channel kinds that send with an access token the provider lends.
-const TOKEN_KINDS: &[&str] = &["wechat", "wecom", "fcm"];
 /// Looks for a callback's delivery this many times...
 const CALLBACK_TRIES: u32 = 20;
 /// ...this far apart (WeChat waits 5 s for an answer).
@@ -63,13 +61,15 @@ struct TokenJson {
 }
 
 impl ChannelJson {
-    fn new(status: ChannelStatus, current_rate: f64, now: i64) -> Self {
+    /// `lends_token`: the channel sends with an access token the provider
+    /// lends (see [`lends_token`]), whose validity is shown.
+    fn new(status: ChannelStatus, current_rate: f64, now: i64, lends_token: bool) -> Self {
         let paused = status.operator_pause.as_ref().map(|p| PausedJson {
             since: format_rfc3339_ms(p.since),
             until: p.until.map(format_rfc3339_ms),
             reason: p.reason.clone(),
         });
-        let token = TOKEN_KINDS.contains(&status.kind).then(|| TokenJson {
+        let token = lends_token.then(|| TokenJson {
             valid: status.token_valid_until.is_some_and(|t| t > now),
             expires_at: status.token_valid_until.map(format_rfc3339_ms),
         });
@@ -113,7 +113,8 @@ pub async fn list(
         .map(|status| {
             let current_rate =
                 rates.observe(status.name.clone(), now, status.outcomes.sends(), None);
-            ChannelJson::new(status, current_rate, now).with_live(&live)
+            let lends = lends_token(&st, &status.name);
+            ChannelJson::new(status, current_rate, now, lends).with_live(&live)
         })
         .collect();
     axum::Json(serde_json::json!({ "channels": channels })).into_response()
@@ -153,7 +154,19 @@ pub async fn pause_action(
     let status = status?.ok_or_else(|| ApiError::not_found("channel"))?;
     let current_rate = rates.observe(status.name.clone(), now, status.outcomes.sends(), None);
     let live = st.engine.live(None);
-    Ok(axum::Json(ChannelJson::new(status, current_rate, now).with_live(&live)).into_response())
+    let lends = lends_token(&st, &status.name);
+    Ok(axum::Json(ChannelJson::new(status, current_rate, now, lends).with_live(&live)).into_response())
+}
+
+/// Whether the channel `name` sends with an access token the provider lends:
+/// the channel says so by naming the token it keeps ([`Channel::token_key`]),
+/// so a new kind needs no list here.
+///
+/// [`Channel::token_key`]: herald_channels::Channel::token_key
+fn lends_token(st: &AppState, name: &str) -> bool {
+    st.engine
+        .channel(name)
+        .is_some_and(|c| c.token_key().is_some())
 }
 
 /// The `until` (Unix ms, in the future) and `reason` of a `:pause` body.
