@@ -16,12 +16,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::access::{KeySecret, Scopes};
 use crate::audit::list::{named_tenant, tenant_label, tenant_names};
-use crate::error::{ApiError, store_err};
-use crate::json_body;
-use crate::pagination::ASCENDING;
-use crate::request::{NoQuery, parse_id, query};
-use crate::state::AppState;
-use crate::text::{Text, forbidden_control};
+use crate::http::error::{ApiError, store_err};
+use crate::http::json_body;
+use crate::http::pagination::ASCENDING;
+use crate::http::request::{NoQuery, parse_id, query};
+use crate::http::state::AppState;
+use crate::http::text::{Text, forbidden_control};
 
 /// Longest key name, in characters.
 const MAX_NAME_CHARS: usize = 64;

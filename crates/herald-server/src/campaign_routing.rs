@@ -9,7 +9,7 @@ use herald_core::subscriber::check_topic;
 use herald_core::timer::Routing;
 use serde::{Deserialize, Serialize};
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 
 /// `"to"` of a job or rule: every audience entry is a user id; send to that
 /// subscriber's address of `channel_type` (default: the channel's own type).

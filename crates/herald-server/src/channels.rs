@@ -13,17 +13,14 @@ use herald_engine::ChannelStatus;
 use serde::{Deserialize, Serialize};
 
 use crate::access::Caller;
-use crate::error::{ApiError, store_err};
-use crate::json_body;
-use crate::rate::RateSampler;
-use crate::request::{NoQuery, action as split_action, parse_id, read_body};
-use crate::state::AppState;
-use crate::tenancy::mine;
+use crate::http::body_limits::{CALLBACK_MAX_BYTES, PAUSE_MAX_BYTES};
+use crate::http::error::{ApiError, store_err};
+use crate::http::json_body;
+use crate::http::rate::RateSampler;
+use crate::http::request::{NoQuery, action as split_action, parse_id, read_body};
+use crate::http::state::AppState;
+use crate::http::tenancy::mine;
 
-/// Largest callback body taken; WeChat's events are a few hundred bytes.
-pub const CALLBACK_MAX_BYTES: usize = 64 * 1024;
-/// Largest `:pause` body taken.
-pub(crate) const PAUSE_MAX_BYTES: usize = 8 * 1024;
 /// Longest pause reason kept.
 const MAX_REASON_BYTES: usize = 512;
 /// Looks for a callback's delivery this many times...
@@ -155,7 +152,10 @@ pub async fn pause_action(
     let current_rate = rates.observe(status.name.clone(), now, status.outcomes.sends(), None);
     let live = st.engine.live(None);
     let lends = lends_token(&st, &status.name);
-    Ok(axum::Json(ChannelJson::new(status, current_rate, now, lends).with_live(&live)).into_response())
+    Ok(
+        axum::Json(ChannelJson::new(status, current_rate, now, lends).with_live(&live))
+            .into_response(),
+    )
 }
 
 /// Whether the channel `name` sends with an access token the provider lends:
@@ -200,7 +200,7 @@ fn pause_body(bytes: &[u8], now: i64) -> Result<(Option<i64>, Option<String>), A
                 format!("reason is longer than {MAX_REASON_BYTES} bytes"),
             ));
         }
-        crate::text::check_text("reason", r, crate::text::Text::Free)?;
+        crate::http::text::check_text("reason", r, crate::http::text::Text::Free)?;
     }
     Ok((until, req.reason))
 }

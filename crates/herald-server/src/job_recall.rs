@@ -8,8 +8,8 @@ use axum::response::{IntoResponse, Response};
 use herald_channels::RecallError;
 use serde::Serialize;
 
-use crate::error::ApiError;
-use crate::state::AppState;
+use crate::http::error::ApiError;
+use crate::http::state::AppState;
 
 /// Most provider messages one recall request takes back (a WeCom campaign to
 /// 10M recipients is 10,000 messages).

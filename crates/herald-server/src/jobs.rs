@@ -21,17 +21,19 @@ use serde_json::value::RawValue;
 
 use crate::access::Caller;
 use crate::campaign_routing::{self, CampaignTo, RoutingFields, RoutingJson};
-use crate::error::ApiError;
-use crate::fields::{
+use crate::http::error::ApiError;
+use crate::http::fields::{
     MAX_DEADLINE_SECS, check_message, check_message_at, check_priority, check_users,
     unknown_channel,
 };
-use crate::json_body;
-use crate::pagination::{ASCENDING, DESCENDING, PageQuery};
-use crate::rate::RateSampler;
-use crate::request::{NoQuery, action as split_action, int_param, parse_id, query, read_body};
-use crate::state::AppState;
-use crate::text::{Text, check_text};
+use crate::http::json_body;
+use crate::http::pagination::{ASCENDING, DESCENDING, PageQuery};
+use crate::http::rate::RateSampler;
+use crate::http::request::{
+    NoQuery, action as split_action, int_param, parse_id, query, read_body,
+};
+use crate::http::state::AppState;
+use crate::http::text::{Text, check_text};
 
 /// Most recipients per segment.
 pub const MAX_SEGMENT_SIZE: i64 = 100_000;

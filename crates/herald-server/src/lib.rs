@@ -5,49 +5,32 @@ pub mod access;
 pub mod api_keys;
 pub mod audiences;
 pub mod audit;
-mod body_admission;
-mod body_limits;
-mod body_meter;
-mod budget;
-mod bulk;
 mod campaign_routing;
 pub mod channels;
 mod config;
-mod document;
-pub mod error;
-mod fields;
+pub mod http;
 mod job_recall;
 pub mod jobs;
-mod json_body;
 pub mod leads;
 mod openapi;
 mod ops;
 mod overview;
-mod pagination;
-pub mod quota;
-mod rate;
 mod receipts;
 pub mod reload;
 mod reload_route;
 pub mod reminders;
 mod reports;
-mod request;
 mod routes;
 pub mod rules;
 mod schedules;
-mod state;
 mod subjects;
 mod subscribers;
-mod tenancy;
 #[cfg(test)]
 mod tests;
-mod text;
 pub mod timer_ops;
 pub mod timer_search;
 pub mod timers;
-pub mod trace;
 mod ui;
-pub mod validate;
 
 use std::sync::Arc;
 
@@ -55,18 +38,18 @@ use axum::Router;
 use axum::routing::post;
 
 use crate::access::Verb;
-use crate::rate::RateSampler;
+use crate::http::rate::RateSampler;
 use crate::routes::RouteSet;
 
 pub use access::{Access, AuthConfig, Caller, ChannelTenants, Mode, Scope, Scopes, StoredKeys};
 pub use audit::{AuditLog, AuditSettings, AuditWriter};
 pub use config::{ApiConfig, RemindersConfig};
+pub use http::quota::Quotas;
+pub use http::state::AppState;
 pub use ops::install_metrics;
-pub use quota::Quotas;
 pub use reload::{Reload, ReloadError, ReloadReport, Reloader};
 /// Every route with the scope it needs: what end-to-end tests walk.
 pub use routes::ROUTES;
-pub use state::AppState;
 
 /// Every route of the API, with the error fallbacks and access control,
 /// over `state`.
@@ -95,11 +78,11 @@ pub fn router(state: AppState) -> Router {
     // Request-body bytes in flight, shared by every request of the node;
     // each route's body layer (`body_admission`, inside its access policy)
     // charges them.
-    let bodies = body_admission::BodyAdmission::new(state.api.clone());
+    let bodies = http::body_admission::BodyAdmission::new(state.api.clone());
     let app = api_routes()
         .into_router()
-        .fallback(ops::not_found)
-        .method_not_allowed_fallback(ops::method_not_allowed)
+        .fallback(http::fallback::not_found)
+        .method_not_allowed_fallback(http::fallback::method_not_allowed)
         // `Allow` and `405` of action paths (`/v1/jobs/7:cancel`) as documented.
         .layer(axum::middleware::from_fn(routes::allowed_methods))
         .layer(axum::Extension(bodies.budget.clone()))
@@ -110,7 +93,7 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::Extension(Arc::new(RateSampler::<String>::default())))
         .layer(axum::middleware::from_fn_with_state(guard, access::guard))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
-            ops::panic_response,
+            http::fallback::panic_response,
         ))
         // Outermost, so refusals of the guard are recorded too.
         .layer(axum::middleware::from_fn_with_state(
@@ -120,10 +103,10 @@ pub fn router(state: AppState) -> Router {
         // A body that stalls between pieces is cut off (`408`).
         .layer(axum::middleware::from_fn_with_state(
             std::time::Duration::from_millis(state.api.body_read_timeout_ms),
-            request::body_timeout,
+            http::request::body_timeout,
         ))
         // Every error a client sees is JSON, the framework's own rejections too.
-        .layer(axum::middleware::map_response(ops::json_errors))
+        .layer(axum::middleware::map_response(http::fallback::json_errors))
         // The console's shells and assets: outside the guard, which they
         // do not need (they check the session themselves).
         .merge(ui::router())
@@ -193,7 +176,7 @@ fn api_routes() -> RouteSet {
             Verb::Post,
             "/v1/channels/{name}/callback",
             post(channels::callback).layer(axum::extract::DefaultBodyLimit::max(
-                channels::CALLBACK_MAX_BYTES,
+                http::body_limits::CALLBACK_MAX_BYTES,
             )),
         )
         // `POST /v1/deliveries/{id}:recall`.
@@ -203,7 +186,7 @@ fn api_routes() -> RouteSet {
             Verb::Post,
             "/v1/keys",
             post(api_keys::create).layer(axum::extract::DefaultBodyLimit::max(
-                body_limits::KEYS_MAX_BYTES,
+                http::body_limits::KEYS_MAX_BYTES,
             )),
         )
         .get("/v1/keys", api_keys::list)

@@ -11,8 +11,8 @@ use herald_engine::{ChannelLive, LiveView};
 use serde_json::{Map, Value, json};
 
 use crate::access::{Caller, TENANT_HEADER};
-use crate::request::NoQuery;
-use crate::state::AppState;
+use crate::http::request::NoQuery;
+use crate::http::state::AppState;
 
 /// Whose figures a caller sees: `None` for every tenant (the admin, unless
 /// it acts for one with `X-Herald-Tenant`), else its tenant's.

@@ -19,15 +19,14 @@ use herald_store::{DeliveryRecord, ReceiptEvent, ReceiptOn, SortOrder, TimerFilt
 use serde::{Deserialize, Serialize};
 
 use crate::access::Caller;
-use crate::error::ApiError;
-use crate::json_body;
-use crate::request::{NoQuery, read_body};
-use crate::state::AppState;
-use crate::tenancy::mine;
-use crate::text::{Text, check_text};
+use crate::http::body_limits::RECEIPT_MAX_BYTES;
+use crate::http::error::ApiError;
+use crate::http::json_body;
+use crate::http::request::{NoQuery, read_body};
+use crate::http::state::AppState;
+use crate::http::tenancy::mine;
+use crate::http::text::{Text, check_text};
 
-/// Largest receipt body; a receipt is a handful of short fields.
-pub const RECEIPT_MAX_BYTES: usize = 4 * 1024;
 /// How far ahead of this node's clock a reported `at` may be (clock skew of
 /// the reporting app), before it is refused as wrong.
 const MAX_FUTURE_MS: i64 = 5 * 60 * 1000;

@@ -5,10 +5,10 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
+use crate::http::request::NoQuery;
+use crate::http::state::AppState;
 use crate::reload::{ReloadError, ReloadReport};
-use crate::request::NoQuery;
-use crate::state::AppState;
 
 /// `POST /v1/admin:reload` → `200 {"applied": [..], "needs_restart": [..]}`,
 /// or `422 invalid_config` (the old configuration keeps running), or `409`

@@ -29,42 +29,22 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::access::Caller;
-use crate::budget::BodyBudget;
-use crate::bulk::{self, BulkRoute};
 use crate::config::type_names;
-use crate::error::{ApiError, ErrorBody};
-use crate::fields::{check_stored_object, unknown_channel};
-use crate::json_body;
-use crate::request::{NoQuery, query, read_body};
-use crate::state::AppState;
-use crate::tenancy::shard_of;
-use crate::text::{Text, check_opt_text, check_text};
-use crate::validate::MAX_AHEAD_MS;
+use crate::http::budget::BodyBudget;
+use crate::http::bulk::{self, BulkRoute};
+use crate::http::error::{ApiError, ErrorBody};
+use crate::http::fields::{check_id, check_stored_object, unknown_channel};
+use crate::http::json_body;
+use crate::http::request::{NoQuery, query, read_body};
+use crate::http::state::AppState;
+use crate::http::tenancy::shard_of;
+use crate::http::text::{Text, check_opt_text, check_text};
+use crate::http::validate::MAX_AHEAD_MS;
 
-/// Longest user or subject id.
-pub const MAX_ID_BYTES: usize = 128;
 /// Largest `title`.
 pub const MAX_TITLE_BYTES: usize = 1024;
 /// Most reminders `GET /v1/users/{id}/reminders` lists.
 pub const MAX_LISTED: usize = 10_000;
-
-/// User and subject ids appear in paths: 1..=128 of `A-Z a-z 0-9 _ - . : @`.
-pub(crate) fn check_id(field: &str, id: &str) -> Result<(), ApiError> {
-    let ok = !id.is_empty()
-        && id.len() <= MAX_ID_BYTES
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"_-.:@".contains(&b));
-    if ok {
-        Ok(())
-    } else {
-        Err(ApiError::field(
-            field,
-            "invalid_field",
-            format!("{field} must be 1..={MAX_ID_BYTES} characters of A-Z a-z 0-9 _ - . : @"),
-        ))
-    }
-}
 
 fn unexpected() -> ApiError {
     ApiError::unavailable("unexpected write result")
@@ -465,7 +445,7 @@ impl BulkRoute for ReminderLines<'_> {
 /// order. Lines are read as the body streams in; the valid ones commit in one
 /// transaction per chunk of `bulk_chunk` (or fewer, if they are large); a
 /// line that conflicts (`409`) or fails its check writes nothing and does not
-/// hold the others back. See [`crate::bulk`] for the limits and the budget.
+/// hold the others back. See [`crate::http::bulk`] for the limits and the budget.
 pub async fn create_bulk(
     State(st): State<AppState>,
     _: NoQuery,

@@ -18,9 +18,9 @@ use serde_json::{Map, Value, json};
 
 use crate::access::Caller;
 use crate::audit::list::{read_scope, tenant_label, tenant_names};
-use crate::error::{ApiError, store_err};
-use crate::request::{int_param, query};
-use crate::state::AppState;
+use crate::http::error::{ApiError, store_err};
+use crate::http::request::{int_param, query};
+use crate::http::state::AppState;
 
 /// What a report groups by when the query does not say.
 pub const DEFAULT_GROUP_BY: [ReportDim; 3] =

@@ -18,8 +18,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, delete, get, patch, post, put};
 
 use crate::access::{Need, Payload, Policy, Scope, Verb, enforce};
-use crate::body_admission;
-use crate::state::AppState;
+use crate::http::body_admission;
+use crate::http::state::AppState;
 use Need::{Nothing, Scope as Needs, Signed};
 use Payload::{Action, Json, Ndjson, None as NoBody, Recipients, Xml};
 use Scope::{Admin, Campaign, Metrics, Read, Write};
@@ -232,7 +232,7 @@ pub async fn allowed_methods(req: Request, next: Next) -> Response {
     if served || action_missing {
         return next.run(req).await;
     }
-    let mut resp = crate::error::ApiError::new(
+    let mut resp = crate::http::error::ApiError::new(
         axum::http::StatusCode::METHOD_NOT_ALLOWED,
         "method_not_allowed",
         format!(

@@ -20,17 +20,19 @@ use serde_json::value::RawValue;
 
 use crate::access::Caller;
 use crate::campaign_routing::{self, CampaignTo, RoutingFields, RoutingJson};
-use crate::error::ApiError;
-use crate::fields::{
+use crate::http::error::ApiError;
+use crate::http::fields::{
     MAX_DEADLINE_SECS, check_message, check_priority, check_users, recipient_problem,
     unknown_channel,
 };
+use crate::http::json_body;
+use crate::http::pagination::{ASCENDING, PageQuery};
+use crate::http::request::{
+    NoQuery, action as split_action, int_param, parse_id, query, read_body,
+};
+use crate::http::state::AppState;
+use crate::http::text::{Text, check_opt_text, check_text};
 use crate::jobs::TotalsJson;
-use crate::json_body;
-use crate::pagination::{ASCENDING, PageQuery};
-use crate::request::{NoQuery, action as split_action, int_param, parse_id, query, read_body};
-use crate::state::AppState;
-use crate::text::{Text, check_opt_text, check_text};
 
 /// Longest rule name, in bytes.
 pub const MAX_NAME_BYTES: usize = 200;

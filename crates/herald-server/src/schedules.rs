@@ -8,14 +8,13 @@ use herald_core::schedule::{Schedule, ScheduleSpec};
 use herald_core::time::{format_rfc3339_ms, parse_rfc3339_ms};
 use serde::Deserialize;
 
-use crate::error::ApiError;
-use crate::json_body;
-use crate::request::{NoQuery, read_body};
+use crate::http::body_limits::PREVIEW_MAX_BYTES;
+use crate::http::error::ApiError;
+use crate::http::json_body;
+use crate::http::request::{NoQuery, read_body};
+use crate::http::state::AppState;
 use crate::rules::{check_interval, check_schedule_text, schedule_error};
-use crate::state::AppState;
 
-/// Largest preview body taken (a schedule with 1,000 excluded dates fits).
-pub(crate) const PREVIEW_MAX_BYTES: usize = 64 * 1024;
 /// Instants given when the body names no count.
 const DEFAULT_COUNT: u64 = 10;
 /// Most instants one preview gives.

@@ -15,10 +15,11 @@ use herald_store::{SubjectSummary, SubscriptionCounts};
 use serde::Serialize;
 
 use crate::access::Caller;
-use crate::error::ApiError;
-use crate::reminders::{SubjectJson, check_id};
-use crate::request::{NoQuery, query};
-use crate::state::AppState;
+use crate::http::error::ApiError;
+use crate::http::fields::check_id;
+use crate::http::request::{NoQuery, query};
+use crate::http::state::AppState;
+use crate::reminders::SubjectJson;
 
 /// Most reminders counted per subject of a listing (a page of 50 reads at
 /// most 50,050 index entries).
@@ -116,7 +117,7 @@ impl SubjectDetailJson {
 pub async fn list(
     State(st): State<AppState>,
     Extension(caller): Extension<Caller>,
-    q: Result<Query<crate::pagination::CursorQuery>, QueryRejection>,
+    q: Result<Query<crate::http::pagination::CursorQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let q = query(q)?;
     let (after, limit) = q.id_page(DEFAULT_LIMIT, MAX_LIMIT)?;
@@ -125,7 +126,7 @@ pub async fn list(
         .store()
         .list_subjects(caller.tenant, after, limit, LIST_COUNT_CAP)
         .await?;
-    let next_cursor = crate::pagination::next_cursor(
+    let next_cursor = crate::http::pagination::next_cursor(
         page.len(),
         limit,
         page.last().map(|s| s.subject.subject_id.clone()),

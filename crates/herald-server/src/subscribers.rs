@@ -22,14 +22,14 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::access::Caller;
-use crate::budget::BodyBudget;
-use crate::bulk::{self, BulkRoute};
-use crate::document;
-use crate::error::{ApiError, ErrorBody};
-use crate::json_body;
-use crate::reminders::check_id;
-use crate::request::{NoQuery, query, read_body};
-use crate::state::AppState;
+use crate::http::budget::BodyBudget;
+use crate::http::bulk::{self, BulkRoute};
+use crate::http::document;
+use crate::http::error::{ApiError, ErrorBody};
+use crate::http::fields::check_id;
+use crate::http::json_body;
+use crate::http::request::{NoQuery, query, read_body};
+use crate::http::state::AppState;
 
 /// Subscribers per page when the query names no limit.
 const DEFAULT_LIMIT: i64 = 100;
@@ -264,7 +264,7 @@ pub async fn delete(
 pub async fn list(
     State(st): State<AppState>,
     Extension(caller): Extension<Caller>,
-    q: Result<Query<crate::pagination::CursorQuery>, QueryRejection>,
+    q: Result<Query<crate::http::pagination::CursorQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let q = query(q)?;
     let (after, limit) = q.id_page(DEFAULT_LIMIT, MAX_LIMIT)?;
@@ -273,8 +273,11 @@ pub async fn list(
         .store()
         .list_subscribers(caller.tenant, after, limit)
         .await?;
-    let next_cursor =
-        crate::pagination::next_cursor(page.len(), limit, page.last().map(|s| s.user_id.clone()));
+    let next_cursor = crate::http::pagination::next_cursor(
+        page.len(),
+        limit,
+        page.last().map(|s| s.user_id.clone()),
+    );
     let subscribers: Vec<SubscriberJson> = page.into_iter().map(SubscriberJson::new).collect();
     Ok(axum::Json(serde_json::json!({
         "subscribers": subscribers,
@@ -370,7 +373,7 @@ impl BulkRoute for SubscriberLines {
 /// `POST /v1/subscribers:bulk`: NDJSON, one `{"user_id", ...profile}` per
 /// line, each creating or replacing that user's profile; answered per line
 /// in order (`201` created, `200` replaced, or the line's error). Re-running
-/// an import writes the same profiles again. See [`crate::bulk`] for the
+/// an import writes the same profiles again. See [`crate::http::bulk`] for the
 /// limits.
 pub async fn bulk(
     State(st): State<AppState>,

@@ -16,18 +16,16 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::access::Caller;
-use crate::error::ApiError;
-use crate::fields::{check_priority, check_stored_object};
-use crate::json_body;
-use crate::request::{NoQuery, action as split_action, parse_id, read_body};
-use crate::state::AppState;
-use crate::tenancy::mine;
+use crate::http::body_limits::TIMER_CHANGE_MAX_BYTES;
+use crate::http::error::ApiError;
+use crate::http::fields::{check_priority, check_stored_object};
+use crate::http::json_body;
+use crate::http::request::{NoQuery, action as split_action, parse_id, read_body};
+use crate::http::state::AppState;
+use crate::http::tenancy::mine;
+use crate::http::validate::due_time;
 use crate::timer_search::{state_param, time_param};
 use crate::timers::TimerJson;
-use crate::validate::due_time;
-
-/// Largest body of a patch or a filtered retry (a patch carries a message).
-pub(crate) const MAX_BODY: usize = 1 << 20;
 
 /// Timers a filtered retry replays per transaction.
 pub const RETRY_CHUNK: usize = 500;
@@ -65,7 +63,7 @@ pub async fn patch(
     body: Body,
 ) -> Result<Response, ApiError> {
     let id = parse_id(&raw, "timer")?;
-    let bytes = read_body(body, st.api.max_timer_bytes.max(MAX_BODY)).await?;
+    let bytes = read_body(body, st.api.max_timer_bytes.max(TIMER_CHANGE_MAX_BYTES)).await?;
     let req: PatchBody<'_> = json_body::object(&bytes)?;
     let now = st.clock.now_ms();
     let due_at = due_time(req.fire_at.as_deref(), req.delay_ms, now)?;
@@ -167,7 +165,7 @@ pub async fn retry_matching(
     Extension(caller): Extension<Caller>,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let bytes = read_body(body, MAX_BODY).await?;
+    let bytes = read_body(body, TIMER_CHANGE_MAX_BYTES).await?;
     let req: RetryBody = json_body::object_or_empty(&bytes)?;
     let state = req
         .state

@@ -10,9 +10,9 @@ use herald_store::{DueCursor, SortOrder, TimerFilter};
 use serde::{Deserialize, Serialize};
 
 use crate::access::Caller;
-use crate::error::ApiError;
-use crate::request::{int_param, query};
-use crate::state::AppState;
+use crate::http::error::ApiError;
+use crate::http::request::{int_param, query};
+use crate::http::state::AppState;
 use crate::timers::TimerJson;
 
 pub const DEFAULT_LIMIT: i64 = 100;

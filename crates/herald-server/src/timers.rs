@@ -14,13 +14,13 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use crate::access::Caller;
-use crate::budget::BodyBudget;
-use crate::bulk::{self, BulkRoute};
-use crate::error::{ApiError, ErrorBody};
-use crate::request::{NoQuery, parse_id, read_body};
-use crate::state::AppState;
-use crate::tenancy::mine;
-use crate::validate::{self, Context, OnConflict};
+use crate::http::budget::BodyBudget;
+use crate::http::bulk::{self, BulkRoute};
+use crate::http::error::{ApiError, ErrorBody};
+use crate::http::request::{NoQuery, parse_id, read_body};
+use crate::http::state::AppState;
+use crate::http::tenancy::mine;
+use crate::http::validate::{self, Context, OnConflict};
 
 /// A timer as the API shows it.
 #[derive(Serialize, utoipa::ToSchema)]
@@ -224,7 +224,7 @@ fn insert_op(timer: NewTimer, on_conflict: OnConflict) -> WriteOp {
 /// ignored, not refused (tracing must never cost a timer).
 fn traceparent(headers: &HeaderMap) -> Option<String> {
     let raw = headers.get("traceparent")?.to_str().ok()?.trim();
-    crate::trace::valid_traceparent(raw).then(|| raw.to_ascii_lowercase())
+    crate::http::trace::valid_traceparent(raw).then(|| raw.to_ascii_lowercase())
 }
 
 /// One answer line of the bulk endpoint.
@@ -297,7 +297,7 @@ impl BulkRoute for TimerLines<'_> {
 /// in order. Lines are read as the body streams in; valid lines are committed
 /// in chunks of `bulk_chunk` (or fewer, if they are large), one transaction
 /// each; invalid lines are answered with their error and write nothing. See
-/// [`crate::bulk`] for the limits and the budget.
+/// [`crate::http::bulk`] for the limits and the budget.
 pub async fn create_bulk(
     State(st): State<AppState>,
     _: NoQuery,

@@ -20,11 +20,11 @@ use herald_store::AudienceRecord;
 use serde::{Deserialize, Serialize};
 
 use crate::access::Caller;
-use crate::budget::BodyBudget;
-use crate::error::ApiError;
-use crate::request::{NoQuery, parse_id, query};
-use crate::state::AppState;
-use crate::text::{Text, forbidden_control};
+use crate::http::budget::BodyBudget;
+use crate::http::error::ApiError;
+use crate::http::request::{NoQuery, parse_id, query};
+use crate::http::state::AppState;
+use crate::http::text::{Text, forbidden_control};
 use parser::{Format, LineError, Parser};
 
 /// What an upload holds at once, charged to the body budget: a frame, the
@@ -144,7 +144,7 @@ async fn ingest(up: &mut AudienceUpload, body: Body, format: Format) -> Result<(
         let frame = match stream.frame().await {
             None => break,
             Some(Ok(f)) => f,
-            Some(Err(e)) => return Err(crate::request::body_error(&e)),
+            Some(Err(e)) => return Err(crate::http::request::body_error(&e)),
         };
         let Ok(data) = frame.into_data() else {
             continue;
@@ -197,7 +197,7 @@ const MAX_LIMIT: i64 = 1000;
 pub async fn list(
     State(st): State<AppState>,
     Extension(caller): Extension<Caller>,
-    q: Result<Query<crate::pagination::CursorQuery>, QueryRejection>,
+    q: Result<Query<crate::http::pagination::CursorQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let q = query(q)?;
     let after = match q.cursor.as_deref() {
@@ -211,7 +211,7 @@ pub async fn list(
         })?),
     };
     let limit =
-        crate::request::int_param("limit", &q.limit, 1..=MAX_LIMIT)?.unwrap_or(DEFAULT_LIMIT);
+        crate::http::request::int_param("limit", &q.limit, 1..=MAX_LIMIT)?.unwrap_or(DEFAULT_LIMIT);
     let limit = limit as usize;
     let page = st
         .engine

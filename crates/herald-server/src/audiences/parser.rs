@@ -4,7 +4,7 @@
 
 use serde::Deserialize;
 
-use crate::fields::recipient_problem;
+use crate::http::fields::recipient_problem;
 
 /// Longest line (NDJSON) or record (CSV) of an upload.
 pub const MAX_RECORD_BYTES: usize = 64 * 1024;
@@ -182,7 +182,7 @@ impl Parser {
         let first = !self.seen_record;
         self.seen_record = true;
         let recipient = match self.format {
-            Format::Ndjson => match crate::json_body::object::<NdLine>(rec) {
+            Format::Ndjson => match crate::http::json_body::object::<NdLine>(rec) {
                 Ok(l) => l.recipient,
                 Err(e) => {
                     let msg = e.body.message;

@@ -13,9 +13,9 @@ use herald_store::{AuditEntry, StoreError};
 use serde::{Deserialize, Serialize};
 
 use crate::access::Caller;
-use crate::error::{ApiError, store_err};
-use crate::request::{int_param, query};
-use crate::state::AppState;
+use crate::http::error::{ApiError, store_err};
+use crate::http::request::{int_param, query};
+use crate::http::state::AppState;
 
 const DEFAULT_LIMIT: i64 = 100;
 const MAX_LIMIT: i64 = 1000;

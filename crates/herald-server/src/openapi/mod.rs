@@ -22,8 +22,8 @@ use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::Schema;
 
 use crate::access::{Need, Policy};
+use crate::http::state::AppState;
 use crate::routes::ROUTES;
-use crate::state::AppState;
 use node::NodeFacts;
 use operations::{Answer, Body, ID_PATTERN, OPS, Op, Takes};
 
@@ -227,7 +227,7 @@ fn param_schema(takes: Takes, facts: &NodeFacts) -> Value {
 }
 
 /// What a path parameter takes, by its name: ids are positive integers,
-/// user and subject ids short words (`reminders::check_id`), channel names
+/// user and subject ids short words (`http::fields::check_id`), channel names
 /// any segment (an unknown one is a `404`).
 fn path_param_schema(name: &str) -> Value {
     match name {

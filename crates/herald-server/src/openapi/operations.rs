@@ -86,7 +86,7 @@ pub enum Takes {
     Lead,
 }
 
-/// A user or subject id (`reminders::check_id`), or empty (no cursor).
+/// A user or subject id (`http::fields::check_id`), or empty (no cursor).
 pub const ID_PATTERN: &str = "^[A-Za-z0-9_.:@-]{1,128}$";
 /// The largest id and cursor the API takes (`i64::MAX`).
 const BIG: i64 = i64::MAX;

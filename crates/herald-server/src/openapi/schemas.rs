@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 use crate::api_keys::KeyJson;
 use crate::audiences::AudienceJson;
 use crate::audit::list::EntryJson;
-use crate::error::ErrorBody;
+use crate::http::error::ErrorBody;
 use crate::jobs::{FailureGroup, JobFailures, JobJson, JobRetried, SegmentJson, SendJson};
 use crate::rules::{RuleJson, TaskJson, VersionJson};
 use crate::subjects::SubjectSummaryJson;

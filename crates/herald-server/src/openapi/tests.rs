@@ -258,7 +258,7 @@ fn parameters_carry_their_constraints() {
 /// The limits the document states are the handlers' own constants.
 #[test]
 fn limits_are_the_handlers_limits() {
-    use crate::pagination::{ASCENDING, DESCENDING};
+    use crate::http::pagination::{ASCENDING, DESCENDING};
     let doc = document();
     let max = |method: &str, path: &str, name: &str| {
         schema_of(&doc, method, path, name)["maximum"]

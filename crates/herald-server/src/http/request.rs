@@ -11,8 +11,8 @@ use axum::http::request::Parts;
 use axum::middleware::Next;
 use axum::response::Response;
 
-use crate::body_meter::BodyFailure;
-use crate::error::ApiError;
+use crate::http::body_meter::BodyFailure;
+use crate::http::error::ApiError;
 
 /// Reads a body of at most `limit` bytes; over it is a 413.
 pub async fn read_body(body: Body, limit: usize) -> Result<bytes::Bytes, ApiError> {

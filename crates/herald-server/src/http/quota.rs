@@ -19,7 +19,7 @@ use axum::response::{IntoResponse, Response};
 use herald_core::{TenantId, TimerState};
 use herald_store::{Store, StoreError};
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 
 /// What a tenant's quota counts, and from where.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]

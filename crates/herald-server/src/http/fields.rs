@@ -5,9 +5,9 @@
 use herald_core::timer::{DEFAULT_PRIORITY, MAX_PRIORITY};
 use serde_json::value::RawValue;
 
-use crate::document;
-use crate::error::ApiError;
-use crate::text::{Text, control_problem};
+use crate::http::document;
+use crate::http::error::ApiError;
+use crate::http::text::{Text, control_problem};
 
 /// Longest recipient id of an audience, a rule or a job, in bytes.
 pub const MAX_RECIPIENT_BYTES: usize = 256;
@@ -15,6 +15,27 @@ pub const MAX_RECIPIENT_BYTES: usize = 256;
 pub const MAX_MESSAGE_BYTES: usize = 64 * 1024;
 /// Longest a job may send (its own, or one a rule starts): 30 days.
 pub const MAX_DEADLINE_SECS: i64 = 30 * 24 * 3600;
+
+/// Longest user or subject id.
+pub const MAX_ID_BYTES: usize = 128;
+
+/// User and subject ids appear in paths: 1..=128 of `A-Z a-z 0-9 _ - . : @`.
+pub fn check_id(field: &str, id: &str) -> Result<(), ApiError> {
+    let ok = !id.is_empty()
+        && id.len() <= MAX_ID_BYTES
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-.:@".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::field(
+            field,
+            "invalid_field",
+            format!("{field} must be 1..={MAX_ID_BYTES} characters of A-Z a-z 0-9 _ - . : @"),
+        ))
+    }
+}
 
 /// Why a recipient id is not acceptable, if it is not.
 pub fn recipient_problem(r: &str) -> Option<String> {

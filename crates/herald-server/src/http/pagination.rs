@@ -8,8 +8,8 @@ use axum::extract::rejection::QueryRejection;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 
-use crate::error::ApiError;
-use crate::request::{int_param, query};
+use crate::http::error::ApiError;
+use crate::http::request::{int_param, query};
 
 /// How one listing pages.
 pub struct Paging {
@@ -70,7 +70,7 @@ impl CursorQuery {
         let after = match self.cursor.as_deref() {
             None | Some("") => None,
             Some(c) => {
-                crate::reminders::check_id("cursor", c)?;
+                crate::http::fields::check_id("cursor", c)?;
                 Some(c)
             }
         };

@@ -7,7 +7,7 @@
 //! exhausting the host, and one caller cannot spend the whole budget.
 //!
 //! A plain body's lease starts empty and grows as its bytes arrive (see
-//! `crate::body_admission`). A streamed (bulk) request does not reserve its
+//! `crate::http::body_admission`). A streamed (bulk) request does not reserve its
 //! whole body: its lease covers what it holds at once (a chunk being parsed
 //! and committed, and its answers), growing and shrinking as it goes, never
 //! below the floor it was admitted with. So a request, once admitted, can
@@ -22,7 +22,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::access::Caller;
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 
 const INFLIGHT_GAUGE: &str = "herald_api_inflight_body_bytes";
 const REFUSED_COUNTER: &str = "herald_api_body_refusals_total";

@@ -7,8 +7,8 @@ use axum::body::{Body, BodyDataStream, Bytes};
 use axum::http::StatusCode;
 use http_body_util::BodyExt;
 
-use crate::error::ApiError;
-use crate::request::body_error;
+use crate::http::error::ApiError;
+use crate::http::request::body_error;
 
 /// What the reader gives: a non-blank line (without its `\r\n`) or a line
 /// over the longest allowed (skipped), each with its 1-based number.

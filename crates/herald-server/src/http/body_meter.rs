@@ -5,7 +5,7 @@
 //! holds the budget for what it has sent, not for what it declared.
 //!
 //! A failure is an error of the body (a [`BodyFailure`] in its source
-//! chain, which `crate::request::body_error` turns into the answer) and is
+//! chain, which `crate::http::request::body_error` turns into the answer) and is
 //! also kept on the [`Meter`], so the body layer answers it whatever the
 //! handler made of the error.
 
@@ -21,8 +21,8 @@ use axum::response::{IntoResponse, Response};
 use http_body::{Frame, SizeHint};
 use tokio::time::Sleep;
 
-use crate::budget::{Lease, Overloaded};
-use crate::error::ApiError;
+use crate::http::budget::{Lease, Overloaded};
+use crate::http::error::ApiError;
 
 /// Why a body stopped being read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -206,7 +206,7 @@ impl http_body::Body for Metered {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::budget::BodyBudget;
+    use crate::http::budget::BodyBudget;
     use http_body_util::BodyExt;
 
     fn chunks(parts: &[&'static [u8]]) -> Body {

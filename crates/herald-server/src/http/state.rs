@@ -10,7 +10,7 @@ use metrics_exporter_prometheus::PrometheusHandle;
 use crate::access::Access;
 use crate::audit::AuditLog;
 use crate::config::{ApiConfig, RemindersConfig};
-use crate::quota::Quotas;
+use crate::http::quota::Quotas;
 
 /// What every handler gets.
 #[derive(Clone)]

@@ -5,7 +5,7 @@ use herald_core::{DEFAULT_TENANT, TenantId, shard_for};
 use herald_store::{Owned, owned_by};
 
 use crate::access::Caller;
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 
 /// The record read by its numeric id if it is the caller's. A missing record
 /// and another tenant's give the same `404` (`what` not found), byte for

@@ -1,5 +1,5 @@
 //! Every route's body in one table: how large it may be, and whether it is
-//! read whole or streamed. The body layer (`crate::body_admission`) reads
+//! read whole or streamed. The body layer (`crate::http::body_admission`) reads
 //! it to answer a declared length over the limit with `413` before reading
 //! anything, and to charge at most the limit to the body budget. The
 //! handlers read with the same limits (the constants named here, or the
@@ -11,8 +11,19 @@ use crate::config::ApiConfig;
 
 /// Largest `POST /v1/keys` body: a name, a tenant, scopes and an expiry.
 pub const KEYS_MAX_BYTES: usize = 64 * 1024;
+/// Largest `:pause` body taken.
+pub const PAUSE_MAX_BYTES: usize = 8 * 1024;
 /// Largest body of a `POST .../{id}:action` (only `:pause` reads one).
-pub const ACTION_MAX_BYTES: usize = crate::channels::PAUSE_MAX_BYTES;
+pub const ACTION_MAX_BYTES: usize = PAUSE_MAX_BYTES;
+/// Largest body of a timer patch or a filtered retry (a patch carries a
+/// message).
+pub const TIMER_CHANGE_MAX_BYTES: usize = 1 << 20;
+/// Largest preview body taken (a schedule with 1,000 excluded dates fits).
+pub const PREVIEW_MAX_BYTES: usize = 64 * 1024;
+/// Largest callback body taken; WeChat's events are a few hundred bytes.
+pub const CALLBACK_MAX_BYTES: usize = 64 * 1024;
+/// Largest receipt body; a receipt is a handful of short fields.
+pub const RECEIPT_MAX_BYTES: usize = 4 * 1024;
 
 /// What bounds a route's body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,7 +69,7 @@ const BODIES: &[(Verb, &str, Read, Limit)] = &[
         Post,
         "/v1/timers:retry",
         Whole,
-        Bytes(crate::timer_ops::MAX_BODY),
+        Bytes(TIMER_CHANGE_MAX_BYTES),
     ),
     (Put, "/v1/subjects/{subject_id}", Whole, Timer),
     (Post, "/v1/reminders", Whole, Timer),
@@ -74,7 +85,7 @@ const BODIES: &[(Verb, &str, Read, Limit)] = &[
         Post,
         "/v1/schedules:preview",
         Whole,
-        Bytes(crate::schedules::PREVIEW_MAX_BYTES),
+        Bytes(PREVIEW_MAX_BYTES),
     ),
     (Post, "/v1/jobs", Whole, Campaign),
     (Post, "/v1/jobs/{id}", Whole, ACTION),
@@ -83,15 +94,10 @@ const BODIES: &[(Verb, &str, Read, Limit)] = &[
         Post,
         "/v1/channels/{name}/callback",
         Whole,
-        Bytes(crate::channels::CALLBACK_MAX_BYTES),
+        Bytes(CALLBACK_MAX_BYTES),
     ),
     (Post, "/v1/deliveries/{id}", Whole, ACTION),
-    (
-        Post,
-        "/v1/receipts",
-        Whole,
-        Bytes(crate::receipts::RECEIPT_MAX_BYTES),
-    ),
+    (Post, "/v1/receipts", Whole, Bytes(RECEIPT_MAX_BYTES)),
     (Post, "/v1/keys", Whole, Bytes(KEYS_MAX_BYTES)),
     (Post, "/v1/admin:reload", Whole, ACTION),
 ];
@@ -113,7 +119,7 @@ pub fn rule(policy: &Policy, api: &ApiConfig) -> Option<BodyRule> {
         .find(|(verb, path, _, _)| *verb == policy.verb && *path == policy.path)?;
     let bytes = match *limit {
         Timer => Some(api.max_timer_bytes),
-        TimerPatch => Some(api.max_timer_bytes.max(crate::timer_ops::MAX_BODY)),
+        TimerPatch => Some(api.max_timer_bytes.max(TIMER_CHANGE_MAX_BYTES)),
         Campaign => Some(api.campaign_body_max_bytes),
         Bulk => Some(api.bulk_max_bytes),
         Bytes(n) => Some(n),

@@ -7,7 +7,7 @@
 //! Kept apart from `validate` and `fields` so both can use it without
 //! importing each other.
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 
 /// What a text field may hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

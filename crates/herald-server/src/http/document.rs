@@ -17,7 +17,7 @@
 //! document's bytes that builds nothing. Naming the path is left to the rare
 //! refusal, which walks the document again.
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 
 /// Deepest nesting of objects and arrays a stored document may have: the
 /// top-level object is level 1.

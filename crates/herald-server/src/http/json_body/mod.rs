@@ -15,7 +15,7 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 
-use crate::error::{ApiError, from_serde};
+use crate::http::error::{ApiError, from_serde};
 pub use objects_only::ObjectsOnly;
 
 /// The JSON whitespace bytes (RFC 8259 §2), which alone may surround a body.

@@ -12,11 +12,11 @@ use herald_store::{MAX_USER_ID_BYTES, NewTimer};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::error::ApiError;
-use crate::fields::{check_priority, check_stored_object, unknown_channel};
-use crate::json_body;
-use crate::tenancy::shard_of;
-use crate::text::{Text, check_text};
+use crate::http::error::ApiError;
+use crate::http::fields::{check_priority, check_stored_object, unknown_channel};
+use crate::http::json_body;
+use crate::http::tenancy::shard_of;
+use crate::http::text::{Text, check_text};
 
 /// Furthest ahead a timer may be scheduled.
 pub const MAX_AHEAD_MS: i64 = 10 * 366 * 24 * 3600 * 1000;

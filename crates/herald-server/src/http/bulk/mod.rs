@@ -19,9 +19,9 @@ use herald_core::TenantId;
 use herald_store::{WriteOp, WriteResult};
 use serde::Serialize;
 
-use crate::budget::{BodyBudget, Lease, Overloaded};
-use crate::error::{ApiError, ErrorBody};
-use crate::state::AppState;
+use crate::http::budget::{BodyBudget, Lease, Overloaded};
+use crate::http::error::{ApiError, ErrorBody};
+use crate::http::state::AppState;
 use answers::Answers;
 use lines::{Limits, Line, LineReader};
 

@@ -17,11 +17,11 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::access::{Caller, Policy};
-use crate::body_limits::rule;
-use crate::body_meter::{BodyFailure, Meter, Metered};
-use crate::budget::{BodyBudget, Holder};
 use crate::config::ApiConfig;
-use crate::error::ApiError;
+use crate::http::body_limits::rule;
+use crate::http::body_meter::{BodyFailure, Meter, Metered};
+use crate::http::budget::{BodyBudget, Holder};
+use crate::http::error::ApiError;
 
 /// What the body layer works with, set on every request by the router as
 /// an extension.
