@@ -2,6 +2,7 @@
 //! commands, and answers only after the engine says they are committed.
 
 pub mod access;
+pub mod api;
 pub mod api_keys;
 pub mod audiences;
 pub mod audit;
@@ -27,9 +28,6 @@ mod subjects;
 mod subscribers;
 #[cfg(test)]
 mod tests;
-pub mod timer_ops;
-pub mod timer_search;
-pub mod timers;
 mod ui;
 
 use std::sync::Arc;
@@ -38,6 +36,7 @@ use axum::Router;
 use axum::routing::post;
 
 use crate::access::Verb;
+use crate::api::timers;
 use crate::http::rate::RateSampler;
 use crate::routes::RouteSet;
 
@@ -127,12 +126,12 @@ fn api_routes() -> RouteSet {
         .get("/v1/timers/{id}", timers::get)
         .delete("/v1/timers/{id}", timers::cancel)
         .get("/v1/timers/{id}/deliveries", timers::deliveries)
-        .get("/v1/timers", timer_search::list)
-        .patch("/v1/timers/{id}", timer_ops::patch)
+        .get("/v1/timers", timers::search::list)
+        .patch("/v1/timers/{id}", timers::changes::patch)
         // `POST /v1/timers/{id}:retry`.
-        .post("/v1/timers/{id}", timer_ops::action)
-        .post("/v1/timers:retry", timer_ops::retry_matching)
-        .get("/v1/dead-letters", timer_search::dead_letters)
+        .post("/v1/timers/{id}", timers::changes::action)
+        .post("/v1/timers:retry", timers::changes::retry_matching)
+        .get("/v1/dead-letters", timers::search::dead_letters)
         .put("/v1/subjects/{subject_id}", reminders::put_subject)
         .get("/v1/subjects", subjects::list)
         .get("/v1/subjects/{subject_id}", subjects::get)

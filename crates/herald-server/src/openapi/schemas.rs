@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use utoipa::ToSchema;
 
+use crate::api::timers::{DeliveryJson, TimerJson};
 use crate::api_keys::KeyJson;
 use crate::audiences::AudienceJson;
 use crate::audit::list::EntryJson;
@@ -15,7 +16,6 @@ use crate::http::error::ErrorBody;
 use crate::jobs::{FailureGroup, JobFailures, JobJson, JobRetried, SegmentJson, SendJson};
 use crate::rules::{RuleJson, TaskJson, VersionJson};
 use crate::subjects::SubjectSummaryJson;
-use crate::timers::{DeliveryJson, TimerJson};
 
 /// Every error: `{"error": {"code", "message", "field"?}}`.
 #[derive(ToSchema)]
@@ -639,7 +639,7 @@ pub fn collect(
     add::<OnConflict>(all);
     add::<TimerTo>(all);
     add::<TimerDigest>(all);
-    add::<crate::timers::DigestJson>(all);
+    add::<crate::api::timers::DigestJson>(all);
     add::<BulkLineResult>(all);
     add::<TimerJson>(all);
     add::<DeliveryList>(all);

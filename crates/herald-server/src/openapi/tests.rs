@@ -272,7 +272,7 @@ fn limits_are_the_handlers_limits() {
     };
     assert_eq!(
         max("get", "/v1/timers", "limit"),
-        crate::timer_search::MAX_LIMIT
+        crate::api::timers::search::MAX_LIMIT
     );
     assert_eq!(max("get", "/v1/jobs", "limit"), DESCENDING.max_limit);
     assert_eq!(min("get", "/v1/jobs", "before"), DESCENDING.min_cursor);

@@ -16,6 +16,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::access::Caller;
+use crate::api::timers::TimerJson;
+use crate::api::timers::search::{state_param, time_param};
 use crate::http::body_limits::TIMER_CHANGE_MAX_BYTES;
 use crate::http::error::ApiError;
 use crate::http::fields::{check_priority, check_stored_object};
@@ -24,8 +26,6 @@ use crate::http::request::{NoQuery, action as split_action, parse_id, read_body}
 use crate::http::state::AppState;
 use crate::http::tenancy::mine;
 use crate::http::validate::due_time;
-use crate::timer_search::{state_param, time_param};
-use crate::timers::TimerJson;
 
 /// Timers a filtered retry replays per transaction.
 pub const RETRY_CHUNK: usize = 500;

@@ -1,4 +1,10 @@
 //! `/v1/timers`: create (single and bulk NDJSON), read, cancel, send log.
+//!
+//! Changes to a timer after it was made are in [`changes`]; the searches
+//! (`GET /v1/timers`, `GET /v1/dead-letters`) in [`search`].
+
+pub mod changes;
+pub mod search;
 
 use axum::body::Body;
 use axum::extract::{Extension, Path, State};

@@ -10,10 +10,10 @@ use herald_store::{DueCursor, SortOrder, TimerFilter};
 use serde::{Deserialize, Serialize};
 
 use crate::access::Caller;
+use crate::api::timers::TimerJson;
 use crate::http::error::ApiError;
 use crate::http::request::{int_param, query};
 use crate::http::state::AppState;
-use crate::timers::TimerJson;
 
 pub const DEFAULT_LIMIT: i64 = 100;
 pub const MAX_LIMIT: i64 = 1000;
