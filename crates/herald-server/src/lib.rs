@@ -12,19 +12,16 @@ mod config;
 pub mod http;
 mod job_recall;
 pub mod jobs;
-pub mod leads;
 mod openapi;
 mod ops;
 mod overview;
 mod receipts;
 pub mod reload;
 mod reload_route;
-pub mod reminders;
 mod reports;
 mod routes;
 pub mod rules;
 mod schedules;
-mod subjects;
 mod subscribers;
 #[cfg(test)]
 mod tests;
@@ -36,11 +33,13 @@ use axum::Router;
 use axum::routing::post;
 
 use crate::access::Verb;
-use crate::api::timers;
+use crate::api::{reminders, timers};
 use crate::http::rate::RateSampler;
 use crate::routes::RouteSet;
 
 pub use access::{Access, AuthConfig, Caller, ChannelTenants, Mode, Scope, Scopes, StoredKeys};
+/// The reminder leads of a store, checked by the binary at start-up.
+pub use api::reminders::leads;
 pub use audit::{AuditLog, AuditSettings, AuditWriter};
 pub use config::{ApiConfig, RemindersConfig};
 pub use http::quota::Quotas;
@@ -133,8 +132,8 @@ fn api_routes() -> RouteSet {
         .post("/v1/timers:retry", timers::changes::retry_matching)
         .get("/v1/dead-letters", timers::search::dead_letters)
         .put("/v1/subjects/{subject_id}", reminders::put_subject)
-        .get("/v1/subjects", subjects::list)
-        .get("/v1/subjects/{subject_id}", subjects::get)
+        .get("/v1/subjects", reminders::subjects::list)
+        .get("/v1/subjects/{subject_id}", reminders::subjects::get)
         .delete("/v1/subjects/{subject_id}", reminders::delete_subject)
         .post("/v1/reminders", reminders::create)
         .post("/v1/reminders:bulk", reminders::create_bulk)

@@ -3,4 +3,5 @@
 //! access layer (`crate::access`) has let it through. A resource imports
 //! `http`, `access` and the engine, never the router (`crate::routes`).
 
+pub mod reminders;
 pub mod timers;

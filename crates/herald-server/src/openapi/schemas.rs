@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use utoipa::ToSchema;
 
+use crate::api::reminders::subjects::SubjectSummaryJson;
 use crate::api::timers::{DeliveryJson, TimerJson};
 use crate::api_keys::KeyJson;
 use crate::audiences::AudienceJson;
@@ -15,7 +16,6 @@ use crate::audit::list::EntryJson;
 use crate::http::error::ErrorBody;
 use crate::jobs::{FailureGroup, JobFailures, JobJson, JobRetried, SegmentJson, SendJson};
 use crate::rules::{RuleJson, TaskJson, VersionJson};
-use crate::subjects::SubjectSummaryJson;
 
 /// Every error: `{"error": {"code", "message", "field"?}}`.
 #[derive(ToSchema)]
@@ -628,9 +628,9 @@ pub fn collect(
     )>,
 ) {
     use super::add;
+    use crate::api::reminders::{ReminderBody, ReminderJson, SubjectBody, SubjectJson};
     use crate::api_keys::CreateKey;
     use crate::jobs::{JobBody, TotalsJson};
-    use crate::reminders::{ReminderBody, ReminderJson, SubjectBody, SubjectJson};
     use crate::rules::{AudienceTarget, RuleBody, TaskJobJson};
 
     add::<ErrorResponse>(all);
@@ -712,9 +712,9 @@ pub fn collect(
     add::<Preview>(all);
     add::<SubjectList>(all);
     add::<SubjectSummaryJson>(all);
-    add::<crate::subjects::SubjectDetailJson>(all);
-    add::<crate::subjects::CountsJson>(all);
-    add::<crate::subjects::ReminderGroupJson>(all);
+    add::<crate::api::reminders::subjects::SubjectDetailJson>(all);
+    add::<crate::api::reminders::subjects::CountsJson>(all);
+    add::<crate::api::reminders::subjects::ReminderGroupJson>(all);
     add::<AudienceList>(all);
     add::<RecipientLine>(all);
     add::<SubscriberBody>(all);

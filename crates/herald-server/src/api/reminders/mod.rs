@@ -8,6 +8,12 @@
 //!
 //! Subject ids and user ids are the caller's tenant's: every read and write
 //! here names the tenant, and another tenant's subject is simply not there.
+//!
+//! The subject listings and counts are in [`subjects`]; the lead list a store
+//! was first served with, checked at start-up, in [`leads`].
+
+pub mod leads;
+pub(crate) mod subjects;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

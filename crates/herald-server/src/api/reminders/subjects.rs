@@ -15,11 +15,11 @@ use herald_store::{SubjectSummary, SubscriptionCounts};
 use serde::Serialize;
 
 use crate::access::Caller;
+use crate::api::reminders::SubjectJson;
 use crate::http::error::ApiError;
 use crate::http::fields::check_id;
 use crate::http::request::{NoQuery, query};
 use crate::http::state::AppState;
-use crate::reminders::SubjectJson;
 
 /// Most reminders counted per subject of a listing (a page of 50 reads at
 /// most 50,050 index entries).
