@@ -22,7 +22,6 @@ mod reports;
 mod routes;
 pub mod rules;
 mod schedules;
-mod subscribers;
 #[cfg(test)]
 mod tests;
 mod ui;
@@ -33,7 +32,7 @@ use axum::Router;
 use axum::routing::post;
 
 use crate::access::Verb;
-use crate::api::{reminders, timers};
+use crate::api::{reminders, subscribers, timers};
 use crate::http::rate::RateSampler;
 use crate::routes::RouteSet;
 

@@ -4,4 +4,5 @@
 //! `http`, `access` and the engine, never the router (`crate::routes`).
 
 pub mod reminders;
+pub(crate) mod subscribers;
 pub mod timers;
