@@ -8,14 +8,16 @@ use std::collections::BTreeMap;
 
 use utoipa::ToSchema;
 
+use crate::api::campaigns::audiences::AudienceJson;
+use crate::api::campaigns::jobs::{
+    FailureGroup, JobFailures, JobJson, JobRetried, SegmentJson, SendJson,
+};
+use crate::api::campaigns::rules::{RuleJson, TaskJson, VersionJson};
 use crate::api::reminders::subjects::SubjectSummaryJson;
 use crate::api::timers::{DeliveryJson, TimerJson};
 use crate::api_keys::KeyJson;
-use crate::audiences::AudienceJson;
 use crate::audit::list::EntryJson;
 use crate::http::error::ErrorBody;
-use crate::jobs::{FailureGroup, JobFailures, JobJson, JobRetried, SegmentJson, SendJson};
-use crate::rules::{RuleJson, TaskJson, VersionJson};
 
 /// Every error: `{"error": {"code", "message", "field"?}}`.
 #[derive(ToSchema)]
@@ -628,10 +630,10 @@ pub fn collect(
     )>,
 ) {
     use super::add;
+    use crate::api::campaigns::jobs::{JobBody, TotalsJson};
+    use crate::api::campaigns::rules::{AudienceTarget, RuleBody, TaskJobJson};
     use crate::api::reminders::{ReminderBody, ReminderJson, SubjectBody, SubjectJson};
     use crate::api_keys::CreateKey;
-    use crate::jobs::{JobBody, TotalsJson};
-    use crate::rules::{AudienceTarget, RuleBody, TaskJobJson};
 
     add::<ErrorResponse>(all);
     add::<ErrorBody>(all);
@@ -701,11 +703,11 @@ pub fn collect(
     add::<DeadLetterGroup>(all);
     add::<PauseRequest>(all);
     add::<JobRetried>(all);
-    add::<crate::job_recall::JobRecalled>(all);
+    add::<crate::api::campaigns::job_recall::JobRecalled>(all);
     add::<crate::receipts::ReceiptBody>(all);
     add::<crate::receipts::ReceiptJson>(all);
-    add::<crate::jobs::FollowUpBody>(all);
-    add::<crate::jobs::FollowUpJson>(all);
+    add::<crate::api::campaigns::jobs::FollowUpBody>(all);
+    add::<crate::api::campaigns::jobs::FollowUpJson>(all);
     add::<JobFailures>(all);
     add::<FailureGroup>(all);
     add::<PreviewRequest>(all);

@@ -287,7 +287,7 @@ fn limits_are_the_handlers_limits() {
     }
     assert_eq!(
         max("get", "/v1/jobs/{id}/sends", "limit"),
-        crate::jobs::MAX_SENDS_WINDOW as i64
+        crate::api::campaigns::jobs::MAX_SENDS_WINDOW as i64
     );
     assert_eq!(
         max("get", "/v1/reports", "limit"),
@@ -295,7 +295,7 @@ fn limits_are_the_handlers_limits() {
     );
     assert_eq!(
         schema_of(&doc, "post", "/v1/audiences", "name")["maxLength"],
-        crate::audiences::MAX_NAME_BYTES
+        crate::api::campaigns::audiences::MAX_NAME_BYTES
     );
 }
 

@@ -20,7 +20,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::access::Caller;
-use crate::campaign_routing::{self, CampaignTo, RoutingFields, RoutingJson};
+use crate::api::campaigns::routing::{
+    self as campaign_routing, CampaignTo, RoutingFields, RoutingJson,
+};
 use crate::http::error::ApiError;
 use crate::http::fields::{
     MAX_DEADLINE_SECS, check_message, check_message_at, check_priority, check_users,
@@ -556,7 +558,7 @@ pub async fn action(
     let id = parse_id(raw_id, "job")?;
     if verb == "recall" {
         let job = st.campaigns.get_job(caller.tenant, id).await?;
-        return crate::job_recall::recall_job(&st, id, &job.channel).await;
+        return crate::api::campaigns::job_recall::recall_job(&st, id, &job.channel).await;
     }
     let resend = match verb {
         "retry-failed" => Some(Resend::Failed),

@@ -8,12 +8,12 @@ use herald_core::schedule::{Schedule, ScheduleSpec};
 use herald_core::time::{format_rfc3339_ms, parse_rfc3339_ms};
 use serde::Deserialize;
 
+use crate::api::campaigns::rules::{check_interval, check_schedule_text, schedule_error};
 use crate::http::body_limits::PREVIEW_MAX_BYTES;
 use crate::http::error::ApiError;
 use crate::http::json_body;
 use crate::http::request::{NoQuery, read_body};
 use crate::http::state::AppState;
-use crate::rules::{check_interval, check_schedule_text, schedule_error};
 
 /// Instants given when the body names no count.
 const DEFAULT_COUNT: u64 = 10;

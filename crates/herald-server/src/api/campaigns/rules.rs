@@ -19,7 +19,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::access::Caller;
-use crate::campaign_routing::{self, CampaignTo, RoutingFields, RoutingJson};
+use crate::api::campaigns::jobs::TotalsJson;
+use crate::api::campaigns::routing::{
+    self as campaign_routing, CampaignTo, RoutingFields, RoutingJson,
+};
 use crate::http::error::ApiError;
 use crate::http::fields::{
     MAX_DEADLINE_SECS, check_message, check_priority, check_users, recipient_problem,
@@ -32,7 +35,6 @@ use crate::http::request::{
 };
 use crate::http::state::AppState;
 use crate::http::text::{Text, check_opt_text, check_text};
-use crate::jobs::TotalsJson;
 
 /// Longest rule name, in bytes.
 pub const MAX_NAME_BYTES: usize = 200;
