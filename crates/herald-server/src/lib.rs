@@ -5,13 +5,11 @@ pub mod access;
 pub mod api;
 pub mod api_keys;
 pub mod audit;
-pub mod channels;
 mod config;
 pub mod http;
 mod openapi;
 mod ops;
 mod overview;
-mod receipts;
 pub mod reload;
 mod reload_route;
 mod reports;
@@ -27,7 +25,7 @@ use axum::routing::post;
 
 use crate::access::Verb;
 use crate::api::campaigns::{jobs, rules, schedules};
-use crate::api::{reminders, subscribers, timers};
+use crate::api::{channels, reminders, subscribers, timers};
 use crate::http::rate::RateSampler;
 use crate::routes::RouteSet;
 
@@ -175,7 +173,7 @@ fn api_routes() -> RouteSet {
         )
         // `POST /v1/deliveries/{id}:recall`.
         .post("/v1/deliveries/{id}", channels::action)
-        .post("/v1/receipts", receipts::record)
+        .post("/v1/receipts", channels::receipts::record)
         .add(
             Verb::Post,
             "/v1/keys",

@@ -4,6 +4,7 @@
 //! `http`, `access` and the engine, never the router (`crate::routes`).
 
 pub mod campaigns;
+pub mod channels;
 pub mod reminders;
 pub(crate) mod subscribers;
 pub mod timers;

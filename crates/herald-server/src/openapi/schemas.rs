@@ -704,8 +704,8 @@ pub fn collect(
     add::<PauseRequest>(all);
     add::<JobRetried>(all);
     add::<crate::api::campaigns::job_recall::JobRecalled>(all);
-    add::<crate::receipts::ReceiptBody>(all);
-    add::<crate::receipts::ReceiptJson>(all);
+    add::<crate::api::channels::receipts::ReceiptBody>(all);
+    add::<crate::api::channels::receipts::ReceiptJson>(all);
     add::<crate::api::campaigns::jobs::FollowUpBody>(all);
     add::<crate::api::campaigns::jobs::FollowUpJson>(all);
     add::<JobFailures>(all);

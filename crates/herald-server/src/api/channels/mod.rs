@@ -1,5 +1,10 @@
 //! Channel routes: each channel's state (`GET /v1/channels`), provider
 //! callbacks that report a delivery's final fate, and recall.
+//!
+//! What an app or a relayed callback reports after a send (`POST
+//! /v1/receipts`) is in [`receipts`].
+
+pub(crate) mod receipts;
 
 use std::sync::Arc;
 
