@@ -3,16 +3,11 @@
 
 pub mod access;
 pub mod api;
-pub mod api_keys;
 pub mod audit;
 mod config;
 pub mod http;
 mod openapi;
-mod ops;
-mod overview;
 pub mod reload;
-mod reload_route;
-mod reports;
 mod routes;
 #[cfg(test)]
 mod tests;
@@ -25,11 +20,12 @@ use axum::routing::post;
 
 use crate::access::Verb;
 use crate::api::campaigns::{jobs, rules, schedules};
-use crate::api::{channels, reminders, subscribers, timers};
+use crate::api::{admin, channels, reminders, subscribers, timers};
 use crate::http::rate::RateSampler;
 use crate::routes::RouteSet;
 
 pub use access::{Access, AuthConfig, Caller, ChannelTenants, Mode, Scope, Scopes, StoredKeys};
+pub use api::admin::ops::install_metrics;
 /// Audience uploads; their parser is fuzzed by the binary's tests.
 pub use api::campaigns::audiences;
 /// The reminder leads of a store, checked by the binary at start-up.
@@ -38,7 +34,6 @@ pub use audit::{AuditLog, AuditSettings, AuditWriter};
 pub use config::{ApiConfig, RemindersConfig};
 pub use http::quota::Quotas;
 pub use http::state::AppState;
-pub use ops::install_metrics;
 pub use reload::{Reload, ReloadError, ReloadReport, Reloader};
 /// Every route with the scope it needs: what end-to-end tests walk.
 pub use routes::ROUTES;
@@ -177,21 +172,21 @@ fn api_routes() -> RouteSet {
         .add(
             Verb::Post,
             "/v1/keys",
-            post(api_keys::create).layer(axum::extract::DefaultBodyLimit::max(
+            post(admin::keys::create).layer(axum::extract::DefaultBodyLimit::max(
                 http::body_limits::KEYS_MAX_BYTES,
             )),
         )
-        .get("/v1/keys", api_keys::list)
-        .delete("/v1/keys/{id}", api_keys::revoke)
+        .get("/v1/keys", admin::keys::list)
+        .delete("/v1/keys/{id}", admin::keys::revoke)
         .get("/v1/audit", audit::list::list)
-        .get("/v1/reports", reports::report)
-        .get("/v1/stats", ops::stats)
-        .get("/v1/cluster", ops::cluster)
-        .post("/v1/admin:reload", reload_route::reload)
-        .get("/v1/overview", overview::overview)
-        .get("/healthz", ops::healthz)
-        .get("/readyz", ops::readyz)
-        .get("/metrics", ops::metrics)
+        .get("/v1/reports", admin::reports::report)
+        .get("/v1/stats", admin::ops::stats)
+        .get("/v1/cluster", admin::ops::cluster)
+        .post("/v1/admin:reload", admin::reload::reload)
+        .get("/v1/overview", admin::overview::overview)
+        .get("/healthz", admin::ops::healthz)
+        .get("/readyz", admin::ops::readyz)
+        .get("/metrics", admin::ops::metrics)
         .get("/openapi.json", openapi::openapi_json)
         .get("/docs", openapi::docs)
 }

@@ -3,6 +3,7 @@
 //! access layer (`crate::access`) has let it through. A resource imports
 //! `http`, `access` and the engine, never the router (`crate::routes`).
 
+pub mod admin;
 pub mod campaigns;
 pub mod channels;
 pub mod reminders;

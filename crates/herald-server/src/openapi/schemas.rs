@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use utoipa::ToSchema;
 
+use crate::api::admin::keys::KeyJson;
 use crate::api::campaigns::audiences::AudienceJson;
 use crate::api::campaigns::jobs::{
     FailureGroup, JobFailures, JobJson, JobRetried, SegmentJson, SendJson,
@@ -15,7 +16,6 @@ use crate::api::campaigns::jobs::{
 use crate::api::campaigns::rules::{RuleJson, TaskJson, VersionJson};
 use crate::api::reminders::subjects::SubjectSummaryJson;
 use crate::api::timers::{DeliveryJson, TimerJson};
-use crate::api_keys::KeyJson;
 use crate::audit::list::EntryJson;
 use crate::http::error::ErrorBody;
 
@@ -630,10 +630,10 @@ pub fn collect(
     )>,
 ) {
     use super::add;
+    use crate::api::admin::keys::CreateKey;
     use crate::api::campaigns::jobs::{JobBody, TotalsJson};
     use crate::api::campaigns::rules::{AudienceTarget, RuleBody, TaskJobJson};
     use crate::api::reminders::{ReminderBody, ReminderJson, SubjectBody, SubjectJson};
-    use crate::api_keys::CreateKey;
 
     add::<ErrorResponse>(all);
     add::<ErrorBody>(all);

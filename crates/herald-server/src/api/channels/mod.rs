@@ -89,7 +89,7 @@ impl ChannelJson {
     fn with_live(mut self, live: &herald_engine::LiveView) -> Self {
         if let Some(recent) = live.channels.iter().find(|c| c.name == self.status.name) {
             self.rate_per_s = recent.rate_per_s;
-            self.recent_outcomes = crate::overview::outcomes_json(recent);
+            self.recent_outcomes = crate::api::admin::overview::outcomes_json(recent);
         }
         self
     }

@@ -1,5 +1,5 @@
 //! The route of a reload, `POST /v1/admin:reload`, over the [`Reloader`]
-//! the binary gave the server state (see `reload.rs`).
+//! the binary gave the server state (see `crate::reload`).
 
 use axum::Json;
 use axum::extract::State;
