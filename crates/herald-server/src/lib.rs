@@ -16,13 +16,8 @@ mod ui;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::routing::post;
 
-use crate::access::Verb;
-use crate::api::campaigns::{jobs, rules, schedules};
-use crate::api::{admin, channels, reminders, subscribers, timers};
 use crate::http::rate::RateSampler;
-use crate::routes::RouteSet;
 
 pub use access::{Access, AuthConfig, Caller, ChannelTenants, Mode, Scope, Scopes, StoredKeys};
 pub use api::admin::ops::install_metrics;
@@ -66,7 +61,7 @@ pub fn router(state: AppState) -> Router {
     // each route's body layer (`body_admission`, inside its access policy)
     // charges them.
     let bodies = http::body_admission::BodyAdmission::new(state.api.clone());
-    let app = api_routes()
+    let app = routes::api_routes()
         .into_router()
         .fallback(http::fallback::not_found)
         .method_not_allowed_fallback(http::fallback::method_not_allowed)
@@ -104,89 +99,4 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .fallback_service(app)
         .layer(axum::middleware::from_fn(routes::allow_header))
-}
-
-/// Every route, each behind its policy from the route table.
-fn api_routes() -> RouteSet {
-    RouteSet::new()
-        .post("/v1/timers", timers::create)
-        .post("/v1/timers:bulk", timers::create_bulk)
-        .get("/v1/timers/{id}", timers::get)
-        .delete("/v1/timers/{id}", timers::cancel)
-        .get("/v1/timers/{id}/deliveries", timers::deliveries)
-        .get("/v1/timers", timers::search::list)
-        .patch("/v1/timers/{id}", timers::changes::patch)
-        // `POST /v1/timers/{id}:retry`.
-        .post("/v1/timers/{id}", timers::changes::action)
-        .post("/v1/timers:retry", timers::changes::retry_matching)
-        .get("/v1/dead-letters", timers::search::dead_letters)
-        .put("/v1/subjects/{subject_id}", reminders::put_subject)
-        .get("/v1/subjects", reminders::subjects::list)
-        .get("/v1/subjects/{subject_id}", reminders::subjects::get)
-        .delete("/v1/subjects/{subject_id}", reminders::delete_subject)
-        .post("/v1/reminders", reminders::create)
-        .post("/v1/reminders:bulk", reminders::create_bulk)
-        .delete("/v1/reminders/{user_id}/{subject_id}", reminders::cancel)
-        .get("/v1/users/{user_id}/reminders", reminders::list_for_user)
-        .get("/v1/subscribers", subscribers::list)
-        .post("/v1/subscribers:bulk", subscribers::bulk)
-        .put("/v1/subscribers/{user_id}", subscribers::put)
-        .patch("/v1/subscribers/{user_id}", subscribers::patch)
-        .get("/v1/subscribers/{user_id}", subscribers::get)
-        .delete("/v1/subscribers/{user_id}", subscribers::delete)
-        .post("/v1/audiences", audiences::upload)
-        .get("/v1/audiences", audiences::list)
-        .get("/v1/audiences/{id}", audiences::get)
-        .delete("/v1/audiences/{id}", audiences::delete)
-        .post("/v1/rules", rules::create)
-        .get("/v1/rules", rules::list)
-        .get("/v1/rules/{id}", rules::get)
-        .put("/v1/rules/{id}", rules::update)
-        // `POST /v1/rules/{id}:enable|:disable`: the action is split off the segment.
-        .post("/v1/rules/{id}", rules::action)
-        .get("/v1/rules/{id}/versions", rules::versions)
-        .get("/v1/rules/{id}/tasks", rules::tasks)
-        .post("/v1/schedules:preview", schedules::preview)
-        .post("/v1/jobs", jobs::create)
-        .get("/v1/jobs", jobs::list)
-        .get("/v1/jobs/{id}", jobs::get)
-        .delete("/v1/jobs/{id}", jobs::delete)
-        // `POST /v1/jobs/{id}:cancel`.
-        .post("/v1/jobs/{id}", jobs::action)
-        .get("/v1/jobs/{id}/segments", jobs::segments)
-        .get("/v1/jobs/{id}/sends", jobs::sends)
-        .get("/v1/jobs/{id}/failures", jobs::failures)
-        .get("/v1/channels", channels::list)
-        .post("/v1/channels/{name}", channels::pause_action)
-        .get("/v1/channels/{name}/callback", channels::handshake)
-        .add(
-            Verb::Post,
-            "/v1/channels/{name}/callback",
-            post(channels::callback).layer(axum::extract::DefaultBodyLimit::max(
-                http::body_limits::CALLBACK_MAX_BYTES,
-            )),
-        )
-        // `POST /v1/deliveries/{id}:recall`.
-        .post("/v1/deliveries/{id}", channels::action)
-        .post("/v1/receipts", channels::receipts::record)
-        .add(
-            Verb::Post,
-            "/v1/keys",
-            post(admin::keys::create).layer(axum::extract::DefaultBodyLimit::max(
-                http::body_limits::KEYS_MAX_BYTES,
-            )),
-        )
-        .get("/v1/keys", admin::keys::list)
-        .delete("/v1/keys/{id}", admin::keys::revoke)
-        .get("/v1/audit", audit::list::list)
-        .get("/v1/reports", admin::reports::report)
-        .get("/v1/stats", admin::ops::stats)
-        .get("/v1/cluster", admin::ops::cluster)
-        .post("/v1/admin:reload", admin::reload::reload)
-        .get("/v1/overview", admin::overview::overview)
-        .get("/healthz", admin::ops::healthz)
-        .get("/readyz", admin::ops::readyz)
-        .get("/metrics", admin::ops::metrics)
-        .get("/openapi.json", openapi::openapi_json)
-        .get("/docs", openapi::docs)
 }

@@ -10,47 +10,19 @@ mod node;
 mod operations;
 mod refine;
 mod schemas;
+pub(crate) mod serve;
 #[cfg(test)]
 mod tests;
 
-use axum::extract::State;
-use axum::http::header;
-use axum::response::{Html, IntoResponse};
 use serde_json::{Map, Value, json};
 use utoipa::ToSchema;
 use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::Schema;
 
 use crate::access::{Need, Policy};
-use crate::http::state::AppState;
 use crate::routes::ROUTES;
 use node::NodeFacts;
 use operations::{Answer, Body, ID_PATTERN, OPS, Op, Takes};
-
-/// `GET /openapi.json`: the document, with this node's channels and leads.
-pub async fn openapi_json(State(st): State<AppState>) -> impl IntoResponse {
-    let mut channels = st.engine.channel_names();
-    channels.sort();
-    let facts = NodeFacts {
-        channels,
-        leads: st.reminders.leads().minutes().to_vec(),
-    };
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        document_text(facts).to_string(),
-    )
-}
-
-/// `GET /docs`: one self-contained page (no CDN, nothing downloaded).
-pub async fn docs() -> impl IntoResponse {
-    (
-        [(header::CONTENT_SECURITY_POLICY, DOCS_CSP)],
-        Html(include_str!("docs.html")),
-    )
-}
-
-/// The page loads nothing from elsewhere and talks only to this server.
-const DOCS_CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:";
 
 /// The document as served for `facts`, built once.
 pub fn document_text(facts: NodeFacts) -> std::sync::Arc<str> {

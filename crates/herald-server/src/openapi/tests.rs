@@ -31,8 +31,11 @@ fn documented(doc: &Value, verb: &str, path: &str) -> Vec<String> {
 #[test]
 fn every_route_of_the_table_and_the_router_is_documented() {
     let doc = document();
-    let registered: BTreeSet<(Verb, &str)> =
-        crate::api_routes().registered().iter().copied().collect();
+    let registered: BTreeSet<(Verb, &str)> = crate::routes::api_routes()
+        .registered()
+        .iter()
+        .copied()
+        .collect();
     let table: BTreeSet<(Verb, &str)> = ROUTES.iter().map(|p| (p.verb, p.path)).collect();
     for (verb, path) in registered.union(&table) {
         let found = documented(&doc, verb.as_str(), path);
