@@ -23,7 +23,6 @@ use axum::routing::{MethodRouter, delete, get, patch, post, put};
 use crate::access::{Need, Payload, Policy, Scope, Verb, enforce};
 use crate::api::campaigns::{audiences, jobs, rules, schedules};
 use crate::api::{admin, channels, reminders, subscribers, timers};
-use crate::audit;
 use crate::http::state::AppState;
 use crate::http::{body_admission, body_limits};
 use crate::openapi::serve as openapi;
@@ -135,7 +134,7 @@ route_table! {
     Get "/v1/keys", Needs(Admin), NoBody => admin::keys::list;
     Delete "/v1/keys/{id}", Needs(Admin), NoBody => admin::keys::revoke;
     // A key reads its own tenant's entries; the admin every tenant's.
-    Get "/v1/audit", Needs(Read), NoBody => audit::list::list;
+    Get "/v1/audit", Needs(Read), NoBody => admin::audit::list;
     // Stored delivery counts: a key its tenant's, the admin every tenant's.
     Get "/v1/reports", Needs(Read), NoBody => admin::reports::report;
     Get "/v1/stats", Needs(Admin), NoBody => admin::ops::stats;

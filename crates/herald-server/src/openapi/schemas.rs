@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use utoipa::ToSchema;
 
+use crate::api::admin::audit::EntryJson;
 use crate::api::admin::keys::KeyJson;
 use crate::api::campaigns::audiences::AudienceJson;
 use crate::api::campaigns::jobs::{
@@ -16,7 +17,6 @@ use crate::api::campaigns::jobs::{
 use crate::api::campaigns::rules::{RuleJson, TaskJson, VersionJson};
 use crate::api::reminders::subjects::SubjectSummaryJson;
 use crate::api::timers::{DeliveryJson, TimerJson};
-use crate::audit::list::EntryJson;
 use crate::http::error::ErrorBody;
 
 /// Every error: `{"error": {"code", "message", "field"?}}`.

@@ -15,7 +15,7 @@ use herald_store::{ApiKeyRecord, NewApiKey};
 use serde::{Deserialize, Serialize};
 
 use crate::access::{KeySecret, Scopes};
-use crate::audit::list::{named_tenant, tenant_label, tenant_names};
+use crate::api::admin::audit::{named_tenant, tenant_label, tenant_names};
 use crate::http::error::{ApiError, store_err};
 use crate::http::json_body;
 use crate::http::pagination::ASCENDING;

@@ -1,9 +1,10 @@
-//! The node and its operators: API keys ([`keys`]), health, readiness,
+//! The node and its operators: API keys ([`keys`]), the audit log read
+//! back ([`audit`]; `crate::audit` makes and stores it), health, readiness,
 //! metrics, stats and the cluster's leases ([`ops`]), a live reload of the
 //! configuration ([`reload`]), the console's first page ([`overview`]) and
-//! the stored delivery counts ([`reports`]). The audit log's route is with
-//! the log, in `crate::audit`.
+//! the stored delivery counts ([`reports`]).
 
+pub mod audit;
 pub mod keys;
 pub(crate) mod ops;
 pub(crate) mod overview;

@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::access::Caller;
-use crate::audit::list::{read_scope, tenant_label, tenant_names};
+use crate::api::admin::audit::{read_scope, tenant_label, tenant_names};
 use crate::http::error::{ApiError, store_err};
 use crate::http::request::{int_param, query};
 use crate::http::state::AppState;
