@@ -2,71 +2,36 @@
 //! commands, and answers only after the engine says they are committed.
 
 pub mod access;
-pub mod api_keys;
-pub mod audiences;
+pub mod api;
 pub mod audit;
-mod body_admission;
-mod body_limits;
-mod body_meter;
-mod budget;
-mod bulk;
-mod campaign_routing;
-pub mod channels;
 mod config;
-mod document;
-pub mod error;
-mod fields;
-mod job_recall;
-pub mod jobs;
-mod json_body;
-pub mod leads;
+pub mod http;
 mod openapi;
-mod ops;
-mod overview;
-mod pagination;
-pub mod quota;
-mod rate;
-mod receipts;
 pub mod reload;
-mod reload_route;
-pub mod reminders;
-mod reports;
-mod request;
 mod routes;
-pub mod rules;
-mod schedules;
-mod state;
-mod subjects;
-mod subscribers;
-mod tenancy;
 #[cfg(test)]
 mod tests;
-mod text;
-pub mod timer_ops;
-pub mod timer_search;
-pub mod timers;
-pub mod trace;
 mod ui;
-pub mod validate;
 
 use std::sync::Arc;
 
 use axum::Router;
-use axum::routing::post;
 
-use crate::access::Verb;
-use crate::rate::RateSampler;
-use crate::routes::RouteSet;
+use crate::http::rate::RateSampler;
 
 pub use access::{Access, AuthConfig, Caller, ChannelTenants, Mode, Scope, Scopes, StoredKeys};
+pub use api::admin::ops::install_metrics;
+/// Audience uploads; their parser is fuzzed by the binary's tests.
+pub use api::campaigns::audiences;
+/// The reminder leads of a store, checked by the binary at start-up.
+pub use api::reminders::leads;
 pub use audit::{AuditLog, AuditSettings, AuditWriter};
 pub use config::{ApiConfig, RemindersConfig};
-pub use ops::install_metrics;
-pub use quota::Quotas;
+pub use http::quota::Quotas;
+pub use http::state::AppState;
 pub use reload::{Reload, ReloadError, ReloadReport, Reloader};
 /// Every route with the scope it needs: what end-to-end tests walk.
 pub use routes::ROUTES;
-pub use state::AppState;
 
 /// Every route of the API, with the error fallbacks and access control,
 /// over `state`.
@@ -95,11 +60,11 @@ pub fn router(state: AppState) -> Router {
     // Request-body bytes in flight, shared by every request of the node;
     // each route's body layer (`body_admission`, inside its access policy)
     // charges them.
-    let bodies = body_admission::BodyAdmission::new(state.api.clone());
-    let app = api_routes()
+    let bodies = http::body_admission::BodyAdmission::new(state.api.clone());
+    let app = routes::api_routes()
         .into_router()
-        .fallback(ops::not_found)
-        .method_not_allowed_fallback(ops::method_not_allowed)
+        .fallback(http::fallback::not_found)
+        .method_not_allowed_fallback(http::fallback::method_not_allowed)
         // `Allow` and `405` of action paths (`/v1/jobs/7:cancel`) as documented.
         .layer(axum::middleware::from_fn(routes::allowed_methods))
         .layer(axum::Extension(bodies.budget.clone()))
@@ -110,7 +75,7 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::Extension(Arc::new(RateSampler::<String>::default())))
         .layer(axum::middleware::from_fn_with_state(guard, access::guard))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
-            ops::panic_response,
+            http::fallback::panic_response,
         ))
         // Outermost, so refusals of the guard are recorded too.
         .layer(axum::middleware::from_fn_with_state(
@@ -120,10 +85,10 @@ pub fn router(state: AppState) -> Router {
         // A body that stalls between pieces is cut off (`408`).
         .layer(axum::middleware::from_fn_with_state(
             std::time::Duration::from_millis(state.api.body_read_timeout_ms),
-            request::body_timeout,
+            http::request::body_timeout,
         ))
         // Every error a client sees is JSON, the framework's own rejections too.
-        .layer(axum::middleware::map_response(ops::json_errors))
+        .layer(axum::middleware::map_response(http::fallback::json_errors))
         // The console's shells and assets: outside the guard, which they
         // do not need (they check the session themselves).
         .merge(ui::router())
@@ -134,89 +99,4 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .fallback_service(app)
         .layer(axum::middleware::from_fn(routes::allow_header))
-}
-
-/// Every route, each behind its policy from the route table.
-fn api_routes() -> RouteSet {
-    RouteSet::new()
-        .post("/v1/timers", timers::create)
-        .post("/v1/timers:bulk", timers::create_bulk)
-        .get("/v1/timers/{id}", timers::get)
-        .delete("/v1/timers/{id}", timers::cancel)
-        .get("/v1/timers/{id}/deliveries", timers::deliveries)
-        .get("/v1/timers", timer_search::list)
-        .patch("/v1/timers/{id}", timer_ops::patch)
-        // `POST /v1/timers/{id}:retry`.
-        .post("/v1/timers/{id}", timer_ops::action)
-        .post("/v1/timers:retry", timer_ops::retry_matching)
-        .get("/v1/dead-letters", timer_search::dead_letters)
-        .put("/v1/subjects/{subject_id}", reminders::put_subject)
-        .get("/v1/subjects", subjects::list)
-        .get("/v1/subjects/{subject_id}", subjects::get)
-        .delete("/v1/subjects/{subject_id}", reminders::delete_subject)
-        .post("/v1/reminders", reminders::create)
-        .post("/v1/reminders:bulk", reminders::create_bulk)
-        .delete("/v1/reminders/{user_id}/{subject_id}", reminders::cancel)
-        .get("/v1/users/{user_id}/reminders", reminders::list_for_user)
-        .get("/v1/subscribers", subscribers::list)
-        .post("/v1/subscribers:bulk", subscribers::bulk)
-        .put("/v1/subscribers/{user_id}", subscribers::put)
-        .patch("/v1/subscribers/{user_id}", subscribers::patch)
-        .get("/v1/subscribers/{user_id}", subscribers::get)
-        .delete("/v1/subscribers/{user_id}", subscribers::delete)
-        .post("/v1/audiences", audiences::upload)
-        .get("/v1/audiences", audiences::list)
-        .get("/v1/audiences/{id}", audiences::get)
-        .delete("/v1/audiences/{id}", audiences::delete)
-        .post("/v1/rules", rules::create)
-        .get("/v1/rules", rules::list)
-        .get("/v1/rules/{id}", rules::get)
-        .put("/v1/rules/{id}", rules::update)
-        // `POST /v1/rules/{id}:enable|:disable`: the action is split off the segment.
-        .post("/v1/rules/{id}", rules::action)
-        .get("/v1/rules/{id}/versions", rules::versions)
-        .get("/v1/rules/{id}/tasks", rules::tasks)
-        .post("/v1/schedules:preview", schedules::preview)
-        .post("/v1/jobs", jobs::create)
-        .get("/v1/jobs", jobs::list)
-        .get("/v1/jobs/{id}", jobs::get)
-        .delete("/v1/jobs/{id}", jobs::delete)
-        // `POST /v1/jobs/{id}:cancel`.
-        .post("/v1/jobs/{id}", jobs::action)
-        .get("/v1/jobs/{id}/segments", jobs::segments)
-        .get("/v1/jobs/{id}/sends", jobs::sends)
-        .get("/v1/jobs/{id}/failures", jobs::failures)
-        .get("/v1/channels", channels::list)
-        .post("/v1/channels/{name}", channels::pause_action)
-        .get("/v1/channels/{name}/callback", channels::handshake)
-        .add(
-            Verb::Post,
-            "/v1/channels/{name}/callback",
-            post(channels::callback).layer(axum::extract::DefaultBodyLimit::max(
-                channels::CALLBACK_MAX_BYTES,
-            )),
-        )
-        // `POST /v1/deliveries/{id}:recall`.
-        .post("/v1/deliveries/{id}", channels::action)
-        .post("/v1/receipts", receipts::record)
-        .add(
-            Verb::Post,
-            "/v1/keys",
-            post(api_keys::create).layer(axum::extract::DefaultBodyLimit::max(
-                body_limits::KEYS_MAX_BYTES,
-            )),
-        )
-        .get("/v1/keys", api_keys::list)
-        .delete("/v1/keys/{id}", api_keys::revoke)
-        .get("/v1/audit", audit::list::list)
-        .get("/v1/reports", reports::report)
-        .get("/v1/stats", ops::stats)
-        .get("/v1/cluster", ops::cluster)
-        .post("/v1/admin:reload", reload_route::reload)
-        .get("/v1/overview", overview::overview)
-        .get("/healthz", ops::healthz)
-        .get("/readyz", ops::readyz)
-        .get("/metrics", ops::metrics)
-        .get("/openapi.json", openapi::openapi_json)
-        .get("/docs", openapi::docs)
 }

@@ -1,7 +1,10 @@
-//! Every route's policy in one table: the scope it needs and the body it
-//! takes. The router is assembled through [`RouteSet`], which puts each
-//! route's policy in front of its handler and remembers what it registered,
-//! so a test can check that no route is left out of the table.
+//! Every route in one table, declared once: its method, path, policy (the
+//! scope it needs and the body it takes) and handler. The policy table
+//! [`ROUTES`] and the router ([`api_routes`]) are both derived from it. The
+//! router is assembled through [`RouteSet`], which puts each route's policy
+//! in front of its handler and remembers what it registered; a route added
+//! outside the table is served closed (admin only), and a test checks that
+//! none is.
 //!
 //! An action route (`POST /v1/jobs/{id}` serving `/v1/jobs/7:cancel`) shares
 //! its path with the item's other methods, so the router alone would answer
@@ -18,8 +21,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, delete, get, patch, post, put};
 
 use crate::access::{Need, Payload, Policy, Scope, Verb, enforce};
-use crate::body_admission;
-use crate::state::AppState;
+use crate::api::campaigns::{audiences, jobs, rules, schedules};
+use crate::api::{admin, channels, reminders, subscribers, timers};
+use crate::http::state::AppState;
+use crate::http::{body_admission, body_limits};
+use crate::openapi::serve as openapi;
 use Need::{Nothing, Scope as Needs, Signed};
 use Payload::{Action, Json, Ndjson, None as NoBody, Recipients, Xml};
 use Scope::{Admin, Campaign, Metrics, Read, Write};
@@ -34,94 +40,115 @@ const fn route(verb: Verb, path: &'static str, need: Need, payload: Payload) -> 
     }
 }
 
-/// The route table. `read` is every GET of a tenant's data; `write` what
-/// reaches one recipient; `campaign` what sends to many; `admin` channel
-/// actions, keys, and views of the whole node or cluster.
-pub const ROUTES: &[Policy] = &[
-    route(Post, "/v1/timers", Needs(Write), Json),
-    route(Post, "/v1/timers:bulk", Needs(Write), Ndjson),
-    route(Get, "/v1/timers/{id}", Needs(Read), NoBody),
-    route(Delete, "/v1/timers/{id}", Needs(Write), NoBody),
-    route(Get, "/v1/timers/{id}/deliveries", Needs(Read), NoBody),
-    route(Get, "/v1/timers", Needs(Read), NoBody),
-    route(Patch, "/v1/timers/{id}", Needs(Write), Json),
-    // `:retry`.
-    route(Post, "/v1/timers/{id}", Needs(Write), Action),
+/// Declares the route table once: each route's method, path, policy (the
+/// scope it needs and the body it takes) and handler, and a body limit for
+/// the few routes whose handler reads with a fixed one. [`ROUTES`] (the
+/// policies the guard, the audit log and the document read) and
+/// [`api_routes`] (the router) are both made from it, so a route cannot be
+/// served without its policy nor have a policy it is not served under.
+macro_rules! route_table {
+    ($(
+        $verb:ident $path:literal, $need:expr, $payload:ident => $handler:expr
+            $(, body_limit $limit:expr)?;
+    )*) => {
+        /// The route table. `read` is every GET of a tenant's data; `write`
+        /// what reaches one recipient; `campaign` what sends to many; `admin`
+        /// channel actions, keys, and views of the whole node or cluster.
+        pub const ROUTES: &[Policy] = &[$(route($verb, $path, $need, $payload)),*];
+
+        /// Every route of the table, each behind its policy.
+        pub fn api_routes() -> RouteSet {
+            RouteSet::new()
+                $(.add(
+                    $verb,
+                    $path,
+                    method_router($verb, $handler)
+                        $(.layer(axum::extract::DefaultBodyLimit::max($limit)))?,
+                ))*
+        }
+    };
+}
+
+route_table! {
+    Post "/v1/timers", Needs(Write), Json => timers::create;
+    Post "/v1/timers:bulk", Needs(Write), Ndjson => timers::create_bulk;
+    Get "/v1/timers/{id}", Needs(Read), NoBody => timers::get;
+    Delete "/v1/timers/{id}", Needs(Write), NoBody => timers::cancel;
+    Get "/v1/timers/{id}/deliveries", Needs(Read), NoBody => timers::deliveries;
+    Get "/v1/timers", Needs(Read), NoBody => timers::search::list;
+    Patch "/v1/timers/{id}", Needs(Write), Json => timers::changes::patch;
+    // `POST /v1/timers/{id}:retry`.
+    Post "/v1/timers/{id}", Needs(Write), Action => timers::changes::action;
     // Replays every dead or failed timer a filter matches.
-    route(Post, "/v1/timers:retry", Needs(Campaign), Json),
-    route(Get, "/v1/dead-letters", Needs(Read), NoBody),
-    route(Put, "/v1/subjects/{subject_id}", Needs(Write), Json),
-    route(Get, "/v1/subjects", Needs(Read), NoBody),
-    route(Get, "/v1/subjects/{subject_id}", Needs(Read), NoBody),
-    route(Delete, "/v1/subjects/{subject_id}", Needs(Write), NoBody),
-    route(Post, "/v1/reminders", Needs(Write), Json),
-    route(Post, "/v1/reminders:bulk", Needs(Write), Ndjson),
-    route(
-        Delete,
-        "/v1/reminders/{user_id}/{subject_id}",
-        Needs(Write),
-        NoBody,
-    ),
-    route(Get, "/v1/users/{user_id}/reminders", Needs(Read), NoBody),
-    route(Get, "/v1/subscribers", Needs(Read), NoBody),
-    route(Post, "/v1/subscribers:bulk", Needs(Write), Ndjson),
-    route(Put, "/v1/subscribers/{user_id}", Needs(Write), Json),
-    route(Patch, "/v1/subscribers/{user_id}", Needs(Write), Json),
-    route(Get, "/v1/subscribers/{user_id}", Needs(Read), NoBody),
-    route(Delete, "/v1/subscribers/{user_id}", Needs(Write), NoBody),
-    route(Post, "/v1/audiences", Needs(Campaign), Recipients),
-    route(Get, "/v1/audiences", Needs(Read), NoBody),
-    route(Get, "/v1/audiences/{id}", Needs(Read), NoBody),
-    route(Delete, "/v1/audiences/{id}", Needs(Campaign), NoBody),
-    route(Post, "/v1/rules", Needs(Campaign), Json),
-    route(Get, "/v1/rules", Needs(Read), NoBody),
-    route(Get, "/v1/rules/{id}", Needs(Read), NoBody),
-    route(Put, "/v1/rules/{id}", Needs(Campaign), Json),
-    // `:enable`, `:disable`.
-    route(Post, "/v1/rules/{id}", Needs(Campaign), Action),
-    route(Get, "/v1/rules/{id}/versions", Needs(Read), NoBody),
-    route(Get, "/v1/rules/{id}/tasks", Needs(Read), NoBody),
+    Post "/v1/timers:retry", Needs(Campaign), Json => timers::changes::retry_matching;
+    Get "/v1/dead-letters", Needs(Read), NoBody => timers::search::dead_letters;
+    Put "/v1/subjects/{subject_id}", Needs(Write), Json => reminders::put_subject;
+    Get "/v1/subjects", Needs(Read), NoBody => reminders::subjects::list;
+    Get "/v1/subjects/{subject_id}", Needs(Read), NoBody => reminders::subjects::get;
+    Delete "/v1/subjects/{subject_id}", Needs(Write), NoBody => reminders::delete_subject;
+    Post "/v1/reminders", Needs(Write), Json => reminders::create;
+    Post "/v1/reminders:bulk", Needs(Write), Ndjson => reminders::create_bulk;
+    Delete "/v1/reminders/{user_id}/{subject_id}", Needs(Write), NoBody => reminders::cancel;
+    Get "/v1/users/{user_id}/reminders", Needs(Read), NoBody => reminders::list_for_user;
+    Get "/v1/subscribers", Needs(Read), NoBody => subscribers::list;
+    Post "/v1/subscribers:bulk", Needs(Write), Ndjson => subscribers::bulk;
+    Put "/v1/subscribers/{user_id}", Needs(Write), Json => subscribers::put;
+    Patch "/v1/subscribers/{user_id}", Needs(Write), Json => subscribers::patch;
+    Get "/v1/subscribers/{user_id}", Needs(Read), NoBody => subscribers::get;
+    Delete "/v1/subscribers/{user_id}", Needs(Write), NoBody => subscribers::delete;
+    Post "/v1/audiences", Needs(Campaign), Recipients => audiences::upload;
+    Get "/v1/audiences", Needs(Read), NoBody => audiences::list;
+    Get "/v1/audiences/{id}", Needs(Read), NoBody => audiences::get;
+    Delete "/v1/audiences/{id}", Needs(Campaign), NoBody => audiences::delete;
+    Post "/v1/rules", Needs(Campaign), Json => rules::create;
+    Get "/v1/rules", Needs(Read), NoBody => rules::list;
+    Get "/v1/rules/{id}", Needs(Read), NoBody => rules::get;
+    Put "/v1/rules/{id}", Needs(Campaign), Json => rules::update;
+    // `:enable`, `:disable`: the action is split off the segment.
+    Post "/v1/rules/{id}", Needs(Campaign), Action => rules::action;
+    Get "/v1/rules/{id}/versions", Needs(Read), NoBody => rules::versions;
+    Get "/v1/rules/{id}/tasks", Needs(Read), NoBody => rules::tasks;
     // Computes, changes nothing.
-    route(Post, "/v1/schedules:preview", Needs(Read), Json),
-    route(Post, "/v1/jobs", Needs(Campaign), Json),
-    route(Get, "/v1/jobs", Needs(Read), NoBody),
-    route(Get, "/v1/jobs/{id}", Needs(Read), NoBody),
+    Post "/v1/schedules:preview", Needs(Read), Json => schedules::preview;
+    Post "/v1/jobs", Needs(Campaign), Json => jobs::create;
+    Get "/v1/jobs", Needs(Read), NoBody => jobs::list;
+    Get "/v1/jobs/{id}", Needs(Read), NoBody => jobs::get;
     // Finished jobs only.
-    route(Delete, "/v1/jobs/{id}", Needs(Campaign), NoBody),
+    Delete "/v1/jobs/{id}", Needs(Campaign), NoBody => jobs::delete;
     // `:cancel`, `:retry-failed`, `:retry-in-doubt`, `:recall`.
-    route(Post, "/v1/jobs/{id}", Needs(Campaign), Action),
-    route(Get, "/v1/jobs/{id}/segments", Needs(Read), NoBody),
-    route(Get, "/v1/jobs/{id}/sends", Needs(Read), NoBody),
-    route(Get, "/v1/jobs/{id}/failures", Needs(Read), NoBody),
-    route(Get, "/v1/channels", Needs(Admin), NoBody),
+    Post "/v1/jobs/{id}", Needs(Campaign), Action => jobs::action;
+    Get "/v1/jobs/{id}/segments", Needs(Read), NoBody => jobs::segments;
+    Get "/v1/jobs/{id}/sends", Needs(Read), NoBody => jobs::sends;
+    Get "/v1/jobs/{id}/failures", Needs(Read), NoBody => jobs::failures;
+    Get "/v1/channels", Needs(Admin), NoBody => channels::list;
     // `:pause` (optional JSON body), `:resume`.
-    route(Post, "/v1/channels/{name}", Needs(Admin), Action),
+    Post "/v1/channels/{name}", Needs(Admin), Action => channels::pause_action;
     // Signed by the provider when the channel has a `callback_token`.
-    route(Get, "/v1/channels/{name}/callback", Signed(Admin), NoBody),
-    route(Post, "/v1/channels/{name}/callback", Signed(Admin), Xml),
-    // `:recall`.
-    route(Post, "/v1/deliveries/{id}", Needs(Admin), Action),
+    Get "/v1/channels/{name}/callback", Signed(Admin), NoBody => channels::handshake;
+    Post "/v1/channels/{name}/callback", Signed(Admin), Xml => channels::callback, body_limit body_limits::CALLBACK_MAX_BYTES;
+    // `POST /v1/deliveries/{id}:recall`.
+    Post "/v1/deliveries/{id}", Needs(Admin), Action => channels::action;
     // What an app (or a relayed provider callback) reports after a send.
-    route(Post, "/v1/receipts", Needs(Write), Json),
-    route(Post, "/v1/keys", Needs(Admin), Json),
-    route(Get, "/v1/keys", Needs(Admin), NoBody),
-    route(Delete, "/v1/keys/{id}", Needs(Admin), NoBody),
+    Post "/v1/receipts", Needs(Write), Json => channels::receipts::record;
+    Post "/v1/keys", Needs(Admin), Json => admin::keys::create, body_limit body_limits::KEYS_MAX_BYTES;
+    Get "/v1/keys", Needs(Admin), NoBody => admin::keys::list;
+    Delete "/v1/keys/{id}", Needs(Admin), NoBody => admin::keys::revoke;
     // A key reads its own tenant's entries; the admin every tenant's.
-    route(Get, "/v1/audit", Needs(Read), NoBody),
+    Get "/v1/audit", Needs(Read), NoBody => admin::audit::list;
     // Stored delivery counts: a key its tenant's, the admin every tenant's.
-    route(Get, "/v1/reports", Needs(Read), NoBody),
-    route(Get, "/v1/stats", Needs(Admin), NoBody),
-    route(Get, "/v1/cluster", Needs(Admin), NoBody),
+    Get "/v1/reports", Needs(Read), NoBody => admin::reports::report;
+    Get "/v1/stats", Needs(Admin), NoBody => admin::ops::stats;
+    Get "/v1/cluster", Needs(Admin), NoBody => admin::ops::cluster;
     // Re-reads the configuration file and applies what changes live.
-    route(Post, "/v1/admin:reload", Needs(Admin), Action),
+    Post "/v1/admin:reload", Needs(Admin), Action => admin::reload::reload;
     // A key sees its tenant's figures; the admin every tenant's.
-    route(Get, "/v1/overview", Needs(Read), NoBody),
-    route(Get, "/healthz", Nothing, NoBody),
-    route(Get, "/readyz", Nothing, NoBody),
-    route(Get, "/metrics", Needs(Metrics), NoBody),
-    route(Get, "/openapi.json", Nothing, NoBody),
-    route(Get, "/docs", Nothing, NoBody),
-];
+    Get "/v1/overview", Needs(Read), NoBody => admin::overview::overview;
+    Get "/healthz", Nothing, NoBody => admin::ops::healthz;
+    Get "/readyz", Nothing, NoBody => admin::ops::readyz;
+    Get "/metrics", Needs(Metrics), NoBody => admin::ops::metrics;
+    Get "/openapi.json", Nothing, NoBody => openapi::openapi_json;
+    Get "/docs", Nothing, NoBody => openapi::docs;
+}
 
 /// The policy of a route, if the table has it.
 pub fn policy(verb: Verb, path: &str) -> Option<Policy> {
@@ -232,7 +259,7 @@ pub async fn allowed_methods(req: Request, next: Next) -> Response {
     if served || action_missing {
         return next.run(req).await;
     }
-    let mut resp = crate::error::ApiError::new(
+    let mut resp = crate::http::error::ApiError::new(
         axum::http::StatusCode::METHOD_NOT_ALLOWED,
         "method_not_allowed",
         format!(
@@ -272,6 +299,33 @@ pub fn public_paths() -> Vec<&'static str> {
         .collect()
 }
 
+/// The policy of a route, or for a route missing from the table a closed
+/// one: admin only, JSON only.
+fn policy_or_closed(verb: Verb, path: &'static str) -> Policy {
+    policy(verb, path).unwrap_or_else(|| {
+        tracing::error!(
+            method = verb.as_str(),
+            path,
+            "route missing from the route table; only the admin may call it"
+        );
+        route(verb, path, Needs(Admin), Json)
+    })
+}
+
+/// The method router serving `verb` with `handler`.
+fn method_router<H: Handler<T, AppState>, T: 'static>(
+    verb: Verb,
+    handler: H,
+) -> MethodRouter<AppState> {
+    match verb {
+        Get => get(handler),
+        Post => post(handler),
+        Put => put(handler),
+        Delete => delete(handler),
+        Patch => patch(handler),
+    }
+}
+
 /// The router under construction, each route behind its policy.
 pub struct RouteSet {
     router: axum::Router<AppState>,
@@ -286,43 +340,16 @@ impl RouteSet {
         }
     }
 
-    pub fn get<H: Handler<T, AppState>, T: 'static>(self, path: &'static str, h: H) -> Self {
-        self.add(Get, path, get(h))
-    }
-
-    pub fn post<H: Handler<T, AppState>, T: 'static>(self, path: &'static str, h: H) -> Self {
-        self.add(Post, path, post(h))
-    }
-
-    pub fn put<H: Handler<T, AppState>, T: 'static>(self, path: &'static str, h: H) -> Self {
-        self.add(Put, path, put(h))
-    }
-
-    pub fn delete<H: Handler<T, AppState>, T: 'static>(self, path: &'static str, h: H) -> Self {
-        self.add(Delete, path, delete(h))
-    }
-
-    pub fn patch<H: Handler<T, AppState>, T: 'static>(self, path: &'static str, h: H) -> Self {
-        self.add(Patch, path, patch(h))
-    }
-
-    /// A route built by the caller (to add its own layers); `method_router`
-    /// must serve `verb` only, which the router tests check.
+    /// A route; `method_router` must serve `verb` only, which the router
+    /// tests check. A route missing from [`ROUTES`] (one added here by hand,
+    /// outside [`route_table!`]) is served closed.
     pub fn add(
         mut self,
         verb: Verb,
         path: &'static str,
         method_router: MethodRouter<AppState>,
     ) -> Self {
-        // A route missing from the table is closed: admin only, JSON only.
-        let policy = policy(verb, path).unwrap_or_else(|| {
-            tracing::error!(
-                method = verb.as_str(),
-                path,
-                "route missing from the route table; only the admin may call it"
-            );
-            route(verb, path, Needs(Admin), Json)
-        });
+        let policy = policy_or_closed(verb, path);
         // The access policy first, then the body layer: a caller refused
         // never holds any of the body budget.
         self.router = self.router.route(
@@ -391,6 +418,14 @@ mod tests {
         assert_eq!(m(Post, "/v1/timers/"), None);
         assert_eq!(m(Post, "/v1/nothing"), None);
         assert_eq!(m(Delete, "/v1/timers/42/x"), None);
+    }
+
+    #[test]
+    fn a_route_missing_from_the_table_is_served_closed() {
+        let p = policy_or_closed(Get, "/v1/not-in-the-table");
+        assert_eq!((p.need, p.payload), (Needs(Admin), Json));
+        let p = policy_or_closed(Get, "/healthz");
+        assert_eq!((p.need, p.payload), (Nothing, NoBody));
     }
 
     #[test]

@@ -20,7 +20,7 @@ use super::refusal::{self, Refusal, Unrecognised};
 use super::secret::{PresentedKey, key_hash, same_hash};
 use super::session::{CSRF_HEADER, SESSION_COOKIE, cookie_value};
 use super::{Access, TENANT_HEADER};
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 
 /// What the guard layer is given.
 #[derive(Clone)]

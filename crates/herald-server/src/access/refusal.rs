@@ -4,7 +4,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::caller::Caller;
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 
 /// `401 unauthorized` with `WWW-Authenticate: Bearer` (RFC 6750): no key,
 /// or one that does not open anything. `presented` says a key was sent, so

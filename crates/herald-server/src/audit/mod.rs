@@ -1,10 +1,10 @@
 //! The audit log: which key changed (or tried to change) what, when, and
 //! with what answer. [`recorder`] makes the entries, [`writer`] stores them
 //! in batches, [`tally`] counts what was refused before any key was
-//! recognised (one entry a minute per kind, not one per request), [`list`]
-//! reads them back (`GET /v1/audit`).
+//! recognised (one entry a minute per kind, not one per request). The route
+//! that reads them back (`GET /v1/audit`) is with the admin's, in
+//! `crate::api::admin::audit`.
 
-pub mod list;
 mod recorder;
 mod tally;
 mod writer;

@@ -10,12 +10,10 @@ mod node;
 mod operations;
 mod refine;
 mod schemas;
+pub(crate) mod serve;
 #[cfg(test)]
 mod tests;
 
-use axum::extract::State;
-use axum::http::header;
-use axum::response::{Html, IntoResponse};
 use serde_json::{Map, Value, json};
 use utoipa::ToSchema;
 use utoipa::openapi::RefOr;
@@ -23,34 +21,8 @@ use utoipa::openapi::schema::Schema;
 
 use crate::access::{Need, Policy};
 use crate::routes::ROUTES;
-use crate::state::AppState;
 use node::NodeFacts;
 use operations::{Answer, Body, ID_PATTERN, OPS, Op, Takes};
-
-/// `GET /openapi.json`: the document, with this node's channels and leads.
-pub async fn openapi_json(State(st): State<AppState>) -> impl IntoResponse {
-    let mut channels = st.engine.channel_names();
-    channels.sort();
-    let facts = NodeFacts {
-        channels,
-        leads: st.reminders.leads().minutes().to_vec(),
-    };
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        document_text(facts).to_string(),
-    )
-}
-
-/// `GET /docs`: one self-contained page (no CDN, nothing downloaded).
-pub async fn docs() -> impl IntoResponse {
-    (
-        [(header::CONTENT_SECURITY_POLICY, DOCS_CSP)],
-        Html(include_str!("docs.html")),
-    )
-}
-
-/// The page loads nothing from elsewhere and talks only to this server.
-const DOCS_CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:";
 
 /// The document as served for `facts`, built once.
 pub fn document_text(facts: NodeFacts) -> std::sync::Arc<str> {
@@ -227,7 +199,7 @@ fn param_schema(takes: Takes, facts: &NodeFacts) -> Value {
 }
 
 /// What a path parameter takes, by its name: ids are positive integers,
-/// user and subject ids short words (`reminders::check_id`), channel names
+/// user and subject ids short words (`http::fields::check_id`), channel names
 /// any segment (an unknown one is a `404`).
 fn path_param_schema(name: &str) -> Value {
     match name {

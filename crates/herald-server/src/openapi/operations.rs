@@ -86,7 +86,7 @@ pub enum Takes {
     Lead,
 }
 
-/// A user or subject id (`reminders::check_id`), or empty (no cursor).
+/// A user or subject id (`http::fields::check_id`), or empty (no cursor).
 pub const ID_PATTERN: &str = "^[A-Za-z0-9_.:@-]{1,128}$";
 /// The largest id and cursor the API takes (`i64::MAX`).
 const BIG: i64 = i64::MAX;
@@ -143,7 +143,7 @@ const ID_CURSOR: Takes = Takes::Pattern("^([A-Za-z0-9_.:@-]{1,128})?$");
 const NUMBER_CURSOR: Takes = Takes::Pattern("^(\\+?0*[1-9][0-9]{0,17})?$");
 const LIMIT: Param = q("limit", "rows per page (default 100)", Takes::Int(1, 1000));
 const CURSOR_DOC: &str = "the `next_cursor` of the previous page";
-/// The states a timer is searched by (`timer_search::STORED`).
+/// The states a timer is searched by (`api::timers::search::STORED`).
 const TIMER_STATES: &[&str] = &["pending", "done", "failed", "dead", "cancelled", "in_doubt"];
 /// `herald_core::reminder::ChannelType`.
 const CHANNEL_TYPES: &[&str] = &["app", "email", "sms", "wechat", "wecom"];

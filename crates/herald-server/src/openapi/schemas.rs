@@ -8,14 +8,16 @@ use std::collections::BTreeMap;
 
 use utoipa::ToSchema;
 
-use crate::api_keys::KeyJson;
-use crate::audiences::AudienceJson;
-use crate::audit::list::EntryJson;
-use crate::error::ErrorBody;
-use crate::jobs::{FailureGroup, JobFailures, JobJson, JobRetried, SegmentJson, SendJson};
-use crate::rules::{RuleJson, TaskJson, VersionJson};
-use crate::subjects::SubjectSummaryJson;
-use crate::timers::{DeliveryJson, TimerJson};
+use crate::api::admin::audit::EntryJson;
+use crate::api::admin::keys::KeyJson;
+use crate::api::campaigns::audiences::AudienceJson;
+use crate::api::campaigns::jobs::{
+    FailureGroup, JobFailures, JobJson, JobRetried, SegmentJson, SendJson,
+};
+use crate::api::campaigns::rules::{RuleJson, TaskJson, VersionJson};
+use crate::api::reminders::subjects::SubjectSummaryJson;
+use crate::api::timers::{DeliveryJson, TimerJson};
+use crate::http::error::ErrorBody;
 
 /// Every error: `{"error": {"code", "message", "field"?}}`.
 #[derive(ToSchema)]
@@ -628,10 +630,10 @@ pub fn collect(
     )>,
 ) {
     use super::add;
-    use crate::api_keys::CreateKey;
-    use crate::jobs::{JobBody, TotalsJson};
-    use crate::reminders::{ReminderBody, ReminderJson, SubjectBody, SubjectJson};
-    use crate::rules::{AudienceTarget, RuleBody, TaskJobJson};
+    use crate::api::admin::keys::CreateKey;
+    use crate::api::campaigns::jobs::{JobBody, TotalsJson};
+    use crate::api::campaigns::rules::{AudienceTarget, RuleBody, TaskJobJson};
+    use crate::api::reminders::{ReminderBody, ReminderJson, SubjectBody, SubjectJson};
 
     add::<ErrorResponse>(all);
     add::<ErrorBody>(all);
@@ -639,7 +641,7 @@ pub fn collect(
     add::<OnConflict>(all);
     add::<TimerTo>(all);
     add::<TimerDigest>(all);
-    add::<crate::timers::DigestJson>(all);
+    add::<crate::api::timers::DigestJson>(all);
     add::<BulkLineResult>(all);
     add::<TimerJson>(all);
     add::<DeliveryList>(all);
@@ -701,20 +703,20 @@ pub fn collect(
     add::<DeadLetterGroup>(all);
     add::<PauseRequest>(all);
     add::<JobRetried>(all);
-    add::<crate::job_recall::JobRecalled>(all);
-    add::<crate::receipts::ReceiptBody>(all);
-    add::<crate::receipts::ReceiptJson>(all);
-    add::<crate::jobs::FollowUpBody>(all);
-    add::<crate::jobs::FollowUpJson>(all);
+    add::<crate::api::campaigns::job_recall::JobRecalled>(all);
+    add::<crate::api::channels::receipts::ReceiptBody>(all);
+    add::<crate::api::channels::receipts::ReceiptJson>(all);
+    add::<crate::api::campaigns::jobs::FollowUpBody>(all);
+    add::<crate::api::campaigns::jobs::FollowUpJson>(all);
     add::<JobFailures>(all);
     add::<FailureGroup>(all);
     add::<PreviewRequest>(all);
     add::<Preview>(all);
     add::<SubjectList>(all);
     add::<SubjectSummaryJson>(all);
-    add::<crate::subjects::SubjectDetailJson>(all);
-    add::<crate::subjects::CountsJson>(all);
-    add::<crate::subjects::ReminderGroupJson>(all);
+    add::<crate::api::reminders::subjects::SubjectDetailJson>(all);
+    add::<crate::api::reminders::subjects::CountsJson>(all);
+    add::<crate::api::reminders::subjects::ReminderGroupJson>(all);
     add::<AudienceList>(all);
     add::<RecipientLine>(all);
     add::<SubscriberBody>(all);

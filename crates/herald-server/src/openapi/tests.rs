@@ -31,8 +31,11 @@ fn documented(doc: &Value, verb: &str, path: &str) -> Vec<String> {
 #[test]
 fn every_route_of_the_table_and_the_router_is_documented() {
     let doc = document();
-    let registered: BTreeSet<(Verb, &str)> =
-        crate::api_routes().registered().iter().copied().collect();
+    let registered: BTreeSet<(Verb, &str)> = crate::routes::api_routes()
+        .registered()
+        .iter()
+        .copied()
+        .collect();
     let table: BTreeSet<(Verb, &str)> = ROUTES.iter().map(|p| (p.verb, p.path)).collect();
     for (verb, path) in registered.union(&table) {
         let found = documented(&doc, verb.as_str(), path);
@@ -258,7 +261,7 @@ fn parameters_carry_their_constraints() {
 /// The limits the document states are the handlers' own constants.
 #[test]
 fn limits_are_the_handlers_limits() {
-    use crate::pagination::{ASCENDING, DESCENDING};
+    use crate::http::pagination::{ASCENDING, DESCENDING};
     let doc = document();
     let max = |method: &str, path: &str, name: &str| {
         schema_of(&doc, method, path, name)["maximum"]
@@ -272,7 +275,7 @@ fn limits_are_the_handlers_limits() {
     };
     assert_eq!(
         max("get", "/v1/timers", "limit"),
-        crate::timer_search::MAX_LIMIT
+        crate::api::timers::search::MAX_LIMIT
     );
     assert_eq!(max("get", "/v1/jobs", "limit"), DESCENDING.max_limit);
     assert_eq!(min("get", "/v1/jobs", "before"), DESCENDING.min_cursor);
@@ -287,7 +290,7 @@ fn limits_are_the_handlers_limits() {
     }
     assert_eq!(
         max("get", "/v1/jobs/{id}/sends", "limit"),
-        crate::jobs::MAX_SENDS_WINDOW as i64
+        crate::api::campaigns::jobs::MAX_SENDS_WINDOW as i64
     );
     assert_eq!(
         max("get", "/v1/reports", "limit"),
@@ -295,7 +298,7 @@ fn limits_are_the_handlers_limits() {
     );
     assert_eq!(
         schema_of(&doc, "post", "/v1/audiences", "name")["maxLength"],
-        crate::audiences::MAX_NAME_BYTES
+        crate::api::campaigns::audiences::MAX_NAME_BYTES
     );
 }
 
@@ -333,4 +336,46 @@ fn every_refinement_names_a_field() {
         doc["components"]["schemas"]["ReceiptBody"]["properties"]["event"]["enum"],
         json!(["delivered", "read", "clicked"])
     );
+}
+
+/// The documented operations, `METHOD path` sorted, one a line.
+fn operation_list(doc: &Value) -> String {
+    const METHODS: &[&str] = &["get", "put", "post", "delete", "patch", "head", "options"];
+    let mut ops: Vec<String> = doc["paths"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .flat_map(|(path, item)| {
+            item.as_object()
+                .into_iter()
+                .flatten()
+                .filter(|(method, _)| METHODS.contains(&method.as_str()))
+                .map(move |(method, _)| format!("{} {path}", method.to_ascii_uppercase()))
+        })
+        .collect();
+    ops.sort();
+    ops.iter().map(|op| format!("{op}\n")).collect()
+}
+
+/// The operation list is pinned in `operations.snapshot`, beside this file:
+/// moving handlers and routes around must neither lose nor add one. A change
+/// of the API changes the snapshot in the same commit, on purpose.
+#[test]
+fn the_operation_list_is_the_snapshot() {
+    let got = operation_list(&document());
+    let want = include_str!("operations.snapshot");
+    assert!(
+        got == want,
+        "the documented operations differ from openapi/operations.snapshot:\n{}",
+        diff(want, &got)
+    );
+}
+
+/// The lines only one of `want` and `got` has, marked `-` and `+`.
+fn diff(want: &str, got: &str) -> String {
+    let want: BTreeSet<&str> = want.lines().collect();
+    let got: BTreeSet<&str> = got.lines().collect();
+    let gone = want.difference(&got).map(|l| format!("- {l}\n"));
+    let new = got.difference(&want).map(|l| format!("+ {l}\n"));
+    gone.chain(new).collect()
 }

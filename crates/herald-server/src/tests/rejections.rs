@@ -85,7 +85,7 @@ async fn bodies_over_a_framework_limit_are_json() {
     let api = Api::new().await;
     // The callback route reads its body with axum's `Bytes` under a
     // `DefaultBodyLimit`: over it, axum answers on its own.
-    let big = vec![b'x'; crate::channels::CALLBACK_MAX_BYTES + 10];
+    let big = vec![b'x'; crate::http::body_limits::CALLBACK_MAX_BYTES + 10];
     let req = raw(
         Method::POST,
         "/v1/channels/log/callback",

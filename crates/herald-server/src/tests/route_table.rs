@@ -1,5 +1,6 @@
-//! The route table against the router: every route has a policy, no policy
-//! is stale, every GET is a read, and each route serves only its methods.
+//! The route table against the router and the body table: every route has a
+//! policy, no policy is stale, a route has a body limit exactly when it takes
+//! a body, every GET is a read, and each route serves only its methods.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -8,11 +9,12 @@ use axum::http::{Request, StatusCode};
 
 use super::Api;
 use crate::access::{Need, Payload, Scope, Verb};
+use crate::http::body_limits;
 use crate::routes::{ROUTES, policy};
 
 #[test]
 fn every_route_has_exactly_one_policy() {
-    let set = crate::api_routes();
+    let set = crate::routes::api_routes();
     let registered: BTreeSet<(Verb, &str)> = set.registered().iter().copied().collect();
     assert_eq!(
         registered.len(),
@@ -33,6 +35,31 @@ fn every_route_has_exactly_one_policy() {
         stale.is_empty(),
         "in the table, not in the router: {stale:?}"
     );
+}
+
+/// The body table (`http::body_limits`) against the route table: a limit
+/// exactly for the routes that take a body, and no limit for a route that
+/// is not one.
+#[test]
+fn every_route_that_takes_a_body_has_a_limit_and_no_other_does() {
+    let api = crate::ApiConfig::default();
+    for p in ROUTES {
+        let r = body_limits::rule(p, &api);
+        assert_eq!(
+            r.is_some(),
+            p.payload != Payload::None,
+            "{} {}: a body limit exactly when the route takes a body",
+            p.verb.as_str(),
+            p.path
+        );
+    }
+    for (verb, path) in body_limits::routes_with_bodies() {
+        assert!(
+            ROUTES.iter().any(|p| p.verb == verb && p.path == path),
+            "{} {path} is not a route",
+            verb.as_str()
+        );
+    }
 }
 
 /// POST routes that compute an answer from their body and change nothing.
@@ -90,7 +117,7 @@ fn concrete(path: &str) -> String {
 async fn routes_serve_only_their_methods() {
     let api = Api::new().await;
     let mut by_path: BTreeMap<&str, BTreeSet<Verb>> = BTreeMap::new();
-    for (verb, path) in crate::api_routes().registered() {
+    for (verb, path) in crate::routes::api_routes().registered() {
         by_path.entry(path).or_default().insert(*verb);
     }
     for (path, verbs) in by_path {

@@ -4,7 +4,7 @@ use axum::extract::Path;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 
 /// Name, content type, content.
 const ASSETS: &[(&str, &str, &str)] = &[

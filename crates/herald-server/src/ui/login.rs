@@ -22,7 +22,7 @@ use crate::access::{
     from_this_origin, set_cookie,
 };
 use crate::audit::RefusalKey;
-use crate::state::AppState;
+use crate::http::state::AppState;
 
 const LOGIN: &str = "/ui/login";
 const LOGOUT: &str = "/ui/logout";

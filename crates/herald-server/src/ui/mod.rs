@@ -12,7 +12,7 @@ use axum::http::{HeaderMap, header};
 use axum::response::Response;
 use axum::routing::{get, post};
 
-use crate::state::AppState;
+use crate::http::state::AppState;
 
 /// The console's routes. They are served beside the API, not behind its
 /// guard: a shell is public HTML, and checks the session itself.
@@ -40,7 +40,7 @@ async fn errors_as_json(resp: Response) -> Response {
     if html {
         return resp;
     }
-    crate::ops::json_errors(resp).await
+    crate::http::fallback::json_errors(resp).await
 }
 
 /// Whether the request reached the node over TLS (through a proxy that

@@ -6,7 +6,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 
 use super::escape;
 use crate::access::{KeyError, Mode, SESSION_COOKIE, cookie_value};
-use crate::state::AppState;
+use crate::http::state::AppState;
 
 /// A page of the console.
 pub struct Page {

@@ -1,0 +1,625 @@
+//! `/v1/rules`: versioned send rules. A rule says what to send to whom
+//! through which channel, and when (`immediate`, `at`, or `cron`); every
+//! change is a new version, and every execution an append-only task that can
+//! be traced to its version and its job (`docs/architecture.md`, "Rules").
+//! The engine's campaign service writes them and plans their tasks.
+
+use axum::body::Body;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Extension, Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use herald_core::TenantId;
+use herald_core::campaign::RuleStatus;
+use herald_core::schedule::{Schedule, ScheduleError, ScheduleSpec};
+use herald_core::time::{format_rfc3339_ms, parse_rfc3339_ms};
+use herald_engine::campaign::{NewRule, RuleView, TaskView};
+use herald_store::{RuleSpec, RuleVersion};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use crate::access::Caller;
+use crate::api::campaigns::jobs::TotalsJson;
+use crate::api::campaigns::routing::{
+    self as campaign_routing, CampaignTo, RoutingFields, RoutingJson,
+};
+use crate::http::error::ApiError;
+use crate::http::fields::{
+    MAX_DEADLINE_SECS, check_message, check_priority, check_users, recipient_problem,
+    unknown_channel,
+};
+use crate::http::json_body;
+use crate::http::pagination::{ASCENDING, PageQuery};
+use crate::http::request::{
+    NoQuery, action as split_action, int_param, parse_id, query, read_body,
+};
+use crate::http::state::AppState;
+use crate::http::text::{Text, check_opt_text, check_text};
+
+/// Longest rule name, in bytes.
+pub const MAX_NAME_BYTES: usize = 200;
+/// Most parties, and most tags, a rule may name.
+pub const MAX_FANOUT_TARGETS: usize = 1000;
+/// An `at` further in the past than this is refused.
+pub const AT_PAST_GRACE_MS: i64 = 60_000;
+
+/// Who a rule sends to. Kept as the request gave it.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+#[derive(utoipa::ToSchema)]
+pub struct AudienceTarget {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub users: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parties: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audience_id: Option<i64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[derive(utoipa::ToSchema)]
+pub(crate) struct RuleBody {
+    name: String,
+    #[schema(value_type = Object)]
+    schedule: ScheduleSpec,
+    audience: AudienceTarget,
+    channel: String,
+    #[schema(value_type = Object)]
+    message: Box<RawValue>,
+    #[serde(default)]
+    deadline_secs: Option<i64>,
+    #[serde(default)]
+    priority: Option<i64>,
+    /// The audience's users are user ids routed through the subscriber
+    /// directory when a job of the rule sends (as a job's `to`).
+    #[serde(default)]
+    to: Option<CampaignTo>,
+    /// What the message is about, for subscribers' topic opt-outs.
+    #[serde(default)]
+    topic: Option<String>,
+    /// Sent in quiet hours too; never past an opt-out.
+    #[serde(default)]
+    critical: Option<bool>,
+}
+
+fn non_empty(v: &Option<Vec<String>>) -> bool {
+    v.as_ref().is_some_and(|v| !v.is_empty())
+}
+
+/// Checks a fan-out target list (`parties` or `tags`).
+fn check_targets(
+    field: &str,
+    list: &Option<Vec<String>>,
+    channel: &str,
+    fans_out: bool,
+) -> Result<(), ApiError> {
+    let Some(list) = list else { return Ok(()) };
+    if list.is_empty() {
+        return Ok(());
+    }
+    if !fans_out {
+        return Err(ApiError::field(
+            field,
+            "unsupported_target",
+            format!(
+                "channel {channel:?} cannot resolve {}; only a channel that fans out \
+                 server-side (e.g. wecom) can. Use users or audience_id with this channel",
+                field.trim_start_matches("audience.")
+            ),
+        ));
+    }
+    if list.len() > MAX_FANOUT_TARGETS {
+        return Err(ApiError::field(
+            field,
+            "invalid_field",
+            format!("at most {MAX_FANOUT_TARGETS} entries"),
+        ));
+    }
+    for (i, t) in list.iter().enumerate() {
+        if let Some(p) = recipient_problem(t) {
+            return Err(ApiError::field(
+                &format!("{field}[{i}]"),
+                "invalid_field",
+                p.replace("recipient", "entry"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The schedule's strings hold no control character; their syntax is
+/// [`Schedule::compile`]'s to check.
+pub(crate) fn check_schedule_text(s: &ScheduleSpec) -> Result<(), ApiError> {
+    match s {
+        ScheduleSpec::Immediate => Ok(()),
+        ScheduleSpec::At { at } => check_text("schedule.at", at, Text::Id),
+        ScheduleSpec::Cron {
+            cron,
+            timezone,
+            exclude_dates,
+            start_at,
+            end_at,
+        } => {
+            check_text("schedule.cron", cron, Text::Id)?;
+            check_text("schedule.timezone", timezone, Text::Id)?;
+            for (i, d) in exclude_dates.iter().enumerate() {
+                check_text(&format!("schedule.exclude_dates[{i}]"), d, Text::Id)?;
+            }
+            check_opt_text("schedule.start_at", start_at.as_deref(), Text::Id)?;
+            check_opt_text("schedule.end_at", end_at.as_deref(), Text::Id)
+        }
+    }
+}
+
+/// A schedule the API refuses, as the client sees it.
+pub(crate) fn schedule_error(e: ScheduleError) -> ApiError {
+    ApiError::field(&e.field, "invalid_schedule", e.message)
+}
+
+/// `Ok` when `schedule` fires no more often, from `from` on, than the
+/// floor of `[api] rule_min_interval_secs`.
+pub(crate) fn check_interval(
+    st: &AppState,
+    schedule: &Schedule,
+    from: i64,
+) -> Result<(), ApiError> {
+    let floor_ms =
+        i64::try_from(st.api.rule_min_interval_secs.saturating_mul(1000)).unwrap_or(i64::MAX);
+    schedule.check_interval(from, floor_ms).map_err(|e| {
+        let mut e = schedule_error(e);
+        e.body.message.push_str(" ([api] rule_min_interval_secs)");
+        e
+    })
+}
+
+/// What a new or changed schedule must do besides compiling: fire after
+/// `now`, and not more often than the floor.
+fn check_new_schedule(st: &AppState, schedule: &Schedule, now: i64) -> Result<(), ApiError> {
+    schedule.check_fires(now).map_err(schedule_error)?;
+    check_interval(st, schedule, now)
+}
+
+/// Reads and checks a rule body. Whether an `audience_id` names a sealed
+/// audience is the campaign service's to check. `current` is the schedule
+/// of the rule being changed: kept as it is, it is not judged again (a rule
+/// stored before a check or a floor existed keeps working).
+fn check_rule(
+    st: &AppState,
+    tenant: TenantId,
+    bytes: &[u8],
+    current: Option<&ScheduleSpec>,
+) -> Result<NewRule, ApiError> {
+    let req: RuleBody = json_body::object(bytes)?;
+    let now = st.clock.now_ms();
+
+    if req.name.is_empty() || req.name.len() > MAX_NAME_BYTES {
+        return Err(ApiError::field(
+            "name",
+            "invalid_field",
+            format!("name must be 1..={MAX_NAME_BYTES} bytes"),
+        ));
+    }
+    check_text("name", &req.name, Text::Id)?;
+    check_schedule_text(&req.schedule)?;
+    check_text("channel", &req.channel, Text::Id)?;
+    let schedule = Schedule::compile(&req.schedule).map_err(schedule_error)?;
+    if current != Some(&req.schedule) {
+        check_new_schedule(st, &schedule, now)?;
+    }
+    if let ScheduleSpec::At { at } = &req.schedule
+        && let Ok(at_ms) = parse_rfc3339_ms(at)
+        && at_ms < now - AT_PAST_GRACE_MS
+    {
+        return Err(ApiError::field(
+            "schedule.at",
+            "invalid_schedule",
+            format!(
+                "{at} is more than {} s in the past",
+                AT_PAST_GRACE_MS / 1000
+            ),
+        ));
+    }
+    let fans_out = match st
+        .engine
+        .channel_fans_out(&req.channel)
+        .filter(|_| st.access.channels().serves(&req.channel, tenant))
+    {
+        Some(f) => f,
+        None => {
+            return Err(unknown_channel(
+                "channel",
+                &req.channel,
+                &st.channel_names_for(tenant),
+            ));
+        }
+    };
+    check_message(&req.message)?;
+    let deadline_secs = match req.deadline_secs {
+        None => None,
+        Some(d) if (1..=MAX_DEADLINE_SECS).contains(&d) => Some(d),
+        Some(_) => {
+            return Err(ApiError::field(
+                "deadline_secs",
+                "invalid_field",
+                format!("deadline_secs must be 1..={MAX_DEADLINE_SECS}"),
+            ));
+        }
+    };
+    let priority = check_priority(req.priority)?;
+
+    let a = &req.audience;
+    if !non_empty(&a.users)
+        && !non_empty(&a.parties)
+        && !non_empty(&a.tags)
+        && a.audience_id.is_none()
+    {
+        return Err(ApiError::field(
+            "audience",
+            "missing_field",
+            "audience must name at least one target: users, parties, tags or audience_id",
+        ));
+    }
+    if a.users.is_some() && a.audience_id.is_some() {
+        return Err(ApiError::field(
+            "audience.users",
+            "invalid_field",
+            "give either audience.users or audience.audience_id, not both",
+        ));
+    }
+    if a.audience_id.is_some() && (non_empty(&a.parties) || non_empty(&a.tags)) {
+        return Err(ApiError::field(
+            "audience.audience_id",
+            "invalid_field",
+            "give parties and tags with users, or on their own, not with an uploaded \
+             audience (add them to the upload as party:ID and tag:ID lines instead)",
+        ));
+    }
+    if let Some(users) = &a.users {
+        check_users("audience.users", users, st.api.rule_max_users)?;
+    }
+    check_targets("audience.parties", &a.parties, &req.channel, fans_out)?;
+    check_targets("audience.tags", &a.tags, &req.channel, fans_out)?;
+    if req.to.is_some() && (non_empty(&a.parties) || non_empty(&a.tags)) {
+        return Err(ApiError::field(
+            "to",
+            "invalid_field",
+            "to resolves user ids through the subscriber directory; parties and tags \
+             are the provider's groups, not subscribers: send them in a rule without to",
+        ));
+    }
+    let routing = campaign_routing::check(
+        RoutingFields {
+            to: req.to,
+            topic: req.topic,
+            critical: req.critical,
+        },
+        &req.channel,
+        st.engine
+            .channel_kind(&req.channel)
+            .and_then(herald_channels::ChannelKind::channel_type),
+    )?;
+
+    let schedule = serde_json::to_string(&req.schedule)
+        .map_err(|_| ApiError::unavailable("could not encode the schedule"))?;
+    let audience = serde_json::to_string(&req.audience)
+        .map_err(|_| ApiError::unavailable("could not encode the audience"))?;
+    // Departments and tags travel as recipients `party:ID` and `tag:ID` of the
+    // rule's inline audience, which a fan-out channel (WeCom) sends as
+    // `toparty` and `totag`, a hundred of each per call.
+    let targets = |list: &Option<Vec<String>>, kind: &str| -> Vec<String> {
+        list.iter()
+            .flatten()
+            .map(|id| format!("{kind}:{id}"))
+            .collect()
+    };
+    let users: Vec<String> = a
+        .users
+        .iter()
+        .flatten()
+        .cloned()
+        .chain(targets(&a.parties, "party"))
+        .chain(targets(&a.tags, "tag"))
+        .collect();
+    let users = (!users.is_empty()).then_some(users);
+    Ok(NewRule {
+        spec: RuleSpec {
+            tenant,
+            name: req.name,
+            schedule,
+            audience,
+            audience_id: a.audience_id,
+            channel: req.channel,
+            message: req.message.get().to_string(),
+            deadline_secs,
+            priority,
+            routing,
+        },
+        users,
+    })
+}
+
+// ---- JSON ----
+
+fn raw(text: &str) -> Box<RawValue> {
+    // The store keeps what the API validated; `null` only if a row was damaged.
+    RawValue::from_string(text.to_string()).unwrap_or_default()
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct RuleJson {
+    id: i64,
+    name: String,
+    #[schema(value_type = String)]
+    status: RuleStatus,
+    version: i32,
+    #[schema(value_type = Object)]
+    schedule: Box<RawValue>,
+    #[schema(value_type = Object)]
+    audience: Box<RawValue>,
+    /// The audience its jobs send to (uploaded, or built from `users`).
+    audience_id: Option<i64>,
+    channel: String,
+    #[schema(value_type = Object)]
+    message: Box<RawValue>,
+    deadline_secs: Option<i64>,
+    priority: u8,
+    created_at: String,
+    updated_at: String,
+    /// When the rule sends next; `null` unless enabled.
+    next_run_at: Option<String>,
+    /// `to`, `topic` and `critical`, when given.
+    #[serde(flatten)]
+    routing: RoutingJson,
+}
+
+impl From<RuleView> for RuleJson {
+    fn from(v: RuleView) -> Self {
+        let r = v.rule;
+        let s = r.current.spec;
+        Self {
+            id: r.id,
+            name: s.name,
+            status: r.status,
+            version: r.current.version,
+            schedule: raw(&s.schedule),
+            audience: raw(&s.audience),
+            audience_id: s.audience_id,
+            channel: s.channel,
+            message: raw(&s.message),
+            deadline_secs: s.deadline_secs,
+            priority: s.priority,
+            routing: RoutingJson::of(s.routing.as_deref()),
+            created_at: format_rfc3339_ms(r.created_at),
+            updated_at: format_rfc3339_ms(r.updated_at),
+            next_run_at: v.next_run_at.map(format_rfc3339_ms),
+        }
+    }
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct VersionJson {
+    version: i32,
+    name: String,
+    #[schema(value_type = Object)]
+    schedule: Box<RawValue>,
+    #[schema(value_type = Object)]
+    audience: Box<RawValue>,
+    audience_id: Option<i64>,
+    channel: String,
+    #[schema(value_type = Object)]
+    message: Box<RawValue>,
+    deadline_secs: Option<i64>,
+    priority: u8,
+    created_at: String,
+    #[serde(flatten)]
+    routing: RoutingJson,
+}
+
+impl From<RuleVersion> for VersionJson {
+    fn from(v: RuleVersion) -> Self {
+        let s = v.spec;
+        Self {
+            version: v.version,
+            name: s.name,
+            schedule: raw(&s.schedule),
+            audience: raw(&s.audience),
+            audience_id: s.audience_id,
+            channel: s.channel,
+            message: raw(&s.message),
+            deadline_secs: s.deadline_secs,
+            priority: s.priority,
+            created_at: format_rfc3339_ms(v.created_at),
+            routing: RoutingJson::of(s.routing.as_deref()),
+        }
+    }
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct TaskJobJson {
+    id: i64,
+    #[schema(value_type = String)]
+    state: herald_core::campaign::JobState,
+    totals: TotalsJson,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct TaskJson {
+    id: i64,
+    rule_id: i64,
+    version: i32,
+    planned_at: String,
+    #[schema(value_type = String)]
+    state: herald_core::campaign::TaskState,
+    job_id: Option<i64>,
+    recipients: Option<u64>,
+    detail: Option<String>,
+    created_at: String,
+    started_at: Option<String>,
+    finished_at: Option<String>,
+    /// The job it started, with its totals: how the execution went.
+    job: Option<TaskJobJson>,
+}
+
+impl From<TaskView> for TaskJson {
+    fn from(v: TaskView) -> Self {
+        let t = v.task;
+        Self {
+            id: t.id,
+            rule_id: t.rule_id,
+            version: t.version,
+            planned_at: format_rfc3339_ms(t.planned_at),
+            state: t.state,
+            job_id: t.job_id,
+            recipients: t.recipients,
+            detail: t.detail,
+            created_at: format_rfc3339_ms(t.created_at),
+            started_at: t.started_at.map(format_rfc3339_ms),
+            finished_at: t.finished_at.map(format_rfc3339_ms),
+            job: v.job.map(|j| TaskJobJson {
+                id: j.id,
+                state: j.state,
+                totals: TotalsJson::from(j.totals),
+            }),
+        }
+    }
+}
+
+// ---- Handlers ----
+
+fn ok(status: StatusCode, body: impl Serialize) -> Response {
+    (status, axum::Json(body)).into_response()
+}
+
+/// `POST /v1/rules` → `201` rule.
+pub async fn create(
+    State(st): State<AppState>,
+    _: NoQuery,
+    Extension(caller): Extension<Caller>,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let bytes = read_body(body, st.api.campaign_body_max_bytes).await?;
+    let rule = check_rule(&st, caller.tenant, &bytes, None)?;
+    let created = st.campaigns.create_rule(caller.tenant, rule).await?;
+    Ok(ok(StatusCode::CREATED, RuleJson::from(created)))
+}
+
+/// `PUT /v1/rules/{id}` → `200` rule at its new version.
+pub async fn update(
+    State(st): State<AppState>,
+    _: NoQuery,
+    Extension(caller): Extension<Caller>,
+    Path(raw_id): Path<String>,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let id = parse_id(&raw_id, "rule")?;
+    let bytes = read_body(body, st.api.campaign_body_max_bytes).await?;
+    // A rule that cannot be read here is refused by the update itself.
+    let current = st
+        .campaigns
+        .get_rule(caller.tenant, id)
+        .await
+        .ok()
+        .and_then(|v| serde_json::from_str::<ScheduleSpec>(&v.rule.current.spec.schedule).ok());
+    let rule = check_rule(&st, caller.tenant, &bytes, current.as_ref())?;
+    let updated = st.campaigns.update_rule(caller.tenant, id, rule).await?;
+    Ok(ok(StatusCode::OK, RuleJson::from(updated)))
+}
+
+/// `POST /v1/rules/{id}:enable` and `POST /v1/rules/{id}:disable` → `200` rule.
+pub async fn action(
+    State(st): State<AppState>,
+    _: NoQuery,
+    Extension(caller): Extension<Caller>,
+    Path(segment): Path<String>,
+) -> Result<Response, ApiError> {
+    let (raw_id, verb) = split_action(&segment, "rules", "rule", &["enable", "disable"])?;
+    let id = parse_id(raw_id, "rule")?;
+    let rule = st
+        .campaigns
+        .set_rule_enabled(caller.tenant, id, verb == "enable")
+        .await?;
+    Ok(ok(StatusCode::OK, RuleJson::from(rule)))
+}
+
+/// `GET /v1/rules/{id}`.
+pub async fn get(
+    State(st): State<AppState>,
+    _: NoQuery,
+    Extension(caller): Extension<Caller>,
+    Path(raw_id): Path<String>,
+) -> Result<Response, ApiError> {
+    let id = parse_id(&raw_id, "rule")?;
+    let rule = st.campaigns.get_rule(caller.tenant, id).await?;
+    Ok(ok(StatusCode::OK, RuleJson::from(rule)))
+}
+
+/// `GET /v1/rules?after=&limit=` → `{rules, next_after}` by id.
+pub async fn list(
+    State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    q: Result<Query<PageQuery>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let page = ASCENDING.read(q)?;
+    let rules = st
+        .campaigns
+        .list_rules(caller.tenant, page.cursor, page.limit)
+        .await?;
+    let last = rules.last().map(|r| r.rule.id);
+    let out: Vec<RuleJson> = rules.into_iter().map(Into::into).collect();
+    Ok(page.respond("rules", &out, last))
+}
+
+/// `GET /v1/rules/{id}/versions?after=&limit=` → `{versions, next_after}`,
+/// oldest first; the cursor is a version number.
+pub async fn versions(
+    State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(raw_id): Path<String>,
+    q: Result<Query<PageQuery>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let id = parse_id(&raw_id, "rule")?;
+    let page = ASCENDING.read(q)?;
+    // Versions are `i32`: a cursor past the largest one has nothing after it.
+    let after = page.cursor.map(|c| i32::try_from(c).unwrap_or(i32::MAX));
+    let versions = st
+        .campaigns
+        .rule_versions(caller.tenant, id, after, page.limit)
+        .await?;
+    let last = versions.last().map(|v| i64::from(v.version));
+    let out: Vec<VersionJson> = versions.into_iter().map(Into::into).collect();
+    Ok(page.respond("versions", &out, last))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TasksQuery {
+    #[serde(default)]
+    limit: Option<String>,
+}
+
+/// `GET /v1/rules/{id}/tasks?limit=` → `{tasks}`, newest `planned_at` first,
+/// each with its job's totals once it has one.
+pub async fn tasks(
+    State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(raw_id): Path<String>,
+    q: Result<Query<TasksQuery>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let id = parse_id(&raw_id, "rule")?;
+    let q = query(q)?;
+    let limit = int_param("limit", &q.limit, 1..=1000)?.unwrap_or(100) as usize;
+    let tasks = st.campaigns.rule_tasks(caller.tenant, id, limit).await?;
+    let mut out = Vec::with_capacity(tasks.len());
+    for t in tasks {
+        let job = t.job.as_ref().map(|j| (j.id, j.totals));
+        let mut json = TaskJson::from(t);
+        if let (Some((job_id, totals)), Some(j)) = (job, json.job.as_mut()) {
+            j.totals = TotalsJson::of_job(&st, job_id, totals).await?;
+        }
+        out.push(json);
+    }
+    Ok(ok(StatusCode::OK, serde_json::json!({ "tasks": out })))
+}

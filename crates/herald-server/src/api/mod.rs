@@ -1,0 +1,11 @@
+//! The handlers, one folder per resource of the API: what each route does
+//! once the request plumbing (`crate::http`) has read and bounded it and the
+//! access layer (`crate::access`) has let it through. A resource imports
+//! `http`, `access` and the engine, never the router (`crate::routes`).
+
+pub mod admin;
+pub mod campaigns;
+pub mod channels;
+pub mod reminders;
+pub(crate) mod subscribers;
+pub mod timers;

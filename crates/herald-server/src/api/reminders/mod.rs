@@ -1,0 +1,593 @@
+//! Subjects and reminder subscriptions: `/v1/subjects`, `/v1/reminders`,
+//! `/v1/users/{user_id}/reminders`.
+//!
+//! A subscription is one bit of the (user, subject) bitmap (see
+//! `herald_core::reminder`) plus one timer of kind `reminder`, due
+//! `lead_minutes` before the subject starts. Reminder timers are sharded by
+//! user so that a user's reminders meet on one node, where they can be merged.
+//!
+//! Subject ids and user ids are the caller's tenant's: every read and write
+//! here names the tenant, and another tenant's subject is simply not there.
+//!
+//! The subject listings and counts are in [`subjects`]; the lead list a store
+//! was first served with, checked at start-up, in [`leads`].
+
+pub mod leads;
+pub(crate) mod subjects;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Extension, Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use herald_core::reminder::{self, ChannelType, Slot};
+use herald_core::time::{format_rfc3339_ms, parse_rfc3339_ms};
+use herald_core::timer::DEFAULT_PRIORITY;
+use herald_core::{TenantId, TimerKind};
+use herald_store::{
+    NewReminder, NewTimer, PutSubject, ReminderTimer, SubjectRecord, WriteOp, WriteResult,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+
+use crate::access::Caller;
+use crate::config::type_names;
+use crate::http::budget::BodyBudget;
+use crate::http::bulk::{self, BulkRoute};
+use crate::http::error::{ApiError, ErrorBody};
+use crate::http::fields::{check_id, check_stored_object, unknown_channel};
+use crate::http::json_body;
+use crate::http::request::{NoQuery, query, read_body};
+use crate::http::state::AppState;
+use crate::http::tenancy::shard_of;
+use crate::http::text::{Text, check_opt_text, check_text};
+use crate::http::validate::MAX_AHEAD_MS;
+
+/// Largest `title`.
+pub const MAX_TITLE_BYTES: usize = 1024;
+/// Most reminders `GET /v1/users/{id}/reminders` lists.
+pub const MAX_LISTED: usize = 10_000;
+
+fn unexpected() -> ApiError {
+    ApiError::unavailable("unexpected write result")
+}
+
+// ---- Subjects ----
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[derive(utoipa::ToSchema)]
+pub(crate) struct SubjectBody<'a> {
+    start_at: String,
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default, borrow)]
+    #[schema(value_type = Option<Object>)]
+    data: Option<&'a RawValue>,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct SubjectJson {
+    subject_id: String,
+    start_at: String,
+    title: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    data: Option<Box<RawValue>>,
+    created_at: String,
+    updated_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    moved_reminders: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cancelled_reminders: Option<usize>,
+}
+
+impl SubjectJson {
+    pub(crate) fn new(s: SubjectRecord) -> Self {
+        Self {
+            subject_id: s.subject_id,
+            start_at: format_rfc3339_ms(s.start_at),
+            title: s.title,
+            data: s.data.and_then(|d| RawValue::from_string(d).ok()),
+            created_at: format_rfc3339_ms(s.created_at),
+            updated_at: format_rfc3339_ms(s.updated_at),
+            moved_reminders: None,
+            cancelled_reminders: None,
+        }
+    }
+}
+
+/// `PUT /v1/subjects/{subject_id}`: creates (`201`) or updates (`200`). A new
+/// `start_at` moves every pending reminder of the subject in the same
+/// transaction; a reminder whose new time has passed fires at once.
+pub async fn put_subject(
+    State(st): State<AppState>,
+    _: NoQuery,
+    Extension(caller): Extension<Caller>,
+    Path(subject_id): Path<String>,
+    body: Body,
+) -> Result<Response, ApiError> {
+    check_id("subject_id", &subject_id)?;
+    let bytes = read_body(body, st.api.max_timer_bytes).await?;
+    let req: SubjectBody<'_> = json_body::object(&bytes)?;
+    let now = st.clock.now_ms();
+    let start_at = parse_rfc3339_ms(&req.start_at).map_err(|e| {
+        ApiError::field(
+            "start_at",
+            "invalid_field",
+            format!("start_at {:?} is not an RFC 3339 time: {e}", req.start_at),
+        )
+    })?;
+    if start_at > now.saturating_add(MAX_AHEAD_MS) {
+        return Err(ApiError::field(
+            "start_at",
+            "invalid_field",
+            "start_at is more than 10 years ahead",
+        ));
+    }
+    check_opt_text("title", req.title.as_deref(), Text::Free)?;
+    if let Some(t) = &req.title
+        && t.len() > MAX_TITLE_BYTES
+    {
+        return Err(ApiError::field(
+            "title",
+            "invalid_field",
+            format!("title must be at most {MAX_TITLE_BYTES} bytes"),
+        ));
+    }
+    let data = match req.data {
+        None => None,
+        Some(d) if d.get().trim() == "null" => None,
+        Some(d) => {
+            check_stored_object("data", d)?;
+            Some(d.get().to_string())
+        }
+    };
+    let op = WriteOp::PutSubject(PutSubject {
+        tenant: caller.tenant,
+        subject_id,
+        start_at,
+        title: req.title,
+        data,
+        at: now,
+    });
+    match st.engine.submit(vec![op]).await?.pop() {
+        Some(WriteResult::SubjectPut {
+            subject,
+            created,
+            moved,
+        }) => {
+            let mut body = SubjectJson::new(subject);
+            body.moved_reminders = Some(moved.len());
+            let status = if created {
+                StatusCode::CREATED
+            } else {
+                StatusCode::OK
+            };
+            Ok((status, axum::Json(body)).into_response())
+        }
+        _ => Err(unexpected()),
+    }
+}
+
+/// `DELETE /v1/subjects/{subject_id}`: cancels the subject's pending
+/// reminders and removes its subscriptions.
+pub async fn delete_subject(
+    State(st): State<AppState>,
+    _: NoQuery,
+    Extension(caller): Extension<Caller>,
+    Path(subject_id): Path<String>,
+) -> Result<Response, ApiError> {
+    check_id("subject_id", &subject_id)?;
+    let at = st.clock.now_ms();
+    let op = WriteOp::DeleteSubject {
+        tenant: caller.tenant,
+        subject_id,
+        at,
+    };
+    match st.engine.submit(vec![op]).await?.pop() {
+        Some(WriteResult::SubjectDeleted { subject, cancelled }) => {
+            let mut body = SubjectJson::new(subject);
+            body.cancelled_reminders = Some(cancelled.len());
+            Ok(axum::Json(body).into_response())
+        }
+        Some(WriteResult::NotFound) => Err(ApiError::not_found("subject")),
+        _ => Err(unexpected()),
+    }
+}
+
+// ---- Reminders ----
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[derive(utoipa::ToSchema)]
+pub(crate) struct ReminderBody {
+    user_id: String,
+    subject_id: String,
+    channel_type: String,
+    lead_minutes: i64,
+    #[serde(default)]
+    channel: Option<String>,
+}
+
+/// Reads and checks one reminder request of `tenant`; `Ok` is ready to submit.
+fn new_reminder(
+    body: &[u8],
+    st: &AppState,
+    tenant: TenantId,
+    now: i64,
+) -> Result<NewReminder, ApiError> {
+    let req: ReminderBody = json_body::object(body)?;
+    check_id("user_id", &req.user_id)?;
+    check_id("subject_id", &req.subject_id)?;
+    let channel_type = ChannelType::parse(&req.channel_type).ok_or_else(|| {
+        ApiError::field(
+            "channel_type",
+            "invalid_field",
+            format!(
+                "channel_type {:?} is not one of {}",
+                req.channel_type,
+                type_names()
+            ),
+        )
+    })?;
+    let slot = Slot::with_leads(channel_type, req.lead_minutes, &st.reminders.leads())
+        .map_err(|e| ApiError::field("lead_minutes", "invalid_field", e.to_string()))?;
+    let channel = route(st, tenant, channel_type, req.channel)?;
+    let message = json!({
+        "user_id": req.user_id,
+        "subject_id": req.subject_id,
+        "channel_type": channel_type.as_str(),
+        "lead_minutes": slot.lead_minutes(),
+    })
+    .to_string();
+    Ok(NewReminder {
+        timer: NewTimer {
+            tenant,
+            // One user's reminders share a shard: they can then be merged.
+            shard: shard_of(tenant, &req.user_id, st.engine.shards()),
+            due_at: 0,
+            priority: DEFAULT_PRIORITY,
+            kind: TimerKind::Reminder,
+            channel,
+            recipient: req.user_id.clone(),
+            message,
+            idempotency_key: None,
+            created_at: now,
+            traceparent: None,
+            routing: None,
+        },
+        user_id: req.user_id,
+        subject_id: req.subject_id,
+        bit: slot.bit(),
+        lead_ms: slot.lead_ms(),
+        not_before: now,
+    })
+}
+
+/// The channel a reminder goes through: its own, the type's configured one,
+/// or the channel named like the type.
+fn route(
+    st: &AppState,
+    tenant: TenantId,
+    t: ChannelType,
+    own: Option<String>,
+) -> Result<String, ApiError> {
+    let (name, field) = match own {
+        Some(c) => {
+            check_text("channel", &c, Text::Id)?;
+            (c, "channel")
+        }
+        None => match st.reminders.channels.get(t.as_str()) {
+            Some(c) => (c.clone(), "channel_type"),
+            None if st.serves_channel(tenant, t.as_str()) => {
+                (t.as_str().to_string(), "channel_type")
+            }
+            None if st.reminders.default_channel.is_some() => (
+                st.reminders.default_channel.clone().unwrap_or_default(),
+                "channel_type",
+            ),
+            None => {
+                return Err(ApiError::field(
+                    "channel_type",
+                    "unrouted_channel_type",
+                    format!(
+                        "no channel is configured for channel_type {t}: set \
+                         [reminders.channels].{t} or [reminders].default_channel, configure a \
+                         channel named {t:?}, or give `channel`"
+                    ),
+                ));
+            }
+        },
+    };
+    if !st.serves_channel(tenant, &name) {
+        return Err(unknown_channel(field, &name, &st.channel_names_for(tenant)));
+    }
+    Ok(name)
+}
+
+/// What a write result means for one reminder request.
+fn added(result: Option<WriteResult>) -> Result<ReminderJson, ApiError> {
+    match result {
+        Some(WriteResult::Created(t)) => Ok(ReminderJson::from_timer(&t)),
+        Some(WriteResult::ReminderExists { .. }) => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "reminder_exists",
+            "this user already has this reminder (same subject, channel_type and lead_minutes)",
+        )),
+        Some(WriteResult::SubjectNotFound) => {
+            let mut e = ApiError::new(
+                StatusCode::NOT_FOUND,
+                "subject_not_found",
+                "no such subject: create it with PUT /v1/subjects/{subject_id} first",
+            );
+            e.body.field = Some("subject_id".into());
+            Err(e)
+        }
+        Some(WriteResult::TooLate { fire_at }) => {
+            let mut e = ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "fire_time_passed",
+                format!(
+                    "this reminder would fire at {}, which has already passed: choose a \
+                     shorter lead_minutes",
+                    format_rfc3339_ms(fire_at)
+                ),
+            );
+            e.body.field = Some("lead_minutes".into());
+            Err(e)
+        }
+        _ => Err(unexpected()),
+    }
+}
+
+/// One reminder as the API shows it.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ReminderJson {
+    #[schema(value_type = String)]
+    user_id: Value,
+    #[schema(value_type = String)]
+    subject_id: Value,
+    #[schema(value_type = String)]
+    channel_type: Value,
+    #[schema(value_type = i64)]
+    lead_minutes: Value,
+    timer_id: i64,
+    fire_at: String,
+    channel: String,
+    state: &'static str,
+}
+
+impl ReminderJson {
+    fn from_timer(t: &herald_store::TimerRecord) -> Self {
+        let m: Value = serde_json::from_str(&t.message).unwrap_or(Value::Null);
+        Self {
+            user_id: m["user_id"].clone(),
+            subject_id: m["subject_id"].clone(),
+            channel_type: m["channel_type"].clone(),
+            lead_minutes: m["lead_minutes"].clone(),
+            timer_id: t.id,
+            fire_at: format_rfc3339_ms(t.due_at),
+            channel: t.channel.clone(),
+            state: t.state.as_str(),
+        }
+    }
+}
+
+/// `POST /v1/reminders`: `201`, `409` when the bit is set, `404` without the
+/// subject, `422` when the fire time has passed.
+pub async fn create(
+    State(st): State<AppState>,
+    _: NoQuery,
+    Extension(caller): Extension<Caller>,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let bytes = read_body(body, st.api.max_timer_bytes).await?;
+    let r = new_reminder(&bytes, &st, caller.tenant, st.clock.now_ms())?;
+    // A reminder is a timer: it counts against the tenant's quota.
+    if let Err(over) = st.quotas.admit(caller.tenant, 1) {
+        return Ok(over.into_response());
+    }
+    let give_back = |_: &ApiError| st.quotas.give_back(caller.tenant, 1);
+    let written = st.engine.submit(vec![WriteOp::AddReminder(r)]).await;
+    let mut written = written.map_err(ApiError::from).inspect_err(give_back)?;
+    let json = added(written.pop()).inspect_err(give_back)?;
+    Ok((StatusCode::CREATED, axum::Json(json)).into_response())
+}
+
+#[derive(Serialize)]
+struct BulkLine<'a> {
+    line: usize,
+    status: u16,
+    #[serde(flatten)]
+    reminder: Option<&'a ReminderJson>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a ErrorBody>,
+}
+
+/// The lines of `POST /v1/reminders:bulk`.
+struct ReminderLines<'a> {
+    st: &'a AppState,
+    tenant: TenantId,
+    now: i64,
+}
+
+impl BulkRoute for ReminderLines<'_> {
+    type Item = NewReminder;
+
+    fn parse(&self, line: &[u8]) -> Result<NewReminder, ApiError> {
+        new_reminder(line, self.st, self.tenant, self.now)
+    }
+
+    fn op(&self, reminder: NewReminder) -> WriteOp {
+        WriteOp::AddReminder(reminder)
+    }
+
+    fn answer(&self, line: usize, result: WriteResult, out: &mut Vec<u8>) -> bool {
+        let r = added(Some(result));
+        let answer = match &r {
+            Ok(j) => BulkLine {
+                line,
+                status: 201,
+                reminder: Some(j),
+                error: None,
+            },
+            Err(e) => BulkLine {
+                line,
+                status: e.status.as_u16(),
+                reminder: None,
+                error: Some(&e.body),
+            },
+        };
+        serde_json::to_writer(out, &answer).ok();
+        r.is_ok()
+    }
+}
+
+/// `POST /v1/reminders:bulk`: NDJSON in, one answer per non-blank line, in
+/// order. Lines are read as the body streams in; the valid ones commit in one
+/// transaction per chunk of `bulk_chunk` (or fewer, if they are large); a
+/// line that conflicts (`409`) or fails its check writes nothing and does not
+/// hold the others back. See [`crate::http::bulk`] for the limits and the budget.
+pub async fn create_bulk(
+    State(st): State<AppState>,
+    _: NoQuery,
+    Extension(caller): Extension<Caller>,
+    Extension(budget): Extension<Arc<BodyBudget>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let route = ReminderLines {
+        st: &st,
+        tenant: caller.tenant,
+        now: st.clock.now_ms(),
+    };
+    bulk::serve(&route, &st, caller.tenant, &budget, &headers, body).await
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CancelQuery {
+    #[serde(default)]
+    channel_type: Option<String>,
+    #[serde(default)]
+    lead_minutes: Option<String>,
+}
+
+/// `DELETE /v1/reminders/{user_id}/{subject_id}[?channel_type=&lead_minutes=]`:
+/// clears one bit, every lead of a type, one lead on every type, or all.
+pub async fn cancel(
+    State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path((user_id, subject_id)): Path<(String, String)>,
+    q: Result<Query<CancelQuery>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let q = query(q)?;
+    check_id("user_id", &user_id)?;
+    check_id("subject_id", &subject_id)?;
+    let t = match &q.channel_type {
+        None => None,
+        Some(s) => Some(ChannelType::parse(s).ok_or_else(|| {
+            ApiError::field(
+                "channel_type",
+                "invalid_field",
+                format!("channel_type {s:?} is not one of {}", type_names()),
+            )
+        })?),
+    };
+    let lead = match &q.lead_minutes {
+        None => None,
+        Some(s) => Some(s.parse::<i64>().map_err(|_| {
+            ApiError::field(
+                "lead_minutes",
+                "invalid_field",
+                format!("lead_minutes {s:?} is not a number"),
+            )
+        })?),
+    };
+    let leads = st.reminders.leads();
+    let mask = reminder::cancel_mask_with(t, lead, &leads)
+        .map_err(|e| ApiError::field("lead_minutes", "invalid_field", e.to_string()))?;
+    let at = st.clock.now_ms();
+    let op = WriteOp::CancelReminders {
+        tenant: caller.tenant,
+        user_id,
+        subject_id,
+        mask,
+        at,
+    };
+    match st.engine.submit(vec![op]).await?.pop() {
+        Some(WriteResult::RemindersCancelled {
+            cleared,
+            remaining,
+            cancelled,
+        }) if cleared != 0 => Ok(axum::Json(json!({
+            "cleared": decoded(cleared, &leads),
+            "remaining": decoded(remaining, &leads),
+            "cancelled_timers": cancelled,
+        }))
+        .into_response()),
+        Some(WriteResult::RemindersCancelled { .. }) | Some(WriteResult::NotFound) => {
+            Err(ApiError::not_found("reminder"))
+        }
+        _ => Err(unexpected()),
+    }
+}
+
+fn decoded(bits: u64, leads: &reminder::Leads) -> Vec<Value> {
+    reminder::decode_with(bits, leads)
+        .map(|s| json!({"channel_type": s.channel_type().as_str(), "lead_minutes": s.lead_minutes()}))
+        .collect()
+}
+
+/// `GET /v1/users/{user_id}/reminders`: every reminder of the user, decoded
+/// from the bitmap, with its timer's fire time and state.
+pub async fn list_for_user(
+    State(st): State<AppState>,
+    _: NoQuery,
+    Extension(caller): Extension<Caller>,
+    Path(user_id): Path<String>,
+) -> Result<Response, ApiError> {
+    check_id("user_id", &user_id)?;
+    let rows: Vec<ReminderTimer> = st
+        .engine
+        .store()
+        .user_reminders(caller.tenant, &user_id, MAX_LISTED)
+        .await?;
+    let mut by_subject: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    let leads = st.reminders.leads();
+    for r in rows {
+        let Ok(slot) = Slot::from_bit_with(r.bit, &leads) else {
+            continue;
+        };
+        let firing = st.engine.is_firing(r.timer.id);
+        let state = if firing && r.timer.state == herald_core::TimerState::Pending {
+            "firing"
+        } else {
+            r.timer.state.as_str()
+        };
+        by_subject.entry(r.subject_id).or_default().push(json!({
+            "channel_type": slot.channel_type().as_str(),
+            "lead_minutes": slot.lead_minutes(),
+            "bit": r.bit,
+            "timer_id": r.timer.id,
+            "fire_at": format_rfc3339_ms(r.timer.due_at),
+            "channel": r.timer.channel,
+            "state": state,
+        }));
+    }
+    let subjects: Vec<Value> = by_subject
+        .into_iter()
+        .map(|(subject_id, reminders)| {
+            let bits = reminders
+                .iter()
+                .filter_map(|r| r["bit"].as_u64())
+                .fold(0u64, |acc, b| acc | (1u64 << b));
+            json!({"subject_id": subject_id, "bits": bits, "reminders": reminders})
+        })
+        .collect();
+    Ok(axum::Json(json!({"user_id": user_id, "subjects": subjects})).into_response())
+}

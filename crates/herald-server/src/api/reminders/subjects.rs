@@ -1,0 +1,172 @@
+//! `GET /v1/subjects` and the counts `GET /v1/subjects/{id}` shows: a tenant's
+//! subjects with how many users and reminders each has.
+//!
+//! Counts are read, not maintained (a counter every subscribe updated would be
+//! one hot row per popular subject), and bounded: a listed subject is counted
+//! up to [`LIST_COUNT_CAP`] reminders, a single subject up to
+//! [`DETAIL_COUNT_CAP`]. Past the cap the figures are lower bounds and
+//! `counts_capped` is `true`.
+
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Extension, Path, Query, State};
+use axum::response::{IntoResponse, Response};
+use herald_core::reminder::{Leads, Slot};
+use herald_store::{SubjectSummary, SubscriptionCounts};
+use serde::Serialize;
+
+use crate::access::Caller;
+use crate::api::reminders::SubjectJson;
+use crate::http::error::ApiError;
+use crate::http::fields::check_id;
+use crate::http::request::{NoQuery, query};
+use crate::http::state::AppState;
+
+/// Most reminders counted per subject of a listing (a page of 50 reads at
+/// most 50,050 index entries).
+pub const LIST_COUNT_CAP: u64 = 1_000;
+/// Most reminders counted for one subject.
+pub const DETAIL_COUNT_CAP: u64 = 100_000;
+/// Subjects per page when the query names no limit.
+const DEFAULT_LIMIT: i64 = 50;
+/// Most subjects one page holds.
+const MAX_LIMIT: i64 = 500;
+
+/// How many users and reminders a subject has, as far as they were counted.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct CountsJson {
+    /// Distinct users with at least one reminder on the subject.
+    subscribers: u64,
+    /// Reminders (a user's channel type and lead), sent or still to come.
+    reminders: u64,
+    /// Counting stopped at the cap: both figures are lower bounds.
+    counts_capped: bool,
+}
+
+impl From<&SubscriptionCounts> for CountsJson {
+    fn from(c: &SubscriptionCounts) -> Self {
+        Self {
+            subscribers: c.subscribers,
+            reminders: c.reminders,
+            counts_capped: c.capped,
+        }
+    }
+}
+
+/// One line of a listing.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct SubjectSummaryJson {
+    subject_id: String,
+    start_at: String,
+    title: Option<String>,
+    #[serde(flatten)]
+    counts: CountsJson,
+}
+
+/// The reminders of one channel type and lead.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct ReminderGroupJson {
+    channel_type: &'static str,
+    lead_minutes: u16,
+    /// The slot's bit in a subscription word.
+    bit: u8,
+    count: u64,
+}
+
+/// `GET /v1/subjects/{id}`: the subject, its counts, and its reminders by
+/// channel type and lead.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct SubjectDetailJson {
+    #[serde(flatten)]
+    subject: SubjectJson,
+    #[serde(flatten)]
+    counts: CountsJson,
+    reminders_by: Vec<ReminderGroupJson>,
+}
+
+impl SubjectDetailJson {
+    fn new(s: SubjectSummary, leads: &Leads) -> Self {
+        let counts = CountsJson::from(&s.counts);
+        let reminders_by = s
+            .counts
+            .by_bit
+            .iter()
+            .filter_map(|&(bit, count)| {
+                // A bit this build cannot name is skipped rather than failing
+                // the page (bits are validated when they are set).
+                let slot = Slot::from_bit_with(bit, leads).ok()?;
+                Some(ReminderGroupJson {
+                    channel_type: slot.channel_type().as_str(),
+                    lead_minutes: slot.lead_minutes(),
+                    bit,
+                    count,
+                })
+            })
+            .collect();
+        Self {
+            subject: SubjectJson::new(s.subject),
+            counts,
+            reminders_by,
+        }
+    }
+}
+
+/// `GET /v1/subjects?cursor=&limit=` → `{subjects, next_cursor, count_cap}`:
+/// the caller's subjects in id order (50 a page by default, at most 500),
+/// each counted up to [`LIST_COUNT_CAP`]. `next_cursor` is `null` on the last
+/// page.
+pub async fn list(
+    State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    q: Result<Query<crate::http::pagination::CursorQuery>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let q = query(q)?;
+    let (after, limit) = q.id_page(DEFAULT_LIMIT, MAX_LIMIT)?;
+    let page = st
+        .engine
+        .store()
+        .list_subjects(caller.tenant, after, limit, LIST_COUNT_CAP)
+        .await?;
+    let next_cursor = crate::http::pagination::next_cursor(
+        page.len(),
+        limit,
+        page.last().map(|s| s.subject.subject_id.clone()),
+    );
+    let subjects: Vec<SubjectSummaryJson> = page
+        .into_iter()
+        .map(|s| SubjectSummaryJson {
+            counts: CountsJson::from(&s.counts),
+            subject_id: s.subject.subject_id,
+            start_at: herald_core::time::format_rfc3339_ms(s.subject.start_at),
+            title: s.subject.title,
+        })
+        .collect();
+    Ok(axum::Json(serde_json::json!({
+        "subjects": subjects,
+        "next_cursor": next_cursor,
+        "count_cap": LIST_COUNT_CAP,
+    }))
+    .into_response())
+}
+
+/// `GET /v1/subjects/{subject_id}`: the subject with its counts (up to
+/// [`DETAIL_COUNT_CAP`]) and its reminders by channel type and lead.
+pub async fn get(
+    State(st): State<AppState>,
+    _: NoQuery,
+    Extension(caller): Extension<Caller>,
+    Path(subject_id): Path<String>,
+) -> Result<Response, ApiError> {
+    check_id("subject_id", &subject_id)?;
+    let found = st
+        .engine
+        .store()
+        .subject_summary(caller.tenant, &subject_id, DETAIL_COUNT_CAP)
+        .await?;
+    match found {
+        Some(s) => {
+            let leads = st.reminders.leads();
+            Ok(axum::Json(SubjectDetailJson::new(s, &leads)).into_response())
+        }
+        None => Err(ApiError::not_found("subject")),
+    }
+}

@@ -1,0 +1,49 @@
+//! What every handler is given.
+
+use std::sync::Arc;
+
+use herald_core::{Clock, TenantId};
+use herald_engine::Engine;
+use herald_engine::campaign::Campaigns;
+use metrics_exporter_prometheus::PrometheusHandle;
+
+use crate::access::Access;
+use crate::audit::AuditLog;
+use crate::config::{ApiConfig, RemindersConfig};
+use crate::http::quota::Quotas;
+
+/// What every handler gets.
+#[derive(Clone)]
+pub struct AppState {
+    pub engine: Engine,
+    /// The campaign use cases (audiences, jobs, rules); `engine.campaigns()`.
+    pub campaigns: Campaigns,
+    pub clock: Arc<dyn Clock>,
+    pub api: Arc<ApiConfig>,
+    pub reminders: Arc<RemindersConfig>,
+    pub metrics: PrometheusHandle,
+    /// The node's mode, admin key and API key seam.
+    pub access: Arc<Access>,
+    /// Where requests that change state are recorded.
+    pub audit: AuditLog,
+    /// Pending-timer quotas by tenant.
+    pub quotas: Arc<Quotas>,
+    /// Re-reads the configuration file (`POST /v1/admin:reload`); `None`
+    /// when the node has none.
+    pub reload: Option<crate::reload::Reloader>,
+}
+
+impl AppState {
+    /// Whether `tenant` may name the channel `name`: it is configured, and
+    /// not limited to other tenants. For any other tenant it does not exist.
+    pub fn serves_channel(&self, tenant: TenantId, name: &str) -> bool {
+        self.engine.has_channel(name) && self.access.channels().serves(name, tenant)
+    }
+
+    /// The channels `tenant` may name, for error messages.
+    pub fn channel_names_for(&self, tenant: TenantId) -> Vec<String> {
+        self.access
+            .channels()
+            .visible(&self.engine.channel_names(), tenant)
+    }
+}

@@ -1,0 +1,361 @@
+//! Turning request JSON into a [`NewTimer`], or a 400 naming the field.
+//! Shared by the single and the bulk endpoint so both accept the same input.
+
+use std::borrow::Cow;
+
+use herald_core::campaign::{INTERNAL_KEY_PREFIX, is_internal_key};
+use herald_core::digest::Digest;
+use herald_core::subscriber::check_topic;
+use herald_core::timer::Routing;
+use herald_core::{ChannelType, TenantId, TimerKind, shard_for, time::parse_rfc3339_ms};
+use herald_store::{MAX_USER_ID_BYTES, NewTimer};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::http::error::ApiError;
+use crate::http::fields::{check_priority, check_stored_object, unknown_channel};
+use crate::http::json_body;
+use crate::http::tenancy::shard_of;
+use crate::http::text::{Text, check_text};
+
+/// Furthest ahead a timer may be scheduled.
+pub const MAX_AHEAD_MS: i64 = 10 * 366 * 24 * 3600 * 1000;
+pub const MAX_RECIPIENT_BYTES: usize = 1024;
+pub const MAX_KEY_BYTES: usize = 255;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateTimer<'a> {
+    /// `Cow`: borrowed unless the caller escaped a character (`\u002b`).
+    #[serde(default, borrow, deserialize_with = "json_body::opt_cow_str")]
+    fire_at: Option<Cow<'a, str>>,
+    #[serde(default)]
+    delay_ms: Option<i64>,
+    channel: String,
+    #[serde(default)]
+    recipient: Option<String>,
+    #[serde(default)]
+    to: Option<To>,
+    #[serde(default)]
+    topic: Option<String>,
+    #[serde(default)]
+    critical: Option<bool>,
+    #[serde(default)]
+    digest: Option<Digest>,
+    #[serde(borrow)]
+    message: &'a RawValue,
+    #[serde(default)]
+    idempotency_key: Option<String>,
+    #[serde(default)]
+    priority: Option<i64>,
+    #[serde(default)]
+    on_conflict: Option<String>,
+}
+
+/// `"to"`: a subscriber, whose address is read from the directory when the
+/// timer fires.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct To {
+    user_id: String,
+    /// Which of the subscriber's addresses; defaults to the channel's own type.
+    #[serde(default)]
+    channel_type: Option<String>,
+}
+
+/// What `POST /v1/timers` does when the idempotency key is taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnConflict {
+    /// Answer the stored timer as it is.
+    #[default]
+    Return,
+    /// A pending timer takes the new time, message and priority.
+    Replace,
+}
+
+/// The address type of a channel by name.
+pub type TypeOfChannel<'a> = Box<dyn Fn(&str) -> Option<ChannelType> + Send + Sync + 'a>;
+
+/// What validation needs to know about the running service.
+pub struct Context<'a> {
+    /// The caller's tenant: the timer is its, and so is the key's scope.
+    pub tenant: TenantId,
+    pub now_ms: i64,
+    pub shards: u16,
+    pub has_channel: &'a (dyn Fn(&str) -> bool + Sync),
+    pub channel_names: &'a (dyn Fn() -> Vec<String> + Sync),
+    /// The address type a channel's provider takes (`None` for webhooks).
+    pub channel_type: TypeOfChannel<'a>,
+}
+
+pub fn new_timer(body: &[u8], cx: &Context<'_>) -> Result<NewTimer, ApiError> {
+    new_timer_and_conflict(body, cx).map(|(t, _)| t)
+}
+
+/// A new timer and what to do if its key is taken (`"on_conflict"`).
+pub fn new_timer_and_conflict(
+    body: &[u8],
+    cx: &Context<'_>,
+) -> Result<(NewTimer, OnConflict), ApiError> {
+    let req: CreateTimer<'_> = json_body::object(body)?;
+    let on_conflict = match req.on_conflict.as_deref() {
+        None | Some("return") => OnConflict::Return,
+        Some("replace") => OnConflict::Replace,
+        Some(other) => {
+            return Err(ApiError::field(
+                "on_conflict",
+                "invalid_field",
+                format!("on_conflict must be \"return\" or \"replace\", not {other:?}"),
+            ));
+        }
+    };
+    let due_at = due_time(req.fire_at.as_deref(), req.delay_ms, cx.now_ms)?.ok_or_else(|| {
+        ApiError::field(
+            "fire_at",
+            "missing_field",
+            "give fire_at (RFC 3339) or delay_ms",
+        )
+    })?;
+
+    if req.channel.is_empty() {
+        return Err(ApiError::field(
+            "channel",
+            "missing_field",
+            "channel must not be empty",
+        ));
+    }
+    check_text("channel", &req.channel, Text::Id)?;
+    if !(cx.has_channel)(&req.channel) {
+        return Err(unknown_channel(
+            "channel",
+            &req.channel,
+            &(cx.channel_names)(),
+        ));
+    }
+    if let Some(d) = &req.digest {
+        d.validate()
+            .map_err(|e| ApiError::field(e.field, "invalid_field", e.message))?;
+        if on_conflict == OnConflict::Replace {
+            return Err(ApiError::field(
+                "digest",
+                "invalid_field",
+                "a digest timer cannot be created with on_conflict \"replace\"",
+            ));
+        }
+    }
+    let digested = req.digest.is_some();
+    let (recipient, routing) = addressing(
+        Addressing {
+            recipient: req.recipient,
+            to: req.to,
+            topic: req.topic,
+            critical: req.critical,
+            digest: req.digest,
+        },
+        &req.channel,
+        cx,
+    )?;
+    check_stored_object("message", req.message)?;
+    if let Some(k) = &req.idempotency_key {
+        // It travels as an HTTP header, so: visible ASCII only.
+        let ok = !k.is_empty()
+            && k.len() <= MAX_KEY_BYTES
+            && k.bytes().all(|b| (0x21..=0x7e).contains(&b));
+        if !ok {
+            return Err(ApiError::field(
+                "idempotency_key",
+                "invalid_field",
+                format!("idempotency_key must be 1..={MAX_KEY_BYTES} visible ASCII characters"),
+            ));
+        }
+        if is_internal_key(k) {
+            return Err(ApiError::field(
+                "idempotency_key",
+                "invalid_field",
+                format!(
+                    "idempotency_key may not start with {INTERNAL_KEY_PREFIX:?} (any case): \
+                     Herald's own keys do"
+                ),
+            ));
+        }
+    }
+    let priority = check_priority(req.priority)?;
+    // A digest's members share their recipient's shard, and so an owner and
+    // a fence, to go out as one delivery (as a user's reminders do).
+    let shard = match &req.idempotency_key {
+        _ if digested => shard_of(cx.tenant, &recipient, cx.shards),
+        Some(k) => shard_of(cx.tenant, k, cx.shards),
+        None => shard_for(&rand::random::<u64>().to_le_bytes(), cx.shards),
+    };
+    let timer = NewTimer {
+        tenant: cx.tenant,
+        shard,
+        due_at,
+        priority,
+        kind: TimerKind::Timer,
+        channel: req.channel,
+        recipient,
+        message: req.message.get().to_string(),
+        idempotency_key: req.idempotency_key,
+        created_at: cx.now_ms,
+        traceparent: None,
+        routing,
+    };
+    Ok((timer, on_conflict))
+}
+
+/// What a create request says about where and how a timer goes.
+struct Addressing {
+    recipient: Option<String>,
+    to: Option<To>,
+    topic: Option<String>,
+    critical: Option<bool>,
+    /// Already checked.
+    digest: Option<Digest>,
+}
+
+/// The stored recipient and routing of a timer: a raw `recipient`, or a
+/// subscriber `to` (whose address type defaults to the channel's), with an
+/// optional `topic`, `critical` flag and `digest`.
+fn addressing(
+    a: Addressing,
+    channel: &str,
+    cx: &Context<'_>,
+) -> Result<(String, Option<String>), ApiError> {
+    let Addressing {
+        recipient,
+        to,
+        topic,
+        critical,
+        digest,
+    } = a;
+    let mut routing = Routing {
+        topic,
+        critical: critical.unwrap_or(false),
+        digest,
+        ..Routing::default()
+    };
+    if let Some(t) = &routing.topic {
+        check_topic(t).map_err(|why| ApiError::field("topic", "invalid_field", why))?;
+    }
+    let recipient = match (recipient, to) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::field(
+                "to",
+                "invalid_field",
+                "give either recipient or to, not both",
+            ));
+        }
+        (None, None) => {
+            return Err(ApiError::field(
+                "recipient",
+                "missing_field",
+                "give recipient (an address) or to (a subscriber)",
+            ));
+        }
+        (Some(r), None) => {
+            if r.is_empty() || r.len() > MAX_RECIPIENT_BYTES {
+                return Err(ApiError::field(
+                    "recipient",
+                    "invalid_field",
+                    format!("recipient must be 1..={MAX_RECIPIENT_BYTES} bytes"),
+                ));
+            }
+            check_text("recipient", &r, Text::Id)?;
+            r
+        }
+        (None, Some(to)) => {
+            if to.user_id.is_empty() || to.user_id.len() > MAX_USER_ID_BYTES {
+                return Err(ApiError::field(
+                    "to.user_id",
+                    "invalid_field",
+                    format!("to.user_id must be 1..={MAX_USER_ID_BYTES} bytes"),
+                ));
+            }
+            check_text("to.user_id", &to.user_id, Text::Id)?;
+            let ty = match &to.channel_type {
+                Some(s) => ChannelType::parse(s).ok_or_else(|| {
+                    ApiError::field(
+                        "to.channel_type",
+                        "invalid_field",
+                        format!(
+                            "to.channel_type {s:?} is not one of {}",
+                            ChannelType::ALL.map(ChannelType::as_str).join(", ")
+                        ),
+                    )
+                })?,
+                None => (cx.channel_type)(channel).ok_or_else(|| {
+                    ApiError::field(
+                        "to.channel_type",
+                        "missing_field",
+                        format!(
+                            "channel {channel:?} takes any address: say which of the \
+                             subscriber's to use with to.channel_type"
+                        ),
+                    )
+                })?,
+            };
+            routing.to = Some(ty);
+            to.user_id
+        }
+    };
+    // Strings and flags always serialize.
+    let routing = (!routing.is_plain())
+        .then(|| serde_json::to_string(&routing).ok())
+        .flatten();
+    Ok((recipient, routing))
+}
+
+/// The due time `fire_at` or `delay_ms` names (`None` when neither is
+/// given): a time already past is now; more than 10 years ahead is refused.
+pub fn due_time(
+    fire_at: Option<&str>,
+    delay_ms: Option<i64>,
+    now_ms: i64,
+) -> Result<Option<i64>, ApiError> {
+    Ok(Some(match (fire_at, delay_ms) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::field(
+                "fire_at",
+                "invalid_field",
+                "give either fire_at or delay_ms, not both",
+            ));
+        }
+        (None, None) => return Ok(None),
+        (Some(s), None) => {
+            let at = parse_rfc3339_ms(s).map_err(|e| {
+                ApiError::field(
+                    "fire_at",
+                    "invalid_field",
+                    format!("fire_at {s:?} is not an RFC 3339 time: {e}"),
+                )
+            })?;
+            if at > now_ms.saturating_add(MAX_AHEAD_MS) {
+                return Err(ApiError::field(
+                    "fire_at",
+                    "invalid_field",
+                    "fire_at is more than 10 years ahead",
+                ));
+            }
+            // A time already past fires at once.
+            at.max(now_ms)
+        }
+        (None, Some(d)) => {
+            if d < 0 {
+                return Err(ApiError::field(
+                    "delay_ms",
+                    "invalid_field",
+                    "delay_ms must not be negative",
+                ));
+            }
+            if d > MAX_AHEAD_MS {
+                return Err(ApiError::field(
+                    "delay_ms",
+                    "invalid_field",
+                    "delay_ms is more than 10 years",
+                ));
+            }
+            now_ms.saturating_add(d)
+        }
+    }))
+}
