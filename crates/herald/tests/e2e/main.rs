@@ -42,6 +42,7 @@ mod logs;
 mod outage;
 mod receipts;
 mod reload;
+mod readme;
 mod reminders;
 mod reports;
 mod security;
