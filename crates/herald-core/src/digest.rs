@@ -1,6 +1,6 @@
 //! Digests: timers of one recipient, channel and key held back together and
-//! sent as one message (issue 16; reminder merging is the same idea, fixed
-//! to a user's reminders).
+//! sent as one message (see "Digests" in docs/architecture.md; reminder
+//! merging is the same idea, fixed to a user's reminders).
 //!
 //! A digest is placed when a timer is created, not when it fires: the timer
 //! is stored due at its digest's close, so the hot firing path only groups

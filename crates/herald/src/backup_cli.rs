@@ -58,7 +58,7 @@ fn sqlite_file(args: &StoreArgs, command: &str) -> anyhow::Result<PathBuf> {
         StoreUrl::Postgres => bail!(
             "herald {command} works on an SQLite store; {} is PostgreSQL: use pg_dump/pg_restore \
              for a logical copy, or base backups with WAL archiving for point-in-time recovery \
-             (see \"Backup and restore\" in the README)",
+             (see \"Backup and restore\" in docs/operations.md)",
             RedactedUrl(&url)
         ),
     }

@@ -6,8 +6,8 @@
 //! a subject with reminders, then times every page's requests in sequence,
 //! several rounds, and prints the median and p90 of each page.
 //!
-//! The pages and their requests are a table ([`PAGES`]), as DESIGN-15 lists
-//! them. A request the server does not serve (`404`, `405`: a route or the
+//! The pages and their requests are a table ([`PAGES`]), one row per page
+//! of docs/console.md (see "Benchmarks" in docs/architecture.md). A request the server does not serve (`404`, `405`: a route or the
 //! HTML shell not built yet) is left out of its page with a note, so the
 //! table times whatever the binary under test has.
 
@@ -74,7 +74,7 @@ const PREVIEW: &str =
 
 use Step::{Get, Post};
 
-/// The pages of DESIGN-15 and what each asks on load; a page's detail view
+/// The console's pages and what each asks on load; a page's detail view
 /// is a page of its own.
 const PAGES: &[Page] = &[
     Page {

@@ -2,7 +2,8 @@
 //! own sink, with the server's webhook concurrency and the request Herald
 //! sends (the same JSON body and `Idempotency-Key`). It is the ceiling any
 //! scheduler on this machine could reach through this sink, so a drain rate
-//! is read as a share of it, measured in the same run (issue 18).
+//! is read as a share of it, measured in the same run (see "Benchmarks" in
+//! docs/architecture.md).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,4 +1,5 @@
-//! In-doubt sends of a campaign (issue 19): `kill -9` the real server in the
+//! In-doubt sends of a campaign (see "The path of a campaign" in
+//! docs/architecture.md): `kill -9` the real server in the
 //! middle of a 100,000-recipient webhook campaign, restart it on the same
 //! store, and count at the sink what arrived twice. With the default
 //! configuration (`in_doubt = "resend"` for a webhook) at most the window of

@@ -40,6 +40,7 @@ mod input;
 mod isolation;
 mod logs;
 mod outage;
+mod readme;
 mod receipts;
 mod reload;
 mod reminders;
