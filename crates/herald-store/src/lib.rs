@@ -8,6 +8,7 @@
 
 pub mod access;
 pub mod campaign;
+mod cluster;
 mod digest;
 mod directory;
 mod migration;
@@ -33,6 +34,7 @@ use herald_core::{TenantId, TimerId, TimerState};
 
 pub use access::*;
 pub use campaign::*;
+pub use cluster::{ClusterStore, Fence, Holder, NamedLease, NodeInfo, ShardLease};
 pub use directory::{MAX_USER_ID_BYTES, PutSubscriber, SubscriberRecord};
 pub use owner::{Owned, owned_by};
 pub use redact::RedactedUrl;
@@ -43,6 +45,13 @@ pub use timer_query::{
     TimerFilter,
 };
 pub use types::*;
+
+/// The store's traits, for callers that hold a concrete store (or call an
+/// area's method through a generic bound): `use herald_store::prelude::*;`.
+/// A `dyn Store` needs none of them in scope.
+pub mod prelude {
+    pub use crate::{AccessStore, CampaignStore, ClusterStore, Store};
+}
 
 /// Errors a store can give. A method that returns any of them changed nothing.
 ///
@@ -160,7 +169,7 @@ pub(crate) fn bits_from_db(v: i64) -> u64 {
 /// lists take the tenant; reads by numeric id return the record with its
 /// tenant, for the caller to check.
 #[async_trait]
-pub trait Store: CampaignStore + AccessStore + Send + Sync + 'static {
+pub trait Store: CampaignStore + AccessStore + ClusterStore + Send + Sync + 'static {
     /// The number of virtual shards. Fixed when the store is first created with
     /// `wanted`; later calls return the stored value whatever `wanted` is.
     async fn init_shards(&self, wanted: u16) -> Result<u16>;
@@ -297,7 +306,7 @@ pub trait Store: CampaignStore + AccessStore + Send + Sync + 'static {
     /// node already fetched a fresh one) or no token at all is left alone: `false`.
     ///
     /// Refreshing is serialized with the named lease `token:{key}`
-    /// ([`Store::acquire_lease`]); this method takes no lock itself.
+    /// ([`ClusterStore::acquire_lease`]); this method takes no lock itself.
     async fn expire_channel_token(&self, key: &str, token: &str, now: i64) -> Result<bool>;
 
     // ---- Operator pauses of channels ----
@@ -411,68 +420,6 @@ pub trait Store: CampaignStore + AccessStore + Send + Sync + 'static {
     /// place and has nothing to fold. Safe from several nodes at once: one
     /// folds, the others return 0 at once.
     async fn fold_timer_counts(&self) -> Result<u64>;
-
-    // ---- Cluster membership and shard ownership ----
-
-    /// Records that `node` is alive until `now + ttl_ms` (registering it if new)
-    /// and returns every node alive at `now`, ordered by node id. Incarnations
-    /// of one node id share its row: the last to beat shows.
-    async fn heartbeat(&self, node: &Holder, now: i64, ttl_ms: i64) -> Result<Vec<NodeInfo>>;
-
-    /// Removes `node` from the cluster and releases every shard it owns; an
-    /// incarnation that is no longer the node's changes nothing.
-    async fn leave(&self, node: &Holder) -> Result<()>;
-
-    /// Every shard's lease, ordered by shard (shards never leased are left out).
-    async fn shard_leases(&self) -> Result<Vec<ShardLease>>;
-
-    /// For each of `shards` that is unowned, expired at `now`, or already owned
-    /// by `node`: makes `node` the owner until `now + lease_ms`. Taking a shard
-    /// from another holder (another node id, or another incarnation of the same
-    /// one) or from nobody bumps its epoch; renewing one's own lease does not.
-    /// Returns the leases `node` holds among `shards` afterwards.
-    async fn acquire_shards(
-        &self,
-        node: &Holder,
-        shards: &[u16],
-        now: i64,
-        lease_ms: i64,
-    ) -> Result<Vec<ShardLease>>;
-
-    /// Extends the leases `node` holds with exactly these epochs to
-    /// `now + lease_ms`. A lease that changed hands meanwhile is not touched.
-    /// Returns the leases renewed; those missing are lost.
-    async fn renew_shards(
-        &self,
-        node: &Holder,
-        held: &[Fence],
-        now: i64,
-        lease_ms: i64,
-    ) -> Result<Vec<ShardLease>>;
-
-    /// Gives up the shards `node` owns among `shards`: no owner, epoch bumped, so
-    /// anything `node` still writes under the old epoch is fenced off.
-    async fn release_shards(&self, node: &Holder, shards: &[u16]) -> Result<()>;
-
-    /// Takes (or renews) the named lease for `holder` if it is free, expired at
-    /// `now`, or already `holder`'s. Returns it when `holder` has it afterwards.
-    async fn acquire_lease(
-        &self,
-        name: &str,
-        holder: &Holder,
-        now: i64,
-        ttl_ms: i64,
-    ) -> Result<Option<NamedLease>>;
-
-    /// Gives up a named lease `holder` has; others' leases are left alone.
-    async fn release_lease(&self, name: &str, holder: &Holder) -> Result<()>;
-
-    /// Timers other processes created, as they commit: backends shared by several
-    /// nodes announce new timers (PostgreSQL: `LISTEN/NOTIFY`) so the owner can
-    /// wheel them at once. `None` where no other process can write (SQLite).
-    /// An empty batch reports a gap (a reconnect, or entries dropped because the
-    /// subscriber was behind): the subscriber should re-read what it owns.
-    async fn subscribe(&self) -> Result<Option<tokio::sync::mpsc::Receiver<Vec<DueEntry>>>>;
 
     // ---- Retention ----
 

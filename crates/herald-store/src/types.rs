@@ -3,6 +3,8 @@
 use herald_core::{Priority, TenantId, TimerId, TimerKind, TimerState};
 use serde::{Deserialize, Serialize};
 
+use crate::Fence;
+
 /// Backend tuning that is not part of the URL: one part per backend, each
 /// read by its own backend only.
 ///
@@ -810,13 +812,6 @@ pub struct InDoubtResolved {
     pub resent: u64,
 }
 
-/// A fencing token: a shard and the epoch of one ownership of it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Fence {
-    pub shard: u16,
-    pub epoch: i64,
-}
-
 /// What [`crate::Store::complete`] did with one completion's timer update.
 /// The send-log row is written in every case: the attempt happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -828,72 +823,6 @@ pub enum Applied {
     NotPending,
     /// The sender's shard lease is no longer current: another node owns the shard.
     Fenced,
-}
-
-/// Who holds a lease: a node id, and the incarnation one process start drew.
-///
-/// Leases belong to the pair, so a second process serving under the same node
-/// id (a restart beside a stalled old process, or two hosts sharing a name) is
-/// another holder: it takes the leases only as they expire, bumping their
-/// epochs, and the old process can no longer renew them or write under them.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Holder {
-    pub node_id: String,
-    /// Random per process start; 0 on rows written before incarnations existed.
-    pub incarnation: i64,
-}
-
-impl Holder {
-    pub fn new(node_id: impl Into<String>, incarnation: i64) -> Self {
-        Self {
-            node_id: node_id.into(),
-            incarnation,
-        }
-    }
-
-    /// Whether a lease recorded for `owner` in `incarnation` is this holder's.
-    pub fn is(&self, owner: Option<&str>, incarnation: i64) -> bool {
-        owner == Some(self.node_id.as_str()) && incarnation == self.incarnation
-    }
-}
-
-/// A node of the cluster as its heartbeats show it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeInfo {
-    pub node_id: String,
-    /// Unix ms after which the node counts as gone unless it beats again.
-    pub expires_at: i64,
-    /// When the incarnation that beat last started beating.
-    pub started_at: i64,
-    /// The incarnation that beat last.
-    pub incarnation: i64,
-}
-
-/// Who owns one shard, until when, in which ownership (the epoch).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ShardLease {
-    pub shard: u16,
-    /// `None` while nobody owns it.
-    pub owner: Option<String>,
-    pub lease_until: i64,
-    /// Grows by one whenever the shard changes hands (holder or incarnation) or
-    /// is released, so a write carrying an older epoch comes from a process that
-    /// no longer owns the shard.
-    pub epoch: i64,
-    /// The owner's incarnation (see [`Holder`]); 0 while nobody owns it.
-    pub incarnation: i64,
-}
-
-/// A named lease for duties that must run on one node at a time.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NamedLease {
-    pub name: String,
-    pub holder: String,
-    pub lease_until: i64,
-    /// Grows by one whenever the lease changes holder (or incarnation).
-    pub epoch: i64,
-    /// The holder's incarnation (see [`Holder`]).
-    pub incarnation: i64,
 }
 
 /// One row of the send log.

@@ -128,6 +128,12 @@ faulty! { Store:
     fn count_by_tenant_state() -> Result<Vec<(TenantId, herald_core::TimerState, u64)>>;
     fn scan_by_tenant_state() -> Result<Vec<(TenantId, herald_core::TimerState, u64)>>;
     fn fold_timer_counts() -> Result<u64>;
+    fn purge(kind: RetentionKind, cutoff: i64, limit: usize) -> Result<u64>;
+    fn maintain_partitions(cutoffs: herald_store::PartitionCutoffs) -> Result<herald_store::PartitionChanges>;
+    fn report(query: ReportQuery) -> Result<Vec<ReportRow>>;
+}
+
+faulty! { ClusterStore:
     fn heartbeat(node: &Holder, now: i64, ttl_ms: i64) -> Result<Vec<NodeInfo>>;
     fn leave(node: &Holder) -> Result<()>;
     fn shard_leases() -> Result<Vec<ShardLease>>;
@@ -137,9 +143,6 @@ faulty! { Store:
     fn acquire_lease(name: &str, holder: &Holder, now: i64, ttl_ms: i64) -> Result<Option<NamedLease>>;
     fn release_lease(name: &str, holder: &Holder) -> Result<()>;
     fn subscribe() -> Result<Option<tokio::sync::mpsc::Receiver<Vec<DueEntry>>>>;
-    fn purge(kind: RetentionKind, cutoff: i64, limit: usize) -> Result<u64>;
-    fn maintain_partitions(cutoffs: herald_store::PartitionCutoffs) -> Result<herald_store::PartitionChanges>;
-    fn report(query: ReportQuery) -> Result<Vec<ReportRow>>;
 }
 
 faulty! { CampaignStore:

@@ -4,7 +4,7 @@
 //!
 //! Queries run on a [`deadpool_postgres`] pool of `tokio-postgres` connections
 //! (16 by default; `?pool_size=N` in the URL changes it), each with its own cache
-//! of prepared statements. [`Store::subscribe`] opens one more, dedicated
+//! of prepared statements. [`crate::ClusterStore::subscribe`] opens one more, dedicated
 //! connection per subscriber for `LISTEN` (see [`notify`]). Methods must be
 //! called from within a tokio runtime. Connections use TLS (rustls) as the
 //! URL's `sslmode` says: `disable`, `prefer` (the default), `require` or
@@ -84,11 +84,11 @@ use tokio_postgres::types::ToSql;
 
 use error::{Ctx, col, pg_error, retryable};
 
-use crate::Holder;
 use crate::{
-    Applied, ChannelPause, ChannelToken, Completion, DeadLetters, DeliveryRecord, DueCursor,
-    DueEntry, Fence, FiringMark, InDoubtResolved, NamedLease, NodeInfo, Result, ShardLease,
-    SortOrder, Store, StoreError, StoreOptions, TimerFilter, TimerRecord, WriteOp, WriteResult,
+    Applied, ChannelPause, ChannelToken, ClusterStore, Completion, DeadLetters, DeliveryRecord,
+    DueCursor, DueEntry, Fence, FiringMark, Holder, InDoubtResolved, NamedLease, NodeInfo, Result,
+    ShardLease, SortOrder, Store, StoreError, StoreOptions, TimerFilter, TimerRecord, WriteOp,
+    WriteResult,
 };
 
 /// A statement parameter.
@@ -741,6 +741,31 @@ impl Store for PgStore {
         .await
     }
 
+    async fn purge(&self, kind: crate::RetentionKind, cutoff: i64, limit: usize) -> Result<u64> {
+        self.within("purge", async move {
+            self.retrying("purge", || retention::purge(self, kind, cutoff, limit))
+                .await
+        })
+        .await
+    }
+
+    async fn maintain_partitions(
+        &self,
+        cutoffs: crate::PartitionCutoffs,
+    ) -> Result<crate::PartitionChanges> {
+        // No deadline: a drop's check reads a whole partition, and every
+        // lock it waits for is bounded by `lock_timeout`.
+        partitions::maintain(self, cutoffs).await
+    }
+
+    async fn report(&self, query: crate::ReportQuery) -> Result<Vec<crate::ReportRow>> {
+        self.within("report", async move { reports::report(self, &query).await })
+            .await
+    }
+}
+
+#[async_trait]
+impl ClusterStore for PgStore {
     async fn heartbeat(&self, node: &Holder, now: i64, ttl_ms: i64) -> Result<Vec<NodeInfo>> {
         self.within("heartbeat", async move {
             cluster::heartbeat(self, node, now, ttl_ms).await
@@ -844,28 +869,6 @@ impl Store for PgStore {
         listeners.retain(|h| !h.is_finished());
         listeners.push(handle);
         Ok(Some(rx))
-    }
-
-    async fn purge(&self, kind: crate::RetentionKind, cutoff: i64, limit: usize) -> Result<u64> {
-        self.within("purge", async move {
-            self.retrying("purge", || retention::purge(self, kind, cutoff, limit))
-                .await
-        })
-        .await
-    }
-
-    async fn maintain_partitions(
-        &self,
-        cutoffs: crate::PartitionCutoffs,
-    ) -> Result<crate::PartitionChanges> {
-        // No deadline: a drop's check reads a whole partition, and every
-        // lock it waits for is bounded by `lock_timeout`.
-        partitions::maintain(self, cutoffs).await
-    }
-
-    async fn report(&self, query: crate::ReportQuery) -> Result<Vec<crate::ReportRow>> {
-        self.within("report", async move { reports::report(self, &query).await })
-            .await
     }
 }
 

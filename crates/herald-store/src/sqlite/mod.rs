@@ -63,12 +63,11 @@ use checkpointer::Checkpointer;
 use error::Ctx;
 use pool::{ConnPool, Role};
 
-use crate::Holder;
 use crate::{
-    Applied, ChannelPause, ChannelToken, Completion, DeadLetters, DeliveryRecord, DueCursor,
-    DueEntry, Fence, FiringMark, InDoubtResolved, MergeProbe, NamedLease, NodeInfo, ReminderTimer,
-    Result, ShardLease, SortOrder, Store, StoreError, StoreOptions, SubjectRecord, TimerFilter,
-    TimerRecord, WriteOp, WriteResult,
+    Applied, ChannelPause, ChannelToken, ClusterStore, Completion, DeadLetters, DeliveryRecord,
+    DueCursor, DueEntry, Fence, FiringMark, Holder, InDoubtResolved, MergeProbe, NamedLease,
+    NodeInfo, ReminderTimer, Result, ShardLease, SortOrder, Store, StoreError, StoreOptions,
+    SubjectRecord, TimerFilter, TimerRecord, WriteOp, WriteResult,
 };
 
 /// The SQLite [`Store`].
@@ -495,6 +494,26 @@ impl Store for SqliteStore {
         Ok(0)
     }
 
+    async fn purge(&self, kind: crate::RetentionKind, cutoff: i64, limit: usize) -> Result<u64> {
+        self.write(move |c| retention::purge(c, kind, cutoff, limit))
+            .await
+    }
+
+    async fn maintain_partitions(
+        &self,
+        _cutoffs: crate::PartitionCutoffs,
+    ) -> Result<crate::PartitionChanges> {
+        // One file, no partitions: the purge deletes every old row.
+        Ok(crate::PartitionChanges::default())
+    }
+
+    async fn report(&self, query: crate::ReportQuery) -> Result<Vec<crate::ReportRow>> {
+        self.read(move |c| reports::report(c, &query)).await
+    }
+}
+
+#[async_trait]
+impl ClusterStore for SqliteStore {
     async fn heartbeat(&self, node: &Holder, now: i64, ttl_ms: i64) -> Result<Vec<NodeInfo>> {
         let node = node.clone();
         self.write(move |c| cluster::heartbeat(c, &node, now, ttl_ms))
@@ -562,23 +581,6 @@ impl Store for SqliteStore {
     async fn subscribe(&self) -> Result<Option<tokio::sync::mpsc::Receiver<Vec<DueEntry>>>> {
         // Only this process writes an embedded store: it wheels its own timers.
         Ok(None)
-    }
-
-    async fn purge(&self, kind: crate::RetentionKind, cutoff: i64, limit: usize) -> Result<u64> {
-        self.write(move |c| retention::purge(c, kind, cutoff, limit))
-            .await
-    }
-
-    async fn maintain_partitions(
-        &self,
-        _cutoffs: crate::PartitionCutoffs,
-    ) -> Result<crate::PartitionChanges> {
-        // One file, no partitions: the purge deletes every old row.
-        Ok(crate::PartitionChanges::default())
-    }
-
-    async fn report(&self, query: crate::ReportQuery) -> Result<Vec<crate::ReportRow>> {
-        self.read(move |c| reports::report(c, &query)).await
     }
 }
 

@@ -11,6 +11,7 @@ use herald_core::campaign::{JobState, SegmentState, SendState};
 use herald_core::{DEFAULT_TENANT, TimerState};
 use herald_pgtemp::{PgTemp, TempDatabase};
 use herald_store::postgres::PgStore;
+use herald_store::prelude::*;
 use herald_store::testsuite::fixtures::{
     completion, created, inserts, keyed, reminder, subject, timer,
 };
