@@ -15,6 +15,7 @@ mod migration;
 mod model;
 mod owner;
 pub mod postgres;
+mod provider;
 pub mod redact;
 mod refusals;
 mod reports;
@@ -37,6 +38,10 @@ pub use campaign::*;
 pub use cluster::{ClusterStore, Fence, Holder, NamedLease, NodeInfo, ShardLease};
 pub use directory::{MAX_USER_ID_BYTES, PutSubscriber, SubscriberRecord};
 pub use owner::{Owned, owned_by};
+pub use provider::{
+    ChannelPause, ChannelToken, FINAL_RECALLED, JobMessage, ProviderStore, ReceiptCounts,
+    ReceiptEvent, ReceiptOn,
+};
 pub use redact::RedactedUrl;
 pub use reports::{MAX_REPORT_ROWS, ReportDim, ReportQuery, ReportRow};
 pub use retention::{JobDeletion, PURGE_BATCH, PartitionChanges, PartitionCutoffs, RetentionKind};
@@ -50,7 +55,7 @@ pub use types::*;
 /// area's method through a generic bound): `use herald_store::prelude::*;`.
 /// A `dyn Store` needs none of them in scope.
 pub mod prelude {
-    pub use crate::{AccessStore, CampaignStore, ClusterStore, Store};
+    pub use crate::{AccessStore, CampaignStore, ClusterStore, ProviderStore, Store};
 }
 
 /// Errors a store can give. A method that returns any of them changed nothing.
@@ -169,7 +174,9 @@ pub(crate) fn bits_from_db(v: i64) -> u64 {
 /// lists take the tenant; reads by numeric id return the record with its
 /// tenant, for the caller to check.
 #[async_trait]
-pub trait Store: CampaignStore + AccessStore + ClusterStore + Send + Sync + 'static {
+pub trait Store:
+    CampaignStore + AccessStore + ClusterStore + ProviderStore + Send + Sync + 'static
+{
     /// The number of virtual shards. Fixed when the store is first created with
     /// `wanted`; later calls return the stored value whatever `wanted` is.
     async fn init_shards(&self, wanted: u16) -> Result<u16>;
@@ -240,88 +247,6 @@ pub trait Store: CampaignStore + AccessStore + ClusterStore + Send + Sync + 'sta
 
     /// The send log of one timer, oldest attempt first.
     async fn deliveries_for(&self, timer_id: TimerId) -> Result<Vec<DeliveryRecord>>;
-
-    /// One send-log row by its id (`DeliveryRecord::id`), whatever its outcome.
-    async fn get_delivery(&self, id: i64) -> Result<Option<DeliveryRecord>>;
-
-    /// Records what a provider reported later about the message it gave
-    /// `provider_msgid` on `channel` (e.g. WeChat's `TEMPLATESENDJOBFINISH`
-    /// callback: `success`, `user_block`, `system_failed`), in one transaction,
-    /// on both send logs: the timer send log rows with that channel and message
-    /// id, and the campaign send-log rows with that message id whose job is on
-    /// that channel. Sets `final_status = status` and `final_at = at`; a row
-    /// that already has this very status keeps its first `final_at` (callbacks
-    /// are re-sent), and a row marked `recalled` is left alone. Looked up by an
-    /// index on the message id in each log, never a scan.
-    ///
-    /// Returns the number of rows set (0 when the message id is unknown on that
-    /// channel, or only matches recalled rows).
-    async fn record_final_status(
-        &self,
-        channel: &str,
-        provider_msgid: &str,
-        status: &str,
-        at: i64,
-    ) -> Result<u64>;
-
-    /// Marks a timer send-log row recalled (`final_status = "recalled"`,
-    /// `final_at = at`) in one transaction, but only a row whose outcome is
-    /// `delivered`, that has a provider message id, and that is not already
-    /// recalled. Returns whether this call marked it.
-    async fn mark_delivery_recalled(&self, id: i64, at: i64) -> Result<bool>;
-
-    /// Records that the send `on` was `event` at `at`, in one transaction
-    /// (a job's count of that event goes up with it). Only the first report
-    /// of an event for a send counts; returns whether this was it.
-    async fn record_receipt(&self, on: ReceiptOn, event: ReceiptEvent, at: i64) -> Result<bool>;
-
-    /// Job `job_id`'s receipts, each recipient counted once per event.
-    async fn job_receipt_counts(&self, job_id: i64) -> Result<ReceiptCounts>;
-
-    /// The provider messages of job `job_id`'s delivered sends, oldest first,
-    /// each once with the sends it carried (a provider that batches, like
-    /// WeCom, sends up to 1,000 recipients under one message id). At most
-    /// `limit + 1`, so a caller can tell there were more. Reads the job's
-    /// part of its send log.
-    async fn job_messages(&self, job_id: i64, limit: usize) -> Result<Vec<JobMessage>>;
-
-    /// Marks the delivered sends of job `job_id` under `msgid` recalled
-    /// (`final_status = "recalled"`, `final_at = at`) in one transaction,
-    /// leaving those already recalled; returns how many it marked.
-    async fn mark_job_message_recalled(&self, job_id: i64, msgid: &str, at: i64) -> Result<u64>;
-
-    // ---- Cluster-wide channel access tokens ----
-
-    /// The token stored under `key` (one per channel and credential), expired or
-    /// not; `None` if none was ever put.
-    async fn get_channel_token(&self, key: &str) -> Result<Option<ChannelToken>>;
-
-    /// Stores `token` under `key`, replacing whatever was there (all four fields
-    /// are written as given).
-    async fn put_channel_token(&self, key: &str, token: &ChannelToken) -> Result<()>;
-
-    /// Compare-and-expire: if the token stored under `key` is still `token`, sets
-    /// its `expires_at` to `min(expires_at, now)` and its `updated_at` to `now`,
-    /// in one statement, and returns `true`. A different stored token (another
-    /// node already fetched a fresh one) or no token at all is left alone: `false`.
-    ///
-    /// Refreshing is serialized with the named lease `token:{key}`
-    /// ([`ClusterStore::acquire_lease`]); this method takes no lock itself.
-    async fn expire_channel_token(&self, key: &str, token: &str, now: i64) -> Result<bool>;
-
-    // ---- Operator pauses of channels ----
-
-    /// Pauses `channel` cluster-wide, replacing any earlier pause of it, at
-    /// `now` (its `updated_at`).
-    async fn pause_channel(&self, channel: &str, pause: &ChannelPause, now: i64) -> Result<()>;
-
-    /// Ends the pause of `channel`; returns whether one was stored (expired or not).
-    async fn resume_channel(&self, channel: &str) -> Result<bool>;
-
-    /// Every stored channel pause, expired or not, ordered by channel. A few
-    /// rows at most (one per configured channel): every node reads them about
-    /// once a second.
-    async fn channel_pauses(&self) -> Result<Vec<(String, ChannelPause)>>;
 
     /// The subjects of `tenant` among `ids` that exist (any order).
     async fn get_subjects(&self, tenant: TenantId, ids: &[String]) -> Result<Vec<SubjectRecord>>;

@@ -102,19 +102,6 @@ faulty! { Store:
     fn mark_firing(marks: Vec<FiringMark>) -> Result<Vec<Applied>>;
     fn resolve_in_doubt(fences: &[Fence], skip: &[String], at: i64) -> Result<InDoubtResolved>;
     fn deliveries_for(timer_id: TimerId) -> Result<Vec<DeliveryRecord>>;
-    fn get_delivery(id: i64) -> Result<Option<DeliveryRecord>>;
-    fn record_final_status(channel: &str, provider_msgid: &str, status: &str, at: i64) -> Result<u64>;
-    fn mark_delivery_recalled(id: i64, at: i64) -> Result<bool>;
-    fn record_receipt(on: herald_store::ReceiptOn, event: herald_store::ReceiptEvent, at: i64) -> Result<bool>;
-    fn job_receipt_counts(job_id: i64) -> Result<herald_store::ReceiptCounts>;
-    fn job_messages(job_id: i64, limit: usize) -> Result<Vec<herald_store::JobMessage>>;
-    fn mark_job_message_recalled(job_id: i64, msgid: &str, at: i64) -> Result<u64>;
-    fn get_channel_token(key: &str) -> Result<Option<ChannelToken>>;
-    fn put_channel_token(key: &str, token: &ChannelToken) -> Result<()>;
-    fn expire_channel_token(key: &str, token: &str, now: i64) -> Result<bool>;
-    fn pause_channel(channel: &str, pause: &ChannelPause, now: i64) -> Result<()>;
-    fn resume_channel(channel: &str) -> Result<bool>;
-    fn channel_pauses() -> Result<Vec<(String, ChannelPause)>>;
     fn get_subjects(tenant: TenantId, ids: &[String]) -> Result<Vec<SubjectRecord>>;
     fn get_subscribers(tenant: TenantId, user_ids: &[String]) -> Result<Vec<herald_store::SubscriberRecord>>;
     fn list_subscribers(tenant: TenantId, after: Option<&str>, limit: usize) -> Result<Vec<herald_store::SubscriberRecord>>;
@@ -131,6 +118,22 @@ faulty! { Store:
     fn purge(kind: RetentionKind, cutoff: i64, limit: usize) -> Result<u64>;
     fn maintain_partitions(cutoffs: herald_store::PartitionCutoffs) -> Result<herald_store::PartitionChanges>;
     fn report(query: ReportQuery) -> Result<Vec<ReportRow>>;
+}
+
+faulty! { ProviderStore:
+    fn get_delivery(id: i64) -> Result<Option<DeliveryRecord>>;
+    fn record_final_status(channel: &str, provider_msgid: &str, status: &str, at: i64) -> Result<u64>;
+    fn mark_delivery_recalled(id: i64, at: i64) -> Result<bool>;
+    fn record_receipt(on: herald_store::ReceiptOn, event: herald_store::ReceiptEvent, at: i64) -> Result<bool>;
+    fn job_receipt_counts(job_id: i64) -> Result<herald_store::ReceiptCounts>;
+    fn job_messages(job_id: i64, limit: usize) -> Result<Vec<herald_store::JobMessage>>;
+    fn mark_job_message_recalled(job_id: i64, msgid: &str, at: i64) -> Result<u64>;
+    fn get_channel_token(key: &str) -> Result<Option<ChannelToken>>;
+    fn put_channel_token(key: &str, token: &ChannelToken) -> Result<()>;
+    fn expire_channel_token(key: &str, token: &str, now: i64) -> Result<bool>;
+    fn pause_channel(channel: &str, pause: &ChannelPause, now: i64) -> Result<()>;
+    fn resume_channel(channel: &str) -> Result<bool>;
+    fn channel_pauses() -> Result<Vec<(String, ChannelPause)>>;
 }
 
 faulty! { ClusterStore:

@@ -86,9 +86,9 @@ use error::{Ctx, col, pg_error, retryable};
 
 use crate::{
     Applied, ChannelPause, ChannelToken, ClusterStore, Completion, DeadLetters, DeliveryRecord,
-    DueCursor, DueEntry, Fence, FiringMark, Holder, InDoubtResolved, NamedLease, NodeInfo, Result,
-    ShardLease, SortOrder, Store, StoreError, StoreOptions, TimerFilter, TimerRecord, WriteOp,
-    WriteResult,
+    DueCursor, DueEntry, Fence, FiringMark, Holder, InDoubtResolved, NamedLease, NodeInfo,
+    ProviderStore, Result, ShardLease, SortOrder, Store, StoreError, StoreOptions, TimerFilter,
+    TimerRecord, WriteOp, WriteResult,
 };
 
 /// A statement parameter.
@@ -636,111 +636,6 @@ impl Store for PgStore {
             .await
     }
 
-    async fn get_delivery(&self, id: i64) -> Result<Option<DeliveryRecord>> {
-        self.within("get_delivery", async move {
-            provider::get_delivery(self, id).await
-        })
-        .await
-    }
-
-    async fn record_final_status(
-        &self,
-        channel: &str,
-        provider_msgid: &str,
-        status: &str,
-        at: i64,
-    ) -> Result<u64> {
-        self.within("record_final_status", async move {
-            self.retrying("record_final_status", || {
-                provider::record_final_status(self, channel, provider_msgid, status, at)
-            })
-            .await
-        })
-        .await
-    }
-
-    async fn mark_delivery_recalled(&self, id: i64, at: i64) -> Result<bool> {
-        self.within("mark_delivery_recalled", async move {
-            provider::mark_delivery_recalled(self, id, at).await
-        })
-        .await
-    }
-
-    async fn record_receipt(
-        &self,
-        on: crate::ReceiptOn,
-        event: crate::ReceiptEvent,
-        at: i64,
-    ) -> Result<bool> {
-        self.within("record_receipt", async move {
-            provider::record_receipt(self, on, event, at).await
-        })
-        .await
-    }
-
-    async fn job_receipt_counts(&self, job_id: i64) -> Result<crate::ReceiptCounts> {
-        self.within("job_receipt_counts", async move {
-            provider::job_receipt_counts(self, job_id).await
-        })
-        .await
-    }
-
-    async fn job_messages(&self, job_id: i64, limit: usize) -> Result<Vec<crate::JobMessage>> {
-        self.within("job_messages", async move {
-            provider::job_messages(self, job_id, limit).await
-        })
-        .await
-    }
-
-    async fn mark_job_message_recalled(&self, job_id: i64, msgid: &str, at: i64) -> Result<u64> {
-        self.within("mark_job_message_recalled", async move {
-            provider::mark_job_message_recalled(self, job_id, msgid, at).await
-        })
-        .await
-    }
-
-    async fn get_channel_token(&self, key: &str) -> Result<Option<ChannelToken>> {
-        self.within("get_channel_token", async move {
-            provider::get_channel_token(self, key).await
-        })
-        .await
-    }
-
-    async fn put_channel_token(&self, key: &str, token: &ChannelToken) -> Result<()> {
-        self.within("put_channel_token", async move {
-            provider::put_channel_token(self, key, token).await
-        })
-        .await
-    }
-
-    async fn expire_channel_token(&self, key: &str, token: &str, now: i64) -> Result<bool> {
-        self.within("expire_channel_token", async move {
-            provider::expire_channel_token(self, key, token, now).await
-        })
-        .await
-    }
-
-    async fn pause_channel(&self, channel: &str, pause: &ChannelPause, now: i64) -> Result<()> {
-        self.within("pause_channel", async move {
-            provider::pause_channel(self, channel, pause, now).await
-        })
-        .await
-    }
-
-    async fn resume_channel(&self, channel: &str) -> Result<bool> {
-        self.within("resume_channel", async move {
-            provider::resume_channel(self, channel).await
-        })
-        .await
-    }
-
-    async fn channel_pauses(&self) -> Result<Vec<(String, ChannelPause)>> {
-        self.within("channel_pauses", async move {
-            provider::channel_pauses(self).await
-        })
-        .await
-    }
-
     async fn purge(&self, kind: crate::RetentionKind, cutoff: i64, limit: usize) -> Result<u64> {
         self.within("purge", async move {
             self.retrying("purge", || retention::purge(self, kind, cutoff, limit))
@@ -869,6 +764,114 @@ impl ClusterStore for PgStore {
         listeners.retain(|h| !h.is_finished());
         listeners.push(handle);
         Ok(Some(rx))
+    }
+}
+
+#[async_trait]
+impl ProviderStore for PgStore {
+    async fn get_delivery(&self, id: i64) -> Result<Option<DeliveryRecord>> {
+        self.within("get_delivery", async move {
+            provider::get_delivery(self, id).await
+        })
+        .await
+    }
+
+    async fn record_final_status(
+        &self,
+        channel: &str,
+        provider_msgid: &str,
+        status: &str,
+        at: i64,
+    ) -> Result<u64> {
+        self.within("record_final_status", async move {
+            self.retrying("record_final_status", || {
+                provider::record_final_status(self, channel, provider_msgid, status, at)
+            })
+            .await
+        })
+        .await
+    }
+
+    async fn mark_delivery_recalled(&self, id: i64, at: i64) -> Result<bool> {
+        self.within("mark_delivery_recalled", async move {
+            provider::mark_delivery_recalled(self, id, at).await
+        })
+        .await
+    }
+
+    async fn record_receipt(
+        &self,
+        on: crate::ReceiptOn,
+        event: crate::ReceiptEvent,
+        at: i64,
+    ) -> Result<bool> {
+        self.within("record_receipt", async move {
+            provider::record_receipt(self, on, event, at).await
+        })
+        .await
+    }
+
+    async fn job_receipt_counts(&self, job_id: i64) -> Result<crate::ReceiptCounts> {
+        self.within("job_receipt_counts", async move {
+            provider::job_receipt_counts(self, job_id).await
+        })
+        .await
+    }
+
+    async fn job_messages(&self, job_id: i64, limit: usize) -> Result<Vec<crate::JobMessage>> {
+        self.within("job_messages", async move {
+            provider::job_messages(self, job_id, limit).await
+        })
+        .await
+    }
+
+    async fn mark_job_message_recalled(&self, job_id: i64, msgid: &str, at: i64) -> Result<u64> {
+        self.within("mark_job_message_recalled", async move {
+            provider::mark_job_message_recalled(self, job_id, msgid, at).await
+        })
+        .await
+    }
+
+    async fn get_channel_token(&self, key: &str) -> Result<Option<ChannelToken>> {
+        self.within("get_channel_token", async move {
+            provider::get_channel_token(self, key).await
+        })
+        .await
+    }
+
+    async fn put_channel_token(&self, key: &str, token: &ChannelToken) -> Result<()> {
+        self.within("put_channel_token", async move {
+            provider::put_channel_token(self, key, token).await
+        })
+        .await
+    }
+
+    async fn expire_channel_token(&self, key: &str, token: &str, now: i64) -> Result<bool> {
+        self.within("expire_channel_token", async move {
+            provider::expire_channel_token(self, key, token, now).await
+        })
+        .await
+    }
+
+    async fn pause_channel(&self, channel: &str, pause: &ChannelPause, now: i64) -> Result<()> {
+        self.within("pause_channel", async move {
+            provider::pause_channel(self, channel, pause, now).await
+        })
+        .await
+    }
+
+    async fn resume_channel(&self, channel: &str) -> Result<bool> {
+        self.within("resume_channel", async move {
+            provider::resume_channel(self, channel).await
+        })
+        .await
+    }
+
+    async fn channel_pauses(&self) -> Result<Vec<(String, ChannelPause)>> {
+        self.within("channel_pauses", async move {
+            provider::channel_pauses(self).await
+        })
+        .await
     }
 }
 

@@ -66,8 +66,8 @@ use pool::{ConnPool, Role};
 use crate::{
     Applied, ChannelPause, ChannelToken, ClusterStore, Completion, DeadLetters, DeliveryRecord,
     DueCursor, DueEntry, Fence, FiringMark, Holder, InDoubtResolved, MergeProbe, NamedLease,
-    NodeInfo, ReminderTimer, Result, ShardLease, SortOrder, Store, StoreError, StoreOptions,
-    SubjectRecord, TimerFilter, TimerRecord, WriteOp, WriteResult,
+    NodeInfo, ProviderStore, ReminderTimer, Result, ShardLease, SortOrder, Store, StoreError,
+    StoreOptions, SubjectRecord, TimerFilter, TimerRecord, WriteOp, WriteResult,
 };
 
 /// The SQLite [`Store`].
@@ -284,91 +284,6 @@ impl Store for SqliteStore {
             .await
     }
 
-    async fn get_delivery(&self, id: i64) -> Result<Option<DeliveryRecord>> {
-        self.read(move |c| provider::get_delivery(c, id)).await
-    }
-
-    async fn record_final_status(
-        &self,
-        channel: &str,
-        provider_msgid: &str,
-        status: &str,
-        at: i64,
-    ) -> Result<u64> {
-        let (channel, msgid, status) = (
-            channel.to_string(),
-            provider_msgid.to_string(),
-            status.to_string(),
-        );
-        self.write(move |c| provider::record_final_status(c, &channel, &msgid, &status, at))
-            .await
-    }
-
-    async fn mark_delivery_recalled(&self, id: i64, at: i64) -> Result<bool> {
-        self.write(move |c| provider::mark_delivery_recalled(c, id, at))
-            .await
-    }
-
-    async fn record_receipt(
-        &self,
-        on: crate::ReceiptOn,
-        event: crate::ReceiptEvent,
-        at: i64,
-    ) -> Result<bool> {
-        self.write(move |c| provider::record_receipt(c, on, event, at))
-            .await
-    }
-
-    async fn job_receipt_counts(&self, job_id: i64) -> Result<crate::ReceiptCounts> {
-        self.read(move |c| provider::job_receipt_counts(c, job_id))
-            .await
-    }
-
-    async fn job_messages(&self, job_id: i64, limit: usize) -> Result<Vec<crate::JobMessage>> {
-        self.read(move |c| provider::job_messages(c, job_id, limit))
-            .await
-    }
-
-    async fn mark_job_message_recalled(&self, job_id: i64, msgid: &str, at: i64) -> Result<u64> {
-        let msgid = msgid.to_string();
-        self.write(move |c| provider::mark_job_message_recalled(c, job_id, &msgid, at))
-            .await
-    }
-
-    async fn get_channel_token(&self, key: &str) -> Result<Option<ChannelToken>> {
-        let key = key.to_string();
-        self.read(move |c| provider::get_channel_token(c, &key))
-            .await
-    }
-
-    async fn put_channel_token(&self, key: &str, token: &ChannelToken) -> Result<()> {
-        let (key, token) = (key.to_string(), token.clone());
-        self.write(move |c| provider::put_channel_token(c, &key, &token))
-            .await
-    }
-
-    async fn expire_channel_token(&self, key: &str, token: &str, now: i64) -> Result<bool> {
-        let (key, token) = (key.to_string(), token.to_string());
-        self.write(move |c| provider::expire_channel_token(c, &key, &token, now))
-            .await
-    }
-
-    async fn pause_channel(&self, channel: &str, pause: &ChannelPause, now: i64) -> Result<()> {
-        let (channel, pause) = (channel.to_string(), pause.clone());
-        self.write(move |c| provider::pause_channel(c, &channel, &pause, now))
-            .await
-    }
-
-    async fn resume_channel(&self, channel: &str) -> Result<bool> {
-        let channel = channel.to_string();
-        self.write(move |c| provider::resume_channel(c, &channel))
-            .await
-    }
-
-    async fn channel_pauses(&self) -> Result<Vec<(String, ChannelPause)>> {
-        self.read(provider::channel_pauses).await
-    }
-
     async fn get_subjects(&self, tenant: TenantId, ids: &[String]) -> Result<Vec<SubjectRecord>> {
         if ids.is_empty() {
             return Ok(Vec::new());
@@ -581,6 +496,94 @@ impl ClusterStore for SqliteStore {
     async fn subscribe(&self) -> Result<Option<tokio::sync::mpsc::Receiver<Vec<DueEntry>>>> {
         // Only this process writes an embedded store: it wheels its own timers.
         Ok(None)
+    }
+}
+
+#[async_trait]
+impl ProviderStore for SqliteStore {
+    async fn get_delivery(&self, id: i64) -> Result<Option<DeliveryRecord>> {
+        self.read(move |c| provider::get_delivery(c, id)).await
+    }
+
+    async fn record_final_status(
+        &self,
+        channel: &str,
+        provider_msgid: &str,
+        status: &str,
+        at: i64,
+    ) -> Result<u64> {
+        let (channel, msgid, status) = (
+            channel.to_string(),
+            provider_msgid.to_string(),
+            status.to_string(),
+        );
+        self.write(move |c| provider::record_final_status(c, &channel, &msgid, &status, at))
+            .await
+    }
+
+    async fn mark_delivery_recalled(&self, id: i64, at: i64) -> Result<bool> {
+        self.write(move |c| provider::mark_delivery_recalled(c, id, at))
+            .await
+    }
+
+    async fn record_receipt(
+        &self,
+        on: crate::ReceiptOn,
+        event: crate::ReceiptEvent,
+        at: i64,
+    ) -> Result<bool> {
+        self.write(move |c| provider::record_receipt(c, on, event, at))
+            .await
+    }
+
+    async fn job_receipt_counts(&self, job_id: i64) -> Result<crate::ReceiptCounts> {
+        self.read(move |c| provider::job_receipt_counts(c, job_id))
+            .await
+    }
+
+    async fn job_messages(&self, job_id: i64, limit: usize) -> Result<Vec<crate::JobMessage>> {
+        self.read(move |c| provider::job_messages(c, job_id, limit))
+            .await
+    }
+
+    async fn mark_job_message_recalled(&self, job_id: i64, msgid: &str, at: i64) -> Result<u64> {
+        let msgid = msgid.to_string();
+        self.write(move |c| provider::mark_job_message_recalled(c, job_id, &msgid, at))
+            .await
+    }
+
+    async fn get_channel_token(&self, key: &str) -> Result<Option<ChannelToken>> {
+        let key = key.to_string();
+        self.read(move |c| provider::get_channel_token(c, &key))
+            .await
+    }
+
+    async fn put_channel_token(&self, key: &str, token: &ChannelToken) -> Result<()> {
+        let (key, token) = (key.to_string(), token.clone());
+        self.write(move |c| provider::put_channel_token(c, &key, &token))
+            .await
+    }
+
+    async fn expire_channel_token(&self, key: &str, token: &str, now: i64) -> Result<bool> {
+        let (key, token) = (key.to_string(), token.to_string());
+        self.write(move |c| provider::expire_channel_token(c, &key, &token, now))
+            .await
+    }
+
+    async fn pause_channel(&self, channel: &str, pause: &ChannelPause, now: i64) -> Result<()> {
+        let (channel, pause) = (channel.to_string(), pause.clone());
+        self.write(move |c| provider::pause_channel(c, &channel, &pause, now))
+            .await
+    }
+
+    async fn resume_channel(&self, channel: &str) -> Result<bool> {
+        let channel = channel.to_string();
+        self.write(move |c| provider::resume_channel(c, &channel))
+            .await
+    }
+
+    async fn channel_pauses(&self) -> Result<Vec<(String, ChannelPause)>> {
+        self.read(provider::channel_pauses).await
     }
 }
 
