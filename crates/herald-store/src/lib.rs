@@ -18,6 +18,7 @@ pub mod postgres;
 mod provider;
 pub mod redact;
 mod refusals;
+mod reminders;
 mod reports;
 mod retention;
 mod shared_sql;
@@ -43,6 +44,10 @@ pub use provider::{
     ReceiptEvent, ReceiptOn,
 };
 pub use redact::RedactedUrl;
+pub use reminders::{
+    MergeProbe, NewReminder, PutSubject, ReminderStore, ReminderTimer, SubjectRecord,
+    SubjectSummary, SubscriptionCounts,
+};
 pub use reports::{MAX_REPORT_ROWS, ReportDim, ReportQuery, ReportRow};
 pub use retention::{JobDeletion, PURGE_BATCH, PartitionChanges, PartitionCutoffs, RetentionKind};
 pub use timer_query::{
@@ -55,7 +60,9 @@ pub use types::*;
 /// area's method through a generic bound): `use herald_store::prelude::*;`.
 /// A `dyn Store` needs none of them in scope.
 pub mod prelude {
-    pub use crate::{AccessStore, CampaignStore, ClusterStore, ProviderStore, Store};
+    pub use crate::{
+        AccessStore, CampaignStore, ClusterStore, ProviderStore, ReminderStore, Store,
+    };
 }
 
 /// Errors a store can give. A method that returns any of them changed nothing.
@@ -175,7 +182,7 @@ pub(crate) fn bits_from_db(v: i64) -> u64 {
 /// tenant, for the caller to check.
 #[async_trait]
 pub trait Store:
-    CampaignStore + AccessStore + ClusterStore + ProviderStore + Send + Sync + 'static
+    CampaignStore + AccessStore + ClusterStore + ProviderStore + ReminderStore + Send + Sync + 'static
 {
     /// The number of virtual shards. Fixed when the store is first created with
     /// `wanted`; later calls return the stored value whatever `wanted` is.
@@ -248,9 +255,6 @@ pub trait Store:
     /// The send log of one timer, oldest attempt first.
     async fn deliveries_for(&self, timer_id: TimerId) -> Result<Vec<DeliveryRecord>>;
 
-    /// The subjects of `tenant` among `ids` that exist (any order).
-    async fn get_subjects(&self, tenant: TenantId, ids: &[String]) -> Result<Vec<SubjectRecord>>;
-
     /// The directory entries of `tenant` among `user_ids` that exist (any
     /// order, each once).
     async fn get_subscribers(
@@ -267,40 +271,6 @@ pub trait Store:
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<SubscriberRecord>>;
-
-    /// One page of `tenant`'s subjects in id order, after `after` when given,
-    /// at most `limit`, each with its subscriptions counted up to `cap`
-    /// (through the subject index: at most `cap + 1` entries per subject).
-    async fn list_subjects(
-        &self,
-        tenant: TenantId,
-        after: Option<&str>,
-        limit: usize,
-        cap: u64,
-    ) -> Result<Vec<SubjectSummary>>;
-
-    /// `tenant`'s subject `subject_id` with its subscriptions counted up to
-    /// `cap`, per bit too; `None` when there is no such subject.
-    async fn subject_summary(
-        &self,
-        tenant: TenantId,
-        subject_id: &str,
-        cap: u64,
-    ) -> Result<Option<SubjectSummary>>;
-
-    /// Every reminder bit `user_id` of `tenant` holds, with its timer, ordered
-    /// by subject then bit. At most `limit` rows.
-    async fn user_reminders(
-        &self,
-        tenant: TenantId,
-        user_id: &str,
-        limit: usize,
-    ) -> Result<Vec<ReminderTimer>>;
-
-    /// The pending reminder timers each probe asks for (a tenant's user's, on
-    /// one channel, due within a range), all probes' together, without duplicates.
-    /// Uses an index on the user: never a scan of the subject or the due range.
-    async fn pending_reminders(&self, probes: &[MergeProbe]) -> Result<Vec<TimerRecord>>;
 
     /// The pending timers of kind `timer` with routing (digest members and
     /// others: the caller picks by key) each probe asks for (a tenant's

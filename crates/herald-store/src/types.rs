@@ -3,7 +3,7 @@
 use herald_core::{Priority, TenantId, TimerId, TimerKind, TimerState};
 use serde::{Deserialize, Serialize};
 
-use crate::Fence;
+use crate::{Fence, NewReminder, PutSubject, SubjectRecord};
 
 /// Backend tuning that is not part of the URL: one part per backend, each
 /// read by its own backend only.
@@ -382,113 +382,6 @@ pub struct TimerPatch {
     pub message: Option<String>,
     pub priority: Option<Priority>,
     pub at: i64,
-}
-
-/// A subject as the API gives it. Subject ids are unique per tenant.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PutSubject {
-    pub tenant: TenantId,
-    pub subject_id: String,
-    /// Unix ms when the subject starts (the coupon opens).
-    pub start_at: i64,
-    pub title: Option<String>,
-    /// A JSON object, as text.
-    pub data: Option<String>,
-    pub at: i64,
-}
-
-impl PutSubject {
-    /// The subject as this put leaves it, first created at `created_at`.
-    pub fn record(&self, created_at: i64) -> SubjectRecord {
-        SubjectRecord {
-            tenant: self.tenant,
-            subject_id: self.subject_id.clone(),
-            start_at: self.start_at,
-            title: self.title.clone(),
-            data: self.data.clone(),
-            created_at,
-            updated_at: self.at,
-        }
-    }
-}
-
-/// A stored subject.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SubjectRecord {
-    pub tenant: TenantId,
-    pub subject_id: String,
-    pub start_at: i64,
-    pub title: Option<String>,
-    /// A JSON object, as text.
-    pub data: Option<String>,
-    pub created_at: i64,
-    pub updated_at: i64,
-}
-
-/// A subject's subscriptions, counted up to a cap: a read of a subject with a
-/// million subscribers walks at most `cap` index entries, never all of them.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SubscriptionCounts {
-    /// Distinct users among the counted reminders.
-    pub subscribers: u64,
-    /// Reminders (set bits, pending or sent), at most the cap.
-    pub reminders: u64,
-    /// The subject has more reminders than the cap: both figures are lower
-    /// bounds.
-    pub capped: bool,
-    /// Counted reminders per bit, in bit order (only when asked for).
-    pub by_bit: Vec<(u8, u64)>,
-}
-
-/// A subject with its subscriptions counted.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SubjectSummary {
-    pub subject: SubjectRecord,
-    pub counts: SubscriptionCounts,
-}
-
-/// One reminder to add: a bit of the (user, subject) bitmap and its timer.
-/// It belongs to its timer's tenant (see [`NewReminder::tenant`]): user and
-/// subject ids are those of that tenant.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NewReminder {
-    pub user_id: String,
-    pub subject_id: String,
-    /// The bitmap bit (`herald_core::reminder::Slot::bit`), 0..60.
-    pub bit: u8,
-    /// How long before the subject's start it fires.
-    pub lead_ms: i64,
-    /// The timer to create. The store sets its `due_at` to the subject's
-    /// `start_at - lead_ms`, read in the same transaction.
-    pub timer: NewTimer,
-    /// A fire time at or before this is refused as [`WriteResult::TooLate`].
-    pub not_before: i64,
-}
-
-impl NewReminder {
-    /// The tenant of the subscription: its timer's.
-    pub fn tenant(&self) -> TenantId {
-        self.timer.tenant
-    }
-}
-
-/// A reminder timer with its place in a subscription.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ReminderTimer {
-    pub subject_id: String,
-    pub bit: u8,
-    pub timer: TimerRecord,
-}
-
-/// "Pending reminders of `user_id` (of `tenant`) on `channel`, due in
-/// `[from, until]`": the candidates to merge into one delivery.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MergeProbe {
-    pub tenant: TenantId,
-    pub user_id: String,
-    pub channel: String,
-    pub from: i64,
-    pub until: i64,
 }
 
 /// The result of one [`WriteOp`].

@@ -102,13 +102,8 @@ faulty! { Store:
     fn mark_firing(marks: Vec<FiringMark>) -> Result<Vec<Applied>>;
     fn resolve_in_doubt(fences: &[Fence], skip: &[String], at: i64) -> Result<InDoubtResolved>;
     fn deliveries_for(timer_id: TimerId) -> Result<Vec<DeliveryRecord>>;
-    fn get_subjects(tenant: TenantId, ids: &[String]) -> Result<Vec<SubjectRecord>>;
     fn get_subscribers(tenant: TenantId, user_ids: &[String]) -> Result<Vec<herald_store::SubscriberRecord>>;
     fn list_subscribers(tenant: TenantId, after: Option<&str>, limit: usize) -> Result<Vec<herald_store::SubscriberRecord>>;
-    fn list_subjects(tenant: TenantId, after: Option<&str>, limit: usize, cap: u64) -> Result<Vec<herald_store::SubjectSummary>>;
-    fn subject_summary(tenant: TenantId, subject_id: &str, cap: u64) -> Result<Option<herald_store::SubjectSummary>>;
-    fn user_reminders(tenant: TenantId, user_id: &str, limit: usize) -> Result<Vec<ReminderTimer>>;
-    fn pending_reminders(probes: &[MergeProbe]) -> Result<Vec<TimerRecord>>;
     fn pending_digests(probes: &[MergeProbe]) -> Result<Vec<TimerRecord>>;
     fn search_timers(tenant: TenantId, filter: &herald_store::TimerFilter, after: Option<herald_store::DueCursor>, limit: usize, order: herald_store::SortOrder) -> Result<Vec<TimerRecord>>;
     fn dead_letters(tenant: TenantId, channel: Option<&str>) -> Result<herald_store::DeadLetters>;
@@ -118,6 +113,14 @@ faulty! { Store:
     fn purge(kind: RetentionKind, cutoff: i64, limit: usize) -> Result<u64>;
     fn maintain_partitions(cutoffs: herald_store::PartitionCutoffs) -> Result<herald_store::PartitionChanges>;
     fn report(query: ReportQuery) -> Result<Vec<ReportRow>>;
+}
+
+faulty! { ReminderStore:
+    fn get_subjects(tenant: TenantId, ids: &[String]) -> Result<Vec<SubjectRecord>>;
+    fn list_subjects(tenant: TenantId, after: Option<&str>, limit: usize, cap: u64) -> Result<Vec<herald_store::SubjectSummary>>;
+    fn subject_summary(tenant: TenantId, subject_id: &str, cap: u64) -> Result<Option<herald_store::SubjectSummary>>;
+    fn user_reminders(tenant: TenantId, user_id: &str, limit: usize) -> Result<Vec<ReminderTimer>>;
+    fn pending_reminders(probes: &[MergeProbe]) -> Result<Vec<TimerRecord>>;
 }
 
 faulty! { ProviderStore:

@@ -87,8 +87,8 @@ use error::{Ctx, col, pg_error, retryable};
 use crate::{
     Applied, ChannelPause, ChannelToken, ClusterStore, Completion, DeadLetters, DeliveryRecord,
     DueCursor, DueEntry, Fence, FiringMark, Holder, InDoubtResolved, NamedLease, NodeInfo,
-    ProviderStore, Result, ShardLease, SortOrder, Store, StoreError, StoreOptions, TimerFilter,
-    TimerRecord, WriteOp, WriteResult,
+    ProviderStore, ReminderStore, Result, ShardLease, SortOrder, Store, StoreError, StoreOptions,
+    TimerFilter, TimerRecord, WriteOp, WriteResult,
 };
 
 /// A statement parameter.
@@ -369,23 +369,6 @@ impl Drop for PgStore {
 
 #[async_trait]
 impl Store for PgStore {
-    async fn get_subjects(
-        &self,
-        tenant: TenantId,
-        ids: &[String],
-    ) -> Result<Vec<crate::SubjectRecord>> {
-        self.within("get_subjects", async move {
-            if ids.is_empty() {
-                return Ok(Vec::new());
-            }
-            let mut ids = ids.to_vec();
-            ids.sort_unstable();
-            ids.dedup();
-            reminders::get_subjects(self, tenant, &ids).await
-        })
-        .await
-    }
-
     async fn get_subscribers(
         &self,
         tenant: TenantId,
@@ -414,59 +397,6 @@ impl Store for PgStore {
                 return Ok(Vec::new());
             }
             directory::list(self, tenant, after.unwrap_or_default(), limit).await
-        })
-        .await
-    }
-
-    async fn list_subjects(
-        &self,
-        tenant: TenantId,
-        after: Option<&str>,
-        limit: usize,
-        cap: u64,
-    ) -> Result<Vec<crate::SubjectSummary>> {
-        self.within("list_subjects", async move {
-            if limit == 0 {
-                return Ok(Vec::new());
-            }
-            subjects::list(self, tenant, after.unwrap_or_default(), limit, cap).await
-        })
-        .await
-    }
-
-    async fn subject_summary(
-        &self,
-        tenant: TenantId,
-        subject_id: &str,
-        cap: u64,
-    ) -> Result<Option<crate::SubjectSummary>> {
-        self.within("subject_summary", async move {
-            subjects::summary(self, tenant, subject_id, cap).await
-        })
-        .await
-    }
-
-    async fn user_reminders(
-        &self,
-        tenant: TenantId,
-        user_id: &str,
-        limit: usize,
-    ) -> Result<Vec<crate::ReminderTimer>> {
-        self.within("user_reminders", async move {
-            if limit == 0 {
-                return Ok(Vec::new());
-            }
-            reminders::user_reminders(self, tenant, user_id, limit).await
-        })
-        .await
-    }
-
-    async fn pending_reminders(&self, probes: &[crate::MergeProbe]) -> Result<Vec<TimerRecord>> {
-        self.within("pending_reminders", async move {
-            if probes.is_empty() {
-                return Ok(Vec::new());
-            }
-            reminders::pending_reminders(self, probes).await
         })
         .await
     }
@@ -870,6 +800,79 @@ impl ProviderStore for PgStore {
     async fn channel_pauses(&self) -> Result<Vec<(String, ChannelPause)>> {
         self.within("channel_pauses", async move {
             provider::channel_pauses(self).await
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl ReminderStore for PgStore {
+    async fn get_subjects(
+        &self,
+        tenant: TenantId,
+        ids: &[String],
+    ) -> Result<Vec<crate::SubjectRecord>> {
+        self.within("get_subjects", async move {
+            if ids.is_empty() {
+                return Ok(Vec::new());
+            }
+            let mut ids = ids.to_vec();
+            ids.sort_unstable();
+            ids.dedup();
+            reminders::get_subjects(self, tenant, &ids).await
+        })
+        .await
+    }
+
+    async fn list_subjects(
+        &self,
+        tenant: TenantId,
+        after: Option<&str>,
+        limit: usize,
+        cap: u64,
+    ) -> Result<Vec<crate::SubjectSummary>> {
+        self.within("list_subjects", async move {
+            if limit == 0 {
+                return Ok(Vec::new());
+            }
+            subjects::list(self, tenant, after.unwrap_or_default(), limit, cap).await
+        })
+        .await
+    }
+
+    async fn subject_summary(
+        &self,
+        tenant: TenantId,
+        subject_id: &str,
+        cap: u64,
+    ) -> Result<Option<crate::SubjectSummary>> {
+        self.within("subject_summary", async move {
+            subjects::summary(self, tenant, subject_id, cap).await
+        })
+        .await
+    }
+
+    async fn user_reminders(
+        &self,
+        tenant: TenantId,
+        user_id: &str,
+        limit: usize,
+    ) -> Result<Vec<crate::ReminderTimer>> {
+        self.within("user_reminders", async move {
+            if limit == 0 {
+                return Ok(Vec::new());
+            }
+            reminders::user_reminders(self, tenant, user_id, limit).await
+        })
+        .await
+    }
+
+    async fn pending_reminders(&self, probes: &[crate::MergeProbe]) -> Result<Vec<TimerRecord>> {
+        self.within("pending_reminders", async move {
+            if probes.is_empty() {
+                return Ok(Vec::new());
+            }
+            reminders::pending_reminders(self, probes).await
         })
         .await
     }

@@ -66,8 +66,8 @@ use pool::{ConnPool, Role};
 use crate::{
     Applied, ChannelPause, ChannelToken, ClusterStore, Completion, DeadLetters, DeliveryRecord,
     DueCursor, DueEntry, Fence, FiringMark, Holder, InDoubtResolved, MergeProbe, NamedLease,
-    NodeInfo, ProviderStore, ReminderTimer, Result, ShardLease, SortOrder, Store, StoreError,
-    StoreOptions, SubjectRecord, TimerFilter, TimerRecord, WriteOp, WriteResult,
+    NodeInfo, ProviderStore, ReminderStore, ReminderTimer, Result, ShardLease, SortOrder, Store,
+    StoreError, StoreOptions, SubjectRecord, TimerFilter, TimerRecord, WriteOp, WriteResult,
 };
 
 /// The SQLite [`Store`].
@@ -284,15 +284,6 @@ impl Store for SqliteStore {
             .await
     }
 
-    async fn get_subjects(&self, tenant: TenantId, ids: &[String]) -> Result<Vec<SubjectRecord>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let ids = ids.to_vec();
-        self.read(move |c| reminders::get_subjects(c, tenant, ids))
-            .await
-    }
-
     async fn get_subscribers(
         &self,
         tenant: TenantId,
@@ -317,55 +308,6 @@ impl Store for SqliteStore {
         }
         let after = after.map(str::to_string);
         self.read(move |c| directory::list(c, tenant, after, limit))
-            .await
-    }
-
-    async fn list_subjects(
-        &self,
-        tenant: TenantId,
-        after: Option<&str>,
-        limit: usize,
-        cap: u64,
-    ) -> Result<Vec<crate::SubjectSummary>> {
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
-        let after = after.map(str::to_string);
-        self.read(move |c| subjects::list(c, tenant, after, limit, cap))
-            .await
-    }
-
-    async fn subject_summary(
-        &self,
-        tenant: TenantId,
-        subject_id: &str,
-        cap: u64,
-    ) -> Result<Option<crate::SubjectSummary>> {
-        let subject_id = subject_id.to_string();
-        self.read(move |c| subjects::summary(c, tenant, subject_id, cap))
-            .await
-    }
-
-    async fn user_reminders(
-        &self,
-        tenant: TenantId,
-        user_id: &str,
-        limit: usize,
-    ) -> Result<Vec<ReminderTimer>> {
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
-        let user_id = user_id.to_string();
-        self.read(move |c| reminders::user_reminders(c, tenant, &user_id, limit))
-            .await
-    }
-
-    async fn pending_reminders(&self, probes: &[MergeProbe]) -> Result<Vec<TimerRecord>> {
-        if probes.is_empty() {
-            return Ok(Vec::new());
-        }
-        let probes = probes.to_vec();
-        self.read(move |c| reminders::pending_reminders(c, probes))
             .await
     }
 
@@ -584,6 +526,67 @@ impl ProviderStore for SqliteStore {
 
     async fn channel_pauses(&self) -> Result<Vec<(String, ChannelPause)>> {
         self.read(provider::channel_pauses).await
+    }
+}
+
+#[async_trait]
+impl ReminderStore for SqliteStore {
+    async fn get_subjects(&self, tenant: TenantId, ids: &[String]) -> Result<Vec<SubjectRecord>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids = ids.to_vec();
+        self.read(move |c| reminders::get_subjects(c, tenant, ids))
+            .await
+    }
+
+    async fn list_subjects(
+        &self,
+        tenant: TenantId,
+        after: Option<&str>,
+        limit: usize,
+        cap: u64,
+    ) -> Result<Vec<crate::SubjectSummary>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let after = after.map(str::to_string);
+        self.read(move |c| subjects::list(c, tenant, after, limit, cap))
+            .await
+    }
+
+    async fn subject_summary(
+        &self,
+        tenant: TenantId,
+        subject_id: &str,
+        cap: u64,
+    ) -> Result<Option<crate::SubjectSummary>> {
+        let subject_id = subject_id.to_string();
+        self.read(move |c| subjects::summary(c, tenant, subject_id, cap))
+            .await
+    }
+
+    async fn user_reminders(
+        &self,
+        tenant: TenantId,
+        user_id: &str,
+        limit: usize,
+    ) -> Result<Vec<ReminderTimer>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let user_id = user_id.to_string();
+        self.read(move |c| reminders::user_reminders(c, tenant, &user_id, limit))
+            .await
+    }
+
+    async fn pending_reminders(&self, probes: &[MergeProbe]) -> Result<Vec<TimerRecord>> {
+        if probes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let probes = probes.to_vec();
+        self.read(move |c| reminders::pending_reminders(c, probes))
+            .await
     }
 }
 
