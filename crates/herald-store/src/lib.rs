@@ -37,7 +37,7 @@ use herald_core::{TenantId, TimerId, TimerState};
 pub use access::*;
 pub use campaign::*;
 pub use cluster::{ClusterStore, Fence, Holder, NamedLease, NodeInfo, ShardLease};
-pub use directory::{MAX_USER_ID_BYTES, PutSubscriber, SubscriberRecord};
+pub use directory::{DirectoryStore, MAX_USER_ID_BYTES, PutSubscriber, SubscriberRecord};
 pub use owner::{Owned, owned_by};
 pub use provider::{
     ChannelPause, ChannelToken, FINAL_RECALLED, JobMessage, ProviderStore, ReceiptCounts,
@@ -182,7 +182,15 @@ pub(crate) fn bits_from_db(v: i64) -> u64 {
 /// tenant, for the caller to check.
 #[async_trait]
 pub trait Store:
-    CampaignStore + AccessStore + ClusterStore + ProviderStore + ReminderStore + Send + Sync + 'static
+    CampaignStore
+    + AccessStore
+    + ClusterStore
+    + DirectoryStore
+    + ProviderStore
+    + ReminderStore
+    + Send
+    + Sync
+    + 'static
 {
     /// The number of virtual shards. Fixed when the store is first created with
     /// `wanted`; later calls return the stored value whatever `wanted` is.
@@ -254,23 +262,6 @@ pub trait Store:
 
     /// The send log of one timer, oldest attempt first.
     async fn deliveries_for(&self, timer_id: TimerId) -> Result<Vec<DeliveryRecord>>;
-
-    /// The directory entries of `tenant` among `user_ids` that exist (any
-    /// order, each once).
-    async fn get_subscribers(
-        &self,
-        tenant: TenantId,
-        user_ids: &[String],
-    ) -> Result<Vec<SubscriberRecord>>;
-
-    /// One page of `tenant`'s directory in user-id order, after `after` when
-    /// given, at most `limit`.
-    async fn list_subscribers(
-        &self,
-        tenant: TenantId,
-        after: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<SubscriberRecord>>;
 
     /// The pending timers of kind `timer` with routing (digest members and
     /// others: the caller picks by key) each probe asks for (a tenant's

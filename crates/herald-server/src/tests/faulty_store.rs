@@ -102,8 +102,6 @@ faulty! { Store:
     fn mark_firing(marks: Vec<FiringMark>) -> Result<Vec<Applied>>;
     fn resolve_in_doubt(fences: &[Fence], skip: &[String], at: i64) -> Result<InDoubtResolved>;
     fn deliveries_for(timer_id: TimerId) -> Result<Vec<DeliveryRecord>>;
-    fn get_subscribers(tenant: TenantId, user_ids: &[String]) -> Result<Vec<herald_store::SubscriberRecord>>;
-    fn list_subscribers(tenant: TenantId, after: Option<&str>, limit: usize) -> Result<Vec<herald_store::SubscriberRecord>>;
     fn pending_digests(probes: &[MergeProbe]) -> Result<Vec<TimerRecord>>;
     fn search_timers(tenant: TenantId, filter: &herald_store::TimerFilter, after: Option<herald_store::DueCursor>, limit: usize, order: herald_store::SortOrder) -> Result<Vec<TimerRecord>>;
     fn dead_letters(tenant: TenantId, channel: Option<&str>) -> Result<herald_store::DeadLetters>;
@@ -113,6 +111,11 @@ faulty! { Store:
     fn purge(kind: RetentionKind, cutoff: i64, limit: usize) -> Result<u64>;
     fn maintain_partitions(cutoffs: herald_store::PartitionCutoffs) -> Result<herald_store::PartitionChanges>;
     fn report(query: ReportQuery) -> Result<Vec<ReportRow>>;
+}
+
+faulty! { DirectoryStore:
+    fn get_subscribers(tenant: TenantId, user_ids: &[String]) -> Result<Vec<herald_store::SubscriberRecord>>;
+    fn list_subscribers(tenant: TenantId, after: Option<&str>, limit: usize) -> Result<Vec<herald_store::SubscriberRecord>>;
 }
 
 faulty! { ReminderStore:

@@ -86,9 +86,9 @@ use error::{Ctx, col, pg_error, retryable};
 
 use crate::{
     Applied, ChannelPause, ChannelToken, ClusterStore, Completion, DeadLetters, DeliveryRecord,
-    DueCursor, DueEntry, Fence, FiringMark, Holder, InDoubtResolved, NamedLease, NodeInfo,
-    ProviderStore, ReminderStore, Result, ShardLease, SortOrder, Store, StoreError, StoreOptions,
-    TimerFilter, TimerRecord, WriteOp, WriteResult,
+    DirectoryStore, DueCursor, DueEntry, Fence, FiringMark, Holder, InDoubtResolved, NamedLease,
+    NodeInfo, ProviderStore, ReminderStore, Result, ShardLease, SortOrder, Store, StoreError,
+    StoreOptions, TimerFilter, TimerRecord, WriteOp, WriteResult,
 };
 
 /// A statement parameter.
@@ -369,38 +369,6 @@ impl Drop for PgStore {
 
 #[async_trait]
 impl Store for PgStore {
-    async fn get_subscribers(
-        &self,
-        tenant: TenantId,
-        user_ids: &[String],
-    ) -> Result<Vec<crate::SubscriberRecord>> {
-        self.within("get_subscribers", async move {
-            if user_ids.is_empty() {
-                return Ok(Vec::new());
-            }
-            let mut ids = user_ids.to_vec();
-            ids.sort_unstable();
-            ids.dedup();
-            directory::get_many(self, tenant, &ids).await
-        })
-        .await
-    }
-
-    async fn list_subscribers(
-        &self,
-        tenant: TenantId,
-        after: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<crate::SubscriberRecord>> {
-        self.within("list_subscribers", async move {
-            if limit == 0 {
-                return Ok(Vec::new());
-            }
-            directory::list(self, tenant, after.unwrap_or_default(), limit).await
-        })
-        .await
-    }
-
     async fn pending_digests(&self, probes: &[crate::MergeProbe]) -> Result<Vec<TimerRecord>> {
         self.within("pending_digests", async move {
             if probes.is_empty() {
@@ -873,6 +841,41 @@ impl ReminderStore for PgStore {
                 return Ok(Vec::new());
             }
             reminders::pending_reminders(self, probes).await
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl DirectoryStore for PgStore {
+    async fn get_subscribers(
+        &self,
+        tenant: TenantId,
+        user_ids: &[String],
+    ) -> Result<Vec<crate::SubscriberRecord>> {
+        self.within("get_subscribers", async move {
+            if user_ids.is_empty() {
+                return Ok(Vec::new());
+            }
+            let mut ids = user_ids.to_vec();
+            ids.sort_unstable();
+            ids.dedup();
+            directory::get_many(self, tenant, &ids).await
+        })
+        .await
+    }
+
+    async fn list_subscribers(
+        &self,
+        tenant: TenantId,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<crate::SubscriberRecord>> {
+        self.within("list_subscribers", async move {
+            if limit == 0 {
+                return Ok(Vec::new());
+            }
+            directory::list(self, tenant, after.unwrap_or_default(), limit).await
         })
         .await
     }

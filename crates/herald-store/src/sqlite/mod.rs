@@ -65,9 +65,10 @@ use pool::{ConnPool, Role};
 
 use crate::{
     Applied, ChannelPause, ChannelToken, ClusterStore, Completion, DeadLetters, DeliveryRecord,
-    DueCursor, DueEntry, Fence, FiringMark, Holder, InDoubtResolved, MergeProbe, NamedLease,
-    NodeInfo, ProviderStore, ReminderStore, ReminderTimer, Result, ShardLease, SortOrder, Store,
-    StoreError, StoreOptions, SubjectRecord, TimerFilter, TimerRecord, WriteOp, WriteResult,
+    DirectoryStore, DueCursor, DueEntry, Fence, FiringMark, Holder, InDoubtResolved, MergeProbe,
+    NamedLease, NodeInfo, ProviderStore, ReminderStore, ReminderTimer, Result, ShardLease,
+    SortOrder, Store, StoreError, StoreOptions, SubjectRecord, TimerFilter, TimerRecord, WriteOp,
+    WriteResult,
 };
 
 /// The SQLite [`Store`].
@@ -281,33 +282,6 @@ impl Store for SqliteStore {
 
     async fn deliveries_for(&self, timer_id: TimerId) -> Result<Vec<DeliveryRecord>> {
         self.read(move |c| timers::deliveries_for(c, timer_id))
-            .await
-    }
-
-    async fn get_subscribers(
-        &self,
-        tenant: TenantId,
-        user_ids: &[String],
-    ) -> Result<Vec<crate::SubscriberRecord>> {
-        if user_ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let ids = user_ids.to_vec();
-        self.read(move |c| directory::get_many(c, tenant, ids))
-            .await
-    }
-
-    async fn list_subscribers(
-        &self,
-        tenant: TenantId,
-        after: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<crate::SubscriberRecord>> {
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
-        let after = after.map(str::to_string);
-        self.read(move |c| directory::list(c, tenant, after, limit))
             .await
     }
 
@@ -586,6 +560,36 @@ impl ReminderStore for SqliteStore {
         }
         let probes = probes.to_vec();
         self.read(move |c| reminders::pending_reminders(c, probes))
+            .await
+    }
+}
+
+#[async_trait]
+impl DirectoryStore for SqliteStore {
+    async fn get_subscribers(
+        &self,
+        tenant: TenantId,
+        user_ids: &[String],
+    ) -> Result<Vec<crate::SubscriberRecord>> {
+        if user_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids = user_ids.to_vec();
+        self.read(move |c| directory::get_many(c, tenant, ids))
+            .await
+    }
+
+    async fn list_subscribers(
+        &self,
+        tenant: TenantId,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<crate::SubscriberRecord>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let after = after.map(str::to_string);
+        self.read(move |c| directory::list(c, tenant, after, limit))
             .await
     }
 }
