@@ -13,6 +13,7 @@ mod digest;
 mod directory;
 mod migration;
 mod model;
+mod options;
 mod owner;
 pub mod postgres;
 mod provider;
@@ -27,17 +28,17 @@ mod subject_query;
 #[cfg(any(test, feature = "testsuite"))]
 pub mod testsuite;
 mod timer_query;
-mod types;
+mod timers;
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use herald_core::{TenantId, TimerId, TimerState};
 
 pub use access::*;
 pub use campaign::*;
 pub use cluster::{ClusterStore, Fence, Holder, NamedLease, NodeInfo, ShardLease};
 pub use directory::{DirectoryStore, MAX_USER_ID_BYTES, PutSubscriber, SubscriberRecord};
+pub use options::{PostgresOptions, SqliteOptions, StoreOptions, Synchronous};
 pub use owner::{Owned, owned_by};
 pub use provider::{
     ChannelPause, ChannelToken, FINAL_RECALLED, JobMessage, ProviderStore, ReceiptCounts,
@@ -54,14 +55,19 @@ pub use timer_query::{
     DEAD_LETTER_SAMPLE, DEAD_LETTER_SCAN, DeadLetterGroup, DeadLetters, RetryFilter, SortOrder,
     TimerFilter,
 };
-pub use types::*;
+pub use timers::{
+    Applied, Completion, CompletionOutcome, DeferReason, DeliveryRecord, DueCursor, DueEntry,
+    FiringMark, InDoubtResolved, NewTimer, TimerPatch, TimerRecord, TimerStore, Unsendable,
+    WriteOp, WriteResult,
+};
 
 /// The store's traits, for callers that hold a concrete store (or call an
 /// area's method through a generic bound): `use herald_store::prelude::*;`.
 /// A `dyn Store` needs none of them in scope.
 pub mod prelude {
     pub use crate::{
-        AccessStore, CampaignStore, ClusterStore, ProviderStore, ReminderStore, Store,
+        AccessStore, CampaignStore, ClusterStore, DirectoryStore, ProviderStore, ReminderStore,
+        Store, TimerStore,
     };
 }
 
@@ -173,6 +179,15 @@ pub(crate) fn bits_from_db(v: i64) -> u64 {
 
 /// Everything durable.
 ///
+/// The methods are grouped by area, each in a trait of its own file that
+/// `Store` requires: [`TimerStore`] (`timers.rs`), [`ReminderStore`]
+/// (`reminders.rs`), [`DirectoryStore`] (`directory.rs`), [`ProviderStore`]
+/// (`provider.rs`), [`ClusterStore`] (`cluster.rs`), [`CampaignStore`]
+/// (`campaign.rs`) and [`AccessStore`] (`access.rs`). `Store` itself keeps
+/// what concerns the whole store: shards, settings, retention and reports.
+/// A `dyn Store` reaches every area's methods; a concrete store needs the
+/// area's trait in scope ([`prelude`]).
+///
 /// Every method that writes commits one transaction before it returns `Ok`:
 /// an `Ok` means the change is on disk. A method that returns `Err` changed nothing.
 ///
@@ -188,6 +203,7 @@ pub trait Store:
     + DirectoryStore
     + ProviderStore
     + ReminderStore
+    + TimerStore
     + Send
     + Sync
     + 'static
@@ -202,110 +218,6 @@ pub trait Store:
 
     /// Stores (or replaces) a setting of [`Store::get_meta`].
     async fn put_meta(&self, key: &str, value: &str) -> Result<()>;
-
-    /// Applies a batch of API writes in one transaction (group commit): one
-    /// result per op, in order. An op that cannot apply (e.g. cancelling a timer
-    /// that already fired) yields its result and does not abort the others.
-    async fn apply(&self, ops: Vec<WriteOp>) -> Result<Vec<WriteResult>>;
-
-    /// One timer, whatever its state or tenant.
-    async fn get_timer(&self, id: TimerId) -> Result<Option<TimerRecord>>;
-
-    /// Pending timers of the shards in `shards` with `(due_at, id) > after` and
-    /// `due_at < until`, ordered by `(due_at, id)`, at most `limit`. Uses an
-    /// index: never a full scan. A short page means nothing more is due before
-    /// `until` in those shards.
-    async fn load_due(
-        &self,
-        shards: &herald_core::ShardSet,
-        after: Option<DueCursor>,
-        until: i64,
-        limit: usize,
-    ) -> Result<Vec<DueEntry>>;
-
-    /// The full rows of those of `ids` that are still pending (any order; unknown or
-    /// non-pending ids are left out).
-    async fn fetch_pending(&self, ids: &[TimerId]) -> Result<Vec<TimerRecord>>;
-
-    /// Records a batch of delivery attempts in one transaction: one send-log row per
-    /// completion, and the timer's new state. A timer update applies only if the
-    /// completion's fence (when it has one) is the shard's current lease epoch, and
-    /// the timer is still pending (or marked firing, see [`Store::mark_firing`])
-    /// with `attempts == completion.attempt - 1`.
-    /// Otherwise the send-log row is still written and the timer is left alone.
-    /// Returns what happened to each timer update, in order.
-    async fn complete(&self, batch: Vec<Completion>) -> Result<Vec<Applied>>;
-
-    /// Marks timers `firing` (state code 1) before their send leaves, in one
-    /// transaction for the whole batch (group commit), for channels whose
-    /// in-doubt sends are skipped: a node that dies mid-send then leaves them
-    /// out of the pending index, for [`Store::resolve_in_doubt`] to find. A
-    /// mark applies only under the shard's current lease epoch (when fenced)
-    /// to a timer still pending with `attempts == mark.attempt - 1`; returns
-    /// what happened to each, in order. [`Store::complete`] accepts a firing
-    /// timer as it does a pending one.
-    async fn mark_firing(&self, marks: Vec<FiringMark>) -> Result<Vec<Applied>>;
-
-    /// Resolves the timers left `firing` in the shards of `fences` whose lease
-    /// epoch is still the one given (others are left alone, for their current
-    /// owner), in one transaction. A timer on a channel named in `skip` ends
-    /// `in_doubt`, with a send-log row of outcome `in_doubt` for the attempt
-    /// it was making (started when it was marked, finished at `at`); any other
-    /// goes back to `pending` at its due time, to be sent again. Found through
-    /// a partial index on firing timers: never a scan of the pending ones.
-    async fn resolve_in_doubt(
-        &self,
-        fences: &[Fence],
-        skip: &[String],
-        at: i64,
-    ) -> Result<InDoubtResolved>;
-
-    /// The send log of one timer, oldest attempt first.
-    async fn deliveries_for(&self, timer_id: TimerId) -> Result<Vec<DeliveryRecord>>;
-
-    /// The pending timers of kind `timer` with routing (digest members and
-    /// others: the caller picks by key) each probe asks for (a tenant's
-    /// recipient's, on one channel, due within a range), without duplicates,
-    /// in `(due_at, id)` order; at most 512 per probe. Uses the recipient's
-    /// index: never a scan of the due range.
-    async fn pending_digests(&self, probes: &[MergeProbe]) -> Result<Vec<TimerRecord>>;
-
-    /// A page of `tenant`'s timers matching `filter`, in `(due_at, id)` order
-    /// (`order`), after `after` when given, at most `limit`. Walks one index
-    /// (the tenant's, its state's, its recipient's, or the idempotency key's):
-    /// never a scan of every timer.
-    async fn search_timers(
-        &self,
-        tenant: TenantId,
-        filter: &TimerFilter,
-        after: Option<DueCursor>,
-        limit: usize,
-        order: SortOrder,
-    ) -> Result<Vec<TimerRecord>>;
-
-    /// `tenant`'s newest (by due time) at most [`DEAD_LETTER_SCAN`] dead and
-    /// failed timers (on `channel` when given), grouped by channel, state and
-    /// last error, largest groups first. Read through the state index.
-    async fn dead_letters(&self, tenant: TenantId, channel: Option<&str>) -> Result<DeadLetters>;
-
-    /// Number of timers of each tenant in each state, ordered by tenant then
-    /// state (pairs with none are left out). Read from the counters the
-    /// store keeps as timers change (migration 0019), so it costs a few rows
-    /// whatever the number of timers, and is exact as of one snapshot.
-    async fn count_by_tenant_state(&self) -> Result<Vec<(TenantId, TimerState, u64)>>;
-
-    /// The same figures as [`Store::count_by_tenant_state`], counted from the
-    /// timers themselves: a full scan. For checking the counters, never for
-    /// a periodic gauge.
-    async fn scan_by_tenant_state(&self) -> Result<Vec<(TenantId, TimerState, u64)>>;
-
-    /// Folds the counters' pending changes into their totals, so reading
-    /// them stays cheap; returns how many change rows it folded. PostgreSQL
-    /// appends a change row per writing statement (one counter row per
-    /// state would serialise every writer); SQLite updates its counters in
-    /// place and has nothing to fold. Safe from several nodes at once: one
-    /// folds, the others return 0 at once.
-    async fn fold_timer_counts(&self) -> Result<u64>;
 
     // ---- Retention ----
 
@@ -336,7 +248,7 @@ pub trait Store:
     async fn report(&self, query: ReportQuery) -> Result<Vec<ReportRow>>;
 }
 
-/// The completion [`Store::resolve_in_doubt`] records for a firing timer it
+/// The completion [`TimerStore::resolve_in_doubt`] records for a firing timer it
 /// ends `in_doubt`: the attempt it was making, started when it was marked.
 pub(crate) fn in_doubt_completion(t: &TimerRecord, at: i64) -> Completion {
     Completion {

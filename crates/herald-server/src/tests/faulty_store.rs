@@ -94,6 +94,12 @@ faulty! { Store:
     fn init_shards(wanted: u16) -> Result<u16>;
     fn get_meta(key: &str) -> Result<Option<String>>;
     fn put_meta(key: &str, value: &str) -> Result<()>;
+    fn purge(kind: RetentionKind, cutoff: i64, limit: usize) -> Result<u64>;
+    fn maintain_partitions(cutoffs: herald_store::PartitionCutoffs) -> Result<herald_store::PartitionChanges>;
+    fn report(query: ReportQuery) -> Result<Vec<ReportRow>>;
+}
+
+faulty! { TimerStore:
     fn apply(ops: Vec<WriteOp>) -> Result<Vec<WriteResult>>;
     fn get_timer(id: TimerId) -> Result<Option<TimerRecord>>;
     fn load_due(shards: &herald_core::ShardSet, after: Option<DueCursor>, until: i64, limit: usize) -> Result<Vec<DueEntry>>;
@@ -108,9 +114,6 @@ faulty! { Store:
     fn count_by_tenant_state() -> Result<Vec<(TenantId, herald_core::TimerState, u64)>>;
     fn scan_by_tenant_state() -> Result<Vec<(TenantId, herald_core::TimerState, u64)>>;
     fn fold_timer_counts() -> Result<u64>;
-    fn purge(kind: RetentionKind, cutoff: i64, limit: usize) -> Result<u64>;
-    fn maintain_partitions(cutoffs: herald_store::PartitionCutoffs) -> Result<herald_store::PartitionChanges>;
-    fn report(query: ReportQuery) -> Result<Vec<ReportRow>>;
 }
 
 faulty! { DirectoryStore:

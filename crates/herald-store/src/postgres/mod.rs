@@ -88,7 +88,7 @@ use crate::{
     Applied, ChannelPause, ChannelToken, ClusterStore, Completion, DeadLetters, DeliveryRecord,
     DirectoryStore, DueCursor, DueEntry, Fence, FiringMark, Holder, InDoubtResolved, NamedLease,
     NodeInfo, ProviderStore, ReminderStore, Result, ShardLease, SortOrder, Store, StoreError,
-    StoreOptions, TimerFilter, TimerRecord, WriteOp, WriteResult,
+    StoreOptions, TimerFilter, TimerRecord, TimerStore, WriteOp, WriteResult,
 };
 
 /// A statement parameter.
@@ -369,16 +369,6 @@ impl Drop for PgStore {
 
 #[async_trait]
 impl Store for PgStore {
-    async fn pending_digests(&self, probes: &[crate::MergeProbe]) -> Result<Vec<TimerRecord>> {
-        self.within("pending_digests", async move {
-            if probes.is_empty() {
-                return Ok(Vec::new());
-            }
-            digests::pending(self, probes).await
-        })
-        .await
-    }
-
     async fn init_shards(&self, wanted: u16) -> Result<u16> {
         self.within("init_shards", async move {
             self.retrying("init_shards", || timers::init_shards(self, wanted))
@@ -408,6 +398,41 @@ impl Store for PgStore {
                 .await
                 .ctx("writing meta")?;
             Ok(())
+        })
+        .await
+    }
+
+    async fn purge(&self, kind: crate::RetentionKind, cutoff: i64, limit: usize) -> Result<u64> {
+        self.within("purge", async move {
+            self.retrying("purge", || retention::purge(self, kind, cutoff, limit))
+                .await
+        })
+        .await
+    }
+
+    async fn maintain_partitions(
+        &self,
+        cutoffs: crate::PartitionCutoffs,
+    ) -> Result<crate::PartitionChanges> {
+        // No deadline: a drop's check reads a whole partition, and every
+        // lock it waits for is bounded by `lock_timeout`.
+        partitions::maintain(self, cutoffs).await
+    }
+
+    async fn report(&self, query: crate::ReportQuery) -> Result<Vec<crate::ReportRow>> {
+        self.within("report", async move { reports::report(self, &query).await })
+            .await
+    }
+}
+
+#[async_trait]
+impl TimerStore for PgStore {
+    async fn pending_digests(&self, probes: &[crate::MergeProbe]) -> Result<Vec<TimerRecord>> {
+        self.within("pending_digests", async move {
+            if probes.is_empty() {
+                return Ok(Vec::new());
+            }
+            digests::pending(self, probes).await
         })
         .await
     }
@@ -531,28 +556,6 @@ impl Store for PgStore {
 
     async fn fold_timer_counts(&self) -> Result<u64> {
         self.within("fold_timer_counts", timer_counts::fold(self))
-            .await
-    }
-
-    async fn purge(&self, kind: crate::RetentionKind, cutoff: i64, limit: usize) -> Result<u64> {
-        self.within("purge", async move {
-            self.retrying("purge", || retention::purge(self, kind, cutoff, limit))
-                .await
-        })
-        .await
-    }
-
-    async fn maintain_partitions(
-        &self,
-        cutoffs: crate::PartitionCutoffs,
-    ) -> Result<crate::PartitionChanges> {
-        // No deadline: a drop's check reads a whole partition, and every
-        // lock it waits for is bounded by `lock_timeout`.
-        partitions::maintain(self, cutoffs).await
-    }
-
-    async fn report(&self, query: crate::ReportQuery) -> Result<Vec<crate::ReportRow>> {
-        self.within("report", async move { reports::report(self, &query).await })
             .await
     }
 }

@@ -938,8 +938,9 @@ pub(super) async fn pending_reminders(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::WriteOp;
+    use crate::prelude::*;
     use crate::testsuite::fixtures::{reminder, subject};
-    use crate::{Store, WriteOp};
 
     #[test]
     fn segments_split_at_repeated_bits_and_keys() {

@@ -875,7 +875,8 @@ pub(super) async fn init_shards(store: &PgStore, wanted: u16) -> Result<u16> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Store, WriteOp};
+    use crate::WriteOp;
+    use crate::prelude::*;
 
     #[test]
     fn state_literals_match_codes() {

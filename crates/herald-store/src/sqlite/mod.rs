@@ -67,8 +67,8 @@ use crate::{
     Applied, ChannelPause, ChannelToken, ClusterStore, Completion, DeadLetters, DeliveryRecord,
     DirectoryStore, DueCursor, DueEntry, Fence, FiringMark, Holder, InDoubtResolved, MergeProbe,
     NamedLease, NodeInfo, ProviderStore, ReminderStore, ReminderTimer, Result, ShardLease,
-    SortOrder, Store, StoreError, StoreOptions, SubjectRecord, TimerFilter, TimerRecord, WriteOp,
-    WriteResult,
+    SortOrder, Store, StoreError, StoreOptions, SubjectRecord, TimerFilter, TimerRecord,
+    TimerStore, WriteOp, WriteResult,
 };
 
 /// The SQLite [`Store`].
@@ -218,6 +218,26 @@ impl Store for SqliteStore {
         .await
     }
 
+    async fn purge(&self, kind: crate::RetentionKind, cutoff: i64, limit: usize) -> Result<u64> {
+        self.write(move |c| retention::purge(c, kind, cutoff, limit))
+            .await
+    }
+
+    async fn maintain_partitions(
+        &self,
+        _cutoffs: crate::PartitionCutoffs,
+    ) -> Result<crate::PartitionChanges> {
+        // One file, no partitions: the purge deletes every old row.
+        Ok(crate::PartitionChanges::default())
+    }
+
+    async fn report(&self, query: crate::ReportQuery) -> Result<Vec<crate::ReportRow>> {
+        self.read(move |c| reports::report(c, &query)).await
+    }
+}
+
+#[async_trait]
+impl TimerStore for SqliteStore {
     async fn apply(&self, ops: Vec<WriteOp>) -> Result<Vec<WriteResult>> {
         if ops.is_empty() {
             return Ok(Vec::new());
@@ -323,23 +343,6 @@ impl Store for SqliteStore {
     async fn fold_timer_counts(&self) -> Result<u64> {
         // The triggers update the counters in place: nothing to fold.
         Ok(0)
-    }
-
-    async fn purge(&self, kind: crate::RetentionKind, cutoff: i64, limit: usize) -> Result<u64> {
-        self.write(move |c| retention::purge(c, kind, cutoff, limit))
-            .await
-    }
-
-    async fn maintain_partitions(
-        &self,
-        _cutoffs: crate::PartitionCutoffs,
-    ) -> Result<crate::PartitionChanges> {
-        // One file, no partitions: the purge deletes every old row.
-        Ok(crate::PartitionChanges::default())
-    }
-
-    async fn report(&self, query: crate::ReportQuery) -> Result<Vec<crate::ReportRow>> {
-        self.read(move |c| reports::report(c, &query)).await
     }
 }
 

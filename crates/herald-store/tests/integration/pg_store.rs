@@ -17,8 +17,8 @@ use herald_store::testsuite::fixtures::{
 };
 use herald_store::{
     AUDIENCE_CHUNK, Applied, CampaignStore, CompletionOutcome, DueEntry, Fence, JobRecord, JobSpec,
-    JobTotals, LeaseCheck, MergeProbe, NewTimer, PutSubject, SegmentClaim, SendEntry, Store,
-    StoreError, StoreOptions, SweepOptions, SweepReport, WriteOp, WriteResult,
+    JobTotals, LeaseCheck, MergeProbe, NewTimer, PutSubject, SegmentClaim, SendEntry, StoreError,
+    StoreOptions, SweepOptions, SweepReport, WriteOp, WriteResult,
 };
 use tokio::sync::mpsc::Receiver;
 

@@ -1,189 +1,17 @@
-//! Plain data passed across the `Store` seam.
+//! Timers and their send log: the group-commit write path (`apply`), the
+//! loader's reads, delivery outcomes, and the operator's searches and counts.
+//!
+//! [`TimerStore`] is one area of [`crate::Store`]; its rows are read through
+//! `model::timers` and written by each backend's `timers`, `timer_ops`,
+//! `digests` and `apply` modules.
 
+use async_trait::async_trait;
 use herald_core::{Priority, TenantId, TimerId, TimerKind, TimerState};
-use serde::{Deserialize, Serialize};
 
-use crate::{Fence, NewReminder, PutSubject, SubjectRecord};
-
-/// Backend tuning that is not part of the URL: one part per backend, each
-/// read by its own backend only.
-///
-/// In a config file this is `[store_options.sqlite]` and
-/// `[store_options.postgres]`. The flat keys of earlier releases
-/// (`sqlite_synchronous`, `read_connections`, `pg_notify_window_ms`) are still
-/// read; one given in both forms must agree.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(try_from = "StoreOptionsToml")]
-pub struct StoreOptions {
-    #[serde(skip_serializing_if = "is_default")]
-    pub sqlite: SqliteOptions,
-    #[serde(skip_serializing_if = "is_default")]
-    pub postgres: PostgresOptions,
-}
-
-/// The SQLite backend's settings.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct SqliteOptions {
-    pub synchronous: Synchronous,
-    /// Read connections kept open beside the single writer.
-    pub read_connections: usize,
-    /// A cap on the database's size in pages (`PRAGMA max_page_count`, set on
-    /// every connection); past it writes fail as a full disk would
-    /// ([`crate::StoreError::Full`]). Unset: only the disk limits it. Mostly
-    /// for tests and for keeping a database inside a quota.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_page_count: Option<u64>,
-}
-
-impl Default for SqliteOptions {
-    fn default() -> Self {
-        SqliteOptions {
-            synchronous: Synchronous::Full,
-            read_connections: 4,
-            max_page_count: None,
-        }
-    }
-}
-
-/// SQLite's `synchronous`: `full` fsyncs every commit, so an acknowledged
-/// write survives power loss; `normal` survives a process crash only. Read
-/// without regard to case.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Synchronous {
-    #[default]
-    Full,
-    Normal,
-}
-
-impl<'de> Deserialize<'de> for Synchronous {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        match s.trim().to_ascii_lowercase().as_str() {
-            "full" => Ok(Synchronous::Full),
-            "normal" => Ok(Synchronous::Normal),
-            _ => Err(serde::de::Error::custom(format!(
-                "expected \"full\" or \"normal\", found {s:?}"
-            ))),
-        }
-    }
-}
-
-/// The PostgreSQL backend's settings.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct PostgresOptions {
-    /// `apply` announces new timers to other nodes (`NOTIFY`) only when they
-    /// fall due within this many milliseconds from now; later ones are found
-    /// by the owners' periodic loader scans.
-    pub notify_window_ms: i64,
-    /// The server ends any statement that runs longer (`statement_timeout`,
-    /// set on every session), and every store call gives up on its own a few
-    /// seconds after it: either way the call fails as
-    /// [`crate::StoreError::Unavailable`].
-    pub statement_timeout_ms: u64,
-}
-
-impl Default for PostgresOptions {
-    fn default() -> Self {
-        PostgresOptions {
-            notify_window_ms: 120_000,
-            statement_timeout_ms: 30_000,
-        }
-    }
-}
-
-fn is_default<T: Default + PartialEq>(v: &T) -> bool {
-    *v == T::default()
-}
-
-/// `store_options` as a config file may spell it: the per-backend tables, or
-/// the flat keys of earlier releases.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct StoreOptionsToml {
-    #[serde(default)]
-    sqlite: SqliteToml,
-    #[serde(default)]
-    postgres: PostgresToml,
-    sqlite_synchronous: Option<Synchronous>,
-    read_connections: Option<usize>,
-    pg_notify_window_ms: Option<i64>,
-}
-
-#[derive(Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SqliteToml {
-    synchronous: Option<Synchronous>,
-    read_connections: Option<usize>,
-    max_page_count: Option<u64>,
-}
-
-#[derive(Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PostgresToml {
-    notify_window_ms: Option<i64>,
-    statement_timeout_ms: Option<u64>,
-}
-
-/// The value of a setting given under its new key, its old one, or both
-/// (which must agree).
-fn either<T: PartialEq + std::fmt::Debug>(
-    new: Option<T>,
-    old: Option<T>,
-    new_key: &str,
-    old_key: &str,
-) -> Result<Option<T>, String> {
-    match (new, old) {
-        (Some(n), Some(o)) if n != o => Err(format!(
-            "{old_key} = {o:?} (the older name) and {new_key} = {n:?} disagree: keep {new_key}"
-        )),
-        (n, o) => Ok(n.or(o)),
-    }
-}
-
-impl TryFrom<StoreOptionsToml> for StoreOptions {
-    type Error = String;
-
-    fn try_from(t: StoreOptionsToml) -> Result<Self, String> {
-        let (sqlite, postgres) = (SqliteOptions::default(), PostgresOptions::default());
-        Ok(StoreOptions {
-            sqlite: SqliteOptions {
-                synchronous: either(
-                    t.sqlite.synchronous,
-                    t.sqlite_synchronous,
-                    "sqlite.synchronous",
-                    "sqlite_synchronous",
-                )?
-                .unwrap_or(sqlite.synchronous),
-                read_connections: either(
-                    t.sqlite.read_connections,
-                    t.read_connections,
-                    "sqlite.read_connections",
-                    "read_connections",
-                )?
-                .unwrap_or(sqlite.read_connections),
-                max_page_count: t.sqlite.max_page_count,
-            },
-            postgres: PostgresOptions {
-                notify_window_ms: either(
-                    t.postgres.notify_window_ms,
-                    t.pg_notify_window_ms,
-                    "postgres.notify_window_ms",
-                    "pg_notify_window_ms",
-                )?
-                .unwrap_or(postgres.notify_window_ms),
-                statement_timeout_ms: t
-                    .postgres
-                    .statement_timeout_ms
-                    .filter(|&ms| ms > 0)
-                    .unwrap_or(postgres.statement_timeout_ms),
-            },
-        })
-    }
-}
-
+use crate::{
+    DeadLetters, Fence, MergeProbe, NewReminder, PutSubject, Result, SortOrder, SubjectRecord,
+    TimerFilter,
+};
 /// A timer to create.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewTimer {
@@ -523,7 +351,7 @@ pub enum CompletionOutcome {
     /// address for the channel's type, or the recipient opted out. The timer
     /// becomes `failed`; nothing reached a provider.
     Unsendable(Unsendable),
-    /// Written by [`crate::Store::resolve_in_doubt`] only: the node sending it
+    /// Written by [`crate::TimerStore::resolve_in_doubt`] only: the node sending it
     /// died before recording an outcome, on a channel configured
     /// `in_doubt = "skip"`. The timer becomes `in_doubt` and is not sent again.
     InDoubt,
@@ -604,7 +432,7 @@ pub struct Completion {
 }
 
 /// A timer about to be sent on an `in_doubt = "skip"` channel, for
-/// [`crate::Store::mark_firing`].
+/// [`crate::TimerStore::mark_firing`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FiringMark {
     pub timer_id: TimerId,
@@ -618,7 +446,7 @@ pub struct FiringMark {
     pub at: i64,
 }
 
-/// What [`crate::Store::resolve_in_doubt`] did.
+/// What [`crate::TimerStore::resolve_in_doubt`] did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct InDoubtResolved {
     /// Timers ended `in_doubt` (their channel skips in-doubt sends).
@@ -627,7 +455,7 @@ pub struct InDoubtResolved {
     pub resent: u64,
 }
 
-/// What [`crate::Store::complete`] did with one completion's timer update.
+/// What [`crate::TimerStore::complete`] did with one completion's timer update.
 /// The send-log row is written in every case: the attempt happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Applied {
@@ -665,39 +493,111 @@ pub struct DeliveryRecord {
     pub final_at: Option<i64>,
 }
 
-#[cfg(test)]
-mod tests {
-    use serde::Deserialize;
-    use serde::de::IntoDeserializer;
-    use serde::de::value::{Error, MapDeserializer};
+/// Timers: the batched writes, the loader's and the sender's reads and
+/// writes, the send log, and the operator's searches and counts.
+#[async_trait]
+pub trait TimerStore: Send + Sync + 'static {
+    /// Applies a batch of API writes in one transaction (group commit): one
+    /// result per op, in order. An op that cannot apply (e.g. cancelling a timer
+    /// that already fired) yields its result and does not abort the others.
+    async fn apply(&self, ops: Vec<WriteOp>) -> Result<Vec<WriteResult>>;
 
-    use super::*;
+    /// One timer, whatever its state or tenant.
+    async fn get_timer(&self, id: TimerId) -> Result<Option<TimerRecord>>;
 
-    /// Reads `store_options` from string keys and values.
-    fn read(pairs: &[(&str, &str)]) -> Result<StoreOptions, Error> {
-        let map = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string()));
-        StoreOptions::deserialize(MapDeserializer::new(map))
-    }
+    /// Pending timers of the shards in `shards` with `(due_at, id) > after` and
+    /// `due_at < until`, ordered by `(due_at, id)`, at most `limit`. Uses an
+    /// index: never a full scan. A short page means nothing more is due before
+    /// `until` in those shards.
+    async fn load_due(
+        &self,
+        shards: &herald_core::ShardSet,
+        after: Option<DueCursor>,
+        until: i64,
+        limit: usize,
+    ) -> Result<Vec<DueEntry>>;
 
-    #[test]
-    fn synchronous_is_full_or_normal_in_any_case() {
-        let read = |s: &str| Synchronous::deserialize(s.into_deserializer());
-        let ok: Result<_, Error> = read("FULL");
-        assert_eq!(ok.unwrap(), Synchronous::Full);
-        let ok: Result<_, Error> = read(" normal ");
-        assert_eq!(ok.unwrap(), Synchronous::Normal);
-        for bad in ["off", "extra", ""] {
-            let err: Result<_, Error> = read(bad);
-            let err = err.unwrap_err().to_string();
-            assert!(err.contains("full") && err.contains("normal"), "{err}");
-        }
-    }
+    /// The full rows of those of `ids` that are still pending (any order; unknown or
+    /// non-pending ids are left out).
+    async fn fetch_pending(&self, ids: &[TimerId]) -> Result<Vec<TimerRecord>>;
 
-    /// Both forms of every key, and what a file may not hold, are read
-    /// through the config loader's tests (`herald/src/config.rs`).
-    #[test]
-    fn nothing_given_is_the_default_and_unknown_keys_are_refused() {
-        assert_eq!(read(&[]).unwrap(), StoreOptions::default());
-        assert!(read(&[("bogus", "1")]).is_err());
-    }
+    /// Records a batch of delivery attempts in one transaction: one send-log row per
+    /// completion, and the timer's new state. A timer update applies only if the
+    /// completion's fence (when it has one) is the shard's current lease epoch, and
+    /// the timer is still pending (or marked firing, see [`TimerStore::mark_firing`])
+    /// with `attempts == completion.attempt - 1`.
+    /// Otherwise the send-log row is still written and the timer is left alone.
+    /// Returns what happened to each timer update, in order.
+    async fn complete(&self, batch: Vec<Completion>) -> Result<Vec<Applied>>;
+
+    /// Marks timers `firing` (state code 1) before their send leaves, in one
+    /// transaction for the whole batch (group commit), for channels whose
+    /// in-doubt sends are skipped: a node that dies mid-send then leaves them
+    /// out of the pending index, for [`TimerStore::resolve_in_doubt`] to find. A
+    /// mark applies only under the shard's current lease epoch (when fenced)
+    /// to a timer still pending with `attempts == mark.attempt - 1`; returns
+    /// what happened to each, in order. [`TimerStore::complete`] accepts a firing
+    /// timer as it does a pending one.
+    async fn mark_firing(&self, marks: Vec<FiringMark>) -> Result<Vec<Applied>>;
+
+    /// Resolves the timers left `firing` in the shards of `fences` whose lease
+    /// epoch is still the one given (others are left alone, for their current
+    /// owner), in one transaction. A timer on a channel named in `skip` ends
+    /// `in_doubt`, with a send-log row of outcome `in_doubt` for the attempt
+    /// it was making (started when it was marked, finished at `at`); any other
+    /// goes back to `pending` at its due time, to be sent again. Found through
+    /// a partial index on firing timers: never a scan of the pending ones.
+    async fn resolve_in_doubt(
+        &self,
+        fences: &[Fence],
+        skip: &[String],
+        at: i64,
+    ) -> Result<InDoubtResolved>;
+
+    /// The send log of one timer, oldest attempt first.
+    async fn deliveries_for(&self, timer_id: TimerId) -> Result<Vec<DeliveryRecord>>;
+
+    /// The pending timers of kind `timer` with routing (digest members and
+    /// others: the caller picks by key) each probe asks for (a tenant's
+    /// recipient's, on one channel, due within a range), without duplicates,
+    /// in `(due_at, id)` order; at most 512 per probe. Uses the recipient's
+    /// index: never a scan of the due range.
+    async fn pending_digests(&self, probes: &[MergeProbe]) -> Result<Vec<TimerRecord>>;
+
+    /// A page of `tenant`'s timers matching `filter`, in `(due_at, id)` order
+    /// (`order`), after `after` when given, at most `limit`. Walks one index
+    /// (the tenant's, its state's, its recipient's, or the idempotency key's):
+    /// never a scan of every timer.
+    async fn search_timers(
+        &self,
+        tenant: TenantId,
+        filter: &TimerFilter,
+        after: Option<DueCursor>,
+        limit: usize,
+        order: SortOrder,
+    ) -> Result<Vec<TimerRecord>>;
+
+    /// `tenant`'s newest (by due time) at most [`DEAD_LETTER_SCAN`] dead and
+    /// failed timers (on `channel` when given), grouped by channel, state and
+    /// last error, largest groups first. Read through the state index.
+    async fn dead_letters(&self, tenant: TenantId, channel: Option<&str>) -> Result<DeadLetters>;
+
+    /// Number of timers of each tenant in each state, ordered by tenant then
+    /// state (pairs with none are left out). Read from the counters the
+    /// store keeps as timers change (migration 0019), so it costs a few rows
+    /// whatever the number of timers, and is exact as of one snapshot.
+    async fn count_by_tenant_state(&self) -> Result<Vec<(TenantId, TimerState, u64)>>;
+
+    /// The same figures as [`TimerStore::count_by_tenant_state`], counted from the
+    /// timers themselves: a full scan. For checking the counters, never for
+    /// a periodic gauge.
+    async fn scan_by_tenant_state(&self) -> Result<Vec<(TenantId, TimerState, u64)>>;
+
+    /// Folds the counters' pending changes into their totals, so reading
+    /// them stays cheap; returns how many change rows it folded. PostgreSQL
+    /// appends a change row per writing statement (one counter row per
+    /// state would serialise every writer); SQLite updates its counters in
+    /// place and has nothing to fold. Safe from several nodes at once: one
+    /// folds, the others return 0 at once.
+    async fn fold_timer_counts(&self) -> Result<u64>;
 }
