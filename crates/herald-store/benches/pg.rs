@@ -14,10 +14,9 @@ use criterion::{BatchSize, Criterion, Throughput};
 use herald_core::campaign::SendState;
 use herald_pgtemp::{Options, PgTemp};
 use herald_store::postgres::PgStore;
+use herald_store::prelude::*;
 use herald_store::testsuite::fixtures::{completion, created, inserts, job_spec};
-use herald_store::{
-    CampaignStore, CompletionOutcome, DueCursor, JobSpec, SendEntry, Store, StoreOptions,
-};
+use herald_store::{CampaignStore, CompletionOutcome, DueCursor, JobSpec, SendEntry, StoreOptions};
 use tokio::runtime::Runtime;
 
 mod common;

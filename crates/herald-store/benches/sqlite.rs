@@ -7,10 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use herald_store::prelude::*;
 use herald_store::sqlite::SqliteStore;
 use herald_store::testsuite::fixtures::{completion, created, inserts};
 use herald_store::{
-    CampaignStore, CompletionOutcome, DueCursor, SqliteOptions, Store, StoreOptions, Synchronous,
+    CampaignStore, CompletionOutcome, DueCursor, SqliteOptions, StoreOptions, Synchronous,
 };
 use tokio::runtime::Runtime;
 

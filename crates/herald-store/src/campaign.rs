@@ -345,7 +345,7 @@ pub struct SendRecord {
     pub error: Option<String>,
     pub updated_at: i64,
     /// What the provider reported later about this message (see
-    /// [`crate::Store::record_final_status`]); `None` until then.
+    /// [`crate::ProviderStore::record_final_status`]); `None` until then.
     pub final_status: Option<String>,
     /// When `final_status` was recorded (unix ms).
     pub final_at: Option<i64>,

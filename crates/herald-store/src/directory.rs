@@ -4,10 +4,16 @@
 //! conditional. The store looks inside the profile only for the time zone
 //! a daily digest closes in (`crate::digest`).
 //!
+//! [`DirectoryStore`] is one area of [`crate::Store`] (entries are written
+//! through [`crate::TimerStore::apply`], with the other writes).
+//!
 //! Both backends run the statements below (`$N` placeholders; SQLite reads
 //! them through [`crate::shared_sql::sqlite_placeholders`]).
 
+use async_trait::async_trait;
 use herald_core::TenantId;
+
+use crate::Result;
 
 /// Longest user id (the same rule as reminders' user ids).
 pub const MAX_USER_ID_BYTES: usize = 128;
@@ -57,6 +63,27 @@ impl PutSubscriber {
             Some(v) => v == old.map_or(0, |o| o.version),
         }
     }
+}
+
+/// The reads of the subscriber directory.
+#[async_trait]
+pub trait DirectoryStore: Send + Sync + 'static {
+    /// The directory entries of `tenant` among `user_ids` that exist (any
+    /// order, each once).
+    async fn get_subscribers(
+        &self,
+        tenant: TenantId,
+        user_ids: &[String],
+    ) -> Result<Vec<SubscriberRecord>>;
+
+    /// One page of `tenant`'s directory in user-id order, after `after` when
+    /// given, at most `limit`.
+    async fn list_subscribers(
+        &self,
+        tenant: TenantId,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<SubscriberRecord>>;
 }
 
 pub(crate) mod sql {

@@ -8,14 +8,18 @@
 
 pub mod access;
 pub mod campaign;
+mod cluster;
 mod digest;
 mod directory;
 mod migration;
 mod model;
+mod options;
 mod owner;
 pub mod postgres;
+mod provider;
 pub mod redact;
 mod refusals;
+mod reminders;
 mod reports;
 mod retention;
 mod shared_sql;
@@ -24,25 +28,48 @@ mod subject_query;
 #[cfg(any(test, feature = "testsuite"))]
 pub mod testsuite;
 mod timer_query;
-mod types;
+mod timers;
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use herald_core::{TenantId, TimerId, TimerState};
 
 pub use access::*;
 pub use campaign::*;
-pub use directory::{MAX_USER_ID_BYTES, PutSubscriber, SubscriberRecord};
+pub use cluster::{ClusterStore, Fence, Holder, NamedLease, NodeInfo, ShardLease};
+pub use directory::{DirectoryStore, MAX_USER_ID_BYTES, PutSubscriber, SubscriberRecord};
+pub use options::{PostgresOptions, SqliteOptions, StoreOptions, Synchronous};
 pub use owner::{Owned, owned_by};
+pub use provider::{
+    ChannelPause, ChannelToken, FINAL_RECALLED, JobMessage, ProviderStore, ReceiptCounts,
+    ReceiptEvent, ReceiptOn,
+};
 pub use redact::RedactedUrl;
+pub use reminders::{
+    MergeProbe, NewReminder, PutSubject, ReminderStore, ReminderTimer, SubjectRecord,
+    SubjectSummary, SubscriptionCounts,
+};
 pub use reports::{MAX_REPORT_ROWS, ReportDim, ReportQuery, ReportRow};
 pub use retention::{JobDeletion, PURGE_BATCH, PartitionChanges, PartitionCutoffs, RetentionKind};
 pub use timer_query::{
     DEAD_LETTER_SAMPLE, DEAD_LETTER_SCAN, DeadLetterGroup, DeadLetters, RetryFilter, SortOrder,
     TimerFilter,
 };
-pub use types::*;
+pub use timers::{
+    Applied, Completion, CompletionOutcome, DeferReason, DeliveryRecord, DueCursor, DueEntry,
+    FiringMark, InDoubtResolved, NewTimer, TimerPatch, TimerRecord, TimerStore, Unsendable,
+    WriteOp, WriteResult,
+};
+
+/// The store's traits, for callers that hold a concrete store (or call an
+/// area's method through a generic bound): `use herald_store::prelude::*;`.
+/// A `dyn Store` needs none of them in scope.
+pub mod prelude {
+    pub use crate::{
+        AccessStore, CampaignStore, ClusterStore, DirectoryStore, ProviderStore, ReminderStore,
+        Store, TimerStore,
+    };
+}
 
 /// Errors a store can give. A method that returns any of them changed nothing.
 ///
@@ -152,6 +179,15 @@ pub(crate) fn bits_from_db(v: i64) -> u64 {
 
 /// Everything durable.
 ///
+/// The methods are grouped by area, each in a trait of its own file that
+/// `Store` requires: [`TimerStore`] (`timers.rs`), [`ReminderStore`]
+/// (`reminders.rs`), [`DirectoryStore`] (`directory.rs`), [`ProviderStore`]
+/// (`provider.rs`), [`ClusterStore`] (`cluster.rs`), [`CampaignStore`]
+/// (`campaign.rs`) and [`AccessStore`] (`access.rs`). `Store` itself keeps
+/// what concerns the whole store: shards, settings, retention and reports.
+/// A `dyn Store` reaches every area's methods; a concrete store needs the
+/// area's trait in scope ([`prelude`]).
+///
 /// Every method that writes commits one transaction before it returns `Ok`:
 /// an `Ok` means the change is on disk. A method that returns `Err` changed nothing.
 ///
@@ -160,7 +196,18 @@ pub(crate) fn bits_from_db(v: i64) -> u64 {
 /// lists take the tenant; reads by numeric id return the record with its
 /// tenant, for the caller to check.
 #[async_trait]
-pub trait Store: CampaignStore + AccessStore + Send + Sync + 'static {
+pub trait Store:
+    CampaignStore
+    + AccessStore
+    + ClusterStore
+    + DirectoryStore
+    + ProviderStore
+    + ReminderStore
+    + TimerStore
+    + Send
+    + Sync
+    + 'static
+{
     /// The number of virtual shards. Fixed when the store is first created with
     /// `wanted`; later calls return the stored value whatever `wanted` is.
     async fn init_shards(&self, wanted: u16) -> Result<u16>;
@@ -171,308 +218,6 @@ pub trait Store: CampaignStore + AccessStore + Send + Sync + 'static {
 
     /// Stores (or replaces) a setting of [`Store::get_meta`].
     async fn put_meta(&self, key: &str, value: &str) -> Result<()>;
-
-    /// Applies a batch of API writes in one transaction (group commit): one
-    /// result per op, in order. An op that cannot apply (e.g. cancelling a timer
-    /// that already fired) yields its result and does not abort the others.
-    async fn apply(&self, ops: Vec<WriteOp>) -> Result<Vec<WriteResult>>;
-
-    /// One timer, whatever its state or tenant.
-    async fn get_timer(&self, id: TimerId) -> Result<Option<TimerRecord>>;
-
-    /// Pending timers of the shards in `shards` with `(due_at, id) > after` and
-    /// `due_at < until`, ordered by `(due_at, id)`, at most `limit`. Uses an
-    /// index: never a full scan. A short page means nothing more is due before
-    /// `until` in those shards.
-    async fn load_due(
-        &self,
-        shards: &herald_core::ShardSet,
-        after: Option<DueCursor>,
-        until: i64,
-        limit: usize,
-    ) -> Result<Vec<DueEntry>>;
-
-    /// The full rows of those of `ids` that are still pending (any order; unknown or
-    /// non-pending ids are left out).
-    async fn fetch_pending(&self, ids: &[TimerId]) -> Result<Vec<TimerRecord>>;
-
-    /// Records a batch of delivery attempts in one transaction: one send-log row per
-    /// completion, and the timer's new state. A timer update applies only if the
-    /// completion's fence (when it has one) is the shard's current lease epoch, and
-    /// the timer is still pending (or marked firing, see [`Store::mark_firing`])
-    /// with `attempts == completion.attempt - 1`.
-    /// Otherwise the send-log row is still written and the timer is left alone.
-    /// Returns what happened to each timer update, in order.
-    async fn complete(&self, batch: Vec<Completion>) -> Result<Vec<Applied>>;
-
-    /// Marks timers `firing` (state code 1) before their send leaves, in one
-    /// transaction for the whole batch (group commit), for channels whose
-    /// in-doubt sends are skipped: a node that dies mid-send then leaves them
-    /// out of the pending index, for [`Store::resolve_in_doubt`] to find. A
-    /// mark applies only under the shard's current lease epoch (when fenced)
-    /// to a timer still pending with `attempts == mark.attempt - 1`; returns
-    /// what happened to each, in order. [`Store::complete`] accepts a firing
-    /// timer as it does a pending one.
-    async fn mark_firing(&self, marks: Vec<FiringMark>) -> Result<Vec<Applied>>;
-
-    /// Resolves the timers left `firing` in the shards of `fences` whose lease
-    /// epoch is still the one given (others are left alone, for their current
-    /// owner), in one transaction. A timer on a channel named in `skip` ends
-    /// `in_doubt`, with a send-log row of outcome `in_doubt` for the attempt
-    /// it was making (started when it was marked, finished at `at`); any other
-    /// goes back to `pending` at its due time, to be sent again. Found through
-    /// a partial index on firing timers: never a scan of the pending ones.
-    async fn resolve_in_doubt(
-        &self,
-        fences: &[Fence],
-        skip: &[String],
-        at: i64,
-    ) -> Result<InDoubtResolved>;
-
-    /// The send log of one timer, oldest attempt first.
-    async fn deliveries_for(&self, timer_id: TimerId) -> Result<Vec<DeliveryRecord>>;
-
-    /// One send-log row by its id (`DeliveryRecord::id`), whatever its outcome.
-    async fn get_delivery(&self, id: i64) -> Result<Option<DeliveryRecord>>;
-
-    /// Records what a provider reported later about the message it gave
-    /// `provider_msgid` on `channel` (e.g. WeChat's `TEMPLATESENDJOBFINISH`
-    /// callback: `success`, `user_block`, `system_failed`), in one transaction,
-    /// on both send logs: the timer send log rows with that channel and message
-    /// id, and the campaign send-log rows with that message id whose job is on
-    /// that channel. Sets `final_status = status` and `final_at = at`; a row
-    /// that already has this very status keeps its first `final_at` (callbacks
-    /// are re-sent), and a row marked `recalled` is left alone. Looked up by an
-    /// index on the message id in each log, never a scan.
-    ///
-    /// Returns the number of rows set (0 when the message id is unknown on that
-    /// channel, or only matches recalled rows).
-    async fn record_final_status(
-        &self,
-        channel: &str,
-        provider_msgid: &str,
-        status: &str,
-        at: i64,
-    ) -> Result<u64>;
-
-    /// Marks a timer send-log row recalled (`final_status = "recalled"`,
-    /// `final_at = at`) in one transaction, but only a row whose outcome is
-    /// `delivered`, that has a provider message id, and that is not already
-    /// recalled. Returns whether this call marked it.
-    async fn mark_delivery_recalled(&self, id: i64, at: i64) -> Result<bool>;
-
-    /// Records that the send `on` was `event` at `at`, in one transaction
-    /// (a job's count of that event goes up with it). Only the first report
-    /// of an event for a send counts; returns whether this was it.
-    async fn record_receipt(&self, on: ReceiptOn, event: ReceiptEvent, at: i64) -> Result<bool>;
-
-    /// Job `job_id`'s receipts, each recipient counted once per event.
-    async fn job_receipt_counts(&self, job_id: i64) -> Result<ReceiptCounts>;
-
-    /// The provider messages of job `job_id`'s delivered sends, oldest first,
-    /// each once with the sends it carried (a provider that batches, like
-    /// WeCom, sends up to 1,000 recipients under one message id). At most
-    /// `limit + 1`, so a caller can tell there were more. Reads the job's
-    /// part of its send log.
-    async fn job_messages(&self, job_id: i64, limit: usize) -> Result<Vec<JobMessage>>;
-
-    /// Marks the delivered sends of job `job_id` under `msgid` recalled
-    /// (`final_status = "recalled"`, `final_at = at`) in one transaction,
-    /// leaving those already recalled; returns how many it marked.
-    async fn mark_job_message_recalled(&self, job_id: i64, msgid: &str, at: i64) -> Result<u64>;
-
-    // ---- Cluster-wide channel access tokens ----
-
-    /// The token stored under `key` (one per channel and credential), expired or
-    /// not; `None` if none was ever put.
-    async fn get_channel_token(&self, key: &str) -> Result<Option<ChannelToken>>;
-
-    /// Stores `token` under `key`, replacing whatever was there (all four fields
-    /// are written as given).
-    async fn put_channel_token(&self, key: &str, token: &ChannelToken) -> Result<()>;
-
-    /// Compare-and-expire: if the token stored under `key` is still `token`, sets
-    /// its `expires_at` to `min(expires_at, now)` and its `updated_at` to `now`,
-    /// in one statement, and returns `true`. A different stored token (another
-    /// node already fetched a fresh one) or no token at all is left alone: `false`.
-    ///
-    /// Refreshing is serialized with the named lease `token:{key}`
-    /// ([`Store::acquire_lease`]); this method takes no lock itself.
-    async fn expire_channel_token(&self, key: &str, token: &str, now: i64) -> Result<bool>;
-
-    // ---- Operator pauses of channels ----
-
-    /// Pauses `channel` cluster-wide, replacing any earlier pause of it, at
-    /// `now` (its `updated_at`).
-    async fn pause_channel(&self, channel: &str, pause: &ChannelPause, now: i64) -> Result<()>;
-
-    /// Ends the pause of `channel`; returns whether one was stored (expired or not).
-    async fn resume_channel(&self, channel: &str) -> Result<bool>;
-
-    /// Every stored channel pause, expired or not, ordered by channel. A few
-    /// rows at most (one per configured channel): every node reads them about
-    /// once a second.
-    async fn channel_pauses(&self) -> Result<Vec<(String, ChannelPause)>>;
-
-    /// The subjects of `tenant` among `ids` that exist (any order).
-    async fn get_subjects(&self, tenant: TenantId, ids: &[String]) -> Result<Vec<SubjectRecord>>;
-
-    /// The directory entries of `tenant` among `user_ids` that exist (any
-    /// order, each once).
-    async fn get_subscribers(
-        &self,
-        tenant: TenantId,
-        user_ids: &[String],
-    ) -> Result<Vec<SubscriberRecord>>;
-
-    /// One page of `tenant`'s directory in user-id order, after `after` when
-    /// given, at most `limit`.
-    async fn list_subscribers(
-        &self,
-        tenant: TenantId,
-        after: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<SubscriberRecord>>;
-
-    /// One page of `tenant`'s subjects in id order, after `after` when given,
-    /// at most `limit`, each with its subscriptions counted up to `cap`
-    /// (through the subject index: at most `cap + 1` entries per subject).
-    async fn list_subjects(
-        &self,
-        tenant: TenantId,
-        after: Option<&str>,
-        limit: usize,
-        cap: u64,
-    ) -> Result<Vec<SubjectSummary>>;
-
-    /// `tenant`'s subject `subject_id` with its subscriptions counted up to
-    /// `cap`, per bit too; `None` when there is no such subject.
-    async fn subject_summary(
-        &self,
-        tenant: TenantId,
-        subject_id: &str,
-        cap: u64,
-    ) -> Result<Option<SubjectSummary>>;
-
-    /// Every reminder bit `user_id` of `tenant` holds, with its timer, ordered
-    /// by subject then bit. At most `limit` rows.
-    async fn user_reminders(
-        &self,
-        tenant: TenantId,
-        user_id: &str,
-        limit: usize,
-    ) -> Result<Vec<ReminderTimer>>;
-
-    /// The pending reminder timers each probe asks for (a tenant's user's, on
-    /// one channel, due within a range), all probes' together, without duplicates.
-    /// Uses an index on the user: never a scan of the subject or the due range.
-    async fn pending_reminders(&self, probes: &[MergeProbe]) -> Result<Vec<TimerRecord>>;
-
-    /// The pending timers of kind `timer` with routing (digest members and
-    /// others: the caller picks by key) each probe asks for (a tenant's
-    /// recipient's, on one channel, due within a range), without duplicates,
-    /// in `(due_at, id)` order; at most 512 per probe. Uses the recipient's
-    /// index: never a scan of the due range.
-    async fn pending_digests(&self, probes: &[MergeProbe]) -> Result<Vec<TimerRecord>>;
-
-    /// A page of `tenant`'s timers matching `filter`, in `(due_at, id)` order
-    /// (`order`), after `after` when given, at most `limit`. Walks one index
-    /// (the tenant's, its state's, its recipient's, or the idempotency key's):
-    /// never a scan of every timer.
-    async fn search_timers(
-        &self,
-        tenant: TenantId,
-        filter: &TimerFilter,
-        after: Option<DueCursor>,
-        limit: usize,
-        order: SortOrder,
-    ) -> Result<Vec<TimerRecord>>;
-
-    /// `tenant`'s newest (by due time) at most [`DEAD_LETTER_SCAN`] dead and
-    /// failed timers (on `channel` when given), grouped by channel, state and
-    /// last error, largest groups first. Read through the state index.
-    async fn dead_letters(&self, tenant: TenantId, channel: Option<&str>) -> Result<DeadLetters>;
-
-    /// Number of timers of each tenant in each state, ordered by tenant then
-    /// state (pairs with none are left out). Read from the counters the
-    /// store keeps as timers change (migration 0019), so it costs a few rows
-    /// whatever the number of timers, and is exact as of one snapshot.
-    async fn count_by_tenant_state(&self) -> Result<Vec<(TenantId, TimerState, u64)>>;
-
-    /// The same figures as [`Store::count_by_tenant_state`], counted from the
-    /// timers themselves: a full scan. For checking the counters, never for
-    /// a periodic gauge.
-    async fn scan_by_tenant_state(&self) -> Result<Vec<(TenantId, TimerState, u64)>>;
-
-    /// Folds the counters' pending changes into their totals, so reading
-    /// them stays cheap; returns how many change rows it folded. PostgreSQL
-    /// appends a change row per writing statement (one counter row per
-    /// state would serialise every writer); SQLite updates its counters in
-    /// place and has nothing to fold. Safe from several nodes at once: one
-    /// folds, the others return 0 at once.
-    async fn fold_timer_counts(&self) -> Result<u64>;
-
-    // ---- Cluster membership and shard ownership ----
-
-    /// Records that `node` is alive until `now + ttl_ms` (registering it if new)
-    /// and returns every node alive at `now`, ordered by node id. Incarnations
-    /// of one node id share its row: the last to beat shows.
-    async fn heartbeat(&self, node: &Holder, now: i64, ttl_ms: i64) -> Result<Vec<NodeInfo>>;
-
-    /// Removes `node` from the cluster and releases every shard it owns; an
-    /// incarnation that is no longer the node's changes nothing.
-    async fn leave(&self, node: &Holder) -> Result<()>;
-
-    /// Every shard's lease, ordered by shard (shards never leased are left out).
-    async fn shard_leases(&self) -> Result<Vec<ShardLease>>;
-
-    /// For each of `shards` that is unowned, expired at `now`, or already owned
-    /// by `node`: makes `node` the owner until `now + lease_ms`. Taking a shard
-    /// from another holder (another node id, or another incarnation of the same
-    /// one) or from nobody bumps its epoch; renewing one's own lease does not.
-    /// Returns the leases `node` holds among `shards` afterwards.
-    async fn acquire_shards(
-        &self,
-        node: &Holder,
-        shards: &[u16],
-        now: i64,
-        lease_ms: i64,
-    ) -> Result<Vec<ShardLease>>;
-
-    /// Extends the leases `node` holds with exactly these epochs to
-    /// `now + lease_ms`. A lease that changed hands meanwhile is not touched.
-    /// Returns the leases renewed; those missing are lost.
-    async fn renew_shards(
-        &self,
-        node: &Holder,
-        held: &[Fence],
-        now: i64,
-        lease_ms: i64,
-    ) -> Result<Vec<ShardLease>>;
-
-    /// Gives up the shards `node` owns among `shards`: no owner, epoch bumped, so
-    /// anything `node` still writes under the old epoch is fenced off.
-    async fn release_shards(&self, node: &Holder, shards: &[u16]) -> Result<()>;
-
-    /// Takes (or renews) the named lease for `holder` if it is free, expired at
-    /// `now`, or already `holder`'s. Returns it when `holder` has it afterwards.
-    async fn acquire_lease(
-        &self,
-        name: &str,
-        holder: &Holder,
-        now: i64,
-        ttl_ms: i64,
-    ) -> Result<Option<NamedLease>>;
-
-    /// Gives up a named lease `holder` has; others' leases are left alone.
-    async fn release_lease(&self, name: &str, holder: &Holder) -> Result<()>;
-
-    /// Timers other processes created, as they commit: backends shared by several
-    /// nodes announce new timers (PostgreSQL: `LISTEN/NOTIFY`) so the owner can
-    /// wheel them at once. `None` where no other process can write (SQLite).
-    /// An empty batch reports a gap (a reconnect, or entries dropped because the
-    /// subscriber was behind): the subscriber should re-read what it owns.
-    async fn subscribe(&self) -> Result<Option<tokio::sync::mpsc::Receiver<Vec<DueEntry>>>>;
 
     // ---- Retention ----
 
@@ -503,7 +248,7 @@ pub trait Store: CampaignStore + AccessStore + Send + Sync + 'static {
     async fn report(&self, query: ReportQuery) -> Result<Vec<ReportRow>>;
 }
 
-/// The completion [`Store::resolve_in_doubt`] records for a firing timer it
+/// The completion [`TimerStore::resolve_in_doubt`] records for a firing timer it
 /// ends `in_doubt`: the attempt it was making, started when it was marked.
 pub(crate) fn in_doubt_completion(t: &TimerRecord, at: i64) -> Completion {
     Completion {

@@ -3,7 +3,7 @@
 //! nothing.
 
 use axum::http::{Method, StatusCode};
-use herald_store::Store;
+use herald_store::prelude::*;
 use serde_json::{Value, json};
 
 use super::{Api, error, rule_body};

@@ -94,6 +94,12 @@ faulty! { Store:
     fn init_shards(wanted: u16) -> Result<u16>;
     fn get_meta(key: &str) -> Result<Option<String>>;
     fn put_meta(key: &str, value: &str) -> Result<()>;
+    fn purge(kind: RetentionKind, cutoff: i64, limit: usize) -> Result<u64>;
+    fn maintain_partitions(cutoffs: herald_store::PartitionCutoffs) -> Result<herald_store::PartitionChanges>;
+    fn report(query: ReportQuery) -> Result<Vec<ReportRow>>;
+}
+
+faulty! { TimerStore:
     fn apply(ops: Vec<WriteOp>) -> Result<Vec<WriteResult>>;
     fn get_timer(id: TimerId) -> Result<Option<TimerRecord>>;
     fn load_due(shards: &herald_core::ShardSet, after: Option<DueCursor>, until: i64, limit: usize) -> Result<Vec<DueEntry>>;
@@ -102,6 +108,28 @@ faulty! { Store:
     fn mark_firing(marks: Vec<FiringMark>) -> Result<Vec<Applied>>;
     fn resolve_in_doubt(fences: &[Fence], skip: &[String], at: i64) -> Result<InDoubtResolved>;
     fn deliveries_for(timer_id: TimerId) -> Result<Vec<DeliveryRecord>>;
+    fn pending_digests(probes: &[MergeProbe]) -> Result<Vec<TimerRecord>>;
+    fn search_timers(tenant: TenantId, filter: &herald_store::TimerFilter, after: Option<herald_store::DueCursor>, limit: usize, order: herald_store::SortOrder) -> Result<Vec<TimerRecord>>;
+    fn dead_letters(tenant: TenantId, channel: Option<&str>) -> Result<herald_store::DeadLetters>;
+    fn count_by_tenant_state() -> Result<Vec<(TenantId, herald_core::TimerState, u64)>>;
+    fn scan_by_tenant_state() -> Result<Vec<(TenantId, herald_core::TimerState, u64)>>;
+    fn fold_timer_counts() -> Result<u64>;
+}
+
+faulty! { DirectoryStore:
+    fn get_subscribers(tenant: TenantId, user_ids: &[String]) -> Result<Vec<herald_store::SubscriberRecord>>;
+    fn list_subscribers(tenant: TenantId, after: Option<&str>, limit: usize) -> Result<Vec<herald_store::SubscriberRecord>>;
+}
+
+faulty! { ReminderStore:
+    fn get_subjects(tenant: TenantId, ids: &[String]) -> Result<Vec<SubjectRecord>>;
+    fn list_subjects(tenant: TenantId, after: Option<&str>, limit: usize, cap: u64) -> Result<Vec<herald_store::SubjectSummary>>;
+    fn subject_summary(tenant: TenantId, subject_id: &str, cap: u64) -> Result<Option<herald_store::SubjectSummary>>;
+    fn user_reminders(tenant: TenantId, user_id: &str, limit: usize) -> Result<Vec<ReminderTimer>>;
+    fn pending_reminders(probes: &[MergeProbe]) -> Result<Vec<TimerRecord>>;
+}
+
+faulty! { ProviderStore:
     fn get_delivery(id: i64) -> Result<Option<DeliveryRecord>>;
     fn record_final_status(channel: &str, provider_msgid: &str, status: &str, at: i64) -> Result<u64>;
     fn mark_delivery_recalled(id: i64, at: i64) -> Result<bool>;
@@ -115,19 +143,9 @@ faulty! { Store:
     fn pause_channel(channel: &str, pause: &ChannelPause, now: i64) -> Result<()>;
     fn resume_channel(channel: &str) -> Result<bool>;
     fn channel_pauses() -> Result<Vec<(String, ChannelPause)>>;
-    fn get_subjects(tenant: TenantId, ids: &[String]) -> Result<Vec<SubjectRecord>>;
-    fn get_subscribers(tenant: TenantId, user_ids: &[String]) -> Result<Vec<herald_store::SubscriberRecord>>;
-    fn list_subscribers(tenant: TenantId, after: Option<&str>, limit: usize) -> Result<Vec<herald_store::SubscriberRecord>>;
-    fn list_subjects(tenant: TenantId, after: Option<&str>, limit: usize, cap: u64) -> Result<Vec<herald_store::SubjectSummary>>;
-    fn subject_summary(tenant: TenantId, subject_id: &str, cap: u64) -> Result<Option<herald_store::SubjectSummary>>;
-    fn user_reminders(tenant: TenantId, user_id: &str, limit: usize) -> Result<Vec<ReminderTimer>>;
-    fn pending_reminders(probes: &[MergeProbe]) -> Result<Vec<TimerRecord>>;
-    fn pending_digests(probes: &[MergeProbe]) -> Result<Vec<TimerRecord>>;
-    fn search_timers(tenant: TenantId, filter: &herald_store::TimerFilter, after: Option<herald_store::DueCursor>, limit: usize, order: herald_store::SortOrder) -> Result<Vec<TimerRecord>>;
-    fn dead_letters(tenant: TenantId, channel: Option<&str>) -> Result<herald_store::DeadLetters>;
-    fn count_by_tenant_state() -> Result<Vec<(TenantId, herald_core::TimerState, u64)>>;
-    fn scan_by_tenant_state() -> Result<Vec<(TenantId, herald_core::TimerState, u64)>>;
-    fn fold_timer_counts() -> Result<u64>;
+}
+
+faulty! { ClusterStore:
     fn heartbeat(node: &Holder, now: i64, ttl_ms: i64) -> Result<Vec<NodeInfo>>;
     fn leave(node: &Holder) -> Result<()>;
     fn shard_leases() -> Result<Vec<ShardLease>>;
@@ -137,9 +155,6 @@ faulty! { Store:
     fn acquire_lease(name: &str, holder: &Holder, now: i64, ttl_ms: i64) -> Result<Option<NamedLease>>;
     fn release_lease(name: &str, holder: &Holder) -> Result<()>;
     fn subscribe() -> Result<Option<tokio::sync::mpsc::Receiver<Vec<DueEntry>>>>;
-    fn purge(kind: RetentionKind, cutoff: i64, limit: usize) -> Result<u64>;
-    fn maintain_partitions(cutoffs: herald_store::PartitionCutoffs) -> Result<herald_store::PartitionChanges>;
-    fn report(query: ReportQuery) -> Result<Vec<ReportRow>>;
 }
 
 faulty! { CampaignStore:

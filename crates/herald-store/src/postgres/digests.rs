@@ -221,8 +221,9 @@ mod tests {
     use herald_core::timer::Routing;
 
     use super::*;
+    use crate::WriteOp;
     use crate::postgres::Param;
-    use crate::{Store, WriteOp};
+    use crate::prelude::*;
 
     #[test]
     fn the_locked_read_is_the_shared_one_with_a_lock() {

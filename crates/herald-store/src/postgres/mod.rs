@@ -4,7 +4,7 @@
 //!
 //! Queries run on a [`deadpool_postgres`] pool of `tokio-postgres` connections
 //! (16 by default; `?pool_size=N` in the URL changes it), each with its own cache
-//! of prepared statements. [`Store::subscribe`] opens one more, dedicated
+//! of prepared statements. [`crate::ClusterStore::subscribe`] opens one more, dedicated
 //! connection per subscriber for `LISTEN` (see [`notify`]). Methods must be
 //! called from within a tokio runtime. Connections use TLS (rustls) as the
 //! URL's `sslmode` says: `disable`, `prefer` (the default), `require` or
@@ -84,11 +84,11 @@ use tokio_postgres::types::ToSql;
 
 use error::{Ctx, col, pg_error, retryable};
 
-use crate::Holder;
 use crate::{
-    Applied, ChannelPause, ChannelToken, Completion, DeadLetters, DeliveryRecord, DueCursor,
-    DueEntry, Fence, FiringMark, InDoubtResolved, NamedLease, NodeInfo, Result, ShardLease,
-    SortOrder, Store, StoreError, StoreOptions, TimerFilter, TimerRecord, WriteOp, WriteResult,
+    Applied, ChannelPause, ChannelToken, ClusterStore, Completion, DeadLetters, DeliveryRecord,
+    DirectoryStore, DueCursor, DueEntry, Fence, FiringMark, Holder, InDoubtResolved, NamedLease,
+    NodeInfo, ProviderStore, ReminderStore, Result, ShardLease, SortOrder, Store, StoreError,
+    StoreOptions, TimerFilter, TimerRecord, TimerStore, WriteOp, WriteResult,
 };
 
 /// A statement parameter.
@@ -369,118 +369,6 @@ impl Drop for PgStore {
 
 #[async_trait]
 impl Store for PgStore {
-    async fn get_subjects(
-        &self,
-        tenant: TenantId,
-        ids: &[String],
-    ) -> Result<Vec<crate::SubjectRecord>> {
-        self.within("get_subjects", async move {
-            if ids.is_empty() {
-                return Ok(Vec::new());
-            }
-            let mut ids = ids.to_vec();
-            ids.sort_unstable();
-            ids.dedup();
-            reminders::get_subjects(self, tenant, &ids).await
-        })
-        .await
-    }
-
-    async fn get_subscribers(
-        &self,
-        tenant: TenantId,
-        user_ids: &[String],
-    ) -> Result<Vec<crate::SubscriberRecord>> {
-        self.within("get_subscribers", async move {
-            if user_ids.is_empty() {
-                return Ok(Vec::new());
-            }
-            let mut ids = user_ids.to_vec();
-            ids.sort_unstable();
-            ids.dedup();
-            directory::get_many(self, tenant, &ids).await
-        })
-        .await
-    }
-
-    async fn list_subscribers(
-        &self,
-        tenant: TenantId,
-        after: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<crate::SubscriberRecord>> {
-        self.within("list_subscribers", async move {
-            if limit == 0 {
-                return Ok(Vec::new());
-            }
-            directory::list(self, tenant, after.unwrap_or_default(), limit).await
-        })
-        .await
-    }
-
-    async fn list_subjects(
-        &self,
-        tenant: TenantId,
-        after: Option<&str>,
-        limit: usize,
-        cap: u64,
-    ) -> Result<Vec<crate::SubjectSummary>> {
-        self.within("list_subjects", async move {
-            if limit == 0 {
-                return Ok(Vec::new());
-            }
-            subjects::list(self, tenant, after.unwrap_or_default(), limit, cap).await
-        })
-        .await
-    }
-
-    async fn subject_summary(
-        &self,
-        tenant: TenantId,
-        subject_id: &str,
-        cap: u64,
-    ) -> Result<Option<crate::SubjectSummary>> {
-        self.within("subject_summary", async move {
-            subjects::summary(self, tenant, subject_id, cap).await
-        })
-        .await
-    }
-
-    async fn user_reminders(
-        &self,
-        tenant: TenantId,
-        user_id: &str,
-        limit: usize,
-    ) -> Result<Vec<crate::ReminderTimer>> {
-        self.within("user_reminders", async move {
-            if limit == 0 {
-                return Ok(Vec::new());
-            }
-            reminders::user_reminders(self, tenant, user_id, limit).await
-        })
-        .await
-    }
-
-    async fn pending_reminders(&self, probes: &[crate::MergeProbe]) -> Result<Vec<TimerRecord>> {
-        self.within("pending_reminders", async move {
-            if probes.is_empty() {
-                return Ok(Vec::new());
-            }
-            reminders::pending_reminders(self, probes).await
-        })
-        .await
-    }
-
-    async fn pending_digests(&self, probes: &[crate::MergeProbe]) -> Result<Vec<TimerRecord>> {
-        self.within("pending_digests", async move {
-            if probes.is_empty() {
-                return Ok(Vec::new());
-            }
-            digests::pending(self, probes).await
-        })
-        .await
-    }
-
     async fn init_shards(&self, wanted: u16) -> Result<u16> {
         self.within("init_shards", async move {
             self.retrying("init_shards", || timers::init_shards(self, wanted))
@@ -510,6 +398,41 @@ impl Store for PgStore {
                 .await
                 .ctx("writing meta")?;
             Ok(())
+        })
+        .await
+    }
+
+    async fn purge(&self, kind: crate::RetentionKind, cutoff: i64, limit: usize) -> Result<u64> {
+        self.within("purge", async move {
+            self.retrying("purge", || retention::purge(self, kind, cutoff, limit))
+                .await
+        })
+        .await
+    }
+
+    async fn maintain_partitions(
+        &self,
+        cutoffs: crate::PartitionCutoffs,
+    ) -> Result<crate::PartitionChanges> {
+        // No deadline: a drop's check reads a whole partition, and every
+        // lock it waits for is bounded by `lock_timeout`.
+        partitions::maintain(self, cutoffs).await
+    }
+
+    async fn report(&self, query: crate::ReportQuery) -> Result<Vec<crate::ReportRow>> {
+        self.within("report", async move { reports::report(self, &query).await })
+            .await
+    }
+}
+
+#[async_trait]
+impl TimerStore for PgStore {
+    async fn pending_digests(&self, probes: &[crate::MergeProbe]) -> Result<Vec<TimerRecord>> {
+        self.within("pending_digests", async move {
+            if probes.is_empty() {
+                return Ok(Vec::new());
+            }
+            digests::pending(self, probes).await
         })
         .await
     }
@@ -635,112 +558,10 @@ impl Store for PgStore {
         self.within("fold_timer_counts", timer_counts::fold(self))
             .await
     }
+}
 
-    async fn get_delivery(&self, id: i64) -> Result<Option<DeliveryRecord>> {
-        self.within("get_delivery", async move {
-            provider::get_delivery(self, id).await
-        })
-        .await
-    }
-
-    async fn record_final_status(
-        &self,
-        channel: &str,
-        provider_msgid: &str,
-        status: &str,
-        at: i64,
-    ) -> Result<u64> {
-        self.within("record_final_status", async move {
-            self.retrying("record_final_status", || {
-                provider::record_final_status(self, channel, provider_msgid, status, at)
-            })
-            .await
-        })
-        .await
-    }
-
-    async fn mark_delivery_recalled(&self, id: i64, at: i64) -> Result<bool> {
-        self.within("mark_delivery_recalled", async move {
-            provider::mark_delivery_recalled(self, id, at).await
-        })
-        .await
-    }
-
-    async fn record_receipt(
-        &self,
-        on: crate::ReceiptOn,
-        event: crate::ReceiptEvent,
-        at: i64,
-    ) -> Result<bool> {
-        self.within("record_receipt", async move {
-            provider::record_receipt(self, on, event, at).await
-        })
-        .await
-    }
-
-    async fn job_receipt_counts(&self, job_id: i64) -> Result<crate::ReceiptCounts> {
-        self.within("job_receipt_counts", async move {
-            provider::job_receipt_counts(self, job_id).await
-        })
-        .await
-    }
-
-    async fn job_messages(&self, job_id: i64, limit: usize) -> Result<Vec<crate::JobMessage>> {
-        self.within("job_messages", async move {
-            provider::job_messages(self, job_id, limit).await
-        })
-        .await
-    }
-
-    async fn mark_job_message_recalled(&self, job_id: i64, msgid: &str, at: i64) -> Result<u64> {
-        self.within("mark_job_message_recalled", async move {
-            provider::mark_job_message_recalled(self, job_id, msgid, at).await
-        })
-        .await
-    }
-
-    async fn get_channel_token(&self, key: &str) -> Result<Option<ChannelToken>> {
-        self.within("get_channel_token", async move {
-            provider::get_channel_token(self, key).await
-        })
-        .await
-    }
-
-    async fn put_channel_token(&self, key: &str, token: &ChannelToken) -> Result<()> {
-        self.within("put_channel_token", async move {
-            provider::put_channel_token(self, key, token).await
-        })
-        .await
-    }
-
-    async fn expire_channel_token(&self, key: &str, token: &str, now: i64) -> Result<bool> {
-        self.within("expire_channel_token", async move {
-            provider::expire_channel_token(self, key, token, now).await
-        })
-        .await
-    }
-
-    async fn pause_channel(&self, channel: &str, pause: &ChannelPause, now: i64) -> Result<()> {
-        self.within("pause_channel", async move {
-            provider::pause_channel(self, channel, pause, now).await
-        })
-        .await
-    }
-
-    async fn resume_channel(&self, channel: &str) -> Result<bool> {
-        self.within("resume_channel", async move {
-            provider::resume_channel(self, channel).await
-        })
-        .await
-    }
-
-    async fn channel_pauses(&self) -> Result<Vec<(String, ChannelPause)>> {
-        self.within("channel_pauses", async move {
-            provider::channel_pauses(self).await
-        })
-        .await
-    }
-
+#[async_trait]
+impl ClusterStore for PgStore {
     async fn heartbeat(&self, node: &Holder, now: i64, ttl_ms: i64) -> Result<Vec<NodeInfo>> {
         self.within("heartbeat", async move {
             cluster::heartbeat(self, node, now, ttl_ms).await
@@ -845,27 +666,221 @@ impl Store for PgStore {
         listeners.push(handle);
         Ok(Some(rx))
     }
+}
 
-    async fn purge(&self, kind: crate::RetentionKind, cutoff: i64, limit: usize) -> Result<u64> {
-        self.within("purge", async move {
-            self.retrying("purge", || retention::purge(self, kind, cutoff, limit))
-                .await
+#[async_trait]
+impl ProviderStore for PgStore {
+    async fn get_delivery(&self, id: i64) -> Result<Option<DeliveryRecord>> {
+        self.within("get_delivery", async move {
+            provider::get_delivery(self, id).await
         })
         .await
     }
 
-    async fn maintain_partitions(
+    async fn record_final_status(
         &self,
-        cutoffs: crate::PartitionCutoffs,
-    ) -> Result<crate::PartitionChanges> {
-        // No deadline: a drop's check reads a whole partition, and every
-        // lock it waits for is bounded by `lock_timeout`.
-        partitions::maintain(self, cutoffs).await
+        channel: &str,
+        provider_msgid: &str,
+        status: &str,
+        at: i64,
+    ) -> Result<u64> {
+        self.within("record_final_status", async move {
+            self.retrying("record_final_status", || {
+                provider::record_final_status(self, channel, provider_msgid, status, at)
+            })
+            .await
+        })
+        .await
     }
 
-    async fn report(&self, query: crate::ReportQuery) -> Result<Vec<crate::ReportRow>> {
-        self.within("report", async move { reports::report(self, &query).await })
-            .await
+    async fn mark_delivery_recalled(&self, id: i64, at: i64) -> Result<bool> {
+        self.within("mark_delivery_recalled", async move {
+            provider::mark_delivery_recalled(self, id, at).await
+        })
+        .await
+    }
+
+    async fn record_receipt(
+        &self,
+        on: crate::ReceiptOn,
+        event: crate::ReceiptEvent,
+        at: i64,
+    ) -> Result<bool> {
+        self.within("record_receipt", async move {
+            provider::record_receipt(self, on, event, at).await
+        })
+        .await
+    }
+
+    async fn job_receipt_counts(&self, job_id: i64) -> Result<crate::ReceiptCounts> {
+        self.within("job_receipt_counts", async move {
+            provider::job_receipt_counts(self, job_id).await
+        })
+        .await
+    }
+
+    async fn job_messages(&self, job_id: i64, limit: usize) -> Result<Vec<crate::JobMessage>> {
+        self.within("job_messages", async move {
+            provider::job_messages(self, job_id, limit).await
+        })
+        .await
+    }
+
+    async fn mark_job_message_recalled(&self, job_id: i64, msgid: &str, at: i64) -> Result<u64> {
+        self.within("mark_job_message_recalled", async move {
+            provider::mark_job_message_recalled(self, job_id, msgid, at).await
+        })
+        .await
+    }
+
+    async fn get_channel_token(&self, key: &str) -> Result<Option<ChannelToken>> {
+        self.within("get_channel_token", async move {
+            provider::get_channel_token(self, key).await
+        })
+        .await
+    }
+
+    async fn put_channel_token(&self, key: &str, token: &ChannelToken) -> Result<()> {
+        self.within("put_channel_token", async move {
+            provider::put_channel_token(self, key, token).await
+        })
+        .await
+    }
+
+    async fn expire_channel_token(&self, key: &str, token: &str, now: i64) -> Result<bool> {
+        self.within("expire_channel_token", async move {
+            provider::expire_channel_token(self, key, token, now).await
+        })
+        .await
+    }
+
+    async fn pause_channel(&self, channel: &str, pause: &ChannelPause, now: i64) -> Result<()> {
+        self.within("pause_channel", async move {
+            provider::pause_channel(self, channel, pause, now).await
+        })
+        .await
+    }
+
+    async fn resume_channel(&self, channel: &str) -> Result<bool> {
+        self.within("resume_channel", async move {
+            provider::resume_channel(self, channel).await
+        })
+        .await
+    }
+
+    async fn channel_pauses(&self) -> Result<Vec<(String, ChannelPause)>> {
+        self.within("channel_pauses", async move {
+            provider::channel_pauses(self).await
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl ReminderStore for PgStore {
+    async fn get_subjects(
+        &self,
+        tenant: TenantId,
+        ids: &[String],
+    ) -> Result<Vec<crate::SubjectRecord>> {
+        self.within("get_subjects", async move {
+            if ids.is_empty() {
+                return Ok(Vec::new());
+            }
+            let mut ids = ids.to_vec();
+            ids.sort_unstable();
+            ids.dedup();
+            reminders::get_subjects(self, tenant, &ids).await
+        })
+        .await
+    }
+
+    async fn list_subjects(
+        &self,
+        tenant: TenantId,
+        after: Option<&str>,
+        limit: usize,
+        cap: u64,
+    ) -> Result<Vec<crate::SubjectSummary>> {
+        self.within("list_subjects", async move {
+            if limit == 0 {
+                return Ok(Vec::new());
+            }
+            subjects::list(self, tenant, after.unwrap_or_default(), limit, cap).await
+        })
+        .await
+    }
+
+    async fn subject_summary(
+        &self,
+        tenant: TenantId,
+        subject_id: &str,
+        cap: u64,
+    ) -> Result<Option<crate::SubjectSummary>> {
+        self.within("subject_summary", async move {
+            subjects::summary(self, tenant, subject_id, cap).await
+        })
+        .await
+    }
+
+    async fn user_reminders(
+        &self,
+        tenant: TenantId,
+        user_id: &str,
+        limit: usize,
+    ) -> Result<Vec<crate::ReminderTimer>> {
+        self.within("user_reminders", async move {
+            if limit == 0 {
+                return Ok(Vec::new());
+            }
+            reminders::user_reminders(self, tenant, user_id, limit).await
+        })
+        .await
+    }
+
+    async fn pending_reminders(&self, probes: &[crate::MergeProbe]) -> Result<Vec<TimerRecord>> {
+        self.within("pending_reminders", async move {
+            if probes.is_empty() {
+                return Ok(Vec::new());
+            }
+            reminders::pending_reminders(self, probes).await
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl DirectoryStore for PgStore {
+    async fn get_subscribers(
+        &self,
+        tenant: TenantId,
+        user_ids: &[String],
+    ) -> Result<Vec<crate::SubscriberRecord>> {
+        self.within("get_subscribers", async move {
+            if user_ids.is_empty() {
+                return Ok(Vec::new());
+            }
+            let mut ids = user_ids.to_vec();
+            ids.sort_unstable();
+            ids.dedup();
+            directory::get_many(self, tenant, &ids).await
+        })
+        .await
+    }
+
+    async fn list_subscribers(
+        &self,
+        tenant: TenantId,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<crate::SubscriberRecord>> {
+        self.within("list_subscribers", async move {
+            if limit == 0 {
+                return Ok(Vec::new());
+            }
+            directory::list(self, tenant, after.unwrap_or_default(), limit).await
+        })
+        .await
     }
 }
 

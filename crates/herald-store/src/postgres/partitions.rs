@@ -412,6 +412,7 @@ mod tests {
 
     use super::{JOB_LOG, TIMER_LOG};
     use crate::postgres::PgStore;
+    use crate::prelude::*;
     use crate::testsuite::fixtures::{completion, created, timer};
     use crate::testsuite::retention::{CUTOFF, DAY, T0, job_with_sends};
     use crate::testsuite::support::insert_all;

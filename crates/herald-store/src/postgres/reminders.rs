@@ -488,19 +488,70 @@ async fn read_bits(tx: &Tx<'_>, pairs: &[PairKey<'_>], into: &mut [u64]) -> Resu
     Ok(())
 }
 
-async fn add_segment(
+/// What a segment's ops found before claiming anything: the subjects' start
+/// times (held still until commit) and the subscriptions as they were.
+struct Seen<'a> {
+    /// Each op's bit as a mask, in op order.
+    masks: Vec<u64>,
+    /// The start time of each subject that exists, by tenant.
+    starts: HashMap<TenantId, HashMap<String, i64>>,
+    /// The subscriptions of the ops whose subject exists, sorted, each once.
+    pairs: Vec<PairKey<'a>>,
+    /// Each subscription's bits before the segment (by index in `pairs`);
+    /// after step 6, without this segment's own bits.
+    before: Vec<u64>,
+}
+
+impl<'a> Seen<'a> {
+    /// Reads the start times of `seg`'s subjects (locking them `FOR SHARE`)
+    /// and the bitmaps of its subscriptions (steps 1 and 2).
+    async fn read(tx: &Tx<'_>, seg: &[&'a NewReminder]) -> Result<Seen<'a>> {
+        let masks = seg
+            .iter()
+            .map(|r| bit_mask(r.bit))
+            .collect::<Result<Vec<u64>>>()?;
+        let starts = share_subjects(tx, seg).await?;
+        let mut seen = Seen {
+            masks,
+            starts,
+            pairs: Vec::new(),
+            before: Vec::new(),
+        };
+        let mut pairs: Vec<PairKey<'a>> = seg
+            .iter()
+            .filter(|r| seen.start_of(r).is_some())
+            .map(|r| pair_key(r))
+            .collect();
+        pairs.sort_unstable();
+        pairs.dedup();
+        seen.before = vec![0u64; pairs.len()];
+        read_bits(tx, &pairs, &mut seen.before).await?;
+        seen.pairs = pairs;
+        Ok(seen)
+    }
+
+    /// The start time of `r`'s subject; `None` when it does not exist.
+    fn start_of(&self, r: &NewReminder) -> Option<i64> {
+        self.starts
+            .get(&r.tenant())
+            .and_then(|s| s.get(r.subject_id.as_str()))
+            .copied()
+    }
+
+    /// The index in `pairs` of `r`'s subscription.
+    fn pair_index(&self, r: &NewReminder) -> Result<usize> {
+        self.pairs
+            .binary_search(&pair_key(r))
+            .map_err(|_| StoreError::Internal("postgres: lost a reminder's subscription".into()))
+    }
+}
+
+/// Step 1: the start times of the segment's subjects, read `FOR SHARE` so
+/// they hold still until commit.
+async fn share_subjects(
     tx: &Tx<'_>,
     seg: &[&NewReminder],
-    horizon: i64,
-    results: &mut Vec<WriteResult>,
-    announce: &mut Vec<DueEntry>,
-) -> Result<()> {
-    let masks = seg
-        .iter()
-        .map(|r| bit_mask(r.bit))
-        .collect::<Result<Vec<u64>>>()?;
-
-    // 1. The subjects' start times, held still until commit.
+) -> Result<HashMap<TenantId, HashMap<String, i64>>> {
     let mut tenants: Vec<TenantId> = seg.iter().map(|r| r.tenant()).collect();
     tenants.sort_unstable();
     tenants.dedup();
@@ -526,35 +577,18 @@ async fn add_segment(
                 row.int(2, "subjects.start_at")?,
             );
     }
-    let start_of = |r: &NewReminder| {
-        starts
-            .get(&r.tenant())
-            .and_then(|s| s.get(r.subject_id.as_str()))
-            .copied()
-    };
+    Ok(starts)
+}
 
-    // 2. The subscriptions as they are: one bit test per op.
-    let mut pairs: Vec<PairKey<'_>> = seg
-        .iter()
-        .filter(|r| start_of(r).is_some())
-        .map(|r| pair_key(r))
-        .collect();
-    pairs.sort_unstable();
-    pairs.dedup();
-    let mut before = vec![0u64; pairs.len()];
-    read_bits(tx, &pairs, &mut before).await?;
-    let pair_index = |r: &NewReminder| -> Result<usize> {
-        pairs
-            .binary_search(&pair_key(r))
-            .map_err(|_| StoreError::Internal("postgres: lost a reminder's subscription".into()))
-    };
-
+/// Step 2: each op's first step, from one bit test against the
+/// subscriptions as they were.
+fn first_steps(seg: &[&NewReminder], seen: &Seen<'_>) -> Result<Vec<Step>> {
     let mut steps = Vec::with_capacity(seg.len());
-    for (r, &mask) in seg.iter().zip(&masks) {
-        let step = match start_of(r) {
+    for (r, &mask) in seg.iter().zip(&seen.masks) {
+        let step = match seen.start_of(r) {
             None => Step::Done(WriteResult::SubjectNotFound),
             Some(start) => {
-                if before[pair_index(r)?] & mask != 0 {
+                if seen.before[seen.pair_index(r)?] & mask != 0 {
                     Step::Exists
                 } else {
                     let fire_at = start.saturating_sub(r.lead_ms);
@@ -568,52 +602,81 @@ async fn add_segment(
         };
         steps.push(step);
     }
+    Ok(steps)
+}
 
-    // 3. Claim the bits (sorted by key: the lock order), drawing timer ids.
+/// Step 3: claims the bits of the ops that passed their checks, in key order
+/// (the lock order), drawing a timer id for each. Answers the ops to try, in
+/// that order, and the timer id of each op whose link this transaction
+/// inserted (by op index; `None`: not tried, or set by someone else).
+async fn claim_bits(
+    tx: &Tx<'_>,
+    seg: &[&NewReminder],
+    steps: &[Step],
+) -> Result<(Vec<usize>, Vec<Option<i64>>)> {
     let mut tries: Vec<usize> = (0..seg.len())
         .filter(|&i| matches!(steps[i], Step::Try { .. }))
         .collect();
     tries.sort_unstable_by_key(|&i| bit_key(seg[i]));
     let mut claimed: Vec<Option<i64>> = vec![None; seg.len()];
-    if !tries.is_empty() {
-        let tenants = pg_tenants(tries.iter().map(|&i| &seg[i].timer.tenant))?;
-        let users: Vec<&str> = tries.iter().map(|&i| seg[i].user_id.as_str()).collect();
-        let subjects: Vec<&str> = tries.iter().map(|&i| seg[i].subject_id.as_str()).collect();
-        let bits: Vec<i16> = tries.iter().map(|&i| i16::from(seg[i].bit)).collect();
-        let stmt = tx
-            .prepare_cached(CLAIM_BITS)
-            .await
-            .ctx("preparing reminder claim")?;
-        for row in tx
-            .query(&stmt, &[&tenants, &users, &subjects, &bits])
-            .await
-            .ctx("claiming reminder bits")?
-        {
-            let timer_id = row.int(4, "reminder_timers.timer_id")?;
-            let key: BitKey<'_> = (
-                TenantId(row.narrow(0, "reminder_timers.tenant_id")?),
-                row.str(1, "reminder_timers.user_id")?,
-                row.str(2, "reminder_timers.subject_id")?,
-                row.narrow(3, "reminder_timers.bit")?,
-            );
-            let i = tries
-                .binary_search_by(|&i| bit_key(seg[i]).cmp(&key))
-                .map_err(|_| StoreError::Internal("postgres: claimed an unknown bit".into()))?;
-            if let Some(&op) = tries.get(i) {
-                claimed[op] = Some(timer_id);
-            }
+    if tries.is_empty() {
+        return Ok((tries, claimed));
+    }
+    let tenants = pg_tenants(tries.iter().map(|&i| &seg[i].timer.tenant))?;
+    let users: Vec<&str> = tries.iter().map(|&i| seg[i].user_id.as_str()).collect();
+    let subjects: Vec<&str> = tries.iter().map(|&i| seg[i].subject_id.as_str()).collect();
+    let bits: Vec<i16> = tries.iter().map(|&i| i16::from(seg[i].bit)).collect();
+    let stmt = tx
+        .prepare_cached(CLAIM_BITS)
+        .await
+        .ctx("preparing reminder claim")?;
+    for row in tx
+        .query(&stmt, &[&tenants, &users, &subjects, &bits])
+        .await
+        .ctx("claiming reminder bits")?
+    {
+        let timer_id = row.int(4, "reminder_timers.timer_id")?;
+        let key: BitKey<'_> = (
+            TenantId(row.narrow(0, "reminder_timers.tenant_id")?),
+            row.str(1, "reminder_timers.user_id")?,
+            row.str(2, "reminder_timers.subject_id")?,
+            row.narrow(3, "reminder_timers.bit")?,
+        );
+        let i = tries
+            .binary_search_by(|&i| bit_key(seg[i]).cmp(&key))
+            .map_err(|_| StoreError::Internal("postgres: claimed an unknown bit".into()))?;
+        if let Some(&op) = tries.get(i) {
+            claimed[op] = Some(timer_id);
         }
     }
+    Ok((tries, claimed))
+}
 
-    // 4. Create the claimed bits' timers.
+/// What step 4 made of the tried ops.
+struct Created {
+    /// The ops whose timer was created, in op order, with it.
+    won: Vec<(usize, TimerRecord)>,
+    /// The ops whose bit a transaction that committed after our bit test set.
+    raced: Vec<usize>,
+}
+
+/// Step 4: creates the timers of the claimed bits. A raced op becomes
+/// `Exists`; a keyed timer whose key is taken becomes `Existing`, its bit
+/// given back (nothing of that op is written).
+async fn create_timers(
+    tx: &Tx<'_>,
+    seg: &[&NewReminder],
+    tries: &[usize],
+    claimed: &[Option<i64>],
+    steps: &mut [Step],
+) -> Result<Created> {
     let mut raced: Vec<usize> = Vec::new();
     let mut won: Vec<(usize, TimerRecord)> = Vec::new();
-    for &i in &tries {
+    for &i in tries {
         let Step::Try { fire_at } = steps[i] else {
             continue;
         };
         match claimed[i] {
-            // Set by a transaction that committed after our bit test.
             None => raced.push(i),
             Some(id) => {
                 let mut timer = seg[i].timer.clone();
@@ -628,86 +691,121 @@ async fn add_segment(
     won.sort_unstable_by_key(|(i, _)| *i);
     if !won.is_empty() {
         let keyed_inserted = insert_timers(tx, &won).await?;
-        // A keyed timer whose key is taken is `Existing`, as for a plain insert,
-        // and its bit is given back: nothing of that op is written.
         let (taken, kept): (Vec<_>, Vec<_>) = won
             .into_iter()
             .partition(|(_, t)| t.idempotency_key.is_some() && !keyed_inserted.contains(&t.id));
         won = kept;
         if !taken.is_empty() {
-            give_back(tx, seg, &taken, &mut steps).await?;
+            give_back(tx, seg, &taken, steps).await?;
         }
     }
+    Ok(Created { won, raced })
+}
 
-    // 5. Set the won bits, one row per subscription.
+/// Step 5: ORs the won bits into their subscriptions, one row each. Answers
+/// the bits set, by index in `seen.pairs`.
+async fn set_bits(
+    tx: &Tx<'_>,
+    seg: &[&NewReminder],
+    seen: &Seen<'_>,
+    won: &[(usize, TimerRecord)],
+) -> Result<Vec<u64>> {
+    let pairs = &seen.pairs;
     let mut won_bits = vec![0u64; pairs.len()];
     let mut won_at = vec![0i64; pairs.len()];
-    for (i, t) in &won {
-        let p = pair_index(seg[*i])?;
-        won_bits[p] |= masks[*i];
+    for (i, t) in won {
+        let p = seen.pair_index(seg[*i])?;
+        won_bits[p] |= seen.masks[*i];
         won_at[p] = won_at[p].max(t.created_at);
     }
     let set: Vec<usize> = (0..pairs.len()).filter(|&p| won_bits[p] != 0).collect();
-    if !set.is_empty() {
-        let tenants = pg_tenants(set.iter().map(|&p| &pairs[p].0))?;
-        let users: Vec<&str> = set.iter().map(|&p| pairs[p].1).collect();
-        let subjects: Vec<&str> = set.iter().map(|&p| pairs[p].2).collect();
-        let bits: Vec<i64> = set.iter().map(|&p| bits_to_db(won_bits[p])).collect();
-        let ats: Vec<i64> = set.iter().map(|&p| won_at[p]).collect();
-        let stmt = tx
-            .prepare_cached(SET_BITS)
-            .await
-            .ctx("preparing reminder upsert")?;
-        let params: [Param<'_>; 5] = [&tenants, &users, &subjects, &bits, &ats];
-        tx.execute(&stmt, &params)
-            .await
-            .ctx("setting reminder bits")?;
+    if set.is_empty() {
+        return Ok(won_bits);
     }
+    let tenants = pg_tenants(set.iter().map(|&p| &pairs[p].0))?;
+    let users: Vec<&str> = set.iter().map(|&p| pairs[p].1).collect();
+    let subjects: Vec<&str> = set.iter().map(|&p| pairs[p].2).collect();
+    let bits: Vec<i64> = set.iter().map(|&p| bits_to_db(won_bits[p])).collect();
+    let ats: Vec<i64> = set.iter().map(|&p| won_at[p]).collect();
+    let stmt = tx
+        .prepare_cached(SET_BITS)
+        .await
+        .ctx("preparing reminder upsert")?;
+    let params: [Param<'_>; 5] = [&tenants, &users, &subjects, &bits, &ats];
+    tx.execute(&stmt, &params)
+        .await
+        .ctx("setting reminder bits")?;
+    Ok(won_bits)
+}
 
-    // 6. Where another transaction set a bit meanwhile, read the subscription
-    // again (after our own update: take our bits back out).
-    if !raced.is_empty() {
-        let mut again: Vec<PairKey<'_>> = raced.iter().map(|&i| pair_key(seg[i])).collect();
-        again.sort_unstable();
-        again.dedup();
-        let mut fresh = vec![0u64; again.len()];
-        read_bits(tx, &again, &mut fresh).await?;
-        for (p, bits) in again.iter().zip(fresh) {
-            if let Ok(i) = pairs.binary_search(p) {
-                before[i] = bits & !won_bits[i];
-            }
+/// Step 6: where another transaction set a bit meanwhile, reads the
+/// subscription again (after our own update: our bits taken back out).
+async fn reread_raced(
+    tx: &Tx<'_>,
+    seg: &[&NewReminder],
+    raced: &[usize],
+    won_bits: &[u64],
+    seen: &mut Seen<'_>,
+) -> Result<()> {
+    if raced.is_empty() {
+        return Ok(());
+    }
+    let mut again: Vec<PairKey<'_>> = raced.iter().map(|&i| pair_key(seg[i])).collect();
+    again.sort_unstable();
+    again.dedup();
+    let mut fresh = vec![0u64; again.len()];
+    read_bits(tx, &again, &mut fresh).await?;
+    for (p, bits) in again.iter().zip(fresh) {
+        if let Ok(i) = seen.pairs.binary_search(p) {
+            seen.before[i] = bits & !won_bits[i];
         }
     }
-    for (i, t) in won {
-        steps[i] = Step::Won(t);
-    }
+    Ok(())
+}
 
-    // 7. A set bit whose timer fired (or was cancelled) is spent: the user
-    // may subscribe to it again, say after the subject moved later. Rare, so
-    // one by one.
+/// Step 7: a set bit whose timer fired (or was cancelled) is spent: the user
+/// may subscribe to it again, say after the subject moved later. Rare, so
+/// one by one.
+async fn renew_spent(
+    tx: &Tx<'_>,
+    seg: &[&NewReminder],
+    seen: &Seen<'_>,
+    steps: &mut [Step],
+) -> Result<()> {
     for (i, r) in seg.iter().enumerate() {
         if matches!(steps[i], Step::Exists)
-            && let Some(start) = start_of(r)
+            && let Some(start) = seen.start_of(r)
             && let Some(step) = renew(tx, r, start).await?
         {
             steps[i] = step;
         }
     }
+    Ok(())
+}
 
-    // 8. Results in op order; each sees the bits the ops before it set.
-    let mut running = before;
-    for ((r, step), mask) in seg.iter().zip(steps).zip(masks) {
+/// Step 8: the results in op order, each seeing the bits the ops before it
+/// set; the new timers due by `horizon` go to `announce`.
+fn segment_results(
+    seg: &[&NewReminder],
+    seen: &Seen<'_>,
+    steps: Vec<Step>,
+    horizon: i64,
+    announce: &mut Vec<DueEntry>,
+) -> Result<Vec<WriteResult>> {
+    let mut running = seen.before.clone();
+    let mut results = Vec::with_capacity(seg.len());
+    for ((r, step), mask) in seg.iter().zip(steps).zip(&seen.masks) {
         let result = match step {
             Step::Done(result) => result,
             Step::Won(t) => {
-                running[pair_index(r)?] |= mask;
+                running[seen.pair_index(r)?] |= mask;
                 if t.due_at <= horizon {
                     announce.push(t.due_entry());
                 }
                 WriteResult::Created(t)
             }
             Step::Exists => WriteResult::ReminderExists {
-                bits: running[pair_index(r)?],
+                bits: running[seen.pair_index(r)?],
             },
             Step::Try { .. } => {
                 return Err(StoreError::Internal(
@@ -717,6 +815,29 @@ async fn add_segment(
         };
         results.push(result);
     }
+    Ok(results)
+}
+
+/// Applies one segment (no bit or key repeats in it): the steps above, in
+/// order.
+async fn add_segment(
+    tx: &Tx<'_>,
+    seg: &[&NewReminder],
+    horizon: i64,
+    results: &mut Vec<WriteResult>,
+    announce: &mut Vec<DueEntry>,
+) -> Result<()> {
+    let mut seen = Seen::read(tx, seg).await?;
+    let mut steps = first_steps(seg, &seen)?;
+    let (tries, claimed) = claim_bits(tx, seg, &steps).await?;
+    let Created { won, raced } = create_timers(tx, seg, &tries, &claimed, &mut steps).await?;
+    let won_bits = set_bits(tx, seg, &seen, &won).await?;
+    reread_raced(tx, seg, &raced, &won_bits, &mut seen).await?;
+    for (i, t) in won {
+        steps[i] = Step::Won(t);
+    }
+    renew_spent(tx, seg, &seen, &mut steps).await?;
+    results.extend(segment_results(seg, &seen, steps, horizon, announce)?);
     Ok(())
 }
 
@@ -938,8 +1059,9 @@ pub(super) async fn pending_reminders(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::WriteOp;
+    use crate::prelude::*;
     use crate::testsuite::fixtures::{reminder, subject};
-    use crate::{Store, WriteOp};
 
     #[test]
     fn segments_split_at_repeated_bits_and_keys() {

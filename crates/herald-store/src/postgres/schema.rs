@@ -135,9 +135,10 @@ async fn current_version(tx: &deadpool_postgres::Transaction<'_>) -> Result<i64>
 #[cfg(test)]
 mod tests {
     use super::MIGRATIONS;
+    use crate::StoreOptions;
     use crate::migration;
     use crate::postgres::PgStore;
-    use crate::{Store, StoreOptions};
+    use crate::prelude::*;
 
     #[test]
     fn migrations_are_numbered_in_order() {

@@ -51,7 +51,7 @@ async fn rows(
         .collect()
 }
 
-/// See [`crate::Store::fold_timer_counts`]. One transaction; a node that
+/// See [`crate::TimerStore::fold_timer_counts`]. One transaction; a node that
 /// finds another folding returns 0 rather than wait for it.
 pub(super) async fn fold(store: &PgStore) -> Result<u64> {
     let mut client = store.client().await?;

@@ -295,8 +295,9 @@ mod tests {
     use herald_core::TimerKind;
 
     use super::*;
+    use crate::prelude::*;
     use crate::testsuite::fixtures::{self, OTHER_TENANT};
-    use crate::{CompletionOutcome, Store, WriteOp};
+    use crate::{CompletionOutcome, WriteOp};
 
     /// Every search the API allows (each filter combination, both orders, with
     /// and without a cursor), the dead-letter reads and the filtered retry, on

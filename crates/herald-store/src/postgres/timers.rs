@@ -214,15 +214,10 @@ pub(super) async fn keyed_timers(
     Ok(found)
 }
 
-pub(super) async fn insert_run(
-    tx: &deadpool_postgres::Transaction<'_>,
-    timers: &[&NewTimer],
-    horizon: i64,
-    results: &mut Vec<WriteResult>,
-    announce: &mut Vec<DueEntry>,
-) -> Result<()> {
-    // A key repeated within the run (in one tenant) resolves to its first
-    // occurrence, so each key is sent at most once.
+/// For each timer of a run, the earlier one whose key (in its tenant) it
+/// repeats: a key repeated within the run resolves to its first occurrence,
+/// so each key is sent at most once.
+fn repeats_in_run(timers: &[&NewTimer]) -> Vec<Option<usize>> {
     let mut first_with_key: HashMap<(TenantId, &str), usize> = HashMap::new();
     let mut repeat_of: Vec<Option<usize>> = Vec::with_capacity(timers.len());
     for (i, t) in timers.iter().enumerate() {
@@ -239,12 +234,16 @@ pub(super) async fn insert_run(
             });
         repeat_of.push(earlier);
     }
-    let sent: Vec<&NewTimer> = timers
-        .iter()
-        .zip(&repeat_of)
-        .filter(|(_, r)| r.is_none())
-        .map(|(t, _)| *t)
-        .collect();
+    repeat_of
+}
+
+/// Inserts `sent` in one statement: answers the ids drawn (one per timer,
+/// in order) and those of the keyed timers actually inserted (a keyed one
+/// whose key is taken is skipped).
+async fn insert_timers(
+    tx: &deadpool_postgres::Transaction<'_>,
+    sent: &[&NewTimer],
+) -> Result<(Vec<i64>, HashSet<i64>)> {
     let shard: Vec<i32> = sent.iter().map(|t| i32::from(t.shard)).collect();
     let due_at: Vec<i64> = sent.iter().map(|t| t.due_at).collect();
     let priority: Vec<i16> = sent.iter().map(|t| i16::from(t.priority)).collect();
@@ -285,8 +284,6 @@ pub(super) async fn insert_run(
         .unwrap_or_default()
         .into_iter()
         .collect();
-    let inserted =
-        |t: &NewTimer, id: i64| t.idempotency_key.is_none() || keyed_inserted.contains(&id);
     if ids.len() != sent.len() {
         return Err(StoreError::Internal(format!(
             "postgres: insert drew {} ids for {} timers",
@@ -294,6 +291,26 @@ pub(super) async fn insert_run(
             sent.len()
         )));
     }
+    Ok((ids, keyed_inserted))
+}
+
+pub(super) async fn insert_run(
+    tx: &deadpool_postgres::Transaction<'_>,
+    timers: &[&NewTimer],
+    horizon: i64,
+    results: &mut Vec<WriteResult>,
+    announce: &mut Vec<DueEntry>,
+) -> Result<()> {
+    let repeat_of = repeats_in_run(timers);
+    let sent: Vec<&NewTimer> = timers
+        .iter()
+        .zip(&repeat_of)
+        .filter(|(_, r)| r.is_none())
+        .map(|(t, _)| *t)
+        .collect();
+    let (ids, keyed_inserted) = insert_timers(tx, &sent).await?;
+    let inserted =
+        |t: &NewTimer, id: i64| t.idempotency_key.is_none() || keyed_inserted.contains(&id);
 
     // Keys that were taken already: read their timers as they are now (a new
     // statement, so it sees a conflicting timer another node just committed).
@@ -733,6 +750,40 @@ async fn complete_in(
     tx.batch_execute(COMPLETE_PLAN)
         .await
         .ctx("planning complete")?;
+    let epochs = log_completions(tx, batch).await?;
+    let update = tx
+        .prepare_cached(UPDATE_COMPLETED)
+        .await
+        .ctx("preparing completion update")?;
+    let mut applied = vec![Applied::NotPending; batch.len()];
+    let segments = update_segments(batch, &epochs, &mut applied);
+    let params: Vec<[Param<'_>; 8]> = segments.iter().map(Updates::params).collect();
+    // Pipelined: sent together, run in order.
+    let answers = try_join_all(params.iter().map(|p| tx.query(&update, p)))
+        .await
+        .ctx("updating completed timers")?;
+    for (seg, rows) in segments.iter().zip(answers) {
+        let mut done = HashSet::with_capacity(rows.len());
+        for row in rows {
+            done.insert(row.int(0, "timers.id")?);
+        }
+        for (&i, id) in seg.index.iter().zip(&seg.id) {
+            if done.contains(id) {
+                applied[i] = Applied::Yes;
+            }
+        }
+    }
+    super::reports::count_completions(tx, batch).await?;
+    Ok(applied)
+}
+
+/// Writes the send log of `batch` (every attempt, whatever happens to its
+/// timer) and reads the current epoch of each fenced shard once, together.
+/// Answers the epochs by shard (a shard never leased is left out: epoch 0).
+async fn log_completions(
+    tx: &deadpool_postgres::Transaction<'_>,
+    batch: &[Completion],
+) -> Result<HashMap<u16, i64>> {
     let log = tx
         .prepare_cached(INSERT_DELIVERIES)
         .await
@@ -741,12 +792,6 @@ async fn complete_in(
         .prepare_cached(SHARD_EPOCHS)
         .await
         .ctx("preparing epoch read")?;
-    let update = tx
-        .prepare_cached(UPDATE_COMPLETED)
-        .await
-        .ctx("preparing completion update")?;
-
-    // The send log: every attempt, whatever happens to its timer.
     let timer_id: Vec<i64> = batch.iter().map(|c| c.timer_id).collect();
     let attempt: Vec<i64> = batch.iter().map(|c| i64::from(c.attempt)).collect();
     let channel: Vec<&str> = batch.iter().map(|c| c.channel.as_str()).collect();
@@ -772,7 +817,6 @@ async fn complete_in(
     fenced_shards.sort_unstable();
     fenced_shards.dedup();
 
-    // Current epoch per fenced shard, read once (a shard never leased: 0).
     let mut epochs: HashMap<u16, i64> = HashMap::new();
     if fenced_shards.is_empty() {
         tx.execute(&log, &log_params)
@@ -792,10 +836,18 @@ async fn complete_in(
             );
         }
     }
+    Ok(epochs)
+}
 
-    let mut applied = vec![Applied::NotPending; batch.len()];
-    // Segments in which no timer repeats; a repeat starts the next segment, which
-    // then sees the state the earlier completion left.
+/// The timer updates of `batch`, in segments in which no timer repeats; a
+/// repeat starts the next segment, which then sees the state the earlier
+/// completion left. A completion whose fence is no longer its shard's
+/// current epoch is left out, `Fenced` in `applied`.
+fn update_segments<'a>(
+    batch: &'a [Completion],
+    epochs: &HashMap<u16, i64>,
+    applied: &mut [Applied],
+) -> Vec<Updates<'a>> {
     let mut segments: Vec<Updates<'_>> = vec![Updates::default()];
     let mut in_segment: HashSet<i64> = HashSet::new();
     for (i, c) in batch.iter().enumerate() {
@@ -815,24 +867,7 @@ async fn complete_in(
         }
     }
     segments.retain(|s| !s.index.is_empty());
-    let params: Vec<[Param<'_>; 8]> = segments.iter().map(Updates::params).collect();
-    // Pipelined: sent together, run in order.
-    let answers = try_join_all(params.iter().map(|p| tx.query(&update, p)))
-        .await
-        .ctx("updating completed timers")?;
-    for (seg, rows) in segments.iter().zip(answers) {
-        let mut done = HashSet::with_capacity(rows.len());
-        for row in rows {
-            done.insert(row.int(0, "timers.id")?);
-        }
-        for (&i, id) in seg.index.iter().zip(&seg.id) {
-            if done.contains(id) {
-                applied[i] = Applied::Yes;
-            }
-        }
-    }
-    super::reports::count_completions(tx, batch).await?;
-    Ok(applied)
+    segments
 }
 
 pub(super) async fn deliveries_for(
@@ -875,7 +910,8 @@ pub(super) async fn init_shards(store: &PgStore, wanted: u16) -> Result<u16> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Store, WriteOp};
+    use crate::WriteOp;
+    use crate::prelude::*;
 
     #[test]
     fn state_literals_match_codes() {

@@ -63,12 +63,12 @@ use checkpointer::Checkpointer;
 use error::Ctx;
 use pool::{ConnPool, Role};
 
-use crate::Holder;
 use crate::{
-    Applied, ChannelPause, ChannelToken, Completion, DeadLetters, DeliveryRecord, DueCursor,
-    DueEntry, Fence, FiringMark, InDoubtResolved, MergeProbe, NamedLease, NodeInfo, ReminderTimer,
-    Result, ShardLease, SortOrder, Store, StoreError, StoreOptions, SubjectRecord, TimerFilter,
-    TimerRecord, WriteOp, WriteResult,
+    Applied, ChannelPause, ChannelToken, ClusterStore, Completion, DeadLetters, DeliveryRecord,
+    DirectoryStore, DueCursor, DueEntry, Fence, FiringMark, Holder, InDoubtResolved, MergeProbe,
+    NamedLease, NodeInfo, ProviderStore, ReminderStore, ReminderTimer, Result, ShardLease,
+    SortOrder, Store, StoreError, StoreOptions, SubjectRecord, TimerFilter, TimerRecord,
+    TimerStore, WriteOp, WriteResult,
 };
 
 /// The SQLite [`Store`].
@@ -218,6 +218,26 @@ impl Store for SqliteStore {
         .await
     }
 
+    async fn purge(&self, kind: crate::RetentionKind, cutoff: i64, limit: usize) -> Result<u64> {
+        self.write(move |c| retention::purge(c, kind, cutoff, limit))
+            .await
+    }
+
+    async fn maintain_partitions(
+        &self,
+        _cutoffs: crate::PartitionCutoffs,
+    ) -> Result<crate::PartitionChanges> {
+        // One file, no partitions: the purge deletes every old row.
+        Ok(crate::PartitionChanges::default())
+    }
+
+    async fn report(&self, query: crate::ReportQuery) -> Result<Vec<crate::ReportRow>> {
+        self.read(move |c| reports::report(c, &query)).await
+    }
+}
+
+#[async_trait]
+impl TimerStore for SqliteStore {
     async fn apply(&self, ops: Vec<WriteOp>) -> Result<Vec<WriteResult>> {
         if ops.is_empty() {
             return Ok(Vec::new());
@@ -285,6 +305,121 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn pending_digests(&self, probes: &[MergeProbe]) -> Result<Vec<TimerRecord>> {
+        if probes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let probes = probes.to_vec();
+        self.read(move |c| digests::pending(c, probes)).await
+    }
+
+    async fn search_timers(
+        &self,
+        tenant: TenantId,
+        filter: &TimerFilter,
+        after: Option<DueCursor>,
+        limit: usize,
+        order: SortOrder,
+    ) -> Result<Vec<TimerRecord>> {
+        let filter = filter.clone();
+        self.read(move |c| timer_ops::search(c, tenant, &filter, after, limit, order))
+            .await
+    }
+
+    async fn dead_letters(&self, tenant: TenantId, channel: Option<&str>) -> Result<DeadLetters> {
+        let channel = channel.map(str::to_string);
+        self.read(move |c| timer_ops::dead_letters(c, tenant, channel))
+            .await
+    }
+
+    async fn count_by_tenant_state(&self) -> Result<Vec<(TenantId, TimerState, u64)>> {
+        self.read(|c| timer_counts::counted(c)).await
+    }
+
+    async fn scan_by_tenant_state(&self) -> Result<Vec<(TenantId, TimerState, u64)>> {
+        self.read(|c| timer_counts::scanned(c)).await
+    }
+
+    async fn fold_timer_counts(&self) -> Result<u64> {
+        // The triggers update the counters in place: nothing to fold.
+        Ok(0)
+    }
+}
+
+#[async_trait]
+impl ClusterStore for SqliteStore {
+    async fn heartbeat(&self, node: &Holder, now: i64, ttl_ms: i64) -> Result<Vec<NodeInfo>> {
+        let node = node.clone();
+        self.write(move |c| cluster::heartbeat(c, &node, now, ttl_ms))
+            .await
+    }
+
+    async fn leave(&self, node: &Holder) -> Result<()> {
+        let node = node.clone();
+        self.write(move |c| cluster::leave(c, &node)).await
+    }
+
+    async fn shard_leases(&self) -> Result<Vec<ShardLease>> {
+        // From the writer: a node deciding what to claim must see the latest claims.
+        self.write(cluster::shard_leases).await
+    }
+
+    async fn acquire_shards(
+        &self,
+        node: &Holder,
+        shards: &[u16],
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<Vec<ShardLease>> {
+        let (node, shards) = (node.clone(), shards.to_vec());
+        self.write(move |c| cluster::acquire_shards(c, &node, &shards, now, lease_ms))
+            .await
+    }
+
+    async fn renew_shards(
+        &self,
+        node: &Holder,
+        held: &[Fence],
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<Vec<ShardLease>> {
+        let (node, held) = (node.clone(), held.to_vec());
+        self.write(move |c| cluster::renew_shards(c, &node, &held, now, lease_ms))
+            .await
+    }
+
+    async fn release_shards(&self, node: &Holder, shards: &[u16]) -> Result<()> {
+        let (node, shards) = (node.clone(), shards.to_vec());
+        self.write(move |c| cluster::release_shards(c, &node, &shards))
+            .await
+    }
+
+    async fn acquire_lease(
+        &self,
+        name: &str,
+        holder: &Holder,
+        now: i64,
+        ttl_ms: i64,
+    ) -> Result<Option<NamedLease>> {
+        let (name, holder) = (name.to_string(), holder.clone());
+        self.write(move |c| cluster::acquire_lease(c, &name, &holder, now, ttl_ms))
+            .await
+    }
+
+    async fn release_lease(&self, name: &str, holder: &Holder) -> Result<()> {
+        let (name, holder) = (name.to_string(), holder.clone());
+        self.write(move |c| cluster::release_lease(c, &name, &holder))
+            .await
+    }
+
+    async fn subscribe(&self) -> Result<Option<tokio::sync::mpsc::Receiver<Vec<DueEntry>>>> {
+        // Only this process writes an embedded store: it wheels its own timers.
+        Ok(None)
+    }
+}
+
+#[async_trait]
+impl ProviderStore for SqliteStore {
     async fn get_delivery(&self, id: i64) -> Result<Option<DeliveryRecord>> {
         self.read(move |c| provider::get_delivery(c, id)).await
     }
@@ -369,40 +504,16 @@ impl Store for SqliteStore {
     async fn channel_pauses(&self) -> Result<Vec<(String, ChannelPause)>> {
         self.read(provider::channel_pauses).await
     }
+}
 
+#[async_trait]
+impl ReminderStore for SqliteStore {
     async fn get_subjects(&self, tenant: TenantId, ids: &[String]) -> Result<Vec<SubjectRecord>> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
         let ids = ids.to_vec();
         self.read(move |c| reminders::get_subjects(c, tenant, ids))
-            .await
-    }
-
-    async fn get_subscribers(
-        &self,
-        tenant: TenantId,
-        user_ids: &[String],
-    ) -> Result<Vec<crate::SubscriberRecord>> {
-        if user_ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let ids = user_ids.to_vec();
-        self.read(move |c| directory::get_many(c, tenant, ids))
-            .await
-    }
-
-    async fn list_subscribers(
-        &self,
-        tenant: TenantId,
-        after: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<crate::SubscriberRecord>> {
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
-        let after = after.map(str::to_string);
-        self.read(move |c| directory::list(c, tenant, after, limit))
             .await
     }
 
@@ -454,131 +565,35 @@ impl Store for SqliteStore {
         self.read(move |c| reminders::pending_reminders(c, probes))
             .await
     }
+}
 
-    async fn pending_digests(&self, probes: &[MergeProbe]) -> Result<Vec<TimerRecord>> {
-        if probes.is_empty() {
-            return Ok(Vec::new());
-        }
-        let probes = probes.to_vec();
-        self.read(move |c| digests::pending(c, probes)).await
-    }
-
-    async fn search_timers(
+#[async_trait]
+impl DirectoryStore for SqliteStore {
+    async fn get_subscribers(
         &self,
         tenant: TenantId,
-        filter: &TimerFilter,
-        after: Option<DueCursor>,
+        user_ids: &[String],
+    ) -> Result<Vec<crate::SubscriberRecord>> {
+        if user_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids = user_ids.to_vec();
+        self.read(move |c| directory::get_many(c, tenant, ids))
+            .await
+    }
+
+    async fn list_subscribers(
+        &self,
+        tenant: TenantId,
+        after: Option<&str>,
         limit: usize,
-        order: SortOrder,
-    ) -> Result<Vec<TimerRecord>> {
-        let filter = filter.clone();
-        self.read(move |c| timer_ops::search(c, tenant, &filter, after, limit, order))
+    ) -> Result<Vec<crate::SubscriberRecord>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let after = after.map(str::to_string);
+        self.read(move |c| directory::list(c, tenant, after, limit))
             .await
-    }
-
-    async fn dead_letters(&self, tenant: TenantId, channel: Option<&str>) -> Result<DeadLetters> {
-        let channel = channel.map(str::to_string);
-        self.read(move |c| timer_ops::dead_letters(c, tenant, channel))
-            .await
-    }
-
-    async fn count_by_tenant_state(&self) -> Result<Vec<(TenantId, TimerState, u64)>> {
-        self.read(|c| timer_counts::counted(c)).await
-    }
-
-    async fn scan_by_tenant_state(&self) -> Result<Vec<(TenantId, TimerState, u64)>> {
-        self.read(|c| timer_counts::scanned(c)).await
-    }
-
-    async fn fold_timer_counts(&self) -> Result<u64> {
-        // The triggers update the counters in place: nothing to fold.
-        Ok(0)
-    }
-
-    async fn heartbeat(&self, node: &Holder, now: i64, ttl_ms: i64) -> Result<Vec<NodeInfo>> {
-        let node = node.clone();
-        self.write(move |c| cluster::heartbeat(c, &node, now, ttl_ms))
-            .await
-    }
-
-    async fn leave(&self, node: &Holder) -> Result<()> {
-        let node = node.clone();
-        self.write(move |c| cluster::leave(c, &node)).await
-    }
-
-    async fn shard_leases(&self) -> Result<Vec<ShardLease>> {
-        // From the writer: a node deciding what to claim must see the latest claims.
-        self.write(cluster::shard_leases).await
-    }
-
-    async fn acquire_shards(
-        &self,
-        node: &Holder,
-        shards: &[u16],
-        now: i64,
-        lease_ms: i64,
-    ) -> Result<Vec<ShardLease>> {
-        let (node, shards) = (node.clone(), shards.to_vec());
-        self.write(move |c| cluster::acquire_shards(c, &node, &shards, now, lease_ms))
-            .await
-    }
-
-    async fn renew_shards(
-        &self,
-        node: &Holder,
-        held: &[Fence],
-        now: i64,
-        lease_ms: i64,
-    ) -> Result<Vec<ShardLease>> {
-        let (node, held) = (node.clone(), held.to_vec());
-        self.write(move |c| cluster::renew_shards(c, &node, &held, now, lease_ms))
-            .await
-    }
-
-    async fn release_shards(&self, node: &Holder, shards: &[u16]) -> Result<()> {
-        let (node, shards) = (node.clone(), shards.to_vec());
-        self.write(move |c| cluster::release_shards(c, &node, &shards))
-            .await
-    }
-
-    async fn acquire_lease(
-        &self,
-        name: &str,
-        holder: &Holder,
-        now: i64,
-        ttl_ms: i64,
-    ) -> Result<Option<NamedLease>> {
-        let (name, holder) = (name.to_string(), holder.clone());
-        self.write(move |c| cluster::acquire_lease(c, &name, &holder, now, ttl_ms))
-            .await
-    }
-
-    async fn release_lease(&self, name: &str, holder: &Holder) -> Result<()> {
-        let (name, holder) = (name.to_string(), holder.clone());
-        self.write(move |c| cluster::release_lease(c, &name, &holder))
-            .await
-    }
-
-    async fn subscribe(&self) -> Result<Option<tokio::sync::mpsc::Receiver<Vec<DueEntry>>>> {
-        // Only this process writes an embedded store: it wheels its own timers.
-        Ok(None)
-    }
-
-    async fn purge(&self, kind: crate::RetentionKind, cutoff: i64, limit: usize) -> Result<u64> {
-        self.write(move |c| retention::purge(c, kind, cutoff, limit))
-            .await
-    }
-
-    async fn maintain_partitions(
-        &self,
-        _cutoffs: crate::PartitionCutoffs,
-    ) -> Result<crate::PartitionChanges> {
-        // One file, no partitions: the purge deletes every old row.
-        Ok(crate::PartitionChanges::default())
-    }
-
-    async fn report(&self, query: crate::ReportQuery) -> Result<Vec<crate::ReportRow>> {
-        self.read(move |c| reports::report(c, &query)).await
     }
 }
 

@@ -72,8 +72,9 @@ pub fn seed_finished_timers(path: &Path, n: u64, finished_from: i64) -> Result<u
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::prelude::*;
     use crate::sqlite::SqliteStore;
-    use crate::{RetentionKind, Store, StoreOptions};
+    use crate::{RetentionKind, StoreOptions};
 
     /// Seeded timers are what the timer retention finds and deletes with
     /// their send log, and nothing the API would not have left.

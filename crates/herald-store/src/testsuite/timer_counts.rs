@@ -1,4 +1,4 @@
-//! The timer counters ([`crate::Store::count_by_tenant_state`], migration
+//! The timer counters ([`crate::TimerStore::count_by_tenant_state`], migration
 //! 0020) against a real count: after every step of a mixed sequence of
 //! writes, and under concurrent writers, the counters equal
 //! `count(*) GROUP BY tenant, state`, before and after a fold.

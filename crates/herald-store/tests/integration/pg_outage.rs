@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use herald_pgtemp::{Options, PgTemp};
 use herald_store::postgres::PgStore;
+use herald_store::prelude::*;
 use herald_store::testsuite::fixtures::{created, inserts, keyed};
 use herald_store::{Store, StoreError, StoreOptions, WriteResult};
 

@@ -11,13 +11,14 @@ use herald_core::campaign::{JobState, SegmentState, SendState};
 use herald_core::{DEFAULT_TENANT, TimerState};
 use herald_pgtemp::{PgTemp, TempDatabase};
 use herald_store::postgres::PgStore;
+use herald_store::prelude::*;
 use herald_store::testsuite::fixtures::{
     completion, created, inserts, keyed, reminder, subject, timer,
 };
 use herald_store::{
     AUDIENCE_CHUNK, Applied, CampaignStore, CompletionOutcome, DueEntry, Fence, JobRecord, JobSpec,
-    JobTotals, LeaseCheck, MergeProbe, NewTimer, PutSubject, SegmentClaim, SendEntry, Store,
-    StoreError, StoreOptions, SweepOptions, SweepReport, WriteOp, WriteResult,
+    JobTotals, LeaseCheck, MergeProbe, NewTimer, PutSubject, SegmentClaim, SendEntry, StoreError,
+    StoreOptions, SweepOptions, SweepReport, WriteOp, WriteResult,
 };
 use tokio::sync::mpsc::Receiver;
 

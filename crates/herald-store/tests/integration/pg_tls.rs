@@ -8,6 +8,7 @@
 
 use herald_pgtemp::{Options, PgTemp};
 use herald_store::postgres::PgStore;
+use herald_store::prelude::*;
 use herald_store::{Store, StoreOptions};
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 

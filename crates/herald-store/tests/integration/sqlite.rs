@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use herald_core::{DEFAULT_TENANT, TimerState};
+use herald_store::prelude::*;
 use herald_store::sqlite::SqliteStore;
 use herald_store::testsuite::fixtures::{
     completion, created, inserts, keyed, reminder, subject, timer,

@@ -23,7 +23,7 @@
 //! claim holds) is the one cycle left; PostgreSQL's deadlock detector breaks it
 //! after `deadlock_timeout` and the aborted side is retried whole.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use futures_util::future::{try_join, try_join_all, try_join3};
 use herald_core::TenantId;
@@ -822,6 +822,20 @@ async fn record_many_once(
     Ok(Some(checks.into_iter().flatten().collect()))
 }
 
+/// The send-log entries of a job's writes, in order.
+fn entries_of<'a>(group: &[&'a SegmentWrite]) -> impl Iterator<Item = &'a SendEntry> {
+    group.iter().flat_map(|w| w.entries.iter())
+}
+
+/// The bounds of sorted indexes, for the range condition of the send-log
+/// reads (`0, -1` when there are none: an empty range).
+fn index_bounds(indexes: &[i64]) -> (i64, i64) {
+    (
+        indexes.first().copied().unwrap_or(0),
+        indexes.last().copied().unwrap_or(-1),
+    )
+}
+
 /// The writes of one job in a batch (at least one), in its transaction, as
 /// one: one read, one insert, one lock, one counter move and one report
 /// count for all of them, and a lease check per segment. The answers are in
@@ -837,27 +851,50 @@ async fn record_job(
         return Ok(Some(Vec::new()));
     };
     let job_id = first.claim.job_id;
-    let entries = || group.iter().flat_map(|w| w.entries.iter());
-    let mut indexes: Vec<i64> = entries()
+    let mut indexes: Vec<i64> = entries_of(group)
         .map(|e| to_db(e.index, "entries"))
         .collect::<Result<_>>()?;
     indexes.sort_unstable();
     indexes.dedup();
-    let (lo, hi) = (
-        indexes.first().copied().unwrap_or(0),
-        indexes.last().copied().unwrap_or(-1),
-    );
+    let Some(new) = insert_new_sends(tx, group, job_id, &indexes, now).await? else {
+        return Ok(None);
+    };
+    let locked = lock_job(tx, group, first, &indexes, &new.inserted).await?;
+    let checks = write_under_lock(tx, group, job_id, &new, &locked, now, lease_ms).await?;
+    Ok(Some(checks))
+}
 
-    // First, without the job's lock: the rows this batch adds. A new index
-    // depends on nothing stored and on no job state, and no other writer
-    // takes such a row while holding the job (the sweeper and the cancel
-    // change only rows they can see, and these are not committed), so
-    // inserting them first cannot deadlock. Two claims adding the same index
-    // (a lapsed holder and the new one) insert in index order, so one waits
-    // for the other, and the later one starts again (`record_sends`). Writers of one job then hold
-    // its lock only for the counters and the commit, not for the whole
-    // insert (issue 18: with four workers, 1,000-row inserts under the lock
-    // made them take turns, 6.9 ms of waiting per batch).
+/// What [`insert_new_sends`] did.
+struct NewSends {
+    /// The job's tenant, as its segments hold it.
+    tenant: i32,
+    /// The send-log indexes it inserted.
+    inserted: HashSet<i64>,
+    /// [`INSERT_SENDS`], for the rows found new only under the lock.
+    insert: tokio_postgres::Statement,
+}
+
+/// First, without the job's lock: the rows this batch adds. A new index
+/// depends on nothing stored and on no job state, and no other writer
+/// takes such a row while holding the job (the sweeper and the cancel
+/// change only rows they can see, and these are not committed), so
+/// inserting them first cannot deadlock. Two claims adding the same index
+/// (a lapsed holder and the new one) insert in index order, so one waits
+/// for the other, and the later one starts again (`record_sends`). Writers of one job then hold
+/// its lock only for the counters and the commit, not for the whole
+/// insert (issue 18: with four workers, 1,000-row inserts under the lock
+/// made them take turns, 6.9 ms of waiting per batch).
+///
+/// Checks each write against its segment first. `None` when another claim
+/// added one of these rows since the read (roll back and start again).
+async fn insert_new_sends(
+    tx: &Tx<'_>,
+    group: &[&SegmentWrite],
+    job_id: i64,
+    indexes: &[i64],
+    now: i64,
+) -> Result<Option<NewSends>> {
+    let (lo, hi) = index_bounds(indexes);
     let (range, existing, insert) = try_join3(
         tx.prepare_cached(SEGMENT_RANGE),
         tx.prepare_cached(EXISTING_SENDS),
@@ -887,14 +924,14 @@ async fn record_job(
         refusals::within_segment(claim.segment_id, start, end, w.at.cursor, &w.entries)?;
     }
     let seen = stored_sends(&existing)?;
-    let (rows, _) = apply_batch(entries(), &seen, &mut SendTally::default())?;
+    let (rows, _) = apply_batch(entries_of(group), &seen, &mut SendTally::default())?;
     let mut new = SendColumns::default();
     for (idx, w) in &rows {
         if !w.stored {
             new.push(*idx, w);
         }
     }
-    let inserted: std::collections::HashSet<i64> = new.idx.iter().copied().collect();
+    let inserted: HashSet<i64> = new.idx.iter().copied().collect();
     if !new.idx.is_empty() {
         let mut params = new.params(&job_id, &now);
         params.push(&tenant);
@@ -906,18 +943,45 @@ async fn record_job(
             Err(e) => return Err(pg_error("writing the send log", &e)),
         }
     }
+    Ok(Some(NewSends {
+        tenant,
+        inserted,
+        insert,
+    }))
+}
 
-    // Then the job's lock, and under it what depends on the job's state and
-    // on rows already stored.
+/// What the writes do to the rows stored before them, as [`lock_job`]
+/// works it out under the job's lock.
+struct Locked<'a> {
+    /// The outcomes to count in the reports.
+    reported: SendTally,
+    /// Rows not there before the lock, yet not inserted by
+    /// [`insert_new_sends`] (another claim's row, since gone: never, short
+    /// of a deleted job).
+    late_new: SendColumns<'a>,
+    /// Stored rows to update.
+    old: SendColumns<'a>,
+    /// The change to the job's counters (see [`Moves::counters`]).
+    counters: [i64; 6],
+}
+
+/// Then the job's lock, and under it what depends on the job's state and
+/// on rows already stored (the rows inserted first count as new again:
+/// they are not read back).
+async fn lock_job<'a>(
+    tx: &Tx<'_>,
+    group: &[&'a SegmentWrite],
+    first: &SegmentWrite,
+    indexes: &[i64],
+    inserted: &HashSet<i64>,
+) -> Result<Locked<'a>> {
+    let job_id = first.claim.job_id;
     let old_indexes: Vec<i64> = indexes
         .iter()
         .copied()
         .filter(|i| !inserted.contains(i))
         .collect();
-    let (lo, hi) = (
-        old_indexes.first().copied().unwrap_or(0),
-        old_indexes.last().copied().unwrap_or(-1),
-    );
+    let (lo, hi) = index_bounds(&old_indexes);
     let (lock, lock_sends) = try_join(
         tx.prepare_cached(LOCK_JOB_STATE),
         tx.prepare_cached(LOCK_SENDS),
@@ -940,21 +1004,37 @@ async fn record_job(
     };
     let job: JobState = job.state(0, "jobs.state")?;
     let stored = stored_sends(&stored_rows)?;
-    // The rows inserted above count as new again: they are not in `stored`.
     let mut reported = SendTally::default();
-    let (rows, moves) = apply_batch(entries(), &stored, &mut reported)?;
+    let (rows, moves) = apply_batch(entries_of(group), &stored, &mut reported)?;
     let (mut late_new, mut old) = (SendColumns::default(), SendColumns::default());
     for (idx, w) in &rows {
         if w.stored {
             old.push(*idx, w);
         } else if !inserted.contains(idx) {
-            // Not there before the lock, yet not inserted above (another
-            // claim's row, since gone: never, short of a deleted job).
             late_new.push(*idx, w);
         }
     }
-    let [delivered, failed, retrying, expired, cancelled, in_doubt] = moves.counters(job);
+    Ok(Locked {
+        reported,
+        late_new,
+        old,
+        counters: moves.counters(job),
+    })
+}
 
+/// Last, still under the lock and pipelined in one round trip: the late
+/// inserts, the updates, the counters, each segment's lease renewal and the
+/// report count. Answers each segment's lease check, in the order of `group`.
+async fn write_under_lock(
+    tx: &Tx<'_>,
+    group: &[&SegmentWrite],
+    job_id: i64,
+    new: &NewSends,
+    locked: &Locked<'_>,
+    now: i64,
+    lease_ms: i64,
+) -> Result<Vec<LeaseCheck>> {
+    let [delivered, failed, retrying, expired, cancelled, in_doubt] = locked.counters;
     let (update, counters, renew) = try_join3(
         tx.prepare_cached(UPDATE_SENDS),
         tx.prepare_cached(MOVE_COUNTERS),
@@ -963,8 +1043,9 @@ async fn record_job(
     .await
     .ctx("preparing record_sends")?;
     let lease_until = now.saturating_add(lease_ms);
+    let (late_new, old) = (&locked.late_new, &locked.old);
     let (mut late_params, old_params) = (late_new.params(&job_id, &now), old.params(&job_id, &now));
-    late_params.push(&tenant);
+    late_params.push(&new.tenant);
     let counter_params: Vec<&(dyn ToSql + Sync)> = vec![
         &job_id, &delivered, &failed, &retrying, &expired, &cancelled, &in_doubt,
     ];
@@ -996,16 +1077,16 @@ async fn record_job(
     // Pipelined: one round trip for every write of the batch.
     let mut writes = Vec::new();
     if !late_new.idx.is_empty() {
-        writes.push(tx.execute(&insert, &late_params));
+        writes.push(tx.execute(&new.insert, &late_params));
     }
     if !old.idx.is_empty() {
         writes.push(tx.execute(&update, &old_params));
     }
-    if [delivered, failed, retrying, expired, cancelled, in_doubt] != [0; 6] {
+    if locked.counters != [0; 6] {
         writes.push(tx.execute(&counters, &counter_params));
     }
     let renewed = try_join_all(renew_params.iter().map(|p| tx.query_opt(&renew, p)));
-    let report = reports::count_sends(tx, job_id, utc_day(now), &reported);
+    let report = reports::count_sends(tx, job_id, utc_day(now), &locked.reported);
     let ((_, renewed), ()) = try_join(
         async {
             try_join(try_join_all(writes), renewed)
@@ -1015,15 +1096,13 @@ async fn record_job(
         report,
     )
     .await?;
-    Ok(Some(
-        renewed
-            .into_iter()
-            .map(|r| match r {
-                Some(_) => LeaseCheck::Held { lease_until },
-                None => LeaseCheck::Lost,
-            })
-            .collect(),
-    ))
+    Ok(renewed
+        .into_iter()
+        .map(|r| match r {
+            Some(_) => LeaseCheck::Held { lease_until },
+            None => LeaseCheck::Lost,
+        })
+        .collect())
 }
 
 pub(super) async fn finish_segment(

@@ -489,27 +489,24 @@ pub(super) async fn start_task(
     let status: &str = col(&rule, 0, "rules.status")?;
     let current: i32 = col(&rule, 1, "rules.version")?;
     let version: i32 = col(&task, 0, "tasks.version")?;
-    if version != current {
-        end_pending(
-            tx,
-            task_id,
+    let ended = if version != current {
+        Some((
             TaskState::Expired,
             format!("rule was updated to version {current}"),
-            now,
-        )
-        .await?;
-        return Ok(TaskStart::Expired);
-    }
-    if status != RuleStatus::Enabled.as_str() {
-        end_pending(
-            tx,
-            task_id,
+            TaskStart::Expired,
+        ))
+    } else if status != RuleStatus::Enabled.as_str() {
+        Some((
             TaskState::Cancelled,
             format!("rule is {status}"),
-            now,
-        )
-        .await?;
-        return Ok(TaskStart::Cancelled);
+            TaskStart::Cancelled,
+        ))
+    } else {
+        None
+    };
+    if let Some((state, detail, start)) = ended {
+        end_pending(tx, task_id, state, detail, now).await?;
+        return Ok(start);
     }
     let Some(audience_id) = col::<Option<i64>>(&rule, 2, "rule_versions.audience_id")? else {
         end_pending(
@@ -522,24 +519,7 @@ pub(super) async fn start_task(
         .await?;
         return Ok(TaskStart::NoAudience);
     };
-    let deadline_secs: Option<i64> = col(&rule, 5, "rule_versions.deadline_secs")?;
-    let priority: i16 = col(&rule, 6, "rule_versions.priority")?;
-    let tenant: i32 = col(&rule, 7, "rules.tenant_id")?;
-    let spec = JobSpec {
-        tenant: TenantId(u32::try_from(tenant).map_err(|_| {
-            crate::StoreError::Corrupt(format!("rules.tenant_id {tenant} is negative"))
-        })?),
-        audience_id,
-        channel: col(&rule, 3, "rule_versions.channel")?,
-        message: col(&rule, 4, "rule_versions.message")?,
-        segment_size,
-        deadline_at: deadline_secs.map(|s| now.saturating_add(s.saturating_mul(1000))),
-        priority: u8::try_from(priority).unwrap_or(u8::MAX),
-        follow_up: None,
-        follows: None,
-        task_id: Some(task_id),
-        routing: col(&rule, 8, "rule_versions.routing")?,
-    };
+    let spec = task_job_spec(&rule, task_id, audience_id, now, segment_size)?;
     let Some(job) = jobs::insert_job(&tx, &spec, now).await? else {
         end_pending(
             tx,
@@ -551,6 +531,43 @@ pub(super) async fn start_task(
         .await?;
         return Ok(TaskStart::NoAudience);
     };
+    mark_started(&tx, task_id, &job, now).await?;
+    tx.commit().await.ctx("committing start_task")?;
+    Ok(TaskStart::Started { job: Box::new(job) })
+}
+
+/// The job a task of the rule version `rule` (a [`SHARE_RULE_OF_TASK`] row)
+/// starts, sending to `audience_id`.
+fn task_job_spec(
+    rule: &tokio_postgres::Row,
+    task_id: i64,
+    audience_id: i64,
+    now: i64,
+    segment_size: u64,
+) -> Result<JobSpec> {
+    let deadline_secs: Option<i64> = col(rule, 5, "rule_versions.deadline_secs")?;
+    let priority: i16 = col(rule, 6, "rule_versions.priority")?;
+    let tenant: i32 = col(rule, 7, "rules.tenant_id")?;
+    Ok(JobSpec {
+        tenant: TenantId(u32::try_from(tenant).map_err(|_| {
+            crate::StoreError::Corrupt(format!("rules.tenant_id {tenant} is negative"))
+        })?),
+        audience_id,
+        channel: col(rule, 3, "rule_versions.channel")?,
+        message: col(rule, 4, "rule_versions.message")?,
+        segment_size,
+        deadline_at: deadline_secs.map(|s| now.saturating_add(s.saturating_mul(1000))),
+        priority: u8::try_from(priority).unwrap_or(u8::MAX),
+        follow_up: None,
+        follows: None,
+        task_id: Some(task_id),
+        routing: col(rule, 8, "rule_versions.routing")?,
+    })
+}
+
+/// Marks the task started with `job`: running, or succeeded at once when the
+/// job has nothing to send (an empty audience).
+async fn mark_started(tx: &Tx<'_>, task_id: i64, job: &crate::JobRecord, now: i64) -> Result<()> {
     let (state, finished_at, detail) = if job.state.is_final() {
         (
             TaskState::Succeeded,
@@ -579,6 +596,5 @@ pub(super) async fn start_task(
     )
     .await
     .ctx("starting the task")?;
-    tx.commit().await.ctx("committing start_task")?;
-    Ok(TaskStart::Started { job: Box::new(job) })
+    Ok(())
 }

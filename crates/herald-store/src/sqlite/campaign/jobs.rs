@@ -598,103 +598,115 @@ fn record_in(
     lease_ms: i64,
 ) -> Result<LeaseCheck> {
     let cursor = at.cursor;
-    {
-        let seg = ClaimView::read(tx, claim)?
-            .ok_or_else(|| refusals::no_segment(claim.segment_id, claim.job_id))?;
-        refusals::within_segment(claim.segment_id, seg.start, seg.end, cursor, entries)?;
-        let (job_state, tenant): (JobState, i64) =
-            query_opt(tx, JOB_STATE, [claim.job_id], "reading job state", |r| {
-                Ok((r.state(0, "jobs.state")?, r.int(1, "jobs.tenant_id")?))
-            })?
-            .ok_or_else(|| {
-                StoreError::Corrupt(format!(
-                    "segment {} of missing job {}",
-                    claim.segment_id, claim.job_id
-                ))
-            })?;
-        let mut deltas = Deltas::default();
-        let mut reported = SendTally::default();
-        {
-            let mut insert = tx
-                .prepare_cached(INSERT_SEND)
-                .ctx("preparing send insert")?;
-            let mut lookup = tx.prepare_cached(SEND_STATE).ctx("preparing send lookup")?;
-            let mut retry = tx.prepare_cached(RETRY_SEND).ctx("preparing send retry")?;
-            for e in entries {
-                let idx = to_db(e.index, "entries")?;
-                let code = send_code(e.state);
-                let inserted = insert
-                    .execute(params![
-                        claim.job_id,
-                        idx,
-                        e.recipient,
-                        code,
-                        e.provider_msgid,
-                        e.error,
-                        now,
-                        tenant
-                    ])
-                    .ctx("inserting send")?;
-                if inserted == 1 {
-                    deltas.moved(job_state, None, e.state);
-                    reported.add(e.state);
-                    continue;
-                }
-                let old: i64 = lookup
-                    .query_row(params![claim.job_id, idx], |r| r.get(0))
-                    .ctx("reading send state")?;
-                let old = SendState::from_stored(Value::Int(old)).ok_or_else(|| {
-                    StoreError::Corrupt(format!("job_sends.state: unknown state code {old}"))
-                })?;
-                if old != SendState::Retry {
-                    continue; // final: the first outcome stands
-                }
-                retry
-                    .execute(params![
-                        claim.job_id,
-                        idx,
-                        code,
-                        e.recipient,
-                        e.provider_msgid,
-                        e.error,
-                        now
-                    ])
-                    .ctx("updating send")?;
-                deltas.moved(job_state, Some(old), e.state);
-                reported.add(e.state);
-            }
-        }
-        if !deltas.is_zero() {
-            tx.prepare_cached(MOVE_TOTALS)
-                .ctx("preparing totals")?
-                .execute(params![
-                    claim.job_id,
-                    deltas.delivered,
-                    deltas.failed,
-                    deltas.retrying,
-                    deltas.expired,
-                    deltas.cancelled,
-                    deltas.in_doubt
-                ])
-                .ctx("moving totals")?;
-        }
-        reports::count_sends(tx, claim.job_id, utc_day(now), &reported)?;
-        if !seg.current(claim) {
-            return Ok(LeaseCheck::Lost);
-        }
-        let lease_until = now.saturating_add(lease_ms);
-        tx.prepare_cached(ADVANCE)
-            .ctx("preparing cursor")?
+    let seg = ClaimView::read(tx, claim)?
+        .ok_or_else(|| refusals::no_segment(claim.segment_id, claim.job_id))?;
+    refusals::within_segment(claim.segment_id, seg.start, seg.end, cursor, entries)?;
+    let (job_state, tenant): (JobState, i64) =
+        query_opt(tx, JOB_STATE, [claim.job_id], "reading job state", |r| {
+            Ok((r.state(0, "jobs.state")?, r.int(1, "jobs.tenant_id")?))
+        })?
+        .ok_or_else(|| {
+            StoreError::Corrupt(format!(
+                "segment {} of missing job {}",
+                claim.segment_id, claim.job_id
+            ))
+        })?;
+    let (deltas, reported) = write_sends(tx, claim.job_id, job_state, tenant, entries, now)?;
+    if !deltas.is_zero() {
+        tx.prepare_cached(MOVE_TOTALS)
+            .ctx("preparing totals")?
             .execute(params![
-                claim.segment_id,
-                to_db(cursor.max(seg.cursor), "cursor")?,
-                lease_until,
-                now,
-                to_db(at.sent_to, "sent_to")?
+                claim.job_id,
+                deltas.delivered,
+                deltas.failed,
+                deltas.retrying,
+                deltas.expired,
+                deltas.cancelled,
+                deltas.in_doubt
             ])
-            .ctx("moving cursor")?;
-        Ok(LeaseCheck::Held { lease_until })
+            .ctx("moving totals")?;
     }
+    reports::count_sends(tx, claim.job_id, utc_day(now), &reported)?;
+    if !seg.current(claim) {
+        return Ok(LeaseCheck::Lost);
+    }
+    let lease_until = now.saturating_add(lease_ms);
+    tx.prepare_cached(ADVANCE)
+        .ctx("preparing cursor")?
+        .execute(params![
+            claim.segment_id,
+            to_db(cursor.max(seg.cursor), "cursor")?,
+            lease_until,
+            now,
+            to_db(at.sent_to, "sent_to")?
+        ])
+        .ctx("moving cursor")?;
+    Ok(LeaseCheck::Held { lease_until })
+}
+
+/// Writes `entries` to job `job_id`'s send log, in order: a new index is
+/// inserted; a `retry` row takes the new outcome; a final row is left alone
+/// (the first outcome stands). Answers what moved between the job's
+/// counters and the outcomes to count in the reports.
+fn write_sends(
+    tx: &Transaction<'_>,
+    job_id: i64,
+    job_state: JobState,
+    tenant: i64,
+    entries: &[SendEntry],
+    now: i64,
+) -> Result<(Deltas, SendTally)> {
+    let mut deltas = Deltas::default();
+    let mut reported = SendTally::default();
+    let mut insert = tx
+        .prepare_cached(INSERT_SEND)
+        .ctx("preparing send insert")?;
+    let mut lookup = tx.prepare_cached(SEND_STATE).ctx("preparing send lookup")?;
+    let mut retry = tx.prepare_cached(RETRY_SEND).ctx("preparing send retry")?;
+    for e in entries {
+        let idx = to_db(e.index, "entries")?;
+        let code = send_code(e.state);
+        let inserted = insert
+            .execute(params![
+                job_id,
+                idx,
+                e.recipient,
+                code,
+                e.provider_msgid,
+                e.error,
+                now,
+                tenant
+            ])
+            .ctx("inserting send")?;
+        if inserted == 1 {
+            deltas.moved(job_state, None, e.state);
+            reported.add(e.state);
+            continue;
+        }
+        let old: i64 = lookup
+            .query_row(params![job_id, idx], |r| r.get(0))
+            .ctx("reading send state")?;
+        let old = SendState::from_stored(Value::Int(old)).ok_or_else(|| {
+            StoreError::Corrupt(format!("job_sends.state: unknown state code {old}"))
+        })?;
+        if old != SendState::Retry {
+            continue; // final: the first outcome stands
+        }
+        retry
+            .execute(params![
+                job_id,
+                idx,
+                code,
+                e.recipient,
+                e.provider_msgid,
+                e.error,
+                now
+            ])
+            .ctx("updating send")?;
+        deltas.moved(job_state, Some(old), e.state);
+        reported.add(e.state);
+    }
+    Ok((deltas, reported))
 }
 
 /// Whether any of `[start, end)` of a job is still `retry`.

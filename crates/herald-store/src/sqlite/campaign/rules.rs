@@ -411,27 +411,8 @@ pub(super) fn start_task(
             end_pending(tx, task_id, TaskState::Failed, &detail, now)?;
             return Ok(TaskStart::NoAudience);
         };
-        let deadline_at = spec
-            .deadline_secs
-            .map(|s| now.saturating_add(s.saturating_mul(1_000)));
-        let job = jobs::create_in(
-            tx,
-            &JobSpec {
-                tenant: rule.tenant,
-                audience_id,
-                channel: spec.channel,
-                message: spec.message,
-                segment_size,
-                deadline_at,
-                priority: spec.priority,
-                follow_up: None,
-                follows: None,
-                task_id: Some(task_id),
-                routing: spec.routing,
-            },
-            size,
-            now,
-        )?;
+        let job_spec = task_job_spec(task_id, rule.tenant, spec, audience_id, segment_size, now);
+        let job = jobs::create_in(tx, &job_spec, size, now)?;
         tx.prepare_cached(RUN)
             .ctx("preparing task run")?
             .execute(params![task_id, job.id, to_db(size, "recipients")?, now])
@@ -446,4 +427,32 @@ pub(super) fn start_task(
         }
         Ok(TaskStart::Started { job: Box::new(job) })
     })
+}
+
+/// The job a task of rule version `spec` (of `tenant`) starts, sending to
+/// `audience_id`.
+fn task_job_spec(
+    task_id: i64,
+    tenant: TenantId,
+    spec: RuleSpec,
+    audience_id: i64,
+    segment_size: u64,
+    now: i64,
+) -> JobSpec {
+    let deadline_at = spec
+        .deadline_secs
+        .map(|s| now.saturating_add(s.saturating_mul(1_000)));
+    JobSpec {
+        tenant,
+        audience_id,
+        channel: spec.channel,
+        message: spec.message,
+        segment_size,
+        deadline_at,
+        priority: spec.priority,
+        follow_up: None,
+        follows: None,
+        task_id: Some(task_id),
+        routing: spec.routing,
+    }
 }

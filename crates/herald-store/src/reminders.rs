@@ -1,0 +1,161 @@
+//! Subjects and reminder subscriptions: a (user, subject) bitmap of
+//! reminder bits, each set bit with its timer, fired at the subject's start
+//! less the bit's lead.
+//!
+//! [`ReminderStore`] is one area of [`crate::Store`] (reminders are added and
+//! cancelled through [`crate::TimerStore::apply`], with the other writes);
+//! its rows are read through `model::timers` and written by each backend's
+//! `reminders` and `subjects` modules.
+
+use async_trait::async_trait;
+use herald_core::TenantId;
+
+use crate::{NewTimer, Result, TimerRecord};
+
+/// A subject as the API gives it. Subject ids are unique per tenant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PutSubject {
+    pub tenant: TenantId,
+    pub subject_id: String,
+    /// Unix ms when the subject starts (the coupon opens).
+    pub start_at: i64,
+    pub title: Option<String>,
+    /// A JSON object, as text.
+    pub data: Option<String>,
+    pub at: i64,
+}
+
+impl PutSubject {
+    /// The subject as this put leaves it, first created at `created_at`.
+    pub fn record(&self, created_at: i64) -> SubjectRecord {
+        SubjectRecord {
+            tenant: self.tenant,
+            subject_id: self.subject_id.clone(),
+            start_at: self.start_at,
+            title: self.title.clone(),
+            data: self.data.clone(),
+            created_at,
+            updated_at: self.at,
+        }
+    }
+}
+
+/// A stored subject.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubjectRecord {
+    pub tenant: TenantId,
+    pub subject_id: String,
+    pub start_at: i64,
+    pub title: Option<String>,
+    /// A JSON object, as text.
+    pub data: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// A subject's subscriptions, counted up to a cap: a read of a subject with a
+/// million subscribers walks at most `cap` index entries, never all of them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SubscriptionCounts {
+    /// Distinct users among the counted reminders.
+    pub subscribers: u64,
+    /// Reminders (set bits, pending or sent), at most the cap.
+    pub reminders: u64,
+    /// The subject has more reminders than the cap: both figures are lower
+    /// bounds.
+    pub capped: bool,
+    /// Counted reminders per bit, in bit order (only when asked for).
+    pub by_bit: Vec<(u8, u64)>,
+}
+
+/// A subject with its subscriptions counted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubjectSummary {
+    pub subject: SubjectRecord,
+    pub counts: SubscriptionCounts,
+}
+
+/// One reminder to add: a bit of the (user, subject) bitmap and its timer.
+/// It belongs to its timer's tenant (see [`NewReminder::tenant`]): user and
+/// subject ids are those of that tenant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewReminder {
+    pub user_id: String,
+    pub subject_id: String,
+    /// The bitmap bit (`herald_core::reminder::Slot::bit`), 0..60.
+    pub bit: u8,
+    /// How long before the subject's start it fires.
+    pub lead_ms: i64,
+    /// The timer to create. The store sets its `due_at` to the subject's
+    /// `start_at - lead_ms`, read in the same transaction.
+    pub timer: NewTimer,
+    /// A fire time at or before this is refused as [`crate::WriteResult::TooLate`].
+    pub not_before: i64,
+}
+
+impl NewReminder {
+    /// The tenant of the subscription: its timer's.
+    pub fn tenant(&self) -> TenantId {
+        self.timer.tenant
+    }
+}
+
+/// A reminder timer with its place in a subscription.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReminderTimer {
+    pub subject_id: String,
+    pub bit: u8,
+    pub timer: TimerRecord,
+}
+
+/// "Pending reminders of `user_id` (of `tenant`) on `channel`, due in
+/// `[from, until]`": the candidates to merge into one delivery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MergeProbe {
+    pub tenant: TenantId,
+    pub user_id: String,
+    pub channel: String,
+    pub from: i64,
+    pub until: i64,
+}
+
+/// The reads of subjects and reminder subscriptions.
+#[async_trait]
+pub trait ReminderStore: Send + Sync + 'static {
+    /// The subjects of `tenant` among `ids` that exist (any order).
+    async fn get_subjects(&self, tenant: TenantId, ids: &[String]) -> Result<Vec<SubjectRecord>>;
+
+    /// One page of `tenant`'s subjects in id order, after `after` when given,
+    /// at most `limit`, each with its subscriptions counted up to `cap`
+    /// (through the subject index: at most `cap + 1` entries per subject).
+    async fn list_subjects(
+        &self,
+        tenant: TenantId,
+        after: Option<&str>,
+        limit: usize,
+        cap: u64,
+    ) -> Result<Vec<SubjectSummary>>;
+
+    /// `tenant`'s subject `subject_id` with its subscriptions counted up to
+    /// `cap`, per bit too; `None` when there is no such subject.
+    async fn subject_summary(
+        &self,
+        tenant: TenantId,
+        subject_id: &str,
+        cap: u64,
+    ) -> Result<Option<SubjectSummary>>;
+
+    /// Every reminder bit `user_id` of `tenant` holds, with its timer, ordered
+    /// by subject then bit. At most `limit` rows.
+    async fn user_reminders(
+        &self,
+        tenant: TenantId,
+        user_id: &str,
+        limit: usize,
+    ) -> Result<Vec<ReminderTimer>>;
+
+    /// The pending reminder timers each probe asks for (a tenant's user's, on
+    /// one channel, due within a range), all probes' together, without duplicates.
+    /// Uses an index on the user: never a scan of the subject or the due range.
+    async fn pending_reminders(&self, probes: &[MergeProbe]) -> Result<Vec<TimerRecord>>;
+}
