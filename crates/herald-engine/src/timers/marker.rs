@@ -1,5 +1,6 @@
 //! Marks timers `firing` in the store just before their send leaves, for
-//! channels configured `in_doubt = "skip"` (issue 19).
+//! channels configured `in_doubt = "skip"` (docs/architecture.md, "The path
+//! of a timer").
 //!
 //! Without the mark a node that dies mid-send leaves its timers pending and
 //! they fire again after the restart: at least once, which suits providers

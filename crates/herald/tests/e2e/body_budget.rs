@@ -1,5 +1,5 @@
 //! The body budget against one caller that holds bodies open, on the real
-//! binary (issue 35, item 1): a declared length over a route's limit is
+//! binary (docs/operations.md, the body budget): a declared length over a route's limit is
 //! `413` before anything is read; a body read whole holds the budget for
 //! the bytes it sent, not for what it declared; one caller's open streams
 //! (bulk requests, audience uploads, signed provider callbacks) hold at most

@@ -621,3 +621,119 @@ async fn console_smoke_on_postgres() {
     pages(&b, &api, &seeded, false, "pg-").await;
     b.quit().await;
 }
+
+/// The README's screenshots (`readme-*.png`), taken of a node with work in
+/// every state: a few thousand timers done, pending, dead, failed and
+/// cancelled, a campaign still sending, rules and reminders. The overview
+/// must count them before its picture is taken.
+#[tokio::test]
+async fn readme_screenshots_of_a_busy_node() {
+    let Some(b) = Browser::start().await else {
+        return;
+    };
+    let mock = Mock::start(&[]).await;
+    let refusing = Mock::start(&["--permanent-status", "400"]).await;
+    let extra = format!(
+        "{}\n[[channels]]\nname = \"partner\"\nkind = \"webhook\"\nurl = \"{}\"\n",
+        config(&mock),
+        refusing.hook()
+    );
+    let server = Server::start(&extra).await;
+    let api = Api::new(&server.url, None);
+    let now = now_ms();
+    let lines = |n: usize, f: &dyn Fn(usize) -> Value| -> String {
+        (0..n).map(|i| format!("{}\n", f(i))).collect()
+    };
+    let batches: [(usize, &dyn Fn(usize) -> Value); 4] = [
+        (2500, &|i| {
+            json!({"channel": "hooks", "recipient": format!("user-{i}"), "delay_ms": 0,
+                   "message": {"text": "Your coupon opens in 5 minutes"}})
+        }),
+        (1500, &|i| {
+            json!({"channel": "hooks", "recipient": format!("user-{i}"),
+                   "fire_at": rfc3339(now + 3_600_000 + i as i64 * 1_000),
+                   "message": {"text": "Flash sale starts soon"}})
+        }),
+        (300, &|i| {
+            json!({"channel": "broken", "recipient": format!("user-{i}"), "delay_ms": 0,
+                   "message": {"text": "Order shipped"}})
+        }),
+        (120, &|i| {
+            json!({"channel": "partner", "recipient": format!("user-{i}"), "delay_ms": 0,
+                   "message": {"text": "Points expiring"}})
+        }),
+    ];
+    for (n, f) in batches {
+        let (st, answers) = server.bulk(&lines(n, f)).await;
+        assert_eq!(st, 200, "{answers:?}");
+        assert_eq!(answers.len(), n);
+    }
+    // Cancelled: pending ones withdrawn.
+    for i in 0..80 {
+        let v = api
+            .post(
+                "/v1/timers",
+                json!({"channel": "hooks", "recipient": format!("late-{i}"),
+                       "fire_at": rfc3339(now + 7_200_000), "message": {"text": "withdrawn"}}),
+            )
+            .await;
+        let id = v["id"].as_i64().unwrap();
+        let (st, _) = server.delete(&format!("/v1/timers/{id}")).await;
+        assert_eq!(st, 200);
+    }
+    // A campaign that is still sending when the pictures are taken.
+    let users: Vec<String> = (0..3000).map(|i| format!("follower-{i}")).collect();
+    api.post(
+        "/v1/jobs",
+        json!({"channel": "slow", "users": users, "message": {"text": "Double 11: 20% off today"}}),
+    )
+    .await;
+    for (name, cron) in [
+        ("weekday digest", "0 9 * * 1-5"),
+        ("monthly statement", "0 10 1 * *"),
+    ] {
+        api.post(
+            "/v1/rules",
+            json!({"name": name, "channel": "hooks", "message": {"text": name},
+                   "audience": {"users": ["ops-lead", "ops-team"]},
+                   "schedule": {"type": "cron", "cron": cron, "timezone": "Asia/Shanghai"}}),
+        )
+        .await;
+    }
+    api.call(
+        reqwest::Method::PUT,
+        "/v1/subjects/coupon-1111",
+        Some(json!({"start_at": rfc3339(now + 86_400_000), "title": "Coupon 11.11"})),
+    )
+    .await;
+    for i in 0..40 {
+        api.post(
+            "/v1/reminders",
+            json!({"user_id": format!("shopper-{i}"), "subject_id": "coupon-1111",
+                   "channel": "hooks", "channel_type": "app", "lead_minutes": 15}),
+        )
+        .await;
+    }
+    // The sampled counts see every state before the overview is pictured.
+    common::wait_for("every state counted", Duration::from_secs(60), || async {
+        let o = api.get("/v1/overview").await;
+        let n = |s: &str| o["timers"][s].as_u64().unwrap_or(0);
+        n("done") >= 2500 && n("dead") >= 300 && n("failed") >= 120 && n("cancelled") >= 80
+    })
+    .await;
+    let base = api.url.as_str();
+    visit(&b, base, "/ui", "deliveries/s", "readme-overview").await;
+    let done = api.get("/v1/timers?state=done&limit=1").await;
+    let id = done["timers"][0]["id"].as_i64().expect("a done timer");
+    visit(
+        &b,
+        base,
+        &format!("/ui/timers#id={id}"),
+        "Your coupon opens",
+        "readme-timer",
+    )
+    .await;
+    visit(&b, base, "/ui/dead-letters", "user-", "readme-dead-letters").await;
+    visit(&b, base, "/ui/jobs", "of 3000", "readme-jobs").await;
+    b.quit().await;
+}

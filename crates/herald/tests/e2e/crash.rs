@@ -156,7 +156,8 @@ mod parking_lot_free {
     }
 }
 
-/// Issue 19's target for single timers: a webhook channel configured
+/// The in-doubt guarantee for single timers (docs/architecture.md,
+/// "Guarantees"): a webhook channel configured
 /// `in_doubt = "skip"`, 10,000 timers due over 4 s, `kill -9` mid-way, a
 /// restart on the same store. The timers the dead process was sending are
 /// ended `in_doubt` by the restarted one instead of firing again: no

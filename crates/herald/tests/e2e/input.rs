@@ -1,5 +1,5 @@
-//! How the real binary reads what a caller sends (issue 35, items 6–10, 13
-//! and 14): every JSON body is one object whose strings may use any escape;
+//! How the real binary reads what a caller sends (docs/api.md): every JSON
+//! body is one object whose strings may use any escape;
 //! stored documents are refused when they would not deliver as stored;
 //! unknown or repeated query parameters are named and refused; a rule that
 //! could never fire, or would fire more often than the floor, is refused;

@@ -1,4 +1,4 @@
-//! Issue 35's access findings, on the real binary: a copy of the store no
+//! Access hardening, on the real binary: a copy of the store no
 //! longer mints console sessions; the store's directory, files and backups
 //! are owner-only; refusals before any key is recognised are counted, not
 //! logged one row each; and the console's login refuses posts from other
