@@ -1174,12 +1174,12 @@ mod tests {
                 &["reminder_timers_pkey"],
             ),
             (
-                crate::subject_query::sql::COUNT,
+                crate::subject_query::sql::COUNT.pg,
                 vec![&tenant, &subject_id, &limit],
                 &["reminder_timers_subject"],
             ),
             (
-                crate::subject_query::sql::COUNT_BY_BIT,
+                crate::subject_query::sql::COUNT_BY_BIT.pg,
                 vec![&tenant, &subject_id, &limit],
                 &["reminder_timers_subject"],
             ),
