@@ -11,6 +11,7 @@
 
 use herald_core::TenantId;
 
+use crate::campaign::sql::audiences as sql;
 use crate::model::{self, Columns, audience_cols, tenant_to_pg, to_db};
 use crate::postgres::{Ctx, PgStore};
 use crate::{AUDIENCE_CHUNK, AudienceRecord, Result, StoreError, refusals};
@@ -39,14 +40,6 @@ const REFERRED: &str = "SELECT EXISTS (SELECT 1 FROM jobs WHERE audience_id = $1
 const DROP_CHUNKS: &str = "DELETE FROM audience_chunks WHERE audience_id = $1";
 const DROP_AUDIENCE: &str = "DELETE FROM audiences WHERE id = $1";
 const GET: &str = concat!("SELECT ", audience_cols!(), " FROM audiences WHERE id = $1");
-const LIST: &str = concat!(
-    "SELECT ",
-    audience_cols!(),
-    " FROM audiences WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3"
-);
-const SIZE: &str = "SELECT size FROM audiences WHERE id = $1";
-const CHUNKS: &str = "SELECT chunk_no, count, data FROM audience_chunks \
-    WHERE audience_id = $1 AND chunk_no >= $2 AND chunk_no <= $3 ORDER BY chunk_no";
 
 pub(super) async fn create_audience(
     store: &PgStore,
@@ -245,7 +238,7 @@ pub(super) async fn list_audiences(
     let tenant = tenant_to_pg(tenant)?;
     let client = store.client().await?;
     let stmt = client
-        .prepare_cached(LIST)
+        .prepare_cached(sql::LIST.pg)
         .await
         .ctx("preparing audience list")?;
     client
@@ -279,7 +272,7 @@ pub(super) async fn audience_slice(
 ) -> Result<Vec<String>> {
     let client = store.client().await?;
     let size_stmt = client
-        .prepare_cached(SIZE)
+        .prepare_cached(sql::SIZE.pg)
         .await
         .ctx("preparing audience read")?;
     let size: Option<i64> = match client
@@ -299,7 +292,7 @@ pub(super) async fn audience_slice(
     }
     let (first, last) = (start / AUDIENCE_CHUNK, (end - 1) / AUDIENCE_CHUNK);
     let stmt = client
-        .prepare_cached(CHUNKS)
+        .prepare_cached(sql::CHUNKS.pg)
         .await
         .ctx("preparing chunk read")?;
     let rows = client

@@ -34,6 +34,7 @@ use herald_core::time::utc_day;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{ToSql, Type};
 
+use crate::campaign::sql::jobs as sql;
 use crate::postgres::error::pg_error;
 use crate::postgres::{Ctx, PgStore, col, reports};
 use crate::reports::SendTally;
@@ -134,11 +135,6 @@ fn sends_in_state(state: SendState) -> &'static str {
         SendState::InDoubt => SENDS_IN_DOUBT,
     }
 }
-pub(super) const SENDS: &str = concat!(
-    "SELECT ",
-    send_cols!(),
-    " FROM job_sends WHERE job_id = $1 AND idx >= $2 AND idx < $3 ORDER BY idx"
-);
 pub(super) const SEGMENT_RANGE: &str =
     "SELECT start_idx, end_idx, tenant_id FROM segments WHERE id = $1 AND job_id = $2";
 // $3, $4: the batch's lowest and highest index. The bounds keep every plan
@@ -552,7 +548,7 @@ pub(super) async fn job_sends(
 ) -> Result<Vec<SendRecord>> {
     let client = store.client().await?;
     let stmt = client
-        .prepare_cached(SENDS)
+        .prepare_cached(sql::SENDS.pg)
         .await
         .ctx("preparing send-log read")?;
     client

@@ -5,6 +5,7 @@ use herald_core::TenantId;
 use rusqlite::{Connection, params};
 
 use super::{Ctx, in_read_tx, in_tx, query_all, query_opt};
+use crate::campaign::sql::audiences as sql;
 use crate::campaign::{AUDIENCE_CHUNK, AudienceRecord};
 use crate::model::{self, Columns, audience_cols, from_db, tenant_to_db, to_db};
 use crate::{Result, StoreError, refusals};
@@ -12,13 +13,6 @@ use crate::{Result, StoreError, refusals};
 const INSERT: &str =
     "INSERT INTO audiences (tenant_id, name, created_at) VALUES (?1, ?2, ?3) RETURNING id";
 const BY_ID: &str = concat!("SELECT ", audience_cols!(), " FROM audiences WHERE id = ?1");
-/// `Some(size)` per audience: `NULL` while open.
-pub(super) const LIST: &str = concat!(
-    "SELECT ",
-    audience_cols!(),
-    " FROM audiences WHERE tenant_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3"
-);
-const SIZE: &str = "SELECT size FROM audiences WHERE id = ?1";
 const TENANT: &str = "SELECT tenant_id FROM audiences WHERE id = ?1";
 const PUT_CHUNK: &str = "INSERT INTO audience_chunks (audience_id, chunk_no, count, data) \
     VALUES (?1, ?2, ?3, ?4) \
@@ -32,8 +26,6 @@ pub(super) const IN_USE: &str = "SELECT EXISTS (SELECT 1 FROM jobs WHERE audienc
     OR EXISTS (SELECT 1 FROM rule_versions WHERE audience_id = ?1)";
 const DELETE_CHUNKS: &str = "DELETE FROM audience_chunks WHERE audience_id = ?1";
 const DELETE: &str = "DELETE FROM audiences WHERE id = ?1";
-pub(super) const CHUNKS: &str = "SELECT chunk_no, count, data FROM audience_chunks \
-    WHERE audience_id = ?1 AND chunk_no >= ?2 AND chunk_no <= ?3 ORDER BY chunk_no";
 
 pub(super) fn create_audience(
     conn: &mut Connection,
@@ -56,7 +48,7 @@ pub(super) fn chunk_data(start: u64, recipients: &[String]) -> Result<(i64, Stri
 
 /// The size column of an audience: `None` if unknown, `Some(None)` while open.
 fn size_of(conn: &Connection, id: i64) -> Result<Option<Option<u64>>> {
-    query_opt(conn, SIZE, [id], "reading audience size", |r| {
+    query_opt(conn, sql::SIZE.sqlite, [id], "reading audience size", |r| {
         r.opt_int(0, "audiences.size")?
             .map(|v| from_db(v, "audiences.size"))
             .transpose()
@@ -165,7 +157,9 @@ pub(super) fn list_audiences(
 ) -> Result<Vec<AudienceRecord>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let args = params![tenant_to_db(tenant), after.unwrap_or(i64::MIN), limit];
-    query_all(conn, LIST, args, "listing audiences", |r| model::decode(r))
+    query_all(conn, sql::LIST.sqlite, args, "listing audiences", |r| {
+        model::decode(r)
+    })
 }
 
 /// The size of a sealed audience of `tenant`, for a job: `None` if unknown,
@@ -198,7 +192,9 @@ pub(super) fn audience_slice(
         }
         let (first, last) = (start / AUDIENCE_CHUNK, (end - 1) / AUDIENCE_CHUNK);
         let mut out = Vec::with_capacity((end - start) as usize);
-        let mut stmt = tx.prepare_cached(CHUNKS).ctx("preparing chunk read")?;
+        let mut stmt = tx
+            .prepare_cached(sql::CHUNKS.sqlite)
+            .ctx("preparing chunk read")?;
         let mut rows = stmt
             .query(params![id, to_db(first, "start")?, to_db(last, "end")?])
             .ctx("reading chunks")?;

@@ -8,6 +8,7 @@ use herald_core::time::utc_day;
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use super::{Ctx, audiences, in_tx, query_all, query_opt};
+use crate::campaign::sql::jobs as sql;
 use crate::campaign::{
     ClaimedSegment, JobRecord, JobSpec, JobTotals, LeaseCheck, Progress, SegmentClaim,
     SegmentRecord, SegmentWrite, SendEntry, SendRecord,
@@ -80,11 +81,6 @@ fn sends_in_state(state: SendState) -> &'static str {
         SendState::InDoubt => sends_in!("4"),
     }
 }
-pub(super) const SENDS: &str = concat!(
-    "SELECT ",
-    send_cols!(),
-    " FROM job_sends WHERE job_id = ?1 AND idx >= ?2 AND idx < ?3 ORDER BY idx"
-);
 /// What the claim check needs of a segment.
 const CLAIM_STATE: &str = "SELECT job_id, start_idx, end_idx, cursor_idx, state, owner, epoch, \
     lease_until FROM segments WHERE id = ?1";
@@ -431,7 +427,7 @@ pub(super) fn job_sends(
     );
     query_all(
         conn,
-        SENDS,
+        sql::SENDS.sqlite,
         params![job_id, start, end],
         "reading send log",
         |r| model::decode::<SendRecord, _>(r),

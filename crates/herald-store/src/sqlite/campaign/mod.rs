@@ -395,7 +395,7 @@ mod tests {
                 &["USING INDEX segments_job_state (job_id=? AND state=?)"],
             ),
             (
-                jobs::SENDS,
+                crate::campaign::sql::jobs::SENDS.sqlite,
                 &["USING PRIMARY KEY (job_id=? AND idx>? AND idx<?)"],
             ),
             (
@@ -447,7 +447,10 @@ mod tests {
                 jobs::JOBS_BEFORE,
                 &["USING INDEX jobs_tenant (tenant_id=? AND id<?)"],
             ),
-            (rules::RULE_TASKS, &["USING INDEX tasks_rule (rule_id=?)"]),
+            (
+                crate::campaign::sql::rules::RULE_TASKS.sqlite,
+                &["USING INDEX tasks_rule (rule_id=?)"],
+            ),
             (rules::VERSIONS, &["(rule_id=? AND version>?)"]),
             (
                 rules::HAS_PENDING_CURRENT,
@@ -459,11 +462,11 @@ mod tests {
             ),
             (rules::LAST_PLANNED, &["(rule_id=? AND version=?)"]),
             (
-                audiences::CHUNKS,
+                crate::campaign::sql::audiences::CHUNKS.sqlite,
                 &["(audience_id=? AND chunk_no>? AND chunk_no<?)"],
             ),
             (
-                audiences::LIST,
+                crate::campaign::sql::audiences::LIST.sqlite,
                 &["USING INDEX audiences_tenant (tenant_id=? AND id>?)"],
             ),
             (

@@ -6,6 +6,7 @@ use rusqlite::{Connection, Transaction, params};
 
 use super::{Ctx, audiences, in_read_tx, in_tx, jobs, query_all, query_opt};
 use crate::Result;
+use crate::campaign::sql::rules as sql;
 use crate::campaign::{
     JobSpec, PlanCandidate, RuleRecord, RuleSpec, RuleVersion, TaskRecord, TaskStart,
 };
@@ -13,18 +14,11 @@ use crate::model::{
     self, Columns, from_db, limit_to_db, task_cols, tenant_to_db, to_db, version_cols,
 };
 
-const INSERT_RULE: &str = "INSERT INTO rules (tenant_id, status, version, created_at, updated_at) \
-    VALUES (?2, 'enabled', 1, ?1, ?1) RETURNING id";
-const INSERT_VERSION: &str = "INSERT INTO rule_versions \
-    (rule_id, version, name, schedule, audience, audience_id, channel, message, deadline_secs, \
-     priority, created_at, tenant_id, routing) \
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
 // A new version is current at once; a finished rule comes back, a disabled one
 // stays so. Only the rule's own tenant may version it.
 const BUMP_VERSION: &str = "UPDATE rules SET version = version + 1, updated_at = ?2, \
     status = CASE WHEN status = 'finished' THEN 'enabled' ELSE status END \
     WHERE id = ?1 AND tenant_id = ?3 RETURNING version";
-const SET_STATUS: &str = "UPDATE rules SET status = ?2, updated_at = ?3 WHERE id = ?1";
 const CANCEL_PENDING: &str = "UPDATE tasks SET state = 'cancelled', finished_at = ?2, \
     detail = 'the rule was disabled' WHERE rule_id = ?1 AND state = 'pending'";
 const RULE_BY_ID: &str = concat!(rule_select!(), " WHERE r.id = ?1");
@@ -70,11 +64,6 @@ const FINISH: &str = "UPDATE rules SET status = 'finished', updated_at = ?2 \
     WHERE id = ?1 AND status = 'enabled' AND NOT EXISTS (SELECT 1 FROM tasks \
     WHERE rule_id = ?1 AND state IN ('pending', 'running'))";
 const TASK_BY_ID: &str = concat!("SELECT ", task_cols!(), " FROM tasks WHERE id = ?1");
-pub(super) const RULE_TASKS: &str = concat!(
-    "SELECT ",
-    task_cols!(),
-    " FROM tasks WHERE rule_id = ?1 ORDER BY planned_at DESC, id DESC LIMIT ?2"
-);
 pub(super) const DUE: &str = concat!(
     "SELECT ",
     task_cols!(),
@@ -92,7 +81,7 @@ fn insert_version(
     spec: &RuleSpec,
     now: i64,
 ) -> Result<()> {
-    tx.prepare_cached(INSERT_VERSION)
+    tx.prepare_cached(sql::INSERT_VERSION.sqlite)
         .ctx("preparing version insert")?
         .execute(params![
             rule_id,
@@ -120,7 +109,7 @@ fn rule_by_id(conn: &Connection, id: i64) -> Result<Option<RuleRecord>> {
 pub(super) fn create_rule(conn: &mut Connection, spec: RuleSpec, now: i64) -> Result<RuleRecord> {
     in_tx(conn, "creating rule", |tx| {
         let id: i64 = tx
-            .prepare_cached(INSERT_RULE)
+            .prepare_cached(sql::INSERT_RULE.sqlite)
             .ctx("preparing rule insert")?
             .query_row(params![now, tenant_to_db(spec.tenant)], |r| r.get(0))
             .ctx("inserting rule")?;
@@ -176,7 +165,7 @@ pub(super) fn set_rule_enabled(
             RuleStatus::Disabled
         };
         let n = tx
-            .prepare_cached(SET_STATUS)
+            .prepare_cached(sql::SET_STATUS.sqlite)
             .ctx("preparing rule status")?
             .execute(params![id, status.as_str(), now])
             .ctx("setting rule status")?;
@@ -238,7 +227,7 @@ pub(super) fn rule_tasks(
 ) -> Result<Vec<TaskRecord>> {
     query_all(
         conn,
-        RULE_TASKS,
+        sql::RULE_TASKS.sqlite,
         params![rule_id, limit_to_db(limit)],
         "listing rule tasks",
         |r| model::decode(r),
