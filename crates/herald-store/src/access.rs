@@ -218,8 +218,8 @@ pub(crate) mod sql {
     pub(crate) const TENANTS: Statement = statement!("SELECT id, name FROM tenants ORDER BY id");
     pub(crate) const INSERT_KEY: Statement = statement!(
         "INSERT INTO api_keys \
-        (tenant_id, name, scopes, hash, created_at, expires_at) \
-        VALUES ($1, $2, $3, $4, $5, $6) RETURNING id"
+         (tenant_id, name, scopes, hash, created_at, expires_at) \
+         VALUES ($1, $2, $3, $4, $5, $6) RETURNING id"
     );
     pub(crate) const KEY_BY_ID: Statement = statement!(concat!(
         "SELECT ",

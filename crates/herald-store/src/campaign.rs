@@ -1,6 +1,7 @@
 //! Rules, tasks, audiences, jobs, segments and the job send log: the part of
-//! the store behind mass sends (seed 000: segments claimed under a lease and
-//! re-issued; seed 002: versioned rules with append-only tasks).
+//! the store behind mass sends: segments claimed under a lease and re-issued
+//! (docs/architecture.md, "The path of a campaign"), and versioned rules with
+//! append-only tasks ("Rules").
 //!
 //! Every method that writes commits one transaction before it returns `Ok`.
 //! Times are unix milliseconds.
@@ -860,13 +861,14 @@ pub trait CampaignStore: Send + Sync + 'static {
 
 /// The statements both backends run ([`crate::shared_sql::Statement`]).
 pub(crate) mod sql {
+    /// Audiences (`sqlite/campaign/audiences.rs`, `postgres/campaign/audiences.rs`).
     pub(crate) mod audiences {
         use crate::model::audience_cols;
         use crate::shared_sql::{Statement, statement};
 
         pub(crate) const CHUNKS: Statement = statement!(
             "SELECT chunk_no, count, data FROM audience_chunks \
-        WHERE audience_id = $1 AND chunk_no >= $2 AND chunk_no <= $3 ORDER BY chunk_no"
+             WHERE audience_id = $1 AND chunk_no >= $2 AND chunk_no <= $3 ORDER BY chunk_no"
         );
         /// `Some(size)` per audience: `NULL` while open.
         pub(crate) const LIST: Statement = statement!(concat!(
@@ -877,33 +879,35 @@ pub(crate) mod sql {
         pub(crate) const SIZE: Statement = statement!("SELECT size FROM audiences WHERE id = $1");
     }
 
+    /// Follow-ups of finished jobs.
     pub(crate) mod follow_ups {
         use crate::shared_sql::{Statement, statement};
 
         /// $1 job, $2 now. Only a waiting follow-up moves on.
         pub(crate) const CLAIM: Statement = statement!(
             "UPDATE job_follow_ups SET state = 1, done_at = $2 \
-        WHERE job_id = $1 AND state = 0"
+             WHERE job_id = $1 AND state = 0"
         );
         /// The waiting ones come off their partial index; each job by its key.
         pub(crate) const DUE: Statement = statement!(
             "SELECT f.job_id, f.after_ms, f.message, f.state, f.follow_up_job_id, \
-            f.done_at FROM job_follow_ups AS f JOIN jobs AS j ON j.id = f.job_id \
-        WHERE f.state = 0 AND j.finished_at IS NOT NULL AND j.finished_at + f.after_ms <= $1 \
-        ORDER BY f.job_id LIMIT $2"
+             f.done_at FROM job_follow_ups AS f JOIN jobs AS j ON j.id = f.job_id \
+             WHERE f.state = 0 AND j.finished_at IS NOT NULL AND j.finished_at + f.after_ms <= $1 \
+             ORDER BY f.job_id LIMIT $2"
         );
         pub(crate) const INSERT: Statement = statement!(
             "INSERT INTO job_follow_ups (job_id, after_ms, message, state) \
-        VALUES ($1, $2, $3, 0)"
+             VALUES ($1, $2, $3, 0)"
         );
         pub(crate) const SET_JOB: Statement =
             statement!("UPDATE job_follow_ups SET follow_up_job_id = $2 WHERE job_id = $1");
         pub(crate) const SKIP: Statement = statement!(
             "UPDATE job_follow_ups SET state = 2, done_at = $2 \
-        WHERE job_id = $1 AND state = 0"
+             WHERE job_id = $1 AND state = 0"
         );
     }
 
+    /// Jobs and their sends.
     pub(crate) mod jobs {
         use crate::model::send_cols;
         use crate::shared_sql::{Statement, statement};
@@ -915,19 +919,20 @@ pub(crate) mod sql {
         ));
     }
 
+    /// Rules, their versions and tasks.
     pub(crate) mod rules {
         use crate::model::task_cols;
         use crate::shared_sql::{Statement, statement};
 
         pub(crate) const INSERT_RULE: Statement = statement!(
             "INSERT INTO rules (tenant_id, status, version, created_at, updated_at) \
-        VALUES ($2, 'enabled', 1, $1, $1) RETURNING id"
+             VALUES ($2, 'enabled', 1, $1, $1) RETURNING id"
         );
         pub(crate) const INSERT_VERSION: Statement = statement!(
             "INSERT INTO rule_versions \
-        (rule_id, version, name, schedule, audience, audience_id, channel, message, \
-         deadline_secs, priority, created_at, tenant_id, routing) \
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
+             (rule_id, version, name, schedule, audience, audience_id, channel, message, \
+             deadline_secs, priority, created_at, tenant_id, routing) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
         );
         pub(crate) const RULE_TASKS: Statement = statement!(concat!(
             "SELECT ",

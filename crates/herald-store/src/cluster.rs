@@ -165,6 +165,6 @@ pub(crate) mod sql {
     /// growing across holders.
     pub(crate) const RELEASE_NAMED: Statement = statement!(
         "UPDATE named_leases SET lease_until = 0 \
-        WHERE name = $1 AND holder = $2 AND incarnation = $3"
+         WHERE name = $1 AND holder = $2 AND incarnation = $3"
     );
 }

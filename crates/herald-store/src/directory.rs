@@ -106,14 +106,14 @@ pub(crate) mod sql {
     /// writer created the user meanwhile (PostgreSQL then reads it again).
     pub(crate) const INSERT: Statement = statement!(
         "INSERT INTO subscribers \
-        (tenant_id, user_id, profile, version, created_at, updated_at) \
-        VALUES ($1, $2, $3, 1, $4, $4) ON CONFLICT (tenant_id, user_id) DO NOTHING"
+         (tenant_id, user_id, profile, version, created_at, updated_at) \
+         VALUES ($1, $2, $3, 1, $4, $4) ON CONFLICT (tenant_id, user_id) DO NOTHING"
     );
     /// $1 tenant, $2 user, $3 profile, $4 at.
     pub(crate) const UPDATE: Statement = statement!(
         "UPDATE subscribers \
-        SET profile = $3, version = version + 1, updated_at = $4 \
-        WHERE tenant_id = $1 AND user_id = $2"
+         SET profile = $3, version = version + 1, updated_at = $4 \
+         WHERE tenant_id = $1 AND user_id = $2"
     );
     /// $1 tenant, $2 user.
     pub(crate) const DELETE: Statement =

@@ -235,11 +235,11 @@ pub(crate) mod sql {
     ));
     pub(crate) const DELIVERY_RECEIPT: Statement = statement!(
         "INSERT INTO delivery_receipts (delivery_id, event, at) \
-        VALUES ($1, $2, $3) ON CONFLICT DO NOTHING"
+         VALUES ($1, $2, $3) ON CONFLICT DO NOTHING"
     );
     pub(crate) const JOB_RECEIPT: Statement = statement!(
         "INSERT INTO job_receipts (job_id, idx, event, at) \
-        VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING"
+         VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING"
     );
     pub(crate) const RECEIPT_COUNTS: Statement =
         statement!("SELECT event, n FROM job_receipt_counts WHERE job_id = $1");

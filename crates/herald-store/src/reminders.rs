@@ -166,12 +166,12 @@ pub(crate) mod sql {
 
     pub(crate) const UPDATE_SUBJECT: Statement = statement!(
         "UPDATE subjects \
-        SET start_at = $3, title = $4, data = $5, updated_at = $6 \
-        WHERE tenant_id = $1 AND subject_id = $2"
+         SET start_at = $3, title = $4, data = $5, updated_at = $6 \
+         WHERE tenant_id = $1 AND subject_id = $2"
     );
     pub(crate) const STORE_BITS: Statement = statement!(
         "UPDATE reminders SET bits = $4, updated_at = $5 \
-        WHERE tenant_id = $1 AND user_id = $2 AND subject_id = $3"
+         WHERE tenant_id = $1 AND user_id = $2 AND subject_id = $3"
     );
     pub(crate) const DELETE_REMINDER: Statement = statement!(
         "DELETE FROM reminders WHERE tenant_id = $1 AND user_id = $2 AND subject_id = $3"

@@ -109,11 +109,11 @@ pub(crate) mod sql {
 
     pub(crate) const DELETE_SEGMENTS: Statement = statement!(
         "DELETE FROM segments WHERE id IN \
-        (SELECT id FROM segments WHERE job_id = $1 ORDER BY id LIMIT $2)"
+         (SELECT id FROM segments WHERE job_id = $1 ORDER BY id LIMIT $2)"
     );
     pub(crate) const DELETE_CHUNKS: Statement = statement!(
         "DELETE FROM audience_chunks WHERE audience_id = $1 AND chunk_no IN \
-        (SELECT chunk_no FROM audience_chunks WHERE audience_id = $1 ORDER BY chunk_no LIMIT $2)"
+         (SELECT chunk_no FROM audience_chunks WHERE audience_id = $1 ORDER BY chunk_no LIMIT $2)"
     );
     pub(crate) const DELETE_AUDIENCE: Statement = statement!("DELETE FROM audiences WHERE id = $1");
     pub(crate) const DELETE_SUBJECT: Statement =

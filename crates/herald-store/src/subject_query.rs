@@ -30,13 +30,13 @@ pub(crate) mod sql {
     /// $1 tenant, $2 subject, $3 how many entries to read at most.
     pub(crate) const COUNT: Statement = statement!(
         "SELECT count(*), count(DISTINCT user_id) FROM \
-        (SELECT user_id FROM reminder_timers WHERE tenant_id = $1 AND subject_id = $2 \
+         (SELECT user_id FROM reminder_timers WHERE tenant_id = $1 AND subject_id = $2 \
          LIMIT $3) AS counted"
     );
     /// $1 tenant, $2 subject, $3 how many entries to read at most.
     pub(crate) const COUNT_BY_BIT: Statement = statement!(
         "SELECT bit, count(*) FROM \
-        (SELECT bit FROM reminder_timers WHERE tenant_id = $1 AND subject_id = $2 \
+         (SELECT bit FROM reminder_timers WHERE tenant_id = $1 AND subject_id = $2 \
          LIMIT $3) AS counted GROUP BY bit ORDER BY bit"
     );
 }

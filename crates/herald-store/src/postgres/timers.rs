@@ -67,8 +67,8 @@ const DUE_RANGES: usize = 4;
 /// tested on the index entry itself and the rows of other nodes' shards are
 /// never fetched; a filter on `shard` alone is applied only after the fetch,
 /// and with three nodes each node fetched three rows for every one it owned
-/// (issue 18). The bitmap test keeps the answer exact when the ranges also
-/// hold shards the node does not own.
+/// (measured in a three-node burst). The bitmap test keeps the answer exact
+/// when the ranges also hold shards the node does not own.
 ///
 /// Parameters: $1 until, $2 limit, then the cursor if `after`, then the owned
 /// bitmap (`ShardSet::to_bytes`: shard `s` at bit `s % 8` of byte `s / 8`, as
@@ -120,7 +120,7 @@ const INSERT_DELIVERIES: &str = "INSERT INTO deliveries \
 // With statistics older than a bulk load (all timers due at one instant) the
 // planner expects a few hundred due rows and picks the bitmap: the first scan
 // of a 1,000,000-timer burst then read and sorted all of them, 380 ms, on every
-// node (issue 18). In index order it takes 4 ms. And no JIT: the estimate of a
+// node. In index order it takes 4 ms. And no JIT: the estimate of a
 // walk that may read far past the limit made PostgreSQL compile the scan's
 // expressions, 11 ms a scan.
 pub(super) const DUE_PLAN: &str =
@@ -496,7 +496,7 @@ pub(super) async fn fetch_pending(store: &PgStore, ids: &[TimerId]) -> Result<Ve
     // By id alone, and the state checked here: with `AND state = 0` in the
     // statement the planner may AND the primary key's bitmap with a scan of the
     // whole pending index, whose cost grows with the timers still pending
-    // (4.6 µs a timer during a 1,000,000-timer burst, issue 18).
+    // (4.6 µs a timer during a 1,000,000-timer burst).
     let stmt = client
         .prepare_cached(TIMERS_BY_IDS)
         .await

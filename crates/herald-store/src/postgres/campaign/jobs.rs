@@ -878,8 +878,8 @@ struct NewSends {
 /// (a lapsed holder and the new one) insert in index order, so one waits
 /// for the other, and the later one starts again (`record_sends`). Writers of one job then hold
 /// its lock only for the counters and the commit, not for the whole
-/// insert (issue 18: with four workers, 1,000-row inserts under the lock
-/// made them take turns, 6.9 ms of waiting per batch).
+/// insert (with four workers, 1,000-row inserts under the lock made them
+/// take turns, 6.9 ms of waiting per batch).
 ///
 /// Checks each write against its segment first. `None` when another claim
 /// added one of these rows since the read (roll back and start again).
