@@ -877,6 +877,24 @@ pub(crate) mod sql {
             " FROM audiences WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3"
         ));
         pub(crate) const SIZE: Statement = statement!("SELECT size FROM audiences WHERE id = $1");
+        pub(crate) const CREATE: Statement = statement!(
+            "INSERT INTO audiences (tenant_id, name, created_at) VALUES ($1, $2, $3) RETURNING id"
+        );
+        pub(crate) const GET: Statement = statement!(concat!(
+            "SELECT ",
+            audience_cols!(),
+            " FROM audiences WHERE id = $1"
+        ));
+        pub(crate) const DROP_CHUNK: Statement =
+            statement!("DELETE FROM audience_chunks WHERE audience_id = $1 AND chunk_no = $2");
+        pub(crate) const REFERRED: Statement = statement!(
+            "SELECT EXISTS (SELECT 1 FROM jobs WHERE audience_id = $1) \
+             OR EXISTS (SELECT 1 FROM rule_versions WHERE audience_id = $1)"
+        );
+        pub(crate) const DROP_CHUNKS: Statement =
+            statement!("DELETE FROM audience_chunks WHERE audience_id = $1");
+        pub(crate) const DROP_AUDIENCE: Statement =
+            statement!("DELETE FROM audiences WHERE id = $1");
     }
 
     /// Follow-ups of finished jobs.
@@ -909,7 +927,7 @@ pub(crate) mod sql {
 
     /// Jobs and their sends.
     pub(crate) mod jobs {
-        use crate::model::send_cols;
+        use crate::model::{job_cols, send_cols};
         use crate::shared_sql::{Statement, statement};
 
         pub(crate) const SENDS: Statement = statement!(concat!(
@@ -917,6 +935,13 @@ pub(crate) mod sql {
             send_cols!(),
             " FROM job_sends WHERE job_id = $1 AND idx >= $2 AND idx < $3 ORDER BY idx"
         ));
+        pub(crate) const GET_JOB: Statement =
+            statement!(concat!("SELECT ", job_cols!(), " FROM jobs WHERE id = $1"));
+        pub(crate) const MOVE_COUNTERS: Statement = statement!(
+            "UPDATE jobs SET delivered = delivered + $2, failed = failed + $3, \
+             retrying = retrying + $4, expired = expired + $5, cancelled = cancelled + $6, \
+             in_doubt = in_doubt + $7 WHERE id = $1"
+        );
     }
 
     /// Rules, their versions and tasks.
@@ -941,6 +966,24 @@ pub(crate) mod sql {
         ));
         pub(crate) const SET_STATUS: Statement =
             statement!("UPDATE rules SET status = $2, updated_at = $3 WHERE id = $1");
+        /// A new version is current at once; a finished rule comes back, a disabled one
+        /// stays disabled (its owner turned it off; editing it does not turn it on).
+        /// Only the rule's own tenant may version it.
+        pub(crate) const BUMP_RULE: Statement = statement!(
+            "UPDATE rules SET version = version + 1, updated_at = $2, \
+             status = CASE WHEN status = 'finished' THEN 'enabled' ELSE status END \
+             WHERE id = $1 AND tenant_id = $3 RETURNING version"
+        );
+        pub(crate) const GET_TASK: Statement = statement!(concat!(
+            "SELECT ",
+            task_cols!(),
+            " FROM tasks WHERE id = $1"
+        ));
+        pub(crate) const DUE_TASKS: Statement = statement!(concat!(
+            "SELECT ",
+            task_cols!(),
+            " FROM tasks WHERE state = 'pending' AND planned_at <= $1 ORDER BY planned_at, id LIMIT $2"
+        ));
     }
 }
 

@@ -63,7 +63,6 @@ pub(super) const INSERT_SEGMENTS: &str = "INSERT INTO segments (job_id, start_id
         state, attempt, not_before, priority, deadline_at, created_at, updated_at, tenant_id) \
     SELECT $1, s, e, s, 'pending', 1, $4, $5, $6, $4, $4, $7 \
     FROM unnest($2::int8[], $3::int8[]) AS u(s, e)";
-const GET_JOB: &str = concat!("SELECT ", job_cols!(), " FROM jobs WHERE id = $1");
 // $1 before, $2 limit, $3 tenant. Written as a range of `jobs_tenant`
 // `(tenant_id, id)` that only that index can serve in this order: with
 // `tenant_id = $3 AND id < $1` a generic plan walks the primary key backwards
@@ -158,9 +157,6 @@ const INSERT_SENDS: &str = "INSERT INTO job_sends \
         AS u(idx, recipient, state, attempts, msgid, error)";
 /// See `queries/update_sends.sql`.
 pub(super) const UPDATE_SENDS: &str = include_str!("queries/update_sends.sql");
-const MOVE_COUNTERS: &str = "UPDATE jobs SET delivered = delivered + $2, failed = failed + $3, \
-    retrying = retrying + $4, expired = expired + $5, cancelled = cancelled + $6, \
-    in_doubt = in_doubt + $7 WHERE id = $1";
 // The cursor never moves back. By id alone (the caller checks the job): given
 // `job_id` too, a plan cached while `segments` was small reads the job's
 // active segments through `segments_active` instead of the primary key.
@@ -379,7 +375,7 @@ pub(super) async fn create_job(
 pub(super) async fn get_job(store: &PgStore, id: i64) -> Result<Option<JobRecord>> {
     let client = store.client().await?;
     let stmt = client
-        .prepare_cached(GET_JOB)
+        .prepare_cached(sql::GET_JOB.pg)
         .await
         .ctx("preparing job read")?;
     client
@@ -518,7 +514,10 @@ pub(super) async fn claim_segment(
         .prepare_cached(SET_STARTED)
         .await
         .ctx("preparing job start")?;
-    let get = tx.prepare_cached(GET_JOB).await.ctx("preparing job read")?;
+    let get = tx
+        .prepare_cached(sql::GET_JOB.pg)
+        .await
+        .ctx("preparing job read")?;
     let (_, job) = try_join(
         tx.execute(&started, &[&segment.job_id, &now]),
         tx.query_one(&get, &[&segment.job_id]),
@@ -1033,7 +1032,7 @@ async fn write_under_lock(
     let [delivered, failed, retrying, expired, cancelled, in_doubt] = locked.counters;
     let (update, counters, renew) = try_join3(
         tx.prepare_cached(UPDATE_SENDS),
-        tx.prepare_cached(MOVE_COUNTERS),
+        tx.prepare_cached(sql::MOVE_COUNTERS.pg),
         tx.prepare_cached(RENEW),
     )
     .await

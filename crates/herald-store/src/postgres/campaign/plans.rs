@@ -250,7 +250,7 @@ const CASES: &[Case] = &[
     },
     Case {
         name: "due_tasks",
-        sql: rules::DUE_TASKS,
+        sql: crate::campaign::sql::rules::DUE_TASKS.pg,
         types: "int8, int8",
         args: "9, 100",
         custom: false,

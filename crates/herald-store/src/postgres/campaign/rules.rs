@@ -20,12 +20,6 @@ use super::jobs;
 use crate::model::{self, Reader, rule_cols, task_cols, tenant_to_pg, version_cols};
 
 const KEY_SHARE_AUDIENCE: &str = "SELECT 1 FROM audiences WHERE id = $1 FOR KEY SHARE";
-// A new version is current at once; a finished rule comes back, a disabled one
-// stays disabled (its owner turned it off; editing it does not turn it on).
-// Only the rule's own tenant may version it.
-const BUMP_RULE: &str = "UPDATE rules SET version = version + 1, updated_at = $2, \
-        status = CASE WHEN status = 'finished' THEN 'enabled' ELSE status END \
-    WHERE id = $1 AND tenant_id = $3 RETURNING version";
 pub(super) const CANCEL_PENDING: &str = "UPDATE tasks SET state = 'cancelled', detail = $3, finished_at = $2 \
     WHERE rule_id = $1 AND state = 'pending'";
 const GET_RULE: &str = concat!(
@@ -76,12 +70,6 @@ const LOCK_RULE: &str = "SELECT 1 FROM rules WHERE id = $1 FOR NO KEY UPDATE";
 pub(super) const FINISH_RULE: &str = "UPDATE rules SET status = 'finished', updated_at = $2 \
     WHERE id = $1 AND status = 'enabled' AND NOT EXISTS ( \
         SELECT 1 FROM tasks WHERE rule_id = $1 AND state IN ('pending', 'running'))";
-pub(super) const DUE_TASKS: &str = concat!(
-    "SELECT ",
-    task_cols!(),
-    " FROM tasks WHERE state = 'pending' AND planned_at <= $1 ORDER BY planned_at, id LIMIT $2"
-);
-const GET_TASK: &str = concat!("SELECT ", task_cols!(), " FROM tasks WHERE id = $1");
 const SHARE_RULE_OF_TASK: &str = "SELECT r.status, r.version, v.audience_id, v.channel, \
         v.message, v.deadline_secs, v.priority, r.tenant_id, v.routing \
     FROM rules AS r JOIN rule_versions AS v ON v.rule_id = r.id AND v.version = r.version \
@@ -217,7 +205,7 @@ pub(super) async fn update_rule(
     let tx = client.transaction().await.ctx("beginning update_rule")?;
     share_audience(&tx, spec.audience_id).await?;
     let bump = tx
-        .prepare_cached(BUMP_RULE)
+        .prepare_cached(sql::BUMP_RULE.pg)
         .await
         .ctx("preparing rule update")?;
     let Some(row) = tx
@@ -423,7 +411,7 @@ pub(super) async fn finish_rule(store: &PgStore, rule_id: i64, now: i64) -> Resu
 pub(super) async fn due_tasks(store: &PgStore, now: i64, limit: i64) -> Result<Vec<TaskRecord>> {
     let client = store.client().await?;
     let stmt = client
-        .prepare_cached(DUE_TASKS)
+        .prepare_cached(sql::DUE_TASKS.pg)
         .await
         .ctx("preparing due tasks")?;
     client
@@ -438,7 +426,7 @@ pub(super) async fn due_tasks(store: &PgStore, now: i64, limit: i64) -> Result<V
 pub(super) async fn get_task(store: &PgStore, id: i64) -> Result<Option<TaskRecord>> {
     let client = store.client().await?;
     let stmt = client
-        .prepare_cached(GET_TASK)
+        .prepare_cached(sql::GET_TASK.pg)
         .await
         .ctx("preparing task read")?;
     client

@@ -438,7 +438,10 @@ mod tests {
                     "USING COVERING INDEX segments_job_state (job_id=? AND state=?)",
                 ],
             ),
-            (rules::DUE, &["USING INDEX tasks_due (planned_at<?)"]),
+            (
+                crate::campaign::sql::rules::DUE_TASKS.sqlite,
+                &["USING INDEX tasks_due (planned_at<?)"],
+            ),
             (
                 rules::RULES_AFTER,
                 &["USING INDEX rules_tenant (tenant_id=? AND id>?)"],
@@ -470,7 +473,7 @@ mod tests {
                 &["USING INDEX audiences_tenant (tenant_id=? AND id>?)"],
             ),
             (
-                audiences::IN_USE,
+                crate::campaign::sql::audiences::REFERRED.sqlite,
                 &[
                     "USING COVERING INDEX jobs_audience",
                     "USING COVERING INDEX rule_versions_audience",
