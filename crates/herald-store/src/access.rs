@@ -207,3 +207,50 @@ pub trait AccessStore: Send + Sync + 'static {
         limit: usize,
     ) -> Result<Vec<AuditEntry>>;
 }
+
+/// The statements both backends run ([`crate::shared_sql::Statement`]).
+pub(crate) mod sql {
+    use crate::model::{api_key_cols, audit_cols};
+    use crate::shared_sql::{Statement, statement};
+
+    pub(crate) const TENANT_BY_NAME: Statement =
+        statement!("SELECT id FROM tenants WHERE name = $1");
+    pub(crate) const TENANTS: Statement = statement!("SELECT id, name FROM tenants ORDER BY id");
+    pub(crate) const INSERT_KEY: Statement = statement!(
+        "INSERT INTO api_keys \
+         (tenant_id, name, scopes, hash, created_at, expires_at) \
+         VALUES ($1, $2, $3, $4, $5, $6) RETURNING id"
+    );
+    pub(crate) const KEY_BY_ID: Statement = statement!(concat!(
+        "SELECT ",
+        api_key_cols!(),
+        " FROM api_keys WHERE id = $1"
+    ));
+    pub(crate) const ALL_KEYS: Statement = statement!(concat!(
+        "SELECT ",
+        api_key_cols!(),
+        " FROM api_keys WHERE id > $1 ORDER BY id LIMIT $2"
+    ));
+    pub(crate) const TENANT_KEYS: Statement = statement!(concat!(
+        "SELECT ",
+        api_key_cols!(),
+        " FROM api_keys WHERE tenant_id = $3 AND id > $1 ORDER BY id LIMIT $2"
+    ));
+    pub(crate) const REVOKE_KEY: Statement = statement!(concat!(
+        "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1 RETURNING ",
+        api_key_cols!()
+    ));
+    pub(crate) const AUDIT_AT: Statement = statement!("SELECT at FROM audit_log WHERE id = $1");
+    /// $1 start at, $2 start id (exclusive), $3 limit.
+    pub(crate) const AUDIT_ALL: Statement = statement!(concat!(
+        "SELECT ",
+        audit_cols!(),
+        " FROM audit_log WHERE (at, id) > ($1, $2) ORDER BY at, id LIMIT $3"
+    ));
+    /// $1 start at, $2 start id (exclusive), $3 limit, $4 tenant.
+    pub(crate) const AUDIT_TENANT: Statement = statement!(concat!(
+        "SELECT ",
+        audit_cols!(),
+        " FROM audit_log WHERE tenant_id = $4 AND (at, id) > ($1, $2) ORDER BY at, id LIMIT $3"
+    ));
+}

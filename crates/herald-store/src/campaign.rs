@@ -1,6 +1,7 @@
 //! Rules, tasks, audiences, jobs, segments and the job send log: the part of
-//! the store behind mass sends (seed 000: segments claimed under a lease and
-//! re-issued; seed 002: versioned rules with append-only tasks).
+//! the store behind mass sends: segments claimed under a lease and re-issued
+//! (docs/architecture.md, "The path of a campaign"), and versioned rules with
+//! append-only tasks ("Rules").
 //!
 //! Every method that writes commits one transaction before it returns `Ok`.
 //! Times are unix milliseconds.
@@ -856,6 +857,134 @@ pub trait CampaignStore: Send + Sync + 'static {
     ///   in `failed_recipients`; the job's `retrying` moves to `failed`.
     /// - Nothing is done twice: a second sweep at the same time reports zeros.
     async fn sweep(&self, now: i64, opts: SweepOptions) -> Result<SweepReport>;
+}
+
+/// The statements both backends run ([`crate::shared_sql::Statement`]).
+pub(crate) mod sql {
+    /// Audiences (`sqlite/campaign/audiences.rs`, `postgres/campaign/audiences.rs`).
+    pub(crate) mod audiences {
+        use crate::model::audience_cols;
+        use crate::shared_sql::{Statement, statement};
+
+        pub(crate) const CHUNKS: Statement = statement!(
+            "SELECT chunk_no, count, data FROM audience_chunks \
+             WHERE audience_id = $1 AND chunk_no >= $2 AND chunk_no <= $3 ORDER BY chunk_no"
+        );
+        /// `Some(size)` per audience: `NULL` while open.
+        pub(crate) const LIST: Statement = statement!(concat!(
+            "SELECT ",
+            audience_cols!(),
+            " FROM audiences WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3"
+        ));
+        pub(crate) const SIZE: Statement = statement!("SELECT size FROM audiences WHERE id = $1");
+        pub(crate) const CREATE: Statement = statement!(
+            "INSERT INTO audiences (tenant_id, name, created_at) VALUES ($1, $2, $3) RETURNING id"
+        );
+        pub(crate) const GET: Statement = statement!(concat!(
+            "SELECT ",
+            audience_cols!(),
+            " FROM audiences WHERE id = $1"
+        ));
+        pub(crate) const DROP_CHUNK: Statement =
+            statement!("DELETE FROM audience_chunks WHERE audience_id = $1 AND chunk_no = $2");
+        pub(crate) const REFERRED: Statement = statement!(
+            "SELECT EXISTS (SELECT 1 FROM jobs WHERE audience_id = $1) \
+             OR EXISTS (SELECT 1 FROM rule_versions WHERE audience_id = $1)"
+        );
+        pub(crate) const DROP_CHUNKS: Statement =
+            statement!("DELETE FROM audience_chunks WHERE audience_id = $1");
+        pub(crate) const DROP_AUDIENCE: Statement =
+            statement!("DELETE FROM audiences WHERE id = $1");
+    }
+
+    /// Follow-ups of finished jobs.
+    pub(crate) mod follow_ups {
+        use crate::shared_sql::{Statement, statement};
+
+        /// $1 job, $2 now. Only a waiting follow-up moves on.
+        pub(crate) const CLAIM: Statement = statement!(
+            "UPDATE job_follow_ups SET state = 1, done_at = $2 \
+             WHERE job_id = $1 AND state = 0"
+        );
+        /// The waiting ones come off their partial index; each job by its key.
+        pub(crate) const DUE: Statement = statement!(
+            "SELECT f.job_id, f.after_ms, f.message, f.state, f.follow_up_job_id, \
+             f.done_at FROM job_follow_ups AS f JOIN jobs AS j ON j.id = f.job_id \
+             WHERE f.state = 0 AND j.finished_at IS NOT NULL AND j.finished_at + f.after_ms <= $1 \
+             ORDER BY f.job_id LIMIT $2"
+        );
+        pub(crate) const INSERT: Statement = statement!(
+            "INSERT INTO job_follow_ups (job_id, after_ms, message, state) \
+             VALUES ($1, $2, $3, 0)"
+        );
+        pub(crate) const SET_JOB: Statement =
+            statement!("UPDATE job_follow_ups SET follow_up_job_id = $2 WHERE job_id = $1");
+        pub(crate) const SKIP: Statement = statement!(
+            "UPDATE job_follow_ups SET state = 2, done_at = $2 \
+             WHERE job_id = $1 AND state = 0"
+        );
+    }
+
+    /// Jobs and their sends.
+    pub(crate) mod jobs {
+        use crate::model::{job_cols, send_cols};
+        use crate::shared_sql::{Statement, statement};
+
+        pub(crate) const SENDS: Statement = statement!(concat!(
+            "SELECT ",
+            send_cols!(),
+            " FROM job_sends WHERE job_id = $1 AND idx >= $2 AND idx < $3 ORDER BY idx"
+        ));
+        pub(crate) const GET_JOB: Statement =
+            statement!(concat!("SELECT ", job_cols!(), " FROM jobs WHERE id = $1"));
+        pub(crate) const MOVE_COUNTERS: Statement = statement!(
+            "UPDATE jobs SET delivered = delivered + $2, failed = failed + $3, \
+             retrying = retrying + $4, expired = expired + $5, cancelled = cancelled + $6, \
+             in_doubt = in_doubt + $7 WHERE id = $1"
+        );
+    }
+
+    /// Rules, their versions and tasks.
+    pub(crate) mod rules {
+        use crate::model::task_cols;
+        use crate::shared_sql::{Statement, statement};
+
+        pub(crate) const INSERT_RULE: Statement = statement!(
+            "INSERT INTO rules (tenant_id, status, version, created_at, updated_at) \
+             VALUES ($2, 'enabled', 1, $1, $1) RETURNING id"
+        );
+        pub(crate) const INSERT_VERSION: Statement = statement!(
+            "INSERT INTO rule_versions \
+             (rule_id, version, name, schedule, audience, audience_id, channel, message, \
+             deadline_secs, priority, created_at, tenant_id, routing) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
+        );
+        pub(crate) const RULE_TASKS: Statement = statement!(concat!(
+            "SELECT ",
+            task_cols!(),
+            " FROM tasks WHERE rule_id = $1 ORDER BY planned_at DESC, id DESC LIMIT $2"
+        ));
+        pub(crate) const SET_STATUS: Statement =
+            statement!("UPDATE rules SET status = $2, updated_at = $3 WHERE id = $1");
+        /// A new version is current at once; a finished rule comes back, a disabled one
+        /// stays disabled (its owner turned it off; editing it does not turn it on).
+        /// Only the rule's own tenant may version it.
+        pub(crate) const BUMP_RULE: Statement = statement!(
+            "UPDATE rules SET version = version + 1, updated_at = $2, \
+             status = CASE WHEN status = 'finished' THEN 'enabled' ELSE status END \
+             WHERE id = $1 AND tenant_id = $3 RETURNING version"
+        );
+        pub(crate) const GET_TASK: Statement = statement!(concat!(
+            "SELECT ",
+            task_cols!(),
+            " FROM tasks WHERE id = $1"
+        ));
+        pub(crate) const DUE_TASKS: Statement = statement!(concat!(
+            "SELECT ",
+            task_cols!(),
+            " FROM tasks WHERE state = 'pending' AND planned_at <= $1 ORDER BY planned_at, id LIMIT $2"
+        ));
+    }
 }
 
 #[cfg(test)]

@@ -145,3 +145,26 @@ pub trait ClusterStore: Send + Sync + 'static {
     /// subscriber was behind): the subscriber should re-read what it owns.
     async fn subscribe(&self) -> Result<Option<tokio::sync::mpsc::Receiver<Vec<DueEntry>>>>;
 }
+
+/// The statements both backends run ([`crate::shared_sql::Statement`]).
+pub(crate) mod sql {
+    use crate::model::{node_cols, shard_lease_cols};
+    use crate::shared_sql::{Statement, statement};
+
+    pub(crate) const ALL_LEASES: Statement = statement!(concat!(
+        "SELECT ",
+        shard_lease_cols!(),
+        " FROM shard_leases ORDER BY shard"
+    ));
+    pub(crate) const LIVE_NODES: Statement = statement!(concat!(
+        "SELECT ",
+        node_cols!(),
+        " FROM nodes WHERE expires_at > $1 ORDER BY node_id"
+    ));
+    /// Releasing expires the lease rather than deleting it, so the epoch keeps
+    /// growing across holders.
+    pub(crate) const RELEASE_NAMED: Statement = statement!(
+        "UPDATE named_leases SET lease_until = 0 \
+         WHERE name = $1 AND holder = $2 AND incarnation = $3"
+    );
+}

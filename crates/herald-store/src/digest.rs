@@ -96,6 +96,7 @@ impl Pending {
 
 pub(crate) mod sql {
     use crate::model::timer_cols;
+    use crate::shared_sql::{Statement, statement};
 
     /// Pending digest candidates, and at fire time a digest's members: $1
     /// tenant, $2 recipient, $3 channel, $4 from, $5 until (inclusive), $6
@@ -105,16 +106,16 @@ pub(crate) mod sql {
     /// statistics would otherwise walk the pending-due index over every
     /// recipient's timers in the range (a burst), filtering. SQLite names
     /// the index instead.
-    pub(crate) const CANDIDATES: &str = concat!(
+    pub(crate) const CANDIDATES: Statement = statement!(concat!(
         "SELECT ",
         timer_cols!(),
         " FROM timers WHERE tenant_id = $1 AND recipient = $2 \
          AND (recipient, due_at) >= ($2, $4) AND (recipient, due_at) <= ($2, $5) AND state = 0 AND kind = 'timer' \
          AND channel = $3 AND routing IS NOT NULL ORDER BY due_at, id LIMIT $6"
-    );
+    ));
     /// The time zone of a daily digest's subscriber: $1 tenant, $2 user.
-    pub(crate) const PROFILE: &str =
-        "SELECT profile FROM subscribers WHERE tenant_id = $1 AND user_id = $2";
+    pub(crate) const PROFILE: Statement =
+        statement!("SELECT profile FROM subscribers WHERE tenant_id = $1 AND user_id = $2");
 }
 
 #[cfg(test)]

@@ -7,8 +7,8 @@
 //! [`DirectoryStore`] is one area of [`crate::Store`] (entries are written
 //! through [`crate::TimerStore::apply`], with the other writes).
 //!
-//! Both backends run the statements below (`$N` placeholders; SQLite reads
-//! them through [`crate::shared_sql::sqlite_placeholders`]).
+//! Both backends run the statements below (written with `$N`; see
+//! [`crate::shared_sql::Statement`]).
 
 use async_trait::async_trait;
 use herald_core::TenantId;
@@ -88,30 +88,36 @@ pub trait DirectoryStore: Send + Sync + 'static {
 
 pub(crate) mod sql {
     use crate::model::subscriber_cols;
+    use crate::shared_sql::{Statement, statement};
 
     /// $1 tenant, $2 user. PostgreSQL appends `FOR UPDATE` inside a write.
-    pub(crate) const ONE: &str = concat!(
+    pub(crate) const ONE: Statement = statement!(concat!(
         "SELECT ",
         subscriber_cols!(),
         " FROM subscribers WHERE tenant_id = $1 AND user_id = $2"
-    );
+    ));
     /// $1 tenant, $2 the last user id of the previous page (`''` first), $3 limit.
-    pub(crate) const LIST: &str = concat!(
+    pub(crate) const LIST: Statement = statement!(concat!(
         "SELECT ",
         subscriber_cols!(),
         " FROM subscribers WHERE tenant_id = $1 AND user_id > $2 ORDER BY user_id LIMIT $3"
-    );
+    ));
     /// $1 tenant, $2 user, $3 profile, $4 at. Inserts nothing when another
     /// writer created the user meanwhile (PostgreSQL then reads it again).
-    pub(crate) const INSERT: &str = "INSERT INTO subscribers \
-        (tenant_id, user_id, profile, version, created_at, updated_at) \
-        VALUES ($1, $2, $3, 1, $4, $4) ON CONFLICT (tenant_id, user_id) DO NOTHING";
+    pub(crate) const INSERT: Statement = statement!(
+        "INSERT INTO subscribers \
+         (tenant_id, user_id, profile, version, created_at, updated_at) \
+         VALUES ($1, $2, $3, 1, $4, $4) ON CONFLICT (tenant_id, user_id) DO NOTHING"
+    );
     /// $1 tenant, $2 user, $3 profile, $4 at.
-    pub(crate) const UPDATE: &str = "UPDATE subscribers \
-        SET profile = $3, version = version + 1, updated_at = $4 \
-        WHERE tenant_id = $1 AND user_id = $2";
+    pub(crate) const UPDATE: Statement = statement!(
+        "UPDATE subscribers \
+         SET profile = $3, version = version + 1, updated_at = $4 \
+         WHERE tenant_id = $1 AND user_id = $2"
+    );
     /// $1 tenant, $2 user.
-    pub(crate) const DELETE: &str = "DELETE FROM subscribers WHERE tenant_id = $1 AND user_id = $2";
+    pub(crate) const DELETE: Statement =
+        statement!("DELETE FROM subscribers WHERE tenant_id = $1 AND user_id = $2");
 }
 
 #[cfg(test)]

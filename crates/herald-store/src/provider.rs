@@ -222,3 +222,34 @@ pub trait ProviderStore: Send + Sync + 'static {
     /// once a second.
     async fn channel_pauses(&self) -> Result<Vec<(String, ChannelPause)>>;
 }
+
+/// The statements both backends run ([`crate::shared_sql::Statement`]).
+pub(crate) mod sql {
+    use crate::model::{delivery_cols, token_cols};
+    use crate::shared_sql::{Statement, statement};
+
+    pub(crate) const DELIVERY_BY_ID: Statement = statement!(concat!(
+        "SELECT ",
+        delivery_cols!(),
+        " FROM deliveries WHERE id = $1"
+    ));
+    pub(crate) const DELIVERY_RECEIPT: Statement = statement!(
+        "INSERT INTO delivery_receipts (delivery_id, event, at) \
+         VALUES ($1, $2, $3) ON CONFLICT DO NOTHING"
+    );
+    pub(crate) const JOB_RECEIPT: Statement = statement!(
+        "INSERT INTO job_receipts (job_id, idx, event, at) \
+         VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING"
+    );
+    pub(crate) const RECEIPT_COUNTS: Statement =
+        statement!("SELECT event, n FROM job_receipt_counts WHERE job_id = $1");
+    pub(crate) const TOKEN_OF: Statement = statement!(concat!(
+        "SELECT ",
+        token_cols!(),
+        " FROM channel_tokens WHERE key = $1"
+    ));
+    pub(crate) const PAUSES: Statement =
+        statement!("SELECT channel, since, until, reason FROM channel_pauses ORDER BY channel");
+    pub(crate) const DELETE_PAUSE: Statement =
+        statement!("DELETE FROM channel_pauses WHERE channel = $1");
+}

@@ -159,3 +159,21 @@ pub trait ReminderStore: Send + Sync + 'static {
     /// Uses an index on the user: never a scan of the subject or the due range.
     async fn pending_reminders(&self, probes: &[MergeProbe]) -> Result<Vec<TimerRecord>>;
 }
+
+/// The statements both backends run ([`crate::shared_sql::Statement`]).
+pub(crate) mod sql {
+    use crate::shared_sql::{Statement, statement};
+
+    pub(crate) const UPDATE_SUBJECT: Statement = statement!(
+        "UPDATE subjects \
+         SET start_at = $3, title = $4, data = $5, updated_at = $6 \
+         WHERE tenant_id = $1 AND subject_id = $2"
+    );
+    pub(crate) const STORE_BITS: Statement = statement!(
+        "UPDATE reminders SET bits = $4, updated_at = $5 \
+         WHERE tenant_id = $1 AND user_id = $2 AND subject_id = $3"
+    );
+    pub(crate) const DELETE_REMINDER: Statement = statement!(
+        "DELETE FROM reminders WHERE tenant_id = $1 AND user_id = $2 AND subject_id = $3"
+    );
+}

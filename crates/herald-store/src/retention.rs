@@ -102,3 +102,20 @@ pub struct PartitionChanges {
     /// Partitions dropped, each with every row in it.
     pub dropped: u32,
 }
+
+/// The statements both backends run ([`crate::shared_sql::Statement`]).
+pub(crate) mod sql {
+    use crate::shared_sql::{Statement, statement};
+
+    pub(crate) const DELETE_SEGMENTS: Statement = statement!(
+        "DELETE FROM segments WHERE id IN \
+         (SELECT id FROM segments WHERE job_id = $1 ORDER BY id LIMIT $2)"
+    );
+    pub(crate) const DELETE_CHUNKS: Statement = statement!(
+        "DELETE FROM audience_chunks WHERE audience_id = $1 AND chunk_no IN \
+         (SELECT chunk_no FROM audience_chunks WHERE audience_id = $1 ORDER BY chunk_no LIMIT $2)"
+    );
+    pub(crate) const DELETE_AUDIENCE: Statement = statement!("DELETE FROM audiences WHERE id = $1");
+    pub(crate) const DELETE_SUBJECT: Statement =
+        statement!("DELETE FROM subjects WHERE tenant_id = $1 AND subject_id = $2");
+}

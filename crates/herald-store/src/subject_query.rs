@@ -9,32 +9,36 @@
 
 use crate::SubscriptionCounts;
 
-/// Statements with `$N` placeholders, as PostgreSQL reads them (SQLite
-/// through [`crate::shared_sql::sqlite_placeholders`]).
+/// The statements both backends run ([`crate::shared_sql::Statement`]).
 pub(crate) mod sql {
+    use crate::shared_sql::{Statement, statement};
     /// $1 tenant, $2 the last subject id of the previous page (`''` for the
     /// first), $3 limit. Subject ids are never empty and sort bytewise on both
     /// backends (`COLLATE "C"` on PostgreSQL), so the cursor is the id.
-    pub(crate) const LIST: &str = concat!(
+    pub(crate) const LIST: Statement = statement!(concat!(
         "SELECT ",
         crate::model::subject_cols!(),
         " FROM subjects WHERE tenant_id = $1 AND subject_id > $2 \
          ORDER BY subject_id LIMIT $3"
-    );
+    ));
     /// $1 tenant, $2 subject.
-    pub(crate) const ONE: &str = concat!(
+    pub(crate) const ONE: Statement = statement!(concat!(
         "SELECT ",
         crate::model::subject_cols!(),
         " FROM subjects WHERE tenant_id = $1 AND subject_id = $2"
+    ));
+    /// $1 tenant, $2 subject, $3 how many entries to read at most.
+    pub(crate) const COUNT: Statement = statement!(
+        "SELECT count(*), count(DISTINCT user_id) FROM \
+         (SELECT user_id FROM reminder_timers WHERE tenant_id = $1 AND subject_id = $2 \
+         LIMIT $3) AS counted"
     );
     /// $1 tenant, $2 subject, $3 how many entries to read at most.
-    pub(crate) const COUNT: &str = "SELECT count(*), count(DISTINCT user_id) FROM \
-        (SELECT user_id FROM reminder_timers WHERE tenant_id = $1 AND subject_id = $2 \
-         LIMIT $3) AS counted";
-    /// $1 tenant, $2 subject, $3 how many entries to read at most.
-    pub(crate) const COUNT_BY_BIT: &str = "SELECT bit, count(*) FROM \
-        (SELECT bit FROM reminder_timers WHERE tenant_id = $1 AND subject_id = $2 \
-         LIMIT $3) AS counted GROUP BY bit ORDER BY bit";
+    pub(crate) const COUNT_BY_BIT: Statement = statement!(
+        "SELECT bit, count(*) FROM \
+         (SELECT bit FROM reminder_timers WHERE tenant_id = $1 AND subject_id = $2 \
+         LIMIT $3) AS counted GROUP BY bit ORDER BY bit"
+    );
 }
 
 /// The row limit of [`sql::COUNT`]: one past the cap tells "exactly cap" from

@@ -601,3 +601,38 @@ pub trait TimerStore: Send + Sync + 'static {
     /// folds, the others return 0 at once.
     async fn fold_timer_counts(&self) -> Result<u64>;
 }
+
+/// The statements both backends run ([`crate::shared_sql::Statement`]).
+pub(crate) mod sql {
+    use crate::model::{delivery_cols, timer_cols};
+    use crate::shared_sql::{Statement, statement};
+
+    pub(crate) const TIMER_BY_ID: Statement = statement!(concat!(
+        "SELECT ",
+        timer_cols!(),
+        " FROM timers WHERE id = $1"
+    ));
+    pub(crate) const DELIVERIES_FOR: Statement = statement!(concat!(
+        "SELECT ",
+        delivery_cols!(),
+        " FROM deliveries WHERE timer_id = $1 ORDER BY id"
+    ));
+    pub(crate) const INIT_SHARDS: Statement = statement!(
+        "INSERT INTO meta (key, value) VALUES ('shards', $1) ON CONFLICT (key) DO NOTHING"
+    );
+    pub(crate) const GET_SHARDS: Statement =
+        statement!("SELECT value FROM meta WHERE key = 'shards'");
+    /// $1 id, $2 tenant, $3 due_at, $4 message, $5 priority, $6 at. Only a pending timer.
+    pub(crate) const PATCH_TIMER: Statement = statement!(concat!(
+        "UPDATE timers SET due_at = COALESCE($3, due_at), message = COALESCE($4, message), \
+         priority = COALESCE($5, priority), updated_at = $6 \
+         WHERE id = $1 AND tenant_id = $2 AND state = 0 RETURNING ",
+        timer_cols!()
+    ));
+    /// $1 id, $2 tenant, $3 at. Only a failed (3), dead (5) or in-doubt (6) timer.
+    pub(crate) const RETRY_TIMER: Statement = statement!(concat!(
+        "UPDATE timers SET state = 0, due_at = $3, attempt_base = attempts, updated_at = $3 \
+         WHERE id = $1 AND tenant_id = $2 AND state IN (3, 5, 6) RETURNING ",
+        timer_cols!()
+    ));
+}

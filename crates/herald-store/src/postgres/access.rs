@@ -10,37 +10,15 @@ use async_trait::async_trait;
 use herald_core::TenantId;
 
 use super::{Ctx, Param, PgStore};
-use crate::model::{
-    self, Columns, api_key_cols, audit_cols, audit_start, limit_to_db, scopes_to_db, tenant_to_pg,
-};
+use crate::access::sql;
+use crate::model::{self, Columns, audit_start, limit_to_db, scopes_to_db, tenant_to_pg};
 use crate::{
     AccessStore, ApiKeyRecord, AuditEntry, NewApiKey, NewAuditEntry, Result, StoreError, refusals,
     wall_clock_ms,
 };
 
-const TENANT_BY_NAME: &str = "SELECT id FROM tenants WHERE name = $1";
 const CREATE_TENANT: &str = "INSERT INTO tenants (name, created_at) VALUES ($1, $2) \
     ON CONFLICT (name) DO NOTHING RETURNING id";
-const TENANTS: &str = "SELECT id, name FROM tenants ORDER BY id";
-
-const INSERT_KEY: &str = "INSERT INTO api_keys \
-    (tenant_id, name, scopes, hash, created_at, expires_at) \
-    VALUES ($1, $2, $3, $4, $5, $6) RETURNING id";
-const KEY_BY_ID: &str = concat!("SELECT ", api_key_cols!(), " FROM api_keys WHERE id = $1");
-const ALL_KEYS: &str = concat!(
-    "SELECT ",
-    api_key_cols!(),
-    " FROM api_keys WHERE id > $1 ORDER BY id LIMIT $2"
-);
-pub(super) const TENANT_KEYS: &str = concat!(
-    "SELECT ",
-    api_key_cols!(),
-    " FROM api_keys WHERE tenant_id = $3 AND id > $1 ORDER BY id LIMIT $2"
-);
-const REVOKE_KEY: &str = concat!(
-    "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1 RETURNING ",
-    api_key_cols!()
-);
 
 // Ids follow the order given.
 const INSERT_AUDIT: &str = "INSERT INTO audit_log \
@@ -51,19 +29,6 @@ const INSERT_AUDIT: &str = "INSERT INTO audit_log \
          AS u(at, key_id, key_name, tenant_id, method, route, resource_id, status, count, \
               reason, ord) \
     ORDER BY ord";
-const AUDIT_AT: &str = "SELECT at FROM audit_log WHERE id = $1";
-// $1 start at, $2 start id (exclusive), $3 limit.
-pub(super) const AUDIT_ALL: &str = concat!(
-    "SELECT ",
-    audit_cols!(),
-    " FROM audit_log WHERE (at, id) > ($1, $2) ORDER BY at, id LIMIT $3"
-);
-// ... $4 tenant.
-pub(super) const AUDIT_TENANT: &str = concat!(
-    "SELECT ",
-    audit_cols!(),
-    " FROM audit_log WHERE tenant_id = $4 AND (at, id) > ($1, $2) ORDER BY at, id LIMIT $3"
-);
 
 fn tenant_of(v: i32) -> Result<TenantId> {
     u32::try_from(v)
@@ -87,7 +52,7 @@ impl AccessStore for PgStore {
     async fn tenant_id(&self, name: &str, create: bool) -> Result<Option<TenantId>> {
         let client = self.client().await?;
         let lookup = client
-            .prepare_cached(TENANT_BY_NAME)
+            .prepare_cached(sql::TENANT_BY_NAME.pg)
             .await
             .ctx("preparing tenant lookup")?;
         if let Some(row) = client
@@ -125,7 +90,7 @@ impl AccessStore for PgStore {
     async fn tenants(&self) -> Result<Vec<(TenantId, String)>> {
         let client = self.client().await?;
         let stmt = client
-            .prepare_cached(TENANTS)
+            .prepare_cached(sql::TENANTS.pg)
             .await
             .ctx("preparing tenant list")?;
         client
@@ -147,7 +112,7 @@ impl AccessStore for PgStore {
         let tenant = tenant_to_pg(key.tenant)?;
         let client = self.client().await?;
         let stmt = client
-            .prepare_cached(INSERT_KEY)
+            .prepare_cached(sql::INSERT_KEY.pg)
             .await
             .ctx("preparing key insert")?;
         let row = client
@@ -169,7 +134,7 @@ impl AccessStore for PgStore {
     }
 
     async fn get_api_key(&self, id: i64) -> Result<Option<ApiKeyRecord>> {
-        one_key(self, KEY_BY_ID, &[&id]).await
+        one_key(self, sql::KEY_BY_ID.pg, &[&id]).await
     }
 
     async fn list_api_keys(
@@ -186,7 +151,7 @@ impl AccessStore for PgStore {
         let rows = match tenant {
             None => {
                 let stmt = client
-                    .prepare_cached(ALL_KEYS)
+                    .prepare_cached(sql::ALL_KEYS.pg)
                     .await
                     .ctx("preparing key list")?;
                 client.query(&stmt, &[&after, &limit]).await
@@ -194,7 +159,7 @@ impl AccessStore for PgStore {
             Some(t) => {
                 let t = tenant_to_pg(t)?;
                 let stmt = client
-                    .prepare_cached(TENANT_KEYS)
+                    .prepare_cached(sql::TENANT_KEYS.pg)
                     .await
                     .ctx("preparing key list")?;
                 client.query(&stmt, &[&after, &limit, &t]).await
@@ -205,7 +170,7 @@ impl AccessStore for PgStore {
     }
 
     async fn revoke_api_key(&self, id: i64, at: i64) -> Result<Option<ApiKeyRecord>> {
-        one_key(self, REVOKE_KEY, &[&id, &at]).await
+        one_key(self, sql::REVOKE_KEY.pg, &[&id, &at]).await
     }
 
     async fn append_audit(&self, entries: Vec<NewAuditEntry>) -> Result<()> {
@@ -260,7 +225,7 @@ impl AccessStore for PgStore {
             None => None,
             Some(id) => {
                 let stmt = client
-                    .prepare_cached(AUDIT_AT)
+                    .prepare_cached(sql::AUDIT_AT.pg)
                     .await
                     .ctx("preparing audit cursor")?;
                 let row = client
@@ -276,7 +241,7 @@ impl AccessStore for PgStore {
         let rows = match tenant {
             None => {
                 let stmt = client
-                    .prepare_cached(AUDIT_ALL)
+                    .prepare_cached(sql::AUDIT_ALL.pg)
                     .await
                     .ctx("preparing audit read")?;
                 client.query(&stmt, &[&at, &id, &limit]).await
@@ -284,7 +249,7 @@ impl AccessStore for PgStore {
             Some(t) => {
                 let t = tenant_to_pg(t)?;
                 let stmt = client
-                    .prepare_cached(AUDIT_TENANT)
+                    .prepare_cached(sql::AUDIT_TENANT.pg)
                     .await
                     .ctx("preparing audit read")?;
                 client.query(&stmt, &[&at, &id, &limit, &t]).await

@@ -11,7 +11,8 @@ use std::collections::HashMap;
 use futures_util::future::join;
 
 use super::{Ctx, PgStore};
-use crate::model::{self, named_lease_cols, node_cols, shard_lease_cols};
+use crate::cluster::sql;
+use crate::model::{self, named_lease_cols, shard_lease_cols};
 use crate::{Fence, Holder, NamedLease, NodeInfo, Result, ShardLease};
 
 // $1 shards (sorted, distinct), $2 node, $3 new lease_until, $4 now, $5
@@ -45,11 +46,6 @@ const ACQUIRE_SHARDS: &str = concat!(
      RETURNING ",
     shard_lease_cols!("l")
 );
-const ALL_LEASES: &str = concat!(
-    "SELECT ",
-    shard_lease_cols!(),
-    " FROM shard_leases ORDER BY shard"
-);
 // $1 shards, $2 epochs (pairwise), $3 node, $4 new lease_until, $5 incarnation.
 const RENEW_SHARDS: &str = concat!(
     "UPDATE shard_leases AS l SET lease_until = $4 \
@@ -81,11 +77,6 @@ const BEAT: &str = "INSERT INTO nodes (node_id, started_at, expires_at, incarnat
         started_at = CASE WHEN nodes.incarnation = EXCLUDED.incarnation \
                           THEN nodes.started_at ELSE EXCLUDED.started_at END, \
         incarnation = EXCLUDED.incarnation";
-const LIVE_NODES: &str = concat!(
-    "SELECT ",
-    node_cols!(),
-    " FROM nodes WHERE expires_at > $1 ORDER BY node_id"
-);
 const FORGET_NODE: &str = "DELETE FROM nodes WHERE node_id = $1 AND incarnation = $2";
 // $1 name, $2 holder, $3 new lease_until, $4 now, $5 incarnation.
 const ACQUIRE_NAMED: &str = concat!(
@@ -102,10 +93,6 @@ const ACQUIRE_NAMED: &str = concat!(
      RETURNING ",
     named_lease_cols!("n")
 );
-// Releasing expires the lease rather than deleting it, so the epoch keeps
-// growing across holders.
-const RELEASE_NAMED: &str = "UPDATE named_leases SET lease_until = 0 \
-    WHERE name = $1 AND holder = $2 AND incarnation = $3";
 
 /// Sorted, without repeats: the order every claim locks rows in.
 fn sorted_shards(shards: &[u16]) -> Vec<i32> {
@@ -127,7 +114,7 @@ pub(super) async fn heartbeat(
         .await
         .ctx("preparing heartbeat")?;
     let live = client
-        .prepare_cached(LIVE_NODES)
+        .prepare_cached(sql::LIVE_NODES.pg)
         .await
         .ctx("preparing live nodes")?;
     let expires = now.saturating_add(ttl_ms);
@@ -169,7 +156,7 @@ pub(super) async fn leave(store: &PgStore, node: &Holder) -> Result<()> {
 pub(super) async fn shard_leases(store: &PgStore) -> Result<Vec<ShardLease>> {
     let client = store.client().await?;
     let stmt = client
-        .prepare_cached(ALL_LEASES)
+        .prepare_cached(sql::ALL_LEASES.pg)
         .await
         .ctx("preparing shard leases")?;
     client
@@ -287,7 +274,7 @@ pub(super) async fn acquire_lease(
 pub(super) async fn release_lease(store: &PgStore, name: &str, holder: &Holder) -> Result<()> {
     let client = store.client().await?;
     let stmt = client
-        .prepare_cached(RELEASE_NAMED)
+        .prepare_cached(sql::RELEASE_NAMED.pg)
         .await
         .ctx("preparing lease release")?;
     client

@@ -103,7 +103,7 @@ pub(super) async fn insert(
     }
     let profile: Option<String> = if pending.needs_zone() {
         let stmt = tx
-            .prepare_cached(sql::PROFILE)
+            .prepare_cached(sql::PROFILE.pg)
             .await
             .ctx("preparing digest zone")?;
         let tenant = tenant_to_pg(t.tenant)?;
@@ -227,7 +227,10 @@ mod tests {
 
     #[test]
     fn the_locked_read_is_the_shared_one_with_a_lock() {
-        assert_eq!(CANDIDATES_LOCKED, format!("{} FOR UPDATE", sql::CANDIDATES));
+        assert_eq!(
+            CANDIDATES_LOCKED,
+            format!("{} FOR UPDATE", sql::CANDIDATES.pg)
+        );
     }
 
     /// The candidate reads walk the recipient's index over a burst of
@@ -291,7 +294,7 @@ mod tests {
                 &MAX_CANDIDATES,
             ];
             for (sql, params) in [
-                (sql::CANDIDATES, &one),
+                (sql::CANDIDATES.pg, &one),
                 (CANDIDATES_LOCKED, &one),
                 (PENDING, &many),
             ] {

@@ -53,9 +53,9 @@ pub(super) async fn put(tx: &Transaction<'_>, put: &PutSubscriber) -> Result<Wri
             return Ok(WriteResult::VersionConflict { current: old });
         }
         let statement = if old.is_some() {
-            sql::UPDATE
+            sql::UPDATE.pg
         } else {
-            sql::INSERT
+            sql::INSERT.pg
         };
         let stmt = tx
             .prepare_cached(statement)
@@ -88,7 +88,7 @@ pub(super) async fn delete(
         return Ok(WriteResult::NotFound);
     };
     let stmt = tx
-        .prepare_cached(sql::DELETE)
+        .prepare_cached(sql::DELETE.pg)
         .await
         .ctx("preparing subscriber delete")?;
     tx.execute(&stmt, &[&tenant, &user_id])
@@ -126,7 +126,7 @@ pub(super) async fn list(
     let tenant = tenant_to_pg(tenant)?;
     let client = store.client().await?;
     let stmt = client
-        .prepare_cached(sql::LIST)
+        .prepare_cached(sql::LIST.pg)
         .await
         .ctx("preparing list_subscribers")?;
     client

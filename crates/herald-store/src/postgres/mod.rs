@@ -381,7 +381,7 @@ impl Store for PgStore {
         self.within("get_meta", async move {
             let client = self.client().await?;
             let row = client
-                .query_opt(crate::shared_sql::meta::GET, &[&key])
+                .query_opt(crate::shared_sql::meta::GET.pg, &[&key])
                 .await
                 .ctx("reading meta")?;
             row.map(|r| crate::model::Columns::str(&r, 0, "meta.value").map(str::to_owned))
@@ -394,7 +394,7 @@ impl Store for PgStore {
         self.within("put_meta", async move {
             let client = self.client().await?;
             client
-                .execute(crate::shared_sql::meta::PUT, &[&key, &value])
+                .execute(crate::shared_sql::meta::PUT.pg, &[&key, &value])
                 .await
                 .ctx("writing meta")?;
             Ok(())

@@ -777,7 +777,7 @@ mod tests {
         // partition it reads, and whether it may read that one whole.
         let cases: Vec<(&str, Vec<Param<'_>>, &str, &str, bool)> = vec![
             (
-                super::super::provider::DELIVERY_BY_ID,
+                crate::provider::sql::DELIVERY_BY_ID.pg,
                 vec![&delivery],
                 "deliveries_pkey_p10000000",
                 "deliveries_",

@@ -9,14 +9,9 @@
 //! logs, so it cannot close a lock cycle.
 
 use super::{Ctx, PgStore};
-use crate::model::{self, delivery_cols, token_cols};
+use crate::model;
+use crate::provider::sql;
 use crate::{ChannelPause, ChannelToken, DeliveryRecord, Result};
-
-pub(super) const DELIVERY_BY_ID: &str = concat!(
-    "SELECT ",
-    delivery_cols!(),
-    " FROM deliveries WHERE id = $1"
-);
 
 // $1 channel, $2 msgid, $3 status, $4 at. A repeat of the same status keeps
 // the first time; a recalled row is the user's last word and stays so. The
@@ -54,21 +49,11 @@ const RECALL_JOB_MESSAGE: &str = "UPDATE job_sends SET final_status = 'recalled'
     WHERE msgid = $2 AND msgid IS NOT NULL AND job_id = $1 AND state = 'delivered' \
       AND final_status IS DISTINCT FROM 'recalled'";
 
-const JOB_RECEIPT: &str = "INSERT INTO job_receipts (job_id, idx, event, at) \
-    VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING";
 // Its own row per job and event, so receipts never wait on the job row the
 // campaign workers lock.
 const JOB_RECEIPT_COUNT: &str = "INSERT INTO job_receipt_counts (job_id, event, n) \
     VALUES ($1, $2, 1) ON CONFLICT (job_id, event) DO UPDATE SET n = job_receipt_counts.n + 1";
-const DELIVERY_RECEIPT: &str = "INSERT INTO delivery_receipts (delivery_id, event, at) \
-    VALUES ($1, $2, $3) ON CONFLICT DO NOTHING";
-const RECEIPT_COUNTS: &str = "SELECT event, n FROM job_receipt_counts WHERE job_id = $1";
 
-const TOKEN_OF: &str = concat!(
-    "SELECT ",
-    token_cols!(),
-    " FROM channel_tokens WHERE key = $1"
-);
 const PUT_TOKEN: &str = "INSERT INTO channel_tokens (key, token, expires_at, fetched_at, updated_at) \
     VALUES ($1, $2, $3, $4, $5) \
     ON CONFLICT (key) DO UPDATE SET token = EXCLUDED.token, expires_at = EXCLUDED.expires_at, \
@@ -81,7 +66,7 @@ const EXPIRE_TOKEN: &str = "UPDATE channel_tokens \
 pub(super) async fn get_delivery(store: &PgStore, id: i64) -> Result<Option<DeliveryRecord>> {
     let client = store.client().await?;
     let stmt = client
-        .prepare_cached(DELIVERY_BY_ID)
+        .prepare_cached(sql::DELIVERY_BY_ID.pg)
         .await
         .ctx("preparing get_delivery")?;
     match client
@@ -164,7 +149,7 @@ async fn receipt_in(
         crate::ReceiptOn::JobSend { job_id, idx } => {
             let idx = model::to_db(idx, "job_receipts.idx")?;
             let stmt = tx
-                .prepare_cached(JOB_RECEIPT)
+                .prepare_cached(sql::JOB_RECEIPT.pg)
                 .await
                 .ctx("preparing receipt")?;
             let n = tx
@@ -184,7 +169,7 @@ async fn receipt_in(
         }
         crate::ReceiptOn::Delivery(id) => {
             let stmt = tx
-                .prepare_cached(DELIVERY_RECEIPT)
+                .prepare_cached(sql::DELIVERY_RECEIPT.pg)
                 .await
                 .ctx("preparing receipt")?;
             tx.execute(&stmt, &[&id, &event.as_str(), &at])
@@ -201,7 +186,7 @@ pub(super) async fn job_receipt_counts(
 ) -> Result<crate::ReceiptCounts> {
     let client = store.client().await?;
     let stmt = client
-        .prepare_cached(RECEIPT_COUNTS)
+        .prepare_cached(sql::RECEIPT_COUNTS.pg)
         .await
         .ctx("preparing receipt counts")?;
     let rows = client
@@ -279,7 +264,7 @@ pub(super) async fn mark_delivery_recalled(store: &PgStore, id: i64, at: i64) ->
 pub(super) async fn get_channel_token(store: &PgStore, key: &str) -> Result<Option<ChannelToken>> {
     let client = store.client().await?;
     let stmt = client
-        .prepare_cached(TOKEN_OF)
+        .prepare_cached(sql::TOKEN_OF.pg)
         .await
         .ctx("preparing token read")?;
     let Some(row) = client
@@ -331,8 +316,6 @@ const PUT_PAUSE: &str = "INSERT INTO channel_pauses (channel, since, until, reas
     VALUES ($1, $2, $3, $4, $5) \
     ON CONFLICT (channel) DO UPDATE SET since = EXCLUDED.since, until = EXCLUDED.until, \
         reason = EXCLUDED.reason, updated_at = EXCLUDED.updated_at";
-const DELETE_PAUSE: &str = "DELETE FROM channel_pauses WHERE channel = $1";
-const PAUSES: &str = "SELECT channel, since, until, reason FROM channel_pauses ORDER BY channel";
 
 pub(super) async fn pause_channel(
     store: &PgStore,
@@ -355,7 +338,7 @@ pub(super) async fn pause_channel(
 pub(super) async fn resume_channel(store: &PgStore, channel: &str) -> Result<bool> {
     let client = store.client().await?;
     let stmt = client
-        .prepare_cached(DELETE_PAUSE)
+        .prepare_cached(sql::DELETE_PAUSE.pg)
         .await
         .ctx("preparing channel resume")?;
     let n = client
@@ -368,7 +351,7 @@ pub(super) async fn resume_channel(store: &PgStore, channel: &str) -> Result<boo
 pub(super) async fn channel_pauses(store: &PgStore) -> Result<Vec<(String, ChannelPause)>> {
     let client = store.client().await?;
     let stmt = client
-        .prepare_cached(PAUSES)
+        .prepare_cached(sql::PAUSES.pg)
         .await
         .ctx("preparing channel pauses")?;
     let rows = client

@@ -45,6 +45,7 @@ use super::{Ctx, Param, PgStore, col};
 use crate::model::{
     self, Columns, due_cols, reminder_timer_cols, subject_cols, tenant_to_pg, timer_cols,
 };
+use crate::reminders::sql;
 use crate::{
     DueEntry, MergeProbe, NewReminder, PutSubject, ReminderTimer, Result, StoreError,
     SubjectRecord, TimerRecord, WriteResult, bit_mask, bits_from_db, bits_to_db,
@@ -60,9 +61,6 @@ const LOCK_SUBJECT: &str = concat!(
 const CREATE_SUBJECT: &str = "INSERT INTO subjects \
     (tenant_id, subject_id, start_at, title, data, created_at, updated_at) \
     VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (tenant_id, subject_id) DO NOTHING";
-const UPDATE_SUBJECT: &str = "UPDATE subjects \
-    SET start_at = $3, title = $4, data = $5, updated_at = $6 \
-    WHERE tenant_id = $1 AND subject_id = $2";
 // The statements that touch a subject's (or a subscription's) timers hand them
 // to the update as an array, `id = ANY(ARRAY(...))`: the planner then looks each
 // one up by primary key. Given a join instead, it knows how many rows to expect
@@ -90,10 +88,6 @@ const LOCK_BITS: &str = "SELECT bits FROM reminders \
     WHERE tenant_id = $1 AND user_id = $2 AND subject_id = $3 FOR UPDATE";
 /// See `queries/cancel_bits.sql`.
 const CANCEL_BITS: &str = include_str!("queries/cancel_bits.sql");
-const STORE_BITS: &str = "UPDATE reminders SET bits = $4, updated_at = $5 \
-    WHERE tenant_id = $1 AND user_id = $2 AND subject_id = $3";
-const DELETE_REMINDER: &str =
-    "DELETE FROM reminders WHERE tenant_id = $1 AND user_id = $2 AND subject_id = $3";
 
 // ---- Adding reminders in bulk ----
 
@@ -245,7 +239,7 @@ async fn update_subject(
     old: SubjectRecord,
 ) -> Result<WriteResult> {
     let stmt = tx
-        .prepare_cached(UPDATE_SUBJECT)
+        .prepare_cached(sql::UPDATE_SUBJECT.pg)
         .await
         .ctx("preparing subject update")?;
     tx.execute(
@@ -360,7 +354,7 @@ pub(super) async fn cancel_reminders(
         cancelled.sort_unstable();
         if remaining == 0 {
             let stmt = tx
-                .prepare_cached(DELETE_REMINDER)
+                .prepare_cached(sql::DELETE_REMINDER.pg)
                 .await
                 .ctx("preparing reminder delete")?;
             tx.execute(&stmt, &[&tenant, &user_id, &subject_id])
@@ -368,7 +362,7 @@ pub(super) async fn cancel_reminders(
                 .ctx("deleting reminder")?;
         } else {
             let stmt = tx
-                .prepare_cached(STORE_BITS)
+                .prepare_cached(sql::STORE_BITS.pg)
                 .await
                 .ctx("preparing reminder update")?;
             tx.execute(
@@ -1174,12 +1168,12 @@ mod tests {
                 &["reminder_timers_pkey"],
             ),
             (
-                crate::subject_query::sql::COUNT,
+                crate::subject_query::sql::COUNT.pg,
                 vec![&tenant, &subject_id, &limit],
                 &["reminder_timers_subject"],
             ),
             (
-                crate::subject_query::sql::COUNT_BY_BIT,
+                crate::subject_query::sql::COUNT_BY_BIT.pg,
                 vec![&tenant, &subject_id, &limit],
                 &["reminder_timers_subject"],
             ),

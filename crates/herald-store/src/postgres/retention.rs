@@ -8,6 +8,7 @@
 use deadpool_postgres::Transaction;
 
 use super::{Ctx, PgStore};
+use crate::retention::sql;
 use crate::{JobDeletion, Result, RetentionKind};
 
 // ---- timers: one statement, the timers with their send log ----
@@ -44,8 +45,6 @@ pub(super) const DELETE_SENDS: &str = "WITH s AS ( \
         RETURNING idx), \
     r AS (DELETE FROM job_receipts WHERE job_id = $1 AND idx IN (SELECT idx FROM s)) \
     SELECT count(*) FROM s";
-pub(super) const DELETE_SEGMENTS: &str = "DELETE FROM segments WHERE id IN \
-    (SELECT id FROM segments WHERE job_id = $1 ORDER BY id LIMIT $2)";
 const DELETE_JOB: &str = "WITH r AS (DELETE FROM job_receipts WHERE job_id = $1), \
     c AS (DELETE FROM job_receipt_counts WHERE job_id = $1), \
     f AS (DELETE FROM job_follow_ups WHERE job_id = $1) \
@@ -61,9 +60,6 @@ pub(super) const OLD_AUDIENCES: &str = "SELECT a.id FROM audiences AS a \
 // (holding FOR KEY SHARE while it was made) and committed meanwhile is seen.
 const REFERRED: &str = "SELECT EXISTS (SELECT 1 FROM jobs WHERE audience_id = $1) \
     OR EXISTS (SELECT 1 FROM rule_versions WHERE audience_id = $1)";
-const DELETE_CHUNKS: &str = "DELETE FROM audience_chunks WHERE audience_id = $1 AND chunk_no IN \
-    (SELECT chunk_no FROM audience_chunks WHERE audience_id = $1 ORDER BY chunk_no LIMIT $2)";
-const DELETE_AUDIENCE: &str = "DELETE FROM audiences WHERE id = $1";
 
 // ---- subjects ----
 pub(super) const OLD_SUBJECTS: &str = "SELECT s.tenant_id, s.subject_id FROM subjects AS s \
@@ -85,7 +81,6 @@ pub(super) const TAKE_REMINDERS: &str = "WITH rt AS ( \
     rm AS (DELETE FROM reminders WHERE tenant_id = $1 AND subject_id = $2 \
            AND user_id IN (SELECT user_id FROM rt)) \
     SELECT timer_id FROM rt";
-const DELETE_SUBJECT: &str = "DELETE FROM subjects WHERE tenant_id = $1 AND subject_id = $2";
 
 // ---- tasks ----
 pub(super) const PURGE_TASKS: &str = "DELETE FROM tasks WHERE id IN ( \
@@ -185,11 +180,11 @@ async fn purge_audiences(tx: &Transaction<'_>, cutoff: i64, limit: i64) -> Resul
         if used {
             continue;
         }
-        left -= exec(tx, DELETE_CHUNKS, &[&id, &left], "deleting chunks").await? as i64;
+        left -= exec(tx, sql::DELETE_CHUNKS.pg, &[&id, &left], "deleting chunks").await? as i64;
         if left <= 0 {
             break;
         }
-        left -= exec(tx, DELETE_AUDIENCE, &[&id], "deleting audience").await? as i64;
+        left -= exec(tx, sql::DELETE_AUDIENCE.pg, &[&id], "deleting audience").await? as i64;
         if left <= 0 {
             break;
         }
@@ -245,7 +240,13 @@ async fn purge_subjects(tx: &Transaction<'_>, cutoff: i64, limit: i64) -> Result
         if left <= 0 {
             break;
         }
-        left -= exec(tx, DELETE_SUBJECT, &[&tenant, &subject], "deleting subject").await? as i64;
+        left -= exec(
+            tx,
+            sql::DELETE_SUBJECT.pg,
+            &[&tenant, &subject],
+            "deleting subject",
+        )
+        .await? as i64;
         if left <= 0 {
             break;
         }
@@ -275,7 +276,13 @@ async fn take_job(tx: &Transaction<'_>, job: i64, left: i64) -> Result<(u64, boo
         return Ok((n, false));
     }
     let rest = left - n as i64;
-    n += exec(tx, DELETE_SEGMENTS, &[&job, &rest], "deleting segments").await?;
+    n += exec(
+        tx,
+        sql::DELETE_SEGMENTS.pg,
+        &[&job, &rest],
+        "deleting segments",
+    )
+    .await?;
     if n as i64 >= left {
         return Ok((n, false));
     }

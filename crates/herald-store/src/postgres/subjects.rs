@@ -19,7 +19,7 @@ async fn counts(
     by_bit: bool,
 ) -> Result<SubscriptionCounts> {
     let stmt = tx
-        .prepare_cached(sql::COUNT)
+        .prepare_cached(sql::COUNT.pg)
         .await
         .ctx("preparing subject counts")?;
     let row = tx
@@ -33,7 +33,7 @@ async fn counts(
     );
     if by_bit && out.reminders > 0 {
         let stmt = tx
-            .prepare_cached(sql::COUNT_BY_BIT)
+            .prepare_cached(sql::COUNT_BY_BIT.pg)
             .await
             .ctx("preparing subject counts by bit")?;
         for row in tx
@@ -61,7 +61,7 @@ pub(super) async fn list(
     let mut client = store.client().await?;
     let tx = client.transaction().await.ctx("beginning list_subjects")?;
     let stmt = tx
-        .prepare_cached(sql::LIST)
+        .prepare_cached(sql::LIST.pg)
         .await
         .ctx("preparing list_subjects")?;
     let subjects: Vec<SubjectRecord> = tx
@@ -93,7 +93,7 @@ pub(super) async fn summary(
         .await
         .ctx("beginning subject_summary")?;
     let stmt = tx
-        .prepare_cached(sql::ONE)
+        .prepare_cached(sql::ONE.pg)
         .await
         .ctx("preparing subject read")?;
     let Some(row) = tx

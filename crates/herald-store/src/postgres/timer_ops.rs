@@ -9,6 +9,7 @@ use herald_core::{TenantId, TimerId, TimerState};
 use super::{Ctx, Param, PgStore};
 use crate::model::{self, Decode, due_cols, tenant_to_pg, timer_cols};
 use crate::timer_query::{self as q, Arg, DeadRow, Dialect, Query};
+use crate::timers::sql;
 use crate::{
     DeadLetters, DueCursor, DueEntry, NewTimer, Result, RetryFilter, SortOrder, TimerFilter,
     TimerPatch, TimerRecord, WriteResult,
@@ -19,19 +20,6 @@ const TIMER_FOR_UPDATE: &str = concat!(
     "SELECT ",
     timer_cols!(),
     " FROM timers WHERE id = $1 FOR UPDATE"
-);
-// $1 id, $2 tenant, $3 due_at, $4 message, $5 priority, $6 at. Only a pending timer.
-pub(super) const PATCH_TIMER: &str = concat!(
-    "UPDATE timers SET due_at = COALESCE($3, due_at), message = COALESCE($4, message), \
-     priority = COALESCE($5, priority), updated_at = $6 \
-     WHERE id = $1 AND tenant_id = $2 AND state = 0 RETURNING ",
-    timer_cols!()
-);
-// $1 id, $2 tenant, $3 at. Only a failed (3), dead (5) or in-doubt (6) timer.
-pub(super) const RETRY_TIMER: &str = concat!(
-    "UPDATE timers SET state = 0, due_at = $3, attempt_base = attempts, updated_at = $3 \
-     WHERE id = $1 AND tenant_id = $2 AND state IN (3, 5, 6) RETURNING ",
-    timer_cols!()
 );
 
 // $1 ids, $2 at: the picked timers still failed (3), dead (5) or in doubt (6).
@@ -134,7 +122,7 @@ pub(super) async fn patch(tx: &Transaction<'_>, p: &TimerPatch) -> Result<WriteR
         return Ok(WriteResult::NotFound);
     };
     let stmt = tx
-        .prepare_cached(PATCH_TIMER)
+        .prepare_cached(sql::PATCH_TIMER.pg)
         .await
         .ctx("preparing patch")?;
     let priority = p.priority.map(i16::from);
@@ -219,7 +207,7 @@ pub(super) async fn retry(
     at: i64,
 ) -> Result<WriteResult> {
     let stmt = tx
-        .prepare_cached(RETRY_TIMER)
+        .prepare_cached(sql::RETRY_TIMER.pg)
         .await
         .ctx("preparing retry")?;
     let row = tx
@@ -433,7 +421,7 @@ mod tests {
                 assert!(plan.contains("Index"), "{mode}: {}\n{plan}", query.sql);
             }
         }
-        for sql in [PATCH_TIMER, RETRY_TIMER, TIMER_FOR_UPDATE] {
+        for sql in [sql::PATCH_TIMER.pg, sql::RETRY_TIMER.pg, TIMER_FOR_UPDATE] {
             let stmt = client
                 .prepare(&format!("EXPLAIN {sql}"))
                 .await

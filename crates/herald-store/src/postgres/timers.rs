@@ -7,7 +7,8 @@ use futures_util::future::{try_join, try_join_all};
 use herald_core::{TenantId, TimerId, TimerState};
 
 use super::{Ctx, Param, PgStore, col};
-use crate::model::{self, Columns, delivery_cols, due_cols, tenant_to_pg, timer_cols};
+use crate::model::{self, Columns, due_cols, tenant_to_pg, timer_cols};
+use crate::timers::sql;
 use crate::{
     Applied, Completion, CompletionOutcome, DeliveryRecord, DueCursor, DueEntry, Fence, FiringMark,
     InDoubtResolved, NewTimer, Result, StoreError, TimerRecord, WriteResult,
@@ -25,7 +26,6 @@ pub(super) const TIMERS_BY_KEYS: &str = concat!(
     timer_cols!(),
     " FROM timers WHERE idempotency_key = ANY($1::text[]) AND tenant_id = ANY($2::int4[])"
 );
-const TIMER_BY_ID: &str = concat!("SELECT ", timer_cols!(), " FROM timers WHERE id = $1");
 const TIMERS_BY_IDS: &str = concat!(
     "SELECT ",
     timer_cols!(),
@@ -67,8 +67,8 @@ const DUE_RANGES: usize = 4;
 /// tested on the index entry itself and the rows of other nodes' shards are
 /// never fetched; a filter on `shard` alone is applied only after the fetch,
 /// and with three nodes each node fetched three rows for every one it owned
-/// (issue 18). The bitmap test keeps the answer exact when the ranges also
-/// hold shards the node does not own.
+/// (measured in a three-node burst). The bitmap test keeps the answer exact
+/// when the ranges also hold shards the node does not own.
 ///
 /// Parameters: $1 until, $2 limit, then the cursor if `after`, then the owned
 /// bitmap (`ShardSet::to_bytes`: shard `s` at bit `s % 8` of byte `s / 8`, as
@@ -120,7 +120,7 @@ const INSERT_DELIVERIES: &str = "INSERT INTO deliveries \
 // With statistics older than a bulk load (all timers due at one instant) the
 // planner expects a few hundred due rows and picks the bitmap: the first scan
 // of a 1,000,000-timer burst then read and sorted all of them, 380 ms, on every
-// node (issue 18). In index order it takes 4 ms. And no JIT: the estimate of a
+// node. In index order it takes 4 ms. And no JIT: the estimate of a
 // walk that may read far past the limit made PostgreSQL compile the scan's
 // expressions, 11 ms a scan.
 pub(super) const DUE_PLAN: &str =
@@ -158,14 +158,6 @@ const FIRING_IN_SHARDS: &str = concat!(
 // $1 ids, $2 at: firing timers back to pending, due when they were.
 const UNMARK_FIRING: &str = "UPDATE timers SET state = 0, updated_at = $2 \
     WHERE id = ANY($1::int8[]) AND state = 1";
-const DELIVERIES_FOR: &str = concat!(
-    "SELECT ",
-    delivery_cols!(),
-    " FROM deliveries WHERE timer_id = $1 ORDER BY id"
-);
-const INIT_SHARDS: &str =
-    "INSERT INTO meta (key, value) VALUES ('shards', $1) ON CONFLICT (key) DO NOTHING";
-const GET_SHARDS: &str = "SELECT value FROM meta WHERE key = 'shards'";
 
 fn record_of(result: &WriteResult) -> Option<&TimerRecord> {
     match result {
@@ -431,7 +423,7 @@ pub(super) async fn cancel_run(
 pub(super) async fn get_timer(store: &PgStore, id: TimerId) -> Result<Option<TimerRecord>> {
     let client = store.client().await?;
     let stmt = client
-        .prepare_cached(TIMER_BY_ID)
+        .prepare_cached(sql::TIMER_BY_ID.pg)
         .await
         .ctx("preparing get_timer")?;
     match client.query_opt(&stmt, &[&id]).await.ctx("reading timer")? {
@@ -504,7 +496,7 @@ pub(super) async fn fetch_pending(store: &PgStore, ids: &[TimerId]) -> Result<Ve
     // By id alone, and the state checked here: with `AND state = 0` in the
     // statement the planner may AND the primary key's bitmap with a scan of the
     // whole pending index, whose cost grows with the timers still pending
-    // (4.6 µs a timer during a 1,000,000-timer burst, issue 18).
+    // (4.6 µs a timer during a 1,000,000-timer burst).
     let stmt = client
         .prepare_cached(TIMERS_BY_IDS)
         .await
@@ -876,7 +868,7 @@ pub(super) async fn deliveries_for(
 ) -> Result<Vec<DeliveryRecord>> {
     let client = store.client().await?;
     let stmt = client
-        .prepare_cached(DELIVERIES_FOR)
+        .prepare_cached(sql::DELIVERIES_FOR.pg)
         .await
         .ctx("preparing deliveries_for")?;
     client
@@ -891,12 +883,12 @@ pub(super) async fn deliveries_for(
 pub(super) async fn init_shards(store: &PgStore, wanted: u16) -> Result<u16> {
     let mut client = store.client().await?;
     let tx = client.transaction().await.ctx("beginning init_shards")?;
-    tx.execute(INIT_SHARDS, &[&wanted.to_string()])
+    tx.execute(sql::INIT_SHARDS.pg, &[&wanted.to_string()])
         .await
         .ctx("storing shards")?;
     // A new statement: sees a value another node committed meanwhile.
     let stored = tx
-        .query_one(GET_SHARDS, &[])
+        .query_one(sql::GET_SHARDS.pg, &[])
         .await
         .ctx("reading shards")?
         .str(0, "meta.value")?
@@ -1142,7 +1134,7 @@ mod tests {
                 "timers_idempotency_key",
             ),
             (TIMERS_BY_IDS, vec![&ids], "timers_pkey"),
-            (DELIVERIES_FOR, vec![&id], "deliveries_timer"),
+            (sql::DELIVERIES_FOR.pg, vec![&id], "deliveries_timer"),
             (
                 crate::postgres::provider::FINAL_DELIVERIES,
                 vec![&channel, &msgid, &status, &due],

@@ -6,58 +6,23 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::SqliteStore;
 use super::error::Ctx;
-use crate::model::{
-    self, Columns, api_key_cols, audit_cols, audit_start, limit_to_db, scopes_to_db, tenant_to_db,
-};
+use crate::access::sql;
+use crate::model::{self, Columns, audit_start, limit_to_db, scopes_to_db, tenant_to_db};
 use crate::{
     AccessStore, ApiKeyRecord, AuditEntry, NewApiKey, NewAuditEntry, Result, refusals,
     wall_clock_ms,
 };
 
-const TENANT_BY_NAME: &str = "SELECT id FROM tenants WHERE name = ?1";
 const CREATE_TENANT: &str = "INSERT INTO tenants (name, created_at) VALUES (?1, ?2) \
     ON CONFLICT (name) DO NOTHING";
-const TENANTS: &str = "SELECT id, name FROM tenants ORDER BY id";
-
-const INSERT_KEY: &str = "INSERT INTO api_keys \
-    (tenant_id, name, scopes, hash, created_at, expires_at) \
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id";
-const KEY_BY_ID: &str = concat!("SELECT ", api_key_cols!(), " FROM api_keys WHERE id = ?1");
-const ALL_KEYS: &str = concat!(
-    "SELECT ",
-    api_key_cols!(),
-    " FROM api_keys WHERE id > ?1 ORDER BY id LIMIT ?2"
-);
-pub(super) const TENANT_KEYS: &str = concat!(
-    "SELECT ",
-    api_key_cols!(),
-    " FROM api_keys WHERE tenant_id = ?3 AND id > ?1 ORDER BY id LIMIT ?2"
-);
-const REVOKE_KEY: &str = concat!(
-    "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?2) WHERE id = ?1 RETURNING ",
-    api_key_cols!()
-);
 
 const INSERT_AUDIT: &str = "INSERT INTO audit_log \
     (at, key_id, key_name, tenant_id, method, route, resource_id, status, count, reason) \
     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
-const AUDIT_AT: &str = "SELECT at FROM audit_log WHERE id = ?1";
-// ?1 start at, ?2 start id (exclusive), ?3 limit.
-pub(super) const AUDIT_ALL: &str = concat!(
-    "SELECT ",
-    audit_cols!(),
-    " FROM audit_log WHERE (at, id) > (?1, ?2) ORDER BY at, id LIMIT ?3"
-);
-// ... ?4 tenant.
-pub(super) const AUDIT_TENANT: &str = concat!(
-    "SELECT ",
-    audit_cols!(),
-    " FROM audit_log WHERE tenant_id = ?4 AND (at, id) > (?1, ?2) ORDER BY at, id LIMIT ?3"
-);
 
 fn tenant_by_name(conn: &Connection, name: &str) -> Result<Option<TenantId>> {
     let id: Option<i64> = conn
-        .prepare_cached(TENANT_BY_NAME)
+        .prepare_cached(sql::TENANT_BY_NAME.sqlite)
         .ctx("preparing tenant lookup")?
         .query_row([name], |r| r.get(0))
         .optional()
@@ -153,7 +118,7 @@ fn list_audit(
         None => None,
         Some(id) => {
             let at: Option<i64> = tx
-                .prepare_cached(AUDIT_AT)
+                .prepare_cached(sql::AUDIT_AT.sqlite)
                 .ctx("preparing audit cursor")?
                 .query_row([id], |r| r.get(0))
                 .optional()
@@ -165,12 +130,16 @@ fn list_audit(
     let limit = limit_to_db(limit);
     let what = "reading the audit log";
     let page = match tenant {
-        None => query_all(&tx, AUDIT_ALL, params![at, id, limit], what, |r| {
-            model::decode(r)
-        })?,
+        None => query_all(
+            &tx,
+            sql::AUDIT_ALL.sqlite,
+            params![at, id, limit],
+            what,
+            |r| model::decode(r),
+        )?,
         Some(t) => query_all(
             &tx,
-            AUDIT_TENANT,
+            sql::AUDIT_TENANT.sqlite,
             params![at, id, limit, tenant_to_db(t)],
             what,
             |r| model::decode(r),
@@ -194,7 +163,7 @@ impl AccessStore for SqliteStore {
 
     async fn tenants(&self) -> Result<Vec<(TenantId, String)>> {
         self.read(|c| {
-            query_all(c, TENANTS, [], "listing tenants", |r| {
+            query_all(c, sql::TENANTS.sqlite, [], "listing tenants", |r| {
                 Ok((
                     TenantId(r.narrow(0, "tenants.id")?),
                     r.str(1, "tenants.name")?.to_owned(),
@@ -208,7 +177,7 @@ impl AccessStore for SqliteStore {
         let scopes = scopes_to_db(&key.scopes)?;
         self.write(move |c| {
             let id: i64 = c
-                .prepare_cached(INSERT_KEY)
+                .prepare_cached(sql::INSERT_KEY.sqlite)
                 .ctx("preparing key insert")?
                 .query_row(
                     params![
@@ -228,7 +197,8 @@ impl AccessStore for SqliteStore {
     }
 
     async fn get_api_key(&self, id: i64) -> Result<Option<ApiKeyRecord>> {
-        self.read(move |c| key_by(c, KEY_BY_ID, [id])).await
+        self.read(move |c| key_by(c, sql::KEY_BY_ID.sqlite, [id]))
+            .await
     }
 
     async fn list_api_keys(
@@ -239,12 +209,16 @@ impl AccessStore for SqliteStore {
     ) -> Result<Vec<ApiKeyRecord>> {
         let (after, limit) = (after.unwrap_or(i64::MIN), limit_to_db(limit));
         self.read(move |c| match tenant {
-            None => query_all(c, ALL_KEYS, params![after, limit], "listing keys", |r| {
-                model::decode(r)
-            }),
+            None => query_all(
+                c,
+                sql::ALL_KEYS.sqlite,
+                params![after, limit],
+                "listing keys",
+                |r| model::decode(r),
+            ),
             Some(t) => query_all(
                 c,
-                TENANT_KEYS,
+                sql::TENANT_KEYS.sqlite,
                 params![after, limit, tenant_to_db(t)],
                 "listing keys",
                 |r| model::decode(r),
@@ -254,7 +228,7 @@ impl AccessStore for SqliteStore {
     }
 
     async fn revoke_api_key(&self, id: i64, at: i64) -> Result<Option<ApiKeyRecord>> {
-        self.write(move |c| key_by(c, REVOKE_KEY, params![id, at]))
+        self.write(move |c| key_by(c, sql::REVOKE_KEY.sqlite, params![id, at]))
             .await
     }
 
@@ -289,17 +263,17 @@ mod tests {
     fn access_reads_use_their_indexes() {
         let conn = migrated();
         for (sql, index) in [
-            (AUDIT_ALL, "USING INDEX audit_log_at (at>?)"),
+            (sql::AUDIT_ALL.sqlite, "USING INDEX audit_log_at (at>?)"),
             (
-                AUDIT_TENANT,
+                sql::AUDIT_TENANT.sqlite,
                 "USING INDEX audit_log_tenant (tenant_id=? AND at>?)",
             ),
             (
-                TENANT_KEYS,
+                sql::TENANT_KEYS.sqlite,
                 "USING INDEX api_keys_tenant (tenant_id=? AND id>?)",
             ),
-            (ALL_KEYS, "USING INTEGER PRIMARY KEY (rowid>?)"),
-            (TENANT_BY_NAME, "USING COVERING INDEX"),
+            (sql::ALL_KEYS.sqlite, "USING INTEGER PRIMARY KEY (rowid>?)"),
+            (sql::TENANT_BY_NAME.sqlite, "USING COVERING INDEX"),
         ] {
             let p = plan(&conn, sql);
             assert!(p.contains(index), "{sql}\n{p}");

@@ -6,7 +6,8 @@
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::error::Ctx;
-use crate::model::{self, named_lease_cols, node_cols, shard_lease_cols};
+use crate::cluster::sql;
+use crate::model::{self, named_lease_cols, shard_lease_cols};
 use crate::{Fence, Holder, NamedLease, NodeInfo, Result, ShardLease};
 
 // ?1 shard, ?2 node, ?3 new lease_until, ?4 now, ?5 incarnation. A shard
@@ -25,11 +26,6 @@ const LEASE_OF: &str = concat!(
     shard_lease_cols!(),
     " FROM shard_leases WHERE shard = ?1"
 );
-const ALL_LEASES: &str = concat!(
-    "SELECT ",
-    shard_lease_cols!(),
-    " FROM shard_leases ORDER BY shard"
-);
 const RENEW_SHARD: &str = "UPDATE shard_leases SET lease_until = ?4 \
     WHERE shard = ?1 AND owner = ?2 AND epoch = ?3 AND incarnation = ?5";
 const RELEASE_SHARD: &str = "UPDATE shard_leases \
@@ -45,11 +41,6 @@ const BEAT: &str = "INSERT INTO nodes (node_id, started_at, expires_at, incarnat
     ON CONFLICT (node_id) DO UPDATE SET expires_at = ?3, \
         started_at = CASE WHEN nodes.incarnation = ?4 THEN nodes.started_at ELSE ?2 END, \
         incarnation = ?4";
-const LIVE_NODES: &str = concat!(
-    "SELECT ",
-    node_cols!(),
-    " FROM nodes WHERE expires_at > ?1 ORDER BY node_id"
-);
 const ACQUIRE_NAMED: &str = "INSERT INTO named_leases (name, holder, lease_until, epoch, incarnation) \
     VALUES (?1, ?2, ?3, 1, ?5) \
     ON CONFLICT (name) DO UPDATE SET \
@@ -63,10 +54,6 @@ const NAMED_OF: &str = concat!(
     named_lease_cols!(),
     " FROM named_leases WHERE name = ?1"
 );
-// Releasing sets the lease to expired rather than deleting it, so the epoch
-// keeps growing across holders.
-const RELEASE_NAMED: &str = "UPDATE named_leases SET lease_until = 0 \
-    WHERE name = ?1 AND holder = ?2 AND incarnation = ?3";
 
 pub(super) fn heartbeat(
     conn: &mut Connection,
@@ -88,7 +75,9 @@ pub(super) fn heartbeat(
         .ctx("recording heartbeat")?;
     let mut out = Vec::new();
     {
-        let mut stmt = tx.prepare_cached(LIVE_NODES).ctx("preparing live nodes")?;
+        let mut stmt = tx
+            .prepare_cached(sql::LIVE_NODES.sqlite)
+            .ctx("preparing live nodes")?;
         let mut rows = stmt.query([now]).ctx("querying live nodes")?;
         while let Some(row) = rows.next().ctx("reading live nodes")? {
             out.push(model::decode::<NodeInfo, _>(row)?);
@@ -114,7 +103,7 @@ pub(super) fn leave(conn: &mut Connection, node: &Holder) -> Result<()> {
 
 pub(super) fn shard_leases(conn: &mut Connection) -> Result<Vec<ShardLease>> {
     let mut stmt = conn
-        .prepare_cached(ALL_LEASES)
+        .prepare_cached(sql::ALL_LEASES.sqlite)
         .ctx("preparing shard leases")?;
     let mut rows = stmt.query([]).ctx("querying shard leases")?;
     let mut out = Vec::new();
@@ -256,7 +245,7 @@ pub(super) fn acquire_lease(
 
 pub(super) fn release_lease(conn: &mut Connection, name: &str, holder: &Holder) -> Result<()> {
     conn.execute(
-        RELEASE_NAMED,
+        sql::RELEASE_NAMED.sqlite,
         params![name, holder.node_id, holder.incarnation],
     )
     .ctx("releasing lease")?;

@@ -11,7 +11,6 @@ use super::error::Ctx;
 use super::timers;
 use crate::digest::{MAX_CANDIDATES, Pending, sql};
 use crate::model::{self, due_cols, tenant_to_db};
-use crate::shared_sql::sqlite_placeholders;
 use crate::{DueEntry, MergeProbe, NewTimer, Result, TimerRecord, WriteResult};
 
 // ?1 id, ?2 new due_at, ?3 at. Only a still-pending member moves.
@@ -22,11 +21,11 @@ const SLIDE: &str = concat!(
 
 /// The shared statement, on the recipient's index by name.
 static CANDIDATES: LazyLock<String> = LazyLock::new(|| {
-    sqlite_placeholders(&sql::CANDIDATES.replacen(
+    sql::CANDIDATES.sqlite.replacen(
         "FROM timers WHERE",
         "FROM timers INDEXED BY timers_tenant_recipient_due WHERE",
         1,
-    ))
+    )
 });
 
 fn candidates(conn: &Connection, p: &MergeProbe) -> Result<Vec<TimerRecord>> {
@@ -67,7 +66,7 @@ pub(super) fn insert(
         return Ok(WriteResult::Existing(found));
     }
     let profile: Option<String> = if pending.needs_zone() {
-        conn.prepare_cached(&sqlite_placeholders(sql::PROFILE))
+        conn.prepare_cached(sql::PROFILE.sqlite)
             .ctx("preparing digest zone")?
             .query_row(params![tenant_to_db(t.tenant), t.recipient], |r| r.get(0))
             .optional()

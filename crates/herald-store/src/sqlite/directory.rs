@@ -8,12 +8,11 @@ use rusqlite::{Connection, params};
 use super::error::Ctx;
 use crate::directory::sql;
 use crate::model::{self, tenant_to_db};
-use crate::shared_sql::sqlite_placeholders;
 use crate::{PutSubscriber, Result, SubscriberRecord, WriteResult};
 
 fn one(conn: &Connection, tenant: TenantId, user_id: &str) -> Result<Option<SubscriberRecord>> {
     let mut stmt = conn
-        .prepare_cached(&sqlite_placeholders(sql::ONE))
+        .prepare_cached(sql::ONE.sqlite)
         .ctx("preparing subscriber read")?;
     let mut rows = stmt
         .query(params![tenant_to_db(tenant), user_id])
@@ -30,11 +29,11 @@ pub(super) fn put(conn: &Connection, put: &PutSubscriber) -> Result<WriteResult>
         return Ok(WriteResult::VersionConflict { current: old });
     }
     let statement = if old.is_some() {
-        sql::UPDATE
+        sql::UPDATE.sqlite
     } else {
-        sql::INSERT
+        sql::INSERT.sqlite
     };
-    conn.prepare_cached(&sqlite_placeholders(statement))
+    conn.prepare_cached(statement)
         .ctx("preparing subscriber write")?
         .execute(params![
             tenant_to_db(put.tenant),
@@ -53,7 +52,7 @@ pub(super) fn delete(conn: &Connection, tenant: TenantId, user_id: &str) -> Resu
     let Some(old) = one(conn, tenant, user_id)? else {
         return Ok(WriteResult::NotFound);
     };
-    conn.prepare_cached(&sqlite_placeholders(sql::DELETE))
+    conn.prepare_cached(sql::DELETE.sqlite)
         .ctx("preparing subscriber delete")?
         .execute(params![tenant_to_db(tenant), user_id])
         .ctx("deleting subscriber")?;
@@ -87,7 +86,7 @@ pub(super) fn list(
     limit: usize,
 ) -> Result<Vec<SubscriberRecord>> {
     let mut stmt = conn
-        .prepare_cached(&sqlite_placeholders(sql::LIST))
+        .prepare_cached(sql::LIST.sqlite)
         .ctx("preparing list_subscribers")?;
     let mut rows = stmt
         .query(params![
@@ -112,8 +111,8 @@ mod tests {
     #[test]
     fn directory_queries_use_the_primary_key() {
         let conn = migrated();
-        for q in [sql::ONE, sql::LIST, sql::UPDATE, sql::DELETE] {
-            let p = plan(&conn, &sqlite_placeholders(q));
+        for q in [sql::ONE, sql::LIST, sql::UPDATE, sql::DELETE].map(|s| s.sqlite) {
+            let p = plan(&conn, q);
             assert!(!p.contains("SCAN"), "{q}:\n{p}");
         }
     }

@@ -1,8 +1,8 @@
 //! Owner-only files: the database holds every API key's hash, every
 //! channel's access token and every tenant's messages, so neither it, its
 //! `-wal`/`-shm`/`-journal` files, its data directory nor a backup of it is
-//! readable by other users of the machine (issue 35: they were `0644` in a
-//! `0755` directory).
+//! readable by other users of the machine (left to the umask, they were
+//! `0644` in a `0755` directory).
 //!
 //! Modes are set explicitly, not left to the umask. A directory Herald
 //! creates is `0700`; a directory that already exists is left as it is (it

@@ -193,13 +193,11 @@ impl Store for SqliteStore {
         let key = key.to_string();
         self.read(move |c| {
             use rusqlite::OptionalExtension;
-            c.prepare_cached(&crate::shared_sql::sqlite_placeholders(
-                crate::shared_sql::meta::GET,
-            ))
-            .ctx("preparing meta read")?
-            .query_row([key], |r| r.get(0))
-            .optional()
-            .ctx("reading meta")
+            c.prepare_cached(crate::shared_sql::meta::GET.sqlite)
+                .ctx("preparing meta read")?
+                .query_row([key], |r| r.get(0))
+                .optional()
+                .ctx("reading meta")
         })
         .await
     }
@@ -207,12 +205,10 @@ impl Store for SqliteStore {
     async fn put_meta(&self, key: &str, value: &str) -> Result<()> {
         let (key, value) = (key.to_string(), value.to_string());
         self.write(move |c| {
-            c.prepare_cached(&crate::shared_sql::sqlite_placeholders(
-                crate::shared_sql::meta::PUT,
-            ))
-            .ctx("preparing meta write")?
-            .execute([key, value])
-            .ctx("writing meta")?;
+            c.prepare_cached(crate::shared_sql::meta::PUT.sqlite)
+                .ctx("preparing meta write")?
+                .execute([key, value])
+                .ctx("writing meta")?;
             Ok(())
         })
         .await

@@ -7,14 +7,9 @@
 use rusqlite::{Connection, TransactionBehavior, params};
 
 use super::error::Ctx;
-use crate::model::{self, delivery_cols, token_cols};
+use crate::model;
+use crate::provider::sql;
 use crate::{ChannelPause, ChannelToken, DeliveryRecord, Result};
-
-pub(super) const DELIVERY_BY_ID: &str = concat!(
-    "SELECT ",
-    delivery_cols!(),
-    " FROM deliveries WHERE id = ?1"
-);
 
 // ?1 channel, ?2 msgid, ?3 status, ?4 at. A repeat of the same status keeps the
 // first time; a recalled row is the user's last word and stays so. The
@@ -44,19 +39,9 @@ const RECALL_JOB_MESSAGE: &str = "UPDATE job_sends SET final_status = 'recalled'
     WHERE msgid = ?2 AND msgid IS NOT NULL AND job_id = ?1 AND state = 0 \
       AND final_status IS NOT 'recalled'";
 
-const JOB_RECEIPT: &str = "INSERT INTO job_receipts (job_id, idx, event, at) \
-    VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING";
 const JOB_RECEIPT_COUNT: &str = "INSERT INTO job_receipt_counts (job_id, event, n) \
     VALUES (?1, ?2, 1) ON CONFLICT (job_id, event) DO UPDATE SET n = n + 1";
-const DELIVERY_RECEIPT: &str = "INSERT INTO delivery_receipts (delivery_id, event, at) \
-    VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING";
-const RECEIPT_COUNTS: &str = "SELECT event, n FROM job_receipt_counts WHERE job_id = ?1";
 
-pub(super) const TOKEN_OF: &str = concat!(
-    "SELECT ",
-    token_cols!(),
-    " FROM channel_tokens WHERE key = ?1"
-);
 const PUT_TOKEN: &str = "INSERT INTO channel_tokens (key, token, expires_at, fetched_at, updated_at) \
     VALUES (?1, ?2, ?3, ?4, ?5) \
     ON CONFLICT (key) DO UPDATE SET token = excluded.token, expires_at = excluded.expires_at, \
@@ -67,7 +52,7 @@ const EXPIRE_TOKEN: &str = "UPDATE channel_tokens \
 
 pub(super) fn get_delivery(conn: &mut Connection, id: i64) -> Result<Option<DeliveryRecord>> {
     let mut stmt = conn
-        .prepare_cached(DELIVERY_BY_ID)
+        .prepare_cached(sql::DELIVERY_BY_ID.sqlite)
         .ctx("preparing get_delivery")?;
     let mut rows = stmt.query([id]).ctx("querying delivery")?;
     match rows.next().ctx("reading delivery")? {
@@ -161,7 +146,7 @@ fn receipt_in(
         crate::ReceiptOn::JobSend { job_id, idx } => {
             let idx = model::to_db(idx, "job_receipts.idx")?;
             let n = tx
-                .prepare_cached(JOB_RECEIPT)
+                .prepare_cached(sql::JOB_RECEIPT.sqlite)
                 .ctx("preparing receipt")?
                 .execute(params![job_id, idx, event.as_str(), at])
                 .ctx("recording receipt")?;
@@ -174,7 +159,7 @@ fn receipt_in(
             n == 1
         }
         crate::ReceiptOn::Delivery(id) => {
-            tx.prepare_cached(DELIVERY_RECEIPT)
+            tx.prepare_cached(sql::DELIVERY_RECEIPT.sqlite)
                 .ctx("preparing receipt")?
                 .execute(params![id, event.as_str(), at])
                 .ctx("recording receipt")?
@@ -188,7 +173,7 @@ pub(super) fn job_receipt_counts(
     job_id: i64,
 ) -> Result<crate::ReceiptCounts> {
     let mut stmt = conn
-        .prepare_cached(RECEIPT_COUNTS)
+        .prepare_cached(sql::RECEIPT_COUNTS.sqlite)
         .ctx("preparing receipt counts")?;
     let rows = stmt
         .query_map(params![job_id], |r| {
@@ -254,7 +239,9 @@ pub(super) fn mark_job_message_recalled(
 }
 
 pub(super) fn get_channel_token(conn: &mut Connection, key: &str) -> Result<Option<ChannelToken>> {
-    let mut stmt = conn.prepare_cached(TOKEN_OF).ctx("preparing token read")?;
+    let mut stmt = conn
+        .prepare_cached(sql::TOKEN_OF.sqlite)
+        .ctx("preparing token read")?;
     let mut rows = stmt.query([key]).ctx("querying token")?;
     let Some(row) = rows.next().ctx("reading token")? else {
         return Ok(None);
@@ -302,9 +289,6 @@ const PUT_PAUSE: &str = "INSERT INTO channel_pauses (channel, since, until, reas
     VALUES (?1, ?2, ?3, ?4, ?5) \
     ON CONFLICT (channel) DO UPDATE SET since = excluded.since, until = excluded.until, \
         reason = excluded.reason, updated_at = excluded.updated_at";
-const DELETE_PAUSE: &str = "DELETE FROM channel_pauses WHERE channel = ?1";
-pub(super) const PAUSES: &str =
-    "SELECT channel, since, until, reason FROM channel_pauses ORDER BY channel";
 
 pub(super) fn pause_channel(
     conn: &mut Connection,
@@ -327,7 +311,7 @@ pub(super) fn resume_channel(conn: &mut Connection, channel: &str) -> Result<boo
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("beginning channel resume")?;
     let n = tx
-        .prepare_cached(DELETE_PAUSE)
+        .prepare_cached(sql::DELETE_PAUSE.sqlite)
         .ctx("preparing channel resume")?
         .execute([channel])
         .ctx("deleting channel pause")?;
@@ -337,7 +321,7 @@ pub(super) fn resume_channel(conn: &mut Connection, channel: &str) -> Result<boo
 
 pub(super) fn channel_pauses(conn: &mut Connection) -> Result<Vec<(String, ChannelPause)>> {
     let mut stmt = conn
-        .prepare_cached(PAUSES)
+        .prepare_cached(sql::PAUSES.sqlite)
         .ctx("preparing channel pauses")?;
     let rows = stmt
         .query_map([], |r| {
@@ -382,8 +366,11 @@ mod tests {
             (FINAL_SENDS, "USING INDEX job_sends_msgid (msgid=?)"),
             (FINAL_SENDS, "USING INTEGER PRIMARY KEY (rowid=?)"),
             (RECALL, "USING INTEGER PRIMARY KEY (rowid=?)"),
-            (DELIVERY_BY_ID, "USING INTEGER PRIMARY KEY (rowid=?)"),
-            (TOKEN_OF, "USING PRIMARY KEY (key=?)"),
+            (
+                sql::DELIVERY_BY_ID.sqlite,
+                "USING INTEGER PRIMARY KEY (rowid=?)",
+            ),
+            (sql::TOKEN_OF.sqlite, "USING PRIMARY KEY (key=?)"),
         ] {
             let p = plan(&conn, sql);
             let loose = p.replace("COVERING INDEX", "INDEX");

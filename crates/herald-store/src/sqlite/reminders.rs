@@ -23,6 +23,7 @@ use super::timers::insert_timer;
 use crate::model::{
     self, Columns, due_cols, reminder_timer_cols, subject_cols, tenant_to_db, timer_cols,
 };
+use crate::reminders::sql;
 use crate::{
     DueEntry, MergeProbe, NewReminder, PutSubject, ReminderTimer, Result, SubjectRecord,
     TimerRecord, WriteResult, bit_mask, bits_from_db, bits_to_db,
@@ -36,9 +37,6 @@ const SUBJECT_BY_ID: &str = concat!(
 const INSERT_SUBJECT: &str = "INSERT INTO subjects \
     (tenant_id, subject_id, start_at, title, data, created_at, updated_at) \
     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)";
-const UPDATE_SUBJECT: &str = "UPDATE subjects \
-    SET start_at = ?3, title = ?4, data = ?5, updated_at = ?6 \
-    WHERE tenant_id = ?1 AND subject_id = ?2";
 const DELETE_SUBJECT: &str = "DELETE FROM subjects WHERE tenant_id = ?1 AND subject_id = ?2";
 // ?1 tenant, ?2 subject, ?3 delta, ?4 at. Only pending timers move: one that
 // fired (done, failed, dead) or was cancelled keeps its due time as history.
@@ -85,10 +83,6 @@ const RELINK_REMINDER_TIMER: &str = "UPDATE reminder_timers SET timer_id = ?5 \
     WHERE tenant_id = ?1 AND user_id = ?2 AND subject_id = ?3 AND bit = ?4";
 const CANCEL_IF_PENDING: &str =
     "UPDATE timers SET state = 4, updated_at = ?2 WHERE id = ?1 AND state = 0";
-const STORE_BITS: &str = "UPDATE reminders SET bits = ?4, updated_at = ?5 \
-    WHERE tenant_id = ?1 AND user_id = ?2 AND subject_id = ?3";
-const DELETE_REMINDER: &str =
-    "DELETE FROM reminders WHERE tenant_id = ?1 AND user_id = ?2 AND subject_id = ?3";
 // `CROSS JOIN` makes SQLite keep `reminder_timers` as the outer loop, so the
 // user's primary-key range drives the join and each timer is a rowid lookup,
 // whatever the planner would guess without statistics.
@@ -145,7 +139,7 @@ pub(super) fn put_subject(conn: &Connection, put: &PutSubject) -> Result<WriteRe
             moved: Vec::new(),
         });
     };
-    conn.prepare_cached(UPDATE_SUBJECT)
+    conn.prepare_cached(sql::UPDATE_SUBJECT.sqlite)
         .ctx("preparing subject update")?
         .execute(params![
             tenant,
@@ -339,12 +333,12 @@ pub(super) fn cancel_reminders(
             }
         }
         if remaining == 0 {
-            conn.prepare_cached(DELETE_REMINDER)
+            conn.prepare_cached(sql::DELETE_REMINDER.sqlite)
                 .ctx("preparing reminder delete")?
                 .execute(params![tenant, user_id, subject_id])
                 .ctx("deleting reminder")?;
         } else {
-            conn.prepare_cached(STORE_BITS)
+            conn.prepare_cached(sql::STORE_BITS.sqlite)
                 .ctx("preparing reminder update")?
                 .execute(params![
                     tenant,

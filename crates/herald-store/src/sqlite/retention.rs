@@ -6,6 +6,7 @@
 use rusqlite::{Connection, Transaction, TransactionBehavior, params};
 
 use super::error::Ctx;
+use crate::retention::sql;
 use crate::{JobDeletion, Result, RetentionKind};
 
 // ---- timers ----
@@ -38,8 +39,6 @@ pub(super) const DELETE_SEND_RECEIPTS: &str = "DELETE FROM job_receipts \
       (SELECT idx FROM job_sends WHERE job_id = ?1 ORDER BY idx LIMIT ?2)";
 pub(super) const DELETE_SENDS: &str = "DELETE FROM job_sends WHERE job_id = ?1 AND idx IN \
     (SELECT idx FROM job_sends WHERE job_id = ?1 ORDER BY idx LIMIT ?2)";
-pub(super) const DELETE_SEGMENTS: &str = "DELETE FROM segments WHERE id IN \
-    (SELECT id FROM segments WHERE job_id = ?1 ORDER BY id LIMIT ?2)";
 const DELETE_JOB_RECEIPTS: &str = "DELETE FROM job_receipts WHERE job_id = ?1";
 const DELETE_JOB_COUNTS: &str = "DELETE FROM job_receipt_counts WHERE job_id = ?1";
 const DELETE_JOB_FOLLOW_UP: &str = "DELETE FROM job_follow_ups WHERE job_id = ?1";
@@ -51,9 +50,6 @@ pub(super) const OLD_AUDIENCES: &str = "SELECT a.id FROM audiences AS a \
       AND NOT EXISTS (SELECT 1 FROM jobs AS j WHERE j.audience_id = a.id) \
       AND NOT EXISTS (SELECT 1 FROM rule_versions AS v WHERE v.audience_id = a.id) \
     ORDER BY a.created_at, a.id LIMIT ?2";
-const DELETE_CHUNKS: &str = "DELETE FROM audience_chunks WHERE audience_id = ?1 AND chunk_no IN \
-    (SELECT chunk_no FROM audience_chunks WHERE audience_id = ?1 ORDER BY chunk_no LIMIT ?2)";
-const DELETE_AUDIENCE: &str = "DELETE FROM audiences WHERE id = ?1";
 
 // ---- subjects ----
 // Past, and no reminder of it still to fire.
@@ -70,7 +66,6 @@ const DELETE_REMINDER_TIMER: &str = "DELETE FROM reminder_timers \
     WHERE tenant_id = ?1 AND user_id = ?2 AND subject_id = ?3 AND bit = ?4";
 const DELETE_REMINDER: &str =
     "DELETE FROM reminders WHERE tenant_id = ?1 AND user_id = ?2 AND subject_id = ?3";
-const DELETE_SUBJECT: &str = "DELETE FROM subjects WHERE tenant_id = ?1 AND subject_id = ?2";
 
 // ---- tasks ----
 // The last task of each rule version stays: the planner plans after it.
@@ -148,11 +143,16 @@ pub(super) fn purge(
         RetentionKind::Audiences => {
             let mut left = limit;
             for id in ids(tx, OLD_AUDIENCES, cutoff, limit)? {
-                left -= exec(tx, DELETE_CHUNKS, params![id, left], "deleting chunks")? as i64;
+                left -= exec(
+                    tx,
+                    sql::DELETE_CHUNKS.sqlite,
+                    params![id, left],
+                    "deleting chunks",
+                )? as i64;
                 if left <= 0 {
                     break;
                 }
-                left -= exec(tx, DELETE_AUDIENCE, [id], "deleting audience")? as i64;
+                left -= exec(tx, sql::DELETE_AUDIENCE.sqlite, [id], "deleting audience")? as i64;
                 if left <= 0 {
                     break;
                 }
@@ -236,7 +236,7 @@ fn purge_subjects(tx: &Transaction<'_>, cutoff: i64, limit: i64) -> Result<u64> 
         }
         left -= exec(
             tx,
-            DELETE_SUBJECT,
+            sql::DELETE_SUBJECT.sqlite,
             params![tenant, subject],
             "deleting subject",
         )? as i64;
@@ -267,7 +267,7 @@ fn take_job(tx: &Transaction<'_>, job: i64, left: i64) -> Result<(u64, bool)> {
     }
     n += exec(
         tx,
-        DELETE_SEGMENTS,
+        sql::DELETE_SEGMENTS.sqlite,
         params![job, left - n as i64],
         "deleting segments",
     )?;
@@ -328,7 +328,7 @@ mod tests {
             (OLD_TASKS, "USING INDEX tasks_ended (finished_at<?)"),
             (DELETE_AUDIT, "INDEX audit_log_at (at<?)"),
             (DELETE_SENDS, "PRIMARY KEY (job_id=?)"),
-            (DELETE_SEGMENTS, "INDEX segments_job (job_id=?)"),
+            (sql::DELETE_SEGMENTS.sqlite, "INDEX segments_job (job_id=?)"),
             (
                 SUBJECT_REMINDERS,
                 "reminder_timers_subject (tenant_id=? AND subject_id=?)",

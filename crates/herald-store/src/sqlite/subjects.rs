@@ -8,7 +8,6 @@ use rusqlite::{Connection, params};
 
 use super::error::Ctx;
 use crate::model::{self, Columns, tenant_to_db};
-use crate::shared_sql::sqlite_placeholders;
 use crate::subject_query::{self as q, sql};
 use crate::{Result, SubjectSummary, SubscriptionCounts};
 
@@ -20,7 +19,7 @@ fn counts(
     by_bit: bool,
 ) -> Result<SubscriptionCounts> {
     let mut stmt = conn
-        .prepare_cached(&sqlite_placeholders(sql::COUNT))
+        .prepare_cached(sql::COUNT.sqlite)
         .ctx("preparing subject counts")?;
     let mut rows = stmt
         .query(params![tenant, subject_id, q::count_limit(cap)])
@@ -35,7 +34,7 @@ fn counts(
     let mut out = q::counts(cap, read, users);
     if by_bit && out.reminders > 0 {
         let mut stmt = conn
-            .prepare_cached(&sqlite_placeholders(sql::COUNT_BY_BIT))
+            .prepare_cached(sql::COUNT_BY_BIT.sqlite)
             .ctx("preparing subject counts by bit")?;
         let mut rows = stmt
             .query(params![tenant, subject_id, q::by_bit_limit(cap)])
@@ -63,7 +62,7 @@ pub(super) fn list(
     let mut subjects: Vec<crate::SubjectRecord> = Vec::new();
     {
         let mut stmt = tx
-            .prepare_cached(&sqlite_placeholders(sql::LIST))
+            .prepare_cached(sql::LIST.sqlite)
             .ctx("preparing list_subjects")?;
         let mut rows = stmt
             .query(params![
@@ -95,7 +94,7 @@ pub(super) fn summary(
     let tx = conn.transaction().ctx("beginning subject_summary")?;
     let subject = {
         let mut stmt = tx
-            .prepare_cached(&sqlite_placeholders(sql::ONE))
+            .prepare_cached(sql::ONE.sqlite)
             .ctx("preparing subject read")?;
         let mut rows = stmt
             .query(params![tenant, subject_id])
@@ -120,12 +119,12 @@ mod tests {
     #[test]
     fn subject_queries_use_their_indexes() {
         let conn = migrated();
-        for one in [sql::LIST, sql::ONE] {
-            let p = plan(&conn, &sqlite_placeholders(one));
+        for one in [sql::LIST, sql::ONE].map(|s| s.sqlite) {
+            let p = plan(&conn, one);
             assert!(!p.contains("SCAN"), "{one}:\n{p}");
         }
-        for count in [sql::COUNT, sql::COUNT_BY_BIT] {
-            let p = plan(&conn, &sqlite_placeholders(count));
+        for count in [sql::COUNT, sql::COUNT_BY_BIT].map(|s| s.sqlite) {
+            let p = plan(&conn, count);
             assert!(
                 p.contains("COVERING INDEX reminder_timers_subject"),
                 "{count}:\n{p}"

@@ -9,29 +9,17 @@ use super::error::Ctx;
 use super::timers::{get_timer, insert_timer};
 use crate::model::{self, Decode, due_cols, tenant_to_db, timer_cols};
 use crate::timer_query::{self as q, Arg, DeadRow, Dialect, Query};
+use crate::timers::sql;
 use crate::{
     DeadLetters, DueCursor, DueEntry, NewTimer, Result, RetryFilter, SortOrder, TimerFilter,
     TimerPatch, TimerRecord, WriteResult,
 };
 
-// ?1 id, ?2 tenant, ?3 due_at, ?4 message, ?5 priority, ?6 at. Only a pending timer.
-const PATCH_TIMER: &str = concat!(
-    "UPDATE timers SET due_at = COALESCE(?3, due_at), message = COALESCE(?4, message), \
-     priority = COALESCE(?5, priority), updated_at = ?6 \
-     WHERE id = ?1 AND tenant_id = ?2 AND state = 0 RETURNING ",
-    timer_cols!()
-);
 // ?1 id, ?2 at: a picked timer, if still failed (3), dead (5) or in doubt (6).
 const RETRY_PICKED: &str = concat!(
     "UPDATE timers SET state = 0, due_at = ?2, attempt_base = attempts, updated_at = ?2 \
      WHERE id = ?1 AND state IN (3, 5, 6) RETURNING ",
     due_cols!()
-);
-// ?1 id, ?2 tenant, ?3 at. Only a failed (3), dead (5) or in-doubt (6) timer.
-const RETRY_TIMER: &str = concat!(
-    "UPDATE timers SET state = 0, due_at = ?3, attempt_base = attempts, updated_at = ?3 \
-     WHERE id = ?1 AND tenant_id = ?2 AND state IN (3, 5, 6) RETURNING ",
-    timer_cols!()
 );
 
 fn bind(args: &[Arg]) -> Vec<rusqlite::types::Value> {
@@ -114,7 +102,9 @@ fn result_for(conn: &Connection, tenant: TenantId, id: TimerId) -> Result<WriteR
 
 pub(super) fn patch(conn: &Connection, p: &TimerPatch) -> Result<WriteResult> {
     let before = get_timer(conn, p.id)?;
-    let mut stmt = conn.prepare_cached(PATCH_TIMER).ctx("preparing patch")?;
+    let mut stmt = conn
+        .prepare_cached(sql::PATCH_TIMER.sqlite)
+        .ctx("preparing patch")?;
     let mut rows = stmt
         .query(params![
             p.id,
@@ -163,7 +153,9 @@ pub(super) fn retry(
     at: i64,
 ) -> Result<WriteResult> {
     {
-        let mut stmt = conn.prepare_cached(RETRY_TIMER).ctx("preparing retry")?;
+        let mut stmt = conn
+            .prepare_cached(sql::RETRY_TIMER.sqlite)
+            .ctx("preparing retry")?;
         let mut rows = stmt
             .query(params![id, tenant_to_db(tenant), at])
             .ctx("retrying timer")?;
@@ -293,7 +285,11 @@ mod tests {
                 assert!(!p.contains("TEMP B-TREE"), "{sql}\n{p}");
             }
         }
-        for sql in [PATCH_TIMER, RETRY_TIMER, RETRY_PICKED] {
+        for sql in [
+            sql::PATCH_TIMER.sqlite,
+            sql::RETRY_TIMER.sqlite,
+            RETRY_PICKED,
+        ] {
             let p = plan(&conn, sql);
             assert!(p.contains("INTEGER PRIMARY KEY"), "{sql}\n{p}");
         }

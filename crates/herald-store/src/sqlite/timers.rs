@@ -8,7 +8,8 @@ use rusqlite::{Connection, TransactionBehavior, params};
 
 use super::cluster;
 use super::error::Ctx;
-use crate::model::{self, delivery_cols, due_cols, tenant_to_db, timer_cols};
+use crate::model::{self, due_cols, tenant_to_db, timer_cols};
+use crate::timers::sql;
 use crate::{
     Applied, Completion, CompletionOutcome, DeliveryRecord, DueCursor, DueEntry, Fence, FiringMark,
     InDoubtResolved, Result, StoreError, TimerRecord, WriteResult,
@@ -22,7 +23,6 @@ const INSERT_TIMER: &str = "INSERT INTO timers \
      attempts, created_at, updated_at, tenant_id, traceparent, routing) \
     VALUES (?1, ?2, ?3, ?4, 0, ?5, ?6, ?7, ?8, 0, ?9, ?9, ?10, ?11, ?12) \
     ON CONFLICT DO NOTHING";
-const TIMER_BY_ID: &str = concat!("SELECT ", timer_cols!(), " FROM timers WHERE id = ?1");
 const TIMER_BY_KEY: &str = concat!(
     "SELECT ",
     timer_cols!(),
@@ -92,14 +92,6 @@ const FIRING_IN_SHARD: &str = concat!(
 // ?1 id, ?2 at: a firing timer back to pending, due when it was.
 const UNMARK_FIRING: &str =
     "UPDATE timers SET state = 0, updated_at = ?2 WHERE id = ?1 AND state = 1";
-const DELIVERIES_FOR: &str = concat!(
-    "SELECT ",
-    delivery_cols!(),
-    " FROM deliveries WHERE timer_id = ?1 ORDER BY id"
-);
-const INIT_SHARDS: &str =
-    "INSERT INTO meta (key, value) VALUES ('shards', ?1) ON CONFLICT (key) DO NOTHING";
-const GET_SHARDS: &str = "SELECT value FROM meta WHERE key = 'shards'";
 
 /// `fetch_pending` binds ids in `IN (...)` lists of one of these sizes, padding the
 /// last chunk by repeating an id, so only a handful of distinct statements exist
@@ -126,7 +118,7 @@ static FETCH_PENDING_SQL: LazyLock<Vec<String>> = LazyLock::new(|| {
 
 pub(super) fn get_timer(conn: &Connection, id: TimerId) -> Result<Option<TimerRecord>> {
     let mut stmt = conn
-        .prepare_cached(TIMER_BY_ID)
+        .prepare_cached(sql::TIMER_BY_ID.sqlite)
         .ctx("preparing get_timer")?;
     let mut rows = stmt.query([id]).ctx("querying timer by id")?;
     match rows.next().ctx("reading timer by id")? {
@@ -543,7 +535,7 @@ fn complete_in(tx: &rusqlite::Transaction<'_>, batch: &[Completion]) -> Result<V
 
 pub(super) fn deliveries_for(conn: &Connection, timer_id: TimerId) -> Result<Vec<DeliveryRecord>> {
     let mut stmt = conn
-        .prepare_cached(DELIVERIES_FOR)
+        .prepare_cached(sql::DELIVERIES_FOR.sqlite)
         .ctx("preparing deliveries_for")?;
     let mut rows = stmt.query([timer_id]).ctx("querying deliveries")?;
     let mut out = Vec::new();
@@ -558,11 +550,13 @@ pub(super) fn init_shards(conn: &mut Connection, wanted: u16) -> Result<u16> {
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .ctx("beginning init_shards")?;
     let stored: String = {
-        tx.prepare_cached(INIT_SHARDS)
+        tx.prepare_cached(sql::INIT_SHARDS.sqlite)
             .ctx("preparing init_shards")?
             .execute([wanted.to_string()])
             .ctx("storing shards")?;
-        let mut stmt = tx.prepare_cached(GET_SHARDS).ctx("preparing shards")?;
+        let mut stmt = tx
+            .prepare_cached(sql::GET_SHARDS.sqlite)
+            .ctx("preparing shards")?;
         stmt.query_row([], |r| r.get(0)).ctx("reading shards")?
     };
     tx.commit().ctx("committing init_shards")?;
@@ -611,7 +605,7 @@ mod tests {
         let conn = migrated();
         let p = plan(&conn, TIMER_BY_KEY);
         assert!(p.contains("USING INDEX timers_idempotency_key"), "{p}");
-        let p = plan(&conn, DELIVERIES_FOR);
+        let p = plan(&conn, sql::DELIVERIES_FOR.sqlite);
         assert!(p.contains("USING INDEX deliveries_timer"), "{p}");
         assert!(!p.contains("TEMP B-TREE"), "{p}");
         for sql in FETCH_PENDING_SQL.iter() {

@@ -1,4 +1,4 @@
-//! In-doubt single timers (issue 19): marking timers firing before their
+//! In-doubt single timers (docs/architecture.md, "The path of a timer"): marking timers firing before their
 //! send, completing a marked timer, and resolving what a dead node left
 //! marked, by channel, under the shard's lease.
 

@@ -11,17 +11,15 @@
 
 use herald_core::TenantId;
 
+use crate::campaign::sql::audiences as sql;
 use crate::model::{self, Columns, audience_cols, tenant_to_pg, to_db};
 use crate::postgres::{Ctx, PgStore};
 use crate::{AUDIENCE_CHUNK, AudienceRecord, Result, StoreError, refusals};
 
-const CREATE: &str =
-    "INSERT INTO audiences (tenant_id, name, created_at) VALUES ($1, $2, $3) RETURNING id";
 const SHARE_AUDIENCE: &str = "SELECT size FROM audiences WHERE id = $1 FOR SHARE";
 const PUT_CHUNK: &str = "INSERT INTO audience_chunks (audience_id, chunk_no, count, data) \
     VALUES ($1, $2, $3, $4) ON CONFLICT (audience_id, chunk_no) \
     DO UPDATE SET count = EXCLUDED.count, data = EXCLUDED.data";
-const DROP_CHUNK: &str = "DELETE FROM audience_chunks WHERE audience_id = $1 AND chunk_no = $2";
 const LOCK_OPEN: &str = "SELECT 1 FROM audiences WHERE id = $1 AND size IS NULL FOR NO KEY UPDATE";
 // $2 chunk size, $3 number of the last chunk. What a seal checks: how many
 // chunks, how many recipients, the highest chunk number, and how many chunks
@@ -34,19 +32,6 @@ const SEAL: &str = concat!(
     audience_cols!()
 );
 const LOCK_ANY: &str = "SELECT 1 FROM audiences WHERE id = $1 FOR UPDATE";
-const REFERRED: &str = "SELECT EXISTS (SELECT 1 FROM jobs WHERE audience_id = $1) \
-    OR EXISTS (SELECT 1 FROM rule_versions WHERE audience_id = $1)";
-const DROP_CHUNKS: &str = "DELETE FROM audience_chunks WHERE audience_id = $1";
-const DROP_AUDIENCE: &str = "DELETE FROM audiences WHERE id = $1";
-const GET: &str = concat!("SELECT ", audience_cols!(), " FROM audiences WHERE id = $1");
-const LIST: &str = concat!(
-    "SELECT ",
-    audience_cols!(),
-    " FROM audiences WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3"
-);
-const SIZE: &str = "SELECT size FROM audiences WHERE id = $1";
-const CHUNKS: &str = "SELECT chunk_no, count, data FROM audience_chunks \
-    WHERE audience_id = $1 AND chunk_no >= $2 AND chunk_no <= $3 ORDER BY chunk_no";
 
 pub(super) async fn create_audience(
     store: &PgStore,
@@ -57,7 +42,7 @@ pub(super) async fn create_audience(
     let tenant = tenant_to_pg(tenant)?;
     let client = store.client().await?;
     let stmt = client
-        .prepare_cached(CREATE)
+        .prepare_cached(sql::CREATE.pg)
         .await
         .ctx("preparing audience insert")?;
     let row = client
@@ -118,7 +103,7 @@ pub(super) async fn append_audience(
     }
     if count == 0 {
         let remove = tx
-            .prepare_cached(DROP_CHUNK)
+            .prepare_cached(sql::DROP_CHUNK.pg)
             .await
             .ctx("preparing chunk delete")?;
         tx.execute(&remove, &[&id, &chunk_no])
@@ -198,7 +183,7 @@ pub(super) async fn drop_audience(store: &PgStore, id: i64) -> Result<bool> {
         .await
         .ctx("preparing audience lock")?;
     let referred = tx
-        .prepare_cached(REFERRED)
+        .prepare_cached(sql::REFERRED.pg)
         .await
         .ctx("preparing reference check")?;
     if tx
@@ -219,11 +204,11 @@ pub(super) async fn drop_audience(store: &PgStore, id: i64) -> Result<bool> {
         return Ok(false);
     }
     let drop_chunks = tx
-        .prepare_cached(DROP_CHUNKS)
+        .prepare_cached(sql::DROP_CHUNKS.pg)
         .await
         .ctx("preparing chunk delete")?;
     let drop_audience = tx
-        .prepare_cached(DROP_AUDIENCE)
+        .prepare_cached(sql::DROP_AUDIENCE.pg)
         .await
         .ctx("preparing audience delete")?;
     tx.execute(&drop_chunks, &[&id])
@@ -245,7 +230,7 @@ pub(super) async fn list_audiences(
     let tenant = tenant_to_pg(tenant)?;
     let client = store.client().await?;
     let stmt = client
-        .prepare_cached(LIST)
+        .prepare_cached(sql::LIST.pg)
         .await
         .ctx("preparing audience list")?;
     client
@@ -260,7 +245,7 @@ pub(super) async fn list_audiences(
 pub(super) async fn get_audience(store: &PgStore, id: i64) -> Result<Option<AudienceRecord>> {
     let client = store.client().await?;
     let stmt = client
-        .prepare_cached(GET)
+        .prepare_cached(sql::GET.pg)
         .await
         .ctx("preparing audience read")?;
     client
@@ -279,7 +264,7 @@ pub(super) async fn audience_slice(
 ) -> Result<Vec<String>> {
     let client = store.client().await?;
     let size_stmt = client
-        .prepare_cached(SIZE)
+        .prepare_cached(sql::SIZE.pg)
         .await
         .ctx("preparing audience read")?;
     let size: Option<i64> = match client
@@ -299,7 +284,7 @@ pub(super) async fn audience_slice(
     }
     let (first, last) = (start / AUDIENCE_CHUNK, (end - 1) / AUDIENCE_CHUNK);
     let stmt = client
-        .prepare_cached(CHUNKS)
+        .prepare_cached(sql::CHUNKS.pg)
         .await
         .ctx("preparing chunk read")?;
     let rows = client

@@ -4,27 +4,15 @@
 use tokio_postgres::Row;
 
 use crate::Result;
+use crate::campaign::sql::follow_ups as sql;
 use crate::campaign::{FollowUp, FollowUpRecord, FollowUpState};
 use crate::model::{from_db, limit_to_db, to_db};
 use crate::postgres::{Ctx, PgStore};
 
 type Tx<'a> = deadpool_postgres::Transaction<'a>;
 
-const INSERT: &str = "INSERT INTO job_follow_ups (job_id, after_ms, message, state) \
-    VALUES ($1, $2, $3, 0)";
-// $1 job, $2 now. Only a waiting follow-up moves on.
-const CLAIM: &str = "UPDATE job_follow_ups SET state = 1, done_at = $2 \
-    WHERE job_id = $1 AND state = 0";
-const SET_JOB: &str = "UPDATE job_follow_ups SET follow_up_job_id = $2 WHERE job_id = $1";
-const SKIP: &str = "UPDATE job_follow_ups SET state = 2, done_at = $2 \
-    WHERE job_id = $1 AND state = 0";
 const GET: &str = "SELECT job_id, after_ms, message, state, follow_up_job_id, done_at \
     FROM job_follow_ups WHERE job_id = $1";
-// The waiting ones come off their partial index; each job by its key.
-const DUE: &str = "SELECT f.job_id, f.after_ms, f.message, f.state, f.follow_up_job_id, \
-        f.done_at FROM job_follow_ups AS f JOIN jobs AS j ON j.id = f.job_id \
-    WHERE f.state = 0 AND j.finished_at IS NOT NULL AND j.finished_at + f.after_ms <= $1 \
-    ORDER BY f.job_id LIMIT $2";
 // The job's rows by their primary key.
 const UNREAD: &str = "SELECT s.idx, s.recipient FROM job_sends AS s \
     WHERE s.job_id = $1 AND s.idx >= $2 AND s.state = 'delivered' \
@@ -46,7 +34,7 @@ fn decode(r: &Row) -> Result<FollowUpRecord> {
 /// Stores job `job_id`'s follow-up, waiting, in the job's transaction.
 pub(super) async fn insert(tx: &Tx<'_>, job_id: i64, f: &FollowUp) -> Result<()> {
     let stmt = tx
-        .prepare_cached(INSERT)
+        .prepare_cached(sql::INSERT.pg)
         .await
         .ctx("preparing follow-up insert")?;
     tx.execute(&stmt, &[&job_id, &f.after_ms, &f.message])
@@ -58,7 +46,7 @@ pub(super) async fn insert(tx: &Tx<'_>, job_id: i64, f: &FollowUp) -> Result<()>
 /// Marks job `of`'s follow-up sent if it is still waiting; whether it was.
 pub(super) async fn claim(tx: &Tx<'_>, of: i64, now: i64) -> Result<bool> {
     let stmt = tx
-        .prepare_cached(CLAIM)
+        .prepare_cached(sql::CLAIM.pg)
         .await
         .ctx("preparing follow-up claim")?;
     let n = tx
@@ -71,7 +59,7 @@ pub(super) async fn claim(tx: &Tx<'_>, of: i64, now: i64) -> Result<bool> {
 /// Records the job that sent job `of`'s follow-up.
 pub(super) async fn set_job(tx: &Tx<'_>, of: i64, job_id: i64) -> Result<()> {
     let stmt = tx
-        .prepare_cached(SET_JOB)
+        .prepare_cached(sql::SET_JOB.pg)
         .await
         .ctx("preparing follow-up job")?;
     tx.execute(&stmt, &[&of, &job_id])
@@ -98,7 +86,7 @@ pub(super) async fn get(store: &PgStore, job_id: i64) -> Result<Option<FollowUpR
 pub(super) async fn due(store: &PgStore, now: i64, limit: usize) -> Result<Vec<FollowUpRecord>> {
     let client = store.client().await?;
     let stmt = client
-        .prepare_cached(DUE)
+        .prepare_cached(sql::DUE.pg)
         .await
         .ctx("preparing due follow-ups")?;
     client
@@ -138,7 +126,7 @@ pub(super) async fn unread(
 pub(super) async fn skip(store: &PgStore, job_id: i64, now: i64) -> Result<bool> {
     let client = store.client().await?;
     let stmt = client
-        .prepare_cached(SKIP)
+        .prepare_cached(sql::SKIP.pg)
         .await
         .ctx("preparing follow-up skip")?;
     let n = client

@@ -34,6 +34,7 @@ use herald_core::time::utc_day;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{ToSql, Type};
 
+use crate::campaign::sql::jobs as sql;
 use crate::postgres::error::pg_error;
 use crate::postgres::{Ctx, PgStore, col, reports};
 use crate::reports::SendTally;
@@ -62,7 +63,6 @@ pub(super) const INSERT_SEGMENTS: &str = "INSERT INTO segments (job_id, start_id
         state, attempt, not_before, priority, deadline_at, created_at, updated_at, tenant_id) \
     SELECT $1, s, e, s, 'pending', 1, $4, $5, $6, $4, $4, $7 \
     FROM unnest($2::int8[], $3::int8[]) AS u(s, e)";
-const GET_JOB: &str = concat!("SELECT ", job_cols!(), " FROM jobs WHERE id = $1");
 // $1 before, $2 limit, $3 tenant. Written as a range of `jobs_tenant`
 // `(tenant_id, id)` that only that index can serve in this order: with
 // `tenant_id = $3 AND id < $1` a generic plan walks the primary key backwards
@@ -134,11 +134,6 @@ fn sends_in_state(state: SendState) -> &'static str {
         SendState::InDoubt => SENDS_IN_DOUBT,
     }
 }
-pub(super) const SENDS: &str = concat!(
-    "SELECT ",
-    send_cols!(),
-    " FROM job_sends WHERE job_id = $1 AND idx >= $2 AND idx < $3 ORDER BY idx"
-);
 pub(super) const SEGMENT_RANGE: &str =
     "SELECT start_idx, end_idx, tenant_id FROM segments WHERE id = $1 AND job_id = $2";
 // $3, $4: the batch's lowest and highest index. The bounds keep every plan
@@ -162,9 +157,6 @@ const INSERT_SENDS: &str = "INSERT INTO job_sends \
         AS u(idx, recipient, state, attempts, msgid, error)";
 /// See `queries/update_sends.sql`.
 pub(super) const UPDATE_SENDS: &str = include_str!("queries/update_sends.sql");
-const MOVE_COUNTERS: &str = "UPDATE jobs SET delivered = delivered + $2, failed = failed + $3, \
-    retrying = retrying + $4, expired = expired + $5, cancelled = cancelled + $6, \
-    in_doubt = in_doubt + $7 WHERE id = $1";
 // The cursor never moves back. By id alone (the caller checks the job): given
 // `job_id` too, a plan cached while `segments` was small reads the job's
 // active segments through `segments_active` instead of the primary key.
@@ -383,7 +375,7 @@ pub(super) async fn create_job(
 pub(super) async fn get_job(store: &PgStore, id: i64) -> Result<Option<JobRecord>> {
     let client = store.client().await?;
     let stmt = client
-        .prepare_cached(GET_JOB)
+        .prepare_cached(sql::GET_JOB.pg)
         .await
         .ctx("preparing job read")?;
     client
@@ -522,7 +514,10 @@ pub(super) async fn claim_segment(
         .prepare_cached(SET_STARTED)
         .await
         .ctx("preparing job start")?;
-    let get = tx.prepare_cached(GET_JOB).await.ctx("preparing job read")?;
+    let get = tx
+        .prepare_cached(sql::GET_JOB.pg)
+        .await
+        .ctx("preparing job read")?;
     let (_, job) = try_join(
         tx.execute(&started, &[&segment.job_id, &now]),
         tx.query_one(&get, &[&segment.job_id]),
@@ -552,7 +547,7 @@ pub(super) async fn job_sends(
 ) -> Result<Vec<SendRecord>> {
     let client = store.client().await?;
     let stmt = client
-        .prepare_cached(SENDS)
+        .prepare_cached(sql::SENDS.pg)
         .await
         .ctx("preparing send-log read")?;
     client
@@ -882,8 +877,8 @@ struct NewSends {
 /// (a lapsed holder and the new one) insert in index order, so one waits
 /// for the other, and the later one starts again (`record_sends`). Writers of one job then hold
 /// its lock only for the counters and the commit, not for the whole
-/// insert (issue 18: with four workers, 1,000-row inserts under the lock
-/// made them take turns, 6.9 ms of waiting per batch).
+/// insert (with four workers, 1,000-row inserts under the lock made them
+/// take turns, 6.9 ms of waiting per batch).
 ///
 /// Checks each write against its segment first. `None` when another claim
 /// added one of these rows since the read (roll back and start again).
@@ -1037,7 +1032,7 @@ async fn write_under_lock(
     let [delivered, failed, retrying, expired, cancelled, in_doubt] = locked.counters;
     let (update, counters, renew) = try_join3(
         tx.prepare_cached(UPDATE_SENDS),
-        tx.prepare_cached(MOVE_COUNTERS),
+        tx.prepare_cached(sql::MOVE_COUNTERS.pg),
         tx.prepare_cached(RENEW),
     )
     .await

@@ -138,7 +138,7 @@ const CASES: &[Case] = &[
     },
     Case {
         name: "sends",
-        sql: jobs::SENDS,
+        sql: crate::campaign::sql::jobs::SENDS.pg,
         types: "int8, int8, int8",
         args: "1, 1000, 2000",
         custom: false,
@@ -250,7 +250,7 @@ const CASES: &[Case] = &[
     },
     Case {
         name: "due_tasks",
-        sql: rules::DUE_TASKS,
+        sql: crate::campaign::sql::rules::DUE_TASKS.pg,
         types: "int8, int8",
         args: "9, 100",
         custom: false,
@@ -258,7 +258,7 @@ const CASES: &[Case] = &[
     },
     Case {
         name: "rule_tasks",
-        sql: rules::RULE_TASKS,
+        sql: crate::campaign::sql::rules::RULE_TASKS.pg,
         types: "int8, int8",
         args: "1, 100",
         custom: false,

@@ -10,6 +10,7 @@ use futures_util::future::try_join;
 use herald_core::TenantId;
 use herald_core::campaign::{RuleStatus, TaskState};
 
+use crate::campaign::sql::rules as sql;
 use crate::postgres::{Ctx, PgStore, col};
 use crate::{
     JobSpec, PlanCandidate, Result, RuleRecord, RuleSpec, RuleVersion, TaskRecord, TaskStart,
@@ -19,19 +20,6 @@ use super::jobs;
 use crate::model::{self, Reader, rule_cols, task_cols, tenant_to_pg, version_cols};
 
 const KEY_SHARE_AUDIENCE: &str = "SELECT 1 FROM audiences WHERE id = $1 FOR KEY SHARE";
-const INSERT_RULE: &str = "INSERT INTO rules (tenant_id, status, version, created_at, updated_at) \
-    VALUES ($2, 'enabled', 1, $1, $1) RETURNING id";
-const INSERT_VERSION: &str = "INSERT INTO rule_versions \
-    (rule_id, version, name, schedule, audience, audience_id, channel, message, \
-     deadline_secs, priority, created_at, tenant_id, routing) \
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
-// A new version is current at once; a finished rule comes back, a disabled one
-// stays disabled (its owner turned it off; editing it does not turn it on).
-// Only the rule's own tenant may version it.
-const BUMP_RULE: &str = "UPDATE rules SET version = version + 1, updated_at = $2, \
-        status = CASE WHEN status = 'finished' THEN 'enabled' ELSE status END \
-    WHERE id = $1 AND tenant_id = $3 RETURNING version";
-const SET_STATUS: &str = "UPDATE rules SET status = $2, updated_at = $3 WHERE id = $1";
 pub(super) const CANCEL_PENDING: &str = "UPDATE tasks SET state = 'cancelled', detail = $3, finished_at = $2 \
     WHERE rule_id = $1 AND state = 'pending'";
 const GET_RULE: &str = concat!(
@@ -51,11 +39,6 @@ const VERSIONS: &str = concat!(
     "SELECT ",
     version_cols!(),
     " FROM rule_versions WHERE rule_id = $1 AND version > $2 ORDER BY version LIMIT $3"
-);
-pub(super) const RULE_TASKS: &str = concat!(
-    "SELECT ",
-    task_cols!(),
-    " FROM tasks WHERE rule_id = $1 ORDER BY planned_at DESC, id DESC LIMIT $2"
 );
 // Each lookup is one index probe: `tasks_active` for the count, the unique
 // (rule, version, planned_at) index for the other two.
@@ -87,12 +70,6 @@ const LOCK_RULE: &str = "SELECT 1 FROM rules WHERE id = $1 FOR NO KEY UPDATE";
 pub(super) const FINISH_RULE: &str = "UPDATE rules SET status = 'finished', updated_at = $2 \
     WHERE id = $1 AND status = 'enabled' AND NOT EXISTS ( \
         SELECT 1 FROM tasks WHERE rule_id = $1 AND state IN ('pending', 'running'))";
-pub(super) const DUE_TASKS: &str = concat!(
-    "SELECT ",
-    task_cols!(),
-    " FROM tasks WHERE state = 'pending' AND planned_at <= $1 ORDER BY planned_at, id LIMIT $2"
-);
-const GET_TASK: &str = concat!("SELECT ", task_cols!(), " FROM tasks WHERE id = $1");
 const SHARE_RULE_OF_TASK: &str = "SELECT r.status, r.version, v.audience_id, v.channel, \
         v.message, v.deadline_secs, v.priority, r.tenant_id, v.routing \
     FROM rules AS r JOIN rule_versions AS v ON v.rule_id = r.id AND v.version = r.version \
@@ -145,7 +122,7 @@ async fn insert_version(
     now: i64,
 ) -> Result<()> {
     let stmt = tx
-        .prepare_cached(INSERT_VERSION)
+        .prepare_cached(sql::INSERT_VERSION.pg)
         .await
         .ctx("preparing version insert")?;
     let priority = i16::from(spec.priority);
@@ -190,7 +167,7 @@ pub(super) async fn create_rule(store: &PgStore, spec: &RuleSpec, now: i64) -> R
     let tx = client.transaction().await.ctx("beginning create_rule")?;
     share_audience(&tx, spec.audience_id).await?;
     let stmt = tx
-        .prepare_cached(INSERT_RULE)
+        .prepare_cached(sql::INSERT_RULE.pg)
         .await
         .ctx("preparing rule insert")?;
     let tenant = tenant_to_pg(spec.tenant)?;
@@ -228,7 +205,7 @@ pub(super) async fn update_rule(
     let tx = client.transaction().await.ctx("beginning update_rule")?;
     share_audience(&tx, spec.audience_id).await?;
     let bump = tx
-        .prepare_cached(BUMP_RULE)
+        .prepare_cached(sql::BUMP_RULE.pg)
         .await
         .ctx("preparing rule update")?;
     let Some(row) = tx
@@ -262,7 +239,7 @@ pub(super) async fn set_rule_enabled(
         .await
         .ctx("beginning set_rule_enabled")?;
     let set = tx
-        .prepare_cached(SET_STATUS)
+        .prepare_cached(sql::SET_STATUS.pg)
         .await
         .ctx("preparing rule update")?;
     if tx
@@ -349,7 +326,7 @@ pub(super) async fn rule_tasks(
 ) -> Result<Vec<TaskRecord>> {
     let client = store.client().await?;
     let stmt = client
-        .prepare_cached(RULE_TASKS)
+        .prepare_cached(sql::RULE_TASKS.pg)
         .await
         .ctx("preparing task list")?;
     client
@@ -434,7 +411,7 @@ pub(super) async fn finish_rule(store: &PgStore, rule_id: i64, now: i64) -> Resu
 pub(super) async fn due_tasks(store: &PgStore, now: i64, limit: i64) -> Result<Vec<TaskRecord>> {
     let client = store.client().await?;
     let stmt = client
-        .prepare_cached(DUE_TASKS)
+        .prepare_cached(sql::DUE_TASKS.pg)
         .await
         .ctx("preparing due tasks")?;
     client
@@ -449,7 +426,7 @@ pub(super) async fn due_tasks(store: &PgStore, now: i64, limit: i64) -> Result<V
 pub(super) async fn get_task(store: &PgStore, id: i64) -> Result<Option<TaskRecord>> {
     let client = store.client().await?;
     let stmt = client
-        .prepare_cached(GET_TASK)
+        .prepare_cached(sql::GET_TASK.pg)
         .await
         .ctx("preparing task read")?;
     client

@@ -6,7 +6,7 @@
 -- An extra `t.id = ANY($1)` let the planner pick a bitmap scan of the pending
 -- index with the ids as a hashed filter instead, whose cost grows with the
 -- timers still pending: 90 µs a row during a 1,000,000-timer burst, against
--- 15 µs for the probes (issue 18).
+-- 15 µs for the probes.
 UPDATE timers AS t SET
     state = u.state, attempts = u.attempts,
     due_at = COALESCE(u.next_due_at, t.due_at),

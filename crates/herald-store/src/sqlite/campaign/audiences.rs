@@ -5,35 +5,19 @@ use herald_core::TenantId;
 use rusqlite::{Connection, params};
 
 use super::{Ctx, in_read_tx, in_tx, query_all, query_opt};
+use crate::campaign::sql::audiences as sql;
 use crate::campaign::{AUDIENCE_CHUNK, AudienceRecord};
-use crate::model::{self, Columns, audience_cols, from_db, tenant_to_db, to_db};
+use crate::model::{self, Columns, from_db, tenant_to_db, to_db};
 use crate::{Result, StoreError, refusals};
 
-const INSERT: &str =
-    "INSERT INTO audiences (tenant_id, name, created_at) VALUES (?1, ?2, ?3) RETURNING id";
-const BY_ID: &str = concat!("SELECT ", audience_cols!(), " FROM audiences WHERE id = ?1");
-/// `Some(size)` per audience: `NULL` while open.
-pub(super) const LIST: &str = concat!(
-    "SELECT ",
-    audience_cols!(),
-    " FROM audiences WHERE tenant_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3"
-);
-const SIZE: &str = "SELECT size FROM audiences WHERE id = ?1";
 const TENANT: &str = "SELECT tenant_id FROM audiences WHERE id = ?1";
 const PUT_CHUNK: &str = "INSERT INTO audience_chunks (audience_id, chunk_no, count, data) \
     VALUES (?1, ?2, ?3, ?4) \
     ON CONFLICT (audience_id, chunk_no) DO UPDATE SET count = excluded.count, data = excluded.data";
-const DELETE_CHUNK: &str = "DELETE FROM audience_chunks WHERE audience_id = ?1 AND chunk_no = ?2";
 /// Chunks, recipients, last chunk number, and full chunks (?2 = AUDIENCE_CHUNK).
 const CHUNK_STATS: &str = "SELECT COUNT(*), COALESCE(SUM(count), 0), COALESCE(MAX(chunk_no), -1), \
     COALESCE(SUM(count = ?2), 0) FROM audience_chunks WHERE audience_id = ?1";
 const SEAL: &str = "UPDATE audiences SET size = ?2, sealed_at = ?3 WHERE id = ?1 AND size IS NULL";
-pub(super) const IN_USE: &str = "SELECT EXISTS (SELECT 1 FROM jobs WHERE audience_id = ?1) \
-    OR EXISTS (SELECT 1 FROM rule_versions WHERE audience_id = ?1)";
-const DELETE_CHUNKS: &str = "DELETE FROM audience_chunks WHERE audience_id = ?1";
-const DELETE: &str = "DELETE FROM audiences WHERE id = ?1";
-pub(super) const CHUNKS: &str = "SELECT chunk_no, count, data FROM audience_chunks \
-    WHERE audience_id = ?1 AND chunk_no >= ?2 AND chunk_no <= ?3 ORDER BY chunk_no";
 
 pub(super) fn create_audience(
     conn: &mut Connection,
@@ -41,7 +25,7 @@ pub(super) fn create_audience(
     name: Option<String>,
     now: i64,
 ) -> Result<i64> {
-    conn.prepare_cached(INSERT)
+    conn.prepare_cached(sql::CREATE.sqlite)
         .ctx("preparing audience insert")?
         .query_row(params![tenant_to_db(tenant), name, now], |r| r.get(0))
         .ctx("inserting audience")
@@ -56,7 +40,7 @@ pub(super) fn chunk_data(start: u64, recipients: &[String]) -> Result<(i64, Stri
 
 /// The size column of an audience: `None` if unknown, `Some(None)` while open.
 fn size_of(conn: &Connection, id: i64) -> Result<Option<Option<u64>>> {
-    query_opt(conn, SIZE, [id], "reading audience size", |r| {
+    query_opt(conn, sql::SIZE.sqlite, [id], "reading audience size", |r| {
         r.opt_int(0, "audiences.size")?
             .map(|v| from_db(v, "audiences.size"))
             .transpose()
@@ -77,7 +61,7 @@ pub(super) fn append_audience(
             Some(None) => {}
         }
         if count == 0 {
-            tx.prepare_cached(DELETE_CHUNK)
+            tx.prepare_cached(sql::DROP_CHUNK.sqlite)
                 .ctx("preparing chunk delete")?
                 .execute(params![id, chunk_no])
                 .ctx("deleting chunk")?;
@@ -126,26 +110,28 @@ pub(super) fn seal_audience(
             .ctx("preparing seal")?
             .execute(params![id, to_db(size, "size")?, now])
             .ctx("sealing")?;
-        query_opt(tx, BY_ID, [id], "reading audience", |r| model::decode(r))
+        query_opt(tx, sql::GET.sqlite, [id], "reading audience", |r| {
+            model::decode(r)
+        })
     })
 }
 
 pub(super) fn drop_audience(conn: &mut Connection, id: i64) -> Result<bool> {
     in_tx(conn, "dropping audience", |tx| {
         let used: bool = tx
-            .prepare_cached(IN_USE)
+            .prepare_cached(sql::REFERRED.sqlite)
             .ctx("preparing audience use check")?
             .query_row([id], |r| r.get(0))
             .ctx("checking audience use")?;
         if used {
             return Ok(false);
         }
-        tx.prepare_cached(DELETE_CHUNKS)
+        tx.prepare_cached(sql::DROP_CHUNKS.sqlite)
             .ctx("preparing chunk delete")?
             .execute([id])
             .ctx("deleting chunks")?;
         let n = tx
-            .prepare_cached(DELETE)
+            .prepare_cached(sql::DROP_AUDIENCE.sqlite)
             .ctx("preparing audience delete")?
             .execute([id])
             .ctx("deleting audience")?;
@@ -154,7 +140,9 @@ pub(super) fn drop_audience(conn: &mut Connection, id: i64) -> Result<bool> {
 }
 
 pub(super) fn get_audience(conn: &mut Connection, id: i64) -> Result<Option<AudienceRecord>> {
-    query_opt(conn, BY_ID, [id], "reading audience", |r| model::decode(r))
+    query_opt(conn, sql::GET.sqlite, [id], "reading audience", |r| {
+        model::decode(r)
+    })
 }
 
 pub(super) fn list_audiences(
@@ -165,7 +153,9 @@ pub(super) fn list_audiences(
 ) -> Result<Vec<AudienceRecord>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let args = params![tenant_to_db(tenant), after.unwrap_or(i64::MIN), limit];
-    query_all(conn, LIST, args, "listing audiences", |r| model::decode(r))
+    query_all(conn, sql::LIST.sqlite, args, "listing audiences", |r| {
+        model::decode(r)
+    })
 }
 
 /// The size of a sealed audience of `tenant`, for a job: `None` if unknown,
@@ -198,7 +188,9 @@ pub(super) fn audience_slice(
         }
         let (first, last) = (start / AUDIENCE_CHUNK, (end - 1) / AUDIENCE_CHUNK);
         let mut out = Vec::with_capacity((end - start) as usize);
-        let mut stmt = tx.prepare_cached(CHUNKS).ctx("preparing chunk read")?;
+        let mut stmt = tx
+            .prepare_cached(sql::CHUNKS.sqlite)
+            .ctx("preparing chunk read")?;
         let mut rows = stmt
             .query(params![id, to_db(first, "start")?, to_db(last, "end")?])
             .ctx("reading chunks")?;

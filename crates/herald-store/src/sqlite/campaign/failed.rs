@@ -1,4 +1,5 @@
-//! A job's failed sends: grouped by error, and sent again (issue 15). Both
+//! A job's failed sends: grouped by error, and sent again (docs/architecture.md,
+//! "The path of a campaign"). Both
 //! read only the `job_sends_failed` index (migration 0011).
 
 use herald_core::campaign::JobState;

@@ -5,23 +5,11 @@ use rusqlite::{Connection, Row, Transaction, params};
 
 use super::{Ctx, query_all, query_opt};
 use crate::Result;
+use crate::campaign::sql::follow_ups as sql;
 use crate::campaign::{FollowUp, FollowUpRecord, FollowUpState};
 use crate::model::{from_db, limit_to_db, to_db};
 
 const COLS: &str = "job_id, after_ms, message, state, follow_up_job_id, done_at";
-const INSERT: &str = "INSERT INTO job_follow_ups (job_id, after_ms, message, state) \
-    VALUES (?1, ?2, ?3, 0)";
-// ?1 job, ?2 now. Only a waiting follow-up moves on.
-const CLAIM: &str = "UPDATE job_follow_ups SET state = 1, done_at = ?2 \
-    WHERE job_id = ?1 AND state = 0";
-const SET_JOB: &str = "UPDATE job_follow_ups SET follow_up_job_id = ?2 WHERE job_id = ?1";
-const SKIP: &str = "UPDATE job_follow_ups SET state = 2, done_at = ?2 \
-    WHERE job_id = ?1 AND state = 0";
-// The waiting ones come off their partial index; each job by its key.
-const DUE: &str = "SELECT f.job_id, f.after_ms, f.message, f.state, f.follow_up_job_id, \
-        f.done_at FROM job_follow_ups AS f JOIN jobs AS j ON j.id = f.job_id \
-    WHERE f.state = 0 AND j.finished_at IS NOT NULL AND j.finished_at + f.after_ms <= ?1 \
-    ORDER BY f.job_id LIMIT ?2";
 // Delivered is code 0; the job's rows by their primary key.
 const UNREAD: &str = "SELECT s.idx, s.recipient FROM job_sends AS s \
     WHERE s.job_id = ?1 AND s.idx >= ?2 AND s.state = 0 \
@@ -43,7 +31,7 @@ fn decode(r: &Row<'_>) -> Result<FollowUpRecord> {
 
 /// Stores job `job_id`'s follow-up, waiting, in the job's transaction.
 pub(super) fn insert(tx: &Transaction<'_>, job_id: i64, f: &FollowUp) -> Result<()> {
-    tx.prepare_cached(INSERT)
+    tx.prepare_cached(sql::INSERT.sqlite)
         .ctx("preparing follow-up insert")?
         .execute(params![job_id, f.after_ms, f.message])
         .ctx("inserting follow-up")?;
@@ -53,7 +41,7 @@ pub(super) fn insert(tx: &Transaction<'_>, job_id: i64, f: &FollowUp) -> Result<
 /// Marks job `of`'s follow-up sent if it is still waiting; whether it was.
 pub(super) fn claim(tx: &Transaction<'_>, of: i64, now: i64) -> Result<bool> {
     let n = tx
-        .prepare_cached(CLAIM)
+        .prepare_cached(sql::CLAIM.sqlite)
         .ctx("preparing follow-up claim")?
         .execute(params![of, now])
         .ctx("claiming follow-up")?;
@@ -62,7 +50,7 @@ pub(super) fn claim(tx: &Transaction<'_>, of: i64, now: i64) -> Result<bool> {
 
 /// Records the job that sent job `of`'s follow-up.
 pub(super) fn set_job(tx: &Transaction<'_>, of: i64, job_id: i64) -> Result<()> {
-    tx.prepare_cached(SET_JOB)
+    tx.prepare_cached(sql::SET_JOB.sqlite)
         .ctx("preparing follow-up job")?
         .execute(params![of, job_id])
         .ctx("recording follow-up job")?;
@@ -77,7 +65,7 @@ pub(super) fn get(conn: &mut Connection, job_id: i64) -> Result<Option<FollowUpR
 pub(super) fn due(conn: &mut Connection, now: i64, limit: usize) -> Result<Vec<FollowUpRecord>> {
     query_all(
         conn,
-        DUE,
+        sql::DUE.sqlite,
         params![now, limit_to_db(limit)],
         "finding due follow-ups",
         decode,
@@ -108,7 +96,7 @@ pub(super) fn unread(
 pub(super) fn skip(conn: &mut Connection, job_id: i64, now: i64) -> Result<bool> {
     super::in_tx(conn, "skipping follow-up", |tx| {
         let n = tx
-            .prepare_cached(SKIP)
+            .prepare_cached(sql::SKIP.sqlite)
             .ctx("preparing follow-up skip")?
             .execute(params![job_id, now])
             .ctx("skipping follow-up")?;

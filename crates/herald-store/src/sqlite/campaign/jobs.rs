@@ -8,6 +8,7 @@ use herald_core::time::utc_day;
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use super::{Ctx, audiences, in_tx, query_all, query_opt};
+use crate::campaign::sql::jobs as sql;
 use crate::campaign::{
     ClaimedSegment, JobRecord, JobSpec, JobTotals, LeaseCheck, Progress, SegmentClaim,
     SegmentRecord, SegmentWrite, SendEntry, SendRecord,
@@ -28,7 +29,6 @@ const INSERT_JOB: &str = "INSERT INTO jobs (audience_id, channel, message, segme
 pub(super) const INSERT_SEGMENT: &str = "INSERT INTO segments (job_id, start_idx, end_idx, \
     cursor_idx, state, epoch, parent_id, attempt, not_before, priority, deadline_at, created_at, \
     updated_at, tenant_id) VALUES (?1, ?2, ?3, ?2, 'pending', 0, ?7, ?8, ?9, ?5, ?6, ?4, ?4, ?10)";
-pub(super) const JOB_BY_ID: &str = concat!("SELECT ", job_cols!(), " FROM jobs WHERE id = ?1");
 pub(super) const JOBS_BEFORE: &str = concat!(
     "SELECT ",
     job_cols!(),
@@ -80,11 +80,6 @@ fn sends_in_state(state: SendState) -> &'static str {
         SendState::InDoubt => sends_in!("4"),
     }
 }
-pub(super) const SENDS: &str = concat!(
-    "SELECT ",
-    send_cols!(),
-    " FROM job_sends WHERE job_id = ?1 AND idx >= ?2 AND idx < ?3 ORDER BY idx"
-);
 /// What the claim check needs of a segment.
 const CLAIM_STATE: &str = "SELECT job_id, start_idx, end_idx, cursor_idx, state, owner, epoch, \
     lease_until FROM segments WHERE id = ?1";
@@ -98,9 +93,6 @@ pub(super) const SEND_STATE: &str = "SELECT state FROM job_sends WHERE job_id = 
 pub(super) const RETRY_SEND: &str = "UPDATE job_sends SET state = ?3, attempts = attempts + 1, \
     recipient = ?4, msgid = ?5, error = ?6, updated_at = ?7 \
     WHERE job_id = ?1 AND idx = ?2 AND state = 1";
-const MOVE_TOTALS: &str = "UPDATE jobs SET delivered = delivered + ?2, failed = failed + ?3, \
-    retrying = retrying + ?4, expired = expired + ?5, cancelled = cancelled + ?6, \
-    in_doubt = in_doubt + ?7 WHERE id = ?1";
 /// ?1 id, ?2 cursor, ?3 lease_until, ?4 now, ?5 sent_to. Neither the cursor
 /// nor `sent_to` moves back; `sent_to` stops at the end.
 const ADVANCE: &str = "UPDATE segments SET cursor_idx = MAX(cursor_idx, ?2), lease_until = ?3, \
@@ -121,7 +113,9 @@ const TASK_FOLLOWS: &str = "UPDATE tasks SET state = ?2, detail = ?3, finished_a
     WHERE id = ?1 AND state = 'running'";
 
 pub(super) fn job_by_id(conn: &Connection, id: i64) -> Result<Option<JobRecord>> {
-    query_opt(conn, JOB_BY_ID, [id], "reading job", |r| model::decode(r))
+    query_opt(conn, sql::GET_JOB.sqlite, [id], "reading job", |r| {
+        model::decode(r)
+    })
 }
 
 /// Creates a job over a sealed audience of `size` and its segments, inside the
@@ -431,7 +425,7 @@ pub(super) fn job_sends(
     );
     query_all(
         conn,
-        SENDS,
+        sql::SENDS.sqlite,
         params![job_id, start, end],
         "reading send log",
         |r| model::decode::<SendRecord, _>(r),
@@ -613,7 +607,7 @@ fn record_in(
         })?;
     let (deltas, reported) = write_sends(tx, claim.job_id, job_state, tenant, entries, now)?;
     if !deltas.is_zero() {
-        tx.prepare_cached(MOVE_TOTALS)
+        tx.prepare_cached(sql::MOVE_COUNTERS.sqlite)
             .ctx("preparing totals")?
             .execute(params![
                 claim.job_id,

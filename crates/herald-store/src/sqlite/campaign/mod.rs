@@ -395,7 +395,7 @@ mod tests {
                 &["USING INDEX segments_job_state (job_id=? AND state=?)"],
             ),
             (
-                jobs::SENDS,
+                crate::campaign::sql::jobs::SENDS.sqlite,
                 &["USING PRIMARY KEY (job_id=? AND idx>? AND idx<?)"],
             ),
             (
@@ -438,7 +438,10 @@ mod tests {
                     "USING COVERING INDEX segments_job_state (job_id=? AND state=?)",
                 ],
             ),
-            (rules::DUE, &["USING INDEX tasks_due (planned_at<?)"]),
+            (
+                crate::campaign::sql::rules::DUE_TASKS.sqlite,
+                &["USING INDEX tasks_due (planned_at<?)"],
+            ),
             (
                 rules::RULES_AFTER,
                 &["USING INDEX rules_tenant (tenant_id=? AND id>?)"],
@@ -447,7 +450,10 @@ mod tests {
                 jobs::JOBS_BEFORE,
                 &["USING INDEX jobs_tenant (tenant_id=? AND id<?)"],
             ),
-            (rules::RULE_TASKS, &["USING INDEX tasks_rule (rule_id=?)"]),
+            (
+                crate::campaign::sql::rules::RULE_TASKS.sqlite,
+                &["USING INDEX tasks_rule (rule_id=?)"],
+            ),
             (rules::VERSIONS, &["(rule_id=? AND version>?)"]),
             (
                 rules::HAS_PENDING_CURRENT,
@@ -459,15 +465,15 @@ mod tests {
             ),
             (rules::LAST_PLANNED, &["(rule_id=? AND version=?)"]),
             (
-                audiences::CHUNKS,
+                crate::campaign::sql::audiences::CHUNKS.sqlite,
                 &["(audience_id=? AND chunk_no>? AND chunk_no<?)"],
             ),
             (
-                audiences::LIST,
+                crate::campaign::sql::audiences::LIST.sqlite,
                 &["USING INDEX audiences_tenant (tenant_id=? AND id>?)"],
             ),
             (
-                audiences::IN_USE,
+                crate::campaign::sql::audiences::REFERRED.sqlite,
                 &[
                     "USING COVERING INDEX jobs_audience",
                     "USING COVERING INDEX rule_versions_audience",

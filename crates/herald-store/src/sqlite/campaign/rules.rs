@@ -6,6 +6,7 @@ use rusqlite::{Connection, Transaction, params};
 
 use super::{Ctx, audiences, in_read_tx, in_tx, jobs, query_all, query_opt};
 use crate::Result;
+use crate::campaign::sql::rules as sql;
 use crate::campaign::{
     JobSpec, PlanCandidate, RuleRecord, RuleSpec, RuleVersion, TaskRecord, TaskStart,
 };
@@ -13,18 +14,6 @@ use crate::model::{
     self, Columns, from_db, limit_to_db, task_cols, tenant_to_db, to_db, version_cols,
 };
 
-const INSERT_RULE: &str = "INSERT INTO rules (tenant_id, status, version, created_at, updated_at) \
-    VALUES (?2, 'enabled', 1, ?1, ?1) RETURNING id";
-const INSERT_VERSION: &str = "INSERT INTO rule_versions \
-    (rule_id, version, name, schedule, audience, audience_id, channel, message, deadline_secs, \
-     priority, created_at, tenant_id, routing) \
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
-// A new version is current at once; a finished rule comes back, a disabled one
-// stays so. Only the rule's own tenant may version it.
-const BUMP_VERSION: &str = "UPDATE rules SET version = version + 1, updated_at = ?2, \
-    status = CASE WHEN status = 'finished' THEN 'enabled' ELSE status END \
-    WHERE id = ?1 AND tenant_id = ?3 RETURNING version";
-const SET_STATUS: &str = "UPDATE rules SET status = ?2, updated_at = ?3 WHERE id = ?1";
 const CANCEL_PENDING: &str = "UPDATE tasks SET state = 'cancelled', finished_at = ?2, \
     detail = 'the rule was disabled' WHERE rule_id = ?1 AND state = 'pending'";
 const RULE_BY_ID: &str = concat!(rule_select!(), " WHERE r.id = ?1");
@@ -69,17 +58,6 @@ pub(super) const PLAN: &str = concat!(
 const FINISH: &str = "UPDATE rules SET status = 'finished', updated_at = ?2 \
     WHERE id = ?1 AND status = 'enabled' AND NOT EXISTS (SELECT 1 FROM tasks \
     WHERE rule_id = ?1 AND state IN ('pending', 'running'))";
-const TASK_BY_ID: &str = concat!("SELECT ", task_cols!(), " FROM tasks WHERE id = ?1");
-pub(super) const RULE_TASKS: &str = concat!(
-    "SELECT ",
-    task_cols!(),
-    " FROM tasks WHERE rule_id = ?1 ORDER BY planned_at DESC, id DESC LIMIT ?2"
-);
-pub(super) const DUE: &str = concat!(
-    "SELECT ",
-    task_cols!(),
-    " FROM tasks WHERE state = 'pending' AND planned_at <= ?1 ORDER BY planned_at, id LIMIT ?2"
-);
 const END_PENDING: &str = "UPDATE tasks SET state = ?2, detail = ?3, finished_at = ?4 \
     WHERE id = ?1 AND state = 'pending'";
 const RUN: &str = "UPDATE tasks SET state = 'running', job_id = ?2, recipients = ?3, \
@@ -92,7 +70,7 @@ fn insert_version(
     spec: &RuleSpec,
     now: i64,
 ) -> Result<()> {
-    tx.prepare_cached(INSERT_VERSION)
+    tx.prepare_cached(sql::INSERT_VERSION.sqlite)
         .ctx("preparing version insert")?
         .execute(params![
             rule_id,
@@ -120,7 +98,7 @@ fn rule_by_id(conn: &Connection, id: i64) -> Result<Option<RuleRecord>> {
 pub(super) fn create_rule(conn: &mut Connection, spec: RuleSpec, now: i64) -> Result<RuleRecord> {
     in_tx(conn, "creating rule", |tx| {
         let id: i64 = tx
-            .prepare_cached(INSERT_RULE)
+            .prepare_cached(sql::INSERT_RULE.sqlite)
             .ctx("preparing rule insert")?
             .query_row(params![now, tenant_to_db(spec.tenant)], |r| r.get(0))
             .ctx("inserting rule")?;
@@ -150,7 +128,7 @@ pub(super) fn update_rule(
     in_tx(conn, "updating rule", |tx| {
         let Some(version) = query_opt(
             tx,
-            BUMP_VERSION,
+            sql::BUMP_RULE.sqlite,
             params![id, now, tenant_to_db(spec.tenant)],
             "bumping version",
             |r| r.narrow::<i32>(0, "rules.version"),
@@ -176,7 +154,7 @@ pub(super) fn set_rule_enabled(
             RuleStatus::Disabled
         };
         let n = tx
-            .prepare_cached(SET_STATUS)
+            .prepare_cached(sql::SET_STATUS.sqlite)
             .ctx("preparing rule status")?
             .execute(params![id, status.as_str(), now])
             .ctx("setting rule status")?;
@@ -238,7 +216,7 @@ pub(super) fn rule_tasks(
 ) -> Result<Vec<TaskRecord>> {
     query_all(
         conn,
-        RULE_TASKS,
+        sql::RULE_TASKS.sqlite,
         params![rule_id, limit_to_db(limit)],
         "listing rule tasks",
         |r| model::decode(r),
@@ -321,7 +299,7 @@ pub(super) fn finish_rule(conn: &mut Connection, rule_id: i64, now: i64) -> Resu
 pub(super) fn due_tasks(conn: &mut Connection, now: i64, limit: usize) -> Result<Vec<TaskRecord>> {
     query_all(
         conn,
-        DUE,
+        sql::DUE_TASKS.sqlite,
         params![now, limit_to_db(limit)],
         "listing due tasks",
         |r| model::decode(r),
@@ -329,7 +307,9 @@ pub(super) fn due_tasks(conn: &mut Connection, now: i64, limit: usize) -> Result
 }
 
 pub(super) fn get_task(conn: &mut Connection, id: i64) -> Result<Option<TaskRecord>> {
-    query_opt(conn, TASK_BY_ID, [id], "reading task", |r| model::decode(r))
+    query_opt(conn, sql::GET_TASK.sqlite, [id], "reading task", |r| {
+        model::decode(r)
+    })
 }
 
 fn end_pending(
@@ -353,7 +333,7 @@ pub(super) fn start_task(
     segment_size: u64,
 ) -> Result<TaskStart> {
     in_tx(conn, "starting task", |tx| {
-        let Some(task) = query_opt(tx, TASK_BY_ID, [task_id], "reading task", |r| {
+        let Some(task) = query_opt(tx, sql::GET_TASK.sqlite, [task_id], "reading task", |r| {
             model::decode::<TaskRecord, _>(r)
         })?
         else {
