@@ -1,10 +1,11 @@
 //! Every route in one table, declared once: its method, path, policy (the
-//! scope it needs and the body it takes) and handler. The policy table
-//! [`ROUTES`] and the router ([`api_routes`]) are both derived from it. The
-//! router is assembled through [`RouteSet`], which puts each route's policy
-//! in front of its handler and remembers what it registered; a route added
-//! outside the table is served closed (admin only), and a test checks that
-//! none is.
+//! scope it needs and the body it reads), handler and documentation. The
+//! policy table [`ROUTES`], the router ([`api_routes`]) and the document's
+//! operations ([`TABLE`], read by `crate::openapi`) are all derived from it.
+//! The router is assembled through [`RouteSet`], which puts each route's
+//! policy in front of its handler and remembers what it registered; a route
+//! added outside the table is served closed (admin only), and a test checks
+//! that none is.
 //!
 //! An action route (`POST /v1/jobs/{id}` serving `/v1/jobs/7:cancel`) shares
 //! its path with the item's other methods, so the router alone would answer
@@ -21,15 +22,59 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, delete, get, patch, post, put};
 
 use crate::access::{Need, Payload, Policy, Scope, Verb, enforce};
-use crate::api::campaigns::{audiences, jobs, rules, schedules};
+use crate::api::campaigns::{self, audiences, jobs, rules, schedules};
 use crate::api::{admin, channels, reminders, subscribers, timers};
 use crate::http::state::AppState;
 use crate::http::{body_admission, body_limits};
+use crate::openapi::operations::Docs;
 use crate::openapi::serve as openapi;
+use Body::{Action, Json, Ndjson, None as NoBody, Recipients, Xml};
 use Need::{Nothing, Scope as Needs, Signed};
-use Payload::{Action, Json, Ndjson, None as NoBody, Recipients, Xml};
 use Scope::{Admin, Campaign, Metrics, Read, Write};
 use Verb::{Delete, Get, Patch, Post, Put};
+
+/// What a route reads, as its table entry declares it: the policy's
+/// [`Payload`] (the content types the guard lets through) and the
+/// document's request body are both made from it, so they cannot disagree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Body {
+    /// `GET`, `DELETE`: nothing is read.
+    None,
+    /// A `POST` that reads no body, or JSON it ignores (`/v1/admin:reload`,
+    /// `:cancel`); an action that reads an optional JSON body (`:pause`)
+    /// names its schema in its `ActionDoc`.
+    Action,
+    /// One JSON document of this schema.
+    Json(&'static str),
+    /// Newline-delimited JSON, one line of this schema each.
+    Ndjson(&'static str),
+    /// Recipients: NDJSON (`{"recipient": ...}` per line) or CSV.
+    Recipients,
+    /// A provider's XML event.
+    Xml,
+}
+
+impl Body {
+    /// What the access guard checks the content type against.
+    pub const fn payload(self) -> Payload {
+        match self {
+            Body::None => Payload::None,
+            Body::Action => Payload::Action,
+            Body::Json(_) => Payload::Json,
+            Body::Ndjson(_) => Payload::Ndjson,
+            Body::Recipients => Payload::Recipients,
+            Body::Xml => Payload::Xml,
+        }
+    }
+}
+
+/// A route of the table: its policy, what it reads, and what documents it.
+#[derive(Clone, Copy)]
+pub struct Route {
+    pub policy: Policy,
+    pub body: Body,
+    pub docs: Docs,
+}
 
 const fn route(verb: Verb, path: &'static str, need: Need, payload: Payload) -> Policy {
     Policy {
@@ -40,21 +85,72 @@ const fn route(verb: Verb, path: &'static str, need: Need, payload: Payload) -> 
     }
 }
 
+/// A table entry, checked as the table is compiled: an action route (a
+/// `POST` reading [`Body::Action`] at an item path, as
+/// [`action_path_methods`] tells them) documents each of its actions, and
+/// no other route documents actions.
+const fn entry(verb: Verb, path: &'static str, need: Need, body: Body, docs: Docs) -> Route {
+    let bytes = path.as_bytes();
+    let item = !bytes.is_empty() && bytes[bytes.len() - 1] == b'}';
+    let action_route = matches!(verb, Post) && matches!(body, Body::Action) && item;
+    match docs {
+        Docs::Actions(actions) => {
+            assert!(
+                action_route,
+                "only an action route (POST, Action, an item path) documents actions"
+            );
+            assert!(!actions.is_empty(), "an action route documents its actions");
+        }
+        Docs::One(_) => assert!(
+            !action_route,
+            "an action route documents each action: `actions [...]`, not `doc`"
+        ),
+    }
+    Route {
+        policy: route(verb, path, need, body.payload()),
+        body,
+        docs,
+    }
+}
+
+/// The policies of `table`, in order.
+const fn policies<const N: usize>(table: &[Route]) -> [Policy; N] {
+    let mut out = [route(Get, "", Nothing, Payload::None); N];
+    let mut i = 0;
+    while i < N {
+        out[i] = table[i].policy;
+        i += 1;
+    }
+    out
+}
+
+/// What documents a table entry: `doc X` names one [`Doc`], `actions X` a
+/// list of action docs (one per action of an action route).
+///
+/// [`Doc`]: crate::openapi::operations::Doc
+macro_rules! docs {
+    (doc $doc:expr) => {
+        Docs::One($doc)
+    };
+    (actions $docs:expr) => {
+        Docs::Actions($docs)
+    };
+}
+
 /// Declares the route table once: each route's method, path, policy (the
-/// scope it needs and the body it takes) and handler, and a body limit for
-/// the few routes whose handler reads with a fixed one. [`ROUTES`] (the
-/// policies the guard, the audit log and the document read) and
-/// [`api_routes`] (the router) are both made from it, so a route cannot be
-/// served without its policy nor have a policy it is not served under.
+/// scope it needs and the body it reads), handler and documentation, and a
+/// body limit for the few routes whose handler reads with a fixed one.
+/// [`TABLE`] (what the document reads), [`ROUTES`] (the policies the guard
+/// and the audit log read) and [`api_routes`] (the router) are all made
+/// from it, so a route cannot be served without its policy and its
+/// documentation, nor have either without being served.
 macro_rules! route_table {
     ($(
-        $verb:ident $path:literal, $need:expr, $payload:ident => $handler:expr
-            $(, body_limit $limit:expr)?;
+        $verb:ident $path:literal, $need:expr, $body:expr => $handler:expr,
+            $docs:ident $doc:expr $(, body_limit $limit:expr)?;
     )*) => {
-        /// The route table. `read` is every GET of a tenant's data; `write`
-        /// what reaches one recipient; `campaign` what sends to many; `admin`
-        /// channel actions, keys, and views of the whole node or cluster.
-        pub const ROUTES: &[Policy] = &[$(route($verb, $path, $need, $payload)),*];
+        /// The route table, each route with what documents it.
+        pub const TABLE: &[Route] = &[$(entry($verb, $path, $need, $body, docs!($docs $doc))),*];
 
         /// Every route of the table, each behind its policy.
         pub fn api_routes() -> RouteSet {
@@ -69,85 +165,135 @@ macro_rules! route_table {
     };
 }
 
+/// The policy table. `read` is every GET of a tenant's data; `write` what
+/// reaches one recipient; `campaign` what sends to many; `admin` channel
+/// actions, keys, and views of the whole node or cluster.
+pub const ROUTES: &[Policy] = &policies::<{ TABLE.len() }>(TABLE);
+
 route_table! {
-    Post "/v1/timers", Needs(Write), Json => timers::create;
-    Post "/v1/timers:bulk", Needs(Write), Ndjson => timers::create_bulk;
-    Get "/v1/timers/{id}", Needs(Read), NoBody => timers::get;
-    Delete "/v1/timers/{id}", Needs(Write), NoBody => timers::cancel;
-    Get "/v1/timers/{id}/deliveries", Needs(Read), NoBody => timers::deliveries;
-    Get "/v1/timers", Needs(Read), NoBody => timers::search::list;
-    Patch "/v1/timers/{id}", Needs(Write), Json => timers::changes::patch;
+    Post "/v1/timers", Needs(Write), Json("CreateTimer") => timers::create,
+        doc timers::docs::CREATE;
+    Post "/v1/timers:bulk", Needs(Write), Ndjson("CreateTimer") => timers::create_bulk,
+        doc timers::docs::CREATE_BULK;
+    Get "/v1/timers/{id}", Needs(Read), NoBody => timers::get, doc timers::docs::GET;
+    Delete "/v1/timers/{id}", Needs(Write), NoBody => timers::cancel, doc timers::docs::CANCEL;
+    Get "/v1/timers/{id}/deliveries", Needs(Read), NoBody => timers::deliveries,
+        doc timers::docs::DELIVERIES;
+    Get "/v1/timers", Needs(Read), NoBody => timers::search::list, doc timers::docs::LIST;
+    Patch "/v1/timers/{id}", Needs(Write), Json("TimerPatch") => timers::changes::patch,
+        doc timers::docs::PATCH;
     // `POST /v1/timers/{id}:retry`.
-    Post "/v1/timers/{id}", Needs(Write), Action => timers::changes::action;
+    Post "/v1/timers/{id}", Needs(Write), Action => timers::changes::action,
+        actions timers::docs::ACTIONS;
     // Replays every dead or failed timer a filter matches.
-    Post "/v1/timers:retry", Needs(Campaign), Json => timers::changes::retry_matching;
-    Get "/v1/dead-letters", Needs(Read), NoBody => timers::search::dead_letters;
-    Put "/v1/subjects/{subject_id}", Needs(Write), Json => reminders::put_subject;
-    Get "/v1/subjects", Needs(Read), NoBody => reminders::subjects::list;
-    Get "/v1/subjects/{subject_id}", Needs(Read), NoBody => reminders::subjects::get;
-    Delete "/v1/subjects/{subject_id}", Needs(Write), NoBody => reminders::delete_subject;
-    Post "/v1/reminders", Needs(Write), Json => reminders::create;
-    Post "/v1/reminders:bulk", Needs(Write), Ndjson => reminders::create_bulk;
-    Delete "/v1/reminders/{user_id}/{subject_id}", Needs(Write), NoBody => reminders::cancel;
-    Get "/v1/users/{user_id}/reminders", Needs(Read), NoBody => reminders::list_for_user;
-    Get "/v1/subscribers", Needs(Read), NoBody => subscribers::list;
-    Post "/v1/subscribers:bulk", Needs(Write), Ndjson => subscribers::bulk;
-    Put "/v1/subscribers/{user_id}", Needs(Write), Json => subscribers::put;
-    Patch "/v1/subscribers/{user_id}", Needs(Write), Json => subscribers::patch;
-    Get "/v1/subscribers/{user_id}", Needs(Read), NoBody => subscribers::get;
-    Delete "/v1/subscribers/{user_id}", Needs(Write), NoBody => subscribers::delete;
-    Post "/v1/audiences", Needs(Campaign), Recipients => audiences::upload;
-    Get "/v1/audiences", Needs(Read), NoBody => audiences::list;
-    Get "/v1/audiences/{id}", Needs(Read), NoBody => audiences::get;
-    Delete "/v1/audiences/{id}", Needs(Campaign), NoBody => audiences::delete;
-    Post "/v1/rules", Needs(Campaign), Json => rules::create;
-    Get "/v1/rules", Needs(Read), NoBody => rules::list;
-    Get "/v1/rules/{id}", Needs(Read), NoBody => rules::get;
-    Put "/v1/rules/{id}", Needs(Campaign), Json => rules::update;
+    Post "/v1/timers:retry", Needs(Campaign), Json("RetryFilter")
+        => timers::changes::retry_matching, doc timers::docs::RETRY_MATCHING;
+    Get "/v1/dead-letters", Needs(Read), NoBody => timers::search::dead_letters,
+        doc timers::docs::DEAD_LETTERS;
+    Put "/v1/subjects/{subject_id}", Needs(Write), Json("SubjectBody") => reminders::put_subject,
+        doc reminders::docs::PUT_SUBJECT;
+    Get "/v1/subjects", Needs(Read), NoBody => reminders::subjects::list,
+        doc reminders::docs::LIST_SUBJECTS;
+    Get "/v1/subjects/{subject_id}", Needs(Read), NoBody => reminders::subjects::get,
+        doc reminders::docs::GET_SUBJECT;
+    Delete "/v1/subjects/{subject_id}", Needs(Write), NoBody => reminders::delete_subject,
+        doc reminders::docs::DELETE_SUBJECT;
+    Post "/v1/reminders", Needs(Write), Json("ReminderBody") => reminders::create,
+        doc reminders::docs::CREATE;
+    Post "/v1/reminders:bulk", Needs(Write), Ndjson("ReminderBody") => reminders::create_bulk,
+        doc reminders::docs::CREATE_BULK;
+    Delete "/v1/reminders/{user_id}/{subject_id}", Needs(Write), NoBody => reminders::cancel,
+        doc reminders::docs::CANCEL;
+    Get "/v1/users/{user_id}/reminders", Needs(Read), NoBody => reminders::list_for_user,
+        doc reminders::docs::LIST_FOR_USER;
+    Get "/v1/subscribers", Needs(Read), NoBody => subscribers::list, doc subscribers::docs::LIST;
+    Post "/v1/subscribers:bulk", Needs(Write), Ndjson("SubscriberLine") => subscribers::bulk,
+        doc subscribers::docs::BULK;
+    Put "/v1/subscribers/{user_id}", Needs(Write), Json("SubscriberBody") => subscribers::put,
+        doc subscribers::docs::PUT;
+    Patch "/v1/subscribers/{user_id}", Needs(Write), Json("SubscriberPatch") => subscribers::patch,
+        doc subscribers::docs::PATCH;
+    Get "/v1/subscribers/{user_id}", Needs(Read), NoBody => subscribers::get,
+        doc subscribers::docs::GET;
+    Delete "/v1/subscribers/{user_id}", Needs(Write), NoBody => subscribers::delete,
+        doc subscribers::docs::DELETE;
+    Post "/v1/audiences", Needs(Campaign), Recipients => audiences::upload,
+        doc campaigns::docs::AUDIENCE_UPLOAD;
+    Get "/v1/audiences", Needs(Read), NoBody => audiences::list,
+        doc campaigns::docs::AUDIENCE_LIST;
+    Get "/v1/audiences/{id}", Needs(Read), NoBody => audiences::get,
+        doc campaigns::docs::AUDIENCE_GET;
+    Delete "/v1/audiences/{id}", Needs(Campaign), NoBody => audiences::delete,
+        doc campaigns::docs::AUDIENCE_DELETE;
+    Post "/v1/rules", Needs(Campaign), Json("RuleBody") => rules::create,
+        doc campaigns::docs::RULE_CREATE;
+    Get "/v1/rules", Needs(Read), NoBody => rules::list, doc campaigns::docs::RULE_LIST;
+    Get "/v1/rules/{id}", Needs(Read), NoBody => rules::get, doc campaigns::docs::RULE_GET;
+    Put "/v1/rules/{id}", Needs(Campaign), Json("RuleBody") => rules::update,
+        doc campaigns::docs::RULE_UPDATE;
     // `:enable`, `:disable`: the action is split off the segment.
-    Post "/v1/rules/{id}", Needs(Campaign), Action => rules::action;
-    Get "/v1/rules/{id}/versions", Needs(Read), NoBody => rules::versions;
-    Get "/v1/rules/{id}/tasks", Needs(Read), NoBody => rules::tasks;
+    Post "/v1/rules/{id}", Needs(Campaign), Action => rules::action,
+        actions campaigns::docs::RULE_ACTIONS;
+    Get "/v1/rules/{id}/versions", Needs(Read), NoBody => rules::versions,
+        doc campaigns::docs::RULE_VERSIONS;
+    Get "/v1/rules/{id}/tasks", Needs(Read), NoBody => rules::tasks,
+        doc campaigns::docs::RULE_TASKS;
     // Computes, changes nothing.
-    Post "/v1/schedules:preview", Needs(Read), Json => schedules::preview;
-    Post "/v1/jobs", Needs(Campaign), Json => jobs::create;
-    Get "/v1/jobs", Needs(Read), NoBody => jobs::list;
-    Get "/v1/jobs/{id}", Needs(Read), NoBody => jobs::get;
+    Post "/v1/schedules:preview", Needs(Read), Json("PreviewRequest") => schedules::preview,
+        doc campaigns::docs::SCHEDULE_PREVIEW;
+    Post "/v1/jobs", Needs(Campaign), Json("JobBody") => jobs::create,
+        doc campaigns::docs::JOB_CREATE;
+    Get "/v1/jobs", Needs(Read), NoBody => jobs::list, doc campaigns::docs::JOB_LIST;
+    Get "/v1/jobs/{id}", Needs(Read), NoBody => jobs::get, doc campaigns::docs::JOB_GET;
     // Finished jobs only.
-    Delete "/v1/jobs/{id}", Needs(Campaign), NoBody => jobs::delete;
+    Delete "/v1/jobs/{id}", Needs(Campaign), NoBody => jobs::delete,
+        doc campaigns::docs::JOB_DELETE;
     // `:cancel`, `:retry-failed`, `:retry-in-doubt`, `:recall`.
-    Post "/v1/jobs/{id}", Needs(Campaign), Action => jobs::action;
-    Get "/v1/jobs/{id}/segments", Needs(Read), NoBody => jobs::segments;
-    Get "/v1/jobs/{id}/sends", Needs(Read), NoBody => jobs::sends;
-    Get "/v1/jobs/{id}/failures", Needs(Read), NoBody => jobs::failures;
-    Get "/v1/channels", Needs(Admin), NoBody => channels::list;
+    Post "/v1/jobs/{id}", Needs(Campaign), Action => jobs::action,
+        actions campaigns::docs::JOB_ACTIONS;
+    Get "/v1/jobs/{id}/segments", Needs(Read), NoBody => jobs::segments,
+        doc campaigns::docs::JOB_SEGMENTS;
+    Get "/v1/jobs/{id}/sends", Needs(Read), NoBody => jobs::sends,
+        doc campaigns::docs::JOB_SENDS;
+    Get "/v1/jobs/{id}/failures", Needs(Read), NoBody => jobs::failures,
+        doc campaigns::docs::JOB_FAILURES;
+    Get "/v1/channels", Needs(Admin), NoBody => channels::list, doc channels::docs::LIST;
     // `:pause` (optional JSON body), `:resume`.
-    Post "/v1/channels/{name}", Needs(Admin), Action => channels::pause_action;
+    Post "/v1/channels/{name}", Needs(Admin), Action => channels::pause_action,
+        actions channels::docs::PAUSE_ACTIONS;
     // Signed by the provider when the channel has a `callback_token`.
-    Get "/v1/channels/{name}/callback", Signed(Admin), NoBody => channels::handshake;
-    Post "/v1/channels/{name}/callback", Signed(Admin), Xml => channels::callback, body_limit body_limits::CALLBACK_MAX_BYTES;
+    Get "/v1/channels/{name}/callback", Signed(Admin), NoBody => channels::handshake,
+        doc channels::docs::HANDSHAKE;
+    Post "/v1/channels/{name}/callback", Signed(Admin), Xml => channels::callback,
+        doc channels::docs::CALLBACK, body_limit body_limits::CALLBACK_MAX_BYTES;
     // `POST /v1/deliveries/{id}:recall`.
-    Post "/v1/deliveries/{id}", Needs(Admin), Action => channels::action;
+    Post "/v1/deliveries/{id}", Needs(Admin), Action => channels::action,
+        actions channels::docs::ACTIONS;
     // What an app (or a relayed provider callback) reports after a send.
-    Post "/v1/receipts", Needs(Write), Json => channels::receipts::record;
-    Post "/v1/keys", Needs(Admin), Json => admin::keys::create, body_limit body_limits::KEYS_MAX_BYTES;
-    Get "/v1/keys", Needs(Admin), NoBody => admin::keys::list;
-    Delete "/v1/keys/{id}", Needs(Admin), NoBody => admin::keys::revoke;
+    Post "/v1/receipts", Needs(Write), Json("ReceiptBody") => channels::receipts::record,
+        doc channels::docs::RECEIPT;
+    Post "/v1/keys", Needs(Admin), Json("CreateKey") => admin::keys::create,
+        doc admin::docs::KEYS_CREATE, body_limit body_limits::KEYS_MAX_BYTES;
+    Get "/v1/keys", Needs(Admin), NoBody => admin::keys::list, doc admin::docs::KEYS_LIST;
+    Delete "/v1/keys/{id}", Needs(Admin), NoBody => admin::keys::revoke,
+        doc admin::docs::KEYS_REVOKE;
     // A key reads its own tenant's entries; the admin every tenant's.
-    Get "/v1/audit", Needs(Read), NoBody => admin::audit::list;
+    Get "/v1/audit", Needs(Read), NoBody => admin::audit::list, doc admin::docs::AUDIT_LIST;
     // Stored delivery counts: a key its tenant's, the admin every tenant's.
-    Get "/v1/reports", Needs(Read), NoBody => admin::reports::report;
-    Get "/v1/stats", Needs(Admin), NoBody => admin::ops::stats;
-    Get "/v1/cluster", Needs(Admin), NoBody => admin::ops::cluster;
+    Get "/v1/reports", Needs(Read), NoBody => admin::reports::report, doc admin::docs::REPORT;
+    Get "/v1/stats", Needs(Admin), NoBody => admin::ops::stats, doc admin::docs::STATS;
+    Get "/v1/cluster", Needs(Admin), NoBody => admin::ops::cluster, doc admin::docs::CLUSTER;
     // Re-reads the configuration file and applies what changes live.
-    Post "/v1/admin:reload", Needs(Admin), Action => admin::reload::reload;
+    Post "/v1/admin:reload", Needs(Admin), Action => admin::reload::reload,
+        doc admin::docs::RELOAD;
     // A key sees its tenant's figures; the admin every tenant's.
-    Get "/v1/overview", Needs(Read), NoBody => admin::overview::overview;
-    Get "/healthz", Nothing, NoBody => admin::ops::healthz;
-    Get "/readyz", Nothing, NoBody => admin::ops::readyz;
-    Get "/metrics", Needs(Metrics), NoBody => admin::ops::metrics;
-    Get "/openapi.json", Nothing, NoBody => openapi::openapi_json;
-    Get "/docs", Nothing, NoBody => openapi::docs;
+    Get "/v1/overview", Needs(Read), NoBody => admin::overview::overview,
+        doc admin::docs::OVERVIEW;
+    Get "/healthz", Nothing, NoBody => admin::ops::healthz, doc admin::docs::HEALTHZ;
+    Get "/readyz", Nothing, NoBody => admin::ops::readyz, doc admin::docs::READYZ;
+    Get "/metrics", Needs(Metrics), NoBody => admin::ops::metrics, doc admin::docs::METRICS;
+    Get "/openapi.json", Nothing, NoBody => openapi::openapi_json, doc openapi::OPENAPI_JSON;
+    Get "/docs", Nothing, NoBody => openapi::docs, doc openapi::DOCS;
 }
 
 /// The policy of a route, if the table has it.
@@ -205,7 +351,7 @@ pub fn action_path_methods(path: &str) -> Option<Vec<Verb>> {
         .collect();
     if !served
         .iter()
-        .any(|p| p.payload == Action && p.path.ends_with('}'))
+        .any(|p| p.payload == Payload::Action && p.path.ends_with('}'))
     {
         return None;
     }
@@ -215,7 +361,7 @@ pub fn action_path_methods(path: &str) -> Option<Vec<Verb>> {
     } else {
         served
             .iter()
-            .filter(|p| p.payload != Action)
+            .filter(|p| p.payload != Payload::Action)
             .map(|p| p.verb)
             .collect()
     };
@@ -308,7 +454,7 @@ fn policy_or_closed(verb: Verb, path: &'static str) -> Policy {
             path,
             "route missing from the route table; only the admin may call it"
         );
-        route(verb, path, Needs(Admin), Json)
+        route(verb, path, Needs(Admin), Payload::Json)
     })
 }
 
@@ -423,9 +569,9 @@ mod tests {
     #[test]
     fn a_route_missing_from_the_table_is_served_closed() {
         let p = policy_or_closed(Get, "/v1/not-in-the-table");
-        assert_eq!((p.need, p.payload), (Needs(Admin), Json));
+        assert_eq!((p.need, p.payload), (Needs(Admin), Payload::Json));
         let p = policy_or_closed(Get, "/healthz");
-        assert_eq!((p.need, p.payload), (Nothing, NoBody));
+        assert_eq!((p.need, p.payload), (Nothing, Payload::None));
     }
 
     #[test]

@@ -2,12 +2,12 @@
 //! interactive reference of our own at `/docs` that renders it.
 //!
 //! Schemas come from the types the handlers serialize (`derive(ToSchema)`);
-//! operations from [`operations::OPS`], checked against the route table so a
-//! route the router serves cannot be left out (a route without a row is
-//! still listed, bare, and a test fails on it).
+//! operations from the route table (`crate::routes::TABLE`), where each
+//! route names its documentation (written in [`operations`]' words, beside
+//! its handler): a route cannot be declared without it.
 
 mod node;
-mod operations;
+pub(crate) mod operations;
 mod refine;
 mod schemas;
 pub(crate) mod serve;
@@ -20,9 +20,9 @@ use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::Schema;
 
 use crate::access::{Need, Policy};
-use crate::routes::ROUTES;
+use crate::routes::{Body, Route, TABLE};
 use node::NodeFacts;
-use operations::{Answer, Body, ID_PATTERN, OPS, Op, Takes};
+use operations::{Answer, Doc, Docs, ID_PATTERN, Tag, Takes};
 
 /// The document as served for `facts`, built once.
 pub fn document_text(facts: NodeFacts) -> std::sync::Arc<str> {
@@ -38,27 +38,9 @@ pub fn document() -> Value {
 /// The document of a node with `facts`.
 pub fn document_for(facts: &NodeFacts) -> Value {
     let mut paths = Map::new();
-    for op in OPS {
-        let route = route_of(op);
-        let entry = paths
-            .entry(op.path.to_string())
-            .or_insert_with(|| json!({}));
-        entry[op.method.to_ascii_lowercase()] = operation(op, route.as_ref(), facts);
-    }
-    // A route of the table without a row: listed, with what the table knows.
-    for p in ROUTES {
-        let covered = OPS
-            .iter()
-            .any(|o| o.method == p.verb.as_str() && o.route_path() == p.path);
-        if !covered {
-            let entry = paths.entry(p.path.to_string()).or_insert_with(|| json!({}));
-            entry[p.verb.as_str().to_ascii_lowercase()] = json!({
-                "summary": "(undocumented)",
-                "parameters": path_params(p.path),
-                "responses": error_responses(),
-                "security": security(Some(p)),
-            });
-        }
+    for op in operations() {
+        let entry = paths.entry(op.path.clone()).or_insert_with(|| json!({}));
+        entry[op.method().to_ascii_lowercase()] = operation(&op, facts);
     }
     let mut doc = json!({
         "openapi": "3.1.0",
@@ -94,17 +76,53 @@ pub fn document_for(facts: &NodeFacts) -> Value {
     doc
 }
 
-/// The route-table entry serving `op`, if the router has it yet.
-fn route_of(op: &Op) -> Option<Policy> {
-    ROUTES
-        .iter()
-        .find(|p| p.verb.as_str() == op.method && p.path == op.route_path())
-        .copied()
+/// One documented operation: a route of the table, or one action of an
+/// action route (`POST /v1/jobs/{id}:cancel`).
+struct Op {
+    policy: Policy,
+    /// As documented: the route's path, plus `:action` for an action.
+    path: String,
+    doc: Doc,
+    request_body: Option<Value>,
 }
 
-fn operation(op: &Op, route: Option<&Policy>, facts: &NodeFacts) -> Value {
-    let mut params = path_params(op.path);
-    for p in op.query {
+impl Op {
+    fn method(&self) -> &'static str {
+        self.policy.verb.as_str()
+    }
+}
+
+/// Every documented operation, in the table's order.
+fn operations() -> Vec<Op> {
+    TABLE.iter().flat_map(operations_of).collect()
+}
+
+/// The operations of one table route: itself, or one per action.
+fn operations_of(route: &Route) -> Vec<Op> {
+    let policy = route.policy;
+    match route.docs {
+        Docs::One(doc) => vec![Op {
+            policy,
+            path: policy.path.to_string(),
+            doc,
+            request_body: request_body(route.body),
+        }],
+        Docs::Actions(actions) => actions
+            .iter()
+            .map(|a| Op {
+                policy,
+                path: format!("{}:{}", policy.path, a.name),
+                doc: a.doc,
+                request_body: a.body.map(optional_json_body),
+            })
+            .collect(),
+    }
+}
+
+fn operation(op: &Op, facts: &NodeFacts) -> Value {
+    let doc = &op.doc;
+    let mut params = path_params(&op.path);
+    for p in doc.query {
         let mut param = json!({
             "name": p.name, "in": "query", "required": false,
             "description": p.what, "schema": param_schema(p.takes, facts),
@@ -117,22 +135,20 @@ fn operation(op: &Op, route: Option<&Policy>, facts: &NodeFacts) -> Value {
         params.push(param);
     }
     let mut responses = error_responses();
-    for (status, answer) in op.ok {
+    for (status, answer) in doc.ok {
         responses.insert(status.to_string(), ok_response(*answer));
     }
     let mut out = json!({
-        "tags": [op.tag],
-        "summary": op.summary,
-        "operationId": operation_id(op),
+        "tags": [doc.tag.name()],
+        "summary": doc.summary,
+        "operationId": operation_id(op.method(), &op.path),
         "parameters": params,
         "responses": responses,
-        "security": security(route),
+        "security": security(op.policy.need),
+        "description": format!("Needs: {}.", need_text(op.policy.need)),
     });
-    if let Some(b) = request_body(op.body) {
-        out["requestBody"] = b;
-    }
-    if let Some(p) = route {
-        out["description"] = json!(format!("Needs: {}.", need_text(p.need)));
+    if let Some(b) = &op.request_body {
+        out["requestBody"] = b.clone();
     }
     out
 }
@@ -149,18 +165,18 @@ fn need_text(need: Need) -> String {
 }
 
 /// `[]` for a public route; else the document's default (a bearer key).
-fn security(route: Option<&Policy>) -> Value {
-    match route.map(|p| p.need) {
-        Some(Need::Nothing) => json!([]),
+fn security(need: Need) -> Value {
+    match need {
+        Need::Nothing => json!([]),
         _ => json!([{ "bearer": [] }]),
     }
 }
 
-/// `get_v1_jobs_id_cancel` for `GET /v1/jobs/{id}:cancel`.
-fn operation_id(op: &Op) -> String {
-    let mut id = op.method.to_ascii_lowercase();
+/// `post_v1_jobs_id_cancel` for `POST /v1/jobs/{id}:cancel`.
+fn operation_id(method: &str, path: &str) -> String {
+    let mut id = method.to_ascii_lowercase();
     let mut last = '_';
-    for c in op.path.chars() {
+    for c in path.chars() {
         let c = if c.is_ascii_alphanumeric() { c } else { '_' };
         if c != '_' || last != '_' {
             id.push(c);
@@ -255,15 +271,12 @@ fn ok_response(answer: Answer) -> Value {
     json!({ "description": what, "content": { ctype: { "schema": schema } } })
 }
 
+/// The request body a route reads, as its table entry declares it; none
+/// for a route (or an action) that reads none.
 fn request_body(body: Body) -> Option<Value> {
-    let mut required = true;
     let content = match body {
-        Body::None => return None,
+        Body::None | Body::Action => return None,
         Body::Json(s) => json!({ "application/json": { "schema": schema_ref(s) } }),
-        Body::OptionalJson(s) => {
-            required = false;
-            json!({ "application/json": { "schema": schema_ref(s) } })
-        }
         Body::Ndjson(s) => json!({ "application/x-ndjson": { "schema": schema_ref(s) } }),
         Body::Recipients => json!({
             "application/x-ndjson": { "schema": schema_ref("RecipientLine") },
@@ -271,19 +284,22 @@ fn request_body(body: Body) -> Option<Value> {
         }),
         Body::Xml => json!({ "text/xml": { "schema": { "type": "string" } } }),
     };
-    Some(json!({ "required": required, "content": content }))
+    Some(json!({ "required": true, "content": content }))
+}
+
+/// An action's JSON body of `schema`, which it also reads when absent.
+fn optional_json_body(schema: &str) -> Value {
+    json!({
+        "required": false,
+        "content": { "application/json": { "schema": schema_ref(schema) } },
+    })
 }
 
 fn tags() -> Value {
-    json!([
-        { "name": "timers", "description": "One-off timers: schedule, read, change, cancel, replay" },
-        { "name": "reminders", "description": "Subjects and the users' reminders of them" },
-        { "name": "subscribers", "description": "The directory: where and how to reach each user" },
-        { "name": "campaigns", "description": "Audiences, rules and jobs: one message to many" },
-        { "name": "channels", "description": "Delivery channels, provider callbacks, recalls" },
-        { "name": "access", "description": "API keys and the audit log" },
-        { "name": "operations", "description": "Health, metrics, cluster and this reference" },
-    ])
+    Tag::ALL
+        .iter()
+        .map(|t| json!({ "name": t.name(), "description": t.description() }))
+        .collect()
 }
 
 /// Every named schema, with the schemas they refer to.

@@ -9,6 +9,7 @@ use axum::response::{Html, IntoResponse};
 
 use super::document_text;
 use super::node::NodeFacts;
+use super::operations::{Answer, Doc, Tag};
 use crate::http::state::AppState;
 
 /// `GET /openapi.json`: the document, with this node's channels and leads.
@@ -35,3 +36,16 @@ pub async fn docs() -> impl IntoResponse {
 
 /// The page loads nothing from elsewhere and talks only to this server.
 const DOCS_CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:";
+
+/// How `GET /openapi.json` is documented (named by its route-table entry).
+pub(crate) const OPENAPI_JSON: Doc = Doc::new(
+    Tag::Operations,
+    "This document",
+    &[(200, Answer::Json("Object"))],
+);
+/// How `GET /docs` is documented.
+pub(crate) const DOCS: Doc = Doc::new(
+    Tag::Operations,
+    "The interactive reference (HTML)",
+    &[(200, Answer::Html)],
+);

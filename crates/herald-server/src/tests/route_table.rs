@@ -1,6 +1,7 @@
 //! The route table against the router and the body table: every route has a
 //! policy, no policy is stale, a route has a body limit exactly when it takes
-//! a body, every GET is a read, and each route serves only its methods.
+//! a body, every GET is a read, each route serves only its methods, and each
+//! action route exactly its documented actions.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -10,6 +11,7 @@ use axum::http::{Request, StatusCode};
 use super::Api;
 use crate::access::{Need, Payload, Scope, Verb};
 use crate::http::body_limits;
+use crate::openapi::operations::Docs;
 use crate::routes::{ROUTES, policy};
 
 #[test]
@@ -144,5 +146,33 @@ async fn routes_serve_only_their_methods() {
                 );
             }
         }
+    }
+}
+
+/// Each action route serves exactly the actions its table entry documents:
+/// the handler answers an unknown action with the ones it serves, in order.
+#[tokio::test]
+async fn action_routes_serve_their_documented_actions() {
+    let api = Api::new().await;
+    for route in crate::routes::TABLE {
+        let Docs::Actions(actions) = route.docs else {
+            continue;
+        };
+        let path = route.policy.path;
+        let req = Request::builder()
+            .method("POST")
+            .uri(format!("{}:no-such-action", concrete(path)))
+            .body(Body::empty())
+            .expect("request");
+        let (st, body) = api.send(req).await;
+        assert_eq!(st, StatusCode::NOT_FOUND, "{path}: {body}");
+        assert_eq!(body["error"]["code"], "unknown_action", "{path}: {body}");
+        let documented: Vec<String> = actions.iter().map(|a| format!(":{}", a.name)).collect();
+        let served = body["error"]["message"]
+            .as_str()
+            .and_then(|m| m.split_once("; use "))
+            .map(|(_, list)| list.to_string())
+            .unwrap_or_default();
+        assert_eq!(served, documented.join(" or "), "{path}: {body}");
     }
 }

@@ -5,6 +5,7 @@
 //! the stored delivery counts ([`reports`]).
 
 pub mod audit;
+pub(crate) mod docs;
 pub mod keys;
 pub(crate) mod ops;
 pub(crate) mod overview;

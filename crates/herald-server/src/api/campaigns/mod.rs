@@ -5,6 +5,7 @@
 //! share ([`routing`]). The engine's campaign service does the writing.
 
 pub mod audiences;
+pub(crate) mod docs;
 pub(crate) mod job_recall;
 pub mod jobs;
 pub(crate) mod routing;

@@ -4,6 +4,7 @@
 //! What an app or a relayed callback reports after a send (`POST
 //! /v1/receipts`) is in [`receipts`].
 
+pub(crate) mod docs;
 pub(crate) mod receipts;
 
 use std::sync::Arc;

@@ -12,6 +12,7 @@
 //! The subject listings and counts are in [`subjects`]; the lead list a store
 //! was first served with, checked at start-up, in [`leads`].
 
+pub(crate) mod docs;
 pub mod leads;
 pub(crate) mod subjects;
 

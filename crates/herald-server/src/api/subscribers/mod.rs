@@ -7,6 +7,8 @@
 //! into it, written only over the version it read, and read again when
 //! another writer got there first.
 
+pub(crate) mod docs;
+
 use std::sync::Arc;
 
 use axum::body::Body;

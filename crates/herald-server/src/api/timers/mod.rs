@@ -4,6 +4,7 @@
 //! (`GET /v1/timers`, `GET /v1/dead-letters`) in [`search`].
 
 pub mod changes;
+pub(crate) mod docs;
 pub mod search;
 
 use axum::body::Body;
