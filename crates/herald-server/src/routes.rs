@@ -24,8 +24,9 @@ use axum::routing::{MethodRouter, delete, get, patch, post, put};
 use crate::access::{Need, Payload, Policy, Scope, Verb, enforce};
 use crate::api::campaigns::{self, audiences, jobs, rules, schedules};
 use crate::api::{admin, channels, reminders, subscribers, timers};
+use crate::http::body_admission;
+use crate::http::body_limits::{self, ACTION, BodySpec, Limit as L};
 use crate::http::state::AppState;
-use crate::http::{body_admission, body_limits};
 use crate::openapi::operations::Docs;
 use crate::openapi::serve as openapi;
 use Body::{Action, Json, Ndjson, None as NoBody, Recipients, Xml};
@@ -68,11 +69,14 @@ impl Body {
     }
 }
 
-/// A route of the table: its policy, what it reads, and what documents it.
+/// A route of the table: its policy, what it reads and how much of it, and
+/// what documents it.
 #[derive(Clone, Copy)]
 pub struct Route {
     pub policy: Policy,
     pub body: Body,
+    /// What bounds the body, `None` when the route reads none.
+    pub read: Option<BodySpec>,
     pub docs: Docs,
 }
 
@@ -85,11 +89,36 @@ const fn route(verb: Verb, path: &'static str, need: Need, payload: Payload) -> 
     }
 }
 
+/// What bounds `body`: a JSON or XML body names its limit in its entry
+/// (`limit ...`); an action's, NDJSON's and recipients' follow from the
+/// kind. Checked as the table is compiled.
+const fn body_spec_of(body: Body, limit: Option<L>) -> Option<BodySpec> {
+    let (limit, streamed) = match (body, limit) {
+        (Body::None, None) => return None,
+        (Body::Action, None) => (ACTION, false),
+        (Body::Ndjson(_), None) => (L::Bulk, true),
+        (Body::Recipients, None) => (L::Recipients, true),
+        (Body::Json(_) | Body::Xml, Some(l)) => (l, false),
+        (Body::Json(_) | Body::Xml, None) => {
+            panic!("a JSON or XML body names its limit: `limit ...`")
+        }
+        (_, Some(_)) => panic!("only a JSON or XML body names its limit"),
+    };
+    Some(BodySpec { limit, streamed })
+}
+
 /// A table entry, checked as the table is compiled: an action route (a
 /// `POST` reading [`Body::Action`] at an item path, as
 /// [`action_path_methods`] tells them) documents each of its actions, and
 /// no other route documents actions.
-const fn entry(verb: Verb, path: &'static str, need: Need, body: Body, docs: Docs) -> Route {
+const fn entry(
+    verb: Verb,
+    path: &'static str,
+    need: Need,
+    body: Body,
+    limit: Option<L>,
+    docs: Docs,
+) -> Route {
     let bytes = path.as_bytes();
     let item = !bytes.is_empty() && bytes[bytes.len() - 1] == b'}';
     let action_route = matches!(verb, Post) && matches!(body, Body::Action) && item;
@@ -109,6 +138,7 @@ const fn entry(verb: Verb, path: &'static str, need: Need, body: Body, docs: Doc
     Route {
         policy: route(verb, path, need, body.payload()),
         body,
+        read: body_spec_of(body, limit),
         docs,
     }
 }
@@ -137,6 +167,16 @@ macro_rules! docs {
     };
 }
 
+/// The `limit` of a table entry, when it names one.
+macro_rules! limit {
+    () => {
+        None
+    };
+    ($read:expr) => {
+        Some($read)
+    };
+}
+
 /// Declares the route table once: each route's method, path, policy (the
 /// scope it needs and the body it reads), handler and documentation, and a
 /// body limit for the few routes whose handler reads with a fixed one.
@@ -147,10 +187,12 @@ macro_rules! docs {
 macro_rules! route_table {
     ($(
         $verb:ident $path:literal, $need:expr, $body:expr => $handler:expr,
-            $docs:ident $doc:expr $(, body_limit $limit:expr)?;
+            $docs:ident $doc:expr $(, limit $read:expr)? $(, body_limit $limit:expr)?;
     )*) => {
         /// The route table, each route with what documents it.
-        pub const TABLE: &[Route] = &[$(entry($verb, $path, $need, $body, docs!($docs $doc))),*];
+        pub const TABLE: &[Route] = &[$(
+            entry($verb, $path, $need, $body, limit!($($read)?), docs!($docs $doc))
+        ),*];
 
         /// Every route of the table, each behind its policy.
         pub fn api_routes() -> RouteSet {
@@ -172,7 +214,7 @@ pub const ROUTES: &[Policy] = &policies::<{ TABLE.len() }>(TABLE);
 
 route_table! {
     Post "/v1/timers", Needs(Write), Json("CreateTimer") => timers::create,
-        doc timers::docs::CREATE;
+        doc timers::docs::CREATE, limit L::Timer;
     Post "/v1/timers:bulk", Needs(Write), Ndjson("CreateTimer") => timers::create_bulk,
         doc timers::docs::CREATE_BULK;
     Get "/v1/timers/{id}", Needs(Read), NoBody => timers::get, doc timers::docs::GET;
@@ -181,17 +223,17 @@ route_table! {
         doc timers::docs::DELIVERIES;
     Get "/v1/timers", Needs(Read), NoBody => timers::search::list, doc timers::docs::LIST;
     Patch "/v1/timers/{id}", Needs(Write), Json("TimerPatch") => timers::changes::patch,
-        doc timers::docs::PATCH;
+        doc timers::docs::PATCH, limit L::TimerPatch;
     // `POST /v1/timers/{id}:retry`.
     Post "/v1/timers/{id}", Needs(Write), Action => timers::changes::action,
         actions timers::docs::ACTIONS;
     // Replays every dead or failed timer a filter matches.
     Post "/v1/timers:retry", Needs(Campaign), Json("RetryFilter")
-        => timers::changes::retry_matching, doc timers::docs::RETRY_MATCHING;
+        => timers::changes::retry_matching, doc timers::docs::RETRY_MATCHING, limit L::Bytes(body_limits::TIMER_CHANGE_MAX_BYTES);
     Get "/v1/dead-letters", Needs(Read), NoBody => timers::search::dead_letters,
         doc timers::docs::DEAD_LETTERS;
     Put "/v1/subjects/{subject_id}", Needs(Write), Json("SubjectBody") => reminders::put_subject,
-        doc reminders::docs::PUT_SUBJECT;
+        doc reminders::docs::PUT_SUBJECT, limit L::Timer;
     Get "/v1/subjects", Needs(Read), NoBody => reminders::subjects::list,
         doc reminders::docs::LIST_SUBJECTS;
     Get "/v1/subjects/{subject_id}", Needs(Read), NoBody => reminders::subjects::get,
@@ -199,7 +241,7 @@ route_table! {
     Delete "/v1/subjects/{subject_id}", Needs(Write), NoBody => reminders::delete_subject,
         doc reminders::docs::DELETE_SUBJECT;
     Post "/v1/reminders", Needs(Write), Json("ReminderBody") => reminders::create,
-        doc reminders::docs::CREATE;
+        doc reminders::docs::CREATE, limit L::Timer;
     Post "/v1/reminders:bulk", Needs(Write), Ndjson("ReminderBody") => reminders::create_bulk,
         doc reminders::docs::CREATE_BULK;
     Delete "/v1/reminders/{user_id}/{subject_id}", Needs(Write), NoBody => reminders::cancel,
@@ -210,9 +252,9 @@ route_table! {
     Post "/v1/subscribers:bulk", Needs(Write), Ndjson("SubscriberLine") => subscribers::bulk,
         doc subscribers::docs::BULK;
     Put "/v1/subscribers/{user_id}", Needs(Write), Json("SubscriberBody") => subscribers::put,
-        doc subscribers::docs::PUT;
+        doc subscribers::docs::PUT, limit L::Timer;
     Patch "/v1/subscribers/{user_id}", Needs(Write), Json("SubscriberPatch") => subscribers::patch,
-        doc subscribers::docs::PATCH;
+        doc subscribers::docs::PATCH, limit L::Timer;
     Get "/v1/subscribers/{user_id}", Needs(Read), NoBody => subscribers::get,
         doc subscribers::docs::GET;
     Delete "/v1/subscribers/{user_id}", Needs(Write), NoBody => subscribers::delete,
@@ -226,11 +268,11 @@ route_table! {
     Delete "/v1/audiences/{id}", Needs(Campaign), NoBody => audiences::delete,
         doc campaigns::docs::AUDIENCE_DELETE;
     Post "/v1/rules", Needs(Campaign), Json("RuleBody") => rules::create,
-        doc campaigns::docs::RULE_CREATE;
+        doc campaigns::docs::RULE_CREATE, limit L::Campaign;
     Get "/v1/rules", Needs(Read), NoBody => rules::list, doc campaigns::docs::RULE_LIST;
     Get "/v1/rules/{id}", Needs(Read), NoBody => rules::get, doc campaigns::docs::RULE_GET;
     Put "/v1/rules/{id}", Needs(Campaign), Json("RuleBody") => rules::update,
-        doc campaigns::docs::RULE_UPDATE;
+        doc campaigns::docs::RULE_UPDATE, limit L::Campaign;
     // `:enable`, `:disable`: the action is split off the segment.
     Post "/v1/rules/{id}", Needs(Campaign), Action => rules::action,
         actions campaigns::docs::RULE_ACTIONS;
@@ -240,9 +282,9 @@ route_table! {
         doc campaigns::docs::RULE_TASKS;
     // Computes, changes nothing.
     Post "/v1/schedules:preview", Needs(Read), Json("PreviewRequest") => schedules::preview,
-        doc campaigns::docs::SCHEDULE_PREVIEW;
+        doc campaigns::docs::SCHEDULE_PREVIEW, limit L::Bytes(body_limits::PREVIEW_MAX_BYTES);
     Post "/v1/jobs", Needs(Campaign), Json("JobBody") => jobs::create,
-        doc campaigns::docs::JOB_CREATE;
+        doc campaigns::docs::JOB_CREATE, limit L::Campaign;
     Get "/v1/jobs", Needs(Read), NoBody => jobs::list, doc campaigns::docs::JOB_LIST;
     Get "/v1/jobs/{id}", Needs(Read), NoBody => jobs::get, doc campaigns::docs::JOB_GET;
     // Finished jobs only.
@@ -265,15 +307,17 @@ route_table! {
     Get "/v1/channels/{name}/callback", Signed(Admin), NoBody => channels::handshake,
         doc channels::docs::HANDSHAKE;
     Post "/v1/channels/{name}/callback", Signed(Admin), Xml => channels::callback,
-        doc channels::docs::CALLBACK, body_limit body_limits::CALLBACK_MAX_BYTES;
+        doc channels::docs::CALLBACK,
+        limit L::Bytes(body_limits::CALLBACK_MAX_BYTES), body_limit body_limits::CALLBACK_MAX_BYTES;
     // `POST /v1/deliveries/{id}:recall`.
     Post "/v1/deliveries/{id}", Needs(Admin), Action => channels::action,
         actions channels::docs::ACTIONS;
     // What an app (or a relayed provider callback) reports after a send.
     Post "/v1/receipts", Needs(Write), Json("ReceiptBody") => channels::receipts::record,
-        doc channels::docs::RECEIPT;
+        doc channels::docs::RECEIPT, limit L::Bytes(body_limits::RECEIPT_MAX_BYTES);
     Post "/v1/keys", Needs(Admin), Json("CreateKey") => admin::keys::create,
-        doc admin::docs::KEYS_CREATE, body_limit body_limits::KEYS_MAX_BYTES;
+        doc admin::docs::KEYS_CREATE,
+        limit L::Bytes(body_limits::KEYS_MAX_BYTES), body_limit body_limits::KEYS_MAX_BYTES;
     Get "/v1/keys", Needs(Admin), NoBody => admin::keys::list, doc admin::docs::KEYS_LIST;
     Delete "/v1/keys/{id}", Needs(Admin), NoBody => admin::keys::revoke,
         doc admin::docs::KEYS_REVOKE;
@@ -294,6 +338,14 @@ route_table! {
     Get "/metrics", Needs(Metrics), NoBody => admin::ops::metrics, doc admin::docs::METRICS;
     Get "/openapi.json", Nothing, NoBody => openapi::openapi_json, doc openapi::OPENAPI_JSON;
     Get "/docs", Nothing, NoBody => openapi::docs, doc openapi::DOCS;
+}
+
+/// What bounds the body of a route of the table, if it reads one.
+pub fn body_spec(verb: Verb, path: &str) -> Option<BodySpec> {
+    TABLE
+        .iter()
+        .find(|r| r.policy.verb == verb && r.policy.path == path)
+        .and_then(|r| r.read)
 }
 
 /// The policy of a route, if the table has it.
@@ -502,7 +554,7 @@ impl RouteSet {
             path,
             method_router
                 .route_layer(middleware::from_fn_with_state(
-                    policy,
+                    (policy, body_spec(verb, path)),
                     body_admission::admit,
                 ))
                 .route_layer(middleware::from_fn_with_state(policy, enforce)),

@@ -18,7 +18,7 @@ use axum::response::{IntoResponse, Response};
 
 use crate::access::{Caller, Policy};
 use crate::config::ApiConfig;
-use crate::http::body_limits::rule;
+use crate::http::body_limits::BodySpec;
 use crate::http::body_meter::{BodyFailure, Meter, Metered};
 use crate::http::budget::{BodyBudget, Holder};
 use crate::http::error::ApiError;
@@ -50,7 +50,11 @@ fn declared_length(req: &Request) -> Option<u64> {
 }
 
 /// The layer (a route layer, inside the route's access policy).
-pub async fn admit(State(policy): State<Policy>, mut req: Request, next: Next) -> Response {
+pub async fn admit(
+    State((policy, spec)): State<(Policy, Option<BodySpec>)>,
+    mut req: Request,
+    next: Next,
+) -> Response {
     let Some(adm) = req.extensions().get::<Arc<BodyAdmission>>().cloned() else {
         // A router assembled without the body settings would read bodies
         // unbounded: closed instead.
@@ -65,7 +69,7 @@ pub async fn admit(State(policy): State<Policy>, mut req: Request, next: Next) -
         )
         .into_response();
     };
-    let Some(body) = rule(&policy, &adm.api) else {
+    let Some(body) = spec.map(|s| s.resolve(&adm.api)) else {
         // The route reads no body: nothing is read, nothing is charged.
         return next.run(req).await;
     };

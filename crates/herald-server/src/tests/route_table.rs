@@ -10,7 +10,6 @@ use axum::http::{Request, StatusCode};
 
 use super::Api;
 use crate::access::{Need, Payload, Scope, Verb};
-use crate::http::body_limits;
 use crate::openapi::operations::Docs;
 use crate::routes::{ROUTES, policy};
 
@@ -39,29 +38,58 @@ fn every_route_has_exactly_one_policy() {
     );
 }
 
-/// The body table (`http::body_limits`) against the route table: a limit
-/// exactly for the routes that take a body, and no limit for a route that
-/// is not one.
+/// Every route that takes a body has a limit, and no other has one (the
+/// table's entries are checked as they compile; this holds the resolved
+/// rules against the policies the guard reads).
 #[test]
 fn every_route_that_takes_a_body_has_a_limit_and_no_other_does() {
-    let api = crate::ApiConfig::default();
     for p in ROUTES {
-        let r = body_limits::rule(p, &api);
         assert_eq!(
-            r.is_some(),
+            crate::routes::body_spec(p.verb, p.path).is_some(),
             p.payload != Payload::None,
             "{} {}: a body limit exactly when the route takes a body",
             p.verb.as_str(),
             p.path
         );
     }
-    for (verb, path) in body_limits::routes_with_bodies() {
-        assert!(
-            ROUTES.iter().any(|p| p.verb == verb && p.path == path),
-            "{} {path} is not a route",
-            verb.as_str()
-        );
-    }
+}
+
+/// The limits follow the `[api]` settings, and the fixed ones are fixed.
+#[test]
+fn limits_follow_the_settings() {
+    use crate::http::body_limits::BodyRule;
+    let api = crate::ApiConfig {
+        max_timer_bytes: 1000,
+        bulk_max_bytes: 5000,
+        ..crate::ApiConfig::default()
+    };
+    let of = |verb, path| {
+        crate::routes::body_spec(verb, path)
+            .expect("takes a body")
+            .resolve(&api)
+    };
+    assert_eq!(
+        of(Verb::Post, "/v1/timers"),
+        BodyRule {
+            limit: Some(1000),
+            streamed: false
+        }
+    );
+    assert_eq!(
+        of(Verb::Post, "/v1/timers:bulk"),
+        BodyRule {
+            limit: Some(5000),
+            streamed: true
+        }
+    );
+    assert_eq!(of(Verb::Patch, "/v1/timers/{id}").limit, Some(1 << 20));
+    assert_eq!(
+        of(Verb::Post, "/v1/schedules:preview").limit,
+        Some(64 * 1024)
+    );
+    assert_eq!(of(Verb::Post, "/v1/jobs/{id}").limit, Some(8 * 1024));
+    assert_eq!(of(Verb::Post, "/v1/audiences").limit, None);
+    assert!(of(Verb::Post, "/v1/audiences").streamed);
 }
 
 /// POST routes that compute an answer from their body and change nothing.
