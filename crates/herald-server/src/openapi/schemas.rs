@@ -19,78 +19,6 @@ use crate::api::reminders::subjects::SubjectSummaryJson;
 use crate::api::timers::{DeliveryJson, TimerJson};
 use crate::http::error::ErrorBody;
 
-/// Every error: `{"error": {"code", "message", "field"?}}`.
-#[derive(ToSchema)]
-pub struct ErrorResponse {
-    error: ErrorBody,
-}
-
-/// `POST /v1/timers` (and one line of `POST /v1/timers:bulk`).
-#[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CreateTimer {
-    /// RFC 3339, at most 10 years ahead; give this or `delay_ms`.
-    #[schema(format = DateTime)]
-    fire_at: Option<String>,
-    /// At most 10 years.
-    #[schema(minimum = 0, maximum = 315_576_000_000_i64)]
-    delay_ms: Option<i64>,
-    channel: String,
-    /// The address as the provider takes it; give this or `to`.
-    recipient: Option<String>,
-    /// A subscriber: the address is read from the directory when the timer fires.
-    to: Option<TimerTo>,
-    /// What the message is about (subscribers may opt out of a topic).
-    topic: Option<String>,
-    /// Sent even in quiet hours (never past an opt-out).
-    critical: Option<bool>,
-    /// Held back and sent in one message with the other timers of the same
-    /// recipient, channel and key; the answer's `due_at` is the digest's close.
-    digest: Option<TimerDigest>,
-    #[schema(value_type = Object)]
-    message: serde_json::Value,
-    /// 1..=255 visible ASCII characters.
-    #[schema(pattern = "^[!-~]{1,255}$")]
-    idempotency_key: Option<String>,
-    #[schema(minimum = 0, maximum = 9)]
-    priority: Option<i64>,
-    /// With an existing idempotency key: `return` the timer (default) or
-    /// `replace` a pending one's time, message and priority.
-    on_conflict: Option<OnConflict>,
-}
-
-/// `to` of `POST /v1/timers`.
-#[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct TimerTo {
-    user_id: String,
-    /// `app`, `email`, `sms`, `wechat` or `wecom`; defaults to the channel's
-    /// own (required for webhook and log channels).
-    channel_type: Option<String>,
-}
-
-/// `digest` of `POST /v1/timers`: `window_ms` or `at_local`.
-#[derive(ToSchema)]
-pub struct TimerDigest {
-    /// 1..=128 characters.
-    key: String,
-    /// Collect for this long after the first timer's due time (1 ms..7 days).
-    window_ms: Option<i64>,
-    /// With `window_ms`: each arrival extends the window, never past this
-    /// long after the first timer's due time (at least `window_ms`).
-    max_delay_ms: Option<i64>,
-    /// `HH:MM`: collect until the next such time in the subscriber's time
-    /// zone (UTC without one): a daily digest.
-    at_local: Option<String>,
-}
-
-#[derive(ToSchema)]
-#[schema(rename_all = "lowercase")]
-pub enum OnConflict {
-    Return,
-    Replace,
-}
-
 /// One answer line of a bulk endpoint (NDJSON), in input order.
 #[derive(ToSchema)]
 pub struct BulkLineResult {
@@ -99,11 +27,6 @@ pub struct BulkLineResult {
     /// The status the single endpoint would have answered.
     status: u16,
     error: Option<ErrorBody>,
-}
-
-#[derive(ToSchema)]
-pub struct DeliveryList {
-    deliveries: Vec<DeliveryJson>,
 }
 
 #[derive(ToSchema)]
@@ -340,78 +263,6 @@ pub struct Status {
 
 // ---- Routes of issue 15 (see DESIGN-15); switch to the handlers' types once merged.
 
-#[derive(ToSchema)]
-pub struct TimerList {
-    /// Without `message`.
-    timers: Vec<TimerJson>,
-    /// Opaque; pass as `cursor` for the next page; `null` on the last.
-    next_cursor: Option<String>,
-}
-
-/// At least one field; `fire_at` or `delay_ms`, not both.
-#[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct TimerPatch {
-    #[schema(format = DateTime)]
-    fire_at: Option<String>,
-    #[schema(minimum = 0, maximum = 315_576_000_000_i64)]
-    delay_ms: Option<i64>,
-    #[schema(value_type = Option<Object>)]
-    message: Option<serde_json::Value>,
-    #[schema(minimum = 0, maximum = 9)]
-    priority: Option<i64>,
-}
-
-#[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RetryFilter {
-    /// Both when absent.
-    state: Option<RetryState>,
-    channel: Option<String>,
-    /// A prefix of `last_error`.
-    error: Option<String>,
-    #[schema(format = DateTime)]
-    due_after: Option<String>,
-    #[schema(format = DateTime)]
-    due_before: Option<String>,
-    /// Default 10000.
-    #[schema(minimum = 1, maximum = 10_000)]
-    limit: Option<u32>,
-}
-
-#[derive(ToSchema)]
-#[schema(rename_all = "lowercase")]
-pub enum RetryState {
-    Dead,
-    Failed,
-}
-
-#[derive(ToSchema)]
-pub struct Retried {
-    retried: u64,
-    /// The limit stopped it: call again.
-    more: bool,
-}
-
-#[derive(ToSchema)]
-pub struct DeadLetterGroup {
-    channel: String,
-    state: String,
-    error: Option<String>,
-    count: u64,
-    first_due_at: String,
-    last_due_at: String,
-    /// Up to 5, newest first.
-    timer_ids: Vec<i64>,
-}
-
-#[derive(ToSchema)]
-pub struct DeadLetters {
-    groups: Vec<DeadLetterGroup>,
-    scanned: u64,
-    truncated: bool,
-}
-
 /// The whole body is optional.
 #[derive(ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -635,16 +486,16 @@ pub fn collect(
     use crate::api::campaigns::rules::{AudienceTarget, RuleBody, TaskJobJson};
     use crate::api::reminders::{ReminderBody, ReminderJson, SubjectBody, SubjectJson};
 
-    add::<ErrorResponse>(all);
+    add::<crate::http::error::Envelope<'static>>(all);
     add::<ErrorBody>(all);
-    add::<CreateTimer>(all);
-    add::<OnConflict>(all);
-    add::<TimerTo>(all);
-    add::<TimerDigest>(all);
+    add::<crate::http::validate::CreateTimer<'static>>(all);
+    add::<crate::http::validate::OnConflict>(all);
+    add::<crate::http::validate::To>(all);
+    add::<crate::http::validate::TimerDigest>(all);
     add::<crate::api::timers::DigestJson>(all);
     add::<BulkLineResult>(all);
     add::<TimerJson>(all);
-    add::<DeliveryList>(all);
+    add::<crate::api::timers::DeliveryList>(all);
     add::<DeliveryJson>(all);
     add::<SubjectBody>(all);
     add::<SubjectJson>(all);
@@ -694,13 +545,13 @@ pub fn collect(
     add::<Lease>(all);
     add::<Status>(all);
     // Issue 15.
-    add::<TimerList>(all);
-    add::<TimerPatch>(all);
-    add::<RetryFilter>(all);
-    add::<RetryState>(all);
-    add::<Retried>(all);
-    add::<DeadLetters>(all);
-    add::<DeadLetterGroup>(all);
+    add::<crate::api::timers::search::SearchPage>(all);
+    add::<crate::api::timers::changes::PatchBody<'static>>(all);
+    add::<crate::api::timers::changes::RetryBody>(all);
+    add::<crate::api::timers::changes::RetryState>(all);
+    add::<crate::api::timers::changes::RetriedJson>(all);
+    add::<crate::api::timers::search::DeadLettersJson>(all);
+    add::<crate::api::timers::search::GroupJson>(all);
     add::<PauseRequest>(all);
     add::<JobRetried>(all);
     add::<crate::api::campaigns::job_recall::JobRecalled>(all);
