@@ -30,71 +30,8 @@ pub struct BulkLineResult {
 }
 
 #[derive(ToSchema)]
-pub struct ReminderSlot {
-    channel_type: String,
-    lead_minutes: i64,
-}
-
-#[derive(ToSchema)]
-pub struct RemindersCancelled {
-    cleared: Vec<ReminderSlot>,
-    remaining: Vec<ReminderSlot>,
-    cancelled_timers: Vec<i64>,
-}
-
-#[derive(ToSchema)]
-pub struct UserReminder {
-    channel_type: String,
-    lead_minutes: i64,
-    bit: u32,
-    timer_id: i64,
-    fire_at: String,
-    channel: String,
-    state: String,
-}
-
-#[derive(ToSchema)]
-pub struct UserSubject {
-    subject_id: String,
-    bits: u64,
-    reminders: Vec<UserReminder>,
-}
-
-#[derive(ToSchema)]
-pub struct UserReminders {
-    user_id: String,
-    subjects: Vec<UserSubject>,
-}
-
-#[derive(ToSchema)]
-pub struct RuleList {
-    rules: Vec<RuleJson>,
-    /// Pass as `after` for the next page; `null` on the last.
-    next_after: Option<i64>,
-}
-
-#[derive(ToSchema)]
-pub struct VersionList {
-    versions: Vec<VersionJson>,
-    next_after: Option<i64>,
-}
-
-#[derive(ToSchema)]
 pub struct TaskList {
     tasks: Vec<TaskJson>,
-}
-
-#[derive(ToSchema)]
-pub struct JobList {
-    jobs: Vec<JobJson>,
-    /// Pass as `before` for the next page; `null` on the last.
-    next_before: Option<i64>,
-}
-
-#[derive(ToSchema)]
-pub struct SegmentList {
-    segments: Vec<SegmentJson>,
-    next_after: Option<i64>,
 }
 
 #[derive(ToSchema)]
@@ -155,30 +92,6 @@ pub struct Recalled {
     recalled_at: i64,
 }
 
-/// The one answer that holds the secret key; it is never shown again.
-#[derive(ToSchema)]
-pub struct KeyCreated {
-    id: i64,
-    key: String,
-    tenant: String,
-    scopes: Vec<String>,
-    name: Option<String>,
-    created_at: String,
-    expires_at: Option<String>,
-}
-
-#[derive(ToSchema)]
-pub struct KeyList {
-    keys: Vec<KeyJson>,
-    next_after: Option<i64>,
-}
-
-#[derive(ToSchema)]
-pub struct AuditList {
-    entries: Vec<EntryJson>,
-    next_cursor: Option<String>,
-}
-
 /// `GET /v1/reports`.
 #[derive(ToSchema)]
 pub struct Report {
@@ -215,52 +128,6 @@ pub struct ReportRowJson {
     count: u64,
 }
 
-#[derive(ToSchema)]
-pub struct NodeShards {
-    total: u64,
-    owned: u64,
-}
-
-#[derive(ToSchema)]
-pub struct NodeFigures {
-    wheel: u64,
-    ready: u64,
-    inflight: u64,
-    shards: NodeShards,
-}
-
-#[derive(ToSchema)]
-pub struct Stats {
-    /// Count by state over every tenant.
-    timers: BTreeMap<String, u64>,
-    node: NodeFigures,
-}
-
-#[derive(ToSchema)]
-pub struct Lease {
-    shard: u64,
-    owner: Option<String>,
-    lease_until: String,
-    epoch: i64,
-    incarnation: Option<i64>,
-}
-
-#[derive(ToSchema)]
-pub struct Cluster {
-    node_id: String,
-    incarnation: i64,
-    shards: u64,
-    /// Shards held per node.
-    owners: BTreeMap<String, u64>,
-    unowned: u64,
-    leases: Vec<Lease>,
-}
-
-#[derive(ToSchema)]
-pub struct Status {
-    status: String,
-}
-
 // ---- Routes of issue 15 (see DESIGN-15); switch to the handlers' types once merged.
 
 /// The whole body is optional.
@@ -289,14 +156,6 @@ pub struct PreviewRequest {
 #[derive(ToSchema)]
 pub struct Preview {
     instants: Vec<String>,
-}
-
-/// `GET /v1/subjects`: each subject's counts stop at `count_cap` reminders.
-#[derive(ToSchema)]
-pub struct SubjectList {
-    subjects: Vec<SubjectSummaryJson>,
-    next_cursor: Option<String>,
-    count_cap: u64,
 }
 
 /// A subscriber's profile (`PUT /v1/subscribers/{user_id}`, and a line of
@@ -501,27 +360,27 @@ pub fn collect(
     add::<SubjectJson>(all);
     add::<ReminderBody>(all);
     add::<ReminderJson>(all);
-    add::<ReminderSlot>(all);
-    add::<RemindersCancelled>(all);
-    add::<UserReminders>(all);
-    add::<UserSubject>(all);
-    add::<UserReminder>(all);
+    add::<crate::api::reminders::SlotJson>(all);
+    add::<crate::api::reminders::RemindersCancelledJson>(all);
+    add::<crate::api::reminders::UserRemindersJson>(all);
+    add::<crate::api::reminders::UserSubjectJson>(all);
+    add::<crate::api::reminders::UserReminderJson>(all);
     add::<AudienceJson>(all);
     add::<AudienceTarget>(all);
     add::<RuleBody>(all);
     add::<RuleJson>(all);
-    add::<RuleList>(all);
+    add::<crate::api::campaigns::rules::RuleList>(all);
     add::<VersionJson>(all);
-    add::<VersionList>(all);
+    add::<crate::api::campaigns::rules::VersionList>(all);
     add::<TaskJson>(all);
     add::<TaskJobJson>(all);
     add::<TaskList>(all);
     add::<JobBody>(all);
     add::<JobJson>(all);
     add::<TotalsJson>(all);
-    add::<JobList>(all);
+    add::<crate::api::campaigns::jobs::JobList>(all);
     add::<SegmentJson>(all);
-    add::<SegmentList>(all);
+    add::<crate::api::campaigns::jobs::SegmentList>(all);
     add::<SendJson>(all);
     add::<SendList>(all);
     add::<Channel>(all);
@@ -530,20 +389,20 @@ pub fn collect(
     add::<ChannelToken>(all);
     add::<Recalled>(all);
     add::<CreateKey>(all);
-    add::<KeyCreated>(all);
+    add::<crate::api::admin::keys::KeyCreated>(all);
     add::<KeyJson>(all);
-    add::<KeyList>(all);
+    add::<crate::api::admin::keys::KeyList>(all);
     add::<EntryJson>(all);
-    add::<AuditList>(all);
+    add::<crate::api::admin::audit::AuditList>(all);
     add::<Report>(all);
     add::<ReportRowJson>(all);
-    add::<Stats>(all);
-    add::<NodeFigures>(all);
-    add::<NodeShards>(all);
-    add::<Cluster>(all);
+    add::<crate::api::admin::ops::StatsJson>(all);
+    add::<crate::api::admin::ops::NodeFiguresJson>(all);
+    add::<crate::api::admin::ops::NodeShardsJson>(all);
+    add::<crate::api::admin::ops::ClusterJson>(all);
     add::<crate::reload::ReloadReport>(all);
-    add::<Lease>(all);
-    add::<Status>(all);
+    add::<crate::api::admin::ops::LeaseJson>(all);
+    add::<crate::api::admin::ops::StatusJson>(all);
     // Issue 15.
     add::<crate::api::timers::search::SearchPage>(all);
     add::<crate::api::timers::changes::PatchBody<'static>>(all);
@@ -563,7 +422,7 @@ pub fn collect(
     add::<FailureGroup>(all);
     add::<PreviewRequest>(all);
     add::<Preview>(all);
-    add::<SubjectList>(all);
+    add::<crate::api::reminders::subjects::SubjectListJson>(all);
     add::<SubjectSummaryJson>(all);
     add::<crate::api::reminders::subjects::SubjectDetailJson>(all);
     add::<crate::api::reminders::subjects::CountsJson>(all);
