@@ -15,6 +15,7 @@ use crate::api::campaigns::jobs::{
     FailureGroup, JobFailures, JobJson, JobRetried, SegmentJson, SendJson,
 };
 use crate::api::campaigns::rules::{RuleJson, TaskJson, VersionJson};
+use crate::api::channels::{PausedJson, TokenJson};
 use crate::api::reminders::subjects::SubjectSummaryJson;
 use crate::api::timers::{DeliveryJson, TimerJson};
 use crate::http::error::ErrorBody;
@@ -27,18 +28,6 @@ pub struct BulkLineResult {
     /// The status the single endpoint would have answered.
     status: u16,
     error: Option<ErrorBody>,
-}
-
-#[derive(ToSchema)]
-pub struct TaskList {
-    tasks: Vec<TaskJson>,
-}
-
-#[derive(ToSchema)]
-pub struct SendList {
-    sends: Vec<SendJson>,
-    /// With `outcome`: where the next page starts; null on the last one.
-    next_after: Option<u64>,
 }
 
 /// A channel: configuration, provider state, outcomes and current rate.
@@ -58,38 +47,15 @@ pub struct Channel {
     /// Provider answers per second over the last ~10 s on this node.
     current_rate: f64,
     /// Paused by an operator (`:pause`); `null` when not.
-    paused: Option<ChannelPause>,
+    paused: Option<PausedJson>,
     /// For channels with tokens.
-    token: Option<ChannelToken>,
+    token: Option<TokenJson>,
     rate_per_s: Option<f64>,
-}
-
-#[derive(ToSchema)]
-pub struct ChannelPause {
-    since: String,
-    until: Option<String>,
-    reason: Option<String>,
-}
-
-#[derive(ToSchema)]
-pub struct ChannelToken {
-    valid: bool,
-    expires_at: Option<String>,
 }
 
 #[derive(ToSchema)]
 pub struct ChannelList {
     channels: Vec<Channel>,
-}
-
-#[derive(ToSchema)]
-pub struct Recalled {
-    id: i64,
-    channel: String,
-    provider_msgid: Option<String>,
-    final_status: String,
-    /// Unix ms.
-    recalled_at: i64,
 }
 
 /// `GET /v1/reports`.
@@ -129,34 +95,6 @@ pub struct ReportRowJson {
 }
 
 // ---- Routes of issue 15 (see DESIGN-15); switch to the handlers' types once merged.
-
-/// The whole body is optional.
-#[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct PauseRequest {
-    /// A time in the future; held until resumed when absent.
-    #[schema(format = DateTime)]
-    until: Option<String>,
-    reason: Option<String>,
-}
-
-#[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct PreviewRequest {
-    /// A rule's `schedule` object (`at` or `cron`).
-    #[schema(value_type = Object)]
-    schedule: serde_json::Value,
-    /// Default 10.
-    #[schema(minimum = 1, maximum = 100)]
-    count: Option<u32>,
-    #[schema(format = DateTime)]
-    from: Option<String>,
-}
-
-#[derive(ToSchema)]
-pub struct Preview {
-    instants: Vec<String>,
-}
 
 /// A subscriber's profile (`PUT /v1/subscribers/{user_id}`, and a line of
 /// `POST /v1/subscribers:bulk` with its `user_id`). Every field is
@@ -261,26 +199,6 @@ pub struct SubscriberList {
     next_cursor: Option<String>,
 }
 
-/// One line of an NDJSON audience upload (`POST /v1/audiences`); blank
-/// lines are skipped.
-#[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RecipientLine {
-    /// 1..=256 bytes, no control characters.
-    #[schema(
-        min_length = 1,
-        max_length = 256,
-        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$"
-    )]
-    recipient: String,
-}
-
-#[derive(ToSchema)]
-pub struct AudienceList {
-    audiences: Vec<AudienceJson>,
-    next_cursor: Option<String>,
-}
-
 /// `null` while the window holds no delivery.
 #[derive(ToSchema)]
 pub struct Lateness {
@@ -374,7 +292,7 @@ pub fn collect(
     add::<crate::api::campaigns::rules::VersionList>(all);
     add::<TaskJson>(all);
     add::<TaskJobJson>(all);
-    add::<TaskList>(all);
+    add::<crate::api::campaigns::rules::TaskList>(all);
     add::<JobBody>(all);
     add::<JobJson>(all);
     add::<TotalsJson>(all);
@@ -382,12 +300,12 @@ pub fn collect(
     add::<SegmentJson>(all);
     add::<crate::api::campaigns::jobs::SegmentList>(all);
     add::<SendJson>(all);
-    add::<SendList>(all);
+    add::<crate::api::campaigns::jobs::SendList>(all);
     add::<Channel>(all);
     add::<ChannelList>(all);
-    add::<ChannelPause>(all);
-    add::<ChannelToken>(all);
-    add::<Recalled>(all);
+    add::<crate::api::channels::PausedJson>(all);
+    add::<crate::api::channels::TokenJson>(all);
+    add::<crate::api::channels::RecalledJson>(all);
     add::<CreateKey>(all);
     add::<crate::api::admin::keys::KeyCreated>(all);
     add::<KeyJson>(all);
@@ -411,7 +329,7 @@ pub fn collect(
     add::<crate::api::timers::changes::RetriedJson>(all);
     add::<crate::api::timers::search::DeadLettersJson>(all);
     add::<crate::api::timers::search::GroupJson>(all);
-    add::<PauseRequest>(all);
+    add::<crate::api::channels::PauseBody>(all);
     add::<JobRetried>(all);
     add::<crate::api::campaigns::job_recall::JobRecalled>(all);
     add::<crate::api::channels::receipts::ReceiptBody>(all);
@@ -420,15 +338,15 @@ pub fn collect(
     add::<crate::api::campaigns::jobs::FollowUpJson>(all);
     add::<JobFailures>(all);
     add::<FailureGroup>(all);
-    add::<PreviewRequest>(all);
-    add::<Preview>(all);
+    add::<crate::api::campaigns::schedules::PreviewBody>(all);
+    add::<crate::api::campaigns::schedules::PreviewJson>(all);
     add::<crate::api::reminders::subjects::SubjectListJson>(all);
     add::<SubjectSummaryJson>(all);
     add::<crate::api::reminders::subjects::SubjectDetailJson>(all);
     add::<crate::api::reminders::subjects::CountsJson>(all);
     add::<crate::api::reminders::subjects::ReminderGroupJson>(all);
-    add::<AudienceList>(all);
-    add::<RecipientLine>(all);
+    add::<crate::api::campaigns::audiences::AudienceList>(all);
+    add::<crate::api::campaigns::audiences::parser::NdLine>(all);
     add::<SubscriberBody>(all);
     add::<SubscriberPatch>(all);
     add::<SubscriberLine>(all);

@@ -707,6 +707,23 @@ pub struct SendsQuery {
     limit: Option<String>,
 }
 
+/// `GET /v1/jobs/{id}/sends`'s answer: with `outcome`, a page and its
+/// cursor; a range (`start`, `end`) answers [`SendRange`], this without
+/// the cursor.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct SendList {
+    /// With `outcome`: where the next page starts; null on the last one.
+    next_after: Option<u64>,
+    sends: Vec<SendJson>,
+}
+
+/// A range of the send log: `{sends}` (the document's `SendList`, whose
+/// `next_after` it leaves out).
+#[derive(Serialize)]
+struct SendRange {
+    sends: Vec<SendJson>,
+}
+
 /// `?outcome=X&after=&limit=`: the send log's rows in state `X` (for
 /// example the recipients left `in_doubt`), by index, wherever they are in
 /// the audience. `{sends, next_after}`; `next_after` is null on the last page.
@@ -743,8 +760,8 @@ async fn sends_by_outcome(
     let next_after = (rows.len() == limit)
         .then(|| rows.last().map(|r| r.index))
         .flatten();
-    let out: Vec<SendJson> = rows.into_iter().map(Into::into).collect();
-    Ok(axum::Json(serde_json::json!({ "sends": out, "next_after": next_after })).into_response())
+    let sends = rows.into_iter().map(Into::into).collect();
+    Ok(axum::Json(SendList { next_after, sends }).into_response())
 }
 
 /// `GET /v1/jobs/{id}/sends?start=&end=` → `{sends}`: the send log of
@@ -794,8 +811,8 @@ pub async fn sends(
         .campaigns
         .job_sends(caller.tenant, id, start, end)
         .await?;
-    let out: Vec<SendJson> = rows.into_iter().map(Into::into).collect();
-    Ok(axum::Json(serde_json::json!({ "sends": out })).into_response())
+    let sends = rows.into_iter().map(Into::into).collect();
+    Ok(axum::Json(SendRange { sends }).into_response())
 }
 
 #[cfg(test)]

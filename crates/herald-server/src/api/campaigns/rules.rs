@@ -621,6 +621,12 @@ pub struct TasksQuery {
     limit: Option<String>,
 }
 
+/// `GET /v1/rules/{id}/tasks`'s answer.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct TaskList {
+    tasks: Vec<TaskJson>,
+}
+
 /// `GET /v1/rules/{id}/tasks?limit=` → `{tasks}`, newest `planned_at` first,
 /// each with its job's totals once it has one.
 pub async fn tasks(
@@ -642,5 +648,5 @@ pub async fn tasks(
         }
         out.push(json);
     }
-    Ok(ok(StatusCode::OK, serde_json::json!({ "tasks": out })))
+    Ok(ok(StatusCode::OK, TaskList { tasks: out }))
 }

@@ -49,15 +49,19 @@ struct ChannelJson {
     token: Option<TokenJson>,
 }
 
-#[derive(Serialize)]
-struct PausedJson {
+/// An operator's pause of a channel.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = ChannelPause)]
+pub(crate) struct PausedJson {
     since: String,
     until: Option<String>,
     reason: Option<String>,
 }
 
-#[derive(Serialize)]
-struct TokenJson {
+/// A channel's provider access token: valid now, and until when.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = ChannelToken)]
+pub(crate) struct TokenJson {
     valid: bool,
     expires_at: Option<String>,
 }
@@ -122,11 +126,27 @@ pub async fn list(
     axum::Json(serde_json::json!({ "channels": channels })).into_response()
 }
 
-#[derive(Deserialize, Default)]
+/// The whole body is optional.
+#[derive(Deserialize, Default, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct PauseBody {
+#[schema(as = PauseRequest)]
+pub(crate) struct PauseBody {
+    /// A time in the future; held until resumed when absent.
+    #[schema(format = DateTime)]
     until: Option<String>,
     reason: Option<String>,
+}
+
+/// `POST /v1/deliveries/{id}:recall`'s answer.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = Recalled)]
+pub(crate) struct RecalledJson {
+    id: i64,
+    channel: String,
+    provider_msgid: Option<String>,
+    final_status: String,
+    /// Unix ms.
+    recalled_at: i64,
 }
 
 /// `POST /v1/channels/{name}:pause` (body optional: `{"until"?, "reason"?}`)
@@ -427,13 +447,13 @@ pub async fn action(
         Some(Ok(())) => {
             let now = st.clock.now_ms();
             store.mark_delivery_recalled(id, now).await?;
-            Ok(axum::Json(serde_json::json!({
-                "id": id,
-                "channel": d.channel,
-                "provider_msgid": msgid,
-                "final_status": herald_store::FINAL_RECALLED,
-                "recalled_at": now,
-            }))
+            Ok(axum::Json(RecalledJson {
+                id,
+                channel: d.channel,
+                provider_msgid: Some(msgid),
+                final_status: herald_store::FINAL_RECALLED.to_string(),
+                recalled_at: now,
+            })
             .into_response())
         }
     }
