@@ -199,57 +199,6 @@ pub struct SubscriberList {
     next_cursor: Option<String>,
 }
 
-/// `null` while the window holds no delivery.
-#[derive(ToSchema)]
-pub struct Lateness {
-    p50: Option<f64>,
-    p99: Option<f64>,
-}
-
-#[derive(ToSchema)]
-pub struct LivePoint {
-    t: String,
-    deliveries: u64,
-    /// `null` in a second without deliveries.
-    p50_ms: Option<f64>,
-    p99_ms: Option<f64>,
-}
-
-#[derive(ToSchema)]
-pub struct Live {
-    window_s: u64,
-    deliveries_per_s: f64,
-    lateness_ms: Lateness,
-    /// The last 60 s, one point per second.
-    series: Vec<LivePoint>,
-}
-
-#[derive(ToSchema)]
-pub struct ChannelLive {
-    name: String,
-    outcomes: BTreeMap<String, u64>,
-    rate_per_s: f64,
-}
-
-#[derive(ToSchema)]
-pub struct NodeLive {
-    node_id: String,
-    alive_until: String,
-    shards: u64,
-}
-
-#[derive(ToSchema)]
-pub struct Overview {
-    tenant: Option<String>,
-    /// Sampled counts by state.
-    timers: BTreeMap<String, u64>,
-    sampled_at: String,
-    live: Live,
-    inflight: u64,
-    channels: Vec<ChannelLive>,
-    nodes: Vec<NodeLive>,
-}
-
 /// Every named schema of the document.
 pub fn collect(
     all: &mut Vec<(
@@ -355,10 +304,10 @@ pub fn collect(
     add::<SubscriberQuietHours>(all);
     add::<SubscriberJson>(all);
     add::<SubscriberList>(all);
-    add::<Overview>(all);
-    add::<Live>(all);
-    add::<Lateness>(all);
-    add::<LivePoint>(all);
-    add::<ChannelLive>(all);
-    add::<NodeLive>(all);
+    add::<crate::api::admin::overview::OverviewJson>(all);
+    add::<crate::api::admin::overview::LiveJson>(all);
+    add::<crate::api::admin::overview::LatenessJson>(all);
+    add::<crate::api::admin::overview::LivePointJson>(all);
+    add::<crate::api::admin::overview::ChannelLiveJson>(all);
+    add::<crate::api::admin::overview::NodeLiveJson>(all);
 }

@@ -42,7 +42,7 @@ struct ChannelJson {
     /// Attempts per second over the last 10 whole seconds (the live window).
     rate_per_s: f64,
     /// Attempts of the last minute by outcome (the live window).
-    recent_outcomes: serde_json::Value,
+    recent_outcomes: std::collections::BTreeMap<String, u64>,
     /// An operator's pause (cluster-wide), or `null`.
     paused: Option<PausedJson>,
     /// The provider's access token, for channels that send with one.
@@ -83,7 +83,7 @@ impl ChannelJson {
             status,
             current_rate,
             rate_per_s: 0.0,
-            recent_outcomes: serde_json::json!({}),
+            recent_outcomes: std::collections::BTreeMap::new(),
             paused,
             token,
         }
