@@ -58,42 +58,6 @@ pub struct ChannelList {
     channels: Vec<Channel>,
 }
 
-/// `GET /v1/reports`.
-#[derive(ToSchema)]
-pub struct Report {
-    group_by: Vec<String>,
-    /// The first day counted, if the query named one.
-    from: Option<String>,
-    /// The last day counted, if the query named one.
-    to: Option<String>,
-    /// One per group, in group order.
-    rows: Vec<ReportRowJson>,
-    /// The sum of the rows' counts.
-    total: u64,
-    /// More groups matched than `limit`.
-    truncated: bool,
-}
-
-/// One group of a report: only the keys grouped by appear.
-#[derive(ToSchema)]
-pub struct ReportRowJson {
-    /// The tenant's name.
-    tenant: Option<String>,
-    channel: Option<String>,
-    /// `delivered`, `retry`, `failed`, `dead`, `throttled`, `deferred`,
-    /// `no_address`, `opted_out` (timers); `delivered`, `retry`, `failed` (campaigns).
-    outcome: Option<String>,
-    /// UTC day, `YYYY-MM-DD`.
-    day: Option<String>,
-    /// `null`: not sent by a rule's job (timers, jobs made directly).
-    rule: Option<i64>,
-    /// `null`: not sent by a job (timers).
-    job: Option<i64>,
-    /// Send-log rows counted: attempts for timers, recorded outcomes for
-    /// campaign recipients.
-    count: u64,
-}
-
 // ---- Routes of issue 15 (see DESIGN-15); switch to the handlers' types once merged.
 
 /// A subscriber's profile (`PUT /v1/subscribers/{user_id}`, and a line of
@@ -261,8 +225,8 @@ pub fn collect(
     add::<crate::api::admin::keys::KeyList>(all);
     add::<EntryJson>(all);
     add::<crate::api::admin::audit::AuditList>(all);
-    add::<Report>(all);
-    add::<ReportRowJson>(all);
+    add::<crate::api::admin::reports::ReportJson>(all);
+    add::<crate::api::admin::reports::ReportRowJson>(all);
     add::<crate::api::admin::ops::StatsJson>(all);
     add::<crate::api::admin::ops::NodeFiguresJson>(all);
     add::<crate::api::admin::ops::NodeShardsJson>(all);
