@@ -1,27 +1,62 @@
-//! Schemas of answers the handlers build with `json!`: described here, never
-//! constructed. Everything the handlers serialize from a struct derives its
-//! schema where it is defined.
-
-#![allow(dead_code)]
+//! The document's named schemas: the registration of the real request and
+//! answer types (each derives `ToSchema` where it is defined, with the
+//! constraints its handler checks), and the few shapes no Rust type of this
+//! crate has: a bulk line's common part, a channel (the engine's
+//! `ChannelStatus` flattened) and the subscriber profile (herald-core's
+//! `Profile`). Those are described here, never constructed.
 
 use std::collections::BTreeMap;
 
 use utoipa::ToSchema;
+use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::Schema;
 
-use crate::api::admin::audit::EntryJson;
-use crate::api::admin::keys::KeyJson;
-use crate::api::campaigns::audiences::AudienceJson;
-use crate::api::campaigns::jobs::{
-    FailureGroup, JobFailures, JobJson, JobRetried, SegmentJson, SendJson,
+use super::add;
+use crate::api::admin::audit::{AuditList, EntryJson};
+use crate::api::admin::keys::{CreateKey, KeyCreated, KeyJson, KeyList};
+use crate::api::admin::ops::{
+    ClusterJson, LeaseJson, NodeFiguresJson, NodeShardsJson, StatsJson, StatusJson,
 };
-use crate::api::campaigns::rules::{RuleJson, TaskJson, VersionJson};
-use crate::api::channels::{PausedJson, TokenJson};
-use crate::api::reminders::subjects::SubjectSummaryJson;
-use crate::api::timers::{DeliveryJson, TimerJson};
-use crate::http::error::ErrorBody;
+use crate::api::admin::overview::{
+    ChannelLiveJson, LatenessJson, LiveJson, LivePointJson, NodeLiveJson, OverviewJson,
+};
+use crate::api::admin::reports::{ReportJson, ReportRowJson};
+use crate::api::campaigns::audiences::parser::NdLine;
+use crate::api::campaigns::audiences::{AudienceJson, AudienceList};
+use crate::api::campaigns::job_recall::JobRecalled;
+use crate::api::campaigns::jobs::{
+    FailureGroup, FollowUpBody, FollowUpJson, JobBody, JobFailures, JobJson, JobList, JobRetried,
+    SegmentJson, SegmentList, SendJson, SendList, TotalsJson,
+};
+use crate::api::campaigns::rules::{
+    AudienceTarget, RuleBody, RuleJson, RuleList, TaskJobJson, TaskJson, TaskList, VersionJson,
+    VersionList,
+};
+use crate::api::campaigns::schedules::{PreviewBody, PreviewJson};
+use crate::api::channels::receipts::{ReceiptBody, ReceiptJson};
+use crate::api::channels::{PauseBody, PausedJson, RecalledJson, TokenJson};
+use crate::api::reminders::subjects::{
+    CountsJson, ReminderGroupJson, SubjectDetailJson, SubjectListJson, SubjectSummaryJson,
+};
+use crate::api::reminders::{
+    ReminderBody, ReminderJson, RemindersCancelledJson, SlotJson, SubjectBody, SubjectJson,
+    UserReminderJson, UserRemindersJson, UserSubjectJson,
+};
+use crate::api::timers::changes::{PatchBody, RetriedJson, RetryBody, RetryState};
+use crate::api::timers::search::{DeadLettersJson, GroupJson, SearchPage};
+use crate::api::timers::{DeliveryJson, DeliveryList, DigestJson, TimerJson};
+use crate::http::error::{Envelope, ErrorBody};
+use crate::http::validate::{CreateTimer, OnConflict, TimerDigest, To};
+use crate::reload::ReloadReport;
+
+// ---- Bulk answers. Each bulk endpoint writes its own line type
+// (`api::timers::BulkLine` adds `id`, `due_at`, `state`;
+// `api::subscribers::BulkLine` adds `user_id`, `version`); this is the
+// part they share, which is what the document promises.
 
 /// One answer line of a bulk endpoint (NDJSON), in input order.
 #[derive(ToSchema)]
+#[allow(dead_code)]
 pub struct BulkLineResult {
     /// 1-based line number of the request.
     line: u64,
@@ -30,8 +65,13 @@ pub struct BulkLineResult {
     error: Option<ErrorBody>,
 }
 
+// ---- Channels. `api::channels::ChannelJson` flattens the engine's
+// `ChannelStatus` (herald-engine carries no OpenAPI derive), so the
+// channel's shape is stated here; its pause and token are the real types.
+
 /// A channel: configuration, provider state, outcomes and current rate.
 #[derive(ToSchema)]
+#[allow(dead_code)]
 pub struct Channel {
     name: String,
     kind: String,
@@ -54,16 +94,22 @@ pub struct Channel {
 }
 
 #[derive(ToSchema)]
+#[allow(dead_code)]
 pub struct ChannelList {
     channels: Vec<Channel>,
 }
 
-// ---- Routes of issue 15 (see DESIGN-15); switch to the handlers' types once merged.
+// ---- Subscribers. The handlers read a profile as JSON into
+// `herald_core::subscriber::Profile` (the pure core crate carries no
+// OpenAPI derive; a patch is merged as JSON first, and serde's path names
+// the field at fault), and answer it flattened into `SubscriberJson` as
+// stored JSON: its shape is stated here.
 
 /// A subscriber's profile (`PUT /v1/subscribers/{user_id}`, and a line of
 /// `POST /v1/subscribers:bulk` with its `user_id`). Every field is
 /// optional, none is `null`; unknown fields are refused.
 #[derive(ToSchema)]
+#[allow(dead_code)]
 #[serde(deny_unknown_fields)]
 pub struct SubscriberBody {
     /// IANA time zone; the user's quiet hours follow it.
@@ -81,6 +127,7 @@ pub struct SubscriberBody {
 
 /// One line of `POST /v1/subscribers:bulk`: the user and their profile.
 #[derive(ToSchema)]
+#[allow(dead_code)]
 #[serde(deny_unknown_fields)]
 pub struct SubscriberLine {
     /// 1..=128 of `A-Z a-z 0-9 _ - . : @`.
@@ -101,6 +148,7 @@ pub struct SubscriberLine {
 /// `PATCH /v1/subscribers/{user_id}`: a JSON merge patch (RFC 7396) of the
 /// profile: `null` removes a field, an object merges into the stored one.
 #[derive(ToSchema)]
+#[allow(dead_code)]
 #[serde(deny_unknown_fields)]
 pub struct SubscriberPatch {
     timezone: Option<String>,
@@ -114,6 +162,7 @@ pub struct SubscriberPatch {
 
 /// Where a user is reached, per channel type.
 #[derive(ToSchema)]
+#[allow(dead_code)]
 pub struct SubscriberAddresses {
     /// RFC 5321 (`+` allowed).
     email: Option<String>,
@@ -131,6 +180,7 @@ pub struct SubscriberAddresses {
 
 /// Opt-outs (`false`); a missing entry is opted in.
 #[derive(ToSchema)]
+#[allow(dead_code)]
 pub struct SubscriberPreferences {
     channel_types: Option<BTreeMap<String, bool>>,
     topics: Option<BTreeMap<String, bool>>,
@@ -138,6 +188,7 @@ pub struct SubscriberPreferences {
 
 /// `HH:MM` to `HH:MM`, in the subscriber's time zone.
 #[derive(ToSchema)]
+#[allow(dead_code)]
 pub struct SubscriberQuietHours {
     start: String,
     end: String,
@@ -145,6 +196,7 @@ pub struct SubscriberQuietHours {
 
 /// A directory entry: the profile with its version and times.
 #[derive(ToSchema)]
+#[allow(dead_code)]
 pub struct SubscriberJson {
     user_id: String,
     timezone: Option<String>,
@@ -158,108 +210,50 @@ pub struct SubscriberJson {
 }
 
 #[derive(ToSchema)]
+#[allow(dead_code)]
 pub struct SubscriberList {
     subscribers: Vec<SubscriberJson>,
     next_cursor: Option<String>,
 }
 
-/// Every named schema of the document.
-pub fn collect(
-    all: &mut Vec<(
-        String,
-        utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
-    )>,
-) {
-    use super::add;
-    use crate::api::admin::keys::CreateKey;
-    use crate::api::campaigns::jobs::{JobBody, TotalsJson};
-    use crate::api::campaigns::rules::{AudienceTarget, RuleBody, TaskJobJson};
-    use crate::api::reminders::{ReminderBody, ReminderJson, SubjectBody, SubjectJson};
-
-    add::<crate::http::error::Envelope<'static>>(all);
+/// Every named schema of the document, with the schemas they refer to.
+pub fn collect(all: &mut Vec<(String, RefOr<Schema>)>) {
+    // Errors and bulk lines.
+    add::<Envelope<'static>>(all);
     add::<ErrorBody>(all);
-    add::<crate::http::validate::CreateTimer<'static>>(all);
-    add::<crate::http::validate::OnConflict>(all);
-    add::<crate::http::validate::To>(all);
-    add::<crate::http::validate::TimerDigest>(all);
-    add::<crate::api::timers::DigestJson>(all);
     add::<BulkLineResult>(all);
+    // Timers.
+    add::<CreateTimer<'static>>(all);
+    add::<OnConflict>(all);
+    add::<To>(all);
+    add::<TimerDigest>(all);
+    add::<DigestJson>(all);
     add::<TimerJson>(all);
-    add::<crate::api::timers::DeliveryList>(all);
+    add::<SearchPage>(all);
+    add::<PatchBody<'static>>(all);
+    add::<RetryBody>(all);
+    add::<RetryState>(all);
+    add::<RetriedJson>(all);
+    add::<DeadLettersJson>(all);
+    add::<GroupJson>(all);
+    add::<DeliveryList>(all);
     add::<DeliveryJson>(all);
+    // Reminders and subjects.
     add::<SubjectBody>(all);
     add::<SubjectJson>(all);
     add::<ReminderBody>(all);
     add::<ReminderJson>(all);
-    add::<crate::api::reminders::SlotJson>(all);
-    add::<crate::api::reminders::RemindersCancelledJson>(all);
-    add::<crate::api::reminders::UserRemindersJson>(all);
-    add::<crate::api::reminders::UserSubjectJson>(all);
-    add::<crate::api::reminders::UserReminderJson>(all);
-    add::<AudienceJson>(all);
-    add::<AudienceTarget>(all);
-    add::<RuleBody>(all);
-    add::<RuleJson>(all);
-    add::<crate::api::campaigns::rules::RuleList>(all);
-    add::<VersionJson>(all);
-    add::<crate::api::campaigns::rules::VersionList>(all);
-    add::<TaskJson>(all);
-    add::<TaskJobJson>(all);
-    add::<crate::api::campaigns::rules::TaskList>(all);
-    add::<JobBody>(all);
-    add::<JobJson>(all);
-    add::<TotalsJson>(all);
-    add::<crate::api::campaigns::jobs::JobList>(all);
-    add::<SegmentJson>(all);
-    add::<crate::api::campaigns::jobs::SegmentList>(all);
-    add::<SendJson>(all);
-    add::<crate::api::campaigns::jobs::SendList>(all);
-    add::<Channel>(all);
-    add::<ChannelList>(all);
-    add::<crate::api::channels::PausedJson>(all);
-    add::<crate::api::channels::TokenJson>(all);
-    add::<crate::api::channels::RecalledJson>(all);
-    add::<CreateKey>(all);
-    add::<crate::api::admin::keys::KeyCreated>(all);
-    add::<KeyJson>(all);
-    add::<crate::api::admin::keys::KeyList>(all);
-    add::<EntryJson>(all);
-    add::<crate::api::admin::audit::AuditList>(all);
-    add::<crate::api::admin::reports::ReportJson>(all);
-    add::<crate::api::admin::reports::ReportRowJson>(all);
-    add::<crate::api::admin::ops::StatsJson>(all);
-    add::<crate::api::admin::ops::NodeFiguresJson>(all);
-    add::<crate::api::admin::ops::NodeShardsJson>(all);
-    add::<crate::api::admin::ops::ClusterJson>(all);
-    add::<crate::reload::ReloadReport>(all);
-    add::<crate::api::admin::ops::LeaseJson>(all);
-    add::<crate::api::admin::ops::StatusJson>(all);
-    // Issue 15.
-    add::<crate::api::timers::search::SearchPage>(all);
-    add::<crate::api::timers::changes::PatchBody<'static>>(all);
-    add::<crate::api::timers::changes::RetryBody>(all);
-    add::<crate::api::timers::changes::RetryState>(all);
-    add::<crate::api::timers::changes::RetriedJson>(all);
-    add::<crate::api::timers::search::DeadLettersJson>(all);
-    add::<crate::api::timers::search::GroupJson>(all);
-    add::<crate::api::channels::PauseBody>(all);
-    add::<JobRetried>(all);
-    add::<crate::api::campaigns::job_recall::JobRecalled>(all);
-    add::<crate::api::channels::receipts::ReceiptBody>(all);
-    add::<crate::api::channels::receipts::ReceiptJson>(all);
-    add::<crate::api::campaigns::jobs::FollowUpBody>(all);
-    add::<crate::api::campaigns::jobs::FollowUpJson>(all);
-    add::<JobFailures>(all);
-    add::<FailureGroup>(all);
-    add::<crate::api::campaigns::schedules::PreviewBody>(all);
-    add::<crate::api::campaigns::schedules::PreviewJson>(all);
-    add::<crate::api::reminders::subjects::SubjectListJson>(all);
+    add::<SlotJson>(all);
+    add::<RemindersCancelledJson>(all);
+    add::<UserRemindersJson>(all);
+    add::<UserSubjectJson>(all);
+    add::<UserReminderJson>(all);
+    add::<SubjectListJson>(all);
     add::<SubjectSummaryJson>(all);
-    add::<crate::api::reminders::subjects::SubjectDetailJson>(all);
-    add::<crate::api::reminders::subjects::CountsJson>(all);
-    add::<crate::api::reminders::subjects::ReminderGroupJson>(all);
-    add::<crate::api::campaigns::audiences::AudienceList>(all);
-    add::<crate::api::campaigns::audiences::parser::NdLine>(all);
+    add::<SubjectDetailJson>(all);
+    add::<CountsJson>(all);
+    add::<ReminderGroupJson>(all);
+    // Subscribers.
     add::<SubscriberBody>(all);
     add::<SubscriberPatch>(all);
     add::<SubscriberLine>(all);
@@ -268,10 +262,64 @@ pub fn collect(
     add::<SubscriberQuietHours>(all);
     add::<SubscriberJson>(all);
     add::<SubscriberList>(all);
-    add::<crate::api::admin::overview::OverviewJson>(all);
-    add::<crate::api::admin::overview::LiveJson>(all);
-    add::<crate::api::admin::overview::LatenessJson>(all);
-    add::<crate::api::admin::overview::LivePointJson>(all);
-    add::<crate::api::admin::overview::ChannelLiveJson>(all);
-    add::<crate::api::admin::overview::NodeLiveJson>(all);
+    // Campaigns: audiences, rules, schedules, jobs.
+    add::<AudienceJson>(all);
+    add::<AudienceList>(all);
+    add::<NdLine>(all);
+    add::<AudienceTarget>(all);
+    add::<RuleBody>(all);
+    add::<RuleJson>(all);
+    add::<RuleList>(all);
+    add::<VersionJson>(all);
+    add::<VersionList>(all);
+    add::<TaskJson>(all);
+    add::<TaskJobJson>(all);
+    add::<TaskList>(all);
+    add::<PreviewBody>(all);
+    add::<PreviewJson>(all);
+    add::<JobBody>(all);
+    add::<JobJson>(all);
+    add::<TotalsJson>(all);
+    add::<JobList>(all);
+    add::<SegmentJson>(all);
+    add::<SegmentList>(all);
+    add::<SendJson>(all);
+    add::<SendList>(all);
+    add::<JobRetried>(all);
+    add::<JobRecalled>(all);
+    add::<FollowUpBody>(all);
+    add::<FollowUpJson>(all);
+    add::<JobFailures>(all);
+    add::<FailureGroup>(all);
+    // Channels.
+    add::<Channel>(all);
+    add::<ChannelList>(all);
+    add::<PausedJson>(all);
+    add::<TokenJson>(all);
+    add::<PauseBody>(all);
+    add::<RecalledJson>(all);
+    add::<ReceiptBody>(all);
+    add::<ReceiptJson>(all);
+    // Access and operations.
+    add::<CreateKey>(all);
+    add::<KeyCreated>(all);
+    add::<KeyJson>(all);
+    add::<KeyList>(all);
+    add::<EntryJson>(all);
+    add::<AuditList>(all);
+    add::<ReportJson>(all);
+    add::<ReportRowJson>(all);
+    add::<StatsJson>(all);
+    add::<NodeFiguresJson>(all);
+    add::<NodeShardsJson>(all);
+    add::<ClusterJson>(all);
+    add::<LeaseJson>(all);
+    add::<StatusJson>(all);
+    add::<ReloadReport>(all);
+    add::<OverviewJson>(all);
+    add::<LiveJson>(all);
+    add::<LatenessJson>(all);
+    add::<LivePointJson>(all);
+    add::<ChannelLiveJson>(all);
+    add::<NodeLiveJson>(all);
 }
