@@ -29,7 +29,7 @@ pub const MAX_KEY_BYTES: usize = 255;
 #[serde(deny_unknown_fields)]
 pub(crate) struct CreateTimer<'a> {
     /// RFC 3339, at most 10 years ahead; give this or `delay_ms`.
-    /// `Cow`: borrowed unless the caller escaped a character (`\u002b`).
+    // `Cow`: borrowed unless the caller escaped a character (`\u002b`).
     #[serde(default, borrow, deserialize_with = "json_body::opt_cow_str")]
     #[schema(value_type = Option<String>, format = DateTime)]
     fire_at: Option<Cow<'a, str>>,
@@ -72,8 +72,8 @@ pub(crate) struct CreateTimer<'a> {
     on_conflict: Option<String>,
 }
 
-/// `"to"`: a subscriber, whose address is read from the directory when the
-/// timer fires.
+/// `to` of `POST /v1/timers`: a subscriber, whose address is read from the
+/// directory when the timer fires.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(as = TimerTo)]
@@ -86,10 +86,10 @@ pub(crate) struct To {
     channel_type: Option<String>,
 }
 
-/// `digest` of `POST /v1/timers`: `window_ms` or `at_local`. The schema of
-/// `herald_core::digest::Digest`, which the handler deserializes: the pure
-/// core crate carries no OpenAPI derive, so its shape is stated here,
-/// beside the one request that reads it.
+// The schema of `herald_core::digest::Digest`, which the handler
+// deserializes: the pure core crate carries no OpenAPI derive, so its shape
+// is stated here, beside the one request that reads it.
+/// `digest` of `POST /v1/timers`: `window_ms` or `at_local`.
 #[derive(ToSchema)]
 #[allow(dead_code)]
 pub(crate) struct TimerDigest {

@@ -161,8 +161,8 @@ pub async fn report(
     .into_response())
 }
 
-/// One group of a report: only the keys grouped by appear (the outer
-/// `Option` says whether the key is there; the inner one is its `null`).
+// The outer `Option` says whether a key is there; the inner one is its `null`.
+/// One group of a report: only the keys grouped by appear.
 #[derive(Serialize, ToSchema, Default)]
 pub(crate) struct ReportRowJson {
     /// The tenant's name.

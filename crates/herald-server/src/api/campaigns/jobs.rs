@@ -708,8 +708,7 @@ pub struct SendsQuery {
 }
 
 /// `GET /v1/jobs/{id}/sends`'s answer: with `outcome`, a page and its
-/// cursor; a range (`start`, `end`) answers [`SendRange`], this without
-/// the cursor.
+/// cursor; a range (`start`, `end`) has no cursor.
 #[derive(Serialize, utoipa::ToSchema)]
 pub(crate) struct SendList {
     /// With `outcome`: where the next page starts; null on the last one.

@@ -170,10 +170,10 @@ pub(crate) struct RetryBody {
     limit: Option<i64>,
 }
 
-/// The states the document offers for `state` of `POST /v1/timers:retry`.
-/// Schema only: the handler reads the word with `state_param`, which also
-/// takes `in_doubt` (replays the in-doubt timers, an operator's recovery
-/// step the document leaves out).
+// Schema only: the handler reads the word with `state_param`, which also
+// takes `in_doubt` (replays the in-doubt timers), a word the document has
+// never offered.
+/// The states `state` of `POST /v1/timers:retry` takes.
 #[derive(ToSchema)]
 #[schema(rename_all = "lowercase")]
 #[allow(dead_code)]
