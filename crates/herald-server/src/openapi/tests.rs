@@ -379,14 +379,3 @@ fn diff(want: &str, got: &str) -> String {
     let new = got.difference(&want).map(|l| format!("+ {l}\n"));
     gone.chain(new).collect()
 }
-
-/// Writes the document to `$HERALD_OPENAPI_DUMP` (a throwaway aid for
-/// comparing schemas across a reshape; removed with it).
-#[test]
-#[ignore]
-fn dump_document() {
-    if let Ok(path) = std::env::var("HERALD_OPENAPI_DUMP") {
-        let text = serde_json::to_string_pretty(&document()).unwrap_or_default();
-        std::fs::write(path, text).unwrap_or_default();
-    }
-}
