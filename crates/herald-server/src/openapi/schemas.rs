@@ -1,15 +1,15 @@
 //! The document's named schemas: the registration of the real request and
 //! answer types (each derives `ToSchema` where it is defined, with the
-//! constraints its handler checks), and the few shapes no Rust type of this
-//! crate has: a bulk line's common part, a channel (the engine's
-//! `ChannelStatus` flattened) and the subscriber profile (herald-core's
+//! constraints its handler checks; the engine's `ChannelStatus` through its
+//! `openapi` feature), and the few shapes no Rust type of this crate has: a
+//! bulk line's common part and the subscriber profile (herald-core's
 //! `Profile`). Those are described here, never constructed.
 
 use std::collections::BTreeMap;
 
 use utoipa::ToSchema;
 use utoipa::openapi::RefOr;
-use utoipa::openapi::schema::Schema;
+use utoipa::openapi::schema::{AllOf, Object, Schema};
 
 use super::add;
 use crate::api::admin::audit::{AuditList, EntryJson};
@@ -34,7 +34,9 @@ use crate::api::campaigns::rules::{
 };
 use crate::api::campaigns::schedules::{PreviewBody, PreviewJson};
 use crate::api::channels::receipts::{ReceiptBody, ReceiptJson};
-use crate::api::channels::{PauseBody, PausedJson, RecalledJson, TokenJson};
+use crate::api::channels::{
+    ChannelJson, ChannelList, PauseBody, PausedJson, RecalledJson, TokenJson,
+};
 use crate::api::reminders::subjects::{
     CountsJson, ReminderGroupJson, SubjectDetailJson, SubjectListJson, SubjectSummaryJson,
 };
@@ -63,40 +65,6 @@ pub struct BulkLineResult {
     /// The status the single endpoint would have answered.
     status: u16,
     error: Option<ErrorBody>,
-}
-
-// ---- Channels. `api::channels::ChannelJson` flattens the engine's
-// `ChannelStatus` (herald-engine carries no OpenAPI derive), so the
-// channel's shape is stated here; its pause and token are the real types.
-
-/// A channel: configuration, provider state, outcomes and current rate.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct Channel {
-    name: String,
-    kind: String,
-    concurrency: u64,
-    rate_per_sec: Option<f64>,
-    /// Unix ms; `null` when the channel uses no token or has none yet.
-    token_valid_until: Option<i64>,
-    /// Unix ms, while the provider has the channel paused.
-    paused_until: Option<i64>,
-    quiet_hours: Option<String>,
-    /// Counts by outcome.
-    outcomes: BTreeMap<String, u64>,
-    /// Provider answers per second over the last ~10 s on this node.
-    current_rate: f64,
-    /// Paused by an operator (`:pause`); `null` when not.
-    paused: Option<PausedJson>,
-    /// For channels with tokens.
-    token: Option<TokenJson>,
-    rate_per_s: Option<f64>,
-}
-
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct ChannelList {
-    channels: Vec<Channel>,
 }
 
 // ---- Subscribers. The handlers read a profile as JSON into
@@ -292,7 +260,7 @@ pub fn collect(all: &mut Vec<(String, RefOr<Schema>)>) {
     add::<JobFailures>(all);
     add::<FailureGroup>(all);
     // Channels.
-    add::<Channel>(all);
+    add::<ChannelJson>(all);
     add::<ChannelList>(all);
     add::<PausedJson>(all);
     add::<TokenJson>(all);
@@ -322,4 +290,36 @@ pub fn collect(all: &mut Vec<(String, RefOr<Schema>)>) {
     add::<LivePointJson>(all);
     add::<ChannelLiveJson>(all);
     add::<NodeLiveJson>(all);
+    for (_, schema) in all.iter_mut() {
+        if let RefOr::T(Schema::AllOf(parts)) = schema
+            && let Some(one) = one_object(parts)
+        {
+            *schema = RefOr::T(Schema::Object(one));
+        }
+    }
+}
+
+/// A type that flattens another one inline (`#[serde(flatten)]` with
+/// `#[schema(inline)]`, as `Channel` flattens the engine's `ChannelStatus`)
+/// derives an `allOf` of plain objects; the document states it as the one
+/// object the answer is: the properties and required names of each part in
+/// order, the outer type's description. An `allOf` with a `$ref` (a named
+/// part) is left as it is.
+fn one_object(parts: &AllOf) -> Option<Object> {
+    let mut one = Object::new();
+    for part in &parts.items {
+        let RefOr::T(Schema::Object(o)) = part else {
+            return None;
+        };
+        one.properties
+            .extend(o.properties.iter().map(|(k, v)| (k.clone(), v.clone())));
+        one.required.extend(o.required.iter().cloned());
+        if one.additional_properties.is_none() {
+            one.additional_properties
+                .clone_from(&o.additional_properties);
+        }
+    }
+    one.schema_type = utoipa::openapi::schema::SchemaType::new(utoipa::openapi::Type::Object);
+    one.description.clone_from(&parts.description);
+    Some(one)
 }

@@ -33,20 +33,36 @@ const CALLBACK_TRIES: u32 = 20;
 /// ...this far apart (WeChat waits 5 s for an answer).
 const CALLBACK_RETRY_MS: u64 = 200;
 
-#[derive(Serialize)]
-struct ChannelJson {
+// The document states a channel as one object (the engine's
+// `ChannelStatus` inlined, merged by `openapi::schemas`); `rate_per_s` and
+// `recent_outcomes` are documented as they were before the answer was
+// typed: the first as optional, the second not at all.
+/// A channel: configuration, provider state, outcomes and current rate.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = Channel)]
+pub(crate) struct ChannelJson {
     #[serde(flatten)]
+    #[schema(inline)]
     status: ChannelStatus,
     /// Provider answers per second over the last ~10 s on this node.
     current_rate: f64,
     /// Attempts per second over the last 10 whole seconds (the live window).
+    #[schema(value_type = Option<f64>)]
     rate_per_s: f64,
     /// Attempts of the last minute by outcome (the live window).
+    #[schema(ignore)]
     recent_outcomes: std::collections::BTreeMap<String, u64>,
-    /// An operator's pause (cluster-wide), or `null`.
+    /// Paused by an operator (`:pause`, cluster-wide); `null` when not.
     paused: Option<PausedJson>,
     /// The provider's access token, for channels that send with one.
     token: Option<TokenJson>,
+}
+
+/// `GET /v1/channels`: every channel the caller is served.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = ChannelList)]
+pub(crate) struct ChannelList {
+    channels: Vec<ChannelJson>,
 }
 
 /// An operator's pause of a channel.
@@ -123,7 +139,7 @@ pub async fn list(
             ChannelJson::new(status, current_rate, now, lends).with_live(&live)
         })
         .collect();
-    axum::Json(serde_json::json!({ "channels": channels })).into_response()
+    axum::Json(ChannelList { channels }).into_response()
 }
 
 /// The whole body is optional.
