@@ -87,8 +87,11 @@ pub(crate) struct To {
 }
 
 // The schema of `herald_core::digest::Digest`, which the handler
-// deserializes: the pure core crate carries no OpenAPI derive, so its shape
-// is stated here, beside the one request that reads it.
+// deserializes, stated here beside the one request that reads it. A derive
+// on `Digest` would not say the same: it refuses unknown fields
+// (`additionalProperties: false`, never stated here), its `key` defaults
+// (so that the check names `digest.key`) where this one is required, and
+// it carries `since`, which the store sets.
 /// `digest` of `POST /v1/timers`: `window_ms` or `at_local`.
 #[derive(ToSchema)]
 #[allow(dead_code)]

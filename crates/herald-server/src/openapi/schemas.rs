@@ -54,7 +54,9 @@ use crate::reload::ReloadReport;
 // ---- Bulk answers. Each bulk endpoint writes its own line type
 // (`api::timers::BulkLine` adds `id`, `due_at`, `state`;
 // `api::subscribers::BulkLine` adds `user_id`, `version`); this is the
-// part they share, which is what the document promises.
+// part they share, which is what the document promises. It is no struct of
+// its own: `error` comes after each endpoint's own fields, so flattening a
+// shared `{line, status, error}` into both would reorder every answer line.
 
 /// One answer line of a bulk endpoint (NDJSON), in input order.
 #[derive(ToSchema)]
@@ -68,10 +70,15 @@ pub struct BulkLineResult {
 }
 
 // ---- Subscribers. The handlers read a profile as JSON into
-// `herald_core::subscriber::Profile` (the pure core crate carries no
-// OpenAPI derive; a patch is merged as JSON first, and serde's path names
-// the field at fault), and answer it flattened into `SubscriberJson` as
-// stored JSON: its shape is stated here.
+// `herald_core::subscriber::Profile` (a patch is merged as JSON first, and
+// serde's path names the field at fault), and answer it flattened into
+// `SubscriberJson` as stored JSON: its shape is stated here. A derive on
+// the core types (as herald-engine's `openapi` feature does for
+// `ChannelStatus`) would not say the same: `Addresses`, `Preferences` and
+// `QuietHours` refuse unknown fields (`additionalProperties: false`, which
+// these schemas never stated), `wechat` and `app` are plain map and list
+// where these are nullable, and the answer's profile fields are nullable
+// where the request's are not.
 
 /// A subscriber's profile (`PUT /v1/subscribers/{user_id}`, and a line of
 /// `POST /v1/subscribers:bulk` with its `user_id`). Every field is
