@@ -135,9 +135,11 @@ impl OutcomeSnapshot {
 
 /// One channel as `GET /v1/channels` shows it. Holds no secret.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ChannelStatus {
     pub name: String,
     pub kind: &'static str,
+    #[cfg_attr(feature = "openapi", schema(value_type = u64))]
     pub concurrency: usize,
     pub rate_per_sec: Option<f64>,
     /// Unix ms; `None` when the channel uses no token or has none yet.
@@ -149,6 +151,11 @@ pub struct ChannelStatus {
     pub operator_pause: Option<ChannelPause>,
     /// `HH:MM-HH:MM Zone (policy)`, if configured.
     pub quiet_hours: Option<String>,
+    /// Counts by outcome.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(value_type = std::collections::BTreeMap<String, u64>)
+    )]
     pub outcomes: OutcomeSnapshot,
 }
 

@@ -294,8 +294,9 @@ mod tests {
         }
     }
 
-    /// What issue 35 found: a MAC keyed with the stored hash alone could be
-    /// made by anyone who read the store. Such a cookie opens nothing now.
+    /// The weakness this guards against: a MAC keyed with the stored hash
+    /// alone could be made by anyone who read the store. Such a cookie
+    /// opens nothing now.
     #[test]
     fn a_cookie_made_from_the_stored_hash_alone_is_refused() {
         let stored = key_hash("s");

@@ -184,8 +184,10 @@ impl From<CampaignError> for ApiError {
     }
 }
 
-#[derive(Serialize)]
-struct Envelope<'a> {
+/// Every error: `{"error": {"code", "message", "field"?}}`.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = ErrorResponse)]
+pub(crate) struct Envelope<'a> {
     error: &'a ErrorBody,
 }
 

@@ -5,8 +5,7 @@
 
 use axum::extract::Query;
 use axum::extract::rejection::QueryRejection;
-use axum::response::{IntoResponse, Response};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::http::error::ApiError;
 use crate::http::request::{int_param, query};
@@ -87,7 +86,6 @@ pub fn next_cursor(len: usize, limit: usize, last: Option<String>) -> Option<Str
 
 /// One page asked for.
 pub struct Page {
-    cursor_name: &'static str,
     pub cursor: Option<i64>,
     pub limit: usize,
 }
@@ -120,7 +118,6 @@ impl Paging {
         let cursor = int_param(self.cursor, cursor, self.min_cursor..=i64::MAX)?;
         let limit = int_param("limit", limit, 1..=self.max_limit)?.unwrap_or(self.default_limit);
         Ok(Page {
-            cursor_name: self.cursor,
             cursor,
             limit: limit as usize,
         })
@@ -128,44 +125,12 @@ impl Paging {
 }
 
 impl Page {
-    /// `{key: items, next_<cursor>: id}`, where the next cursor is `last_id`
-    /// (the id of the last item) when the page is full, else `null`.
-    pub fn respond<T: Serialize>(&self, key: &str, items: &[T], last_id: Option<i64>) -> Response {
-        axum::Json(PageBody {
-            key,
-            items,
-            next_key: format!("next_{}", self.cursor_name),
-            next: self.next_cursor(items.len(), last_id),
-        })
-        .into_response()
-    }
-
-    /// A page shorter than the limit is the last one.
-    fn next_cursor(&self, len: usize, last_id: Option<i64>) -> Option<i64> {
+    /// The next page's cursor: `last_id` (the id of the last item) when the
+    /// page is full, else `None` (`null`: a page shorter than the limit is
+    /// the last one). Each listing answers it beside its items, in its own
+    /// typed body (`next_after` or `next_before`).
+    pub fn next_cursor(&self, len: usize, last_id: Option<i64>) -> Option<i64> {
         if len == self.limit { last_id } else { None }
-    }
-}
-
-/// A page as JSON, keys in sorted order (as `serde_json::json!` writes them).
-struct PageBody<'a, T> {
-    key: &'a str,
-    items: &'a [T],
-    next_key: String,
-    next: Option<i64>,
-}
-
-impl<T: Serialize> Serialize for PageBody<'_, T> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut m = s.serialize_map(Some(2))?;
-        if self.key < self.next_key.as_str() {
-            m.serialize_entry(self.key, self.items)?;
-            m.serialize_entry(&self.next_key, &self.next)?;
-        } else {
-            m.serialize_entry(&self.next_key, &self.next)?;
-            m.serialize_entry(self.key, self.items)?;
-        }
-        m.end()
     }
 }
 
@@ -208,22 +173,6 @@ mod tests {
     #[test]
     fn a_full_page_names_the_next_cursor() {
         let p = page(&ASCENDING, "limit=2").unwrap();
-        let full = serde_json::to_value(PageBody {
-            key: "rules",
-            items: &[1, 2],
-            next_key: "next_after".into(),
-            next: Some(2),
-        })
-        .unwrap();
-        assert_eq!(full, serde_json::json!({"rules": [1, 2], "next_after": 2}));
-        let text = serde_json::to_string(&PageBody {
-            key: "segments",
-            items: &[7],
-            next_key: "next_after".into(),
-            next: None,
-        })
-        .unwrap();
-        assert_eq!(text, r#"{"next_after":null,"segments":[7]}"#);
         assert_eq!(p.next_cursor(2, Some(2)), Some(2));
         assert_eq!(p.next_cursor(1, Some(1)), None);
     }

@@ -11,6 +11,7 @@ use herald_core::{ChannelType, TenantId, TimerKind, shard_for, time::parse_rfc33
 use herald_store::{MAX_USER_ID_BYTES, NewTimer};
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use utoipa::ToSchema;
 
 use crate::http::error::ApiError;
 use crate::http::fields::{check_priority, check_stored_object, unknown_channel};
@@ -23,48 +24,93 @@ pub const MAX_AHEAD_MS: i64 = 10 * 366 * 24 * 3600 * 1000;
 pub const MAX_RECIPIENT_BYTES: usize = 1024;
 pub const MAX_KEY_BYTES: usize = 255;
 
-#[derive(Deserialize)]
+/// `POST /v1/timers` (and one line of `POST /v1/timers:bulk`).
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct CreateTimer<'a> {
-    /// `Cow`: borrowed unless the caller escaped a character (`\u002b`).
+pub(crate) struct CreateTimer<'a> {
+    /// RFC 3339, at most 10 years ahead; give this or `delay_ms`.
+    // `Cow`: borrowed unless the caller escaped a character (`\u002b`).
     #[serde(default, borrow, deserialize_with = "json_body::opt_cow_str")]
+    #[schema(value_type = Option<String>, format = DateTime)]
     fire_at: Option<Cow<'a, str>>,
+    /// At most 10 years.
     #[serde(default)]
+    #[schema(minimum = 0, maximum = 315_576_000_000_i64)]
     delay_ms: Option<i64>,
     channel: String,
+    /// The address as the provider takes it; give this or `to`.
     #[serde(default)]
     recipient: Option<String>,
+    /// A subscriber: the address is read from the directory when the timer fires.
     #[serde(default)]
     to: Option<To>,
+    /// What the message is about (subscribers may opt out of a topic).
     #[serde(default)]
     topic: Option<String>,
+    /// Sent even in quiet hours (never past an opt-out).
     #[serde(default)]
     critical: Option<bool>,
+    /// Held back and sent in one message with the other timers of the same
+    /// recipient, channel and key; the answer's `due_at` is the digest's close.
     #[serde(default)]
+    #[schema(value_type = Option<TimerDigest>)]
     digest: Option<Digest>,
     #[serde(borrow)]
+    #[schema(value_type = Object)]
     message: &'a RawValue,
+    /// 1..=255 visible ASCII characters.
     #[serde(default)]
+    #[schema(pattern = "^[!-~]{1,255}$")]
     idempotency_key: Option<String>,
     #[serde(default)]
+    #[schema(minimum = 0, maximum = 9)]
     priority: Option<i64>,
+    /// With an existing idempotency key: `return` the timer (default) or
+    /// `replace` a pending one's time, message and priority.
     #[serde(default)]
+    #[schema(value_type = Option<OnConflict>)]
     on_conflict: Option<String>,
 }
 
-/// `"to"`: a subscriber, whose address is read from the directory when the
-/// timer fires.
-#[derive(Deserialize)]
+/// `to` of `POST /v1/timers`: a subscriber, whose address is read from the
+/// directory when the timer fires.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct To {
+#[schema(as = TimerTo)]
+pub(crate) struct To {
     user_id: String,
-    /// Which of the subscriber's addresses; defaults to the channel's own type.
+    /// Which of the subscriber's addresses: `app`, `email`, `sms`, `wechat`
+    /// or `wecom`; defaults to the channel's own (required for webhook and
+    /// log channels).
     #[serde(default)]
     channel_type: Option<String>,
 }
 
+// The schema of `herald_core::digest::Digest`, which the handler
+// deserializes, stated here beside the one request that reads it. A derive
+// on `Digest` would not say the same: it refuses unknown fields
+// (`additionalProperties: false`, never stated here), its `key` defaults
+// (so that the check names `digest.key`) where this one is required, and
+// it carries `since`, which the store sets.
+/// `digest` of `POST /v1/timers`: `window_ms` or `at_local`.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub(crate) struct TimerDigest {
+    /// 1..=128 characters.
+    key: String,
+    /// Collect for this long after the first timer's due time (1 ms..7 days).
+    window_ms: Option<i64>,
+    /// With `window_ms`: each arrival extends the window, never past this
+    /// long after the first timer's due time (at least `window_ms`).
+    max_delay_ms: Option<i64>,
+    /// `HH:MM`: collect until the next such time in the subscriber's time
+    /// zone (UTC without one): a daily digest.
+    at_local: Option<String>,
+}
+
 /// What `POST /v1/timers` does when the idempotency key is taken.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ToSchema)]
+#[schema(rename_all = "lowercase")]
 pub enum OnConflict {
     /// Answer the stored timer as it is.
     #[default]

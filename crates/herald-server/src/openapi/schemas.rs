@@ -1,98 +1,66 @@
-//! Schemas of answers the handlers build with `json!`: described here, never
-//! constructed. Everything the handlers serialize from a struct derives its
-//! schema where it is defined.
-
-#![allow(dead_code)]
+//! The document's named schemas: the registration of the real request and
+//! answer types (each derives `ToSchema` where it is defined, with the
+//! constraints its handler checks; the engine's `ChannelStatus` through its
+//! `openapi` feature), and the few shapes no Rust type of this crate has: a
+//! bulk line's common part and the subscriber profile (herald-core's
+//! `Profile`). Those are described here, never constructed.
 
 use std::collections::BTreeMap;
 
 use utoipa::ToSchema;
+use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::{AllOf, Object, Schema};
 
-use crate::api::admin::audit::EntryJson;
-use crate::api::admin::keys::KeyJson;
-use crate::api::campaigns::audiences::AudienceJson;
-use crate::api::campaigns::jobs::{
-    FailureGroup, JobFailures, JobJson, JobRetried, SegmentJson, SendJson,
+use super::add;
+use crate::api::admin::audit::{AuditList, EntryJson};
+use crate::api::admin::keys::{CreateKey, KeyCreated, KeyJson, KeyList};
+use crate::api::admin::ops::{
+    ClusterJson, LeaseJson, NodeFiguresJson, NodeShardsJson, StatsJson, StatusJson,
 };
-use crate::api::campaigns::rules::{RuleJson, TaskJson, VersionJson};
-use crate::api::reminders::subjects::SubjectSummaryJson;
-use crate::api::timers::{DeliveryJson, TimerJson};
-use crate::http::error::ErrorBody;
+use crate::api::admin::overview::{
+    ChannelLiveJson, LatenessJson, LiveJson, LivePointJson, NodeLiveJson, OverviewJson,
+};
+use crate::api::admin::reports::{ReportJson, ReportRowJson};
+use crate::api::campaigns::audiences::parser::NdLine;
+use crate::api::campaigns::audiences::{AudienceJson, AudienceList};
+use crate::api::campaigns::job_recall::JobRecalled;
+use crate::api::campaigns::jobs::{
+    FailureGroup, FollowUpBody, FollowUpJson, JobBody, JobFailures, JobJson, JobList, JobRetried,
+    SegmentJson, SegmentList, SendJson, SendList, TotalsJson,
+};
+use crate::api::campaigns::rules::{
+    AudienceTarget, RuleBody, RuleJson, RuleList, TaskJobJson, TaskJson, TaskList, VersionJson,
+    VersionList,
+};
+use crate::api::campaigns::schedules::{PreviewBody, PreviewJson};
+use crate::api::channels::receipts::{ReceiptBody, ReceiptJson};
+use crate::api::channels::{
+    ChannelJson, ChannelList, PauseBody, PausedJson, RecalledJson, TokenJson,
+};
+use crate::api::reminders::subjects::{
+    CountsJson, ReminderGroupJson, SubjectDetailJson, SubjectListJson, SubjectSummaryJson,
+};
+use crate::api::reminders::{
+    ReminderBody, ReminderJson, RemindersCancelledJson, SlotJson, SubjectBody, SubjectJson,
+    UserReminderJson, UserRemindersJson, UserSubjectJson,
+};
+use crate::api::timers::changes::{PatchBody, RetriedJson, RetryBody, RetryState};
+use crate::api::timers::search::{DeadLettersJson, GroupJson, SearchPage};
+use crate::api::timers::{DeliveryJson, DeliveryList, DigestJson, TimerJson};
+use crate::http::error::{Envelope, ErrorBody};
+use crate::http::validate::{CreateTimer, OnConflict, TimerDigest, To};
+use crate::reload::ReloadReport;
 
-/// Every error: `{"error": {"code", "message", "field"?}}`.
-#[derive(ToSchema)]
-pub struct ErrorResponse {
-    error: ErrorBody,
-}
-
-/// `POST /v1/timers` (and one line of `POST /v1/timers:bulk`).
-#[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CreateTimer {
-    /// RFC 3339, at most 10 years ahead; give this or `delay_ms`.
-    #[schema(format = DateTime)]
-    fire_at: Option<String>,
-    /// At most 10 years.
-    #[schema(minimum = 0, maximum = 315_576_000_000_i64)]
-    delay_ms: Option<i64>,
-    channel: String,
-    /// The address as the provider takes it; give this or `to`.
-    recipient: Option<String>,
-    /// A subscriber: the address is read from the directory when the timer fires.
-    to: Option<TimerTo>,
-    /// What the message is about (subscribers may opt out of a topic).
-    topic: Option<String>,
-    /// Sent even in quiet hours (never past an opt-out).
-    critical: Option<bool>,
-    /// Held back and sent in one message with the other timers of the same
-    /// recipient, channel and key; the answer's `due_at` is the digest's close.
-    digest: Option<TimerDigest>,
-    #[schema(value_type = Object)]
-    message: serde_json::Value,
-    /// 1..=255 visible ASCII characters.
-    #[schema(pattern = "^[!-~]{1,255}$")]
-    idempotency_key: Option<String>,
-    #[schema(minimum = 0, maximum = 9)]
-    priority: Option<i64>,
-    /// With an existing idempotency key: `return` the timer (default) or
-    /// `replace` a pending one's time, message and priority.
-    on_conflict: Option<OnConflict>,
-}
-
-/// `to` of `POST /v1/timers`.
-#[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct TimerTo {
-    user_id: String,
-    /// `app`, `email`, `sms`, `wechat` or `wecom`; defaults to the channel's
-    /// own (required for webhook and log channels).
-    channel_type: Option<String>,
-}
-
-/// `digest` of `POST /v1/timers`: `window_ms` or `at_local`.
-#[derive(ToSchema)]
-pub struct TimerDigest {
-    /// 1..=128 characters.
-    key: String,
-    /// Collect for this long after the first timer's due time (1 ms..7 days).
-    window_ms: Option<i64>,
-    /// With `window_ms`: each arrival extends the window, never past this
-    /// long after the first timer's due time (at least `window_ms`).
-    max_delay_ms: Option<i64>,
-    /// `HH:MM`: collect until the next such time in the subscriber's time
-    /// zone (UTC without one): a daily digest.
-    at_local: Option<String>,
-}
-
-#[derive(ToSchema)]
-#[schema(rename_all = "lowercase")]
-pub enum OnConflict {
-    Return,
-    Replace,
-}
+// ---- Bulk answers. Each bulk endpoint writes its own line type
+// (`api::timers::BulkLine` adds `id`, `due_at`, `state`;
+// `api::subscribers::BulkLine` adds `user_id`, `version`); this is the
+// part they share, which is what the document promises. It is no struct of
+// its own: `error` comes after each endpoint's own fields, so flattening a
+// shared `{line, status, error}` into both would reorder every answer line.
 
 /// One answer line of a bulk endpoint (NDJSON), in input order.
 #[derive(ToSchema)]
+#[allow(dead_code)]
 pub struct BulkLineResult {
     /// 1-based line number of the request.
     line: u64,
@@ -101,357 +69,22 @@ pub struct BulkLineResult {
     error: Option<ErrorBody>,
 }
 
-#[derive(ToSchema)]
-pub struct DeliveryList {
-    deliveries: Vec<DeliveryJson>,
-}
-
-#[derive(ToSchema)]
-pub struct ReminderSlot {
-    channel_type: String,
-    lead_minutes: i64,
-}
-
-#[derive(ToSchema)]
-pub struct RemindersCancelled {
-    cleared: Vec<ReminderSlot>,
-    remaining: Vec<ReminderSlot>,
-    cancelled_timers: Vec<i64>,
-}
-
-#[derive(ToSchema)]
-pub struct UserReminder {
-    channel_type: String,
-    lead_minutes: i64,
-    bit: u32,
-    timer_id: i64,
-    fire_at: String,
-    channel: String,
-    state: String,
-}
-
-#[derive(ToSchema)]
-pub struct UserSubject {
-    subject_id: String,
-    bits: u64,
-    reminders: Vec<UserReminder>,
-}
-
-#[derive(ToSchema)]
-pub struct UserReminders {
-    user_id: String,
-    subjects: Vec<UserSubject>,
-}
-
-#[derive(ToSchema)]
-pub struct RuleList {
-    rules: Vec<RuleJson>,
-    /// Pass as `after` for the next page; `null` on the last.
-    next_after: Option<i64>,
-}
-
-#[derive(ToSchema)]
-pub struct VersionList {
-    versions: Vec<VersionJson>,
-    next_after: Option<i64>,
-}
-
-#[derive(ToSchema)]
-pub struct TaskList {
-    tasks: Vec<TaskJson>,
-}
-
-#[derive(ToSchema)]
-pub struct JobList {
-    jobs: Vec<JobJson>,
-    /// Pass as `before` for the next page; `null` on the last.
-    next_before: Option<i64>,
-}
-
-#[derive(ToSchema)]
-pub struct SegmentList {
-    segments: Vec<SegmentJson>,
-    next_after: Option<i64>,
-}
-
-#[derive(ToSchema)]
-pub struct SendList {
-    sends: Vec<SendJson>,
-    /// With `outcome`: where the next page starts; null on the last one.
-    next_after: Option<u64>,
-}
-
-/// A channel: configuration, provider state, outcomes and current rate.
-#[derive(ToSchema)]
-pub struct Channel {
-    name: String,
-    kind: String,
-    concurrency: u64,
-    rate_per_sec: Option<f64>,
-    /// Unix ms; `null` when the channel uses no token or has none yet.
-    token_valid_until: Option<i64>,
-    /// Unix ms, while the provider has the channel paused.
-    paused_until: Option<i64>,
-    quiet_hours: Option<String>,
-    /// Counts by outcome.
-    outcomes: BTreeMap<String, u64>,
-    /// Provider answers per second over the last ~10 s on this node.
-    current_rate: f64,
-    /// Paused by an operator (`:pause`); `null` when not.
-    paused: Option<ChannelPause>,
-    /// For channels with tokens.
-    token: Option<ChannelToken>,
-    rate_per_s: Option<f64>,
-}
-
-#[derive(ToSchema)]
-pub struct ChannelPause {
-    since: String,
-    until: Option<String>,
-    reason: Option<String>,
-}
-
-#[derive(ToSchema)]
-pub struct ChannelToken {
-    valid: bool,
-    expires_at: Option<String>,
-}
-
-#[derive(ToSchema)]
-pub struct ChannelList {
-    channels: Vec<Channel>,
-}
-
-#[derive(ToSchema)]
-pub struct Recalled {
-    id: i64,
-    channel: String,
-    provider_msgid: Option<String>,
-    final_status: String,
-    /// Unix ms.
-    recalled_at: i64,
-}
-
-/// The one answer that holds the secret key; it is never shown again.
-#[derive(ToSchema)]
-pub struct KeyCreated {
-    id: i64,
-    key: String,
-    tenant: String,
-    scopes: Vec<String>,
-    name: Option<String>,
-    created_at: String,
-    expires_at: Option<String>,
-}
-
-#[derive(ToSchema)]
-pub struct KeyList {
-    keys: Vec<KeyJson>,
-    next_after: Option<i64>,
-}
-
-#[derive(ToSchema)]
-pub struct AuditList {
-    entries: Vec<EntryJson>,
-    next_cursor: Option<String>,
-}
-
-/// `GET /v1/reports`.
-#[derive(ToSchema)]
-pub struct Report {
-    group_by: Vec<String>,
-    /// The first day counted, if the query named one.
-    from: Option<String>,
-    /// The last day counted, if the query named one.
-    to: Option<String>,
-    /// One per group, in group order.
-    rows: Vec<ReportRowJson>,
-    /// The sum of the rows' counts.
-    total: u64,
-    /// More groups matched than `limit`.
-    truncated: bool,
-}
-
-/// One group of a report: only the keys grouped by appear.
-#[derive(ToSchema)]
-pub struct ReportRowJson {
-    /// The tenant's name.
-    tenant: Option<String>,
-    channel: Option<String>,
-    /// `delivered`, `retry`, `failed`, `dead`, `throttled`, `deferred`,
-    /// `no_address`, `opted_out` (timers); `delivered`, `retry`, `failed` (campaigns).
-    outcome: Option<String>,
-    /// UTC day, `YYYY-MM-DD`.
-    day: Option<String>,
-    /// `null`: not sent by a rule's job (timers, jobs made directly).
-    rule: Option<i64>,
-    /// `null`: not sent by a job (timers).
-    job: Option<i64>,
-    /// Send-log rows counted: attempts for timers, recorded outcomes for
-    /// campaign recipients.
-    count: u64,
-}
-
-#[derive(ToSchema)]
-pub struct NodeShards {
-    total: u64,
-    owned: u64,
-}
-
-#[derive(ToSchema)]
-pub struct NodeFigures {
-    wheel: u64,
-    ready: u64,
-    inflight: u64,
-    shards: NodeShards,
-}
-
-#[derive(ToSchema)]
-pub struct Stats {
-    /// Count by state over every tenant.
-    timers: BTreeMap<String, u64>,
-    node: NodeFigures,
-}
-
-#[derive(ToSchema)]
-pub struct Lease {
-    shard: u64,
-    owner: Option<String>,
-    lease_until: String,
-    epoch: i64,
-    incarnation: Option<i64>,
-}
-
-#[derive(ToSchema)]
-pub struct Cluster {
-    node_id: String,
-    incarnation: i64,
-    shards: u64,
-    /// Shards held per node.
-    owners: BTreeMap<String, u64>,
-    unowned: u64,
-    leases: Vec<Lease>,
-}
-
-#[derive(ToSchema)]
-pub struct Status {
-    status: String,
-}
-
-// ---- Routes of issue 15 (see DESIGN-15); switch to the handlers' types once merged.
-
-#[derive(ToSchema)]
-pub struct TimerList {
-    /// Without `message`.
-    timers: Vec<TimerJson>,
-    /// Opaque; pass as `cursor` for the next page; `null` on the last.
-    next_cursor: Option<String>,
-}
-
-/// At least one field; `fire_at` or `delay_ms`, not both.
-#[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct TimerPatch {
-    #[schema(format = DateTime)]
-    fire_at: Option<String>,
-    #[schema(minimum = 0, maximum = 315_576_000_000_i64)]
-    delay_ms: Option<i64>,
-    #[schema(value_type = Option<Object>)]
-    message: Option<serde_json::Value>,
-    #[schema(minimum = 0, maximum = 9)]
-    priority: Option<i64>,
-}
-
-#[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RetryFilter {
-    /// Both when absent.
-    state: Option<RetryState>,
-    channel: Option<String>,
-    /// A prefix of `last_error`.
-    error: Option<String>,
-    #[schema(format = DateTime)]
-    due_after: Option<String>,
-    #[schema(format = DateTime)]
-    due_before: Option<String>,
-    /// Default 10000.
-    #[schema(minimum = 1, maximum = 10_000)]
-    limit: Option<u32>,
-}
-
-#[derive(ToSchema)]
-#[schema(rename_all = "lowercase")]
-pub enum RetryState {
-    Dead,
-    Failed,
-}
-
-#[derive(ToSchema)]
-pub struct Retried {
-    retried: u64,
-    /// The limit stopped it: call again.
-    more: bool,
-}
-
-#[derive(ToSchema)]
-pub struct DeadLetterGroup {
-    channel: String,
-    state: String,
-    error: Option<String>,
-    count: u64,
-    first_due_at: String,
-    last_due_at: String,
-    /// Up to 5, newest first.
-    timer_ids: Vec<i64>,
-}
-
-#[derive(ToSchema)]
-pub struct DeadLetters {
-    groups: Vec<DeadLetterGroup>,
-    scanned: u64,
-    truncated: bool,
-}
-
-/// The whole body is optional.
-#[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct PauseRequest {
-    /// A time in the future; held until resumed when absent.
-    #[schema(format = DateTime)]
-    until: Option<String>,
-    reason: Option<String>,
-}
-
-#[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct PreviewRequest {
-    /// A rule's `schedule` object (`at` or `cron`).
-    #[schema(value_type = Object)]
-    schedule: serde_json::Value,
-    /// Default 10.
-    #[schema(minimum = 1, maximum = 100)]
-    count: Option<u32>,
-    #[schema(format = DateTime)]
-    from: Option<String>,
-}
-
-#[derive(ToSchema)]
-pub struct Preview {
-    instants: Vec<String>,
-}
-
-/// `GET /v1/subjects`: each subject's counts stop at `count_cap` reminders.
-#[derive(ToSchema)]
-pub struct SubjectList {
-    subjects: Vec<SubjectSummaryJson>,
-    next_cursor: Option<String>,
-    count_cap: u64,
-}
+// ---- Subscribers. The handlers read a profile as JSON into
+// `herald_core::subscriber::Profile` (a patch is merged as JSON first, and
+// serde's path names the field at fault), and answer it flattened into
+// `SubscriberJson` as stored JSON: its shape is stated here. A derive on
+// the core types (as herald-engine's `openapi` feature does for
+// `ChannelStatus`) would not say the same: `Addresses`, `Preferences` and
+// `QuietHours` refuse unknown fields (`additionalProperties: false`, which
+// these schemas never stated), `wechat` and `app` are plain map and list
+// where these are nullable, and the answer's profile fields are nullable
+// where the request's are not.
 
 /// A subscriber's profile (`PUT /v1/subscribers/{user_id}`, and a line of
 /// `POST /v1/subscribers:bulk` with its `user_id`). Every field is
 /// optional, none is `null`; unknown fields are refused.
 #[derive(ToSchema)]
+#[allow(dead_code)]
 #[serde(deny_unknown_fields)]
 pub struct SubscriberBody {
     /// IANA time zone; the user's quiet hours follow it.
@@ -469,6 +102,7 @@ pub struct SubscriberBody {
 
 /// One line of `POST /v1/subscribers:bulk`: the user and their profile.
 #[derive(ToSchema)]
+#[allow(dead_code)]
 #[serde(deny_unknown_fields)]
 pub struct SubscriberLine {
     /// 1..=128 of `A-Z a-z 0-9 _ - . : @`.
@@ -489,6 +123,7 @@ pub struct SubscriberLine {
 /// `PATCH /v1/subscribers/{user_id}`: a JSON merge patch (RFC 7396) of the
 /// profile: `null` removes a field, an object merges into the stored one.
 #[derive(ToSchema)]
+#[allow(dead_code)]
 #[serde(deny_unknown_fields)]
 pub struct SubscriberPatch {
     timezone: Option<String>,
@@ -502,6 +137,7 @@ pub struct SubscriberPatch {
 
 /// Where a user is reached, per channel type.
 #[derive(ToSchema)]
+#[allow(dead_code)]
 pub struct SubscriberAddresses {
     /// RFC 5321 (`+` allowed).
     email: Option<String>,
@@ -519,6 +155,7 @@ pub struct SubscriberAddresses {
 
 /// Opt-outs (`false`); a missing entry is opted in.
 #[derive(ToSchema)]
+#[allow(dead_code)]
 pub struct SubscriberPreferences {
     channel_types: Option<BTreeMap<String, bool>>,
     topics: Option<BTreeMap<String, bool>>,
@@ -526,6 +163,7 @@ pub struct SubscriberPreferences {
 
 /// `HH:MM` to `HH:MM`, in the subscriber's time zone.
 #[derive(ToSchema)]
+#[allow(dead_code)]
 pub struct SubscriberQuietHours {
     start: String,
     end: String,
@@ -533,6 +171,7 @@ pub struct SubscriberQuietHours {
 
 /// A directory entry: the profile with its version and times.
 #[derive(ToSchema)]
+#[allow(dead_code)]
 pub struct SubscriberJson {
     user_id: String,
     timezone: Option<String>,
@@ -546,116 +185,62 @@ pub struct SubscriberJson {
 }
 
 #[derive(ToSchema)]
+#[allow(dead_code)]
 pub struct SubscriberList {
     subscribers: Vec<SubscriberJson>,
     next_cursor: Option<String>,
 }
 
-/// One line of an NDJSON audience upload (`POST /v1/audiences`); blank
-/// lines are skipped.
-#[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RecipientLine {
-    /// 1..=256 bytes, no control characters.
-    #[schema(
-        min_length = 1,
-        max_length = 256,
-        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$"
-    )]
-    recipient: String,
-}
-
-#[derive(ToSchema)]
-pub struct AudienceList {
-    audiences: Vec<AudienceJson>,
-    next_cursor: Option<String>,
-}
-
-/// `null` while the window holds no delivery.
-#[derive(ToSchema)]
-pub struct Lateness {
-    p50: Option<f64>,
-    p99: Option<f64>,
-}
-
-#[derive(ToSchema)]
-pub struct LivePoint {
-    t: String,
-    deliveries: u64,
-    /// `null` in a second without deliveries.
-    p50_ms: Option<f64>,
-    p99_ms: Option<f64>,
-}
-
-#[derive(ToSchema)]
-pub struct Live {
-    window_s: u64,
-    deliveries_per_s: f64,
-    lateness_ms: Lateness,
-    /// The last 60 s, one point per second.
-    series: Vec<LivePoint>,
-}
-
-#[derive(ToSchema)]
-pub struct ChannelLive {
-    name: String,
-    outcomes: BTreeMap<String, u64>,
-    rate_per_s: f64,
-}
-
-#[derive(ToSchema)]
-pub struct NodeLive {
-    node_id: String,
-    alive_until: String,
-    shards: u64,
-}
-
-#[derive(ToSchema)]
-pub struct Overview {
-    tenant: Option<String>,
-    /// Sampled counts by state.
-    timers: BTreeMap<String, u64>,
-    sampled_at: String,
-    live: Live,
-    inflight: u64,
-    channels: Vec<ChannelLive>,
-    nodes: Vec<NodeLive>,
-}
-
-/// Every named schema of the document.
-pub fn collect(
-    all: &mut Vec<(
-        String,
-        utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
-    )>,
-) {
-    use super::add;
-    use crate::api::admin::keys::CreateKey;
-    use crate::api::campaigns::jobs::{JobBody, TotalsJson};
-    use crate::api::campaigns::rules::{AudienceTarget, RuleBody, TaskJobJson};
-    use crate::api::reminders::{ReminderBody, ReminderJson, SubjectBody, SubjectJson};
-
-    add::<ErrorResponse>(all);
+/// Every named schema of the document, with the schemas they refer to.
+pub fn collect(all: &mut Vec<(String, RefOr<Schema>)>) {
+    // Errors and bulk lines.
+    add::<Envelope<'static>>(all);
     add::<ErrorBody>(all);
-    add::<CreateTimer>(all);
-    add::<OnConflict>(all);
-    add::<TimerTo>(all);
-    add::<TimerDigest>(all);
-    add::<crate::api::timers::DigestJson>(all);
     add::<BulkLineResult>(all);
+    // Timers.
+    add::<CreateTimer<'static>>(all);
+    add::<OnConflict>(all);
+    add::<To>(all);
+    add::<TimerDigest>(all);
+    add::<DigestJson>(all);
     add::<TimerJson>(all);
+    add::<SearchPage>(all);
+    add::<PatchBody<'static>>(all);
+    add::<RetryBody>(all);
+    add::<RetryState>(all);
+    add::<RetriedJson>(all);
+    add::<DeadLettersJson>(all);
+    add::<GroupJson>(all);
     add::<DeliveryList>(all);
     add::<DeliveryJson>(all);
+    // Reminders and subjects.
     add::<SubjectBody>(all);
     add::<SubjectJson>(all);
     add::<ReminderBody>(all);
     add::<ReminderJson>(all);
-    add::<ReminderSlot>(all);
-    add::<RemindersCancelled>(all);
-    add::<UserReminders>(all);
-    add::<UserSubject>(all);
-    add::<UserReminder>(all);
+    add::<SlotJson>(all);
+    add::<RemindersCancelledJson>(all);
+    add::<UserRemindersJson>(all);
+    add::<UserSubjectJson>(all);
+    add::<UserReminderJson>(all);
+    add::<SubjectListJson>(all);
+    add::<SubjectSummaryJson>(all);
+    add::<SubjectDetailJson>(all);
+    add::<CountsJson>(all);
+    add::<ReminderGroupJson>(all);
+    // Subscribers.
+    add::<SubscriberBody>(all);
+    add::<SubscriberPatch>(all);
+    add::<SubscriberLine>(all);
+    add::<SubscriberAddresses>(all);
+    add::<SubscriberPreferences>(all);
+    add::<SubscriberQuietHours>(all);
+    add::<SubscriberJson>(all);
+    add::<SubscriberList>(all);
+    // Campaigns: audiences, rules, schedules, jobs.
     add::<AudienceJson>(all);
+    add::<AudienceList>(all);
+    add::<NdLine>(all);
     add::<AudienceTarget>(all);
     add::<RuleBody>(all);
     add::<RuleJson>(all);
@@ -665,6 +250,8 @@ pub fn collect(
     add::<TaskJson>(all);
     add::<TaskJobJson>(all);
     add::<TaskList>(all);
+    add::<PreviewBody>(all);
+    add::<PreviewJson>(all);
     add::<JobBody>(all);
     add::<JobJson>(all);
     add::<TotalsJson>(all);
@@ -673,64 +260,73 @@ pub fn collect(
     add::<SegmentList>(all);
     add::<SendJson>(all);
     add::<SendList>(all);
-    add::<Channel>(all);
+    add::<JobRetried>(all);
+    add::<JobRecalled>(all);
+    add::<FollowUpBody>(all);
+    add::<FollowUpJson>(all);
+    add::<JobFailures>(all);
+    add::<FailureGroup>(all);
+    // Channels.
+    add::<ChannelJson>(all);
     add::<ChannelList>(all);
-    add::<ChannelPause>(all);
-    add::<ChannelToken>(all);
-    add::<Recalled>(all);
+    add::<PausedJson>(all);
+    add::<TokenJson>(all);
+    add::<PauseBody>(all);
+    add::<RecalledJson>(all);
+    add::<ReceiptBody>(all);
+    add::<ReceiptJson>(all);
+    // Access and operations.
     add::<CreateKey>(all);
     add::<KeyCreated>(all);
     add::<KeyJson>(all);
     add::<KeyList>(all);
     add::<EntryJson>(all);
     add::<AuditList>(all);
-    add::<Report>(all);
+    add::<ReportJson>(all);
     add::<ReportRowJson>(all);
-    add::<Stats>(all);
-    add::<NodeFigures>(all);
-    add::<NodeShards>(all);
-    add::<Cluster>(all);
-    add::<crate::reload::ReloadReport>(all);
-    add::<Lease>(all);
-    add::<Status>(all);
-    // Issue 15.
-    add::<TimerList>(all);
-    add::<TimerPatch>(all);
-    add::<RetryFilter>(all);
-    add::<RetryState>(all);
-    add::<Retried>(all);
-    add::<DeadLetters>(all);
-    add::<DeadLetterGroup>(all);
-    add::<PauseRequest>(all);
-    add::<JobRetried>(all);
-    add::<crate::api::campaigns::job_recall::JobRecalled>(all);
-    add::<crate::api::channels::receipts::ReceiptBody>(all);
-    add::<crate::api::channels::receipts::ReceiptJson>(all);
-    add::<crate::api::campaigns::jobs::FollowUpBody>(all);
-    add::<crate::api::campaigns::jobs::FollowUpJson>(all);
-    add::<JobFailures>(all);
-    add::<FailureGroup>(all);
-    add::<PreviewRequest>(all);
-    add::<Preview>(all);
-    add::<SubjectList>(all);
-    add::<SubjectSummaryJson>(all);
-    add::<crate::api::reminders::subjects::SubjectDetailJson>(all);
-    add::<crate::api::reminders::subjects::CountsJson>(all);
-    add::<crate::api::reminders::subjects::ReminderGroupJson>(all);
-    add::<AudienceList>(all);
-    add::<RecipientLine>(all);
-    add::<SubscriberBody>(all);
-    add::<SubscriberPatch>(all);
-    add::<SubscriberLine>(all);
-    add::<SubscriberAddresses>(all);
-    add::<SubscriberPreferences>(all);
-    add::<SubscriberQuietHours>(all);
-    add::<SubscriberJson>(all);
-    add::<SubscriberList>(all);
-    add::<Overview>(all);
-    add::<Live>(all);
-    add::<Lateness>(all);
-    add::<LivePoint>(all);
-    add::<ChannelLive>(all);
-    add::<NodeLive>(all);
+    add::<StatsJson>(all);
+    add::<NodeFiguresJson>(all);
+    add::<NodeShardsJson>(all);
+    add::<ClusterJson>(all);
+    add::<LeaseJson>(all);
+    add::<StatusJson>(all);
+    add::<ReloadReport>(all);
+    add::<OverviewJson>(all);
+    add::<LiveJson>(all);
+    add::<LatenessJson>(all);
+    add::<LivePointJson>(all);
+    add::<ChannelLiveJson>(all);
+    add::<NodeLiveJson>(all);
+    for (_, schema) in all.iter_mut() {
+        if let RefOr::T(Schema::AllOf(parts)) = schema
+            && let Some(one) = one_object(parts)
+        {
+            *schema = RefOr::T(Schema::Object(one));
+        }
+    }
+}
+
+/// A type that flattens another one inline (`#[serde(flatten)]` with
+/// `#[schema(inline)]`, as `Channel` flattens the engine's `ChannelStatus`)
+/// derives an `allOf` of plain objects; the document states it as the one
+/// object the answer is: the properties and required names of each part in
+/// order, the outer type's description. An `allOf` with a `$ref` (a named
+/// part) is left as it is.
+fn one_object(parts: &AllOf) -> Option<Object> {
+    let mut one = Object::new();
+    for part in &parts.items {
+        let RefOr::T(Schema::Object(o)) = part else {
+            return None;
+        };
+        one.properties
+            .extend(o.properties.iter().map(|(k, v)| (k.clone(), v.clone())));
+        one.required.extend(o.required.iter().cloned());
+        if one.additional_properties.is_none() {
+            one.additional_properties
+                .clone_from(&o.additional_properties);
+        }
+    }
+    one.schema_type = utoipa::openapi::schema::SchemaType::new(utoipa::openapi::Type::Object);
+    one.description.clone_from(&parts.description);
+    Some(one)
 }

@@ -76,6 +76,13 @@ pub fn tenant_label(id: TenantId, names: &HashMap<TenantId, String>) -> String {
     names.get(&id).cloned().unwrap_or_else(|| id.to_string())
 }
 
+/// `GET /v1/audit`'s answer: a page of entries, oldest first.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct AuditList {
+    entries: Vec<EntryJson>,
+    next_cursor: Option<String>,
+}
+
 pub async fn list(
     State(st): State<AppState>,
     Extension(caller): Extension<Caller>,
@@ -112,14 +119,14 @@ pub async fn list(
     let next_cursor = (entries.len() == limit as usize)
         .then(|| entries.last().map(|e| e.id.to_string()))
         .flatten();
-    let entries: Vec<EntryJson> = entries
+    let entries = entries
         .into_iter()
         .map(|e| EntryJson::new(e, &names))
         .collect();
-    Ok(axum::Json(serde_json::json!({
-        "entries": entries,
-        "next_cursor": next_cursor,
-    }))
+    Ok(axum::Json(AuditList {
+        entries,
+        next_cursor,
+    })
     .into_response())
 }
 

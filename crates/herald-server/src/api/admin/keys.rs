@@ -148,18 +148,32 @@ pub async fn create(
         expires_at,
         revoked_at: _,
     } = KeyJson::new(record, &names);
-    let mut resp = (
-        StatusCode::CREATED,
-        axum::Json(serde_json::json!({
-            "id": id, "key": key, "tenant": tenant, "scopes": scopes, "name": name,
-            "created_at": created_at, "expires_at": expires_at,
-        })),
-    )
-        .into_response();
+    let created = KeyCreated {
+        created_at,
+        expires_at,
+        id,
+        key,
+        name,
+        scopes,
+        tenant,
+    };
+    let mut resp = (StatusCode::CREATED, axum::Json(created)).into_response();
     // The one answer that holds a secret: keep it out of caches.
     resp.headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     Ok(resp)
+}
+
+/// The one answer that holds the secret key; it is never shown again.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct KeyCreated {
+    created_at: String,
+    expires_at: Option<String>,
+    id: i64,
+    key: String,
+    name: Option<String>,
+    scopes: Vec<String>,
+    tenant: String,
 }
 
 /// A key name: 1 to 64 characters, none of them control characters.
@@ -187,6 +201,13 @@ pub struct ListQuery {
     limit: Option<String>,
 }
 
+/// `GET /v1/keys`'s answer: a page of keys by id.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct KeyList {
+    keys: Vec<KeyJson>,
+    next_after: Option<i64>,
+}
+
 /// `GET /v1/keys?tenant=&after=&limit=` → `{keys, next_after}`: every key
 /// (or a tenant's) by id, revoked and expired ones included.
 pub async fn list(
@@ -206,8 +227,9 @@ pub async fn list(
         .map_err(store_err)?;
     let last = keys.last().map(|k| k.id);
     let names = tenant_names(&st).await?;
-    let keys: Vec<KeyJson> = keys.into_iter().map(|k| KeyJson::new(k, &names)).collect();
-    Ok(page.respond("keys", &keys, last))
+    let next_after = page.next_cursor(keys.len(), last);
+    let keys = keys.into_iter().map(|k| KeyJson::new(k, &names)).collect();
+    Ok(axum::Json(KeyList { keys, next_after }).into_response())
 }
 
 /// `DELETE /v1/keys/{id}`: revokes a key; revoking it again changes nothing.

@@ -1,6 +1,7 @@
 //! Operational endpoints: health, readiness, metrics, stats and the cluster's
 //! leases. The error fallbacks are request plumbing, in `http::fallback`.
 
+use std::collections::BTreeMap;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -8,6 +9,7 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use serde::Serialize;
 
 use crate::http::error::ApiError;
 use crate::http::request::NoQuery;
@@ -43,8 +45,15 @@ pub fn install_metrics() -> Result<PrometheusHandle, String> {
     Ok(h)
 }
 
+/// `{"status": ...}`: the answer of `/healthz`, and of `/readyz` when ready.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = Status)]
+pub(crate) struct StatusJson {
+    status: &'static str,
+}
+
 pub async fn healthz() -> impl IntoResponse {
-    axum::Json(serde_json::json!({ "status": "ok" }))
+    axum::Json(StatusJson { status: "ok" })
 }
 
 /// How long `/readyz` waits for the store.
@@ -75,7 +84,7 @@ pub async fn readyz(State(st): State<AppState>) -> Response {
     let health = st.engine.health();
     problems.extend(health.problems());
     if problems.is_empty() {
-        return axum::Json(serde_json::json!({ "status": "ready" })).into_response();
+        return axum::Json(StatusJson { status: "ready" }).into_response();
     }
     tracing::warn!(problems = ?problems, "not ready");
     // The API's error shape, with the failing parts listed one by one.
@@ -94,30 +103,86 @@ pub async fn metrics(State(st): State<AppState>) -> impl IntoResponse {
     )
 }
 
+/// This node's shards: how many there are, and how many it holds.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = NodeShards)]
+pub(crate) struct NodeShardsJson {
+    total: u64,
+    owned: u64,
+}
+
+/// This node's wheel, ready-queue and in-flight figures.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = NodeFigures)]
+pub(crate) struct NodeFiguresJson {
+    wheel: u64,
+    ready: u64,
+    inflight: u64,
+    shards: NodeShardsJson,
+}
+
+/// `GET /v1/stats`'s answer.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = Stats)]
+pub(crate) struct StatsJson {
+    /// Count by state over every tenant.
+    timers: BTreeMap<String, u64>,
+    node: NodeFiguresJson,
+}
+
 /// Counts by state from the store (every tenant's timers: this is an admin
 /// view of the cluster), and this node's wheel and in-flight figures.
 pub async fn stats(State(st): State<AppState>, _: NoQuery) -> Result<Response, ApiError> {
     let counts = st.engine.store().count_by_tenant_state().await?;
-    let mut timers = serde_json::Map::new();
+    let mut timers = BTreeMap::new();
     for s in herald_core::TimerState::ALL {
         let n: u64 = counts
             .iter()
             .filter(|(_, c, _)| *c == s)
             .map(|(_, _, n)| *n)
             .sum();
-        timers.insert(s.as_str().into(), n.into());
+        timers.insert(s.as_str().to_string(), n);
     }
     let (wheel, ready, inflight) = st.engine.load_figures();
-    Ok(axum::Json(serde_json::json!({
-        "timers": timers,
-        "node": {
-            "wheel": wheel,
-            "ready": ready,
-            "inflight": inflight,
-            "shards": { "total": st.engine.shards(), "owned": st.engine.owned_shards().len() },
+    Ok(axum::Json(StatsJson {
+        timers,
+        node: NodeFiguresJson {
+            wheel: wheel as u64,
+            ready: ready as u64,
+            inflight: inflight as u64,
+            shards: NodeShardsJson {
+                total: u64::from(st.engine.shards()),
+                owned: st.engine.owned_shards().len() as u64,
+            },
         },
-    }))
+    })
     .into_response())
+}
+
+/// One shard's lease, as the store holds it.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = Lease)]
+pub(crate) struct LeaseJson {
+    shard: u64,
+    owner: Option<String>,
+    lease_until: String,
+    epoch: i64,
+    /// 0 while nobody owns the shard.
+    #[schema(value_type = Option<i64>)]
+    incarnation: i64,
+}
+
+/// `GET /v1/cluster`'s answer.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = Cluster)]
+pub(crate) struct ClusterJson {
+    node_id: String,
+    incarnation: i64,
+    shards: u64,
+    /// Shards held per node.
+    owners: BTreeMap<String, u64>,
+    unowned: u64,
+    leases: Vec<LeaseJson>,
 }
 
 /// Who owns which shards, from the store's lease table: the cluster as every
@@ -125,7 +190,7 @@ pub async fn stats(State(st): State<AppState>, _: NoQuery) -> Result<Response, A
 pub async fn cluster(State(st): State<AppState>, _: NoQuery) -> Result<Response, ApiError> {
     let leases = st.engine.store().shard_leases().await?;
     let now = st.clock.now_ms();
-    let mut owners: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
+    let mut owners: BTreeMap<String, u64> = BTreeMap::new();
     let mut unowned = u64::from(st.engine.shards());
     for l in &leases {
         if let Some(o) = &l.owner
@@ -135,16 +200,23 @@ pub async fn cluster(State(st): State<AppState>, _: NoQuery) -> Result<Response,
             unowned -= 1;
         }
     }
-    Ok(axum::Json(serde_json::json!({
-        "node_id": st.engine.node_id(),
-        "incarnation": st.engine.incarnation(),
-        "shards": st.engine.shards(),
-        "owners": owners,
-        "unowned": unowned,
-        "leases": leases.iter().map(|l| serde_json::json!({
-            "shard": l.shard, "owner": l.owner, "lease_until": herald_core::time::format_rfc3339_ms(l.lease_until), "epoch": l.epoch,
-            "incarnation": l.incarnation,
-        })).collect::<Vec<_>>(),
-    }))
+    let leases = leases
+        .into_iter()
+        .map(|l| LeaseJson {
+            shard: u64::from(l.shard),
+            owner: l.owner,
+            lease_until: herald_core::time::format_rfc3339_ms(l.lease_until),
+            epoch: l.epoch,
+            incarnation: l.incarnation,
+        })
+        .collect();
+    Ok(axum::Json(ClusterJson {
+        node_id: st.engine.node_id().to_string(),
+        incarnation: st.engine.incarnation(),
+        shards: u64::from(st.engine.shards()),
+        owners,
+        unowned,
+        leases,
+    })
     .into_response())
 }

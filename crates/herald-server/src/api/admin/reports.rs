@@ -13,8 +13,8 @@ use axum::response::{IntoResponse, Response};
 use herald_core::TenantId;
 use herald_core::time::{format_utc_day, parse_utc_day};
 use herald_store::{MAX_REPORT_ROWS, ReportDim, ReportQuery, ReportRow};
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::access::Caller;
 use crate::api::admin::audit::{read_scope, tenant_label, tenant_names};
@@ -146,39 +146,93 @@ pub async fn report(
         HashMap::new()
     };
     let total: u64 = rows.iter().map(|r| r.count).sum();
-    let rows: Vec<Value> = rows
+    let rows = rows
         .into_iter()
         .map(|r| row_json(&group_by, r, &names))
         .collect();
-    let dims: Vec<&str> = group_by.iter().map(|d| d.as_str()).collect();
-    Ok(axum::Json(json!({
-        "group_by": dims,
-        "from": from_day.map(format_utc_day),
-        "to": to_day.map(format_utc_day),
-        "rows": rows,
-        "total": total,
-        "truncated": truncated,
-    }))
+    Ok(axum::Json(ReportJson {
+        group_by: group_by.iter().map(|d| d.as_str()).collect(),
+        from: from_day.map(format_utc_day),
+        to: to_day.map(format_utc_day),
+        rows,
+        total,
+        truncated,
+    })
     .into_response())
 }
 
-/// One group as JSON: its keys (a day as `2026-11-26`, a tenant by name, no
-/// rule or job as `null`) and its `count`.
-fn row_json(group_by: &[ReportDim], r: ReportRow, names: &HashMap<TenantId, String>) -> Value {
-    let mut out = Map::new();
+// The outer `Option` says whether a key is there; the inner one is its `null`.
+/// One group of a report: only the keys grouped by appear.
+#[derive(Serialize, ToSchema, Default)]
+pub(crate) struct ReportRowJson {
+    /// The tenant's name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    tenant: Option<Option<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    channel: Option<Option<String>>,
+    /// `delivered`, `retry`, `failed`, `dead`, `throttled`, `deferred`,
+    /// `no_address`, `opted_out` (timers); `delivered`, `retry`, `failed` (campaigns).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    outcome: Option<Option<String>>,
+    /// UTC day, `YYYY-MM-DD`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    day: Option<Option<String>>,
+    /// `null`: not sent by a rule's job (timers, jobs made directly).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<i64>)]
+    rule: Option<Option<i64>>,
+    /// `null`: not sent by a job (timers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<i64>)]
+    job: Option<Option<i64>>,
+    /// Send-log rows counted: attempts for timers, recorded outcomes for
+    /// campaign recipients.
+    count: u64,
+}
+
+/// `GET /v1/reports`.
+#[derive(Serialize, ToSchema)]
+#[schema(as = Report)]
+pub(crate) struct ReportJson {
+    group_by: Vec<&'static str>,
+    /// The first day counted, if the query named one.
+    from: Option<String>,
+    /// The last day counted, if the query named one.
+    to: Option<String>,
+    /// One per group, in group order.
+    rows: Vec<ReportRowJson>,
+    /// The sum of the rows' counts.
+    total: u64,
+    /// More groups matched than `limit`.
+    truncated: bool,
+}
+
+/// One group: its keys (a day as `2026-11-26`, a tenant by name, no rule or
+/// job as `null`) and its `count`.
+fn row_json(
+    group_by: &[ReportDim],
+    r: ReportRow,
+    names: &HashMap<TenantId, String>,
+) -> ReportRowJson {
+    let mut out = ReportRowJson {
+        count: r.count,
+        ..ReportRowJson::default()
+    };
     for d in group_by {
-        let v = match d {
-            ReportDim::Tenant => json!(r.tenant.map(|t| tenant_label(t, names))),
-            ReportDim::Channel => json!(r.channel),
-            ReportDim::Outcome => json!(r.outcome),
-            ReportDim::Day => json!(r.day.map(format_utc_day)),
-            ReportDim::Rule => json!(r.rule.flatten()),
-            ReportDim::Job => json!(r.job.flatten()),
-        };
-        out.insert(d.as_str().to_string(), v);
+        match d {
+            ReportDim::Tenant => out.tenant = Some(r.tenant.map(|t| tenant_label(t, names))),
+            ReportDim::Channel => out.channel = Some(r.channel.clone()),
+            ReportDim::Outcome => out.outcome = Some(r.outcome.clone()),
+            ReportDim::Day => out.day = Some(r.day.map(format_utc_day)),
+            ReportDim::Rule => out.rule = Some(r.rule.flatten()),
+            ReportDim::Job => out.job = Some(r.job.flatten()),
+        }
     }
-    out.insert("count".into(), json!(r.count));
-    Value::Object(out)
+    out
 }
 
 #[cfg(test)]

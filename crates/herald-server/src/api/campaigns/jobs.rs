@@ -628,6 +628,21 @@ pub async fn failures(
     .into_response())
 }
 
+/// `GET /v1/jobs`'s answer: a page of jobs, newest first.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct JobList {
+    jobs: Vec<JobJson>,
+    /// Pass as `before` for the next page; `null` on the last.
+    next_before: Option<i64>,
+}
+
+/// `GET /v1/jobs/{id}/segments`'s answer: a page of segments by id.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct SegmentList {
+    next_after: Option<i64>,
+    segments: Vec<SegmentJson>,
+}
+
 /// `GET /v1/jobs?before=&limit=` → `{jobs, next_before}`, newest first.
 pub async fn list(
     State(st): State<AppState>,
@@ -641,11 +656,16 @@ pub async fn list(
         .list_jobs(caller.tenant, page.cursor, page.limit)
         .await?;
     let last = jobs.last().map(|j| j.id);
+    let next_before = page.next_cursor(jobs.len(), last);
     let mut out = Vec::with_capacity(jobs.len());
     for j in jobs {
         out.push(job_json(&st, &rates, j).await?);
     }
-    Ok(page.respond("jobs", &out, last))
+    Ok(axum::Json(JobList {
+        jobs: out,
+        next_before,
+    })
+    .into_response())
 }
 
 /// `GET /v1/jobs/{id}/segments?after=&limit=` → `{segments, next_after}` by id.
@@ -662,8 +682,13 @@ pub async fn segments(
         .job_segments(caller.tenant, id, page.cursor, page.limit)
         .await?;
     let last = segs.last().map(|s| s.id);
-    let out: Vec<SegmentJson> = segs.into_iter().map(Into::into).collect();
-    Ok(page.respond("segments", &out, last))
+    let next_after = page.next_cursor(segs.len(), last);
+    let segments = segs.into_iter().map(Into::into).collect();
+    Ok(axum::Json(SegmentList {
+        next_after,
+        segments,
+    })
+    .into_response())
 }
 
 #[derive(Deserialize)]
@@ -680,6 +705,22 @@ pub struct SendsQuery {
     after: Option<String>,
     #[serde(default)]
     limit: Option<String>,
+}
+
+/// `GET /v1/jobs/{id}/sends`'s answer: with `outcome`, a page and its
+/// cursor; a range (`start`, `end`) has no cursor.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct SendList {
+    /// With `outcome`: where the next page starts; null on the last one.
+    next_after: Option<u64>,
+    sends: Vec<SendJson>,
+}
+
+/// A range of the send log: `{sends}` (the document's `SendList`, whose
+/// `next_after` it leaves out).
+#[derive(Serialize)]
+struct SendRange {
+    sends: Vec<SendJson>,
 }
 
 /// `?outcome=X&after=&limit=`: the send log's rows in state `X` (for
@@ -718,8 +759,8 @@ async fn sends_by_outcome(
     let next_after = (rows.len() == limit)
         .then(|| rows.last().map(|r| r.index))
         .flatten();
-    let out: Vec<SendJson> = rows.into_iter().map(Into::into).collect();
-    Ok(axum::Json(serde_json::json!({ "sends": out, "next_after": next_after })).into_response())
+    let sends = rows.into_iter().map(Into::into).collect();
+    Ok(axum::Json(SendList { next_after, sends }).into_response())
 }
 
 /// `GET /v1/jobs/{id}/sends?start=&end=` → `{sends}`: the send log of
@@ -769,8 +810,8 @@ pub async fn sends(
         .campaigns
         .job_sends(caller.tenant, id, start, end)
         .await?;
-    let out: Vec<SendJson> = rows.into_iter().map(Into::into).collect();
-    Ok(axum::Json(serde_json::json!({ "sends": out })).into_response())
+    let sends = rows.into_iter().map(Into::into).collect();
+    Ok(axum::Json(SendRange { sends }).into_response())
 }
 
 #[cfg(test)]

@@ -556,6 +556,21 @@ pub async fn get(
     Ok(ok(StatusCode::OK, RuleJson::from(rule)))
 }
 
+/// `GET /v1/rules`'s answer: a page of rules by id.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct RuleList {
+    /// Pass as `after` for the next page; `null` on the last.
+    next_after: Option<i64>,
+    rules: Vec<RuleJson>,
+}
+
+/// `GET /v1/rules/{id}/versions`'s answer: a page of versions, oldest first.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct VersionList {
+    next_after: Option<i64>,
+    versions: Vec<VersionJson>,
+}
+
 /// `GET /v1/rules?after=&limit=` → `{rules, next_after}` by id.
 pub async fn list(
     State(st): State<AppState>,
@@ -568,8 +583,9 @@ pub async fn list(
         .list_rules(caller.tenant, page.cursor, page.limit)
         .await?;
     let last = rules.last().map(|r| r.rule.id);
-    let out: Vec<RuleJson> = rules.into_iter().map(Into::into).collect();
-    Ok(page.respond("rules", &out, last))
+    let next_after = page.next_cursor(rules.len(), last);
+    let rules = rules.into_iter().map(Into::into).collect();
+    Ok(axum::Json(RuleList { next_after, rules }).into_response())
 }
 
 /// `GET /v1/rules/{id}/versions?after=&limit=` → `{versions, next_after}`,
@@ -589,8 +605,13 @@ pub async fn versions(
         .rule_versions(caller.tenant, id, after, page.limit)
         .await?;
     let last = versions.last().map(|v| i64::from(v.version));
-    let out: Vec<VersionJson> = versions.into_iter().map(Into::into).collect();
-    Ok(page.respond("versions", &out, last))
+    let next_after = page.next_cursor(versions.len(), last);
+    let versions = versions.into_iter().map(Into::into).collect();
+    Ok(axum::Json(VersionList {
+        next_after,
+        versions,
+    })
+    .into_response())
 }
 
 #[derive(Deserialize)]
@@ -598,6 +619,12 @@ pub async fn versions(
 pub struct TasksQuery {
     #[serde(default)]
     limit: Option<String>,
+}
+
+/// `GET /v1/rules/{id}/tasks`'s answer.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct TaskList {
+    tasks: Vec<TaskJson>,
 }
 
 /// `GET /v1/rules/{id}/tasks?limit=` → `{tasks}`, newest `planned_at` first,
@@ -621,5 +648,5 @@ pub async fn tasks(
         }
         out.push(json);
     }
-    Ok(ok(StatusCode::OK, serde_json::json!({ "tasks": out })))
+    Ok(ok(StatusCode::OK, TaskList { tasks: out }))
 }

@@ -6,7 +6,7 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use herald_core::schedule::{Schedule, ScheduleSpec};
 use herald_core::time::{format_rfc3339_ms, parse_rfc3339_ms};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::api::campaigns::rules::{check_interval, check_schedule_text, schedule_error};
 use crate::http::body_limits::PREVIEW_MAX_BYTES;
@@ -20,12 +20,25 @@ const DEFAULT_COUNT: u64 = 10;
 /// Most instants one preview gives.
 const MAX_COUNT: u64 = 100;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct PreviewBody {
+#[schema(as = PreviewRequest)]
+pub(crate) struct PreviewBody {
+    /// A rule's `schedule` object (`at` or `cron`).
+    #[schema(value_type = Object)]
     schedule: ScheduleSpec,
+    /// Default 10.
+    #[schema(value_type = Option<u32>, minimum = 1, maximum = 100)]
     count: Option<u64>,
+    #[schema(format = DateTime)]
     from: Option<String>,
+}
+
+/// `POST /v1/schedules:preview`'s answer.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = Preview)]
+pub(crate) struct PreviewJson {
+    instants: Vec<String>,
 }
 
 /// `POST /v1/schedules:preview` `{"schedule", "count"?: 1..100 (10), "from"?: time}`
@@ -63,10 +76,9 @@ pub async fn preview(
     let schedule = Schedule::compile(&req.schedule).map_err(schedule_error)?;
     schedule.check_matches().map_err(schedule_error)?;
     check_interval(&st, &schedule, from)?;
-    let instants: Vec<String> =
-        herald_engine::campaign::occurrences(&schedule, from, count as usize)
-            .into_iter()
-            .map(format_rfc3339_ms)
-            .collect();
-    Ok(axum::Json(serde_json::json!({ "instants": instants })).into_response())
+    let instants = herald_engine::campaign::occurrences(&schedule, from, count as usize)
+        .into_iter()
+        .map(format_rfc3339_ms)
+        .collect();
+    Ok(axum::Json(PreviewJson { instants }).into_response())
 }

@@ -34,31 +34,51 @@ const CALLBACK_TRIES: u32 = 20;
 /// ...this far apart (WeChat waits 5 s for an answer).
 const CALLBACK_RETRY_MS: u64 = 200;
 
-#[derive(Serialize)]
-struct ChannelJson {
+// The document states a channel as one object (the engine's
+// `ChannelStatus` inlined, merged by `openapi::schemas`); `rate_per_s` and
+// `recent_outcomes` are documented as they were before the answer was
+// typed: the first as optional, the second not at all.
+/// A channel: configuration, provider state, outcomes and current rate.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = Channel)]
+pub(crate) struct ChannelJson {
     #[serde(flatten)]
+    #[schema(inline)]
     status: ChannelStatus,
     /// Provider answers per second over the last ~10 s on this node.
     current_rate: f64,
     /// Attempts per second over the last 10 whole seconds (the live window).
+    #[schema(value_type = Option<f64>)]
     rate_per_s: f64,
     /// Attempts of the last minute by outcome (the live window).
-    recent_outcomes: serde_json::Value,
-    /// An operator's pause (cluster-wide), or `null`.
+    #[schema(ignore)]
+    recent_outcomes: std::collections::BTreeMap<String, u64>,
+    /// Paused by an operator (`:pause`, cluster-wide); `null` when not.
     paused: Option<PausedJson>,
     /// The provider's access token, for channels that send with one.
     token: Option<TokenJson>,
 }
 
-#[derive(Serialize)]
-struct PausedJson {
+/// `GET /v1/channels`: every channel the caller is served.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = ChannelList)]
+pub(crate) struct ChannelList {
+    channels: Vec<ChannelJson>,
+}
+
+/// An operator's pause of a channel.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = ChannelPause)]
+pub(crate) struct PausedJson {
     since: String,
     until: Option<String>,
     reason: Option<String>,
 }
 
-#[derive(Serialize)]
-struct TokenJson {
+/// A channel's provider access token: valid now, and until when.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = ChannelToken)]
+pub(crate) struct TokenJson {
     valid: bool,
     expires_at: Option<String>,
 }
@@ -80,7 +100,7 @@ impl ChannelJson {
             status,
             current_rate,
             rate_per_s: 0.0,
-            recent_outcomes: serde_json::json!({}),
+            recent_outcomes: std::collections::BTreeMap::new(),
             paused,
             token,
         }
@@ -120,14 +140,30 @@ pub async fn list(
             ChannelJson::new(status, current_rate, now, lends).with_live(&live)
         })
         .collect();
-    axum::Json(serde_json::json!({ "channels": channels })).into_response()
+    axum::Json(ChannelList { channels }).into_response()
 }
 
-#[derive(Deserialize, Default)]
+/// The whole body is optional.
+#[derive(Deserialize, Default, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct PauseBody {
+#[schema(as = PauseRequest)]
+pub(crate) struct PauseBody {
+    /// A time in the future; held until resumed when absent.
+    #[schema(format = DateTime)]
     until: Option<String>,
     reason: Option<String>,
+}
+
+/// `POST /v1/deliveries/{id}:recall`'s answer.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = Recalled)]
+pub(crate) struct RecalledJson {
+    id: i64,
+    channel: String,
+    provider_msgid: Option<String>,
+    final_status: String,
+    /// Unix ms.
+    recalled_at: i64,
 }
 
 /// `POST /v1/channels/{name}:pause` (body optional: `{"until"?, "reason"?}`)
@@ -428,13 +464,13 @@ pub async fn action(
         Some(Ok(())) => {
             let now = st.clock.now_ms();
             store.mark_delivery_recalled(id, now).await?;
-            Ok(axum::Json(serde_json::json!({
-                "id": id,
-                "channel": d.channel,
-                "provider_msgid": msgid,
-                "final_status": herald_store::FINAL_RECALLED,
-                "recalled_at": now,
-            }))
+            Ok(axum::Json(RecalledJson {
+                id,
+                channel: d.channel,
+                provider_msgid: Some(msgid),
+                final_status: herald_store::FINAL_RECALLED.to_string(),
+                recalled_at: now,
+            })
             .into_response())
         }
     }

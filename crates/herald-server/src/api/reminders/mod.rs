@@ -525,11 +525,11 @@ pub async fn cancel(
             cleared,
             remaining,
             cancelled,
-        }) if cleared != 0 => Ok(axum::Json(json!({
-            "cleared": decoded(cleared, &leads),
-            "remaining": decoded(remaining, &leads),
-            "cancelled_timers": cancelled,
-        }))
+        }) if cleared != 0 => Ok(axum::Json(RemindersCancelledJson {
+            cleared: decoded(cleared, &leads),
+            remaining: decoded(remaining, &leads),
+            cancelled_timers: cancelled,
+        })
         .into_response()),
         Some(WriteResult::RemindersCancelled { .. }) | Some(WriteResult::NotFound) => {
             Err(ApiError::not_found("reminder"))
@@ -538,10 +538,66 @@ pub async fn cancel(
     }
 }
 
-fn decoded(bits: u64, leads: &reminder::Leads) -> Vec<Value> {
+/// One reminder of a (user, subject): its channel type and lead.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = ReminderSlot)]
+pub(crate) struct SlotJson {
+    channel_type: &'static str,
+    lead_minutes: i64,
+}
+
+impl From<Slot> for SlotJson {
+    fn from(s: Slot) -> Self {
+        Self {
+            channel_type: s.channel_type().as_str(),
+            lead_minutes: i64::from(s.lead_minutes()),
+        }
+    }
+}
+
+/// `DELETE /v1/reminders`'s answer: the reminders cleared and those left.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = RemindersCancelled)]
+pub(crate) struct RemindersCancelledJson {
+    cleared: Vec<SlotJson>,
+    remaining: Vec<SlotJson>,
+    cancelled_timers: Vec<i64>,
+}
+
+fn decoded(bits: u64, leads: &reminder::Leads) -> Vec<SlotJson> {
     reminder::decode_with(bits, leads)
-        .map(|s| json!({"channel_type": s.channel_type().as_str(), "lead_minutes": s.lead_minutes()}))
+        .map(SlotJson::from)
         .collect()
+}
+
+/// One reminder of a user, with its timer's fire time and state.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = UserReminder)]
+pub(crate) struct UserReminderJson {
+    channel_type: &'static str,
+    lead_minutes: i64,
+    bit: u32,
+    timer_id: i64,
+    fire_at: String,
+    channel: String,
+    state: &'static str,
+}
+
+/// A user's reminders of one subject, and their bitmap.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = UserSubject)]
+pub(crate) struct UserSubjectJson {
+    subject_id: String,
+    bits: u64,
+    reminders: Vec<UserReminderJson>,
+}
+
+/// `GET /v1/users/{user_id}/reminders`'s answer.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = UserReminders)]
+pub(crate) struct UserRemindersJson {
+    user_id: String,
+    subjects: Vec<UserSubjectJson>,
 }
 
 /// `GET /v1/users/{user_id}/reminders`: every reminder of the user, decoded
@@ -558,7 +614,7 @@ pub async fn list_for_user(
         .store()
         .user_reminders(caller.tenant, &user_id, MAX_LISTED)
         .await?;
-    let mut by_subject: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    let mut by_subject: BTreeMap<String, Vec<UserReminderJson>> = BTreeMap::new();
     let leads = st.reminders.leads();
     for r in rows {
         let Ok(slot) = Slot::from_bit_with(r.bit, &leads) else {
@@ -570,25 +626,29 @@ pub async fn list_for_user(
         } else {
             r.timer.state.as_str()
         };
-        by_subject.entry(r.subject_id).or_default().push(json!({
-            "channel_type": slot.channel_type().as_str(),
-            "lead_minutes": slot.lead_minutes(),
-            "bit": r.bit,
-            "timer_id": r.timer.id,
-            "fire_at": format_rfc3339_ms(r.timer.due_at),
-            "channel": r.timer.channel,
-            "state": state,
-        }));
+        by_subject
+            .entry(r.subject_id)
+            .or_default()
+            .push(UserReminderJson {
+                channel_type: slot.channel_type().as_str(),
+                lead_minutes: i64::from(slot.lead_minutes()),
+                bit: u32::from(r.bit),
+                timer_id: r.timer.id,
+                fire_at: format_rfc3339_ms(r.timer.due_at),
+                channel: r.timer.channel,
+                state,
+            });
     }
-    let subjects: Vec<Value> = by_subject
+    let subjects = by_subject
         .into_iter()
         .map(|(subject_id, reminders)| {
-            let bits = reminders
-                .iter()
-                .filter_map(|r| r["bit"].as_u64())
-                .fold(0u64, |acc, b| acc | (1u64 << b));
-            json!({"subject_id": subject_id, "bits": bits, "reminders": reminders})
+            let bits = reminders.iter().fold(0u64, |acc, r| acc | (1u64 << r.bit));
+            UserSubjectJson {
+                subject_id,
+                bits,
+                reminders,
+            }
         })
         .collect();
-    Ok(axum::Json(json!({"user_id": user_id, "subjects": subjects})).into_response())
+    Ok(axum::Json(UserRemindersJson { user_id, subjects }).into_response())
 }

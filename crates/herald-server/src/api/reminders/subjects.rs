@@ -110,6 +110,15 @@ impl SubjectDetailJson {
     }
 }
 
+/// `GET /v1/subjects`: each subject's counts stop at `count_cap` reminders.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = SubjectList)]
+pub(crate) struct SubjectListJson {
+    subjects: Vec<SubjectSummaryJson>,
+    next_cursor: Option<String>,
+    count_cap: u64,
+}
+
 /// `GET /v1/subjects?cursor=&limit=` → `{subjects, next_cursor, count_cap}`:
 /// the caller's subjects in id order (50 a page by default, at most 500),
 /// each counted up to [`LIST_COUNT_CAP`]. `next_cursor` is `null` on the last
@@ -140,11 +149,11 @@ pub async fn list(
             title: s.subject.title,
         })
         .collect();
-    Ok(axum::Json(serde_json::json!({
-        "subjects": subjects,
-        "next_cursor": next_cursor,
-        "count_cap": LIST_COUNT_CAP,
-    }))
+    Ok(axum::Json(SubjectListJson {
+        subjects,
+        next_cursor,
+        count_cap: LIST_COUNT_CAP,
+    })
     .into_response())
 }
 

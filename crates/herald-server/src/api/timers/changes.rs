@@ -12,8 +12,9 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use herald_core::TimerState;
 use herald_store::{RetryFilter, TimerPatch, WriteOp, WriteResult};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
+use utoipa::ToSchema;
 
 use crate::access::Caller;
 use crate::api::timers::TimerJson;
@@ -37,16 +38,22 @@ fn not_pending(why: impl Into<String>) -> ApiError {
     ApiError::new(StatusCode::CONFLICT, "not_pending", why)
 }
 
-#[derive(Deserialize)]
+/// At least one field; `fire_at` or `delay_ms`, not both.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct PatchBody<'a> {
+#[schema(as = TimerPatch)]
+pub(crate) struct PatchBody<'a> {
     #[serde(default, borrow, deserialize_with = "json_body::opt_cow_str")]
+    #[schema(value_type = Option<String>, format = DateTime)]
     fire_at: Option<Cow<'a, str>>,
     #[serde(default)]
+    #[schema(minimum = 0, maximum = 315_576_000_000_i64)]
     delay_ms: Option<i64>,
     #[serde(default, borrow)]
+    #[schema(value_type = Option<Object>)]
     message: Option<&'a RawValue>,
     #[serde(default)]
+    #[schema(minimum = 0, maximum = 9)]
     priority: Option<i64>,
 }
 
@@ -137,21 +144,51 @@ pub async fn action(
     }
 }
 
-#[derive(Deserialize, Default)]
+/// The body of `POST /v1/timers:retry`: which dead or failed timers.
+#[derive(Deserialize, Default, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct RetryBody {
+#[schema(as = RetryFilter)]
+pub(crate) struct RetryBody {
+    /// Both when absent.
     #[serde(default)]
+    #[schema(value_type = Option<RetryState>)]
     state: Option<String>,
     #[serde(default)]
     channel: Option<String>,
+    /// A prefix of `last_error`.
     #[serde(default)]
     error: Option<String>,
     #[serde(default)]
+    #[schema(format = DateTime)]
     due_after: Option<String>,
     #[serde(default)]
+    #[schema(format = DateTime)]
     due_before: Option<String>,
+    /// Default 10000.
     #[serde(default)]
+    #[schema(value_type = Option<u32>, minimum = 1, maximum = 10_000)]
     limit: Option<i64>,
+}
+
+// Schema only: the handler reads the word with `state_param`, which also
+// takes `in_doubt` (replays the in-doubt timers), a word the document has
+// never offered.
+/// The states `state` of `POST /v1/timers:retry` takes.
+#[derive(ToSchema)]
+#[schema(rename_all = "lowercase")]
+#[allow(dead_code)]
+pub(crate) enum RetryState {
+    Dead,
+    Failed,
+}
+
+/// `POST /v1/timers:retry`'s answer.
+#[derive(Serialize, ToSchema)]
+#[schema(as = Retried)]
+pub(crate) struct RetriedJson {
+    retried: u64,
+    /// The limit stopped it: call again.
+    more: bool,
 }
 
 /// `POST /v1/timers:retry` `{state?, channel?, error?, due_after?,
@@ -217,5 +254,6 @@ pub async fn retry_matching(
         }
     }
     tracing::info!(tenant = %caller.tenant, retried, more, "retried dead and failed timers");
-    Ok(axum::Json(serde_json::json!({ "retried": retried, "more": more })).into_response())
+    let retried = retried as u64;
+    Ok(axum::Json(RetriedJson { retried, more }).into_response())
 }

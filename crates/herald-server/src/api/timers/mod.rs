@@ -415,6 +415,13 @@ impl From<DeliveryRecord> for DeliveryJson {
     }
 }
 
+/// `GET /v1/timers/{id}/deliveries`'s answer.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = DeliveryList)]
+pub(crate) struct DeliveryList {
+    deliveries: Vec<DeliveryJson>,
+}
+
 /// The send log of one timer, oldest attempt first.
 pub async fn deliveries(
     State(st): State<AppState>,
@@ -426,6 +433,6 @@ pub async fn deliveries(
     let store = st.engine.store();
     mine(&caller, store.get_timer(id).await?, "timer")?;
     let rows = store.deliveries_for(id).await?;
-    let rows: Vec<DeliveryJson> = rows.into_iter().map(Into::into).collect();
-    Ok(axum::Json(serde_json::json!({ "deliveries": rows })).into_response())
+    let deliveries = rows.into_iter().map(Into::into).collect();
+    Ok(axum::Json(DeliveryList { deliveries }).into_response())
 }

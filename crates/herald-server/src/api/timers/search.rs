@@ -144,9 +144,13 @@ fn filter_of(
     Ok((filter, order, limit as usize, cursor))
 }
 
-#[derive(Serialize)]
-struct SearchPage {
+/// `GET /v1/timers`'s answer.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = TimerList)]
+pub(crate) struct SearchPage {
+    /// Without `message`.
     timers: Vec<TimerJson>,
+    /// Opaque; pass as `cursor` for the next page; `null` on the last.
     next_cursor: Option<String>,
 }
 
@@ -187,15 +191,27 @@ pub struct DeadLetterQuery {
     channel: Option<String>,
 }
 
-#[derive(Serialize)]
-struct GroupJson {
+/// One group of dead or failed timers: same channel, state and error.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = DeadLetterGroup)]
+pub(crate) struct GroupJson {
     channel: String,
     state: &'static str,
     error: Option<String>,
     count: u64,
     first_due_at: String,
     last_due_at: String,
+    /// Up to 5, newest first.
     timer_ids: Vec<i64>,
+}
+
+/// `GET /v1/dead-letters`'s answer.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = DeadLetters)]
+pub(crate) struct DeadLettersJson {
+    groups: Vec<GroupJson>,
+    scanned: u64,
+    truncated: bool,
 }
 
 /// `GET /v1/dead-letters?channel=` → `{groups, scanned, truncated}` over the
@@ -225,11 +241,11 @@ pub async fn dead_letters(
             timer_ids: g.timer_ids,
         })
         .collect();
-    Ok(axum::Json(serde_json::json!({
-        "groups": groups,
-        "scanned": d.scanned,
-        "truncated": d.truncated,
-    }))
+    Ok(axum::Json(DeadLettersJson {
+        groups,
+        scanned: d.scanned,
+        truncated: d.truncated,
+    })
     .into_response())
 }
 

@@ -190,6 +190,13 @@ const DEFAULT_LIMIT: i64 = 100;
 /// Most audiences one page holds.
 const MAX_LIMIT: i64 = 1000;
 
+/// `GET /v1/audiences`'s answer: a page of audiences by id.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct AudienceList {
+    audiences: Vec<AudienceJson>,
+    next_cursor: Option<String>,
+}
+
 /// `GET /v1/audiences?cursor=&limit=` → `{audiences, next_cursor}`: the
 /// caller's audiences (open uploads too, `size: null`), oldest first, paged
 /// by id through the `audiences_tenant` index. `next_cursor` is opaque, `null`
@@ -221,10 +228,10 @@ pub async fn list(
     let next_cursor = (page.len() == limit)
         .then(|| page.last().map(|a| a.id.to_string()))
         .flatten();
-    let audiences: Vec<AudienceJson> = page.into_iter().map(AudienceJson::from).collect();
-    Ok(axum::Json(serde_json::json!({
-        "audiences": audiences,
-        "next_cursor": next_cursor,
-    }))
+    let audiences = page.into_iter().map(AudienceJson::from).collect();
+    Ok(axum::Json(AudienceList {
+        audiences,
+        next_cursor,
+    })
     .into_response())
 }

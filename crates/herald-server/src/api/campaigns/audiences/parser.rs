@@ -45,9 +45,18 @@ pub struct LineError {
     pub message: String,
 }
 
-#[derive(Deserialize)]
+/// One line of an NDJSON audience upload (`POST /v1/audiences`); blank
+/// lines are skipped.
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct NdLine {
+#[schema(as = RecipientLine)]
+pub(crate) struct NdLine {
+    /// 1..=256 bytes, no control characters.
+    #[schema(
+        min_length = 1,
+        max_length = 256,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$"
+    )]
     recipient: String,
 }
 
