@@ -18,25 +18,33 @@ pub const MAX_KEY_CHARS: usize = 128;
 /// Longest fixed window: a week.
 pub const MAX_WINDOW_MS: i64 = 7 * 24 * 3600 * 1000;
 
-/// A timer's `digest`: which digest it belongs to and when that closes.
+/// `digest` of `POST /v1/timers`: `window_ms` or `at_local`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(as = TimerDigest))]
 #[serde(deny_unknown_fields)]
 pub struct Digest {
-    /// Missing reads as empty, so the check names `digest.key`.
+    /// 1..=128 characters.
+    // Missing reads as empty, so that `validate` names `digest.key`; the
+    // document says what is accepted: required.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub key: String,
-    /// Collect for this long after the digest opens.
+    /// Collect for this long after the first timer's due time (1 ms..7 days).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window_ms: Option<i64>,
-    /// With `window_ms`: each arrival extends the window (debounce), but
-    /// never past this long after the digest opened.
+    /// With `window_ms`: each arrival extends the window, never past this
+    /// long after the first timer's due time (at least `window_ms`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_delay_ms: Option<i64>,
-    /// Collect until the next `HH:MM` in the subscriber's time zone.
+    /// `HH:MM`: collect until the next such time in the subscriber's time
+    /// zone (UTC without one): a daily digest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at_local: Option<String>,
-    /// When the digest this timer joined opened (unix ms); set by the store.
+    // When the digest this timer joined opened (unix ms); set by the store,
+    // refused in a request (`validate`), so not in the document.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(ignore))]
     pub since: Option<i64>,
 }
 

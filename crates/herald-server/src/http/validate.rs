@@ -53,7 +53,6 @@ pub(crate) struct CreateTimer<'a> {
     /// Held back and sent in one message with the other timers of the same
     /// recipient, channel and key; the answer's `due_at` is the digest's close.
     #[serde(default)]
-    #[schema(value_type = Option<TimerDigest>)]
     digest: Option<Digest>,
     #[serde(borrow)]
     #[schema(value_type = Object)]
@@ -84,28 +83,6 @@ pub(crate) struct To {
     /// log channels).
     #[serde(default)]
     channel_type: Option<String>,
-}
-
-// The schema of `herald_core::digest::Digest`, which the handler
-// deserializes, stated here beside the one request that reads it. A derive
-// on `Digest` would not say the same: it refuses unknown fields
-// (`additionalProperties: false`, never stated here), its `key` defaults
-// (so that the check names `digest.key`) where this one is required, and
-// it carries `since`, which the store sets.
-/// `digest` of `POST /v1/timers`: `window_ms` or `at_local`.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub(crate) struct TimerDigest {
-    /// 1..=128 characters.
-    key: String,
-    /// Collect for this long after the first timer's due time (1 ms..7 days).
-    window_ms: Option<i64>,
-    /// With `window_ms`: each arrival extends the window, never past this
-    /// long after the first timer's due time (at least `window_ms`).
-    max_delay_ms: Option<i64>,
-    /// `HH:MM`: collect until the next such time in the subscriber's time
-    /// zone (UTC without one): a daily digest.
-    at_local: Option<String>,
 }
 
 /// What `POST /v1/timers` does when the idempotency key is taken.

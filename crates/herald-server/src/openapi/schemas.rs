@@ -1,8 +1,8 @@
 //! The document's named schemas: the registration of the real request and
 //! answer types (each derives `ToSchema` where it is defined, with the
-//! constraints its handler checks; the engine's `ChannelStatus` through its
-//! `openapi` feature), and the few shapes no Rust type of this crate has: a
-//! bulk line's common part and the subscriber profile (herald-core's
+//! constraints its handler checks; the engine's `ChannelStatus` and the
+//! core's `Digest` through their `openapi` features), and the few shapes no
+//! Rust type of this crate has: the subscriber profile (herald-core's
 //! `Profile`). Those are described here, never constructed.
 
 use std::collections::BTreeMap;
@@ -10,6 +10,8 @@ use std::collections::BTreeMap;
 use utoipa::ToSchema;
 use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::{AllOf, Object, Schema};
+
+use herald_core::digest::Digest;
 
 use super::add;
 use crate::api::admin::audit::{AuditList, EntryJson};
@@ -47,27 +49,10 @@ use crate::api::reminders::{
 use crate::api::timers::changes::{PatchBody, RetriedJson, RetryBody, RetryState};
 use crate::api::timers::search::{DeadLettersJson, GroupJson, SearchPage};
 use crate::api::timers::{DeliveryJson, DeliveryList, DigestJson, TimerJson};
+use crate::http::bulk::LineResult;
 use crate::http::error::{Envelope, ErrorBody};
-use crate::http::validate::{CreateTimer, OnConflict, TimerDigest, To};
+use crate::http::validate::{CreateTimer, OnConflict, To};
 use crate::reload::ReloadReport;
-
-// ---- Bulk answers. Each bulk endpoint writes its own line type
-// (`api::timers::BulkLine` adds `id`, `due_at`, `state`;
-// `api::subscribers::BulkLine` adds `user_id`, `version`); this is the
-// part they share, which is what the document promises. It is no struct of
-// its own: `error` comes after each endpoint's own fields, so flattening a
-// shared `{line, status, error}` into both would reorder every answer line.
-
-/// One answer line of a bulk endpoint (NDJSON), in input order.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct BulkLineResult {
-    /// 1-based line number of the request.
-    line: u64,
-    /// The status the single endpoint would have answered.
-    status: u16,
-    error: Option<ErrorBody>,
-}
 
 // ---- Subscribers. The handlers read a profile as JSON into
 // `herald_core::subscriber::Profile` (a patch is merged as JSON first, and
@@ -196,12 +181,12 @@ pub fn collect(all: &mut Vec<(String, RefOr<Schema>)>) {
     // Errors and bulk lines.
     add::<Envelope<'static>>(all);
     add::<ErrorBody>(all);
-    add::<BulkLineResult>(all);
+    add::<LineResult<'static>>(all);
     // Timers.
     add::<CreateTimer<'static>>(all);
     add::<OnConflict>(all);
     add::<To>(all);
-    add::<TimerDigest>(all);
+    add::<Digest>(all);
     add::<DigestJson>(all);
     add::<TimerJson>(all);
     add::<SearchPage>(all);

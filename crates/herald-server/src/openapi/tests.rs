@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use super::{document, operations};
 use crate::access::Verb;
+use crate::api::timers::changes::RetryState;
 use crate::routes::ROUTES;
 
 /// The documented operations whose route path (less an `:action`) and
@@ -247,6 +248,15 @@ fn parameters_carry_their_constraints() {
     assert_eq!(
         state["enum"],
         json!(["pending", "done", "failed", "dead", "cancelled", "in_doubt"])
+    );
+    // The retry filter's states are the words the handler takes.
+    let taken: Vec<&str> = RetryState::ALL
+        .iter()
+        .map(|s| s.timer_state().as_str())
+        .collect();
+    assert_eq!(
+        doc["components"]["schemas"]["RetryState"]["enum"],
+        json!(taken)
     );
     let group_by = params(&doc, "get", "/v1/reports")
         .into_iter()

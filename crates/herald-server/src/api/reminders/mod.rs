@@ -38,8 +38,8 @@ use serde_json::{Value, json};
 use crate::access::Caller;
 use crate::config::type_names;
 use crate::http::budget::BodyBudget;
-use crate::http::bulk::{self, BulkRoute};
-use crate::http::error::{ApiError, ErrorBody};
+use crate::http::bulk::{self, BulkRoute, LineResult};
+use crate::http::error::ApiError;
 use crate::http::fields::{check_id, check_stored_object, unknown_channel};
 use crate::http::json_body;
 use crate::http::request::{NoQuery, query, read_body};
@@ -401,12 +401,10 @@ pub async fn create(
 
 #[derive(Serialize)]
 struct BulkLine<'a> {
-    line: usize,
-    status: u16,
+    #[serde(flatten)]
+    result: LineResult<'a>,
     #[serde(flatten)]
     reminder: Option<&'a ReminderJson>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<&'a ErrorBody>,
 }
 
 /// The lines of `POST /v1/reminders:bulk`.
@@ -431,16 +429,12 @@ impl BulkRoute for ReminderLines<'_> {
         let r = added(Some(result));
         let answer = match &r {
             Ok(j) => BulkLine {
-                line,
-                status: 201,
+                result: LineResult::ok(line, 201),
                 reminder: Some(j),
-                error: None,
             },
             Err(e) => BulkLine {
-                line,
-                status: e.status.as_u16(),
+                result: LineResult::refused(line, e),
                 reminder: None,
-                error: Some(&e.body),
             },
         };
         serde_json::to_writer(out, &answer).ok();

@@ -25,9 +25,9 @@ use serde_json::{Map, Value};
 
 use crate::access::Caller;
 use crate::http::budget::BodyBudget;
-use crate::http::bulk::{self, BulkRoute};
+use crate::http::bulk::{self, BulkRoute, LineResult};
 use crate::http::document;
-use crate::http::error::{ApiError, ErrorBody};
+use crate::http::error::ApiError;
 use crate::http::fields::check_id;
 use crate::http::json_body;
 use crate::http::request::{NoQuery, query, read_body};
@@ -291,14 +291,12 @@ pub async fn list(
 /// One answer line of `POST /v1/subscribers:bulk`.
 #[derive(Serialize)]
 struct BulkLine<'a> {
-    line: usize,
-    status: u16,
+    #[serde(flatten)]
+    result: LineResult<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
     user_id: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     version: Option<i64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<&'a ErrorBody>,
 }
 
 /// The lines of `POST /v1/subscribers:bulk`: `{"user_id": ..., profile...}`.
@@ -345,22 +343,18 @@ impl BulkRoute for SubscriberLines {
                 subscriber,
                 created,
             } => BulkLine {
-                line,
-                status: if *created { 201 } else { 200 },
+                result: LineResult::ok(line, if *created { 201 } else { 200 }),
                 user_id: Some(&subscriber.user_id),
                 version: Some(subscriber.version),
-                error: None,
             },
             _ => {
                 let e = unexpected();
                 serde_json::to_writer(
                     &mut *out,
                     &BulkLine {
-                        line,
-                        status: e.status.as_u16(),
+                        result: LineResult::refused(line, &e),
                         user_id: None,
                         version: None,
-                        error: Some(&e.body),
                     },
                 )
                 .ok();

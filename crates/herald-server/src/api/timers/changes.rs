@@ -170,16 +170,30 @@ pub(crate) struct RetryBody {
     limit: Option<i64>,
 }
 
-// Schema only: the handler reads the word with `state_param`, which also
-// takes `in_doubt` (replays the in-doubt timers), a word the document has
-// never offered.
+// The handler reads the word with `state_param` against `RetryState::ALL`.
 /// The states `state` of `POST /v1/timers:retry` takes.
-#[derive(ToSchema)]
-#[schema(rename_all = "lowercase")]
-#[allow(dead_code)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ToSchema)]
+#[schema(rename_all = "snake_case")]
 pub(crate) enum RetryState {
     Dead,
     Failed,
+    /// Replays the in-doubt timers.
+    InDoubt,
+}
+
+impl RetryState {
+    /// Every state the handler takes, in the document's order.
+    pub(crate) const ALL: [RetryState; 3] =
+        [RetryState::Dead, RetryState::Failed, RetryState::InDoubt];
+
+    /// The timer state the word names.
+    pub(crate) fn timer_state(self) -> TimerState {
+        match self {
+            RetryState::Dead => TimerState::Dead,
+            RetryState::Failed => TimerState::Failed,
+            RetryState::InDoubt => TimerState::InDoubt,
+        }
+    }
 }
 
 /// `POST /v1/timers:retry`'s answer.
@@ -207,13 +221,7 @@ pub async fn retry_matching(
     let state = req
         .state
         .as_deref()
-        .map(|s| {
-            state_param(
-                "state",
-                s,
-                &[TimerState::Dead, TimerState::Failed, TimerState::InDoubt],
-            )
-        })
+        .map(|s| state_param("state", s, &RetryState::ALL.map(RetryState::timer_state)))
         .transpose()?;
     let limit = match req.limit {
         None => MAX_RETRY,

@@ -22,8 +22,8 @@ use serde_json::value::RawValue;
 
 use crate::access::Caller;
 use crate::http::budget::BodyBudget;
-use crate::http::bulk::{self, BulkRoute};
-use crate::http::error::{ApiError, ErrorBody};
+use crate::http::bulk::{self, BulkRoute, LineResult};
+use crate::http::error::ApiError;
 use crate::http::request::{NoQuery, parse_id, read_body};
 use crate::http::state::AppState;
 use crate::http::tenancy::mine;
@@ -237,16 +237,14 @@ fn traceparent(headers: &HeaderMap) -> Option<String> {
 /// One answer line of the bulk endpoint.
 #[derive(Serialize)]
 struct BulkLine<'a> {
-    line: usize,
-    status: u16,
+    #[serde(flatten)]
+    result: LineResult<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
     id: Option<TimerId>,
     #[serde(skip_serializing_if = "Option::is_none")]
     due_at: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     state: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<&'a ErrorBody>,
 }
 
 /// The lines of `POST /v1/timers:bulk`.
@@ -276,24 +274,20 @@ impl BulkRoute for TimerLines<'_> {
             _ => {
                 let e = ApiError::unavailable("unexpected write result");
                 let answer = BulkLine {
-                    line,
-                    status: e.status.as_u16(),
+                    result: LineResult::refused(line, &e),
                     id: None,
                     due_at: None,
                     state: None,
-                    error: Some(&e.body),
                 };
                 serde_json::to_writer(out, &answer).ok();
                 return false;
             }
         };
         let answer = BulkLine {
-            line,
-            status,
+            result: LineResult::ok(line, status),
             id: Some(t.id),
             due_at: Some(format_rfc3339_ms(t.due_at)),
             state: Some(t.state.as_str()),
-            error: None,
         };
         serde_json::to_writer(out, &answer).ok();
         status == 201

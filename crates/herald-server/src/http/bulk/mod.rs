@@ -18,6 +18,7 @@ use axum::response::{IntoResponse, Response};
 use herald_core::TenantId;
 use herald_store::{WriteOp, WriteResult};
 use serde::Serialize;
+use utoipa::ToSchema;
 
 use crate::http::budget::{BodyBudget, Lease, Overloaded};
 use crate::http::error::{ApiError, ErrorBody};
@@ -48,12 +49,41 @@ pub trait BulkRoute {
     fn answer(&self, line: usize, result: WriteResult, out: &mut Vec<u8>) -> bool;
 }
 
-/// One answer line that is an error.
-#[derive(Serialize)]
-struct ErrorLine<'a> {
-    line: usize,
-    status: u16,
-    error: &'a ErrorBody,
+// A refused line as it is, and the part every endpoint's own line flattens
+// in (its fields and `error` never meet in one line).
+/// One answer line of a bulk endpoint (NDJSON), in input order.
+#[derive(Serialize, ToSchema)]
+#[schema(as = BulkLineResult)]
+pub struct LineResult<'a> {
+    /// 1-based line number of the request.
+    #[schema(value_type = u64)]
+    pub line: usize,
+    /// The status the single endpoint would have answered.
+    pub status: u16,
+    // Absent, never `null`, when the line was not refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<ErrorBody>, nullable = false)]
+    pub error: Option<&'a ErrorBody>,
+}
+
+impl<'a> LineResult<'a> {
+    /// The line of a written answer.
+    pub fn ok(line: usize, status: u16) -> Self {
+        Self {
+            line,
+            status,
+            error: None,
+        }
+    }
+
+    /// The line of a refusal.
+    pub fn refused(line: usize, e: &'a ApiError) -> Self {
+        Self {
+            line,
+            status: e.status.as_u16(),
+            error: Some(&e.body),
+        }
+    }
 }
 
 /// A line read and not yet answered.
@@ -293,11 +323,7 @@ impl<R: BulkRoute> Run<'_, R> {
     }
 
     fn error_line(&mut self, line: usize, e: &ApiError) {
-        let answer = ErrorLine {
-            line,
-            status: e.status.as_u16(),
-            error: &e.body,
-        };
+        let answer = LineResult::refused(line, e);
         if serde_json::to_writer(self.out.line(), &answer).is_ok() {
             self.out.end_line();
         }
