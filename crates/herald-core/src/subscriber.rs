@@ -31,11 +31,16 @@ pub const MAX_NAME_BYTES: usize = 64;
 /// Largest `addresses.webhook`, serialized.
 pub const MAX_WEBHOOK_BYTES: usize = 4096;
 
-/// What one user told us about themselves.
+// What one user told us about themselves.
+/// A subscriber's profile (`PUT /v1/subscribers/{user_id}`, and a line of
+/// `POST /v1/subscribers:bulk` with its `user_id`). Every field is
+/// optional; unknown fields are refused.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(as = SubscriberBody))]
 #[serde(deny_unknown_fields)]
 pub struct Profile {
-    /// An IANA time-zone name; quiet hours and local digests follow it.
+    /// IANA time zone; the user's quiet hours follow it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timezone: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -48,47 +53,58 @@ pub struct Profile {
     pub quiet_hours: Option<QuietHours>,
 }
 
-/// Where the user is reached, per channel type.
+/// Where a user is reached, per channel type.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(as = SubscriberAddresses))]
 #[serde(deny_unknown_fields)]
 pub struct Addresses {
+    /// RFC 5321 (`+` allowed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub email: Option<String>,
     /// E.164: `+` and up to 15 digits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sms: Option<String>,
-    /// The user's openid on each WeChat channel (official account), by the
-    /// channel's configured name: openids differ between accounts.
+    // Openids differ between official accounts.
+    /// The user's openid per WeChat channel name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub wechat: BTreeMap<String, String>,
-    /// The user's WeCom user id.
+    /// WeCom user id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wecom: Option<String>,
-    /// Device tokens for app push, each of which gets its own delivery.
+    // Each token gets its own delivery.
+    /// Up to 10 device tokens.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub app: Vec<String>,
-    /// Anything a webhook receiver wants to know about the user.
+    // Anything a webhook receiver wants to know about the user.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub webhook: Option<serde_json::Value>,
 }
 
-/// What the user opted out of (`false`) or in to (`true`). Missing means in.
+/// Opt-outs (`false`); a missing entry is opted in.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(as = SubscriberPreferences))]
 #[serde(deny_unknown_fields)]
 pub struct Preferences {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(value_type = BTreeMap<String, bool>))]
     pub channel_types: BTreeMap<ChannelType, bool>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub topics: BTreeMap<String, bool>,
 }
 
-/// A daily do-not-disturb window in the user's own time zone.
+// A daily do-not-disturb window in the user's own time zone.
+/// `HH:MM` to `HH:MM`, in the subscriber's time zone.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(as = SubscriberQuietHours))]
 #[serde(deny_unknown_fields)]
 pub struct QuietHours {
-    /// `HH:MM`, local.
+    // `HH:MM`, local.
     pub start: String,
-    /// `HH:MM`, local.
+    // `HH:MM`, local.
     pub end: String,
 }
 

@@ -1,17 +1,16 @@
 //! The document's named schemas: the registration of the real request and
 //! answer types (each derives `ToSchema` where it is defined, with the
 //! constraints its handler checks; the engine's `ChannelStatus` and the
-//! core's `Digest` through their `openapi` features), and the few shapes no
-//! Rust type of this crate has: the subscriber profile (herald-core's
-//! `Profile`). Those are described here, never constructed.
-
-use std::collections::BTreeMap;
+//! core's `Digest` and subscriber profile through their `openapi`
+//! features), and the few shapes no Rust type has: a subscriber bulk line,
+//! merge patch and answer. Those are described here, never constructed.
 
 use utoipa::ToSchema;
 use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::{AllOf, Object, Schema};
 
 use herald_core::digest::Digest;
+use herald_core::subscriber::{Addresses, Preferences, Profile, QuietHours};
 
 use super::add;
 use crate::api::admin::audit::{AuditList, EntryJson};
@@ -54,36 +53,14 @@ use crate::http::error::{Envelope, ErrorBody};
 use crate::http::validate::{CreateTimer, OnConflict, To};
 use crate::reload::ReloadReport;
 
-// ---- Subscribers. The handlers read a profile as JSON into
-// `herald_core::subscriber::Profile` (a patch is merged as JSON first, and
-// serde's path names the field at fault), and answer it flattened into
-// `SubscriberJson` as stored JSON: its shape is stated here. A derive on
-// the core types (as herald-engine's `openapi` feature does for
-// `ChannelStatus`) would not say the same: `Addresses`, `Preferences` and
-// `QuietHours` refuse unknown fields (`additionalProperties: false`, which
-// these schemas never stated), `wechat` and `app` are plain map and list
-// where these are nullable, and the answer's profile fields are nullable
-// where the request's are not.
-
-/// A subscriber's profile (`PUT /v1/subscribers/{user_id}`, and a line of
-/// `POST /v1/subscribers:bulk` with its `user_id`). Every field is
-/// optional, none is `null`; unknown fields are refused.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-#[serde(deny_unknown_fields)]
-pub struct SubscriberBody {
-    /// IANA time zone; the user's quiet hours follow it.
-    #[schema(nullable = false)]
-    timezone: Option<String>,
-    #[schema(nullable = false)]
-    locale: Option<String>,
-    #[schema(nullable = false)]
-    addresses: Option<SubscriberAddresses>,
-    #[schema(nullable = false)]
-    preferences: Option<SubscriberPreferences>,
-    #[schema(nullable = false)]
-    quiet_hours: Option<SubscriberQuietHours>,
-}
+// ---- Subscribers. The profile and its parts (`SubscriberBody`,
+// `SubscriberAddresses`, `SubscriberPreferences`, `SubscriberQuietHours`)
+// are herald-core's `Profile`, `Addresses`, `Preferences` and `QuietHours`
+// through its `openapi` feature. Still stated here, as no Rust type has
+// their shape: a bulk line (the handler takes `user_id` off the object and
+// reads the rest as a `Profile`), the merge patch (read as a JSON object,
+// merged, then read as a `Profile`) and the answer (the stored profile,
+// flattened into `api::subscribers::SubscriberJson` as JSON).
 
 /// One line of `POST /v1/subscribers:bulk`: the user and their profile.
 #[derive(ToSchema)]
@@ -98,11 +75,11 @@ pub struct SubscriberLine {
     #[schema(nullable = false)]
     locale: Option<String>,
     #[schema(nullable = false)]
-    addresses: Option<SubscriberAddresses>,
+    addresses: Option<Addresses>,
     #[schema(nullable = false)]
-    preferences: Option<SubscriberPreferences>,
+    preferences: Option<Preferences>,
     #[schema(nullable = false)]
-    quiet_hours: Option<SubscriberQuietHours>,
+    quiet_hours: Option<QuietHours>,
 }
 
 /// `PATCH /v1/subscribers/{user_id}`: a JSON merge patch (RFC 7396) of the
@@ -117,41 +94,7 @@ pub struct SubscriberPatch {
     addresses: Option<serde_json::Value>,
     #[schema(value_type = Option<Object>)]
     preferences: Option<serde_json::Value>,
-    quiet_hours: Option<SubscriberQuietHours>,
-}
-
-/// Where a user is reached, per channel type.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct SubscriberAddresses {
-    /// RFC 5321 (`+` allowed).
-    email: Option<String>,
-    /// E.164.
-    sms: Option<String>,
-    /// The user's openid per WeChat channel name.
-    wechat: Option<BTreeMap<String, String>>,
-    /// WeCom user id.
-    wecom: Option<String>,
-    /// Up to 10 device tokens.
-    app: Option<Vec<String>>,
-    #[schema(value_type = Option<Object>)]
-    webhook: Option<serde_json::Value>,
-}
-
-/// Opt-outs (`false`); a missing entry is opted in.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct SubscriberPreferences {
-    channel_types: Option<BTreeMap<String, bool>>,
-    topics: Option<BTreeMap<String, bool>>,
-}
-
-/// `HH:MM` to `HH:MM`, in the subscriber's time zone.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct SubscriberQuietHours {
-    start: String,
-    end: String,
+    quiet_hours: Option<QuietHours>,
 }
 
 /// A directory entry: the profile with its version and times.
@@ -161,9 +104,9 @@ pub struct SubscriberJson {
     user_id: String,
     timezone: Option<String>,
     locale: Option<String>,
-    addresses: Option<SubscriberAddresses>,
-    preferences: Option<SubscriberPreferences>,
-    quiet_hours: Option<SubscriberQuietHours>,
+    addresses: Option<Addresses>,
+    preferences: Option<Preferences>,
+    quiet_hours: Option<QuietHours>,
     version: i64,
     created_at: String,
     updated_at: String,
@@ -214,12 +157,12 @@ pub fn collect(all: &mut Vec<(String, RefOr<Schema>)>) {
     add::<CountsJson>(all);
     add::<ReminderGroupJson>(all);
     // Subscribers.
-    add::<SubscriberBody>(all);
+    add::<Profile>(all);
     add::<SubscriberPatch>(all);
     add::<SubscriberLine>(all);
-    add::<SubscriberAddresses>(all);
-    add::<SubscriberPreferences>(all);
-    add::<SubscriberQuietHours>(all);
+    add::<Addresses>(all);
+    add::<Preferences>(all);
+    add::<QuietHours>(all);
     add::<SubscriberJson>(all);
     add::<SubscriberList>(all);
     // Campaigns: audiences, rules, schedules, jobs.
