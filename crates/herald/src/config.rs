@@ -193,6 +193,9 @@ impl Config {
                 "jobs.max_attempts, jobs.record_every and jobs.worker_concurrency must be at least 1"
             );
         }
+        if j.doubt_window == 0 || j.doubt_window > 100_000 {
+            bail!("jobs.doubt_window must be 1..=100000");
+        }
         if self.retention.interval_ms < 1_000 {
             bail!("retention.interval_ms must be at least 1000");
         }

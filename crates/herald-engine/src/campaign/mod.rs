@@ -45,6 +45,10 @@ pub const PLANNER_LEASE: &str = "rule-planner";
 /// Name of the store lease under which one node sweeps segments and jobs.
 pub const SWEEPER_LEASE: &str = "job-sweeper";
 
+/// `jobs.doubt_window` by default: campaigns as fast as before sends were
+/// marked (BENCHMARKS.md, "In-doubt window").
+pub const DEFAULT_DOUBT_WINDOW: u64 = 1_024;
+
 /// `[jobs]` settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -57,9 +61,14 @@ pub struct CampaignConfig {
     pub lease_ms: i64,
     /// A claim this close to expiry no longer covers a send.
     pub lease_guard_ms: i64,
-    /// Outcomes recorded (and the cursor persisted) at least every this many
-    /// recipients; also at least every third of the lease.
+    /// Most outcomes one write carries (and the cursor is persisted at
+    /// least every third of the lease).
     pub record_every: usize,
+    /// Recipients one worker may have out without a recorded outcome: in
+    /// flight, answered but not yet written, or marked (`sent_to`) and not
+    /// yet sent. A crash leaves at most this many per worker in doubt; a
+    /// larger window lets sends run further ahead of the commits.
+    pub doubt_window: u64,
     /// Recipients per segment when a job does not say.
     pub segment_size: u64,
     /// How often the sweeper runs.
@@ -85,6 +94,7 @@ impl Default for CampaignConfig {
             lease_ms: 15_000,
             lease_guard_ms: 1_000,
             record_every: 500,
+            doubt_window: DEFAULT_DOUBT_WINDOW,
             segment_size: 1_000,
             sweep_interval_ms: 1_000,
             max_attempts: 5,

@@ -2,19 +2,25 @@
 //! outcome, and stops the moment its claim is no longer good.
 //!
 //! Sends run `worker_concurrency` at a time within the channel's rate limit.
-//! Outcomes are written as they arrive, one write at a time (whatever was
-//! answered while the last one committed, at most `record_every`), group
-//! committed with the other workers' (`Shared::writes`), and at least every
-//! third of the lease; each write moves the cursor to the lowest
-//! index not yet finished, extends the lease, and raises the segment's
-//! `sent_to` as far as the window allows. Nothing at or above `sent_to` is
-//! sent, and the window (`worker_concurrency` calls) counts sends answered
-//! but not yet written, so a crash leaves at most that many recipients in
-//! doubt: sent, perhaps, with no outcome recorded. Whoever takes the segment
-//! next resolves them first, by the channel's `in_doubt` choice. Every send first checks that the lease still
-//! covers it, so a worker that stalled past its lease (and whose segment the
-//! sweeper has re-issued) sends nothing more. What it did send is still written
-//! to the send log, which is what keeps a re-issue from sending it again.
+//! Nothing at or above the segment's mark (`sent_to`, in the store) is sent,
+//! and the mark runs ahead of the sends by the doubt window
+//! (`jobs.doubt_window`): recipients in flight, answered but not yet written,
+//! or marked and not yet sent, together never more than the window. A crash
+//! therefore leaves at most the window in doubt (sent, perhaps, with no
+//! outcome recorded); whoever takes the segment next resolves them first, by
+//! the channel's `in_doubt` choice. A send's slot is free again when its
+//! answer arrives: answers are written in batches (half the window, at most
+//! `record_every`), one write at a time, group committed with the other
+//! workers' (`Shared::writes`), and at least every third of the lease. Each
+//! write moves the cursor to the lowest index not yet finished, extends the
+//! lease, and raises the mark as far as the window allows, before the sends
+//! it allows leave; a write goes early when the marked stretch runs low, so
+//! sends do not wait on a commit while the window has room.
+//!
+//! Every send first checks that the lease still covers it, so a worker that
+//! stalled past its lease (and whose segment the sweeper has re-issued)
+//! sends nothing more. What it did send is still written to the send log,
+//! which is what keeps a re-issue from sending it again.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -128,9 +134,8 @@ async fn run_segment(sh: &Shared, claimed: ClaimedSegment) {
             walk.halted = true;
         }
         // One write at a time: what has been answered, the cursor, and how far
-        // the window lets sends go next. Outcomes answered meanwhile wait for
-        // the next one, so writes follow the sends as fast as the store
-        // commits.
+        // the window lets sends go next. Sends go on under the mark while it
+        // commits; answers that come meanwhile wait for the next one.
         if writing.is_none() {
             let due = last_record.elapsed() >= pace.record_period;
             if let Some((at, batch)) = walk.write_now(&pace, due, sends.is_empty()) {
@@ -237,6 +242,12 @@ struct Pace {
     batch: usize,
     /// Most outcomes one write carries.
     per_write: usize,
+    /// Answers waiting that make a write go: half the window, at most
+    /// `per_write`, so sends go on under the other half while it commits.
+    write_at: usize,
+    /// A write goes to raise the mark once fewer marked recipients than this
+    /// are left to send (a quarter of the window).
+    low_mark: u64,
     /// Longest between writes (a third of the lease).
     record_period: Duration,
     /// Recipients that may be out without a recorded outcome: in flight,
@@ -255,17 +266,23 @@ impl Pace {
         // A provider that takes many recipients per call (WeCom: 1000) gets them
         // in one call; in-flight calls are then bounded by the channel's concurrency.
         let batch = max_batch.max(1);
-        let conc = if batch > 1 {
-            concurrency.clamp(1, conc)
+        let (conc, window) = if batch > 1 {
+            // Its calls are cut at the mark, so the window holds at least
+            // every call in flight at full size.
+            let conc = concurrency.clamp(1, conc);
+            let full = (conc as u64).saturating_mul(batch as u64);
+            (conc, cfg.doubt_window.max(full))
         } else {
-            conc
+            (conc, cfg.doubt_window.max(1))
         };
         Self {
             conc,
             batch,
             per_write,
+            write_at: per_write.min((window / 2).max(1) as usize),
+            low_mark: (window / 4).max(1),
             record_period,
-            window: (conc as u64).saturating_mul(batch as u64),
+            window,
         }
     }
 }
@@ -359,8 +376,9 @@ impl Walk {
     /// The write to make now, if any (none while the claim is lost): the
     /// outcomes answered (at most `per_write`), the cursor below everything
     /// not yet recorded, and `sent_to` as far as the window allows. A write
-    /// goes when one is `due`, when answers wait, or to raise the mark the
-    /// next send waits for (or with nothing in flight, `sends_idle`).
+    /// goes when one is `due`, when half the window's answers wait, when the
+    /// marked stretch ahead of the sends runs low, or when nothing is in
+    /// flight (`sends_idle`) and there is something to write.
     fn write_now(
         &mut self,
         pace: &Pace,
@@ -370,20 +388,26 @@ impl Walk {
         if self.lost {
             return None;
         }
-        let room = pace.window.saturating_sub(self.in_flight.len() as u64);
+        let take = self.entries.len().min(pace.per_write);
+        // Out without a recorded outcome once this write commits: what is
+        // in flight and the answers it leaves for the next one; the rest
+        // of the window may be marked ahead of `next`.
+        let out = (self.in_flight.len() + self.entries.len() - take) as u64;
+        let room = pace.window.saturating_sub(out);
         let sent_to = if self.halted {
             self.marked
         } else {
-            self.next.saturating_add(room).min(self.end)
+            self.next
+                .saturating_add(room)
+                .min(self.end)
+                .max(self.marked)
         };
-        // Answers go as soon as they come (the group commit merges them
-        // with the other workers'); a mark alone when the next send
-        // waits for it, or nothing is in flight.
-        let mark = sent_to > self.marked && (sends_idle || self.next >= self.marked);
-        if !(due || !self.entries.is_empty() || mark) {
+        let low = self.marked.saturating_sub(self.next) < pace.low_mark;
+        let mark = sent_to > self.marked && (sends_idle || low);
+        let answers = self.entries.len() >= pace.write_at || (sends_idle && take > 0);
+        if !(due || answers || mark) {
             return None;
         }
-        let take = self.entries.len().min(pace.per_write);
         let batch: Vec<SendEntry> = self.entries.drain(..take).collect();
         // Outcomes left for the next write are not recorded yet.
         let cursor = self
@@ -993,13 +1017,153 @@ mod tests {
             ..CampaignConfig::default()
         };
         let one = Pace::of(&cfg, 8, 1);
-        assert_eq!((one.conc, one.batch, one.window), (8, 1, 8));
+        assert_eq!((one.conc, one.batch, one.window), (8, 1, cfg.doubt_window));
+        assert_eq!((one.write_at, one.low_mark), (500, cfg.doubt_window / 4));
         assert_eq!(one.record_period, Duration::from_secs(5));
+        // Four calls of 1,000 in flight do not fit the window: it widens.
         let batched = Pace::of(&cfg, 4, 1_000);
         assert_eq!(
             (batched.conc, batched.batch, batched.window),
             (4, 1_000, 4_000)
         );
+        let tight = Pace::of(
+            &CampaignConfig {
+                doubt_window: 64,
+                ..cfg
+            },
+            64,
+            1,
+        );
+        assert_eq!((tight.window, tight.write_at, tight.low_mark), (64, 32, 16));
+    }
+
+    fn pace(window: u64, conc: usize) -> Pace {
+        let cfg = CampaignConfig {
+            doubt_window: window,
+            ..CampaignConfig::default()
+        };
+        Pace::of(&cfg, conc, 1)
+    }
+
+    fn plain(from: u64, end: u64) -> Slice {
+        Slice {
+            from,
+            recipients: (from..end).map(|i| format!("r{i}")).collect(),
+            dir: None,
+            prior: HashMap::new(),
+            doubt: 0..0,
+            policy: InDoubt::Resend,
+        }
+    }
+
+    #[test]
+    fn a_walk_writes_answers_in_batches_and_marks_ahead_before_the_sends_wait() {
+        let (pace, slice) = (pace(8, 4), plain(0, 100));
+        assert_eq!((pace.write_at, pace.low_mark), (4, 2));
+        let mut walk = Walk::new(0, 100);
+        let (at, _) = walk.write_now(&pace, false, true).expect("a first mark");
+        assert_eq!(at.sent_to, 8);
+        walk.written(Some((T0, at)));
+        for i in 0..4 {
+            assert_eq!(walk.fill(&slice, 1), [(i, format!("r{i}"), 1)]);
+        }
+        // Sends flowing well below the mark: no write.
+        assert!(walk.write_now(&pace, false, false).is_none());
+        for i in 0..3 {
+            walk.answered(
+                i,
+                Ok(entry(i, format!("r{i}"), SendState::Delivered, None, None)),
+            );
+        }
+        for i in 4..7 {
+            assert_eq!(walk.fill(&slice, 1).len(), 1, "{i}");
+        }
+        // Four in flight, three answered, one marked ahead: the stretch runs
+        // low, so the answers go with a new mark as far as their room allows.
+        let (at, batch) = walk
+            .write_now(&pace, false, false)
+            .expect("the mark runs low");
+        assert_eq!((at.cursor, at.sent_to, batch.len()), (3, 11, 3));
+        walk.written(Some((T0, at)));
+        walk.answered(
+            3,
+            Ok(entry(3, "r3".into(), SendState::Delivered, None, None)),
+        );
+        assert_eq!(walk.fill(&slice, 1).len(), 1);
+        // Sends flowing, three marked ahead, one answer: no write.
+        assert!(walk.write_now(&pace, false, false).is_none());
+        for i in 4..7 {
+            walk.answered(
+                i,
+                Ok(entry(i, format!("r{i}"), SendState::Delivered, None, None)),
+            );
+        }
+        let (at, batch) = walk
+            .write_now(&pace, false, false)
+            .expect("half the window answered");
+        // 7 in flight, 8..15 marked: the window of 8.
+        assert_eq!((at.cursor, at.sent_to, batch.len()), (7, 15, 4));
+    }
+
+    /// Whatever the order of answers and commits, what a crash could leave
+    /// in doubt (below the committed mark, with no committed outcome) never
+    /// exceeds the window.
+    #[test]
+    fn what_a_crash_leaves_in_doubt_never_exceeds_the_window() {
+        for (window, conc) in [(1, 1), (4, 4), (8, 3), (64, 64), (100, 16)] {
+            let (pace, slice) = (pace(window, conc), plain(0, 2_000));
+            let mut walk = Walk::new(0, 2_000);
+            let mut rng = 0x2545_f491_4f6c_dd1d_u64 ^ window;
+            let mut roll = |n: u64| {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                rng % n.max(1)
+            };
+            let mut committed: BTreeSet<u64> = BTreeSet::new();
+            let mut stored_mark = 0u64;
+            let mut writing: Option<(Progress, Vec<SendEntry>)> = None;
+            for _ in 0..20_000 {
+                while walk.in_flight.len() < pace.conc {
+                    if walk.fill(&slice, 1).is_empty() {
+                        break;
+                    }
+                }
+                if !walk.in_flight.is_empty() && roll(3) > 0 {
+                    let k = roll(walk.in_flight.len() as u64) as usize;
+                    if let Some(&i) = walk.in_flight.iter().nth(k) {
+                        let e = entry(i, format!("r{i}"), SendState::Delivered, None, None);
+                        walk.answered(i, Ok(e));
+                    }
+                }
+                if writing.is_none() {
+                    writing = walk.write_now(&pace, false, walk.in_flight.is_empty());
+                } else if roll(4) == 0 {
+                    let (at, batch) = writing.take().expect("a write");
+                    committed.extend(batch.iter().map(|e| e.index));
+                    stored_mark = stored_mark.max(at.sent_to);
+                    walk.written(Some((T0, at)));
+                }
+                assert!(walk.next <= stored_mark.max(walk.from));
+                let doubt = (0..stored_mark).filter(|i| !committed.contains(i)).count();
+                assert!(
+                    doubt as u64 <= window,
+                    "window {window}: {doubt} could be in doubt"
+                );
+                if walk.next == walk.end
+                    && walk.in_flight.is_empty()
+                    && writing.is_none()
+                    && walk.entries.is_empty()
+                {
+                    break;
+                }
+            }
+            assert_eq!(
+                committed.len(),
+                2_000,
+                "window {window}: the segment went through"
+            );
+        }
     }
 
     #[test]
@@ -1012,7 +1176,7 @@ mod tests {
             doubt: 13..14,
             policy: InDoubt::Skip,
         };
-        let pace = Pace::of(&CampaignConfig::default(), 2, 1);
+        let pace = pace(2, 2);
         let mut walk = Walk::new(10, 20);
         // Nothing may go before the store has a mark.
         assert!(walk.fill(&slice, 1).is_empty());

@@ -34,6 +34,7 @@ pub const ENGINE_LIVE_KEYS: &[&str] = &[
 pub const JOBS_LIVE_KEYS: &[&str] = &[
     "worker_concurrency",
     "record_every",
+    "doubt_window",
     "segment_size",
     "sweep_interval_ms",
     "max_attempts",
@@ -73,6 +74,7 @@ impl CampaignConfig {
         CampaignConfig {
             worker_concurrency: new.worker_concurrency,
             record_every: new.record_every,
+            doubt_window: new.doubt_window,
             segment_size: new.segment_size,
             sweep_interval_ms: new.sweep_interval_ms,
             max_attempts: new.max_attempts,

@@ -24,6 +24,9 @@ pub struct CampaignArgs {
     /// Sends in flight per worker.
     #[arg(long, default_value_t = 64)]
     worker_concurrency: usize,
+    /// `jobs.doubt_window` of the nodes (default: the server's default).
+    #[arg(long)]
+    doubt_window: Option<u64>,
     /// What the job sends through: the mock's webhook sink, or the mock's
     /// WeCom API, which takes 1,000 recipients a call.
     #[arg(long, value_enum, default_value_t = BenchChannel::Webhook)]
@@ -75,6 +78,11 @@ pub(super) async fn run(mut a: CampaignArgs) -> anyhow::Result<()> {
         "[jobs]\nworkers = {}\nworker_concurrency = {}\nsegment_size = {}\n",
         a.workers, a.worker_concurrency, a.segment_size
     );
+    if let Some(w) = a.doubt_window {
+        a.server
+            .extra_toml
+            .push_str(&format!("doubt_window = {w}\n"));
+    }
     let server = Deployment::start(&sink, &a.server).await?;
     let http = http_client()?;
     let clock = SystemClock;

@@ -41,6 +41,10 @@ pub struct ServerArgs {
     /// `full_page_writes` are refused here.
     #[arg(long = "pg-set", value_parser = parse_pg_setting)]
     pub(super) pg_set: Vec<(String, String)>,
+    /// The sink channel's `in_doubt` choice (`resend` or `skip`; default:
+    /// the channel kind's own).
+    #[arg(long, value_parser = ["resend", "skip"])]
+    pub(super) in_doubt: Option<String>,
     /// Nodes sharing the store (`postgres` only).
     #[arg(long, default_value_t = 1)]
     pub(super) nodes: usize,
@@ -221,7 +225,11 @@ pub(super) struct Deployment {
 
 impl Deployment {
     pub(super) async fn start(sink: &Sink, a: &ServerArgs) -> anyhow::Result<Self> {
-        Self::start_with_channel(&sink.channel_toml(a.concurrency), a).await
+        let mut channel = sink.channel_toml(a.concurrency);
+        if let Some(choice) = &a.in_doubt {
+            channel.push_str(&format!("in_doubt = \"{choice}\"\n"));
+        }
+        Self::start_with_channel(&channel, a).await
     }
 
     /// Like [`Self::start`], with the `[[channels]]` TOML (a channel named
