@@ -540,6 +540,11 @@ pub trait TimerStore: Send + Sync + 'static {
     /// timer as it does a pending one.
     async fn mark_firing(&self, marks: Vec<FiringMark>) -> Result<Vec<Applied>>;
 
+    /// Puts timers this node marked firing and then let go unsent (a clean
+    /// shutdown) back to pending, due when they were; ids not firing are left
+    /// alone. Returns how many went back.
+    async fn unmark_firing(&self, ids: Vec<TimerId>, at: i64) -> Result<u64>;
+
     /// Resolves the timers left `firing` in the shards of `fences` whose lease
     /// epoch is still the one given (others are left alone, for their current
     /// owner), in one transaction. A timer on a channel named in `skip` ends

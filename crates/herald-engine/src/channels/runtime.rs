@@ -54,6 +54,10 @@ pub(crate) struct Job {
     pub series_base: u32,
     /// Where it goes, when the subscriber directory decided (at fetch time).
     pub route: Route,
+    /// Marked firing in the store by the fetcher, with the rest of its
+    /// batch, on a channel that skips in-doubt sends: the send goes without
+    /// a write of its own ([`crate::timers::marker`]).
+    pub marked: bool,
 }
 
 /// A timer riding along in another timer's delivery (a merged reminder, a
@@ -68,9 +72,12 @@ impl Job {
     /// Lets go of every timer this job holds in the flight set, with the
     /// permits they hold.
     pub fn release(self, flight: &Flight) {
-        flight.release(
-            std::iter::once(self.delivery.timer_id).chain(self.members.iter().map(|m| m.timer_id)),
-        );
+        flight.release(self.timer_ids());
+    }
+
+    /// Its own timer and its members'.
+    pub fn timer_ids(&self) -> impl Iterator<Item = TimerId> + '_ {
+        std::iter::once(self.delivery.timer_id).chain(self.members.iter().map(|m| m.timer_id))
     }
 }
 

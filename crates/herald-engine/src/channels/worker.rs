@@ -95,9 +95,29 @@ impl ChannelWorker {
             }
         }
         // At shutdown, jobs not yet sent are let go: they stay pending in the
-        // store and fire again after the restart.
-        for job in self.rt.queue.pop_many(usize::MAX) {
+        // store (those marked firing ahead go back to pending) and fire again
+        // after the restart.
+        let left = self.rt.queue.pop_many(usize::MAX);
+        self.unmark(&left).await;
+        for job in left {
             job.release(&self.pipe.flight);
+        }
+    }
+
+    /// Puts the timers of jobs marked firing ahead and let go unsent back to
+    /// pending: they were never sent, so they are not in doubt.
+    async fn unmark(&self, jobs: &[Job]) {
+        let ids: Vec<_> = jobs
+            .iter()
+            .filter(|j| j.marked)
+            .flat_map(Job::timer_ids)
+            .collect();
+        if ids.is_empty() {
+            return;
+        }
+        let p = &*self.pipe;
+        if let Err(e) = p.store.unmark_firing(ids, p.clock.now_ms()).await {
+            tracing::warn!(error = %e, "putting timers let go unsent back to pending failed; they end in doubt after the restart");
         }
     }
 
@@ -138,6 +158,7 @@ impl ChannelWorker {
         let started = match self.admit(&job).await {
             Admission::Go { started } => started,
             Admission::Stopped => {
+                self.unmark(std::slice::from_ref(&job)).await;
                 job.release(&p.flight);
                 return;
             }
@@ -166,8 +187,9 @@ impl ChannelWorker {
         let decision = decide(&job.route, channel_quiet);
         // A channel that skips in-doubt sends marks the timer firing first:
         // if this node dies before recording the outcome, the timer is left
-        // in doubt instead of firing again. Only when something is sent.
-        if decision == Decision::Send && settings.in_doubt == InDoubt::Skip {
+        // in doubt instead of firing again. Only when something is sent, and
+        // only if the fetcher did not mark it with its batch already.
+        if decision == Decision::Send && settings.in_doubt == InDoubt::Skip && !job.marked {
             let members: Vec<(i64, u32)> = job
                 .members
                 .iter()

@@ -5,25 +5,26 @@
 //! Firing writes nothing to the store: the timer stays `pending` until the
 //! completer records its outcome, so a crash at any point means it fires again
 //! (at least once), with the same idempotency key. The exception is a channel
-//! configured `in_doubt = "skip"`, whose sender marks the timer `firing` just
-//! before the send (see [`crate::timers::marker`]): after a crash it ends `in_doubt`.
+//! configured `in_doubt = "skip"`: the fetcher marks the deliveries it queues
+//! there `firing`, the whole pass in one write, before they are queued (see
+//! [`crate::timers::marker`]): after a crash they end `in_doubt`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use herald_channels::{Delivery, SendOutcome};
+use herald_channels::{Delivery, InDoubt, SendOutcome};
 use herald_core::{RetryPolicy, TenantId, TimerId};
-use herald_store::TimerRecord;
+use herald_store::{Applied, FiringMark, TimerRecord};
 use tokio::sync::mpsc;
 
-use crate::channels::runtime::{Job, Member};
+use crate::channels::runtime::{ChannelRuntime, Job, Member};
 use crate::timers::bundles::{self, Bundle};
 use crate::timers::completer::{Attempt, Finished};
 use crate::timers::flight::Room;
 use crate::timers::pipeline::Pipeline;
 use crate::timers::queue::DueTimer;
-use crate::timers::recipients::{self, Addressee, Profiles};
+use crate::timers::recipients::{self, Addressee, Profiles, Route};
 
 /// How a fetch pass ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -205,7 +206,8 @@ impl Fetcher {
                     let reminder = matches!(g.bundle, Bundle::Reminder { .. });
                     (g.primary, members, Some((g.message, reminder)))
                 }));
-        stale.extend(self.queue_jobs(jobs.zip(who), &profiles));
+        let ahead = self.queue_jobs(jobs.zip(who), &profiles, &mut stale);
+        self.mark_ahead(ahead).await;
         if !stale.is_empty() {
             p.flight.release(stale);
         }
@@ -278,16 +280,19 @@ impl Fetcher {
 
     /// Queues each delivery on its channel: a row, the members merged into
     /// it, the message its group composed (and whether it is a reminder's),
-    /// and who the directory decides for. Returns the timers to let go: those
-    /// of a shard whose lease this node no longer holds.
+    /// and who the directory decides for. Adds to `stale` the timers to let
+    /// go: those of a shard whose lease this node no longer holds. Returns
+    /// the deliveries to be marked firing before they are queued: those
+    /// that will send on a channel that skips in-doubt sends.
     fn queue_jobs(
         &self,
         jobs: impl Iterator<Item = (Routed, Option<Addressee>)>,
         profiles: &Profiles,
-    ) -> Vec<TimerId> {
+        stale: &mut Vec<TimerId>,
+    ) -> Vec<(Job, Arc<ChannelRuntime>)> {
         let p = &*self.pipe;
         let now = p.clock.now_ms();
-        let mut stale = Vec::new();
+        let mut ahead = Vec::new();
         for ((row, members, message), who) in jobs {
             let route = recipients::route_row(&row, who.as_ref(), profiles, now);
             let key = row.delivery_key();
@@ -324,13 +329,70 @@ impl Fetcher {
                 members,
                 series_base: row.attempt_base,
                 route,
+                marked: false,
             };
             match p.channels.get(&row.channel) {
+                Some(rt) if marks_ahead(rt, &job.route, now) => ahead.push((job, rt.clone())),
                 Some(rt) => rt.queue.push(job),
                 None => self.no_channel(&row.channel, job, now),
             }
         }
-        stale
+        ahead
+    }
+
+    /// Marks the deliveries `ahead` firing, with their members, in one write,
+    /// then queues them: a sender finds them marked and sends without a
+    /// write of its own. One that is fenced or no longer pending is someone
+    /// else's and leaves the flight set; if the store fails they are queued
+    /// unmarked, and their senders mark them one group at a time.
+    async fn mark_ahead(&self, ahead: Vec<(Job, Arc<ChannelRuntime>)>) {
+        if ahead.is_empty() {
+            return;
+        }
+        let p = &*self.pipe;
+        let at = p.clock.now_ms();
+        let marks: Vec<FiringMark> = ahead
+            .iter()
+            .flat_map(|(job, _)| {
+                let fence = Some(job.fence);
+                std::iter::once((job.delivery.timer_id, job.delivery.attempt))
+                    .chain(job.members.iter().map(|m| (m.timer_id, m.attempt)))
+                    .map(move |(timer_id, attempt)| FiringMark {
+                        timer_id,
+                        attempt,
+                        fence,
+                        at,
+                    })
+            })
+            .collect();
+        let applied = match p.store.mark_firing(marks).await {
+            Ok(applied) => applied,
+            Err(e) => {
+                tracing::warn!(error = %e, n = ahead.len(), "marking timers firing ahead failed; their senders mark them");
+                p.hot.store_errors.increment(1);
+                for (job, rt) in ahead {
+                    rt.queue.push(job);
+                }
+                return;
+            }
+        };
+        // Each job's own mark comes first, then its members'.
+        let mut at_mark = 0;
+        for (mut job, rt) in ahead {
+            let own = applied.get(at_mark).copied();
+            at_mark += 1 + job.members.len();
+            match own {
+                Some(Applied::Yes) => {
+                    job.marked = true;
+                    rt.queue.push(job);
+                }
+                Some(Applied::Fenced) => {
+                    p.fenced(1);
+                    job.release(&p.flight);
+                }
+                _ => job.release(&p.flight),
+            }
+        }
     }
 
     /// A delivery for a channel the configuration lost: keep the timer,
@@ -364,6 +426,23 @@ impl Fetcher {
 /// A row to route, the members merged into it and, for a group, its composed
 /// message and whether it is a reminder's.
 type Routed = (TimerRecord, Vec<Member>, Option<(String, bool)>);
+
+/// Whether a delivery is marked firing before it is queued: on a channel
+/// that skips in-doubt sends, when it will be sent (not settled by the
+/// directory, not held by the channel's quiet hours now).
+fn marks_ahead(rt: &ChannelRuntime, route: &Route, now: i64) -> bool {
+    if rt.settings().in_doubt != InDoubt::Skip {
+        return false;
+    }
+    match route {
+        Route::Unsendable(_) | Route::Quiet { .. } => false,
+        Route::To {
+            skip_channel_quiet: true,
+            ..
+        } => true,
+        Route::AsStored | Route::To { .. } => rt.quiet_until(now).is_none(),
+    }
+}
 
 /// A fetch's due timers sorted by what their rows say ([`sort`]).
 #[derive(Debug, Default)]

@@ -1,4 +1,4 @@
-//! Marks timers `firing` in the store just before their send leaves, for
+//! Marks timers `firing` in the store before their send leaves, for
 //! channels configured `in_doubt = "skip"` (docs/architecture.md, "The path
 //! of a timer").
 //!
@@ -10,12 +10,15 @@
 //! left, and whoever takes its shard next ends it `in_doubt` rather than
 //! send it again. Channels that resend keep today's path: no mark, no write.
 //!
-//! The marks are group-committed: every sender waiting for one adds it to a
-//! shared list, and whichever sender gets the write turn writes the whole
-//! list (up to `complete_batch`) in one transaction and answers the others,
-//! so the cost is one store call per batch, not per timer, however many
-//! sender loops the channels run. No task of its own: a turn is taken only
-//! while some sender waits.
+//! The fetcher marks ahead: every delivery of a pass bound for such a
+//! channel is marked in one write before it is queued, so senders do not
+//! wait on a commit (a clean shutdown puts the ones never sent back to
+//! pending). This marker is the fallback for a delivery queued unmarked
+//! (the fetcher's write failed): it is group-committed, every sender
+//! waiting for one adds it to a shared list, and whichever sender gets the
+//! write turn writes the whole list (up to `complete_batch`) in one
+//! transaction and answers the others. No task of its own: a turn is taken
+//! only while some sender waits.
 
 use herald_store::{Applied, FiringMark, Store};
 

@@ -188,7 +188,7 @@ async fn a_skip_channels_outcome_is_recorded_over_its_mark() {
 }
 
 #[tokio::test]
-async fn a_skip_channel_sends_nothing_for_a_timer_cancelled_after_its_fetch() {
+async fn a_skip_channel_refuses_a_cancel_once_its_fetch_marked_the_timer() {
     let rig = Rig::with_in_doubt(EngineConfig::default(), InDoubt::Skip).await;
     let id = rig.insert(&[T0]).await[0];
     let p = rig.pipe.clone();
@@ -197,6 +197,8 @@ async fn a_skip_channel_sends_nothing_for_a_timer_cancelled_after_its_fetch() {
     let fetcher = Fetcher::new(p.clone(), tx.clone());
     let worker = ChannelWorker::new(p.clone(), p.channels[CHANNEL].clone(), tx, 0);
     assert_eq!(fetcher.run_once().await, FetchPass::Routed);
+    // Marked firing with its fetch: its send is under way, and a cancel
+    // says so rather than reporting a cancel the send then ignores.
     let cancelled = p
         .store
         .apply(vec![herald_store::WriteOp::CancelTimer {
@@ -206,15 +208,55 @@ async fn a_skip_channel_sends_nothing_for_a_timer_cancelled_after_its_fetch() {
         }])
         .await
         .unwrap();
-    assert!(matches!(
-        cancelled[0],
-        herald_store::WriteResult::Cancelled(_)
-    ));
-    assert_eq!(worker.run_once().await, Turn::Sent);
     assert!(
-        rig.channel.sent.lock().is_empty(),
-        "the mark found it cancelled"
+        matches!(cancelled[0], herald_store::WriteResult::NotCancellable(_)),
+        "{cancelled:?}"
     );
-    assert_eq!(rig.state(id).await, TimerState::Cancelled);
-    assert_eq!(p.flight.in_flight(), 0);
+    assert_eq!(worker.run_once().await, Turn::Sent);
+    assert_eq!(rig.channel.sent.lock().len(), 1);
+    assert_eq!(rig.state(id).await, TimerState::Firing);
+}
+
+#[tokio::test]
+async fn a_skip_channel_marks_a_fetch_ahead_and_a_shutdown_puts_the_unsent_back() {
+    let rig = Rig::with_in_doubt(
+        EngineConfig {
+            lease_ms: 600_000,
+            ..Default::default()
+        },
+        InDoubt::Skip,
+    )
+    .await;
+    let ids = rig.insert(&[T0, T0, T0]).await;
+    let p = rig.pipe.clone();
+    let (tx, _rx) = mpsc::unbounded_channel();
+    for &id in &ids {
+        p.ready.push(rig.due(id).await);
+    }
+    let fetcher = Fetcher::new(p.clone(), tx.clone());
+    assert_eq!(fetcher.run_once().await, FetchPass::Routed);
+    // All three marked in the fetch's one write, before any sender took one.
+    for &id in &ids {
+        assert_eq!(rig.state(id).await, TimerState::Firing);
+    }
+    let worker = ChannelWorker::new(p.clone(), p.channels[CHANNEL].clone(), tx, 0);
+    assert_eq!(worker.run_once().await, Turn::Sent);
+    let sent: Vec<i64> = rig.channel.sent.lock().iter().map(|d| d.timer_id).collect();
+    assert_eq!(sent.len(), 1);
+    // A clean shutdown: the two never sent go back to pending, not in doubt.
+    p.stop.stop();
+    worker.run().await;
+    for &id in &ids {
+        let want = if id == sent[0] {
+            TimerState::Firing
+        } else {
+            TimerState::Pending
+        };
+        assert_eq!(rig.state(id).await, want, "timer {id}");
+    }
+    assert_eq!(
+        p.flight.in_flight(),
+        1,
+        "the sent one waits for its outcome"
+    );
 }

@@ -504,6 +504,17 @@ impl TimerStore for PgStore {
         .await
     }
 
+    async fn unmark_firing(&self, ids: Vec<TimerId>, at: i64) -> Result<u64> {
+        self.within("unmark_firing", async move {
+            if ids.is_empty() {
+                return Ok(0);
+            }
+            self.retrying("unmark_firing", || timers::unmark_firing(self, &ids, at))
+                .await
+        })
+        .await
+    }
+
     async fn resolve_in_doubt(
         &self,
         fences: &[Fence],

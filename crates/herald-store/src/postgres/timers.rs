@@ -734,6 +734,18 @@ pub(super) async fn resolve_in_doubt(
     Ok(resolved)
 }
 
+pub(super) async fn unmark_firing(store: &PgStore, ids: &[TimerId], at: i64) -> Result<u64> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(UNMARK_FIRING)
+        .await
+        .ctx("preparing unmark_firing")?;
+    client
+        .execute(&stmt, &[&ids, &at])
+        .await
+        .ctx("putting firing timers back")
+}
+
 /// [`complete`] inside the caller's transaction, which commits it.
 async fn complete_in(
     tx: &deadpool_postgres::Transaction<'_>,

@@ -282,6 +282,14 @@ impl TimerStore for SqliteStore {
         self.write(move |c| timers::mark_firing(c, marks)).await
     }
 
+    async fn unmark_firing(&self, ids: Vec<TimerId>, at: i64) -> Result<u64> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        self.write(move |c| timers::unmark_firing(c, &ids, at))
+            .await
+    }
+
     async fn resolve_in_doubt(
         &self,
         fences: &[Fence],

@@ -396,6 +396,23 @@ pub(super) fn mark_firing(conn: &mut Connection, marks: Vec<FiringMark>) -> Resu
     Ok(applied)
 }
 
+pub(super) fn unmark_firing(conn: &mut Connection, ids: &[TimerId], at: i64) -> Result<u64> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("beginning unmark_firing")?;
+    let mut back = 0u64;
+    {
+        let mut unmark = tx.prepare_cached(UNMARK_FIRING).ctx("preparing unmark")?;
+        for id in ids {
+            back += unmark
+                .execute(params![id, at])
+                .ctx("putting a firing timer back")? as u64;
+        }
+    }
+    tx.commit().ctx("committing unmark_firing")?;
+    Ok(back)
+}
+
 pub(super) fn resolve_in_doubt(
     conn: &mut Connection,
     fences: &[Fence],

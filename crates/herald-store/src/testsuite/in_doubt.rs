@@ -102,6 +102,29 @@ pub async fn a_marked_timer_leaves_the_due_index_and_completes(store: S) {
     assert_eq!(counts.get(&TimerState::Pending), Some(&2));
 }
 
+pub async fn a_timer_let_go_unsent_is_unmarked_back_to_pending(store: S) {
+    let ts = insert_all(&store, [timer(100), timer(100)]).await;
+    let marks = vec![mark(&ts[0], None, 150), mark(&ts[1], None, 150)];
+    assert_eq!(store.mark_firing(marks).await.unwrap(), [Applied::Yes; 2]);
+    assert!(all_due(&store, i64::MAX).await.is_empty());
+    // The first went back; an id not firing (or unknown) is left alone.
+    assert_eq!(
+        store
+            .unmark_firing(vec![ts[0].id, 999_999], 160)
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(store.unmark_firing(vec![ts[0].id], 170).await.unwrap(), 0);
+    let t = get(&store, ts[0].id).await;
+    assert_eq!(
+        (t.state, t.due_at, t.updated_at, t.attempts),
+        (TimerState::Pending, 100, 160, 0)
+    );
+    assert_eq!(ids(&all_due(&store, i64::MAX).await), [ts[0].id]);
+    assert_eq!(get(&store, ts[1].id).await.state, TimerState::Firing);
+}
+
 pub async fn a_mark_under_a_stale_lease_is_fenced_off(store: S) {
     let t = insert_one(&store, timer(1_000)).await;
     let old = lease(&store, "a", &[t.shard], 0).await[0];

@@ -137,6 +137,7 @@ macro_rules! store_conformance_tests {
                 a_mark_under_a_stale_lease_is_fenced_off,
                 resolving_ends_skipped_channels_in_doubt_and_resends_the_rest,
                 an_in_doubt_timer_can_be_retried,
+                a_timer_let_go_unsent_is_unmarked_back_to_pending,
             ]
             races: []
         );
