@@ -98,27 +98,7 @@ impl ChannelWorker {
         // store (those marked firing ahead go back to pending) and fire again
         // after the restart.
         let left = self.rt.queue.pop_many(usize::MAX);
-        self.unmark(&left).await;
-        for job in left {
-            job.release(&self.pipe.flight);
-        }
-    }
-
-    /// Puts the timers of jobs marked firing ahead and let go unsent back to
-    /// pending: they were never sent, so they are not in doubt.
-    async fn unmark(&self, jobs: &[Job]) {
-        let ids: Vec<_> = jobs
-            .iter()
-            .filter(|j| j.marked)
-            .flat_map(Job::timer_ids)
-            .collect();
-        if ids.is_empty() {
-            return;
-        }
-        let p = &*self.pipe;
-        if let Err(e) = p.store.unmark_firing(ids, p.clock.now_ms()).await {
-            tracing::warn!(error = %e, "putting timers let go unsent back to pending failed; they end in doubt after the restart");
-        }
+        self.pipe.let_go(left).await;
     }
 
     /// Sends the next queued job whose tenant is within its rate, if any,
@@ -158,8 +138,7 @@ impl ChannelWorker {
         let started = match self.admit(&job).await {
             Admission::Go { started } => started,
             Admission::Stopped => {
-                self.unmark(std::slice::from_ref(&job)).await;
-                job.release(&p.flight);
+                p.let_go(vec![job]).await;
                 return;
             }
             Admission::Fenced => {

@@ -313,9 +313,9 @@ mod tests {
             let p = rig.pipe.clone();
             p.ready.push(rig.due(id).await);
             let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-            crate::timers::fetcher::Fetcher::new(p.clone(), tx.clone())
-                .run_once()
-                .await;
+            let fetcher = crate::timers::fetcher::Fetcher::new(p.clone(), tx.clone());
+            fetcher.run_once().await;
+            fetcher.settled().await;
             let worker = crate::channels::worker::ChannelWorker::new(
                 p.clone(),
                 p.channels[crate::testkit::CHANNEL].clone(),

@@ -394,13 +394,12 @@ impl Engine {
         // sender's hands (sending, or their outcome being recorded) and a
         // fetch pass routing what it took. Jobs still queued will not be
         // sent: they are let go here (their senders do the same as they
-        // stop), stay pending, and fire after the restart.
+        // stop), stay pending (or go back to pending, if marked firing
+        // ahead), and fire after the restart.
         loop {
             let busy = p.flight.busy();
             for rt in p.channels.values() {
-                for job in rt.queue.pop_many(usize::MAX) {
-                    job.release(&p.flight);
-                }
+                p.let_go(rt.queue.pop_many(usize::MAX)).await;
             }
             if p.flight.in_flight() == 0 || !busy || tokio::time::Instant::now() >= deadline {
                 break;

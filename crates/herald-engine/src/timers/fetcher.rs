@@ -48,13 +48,19 @@ const HELD_PAUSE: Duration = Duration::from_millis(10);
 
 pub(crate) struct Fetcher {
     pipe: Arc<Pipeline>,
+    /// Fetch passes' marks under way ([`mark_ahead`]), for [`Self::settled`].
+    marking: parking_lot::Mutex<Vec<tokio::task::JoinHandle<()>>>,
     /// Where outcomes the fetcher decides itself go (a channel no longer configured).
     done: mpsc::UnboundedSender<Finished>,
 }
 
 impl Fetcher {
     pub fn new(pipe: Arc<Pipeline>, done: mpsc::UnboundedSender<Finished>) -> Self {
-        Self { pipe, done }
+        Self {
+            pipe,
+            done,
+            marking: Default::default(),
+        }
     }
 
     /// Waits for due timers and for in-flight room, then routes them.
@@ -87,6 +93,16 @@ impl Fetcher {
                 },
                 FetchPass::Idle | FetchPass::Routed => {}
             }
+        }
+    }
+
+    /// Waits for the fetch passes' marks under way: their deliveries are
+    /// queued once it returns.
+    #[cfg(test)]
+    pub async fn settled(&self) {
+        let under_way = std::mem::take(&mut *self.marking.lock());
+        for m in under_way {
+            let _ = m.await;
         }
     }
 
@@ -207,7 +223,19 @@ impl Fetcher {
                     (g.primary, members, Some((g.message, reminder)))
                 }));
         let ahead = self.queue_jobs(jobs.zip(who), &profiles, &mut stale);
-        self.mark_ahead(ahead).await;
+        if !ahead.is_empty() {
+            // The next pass does not wait for this one's mark: passes that
+            // come while it commits are marked together in the next write.
+            // In hand meanwhile, so a shutdown waits for it.
+            let (pipe, hand) = (self.pipe.clone(), p.flight.hand());
+            let marking = tokio::spawn(async move {
+                mark_ahead(&pipe, ahead).await;
+                drop(hand);
+            });
+            let mut under_way = self.marking.lock();
+            under_way.retain(|m| !m.is_finished());
+            under_way.push(marking);
+        }
         if !stale.is_empty() {
             p.flight.release(stale);
         }
@@ -340,61 +368,6 @@ impl Fetcher {
         ahead
     }
 
-    /// Marks the deliveries `ahead` firing, with their members, in one write,
-    /// then queues them: a sender finds them marked and sends without a
-    /// write of its own. One that is fenced or no longer pending is someone
-    /// else's and leaves the flight set; if the store fails they are queued
-    /// unmarked, and their senders mark them one group at a time.
-    async fn mark_ahead(&self, ahead: Vec<(Job, Arc<ChannelRuntime>)>) {
-        if ahead.is_empty() {
-            return;
-        }
-        let p = &*self.pipe;
-        let at = p.clock.now_ms();
-        let marks: Vec<FiringMark> = ahead
-            .iter()
-            .flat_map(|(job, _)| {
-                let fence = Some(job.fence);
-                std::iter::once((job.delivery.timer_id, job.delivery.attempt))
-                    .chain(job.members.iter().map(|m| (m.timer_id, m.attempt)))
-                    .map(move |(timer_id, attempt)| FiringMark {
-                        timer_id,
-                        attempt,
-                        fence,
-                        at,
-                    })
-            })
-            .collect();
-        let applied = match p.store.mark_firing(marks).await {
-            Ok(applied) => applied,
-            Err(e) => {
-                tracing::warn!(error = %e, n = ahead.len(), "marking timers firing ahead failed; their senders mark them");
-                p.hot.store_errors.increment(1);
-                for (job, rt) in ahead {
-                    rt.queue.push(job);
-                }
-                return;
-            }
-        };
-        // Each job's own mark comes first, then its members'.
-        let mut at_mark = 0;
-        for (mut job, rt) in ahead {
-            let own = applied.get(at_mark).copied();
-            at_mark += 1 + job.members.len();
-            match own {
-                Some(Applied::Yes) => {
-                    job.marked = true;
-                    rt.queue.push(job);
-                }
-                Some(Applied::Fenced) => {
-                    p.fenced(1);
-                    job.release(&p.flight);
-                }
-                _ => job.release(&p.flight),
-            }
-        }
-    }
-
     /// A delivery for a channel the configuration lost: keep the timer,
     /// retry later, and let attempts run out if it never comes back. Merged
     /// members are let go and fire on their own.
@@ -421,6 +394,64 @@ impl Fetcher {
         f.hand = Some(p.flight.hand());
         let _ = self.done.send(f);
     }
+}
+
+/// Marks the deliveries `ahead` firing, with their members, in one write
+/// (with other passes', [`crate::timers::marker::Marker::mark_pass`]), then
+/// queues them: a sender finds them marked and sends without a write of its
+/// own. One that is fenced or no longer pending is someone else's and leaves
+/// the flight set; if the store fails they are queued unmarked, and their
+/// senders mark them one group at a time. If the engine stopped meanwhile,
+/// they are let go (and go back to pending).
+async fn mark_ahead(p: &Pipeline, ahead: Vec<(Job, Arc<ChannelRuntime>)>) {
+    let at = p.clock.now_ms();
+    let marks: Vec<FiringMark> = ahead
+        .iter()
+        .flat_map(|(job, _)| {
+            let fence = Some(job.fence);
+            job.timer_ids()
+                .zip(
+                    std::iter::once(job.delivery.attempt)
+                        .chain(job.members.iter().map(|m| m.attempt)),
+                )
+                .map(move |(timer_id, attempt)| FiringMark {
+                    timer_id,
+                    attempt,
+                    fence,
+                    at,
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let Some(applied) = p.marker.mark_pass(p.store.as_ref(), marks).await else {
+        p.hot.store_errors.increment(1);
+        for (job, rt) in ahead {
+            rt.queue.push(job);
+        }
+        return;
+    };
+    // Each job's own mark comes first, then its members'.
+    let (mut at_mark, mut stopped) = (0, Vec::new());
+    for (mut job, rt) in ahead {
+        let own = applied.get(at_mark).copied();
+        at_mark += 1 + job.members.len();
+        match own {
+            Some(Applied::Yes) => {
+                job.marked = true;
+                if p.stop.is_stopped() {
+                    stopped.push(job);
+                } else {
+                    rt.queue.push(job);
+                }
+            }
+            Some(Applied::Fenced) => {
+                p.fenced(1);
+                job.release(&p.flight);
+            }
+            _ => job.release(&p.flight),
+        }
+    }
+    p.let_go(stopped).await;
 }
 
 /// A row to route, the members merged into it and, for a group, its composed

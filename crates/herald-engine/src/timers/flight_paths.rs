@@ -154,6 +154,7 @@ async fn run(
         match s {
             Step::Fetch => {
                 fetcher.run_once().await;
+                fetcher.settled().await;
             }
             Step::Send => {
                 worker.run_once().await;
@@ -187,6 +188,7 @@ async fn run(
         // queued, the completer records what was sent.
         p.stop.stop();
         fetcher.run_once().await;
+        fetcher.settled().await;
         ChannelWorker::new(
             p.clone(),
             p.channels[CHANNEL].clone(),
@@ -203,6 +205,7 @@ async fn run(
             rig.clock.advance(60_000);
             driver.run_once();
             fetcher.run_once().await;
+            fetcher.settled().await;
             while worker.run_once().await == Turn::Sent {
                 check("settling")?;
             }

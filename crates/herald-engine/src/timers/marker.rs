@@ -33,10 +33,16 @@ pub(crate) enum Marked {
     Failed,
 }
 
+/// Most fetch passes whose marks one write carries.
+const PASSES_PER_WRITE: usize = 64;
+
 /// Marks waiting for a write, written as one batch (`group_commit`).
 #[derive(Default)]
 pub(crate) struct Marker {
     commit: GroupCommit<FiringMark, Applied>,
+    /// Fetch passes' marks, one request a pass: passes that come while one
+    /// write commits go together in the next.
+    ahead: GroupCommit<Vec<FiringMark>, Vec<Applied>>,
 }
 
 impl Marker {
@@ -57,5 +63,36 @@ impl Marker {
             })
             .await;
         answer.map_or(Marked::Failed, Marked::Applied)
+    }
+
+    /// Marks a fetch pass's timers firing, in one write with whatever other
+    /// passes mark meanwhile; what happened to each, in order, or `None` if
+    /// the store failed.
+    pub async fn mark_pass(
+        &self,
+        store: &dyn Store,
+        marks: Vec<FiringMark>,
+    ) -> Option<Vec<Applied>> {
+        self.ahead
+            .submit(marks, PASSES_PER_WRITE, |passes: Vec<Vec<FiringMark>>| async move {
+                let sizes: Vec<usize> = passes.iter().map(Vec::len).collect();
+                let all: Vec<FiringMark> = passes.into_iter().flatten().collect();
+                let n = all.len();
+                match store.mark_firing(all).await {
+                    Ok(applied) if applied.len() == n => {
+                        let mut each = applied.into_iter();
+                        Some(sizes.iter().map(|&k| each.by_ref().take(k).collect()).collect())
+                    }
+                    Ok(applied) => {
+                        tracing::error!(n, answers = applied.len(), "marking timers firing answered a different number of marks");
+                        None
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, n, "marking fetched timers firing failed; their senders mark them");
+                        None
+                    }
+                }
+            })
+            .await
     }
 }

@@ -16,7 +16,7 @@ use herald_core::Clock;
 use herald_store::Store;
 use parking_lot::Mutex;
 
-use crate::channels::runtime::ChannelRuntime;
+use crate::channels::runtime::{ChannelRuntime, Job};
 use crate::channels::spec::ChannelSpec;
 use crate::cluster::ownership::Ownership;
 use crate::config::EngineConfig;
@@ -116,5 +116,24 @@ impl Pipeline {
     pub fn fenced(&self, n: u64) {
         self.hot.fenced.increment(n);
         self.schedule.mark_overflow();
+    }
+
+    /// Lets go of jobs that will not be sent (the engine is stopping): they
+    /// leave the flight set, and those the fetcher marked firing go back to
+    /// pending, since they were never sent; all fire after the restart.
+    pub async fn let_go(&self, jobs: Vec<Job>) {
+        let marked: Vec<_> = jobs
+            .iter()
+            .filter(|j| j.marked)
+            .flat_map(Job::timer_ids)
+            .collect();
+        if !marked.is_empty()
+            && let Err(e) = self.store.unmark_firing(marked, self.clock.now_ms()).await
+        {
+            tracing::warn!(error = %e, "putting timers let go unsent back to pending failed; they end in doubt after the restart");
+        }
+        for job in jobs {
+            job.release(&self.flight);
+        }
     }
 }

@@ -47,6 +47,7 @@ async fn a_timer_fires_on_time_retries_and_ends_done() {
     rig.clock.set(T0 + 5_000);
     driver.run_once();
     assert_eq!(fetcher.run_once().await, FetchPass::Routed);
+    fetcher.settled().await;
     assert_eq!(worker.run_once().await, Turn::Sent);
     assert_eq!(completer.run_once().await.unwrap(), 1);
     let row = rig.timer(id).await;
@@ -59,6 +60,7 @@ async fn a_timer_fires_on_time_retries_and_ends_done() {
     rig.clock.set(row.due_at);
     driver.run_once();
     assert_eq!(fetcher.run_once().await, FetchPass::Routed);
+    fetcher.settled().await;
     assert_eq!(worker.run_once().await, Turn::Sent);
     assert_eq!(completer.run_once().await.unwrap(), 1);
     assert_eq!(rig.state(id).await, TimerState::Done);
@@ -94,6 +96,7 @@ async fn state_while_unrecorded(in_doubt: InDoubt) -> (Rig, i64, TimerState) {
     let fetcher = Fetcher::new(p.clone(), tx.clone());
     let worker = ChannelWorker::new(p.clone(), p.channels[CHANNEL].clone(), tx, 0);
     assert_eq!(fetcher.run_once().await, FetchPass::Routed);
+    fetcher.settled().await;
     assert_eq!(worker.run_once().await, Turn::Sent);
     assert_eq!(rig.channel.sent.lock().len(), 1);
     let state = rig.state(id).await;
@@ -165,6 +168,7 @@ async fn a_skip_channels_outcome_is_recorded_over_its_mark() {
         retry_after_ms: Some(3_000),
     });
     assert_eq!(fetcher.run_once().await, FetchPass::Routed);
+    fetcher.settled().await;
     for _ in 0..3 {
         assert_eq!(worker.run_once().await, Turn::Sent);
     }
@@ -197,6 +201,7 @@ async fn a_skip_channel_refuses_a_cancel_once_its_fetch_marked_the_timer() {
     let fetcher = Fetcher::new(p.clone(), tx.clone());
     let worker = ChannelWorker::new(p.clone(), p.channels[CHANNEL].clone(), tx, 0);
     assert_eq!(fetcher.run_once().await, FetchPass::Routed);
+    fetcher.settled().await;
     // Marked firing with its fetch: its send is under way, and a cancel
     // says so rather than reporting a cancel the send then ignores.
     let cancelled = p
@@ -235,6 +240,7 @@ async fn a_skip_channel_marks_a_fetch_ahead_and_a_shutdown_puts_the_unsent_back(
     }
     let fetcher = Fetcher::new(p.clone(), tx.clone());
     assert_eq!(fetcher.run_once().await, FetchPass::Routed);
+    fetcher.settled().await;
     // All three marked in the fetch's one write, before any sender took one.
     for &id in &ids {
         assert_eq!(rig.state(id).await, TimerState::Firing);
