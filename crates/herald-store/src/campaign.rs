@@ -727,6 +727,21 @@ pub trait CampaignStore: Send + Sync + 'static {
         owner: &str,
         now: i64,
         lease_ms: i64,
+    ) -> Result<Option<ClaimedSegment>> {
+        self.claim_segment_ahead(owner, now, lease_ms, 0).await
+    }
+
+    /// [`Self::claim_segment`], raising the claimed segment's `sent_to` to
+    /// `cursor + mark_ahead` in the same write (never lowering it, never past
+    /// the segment's end; 0 leaves it alone): the claimer's first sends then
+    /// wait for no write of their own. The returned segment carries the new
+    /// `sent_to`.
+    async fn claim_segment_ahead(
+        &self,
+        owner: &str,
+        now: i64,
+        lease_ms: i64,
+        mark_ahead: u64,
     ) -> Result<Option<ClaimedSegment>>;
 
     /// The send-log rows of a job with `start <= index < end`, by index.

@@ -51,9 +51,13 @@ pub(super) async fn run(sh: Arc<Shared>, n: usize) {
     let owner = format!("{}/w{n}", sh.holder.node_id);
     while !sh.stop.is_stopped() {
         let now = sh.clock.now_ms();
+        let cfg = sh.cfg.get();
+        // The claim marks the first stretch of the window, so the first
+        // sends wait for no write of their own (never more than the window:
+        // a batching channel's window is only wider).
         match sh
             .store
-            .claim_segment(&owner, now, sh.cfg.get().lease_ms)
+            .claim_segment_ahead(&owner, now, cfg.lease_ms, cfg.doubt_window.max(1))
             .await
         {
             Ok(Some(claimed)) => run_segment(&sh, claimed).await,
@@ -117,7 +121,7 @@ async fn run_segment(sh: &Shared, claimed: ClaimedSegment) {
     };
     let lease = AtomicI64::new(lease_until);
     let pace = Pace::of(&sh.cfg.get(), rt.concurrency(), rt.channel().max_batch());
-    let mut walk = Walk::new(slice.from, segment.end);
+    let mut walk = Walk::new(slice.from, segment.end, segment.sent_to);
     let mut sends = FuturesUnordered::new();
     let mut writing: Option<Pending<'_>> = None;
     let mut last_record = Instant::now();
@@ -312,12 +316,14 @@ struct Walk {
 }
 
 impl Walk {
-    fn new(from: u64, end: u64) -> Self {
+    /// A walk from the cursor `from` to `end` of a segment the store has
+    /// marked up to `sent_to`.
+    fn new(from: u64, end: u64, sent_to: u64) -> Self {
         Self {
             from,
             end,
             next: from,
-            marked: from,
+            marked: sent_to.clamp(from, end),
             in_flight: BTreeSet::new(),
             skipped: None,
             entries: Vec::new(),
@@ -1060,7 +1066,7 @@ mod tests {
     fn a_walk_writes_answers_in_batches_and_marks_ahead_before_the_sends_wait() {
         let (pace, slice) = (pace(8, 4), plain(0, 100));
         assert_eq!((pace.write_at, pace.low_mark), (4, 2));
-        let mut walk = Walk::new(0, 100);
+        let mut walk = Walk::new(0, 100, 0);
         let (at, _) = walk.write_now(&pace, false, true).expect("a first mark");
         assert_eq!(at.sent_to, 8);
         walk.written(Some((T0, at)));
@@ -1105,14 +1111,42 @@ mod tests {
         assert_eq!((at.cursor, at.sent_to, batch.len()), (7, 15, 4));
     }
 
+    /// A segment smaller than the window is marked whole at once, and its
+    /// answers are still written half-way, not only at its end.
+    #[test]
+    fn a_segment_inside_the_window_is_marked_whole_and_written_half_way() {
+        let (pace, slice) = (pace(1_024, 64), plain(0, 1_000));
+        let mut walk = Walk::new(0, 1_000, 0);
+        let (at, _) = walk.write_now(&pace, false, true).expect("a first mark");
+        assert_eq!(at.sent_to, 1_000);
+        walk.written(Some((T0, at)));
+        let mut writes = Vec::new();
+        while walk.next < walk.end || !walk.in_flight.is_empty() {
+            while walk.in_flight.len() < pace.conc && !walk.fill(&slice, 1).is_empty() {}
+            if let Some(&i) = walk.in_flight.first() {
+                walk.answered(
+                    i,
+                    Ok(entry(i, format!("r{i}"), SendState::Delivered, None, None)),
+                );
+            }
+            if let Some((at, batch)) = walk.write_now(&pace, false, walk.in_flight.is_empty()) {
+                writes.push((at.cursor, batch.len()));
+                walk.written(Some((T0, at)));
+            }
+        }
+        assert_eq!(writes, [(500, 500), (1_000, 500)]);
+    }
+
     /// Whatever the order of answers and commits, what a crash could leave
     /// in doubt (below the committed mark, with no committed outcome) never
     /// exceeds the window.
     #[test]
     fn what_a_crash_leaves_in_doubt_never_exceeds_the_window() {
-        for (window, conc) in [(1, 1), (4, 4), (8, 3), (64, 64), (100, 16)] {
+        let cases = [(1, 1), (4, 4), (8, 3), (64, 64), (100, 16)];
+        // Marked at the claim (a window ahead) or not at all.
+        for ((window, conc), claimed) in cases.iter().flat_map(|&c| [(c, 0), (c, c.0)]) {
             let (pace, slice) = (pace(window, conc), plain(0, 2_000));
-            let mut walk = Walk::new(0, 2_000);
+            let mut walk = Walk::new(0, 2_000, claimed);
             let mut rng = 0x2545_f491_4f6c_dd1d_u64 ^ window;
             let mut roll = |n: u64| {
                 rng ^= rng << 13;
@@ -1121,7 +1155,7 @@ mod tests {
                 rng % n.max(1)
             };
             let mut committed: BTreeSet<u64> = BTreeSet::new();
-            let mut stored_mark = 0u64;
+            let mut stored_mark = claimed;
             let mut writing: Option<(Progress, Vec<SendEntry>)> = None;
             for _ in 0..20_000 {
                 while walk.in_flight.len() < pace.conc {
@@ -1177,7 +1211,7 @@ mod tests {
             policy: InDoubt::Skip,
         };
         let pace = pace(2, 2);
-        let mut walk = Walk::new(10, 20);
+        let mut walk = Walk::new(10, 20, 10);
         // Nothing may go before the store has a mark.
         assert!(walk.fill(&slice, 1).is_empty());
         let (at, batch) = walk.write_now(&pace, false, true).expect("a mark");

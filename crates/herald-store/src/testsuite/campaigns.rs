@@ -1485,6 +1485,19 @@ pub async fn abandoned_segments_are_reissued_from_the_first_retry_or_the_cursor(
 /// What a worker marks before sending (`sent_to`) travels with an abandoned
 /// segment's re-issue as the range in doubt; the recipients it ends
 /// `in_doubt` count in their own total and are listed by state.
+pub async fn a_claim_can_mark_ahead_of_its_cursor(store: S) {
+    let aud = audience(&store, 20).await;
+    let j = job(&store, aud, 10).await;
+    let claim_ahead = |mark| store.claim_segment_ahead("w", T0, LEASE, mark);
+    let a = claim_ahead(4).await.expect("claim").expect("a segment");
+    assert_eq!((a.segment.start, a.segment.sent_to), (0, 4));
+    assert_eq!(segment(&store, j.id, a.claim.segment_id).await.sent_to, 4);
+    // Never past the segment's end.
+    let b = claim_ahead(99).await.expect("claim").expect("a segment");
+    assert_eq!((b.segment.start, b.segment.sent_to), (10, 20));
+    assert_eq!(segment(&store, j.id, b.claim.segment_id).await.sent_to, 20);
+}
+
 pub async fn a_lapsed_claim_leaves_what_it_marked_in_doubt(store: S) {
     let at = |cursor, sent_to| Progress { cursor, sent_to };
     let aud = audience(&store, 20).await;

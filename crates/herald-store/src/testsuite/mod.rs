@@ -252,6 +252,7 @@ macro_rules! store_conformance_tests {
                 finishing_segments_ends_them_done_or_partial_and_ends_the_job,
                 abandoned_segments_are_reissued_from_the_first_retry_or_the_cursor,
                 a_lapsed_claim_leaves_what_it_marked_in_doubt,
+                a_claim_can_mark_ahead_of_its_cursor,
                 record_many_writes_each_as_if_alone,
                 the_sweep_ends_a_job_left_with_nothing_to_do,
                 the_sweep_handles_at_most_limit_segments_per_kind,

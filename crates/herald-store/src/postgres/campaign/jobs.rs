@@ -491,8 +491,10 @@ pub(super) async fn claim_segment(
     owner: &str,
     now: i64,
     lease_ms: i64,
+    mark_ahead: u64,
 ) -> Result<Option<ClaimedSegment>> {
     let lease_until = now.saturating_add(lease_ms);
+    let mark_ahead = to_db(mark_ahead, "mark_ahead")?;
     let mut client = store.client().await?;
     let tx = client.transaction().await.ctx("beginning claim_segment")?;
     let Some(row) = tx
@@ -502,6 +504,7 @@ pub(super) async fn claim_segment(
                 (&owner, Type::TEXT),
                 (&now, Type::INT8),
                 (&lease_until, Type::INT8),
+                (&mark_ahead, Type::INT8),
             ],
         )
         .await

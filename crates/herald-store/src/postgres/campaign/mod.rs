@@ -367,15 +367,16 @@ impl CampaignStore for PgStore {
         .await
     }
 
-    async fn claim_segment(
+    async fn claim_segment_ahead(
         &self,
         owner: &str,
         now: i64,
         lease_ms: i64,
+        mark_ahead: u64,
     ) -> Result<Option<ClaimedSegment>> {
         self.within("claim_segment", async move {
             self.retrying("claim_segment", || {
-                jobs::claim_segment(self, owner, now, lease_ms)
+                jobs::claim_segment(self, owner, now, lease_ms, mark_ahead)
             })
             .await
         })

@@ -48,8 +48,8 @@ const CASES: &[Case] = &[
     Case {
         name: "claim",
         sql: jobs::CLAIM,
-        types: "text, int8, int8",
-        args: "'w', 5, 10",
+        types: "text, int8, int8, int8",
+        args: "'w', 5, 10, 0",
         custom: true,
         must: &[
             "Index Scan using segments_claim",

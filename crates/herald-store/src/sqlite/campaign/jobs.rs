@@ -48,7 +48,9 @@ pub(super) const NEXT_CLAIMABLE: &str = "SELECT id FROM segments \
 /// ?1 id, ?2 owner, ?3 lease_until, ?4 now.
 const TAKE_SEGMENT: &str = concat!(
     "UPDATE segments SET state = 'running', owner = ?2, lease_until = ?3, epoch = epoch + 1, \
-     updated_at = ?4 WHERE id = ?1 AND state = 'pending' RETURNING ",
+     updated_at = ?4, sent_to = CASE WHEN ?5 > 0 \
+     THEN MIN(MAX(sent_to, cursor_idx + ?5), end_idx) ELSE sent_to END \
+     WHERE id = ?1 AND state = 'pending' RETURNING ",
     segment_cols!()
 );
 const JOB_STARTED: &str = concat!(
@@ -367,7 +369,9 @@ pub(super) fn claim_segment(
     owner: String,
     now: i64,
     lease_ms: i64,
+    mark_ahead: u64,
 ) -> Result<Option<ClaimedSegment>> {
+    let mark_ahead = to_db(mark_ahead, "mark_ahead")?;
     in_tx(conn, "claiming segment", |tx| {
         let Some(id) = tx
             .prepare_cached(NEXT_CLAIMABLE)
@@ -382,7 +386,7 @@ pub(super) fn claim_segment(
         let Some(segment) = query_opt(
             tx,
             TAKE_SEGMENT,
-            params![id, owner, lease_until, now],
+            params![id, owner, lease_until, now, mark_ahead],
             "taking segment",
             |r| model::decode::<SegmentRecord, _>(r),
         )?

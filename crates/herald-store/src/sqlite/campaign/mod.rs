@@ -311,14 +311,15 @@ impl CampaignStore for SqliteStore {
             .await
     }
 
-    async fn claim_segment(
+    async fn claim_segment_ahead(
         &self,
         owner: &str,
         now: i64,
         lease_ms: i64,
+        mark_ahead: u64,
     ) -> Result<Option<ClaimedSegment>> {
         let owner = owner.to_string();
-        self.write(move |c| jobs::claim_segment(c, owner, now, lease_ms))
+        self.write(move |c| jobs::claim_segment(c, owner, now, lease_ms, mark_ahead))
             .await
     }
 

@@ -4,6 +4,7 @@
 -- plan cached while `segments` was small sorts every pending segment (and
 -- joins the update through them) instead of walking `segments_claim` to the
 -- first one. Claims are one per segment, so the planning is cheap.
+-- $4 raises `sent_to` ahead of the cursor (0: left alone).
 -- RETURNING takes the segment columns (`model::segment_cols!`): jobs.rs
 -- appends them.
 WITH c AS (
@@ -12,5 +13,7 @@ WITH c AS (
     ORDER BY priority DESC, id LIMIT 1 FOR UPDATE SKIP LOCKED
 )
 UPDATE segments SET state = 'running', owner = $1, lease_until = $3, epoch = epoch + 1,
-    updated_at = $2
+    updated_at = $2,
+    sent_to = CASE WHEN $4 > 0 THEN LEAST(GREATEST(sent_to, cursor_idx + $4), end_idx)
+        ELSE sent_to END
 FROM c WHERE id = c.cid AND state = 'pending' RETURNING
