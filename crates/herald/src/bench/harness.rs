@@ -138,7 +138,12 @@ impl Node {
             .create(true)
             .append(true)
             .open(&log_path)?;
-        let exe = std::env::current_exe().context("locating the herald binary")?;
+        // `HERALD_BENCH_SERVER` runs another build's server under this
+        // build's client and sink, so two builds compare on the same sink.
+        let exe = match std::env::var_os("HERALD_BENCH_SERVER") {
+            Some(path) => std::path::PathBuf::from(path),
+            None => std::env::current_exe().context("locating the herald binary")?,
+        };
         let mut cmd = Command::new(exe);
         cmd.arg("serve")
             .arg("--config")
