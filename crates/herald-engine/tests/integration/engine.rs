@@ -258,6 +258,78 @@ async fn shutdown_keeps_pending_timers_for_the_next_start() {
     e2.shutdown().await;
 }
 
+/// A `skip` channel's timers are marked firing ahead of their sends; a
+/// shutdown that leaves some queued (held back by the rate) puts them back
+/// to pending, so the next start sends each once and none ends in doubt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_puts_timers_marked_ahead_back_to_pending() {
+    let ch = Counting::new(0);
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("h.db").display());
+    let store = herald_store::open(&url, &StoreOptions::default())
+        .await
+        .unwrap();
+    let spec = |c: Arc<Counting>, rate| ChannelSpec {
+        quiet: None,
+        reminder_template: None,
+        in_doubt: herald_channels::InDoubt::Skip,
+        channel: c,
+        concurrency: 4,
+        rate_per_sec: rate,
+        retry: RetryPolicy::default(),
+    };
+    let start = |rate| {
+        Engine::start(
+            store.clone(),
+            Arc::new(SystemClock),
+            vec![spec(ch.clone(), rate)],
+            EngineConfig::default(),
+            16,
+            "test-node",
+        )
+    };
+    let e = start(Some(10.0)).await;
+    let due = SystemClock.now_ms() + 300;
+    e.submit((0..50).map(|i| timer(due, i)).collect())
+        .await
+        .unwrap();
+    wait("a few sent at the rate", 10, || ch.delivered() >= 3).await;
+    e.shutdown().await;
+    drop(e);
+    let sent_before = ch.delivered();
+    assert!(sent_before < 50, "the rate held most back: {sent_before}");
+    let states = |counts: Vec<(herald_core::TenantId, herald_core::TimerState, u64)>| {
+        let mut by: HashMap<herald_core::TimerState, u64> = HashMap::new();
+        for (_, state, n) in counts {
+            *by.entry(state).or_default() += n;
+        }
+        by
+    };
+    let by = states(store.count_by_tenant_state().await.unwrap());
+    assert_eq!(by.get(&herald_core::TimerState::Firing), None, "{by:?}");
+    assert_eq!(
+        by.get(&herald_core::TimerState::Pending)
+            .copied()
+            .unwrap_or(0) as usize,
+        50 - sent_before,
+        "{by:?}"
+    );
+    let e2 = start(None).await;
+    wait("the rest after the restart", 10, || ch.delivered() == 50).await;
+    e2.shutdown().await;
+    assert!(
+        ch.seen.lock().values().all(|&n| n == 1),
+        "each timer sent once"
+    );
+    let by = states(store.count_by_tenant_state().await.unwrap());
+    assert_eq!(by.get(&herald_core::TimerState::InDoubt), None, "{by:?}");
+    assert_eq!(
+        by.get(&herald_core::TimerState::Done).copied(),
+        Some(50),
+        "{by:?}"
+    );
+}
+
 fn cluster_cfg() -> EngineConfig {
     EngineConfig {
         lease_ms: 1_500,
