@@ -106,6 +106,7 @@ faulty! { TimerStore:
     fn fetch_pending(ids: &[TimerId]) -> Result<Vec<TimerRecord>>;
     fn complete(batch: Vec<Completion>) -> Result<Vec<Applied>>;
     fn mark_firing(marks: Vec<FiringMark>) -> Result<Vec<Applied>>;
+    fn unmark_firing(ids: Vec<TimerId>, at: i64) -> Result<u64>;
     fn resolve_in_doubt(fences: &[Fence], skip: &[String], at: i64) -> Result<InDoubtResolved>;
     fn deliveries_for(timer_id: TimerId) -> Result<Vec<DeliveryRecord>>;
     fn pending_digests(probes: &[MergeProbe]) -> Result<Vec<TimerRecord>>;
@@ -192,6 +193,7 @@ faulty! { CampaignStore:
     fn retry_sends(job_id: i64, which: herald_store::Resend, now: i64) -> Result<Option<FailedRetry>>;
     fn job_failures(job_id: i64, limit: usize) -> Result<FailureGroups>;
     fn claim_segment(owner: &str, now: i64, lease_ms: i64) -> Result<Option<ClaimedSegment>>;
+    fn claim_segment_ahead(owner: &str, now: i64, lease_ms: i64, mark_ahead: u64) -> Result<Option<ClaimedSegment>>;
     fn job_sends(job_id: i64, start: u64, end: u64) -> Result<Vec<SendRecord>>;
     fn job_sends_in_state(job_id: i64, state: herald_core::campaign::SendState, after: Option<u64>, limit: usize) -> Result<Vec<SendRecord>>;
     fn record_many(writes: Vec<herald_store::SegmentWrite>, now: i64, lease_ms: i64) -> Result<Vec<LeaseCheck>>;
