@@ -65,10 +65,18 @@ fn no_huge_pages() {
 #[cfg(not(target_os = "linux"))]
 fn no_huge_pages() {}
 
+/// The version and the commit the binary was built from (`build.rs`).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("HERALD_COMMIT"),
+    ")"
+);
+
 #[derive(Parser, Debug)]
 #[command(
     name = "herald",
-    version,
+    version = VERSION,
     about = "Durable scheduler for reminders and mass push messages"
 )]
 struct Cli {
@@ -84,6 +92,8 @@ enum Cmd {
         #[arg(long, env = "HERALD_CONFIG")]
         config: Option<PathBuf>,
     },
+    /// Print the version and the commit this binary was built from.
+    Version,
     /// Copy a live SQLite store (the one `serve` would open) into one file.
     Backup(backup_cli::BackupArgs),
     /// Put a backup in place as the store of an empty data directory.
@@ -322,6 +332,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         .build()?;
     rt.block_on(async move {
         match cli.cmd {
+            Cmd::Version => {
+                println!("herald {VERSION}");
+                Ok(())
+            }
             Cmd::Serve { config } => {
                 let cfg = config::Config::load(config.as_deref())?;
                 serve::run(cfg, config).await

@@ -116,3 +116,32 @@ async fn a_bad_config_is_a_clear_error() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("unsupported store url"));
 }
+
+/// `herald version` names the commit the binary was built from: the
+/// checkout's, when the tests run in one.
+#[tokio::test]
+async fn version_names_the_commit_it_was_built_from() {
+    let out = Command::new(BIN).arg("version").output().await.unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let version = env!("CARGO_PKG_VERSION");
+    let commit = text
+        .trim()
+        .strip_prefix(&format!("herald {version} (commit "))
+        .and_then(|rest| rest.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("not `herald {version} (commit …)`: {text}"));
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    match head {
+        Some(head) if std::env::var("HERALD_COMMIT").is_err() => assert_eq!(commit, head),
+        _ => assert!(!commit.is_empty()),
+    }
+    // `--version` says the same.
+    let flag = Command::new(BIN).arg("--version").output().await.unwrap();
+    assert_eq!(String::from_utf8(flag.stdout).unwrap(), text);
+}
