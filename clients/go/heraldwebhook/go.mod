@@ -1,0 +1,3 @@
+module herald.invalid/heraldwebhook
+
+go 1.19
