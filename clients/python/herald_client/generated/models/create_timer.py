@@ -1,0 +1,308 @@
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
+
+from attrs import define as _attrs_define
+
+from ..models.on_conflict import OnConflict, check_on_conflict
+from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.create_timer_message import CreateTimerMessage
+    from ..models.timer_digest import TimerDigest
+    from ..models.timer_to import TimerTo
+
+
+T = TypeVar("T", bound="CreateTimer")
+
+
+@_attrs_define
+class CreateTimer:
+    """`POST /v1/timers` (and one line of `POST /v1/timers:bulk`).
+
+    Attributes:
+        channel (str): A channel configured on the node (`GET /v1/channels` lists them).
+        message (CreateTimerMessage):
+        critical (bool | None | Unset): Sent even in quiet hours (never past an opt-out).
+        delay_ms (int | None | Unset): At most 10 years.
+        digest (None | TimerDigest | Unset):
+        fire_at (datetime.datetime | None | Unset): RFC 3339, at most 10 years ahead; give this or `delay_ms`.
+        idempotency_key (None | str | Unset): 1..=255 visible ASCII characters.
+        on_conflict (None | OnConflict | Unset):
+        priority (int | None | Unset):
+        recipient (None | str | Unset): The address as the provider takes it; give this or `to`.
+        to (None | TimerTo | Unset):
+        topic (None | str | Unset): What the message is about (subscribers may opt out of a topic).
+    """
+
+    channel: str
+    message: CreateTimerMessage
+    critical: bool | None | Unset = UNSET
+    delay_ms: int | None | Unset = UNSET
+    digest: None | TimerDigest | Unset = UNSET
+    fire_at: datetime.datetime | None | Unset = UNSET
+    idempotency_key: None | str | Unset = UNSET
+    on_conflict: None | OnConflict | Unset = UNSET
+    priority: int | None | Unset = UNSET
+    recipient: None | str | Unset = UNSET
+    to: None | TimerTo | Unset = UNSET
+    topic: None | str | Unset = UNSET
+
+    def to_dict(self) -> dict[str, Any]:
+        from ..models.timer_digest import TimerDigest
+        from ..models.timer_to import TimerTo
+
+        channel = self.channel
+
+        message = self.message.to_dict()
+
+        critical: bool | None | Unset
+        if isinstance(self.critical, Unset):
+            critical = UNSET
+        else:
+            critical = self.critical
+
+        delay_ms: int | None | Unset
+        if isinstance(self.delay_ms, Unset):
+            delay_ms = UNSET
+        else:
+            delay_ms = self.delay_ms
+
+        digest: dict[str, Any] | None | Unset
+        if isinstance(self.digest, Unset):
+            digest = UNSET
+        elif isinstance(self.digest, TimerDigest):
+            digest = self.digest.to_dict()
+        else:
+            digest = self.digest
+
+        fire_at: None | str | Unset
+        if isinstance(self.fire_at, Unset):
+            fire_at = UNSET
+        elif isinstance(self.fire_at, datetime.datetime):
+            fire_at = self.fire_at.isoformat()
+        else:
+            fire_at = self.fire_at
+
+        idempotency_key: None | str | Unset
+        if isinstance(self.idempotency_key, Unset):
+            idempotency_key = UNSET
+        else:
+            idempotency_key = self.idempotency_key
+
+        on_conflict: None | str | Unset
+        if isinstance(self.on_conflict, Unset):
+            on_conflict = UNSET
+        elif isinstance(self.on_conflict, str):
+            on_conflict = self.on_conflict
+        else:
+            on_conflict = self.on_conflict
+
+        priority: int | None | Unset
+        if isinstance(self.priority, Unset):
+            priority = UNSET
+        else:
+            priority = self.priority
+
+        recipient: None | str | Unset
+        if isinstance(self.recipient, Unset):
+            recipient = UNSET
+        else:
+            recipient = self.recipient
+
+        to: dict[str, Any] | None | Unset
+        if isinstance(self.to, Unset):
+            to = UNSET
+        elif isinstance(self.to, TimerTo):
+            to = self.to.to_dict()
+        else:
+            to = self.to
+
+        topic: None | str | Unset
+        if isinstance(self.topic, Unset):
+            topic = UNSET
+        else:
+            topic = self.topic
+
+        field_dict: dict[str, Any] = {}
+
+        field_dict.update(
+            {
+                "channel": channel,
+                "message": message,
+            }
+        )
+        if critical is not UNSET:
+            field_dict["critical"] = critical
+        if delay_ms is not UNSET:
+            field_dict["delay_ms"] = delay_ms
+        if digest is not UNSET:
+            field_dict["digest"] = digest
+        if fire_at is not UNSET:
+            field_dict["fire_at"] = fire_at
+        if idempotency_key is not UNSET:
+            field_dict["idempotency_key"] = idempotency_key
+        if on_conflict is not UNSET:
+            field_dict["on_conflict"] = on_conflict
+        if priority is not UNSET:
+            field_dict["priority"] = priority
+        if recipient is not UNSET:
+            field_dict["recipient"] = recipient
+        if to is not UNSET:
+            field_dict["to"] = to
+        if topic is not UNSET:
+            field_dict["topic"] = topic
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.create_timer_message import CreateTimerMessage
+        from ..models.timer_digest import TimerDigest
+        from ..models.timer_to import TimerTo
+
+        d = dict(src_dict)
+        channel = d.pop("channel")
+
+        message = CreateTimerMessage.from_dict(d.pop("message"))
+
+        def _parse_critical(data: object) -> bool | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(bool | None | Unset, data)
+
+        critical = _parse_critical(d.pop("critical", UNSET))
+
+        def _parse_delay_ms(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        delay_ms = _parse_delay_ms(d.pop("delay_ms", UNSET))
+
+        def _parse_digest(data: object) -> None | TimerDigest | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                digest_type_1 = TimerDigest.from_dict(data)
+
+                return digest_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | TimerDigest | Unset, data)
+
+        digest = _parse_digest(d.pop("digest", UNSET))
+
+        def _parse_fire_at(data: object) -> datetime.datetime | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                fire_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return fire_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None | Unset, data)
+
+        fire_at = _parse_fire_at(d.pop("fire_at", UNSET))
+
+        def _parse_idempotency_key(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        idempotency_key = _parse_idempotency_key(d.pop("idempotency_key", UNSET))
+
+        def _parse_on_conflict(data: object) -> None | OnConflict | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                on_conflict_type_1 = check_on_conflict(data)
+
+                return on_conflict_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | OnConflict | Unset, data)
+
+        on_conflict = _parse_on_conflict(d.pop("on_conflict", UNSET))
+
+        def _parse_priority(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        priority = _parse_priority(d.pop("priority", UNSET))
+
+        def _parse_recipient(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        recipient = _parse_recipient(d.pop("recipient", UNSET))
+
+        def _parse_to(data: object) -> None | TimerTo | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                to_type_1 = TimerTo.from_dict(data)
+
+                return to_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | TimerTo | Unset, data)
+
+        to = _parse_to(d.pop("to", UNSET))
+
+        def _parse_topic(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        topic = _parse_topic(d.pop("topic", UNSET))
+
+        create_timer = cls(
+            channel=channel,
+            message=message,
+            critical=critical,
+            delay_ms=delay_ms,
+            digest=digest,
+            fire_at=fire_at,
+            idempotency_key=idempotency_key,
+            on_conflict=on_conflict,
+            priority=priority,
+            recipient=recipient,
+            to=to,
+            topic=topic,
+        )
+
+        return create_timer

@@ -1,0 +1,308 @@
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
+
+from attrs import define as _attrs_define
+
+from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.campaign_to import CampaignTo
+    from ..models.follow_up_body import FollowUpBody
+    from ..models.job_body_message import JobBodyMessage
+
+
+T = TypeVar("T", bound="JobBody")
+
+
+@_attrs_define
+class JobBody:
+    """
+    Attributes:
+        channel (str): A channel configured on the node (`GET /v1/channels` lists them).
+        message (JobBodyMessage):
+        audience_id (int | None | Unset):
+        critical (bool | None | Unset): Sent in quiet hours too (the channel's and subscribers'); never past
+            an opt-out.
+        deadline (datetime.datetime | None | Unset):
+        deadline_secs (int | None | Unset):
+        follow_up (FollowUpBody | None | Unset):
+        priority (int | None | Unset):
+        segment_size (int | None | Unset):
+        to (CampaignTo | None | Unset):
+        topic (None | str | Unset): What the message is about, for subscribers' topic opt-outs.
+        users (list[str] | None | Unset):
+    """
+
+    channel: str
+    message: JobBodyMessage
+    audience_id: int | None | Unset = UNSET
+    critical: bool | None | Unset = UNSET
+    deadline: datetime.datetime | None | Unset = UNSET
+    deadline_secs: int | None | Unset = UNSET
+    follow_up: FollowUpBody | None | Unset = UNSET
+    priority: int | None | Unset = UNSET
+    segment_size: int | None | Unset = UNSET
+    to: CampaignTo | None | Unset = UNSET
+    topic: None | str | Unset = UNSET
+    users: list[str] | None | Unset = UNSET
+
+    def to_dict(self) -> dict[str, Any]:
+        from ..models.campaign_to import CampaignTo
+        from ..models.follow_up_body import FollowUpBody
+
+        channel = self.channel
+
+        message = self.message.to_dict()
+
+        audience_id: int | None | Unset
+        if isinstance(self.audience_id, Unset):
+            audience_id = UNSET
+        else:
+            audience_id = self.audience_id
+
+        critical: bool | None | Unset
+        if isinstance(self.critical, Unset):
+            critical = UNSET
+        else:
+            critical = self.critical
+
+        deadline: None | str | Unset
+        if isinstance(self.deadline, Unset):
+            deadline = UNSET
+        elif isinstance(self.deadline, datetime.datetime):
+            deadline = self.deadline.isoformat()
+        else:
+            deadline = self.deadline
+
+        deadline_secs: int | None | Unset
+        if isinstance(self.deadline_secs, Unset):
+            deadline_secs = UNSET
+        else:
+            deadline_secs = self.deadline_secs
+
+        follow_up: dict[str, Any] | None | Unset
+        if isinstance(self.follow_up, Unset):
+            follow_up = UNSET
+        elif isinstance(self.follow_up, FollowUpBody):
+            follow_up = self.follow_up.to_dict()
+        else:
+            follow_up = self.follow_up
+
+        priority: int | None | Unset
+        if isinstance(self.priority, Unset):
+            priority = UNSET
+        else:
+            priority = self.priority
+
+        segment_size: int | None | Unset
+        if isinstance(self.segment_size, Unset):
+            segment_size = UNSET
+        else:
+            segment_size = self.segment_size
+
+        to: dict[str, Any] | None | Unset
+        if isinstance(self.to, Unset):
+            to = UNSET
+        elif isinstance(self.to, CampaignTo):
+            to = self.to.to_dict()
+        else:
+            to = self.to
+
+        topic: None | str | Unset
+        if isinstance(self.topic, Unset):
+            topic = UNSET
+        else:
+            topic = self.topic
+
+        users: list[str] | None | Unset
+        if isinstance(self.users, Unset):
+            users = UNSET
+        elif isinstance(self.users, list):
+            users = self.users
+
+        else:
+            users = self.users
+
+        field_dict: dict[str, Any] = {}
+
+        field_dict.update(
+            {
+                "channel": channel,
+                "message": message,
+            }
+        )
+        if audience_id is not UNSET:
+            field_dict["audience_id"] = audience_id
+        if critical is not UNSET:
+            field_dict["critical"] = critical
+        if deadline is not UNSET:
+            field_dict["deadline"] = deadline
+        if deadline_secs is not UNSET:
+            field_dict["deadline_secs"] = deadline_secs
+        if follow_up is not UNSET:
+            field_dict["follow_up"] = follow_up
+        if priority is not UNSET:
+            field_dict["priority"] = priority
+        if segment_size is not UNSET:
+            field_dict["segment_size"] = segment_size
+        if to is not UNSET:
+            field_dict["to"] = to
+        if topic is not UNSET:
+            field_dict["topic"] = topic
+        if users is not UNSET:
+            field_dict["users"] = users
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.campaign_to import CampaignTo
+        from ..models.follow_up_body import FollowUpBody
+        from ..models.job_body_message import JobBodyMessage
+
+        d = dict(src_dict)
+        channel = d.pop("channel")
+
+        message = JobBodyMessage.from_dict(d.pop("message"))
+
+        def _parse_audience_id(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        audience_id = _parse_audience_id(d.pop("audience_id", UNSET))
+
+        def _parse_critical(data: object) -> bool | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(bool | None | Unset, data)
+
+        critical = _parse_critical(d.pop("critical", UNSET))
+
+        def _parse_deadline(data: object) -> datetime.datetime | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                deadline_type_0 = datetime.datetime.fromisoformat(data)
+
+                return deadline_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None | Unset, data)
+
+        deadline = _parse_deadline(d.pop("deadline", UNSET))
+
+        def _parse_deadline_secs(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        deadline_secs = _parse_deadline_secs(d.pop("deadline_secs", UNSET))
+
+        def _parse_follow_up(data: object) -> FollowUpBody | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                follow_up_type_1 = FollowUpBody.from_dict(data)
+
+                return follow_up_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(FollowUpBody | None | Unset, data)
+
+        follow_up = _parse_follow_up(d.pop("follow_up", UNSET))
+
+        def _parse_priority(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        priority = _parse_priority(d.pop("priority", UNSET))
+
+        def _parse_segment_size(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        segment_size = _parse_segment_size(d.pop("segment_size", UNSET))
+
+        def _parse_to(data: object) -> CampaignTo | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                to_type_1 = CampaignTo.from_dict(data)
+
+                return to_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(CampaignTo | None | Unset, data)
+
+        to = _parse_to(d.pop("to", UNSET))
+
+        def _parse_topic(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        topic = _parse_topic(d.pop("topic", UNSET))
+
+        def _parse_users(data: object) -> list[str] | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, list):
+                    raise TypeError()
+                users_type_0 = cast(list[str], data)
+
+                return users_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(list[str] | None | Unset, data)
+
+        users = _parse_users(d.pop("users", UNSET))
+
+        job_body = cls(
+            channel=channel,
+            message=message,
+            audience_id=audience_id,
+            critical=critical,
+            deadline=deadline,
+            deadline_secs=deadline_secs,
+            follow_up=follow_up,
+            priority=priority,
+            segment_size=segment_size,
+            to=to,
+            topic=topic,
+            users=users,
+        )
+
+        return job_body

@@ -1,0 +1,359 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.follow_up_json import FollowUpJson
+    from ..models.job_json_message import JobJsonMessage
+    from ..models.job_json_segments import JobJsonSegments
+    from ..models.to_type_json import ToTypeJson
+    from ..models.totals_json import TotalsJson
+
+
+T = TypeVar("T", bound="JobJson")
+
+
+@_attrs_define
+class JobJson:
+    """
+    Attributes:
+        audience_id (int):
+        avg_rate_per_sec (float): Average since the job started (to its end, once it has ended).
+        channel (str):
+        created_at (str):
+        id (int):
+        message (JobJsonMessage):
+        priority (int):
+        rate_per_sec (float): Recipients reaching a final outcome per second, over the last ~10 s;
+            0 once the job has ended.
+        segment_size (int):
+        segments (JobJsonSegments): Segments in each state (every state present, 0 when none).
+        state (str):
+        totals (TotalsJson): A job's recipients by outcome; they add up to `total`.
+        critical (bool | Unset):
+        to (None | ToTypeJson | Unset):
+        topic (None | str | Unset):
+        deadline (None | str | Unset):
+        eta_secs (int | None | Unset): Seconds until `remaining` reaches 0 at the current rate; null when the
+            rate is 0 or the job has ended.
+        finished_at (None | str | Unset):
+        follow_up (FollowUpJson | None | Unset):
+        started_at (None | str | Unset):
+        task_id (int | None | Unset):
+    """
+
+    audience_id: int
+    avg_rate_per_sec: float
+    channel: str
+    created_at: str
+    id: int
+    message: JobJsonMessage
+    priority: int
+    rate_per_sec: float
+    segment_size: int
+    segments: JobJsonSegments
+    state: str
+    totals: TotalsJson
+    critical: bool | Unset = UNSET
+    to: None | ToTypeJson | Unset = UNSET
+    topic: None | str | Unset = UNSET
+    deadline: None | str | Unset = UNSET
+    eta_secs: int | None | Unset = UNSET
+    finished_at: None | str | Unset = UNSET
+    follow_up: FollowUpJson | None | Unset = UNSET
+    started_at: None | str | Unset = UNSET
+    task_id: int | None | Unset = UNSET
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        from ..models.follow_up_json import FollowUpJson
+        from ..models.to_type_json import ToTypeJson
+
+        audience_id = self.audience_id
+
+        avg_rate_per_sec = self.avg_rate_per_sec
+
+        channel = self.channel
+
+        created_at = self.created_at
+
+        id = self.id
+
+        message = self.message.to_dict()
+
+        priority = self.priority
+
+        rate_per_sec = self.rate_per_sec
+
+        segment_size = self.segment_size
+
+        segments = self.segments.to_dict()
+
+        state = self.state
+
+        totals = self.totals.to_dict()
+
+        critical = self.critical
+
+        to: dict[str, Any] | None | Unset
+        if isinstance(self.to, Unset):
+            to = UNSET
+        elif isinstance(self.to, ToTypeJson):
+            to = self.to.to_dict()
+        else:
+            to = self.to
+
+        topic: None | str | Unset
+        if isinstance(self.topic, Unset):
+            topic = UNSET
+        else:
+            topic = self.topic
+
+        deadline: None | str | Unset
+        if isinstance(self.deadline, Unset):
+            deadline = UNSET
+        else:
+            deadline = self.deadline
+
+        eta_secs: int | None | Unset
+        if isinstance(self.eta_secs, Unset):
+            eta_secs = UNSET
+        else:
+            eta_secs = self.eta_secs
+
+        finished_at: None | str | Unset
+        if isinstance(self.finished_at, Unset):
+            finished_at = UNSET
+        else:
+            finished_at = self.finished_at
+
+        follow_up: dict[str, Any] | None | Unset
+        if isinstance(self.follow_up, Unset):
+            follow_up = UNSET
+        elif isinstance(self.follow_up, FollowUpJson):
+            follow_up = self.follow_up.to_dict()
+        else:
+            follow_up = self.follow_up
+
+        started_at: None | str | Unset
+        if isinstance(self.started_at, Unset):
+            started_at = UNSET
+        else:
+            started_at = self.started_at
+
+        task_id: int | None | Unset
+        if isinstance(self.task_id, Unset):
+            task_id = UNSET
+        else:
+            task_id = self.task_id
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "audience_id": audience_id,
+                "avg_rate_per_sec": avg_rate_per_sec,
+                "channel": channel,
+                "created_at": created_at,
+                "id": id,
+                "message": message,
+                "priority": priority,
+                "rate_per_sec": rate_per_sec,
+                "segment_size": segment_size,
+                "segments": segments,
+                "state": state,
+                "totals": totals,
+            }
+        )
+        if critical is not UNSET:
+            field_dict["critical"] = critical
+        if to is not UNSET:
+            field_dict["to"] = to
+        if topic is not UNSET:
+            field_dict["topic"] = topic
+        if deadline is not UNSET:
+            field_dict["deadline"] = deadline
+        if eta_secs is not UNSET:
+            field_dict["eta_secs"] = eta_secs
+        if finished_at is not UNSET:
+            field_dict["finished_at"] = finished_at
+        if follow_up is not UNSET:
+            field_dict["follow_up"] = follow_up
+        if started_at is not UNSET:
+            field_dict["started_at"] = started_at
+        if task_id is not UNSET:
+            field_dict["task_id"] = task_id
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.follow_up_json import FollowUpJson
+        from ..models.job_json_message import JobJsonMessage
+        from ..models.job_json_segments import JobJsonSegments
+        from ..models.to_type_json import ToTypeJson
+        from ..models.totals_json import TotalsJson
+
+        d = dict(src_dict)
+        audience_id = d.pop("audience_id")
+
+        avg_rate_per_sec = d.pop("avg_rate_per_sec")
+
+        channel = d.pop("channel")
+
+        created_at = d.pop("created_at")
+
+        id = d.pop("id")
+
+        message = JobJsonMessage.from_dict(d.pop("message"))
+
+        priority = d.pop("priority")
+
+        rate_per_sec = d.pop("rate_per_sec")
+
+        segment_size = d.pop("segment_size")
+
+        segments = JobJsonSegments.from_dict(d.pop("segments"))
+
+        state = d.pop("state")
+
+        totals = TotalsJson.from_dict(d.pop("totals"))
+
+        critical = d.pop("critical", UNSET)
+
+        def _parse_to(data: object) -> None | ToTypeJson | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                to_type_1 = ToTypeJson.from_dict(data)
+
+                return to_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | ToTypeJson | Unset, data)
+
+        to = _parse_to(d.pop("to", UNSET))
+
+        def _parse_topic(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        topic = _parse_topic(d.pop("topic", UNSET))
+
+        def _parse_deadline(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        deadline = _parse_deadline(d.pop("deadline", UNSET))
+
+        def _parse_eta_secs(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        eta_secs = _parse_eta_secs(d.pop("eta_secs", UNSET))
+
+        def _parse_finished_at(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        finished_at = _parse_finished_at(d.pop("finished_at", UNSET))
+
+        def _parse_follow_up(data: object) -> FollowUpJson | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                follow_up_type_1 = FollowUpJson.from_dict(data)
+
+                return follow_up_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(FollowUpJson | None | Unset, data)
+
+        follow_up = _parse_follow_up(d.pop("follow_up", UNSET))
+
+        def _parse_started_at(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        started_at = _parse_started_at(d.pop("started_at", UNSET))
+
+        def _parse_task_id(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        task_id = _parse_task_id(d.pop("task_id", UNSET))
+
+        job_json = cls(
+            audience_id=audience_id,
+            avg_rate_per_sec=avg_rate_per_sec,
+            channel=channel,
+            created_at=created_at,
+            id=id,
+            message=message,
+            priority=priority,
+            rate_per_sec=rate_per_sec,
+            segment_size=segment_size,
+            segments=segments,
+            state=state,
+            totals=totals,
+            critical=critical,
+            to=to,
+            topic=topic,
+            deadline=deadline,
+            eta_secs=eta_secs,
+            finished_at=finished_at,
+            follow_up=follow_up,
+            started_at=started_at,
+            task_id=task_id,
+        )
+
+        job_json.additional_properties = d
+        return job_json
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

@@ -1,0 +1,148 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Self, TypeVar, cast
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
+
+T = TypeVar("T", bound="KeyJson")
+
+
+@_attrs_define
+class KeyJson:
+    """A key as listed: everything but the secret and its hash.
+
+    Attributes:
+        created_at (str):
+        id (int):
+        scopes (list[str]):
+        tenant (str):
+        expires_at (None | str | Unset):
+        name (None | str | Unset):
+        revoked_at (None | str | Unset):
+    """
+
+    created_at: str
+    id: int
+    scopes: list[str]
+    tenant: str
+    expires_at: None | str | Unset = UNSET
+    name: None | str | Unset = UNSET
+    revoked_at: None | str | Unset = UNSET
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        created_at = self.created_at
+
+        id = self.id
+
+        scopes = self.scopes
+
+        tenant = self.tenant
+
+        expires_at: None | str | Unset
+        if isinstance(self.expires_at, Unset):
+            expires_at = UNSET
+        else:
+            expires_at = self.expires_at
+
+        name: None | str | Unset
+        if isinstance(self.name, Unset):
+            name = UNSET
+        else:
+            name = self.name
+
+        revoked_at: None | str | Unset
+        if isinstance(self.revoked_at, Unset):
+            revoked_at = UNSET
+        else:
+            revoked_at = self.revoked_at
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "created_at": created_at,
+                "id": id,
+                "scopes": scopes,
+                "tenant": tenant,
+            }
+        )
+        if expires_at is not UNSET:
+            field_dict["expires_at"] = expires_at
+        if name is not UNSET:
+            field_dict["name"] = name
+        if revoked_at is not UNSET:
+            field_dict["revoked_at"] = revoked_at
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        d = dict(src_dict)
+        created_at = d.pop("created_at")
+
+        id = d.pop("id")
+
+        scopes = cast(list[str], d.pop("scopes"))
+
+        tenant = d.pop("tenant")
+
+        def _parse_expires_at(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        expires_at = _parse_expires_at(d.pop("expires_at", UNSET))
+
+        def _parse_name(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        name = _parse_name(d.pop("name", UNSET))
+
+        def _parse_revoked_at(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        revoked_at = _parse_revoked_at(d.pop("revoked_at", UNSET))
+
+        key_json = cls(
+            created_at=created_at,
+            id=id,
+            scopes=scopes,
+            tenant=tenant,
+            expires_at=expires_at,
+            name=name,
+            revoked_at=revoked_at,
+        )
+
+        key_json.additional_properties = d
+        return key_json
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

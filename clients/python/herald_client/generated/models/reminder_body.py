@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Self, TypeVar, cast
+
+from attrs import define as _attrs_define
+
+from ..models.reminder_body_channel_type import (
+    ReminderBodyChannelType,
+    check_reminder_body_channel_type,
+)
+from ..types import UNSET, Unset
+
+T = TypeVar("T", bound="ReminderBody")
+
+
+@_attrs_define
+class ReminderBody:
+    """
+    Attributes:
+        channel_type (ReminderBodyChannelType):
+        lead_minutes (int): One of the node's `reminders.leads_minutes`.
+        subject_id (str):
+        user_id (str):
+        channel (None | str | Unset): A channel configured on the node (`GET /v1/channels` lists them).
+    """
+
+    channel_type: ReminderBodyChannelType
+    lead_minutes: int
+    subject_id: str
+    user_id: str
+    channel: None | str | Unset = UNSET
+
+    def to_dict(self) -> dict[str, Any]:
+        channel_type: str = self.channel_type
+
+        lead_minutes = self.lead_minutes
+
+        subject_id = self.subject_id
+
+        user_id = self.user_id
+
+        channel: None | str | Unset
+        if isinstance(self.channel, Unset):
+            channel = UNSET
+        else:
+            channel = self.channel
+
+        field_dict: dict[str, Any] = {}
+
+        field_dict.update(
+            {
+                "channel_type": channel_type,
+                "lead_minutes": lead_minutes,
+                "subject_id": subject_id,
+                "user_id": user_id,
+            }
+        )
+        if channel is not UNSET:
+            field_dict["channel"] = channel
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        d = dict(src_dict)
+        channel_type = check_reminder_body_channel_type(d.pop("channel_type"))
+
+        lead_minutes = d.pop("lead_minutes")
+
+        subject_id = d.pop("subject_id")
+
+        user_id = d.pop("user_id")
+
+        def _parse_channel(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        channel = _parse_channel(d.pop("channel", UNSET))
+
+        reminder_body = cls(
+            channel_type=channel_type,
+            lead_minutes=lead_minutes,
+            subject_id=subject_id,
+            user_id=user_id,
+            channel=channel,
+        )
+
+        return reminder_body

@@ -1,0 +1,120 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.to_type_json import ToTypeJson
+
+
+T = TypeVar("T", bound="RoutingJson")
+
+
+@_attrs_define
+class RoutingJson:
+    """The routing of a job or rule in an answer.
+
+    Attributes:
+        critical (bool | Unset):
+        to (None | ToTypeJson | Unset):
+        topic (None | str | Unset):
+    """
+
+    critical: bool | Unset = UNSET
+    to: None | ToTypeJson | Unset = UNSET
+    topic: None | str | Unset = UNSET
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        from ..models.to_type_json import ToTypeJson
+
+        critical = self.critical
+
+        to: dict[str, Any] | None | Unset
+        if isinstance(self.to, Unset):
+            to = UNSET
+        elif isinstance(self.to, ToTypeJson):
+            to = self.to.to_dict()
+        else:
+            to = self.to
+
+        topic: None | str | Unset
+        if isinstance(self.topic, Unset):
+            topic = UNSET
+        else:
+            topic = self.topic
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update({})
+        if critical is not UNSET:
+            field_dict["critical"] = critical
+        if to is not UNSET:
+            field_dict["to"] = to
+        if topic is not UNSET:
+            field_dict["topic"] = topic
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.to_type_json import ToTypeJson
+
+        d = dict(src_dict)
+        critical = d.pop("critical", UNSET)
+
+        def _parse_to(data: object) -> None | ToTypeJson | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                to_type_1 = ToTypeJson.from_dict(data)
+
+                return to_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | ToTypeJson | Unset, data)
+
+        to = _parse_to(d.pop("to", UNSET))
+
+        def _parse_topic(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        topic = _parse_topic(d.pop("topic", UNSET))
+
+        routing_json = cls(
+            critical=critical,
+            to=to,
+            topic=topic,
+        )
+
+        routing_json.additional_properties = d
+        return routing_json
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

@@ -1,0 +1,200 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
+
+from attrs import define as _attrs_define
+
+from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.audience_target import AudienceTarget
+    from ..models.campaign_to import CampaignTo
+    from ..models.rule_body_message import RuleBodyMessage
+    from ..models.rule_body_schedule import RuleBodySchedule
+
+
+T = TypeVar("T", bound="RuleBody")
+
+
+@_attrs_define
+class RuleBody:
+    """
+    Attributes:
+        audience (AudienceTarget): Who a rule sends to. Kept as the request gave it.
+        channel (str): A channel configured on the node (`GET /v1/channels` lists them).
+        message (RuleBodyMessage):
+        name (str):
+        schedule (RuleBodySchedule):
+        critical (bool | None | Unset): Sent in quiet hours too; never past an opt-out.
+        deadline_secs (int | None | Unset):
+        priority (int | None | Unset):
+        to (CampaignTo | None | Unset):
+        topic (None | str | Unset): What the message is about, for subscribers' topic opt-outs.
+    """
+
+    audience: AudienceTarget
+    channel: str
+    message: RuleBodyMessage
+    name: str
+    schedule: RuleBodySchedule
+    critical: bool | None | Unset = UNSET
+    deadline_secs: int | None | Unset = UNSET
+    priority: int | None | Unset = UNSET
+    to: CampaignTo | None | Unset = UNSET
+    topic: None | str | Unset = UNSET
+
+    def to_dict(self) -> dict[str, Any]:
+        from ..models.campaign_to import CampaignTo
+
+        audience = self.audience.to_dict()
+
+        channel = self.channel
+
+        message = self.message.to_dict()
+
+        name = self.name
+
+        schedule = self.schedule.to_dict()
+
+        critical: bool | None | Unset
+        if isinstance(self.critical, Unset):
+            critical = UNSET
+        else:
+            critical = self.critical
+
+        deadline_secs: int | None | Unset
+        if isinstance(self.deadline_secs, Unset):
+            deadline_secs = UNSET
+        else:
+            deadline_secs = self.deadline_secs
+
+        priority: int | None | Unset
+        if isinstance(self.priority, Unset):
+            priority = UNSET
+        else:
+            priority = self.priority
+
+        to: dict[str, Any] | None | Unset
+        if isinstance(self.to, Unset):
+            to = UNSET
+        elif isinstance(self.to, CampaignTo):
+            to = self.to.to_dict()
+        else:
+            to = self.to
+
+        topic: None | str | Unset
+        if isinstance(self.topic, Unset):
+            topic = UNSET
+        else:
+            topic = self.topic
+
+        field_dict: dict[str, Any] = {}
+
+        field_dict.update(
+            {
+                "audience": audience,
+                "channel": channel,
+                "message": message,
+                "name": name,
+                "schedule": schedule,
+            }
+        )
+        if critical is not UNSET:
+            field_dict["critical"] = critical
+        if deadline_secs is not UNSET:
+            field_dict["deadline_secs"] = deadline_secs
+        if priority is not UNSET:
+            field_dict["priority"] = priority
+        if to is not UNSET:
+            field_dict["to"] = to
+        if topic is not UNSET:
+            field_dict["topic"] = topic
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.audience_target import AudienceTarget
+        from ..models.campaign_to import CampaignTo
+        from ..models.rule_body_message import RuleBodyMessage
+        from ..models.rule_body_schedule import RuleBodySchedule
+
+        d = dict(src_dict)
+        audience = AudienceTarget.from_dict(d.pop("audience"))
+
+        channel = d.pop("channel")
+
+        message = RuleBodyMessage.from_dict(d.pop("message"))
+
+        name = d.pop("name")
+
+        schedule = RuleBodySchedule.from_dict(d.pop("schedule"))
+
+        def _parse_critical(data: object) -> bool | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(bool | None | Unset, data)
+
+        critical = _parse_critical(d.pop("critical", UNSET))
+
+        def _parse_deadline_secs(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        deadline_secs = _parse_deadline_secs(d.pop("deadline_secs", UNSET))
+
+        def _parse_priority(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        priority = _parse_priority(d.pop("priority", UNSET))
+
+        def _parse_to(data: object) -> CampaignTo | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                to_type_1 = CampaignTo.from_dict(data)
+
+                return to_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(CampaignTo | None | Unset, data)
+
+        to = _parse_to(d.pop("to", UNSET))
+
+        def _parse_topic(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        topic = _parse_topic(d.pop("topic", UNSET))
+
+        rule_body = cls(
+            audience=audience,
+            channel=channel,
+            message=message,
+            name=name,
+            schedule=schedule,
+            critical=critical,
+            deadline_secs=deadline_secs,
+            priority=priority,
+            to=to,
+            topic=topic,
+        )
+
+        return rule_body

@@ -1,0 +1,231 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.reminder_group_json import ReminderGroupJson
+    from ..models.subject_json_data_type_0 import SubjectJsonDataType0
+
+
+T = TypeVar("T", bound="SubjectDetailJson")
+
+
+@_attrs_define
+class SubjectDetailJson:
+    """`GET /v1/subjects/{id}`: the subject, its counts, and its reminders by
+    channel type and lead.
+
+        Attributes:
+            created_at (str):
+            start_at (str):
+            subject_id (str):
+            updated_at (str):
+            counts_capped (bool): Counting stopped at the cap: both figures are lower bounds.
+            reminders (int): Reminders (a user's channel type and lead), sent or still to come.
+            subscribers (int): Distinct users with at least one reminder on the subject.
+            reminders_by (list[ReminderGroupJson]):
+            cancelled_reminders (int | None | Unset):
+            data (None | SubjectJsonDataType0 | Unset):
+            moved_reminders (int | None | Unset):
+            title (None | str | Unset):
+    """
+
+    created_at: str
+    start_at: str
+    subject_id: str
+    updated_at: str
+    counts_capped: bool
+    reminders: int
+    subscribers: int
+    reminders_by: list[ReminderGroupJson]
+    cancelled_reminders: int | None | Unset = UNSET
+    data: None | SubjectJsonDataType0 | Unset = UNSET
+    moved_reminders: int | None | Unset = UNSET
+    title: None | str | Unset = UNSET
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        from ..models.subject_json_data_type_0 import SubjectJsonDataType0
+
+        created_at = self.created_at
+
+        start_at = self.start_at
+
+        subject_id = self.subject_id
+
+        updated_at = self.updated_at
+
+        counts_capped = self.counts_capped
+
+        reminders = self.reminders
+
+        subscribers = self.subscribers
+
+        reminders_by = []
+        for reminders_by_item_data in self.reminders_by:
+            reminders_by_item = reminders_by_item_data.to_dict()
+            reminders_by.append(reminders_by_item)
+
+        cancelled_reminders: int | None | Unset
+        if isinstance(self.cancelled_reminders, Unset):
+            cancelled_reminders = UNSET
+        else:
+            cancelled_reminders = self.cancelled_reminders
+
+        data: dict[str, Any] | None | Unset
+        if isinstance(self.data, Unset):
+            data = UNSET
+        elif isinstance(self.data, SubjectJsonDataType0):
+            data = self.data.to_dict()
+        else:
+            data = self.data
+
+        moved_reminders: int | None | Unset
+        if isinstance(self.moved_reminders, Unset):
+            moved_reminders = UNSET
+        else:
+            moved_reminders = self.moved_reminders
+
+        title: None | str | Unset
+        if isinstance(self.title, Unset):
+            title = UNSET
+        else:
+            title = self.title
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "created_at": created_at,
+                "start_at": start_at,
+                "subject_id": subject_id,
+                "updated_at": updated_at,
+                "counts_capped": counts_capped,
+                "reminders": reminders,
+                "subscribers": subscribers,
+                "reminders_by": reminders_by,
+            }
+        )
+        if cancelled_reminders is not UNSET:
+            field_dict["cancelled_reminders"] = cancelled_reminders
+        if data is not UNSET:
+            field_dict["data"] = data
+        if moved_reminders is not UNSET:
+            field_dict["moved_reminders"] = moved_reminders
+        if title is not UNSET:
+            field_dict["title"] = title
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.reminder_group_json import ReminderGroupJson
+        from ..models.subject_json_data_type_0 import SubjectJsonDataType0
+
+        d = dict(src_dict)
+        created_at = d.pop("created_at")
+
+        start_at = d.pop("start_at")
+
+        subject_id = d.pop("subject_id")
+
+        updated_at = d.pop("updated_at")
+
+        counts_capped = d.pop("counts_capped")
+
+        reminders = d.pop("reminders")
+
+        subscribers = d.pop("subscribers")
+
+        reminders_by = []
+        _reminders_by = d.pop("reminders_by")
+        for reminders_by_item_data in _reminders_by:
+            reminders_by_item = ReminderGroupJson.from_dict(reminders_by_item_data)
+
+            reminders_by.append(reminders_by_item)
+
+        def _parse_cancelled_reminders(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        cancelled_reminders = _parse_cancelled_reminders(
+            d.pop("cancelled_reminders", UNSET)
+        )
+
+        def _parse_data(data: object) -> None | SubjectJsonDataType0 | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                data_type_0 = SubjectJsonDataType0.from_dict(data)
+
+                return data_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | SubjectJsonDataType0 | Unset, data)
+
+        data = _parse_data(d.pop("data", UNSET))
+
+        def _parse_moved_reminders(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        moved_reminders = _parse_moved_reminders(d.pop("moved_reminders", UNSET))
+
+        def _parse_title(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        title = _parse_title(d.pop("title", UNSET))
+
+        subject_detail_json = cls(
+            created_at=created_at,
+            start_at=start_at,
+            subject_id=subject_id,
+            updated_at=updated_at,
+            counts_capped=counts_capped,
+            reminders=reminders,
+            subscribers=subscribers,
+            reminders_by=reminders_by,
+            cancelled_reminders=cancelled_reminders,
+            data=data,
+            moved_reminders=moved_reminders,
+            title=title,
+        )
+
+        subject_detail_json.additional_properties = d
+        return subject_detail_json
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties
