@@ -160,11 +160,15 @@ impl Exporter {
             .with_timeout(timeout)
             .build()
             .context("building the OTLP span exporter")?;
-        let batch = BatchConfigBuilder::default()
+        // The SDK reads the standard `OTEL_BSP_*` variables; the queue is
+        // Herald's setting, and the delay Herald's unless the variable sets it.
+        let mut batch = BatchConfigBuilder::default()
             .with_max_queue_size(cfg.queue_size)
-            .with_max_export_batch_size(BATCH.min(cfg.queue_size))
-            .with_scheduled_delay(BATCH_DELAY)
-            .build();
+            .with_max_export_batch_size(BATCH.min(cfg.queue_size));
+        if std::env::var_os("OTEL_BSP_SCHEDULE_DELAY").is_none() {
+            batch = batch.with_scheduled_delay(BATCH_DELAY);
+        }
+        let batch = batch.build();
         let processor = BatchSpanProcessor::builder(exporter)
             .with_batch_config(batch)
             .build();
