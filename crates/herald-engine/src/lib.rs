@@ -51,6 +51,6 @@ pub use loops::stop::Stop;
 pub use observe::health::{Health, LoopHealth};
 pub use observe::live::{ChannelLive, LiveOutcome, LiveSecond, LiveView};
 pub use observe::metrics;
-pub use observe::trace;
 pub use observe::sampled::{NodeView, TimerCounts};
+pub use observe::trace;
 pub use timers::tenants::TenantLimits;

@@ -18,12 +18,14 @@ use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_http::{Bytes, HttpClient, HttpError, Request, Response};
 use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::Resource;
-use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, Sampler, SdkTracerProvider};
+use opentelemetry_sdk::trace::{
+    BatchConfigBuilder, BatchSpanProcessor, Sampler, SdkTracerProvider,
+};
 use serde::{Deserialize, Serialize};
+use tracing_subscriber::Layer;
 use tracing_subscriber::filter::{EnvFilter, Targets};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
-use tracing_subscriber::Layer;
 
 /// `[telemetry]` in the configuration file. Read at start only.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -72,7 +74,11 @@ impl TelemetryConfig {
         if let Some(e) = &self.endpoint {
             endpoint_url(e).map_err(|why| format!("telemetry.endpoint: {why}"))?;
         }
-        if self.service_name.as_deref().is_some_and(|s| s.trim().is_empty()) {
+        if self
+            .service_name
+            .as_deref()
+            .is_some_and(|s| s.trim().is_empty())
+        {
             return Err("telemetry.service_name must not be empty".into());
         }
         if !(0.0..=1.0).contains(&self.sample_ratio) {
@@ -118,7 +124,8 @@ impl TelemetryConfig {
 /// `base` as the URL traces are posted to: `<base>/v1/traces`, unless it
 /// already ends so.
 fn endpoint_url(base: &str) -> Result<String, String> {
-    let url = reqwest::Url::parse(base.trim()).map_err(|e| format!("{base:?} is not a URL: {e}"))?;
+    let url =
+        reqwest::Url::parse(base.trim()).map_err(|e| format!("{base:?} is not a URL: {e}"))?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(format!("{base:?} is not an http or https URL"));
     }

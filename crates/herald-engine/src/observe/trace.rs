@@ -11,9 +11,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use opentelemetry::trace::{
-    SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState,
-};
+use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 /// The `tracing` target of every span meant for export.

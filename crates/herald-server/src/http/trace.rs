@@ -43,7 +43,10 @@ pub fn incoming(headers: &HeaderMap) -> Option<String> {
 /// Puts the answer's status on a request span (an error status for a 5xx,
 /// as the HTTP conventions ask of a server span).
 pub fn record_answer(span: &tracing::Span, answer: &Result<Response, ApiError>) {
-    record_status(span, answer.as_ref().map_or_else(|e| e.status, Response::status));
+    record_status(
+        span,
+        answer.as_ref().map_or_else(|e| e.status, Response::status),
+    );
 }
 
 /// Puts an answer's status on a request span.

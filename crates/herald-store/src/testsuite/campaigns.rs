@@ -835,7 +835,10 @@ pub async fn a_jobs_trace_context_is_kept_and_claimed_with_it(store: S) {
         .unwrap()
         .unwrap();
     assert_eq!(traced.traceparent.as_deref(), Some(tp));
-    assert_eq!(job_now(&store, traced.id).await.traceparent.as_deref(), Some(tp));
+    assert_eq!(
+        job_now(&store, traced.id).await.traceparent.as_deref(),
+        Some(tp)
+    );
     let claimed = claim(&store, "w", T0).await;
     assert_eq!(claimed.job.id, traced.id);
     assert_eq!(claimed.job.traceparent.as_deref(), Some(tp));

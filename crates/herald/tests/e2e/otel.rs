@@ -14,8 +14,8 @@ use axum::http::{HeaderMap, StatusCode};
 use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTraceServiceRequest, ExportTraceServiceResponse,
 };
-use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
 use opentelemetry_proto::tonic::common::v1::KeyValue;
+use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
 use prost::Message;
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
@@ -138,9 +138,11 @@ impl Receiver {
                 .find(|s| s.name == name && pick(s))
                 .cloned()
         };
-        wait_for(&format!("an exported {name:?} span"), Duration::from_secs(20), || async {
-            found().await.is_some()
-        })
+        wait_for(
+            &format!("an exported {name:?} span"),
+            Duration::from_secs(20),
+            || async { found().await.is_some() },
+        )
         .await;
         found().await.expect("found above")
     }
@@ -188,11 +190,12 @@ async fn a_callers_trace_runs_through_the_request_the_attempt_and_the_webhook() 
     let id = made["id"].as_i64().expect("id");
 
     // The request's span: in the caller's trace, under the caller's span.
-    let request = otlp
-        .span("POST /v1/timers", |s| s.trace_id == trace)
-        .await;
+    let request = otlp.span("POST /v1/timers", |s| s.trace_id == trace).await;
     assert_eq!(request.parent, caller, "{request:?}");
-    assert_eq!(request.attr("herald.timer.id"), Some(id.to_string().as_str()));
+    assert_eq!(
+        request.attr("herald.timer.id"),
+        Some(id.to_string().as_str())
+    );
     assert_eq!(request.attr("http.response.status_code"), Some("201"));
     assert_eq!(request.attr("http.route"), Some("/v1/timers"));
     assert_eq!(request.service, "herald");
@@ -201,7 +204,11 @@ async fn a_callers_trace_runs_through_the_request_the_attempt_and_the_webhook() 
     // The timer keeps the request span's context, not the caller's.
     let t = wait_state(&server, id, "done", Duration::from_secs(20)).await;
     let stored = t["traceparent"].as_str().expect("stored traceparent");
-    assert_eq!(parts(stored), (trace, request.span_id.as_str(), "01"), "{t}");
+    assert_eq!(
+        parts(stored),
+        (trace, request.span_id.as_str(), "01"),
+        "{t}"
+    );
 
     // The attempt: a child of the request span, with its outcome.
     let attempt = otlp.span("deliver", |s| s.trace_id == trace).await;
@@ -260,9 +267,7 @@ async fn a_bulk_request_and_an_untraced_one_start_traces_of_their_own() {
         .span("POST /v1/timers", |s| s.span_id == parts(stored).1)
         .await;
     assert_eq!(root.parent, "", "{root:?}");
-    let attempt = otlp
-        .span("deliver", |s| s.parent == root.span_id)
-        .await;
+    let attempt = otlp.span("deliver", |s| s.parent == root.span_id).await;
     let sent = mock.requests(Some("k-root")).await;
     let header = sent[0]["headers"]["traceparent"].as_str().expect("header");
     assert_eq!(parts(header).1, attempt.span_id);
@@ -273,7 +278,7 @@ async fn a_bulk_request_and_an_untraced_one_start_traces_of_their_own() {
         .map(|i| {
             json!({"delay_ms": 0, "channel": "hooks", "recipient": "u",
                    "idempotency_key": format!("k-bulk-{i}"), "message": {}})
-                .to_string()
+            .to_string()
                 + "\n"
         })
         .collect();
@@ -290,15 +295,19 @@ async fn a_bulk_request_and_an_untraced_one_start_traces_of_their_own() {
         .span("POST /v1/timers:bulk", |s| s.trace_id == trace)
         .await;
     assert_eq!(bulk.parent, "b7ad6b7169203331");
-    wait_for("three attempts under the bulk request", Duration::from_secs(20), || async {
-        otlp.spans
-            .lock()
-            .await
-            .iter()
-            .filter(|s| s.name == "deliver" && s.parent == bulk.span_id)
-            .count()
-            == 3
-    })
+    wait_for(
+        "three attempts under the bulk request",
+        Duration::from_secs(20),
+        || async {
+            otlp.spans
+                .lock()
+                .await
+                .iter()
+                .filter(|s| s.name == "deliver" && s.parent == bulk.span_id)
+                .count()
+                == 3
+        },
+    )
     .await;
 }
 
@@ -344,14 +353,18 @@ async fn a_segment_run_links_to_its_jobs_request_and_the_last_spans_go_out_on_si
     .await;
     let sent = mock.requests(None).await;
     assert_eq!(sent.len(), 3, "{sent:?}");
-    assert!(otlp.spans.lock().await.is_empty(), "held for the batch delay");
+    assert!(
+        otlp.spans.lock().await.is_empty(),
+        "held for the batch delay"
+    );
 
     server.terminate().await;
-    let request = otlp
-        .span("POST /v1/jobs", |s| s.trace_id == trace)
-        .await;
+    let request = otlp.span("POST /v1/jobs", |s| s.trace_id == trace).await;
     assert_eq!(request.parent, "aaaabbbbccccdddd");
-    assert_eq!(request.attr("herald.job.id"), Some(job_id.to_string().as_str()));
+    assert_eq!(
+        request.attr("herald.job.id"),
+        Some(job_id.to_string().as_str())
+    );
     assert_eq!(request.service, "herald-e2e");
     // The run is a trace of its own, linked to the request.
     let run = otlp.span("send segment", |_| true).await;
@@ -362,6 +375,9 @@ async fn a_segment_run_links_to_its_jobs_request_and_the_last_spans_go_out_on_si
     // Its sends carry the run's context.
     for s in &sent {
         let header = s["headers"]["traceparent"].as_str().expect("header");
-        assert_eq!(parts(header), (run.trace_id.as_str(), run.span_id.as_str(), "01"));
+        assert_eq!(
+            parts(header),
+            (run.trace_id.as_str(), run.span_id.as_str(), "01")
+        );
     }
 }
