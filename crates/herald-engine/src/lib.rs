@@ -52,4 +52,5 @@ pub use observe::health::{Health, LoopHealth};
 pub use observe::live::{ChannelLive, LiveOutcome, LiveSecond, LiveView};
 pub use observe::metrics;
 pub use observe::sampled::{NodeView, TimerCounts};
+pub use observe::trace;
 pub use timers::tenants::TenantLimits;

@@ -158,6 +158,9 @@ pub struct JobSpec {
     /// The audience holds user ids, routed through the subscriber directory
     /// (`herald_core::timer::Routing` as JSON); `None` for raw addresses.
     pub routing: Option<String>,
+    /// The W3C `traceparent` of the request that created it: its segments'
+    /// spans link to it.
+    pub traceparent: Option<String>,
 }
 
 /// A job's follow-up: `after_ms` after the job ends, `message` goes to the
@@ -265,6 +268,8 @@ pub struct JobRecord {
     pub finished_at: Option<i64>,
     /// See [`JobSpec::routing`].
     pub routing: Option<String>,
+    /// See [`JobSpec::traceparent`].
+    pub traceparent: Option<String>,
 }
 
 /// A segment as stored.

@@ -48,6 +48,7 @@ macro_rules! migrations {
             "0026_send_in_doubt",
             "0027_timer_in_doubt",
             "0028_audit_tallies",
+            "0029_job_traceparent",
         )
     };
     (@ $($name:literal),+ $(,)?) => {

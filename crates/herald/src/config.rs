@@ -16,6 +16,8 @@ use herald_server::{ApiConfig, AuthConfig, RemindersConfig};
 use herald_store::StoreOptions;
 use serde::{Deserialize, Serialize};
 
+use crate::telemetry::TelemetryConfig;
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
@@ -41,6 +43,8 @@ pub struct Config {
     /// Limits by tenant name (`[tenants.shop]`); a tenant not listed has
     /// none and weighs 1.
     pub tenants: BTreeMap<String, TenantSettings>,
+    /// OpenTelemetry trace export (off unless an endpoint is set).
+    pub telemetry: TelemetryConfig,
 }
 
 /// One tenant's limits.
@@ -111,6 +115,7 @@ impl Default for Config {
             jobs: CampaignConfig::default(),
             retention: RetentionConfig::default(),
             tenants: BTreeMap::new(),
+            telemetry: TelemetryConfig::default(),
         }
     }
 }
@@ -130,6 +135,7 @@ const ENV_KEYS: &[&str] = &[
     "jobs",
     "retention",
     "tenants",
+    "telemetry",
 ];
 
 impl Config {
@@ -178,6 +184,7 @@ impl Config {
             .map_err(anyhow::Error::msg)?;
         self.auth.validate().map_err(anyhow::Error::msg)?;
         self.api.validate().map_err(anyhow::Error::msg)?;
+        self.telemetry.validate().map_err(anyhow::Error::msg)?;
         for (name, t) in &self.tenants {
             t.validate(name).map_err(anyhow::Error::msg)?;
         }

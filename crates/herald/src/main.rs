@@ -17,16 +17,15 @@ mod reports_cli;
 mod runtime_spec;
 mod serve;
 mod subscribers_cli;
+mod telemetry;
 mod tenancy;
 mod timers_cli;
 
-use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use tracing_subscriber::EnvFilter;
 
 /// mimalloc: the delivery path allocates many small, short-lived buffers
 /// across threads, where glibc's malloc measured ~12% of server CPU. Built
@@ -248,19 +247,6 @@ struct MockArgs {
     smtp_password: Option<String>,
 }
 
-/// Logs go to stderr. Colour codes are written only when stderr is a
-/// terminal (and `NO_COLOR` is unset), so a log file or a pipe holds plain text.
-fn init_tracing() {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    let ansi = std::io::stderr().is_terminal() && !no_color;
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(ansi)
-        .init();
-}
-
 async fn run_mock(a: MockArgs) -> anyhow::Result<()> {
     let faults = herald_mock::Faults {
         error_rate: a.error_rate,
@@ -312,7 +298,11 @@ async fn run_mock(a: MockArgs) -> anyhow::Result<()> {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    init_tracing();
+    // `serve` sets up logging once its configuration says whether spans
+    // are exported; every other command logs at once.
+    if !matches!(cli.cmd, Cmd::Serve { .. }) {
+        telemetry::init_logging(None);
+    }
     no_huge_pages();
     match run(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -337,8 +327,27 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 Ok(())
             }
             Cmd::Serve { config } => {
-                let cfg = config::Config::load(config.as_deref())?;
-                serve::run(cfg, config).await
+                let cfg = match config::Config::load(config.as_deref()) {
+                    Ok(cfg) => cfg,
+                    Err(e) => {
+                        telemetry::init_logging(None);
+                        return Err(e);
+                    }
+                };
+                let exporter = telemetry::Exporter::start(&cfg.telemetry, &cfg.node_id());
+                let exporter = match exporter {
+                    Ok(exporter) => exporter,
+                    Err(e) => {
+                        telemetry::init_logging(None);
+                        return Err(e);
+                    }
+                };
+                telemetry::init_logging(exporter.as_ref());
+                let served = serve::run(cfg, config).await;
+                if let Some(exporter) = exporter {
+                    exporter.shutdown().await;
+                }
+                served
             }
             Cmd::Backup(a) => backup_cli::backup(a).await,
             Cmd::Restore(a) => backup_cli::restore(a).await,

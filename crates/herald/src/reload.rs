@@ -329,6 +329,13 @@ kind = "log"
     }
 
     #[test]
+    fn trace_export_settings_need_a_restart() {
+        let p = plan(BASE, &format!("{BASE}[telemetry]\nsample_ratio = 0.5\n"));
+        assert_eq!(p.needs_restart, ["telemetry.sample_ratio"]);
+        assert!(p.applied.is_empty(), "{p:?}");
+    }
+
+    #[test]
     fn a_broken_file_is_refused_naming_the_key() {
         for (bad, key) in [
             ("fetch_batch = 500", "fetch_batch = \"many\""),

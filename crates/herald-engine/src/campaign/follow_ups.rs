@@ -75,6 +75,7 @@ async fn send_one(sh: &Shared, f: &FollowUpRecord) -> Result<(), StoreError> {
         follow_up: None,
         follows: Some(job.id),
         routing: job.routing.clone(),
+        traceparent: job.traceparent.clone(),
     };
     match store.create_job(spec, sh.clock.now_ms()).await {
         Ok(Some(created)) => {

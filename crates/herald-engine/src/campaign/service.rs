@@ -74,6 +74,8 @@ pub struct NewJob {
     /// The audience holds user ids routed through the subscriber directory
     /// (`herald_core::timer::Routing` as JSON); `None` for raw addresses.
     pub routing: Option<String>,
+    /// The W3C `traceparent` to store with it (see `crate::trace::adopt`).
+    pub traceparent: Option<String>,
 }
 
 /// A rule, or a rule's next version, to write; the request is already checked.
@@ -260,6 +262,7 @@ impl Campaigns {
             follow_up: job.follow_up,
             follows: None,
             routing: job.routing,
+            traceparent: job.traceparent,
         };
         let created = match self.sh.store.create_job(spec, self.now()).await {
             Ok(Some(j)) => j,
@@ -735,6 +738,7 @@ mod tests {
             priority: 5,
             follow_up: None,
             routing: None,
+            traceparent: None,
         };
         let created = c.create_job(T, job.clone()).await.unwrap();
         assert_eq!(created.totals.total, 2);
@@ -791,6 +795,7 @@ mod tests {
             priority: 5,
             follow_up: None,
             routing: None,
+            traceparent: None,
         };
         let created = c.create_job(T, job).await.unwrap();
         let (id, audience) = (created.id, created.audience_id);

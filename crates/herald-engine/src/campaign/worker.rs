@@ -45,6 +45,7 @@ use super::{CampaignConfig, Shared};
 use crate::channels::copies;
 use crate::channels::runtime::ChannelRuntime;
 use crate::observe::live::{LiveEntry, LiveOutcome};
+use crate::observe::trace;
 
 /// The worker loop: claim, send, repeat; nap when there is nothing to claim.
 pub(super) async fn run(sh: Arc<Shared>, n: usize) {
@@ -99,9 +100,10 @@ async fn run_segment(sh: &Shared, claimed: ClaimedSegment) {
     let ClaimedSegment {
         claim,
         segment,
-        job,
+        mut job,
         lease_until,
     } = claimed;
+    let run = segment_span(&mut job, &segment);
     let span = tracing::debug_span!(
         "segment",
         job = job.id,
@@ -172,7 +174,37 @@ async fn run_segment(sh: &Shared, claimed: ClaimedSegment) {
             _ = tokio::time::sleep_until(last_record + pace.record_period) => {}
         }
     }
-    finish(sh, &claim, &job, &segment, &slice, walk, &lease).await;
+    let outcome = finish(sh, &claim, &job, &segment, &slice, walk, &lease).await;
+    if !run.is_disabled() {
+        run.record("herald.outcome", outcome);
+    }
+}
+
+/// The span of one claim of a segment, linked to the request that created
+/// its job (a job runs long, in many segments, so each run is a trace of
+/// its own rather than a child of the request). With export on, the job's
+/// sends carry the run's context as their `traceparent` (webhooks send it
+/// on); with export off they carry the job's stored one, as timers do.
+fn segment_span(job: &mut JobRecord, segment: &SegmentRecord) -> tracing::Span {
+    let run = tracing::info_span!(
+        target: trace::TARGET,
+        parent: None,
+        "send segment",
+        herald.job.id = job.id,
+        herald.segment.id = segment.id,
+        herald.segment.start = segment.start,
+        herald.segment.end = segment.end,
+        herald.attempt = segment.attempt,
+        herald.channel = job.channel.as_str(),
+        herald.outcome = tracing::field::Empty,
+    );
+    if !run.is_disabled() {
+        trace::add_link(&run, job.traceparent.as_deref());
+        if let Some(own) = trace::traceparent_of(&run) {
+            job.traceparent = Some(own);
+        }
+    }
+    run
 }
 
 /// What sending a segment needs besides its claim: its recipients, their
@@ -480,7 +512,7 @@ async fn finish(
     slice: &Slice,
     walk: Walk,
     lease: &AtomicI64,
-) {
+) -> &'static str {
     if walk.resolving > 0 {
         tracing::info!(
             job = job.id,
@@ -502,20 +534,25 @@ async fn finish(
             None => lost = true,
         }
     }
-    if lost || walk.halted || cursor < segment.end {
-        return;
+    if lost {
+        return "lost";
+    }
+    if walk.halted || cursor < segment.end {
+        return "stopped";
     }
     match sh.store.finish_segment(claim, sh.clock.now_ms()).await {
-        Ok(LeaseCheck::Held { .. }) => {}
+        Ok(LeaseCheck::Held { .. }) => "finished",
         Ok(LeaseCheck::Lost) => {
             tracing::info!(
                 job = job.id,
                 segment = segment.id,
                 "segment changed hands before it could be finished"
-            )
+            );
+            "lost"
         }
         Err(e) => {
-            tracing::warn!(error = %e, job = job.id, segment = segment.id, "finishing the segment failed; the sweeper will re-issue what is left")
+            tracing::warn!(error = %e, job = job.id, segment = segment.id, "finishing the segment failed; the sweeper will re-issue what is left");
+            "unfinished"
         }
     }
 }
@@ -715,7 +752,7 @@ fn prepare(
             recipient: recipient.clone(),
             message: job.message.clone(),
             idempotency_key: job_recipient_key(job.id, idx),
-            traceparent: None,
+            traceparent: job.traceparent.clone(),
         };
         let sent = Outgoing {
             index: idx,
@@ -1012,6 +1049,7 @@ mod tests {
             started_at: None,
             finished_at: None,
             routing: routing.map(str::to_string),
+            traceparent: None,
         }
     }
 

@@ -9,13 +9,14 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use herald_channels::InDoubt;
-use herald_channels::{Delivery, QuietPolicy, SendOutcome};
+use herald_channels::{ChannelKind, Delivery, QuietPolicy, SendOutcome};
 use herald_core::TenantId;
 use herald_store::{Applied, CompletionOutcome, DeferReason, FiringMark, Unsendable};
 use tokio::sync::mpsc;
 
 use crate::channels::copies;
 use crate::channels::runtime::{ChannelRuntime, ChannelSettings, Job, Member};
+use crate::observe::trace;
 use crate::timers::completer::{Attempt, Detail, Finished};
 use crate::timers::flight::Hand;
 use crate::timers::marker::Marked;
@@ -151,6 +152,8 @@ impl ChannelWorker {
         let settings = rt.settings();
         let mut d = job.delivery;
         d.fired_at = started;
+        let webhook = settings.channel.kind() == ChannelKind::Webhook;
+        let span = attempt_span(&mut d, rt.name(), webhook);
         let skip_channel_quiet = matches!(
             job.route,
             Route::To {
@@ -202,6 +205,7 @@ impl ChannelWorker {
         let f = self
             .settle(decision, &job.route, job.tenant, &settings, &d, attempt)
             .await;
+        record_outcome(&span, &f, webhook);
         self.hand_off(f, &job.members, hand);
     }
 
@@ -404,6 +408,62 @@ impl ChannelWorker {
             devices,
         };
         copies::send_copies(p.store.as_ref(), p.clock.as_ref(), rt, d, to).await
+    }
+}
+
+/// The span of one delivery attempt, a child of the trace context stored
+/// with the timer. A webhook then carries the attempt's own context as its
+/// `traceparent`, so the receiver's span hangs under it. Disabled, and
+/// `d` untouched, unless spans are exported.
+fn attempt_span(d: &mut Delivery, channel: &str, webhook: bool) -> tracing::Span {
+    let span = tracing::info_span!(
+        target: trace::TARGET,
+        parent: None,
+        "deliver",
+        otel.kind = "client",
+        herald.timer.id = d.timer_id,
+        herald.channel = channel,
+        herald.attempt = d.attempt,
+        herald.outcome = tracing::field::Empty,
+        http.response.status_code = tracing::field::Empty,
+        herald.provider.status = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+        otel.status_description = tracing::field::Empty,
+    );
+    if !span.is_disabled() {
+        trace::set_parent(&span, d.traceparent.as_deref());
+        if webhook && let Some(own) = trace::traceparent_of(&span) {
+            d.traceparent = Some(own);
+        }
+    }
+    span
+}
+
+/// Puts an attempt's outcome on its span: the send-log outcome, the
+/// provider's status (HTTP status for a webhook), and an error status for
+/// a failed send.
+fn record_outcome(span: &tracing::Span, f: &Finished, webhook: bool) {
+    if span.is_disabled() {
+        return;
+    }
+    let c = &f.completion;
+    span.record("herald.outcome", c.outcome.as_str());
+    if let Some(status) = c.status {
+        let field = if webhook {
+            "http.response.status_code"
+        } else {
+            "herald.provider.status"
+        };
+        span.record(field, status);
+    }
+    if matches!(
+        c.outcome,
+        CompletionOutcome::Retry { .. } | CompletionOutcome::Failed | CompletionOutcome::Dead
+    ) {
+        span.record("otel.status_code", "ERROR");
+        if let Some(e) = &c.error {
+            span.record("otel.status_description", e.as_str());
+        }
     }
 }
 

@@ -1,5 +1,64 @@
-//! W3C trace context (`traceparent`) as Herald accepts it: stored with a
-//! timer and sent on with its webhook deliveries.
+//! W3C trace context (`traceparent`) as Herald accepts it, and the span of
+//! a request that creates work (a timer, a job).
+//!
+//! With span export off (`herald_engine::trace::exporting`), a caller's
+//! valid `traceparent` is stored with what it creates and sent on verbatim
+//! with its webhook deliveries. With export on, the request's own span (a
+//! child of the caller's) is stored instead, so deliveries hang under it.
+
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+
+use crate::http::error::ApiError;
+
+/// The span of a `POST` that creates work, on the exported target; its
+/// parent is set from the caller's `traceparent` by
+/// `herald_engine::trace::adopt`. `$route` is the route template.
+macro_rules! request_span {
+    ($route:literal) => {
+        tracing::info_span!(
+            target: herald_engine::trace::TARGET,
+            parent: None,
+            concat!("POST ", $route),
+            otel.kind = "server",
+            http.request.method = "POST",
+            http.route = $route,
+            http.response.status_code = tracing::field::Empty,
+            herald.timer.id = tracing::field::Empty,
+            herald.job.id = tracing::field::Empty,
+            herald.channel = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+        )
+    };
+}
+pub(crate) use request_span;
+
+/// The request's W3C `traceparent`, if it has a valid one (lower-cased): a
+/// bad one is ignored, not refused (tracing must never cost a timer).
+pub fn incoming(headers: &HeaderMap) -> Option<String> {
+    let raw = headers.get("traceparent")?.to_str().ok()?.trim();
+    valid_traceparent(raw).then(|| raw.to_ascii_lowercase())
+}
+
+/// Puts the answer's status on a request span (an error status for a 5xx,
+/// as the HTTP conventions ask of a server span).
+pub fn record_answer(span: &tracing::Span, answer: &Result<Response, ApiError>) {
+    record_status(
+        span,
+        answer.as_ref().map_or_else(|e| e.status, Response::status),
+    );
+}
+
+/// Puts an answer's status on a request span.
+pub fn record_status(span: &tracing::Span, status: StatusCode) {
+    if span.is_disabled() {
+        return;
+    }
+    span.record("http.response.status_code", status.as_u16());
+    if status.is_server_error() {
+        span.record("otel.status_code", "ERROR");
+    }
+}
 
 /// Whether `v` is a `traceparent` header value: `version-trace_id-parent_id-flags`
 /// in hex, version not `ff`, ids not all zero. Version `00` is exactly 55

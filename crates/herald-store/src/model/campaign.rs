@@ -23,7 +23,7 @@ macro_rules! job_cols {
             "id", "tenant_id", "audience_id", "channel", "message", "segment_size", "deadline_at",
             "priority", "task_id", "state", "total", "delivered", "failed", "retrying",
             "expired", "cancelled", "in_doubt", "created_at", "started_at", "finished_at",
-            "routing")
+            "routing", "traceparent")
     };
 }
 pub(crate) use job_cols;
@@ -160,6 +160,7 @@ impl Decode for JobRecord {
             started_at: r.opt_int("jobs.started_at")?,
             finished_at: r.opt_int("jobs.finished_at")?,
             routing: r.opt_string("jobs.routing")?,
+            traceparent: r.opt_string("jobs.traceparent")?,
         })
     }
 }

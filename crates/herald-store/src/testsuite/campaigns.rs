@@ -817,6 +817,36 @@ pub async fn due_tasks_are_oldest_first(store: S) {
     assert_eq!(store.due_tasks(T0 + 30, 10).await.unwrap()[0], p2);
 }
 
+/// The trace context a job was created under comes back with it, and with
+/// every claim of its segments (their spans link to it); a job without one
+/// has none.
+pub async fn a_jobs_trace_context_is_kept_and_claimed_with_it(store: S) {
+    let aud = audience(&store, 3).await;
+    let tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    let traced = store
+        .create_job(
+            crate::JobSpec {
+                traceparent: Some(tp.into()),
+                ..job_spec(aud, 10)
+            },
+            T0,
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(traced.traceparent.as_deref(), Some(tp));
+    assert_eq!(
+        job_now(&store, traced.id).await.traceparent.as_deref(),
+        Some(tp)
+    );
+    let claimed = claim(&store, "w", T0).await;
+    assert_eq!(claimed.job.id, traced.id);
+    assert_eq!(claimed.job.traceparent.as_deref(), Some(tp));
+    let plain = job(&store, aud, 10).await;
+    assert_eq!(job_now(&store, plain.id).await.traceparent, None);
+    assert_eq!(claim(&store, "w", T0).await.job.traceparent, None);
+}
+
 pub async fn start_task_checks_the_rule_then_starts_a_job(store: S) {
     let aud = audience(&store, 2_500).await;
     let spec = RuleSpec {
@@ -850,6 +880,7 @@ pub async fn start_task_checks_the_rule_then_starts_a_job(store: S) {
             started_at: None,
             finished_at: None,
             routing: Some(r#"{"to":"wecom","topic":"sale"}"#.into()),
+            traceparent: None,
         }
     );
     assert_eq!(job_now(&store, j.id).await, j);

@@ -194,6 +194,7 @@ pub fn job_spec(audience_id: i64, segment_size: u64) -> JobSpec {
         follows: None,
         task_id: None,
         routing: None,
+        traceparent: None,
     }
 }
 

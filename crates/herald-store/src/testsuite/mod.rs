@@ -235,6 +235,7 @@ macro_rules! store_conformance_tests {
                 failed_sends_are_grouped_and_sent_again,
                 unsealed_audiences_make_no_job_and_unused_ones_can_be_dropped,
                 a_job_over_an_empty_audience_is_done_at_once,
+                a_jobs_trace_context_is_kept_and_claimed_with_it,
                 rules_are_versioned,
                 rule_versions_page_oldest_first,
                 plan_task_is_unique_and_only_for_the_current_enabled_version,

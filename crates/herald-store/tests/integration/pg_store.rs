@@ -100,7 +100,7 @@ async fn migrations_are_idempotent_and_safe_concurrently() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(versions, (1..=28).collect::<Vec<i32>>());
+    assert_eq!(versions, (1..=29).collect::<Vec<i32>>());
     // Every handle works on the one schema.
     let r = stores[0].apply(inserts([timer(5)])).await.unwrap();
     let id = created(&r[0]).id;
@@ -688,6 +688,7 @@ async fn job_of(store: &PgStore, n: u64, segment_size: u64) -> JobRecord {
                 follow_up: None,
                 follows: None,
                 routing: None,
+                traceparent: None,
             },
             T0,
         )
@@ -1045,6 +1046,7 @@ async fn a_job_settled_by_its_deadline_ends_done_not_expired() {
                 follow_up: None,
                 follows: None,
                 routing: None,
+                traceparent: None,
             },
             T0,
         )

@@ -75,6 +75,7 @@ async fn refusals(store: &dyn Store) -> Vec<(&'static str, String)> {
         follows: None,
         task_id: None,
         routing: None,
+        traceparent: None,
     };
     store.create_job(spec, 3).await.unwrap().unwrap();
     let c = store.claim_segment("w", 4, 60_000).await.unwrap().unwrap();

@@ -313,6 +313,7 @@ async fn reads_back_v0(store: &dyn Store, w: &Written) {
         started_at: Some(started),
         finished_at: Some(finished),
         routing: None,
+        traceparent: None,
     };
     assert_eq!(store.get_job(1).await.unwrap().as_ref(), Some(&job));
     assert_eq!(
@@ -532,6 +533,7 @@ async fn writes_after_v0(store: &dyn Store) {
                 follows: None,
                 task_id: None,
                 routing: None,
+                traceparent: None,
             },
             NOW,
         )
@@ -702,7 +704,7 @@ async fn a_v0_sqlite_store_opens_migrates_and_reads_back() {
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 28);
+    assert_eq!(version, 29);
     drop(conn);
     // Opening again applies nothing and still reads the old rows.
     let store = herald_store::open(&url, &StoreOptions::default())
@@ -792,6 +794,7 @@ async fn a_v0_postgres_store_opens_migrates_and_reads_back() {
             (26, "0026_send_in_doubt"),
             (27, "0027_timer_in_doubt"),
             (28, "0028_audit_tallies"),
+            (29, "0029_job_traceparent"),
         ]
     );
 }

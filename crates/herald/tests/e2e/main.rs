@@ -39,6 +39,7 @@ mod in_doubt;
 mod input;
 mod isolation;
 mod logs;
+mod otel;
 mod outage;
 mod readme;
 mod receipts;

@@ -21,7 +21,7 @@ async fn create(server: &Server, body: Value) -> Value {
     v
 }
 
-async fn wait_state(server: &Server, id: i64, state: &str, timeout: Duration) -> Value {
+pub(crate) async fn wait_state(server: &Server, id: i64, state: &str, timeout: Duration) -> Value {
     let mut last = Value::Null;
     let deadline = std::time::Instant::now() + timeout;
     while std::time::Instant::now() < deadline {

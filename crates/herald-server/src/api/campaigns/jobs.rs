@@ -9,7 +9,7 @@ use std::sync::Arc;
 use axum::body::Body;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Extension, Path, Query, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use herald_core::TenantId;
 use herald_core::campaign::{JobState, SegmentState, SendState, job_recipient_key};
@@ -36,6 +36,7 @@ use crate::http::request::{
 };
 use crate::http::state::AppState;
 use crate::http::text::{Text, check_text};
+use crate::http::trace;
 
 /// Most recipients per segment.
 pub const MAX_SEGMENT_SIZE: i64 = 100_000;
@@ -485,6 +486,7 @@ fn check_job(st: &AppState, tenant: TenantId, bytes: &[u8]) -> Result<NewJob, Ap
         priority,
         follow_up,
         routing,
+        traceparent: None,
     })
 }
 
@@ -494,13 +496,26 @@ pub async fn create(
     _: NoQuery,
     Extension(caller): Extension<Caller>,
     Extension(rates): Extension<Arc<RateSampler>>,
+    headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let bytes = read_body(body, st.api.campaign_body_max_bytes).await?;
-    let job = check_job(&st, caller.tenant, &bytes)?;
-    let created = st.campaigns.create_job(caller.tenant, job).await?;
-    let body = job_json(&st, &rates, created).await?;
-    Ok((StatusCode::CREATED, axum::Json(body)).into_response())
+    let span = trace::request_span!("/v1/jobs");
+    let traceparent = herald_engine::trace::adopt(&span, trace::incoming(&headers));
+    let answer = async {
+        let bytes = read_body(body, st.api.campaign_body_max_bytes).await?;
+        let mut job = check_job(&st, caller.tenant, &bytes)?;
+        job.traceparent = traceparent;
+        let created = st.campaigns.create_job(caller.tenant, job).await?;
+        if !span.is_disabled() {
+            span.record("herald.job.id", created.id);
+            span.record("herald.channel", created.channel.as_str());
+        }
+        let body = job_json(&st, &rates, created).await?;
+        Ok((StatusCode::CREATED, axum::Json(body)).into_response())
+    }
+    .await;
+    trace::record_answer(&span, &answer);
+    answer
 }
 
 /// `GET /v1/jobs/{id}`.

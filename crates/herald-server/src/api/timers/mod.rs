@@ -27,6 +27,7 @@ use crate::http::error::ApiError;
 use crate::http::request::{NoQuery, parse_id, read_body};
 use crate::http::state::AppState;
 use crate::http::tenancy::mine;
+use crate::http::trace;
 use crate::http::validate::{self, Context, OnConflict};
 
 /// A timer as the API shows it.
@@ -169,18 +170,46 @@ pub async fn create(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
+    let span = trace::request_span!("/v1/timers");
+    let traceparent = herald_engine::trace::adopt(&span, trace::incoming(&headers));
+    let answer = create_timer(&st, &caller, traceparent, body, &span).await;
+    trace::record_answer(&span, &answer);
+    answer
+}
+
+/// `POST /v1/timers` under its request span: the trace context to store
+/// with the timer is already decided.
+async fn create_timer(
+    st: &AppState,
+    caller: &Caller,
+    traceparent: Option<String>,
+    body: Body,
+    span: &tracing::Span,
+) -> Result<Response, ApiError> {
     let bytes = read_body(body, st.api.max_timer_bytes).await?;
     let has = |c: &str| st.serves_channel(caller.tenant, c);
     let names = || st.channel_names_for(caller.tenant);
     let (mut timer, on_conflict) =
-        validate::new_timer_and_conflict(&bytes, &context(&st, &caller, &has, &names))?;
-    timer.traceparent = traceparent(&headers);
+        validate::new_timer_and_conflict(&bytes, &context(st, caller, &has, &names))?;
+    timer.traceparent = traceparent;
+    if !span.is_disabled() {
+        span.record("herald.channel", timer.channel.as_str());
+    }
     if let Err(over) = st.quotas.admit(caller.tenant, 1) {
         return Ok(over.into_response());
     }
     let give_back = || st.quotas.give_back(caller.tenant, 1);
     let written = st.engine.submit(vec![insert_op(timer, on_conflict)]).await;
     let mut results = written.inspect_err(|_| give_back())?;
+    if let Some(
+        WriteResult::Created(t)
+        | WriteResult::DigestCreated { timer: t, .. }
+        | WriteResult::Updated { timer: t, .. }
+        | WriteResult::Existing(t),
+    ) = results.last()
+    {
+        span.record("herald.timer.id", t.id);
+    }
     match results.pop() {
         Some(WriteResult::Created(t) | WriteResult::DigestCreated { timer: t, .. }) => Ok((
             StatusCode::CREATED,
@@ -225,13 +254,6 @@ fn insert_op(timer: NewTimer, on_conflict: OnConflict) -> WriteOp {
         OnConflict::Return => WriteOp::InsertTimer(timer),
         OnConflict::Replace => WriteOp::ReplaceTimer(timer),
     }
-}
-
-/// The request's W3C `traceparent`, if it has a valid one: a bad one is
-/// ignored, not refused (tracing must never cost a timer).
-fn traceparent(headers: &HeaderMap) -> Option<String> {
-    let raw = headers.get("traceparent")?.to_str().ok()?.trim();
-    crate::http::trace::valid_traceparent(raw).then(|| raw.to_ascii_lowercase())
 }
 
 /// One answer line of the bulk endpoint.
@@ -307,13 +329,16 @@ pub async fn create_bulk(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
+    let span = trace::request_span!("/v1/timers:bulk");
     let has = |c: &str| st.serves_channel(caller.tenant, c);
     let names = || st.channel_names_for(caller.tenant);
     let route = TimerLines {
         cx: context(&st, &caller, &has, &names),
-        traceparent: traceparent(&headers),
+        traceparent: herald_engine::trace::adopt(&span, trace::incoming(&headers)),
     };
-    bulk::serve(&route, &st, caller.tenant, &budget, &headers, body).await
+    let answer = bulk::serve(&route, &st, caller.tenant, &budget, &headers, body).await;
+    trace::record_status(&span, answer.status());
+    answer
 }
 
 pub async fn get(

@@ -54,8 +54,9 @@ const SEGMENT_BATCH: usize = 50_000;
 const AUDIENCE_SIZE: &str = "SELECT size, tenant_id FROM audiences WHERE id = $1 FOR KEY SHARE";
 const INSERT_JOB: &str = concat!(
     "INSERT INTO jobs (audience_id, channel, message, segment_size, deadline_at, priority, \
-                       task_id, state, total, created_at, finished_at, tenant_id, routing) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING ",
+                       task_id, state, total, created_at, finished_at, tenant_id, routing, \
+                       traceparent) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING ",
     job_cols!()
 );
 // Ids follow the array order, so they grow with `start`.
@@ -295,7 +296,7 @@ pub(super) async fn insert_job(tx: &Tx<'_>, spec: &JobSpec, now: i64) -> Result<
         .prepare_cached(INSERT_JOB)
         .await
         .ctx("preparing job insert")?;
-    let params: [&(dyn ToSql + Sync); 13] = [
+    let params: [&(dyn ToSql + Sync); 14] = [
         &spec.audience_id,
         &spec.channel,
         &spec.message,
@@ -309,6 +310,7 @@ pub(super) async fn insert_job(tx: &Tx<'_>, spec: &JobSpec, now: i64) -> Result<
         &finished_at,
         &tenant,
         &spec.routing,
+        &spec.traceparent,
     ];
     let job = model::decode::<JobRecord, _>(
         &tx.query_one(&insert, &params)

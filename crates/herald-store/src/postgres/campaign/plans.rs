@@ -379,6 +379,7 @@ async fn hot_statements_use_indexes_in_cached_plans() {
         follow_up: None,
         follows: None,
         routing: None,
+        traceparent: None,
     };
     store.create_job(spec, 0).await.unwrap().unwrap();
     let c = store.claim_segment("w", 1, 1000).await.unwrap().unwrap();

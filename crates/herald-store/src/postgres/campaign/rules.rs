@@ -539,6 +539,7 @@ fn task_job_spec(
         follows: None,
         task_id: Some(task_id),
         routing: col(rule, 8, "rule_versions.routing")?,
+        traceparent: None,
     })
 }
 

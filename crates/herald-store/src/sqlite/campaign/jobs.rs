@@ -22,8 +22,8 @@ use crate::sqlite::reports;
 use crate::{Result, StoreError, refusals};
 
 const INSERT_JOB: &str = "INSERT INTO jobs (audience_id, channel, message, segment_size, \
-    deadline_at, priority, task_id, state, total, created_at, finished_at, tenant_id, routing) \
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) RETURNING id";
+    deadline_at, priority, task_id, state, total, created_at, finished_at, tenant_id, routing, \
+    traceparent) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) RETURNING id";
 /// ?1 job, ?2 start, ?3 end, ?4 now, ?5 priority, ?6 deadline, ?7 parent, ?8 attempt,
 /// ?9 not_before, ?10 tenant. The cursor starts at the start.
 pub(super) const INSERT_SEGMENT: &str = "INSERT INTO segments (job_id, start_idx, end_idx, \
@@ -151,7 +151,8 @@ pub(super) fn create_in(
                 now,
                 finished_at,
                 tenant_to_db(spec.tenant),
-                spec.routing
+                spec.routing,
+                spec.traceparent
             ],
             |r| r.get(0),
         )
@@ -196,6 +197,7 @@ pub(super) fn create_in(
         started_at: None,
         finished_at,
         routing: spec.routing.clone(),
+        traceparent: spec.traceparent.clone(),
     })
 }
 

@@ -434,5 +434,6 @@ fn task_job_spec(
         follows: None,
         task_id: Some(task_id),
         routing: spec.routing,
+        traceparent: None,
     }
 }
