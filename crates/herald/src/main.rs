@@ -11,6 +11,7 @@ mod config;
 mod import;
 mod keys_cli;
 mod listener;
+mod open_files;
 mod reload;
 mod remind_cli;
 mod reports_cli;

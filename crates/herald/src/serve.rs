@@ -25,6 +25,7 @@ pub async fn run(cfg: Config, file: Option<PathBuf>) -> anyhow::Result<()> {
     let mode = Mode::decide(&cfg.listen, admin_key.as_deref(), &cfg.auth.admin_key_env)?;
     let session_secret = session_secret(&cfg.auth, mode)?;
     let node_id = cfg.node_id();
+    open_file_limit(cfg.api.max_connections);
     let metrics = herald_server::install_metrics().map_err(anyhow::Error::msg)?;
     let store = herald_store::open(&cfg.store, &cfg.store_options)
         .await
@@ -200,6 +201,24 @@ fn hangups(_: Arc<crate::reload::Reloader>, _: AuditLog, _: Arc<dyn Clock>) -> a
 
 /// The value of the environment variable `var` holding `what` (set but
 /// empty counts as set: the check of its length refuses it).
+/// Raises the open-file limit, and says when `api.max_connections` still
+/// cannot be reached under it.
+fn open_file_limit(max_connections: usize) {
+    match crate::open_files::raise() {
+        Ok(l) if !l.fits(max_connections) => tracing::warn!(
+            soft = l.after,
+            hard = l.hard,
+            max_connections,
+            "the open-file limit is under api.max_connections; raise the hard limit (ulimit -Hn, LimitNOFILE=) or lower api.max_connections"
+        ),
+        Ok(l) if l.after > l.before => {
+            tracing::info!(from = l.before, to = l.after, "raised the open-file limit")
+        }
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "could not read or raise the open-file limit"),
+    }
+}
+
 fn env_secret(var: &str, what: &str) -> anyhow::Result<Option<String>> {
     match std::env::var(var) {
         Ok(value) => Ok(Some(value)),
