@@ -304,19 +304,8 @@ fn send_body(d: &Delivery) -> Result<Value, String> {
             Err(e) => return Err(format!("the fcm message is not JSON: {e}")),
         }
     };
-    if let Some(data) = msg.get("data") {
-        let ok = data
-            .as_object()
-            .is_some_and(|m| m.values().all(Value::is_string));
-        if !ok {
-            return Err("the fcm message's data must be an object of string values".into());
-        }
-    }
-    if let Some(n) = msg.get("notification")
-        && !n.is_object()
-    {
-        return Err("the fcm message's notification must be an object".into());
-    }
+    crate::shape::check(crate::ChannelKind::Fcm, &Value::Object(msg.clone()))
+        .map_err(|e| e.message)?;
     if d.recipient.trim().is_empty() {
         return Err("the recipient (a device token) is empty".into());
     }

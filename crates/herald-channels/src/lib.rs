@@ -11,6 +11,7 @@ pub mod http;
 mod log;
 pub mod metrics;
 mod provider_http;
+pub mod shape;
 mod smtp;
 pub mod template;
 pub mod token_cache;

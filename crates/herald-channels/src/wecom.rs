@@ -54,22 +54,6 @@ pub const MAX_PARTIES_PER_CALL: usize = 100;
 pub const RECALL_WINDOW_HOURS: u32 = 24;
 /// Seconds WeCom remembers a request for its duplicate check.
 pub const DUPLICATE_CHECK_INTERVAL: u64 = 1800;
-/// Message types WeCom's `message/send` takes (the issue asks for the first
-/// four; the rest pass through as they are).
-const MSGTYPES: [&str; 11] = [
-    "text",
-    "textcard",
-    "markdown",
-    "template_card",
-    "news",
-    "mpnews",
-    "image",
-    "voice",
-    "video",
-    "file",
-    "miniprogram_notice",
-];
-
 pub struct WecomChannel {
     name: String,
     corpid: String,
@@ -256,21 +240,8 @@ impl WecomChannel {
             Ok(_) => return Err("the wecom message must be a JSON object".into()),
             Err(e) => return Err(format!("the wecom message is not JSON: {e}")),
         };
-        let msgtype = match msg.get("msgtype") {
-            Some(Value::String(s)) if MSGTYPES.contains(&s.as_str()) => s.clone(),
-            Some(Value::String(s)) => {
-                return Err(format!(
-                    "the wecom message has msgtype {s:?}; use one of {}",
-                    MSGTYPES.join(", ")
-                ));
-            }
-            _ => return Err("the wecom message needs msgtype (e.g. \"text\")".into()),
-        };
-        if !matches!(msg.get(&msgtype), Some(Value::Object(_))) {
-            return Err(format!(
-                "the wecom message of msgtype {msgtype:?} needs a {msgtype:?} object"
-            ));
-        }
+        crate::shape::check(ChannelKind::Wecom, &Value::Object(msg.clone()))
+            .map_err(|e| e.message)?;
         let join = |pick: fn(&Target) -> Option<&String>| {
             call.members
                 .iter()

@@ -14,6 +14,7 @@ pub mod schedule;
 pub mod shard;
 pub mod shardset;
 pub mod subscriber;
+pub mod template;
 pub mod tenant;
 pub mod time;
 pub mod timer;

@@ -25,6 +25,7 @@ mod retention;
 mod shared_sql;
 pub mod sqlite;
 mod subject_query;
+mod templates;
 #[cfg(any(test, feature = "testsuite"))]
 pub mod testsuite;
 mod timer_query;
@@ -51,6 +52,9 @@ pub use reminders::{
 };
 pub use reports::{MAX_REPORT_ROWS, ReportDim, ReportQuery, ReportRow};
 pub use retention::{JobDeletion, PURGE_BATCH, PartitionChanges, PartitionCutoffs, RetentionKind};
+pub use templates::{
+    NewTemplateVersion, TemplateCensus, TemplateRecord, TemplateStore, TemplateWrite,
+};
 pub use timer_query::{
     DEAD_LETTER_SAMPLE, DEAD_LETTER_SCAN, DeadLetterGroup, DeadLetters, RetryFilter, SortOrder,
     TimerFilter,
@@ -67,7 +71,7 @@ pub use timers::{
 pub mod prelude {
     pub use crate::{
         AccessStore, CampaignStore, ClusterStore, DirectoryStore, ProviderStore, ReminderStore,
-        Store, TimerStore,
+        Store, TemplateStore, TimerStore,
     };
 }
 
@@ -203,6 +207,7 @@ pub trait Store:
     + DirectoryStore
     + ProviderStore
     + ReminderStore
+    + TemplateStore
     + TimerStore
     + Send
     + Sync

@@ -49,6 +49,7 @@ macro_rules! migrations {
             "0027_timer_in_doubt",
             "0028_audit_tallies",
             "0029_job_traceparent",
+            "0030_templates",
         )
     };
     (@ $($name:literal),+ $(,)?) => {

@@ -249,14 +249,8 @@ fn template_body(d: &Delivery) -> Result<Value, String> {
         Ok(_) => return Err("the wechat message must be a JSON object".into()),
         Err(e) => return Err(format!("the wechat message is not JSON: {e}")),
     };
-    match msg.get("template_id") {
-        Some(Value::String(s)) if !s.trim().is_empty() => {}
-        _ => return Err("the wechat message needs template_id (a non-empty string)".into()),
-    }
-    match msg.get("data") {
-        Some(Value::Object(_)) => {}
-        _ => return Err("the wechat message needs data (an object of template fields)".into()),
-    }
+    crate::shape::check(crate::ChannelKind::Wechat, &Value::Object(msg.clone()))
+        .map_err(|e| e.message)?;
     if d.recipient.trim().is_empty() {
         return Err("the recipient (an openid) is empty".into());
     }

@@ -211,3 +211,9 @@ faulty! { AccessStore:
     fn append_audit(entries: Vec<NewAuditEntry>) -> Result<()>;
     fn list_audit(tenant: Option<TenantId>, since: Option<i64>, after_id: Option<i64>, limit: usize) -> Result<Vec<AuditEntry>>;
 }
+
+faulty! { TemplateStore:
+    fn put_template(new: &herald_store::NewTemplateVersion, how: herald_store::TemplateWrite) -> Result<herald_store::TemplateRecord>;
+    fn template_census() -> Result<herald_store::TemplateCensus>;
+    fn all_templates() -> Result<Vec<herald_store::TemplateRecord>>;
+}

@@ -17,6 +17,7 @@ mod cluster;
 mod directory;
 mod provider;
 mod row;
+mod templates;
 mod timers;
 
 pub(crate) use access::{api_key_cols, audit_cols, audit_start, scopes_to_db};
@@ -27,6 +28,7 @@ pub(crate) use cluster::{named_lease_cols, node_cols, shard_lease_cols};
 pub(crate) use directory::subscriber_cols;
 pub(crate) use provider::token_cols;
 pub(crate) use row::{Columns, Reader, Stored, Value};
+pub(crate) use templates::template_cols;
 pub(crate) use timers::{delivery_cols, due_cols, reminder_timer_cols, subject_cols, timer_cols};
 
 use herald_core::{TenantId, TimerState};

@@ -66,6 +66,7 @@ mod reports;
 mod retention;
 mod schema;
 mod subjects;
+mod templates;
 mod timer_counts;
 mod timer_ops;
 mod timers;
@@ -87,8 +88,9 @@ use error::{Ctx, col, pg_error, retryable};
 use crate::{
     Applied, ChannelPause, ChannelToken, ClusterStore, Completion, DeadLetters, DeliveryRecord,
     DirectoryStore, DueCursor, DueEntry, Fence, FiringMark, Holder, InDoubtResolved, NamedLease,
-    NodeInfo, ProviderStore, ReminderStore, Result, ShardLease, SortOrder, Store, StoreError,
-    StoreOptions, TimerFilter, TimerRecord, TimerStore, WriteOp, WriteResult,
+    NewTemplateVersion, NodeInfo, ProviderStore, ReminderStore, Result, ShardLease, SortOrder,
+    Store, StoreError, StoreOptions, TemplateCensus, TemplateRecord, TemplateStore, TemplateWrite,
+    TimerFilter, TimerRecord, TimerStore, WriteOp, WriteResult,
 };
 
 /// A statement parameter.
@@ -784,6 +786,33 @@ impl ProviderStore for PgStore {
             provider::channel_pauses(self).await
         })
         .await
+    }
+}
+
+#[async_trait]
+impl TemplateStore for PgStore {
+    async fn put_template(
+        &self,
+        new: &NewTemplateVersion,
+        how: TemplateWrite,
+    ) -> Result<TemplateRecord> {
+        self.within("put_template", async move {
+            templates::put(self, new, how).await
+        })
+        .await
+    }
+
+    async fn template_census(&self) -> Result<TemplateCensus> {
+        self.within(
+            "template_census",
+            async move { templates::census(self).await },
+        )
+        .await
+    }
+
+    async fn all_templates(&self) -> Result<Vec<TemplateRecord>> {
+        self.within("all_templates", async move { templates::all(self).await })
+            .await
     }
 }
 

@@ -49,6 +49,7 @@ mod retention;
 mod schema;
 pub mod seed;
 mod subjects;
+mod templates;
 mod timer_counts;
 mod timer_ops;
 mod timers;
@@ -66,9 +67,10 @@ use pool::{ConnPool, Role};
 use crate::{
     Applied, ChannelPause, ChannelToken, ClusterStore, Completion, DeadLetters, DeliveryRecord,
     DirectoryStore, DueCursor, DueEntry, Fence, FiringMark, Holder, InDoubtResolved, MergeProbe,
-    NamedLease, NodeInfo, ProviderStore, ReminderStore, ReminderTimer, Result, ShardLease,
-    SortOrder, Store, StoreError, StoreOptions, SubjectRecord, TimerFilter, TimerRecord,
-    TimerStore, WriteOp, WriteResult,
+    NamedLease, NewTemplateVersion, NodeInfo, ProviderStore, ReminderStore, ReminderTimer, Result,
+    ShardLease, SortOrder, Store, StoreError, StoreOptions, SubjectRecord, TemplateCensus,
+    TemplateRecord, TemplateStore, TemplateWrite, TimerFilter, TimerRecord, TimerStore, WriteOp,
+    WriteResult,
 };
 
 /// The SQLite [`Store`].
@@ -507,6 +509,26 @@ impl ProviderStore for SqliteStore {
 
     async fn channel_pauses(&self) -> Result<Vec<(String, ChannelPause)>> {
         self.read(provider::channel_pauses).await
+    }
+}
+
+#[async_trait]
+impl TemplateStore for SqliteStore {
+    async fn put_template(
+        &self,
+        new: &NewTemplateVersion,
+        how: TemplateWrite,
+    ) -> Result<TemplateRecord> {
+        let new = new.clone();
+        self.write(move |c| templates::put(c, &new, how)).await
+    }
+
+    async fn template_census(&self) -> Result<TemplateCensus> {
+        self.read(templates::census).await
+    }
+
+    async fn all_templates(&self) -> Result<Vec<TemplateRecord>> {
+        self.read(templates::all).await
     }
 }
 

@@ -19,6 +19,7 @@
 //! - [`retention`]: purging what is old, kind by kind, and deleting jobs;
 //! - [`timer_counts`]: the timer counters against a real count.
 //! - [`reports`]: delivery outcomes counted per day, channel, rule and job.
+//! - [`templates`]: message template versions.
 //!
 //! [`store_conformance_tests!`](crate::store_conformance_tests) is the one entry
 //! point: it expands to one `#[tokio::test]` per case, grouped in a module per
@@ -65,6 +66,8 @@ pub mod reports;
 pub mod retention;
 #[cfg(feature = "testsuite")]
 pub(crate) mod support;
+#[cfg(feature = "testsuite")]
+pub mod templates;
 #[cfg(feature = "testsuite")]
 pub mod timer_counts;
 #[cfg(feature = "testsuite")]
@@ -223,6 +226,10 @@ macro_rules! store_conformance_tests {
                 concurrent_refreshers_on_two_handles_fetch_once,
                 a_channel_pause_is_seen_through_another_handle,
             ]
+        );
+        $crate::store_conformance_tests!(@area templates, $make, $second;
+            cases: [versions_count_up_per_tenant_and_name]
+            races: []
         );
         $crate::store_conformance_tests!(@area access, $make, $second;
             cases: [api_keys_page_by_id, audit_tallies_keep_their_count_and_reason]

@@ -1,0 +1,269 @@
+//! What each provider's message must hold.
+//!
+//! One check per channel kind, used twice: when a message is accepted (a
+//! timer, a job, a rule, a template's part: the API answers `422` naming the
+//! field) and by the channel itself as it sends, so a message that could never
+//! be sent is refused at the door instead of failing when it fires.
+
+use serde_json::{Map, Value};
+
+use crate::ChannelKind;
+
+/// Message types WeCom's `message/send` takes.
+pub const WECOM_MSGTYPES: [&str; 11] = [
+    "text",
+    "textcard",
+    "markdown",
+    "template_card",
+    "news",
+    "mpnews",
+    "image",
+    "voice",
+    "video",
+    "file",
+    "miniprogram_notice",
+];
+
+/// Why a message cannot go out on a kind of channel: the field (dotted,
+/// relative to the message) and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ShapeError {
+    pub field: String,
+    pub message: String,
+}
+
+fn err(field: impl Into<String>, message: impl Into<String>) -> ShapeError {
+    ShapeError {
+        field: field.into(),
+        message: message.into(),
+    }
+}
+
+/// Checks that `msg` is a message the provider behind `kind` can send.
+pub fn check(kind: ChannelKind, msg: &Value) -> Result<(), ShapeError> {
+    let Some(m) = msg.as_object() else {
+        return Err(err("", "the message must be a JSON object"));
+    };
+    match kind {
+        ChannelKind::Log | ChannelKind::Webhook => Ok(()),
+        ChannelKind::Wechat => wechat(m),
+        ChannelKind::Wecom => wecom(m),
+        ChannelKind::Fcm => fcm(m),
+        ChannelKind::Smtp => email(m),
+    }
+}
+
+/// [`check`] of message text, as channels hold it when they send.
+pub fn check_text(kind: ChannelKind, msg: &str) -> Result<Value, String> {
+    let v: Value =
+        serde_json::from_str(msg).map_err(|e| format!("the message is not JSON: {e}"))?;
+    check(kind, &v).map_err(|e| e.message)?;
+    Ok(v)
+}
+
+fn nonempty_string(m: &Map<String, Value>, key: &str) -> bool {
+    matches!(m.get(key), Some(Value::String(s)) if !s.trim().is_empty())
+}
+
+fn optional_string(m: &Map<String, Value>, key: &str, field: &str) -> Result<(), ShapeError> {
+    match m.get(key) {
+        None | Some(Value::String(_)) => Ok(()),
+        Some(_) => Err(err(field, format!("{field} must be a string"))),
+    }
+}
+
+/// A WeChat official-account template message: `template_id`, `data` of
+/// `{field: {value}}`, and optionally `url` and `miniprogram`.
+fn wechat(m: &Map<String, Value>) -> Result<(), ShapeError> {
+    if !nonempty_string(m, "template_id") {
+        return Err(err(
+            "template_id",
+            "the wechat message needs template_id (a non-empty string)",
+        ));
+    }
+    let Some(Value::Object(data)) = m.get("data") else {
+        return Err(err(
+            "data",
+            "the wechat message needs data (an object of template fields)",
+        ));
+    };
+    for (k, v) in data {
+        let ok = v
+            .as_object()
+            .is_some_and(|f| matches!(f.get("value"), Some(Value::String(_))));
+        if !ok {
+            return Err(err(
+                format!("data.{k}"),
+                format!("data.{k} must be an object with a string value: {{\"value\": \"...\"}}"),
+            ));
+        }
+    }
+    optional_string(m, "url", "url")?;
+    if let Some(mp) = m.get("miniprogram") {
+        let ok = mp.as_object().is_some_and(|o| nonempty_string(o, "appid"));
+        if !ok {
+            return Err(err(
+                "miniprogram",
+                "miniprogram must be an object with appid (and optionally pagepath)",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A WeCom application message: `msgtype` and the object it names, with the
+/// fields WeCom requires for the common types.
+fn wecom(m: &Map<String, Value>) -> Result<(), ShapeError> {
+    let msgtype = match m.get("msgtype") {
+        Some(Value::String(s)) if WECOM_MSGTYPES.contains(&s.as_str()) => s.as_str(),
+        Some(Value::String(s)) => {
+            return Err(err(
+                "msgtype",
+                format!(
+                    "the wecom message has msgtype {s:?}; use one of {}",
+                    WECOM_MSGTYPES.join(", ")
+                ),
+            ));
+        }
+        _ => {
+            return Err(err(
+                "msgtype",
+                "the wecom message needs msgtype (e.g. \"text\")",
+            ));
+        }
+    };
+    let Some(Value::Object(body)) = m.get(msgtype) else {
+        return Err(err(
+            msgtype,
+            format!("the wecom message of msgtype {msgtype:?} needs a {msgtype:?} object"),
+        ));
+    };
+    let required: &[&str] = match msgtype {
+        "text" | "markdown" => &["content"],
+        "textcard" => &["title", "description", "url"],
+        _ => &[],
+    };
+    for key in required {
+        if !nonempty_string(body, key) {
+            return Err(err(
+                format!("{msgtype}.{key}"),
+                format!("the wecom {msgtype} message needs {msgtype}.{key} (a non-empty string)"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// An FCM message: optional `notification` (title, body) and `data` of
+/// string values.
+fn fcm(m: &Map<String, Value>) -> Result<(), ShapeError> {
+    if let Some(data) = m.get("data") {
+        let ok = data
+            .as_object()
+            .is_some_and(|d| d.values().all(Value::is_string));
+        if !ok {
+            return Err(err(
+                "data",
+                "the fcm message's data must be an object of string values",
+            ));
+        }
+    }
+    if let Some(n) = m.get("notification") {
+        let Some(n) = n.as_object() else {
+            return Err(err(
+                "notification",
+                "the fcm message's notification must be an object",
+            ));
+        };
+        optional_string(n, "title", "notification.title")?;
+        optional_string(n, "body", "notification.body")?;
+    }
+    Ok(())
+}
+
+/// An e-mail: `subject`, and `text` and/or `html`; nothing else.
+fn email(m: &Map<String, Value>) -> Result<(), ShapeError> {
+    if !nonempty_string(m, "subject") {
+        return Err(err(
+            "subject",
+            "the email message needs subject (a non-empty string)",
+        ));
+    }
+    optional_string(m, "text", "text")?;
+    optional_string(m, "html", "html")?;
+    if let Some(k) = m
+        .keys()
+        .find(|k| !matches!(k.as_str(), "subject" | "text" | "html"))
+    {
+        return Err(err(
+            k.as_str(),
+            format!("the email message takes subject, text and html; not {k:?}"),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn field(kind: ChannelKind, v: Value) -> String {
+        check(kind, &v).err().map(|e| e.field).unwrap_or_default()
+    }
+
+    #[test]
+    fn names_the_field_each_provider_needs() {
+        assert_eq!(
+            field(ChannelKind::Wechat, json!({"text": "hi"})),
+            "template_id"
+        );
+        assert_eq!(
+            field(ChannelKind::Wechat, json!({"template_id": "T"})),
+            "data"
+        );
+        assert_eq!(
+            field(
+                ChannelKind::Wechat,
+                json!({"template_id": "T", "data": {"a": "x"}})
+            ),
+            "data.a"
+        );
+        assert!(
+            check(
+                ChannelKind::Wechat,
+                &json!({"template_id": "T", "data": {"a": {"value": "x"}}})
+            )
+            .is_ok()
+        );
+        assert_eq!(field(ChannelKind::Wecom, json!({"text": "hi"})), "msgtype");
+        assert_eq!(
+            field(ChannelKind::Wecom, json!({"msgtype": "text"})),
+            "text"
+        );
+        assert_eq!(
+            field(
+                ChannelKind::Wecom,
+                json!({"msgtype": "textcard", "textcard": {"title": "t"}})
+            ),
+            "textcard.description"
+        );
+        assert!(
+            check(
+                ChannelKind::Wecom,
+                &json!({"msgtype": "text", "text": {"content": "hi"}})
+            )
+            .is_ok()
+        );
+        assert_eq!(field(ChannelKind::Smtp, json!({"text": "hi"})), "subject");
+        assert_eq!(
+            field(ChannelKind::Smtp, json!({"subject": "s", "body": "b"})),
+            "body"
+        );
+        assert_eq!(field(ChannelKind::Fcm, json!({"data": {"n": 1}})), "data");
+        assert!(check(ChannelKind::Webhook, &json!({"anything": [1]})).is_ok());
+        assert_eq!(field(ChannelKind::Log, json!([1])), "");
+    }
+}
