@@ -28,6 +28,10 @@ pub struct Routing {
     /// recipient, channel and key) as one message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub digest: Option<crate::digest::Digest>,
+    /// Rendered from this template when it fires; the stored message is the
+    /// template's data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<crate::template::TemplateRef>,
 }
 
 impl Routing {

@@ -62,6 +62,17 @@ pub struct EngineConfig {
     /// the `[reminders]` configuration.
     #[serde(skip)]
     pub merge_window_ms: i64,
+    /// The template each channel type's reminders are rendered with (by
+    /// `ChannelType::as_str`); a type without one sends Herald's reminder
+    /// shape (or its channel's `reminder_template`). Set from
+    /// `[reminders.templates]`.
+    #[serde(skip)]
+    pub reminder_templates: std::collections::BTreeMap<String, herald_core::template::TemplateRef>,
+    /// The time zone reminder templates read times in when neither the
+    /// subscriber nor the subject's `data.timezone` names one. Set from
+    /// `[reminders] timezone`.
+    #[serde(skip)]
+    pub reminder_timezone: Option<String>,
     /// Rule planning and job sending; set from the `[jobs]` configuration.
     #[serde(skip)]
     pub campaign: campaign::CampaignConfig,
@@ -95,6 +106,8 @@ impl Default for EngineConfig {
             rescan_interval_ms: 30_000,
             quota_refresh_ms: 1_000,
             merge_window_ms: 60_000,
+            reminder_templates: std::collections::BTreeMap::new(),
+            reminder_timezone: None,
             campaign: campaign::CampaignConfig::default(),
             retention: retention::RetentionConfig::default(),
             tenants: HashMap::new(),

@@ -36,6 +36,7 @@ mod error;
 mod loops;
 mod observe;
 pub mod retention;
+pub mod templates;
 mod timers;
 
 #[cfg(test)]

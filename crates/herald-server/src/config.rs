@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use herald_core::reminder::{ChannelType, Leads};
+use herald_core::template::TemplateRef;
 use serde::{Deserialize, Serialize};
 
 /// Request limits.
@@ -116,6 +117,16 @@ pub struct RemindersConfig {
     /// under; a later list may only append to it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub leads_minutes: Option<Vec<u16>>,
+    /// The template each channel type's reminders are rendered with, by
+    /// type: `wechat = "coupon_opens"` (its latest version when each reminder
+    /// is sent) or `"coupon_opens@3"` (pinned). A type without one sends
+    /// Herald's reminder shape, which only webhook and log channels take.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub templates: BTreeMap<String, String>,
+    /// The IANA time zone reminder templates show times in when neither the
+    /// subscriber nor the subject's `data.timezone` names one; unset, UTC.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timezone: Option<String>,
 }
 
 impl Default for RemindersConfig {
@@ -125,6 +136,8 @@ impl Default for RemindersConfig {
             channels: BTreeMap::new(),
             default_channel: None,
             leads_minutes: None,
+            templates: BTreeMap::new(),
+            timezone: None,
         }
     }
 }
@@ -139,8 +152,33 @@ impl RemindersConfig {
             .unwrap_or_default()
     }
 
+    /// `[reminders.templates]` as references, by channel type (checked by
+    /// [`Self::validate`]; an entry that does not parse is left out).
+    pub fn template_refs(&self) -> BTreeMap<String, TemplateRef> {
+        self.templates
+            .iter()
+            .filter_map(|(t, spec)| Some((t.clone(), parse_template_spec(spec).ok()?)))
+            .collect()
+    }
+
     /// Checks the routing table against the configured channels.
     pub fn validate(&self, has_channel: impl Fn(&str) -> bool) -> Result<(), String> {
+        for (t, spec) in &self.templates {
+            if ChannelType::parse(t).is_none() {
+                return Err(format!(
+                    "reminders.templates: {t:?} is not a channel type; expected one of {}",
+                    type_names()
+                ));
+            }
+            parse_template_spec(spec).map_err(|e| format!("reminders.templates.{t}: {e}"))?;
+        }
+        if let Some(tz) = &self.timezone
+            && jiff::tz::TimeZone::get(tz).is_err()
+        {
+            return Err(format!(
+                "reminders.timezone: {tz:?} is not an IANA time zone (e.g. \"Asia/Shanghai\")"
+            ));
+        }
         if self.merge_window_ms < 0 {
             return Err("reminders.merge_window_ms must not be negative".into());
         }
@@ -169,6 +207,26 @@ impl RemindersConfig {
         }
         Ok(())
     }
+}
+
+/// `NAME` or `NAME@VERSION` as a template reference.
+pub fn parse_template_spec(spec: &str) -> Result<TemplateRef, String> {
+    let (name, version) = match spec.rsplit_once('@') {
+        Some((n, v)) => {
+            let v: u32 = v
+                .parse()
+                .ok()
+                .filter(|v| *v >= 1)
+                .ok_or_else(|| format!("{spec:?}: the version after '@' is a number from 1"))?;
+            (n, Some(v))
+        }
+        None => (spec, None),
+    };
+    herald_core::template::check_name(name).map_err(|e| format!("{spec:?}: {e}"))?;
+    Ok(TemplateRef {
+        name: name.to_string(),
+        version,
+    })
 }
 
 /// The channel types, as a list for messages.

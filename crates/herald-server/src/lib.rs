@@ -8,6 +8,7 @@ mod config;
 pub mod http;
 mod openapi;
 pub mod reload;
+pub mod reminder_routes;
 mod routes;
 #[cfg(test)]
 mod tests;

@@ -23,7 +23,7 @@ use axum::routing::{MethodRouter, delete, get, patch, post, put};
 
 use crate::access::{Need, Payload, Policy, Scope, Verb, enforce};
 use crate::api::campaigns::{self, audiences, jobs, rules, schedules};
-use crate::api::{admin, channels, reminders, subscribers, timers};
+use crate::api::{admin, channels, reminders, subscribers, templates, timers};
 use crate::http::body_admission;
 use crate::http::body_limits::{self, ACTION, BodySpec, Limit as L};
 use crate::http::state::AppState;
@@ -259,6 +259,15 @@ route_table! {
         doc subscribers::docs::GET;
     Delete "/v1/subscribers/{user_id}", Needs(Write), NoBody => subscribers::delete,
         doc subscribers::docs::DELETE;
+    Post "/v1/templates", Needs(Write), Json("CreateTemplate") => templates::create,
+        doc templates::docs::CREATE, limit L::Bytes(templates::MAX_TEMPLATE_BYTES);
+    Get "/v1/templates", Needs(Read), NoBody => templates::list, doc templates::docs::LIST;
+    Get "/v1/templates/{name}", Needs(Read), NoBody => templates::get, doc templates::docs::GET;
+    Put "/v1/templates/{name}", Needs(Write), Json("TemplateBody") => templates::put,
+        doc templates::docs::PUT, limit L::Bytes(templates::MAX_TEMPLATE_BYTES);
+    // `:preview`.
+    Post "/v1/templates/{name}", Needs(Read), Action => templates::action,
+        actions templates::docs::ACTIONS;
     Post "/v1/audiences", Needs(Campaign), Recipients => audiences::upload,
         doc campaigns::docs::AUDIENCE_UPLOAD;
     Get "/v1/audiences", Needs(Read), NoBody => audiences::list,

@@ -364,6 +364,8 @@ pub enum Unsendable {
     NoAddress,
     /// Opted out of the channel type or of the message's topic.
     OptedOut,
+    /// Its template could not be rendered (the error says why).
+    TemplateError,
 }
 
 /// Why a delivery was deferred.
@@ -393,6 +395,7 @@ impl CompletionOutcome {
             } => "deferred",
             CompletionOutcome::Unsendable(Unsendable::NoAddress) => "no_address",
             CompletionOutcome::Unsendable(Unsendable::OptedOut) => "opted_out",
+            CompletionOutcome::Unsendable(Unsendable::TemplateError) => "template_error",
             CompletionOutcome::InDoubt => "in_doubt",
         }
     }

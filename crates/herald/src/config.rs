@@ -169,6 +169,29 @@ impl Config {
         Ok(cfg)
     }
 
+    /// Refuses a reminder route that cannot produce a message its channel
+    /// sends (a WeChat channel with neither a template for the type nor a
+    /// `reminder_template`): every such reminder would fail when it fires.
+    /// Reminders that name their own channel are checked when subscribed.
+    fn check_reminder_routes(&self) -> anyhow::Result<()> {
+        let channel = |n: &str| self.channels.iter().find(|c| c.name() == n);
+        for (t, name) in
+            herald_server::reminder_routes::routes(&self.reminders, |n| channel(n).is_some())
+        {
+            let Some(c) = channel(&name) else { continue };
+            herald_server::reminder_routes::check(
+                t,
+                &name,
+                c.kind(),
+                c.common.reminder_template.as_ref(),
+                &self.reminders,
+                None,
+            )
+            .map_err(|p| anyhow::anyhow!("[reminders]: {}", p.message()))?;
+        }
+        Ok(())
+    }
+
     fn validate(&self) -> anyhow::Result<()> {
         if self.shards == 0 {
             bail!("shards must be at least 1");
@@ -182,6 +205,7 @@ impl Config {
         self.reminders
             .validate(|c| names.contains(c))
             .map_err(anyhow::Error::msg)?;
+        self.check_reminder_routes()?;
         self.auth.validate().map_err(anyhow::Error::msg)?;
         self.api.validate().map_err(anyhow::Error::msg)?;
         self.telemetry.validate().map_err(anyhow::Error::msg)?;

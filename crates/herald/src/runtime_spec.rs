@@ -11,6 +11,8 @@ use crate::config::Config;
 pub fn engine_config(cfg: &Config) -> EngineConfig {
     EngineConfig {
         merge_window_ms: cfg.reminders.merge_window_ms,
+        reminder_templates: cfg.reminders.template_refs(),
+        reminder_timezone: cfg.reminders.timezone.clone(),
         campaign: cfg.jobs.clone(),
         retention: cfg.retention.clone(),
         ..cfg.engine.clone()

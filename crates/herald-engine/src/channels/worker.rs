@@ -253,6 +253,7 @@ impl ChannelWorker {
                     Unsendable::OptedOut => {
                         "the subscriber opted out of this channel type or topic"
                     }
+                    Unsendable::TemplateError => "the message's template could not be rendered",
                 };
                 let detail = Detail {
                     error: Some(error.to_string()),
@@ -322,6 +323,9 @@ impl ChannelWorker {
             }
             CompletionOutcome::Unsendable(Unsendable::OptedOut) => {
                 rt.metrics.opted_out.increment(1)
+            }
+            CompletionOutcome::Unsendable(Unsendable::TemplateError) => {
+                rt.metrics.template_error.increment(1)
             }
             // Only the store's resolution of a stopped node's sends says so.
             CompletionOutcome::InDoubt => {}

@@ -320,6 +320,20 @@ impl Engine {
             .map(|rt| rt.channel().kind())
     }
 
+    /// A channel's `reminder_template`, if it has one.
+    pub fn channel_reminder_shape(&self, name: &str) -> Option<serde_json::Value> {
+        self.inner
+            .pipe
+            .channels
+            .get(name)
+            .and_then(|rt| rt.settings().reminder_template.clone())
+    }
+
+    /// The templates this node renders from (and validates against).
+    pub fn templates(&self) -> &crate::templates::Templates {
+        &self.inner.pipe.templates
+    }
+
     /// Whether a channel resolves parties and tags itself; `None` if unknown.
     pub fn channel_fans_out(&self, name: &str) -> Option<bool> {
         self.inner

@@ -291,6 +291,20 @@ async fn spawn_maintenance(
         let pipe = pipe.clone();
         move || pauses::run(pipe.clone()).boxed()
     }));
+    if let Err(e) = pipe.templates.refresh(pipe.store.as_ref()).await {
+        tracing::warn!(error = %e, "reading templates failed; retrying in the background");
+    }
+    tasks.push(loops.spawn("templates", Restart::Yes, {
+        let pipe = pipe.clone();
+        move || {
+            crate::templates::run(
+                pipe.templates.clone(),
+                pipe.store.clone(),
+                pipe.stop.clone(),
+            )
+            .boxed()
+        }
+    }));
     tasks.push(loops.spawn("stats", Restart::Yes, {
         let pipe = pipe.clone();
         move || stats::Stats::new(pipe.clone()).run().boxed()

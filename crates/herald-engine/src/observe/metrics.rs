@@ -178,6 +178,8 @@ pub(crate) struct ChannelMetrics {
     /// Decided from the subscriber directory without a send.
     pub no_address: Counter,
     pub opted_out: Counter,
+    /// A template that could not be rendered (final, no send).
+    pub template_error: Counter,
     pub duration: Histogram,
 }
 
@@ -192,6 +194,7 @@ impl ChannelMetrics {
             deferred: c("deferred"),
             no_address: c("no_address"),
             opted_out: c("opted_out"),
+            template_error: c("template_error"),
             duration: histogram!(DELIVERY_DURATION, "channel" => channel.to_string()),
         }
     }

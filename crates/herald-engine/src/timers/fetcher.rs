@@ -14,17 +14,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use herald_channels::{Delivery, InDoubt, SendOutcome};
+use herald_core::template::PartKey;
 use herald_core::{RetryPolicy, TenantId, TimerId};
-use herald_store::{Applied, FiringMark, TimerRecord};
+use herald_store::{Applied, CompletionOutcome, FiringMark, TimerRecord, Unsendable};
 use tokio::sync::mpsc;
 
 use crate::channels::runtime::{ChannelRuntime, Job, Member};
 use crate::timers::bundles::{self, Bundle};
-use crate::timers::completer::{Attempt, Finished};
+use crate::timers::completer::{Attempt, Detail, Finished};
 use crate::timers::flight::Room;
 use crate::timers::pipeline::Pipeline;
 use crate::timers::queue::DueTimer;
 use crate::timers::recipients::{self, Addressee, Profiles, Route};
+use crate::timers::render::{self, Message};
 
 /// How a fetch pass ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -320,18 +322,29 @@ impl Fetcher {
     ) -> Vec<(Job, Arc<ChannelRuntime>)> {
         let p = &*self.pipe;
         let now = p.clock.now_ms();
+        let library = p.templates.library();
+        let cfg = p.cfg.get();
         let mut ahead = Vec::new();
         for ((row, members, message), who) in jobs {
             let route = recipients::route_row(&row, who.as_ref(), profiles, now);
             let key = row.delivery_key();
-            // A reminder goes out in its channel's shape if the channel has a template.
-            let message = match (message, p.channels.get(&row.channel)) {
-                (Some((m, true)), Some(rt)) => Some(match &rt.settings().reminder_template {
-                    Some(t) => herald_channels::template::render(t, &m),
-                    None => m,
-                }),
-                (m, _) => m.map(|(m, _)| m),
-            };
+            let rt = p.channels.get(&row.channel);
+            let settings = rt.map(|rt| rt.settings());
+            let part = PartKey::for_type(
+                settings
+                    .as_ref()
+                    .and_then(|s| s.channel.kind().channel_type()),
+            );
+            let profile = who
+                .as_ref()
+                .and_then(|a| profiles.get(&a.tenant)?.get(&a.user_id));
+            let shape = settings.as_ref().and_then(|s| s.reminder_template.as_ref());
+            let (message, unrenderable) =
+                match render::message(&library, &cfg, &row, message, part, profile, shape) {
+                    Message::Text(m) => (Some(m), None),
+                    Message::Stored => (None, None),
+                    Message::Failed(e) => (None, Some(e)),
+                };
             let delivery = Delivery {
                 timer_id: row.id,
                 kind: row.kind,
@@ -359,6 +372,10 @@ impl Fetcher {
                 route,
                 marked: false,
             };
+            if let Some(error) = unrenderable {
+                self.unrenderable(&row.channel, job, error, now);
+                continue;
+            }
             match p.channels.get(&row.channel) {
                 Some(rt) if marks_ahead(rt, &job.route, now) => ahead.push((job, rt.clone())),
                 Some(rt) => rt.queue.push(job),
@@ -366,6 +383,43 @@ impl Fetcher {
             }
         }
         ahead
+    }
+
+    /// A delivery whose template could not be rendered: final, with the
+    /// render error, for the timer and every member merged into it (they
+    /// would have gone out in the same message).
+    fn unrenderable(&self, channel: &str, job: Job, error: String, now: i64) {
+        let p = &*self.pipe;
+        tracing::warn!(timer_id = job.delivery.timer_id, channel, error = %error,
+                       "a message could not be rendered from its template");
+        if let Some(rt) = p.channels.get(channel) {
+            rt.metrics.template_error.increment(1);
+        }
+        let attempt = Attempt {
+            delivery: &job.delivery,
+            channel,
+            tenant: job.tenant,
+            priority: job.priority,
+            shard: job.shard,
+            fence: Some(job.fence),
+            started_at: now,
+            finished_at: now,
+            series_base: job.series_base,
+        };
+        let detail = Detail {
+            error: Some(error),
+            ..Detail::default()
+        };
+        let mut f = Finished::decided(
+            attempt,
+            CompletionOutcome::Unsendable(Unsendable::TemplateError),
+            detail,
+        );
+        for m in &job.members {
+            let _ = self.done.send(f.for_member(m.timer_id, m.attempt));
+        }
+        f.hand = Some(p.flight.hand());
+        let _ = self.done.send(f);
     }
 
     /// A delivery for a channel the configuration lost: keep the timer,

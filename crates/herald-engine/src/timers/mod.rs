@@ -23,6 +23,7 @@ pub(crate) mod pipeline;
 pub(crate) mod queue;
 pub(crate) mod recipients;
 pub(crate) mod reminders;
+pub(crate) mod render;
 pub(crate) mod schedule;
 pub(crate) mod tenants;
 pub(crate) mod writer;

@@ -9,4 +9,5 @@ pub mod campaigns;
 pub mod channels;
 pub mod reminders;
 pub(crate) mod subscribers;
+pub(crate) mod templates;
 pub mod timers;

@@ -12,8 +12,9 @@ use crate::config::ApiConfig;
 pub const KEYS_MAX_BYTES: usize = 64 * 1024;
 /// Largest `:pause` body taken.
 pub const PAUSE_MAX_BYTES: usize = 8 * 1024;
-/// Largest body of a `POST .../{id}:action` (only `:pause` reads one).
-pub const ACTION_MAX_BYTES: usize = PAUSE_MAX_BYTES;
+/// Largest body of a `POST .../{id}:action`: a template's `:preview` (its
+/// data and a subscriber); `:pause` reads at most [`PAUSE_MAX_BYTES`] of it.
+pub const ACTION_MAX_BYTES: usize = 64 * 1024;
 /// Largest body of a timer patch or a filtered retry (a patch carries a
 /// message).
 pub const TIMER_CHANGE_MAX_BYTES: usize = 1 << 20;

@@ -2,10 +2,14 @@
 //! Shared by the single and the bulk endpoint so both accept the same input.
 
 use std::borrow::Cow;
+use std::sync::Arc;
+
+use herald_channels::ChannelKind;
 
 use herald_core::campaign::{INTERNAL_KEY_PREFIX, is_internal_key};
 use herald_core::digest::Digest;
 use herald_core::subscriber::check_topic;
+use herald_core::template::{Library, PartKey, TemplateRef};
 use herald_core::timer::Routing;
 use herald_core::{ChannelType, TenantId, TimerKind, shard_for, time::parse_rfc3339_ms};
 use herald_store::{MAX_USER_ID_BYTES, NewTimer};
@@ -54,9 +58,14 @@ pub(crate) struct CreateTimer<'a> {
     /// recipient, channel and key; the answer's `due_at` is the digest's close.
     #[serde(default)]
     digest: Option<Digest>,
-    #[serde(borrow)]
-    #[schema(value_type = Object)]
-    message: &'a RawValue,
+    /// The message in the channel provider's shape; give this or `template`.
+    #[serde(default, borrow)]
+    #[schema(value_type = Option<Object>)]
+    message: Option<&'a RawValue>,
+    /// Render the message from a stored template when the timer fires, in
+    /// the recipient's locale; give this or `message`.
+    #[serde(default)]
+    template: Option<TemplateUse>,
     /// 1..=255 visible ASCII characters.
     #[serde(default)]
     #[schema(pattern = "^[!-~]{1,255}$")]
@@ -85,6 +94,21 @@ pub(crate) struct To {
     channel_type: Option<String>,
 }
 
+/// `template` of a timer: which template (its latest version when the timer
+/// fires, unless one is pinned) and the data it renders with.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TemplateUse {
+    pub name: String,
+    #[serde(default)]
+    #[schema(minimum = 1)]
+    pub version: Option<u32>,
+    /// The variables the template reads (a JSON object).
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub data: Option<Box<RawValue>>,
+}
+
 /// What `POST /v1/timers` does when the idempotency key is taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ToSchema)]
 #[schema(rename_all = "lowercase")]
@@ -109,7 +133,14 @@ pub struct Context<'a> {
     pub channel_names: &'a (dyn Fn() -> Vec<String> + Sync),
     /// The address type a channel's provider takes (`None` for webhooks).
     pub channel_type: TypeOfChannel<'a>,
+    /// The provider kind of a channel, for checking a message's shape.
+    pub channel_kind: KindOfChannel<'a>,
+    /// The templates this node knows now.
+    pub templates: Arc<Library>,
 }
+
+/// The provider kind of a channel by name.
+pub type KindOfChannel<'a> = Box<dyn Fn(&str) -> Option<ChannelKind> + Send + Sync + 'a>;
 
 pub fn new_timer(body: &[u8], cx: &Context<'_>) -> Result<NewTimer, ApiError> {
     new_timer_and_conflict(body, cx).map(|(t, _)| t)
@@ -178,7 +209,8 @@ pub fn new_timer_and_conflict(
         &req.channel,
         cx,
     )?;
-    check_stored_object("message", req.message)?;
+    let (message, template) = content(req.message, req.template, &req.channel, cx)?;
+    let routing = with_template(routing, template);
     if let Some(k) = &req.idempotency_key {
         // It travels as an HTTP header, so: visible ASCII only.
         let ok = !k.is_empty()
@@ -218,13 +250,143 @@ pub fn new_timer_and_conflict(
         kind: TimerKind::Timer,
         channel: req.channel,
         recipient,
-        message: req.message.get().to_string(),
+        message,
         idempotency_key: req.idempotency_key,
         created_at: cx.now_ms,
         traceparent: None,
         routing,
     };
     Ok((timer, on_conflict))
+}
+
+/// The stored message of a timer and the template it names, if any: a
+/// `message` checked against the channel provider's shape, or a `template`
+/// that exists, has the channel's part and gets every variable it reads.
+fn content(
+    message: Option<&RawValue>,
+    template: Option<TemplateUse>,
+    channel: &str,
+    cx: &Context<'_>,
+) -> Result<(String, Option<TemplateRef>), ApiError> {
+    let kind = (cx.channel_kind)(channel);
+    match (message, template) {
+        (Some(_), Some(_)) => Err(ApiError::field(
+            "template",
+            "invalid_field",
+            "give either message or template, not both",
+        )),
+        (None, None) => Err(ApiError::field(
+            "message",
+            "missing_field",
+            "give message (the provider's shape) or template (a stored template's name)",
+        )),
+        (Some(m), None) => {
+            check_stored_object("message", m)?;
+            if let Some(kind) = kind {
+                check_shape(kind, "message", m)?;
+            }
+            Ok((m.get().to_string(), None))
+        }
+        (None, Some(t)) => {
+            let r = check_template_use(&t, kind, cx)?;
+            let data = match &t.data {
+                Some(d) => {
+                    check_stored_object("template.data", d)?;
+                    d.get().to_string()
+                }
+                None => "{}".to_string(),
+            };
+            Ok((data, Some(r)))
+        }
+    }
+}
+
+/// Checks `message` (at `field`) against what `kind`'s provider takes.
+pub(crate) fn check_shape(kind: ChannelKind, field: &str, m: &RawValue) -> Result<(), ApiError> {
+    let v: serde_json::Value = serde_json::from_str(m.get())
+        .map_err(|e| ApiError::field(field, "invalid_field", format!("{field}: {e}")))?;
+    herald_channels::shape::check(kind, &v).map_err(|e| {
+        let at = if e.field.is_empty() {
+            field.to_string()
+        } else {
+            format!("{field}.{}", e.field)
+        };
+        ApiError::field(&at, "invalid_field", e.message)
+    })
+}
+
+/// Checks a `template` use against the stored templates: it exists (the
+/// pinned version, if any), its default variant has the part `kind` sends,
+/// and `data` gives every variable it reads.
+pub(crate) fn check_template_use(
+    t: &TemplateUse,
+    kind: Option<ChannelKind>,
+    cx: &Context<'_>,
+) -> Result<TemplateRef, ApiError> {
+    herald_core::template::check_name(&t.name)
+        .map_err(|e| ApiError::field("template.name", "invalid_field", e))?;
+    let r = TemplateRef {
+        name: t.name.clone(),
+        version: t.version,
+    };
+    let info = cx.templates.info(cx.tenant, &r).map_err(|e| {
+        let field = if t.version.is_some() {
+            "template.version"
+        } else {
+            "template.name"
+        };
+        ApiError::field(field, "unknown_template", e.to_string())
+    })?;
+    if let Some(kind) = kind {
+        let part = PartKey::for_type(kind.channel_type());
+        if !info.default_parts.contains(&part) {
+            return Err(ApiError::field(
+                "template.name",
+                "invalid_field",
+                format!(
+                    "template {:?} version {} has no {} part in its default variant, which \
+                     this channel sends",
+                    t.name,
+                    info.version,
+                    part.as_str()
+                ),
+            ));
+        }
+    }
+    let given: serde_json::Map<String, serde_json::Value> = match &t.data {
+        Some(d) => match serde_json::from_str(d.get()) {
+            Ok(serde_json::Value::Object(m)) => m,
+            _ => {
+                return Err(ApiError::field(
+                    "template.data",
+                    "invalid_field",
+                    "template.data must be a JSON object",
+                ));
+            }
+        },
+        None => serde_json::Map::new(),
+    };
+    if let Some(missing) = info.variables.iter().find(|v| !given.contains_key(*v)) {
+        return Err(ApiError::field(
+            &format!("template.data.{missing}"),
+            "missing_field",
+            format!(
+                "template {:?} version {} reads {missing:?}: give it in template.data",
+                t.name, info.version
+            ),
+        ));
+    }
+    Ok(r)
+}
+
+/// `routing` (stored text) with the template reference added.
+fn with_template(routing: Option<String>, template: Option<TemplateRef>) -> Option<String> {
+    let Some(template) = template else {
+        return routing;
+    };
+    let mut r = Routing::parse(routing.as_deref());
+    r.template = Some(template);
+    r.stored()
 }
 
 /// What a create request says about where and how a timer goes.

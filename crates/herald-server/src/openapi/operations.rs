@@ -11,6 +11,7 @@ pub enum Tag {
     Timers,
     Reminders,
     Subscribers,
+    Templates,
     Campaigns,
     Channels,
     Access,
@@ -19,10 +20,11 @@ pub enum Tag {
 
 impl Tag {
     /// Every tag, as the document lists them.
-    pub const ALL: [Tag; 7] = [
+    pub const ALL: [Tag; 8] = [
         Tag::Timers,
         Tag::Reminders,
         Tag::Subscribers,
+        Tag::Templates,
         Tag::Campaigns,
         Tag::Channels,
         Tag::Access,
@@ -34,6 +36,7 @@ impl Tag {
             Tag::Timers => "timers",
             Tag::Reminders => "reminders",
             Tag::Subscribers => "subscribers",
+            Tag::Templates => "templates",
             Tag::Campaigns => "campaigns",
             Tag::Channels => "channels",
             Tag::Access => "access",
@@ -46,6 +49,7 @@ impl Tag {
             Tag::Timers => "One-off timers: schedule, read, change, cancel, replay",
             Tag::Reminders => "Subjects and the users' reminders of them",
             Tag::Subscribers => "The directory: where and how to reach each user",
+            Tag::Templates => "Message templates: per-locale variants, per-channel parts",
             Tag::Campaigns => "Audiences, rules and jobs: one message to many",
             Tag::Channels => "Delivery channels, provider callbacks, recalls",
             Tag::Access => "API keys and the audit log",

@@ -165,6 +165,14 @@ pub fn collect(all: &mut Vec<(String, RefOr<Schema>)>) {
     add::<QuietHours>(all);
     add::<SubscriberJson>(all);
     add::<SubscriberList>(all);
+    // Templates.
+    add::<crate::api::templates::CreateTemplate>(all);
+    add::<herald_core::template::TemplateBody>(all);
+    add::<crate::api::templates::TemplateJson>(all);
+    add::<crate::api::templates::TemplateList>(all);
+    add::<crate::api::templates::TemplatePreview>(all);
+    add::<crate::api::templates::TemplatePreviewJson>(all);
+    add::<crate::http::validate::TemplateUse>(all);
     // Campaigns: audiences, rules, schedules, jobs.
     add::<AudienceJson>(all);
     add::<AudienceList>(all);

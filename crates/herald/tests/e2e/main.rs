@@ -48,4 +48,5 @@ mod reminders;
 mod reports;
 mod security;
 mod subscribers;
+mod templates;
 mod timers;

@@ -50,10 +50,17 @@ pub fn install_metrics() -> Result<PrometheusHandle, String> {
 #[schema(as = Status)]
 pub(crate) struct StatusJson {
     status: &'static str,
+    /// What works but not as configured: reminder routes whose template is
+    /// not stored or does not fit (their reminders are refused at subscribe).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    warnings: Vec<String>,
 }
 
 pub async fn healthz() -> impl IntoResponse {
-    axum::Json(StatusJson { status: "ok" })
+    axum::Json(StatusJson {
+        status: "ok",
+        warnings: Vec::new(),
+    })
 }
 
 /// How long `/readyz` waits for the store.
@@ -84,7 +91,15 @@ pub async fn readyz(State(st): State<AppState>) -> Response {
     let health = st.engine.health();
     problems.extend(health.problems());
     if problems.is_empty() {
-        return axum::Json(StatusJson { status: "ready" }).into_response();
+        let warnings = route_warnings(&st);
+        if !warnings.is_empty() {
+            tracing::warn!(warnings = ?warnings, "ready, with warnings");
+        }
+        return axum::Json(StatusJson {
+            status: "ready",
+            warnings,
+        })
+        .into_response();
     }
     tracing::warn!(problems = ?problems, "not ready");
     // The API's error shape, with the failing parts listed one by one.
@@ -94,6 +109,22 @@ pub async fn readyz(State(st): State<AppState>) -> Response {
         "failing": problems,
     }});
     (StatusCode::SERVICE_UNAVAILABLE, axum::Json(body)).into_response()
+}
+
+/// The default tenant's reminder routes that cannot send now.
+pub(crate) fn route_warnings(st: &AppState) -> Vec<String> {
+    let lib = st.engine.templates().library();
+    crate::reminder_routes::warnings(
+        &st.reminders,
+        |c| st.engine.channel_kind(c).is_some(),
+        |c| {
+            st.engine
+                .channel_kind(c)
+                .map(|k| (k, st.engine.channel_reminder_shape(c)))
+        },
+        &lib,
+        herald_core::DEFAULT_TENANT,
+    )
 }
 
 pub async fn metrics(State(st): State<AppState>) -> impl IntoResponse {

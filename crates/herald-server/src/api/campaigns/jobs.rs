@@ -340,7 +340,10 @@ pub(crate) struct FollowUpBody {
 /// Longest a follow-up may wait after its job: 30 days.
 const MAX_FOLLOW_UP_SECS: i64 = 30 * 24 * 3600;
 
-fn check_follow_up(f: Option<FollowUpBody>) -> Result<Option<FollowUp>, ApiError> {
+fn check_follow_up(
+    f: Option<FollowUpBody>,
+    kind: Option<herald_channels::ChannelKind>,
+) -> Result<Option<FollowUp>, ApiError> {
     let Some(f) = f else { return Ok(None) };
     if !(1..=MAX_FOLLOW_UP_SECS).contains(&f.after_secs) {
         return Err(ApiError::field(
@@ -360,6 +363,9 @@ fn check_follow_up(f: Option<FollowUpBody>) -> Result<Option<FollowUp>, ApiError
         ));
     }
     check_message_at("follow_up.message", &f.message)?;
+    if let Some(kind) = kind {
+        crate::http::validate::check_shape(kind, "follow_up.message", &f.message)?;
+    }
     Ok(Some(FollowUp {
         after_ms: f.after_secs * 1000,
         message: f.message.get().to_string(),
@@ -409,6 +415,9 @@ fn check_job(st: &AppState, tenant: TenantId, bytes: &[u8]) -> Result<NewJob, Ap
         ));
     }
     check_message(&req.message)?;
+    if let Some(kind) = st.engine.channel_kind(&req.channel) {
+        crate::http::validate::check_shape(kind, "message", &req.message)?;
+    }
     let segment_size = match req.segment_size {
         None => None,
         Some(s) if (1..=MAX_SEGMENT_SIZE).contains(&s) => Some(s as u64),
@@ -465,7 +474,7 @@ fn check_job(st: &AppState, tenant: TenantId, bytes: &[u8]) -> Result<NewJob, Ap
         }
     };
     let priority = check_priority(req.priority)?;
-    let follow_up = check_follow_up(req.follow_up)?;
+    let follow_up = check_follow_up(req.follow_up, st.engine.channel_kind(&req.channel))?;
     let routing = campaign_routing::check(
         RoutingFields {
             to: req.to,

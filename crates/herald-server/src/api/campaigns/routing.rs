@@ -68,6 +68,7 @@ pub(crate) fn check(
         topic: f.topic,
         critical: f.critical.unwrap_or(false),
         digest: None,
+        template: None,
     };
     Ok(routing.stored())
 }

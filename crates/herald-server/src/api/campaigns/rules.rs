@@ -237,6 +237,9 @@ fn check_rule(
         }
     };
     check_message(&req.message)?;
+    if let Some(kind) = st.engine.channel_kind(&req.channel) {
+        crate::http::validate::check_shape(kind, "message", &req.message)?;
+    }
     let deadline_secs = match req.deadline_secs {
         None => None,
         Some(d) if (1..=MAX_DEADLINE_SECS).contains(&d) => Some(d),

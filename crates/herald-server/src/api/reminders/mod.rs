@@ -307,6 +307,19 @@ fn route(
     if !st.serves_channel(tenant, &name) {
         return Err(unknown_channel(field, &name, &st.channel_names_for(tenant)));
     }
+    if let Some(kind) = st.engine.channel_kind(&name) {
+        let lib = st.engine.templates().library();
+        let shape = st.engine.channel_reminder_shape(&name);
+        crate::reminder_routes::check(
+            t,
+            &name,
+            kind,
+            shape.as_ref(),
+            &st.reminders,
+            Some((&lib, tenant)),
+        )
+        .map_err(|p| ApiError::field(field, "unsendable_route", p.message().to_string()))?;
+    }
     Ok(name)
 }
 

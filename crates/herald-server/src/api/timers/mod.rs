@@ -160,6 +160,8 @@ fn context<'a>(
                 .channel_kind(c)
                 .and_then(herald_channels::ChannelKind::channel_type)
         }),
+        channel_kind: Box::new(move |c: &str| st.engine.channel_kind(c)),
+        templates: st.engine.templates().library(),
     }
 }
 

@@ -1,0 +1,157 @@
+//! Messages rendered from templates when they are sent: a timer that named a
+//! template (its stored message is the template's data), and reminders of a
+//! channel type that `[reminders.templates]` gives a template. The reader's
+//! locale picks the variant and their time zone the filters' zone.
+//!
+//! A render error is final for the send (`template_error`): the message is
+//! never sent half-rendered.
+
+use herald_core::ChannelType;
+use herald_core::subscriber::Profile;
+use herald_core::template::{Library, PartKey, TemplateRef};
+use herald_core::timer::Routing;
+use herald_store::TimerRecord;
+use serde_json::{Map, Value, json};
+
+use crate::config::EngineConfig;
+
+/// What rendering decided for one delivery's message.
+pub(crate) enum Message {
+    /// Send this text (rendered, or composed for a reminder or digest).
+    Text(String),
+    /// Send the row's stored message as it is.
+    Stored,
+    /// Final: the template could not be rendered.
+    Failed(String),
+}
+
+/// The message of a delivery: `composed` is what a reminder or digest group
+/// composed (and whether it is a reminder's); `part` is the channel's part;
+/// `reminder_shape` is the channel's legacy `reminder_template`.
+pub(crate) fn message(
+    lib: &Library,
+    cfg: &EngineConfig,
+    row: &TimerRecord,
+    composed: Option<(String, bool)>,
+    part: PartKey,
+    profile: Option<&Profile>,
+    reminder_shape: Option<&Value>,
+) -> Message {
+    match composed {
+        Some((m, true)) => reminder(lib, cfg, row, m, part, profile, reminder_shape),
+        Some((m, false)) => Message::Text(m),
+        None => match Routing::parse(row.routing.as_deref()).template {
+            Some(r) => {
+                let data = match serde_json::from_str::<Value>(&row.message) {
+                    Ok(Value::Object(m)) => m,
+                    _ => Map::new(),
+                };
+                timer(lib, row, &r, data, part, profile)
+            }
+            None => Message::Stored,
+        },
+    }
+}
+
+fn timer(
+    lib: &Library,
+    row: &TimerRecord,
+    r: &TemplateRef,
+    mut ctx: Map<String, Value>,
+    part: PartKey,
+    profile: Option<&Profile>,
+) -> Message {
+    let locale = profile.and_then(|p| p.locale.clone());
+    let tz = profile.and_then(|p| p.timezone.clone());
+    ctx.entry("timezone")
+        .or_insert_with(|| json!(tz.as_deref().unwrap_or("UTC")));
+    ctx.entry("locale").or_insert_with(|| json!(locale));
+    let locale = locale.or_else(|| {
+        ctx.get("locale")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    });
+    render(lib, row, r, part, locale.as_deref(), &Value::Object(ctx))
+}
+
+fn reminder(
+    lib: &Library,
+    cfg: &EngineConfig,
+    row: &TimerRecord,
+    composed: String,
+    part: PartKey,
+    profile: Option<&Profile>,
+    reminder_shape: Option<&Value>,
+) -> Message {
+    let Ok(Value::Object(m)) = serde_json::from_str::<Value>(&composed) else {
+        return Message::Text(composed);
+    };
+    let ty = m
+        .get("channel_type")
+        .and_then(Value::as_str)
+        .and_then(ChannelType::parse);
+    let template = ty.and_then(|t| cfg.reminder_templates.get(t.as_str()));
+    let Some(r) = template else {
+        return match reminder_shape {
+            Some(t) => Message::Text(herald_channels::template::render(t, &composed)),
+            None => Message::Text(composed),
+        };
+    };
+    let ctx = reminder_context(m, cfg, profile);
+    let locale = profile.and_then(|p| p.locale.as_deref());
+    render(lib, row, r, part, locale, &ctx)
+}
+
+/// What a reminder template sees: the reminder's own fields, `subject` as an
+/// object (`id`, `title`, `data`, `start_at`), `subscriber` (`user_id`,
+/// `locale`, `timezone`), and `timezone`: the subscriber's, else the
+/// subject's `data.timezone`, else `[reminders] timezone`, else UTC.
+pub(crate) fn reminder_context(
+    mut m: Map<String, Value>,
+    cfg: &EngineConfig,
+    profile: Option<&Profile>,
+) -> Value {
+    let data = m.get("data").cloned().unwrap_or(Value::Null);
+    let tz = profile
+        .and_then(|p| p.timezone.clone())
+        .or_else(|| {
+            data.get("timezone")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .or_else(|| cfg.reminder_timezone.clone())
+        .unwrap_or_else(|| "UTC".to_string());
+    let subject = json!({
+        "id": m.get("subject_id").cloned().unwrap_or(Value::Null),
+        "title": m.get("subject").cloned().unwrap_or(Value::Null),
+        "data": data,
+        "start_at": m.get("start_at").cloned().unwrap_or(Value::Null),
+    });
+    let subscriber = json!({
+        "user_id": m.get("user_id").cloned().unwrap_or(Value::Null),
+        "locale": profile.and_then(|p| p.locale.clone()),
+        "timezone": profile.and_then(|p| p.timezone.clone()),
+    });
+    m.insert("subject".into(), subject);
+    m.insert("subscriber".into(), subscriber);
+    m.insert("timezone".into(), json!(tz));
+    m.insert(
+        "locale".into(),
+        json!(profile.and_then(|p| p.locale.clone())),
+    );
+    Value::Object(m)
+}
+
+fn render(
+    lib: &Library,
+    row: &TimerRecord,
+    r: &TemplateRef,
+    part: PartKey,
+    locale: Option<&str>,
+    ctx: &Value,
+) -> Message {
+    match lib.render(row.tenant, r, part, locale, ctx) {
+        Ok(out) => Message::Text(out.message.to_string()),
+        Err(e) => Message::Failed(e.to_string()),
+    }
+}
