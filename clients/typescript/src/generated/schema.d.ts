@@ -976,6 +976,74 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/templates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's templates, each at its latest version, by name
+         * @description Needs: a key with the `read` scope.
+         */
+        get: operations["getv1_templates"];
+        put?: never;
+        /**
+         * Create a template (version 1)
+         * @description Needs: a key with the `write` scope.
+         */
+        post: operations["postv1_templates"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/templates/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A template: its latest version, or `?version=N`
+         * @description Needs: a key with the `read` scope.
+         */
+        get: operations["getv1_templates_name"];
+        /**
+         * Add a version to a template (sends not pinned to a version use it from now)
+         * @description Needs: a key with the `write` scope.
+         */
+        put: operations["putv1_templates_name"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/templates/{name}:preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Render a template for given data and a subscriber or locale, per part
+         * @description Needs: a key with the `read` scope.
+         */
+        post: operations["postv1_templates_name_preview"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/timers": {
         parameters: {
             query?: never;
@@ -1285,6 +1353,18 @@ export interface components {
             scopes: ("read" | "write" | "campaign" | "admin" | "metrics")[];
             tenant: string;
         };
+        /** @description `POST /v1/templates`. */
+        CreateTemplate: {
+            description?: string | null;
+            /**
+             * @description Variants by locale tag (`default` is required), each mapping a part
+             *     (`app`, `email`, `sms`, `wechat`, `wecom`, `webhook`) to the provider's
+             *     message shape whose strings are Jinja templates.
+             */
+            locales: Record<string, unknown>;
+            /** @description 1 to 64 letters, digits, `.`, `_`, `-`. */
+            name: string;
+        };
         /** @description `POST /v1/timers` (and one line of `POST /v1/timers:bulk`). */
         CreateTimer: {
             /** @description A channel configured on the node (`GET /v1/channels` lists them). */
@@ -1304,12 +1384,14 @@ export interface components {
             fire_at?: string | null;
             /** @description 1..=255 visible ASCII characters. */
             idempotency_key?: string | null;
-            message: Record<string, unknown>;
+            /** @description The message in the channel provider's shape; give this or `template`. */
+            message?: Record<string, unknown> | null;
             on_conflict?: null | components["schemas"]["OnConflict"];
             /** Format: int64 */
             priority?: number | null;
             /** @description The address as the provider takes it; give this or `to`. */
             recipient?: string | null;
+            template?: null | components["schemas"]["TemplateUse"];
             to?: null | components["schemas"]["TimerTo"];
             /** @description What the message is about (subscribers may opt out of a topic). */
             topic?: string | null;
@@ -2027,6 +2109,11 @@ export interface components {
         /** @description `{"status": ...}`: the answer of `/healthz`, and of `/readyz` when ready. */
         Status: {
             status: string;
+            /**
+             * @description What works but not as configured: reminder routes whose template is
+             *     not stored or does not fit (their reminders are refused at subscribe).
+             */
+            warnings?: string[];
         };
         SubjectBody: {
             data?: Record<string, unknown> | null;
@@ -2173,6 +2260,88 @@ export interface components {
         /** @description `GET /v1/rules/{id}/tasks`'s answer. */
         TaskList: {
             tasks: components["schemas"]["TaskJson"][];
+        };
+        /**
+         * @description A template version as the API takes it (`POST /v1/templates`,
+         *     `PUT /v1/templates/{name}`).
+         */
+        TemplateBody: {
+            description?: string | null;
+            /**
+             * @description Variants by locale tag (`default` is required): each maps a part
+             *     (`app`, `email`, `sms`, `wechat`, `wecom`, `webhook`) to the
+             *     provider's message shape, whose strings are Jinja templates.
+             */
+            locales: Record<string, unknown>;
+        };
+        /** @description A template version as answered. */
+        TemplateJson: {
+            created_at: string;
+            /** @description The API key that wrote this version. */
+            created_by?: string | null;
+            description?: string | null;
+            locales: Record<string, unknown>;
+            name: string;
+            /** @description The variables a sender's data must give. */
+            variables: string[];
+            /** Format: int32 */
+            version: number;
+            /** @description Every stored version, oldest first. */
+            versions: number[];
+        };
+        /** @description `GET /v1/templates`. */
+        TemplateList: {
+            templates: components["schemas"]["TemplateJson"][];
+        };
+        /** @description `POST /v1/templates/{name}:preview`. */
+        TemplatePreview: {
+            /**
+             * @description The variables to render with (a reminder template reads `subject`,
+             *     `subscriber`, `lead_minutes`, ...).
+             */
+            data?: Record<string, unknown> | null;
+            /** @description Render for this locale (over the subscriber's). */
+            locale?: string | null;
+            /**
+             * @description Render only this part (`app`, `email`, `sms`, `wechat`, `wecom`,
+             *     `webhook`); unset, every part the template has.
+             */
+            part?: string | null;
+            /** @description Show times in this IANA zone (over the subscriber's). */
+            timezone?: string | null;
+            /** @description Render for this subscriber: their locale and time zone. */
+            user_id?: string | null;
+            /**
+             * Format: int32
+             * @description A version to render instead of the latest.
+             */
+            version?: number | null;
+        };
+        /** @description The answer of `:preview`: each part rendered, or why it could not be. */
+        TemplatePreviewJson: {
+            /**
+             * @description Parts that failed, with the error a send would end with
+             *     (`template_error`).
+             */
+            errors: Record<string, unknown>;
+            locale?: string | null;
+            name: string;
+            /** @description Rendered messages by part, with the variant each came from. */
+            parts: Record<string, unknown>;
+            timezone: string;
+            /** Format: int32 */
+            version: number;
+        };
+        /**
+         * @description `template` of a timer: which template (its latest version when the timer
+         *     fires, unless one is pinned) and the data it renders with.
+         */
+        TemplateUse: {
+            /** @description The variables the template reads (a JSON object). */
+            data?: Record<string, unknown> | null;
+            name: string;
+            /** Format: int32 */
+            version?: number | null;
         };
         /** @description `digest` of `POST /v1/timers`: `window_ms` or `at_local`. */
         TimerDigest: {
@@ -3907,6 +4076,137 @@ export interface operations {
                 };
                 content: {
                     "application/x-ndjson": components["schemas"]["BulkLineResult"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    getv1_templates: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TemplateList"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    postv1_templates: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateTemplate"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TemplateJson"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    getv1_templates_name: {
+        parameters: {
+            query?: {
+                /** @description a version to read instead of the latest */
+                version?: number;
+            };
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TemplateJson"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    putv1_templates_name: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TemplateBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TemplateJson"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    postv1_templates_name_preview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["TemplatePreview"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TemplatePreviewJson"];
                 };
             };
             "4XX": components["responses"]["Error"];

@@ -21,8 +21,10 @@ from .cluster_owners import ClusterOwners
 from .counts_json import CountsJson
 from .create_key import CreateKey
 from .create_key_scopes_item import CreateKeyScopesItem
+from .create_template import CreateTemplate
+from .create_template_locales import CreateTemplateLocales
 from .create_timer import CreateTimer
-from .create_timer_message import CreateTimerMessage
+from .create_timer_message_type_0 import CreateTimerMessageType0
 from .dead_letter_group import DeadLetterGroup
 from .dead_letters import DeadLetters
 from .deletev_1_reminders_user_id_subject_id_channel_type import (
@@ -128,6 +130,18 @@ from .subscriber_quiet_hours import SubscriberQuietHours
 from .task_job_json import TaskJobJson
 from .task_json import TaskJson
 from .task_list import TaskList
+from .template_body import TemplateBody
+from .template_body_locales import TemplateBodyLocales
+from .template_json import TemplateJson
+from .template_json_locales import TemplateJsonLocales
+from .template_list import TemplateList
+from .template_preview import TemplatePreview
+from .template_preview_data_type_0 import TemplatePreviewDataType0
+from .template_preview_json import TemplatePreviewJson
+from .template_preview_json_errors import TemplatePreviewJsonErrors
+from .template_preview_json_parts import TemplatePreviewJsonParts
+from .template_use import TemplateUse
+from .template_use_data_type_0 import TemplateUseDataType0
 from .timer_digest import TimerDigest
 from .timer_json import TimerJson
 from .timer_json_message_type_0 import TimerJsonMessageType0
@@ -169,8 +183,10 @@ __all__ = (
     "CountsJson",
     "CreateKey",
     "CreateKeyScopesItem",
+    "CreateTemplate",
+    "CreateTemplateLocales",
     "CreateTimer",
-    "CreateTimerMessage",
+    "CreateTimerMessageType0",
     "DeadLetterGroup",
     "DeadLetters",
     "Deletev1RemindersUserIdSubjectIdChannelType",
@@ -274,6 +290,18 @@ __all__ = (
     "TaskJobJson",
     "TaskJson",
     "TaskList",
+    "TemplateBody",
+    "TemplateBodyLocales",
+    "TemplateJson",
+    "TemplateJsonLocales",
+    "TemplateList",
+    "TemplatePreview",
+    "TemplatePreviewDataType0",
+    "TemplatePreviewJson",
+    "TemplatePreviewJsonErrors",
+    "TemplatePreviewJsonParts",
+    "TemplateUse",
+    "TemplateUseDataType0",
     "TimerDigest",
     "TimerJson",
     "TimerJsonMessageType0",

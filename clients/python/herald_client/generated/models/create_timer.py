@@ -10,7 +10,8 @@ from ..models.on_conflict import OnConflict, check_on_conflict
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
-    from ..models.create_timer_message import CreateTimerMessage
+    from ..models.create_timer_message_type_0 import CreateTimerMessageType0
+    from ..models.template_use import TemplateUse
     from ..models.timer_digest import TimerDigest
     from ..models.timer_to import TimerTo
 
@@ -24,39 +25,42 @@ class CreateTimer:
 
     Attributes:
         channel (str): A channel configured on the node (`GET /v1/channels` lists them).
-        message (CreateTimerMessage):
         critical (bool | None | Unset): Sent even in quiet hours (never past an opt-out).
         delay_ms (int | None | Unset): At most 10 years.
         digest (None | TimerDigest | Unset):
         fire_at (datetime.datetime | None | Unset): RFC 3339, at most 10 years ahead; give this or `delay_ms`.
         idempotency_key (None | str | Unset): 1..=255 visible ASCII characters.
+        message (CreateTimerMessageType0 | None | Unset): The message in the channel provider's shape; give this or
+            `template`.
         on_conflict (None | OnConflict | Unset):
         priority (int | None | Unset):
         recipient (None | str | Unset): The address as the provider takes it; give this or `to`.
+        template (None | TemplateUse | Unset):
         to (None | TimerTo | Unset):
         topic (None | str | Unset): What the message is about (subscribers may opt out of a topic).
     """
 
     channel: str
-    message: CreateTimerMessage
     critical: bool | None | Unset = UNSET
     delay_ms: int | None | Unset = UNSET
     digest: None | TimerDigest | Unset = UNSET
     fire_at: datetime.datetime | None | Unset = UNSET
     idempotency_key: None | str | Unset = UNSET
+    message: CreateTimerMessageType0 | None | Unset = UNSET
     on_conflict: None | OnConflict | Unset = UNSET
     priority: int | None | Unset = UNSET
     recipient: None | str | Unset = UNSET
+    template: None | TemplateUse | Unset = UNSET
     to: None | TimerTo | Unset = UNSET
     topic: None | str | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.create_timer_message_type_0 import CreateTimerMessageType0
+        from ..models.template_use import TemplateUse
         from ..models.timer_digest import TimerDigest
         from ..models.timer_to import TimerTo
 
         channel = self.channel
-
-        message = self.message.to_dict()
 
         critical: bool | None | Unset
         if isinstance(self.critical, Unset):
@@ -92,6 +96,14 @@ class CreateTimer:
         else:
             idempotency_key = self.idempotency_key
 
+        message: dict[str, Any] | None | Unset
+        if isinstance(self.message, Unset):
+            message = UNSET
+        elif isinstance(self.message, CreateTimerMessageType0):
+            message = self.message.to_dict()
+        else:
+            message = self.message
+
         on_conflict: None | str | Unset
         if isinstance(self.on_conflict, Unset):
             on_conflict = UNSET
@@ -112,6 +124,14 @@ class CreateTimer:
         else:
             recipient = self.recipient
 
+        template: dict[str, Any] | None | Unset
+        if isinstance(self.template, Unset):
+            template = UNSET
+        elif isinstance(self.template, TemplateUse):
+            template = self.template.to_dict()
+        else:
+            template = self.template
+
         to: dict[str, Any] | None | Unset
         if isinstance(self.to, Unset):
             to = UNSET
@@ -131,7 +151,6 @@ class CreateTimer:
         field_dict.update(
             {
                 "channel": channel,
-                "message": message,
             }
         )
         if critical is not UNSET:
@@ -144,12 +163,16 @@ class CreateTimer:
             field_dict["fire_at"] = fire_at
         if idempotency_key is not UNSET:
             field_dict["idempotency_key"] = idempotency_key
+        if message is not UNSET:
+            field_dict["message"] = message
         if on_conflict is not UNSET:
             field_dict["on_conflict"] = on_conflict
         if priority is not UNSET:
             field_dict["priority"] = priority
         if recipient is not UNSET:
             field_dict["recipient"] = recipient
+        if template is not UNSET:
+            field_dict["template"] = template
         if to is not UNSET:
             field_dict["to"] = to
         if topic is not UNSET:
@@ -159,14 +182,13 @@ class CreateTimer:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
-        from ..models.create_timer_message import CreateTimerMessage
+        from ..models.create_timer_message_type_0 import CreateTimerMessageType0
+        from ..models.template_use import TemplateUse
         from ..models.timer_digest import TimerDigest
         from ..models.timer_to import TimerTo
 
         d = dict(src_dict)
         channel = d.pop("channel")
-
-        message = CreateTimerMessage.from_dict(d.pop("message"))
 
         def _parse_critical(data: object) -> bool | None | Unset:
             if data is None:
@@ -229,6 +251,23 @@ class CreateTimer:
 
         idempotency_key = _parse_idempotency_key(d.pop("idempotency_key", UNSET))
 
+        def _parse_message(data: object) -> CreateTimerMessageType0 | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                message_type_0 = CreateTimerMessageType0.from_dict(data)
+
+                return message_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(CreateTimerMessageType0 | None | Unset, data)
+
+        message = _parse_message(d.pop("message", UNSET))
+
         def _parse_on_conflict(data: object) -> None | OnConflict | Unset:
             if data is None:
                 return data
@@ -264,6 +303,23 @@ class CreateTimer:
 
         recipient = _parse_recipient(d.pop("recipient", UNSET))
 
+        def _parse_template(data: object) -> None | TemplateUse | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                template_type_1 = TemplateUse.from_dict(data)
+
+                return template_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | TemplateUse | Unset, data)
+
+        template = _parse_template(d.pop("template", UNSET))
+
         def _parse_to(data: object) -> None | TimerTo | Unset:
             if data is None:
                 return data
@@ -292,15 +348,16 @@ class CreateTimer:
 
         create_timer = cls(
             channel=channel,
-            message=message,
             critical=critical,
             delay_ms=delay_ms,
             digest=digest,
             fire_at=fire_at,
             idempotency_key=idempotency_key,
+            message=message,
             on_conflict=on_conflict,
             priority=priority,
             recipient=recipient,
+            template=template,
             to=to,
             topic=topic,
         )

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Self, TypeVar
+from typing import Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
 
 T = TypeVar("T", bound="Status")
 
@@ -15,13 +17,20 @@ class Status:
 
     Attributes:
         status (str):
+        warnings (list[str] | Unset): What works but not as configured: reminder routes whose template is
+            not stored or does not fit (their reminders are refused at subscribe).
     """
 
     status: str
+    warnings: list[str] | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         status = self.status
+
+        warnings: list[str] | Unset = UNSET
+        if not isinstance(self.warnings, Unset):
+            warnings = self.warnings
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -30,6 +39,8 @@ class Status:
                 "status": status,
             }
         )
+        if warnings is not UNSET:
+            field_dict["warnings"] = warnings
 
         return field_dict
 
@@ -38,8 +49,11 @@ class Status:
         d = dict(src_dict)
         status = d.pop("status")
 
+        warnings = cast(list[str], d.pop("warnings", UNSET))
+
         status = cls(
             status=status,
+            warnings=warnings,
         )
 
         status.additional_properties = d
