@@ -5,6 +5,7 @@
 //! driven by tests without sleeping.
 
 pub mod campaign;
+pub mod caps;
 pub mod clock;
 pub mod digest;
 pub mod quiet;
