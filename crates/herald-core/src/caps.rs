@@ -103,8 +103,12 @@ impl CapConfig {
         if self.max == 0 {
             return Err(err("max", "must be at least 1".into()));
         }
-        let window = humantime::parse_duration(&self.window)
-            .map_err(|e| err("window", format!("{:?} is not a duration: {e}", self.window)))?;
+        let window = humantime::parse_duration(&self.window).map_err(|e| {
+            err(
+                "window",
+                format!("{:?} is not a duration: {e}", self.window),
+            )
+        })?;
         if window < Duration::from_secs(1) || window > MAX_WINDOW {
             return Err(err("window", "must be between 1s and 31days".into()));
         }
@@ -181,13 +185,8 @@ impl CapRule {
                 .tenants
                 .as_ref()
                 .is_none_or(|t| t.contains(&send.tenant))
-            && self
-                .channel_type
-                .is_none_or(|t| t == send.channel_type)
-            && self
-                .topic
-                .as_deref()
-                .is_none_or(|t| send.topic == Some(t))
+            && self.channel_type.is_none_or(|t| t == send.channel_type)
+            && self.topic.as_deref().is_none_or(|t| send.topic == Some(t))
     }
 
     /// The counter `send` counts in under this cap.
@@ -284,7 +283,9 @@ impl CapCheck {
 pub enum CapDecision {
     Room,
     /// Full until `free_at` (unix ms).
-    Full { free_at: i64 },
+    Full {
+        free_at: i64,
+    },
 }
 
 #[cfg(test)]
@@ -319,18 +320,42 @@ mod tests {
     #[test]
     fn a_bad_entry_names_its_key() {
         for (f, key) in [
-            (Box::new(|c: &mut CapConfig| c.name = "a b".into()) as Box<dyn Fn(&mut _)>, "name"),
+            (
+                Box::new(|c: &mut CapConfig| c.name = "a b".into()) as Box<dyn Fn(&mut _)>,
+                "name",
+            ),
             (Box::new(|c: &mut CapConfig| c.max = 0), "max"),
-            (Box::new(|c: &mut CapConfig| c.window = "soon".into()), "window"),
-            (Box::new(|c: &mut CapConfig| c.window = "0s".into()), "window"),
-            (Box::new(|c: &mut CapConfig| c.window = "400days".into()), "window"),
-            (Box::new(|c: &mut CapConfig| c.channel_type = Some("fax".into())), "channel_type"),
-            (Box::new(|c: &mut CapConfig| c.topic = Some(String::new())), "topic"),
-            (Box::new(|c: &mut CapConfig| c.tenants = Some(vec![])), "tenants"),
+            (
+                Box::new(|c: &mut CapConfig| c.window = "soon".into()),
+                "window",
+            ),
+            (
+                Box::new(|c: &mut CapConfig| c.window = "0s".into()),
+                "window",
+            ),
+            (
+                Box::new(|c: &mut CapConfig| c.window = "400days".into()),
+                "window",
+            ),
+            (
+                Box::new(|c: &mut CapConfig| c.channel_type = Some("fax".into())),
+                "channel_type",
+            ),
+            (
+                Box::new(|c: &mut CapConfig| c.topic = Some(String::new())),
+                "topic",
+            ),
+            (
+                Box::new(|c: &mut CapConfig| c.tenants = Some(vec![])),
+                "tenants",
+            ),
         ] {
             let e = cfg(|c| f(c)).rule(2, None).unwrap_err();
             assert_eq!(e.key, key);
-            assert!(e.to_string().starts_with(&format!("caps[2].{key}: ")), "{e}");
+            assert!(
+                e.to_string().starts_with(&format!("caps[2].{key}: ")),
+                "{e}"
+            );
         }
         let r = cfg(|_| {}).rule(0, None).unwrap();
         assert_eq!(r.window_ms, 86_400_000);
@@ -397,10 +422,7 @@ mod tests {
         // Two used, at 1000 and 1500: the first frees when bucket 1000
         // leaves the window, at 1000 + 11 * 100.
         let used = [(1_000, 1), (1_500, 1)];
-        assert_eq!(
-            c.decide(&used, 1_550),
-            CapDecision::Full { free_at: 2_100 }
-        );
+        assert_eq!(c.decide(&used, 1_550), CapDecision::Full { free_at: 2_100 });
         assert_eq!(c.decide(&used, 2_099), CapDecision::Full { free_at: 2_100 });
         assert_eq!(c.decide(&used, 2_100), CapDecision::Room);
         // Never more than max in any span of the window.

@@ -84,6 +84,10 @@ pub struct EngineConfig {
     /// once the names resolve to ids.
     #[serde(skip)]
     pub tenants: HashMap<TenantId, TenantLimits>,
+    /// Frequency caps per recipient; set from `[[caps]]` once their tenant
+    /// names resolve to ids. Checked when a send to a user fires.
+    #[serde(skip)]
+    pub caps: Vec<herald_core::caps::CapRule>,
 }
 
 impl Default for EngineConfig {
@@ -111,6 +115,7 @@ impl Default for EngineConfig {
             campaign: campaign::CampaignConfig::default(),
             retention: retention::RetentionConfig::default(),
             tenants: HashMap::new(),
+            caps: Vec::new(),
         }
     }
 }

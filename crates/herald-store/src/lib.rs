@@ -8,6 +8,7 @@
 
 pub mod access;
 pub mod campaign;
+mod caps;
 mod cluster;
 mod digest;
 mod directory;
@@ -37,6 +38,7 @@ use async_trait::async_trait;
 
 pub use access::*;
 pub use campaign::*;
+pub use caps::{CapStore, CapTake, CapVerdict};
 pub use cluster::{ClusterStore, Fence, Holder, NamedLease, NodeInfo, ShardLease};
 pub use directory::{DirectoryStore, MAX_USER_ID_BYTES, PutSubscriber, SubscriberRecord};
 pub use options::{PostgresOptions, SqliteOptions, StoreOptions, Synchronous};
@@ -70,8 +72,8 @@ pub use timers::{
 /// A `dyn Store` needs none of them in scope.
 pub mod prelude {
     pub use crate::{
-        AccessStore, CampaignStore, ClusterStore, DirectoryStore, ProviderStore, ReminderStore,
-        Store, TemplateStore, TimerStore,
+        AccessStore, CampaignStore, CapStore, ClusterStore, DirectoryStore, ProviderStore,
+        ReminderStore, Store, TemplateStore, TimerStore,
     };
 }
 
@@ -203,6 +205,7 @@ pub(crate) fn bits_from_db(v: i64) -> u64 {
 pub trait Store:
     CampaignStore
     + AccessStore
+    + CapStore
     + ClusterStore
     + DirectoryStore
     + ProviderStore

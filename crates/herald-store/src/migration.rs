@@ -50,6 +50,8 @@ macro_rules! migrations {
             "0028_audit_tallies",
             "0029_job_traceparent",
             "0030_templates",
+            "0031_reserved",
+            "0032_cap_counters",
         )
     };
     (@ $($name:literal),+ $(,)?) => {

@@ -366,6 +366,8 @@ pub enum Unsendable {
     OptedOut,
     /// Its template could not be rendered (the error says why).
     TemplateError,
+    /// Over a frequency cap of the recipient (`[[caps]]`; the error names it).
+    Capped,
 }
 
 /// Why a delivery was deferred.
@@ -375,6 +377,9 @@ pub enum DeferReason {
     Throttled,
     /// The channel's do-not-disturb window.
     QuietHours,
+    /// Over a frequency cap configured `on_cap = "defer"` (reminders):
+    /// due again when the cap's window frees a slot.
+    Capped,
 }
 
 impl CompletionOutcome {
@@ -396,6 +401,11 @@ impl CompletionOutcome {
             CompletionOutcome::Unsendable(Unsendable::NoAddress) => "no_address",
             CompletionOutcome::Unsendable(Unsendable::OptedOut) => "opted_out",
             CompletionOutcome::Unsendable(Unsendable::TemplateError) => "template_error",
+            CompletionOutcome::Unsendable(Unsendable::Capped) => "capped",
+            CompletionOutcome::Deferred {
+                reason: DeferReason::Capped,
+                ..
+            } => "cap_deferred",
             CompletionOutcome::InDoubt => "in_doubt",
         }
     }

@@ -43,6 +43,9 @@ pub struct Config {
     /// Limits by tenant name (`[tenants.shop]`); a tenant not listed has
     /// none and weighs 1.
     pub tenants: BTreeMap<String, TenantSettings>,
+    /// Frequency caps per recipient (`[[caps]]`), checked when a send to a
+    /// user fires; see `herald_core::caps`.
+    pub caps: Vec<herald_core::caps::CapConfig>,
     /// OpenTelemetry trace export (off unless an endpoint is set).
     pub telemetry: TelemetryConfig,
 }
@@ -115,6 +118,7 @@ impl Default for Config {
             jobs: CampaignConfig::default(),
             retention: RetentionConfig::default(),
             tenants: BTreeMap::new(),
+            caps: Vec::new(),
             telemetry: TelemetryConfig::default(),
         }
     }
@@ -212,6 +216,7 @@ impl Config {
         for (name, t) in &self.tenants {
             t.validate(name).map_err(anyhow::Error::msg)?;
         }
+        self.validate_caps()?;
         let j = &self.jobs;
         if j.lease_ms < 1_000 || j.lease_guard_ms < 0 || j.lease_guard_ms * 2 >= j.lease_ms {
             bail!("jobs.lease_ms must be at least 1000 and more than twice jobs.lease_guard_ms");
@@ -235,6 +240,24 @@ impl Config {
         }
         if self.engine.window_ms < 1_000 {
             bail!("engine.window_ms must be at least 1000");
+        }
+        Ok(())
+    }
+
+    /// Checks each `[[caps]]` entry (errors name `caps[N].key`), that no two
+    /// share a name (the name keys their counters), and their tenant names.
+    fn validate_caps(&self) -> anyhow::Result<()> {
+        let mut names = std::collections::HashSet::new();
+        for (i, c) in self.caps.iter().enumerate() {
+            c.rule(i, None)?;
+            if !names.insert(c.name.as_str()) {
+                bail!("caps[{i}].name: another cap is named {:?}", c.name);
+            }
+            for t in c.tenants.iter().flatten() {
+                if let Some(problem) = herald_core::tenant::tenant_name_problem(t) {
+                    bail!("caps[{i}].tenants: {t:?}: {problem}");
+                }
+            }
         }
         Ok(())
     }
@@ -316,6 +339,40 @@ url = "http://127.0.0.1:9000/hook"
             let field = bad.split(' ').next().unwrap();
             assert!(err.contains(field), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn caps_read_and_a_bad_one_names_its_key() {
+        let c = load_str(
+            "[[caps]]\nname = \"marketing\"\ntopic = \"marketing\"\nmax = 3\nwindow = \"24h\"\n\
+             [[caps]]\nname = \"per-type\"\nper_channel_type = true\nmax = 1\nwindow = \"10m\"\n\
+             tenants = [\"shop\"]\non_cap = \"defer\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.caps.len(), 2);
+        assert_eq!(c.caps[1].on_cap, herald_core::caps::OnCap::Defer);
+        for (bad, key) in [
+            ("max = 0\nwindow = \"1h\"", "caps[0].max"),
+            ("max = 1\nwindow = \"often\"", "caps[0].window"),
+            (
+                "max = 1\nwindow = \"1h\"\nchannel_type = \"fax\"",
+                "caps[0].channel_type",
+            ),
+            (
+                "max = 1\nwindow = \"1h\"\ntenants = [\"a b\"]",
+                "caps[0].tenants",
+            ),
+            ("max = 1\nwindow = \"1h\"\non_cap = \"later\"", "on_cap"),
+        ] {
+            let err = format!(
+                "{:#}",
+                load_str(&format!("[[caps]]\nname = \"c\"\n{bad}\n")).unwrap_err()
+            );
+            assert!(err.contains(key), "{bad}: {err}");
+        }
+        let twice = "[[caps]]\nname = \"c\"\nmax = 1\nwindow = \"1h\"\n";
+        let err = format!("{:#}", load_str(&format!("{twice}{twice}")).unwrap_err());
+        assert!(err.contains("caps[1].name"), "{err}");
     }
 
     fn load_str(toml: &str) -> anyhow::Result<Config> {

@@ -60,6 +60,8 @@ pub async fn run(cfg: Config, file: Option<PathBuf>) -> anyhow::Result<()> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let mut engine_cfg = engine_config(&cfg);
     engine_cfg.tenants = tenancy.limits;
+    engine_cfg.campaign.caps = tenancy.caps.clone();
+    engine_cfg.caps = tenancy.caps;
     let engine = Engine::start(
         store.clone(),
         clock.clone(),

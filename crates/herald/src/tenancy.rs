@@ -20,6 +20,8 @@ pub struct Tenancy {
     pub max_pending: HashMap<TenantId, u64>,
     /// The channels limited to some tenants.
     pub channels: ChannelTenants,
+    /// The frequency caps, their tenants resolved.
+    pub caps: Vec<herald_core::caps::CapRule>,
 }
 
 /// Makes every tenant the configuration names (if it does not exist yet;
@@ -46,10 +48,25 @@ pub async fn resolve(cfg: &Config, store: &dyn Store) -> anyhow::Result<Tenancy>
         }
         channels = channels.limit(c.name(), ids);
     }
+    let mut caps = Vec::with_capacity(cfg.caps.len());
+    for (i, c) in cfg.caps.iter().enumerate() {
+        let tenants = match &c.tenants {
+            None => None,
+            Some(names) => {
+                let mut ids = Vec::with_capacity(names.len());
+                for name in names {
+                    ids.push(tenant(store, name).await?);
+                }
+                Some(ids)
+            }
+        };
+        caps.push(c.rule(i, tenants)?);
+    }
     Ok(Tenancy {
         limits,
         max_pending,
         channels,
+        caps,
     })
 }
 

@@ -10,9 +10,10 @@
 //! those again once the hours are over. A `critical` job is sent anyway.
 
 use herald_core::ChannelType;
+use herald_core::caps::{self, CapRule, CapSend};
 use herald_core::time::format_rfc3339_ms;
 use herald_core::timer::Routing;
-use herald_store::{JobRecord, Store, StoreError, Unsendable};
+use herald_store::{CapTake, CapVerdict, JobRecord, Store, StoreError, Unsendable};
 
 use crate::timers::recipients::{self, Addressee, Profiles, Route};
 
@@ -26,6 +27,8 @@ pub(super) struct Directory {
     topic: Option<String>,
     critical: bool,
     profiles: Profiles,
+    /// Users over a frequency cap at the segment's claim, with the cap.
+    capped: std::collections::HashMap<String, String>,
 }
 
 /// What becomes of one recipient of a directory job.
@@ -60,6 +63,7 @@ impl Directory {
             topic: routing.topic,
             critical: routing.critical,
             profiles: Profiles::new(),
+            capped: Default::default(),
         };
         for chunk in recipients.chunks(READ_CHUNK) {
             let who: Vec<Addressee> = chunk.iter().map(|u| dir.addressee(job, u)).collect();
@@ -81,8 +85,61 @@ impl Directory {
         }
     }
 
+    /// Checks the frequency caps of the users in `users` who would be sent
+    /// to at `now_ms` (not those the directory settles or holds; never a
+    /// critical job) and takes their slots, in one store call for the
+    /// segment: the slot is taken when the segment is claimed. Those over a
+    /// cap then resolve to `capped`.
+    pub async fn take_caps(
+        &mut self,
+        store: &dyn Store,
+        job: &JobRecord,
+        users: &[&str],
+        rules: &[CapRule],
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        if rules.is_empty() || self.critical {
+            return Ok(());
+        }
+        let mut takes = Vec::new();
+        let mut whose = Vec::new();
+        for &user in users {
+            if !matches!(self.resolve(job, user, now_ms), Resolved::Send { .. }) {
+                continue;
+            }
+            let send = CapSend {
+                tenant: job.tenant,
+                user_id: user,
+                channel_type: self.channel_type,
+                topic: self.topic.as_deref(),
+                critical: self.critical,
+            };
+            let checks = caps::checks_for(rules, &send);
+            if !checks.is_empty() {
+                takes.push(CapTake {
+                    tenant: job.tenant,
+                    checks,
+                });
+                whose.push(user);
+            }
+        }
+        if takes.is_empty() {
+            return Ok(());
+        }
+        let verdicts = store.take_caps(takes, now_ms).await?;
+        for (user, v) in whose.into_iter().zip(verdicts) {
+            if let CapVerdict::Full { cap, .. } = v {
+                self.capped.insert(user.to_string(), cap);
+            }
+        }
+        Ok(())
+    }
+
     /// Where `user_id`'s copy of `job` goes at `now_ms`.
     pub fn resolve(&self, job: &JobRecord, user_id: &str, now_ms: i64) -> Resolved {
+        if self.capped.contains_key(user_id) {
+            return Resolved::Unsendable(Unsendable::Capped);
+        }
         let who = self.addressee(job, user_id);
         match recipients::route(&who, &job.channel, &self.profiles, now_ms) {
             Route::To {

@@ -84,6 +84,10 @@ pub struct CampaignConfig {
     pub misfire_grace_ms: i64,
     /// An idle worker looks for a claimable segment at least this often.
     pub idle_poll_ms: u64,
+    /// Frequency caps per recipient (`[[caps]]`), for jobs sent to user ids;
+    /// set at start with the engine's.
+    #[serde(skip)]
+    pub caps: Vec<herald_core::caps::CapRule>,
 }
 
 impl Default for CampaignConfig {
@@ -102,6 +106,7 @@ impl Default for CampaignConfig {
             planner_interval_ms: 500,
             misfire_grace_ms: 60_000,
             idle_poll_ms: 500,
+            caps: Vec::new(),
         }
     }
 }

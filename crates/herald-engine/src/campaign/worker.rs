@@ -249,7 +249,11 @@ async fn read_slice(
             return None;
         }
     };
-    let prior = match sh.store.job_sends(job.id, from, segment.end).await {
+    let prior: HashMap<u64, (SendState, u32)> = match sh
+        .store
+        .job_sends(job.id, from, segment.end)
+        .await
+    {
         Ok(rows) => rows
             .into_iter()
             .map(|r| (r.index, (r.state, r.attempts)))
@@ -259,6 +263,30 @@ async fn read_slice(
             return None;
         }
     };
+    let mut dir = dir;
+    if let Some(d) = dir.as_mut() {
+        // Frequency caps: the users still to send to, in one store call.
+        let rules = sh.cfg.get().caps.clone();
+        let to_send: Vec<&str> = recipients
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| {
+                prior
+                    .get(&(from + *i as u64))
+                    .is_none_or(|(s, _)| *s == SendState::Retry)
+            })
+            .map(|(_, u)| u.as_str())
+            .filter(|u| !u.is_empty())
+            .collect();
+        let now = sh.clock.now_ms();
+        if let Err(e) = d
+            .take_caps(sh.store.as_ref(), job, &to_send, &rules, now)
+            .await
+        {
+            tracing::warn!(error = %e, job = job.id, "taking frequency caps failed; its lease will lapse");
+            return None;
+        }
+    }
     Some(Slice {
         from,
         recipients,
@@ -831,6 +859,7 @@ fn address(
                 Unsendable::NoAddress => rt.metrics.no_address.increment(1),
                 Unsendable::OptedOut => rt.metrics.opted_out.increment(1),
                 Unsendable::TemplateError => rt.metrics.template_error.increment(1),
+                Unsendable::Capped => rt.metrics.capped.increment(1),
             }
             Addressed::Settled(CompletionOutcome::Unsendable(why).as_str().into())
         }

@@ -254,6 +254,7 @@ impl ChannelWorker {
                         "the subscriber opted out of this channel type or topic"
                     }
                     Unsendable::TemplateError => "the message's template could not be rendered",
+                    Unsendable::Capped => "over a frequency cap of the recipient",
                 };
                 let detail = Detail {
                     error: Some(error.to_string()),
@@ -327,6 +328,7 @@ impl ChannelWorker {
             CompletionOutcome::Unsendable(Unsendable::TemplateError) => {
                 rt.metrics.template_error.increment(1)
             }
+            CompletionOutcome::Unsendable(Unsendable::Capped) => rt.metrics.capped.increment(1),
             // Only the store's resolution of a stopped node's sends says so.
             CompletionOutcome::InDoubt => {}
         }

@@ -14,9 +14,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use herald_channels::{Delivery, InDoubt, SendOutcome};
+use herald_core::caps::{self, CapSend};
 use herald_core::template::PartKey;
 use herald_core::{RetryPolicy, TenantId, TimerId};
-use herald_store::{Applied, CompletionOutcome, FiringMark, TimerRecord, Unsendable};
+use herald_store::{
+    Applied, CapTake, CapVerdict, CompletionOutcome, DeferReason, FiringMark, TimerRecord,
+    Unsendable,
+};
 use tokio::sync::mpsc;
 
 use crate::channels::runtime::{ChannelRuntime, Job, Member};
@@ -208,6 +212,12 @@ impl Fetcher {
             }
             return FetchPass::StoreFailed;
         };
+        let Some(capped) = self.take_caps(&plain, &groups, &who, &profiles).await else {
+            if !stale.is_empty() {
+                p.flight.release(stale);
+            }
+            return FetchPass::StoreFailed;
+        };
         let jobs =
             plain
                 .into_iter()
@@ -224,7 +234,7 @@ impl Fetcher {
                     let reminder = matches!(g.bundle, Bundle::Reminder { .. });
                     (g.primary, members, Some((g.message, reminder)))
                 }));
-        let ahead = self.queue_jobs(jobs.zip(who), &profiles, &mut stale);
+        let ahead = self.queue_jobs(jobs.zip(who).zip(capped), &profiles, &mut stale);
         if !ahead.is_empty() {
             // The next pass does not wait for this one's mark: passes that
             // come while it commits are marked together in the next write.
@@ -297,12 +307,90 @@ impl Fetcher {
             Err(e) => {
                 tracing::warn!(error = %e, n = who.len(), "reading the subscriber directory failed; requeued");
                 p.hot.store_errors.increment(1);
-                let rows = plain.iter().chain(groups.iter().map(|g| &g.primary));
-                let back: Vec<DueTimer> = rows.map(|r| r.due_entry().into()).collect();
-                p.flight
-                    .release(groups.iter().flat_map(|g| g.members.iter().map(|m| m.id)));
-                p.flight.release(back.iter().map(|t| t.id));
-                p.ready.push_many(back);
+                self.requeue(plain, groups);
+                None
+            }
+        }
+    }
+
+    /// Puts the plain rows and the groups' primaries back on the ready
+    /// queue (members leave the flight set: the primaries' next fetch finds
+    /// them again), after a store failure.
+    fn requeue(&self, plain: &[TimerRecord], groups: &[bundles::Group]) {
+        let p = &*self.pipe;
+        let rows = plain.iter().chain(groups.iter().map(|g| &g.primary));
+        let back: Vec<DueTimer> = rows.map(|r| r.due_entry().into()).collect();
+        p.flight
+            .release(groups.iter().flat_map(|g| g.members.iter().map(|m| m.id)));
+        p.flight.release(back.iter().map(|t| t.id));
+        p.ready.push_many(back);
+    }
+
+    /// Checks the frequency caps (`[[caps]]`) of the sends to users among
+    /// the plain rows and the groups' primaries (in that order, as `who`)
+    /// and takes their slots, in one store call for the whole pass. Only a
+    /// send the directory routes to an address is counted (not one it
+    /// settles unsent, nor one it holds in quiet hours); a critical one
+    /// never is. The answer has one entry per row: the cap that refused it
+    /// and when that cap frees a slot, or `None`. If the store fails, every
+    /// row goes back to the ready queue and the answer is `None`.
+    async fn take_caps(
+        &self,
+        plain: &[TimerRecord],
+        groups: &[bundles::Group],
+        who: &[Option<Addressee>],
+        profiles: &Profiles,
+    ) -> Option<Vec<Option<(String, i64)>>> {
+        let p = &*self.pipe;
+        let cfg = p.cfg.get();
+        let mut refused = vec![None; who.len()];
+        if cfg.caps.is_empty() {
+            return Some(refused);
+        }
+        let now = p.clock.now_ms();
+        let rows = plain.iter().chain(groups.iter().map(|g| &g.primary));
+        let mut takes = Vec::new();
+        let mut at = Vec::new();
+        for (i, (row, a)) in rows.zip(who).enumerate() {
+            let Some(a) = a else { continue };
+            if !matches!(
+                recipients::route_row(row, Some(a), profiles, now),
+                Route::To { .. } | Route::AsStored
+            ) {
+                continue;
+            }
+            let send = CapSend {
+                tenant: a.tenant,
+                user_id: &a.user_id,
+                channel_type: a.channel_type,
+                topic: a.topic.as_deref(),
+                critical: a.critical,
+            };
+            let checks = caps::checks_for(&cfg.caps, &send);
+            if !checks.is_empty() {
+                takes.push(CapTake {
+                    tenant: a.tenant,
+                    checks,
+                });
+                at.push(i);
+            }
+        }
+        if takes.is_empty() {
+            return Some(refused);
+        }
+        match p.store.take_caps(takes, now).await {
+            Ok(verdicts) => {
+                for (i, v) in at.into_iter().zip(verdicts) {
+                    if let CapVerdict::Full { cap, free_at } = v {
+                        refused[i] = Some((cap, free_at));
+                    }
+                }
+                Some(refused)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, n = at.len(), "taking frequency caps failed; requeued");
+                p.hot.store_errors.increment(1);
+                self.requeue(plain, groups);
                 None
             }
         }
@@ -316,7 +404,7 @@ impl Fetcher {
     /// that will send on a channel that skips in-doubt sends.
     fn queue_jobs(
         &self,
-        jobs: impl Iterator<Item = (Routed, Option<Addressee>)>,
+        jobs: impl Iterator<Item = ((Routed, Option<Addressee>), Option<(String, i64)>)>,
         profiles: &Profiles,
         stale: &mut Vec<TimerId>,
     ) -> Vec<(Job, Arc<ChannelRuntime>)> {
@@ -325,7 +413,7 @@ impl Fetcher {
         let library = p.templates.library();
         let cfg = p.cfg.get();
         let mut ahead = Vec::new();
-        for ((row, members, message), who) in jobs {
+        for (((row, members, message), who), capped) in jobs {
             let route = recipients::route_row(&row, who.as_ref(), profiles, now);
             let key = row.delivery_key();
             let rt = p.channels.get(&row.channel);
@@ -361,6 +449,7 @@ impl Fetcher {
                 stale.extend(members.iter().map(|m: &Member| m.timer_id));
                 continue;
             };
+            let reminder = row.kind == herald_core::TimerKind::Reminder;
             let job = Job {
                 delivery,
                 tenant: row.tenant,
@@ -372,6 +461,11 @@ impl Fetcher {
                 route,
                 marked: false,
             };
+            if let Some((cap, free_at)) = capped {
+                let defer = reminder && caps::defers(&cfg.caps, &cap);
+                self.capped(&row.channel, job, &cap, free_at, defer, now);
+                continue;
+            }
             if let Some(error) = unrenderable {
                 self.unrenderable(&row.channel, job, error, now);
                 continue;
@@ -415,6 +509,63 @@ impl Fetcher {
             CompletionOutcome::Unsendable(Unsendable::TemplateError),
             detail,
         );
+        for m in &job.members {
+            let _ = self.done.send(f.for_member(m.timer_id, m.attempt));
+        }
+        f.hand = Some(p.flight.hand());
+        let _ = self.done.send(f);
+    }
+
+    /// A delivery over a frequency cap: final (`capped`), or for a reminder
+    /// whose cap says `on_cap = "defer"`, due again when the window frees a
+    /// slot (`cap_deferred`, no attempt used). For the timer and every
+    /// member merged into it (they would have gone out in the same message).
+    fn capped(&self, channel: &str, job: Job, cap: &str, free_at: i64, defer: bool, now: i64) {
+        let p = &*self.pipe;
+        tracing::debug!(
+            timer_id = job.delivery.timer_id,
+            channel,
+            cap,
+            free_at,
+            defer,
+            "a send over a frequency cap"
+        );
+        let (outcome, error) = if defer {
+            if let Some(rt) = p.channels.get(channel) {
+                rt.metrics.deferred.increment(1);
+            }
+            (
+                CompletionOutcome::Deferred {
+                    next_due_at: free_at.max(now + 1),
+                    reason: DeferReason::Capped,
+                },
+                format!("over cap {cap:?}: deferred until its window frees a slot"),
+            )
+        } else {
+            if let Some(rt) = p.channels.get(channel) {
+                rt.metrics.capped.increment(1);
+            }
+            (
+                CompletionOutcome::Unsendable(Unsendable::Capped),
+                format!("over cap {cap:?}"),
+            )
+        };
+        let attempt = Attempt {
+            delivery: &job.delivery,
+            channel,
+            tenant: job.tenant,
+            priority: job.priority,
+            shard: job.shard,
+            fence: Some(job.fence),
+            started_at: now,
+            finished_at: now,
+            series_base: job.series_base,
+        };
+        let detail = Detail {
+            error: Some(error),
+            ..Detail::default()
+        };
+        let mut f = Finished::decided(attempt, outcome, detail);
         for m in &job.members {
             let _ = self.done.send(f.for_member(m.timer_id, m.attempt));
         }

@@ -212,6 +212,10 @@ faulty! { AccessStore:
     fn list_audit(tenant: Option<TenantId>, since: Option<i64>, after_id: Option<i64>, limit: usize) -> Result<Vec<AuditEntry>>;
 }
 
+faulty! { CapStore:
+    fn take_caps(takes: Vec<herald_store::CapTake>, at: i64) -> Result<Vec<herald_store::CapVerdict>>;
+}
+
 faulty! { TemplateStore:
     fn put_template(new: &herald_store::NewTemplateVersion, how: herald_store::TemplateWrite) -> Result<herald_store::TemplateRecord>;
     fn template_census() -> Result<herald_store::TemplateCensus>;

@@ -54,6 +54,7 @@
 mod access;
 mod apply;
 mod campaign;
+mod caps;
 mod cluster;
 mod digests;
 mod directory;
@@ -784,6 +785,21 @@ impl ProviderStore for PgStore {
     async fn channel_pauses(&self) -> Result<Vec<(String, ChannelPause)>> {
         self.within("channel_pauses", async move {
             provider::channel_pauses(self).await
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl crate::CapStore for PgStore {
+    async fn take_caps(
+        &self,
+        takes: Vec<crate::CapTake>,
+        at: i64,
+    ) -> Result<Vec<crate::CapVerdict>> {
+        self.within("take_caps", async {
+            self.retrying("take_caps", || caps::take(self, &takes, at))
+                .await
         })
         .await
     }

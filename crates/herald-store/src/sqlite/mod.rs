@@ -35,6 +35,7 @@ mod access;
 mod apply;
 pub mod backup;
 mod campaign;
+mod caps;
 mod checkpointer;
 mod cluster;
 mod digests;
@@ -509,6 +510,20 @@ impl ProviderStore for SqliteStore {
 
     async fn channel_pauses(&self) -> Result<Vec<(String, ChannelPause)>> {
         self.read(provider::channel_pauses).await
+    }
+}
+
+#[async_trait]
+impl crate::CapStore for SqliteStore {
+    async fn take_caps(
+        &self,
+        takes: Vec<crate::CapTake>,
+        at: i64,
+    ) -> Result<Vec<crate::CapVerdict>> {
+        if takes.iter().all(|t| t.checks.is_empty()) {
+            return Ok(vec![crate::CapVerdict::Taken; takes.len()]);
+        }
+        self.write(move |c| caps::take(c, &takes, at)).await
     }
 }
 

@@ -20,6 +20,7 @@
 //! - [`timer_counts`]: the timer counters against a real count.
 //! - [`reports`]: delivery outcomes counted per day, channel, rule and job.
 //! - [`templates`]: message template versions.
+//! - [`caps`]: frequency-cap counters.
 //!
 //! [`store_conformance_tests!`](crate::store_conformance_tests) is the one entry
 //! point: it expands to one `#[tokio::test]` per case, grouped in a module per
@@ -50,6 +51,8 @@ pub mod fixtures;
 pub mod access;
 #[cfg(feature = "testsuite")]
 pub mod campaigns;
+#[cfg(feature = "testsuite")]
+pub mod caps;
 #[cfg(feature = "testsuite")]
 pub mod cluster;
 #[cfg(feature = "testsuite")]
@@ -226,6 +229,10 @@ macro_rules! store_conformance_tests {
                 concurrent_refreshers_on_two_handles_fetch_once,
                 a_channel_pause_is_seen_through_another_handle,
             ]
+        );
+        $crate::store_conformance_tests!(@area caps, $make, $second;
+            cases: [caps_take_up_to_max_per_window, caps_a_refused_send_takes_no_slot]
+            races: [caps_hold_across_two_handles]
         );
         $crate::store_conformance_tests!(@area templates, $make, $second;
             cases: [versions_count_up_per_tenant_and_name]

@@ -22,6 +22,7 @@ mod body_budget;
 mod burst_threads;
 mod callbacks;
 mod campaigns;
+mod caps;
 mod channels;
 mod cluster;
 mod console;
