@@ -330,8 +330,9 @@ impl Fetcher {
     /// the plain rows and the groups' primaries (in that order, as `who`)
     /// and takes their slots, in one store call for the whole pass. Only a
     /// send the directory routes to an address is counted (not one it
-    /// settles unsent, nor one it holds in quiet hours); a critical one
-    /// never is. The answer has one entry per row: the cap that refused it
+    /// settles unsent, nor one it holds in quiet hours), once per series of
+    /// attempts (a retry after a failed attempt is not counted again); a
+    /// critical one never is. The answer has one entry per row: the cap that refused it
     /// and when that cap frees a slot, or `None`. If the store fails, every
     /// row goes back to the ready queue and the answer is `None`.
     async fn take_caps(
@@ -353,6 +354,10 @@ impl Fetcher {
         let mut at = Vec::new();
         for (i, (row, a)) in rows.zip(who).enumerate() {
             let Some(a) = a else { continue };
+            // A retry of a send already counted: its first attempt took the slot.
+            if row.attempts > row.attempt_base {
+                continue;
+            }
             if !matches!(
                 recipients::route_row(row, Some(a), profiles, now),
                 Route::To { .. } | Route::AsStored

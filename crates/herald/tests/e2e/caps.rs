@@ -174,3 +174,56 @@ async fn caps_hold_across_three_nodes() {
     }
     assert!(fired >= 2, "the sends were spread over {fired} node(s)");
 }
+
+/// A reminder over a cap configured `on_cap = "defer"` waits for the window
+/// to free a slot (`cap_deferred`, no attempt used), then goes.
+#[tokio::test]
+async fn caps_defer_a_reminder_to_the_end_of_its_window() {
+    let mock = Mock::start(&[]).await;
+    let cfg = Server::webhook_config(
+        &mock.hook(),
+        "",
+        "[reminders]\nleads_minutes = [0]\nmerge_window_ms = 0\ndefault_channel = \"hooks\"\n\
+         [[caps]]\nname = \"reminders\"\nchannel_type = \"sms\"\nmax = 1\nwindow = \"10s\"\non_cap = \"defer\"\n",
+    );
+    let s = Server::start(&cfg).await;
+    subscriber(&s, "ann").await;
+    let start = rfc3339(now_ms() + 3_000);
+    let mut ids = Vec::new();
+    for subject in ["s1", "s2"] {
+        let (st, v) = s
+            .put(
+                &format!("/v1/subjects/{subject}"),
+                &json!({"start_at": start}),
+            )
+            .await;
+        assert!(st == 200 || st == 201, "{v}");
+        let (st, v) = s
+            .post(
+                "/v1/reminders",
+                &json!({"user_id": "ann", "subject_id": subject, "channel_type": "sms",
+                        "lead_minutes": 0}),
+            )
+            .await;
+        assert_eq!(st, 201, "{v}");
+        ids.push(v["timer_id"].as_i64().unwrap());
+    }
+    let mut firsts = Vec::new();
+    for &id in &ids {
+        firsts.push(outcome(&s, id).await);
+    }
+    firsts.sort();
+    assert_eq!(firsts, ["cap_deferred", "delivered"]);
+    // The deferred one goes once the window frees its slot (within 11 s).
+    wait_for(
+        "the deferred reminder sent",
+        Duration::from_secs(60),
+        || async { mock.stats().await["unique_delivered"] == 2 },
+    )
+    .await;
+    for &id in &ids {
+        let t = s.timer(id).await;
+        assert_eq!(t["state"], "done", "{t}");
+        assert_eq!(t["attempts"], 1, "a deferral uses no attempt: {t}");
+    }
+}
