@@ -856,6 +856,68 @@ mod tests {
         );
     }
 
+    /// Reminders over a cap: one store call for the pass; the first of a
+    /// user goes, the next is deferred (`on_cap = "defer"`) or capped.
+    #[tokio::test]
+    async fn sends_over_a_cap_are_capped_or_deferred() {
+        for on_cap in [
+            herald_core::caps::OnCap::Defer,
+            herald_core::caps::OnCap::Drop,
+        ] {
+            let rule = herald_core::caps::CapConfig {
+                name: "app".into(),
+                topic: None,
+                channel_type: Some("app".into()),
+                per_channel_type: false,
+                max: 1,
+                window: "1h".into(),
+                tenants: None,
+                on_cap,
+            }
+            .rule(0, None)
+            .unwrap();
+            let rig = Rig::new(EngineConfig {
+                merge_window_ms: 0,
+                caps: vec![rule],
+                ..Default::default()
+            })
+            .await;
+            let first = rig.insert_reminder("u1", "app").await;
+            let second = rig.insert_reminder("u1", "app").await;
+            let other = rig.insert_reminder("u2", "app").await;
+            for id in [first, second, other] {
+                rig.pipe.ready.push(rig.due(id).await);
+            }
+            let (tx, mut rx) = mpsc::unbounded_channel();
+            let f = Fetcher::new(rig.pipe.clone(), tx);
+            assert_eq!(f.run_once().await, FetchPass::Routed);
+            let mut queued: Vec<i64> = rig.pipe.channels[CHANNEL]
+                .queue
+                .pop_many(10)
+                .iter()
+                .map(|j| j.delivery.timer_id)
+                .collect();
+            queued.sort();
+            assert_eq!(queued, [first, other]);
+            let settled = rx.try_recv().expect("an outcome");
+            assert_eq!(settled.completion.timer_id, second);
+            match on_cap {
+                herald_core::caps::OnCap::Defer => assert!(matches!(
+                    settled.completion.outcome,
+                    CompletionOutcome::Deferred {
+                        reason: herald_store::DeferReason::Capped,
+                        next_due_at,
+                    } if next_due_at > T0
+                )),
+                herald_core::caps::OnCap::Drop => assert_eq!(
+                    settled.completion.outcome,
+                    CompletionOutcome::Unsendable(Unsendable::Capped)
+                ),
+            }
+            assert!(settled.completion.error.unwrap().contains("\"app\""));
+        }
+    }
+
     /// A rate of `rate` deliveries a second for the default tenant.
     fn default_tenant_at(rate: f64) -> EngineConfig {
         EngineConfig {
