@@ -98,6 +98,28 @@ async fn scenario(store: Option<String>) {
             .any(|l| l.contains("outcome=\"capped\"") && l.ends_with(" 2")),
         "{metrics}"
     );
+
+    // A job to user ids: ann is over the cap, bo is not.
+    let (st, job) = s
+        .post(
+            "/v1/jobs",
+            &json!({"users": ["ann", "bo"], "channel": "hooks", "to": {"channel_type": "sms"},
+                    "topic": "marketing", "message": {"text": "20 off today"}}),
+        )
+        .await;
+    assert_eq!(st, 201, "{job}");
+    let id = job["id"].as_i64().unwrap();
+    wait_for("the job done", Duration::from_secs(60), || async {
+        s.get(&format!("/v1/jobs/{id}")).await.1["state"] == "done"
+    })
+    .await;
+    let (_, failures) = s.get(&format!("/v1/jobs/{id}/failures")).await;
+    assert_eq!(
+        failures["groups"],
+        json!([{"error": "capped", "count": 1}]),
+        "{failures}"
+    );
+    assert_eq!(mock.stats().await["unique_delivered"], 7);
 }
 
 #[tokio::test]
