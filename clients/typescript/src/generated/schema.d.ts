@@ -2332,6 +2332,15 @@ export interface components {
             /** Format: int32 */
             version: number;
         };
+        /** @description A template reference as timers, reminders, jobs and rules give it. */
+        TemplateRef: {
+            name: string;
+            /**
+             * Format: int32
+             * @description Pinned version; unset, the latest version when the message is sent.
+             */
+            version?: number | null;
+        };
         /**
          * @description `template` of a timer: which template (its latest version when the timer
          *     fires, unless one is pinned) and the data it renders with.
@@ -2383,6 +2392,7 @@ export interface components {
             priority: number;
             recipient: string;
             state: string;
+            template?: null | components["schemas"]["TemplateRef"];
             to?: null | components["schemas"]["ToJson"];
             topic?: string | null;
             /** @description The W3C trace context the timer was created under, when there was one. */

@@ -173,6 +173,7 @@ pub fn collect(all: &mut Vec<(String, RefOr<Schema>)>) {
     add::<crate::api::templates::TemplatePreview>(all);
     add::<crate::api::templates::TemplatePreviewJson>(all);
     add::<crate::http::validate::TemplateUse>(all);
+    add::<herald_core::template::TemplateRef>(all);
     // Campaigns: audiences, rules, schedules, jobs.
     add::<AudienceJson>(all);
     add::<AudienceList>(all);

@@ -140,6 +140,7 @@ from .template_preview_data_type_0 import TemplatePreviewDataType0
 from .template_preview_json import TemplatePreviewJson
 from .template_preview_json_errors import TemplatePreviewJsonErrors
 from .template_preview_json_parts import TemplatePreviewJsonParts
+from .template_ref import TemplateRef
 from .template_use import TemplateUse
 from .template_use_data_type_0 import TemplateUseDataType0
 from .timer_digest import TimerDigest
@@ -300,6 +301,7 @@ __all__ = (
     "TemplatePreviewJson",
     "TemplatePreviewJsonErrors",
     "TemplatePreviewJsonParts",
+    "TemplateRef",
     "TemplateUse",
     "TemplateUseDataType0",
     "TimerDigest",

@@ -415,9 +415,6 @@ fn check_job(st: &AppState, tenant: TenantId, bytes: &[u8]) -> Result<NewJob, Ap
         ));
     }
     check_message(&req.message)?;
-    if let Some(kind) = st.engine.channel_kind(&req.channel) {
-        crate::http::validate::check_shape(kind, "message", &req.message)?;
-    }
     let segment_size = match req.segment_size {
         None => None,
         Some(s) if (1..=MAX_SEGMENT_SIZE).contains(&s) => Some(s as u64),
@@ -486,6 +483,9 @@ fn check_job(st: &AppState, tenant: TenantId, bytes: &[u8]) -> Result<NewJob, Ap
             .channel_kind(&req.channel)
             .and_then(herald_channels::ChannelKind::channel_type),
     )?;
+    if let Some(kind) = st.engine.channel_kind(&req.channel) {
+        crate::http::validate::check_shape(kind, "message", &req.message)?;
+    }
     Ok(NewJob {
         audience,
         channel: req.channel,
