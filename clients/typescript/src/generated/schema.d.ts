@@ -1544,11 +1544,13 @@ export interface components {
             /** Format: int64 */
             deadline_secs?: number | null;
             follow_up?: null | components["schemas"]["FollowUpBody"];
-            message: Record<string, unknown>;
+            /** @description The message in the channel provider's shape; give this or `template`. */
+            message?: Record<string, unknown> | null;
             /** Format: int64 */
             priority?: number | null;
             /** Format: int64 */
             segment_size?: number | null;
+            template?: null | components["schemas"]["TemplateUse"];
             to?: null | components["schemas"]["CampaignTo"];
             /** @description What the message is about, for subscribers' topic opt-outs. */
             topic?: string | null;
@@ -1989,6 +1991,7 @@ export interface components {
         /** @description The routing of a job or rule in an answer. */
         RoutingJson: {
             critical?: boolean;
+            template?: null | components["schemas"]["TemplateRef"];
             to?: null | components["schemas"]["ToTypeJson"];
             topic?: string | null;
         };
@@ -2000,11 +2003,13 @@ export interface components {
             critical?: boolean | null;
             /** Format: int64 */
             deadline_secs?: number | null;
-            message: Record<string, unknown>;
+            /** @description The message in the channel provider's shape; give this or `template`. */
+            message?: Record<string, unknown> | null;
             name: string;
             /** Format: int64 */
             priority?: number | null;
             schedule: Record<string, unknown>;
+            template?: null | components["schemas"]["TemplateUse"];
             to?: null | components["schemas"]["CampaignTo"];
             /** @description What the message is about, for subscribers' topic opt-outs. */
             topic?: string | null;

@@ -81,6 +81,15 @@ impl Directory {
         }
     }
 
+    /// `user_id`'s directory entry, if they have one.
+    pub fn profile(
+        &self,
+        job: &JobRecord,
+        user_id: &str,
+    ) -> Option<&herald_core::subscriber::Profile> {
+        self.profiles.get(&job.tenant)?.get(user_id)
+    }
+
     /// Where `user_id`'s copy of `job` goes at `now_ms`.
     pub fn resolve(&self, job: &JobRecord, user_id: &str, now_ms: i64) -> Resolved {
         let who = self.addressee(job, user_id);

@@ -259,6 +259,7 @@ fn spawn_campaigns(
         plan: Default::default(),
         sweep: Default::default(),
         writes: Default::default(),
+        templates: pipe.templates.clone(),
     });
     let tasks = campaign::spawn(campaign.clone(), loops);
     (campaign, tasks)

@@ -48,7 +48,7 @@ from .getv_1_timers_kind import Getv1TimersKind
 from .getv_1_timers_order import Getv1TimersOrder
 from .getv_1_timers_state import Getv1TimersState
 from .job_body import JobBody
-from .job_body_message import JobBodyMessage
+from .job_body_message_type_0 import JobBodyMessageType0
 from .job_failures import JobFailures
 from .job_json import JobJson
 from .job_json_message import JobJsonMessage
@@ -92,7 +92,7 @@ from .retry_filter import RetryFilter
 from .retry_state import RetryState
 from .routing_json import RoutingJson
 from .rule_body import RuleBody
-from .rule_body_message import RuleBodyMessage
+from .rule_body_message_type_0 import RuleBodyMessageType0
 from .rule_body_schedule import RuleBodySchedule
 from .rule_json import RuleJson
 from .rule_json_audience import RuleJsonAudience
@@ -209,7 +209,7 @@ __all__ = (
     "Getv1TimersOrder",
     "Getv1TimersState",
     "JobBody",
-    "JobBodyMessage",
+    "JobBodyMessageType0",
     "JobFailures",
     "JobJson",
     "JobJsonMessage",
@@ -253,7 +253,7 @@ __all__ = (
     "RetryState",
     "RoutingJson",
     "RuleBody",
-    "RuleBodyMessage",
+    "RuleBodyMessageType0",
     "RuleBodySchedule",
     "RuleJson",
     "RuleJsonAudience",
