@@ -308,17 +308,27 @@ fn route(
         return Err(unknown_channel(field, &name, &st.channel_names_for(tenant)));
     }
     if let Some(kind) = st.engine.channel_kind(&name) {
-        let lib = st.engine.templates().library();
-        let shape = st.engine.channel_reminder_shape(&name);
-        crate::reminder_routes::check(
-            t,
-            &name,
-            kind,
-            shape.as_ref(),
-            &st.reminders,
-            Some((&lib, tenant)),
-        )
-        .map_err(|p| ApiError::field(field, "unsendable_route", p.message().to_string()))?;
+        // The common routes (a webhook or the log, no template) need no
+        // lookup; the shape is read only for a channel that needs one.
+        let templated = st.reminders.templates.contains_key(t.as_str());
+        if templated
+            || !matches!(
+                kind,
+                herald_channels::ChannelKind::Webhook | herald_channels::ChannelKind::Log
+            )
+        {
+            let lib = st.engine.templates().library();
+            let shape = st.engine.channel_reminder_shape(&name);
+            crate::reminder_routes::check(
+                t,
+                &name,
+                kind,
+                shape.as_ref(),
+                &st.reminders,
+                Some((&lib, tenant)),
+            )
+            .map_err(|p| ApiError::field(field, "unsendable_route", p.message().to_string()))?;
+        }
     }
     Ok(name)
 }
