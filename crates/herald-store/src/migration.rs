@@ -49,6 +49,8 @@ macro_rules! migrations {
             "0027_timer_in_doubt",
             "0028_audit_tallies",
             "0029_job_traceparent",
+            "0030_reserved_templates",
+            "0031_subject_timing",
         )
     };
     (@ $($name:literal),+ $(,)?) => {

@@ -146,6 +146,7 @@ mod tests {
             start_at: 0,
             title: Some(title.into()),
             data: None,
+            timing: Default::default(),
             created_at: 0,
             updated_at: 0,
         };
@@ -176,6 +177,7 @@ mod tests {
             start_at: start,
             title: Some(title.into()),
             data: Some(r#"{"shop":7}"#.into()),
+            timing: Default::default(),
             created_at: 0,
             updated_at: 0,
         };

@@ -153,6 +153,7 @@ pub async fn put_subject(
         start_at,
         title: req.title,
         data,
+        timing: Default::default(),
         at: now,
     });
     match st.engine.submit(vec![op]).await?.pop() {
