@@ -47,6 +47,7 @@ pub use channels::tokens::{StoreVault, token_lease_name};
 pub use config::EngineConfig;
 pub use engine::{ChannelRetune, ENGINE_LIVE_KEYS, Engine, JOBS_LIVE_KEYS, RetuneError, TimerView};
 pub use error::EngineError;
+pub use timers::early::EarlyPlan;
 pub use loops::stop::Stop;
 pub use observe::health::{Health, LoopHealth};
 pub use observe::live::{ChannelLive, LiveOutcome, LiveSecond, LiveView};

@@ -348,8 +348,9 @@ pub enum CompletionOutcome {
         reason: DeferReason,
     },
     /// Not sent, and never will be: the recipient's directory entry has no
-    /// address for the channel's type, or the recipient opted out. The timer
-    /// becomes `failed`; nothing reached a provider.
+    /// address for the channel's type, the recipient opted out, or the
+    /// reminder's subject has started (`expired`). The timer becomes
+    /// `failed`; nothing reached a provider. The send log's outcome says which.
     Unsendable(Unsendable),
     /// Written by [`crate::TimerStore::resolve_in_doubt`] only: the node sending it
     /// died before recording an outcome, on a channel configured
@@ -364,6 +365,10 @@ pub enum Unsendable {
     NoAddress,
     /// Opted out of the channel type or of the message's topic.
     OptedOut,
+    /// A reminder still unsent when its subject started: worth nothing now
+    /// (issue 39 §4). Decided when it comes to be sent; a subject or a
+    /// subscription that says `send_late` never expires.
+    Expired,
 }
 
 /// Why a delivery was deferred.
@@ -393,6 +398,7 @@ impl CompletionOutcome {
             } => "deferred",
             CompletionOutcome::Unsendable(Unsendable::NoAddress) => "no_address",
             CompletionOutcome::Unsendable(Unsendable::OptedOut) => "opted_out",
+            CompletionOutcome::Unsendable(Unsendable::Expired) => "expired",
             CompletionOutcome::InDoubt => "in_doubt",
         }
     }

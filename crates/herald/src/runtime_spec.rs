@@ -11,6 +11,14 @@ use crate::config::Config;
 pub fn engine_config(cfg: &Config) -> EngineConfig {
     EngineConfig {
         merge_window_ms: cfg.reminders.merge_window_ms,
+        early_window_ms: cfg.reminders.early_window_ms,
+        max_lead_ms: cfg
+            .reminders
+            .leads()
+            .minutes()
+            .iter()
+            .max()
+            .map_or(0, |&m| i64::from(m) * 60_000),
         campaign: cfg.jobs.clone(),
         retention: cfg.retention.clone(),
         ..cfg.engine.clone()

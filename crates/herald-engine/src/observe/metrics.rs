@@ -178,6 +178,8 @@ pub(crate) struct ChannelMetrics {
     /// Decided from the subscriber directory without a send.
     pub no_address: Counter,
     pub opted_out: Counter,
+    /// Reminders whose subject started before they could be sent.
+    pub expired: Counter,
     pub duration: Histogram,
 }
 
@@ -192,6 +194,7 @@ impl ChannelMetrics {
             deferred: c("deferred"),
             no_address: c("no_address"),
             opted_out: c("opted_out"),
+            expired: c("expired"),
             duration: histogram!(DELIVERY_DURATION, "channel" => channel.to_string()),
         }
     }

@@ -58,6 +58,8 @@ pub(crate) struct Pipeline {
     pub marker: Marker,
     /// Whether the in-flight slots stay full with nothing sending.
     pub stall: Mutex<StallWatch>,
+    /// The early starts planned for bursts of reminders ([`crate::timers::early`]).
+    pub early: crate::timers::early::Plans,
 }
 
 impl Pipeline {
@@ -98,6 +100,7 @@ impl Pipeline {
             stop: Arc::new(Stop::default()),
             marker: Marker::default(),
             stall: Mutex::new(StallWatch::default()),
+            early: Default::default(),
             store,
             clock,
             cfg: Tuned::new(cfg),
