@@ -223,7 +223,10 @@ mod tests {
             assert_eq!(x.start_at, due - need - slack_ms(need));
         }
         // Each keeps to its own window.
-        let p = plan_channel(Some(100.0), &[batch(due, 1_000, 5_000), batch(due, 1_000, MIN)]);
+        let p = plan_channel(
+            Some(100.0),
+            &[batch(due, 1_000, 5_000), batch(due, 1_000, MIN)],
+        );
         assert_eq!(p[0].start_at, due - 5_000);
         assert_eq!(p[1].start_at, due - need - slack_ms(need));
     }

@@ -165,7 +165,10 @@ pub enum BatchScope {
         due_until: i64,
     },
     /// Every pending reminder of one subject.
-    Subject { tenant: TenantId, subject_id: String },
+    Subject {
+        tenant: TenantId,
+        subject_id: String,
+    },
 }
 
 /// The reads of subjects and reminder subscriptions.

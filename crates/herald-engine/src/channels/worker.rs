@@ -333,9 +333,7 @@ impl ChannelWorker {
             CompletionOutcome::Unsendable(Unsendable::OptedOut) => {
                 rt.metrics.opted_out.increment(1)
             }
-            CompletionOutcome::Unsendable(Unsendable::Expired) => {
-                rt.metrics.expired.increment(1)
-            }
+            CompletionOutcome::Unsendable(Unsendable::Expired) => rt.metrics.expired.increment(1),
             // Only the store's resolution of a stopped node's sends says so.
             CompletionOutcome::InDoubt => {}
         }

@@ -164,7 +164,9 @@ impl Planner {
         let now = p.clock.now_ms();
         let interval = i64::try_from(cfg.early_plan_interval_ms).unwrap_or(i64::MAX);
         if cfg.early_plan_interval_ms > 0
-            && self.counted_at.is_none_or(|at| now.saturating_sub(at) >= interval || now < at)
+            && self
+                .counted_at
+                .is_none_or(|at| now.saturating_sub(at) >= interval || now < at)
         {
             self.counted_at = Some(now);
             self.replan(now, interval).await;
@@ -336,9 +338,15 @@ mod tests {
         // subject's own 5 s does not.
         assert_eq!(plans[0].start_at, due - 20_000 - early::slack_ms(20_000));
         assert!(plans[0].fits);
-        assert_eq!((plans[1].start_at, plans[1].early_window_ms), (due - 5_000, 5_000));
+        assert_eq!(
+            (plans[1].start_at, plans[1].early_window_ms),
+            (due - 5_000, 5_000)
+        );
         assert!(!plans[1].fits);
-        assert_eq!(plans[2].start_at, due, "a fast channel needs no early start");
+        assert_eq!(
+            plans[2].start_at, due,
+            "a fast channel needs no early start"
+        );
         assert_eq!(plans[3].start_at, due, "nor does one without a rate");
     }
 }

@@ -589,10 +589,8 @@ impl ReminderStore for SqliteStore {
         limit: usize,
     ) -> Result<Vec<crate::DueEntry>> {
         let subject_id = subject_id.to_string();
-        self.read(move |c| {
-            reminders::batch_due(c, tenant, &subject_id, bit, due_at, after, limit)
-        })
-        .await
+        self.read(move |c| reminders::batch_due(c, tenant, &subject_id, bit, due_at, after, limit))
+            .await
     }
 }
 

@@ -140,7 +140,9 @@ pub(super) fn reminder_batches(
         crate::BatchScope::Subject { .. } => (BATCHES_OF_SUBJECT, "batches of a subject"),
     };
     let text = format!("SELECT {BATCH_COLS} {from}{BATCH_GROUP}");
-    let mut stmt = conn.prepare_cached(&text).ctx("preparing reminder batches")?;
+    let mut stmt = conn
+        .prepare_cached(&text)
+        .ctx("preparing reminder batches")?;
     let mut rows = match scope {
         crate::BatchScope::Due {
             starts_from,

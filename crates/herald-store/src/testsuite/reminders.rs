@@ -1180,12 +1180,21 @@ pub async fn reminder_batches_count_pending_reminders_and_page_them(store: S) {
     }
     for i in 0..2 {
         add_created(&store, reminder(&format!("u{i}"), "hot", 10)).await;
-        add_created(&store, reminder_on(&format!("u{i}"), "hot", ChannelType::Email, 5)).await;
+        add_created(
+            &store,
+            reminder_on(&format!("u{i}"), "hot", ChannelType::Email, 5),
+        )
+        .await;
     }
     add_created(&store, reminder("u0", "later", 5)).await;
     // One of the five fired already: no longer counted.
     store
-        .complete(vec![completion(&five[4], 1, CompletionOutcome::Done, 2_000)])
+        .complete(vec![completion(
+            &five[4],
+            1,
+            CompletionOutcome::Done,
+            2_000,
+        )])
         .await
         .expect("complete");
     let due = start - 5 * MIN;
@@ -1214,11 +1223,29 @@ pub async fn reminder_batches_count_pending_reminders_and_page_them(store: S) {
     assert_eq!(
         got,
         vec![
-            ("hot".into(), bit(ChannelType::App, 5), "app".into(), due, 4, Some(5 * MIN)),
-            ("hot".into(), bit(ChannelType::Email, 5), "email".into(), due, 2, Some(5 * MIN)),
+            (
+                "hot".into(),
+                bit(ChannelType::App, 5),
+                "app".into(),
+                due,
+                4,
+                Some(5 * MIN)
+            ),
+            (
+                "hot".into(),
+                bit(ChannelType::Email, 5),
+                "email".into(),
+                due,
+                2,
+                Some(5 * MIN)
+            ),
         ]
     );
-    assert!(batches.iter().all(|b| b.start_at == start && b.tenant == DEFAULT_TENANT));
+    assert!(
+        batches
+            .iter()
+            .all(|b| b.start_at == start && b.tenant == DEFAULT_TENANT)
+    );
     // One subject: every due time.
     let all = store
         .reminder_batches(&crate::BatchScope::Subject {

@@ -74,7 +74,9 @@ fn counted(metrics: &str, outcome: &str) -> u64 {
     metrics
         .lines()
         .filter(|l| l.starts_with("herald_deliveries_total{"))
-        .filter(|l| l.contains("channel=\"hooks\"") && l.contains(&format!("outcome=\"{outcome}\"")))
+        .filter(|l| {
+            l.contains("channel=\"hooks\"") && l.contains(&format!("outcome=\"{outcome}\""))
+        })
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .map(|v| v as u64)
         .sum()
@@ -106,8 +108,14 @@ async fn early_start_lands_every_reminder_by_its_due_time(store: Option<&str>) {
     assert_eq!(plan["fits"], true, "{v}");
     let planned_start = parse_ms(plan["start_at"].as_str().unwrap());
     assert_eq!(parse_ms(plan["due_at"].as_str().unwrap()), start);
-    assert!(planned_start >= start - WINDOW && planned_start <= start - 20_000, "{v}");
-    assert!(planned_start > now_ms(), "subscribing took too long for this test");
+    assert!(
+        planned_start >= start - WINDOW && planned_start <= start - 20_000,
+        "{v}"
+    );
+    assert!(
+        planned_start > now_ms(),
+        "subscribing took too long for this test"
+    );
 
     wait_for("every reminder", Duration::from_secs(120), || async {
         mock.stats().await["unique_delivered"].as_u64().unwrap_or(0) >= N as u64
@@ -154,9 +162,11 @@ async fn without_an_early_window_the_late_ones_expire(store: Option<&str>) {
         let m = server.metrics().await;
         counted(&m, "delivered") + counted(&m, "expired")
     };
-    wait_for("every reminder settled", Duration::from_secs(180), || async {
-        settled().await >= N as u64
-    })
+    wait_for(
+        "every reminder settled",
+        Duration::from_secs(180),
+        || async { settled().await >= N as u64 },
+    )
     .await;
     let m = server.metrics().await;
     let (delivered, expired) = (counted(&m, "delivered"), counted(&m, "expired"));
@@ -183,11 +193,16 @@ async fn without_an_early_window_the_late_ones_expire(store: Option<&str>) {
     let (_, v) = server
         .get(&format!("/v1/users/{late_user}/reminders"))
         .await;
-    let timer_id = v["subjects"][0]["reminders"][0]["timer_id"].as_i64().unwrap();
+    let timer_id = v["subjects"][0]["reminders"][0]["timer_id"]
+        .as_i64()
+        .unwrap();
     let t = server.timer(timer_id).await;
     assert_eq!(t["state"], "failed", "{t}");
     assert!(
-        t["last_error"].as_str().unwrap_or_default().starts_with("expired"),
+        t["last_error"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("expired"),
         "{t}"
     );
     let (s, d) = server
@@ -235,8 +250,14 @@ async fn send_late_and_the_early_window_are_validated_and_kept() {
     let server = server_on(None, &mock, 1_000, 60_000).await;
     let start = now_ms() + 3_600_000;
     for (body, field) in [
-        (json!({"start_at": rfc3339(start), "early_window_ms": -1}), "early_window_ms"),
-        (json!({"start_at": rfc3339(start), "early_window_ms": 3_600_001}), "early_window_ms"),
+        (
+            json!({"start_at": rfc3339(start), "early_window_ms": -1}),
+            "early_window_ms",
+        ),
+        (
+            json!({"start_at": rfc3339(start), "early_window_ms": 3_600_001}),
+            "early_window_ms",
+        ),
         (json!({"start_at": rfc3339(start), "send_late": "yes"}), ""),
     ] {
         let (s, v) = server.put("/v1/subjects/bad", &body).await;
