@@ -7,6 +7,7 @@
 pub mod campaign;
 pub mod clock;
 pub mod digest;
+pub mod early;
 pub mod quiet;
 pub mod reminder;
 pub mod retry;

@@ -50,6 +50,7 @@ macro_rules! migrations {
             "0028_audit_tallies",
             "0029_job_traceparent",
             "0030_templates",
+            "0031_subject_timing",
         )
     };
     (@ $($name:literal),+ $(,)?) => {

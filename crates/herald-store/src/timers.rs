@@ -348,8 +348,9 @@ pub enum CompletionOutcome {
         reason: DeferReason,
     },
     /// Not sent, and never will be: the recipient's directory entry has no
-    /// address for the channel's type, or the recipient opted out. The timer
-    /// becomes `failed`; nothing reached a provider.
+    /// address for the channel's type, the recipient opted out, or the
+    /// reminder's subject has started (`expired`). The timer becomes
+    /// `failed`; nothing reached a provider. The send log's outcome says which.
     Unsendable(Unsendable),
     /// Written by [`crate::TimerStore::resolve_in_doubt`] only: the node sending it
     /// died before recording an outcome, on a channel configured
@@ -366,6 +367,10 @@ pub enum Unsendable {
     OptedOut,
     /// Its template could not be rendered (the error says why).
     TemplateError,
+    /// A reminder still unsent when its subject started: worth nothing now
+    /// (issue 39 §4). Decided when it comes to be sent; a subject or a
+    /// subscription that says `send_late` never expires.
+    Expired,
 }
 
 /// Why a delivery was deferred.
@@ -396,6 +401,7 @@ impl CompletionOutcome {
             CompletionOutcome::Unsendable(Unsendable::NoAddress) => "no_address",
             CompletionOutcome::Unsendable(Unsendable::OptedOut) => "opted_out",
             CompletionOutcome::Unsendable(Unsendable::TemplateError) => "template_error",
+            CompletionOutcome::Unsendable(Unsendable::Expired) => "expired",
             CompletionOutcome::InDoubt => "in_doubt",
         }
     }

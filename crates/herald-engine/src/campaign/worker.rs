@@ -862,6 +862,8 @@ fn address(
                 Unsendable::NoAddress => rt.metrics.no_address.increment(1),
                 Unsendable::OptedOut => rt.metrics.opted_out.increment(1),
                 Unsendable::TemplateError => rt.metrics.template_error.increment(1),
+                // Only reminders expire.
+                Unsendable::Expired => rt.metrics.expired.increment(1),
             }
             Addressed::Settled(CompletionOutcome::Unsendable(why).as_str().into())
         }

@@ -180,6 +180,8 @@ pub(crate) struct ChannelMetrics {
     pub opted_out: Counter,
     /// A template that could not be rendered (final, no send).
     pub template_error: Counter,
+    /// Reminders whose subject started before they could be sent.
+    pub expired: Counter,
     pub duration: Histogram,
 }
 
@@ -195,6 +197,7 @@ impl ChannelMetrics {
             no_address: c("no_address"),
             opted_out: c("opted_out"),
             template_error: c("template_error"),
+            expired: c("expired"),
             duration: histogram!(DELIVERY_DURATION, "channel" => channel.to_string()),
         }
     }

@@ -208,6 +208,11 @@ impl Fetcher {
             }
             return FetchPass::StoreFailed;
         };
+        // When each reminder delivery expires unsent, by its own timer.
+        let expiries: HashMap<TimerId, i64> = groups
+            .iter()
+            .filter_map(|g| Some((g.primary.id, g.expires_at?)))
+            .collect();
         let jobs =
             plain
                 .into_iter()
@@ -224,7 +229,7 @@ impl Fetcher {
                     let reminder = matches!(g.bundle, Bundle::Reminder { .. });
                     (g.primary, members, Some((g.message, reminder)))
                 }));
-        let ahead = self.queue_jobs(jobs.zip(who), &profiles, &mut stale);
+        let ahead = self.queue_jobs(jobs.zip(who), &profiles, &expiries, &mut stale);
         if !ahead.is_empty() {
             // The next pass does not wait for this one's mark: passes that
             // come while it commits are marked together in the next write.
@@ -318,6 +323,7 @@ impl Fetcher {
         &self,
         jobs: impl Iterator<Item = (Routed, Option<Addressee>)>,
         profiles: &Profiles,
+        expiries: &HashMap<TimerId, i64>,
         stale: &mut Vec<TimerId>,
     ) -> Vec<(Job, Arc<ChannelRuntime>)> {
         let p = &*self.pipe;
@@ -371,6 +377,7 @@ impl Fetcher {
                 series_base: row.attempt_base,
                 route,
                 marked: false,
+                expires_at: expiries.get(&row.id).copied(),
             };
             if let Some(error) = unrenderable {
                 self.unrenderable(&row.channel, job, error, now);

@@ -33,6 +33,7 @@ from .deletev_1_reminders_user_id_subject_id_channel_type import (
 from .delivery_json import DeliveryJson
 from .delivery_list import DeliveryList
 from .digest_json import DigestJson
+from .early_start_json import EarlyStartJson
 from .entry_json import EntryJson
 from .error_body import ErrorBody
 from .error_response import ErrorResponse
@@ -194,6 +195,7 @@ __all__ = (
     "DeliveryJson",
     "DeliveryList",
     "DigestJson",
+    "EarlyStartJson",
     "EntryJson",
     "ErrorBody",
     "ErrorResponse",
