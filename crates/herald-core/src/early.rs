@@ -140,16 +140,18 @@ pub fn plan_channel(rate_per_sec: Option<f64>, batches: &[Batch]) -> Vec<Planned
 /// When a delivery of some reminders expires: the latest start among their
 /// subjects, so that merging a reminder into another's delivery never makes
 /// it expire sooner. `None` (never) when any of them may be sent late (its
-/// subject or its subscription says `send_late`) or its subject is unknown
-/// (deleted meanwhile: nothing says it started).
+/// subject or its subscription says `send_late`), is due at or after its
+/// subject's start (a lead of 0, "at the start", is sent at the start by
+/// definition), or its subject is unknown (deleted meanwhile: nothing says
+/// it started).
 ///
-/// Each item is a reminder's subject start (`None` if unknown) and whether
-/// it may be sent late.
-pub fn expiry(reminders: impl IntoIterator<Item = (Option<i64>, bool)>) -> Option<i64> {
+/// Each item is a reminder's subject start (`None` if unknown), its due time
+/// and whether it may be sent late.
+pub fn expiry(reminders: impl IntoIterator<Item = (Option<i64>, i64, bool)>) -> Option<i64> {
     let mut latest: Option<i64> = None;
-    for (start_at, send_late) in reminders {
+    for (start_at, due_at, send_late) in reminders {
         let start_at = start_at?;
-        if send_late {
+        if send_late || due_at >= start_at {
             return None;
         }
         latest = Some(latest.map_or(start_at, |l: i64| l.max(start_at)));
@@ -249,9 +251,11 @@ mod tests {
 
     #[test]
     fn expiry_is_the_latest_start_unless_one_may_be_late() {
-        assert_eq!(expiry([(Some(5), false), (Some(9), false)]), Some(9));
-        assert_eq!(expiry([(Some(5), false), (Some(9), true)]), None);
-        assert_eq!(expiry([(Some(5), false), (None, false)]), None);
+        assert_eq!(expiry([(Some(5), 1, false), (Some(9), 2, false)]), Some(9));
+        assert_eq!(expiry([(Some(5), 1, false), (Some(9), 2, true)]), None);
+        assert_eq!(expiry([(Some(5), 1, false), (None, 2, false)]), None);
+        // "At the start" (lead 0) never expires.
+        assert_eq!(expiry([(Some(5), 5, false)]), None);
         assert_eq!(expiry(std::iter::empty()), None);
         assert!(!is_expired(8, Some(9)));
         assert!(is_expired(9, Some(9)));

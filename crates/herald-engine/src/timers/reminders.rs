@@ -62,8 +62,8 @@ pub(crate) fn expires_at(
             .and_then(|m| m.get("send_late").and_then(Value::as_bool))
             .unwrap_or(false);
         match subject {
-            Some(s) => (Some(s.start_at), own_late || s.timing.send_late),
-            None => (None, own_late),
+            Some(s) => (Some(s.start_at), t.due_at, own_late || s.timing.send_late),
+            None => (None, t.due_at, own_late),
         }
     }))
 }
