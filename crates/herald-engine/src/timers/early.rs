@@ -23,9 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use herald_core::early::{self, Batch};
-use herald_core::{TenantId, TimerId};
 use herald_store::{BatchScope, ReminderBatch};
-use parking_lot::Mutex;
 
 use crate::timers::pipeline::Pipeline;
 use crate::timers::queue::DueTimer;
@@ -37,52 +35,8 @@ const READY_ROOM: usize = 20_000;
 /// How often the feeder tops the ready queue up while a batch is started.
 const FEED_EVERY: Duration = Duration::from_millis(100);
 
-/// One batch's plan, as `GET /v1/subjects/{id}` shows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EarlyPlan {
-    pub tenant: TenantId,
-    pub subject_id: String,
-    pub bit: u8,
-    pub channel: String,
-    pub due_at: i64,
-    /// Reminders still pending when it was last counted.
-    pub count: u64,
-    /// The early window it was planned with.
-    pub early_window_ms: i64,
-    /// When its first reminder may go (`due_at` when it needs no early start).
-    pub start_at: i64,
-    /// When the last should have gone at the channel's rate.
-    pub done_by: i64,
-    /// Whether that is by the due time.
-    pub fits: bool,
-}
-
-type Key = (TenantId, String, u8, String, i64);
-
-struct Entry {
-    plan: EarlyPlan,
-    /// The last timer id fed, and whether the batch ran out.
-    cursor: Option<TimerId>,
-    exhausted: bool,
-}
-
-/// The plans this node made, shared with the API.
-#[derive(Default)]
-pub(crate) struct Plans {
-    by_key: Mutex<BTreeMap<Key, Entry>>,
-}
-
-impl Plans {
-    /// The current plans of one subject.
-    pub fn of_subject(&self, tenant: TenantId, subject_id: &str) -> Vec<EarlyPlan> {
-        self.by_key
-            .lock()
-            .values()
-            .filter(|e| e.plan.tenant == tenant && e.plan.subject_id == subject_id)
-            .map(|e| e.plan.clone())
-            .collect()
-    }
-}
+pub use super::early_plans::EarlyPlan;
+use super::early_plans::{Entry, Key};
 
 /// Plans counted batches: each channel at its rate (`rates`), each batch
 /// with its subject's early window or `default_window_ms`.

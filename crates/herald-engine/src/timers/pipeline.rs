@@ -61,7 +61,7 @@ pub(crate) struct Pipeline {
     /// The compiled templates messages are rendered from.
     pub templates: Arc<crate::templates::Templates>,
     /// The early starts planned for bursts of reminders ([`crate::timers::early`]).
-    pub early: crate::timers::early::Plans,
+    pub early: crate::timers::early_plans::Plans,
 }
 
 impl Pipeline {
