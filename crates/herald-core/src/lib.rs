@@ -8,6 +8,7 @@ pub mod campaign;
 pub mod caps;
 pub mod clock;
 pub mod digest;
+pub mod early;
 pub mod quiet;
 pub mod reminder;
 pub mod retry;

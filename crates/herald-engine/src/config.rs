@@ -73,6 +73,19 @@ pub struct EngineConfig {
     /// `[reminders] timezone`.
     #[serde(skip)]
     pub reminder_timezone: Option<String>,
+    /// How far before their due time a burst of reminders may start when it
+    /// cannot be sent in time at its channel's rate (a subject may say
+    /// otherwise); 0 never starts early. Set from the `[reminders]`
+    /// configuration.
+    #[serde(skip)]
+    pub early_window_ms: i64,
+    /// The longest configured reminder lead: how far after a due time the
+    /// subjects to count start. Set from the `[reminders]` configuration.
+    #[serde(skip)]
+    pub max_lead_ms: i64,
+    /// How often each node counts the reminders about to fall due and plans
+    /// early starts; 0 turns planning off.
+    pub early_plan_interval_ms: u64,
     /// Rule planning and job sending; set from the `[jobs]` configuration.
     #[serde(skip)]
     pub campaign: campaign::CampaignConfig,
@@ -112,6 +125,9 @@ impl Default for EngineConfig {
             merge_window_ms: 60_000,
             reminder_templates: std::collections::BTreeMap::new(),
             reminder_timezone: None,
+            early_window_ms: 300_000,
+            max_lead_ms: 3_600_000,
+            early_plan_interval_ms: 5_000,
             campaign: campaign::CampaignConfig::default(),
             retention: retention::RetentionConfig::default(),
             tenants: HashMap::new(),

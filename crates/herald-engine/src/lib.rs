@@ -54,4 +54,5 @@ pub use observe::live::{ChannelLive, LiveOutcome, LiveSecond, LiveView};
 pub use observe::metrics;
 pub use observe::sampled::{NodeView, TimerCounts};
 pub use observe::trace;
+pub use timers::early::EarlyPlan;
 pub use timers::tenants::TenantLimits;

@@ -127,6 +127,14 @@ pub struct RemindersConfig {
     /// subscriber nor the subject's `data.timezone` names one; unset, UTC.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timezone: Option<String>,
+    /// How far before their due time the reminders due at one instant on one
+    /// channel may start when they cannot all be sent by then at the
+    /// channel's `rate_per_sec` (issue 39 §4): 0 to 3,600,000 ms. A subject
+    /// may set its own (`early_window_ms`). Default five minutes: a burst
+    /// that would otherwise land late (or expire at the subject's start)
+    /// goes a little early instead; a batch that takes under a second at the
+    /// rate is never moved.
+    pub early_window_ms: i64,
 }
 
 impl Default for RemindersConfig {
@@ -138,6 +146,7 @@ impl Default for RemindersConfig {
             leads_minutes: None,
             templates: BTreeMap::new(),
             timezone: None,
+            early_window_ms: 300_000,
         }
     }
 }
@@ -181,6 +190,12 @@ impl RemindersConfig {
         }
         if self.merge_window_ms < 0 {
             return Err("reminders.merge_window_ms must not be negative".into());
+        }
+        if !(0..=herald_core::early::MAX_EARLY_WINDOW_MS).contains(&self.early_window_ms) {
+            return Err(format!(
+                "reminders.early_window_ms must be 0 to {}",
+                herald_core::early::MAX_EARLY_WINDOW_MS
+            ));
         }
         if let Some(m) = &self.leads_minutes {
             Leads::new(m.clone()).map_err(|e| format!("reminders.leads_minutes: {e}"))?;

@@ -49,8 +49,8 @@ pub use provider::{
 };
 pub use redact::RedactedUrl;
 pub use reminders::{
-    MergeProbe, NewReminder, PutSubject, ReminderStore, ReminderTimer, SubjectRecord,
-    SubjectSummary, SubscriptionCounts,
+    BatchScope, MergeProbe, NewReminder, PutSubject, ReminderBatch, ReminderStore, ReminderTimer,
+    SubjectRecord, SubjectSummary, SubjectTiming, SubscriptionCounts,
 };
 pub use reports::{MAX_REPORT_ROWS, ReportDim, ReportQuery, ReportRow};
 pub use retention::{JobDeletion, PURGE_BATCH, PartitionChanges, PartitionCutoffs, RetentionKind};

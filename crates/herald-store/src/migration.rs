@@ -50,7 +50,7 @@ macro_rules! migrations {
             "0028_audit_tallies",
             "0029_job_traceparent",
             "0030_templates",
-            "0031_reserved",
+            "0031_subject_timing",
             "0032_cap_counters",
         )
     };

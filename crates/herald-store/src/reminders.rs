@@ -10,7 +10,9 @@
 use async_trait::async_trait;
 use herald_core::TenantId;
 
-use crate::{NewTimer, Result, TimerRecord};
+use herald_core::TimerId;
+
+use crate::{DueEntry, NewTimer, Result, TimerRecord};
 
 /// A subject as the API gives it. Subject ids are unique per tenant.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,7 +24,22 @@ pub struct PutSubject {
     pub title: Option<String>,
     /// A JSON object, as text.
     pub data: Option<String>,
+    /// How its reminders are timed (early window, late sends).
+    pub timing: SubjectTiming,
     pub at: i64,
+}
+
+/// A subject's own say in when its reminders go (issue 39 §4): `None` and
+/// `false` leave it to the configuration.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SubjectTiming {
+    /// How far before their due time its reminders may start when a burst
+    /// cannot be sent in time at the channel's rate; `None` takes the
+    /// configured `[reminders] early_window_ms`.
+    pub early_window_ms: Option<i64>,
+    /// Its reminders still go out after it started, instead of ending
+    /// `expired`.
+    pub send_late: bool,
 }
 
 impl PutSubject {
@@ -34,6 +51,7 @@ impl PutSubject {
             start_at: self.start_at,
             title: self.title.clone(),
             data: self.data.clone(),
+            timing: self.timing,
             created_at,
             updated_at: self.at,
         }
@@ -49,6 +67,7 @@ pub struct SubjectRecord {
     pub title: Option<String>,
     /// A JSON object, as text.
     pub data: Option<String>,
+    pub timing: SubjectTiming,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -119,6 +138,39 @@ pub struct MergeProbe {
     pub until: i64,
 }
 
+/// Pending reminders of one subject, bit, channel and due time, counted:
+/// what the engine plans early starts from ([`ReminderStore::reminder_batches`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReminderBatch {
+    pub tenant: TenantId,
+    pub subject_id: String,
+    /// The subject's start and its own early window.
+    pub start_at: i64,
+    pub early_window_ms: Option<i64>,
+    pub bit: u8,
+    pub channel: String,
+    pub due_at: i64,
+    pub count: u64,
+}
+
+/// Which batches [`ReminderStore::reminder_batches`] counts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BatchScope {
+    /// Every tenant's subjects starting in `[starts_from, starts_until)`,
+    /// their pending reminders due in `[due_from, due_until)`.
+    Due {
+        starts_from: i64,
+        starts_until: i64,
+        due_from: i64,
+        due_until: i64,
+    },
+    /// Every pending reminder of one subject.
+    Subject {
+        tenant: TenantId,
+        subject_id: String,
+    },
+}
+
 /// The reads of subjects and reminder subscriptions.
 #[async_trait]
 pub trait ReminderStore: Send + Sync + 'static {
@@ -158,6 +210,25 @@ pub trait ReminderStore: Send + Sync + 'static {
     /// one channel, due within a range), all probes' together, without duplicates.
     /// Uses an index on the user: never a scan of the subject or the due range.
     async fn pending_reminders(&self, probes: &[MergeProbe]) -> Result<Vec<TimerRecord>>;
+
+    /// Pending reminder timers counted per (tenant, subject, bit, channel,
+    /// due time), in that order, for the subjects `scope` names (through
+    /// `subjects_start` and the subject index). Costs a read of each
+    /// counted reminder: the engine asks only for batches about to start.
+    async fn reminder_batches(&self, scope: &BatchScope) -> Result<Vec<ReminderBatch>>;
+
+    /// Up to `limit` pending timers of one batch (`tenant`'s subject, bit and
+    /// due time), in id order after `after`: what the engine starts early.
+    /// Walks the subject index from `after`.
+    async fn batch_due(
+        &self,
+        tenant: TenantId,
+        subject_id: &str,
+        bit: u8,
+        due_at: i64,
+        after: Option<TimerId>,
+        limit: usize,
+    ) -> Result<Vec<DueEntry>>;
 }
 
 /// The statements both backends run ([`crate::shared_sql::Statement`]).
@@ -166,7 +237,8 @@ pub(crate) mod sql {
 
     pub(crate) const UPDATE_SUBJECT: Statement = statement!(
         "UPDATE subjects \
-         SET start_at = $3, title = $4, data = $5, updated_at = $6 \
+         SET start_at = $3, title = $4, data = $5, updated_at = $6, \
+             early_window_ms = $7, send_late = $8 \
          WHERE tenant_id = $1 AND subject_id = $2"
     );
     pub(crate) const STORE_BITS: Statement = statement!(

@@ -348,8 +348,9 @@ pub enum CompletionOutcome {
         reason: DeferReason,
     },
     /// Not sent, and never will be: the recipient's directory entry has no
-    /// address for the channel's type, or the recipient opted out. The timer
-    /// becomes `failed`; nothing reached a provider.
+    /// address for the channel's type, the recipient opted out, or the
+    /// reminder's subject has started (`expired`). The timer becomes
+    /// `failed`; nothing reached a provider. The send log's outcome says which.
     Unsendable(Unsendable),
     /// Written by [`crate::TimerStore::resolve_in_doubt`] only: the node sending it
     /// died before recording an outcome, on a channel configured
@@ -368,6 +369,10 @@ pub enum Unsendable {
     TemplateError,
     /// Over a frequency cap of the recipient (`[[caps]]`; the error names it).
     Capped,
+    /// A reminder still unsent when its subject started: worth nothing now
+    /// (issue 39 §4). Decided when it comes to be sent; a subject or a
+    /// subscription that says `send_late` never expires.
+    Expired,
 }
 
 /// Why a delivery was deferred.
@@ -406,6 +411,7 @@ impl CompletionOutcome {
                 reason: DeferReason::Capped,
                 ..
             } => "cap_deferred",
+            CompletionOutcome::Unsendable(Unsendable::Expired) => "expired",
             CompletionOutcome::InDoubt => "in_doubt",
         }
     }

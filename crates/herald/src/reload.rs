@@ -161,7 +161,7 @@ fn is_live(key: &str, channels: &BTreeSet<&str>) -> bool {
         "engine" => ENGINE_LIVE_KEYS.contains(&first),
         "jobs" => JOBS_LIVE_KEYS.contains(&first),
         "retention" => true,
-        "reminders" => first == "merge_window_ms",
+        "reminders" => matches!(first, "merge_window_ms" | "early_window_ms"),
         "channels" => match rest.split_once('.') {
             Some((name, k)) => {
                 let k = k.split('.').next().unwrap_or(k);

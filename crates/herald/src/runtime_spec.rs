@@ -13,6 +13,14 @@ pub fn engine_config(cfg: &Config) -> EngineConfig {
         merge_window_ms: cfg.reminders.merge_window_ms,
         reminder_templates: cfg.reminders.template_refs(),
         reminder_timezone: cfg.reminders.timezone.clone(),
+        early_window_ms: cfg.reminders.early_window_ms,
+        max_lead_ms: cfg
+            .reminders
+            .leads()
+            .minutes()
+            .iter()
+            .max()
+            .map_or(0, |&m| i64::from(m) * 60_000),
         campaign: cfg.jobs.clone(),
         retention: cfg.retention.clone(),
         ..cfg.engine.clone()

@@ -1453,6 +1453,43 @@ export interface components {
             /** Format: int64 */
             window_ms?: number | null;
         };
+        /**
+         * @description When one batch of the subject's pending reminders (one channel type and
+         *     lead, on one channel, due at one instant) goes out (issue 39 §4).
+         */
+        EarlyStartJson: {
+            /** Format: int32 */
+            bit: number;
+            /** @description The channel they are sent on. */
+            channel: string;
+            channel_type?: string | null;
+            /**
+             * Format: int64
+             * @description Reminders still pending in the batch.
+             */
+            count: number;
+            /** @description When the last should have gone at the channel's rate. */
+            done_by: string;
+            /** @description When they fall due (the subject's start less the lead). */
+            due_at: string;
+            /**
+             * Format: int64
+             * @description The early window the plan allowed (ms).
+             */
+            early_window_ms: number;
+            /**
+             * @description Whether that is by `due_at`; `false` when the early window is too
+             *     short (the rest lands late, or expires at the subject's start).
+             */
+            fits: boolean;
+            /** Format: int32 */
+            lead_minutes?: number | null;
+            /**
+             * @description When the first may go: before `due_at` when the batch cannot be
+             *     sent by then at the channel's `rate_per_sec`.
+             */
+            start_at: string;
+        };
         EntryJson: {
             at: string;
             /**
@@ -1544,11 +1581,13 @@ export interface components {
             /** Format: int64 */
             deadline_secs?: number | null;
             follow_up?: null | components["schemas"]["FollowUpBody"];
-            message: Record<string, unknown>;
+            /** @description The message in the channel provider's shape; give this or `template`. */
+            message?: Record<string, unknown> | null;
             /** Format: int64 */
             priority?: number | null;
             /** Format: int64 */
             segment_size?: number | null;
+            template?: null | components["schemas"]["TemplateUse"];
             to?: null | components["schemas"]["CampaignTo"];
             /** @description What the message is about, for subscribers' topic opt-outs. */
             topic?: string | null;
@@ -1871,6 +1910,11 @@ export interface components {
             channel_type: "app" | "email" | "sms" | "wechat" | "wecom";
             /** @description One of the node's `reminders.leads_minutes`. */
             lead_minutes: number;
+            /**
+             * @description Send this reminder even after its subject started; by default one
+             *     still unsent at the start ends `expired`.
+             */
+            send_late?: boolean | null;
             subject_id: string;
             user_id: string;
         };
@@ -1894,6 +1938,8 @@ export interface components {
             fire_at: string;
             /** Format: int64 */
             lead_minutes: number;
+            /** @description Sent even after its subject started (never `expired`). */
+            send_late: boolean;
             state: string;
             subject_id: string;
             /** Format: int64 */
@@ -1947,7 +1993,7 @@ export interface components {
             job?: number | null;
             /**
              * @description `delivered`, `retry`, `failed`, `dead`, `throttled`, `deferred`,
-             *     `no_address`, `opted_out` (timers); `delivered`, `retry`, `failed` (campaigns).
+             *     `no_address`, `opted_out`, `expired` (timers); `delivered`, `retry`, `failed` (campaigns).
              */
             outcome?: string | null;
             /**
@@ -1989,6 +2035,7 @@ export interface components {
         /** @description The routing of a job or rule in an answer. */
         RoutingJson: {
             critical?: boolean;
+            template?: null | components["schemas"]["TemplateRef"];
             to?: null | components["schemas"]["ToTypeJson"];
             topic?: string | null;
         };
@@ -2000,11 +2047,13 @@ export interface components {
             critical?: boolean | null;
             /** Format: int64 */
             deadline_secs?: number | null;
-            message: Record<string, unknown>;
+            /** @description The message in the channel provider's shape; give this or `template`. */
+            message?: Record<string, unknown> | null;
             name: string;
             /** Format: int64 */
             priority?: number | null;
             schedule: Record<string, unknown>;
+            template?: null | components["schemas"]["TemplateUse"];
             to?: null | components["schemas"]["CampaignTo"];
             /** @description What the message is about, for subscribers' topic opt-outs. */
             topic?: string | null;
@@ -2117,22 +2166,49 @@ export interface components {
         };
         SubjectBody: {
             data?: Record<string, unknown> | null;
+            /**
+             * Format: int64
+             * @description How far before their due time this subject's reminders may start
+             *     when a burst cannot be sent in time at the channel's rate, 0 to
+             *     3,600,000 ms; absent or `null` takes `[reminders] early_window_ms`.
+             */
+            early_window_ms?: number | null;
+            /**
+             * @description Send its reminders even after it started; by default one still
+             *     unsent at the start ends `expired`.
+             */
+            send_late?: boolean | null;
             /** Format: date-time */
             start_at: string;
             title?: string | null;
         };
         /**
-         * @description `GET /v1/subjects/{id}`: the subject, its counts, and its reminders by
-         *     channel type and lead.
+         * @description `GET /v1/subjects/{id}`: the subject, its counts, its reminders by
+         *     channel type and lead, and when its pending reminders go out.
          */
         SubjectDetailJson: components["schemas"]["SubjectJson"] & components["schemas"]["CountsJson"] & {
+            /**
+             * @description The plan of its pending reminders, per channel type, lead, channel
+             *     and due time: how many, and when they start. While they are about
+             *     to fall due this is the plan the engine follows; before, a preview
+             *     counted at this request (every pending reminder of the subject is
+             *     read).
+             */
+            early_start: components["schemas"]["EarlyStartJson"][];
             reminders_by: components["schemas"]["ReminderGroupJson"][];
         };
         SubjectJson: {
             cancelled_reminders?: number | null;
             created_at: string;
             data?: Record<string, unknown> | null;
+            /**
+             * Format: int64
+             * @description Its own early window (ms), `null` when it takes the configured one.
+             */
+            early_window_ms?: number | null;
             moved_reminders?: number | null;
+            /** @description Its reminders go out even after it started (never `expired`). */
+            send_late: boolean;
             start_at: string;
             subject_id: string;
             title?: string | null;
@@ -2332,6 +2408,15 @@ export interface components {
             /** Format: int32 */
             version: number;
         };
+        /** @description A template reference as timers, reminders, jobs and rules give it. */
+        TemplateRef: {
+            name: string;
+            /**
+             * Format: int32
+             * @description Pinned version; unset, the latest version when the message is sent.
+             */
+            version?: number | null;
+        };
         /**
          * @description `template` of a timer: which template (its latest version when the timer
          *     fires, unless one is pinned) and the data it renders with.
@@ -2383,6 +2468,7 @@ export interface components {
             priority: number;
             recipient: string;
             state: string;
+            template?: null | components["schemas"]["TemplateRef"];
             to?: null | components["schemas"]["ToJson"];
             topic?: string | null;
             /** @description The W3C trace context the timer was created under, when there was one. */

@@ -83,14 +83,15 @@ struct Compiled {
     default_parts: BTreeSet<PartKey>,
 }
 
-/// What a caller may ask of a stored version before using it.
+/// What a caller may ask of a stored version before using it (borrowed:
+/// a subscribe checks it for every reminder).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VersionInfo {
+pub struct VersionInfo<'a> {
     pub version: u32,
     /// Variables the sender's data must give.
-    pub variables: BTreeSet<String>,
+    pub variables: &'a BTreeSet<String>,
     /// Parts of the `default` variant: every locale falls back to it.
-    pub default_parts: BTreeSet<PartKey>,
+    pub default_parts: &'a BTreeSet<PartKey>,
 }
 
 /// Every compiled template version a node can render from.
@@ -288,12 +289,12 @@ impl Library {
     }
 
     /// The version `r` names (its latest when unpinned), if stored.
-    pub fn info(&self, tenant: TenantId, r: &TemplateRef) -> Result<VersionInfo, RenderError> {
+    pub fn info(&self, tenant: TenantId, r: &TemplateRef) -> Result<VersionInfo<'_>, RenderError> {
         let (version, c) = self.compiled(tenant, r)?;
         Ok(VersionInfo {
             version,
-            variables: c.variables.clone(),
-            default_parts: c.default_parts.clone(),
+            variables: &c.variables,
+            default_parts: &c.default_parts,
         })
     }
 

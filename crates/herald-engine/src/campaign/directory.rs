@@ -133,6 +133,13 @@ impl Directory {
             }
         }
         Ok(())
+    /// `user_id`'s directory entry, if they have one.
+    pub fn profile(
+        &self,
+        job: &JobRecord,
+        user_id: &str,
+    ) -> Option<&herald_core::subscriber::Profile> {
+        self.profiles.get(&job.tenant)?.get(user_id)
     }
 
     /// Where `user_id`'s copy of `job` goes at `now_ms`.

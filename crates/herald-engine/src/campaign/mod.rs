@@ -135,6 +135,8 @@ pub(crate) struct Shared {
         herald_store::SegmentWrite,
         herald_store::LeaseCheck,
     >,
+    /// The templates a job's messages are rendered from (the node's own).
+    pub templates: Arc<crate::templates::Templates>,
 }
 
 impl Shared {

@@ -645,6 +645,7 @@ mod tests {
             plan: Default::default(),
             sweep: Default::default(),
             writes: Default::default(),
+            templates: Default::default(),
         }))
     }
 

@@ -705,7 +705,14 @@ async fn send_group(
         mut fanned,
         outgoing,
         skip_channel_quiet,
-    } = prepare(rt, job, dir, group, sh.clock.now_ms());
+    } = prepare(
+        rt,
+        job,
+        dir,
+        Some(&sh.templates.library()),
+        group,
+        sh.clock.now_ms(),
+    );
     if outgoing.is_empty() {
         return out;
     }
@@ -749,9 +756,19 @@ fn prepare(
     rt: &ChannelRuntime,
     job: &JobRecord,
     dir: Option<&Directory>,
+    library: Option<&herald_core::template::Library>,
     group: Vec<(u64, String, u32)>,
     resolved_at: i64,
 ) -> Prepared {
+    // A job that names a template renders each recipient's message, in
+    // their locale and zone when the audience is user ids; its stored
+    // message is the template's data.
+    let template = Routing::parse(job.routing.as_deref()).template;
+    let part = herald_core::template::PartKey::for_type(rt.channel().kind().channel_type());
+    let data = || match serde_json::from_str::<serde_json::Value>(&job.message) {
+        Ok(serde_json::Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
+    };
     let mut out: Vec<Sent> = Vec::new();
     let mut deliveries = Vec::with_capacity(group.len());
     let mut fanned: Vec<Fanned> = Vec::new();
@@ -771,6 +788,20 @@ fn prepare(
             out.push(settle(idx, recipient, error));
             continue;
         }
+        let message = match (&template, library) {
+            (Some(r), Some(lib)) => {
+                let profile = dir.and_then(|d| d.profile(job, &recipient));
+                match crate::timers::render::with_data(lib, job.tenant, r, data(), part, profile) {
+                    Ok(m) => m,
+                    Err(e) => {
+                        rt.metrics.template_error.increment(1);
+                        out.push(settle(idx, recipient, format!("template_error: {e}")));
+                        continue;
+                    }
+                }
+            }
+            _ => job.message.clone(),
+        };
         let delivery = Delivery {
             timer_id: job.id,
             kind: TimerKind::Job,
@@ -778,7 +809,7 @@ fn prepare(
             fired_at: 0,
             attempt,
             recipient: recipient.clone(),
-            message: job.message.clone(),
+            message,
             idempotency_key: job_recipient_key(job.id, idx),
             traceparent: job.traceparent.clone(),
         };
@@ -860,6 +891,8 @@ fn address(
                 Unsendable::OptedOut => rt.metrics.opted_out.increment(1),
                 Unsendable::TemplateError => rt.metrics.template_error.increment(1),
                 Unsendable::Capped => rt.metrics.capped.increment(1),
+                // Only reminders expire.
+                Unsendable::Expired => rt.metrics.expired.increment(1),
             }
             Addressed::Settled(CompletionOutcome::Unsendable(why).as_str().into())
         }
@@ -1317,7 +1350,7 @@ mod tests {
         let rig = Rig::new(EngineConfig::default()).await;
         let rt = rig.pipe.channels[CHANNEL].clone();
         let group = vec![(3, String::new(), 1), (4, "a@example.com".into(), 2)];
-        let p = prepare(&rt, &job(None), None, group, T0);
+        let p = prepare(&rt, &job(None), None, None, group, T0);
         assert_eq!(p.settled.len(), 1);
         let (index, Ok(settled)) = &p.settled[0] else {
             panic!("settled without a send");
@@ -1342,6 +1375,7 @@ mod tests {
         let critical = prepare(
             &rt,
             &job(Some(r#"{"critical":true}"#)),
+            None,
             None,
             Vec::new(),
             T0,

@@ -58,6 +58,9 @@ pub(crate) struct Job {
     /// batch, on a channel that skips in-doubt sends: the send goes without
     /// a write of its own ([`crate::timers::marker`]).
     pub marked: bool,
+    /// When it is no longer worth sending: a reminder's subject start
+    /// (`herald_core::early::expiry`); `None` for everything else.
+    pub expires_at: Option<i64>,
 }
 
 /// A timer riding along in another timer's delivery (a merged reminder, a

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use herald_channels::InDoubt;
 use herald_channels::{ChannelKind, Delivery, QuietPolicy, SendOutcome};
-use herald_core::TenantId;
+use herald_core::{TenantId, early};
 use herald_store::{Applied, CompletionOutcome, DeferReason, FiringMark, Unsendable};
 use tokio::sync::mpsc;
 
@@ -166,7 +166,13 @@ impl ChannelWorker {
         } else {
             rt.quiet_until(started)
         };
-        let decision = decide(&job.route, channel_quiet);
+        // A reminder whose subject started meanwhile (waiting for the rate,
+        // say) is not sent: it ends `expired` (issue 39 §4).
+        let decision = if early::is_expired(started, job.expires_at) {
+            Decision::Unsendable(Unsendable::Expired)
+        } else {
+            decide(&job.route, channel_quiet)
+        };
         // A channel that skips in-doubt sends marks the timer firing first:
         // if this node dies before recording the outcome, the timer is left
         // in doubt instead of firing again. Only when something is sent, and
@@ -216,7 +222,8 @@ impl ChannelWorker {
     /// provider's pause or the rate.
     async fn admit(&self, job: &Job) -> Admission {
         let (p, rt) = (&*self.pipe, &*self.rt);
-        let sends = !matches!(job.route, Route::Unsendable(_) | Route::Quiet { .. });
+        let expired = early::is_expired(p.clock.now_ms(), job.expires_at);
+        let sends = !expired && !matches!(job.route, Route::Unsendable(_) | Route::Quiet { .. });
         if sends {
             tokio::select! {
                 _ = rt.wait_for_rate(p.clock.as_ref()) => {}
@@ -255,6 +262,9 @@ impl ChannelWorker {
                     }
                     Unsendable::TemplateError => "the message's template could not be rendered",
                     Unsendable::Capped => "over a frequency cap of the recipient",
+                    Unsendable::Expired => {
+                        "expired: the subject started before the reminder could be sent"
+                    }
                 };
                 let detail = Detail {
                     error: Some(error.to_string()),
@@ -329,6 +339,7 @@ impl ChannelWorker {
                 rt.metrics.template_error.increment(1)
             }
             CompletionOutcome::Unsendable(Unsendable::Capped) => rt.metrics.capped.increment(1),
+            CompletionOutcome::Unsendable(Unsendable::Expired) => rt.metrics.expired.increment(1),
             // Only the store's resolution of a stopped node's sends says so.
             CompletionOutcome::InDoubt => {}
         }

@@ -204,6 +204,38 @@ impl Engine {
         &self.inner.pipe.store
     }
 
+    /// The early-start plan of a subject's pending reminders, one entry per
+    /// (bit, channel, due time) (issue 39 §4). While its batches are about
+    /// to fall due this is the plan the engine follows (every subject due at
+    /// the same instant on a channel counted together); before that, a
+    /// preview counted now from the store, this subject's batches alone, at
+    /// the channels' rates and its (or the configured) early window. The
+    /// preview reads each pending reminder of the subject once.
+    pub async fn reminder_plan(
+        &self,
+        tenant: herald_core::TenantId,
+        subject_id: &str,
+    ) -> Result<Vec<crate::timers::early::EarlyPlan>, herald_store::StoreError> {
+        let pipe = &*self.inner.pipe;
+        let planned = pipe.early.of_subject(tenant, subject_id);
+        if !planned.is_empty() {
+            return Ok(planned);
+        }
+        let batches = pipe
+            .store
+            .reminder_batches(&herald_store::BatchScope::Subject {
+                tenant,
+                subject_id: subject_id.to_string(),
+            })
+            .await?;
+        let window = pipe.cfg.get().early_window_ms;
+        Ok(crate::timers::early::plan(
+            &batches,
+            |c| crate::timers::early::rate_of(pipe, c),
+            window,
+        ))
+    }
+
     /// Every channel's state for `GET /v1/channels`, by name. Rates are left
     /// to the caller, who samples [`ChannelStatus::outcomes`] over time.
     pub async fn channel_statuses(&self) -> Vec<ChannelStatus> {

@@ -27,7 +27,7 @@ use crate::retention;
 use crate::timers::completer::{self, Finished};
 use crate::timers::pipeline::Pipeline;
 use crate::timers::writer::{self, WriteRequest};
-use crate::timers::{driver, fetcher, loader};
+use crate::timers::{driver, early, fetcher, loader};
 
 /// A value the first run of a supervised loop takes; restarts find `None`.
 fn take_once<T>(value: T) -> Arc<parking_lot::Mutex<Option<T>>> {
@@ -167,6 +167,10 @@ async fn spawn_timer_path(loops: &Arc<Loops>, pipe: &Arc<Pipeline>) -> TimerPath
         let pipe = pipe.clone();
         move || driver::Driver::new(pipe.clone()).run().boxed()
     }));
+    tasks.push(loops.spawn("early", Restart::Yes, {
+        let pipe = pipe.clone();
+        move || early::Planner::new(pipe.clone()).run().boxed()
+    }));
     let rescan = Arc::new(loader::Rescan::default());
     let listener = spawn_listener(loops, pipe, &rescan).await;
     // A store other processes write needs the loader's periodic re-scan.
@@ -259,6 +263,7 @@ fn spawn_campaigns(
         plan: Default::default(),
         sweep: Default::default(),
         writes: Default::default(),
+        templates: pipe.templates.clone(),
     });
     let tasks = campaign::spawn(campaign.clone(), loops);
     (campaign, tasks)

@@ -182,6 +182,8 @@ pub(crate) struct ChannelMetrics {
     pub template_error: Counter,
     /// Over a frequency cap (`[[caps]]`): final, no send.
     pub capped: Counter,
+    /// Reminders whose subject started before they could be sent.
+    pub expired: Counter,
     pub duration: Histogram,
 }
 
@@ -198,6 +200,7 @@ impl ChannelMetrics {
             opted_out: c("opted_out"),
             template_error: c("template_error"),
             capped: c("capped"),
+            expired: c("expired"),
             duration: histogram!(DELIVERY_DURATION, "channel" => channel.to_string()),
         }
     }

@@ -82,6 +82,9 @@ pub(crate) struct Group {
     pub bundle: Bundle,
     /// The composed message (JSON text).
     pub message: String,
+    /// For reminders: when the delivery expires unsent
+    /// ([`herald_core::early::expiry`] over its reminders' subjects).
+    pub expires_at: Option<i64>,
 }
 
 /// Builds the deliveries for a batch of fetched reminder and digest rows.
@@ -147,6 +150,9 @@ pub(crate) async fn plan(
             Bundle::Reminder { .. } => reminders::compose(&g.primary, &g.members, &subjects),
             Bundle::Digest { key, .. } => compose_digest(key, &g.primary, &g.members),
         };
+        if matches!(g.bundle, Bundle::Reminder { .. }) {
+            g.expires_at = reminders::expires_at(&g.primary, &g.members, &subjects);
+        }
     }
     Ok(groups)
 }
@@ -252,6 +258,7 @@ pub(crate) fn group_rows(mut rows: Vec<(Bundle, TimerRecord)>, merge_window_ms: 
             members: Vec::new(),
             bundle,
             message: String::new(),
+            expires_at: None,
         });
     }
     groups

@@ -218,6 +218,11 @@ impl Fetcher {
             }
             return FetchPass::StoreFailed;
         };
+        // When each reminder delivery expires unsent, by its own timer.
+        let expiries: HashMap<TimerId, i64> = groups
+            .iter()
+            .filter_map(|g| Some((g.primary.id, g.expires_at?)))
+            .collect();
         let jobs =
             plain
                 .into_iter()
@@ -234,7 +239,7 @@ impl Fetcher {
                     let reminder = matches!(g.bundle, Bundle::Reminder { .. });
                     (g.primary, members, Some((g.message, reminder)))
                 }));
-        let ahead = self.queue_jobs(jobs.zip(who).zip(capped), &profiles, &mut stale);
+        let ahead = self.queue_jobs(jobs.zip(who).zip(capped), &profiles, &expiries, &mut stale);
         if !ahead.is_empty() {
             // The next pass does not wait for this one's mark: passes that
             // come while it commits are marked together in the next write.
@@ -411,6 +416,7 @@ impl Fetcher {
         &self,
         jobs: impl Iterator<Item = ((Routed, Option<Addressee>), Option<(String, i64)>)>,
         profiles: &Profiles,
+        expiries: &HashMap<TimerId, i64>,
         stale: &mut Vec<TimerId>,
     ) -> Vec<(Job, Arc<ChannelRuntime>)> {
         let p = &*self.pipe;
@@ -465,6 +471,7 @@ impl Fetcher {
                 series_base: row.attempt_base,
                 route,
                 marked: false,
+                expires_at: expiries.get(&row.id).copied(),
             };
             if let Some((cap, free_at)) = capped {
                 let defer = reminder && caps::defers(&cfg.caps, &cap);

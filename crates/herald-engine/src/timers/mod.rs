@@ -14,6 +14,8 @@
 pub(crate) mod bundles;
 pub(crate) mod completer;
 pub(crate) mod driver;
+pub(crate) mod early;
+pub(crate) mod early_plans;
 pub(crate) mod fair;
 pub(crate) mod fetcher;
 pub(crate) mod flight;

@@ -60,6 +60,8 @@ pub(crate) struct Pipeline {
     pub stall: Mutex<StallWatch>,
     /// The compiled templates messages are rendered from.
     pub templates: Arc<crate::templates::Templates>,
+    /// The early starts planned for bursts of reminders ([`crate::timers::early`]).
+    pub early: crate::timers::early_plans::Plans,
 }
 
 impl Pipeline {
@@ -101,6 +103,7 @@ impl Pipeline {
             marker: Marker::default(),
             stall: Mutex::new(StallWatch::default()),
             templates: Arc::default(),
+            early: Default::default(),
             store,
             clock,
             cfg: Tuned::new(cfg),

@@ -46,6 +46,28 @@ pub(crate) fn stored_field(message: &str, field: &str) -> Option<String> {
     v.get(field)?.as_str().map(str::to_string)
 }
 
+/// When a delivery of `primary` and `members` expires unsent: the latest
+/// start among their subjects, unless a subject or a subscription says
+/// `send_late` or a subject is gone ([`herald_core::early::expiry`]).
+pub(crate) fn expires_at(
+    primary: &TimerRecord,
+    members: &[TimerRecord],
+    subjects: &Subjects<'_>,
+) -> Option<i64> {
+    herald_core::early::expiry(std::iter::once(primary).chain(members).map(|t| {
+        let subject = stored_field(&t.message, "subject_id")
+            .and_then(|id| subjects.get(&(t.tenant, id.as_str())).copied());
+        let own_late = serde_json::from_str::<Value>(&t.message)
+            .ok()
+            .and_then(|m| m.get("send_late").and_then(Value::as_bool))
+            .unwrap_or(false);
+        match subject {
+            Some(s) => (Some(s.start_at), t.due_at, own_late || s.timing.send_late),
+            None => (None, t.due_at, own_late),
+        }
+    }))
+}
+
 /// One reminder as the recipient sees it: what was stored at subscription
 /// (user, subject id, channel type, lead) plus the subject as it is now.
 fn item(t: &TimerRecord, subjects: &Subjects<'_>) -> Map<String, Value> {
@@ -146,6 +168,7 @@ mod tests {
             start_at: 0,
             title: Some(title.into()),
             data: None,
+            timing: Default::default(),
             created_at: 0,
             updated_at: 0,
         };
@@ -176,6 +199,7 @@ mod tests {
             start_at: start,
             title: Some(title.into()),
             data: Some(r#"{"shop":7}"#.into()),
+            timing: Default::default(),
             created_at: 0,
             updated_at: 0,
         };

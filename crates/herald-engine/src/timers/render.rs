@@ -57,10 +57,27 @@ fn timer(
     lib: &Library,
     row: &TimerRecord,
     r: &TemplateRef,
-    mut ctx: Map<String, Value>,
+    ctx: Map<String, Value>,
     part: PartKey,
     profile: Option<&Profile>,
 ) -> Message {
+    match with_data(lib, row.tenant, r, ctx, part, profile) {
+        Ok(m) => Message::Text(m),
+        Err(e) => Message::Failed(e),
+    }
+}
+
+/// Renders `r` with the sender's `data` for a reader with `profile` (its
+/// locale picks the variant, its time zone the filters' zone): a timer's
+/// message, or one recipient's of a job.
+pub(crate) fn with_data(
+    lib: &Library,
+    tenant: herald_core::TenantId,
+    r: &TemplateRef,
+    mut ctx: Map<String, Value>,
+    part: PartKey,
+    profile: Option<&Profile>,
+) -> Result<String, String> {
     let locale = profile.and_then(|p| p.locale.clone());
     let tz = profile.and_then(|p| p.timezone.clone());
     ctx.entry("timezone")
@@ -71,7 +88,9 @@ fn timer(
             .and_then(Value::as_str)
             .map(str::to_string)
     });
-    render(lib, row, r, part, locale.as_deref(), &Value::Object(ctx))
+    lib.render(tenant, r, part, locale.as_deref(), &Value::Object(ctx))
+        .map(|out| out.message.to_string())
+        .map_err(|e| e.to_string())
 }
 
 fn reminder(

@@ -288,10 +288,52 @@ fn content(
             Ok((m.get().to_string(), None))
         }
         (None, Some(t)) => {
-            let r = check_template_use(&t, kind, cx)?;
+            let r = check_template_use(&t, kind, cx.tenant, &cx.templates)?;
             let data = match &t.data {
                 Some(d) => {
                     check_stored_object("template.data", d)?;
+                    d.get().to_string()
+                }
+                None => "{}".to_string(),
+            };
+            Ok((data, Some(r)))
+        }
+    }
+}
+
+/// A job's or rule's `message` or `template`, as [`content`] checks a
+/// timer's: the stored message (the template's data for a template) and
+/// the template it names.
+pub(crate) fn campaign_content(
+    message: Option<&RawValue>,
+    template: Option<TemplateUse>,
+    kind: Option<ChannelKind>,
+    tenant: TenantId,
+    templates: &Library,
+) -> Result<(String, Option<TemplateRef>), ApiError> {
+    match (message, template) {
+        (Some(_), Some(_)) => Err(ApiError::field(
+            "template",
+            "invalid_field",
+            "give either message or template, not both",
+        )),
+        (None, None) => Err(ApiError::field(
+            "message",
+            "missing_field",
+            "give message (the provider's shape) or template (a stored template's name)",
+        )),
+        (Some(m), None) => {
+            crate::http::fields::check_message(m)?;
+            if let Some(kind) = kind {
+                check_shape(kind, "message", m)?;
+            }
+            Ok((m.get().to_string(), None))
+        }
+        (None, Some(t)) => {
+            let r = check_template_use(&t, kind, tenant, templates)?;
+            let data = match &t.data {
+                Some(d) => {
+                    crate::http::fields::check_message_at("template.data", d)?;
                     d.get().to_string()
                 }
                 None => "{}".to_string(),
@@ -321,7 +363,8 @@ pub(crate) fn check_shape(kind: ChannelKind, field: &str, m: &RawValue) -> Resul
 pub(crate) fn check_template_use(
     t: &TemplateUse,
     kind: Option<ChannelKind>,
-    cx: &Context<'_>,
+    tenant: TenantId,
+    templates: &Library,
 ) -> Result<TemplateRef, ApiError> {
     herald_core::template::check_name(&t.name)
         .map_err(|e| ApiError::field("template.name", "invalid_field", e))?;
@@ -329,7 +372,7 @@ pub(crate) fn check_template_use(
         name: t.name.clone(),
         version: t.version,
     };
-    let info = cx.templates.info(cx.tenant, &r).map_err(|e| {
+    let info = templates.info(tenant, &r).map_err(|e| {
         let field = if t.version.is_some() {
             "template.version"
         } else {
@@ -380,7 +423,10 @@ pub(crate) fn check_template_use(
 }
 
 /// `routing` (stored text) with the template reference added.
-fn with_template(routing: Option<String>, template: Option<TemplateRef>) -> Option<String> {
+pub(crate) fn with_template(
+    routing: Option<String>,
+    template: Option<TemplateRef>,
+) -> Option<String> {
     let Some(template) = template else {
         return routing;
     };

@@ -39,7 +39,8 @@ use crate::api::channels::{
     ChannelJson, ChannelList, PauseBody, PausedJson, RecalledJson, TokenJson,
 };
 use crate::api::reminders::subjects::{
-    CountsJson, ReminderGroupJson, SubjectDetailJson, SubjectListJson, SubjectSummaryJson,
+    CountsJson, EarlyStartJson, ReminderGroupJson, SubjectDetailJson, SubjectListJson,
+    SubjectSummaryJson,
 };
 use crate::api::reminders::{
     ReminderBody, ReminderJson, RemindersCancelledJson, SlotJson, SubjectBody, SubjectJson,
@@ -156,6 +157,7 @@ pub fn collect(all: &mut Vec<(String, RefOr<Schema>)>) {
     add::<SubjectDetailJson>(all);
     add::<CountsJson>(all);
     add::<ReminderGroupJson>(all);
+    add::<EarlyStartJson>(all);
     // Subscribers.
     add::<Profile>(all);
     add::<SubscriberPatch>(all);
@@ -173,6 +175,7 @@ pub fn collect(all: &mut Vec<(String, RefOr<Schema>)>) {
     add::<crate::api::templates::TemplatePreview>(all);
     add::<crate::api::templates::TemplatePreviewJson>(all);
     add::<crate::http::validate::TemplateUse>(all);
+    add::<herald_core::template::TemplateRef>(all);
     // Campaigns: audiences, rules, schedules, jobs.
     add::<AudienceJson>(all);
     add::<AudienceList>(all);

@@ -128,6 +128,8 @@ faulty! { ReminderStore:
     fn subject_summary(tenant: TenantId, subject_id: &str, cap: u64) -> Result<Option<herald_store::SubjectSummary>>;
     fn user_reminders(tenant: TenantId, user_id: &str, limit: usize) -> Result<Vec<ReminderTimer>>;
     fn pending_reminders(probes: &[MergeProbe]) -> Result<Vec<TimerRecord>>;
+    fn reminder_batches(scope: &BatchScope) -> Result<Vec<ReminderBatch>>;
+    fn batch_due(tenant: TenantId, subject_id: &str, bit: u8, due_at: i64, after: Option<TimerId>, limit: usize) -> Result<Vec<DueEntry>>;
 }
 
 faulty! { ProviderStore:

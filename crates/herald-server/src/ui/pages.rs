@@ -34,6 +34,10 @@ pub const PAGES: &[Page] = &[
         title: "Reminders",
     },
     Page {
+        id: "templates",
+        title: "Templates",
+    },
+    Page {
         id: "rules",
         title: "Rules",
     },

@@ -40,7 +40,8 @@ pub(crate) use delivery_cols;
 macro_rules! subject_cols {
     ($($t:literal)?) => {
         $crate::model::columns!($($t)?;
-            "tenant_id", "subject_id", "start_at", "title", "data", "created_at", "updated_at")
+            "tenant_id", "subject_id", "start_at", "title", "data", "created_at", "updated_at",
+            "early_window_ms", "send_late")
     };
 }
 pub(crate) use subject_cols;
@@ -146,6 +147,27 @@ impl Decode for SubjectRecord {
             data: r.opt_string("subjects.data")?,
             created_at: r.int("subjects.created_at")?,
             updated_at: r.int("subjects.updated_at")?,
+            timing: crate::SubjectTiming {
+                early_window_ms: r.opt_int("subjects.early_window_ms")?,
+                send_late: r.flag("subjects.send_late")?,
+            },
+        })
+    }
+}
+
+/// A counted batch: `tenant_id, subject_id, start_at, early_window_ms, bit,
+/// channel, due_at, count(*)`.
+impl Decode for crate::ReminderBatch {
+    fn decode<R: Columns + ?Sized>(r: &mut Reader<'_, R>) -> Result<Self> {
+        Ok(crate::ReminderBatch {
+            tenant: r.tenant("subjects.tenant_id")?,
+            subject_id: r.string("subjects.subject_id")?,
+            start_at: r.int("subjects.start_at")?,
+            early_window_ms: r.opt_int("subjects.early_window_ms")?,
+            bit: r.narrow("reminder_timers.bit")?,
+            channel: r.string("timers.channel")?,
+            due_at: r.int("timers.due_at")?,
+            count: r.narrow("count(*)")?,
         })
     }
 }

@@ -903,6 +903,31 @@ impl ReminderStore for PgStore {
         })
         .await
     }
+
+    async fn reminder_batches(
+        &self,
+        scope: &crate::BatchScope,
+    ) -> Result<Vec<crate::ReminderBatch>> {
+        self.within("reminder_batches", async move {
+            reminders::reminder_batches(self, scope).await
+        })
+        .await
+    }
+
+    async fn batch_due(
+        &self,
+        tenant: TenantId,
+        subject_id: &str,
+        bit: u8,
+        due_at: i64,
+        after: Option<TimerId>,
+        limit: usize,
+    ) -> Result<Vec<crate::DueEntry>> {
+        self.within("batch_due", async move {
+            reminders::batch_due(self, tenant, subject_id, bit, due_at, after, limit).await
+        })
+        .await
+    }
 }
 
 #[async_trait]

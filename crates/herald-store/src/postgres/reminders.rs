@@ -59,8 +59,9 @@ const LOCK_SUBJECT: &str = concat!(
     " FROM subjects WHERE tenant_id = $1 AND subject_id = $2 FOR UPDATE"
 );
 const CREATE_SUBJECT: &str = "INSERT INTO subjects \
-    (tenant_id, subject_id, start_at, title, data, created_at, updated_at) \
-    VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (tenant_id, subject_id) DO NOTHING";
+    (tenant_id, subject_id, start_at, title, data, created_at, updated_at, early_window_ms, \
+     send_late) \
+    VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8) ON CONFLICT (tenant_id, subject_id) DO NOTHING";
 // The statements that touch a subject's (or a subscription's) timers hand them
 // to the update as an array, `id = ANY(ARRAY(...))`: the planner then looks each
 // one up by primary key. Given a join instead, it knows how many rows to expect
@@ -209,6 +210,8 @@ pub(super) async fn put_subject(tx: &Tx<'_>, put: &PutSubject) -> Result<WriteRe
                     &put.title,
                     &put.data,
                     &put.at,
+                    &put.timing.early_window_ms,
+                    &put.timing.send_late,
                 ],
             )
             .await
@@ -251,6 +254,8 @@ async fn update_subject(
             &put.title,
             &put.data,
             &put.at,
+            &put.timing.early_window_ms,
+            &put.timing.send_late,
         ],
     )
     .await
@@ -1017,6 +1022,109 @@ pub(super) async fn user_reminders(
         out.push(model::decode(&row)?);
     }
     Ok(out)
+}
+
+// Batches: the subjects about to start (`subjects_start`), each one's links
+// through its subject index (which includes the bit), each linked timer by
+// primary key: the `LATERAL ... OFFSET 0` pins that nested loop, which the
+// planner would otherwise trade for a hash against a scan of every timer
+// once a hot subject's links are a percent of them (as in `PENDING_REMINDERS`).
+const BATCH_COLS: &str = "s.tenant_id, s.subject_id, s.start_at, s.early_window_ms, r.bit, \
+    t.channel, t.due_at, count(*)";
+const BATCH_JOIN: &str = " JOIN reminder_timers AS r \
+        ON r.tenant_id = s.tenant_id AND r.subject_id = s.subject_id \
+    CROSS JOIN LATERAL ( \
+        SELECT channel, due_at FROM timers \
+        WHERE id = r.timer_id AND state = 0 AND kind = 'reminder' OFFSET 0 \
+    ) AS t";
+const BATCH_GROUP: &str = " GROUP BY s.tenant_id, s.subject_id, s.start_at, s.early_window_ms, \
+    r.bit, t.channel, t.due_at ORDER BY s.tenant_id, s.subject_id, r.bit, t.channel, t.due_at";
+// $1 starts from, $2 starts until, $3 due from, $4 due until.
+const BATCHES_DUE_WHERE: &str =
+    " WHERE s.start_at >= $1 AND s.start_at < $2 AND t.due_at >= $3 AND t.due_at < $4";
+// $1 tenant, $2 subject.
+const BATCHES_OF_SUBJECT_WHERE: &str = " WHERE s.tenant_id = $1 AND s.subject_id = $2";
+// $1 tenant, $2 subject, $3 bit, $4 due at, $5 after this timer id, $6 limit.
+const BATCH_DUE: &str = concat!(
+    "SELECT ",
+    due_cols!("t"),
+    " FROM reminder_timers AS r CROSS JOIN LATERAL ( \
+        SELECT * FROM timers WHERE id = r.timer_id AND state = 0 AND due_at = $4 OFFSET 0 \
+     ) AS t \
+     WHERE r.tenant_id = $1 AND r.subject_id = $2 AND r.timer_id > $5 AND r.bit = $3 \
+     ORDER BY r.timer_id LIMIT $6"
+);
+
+pub(super) async fn reminder_batches(
+    store: &PgStore,
+    scope: &crate::BatchScope,
+) -> Result<Vec<crate::ReminderBatch>> {
+    let client = store.client().await?;
+    let rows = match scope {
+        crate::BatchScope::Due {
+            starts_from,
+            starts_until,
+            due_from,
+            due_until,
+        } => {
+            let text = format!(
+                "SELECT {BATCH_COLS} FROM subjects AS s{BATCH_JOIN}{BATCHES_DUE_WHERE}{BATCH_GROUP}"
+            );
+            let stmt = client
+                .prepare_cached(&text)
+                .await
+                .ctx("preparing reminder batches")?;
+            client
+                .query(&stmt, &[starts_from, starts_until, due_from, due_until])
+                .await
+                .ctx("counting reminder batches")?
+        }
+        crate::BatchScope::Subject { tenant, subject_id } => {
+            let tenant = tenant_to_pg(*tenant)?;
+            let text = format!(
+                "SELECT {BATCH_COLS} FROM subjects AS s{BATCH_JOIN}{BATCHES_OF_SUBJECT_WHERE}{BATCH_GROUP}"
+            );
+            let stmt = client
+                .prepare_cached(&text)
+                .await
+                .ctx("preparing reminder batches")?;
+            client
+                .query(&stmt, &[&tenant, subject_id])
+                .await
+                .ctx("counting reminder batches")?
+        }
+    };
+    rows.iter().map(model::decode).collect()
+}
+
+pub(super) async fn batch_due(
+    store: &PgStore,
+    tenant: TenantId,
+    subject_id: &str,
+    bit: u8,
+    due_at: i64,
+    after: Option<i64>,
+    limit: usize,
+) -> Result<Vec<DueEntry>> {
+    let tenant = tenant_to_pg(tenant)?;
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(BATCH_DUE)
+        .await
+        .ctx("preparing batch_due")?;
+    let bit = i16::from(bit);
+    let after = after.unwrap_or(i64::MIN);
+    let limit = model::limit_to_db(limit);
+    client
+        .query(
+            &stmt,
+            &[&tenant, &subject_id, &bit, &due_at, &after, &limit],
+        )
+        .await
+        .ctx("reading a batch's timers")?
+        .iter()
+        .map(model::decode)
+        .collect()
 }
 
 pub(super) async fn pending_reminders(

@@ -606,6 +606,29 @@ impl ReminderStore for SqliteStore {
         self.read(move |c| reminders::pending_reminders(c, probes))
             .await
     }
+
+    async fn reminder_batches(
+        &self,
+        scope: &crate::BatchScope,
+    ) -> Result<Vec<crate::ReminderBatch>> {
+        let scope = scope.clone();
+        self.read(move |c| reminders::reminder_batches(c, &scope))
+            .await
+    }
+
+    async fn batch_due(
+        &self,
+        tenant: TenantId,
+        subject_id: &str,
+        bit: u8,
+        due_at: i64,
+        after: Option<TimerId>,
+        limit: usize,
+    ) -> Result<Vec<crate::DueEntry>> {
+        let subject_id = subject_id.to_string();
+        self.read(move |c| reminders::batch_due(c, tenant, &subject_id, bit, due_at, after, limit))
+            .await
+    }
 }
 
 #[async_trait]

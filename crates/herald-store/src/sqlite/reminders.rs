@@ -35,8 +35,9 @@ const SUBJECT_BY_ID: &str = concat!(
     " FROM subjects WHERE tenant_id = ?1 AND subject_id = ?2"
 );
 const INSERT_SUBJECT: &str = "INSERT INTO subjects \
-    (tenant_id, subject_id, start_at, title, data, created_at, updated_at) \
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)";
+    (tenant_id, subject_id, start_at, title, data, created_at, updated_at, early_window_ms, \
+     send_late) \
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8)";
 const DELETE_SUBJECT: &str = "DELETE FROM subjects WHERE tenant_id = ?1 AND subject_id = ?2";
 // ?1 tenant, ?2 subject, ?3 delta, ?4 at. Only pending timers move: one that
 // fired (done, failed, dead) or was cancelled keeps its due time as history.
@@ -102,6 +103,92 @@ pub(super) const PENDING_FOR_PROBE: &str = concat!(
      AND t.channel = ?3 AND t.due_at >= ?4 AND t.due_at <= ?5"
 );
 
+// Batches: the subjects about to start (`subjects_start`), each one's links
+// through its subject index (which holds the bit), each linked timer by rowid.
+// `CROSS JOIN` keeps that order whatever the planner would guess.
+const BATCH_COLS: &str = "s.tenant_id, s.subject_id, s.start_at, s.early_window_ms, r.bit, \
+    t.channel, t.due_at, count(*)";
+const BATCH_GROUP: &str = " GROUP BY s.tenant_id, s.subject_id, r.bit, t.channel, t.due_at \
+    ORDER BY s.tenant_id, s.subject_id, r.bit, t.channel, t.due_at";
+// ?1 starts from, ?2 starts until, ?3 due from, ?4 due until.
+const BATCHES_DUE: &str = "FROM subjects AS s \
+    CROSS JOIN reminder_timers AS r ON r.tenant_id = s.tenant_id AND r.subject_id = s.subject_id \
+    CROSS JOIN timers AS t ON t.id = r.timer_id \
+    WHERE s.start_at >= ?1 AND s.start_at < ?2 AND t.state = 0 AND t.kind = 'reminder' \
+      AND t.due_at >= ?3 AND t.due_at < ?4";
+// ?1 tenant, ?2 subject.
+const BATCHES_OF_SUBJECT: &str = "FROM subjects AS s \
+    CROSS JOIN reminder_timers AS r ON r.tenant_id = s.tenant_id AND r.subject_id = s.subject_id \
+    CROSS JOIN timers AS t ON t.id = r.timer_id \
+    WHERE s.tenant_id = ?1 AND s.subject_id = ?2 AND t.state = 0 AND t.kind = 'reminder'";
+// ?1 tenant, ?2 subject, ?3 bit, ?4 due at, ?5 after this timer id, ?6 limit.
+const BATCH_DUE: &str = concat!(
+    "SELECT ",
+    due_cols!("t"),
+    " FROM reminder_timers AS r CROSS JOIN timers AS t ON t.id = r.timer_id \
+     WHERE r.tenant_id = ?1 AND r.subject_id = ?2 AND r.timer_id > ?5 AND r.bit = ?3 \
+       AND t.state = 0 AND t.due_at = ?4 \
+     ORDER BY r.timer_id LIMIT ?6"
+);
+
+pub(super) fn reminder_batches(
+    conn: &Connection,
+    scope: &crate::BatchScope,
+) -> Result<Vec<crate::ReminderBatch>> {
+    let (from, sql) = match scope {
+        crate::BatchScope::Due { .. } => (BATCHES_DUE, "batches due"),
+        crate::BatchScope::Subject { .. } => (BATCHES_OF_SUBJECT, "batches of a subject"),
+    };
+    let text = format!("SELECT {BATCH_COLS} {from}{BATCH_GROUP}");
+    let mut stmt = conn
+        .prepare_cached(&text)
+        .ctx("preparing reminder batches")?;
+    let mut rows = match scope {
+        crate::BatchScope::Due {
+            starts_from,
+            starts_until,
+            due_from,
+            due_until,
+        } => stmt.query(params![starts_from, starts_until, due_from, due_until]),
+        crate::BatchScope::Subject { tenant, subject_id } => {
+            stmt.query(params![tenant_to_db(*tenant), subject_id])
+        }
+    }
+    .ctx(sql)?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().ctx(sql)? {
+        out.push(model::decode(row)?);
+    }
+    Ok(out)
+}
+
+pub(super) fn batch_due(
+    conn: &Connection,
+    tenant: TenantId,
+    subject_id: &str,
+    bit: u8,
+    due_at: i64,
+    after: Option<i64>,
+    limit: usize,
+) -> Result<Vec<DueEntry>> {
+    let mut stmt = conn.prepare_cached(BATCH_DUE).ctx("preparing batch_due")?;
+    let mut rows = stmt
+        .query(params![
+            tenant_to_db(tenant),
+            subject_id,
+            bit,
+            due_at,
+            after.unwrap_or(i64::MIN),
+            model::limit_to_db(limit)
+        ])
+        .ctx("reading a batch's timers")?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().ctx("reading a batch's timers")? {
+        out.push(model::decode(row)?);
+    }
+    Ok(out)
+}
+
 fn subject_by_id(
     conn: &Connection,
     tenant: TenantId,
@@ -130,7 +217,9 @@ pub(super) fn put_subject(conn: &Connection, put: &PutSubject) -> Result<WriteRe
                 put.start_at,
                 put.title,
                 put.data,
-                put.at
+                put.at,
+                put.timing.early_window_ms,
+                put.timing.send_late
             ])
             .ctx("inserting subject")?;
         return Ok(WriteResult::SubjectPut {
@@ -147,7 +236,9 @@ pub(super) fn put_subject(conn: &Connection, put: &PutSubject) -> Result<WriteRe
             put.start_at,
             put.title,
             put.data,
-            put.at
+            put.at,
+            put.timing.early_window_ms,
+            put.timing.send_late
         ])
         .ctx("updating subject")?;
     let delta = put.start_at.saturating_sub(old.start_at);

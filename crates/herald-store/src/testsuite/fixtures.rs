@@ -73,6 +73,7 @@ pub fn subject(subject_id: &str, start_at: i64) -> PutSubject {
         start_at,
         title: Some(format!("Coupon {subject_id} opens")),
         data: Some(r#"{"coupon":"50% off","n":[1,2]}"#.into()),
+        timing: Default::default(),
         at: 1_000,
     }
 }

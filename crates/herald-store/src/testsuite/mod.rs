@@ -178,6 +178,8 @@ macro_rules! store_conformance_tests {
                 reminder_bits_use_the_whole_word_and_a_bad_bit_changes_nothing,
                 subjects_list_in_id_order_with_bounded_counts,
                 a_fired_reminder_can_be_subscribed_again_after_a_move,
+                subjects_keep_their_timing,
+                reminder_batches_count_pending_reminders_and_page_them,
             ]
             races: [concurrent_reminder_adds_from_two_handles]
         );

@@ -101,6 +101,7 @@ pub async fn put_subject_creates_then_updates(store: S) {
         start_at: START,
         title: first.title.clone(),
         data: first.data.clone(),
+        timing: Default::default(),
         created_at: 1_000,
         updated_at: 1_000,
     };
@@ -1124,4 +1125,155 @@ pub async fn a_fired_reminder_can_be_subscribed_again_after_a_move(store: S) {
 fn first_bit(t: &TimerRecord) -> u8 {
     assert_eq!(t.kind, TimerKind::Reminder);
     Slot::new(ChannelType::App, 5).expect("slot").bit()
+}
+
+/// A subject keeps its own timing (early window, late sends) through creates
+/// and updates, and reads it back everywhere subjects are read.
+pub async fn subjects_keep_their_timing(store: S) {
+    let timing = crate::SubjectTiming {
+        early_window_ms: Some(300_000),
+        send_late: true,
+    };
+    let (s, created, _) = put(
+        &store,
+        PutSubject {
+            timing,
+            ..subject("timed", START)
+        },
+    )
+    .await;
+    assert!(created);
+    assert_eq!(s.timing, timing);
+    assert_eq!(subjects(&store, &["timed"]).await[0].timing, timing);
+    // An update without them goes back to the configuration's.
+    let (s, created, _) = put(&store, subject("timed", START + 1)).await;
+    assert!(!created);
+    assert_eq!(s.timing, crate::SubjectTiming::default());
+    let summary = store
+        .subject_summary(DEFAULT_TENANT, "timed", 10)
+        .await
+        .expect("summary")
+        .expect("the subject");
+    assert_eq!(summary.subject.timing, crate::SubjectTiming::default());
+}
+
+/// Pending reminders are counted per subject, bit, channel and due time, for
+/// the subjects starting in a range and their reminders due in another, or
+/// for one subject; a batch's timers page out in id order, pending only.
+pub async fn reminder_batches_count_pending_reminders_and_page_them(store: S) {
+    let start = START + 60 * MIN;
+    put(
+        &store,
+        PutSubject {
+            timing: crate::SubjectTiming {
+                early_window_ms: Some(5 * MIN),
+                send_late: false,
+            },
+            ..subject("hot", start)
+        },
+    )
+    .await;
+    put(&store, subject("later", start + 120 * MIN)).await;
+    let mut five = Vec::new();
+    for i in 0..5 {
+        five.push(add_created(&store, reminder(&format!("u{i}"), "hot", 5)).await);
+    }
+    for i in 0..2 {
+        add_created(&store, reminder(&format!("u{i}"), "hot", 10)).await;
+        add_created(
+            &store,
+            reminder_on(&format!("u{i}"), "hot", ChannelType::Email, 5),
+        )
+        .await;
+    }
+    add_created(&store, reminder("u0", "later", 5)).await;
+    // One of the five fired already: no longer counted.
+    store
+        .complete(vec![completion(
+            &five[4],
+            1,
+            CompletionOutcome::Done,
+            2_000,
+        )])
+        .await
+        .expect("complete");
+    let due = start - 5 * MIN;
+    let batches = store
+        .reminder_batches(&crate::BatchScope::Due {
+            starts_from: start - MIN,
+            starts_until: start + MIN,
+            due_from: due,
+            due_until: due + 1,
+        })
+        .await
+        .expect("batches");
+    let got: Vec<(String, u8, String, i64, u64, Option<i64>)> = batches
+        .iter()
+        .map(|b| {
+            (
+                b.subject_id.clone(),
+                b.bit,
+                b.channel.clone(),
+                b.due_at,
+                b.count,
+                b.early_window_ms,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (
+                "hot".into(),
+                bit(ChannelType::App, 5),
+                "app".into(),
+                due,
+                4,
+                Some(5 * MIN)
+            ),
+            (
+                "hot".into(),
+                bit(ChannelType::Email, 5),
+                "email".into(),
+                due,
+                2,
+                Some(5 * MIN)
+            ),
+        ]
+    );
+    assert!(
+        batches
+            .iter()
+            .all(|b| b.start_at == start && b.tenant == DEFAULT_TENANT)
+    );
+    // One subject: every due time.
+    let all = store
+        .reminder_batches(&crate::BatchScope::Subject {
+            tenant: DEFAULT_TENANT,
+            subject_id: "hot".into(),
+        })
+        .await
+        .expect("batches of a subject");
+    assert_eq!(all.len(), 3);
+    assert_eq!(all.iter().map(|b| b.count).sum::<u64>(), 8);
+    // Paging a batch: pending only, in id order.
+    let app5 = bit(ChannelType::App, 5);
+    let first = store
+        .batch_due(DEFAULT_TENANT, "hot", app5, due, None, 3)
+        .await
+        .expect("batch_due");
+    let ids: Vec<i64> = first.iter().map(|e| e.id).collect();
+    assert_eq!(ids, [five[0].id, five[1].id, five[2].id]);
+    assert!(first.iter().all(|e| e.due_at == due));
+    let rest = store
+        .batch_due(DEFAULT_TENANT, "hot", app5, due, Some(five[2].id), 3)
+        .await
+        .expect("batch_due");
+    let ids: Vec<i64> = rest.iter().map(|e| e.id).collect();
+    assert_eq!(ids, [five[3].id], "the fired one is not pending");
+    let none = store
+        .batch_due(DEFAULT_TENANT, "hot", app5, due + 1, None, 10)
+        .await
+        .expect("batch_due");
+    assert!(none.is_empty());
 }

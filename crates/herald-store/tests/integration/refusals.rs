@@ -110,6 +110,7 @@ async fn refusals(store: &dyn Store) -> Vec<(&'static str, String)> {
             start_at: 10_000_000,
             title: None,
             data: None,
+            timing: Default::default(),
             at: 1,
         })])
         .await

@@ -231,6 +231,7 @@ async fn reads_back_v0(store: &dyn Store, w: &Written) {
             start_at: 1906509600000,
             title: Some("20 off".into()),
             data: Some(r#"{"shop":7}"#.into()),
+            timing: Default::default(),
             created_at: w.subject_at,
             updated_at: w.subject_at,
         }]
@@ -608,6 +609,7 @@ async fn second_tenant_reuses_the_old_keys(
                 start_at: 1906509600000 + 3_600_000,
                 title: Some("shop's own".into()),
                 data: None,
+                timing: Default::default(),
                 at: NOW,
             }),
             WriteOp::AddReminder(NewReminder {
@@ -704,7 +706,7 @@ async fn a_v0_sqlite_store_opens_migrates_and_reads_back() {
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 29);
+    assert_eq!(version, 31);
     drop(conn);
     // Opening again applies nothing and still reads the old rows.
     let store = herald_store::open(&url, &StoreOptions::default())
@@ -795,6 +797,9 @@ async fn a_v0_postgres_store_opens_migrates_and_reads_back() {
             (27, "0027_timer_in_doubt"),
             (28, "0028_audit_tallies"),
             (29, "0029_job_traceparent"),
+            (30, "0030_templates"),
+            (31, "0031_subject_timing"),
+            (32, "0032_cap_counters"),
         ]
     );
 }

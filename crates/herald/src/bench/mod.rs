@@ -14,6 +14,7 @@ mod console;
 mod cpu;
 mod fairness;
 mod harness;
+mod in_time;
 mod ingest;
 mod load;
 mod loopback;
@@ -35,6 +36,7 @@ use campaign::CampaignArgs;
 use console::ConsoleArgs;
 use fairness::FairnessArgs;
 use harness::ServerArgs;
+use in_time::InTimeArgs;
 use ingest::IngestArgs;
 use precision::PrecisionArgs;
 use purge::PurgeArgs;
@@ -56,6 +58,10 @@ pub enum BenchCmd {
     /// N users subscribe to one subject with the same lead: the subscribe
     /// rate, and how long the reminders take to drain when they all fall due.
     Reminders(RemindersArgs),
+    /// N reminders due at one instant on a rate-limited channel with an
+    /// early window: every one between `due - window` and due, none after
+    /// the start (or, without a window, how many expired).
+    InTime(InTimeArgs),
     /// One job to an uploaded audience of N recipients: upload rate, and
     /// recipients per second to the sink.
     Campaign(CampaignArgs),
@@ -84,6 +90,7 @@ impl BenchCmd {
             BenchCmd::Ingest(a) => &a.server,
             BenchCmd::Restart(a) => &a.server,
             BenchCmd::Reminders(a) => &a.server,
+            BenchCmd::InTime(a) => &a.server,
             BenchCmd::Campaign(a) => &a.server,
             BenchCmd::Fairness(a) => &a.server,
             BenchCmd::Console(a) => &a.server,
@@ -103,6 +110,7 @@ pub async fn run(cmd: BenchCmd) -> anyhow::Result<()> {
         BenchCmd::Ingest(a) => ingest::run(a).await,
         BenchCmd::Restart(a) => restart::run(a).await,
         BenchCmd::Reminders(a) => reminders::run(a).await,
+        BenchCmd::InTime(a) => in_time::run(a).await,
         BenchCmd::Campaign(a) => campaign::run(a).await,
         BenchCmd::Fairness(a) => fairness::run(a).await,
         BenchCmd::Console(a) => console::run(a).await,

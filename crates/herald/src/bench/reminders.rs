@@ -33,6 +33,12 @@ pub struct RemindersArgs {
     /// fires (compare with the same run without).
     #[arg(long)]
     directory: bool,
+    /// Render every reminder from a stored template (`[reminders.templates]`)
+    /// with a `default` variant and one for this locale, which every
+    /// directory entry then reads in (with `--directory`); compare with the
+    /// same run without, which sends Herald's reminder shape as composed.
+    #[arg(long, value_name = "LOCALE")]
+    template: Option<String>,
     /// Subscriptions per bulk request.
     #[arg(long, default_value_t = 10_000)]
     chunk: usize,
@@ -49,6 +55,14 @@ pub(super) async fn run(mut a: RemindersArgs) -> anyhow::Result<()> {
     }
     if a.lead_minutes % 5 != 0 || a.lead_minutes == 0 || a.lead_minutes > 60 {
         a.server.reminders_toml = format!("leads_minutes = [{}]", a.lead_minutes);
+    }
+    if let Some(locale) = &a.template {
+        if !herald_core::template::locale::valid(locale) {
+            bail!("--template takes a locale tag such as zh-Hans-CN");
+        }
+        a.server
+            .reminders_toml
+            .push_str("\ntemplates = { app = \"bench-reminder\" }\n");
     }
     let sink = start_sink().await?;
     let server = Deployment::start(&sink, &a.server).await?;
@@ -81,17 +95,36 @@ pub(super) async fn run(mut a: RemindersArgs) -> anyhow::Result<()> {
             resp.text().await?
         );
     }
+    if let Some(locale) = &a.template {
+        let body = bench_template(locale);
+        let resp = http
+            .post(format!("{}/v1/templates", server.base()))
+            .json(&body)
+            .send()
+            .await?;
+        if !resp.status().is_success() {
+            bail!(
+                "creating the template: {} {}",
+                resp.status(),
+                resp.text().await?
+            );
+        }
+    }
     eprintln!(
         "reminders: {n} users, subject starts {} ({start_in:.1} s from now), reminders due {}",
         format_rfc3339_ms(start_at),
         format_rfc3339_ms(due_at)
     );
     if a.directory {
+        let locale = match &a.template {
+            Some(l) => format!(",\"locale\":\"{l}\",\"timezone\":\"Asia/Shanghai\""),
+            None => String::new(),
+        };
         let entries = Arc::new(move |r: std::ops::Range<usize>| {
-            let mut s = String::with_capacity(r.len() * 80);
+            let mut s = String::with_capacity(r.len() * 120);
             for i in r {
                 s.push_str(&format!(
-                    "{{\"user_id\":\"user-{i}\",\"addresses\":{{\"app\":[\"device-{i}\"]}}}}\n"
+                    "{{\"user_id\":\"user-{i}\",\"addresses\":{{\"app\":[\"device-{i}\"]}}{locale}}}\n"
                 ));
             }
             s
@@ -150,10 +183,11 @@ pub(super) async fn run(mut a: RemindersArgs) -> anyhow::Result<()> {
     println!(
         "reminders: {n} users of one subject, lead {} min, {} (store {}, nodes {}, concurrency {})",
         a.lead_minutes,
-        if a.directory {
-            "resolved through the directory"
-        } else {
-            "raw recipients"
+        match (a.directory, &a.template) {
+            (true, Some(_)) => "resolved through the directory, rendered from a template",
+            (true, None) => "resolved through the directory",
+            (false, Some(_)) => "raw recipients, rendered from a template",
+            (false, None) => "raw recipients",
         },
         a.server.store_kind(),
         a.server.nodes,
@@ -174,7 +208,7 @@ pub(super) async fn run(mut a: RemindersArgs) -> anyhow::Result<()> {
     if a.server.json {
         println!(
             "{}",
-            serde_json::json!({"scenario":"reminders","directory":a.directory,"store":a.server.store_kind(),"nodes":a.server.nodes,
+            serde_json::json!({"scenario":"reminders","directory":a.directory,"template":a.template,"store":a.server.store_kind(),"nodes":a.server.nodes,
                 "users":n,"subscribe_per_sec":n as f64/secs,"server_cpu_s":c.nodes,"sink_cpu_s":c.own,
                 "pg_cpu_s":c.pg,"other_cpu_s":c.other,"delivered_s":deliver_s,"done_s":drain_s,
                 "drain_per_sec":n as f64/drain_s.max(0.001),"lateness_ms":s.lateness_ms,
@@ -183,4 +217,27 @@ pub(super) async fn run(mut a: RemindersArgs) -> anyhow::Result<()> {
     }
     server.stop().await;
     Ok(())
+}
+
+/// The bench's reminder template: the fields a reminder webhook carries, in
+/// a `default` variant and a `locale` one, with a local time filter.
+fn bench_template(locale: &str) -> serde_json::Value {
+    let part = |text: &str| {
+        serde_json::json!({"webhook": {
+            "user_id": "{{ user_id }}",
+            "subject_id": "{{ subject.id }}",
+            "text": text,
+            "lead_minutes": "{{ lead_minutes }}",
+        }})
+    };
+    let mut locales = serde_json::Map::new();
+    locales.insert(
+        "default".into(),
+        part("{{ subject.title }} opens at {{ subject.start_at | time }}"),
+    );
+    locales.insert(
+        locale.into(),
+        part("{{ subject.title }} 将于 {{ subject.start_at | datetime('%m月%d日 %H:%M') }} 开抢"),
+    );
+    serde_json::json!({"name": "bench-reminder", "locales": locales})
 }

@@ -246,7 +246,7 @@ async fn a_declared_length_over_the_routes_limit_is_refused_before_reading() {
             "1048576",
         ),
         ("/v1/keys", "application/json", 65_537, "65536"),
-        ("/v1/jobs/1:cancel", "application/json", 8193, "8192"),
+        ("/v1/jobs/1:cancel", "application/json", 65_537, "65536"),
     ] {
         let mut stream = open_request(
             &addr(&s),

@@ -299,15 +299,18 @@ async fn wechat_delivers_classifies_refreshes_throttles_and_hears_callbacks() {
     })
     .await;
 
-    // A message missing its template is refused before any call.
-    let id = timer(&s, "wx", "oUser-x", json!({"data": {}})).await;
-    let t = settled(&s, id, "failed").await;
-    assert!(
-        t["last_error"]
-            .as_str()
-            .unwrap_or("")
-            .contains("template_id"),
-        "{t}"
+    // A message missing its template is refused when the timer is created,
+    // never accepted to fail when it fires.
+    let (st, v) = s
+        .post(
+            "/v1/timers",
+            &json!({"delay_ms": 0, "channel": "wx", "recipient": "oUser-x", "message": {"data": {}}}),
+        )
+        .await;
+    assert_eq!(
+        (st, v["error"]["field"].as_str()),
+        (400, Some("message.template_id")),
+        "{v}"
     );
 
     // -1 (system busy) twice: retried with backoff, delivered on the third attempt.

@@ -388,6 +388,13 @@ async fn seed(api: &Api) -> Seeded {
         json!({"user_id": "console-dave", "subject_id": "console-launch", "channel": "hooks", "channel_type": "app", "lead_minutes": 15}),
     )
     .await;
+    api.post(
+        "/v1/templates",
+        json!({"name": "console-welcome", "description": "welcome mail",
+               "locales": {"default": {"webhook": {"text": "Welcome, {{ name }}! Opens {{ at | time }}"}},
+                           "zh": {"webhook": {"text": "欢迎 {{ name }}，{{ at | time }} 开始"}}}}),
+    )
+    .await;
     // The broken channel refuses connections: one attempt, then dead.
     eventually("the broken timer to die", || async {
         let t = api.get(&format!("/v1/timers/{dead}")).await;
@@ -498,6 +505,31 @@ async fn pages(b: &Browser, api: &Api, s: &Seeded, act: bool, shot: &str) {
     )
     .await;
     b.wait_text("1 subscriber(s), 1 reminder(s)").await;
+
+    // Templates: the list, a template's variants, and a preview in Chinese
+    // at Shanghai time.
+    visit(
+        b,
+        base,
+        "/ui/templates",
+        "console-welcome",
+        &shot("templates"),
+    )
+    .await;
+    visit(
+        b,
+        base,
+        "/ui/templates#name=console-welcome",
+        "Variant zh",
+        &shot("template"),
+    )
+    .await;
+    b.set_value("#f-locale", "zh-Hans-CN").await;
+    b.set_value("#f-timezone", "Asia/Shanghai").await;
+    b.set_value("#f-data", r#"{"name": "Li", "at": "2026-11-25T02:00:00Z"}"#)
+        .await;
+    b.click("button.preview-template").await;
+    b.wait_text("欢迎 Li，10:00 开始").await;
 
     // A timer's detail, with its message and send log; cancel it.
     visit(

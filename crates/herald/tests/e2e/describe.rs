@@ -688,6 +688,68 @@ async fn every_route_answers_as_the_document_says() {
     )
     .await;
 
+    // Templates.
+    let tpl = json!({"name": "welcome", "description": "a welcome",
+        "locales": {"default": {"webhook": {"text": "Hi {{ name }}"}},
+                    "zh": {"webhook": {"text": "你好 {{ name }}"}}}});
+    api.expect(
+        201,
+        "POST",
+        "/v1/templates",
+        "/v1/templates",
+        Some(tpl.clone()),
+    )
+    .await;
+    api.expect(409, "POST", "/v1/templates", "/v1/templates", Some(tpl))
+        .await;
+    api.expect(
+        400,
+        "POST",
+        "/v1/templates",
+        "/v1/templates",
+        Some(json!({"name": "x", "locales": {"en": {"webhook": {}}}})),
+    )
+    .await;
+    let one = "/v1/templates/{name}";
+    api.expect(
+        200,
+        "PUT",
+        one,
+        "/v1/templates/welcome",
+        Some(json!({"locales": {"default": {"webhook": {"text": "Hello {{ name }}"}}}})),
+    )
+    .await;
+    api.expect(
+        404,
+        "PUT",
+        one,
+        "/v1/templates/nobody",
+        Some(json!({"locales": {"default": {"webhook": {}}}})),
+    )
+    .await;
+    api.expect(200, "GET", "/v1/templates", "/v1/templates", None)
+        .await;
+    api.expect(200, "GET", one, "/v1/templates/welcome?version=1", None)
+        .await;
+    api.expect(404, "GET", one, "/v1/templates/nobody", None)
+        .await;
+    api.expect(
+        200,
+        "POST",
+        "/v1/templates/{name}:preview",
+        "/v1/templates/welcome:preview",
+        Some(json!({"locale": "zh-CN", "data": {"name": "Li"}})),
+    )
+    .await;
+    api.expect(
+        404,
+        "POST",
+        "/v1/templates/{name}:preview",
+        "/v1/templates/nobody:preview",
+        Some(json!({})),
+    )
+    .await;
+
     // Subscribers.
     let one = "/v1/subscribers/{user_id}";
     let profile = json!({"timezone": "Asia/Shanghai", "locale": "zh-CN",

@@ -244,6 +244,17 @@ impl Fixture {
             .await;
             assert_eq!(a.status, 201, "{}", a.text);
         }
+        let a = call(
+            base,
+            key,
+            &json_req(
+                Method::POST,
+                "/v1/templates",
+                json!({"name": "iso-tpl", "locales": {"default": {"webhook": {"text": "{{ who }}"}}}}),
+            ),
+        )
+        .await;
+        assert_eq!(a.status, 201, "{}", a.text);
         for user in ["alice-sub", "spare-sub"] {
             let a = call(
                 base,
@@ -786,6 +797,95 @@ fn cases(f: &Fixture) -> Vec<Case> {
                 "alice",
                 200,
             ),
+        ),
+        // Templates: the owner's are not there for the other tenant, which
+        // may use the same names for its own.
+        case(
+            "GET",
+            "/v1/templates",
+            req(M::GET, "/v1/templates"),
+            None,
+            200,
+            Other::Own {
+                req: req(M::GET, "/v1/templates"),
+                status: 200,
+                contains: Some("\"templates\":[]"),
+            },
+        ),
+        case(
+            "GET",
+            "/v1/templates/{name}",
+            req(M::GET, "/v1/templates/iso-tpl"),
+            None,
+            200,
+            hidden(
+                req(M::GET, "/v1/templates/nobody-tpl"),
+                "nobody-tpl",
+                "iso-tpl",
+                404,
+            ),
+        ),
+        case(
+            "PUT",
+            "/v1/templates/{name}",
+            json_req(
+                M::PUT,
+                "/v1/templates/iso-tpl",
+                json!({"locales": {"default": {"webhook": {"text": "{{ who }}!"}}}}),
+            ),
+            None,
+            200,
+            hidden(
+                json_req(
+                    M::PUT,
+                    "/v1/templates/nobody-tpl",
+                    json!({"locales": {"default": {"webhook": {"text": "{{ who }}!"}}}}),
+                ),
+                "nobody-tpl",
+                "iso-tpl",
+                404,
+            ),
+        ),
+        case(
+            "POST",
+            "/v1/templates/{name}",
+            json_req(
+                M::POST,
+                "/v1/templates/iso-tpl:preview",
+                json!({"data": {"who": "x"}}),
+            ),
+            None,
+            200,
+            hidden(
+                json_req(
+                    M::POST,
+                    "/v1/templates/nobody-tpl:preview",
+                    json!({"data": {"who": "x"}}),
+                ),
+                "nobody-tpl",
+                "iso-tpl",
+                404,
+            ),
+        ),
+        case(
+            "POST",
+            "/v1/templates",
+            json_req(
+                M::POST,
+                "/v1/templates",
+                json!({"name": "iso-new", "locales": {"default": {"webhook": {"text": "hi"}}}}),
+            ),
+            None,
+            201,
+            Other::Own {
+                req: json_req(
+                    M::POST,
+                    "/v1/templates",
+                    json!({"name": "iso-tpl", "locales": {"default": {"webhook": {"text": "hi"}}}}),
+                ),
+                status: 201,
+                contains: None,
+            },
         ),
         // Subscribers: the owner's are not there for the other tenant, whose
         // own directory starts empty; its PUT of the same user id creates

@@ -37,6 +37,7 @@ mod flight;
 mod fuzz_api;
 mod fuzz_parsers;
 mod in_doubt;
+mod in_time;
 mod input;
 mod isolation;
 mod logs;

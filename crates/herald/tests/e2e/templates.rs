@@ -406,6 +406,65 @@ async fn timers_walk(s: &Server, mock: &Mock) {
     assert_eq!((code, v1["version"].clone()), (200, json!(1)), "{v1}");
 }
 
+/// A job given a template renders each recipient's message in their
+/// locale and time zone; what it reads must be given, and a plain message
+/// its provider cannot send is refused.
+async fn campaign_walk(s: &Server, mock: &Mock) {
+    let promo = json!({"name": "promo", "locales": {
+        "default": {"wechat": {"template_id": "TPL_PROMO",
+                               "data": {"first": {"value": "{{ pct }}% off until {{ until | time }}"}}}},
+        "zh": {"wechat": {"template_id": "TPL_PROMO",
+                          "data": {"first": {"value": "{{ until | time }} 前 {{ pct }}% 折扣"}}}}}});
+    let (code, v) = s.post("/v1/templates", &promo).await;
+    assert_eq!(code, 201, "{v}");
+    field_error(
+        s,
+        "/v1/jobs",
+        &json!({"users": ["u-zh"], "channel": "wx", "to": {"channel_type": "wechat"},
+                "template": {"name": "promo", "data": {"pct": 20}}}),
+        400,
+        "template.data.until",
+    )
+    .await;
+    field_error(
+        s,
+        "/v1/jobs",
+        &json!({"users": ["u-zh"], "channel": "wx", "message": {"text": "hi"}}),
+        400,
+        "message.template_id",
+    )
+    .await;
+    let until = "2026-12-01T12:00:00Z";
+    let (code, job) = s
+        .post(
+            "/v1/jobs",
+            &json!({"users": ["u-zh", "u-en"], "channel": "wx", "to": {"channel_type": "wechat"},
+                    "template": {"name": "promo", "data": {"pct": 20, "until": until}}}),
+        )
+        .await;
+    assert_eq!(code, 201, "{job}");
+    assert_eq!(job["template"]["name"], "promo", "{job}");
+    let id = job["id"].as_i64().unwrap();
+    wait_for("the templated job", WAIT, || async {
+        s.get(&format!("/v1/jobs/{id}")).await.1["state"] == "done"
+    })
+    .await;
+    let sent = mock_json(mock, "/_mock/wechat/messages").await;
+    let promo_to = |openid: &str| {
+        sent.as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["touser"] == openid && m["template_id"] == "TPL_PROMO")
+            .map(|m| m["data"]["first"]["value"].clone())
+    };
+    assert_eq!(promo_to("oZh"), Some(json!("20:00 前 20% 折扣")), "{sent}");
+    assert_eq!(
+        promo_to("oEn"),
+        Some(json!("20% off until 07:00")),
+        "{sent}"
+    );
+}
+
 async fn walk(store: Option<String>) {
     let mock = Mock::start(&["--fcm-service-account", &fcm_key()]).await;
     let cfg = config(&mock.url);
@@ -415,6 +474,7 @@ async fn walk(store: Option<String>) {
     };
     coupon_walk(&s, &mock).await;
     timers_walk(&s, &mock).await;
+    campaign_walk(&s, &mock).await;
 }
 
 #[tokio::test]

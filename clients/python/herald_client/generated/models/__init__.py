@@ -33,6 +33,7 @@ from .deletev_1_reminders_user_id_subject_id_channel_type import (
 from .delivery_json import DeliveryJson
 from .delivery_list import DeliveryList
 from .digest_json import DigestJson
+from .early_start_json import EarlyStartJson
 from .entry_json import EntryJson
 from .error_body import ErrorBody
 from .error_response import ErrorResponse
@@ -48,7 +49,7 @@ from .getv_1_timers_kind import Getv1TimersKind
 from .getv_1_timers_order import Getv1TimersOrder
 from .getv_1_timers_state import Getv1TimersState
 from .job_body import JobBody
-from .job_body_message import JobBodyMessage
+from .job_body_message_type_0 import JobBodyMessageType0
 from .job_failures import JobFailures
 from .job_json import JobJson
 from .job_json_message import JobJsonMessage
@@ -92,7 +93,7 @@ from .retry_filter import RetryFilter
 from .retry_state import RetryState
 from .routing_json import RoutingJson
 from .rule_body import RuleBody
-from .rule_body_message import RuleBodyMessage
+from .rule_body_message_type_0 import RuleBodyMessageType0
 from .rule_body_schedule import RuleBodySchedule
 from .rule_json import RuleJson
 from .rule_json_audience import RuleJsonAudience
@@ -140,6 +141,7 @@ from .template_preview_data_type_0 import TemplatePreviewDataType0
 from .template_preview_json import TemplatePreviewJson
 from .template_preview_json_errors import TemplatePreviewJsonErrors
 from .template_preview_json_parts import TemplatePreviewJsonParts
+from .template_ref import TemplateRef
 from .template_use import TemplateUse
 from .template_use_data_type_0 import TemplateUseDataType0
 from .timer_digest import TimerDigest
@@ -193,6 +195,7 @@ __all__ = (
     "DeliveryJson",
     "DeliveryList",
     "DigestJson",
+    "EarlyStartJson",
     "EntryJson",
     "ErrorBody",
     "ErrorResponse",
@@ -208,7 +211,7 @@ __all__ = (
     "Getv1TimersOrder",
     "Getv1TimersState",
     "JobBody",
-    "JobBodyMessage",
+    "JobBodyMessageType0",
     "JobFailures",
     "JobJson",
     "JobJsonMessage",
@@ -252,7 +255,7 @@ __all__ = (
     "RetryState",
     "RoutingJson",
     "RuleBody",
-    "RuleBodyMessage",
+    "RuleBodyMessageType0",
     "RuleBodySchedule",
     "RuleJson",
     "RuleJsonAudience",
@@ -300,6 +303,7 @@ __all__ = (
     "TemplatePreviewJson",
     "TemplatePreviewJsonErrors",
     "TemplatePreviewJsonParts",
+    "TemplateRef",
     "TemplateUse",
     "TemplateUseDataType0",
     "TimerDigest",

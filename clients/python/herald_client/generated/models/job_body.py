@@ -11,7 +11,8 @@ from ..types import UNSET, Unset
 if TYPE_CHECKING:
     from ..models.campaign_to import CampaignTo
     from ..models.follow_up_body import FollowUpBody
-    from ..models.job_body_message import JobBodyMessage
+    from ..models.job_body_message_type_0 import JobBodyMessageType0
+    from ..models.template_use import TemplateUse
 
 
 T = TypeVar("T", bound="JobBody")
@@ -22,29 +23,32 @@ class JobBody:
     """
     Attributes:
         channel (str): A channel configured on the node (`GET /v1/channels` lists them).
-        message (JobBodyMessage):
         audience_id (int | None | Unset):
         critical (bool | None | Unset): Sent in quiet hours too (the channel's and subscribers'); never past
             an opt-out.
         deadline (datetime.datetime | None | Unset):
         deadline_secs (int | None | Unset):
         follow_up (FollowUpBody | None | Unset):
+        message (JobBodyMessageType0 | None | Unset): The message in the channel provider's shape; give this or
+            `template`.
         priority (int | None | Unset):
         segment_size (int | None | Unset):
+        template (None | TemplateUse | Unset):
         to (CampaignTo | None | Unset):
         topic (None | str | Unset): What the message is about, for subscribers' topic opt-outs.
         users (list[str] | None | Unset):
     """
 
     channel: str
-    message: JobBodyMessage
     audience_id: int | None | Unset = UNSET
     critical: bool | None | Unset = UNSET
     deadline: datetime.datetime | None | Unset = UNSET
     deadline_secs: int | None | Unset = UNSET
     follow_up: FollowUpBody | None | Unset = UNSET
+    message: JobBodyMessageType0 | None | Unset = UNSET
     priority: int | None | Unset = UNSET
     segment_size: int | None | Unset = UNSET
+    template: None | TemplateUse | Unset = UNSET
     to: CampaignTo | None | Unset = UNSET
     topic: None | str | Unset = UNSET
     users: list[str] | None | Unset = UNSET
@@ -52,10 +56,10 @@ class JobBody:
     def to_dict(self) -> dict[str, Any]:
         from ..models.campaign_to import CampaignTo
         from ..models.follow_up_body import FollowUpBody
+        from ..models.job_body_message_type_0 import JobBodyMessageType0
+        from ..models.template_use import TemplateUse
 
         channel = self.channel
-
-        message = self.message.to_dict()
 
         audience_id: int | None | Unset
         if isinstance(self.audience_id, Unset):
@@ -91,6 +95,14 @@ class JobBody:
         else:
             follow_up = self.follow_up
 
+        message: dict[str, Any] | None | Unset
+        if isinstance(self.message, Unset):
+            message = UNSET
+        elif isinstance(self.message, JobBodyMessageType0):
+            message = self.message.to_dict()
+        else:
+            message = self.message
+
         priority: int | None | Unset
         if isinstance(self.priority, Unset):
             priority = UNSET
@@ -102,6 +114,14 @@ class JobBody:
             segment_size = UNSET
         else:
             segment_size = self.segment_size
+
+        template: dict[str, Any] | None | Unset
+        if isinstance(self.template, Unset):
+            template = UNSET
+        elif isinstance(self.template, TemplateUse):
+            template = self.template.to_dict()
+        else:
+            template = self.template
 
         to: dict[str, Any] | None | Unset
         if isinstance(self.to, Unset):
@@ -131,7 +151,6 @@ class JobBody:
         field_dict.update(
             {
                 "channel": channel,
-                "message": message,
             }
         )
         if audience_id is not UNSET:
@@ -144,10 +163,14 @@ class JobBody:
             field_dict["deadline_secs"] = deadline_secs
         if follow_up is not UNSET:
             field_dict["follow_up"] = follow_up
+        if message is not UNSET:
+            field_dict["message"] = message
         if priority is not UNSET:
             field_dict["priority"] = priority
         if segment_size is not UNSET:
             field_dict["segment_size"] = segment_size
+        if template is not UNSET:
+            field_dict["template"] = template
         if to is not UNSET:
             field_dict["to"] = to
         if topic is not UNSET:
@@ -161,12 +184,11 @@ class JobBody:
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.campaign_to import CampaignTo
         from ..models.follow_up_body import FollowUpBody
-        from ..models.job_body_message import JobBodyMessage
+        from ..models.job_body_message_type_0 import JobBodyMessageType0
+        from ..models.template_use import TemplateUse
 
         d = dict(src_dict)
         channel = d.pop("channel")
-
-        message = JobBodyMessage.from_dict(d.pop("message"))
 
         def _parse_audience_id(data: object) -> int | None | Unset:
             if data is None:
@@ -229,6 +251,23 @@ class JobBody:
 
         follow_up = _parse_follow_up(d.pop("follow_up", UNSET))
 
+        def _parse_message(data: object) -> JobBodyMessageType0 | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                message_type_0 = JobBodyMessageType0.from_dict(data)
+
+                return message_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(JobBodyMessageType0 | None | Unset, data)
+
+        message = _parse_message(d.pop("message", UNSET))
+
         def _parse_priority(data: object) -> int | None | Unset:
             if data is None:
                 return data
@@ -246,6 +285,23 @@ class JobBody:
             return cast(int | None | Unset, data)
 
         segment_size = _parse_segment_size(d.pop("segment_size", UNSET))
+
+        def _parse_template(data: object) -> None | TemplateUse | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                template_type_1 = TemplateUse.from_dict(data)
+
+                return template_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | TemplateUse | Unset, data)
+
+        template = _parse_template(d.pop("template", UNSET))
 
         def _parse_to(data: object) -> CampaignTo | None | Unset:
             if data is None:
@@ -292,14 +348,15 @@ class JobBody:
 
         job_body = cls(
             channel=channel,
-            message=message,
             audience_id=audience_id,
             critical=critical,
             deadline=deadline,
             deadline_secs=deadline_secs,
             follow_up=follow_up,
+            message=message,
             priority=priority,
             segment_size=segment_size,
+            template=template,
             to=to,
             topic=topic,
             users=users,

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from ..models.follow_up_json import FollowUpJson
     from ..models.job_json_message import JobJsonMessage
     from ..models.job_json_segments import JobJsonSegments
+    from ..models.template_ref import TemplateRef
     from ..models.to_type_json import ToTypeJson
     from ..models.totals_json import TotalsJson
 
@@ -37,6 +38,7 @@ class JobJson:
         state (str):
         totals (TotalsJson): A job's recipients by outcome; they add up to `total`.
         critical (bool | Unset):
+        template (None | TemplateRef | Unset):
         to (None | ToTypeJson | Unset):
         topic (None | str | Unset):
         deadline (None | str | Unset):
@@ -61,6 +63,7 @@ class JobJson:
     state: str
     totals: TotalsJson
     critical: bool | Unset = UNSET
+    template: None | TemplateRef | Unset = UNSET
     to: None | ToTypeJson | Unset = UNSET
     topic: None | str | Unset = UNSET
     deadline: None | str | Unset = UNSET
@@ -73,6 +76,7 @@ class JobJson:
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.follow_up_json import FollowUpJson
+        from ..models.template_ref import TemplateRef
         from ..models.to_type_json import ToTypeJson
 
         audience_id = self.audience_id
@@ -100,6 +104,14 @@ class JobJson:
         totals = self.totals.to_dict()
 
         critical = self.critical
+
+        template: dict[str, Any] | None | Unset
+        if isinstance(self.template, Unset):
+            template = UNSET
+        elif isinstance(self.template, TemplateRef):
+            template = self.template.to_dict()
+        else:
+            template = self.template
 
         to: dict[str, Any] | None | Unset
         if isinstance(self.to, Unset):
@@ -173,6 +185,8 @@ class JobJson:
         )
         if critical is not UNSET:
             field_dict["critical"] = critical
+        if template is not UNSET:
+            field_dict["template"] = template
         if to is not UNSET:
             field_dict["to"] = to
         if topic is not UNSET:
@@ -197,6 +211,7 @@ class JobJson:
         from ..models.follow_up_json import FollowUpJson
         from ..models.job_json_message import JobJsonMessage
         from ..models.job_json_segments import JobJsonSegments
+        from ..models.template_ref import TemplateRef
         from ..models.to_type_json import ToTypeJson
         from ..models.totals_json import TotalsJson
 
@@ -226,6 +241,23 @@ class JobJson:
         totals = TotalsJson.from_dict(d.pop("totals"))
 
         critical = d.pop("critical", UNSET)
+
+        def _parse_template(data: object) -> None | TemplateRef | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                template_type_1 = TemplateRef.from_dict(data)
+
+                return template_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | TemplateRef | Unset, data)
+
+        template = _parse_template(d.pop("template", UNSET))
 
         def _parse_to(data: object) -> None | ToTypeJson | Unset:
             if data is None:
@@ -329,6 +361,7 @@ class JobJson:
             state=state,
             totals=totals,
             critical=critical,
+            template=template,
             to=to,
             topic=topic,
             deadline=deadline,

@@ -23,6 +23,8 @@ class ReminderBody:
         subject_id (str):
         user_id (str):
         channel (None | str | Unset): A channel configured on the node (`GET /v1/channels` lists them).
+        send_late (bool | None | Unset): Send this reminder even after its subject started; by default one
+            still unsent at the start ends `expired`.
     """
 
     channel_type: ReminderBodyChannelType
@@ -30,6 +32,7 @@ class ReminderBody:
     subject_id: str
     user_id: str
     channel: None | str | Unset = UNSET
+    send_late: bool | None | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         channel_type: str = self.channel_type
@@ -46,6 +49,12 @@ class ReminderBody:
         else:
             channel = self.channel
 
+        send_late: bool | None | Unset
+        if isinstance(self.send_late, Unset):
+            send_late = UNSET
+        else:
+            send_late = self.send_late
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update(
@@ -58,6 +67,8 @@ class ReminderBody:
         )
         if channel is not UNSET:
             field_dict["channel"] = channel
+        if send_late is not UNSET:
+            field_dict["send_late"] = send_late
 
         return field_dict
 
@@ -81,12 +92,22 @@ class ReminderBody:
 
         channel = _parse_channel(d.pop("channel", UNSET))
 
+        def _parse_send_late(data: object) -> bool | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(bool | None | Unset, data)
+
+        send_late = _parse_send_late(d.pop("send_late", UNSET))
+
         reminder_body = cls(
             channel_type=channel_type,
             lead_minutes=lead_minutes,
             subject_id=subject_id,
             user_id=user_id,
             channel=channel,
+            send_late=send_late,
         )
 
         return reminder_body

@@ -18,6 +18,7 @@ class ReminderJson:
         channel_type (str):
         fire_at (str):
         lead_minutes (int):
+        send_late (bool): Sent even after its subject started (never `expired`).
         state (str):
         subject_id (str):
         timer_id (int):
@@ -28,6 +29,7 @@ class ReminderJson:
     channel_type: str
     fire_at: str
     lead_minutes: int
+    send_late: bool
     state: str
     subject_id: str
     timer_id: int
@@ -42,6 +44,8 @@ class ReminderJson:
         fire_at = self.fire_at
 
         lead_minutes = self.lead_minutes
+
+        send_late = self.send_late
 
         state = self.state
 
@@ -59,6 +63,7 @@ class ReminderJson:
                 "channel_type": channel_type,
                 "fire_at": fire_at,
                 "lead_minutes": lead_minutes,
+                "send_late": send_late,
                 "state": state,
                 "subject_id": subject_id,
                 "timer_id": timer_id,
@@ -79,6 +84,8 @@ class ReminderJson:
 
         lead_minutes = d.pop("lead_minutes")
 
+        send_late = d.pop("send_late")
+
         state = d.pop("state")
 
         subject_id = d.pop("subject_id")
@@ -92,6 +99,7 @@ class ReminderJson:
             channel_type=channel_type,
             fire_at=fire_at,
             lead_minutes=lead_minutes,
+            send_late=send_late,
             state=state,
             subject_id=subject_id,
             timer_id=timer_id,

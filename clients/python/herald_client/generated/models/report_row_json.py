@@ -22,7 +22,7 @@ class ReportRowJson:
         day (None | str | Unset): UTC day, `YYYY-MM-DD`.
         job (int | None | Unset): `null`: not sent by a job (timers).
         outcome (None | str | Unset): `delivered`, `retry`, `failed`, `dead`, `throttled`, `deferred`,
-            `no_address`, `opted_out` (timers); `delivered`, `retry`, `failed` (campaigns).
+            `no_address`, `opted_out`, `expired` (timers); `delivered`, `retry`, `failed` (campaigns).
         rule (int | None | Unset): `null`: not sent by a rule's job (timers, jobs made directly).
         tenant (None | str | Unset): The tenant's name.
     """

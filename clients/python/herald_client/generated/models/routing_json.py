@@ -9,6 +9,7 @@ from attrs import field as _attrs_field
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.template_ref import TemplateRef
     from ..models.to_type_json import ToTypeJson
 
 
@@ -21,19 +22,30 @@ class RoutingJson:
 
     Attributes:
         critical (bool | Unset):
+        template (None | TemplateRef | Unset):
         to (None | ToTypeJson | Unset):
         topic (None | str | Unset):
     """
 
     critical: bool | Unset = UNSET
+    template: None | TemplateRef | Unset = UNSET
     to: None | ToTypeJson | Unset = UNSET
     topic: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.template_ref import TemplateRef
         from ..models.to_type_json import ToTypeJson
 
         critical = self.critical
+
+        template: dict[str, Any] | None | Unset
+        if isinstance(self.template, Unset):
+            template = UNSET
+        elif isinstance(self.template, TemplateRef):
+            template = self.template.to_dict()
+        else:
+            template = self.template
 
         to: dict[str, Any] | None | Unset
         if isinstance(self.to, Unset):
@@ -54,6 +66,8 @@ class RoutingJson:
         field_dict.update({})
         if critical is not UNSET:
             field_dict["critical"] = critical
+        if template is not UNSET:
+            field_dict["template"] = template
         if to is not UNSET:
             field_dict["to"] = to
         if topic is not UNSET:
@@ -63,10 +77,28 @@ class RoutingJson:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.template_ref import TemplateRef
         from ..models.to_type_json import ToTypeJson
 
         d = dict(src_dict)
         critical = d.pop("critical", UNSET)
+
+        def _parse_template(data: object) -> None | TemplateRef | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                template_type_1 = TemplateRef.from_dict(data)
+
+                return template_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | TemplateRef | Unset, data)
+
+        template = _parse_template(d.pop("template", UNSET))
 
         def _parse_to(data: object) -> None | ToTypeJson | Unset:
             if data is None:
@@ -96,6 +128,7 @@ class RoutingJson:
 
         routing_json = cls(
             critical=critical,
+            template=template,
             to=to,
             topic=topic,
         )

@@ -10,8 +10,9 @@ from ..types import UNSET, Unset
 if TYPE_CHECKING:
     from ..models.audience_target import AudienceTarget
     from ..models.campaign_to import CampaignTo
-    from ..models.rule_body_message import RuleBodyMessage
+    from ..models.rule_body_message_type_0 import RuleBodyMessageType0
     from ..models.rule_body_schedule import RuleBodySchedule
+    from ..models.template_use import TemplateUse
 
 
 T = TypeVar("T", bound="RuleBody")
@@ -23,35 +24,38 @@ class RuleBody:
     Attributes:
         audience (AudienceTarget): Who a rule sends to. Kept as the request gave it.
         channel (str): A channel configured on the node (`GET /v1/channels` lists them).
-        message (RuleBodyMessage):
         name (str):
         schedule (RuleBodySchedule):
         critical (bool | None | Unset): Sent in quiet hours too; never past an opt-out.
         deadline_secs (int | None | Unset):
+        message (None | RuleBodyMessageType0 | Unset): The message in the channel provider's shape; give this or
+            `template`.
         priority (int | None | Unset):
+        template (None | TemplateUse | Unset):
         to (CampaignTo | None | Unset):
         topic (None | str | Unset): What the message is about, for subscribers' topic opt-outs.
     """
 
     audience: AudienceTarget
     channel: str
-    message: RuleBodyMessage
     name: str
     schedule: RuleBodySchedule
     critical: bool | None | Unset = UNSET
     deadline_secs: int | None | Unset = UNSET
+    message: None | RuleBodyMessageType0 | Unset = UNSET
     priority: int | None | Unset = UNSET
+    template: None | TemplateUse | Unset = UNSET
     to: CampaignTo | None | Unset = UNSET
     topic: None | str | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.campaign_to import CampaignTo
+        from ..models.rule_body_message_type_0 import RuleBodyMessageType0
+        from ..models.template_use import TemplateUse
 
         audience = self.audience.to_dict()
 
         channel = self.channel
-
-        message = self.message.to_dict()
 
         name = self.name
 
@@ -69,11 +73,27 @@ class RuleBody:
         else:
             deadline_secs = self.deadline_secs
 
+        message: dict[str, Any] | None | Unset
+        if isinstance(self.message, Unset):
+            message = UNSET
+        elif isinstance(self.message, RuleBodyMessageType0):
+            message = self.message.to_dict()
+        else:
+            message = self.message
+
         priority: int | None | Unset
         if isinstance(self.priority, Unset):
             priority = UNSET
         else:
             priority = self.priority
+
+        template: dict[str, Any] | None | Unset
+        if isinstance(self.template, Unset):
+            template = UNSET
+        elif isinstance(self.template, TemplateUse):
+            template = self.template.to_dict()
+        else:
+            template = self.template
 
         to: dict[str, Any] | None | Unset
         if isinstance(self.to, Unset):
@@ -95,7 +115,6 @@ class RuleBody:
             {
                 "audience": audience,
                 "channel": channel,
-                "message": message,
                 "name": name,
                 "schedule": schedule,
             }
@@ -104,8 +123,12 @@ class RuleBody:
             field_dict["critical"] = critical
         if deadline_secs is not UNSET:
             field_dict["deadline_secs"] = deadline_secs
+        if message is not UNSET:
+            field_dict["message"] = message
         if priority is not UNSET:
             field_dict["priority"] = priority
+        if template is not UNSET:
+            field_dict["template"] = template
         if to is not UNSET:
             field_dict["to"] = to
         if topic is not UNSET:
@@ -117,15 +140,14 @@ class RuleBody:
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.audience_target import AudienceTarget
         from ..models.campaign_to import CampaignTo
-        from ..models.rule_body_message import RuleBodyMessage
+        from ..models.rule_body_message_type_0 import RuleBodyMessageType0
         from ..models.rule_body_schedule import RuleBodySchedule
+        from ..models.template_use import TemplateUse
 
         d = dict(src_dict)
         audience = AudienceTarget.from_dict(d.pop("audience"))
 
         channel = d.pop("channel")
-
-        message = RuleBodyMessage.from_dict(d.pop("message"))
 
         name = d.pop("name")
 
@@ -149,6 +171,23 @@ class RuleBody:
 
         deadline_secs = _parse_deadline_secs(d.pop("deadline_secs", UNSET))
 
+        def _parse_message(data: object) -> None | RuleBodyMessageType0 | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                message_type_0 = RuleBodyMessageType0.from_dict(data)
+
+                return message_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | RuleBodyMessageType0 | Unset, data)
+
+        message = _parse_message(d.pop("message", UNSET))
+
         def _parse_priority(data: object) -> int | None | Unset:
             if data is None:
                 return data
@@ -157,6 +196,23 @@ class RuleBody:
             return cast(int | None | Unset, data)
 
         priority = _parse_priority(d.pop("priority", UNSET))
+
+        def _parse_template(data: object) -> None | TemplateUse | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                template_type_1 = TemplateUse.from_dict(data)
+
+                return template_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | TemplateUse | Unset, data)
+
+        template = _parse_template(d.pop("template", UNSET))
 
         def _parse_to(data: object) -> CampaignTo | None | Unset:
             if data is None:
@@ -187,12 +243,13 @@ class RuleBody:
         rule_body = cls(
             audience=audience,
             channel=channel,
-            message=message,
             name=name,
             schedule=schedule,
             critical=critical,
             deadline_secs=deadline_secs,
+            message=message,
             priority=priority,
+            template=template,
             to=to,
             topic=topic,
         )

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from ..models.rule_json_audience import RuleJsonAudience
     from ..models.rule_json_message import RuleJsonMessage
     from ..models.rule_json_schedule import RuleJsonSchedule
+    from ..models.template_ref import TemplateRef
     from ..models.to_type_json import ToTypeJson
 
 
@@ -34,6 +35,7 @@ class RuleJson:
         updated_at (str):
         version (int):
         critical (bool | Unset):
+        template (None | TemplateRef | Unset):
         to (None | ToTypeJson | Unset):
         topic (None | str | Unset):
         audience_id (int | None | Unset): The audience its jobs send to (uploaded, or built from `users`).
@@ -53,6 +55,7 @@ class RuleJson:
     updated_at: str
     version: int
     critical: bool | Unset = UNSET
+    template: None | TemplateRef | Unset = UNSET
     to: None | ToTypeJson | Unset = UNSET
     topic: None | str | Unset = UNSET
     audience_id: int | None | Unset = UNSET
@@ -61,6 +64,7 @@ class RuleJson:
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.template_ref import TemplateRef
         from ..models.to_type_json import ToTypeJson
 
         audience = self.audience.to_dict()
@@ -86,6 +90,14 @@ class RuleJson:
         version = self.version
 
         critical = self.critical
+
+        template: dict[str, Any] | None | Unset
+        if isinstance(self.template, Unset):
+            template = UNSET
+        elif isinstance(self.template, TemplateRef):
+            template = self.template.to_dict()
+        else:
+            template = self.template
 
         to: dict[str, Any] | None | Unset
         if isinstance(self.to, Unset):
@@ -138,6 +150,8 @@ class RuleJson:
         )
         if critical is not UNSET:
             field_dict["critical"] = critical
+        if template is not UNSET:
+            field_dict["template"] = template
         if to is not UNSET:
             field_dict["to"] = to
         if topic is not UNSET:
@@ -156,6 +170,7 @@ class RuleJson:
         from ..models.rule_json_audience import RuleJsonAudience
         from ..models.rule_json_message import RuleJsonMessage
         from ..models.rule_json_schedule import RuleJsonSchedule
+        from ..models.template_ref import TemplateRef
         from ..models.to_type_json import ToTypeJson
 
         d = dict(src_dict)
@@ -182,6 +197,23 @@ class RuleJson:
         version = d.pop("version")
 
         critical = d.pop("critical", UNSET)
+
+        def _parse_template(data: object) -> None | TemplateRef | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                template_type_1 = TemplateRef.from_dict(data)
+
+                return template_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | TemplateRef | Unset, data)
+
+        template = _parse_template(d.pop("template", UNSET))
 
         def _parse_to(data: object) -> None | ToTypeJson | Unset:
             if data is None:
@@ -249,6 +281,7 @@ class RuleJson:
             updated_at=updated_at,
             version=version,
             critical=critical,
+            template=template,
             to=to,
             topic=topic,
             audience_id=audience_id,

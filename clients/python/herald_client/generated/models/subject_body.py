@@ -21,11 +21,18 @@ class SubjectBody:
     Attributes:
         start_at (datetime.datetime):
         data (None | SubjectBodyDataType0 | Unset):
+        early_window_ms (int | None | Unset): How far before their due time this subject's reminders may start
+            when a burst cannot be sent in time at the channel's rate, 0 to
+            3,600,000 ms; absent or `null` takes `[reminders] early_window_ms`.
+        send_late (bool | None | Unset): Send its reminders even after it started; by default one still
+            unsent at the start ends `expired`.
         title (None | str | Unset):
     """
 
     start_at: datetime.datetime
     data: None | SubjectBodyDataType0 | Unset = UNSET
+    early_window_ms: int | None | Unset = UNSET
+    send_late: bool | None | Unset = UNSET
     title: None | str | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
@@ -40,6 +47,18 @@ class SubjectBody:
             data = self.data.to_dict()
         else:
             data = self.data
+
+        early_window_ms: int | None | Unset
+        if isinstance(self.early_window_ms, Unset):
+            early_window_ms = UNSET
+        else:
+            early_window_ms = self.early_window_ms
+
+        send_late: bool | None | Unset
+        if isinstance(self.send_late, Unset):
+            send_late = UNSET
+        else:
+            send_late = self.send_late
 
         title: None | str | Unset
         if isinstance(self.title, Unset):
@@ -56,6 +75,10 @@ class SubjectBody:
         )
         if data is not UNSET:
             field_dict["data"] = data
+        if early_window_ms is not UNSET:
+            field_dict["early_window_ms"] = early_window_ms
+        if send_late is not UNSET:
+            field_dict["send_late"] = send_late
         if title is not UNSET:
             field_dict["title"] = title
 
@@ -85,6 +108,24 @@ class SubjectBody:
 
         data = _parse_data(d.pop("data", UNSET))
 
+        def _parse_early_window_ms(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        early_window_ms = _parse_early_window_ms(d.pop("early_window_ms", UNSET))
+
+        def _parse_send_late(data: object) -> bool | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(bool | None | Unset, data)
+
+        send_late = _parse_send_late(d.pop("send_late", UNSET))
+
         def _parse_title(data: object) -> None | str | Unset:
             if data is None:
                 return data
@@ -97,6 +138,8 @@ class SubjectBody:
         subject_body = cls(
             start_at=start_at,
             data=data,
+            early_window_ms=early_window_ms,
+            send_late=send_late,
             title=title,
         )
 

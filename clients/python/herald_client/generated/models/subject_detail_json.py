@@ -9,6 +9,7 @@ from attrs import field as _attrs_field
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.early_start_json import EarlyStartJson
     from ..models.reminder_group_json import ReminderGroupJson
     from ..models.subject_json_data_type_0 import SubjectJsonDataType0
 
@@ -18,34 +19,44 @@ T = TypeVar("T", bound="SubjectDetailJson")
 
 @_attrs_define
 class SubjectDetailJson:
-    """`GET /v1/subjects/{id}`: the subject, its counts, and its reminders by
-    channel type and lead.
+    """`GET /v1/subjects/{id}`: the subject, its counts, its reminders by
+    channel type and lead, and when its pending reminders go out.
 
         Attributes:
             created_at (str):
+            send_late (bool): Its reminders go out even after it started (never `expired`).
             start_at (str):
             subject_id (str):
             updated_at (str):
             counts_capped (bool): Counting stopped at the cap: both figures are lower bounds.
             reminders (int): Reminders (a user's channel type and lead), sent or still to come.
             subscribers (int): Distinct users with at least one reminder on the subject.
+            early_start (list[EarlyStartJson]): The plan of its pending reminders, per channel type, lead, channel
+                and due time: how many, and when they start. While they are about
+                to fall due this is the plan the engine follows; before, a preview
+                counted at this request (every pending reminder of the subject is
+                read).
             reminders_by (list[ReminderGroupJson]):
             cancelled_reminders (int | None | Unset):
             data (None | SubjectJsonDataType0 | Unset):
+            early_window_ms (int | None | Unset): Its own early window (ms), `null` when it takes the configured one.
             moved_reminders (int | None | Unset):
             title (None | str | Unset):
     """
 
     created_at: str
+    send_late: bool
     start_at: str
     subject_id: str
     updated_at: str
     counts_capped: bool
     reminders: int
     subscribers: int
+    early_start: list[EarlyStartJson]
     reminders_by: list[ReminderGroupJson]
     cancelled_reminders: int | None | Unset = UNSET
     data: None | SubjectJsonDataType0 | Unset = UNSET
+    early_window_ms: int | None | Unset = UNSET
     moved_reminders: int | None | Unset = UNSET
     title: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -54,6 +65,8 @@ class SubjectDetailJson:
         from ..models.subject_json_data_type_0 import SubjectJsonDataType0
 
         created_at = self.created_at
+
+        send_late = self.send_late
 
         start_at = self.start_at
 
@@ -66,6 +79,11 @@ class SubjectDetailJson:
         reminders = self.reminders
 
         subscribers = self.subscribers
+
+        early_start = []
+        for early_start_item_data in self.early_start:
+            early_start_item = early_start_item_data.to_dict()
+            early_start.append(early_start_item)
 
         reminders_by = []
         for reminders_by_item_data in self.reminders_by:
@@ -86,6 +104,12 @@ class SubjectDetailJson:
         else:
             data = self.data
 
+        early_window_ms: int | None | Unset
+        if isinstance(self.early_window_ms, Unset):
+            early_window_ms = UNSET
+        else:
+            early_window_ms = self.early_window_ms
+
         moved_reminders: int | None | Unset
         if isinstance(self.moved_reminders, Unset):
             moved_reminders = UNSET
@@ -103,12 +127,14 @@ class SubjectDetailJson:
         field_dict.update(
             {
                 "created_at": created_at,
+                "send_late": send_late,
                 "start_at": start_at,
                 "subject_id": subject_id,
                 "updated_at": updated_at,
                 "counts_capped": counts_capped,
                 "reminders": reminders,
                 "subscribers": subscribers,
+                "early_start": early_start,
                 "reminders_by": reminders_by,
             }
         )
@@ -116,6 +142,8 @@ class SubjectDetailJson:
             field_dict["cancelled_reminders"] = cancelled_reminders
         if data is not UNSET:
             field_dict["data"] = data
+        if early_window_ms is not UNSET:
+            field_dict["early_window_ms"] = early_window_ms
         if moved_reminders is not UNSET:
             field_dict["moved_reminders"] = moved_reminders
         if title is not UNSET:
@@ -125,11 +153,14 @@ class SubjectDetailJson:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.early_start_json import EarlyStartJson
         from ..models.reminder_group_json import ReminderGroupJson
         from ..models.subject_json_data_type_0 import SubjectJsonDataType0
 
         d = dict(src_dict)
         created_at = d.pop("created_at")
+
+        send_late = d.pop("send_late")
 
         start_at = d.pop("start_at")
 
@@ -142,6 +173,13 @@ class SubjectDetailJson:
         reminders = d.pop("reminders")
 
         subscribers = d.pop("subscribers")
+
+        early_start = []
+        _early_start = d.pop("early_start")
+        for early_start_item_data in _early_start:
+            early_start_item = EarlyStartJson.from_dict(early_start_item_data)
+
+            early_start.append(early_start_item)
 
         reminders_by = []
         _reminders_by = d.pop("reminders_by")
@@ -178,6 +216,15 @@ class SubjectDetailJson:
 
         data = _parse_data(d.pop("data", UNSET))
 
+        def _parse_early_window_ms(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        early_window_ms = _parse_early_window_ms(d.pop("early_window_ms", UNSET))
+
         def _parse_moved_reminders(data: object) -> int | None | Unset:
             if data is None:
                 return data
@@ -198,15 +245,18 @@ class SubjectDetailJson:
 
         subject_detail_json = cls(
             created_at=created_at,
+            send_late=send_late,
             start_at=start_at,
             subject_id=subject_id,
             updated_at=updated_at,
             counts_capped=counts_capped,
             reminders=reminders,
             subscribers=subscribers,
+            early_start=early_start,
             reminders_by=reminders_by,
             cancelled_reminders=cancelled_reminders,
             data=data,
+            early_window_ms=early_window_ms,
             moved_reminders=moved_reminders,
             title=title,
         )

@@ -20,21 +20,25 @@ class SubjectJson:
     """
     Attributes:
         created_at (str):
+        send_late (bool): Its reminders go out even after it started (never `expired`).
         start_at (str):
         subject_id (str):
         updated_at (str):
         cancelled_reminders (int | None | Unset):
         data (None | SubjectJsonDataType0 | Unset):
+        early_window_ms (int | None | Unset): Its own early window (ms), `null` when it takes the configured one.
         moved_reminders (int | None | Unset):
         title (None | str | Unset):
     """
 
     created_at: str
+    send_late: bool
     start_at: str
     subject_id: str
     updated_at: str
     cancelled_reminders: int | None | Unset = UNSET
     data: None | SubjectJsonDataType0 | Unset = UNSET
+    early_window_ms: int | None | Unset = UNSET
     moved_reminders: int | None | Unset = UNSET
     title: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -43,6 +47,8 @@ class SubjectJson:
         from ..models.subject_json_data_type_0 import SubjectJsonDataType0
 
         created_at = self.created_at
+
+        send_late = self.send_late
 
         start_at = self.start_at
 
@@ -64,6 +70,12 @@ class SubjectJson:
         else:
             data = self.data
 
+        early_window_ms: int | None | Unset
+        if isinstance(self.early_window_ms, Unset):
+            early_window_ms = UNSET
+        else:
+            early_window_ms = self.early_window_ms
+
         moved_reminders: int | None | Unset
         if isinstance(self.moved_reminders, Unset):
             moved_reminders = UNSET
@@ -81,6 +93,7 @@ class SubjectJson:
         field_dict.update(
             {
                 "created_at": created_at,
+                "send_late": send_late,
                 "start_at": start_at,
                 "subject_id": subject_id,
                 "updated_at": updated_at,
@@ -90,6 +103,8 @@ class SubjectJson:
             field_dict["cancelled_reminders"] = cancelled_reminders
         if data is not UNSET:
             field_dict["data"] = data
+        if early_window_ms is not UNSET:
+            field_dict["early_window_ms"] = early_window_ms
         if moved_reminders is not UNSET:
             field_dict["moved_reminders"] = moved_reminders
         if title is not UNSET:
@@ -103,6 +118,8 @@ class SubjectJson:
 
         d = dict(src_dict)
         created_at = d.pop("created_at")
+
+        send_late = d.pop("send_late")
 
         start_at = d.pop("start_at")
 
@@ -138,6 +155,15 @@ class SubjectJson:
 
         data = _parse_data(d.pop("data", UNSET))
 
+        def _parse_early_window_ms(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        early_window_ms = _parse_early_window_ms(d.pop("early_window_ms", UNSET))
+
         def _parse_moved_reminders(data: object) -> int | None | Unset:
             if data is None:
                 return data
@@ -158,11 +184,13 @@ class SubjectJson:
 
         subject_json = cls(
             created_at=created_at,
+            send_late=send_late,
             start_at=start_at,
             subject_id=subject_id,
             updated_at=updated_at,
             cancelled_reminders=cancelled_reminders,
             data=data,
+            early_window_ms=early_window_ms,
             moved_reminders=moved_reminders,
             title=title,
         )

@@ -10,6 +10,7 @@ from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.digest_json import DigestJson
+    from ..models.template_ref import TemplateRef
     from ..models.timer_json_message_type_0 import TimerJsonMessageType0
     from ..models.to_json import ToJson
 
@@ -38,6 +39,7 @@ class TimerJson:
         idempotency_key (None | str | Unset):
         last_error (None | str | Unset):
         message (None | TimerJsonMessageType0 | Unset):
+        template (None | TemplateRef | Unset):
         to (None | ToJson | Unset):
         topic (None | str | Unset):
         traceparent (None | str | Unset): The W3C trace context the timer was created under, when there was one.
@@ -59,6 +61,7 @@ class TimerJson:
     idempotency_key: None | str | Unset = UNSET
     last_error: None | str | Unset = UNSET
     message: None | TimerJsonMessageType0 | Unset = UNSET
+    template: None | TemplateRef | Unset = UNSET
     to: None | ToJson | Unset = UNSET
     topic: None | str | Unset = UNSET
     traceparent: None | str | Unset = UNSET
@@ -66,6 +69,7 @@ class TimerJson:
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.digest_json import DigestJson
+        from ..models.template_ref import TemplateRef
         from ..models.timer_json_message_type_0 import TimerJsonMessageType0
         from ..models.to_json import ToJson
 
@@ -125,6 +129,14 @@ class TimerJson:
         else:
             message = self.message
 
+        template: dict[str, Any] | None | Unset
+        if isinstance(self.template, Unset):
+            template = UNSET
+        elif isinstance(self.template, TemplateRef):
+            template = self.template.to_dict()
+        else:
+            template = self.template
+
         to: dict[str, Any] | None | Unset
         if isinstance(self.to, Unset):
             to = UNSET
@@ -173,6 +185,8 @@ class TimerJson:
             field_dict["last_error"] = last_error
         if message is not UNSET:
             field_dict["message"] = message
+        if template is not UNSET:
+            field_dict["template"] = template
         if to is not UNSET:
             field_dict["to"] = to
         if topic is not UNSET:
@@ -185,6 +199,7 @@ class TimerJson:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.digest_json import DigestJson
+        from ..models.template_ref import TemplateRef
         from ..models.timer_json_message_type_0 import TimerJsonMessageType0
         from ..models.to_json import ToJson
 
@@ -272,6 +287,23 @@ class TimerJson:
 
         message = _parse_message(d.pop("message", UNSET))
 
+        def _parse_template(data: object) -> None | TemplateRef | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                template_type_1 = TemplateRef.from_dict(data)
+
+                return template_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | TemplateRef | Unset, data)
+
+        template = _parse_template(d.pop("template", UNSET))
+
         def _parse_to(data: object) -> None | ToJson | Unset:
             if data is None:
                 return data
@@ -324,6 +356,7 @@ class TimerJson:
             idempotency_key=idempotency_key,
             last_error=last_error,
             message=message,
+            template=template,
             to=to,
             topic=topic,
             traceparent=traceparent,

@@ -9,6 +9,7 @@ from attrs import field as _attrs_field
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.template_ref import TemplateRef
     from ..models.to_type_json import ToTypeJson
     from ..models.version_json_audience import VersionJsonAudience
     from ..models.version_json_message import VersionJsonMessage
@@ -31,6 +32,7 @@ class VersionJson:
         schedule (VersionJsonSchedule):
         version (int):
         critical (bool | Unset):
+        template (None | TemplateRef | Unset):
         to (None | ToTypeJson | Unset):
         topic (None | str | Unset):
         audience_id (int | None | Unset):
@@ -46,6 +48,7 @@ class VersionJson:
     schedule: VersionJsonSchedule
     version: int
     critical: bool | Unset = UNSET
+    template: None | TemplateRef | Unset = UNSET
     to: None | ToTypeJson | Unset = UNSET
     topic: None | str | Unset = UNSET
     audience_id: int | None | Unset = UNSET
@@ -53,6 +56,7 @@ class VersionJson:
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.template_ref import TemplateRef
         from ..models.to_type_json import ToTypeJson
 
         audience = self.audience.to_dict()
@@ -72,6 +76,14 @@ class VersionJson:
         version = self.version
 
         critical = self.critical
+
+        template: dict[str, Any] | None | Unset
+        if isinstance(self.template, Unset):
+            template = UNSET
+        elif isinstance(self.template, TemplateRef):
+            template = self.template.to_dict()
+        else:
+            template = self.template
 
         to: dict[str, Any] | None | Unset
         if isinstance(self.to, Unset):
@@ -115,6 +127,8 @@ class VersionJson:
         )
         if critical is not UNSET:
             field_dict["critical"] = critical
+        if template is not UNSET:
+            field_dict["template"] = template
         if to is not UNSET:
             field_dict["to"] = to
         if topic is not UNSET:
@@ -128,6 +142,7 @@ class VersionJson:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.template_ref import TemplateRef
         from ..models.to_type_json import ToTypeJson
         from ..models.version_json_audience import VersionJsonAudience
         from ..models.version_json_message import VersionJsonMessage
@@ -151,6 +166,23 @@ class VersionJson:
         version = d.pop("version")
 
         critical = d.pop("critical", UNSET)
+
+        def _parse_template(data: object) -> None | TemplateRef | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                template_type_1 = TemplateRef.from_dict(data)
+
+                return template_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | TemplateRef | Unset, data)
+
+        template = _parse_template(d.pop("template", UNSET))
 
         def _parse_to(data: object) -> None | ToTypeJson | Unset:
             if data is None:
@@ -206,6 +238,7 @@ class VersionJson:
             schedule=schedule,
             version=version,
             critical=critical,
+            template=template,
             to=to,
             topic=topic,
             audience_id=audience_id,

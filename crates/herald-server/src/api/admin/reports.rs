@@ -173,7 +173,7 @@ pub(crate) struct ReportRowJson {
     #[schema(value_type = Option<String>)]
     channel: Option<Option<String>>,
     /// `delivered`, `retry`, `failed`, `dead`, `throttled`, `deferred`,
-    /// `no_address`, `opted_out` (timers); `delivered`, `retry`, `failed` (campaigns).
+    /// `no_address`, `opted_out`, `expired` (timers); `delivered`, `retry`, `failed` (campaigns).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<String>)]
     outcome: Option<Option<String>>,

@@ -25,8 +25,7 @@ use crate::api::campaigns::routing::{
 };
 use crate::http::error::ApiError;
 use crate::http::fields::{
-    MAX_DEADLINE_SECS, check_message, check_message_at, check_priority, check_users,
-    unknown_channel,
+    MAX_DEADLINE_SECS, check_message_at, check_priority, check_users, unknown_channel,
 };
 use crate::http::json_body;
 use crate::http::pagination::{ASCENDING, DESCENDING, PageQuery};
@@ -297,8 +296,14 @@ pub(crate) struct JobBody {
     #[serde(default)]
     users: Option<Vec<String>>,
     channel: String,
-    #[schema(value_type = Object)]
-    message: Box<RawValue>,
+    /// The message in the channel provider's shape; give this or `template`.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    message: Option<Box<RawValue>>,
+    /// Render each recipient's message from a stored template, in their
+    /// locale and time zone when the audience is user ids (`to`).
+    #[serde(default)]
+    template: Option<crate::http::validate::TemplateUse>,
     #[serde(default)]
     segment_size: Option<i64>,
     #[serde(default)]
@@ -414,10 +419,14 @@ fn check_job(st: &AppState, tenant: TenantId, bytes: &[u8]) -> Result<NewJob, Ap
             &st.channel_names_for(tenant),
         ));
     }
-    check_message(&req.message)?;
-    if let Some(kind) = st.engine.channel_kind(&req.channel) {
-        crate::http::validate::check_shape(kind, "message", &req.message)?;
-    }
+    let kind = st.engine.channel_kind(&req.channel);
+    let (message, template) = crate::http::validate::campaign_content(
+        req.message.as_deref(),
+        req.template,
+        kind,
+        tenant,
+        &st.engine.templates().library(),
+    )?;
     let segment_size = match req.segment_size {
         None => None,
         Some(s) if (1..=MAX_SEGMENT_SIZE).contains(&s) => Some(s as u64),
@@ -486,10 +495,11 @@ fn check_job(st: &AppState, tenant: TenantId, bytes: &[u8]) -> Result<NewJob, Ap
             .channel_kind(&req.channel)
             .and_then(herald_channels::ChannelKind::channel_type),
     )?;
+    let routing = crate::http::validate::with_template(routing, template);
     Ok(NewJob {
         audience,
         channel: req.channel,
-        message: req.message.get().to_string(),
+        message,
         segment_size,
         deadline_at,
         priority,

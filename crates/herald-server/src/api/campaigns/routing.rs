@@ -84,6 +84,10 @@ pub(crate) struct RoutingJson {
     pub topic: Option<String>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub critical: bool,
+    /// The template each recipient's message is rendered from; `message`
+    /// is then its data.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub template: Option<herald_core::template::TemplateRef>,
 }
 
 /// `to` in an answer: which of the subscriber's addresses is used.
@@ -102,6 +106,7 @@ impl RoutingJson {
             }),
             topic: r.topic,
             critical: r.critical,
+            template: r.template,
         }
     }
 }

@@ -25,8 +25,7 @@ use crate::api::campaigns::routing::{
 };
 use crate::http::error::ApiError;
 use crate::http::fields::{
-    MAX_DEADLINE_SECS, check_message, check_priority, check_users, recipient_problem,
-    unknown_channel,
+    MAX_DEADLINE_SECS, check_priority, check_users, recipient_problem, unknown_channel,
 };
 use crate::http::json_body;
 use crate::http::pagination::{ASCENDING, PageQuery};
@@ -67,8 +66,14 @@ pub(crate) struct RuleBody {
     schedule: ScheduleSpec,
     audience: AudienceTarget,
     channel: String,
-    #[schema(value_type = Object)]
-    message: Box<RawValue>,
+    /// The message in the channel provider's shape; give this or `template`.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    message: Option<Box<RawValue>>,
+    /// Render each recipient's message from a stored template when a job of
+    /// the rule sends (the latest version then, unless one is pinned).
+    #[serde(default)]
+    template: Option<crate::http::validate::TemplateUse>,
     #[serde(default)]
     deadline_secs: Option<i64>,
     #[serde(default)]
@@ -236,10 +241,13 @@ fn check_rule(
             ));
         }
     };
-    check_message(&req.message)?;
-    if let Some(kind) = st.engine.channel_kind(&req.channel) {
-        crate::http::validate::check_shape(kind, "message", &req.message)?;
-    }
+    let (message, template) = crate::http::validate::campaign_content(
+        req.message.as_deref(),
+        req.template,
+        st.engine.channel_kind(&req.channel),
+        tenant,
+        &st.engine.templates().library(),
+    )?;
     let deadline_secs = match req.deadline_secs {
         None => None,
         Some(d) if (1..=MAX_DEADLINE_SECS).contains(&d) => Some(d),
@@ -304,6 +312,7 @@ fn check_rule(
             .channel_kind(&req.channel)
             .and_then(herald_channels::ChannelKind::channel_type),
     )?;
+    let routing = crate::http::validate::with_template(routing, template);
 
     let schedule = serde_json::to_string(&req.schedule)
         .map_err(|_| ApiError::unavailable("could not encode the schedule"))?;
@@ -335,7 +344,7 @@ fn check_rule(
             audience,
             audience_id: a.audience_id,
             channel: req.channel,
-            message: req.message.get().to_string(),
+            message,
             deadline_secs,
             priority,
             routing,

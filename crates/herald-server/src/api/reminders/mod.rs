@@ -69,6 +69,16 @@ pub(crate) struct SubjectBody<'a> {
     #[serde(default, borrow)]
     #[schema(value_type = Option<Object>)]
     data: Option<&'a RawValue>,
+    /// How far before their due time this subject's reminders may start
+    /// when a burst cannot be sent in time at the channel's rate, 0 to
+    /// 3,600,000 ms; absent or `null` takes `[reminders] early_window_ms`.
+    #[serde(default)]
+    #[schema(minimum = 0, maximum = 3_600_000)]
+    early_window_ms: Option<i64>,
+    /// Send its reminders even after it started; by default one still
+    /// unsent at the start ends `expired`.
+    #[serde(default)]
+    send_late: Option<bool>,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -78,6 +88,10 @@ pub(crate) struct SubjectJson {
     title: Option<String>,
     #[schema(value_type = Option<Object>)]
     data: Option<Box<RawValue>>,
+    /// Its own early window (ms), `null` when it takes the configured one.
+    early_window_ms: Option<i64>,
+    /// Its reminders go out even after it started (never `expired`).
+    send_late: bool,
     created_at: String,
     updated_at: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -93,6 +107,8 @@ impl SubjectJson {
             start_at: format_rfc3339_ms(s.start_at),
             title: s.title,
             data: s.data.and_then(|d| RawValue::from_string(d).ok()),
+            early_window_ms: s.timing.early_window_ms,
+            send_late: s.timing.send_late,
             created_at: format_rfc3339_ms(s.created_at),
             updated_at: format_rfc3339_ms(s.updated_at),
             moved_reminders: None,
@@ -130,6 +146,18 @@ pub async fn put_subject(
         ));
     }
     check_opt_text("title", req.title.as_deref(), Text::Free)?;
+    if let Some(w) = req.early_window_ms
+        && !(0..=herald_core::early::MAX_EARLY_WINDOW_MS).contains(&w)
+    {
+        return Err(ApiError::field(
+            "early_window_ms",
+            "invalid_field",
+            format!(
+                "early_window_ms must be 0 to {} (an hour), got {w}",
+                herald_core::early::MAX_EARLY_WINDOW_MS
+            ),
+        ));
+    }
     if let Some(t) = &req.title
         && t.len() > MAX_TITLE_BYTES
     {
@@ -153,6 +181,10 @@ pub async fn put_subject(
         start_at,
         title: req.title,
         data,
+        timing: herald_store::SubjectTiming {
+            early_window_ms: req.early_window_ms,
+            send_late: req.send_late.unwrap_or(false),
+        },
         at: now,
     });
     match st.engine.submit(vec![op]).await?.pop() {
@@ -212,6 +244,10 @@ pub(crate) struct ReminderBody {
     lead_minutes: i64,
     #[serde(default)]
     channel: Option<String>,
+    /// Send this reminder even after its subject started; by default one
+    /// still unsent at the start ends `expired`.
+    #[serde(default)]
+    send_late: Option<bool>,
 }
 
 /// Reads and checks one reminder request of `tenant`; `Ok` is ready to submit.
@@ -238,13 +274,18 @@ fn new_reminder(
     let slot = Slot::with_leads(channel_type, req.lead_minutes, &st.reminders.leads())
         .map_err(|e| ApiError::field("lead_minutes", "invalid_field", e.to_string()))?;
     let channel = route(st, tenant, channel_type, req.channel)?;
-    let message = json!({
+    let mut message = json!({
         "user_id": req.user_id,
         "subject_id": req.subject_id,
         "channel_type": channel_type.as_str(),
         "lead_minutes": slot.lead_minutes(),
-    })
-    .to_string();
+    });
+    // Stored with the subscription: the engine reads it when it comes to
+    // send (only when set, so other messages stay as they were).
+    if req.send_late == Some(true) {
+        message["send_late"] = json!(true);
+    }
+    let message = message.to_string();
     Ok(NewReminder {
         timer: NewTimer {
             tenant,
@@ -308,17 +349,27 @@ fn route(
         return Err(unknown_channel(field, &name, &st.channel_names_for(tenant)));
     }
     if let Some(kind) = st.engine.channel_kind(&name) {
-        let lib = st.engine.templates().library();
-        let shape = st.engine.channel_reminder_shape(&name);
-        crate::reminder_routes::check(
-            t,
-            &name,
-            kind,
-            shape.as_ref(),
-            &st.reminders,
-            Some((&lib, tenant)),
-        )
-        .map_err(|p| ApiError::field(field, "unsendable_route", p.message().to_string()))?;
+        // The common routes (a webhook or the log, no template) need no
+        // lookup; the shape is read only for a channel that needs one.
+        let templated = st.reminders.templates.contains_key(t.as_str());
+        if templated
+            || !matches!(
+                kind,
+                herald_channels::ChannelKind::Webhook | herald_channels::ChannelKind::Log
+            )
+        {
+            let lib = st.engine.templates().library();
+            let shape = st.engine.channel_reminder_shape(&name);
+            crate::reminder_routes::check(
+                t,
+                &name,
+                kind,
+                shape.as_ref(),
+                &st.reminders,
+                Some((&lib, tenant)),
+            )
+            .map_err(|p| ApiError::field(field, "unsendable_route", p.message().to_string()))?;
+        }
     }
     Ok(name)
 }
@@ -373,6 +424,8 @@ pub struct ReminderJson {
     fire_at: String,
     channel: String,
     state: &'static str,
+    /// Sent even after its subject started (never `expired`).
+    send_late: bool,
 }
 
 impl ReminderJson {
@@ -387,6 +440,7 @@ impl ReminderJson {
             fire_at: format_rfc3339_ms(t.due_at),
             channel: t.channel.clone(),
             state: t.state.as_str(),
+            send_late: m["send_late"].as_bool().unwrap_or(false),
         }
     }
 }

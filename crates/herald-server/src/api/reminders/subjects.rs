@@ -72,8 +72,51 @@ pub(crate) struct ReminderGroupJson {
     count: u64,
 }
 
-/// `GET /v1/subjects/{id}`: the subject, its counts, and its reminders by
-/// channel type and lead.
+/// When one batch of the subject's pending reminders (one channel type and
+/// lead, on one channel, due at one instant) goes out (issue 39 §4).
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct EarlyStartJson {
+    /// The channel they are sent on.
+    channel: String,
+    channel_type: Option<&'static str>,
+    lead_minutes: Option<u16>,
+    bit: u8,
+    /// Reminders still pending in the batch.
+    count: u64,
+    /// When they fall due (the subject's start less the lead).
+    due_at: String,
+    /// When the first may go: before `due_at` when the batch cannot be
+    /// sent by then at the channel's `rate_per_sec`.
+    start_at: String,
+    /// When the last should have gone at the channel's rate.
+    done_by: String,
+    /// Whether that is by `due_at`; `false` when the early window is too
+    /// short (the rest lands late, or expires at the subject's start).
+    fits: bool,
+    /// The early window the plan allowed (ms).
+    early_window_ms: i64,
+}
+
+impl EarlyStartJson {
+    fn new(p: herald_engine::EarlyPlan, leads: &Leads) -> Self {
+        let slot = Slot::from_bit_with(p.bit, leads).ok();
+        Self {
+            channel: p.channel,
+            channel_type: slot.map(|s| s.channel_type().as_str()),
+            lead_minutes: slot.map(|s| s.lead_minutes()),
+            bit: p.bit,
+            count: p.count,
+            due_at: herald_core::time::format_rfc3339_ms(p.due_at),
+            start_at: herald_core::time::format_rfc3339_ms(p.start_at),
+            done_by: herald_core::time::format_rfc3339_ms(p.done_by),
+            fits: p.fits,
+            early_window_ms: p.early_window_ms,
+        }
+    }
+}
+
+/// `GET /v1/subjects/{id}`: the subject, its counts, its reminders by
+/// channel type and lead, and when its pending reminders go out.
 #[derive(Serialize, utoipa::ToSchema)]
 pub(crate) struct SubjectDetailJson {
     #[serde(flatten)]
@@ -81,6 +124,12 @@ pub(crate) struct SubjectDetailJson {
     #[serde(flatten)]
     counts: CountsJson,
     reminders_by: Vec<ReminderGroupJson>,
+    /// The plan of its pending reminders, per channel type, lead, channel
+    /// and due time: how many, and when they start. While they are about
+    /// to fall due this is the plan the engine follows; before, a preview
+    /// counted at this request (every pending reminder of the subject is
+    /// read).
+    early_start: Vec<EarlyStartJson>,
 }
 
 impl SubjectDetailJson {
@@ -106,6 +155,7 @@ impl SubjectDetailJson {
             subject: SubjectJson::new(s.subject),
             counts,
             reminders_by,
+            early_start: Vec::new(),
         }
     }
 }
@@ -174,7 +224,13 @@ pub async fn get(
     match found {
         Some(s) => {
             let leads = st.reminders.leads();
-            Ok(axum::Json(SubjectDetailJson::new(s, &leads)).into_response())
+            let plan = st.engine.reminder_plan(caller.tenant, &subject_id).await?;
+            let mut body = SubjectDetailJson::new(s, &leads);
+            body.early_start = plan
+                .into_iter()
+                .map(|p| EarlyStartJson::new(p, &leads))
+                .collect();
+            Ok(axum::Json(body).into_response())
         }
         None => Err(ApiError::not_found("subject")),
     }

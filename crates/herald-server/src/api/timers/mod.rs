@@ -62,6 +62,10 @@ pub struct TimerJson {
     /// The digest it goes out in; its `due_at` is then the digest's close.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub digest: Option<DigestJson>,
+    /// The template the message is rendered from when the timer fires; its
+    /// `message` is then the template's data.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub template: Option<herald_core::template::TemplateRef>,
 }
 
 /// `digest` of a timer: the spec it was created with, and when the digest it
@@ -116,6 +120,7 @@ impl TimerJson {
             topic: routing.topic,
             critical: routing.critical,
             digest: routing.digest.map(DigestJson::from),
+            template: routing.template,
             id: r.id,
             kind: r.kind.as_str(),
             state: state.as_str(),

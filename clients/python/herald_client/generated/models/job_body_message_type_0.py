@@ -6,11 +6,13 @@ from typing import Any, Self, TypeVar
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
-T = TypeVar("T", bound="JobBodyMessage")
+T = TypeVar("T", bound="JobBodyMessageType0")
 
 
 @_attrs_define
-class JobBodyMessage:
+class JobBodyMessageType0:
+    """The message in the channel provider's shape; give this or `template`."""
+
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -23,10 +25,10 @@ class JobBodyMessage:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         d = dict(src_dict)
-        job_body_message = cls()
+        job_body_message_type_0 = cls()
 
-        job_body_message.additional_properties = d
-        return job_body_message
+        job_body_message_type_0.additional_properties = d
+        return job_body_message_type_0
 
     @property
     def additional_keys(self) -> list[str]:
