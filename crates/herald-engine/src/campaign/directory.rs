@@ -133,6 +133,8 @@ impl Directory {
             }
         }
         Ok(())
+    }
+
     /// `user_id`'s directory entry, if they have one.
     pub fn profile(
         &self,
