@@ -417,6 +417,9 @@ class Reminders(_Section):
                         fire_at=slot.fire_at,
                         channel=slot.channel,
                         state=slot.state,
+                        # This call never asks for send_late, so the reminder
+                        # its first try made has the default.
+                        send_late=False,
                     )
         return None
 

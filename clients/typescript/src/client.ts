@@ -363,6 +363,8 @@ class Reminders {
             fire_at: slot.fire_at,
             channel: slot.channel,
             state: slot.state,
+            // The listing does not carry it; the first try asked for this.
+            send_late: body.send_late ?? false,
           };
         }
       }

@@ -75,13 +75,8 @@ pub fn check_users(field: &str, users: &[String], max: usize) -> Result<(), ApiE
     Ok(())
 }
 
-/// A rule's or a job's message: a JSON object of at most
-/// [`MAX_MESSAGE_BYTES`] that keeps the rules of a stored document.
-pub fn check_message(m: &RawValue) -> Result<(), ApiError> {
-    check_message_at("message", m)
-}
-
-/// [`check_message`] of a message given under another name.
+/// A rule's or a job's message (or other object) at `field`: a JSON object
+/// of at most [`MAX_MESSAGE_BYTES`] that keeps the rules of a stored document.
 pub fn check_message_at(field: &str, m: &RawValue) -> Result<(), ApiError> {
     if m.get().len() > MAX_MESSAGE_BYTES {
         return Err(ApiError::field(
@@ -162,10 +157,14 @@ mod tests {
     #[test]
     fn messages_and_priorities() {
         let obj = RawValue::from_string("{\"a\":1}".into()).unwrap();
-        assert!(check_message(&obj).is_ok());
+        assert!(check_message_at("message", &obj).is_ok());
         let text = RawValue::from_string("\"hi\"".into()).unwrap();
         assert_eq!(
-            check_message(&text).unwrap_err().body.field.as_deref(),
+            check_message_at("message", &text)
+                .unwrap_err()
+                .body
+                .field
+                .as_deref(),
             Some("message")
         );
         assert_eq!(check_priority(None).unwrap(), DEFAULT_PRIORITY);

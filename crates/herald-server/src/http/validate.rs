@@ -268,37 +268,15 @@ fn content(
     channel: &str,
     cx: &Context<'_>,
 ) -> Result<(String, Option<TemplateRef>), ApiError> {
-    let kind = (cx.channel_kind)(channel);
-    match (message, template) {
-        (Some(_), Some(_)) => Err(ApiError::field(
-            "template",
-            "invalid_field",
-            "give either message or template, not both",
-        )),
-        (None, None) => Err(ApiError::field(
-            "message",
-            "missing_field",
-            "give message (the provider's shape) or template (a stored template's name)",
-        )),
-        (Some(m), None) => {
-            check_stored_object("message", m)?;
-            if let Some(kind) = kind {
-                check_shape(kind, "message", m)?;
-            }
-            Ok((m.get().to_string(), None))
-        }
-        (None, Some(t)) => {
-            let r = check_template_use(&t, kind, cx.tenant, &cx.templates)?;
-            let data = match &t.data {
-                Some(d) => {
-                    check_stored_object("template.data", d)?;
-                    d.get().to_string()
-                }
-                None => "{}".to_string(),
-            };
-            Ok((data, Some(r)))
-        }
-    }
+    // A timer's body is already bounded by `api.max_timer_bytes`.
+    checked_content(
+        message,
+        template,
+        (cx.channel_kind)(channel),
+        cx.tenant,
+        &cx.templates,
+        check_stored_object,
+    )
 }
 
 /// A job's or rule's `message` or `template`, as [`content`] checks a
@@ -310,6 +288,26 @@ pub(crate) fn campaign_content(
     kind: Option<ChannelKind>,
     tenant: TenantId,
     templates: &Library,
+) -> Result<(String, Option<TemplateRef>), ApiError> {
+    checked_content(
+        message,
+        template,
+        kind,
+        tenant,
+        templates,
+        crate::http::fields::check_message_at,
+    )
+}
+
+/// `message` or `template`, each object checked with `object` (at its
+/// field's name) and a message against `kind`'s provider.
+fn checked_content(
+    message: Option<&RawValue>,
+    template: Option<TemplateUse>,
+    kind: Option<ChannelKind>,
+    tenant: TenantId,
+    templates: &Library,
+    object: fn(&str, &RawValue) -> Result<(), ApiError>,
 ) -> Result<(String, Option<TemplateRef>), ApiError> {
     match (message, template) {
         (Some(_), Some(_)) => Err(ApiError::field(
@@ -323,7 +321,7 @@ pub(crate) fn campaign_content(
             "give message (the provider's shape) or template (a stored template's name)",
         )),
         (Some(m), None) => {
-            crate::http::fields::check_message(m)?;
+            object("message", m)?;
             if let Some(kind) = kind {
                 check_shape(kind, "message", m)?;
             }
@@ -333,7 +331,7 @@ pub(crate) fn campaign_content(
             let r = check_template_use(&t, kind, tenant, templates)?;
             let data = match &t.data {
                 Some(d) => {
-                    crate::http::fields::check_message_at("template.data", d)?;
+                    object("template.data", d)?;
                     d.get().to_string()
                 }
                 None => "{}".to_string(),

@@ -110,8 +110,12 @@ async fn a_burst_of_uploads_leaves_few_threads_and_no_huge_pages() {
         peak <= MOST_THREADS,
         "{peak} threads during the burst (at most {MOST_THREADS})"
     );
+    // The background polls (channel pauses, templates, stats, early-start
+    // planning) each run a store call on a blocking thread now and then;
+    // when two meet, a second blocking thread lives out its keep-alive. So
+    // idle is the count at start, give or take those two.
     assert!(
-        after <= at_start.max(MOST_THREADS / 2),
+        after <= at_start.max(MOST_THREADS / 2) + 2,
         "{after} threads once idle (at start {at_start})"
     );
     assert_eq!(huge, 0, "no transparent huge pages are used");

@@ -419,14 +419,6 @@ fn check_job(st: &AppState, tenant: TenantId, bytes: &[u8]) -> Result<NewJob, Ap
             &st.channel_names_for(tenant),
         ));
     }
-    let kind = st.engine.channel_kind(&req.channel);
-    let (message, template) = crate::http::validate::campaign_content(
-        req.message.as_deref(),
-        req.template,
-        kind,
-        tenant,
-        &st.engine.templates().library(),
-    )?;
     let segment_size = match req.segment_size {
         None => None,
         Some(s) if (1..=MAX_SEGMENT_SIZE).contains(&s) => Some(s as u64),
@@ -494,6 +486,15 @@ fn check_job(st: &AppState, tenant: TenantId, bytes: &[u8]) -> Result<NewJob, Ap
         st.engine
             .channel_kind(&req.channel)
             .and_then(herald_channels::ChannelKind::channel_type),
+    )?;
+    // The message is checked after the routing, so a bad `to` or `topic`
+    // is named first (a message may depend on the channel type it resolves).
+    let (message, template) = crate::http::validate::campaign_content(
+        req.message.as_deref(),
+        req.template,
+        st.engine.channel_kind(&req.channel),
+        tenant,
+        &st.engine.templates().library(),
     )?;
     let routing = crate::http::validate::with_template(routing, template);
     Ok(NewJob {
