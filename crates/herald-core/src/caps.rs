@@ -88,13 +88,7 @@ impl CapConfig {
             key,
             problem,
         };
-        if self.name.is_empty()
-            || self.name.len() > 64
-            || !self
-                .name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')
-        {
+        if !valid_name(&self.name) {
             return Err(err(
                 "name",
                 "must be 1 to 64 letters, digits, '_', '-' or '.'".into(),
@@ -103,15 +97,7 @@ impl CapConfig {
         if self.max == 0 {
             return Err(err("max", "must be at least 1".into()));
         }
-        let window = humantime::parse_duration(&self.window).map_err(|e| {
-            err(
-                "window",
-                format!("{:?} is not a duration: {e}", self.window),
-            )
-        })?;
-        if window < Duration::from_secs(1) || window > MAX_WINDOW {
-            return Err(err("window", "must be between 1s and 31days".into()));
-        }
+        let window_ms = parse_window(&self.window).map_err(|p| err("window", p))?;
         let channel_type = match &self.channel_type {
             None => None,
             Some(t) => Some(ChannelType::parse(t).ok_or_else(|| {
@@ -135,11 +121,32 @@ impl CapConfig {
             channel_type,
             per_channel_type: self.per_channel_type,
             max: self.max,
-            window_ms: i64::try_from(window.as_millis()).unwrap_or(i64::MAX),
+            window_ms,
             tenants,
             on_cap: self.on_cap,
         })
     }
+}
+
+/// Whether `name` may name a cap or a rate limit: 1 to 64 letters, digits,
+/// `_`, `-` or `.`.
+pub fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')
+}
+
+/// Reads a counting window (`24h`, `10m`, `90s`) as milliseconds, between
+/// one second and [`MAX_WINDOW`]; the problem otherwise.
+pub fn parse_window(text: &str) -> Result<i64, String> {
+    let window =
+        humantime::parse_duration(text).map_err(|e| format!("{text:?} is not a duration: {e}"))?;
+    if window < Duration::from_secs(1) || window > MAX_WINDOW {
+        return Err("must be between 1s and 31days".into());
+    }
+    Ok(i64::try_from(window.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// A checked cap, with its tenants resolved.
@@ -175,6 +182,10 @@ pub struct CapCheck {
     pub key: String,
     pub max: u32,
     pub window_ms: i64,
+    /// Full, the send waits for a free slot rather than being dropped:
+    /// provider pacing and rate keys always, a cap with `on_cap = "defer"`
+    /// for reminders.
+    pub defer: bool,
 }
 
 impl CapRule {
@@ -207,6 +218,7 @@ impl CapRule {
             key,
             max: self.max,
             window_ms: self.window_ms,
+            defer: self.on_cap == OnCap::Defer,
         }
     }
 }
@@ -219,13 +231,6 @@ pub fn checks_for(rules: &[CapRule], send: &CapSend<'_>) -> Vec<CapCheck> {
         .filter(|r| r.applies(send))
         .map(|r| r.check_for(send))
         .collect()
-}
-
-/// Whether any of `rules` reminds with `on_cap = "defer"` for the cap named.
-pub fn defers(rules: &[CapRule], cap: &str) -> bool {
-    rules
-        .iter()
-        .any(|r| r.name == cap && r.on_cap == OnCap::Defer)
 }
 
 impl CapCheck {
@@ -413,6 +418,7 @@ mod tests {
             key: "k".into(),
             max: 2,
             window_ms: 1_000,
+            defer: false,
         };
         assert_eq!(c.bucket_ms(), 100);
         assert_eq!(c.bucket_of(1_234), 1_200);
@@ -444,8 +450,12 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.on_cap, OnCap::Defer);
-        let rules = [c.rule(0, None).unwrap()];
-        assert!(defers(&rules, "n"));
-        assert!(!defers(&rules, "m"));
+        let rule = c.rule(0, None).unwrap();
+        assert!(rule.check_for(&send(None)).defer);
+        let drop = CapConfig {
+            on_cap: OnCap::Drop,
+            ..c
+        };
+        assert!(!drop.rule(0, None).unwrap().check_for(&send(None)).defer);
     }
 }

@@ -9,6 +9,7 @@ pub mod caps;
 pub mod clock;
 pub mod digest;
 pub mod early;
+pub mod pacing;
 pub mod quiet;
 pub mod reminder;
 pub mod retry;

@@ -32,6 +32,10 @@ pub struct Routing {
     /// template's data.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub template: Option<crate::template::TemplateRef>,
+    /// Counted against the tenant's `[[rate_limits]]` under this key (a shop
+    /// id, say): over a limit, the send waits for its window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_key: Option<String>,
 }
 
 impl Routing {

@@ -101,6 +101,9 @@ pub struct EngineConfig {
     /// names resolve to ids. Checked when a send to a user fires.
     #[serde(skip)]
     pub caps: Vec<herald_core::caps::CapRule>,
+    /// Rate limits per caller-given key (`[[rate_limits]]`), tenants resolved.
+    #[serde(skip)]
+    pub rate_limits: Vec<herald_core::pacing::RateRule>,
 }
 
 impl Default for EngineConfig {
@@ -132,6 +135,7 @@ impl Default for EngineConfig {
             retention: retention::RetentionConfig::default(),
             tenants: HashMap::new(),
             caps: Vec::new(),
+            rate_limits: Vec::new(),
         }
     }
 }

@@ -29,7 +29,12 @@ pub enum CapVerdict {
     /// A slot of every counter was taken (also for a take with no checks).
     Taken,
     /// The cap named had no room; it frees a slot at `free_at` (unix ms).
-    Full { cap: String, free_at: i64 },
+    /// `defer`: its check asked the send to wait for that rather than drop.
+    Full {
+        cap: String,
+        free_at: i64,
+        defer: bool,
+    },
 }
 
 #[async_trait]
@@ -69,6 +74,7 @@ pub(crate) fn decide<E>(
                 full = Some(CapVerdict::Full {
                     cap: c.cap.clone(),
                     free_at,
+                    defer: c.defer,
                 });
                 break;
             }

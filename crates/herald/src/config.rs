@@ -46,6 +46,9 @@ pub struct Config {
     /// Frequency caps per recipient (`[[caps]]`), checked when a send to a
     /// user fires; see `herald_core::caps`.
     pub caps: Vec<herald_core::caps::CapConfig>,
+    /// Rate limits per caller-given key (`[[rate_limits]]`), checked when a
+    /// timer carrying a `rate_key` fires; see `herald_core::pacing`.
+    pub rate_limits: Vec<herald_core::pacing::RateLimitConfig>,
     /// OpenTelemetry trace export (off unless an endpoint is set).
     pub telemetry: TelemetryConfig,
 }
@@ -119,6 +122,7 @@ impl Default for Config {
             retention: RetentionConfig::default(),
             tenants: BTreeMap::new(),
             caps: Vec::new(),
+            rate_limits: Vec::new(),
             telemetry: TelemetryConfig::default(),
         }
     }
@@ -244,8 +248,9 @@ impl Config {
         Ok(())
     }
 
-    /// Checks each `[[caps]]` entry (errors name `caps[N].key`), that no two
-    /// share a name (the name keys their counters), and their tenant names.
+    /// Checks each `[[caps]]` and `[[rate_limits]]` entry (errors name
+    /// `caps[N].key`), that no two of a list share a name (the name keys
+    /// their counters), and their tenant names.
     fn validate_caps(&self) -> anyhow::Result<()> {
         let mut names = std::collections::HashSet::new();
         for (i, c) in self.caps.iter().enumerate() {
@@ -256,6 +261,21 @@ impl Config {
             for t in c.tenants.iter().flatten() {
                 if let Some(problem) = herald_core::tenant::tenant_name_problem(t) {
                     bail!("caps[{i}].tenants: {t:?}: {problem}");
+                }
+            }
+        }
+        let mut names = std::collections::HashSet::new();
+        for (i, r) in self.rate_limits.iter().enumerate() {
+            r.rule(i, None)?;
+            if !names.insert(r.name.as_str()) {
+                bail!(
+                    "rate_limits[{i}].name: another rate limit is named {:?}",
+                    r.name
+                );
+            }
+            for t in r.tenants.iter().flatten() {
+                if let Some(problem) = herald_core::tenant::tenant_name_problem(t) {
+                    bail!("rate_limits[{i}].tenants: {t:?}: {problem}");
                 }
             }
         }

@@ -49,5 +49,6 @@ pub fn channel_spec(
         quiet,
         reminder_template: common.reminder_template.clone(),
         in_doubt: c.in_doubt(),
+        pacing: c.pacing(),
     })
 }

@@ -62,6 +62,7 @@ pub async fn run(cfg: Config, file: Option<PathBuf>) -> anyhow::Result<()> {
     engine_cfg.tenants = tenancy.limits;
     engine_cfg.campaign.caps = tenancy.caps.clone();
     engine_cfg.caps = tenancy.caps;
+    engine_cfg.rate_limits = tenancy.rate_limits;
     let engine = Engine::start(
         store.clone(),
         clock.clone(),

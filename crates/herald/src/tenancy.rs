@@ -22,6 +22,8 @@ pub struct Tenancy {
     pub channels: ChannelTenants,
     /// The frequency caps, their tenants resolved.
     pub caps: Vec<herald_core::caps::CapRule>,
+    /// The rate limits per key, their tenants resolved.
+    pub rate_limits: Vec<herald_core::pacing::RateRule>,
 }
 
 /// Makes every tenant the configuration names (if it does not exist yet;
@@ -50,24 +52,34 @@ pub async fn resolve(cfg: &Config, store: &dyn Store) -> anyhow::Result<Tenancy>
     }
     let mut caps = Vec::with_capacity(cfg.caps.len());
     for (i, c) in cfg.caps.iter().enumerate() {
-        let tenants = match &c.tenants {
-            None => None,
-            Some(names) => {
-                let mut ids = Vec::with_capacity(names.len());
-                for name in names {
-                    ids.push(tenant(store, name).await?);
-                }
-                Some(ids)
-            }
-        };
-        caps.push(c.rule(i, tenants)?);
+        caps.push(c.rule(i, tenants(store, c.tenants.as_deref()).await?)?);
+    }
+    let mut rate_limits = Vec::with_capacity(cfg.rate_limits.len());
+    for (i, r) in cfg.rate_limits.iter().enumerate() {
+        rate_limits.push(r.rule(i, tenants(store, r.tenants.as_deref()).await?)?);
     }
     Ok(Tenancy {
         limits,
         max_pending,
         channels,
         caps,
+        rate_limits,
     })
+}
+
+/// The ids of the tenants a list names (`None`: every tenant).
+async fn tenants(
+    store: &dyn Store,
+    names: Option<&[String]>,
+) -> anyhow::Result<Option<Vec<TenantId>>> {
+    let Some(names) = names else {
+        return Ok(None);
+    };
+    let mut ids = Vec::with_capacity(names.len());
+    for name in names {
+        ids.push(tenant(store, name).await?);
+    }
+    Ok(Some(ids))
 }
 
 async fn tenant(store: &dyn Store, name: &str) -> anyhow::Result<TenantId> {

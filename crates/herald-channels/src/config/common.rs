@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::ChannelError;
 
 /// Keys of a `[[channels]]` table that every kind takes (`kind` aside).
-pub const COMMON_KEYS: [&str; 12] = [
+pub const COMMON_KEYS: [&str; 13] = [
     "name",
     "rate_per_sec",
     "concurrency",
@@ -19,6 +19,7 @@ pub const COMMON_KEYS: [&str; 12] = [
     "reminder_template",
     "tenants",
     "in_doubt",
+    "pacing",
 ];
 
 /// A channel's name, limits, retry policy, quiet hours and reminder shape.
@@ -67,6 +68,11 @@ pub struct CommonSettings {
     /// ([`crate::ChannelKind::default_in_doubt`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_doubt: Option<InDoubt>,
+    /// The provider's limits per recipient address, each `{max, window}`:
+    /// a send that would pass one waits for the window instead. Unset, the
+    /// kind's ([`crate::ChannelKind::default_pacing`]); `[]` turns it off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pacing: Option<Vec<herald_core::pacing::PaceConfig>>,
 }
 
 /// What to do with a send that is in doubt: handed to the provider by a node
@@ -152,6 +158,7 @@ impl CommonSettings {
             reminder_template: None,
             tenants: None,
             in_doubt: None,
+            pacing: None,
         }
     }
 
@@ -244,6 +251,10 @@ impl CommonSettings {
             }
         }
         self.quiet_window()?;
+        for (i, p) in self.pacing.iter().flatten().enumerate() {
+            p.pace()
+                .map_err(|(key, problem)| self.err(&format!("pacing[{i}].{key}: {problem}")))?;
+        }
         Ok(())
     }
 }
@@ -259,6 +270,7 @@ mod tests {
         full.reminder_template = Some(serde_json::json!({}));
         full.tenants = Some(vec!["shop".into()]);
         full.in_doubt = Some(InDoubt::Skip);
+        full.pacing = Some(vec![]);
         full.quiet_hours = Some(QuietHours {
             start: "22:00".into(),
             end: "08:00".into(),

@@ -77,6 +77,47 @@ impl ChannelKind {
         }
     }
 
+    /// The provider's own limits per recipient, as it documents them; a
+    /// send past one is lost or refused, so Herald holds it back instead.
+    ///
+    /// - WeCom: at most 30 messages a minute and 1,000 an hour to one
+    ///   member, the excess dropped without an error (developer.work.weixin.qq.com,
+    ///   document/path/90236 and 90454; `shared/reference/providers.md` §3).
+    /// - The others publish no per-recipient limit (FCM's quota is per
+    ///   project, WeChat's template quota per account per day): none.
+    pub fn default_pacing(self) -> Vec<herald_core::pacing::Pace> {
+        use herald_core::pacing::Pace;
+        match self {
+            ChannelKind::Wecom => vec![
+                Pace {
+                    max: 30,
+                    window_ms: 60_000,
+                },
+                Pace {
+                    max: 1_000,
+                    window_ms: 3_600_000,
+                },
+            ],
+            ChannelKind::Log
+            | ChannelKind::Webhook
+            | ChannelKind::Wechat
+            | ChannelKind::Fcm
+            | ChannelKind::Smtp => Vec::new(),
+        }
+    }
+
+    /// The addresses a provider paces separately within one recipient: a
+    /// WeCom `touser` of several members (`a|b`) counts once per member;
+    /// `@all` and every other kind's recipient is one address.
+    pub fn paced_addresses(self, recipient: &str) -> Vec<&str> {
+        match self {
+            ChannelKind::Wecom if recipient != "@all" => {
+                recipient.split('|').filter(|m| !m.is_empty()).collect()
+            }
+            _ => vec![recipient],
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             ChannelKind::Log => "log",
@@ -174,6 +215,15 @@ impl ChannelConfig {
         self.common
             .in_doubt
             .unwrap_or_else(|| self.kind().default_in_doubt())
+    }
+
+    /// The pacing in force: the configured limits (each already checked by
+    /// [`Self::validate`]), else the kind's.
+    pub fn pacing(&self) -> Vec<herald_core::pacing::Pace> {
+        match &self.common.pacing {
+            Some(list) => list.iter().filter_map(|p| p.pace().ok()).collect(),
+            None => self.kind().default_pacing(),
+        }
     }
 
     /// Checks what can be checked without contacting the provider.

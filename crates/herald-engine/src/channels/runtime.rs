@@ -104,6 +104,7 @@ pub(crate) struct ChannelSettings {
     pub quiet: Option<Quiet>,
     pub reminder_template: Option<serde_json::Value>,
     pub in_doubt: herald_channels::InDoubt,
+    pub pacing: Vec<herald_core::pacing::Pace>,
 }
 
 impl ChannelSettings {
@@ -120,6 +121,7 @@ impl ChannelSettings {
             }),
             reminder_template: spec.reminder_template,
             in_doubt: spec.in_doubt,
+            pacing: spec.pacing,
         }
     }
 }

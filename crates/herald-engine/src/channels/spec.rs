@@ -26,6 +26,9 @@ pub struct ChannelSpec {
     pub reminder_template: Option<serde_json::Value>,
     /// What a send left in doubt by a dead node does next.
     pub in_doubt: herald_channels::InDoubt,
+    /// The provider's limits per recipient address (see
+    /// [`herald_channels::ChannelKind::default_pacing`]).
+    pub pacing: Vec<herald_core::pacing::Pace>,
 }
 
 impl ChannelSpec {
@@ -44,6 +47,7 @@ impl ChannelSpec {
             quiet: None,
             reminder_template: None,
             in_doubt: herald_channels::InDoubt::Resend,
+            pacing: Vec::new(),
         }
     }
 }

@@ -14,19 +14,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use herald_channels::{Delivery, InDoubt, SendOutcome};
-use herald_core::caps::{self, CapSend};
 use herald_core::template::PartKey;
 use herald_core::{RetryPolicy, TenantId, TimerId};
-use herald_store::{
-    Applied, CapTake, CapVerdict, CompletionOutcome, DeferReason, FiringMark, TimerRecord,
-    Unsendable,
-};
+use herald_store::{Applied, CompletionOutcome, DeferReason, FiringMark, TimerRecord, Unsendable};
 use tokio::sync::mpsc;
 
 use crate::channels::runtime::{ChannelRuntime, Job, Member};
 use crate::timers::bundles::{self, Bundle};
 use crate::timers::completer::{Attempt, Detail, Finished};
 use crate::timers::flight::Room;
+use crate::timers::limits::{self, Refusal};
 use crate::timers::pipeline::Pipeline;
 use crate::timers::queue::DueTimer;
 use crate::timers::recipients::{self, Addressee, Profiles, Route};
@@ -331,74 +328,28 @@ impl Fetcher {
         p.ready.push_many(back);
     }
 
-    /// Checks the frequency caps (`[[caps]]`) of the sends to users among
-    /// the plain rows and the groups' primaries (in that order, as `who`)
-    /// and takes their slots, in one store call for the whole pass. Only a
-    /// send the directory routes to an address is counted (not one it
-    /// settles unsent, nor one it holds in quiet hours), once per series of
-    /// attempts (a retry after a failed attempt is not counted again); a
-    /// critical one never is. The answer has one entry per row: the cap that refused it
-    /// and when that cap frees a slot, or `None`. If the store fails, every
-    /// row goes back to the ready queue and the answer is `None`.
+    /// Checks and takes the limits (caps, pacing, rate keys: see
+    /// `limits`) of the plain rows and the groups' primaries (in that
+    /// order, as `who`), in one store call for the whole pass. The answer
+    /// has one entry per row. If the store fails, every row goes back to
+    /// the ready queue and the answer is `None`.
     async fn take_caps(
         &self,
         plain: &[TimerRecord],
         groups: &[bundles::Group],
         who: &[Option<Addressee>],
         profiles: &Profiles,
-    ) -> Option<Vec<Option<(String, i64)>>> {
+    ) -> Option<Vec<Option<Refusal>>> {
         let p = &*self.pipe;
-        let cfg = p.cfg.get();
-        let mut refused = vec![None; who.len()];
-        if cfg.caps.is_empty() {
-            return Some(refused);
-        }
         let now = p.clock.now_ms();
-        let rows = plain.iter().chain(groups.iter().map(|g| &g.primary));
-        let mut takes = Vec::new();
-        let mut at = Vec::new();
-        for (i, (row, a)) in rows.zip(who).enumerate() {
-            let Some(a) = a else { continue };
-            // A retry of a send already counted: its first attempt took the slot.
-            if row.attempts > row.attempt_base {
-                continue;
-            }
-            if !matches!(
-                recipients::route_row(row, Some(a), profiles, now),
-                Route::To { .. } | Route::AsStored
-            ) {
-                continue;
-            }
-            let send = CapSend {
-                tenant: a.tenant,
-                user_id: &a.user_id,
-                channel_type: a.channel_type,
-                topic: a.topic.as_deref(),
-                critical: a.critical,
-            };
-            let checks = caps::checks_for(&cfg.caps, &send);
-            if !checks.is_empty() {
-                takes.push(CapTake {
-                    tenant: a.tenant,
-                    checks,
-                });
-                at.push(i);
-            }
-        }
-        if takes.is_empty() {
-            return Some(refused);
-        }
-        match p.store.take_caps(takes, now).await {
-            Ok(verdicts) => {
-                for (i, v) in at.into_iter().zip(verdicts) {
-                    if let CapVerdict::Full { cap, free_at } = v {
-                        refused[i] = Some((cap, free_at));
-                    }
-                }
-                Some(refused)
-            }
+        let rows = plain
+            .iter()
+            .chain(groups.iter().map(|g| &g.primary))
+            .zip(who.iter().map(Option::as_ref));
+        match limits::take(p, rows, profiles, now).await {
+            Ok(refused) => Some(refused),
             Err(e) => {
-                tracing::warn!(error = %e, n = at.len(), "taking frequency caps failed; requeued");
+                tracing::warn!(error = %e, n = who.len(), "taking send limits failed; requeued");
                 p.hot.store_errors.increment(1);
                 self.requeue(plain, groups);
                 None
@@ -414,7 +365,7 @@ impl Fetcher {
     /// that will send on a channel that skips in-doubt sends.
     fn queue_jobs(
         &self,
-        jobs: impl Iterator<Item = ((Routed, Option<Addressee>), Option<(String, i64)>)>,
+        jobs: impl Iterator<Item = ((Routed, Option<Addressee>), Option<Refusal>)>,
         profiles: &Profiles,
         expiries: &HashMap<TimerId, i64>,
         stale: &mut Vec<TimerId>,
@@ -460,7 +411,6 @@ impl Fetcher {
                 stale.extend(members.iter().map(|m: &Member| m.timer_id));
                 continue;
             };
-            let reminder = row.kind == herald_core::TimerKind::Reminder;
             let job = Job {
                 delivery,
                 tenant: row.tenant,
@@ -473,9 +423,8 @@ impl Fetcher {
                 marked: false,
                 expires_at: expiries.get(&row.id).copied(),
             };
-            if let Some((cap, free_at)) = capped {
-                let defer = reminder && caps::defers(&cfg.caps, &cap);
-                self.capped(&row.channel, job, &cap, free_at, defer, now);
+            if let Some(refusal) = capped {
+                self.capped(&row.channel, job, refusal, now);
                 continue;
             }
             if let Some(error) = unrenderable {
@@ -532,15 +481,20 @@ impl Fetcher {
     /// whose cap says `on_cap = "defer"`, due again when the window frees a
     /// slot (`cap_deferred`, no attempt used). For the timer and every
     /// member merged into it (they would have gone out in the same message).
-    fn capped(&self, channel: &str, job: Job, cap: &str, free_at: i64, defer: bool, now: i64) {
+    fn capped(&self, channel: &str, job: Job, refusal: Refusal, now: i64) {
         let p = &*self.pipe;
+        let Refusal {
+            limit: cap,
+            free_at,
+            defer,
+        } = refusal;
         tracing::debug!(
             timer_id = job.delivery.timer_id,
             channel,
             cap,
             free_at,
             defer,
-            "a send over a frequency cap"
+            "a send over a frequency cap, pacing or rate limit"
         );
         let (outcome, error) = if defer {
             if let Some(rt) = p.channels.get(channel) {
@@ -551,7 +505,10 @@ impl Fetcher {
                     next_due_at: free_at.max(now + 1),
                     reason: DeferReason::Capped,
                 },
-                format!("over cap {cap:?}: deferred until its window frees a slot"),
+                format!(
+                    "over {}: deferred until its window frees a slot",
+                    limits::describe(&cap)
+                ),
             )
         } else {
             if let Some(rt) = p.channels.get(channel) {
@@ -559,7 +516,7 @@ impl Fetcher {
             }
             (
                 CompletionOutcome::Unsendable(Unsendable::Capped),
-                format!("over cap {cap:?}"),
+                format!("over {}", limits::describe(&cap)),
             )
         };
         let attempt = Attempt {

@@ -19,6 +19,7 @@ pub(crate) mod early_plans;
 pub(crate) mod fair;
 pub(crate) mod fetcher;
 pub(crate) mod flight;
+pub(crate) mod limits;
 pub(crate) mod loader;
 pub(crate) mod marker;
 pub(crate) mod pipeline;

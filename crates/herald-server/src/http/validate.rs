@@ -54,6 +54,11 @@ pub(crate) struct CreateTimer<'a> {
     /// Sent even in quiet hours (never past an opt-out).
     #[serde(default)]
     critical: Option<bool>,
+    /// Counted against the tenant's `[[rate_limits]]` under this key (a
+    /// shop id, say): over a limit, the send waits for its window.
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 128)]
+    rate_key: Option<String>,
     /// Held back and sent in one message with the other timers of the same
     /// recipient, channel and key; the answer's `due_at` is the digest's close.
     #[serde(default)]
@@ -204,6 +209,7 @@ pub fn new_timer_and_conflict(
             to: req.to,
             topic: req.topic,
             critical: req.critical,
+            rate_key: req.rate_key,
             digest: req.digest,
         },
         &req.channel,
@@ -439,6 +445,7 @@ struct Addressing {
     to: Option<To>,
     topic: Option<String>,
     critical: Option<bool>,
+    rate_key: Option<String>,
     /// Already checked.
     digest: Option<Digest>,
 }
@@ -456,16 +463,23 @@ fn addressing(
         to,
         topic,
         critical,
+        rate_key,
         digest,
     } = a;
     let mut routing = Routing {
         topic,
         critical: critical.unwrap_or(false),
         digest,
+        rate_key,
         ..Routing::default()
     };
     if let Some(t) = &routing.topic {
         check_topic(t).map_err(|why| ApiError::field("topic", "invalid_field", why))?;
+    }
+    if let Some(k) = &routing.rate_key {
+        herald_core::pacing::check_rate_key(k).map_err(|why| {
+            ApiError::field("rate_key", "invalid_field", format!("rate_key {why}"))
+        })?;
     }
     let recipient = match (recipient, to) {
         (Some(_), Some(_)) => {

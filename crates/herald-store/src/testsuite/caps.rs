@@ -16,6 +16,7 @@ fn check(cap: &str, user: &str, max: u32, window_ms: i64) -> CapCheck {
         key: format!("{cap}\u{1f}{user}"),
         max,
         window_ms,
+        defer: false,
     }
 }
 
@@ -38,7 +39,8 @@ pub async fn caps_take_up_to_max_per_window(store: S) {
         v[3],
         CapVerdict::Full {
             cap: "daily".into(),
-            free_at: c.bucket_of(T0) + 11_000
+            free_at: c.bucket_of(T0) + 11_000,
+            defer: false,
         }
     );
     // Another batch, later in the window: still full.

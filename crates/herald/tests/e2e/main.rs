@@ -43,6 +43,7 @@ mod isolation;
 mod logs;
 mod otel;
 mod outage;
+mod pacing;
 mod readme;
 mod receipts;
 mod reload;

@@ -59,6 +59,9 @@ pub struct TimerJson {
     pub topic: Option<String>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub critical: bool,
+    /// The key counted against the tenant's `[[rate_limits]]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_key: Option<String>,
     /// The digest it goes out in; its `due_at` is then the digest's close.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub digest: Option<DigestJson>,
@@ -119,6 +122,7 @@ impl TimerJson {
             }),
             topic: routing.topic,
             critical: routing.critical,
+            rate_key: routing.rate_key,
             digest: routing.digest.map(DigestJson::from),
             template: routing.template,
             id: r.id,
