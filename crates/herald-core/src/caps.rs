@@ -244,6 +244,12 @@ impl CapCheck {
         at.div_euclid(self.bucket_ms()) * self.bucket_ms()
     }
 
+    /// When the bucket starting at `bucket` leaves every window this
+    /// counter counts (and its row may be deleted).
+    pub fn counts_until(&self, bucket: i64) -> i64 {
+        bucket + (SUB_WINDOWS + 1) * self.bucket_ms()
+    }
+
     /// The oldest bucket counted at `at`: buckets starting before it are
     /// out of the window (and may be deleted).
     pub fn oldest_counted(&self, at: i64) -> i64 {
@@ -273,7 +279,7 @@ impl CapCheck {
             left -= n;
             if left < max {
                 return CapDecision::Full {
-                    free_at: b + (SUB_WINDOWS + 1) * self.bucket_ms(),
+                    free_at: self.counts_until(b),
                 };
             }
         }

@@ -1,6 +1,10 @@
 //! Frequency-cap counters (`[[caps]]`): check-and-take for a whole fetch
 //! batch in one transaction, cluster-wide.
 //!
+//! Each counter row says when its bucket stops counting (`expires_at`), so
+//! the retention sweeper deletes the rows of keys never taken again
+//! ([`crate::RetentionKind::CapCounters`]).
+//!
 //! Counters are keyed by (tenant, key, bucket), where the key names the cap,
 //! the user and, for a cap per channel type, the type (see
 //! `herald_core::caps`): a popular window spreads over one row per user and
@@ -93,19 +97,27 @@ pub(crate) fn decide<E>(
         }
         verdicts.push(CapVerdict::Taken);
     }
-    let mut added: HashMap<(TenantId, String, i64), i64> = HashMap::new();
+    let mut added: HashMap<(TenantId, String, i64), (i64, i64)> = HashMap::new();
     for (t, v) in takes.iter().zip(&verdicts) {
         if *v == CapVerdict::Taken {
             for c in &t.checks {
-                *added
-                    .entry((t.tenant, c.key.clone(), c.bucket_of(at)))
-                    .or_default() += 1;
+                let bucket = c.bucket_of(at);
+                let e = added
+                    .entry((t.tenant, c.key.clone(), bucket))
+                    .or_insert((0, c.counts_until(bucket)));
+                e.0 += 1;
             }
         }
     }
     let mut added: Vec<_> = added
         .into_iter()
-        .map(|((t, k, b), n)| (t, k, b, n))
+        .map(|((t, k, b), (n, until))| Added {
+            tenant: t,
+            key: k,
+            bucket: b,
+            count: n,
+            expires_at: until,
+        })
         .collect();
     added.sort();
     Ok(Decided {
@@ -115,9 +127,20 @@ pub(crate) fn decide<E>(
     })
 }
 
+/// Sends counted into one bucket of one counter, and when that bucket
+/// stops counting.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Added {
+    pub tenant: TenantId,
+    pub key: String,
+    pub bucket: i64,
+    pub count: i64,
+    pub expires_at: i64,
+}
+
 pub(crate) struct Decided {
     pub verdicts: Vec<CapVerdict>,
-    pub added: Vec<(TenantId, String, i64, i64)>,
+    pub added: Vec<Added>,
     pub stale: Vec<(TenantId, String, i64)>,
 }
 
@@ -128,8 +151,10 @@ pub(crate) mod sql {
     pub(crate) const READ: Statement =
         statement!("SELECT bucket, count FROM cap_counters WHERE tenant_id = $1 AND cap_key = $2");
     pub(crate) const ADD: Statement = statement!(
-        "INSERT INTO cap_counters (tenant_id, cap_key, bucket, count) VALUES ($1, $2, $3, $4) \
-         ON CONFLICT (tenant_id, cap_key, bucket) DO UPDATE SET count = cap_counters.count + excluded.count"
+        "INSERT INTO cap_counters (tenant_id, cap_key, bucket, count, expires_at) \
+         VALUES ($1, $2, $3, $4, $5) \
+         ON CONFLICT (tenant_id, cap_key, bucket) DO UPDATE SET count = cap_counters.count + excluded.count, \
+         expires_at = excluded.expires_at"
     );
     pub(crate) const PRUNE: Statement = statement!(
         "DELETE FROM cap_counters WHERE tenant_id = $1 AND cap_key = $2 AND bucket < $3"

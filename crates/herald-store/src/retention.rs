@@ -35,12 +35,15 @@ pub enum RetentionKind {
     Tasks,
     /// Audit log entries recorded before the cutoff.
     AuditLog,
+    /// Cap, pacing and rate-key counter buckets that stopped counting
+    /// before the cutoff (their keys were not taken again to prune them).
+    CapCounters,
 }
 
 impl RetentionKind {
     /// Every kind, in the order a sweep takes them (children before the
     /// rows that keep others alive: jobs before audiences).
-    pub const ALL: [RetentionKind; 7] = [
+    pub const ALL: [RetentionKind; 8] = [
         RetentionKind::Timers,
         RetentionKind::SendLog,
         RetentionKind::Jobs,
@@ -48,6 +51,7 @@ impl RetentionKind {
         RetentionKind::Subjects,
         RetentionKind::Tasks,
         RetentionKind::AuditLog,
+        RetentionKind::CapCounters,
     ];
 
     /// The kind's name in configuration, logs and metrics.
@@ -60,6 +64,7 @@ impl RetentionKind {
             RetentionKind::Subjects => "subjects",
             RetentionKind::Tasks => "tasks",
             RetentionKind::AuditLog => "audit_log",
+            RetentionKind::CapCounters => "cap_counters",
         }
     }
 }

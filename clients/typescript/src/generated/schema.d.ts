@@ -1389,6 +1389,11 @@ export interface components {
             on_conflict?: null | components["schemas"]["OnConflict"];
             /** Format: int64 */
             priority?: number | null;
+            /**
+             * @description Counted against the tenant's `[[rate_limits]]` under this key (a
+             *     shop id, say): over a limit, the send waits for its window.
+             */
+            rate_key?: string | null;
             /** @description The address as the provider takes it; give this or `to`. */
             recipient?: string | null;
             template?: null | components["schemas"]["TemplateUse"];
@@ -2466,6 +2471,8 @@ export interface components {
             message?: Record<string, unknown> | null;
             /** Format: int32 */
             priority: number;
+            /** @description The key counted against the tenant's `[[rate_limits]]`. */
+            rate_key?: string | null;
             recipient: string;
             state: string;
             template?: null | components["schemas"]["TemplateRef"];

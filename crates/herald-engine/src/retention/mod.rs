@@ -22,6 +22,11 @@ const DAY_SECS: u64 = 86_400;
 /// about 29,000 rows a second (`herald bench purge --batch`, BENCHMARKS.md).
 pub const DEFAULT_BATCH: usize = 250;
 
+/// How long a cap counter's bucket is kept after it stopped counting: not
+/// configurable, as nothing reads a bucket once its window has passed; a
+/// minute's grace so a take racing the sweep never loses a live bucket.
+const CAP_COUNTERS: Keep = Keep(Duration::from_secs(60));
+
 /// How long to keep one kind: whole seconds, 0 for ever. In configuration a
 /// human duration (`"30d"`, `"12h"`, `"90m"`, `"0"`) or a number of seconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,12 +151,8 @@ impl RetentionConfig {
             RetentionKind::Subjects => self.subjects,
             RetentionKind::Tasks => self.tasks,
             RetentionKind::AuditLog => self.audit_log,
+            RetentionKind::CapCounters => CAP_COUNTERS,
         }
-    }
-
-    /// Whether every kind is kept for ever (the sweeper then does not run).
-    pub fn keeps_everything(&self) -> bool {
-        RetentionKind::ALL.iter().all(|&k| self.keep(k).forever())
     }
 }
 
@@ -191,18 +192,17 @@ mod tests {
             Some(100_000_000 - 86_400_000)
         );
         assert_eq!(Keep(Duration::ZERO).cutoff(5), None);
-        assert!(
-            RetentionConfig {
-                timers: Keep(Duration::ZERO),
-                jobs: Keep(Duration::ZERO),
-                send_log: Keep(Duration::ZERO),
-                audiences: Keep(Duration::ZERO),
-                subjects: Keep(Duration::ZERO),
-                tasks: Keep(Duration::ZERO),
-                audit_log: Keep(Duration::ZERO),
-                ..Default::default()
-            }
-            .keeps_everything()
-        );
+        // Spent cap counters go whatever the configuration keeps.
+        let forever = RetentionConfig {
+            timers: Keep(Duration::ZERO),
+            jobs: Keep(Duration::ZERO),
+            send_log: Keep(Duration::ZERO),
+            audiences: Keep(Duration::ZERO),
+            subjects: Keep(Duration::ZERO),
+            tasks: Keep(Duration::ZERO),
+            audit_log: Keep(Duration::ZERO),
+            ..Default::default()
+        };
+        assert!(!forever.keep(RetentionKind::CapCounters).forever());
     }
 }

@@ -40,7 +40,6 @@ impl Sweeper {
     /// Sweeps every `interval` while this node holds the lease. The settings
     /// are read each round, so a reload changes what is kept and how often.
     pub(crate) async fn run(self: Arc<Self>) {
-        let mut idle = false;
         let mut held = false;
         while !self.stop.is_stopped() {
             let cfg = self.cfg.get();
@@ -50,31 +49,13 @@ impl Sweeper {
             let ttl = i64::try_from(interval.saturating_mul(3))
                 .unwrap_or(i64::MAX)
                 .max(30_000);
-            if cfg.keeps_everything() {
-                if !idle {
-                    tracing::info!("retention keeps everything; the retention sweeper idles");
-                    idle = true;
-                }
-            } else {
-                idle = false;
-            }
+            // Never idle, even when every configured kind is kept for ever:
+            // spent cap counters always go.
             let now = self.clock.now_ms();
-            let lease = match idle {
-                true => {
-                    if held {
-                        let _ = self
-                            .store
-                            .release_lease(RETENTION_LEASE, &self.holder)
-                            .await;
-                    }
-                    Ok(None)
-                }
-                false => {
-                    self.store
-                        .acquire_lease(RETENTION_LEASE, &self.holder, now, ttl)
-                        .await
-                }
-            };
+            let lease = self
+                .store
+                .acquire_lease(RETENTION_LEASE, &self.holder, now, ttl)
+                .await;
             match lease {
                 Ok(Some(_)) => {
                     if !held {

@@ -18,9 +18,10 @@ const LOCK: &str = "SELECT pg_advisory_xact_lock(h) FROM unnest($1::int8[]) AS h
 const READ: &str = "SELECT c.tenant_id, c.cap_key, c.bucket, c.count FROM cap_counters c \
      JOIN unnest($1::int4[], $2::text[]) AS k(tenant_id, cap_key) \
      ON c.tenant_id = k.tenant_id AND c.cap_key = k.cap_key";
-const ADD: &str = "INSERT INTO cap_counters (tenant_id, cap_key, bucket, count) \
-     SELECT * FROM unnest($1::int4[], $2::text[], $3::int8[], $4::int8[]) \
-     ON CONFLICT (tenant_id, cap_key, bucket) DO UPDATE SET count = cap_counters.count + excluded.count";
+const ADD: &str = "INSERT INTO cap_counters (tenant_id, cap_key, bucket, count, expires_at) \
+     SELECT * FROM unnest($1::int4[], $2::text[], $3::int8[], $4::int8[], $5::int8[]) \
+     ON CONFLICT (tenant_id, cap_key, bucket) DO UPDATE SET count = cap_counters.count + excluded.count, \
+     expires_at = excluded.expires_at";
 const PRUNE: &str = "DELETE FROM cap_counters c USING unnest($1::int4[], $2::text[], $3::int8[]) \
      AS k(tenant_id, cap_key, oldest) \
      WHERE c.tenant_id = k.tenant_id AND c.cap_key = k.cap_key AND c.bucket < k.oldest";
@@ -81,15 +82,23 @@ pub(super) async fn take(store: &PgStore, takes: &[CapTake], at: i64) -> Result<
         Ok(found.remove(&(t, k.to_string())).unwrap_or_default())
     })?;
     if !decided.added.is_empty() {
-        let (mut ts, mut ks, mut bs, mut ns) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for (t, k, b, n) in &decided.added {
-            ts.push(tenant_to_pg(*t)?);
-            ks.push(k.as_str());
-            bs.push(*b);
-            ns.push(*n);
+        let n = decided.added.len();
+        let (mut ts, mut ks, mut bs, mut ns, mut es) = (
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        );
+        for a in &decided.added {
+            ts.push(tenant_to_pg(a.tenant)?);
+            ks.push(a.key.as_str());
+            bs.push(a.bucket);
+            ns.push(a.count);
+            es.push(a.expires_at);
         }
         let add = tx.prepare_cached(ADD).await.ctx("preparing cap add")?;
-        tx.execute(&add, &[&ts, &ks, &bs, &ns])
+        tx.execute(&add, &[&ts, &ks, &bs, &ns, &es])
             .await
             .ctx("adding to cap counters")?;
     }

@@ -94,6 +94,11 @@ pub(super) const PURGE_TASKS: &str = "DELETE FROM tasks WHERE id IN ( \
 pub(super) const PURGE_AUDIT: &str = "DELETE FROM audit_log WHERE id IN ( \
     SELECT id FROM audit_log WHERE at < $1 ORDER BY at, id LIMIT $2 FOR UPDATE SKIP LOCKED)";
 
+// ---- cap counters ----
+const PURGE_CAP_COUNTERS: &str = "DELETE FROM cap_counters WHERE (tenant_id, cap_key, bucket) IN ( \
+    SELECT tenant_id, cap_key, bucket FROM cap_counters WHERE expires_at < $1 \
+    ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)";
+
 async fn exec(
     tx: &Transaction<'_>,
     sql: &str,
@@ -158,6 +163,15 @@ pub(super) async fn purge(
         RetentionKind::Tasks => exec(&tx, PURGE_TASKS, &[&cutoff, &limit], "purging tasks").await?,
         RetentionKind::AuditLog => {
             exec(&tx, PURGE_AUDIT, &[&cutoff, &limit], "purging audit log").await?
+        }
+        RetentionKind::CapCounters => {
+            exec(
+                &tx,
+                PURGE_CAP_COUNTERS,
+                &[&cutoff, &limit],
+                "purging cap counters",
+            )
+            .await?
         }
     };
     tx.commit().await.ctx("committing purge")?;

@@ -30,9 +30,15 @@ pub(super) fn take(conn: &mut Connection, takes: &[CapTake], at: i64) -> Result<
         let mut add = tx
             .prepare_cached(sql::ADD.sqlite)
             .ctx("preparing cap add")?;
-        for (tenant, key, bucket, n) in &decided.added {
-            add.execute(params![tenant_to_db(*tenant), key, bucket, n])
-                .ctx("adding to cap counters")?;
+        for a in &decided.added {
+            add.execute(params![
+                tenant_to_db(a.tenant),
+                a.key,
+                a.bucket,
+                a.count,
+                a.expires_at
+            ])
+            .ctx("adding to cap counters")?;
         }
         let mut prune = tx
             .prepare_cached(sql::PRUNE.sqlite)

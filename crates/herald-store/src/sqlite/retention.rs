@@ -80,6 +80,11 @@ const DELETE_TASK: &str = "DELETE FROM tasks WHERE id = ?1";
 pub(super) const DELETE_AUDIT: &str = "DELETE FROM audit_log WHERE id IN \
     (SELECT id FROM audit_log WHERE at < ?1 ORDER BY at, id LIMIT ?2)";
 
+// ---- cap counters ----
+const DELETE_CAP_COUNTERS: &str = "DELETE FROM cap_counters WHERE (tenant_id, cap_key, bucket) IN \
+    (SELECT tenant_id, cap_key, bucket FROM cap_counters WHERE expires_at < ?1 \
+     ORDER BY expires_at LIMIT ?2)";
+
 fn in_tx<R>(
     conn: &mut Connection,
     what: &str,
@@ -172,6 +177,12 @@ pub(super) fn purge(
             DELETE_AUDIT,
             params![cutoff, limit],
             "deleting audit log",
+        ),
+        RetentionKind::CapCounters => exec(
+            tx,
+            DELETE_CAP_COUNTERS,
+            params![cutoff, limit],
+            "deleting cap counters",
         ),
     })
 }
@@ -327,6 +338,10 @@ mod tests {
             (OLD_SUBJECTS, "INDEX subjects_start (start_at<?)"),
             (OLD_TASKS, "USING INDEX tasks_ended (finished_at<?)"),
             (DELETE_AUDIT, "INDEX audit_log_at (at<?)"),
+            (
+                DELETE_CAP_COUNTERS,
+                "INDEX cap_counters_expiry (expires_at<?)",
+            ),
             (DELETE_SENDS, "PRIMARY KEY (job_id=?)"),
             (sql::DELETE_SEGMENTS.sqlite, "INDEX segments_job (job_id=?)"),
             (

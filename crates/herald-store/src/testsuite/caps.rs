@@ -95,6 +95,43 @@ pub async fn caps_a_refused_send_takes_no_slot(store: S) {
     assert!(store.take_caps(vec![], T0).await.expect("empty").is_empty());
 }
 
+/// Retention deletes counter buckets that stopped counting (keys never
+/// taken again), and leaves live ones: a full counter stays full.
+pub async fn caps_spent_counters_are_purged(store: S) {
+    use crate::RetentionKind;
+    let short = check("short", "gone", 1, 10_000);
+    let long = check("long", "kept", 1, 3_600_000);
+    let v = store
+        .take_caps(
+            vec![
+                take(DEFAULT_TENANT, vec![short.clone()]),
+                take(DEFAULT_TENANT, vec![long.clone()]),
+            ],
+            T0,
+        )
+        .await
+        .expect("take");
+    assert_eq!(taken(&v), 2);
+    // Before the short bucket stops counting, nothing goes.
+    let spent = short.counts_until(short.bucket_of(T0));
+    let n = store
+        .purge(RetentionKind::CapCounters, spent - 1, 100)
+        .await
+        .expect("purge");
+    assert_eq!(n, 0);
+    let n = store
+        .purge(RetentionKind::CapCounters, spent + 1, 100)
+        .await
+        .expect("purge");
+    assert_eq!(n, 1, "only the short window's bucket is spent");
+    // The long window still counts its send.
+    let v = store
+        .take_caps(vec![take(DEFAULT_TENANT, vec![long.clone()])], spent + 2)
+        .await
+        .expect("take");
+    assert!(matches!(v[0], CapVerdict::Full { .. }), "{v:?}");
+}
+
 pub async fn caps_hold_across_two_handles(a: S, b: S) {
     let c = check("race", "u1", 5, 3_600_000);
     let mut tasks = Vec::new();

@@ -233,7 +233,7 @@ macro_rules! store_conformance_tests {
             ]
         );
         $crate::store_conformance_tests!(@area caps, $make, $second;
-            cases: [caps_take_up_to_max_per_window, caps_a_refused_send_takes_no_slot]
+            cases: [caps_take_up_to_max_per_window, caps_a_refused_send_takes_no_slot, caps_spent_counters_are_purged]
             races: [caps_hold_across_two_handles]
         );
         $crate::store_conformance_tests!(@area templates, $make, $second;

@@ -724,6 +724,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     "0030_templates",
     "0031_subject_timing",
     "0032_cap_counters",
+    "0033_cap_counter_expiry",
 ];
 
 /// The schema version a fully migrated store records.

@@ -34,6 +34,8 @@ class CreateTimer:
             `template`.
         on_conflict (None | OnConflict | Unset):
         priority (int | None | Unset):
+        rate_key (None | str | Unset): Counted against the tenant's `[[rate_limits]]` under this key (a
+            shop id, say): over a limit, the send waits for its window.
         recipient (None | str | Unset): The address as the provider takes it; give this or `to`.
         template (None | TemplateUse | Unset):
         to (None | TimerTo | Unset):
@@ -49,6 +51,7 @@ class CreateTimer:
     message: CreateTimerMessageType0 | None | Unset = UNSET
     on_conflict: None | OnConflict | Unset = UNSET
     priority: int | None | Unset = UNSET
+    rate_key: None | str | Unset = UNSET
     recipient: None | str | Unset = UNSET
     template: None | TemplateUse | Unset = UNSET
     to: None | TimerTo | Unset = UNSET
@@ -118,6 +121,12 @@ class CreateTimer:
         else:
             priority = self.priority
 
+        rate_key: None | str | Unset
+        if isinstance(self.rate_key, Unset):
+            rate_key = UNSET
+        else:
+            rate_key = self.rate_key
+
         recipient: None | str | Unset
         if isinstance(self.recipient, Unset):
             recipient = UNSET
@@ -169,6 +178,8 @@ class CreateTimer:
             field_dict["on_conflict"] = on_conflict
         if priority is not UNSET:
             field_dict["priority"] = priority
+        if rate_key is not UNSET:
+            field_dict["rate_key"] = rate_key
         if recipient is not UNSET:
             field_dict["recipient"] = recipient
         if template is not UNSET:
@@ -294,6 +305,15 @@ class CreateTimer:
 
         priority = _parse_priority(d.pop("priority", UNSET))
 
+        def _parse_rate_key(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        rate_key = _parse_rate_key(d.pop("rate_key", UNSET))
+
         def _parse_recipient(data: object) -> None | str | Unset:
             if data is None:
                 return data
@@ -356,6 +376,7 @@ class CreateTimer:
             message=message,
             on_conflict=on_conflict,
             priority=priority,
+            rate_key=rate_key,
             recipient=recipient,
             template=template,
             to=to,

@@ -39,6 +39,7 @@ class TimerJson:
         idempotency_key (None | str | Unset):
         last_error (None | str | Unset):
         message (None | TimerJsonMessageType0 | Unset):
+        rate_key (None | str | Unset): The key counted against the tenant's `[[rate_limits]]`.
         template (None | TemplateRef | Unset):
         to (None | ToJson | Unset):
         topic (None | str | Unset):
@@ -61,6 +62,7 @@ class TimerJson:
     idempotency_key: None | str | Unset = UNSET
     last_error: None | str | Unset = UNSET
     message: None | TimerJsonMessageType0 | Unset = UNSET
+    rate_key: None | str | Unset = UNSET
     template: None | TemplateRef | Unset = UNSET
     to: None | ToJson | Unset = UNSET
     topic: None | str | Unset = UNSET
@@ -129,6 +131,12 @@ class TimerJson:
         else:
             message = self.message
 
+        rate_key: None | str | Unset
+        if isinstance(self.rate_key, Unset):
+            rate_key = UNSET
+        else:
+            rate_key = self.rate_key
+
         template: dict[str, Any] | None | Unset
         if isinstance(self.template, Unset):
             template = UNSET
@@ -185,6 +193,8 @@ class TimerJson:
             field_dict["last_error"] = last_error
         if message is not UNSET:
             field_dict["message"] = message
+        if rate_key is not UNSET:
+            field_dict["rate_key"] = rate_key
         if template is not UNSET:
             field_dict["template"] = template
         if to is not UNSET:
@@ -287,6 +297,15 @@ class TimerJson:
 
         message = _parse_message(d.pop("message", UNSET))
 
+        def _parse_rate_key(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        rate_key = _parse_rate_key(d.pop("rate_key", UNSET))
+
         def _parse_template(data: object) -> None | TemplateRef | Unset:
             if data is None:
                 return data
@@ -356,6 +375,7 @@ class TimerJson:
             idempotency_key=idempotency_key,
             last_error=last_error,
             message=message,
+            rate_key=rate_key,
             template=template,
             to=to,
             topic=topic,
