@@ -39,6 +39,17 @@ pub struct RemindersArgs {
     /// same run without, which sends Herald's reminder shape as composed.
     #[arg(long, value_name = "LOCALE")]
     template: Option<String>,
+    /// The first N users also subscribe to a second subject that starts at
+    /// the same instant, so N more reminders fall due with the others
+    /// (merging is turned off); with `--caps`, each of those is over a
+    /// cap. Needs `--directory` (only sends routed to a user are capped).
+    #[arg(long, default_value_t = 0)]
+    over: usize,
+    /// Configure a frequency cap of one app message per user per hour
+    /// (`[[caps]]`), so every `--over` reminder ends `capped`; compare with
+    /// the same run without.
+    #[arg(long)]
+    caps: bool,
     /// Subscriptions per bulk request.
     #[arg(long, default_value_t = 10_000)]
     chunk: usize,
@@ -64,6 +75,20 @@ pub(super) async fn run(mut a: RemindersArgs) -> anyhow::Result<()> {
             .reminders_toml
             .push_str("\ntemplates = { app = \"bench-reminder\" }\n");
     }
+    if a.over > a.users {
+        bail!("--over is at most --users");
+    }
+    if (a.over > 0 || a.caps) && !a.directory {
+        bail!("--over and --caps need --directory: only sends routed to a user are capped");
+    }
+    if a.over > 0 {
+        a.server.merge_window_ms = 0;
+    }
+    if a.caps {
+        a.server.extra_toml.push_str(
+            "\n[[caps]]\nname = \"bench\"\nchannel_type = \"app\"\nmax = 1\nwindow = \"1h\"\n",
+        );
+    }
     let sink = start_sink().await?;
     let server = Deployment::start(&sink, &a.server).await?;
     let http = http_client()?;
@@ -72,7 +97,7 @@ pub(super) async fn run(mut a: RemindersArgs) -> anyhow::Result<()> {
     let lead_ms = a.lead_minutes * 60_000;
     // Subscribing is slower than plain timers: budget 50k/s, plus start-up
     // (and as long again to fill the directory first).
-    let setup_s = n as f64 / 50_000.0 * if a.directory { 2.0 } else { 1.0 };
+    let setup_s = (n + a.over) as f64 / 50_000.0 * if a.directory { 2.0 } else { 1.0 };
     let start_in = a
         .subject_start_in
         .unwrap_or(lead_ms as f64 / 1000.0 + 5.0 + setup_s);
@@ -81,19 +106,19 @@ pub(super) async fn run(mut a: RemindersArgs) -> anyhow::Result<()> {
     if due_at <= clock.now_ms() {
         bail!("the reminders would be due before they are created: raise --subject-start-in");
     }
-    let resp = http
-        .put(format!("{}/v1/subjects/bench-subject", server.base()))
-        .json(
-            &serde_json::json!({"start_at": format_rfc3339_ms(start_at), "title": "Bench coupon"}),
-        )
-        .send()
-        .await?;
-    if !resp.status().is_success() {
-        bail!(
-            "creating the subject: {} {}",
-            resp.status(),
-            resp.text().await?
-        );
+    for subject in ["bench-subject", "bench-subject-2"] {
+        let resp = http
+            .put(format!("{}/v1/subjects/{subject}", server.base()))
+            .json(&serde_json::json!({"start_at": format_rfc3339_ms(start_at), "title": "Bench coupon"}))
+            .send()
+            .await?;
+        if !resp.status().is_success() {
+            bail!(
+                "creating the subject: {} {}",
+                resp.status(),
+                resp.text().await?
+            );
+        }
     }
     if let Some(locale) = &a.template {
         let body = bench_template(locale);
@@ -164,6 +189,31 @@ pub(super) async fn run(mut a: RemindersArgs) -> anyhow::Result<()> {
         lines,
     )
     .await?;
+    if a.over > 0 {
+        let second = Arc::new(move |r: std::ops::Range<usize>| {
+            let mut s = String::with_capacity(r.len() * 100);
+            for i in r {
+                s.push_str(&format!(
+                    "{{\"user_id\":\"user-{i}\",\"subject_id\":\"bench-subject-2\",\"channel_type\":\"app\",\"lead_minutes\":{lead}}}\n"
+                ));
+            }
+            s
+        });
+        bulk_post(
+            &http,
+            &server.bases(),
+            "/v1/reminders:bulk",
+            a.over,
+            a.chunk,
+            a.clients,
+            second,
+        )
+        .await?;
+    }
+    // Every send of the burst: the second reminders are capped (failed)
+    // with --caps, delivered without.
+    let sends = n + a.over;
+    let to_deliver = if a.caps { n } else { sends };
     let slack = due_at - clock.now_ms();
     eprintln!(
         "subscribe: {n} in {secs:.2} s = {:.0} per second; {slack} ms before due",
@@ -175,10 +225,19 @@ pub(super) async fn run(mut a: RemindersArgs) -> anyhow::Result<()> {
     let timeout =
         Duration::from_secs_f64(slack.max(0) as f64 / 1000.0 + 120.0 + n as f64 / 5_000.0);
     let cpu = CpuMeter::start(&server);
-    let (delivered, done) = wait_drained(&sink, &server, &http, n, timeout).await?;
+    let (delivered, done) = wait_drained(&sink, &server, &http, to_deliver, timeout).await?;
+    let done = if a.caps && a.over > 0 {
+        wait_settled(&server, &http, sends, timeout).await?
+    } else {
+        done
+    };
     let c = cpu.read();
     let s: WebhookStats = sink.stats();
     let drain_s = (done - due_at) as f64 / 1000.0;
+    let capped = server
+        .counter(&http, "herald_timers_failed_total")
+        .await
+        .unwrap_or(0.0);
     let deliver_s = (delivered - due_at) as f64 / 1000.0;
     println!(
         "reminders: {n} users of one subject, lead {} min, {} (store {}, nodes {}, concurrency {})",
@@ -198,20 +257,27 @@ pub(super) async fn run(mut a: RemindersArgs) -> anyhow::Result<()> {
         n as f64 / secs
     );
     println!("  all delivered       {deliver_s:.2} s after due");
+    if a.over > 0 {
+        println!(
+            "  sends               {sends} ({} users twice; caps {}; {capped} failed or capped)",
+            a.over,
+            if a.caps { "on" } else { "off" }
+        );
+    }
     println!(
         "  all marked done     {drain_s:.2} s after due  => {:.0} reminders/s",
-        n as f64 / drain_s.max(0.001)
+        sends as f64 / drain_s.max(0.001)
     );
     println!("  lateness at sink    {}", pct(&s.lateness_ms));
     println!("  duplicates          {}", s.duplicates);
-    println!("  cpu while draining  {}", c.describe(n));
+    println!("  cpu while draining  {}", c.describe(sends));
     if a.server.json {
         println!(
             "{}",
             serde_json::json!({"scenario":"reminders","directory":a.directory,"template":a.template,"store":a.server.store_kind(),"nodes":a.server.nodes,
-                "users":n,"subscribe_per_sec":n as f64/secs,"server_cpu_s":c.nodes,"sink_cpu_s":c.own,
+                "users":n,"over":a.over,"caps":a.caps,"sends":sends,"failed_or_capped":capped,"subscribe_per_sec":n as f64/secs,"server_cpu_s":c.nodes,"sink_cpu_s":c.own,
                 "pg_cpu_s":c.pg,"other_cpu_s":c.other,"delivered_s":deliver_s,"done_s":drain_s,
-                "drain_per_sec":n as f64/drain_s.max(0.001),"lateness_ms":s.lateness_ms,
+                "drain_per_sec":sends as f64/drain_s.max(0.001),"lateness_ms":s.lateness_ms,
                 "duplicates":s.duplicates})
         );
     }
@@ -240,4 +306,32 @@ fn bench_template(locale: &str) -> serde_json::Value {
         part("{{ subject.title }} 将于 {{ subject.start_at | datetime('%m月%d日 %H:%M') }} 开抢"),
     );
     serde_json::json!({"name": "bench-reminder", "locales": locales})
+}
+
+/// Waits until `n` timers are settled (done, or failed as capped), then
+/// returns when (unix ms).
+async fn wait_settled(
+    server: &Deployment,
+    http: &reqwest::Client,
+    n: usize,
+    timeout: Duration,
+) -> anyhow::Result<i64> {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let done = server
+            .counter(http, "herald_timers_done_total")
+            .await
+            .unwrap_or(0.0);
+        let failed = server
+            .counter(http, "herald_timers_failed_total")
+            .await
+            .unwrap_or(0.0);
+        if (done + failed) as usize >= n {
+            return Ok(SystemClock.now_ms());
+        }
+        if std::time::Instant::now() > deadline {
+            bail!("timed out: {done} done and {failed} failed of {n}");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
