@@ -526,3 +526,27 @@ async fn a_reminder_route_that_cannot_work_stops_the_node() {
         "{stderr}"
     );
 }
+
+/// Templates are per tenant, so `/readyz` checks the reminder routes of
+/// every tenant: with the template stored for the default tenant only, the
+/// other tenant's routes are still flagged, by name.
+#[tokio::test]
+async fn readyz_flags_a_tenant_without_the_reminder_template() {
+    let mock = Mock::start(&["--fcm-service-account", &fcm_key()]).await;
+    let cfg = format!("[tenants.mall]\nweight = 1\n{}", config(&mock.url));
+    let s = Server::start(&cfg).await;
+    let (code, t) = s.post("/v1/templates", &coupon_template()).await;
+    assert_eq!(code, 201, "{t}");
+    let (code, ready) = s.get("/readyz").await;
+    assert_eq!(code, 200, "{ready}");
+    let warnings: Vec<&str> = ready["warnings"]
+        .as_array()
+        .map(|w| w.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    assert_eq!(warnings.len(), 3, "{ready}");
+    assert!(
+        warnings.iter().all(|w| w.starts_with("tenant \"mall\": ")
+            && w.contains("no template named \"coupon\" is stored")),
+        "{ready}"
+    );
+}

@@ -91,7 +91,7 @@ pub async fn readyz(State(st): State<AppState>) -> Response {
     let health = st.engine.health();
     problems.extend(health.problems());
     if problems.is_empty() {
-        let warnings = route_warnings(&st);
+        let warnings = route_warnings(&st).await;
         if !warnings.is_empty() {
             tracing::warn!(warnings = ?warnings, "ready, with warnings");
         }
@@ -111,20 +111,40 @@ pub async fn readyz(State(st): State<AppState>) -> Response {
     (StatusCode::SERVICE_UNAVAILABLE, axum::Json(body)).into_response()
 }
 
-/// The default tenant's reminder routes that cannot send now.
-pub(crate) fn route_warnings(st: &AppState) -> Vec<String> {
+/// Each tenant's reminder routes that cannot send now (templates are per
+/// tenant: one may have stored what another lacks). A tenant other than
+/// the default is named in its lines. If the store cannot list the tenants
+/// in time, only the default tenant is checked.
+pub(crate) async fn route_warnings(st: &AppState) -> Vec<String> {
+    let default = || vec![(herald_core::DEFAULT_TENANT, String::new())];
+    let tenants = match tokio::time::timeout(READY_STORE_TIMEOUT, st.engine.store().tenants()).await
+    {
+        Ok(Ok(t)) if !t.is_empty() => t,
+        _ => default(),
+    };
     let lib = st.engine.templates().library();
-    crate::reminder_routes::warnings(
-        &st.reminders,
-        |c| st.engine.channel_kind(c).is_some(),
-        |c| {
-            st.engine
-                .channel_kind(c)
-                .map(|k| (k, st.engine.channel_reminder_shape(c)))
-        },
-        &lib,
-        herald_core::DEFAULT_TENANT,
-    )
+    let mut out = Vec::new();
+    for (tenant, name) in tenants {
+        let found = crate::reminder_routes::warnings(
+            &st.reminders,
+            |c| st.engine.channel_kind(c).is_some(),
+            |c| {
+                st.engine
+                    .channel_kind(c)
+                    .map(|k| (k, st.engine.channel_reminder_shape(c)))
+            },
+            &lib,
+            tenant,
+        );
+        out.extend(found.into_iter().map(|w| {
+            if tenant == herald_core::DEFAULT_TENANT {
+                w
+            } else {
+                format!("tenant {name:?}: {w}")
+            }
+        }));
+    }
+    out
 }
 
 pub async fn metrics(State(st): State<AppState>) -> impl IntoResponse {
