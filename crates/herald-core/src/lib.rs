@@ -12,6 +12,7 @@ pub mod early;
 pub mod quiet;
 pub mod reminder;
 pub mod retry;
+pub mod route;
 pub mod schedule;
 pub mod shard;
 pub mod shardset;

@@ -52,6 +52,7 @@ macro_rules! migrations {
             "0030_templates",
             "0031_subject_timing",
             "0032_cap_counters",
+            "0033_fallback_routes",
         )
     };
     (@ $($name:literal),+ $(,)?) => {

@@ -26,6 +26,7 @@ use tokio::sync::mpsc;
 use crate::channels::runtime::{ChannelRuntime, Job, Member};
 use crate::timers::bundles::{self, Bundle};
 use crate::timers::completer::{Attempt, Detail, Finished};
+use crate::timers::fallback;
 use crate::timers::flight::Room;
 use crate::timers::pipeline::Pipeline;
 use crate::timers::queue::DueTimer;
@@ -427,6 +428,7 @@ impl Fetcher {
         for (((row, members, message), who), capped) in jobs {
             let route = recipients::route_row(&row, who.as_ref(), profiles, now);
             let key = row.delivery_key();
+            let routing = fallback::routing_of(&row);
             let rt = p.channels.get(&row.channel);
             let settings = rt.map(|rt| rt.settings());
             let part = PartKey::for_type(
@@ -470,6 +472,7 @@ impl Fetcher {
                 members,
                 series_base: row.attempt_base,
                 route,
+                routing,
                 marked: false,
                 expires_at: expiries.get(&row.id).copied(),
             };
@@ -511,6 +514,7 @@ impl Fetcher {
             started_at: now,
             finished_at: now,
             series_base: job.series_base,
+            route: job.routing.as_deref(),
         };
         let detail = Detail {
             error: Some(error),
@@ -572,6 +576,7 @@ impl Fetcher {
             started_at: now,
             finished_at: now,
             series_base: job.series_base,
+            route: job.routing.as_deref(),
         };
         let detail = Detail {
             error: Some(error),
@@ -601,6 +606,7 @@ impl Fetcher {
             started_at: now,
             finished_at: now,
             series_base: job.series_base,
+            route: job.routing.as_deref(),
         };
         let outcome = SendOutcome::Retryable {
             error: format!("channel {channel:?} is not configured"),

@@ -20,6 +20,7 @@ pub(crate) mod pagination;
 pub mod quota;
 pub(crate) mod rate;
 pub(crate) mod request;
+pub mod route_steps;
 pub(crate) mod state;
 pub(crate) mod tenancy;
 pub(crate) mod text;

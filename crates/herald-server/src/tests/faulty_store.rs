@@ -137,6 +137,7 @@ faulty! { ProviderStore:
     fn record_final_status(channel: &str, provider_msgid: &str, status: &str, at: i64) -> Result<u64>;
     fn mark_delivery_recalled(id: i64, at: i64) -> Result<bool>;
     fn record_receipt(on: herald_store::ReceiptOn, event: herald_store::ReceiptEvent, at: i64) -> Result<bool>;
+    fn read_at_step(timer_id: i64, step: u32) -> Result<bool>;
     fn job_receipt_counts(job_id: i64) -> Result<herald_store::ReceiptCounts>;
     fn job_messages(job_id: i64, limit: usize) -> Result<Vec<herald_store::JobMessage>>;
     fn mark_job_message_recalled(job_id: i64, msgid: &str, at: i64) -> Result<u64>;

@@ -121,6 +121,7 @@ macro_rules! store_conformance_tests {
                 fetch_pending_handles_many_ids,
                 complete_done,
                 complete_retry_then_done,
+                a_route_step_moves_the_timer_on_in_one_write,
                 deferrals_do_not_use_attempts,
                 complete_failed_keeps_error,
                 complete_dead_keeps_error,

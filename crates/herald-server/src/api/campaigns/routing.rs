@@ -69,6 +69,7 @@ pub(crate) fn check(
         critical: f.critical.unwrap_or(false),
         digest: None,
         template: None,
+        ..Routing::default()
     };
     Ok(routing.stored())
 }

@@ -323,15 +323,8 @@ fn route(
             check_text("channel", &c, Text::Id)?;
             (c, "channel")
         }
-        None => match st.reminders.channels.get(t.as_str()) {
-            Some(c) => (c.clone(), "channel_type"),
-            None if st.serves_channel(tenant, t.as_str()) => {
-                (t.as_str().to_string(), "channel_type")
-            }
-            None if st.reminders.default_channel.is_some() => (
-                st.reminders.default_channel.clone().unwrap_or_default(),
-                "channel_type",
-            ),
+        None => match st.channel_for_type(tenant, t) {
+            Some(c) => (c, "channel_type"),
             None => {
                 return Err(ApiError::field(
                     "channel_type",
