@@ -730,7 +730,10 @@ pub async fn a_route_step_moves_the_timer_on_in_one_write(store: S) {
         channel: "mail".into(),
         routing: next_routing.clone(),
     });
-    assert_eq!(store.complete(vec![first]).await.unwrap(), vec![Applied::Yes]);
+    assert_eq!(
+        store.complete(vec![first]).await.unwrap(),
+        vec![Applied::Yes]
+    );
     let moved = get(&store, rec.id).await;
     assert_eq!(
         moved,
@@ -767,7 +770,10 @@ pub async fn a_route_step_moves_the_timer_on_in_one_write(store: S) {
     let mut read = completion(&moved, 2, CompletionOutcome::Read, 260);
     read.error = None;
     read.step = Some(1);
-    assert_eq!(store.complete(vec![read]).await.unwrap(), vec![Applied::Yes]);
+    assert_eq!(
+        store.complete(vec![read]).await.unwrap(),
+        vec![Applied::Yes]
+    );
     let fin = get(&store, rec.id).await;
     assert_eq!(
         (fin.state, fin.attempts, fin.delivered_at, fin.last_error),

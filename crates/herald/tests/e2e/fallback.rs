@@ -101,7 +101,7 @@ fn row(step: i64, channel: &str, outcome: &str) -> (i64, String, String) {
 
 async fn scenario(store: Option<String>) {
     let mock = Mock::start(&[]).await;
-    let cfg = config(&mock, "");
+    let cfg = config(&mock, "[reminders]\nleads_minutes = [0, 5]\n");
     let s = match store {
         Some(url) => Server::start_on(&url, tempfile::tempdir().unwrap(), &cfg).await,
         None => Server::start(&cfg).await,
@@ -160,6 +160,39 @@ async fn scenario(store: Option<String>) {
     let read_route = json!([{"channel_type": "wechat"},
                             {"channel_type": "email", "on": ["unread"], "after": "6s"}]);
     let read = routed(&s, "ed", read_route, 0).await;
+
+    // A reminder with a route: ann has no WeChat address, so it goes by
+    // e-mail, composed for that type.
+    let start = rfc3339(now_ms() + 2_000);
+    let (st, v) = s
+        .put(
+            "/v1/subjects/sale-1",
+            &json!({"start_at": start, "title": "Flash sale"}),
+        )
+        .await;
+    assert_eq!(st, 201, "{v}");
+    let (st, v) = s
+        .post(
+            "/v1/reminders",
+            &json!({"user_id": "ann", "subject_id": "sale-1", "channel_type": "wechat",
+                    "lead_minutes": 0, "send_late": true,
+                    "route": [{}, {"channel_type": "email", "on": ["no_address"]}]}),
+        )
+        .await;
+    assert_eq!(st, 201, "{v}");
+    let reminder = v["timer_id"].as_i64().unwrap();
+    let (st, v) = s
+        .post(
+            "/v1/reminders",
+            &json!({"user_id": "ann", "subject_id": "sale-1", "channel_type": "sms",
+                    "lead_minutes": 0, "route": [{}, {"channel_type": "email"}]}),
+        )
+        .await;
+    assert_eq!(
+        (st, v["error"]["field"].as_str()),
+        (400, Some("route[1].on")),
+        "{v}"
+    );
 
     // ed reads the WeChat message as soon as it arrives.
     let read_key = format!("herald-timer-{read}");
@@ -254,6 +287,22 @@ async fn scenario(store: Option<String>) {
         .await;
     assert_eq!(st, 200, "{v}");
     assert_eq!(v["delivery_id"], d["deliveries"][1]["id"], "{v}");
+
+    let t = settled(&s, reminder).await;
+    assert_eq!(t["state"], "done", "{t}");
+    assert_eq!(
+        steps(&s, reminder).await,
+        [row(0, "wechat", "no_address"), row(1, "email", "delivered")]
+    );
+    let sent = mock
+        .requests(Some(&format!("herald-timer-{reminder}:s1")))
+        .await;
+    let body = &sent[0]["body"]["message"];
+    assert_eq!(
+        (body["channel_type"].as_str(), body["subject"].as_str()),
+        (Some("email"), Some("Flash sale")),
+        "{body}"
+    );
 
     // Bad routes are refused naming the field, and nothing is created.
     let before = s.total_timers().await;
