@@ -71,6 +71,13 @@ pub struct Step {
     /// receipt (ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after_ms: Option<i64>,
+    /// A campaign step's own message (JSON text; a template's data with
+    /// `template`); without, the step sends the campaign's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// A campaign step's own template.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<crate::template::TemplateRef>,
 }
 
 /// How a step ended, as far as the route is concerned.
@@ -193,6 +200,8 @@ impl CheckedStep {
             channel_type,
             on: self.on.clone(),
             after_ms: self.after_ms,
+            message: None,
+            template: None,
         }
     }
 }

@@ -20,7 +20,7 @@ use crate::http::fields::unknown_channel;
 use crate::http::text::{Text, check_text};
 
 /// One step of a `route`.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[derive(Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RouteStep {
     /// A configured channel; left out, the channel `channel_type` routes to
@@ -42,6 +42,15 @@ pub(crate) struct RouteStep {
     #[serde(default)]
     #[schema(example = "30m")]
     pub after: Option<String>,
+    /// Jobs and rules: this step's own message (in its channel provider's
+    /// shape) instead of the campaign's; not on the first step.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub message: Option<Box<serde_json::value::RawValue>>,
+    /// Jobs and rules: this step's own template instead of the campaign's;
+    /// not on the first step.
+    #[serde(default)]
+    pub template: Option<crate::http::validate::TemplateUse>,
 }
 
 /// An outcome of the step before that a step is taken on.
@@ -116,6 +125,26 @@ pub(crate) fn api_error(e: RouteError) -> ApiError {
         "invalid_field"
     };
     ApiError::field(&e.field, code, e.message)
+}
+
+/// Refuses a step's own `message` or `template`: a timer's or reminder's
+/// steps all send its own.
+pub(crate) fn no_step_content(steps: &[RouteStep]) -> Result<(), ApiError> {
+    for (i, s) in steps.iter().enumerate() {
+        let which = match (&s.message, &s.template) {
+            (Some(_), _) => "message",
+            (None, Some(_)) => "template",
+            (None, None) => continue,
+        };
+        return Err(ApiError::field(
+            &format!("route[{i}].{which}"),
+            "invalid_field",
+            "every step of a timer's or reminder's route sends its own message or template \
+             (a template renders for each step's channel type); a step's own content is \
+             for jobs and rules",
+        ));
+    }
+    Ok(())
 }
 
 /// Checks and resolves the steps under `field`. The first step takes the

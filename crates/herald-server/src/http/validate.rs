@@ -527,6 +527,7 @@ fn timer_route(
             "a digest timer cannot have a route",
         ));
     }
+    route_steps::no_step_content(steps)?;
     let first_type = match &to.channel_type {
         Some(s) => Some(ChannelType::parse(s).ok_or_else(|| {
             ApiError::field(

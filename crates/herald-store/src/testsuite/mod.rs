@@ -226,6 +226,7 @@ macro_rules! store_conformance_tests {
                 a_jobs_messages_are_listed_and_recalled_once,
                 receipts_count_once_per_send_and_event,
                 a_follow_up_goes_once_to_the_unread,
+                a_route_step_takes_the_sends_its_on_lists,
                 channel_pauses_are_upserted_listed_and_resumed,
             ]
             races: [

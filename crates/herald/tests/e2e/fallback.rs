@@ -458,3 +458,238 @@ async fn kill9_between_steps_loses_none_and_repeats_none_on_postgres() {
     };
     crash_between_steps(Some(url)).await;
 }
+
+/// A job's state once it has ended.
+async fn ended_job(s: &Server, id: i64) -> Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let j = s.get(&format!("/v1/jobs/{id}")).await.1;
+        if j["state"] != "running" {
+            return j;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "job {id} never ended: {j}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The follow-up job a job's route step made, once made.
+async fn step_job(s: &Server, id: i64) -> i64 {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let j = s.get(&format!("/v1/jobs/{id}")).await.1;
+        if let Some(next) = j["follow_up"]["job_id"].as_i64() {
+            return next;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "job {id} made no follow-up: {j}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A job's sends as `(recipient, state)`.
+async fn sends(s: &Server, id: i64) -> Vec<(String, String)> {
+    let v = s
+        .get(&format!("/v1/jobs/{id}/sends?start=0&end=100"))
+        .await
+        .1;
+    v["sends"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["recipient"].as_str().unwrap_or("").to_string(),
+                r["state"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+async fn campaign_scenario(store: Option<String>) {
+    let mock = Mock::start(&[]).await;
+    let cfg = config(&mock, "[jobs]\nsweep_interval_ms = 200\n");
+    let s = match store {
+        Some(url) => Server::start_on(&url, tempfile::tempdir().unwrap(), &cfg).await,
+        None => Server::start(&cfg).await,
+    };
+    // ann: no WeChat; bo: opted out of WeChat; di, ed: WeChat. ann and bo
+    // have a phone too.
+    subscriber(
+        &s,
+        "ann",
+        json!({"addresses": {"email": "ann@example.com", "sms": "+8613800000001"}}),
+    )
+    .await;
+    subscriber(
+        &s,
+        "bo",
+        json!({"addresses": {"wechat": {"wechat": "o-bo"}, "email": "bo@example.com",
+                             "sms": "+8613800000002"},
+               "preferences": {"channel_types": {"wechat": false}}}),
+    )
+    .await;
+    for u in ["di", "ed"] {
+        subscriber(
+            &s,
+            u,
+            json!({"addresses": {"wechat": {"wechat": format!("o-{u}")}, "email": format!("{u}@example.com")}}),
+        )
+        .await;
+    }
+    // WeChat; then e-mail to whoever WeChat could not reach, with its own
+    // message; then an SMS to whoever did not read the e-mail in 3 s.
+    let (st, job) = s
+        .post(
+            "/v1/jobs",
+            &json!({"users": ["ann", "bo", "di", "ed"], "channel": "wechat",
+                    "to": {"channel_type": "wechat"}, "message": {"text": "20 off today"},
+                    "route": [{},
+                              {"channel_type": "email", "on": ["no_address", "opted_out"],
+                               "message": {"subject": "20 off", "text": "20 off today"}},
+                              {"channel_type": "sms", "on": ["unread"], "after": "3s"}]}),
+        )
+        .await;
+    assert_eq!(st, 201, "{job}");
+    let first = job["id"].as_i64().unwrap();
+    assert_eq!(job["step"], 0, "{job}");
+    assert_eq!(ended_job(&s, first).await["state"], "done");
+    let mut got = sends(&s, first).await;
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            ("ann".to_string(), "failed".to_string()),
+            ("bo".into(), "failed".into()),
+            ("di".into(), "delivered".into()),
+            ("ed".into(), "delivered".into())
+        ]
+    );
+
+    // The e-mail step: a follow-up job of exactly ann and bo.
+    let second = step_job(&s, first).await;
+    let j = ended_job(&s, second).await;
+    assert_eq!(
+        (
+            j["channel"].as_str(),
+            j["to"]["channel_type"].as_str(),
+            j["step"].as_i64()
+        ),
+        (Some("email"), Some("email"), Some(1)),
+        "{j}"
+    );
+    assert_eq!(j["message"]["subject"], "20 off", "{j}");
+    assert_eq!(
+        sends(&s, second).await,
+        [
+            ("ann".to_string(), "delivered".to_string()),
+            ("bo".into(), "delivered".into())
+        ]
+    );
+    // bo reads the e-mail; ann does not.
+    let bo = format!("herald-job-{second}-1");
+    let (st, v) = s
+        .post(
+            "/v1/receipts",
+            &json!({"idempotency_key": bo, "event": "read"}),
+        )
+        .await;
+    assert_eq!(st, 200, "{v}");
+
+    // The SMS step: ann only, 3 s after the e-mail job ended.
+    let third = step_job(&s, second).await;
+    let j = ended_job(&s, third).await;
+    assert_eq!(
+        (j["channel"].as_str(), j["step"].as_i64()),
+        (Some("sms"), Some(2)),
+        "{j}"
+    );
+    assert_eq!(
+        sends(&s, third).await,
+        [("ann".to_string(), "delivered".to_string())]
+    );
+    assert!(
+        j["follow_up"].is_null(),
+        "the last step has nothing after it: {j}"
+    );
+    let at_sms: Vec<Value> = mock
+        .requests(None)
+        .await
+        .into_iter()
+        .filter(|r| r["path"] == "/hook/sms")
+        .collect();
+    assert_eq!(at_sms.len(), 1, "{at_sms:?}");
+    assert_eq!(at_sms[0]["body"]["recipient"], "+8613800000001");
+
+    // A rule's route: each task's job carries it on the same way.
+    let (st, rule) = s
+        .post(
+            "/v1/rules",
+            &json!({"name": "flash sale", "schedule": {"type": "at", "at": rfc3339(now_ms() + 1_000)},
+                    "audience": {"users": ["ann", "di"]}, "channel": "wechat",
+                    "to": {"channel_type": "wechat"}, "message": {"text": "flash sale"},
+                    "route": [{}, {"channel_type": "email", "on": ["no_address"]}]}),
+        )
+        .await;
+    assert_eq!(st, 201, "{rule}");
+    let rule = rule["id"].as_i64().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let task_job = loop {
+        let v = s.get(&format!("/v1/rules/{rule}/tasks")).await.1;
+        if let Some(j) = v["tasks"][0]["job_id"].as_i64() {
+            break j;
+        }
+        assert!(std::time::Instant::now() < deadline, "no task started: {v}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let next = step_job(&s, task_job).await;
+    ended_job(&s, next).await;
+    assert_eq!(
+        sends(&s, next).await,
+        [("ann".to_string(), "delivered".to_string())]
+    );
+
+    // A route's step needs a message its channel can take, and a job's
+    // route needs subscribers.
+    for (body, field) in [
+        (
+            json!({"users": ["ann"], "channel": "wechat", "message": {"text": "x"},
+                   "route": [{"channel_type": "wechat"}]}),
+            "to",
+        ),
+        (
+            json!({"users": ["ann"], "channel": "wechat", "to": {"channel_type": "wechat"},
+                   "message": {"text": "x"},
+                   "route": [{}, {"channel_type": "email", "on": ["failed"], "message": 3}]}),
+            "route[1].message",
+        ),
+        (
+            json!({"users": ["ann"], "channel": "wechat", "to": {"channel_type": "wechat"},
+                   "message": {"text": "x"}, "follow_up": {"after_secs": 5, "message": {}, "only": "unread"},
+                   "route": [{}, {"channel_type": "email", "on": ["failed"]}]}),
+            "follow_up",
+        ),
+    ] {
+        let (st, v) = s.post("/v1/jobs", &body).await;
+        assert_eq!(st, 400, "{body}: {v}");
+        assert_eq!(v["error"]["field"], field, "{body}: {v}");
+    }
+}
+
+#[tokio::test]
+async fn a_job_route_sends_each_step_to_who_needs_it_on_sqlite() {
+    campaign_scenario(None).await;
+}
+
+#[tokio::test]
+async fn a_job_route_sends_each_step_to_who_needs_it_on_postgres() {
+    let Some((_db, url)) = pg_database("fallback_jobs") else {
+        eprintln!("PostgreSQL not installed: job route test on PostgreSQL skipped");
+        return;
+    };
+    campaign_scenario(Some(url)).await;
+}

@@ -402,6 +402,7 @@ fn fallback_route(
         type_of: &type_of,
         for_type: &for_type,
     };
+    route_steps::no_step_content(steps)?;
     let resolved = route_steps::resolve(
         "route",
         steps,
