@@ -22,6 +22,7 @@ pub(crate) mod rate;
 pub(crate) mod request;
 pub mod route_steps;
 pub(crate) mod state;
+pub(crate) mod template_use;
 pub(crate) mod tenancy;
 pub(crate) mod text;
 pub mod trace;

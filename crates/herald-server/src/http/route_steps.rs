@@ -50,7 +50,7 @@ pub(crate) struct RouteStep {
     /// Jobs and rules: this step's own template instead of the campaign's;
     /// not on the first step.
     #[serde(default)]
-    pub template: Option<crate::http::validate::TemplateUse>,
+    pub template: Option<crate::http::template_use::TemplateUse>,
 }
 
 /// An outcome of the step before that a step is taken on.

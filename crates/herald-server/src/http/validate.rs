@@ -104,20 +104,7 @@ pub(crate) struct To {
     channel_type: Option<String>,
 }
 
-/// `template` of a timer: which template (its latest version when the timer
-/// fires, unless one is pinned) and the data it renders with.
-#[derive(Clone, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct TemplateUse {
-    pub name: String,
-    #[serde(default)]
-    #[schema(minimum = 1)]
-    pub version: Option<u32>,
-    /// The variables the template reads (a JSON object).
-    #[serde(default)]
-    #[schema(value_type = Option<Object>)]
-    pub data: Option<Box<RawValue>>,
-}
+pub(crate) use crate::http::template_use::TemplateUse;
 
 /// What `POST /v1/timers` does when the idempotency key is taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ToSchema)]
