@@ -13,6 +13,7 @@ pub mod pacing;
 pub mod quiet;
 pub mod reminder;
 pub mod retry;
+pub mod route;
 pub mod schedule;
 pub mod shard;
 pub mod shardset;

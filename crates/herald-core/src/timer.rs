@@ -36,6 +36,21 @@ pub struct Routing {
     /// id, say): over a limit, the send waits for its window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_key: Option<String>,
+    /// A fallback route (the timer's channel and `to` are its current
+    /// step's); empty for a timer of one channel.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub route: Vec<crate::route::Step>,
+    /// The route's step the timer is at (0 for the first).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub step: u32,
+    /// The step was taken because the one before was delivered and may go
+    /// unread: it is sent only if no `read` receipt came for that one.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub check_read: bool,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Routing {
@@ -50,6 +65,20 @@ impl Routing {
             return None;
         }
         serde_json::to_string(self).ok()
+    }
+
+    /// The routing of the route's step `next`, and that step's channel:
+    /// what a timer whose current step led there is stored with.
+    pub fn at_step(&self, next: crate::route::Next) -> Option<(Routing, String)> {
+        let step = self.route.get(usize::try_from(next.step).ok()?)?;
+        let channel = step.channel.clone();
+        let routing = Routing {
+            to: Some(step.channel_type),
+            step: next.step,
+            check_read: next.check_read,
+            ..self.clone()
+        };
+        Some((routing, channel))
     }
 
     /// The stored routing of a timer (`None` and unreadable text are plain).

@@ -169,6 +169,25 @@ pub struct JobSpec {
 pub struct FollowUp {
     pub after_ms: i64,
     pub message: String,
+    /// The step of the job's fallback route it sends: to the recipients
+    /// whose outcome that step's `on` lists, on that step's channel (see
+    /// [`route_follow_up`]); `None` for a follow-up to the unread.
+    pub step: Option<u32>,
+}
+
+/// The follow-up that carries a job's fallback route on: the step after the
+/// one `routing` (the job's) is at, due `after` (its wait for a read
+/// receipt, if it has one) after the job ends, with the step's own message
+/// or else `message` (the job's). `None` when the route has no more steps.
+pub fn route_follow_up(routing: Option<&str>, message: &str) -> Option<FollowUp> {
+    let r = herald_core::timer::Routing::parse(routing);
+    let step = r.step.checked_add(1)?;
+    let next = r.route.get(usize::try_from(step).ok()?)?;
+    Some(FollowUp {
+        after_ms: next.after_ms.unwrap_or(0),
+        message: next.message.clone().unwrap_or_else(|| message.to_string()),
+        step: Some(step),
+    })
 }
 
 /// Where a job's follow-up stands.
@@ -216,6 +235,8 @@ pub struct FollowUpRecord {
     pub follow_up_job_id: Option<i64>,
     /// When it was sent or skipped.
     pub done_at: Option<i64>,
+    /// See [`FollowUp::step`].
+    pub step: Option<u32>,
 }
 
 /// Counts of a job's recipients by outcome; see [`JobTotals::remaining`].
@@ -662,6 +683,18 @@ pub trait CampaignStore: Send + Sync + 'static {
         limit: usize,
     ) -> Result<Vec<(u64, String)>>;
 
+    /// Job `job_id`'s sends from index `from` on whose outcome is one of
+    /// `on` (a route step's: `no_address`, `opted_out`, `failed` for any
+    /// other failure but a cap, `unread` for delivered with no `read`
+    /// receipt), by index, at most `limit`: `(index, recipient)`.
+    async fn step_sends(
+        &self,
+        job_id: i64,
+        from: u64,
+        limit: usize,
+        on: &[herald_core::route::StepOn],
+    ) -> Result<Vec<(u64, String)>>;
+
     /// Ends a waiting follow-up with nothing sent; whether it was waiting.
     async fn skip_follow_up(&self, job_id: i64, now: i64) -> Result<bool>;
 
@@ -929,13 +962,13 @@ pub(crate) mod sql {
         /// The waiting ones come off their partial index; each job by its key.
         pub(crate) const DUE: Statement = statement!(
             "SELECT f.job_id, f.after_ms, f.message, f.state, f.follow_up_job_id, \
-             f.done_at FROM job_follow_ups AS f JOIN jobs AS j ON j.id = f.job_id \
+             f.done_at, f.step FROM job_follow_ups AS f JOIN jobs AS j ON j.id = f.job_id \
              WHERE f.state = 0 AND j.finished_at IS NOT NULL AND j.finished_at + f.after_ms <= $1 \
              ORDER BY f.job_id LIMIT $2"
         );
         pub(crate) const INSERT: Statement = statement!(
-            "INSERT INTO job_follow_ups (job_id, after_ms, message, state) \
-             VALUES ($1, $2, $3, 0)"
+            "INSERT INTO job_follow_ups (job_id, after_ms, message, state, step) \
+             VALUES ($1, $2, $3, 0, $4)"
         );
         pub(crate) const SET_JOB: Statement =
             statement!("UPDATE job_follow_ups SET follow_up_job_id = $2 WHERE job_id = $1");

@@ -63,8 +63,8 @@ pub use timer_query::{
 };
 pub use timers::{
     Applied, Completion, CompletionOutcome, DeferReason, DeliveryRecord, DueCursor, DueEntry,
-    FiringMark, InDoubtResolved, NewTimer, TimerPatch, TimerRecord, TimerStore, Unsendable,
-    WriteOp, WriteResult,
+    FiringMark, InDoubtResolved, NewTimer, NextStep, TimerPatch, TimerRecord, TimerStore,
+    Unsendable, WriteOp, WriteResult,
 };
 
 /// The store's traits, for callers that hold a concrete store (or call an
@@ -276,6 +276,8 @@ pub(crate) fn in_doubt_completion(t: &TimerRecord, at: i64) -> Completion {
         started_at: t.updated_at,
         finished_at: at,
         fence: None,
+        step: t.route_step(),
+        next: None,
     }
 }
 

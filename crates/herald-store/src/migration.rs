@@ -52,7 +52,8 @@ macro_rules! migrations {
             "0030_templates",
             "0031_subject_timing",
             "0032_cap_counters",
-            "0033_cap_counter_expiry",
+            "0033_fallback_routes",
+            "0034_cap_counter_expiry",
         )
     };
     (@ $($name:literal),+ $(,)?) => {

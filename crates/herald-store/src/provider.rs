@@ -174,6 +174,11 @@ pub trait ProviderStore: Send + Sync + 'static {
     /// of an event for a send counts; returns whether this was it.
     async fn record_receipt(&self, on: ReceiptOn, event: ReceiptEvent, at: i64) -> Result<bool>;
 
+    /// Whether a send-log row of timer `timer_id` at step `step` of its
+    /// fallback route has a `read` receipt: a step taken on `unread` is then
+    /// not sent. By the send log's timer index.
+    async fn read_at_step(&self, timer_id: i64, step: u32) -> Result<bool>;
+
     /// Job `job_id`'s receipts, each recipient counted once per event.
     async fn job_receipt_counts(&self, job_id: i64) -> Result<ReceiptCounts>;
 
@@ -240,6 +245,10 @@ pub(crate) mod sql {
     pub(crate) const JOB_RECEIPT: Statement = statement!(
         "INSERT INTO job_receipts (job_id, idx, event, at) \
          VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING"
+    );
+    pub(crate) const READ_AT_STEP: Statement = statement!(
+        "SELECT count(*) FROM deliveries d JOIN delivery_receipts r ON r.delivery_id = d.id \
+         WHERE d.timer_id = $1 AND d.step = $2 AND r.event = 'read'"
     );
     pub(crate) const RECEIPT_COUNTS: Statement =
         statement!("SELECT event, n FROM job_receipt_counts WHERE job_id = $1");

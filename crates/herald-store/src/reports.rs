@@ -290,6 +290,8 @@ mod tests {
             started_at: at,
             finished_at: at,
             fence: None,
+            step: None,
+            next: None,
         };
         let day = 86_400_000;
         let batch = [

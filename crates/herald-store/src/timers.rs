@@ -117,15 +117,32 @@ impl TimerRecord {
 
     /// The key passed to providers: the caller's own key, or one derived from
     /// the id under the prefix callers may not use, so the two never meet.
+    /// A later step of a fallback route adds `:s{step}`: another message,
+    /// which a receiver that drops repeats must not take for the first.
     pub fn delivery_key(&self) -> String {
-        match &self.idempotency_key {
+        let base = match &self.idempotency_key {
             Some(k) => k.clone(),
             None => format!(
                 "{}timer-{}",
                 herald_core::campaign::INTERNAL_KEY_PREFIX,
                 self.id
             ),
+        };
+        match self.route_step() {
+            Some(s) if s > 0 => format!("{base}:s{s}"),
+            _ => base,
         }
+    }
+
+    /// The fallback route's step the timer is at; `None` without a route.
+    pub fn route_step(&self) -> Option<u32> {
+        // Most routed timers have no route: skip the parse for them.
+        let text = self.routing.as_deref()?;
+        if !text.contains("\"route\"") {
+            return None;
+        }
+        let r = herald_core::timer::Routing::parse(Some(text));
+        (!r.route.is_empty()).then_some(r.step)
     }
 }
 
@@ -356,6 +373,10 @@ pub enum CompletionOutcome {
     /// died before recording an outcome, on a channel configured
     /// `in_doubt = "skip"`. The timer becomes `in_doubt` and is not sent again.
     InDoubt,
+    /// A fallback route's `unread` step found the step before read: it is
+    /// not sent, and the timer becomes `done` (its `delivered_at` stays the
+    /// read send's).
+    Read,
 }
 
 /// Why a delivery to a subscriber cannot be made (decided when it fires).
@@ -413,6 +434,7 @@ impl CompletionOutcome {
             } => "cap_deferred",
             CompletionOutcome::Unsendable(Unsendable::Expired) => "expired",
             CompletionOutcome::InDoubt => "in_doubt",
+            CompletionOutcome::Read => "read",
         }
     }
 
@@ -448,6 +470,24 @@ pub struct Completion {
     /// the timer update only while that lease is still the shard's current one;
     /// `None` skips the check (for callers that own no shards).
     pub fence: Option<Fence>,
+    /// The fallback route's step this attempt was (kept in the send log);
+    /// `None` for a timer without a route.
+    pub step: Option<u32>,
+    /// The route goes on: instead of what `outcome` does to the timer, it
+    /// stays pending for this step (the log row still says `outcome`).
+    pub next: Option<NextStep>,
+}
+
+/// A timer's next step of its fallback route, written with the outcome of
+/// the step before in one transaction, so no step is lost or sent twice.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NextStep {
+    /// When the step is due (unix ms).
+    pub due_at: i64,
+    /// The step's channel.
+    pub channel: String,
+    /// The timer's routing at that step (JSON).
+    pub routing: String,
 }
 
 /// A timer about to be sent on an `in_doubt = "skip"` channel, for
@@ -510,6 +550,9 @@ pub struct DeliveryRecord {
     pub final_status: Option<String>,
     /// When `final_status` was recorded (unix ms).
     pub final_at: Option<i64>,
+    /// The step of the timer's fallback route this attempt was; `None` for
+    /// a timer without a route.
+    pub step: Option<u32>,
 }
 
 /// Timers: the batched writes, the loader's and the sender's reads and

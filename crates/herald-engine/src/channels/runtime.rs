@@ -54,6 +54,9 @@ pub(crate) struct Job {
     pub series_base: u32,
     /// Where it goes, when the subscriber directory decided (at fetch time).
     pub route: Route,
+    /// The timer's routing when it has a fallback route (its outcome may
+    /// move it on to the next step).
+    pub routing: Option<Arc<herald_core::timer::Routing>>,
     /// Marked firing in the store by the fetcher, with the rest of its
     /// batch, on a channel that skips in-doubt sends: the send goes without
     /// a write of its own ([`crate::timers::marker`]).

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use herald_channels::InDoubt;
 use herald_channels::{ChannelKind, Delivery, QuietPolicy, SendOutcome};
+use herald_core::timer::Routing;
 use herald_core::{TenantId, early};
 use herald_store::{Applied, CompletionOutcome, DeferReason, FiringMark, Unsendable};
 use tokio::sync::mpsc;
@@ -170,6 +171,8 @@ impl ChannelWorker {
         // say) is not sent: it ends `expired` (issue 39 §4).
         let decision = if early::is_expired(started, job.expires_at) {
             Decision::Unsendable(Unsendable::Expired)
+        } else if self.was_read(job.routing.as_deref(), d.timer_id).await {
+            Decision::Read
         } else {
             decide(&job.route, channel_quiet)
         };
@@ -207,12 +210,30 @@ impl ChannelWorker {
             started_at: started,
             finished_at,
             series_base: job.series_base,
+            route: job.routing.as_deref(),
         };
         let f = self
             .settle(decision, &job.route, job.tenant, &settings, &d, attempt)
             .await;
         record_outcome(&span, &f, webhook);
         self.hand_off(f, &job.members, hand);
+    }
+
+    /// Whether the job is a fallback route's `unread` step whose step before
+    /// has a `read` receipt. A store that cannot tell is taken as unread: a
+    /// second message is better than none.
+    async fn was_read(&self, routing: Option<&Routing>, timer_id: i64) -> bool {
+        let Some(r) = routing.filter(|r| r.check_read) else {
+            return false;
+        };
+        let before = r.step.saturating_sub(1);
+        match self.pipe.store.read_at_step(timer_id, before).await {
+            Ok(read) => read,
+            Err(e) => {
+                tracing::warn!(timer_id, error = %e, "reading read receipts failed; taken as unread");
+                false
+            }
+        }
     }
 
     /// Waits for the channel's rate (a send only: what the directory decided
@@ -271,6 +292,9 @@ impl ChannelWorker {
                     ..Detail::default()
                 };
                 Finished::decided(attempt(started), CompletionOutcome::Unsendable(why), detail)
+            }
+            Decision::Read => {
+                Finished::decided(attempt(started), CompletionOutcome::Read, Detail::default())
             }
             Decision::SubscriberQuiet { until } => {
                 rt.counts.quiet.fetch_add(1, Ordering::Relaxed);
@@ -342,6 +366,7 @@ impl ChannelWorker {
             CompletionOutcome::Unsendable(Unsendable::Expired) => rt.metrics.expired.increment(1),
             // Only the store's resolution of a stopped node's sends says so.
             CompletionOutcome::InDoubt => {}
+            CompletionOutcome::Read => {}
         }
         if !members.is_empty() {
             p.hot.merged.increment(members.len() as u64);
@@ -512,6 +537,8 @@ pub(crate) enum Decision {
     },
     /// Sent now.
     Send,
+    /// A fallback route's `unread` step whose step before was read: not sent.
+    Read,
 }
 
 /// Decides a job's send from its route and the channel's quiet hours now

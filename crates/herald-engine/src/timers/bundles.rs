@@ -30,7 +30,12 @@ pub(crate) const DIGEST_SLACK_MS: i64 = 1_000;
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) enum Bundle {
     /// A reminder, of this channel type (each type has its own address).
-    Reminder { channel_type: Option<String> },
+    /// One with a fallback route goes alone (`alone` is its own id): its
+    /// steps, and what each step's outcome does, are its own.
+    Reminder {
+        channel_type: Option<String>,
+        alone: Option<TimerId>,
+    },
     /// A digest timer: its key, and what the directory decides on (the
     /// address type, the topic's opt-out, quiet hours) so one decision holds
     /// for every member.
@@ -48,6 +53,7 @@ impl Bundle {
         match row.kind {
             TimerKind::Reminder => Some(Bundle::Reminder {
                 channel_type: reminders::stored_field(&row.message, "channel_type"),
+                alone: row.route_step().map(|_| row.id),
             }),
             TimerKind::Timer if row.routing.is_some() => {
                 let r = Routing::parse(row.routing.as_deref());
@@ -112,7 +118,7 @@ pub(crate) async fn plan(
     };
     let reminder_probes: Vec<MergeProbe> = groups
         .iter()
-        .filter(|g| matches!(g.bundle, Bundle::Reminder { .. }) && merge_window_ms > 0)
+        .filter(|g| matches!(g.bundle, Bundle::Reminder { alone: None, .. }) && merge_window_ms > 0)
         .map(probe)
         .collect();
     let digest_probes: Vec<MergeProbe> = groups

@@ -11,6 +11,9 @@ use herald_store::{Applied, Completion, CompletionOutcome, DeferReason, Fence, S
 use tokio::sync::mpsc;
 
 use crate::observe::live::{LiveEntry, LiveOutcome};
+use herald_core::timer::Routing;
+
+use crate::timers::fallback;
 use crate::timers::flight::Hand;
 use crate::timers::pipeline::Pipeline;
 use crate::timers::queue::DueTimer;
@@ -29,6 +32,9 @@ pub(crate) struct Attempt<'a> {
     /// The timer's `attempt_base`: attempts before its current series (a
     /// retried timer's earlier ones), which the retry policy does not count.
     pub series_base: u32,
+    /// The timer's routing when it has a fallback route: the outcome may
+    /// move it on to the next step.
+    pub route: Option<&'a Routing>,
 }
 
 /// What the send log keeps of an answer besides the outcome.
@@ -114,21 +120,27 @@ impl Finished {
     /// classified.
     pub fn decided(at: Attempt<'_>, outcome: CompletionOutcome, detail: Detail) -> Self {
         let d = at.delivery;
+        let mut completion = Completion {
+            timer_id: d.timer_id,
+            tenant: at.tenant,
+            attempt: d.attempt,
+            outcome,
+            channel: at.channel.to_string(),
+            idempotency_key: d.idempotency_key.clone(),
+            provider_msgid: detail.provider_msgid,
+            status: detail.status,
+            error: detail.error,
+            started_at: at.started_at,
+            finished_at: at.finished_at,
+            fence: at.fence,
+            step: None,
+            next: None,
+        };
+        if let Some(r) = at.route {
+            fallback::advance(&mut completion, r);
+        }
         Self {
-            completion: Completion {
-                timer_id: d.timer_id,
-                tenant: at.tenant,
-                attempt: d.attempt,
-                outcome,
-                channel: at.channel.to_string(),
-                idempotency_key: d.idempotency_key.clone(),
-                provider_msgid: detail.provider_msgid,
-                status: detail.status,
-                error: detail.error,
-                started_at: at.started_at,
-                finished_at: at.finished_at,
-                fence: at.fence,
-            },
+            completion,
             tenant: at.tenant,
             priority: at.priority,
             shard: at.shard,
@@ -143,6 +155,9 @@ impl Finished {
         let mut completion = self.completion.clone();
         completion.timer_id = timer_id;
         completion.attempt = attempt;
+        // A timer with a route is never merged; its steps are its own.
+        completion.step = None;
+        completion.next = None;
         Self {
             completion,
             tenant: self.tenant,
@@ -245,6 +260,7 @@ fn settle(p: &Pipeline, batch: &mut Vec<Finished>, applied: &[Applied]) {
         p.fenced(fenced as u64);
     }
     let mut retries = Vec::new();
+    let mut steps = Vec::new();
     let (mut done, mut failed, mut dead) = (0u64, 0u64, 0u64);
     // Only outcomes that took effect count; a fenced one is the new owner's to
     // deliver, and a stale one was already recorded.
@@ -252,8 +268,19 @@ fn settle(p: &Pipeline, batch: &mut Vec<Finished>, applied: &[Applied]) {
         if *a != Applied::Yes {
             continue;
         }
+        // A step of a fallback route that goes on: due again on its next step.
+        if let Some(n) = &f.completion.next {
+            steps.push(DueTimer {
+                id: f.completion.timer_id,
+                due_at: n.due_at,
+                shard: f.shard,
+                priority: f.priority,
+                tenant: f.tenant,
+            });
+            continue;
+        }
         match f.completion.outcome {
-            CompletionOutcome::Done => done += 1,
+            CompletionOutcome::Done | CompletionOutcome::Read => done += 1,
             CompletionOutcome::Failed | CompletionOutcome::Unsendable(_) => failed += 1,
             CompletionOutcome::Dead => dead += 1,
             // Never a sender's outcome: the store's resolution writes it.
@@ -288,15 +315,19 @@ fn settle(p: &Pipeline, batch: &mut Vec<Finished>, applied: &[Applied]) {
     p.flight
         .release(batch.iter().map(|f| f.completion.timer_id));
     batch.clear();
-    p.schedule
-        .offer(retries.into_iter().filter(|t| p.ownership.owns(t.shard)));
+    p.schedule.offer(
+        retries
+            .into_iter()
+            .chain(steps)
+            .filter(|t| p.ownership.owns(t.shard)),
+    );
     hot.inflight.set(p.flight.in_flight() as f64);
 }
 
 /// The live window's name for an outcome (the deliveries metric's label).
 fn live_outcome(o: &CompletionOutcome) -> LiveOutcome {
     match o {
-        CompletionOutcome::Done => LiveOutcome::Delivered,
+        CompletionOutcome::Done | CompletionOutcome::Read => LiveOutcome::Delivered,
         CompletionOutcome::Retry { .. } => LiveOutcome::Retry,
         CompletionOutcome::Failed
         | CompletionOutcome::Unsendable(_)
@@ -341,6 +372,7 @@ mod tests {
             started_at: T0,
             finished_at: T0 + 10,
             series_base: row.attempt_base,
+            route: None,
         };
         Finished::from_outcome(attempt, outcome, &RetryPolicy::default())
     }
@@ -383,6 +415,7 @@ mod tests {
                 started_at: T0,
                 finished_at: T0 + 10,
                 series_base,
+                route: None,
             };
             Finished::from_outcome(at, failed(), &RetryPolicy::default())
                 .completion

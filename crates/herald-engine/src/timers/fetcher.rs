@@ -22,6 +22,7 @@ use tokio::sync::mpsc;
 use crate::channels::runtime::{ChannelRuntime, Job, Member};
 use crate::timers::bundles::{self, Bundle};
 use crate::timers::completer::{Attempt, Detail, Finished};
+use crate::timers::fallback;
 use crate::timers::flight::Room;
 use crate::timers::limits::{self, Refusal};
 use crate::timers::pipeline::Pipeline;
@@ -378,6 +379,7 @@ impl Fetcher {
         for (((row, members, message), who), capped) in jobs {
             let route = recipients::route_row(&row, who.as_ref(), profiles, now);
             let key = row.delivery_key();
+            let routing = fallback::routing_of(&row);
             let rt = p.channels.get(&row.channel);
             let settings = rt.map(|rt| rt.settings());
             let part = PartKey::for_type(
@@ -420,6 +422,7 @@ impl Fetcher {
                 members,
                 series_base: row.attempt_base,
                 route,
+                routing,
                 marked: false,
                 expires_at: expiries.get(&row.id).copied(),
             };
@@ -460,6 +463,7 @@ impl Fetcher {
             started_at: now,
             finished_at: now,
             series_base: job.series_base,
+            route: job.routing.as_deref(),
         };
         let detail = Detail {
             error: Some(error),
@@ -529,6 +533,7 @@ impl Fetcher {
             started_at: now,
             finished_at: now,
             series_base: job.series_base,
+            route: job.routing.as_deref(),
         };
         let detail = Detail {
             error: Some(error),
@@ -558,6 +563,7 @@ impl Fetcher {
             started_at: now,
             finished_at: now,
             series_base: job.series_base,
+            route: job.routing.as_deref(),
         };
         let outcome = SendOutcome::Retryable {
             error: format!("channel {channel:?} is not configured"),

@@ -17,6 +17,7 @@ pub(crate) mod driver;
 pub(crate) mod early;
 pub(crate) mod early_plans;
 pub(crate) mod fair;
+pub(crate) mod fallback;
 pub(crate) mod fetcher;
 pub(crate) mod flight;
 pub(crate) mod limits;

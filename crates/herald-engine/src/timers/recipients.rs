@@ -35,7 +35,14 @@ impl Addressee {
     pub fn of(row: &TimerRecord) -> Option<Self> {
         if row.kind == TimerKind::Reminder {
             let stored: serde_json::Value = serde_json::from_str(&row.message).ok()?;
-            let channel_type = ChannelType::parse(stored.get("channel_type")?.as_str()?)?;
+            let subscribed = ChannelType::parse(stored.get("channel_type")?.as_str()?)?;
+            // A reminder with a fallback route goes to its step's type.
+            let channel_type = match row.route_step() {
+                Some(_) => Routing::parse(row.routing.as_deref())
+                    .to
+                    .unwrap_or(subscribed),
+                None => subscribed,
+            };
             return Some(Self {
                 tenant: row.tenant,
                 user_id: row.recipient.clone(),

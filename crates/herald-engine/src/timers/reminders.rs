@@ -80,6 +80,12 @@ fn item(t: &TimerRecord, subjects: &Subjects<'_>) -> Map<String, Value> {
         .and_then(Value::as_str)
         .and_then(|id| subjects.get(&(t.tenant, id)).copied());
     m.insert("timer_id".into(), json!(t.id));
+    // A reminder with a fallback route: the type of the step it is at.
+    if t.route_step().is_some()
+        && let Some(to) = herald_core::timer::Routing::parse(t.routing.as_deref()).to
+    {
+        m.insert("channel_type".into(), json!(to.as_str()));
+    }
     match subject {
         Some(s) => {
             m.insert("subject".into(), json!(s.title));

@@ -40,6 +40,23 @@ impl AppState {
         self.engine.has_channel(name) && self.access.channels().serves(name, tenant)
     }
 
+    /// The channel a subscriber address type routes to when nothing names
+    /// one (reminders, a route's steps): `[reminders.channels]`, else a
+    /// channel named like the type that `tenant` may use, else
+    /// `[reminders] default_channel`. Whether the tenant may use the
+    /// channel found is the caller's to check (and to say).
+    pub fn channel_for_type(
+        &self,
+        tenant: TenantId,
+        t: herald_core::ChannelType,
+    ) -> Option<String> {
+        match self.reminders.channels.get(t.as_str()) {
+            Some(c) => Some(c.clone()),
+            None if self.serves_channel(tenant, t.as_str()) => Some(t.as_str().to_string()),
+            None => self.reminders.default_channel.clone(),
+        }
+    }
+
     /// The channels `tenant` may name, for error messages.
     pub fn channel_names_for(&self, tenant: TenantId) -> Vec<String> {
         self.access

@@ -8,6 +8,7 @@ use herald_channels::ChannelKind;
 
 use herald_core::campaign::{INTERNAL_KEY_PREFIX, is_internal_key};
 use herald_core::digest::Digest;
+use herald_core::route::Step;
 use herald_core::subscriber::check_topic;
 use herald_core::template::{Library, PartKey, TemplateRef};
 use herald_core::timer::Routing;
@@ -20,6 +21,7 @@ use utoipa::ToSchema;
 use crate::http::error::ApiError;
 use crate::http::fields::{check_priority, check_stored_object, unknown_channel};
 use crate::http::json_body;
+use crate::http::route_steps::{self, RouteStep};
 use crate::http::tenancy::shard_of;
 use crate::http::text::{Text, check_text};
 
@@ -41,7 +43,10 @@ pub(crate) struct CreateTimer<'a> {
     #[serde(default)]
     #[schema(minimum = 0, maximum = 315_576_000_000_i64)]
     delay_ms: Option<i64>,
-    channel: String,
+    /// A configured channel; required unless `route` is given (its first
+    /// step's channel).
+    #[serde(default)]
+    channel: Option<String>,
     /// The address as the provider takes it; give this or `to`.
     #[serde(default)]
     recipient: Option<String>,
@@ -83,6 +88,11 @@ pub(crate) struct CreateTimer<'a> {
     #[serde(default)]
     #[schema(value_type = Option<OnConflict>)]
     on_conflict: Option<String>,
+    /// A fallback route for a timer `to` a subscriber: its first step is the
+    /// timer's own channel and address type; a later step is sent when the
+    /// step before ends in an outcome the later one lists in `on`.
+    #[serde(default)]
+    route: Option<Vec<RouteStep>>,
 }
 
 /// `to` of `POST /v1/timers`: a subscriber, whose address is read from the
@@ -99,20 +109,7 @@ pub(crate) struct To {
     channel_type: Option<String>,
 }
 
-/// `template` of a timer: which template (its latest version when the timer
-/// fires, unless one is pinned) and the data it renders with.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct TemplateUse {
-    pub name: String,
-    #[serde(default)]
-    #[schema(minimum = 1)]
-    pub version: Option<u32>,
-    /// The variables the template reads (a JSON object).
-    #[serde(default)]
-    #[schema(value_type = Option<Object>)]
-    pub data: Option<Box<RawValue>>,
-}
+pub(crate) use crate::http::template_use::TemplateUse;
 
 /// What `POST /v1/timers` does when the idempotency key is taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ToSchema)]
@@ -142,7 +139,13 @@ pub struct Context<'a> {
     pub channel_kind: KindOfChannel<'a>,
     /// The templates this node knows now.
     pub templates: Arc<Library>,
+    /// The channel a subscriber address type routes to (as a reminder's),
+    /// for a route's steps.
+    pub channel_for_type: TypeRoute<'a>,
 }
+
+/// The channel an address type routes to.
+pub type TypeRoute<'a> = Box<dyn Fn(ChannelType) -> Option<String> + Send + Sync + 'a>;
 
 /// The provider kind of a channel by name.
 pub type KindOfChannel<'a> = Box<dyn Fn(&str) -> Option<ChannelKind> + Send + Sync + 'a>;
@@ -176,20 +179,39 @@ pub fn new_timer_and_conflict(
         )
     })?;
 
-    if req.channel.is_empty() {
+    let mut to = req.to;
+    let route = match req.route.as_deref() {
+        Some(steps) => Some(timer_route(
+            steps,
+            req.channel.as_deref(),
+            &mut to,
+            req.recipient.is_some(),
+            req.digest.is_some(),
+            cx,
+        )?),
+        None => None,
+    };
+    let channel = match (&route, req.channel) {
+        (Some(r), _) => r.first().map(|s| s.channel.clone()).unwrap_or_default(),
+        (None, Some(c)) => c,
+        (None, None) => {
+            return Err(ApiError::field(
+                "channel",
+                "missing_field",
+                "give channel (or a route)",
+            ));
+        }
+    };
+    if channel.is_empty() {
         return Err(ApiError::field(
             "channel",
             "missing_field",
             "channel must not be empty",
         ));
     }
-    check_text("channel", &req.channel, Text::Id)?;
-    if !(cx.has_channel)(&req.channel) {
-        return Err(unknown_channel(
-            "channel",
-            &req.channel,
-            &(cx.channel_names)(),
-        ));
+    check_text("channel", &channel, Text::Id)?;
+    if !(cx.has_channel)(&channel) {
+        return Err(unknown_channel("channel", &channel, &(cx.channel_names)()));
     }
     if let Some(d) = &req.digest {
         d.validate()
@@ -206,17 +228,34 @@ pub fn new_timer_and_conflict(
     let (recipient, routing) = addressing(
         Addressing {
             recipient: req.recipient,
-            to: req.to,
+            to,
             topic: req.topic,
             critical: req.critical,
             rate_key: req.rate_key,
             digest: req.digest,
         },
-        &req.channel,
+        &channel,
         cx,
     )?;
-    let (message, template) = content(req.message, req.template, &req.channel, cx)?;
+    if let Some(steps) = &route {
+        // Every later step sends the same message through its own channel.
+        for (i, s) in steps.iter().enumerate().skip(1) {
+            content(req.message, req.template.clone(), &s.channel, cx).map_err(|e| {
+                ApiError::field(
+                    &format!("route[{i}].channel"),
+                    "invalid_field",
+                    format!(
+                        "step {i} sends through channel {:?}, which cannot take this timer's \
+                         content: {}",
+                        s.channel, e.body.message
+                    ),
+                )
+            })?;
+        }
+    }
+    let (message, template) = content(req.message, req.template, &channel, cx)?;
     let routing = with_template(routing, template);
+    let routing = with_route(routing, route);
     if let Some(k) = &req.idempotency_key {
         // It travels as an HTTP header, so: visible ASCII only.
         let ok = !k.is_empty()
@@ -254,7 +293,7 @@ pub fn new_timer_and_conflict(
         due_at,
         priority,
         kind: TimerKind::Timer,
-        channel: req.channel,
+        channel,
         recipient,
         message,
         idempotency_key: req.idempotency_key,
@@ -437,6 +476,77 @@ pub(crate) fn with_template(
     let mut r = Routing::parse(routing.as_deref());
     r.template = Some(template);
     r.stored()
+}
+
+/// `routing` (stored text) with a fallback route added.
+fn with_route(routing: Option<String>, route: Option<Vec<Step>>) -> Option<String> {
+    let Some(route) = route else {
+        return routing;
+    };
+    let mut r = Routing::parse(routing.as_deref());
+    r.route = route;
+    r.stored()
+}
+
+/// A timer's `route`, checked and resolved: only for a timer `to` a
+/// subscriber (whose `to.channel_type` becomes the first step's type when
+/// it gives none), never with a digest.
+fn timer_route(
+    steps: &[RouteStep],
+    channel: Option<&str>,
+    to: &mut Option<To>,
+    raw_recipient: bool,
+    digest: bool,
+    cx: &Context<'_>,
+) -> Result<Vec<Step>, ApiError> {
+    if raw_recipient {
+        return Err(ApiError::field(
+            "route",
+            "invalid_field",
+            "a route goes through a subscriber's addresses: give to, not recipient",
+        ));
+    }
+    let Some(to) = to else {
+        return Err(ApiError::field(
+            "to",
+            "missing_field",
+            "a route goes through a subscriber's addresses: give to.user_id",
+        ));
+    };
+    if digest {
+        return Err(ApiError::field(
+            "route",
+            "invalid_field",
+            "a digest timer cannot have a route",
+        ));
+    }
+    route_steps::no_step_content(steps)?;
+    let first_type = match &to.channel_type {
+        Some(s) => Some(ChannelType::parse(s).ok_or_else(|| {
+            ApiError::field(
+                "to.channel_type",
+                "invalid_field",
+                format!(
+                    "to.channel_type {s:?} is not one of {}",
+                    ChannelType::ALL.map(ChannelType::as_str).join(", ")
+                ),
+            )
+        })?),
+        None => None,
+    };
+    let type_of = |c: &str| (cx.channel_type)(c);
+    let for_type = |t: ChannelType| (cx.channel_for_type)(t);
+    let channels = route_steps::Channels {
+        has: cx.has_channel,
+        names: cx.channel_names,
+        type_of: &type_of,
+        for_type: &for_type,
+    };
+    let route = route_steps::resolve("route", steps, (channel, first_type), &channels)?;
+    if let Some(first) = route.first() {
+        to.channel_type = Some(first.channel_type.as_str().to_string());
+    }
+    Ok(route)
 }
 
 /// What a create request says about where and how a timer goes.

@@ -133,6 +133,9 @@ pub fn collect(all: &mut Vec<(String, RefOr<Schema>)>) {
     add::<Digest>(all);
     add::<DigestJson>(all);
     add::<TimerJson>(all);
+    add::<crate::http::route_steps::RouteStep>(all);
+    add::<crate::http::route_steps::StepOnName>(all);
+    add::<crate::http::route_steps::StepJson>(all);
     add::<SearchPage>(all);
     add::<PatchBody<'static>>(all);
     add::<RetryBody>(all);

@@ -137,6 +137,7 @@ faulty! { ProviderStore:
     fn record_final_status(channel: &str, provider_msgid: &str, status: &str, at: i64) -> Result<u64>;
     fn mark_delivery_recalled(id: i64, at: i64) -> Result<bool>;
     fn record_receipt(on: herald_store::ReceiptOn, event: herald_store::ReceiptEvent, at: i64) -> Result<bool>;
+    fn read_at_step(timer_id: i64, step: u32) -> Result<bool>;
     fn job_receipt_counts(job_id: i64) -> Result<herald_store::ReceiptCounts>;
     fn job_messages(job_id: i64, limit: usize) -> Result<Vec<herald_store::JobMessage>>;
     fn mark_job_message_recalled(job_id: i64, msgid: &str, at: i64) -> Result<u64>;
@@ -187,6 +188,7 @@ faulty! { CampaignStore:
     fn get_follow_up(job_id: i64) -> Result<Option<herald_store::FollowUpRecord>>;
     fn due_follow_ups(now: i64, limit: usize) -> Result<Vec<herald_store::FollowUpRecord>>;
     fn unread_sends(job_id: i64, from: u64, limit: usize) -> Result<Vec<(u64, String)>>;
+    fn step_sends(job_id: i64, from: u64, limit: usize, on: &[herald_core::route::StepOn]) -> Result<Vec<(u64, String)>>;
     fn skip_follow_up(job_id: i64, now: i64) -> Result<bool>;
     fn list_jobs(tenant: TenantId, before: Option<i64>, limit: usize) -> Result<Vec<JobRecord>>;
     fn segment_counts(job_id: i64) -> Result<Vec<(SegmentState, u64)>>;

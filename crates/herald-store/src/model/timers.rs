@@ -31,7 +31,7 @@ macro_rules! delivery_cols {
         $crate::model::columns!($($t)?;
             "id", "timer_id", "tenant_id", "attempt", "channel", "outcome", "idempotency_key",
             "provider_msgid", "status", "error", "started_at", "finished_at", "final_status",
-            "final_at")
+            "final_at", "step")
     };
 }
 pub(crate) use delivery_cols;
@@ -133,6 +133,9 @@ impl Decode for DeliveryRecord {
             finished_at: r.int("deliveries.finished_at")?,
             final_status: r.opt_string("deliveries.final_status")?,
             final_at: r.opt_int("deliveries.final_at")?,
+            step: r
+                .opt_int("deliveries.step")?
+                .and_then(|s| u32::try_from(s).ok()),
         })
     }
 }

@@ -691,6 +691,13 @@ impl ProviderStore for PgStore {
         .await
     }
 
+    async fn read_at_step(&self, timer_id: i64, step: u32) -> Result<bool> {
+        self.within("read_at_step", async move {
+            provider::read_at_step(self, timer_id, step).await
+        })
+        .await
+    }
+
     async fn record_final_status(
         &self,
         channel: &str,

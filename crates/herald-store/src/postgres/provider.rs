@@ -9,7 +9,7 @@
 //! logs, so it cannot close a lock cycle.
 
 use super::{Ctx, PgStore};
-use crate::model;
+use crate::model::{self, Columns};
 use crate::provider::sql;
 use crate::{ChannelPause, ChannelToken, DeliveryRecord, Result};
 
@@ -77,6 +77,19 @@ pub(super) async fn get_delivery(store: &PgStore, id: i64) -> Result<Option<Deli
         Some(row) => model::decode(&row).map(Some),
         None => Ok(None),
     }
+}
+
+pub(super) async fn read_at_step(store: &PgStore, timer_id: i64, step: u32) -> Result<bool> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(sql::READ_AT_STEP.pg)
+        .await
+        .ctx("preparing read_at_step")?;
+    let row = client
+        .query_one(&stmt, &[&timer_id, &i64::from(step)])
+        .await
+        .ctx("reading read receipts")?;
+    Ok(row.int(0, "count")? > 0)
 }
 
 pub(super) async fn record_final_status(

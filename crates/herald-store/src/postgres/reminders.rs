@@ -907,7 +907,8 @@ async fn insert_timers(tx: &Tx<'_>, won: &[(usize, TimerRecord)]) -> Result<Hash
         .collect();
     let created_at: Vec<i64> = won.iter().map(|(_, t)| t.created_at).collect();
     let tenant = pg_tenants(won.iter().map(|(_, t)| &t.tenant))?;
-    let params: [Param<'_>; 11] = [
+    let routing: Vec<Option<&str>> = won.iter().map(|(_, t)| t.routing.as_deref()).collect();
+    let params: [Param<'_>; 12] = [
         &id,
         &shard,
         &due_at,
@@ -919,6 +920,7 @@ async fn insert_timers(tx: &Tx<'_>, won: &[(usize, TimerRecord)]) -> Result<Hash
         &key,
         &created_at,
         &tenant,
+        &routing,
     ];
     let stmt = tx
         .prepare_cached(INSERT_REMINDER_TIMERS)

@@ -111,10 +111,10 @@ static LOAD_DUE_SHARDS: LazyLock<[Vec<String>; 2]> = LazyLock::new(|| {
 });
 const INSERT_DELIVERIES: &str = "INSERT INTO deliveries \
     (timer_id, attempt, channel, outcome, idempotency_key, provider_msgid, status, error, \
-     started_at, finished_at, tenant_id) \
+     started_at, finished_at, tenant_id, step) \
     SELECT * FROM unnest($1::int8[], $2::int8[], $3::text[], $4::text[], $5::text[], \
                          $6::text[], $7::int8[], $8::text[], $9::int8[], $10::int8[], \
-                         $11::int4[])";
+                         $11::int4[], $12::int8[])";
 // For the due scan's transaction only: walk the pending index in due order and
 // stop at the limit, never collect every due entry into a bitmap and sort it.
 // With statistics older than a bulk load (all timers due at one instant) the
@@ -529,6 +529,9 @@ struct Updates<'a> {
     error: Vec<Option<&'a str>>,
     /// The attempt count each timer is left with.
     attempts: Vec<i64>,
+    /// A fallback route's next step: its channel and routing.
+    channel: Vec<Option<&'a str>>,
+    routing: Vec<Option<&'a str>>,
 }
 
 impl<'a> Updates<'a> {
@@ -546,6 +549,7 @@ impl<'a> Updates<'a> {
             }
             CompletionOutcome::Dead => (TimerState::Dead, None, None, c.error.as_deref()),
             CompletionOutcome::InDoubt => (TimerState::InDoubt, None, None, c.error.as_deref()),
+            CompletionOutcome::Read => (TimerState::Done, None, None, c.error.as_deref()),
             CompletionOutcome::Deferred { next_due_at, .. } => (
                 TimerState::Pending,
                 Some(next_due_at),
@@ -553,6 +557,15 @@ impl<'a> Updates<'a> {
                 c.error.as_deref(),
             ),
         };
+        // A next step: pending again, due when the step is.
+        let (state, next_due_at, delivered_at) = match &c.next {
+            Some(n) => (TimerState::Pending, Some(n.due_at), delivered_at),
+            None => (state, next_due_at, delivered_at),
+        };
+        self.channel
+            .push(c.next.as_ref().map(|n| n.channel.as_str()));
+        self.routing
+            .push(c.next.as_ref().map(|n| n.routing.as_str()));
         self.index.push(i);
         self.id.push(c.timer_id);
         self.attempt.push(i64::from(c.attempt));
@@ -566,7 +579,7 @@ impl<'a> Updates<'a> {
         self.error.push(error);
     }
 
-    fn params(&self) -> [Param<'_>; 8] {
+    fn params(&self) -> [Param<'_>; 10] {
         [
             &self.id,
             &self.attempt,
@@ -576,6 +589,8 @@ impl<'a> Updates<'a> {
             &self.at,
             &self.error,
             &self.attempts,
+            &self.channel,
+            &self.routing,
         ]
     }
 }
@@ -761,7 +776,7 @@ async fn complete_in(
         .ctx("preparing completion update")?;
     let mut applied = vec![Applied::NotPending; batch.len()];
     let segments = update_segments(batch, &epochs, &mut applied);
-    let params: Vec<[Param<'_>; 8]> = segments.iter().map(Updates::params).collect();
+    let params: Vec<[Param<'_>; 10]> = segments.iter().map(Updates::params).collect();
     // Pipelined: sent together, run in order.
     let answers = try_join_all(params.iter().map(|p| tx.query(&update, p)))
         .await
@@ -810,9 +825,10 @@ async fn log_completions(
         .iter()
         .map(|c| tenant_to_pg(c.tenant))
         .collect::<Result<Vec<i32>>>()?;
-    let log_params: [Param<'_>; 11] = [
+    let step: Vec<Option<i64>> = batch.iter().map(|c| c.step.map(i64::from)).collect();
+    let log_params: [Param<'_>; 12] = [
         &timer_id, &attempt, &channel, &outcome, &key, &msgid, &status, &error, &started,
-        &finished, &tenant,
+        &finished, &tenant, &step,
     ];
     let mut fenced_shards: Vec<i32> = batch
         .iter()

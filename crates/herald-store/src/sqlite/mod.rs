@@ -431,6 +431,11 @@ impl ProviderStore for SqliteStore {
         self.read(move |c| provider::get_delivery(c, id)).await
     }
 
+    async fn read_at_step(&self, timer_id: i64, step: u32) -> Result<bool> {
+        self.read(move |c| provider::read_at_step(c, timer_id, step))
+            .await
+    }
+
     async fn record_final_status(
         &self,
         channel: &str,

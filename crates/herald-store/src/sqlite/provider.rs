@@ -61,6 +61,16 @@ pub(super) fn get_delivery(conn: &mut Connection, id: i64) -> Result<Option<Deli
     }
 }
 
+pub(super) fn read_at_step(conn: &mut Connection, timer_id: i64, step: u32) -> Result<bool> {
+    let mut stmt = conn
+        .prepare_cached(sql::READ_AT_STEP.sqlite)
+        .ctx("preparing read_at_step")?;
+    let n: i64 = stmt
+        .query_row(rusqlite::params![timer_id, step], |r| r.get(0))
+        .ctx("reading read receipts")?;
+    Ok(n > 0)
+}
+
 pub(super) fn record_final_status(
     conn: &mut Connection,
     channel: &str,

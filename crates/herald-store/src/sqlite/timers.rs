@@ -63,8 +63,8 @@ const LOAD_DUE_LATER: &str = concat!(
 );
 const INSERT_DELIVERY: &str = "INSERT INTO deliveries \
     (timer_id, attempt, channel, outcome, idempotency_key, provider_msgid, status, error, \
-     started_at, finished_at, tenant_id) \
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
+     started_at, finished_at, tenant_id, step) \
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)";
 // A completion applies to a timer pending or marked firing (state 1, see
 // `MARK_FIRING`).
 // ?1 id, ?2 attempt, ?3 finished_at, ?4 expected previous attempts.
@@ -78,6 +78,13 @@ const COMPLETE_RETRY: &str = "UPDATE timers SET state = 0, attempts = ?2, due_at
 // ... ?5 final state code, ?6 error.
 const COMPLETE_FINAL: &str = "UPDATE timers SET state = ?5, attempts = ?2, last_error = ?6, \
     updated_at = ?3 \
+    WHERE id = ?1 AND state IN (0, 1) AND attempts = ?4";
+// ... ?5 next due_at, ?6 error, ?7 the step's channel, ?8 its routing, ?9
+// delivered_at (a delivered step's): a fallback route's next step, a new
+// series of attempts.
+const COMPLETE_NEXT_STEP: &str = "UPDATE timers SET state = 0, attempts = ?2, attempt_base = ?2, \
+    due_at = ?5, last_error = ?6, channel = ?7, routing = ?8, \
+    delivered_at = COALESCE(?9, delivered_at), updated_at = ?3 \
     WHERE id = ?1 AND state IN (0, 1) AND attempts = ?4";
 // ?1 id, ?2 attempt about to be made, ?3 at: a timer still pending at the
 // attempt before is marked firing, which takes it out of the pending index.
@@ -479,6 +486,9 @@ fn complete_in(tx: &rusqlite::Transaction<'_>, batch: &[Completion]) -> Result<V
         let mut done = tx.prepare_cached(COMPLETE_DONE).ctx("preparing done")?;
         let mut retry = tx.prepare_cached(COMPLETE_RETRY).ctx("preparing retry")?;
         let mut fin = tx.prepare_cached(COMPLETE_FINAL).ctx("preparing final")?;
+        let mut next = tx
+            .prepare_cached(COMPLETE_NEXT_STEP)
+            .ctx("preparing next step")?;
         for c in batch {
             log.execute(params![
                 c.timer_id,
@@ -492,6 +502,7 @@ fn complete_in(tx: &rusqlite::Transaction<'_>, batch: &[Completion]) -> Result<V
                 c.started_at,
                 c.finished_at,
                 tenant_to_db(c.tenant),
+                c.step,
             ])
             .ctx("inserting delivery")?;
             if let Some(Fence { shard, epoch }) = c.fence
@@ -503,40 +514,55 @@ fn complete_in(tx: &rusqlite::Transaction<'_>, batch: &[Completion]) -> Result<V
             // Attempt 0 expects -1 and so never matches: no underflow, no update.
             let previous = i64::from(c.attempt) - 1;
             let (id, attempt, at) = (c.timer_id, c.attempt, c.finished_at);
-            let changed = match c.outcome {
-                CompletionOutcome::Done => done.execute(params![id, attempt, at, previous]),
-                CompletionOutcome::Retry { next_due_at } => {
-                    retry.execute(params![id, attempt, at, previous, next_due_at, c.error])
-                }
-                CompletionOutcome::Deferred { next_due_at, .. } => {
-                    retry.execute(params![id, previous, at, previous, next_due_at, c.error])
-                }
-                CompletionOutcome::Failed | CompletionOutcome::Unsendable(_) => {
-                    fin.execute(params![
+            let changed = if let Some(n) = &c.next {
+                let delivered = (c.outcome == CompletionOutcome::Done).then_some(at);
+                next.execute(params![
+                    id, attempt, at, previous, n.due_at, c.error, n.channel, n.routing, delivered
+                ])
+            } else {
+                match c.outcome {
+                    CompletionOutcome::Done => done.execute(params![id, attempt, at, previous]),
+                    CompletionOutcome::Retry { next_due_at } => {
+                        retry.execute(params![id, attempt, at, previous, next_due_at, c.error])
+                    }
+                    CompletionOutcome::Deferred { next_due_at, .. } => {
+                        retry.execute(params![id, previous, at, previous, next_due_at, c.error])
+                    }
+                    CompletionOutcome::Failed | CompletionOutcome::Unsendable(_) => {
+                        fin.execute(params![
+                            id,
+                            attempt,
+                            at,
+                            previous,
+                            TimerState::Failed.code(),
+                            c.error
+                        ])
+                    }
+                    CompletionOutcome::Dead => fin.execute(params![
                         id,
                         attempt,
                         at,
                         previous,
-                        TimerState::Failed.code(),
+                        TimerState::Dead.code(),
                         c.error
-                    ])
+                    ]),
+                    CompletionOutcome::InDoubt => fin.execute(params![
+                        id,
+                        attempt,
+                        at,
+                        previous,
+                        TimerState::InDoubt.code(),
+                        c.error
+                    ]),
+                    CompletionOutcome::Read => fin.execute(params![
+                        id,
+                        attempt,
+                        at,
+                        previous,
+                        TimerState::Done.code(),
+                        c.error
+                    ]),
                 }
-                CompletionOutcome::Dead => fin.execute(params![
-                    id,
-                    attempt,
-                    at,
-                    previous,
-                    TimerState::Dead.code(),
-                    c.error
-                ]),
-                CompletionOutcome::InDoubt => fin.execute(params![
-                    id,
-                    attempt,
-                    at,
-                    previous,
-                    TimerState::InDoubt.code(),
-                    c.error
-                ]),
             }
             .ctx("updating completed timer")?;
             applied.push(if changed == 1 {

@@ -148,6 +148,8 @@ pub fn completion(
         started_at: at - 7,
         finished_at: at,
         fence: None,
+        step: None,
+        next: None,
     }
 }
 

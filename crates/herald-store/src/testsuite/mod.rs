@@ -121,6 +121,7 @@ macro_rules! store_conformance_tests {
                 fetch_pending_handles_many_ids,
                 complete_done,
                 complete_retry_then_done,
+                a_route_step_moves_the_timer_on_in_one_write,
                 deferrals_do_not_use_attempts,
                 complete_failed_keeps_error,
                 complete_dead_keeps_error,
@@ -225,6 +226,7 @@ macro_rules! store_conformance_tests {
                 a_jobs_messages_are_listed_and_recalled_once,
                 receipts_count_once_per_send_and_event,
                 a_follow_up_goes_once_to_the_unread,
+                a_route_step_takes_the_sends_its_on_lists,
                 channel_pauses_are_upserted_listed_and_resumed,
             ]
             races: [

@@ -714,6 +714,76 @@ pub async fn complete_retry_then_done(store: S) {
     assert_eq!(fin.updated_at, 2_150);
 }
 
+/// A fallback route's step: the outcome's send-log row (with its step) and
+/// the move to the next step are one write; an `unread` step finds the step
+/// before read by its receipt, and a `read` outcome ends the timer done.
+pub async fn a_route_step_moves_the_timer_on_in_one_write(store: S) {
+    let mut t = timer(100);
+    t.routing = Some(r#"{"to":"wechat","route":[{"channel":"c","channel_type":"wechat"},{"channel":"mail","channel_type":"email","on":["unread"],"after_ms":100}]}"#.into());
+    let rec = insert_one(&store, t).await;
+    assert_eq!(rec.route_step(), Some(0));
+    let next_routing = r#"{"to":"email","route":[],"step":1,"check_read":true}"#.to_string();
+    let mut first = completion(&rec, 1, CompletionOutcome::Done, 150);
+    first.step = Some(0);
+    first.next = Some(crate::NextStep {
+        due_at: 250,
+        channel: "mail".into(),
+        routing: next_routing.clone(),
+    });
+    assert_eq!(
+        store.complete(vec![first]).await.unwrap(),
+        vec![Applied::Yes]
+    );
+    let moved = get(&store, rec.id).await;
+    assert_eq!(
+        moved,
+        TimerRecord {
+            tenant: DEFAULT_TENANT,
+            due_at: 250,
+            attempts: 1,
+            attempt_base: 1,
+            channel: "mail".into(),
+            routing: Some(next_routing),
+            delivered_at: Some(150),
+            last_error: None,
+            updated_at: 150,
+            ..rec.clone()
+        }
+    );
+    assert_eq!(all_due(&store, i64::MAX).await.len(), 1);
+    let log = store.deliveries_for(rec.id).await.unwrap();
+    assert_eq!(
+        (log.len(), log[0].step, log[0].outcome.as_str()),
+        (1, Some(0), "delivered")
+    );
+    assert!(!store.read_at_step(rec.id, 0).await.unwrap());
+    let on = crate::ReceiptOn::Delivery(log[0].id);
+    assert!(
+        store
+            .record_receipt(on, crate::ReceiptEvent::Read, 200)
+            .await
+            .unwrap()
+    );
+    assert!(store.read_at_step(rec.id, 0).await.unwrap());
+    assert!(!store.read_at_step(rec.id, 1).await.unwrap());
+
+    let mut read = completion(&moved, 2, CompletionOutcome::Read, 260);
+    read.error = None;
+    read.step = Some(1);
+    assert_eq!(
+        store.complete(vec![read]).await.unwrap(),
+        vec![Applied::Yes]
+    );
+    let fin = get(&store, rec.id).await;
+    assert_eq!(
+        (fin.state, fin.attempts, fin.delivered_at, fin.last_error),
+        (TimerState::Done, 2, Some(150), None)
+    );
+    let log = store.deliveries_for(rec.id).await.unwrap();
+    assert_eq!((log[1].step, log[1].outcome.as_str()), (Some(1), "read"));
+    assert!(all_due(&store, i64::MAX).await.is_empty());
+}
+
 async fn final_outcome_keeps_error(store: S, outcome: CompletionOutcome, state: TimerState) {
     let rec = insert_one(&store, timer(100)).await;
     let retry = completion(&rec, 1, CompletionOutcome::Retry { next_due_at: 200 }, 150);

@@ -9,7 +9,8 @@ use std::time::Duration;
 use herald_core::campaign::SendState;
 
 use super::fixtures::{
-    DEFAULT_TENANT, chunk_starts, completion, created, inserts, job_spec, recipients, send, timer,
+    DEFAULT_TENANT, chunk_starts, completion, created, inserts, job_spec, recipient, recipients,
+    send, timer,
 };
 use super::support::S;
 use crate::{
@@ -301,6 +302,7 @@ pub async fn a_follow_up_goes_once_to_the_unread(store: S) {
     let follow_up = FollowUp {
         after_ms: 1_000,
         message: r#"{"text":"did you see it?"}"#.into(),
+        step: None,
     };
     let entries = vec![
         send(0, SendState::Delivered),
@@ -381,6 +383,64 @@ pub async fn a_follow_up_goes_once_to_the_unread(store: S) {
         !store.skip_follow_up(job.id, T0 + 7).await.unwrap(),
         "already sent"
     );
+}
+
+/// A route step's follow-up is stored with its step, and takes the sends
+/// whose outcome its `on` lists: no address, opted out, other failures (not
+/// a cap), or delivered with no `read` receipt.
+pub async fn a_route_step_takes_the_sends_its_on_lists(store: S) {
+    use crate::{FollowUp, ReceiptEvent, ReceiptOn};
+    use herald_core::route::StepOn;
+    let failed = |i, error: &str| SendEntry {
+        error: Some(error.into()),
+        ..send(i, SendState::Failed)
+    };
+    let entries = vec![
+        send(0, SendState::Delivered),
+        failed(1, "no_address"),
+        failed(2, "opted_out"),
+        failed(3, "HTTP 400"),
+        failed(4, "capped"),
+        send(5, SendState::Delivered),
+        send(6, SendState::Retry),
+    ];
+    let step = FollowUp {
+        after_ms: 0,
+        message: "{}".into(),
+        step: Some(1),
+    };
+    let job = job_with(&store, "wecom", 7, entries, Some(step)).await;
+    // (6 is still retrying: no step's.)
+    let f = store.get_follow_up(job.id).await.unwrap().unwrap();
+    assert_eq!(f.step, Some(1));
+    store
+        .record_receipt(
+            ReceiptOn::JobSend {
+                job_id: job.id,
+                idx: 5,
+            },
+            ReceiptEvent::Read,
+            T0,
+        )
+        .await
+        .unwrap();
+    let taken = |on: Vec<StepOn>| {
+        let store = &store;
+        async move {
+            let got = store.step_sends(job.id, 0, 100, &on).await.unwrap();
+            got.into_iter().map(|(i, _)| i).collect::<Vec<u64>>()
+        }
+    };
+    assert_eq!(taken(vec![StepOn::NoAddress]).await, [1]);
+    assert_eq!(taken(vec![StepOn::OptedOut, StepOn::Failed]).await, [2, 3]);
+    assert_eq!(taken(vec![StepOn::Unread]).await, [0]);
+    assert_eq!(
+        taken(StepOn::ALL.to_vec()).await,
+        [0, 1, 2, 3],
+        "never a capped, read or unfinished send"
+    );
+    let page = store.step_sends(job.id, 2, 1, &StepOn::ALL).await.unwrap();
+    assert_eq!(page, [(2, recipient(2))], "from, limit");
 }
 
 pub async fn a_jobs_messages_are_listed_and_recalled_once(store: S) {

@@ -205,6 +205,7 @@ async fn reads_back_v0(store: &dyn Store, w: &Written) {
             finished_at: done_at,
             final_status: None,
             final_at: None,
+            step: None,
         }]
     );
     assert_eq!(store.init_shards(8).await.unwrap(), 256);
@@ -498,6 +499,8 @@ async fn writes_after_v0(store: &dyn Store) {
         started_at: NOW,
         finished_at: NOW,
         fence: None,
+        step: None,
+        next: None,
     };
     assert_eq!(
         store.complete(vec![done]).await.unwrap(),
@@ -724,7 +727,8 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     "0030_templates",
     "0031_subject_timing",
     "0032_cap_counters",
-    "0033_cap_counter_expiry",
+    "0033_fallback_routes",
+    "0034_cap_counter_expiry",
 ];
 
 /// The schema version a fully migrated store records.

@@ -32,6 +32,7 @@ mod describe;
 mod digests;
 mod disk_full;
 mod edge;
+mod fallback;
 mod fencing;
 mod flight;
 mod fuzz_api;

@@ -33,6 +33,7 @@ use crate::http::rate::RateSampler;
 use crate::http::request::{
     NoQuery, action as split_action, int_param, parse_id, query, read_body,
 };
+use crate::http::route_steps::RouteStep;
 use crate::http::state::AppState;
 use crate::http::text::{Text, check_text};
 use crate::http::trace;
@@ -143,7 +144,12 @@ pub(crate) struct JobJson {
 #[derive(Serialize, utoipa::ToSchema)]
 pub(crate) struct FollowUpJson {
     after_secs: i64,
+    /// Who gets it: `unread`, or `route` for the next step of the job's
+    /// route (the recipients whose outcome that step's `on` lists).
     only: &'static str,
+    /// The step of the job's route it sends.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    step: Option<u32>,
     /// `waiting` (until the job has ended `after_secs` ago), `sent`, or
     /// `skipped` (nobody left unread, or the job was cancelled).
     state: &'static str,
@@ -207,7 +213,8 @@ async fn job_json(st: &AppState, rates: &RateSampler, j: JobRecord) -> Result<Jo
             .await?
             .map(|f| FollowUpJson {
                 after_secs: f.after_ms / 1000,
-                only: "unread",
+                only: if f.step.is_some() { "route" } else { "unread" },
+                step: f.step,
                 state: f.state.as_str(),
                 job_id: f.follow_up_job_id,
             }),
@@ -327,6 +334,12 @@ pub(crate) struct JobBody {
     /// an opt-out.
     #[serde(default)]
     critical: Option<bool>,
+    /// A fallback route (with `to`): its first step is this job; each later
+    /// step is a follow-up job on its channel, of the recipients whose
+    /// outcome at the step before it lists in `on`, once that job ends
+    /// (`after` it, for `unread`).
+    #[serde(default)]
+    route: Option<Vec<RouteStep>>,
 }
 
 /// `follow_up` of a job: `after_secs` after the job ends, `message` goes
@@ -374,6 +387,7 @@ fn check_follow_up(
     Ok(Some(FollowUp {
         after_ms: f.after_secs * 1000,
         message: f.message.get().to_string(),
+        step: None,
     }))
 }
 
@@ -497,6 +511,21 @@ fn check_job(st: &AppState, tenant: TenantId, bytes: &[u8]) -> Result<NewJob, Ap
         &st.engine.templates().library(),
     )?;
     let routing = crate::http::validate::with_template(routing, template);
+    let route_given = req.route.is_some();
+    let routing =
+        campaign_routing::with_route(st, tenant, routing, req.route, &req.channel, &message)?;
+    let follow_up = match (follow_up, route_given) {
+        (Some(_), true) => {
+            return Err(ApiError::field(
+                "follow_up",
+                "invalid_field",
+                "a job with a route sends its later steps as its follow-ups: give \
+                 follow_up or route, not both",
+            ));
+        }
+        (f, false) => f,
+        (None, true) => herald_store::route_follow_up(routing.as_deref(), &message),
+    };
     Ok(NewJob {
         audience,
         channel: req.channel,

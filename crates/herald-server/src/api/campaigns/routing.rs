@@ -10,6 +10,9 @@ use herald_core::timer::Routing;
 use serde::{Deserialize, Serialize};
 
 use crate::http::error::ApiError;
+use crate::http::route_steps::{self, RouteStep};
+use crate::http::state::AppState;
+use herald_core::TenantId;
 
 /// `"to"` of a job or rule: every audience entry is a user id; send to that
 /// subscriber's address of `channel_type` (default: the channel's own type).
@@ -69,9 +72,137 @@ pub(crate) fn check(
         critical: f.critical.unwrap_or(false),
         digest: None,
         template: None,
-        rate_key: None,
+        ..Routing::default()
     };
     Ok(routing.stored())
+}
+
+/// A job's or rule's `route` added to its stored `routing` (checked by
+/// [`check`], with its template): the audience must be user ids (`to`); the
+/// first step is the campaign's own `channel` and type; each later step's
+/// content (its own `message` or `template`, else the campaign's `message`
+/// and template) must be sendable through its channel. Each later step runs
+/// as a follow-up job ([`herald_store::route_follow_up`]).
+pub(crate) fn with_route(
+    st: &AppState,
+    tenant: TenantId,
+    routing: Option<String>,
+    steps: Option<Vec<RouteStep>>,
+    channel: &str,
+    message: &str,
+) -> Result<Option<String>, ApiError> {
+    let Some(steps) = steps else {
+        return Ok(routing);
+    };
+    let mut r = Routing::parse(routing.as_deref());
+    let Some(first_type) = r.to else {
+        return Err(ApiError::field(
+            "to",
+            "missing_field",
+            "a route goes through subscribers' addresses: give to (the audience is user ids)",
+        ));
+    };
+    if let Some(s0) = steps.first() {
+        let own = if s0.message.is_some() {
+            Some("message")
+        } else if s0.template.is_some() {
+            Some("template")
+        } else {
+            None
+        };
+        if let Some(which) = own {
+            return Err(ApiError::field(
+                &format!("route[0].{which}"),
+                "invalid_field",
+                "the first step sends the campaign's own message or template",
+            ));
+        }
+    }
+    let has = |c: &str| st.serves_channel(tenant, c);
+    let names = || st.channel_names_for(tenant);
+    let type_of = |c: &str| {
+        st.engine
+            .channel_kind(c)
+            .and_then(herald_channels::ChannelKind::channel_type)
+    };
+    let for_type = |t: ChannelType| st.channel_for_type(tenant, t);
+    let channels = route_steps::Channels {
+        has: &has,
+        names: &names,
+        type_of: &type_of,
+        for_type: &for_type,
+    };
+    let mut resolved = route_steps::resolve(
+        "route",
+        &steps,
+        (Some(channel), Some(first_type)),
+        &channels,
+    )?;
+    let lib = st.engine.templates().library();
+    for (i, (step, given)) in resolved.iter_mut().zip(steps).enumerate().skip(1) {
+        let kind = st.engine.channel_kind(&step.channel);
+        if given.message.is_some() || given.template.is_some() {
+            let (m, t) = crate::http::validate::campaign_content(
+                given.message.as_deref(),
+                given.template,
+                kind,
+                tenant,
+                &lib,
+            )
+            .map_err(|mut e| {
+                let field = e.body.field.take().unwrap_or_default();
+                e.body.field = Some(format!("route[{i}].{field}"));
+                e
+            })?;
+            step.message = Some(m);
+            step.template = t;
+        } else if let Some(kind) = kind {
+            fits(kind, message, r.template.as_ref(), tenant, &lib).map_err(|why| {
+                ApiError::field(
+                    &format!("route[{i}].channel"),
+                    "invalid_field",
+                    format!(
+                        "step {i} sends through channel {:?}, which cannot take the \
+                         campaign's content: {why}; give the step its own message or template",
+                        step.channel
+                    ),
+                )
+            })?;
+        }
+    }
+    r.route = resolved;
+    Ok(r.stored())
+}
+
+/// Whether a campaign's stored `message` (its template's data when it has
+/// `template`) can go through a channel of `kind`.
+fn fits(
+    kind: herald_channels::ChannelKind,
+    message: &str,
+    template: Option<&herald_core::template::TemplateRef>,
+    tenant: TenantId,
+    lib: &herald_core::template::Library,
+) -> Result<(), String> {
+    match template {
+        Some(t) => {
+            let info = lib.info(tenant, t).map_err(|e| e.to_string())?;
+            let part = herald_core::template::PartKey::for_type(kind.channel_type());
+            if info.default_parts.contains(&part) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "template {:?} has no {} part",
+                    t.name,
+                    part.as_str()
+                ))
+            }
+        }
+        None => {
+            let raw = serde_json::value::RawValue::from_string(message.to_string())
+                .map_err(|e| e.to_string())?;
+            crate::http::validate::check_shape(kind, "message", &raw).map_err(|e| e.body.message)
+        }
+    }
 }
 
 /// The routing of a job or rule in an answer.
@@ -89,6 +220,13 @@ pub(crate) struct RoutingJson {
     /// is then its data.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub template: Option<herald_core::template::TemplateRef>,
+    /// Its fallback route; `channel` and `to` are those of the step it is
+    /// (a route step's follow-up job is at a later one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub route: Option<Vec<route_steps::StepJson>>,
+    /// The step of its route this job sends (0 for the first).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step: Option<u32>,
 }
 
 /// `to` in an answer: which of the subscriber's addresses is used.
@@ -108,6 +246,8 @@ impl RoutingJson {
             topic: r.topic,
             critical: r.critical,
             template: r.template,
+            step: (!r.route.is_empty()).then_some(r.step),
+            route: (!r.route.is_empty()).then(|| route_steps::StepJson::all(&r.route)),
         }
     }
 }

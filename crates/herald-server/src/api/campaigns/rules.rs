@@ -32,6 +32,7 @@ use crate::http::pagination::{ASCENDING, PageQuery};
 use crate::http::request::{
     NoQuery, action as split_action, int_param, parse_id, query, read_body,
 };
+use crate::http::route_steps::RouteStep;
 use crate::http::state::AppState;
 use crate::http::text::{Text, check_opt_text, check_text};
 
@@ -88,6 +89,10 @@ pub(crate) struct RuleBody {
     /// Sent in quiet hours too; never past an opt-out.
     #[serde(default)]
     critical: Option<bool>,
+    /// A fallback route (with `to`): each later step is a follow-up job of
+    /// every task's job, as a job's `route`.
+    #[serde(default)]
+    route: Option<Vec<RouteStep>>,
 }
 
 fn non_empty(v: &Option<Vec<String>>) -> bool {
@@ -313,6 +318,8 @@ fn check_rule(
             .and_then(herald_channels::ChannelKind::channel_type),
     )?;
     let routing = crate::http::validate::with_template(routing, template);
+    let routing =
+        campaign_routing::with_route(st, tenant, routing, req.route, &req.channel, &message)?;
 
     let schedule = serde_json::to_string(&req.schedule)
         .map_err(|_| ApiError::unavailable("could not encode the schedule"))?;

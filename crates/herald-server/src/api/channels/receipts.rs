@@ -171,12 +171,50 @@ async fn by_key(st: &AppState, caller: &Caller, key: &str) -> Result<ReceiptOn, 
         }
         _ => key,
     };
+    // A later step of a fallback route carries `{key}:s{step}`: its timer
+    // is the key's too (unless a timer has the whole key as its own), and
+    // the receipt is that step's row.
+    let stepped = match timer_key.rsplit_once(":s") {
+        Some((base, step))
+            if !step.is_empty() && step.len() <= 2 && step.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            Some(base)
+        }
+        _ => None,
+    };
     let store = st.engine.store();
-    let timer = match parse_timer_key(timer_key) {
+    let mut timer = timer_by_key(st, caller, timer_key).await?;
+    let mut timer_key = timer_key;
+    if timer.is_none()
+        && let Some(base) = stepped
+    {
+        timer = timer_by_key(st, caller, base).await?;
+        timer_key = base;
+    }
+    let timer = mine(caller, timer, "timer")?;
+    let rows = store.deliveries_for(timer.id).await?;
+    let exact = timer_key.len() != key.len();
+    let row = rows
+        .iter()
+        .rev()
+        .filter(|d| !exact || d.idempotency_key == key)
+        .find(|d| d.outcome == "delivered")
+        .ok_or_else(|| not_delivered(format!("no delivered message carries the key {key:?}")))?;
+    Ok(ReceiptOn::Delivery(row.id))
+}
+
+/// The timer a key names: Herald's own `herald-timer-{id}`, or a caller's.
+async fn timer_by_key(
+    st: &AppState,
+    caller: &Caller,
+    key: &str,
+) -> Result<Option<herald_store::TimerRecord>, ApiError> {
+    let store = st.engine.store();
+    Ok(match parse_timer_key(key) {
         Some(id) => store.get_timer(id).await?,
         None => {
             let filter = TimerFilter {
-                idempotency_key: Some(timer_key.to_string()),
+                idempotency_key: Some(key.to_string()),
                 ..TimerFilter::default()
             };
             store
@@ -185,17 +223,7 @@ async fn by_key(st: &AppState, caller: &Caller, key: &str) -> Result<ReceiptOn, 
                 .into_iter()
                 .next()
         }
-    };
-    let timer = mine(caller, timer, "timer")?;
-    let rows = store.deliveries_for(timer.id).await?;
-    let device = timer_key.len() != key.len();
-    let row = rows
-        .iter()
-        .rev()
-        .filter(|d| !device || d.idempotency_key == key)
-        .find(|d| d.outcome == "delivered")
-        .ok_or_else(|| not_delivered(format!("no delivered message carries the key {key:?}")))?;
-    Ok(ReceiptOn::Delivery(row.id))
+    })
 }
 
 fn delivered(d: &DeliveryRecord) -> Result<(), ApiError> {

@@ -43,6 +43,7 @@ use crate::http::error::ApiError;
 use crate::http::fields::{check_id, check_stored_object, unknown_channel};
 use crate::http::json_body;
 use crate::http::request::{NoQuery, query, read_body};
+use crate::http::route_steps::{self, RouteStep};
 use crate::http::state::AppState;
 use crate::http::tenancy::shard_of;
 use crate::http::text::{Text, check_opt_text, check_text};
@@ -248,6 +249,11 @@ pub(crate) struct ReminderBody {
     /// still unsent at the start ends `expired`.
     #[serde(default)]
     send_late: Option<bool>,
+    /// A fallback route: its first step is this reminder's own channel and
+    /// type; a later step is sent when the step before ends in an outcome
+    /// the later one lists in `on`.
+    #[serde(default)]
+    route: Option<Vec<RouteStep>>,
 }
 
 /// Reads and checks one reminder request of `tenant`; `Ok` is ready to submit.
@@ -274,6 +280,10 @@ fn new_reminder(
     let slot = Slot::with_leads(channel_type, req.lead_minutes, &st.reminders.leads())
         .map_err(|e| ApiError::field("lead_minutes", "invalid_field", e.to_string()))?;
     let channel = route(st, tenant, channel_type, req.channel)?;
+    let routing = match req.route.as_deref() {
+        Some(steps) => Some(fallback_route(st, tenant, steps, &channel, channel_type)?),
+        None => None,
+    };
     let mut message = json!({
         "user_id": req.user_id,
         "subject_id": req.subject_id,
@@ -300,7 +310,7 @@ fn new_reminder(
             idempotency_key: None,
             created_at: now,
             traceparent: None,
-            routing: None,
+            routing,
         },
         user_id: req.user_id,
         subject_id: req.subject_id,
@@ -323,15 +333,8 @@ fn route(
             check_text("channel", &c, Text::Id)?;
             (c, "channel")
         }
-        None => match st.reminders.channels.get(t.as_str()) {
-            Some(c) => (c.clone(), "channel_type"),
-            None if st.serves_channel(tenant, t.as_str()) => {
-                (t.as_str().to_string(), "channel_type")
-            }
-            None if st.reminders.default_channel.is_some() => (
-                st.reminders.default_channel.clone().unwrap_or_default(),
-                "channel_type",
-            ),
+        None => match st.channel_for_type(tenant, t) {
+            Some(c) => (c, "channel_type"),
             None => {
                 return Err(ApiError::field(
                     "channel_type",
@@ -372,6 +375,54 @@ fn route(
         }
     }
     Ok(name)
+}
+
+/// A reminder's `route`, checked and resolved, as its stored routing: its
+/// first step is the reminder's own `channel` and type, and every later
+/// step's channel must be able to send a reminder of the step's type (the
+/// checks of [`route`], naming `route[i].channel`).
+fn fallback_route(
+    st: &AppState,
+    tenant: TenantId,
+    steps: &[RouteStep],
+    channel: &str,
+    channel_type: ChannelType,
+) -> Result<String, ApiError> {
+    let has = |c: &str| st.serves_channel(tenant, c);
+    let names = || st.channel_names_for(tenant);
+    let type_of = |c: &str| {
+        st.engine
+            .channel_kind(c)
+            .and_then(herald_channels::ChannelKind::channel_type)
+    };
+    let for_type = |t: ChannelType| st.channel_for_type(tenant, t);
+    let channels = route_steps::Channels {
+        has: &has,
+        names: &names,
+        type_of: &type_of,
+        for_type: &for_type,
+    };
+    route_steps::no_step_content(steps)?;
+    let resolved = route_steps::resolve(
+        "route",
+        steps,
+        (Some(channel), Some(channel_type)),
+        &channels,
+    )?;
+    for (i, s) in resolved.iter().enumerate().skip(1) {
+        route(st, tenant, s.channel_type, Some(s.channel.clone())).map_err(|mut e| {
+            e.body.field = Some(format!("route[{i}].channel"));
+            e
+        })?;
+    }
+    let routing = herald_core::timer::Routing {
+        to: Some(channel_type),
+        route: resolved,
+        ..Default::default()
+    };
+    routing
+        .stored()
+        .ok_or_else(|| ApiError::unavailable("the route could not be stored"))
 }
 
 /// What a write result means for one reminder request.

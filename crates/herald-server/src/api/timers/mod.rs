@@ -25,6 +25,7 @@ use crate::http::budget::BodyBudget;
 use crate::http::bulk::{self, BulkRoute, LineResult};
 use crate::http::error::ApiError;
 use crate::http::request::{NoQuery, parse_id, read_body};
+use crate::http::route_steps::StepJson;
 use crate::http::state::AppState;
 use crate::http::tenancy::mine;
 use crate::http::trace;
@@ -69,6 +70,13 @@ pub struct TimerJson {
     /// `message` is then the template's data.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub template: Option<herald_core::template::TemplateRef>,
+    /// Its fallback route, each step's channel resolved; `channel` and `to`
+    /// are those of the step it is at.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub route: Option<Vec<StepJson>>,
+    /// The step of its route it is at (0 for the first).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step: Option<u32>,
 }
 
 /// `digest` of a timer: the spec it was created with, and when the digest it
@@ -125,6 +133,8 @@ impl TimerJson {
             rate_key: routing.rate_key,
             digest: routing.digest.map(DigestJson::from),
             template: routing.template,
+            step: (!routing.route.is_empty()).then_some(routing.step),
+            route: (!routing.route.is_empty()).then(|| StepJson::all(&routing.route)),
             id: r.id,
             kind: r.kind.as_str(),
             state: state.as_str(),
@@ -171,6 +181,10 @@ fn context<'a>(
         }),
         channel_kind: Box::new(move |c: &str| st.engine.channel_kind(c)),
         templates: st.engine.templates().library(),
+        channel_for_type: {
+            let tenant = caller.tenant;
+            Box::new(move |t| st.channel_for_type(tenant, t))
+        },
     }
 }
 
@@ -423,6 +437,9 @@ pub(crate) struct DeliveryJson {
     final_status: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     final_at: Option<String>,
+    /// The step of the timer's fallback route this attempt was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    step: Option<u32>,
 }
 
 impl From<DeliveryRecord> for DeliveryJson {
@@ -441,6 +458,7 @@ impl From<DeliveryRecord> for DeliveryJson {
             finished_at: format_rfc3339_ms(d.finished_at),
             final_status: d.final_status,
             final_at: d.final_at.map(format_rfc3339_ms),
+            step: d.step,
         }
     }
 }

@@ -8,11 +8,23 @@ use crate::campaign::sql::follow_ups as sql;
 use crate::campaign::{FollowUp, FollowUpRecord, FollowUpState};
 use crate::model::{from_db, limit_to_db, to_db};
 use crate::postgres::{Ctx, PgStore};
+use herald_core::route::StepOn;
 
 type Tx<'a> = deadpool_postgres::Transaction<'a>;
 
-const GET: &str = "SELECT job_id, after_ms, message, state, follow_up_job_id, done_at \
+const GET: &str = "SELECT job_id, after_ms, message, state, follow_up_job_id, done_at, step \
     FROM job_follow_ups WHERE job_id = $1";
+// A route step's recipients: $3..$6 say whether it takes no_address,
+// opted_out, other failures (not a cap), unread. The job's rows by their
+// primary key.
+const STEP_SENDS: &str = "SELECT s.idx, s.recipient FROM job_sends AS s \
+    WHERE s.job_id = $1 AND s.idx >= $2 AND ( \
+      (s.state = 'failed' AND ( \
+         ($3 AND s.error = 'no_address') OR ($4 AND s.error = 'opted_out') \
+         OR ($5 AND COALESCE(s.error, '') NOT IN ('no_address', 'opted_out', 'capped')))) \
+      OR ($6 AND s.state = 'delivered' AND NOT EXISTS (SELECT 1 FROM job_receipts AS r \
+                      WHERE r.job_id = s.job_id AND r.idx = s.idx AND r.event = 'read'))) \
+    ORDER BY s.idx LIMIT $7";
 // The job's rows by their primary key.
 const UNREAD: &str = "SELECT s.idx, s.recipient FROM job_sends AS s \
     WHERE s.job_id = $1 AND s.idx >= $2 AND s.state = 'delivered' \
@@ -28,6 +40,10 @@ fn decode(r: &Row) -> Result<FollowUpRecord> {
         state: FollowUpState::from_code(r.try_get(3).ctx("reading follow-up state")?)?,
         follow_up_job_id: r.try_get(4).ctx("reading follow-up job id")?,
         done_at: r.try_get(5).ctx("reading follow-up time")?,
+        step: r
+            .try_get::<_, Option<i64>>(6)
+            .ctx("reading follow-up step")?
+            .and_then(|s| u32::try_from(s).ok()),
     })
 }
 
@@ -37,7 +53,8 @@ pub(super) async fn insert(tx: &Tx<'_>, job_id: i64, f: &FollowUp) -> Result<()>
         .prepare_cached(sql::INSERT.pg)
         .await
         .ctx("preparing follow-up insert")?;
-    tx.execute(&stmt, &[&job_id, &f.after_ms, &f.message])
+    let step = f.step.map(i64::from);
+    tx.execute(&stmt, &[&job_id, &f.after_ms, &f.message, &step])
         .await
         .ctx("inserting follow-up")?;
     Ok(())
@@ -114,6 +131,50 @@ pub(super) async fn unread(
         .query(&stmt, &[&job_id, &from, &limit_to_db(limit)])
         .await
         .ctx("reading unread sends")?;
+    rows.iter()
+        .map(|r| {
+            let idx: i64 = r.try_get(0).ctx("reading send index")?;
+            let to: String = r.try_get(1).ctx("reading recipient")?;
+            Ok((from_db(idx, "job_sends.idx")?, to))
+        })
+        .collect()
+}
+
+pub(super) async fn step_sends(
+    store: &PgStore,
+    job_id: i64,
+    from: u64,
+    limit: usize,
+    on: &[StepOn],
+) -> Result<Vec<(u64, String)>> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(STEP_SENDS)
+        .await
+        .ctx("preparing a route step's sends")?;
+    let from = to_db(from, "from")?;
+    let takes = |o| on.contains(&o);
+    let (no_address, opted_out, failed, unread) = (
+        takes(StepOn::NoAddress),
+        takes(StepOn::OptedOut),
+        takes(StepOn::Failed),
+        takes(StepOn::Unread),
+    );
+    let rows = client
+        .query(
+            &stmt,
+            &[
+                &job_id,
+                &from,
+                &no_address,
+                &opted_out,
+                &failed,
+                &unread,
+                &limit_to_db(limit),
+            ],
+        )
+        .await
+        .ctx("reading a route step's sends")?;
     rows.iter()
         .map(|r| {
             let idx: i64 = r.try_get(0).ctx("reading send index")?;

@@ -295,6 +295,20 @@ impl CampaignStore for PgStore {
         .await
     }
 
+    async fn step_sends(
+        &self,
+        job_id: i64,
+        from: u64,
+        limit: usize,
+        on: &[herald_core::route::StepOn],
+    ) -> Result<Vec<(u64, String)>> {
+        self.within(
+            "step_sends",
+            follow_ups::step_sends(self, job_id, from, limit, on),
+        )
+        .await
+    }
+
     async fn skip_follow_up(&self, job_id: i64, now: i64) -> Result<bool> {
         self.within("skip_follow_up", follow_ups::skip(self, job_id, now))
             .await

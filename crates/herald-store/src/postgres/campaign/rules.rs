@@ -508,6 +508,9 @@ pub(super) async fn start_task(
         .await?;
         return Ok(TaskStart::NoAudience);
     };
+    if let Some(f) = &spec.follow_up {
+        super::follow_ups::insert(&tx, job.id, f).await?;
+    }
     mark_started(&tx, task_id, &job, now).await?;
     tx.commit().await.ctx("committing start_task")?;
     Ok(TaskStart::Started { job: Box::new(job) })
@@ -525,20 +528,24 @@ fn task_job_spec(
     let deadline_secs: Option<i64> = col(rule, 5, "rule_versions.deadline_secs")?;
     let priority: i16 = col(rule, 6, "rule_versions.priority")?;
     let tenant: i32 = col(rule, 7, "rules.tenant_id")?;
+    let message: String = col(rule, 4, "rule_versions.message")?;
+    let routing: Option<String> = col(rule, 8, "rule_versions.routing")?;
+    // A rule with a fallback route: its next step follows each task's job.
+    let follow_up = crate::route_follow_up(routing.as_deref(), &message);
     Ok(JobSpec {
         tenant: TenantId(u32::try_from(tenant).map_err(|_| {
             crate::StoreError::Corrupt(format!("rules.tenant_id {tenant} is negative"))
         })?),
         audience_id,
         channel: col(rule, 3, "rule_versions.channel")?,
-        message: col(rule, 4, "rule_versions.message")?,
+        message,
         segment_size,
         deadline_at: deadline_secs.map(|s| now.saturating_add(s.saturating_mul(1000))),
         priority: u8::try_from(priority).unwrap_or(u8::MAX),
-        follow_up: None,
+        follow_up,
         follows: None,
         task_id: Some(task_id),
-        routing: col(rule, 8, "rule_versions.routing")?,
+        routing,
         traceparent: None,
     })
 }

@@ -8,8 +8,20 @@ use crate::Result;
 use crate::campaign::sql::follow_ups as sql;
 use crate::campaign::{FollowUp, FollowUpRecord, FollowUpState};
 use crate::model::{from_db, limit_to_db, to_db};
+use herald_core::route::StepOn;
 
-const COLS: &str = "job_id, after_ms, message, state, follow_up_job_id, done_at";
+const COLS: &str = "job_id, after_ms, message, state, follow_up_job_id, done_at, step";
+// A route step's recipients: ?3..?6 say whether it takes no_address,
+// opted_out, other failures (not a cap), unread; delivered is code 0,
+// failed 2. The job's rows by their primary key.
+const STEP_SENDS: &str = "SELECT s.idx, s.recipient FROM job_sends AS s \
+    WHERE s.job_id = ?1 AND s.idx >= ?2 AND ( \
+      (s.state = 2 AND ( \
+         (?3 AND s.error = 'no_address') OR (?4 AND s.error = 'opted_out') \
+         OR (?5 AND COALESCE(s.error, '') NOT IN ('no_address', 'opted_out', 'capped')))) \
+      OR (?6 AND s.state = 0 AND NOT EXISTS (SELECT 1 FROM job_receipts AS r \
+                      WHERE r.job_id = s.job_id AND r.idx = s.idx AND r.event = 'read'))) \
+    ORDER BY s.idx LIMIT ?7";
 // Delivered is code 0; the job's rows by their primary key.
 const UNREAD: &str = "SELECT s.idx, s.recipient FROM job_sends AS s \
     WHERE s.job_id = ?1 AND s.idx >= ?2 AND s.state = 0 \
@@ -26,6 +38,10 @@ fn decode(r: &Row<'_>) -> Result<FollowUpRecord> {
         state: FollowUpState::from_code(r.get(3).map_err(read)?)?,
         follow_up_job_id: r.get(4).map_err(read)?,
         done_at: r.get(5).map_err(read)?,
+        step: r
+            .get::<_, Option<i64>>(6)
+            .map_err(read)?
+            .and_then(|s| u32::try_from(s).ok()),
     })
 }
 
@@ -33,7 +49,7 @@ fn decode(r: &Row<'_>) -> Result<FollowUpRecord> {
 pub(super) fn insert(tx: &Transaction<'_>, job_id: i64, f: &FollowUp) -> Result<()> {
     tx.prepare_cached(sql::INSERT.sqlite)
         .ctx("preparing follow-up insert")?
-        .execute(params![job_id, f.after_ms, f.message])
+        .execute(params![job_id, f.after_ms, f.message, f.step])
         .ctx("inserting follow-up")?;
     Ok(())
 }
@@ -83,6 +99,37 @@ pub(super) fn unread(
         UNREAD,
         params![job_id, to_db(from, "from")?, limit_to_db(limit)],
         "reading unread sends",
+        |r| {
+            let idx: i64 = r.get(0).ctx("reading send index")?;
+            Ok((
+                from_db(idx, "job_sends.idx")?,
+                r.get(1).ctx("reading recipient")?,
+            ))
+        },
+    )
+}
+
+pub(super) fn step_sends(
+    conn: &mut Connection,
+    job_id: i64,
+    from: u64,
+    limit: usize,
+    on: &[StepOn],
+) -> Result<Vec<(u64, String)>> {
+    let takes = |o| on.contains(&o);
+    query_all(
+        conn,
+        STEP_SENDS,
+        params![
+            job_id,
+            to_db(from, "from")?,
+            takes(StepOn::NoAddress),
+            takes(StepOn::OptedOut),
+            takes(StepOn::Failed),
+            takes(StepOn::Unread),
+            limit_to_db(limit)
+        ],
+        "reading a route step's sends",
         |r| {
             let idx: i64 = r.get(0).ctx("reading send index")?;
             Ok((

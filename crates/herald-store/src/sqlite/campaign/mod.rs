@@ -264,6 +264,18 @@ impl CampaignStore for SqliteStore {
             .await
     }
 
+    async fn step_sends(
+        &self,
+        job_id: i64,
+        from: u64,
+        limit: usize,
+        on: &[herald_core::route::StepOn],
+    ) -> Result<Vec<(u64, String)>> {
+        let on = on.to_vec();
+        self.read(move |c| follow_ups::step_sends(c, job_id, from, limit, &on))
+            .await
+    }
+
     async fn skip_follow_up(&self, job_id: i64, now: i64) -> Result<bool> {
         self.write(move |c| follow_ups::skip(c, job_id, now)).await
     }

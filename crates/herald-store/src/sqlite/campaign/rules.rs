@@ -393,6 +393,9 @@ pub(super) fn start_task(
         };
         let job_spec = task_job_spec(task_id, rule.tenant, spec, audience_id, segment_size, now);
         let job = jobs::create_in(tx, &job_spec, size, now)?;
+        if let Some(f) = &job_spec.follow_up {
+            super::follow_ups::insert(tx, job.id, f)?;
+        }
         tx.prepare_cached(RUN)
             .ctx("preparing task run")?
             .execute(params![task_id, job.id, to_db(size, "recipients")?, now])
@@ -422,6 +425,8 @@ fn task_job_spec(
     let deadline_at = spec
         .deadline_secs
         .map(|s| now.saturating_add(s.saturating_mul(1_000)));
+    // A rule with a fallback route: its next step follows each task's job.
+    let follow_up = crate::route_follow_up(spec.routing.as_deref(), &spec.message);
     JobSpec {
         tenant,
         audience_id,
@@ -430,7 +435,7 @@ fn task_job_spec(
         segment_size,
         deadline_at,
         priority: spec.priority,
-        follow_up: None,
+        follow_up,
         follows: None,
         task_id: Some(task_id),
         routing: spec.routing,
