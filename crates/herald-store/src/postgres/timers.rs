@@ -1173,6 +1173,7 @@ mod tests {
                 UPDATE_COMPLETED,
                 vec![
                     &ids, &attempts, &states, &no_due, &delivered, &ats, &no_error, &attempts,
+                    &no_error, &no_error,
                 ],
                 "timers_pkey",
             ),
