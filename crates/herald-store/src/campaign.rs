@@ -134,6 +134,25 @@ pub struct AudienceRecord {
     pub created_at: i64,
 }
 
+/// What a job is called and what kind of business it serves, for lists and
+/// filters; both optional (the API checks their form).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JobMeta {
+    /// A job a rule starts takes the rule's name.
+    pub name: Option<String>,
+    /// The business kind, e.g. `coupon-reminder` or `marketing`.
+    pub category: Option<String>,
+}
+
+/// Which jobs [`CampaignStore::list_jobs_where`] lists; the default lists all.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JobFilter {
+    /// Only jobs of exactly this category.
+    pub category: Option<String>,
+    /// Only jobs whose name starts with this.
+    pub name_prefix: Option<String>,
+}
+
 /// A job to create.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JobSpec {
@@ -161,6 +180,7 @@ pub struct JobSpec {
     /// The W3C `traceparent` of the request that created it: its segments'
     /// spans link to it.
     pub traceparent: Option<String>,
+    pub meta: JobMeta,
 }
 
 /// A job's follow-up: `after_ms` after the job ends, `message` goes to the
@@ -270,6 +290,7 @@ pub struct JobRecord {
     pub routing: Option<String>,
     /// See [`JobSpec::traceparent`].
     pub traceparent: Option<String>,
+    pub meta: JobMeta,
 }
 
 /// A segment as stored.
@@ -670,6 +691,20 @@ pub trait CampaignStore: Send + Sync + 'static {
     async fn list_jobs(
         &self,
         tenant: TenantId,
+        before: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<JobRecord>> {
+        self.list_jobs_where(tenant, JobFilter::default(), before, limit)
+            .await
+    }
+
+    /// [`Self::list_jobs`], only those `filter` lets through. A category is
+    /// read off its own index (`jobs_category`); a name prefix is compared
+    /// case-sensitively, character by character.
+    async fn list_jobs_where(
+        &self,
+        tenant: TenantId,
+        filter: JobFilter,
         before: Option<i64>,
         limit: usize,
     ) -> Result<Vec<JobRecord>>;

@@ -52,6 +52,8 @@ macro_rules! migrations {
             "0030_templates",
             "0031_subject_timing",
             "0032_cap_counters",
+            "0033_reserved",
+            "0034_job_labels",
         )
     };
     (@ $($name:literal),+ $(,)?) => {

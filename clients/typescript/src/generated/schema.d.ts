@@ -1569,6 +1569,11 @@ export interface components {
         JobBody: {
             /** Format: int64 */
             audience_id?: number | null;
+            /**
+             * @description The business kind it serves, e.g. `coupon-reminder` or `marketing`:
+             *     1..=64 of `A-Z a-z 0-9 _ - . :`. `GET /v1/jobs?category=` lists one.
+             */
+            category?: string | null;
             /** @description A channel configured on the node (`GET /v1/channels` lists them). */
             channel: string;
             /**
@@ -1583,6 +1588,8 @@ export interface components {
             follow_up?: null | components["schemas"]["FollowUpBody"];
             /** @description The message in the channel provider's shape; give this or `template`. */
             message?: Record<string, unknown> | null;
+            /** @description What to call it: 1..=200 characters, no control character. */
+            name?: string | null;
             /** Format: int64 */
             priority?: number | null;
             /** Format: int64 */
@@ -1613,6 +1620,8 @@ export interface components {
              * @description Average since the job started (to its end, once it has ended).
              */
             avg_rate_per_sec: number;
+            /** @description The business kind it serves (e.g. `coupon-reminder`). */
+            category?: string | null;
             channel: string;
             created_at: string;
             deadline?: string | null;
@@ -1627,6 +1636,8 @@ export interface components {
             /** Format: int64 */
             id: number;
             message: Record<string, unknown>;
+            /** @description Given when it was created; a job a rule starts takes the rule's name. */
+            name?: string | null;
             /** Format: int32 */
             priority: number;
             /**
@@ -3105,6 +3116,10 @@ export interface operations {
                 before?: number;
                 /** @description rows per page (default 50) */
                 limit?: number;
+                /** @description only jobs of exactly this category */
+                category?: string;
+                /** @description only jobs whose name starts with this (case-sensitive) */
+                name?: string;
             };
             header?: never;
             path?: never;

@@ -76,6 +76,8 @@ pub struct NewJob {
     pub routing: Option<String>,
     /// The W3C `traceparent` to store with it (see `crate::trace::adopt`).
     pub traceparent: Option<String>,
+    /// Its name and category.
+    pub meta: herald_store::JobMeta,
 }
 
 /// A rule, or a rule's next version, to write; the request is already checked.
@@ -263,6 +265,7 @@ impl Campaigns {
             follows: None,
             routing: job.routing,
             traceparent: job.traceparent,
+            meta: job.meta,
         };
         let created = match self.sh.store.create_job(spec, self.now()).await {
             Ok(Some(j)) => j,
@@ -356,14 +359,20 @@ impl Campaigns {
         Ok(self.sh.store.job_failures(id, limit).await?)
     }
 
-    /// Jobs of `tenant` with `id < before`, newest first.
+    /// Jobs of `tenant` that `filter` lets through with `id < before`,
+    /// newest first.
     pub async fn list_jobs(
         &self,
         tenant: TenantId,
+        filter: herald_store::JobFilter,
         before: Option<i64>,
         limit: usize,
     ) -> Result<Vec<JobRecord>> {
-        Ok(self.sh.store.list_jobs(tenant, before, limit).await?)
+        Ok(self
+            .sh
+            .store
+            .list_jobs_where(tenant, filter, before, limit)
+            .await?)
     }
 
     /// How many of the job's segments are in each state: every state, in
@@ -740,6 +749,7 @@ mod tests {
             follow_up: None,
             routing: None,
             traceparent: None,
+            meta: Default::default(),
         };
         let created = c.create_job(T, job.clone()).await.unwrap();
         assert_eq!(created.totals.total, 2);
@@ -760,7 +770,12 @@ mod tests {
             c.cancel_job(other, created.id).await,
             Err(CampaignError::NotFound { what: "job" })
         ));
-        assert!(c.list_jobs(other, None, 10).await.unwrap().is_empty());
+        assert!(
+            c.list_jobs(other, Default::default(), None, 10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
         // Nor may it send to that audience.
         let theirs = NewJob {
             audience: AudienceSource::Uploaded(audience),
@@ -797,6 +812,7 @@ mod tests {
             follow_up: None,
             routing: None,
             traceparent: None,
+            meta: Default::default(),
         };
         let created = c.create_job(T, job).await.unwrap();
         let (id, audience) = (created.id, created.audience_id);

@@ -23,7 +23,7 @@ macro_rules! job_cols {
             "id", "tenant_id", "audience_id", "channel", "message", "segment_size", "deadline_at",
             "priority", "task_id", "state", "total", "delivered", "failed", "retrying",
             "expired", "cancelled", "in_doubt", "created_at", "started_at", "finished_at",
-            "routing", "traceparent")
+            "routing", "traceparent", "name", "category")
     };
 }
 pub(crate) use job_cols;
@@ -161,6 +161,10 @@ impl Decode for JobRecord {
             finished_at: r.opt_int("jobs.finished_at")?,
             routing: r.opt_string("jobs.routing")?,
             traceparent: r.opt_string("jobs.traceparent")?,
+            meta: crate::JobMeta {
+                name: r.opt_string("jobs.name")?,
+                category: r.opt_string("jobs.category")?,
+            },
         })
     }
 }

@@ -881,6 +881,7 @@ pub async fn start_task_checks_the_rule_then_starts_a_job(store: S) {
             finished_at: None,
             routing: Some(r#"{"to":"wecom","topic":"sale"}"#.into()),
             traceparent: None,
+            meta: Default::default(),
         }
     );
     assert_eq!(job_now(&store, j.id).await, j);

@@ -21,6 +21,7 @@
 //! - [`reports`]: delivery outcomes counted per day, channel, rule and job.
 //! - [`templates`]: message template versions.
 //! - [`caps`]: frequency-cap counters.
+//! - [`labels`]: jobs' names and categories.
 //!
 //! [`store_conformance_tests!`](crate::store_conformance_tests) is the one entry
 //! point: it expands to one `#[tokio::test]` per case, grouped in a module per
@@ -61,6 +62,8 @@ pub mod digests;
 pub mod directory;
 #[cfg(feature = "testsuite")]
 pub mod in_doubt;
+#[cfg(feature = "testsuite")]
+pub mod labels;
 #[cfg(feature = "testsuite")]
 pub mod reminders;
 #[cfg(feature = "testsuite")]
@@ -235,6 +238,13 @@ macro_rules! store_conformance_tests {
         $crate::store_conformance_tests!(@area caps, $make, $second;
             cases: [caps_take_up_to_max_per_window, caps_a_refused_send_takes_no_slot]
             races: [caps_hold_across_two_handles]
+        );
+        $crate::store_conformance_tests!(@area labels, $make, $second;
+            cases: [
+                jobs_keep_their_name_and_category_and_list_by_them,
+                a_rule_job_takes_the_rule_name,
+            ]
+            races: []
         );
         $crate::store_conformance_tests!(@area templates, $make, $second;
             cases: [versions_count_up_per_tenant_and_name]

@@ -315,6 +315,7 @@ async fn reads_back_v0(store: &dyn Store, w: &Written) {
         finished_at: Some(finished),
         routing: None,
         traceparent: None,
+        meta: Default::default(),
     };
     assert_eq!(store.get_job(1).await.unwrap().as_ref(), Some(&job));
     assert_eq!(
@@ -535,6 +536,7 @@ async fn writes_after_v0(store: &dyn Store) {
                 task_id: None,
                 routing: None,
                 traceparent: None,
+                meta: Default::default(),
             },
             NOW,
         )
@@ -724,6 +726,8 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     "0030_templates",
     "0031_subject_timing",
     "0032_cap_counters",
+    "0033_reserved",
+    "0034_job_labels",
 ];
 
 /// The schema version a fully migrated store records.

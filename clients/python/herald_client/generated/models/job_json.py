@@ -41,11 +41,13 @@ class JobJson:
         template (None | TemplateRef | Unset):
         to (None | ToTypeJson | Unset):
         topic (None | str | Unset):
+        category (None | str | Unset): The business kind it serves (e.g. `coupon-reminder`).
         deadline (None | str | Unset):
         eta_secs (int | None | Unset): Seconds until `remaining` reaches 0 at the current rate; null when the
             rate is 0 or the job has ended.
         finished_at (None | str | Unset):
         follow_up (FollowUpJson | None | Unset):
+        name (None | str | Unset): Given when it was created; a job a rule starts takes the rule's name.
         started_at (None | str | Unset):
         task_id (int | None | Unset):
     """
@@ -66,10 +68,12 @@ class JobJson:
     template: None | TemplateRef | Unset = UNSET
     to: None | ToTypeJson | Unset = UNSET
     topic: None | str | Unset = UNSET
+    category: None | str | Unset = UNSET
     deadline: None | str | Unset = UNSET
     eta_secs: int | None | Unset = UNSET
     finished_at: None | str | Unset = UNSET
     follow_up: FollowUpJson | None | Unset = UNSET
+    name: None | str | Unset = UNSET
     started_at: None | str | Unset = UNSET
     task_id: int | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -127,6 +131,12 @@ class JobJson:
         else:
             topic = self.topic
 
+        category: None | str | Unset
+        if isinstance(self.category, Unset):
+            category = UNSET
+        else:
+            category = self.category
+
         deadline: None | str | Unset
         if isinstance(self.deadline, Unset):
             deadline = UNSET
@@ -152,6 +162,12 @@ class JobJson:
             follow_up = self.follow_up.to_dict()
         else:
             follow_up = self.follow_up
+
+        name: None | str | Unset
+        if isinstance(self.name, Unset):
+            name = UNSET
+        else:
+            name = self.name
 
         started_at: None | str | Unset
         if isinstance(self.started_at, Unset):
@@ -191,6 +207,8 @@ class JobJson:
             field_dict["to"] = to
         if topic is not UNSET:
             field_dict["topic"] = topic
+        if category is not UNSET:
+            field_dict["category"] = category
         if deadline is not UNSET:
             field_dict["deadline"] = deadline
         if eta_secs is not UNSET:
@@ -199,6 +217,8 @@ class JobJson:
             field_dict["finished_at"] = finished_at
         if follow_up is not UNSET:
             field_dict["follow_up"] = follow_up
+        if name is not UNSET:
+            field_dict["name"] = name
         if started_at is not UNSET:
             field_dict["started_at"] = started_at
         if task_id is not UNSET:
@@ -285,6 +305,15 @@ class JobJson:
 
         topic = _parse_topic(d.pop("topic", UNSET))
 
+        def _parse_category(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        category = _parse_category(d.pop("category", UNSET))
+
         def _parse_deadline(data: object) -> None | str | Unset:
             if data is None:
                 return data
@@ -329,6 +358,15 @@ class JobJson:
 
         follow_up = _parse_follow_up(d.pop("follow_up", UNSET))
 
+        def _parse_name(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        name = _parse_name(d.pop("name", UNSET))
+
         def _parse_started_at(data: object) -> None | str | Unset:
             if data is None:
                 return data
@@ -364,10 +402,12 @@ class JobJson:
             template=template,
             to=to,
             topic=topic,
+            category=category,
             deadline=deadline,
             eta_secs=eta_secs,
             finished_at=finished_at,
             follow_up=follow_up,
+            name=name,
             started_at=started_at,
             task_id=task_id,
         )

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::access::Caller;
+use crate::api::campaigns::job_labels;
 use crate::api::campaigns::routing::{
     self as campaign_routing, CampaignTo, RoutingFields, RoutingJson,
 };
@@ -106,6 +107,10 @@ impl From<JobTotals> for TotalsJson {
 #[derive(Serialize, utoipa::ToSchema)]
 pub(crate) struct JobJson {
     id: i64,
+    /// Given when it was created; a job a rule starts takes the rule's name.
+    name: Option<String>,
+    /// The business kind it serves (e.g. `coupon-reminder`).
+    category: Option<String>,
     #[schema(value_type = String)]
     state: JobState,
     channel: String,
@@ -184,6 +189,8 @@ async fn job_json(st: &AppState, rates: &RateSampler, j: JobRecord) -> Result<Jo
     };
     Ok(JobJson {
         id: j.id,
+        name: j.meta.name,
+        category: j.meta.category,
         state: j.state,
         channel: j.channel,
         audience_id: j.audience_id,
@@ -291,6 +298,13 @@ impl From<SendRecord> for SendJson {
 #[serde(deny_unknown_fields)]
 #[derive(utoipa::ToSchema)]
 pub(crate) struct JobBody {
+    /// What to call it: 1..=200 characters, no control character.
+    #[serde(default)]
+    name: Option<String>,
+    /// The business kind it serves, e.g. `coupon-reminder` or `marketing`:
+    /// 1..=64 of `A-Z a-z 0-9 _ - . :`. `GET /v1/jobs?category=` lists one.
+    #[serde(default)]
+    category: Option<String>,
     #[serde(default)]
     audience_id: Option<i64>,
     #[serde(default)]
@@ -382,6 +396,7 @@ fn check_follow_up(
 fn check_job(st: &AppState, tenant: TenantId, bytes: &[u8]) -> Result<NewJob, ApiError> {
     let req: JobBody = json_body::object(bytes)?;
     let now = st.clock.now_ms();
+    let meta = job_labels::meta(req.name, req.category)?;
 
     let audience = match (req.audience_id, req.users) {
         (Some(_), Some(_)) => {
@@ -507,6 +522,7 @@ fn check_job(st: &AppState, tenant: TenantId, bytes: &[u8]) -> Result<NewJob, Ap
         follow_up,
         routing,
         traceparent: None,
+        meta,
     })
 }
 
@@ -678,17 +694,36 @@ pub(crate) struct SegmentList {
     segments: Vec<SegmentJson>,
 }
 
-/// `GET /v1/jobs?before=&limit=` → `{jobs, next_before}`, newest first.
+/// The query of `GET /v1/jobs`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobListQuery {
+    #[serde(default)]
+    before: Option<String>,
+    #[serde(default)]
+    limit: Option<String>,
+    /// Only jobs of exactly this category.
+    #[serde(default)]
+    category: Option<String>,
+    /// Only jobs whose name starts with this.
+    #[serde(default)]
+    name: Option<String>,
+}
+
+/// `GET /v1/jobs?before=&limit=&category=&name=` → `{jobs, next_before}`,
+/// newest first; `category` matches exactly, `name` as a prefix.
 pub async fn list(
     State(st): State<AppState>,
     Extension(caller): Extension<Caller>,
     Extension(rates): Extension<Arc<RateSampler>>,
-    q: Result<Query<PageQuery>, QueryRejection>,
+    q: Result<Query<JobListQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
-    let page = DESCENDING.read(q)?;
+    let q = query(q)?;
+    let page = DESCENDING.page(&q.before, &q.limit)?;
+    let filter = job_labels::filter(q.name, q.category)?;
     let jobs = st
         .campaigns
-        .list_jobs(caller.tenant, page.cursor, page.limit)
+        .list_jobs(caller.tenant, filter, page.cursor, page.limit)
         .await?;
     let last = jobs.last().map(|j| j.id);
     let next_before = page.next_cursor(jobs.len(), last);

@@ -6,6 +6,7 @@
 
 pub mod audiences;
 pub(crate) mod docs;
+pub mod job_labels;
 pub(crate) mod job_recall;
 pub mod jobs;
 pub(crate) mod routing;

@@ -300,9 +300,10 @@ impl CampaignStore for PgStore {
             .await
     }
 
-    async fn list_jobs(
+    async fn list_jobs_where(
         &self,
         tenant: TenantId,
+        filter: JobFilter,
         before: Option<i64>,
         limit: usize,
     ) -> Result<Vec<JobRecord>> {
@@ -310,7 +311,8 @@ impl CampaignStore for PgStore {
             if limit == 0 {
                 return Ok(Vec::new());
             }
-            jobs::list_jobs(self, tenant, before.unwrap_or(i64::MAX), limit_to_db(limit)).await
+            let before = before.unwrap_or(i64::MAX);
+            jobs::list_jobs(self, tenant, filter, before, limit_to_db(limit)).await
         })
         .await
     }

@@ -71,7 +71,7 @@ pub(super) const FINISH_RULE: &str = "UPDATE rules SET status = 'finished', upda
     WHERE id = $1 AND status = 'enabled' AND NOT EXISTS ( \
         SELECT 1 FROM tasks WHERE rule_id = $1 AND state IN ('pending', 'running'))";
 const SHARE_RULE_OF_TASK: &str = "SELECT r.status, r.version, v.audience_id, v.channel, \
-        v.message, v.deadline_secs, v.priority, r.tenant_id, v.routing \
+        v.message, v.deadline_secs, v.priority, r.tenant_id, v.routing, v.name \
     FROM rules AS r JOIN rule_versions AS v ON v.rule_id = r.id AND v.version = r.version \
     WHERE r.id = (SELECT rule_id FROM tasks WHERE id = $1) FOR SHARE OF r";
 const LOCK_PENDING_TASK: &str =
@@ -540,6 +540,10 @@ fn task_job_spec(
         task_id: Some(task_id),
         routing: col(rule, 8, "rule_versions.routing")?,
         traceparent: None,
+        meta: crate::JobMeta {
+            name: col(rule, 9, "rule_versions.name")?,
+            category: None,
+        },
     })
 }
 

@@ -10,7 +10,7 @@ use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use super::{Ctx, audiences, in_tx, query_all, query_opt};
 use crate::campaign::sql::jobs as sql;
 use crate::campaign::{
-    ClaimedSegment, JobRecord, JobSpec, JobTotals, LeaseCheck, Progress, SegmentClaim,
+    ClaimedSegment, JobFilter, JobRecord, JobSpec, JobTotals, LeaseCheck, Progress, SegmentClaim,
     SegmentRecord, SegmentWrite, SendEntry, SendRecord,
 };
 use crate::model::{
@@ -23,7 +23,8 @@ use crate::{Result, StoreError, refusals};
 
 const INSERT_JOB: &str = "INSERT INTO jobs (audience_id, channel, message, segment_size, \
     deadline_at, priority, task_id, state, total, created_at, finished_at, tenant_id, routing, \
-    traceparent) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) RETURNING id";
+    traceparent, name, category) \
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16) RETURNING id";
 /// ?1 job, ?2 start, ?3 end, ?4 now, ?5 priority, ?6 deadline, ?7 parent, ?8 attempt,
 /// ?9 not_before, ?10 tenant. The cursor starts at the start.
 pub(super) const INSERT_SEGMENT: &str = "INSERT INTO segments (job_id, start_idx, end_idx, \
@@ -33,6 +34,21 @@ pub(super) const JOBS_BEFORE: &str = concat!(
     "SELECT ",
     job_cols!(),
     " FROM jobs WHERE tenant_id = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3"
+);
+/// [`JOBS_BEFORE`] of one category (?4) off `jobs_category`, names starting
+/// with ?5 (`''`: any name, none too).
+pub(super) const JOBS_IN_CATEGORY: &str = concat!(
+    "SELECT ",
+    job_cols!(),
+    " FROM jobs WHERE tenant_id = ?1 AND category = ?4 AND id < ?2 \
+     AND (?5 = '' OR substr(name, 1, length(?5)) = ?5) ORDER BY id DESC LIMIT ?3"
+);
+/// [`JOBS_BEFORE`] of names starting with ?4.
+pub(super) const JOBS_NAMED: &str = concat!(
+    "SELECT ",
+    job_cols!(),
+    " FROM jobs WHERE tenant_id = ?1 AND id < ?2 AND substr(name, 1, length(?4)) = ?4 \
+     ORDER BY id DESC LIMIT ?3"
 );
 pub(super) const SEGMENT_COUNTS: &str =
     "SELECT state, COUNT(*) FROM segments WHERE job_id = ?1 GROUP BY state";
@@ -152,7 +168,9 @@ pub(super) fn create_in(
                 finished_at,
                 tenant_to_db(spec.tenant),
                 spec.routing,
-                spec.traceparent
+                spec.traceparent,
+                spec.meta.name,
+                spec.meta.category
             ],
             |r| r.get(0),
         )
@@ -198,6 +216,7 @@ pub(super) fn create_in(
         finished_at,
         routing: spec.routing.clone(),
         traceparent: spec.traceparent.clone(),
+        meta: spec.meta.clone(),
     })
 }
 
@@ -233,20 +252,39 @@ pub(super) fn get_job(conn: &mut Connection, id: i64) -> Result<Option<JobRecord
 pub(super) fn list_jobs(
     conn: &mut Connection,
     tenant: TenantId,
+    filter: JobFilter,
     before: Option<i64>,
     limit: usize,
 ) -> Result<Vec<JobRecord>> {
-    query_all(
-        conn,
-        JOBS_BEFORE,
-        params![
-            tenant_to_db(tenant),
-            before.unwrap_or(i64::MAX),
-            limit_to_db(limit)
-        ],
-        "listing jobs",
-        |r| model::decode(r),
-    )
+    let (tenant, before, limit) = (
+        tenant_to_db(tenant),
+        before.unwrap_or(i64::MAX),
+        limit_to_db(limit),
+    );
+    let decode = |r: &rusqlite::Row<'_>| model::decode(r);
+    match (filter.category, filter.name_prefix) {
+        (None, None) => query_all(
+            conn,
+            JOBS_BEFORE,
+            params![tenant, before, limit],
+            "listing jobs",
+            decode,
+        ),
+        (Some(category), prefix) => query_all(
+            conn,
+            JOBS_IN_CATEGORY,
+            params![tenant, before, limit, category, prefix.unwrap_or_default()],
+            "listing jobs of a category",
+            decode,
+        ),
+        (None, Some(prefix)) => query_all(
+            conn,
+            JOBS_NAMED,
+            params![tenant, before, limit, prefix],
+            "listing jobs by name",
+            decode,
+        ),
+    }
 }
 
 pub(super) fn segment_counts(

@@ -268,13 +268,14 @@ impl CampaignStore for SqliteStore {
         self.write(move |c| follow_ups::skip(c, job_id, now)).await
     }
 
-    async fn list_jobs(
+    async fn list_jobs_where(
         &self,
         tenant: TenantId,
+        filter: JobFilter,
         before: Option<i64>,
         limit: usize,
     ) -> Result<Vec<JobRecord>> {
-        self.read(move |c| jobs::list_jobs(c, tenant, before, limit))
+        self.read(move |c| jobs::list_jobs(c, tenant, filter, before, limit))
             .await
     }
 
@@ -449,6 +450,14 @@ mod tests {
             ),
             (
                 jobs::JOBS_BEFORE,
+                &["USING INDEX jobs_tenant (tenant_id=? AND id<?)"],
+            ),
+            (
+                jobs::JOBS_IN_CATEGORY,
+                &["USING INDEX jobs_category (tenant_id=? AND category=? AND id<?)"],
+            ),
+            (
+                jobs::JOBS_NAMED,
                 &["USING INDEX jobs_tenant (tenant_id=? AND id<?)"],
             ),
             (

@@ -435,5 +435,9 @@ fn task_job_spec(
         task_id: Some(task_id),
         routing: spec.routing,
         traceparent: None,
+        meta: crate::JobMeta {
+            name: Some(spec.name),
+            category: None,
+        },
     }
 }

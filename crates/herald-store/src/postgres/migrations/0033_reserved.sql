@@ -1,0 +1,1 @@
+-- Reserved for fallback routes (another branch); the coordinator drops this placeholder at merge.

@@ -1,0 +1,148 @@
+//! The source designs' last gaps (issue 39 §5), each against the real
+//! binary on both stores: a job's name and category, listed and filtered.
+
+use crate::common;
+
+use common::*;
+use serde_json::{Value, json};
+
+/// A server on SQLite (`None`) or on `store`, with a webhook channel
+/// `hooks` to the mock.
+async fn server(store: Option<&str>, mock: &Mock) -> Server {
+    let cfg = Server::webhook_config(&mock.hook(), "", "");
+    match store {
+        None => Server::start(&cfg).await,
+        Some(url) => Server::start_on(url, tempfile::tempdir().unwrap(), &cfg).await,
+    }
+}
+
+/// Runs `scenario` on a fresh PostgreSQL database, or says why it skips.
+macro_rules! on_postgres {
+    ($what:literal, $scenario:ident) => {
+        let Some((_db, url)) = pg_database("gaps") else {
+            eprintln!(concat!(
+                "PostgreSQL not installed: ",
+                $what,
+                " on PostgreSQL skipped"
+            ));
+            return;
+        };
+        $scenario(Some(&url)).await;
+    };
+}
+
+fn ids(list: &Value) -> Vec<i64> {
+    list["jobs"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no jobs in {list}"))
+        .iter()
+        .map(|j| j["id"].as_i64().unwrap())
+        .collect()
+}
+
+async fn job(s: &Server, extra: Value) -> Value {
+    let mut b = json!({"users": ["u1", "u2"], "channel": "hooks", "message": {"text": "hi"}});
+    for (k, v) in extra.as_object().unwrap() {
+        b[k] = v.clone();
+    }
+    let (st, v) = s.post("/v1/jobs", &b).await;
+    assert_eq!(st, 201, "{v}");
+    v
+}
+
+// ---- 1. A job's name and category ----
+
+async fn names_and_categories(store: Option<&str>) {
+    let mock = Mock::start(&[]).await;
+    let s = server(store, &mock).await;
+    let a = job(
+        &s,
+        json!({"name": "coupon 10:00", "category": "coupon-reminder"}),
+    )
+    .await;
+    assert_eq!(
+        (&a["name"], &a["category"]),
+        (&json!("coupon 10:00"), &json!("coupon-reminder"))
+    );
+    let b = job(
+        &s,
+        json!({"name": "spring sale · 春季", "category": "marketing"}),
+    )
+    .await;
+    let c = job(
+        &s,
+        json!({"name": "coupon 12:00", "category": "coupon-reminder"}),
+    )
+    .await;
+    let plain = job(&s, json!({})).await;
+    assert_eq!(
+        (&plain["name"], &plain["category"]),
+        (&Value::Null, &Value::Null)
+    );
+    let [a, b, c, plain] = [a, b, c, plain].map(|j| j["id"].as_i64().unwrap());
+
+    // Bad labels are refused, naming the field, and create nothing.
+    let long = "n".repeat(201);
+    for (body, field) in [
+        (json!({"category": "coupon reminder"}), "category"),
+        (json!({"category": ""}), "category"),
+        (json!({"category": "c".repeat(65)}), "category"),
+        (json!({"name": ""}), "name"),
+        (json!({"name": "a\nb"}), "name"),
+        (json!({"name": long}), "name"),
+    ] {
+        let mut full = json!({"users": ["u1"], "channel": "hooks", "message": {"text": "x"}});
+        for (k, v) in body.as_object().unwrap() {
+            full[k] = v.clone();
+        }
+        let (st, v) = s.post("/v1/jobs", &full).await;
+        assert_eq!(
+            (st, v["error"]["field"].as_str()),
+            (400, Some(field)),
+            "{body}: {v}"
+        );
+    }
+    let (_, all) = s.get("/v1/jobs").await;
+    assert_eq!(ids(&all), vec![plain, c, b, a]);
+
+    // Read back, listed, and filtered: a category exactly, a name by prefix.
+    let (_, got) = s.get(&format!("/v1/jobs/{b}")).await;
+    assert_eq!(
+        (&got["name"], &got["category"]),
+        (&json!("spring sale · 春季"), &json!("marketing"))
+    );
+    for (query, want) in [
+        ("?category=coupon-reminder", vec![c, a]),
+        ("?category=coupon-reminder&limit=1", vec![c]),
+        (&format!("?category=coupon-reminder&before={c}"), vec![a]),
+        ("?category=coupon", vec![]),
+        ("?name=coupon", vec![c, a]),
+        ("?name=coupon%2010", vec![a]),
+        ("?name=Coupon", vec![]),
+        ("?name=spring%20sale%20%C2%B7", vec![b]),
+        ("?category=marketing&name=spring", vec![b]),
+        ("?category=marketing&name=coupon", vec![]),
+    ] {
+        let (st, list) = s.get(&format!("/v1/jobs{query}")).await;
+        assert_eq!(st, 200, "{query}: {list}");
+        assert_eq!(ids(&list), want, "{query}");
+    }
+    for (query, field) in [("?category=a%20b", "category"), ("?name=", "name")] {
+        let (st, v) = s.get(&format!("/v1/jobs{query}")).await;
+        assert_eq!(
+            (st, v["error"]["field"].as_str()),
+            (400, Some(field)),
+            "{query}: {v}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn jobs_have_a_name_and_a_category_on_sqlite() {
+    names_and_categories(None).await;
+}
+
+#[tokio::test]
+async fn jobs_have_a_name_and_a_category_on_postgres() {
+    on_postgres!("job names", names_and_categories);
+}
