@@ -321,6 +321,10 @@ pub struct SegmentRecord {
     /// `0026_send_in_doubt.sql`); empty for a segment that re-issues none.
     pub doubt_from: u64,
     pub doubt_to: u64,
+    /// When it ended (`done`, `partial`, `abandoned`, `expired` or
+    /// `cancelled`), set in the transaction that ended it; `None` while
+    /// pending or running.
+    pub finished_at: Option<i64>,
 }
 
 /// How far a segment's holder has got: every index below `cursor` has an

@@ -54,6 +54,7 @@ macro_rules! migrations {
             "0032_cap_counters",
             "0033_reserved",
             "0034_job_labels",
+            "0035_segment_finished",
         )
     };
     (@ $($name:literal),+ $(,)?) => {

@@ -2113,6 +2113,11 @@ export interface components {
             end: number;
             /** Format: int64 */
             epoch: number;
+            /**
+             * @description When it ended (`done`, `partial`, `abandoned`, `expired` or
+             *     `cancelled`); null while pending or running.
+             */
+            finished_at?: string | null;
             /** Format: int64 */
             id: number;
             /** Format: int64 */

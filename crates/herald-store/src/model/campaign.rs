@@ -35,7 +35,7 @@ macro_rules! segment_cols {
         $crate::model::columns!($($t)?;
             "id", "job_id", "start_idx", "end_idx", "cursor_idx", "state", "owner",
             "lease_until", "epoch", "parent_id", "attempt", "not_before", "created_at",
-            "sent_to", "doubt_from", "doubt_to")
+            "sent_to", "doubt_from", "doubt_to", "finished_at")
     };
 }
 pub(crate) use segment_cols;
@@ -188,6 +188,7 @@ impl Decode for SegmentRecord {
             sent_to: r.unsigned("segments.sent_to")?,
             doubt_from: r.unsigned("segments.doubt_from")?,
             doubt_to: r.unsigned("segments.doubt_to")?,
+            finished_at: r.opt_int("segments.finished_at")?,
         })
     }
 }

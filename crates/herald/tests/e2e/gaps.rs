@@ -146,3 +146,69 @@ async fn jobs_have_a_name_and_a_category_on_sqlite() {
 async fn jobs_have_a_name_and_a_category_on_postgres() {
     on_postgres!("job names", names_and_categories);
 }
+
+// ---- 2. When segments finished ----
+
+async fn segments_of(s: &Server, job: i64) -> Vec<Value> {
+    let (st, v) = s.get(&format!("/v1/jobs/{job}/segments")).await;
+    assert_eq!(st, 200, "{v}");
+    v["segments"].as_array().unwrap().clone()
+}
+
+async fn segment_ends(store: Option<&str>) {
+    let mock = Mock::start(&[]).await;
+    let s = server(store, &mock).await;
+    // Sent through: every segment ended between its creation and the job's end.
+    let done = job(&s, json!({"users": ["a", "b", "c"], "segment_size": 1})).await;
+    let id = done["id"].as_i64().unwrap();
+    wait_for(
+        "the job done",
+        std::time::Duration::from_secs(60),
+        || async { s.get(&format!("/v1/jobs/{id}")).await.1["state"] == "done" },
+    )
+    .await;
+    let finished = parse_ms(
+        s.get(&format!("/v1/jobs/{id}")).await.1["finished_at"]
+            .as_str()
+            .unwrap(),
+    );
+    let segs = segments_of(&s, id).await;
+    assert_eq!(segs.len(), 3);
+    for g in &segs {
+        assert_eq!(g["state"], "done", "{g}");
+        let at = parse_ms(g["finished_at"].as_str().unwrap_or_else(|| panic!("{g}")));
+        assert!(
+            parse_ms(g["created_at"].as_str().unwrap()) <= at && at <= finished,
+            "{g}"
+        );
+    }
+    // Cancelled, most likely before it could send (its channel paused; a
+    // node may see the pause a moment late, and a segment sent by then
+    // ended `done` before the cancel): each ended with what ended it.
+    let (st, v) = s.post("/v1/channels/hooks:pause", &json!({})).await;
+    assert_eq!(st, 200, "{v}");
+    let held = job(&s, json!({"users": ["d", "e"], "segment_size": 1})).await;
+    let held = held["id"].as_i64().unwrap();
+    let before = now_ms();
+    let (st, v) = s.post(&format!("/v1/jobs/{held}:cancel"), &json!({})).await;
+    assert_eq!(st, 200, "{v}");
+    let after = now_ms();
+    for g in segments_of(&s, held).await {
+        let at = parse_ms(g["finished_at"].as_str().unwrap_or_else(|| panic!("{g}")));
+        match g["state"].as_str() {
+            Some("cancelled") => assert!(at >= before - 5 && at <= after + 5, "{g}"),
+            Some("done") => assert!(at <= after + 5, "{g}"),
+            _ => panic!("a segment neither cancelled nor done: {g}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn segments_show_when_they_finished_on_sqlite() {
+    segment_ends(None).await;
+}
+
+#[tokio::test]
+async fn segments_show_when_they_finished_on_postgres() {
+    on_postgres!("segment ends", segment_ends);
+}

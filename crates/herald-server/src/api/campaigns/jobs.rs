@@ -238,6 +238,9 @@ pub(crate) struct SegmentJson {
     attempt: u32,
     not_before: String,
     created_at: String,
+    /// When it ended (`done`, `partial`, `abandoned`, `expired` or
+    /// `cancelled`); null while pending or running.
+    finished_at: Option<String>,
 }
 
 impl From<SegmentRecord> for SegmentJson {
@@ -256,6 +259,7 @@ impl From<SegmentRecord> for SegmentJson {
             attempt: s.attempt,
             not_before: format_rfc3339_ms(s.not_before),
             created_at: format_rfc3339_ms(s.created_at),
+            finished_at: s.finished_at.map(format_rfc3339_ms),
         }
     }
 }

@@ -79,6 +79,7 @@
         ["owner", function (s) { return s.owner || ""; }],
         ["epoch", function (s) { return s.epoch; }],
         ["attempt", function (s) { return s.attempt; }],
+        ["finished", function (s) { return s.finished_at ? H.fmtTime(s.finished_at) : ""; }],
       ], segs, { cls: "segments" }));
       box.appendChild(el("h3", { text: "Failed sends by error" }));
       box.appendChild(H.table([

@@ -104,7 +104,8 @@ pub(super) const LOCK_JOB: &str = concat!(
     " FROM jobs WHERE id = $1 FOR NO KEY UPDATE"
 );
 const LOCK_JOB_STATE: &str = "SELECT state, tenant_id FROM jobs WHERE id = $1 FOR NO KEY UPDATE";
-pub(super) const CANCEL_SEGMENTS: &str = "UPDATE segments SET state = 'cancelled', updated_at = $2 \
+pub(super) const CANCEL_SEGMENTS: &str = "UPDATE segments SET state = 'cancelled', updated_at = $2, \
+    finished_at = $2 \
     WHERE job_id = $1 AND state IN ('pending', 'running')";
 // Whatever has no final outcome counts as cancelled, retrying ones included.
 const CANCEL_JOB: &str = concat!(

@@ -118,12 +118,13 @@ const ADVANCE: &str = "UPDATE segments SET cursor_idx = MAX(cursor_idx, ?2), lea
 /// Whether any of `[?2, ?3)` of a job is still `retry` (the partial index).
 pub(super) const ANY_RETRY: &str = "SELECT EXISTS (SELECT 1 FROM job_sends \
     WHERE job_id = ?1 AND state = 1 AND idx >= ?2 AND idx < ?3)";
-const END_SEGMENT: &str =
-    "UPDATE segments SET state = ?2, updated_at = ?3 WHERE id = ?1 AND state = 'running'";
+const END_SEGMENT: &str = "UPDATE segments SET state = ?2, updated_at = ?3, finished_at = ?3 \
+     WHERE id = ?1 AND state = 'running'";
 pub(super) const HAS_LIVE_SEGMENT: &str = "SELECT EXISTS (SELECT 1 FROM segments \
     WHERE job_id = ?1 AND state IN ('pending', 'running'))";
 /// Pending and running segments of a job end in state ?2.
-pub(super) const END_LIVE_SEGMENTS: &str = "UPDATE segments SET state = ?2, updated_at = ?3 \
+pub(super) const END_LIVE_SEGMENTS: &str = "UPDATE segments SET state = ?2, updated_at = ?3, \
+    finished_at = ?3 \
     WHERE job_id = ?1 AND state IN ('pending', 'running')";
 /// See `queries/end_job.sql`.
 const END_JOB: &str = concat!(include_str!("queries/end_job.sql"), job_cols!());
