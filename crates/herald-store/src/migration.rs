@@ -55,6 +55,7 @@ macro_rules! migrations {
             "0033_reserved",
             "0034_job_labels",
             "0035_segment_finished",
+            "0036_actors",
         )
     };
     (@ $($name:literal),+ $(,)?) => {

@@ -1200,6 +1200,20 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * @description An API key that made a change. The admin key has a name (`admin`) and
+         *     no id; a change made in open access (no key) or by the node itself (the
+         *     planner, a follow-up) has no actor at all (`null`).
+         */
+        ActorJson: {
+            /**
+             * Format: int64
+             * @description The stored key's id (`GET /v1/keys`); null for the admin key.
+             */
+            key_id?: number | null;
+            /** @description The key's name. */
+            key_name?: string | null;
+        };
         AudienceJson: {
             created_at: string;
             /**
@@ -1622,8 +1636,10 @@ export interface components {
             avg_rate_per_sec: number;
             /** @description The business kind it serves (e.g. `coupon-reminder`). */
             category?: string | null;
+            changed_by?: null | components["schemas"]["ActorJson"];
             channel: string;
             created_at: string;
+            created_by?: null | components["schemas"]["ActorJson"];
             deadline?: string | null;
             /**
              * Format: int64
@@ -2076,8 +2092,10 @@ export interface components {
              * @description The audience its jobs send to (uploaded, or built from `users`).
              */
             audience_id?: number | null;
+            changed_by?: null | components["schemas"]["ActorJson"];
             channel: string;
             created_at: string;
+            created_by?: null | components["schemas"]["ActorJson"];
             /** Format: int64 */
             deadline_secs?: number | null;
             /** Format: int64 */
@@ -2331,7 +2349,9 @@ export interface components {
             totals: components["schemas"]["TotalsJson"];
         };
         TaskJson: {
+            changed_by?: null | components["schemas"]["ActorJson"];
             created_at: string;
+            created_by?: null | components["schemas"]["ActorJson"];
             detail?: string | null;
             finished_at?: string | null;
             /** Format: int64 */

@@ -572,6 +572,8 @@ pub async fn plan_task_is_unique_and_only_for_the_current_enabled_version(store:
             created_at: T0,
             started_at: None,
             finished_at: None,
+            created_by: None,
+            changed_by: None,
         }
     );
     assert_eq!(task(&store, t.id).await, t);
@@ -884,7 +886,7 @@ pub async fn start_task_checks_the_rule_then_starts_a_job(store: S) {
             // The rule's name is its job's.
             meta: crate::JobMeta {
                 name: Some("r".into()),
-                category: None,
+                ..Default::default()
             },
         }
     );

@@ -1,12 +1,13 @@
 //! What jobs, rules and tasks say about themselves beyond what they send: a
-//! job's name and category (stored, read back, filtered on).
+//! job's name and category (stored, read back, filtered on), and who made
+//! and last changed each.
 
 use herald_core::TenantId;
 use herald_core::tenant::DEFAULT_TENANT;
 
 use super::fixtures::*;
 use super::support::S;
-use crate::{JobFilter, JobMeta, JobRecord};
+use crate::{Actor, JobFilter, JobMeta, JobRecord};
 
 const T0: i64 = 1_700_000_000_000;
 
@@ -14,6 +15,7 @@ fn meta(name: Option<&str>, category: Option<&str>) -> JobMeta {
     JobMeta {
         name: name.map(Into::into),
         category: category.map(Into::into),
+        ..Default::default()
     }
 }
 
@@ -109,4 +111,140 @@ pub async fn a_rule_job_takes_the_rule_name(store: S) {
     };
     assert_eq!(job.meta, meta(Some("morning digest"), None));
     assert_eq!(store.get_job(job.id).await.unwrap().unwrap().meta, job.meta);
+}
+
+fn key(id: Option<i64>, name: &str) -> Option<Actor> {
+    Some(Actor {
+        key_id: id,
+        key_name: Some(name.into()),
+    })
+}
+
+pub async fn rules_and_tasks_keep_who_made_and_changed_them(store: S) {
+    let audience = super::support::sealed_audience(&store, 2, T0).await;
+    let ops = key(Some(1), "ops");
+    let bot = key(Some(2), "bot");
+    let admin = key(None, "admin");
+    let spec = rule_spec("digest", Some(audience));
+    let r = store
+        .create_rule_by(spec.clone(), T0, ops.clone())
+        .await
+        .unwrap();
+    assert_eq!((&r.created_by, &r.changed_by), (&ops, &ops));
+    assert_eq!(store.get_rule(r.id).await.unwrap().unwrap(), r);
+    // A new version: made by another key; the creator stays.
+    let v2 = store
+        .update_rule_by(r.id, spec.clone(), T0 + 1, bot.clone())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((&v2.created_by, &v2.changed_by), (&ops, &bot));
+    assert_eq!(
+        store.list_rules(DEFAULT_TENANT, None, 10).await.unwrap(),
+        vec![v2.clone()]
+    );
+    // The planner's task carries the key behind the version it planned.
+    let task = store
+        .plan_task(r.id, 2, T0 + 60_000, T0 + 2)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((&task.created_by, &task.changed_by), (&bot, &None));
+    // Disabling: the rule's changer, and the changer of the task it cancels.
+    let off = store
+        .set_rule_enabled_by(r.id, false, T0 + 3, admin.clone())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((&off.created_by, &off.changed_by), (&ops, &admin));
+    let cancelled = store.get_task(task.id).await.unwrap().unwrap();
+    assert_eq!(
+        (
+            cancelled.state,
+            &cancelled.created_by,
+            &cancelled.changed_by
+        ),
+        (herald_core::campaign::TaskState::Cancelled, &bot, &admin)
+    );
+    assert_eq!(store.rule_tasks(r.id, 10).await.unwrap(), vec![cancelled]);
+    // Open access (no key): no actor, on the row too.
+    let open = store
+        .set_rule_enabled_by(r.id, true, T0 + 4, None)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((&open.created_by, &open.changed_by), (&ops, &None));
+}
+
+pub async fn jobs_keep_who_made_and_changed_them(store: S) {
+    let ops = key(Some(7), "ops");
+    let bot = key(Some(8), "bot");
+    let audience = super::support::sealed_audience(&store, 3, T0).await;
+    let spec = crate::JobSpec {
+        meta: JobMeta {
+            created_by: ops.clone(),
+            // Ignored on create.
+            changed_by: bot.clone(),
+            ..Default::default()
+        },
+        ..job_spec(audience, 10)
+    };
+    let j = store.create_job(spec, T0).await.unwrap().unwrap();
+    assert_eq!((&j.meta.created_by, &j.meta.changed_by), (&ops, &None));
+    assert_eq!(store.get_job(j.id).await.unwrap().unwrap(), j);
+    // Sending again what failed: by bot.
+    let c = store
+        .claim_segment("w", T0 + 1, 30_000)
+        .await
+        .unwrap()
+        .unwrap();
+    let failed = vec![send(0, herald_core::campaign::SendState::Failed)];
+    store
+        .record_sends(&c.claim, 1, failed, T0 + 2, 30_000)
+        .await
+        .unwrap();
+    let crate::FailedRetry::Retried { job, retried } = store
+        .retry_sends_by(j.id, crate::Resend::Failed, T0 + 3, bot.clone())
+        .await
+        .unwrap()
+        .unwrap()
+    else {
+        panic!("not retried");
+    };
+    assert_eq!(retried, 1);
+    assert_eq!((&job.meta.created_by, &job.meta.changed_by), (&ops, &bot));
+    // Cancelled by ops; a second cancel of the ended job changes nobody.
+    let cancelled = store
+        .cancel_job_by(j.id, T0 + 4, ops.clone())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(cancelled.meta.changed_by, ops);
+    let again = store
+        .cancel_job_by(j.id, T0 + 5, bot.clone())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(again.meta.changed_by, ops);
+    assert_eq!(store.get_job(j.id).await.unwrap().unwrap(), again);
+
+    // A rule's job: nobody made it; cancelling it names the key on its task.
+    let rule = store
+        .create_rule_by(rule_spec("r", Some(audience)), T0, ops.clone())
+        .await
+        .unwrap();
+    let task = store.plan_task(rule.id, 1, T0, T0).await.unwrap().unwrap();
+    let crate::TaskStart::Started { job } = store.start_task(task.id, T0, 10).await.unwrap() else {
+        panic!("the task did not start");
+    };
+    assert_eq!(job.meta.created_by, None);
+    store
+        .cancel_job_by(job.id, T0 + 6, bot.clone())
+        .await
+        .unwrap();
+    let t = store.get_task(task.id).await.unwrap().unwrap();
+    assert_eq!(
+        (t.state, &t.created_by, &t.changed_by),
+        (herald_core::campaign::TaskState::Cancelled, &ops, &bot)
+    );
 }

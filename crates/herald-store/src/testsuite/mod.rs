@@ -21,7 +21,8 @@
 //! - [`reports`]: delivery outcomes counted per day, channel, rule and job.
 //! - [`templates`]: message template versions.
 //! - [`caps`]: frequency-cap counters.
-//! - [`labels`]: jobs' names and categories.
+//! - [`labels`]: jobs' names and categories; who made and changed rules,
+//!   jobs and tasks.
 //!
 //! [`store_conformance_tests!`](crate::store_conformance_tests) is the one entry
 //! point: it expands to one `#[tokio::test]` per case, grouped in a module per
@@ -243,6 +244,8 @@ macro_rules! store_conformance_tests {
             cases: [
                 jobs_keep_their_name_and_category_and_list_by_them,
                 a_rule_job_takes_the_rule_name,
+                rules_and_tasks_keep_who_made_and_changed_them,
+                jobs_keep_who_made_and_changed_them,
             ]
             races: []
         );

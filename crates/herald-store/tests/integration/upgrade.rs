@@ -397,6 +397,9 @@ async fn reads_back_v0(store: &dyn Store, w: &Written) {
         status: RuleStatus::Enabled,
         created_at: w.rule_at,
         updated_at: w.rule_at,
+        // Who made a rule is not known from before migration 0036.
+        created_by: None,
+        changed_by: None,
         current: version.clone(),
     };
     assert_eq!(store.get_rule(1).await.unwrap().as_ref(), Some(&rule));
@@ -421,6 +424,8 @@ async fn reads_back_v0(store: &dyn Store, w: &Written) {
         created_at: w.task_at,
         started_at: None,
         finished_at: None,
+        created_by: None,
+        changed_by: None,
     };
     assert_eq!(store.get_task(1).await.unwrap().as_ref(), Some(&task));
     assert_eq!(store.rule_tasks(1, 10).await.unwrap(), vec![task.clone()]);
@@ -733,6 +738,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     "0033_reserved",
     "0034_job_labels",
     "0035_segment_finished",
+    "0036_actors",
 ];
 
 /// The schema version a fully migrated store records.

@@ -467,6 +467,12 @@ async fn pages(b: &Browser, api: &Api, s: &Seeded, act: bool, shot: &str) {
         &shot("rule"),
     )
     .await;
+    b.wait_text(if act {
+        "created by admin"
+    } else {
+        "created by —"
+    })
+    .await;
     b.wait_text("Versions").await;
 
     // Jobs: the job with its progress; cancel through the console.
@@ -489,6 +495,12 @@ async fn pages(b: &Browser, api: &Api, s: &Seeded, act: bool, shot: &str) {
     )
     .await;
     b.wait_text("category coupon-reminder").await;
+    b.wait_text(if act {
+        "created by admin"
+    } else {
+        "created by —"
+    })
+    .await;
     if act {
         b.click(&format!("tr[data-job=\"{}\"] button.cancel-job", s.job))
             .await;

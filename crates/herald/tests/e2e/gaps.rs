@@ -1,5 +1,6 @@
 //! The source designs' last gaps (issue 39 §5), each against the real
-//! binary on both stores: a job's name and category, listed and filtered.
+//! binary on both stores: a job's name and category, listed and filtered;
+//! when segments finished; who made and changed rules, jobs and tasks.
 
 use crate::common;
 
@@ -77,6 +78,11 @@ async fn names_and_categories(store: Option<&str>) {
     let plain = job(&s, json!({})).await;
     assert_eq!(
         (&plain["name"], &plain["category"]),
+        (&Value::Null, &Value::Null)
+    );
+    // Open access: no key made it.
+    assert_eq!(
+        (&plain["created_by"], &plain["changed_by"]),
         (&Value::Null, &Value::Null)
     );
     let [a, b, c, plain] = [a, b, c, plain].map(|j| j["id"].as_i64().unwrap());
@@ -211,4 +217,180 @@ async fn segments_show_when_they_finished_on_sqlite() {
 #[tokio::test]
 async fn segments_show_when_they_finished_on_postgres() {
     on_postgres!("segment ends", segment_ends);
+}
+
+// ---- 3. Who made and changed rules, jobs and tasks ----
+
+const ADMIN: &str = "e2e-gaps-admin-key-0123456789abcdef";
+
+/// A node that asks for keys, on SQLite (`None`) or on `store`.
+async fn protected(store: Option<&str>, mock: &Mock) -> Server {
+    let cfg = Server::webhook_config(&mock.hook(), "", "");
+    let dir = tempfile::tempdir().unwrap();
+    let url = match store {
+        Some(url) => url.to_string(),
+        None => format!("sqlite://{}", dir.path().join("data/herald.db").display()),
+    };
+    Server::start_with_env(&url, dir, &cfg, &[("HERALD_ADMIN_KEY", ADMIN)]).await
+}
+
+/// One request with `key`: status and JSON body.
+async fn as_key(
+    s: &Server,
+    key: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let mut req = client()
+        .request(method, format!("{}{path}", s.url))
+        .bearer_auth(key);
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let resp = req.send().await.unwrap();
+    let st = resp.status().as_u16();
+    (st, resp.json().await.unwrap_or(Value::Null))
+}
+
+fn actor(id: Option<i64>, name: &str) -> Value {
+    json!({"key_id": id, "key_name": name})
+}
+
+async fn who(store: Option<&str>) {
+    use reqwest::Method;
+    let mock = Mock::start(&[]).await;
+    let s = protected(store, &mock).await;
+    let (st, k) = as_key(
+        &s,
+        ADMIN,
+        Method::POST,
+        "/v1/keys",
+        Some(json!({"tenant": "default", "scopes": ["campaign", "read"], "name": "ops"})),
+    )
+    .await;
+    assert_eq!(st, 201, "{k}");
+    let (ops_id, ops) = (
+        k["id"].as_i64().unwrap(),
+        k["key"].as_str().unwrap().to_string(),
+    );
+    let ops_actor = actor(Some(ops_id), "ops");
+    let admin_actor = actor(None, "admin");
+
+    // A rule made by ops, changed by the admin key.
+    let rule = json!({"name": "digest", "channel": "hooks", "message": {"text": "digest"},
+                      "audience": {"users": ["carol"]},
+                      "schedule": {"type": "cron", "cron": "0 9 * * *", "timezone": "Europe/Paris"}});
+    let (st, r) = as_key(&s, &ops, Method::POST, "/v1/rules", Some(rule.clone())).await;
+    assert_eq!(st, 201, "{r}");
+    assert_eq!(
+        (&r["created_by"], &r["changed_by"]),
+        (&ops_actor, &ops_actor),
+        "{r}"
+    );
+    let id = r["id"].as_i64().unwrap();
+    let (st, r) = as_key(
+        &s,
+        ADMIN,
+        Method::PUT,
+        &format!("/v1/rules/{id}"),
+        Some(rule),
+    )
+    .await;
+    assert_eq!(st, 200, "{r}");
+    let (_, r) = as_key(&s, &ops, Method::GET, &format!("/v1/rules/{id}"), None).await;
+    assert_eq!(
+        (&r["created_by"], &r["changed_by"]),
+        (&ops_actor, &admin_actor),
+        "{r}"
+    );
+    // The planner's task carries the key behind the version it planned;
+    // disabling the rule names ops on the task it cancels.
+    let tasks = format!("/v1/rules/{id}/tasks");
+    wait_for(
+        "a planned task",
+        std::time::Duration::from_secs(30),
+        || async {
+            let (_, t) = as_key(&s, &ops, Method::GET, &tasks, None).await;
+            t["tasks"]
+                .as_array()
+                .is_some_and(|t| t.iter().any(|t| t["version"] == 2))
+        },
+    )
+    .await;
+    let (st, r) = as_key(
+        &s,
+        &ops,
+        Method::POST,
+        &format!("/v1/rules/{id}:disable"),
+        None,
+    )
+    .await;
+    assert_eq!(st, 200, "{r}");
+    assert_eq!(r["changed_by"], ops_actor, "{r}");
+    let (_, t) = as_key(&s, &ops, Method::GET, &tasks, None).await;
+    let task = t["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["version"] == 2)
+        .unwrap()
+        .clone();
+    assert_eq!(task["state"], "cancelled", "{task}");
+    assert_eq!(
+        (&task["created_by"], &task["changed_by"]),
+        (&admin_actor, &ops_actor),
+        "{task}"
+    );
+
+    // A job made by ops, cancelled by the admin key.
+    let (st, j) = as_key(
+        &s,
+        &ops,
+        Method::POST,
+        "/v1/jobs",
+        Some(
+            json!({"users": ["a"], "channel": "hooks", "message": {"text": "x"},
+                    "deadline_secs": 3600}),
+        ),
+    )
+    .await;
+    assert_eq!(st, 201, "{j}");
+    assert_eq!(
+        (&j["created_by"], &j["changed_by"]),
+        (&ops_actor, &Value::Null),
+        "{j}"
+    );
+    let jid = j["id"].as_i64().unwrap();
+    let (st, j) = as_key(
+        &s,
+        ADMIN,
+        Method::POST,
+        &format!("/v1/jobs/{jid}:cancel"),
+        None,
+    )
+    .await;
+    assert_eq!(st, 200, "{j}");
+    // Cancelled, or done before the cancel came (then nobody changed it).
+    let want = if j["state"] == "cancelled" {
+        admin_actor
+    } else {
+        Value::Null
+    };
+    let (_, j) = as_key(&s, &ops, Method::GET, &format!("/v1/jobs/{jid}"), None).await;
+    assert_eq!(
+        (&j["created_by"], &j["changed_by"]),
+        (&ops_actor, &want),
+        "{j}"
+    );
+}
+
+#[tokio::test]
+async fn rules_jobs_and_tasks_show_who_made_them_on_sqlite() {
+    who(None).await;
+}
+
+#[tokio::test]
+async fn rules_jobs_and_tasks_show_who_made_them_on_postgres() {
+    on_postgres!("actors", who);
 }

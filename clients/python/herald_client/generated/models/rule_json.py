@@ -9,6 +9,7 @@ from attrs import field as _attrs_field
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.actor_json import ActorJson
     from ..models.rule_json_audience import RuleJsonAudience
     from ..models.rule_json_message import RuleJsonMessage
     from ..models.rule_json_schedule import RuleJsonSchedule
@@ -39,6 +40,8 @@ class RuleJson:
         to (None | ToTypeJson | Unset):
         topic (None | str | Unset):
         audience_id (int | None | Unset): The audience its jobs send to (uploaded, or built from `users`).
+        changed_by (ActorJson | None | Unset):
+        created_by (ActorJson | None | Unset):
         deadline_secs (int | None | Unset):
         next_run_at (None | str | Unset): When the rule sends next; `null` unless enabled.
     """
@@ -59,11 +62,14 @@ class RuleJson:
     to: None | ToTypeJson | Unset = UNSET
     topic: None | str | Unset = UNSET
     audience_id: int | None | Unset = UNSET
+    changed_by: ActorJson | None | Unset = UNSET
+    created_by: ActorJson | None | Unset = UNSET
     deadline_secs: int | None | Unset = UNSET
     next_run_at: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.actor_json import ActorJson
         from ..models.template_ref import TemplateRef
         from ..models.to_type_json import ToTypeJson
 
@@ -119,6 +125,22 @@ class RuleJson:
         else:
             audience_id = self.audience_id
 
+        changed_by: dict[str, Any] | None | Unset
+        if isinstance(self.changed_by, Unset):
+            changed_by = UNSET
+        elif isinstance(self.changed_by, ActorJson):
+            changed_by = self.changed_by.to_dict()
+        else:
+            changed_by = self.changed_by
+
+        created_by: dict[str, Any] | None | Unset
+        if isinstance(self.created_by, Unset):
+            created_by = UNSET
+        elif isinstance(self.created_by, ActorJson):
+            created_by = self.created_by.to_dict()
+        else:
+            created_by = self.created_by
+
         deadline_secs: int | None | Unset
         if isinstance(self.deadline_secs, Unset):
             deadline_secs = UNSET
@@ -158,6 +180,10 @@ class RuleJson:
             field_dict["topic"] = topic
         if audience_id is not UNSET:
             field_dict["audience_id"] = audience_id
+        if changed_by is not UNSET:
+            field_dict["changed_by"] = changed_by
+        if created_by is not UNSET:
+            field_dict["created_by"] = created_by
         if deadline_secs is not UNSET:
             field_dict["deadline_secs"] = deadline_secs
         if next_run_at is not UNSET:
@@ -167,6 +193,7 @@ class RuleJson:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.actor_json import ActorJson
         from ..models.rule_json_audience import RuleJsonAudience
         from ..models.rule_json_message import RuleJsonMessage
         from ..models.rule_json_schedule import RuleJsonSchedule
@@ -250,6 +277,40 @@ class RuleJson:
 
         audience_id = _parse_audience_id(d.pop("audience_id", UNSET))
 
+        def _parse_changed_by(data: object) -> ActorJson | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                changed_by_type_1 = ActorJson.from_dict(data)
+
+                return changed_by_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(ActorJson | None | Unset, data)
+
+        changed_by = _parse_changed_by(d.pop("changed_by", UNSET))
+
+        def _parse_created_by(data: object) -> ActorJson | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                created_by_type_1 = ActorJson.from_dict(data)
+
+                return created_by_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(ActorJson | None | Unset, data)
+
+        created_by = _parse_created_by(d.pop("created_by", UNSET))
+
         def _parse_deadline_secs(data: object) -> int | None | Unset:
             if data is None:
                 return data
@@ -285,6 +346,8 @@ class RuleJson:
             to=to,
             topic=topic,
             audience_id=audience_id,
+            changed_by=changed_by,
+            created_by=created_by,
             deadline_secs=deadline_secs,
             next_run_at=next_run_at,
         )

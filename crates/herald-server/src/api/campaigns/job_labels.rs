@@ -51,13 +51,17 @@ pub fn meta(name: Option<String>, category: Option<String>) -> Result<JobMeta, A
     if let Some(c) = &category {
         check_category("category", c)?;
     }
-    Ok(JobMeta { name, category })
+    Ok(JobMeta {
+        name,
+        category,
+        ..Default::default()
+    })
 }
 
 /// The filter of `GET /v1/jobs?category=&name=`: the category exactly, the
 /// name as a prefix.
 pub fn filter(name: Option<String>, category: Option<String>) -> Result<JobFilter, ApiError> {
-    let JobMeta { name, category } = meta(name, category)?;
+    let JobMeta { name, category, .. } = meta(name, category)?;
     Ok(JobFilter {
         category,
         name_prefix: name,

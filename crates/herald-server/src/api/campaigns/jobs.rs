@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::access::Caller;
+use crate::api::campaigns::actors::{self, ActorJson};
 use crate::api::campaigns::job_labels;
 use crate::api::campaigns::routing::{
     self as campaign_routing, CampaignTo, RoutingFields, RoutingJson,
@@ -111,6 +112,11 @@ pub(crate) struct JobJson {
     name: Option<String>,
     /// The business kind it serves (e.g. `coupon-reminder`).
     category: Option<String>,
+    /// The API key that created it; null in open access and for a job a
+    /// rule or a follow-up started.
+    created_by: Option<ActorJson>,
+    /// The API key that last changed it (cancel, retry).
+    changed_by: Option<ActorJson>,
     #[schema(value_type = String)]
     state: JobState,
     channel: String,
@@ -191,6 +197,8 @@ async fn job_json(st: &AppState, rates: &RateSampler, j: JobRecord) -> Result<Jo
         id: j.id,
         name: j.meta.name,
         category: j.meta.category,
+        created_by: ActorJson::of(j.meta.created_by),
+        changed_by: ActorJson::of(j.meta.changed_by),
         state: j.state,
         channel: j.channel,
         audience_id: j.audience_id,
@@ -545,6 +553,7 @@ pub async fn create(
         let bytes = read_body(body, st.api.campaign_body_max_bytes).await?;
         let mut job = check_job(&st, caller.tenant, &bytes)?;
         job.traceparent = traceparent;
+        job.meta.created_by = actors::of_caller(&caller);
         let created = st.campaigns.create_job(caller.tenant, job).await?;
         if !span.is_disabled() {
             span.record("herald.job.id", created.id);
@@ -621,11 +630,16 @@ pub async fn action(
         _ => None,
     };
     if let Some(which) = resend {
-        let (job, retried) = st.campaigns.retry_sends(caller.tenant, id, which).await?;
+        let by = actors::of_caller(&caller);
+        let (job, retried) = st
+            .campaigns
+            .retry_sends(caller.tenant, id, which, by)
+            .await?;
         let job = job_json(&st, &rates, job).await?;
         return Ok(axum::Json(JobRetried { job, retried }).into_response());
     }
-    let job = st.campaigns.cancel_job(caller.tenant, id).await?;
+    let by = actors::of_caller(&caller);
+    let job = st.campaigns.cancel_job(caller.tenant, id, by).await?;
     Ok(axum::Json(job_json(&st, &rates, job).await?).into_response())
 }
 

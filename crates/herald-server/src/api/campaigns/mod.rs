@@ -2,8 +2,10 @@
 //! jobs that send them ([`jobs`], taken back by [`job_recall`]), the
 //! versioned rules that start jobs ([`rules`], their schedules previewed by
 //! [`schedules`]), and the `to`/`topic`/`critical` routing jobs and rules
-//! share ([`routing`]). The engine's campaign service does the writing.
+//! share ([`routing`]), and who made or changed each ([`actors`]). The
+//! engine's campaign service does the writing.
 
+pub(crate) mod actors;
 pub mod audiences;
 pub(crate) mod docs;
 pub mod job_labels;

@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::access::Caller;
+use crate::api::campaigns::actors::{self, ActorJson};
 use crate::api::campaigns::jobs::TotalsJson;
 use crate::api::campaigns::routing::{
     self as campaign_routing, CampaignTo, RoutingFields, RoutingJson,
@@ -380,6 +381,10 @@ pub(crate) struct RuleJson {
     priority: u8,
     created_at: String,
     updated_at: String,
+    /// The API key that created it; null in open access.
+    created_by: Option<ActorJson>,
+    /// The API key that last changed it (a new version, enable, disable).
+    changed_by: Option<ActorJson>,
     /// When the rule sends next; `null` unless enabled.
     next_run_at: Option<String>,
     /// `to`, `topic` and `critical`, when given.
@@ -406,6 +411,8 @@ impl From<RuleView> for RuleJson {
             routing: RoutingJson::of(s.routing.as_deref()),
             created_at: format_rfc3339_ms(r.created_at),
             updated_at: format_rfc3339_ms(r.updated_at),
+            created_by: ActorJson::of(r.created_by),
+            changed_by: ActorJson::of(r.changed_by),
             next_run_at: v.next_run_at.map(format_rfc3339_ms),
         }
     }
@@ -471,6 +478,11 @@ pub(crate) struct TaskJson {
     created_at: String,
     started_at: Option<String>,
     finished_at: Option<String>,
+    /// The planner plans every task: this is the key that last changed its
+    /// rule when it was planned (null in open access).
+    created_by: Option<ActorJson>,
+    /// The key that ended it early (disabling the rule, cancelling its job).
+    changed_by: Option<ActorJson>,
     /// The job it started, with its totals: how the execution went.
     job: Option<TaskJobJson>,
 }
@@ -490,6 +502,8 @@ impl From<TaskView> for TaskJson {
             created_at: format_rfc3339_ms(t.created_at),
             started_at: t.started_at.map(format_rfc3339_ms),
             finished_at: t.finished_at.map(format_rfc3339_ms),
+            created_by: ActorJson::of(t.created_by),
+            changed_by: ActorJson::of(t.changed_by),
             job: v.job.map(|j| TaskJobJson {
                 id: j.id,
                 state: j.state,
@@ -514,7 +528,8 @@ pub async fn create(
 ) -> Result<Response, ApiError> {
     let bytes = read_body(body, st.api.campaign_body_max_bytes).await?;
     let rule = check_rule(&st, caller.tenant, &bytes, None)?;
-    let created = st.campaigns.create_rule(caller.tenant, rule).await?;
+    let by = actors::of_caller(&caller);
+    let created = st.campaigns.create_rule(caller.tenant, rule, by).await?;
     Ok(ok(StatusCode::CREATED, RuleJson::from(created)))
 }
 
@@ -536,7 +551,11 @@ pub async fn update(
         .ok()
         .and_then(|v| serde_json::from_str::<ScheduleSpec>(&v.rule.current.spec.schedule).ok());
     let rule = check_rule(&st, caller.tenant, &bytes, current.as_ref())?;
-    let updated = st.campaigns.update_rule(caller.tenant, id, rule).await?;
+    let by = actors::of_caller(&caller);
+    let updated = st
+        .campaigns
+        .update_rule(caller.tenant, id, rule, by)
+        .await?;
     Ok(ok(StatusCode::OK, RuleJson::from(updated)))
 }
 
@@ -551,7 +570,12 @@ pub async fn action(
     let id = parse_id(raw_id, "rule")?;
     let rule = st
         .campaigns
-        .set_rule_enabled(caller.tenant, id, verb == "enable")
+        .set_rule_enabled(
+            caller.tenant,
+            id,
+            verb == "enable",
+            actors::of_caller(&caller),
+        )
         .await?;
     Ok(ok(StatusCode::OK, RuleJson::from(rule)))
 }

@@ -63,6 +63,7 @@
       var box = el("section", { class: "detail", "data-id": j.id, id: "job-" + j.id },
         el("h2", { text: "Job " + j.id + (j.name ? " · " + j.name : "") + " · " + j.state }),
         el("p", { class: "labels", text: j.category ? "category " + j.category : "no category" }),
+        el("p", { class: "actors", text: "created by " + H.actor(j.created_by) + (j.changed_by ? " · last changed by " + H.actor(j.changed_by) : "") }),
         bar(j.totals),
         el("p", { class: "counts", text: counts(j.totals) + " · " + H.fmtNum(j.rate_per_sec) + "/s now, " + H.fmtNum(j.avg_rate_per_sec) + "/s on average · ETA " + eta(j.eta_secs) }));
       var actions = el("div", { class: "actions" });

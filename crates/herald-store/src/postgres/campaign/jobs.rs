@@ -34,13 +34,13 @@ use herald_core::time::utc_day;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{ToSql, Type};
 
-use crate::campaign::sql::jobs as sql;
+use crate::campaign::sql::{actors, jobs as sql};
 use crate::postgres::error::pg_error;
 use crate::postgres::{Ctx, PgStore, col, reports};
 use crate::reports::SendTally;
 use crate::{
-    ClaimedSegment, JobFilter, JobRecord, JobSpec, LeaseCheck, Progress, Result, SegmentClaim,
-    SegmentRecord, SegmentWrite, SendEntry, SendRecord, StoreError, refusals,
+    Actor, ClaimedSegment, JobFilter, JobRecord, JobSpec, LeaseCheck, Progress, Result,
+    SegmentClaim, SegmentRecord, SegmentWrite, SendEntry, SendRecord, StoreError, refusals,
 };
 
 use crate::model::{self, Columns, job_cols, segment_cols, send_cols, tenant_to_pg, to_db};
@@ -55,8 +55,9 @@ const AUDIENCE_SIZE: &str = "SELECT size, tenant_id FROM audiences WHERE id = $1
 const INSERT_JOB: &str = concat!(
     "INSERT INTO jobs (audience_id, channel, message, segment_size, deadline_at, priority, \
                        task_id, state, total, created_at, finished_at, tenant_id, routing, \
-                       traceparent, name, category) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING ",
+                       traceparent, name, category, created_by_key_id, created_by_key_name) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) \
+     RETURNING ",
     job_cols!()
 );
 // Ids follow the array order, so they grow with `start`.
@@ -312,7 +313,8 @@ pub(super) async fn insert_job(tx: &Tx<'_>, spec: &JobSpec, now: i64) -> Result<
         .prepare_cached(INSERT_JOB)
         .await
         .ctx("preparing job insert")?;
-    let params: [&(dyn ToSql + Sync); 16] = [
+    let (key_id, key_name) = Actor::columns(&spec.meta.created_by);
+    let params: [&(dyn ToSql + Sync); 18] = [
         &spec.audience_id,
         &spec.channel,
         &spec.message,
@@ -329,6 +331,8 @@ pub(super) async fn insert_job(tx: &Tx<'_>, spec: &JobSpec, now: i64) -> Result<
         &spec.traceparent,
         &spec.meta.name,
         &spec.meta.category,
+        &key_id,
+        &key_name,
     ];
     let job = model::decode::<JobRecord, _>(
         &tx.query_one(&insert, &params)
@@ -479,7 +483,12 @@ pub(super) async fn job_segments(
         .collect()
 }
 
-pub(super) async fn cancel_job(store: &PgStore, id: i64, now: i64) -> Result<Option<JobRecord>> {
+pub(super) async fn cancel_job(
+    store: &PgStore,
+    id: i64,
+    now: i64,
+    by: &Option<Actor>,
+) -> Result<Option<JobRecord>> {
     let mut client = store.client().await?;
     let tx = client.transaction().await.ctx("beginning cancel_job")?;
     let lock = tx
@@ -493,6 +502,7 @@ pub(super) async fn cancel_job(store: &PgStore, id: i64, now: i64) -> Result<Opt
     if job.state.is_final() {
         return Ok(Some(job));
     }
+    super::stamp(&tx, actors::JOB_CHANGED, id, by).await?;
     let segments = tx
         .prepare_cached(CANCEL_SEGMENTS)
         .await
@@ -511,6 +521,7 @@ pub(super) async fn cancel_job(store: &PgStore, id: i64, now: i64) -> Result<Opt
     if let Some(task) = job.task_id {
         let (state, detail) = task_end(id, JobState::Cancelled, 0, 0, 0);
         end_tasks(&tx, &[(task, state, detail)], now).await?;
+        super::stamp(&tx, actors::JOB_TASK_CANCELLED, id, by).await?;
     }
     tx.commit().await.ctx("committing cancel_job")?;
     Ok(Some(job))

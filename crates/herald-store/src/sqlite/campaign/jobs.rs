@@ -8,10 +8,10 @@ use herald_core::time::utc_day;
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use super::{Ctx, audiences, in_tx, query_all, query_opt};
-use crate::campaign::sql::jobs as sql;
+use crate::campaign::sql::{actors, jobs as sql};
 use crate::campaign::{
-    ClaimedSegment, JobFilter, JobRecord, JobSpec, JobTotals, LeaseCheck, Progress, SegmentClaim,
-    SegmentRecord, SegmentWrite, SendEntry, SendRecord,
+    Actor, ClaimedSegment, JobFilter, JobMeta, JobRecord, JobSpec, JobTotals, LeaseCheck, Progress,
+    SegmentClaim, SegmentRecord, SegmentWrite, SendEntry, SendRecord,
 };
 use crate::model::{
     self, Columns, Stored, Value, job_cols, limit_to_db, segment_cols, send_code, send_cols,
@@ -23,8 +23,9 @@ use crate::{Result, StoreError, refusals};
 
 const INSERT_JOB: &str = "INSERT INTO jobs (audience_id, channel, message, segment_size, \
     deadline_at, priority, task_id, state, total, created_at, finished_at, tenant_id, routing, \
-    traceparent, name, category) \
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16) RETURNING id";
+    traceparent, name, category, created_by_key_id, created_by_key_name) \
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18) \
+    RETURNING id";
 /// ?1 job, ?2 start, ?3 end, ?4 now, ?5 priority, ?6 deadline, ?7 parent, ?8 attempt,
 /// ?9 not_before, ?10 tenant. The cursor starts at the start.
 pub(super) const INSERT_SEGMENT: &str = "INSERT INTO segments (job_id, start_idx, end_idx, \
@@ -151,6 +152,7 @@ pub(super) fn create_in(
     } else {
         (JobState::Running, None)
     };
+    let created_by = Actor::columns(&spec.meta.created_by);
     let id: i64 = tx
         .prepare_cached(INSERT_JOB)
         .ctx("preparing job insert")?
@@ -171,7 +173,9 @@ pub(super) fn create_in(
                 spec.routing,
                 spec.traceparent,
                 spec.meta.name,
-                spec.meta.category
+                spec.meta.category,
+                created_by.0,
+                created_by.1
             ],
             |r| r.get(0),
         )
@@ -217,7 +221,10 @@ pub(super) fn create_in(
         finished_at,
         routing: spec.routing.clone(),
         traceparent: spec.traceparent.clone(),
-        meta: spec.meta.clone(),
+        meta: JobMeta {
+            changed_by: None,
+            ..spec.meta.clone()
+        },
     })
 }
 
@@ -389,7 +396,12 @@ pub(super) fn maybe_done(tx: &Transaction<'_>, job_id: i64, now: i64) -> Result<
     Ok(end_job(tx, job_id, JobState::Done, now)?.is_some())
 }
 
-pub(super) fn cancel_job(conn: &mut Connection, id: i64, now: i64) -> Result<Option<JobRecord>> {
+pub(super) fn cancel_job(
+    conn: &mut Connection,
+    id: i64,
+    now: i64,
+    by: Option<Actor>,
+) -> Result<Option<JobRecord>> {
     in_tx(conn, "cancelling job", |tx| {
         let Some(job) = job_by_id(tx, id)? else {
             return Ok(None);
@@ -401,7 +413,10 @@ pub(super) fn cancel_job(conn: &mut Connection, id: i64, now: i64) -> Result<Opt
             .ctx("preparing segment cancel")?
             .execute(params![id, SegmentState::Cancelled.as_str(), now])
             .ctx("cancelling segments")?;
-        end_job(tx, id, JobState::Cancelled, now)
+        super::stamp(tx, actors::JOB_CHANGED, id, &by)?;
+        let job = end_job(tx, id, JobState::Cancelled, now)?;
+        super::stamp(tx, actors::JOB_TASK_CANCELLED, id, &by)?;
+        Ok(job)
     })
 }
 
