@@ -2098,6 +2098,18 @@ export interface components {
             created_by?: null | components["schemas"]["ActorJson"];
             /** Format: int64 */
             deadline_secs?: number | null;
+            /**
+             * Format: int64
+             * @description `GET /v1/rules/{id}` only: how many recipients its jobs send to (the
+             *     size of its audience), or null when that cannot be known before a
+             *     job sends (see `expected_receivers_unknown`).
+             */
+            expected_receivers?: number | null;
+            /**
+             * @description Why `expected_receivers` is null (parties or tags, which the provider
+             *     expands itself; an audience upload not finished).
+             */
+            expected_receivers_unknown?: string | null;
             /** Format: int64 */
             id: number;
             message: Record<string, unknown>;

@@ -473,6 +473,7 @@ async fn pages(b: &Browser, api: &Api, s: &Seeded, act: bool, shot: &str) {
         "created by —"
     })
     .await;
+    b.wait_text("expected receivers 1").await;
     b.wait_text("Versions").await;
 
     // Jobs: the job with its progress; cancel through the console.

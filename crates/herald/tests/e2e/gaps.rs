@@ -1,6 +1,7 @@
 //! The source designs' last gaps (issue 39 §5), each against the real
 //! binary on both stores: a job's name and category, listed and filtered;
-//! when segments finished; who made and changed rules, jobs and tasks.
+//! when segments finished; who made and changed rules, jobs and tasks; a
+//! rule's expected receivers.
 
 use crate::common;
 
@@ -8,9 +9,14 @@ use common::*;
 use serde_json::{Value, json};
 
 /// A server on SQLite (`None`) or on `store`, with a webhook channel
-/// `hooks` to the mock.
+/// `hooks` and a WeCom channel `wc`, both to the mock.
 async fn server(store: Option<&str>, mock: &Mock) -> Server {
-    let cfg = Server::webhook_config(&mock.hook(), "", "");
+    let wecom = format!(
+        "[[channels]]\nname = \"wc\"\nkind = \"wecom\"\napi_base = \"{}\"\n\
+         corpid = \"wwmockcorp\"\ncorpsecret = \"mock-wecom-secret\"\nagentid = 1000002\n",
+        mock.url
+    );
+    let cfg = Server::webhook_config(&mock.hook(), "", &wecom);
     match store {
         None => Server::start(&cfg).await,
         Some(url) => Server::start_on(url, tempfile::tempdir().unwrap(), &cfg).await,
@@ -393,4 +399,72 @@ async fn rules_jobs_and_tasks_show_who_made_them_on_sqlite() {
 #[tokio::test]
 async fn rules_jobs_and_tasks_show_who_made_them_on_postgres() {
     on_postgres!("actors", who);
+}
+
+// ---- 4. A rule's expected receivers ----
+
+async fn receivers(store: Option<&str>) {
+    let mock = Mock::start(&[]).await;
+    let s = server(store, &mock).await;
+    let rule = |audience: Value, channel: &str| {
+        let message = if channel == "wc" {
+            json!({"msgtype": "text", "text": {"content": "hi"}})
+        } else {
+            json!({"text": "hi"})
+        };
+        json!({"name": "count", "channel": channel, "message": message,
+               "audience": audience,
+               "schedule": {"type": "cron", "cron": "0 9 * * *", "timezone": "UTC"}})
+    };
+    let expected = |audience: Value, channel: &'static str| {
+        let s = &s;
+        let body = rule(audience, channel);
+        async move {
+            let (st, r) = s.post("/v1/rules", &body).await;
+            assert_eq!(st, 201, "{r}");
+            // Only the rule's own read counts them.
+            assert!(r.get("expected_receivers").is_none(), "{r}");
+            let (st, r) = s.get(&format!("/v1/rules/{}", r["id"])).await;
+            assert_eq!(st, 200, "{r}");
+            (
+                r["expected_receivers"].clone(),
+                r["expected_receivers_unknown"].clone(),
+            )
+        }
+    };
+    // Users listed inline: their number.
+    let (n, why) = expected(json!({"users": ["a", "b", "c"]}), "hooks").await;
+    assert_eq!((n, why), (json!(3), Value::Null));
+    // An uploaded audience: its size.
+    let body: String = (0..5)
+        .map(|i| format!("{{\"recipient\":\"r{i}\"}}\n"))
+        .collect();
+    let (st, a) = s
+        .post_raw("/v1/audiences", "application/x-ndjson", body)
+        .await;
+    assert_eq!(st, 201, "{a}");
+    let (n, why) = expected(json!({"audience_id": a["id"]}), "hooks").await;
+    assert_eq!((n, why), (json!(5), Value::Null));
+    // Parties or tags: the provider expands them; nobody knows how many.
+    for audience in [
+        json!({"parties": ["2"]}),
+        json!({"users": ["a"], "tags": ["7"]}),
+    ] {
+        let (n, why) = expected(audience.clone(), "wc").await;
+        assert_eq!(n, Value::Null, "{audience}");
+        assert!(
+            why.as_str().is_some_and(|w| w.contains("parties or tags")),
+            "{audience}: {why}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn rules_show_their_expected_receivers_on_sqlite() {
+    receivers(None).await;
+}
+
+#[tokio::test]
+async fn rules_show_their_expected_receivers_on_postgres() {
+    on_postgres!("expected receivers", receivers);
 }

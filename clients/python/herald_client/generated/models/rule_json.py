@@ -43,6 +43,12 @@ class RuleJson:
         changed_by (ActorJson | None | Unset):
         created_by (ActorJson | None | Unset):
         deadline_secs (int | None | Unset):
+        expected_receivers (int | None | Unset): `GET /v1/rules/{id}` only: how many recipients its jobs send to (the
+            size of its audience), or null when that cannot be known before a
+            job sends (see `expected_receivers_unknown`).
+        expected_receivers_unknown (None | str | Unset): Why `expected_receivers` is null (parties or tags, which the
+            provider
+            expands itself; an audience upload not finished).
         next_run_at (None | str | Unset): When the rule sends next; `null` unless enabled.
     """
 
@@ -65,6 +71,8 @@ class RuleJson:
     changed_by: ActorJson | None | Unset = UNSET
     created_by: ActorJson | None | Unset = UNSET
     deadline_secs: int | None | Unset = UNSET
+    expected_receivers: int | None | Unset = UNSET
+    expected_receivers_unknown: None | str | Unset = UNSET
     next_run_at: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -147,6 +155,18 @@ class RuleJson:
         else:
             deadline_secs = self.deadline_secs
 
+        expected_receivers: int | None | Unset
+        if isinstance(self.expected_receivers, Unset):
+            expected_receivers = UNSET
+        else:
+            expected_receivers = self.expected_receivers
+
+        expected_receivers_unknown: None | str | Unset
+        if isinstance(self.expected_receivers_unknown, Unset):
+            expected_receivers_unknown = UNSET
+        else:
+            expected_receivers_unknown = self.expected_receivers_unknown
+
         next_run_at: None | str | Unset
         if isinstance(self.next_run_at, Unset):
             next_run_at = UNSET
@@ -186,6 +206,10 @@ class RuleJson:
             field_dict["created_by"] = created_by
         if deadline_secs is not UNSET:
             field_dict["deadline_secs"] = deadline_secs
+        if expected_receivers is not UNSET:
+            field_dict["expected_receivers"] = expected_receivers
+        if expected_receivers_unknown is not UNSET:
+            field_dict["expected_receivers_unknown"] = expected_receivers_unknown
         if next_run_at is not UNSET:
             field_dict["next_run_at"] = next_run_at
 
@@ -320,6 +344,28 @@ class RuleJson:
 
         deadline_secs = _parse_deadline_secs(d.pop("deadline_secs", UNSET))
 
+        def _parse_expected_receivers(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        expected_receivers = _parse_expected_receivers(
+            d.pop("expected_receivers", UNSET)
+        )
+
+        def _parse_expected_receivers_unknown(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        expected_receivers_unknown = _parse_expected_receivers_unknown(
+            d.pop("expected_receivers_unknown", UNSET)
+        )
+
         def _parse_next_run_at(data: object) -> None | str | Unset:
             if data is None:
                 return data
@@ -349,6 +395,8 @@ class RuleJson:
             changed_by=changed_by,
             created_by=created_by,
             deadline_secs=deadline_secs,
+            expected_receivers=expected_receivers,
+            expected_receivers_unknown=expected_receivers_unknown,
             next_run_at=next_run_at,
         )
 

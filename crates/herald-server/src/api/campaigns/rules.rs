@@ -21,6 +21,7 @@ use serde_json::value::RawValue;
 use crate::access::Caller;
 use crate::api::campaigns::actors::{self, ActorJson};
 use crate::api::campaigns::jobs::TotalsJson;
+use crate::api::campaigns::receivers;
 use crate::api::campaigns::routing::{
     self as campaign_routing, CampaignTo, RoutingFields, RoutingJson,
 };
@@ -387,6 +388,17 @@ pub(crate) struct RuleJson {
     changed_by: Option<ActorJson>,
     /// When the rule sends next; `null` unless enabled.
     next_run_at: Option<String>,
+    /// `GET /v1/rules/{id}` only: how many recipients its jobs send to (the
+    /// size of its audience), or null when that cannot be known before a
+    /// job sends (see `expected_receivers_unknown`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<u64>)]
+    expected_receivers: Option<Option<u64>>,
+    /// Why `expected_receivers` is null (parties or tags, which the provider
+    /// expands itself; an audience upload not finished).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    expected_receivers_unknown: Option<&'static str>,
     /// `to`, `topic` and `critical`, when given.
     #[serde(flatten)]
     routing: RoutingJson,
@@ -414,6 +426,8 @@ impl From<RuleView> for RuleJson {
             created_by: ActorJson::of(r.created_by),
             changed_by: ActorJson::of(r.changed_by),
             next_run_at: v.next_run_at.map(format_rfc3339_ms),
+            expected_receivers: None,
+            expected_receivers_unknown: None,
         }
     }
 }
@@ -589,7 +603,11 @@ pub async fn get(
 ) -> Result<Response, ApiError> {
     let id = parse_id(&raw_id, "rule")?;
     let rule = st.campaigns.get_rule(caller.tenant, id).await?;
-    Ok(ok(StatusCode::OK, RuleJson::from(rule)))
+    let expected = receivers::of_rule(&st, caller.tenant, &rule.rule).await?;
+    let mut json = RuleJson::from(rule);
+    json.expected_receivers = Some(expected.count);
+    json.expected_receivers_unknown = expected.reason;
+    Ok(ok(StatusCode::OK, json))
 }
 
 /// `GET /v1/rules`'s answer: a page of rules by id.

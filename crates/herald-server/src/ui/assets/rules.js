@@ -57,6 +57,7 @@
       var box = el("section", { class: "detail", "data-id": rule.id, id: "rule-" + rule.id },
         el("h2", { text: "Rule " + rule.id + ": " + rule.name + " · " + rule.status }));
       box.appendChild(el("p", { class: "actors", text: "created by " + H.actor(rule.created_by) + " · last changed by " + H.actor(rule.changed_by) }));
+      box.appendChild(el("p", { class: "receivers", text: rule.expected_receivers === null ? "expected receivers unknown: " + rule.expected_receivers_unknown : "expected receivers " + rule.expected_receivers }));
       box.appendChild(el("div", { class: "actions" }, toggle(rule)));
 
       box.appendChild(el("h3", { text: "Next occurrences" }));
