@@ -498,9 +498,10 @@ class Jobs(_Section):
         """`POST /v1/jobs/{id}:cancel`; a job already ended is answered as it is."""
         return self._h.call(postv1_jobs_id_cancel, job_id, idempotent=True)
 
-    def iterate(self, page_size: int = 50) -> Iterator[JobJson]:
-        """Every job, newest first (`next_before`)."""
-        return self._pages(getv1_jobs, "jobs", "next_before", "before", page_size)
+    def iterate(self, page_size: int = 50, category: str | None = None, name: str | None = None) -> Iterator[JobJson]:
+        """Every job, newest first (`next_before`); with `category`, only
+        that category's, with `name`, only names starting with it."""
+        return self._pages(getv1_jobs, "jobs", "next_before", "before", page_size, category=category, name=name)
 
     def sends(self, job_id: int, start: int = 0, end: int | None = None) -> SendList:
         return self._h.call(getv1_jobs_id_sends, job_id, idempotent=True, **_unset_none({"start": start, "end": end}))

@@ -446,12 +446,15 @@ class Jobs {
     return this.h.send<Job>((signal) => this.h.api.POST("/v1/jobs/{id}:cancel", { params: { path: { id } }, signal }), true);
   }
 
-  /** Every job, newest first (`next_before`). */
-  async *iterate(pageSize = 50): AsyncGenerator<Job> {
+  /**
+   * Every job, newest first (`next_before`); with `category`, only that
+   * category's, with `name`, only names starting with it.
+   */
+  async *iterate(pageSize = 50, filter: { category?: string; name?: string } = {}): AsyncGenerator<Job> {
     let before: number | undefined;
     for (;;) {
       const page = await this.h.send<S["JobList"]>(
-        (signal) => this.h.api.GET("/v1/jobs", { params: { query: { before, limit: pageSize } }, signal }),
+        (signal) => this.h.api.GET("/v1/jobs", { params: { query: { before, limit: pageSize, ...filter } }, signal }),
         true,
       );
       yield* page.jobs;

@@ -69,6 +69,10 @@ pub struct RuleRecord {
     pub status: RuleStatus,
     pub created_at: i64,
     pub updated_at: i64,
+    /// The key that created it.
+    pub created_by: Option<Actor>,
+    /// The key that last changed it: a new version, enabling or disabling.
+    pub changed_by: Option<Actor>,
     pub current: RuleVersion,
 }
 
@@ -91,6 +95,11 @@ pub struct TaskRecord {
     pub created_at: i64,
     pub started_at: Option<i64>,
     pub finished_at: Option<i64>,
+    /// The key that last changed its rule when the planner planned it (the
+    /// planner creates every task, from what that key made).
+    pub created_by: Option<Actor>,
+    /// The key that ended it early: disabling its rule, cancelling its job.
+    pub changed_by: Option<Actor>,
 }
 
 /// An enabled rule the planner may need to plan for.
@@ -134,6 +143,55 @@ pub struct AudienceRecord {
     pub created_at: i64,
 }
 
+/// Who made a change through the API: the API key's id and name (the admin
+/// key has a name and no id). Kept on the changed row, so it outlives the
+/// audit log's retention. `None` where an actor is expected means open
+/// access (no key), or the node's own work (the planner, a follow-up).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Actor {
+    pub key_id: Option<i64>,
+    pub key_name: Option<String>,
+}
+
+impl Actor {
+    /// `None` when neither the id nor the name is known.
+    pub fn of(key_id: Option<i64>, key_name: Option<String>) -> Option<Actor> {
+        (key_id.is_some() || key_name.is_some()).then_some(Actor { key_id, key_name })
+    }
+
+    /// An optional actor's two columns, `(key_id, key_name)`.
+    pub(crate) fn columns(a: &Option<Actor>) -> (Option<i64>, Option<&str>) {
+        match a {
+            Some(a) => (a.key_id, a.key_name.as_deref()),
+            None => (None, None),
+        }
+    }
+}
+
+/// What a job is called, what kind of business it serves (for lists and
+/// filters; both optional, the API checks their form), and who made and
+/// last changed it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JobMeta {
+    /// A job a rule starts takes the rule's name.
+    pub name: Option<String>,
+    /// The business kind, e.g. `coupon-reminder` or `marketing`.
+    pub category: Option<String>,
+    /// The key that created it (`None` for a rule's or a follow-up's job).
+    pub created_by: Option<Actor>,
+    /// The key that last changed it (cancel, retry); ignored on create.
+    pub changed_by: Option<Actor>,
+}
+
+/// Which jobs [`CampaignStore::list_jobs_where`] lists; the default lists all.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JobFilter {
+    /// Only jobs of exactly this category.
+    pub category: Option<String>,
+    /// Only jobs whose name starts with this.
+    pub name_prefix: Option<String>,
+}
+
 /// A job to create.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JobSpec {
@@ -161,6 +219,7 @@ pub struct JobSpec {
     /// The W3C `traceparent` of the request that created it: its segments'
     /// spans link to it.
     pub traceparent: Option<String>,
+    pub meta: JobMeta,
 }
 
 /// A job's follow-up: `after_ms` after the job ends, `message` goes to the
@@ -291,6 +350,7 @@ pub struct JobRecord {
     pub routing: Option<String>,
     /// See [`JobSpec::traceparent`].
     pub traceparent: Option<String>,
+    pub meta: JobMeta,
 }
 
 /// A segment as stored.
@@ -321,6 +381,10 @@ pub struct SegmentRecord {
     /// `0026_send_in_doubt.sql`); empty for a segment that re-issues none.
     pub doubt_from: u64,
     pub doubt_to: u64,
+    /// When it ended (`done`, `partial`, `abandoned`, `expired` or
+    /// `cancelled`), set in the transaction that ended it; `None` while
+    /// pending or running.
+    pub finished_at: Option<i64>,
 }
 
 /// How far a segment's holder has got: every index below `cursor` has an
@@ -562,13 +626,35 @@ pub trait CampaignStore: Send + Sync + 'static {
     /// Creates a rule of `spec.tenant`, enabled, at version 1. The spec is
     /// stored as given (the API validates it; `audience_id` is checked when a
     /// task starts).
-    async fn create_rule(&self, spec: RuleSpec, now: i64) -> Result<RuleRecord>;
+    async fn create_rule(&self, spec: RuleSpec, now: i64) -> Result<RuleRecord> {
+        self.create_rule_by(spec, now, None).await
+    }
+
+    /// [`Self::create_rule`], made by `by` (its `created_by` and `changed_by`).
+    async fn create_rule_by(
+        &self,
+        spec: RuleSpec,
+        now: i64,
+        by: Option<Actor>,
+    ) -> Result<RuleRecord>;
 
     /// Adds a version and makes it current (re-enabling a finished rule; a
     /// disabled rule stays disabled). Tasks of older versions are left as they
     /// are: they expire when they come to run. `None` if the rule is unknown
     /// or belongs to another tenant than `spec.tenant` (nothing is written).
-    async fn update_rule(&self, id: i64, spec: RuleSpec, now: i64) -> Result<Option<RuleRecord>>;
+    async fn update_rule(&self, id: i64, spec: RuleSpec, now: i64) -> Result<Option<RuleRecord>> {
+        self.update_rule_by(id, spec, now, None).await
+    }
+
+    /// [`Self::update_rule`], by `by` (the rule's `changed_by`, in the same
+    /// transaction).
+    async fn update_rule_by(
+        &self,
+        id: i64,
+        spec: RuleSpec,
+        now: i64,
+        by: Option<Actor>,
+    ) -> Result<Option<RuleRecord>>;
 
     /// Enables or disables a rule (whatever its status, a finished one too).
     /// Disabling cancels its pending tasks in the same transaction, with a
@@ -579,6 +665,18 @@ pub trait CampaignStore: Send + Sync + 'static {
         id: i64,
         enabled: bool,
         now: i64,
+    ) -> Result<Option<RuleRecord>> {
+        self.set_rule_enabled_by(id, enabled, now, None).await
+    }
+
+    /// [`Self::set_rule_enabled`], by `by`: the rule's `changed_by`, and the
+    /// `changed_by` of every task a disable cancels.
+    async fn set_rule_enabled_by(
+        &self,
+        id: i64,
+        enabled: bool,
+        now: i64,
+        by: Option<Actor>,
     ) -> Result<Option<RuleRecord>>;
 
     async fn get_rule(&self, id: i64) -> Result<Option<RuleRecord>>;
@@ -705,6 +803,20 @@ pub trait CampaignStore: Send + Sync + 'static {
         tenant: TenantId,
         before: Option<i64>,
         limit: usize,
+    ) -> Result<Vec<JobRecord>> {
+        self.list_jobs_where(tenant, JobFilter::default(), before, limit)
+            .await
+    }
+
+    /// [`Self::list_jobs`], only those `filter` lets through. A category is
+    /// read off its own index (`jobs_category`); a name prefix is compared
+    /// case-sensitively, character by character.
+    async fn list_jobs_where(
+        &self,
+        tenant: TenantId,
+        filter: JobFilter,
+        before: Option<i64>,
+        limit: usize,
     ) -> Result<Vec<JobRecord>>;
 
     /// Number of a job's segments in each state (states with none left out).
@@ -728,7 +840,18 @@ pub trait CampaignStore: Send + Sync + 'static {
     /// `retrying = 0`), so a cancelled job has nothing remaining. Retrying
     /// recipients keep their `retry` row in the log (their last attempt's
     /// outcome); partial segments are left for the sweeper to mark handled.
-    async fn cancel_job(&self, id: i64, now: i64) -> Result<Option<JobRecord>>;
+    async fn cancel_job(&self, id: i64, now: i64) -> Result<Option<JobRecord>> {
+        self.cancel_job_by(id, now, None).await
+    }
+
+    /// [`Self::cancel_job`], by `by`: the job's `changed_by` (and its task's,
+    /// when the cancel ends it), unless the job had already ended.
+    async fn cancel_job_by(
+        &self,
+        id: i64,
+        now: i64,
+        by: Option<Actor>,
+    ) -> Result<Option<JobRecord>>;
 
     /// Sends a job's `failed` (or `in_doubt`, by `which`) recipients again, in
     /// one transaction: their rows go back to `retry` (the next attempt
@@ -743,6 +866,18 @@ pub trait CampaignStore: Send + Sync + 'static {
         job_id: i64,
         which: Resend,
         now: i64,
+    ) -> Result<Option<FailedRetry>> {
+        self.retry_sends_by(job_id, which, now, None).await
+    }
+
+    /// [`Self::retry_sends`], by `by`: the job's `changed_by` when anything
+    /// was sent again.
+    async fn retry_sends_by(
+        &self,
+        job_id: i64,
+        which: Resend,
+        now: i64,
+        by: Option<Actor>,
     ) -> Result<Option<FailedRetry>>;
 
     /// Up to `limit` of a job's failed sends (by index) grouped by error,
@@ -994,6 +1129,29 @@ pub(crate) mod sql {
             "UPDATE jobs SET delivered = delivered + $2, failed = failed + $3, \
              retrying = retrying + $4, expired = expired + $5, cancelled = cancelled + $6, \
              in_doubt = in_doubt + $7 WHERE id = $1"
+        );
+    }
+
+    /// Who made or changed a rule, a job or a task ([`crate::Actor`]): $1
+    /// the row, $2 the key's id, $3 its name. Run in the transaction of the
+    /// change.
+    pub(crate) mod actors {
+        use crate::shared_sql::{Statement, statement};
+
+        pub(crate) const RULE_CREATED: Statement = statement!(
+            "UPDATE rules SET created_by_key_id = $2, created_by_key_name = $3, \
+             changed_by_key_id = $2, changed_by_key_name = $3 WHERE id = $1"
+        );
+        pub(crate) const RULE_CHANGED: Statement = statement!(
+            "UPDATE rules SET changed_by_key_id = $2, changed_by_key_name = $3 WHERE id = $1"
+        );
+        pub(crate) const JOB_CHANGED: Statement = statement!(
+            "UPDATE jobs SET changed_by_key_id = $2, changed_by_key_name = $3 WHERE id = $1"
+        );
+        /// The task a cancelled job $1 ended.
+        pub(crate) const JOB_TASK_CANCELLED: Statement = statement!(
+            "UPDATE tasks SET changed_by_key_id = $2, changed_by_key_name = $3 \
+             WHERE id = (SELECT task_id FROM jobs WHERE id = $1) AND state = 'cancelled'"
         );
     }
 

@@ -53,7 +53,10 @@ macro_rules! migrations {
             "0031_subject_timing",
             "0032_cap_counters",
             "0033_fallback_routes",
-            "0034_cap_counter_expiry",
+            "0034_job_labels",
+            "0035_segment_finished",
+            "0036_actors",
+            "0037_cap_counter_expiry",
         )
     };
     (@ $($name:literal),+ $(,)?) => {

@@ -1200,6 +1200,20 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * @description An API key that made a change. The admin key has a name (`admin`) and
+         *     no id; a change made in open access (no key) or by the node itself (the
+         *     planner, a follow-up) has no actor at all (`null`).
+         */
+        ActorJson: {
+            /**
+             * Format: int64
+             * @description The stored key's id (`GET /v1/keys`); null for the admin key.
+             */
+            key_id?: number | null;
+            /** @description The key's name. */
+            key_name?: string | null;
+        };
         AudienceJson: {
             created_at: string;
             /**
@@ -1574,6 +1588,11 @@ export interface components {
         JobBody: {
             /** Format: int64 */
             audience_id?: number | null;
+            /**
+             * @description The business kind it serves, e.g. `coupon-reminder` or `marketing`:
+             *     1..=64 of `A-Z a-z 0-9 _ - . :`. `GET /v1/jobs?category=` lists one.
+             */
+            category?: string | null;
             /** @description A channel configured on the node (`GET /v1/channels` lists them). */
             channel: string;
             /**
@@ -1588,6 +1607,8 @@ export interface components {
             follow_up?: null | components["schemas"]["FollowUpBody"];
             /** @description The message in the channel provider's shape; give this or `template`. */
             message?: Record<string, unknown> | null;
+            /** @description What to call it: 1..=200 characters, no control character. */
+            name?: string | null;
             /** Format: int64 */
             priority?: number | null;
             /** Format: int64 */
@@ -1618,8 +1639,12 @@ export interface components {
              * @description Average since the job started (to its end, once it has ended).
              */
             avg_rate_per_sec: number;
+            /** @description The business kind it serves (e.g. `coupon-reminder`). */
+            category?: string | null;
+            changed_by?: null | components["schemas"]["ActorJson"];
             channel: string;
             created_at: string;
+            created_by?: null | components["schemas"]["ActorJson"];
             deadline?: string | null;
             /**
              * Format: int64
@@ -1632,6 +1657,8 @@ export interface components {
             /** Format: int64 */
             id: number;
             message: Record<string, unknown>;
+            /** @description Given when it was created; a job a rule starts takes the rule's name. */
+            name?: string | null;
             /** Format: int32 */
             priority: number;
             /**
@@ -2070,10 +2097,24 @@ export interface components {
              * @description The audience its jobs send to (uploaded, or built from `users`).
              */
             audience_id?: number | null;
+            changed_by?: null | components["schemas"]["ActorJson"];
             channel: string;
             created_at: string;
+            created_by?: null | components["schemas"]["ActorJson"];
             /** Format: int64 */
             deadline_secs?: number | null;
+            /**
+             * Format: int64
+             * @description `GET /v1/rules/{id}` only: how many recipients its jobs send to (the
+             *     size of its audience), or null when that cannot be known before a
+             *     job sends (see `expected_receivers_unknown`).
+             */
+            expected_receivers?: number | null;
+            /**
+             * @description Why `expected_receivers` is null (parties or tags, which the provider
+             *     expands itself; an audience upload not finished).
+             */
+            expected_receivers_unknown?: string | null;
             /** Format: int64 */
             id: number;
             message: Record<string, unknown>;
@@ -2107,6 +2148,11 @@ export interface components {
             end: number;
             /** Format: int64 */
             epoch: number;
+            /**
+             * @description When it ended (`done`, `partial`, `abandoned`, `expired` or
+             *     `cancelled`); null while pending or running.
+             */
+            finished_at?: string | null;
             /** Format: int64 */
             id: number;
             /** Format: int64 */
@@ -2320,7 +2366,9 @@ export interface components {
             totals: components["schemas"]["TotalsJson"];
         };
         TaskJson: {
+            changed_by?: null | components["schemas"]["ActorJson"];
             created_at: string;
+            created_by?: null | components["schemas"]["ActorJson"];
             detail?: string | null;
             finished_at?: string | null;
             /** Format: int64 */
@@ -3112,6 +3160,10 @@ export interface operations {
                 before?: number;
                 /** @description rows per page (default 50) */
                 limit?: number;
+                /** @description only jobs of exactly this category */
+                category?: string;
+                /** @description only jobs whose name starts with this (case-sensitive) */
+                name?: string;
             };
             header?: never;
             path?: never;

@@ -108,6 +108,7 @@ async fn send_one(sh: &Shared, f: &FollowUpRecord) -> Result<(), StoreError> {
         follows: Some(job.id),
         routing,
         traceparent: job.traceparent.clone(),
+        meta: job.meta.clone(),
     };
     match store.create_job(spec, sh.clock.now_ms()).await {
         Ok(Some(created)) => {

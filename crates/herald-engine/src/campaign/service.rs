@@ -19,9 +19,9 @@ use herald_core::TenantId;
 use herald_core::campaign::{RuleStatus, SegmentState, TaskState};
 use herald_core::schedule::{Schedule, ScheduleSpec};
 use herald_store::{
-    AUDIENCE_CHUNK, AudienceRecord, FailedRetry, FailureGroups, JobDeletion, JobRecord, JobSpec,
-    Resend, RuleRecord, RuleSpec, RuleVersion, SegmentRecord, SendRecord, StoreError, TaskRecord,
-    owned_by,
+    AUDIENCE_CHUNK, Actor, AudienceRecord, FailedRetry, FailureGroups, JobDeletion, JobRecord,
+    JobSpec, Resend, RuleRecord, RuleSpec, RuleVersion, SegmentRecord, SendRecord, StoreError,
+    TaskRecord, owned_by,
 };
 
 use super::planner::plan_after;
@@ -76,6 +76,8 @@ pub struct NewJob {
     pub routing: Option<String>,
     /// The W3C `traceparent` to store with it (see `crate::trace::adopt`).
     pub traceparent: Option<String>,
+    /// Its name and category.
+    pub meta: herald_store::JobMeta,
 }
 
 /// A rule, or a rule's next version, to write; the request is already checked.
@@ -263,6 +265,7 @@ impl Campaigns {
             follows: None,
             routing: job.routing,
             traceparent: job.traceparent,
+            meta: job.meta,
         };
         let created = match self.sh.store.create_job(spec, self.now()).await {
             Ok(Some(j)) => j,
@@ -304,13 +307,18 @@ impl Campaigns {
 
     /// Cancels a job: its pending and running segments end `cancelled`. A job
     /// already ended is returned as it is.
-    pub async fn cancel_job(&self, tenant: TenantId, id: i64) -> Result<JobRecord> {
+    pub async fn cancel_job(
+        &self,
+        tenant: TenantId,
+        id: i64,
+        by: Option<Actor>,
+    ) -> Result<JobRecord> {
         // A job never changes tenant: checked once, it stays the caller's.
         self.get_job(tenant, id).await?;
         let job = self
             .sh
             .store
-            .cancel_job(id, self.now())
+            .cancel_job_by(id, self.now(), by)
             .await?
             .ok_or(CampaignError::NotFound { what: "job" })?;
         self.wake_planner();
@@ -325,12 +333,13 @@ impl Campaigns {
         tenant: TenantId,
         id: i64,
         which: Resend,
+        by: Option<Actor>,
     ) -> Result<(JobRecord, u64)> {
         self.get_job(tenant, id).await?;
         match self
             .sh
             .store
-            .retry_sends(id, which, self.now())
+            .retry_sends_by(id, which, self.now(), by)
             .await?
             .ok_or(CampaignError::NotFound { what: "job" })?
         {
@@ -356,14 +365,20 @@ impl Campaigns {
         Ok(self.sh.store.job_failures(id, limit).await?)
     }
 
-    /// Jobs of `tenant` with `id < before`, newest first.
+    /// Jobs of `tenant` that `filter` lets through with `id < before`,
+    /// newest first.
     pub async fn list_jobs(
         &self,
         tenant: TenantId,
+        filter: herald_store::JobFilter,
         before: Option<i64>,
         limit: usize,
     ) -> Result<Vec<JobRecord>> {
-        Ok(self.sh.store.list_jobs(tenant, before, limit).await?)
+        Ok(self
+            .sh
+            .store
+            .list_jobs_where(tenant, filter, before, limit)
+            .await?)
     }
 
     /// How many of the job's segments are in each state: every state, in
@@ -457,12 +472,22 @@ impl Campaigns {
             .ok_or(CampaignError::NotFound { what: "rule" })
     }
 
-    /// Creates a rule of `tenant`, enabled, at version 1.
-    pub async fn create_rule(&self, tenant: TenantId, mut rule: NewRule) -> Result<RuleView> {
+    /// Creates a rule of `tenant`, enabled, at version 1, made by `by`.
+    pub async fn create_rule(
+        &self,
+        tenant: TenantId,
+        mut rule: NewRule,
+        by: Option<Actor>,
+    ) -> Result<RuleView> {
         rule.spec.tenant = tenant;
         self.check_named_audience(&rule).await?;
         let inline = self.materialize(&mut rule).await?;
-        let created = match self.sh.store.create_rule(rule.spec, self.now()).await {
+        let created = match self
+            .sh
+            .store
+            .create_rule_by(rule.spec, self.now(), by)
+            .await
+        {
             Ok(r) => r,
             Err(e) => {
                 self.drop_inline(inline).await;
@@ -479,12 +504,14 @@ impl Campaigns {
         tenant: TenantId,
         id: i64,
         mut rule: NewRule,
+        by: Option<Actor>,
     ) -> Result<RuleView> {
         rule.spec.tenant = tenant;
         self.check_named_audience(&rule).await?;
         self.rule_of(tenant, id).await?;
         let inline = self.materialize(&mut rule).await?;
-        let updated = match self.sh.store.update_rule(id, rule.spec, self.now()).await {
+        let now = self.now();
+        let updated = match self.sh.store.update_rule_by(id, rule.spec, now, by).await {
             Ok(Some(r)) => r,
             Ok(None) => {
                 self.drop_inline(inline).await;
@@ -505,11 +532,14 @@ impl Campaigns {
         tenant: TenantId,
         id: i64,
         enabled: bool,
+        by: Option<Actor>,
     ) -> Result<RuleView> {
         let now = self.now();
         let store = &self.sh.store;
         let was = self.rule_of(tenant, id).await?;
-        let mut changed = store.set_rule_enabled(id, enabled, now).await?;
+        let mut changed = store
+            .set_rule_enabled_by(id, enabled, now, by.clone())
+            .await?;
         // Tasks are append-only and unique per (rule, version, planned_at): the
         // occurrence cancelled by the disable cannot be planned again under the
         // same version. Re-enabling therefore starts a new version with the same
@@ -518,7 +548,9 @@ impl Campaigns {
             && let Some(r) = &changed
             && was.status == RuleStatus::Disabled
         {
-            changed = store.update_rule(id, r.current.spec.clone(), now).await?;
+            changed = store
+                .update_rule_by(id, r.current.spec.clone(), now, by)
+                .await?;
         }
         let rule = changed.ok_or(CampaignError::NotFound { what: "rule" })?;
         self.wake_planner();
@@ -671,6 +703,8 @@ mod tests {
             status,
             created_at,
             updated_at: created_at,
+            created_by: None,
+            changed_by: None,
             current: RuleVersion {
                 rule_id: 1,
                 version: 2,
@@ -694,6 +728,8 @@ mod tests {
             created_at: 0,
             started_at: None,
             finished_at: None,
+            created_by: None,
+            changed_by: None,
         }
     }
 
@@ -740,6 +776,7 @@ mod tests {
             follow_up: None,
             routing: None,
             traceparent: None,
+            meta: Default::default(),
         };
         let created = c.create_job(T, job.clone()).await.unwrap();
         assert_eq!(created.totals.total, 2);
@@ -757,10 +794,15 @@ mod tests {
             Err(CampaignError::NotFound { what: "job" })
         ));
         assert!(matches!(
-            c.cancel_job(other, created.id).await,
+            c.cancel_job(other, created.id, None).await,
             Err(CampaignError::NotFound { what: "job" })
         ));
-        assert!(c.list_jobs(other, None, 10).await.unwrap().is_empty());
+        assert!(
+            c.list_jobs(other, Default::default(), None, 10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
         // Nor may it send to that audience.
         let theirs = NewJob {
             audience: AudienceSource::Uploaded(audience),
@@ -797,6 +839,7 @@ mod tests {
             follow_up: None,
             routing: None,
             traceparent: None,
+            meta: Default::default(),
         };
         let created = c.create_job(T, job).await.unwrap();
         let (id, audience) = (created.id, created.audience_id);
@@ -809,7 +852,7 @@ mod tests {
             c.delete_audience(T, audience).await,
             Err(CampaignError::AudienceInUse { .. })
         ));
-        c.cancel_job(T, id).await.unwrap();
+        c.cancel_job(T, id, None).await.unwrap();
         // Another tenant can delete neither.
         let other = TenantId(2);
         assert!(matches!(
@@ -848,14 +891,14 @@ mod tests {
             spec: spec(EVERY_MINUTE),
             users: Some(vec!["u".into()]),
         };
-        let v1 = c.create_rule(T, new).await.unwrap();
+        let v1 = c.create_rule(T, new, None).await.unwrap();
         let id = v1.rule.id;
         assert!(v1.rule.current.spec.audience_id.is_some());
         assert!(v1.next_run_at.is_some());
         // Another tenant can neither see nor change it.
         let other = TenantId(2);
         assert!(matches!(
-            c.set_rule_enabled(other, id, false).await,
+            c.set_rule_enabled(other, id, false, None).await,
             Err(CampaignError::NotFound { what: "rule" })
         ));
         assert!(matches!(
@@ -863,18 +906,18 @@ mod tests {
             Err(CampaignError::NotFound { what: "rule" })
         ));
         assert!(c.list_rules(other, None, 10).await.unwrap().is_empty());
-        let off = c.set_rule_enabled(T, id, false).await.unwrap();
+        let off = c.set_rule_enabled(T, id, false, None).await.unwrap();
         assert_eq!(
             (off.rule.status, off.next_run_at),
             (RuleStatus::Disabled, None)
         );
         // Enabling what is enabled changes nothing.
-        let on = c.set_rule_enabled(T, id, true).await.unwrap();
+        let on = c.set_rule_enabled(T, id, true, None).await.unwrap();
         assert_eq!(on.rule.current.version, 2);
-        let again = c.set_rule_enabled(T, id, true).await.unwrap();
+        let again = c.set_rule_enabled(T, id, true, None).await.unwrap();
         assert_eq!(again.rule.current.version, 2);
         assert!(matches!(
-            c.set_rule_enabled(T, 999, true).await,
+            c.set_rule_enabled(T, 999, true, None).await,
             Err(CampaignError::NotFound { what: "rule" })
         ));
         assert_eq!(c.rule_versions(T, id, None, 10).await.unwrap().len(), 2);

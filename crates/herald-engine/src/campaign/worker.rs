@@ -1113,6 +1113,7 @@ mod tests {
             finished_at: None,
             routing: routing.map(str::to_string),
             traceparent: None,
+            meta: Default::default(),
         }
     }
 

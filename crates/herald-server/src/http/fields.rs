@@ -21,20 +21,28 @@ pub const MAX_ID_BYTES: usize = 128;
 
 /// User and subject ids appear in paths: 1..=128 of `A-Z a-z 0-9 _ - . : @`.
 pub fn check_id(field: &str, id: &str) -> Result<(), ApiError> {
-    let ok = !id.is_empty()
-        && id.len() <= MAX_ID_BYTES
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"_-.:@".contains(&b));
+    check_word(field, id, MAX_ID_BYTES, "_-.:@")
+}
+
+/// A word that reads the same in a path, a query and a log line: 1..=`max`
+/// of ASCII letters, digits and the characters of `punctuation`.
+pub fn check_word(field: &str, s: &str, max: usize, punctuation: &str) -> Result<(), ApiError> {
+    let ok = !s.is_empty()
+        && s.len() <= max
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || punctuation.as_bytes().contains(&b));
     if ok {
-        Ok(())
-    } else {
-        Err(ApiError::field(
-            field,
-            "invalid_field",
-            format!("{field} must be 1..={MAX_ID_BYTES} characters of A-Z a-z 0-9 _ - . : @"),
-        ))
+        return Ok(());
     }
+    let extra: Vec<String> = punctuation.chars().map(String::from).collect();
+    Err(ApiError::field(
+        field,
+        "invalid_field",
+        format!(
+            "{field} must be 1..={max} characters of A-Z a-z 0-9 {}",
+            extra.join(" ")
+        ),
+    ))
 }
 
 /// Why a recipient id is not acceptable, if it is not.

@@ -53,6 +53,14 @@ pub fn refinements() -> Vec<(&'static str, Value)> {
             time.clone(),
         ),
         (
+            "/components/schemas/JobBody/properties/name",
+            json!({ "minLength": 1, "maxLength": 200, "pattern": "^[^\\u0000-\\u001f\\u007f-\\u009f]*$" }),
+        ),
+        (
+            "/components/schemas/JobBody/properties/category",
+            json!({ "pattern": crate::api::campaigns::job_labels::CATEGORY_PATTERN }),
+        ),
+        (
             "/components/schemas/JobBody/properties/segment_size",
             json!({ "minimum": 1, "maximum": 100_000 }),
         ),

@@ -180,6 +180,7 @@ pub fn collect(all: &mut Vec<(String, RefOr<Schema>)>) {
     add::<crate::http::validate::TemplateUse>(all);
     add::<herald_core::template::TemplateRef>(all);
     // Campaigns: audiences, rules, schedules, jobs.
+    add::<crate::api::campaigns::actors::ActorJson>(all);
     add::<AudienceJson>(all);
     add::<AudienceList>(all);
     add::<NdLine>(all);

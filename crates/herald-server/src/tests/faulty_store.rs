@@ -171,8 +171,11 @@ faulty! { CampaignStore:
     fn list_audiences(tenant: TenantId, after: Option<i64>, limit: usize) -> Result<Vec<AudienceRecord>>;
     fn audience_slice(id: i64, start: u64, end: u64) -> Result<Vec<String>>;
     fn create_rule(spec: RuleSpec, now: i64) -> Result<RuleRecord>;
+    fn create_rule_by(spec: RuleSpec, now: i64, by: Option<Actor>) -> Result<RuleRecord>;
     fn update_rule(id: i64, spec: RuleSpec, now: i64) -> Result<Option<RuleRecord>>;
+    fn update_rule_by(id: i64, spec: RuleSpec, now: i64, by: Option<Actor>) -> Result<Option<RuleRecord>>;
     fn set_rule_enabled(id: i64, enabled: bool, now: i64) -> Result<Option<RuleRecord>>;
+    fn set_rule_enabled_by(id: i64, enabled: bool, now: i64, by: Option<Actor>) -> Result<Option<RuleRecord>>;
     fn get_rule(id: i64) -> Result<Option<RuleRecord>>;
     fn list_rules(tenant: TenantId, after: Option<i64>, limit: usize) -> Result<Vec<RuleRecord>>;
     fn rule_versions(id: i64, after: Option<i32>, limit: usize) -> Result<Vec<RuleVersion>>;
@@ -191,10 +194,13 @@ faulty! { CampaignStore:
     fn step_sends(job_id: i64, from: u64, limit: usize, on: &[herald_core::route::StepOn]) -> Result<Vec<(u64, String)>>;
     fn skip_follow_up(job_id: i64, now: i64) -> Result<bool>;
     fn list_jobs(tenant: TenantId, before: Option<i64>, limit: usize) -> Result<Vec<JobRecord>>;
+    fn list_jobs_where(tenant: TenantId, filter: JobFilter, before: Option<i64>, limit: usize) -> Result<Vec<JobRecord>>;
     fn segment_counts(job_id: i64) -> Result<Vec<(SegmentState, u64)>>;
     fn job_segments(job_id: i64, after: Option<i64>, limit: usize) -> Result<Vec<SegmentRecord>>;
     fn cancel_job(id: i64, now: i64) -> Result<Option<JobRecord>>;
+    fn cancel_job_by(id: i64, now: i64, by: Option<Actor>) -> Result<Option<JobRecord>>;
     fn retry_sends(job_id: i64, which: herald_store::Resend, now: i64) -> Result<Option<FailedRetry>>;
+    fn retry_sends_by(job_id: i64, which: herald_store::Resend, now: i64, by: Option<Actor>) -> Result<Option<FailedRetry>>;
     fn job_failures(job_id: i64, limit: usize) -> Result<FailureGroups>;
     fn claim_segment(owner: &str, now: i64, lease_ms: i64) -> Result<Option<ClaimedSegment>>;
     fn claim_segment_ahead(owner: &str, now: i64, lease_ms: i64, mark_ahead: u64) -> Result<Option<ClaimedSegment>>;

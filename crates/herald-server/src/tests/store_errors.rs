@@ -74,7 +74,7 @@ async fn an_unavailable_store_is_503_and_only_while_it_lasts() {
 async fn refusals_conflicts_and_missing_rows_are_the_callers_4xx() {
     let api = Api::new().await;
     api.store.fail(
-        "create_rule",
+        "create_rule_by",
         StoreError::Refused {
             what: "schedule".into(),
             why: "the store keeps no schedule this long".into(),

@@ -4,8 +4,8 @@ use herald_core::campaign::{JobState, RuleStatus, SegmentState, SendState, TaskS
 
 use super::{Columns, Decode, Reader, Stored, Value};
 use crate::{
-    AudienceRecord, JobRecord, JobTotals, Result, RuleRecord, RuleSpec, RuleVersion, SegmentRecord,
-    SendRecord, TaskRecord,
+    Actor, AudienceRecord, JobRecord, JobTotals, Result, RuleRecord, RuleSpec, RuleVersion,
+    SegmentRecord, SendRecord, TaskRecord,
 };
 
 /// An `audiences` row, as [`AudienceRecord`] reads it.
@@ -23,7 +23,8 @@ macro_rules! job_cols {
             "id", "tenant_id", "audience_id", "channel", "message", "segment_size", "deadline_at",
             "priority", "task_id", "state", "total", "delivered", "failed", "retrying",
             "expired", "cancelled", "in_doubt", "created_at", "started_at", "finished_at",
-            "routing", "traceparent")
+            "routing", "traceparent", "name", "category", "created_by_key_id",
+            "created_by_key_name", "changed_by_key_id", "changed_by_key_name")
     };
 }
 pub(crate) use job_cols;
@@ -35,7 +36,7 @@ macro_rules! segment_cols {
         $crate::model::columns!($($t)?;
             "id", "job_id", "start_idx", "end_idx", "cursor_idx", "state", "owner",
             "lease_until", "epoch", "parent_id", "attempt", "not_before", "created_at",
-            "sent_to", "doubt_from", "doubt_to")
+            "sent_to", "doubt_from", "doubt_to", "finished_at")
     };
 }
 pub(crate) use segment_cols;
@@ -45,7 +46,8 @@ macro_rules! task_cols {
     ($($t:literal)?) => {
         $crate::model::columns!($($t)?;
             "id", "tenant_id", "rule_id", "version", "planned_at", "state", "job_id", "recipients",
-            "detail", "created_at", "started_at", "finished_at")
+            "detail", "created_at", "started_at", "finished_at", "created_by_key_id",
+            "created_by_key_name", "changed_by_key_id", "changed_by_key_name")
     };
 }
 pub(crate) use task_cols;
@@ -66,7 +68,9 @@ pub(crate) use version_cols;
 macro_rules! rule_cols {
     () => {
         concat!(
-            $crate::model::columns!("r"; "id", "tenant_id", "status", "created_at", "updated_at"),
+            $crate::model::columns!("r"; "id", "tenant_id", "status", "created_at", "updated_at",
+                "created_by_key_id", "created_by_key_name", "changed_by_key_id",
+                "changed_by_key_name"),
             ", ",
             $crate::model::version_cols!("v")
         )
@@ -122,6 +126,13 @@ macro_rules! stored_by_name {
 }
 stored_by_name!(JobState, SegmentState, TaskState, RuleStatus);
 
+/// An actor's two columns, `<what>_key_id` and `<what>_key_name`, in order.
+fn actor<R: Columns + ?Sized>(r: &mut Reader<'_, R>, what: &str) -> Result<Option<Actor>> {
+    let key_id = r.opt_int(what)?;
+    let key_name = r.opt_string(what)?;
+    Ok(Actor::of(key_id, key_name))
+}
+
 impl Decode for AudienceRecord {
     fn decode<R: Columns + ?Sized>(r: &mut Reader<'_, R>) -> Result<Self> {
         Ok(AudienceRecord {
@@ -161,6 +172,12 @@ impl Decode for JobRecord {
             finished_at: r.opt_int("jobs.finished_at")?,
             routing: r.opt_string("jobs.routing")?,
             traceparent: r.opt_string("jobs.traceparent")?,
+            meta: crate::JobMeta {
+                name: r.opt_string("jobs.name")?,
+                category: r.opt_string("jobs.category")?,
+                created_by: actor(r, "jobs.created_by")?,
+                changed_by: actor(r, "jobs.changed_by")?,
+            },
         })
     }
 }
@@ -184,6 +201,7 @@ impl Decode for SegmentRecord {
             sent_to: r.unsigned("segments.sent_to")?,
             doubt_from: r.unsigned("segments.doubt_from")?,
             doubt_to: r.unsigned("segments.doubt_to")?,
+            finished_at: r.opt_int("segments.finished_at")?,
         })
     }
 }
@@ -203,6 +221,8 @@ impl Decode for TaskRecord {
             created_at: r.int("tasks.created_at")?,
             started_at: r.opt_int("tasks.started_at")?,
             finished_at: r.opt_int("tasks.finished_at")?,
+            created_by: actor(r, "tasks.created_by")?,
+            changed_by: actor(r, "tasks.changed_by")?,
         })
     }
 }
@@ -243,6 +263,8 @@ impl Decode for RuleRecord {
             status: r.state("rules.status")?,
             created_at: r.int("rules.created_at")?,
             updated_at: r.int("rules.updated_at")?,
+            created_by: actor(r, "rules.created_by")?,
+            changed_by: actor(r, "rules.changed_by")?,
             current: RuleVersion::decode(r)?,
         })
     }
@@ -281,10 +303,11 @@ mod tests {
 
     #[test]
     fn the_rule_list_joins_the_version_list() {
-        assert!(
-            rule_cols!()
-                .starts_with("r.id, r.tenant_id, r.status, r.created_at, r.updated_at, v.rule_id")
-        );
+        assert!(rule_cols!().starts_with(
+            "r.id, r.tenant_id, r.status, r.created_at, r.updated_at, \
+                 r.created_by_key_id, r.created_by_key_name, r.changed_by_key_id, \
+                 r.changed_by_key_name, v.rule_id"
+        ));
         assert!(rule_cols!().ends_with("v.priority, v.created_at, v.routing"));
     }
 }

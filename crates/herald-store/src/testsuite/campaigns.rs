@@ -572,6 +572,8 @@ pub async fn plan_task_is_unique_and_only_for_the_current_enabled_version(store:
             created_at: T0,
             started_at: None,
             finished_at: None,
+            created_by: None,
+            changed_by: None,
         }
     );
     assert_eq!(task(&store, t.id).await, t);
@@ -881,6 +883,11 @@ pub async fn start_task_checks_the_rule_then_starts_a_job(store: S) {
             finished_at: None,
             routing: Some(r#"{"to":"wecom","topic":"sale"}"#.into()),
             traceparent: None,
+            // The rule's name is its job's.
+            meta: crate::JobMeta {
+                name: Some("r".into()),
+                ..Default::default()
+            },
         }
     );
     assert_eq!(job_now(&store, j.id).await, j);
@@ -1082,6 +1089,71 @@ pub async fn job_segments_tile_the_audience(store: S) {
     );
     assert_eq!(store.get_job(third.id + 1000).await.unwrap(), None);
     assert!(segments(&store, third.id + 1000).await.is_empty());
+}
+
+/// Every way a segment ends sets its `finished_at` to that moment, and
+/// nothing after (a sweep that marks a partial segment handled) moves it.
+pub async fn segments_record_when_they_ended(store: S) {
+    let aud = audience(&store, 6).await;
+    let j = job(&store, aud, 2).await;
+    let ended = |store: S, id: i64| async move { segment(&store, j.id, id).await.finished_at };
+    assert!(
+        segments(&store, j.id)
+            .await
+            .iter()
+            .all(|s| s.finished_at.is_none())
+    );
+    // Done.
+    let c = claim(&store, "w", T0 + 1).await;
+    let (s0, e0) = (c.segment.start, c.segment.end);
+    record(&store, &c, e0, vec![send(s0, D), send(s0 + 1, D)], T0 + 5).await;
+    assert_eq!(ended(store.clone(), c.segment.id).await, None, "running");
+    finish(&store, &c, T0 + 10).await;
+    assert_eq!(ended(store.clone(), c.segment.id).await, Some(T0 + 10));
+    // Partial: a recipient is left to retry.
+    let p = claim(&store, "w", T0 + 11).await;
+    let (s1, e1) = (p.segment.start, p.segment.end);
+    record(&store, &p, e1, vec![send(s1, D), send(s1 + 1, R)], T0 + 15).await;
+    finish(&store, &p, T0 + 20).await;
+    let partial = segment(&store, j.id, p.segment.id).await;
+    assert_eq!(
+        (partial.state, partial.finished_at),
+        (SegmentState::Partial, Some(T0 + 20))
+    );
+    // Abandoned: its holder's lease ran out; the sweep that ends it also
+    // re-issues it and the partial one (both pending, not ended).
+    let a = claim(&store, "dead", T0 + 21).await;
+    let lapsed = T0 + 21 + LEASE + 1;
+    sweep(&store, lapsed, sweep_opts()).await;
+    let abandoned = segment(&store, j.id, a.segment.id).await;
+    assert_eq!(
+        (abandoned.state, abandoned.finished_at),
+        (SegmentState::Abandoned, Some(lapsed))
+    );
+    assert_eq!(ended(store.clone(), p.segment.id).await, Some(T0 + 20));
+    // Cancelled: the re-issues end with the job.
+    let cancelled_at = lapsed + 100;
+    store.cancel_job(j.id, cancelled_at).await.unwrap();
+    for s in segments(&store, j.id).await {
+        if s.parent_id.is_some() {
+            assert_eq!(
+                (s.state, s.finished_at),
+                (SegmentState::Cancelled, Some(cancelled_at)),
+                "{s:?}"
+            );
+        }
+    }
+    // Expired: a job whose deadline passed.
+    let spec = crate::JobSpec {
+        deadline_at: Some(T0 + 1_000),
+        ..job_spec(aud, 3)
+    };
+    let x = store.create_job(spec, T0).await.unwrap().unwrap();
+    let at = T0 + 2_000;
+    sweep(&store, at, sweep_opts()).await;
+    for s in segments(&store, x.id).await {
+        assert_eq!((s.state, s.finished_at), (SegmentState::Expired, Some(at)));
+    }
 }
 
 pub async fn claims_take_the_highest_priority_then_the_lowest_id(store: S) {

@@ -198,6 +198,7 @@ pub fn job_spec(audience_id: i64, segment_size: u64) -> JobSpec {
         task_id: None,
         routing: None,
         traceparent: None,
+        meta: Default::default(),
     }
 }
 

@@ -21,6 +21,8 @@
 //! - [`reports`]: delivery outcomes counted per day, channel, rule and job.
 //! - [`templates`]: message template versions.
 //! - [`caps`]: frequency-cap counters.
+//! - [`labels`]: jobs' names and categories; who made and changed rules,
+//!   jobs and tasks.
 //!
 //! [`store_conformance_tests!`](crate::store_conformance_tests) is the one entry
 //! point: it expands to one `#[tokio::test]` per case, grouped in a module per
@@ -61,6 +63,8 @@ pub mod digests;
 pub mod directory;
 #[cfg(feature = "testsuite")]
 pub mod in_doubt;
+#[cfg(feature = "testsuite")]
+pub mod labels;
 #[cfg(feature = "testsuite")]
 pub mod reminders;
 #[cfg(feature = "testsuite")]
@@ -238,6 +242,15 @@ macro_rules! store_conformance_tests {
             cases: [caps_take_up_to_max_per_window, caps_a_refused_send_takes_no_slot, caps_spent_counters_are_purged]
             races: [caps_hold_across_two_handles]
         );
+        $crate::store_conformance_tests!(@area labels, $make, $second;
+            cases: [
+                jobs_keep_their_name_and_category_and_list_by_them,
+                a_rule_job_takes_the_rule_name,
+                rules_and_tasks_keep_who_made_and_changed_them,
+                jobs_keep_who_made_and_changed_them,
+            ]
+            races: []
+        );
         $crate::store_conformance_tests!(@area templates, $make, $second;
             cases: [versions_count_up_per_tenant_and_name]
             races: []
@@ -264,6 +277,7 @@ macro_rules! store_conformance_tests {
                 due_tasks_are_oldest_first,
                 start_task_checks_the_rule_then_starts_a_job,
                 job_segments_tile_the_audience,
+                segments_record_when_they_ended,
                 claims_take_the_highest_priority_then_the_lowest_id,
                 claims_skip_jobs_past_their_deadline,
                 record_sends_counts_every_change_exactly,

@@ -85,8 +85,18 @@ pub(super) async fn counts_of(store: &S, tenant: TenantId) -> HashMap<TimerState
 
 /// A sealed audience of `n` fixture recipients, made at `at`.
 pub(crate) async fn sealed_audience(store: &S, n: u64, at: i64) -> i64 {
+    sealed_audience_of(store, DEFAULT_TENANT, n, at).await
+}
+
+/// [`sealed_audience`] of `tenant`.
+pub(crate) async fn sealed_audience_of(
+    store: &S,
+    tenant: herald_core::TenantId,
+    n: u64,
+    at: i64,
+) -> i64 {
     let id = store
-        .create_audience(DEFAULT_TENANT, Some(format!("audience of {n}")), at)
+        .create_audience(tenant, Some(format!("audience of {n}")), at)
         .await
         .expect("create_audience");
     for start in chunk_starts(n) {

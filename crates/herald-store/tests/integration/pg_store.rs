@@ -689,6 +689,7 @@ async fn job_of(store: &PgStore, n: u64, segment_size: u64) -> JobRecord {
                 follows: None,
                 routing: None,
                 traceparent: None,
+                meta: Default::default(),
             },
             T0,
         )
@@ -1047,6 +1048,7 @@ async fn a_job_settled_by_its_deadline_ends_done_not_expired() {
                 follows: None,
                 routing: None,
                 traceparent: None,
+                meta: Default::default(),
             },
             T0,
         )

@@ -76,6 +76,7 @@ async fn refusals(store: &dyn Store) -> Vec<(&'static str, String)> {
         task_id: None,
         routing: None,
         traceparent: None,
+        meta: Default::default(),
     };
     store.create_job(spec, 3).await.unwrap().unwrap();
     let c = store.claim_segment("w", 4, 60_000).await.unwrap().unwrap();

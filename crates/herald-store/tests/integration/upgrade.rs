@@ -32,8 +32,9 @@ struct Written {
     audiences_at: [i64; 2],
     /// Job 1: created, started, finished.
     job_at: [i64; 3],
-    /// Segments 1..=3: `(owner, lease_until)`.
-    segments: [(&'static str, i64); 3],
+    /// Segments 1..=3: `(owner, lease_until, updated_at)`; migration 0035
+    /// sets an ended segment's `finished_at` to its `updated_at`.
+    segments: [(&'static str, i64, i64); 3],
     /// `job_sends.updated_at` of indexes 0..5.
     sends_at: [i64; 5],
     rule_at: i64,
@@ -54,9 +55,9 @@ const SQLITE: Written = Written {
     audiences_at: [1795463017663, 1795463017705],
     job_at: [1795463017681, 1795463017682, 1795463017713],
     segments: [
-        ("fixture/w2", 1795463032685),
-        ("fixture/w3", 1795463032693),
-        ("fixture/w0", 1795463032697),
+        ("fixture/w2", 1795463032685, 1795463017710),
+        ("fixture/w3", 1795463032693, 1795463017713),
+        ("fixture/w0", 1795463032697, 1795463017703),
     ],
     sends_at: [
         1795463017685,
@@ -83,9 +84,9 @@ const POSTGRES: Written = Written {
     audiences_at: [1795463025850, 1795463025928],
     job_at: [1795463025890, 1795463025892, 1795463025928],
     segments: [
-        ("fixture/w3", 1795463040916),
-        ("fixture/w1", 1795463040903),
-        ("fixture/w0", 1795463040899),
+        ("fixture/w3", 1795463040916, 1795463025921),
+        ("fixture/w1", 1795463040903, 1795463025928),
+        ("fixture/w0", 1795463040899, 1795463025925),
     ],
     sends_at: [
         1795463025916,
@@ -316,6 +317,7 @@ async fn reads_back_v0(store: &dyn Store, w: &Written) {
         finished_at: Some(finished),
         routing: None,
         traceparent: None,
+        meta: Default::default(),
     };
     assert_eq!(store.get_job(1).await.unwrap().as_ref(), Some(&job));
     assert_eq!(
@@ -326,24 +328,27 @@ async fn reads_back_v0(store: &dyn Store, w: &Written) {
         .iter()
         .zip(w.segments)
         .enumerate()
-        .map(|(i, (&(start, end), (owner, lease_until)))| SegmentRecord {
-            id: i as i64 + 1,
-            job_id: 1,
-            start,
-            end,
-            cursor: end,
-            state: SegmentState::Done,
-            owner: Some(owner.into()),
-            lease_until: Some(lease_until),
-            epoch: 1,
-            parent_id: None,
-            attempt: 1,
-            not_before: created,
-            created_at: created,
-            sent_to: 0,
-            doubt_from: 0,
-            doubt_to: 0,
-        })
+        .map(
+            |(i, (&(start, end), (owner, lease_until, ended)))| SegmentRecord {
+                id: i as i64 + 1,
+                job_id: 1,
+                start,
+                end,
+                cursor: end,
+                state: SegmentState::Done,
+                owner: Some(owner.into()),
+                lease_until: Some(lease_until),
+                epoch: 1,
+                parent_id: None,
+                attempt: 1,
+                not_before: created,
+                created_at: created,
+                sent_to: 0,
+                doubt_from: 0,
+                doubt_to: 0,
+                finished_at: Some(ended),
+            },
+        )
         .collect();
     assert_eq!(store.job_segments(1, None, 10).await.unwrap(), segments);
     assert_eq!(
@@ -393,6 +398,9 @@ async fn reads_back_v0(store: &dyn Store, w: &Written) {
         status: RuleStatus::Enabled,
         created_at: w.rule_at,
         updated_at: w.rule_at,
+        // Who made a rule is not known from before migration 0036.
+        created_by: None,
+        changed_by: None,
         current: version.clone(),
     };
     assert_eq!(store.get_rule(1).await.unwrap().as_ref(), Some(&rule));
@@ -417,6 +425,8 @@ async fn reads_back_v0(store: &dyn Store, w: &Written) {
         created_at: w.task_at,
         started_at: None,
         finished_at: None,
+        created_by: None,
+        changed_by: None,
     };
     assert_eq!(store.get_task(1).await.unwrap().as_ref(), Some(&task));
     assert_eq!(store.rule_tasks(1, 10).await.unwrap(), vec![task.clone()]);
@@ -538,6 +548,7 @@ async fn writes_after_v0(store: &dyn Store) {
                 task_id: None,
                 routing: None,
                 traceparent: None,
+                meta: Default::default(),
             },
             NOW,
         )
@@ -728,7 +739,10 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     "0031_subject_timing",
     "0032_cap_counters",
     "0033_fallback_routes",
-    "0034_cap_counter_expiry",
+    "0034_job_labels",
+    "0035_segment_finished",
+    "0036_actors",
+    "0037_cap_counter_expiry",
 ];
 
 /// The schema version a fully migrated store records.

@@ -362,7 +362,8 @@ async fn seed(api: &Api) -> Seeded {
     let job = api
         .post(
             "/v1/jobs",
-            json!({"channel": "slow", "users": users, "message": {"text": "big campaign"}}),
+            json!({"channel": "slow", "users": users, "message": {"text": "big campaign"},
+                   "name": "console coupon push", "category": "coupon-reminder"}),
         )
         .await["id"]
         .as_i64()
@@ -466,10 +467,26 @@ async fn pages(b: &Browser, api: &Api, s: &Seeded, act: bool, shot: &str) {
         &shot("rule"),
     )
     .await;
+    b.wait_text(if act {
+        "created by admin"
+    } else {
+        "created by —"
+    })
+    .await;
+    b.wait_text("expected receivers 1").await;
     b.wait_text("Versions").await;
 
     // Jobs: the job with its progress; cancel through the console.
     visit(b, base, "/ui/jobs", "of 300", &shot("jobs")).await;
+    b.wait_text("console coupon push").await;
+    // The list filtered by category: another category shows none.
+    b.set_value("#f-category", "marketing").await;
+    b.click("#job-filter button").await;
+    b.wait_text("No job yet.").await;
+    b.set_value("#f-category", "coupon-reminder").await;
+    b.set_value("#f-name", "console coupon").await;
+    b.click("#job-filter button").await;
+    b.wait_text("of 300").await;
     visit(
         b,
         base,
@@ -477,6 +494,13 @@ async fn pages(b: &Browser, api: &Api, s: &Seeded, act: bool, shot: &str) {
         "Segments by state",
         &shot("job"),
     )
+    .await;
+    b.wait_text("category coupon-reminder").await;
+    b.wait_text(if act {
+        "created by admin"
+    } else {
+        "created by —"
+    })
     .await;
     if act {
         b.click(&format!("tr[data-job=\"{}\"] button.cancel-job", s.job))

@@ -37,6 +37,7 @@ mod fencing;
 mod flight;
 mod fuzz_api;
 mod fuzz_parsers;
+mod gaps;
 mod in_doubt;
 mod in_time;
 mod input;

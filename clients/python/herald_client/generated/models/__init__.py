@@ -1,5 +1,6 @@
 """Contains all the data models used in inputs/outputs"""
 
+from .actor_json import ActorJson
 from .audience_json import AudienceJson
 from .audience_list import AudienceList
 from .audience_target import AudienceTarget
@@ -164,6 +165,7 @@ from .version_json_schedule import VersionJsonSchedule
 from .version_list import VersionList
 
 __all__ = (
+    "ActorJson",
     "AudienceJson",
     "AudienceList",
     "AudienceTarget",

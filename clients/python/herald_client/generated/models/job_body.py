@@ -24,6 +24,8 @@ class JobBody:
     Attributes:
         channel (str): A channel configured on the node (`GET /v1/channels` lists them).
         audience_id (int | None | Unset):
+        category (None | str | Unset): The business kind it serves, e.g. `coupon-reminder` or `marketing`:
+            1..=64 of `A-Z a-z 0-9 _ - . :`. `GET /v1/jobs?category=` lists one.
         critical (bool | None | Unset): Sent in quiet hours too (the channel's and subscribers'); never past
             an opt-out.
         deadline (datetime.datetime | None | Unset):
@@ -31,6 +33,7 @@ class JobBody:
         follow_up (FollowUpBody | None | Unset):
         message (JobBodyMessageType0 | None | Unset): The message in the channel provider's shape; give this or
             `template`.
+        name (None | str | Unset): What to call it: 1..=200 characters, no control character.
         priority (int | None | Unset):
         segment_size (int | None | Unset):
         template (None | TemplateUse | Unset):
@@ -41,11 +44,13 @@ class JobBody:
 
     channel: str
     audience_id: int | None | Unset = UNSET
+    category: None | str | Unset = UNSET
     critical: bool | None | Unset = UNSET
     deadline: datetime.datetime | None | Unset = UNSET
     deadline_secs: int | None | Unset = UNSET
     follow_up: FollowUpBody | None | Unset = UNSET
     message: JobBodyMessageType0 | None | Unset = UNSET
+    name: None | str | Unset = UNSET
     priority: int | None | Unset = UNSET
     segment_size: int | None | Unset = UNSET
     template: None | TemplateUse | Unset = UNSET
@@ -66,6 +71,12 @@ class JobBody:
             audience_id = UNSET
         else:
             audience_id = self.audience_id
+
+        category: None | str | Unset
+        if isinstance(self.category, Unset):
+            category = UNSET
+        else:
+            category = self.category
 
         critical: bool | None | Unset
         if isinstance(self.critical, Unset):
@@ -102,6 +113,12 @@ class JobBody:
             message = self.message.to_dict()
         else:
             message = self.message
+
+        name: None | str | Unset
+        if isinstance(self.name, Unset):
+            name = UNSET
+        else:
+            name = self.name
 
         priority: int | None | Unset
         if isinstance(self.priority, Unset):
@@ -155,6 +172,8 @@ class JobBody:
         )
         if audience_id is not UNSET:
             field_dict["audience_id"] = audience_id
+        if category is not UNSET:
+            field_dict["category"] = category
         if critical is not UNSET:
             field_dict["critical"] = critical
         if deadline is not UNSET:
@@ -165,6 +184,8 @@ class JobBody:
             field_dict["follow_up"] = follow_up
         if message is not UNSET:
             field_dict["message"] = message
+        if name is not UNSET:
+            field_dict["name"] = name
         if priority is not UNSET:
             field_dict["priority"] = priority
         if segment_size is not UNSET:
@@ -198,6 +219,15 @@ class JobBody:
             return cast(int | None | Unset, data)
 
         audience_id = _parse_audience_id(d.pop("audience_id", UNSET))
+
+        def _parse_category(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        category = _parse_category(d.pop("category", UNSET))
 
         def _parse_critical(data: object) -> bool | None | Unset:
             if data is None:
@@ -267,6 +297,15 @@ class JobBody:
             return cast(JobBodyMessageType0 | None | Unset, data)
 
         message = _parse_message(d.pop("message", UNSET))
+
+        def _parse_name(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        name = _parse_name(d.pop("name", UNSET))
 
         def _parse_priority(data: object) -> int | None | Unset:
             if data is None:
@@ -349,11 +388,13 @@ class JobBody:
         job_body = cls(
             channel=channel,
             audience_id=audience_id,
+            category=category,
             critical=critical,
             deadline=deadline,
             deadline_secs=deadline_secs,
             follow_up=follow_up,
             message=message,
+            name=name,
             priority=priority,
             segment_size=segment_size,
             template=template,

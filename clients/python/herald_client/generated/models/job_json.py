@@ -9,6 +9,7 @@ from attrs import field as _attrs_field
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.actor_json import ActorJson
     from ..models.follow_up_json import FollowUpJson
     from ..models.job_json_message import JobJsonMessage
     from ..models.job_json_segments import JobJsonSegments
@@ -41,11 +42,15 @@ class JobJson:
         template (None | TemplateRef | Unset):
         to (None | ToTypeJson | Unset):
         topic (None | str | Unset):
+        category (None | str | Unset): The business kind it serves (e.g. `coupon-reminder`).
+        changed_by (ActorJson | None | Unset):
+        created_by (ActorJson | None | Unset):
         deadline (None | str | Unset):
         eta_secs (int | None | Unset): Seconds until `remaining` reaches 0 at the current rate; null when the
             rate is 0 or the job has ended.
         finished_at (None | str | Unset):
         follow_up (FollowUpJson | None | Unset):
+        name (None | str | Unset): Given when it was created; a job a rule starts takes the rule's name.
         started_at (None | str | Unset):
         task_id (int | None | Unset):
     """
@@ -66,15 +71,20 @@ class JobJson:
     template: None | TemplateRef | Unset = UNSET
     to: None | ToTypeJson | Unset = UNSET
     topic: None | str | Unset = UNSET
+    category: None | str | Unset = UNSET
+    changed_by: ActorJson | None | Unset = UNSET
+    created_by: ActorJson | None | Unset = UNSET
     deadline: None | str | Unset = UNSET
     eta_secs: int | None | Unset = UNSET
     finished_at: None | str | Unset = UNSET
     follow_up: FollowUpJson | None | Unset = UNSET
+    name: None | str | Unset = UNSET
     started_at: None | str | Unset = UNSET
     task_id: int | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.actor_json import ActorJson
         from ..models.follow_up_json import FollowUpJson
         from ..models.template_ref import TemplateRef
         from ..models.to_type_json import ToTypeJson
@@ -127,6 +137,28 @@ class JobJson:
         else:
             topic = self.topic
 
+        category: None | str | Unset
+        if isinstance(self.category, Unset):
+            category = UNSET
+        else:
+            category = self.category
+
+        changed_by: dict[str, Any] | None | Unset
+        if isinstance(self.changed_by, Unset):
+            changed_by = UNSET
+        elif isinstance(self.changed_by, ActorJson):
+            changed_by = self.changed_by.to_dict()
+        else:
+            changed_by = self.changed_by
+
+        created_by: dict[str, Any] | None | Unset
+        if isinstance(self.created_by, Unset):
+            created_by = UNSET
+        elif isinstance(self.created_by, ActorJson):
+            created_by = self.created_by.to_dict()
+        else:
+            created_by = self.created_by
+
         deadline: None | str | Unset
         if isinstance(self.deadline, Unset):
             deadline = UNSET
@@ -152,6 +184,12 @@ class JobJson:
             follow_up = self.follow_up.to_dict()
         else:
             follow_up = self.follow_up
+
+        name: None | str | Unset
+        if isinstance(self.name, Unset):
+            name = UNSET
+        else:
+            name = self.name
 
         started_at: None | str | Unset
         if isinstance(self.started_at, Unset):
@@ -191,6 +229,12 @@ class JobJson:
             field_dict["to"] = to
         if topic is not UNSET:
             field_dict["topic"] = topic
+        if category is not UNSET:
+            field_dict["category"] = category
+        if changed_by is not UNSET:
+            field_dict["changed_by"] = changed_by
+        if created_by is not UNSET:
+            field_dict["created_by"] = created_by
         if deadline is not UNSET:
             field_dict["deadline"] = deadline
         if eta_secs is not UNSET:
@@ -199,6 +243,8 @@ class JobJson:
             field_dict["finished_at"] = finished_at
         if follow_up is not UNSET:
             field_dict["follow_up"] = follow_up
+        if name is not UNSET:
+            field_dict["name"] = name
         if started_at is not UNSET:
             field_dict["started_at"] = started_at
         if task_id is not UNSET:
@@ -208,6 +254,7 @@ class JobJson:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.actor_json import ActorJson
         from ..models.follow_up_json import FollowUpJson
         from ..models.job_json_message import JobJsonMessage
         from ..models.job_json_segments import JobJsonSegments
@@ -285,6 +332,49 @@ class JobJson:
 
         topic = _parse_topic(d.pop("topic", UNSET))
 
+        def _parse_category(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        category = _parse_category(d.pop("category", UNSET))
+
+        def _parse_changed_by(data: object) -> ActorJson | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                changed_by_type_1 = ActorJson.from_dict(data)
+
+                return changed_by_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(ActorJson | None | Unset, data)
+
+        changed_by = _parse_changed_by(d.pop("changed_by", UNSET))
+
+        def _parse_created_by(data: object) -> ActorJson | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                created_by_type_1 = ActorJson.from_dict(data)
+
+                return created_by_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(ActorJson | None | Unset, data)
+
+        created_by = _parse_created_by(d.pop("created_by", UNSET))
+
         def _parse_deadline(data: object) -> None | str | Unset:
             if data is None:
                 return data
@@ -329,6 +419,15 @@ class JobJson:
 
         follow_up = _parse_follow_up(d.pop("follow_up", UNSET))
 
+        def _parse_name(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        name = _parse_name(d.pop("name", UNSET))
+
         def _parse_started_at(data: object) -> None | str | Unset:
             if data is None:
                 return data
@@ -364,10 +463,14 @@ class JobJson:
             template=template,
             to=to,
             topic=topic,
+            category=category,
+            changed_by=changed_by,
+            created_by=created_by,
             deadline=deadline,
             eta_secs=eta_secs,
             finished_at=finished_at,
             follow_up=follow_up,
+            name=name,
             started_at=started_at,
             task_id=task_id,
         )

@@ -9,6 +9,7 @@ from attrs import field as _attrs_field
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.actor_json import ActorJson
     from ..models.rule_json_audience import RuleJsonAudience
     from ..models.rule_json_message import RuleJsonMessage
     from ..models.rule_json_schedule import RuleJsonSchedule
@@ -39,7 +40,15 @@ class RuleJson:
         to (None | ToTypeJson | Unset):
         topic (None | str | Unset):
         audience_id (int | None | Unset): The audience its jobs send to (uploaded, or built from `users`).
+        changed_by (ActorJson | None | Unset):
+        created_by (ActorJson | None | Unset):
         deadline_secs (int | None | Unset):
+        expected_receivers (int | None | Unset): `GET /v1/rules/{id}` only: how many recipients its jobs send to (the
+            size of its audience), or null when that cannot be known before a
+            job sends (see `expected_receivers_unknown`).
+        expected_receivers_unknown (None | str | Unset): Why `expected_receivers` is null (parties or tags, which the
+            provider
+            expands itself; an audience upload not finished).
         next_run_at (None | str | Unset): When the rule sends next; `null` unless enabled.
     """
 
@@ -59,11 +68,16 @@ class RuleJson:
     to: None | ToTypeJson | Unset = UNSET
     topic: None | str | Unset = UNSET
     audience_id: int | None | Unset = UNSET
+    changed_by: ActorJson | None | Unset = UNSET
+    created_by: ActorJson | None | Unset = UNSET
     deadline_secs: int | None | Unset = UNSET
+    expected_receivers: int | None | Unset = UNSET
+    expected_receivers_unknown: None | str | Unset = UNSET
     next_run_at: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.actor_json import ActorJson
         from ..models.template_ref import TemplateRef
         from ..models.to_type_json import ToTypeJson
 
@@ -119,11 +133,39 @@ class RuleJson:
         else:
             audience_id = self.audience_id
 
+        changed_by: dict[str, Any] | None | Unset
+        if isinstance(self.changed_by, Unset):
+            changed_by = UNSET
+        elif isinstance(self.changed_by, ActorJson):
+            changed_by = self.changed_by.to_dict()
+        else:
+            changed_by = self.changed_by
+
+        created_by: dict[str, Any] | None | Unset
+        if isinstance(self.created_by, Unset):
+            created_by = UNSET
+        elif isinstance(self.created_by, ActorJson):
+            created_by = self.created_by.to_dict()
+        else:
+            created_by = self.created_by
+
         deadline_secs: int | None | Unset
         if isinstance(self.deadline_secs, Unset):
             deadline_secs = UNSET
         else:
             deadline_secs = self.deadline_secs
+
+        expected_receivers: int | None | Unset
+        if isinstance(self.expected_receivers, Unset):
+            expected_receivers = UNSET
+        else:
+            expected_receivers = self.expected_receivers
+
+        expected_receivers_unknown: None | str | Unset
+        if isinstance(self.expected_receivers_unknown, Unset):
+            expected_receivers_unknown = UNSET
+        else:
+            expected_receivers_unknown = self.expected_receivers_unknown
 
         next_run_at: None | str | Unset
         if isinstance(self.next_run_at, Unset):
@@ -158,8 +200,16 @@ class RuleJson:
             field_dict["topic"] = topic
         if audience_id is not UNSET:
             field_dict["audience_id"] = audience_id
+        if changed_by is not UNSET:
+            field_dict["changed_by"] = changed_by
+        if created_by is not UNSET:
+            field_dict["created_by"] = created_by
         if deadline_secs is not UNSET:
             field_dict["deadline_secs"] = deadline_secs
+        if expected_receivers is not UNSET:
+            field_dict["expected_receivers"] = expected_receivers
+        if expected_receivers_unknown is not UNSET:
+            field_dict["expected_receivers_unknown"] = expected_receivers_unknown
         if next_run_at is not UNSET:
             field_dict["next_run_at"] = next_run_at
 
@@ -167,6 +217,7 @@ class RuleJson:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.actor_json import ActorJson
         from ..models.rule_json_audience import RuleJsonAudience
         from ..models.rule_json_message import RuleJsonMessage
         from ..models.rule_json_schedule import RuleJsonSchedule
@@ -250,6 +301,40 @@ class RuleJson:
 
         audience_id = _parse_audience_id(d.pop("audience_id", UNSET))
 
+        def _parse_changed_by(data: object) -> ActorJson | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                changed_by_type_1 = ActorJson.from_dict(data)
+
+                return changed_by_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(ActorJson | None | Unset, data)
+
+        changed_by = _parse_changed_by(d.pop("changed_by", UNSET))
+
+        def _parse_created_by(data: object) -> ActorJson | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                created_by_type_1 = ActorJson.from_dict(data)
+
+                return created_by_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(ActorJson | None | Unset, data)
+
+        created_by = _parse_created_by(d.pop("created_by", UNSET))
+
         def _parse_deadline_secs(data: object) -> int | None | Unset:
             if data is None:
                 return data
@@ -258,6 +343,28 @@ class RuleJson:
             return cast(int | None | Unset, data)
 
         deadline_secs = _parse_deadline_secs(d.pop("deadline_secs", UNSET))
+
+        def _parse_expected_receivers(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        expected_receivers = _parse_expected_receivers(
+            d.pop("expected_receivers", UNSET)
+        )
+
+        def _parse_expected_receivers_unknown(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        expected_receivers_unknown = _parse_expected_receivers_unknown(
+            d.pop("expected_receivers_unknown", UNSET)
+        )
 
         def _parse_next_run_at(data: object) -> None | str | Unset:
             if data is None:
@@ -285,7 +392,11 @@ class RuleJson:
             to=to,
             topic=topic,
             audience_id=audience_id,
+            changed_by=changed_by,
+            created_by=created_by,
             deadline_secs=deadline_secs,
+            expected_receivers=expected_receivers,
+            expected_receivers_unknown=expected_receivers_unknown,
             next_run_at=next_run_at,
         )
 

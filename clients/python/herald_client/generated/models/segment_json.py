@@ -25,6 +25,8 @@ class SegmentJson:
         not_before (str):
         start (int):
         state (str):
+        finished_at (None | str | Unset): When it ended (`done`, `partial`, `abandoned`, `expired` or
+            `cancelled`); null while pending or running.
         lease_until (None | str | Unset):
         owner (None | str | Unset):
         parent_id (int | None | Unset):
@@ -40,6 +42,7 @@ class SegmentJson:
     not_before: str
     start: int
     state: str
+    finished_at: None | str | Unset = UNSET
     lease_until: None | str | Unset = UNSET
     owner: None | str | Unset = UNSET
     parent_id: int | None | Unset = UNSET
@@ -65,6 +68,12 @@ class SegmentJson:
         start = self.start
 
         state = self.state
+
+        finished_at: None | str | Unset
+        if isinstance(self.finished_at, Unset):
+            finished_at = UNSET
+        else:
+            finished_at = self.finished_at
 
         lease_until: None | str | Unset
         if isinstance(self.lease_until, Unset):
@@ -100,6 +109,8 @@ class SegmentJson:
                 "state": state,
             }
         )
+        if finished_at is not UNSET:
+            field_dict["finished_at"] = finished_at
         if lease_until is not UNSET:
             field_dict["lease_until"] = lease_until
         if owner is not UNSET:
@@ -131,6 +142,15 @@ class SegmentJson:
         start = d.pop("start")
 
         state = d.pop("state")
+
+        def _parse_finished_at(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        finished_at = _parse_finished_at(d.pop("finished_at", UNSET))
 
         def _parse_lease_until(data: object) -> None | str | Unset:
             if data is None:
@@ -170,6 +190,7 @@ class SegmentJson:
             not_before=not_before,
             start=start,
             state=state,
+            finished_at=finished_at,
             lease_until=lease_until,
             owner=owner,
             parent_id=parent_id,

@@ -9,6 +9,7 @@ from attrs import field as _attrs_field
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.actor_json import ActorJson
     from ..models.task_job_json import TaskJobJson
 
 
@@ -25,6 +26,8 @@ class TaskJson:
         rule_id (int):
         state (str):
         version (int):
+        changed_by (ActorJson | None | Unset):
+        created_by (ActorJson | None | Unset):
         detail (None | str | Unset):
         finished_at (None | str | Unset):
         job (None | TaskJobJson | Unset):
@@ -39,6 +42,8 @@ class TaskJson:
     rule_id: int
     state: str
     version: int
+    changed_by: ActorJson | None | Unset = UNSET
+    created_by: ActorJson | None | Unset = UNSET
     detail: None | str | Unset = UNSET
     finished_at: None | str | Unset = UNSET
     job: None | TaskJobJson | Unset = UNSET
@@ -48,6 +53,7 @@ class TaskJson:
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.actor_json import ActorJson
         from ..models.task_job_json import TaskJobJson
 
         created_at = self.created_at
@@ -61,6 +67,22 @@ class TaskJson:
         state = self.state
 
         version = self.version
+
+        changed_by: dict[str, Any] | None | Unset
+        if isinstance(self.changed_by, Unset):
+            changed_by = UNSET
+        elif isinstance(self.changed_by, ActorJson):
+            changed_by = self.changed_by.to_dict()
+        else:
+            changed_by = self.changed_by
+
+        created_by: dict[str, Any] | None | Unset
+        if isinstance(self.created_by, Unset):
+            created_by = UNSET
+        elif isinstance(self.created_by, ActorJson):
+            created_by = self.created_by.to_dict()
+        else:
+            created_by = self.created_by
 
         detail: None | str | Unset
         if isinstance(self.detail, Unset):
@@ -112,6 +134,10 @@ class TaskJson:
                 "version": version,
             }
         )
+        if changed_by is not UNSET:
+            field_dict["changed_by"] = changed_by
+        if created_by is not UNSET:
+            field_dict["created_by"] = created_by
         if detail is not UNSET:
             field_dict["detail"] = detail
         if finished_at is not UNSET:
@@ -129,6 +155,7 @@ class TaskJson:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.actor_json import ActorJson
         from ..models.task_job_json import TaskJobJson
 
         d = dict(src_dict)
@@ -143,6 +170,40 @@ class TaskJson:
         state = d.pop("state")
 
         version = d.pop("version")
+
+        def _parse_changed_by(data: object) -> ActorJson | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                changed_by_type_1 = ActorJson.from_dict(data)
+
+                return changed_by_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(ActorJson | None | Unset, data)
+
+        changed_by = _parse_changed_by(d.pop("changed_by", UNSET))
+
+        def _parse_created_by(data: object) -> ActorJson | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                created_by_type_1 = ActorJson.from_dict(data)
+
+                return created_by_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(ActorJson | None | Unset, data)
+
+        created_by = _parse_created_by(d.pop("created_by", UNSET))
 
         def _parse_detail(data: object) -> None | str | Unset:
             if data is None:
@@ -213,6 +274,8 @@ class TaskJson:
             rule_id=rule_id,
             state=state,
             version=version,
+            changed_by=changed_by,
+            created_by=created_by,
             detail=detail,
             finished_at=finished_at,
             job=job,

@@ -66,6 +66,16 @@ pub(crate) const JOB_LIST: Doc = doc("Jobs, newest first", &[(200, J("JobList"))
         Takes::Int(1, BIG),
     ),
     q("limit", "rows per page (default 50)", Takes::Int(1, 500)),
+    q(
+        "category",
+        "only jobs of exactly this category",
+        Takes::Pattern(super::job_labels::CATEGORY_PATTERN),
+    ),
+    q(
+        "name",
+        "only jobs whose name starts with this (case-sensitive)",
+        Takes::Printable(200),
+    ),
 ]);
 pub(crate) const JOB_GET: Doc = doc("A job with its totals and rate", JOB);
 pub(crate) const JOB_DELETE: Doc = doc(

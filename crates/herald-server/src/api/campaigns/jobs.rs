@@ -20,6 +20,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::access::Caller;
+use crate::api::campaigns::actors::{self, ActorJson};
+use crate::api::campaigns::job_labels;
 use crate::api::campaigns::routing::{
     self as campaign_routing, CampaignTo, RoutingFields, RoutingJson,
 };
@@ -107,6 +109,15 @@ impl From<JobTotals> for TotalsJson {
 #[derive(Serialize, utoipa::ToSchema)]
 pub(crate) struct JobJson {
     id: i64,
+    /// Given when it was created; a job a rule starts takes the rule's name.
+    name: Option<String>,
+    /// The business kind it serves (e.g. `coupon-reminder`).
+    category: Option<String>,
+    /// The API key that created it; null in open access and for a job a
+    /// rule or a follow-up started.
+    created_by: Option<ActorJson>,
+    /// The API key that last changed it (cancel, retry).
+    changed_by: Option<ActorJson>,
     #[schema(value_type = String)]
     state: JobState,
     channel: String,
@@ -190,6 +201,10 @@ async fn job_json(st: &AppState, rates: &RateSampler, j: JobRecord) -> Result<Jo
     };
     Ok(JobJson {
         id: j.id,
+        name: j.meta.name,
+        category: j.meta.category,
+        created_by: ActorJson::of(j.meta.created_by),
+        changed_by: ActorJson::of(j.meta.changed_by),
         state: j.state,
         channel: j.channel,
         audience_id: j.audience_id,
@@ -238,6 +253,9 @@ pub(crate) struct SegmentJson {
     attempt: u32,
     not_before: String,
     created_at: String,
+    /// When it ended (`done`, `partial`, `abandoned`, `expired` or
+    /// `cancelled`); null while pending or running.
+    finished_at: Option<String>,
 }
 
 impl From<SegmentRecord> for SegmentJson {
@@ -256,6 +274,7 @@ impl From<SegmentRecord> for SegmentJson {
             attempt: s.attempt,
             not_before: format_rfc3339_ms(s.not_before),
             created_at: format_rfc3339_ms(s.created_at),
+            finished_at: s.finished_at.map(format_rfc3339_ms),
         }
     }
 }
@@ -298,6 +317,13 @@ impl From<SendRecord> for SendJson {
 #[serde(deny_unknown_fields)]
 #[derive(utoipa::ToSchema)]
 pub(crate) struct JobBody {
+    /// What to call it: 1..=200 characters, no control character.
+    #[serde(default)]
+    name: Option<String>,
+    /// The business kind it serves, e.g. `coupon-reminder` or `marketing`:
+    /// 1..=64 of `A-Z a-z 0-9 _ - . :`. `GET /v1/jobs?category=` lists one.
+    #[serde(default)]
+    category: Option<String>,
     #[serde(default)]
     audience_id: Option<i64>,
     #[serde(default)]
@@ -396,6 +422,7 @@ fn check_follow_up(
 fn check_job(st: &AppState, tenant: TenantId, bytes: &[u8]) -> Result<NewJob, ApiError> {
     let req: JobBody = json_body::object(bytes)?;
     let now = st.clock.now_ms();
+    let meta = job_labels::meta(req.name, req.category)?;
 
     let audience = match (req.audience_id, req.users) {
         (Some(_), Some(_)) => {
@@ -536,6 +563,7 @@ fn check_job(st: &AppState, tenant: TenantId, bytes: &[u8]) -> Result<NewJob, Ap
         follow_up,
         routing,
         traceparent: None,
+        meta,
     })
 }
 
@@ -554,6 +582,7 @@ pub async fn create(
         let bytes = read_body(body, st.api.campaign_body_max_bytes).await?;
         let mut job = check_job(&st, caller.tenant, &bytes)?;
         job.traceparent = traceparent;
+        job.meta.created_by = actors::of_caller(&caller);
         let created = st.campaigns.create_job(caller.tenant, job).await?;
         if !span.is_disabled() {
             span.record("herald.job.id", created.id);
@@ -630,11 +659,16 @@ pub async fn action(
         _ => None,
     };
     if let Some(which) = resend {
-        let (job, retried) = st.campaigns.retry_sends(caller.tenant, id, which).await?;
+        let by = actors::of_caller(&caller);
+        let (job, retried) = st
+            .campaigns
+            .retry_sends(caller.tenant, id, which, by)
+            .await?;
         let job = job_json(&st, &rates, job).await?;
         return Ok(axum::Json(JobRetried { job, retried }).into_response());
     }
-    let job = st.campaigns.cancel_job(caller.tenant, id).await?;
+    let by = actors::of_caller(&caller);
+    let job = st.campaigns.cancel_job(caller.tenant, id, by).await?;
     Ok(axum::Json(job_json(&st, &rates, job).await?).into_response())
 }
 
@@ -707,17 +741,36 @@ pub(crate) struct SegmentList {
     segments: Vec<SegmentJson>,
 }
 
-/// `GET /v1/jobs?before=&limit=` → `{jobs, next_before}`, newest first.
+/// The query of `GET /v1/jobs`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobListQuery {
+    #[serde(default)]
+    before: Option<String>,
+    #[serde(default)]
+    limit: Option<String>,
+    /// Only jobs of exactly this category.
+    #[serde(default)]
+    category: Option<String>,
+    /// Only jobs whose name starts with this.
+    #[serde(default)]
+    name: Option<String>,
+}
+
+/// `GET /v1/jobs?before=&limit=&category=&name=` → `{jobs, next_before}`,
+/// newest first; `category` matches exactly, `name` as a prefix.
 pub async fn list(
     State(st): State<AppState>,
     Extension(caller): Extension<Caller>,
     Extension(rates): Extension<Arc<RateSampler>>,
-    q: Result<Query<PageQuery>, QueryRejection>,
+    q: Result<Query<JobListQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
-    let page = DESCENDING.read(q)?;
+    let q = query(q)?;
+    let page = DESCENDING.page(&q.before, &q.limit)?;
+    let filter = job_labels::filter(q.name, q.category)?;
     let jobs = st
         .campaigns
-        .list_jobs(caller.tenant, page.cursor, page.limit)
+        .list_jobs(caller.tenant, filter, page.cursor, page.limit)
         .await?;
     let last = jobs.last().map(|j| j.id);
     let next_before = page.next_cursor(jobs.len(), last);

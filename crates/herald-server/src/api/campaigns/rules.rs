@@ -19,7 +19,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::access::Caller;
+use crate::api::campaigns::actors::{self, ActorJson};
 use crate::api::campaigns::jobs::TotalsJson;
+use crate::api::campaigns::receivers;
 use crate::api::campaigns::routing::{
     self as campaign_routing, CampaignTo, RoutingFields, RoutingJson,
 };
@@ -387,8 +389,23 @@ pub(crate) struct RuleJson {
     priority: u8,
     created_at: String,
     updated_at: String,
+    /// The API key that created it; null in open access.
+    created_by: Option<ActorJson>,
+    /// The API key that last changed it (a new version, enable, disable).
+    changed_by: Option<ActorJson>,
     /// When the rule sends next; `null` unless enabled.
     next_run_at: Option<String>,
+    /// `GET /v1/rules/{id}` only: how many recipients its jobs send to (the
+    /// size of its audience), or null when that cannot be known before a
+    /// job sends (see `expected_receivers_unknown`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<u64>)]
+    expected_receivers: Option<Option<u64>>,
+    /// Why `expected_receivers` is null (parties or tags, which the provider
+    /// expands itself; an audience upload not finished).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    expected_receivers_unknown: Option<&'static str>,
     /// `to`, `topic` and `critical`, when given.
     #[serde(flatten)]
     routing: RoutingJson,
@@ -413,7 +430,11 @@ impl From<RuleView> for RuleJson {
             routing: RoutingJson::of(s.routing.as_deref()),
             created_at: format_rfc3339_ms(r.created_at),
             updated_at: format_rfc3339_ms(r.updated_at),
+            created_by: ActorJson::of(r.created_by),
+            changed_by: ActorJson::of(r.changed_by),
             next_run_at: v.next_run_at.map(format_rfc3339_ms),
+            expected_receivers: None,
+            expected_receivers_unknown: None,
         }
     }
 }
@@ -478,6 +499,11 @@ pub(crate) struct TaskJson {
     created_at: String,
     started_at: Option<String>,
     finished_at: Option<String>,
+    /// The planner plans every task: this is the key that last changed its
+    /// rule when it was planned (null in open access).
+    created_by: Option<ActorJson>,
+    /// The key that ended it early (disabling the rule, cancelling its job).
+    changed_by: Option<ActorJson>,
     /// The job it started, with its totals: how the execution went.
     job: Option<TaskJobJson>,
 }
@@ -497,6 +523,8 @@ impl From<TaskView> for TaskJson {
             created_at: format_rfc3339_ms(t.created_at),
             started_at: t.started_at.map(format_rfc3339_ms),
             finished_at: t.finished_at.map(format_rfc3339_ms),
+            created_by: ActorJson::of(t.created_by),
+            changed_by: ActorJson::of(t.changed_by),
             job: v.job.map(|j| TaskJobJson {
                 id: j.id,
                 state: j.state,
@@ -521,7 +549,8 @@ pub async fn create(
 ) -> Result<Response, ApiError> {
     let bytes = read_body(body, st.api.campaign_body_max_bytes).await?;
     let rule = check_rule(&st, caller.tenant, &bytes, None)?;
-    let created = st.campaigns.create_rule(caller.tenant, rule).await?;
+    let by = actors::of_caller(&caller);
+    let created = st.campaigns.create_rule(caller.tenant, rule, by).await?;
     Ok(ok(StatusCode::CREATED, RuleJson::from(created)))
 }
 
@@ -543,7 +572,11 @@ pub async fn update(
         .ok()
         .and_then(|v| serde_json::from_str::<ScheduleSpec>(&v.rule.current.spec.schedule).ok());
     let rule = check_rule(&st, caller.tenant, &bytes, current.as_ref())?;
-    let updated = st.campaigns.update_rule(caller.tenant, id, rule).await?;
+    let by = actors::of_caller(&caller);
+    let updated = st
+        .campaigns
+        .update_rule(caller.tenant, id, rule, by)
+        .await?;
     Ok(ok(StatusCode::OK, RuleJson::from(updated)))
 }
 
@@ -558,7 +591,12 @@ pub async fn action(
     let id = parse_id(raw_id, "rule")?;
     let rule = st
         .campaigns
-        .set_rule_enabled(caller.tenant, id, verb == "enable")
+        .set_rule_enabled(
+            caller.tenant,
+            id,
+            verb == "enable",
+            actors::of_caller(&caller),
+        )
         .await?;
     Ok(ok(StatusCode::OK, RuleJson::from(rule)))
 }
@@ -572,7 +610,11 @@ pub async fn get(
 ) -> Result<Response, ApiError> {
     let id = parse_id(&raw_id, "rule")?;
     let rule = st.campaigns.get_rule(caller.tenant, id).await?;
-    Ok(ok(StatusCode::OK, RuleJson::from(rule)))
+    let expected = receivers::of_rule(&st, caller.tenant, &rule.rule).await?;
+    let mut json = RuleJson::from(rule);
+    json.expected_receivers = Some(expected.count);
+    json.expected_receivers_unknown = expected.reason;
+    Ok(ok(StatusCode::OK, json))
 }
 
 /// `GET /v1/rules`'s answer: a page of rules by id.

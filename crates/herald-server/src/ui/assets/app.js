@@ -125,6 +125,12 @@ var H = (function () {
     return Math.round(n * 10) / 10 + "";
   }
   function json(v) { return JSON.stringify(v, null, 2); }
+  // Who made or changed something (`created_by`, `changed_by`): the API
+  // key's name and id; null is open access or the node itself.
+  function actor(a) {
+    if (!a) return "—";
+    return (a.key_name || "key") + (a.key_id === null || a.key_id === undefined ? "" : " #" + a.key_id);
+  }
 
   // A table: columns are [label, function(row) -> text | Node].
   function table(columns, rows, opts) {
@@ -268,7 +274,7 @@ var H = (function () {
     api: api, get: get, el: el, clear: clear, flash: flash, fail: fail, query: query,
     fmtTime: fmtTime, fmtNum: fmtNum, json: json, table: table, pager: pager, poll: poll,
     button: button, confirmThen: confirmThen, field: field, formValues: formValues,
-    isoOf: isoOf, progress: progress, section: section, visible: visible,
+    isoOf: isoOf, progress: progress, section: section, visible: visible, actor: actor,
     content: function () { return document.getElementById("content"); },
   };
 })();

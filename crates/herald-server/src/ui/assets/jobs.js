@@ -1,10 +1,17 @@
 // Jobs: live progress (sent, failed, expired of total), rate, ETA, segments
-// by state, failures, cancel. The list and an open job refresh every 2 s.
+// by state, failures, cancel; the list filtered by category (exact) and name
+// (prefix). The list and an open job refresh every 2 s.
 "use strict";
 (function () {
   var el = H.el;
+  var form = el("form", { id: "job-filter", class: "filters" },
+    H.field("category", "category", "text"),
+    H.field("name starts with", "name", "text"),
+    el("button", { type: "submit" }, "Filter"));
   var detail = el("div", { id: "job-detail" });
   var list = el("div", { id: "job-list" });
+  var filter = {};
+  H.content().appendChild(form);
   H.content().appendChild(detail);
   H.content().appendChild(list);
 
@@ -24,10 +31,12 @@
 
   var pages = H.pager(list, {
     key: "jobs",
-    path: function (cur) { return "/v1/jobs" + H.query(Object.assign({ limit: 50 }, cur)); },
+    path: function (cur) { return "/v1/jobs" + H.query(Object.assign({ limit: 50 }, filter, cur)); },
     render: function (items) {
       return H.table([
         ["id", function (j) { return el("a", { href: "#id=" + j.id, class: "job-link", text: String(j.id) }); }],
+        ["name", function (j) { return j.name || ""; }],
+        ["category", function (j) { return j.category || ""; }],
         ["state", function (j) { return el("span", { class: "state " + j.state, text: j.state }); }],
         ["channel", function (j) { return j.channel; }],
         ["progress", function (j) { return [bar(j.totals), el("div", { class: "small", text: counts(j.totals) })]; }],
@@ -52,7 +61,9 @@
       var j = r[0], segs = r[1].segments || [], fails = r[2];
       H.clear(detail);
       var box = el("section", { class: "detail", "data-id": j.id, id: "job-" + j.id },
-        el("h2", { text: "Job " + j.id + " · " + j.state }),
+        el("h2", { text: "Job " + j.id + (j.name ? " · " + j.name : "") + " · " + j.state }),
+        el("p", { class: "labels", text: j.category ? "category " + j.category : "no category" }),
+        el("p", { class: "actors", text: "created by " + H.actor(j.created_by) + (j.changed_by ? " · last changed by " + H.actor(j.changed_by) : "") }),
         bar(j.totals),
         el("p", { class: "counts", text: counts(j.totals) + " · " + H.fmtNum(j.rate_per_sec) + "/s now, " + H.fmtNum(j.avg_rate_per_sec) + "/s on average · ETA " + eta(j.eta_secs) }));
       var actions = el("div", { class: "actions" });
@@ -69,6 +80,7 @@
         ["owner", function (s) { return s.owner || ""; }],
         ["epoch", function (s) { return s.epoch; }],
         ["attempt", function (s) { return s.attempt; }],
+        ["finished", function (s) { return s.finished_at ? H.fmtTime(s.finished_at) : ""; }],
       ], segs, { cls: "segments" }));
       box.appendChild(el("h3", { text: "Failed sends by error" }));
       box.appendChild(H.table([
@@ -81,6 +93,12 @@
   function idFromHash() { var m = /^#id=(\d+)$/.exec(window.location.hash); return m ? m[1] : ""; }
   function refresh() { return Promise.all([pages.reload(), showJob(idFromHash())]); }
   window.addEventListener("hashchange", function () { showJob(idFromHash()).catch(H.fail); });
+  form.addEventListener("submit", function (ev) {
+    ev.preventDefault();
+    var v = H.formValues(form);
+    filter = { category: v.category, name: v.name };
+    pages.first().catch(H.fail);
+  });
   pages.first().then(function () {
     H.poll(refresh, 2000);
   }).catch(H.fail);

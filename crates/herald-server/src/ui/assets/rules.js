@@ -56,6 +56,8 @@
       var rule = r[0], versions = r[1].versions || [], tasks = r[2].tasks || [];
       var box = el("section", { class: "detail", "data-id": rule.id, id: "rule-" + rule.id },
         el("h2", { text: "Rule " + rule.id + ": " + rule.name + " · " + rule.status }));
+      box.appendChild(el("p", { class: "actors", text: "created by " + H.actor(rule.created_by) + " · last changed by " + H.actor(rule.changed_by) }));
+      box.appendChild(el("p", { class: "receivers", text: rule.expected_receivers === null ? "expected receivers unknown: " + rule.expected_receivers_unknown : "expected receivers " + rule.expected_receivers }));
       box.appendChild(el("div", { class: "actions" }, toggle(rule)));
 
       box.appendChild(el("h3", { text: "Next occurrences" }));
@@ -81,6 +83,8 @@
         ["version", function (t) { return t.version; }],
         ["planned", function (t) { return H.fmtTime(t.planned_at); }],
         ["state", function (t) { return t.state; }],
+        ["planned for", function (t) { return H.actor(t.created_by); }],
+        ["changed by", function (t) { return t.changed_by ? H.actor(t.changed_by) : ""; }],
         ["job", function (t) { return t.job_id ? el("a", { href: "/ui/jobs#id=" + t.job_id, text: String(t.job_id) }) : ""; }],
         ["recipients", function (t) { return t.recipients === null ? "" : t.recipients; }],
         ["outcome", function (t) {

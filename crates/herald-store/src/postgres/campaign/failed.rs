@@ -6,7 +6,7 @@
 use herald_core::campaign::JobState;
 
 use super::jobs::{INSERT_SEGMENTS, LOCK_JOB};
-use crate::campaign::{FailedRetry, FailureGroups, Resend, retry_runs};
+use crate::campaign::{Actor, FailedRetry, FailureGroups, Resend, retry_runs};
 use crate::model::{self, limit_to_db, tenant_to_pg, to_db};
 use crate::postgres::{Ctx, PgStore};
 use crate::{JobRecord, Result};
@@ -74,6 +74,7 @@ pub(super) async fn retry_sends(
     job_id: i64,
     which: Resend,
     now: i64,
+    by: &Option<Actor>,
 ) -> Result<Option<FailedRetry>> {
     let [to_retry, run_again] = resend_statements(which);
     let mut client = store.client().await?;
@@ -110,6 +111,7 @@ pub(super) async fn retry_sends(
     }
     idxs.sort_unstable();
     let retried = idxs.len() as i64;
+    super::stamp(&tx, crate::campaign::sql::actors::JOB_CHANGED, job_id, by).await?;
     let again = tx
         .prepare_cached(run_again)
         .await

@@ -34,13 +34,13 @@ use herald_core::time::utc_day;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{ToSql, Type};
 
-use crate::campaign::sql::jobs as sql;
+use crate::campaign::sql::{actors, jobs as sql};
 use crate::postgres::error::pg_error;
 use crate::postgres::{Ctx, PgStore, col, reports};
 use crate::reports::SendTally;
 use crate::{
-    ClaimedSegment, JobRecord, JobSpec, LeaseCheck, Progress, Result, SegmentClaim, SegmentRecord,
-    SegmentWrite, SendEntry, SendRecord, StoreError, refusals,
+    Actor, ClaimedSegment, JobFilter, JobRecord, JobSpec, LeaseCheck, Progress, Result,
+    SegmentClaim, SegmentRecord, SegmentWrite, SendEntry, SendRecord, StoreError, refusals,
 };
 
 use crate::model::{self, Columns, job_cols, segment_cols, send_cols, tenant_to_pg, to_db};
@@ -55,8 +55,9 @@ const AUDIENCE_SIZE: &str = "SELECT size, tenant_id FROM audiences WHERE id = $1
 const INSERT_JOB: &str = concat!(
     "INSERT INTO jobs (audience_id, channel, message, segment_size, deadline_at, priority, \
                        task_id, state, total, created_at, finished_at, tenant_id, routing, \
-                       traceparent) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING ",
+                       traceparent, name, category, created_by_key_id, created_by_key_name) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) \
+     RETURNING ",
     job_cols!()
 );
 // Ids follow the array order, so they grow with `start`.
@@ -76,6 +77,21 @@ pub(super) const LIST_JOBS: &str = concat!(
     " FROM jobs WHERE tenant_id >= $3 AND (tenant_id, id) < ($3, $1) \
      ORDER BY tenant_id DESC, id DESC LIMIT $2"
 );
+/// [`LIST_JOBS`] of one category ($4) off `jobs_category`, names starting
+/// with $5 (`''`: any name, none too).
+pub(super) const LIST_JOBS_IN_CATEGORY: &str = concat!(
+    "SELECT ",
+    job_cols!(),
+    " FROM jobs WHERE tenant_id = $3 AND category = $4 AND id < $1 \
+     AND ($5 = '' OR substr(name, 1, length($5)) = $5) ORDER BY id DESC LIMIT $2"
+);
+/// [`LIST_JOBS`] of names starting with $4.
+pub(super) const LIST_JOBS_NAMED: &str = concat!(
+    "SELECT ",
+    job_cols!(),
+    " FROM jobs WHERE tenant_id >= $3 AND (tenant_id, id) < ($3, $1) \
+     AND substr(name, 1, length($4)) = $4 ORDER BY tenant_id DESC, id DESC LIMIT $2"
+);
 pub(super) const SEGMENT_COUNTS: &str =
     "SELECT state, count(*) FROM segments WHERE job_id = $1 GROUP BY state";
 pub(super) const JOB_SEGMENTS: &str = concat!(
@@ -89,7 +105,8 @@ pub(super) const LOCK_JOB: &str = concat!(
     " FROM jobs WHERE id = $1 FOR NO KEY UPDATE"
 );
 const LOCK_JOB_STATE: &str = "SELECT state, tenant_id FROM jobs WHERE id = $1 FOR NO KEY UPDATE";
-pub(super) const CANCEL_SEGMENTS: &str = "UPDATE segments SET state = 'cancelled', updated_at = $2 \
+pub(super) const CANCEL_SEGMENTS: &str = "UPDATE segments SET state = 'cancelled', updated_at = $2, \
+    finished_at = $2 \
     WHERE job_id = $1 AND state IN ('pending', 'running')";
 // Whatever has no final outcome counts as cancelled, retrying ones included.
 const CANCEL_JOB: &str = concat!(
@@ -296,7 +313,8 @@ pub(super) async fn insert_job(tx: &Tx<'_>, spec: &JobSpec, now: i64) -> Result<
         .prepare_cached(INSERT_JOB)
         .await
         .ctx("preparing job insert")?;
-    let params: [&(dyn ToSql + Sync); 14] = [
+    let (key_id, key_name) = Actor::columns(&spec.meta.created_by);
+    let params: [&(dyn ToSql + Sync); 18] = [
         &spec.audience_id,
         &spec.channel,
         &spec.message,
@@ -311,6 +329,10 @@ pub(super) async fn insert_job(tx: &Tx<'_>, spec: &JobSpec, now: i64) -> Result<
         &tenant,
         &spec.routing,
         &spec.traceparent,
+        &spec.meta.name,
+        &spec.meta.category,
+        &key_id,
+        &key_name,
     ];
     let job = model::decode::<JobRecord, _>(
         &tx.query_one(&insert, &params)
@@ -391,17 +413,27 @@ pub(super) async fn get_job(store: &PgStore, id: i64) -> Result<Option<JobRecord
 pub(super) async fn list_jobs(
     store: &PgStore,
     tenant: TenantId,
+    filter: JobFilter,
     before: i64,
     limit: i64,
 ) -> Result<Vec<JobRecord>> {
     let tenant = tenant_to_pg(tenant)?;
     let client = store.client().await?;
-    let stmt = client
-        .prepare_cached(LIST_JOBS)
-        .await
-        .ctx("preparing job list")?;
+    let (sql, category, prefix) = match (filter.category, filter.name_prefix) {
+        (None, None) => (LIST_JOBS, None, None),
+        (Some(c), p) => (LIST_JOBS_IN_CATEGORY, Some(c), Some(p.unwrap_or_default())),
+        (None, Some(p)) => (LIST_JOBS_NAMED, None, Some(p)),
+    };
+    let stmt = client.prepare_cached(sql).await.ctx("preparing job list")?;
+    let mut params: Vec<&(dyn ToSql + Sync)> = vec![&before, &limit, &tenant];
+    if let Some(c) = &category {
+        params.push(c);
+    }
+    if let Some(p) = &prefix {
+        params.push(p);
+    }
     client
-        .query(&stmt, &[&before, &limit, &tenant])
+        .query(&stmt, &params)
         .await
         .ctx("listing jobs")?
         .iter()
@@ -451,7 +483,12 @@ pub(super) async fn job_segments(
         .collect()
 }
 
-pub(super) async fn cancel_job(store: &PgStore, id: i64, now: i64) -> Result<Option<JobRecord>> {
+pub(super) async fn cancel_job(
+    store: &PgStore,
+    id: i64,
+    now: i64,
+    by: &Option<Actor>,
+) -> Result<Option<JobRecord>> {
     let mut client = store.client().await?;
     let tx = client.transaction().await.ctx("beginning cancel_job")?;
     let lock = tx
@@ -465,6 +502,7 @@ pub(super) async fn cancel_job(store: &PgStore, id: i64, now: i64) -> Result<Opt
     if job.state.is_final() {
         return Ok(Some(job));
     }
+    super::stamp(&tx, actors::JOB_CHANGED, id, by).await?;
     let segments = tx
         .prepare_cached(CANCEL_SEGMENTS)
         .await
@@ -483,6 +521,7 @@ pub(super) async fn cancel_job(store: &PgStore, id: i64, now: i64) -> Result<Opt
     if let Some(task) = job.task_id {
         let (state, detail) = task_end(id, JobState::Cancelled, 0, 0, 0);
         end_tasks(&tx, &[(task, state, detail)], now).await?;
+        super::stamp(&tx, actors::JOB_TASK_CANCELLED, id, by).await?;
     }
     tx.commit().await.ctx("committing cancel_job")?;
     Ok(Some(job))

@@ -39,6 +39,26 @@ use herald_core::campaign::SegmentState;
 use super::PgStore;
 use crate::Result;
 use crate::campaign::*;
+use crate::postgres::Ctx;
+
+/// Records `by` as the actor of row `id` with one of the statements of
+/// `campaign::sql::actors`, inside the caller's transaction.
+async fn stamp(
+    tx: &deadpool_postgres::Transaction<'_>,
+    statement: crate::shared_sql::Statement,
+    id: i64,
+    by: &Option<Actor>,
+) -> Result<()> {
+    let (key_id, key_name) = Actor::columns(by);
+    let stmt = tx
+        .prepare_cached(statement.pg)
+        .await
+        .ctx("preparing actor")?;
+    tx.execute(&stmt, &[&id, &key_id, &key_name])
+        .await
+        .ctx("recording who changed it")?;
+    Ok(())
+}
 
 use crate::model::{bound_to_db, limit_to_db, to_db};
 
@@ -119,31 +139,45 @@ impl CampaignStore for PgStore {
         .await
     }
 
-    async fn create_rule(&self, spec: RuleSpec, now: i64) -> Result<RuleRecord> {
+    async fn create_rule_by(
+        &self,
+        spec: RuleSpec,
+        now: i64,
+        by: Option<Actor>,
+    ) -> Result<RuleRecord> {
         self.within("create_rule", async move {
-            self.retrying("create_rule", || rules::create_rule(self, &spec, now))
+            self.retrying("create_rule", || rules::create_rule(self, &spec, now, &by))
                 .await
         })
         .await
     }
 
-    async fn update_rule(&self, id: i64, spec: RuleSpec, now: i64) -> Result<Option<RuleRecord>> {
+    async fn update_rule_by(
+        &self,
+        id: i64,
+        spec: RuleSpec,
+        now: i64,
+        by: Option<Actor>,
+    ) -> Result<Option<RuleRecord>> {
         self.within("update_rule", async move {
-            self.retrying("update_rule", || rules::update_rule(self, id, &spec, now))
-                .await
+            self.retrying("update_rule", || {
+                rules::update_rule(self, id, &spec, now, &by)
+            })
+            .await
         })
         .await
     }
 
-    async fn set_rule_enabled(
+    async fn set_rule_enabled_by(
         &self,
         id: i64,
         enabled: bool,
         now: i64,
+        by: Option<Actor>,
     ) -> Result<Option<RuleRecord>> {
         self.within("set_rule_enabled", async move {
             self.retrying("set_rule_enabled", || {
-                rules::set_rule_enabled(self, id, enabled, now)
+                rules::set_rule_enabled(self, id, enabled, now, &by)
             })
             .await
         })
@@ -314,9 +348,10 @@ impl CampaignStore for PgStore {
             .await
     }
 
-    async fn list_jobs(
+    async fn list_jobs_where(
         &self,
         tenant: TenantId,
+        filter: JobFilter,
         before: Option<i64>,
         limit: usize,
     ) -> Result<Vec<JobRecord>> {
@@ -324,7 +359,8 @@ impl CampaignStore for PgStore {
             if limit == 0 {
                 return Ok(Vec::new());
             }
-            jobs::list_jobs(self, tenant, before.unwrap_or(i64::MAX), limit_to_db(limit)).await
+            let before = before.unwrap_or(i64::MAX);
+            jobs::list_jobs(self, tenant, filter, before, limit_to_db(limit)).await
         })
         .await
     }
@@ -351,23 +387,29 @@ impl CampaignStore for PgStore {
         .await
     }
 
-    async fn cancel_job(&self, id: i64, now: i64) -> Result<Option<JobRecord>> {
+    async fn cancel_job_by(
+        &self,
+        id: i64,
+        now: i64,
+        by: Option<Actor>,
+    ) -> Result<Option<JobRecord>> {
         self.within("cancel_job", async move {
-            self.retrying("cancel_job", || jobs::cancel_job(self, id, now))
+            self.retrying("cancel_job", || jobs::cancel_job(self, id, now, &by))
                 .await
         })
         .await
     }
 
-    async fn retry_sends(
+    async fn retry_sends_by(
         &self,
         job_id: i64,
         which: Resend,
         now: i64,
+        by: Option<Actor>,
     ) -> Result<Option<FailedRetry>> {
         self.within("retry_sends", async move {
             self.retrying("retry_sends", || {
-                failed::retry_sends(self, job_id, which, now)
+                failed::retry_sends(self, job_id, which, now, &by)
             })
             .await
         })

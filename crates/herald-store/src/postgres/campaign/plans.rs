@@ -281,6 +281,22 @@ const CASES: &[Case] = &[
         must: &[],
     },
     Case {
+        name: "list_jobs_in_category",
+        sql: jobs::LIST_JOBS_IN_CATEGORY,
+        types: "int8, int8, int4, text, text",
+        args: "9223372036854775807, 20, 7, 'coupon-reminder', ''",
+        custom: false,
+        must: &["jobs_category"],
+    },
+    Case {
+        name: "list_jobs_named",
+        sql: jobs::LIST_JOBS_NAMED,
+        types: "int8, int8, int4, text",
+        args: "9223372036854775807, 20, 7, 'coupon'",
+        custom: false,
+        must: &["jobs_tenant"],
+    },
+    Case {
         name: "cancel_pending",
         sql: rules::CANCEL_PENDING,
         types: "int8, int8, text",
@@ -380,6 +396,7 @@ async fn hot_statements_use_indexes_in_cached_plans() {
         follows: None,
         routing: None,
         traceparent: None,
+        meta: Default::default(),
     };
     store.create_job(spec, 0).await.unwrap().unwrap();
     let c = store.claim_segment("w", 1, 1000).await.unwrap().unwrap();

@@ -10,18 +10,18 @@ use futures_util::future::try_join;
 use herald_core::TenantId;
 use herald_core::campaign::{RuleStatus, TaskState};
 
-use crate::campaign::sql::rules as sql;
+use crate::campaign::sql::{actors, rules as sql};
 use crate::postgres::{Ctx, PgStore, col};
 use crate::{
-    JobSpec, PlanCandidate, Result, RuleRecord, RuleSpec, RuleVersion, TaskRecord, TaskStart,
+    Actor, JobSpec, PlanCandidate, Result, RuleRecord, RuleSpec, RuleVersion, TaskRecord, TaskStart,
 };
 
 use super::jobs;
 use crate::model::{self, Reader, rule_cols, task_cols, tenant_to_pg, version_cols};
 
 const KEY_SHARE_AUDIENCE: &str = "SELECT 1 FROM audiences WHERE id = $1 FOR KEY SHARE";
-pub(super) const CANCEL_PENDING: &str = "UPDATE tasks SET state = 'cancelled', detail = $3, finished_at = $2 \
-    WHERE rule_id = $1 AND state = 'pending'";
+pub(super) const CANCEL_PENDING: &str = "UPDATE tasks SET state = 'cancelled', detail = $3, finished_at = $2, \
+    changed_by_key_id = $4, changed_by_key_name = $5 WHERE rule_id = $1 AND state = 'pending'";
 const GET_RULE: &str = concat!(
     "SELECT ",
     rule_cols!(),
@@ -57,11 +57,13 @@ pub(super) const PLAN_CANDIDATES: &str = concat!(
 // a rule disabled or updated meanwhile is re-checked on its latest version.
 const PLAN_TASK: &str = concat!(
     "WITH r AS ( \
-        SELECT id, tenant_id FROM rules \
+        SELECT id, tenant_id, changed_by_key_id, changed_by_key_name FROM rules \
         WHERE id = $1 AND version = $2 AND status = 'enabled' FOR SHARE \
      ) \
-     INSERT INTO tasks (tenant_id, rule_id, version, planned_at, state, created_at) \
-     SELECT r.tenant_id, r.id, $2, $3, 'pending', $4 FROM r \
+     INSERT INTO tasks (tenant_id, rule_id, version, planned_at, state, created_at, \
+         created_by_key_id, created_by_key_name) \
+     SELECT r.tenant_id, r.id, $2, $3, 'pending', $4, r.changed_by_key_id, \
+         r.changed_by_key_name FROM r \
      ON CONFLICT (rule_id, version, planned_at) DO NOTHING RETURNING ",
     task_cols!()
 );
@@ -71,7 +73,7 @@ pub(super) const FINISH_RULE: &str = "UPDATE rules SET status = 'finished', upda
     WHERE id = $1 AND status = 'enabled' AND NOT EXISTS ( \
         SELECT 1 FROM tasks WHERE rule_id = $1 AND state IN ('pending', 'running'))";
 const SHARE_RULE_OF_TASK: &str = "SELECT r.status, r.version, v.audience_id, v.channel, \
-        v.message, v.deadline_secs, v.priority, r.tenant_id, v.routing \
+        v.message, v.deadline_secs, v.priority, r.tenant_id, v.routing, v.name \
     FROM rules AS r JOIN rule_versions AS v ON v.rule_id = r.id AND v.version = r.version \
     WHERE r.id = (SELECT rule_id FROM tasks WHERE id = $1) FOR SHARE OF r";
 const LOCK_PENDING_TASK: &str =
@@ -162,7 +164,12 @@ async fn rule_in(tx: &Tx<'_>, id: i64) -> Result<Option<RuleRecord>> {
         .transpose()
 }
 
-pub(super) async fn create_rule(store: &PgStore, spec: &RuleSpec, now: i64) -> Result<RuleRecord> {
+pub(super) async fn create_rule(
+    store: &PgStore,
+    spec: &RuleSpec,
+    now: i64,
+    by: &Option<Actor>,
+) -> Result<RuleRecord> {
     let mut client = store.client().await?;
     let tx = client.transaction().await.ctx("beginning create_rule")?;
     share_audience(&tx, spec.audience_id).await?;
@@ -179,6 +186,7 @@ pub(super) async fn create_rule(store: &PgStore, spec: &RuleSpec, now: i64) -> R
         "rules.id",
     )?;
     insert_version(&tx, id, 1, spec, now).await?;
+    super::stamp(&tx, actors::RULE_CREATED, id, by).await?;
     tx.commit().await.ctx("committing create_rule")?;
     Ok(RuleRecord {
         id,
@@ -186,6 +194,8 @@ pub(super) async fn create_rule(store: &PgStore, spec: &RuleSpec, now: i64) -> R
         status: RuleStatus::Enabled,
         created_at: now,
         updated_at: now,
+        created_by: by.clone(),
+        changed_by: by.clone(),
         current: RuleVersion {
             rule_id: id,
             version: 1,
@@ -200,6 +210,7 @@ pub(super) async fn update_rule(
     id: i64,
     spec: &RuleSpec,
     now: i64,
+    by: &Option<Actor>,
 ) -> Result<Option<RuleRecord>> {
     let mut client = store.client().await?;
     let tx = client.transaction().await.ctx("beginning update_rule")?;
@@ -217,6 +228,7 @@ pub(super) async fn update_rule(
     };
     let version: i32 = col(&row, 0, "rules.version")?;
     insert_version(&tx, id, version, spec, now).await?;
+    super::stamp(&tx, actors::RULE_CHANGED, id, by).await?;
     let record = rule_in(&tx, id).await?;
     tx.commit().await.ctx("committing update_rule")?;
     Ok(record)
@@ -227,6 +239,7 @@ pub(super) async fn set_rule_enabled(
     id: i64,
     enabled: bool,
     now: i64,
+    by: &Option<Actor>,
 ) -> Result<Option<RuleRecord>> {
     let status = if enabled {
         RuleStatus::Enabled
@@ -250,14 +263,19 @@ pub(super) async fn set_rule_enabled(
     {
         return Ok(None);
     }
+    super::stamp(&tx, actors::RULE_CHANGED, id, by).await?;
     if !enabled {
         let cancel = tx
             .prepare_cached(CANCEL_PENDING)
             .await
             .ctx("preparing task cancel")?;
-        tx.execute(&cancel, &[&id, &now, &"rule was disabled"])
-            .await
-            .ctx("cancelling pending tasks")?;
+        let (key_id, key_name) = Actor::columns(by);
+        tx.execute(
+            &cancel,
+            &[&id, &now, &"rule was disabled", &key_id, &key_name],
+        )
+        .await
+        .ctx("cancelling pending tasks")?;
     }
     let record = rule_in(&tx, id).await?;
     tx.commit().await.ctx("committing set_rule_enabled")?;
@@ -547,6 +565,10 @@ fn task_job_spec(
         task_id: Some(task_id),
         routing,
         traceparent: None,
+        meta: crate::JobMeta {
+            name: col(rule, 9, "rule_versions.name")?,
+            ..Default::default()
+        },
     })
 }
 

@@ -35,7 +35,7 @@ type Tx<'a> = deadpool_postgres::Transaction<'a>;
 
 /// See `queries/sweep_lock_deadline_jobs.sql`.
 pub(super) const LOCK_DEADLINE_JOBS: &str = include_str!("queries/sweep_lock_deadline_jobs.sql");
-pub(super) const EXPIRE_SEGMENTS: &str = "UPDATE segments SET state = 'expired', updated_at = $2 \
+pub(super) const EXPIRE_SEGMENTS: &str = "UPDATE segments SET state = 'expired', updated_at = $2, finished_at = $2 \
     WHERE job_id = ANY($1::int8[]) AND state IN ('pending', 'running')";
 pub(super) const EXPIRE_SENDS: &str = "UPDATE job_sends SET state = 'expired', updated_at = $2 \
     WHERE job_id = ANY($1::int8[]) AND state = 'retry'";

@@ -8,7 +8,7 @@ use rusqlite::{Connection, params};
 use super::jobs::{INSERT_SEGMENT, job_by_id};
 use super::{Ctx, in_read_tx, in_tx, query_all};
 use crate::Result;
-use crate::campaign::{FailedRetry, FailureGroups, Resend, retry_runs};
+use crate::campaign::{Actor, FailedRetry, FailureGroups, Resend, retry_runs};
 use crate::model::{from_db, limit_to_db, tenant_to_db, to_db};
 
 const FAILED_ERRORS: &str = "SELECT error FROM job_sends INDEXED BY job_sends_failed \
@@ -76,6 +76,7 @@ pub(super) fn retry_sends(
     job_id: i64,
     which: Resend,
     now: i64,
+    by: Option<Actor>,
 ) -> Result<Option<FailedRetry>> {
     let [read_idxs, to_retry, run_again] = resend_statements(which);
     in_tx(conn, "sending again", |tx| {
@@ -118,6 +119,7 @@ pub(super) fn retry_sends(
                 ])
                 .ctx("inserting retry segment")?;
         }
+        super::stamp(tx, crate::campaign::sql::actors::JOB_CHANGED, job_id, &by)?;
         let Some(job) = job_by_id(tx, job_id)? else {
             return Ok(None);
         };

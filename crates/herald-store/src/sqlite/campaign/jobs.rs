@@ -8,10 +8,10 @@ use herald_core::time::utc_day;
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use super::{Ctx, audiences, in_tx, query_all, query_opt};
-use crate::campaign::sql::jobs as sql;
+use crate::campaign::sql::{actors, jobs as sql};
 use crate::campaign::{
-    ClaimedSegment, JobRecord, JobSpec, JobTotals, LeaseCheck, Progress, SegmentClaim,
-    SegmentRecord, SegmentWrite, SendEntry, SendRecord,
+    Actor, ClaimedSegment, JobFilter, JobMeta, JobRecord, JobSpec, JobTotals, LeaseCheck, Progress,
+    SegmentClaim, SegmentRecord, SegmentWrite, SendEntry, SendRecord,
 };
 use crate::model::{
     self, Columns, Stored, Value, job_cols, limit_to_db, segment_cols, send_code, send_cols,
@@ -23,7 +23,9 @@ use crate::{Result, StoreError, refusals};
 
 const INSERT_JOB: &str = "INSERT INTO jobs (audience_id, channel, message, segment_size, \
     deadline_at, priority, task_id, state, total, created_at, finished_at, tenant_id, routing, \
-    traceparent) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) RETURNING id";
+    traceparent, name, category, created_by_key_id, created_by_key_name) \
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18) \
+    RETURNING id";
 /// ?1 job, ?2 start, ?3 end, ?4 now, ?5 priority, ?6 deadline, ?7 parent, ?8 attempt,
 /// ?9 not_before, ?10 tenant. The cursor starts at the start.
 pub(super) const INSERT_SEGMENT: &str = "INSERT INTO segments (job_id, start_idx, end_idx, \
@@ -33,6 +35,21 @@ pub(super) const JOBS_BEFORE: &str = concat!(
     "SELECT ",
     job_cols!(),
     " FROM jobs WHERE tenant_id = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3"
+);
+/// [`JOBS_BEFORE`] of one category (?4) off `jobs_category`, names starting
+/// with ?5 (`''`: any name, none too).
+pub(super) const JOBS_IN_CATEGORY: &str = concat!(
+    "SELECT ",
+    job_cols!(),
+    " FROM jobs WHERE tenant_id = ?1 AND category = ?4 AND id < ?2 \
+     AND (?5 = '' OR substr(name, 1, length(?5)) = ?5) ORDER BY id DESC LIMIT ?3"
+);
+/// [`JOBS_BEFORE`] of names starting with ?4.
+pub(super) const JOBS_NAMED: &str = concat!(
+    "SELECT ",
+    job_cols!(),
+    " FROM jobs WHERE tenant_id = ?1 AND id < ?2 AND substr(name, 1, length(?4)) = ?4 \
+     ORDER BY id DESC LIMIT ?3"
 );
 pub(super) const SEGMENT_COUNTS: &str =
     "SELECT state, COUNT(*) FROM segments WHERE job_id = ?1 GROUP BY state";
@@ -102,12 +119,13 @@ const ADVANCE: &str = "UPDATE segments SET cursor_idx = MAX(cursor_idx, ?2), lea
 /// Whether any of `[?2, ?3)` of a job is still `retry` (the partial index).
 pub(super) const ANY_RETRY: &str = "SELECT EXISTS (SELECT 1 FROM job_sends \
     WHERE job_id = ?1 AND state = 1 AND idx >= ?2 AND idx < ?3)";
-const END_SEGMENT: &str =
-    "UPDATE segments SET state = ?2, updated_at = ?3 WHERE id = ?1 AND state = 'running'";
+const END_SEGMENT: &str = "UPDATE segments SET state = ?2, updated_at = ?3, finished_at = ?3 \
+     WHERE id = ?1 AND state = 'running'";
 pub(super) const HAS_LIVE_SEGMENT: &str = "SELECT EXISTS (SELECT 1 FROM segments \
     WHERE job_id = ?1 AND state IN ('pending', 'running'))";
 /// Pending and running segments of a job end in state ?2.
-pub(super) const END_LIVE_SEGMENTS: &str = "UPDATE segments SET state = ?2, updated_at = ?3 \
+pub(super) const END_LIVE_SEGMENTS: &str = "UPDATE segments SET state = ?2, updated_at = ?3, \
+    finished_at = ?3 \
     WHERE job_id = ?1 AND state IN ('pending', 'running')";
 /// See `queries/end_job.sql`.
 const END_JOB: &str = concat!(include_str!("queries/end_job.sql"), job_cols!());
@@ -134,6 +152,7 @@ pub(super) fn create_in(
     } else {
         (JobState::Running, None)
     };
+    let created_by = Actor::columns(&spec.meta.created_by);
     let id: i64 = tx
         .prepare_cached(INSERT_JOB)
         .ctx("preparing job insert")?
@@ -152,7 +171,11 @@ pub(super) fn create_in(
                 finished_at,
                 tenant_to_db(spec.tenant),
                 spec.routing,
-                spec.traceparent
+                spec.traceparent,
+                spec.meta.name,
+                spec.meta.category,
+                created_by.0,
+                created_by.1
             ],
             |r| r.get(0),
         )
@@ -198,6 +221,10 @@ pub(super) fn create_in(
         finished_at,
         routing: spec.routing.clone(),
         traceparent: spec.traceparent.clone(),
+        meta: JobMeta {
+            changed_by: None,
+            ..spec.meta.clone()
+        },
     })
 }
 
@@ -233,20 +260,39 @@ pub(super) fn get_job(conn: &mut Connection, id: i64) -> Result<Option<JobRecord
 pub(super) fn list_jobs(
     conn: &mut Connection,
     tenant: TenantId,
+    filter: JobFilter,
     before: Option<i64>,
     limit: usize,
 ) -> Result<Vec<JobRecord>> {
-    query_all(
-        conn,
-        JOBS_BEFORE,
-        params![
-            tenant_to_db(tenant),
-            before.unwrap_or(i64::MAX),
-            limit_to_db(limit)
-        ],
-        "listing jobs",
-        |r| model::decode(r),
-    )
+    let (tenant, before, limit) = (
+        tenant_to_db(tenant),
+        before.unwrap_or(i64::MAX),
+        limit_to_db(limit),
+    );
+    let decode = |r: &rusqlite::Row<'_>| model::decode(r);
+    match (filter.category, filter.name_prefix) {
+        (None, None) => query_all(
+            conn,
+            JOBS_BEFORE,
+            params![tenant, before, limit],
+            "listing jobs",
+            decode,
+        ),
+        (Some(category), prefix) => query_all(
+            conn,
+            JOBS_IN_CATEGORY,
+            params![tenant, before, limit, category, prefix.unwrap_or_default()],
+            "listing jobs of a category",
+            decode,
+        ),
+        (None, Some(prefix)) => query_all(
+            conn,
+            JOBS_NAMED,
+            params![tenant, before, limit, prefix],
+            "listing jobs by name",
+            decode,
+        ),
+    }
 }
 
 pub(super) fn segment_counts(
@@ -350,7 +396,12 @@ pub(super) fn maybe_done(tx: &Transaction<'_>, job_id: i64, now: i64) -> Result<
     Ok(end_job(tx, job_id, JobState::Done, now)?.is_some())
 }
 
-pub(super) fn cancel_job(conn: &mut Connection, id: i64, now: i64) -> Result<Option<JobRecord>> {
+pub(super) fn cancel_job(
+    conn: &mut Connection,
+    id: i64,
+    now: i64,
+    by: Option<Actor>,
+) -> Result<Option<JobRecord>> {
     in_tx(conn, "cancelling job", |tx| {
         let Some(job) = job_by_id(tx, id)? else {
             return Ok(None);
@@ -362,7 +413,10 @@ pub(super) fn cancel_job(conn: &mut Connection, id: i64, now: i64) -> Result<Opt
             .ctx("preparing segment cancel")?
             .execute(params![id, SegmentState::Cancelled.as_str(), now])
             .ctx("cancelling segments")?;
-        end_job(tx, id, JobState::Cancelled, now)
+        super::stamp(tx, actors::JOB_CHANGED, id, &by)?;
+        let job = end_job(tx, id, JobState::Cancelled, now)?;
+        super::stamp(tx, actors::JOB_TASK_CANCELLED, id, &by)?;
+        Ok(job)
     })
 }
 

@@ -42,6 +42,22 @@ use super::error::Ctx;
 use crate::campaign::*;
 use crate::{Result, refusals};
 
+/// Records `by` as the actor of row `id` with one of the statements of
+/// `campaign::sql::actors`, inside the caller's transaction.
+fn stamp(
+    tx: &Transaction<'_>,
+    statement: crate::shared_sql::Statement,
+    id: i64,
+    by: &Option<Actor>,
+) -> Result<()> {
+    let (key_id, key_name) = Actor::columns(by);
+    tx.prepare_cached(statement.sqlite)
+        .ctx("preparing actor")?
+        .execute(rusqlite::params![id, key_id, key_name])
+        .ctx("recording who changed it")?;
+    Ok(())
+}
+
 /// Runs `f` in one `BEGIN IMMEDIATE` transaction and commits if it succeeds.
 fn in_tx<R>(
     conn: &mut Connection,
@@ -152,22 +168,35 @@ impl CampaignStore for SqliteStore {
             .await
     }
 
-    async fn create_rule(&self, spec: RuleSpec, now: i64) -> Result<RuleRecord> {
-        self.write(move |c| rules::create_rule(c, spec, now)).await
-    }
-
-    async fn update_rule(&self, id: i64, spec: RuleSpec, now: i64) -> Result<Option<RuleRecord>> {
-        self.write(move |c| rules::update_rule(c, id, spec, now))
+    async fn create_rule_by(
+        &self,
+        spec: RuleSpec,
+        now: i64,
+        by: Option<Actor>,
+    ) -> Result<RuleRecord> {
+        self.write(move |c| rules::create_rule(c, spec, now, by))
             .await
     }
 
-    async fn set_rule_enabled(
+    async fn update_rule_by(
+        &self,
+        id: i64,
+        spec: RuleSpec,
+        now: i64,
+        by: Option<Actor>,
+    ) -> Result<Option<RuleRecord>> {
+        self.write(move |c| rules::update_rule(c, id, spec, now, by))
+            .await
+    }
+
+    async fn set_rule_enabled_by(
         &self,
         id: i64,
         enabled: bool,
         now: i64,
+        by: Option<Actor>,
     ) -> Result<Option<RuleRecord>> {
-        self.write(move |c| rules::set_rule_enabled(c, id, enabled, now))
+        self.write(move |c| rules::set_rule_enabled(c, id, enabled, now, by))
             .await
     }
 
@@ -280,13 +309,14 @@ impl CampaignStore for SqliteStore {
         self.write(move |c| follow_ups::skip(c, job_id, now)).await
     }
 
-    async fn list_jobs(
+    async fn list_jobs_where(
         &self,
         tenant: TenantId,
+        filter: JobFilter,
         before: Option<i64>,
         limit: usize,
     ) -> Result<Vec<JobRecord>> {
-        self.read(move |c| jobs::list_jobs(c, tenant, before, limit))
+        self.read(move |c| jobs::list_jobs(c, tenant, filter, before, limit))
             .await
     }
 
@@ -304,17 +334,23 @@ impl CampaignStore for SqliteStore {
             .await
     }
 
-    async fn cancel_job(&self, id: i64, now: i64) -> Result<Option<JobRecord>> {
-        self.write(move |c| jobs::cancel_job(c, id, now)).await
+    async fn cancel_job_by(
+        &self,
+        id: i64,
+        now: i64,
+        by: Option<Actor>,
+    ) -> Result<Option<JobRecord>> {
+        self.write(move |c| jobs::cancel_job(c, id, now, by)).await
     }
 
-    async fn retry_sends(
+    async fn retry_sends_by(
         &self,
         job_id: i64,
         which: Resend,
         now: i64,
+        by: Option<Actor>,
     ) -> Result<Option<FailedRetry>> {
-        self.write(move |c| failed::retry_sends(c, job_id, which, now))
+        self.write(move |c| failed::retry_sends(c, job_id, which, now, by))
             .await
     }
 
@@ -461,6 +497,14 @@ mod tests {
             ),
             (
                 jobs::JOBS_BEFORE,
+                &["USING INDEX jobs_tenant (tenant_id=? AND id<?)"],
+            ),
+            (
+                jobs::JOBS_IN_CATEGORY,
+                &["USING INDEX jobs_category (tenant_id=? AND category=? AND id<?)"],
+            ),
+            (
+                jobs::JOBS_NAMED,
                 &["USING INDEX jobs_tenant (tenant_id=? AND id<?)"],
             ),
             (

@@ -6,16 +6,17 @@ use rusqlite::{Connection, Transaction, params};
 
 use super::{Ctx, audiences, in_read_tx, in_tx, jobs, query_all, query_opt};
 use crate::Result;
-use crate::campaign::sql::rules as sql;
+use crate::campaign::sql::{actors, rules as sql};
 use crate::campaign::{
-    JobSpec, PlanCandidate, RuleRecord, RuleSpec, RuleVersion, TaskRecord, TaskStart,
+    Actor, JobSpec, PlanCandidate, RuleRecord, RuleSpec, RuleVersion, TaskRecord, TaskStart,
 };
 use crate::model::{
     self, Columns, from_db, limit_to_db, task_cols, tenant_to_db, to_db, version_cols,
 };
 
 const CANCEL_PENDING: &str = "UPDATE tasks SET state = 'cancelled', finished_at = ?2, \
-    detail = 'the rule was disabled' WHERE rule_id = ?1 AND state = 'pending'";
+    detail = 'the rule was disabled', changed_by_key_id = ?3, changed_by_key_name = ?4 \
+    WHERE rule_id = ?1 AND state = 'pending'";
 const RULE_BY_ID: &str = concat!(rule_select!(), " WHERE r.id = ?1");
 pub(super) const RULES_AFTER: &str = concat!(
     rule_select!(),
@@ -48,8 +49,10 @@ const VERSION: &str = concat!(
 );
 // `WHERE` before `ON CONFLICT` keeps SQLite from reading `ON` as a join clause.
 pub(super) const PLAN: &str = concat!(
-    "INSERT INTO tasks (tenant_id, rule_id, version, planned_at, state, created_at) \
-    SELECT tenant_id, id, version, ?3, 'pending', ?4 FROM rules \
+    "INSERT INTO tasks (tenant_id, rule_id, version, planned_at, state, created_at, \
+    created_by_key_id, created_by_key_name) \
+    SELECT tenant_id, id, version, ?3, 'pending', ?4, changed_by_key_id, changed_by_key_name \
+    FROM rules \
     WHERE id = ?1 AND version = ?2 AND status = 'enabled' \
     ON CONFLICT (rule_id, version, planned_at) DO NOTHING \
     RETURNING ",
@@ -95,7 +98,12 @@ fn rule_by_id(conn: &Connection, id: i64) -> Result<Option<RuleRecord>> {
     query_opt(conn, RULE_BY_ID, [id], "reading rule", |r| model::decode(r))
 }
 
-pub(super) fn create_rule(conn: &mut Connection, spec: RuleSpec, now: i64) -> Result<RuleRecord> {
+pub(super) fn create_rule(
+    conn: &mut Connection,
+    spec: RuleSpec,
+    now: i64,
+    by: Option<Actor>,
+) -> Result<RuleRecord> {
     in_tx(conn, "creating rule", |tx| {
         let id: i64 = tx
             .prepare_cached(sql::INSERT_RULE.sqlite)
@@ -103,12 +111,15 @@ pub(super) fn create_rule(conn: &mut Connection, spec: RuleSpec, now: i64) -> Re
             .query_row(params![now, tenant_to_db(spec.tenant)], |r| r.get(0))
             .ctx("inserting rule")?;
         insert_version(tx, id, 1, &spec, now)?;
+        super::stamp(tx, actors::RULE_CREATED, id, &by)?;
         Ok(RuleRecord {
             id,
             tenant: spec.tenant,
             status: RuleStatus::Enabled,
             created_at: now,
             updated_at: now,
+            created_by: by.clone(),
+            changed_by: by,
             current: RuleVersion {
                 rule_id: id,
                 version: 1,
@@ -124,6 +135,7 @@ pub(super) fn update_rule(
     id: i64,
     spec: RuleSpec,
     now: i64,
+    by: Option<Actor>,
 ) -> Result<Option<RuleRecord>> {
     in_tx(conn, "updating rule", |tx| {
         let Some(version) = query_opt(
@@ -137,6 +149,7 @@ pub(super) fn update_rule(
             return Ok(None);
         };
         insert_version(tx, id, version, &spec, now)?;
+        super::stamp(tx, actors::RULE_CHANGED, id, &by)?;
         rule_by_id(tx, id)
     })
 }
@@ -146,6 +159,7 @@ pub(super) fn set_rule_enabled(
     id: i64,
     enabled: bool,
     now: i64,
+    by: Option<Actor>,
 ) -> Result<Option<RuleRecord>> {
     in_tx(conn, "enabling or disabling rule", |tx| {
         let status = if enabled {
@@ -161,10 +175,12 @@ pub(super) fn set_rule_enabled(
         if n == 0 {
             return Ok(None);
         }
+        super::stamp(tx, actors::RULE_CHANGED, id, &by)?;
         if !enabled {
+            let (key_id, key_name) = Actor::columns(&by);
             tx.prepare_cached(CANCEL_PENDING)
                 .ctx("preparing task cancel")?
-                .execute(params![id, now])
+                .execute(params![id, now, key_id, key_name])
                 .ctx("cancelling pending tasks")?;
         }
         rule_by_id(tx, id)
@@ -440,5 +456,9 @@ fn task_job_spec(
         task_id: Some(task_id),
         routing: spec.routing,
         traceparent: None,
+        meta: crate::JobMeta {
+            name: Some(spec.name),
+            ..Default::default()
+        },
     }
 }

@@ -33,7 +33,7 @@ pub(super) const LEASES_EXPIRED: &str = concat!(
 );
 /// ?1 the re-issuing segment, ?2 ?3 the range it resolves first.
 const DOUBT: &str = "UPDATE segments SET doubt_from = ?2, doubt_to = ?3 WHERE id = ?1";
-const ABANDON: &str = "UPDATE segments SET state = 'abandoned', updated_at = ?2 \
+const ABANDON: &str = "UPDATE segments SET state = 'abandoned', updated_at = ?2, finished_at = ?2 \
     WHERE id = ?1 AND state = 'running'";
 /// The lowest index of `[?2, ?3)` of a job still `retry`.
 pub(super) const FIRST_RETRY: &str = "SELECT idx FROM job_sends \

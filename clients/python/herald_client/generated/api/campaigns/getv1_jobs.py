@@ -14,6 +14,8 @@ def _get_kwargs(
     *,
     before: int | Unset = UNSET,
     limit: int | Unset = UNSET,
+    category: str | Unset = UNSET,
+    name: str | Unset = UNSET,
 ) -> dict[str, Any]:
 
     params: dict[str, Any] = {}
@@ -21,6 +23,10 @@ def _get_kwargs(
     params["before"] = before
 
     params["limit"] = limit
+
+    params["category"] = category
+
+    params["name"] = name
 
     params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
 
@@ -73,6 +79,8 @@ def sync_detailed(
     client: AuthenticatedClient,
     before: int | Unset = UNSET,
     limit: int | Unset = UNSET,
+    category: str | Unset = UNSET,
+    name: str | Unset = UNSET,
 ) -> Response[ErrorResponse | JobList]:
     """Jobs, newest first
 
@@ -81,6 +89,8 @@ def sync_detailed(
     Args:
         before (int | Unset):
         limit (int | Unset):
+        category (str | Unset):
+        name (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -93,6 +103,8 @@ def sync_detailed(
     kwargs = _get_kwargs(
         before=before,
         limit=limit,
+        category=category,
+        name=name,
     )
 
     response = client.get_httpx_client().request(
@@ -107,6 +119,8 @@ def sync(
     client: AuthenticatedClient,
     before: int | Unset = UNSET,
     limit: int | Unset = UNSET,
+    category: str | Unset = UNSET,
+    name: str | Unset = UNSET,
 ) -> ErrorResponse | JobList | None:
     """Jobs, newest first
 
@@ -115,6 +129,8 @@ def sync(
     Args:
         before (int | Unset):
         limit (int | Unset):
+        category (str | Unset):
+        name (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -128,6 +144,8 @@ def sync(
         client=client,
         before=before,
         limit=limit,
+        category=category,
+        name=name,
     ).parsed
 
 
@@ -136,6 +154,8 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     before: int | Unset = UNSET,
     limit: int | Unset = UNSET,
+    category: str | Unset = UNSET,
+    name: str | Unset = UNSET,
 ) -> Response[ErrorResponse | JobList]:
     """Jobs, newest first
 
@@ -144,6 +164,8 @@ async def asyncio_detailed(
     Args:
         before (int | Unset):
         limit (int | Unset):
+        category (str | Unset):
+        name (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -156,6 +178,8 @@ async def asyncio_detailed(
     kwargs = _get_kwargs(
         before=before,
         limit=limit,
+        category=category,
+        name=name,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -168,6 +192,8 @@ async def asyncio(
     client: AuthenticatedClient,
     before: int | Unset = UNSET,
     limit: int | Unset = UNSET,
+    category: str | Unset = UNSET,
+    name: str | Unset = UNSET,
 ) -> ErrorResponse | JobList | None:
     """Jobs, newest first
 
@@ -176,6 +202,8 @@ async def asyncio(
     Args:
         before (int | Unset):
         limit (int | Unset):
+        category (str | Unset):
+        name (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -190,5 +218,7 @@ async def asyncio(
             client=client,
             before=before,
             limit=limit,
+            category=category,
+            name=name,
         )
     ).parsed
