@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from ..models.campaign_to import CampaignTo
     from ..models.follow_up_body import FollowUpBody
     from ..models.job_body_message_type_0 import JobBodyMessageType0
+    from ..models.route_step import RouteStep
     from ..models.template_use import TemplateUse
 
 
@@ -35,6 +36,10 @@ class JobBody:
             `template`.
         name (None | str | Unset): What to call it: 1..=200 characters, no control character.
         priority (int | None | Unset):
+        route (list[RouteStep] | None | Unset): A fallback route (with `to`): its first step is this job; each later
+            step is a follow-up job on its channel, of the recipients whose
+            outcome at the step before it lists in `on`, once that job ends
+            (`after` it, for `unread`).
         segment_size (int | None | Unset):
         template (None | TemplateUse | Unset):
         to (CampaignTo | None | Unset):
@@ -52,6 +57,7 @@ class JobBody:
     message: JobBodyMessageType0 | None | Unset = UNSET
     name: None | str | Unset = UNSET
     priority: int | None | Unset = UNSET
+    route: list[RouteStep] | None | Unset = UNSET
     segment_size: int | None | Unset = UNSET
     template: None | TemplateUse | Unset = UNSET
     to: CampaignTo | None | Unset = UNSET
@@ -126,6 +132,18 @@ class JobBody:
         else:
             priority = self.priority
 
+        route: list[dict[str, Any]] | None | Unset
+        if isinstance(self.route, Unset):
+            route = UNSET
+        elif isinstance(self.route, list):
+            route = []
+            for route_type_0_item_data in self.route:
+                route_type_0_item = route_type_0_item_data.to_dict()
+                route.append(route_type_0_item)
+
+        else:
+            route = self.route
+
         segment_size: int | None | Unset
         if isinstance(self.segment_size, Unset):
             segment_size = UNSET
@@ -188,6 +206,8 @@ class JobBody:
             field_dict["name"] = name
         if priority is not UNSET:
             field_dict["priority"] = priority
+        if route is not UNSET:
+            field_dict["route"] = route
         if segment_size is not UNSET:
             field_dict["segment_size"] = segment_size
         if template is not UNSET:
@@ -206,6 +226,7 @@ class JobBody:
         from ..models.campaign_to import CampaignTo
         from ..models.follow_up_body import FollowUpBody
         from ..models.job_body_message_type_0 import JobBodyMessageType0
+        from ..models.route_step import RouteStep
         from ..models.template_use import TemplateUse
 
         d = dict(src_dict)
@@ -316,6 +337,28 @@ class JobBody:
 
         priority = _parse_priority(d.pop("priority", UNSET))
 
+        def _parse_route(data: object) -> list[RouteStep] | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, list):
+                    raise TypeError()
+                route_type_0 = []
+                _route_type_0 = data
+                for route_type_0_item_data in _route_type_0:
+                    route_type_0_item = RouteStep.from_dict(route_type_0_item_data)
+
+                    route_type_0.append(route_type_0_item)
+
+                return route_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(list[RouteStep] | None | Unset, data)
+
+        route = _parse_route(d.pop("route", UNSET))
+
         def _parse_segment_size(data: object) -> int | None | Unset:
             if data is None:
                 return data
@@ -396,6 +439,7 @@ class JobBody:
             message=message,
             name=name,
             priority=priority,
+            route=route,
             segment_size=segment_size,
             template=template,
             to=to,

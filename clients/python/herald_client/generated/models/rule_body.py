@@ -10,6 +10,7 @@ from ..types import UNSET, Unset
 if TYPE_CHECKING:
     from ..models.audience_target import AudienceTarget
     from ..models.campaign_to import CampaignTo
+    from ..models.route_step import RouteStep
     from ..models.rule_body_message_type_0 import RuleBodyMessageType0
     from ..models.rule_body_schedule import RuleBodySchedule
     from ..models.template_use import TemplateUse
@@ -31,6 +32,8 @@ class RuleBody:
         message (None | RuleBodyMessageType0 | Unset): The message in the channel provider's shape; give this or
             `template`.
         priority (int | None | Unset):
+        route (list[RouteStep] | None | Unset): A fallback route (with `to`): each later step is a follow-up job of
+            every task's job, as a job's `route`.
         template (None | TemplateUse | Unset):
         to (CampaignTo | None | Unset):
         topic (None | str | Unset): What the message is about, for subscribers' topic opt-outs.
@@ -44,6 +47,7 @@ class RuleBody:
     deadline_secs: int | None | Unset = UNSET
     message: None | RuleBodyMessageType0 | Unset = UNSET
     priority: int | None | Unset = UNSET
+    route: list[RouteStep] | None | Unset = UNSET
     template: None | TemplateUse | Unset = UNSET
     to: CampaignTo | None | Unset = UNSET
     topic: None | str | Unset = UNSET
@@ -87,6 +91,18 @@ class RuleBody:
         else:
             priority = self.priority
 
+        route: list[dict[str, Any]] | None | Unset
+        if isinstance(self.route, Unset):
+            route = UNSET
+        elif isinstance(self.route, list):
+            route = []
+            for route_type_0_item_data in self.route:
+                route_type_0_item = route_type_0_item_data.to_dict()
+                route.append(route_type_0_item)
+
+        else:
+            route = self.route
+
         template: dict[str, Any] | None | Unset
         if isinstance(self.template, Unset):
             template = UNSET
@@ -127,6 +143,8 @@ class RuleBody:
             field_dict["message"] = message
         if priority is not UNSET:
             field_dict["priority"] = priority
+        if route is not UNSET:
+            field_dict["route"] = route
         if template is not UNSET:
             field_dict["template"] = template
         if to is not UNSET:
@@ -140,6 +158,7 @@ class RuleBody:
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.audience_target import AudienceTarget
         from ..models.campaign_to import CampaignTo
+        from ..models.route_step import RouteStep
         from ..models.rule_body_message_type_0 import RuleBodyMessageType0
         from ..models.rule_body_schedule import RuleBodySchedule
         from ..models.template_use import TemplateUse
@@ -197,6 +216,28 @@ class RuleBody:
 
         priority = _parse_priority(d.pop("priority", UNSET))
 
+        def _parse_route(data: object) -> list[RouteStep] | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, list):
+                    raise TypeError()
+                route_type_0 = []
+                _route_type_0 = data
+                for route_type_0_item_data in _route_type_0:
+                    route_type_0_item = RouteStep.from_dict(route_type_0_item_data)
+
+                    route_type_0.append(route_type_0_item)
+
+                return route_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(list[RouteStep] | None | Unset, data)
+
+        route = _parse_route(d.pop("route", UNSET))
+
         def _parse_template(data: object) -> None | TemplateUse | Unset:
             if data is None:
                 return data
@@ -249,6 +290,7 @@ class RuleBody:
             deadline_secs=deadline_secs,
             message=message,
             priority=priority,
+            route=route,
             template=template,
             to=to,
             topic=topic,
