@@ -29,9 +29,9 @@ use crate::api::campaigns::jobs::{
     FailureGroup, FollowUpBody, FollowUpJson, JobBody, JobFailures, JobJson, JobList, JobRetried,
     SegmentJson, SegmentList, SendJson, SendList, TotalsJson,
 };
+use crate::api::campaigns::receivers::AudienceTarget;
 use crate::api::campaigns::rules::{
-    AudienceTarget, RuleBody, RuleJson, RuleList, TaskJobJson, TaskJson, TaskList, VersionJson,
-    VersionList,
+    RuleBody, RuleJson, RuleList, TaskJobJson, TaskJson, TaskList, VersionJson, VersionList,
 };
 use crate::api::campaigns::schedules::{PreviewBody, PreviewJson};
 use crate::api::channels::receipts::{ReceiptBody, ReceiptJson};

@@ -7,9 +7,24 @@
 use herald_core::TenantId;
 use herald_store::RuleRecord;
 
-use crate::api::campaigns::rules::AudienceTarget;
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
+use serde::{Deserialize, Serialize};
+
+/// Who a rule sends to. Kept as the request gave it.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+#[derive(utoipa::ToSchema)]
+pub struct AudienceTarget {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub users: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parties: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audience_id: Option<i64>,
+}
 
 /// The expected count, or why there is none.
 #[derive(Debug, Clone, PartialEq, Eq)]

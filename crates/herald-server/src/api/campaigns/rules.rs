@@ -21,7 +21,7 @@ use serde_json::value::RawValue;
 use crate::access::Caller;
 use crate::api::campaigns::actors::{self, ActorJson};
 use crate::api::campaigns::jobs::TotalsJson;
-use crate::api::campaigns::receivers;
+use crate::api::campaigns::receivers::{self, AudienceTarget};
 use crate::api::campaigns::routing::{
     self as campaign_routing, CampaignTo, RoutingFields, RoutingJson,
 };
@@ -44,21 +44,6 @@ pub const MAX_NAME_BYTES: usize = 200;
 pub const MAX_FANOUT_TARGETS: usize = 1000;
 /// An `at` further in the past than this is refused.
 pub const AT_PAST_GRACE_MS: i64 = 60_000;
-
-/// Who a rule sends to. Kept as the request gave it.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-#[derive(utoipa::ToSchema)]
-pub struct AudienceTarget {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub users: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parties: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tags: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub audience_id: Option<i64>,
-}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
