@@ -286,7 +286,9 @@ const CASES: &[Case] = &[
         types: "int8, int8, int4, text, text",
         args: "9223372036854775807, 20, 7, 'coupon-reminder', ''",
         custom: false,
-        must: &["jobs_category"],
+        // Over a nearly empty table any plan is fine; over the large one
+        // `check_plans` refuses a scan of `jobs`.
+        must: &[],
     },
     Case {
         name: "list_jobs_named",
@@ -294,13 +296,13 @@ const CASES: &[Case] = &[
         types: "int8, int8, int4, text",
         args: "9223372036854775807, 20, 7, 'coupon'",
         custom: false,
-        must: &["jobs_tenant"],
+        must: &[],
     },
     Case {
         name: "cancel_pending",
         sql: rules::CANCEL_PENDING,
-        types: "int8, int8, text",
-        args: "1, 9, 'x'",
+        types: "int8, int8, text, int8, text",
+        args: "1, 9, 'x', NULL, NULL",
         custom: false,
         must: &[],
     },
