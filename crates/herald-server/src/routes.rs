@@ -289,6 +289,9 @@ route_table! {
         doc campaigns::docs::RULE_VERSIONS;
     Get "/v1/rules/{id}/tasks", Needs(Read), NoBody => rules::tasks,
         doc campaigns::docs::RULE_TASKS;
+    // `:cancel`: one pending task, the rule left as it is.
+    Post "/v1/rules/{id}/tasks/{task_id}", Needs(Campaign), Action => rules::task_action,
+        actions campaigns::docs::TASK_ACTIONS;
     // Computes, changes nothing.
     Post "/v1/schedules:preview", Needs(Read), Json("PreviewRequest") => schedules::preview,
         doc campaigns::docs::SCHEDULE_PREVIEW, limit L::Bytes(body_limits::PREVIEW_MAX_BYTES);

@@ -132,6 +132,18 @@ pub enum TaskStart {
     NotPending,
 }
 
+/// What [`CampaignStore::cancel_task`] did; each carries the task as it is
+/// afterwards.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TaskCancel {
+    /// It was pending and is now `cancelled`.
+    Cancelled(TaskRecord),
+    /// It was cancelled before: nothing changed.
+    Already(TaskRecord),
+    /// It had started or ended otherwise: nothing changed.
+    NotPending(TaskRecord),
+}
+
 /// An uploaded audience.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AudienceRecord {
@@ -259,6 +271,18 @@ pub enum FollowUpState {
     /// Nothing to send: every recipient read it, none was delivered to, or
     /// the job was cancelled.
     Skipped,
+}
+
+impl TaskCancel {
+    /// What [`CampaignStore::cancel_task`] answers when its guarded write
+    /// changed nothing: the task as it is.
+    pub(crate) fn unchanged(task: TaskRecord) -> TaskCancel {
+        if task.state == TaskState::Cancelled {
+            TaskCancel::Already(task)
+        } else {
+            TaskCancel::NotPending(task)
+        }
+    }
 }
 
 impl FollowUpState {
@@ -746,6 +770,20 @@ pub trait CampaignStore: Send + Sync + 'static {
 
     async fn get_task(&self, id: i64) -> Result<Option<TaskRecord>>;
 
+    /// Cancels one pending task, whatever its rule does next: `cancelled`
+    /// with a detail, `finished_at = now` and `changed_by = by`, in one
+    /// guarded write (`state = 'pending'`), so a planner starting it at the
+    /// same moment on any node either runs it or finds it cancelled. Its
+    /// occurrence is not planned again (tasks are unique per rule, version
+    /// and time); the rule's next occurrence is planned as usual. `None` for
+    /// an unknown task.
+    async fn cancel_task(
+        &self,
+        task_id: i64,
+        now: i64,
+        by: Option<Actor>,
+    ) -> Result<Option<TaskCancel>>;
+
     // ---- Jobs and segments ----
 
     /// Creates a job and its segments over a sealed audience of `spec.tenant`.
@@ -1189,6 +1227,13 @@ pub(crate) mod sql {
             "SELECT ",
             task_cols!(),
             " FROM tasks WHERE id = $1"
+        ));
+        /// $1 task, $2 now, $3 $4 who. Only a pending task moves.
+        pub(crate) const CANCEL_TASK: Statement = statement!(concat!(
+            "UPDATE tasks SET state = 'cancelled', detail = 'cancelled by an operator', \
+             finished_at = $2, changed_by_key_id = $3, changed_by_key_name = $4 \
+             WHERE id = $1 AND state = 'pending' RETURNING ",
+            task_cols!()
         ));
         pub(crate) const DUE_TASKS: Statement = statement!(concat!(
             "SELECT ",

@@ -25,6 +25,12 @@ pub enum CampaignError {
     NotRetryable {
         state: herald_core::campaign::JobState,
     },
+    /// Only a pending task can be cancelled on its own; one that started
+    /// ends with its job (cancel the job).
+    #[error("task is {state}; only a pending task can be cancelled (cancel its job instead)")]
+    TaskNotPending {
+        state: herald_core::campaign::TaskState,
+    },
     /// The audience cannot be deleted while a job or a rule names it.
     #[error("audience {id} is used by a job or a rule; delete those first")]
     AudienceInUse { id: i64 },

@@ -21,7 +21,7 @@ use herald_core::schedule::{Schedule, ScheduleSpec};
 use herald_store::{
     AUDIENCE_CHUNK, Actor, AudienceRecord, FailedRetry, FailureGroups, JobDeletion, JobRecord,
     JobSpec, Resend, RuleRecord, RuleSpec, RuleVersion, SegmentRecord, SendRecord, StoreError,
-    TaskRecord, owned_by,
+    TaskCancel, TaskRecord, owned_by,
 };
 
 use super::planner::plan_after;
@@ -609,6 +609,39 @@ impl Campaigns {
             out.push(TaskView { task, job });
         }
         Ok(out)
+    }
+
+    /// Cancels one pending task of rule `rule_id`, by `by`; the rule plans
+    /// its next occurrence as usual. Cancelling a cancelled task again
+    /// answers it as it is; a task that started or ended otherwise is
+    /// `TaskNotPending`.
+    pub async fn cancel_task(
+        &self,
+        tenant: TenantId,
+        rule_id: i64,
+        task_id: i64,
+        by: Option<Actor>,
+    ) -> Result<TaskView> {
+        self.rule_of(tenant, rule_id).await?;
+        let store = &self.sh.store;
+        let not_found = CampaignError::NotFound { what: "task" };
+        match store.get_task(task_id).await? {
+            Some(t) if t.rule_id == rule_id => {}
+            _ => return Err(not_found),
+        }
+        let task = match store.cancel_task(task_id, self.now(), by).await? {
+            Some(TaskCancel::Cancelled(t)) => {
+                tracing::info!(rule = rule_id, task = task_id, "task cancelled");
+                self.wake_planner();
+                t
+            }
+            Some(TaskCancel::Already(t)) => t,
+            Some(TaskCancel::NotPending(t)) => {
+                return Err(CampaignError::TaskNotPending { state: t.state });
+            }
+            None => return Err(not_found),
+        };
+        Ok(TaskView { task, job: None })
     }
 
     async fn view(&self, rule: RuleRecord) -> Result<RuleView> {

@@ -165,6 +165,9 @@ impl From<CampaignError> for ApiError {
             CampaignError::NotRetryable { .. } => {
                 ApiError::new(StatusCode::CONFLICT, "not_retryable", message)
             }
+            CampaignError::TaskNotPending { .. } => {
+                ApiError::new(StatusCode::CONFLICT, "task_not_pending", message)
+            }
             CampaignError::AudienceInUse { .. } => {
                 ApiError::new(StatusCode::CONFLICT, "audience_in_use", message)
             }

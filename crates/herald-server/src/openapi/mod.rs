@@ -219,7 +219,7 @@ fn param_schema(takes: Takes, facts: &NodeFacts) -> Value {
 /// any segment (an unknown one is a `404`).
 fn path_param_schema(name: &str) -> Value {
     match name {
-        "id" => json!({ "type": "integer", "minimum": 1, "maximum": i64::MAX }),
+        "id" | "task_id" => json!({ "type": "integer", "minimum": 1, "maximum": i64::MAX }),
         "user_id" | "subject_id" => json!({ "type": "string", "pattern": ID_PATTERN }),
         _ => json!({ "type": "string", "minLength": 1 }),
     }

@@ -186,6 +186,7 @@ faulty! { CampaignStore:
     fn due_tasks(now: i64, limit: usize) -> Result<Vec<TaskRecord>>;
     fn start_task(task_id: i64, now: i64, segment_size: u64) -> Result<TaskStart>;
     fn get_task(id: i64) -> Result<Option<TaskRecord>>;
+    fn cancel_task(task_id: i64, now: i64, by: Option<Actor>) -> Result<Option<TaskCancel>>;
     fn create_job(spec: JobSpec, now: i64) -> Result<Option<JobRecord>>;
     fn get_job(id: i64) -> Result<Option<JobRecord>>;
     fn get_follow_up(job_id: i64) -> Result<Option<herald_store::FollowUpRecord>>;

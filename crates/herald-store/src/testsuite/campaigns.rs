@@ -849,6 +849,60 @@ pub async fn a_jobs_trace_context_is_kept_and_claimed_with_it(store: S) {
     assert_eq!(claim(&store, "w", T0).await.job.traceparent, None);
 }
 
+/// One pending task cancelled by an operator: the rule stays enabled and
+/// plans on; the occurrence is never planned or started again; a second
+/// cancel changes nothing, and a started task cannot be cancelled.
+pub async fn one_task_is_cancelled_and_its_rule_plans_on(store: S) {
+    let aud = audience(&store, 3).await;
+    let r = rule(&store, rule_spec("r", Some(aud))).await;
+    let t = plan(&store, r, 1, T0 + 1_000).await;
+    let ops = Some(crate::Actor {
+        key_id: Some(4),
+        key_name: Some("ops".into()),
+    });
+    let Some(crate::TaskCancel::Cancelled(c)) =
+        store.cancel_task(t.id, T0 + 10, ops.clone()).await.unwrap()
+    else {
+        panic!("the pending task was not cancelled");
+    };
+    assert_eq!(
+        (c.state, c.finished_at, &c.changed_by),
+        (TaskState::Cancelled, Some(T0 + 10), &ops)
+    );
+    assert!(c.detail.is_some());
+    assert_eq!(task(&store, t.id).await, c);
+    // Again: nothing changes (whoever asks).
+    assert_eq!(
+        store.cancel_task(t.id, T0 + 20, None).await.unwrap(),
+        Some(crate::TaskCancel::Already(c.clone()))
+    );
+    // The planner does not start it, and cannot plan its occurrence again.
+    assert_eq!(
+        store.start_task(t.id, T0 + 1_000, 10).await.unwrap(),
+        TaskStart::NotPending
+    );
+    assert_eq!(store.plan_task(r, 1, T0 + 1_000, T0).await.unwrap(), None);
+    // The rule is untouched and plans its next occurrence.
+    let rule_now = store.get_rule(r).await.unwrap().unwrap();
+    assert_eq!(rule_now.status, RuleStatus::Enabled);
+    let next = plan(&store, r, 1, T0 + 2_000).await;
+    let job = start(&store, next.id, T0 + 2_000, 10).await;
+    // A started task is not cancelled.
+    let Some(crate::TaskCancel::NotPending(running)) =
+        store.cancel_task(next.id, T0 + 2_001, ops).await.unwrap()
+    else {
+        panic!("a running task was cancelled");
+    };
+    assert_eq!(
+        (running.state, running.job_id, running.changed_by),
+        (TaskState::Running, Some(job.id), None)
+    );
+    assert_eq!(
+        store.cancel_task(next.id + 100, T0, None).await.unwrap(),
+        None
+    );
+}
+
 pub async fn start_task_checks_the_rule_then_starts_a_job(store: S) {
     let aud = audience(&store, 2_500).await;
     let spec = RuleSpec {

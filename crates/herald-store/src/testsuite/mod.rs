@@ -278,6 +278,7 @@ macro_rules! store_conformance_tests {
                 start_task_checks_the_rule_then_starts_a_job,
                 job_segments_tile_the_audience,
                 segments_record_when_they_ended,
+                one_task_is_cancelled_and_its_rule_plans_on,
                 claims_take_the_highest_priority_then_the_lowest_id,
                 claims_skip_jobs_past_their_deadline,
                 record_sends_counts_every_change_exactly,

@@ -474,6 +474,40 @@ async fn pages(b: &Browser, api: &Api, s: &Seeded, act: bool, shot: &str) {
     })
     .await;
     b.wait_text("expected receivers 1").await;
+    if act {
+        // One planned task cancelled from the console; the rule stays. The
+        // rule was disabled above: enabled again, it plans afresh.
+        let (st, r) = api
+            .call(
+                reqwest::Method::POST,
+                &format!("/v1/rules/{}:enable", s.rule),
+                None,
+            )
+            .await;
+        assert_eq!(st, 200, "{r}");
+        eventually("the rule's next task planned", || async {
+            let t = api.get(&format!("/v1/rules/{}/tasks", s.rule)).await;
+            t["tasks"]
+                .as_array()
+                .is_some_and(|ts| ts.iter().any(|t| t["state"] == "pending"))
+        })
+        .await;
+        // Away and back: the same address would not load the page again.
+        b.goto(&format!("{base}/ui/cluster")).await;
+        b.goto(&format!("{base}/ui/rules#id={}", s.rule)).await;
+        b.click("button.cancel-task").await;
+        eventually("the task to be cancelled", || async {
+            let t = api.get(&format!("/v1/rules/{}/tasks", s.rule)).await;
+            t["tasks"]
+                .as_array()
+                .is_some_and(|ts| ts.iter().any(|t| t["state"] == "cancelled"))
+        })
+        .await;
+        assert_eq!(
+            api.get(&format!("/v1/rules/{}", s.rule)).await["status"],
+            "enabled"
+        );
+    }
     b.wait_text("Versions").await;
 
     // Jobs: the job with its progress; cancel through the console.

@@ -903,6 +903,47 @@ async fn every_route_answers_as_the_document_says() {
         .await;
     api.expect(400, "PUT", "/v1/rules/{id}", &rp, Some(json!({})))
         .await;
+    // One planned task cancelled; the rule plans on.
+    let mut pending = None;
+    for _ in 0..400 {
+        let t = api
+            .expect(
+                200,
+                "GET",
+                "/v1/rules/{id}/tasks",
+                &format!("{rp}/tasks"),
+                None,
+            )
+            .await;
+        pending = t["tasks"]
+            .as_array()
+            .and_then(|ts| ts.iter().find(|t| t["state"] == "pending"))
+            .and_then(|t| t["id"].as_i64());
+        if pending.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let tid = pending.expect("the planner plans the rule's next occurrence");
+    let task_path = "/v1/rules/{id}/tasks/{task_id}:cancel";
+    let t = api
+        .expect(
+            200,
+            "POST",
+            task_path,
+            &format!("{rp}/tasks/{tid}:cancel"),
+            None,
+        )
+        .await;
+    assert_eq!(t["state"], "cancelled", "{t}");
+    api.expect(
+        404,
+        "POST",
+        task_path,
+        &format!("{rp}/tasks/999999:cancel"),
+        None,
+    )
+    .await;
     api.expect(
         200,
         "POST",

@@ -468,3 +468,136 @@ async fn rules_show_their_expected_receivers_on_sqlite() {
 async fn rules_show_their_expected_receivers_on_postgres() {
     on_postgres!("expected receivers", receivers);
 }
+
+// ---- 5. Cancelling one planned task of a rule ----
+
+/// The rule's tasks, newest first.
+async fn tasks_of(s: &Server, rule: i64) -> Vec<Value> {
+    let (st, t) = s.get(&format!("/v1/rules/{rule}/tasks")).await;
+    assert_eq!(st, 200, "{t}");
+    t["tasks"].as_array().unwrap().clone()
+}
+
+/// Waits for a task of `rule` that `pick` accepts.
+async fn wait_task(s: &Server, rule: i64, what: &str, pick: impl Fn(&Value) -> bool) -> Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        if let Some(t) = tasks_of(s, rule).await.into_iter().find(|t| pick(t)) {
+            return t;
+        }
+        assert!(std::time::Instant::now() < deadline, "no task: {what}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+async fn one_task(store: Option<&str>) {
+    let mock = Mock::start(&[]).await;
+    let mut s = server(store, &mock).await;
+    let daily = json!({"name": "daily", "channel": "hooks", "message": {"text": "hi"},
+                       "audience": {"users": ["a"]},
+                       "schedule": {"type": "cron", "cron": "0 9 * * *", "timezone": "UTC"}});
+    let (st, r) = s.post("/v1/rules", &daily).await;
+    assert_eq!(st, 201, "{r}");
+    let id = r["id"].as_i64().unwrap();
+    let first = wait_task(&s, id, "the first occurrence", |t| t["state"] == "pending").await;
+    let at = parse_ms(first["planned_at"].as_str().unwrap());
+    let tid = first["id"].as_i64().unwrap();
+    let (_, rule) = s.get(&format!("/v1/rules/{id}")).await;
+    assert_eq!(parse_ms(rule["next_run_at"].as_str().unwrap()), at);
+
+    // Cancelled: the task says so; the same call again answers the same.
+    let cancel = format!("/v1/rules/{id}/tasks/{tid}:cancel");
+    let (st, t) = s.post(&cancel, &json!({})).await;
+    assert_eq!(st, 200, "{t}");
+    assert_eq!(
+        (t["id"].as_i64(), &t["state"]),
+        (Some(tid), &json!("cancelled")),
+        "{t}"
+    );
+    assert!(
+        t["finished_at"].is_string() && t["detail"].is_string(),
+        "{t}"
+    );
+    let (st, again) = s.post(&cancel, &json!({})).await;
+    assert_eq!((st, &again), (200, &t));
+
+    // The rule is as it was and plans its next occurrence, a day later.
+    let next = wait_task(&s, id, "the next occurrence", |t| t["state"] == "pending").await;
+    assert_eq!(
+        parse_ms(next["planned_at"].as_str().unwrap()),
+        at + 86_400_000
+    );
+    let (_, rule) = s.get(&format!("/v1/rules/{id}")).await;
+    assert_eq!(rule["status"], "enabled", "{rule}");
+    assert_eq!(
+        parse_ms(rule["next_run_at"].as_str().unwrap()),
+        at + 86_400_000
+    );
+
+    // Durable: after a crash the task is still cancelled, never planned again.
+    s.kill9().await;
+    s.restart().await;
+    let tasks = tasks_of(&s, id).await;
+    let states: Vec<(i64, &str)> = tasks
+        .iter()
+        .map(|t| {
+            (
+                parse_ms(t["planned_at"].as_str().unwrap()),
+                t["state"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        states,
+        vec![(at + 86_400_000, "pending"), (at, "cancelled")]
+    );
+
+    // Refused, changing nothing: an unknown task, another rule's, an unknown
+    // action, a task that already started.
+    let (st, v) = s
+        .post(&format!("/v1/rules/{id}/tasks/999999:cancel"), &json!({}))
+        .await;
+    assert_eq!(st, 404, "{v}");
+    let (st, v) = s
+        .post(&format!("/v1/rules/{id}/tasks/{tid}:start"), &json!({}))
+        .await;
+    assert_eq!(
+        (st, v["error"]["code"].as_str()),
+        (404, Some("unknown_action")),
+        "{v}"
+    );
+    let now = json!({"name": "now", "channel": "hooks", "message": {"text": "hi"},
+                     "audience": {"users": ["b"]}, "schedule": {"type": "immediate"}});
+    let (st, r2) = s.post("/v1/rules", &now).await;
+    assert_eq!(st, 201, "{r2}");
+    let id2 = r2["id"].as_i64().unwrap();
+    let started = wait_task(&s, id2, "the immediate run started", |t| {
+        t["state"] != "pending"
+    })
+    .await;
+    let sid = started["id"].as_i64().unwrap();
+    let (st, v) = s
+        .post(&format!("/v1/rules/{id}/tasks/{sid}:cancel"), &json!({}))
+        .await;
+    assert_eq!(st, 404, "another rule's task: {v}");
+    let (st, v) = s
+        .post(&format!("/v1/rules/{id2}/tasks/{sid}:cancel"), &json!({}))
+        .await;
+    assert_eq!(
+        (st, v["error"]["code"].as_str()),
+        (409, Some("task_not_pending")),
+        "{v}"
+    );
+    let after = tasks_of(&s, id2).await;
+    assert_ne!(after[0]["state"], "cancelled", "{after:?}");
+}
+
+#[tokio::test]
+async fn one_planned_task_is_cancelled_on_sqlite() {
+    one_task(None).await;
+}
+
+#[tokio::test]
+async fn one_planned_task_is_cancelled_on_postgres() {
+    on_postgres!("task cancel", one_task);
+}

@@ -167,6 +167,8 @@ struct Fixture {
     audience: i64,
     rule: i64,
     spare_rule: i64,
+    /// A task the planner planned for `rule`.
+    task: i64,
     job: i64,
     victim_key: i64,
     spare_key: i64,
@@ -341,6 +343,23 @@ impl Fixture {
         )
         .await;
         let delivery = a.json()["deliveries"][0]["id"].as_i64().unwrap();
+        wait_for("the owner's rule planned", Duration::from_secs(20), || {
+            let key = owner_all.clone();
+            let base = base.to_string();
+            async move {
+                let path = format!("/v1/rules/{rule}/tasks");
+                let a = call(&base, Some(&key), &req(Method::GET, path)).await;
+                a.json()["tasks"][0]["id"].as_i64().is_some()
+            }
+        })
+        .await;
+        let a = call(
+            base,
+            key,
+            &req(Method::GET, format!("/v1/rules/{rule}/tasks")),
+        )
+        .await;
+        let task = a.json()["tasks"][0]["id"].as_i64().unwrap();
         wait_for("the owner's job to end", Duration::from_secs(20), || {
             let key = owner_all.clone();
             let base = base.to_string();
@@ -371,6 +390,7 @@ impl Fixture {
             audience,
             rule,
             spare_rule,
+            task,
             job,
             victim_key: victim_key["id"].as_i64().unwrap(),
             spare_key: spare_key["id"].as_i64().unwrap(),
@@ -1093,6 +1113,20 @@ fn cases(f: &Fixture) -> Vec<Case> {
             200,
             hidden(
                 req(M::GET, format!("/v1/rules/{FAKE}/tasks")),
+                FAKE,
+                rl,
+                404,
+            ),
+        ),
+        // Cancelling is idempotent: the right key gets 200 each time.
+        case(
+            "POST",
+            "/v1/rules/{id}/tasks/{task_id}",
+            req(M::POST, format!("/v1/rules/{rl}/tasks/{}:cancel", f.task)),
+            None,
+            200,
+            hidden(
+                req(M::POST, format!("/v1/rules/{FAKE}/tasks/{}:cancel", f.task)),
                 FAKE,
                 rl,
                 404,

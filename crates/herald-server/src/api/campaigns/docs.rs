@@ -49,6 +49,12 @@ pub(crate) const RULE_VERSIONS: Doc = doc(
 .query(AFTER);
 pub(crate) const RULE_TASKS: Doc =
     doc("A rule's runs, newest first", &[(200, J("TaskList"))]).query(&[LIMIT]);
+/// `:cancel`.
+pub(crate) const TASK_ACTIONS: &[ActionDoc] = &[doc(
+    "Cancel one pending task of a rule (the rule plans on; 409 task_not_pending once started)",
+    &[(200, J("TaskJson"))],
+)
+.action("cancel")];
 pub(crate) const SCHEDULE_PREVIEW: Doc = doc(
     "The next instants of a schedule, as the planner fires them",
     &[(200, J("Preview"))],

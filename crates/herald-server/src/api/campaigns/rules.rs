@@ -586,6 +586,27 @@ pub async fn action(
     Ok(ok(StatusCode::OK, RuleJson::from(rule)))
 }
 
+/// `POST /v1/rules/{id}/tasks/{task_id}:cancel` → `200` the task, now
+/// `cancelled` (or already so: the same answer again); `409
+/// task_not_pending` once it started or ended otherwise. The rule keeps
+/// its status and plans its next occurrence.
+pub async fn task_action(
+    State(st): State<AppState>,
+    _: NoQuery,
+    Extension(caller): Extension<Caller>,
+    Path((raw_id, segment)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let id = parse_id(&raw_id, "rule")?;
+    let (raw_task, _) = split_action(&segment, "rules/{id}/tasks", "task", &["cancel"])?;
+    let task_id = parse_id(raw_task, "task")?;
+    let by = actors::of_caller(&caller);
+    let task = st
+        .campaigns
+        .cancel_task(caller.tenant, id, task_id, by)
+        .await?;
+    Ok(ok(StatusCode::OK, TaskJson::from(task)))
+}
+
 /// `GET /v1/rules/{id}`.
 pub async fn get(
     State(st): State<AppState>,

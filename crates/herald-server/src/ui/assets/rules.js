@@ -33,6 +33,14 @@
   }
 
   // Enable or disable: the button the rule's status calls for.
+  // Cancels one pending task; the rule plans its next occurrence.
+  function cancelTask(rule, t) {
+    return H.button("Cancel", function () {
+      return H.api("POST", "/v1/rules/" + rule.id + "/tasks/" + t.id + ":cancel").then(function () {
+        H.flash("Task " + t.id + " cancelled."); return refresh(idFromHash());
+      });
+    }, "danger cancel-task");
+  }
   function toggle(rule) {
     var path = "/v1/rules/" + rule.id;
     if (rule.status === "enabled") {
@@ -92,6 +100,7 @@
           var x = t.job.totals;
           return t.job.state + ": " + x.sent + " sent, " + x.failed + " failed, " + x.expired + " expired of " + x.total;
         }],
+        ["", function (t) { return t.state === "pending" ? cancelTask(rule, t) : ""; }],
       ], tasks, { cls: "tasks", empty: "No task yet." }));
       detail.appendChild(box);
     });

@@ -292,6 +292,20 @@ impl CampaignStore for PgStore {
         self.within("get_task", async move { rules::get_task(self, id).await })
             .await
     }
+    async fn cancel_task(
+        &self,
+        task_id: i64,
+        now: i64,
+        by: Option<Actor>,
+    ) -> Result<Option<TaskCancel>> {
+        self.within("cancel_task", async move {
+            self.retrying("cancel_task", || {
+                rules::cancel_task(self, task_id, now, &by)
+            })
+            .await
+        })
+        .await
+    }
 
     async fn create_job(&self, spec: JobSpec, now: i64) -> Result<Option<JobRecord>> {
         self.within("create_job", async move {

@@ -13,7 +13,8 @@ use herald_core::campaign::{RuleStatus, TaskState};
 use crate::campaign::sql::{actors, rules as sql};
 use crate::postgres::{Ctx, PgStore, col};
 use crate::{
-    Actor, JobSpec, PlanCandidate, Result, RuleRecord, RuleSpec, RuleVersion, TaskRecord, TaskStart,
+    Actor, JobSpec, PlanCandidate, Result, RuleRecord, RuleSpec, RuleVersion, TaskCancel,
+    TaskRecord, TaskStart,
 };
 
 use super::jobs;
@@ -280,6 +281,37 @@ pub(super) async fn set_rule_enabled(
     let record = rule_in(&tx, id).await?;
     tx.commit().await.ctx("committing set_rule_enabled")?;
     Ok(record)
+}
+
+pub(super) async fn cancel_task(
+    store: &PgStore,
+    task_id: i64,
+    now: i64,
+    by: &Option<Actor>,
+) -> Result<Option<TaskCancel>> {
+    let (key_id, key_name) = Actor::columns(by);
+    let client = store.client().await?;
+    let cancel = client
+        .prepare_cached(sql::CANCEL_TASK.pg)
+        .await
+        .ctx("preparing task cancel")?;
+    if let Some(row) = client
+        .query_opt(&cancel, &[&task_id, &now, &key_id, &key_name])
+        .await
+        .ctx("cancelling a task")?
+    {
+        return Ok(Some(TaskCancel::Cancelled(model::decode(&row)?)));
+    }
+    let get = client
+        .prepare_cached(sql::GET_TASK.pg)
+        .await
+        .ctx("preparing task read")?;
+    client
+        .query_opt(&get, &[&task_id])
+        .await
+        .ctx("reading a task")?
+        .map(|r| model::decode(&r).map(TaskCancel::unchanged))
+        .transpose()
 }
 
 pub(super) async fn get_rule(store: &PgStore, id: i64) -> Result<Option<RuleRecord>> {

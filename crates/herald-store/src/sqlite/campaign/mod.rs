@@ -267,6 +267,16 @@ impl CampaignStore for SqliteStore {
         self.read(move |c| rules::get_task(c, id)).await
     }
 
+    async fn cancel_task(
+        &self,
+        task_id: i64,
+        now: i64,
+        by: Option<Actor>,
+    ) -> Result<Option<TaskCancel>> {
+        self.write(move |c| rules::cancel_task(c, task_id, now, by))
+            .await
+    }
+
     async fn create_job(&self, spec: JobSpec, now: i64) -> Result<Option<JobRecord>> {
         self.write(move |c| jobs::create_job(c, spec, now)).await
     }

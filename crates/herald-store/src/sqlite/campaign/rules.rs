@@ -8,7 +8,8 @@ use super::{Ctx, audiences, in_read_tx, in_tx, jobs, query_all, query_opt};
 use crate::Result;
 use crate::campaign::sql::{actors, rules as sql};
 use crate::campaign::{
-    Actor, JobSpec, PlanCandidate, RuleRecord, RuleSpec, RuleVersion, TaskRecord, TaskStart,
+    Actor, JobSpec, PlanCandidate, RuleRecord, RuleSpec, RuleVersion, TaskCancel, TaskRecord,
+    TaskStart,
 };
 use crate::model::{
     self, Columns, from_db, limit_to_db, task_cols, tenant_to_db, to_db, version_cols,
@@ -184,6 +185,31 @@ pub(super) fn set_rule_enabled(
                 .ctx("cancelling pending tasks")?;
         }
         rule_by_id(tx, id)
+    })
+}
+
+pub(super) fn cancel_task(
+    conn: &mut Connection,
+    task_id: i64,
+    now: i64,
+    by: Option<Actor>,
+) -> Result<Option<TaskCancel>> {
+    let (key_id, key_name) = Actor::columns(&by);
+    in_tx(conn, "cancelling a task", |tx| {
+        let cancelled = query_opt(
+            tx,
+            sql::CANCEL_TASK.sqlite,
+            params![task_id, now, key_id, key_name],
+            "cancelling a task",
+            |r| model::decode::<TaskRecord, _>(r),
+        )?;
+        if let Some(task) = cancelled {
+            return Ok(Some(TaskCancel::Cancelled(task)));
+        }
+        let task = query_opt(tx, sql::GET_TASK.sqlite, [task_id], "reading a task", |r| {
+            model::decode(r)
+        })?;
+        Ok(task.map(TaskCancel::unchanged))
     })
 }
 
