@@ -22,6 +22,8 @@ pub struct Tenancy {
     pub channels: ChannelTenants,
     /// The frequency caps, their tenants resolved.
     pub caps: Vec<herald_core::caps::CapRule>,
+    /// The default fallback routes (`[routing]`), their tenants resolved.
+    pub default_routes: herald_server::default_routes::DefaultRoutes,
 }
 
 /// Makes every tenant the configuration names (if it does not exist yet;
@@ -62,11 +64,20 @@ pub async fn resolve(cfg: &Config, store: &dyn Store) -> anyhow::Result<Tenancy>
         };
         caps.push(c.rule(i, tenants)?);
     }
+    let mut default_routes = herald_server::default_routes::DefaultRoutes {
+        default: cfg.routing.default.as_ref().map(|d| d.route.clone()),
+        ..Default::default()
+    };
+    for (name, d) in &cfg.routing.tenants {
+        let id = tenant(store, name).await?;
+        default_routes.by_tenant.insert(id, d.route.clone());
+    }
     Ok(Tenancy {
         limits,
         max_pending,
         channels,
         caps,
+        default_routes,
     })
 }
 

@@ -68,7 +68,22 @@ pub enum StepOnName {
 }
 
 impl RouteStep {
-    fn spec(&self) -> StepSpec {
+    /// A configured step as a request would give it.
+    pub(crate) fn of_spec(s: &StepSpec) -> Self {
+        RouteStep {
+            channel: s.channel.clone(),
+            channel_type: s.channel_type.clone(),
+            on: s.on.clone(),
+            after: s.after.as_ref().map(|a| match a {
+                After::Secs(n) => format!("{n}s"),
+                After::Text(t) => t.clone(),
+            }),
+            message: None,
+            template: None,
+        }
+    }
+
+    pub(crate) fn spec(&self) -> StepSpec {
         StepSpec {
             channel: self.channel.clone(),
             channel_type: self.channel_type.clone(),
@@ -157,7 +172,16 @@ pub(crate) fn resolve(
     ch: &Channels<'_>,
 ) -> Result<Vec<Step>, ApiError> {
     let specs: Vec<StepSpec> = steps.iter().map(RouteStep::spec).collect();
-    let mut specs = specs;
+    resolve_specs(field, specs, first, ch)
+}
+
+/// [`resolve`] for steps as the core reads them (a configured default).
+pub(crate) fn resolve_specs(
+    field: &str,
+    mut specs: Vec<StepSpec>,
+    first: (Option<&str>, Option<ChannelType>),
+    ch: &Channels<'_>,
+) -> Result<Vec<Step>, ApiError> {
     if let Some(s0) = specs.first_mut() {
         if s0.channel.is_none() {
             s0.channel = first.0.map(str::to_string);
