@@ -1367,8 +1367,11 @@ export interface components {
         };
         /** @description `POST /v1/timers` (and one line of `POST /v1/timers:bulk`). */
         CreateTimer: {
-            /** @description A channel configured on the node (`GET /v1/channels` lists them). */
-            channel: string;
+            /**
+             * @description A configured channel; required unless `route` is given (its first
+             *     step's channel). A channel configured on the node (`GET /v1/channels` lists them).
+             */
+            channel?: string | null;
             /** @description Sent even in quiet hours (never past an opt-out). */
             critical?: boolean | null;
             /**
@@ -1391,6 +1394,12 @@ export interface components {
             priority?: number | null;
             /** @description The address as the provider takes it; give this or `to`. */
             recipient?: string | null;
+            /**
+             * @description A fallback route for a timer `to` a subscriber: its first step is the
+             *     timer's own channel and address type; a later step is sent when the
+             *     step before ends in an outcome the later one lists in `on`.
+             */
+            route?: components["schemas"]["RouteStep"][] | null;
             template?: null | components["schemas"]["TemplateUse"];
             to?: null | components["schemas"]["TimerTo"];
             /** @description What the message is about (subscribers may opt out of a topic). */
@@ -1432,6 +1441,11 @@ export interface components {
             started_at: string;
             /** Format: int64 */
             status?: number | null;
+            /**
+             * Format: int32
+             * @description The step of the timer's fallback route this attempt was.
+             */
+            step?: number | null;
             timer_id: components["schemas"]["i64"];
         };
         /** @description `GET /v1/timers/{id}/deliveries`'s answer. */
@@ -1559,18 +1573,30 @@ export interface components {
              * @description The job that sent it.
              */
             job_id?: number | null;
+            /**
+             * @description Who gets it: `unread`, or `route` for the next step of the job's
+             *     route (the recipients whose outcome that step's `on` lists).
+             */
             only: string;
             /**
              * @description `waiting` (until the job has ended `after_secs` ago), `sent`, or
              *     `skipped` (nobody left unread, or the job was cancelled).
              */
             state: string;
+            /**
+             * Format: int32
+             * @description The step of the job's route it sends.
+             */
+            step?: number | null;
         };
         JobBody: {
             /** Format: int64 */
             audience_id?: number | null;
-            /** @description A channel configured on the node (`GET /v1/channels` lists them). */
-            channel: string;
+            /**
+             * @description A configured channel; left out, the first step of `route` (or, with
+             *     `to` and no route, of the tenant's default route, `[routing]`). A channel configured on the node (`GET /v1/channels` lists them).
+             */
+            channel?: string | null;
             /**
              * @description Sent in quiet hours too (the channel's and subscribers'); never past
              *     an opt-out.
@@ -1585,6 +1611,13 @@ export interface components {
             message?: Record<string, unknown> | null;
             /** Format: int64 */
             priority?: number | null;
+            /**
+             * @description A fallback route (with `to`): its first step is this job; each later
+             *     step is a follow-up job on its channel, of the recipients whose
+             *     outcome at the step before it lists in `on`, once that job ends
+             *     (`after` it, for `unread`).
+             */
+            route?: components["schemas"]["RouteStep"][] | null;
             /** Format: int64 */
             segment_size?: number | null;
             template?: null | components["schemas"]["TemplateUse"];
@@ -1911,6 +1944,12 @@ export interface components {
             /** @description One of the node's `reminders.leads_minutes`. */
             lead_minutes: number;
             /**
+             * @description A fallback route: its first step is this reminder's own channel and
+             *     type; a later step is sent when the step before ends in an outcome
+             *     the later one lists in `on`.
+             */
+            route?: components["schemas"]["RouteStep"][] | null;
+            /**
              * @description Send this reminder even after its subject started; by default one
              *     still unsent at the start ends `expired`.
              */
@@ -2032,17 +2071,61 @@ export interface components {
          * @enum {string}
          */
         RetryState: "dead" | "failed" | "in_doubt";
+        /** @description One step of a `route`. */
+        RouteStep: {
+            /**
+             * @description With `unread`: how long after the step before was delivered to wait
+             *     for its `read` receipt, `1s` to `30days` (`"30m"`).
+             * @example 30m
+             */
+            after?: string | null;
+            /**
+             * @description A configured channel; left out, the channel `channel_type` routes to
+             *     (as a reminder of that type).
+             */
+            channel?: string | null;
+            /**
+             * @description Which of the subscriber's addresses: `app`, `email`, `sms`, `wechat`
+             *     or `wecom`; left out, the channel's own (required for webhook and
+             *     log channels).
+             */
+            channel_type?: string | null;
+            /**
+             * @description Jobs and rules: this step's own message (in its channel provider's
+             *     shape) instead of the campaign's; not on the first step.
+             */
+            message?: Record<string, unknown> | null;
+            /**
+             * @description The outcomes of the step before that lead to this one (not on the
+             *     first step; required on the others).
+             */
+            on?: components["schemas"]["StepOnName"][];
+            template?: null | components["schemas"]["TemplateUse"];
+        };
         /** @description The routing of a job or rule in an answer. */
         RoutingJson: {
             critical?: boolean;
+            /**
+             * @description Its fallback route; `channel` and `to` are those of the step it is
+             *     (a route step's follow-up job is at a later one).
+             */
+            route?: components["schemas"]["StepJson"][] | null;
+            /**
+             * Format: int32
+             * @description The step of its route this job sends (0 for the first).
+             */
+            step?: number | null;
             template?: null | components["schemas"]["TemplateRef"];
             to?: null | components["schemas"]["ToTypeJson"];
             topic?: string | null;
         };
         RuleBody: {
             audience: components["schemas"]["AudienceTarget"];
-            /** @description A channel configured on the node (`GET /v1/channels` lists them). */
-            channel: string;
+            /**
+             * @description A configured channel; left out, the first step of `route` (or, with
+             *     `to` and no route, of the tenant's default route, `[routing]`). A channel configured on the node (`GET /v1/channels` lists them).
+             */
+            channel?: string | null;
             /** @description Sent in quiet hours too; never past an opt-out. */
             critical?: boolean | null;
             /** Format: int64 */
@@ -2052,6 +2135,11 @@ export interface components {
             name: string;
             /** Format: int64 */
             priority?: number | null;
+            /**
+             * @description A fallback route (with `to`): each later step is a follow-up job of
+             *     every task's job, as a job's `route`.
+             */
+            route?: components["schemas"]["RouteStep"][] | null;
             schedule: Record<string, unknown>;
             template?: null | components["schemas"]["TemplateUse"];
             to?: null | components["schemas"]["CampaignTo"];
@@ -2164,6 +2252,22 @@ export interface components {
              */
             warnings?: string[];
         };
+        /** @description A step of a stored route, as answers show it. */
+        StepJson: {
+            /**
+             * Format: int64
+             * @description The wait for a read receipt of an `unread` step, in ms.
+             */
+            after_ms?: number | null;
+            channel: string;
+            channel_type: string;
+            on?: components["schemas"]["StepOnName"][];
+        };
+        /**
+         * @description An outcome of the step before that a step is taken on.
+         * @enum {string}
+         */
+        StepOnName: "no_address" | "opted_out" | "failed" | "unread";
         SubjectBody: {
             data?: Record<string, unknown> | null;
             /**
@@ -2467,7 +2571,17 @@ export interface components {
             /** Format: int32 */
             priority: number;
             recipient: string;
+            /**
+             * @description Its fallback route, each step's channel resolved; `channel` and `to`
+             *     are those of the step it is at.
+             */
+            route?: components["schemas"]["StepJson"][] | null;
             state: string;
+            /**
+             * Format: int32
+             * @description The step of its route it is at (0 for the first).
+             */
+            step?: number | null;
             template?: null | components["schemas"]["TemplateRef"];
             to?: null | components["schemas"]["ToJson"];
             topic?: string | null;

@@ -91,6 +91,8 @@ from .report_row_json import ReportRowJson
 from .retried import Retried
 from .retry_filter import RetryFilter
 from .retry_state import RetryState
+from .route_step import RouteStep
+from .route_step_message_type_0 import RouteStepMessageType0
 from .routing_json import RoutingJson
 from .rule_body import RuleBody
 from .rule_body_message_type_0 import RuleBodyMessageType0
@@ -107,6 +109,8 @@ from .send_list import SendList
 from .stats import Stats
 from .stats_timers import StatsTimers
 from .status import Status
+from .step_json import StepJson
+from .step_on_name import StepOnName
 from .subject_body import SubjectBody
 from .subject_body_data_type_0 import SubjectBodyDataType0
 from .subject_detail_json import SubjectDetailJson
@@ -253,6 +257,8 @@ __all__ = (
     "Retried",
     "RetryFilter",
     "RetryState",
+    "RouteStep",
+    "RouteStepMessageType0",
     "RoutingJson",
     "RuleBody",
     "RuleBodyMessageType0",
@@ -269,6 +275,8 @@ __all__ = (
     "Stats",
     "StatsTimers",
     "Status",
+    "StepJson",
+    "StepOnName",
     "SubjectBody",
     "SubjectBodyDataType0",
     "SubjectDetailJson",

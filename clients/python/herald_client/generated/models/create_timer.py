@@ -11,6 +11,7 @@ from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.create_timer_message_type_0 import CreateTimerMessageType0
+    from ..models.route_step import RouteStep
     from ..models.template_use import TemplateUse
     from ..models.timer_digest import TimerDigest
     from ..models.timer_to import TimerTo
@@ -24,7 +25,8 @@ class CreateTimer:
     """`POST /v1/timers` (and one line of `POST /v1/timers:bulk`).
 
     Attributes:
-        channel (str): A channel configured on the node (`GET /v1/channels` lists them).
+        channel (None | str | Unset): A configured channel; required unless `route` is given (its first
+            step's channel). A channel configured on the node (`GET /v1/channels` lists them).
         critical (bool | None | Unset): Sent even in quiet hours (never past an opt-out).
         delay_ms (int | None | Unset): At most 10 years.
         digest (None | TimerDigest | Unset):
@@ -35,12 +37,15 @@ class CreateTimer:
         on_conflict (None | OnConflict | Unset):
         priority (int | None | Unset):
         recipient (None | str | Unset): The address as the provider takes it; give this or `to`.
+        route (list[RouteStep] | None | Unset): A fallback route for a timer `to` a subscriber: its first step is the
+            timer's own channel and address type; a later step is sent when the
+            step before ends in an outcome the later one lists in `on`.
         template (None | TemplateUse | Unset):
         to (None | TimerTo | Unset):
         topic (None | str | Unset): What the message is about (subscribers may opt out of a topic).
     """
 
-    channel: str
+    channel: None | str | Unset = UNSET
     critical: bool | None | Unset = UNSET
     delay_ms: int | None | Unset = UNSET
     digest: None | TimerDigest | Unset = UNSET
@@ -50,6 +55,7 @@ class CreateTimer:
     on_conflict: None | OnConflict | Unset = UNSET
     priority: int | None | Unset = UNSET
     recipient: None | str | Unset = UNSET
+    route: list[RouteStep] | None | Unset = UNSET
     template: None | TemplateUse | Unset = UNSET
     to: None | TimerTo | Unset = UNSET
     topic: None | str | Unset = UNSET
@@ -60,7 +66,11 @@ class CreateTimer:
         from ..models.timer_digest import TimerDigest
         from ..models.timer_to import TimerTo
 
-        channel = self.channel
+        channel: None | str | Unset
+        if isinstance(self.channel, Unset):
+            channel = UNSET
+        else:
+            channel = self.channel
 
         critical: bool | None | Unset
         if isinstance(self.critical, Unset):
@@ -124,6 +134,18 @@ class CreateTimer:
         else:
             recipient = self.recipient
 
+        route: list[dict[str, Any]] | None | Unset
+        if isinstance(self.route, Unset):
+            route = UNSET
+        elif isinstance(self.route, list):
+            route = []
+            for route_type_0_item_data in self.route:
+                route_type_0_item = route_type_0_item_data.to_dict()
+                route.append(route_type_0_item)
+
+        else:
+            route = self.route
+
         template: dict[str, Any] | None | Unset
         if isinstance(self.template, Unset):
             template = UNSET
@@ -148,11 +170,9 @@ class CreateTimer:
 
         field_dict: dict[str, Any] = {}
 
-        field_dict.update(
-            {
-                "channel": channel,
-            }
-        )
+        field_dict.update({})
+        if channel is not UNSET:
+            field_dict["channel"] = channel
         if critical is not UNSET:
             field_dict["critical"] = critical
         if delay_ms is not UNSET:
@@ -171,6 +191,8 @@ class CreateTimer:
             field_dict["priority"] = priority
         if recipient is not UNSET:
             field_dict["recipient"] = recipient
+        if route is not UNSET:
+            field_dict["route"] = route
         if template is not UNSET:
             field_dict["template"] = template
         if to is not UNSET:
@@ -183,12 +205,21 @@ class CreateTimer:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.create_timer_message_type_0 import CreateTimerMessageType0
+        from ..models.route_step import RouteStep
         from ..models.template_use import TemplateUse
         from ..models.timer_digest import TimerDigest
         from ..models.timer_to import TimerTo
 
         d = dict(src_dict)
-        channel = d.pop("channel")
+
+        def _parse_channel(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        channel = _parse_channel(d.pop("channel", UNSET))
 
         def _parse_critical(data: object) -> bool | None | Unset:
             if data is None:
@@ -303,6 +334,28 @@ class CreateTimer:
 
         recipient = _parse_recipient(d.pop("recipient", UNSET))
 
+        def _parse_route(data: object) -> list[RouteStep] | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, list):
+                    raise TypeError()
+                route_type_0 = []
+                _route_type_0 = data
+                for route_type_0_item_data in _route_type_0:
+                    route_type_0_item = RouteStep.from_dict(route_type_0_item_data)
+
+                    route_type_0.append(route_type_0_item)
+
+                return route_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(list[RouteStep] | None | Unset, data)
+
+        route = _parse_route(d.pop("route", UNSET))
+
         def _parse_template(data: object) -> None | TemplateUse | Unset:
             if data is None:
                 return data
@@ -357,6 +410,7 @@ class CreateTimer:
             on_conflict=on_conflict,
             priority=priority,
             recipient=recipient,
+            route=route,
             template=template,
             to=to,
             topic=topic,

@@ -28,6 +28,7 @@ class DeliveryJson:
         final_status (None | str | Unset): What the provider reported later (a callback, or `recalled`).
         provider_msgid (None | str | Unset):
         status (int | None | Unset):
+        step (int | None | Unset): The step of the timer's fallback route this attempt was.
     """
 
     attempt: int
@@ -43,6 +44,7 @@ class DeliveryJson:
     final_status: None | str | Unset = UNSET
     provider_msgid: None | str | Unset = UNSET
     status: int | None | Unset = UNSET
+    step: int | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -92,6 +94,12 @@ class DeliveryJson:
         else:
             status = self.status
 
+        step: int | None | Unset
+        if isinstance(self.step, Unset):
+            step = UNSET
+        else:
+            step = self.step
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -116,6 +124,8 @@ class DeliveryJson:
             field_dict["provider_msgid"] = provider_msgid
         if status is not UNSET:
             field_dict["status"] = status
+        if step is not UNSET:
+            field_dict["step"] = step
 
         return field_dict
 
@@ -183,6 +193,15 @@ class DeliveryJson:
 
         status = _parse_status(d.pop("status", UNSET))
 
+        def _parse_step(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        step = _parse_step(d.pop("step", UNSET))
+
         delivery_json = cls(
             attempt=attempt,
             channel=channel,
@@ -197,6 +216,7 @@ class DeliveryJson:
             final_status=final_status,
             provider_msgid=provider_msgid,
             status=status,
+            step=step,
         )
 
         delivery_json.additional_properties = d

@@ -17,16 +17,19 @@ class FollowUpJson:
 
     Attributes:
         after_secs (int):
-        only (str):
+        only (str): Who gets it: `unread`, or `route` for the next step of the job's
+            route (the recipients whose outcome that step's `on` lists).
         state (str): `waiting` (until the job has ended `after_secs` ago), `sent`, or
             `skipped` (nobody left unread, or the job was cancelled).
         job_id (int | None | Unset): The job that sent it.
+        step (int | None | Unset): The step of the job's route it sends.
     """
 
     after_secs: int
     only: str
     state: str
     job_id: int | None | Unset = UNSET
+    step: int | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -42,6 +45,12 @@ class FollowUpJson:
         else:
             job_id = self.job_id
 
+        step: int | None | Unset
+        if isinstance(self.step, Unset):
+            step = UNSET
+        else:
+            step = self.step
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -53,6 +62,8 @@ class FollowUpJson:
         )
         if job_id is not UNSET:
             field_dict["job_id"] = job_id
+        if step is not UNSET:
+            field_dict["step"] = step
 
         return field_dict
 
@@ -74,11 +85,21 @@ class FollowUpJson:
 
         job_id = _parse_job_id(d.pop("job_id", UNSET))
 
+        def _parse_step(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        step = _parse_step(d.pop("step", UNSET))
+
         follow_up_json = cls(
             after_secs=after_secs,
             only=only,
             state=state,
             job_id=job_id,
+            step=step,
         )
 
         follow_up_json.additional_properties = d

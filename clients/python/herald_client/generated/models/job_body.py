@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from ..models.campaign_to import CampaignTo
     from ..models.follow_up_body import FollowUpBody
     from ..models.job_body_message_type_0 import JobBodyMessageType0
+    from ..models.route_step import RouteStep
     from ..models.template_use import TemplateUse
 
 
@@ -22,8 +23,10 @@ T = TypeVar("T", bound="JobBody")
 class JobBody:
     """
     Attributes:
-        channel (str): A channel configured on the node (`GET /v1/channels` lists them).
         audience_id (int | None | Unset):
+        channel (None | str | Unset): A configured channel; left out, the first step of `route` (or, with
+            `to` and no route, of the tenant's default route, `[routing]`). A channel configured on the node (`GET
+            /v1/channels` lists them).
         critical (bool | None | Unset): Sent in quiet hours too (the channel's and subscribers'); never past
             an opt-out.
         deadline (datetime.datetime | None | Unset):
@@ -32,6 +35,10 @@ class JobBody:
         message (JobBodyMessageType0 | None | Unset): The message in the channel provider's shape; give this or
             `template`.
         priority (int | None | Unset):
+        route (list[RouteStep] | None | Unset): A fallback route (with `to`): its first step is this job; each later
+            step is a follow-up job on its channel, of the recipients whose
+            outcome at the step before it lists in `on`, once that job ends
+            (`after` it, for `unread`).
         segment_size (int | None | Unset):
         template (None | TemplateUse | Unset):
         to (CampaignTo | None | Unset):
@@ -39,14 +46,15 @@ class JobBody:
         users (list[str] | None | Unset):
     """
 
-    channel: str
     audience_id: int | None | Unset = UNSET
+    channel: None | str | Unset = UNSET
     critical: bool | None | Unset = UNSET
     deadline: datetime.datetime | None | Unset = UNSET
     deadline_secs: int | None | Unset = UNSET
     follow_up: FollowUpBody | None | Unset = UNSET
     message: JobBodyMessageType0 | None | Unset = UNSET
     priority: int | None | Unset = UNSET
+    route: list[RouteStep] | None | Unset = UNSET
     segment_size: int | None | Unset = UNSET
     template: None | TemplateUse | Unset = UNSET
     to: CampaignTo | None | Unset = UNSET
@@ -59,13 +67,17 @@ class JobBody:
         from ..models.job_body_message_type_0 import JobBodyMessageType0
         from ..models.template_use import TemplateUse
 
-        channel = self.channel
-
         audience_id: int | None | Unset
         if isinstance(self.audience_id, Unset):
             audience_id = UNSET
         else:
             audience_id = self.audience_id
+
+        channel: None | str | Unset
+        if isinstance(self.channel, Unset):
+            channel = UNSET
+        else:
+            channel = self.channel
 
         critical: bool | None | Unset
         if isinstance(self.critical, Unset):
@@ -109,6 +121,18 @@ class JobBody:
         else:
             priority = self.priority
 
+        route: list[dict[str, Any]] | None | Unset
+        if isinstance(self.route, Unset):
+            route = UNSET
+        elif isinstance(self.route, list):
+            route = []
+            for route_type_0_item_data in self.route:
+                route_type_0_item = route_type_0_item_data.to_dict()
+                route.append(route_type_0_item)
+
+        else:
+            route = self.route
+
         segment_size: int | None | Unset
         if isinstance(self.segment_size, Unset):
             segment_size = UNSET
@@ -148,13 +172,11 @@ class JobBody:
 
         field_dict: dict[str, Any] = {}
 
-        field_dict.update(
-            {
-                "channel": channel,
-            }
-        )
+        field_dict.update({})
         if audience_id is not UNSET:
             field_dict["audience_id"] = audience_id
+        if channel is not UNSET:
+            field_dict["channel"] = channel
         if critical is not UNSET:
             field_dict["critical"] = critical
         if deadline is not UNSET:
@@ -167,6 +189,8 @@ class JobBody:
             field_dict["message"] = message
         if priority is not UNSET:
             field_dict["priority"] = priority
+        if route is not UNSET:
+            field_dict["route"] = route
         if segment_size is not UNSET:
             field_dict["segment_size"] = segment_size
         if template is not UNSET:
@@ -185,10 +209,10 @@ class JobBody:
         from ..models.campaign_to import CampaignTo
         from ..models.follow_up_body import FollowUpBody
         from ..models.job_body_message_type_0 import JobBodyMessageType0
+        from ..models.route_step import RouteStep
         from ..models.template_use import TemplateUse
 
         d = dict(src_dict)
-        channel = d.pop("channel")
 
         def _parse_audience_id(data: object) -> int | None | Unset:
             if data is None:
@@ -198,6 +222,15 @@ class JobBody:
             return cast(int | None | Unset, data)
 
         audience_id = _parse_audience_id(d.pop("audience_id", UNSET))
+
+        def _parse_channel(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        channel = _parse_channel(d.pop("channel", UNSET))
 
         def _parse_critical(data: object) -> bool | None | Unset:
             if data is None:
@@ -277,6 +310,28 @@ class JobBody:
 
         priority = _parse_priority(d.pop("priority", UNSET))
 
+        def _parse_route(data: object) -> list[RouteStep] | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, list):
+                    raise TypeError()
+                route_type_0 = []
+                _route_type_0 = data
+                for route_type_0_item_data in _route_type_0:
+                    route_type_0_item = RouteStep.from_dict(route_type_0_item_data)
+
+                    route_type_0.append(route_type_0_item)
+
+                return route_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(list[RouteStep] | None | Unset, data)
+
+        route = _parse_route(d.pop("route", UNSET))
+
         def _parse_segment_size(data: object) -> int | None | Unset:
             if data is None:
                 return data
@@ -347,14 +402,15 @@ class JobBody:
         users = _parse_users(d.pop("users", UNSET))
 
         job_body = cls(
-            channel=channel,
             audience_id=audience_id,
+            channel=channel,
             critical=critical,
             deadline=deadline,
             deadline_secs=deadline_secs,
             follow_up=follow_up,
             message=message,
             priority=priority,
+            route=route,
             segment_size=segment_size,
             template=template,
             to=to,

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from ..models.follow_up_json import FollowUpJson
     from ..models.job_json_message import JobJsonMessage
     from ..models.job_json_segments import JobJsonSegments
+    from ..models.step_json import StepJson
     from ..models.template_ref import TemplateRef
     from ..models.to_type_json import ToTypeJson
     from ..models.totals_json import TotalsJson
@@ -38,6 +39,9 @@ class JobJson:
         state (str):
         totals (TotalsJson): A job's recipients by outcome; they add up to `total`.
         critical (bool | Unset):
+        route (list[StepJson] | None | Unset): Its fallback route; `channel` and `to` are those of the step it is
+            (a route step's follow-up job is at a later one).
+        step (int | None | Unset): The step of its route this job sends (0 for the first).
         template (None | TemplateRef | Unset):
         to (None | ToTypeJson | Unset):
         topic (None | str | Unset):
@@ -63,6 +67,8 @@ class JobJson:
     state: str
     totals: TotalsJson
     critical: bool | Unset = UNSET
+    route: list[StepJson] | None | Unset = UNSET
+    step: int | None | Unset = UNSET
     template: None | TemplateRef | Unset = UNSET
     to: None | ToTypeJson | Unset = UNSET
     topic: None | str | Unset = UNSET
@@ -104,6 +110,24 @@ class JobJson:
         totals = self.totals.to_dict()
 
         critical = self.critical
+
+        route: list[dict[str, Any]] | None | Unset
+        if isinstance(self.route, Unset):
+            route = UNSET
+        elif isinstance(self.route, list):
+            route = []
+            for route_type_0_item_data in self.route:
+                route_type_0_item = route_type_0_item_data.to_dict()
+                route.append(route_type_0_item)
+
+        else:
+            route = self.route
+
+        step: int | None | Unset
+        if isinstance(self.step, Unset):
+            step = UNSET
+        else:
+            step = self.step
 
         template: dict[str, Any] | None | Unset
         if isinstance(self.template, Unset):
@@ -185,6 +209,10 @@ class JobJson:
         )
         if critical is not UNSET:
             field_dict["critical"] = critical
+        if route is not UNSET:
+            field_dict["route"] = route
+        if step is not UNSET:
+            field_dict["step"] = step
         if template is not UNSET:
             field_dict["template"] = template
         if to is not UNSET:
@@ -211,6 +239,7 @@ class JobJson:
         from ..models.follow_up_json import FollowUpJson
         from ..models.job_json_message import JobJsonMessage
         from ..models.job_json_segments import JobJsonSegments
+        from ..models.step_json import StepJson
         from ..models.template_ref import TemplateRef
         from ..models.to_type_json import ToTypeJson
         from ..models.totals_json import TotalsJson
@@ -241,6 +270,37 @@ class JobJson:
         totals = TotalsJson.from_dict(d.pop("totals"))
 
         critical = d.pop("critical", UNSET)
+
+        def _parse_route(data: object) -> list[StepJson] | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, list):
+                    raise TypeError()
+                route_type_0 = []
+                _route_type_0 = data
+                for route_type_0_item_data in _route_type_0:
+                    route_type_0_item = StepJson.from_dict(route_type_0_item_data)
+
+                    route_type_0.append(route_type_0_item)
+
+                return route_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(list[StepJson] | None | Unset, data)
+
+        route = _parse_route(d.pop("route", UNSET))
+
+        def _parse_step(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        step = _parse_step(d.pop("step", UNSET))
 
         def _parse_template(data: object) -> None | TemplateRef | Unset:
             if data is None:
@@ -361,6 +421,8 @@ class JobJson:
             state=state,
             totals=totals,
             critical=critical,
+            route=route,
+            step=step,
             template=template,
             to=to,
             topic=topic,

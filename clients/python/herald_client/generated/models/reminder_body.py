@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Self, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
 
@@ -10,6 +10,10 @@ from ..models.reminder_body_channel_type import (
     check_reminder_body_channel_type,
 )
 from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.route_step import RouteStep
+
 
 T = TypeVar("T", bound="ReminderBody")
 
@@ -23,6 +27,9 @@ class ReminderBody:
         subject_id (str):
         user_id (str):
         channel (None | str | Unset): A channel configured on the node (`GET /v1/channels` lists them).
+        route (list[RouteStep] | None | Unset): A fallback route: its first step is this reminder's own channel and
+            type; a later step is sent when the step before ends in an outcome
+            the later one lists in `on`.
         send_late (bool | None | Unset): Send this reminder even after its subject started; by default one
             still unsent at the start ends `expired`.
     """
@@ -32,6 +39,7 @@ class ReminderBody:
     subject_id: str
     user_id: str
     channel: None | str | Unset = UNSET
+    route: list[RouteStep] | None | Unset = UNSET
     send_late: bool | None | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
@@ -48,6 +56,18 @@ class ReminderBody:
             channel = UNSET
         else:
             channel = self.channel
+
+        route: list[dict[str, Any]] | None | Unset
+        if isinstance(self.route, Unset):
+            route = UNSET
+        elif isinstance(self.route, list):
+            route = []
+            for route_type_0_item_data in self.route:
+                route_type_0_item = route_type_0_item_data.to_dict()
+                route.append(route_type_0_item)
+
+        else:
+            route = self.route
 
         send_late: bool | None | Unset
         if isinstance(self.send_late, Unset):
@@ -67,6 +87,8 @@ class ReminderBody:
         )
         if channel is not UNSET:
             field_dict["channel"] = channel
+        if route is not UNSET:
+            field_dict["route"] = route
         if send_late is not UNSET:
             field_dict["send_late"] = send_late
 
@@ -74,6 +96,8 @@ class ReminderBody:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.route_step import RouteStep
+
         d = dict(src_dict)
         channel_type = check_reminder_body_channel_type(d.pop("channel_type"))
 
@@ -92,6 +116,28 @@ class ReminderBody:
 
         channel = _parse_channel(d.pop("channel", UNSET))
 
+        def _parse_route(data: object) -> list[RouteStep] | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, list):
+                    raise TypeError()
+                route_type_0 = []
+                _route_type_0 = data
+                for route_type_0_item_data in _route_type_0:
+                    route_type_0_item = RouteStep.from_dict(route_type_0_item_data)
+
+                    route_type_0.append(route_type_0_item)
+
+                return route_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(list[RouteStep] | None | Unset, data)
+
+        route = _parse_route(d.pop("route", UNSET))
+
         def _parse_send_late(data: object) -> bool | None | Unset:
             if data is None:
                 return data
@@ -107,6 +153,7 @@ class ReminderBody:
             subject_id=subject_id,
             user_id=user_id,
             channel=channel,
+            route=route,
             send_late=send_late,
         )
 

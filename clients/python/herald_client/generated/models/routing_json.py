@@ -9,6 +9,7 @@ from attrs import field as _attrs_field
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.step_json import StepJson
     from ..models.template_ref import TemplateRef
     from ..models.to_type_json import ToTypeJson
 
@@ -22,12 +23,17 @@ class RoutingJson:
 
     Attributes:
         critical (bool | Unset):
+        route (list[StepJson] | None | Unset): Its fallback route; `channel` and `to` are those of the step it is
+            (a route step's follow-up job is at a later one).
+        step (int | None | Unset): The step of its route this job sends (0 for the first).
         template (None | TemplateRef | Unset):
         to (None | ToTypeJson | Unset):
         topic (None | str | Unset):
     """
 
     critical: bool | Unset = UNSET
+    route: list[StepJson] | None | Unset = UNSET
+    step: int | None | Unset = UNSET
     template: None | TemplateRef | Unset = UNSET
     to: None | ToTypeJson | Unset = UNSET
     topic: None | str | Unset = UNSET
@@ -38,6 +44,24 @@ class RoutingJson:
         from ..models.to_type_json import ToTypeJson
 
         critical = self.critical
+
+        route: list[dict[str, Any]] | None | Unset
+        if isinstance(self.route, Unset):
+            route = UNSET
+        elif isinstance(self.route, list):
+            route = []
+            for route_type_0_item_data in self.route:
+                route_type_0_item = route_type_0_item_data.to_dict()
+                route.append(route_type_0_item)
+
+        else:
+            route = self.route
+
+        step: int | None | Unset
+        if isinstance(self.step, Unset):
+            step = UNSET
+        else:
+            step = self.step
 
         template: dict[str, Any] | None | Unset
         if isinstance(self.template, Unset):
@@ -66,6 +90,10 @@ class RoutingJson:
         field_dict.update({})
         if critical is not UNSET:
             field_dict["critical"] = critical
+        if route is not UNSET:
+            field_dict["route"] = route
+        if step is not UNSET:
+            field_dict["step"] = step
         if template is not UNSET:
             field_dict["template"] = template
         if to is not UNSET:
@@ -77,11 +105,43 @@ class RoutingJson:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.step_json import StepJson
         from ..models.template_ref import TemplateRef
         from ..models.to_type_json import ToTypeJson
 
         d = dict(src_dict)
         critical = d.pop("critical", UNSET)
+
+        def _parse_route(data: object) -> list[StepJson] | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, list):
+                    raise TypeError()
+                route_type_0 = []
+                _route_type_0 = data
+                for route_type_0_item_data in _route_type_0:
+                    route_type_0_item = StepJson.from_dict(route_type_0_item_data)
+
+                    route_type_0.append(route_type_0_item)
+
+                return route_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(list[StepJson] | None | Unset, data)
+
+        route = _parse_route(d.pop("route", UNSET))
+
+        def _parse_step(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        step = _parse_step(d.pop("step", UNSET))
 
         def _parse_template(data: object) -> None | TemplateRef | Unset:
             if data is None:
@@ -128,6 +188,8 @@ class RoutingJson:
 
         routing_json = cls(
             critical=critical,
+            route=route,
+            step=step,
             template=template,
             to=to,
             topic=topic,

@@ -10,6 +10,7 @@ from ..types import UNSET, Unset
 if TYPE_CHECKING:
     from ..models.audience_target import AudienceTarget
     from ..models.campaign_to import CampaignTo
+    from ..models.route_step import RouteStep
     from ..models.rule_body_message_type_0 import RuleBodyMessageType0
     from ..models.rule_body_schedule import RuleBodySchedule
     from ..models.template_use import TemplateUse
@@ -23,27 +24,32 @@ class RuleBody:
     """
     Attributes:
         audience (AudienceTarget): Who a rule sends to. Kept as the request gave it.
-        channel (str): A channel configured on the node (`GET /v1/channels` lists them).
         name (str):
         schedule (RuleBodySchedule):
+        channel (None | str | Unset): A configured channel; left out, the first step of `route` (or, with
+            `to` and no route, of the tenant's default route, `[routing]`). A channel configured on the node (`GET
+            /v1/channels` lists them).
         critical (bool | None | Unset): Sent in quiet hours too; never past an opt-out.
         deadline_secs (int | None | Unset):
         message (None | RuleBodyMessageType0 | Unset): The message in the channel provider's shape; give this or
             `template`.
         priority (int | None | Unset):
+        route (list[RouteStep] | None | Unset): A fallback route (with `to`): each later step is a follow-up job of
+            every task's job, as a job's `route`.
         template (None | TemplateUse | Unset):
         to (CampaignTo | None | Unset):
         topic (None | str | Unset): What the message is about, for subscribers' topic opt-outs.
     """
 
     audience: AudienceTarget
-    channel: str
     name: str
     schedule: RuleBodySchedule
+    channel: None | str | Unset = UNSET
     critical: bool | None | Unset = UNSET
     deadline_secs: int | None | Unset = UNSET
     message: None | RuleBodyMessageType0 | Unset = UNSET
     priority: int | None | Unset = UNSET
+    route: list[RouteStep] | None | Unset = UNSET
     template: None | TemplateUse | Unset = UNSET
     to: CampaignTo | None | Unset = UNSET
     topic: None | str | Unset = UNSET
@@ -55,11 +61,15 @@ class RuleBody:
 
         audience = self.audience.to_dict()
 
-        channel = self.channel
-
         name = self.name
 
         schedule = self.schedule.to_dict()
+
+        channel: None | str | Unset
+        if isinstance(self.channel, Unset):
+            channel = UNSET
+        else:
+            channel = self.channel
 
         critical: bool | None | Unset
         if isinstance(self.critical, Unset):
@@ -86,6 +96,18 @@ class RuleBody:
             priority = UNSET
         else:
             priority = self.priority
+
+        route: list[dict[str, Any]] | None | Unset
+        if isinstance(self.route, Unset):
+            route = UNSET
+        elif isinstance(self.route, list):
+            route = []
+            for route_type_0_item_data in self.route:
+                route_type_0_item = route_type_0_item_data.to_dict()
+                route.append(route_type_0_item)
+
+        else:
+            route = self.route
 
         template: dict[str, Any] | None | Unset
         if isinstance(self.template, Unset):
@@ -114,11 +136,12 @@ class RuleBody:
         field_dict.update(
             {
                 "audience": audience,
-                "channel": channel,
                 "name": name,
                 "schedule": schedule,
             }
         )
+        if channel is not UNSET:
+            field_dict["channel"] = channel
         if critical is not UNSET:
             field_dict["critical"] = critical
         if deadline_secs is not UNSET:
@@ -127,6 +150,8 @@ class RuleBody:
             field_dict["message"] = message
         if priority is not UNSET:
             field_dict["priority"] = priority
+        if route is not UNSET:
+            field_dict["route"] = route
         if template is not UNSET:
             field_dict["template"] = template
         if to is not UNSET:
@@ -140,6 +165,7 @@ class RuleBody:
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.audience_target import AudienceTarget
         from ..models.campaign_to import CampaignTo
+        from ..models.route_step import RouteStep
         from ..models.rule_body_message_type_0 import RuleBodyMessageType0
         from ..models.rule_body_schedule import RuleBodySchedule
         from ..models.template_use import TemplateUse
@@ -147,11 +173,18 @@ class RuleBody:
         d = dict(src_dict)
         audience = AudienceTarget.from_dict(d.pop("audience"))
 
-        channel = d.pop("channel")
-
         name = d.pop("name")
 
         schedule = RuleBodySchedule.from_dict(d.pop("schedule"))
+
+        def _parse_channel(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        channel = _parse_channel(d.pop("channel", UNSET))
 
         def _parse_critical(data: object) -> bool | None | Unset:
             if data is None:
@@ -196,6 +229,28 @@ class RuleBody:
             return cast(int | None | Unset, data)
 
         priority = _parse_priority(d.pop("priority", UNSET))
+
+        def _parse_route(data: object) -> list[RouteStep] | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, list):
+                    raise TypeError()
+                route_type_0 = []
+                _route_type_0 = data
+                for route_type_0_item_data in _route_type_0:
+                    route_type_0_item = RouteStep.from_dict(route_type_0_item_data)
+
+                    route_type_0.append(route_type_0_item)
+
+                return route_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(list[RouteStep] | None | Unset, data)
+
+        route = _parse_route(d.pop("route", UNSET))
 
         def _parse_template(data: object) -> None | TemplateUse | Unset:
             if data is None:
@@ -242,13 +297,14 @@ class RuleBody:
 
         rule_body = cls(
             audience=audience,
-            channel=channel,
             name=name,
             schedule=schedule,
+            channel=channel,
             critical=critical,
             deadline_secs=deadline_secs,
             message=message,
             priority=priority,
+            route=route,
             template=template,
             to=to,
             topic=topic,

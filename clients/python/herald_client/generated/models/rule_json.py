@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from ..models.rule_json_audience import RuleJsonAudience
     from ..models.rule_json_message import RuleJsonMessage
     from ..models.rule_json_schedule import RuleJsonSchedule
+    from ..models.step_json import StepJson
     from ..models.template_ref import TemplateRef
     from ..models.to_type_json import ToTypeJson
 
@@ -35,6 +36,9 @@ class RuleJson:
         updated_at (str):
         version (int):
         critical (bool | Unset):
+        route (list[StepJson] | None | Unset): Its fallback route; `channel` and `to` are those of the step it is
+            (a route step's follow-up job is at a later one).
+        step (int | None | Unset): The step of its route this job sends (0 for the first).
         template (None | TemplateRef | Unset):
         to (None | ToTypeJson | Unset):
         topic (None | str | Unset):
@@ -55,6 +59,8 @@ class RuleJson:
     updated_at: str
     version: int
     critical: bool | Unset = UNSET
+    route: list[StepJson] | None | Unset = UNSET
+    step: int | None | Unset = UNSET
     template: None | TemplateRef | Unset = UNSET
     to: None | ToTypeJson | Unset = UNSET
     topic: None | str | Unset = UNSET
@@ -90,6 +96,24 @@ class RuleJson:
         version = self.version
 
         critical = self.critical
+
+        route: list[dict[str, Any]] | None | Unset
+        if isinstance(self.route, Unset):
+            route = UNSET
+        elif isinstance(self.route, list):
+            route = []
+            for route_type_0_item_data in self.route:
+                route_type_0_item = route_type_0_item_data.to_dict()
+                route.append(route_type_0_item)
+
+        else:
+            route = self.route
+
+        step: int | None | Unset
+        if isinstance(self.step, Unset):
+            step = UNSET
+        else:
+            step = self.step
 
         template: dict[str, Any] | None | Unset
         if isinstance(self.template, Unset):
@@ -150,6 +174,10 @@ class RuleJson:
         )
         if critical is not UNSET:
             field_dict["critical"] = critical
+        if route is not UNSET:
+            field_dict["route"] = route
+        if step is not UNSET:
+            field_dict["step"] = step
         if template is not UNSET:
             field_dict["template"] = template
         if to is not UNSET:
@@ -170,6 +198,7 @@ class RuleJson:
         from ..models.rule_json_audience import RuleJsonAudience
         from ..models.rule_json_message import RuleJsonMessage
         from ..models.rule_json_schedule import RuleJsonSchedule
+        from ..models.step_json import StepJson
         from ..models.template_ref import TemplateRef
         from ..models.to_type_json import ToTypeJson
 
@@ -197,6 +226,37 @@ class RuleJson:
         version = d.pop("version")
 
         critical = d.pop("critical", UNSET)
+
+        def _parse_route(data: object) -> list[StepJson] | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, list):
+                    raise TypeError()
+                route_type_0 = []
+                _route_type_0 = data
+                for route_type_0_item_data in _route_type_0:
+                    route_type_0_item = StepJson.from_dict(route_type_0_item_data)
+
+                    route_type_0.append(route_type_0_item)
+
+                return route_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(list[StepJson] | None | Unset, data)
+
+        route = _parse_route(d.pop("route", UNSET))
+
+        def _parse_step(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        step = _parse_step(d.pop("step", UNSET))
 
         def _parse_template(data: object) -> None | TemplateRef | Unset:
             if data is None:
@@ -281,6 +341,8 @@ class RuleJson:
             updated_at=updated_at,
             version=version,
             critical=critical,
+            route=route,
+            step=step,
             template=template,
             to=to,
             topic=topic,

@@ -10,6 +10,7 @@ from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.digest_json import DigestJson
+    from ..models.step_json import StepJson
     from ..models.template_ref import TemplateRef
     from ..models.timer_json_message_type_0 import TimerJsonMessageType0
     from ..models.to_json import ToJson
@@ -39,6 +40,9 @@ class TimerJson:
         idempotency_key (None | str | Unset):
         last_error (None | str | Unset):
         message (None | TimerJsonMessageType0 | Unset):
+        route (list[StepJson] | None | Unset): Its fallback route, each step's channel resolved; `channel` and `to`
+            are those of the step it is at.
+        step (int | None | Unset): The step of its route it is at (0 for the first).
         template (None | TemplateRef | Unset):
         to (None | ToJson | Unset):
         topic (None | str | Unset):
@@ -61,6 +65,8 @@ class TimerJson:
     idempotency_key: None | str | Unset = UNSET
     last_error: None | str | Unset = UNSET
     message: None | TimerJsonMessageType0 | Unset = UNSET
+    route: list[StepJson] | None | Unset = UNSET
+    step: int | None | Unset = UNSET
     template: None | TemplateRef | Unset = UNSET
     to: None | ToJson | Unset = UNSET
     topic: None | str | Unset = UNSET
@@ -129,6 +135,24 @@ class TimerJson:
         else:
             message = self.message
 
+        route: list[dict[str, Any]] | None | Unset
+        if isinstance(self.route, Unset):
+            route = UNSET
+        elif isinstance(self.route, list):
+            route = []
+            for route_type_0_item_data in self.route:
+                route_type_0_item = route_type_0_item_data.to_dict()
+                route.append(route_type_0_item)
+
+        else:
+            route = self.route
+
+        step: int | None | Unset
+        if isinstance(self.step, Unset):
+            step = UNSET
+        else:
+            step = self.step
+
         template: dict[str, Any] | None | Unset
         if isinstance(self.template, Unset):
             template = UNSET
@@ -185,6 +209,10 @@ class TimerJson:
             field_dict["last_error"] = last_error
         if message is not UNSET:
             field_dict["message"] = message
+        if route is not UNSET:
+            field_dict["route"] = route
+        if step is not UNSET:
+            field_dict["step"] = step
         if template is not UNSET:
             field_dict["template"] = template
         if to is not UNSET:
@@ -199,6 +227,7 @@ class TimerJson:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.digest_json import DigestJson
+        from ..models.step_json import StepJson
         from ..models.template_ref import TemplateRef
         from ..models.timer_json_message_type_0 import TimerJsonMessageType0
         from ..models.to_json import ToJson
@@ -287,6 +316,37 @@ class TimerJson:
 
         message = _parse_message(d.pop("message", UNSET))
 
+        def _parse_route(data: object) -> list[StepJson] | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, list):
+                    raise TypeError()
+                route_type_0 = []
+                _route_type_0 = data
+                for route_type_0_item_data in _route_type_0:
+                    route_type_0_item = StepJson.from_dict(route_type_0_item_data)
+
+                    route_type_0.append(route_type_0_item)
+
+                return route_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(list[StepJson] | None | Unset, data)
+
+        route = _parse_route(d.pop("route", UNSET))
+
+        def _parse_step(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        step = _parse_step(d.pop("step", UNSET))
+
         def _parse_template(data: object) -> None | TemplateRef | Unset:
             if data is None:
                 return data
@@ -356,6 +416,8 @@ class TimerJson:
             idempotency_key=idempotency_key,
             last_error=last_error,
             message=message,
+            route=route,
+            step=step,
             template=template,
             to=to,
             topic=topic,
