@@ -132,6 +132,43 @@ pub(crate) struct Channels<'a> {
     pub for_type: &'a (dyn Fn(ChannelType) -> Option<String> + Sync),
 }
 
+/// `to.channel_type` as a request gives it, checked.
+pub(crate) fn to_type(s: &str) -> Result<ChannelType, ApiError> {
+    ChannelType::parse(s).ok_or_else(|| {
+        ApiError::field(
+            "to.channel_type",
+            "invalid_field",
+            format!(
+                "to.channel_type {s:?} is not one of {}",
+                ChannelType::ALL.map(ChannelType::as_str).join(", ")
+            ),
+        )
+    })
+}
+
+/// Calls `f` with what resolving a route needs to know for `tenant` on this
+/// node.
+pub(crate) fn for_tenant<T>(
+    st: &crate::http::state::AppState,
+    tenant: herald_core::TenantId,
+    f: impl FnOnce(&Channels<'_>) -> T,
+) -> T {
+    let has = |c: &str| st.serves_channel(tenant, c);
+    let names = || st.channel_names_for(tenant);
+    let type_of = |c: &str| {
+        st.engine
+            .channel_kind(c)
+            .and_then(herald_channels::ChannelKind::channel_type)
+    };
+    let for_type = |t: ChannelType| st.channel_for_type(tenant, t);
+    f(&Channels {
+        has: &has,
+        names: &names,
+        type_of: &type_of,
+        for_type: &for_type,
+    })
+}
+
 /// The error a core check gives, as an answer naming its field.
 pub(crate) fn api_error(e: RouteError) -> ApiError {
     let code = if e.missing {

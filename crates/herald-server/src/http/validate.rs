@@ -529,16 +529,7 @@ fn timer_route(
         ));
     }
     let first_type = match &to.channel_type {
-        Some(s) => Some(ChannelType::parse(s).ok_or_else(|| {
-            ApiError::field(
-                "to.channel_type",
-                "invalid_field",
-                format!(
-                    "to.channel_type {s:?} is not one of {}",
-                    ChannelType::ALL.map(ChannelType::as_str).join(", ")
-                ),
-            )
-        })?),
+        Some(s) => Some(route_steps::to_type(s)?),
         None => None,
     };
     let type_of = |c: &str| (cx.channel_type)(c);
@@ -626,16 +617,7 @@ fn addressing(
             }
             check_text("to.user_id", &to.user_id, Text::Id)?;
             let ty = match &to.channel_type {
-                Some(s) => ChannelType::parse(s).ok_or_else(|| {
-                    ApiError::field(
-                        "to.channel_type",
-                        "invalid_field",
-                        format!(
-                            "to.channel_type {s:?} is not one of {}",
-                            ChannelType::ALL.map(ChannelType::as_str).join(", ")
-                        ),
-                    )
-                })?,
+                Some(s) => route_steps::to_type(s)?,
                 None => (cx.channel_type)(channel).ok_or_else(|| {
                     ApiError::field(
                         "to.channel_type",

@@ -46,16 +46,7 @@ pub(crate) fn check(
         None => None,
         Some(CampaignTo {
             channel_type: Some(s),
-        }) => Some(ChannelType::parse(&s).ok_or_else(|| {
-            ApiError::field(
-                "to.channel_type",
-                "invalid_field",
-                format!(
-                    "to.channel_type {s:?} is not one of {}",
-                    ChannelType::ALL.map(ChannelType::as_str).join(", ")
-                ),
-            )
-        })?),
+        }) => Some(route_steps::to_type(&s)?),
         Some(CampaignTo { channel_type: None }) => Some(channel_type.ok_or_else(|| {
             ApiError::field(
                 "to.channel_type",
@@ -110,19 +101,10 @@ pub(crate) fn channel_and_route(
         }
     };
     let first_type = match to.as_deref().and_then(|t| t.channel_type.as_deref()) {
-        Some(s) => Some(ChannelType::parse(s).ok_or_else(|| {
-            ApiError::field(
-                "to.channel_type",
-                "invalid_field",
-                format!(
-                    "to.channel_type {s:?} is not one of {}",
-                    ChannelType::ALL.map(ChannelType::as_str).join(", ")
-                ),
-            )
-        })?),
+        Some(s) => Some(route_steps::to_type(s)?),
         None => None,
     };
-    let resolved = with_channels(st, tenant, |channels| {
+    let resolved = route_steps::for_tenant(st, tenant, |channels| {
         let first: Vec<StepSpec> = route.iter().take(1).map(RouteStep::spec).collect();
         route_steps::resolve_specs("route", first, (None, first_type), channels)
     })?;
@@ -139,28 +121,6 @@ pub(crate) fn channel_and_route(
         t.channel_type = Some(first.channel_type.as_str().to_string());
     }
     Ok((first.channel.clone(), Some(route)))
-}
-
-/// Calls `f` with what resolving a route needs to know for `tenant`.
-fn with_channels<T>(
-    st: &AppState,
-    tenant: TenantId,
-    f: impl FnOnce(&route_steps::Channels<'_>) -> T,
-) -> T {
-    let has = |c: &str| st.serves_channel(tenant, c);
-    let names = || st.channel_names_for(tenant);
-    let type_of = |c: &str| {
-        st.engine
-            .channel_kind(c)
-            .and_then(herald_channels::ChannelKind::channel_type)
-    };
-    let for_type = |t: ChannelType| st.channel_for_type(tenant, t);
-    f(&route_steps::Channels {
-        has: &has,
-        names: &names,
-        type_of: &type_of,
-        for_type: &for_type,
-    })
 }
 
 /// A job's or rule's `route` added to its stored `routing` (checked by
@@ -204,7 +164,7 @@ pub(crate) fn with_route(
             ));
         }
     }
-    let mut resolved = with_channels(st, tenant, |channels| {
+    let mut resolved = route_steps::for_tenant(st, tenant, |channels| {
         route_steps::resolve("route", &steps, (Some(channel), Some(first_type)), channels)
     })?;
     let lib = st.engine.templates().library();
