@@ -387,9 +387,12 @@ async fn crash_between_steps(store: Option<String>) {
         )
         .await;
     }
-    // Each WeChat message is delivered; its e-mail follows 4 s later, unread.
+    // Each WeChat message is delivered; its e-mail follows 20 s later,
+    // unread: long enough that none is due (or in flight, which a crash
+    // may send again under its key) when the node is killed, even on a
+    // loaded machine.
     let route = json!([{"channel_type": "wechat"},
-                       {"channel_type": "email", "on": ["unread"], "after": "4s"}]);
+                       {"channel_type": "email", "on": ["unread"], "after": "20s"}]);
     let mut ids = Vec::new();
     for i in 0..n {
         ids.push(routed(&s, &format!("u{i}"), route.clone(), 0).await);
