@@ -272,8 +272,8 @@ class Timers(_Section):
     def create(
         self,
         *,
-        channel: str,
         message: Mapping[str, Any],
+        channel: str | None = None,
         recipient: str | None = None,
         delay_ms: int | None = None,
         fire_at: datetime.datetime | str | None = None,
@@ -283,7 +283,8 @@ class Timers(_Section):
     ) -> TimerJson:
         """Schedules a timer: `delay_ms` or `fire_at`, `recipient` or
         `to={"user_id": ...}`; any other field of `POST /v1/timers` goes in
-        `more` (`topic`, `critical`, `digest`, `on_conflict`). Without an
+        `more` (`topic`, `critical`, `digest`, `on_conflict`, `route`).
+        `channel` may be left out with a `route` or a default route. Without an
         `idempotency_key` one is made, so a retry finds the same timer."""
         body = self.line(
             channel=channel,
@@ -471,8 +472,8 @@ class Jobs(_Section):
     def create(
         self,
         *,
-        channel: str,
         message: Mapping[str, Any],
+        channel: str | None = None,
         audience_id: int | None = None,
         users: Iterable[str] | None = None,
         **more: Any,
@@ -482,7 +483,9 @@ class Jobs(_Section):
         `priority`, `segment_size`, `follow_up`, ...). The API has no
         idempotency key for jobs, so this is sent again only when the
         server answered that nothing was written."""
-        body: dict[str, Any] = {"channel": channel, "message": dict(message), **more}
+        body: dict[str, Any] = {"message": dict(message), **more}
+        if channel is not None:
+            body["channel"] = channel
         if audience_id is not None:
             body["audience_id"] = audience_id
         if users is not None:

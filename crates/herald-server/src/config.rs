@@ -137,6 +137,19 @@ pub struct RemindersConfig {
     pub early_window_ms: i64,
 }
 
+impl RemindersConfig {
+    /// The channel an address type routes to when nothing names one:
+    /// `channels`, else a channel named like the type (`has` says whether
+    /// one is there), else `default_channel`.
+    pub fn channel_for_type(&self, t: ChannelType, has: impl Fn(&str) -> bool) -> Option<String> {
+        match self.channels.get(t.as_str()) {
+            Some(c) => Some(c.clone()),
+            None if has(t.as_str()) => Some(t.as_str().to_string()),
+            None => self.default_channel.clone(),
+        }
+    }
+}
+
 impl Default for RemindersConfig {
     fn default() -> Self {
         Self {

@@ -5,6 +5,7 @@ pub mod access;
 pub mod api;
 pub mod audit;
 mod config;
+pub mod default_routes;
 pub mod http;
 mod openapi;
 pub mod reload;

@@ -51,6 +51,8 @@ pub struct Config {
     pub rate_limits: Vec<herald_core::pacing::RateLimitConfig>,
     /// OpenTelemetry trace export (off unless an endpoint is set).
     pub telemetry: TelemetryConfig,
+    /// Default fallback routes (`[routing.default]`, `[routing.tenants.NAME]`).
+    pub routing: herald_server::default_routes::RoutingConfig,
 }
 
 /// One tenant's limits.
@@ -124,6 +126,7 @@ impl Default for Config {
             caps: Vec::new(),
             rate_limits: Vec::new(),
             telemetry: TelemetryConfig::default(),
+            routing: Default::default(),
         }
     }
 }
@@ -144,6 +147,7 @@ const ENV_KEYS: &[&str] = &[
     "retention",
     "tenants",
     "telemetry",
+    "routing",
 ];
 
 impl Config {
@@ -221,6 +225,7 @@ impl Config {
             t.validate(name).map_err(anyhow::Error::msg)?;
         }
         self.validate_caps()?;
+        self.validate_routing()?;
         let j = &self.jobs;
         if j.lease_ms < 1_000 || j.lease_guard_ms < 0 || j.lease_guard_ms * 2 >= j.lease_ms {
             bail!("jobs.lease_ms must be at least 1000 and more than twice jobs.lease_guard_ms");
@@ -280,6 +285,27 @@ impl Config {
             }
         }
         Ok(())
+    }
+
+    /// Checks the default fallback routes against the channels (errors
+    /// name the key, as `routing.default.route[1].on[0]`) and their tenant
+    /// names.
+    fn validate_routing(&self) -> anyhow::Result<()> {
+        for t in self.routing.tenants.keys() {
+            if let Some(problem) = herald_core::tenant::tenant_name_problem(t) {
+                bail!("[routing.tenants.{t}]: {problem}");
+            }
+        }
+        let names: Vec<String> = self.channels.iter().map(|c| c.name().to_string()).collect();
+        let type_of = |n: &str| {
+            self.channels
+                .iter()
+                .find(|c| c.name() == n)
+                .map(|c| c.kind().channel_type())
+        };
+        self.routing
+            .check(&self.reminders, &names, type_of)
+            .map_err(anyhow::Error::msg)
     }
 
     /// This node's id: the configured one, else the host name. A stable default

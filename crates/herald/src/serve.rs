@@ -101,6 +101,7 @@ pub async fn run(cfg: Config, file: Option<PathBuf>) -> anyhow::Result<()> {
         clock,
         api: Arc::new(cfg.api.clone()),
         reminders: Arc::new(cfg.reminders.clone()),
+        default_routes: Arc::new(tenancy.default_routes),
         metrics,
         access: Arc::new(access),
         audit,

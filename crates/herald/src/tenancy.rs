@@ -24,6 +24,8 @@ pub struct Tenancy {
     pub caps: Vec<herald_core::caps::CapRule>,
     /// The rate limits per key, their tenants resolved.
     pub rate_limits: Vec<herald_core::pacing::RateRule>,
+    /// The default fallback routes (`[routing]`), their tenants resolved.
+    pub default_routes: herald_server::default_routes::DefaultRoutes,
 }
 
 /// Makes every tenant the configuration names (if it does not exist yet;
@@ -58,12 +60,21 @@ pub async fn resolve(cfg: &Config, store: &dyn Store) -> anyhow::Result<Tenancy>
     for (i, r) in cfg.rate_limits.iter().enumerate() {
         rate_limits.push(r.rule(i, tenants(store, r.tenants.as_deref()).await?)?);
     }
+    let mut default_routes = herald_server::default_routes::DefaultRoutes {
+        default: cfg.routing.default.as_ref().map(|d| d.route.clone()),
+        ..Default::default()
+    };
+    for (name, d) in &cfg.routing.tenants {
+        let id = tenant(store, name).await?;
+        default_routes.by_tenant.insert(id, d.route.clone());
+    }
     Ok(Tenancy {
         limits,
         max_pending,
         channels,
         caps,
         rate_limits,
+        default_routes,
     })
 }
 

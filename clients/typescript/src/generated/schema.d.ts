@@ -1636,8 +1636,11 @@ export interface components {
              *     1..=64 of `A-Z a-z 0-9 _ - . :`. `GET /v1/jobs?category=` lists one.
              */
             category?: string | null;
-            /** @description A channel configured on the node (`GET /v1/channels` lists them). */
-            channel: string;
+            /**
+             * @description A configured channel; left out, the first step of `route` (or, with
+             *     `to` and no route, of the tenant's default route, `[routing]`). A channel configured on the node (`GET /v1/channels` lists them).
+             */
+            channel?: string | null;
             /**
              * @description Sent in quiet hours too (the channel's and subscribers'); never past
              *     an opt-out.
@@ -2170,8 +2173,11 @@ export interface components {
         };
         RuleBody: {
             audience: components["schemas"]["AudienceTarget"];
-            /** @description A channel configured on the node (`GET /v1/channels` lists them). */
-            channel: string;
+            /**
+             * @description A configured channel; left out, the first step of `route` (or, with
+             *     `to` and no route, of the tenant's default route, `[routing]`). A channel configured on the node (`GET /v1/channels` lists them).
+             */
+            channel?: string | null;
             /** @description Sent in quiet hours too; never past an opt-out. */
             critical?: boolean | null;
             /** Format: int64 */

@@ -68,7 +68,22 @@ pub enum StepOnName {
 }
 
 impl RouteStep {
-    fn spec(&self) -> StepSpec {
+    /// A configured step as a request would give it.
+    pub(crate) fn of_spec(s: &StepSpec) -> Self {
+        RouteStep {
+            channel: s.channel.clone(),
+            channel_type: s.channel_type.clone(),
+            on: s.on.clone(),
+            after: s.after.as_ref().map(|a| match a {
+                After::Secs(n) => format!("{n}s"),
+                After::Text(t) => t.clone(),
+            }),
+            message: None,
+            template: None,
+        }
+    }
+
+    pub(crate) fn spec(&self) -> StepSpec {
         StepSpec {
             channel: self.channel.clone(),
             channel_type: self.channel_type.clone(),
@@ -117,6 +132,43 @@ pub(crate) struct Channels<'a> {
     pub for_type: &'a (dyn Fn(ChannelType) -> Option<String> + Sync),
 }
 
+/// `to.channel_type` as a request gives it, checked.
+pub(crate) fn to_type(s: &str) -> Result<ChannelType, ApiError> {
+    ChannelType::parse(s).ok_or_else(|| {
+        ApiError::field(
+            "to.channel_type",
+            "invalid_field",
+            format!(
+                "to.channel_type {s:?} is not one of {}",
+                ChannelType::ALL.map(ChannelType::as_str).join(", ")
+            ),
+        )
+    })
+}
+
+/// Calls `f` with what resolving a route needs to know for `tenant` on this
+/// node.
+pub(crate) fn for_tenant<T>(
+    st: &crate::http::state::AppState,
+    tenant: herald_core::TenantId,
+    f: impl FnOnce(&Channels<'_>) -> T,
+) -> T {
+    let has = |c: &str| st.serves_channel(tenant, c);
+    let names = || st.channel_names_for(tenant);
+    let type_of = |c: &str| {
+        st.engine
+            .channel_kind(c)
+            .and_then(herald_channels::ChannelKind::channel_type)
+    };
+    let for_type = |t: ChannelType| st.channel_for_type(tenant, t);
+    f(&Channels {
+        has: &has,
+        names: &names,
+        type_of: &type_of,
+        for_type: &for_type,
+    })
+}
+
 /// The error a core check gives, as an answer naming its field.
 pub(crate) fn api_error(e: RouteError) -> ApiError {
     let code = if e.missing {
@@ -157,7 +209,16 @@ pub(crate) fn resolve(
     ch: &Channels<'_>,
 ) -> Result<Vec<Step>, ApiError> {
     let specs: Vec<StepSpec> = steps.iter().map(RouteStep::spec).collect();
-    let mut specs = specs;
+    resolve_specs(field, specs, first, ch)
+}
+
+/// [`resolve`] for steps as the core reads them (a configured default).
+pub(crate) fn resolve_specs(
+    field: &str,
+    mut specs: Vec<StepSpec>,
+    first: (Option<&str>, Option<ChannelType>),
+    ch: &Channels<'_>,
+) -> Result<Vec<Step>, ApiError> {
     if let Some(s0) = specs.first_mut() {
         if s0.channel.is_none() {
             s0.channel = first.0.map(str::to_string);

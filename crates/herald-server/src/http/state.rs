@@ -21,6 +21,9 @@ pub struct AppState {
     pub clock: Arc<dyn Clock>,
     pub api: Arc<ApiConfig>,
     pub reminders: Arc<RemindersConfig>,
+    /// The route a request to a subscriber takes when it names no channel
+    /// (`[routing]`).
+    pub default_routes: Arc<crate::default_routes::DefaultRoutes>,
     pub metrics: PrometheusHandle,
     /// The node's mode, admin key and API key seam.
     pub access: Arc<Access>,
@@ -50,11 +53,8 @@ impl AppState {
         tenant: TenantId,
         t: herald_core::ChannelType,
     ) -> Option<String> {
-        match self.reminders.channels.get(t.as_str()) {
-            Some(c) => Some(c.clone()),
-            None if self.serves_channel(tenant, t.as_str()) => Some(t.as_str().to_string()),
-            None => self.reminders.default_channel.clone(),
-        }
+        self.reminders
+            .channel_for_type(t, |c| self.serves_channel(tenant, c))
     }
 
     /// The channels `tenant` may name, for error messages.

@@ -8,7 +8,7 @@ use herald_channels::ChannelKind;
 
 use herald_core::campaign::{INTERNAL_KEY_PREFIX, is_internal_key};
 use herald_core::digest::Digest;
-use herald_core::route::Step;
+use herald_core::route::{Step, StepSpec};
 use herald_core::subscriber::check_topic;
 use herald_core::template::{Library, PartKey, TemplateRef};
 use herald_core::timer::Routing;
@@ -142,6 +142,8 @@ pub struct Context<'a> {
     /// The channel a subscriber address type routes to (as a reminder's),
     /// for a route's steps.
     pub channel_for_type: TypeRoute<'a>,
+    /// The tenant's default fallback route (`[routing]`), if any.
+    pub default_route: Option<&'a [StepSpec]>,
 }
 
 /// The channel an address type routes to.
@@ -180,9 +182,21 @@ pub fn new_timer_and_conflict(
     })?;
 
     let mut to = req.to;
-    let route = match req.route.as_deref() {
-        Some(steps) => Some(timer_route(
-            steps,
+    // The request's own route; else, for a timer to a subscriber that
+    // names no channel, the tenant's default (`[routing]`).
+    let specs = match (req.route.as_deref(), cx.default_route) {
+        (Some(steps), _) => {
+            route_steps::no_step_content(steps)?;
+            Some(steps.iter().map(RouteStep::spec).collect())
+        }
+        (None, Some(d)) if req.channel.is_none() && to.is_some() && req.digest.is_none() => {
+            Some(d.to_vec())
+        }
+        (None, _) => None,
+    };
+    let route = match specs {
+        Some(specs) => Some(timer_route(
+            specs,
             req.channel.as_deref(),
             &mut to,
             req.recipient.is_some(),
@@ -492,7 +506,7 @@ fn with_route(routing: Option<String>, route: Option<Vec<Step>>) -> Option<Strin
 /// subscriber (whose `to.channel_type` becomes the first step's type when
 /// it gives none), never with a digest.
 fn timer_route(
-    steps: &[RouteStep],
+    steps: Vec<StepSpec>,
     channel: Option<&str>,
     to: &mut Option<To>,
     raw_recipient: bool,
@@ -520,18 +534,8 @@ fn timer_route(
             "a digest timer cannot have a route",
         ));
     }
-    route_steps::no_step_content(steps)?;
     let first_type = match &to.channel_type {
-        Some(s) => Some(ChannelType::parse(s).ok_or_else(|| {
-            ApiError::field(
-                "to.channel_type",
-                "invalid_field",
-                format!(
-                    "to.channel_type {s:?} is not one of {}",
-                    ChannelType::ALL.map(ChannelType::as_str).join(", ")
-                ),
-            )
-        })?),
+        Some(s) => Some(route_steps::to_type(s)?),
         None => None,
     };
     let type_of = |c: &str| (cx.channel_type)(c);
@@ -542,7 +546,7 @@ fn timer_route(
         type_of: &type_of,
         for_type: &for_type,
     };
-    let route = route_steps::resolve("route", steps, (channel, first_type), &channels)?;
+    let route = route_steps::resolve_specs("route", steps, (channel, first_type), &channels)?;
     if let Some(first) = route.first() {
         to.channel_type = Some(first.channel_type.as_str().to_string());
     }
@@ -627,16 +631,7 @@ fn addressing(
             }
             check_text("to.user_id", &to.user_id, Text::Id)?;
             let ty = match &to.channel_type {
-                Some(s) => ChannelType::parse(s).ok_or_else(|| {
-                    ApiError::field(
-                        "to.channel_type",
-                        "invalid_field",
-                        format!(
-                            "to.channel_type {s:?} is not one of {}",
-                            ChannelType::ALL.map(ChannelType::as_str).join(", ")
-                        ),
-                    )
-                })?,
+                Some(s) => route_steps::to_type(s)?,
                 None => (cx.channel_type)(channel).ok_or_else(|| {
                     ApiError::field(
                         "to.channel_type",

@@ -146,6 +146,7 @@ impl Api {
                 default_channel: Some("log".into()),
                 ..RemindersConfig::default()
             }),
+            default_routes: Default::default(),
             metrics: PrometheusBuilder::new().build_recorder().handle(),
             access: Arc::new(access),
             audit,

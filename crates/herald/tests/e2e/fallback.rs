@@ -387,9 +387,12 @@ async fn crash_between_steps(store: Option<String>) {
         )
         .await;
     }
-    // Each WeChat message is delivered; its e-mail follows 4 s later, unread.
+    // Each WeChat message is delivered; its e-mail follows 20 s later,
+    // unread: long enough that none is due (or in flight, which a crash
+    // may send again under its key) when the node is killed, even on a
+    // loaded machine.
     let route = json!([{"channel_type": "wechat"},
-                       {"channel_type": "email", "on": ["unread"], "after": "4s"}]);
+                       {"channel_type": "email", "on": ["unread"], "after": "20s"}]);
     let mut ids = Vec::new();
     for i in 0..n {
         ids.push(routed(&s, &format!("u{i}"), route.clone(), 0).await);
@@ -692,4 +695,134 @@ async fn a_job_route_sends_each_step_to_who_needs_it_on_postgres() {
         return;
     };
     campaign_scenario(Some(url)).await;
+}
+
+const DEFAULT_ROUTE: &str = "[routing.default]\nroute = [{channel_type = \"wechat\"}, \
+    {channel_type = \"email\", on = [\"no_address\", \"opted_out\", \"failed\"]}]\n\
+    [routing.tenants.default]\nroute = [{channel_type = \"wechat\"}, \
+    {channel_type = \"sms\", on = [\"no_address\"]}]\n";
+
+/// `[routing]`: a request to a subscriber that names no channel takes the
+/// tenant's default route (`[routing.tenants.NAME]` over
+/// `[routing.default]`); naming a channel, or a route, overrides it. A
+/// default route that cannot work stops the start, naming the key.
+async fn defaults_scenario(store: Option<String>) {
+    let mock = Mock::start(&[]).await;
+    let cfg = config(
+        &mock,
+        &format!("{DEFAULT_ROUTE}[jobs]\nsweep_interval_ms = 200\n"),
+    );
+    let s = match store {
+        Some(url) => Server::start_on(&url, tempfile::tempdir().unwrap(), &cfg).await,
+        None => Server::start(&cfg).await,
+    };
+    subscriber(
+        &s,
+        "ann",
+        json!({"addresses": {"email": "ann@example.com", "sms": "+8613800000001"}}),
+    )
+    .await;
+    // The open node's tenant is `default`: its own route, WeChat then SMS.
+    let (st, v) = s
+        .post(
+            "/v1/timers",
+            &json!({"delay_ms": 0, "to": {"user_id": "ann"}, "message": {"text": "hi"}}),
+        )
+        .await;
+    assert_eq!(st, 201, "{v}");
+    assert_eq!(v["channel"], "wechat", "{v}");
+    assert_eq!(v["route"][1]["channel"], "sms", "{v}");
+    let by_default = v["id"].as_i64().unwrap();
+    // A channel named: that channel only.
+    let (st, v) = s
+        .post(
+            "/v1/timers",
+            &json!({"delay_ms": 0, "channel": "email",
+                    "to": {"user_id": "ann", "channel_type": "email"}, "message": {"text": "hi"}}),
+        )
+        .await;
+    assert_eq!(st, 201, "{v}");
+    assert!(v["route"].is_null(), "{v}");
+    let own_channel = v["id"].as_i64().unwrap();
+    assert_eq!(settled(&s, by_default).await["state"], "done");
+    assert_eq!(
+        steps(&s, by_default).await,
+        [row(0, "wechat", "no_address"), row(1, "sms", "delivered")]
+    );
+    assert_eq!(settled(&s, own_channel).await["state"], "done");
+    assert_eq!(
+        steps(&s, own_channel).await,
+        [row(-1, "email", "delivered")]
+    );
+
+    // A job to user ids without a channel: the same default.
+    let (st, job) = s
+        .post(
+            "/v1/jobs",
+            &json!({"users": ["ann"], "to": {}, "message": {"text": "20 off"}}),
+        )
+        .await;
+    assert_eq!(st, 201, "{job}");
+    assert_eq!(job["channel"], "wechat", "{job}");
+    let next = step_job(&s, job["id"].as_i64().unwrap()).await;
+    ended_job(&s, next).await;
+    let j = s.get(&format!("/v1/jobs/{next}")).await.1;
+    assert_eq!(j["channel"], "sms", "{j}");
+    assert_eq!(
+        sends(&s, next).await,
+        [("ann".to_string(), "delivered".to_string())]
+    );
+}
+
+#[tokio::test]
+async fn default_routes_from_config_on_sqlite() {
+    defaults_scenario(None).await;
+}
+
+#[tokio::test]
+async fn default_routes_from_config_on_postgres() {
+    let Some((_db, url)) = pg_database("fallback_defaults") else {
+        eprintln!("PostgreSQL not installed: default route test on PostgreSQL skipped");
+        return;
+    };
+    defaults_scenario(Some(url)).await;
+}
+
+#[tokio::test]
+async fn a_default_route_that_cannot_work_stops_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    for (route, key) in [
+        (
+            "[{channel_type = \"wechat\"}, {channel_type = \"email\", on = [\"later\"]}]",
+            "routing.default.route[1].on[0]",
+        ),
+        (
+            "[{channel_type = \"wechat\"}, {channel = \"nope\", channel_type = \"sms\", on = [\"failed\"]}]",
+            "routing.default.route[1].channel",
+        ),
+        (
+            "[{channel = \"email\"}]",
+            "routing.default.route[0].channel_type",
+        ),
+    ] {
+        let cfg = dir.path().join("herald.toml");
+        std::fs::write(
+            &cfg,
+            format!(
+                "store = \"sqlite::memory:\"\n[routing.default]\nroute = {route}\n\
+                 [[channels]]\nname = \"email\"\nkind = \"webhook\"\nurl = \"http://127.0.0.1:9/\"\n\
+                 [[channels]]\nname = \"wechat\"\nkind = \"webhook\"\nurl = \"http://127.0.0.1:9/\"\n"
+            ),
+        )
+        .unwrap();
+        let out = tokio::process::Command::new(BIN)
+            .args(["serve", "--config", cfg.to_str().unwrap()])
+            .current_dir(dir.path())
+            .output()
+            .await
+            .unwrap();
+        assert!(!out.status.success(), "{route}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(key), "{route}: {err}");
+    }
 }

@@ -23,10 +23,12 @@ T = TypeVar("T", bound="JobBody")
 class JobBody:
     """
     Attributes:
-        channel (str): A channel configured on the node (`GET /v1/channels` lists them).
         audience_id (int | None | Unset):
         category (None | str | Unset): The business kind it serves, e.g. `coupon-reminder` or `marketing`:
             1..=64 of `A-Z a-z 0-9 _ - . :`. `GET /v1/jobs?category=` lists one.
+        channel (None | str | Unset): A configured channel; left out, the first step of `route` (or, with
+            `to` and no route, of the tenant's default route, `[routing]`). A channel configured on the node (`GET
+            /v1/channels` lists them).
         critical (bool | None | Unset): Sent in quiet hours too (the channel's and subscribers'); never past
             an opt-out.
         deadline (datetime.datetime | None | Unset):
@@ -47,9 +49,9 @@ class JobBody:
         users (list[str] | None | Unset):
     """
 
-    channel: str
     audience_id: int | None | Unset = UNSET
     category: None | str | Unset = UNSET
+    channel: None | str | Unset = UNSET
     critical: bool | None | Unset = UNSET
     deadline: datetime.datetime | None | Unset = UNSET
     deadline_secs: int | None | Unset = UNSET
@@ -70,8 +72,6 @@ class JobBody:
         from ..models.job_body_message_type_0 import JobBodyMessageType0
         from ..models.template_use import TemplateUse
 
-        channel = self.channel
-
         audience_id: int | None | Unset
         if isinstance(self.audience_id, Unset):
             audience_id = UNSET
@@ -83,6 +83,12 @@ class JobBody:
             category = UNSET
         else:
             category = self.category
+
+        channel: None | str | Unset
+        if isinstance(self.channel, Unset):
+            channel = UNSET
+        else:
+            channel = self.channel
 
         critical: bool | None | Unset
         if isinstance(self.critical, Unset):
@@ -183,15 +189,13 @@ class JobBody:
 
         field_dict: dict[str, Any] = {}
 
-        field_dict.update(
-            {
-                "channel": channel,
-            }
-        )
+        field_dict.update({})
         if audience_id is not UNSET:
             field_dict["audience_id"] = audience_id
         if category is not UNSET:
             field_dict["category"] = category
+        if channel is not UNSET:
+            field_dict["channel"] = channel
         if critical is not UNSET:
             field_dict["critical"] = critical
         if deadline is not UNSET:
@@ -230,7 +234,6 @@ class JobBody:
         from ..models.template_use import TemplateUse
 
         d = dict(src_dict)
-        channel = d.pop("channel")
 
         def _parse_audience_id(data: object) -> int | None | Unset:
             if data is None:
@@ -249,6 +252,15 @@ class JobBody:
             return cast(None | str | Unset, data)
 
         category = _parse_category(d.pop("category", UNSET))
+
+        def _parse_channel(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        channel = _parse_channel(d.pop("channel", UNSET))
 
         def _parse_critical(data: object) -> bool | None | Unset:
             if data is None:
@@ -429,9 +441,9 @@ class JobBody:
         users = _parse_users(d.pop("users", UNSET))
 
         job_body = cls(
-            channel=channel,
             audience_id=audience_id,
             category=category,
+            channel=channel,
             critical=critical,
             deadline=deadline,
             deadline_secs=deadline_secs,

@@ -24,9 +24,11 @@ class RuleBody:
     """
     Attributes:
         audience (AudienceTarget): Who a rule sends to. Kept as the request gave it.
-        channel (str): A channel configured on the node (`GET /v1/channels` lists them).
         name (str):
         schedule (RuleBodySchedule):
+        channel (None | str | Unset): A configured channel; left out, the first step of `route` (or, with
+            `to` and no route, of the tenant's default route, `[routing]`). A channel configured on the node (`GET
+            /v1/channels` lists them).
         critical (bool | None | Unset): Sent in quiet hours too; never past an opt-out.
         deadline_secs (int | None | Unset):
         message (None | RuleBodyMessageType0 | Unset): The message in the channel provider's shape; give this or
@@ -40,9 +42,9 @@ class RuleBody:
     """
 
     audience: AudienceTarget
-    channel: str
     name: str
     schedule: RuleBodySchedule
+    channel: None | str | Unset = UNSET
     critical: bool | None | Unset = UNSET
     deadline_secs: int | None | Unset = UNSET
     message: None | RuleBodyMessageType0 | Unset = UNSET
@@ -59,11 +61,15 @@ class RuleBody:
 
         audience = self.audience.to_dict()
 
-        channel = self.channel
-
         name = self.name
 
         schedule = self.schedule.to_dict()
+
+        channel: None | str | Unset
+        if isinstance(self.channel, Unset):
+            channel = UNSET
+        else:
+            channel = self.channel
 
         critical: bool | None | Unset
         if isinstance(self.critical, Unset):
@@ -130,11 +136,12 @@ class RuleBody:
         field_dict.update(
             {
                 "audience": audience,
-                "channel": channel,
                 "name": name,
                 "schedule": schedule,
             }
         )
+        if channel is not UNSET:
+            field_dict["channel"] = channel
         if critical is not UNSET:
             field_dict["critical"] = critical
         if deadline_secs is not UNSET:
@@ -166,11 +173,18 @@ class RuleBody:
         d = dict(src_dict)
         audience = AudienceTarget.from_dict(d.pop("audience"))
 
-        channel = d.pop("channel")
-
         name = d.pop("name")
 
         schedule = RuleBodySchedule.from_dict(d.pop("schedule"))
+
+        def _parse_channel(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        channel = _parse_channel(d.pop("channel", UNSET))
 
         def _parse_critical(data: object) -> bool | None | Unset:
             if data is None:
@@ -283,9 +297,9 @@ class RuleBody:
 
         rule_body = cls(
             audience=audience,
-            channel=channel,
             name=name,
             schedule=schedule,
+            channel=channel,
             critical=critical,
             deadline_secs=deadline_secs,
             message=message,

@@ -328,7 +328,10 @@ pub(crate) struct JobBody {
     audience_id: Option<i64>,
     #[serde(default)]
     users: Option<Vec<String>>,
-    channel: String,
+    /// A configured channel; left out, the first step of `route` (or, with
+    /// `to` and no route, of the tenant's default route, `[routing]`).
+    #[serde(default)]
+    channel: Option<String>,
     /// The message in the channel provider's shape; give this or `template`.
     #[serde(default)]
     #[schema(value_type = Option<Object>)]
@@ -420,9 +423,11 @@ fn check_follow_up(
 /// Reads and checks a job body. Whether an `audience_id` names a sealed
 /// audience is the campaign service's to check.
 fn check_job(st: &AppState, tenant: TenantId, bytes: &[u8]) -> Result<NewJob, ApiError> {
-    let req: JobBody = json_body::object(bytes)?;
+    let mut req: JobBody = json_body::object(bytes)?;
     let now = st.clock.now_ms();
     let meta = job_labels::meta(req.name, req.category)?;
+    let (channel, route) =
+        campaign_routing::channel_and_route(st, tenant, req.channel, req.route, req.to.as_mut())?;
 
     let audience = match (req.audience_id, req.users) {
         (Some(_), Some(_)) => {
@@ -452,11 +457,11 @@ fn check_job(st: &AppState, tenant: TenantId, bytes: &[u8]) -> Result<NewJob, Ap
         }
         (Some(id), None) => AudienceSource::Uploaded(id),
     };
-    check_text("channel", &req.channel, Text::Id)?;
-    if !st.serves_channel(tenant, &req.channel) {
+    check_text("channel", &channel, Text::Id)?;
+    if !st.serves_channel(tenant, &channel) {
         return Err(unknown_channel(
             "channel",
-            &req.channel,
+            &channel,
             &st.channel_names_for(tenant),
         ));
     }
@@ -516,16 +521,16 @@ fn check_job(st: &AppState, tenant: TenantId, bytes: &[u8]) -> Result<NewJob, Ap
         }
     };
     let priority = check_priority(req.priority)?;
-    let follow_up = check_follow_up(req.follow_up, st.engine.channel_kind(&req.channel))?;
+    let follow_up = check_follow_up(req.follow_up, st.engine.channel_kind(&channel))?;
     let routing = campaign_routing::check(
         RoutingFields {
             to: req.to,
             topic: req.topic,
             critical: req.critical,
         },
-        &req.channel,
+        &channel,
         st.engine
-            .channel_kind(&req.channel)
+            .channel_kind(&channel)
             .and_then(herald_channels::ChannelKind::channel_type),
     )?;
     // The message is checked after the routing, so a bad `to` or `topic`
@@ -533,14 +538,13 @@ fn check_job(st: &AppState, tenant: TenantId, bytes: &[u8]) -> Result<NewJob, Ap
     let (message, template) = crate::http::validate::campaign_content(
         req.message.as_deref(),
         req.template,
-        st.engine.channel_kind(&req.channel),
+        st.engine.channel_kind(&channel),
         tenant,
         &st.engine.templates().library(),
     )?;
     let routing = crate::http::validate::with_template(routing, template);
-    let route_given = req.route.is_some();
-    let routing =
-        campaign_routing::with_route(st, tenant, routing, req.route, &req.channel, &message)?;
+    let route_given = route.is_some();
+    let routing = campaign_routing::with_route(st, tenant, routing, route, &channel, &message)?;
     let follow_up = match (follow_up, route_given) {
         (Some(_), true) => {
             return Err(ApiError::field(
@@ -555,7 +559,7 @@ fn check_job(st: &AppState, tenant: TenantId, bytes: &[u8]) -> Result<NewJob, Ap
     };
     Ok(NewJob {
         audience,
-        channel: req.channel,
+        channel,
         message,
         segment_size,
         deadline_at,

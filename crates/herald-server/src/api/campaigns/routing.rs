@@ -13,6 +13,7 @@ use crate::http::error::ApiError;
 use crate::http::route_steps::{self, RouteStep};
 use crate::http::state::AppState;
 use herald_core::TenantId;
+use herald_core::route::StepSpec;
 
 /// `"to"` of a job or rule: every audience entry is a user id; send to that
 /// subscriber's address of `channel_type` (default: the channel's own type).
@@ -45,16 +46,7 @@ pub(crate) fn check(
         None => None,
         Some(CampaignTo {
             channel_type: Some(s),
-        }) => Some(ChannelType::parse(&s).ok_or_else(|| {
-            ApiError::field(
-                "to.channel_type",
-                "invalid_field",
-                format!(
-                    "to.channel_type {s:?} is not one of {}",
-                    ChannelType::ALL.map(ChannelType::as_str).join(", ")
-                ),
-            )
-        })?),
+        }) => Some(route_steps::to_type(&s)?),
         Some(CampaignTo { channel_type: None }) => Some(channel_type.ok_or_else(|| {
             ApiError::field(
                 "to.channel_type",
@@ -75,6 +67,60 @@ pub(crate) fn check(
         ..Routing::default()
     };
     Ok(routing.stored())
+}
+
+/// A job's or rule's channel and route: as given; or, when it names no
+/// channel, its route's (or, with no route and `to`, the tenant's default
+/// route's, `[routing]`) first step's channel.
+pub(crate) fn channel_and_route(
+    st: &AppState,
+    tenant: TenantId,
+    channel: Option<String>,
+    route: Option<Vec<RouteStep>>,
+    to: Option<&mut CampaignTo>,
+) -> Result<(String, Option<Vec<RouteStep>>), ApiError> {
+    // `to` without a type sends to the route's first step's.
+    let mut to = to;
+    if let Some(c) = channel {
+        if let (Some(t), Some(first)) = (to.as_deref_mut(), route.as_ref().and_then(|r| r.first()))
+            && t.channel_type.is_none()
+        {
+            t.channel_type = first.channel_type.clone();
+        }
+        return Ok((c, route));
+    }
+    let route = match (route, to.is_some(), st.default_routes.of(tenant)) {
+        (Some(r), _, _) => r,
+        (None, true, Some(d)) => d.iter().map(RouteStep::of_spec).collect(),
+        _ => {
+            return Err(ApiError::field(
+                "channel",
+                "missing_field",
+                "give channel (or a route, or, with to, set [routing.default])",
+            ));
+        }
+    };
+    let first_type = match to.as_deref().and_then(|t| t.channel_type.as_deref()) {
+        Some(s) => Some(route_steps::to_type(s)?),
+        None => None,
+    };
+    let resolved = route_steps::for_tenant(st, tenant, |channels| {
+        let first: Vec<StepSpec> = route.iter().take(1).map(RouteStep::spec).collect();
+        route_steps::resolve_specs("route", first, (None, first_type), channels)
+    })?;
+    let Some(first) = resolved.first() else {
+        return Err(ApiError::field(
+            "route",
+            "invalid_field",
+            "a route has steps",
+        ));
+    };
+    if let Some(t) = to
+        && t.channel_type.is_none()
+    {
+        t.channel_type = Some(first.channel_type.as_str().to_string());
+    }
+    Ok((first.channel.clone(), Some(route)))
 }
 
 /// A job's or rule's `route` added to its stored `routing` (checked by
@@ -118,26 +164,9 @@ pub(crate) fn with_route(
             ));
         }
     }
-    let has = |c: &str| st.serves_channel(tenant, c);
-    let names = || st.channel_names_for(tenant);
-    let type_of = |c: &str| {
-        st.engine
-            .channel_kind(c)
-            .and_then(herald_channels::ChannelKind::channel_type)
-    };
-    let for_type = |t: ChannelType| st.channel_for_type(tenant, t);
-    let channels = route_steps::Channels {
-        has: &has,
-        names: &names,
-        type_of: &type_of,
-        for_type: &for_type,
-    };
-    let mut resolved = route_steps::resolve(
-        "route",
-        &steps,
-        (Some(channel), Some(first_type)),
-        &channels,
-    )?;
+    let mut resolved = route_steps::for_tenant(st, tenant, |channels| {
+        route_steps::resolve("route", &steps, (Some(channel), Some(first_type)), channels)
+    })?;
     let lib = st.engine.templates().library();
     for (i, (step, given)) in resolved.iter_mut().zip(steps).enumerate().skip(1) {
         let kind = st.engine.channel_kind(&step.channel);

@@ -53,7 +53,10 @@ pub(crate) struct RuleBody {
     #[schema(value_type = Object)]
     schedule: ScheduleSpec,
     audience: AudienceTarget,
-    channel: String,
+    /// A configured channel; left out, the first step of `route` (or, with
+    /// `to` and no route, of the tenant's default route, `[routing]`).
+    #[serde(default)]
+    channel: Option<String>,
     /// The message in the channel provider's shape; give this or `template`.
     #[serde(default)]
     #[schema(value_type = Option<Object>)]
@@ -189,8 +192,10 @@ fn check_rule(
     bytes: &[u8],
     current: Option<&ScheduleSpec>,
 ) -> Result<NewRule, ApiError> {
-    let req: RuleBody = json_body::object(bytes)?;
+    let mut req: RuleBody = json_body::object(bytes)?;
     let now = st.clock.now_ms();
+    let (channel, route) =
+        campaign_routing::channel_and_route(st, tenant, req.channel, req.route, req.to.as_mut())?;
 
     if req.name.is_empty() || req.name.len() > MAX_NAME_BYTES {
         return Err(ApiError::field(
@@ -201,7 +206,7 @@ fn check_rule(
     }
     check_text("name", &req.name, Text::Id)?;
     check_schedule_text(&req.schedule)?;
-    check_text("channel", &req.channel, Text::Id)?;
+    check_text("channel", &channel, Text::Id)?;
     let schedule = Schedule::compile(&req.schedule).map_err(schedule_error)?;
     if current != Some(&req.schedule) {
         check_new_schedule(st, &schedule, now)?;
@@ -221,14 +226,14 @@ fn check_rule(
     }
     let fans_out = match st
         .engine
-        .channel_fans_out(&req.channel)
-        .filter(|_| st.access.channels().serves(&req.channel, tenant))
+        .channel_fans_out(&channel)
+        .filter(|_| st.access.channels().serves(&channel, tenant))
     {
         Some(f) => f,
         None => {
             return Err(unknown_channel(
                 "channel",
-                &req.channel,
+                &channel,
                 &st.channel_names_for(tenant),
             ));
         }
@@ -236,7 +241,7 @@ fn check_rule(
     let (message, template) = crate::http::validate::campaign_content(
         req.message.as_deref(),
         req.template,
-        st.engine.channel_kind(&req.channel),
+        st.engine.channel_kind(&channel),
         tenant,
         &st.engine.templates().library(),
     )?;
@@ -283,8 +288,8 @@ fn check_rule(
     if let Some(users) = &a.users {
         check_users("audience.users", users, st.api.rule_max_users)?;
     }
-    check_targets("audience.parties", &a.parties, &req.channel, fans_out)?;
-    check_targets("audience.tags", &a.tags, &req.channel, fans_out)?;
+    check_targets("audience.parties", &a.parties, &channel, fans_out)?;
+    check_targets("audience.tags", &a.tags, &channel, fans_out)?;
     if req.to.is_some() && (non_empty(&a.parties) || non_empty(&a.tags)) {
         return Err(ApiError::field(
             "to",
@@ -299,14 +304,13 @@ fn check_rule(
             topic: req.topic,
             critical: req.critical,
         },
-        &req.channel,
+        &channel,
         st.engine
-            .channel_kind(&req.channel)
+            .channel_kind(&channel)
             .and_then(herald_channels::ChannelKind::channel_type),
     )?;
     let routing = crate::http::validate::with_template(routing, template);
-    let routing =
-        campaign_routing::with_route(st, tenant, routing, req.route, &req.channel, &message)?;
+    let routing = campaign_routing::with_route(st, tenant, routing, route, &channel, &message)?;
 
     let schedule = serde_json::to_string(&req.schedule)
         .map_err(|_| ApiError::unavailable("could not encode the schedule"))?;
@@ -337,7 +341,7 @@ fn check_rule(
             schedule,
             audience,
             audience_id: a.audience_id,
-            channel: req.channel,
+            channel,
             message,
             deadline_secs,
             priority,

@@ -388,27 +388,15 @@ fn fallback_route(
     channel: &str,
     channel_type: ChannelType,
 ) -> Result<String, ApiError> {
-    let has = |c: &str| st.serves_channel(tenant, c);
-    let names = || st.channel_names_for(tenant);
-    let type_of = |c: &str| {
-        st.engine
-            .channel_kind(c)
-            .and_then(herald_channels::ChannelKind::channel_type)
-    };
-    let for_type = |t: ChannelType| st.channel_for_type(tenant, t);
-    let channels = route_steps::Channels {
-        has: &has,
-        names: &names,
-        type_of: &type_of,
-        for_type: &for_type,
-    };
     route_steps::no_step_content(steps)?;
-    let resolved = route_steps::resolve(
-        "route",
-        steps,
-        (Some(channel), Some(channel_type)),
-        &channels,
-    )?;
+    let resolved = route_steps::for_tenant(st, tenant, |channels| {
+        route_steps::resolve(
+            "route",
+            steps,
+            (Some(channel), Some(channel_type)),
+            channels,
+        )
+    })?;
     for (i, s) in resolved.iter().enumerate().skip(1) {
         route(st, tenant, s.channel_type, Some(s.channel.clone())).map_err(|mut e| {
             e.body.field = Some(format!("route[{i}].channel"));

@@ -185,6 +185,7 @@ fn context<'a>(
             let tenant = caller.tenant;
             Box::new(move |t| st.channel_for_type(tenant, t))
         },
+        default_route: st.default_routes.of(caller.tenant),
     }
 }
 

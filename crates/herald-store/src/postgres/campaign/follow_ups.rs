@@ -131,13 +131,7 @@ pub(super) async fn unread(
         .query(&stmt, &[&job_id, &from, &limit_to_db(limit)])
         .await
         .ctx("reading unread sends")?;
-    rows.iter()
-        .map(|r| {
-            let idx: i64 = r.try_get(0).ctx("reading send index")?;
-            let to: String = r.try_get(1).ctx("reading recipient")?;
-            Ok((from_db(idx, "job_sends.idx")?, to))
-        })
-        .collect()
+    indexed(&rows)
 }
 
 pub(super) async fn step_sends(
@@ -175,6 +169,11 @@ pub(super) async fn step_sends(
         )
         .await
         .ctx("reading a route step's sends")?;
+    indexed(&rows)
+}
+
+/// `(index, recipient)` rows of `job_sends`.
+fn indexed(rows: &[Row]) -> Result<Vec<(u64, String)>> {
     rows.iter()
         .map(|r| {
             let idx: i64 = r.try_get(0).ctx("reading send index")?;
