@@ -381,6 +381,7 @@ class Reminders(_Section):
         channel_type: str,
         lead_minutes: int,
         channel: str | None = None,
+        priority: int | None = None,
     ) -> ReminderJson:
         """Subscribes `user_id` to `subject_id`. A subscription is its own
         key: when the answer to the first try was lost and a retry is told
@@ -394,16 +395,20 @@ class Reminders(_Section):
         }
         if channel is not None:
             body["channel"] = channel
+        if priority is not None:
+            body["priority"] = priority
         try:
             return self._h.call(postv1_reminders, idempotent=True, body=ReminderBody.from_dict(body))
         except HeraldError as err:
             if err.code == "reminder_exists" and err.attempts > 1:
-                found = self._find(user_id, subject_id, channel_type, lead_minutes)
+                found = self._find(user_id, subject_id, channel_type, lead_minutes, priority)
                 if found is not None:
                     return found
             raise
 
-    def _find(self, user_id: str, subject_id: str, channel_type: str, lead_minutes: int) -> ReminderJson | None:
+    def _find(
+        self, user_id: str, subject_id: str, channel_type: str, lead_minutes: int, priority: int | None
+    ) -> ReminderJson | None:
         for subject in self.of_user(user_id).subjects:
             if subject.subject_id != subject_id:
                 continue
@@ -421,6 +426,8 @@ class Reminders(_Section):
                         # This call never asks for send_late, so the reminder
                         # its first try made has the default.
                         send_late=False,
+                        # The first try asked for this one (5 when none).
+                        priority=5 if priority is None else priority,
                     )
         return None
 

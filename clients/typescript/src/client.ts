@@ -365,6 +365,7 @@ class Reminders {
             state: slot.state,
             // The listing does not carry it; the first try asked for this.
             send_late: body.send_late ?? false,
+            priority: body.priority ?? 5,
           };
         }
       }

@@ -1996,6 +1996,12 @@ export interface components {
             /** @description One of the node's `reminders.leads_minutes`. */
             lead_minutes: number;
             /**
+             * Format: int64
+             * @description 0 to 9, default 5: higher goes first among the sends due on the
+             *     channel, timers' and campaigns' alike.
+             */
+            priority?: number | null;
+            /**
              * @description A fallback route: its first step is this reminder's own channel and
              *     type; a later step is sent when the step before ends in an outcome
              *     the later one lists in `on`.
@@ -2029,6 +2035,11 @@ export interface components {
             fire_at: string;
             /** Format: int64 */
             lead_minutes: number;
+            /**
+             * Format: int32
+             * @description 0 to 9: higher goes first on the channel.
+             */
+            priority: number;
             /** @description Sent even after its subject started (never `expired`). */
             send_late: boolean;
             state: string;

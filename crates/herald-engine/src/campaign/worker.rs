@@ -925,7 +925,7 @@ impl Call<'_> {
     ) -> Result<(Vec<SendOutcome>, Vec<Option<String>>), Unsent> {
         let (sh, rt, job) = (self.sh, self.rt, self.job);
         loop {
-            rt.wait_for_rate(sh.clock.as_ref()).await;
+            rt.wait_for_rate(sh.clock.as_ref(), job.priority).await;
             let now = sh.clock.now_ms();
             if now.saturating_add(sh.cfg.get().lease_guard_ms) >= self.lease.load(Ordering::SeqCst)
             {
@@ -996,6 +996,7 @@ impl Call<'_> {
                 user_id: &f.delivery.recipient,
                 addresses: &f.addresses,
                 devices: f.devices,
+                priority: job.priority,
             };
             let (o, note) = copies::send_copies(
                 sh.store.as_ref(),

@@ -16,6 +16,8 @@ pub(crate) struct Copies<'a> {
     pub addresses: &'a [String],
     /// App push: one copy per device token, each under its own key.
     pub devices: bool,
+    /// Its place in line for the channel's rate.
+    pub priority: herald_core::Priority,
 }
 
 /// Sends `d` to a subscriber's resolved addresses: one delivery each, a
@@ -37,11 +39,12 @@ pub(crate) async fn send_copies(
         user_id,
         addresses,
         devices,
+        priority,
     } = to;
     let mut outcomes = Vec::with_capacity(addresses.len());
     for (i, to) in addresses.iter().enumerate() {
         if i > 0 {
-            rt.wait_for_rate(clock).await;
+            rt.wait_for_rate(clock, priority).await;
         }
         let mut copy = d.clone();
         copy.recipient = to.clone();

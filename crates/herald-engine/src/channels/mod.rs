@@ -6,6 +6,7 @@
 //! share across nodes (`tokens`). Timers and campaign sends both go out here.
 
 pub(crate) mod copies;
+pub(crate) mod gate;
 pub(crate) mod pauses;
 pub(crate) mod runtime;
 pub(crate) mod spec;

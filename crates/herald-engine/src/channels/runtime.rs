@@ -16,6 +16,7 @@ use herald_channels::{Channel, Delivery, QuietPolicy, SendOutcome};
 use herald_core::{Clock, Priority, RetryPolicy, TenantId, TimerId};
 use herald_store::Fence;
 
+use crate::channels::gate::PriorityGate;
 use crate::channels::spec::ChannelSpec;
 use crate::channels::state::{OperatorPause, OutcomeCounts, Pause, Quiet};
 use crate::loops::tuned::Tuned;
@@ -138,6 +139,8 @@ pub(crate) struct ChannelRuntime {
     pub queue: FairQueue<Job>,
     /// This node's share of the rate: `rate_per_sec` over the live nodes.
     limiter: RwLock<Option<Arc<DefaultDirectRateLimiter>>>,
+    /// Who takes the limiter's next slot: the most urgent waiting send.
+    gate: PriorityGate,
     /// The live nodes the share was cut for.
     sharing: AtomicUsize,
     /// Sender loops started so far; those numbered at or above the current
@@ -163,6 +166,7 @@ impl ChannelRuntime {
             settings: Tuned::new(ChannelSettings::of(spec)),
             queue: FairQueue::new(weights),
             limiter: RwLock::new(limiter),
+            gate: PriorityGate::default(),
             sharing: AtomicUsize::new(1),
             started: AtomicUsize::new(0),
             retuned: Notify::new(),
@@ -209,8 +213,10 @@ impl ChannelRuntime {
     }
 
     /// Waits until the provider's pause (if any) is over and the channel's
-    /// rate limit lets one more send through.
-    pub async fn wait_for_rate(&self, clock: &dyn Clock) {
+    /// rate limit lets one more send through. Sends waiting for the rate
+    /// take its slots by `priority` (then arrival), whether a timer's or a
+    /// campaign's; a channel without a rate has no line to wait in.
+    pub async fn wait_for_rate(&self, clock: &dyn Clock, priority: Priority) {
         loop {
             let wait = self.pause.until().saturating_sub(clock.now_ms());
             if wait <= 0 {
@@ -220,7 +226,7 @@ impl ChannelRuntime {
         }
         let limiter = self.limiter.read().clone();
         if let Some(limiter) = limiter {
-            limiter.until_ready().await;
+            self.gate.pass(priority, limiter.until_ready()).await;
         }
     }
 

@@ -9,9 +9,9 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use herald_channels::InDoubt;
-use herald_channels::{ChannelKind, Delivery, QuietPolicy, SendOutcome};
+use herald_channels::{ChannelKind, Delivery, QuietPolicy};
 use herald_core::timer::Routing;
-use herald_core::{TenantId, early};
+use herald_core::{Priority, TenantId, early};
 use herald_store::{Applied, CompletionOutcome, DeferReason, FiringMark, Unsendable};
 use tokio::sync::mpsc;
 
@@ -213,7 +213,14 @@ impl ChannelWorker {
             route: job.routing.as_deref(),
         };
         let f = self
-            .settle(decision, &job.route, job.tenant, &settings, &d, attempt)
+            .settle(
+                decision,
+                &job.route,
+                (job.tenant, job.priority),
+                &settings,
+                &d,
+                attempt,
+            )
             .await;
         record_outcome(&span, &f, webhook);
         self.hand_off(f, &job.members, hand);
@@ -247,7 +254,7 @@ impl ChannelWorker {
         let sends = !expired && !matches!(job.route, Route::Unsendable(_) | Route::Quiet { .. });
         if sends {
             tokio::select! {
-                _ = rt.wait_for_rate(p.clock.as_ref()) => {}
+                _ = rt.wait_for_rate(p.clock.as_ref(), job.priority) => {}
                 _ = p.stop.wait() => return Admission::Stopped,
             }
         }
@@ -265,7 +272,7 @@ impl ChannelWorker {
         &self,
         decision: Decision,
         route: &Route,
-        tenant: TenantId,
+        (tenant, priority): (TenantId, Priority),
         settings: &ChannelSettings,
         d: &'a Delivery,
         attempt: impl Fn(i64) -> Attempt<'a>,
@@ -321,7 +328,16 @@ impl ChannelWorker {
                         addresses,
                         devices,
                         ..
-                    } => self.send_to(d, tenant, user_id, addresses, *devices).await,
+                    } => {
+                        let to = copies::Copies {
+                            tenant,
+                            user_id,
+                            addresses,
+                            devices: *devices,
+                            priority,
+                        };
+                        copies::send_copies(p.store.as_ref(), p.clock.as_ref(), rt, d, to).await
+                    }
                     _ => (settings.channel.send(d).await, None),
                 };
                 let finished = p.clock.now_ms();
@@ -430,26 +446,6 @@ impl ChannelWorker {
             Marked::Applied(Applied::Yes | Applied::NotPending) => {}
         }
         false
-    }
-
-    /// Sends to a subscriber's resolved addresses (see
-    /// [`copies::send_copies`]).
-    async fn send_to(
-        &self,
-        d: &Delivery,
-        tenant: TenantId,
-        user_id: &str,
-        addresses: &[String],
-        devices: bool,
-    ) -> (SendOutcome, Option<String>) {
-        let (p, rt) = (&*self.pipe, &*self.rt);
-        let to = copies::Copies {
-            tenant,
-            user_id,
-            addresses,
-            devices,
-        };
-        copies::send_copies(p.store.as_ref(), p.clock.as_ref(), rt, d, to).await
     }
 }
 

@@ -319,6 +319,72 @@ async fn a_high_priority_job_overtakes_a_running_low_priority_campaign() {
     assert!(l["totals"]["cancelled"].as_u64().unwrap() > 0, "{l}");
 }
 
+/// A rate-limited channel serves its waiting sends by priority, timers' and
+/// campaigns' alike: an urgent timer due while a low-priority campaign holds
+/// the rate goes within a few sends, not behind every campaign sender.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_urgent_timer_overtakes_a_campaign_at_the_channel_rate() {
+    let mock = Mock::start(&[]).await;
+    let server = Server::start(&jobs_config(
+        &mock.hook(),
+        "rate_per_sec = 20\nconcurrency = 4",
+        "workers = 4",
+    ))
+    .await;
+    let big = upload(&server, 3_000, "bulk").await;
+    let low = create_job(
+        &server,
+        &json!({"audience_id": big, "channel": "hooks", "message": {"m": "low"}, "priority": 1, "segment_size": 100}),
+    )
+    .await;
+    wait_for(
+        "the campaign to hold the rate",
+        Duration::from_secs(30),
+        || async {
+            job(&server, low).await["totals"]["sent"]
+                .as_u64()
+                .unwrap_or(0)
+                > 40
+        },
+    )
+    .await;
+    let before = mock.requests(None).await.len();
+    let (st, t) = server
+        .post(
+            "/v1/timers",
+            &json!({"delay_ms": 0, "channel": "hooks", "recipient": "urgent", "priority": 9, "message": {"m": "now"}}),
+        )
+        .await;
+    assert_eq!(st, 201, "{t}");
+    let id = t["id"].as_i64().unwrap();
+    let mut v = Value::Null;
+    for _ in 0..300 {
+        let (_, got) = server.get(&format!("/v1/timers/{id}")).await;
+        v = got;
+        if v["state"] == "done" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(v["state"], "done", "{v}");
+    let reqs = mock.requests(None).await;
+    let pos = reqs
+        .iter()
+        .position(|r| r["body"]["recipient"] == "urgent")
+        .unwrap();
+    // Between its creation and its send the campaign got at most the slots
+    // already handed out and the one taken while the timer was fetched.
+    let overtaken_by = pos.saturating_sub(before);
+    assert!(
+        overtaken_by <= 4,
+        "{overtaken_by} campaign sends went before the urgent timer"
+    );
+    let (st, _) = server
+        .post(&format!("/v1/jobs/{low}:cancel"), &json!({}))
+        .await;
+    assert_eq!(st, 200);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_numbers_add_up_while_sending_and_after() {
     let n = 30_000usize;

@@ -131,6 +131,21 @@ async fn a_duplicate_is_409_and_bad_input_names_its_field() {
     let bits = v["subjects"][0]["bits"].as_u64().unwrap();
     // app/15 = bit 2, app/20 = bit 3, email/15 = bit 12 + 2.
     assert_eq!(bits, (1 << 2) | (1 << 3) | (1 << 14));
+    // A reminder's priority is kept on its timer (default 5).
+    let (s, v) = server
+        .post(
+            "/v1/reminders",
+            &json!({"user_id": "bob", "subject_id": "s1", "channel_type": "app", "lead_minutes": 25,
+                    "priority": 9}),
+        )
+        .await;
+    assert_eq!((s, v["priority"].clone()), (201, json!(9)), "{v}");
+    let (_, t) = server.get(&format!("/v1/timers/{}", v["timer_id"])).await;
+    assert_eq!(t["priority"], 9, "{t}");
+    assert_eq!(
+        remind(&server, "carol", "s1", "app", 15).await.1["priority"],
+        5
+    );
 
     let cases = [
         (
@@ -173,6 +188,12 @@ async fn a_duplicate_is_409_and_bad_input_names_its_field() {
             json!({"user_id": "bob", "subject_id": "s1", "channel_type": "app"}),
             400,
             "lead_minutes",
+        ),
+        (
+            json!({"user_id": "bob", "subject_id": "s1", "channel_type": "app", "lead_minutes": 5,
+                   "priority": 10}),
+            400,
+            "priority",
         ),
     ];
     for (body, status, field) in cases {

@@ -27,6 +27,8 @@ class ReminderBody:
         subject_id (str):
         user_id (str):
         channel (None | str | Unset): A channel configured on the node (`GET /v1/channels` lists them).
+        priority (int | None | Unset): 0 to 9, default 5: higher goes first among the sends due on the
+            channel, timers' and campaigns' alike.
         route (list[RouteStep] | None | Unset): A fallback route: its first step is this reminder's own channel and
             type; a later step is sent when the step before ends in an outcome
             the later one lists in `on`.
@@ -39,6 +41,7 @@ class ReminderBody:
     subject_id: str
     user_id: str
     channel: None | str | Unset = UNSET
+    priority: int | None | Unset = UNSET
     route: list[RouteStep] | None | Unset = UNSET
     send_late: bool | None | Unset = UNSET
 
@@ -56,6 +59,12 @@ class ReminderBody:
             channel = UNSET
         else:
             channel = self.channel
+
+        priority: int | None | Unset
+        if isinstance(self.priority, Unset):
+            priority = UNSET
+        else:
+            priority = self.priority
 
         route: list[dict[str, Any]] | None | Unset
         if isinstance(self.route, Unset):
@@ -87,6 +96,8 @@ class ReminderBody:
         )
         if channel is not UNSET:
             field_dict["channel"] = channel
+        if priority is not UNSET:
+            field_dict["priority"] = priority
         if route is not UNSET:
             field_dict["route"] = route
         if send_late is not UNSET:
@@ -115,6 +126,15 @@ class ReminderBody:
             return cast(None | str | Unset, data)
 
         channel = _parse_channel(d.pop("channel", UNSET))
+
+        def _parse_priority(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        priority = _parse_priority(d.pop("priority", UNSET))
 
         def _parse_route(data: object) -> list[RouteStep] | None | Unset:
             if data is None:
@@ -153,6 +173,7 @@ class ReminderBody:
             subject_id=subject_id,
             user_id=user_id,
             channel=channel,
+            priority=priority,
             route=route,
             send_late=send_late,
         )

@@ -18,6 +18,7 @@ class ReminderJson:
         channel_type (str):
         fire_at (str):
         lead_minutes (int):
+        priority (int): 0 to 9: higher goes first on the channel.
         send_late (bool): Sent even after its subject started (never `expired`).
         state (str):
         subject_id (str):
@@ -29,6 +30,7 @@ class ReminderJson:
     channel_type: str
     fire_at: str
     lead_minutes: int
+    priority: int
     send_late: bool
     state: str
     subject_id: str
@@ -44,6 +46,8 @@ class ReminderJson:
         fire_at = self.fire_at
 
         lead_minutes = self.lead_minutes
+
+        priority = self.priority
 
         send_late = self.send_late
 
@@ -63,6 +67,7 @@ class ReminderJson:
                 "channel_type": channel_type,
                 "fire_at": fire_at,
                 "lead_minutes": lead_minutes,
+                "priority": priority,
                 "send_late": send_late,
                 "state": state,
                 "subject_id": subject_id,
@@ -84,6 +89,8 @@ class ReminderJson:
 
         lead_minutes = d.pop("lead_minutes")
 
+        priority = d.pop("priority")
+
         send_late = d.pop("send_late")
 
         state = d.pop("state")
@@ -99,6 +106,7 @@ class ReminderJson:
             channel_type=channel_type,
             fire_at=fire_at,
             lead_minutes=lead_minutes,
+            priority=priority,
             send_late=send_late,
             state=state,
             subject_id=subject_id,

@@ -26,7 +26,6 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use herald_core::reminder::{self, ChannelType, Slot};
 use herald_core::time::{format_rfc3339_ms, parse_rfc3339_ms};
-use herald_core::timer::DEFAULT_PRIORITY;
 use herald_core::{TenantId, TimerKind};
 use herald_store::{
     NewReminder, NewTimer, PutSubject, ReminderTimer, SubjectRecord, WriteOp, WriteResult,
@@ -40,7 +39,7 @@ use crate::config::type_names;
 use crate::http::budget::BodyBudget;
 use crate::http::bulk::{self, BulkRoute, LineResult};
 use crate::http::error::ApiError;
-use crate::http::fields::{check_id, check_stored_object, unknown_channel};
+use crate::http::fields::{check_id, check_priority, check_stored_object, unknown_channel};
 use crate::http::json_body;
 use crate::http::request::{NoQuery, query, read_body};
 use crate::http::route_steps::{self, RouteStep};
@@ -254,6 +253,10 @@ pub(crate) struct ReminderBody {
     /// the later one lists in `on`.
     #[serde(default)]
     route: Option<Vec<RouteStep>>,
+    /// 0 to 9, default 5: higher goes first among the sends due on the
+    /// channel, timers' and campaigns' alike.
+    #[serde(default)]
+    priority: Option<i64>,
 }
 
 /// Reads and checks one reminder request of `tenant`; `Ok` is ready to submit.
@@ -277,6 +280,7 @@ fn new_reminder(
             ),
         )
     })?;
+    let priority = check_priority(req.priority)?;
     let slot = Slot::with_leads(channel_type, req.lead_minutes, &st.reminders.leads())
         .map_err(|e| ApiError::field("lead_minutes", "invalid_field", e.to_string()))?;
     let channel = route(st, tenant, channel_type, req.channel)?;
@@ -302,7 +306,7 @@ fn new_reminder(
             // One user's reminders share a shard: they can then be merged.
             shard: shard_of(tenant, &req.user_id, st.engine.shards()),
             due_at: 0,
-            priority: DEFAULT_PRIORITY,
+            priority,
             kind: TimerKind::Reminder,
             channel,
             recipient: req.user_id.clone(),
@@ -465,6 +469,8 @@ pub struct ReminderJson {
     state: &'static str,
     /// Sent even after its subject started (never `expired`).
     send_late: bool,
+    /// 0 to 9: higher goes first on the channel.
+    priority: u8,
 }
 
 impl ReminderJson {
@@ -480,6 +486,7 @@ impl ReminderJson {
             channel: t.channel.clone(),
             state: t.state.as_str(),
             send_late: m["send_late"].as_bool().unwrap_or(false),
+            priority: t.priority,
         }
     }
 }
