@@ -115,40 +115,70 @@ fn check_template(
     lib: &Library,
     tenant: TenantId,
 ) -> Result<(), RouteProblem> {
-    let info = lib.info(tenant, r).map_err(|e| {
-        let why = match e {
-            RenderError::UnknownTemplate { .. } => {
-                format!("no template named {:?} is stored", r.name)
-            }
-            other => other.to_string(),
-        };
-        RouteProblem::Template(format!(
-            "reminders of channel_type {t} use template {:?} ([reminders.templates]): {why}",
-            r.name
-        ))
-    })?;
     let part = PartKey::for_type(kind.channel_type());
+    fits_reminders(r, part, lib, tenant).map_err(|m| {
+        RouteProblem::Template(match m {
+            Misfit::Unknown(why) | Misfit::UnknownVersion(why) => format!(
+                "reminders of channel_type {t} use template {:?} ([reminders.templates]): {why}",
+                r.name
+            ),
+            Misfit::NoPart => format!(
+                "template {:?} (for reminders of channel_type {t}) has no {} part in its \
+                 default variant, which channel {channel:?} sends",
+                r.name,
+                part.as_str()
+            ),
+            Misfit::Variable(v) => format!(
+                "template {:?} (for reminders of channel_type {t}) reads {v:?}, which a \
+                 reminder does not have; it has {}",
+                r.name,
+                REMINDER_VARIABLES.join(", ")
+            ),
+        })
+    })
+}
+
+/// Why a template cannot render reminders.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Misfit {
+    /// No template of its name is stored: why.
+    Unknown(String),
+    /// Its pinned version is not stored: why.
+    UnknownVersion(String),
+    /// Its default variant has no part for the channel.
+    NoPart,
+    /// It reads this variable, which a reminder does not have.
+    Variable(String),
+}
+
+/// Whether `r` can render reminders sent as `part`: it is stored (the
+/// pinned version, if any), its default variant has the part, and it reads
+/// only [`REMINDER_VARIABLES`]. The check `[reminders.templates]` and a
+/// subject's `templates` both get.
+pub fn fits_reminders(
+    r: &TemplateRef,
+    part: PartKey,
+    lib: &Library,
+    tenant: TenantId,
+) -> Result<(), Misfit> {
+    let info = lib.info(tenant, r).map_err(|e| match e {
+        RenderError::UnknownTemplate { .. } => {
+            Misfit::Unknown(format!("no template named {:?} is stored", r.name))
+        }
+        RenderError::UnknownVersion { .. } => Misfit::UnknownVersion(e.to_string()),
+        other => Misfit::Unknown(other.to_string()),
+    })?;
     if !info.default_parts.contains(&part) {
-        return Err(RouteProblem::Template(format!(
-            "template {:?} (for reminders of channel_type {t}) has no {} part in its default \
-             variant, which channel {channel:?} sends",
-            r.name,
-            part.as_str()
-        )));
+        return Err(Misfit::NoPart);
     }
-    if let Some(v) = info
+    match info
         .variables
         .iter()
         .find(|v| !REMINDER_VARIABLES.contains(&v.as_str()))
     {
-        return Err(RouteProblem::Template(format!(
-            "template {:?} (for reminders of channel_type {t}) reads {v:?}, which a reminder \
-             does not have; it has {}",
-            r.name,
-            REMINDER_VARIABLES.join(", ")
-        )));
+        Some(v) => Err(Misfit::Variable(v.clone())),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 fn kind_name(kind: ChannelKind) -> String {

@@ -26,6 +26,9 @@ pub struct PutSubject {
     pub data: Option<String>,
     /// How its reminders are timed (early window, late sends).
     pub timing: SubjectTiming,
+    /// Its own reminder templates: a JSON object from channel type to
+    /// template reference, as text (`None`: it has none).
+    pub templates: Option<String>,
     pub at: i64,
 }
 
@@ -52,6 +55,7 @@ impl PutSubject {
             title: self.title.clone(),
             data: self.data.clone(),
             timing: self.timing,
+            templates: self.templates.clone(),
             created_at,
             updated_at: self.at,
         }
@@ -68,6 +72,9 @@ pub struct SubjectRecord {
     /// A JSON object, as text.
     pub data: Option<String>,
     pub timing: SubjectTiming,
+    /// Its own reminder templates: a JSON object from channel type to
+    /// template reference, as text (`None`: it has none).
+    pub templates: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -238,7 +245,7 @@ pub(crate) mod sql {
     pub(crate) const UPDATE_SUBJECT: Statement = statement!(
         "UPDATE subjects \
          SET start_at = $3, title = $4, data = $5, updated_at = $6, \
-             early_window_ms = $7, send_late = $8 \
+             early_window_ms = $7, send_late = $8, templates = $9 \
          WHERE tenant_id = $1 AND subject_id = $2"
     );
     pub(crate) const STORE_BITS: Statement = statement!(

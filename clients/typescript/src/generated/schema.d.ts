@@ -2366,6 +2366,17 @@ export interface components {
             send_late?: boolean | null;
             /** Format: date-time */
             start_at: string;
+            /**
+             * @description Its own reminder templates, by channel type (`app`, `email`, `sms`,
+             *     `wechat`, `wecom`): a reminder of the type is rendered from this
+             *     template, not the type's `[reminders.templates]`. Each must be
+             *     stored, have the part the type's reminders are sent as in its
+             *     default variant, and read only what a reminder has (else `422`
+             *     naming `templates.TYPE`). Absent, `null` or `{}`: none.
+             */
+            templates?: {
+                [key: string]: components["schemas"]["TemplateRef"];
+            } | null;
             title?: string | null;
         };
         /**
@@ -2397,6 +2408,13 @@ export interface components {
             send_late: boolean;
             start_at: string;
             subject_id: string;
+            /**
+             * @description Its own reminder templates by channel type, `null` when it has none
+             *     (its reminders take `[reminders.templates]`).
+             */
+            templates?: {
+                [key: string]: components["schemas"]["TemplateRef"];
+            } | null;
             title?: string | null;
             updated_at: string;
         };

@@ -14,6 +14,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use herald_core::template::TemplateRef;
 use herald_core::timer::Routing;
 use herald_core::{ChannelType, TenantId, TimerId, TimerKind};
 use herald_store::{MergeProbe, Store, StoreError, TimerRecord};
@@ -88,6 +89,9 @@ pub(crate) struct Group {
     pub bundle: Bundle,
     /// The composed message (JSON text).
     pub message: String,
+    /// For reminders: the template its subjects name for its channel type,
+    /// which wins over `[reminders.templates]` ([`reminders::compose`]).
+    pub template: Option<TemplateRef>,
     /// For reminders: when the delivery expires unsent
     /// ([`herald_core::early::expiry`] over its reminders' subjects).
     pub expires_at: Option<i64>,
@@ -152,9 +156,9 @@ pub(crate) async fn plan(
         .map(|s| ((s.tenant, s.subject_id.as_str()), s))
         .collect();
     for g in &mut groups {
-        g.message = match &g.bundle {
+        (g.message, g.template) = match &g.bundle {
             Bundle::Reminder { .. } => reminders::compose(&g.primary, &g.members, &subjects),
-            Bundle::Digest { key, .. } => compose_digest(key, &g.primary, &g.members),
+            Bundle::Digest { key, .. } => (compose_digest(key, &g.primary, &g.members), None),
         };
         if matches!(g.bundle, Bundle::Reminder { .. }) {
             g.expires_at = reminders::expires_at(&g.primary, &g.members, &subjects);
@@ -264,6 +268,7 @@ pub(crate) fn group_rows(mut rows: Vec<(Bundle, TimerRecord)>, merge_window_ms: 
             members: Vec::new(),
             bundle,
             message: String::new(),
+            template: None,
             expires_at: None,
         });
     }

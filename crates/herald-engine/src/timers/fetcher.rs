@@ -28,7 +28,7 @@ use crate::timers::limits::{self, Refusal};
 use crate::timers::pipeline::Pipeline;
 use crate::timers::queue::DueTimer;
 use crate::timers::recipients::{self, Addressee, Profiles, Route};
-use crate::timers::render::{self, Message};
+use crate::timers::render::{self, Composed, Message};
 
 /// How a fetch pass ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -234,8 +234,11 @@ impl Fetcher {
                             attempt: m.attempts.saturating_add(1),
                         })
                         .collect();
-                    let reminder = matches!(g.bundle, Bundle::Reminder { .. });
-                    (g.primary, members, Some((g.message, reminder)))
+                    let composed = match g.bundle {
+                        Bundle::Reminder { .. } => Composed::Reminder(g.message, g.template),
+                        Bundle::Digest { .. } => Composed::Digest(g.message),
+                    };
+                    (g.primary, members, Some(composed))
                 }));
         let ahead = self.queue_jobs(jobs.zip(who).zip(capped), &profiles, &expiries, &mut stale);
         if !ahead.is_empty() {
@@ -636,7 +639,7 @@ async fn mark_ahead(p: &Pipeline, ahead: Vec<(Job, Arc<ChannelRuntime>)>) {
 
 /// A row to route, the members merged into it and, for a group, its composed
 /// message and whether it is a reminder's.
-type Routed = (TimerRecord, Vec<Member>, Option<(String, bool)>);
+type Routed = (TimerRecord, Vec<Member>, Option<Composed>);
 
 /// Whether a delivery is marked firing before it is queued: on a channel
 /// that skips in-doubt sends, when it will be sent (not settled by the

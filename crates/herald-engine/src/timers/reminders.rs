@@ -7,6 +7,7 @@
 use std::collections::{HashMap, HashSet};
 
 use herald_core::TenantId;
+use herald_core::template::TemplateRef;
 use herald_store::{Store, StoreError, SubjectRecord, TimerRecord};
 use serde_json::{Map, Value, json};
 
@@ -110,21 +111,64 @@ fn item(t: &TimerRecord, subjects: &Subjects<'_>) -> Map<String, Value> {
 
 /// The delivered message: the earliest reminder's fields at the top level (so
 /// a consumer that ignores merging still reads one reminder), and
-/// `reminders` listing every reminder of the delivery, earliest first.
+/// `reminders` listing every reminder of the delivery, earliest first. With
+/// it, the template the delivery's subjects name for its channel type
+/// ([`subject_template`]).
 pub(crate) fn compose(
     primary: &TimerRecord,
     members: &[TimerRecord],
     subjects: &Subjects<'_>,
-) -> String {
-    let mut top = item(primary, subjects);
-    let list: Vec<Value> = std::iter::once(primary)
+) -> (String, Option<TemplateRef>) {
+    let items: Vec<Map<String, Value>> = std::iter::once(primary)
         .chain(members)
-        .map(|t| Value::Object(item(t, subjects)))
+        .map(|t| item(t, subjects))
         .collect();
+    let mut top = items.first().cloned().unwrap_or_default();
+    let template = top
+        .get("channel_type")
+        .and_then(Value::as_str)
+        .and_then(|ty| subject_template(primary.tenant, &items, ty, subjects));
+    let list: Vec<Value> = items.into_iter().map(Value::Object).collect();
     top.remove("timer_id");
     top.insert("count".into(), json!(list.len()));
     top.insert("reminders".into(), Value::Array(list));
-    Value::Object(top).to_string()
+    (Value::Object(top).to_string(), template)
+}
+
+/// The template a delivery's subjects name for channel type `ty` (their
+/// `templates`), when every reminder of the delivery is of a subject that
+/// names the same one: a delivery of one subject takes that subject's, a
+/// merged delivery of subjects that disagree (or of one that names none)
+/// takes the type's (`[reminders.templates]`). Only subjects with templates
+/// cost a parse.
+fn subject_template(
+    tenant: TenantId,
+    items: &[Map<String, Value>],
+    ty: &str,
+    subjects: &Subjects<'_>,
+) -> Option<TemplateRef> {
+    let mut found: Option<TemplateRef> = None;
+    let mut seen: Option<&str> = None;
+    for m in items {
+        let id = m.get("subject_id").and_then(Value::as_str)?;
+        if seen == Some(id) {
+            continue;
+        }
+        let s = subjects.get(&(tenant, id))?;
+        let r = of_type(s.templates.as_deref()?, ty)?;
+        match &found {
+            Some(f) if *f != r => return None,
+            _ => found = Some(r),
+        }
+        seen = Some(id);
+    }
+    found
+}
+
+/// The template a subject's stored `templates` names for channel type `ty`.
+pub(crate) fn of_type(templates: &str, ty: &str) -> Option<TemplateRef> {
+    let mut all: HashMap<String, TemplateRef> = serde_json::from_str(templates).ok()?;
+    all.remove(ty)
 }
 
 fn rfc3339(ms: i64) -> String {
@@ -175,6 +219,7 @@ mod tests {
             title: Some(title.into()),
             data: None,
             timing: Default::default(),
+            templates: None,
             created_at: 0,
             updated_at: 0,
         };
@@ -192,7 +237,7 @@ mod tests {
             ..rem(2, "u1", "hooks", 10, "a")
         };
         for (t, want) in [(rem(1, "u1", "hooks", 0, "a"), "Mine"), (theirs, "Theirs")] {
-            let v: Value = serde_json::from_str(&compose(&t, &[], &subjects)).unwrap();
+            let v: Value = serde_json::from_str(&compose(&t, &[], &subjects).0).unwrap();
             assert_eq!(v["subject"], want);
         }
     }
@@ -206,13 +251,14 @@ mod tests {
             title: Some(title.into()),
             data: Some(r#"{"shop":7}"#.into()),
             timing: Default::default(),
+            templates: None,
             created_at: 0,
             updated_at: 0,
         };
         let (a, b) = (s("a", "Coupon A", 300_000), s("b", "Coupon B", 330_000));
         let t = herald_core::DEFAULT_TENANT;
         let subjects: Subjects<'_> = [((t, "a"), &a), ((t, "b"), &b)].into();
-        let msg = compose(
+        let (msg, template) = compose(
             &rem(1, "u1", "hooks", 0, "a"),
             &[
                 rem(2, "u1", "hooks", 30_000, "b"),
@@ -220,6 +266,7 @@ mod tests {
             ],
             &subjects,
         );
+        assert_eq!(template, None);
         let v: Value = serde_json::from_str(&msg).unwrap();
         assert_eq!(v["user_id"], "u1");
         assert_eq!(v["subject_id"], "a");
@@ -236,5 +283,69 @@ mod tests {
         assert_eq!(list[1]["subject"], "Coupon B");
         assert_eq!(list[1]["timer_id"], 2);
         assert_eq!(list[2]["subject"], Value::Null);
+    }
+
+    #[test]
+    fn a_delivery_takes_the_template_its_subjects_name_for_its_type() {
+        let s = |id: &str, templates: Option<&str>| SubjectRecord {
+            tenant: herald_core::DEFAULT_TENANT,
+            subject_id: id.into(),
+            start_at: 300_000,
+            title: Some(id.into()),
+            data: None,
+            timing: Default::default(),
+            templates: templates.map(str::to_string),
+            created_at: 0,
+            updated_at: 0,
+        };
+        let named = |name: &str| TemplateRef {
+            name: name.into(),
+            version: None,
+        };
+        let (a, a2, b, email_only, plain) = (
+            s(
+                "a",
+                Some(r#"{"app":{"name":"push-a"},"sms":{"name":"sms-a"}}"#),
+            ),
+            s("a2", Some(r#"{"app":{"name":"push-a"}}"#)),
+            s("b", Some(r#"{"app":{"name":"push-b","version":3}}"#)),
+            s("e", Some(r#"{"email":{"name":"mail"}}"#)),
+            s("p", None),
+        );
+        let t = herald_core::DEFAULT_TENANT;
+        let subjects: Subjects<'_> = [
+            ((t, "a"), &a),
+            ((t, "a2"), &a2),
+            ((t, "b"), &b),
+            ((t, "e"), &email_only),
+            ((t, "p"), &plain),
+        ]
+        .into();
+        let of = |primary: &str, members: &[&str]| {
+            let members: Vec<TimerRecord> = members
+                .iter()
+                .enumerate()
+                .map(|(i, m)| rem(10 + i as i64, "u1", "push", 1_000, m))
+                .collect();
+            compose(&rem(1, "u1", "push", 0, primary), &members, &subjects).1
+        };
+        // One subject: its own template for the reminder's type (app).
+        assert_eq!(of("a", &[]), Some(named("push-a")));
+        assert_eq!(
+            of("b", &[]),
+            Some(TemplateRef {
+                name: "push-b".into(),
+                version: Some(3),
+            })
+        );
+        // Several reminders of one subject, or subjects naming the same one.
+        assert_eq!(of("a", &["a"]), Some(named("push-a")));
+        assert_eq!(of("a", &["a2"]), Some(named("push-a")));
+        // Subjects that disagree, one without, one gone, or none for the type.
+        assert_eq!(of("a", &["b"]), None);
+        assert_eq!(of("a", &["p"]), None);
+        assert_eq!(of("a", &["gone"]), None);
+        assert_eq!(of("e", &[]), None);
+        assert_eq!(of("p", &[]), None);
     }
 }

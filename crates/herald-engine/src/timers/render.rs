@@ -1,7 +1,9 @@
 //! Messages rendered from templates when they are sent: a timer that named a
-//! template (its stored message is the template's data), and reminders of a
-//! channel type that `[reminders.templates]` gives a template. The reader's
-//! locale picks the variant and their time zone the filters' zone.
+//! template (its stored message is the template's data), and reminders whose
+//! subject names a template for their channel type (the subject's
+//! `templates`), else whose channel type `[reminders.templates]` gives one.
+//! The reader's locale picks the variant and their time zone the filters'
+//! zone.
 //!
 //! A render error is final for the send (`template_error`): the message is
 //! never sent half-rendered.
@@ -25,21 +27,38 @@ pub(crate) enum Message {
     Failed(String),
 }
 
-/// The message of a delivery: `composed` is what a reminder or digest group
-/// composed (and whether it is a reminder's); `part` is the channel's part;
-/// `reminder_shape` is the channel's legacy `reminder_template`.
+/// What a reminder or digest group composed for its delivery.
+pub(crate) enum Composed {
+    /// A reminder delivery's JSON, with the template its subjects name for
+    /// its channel type, if any (which wins over `[reminders.templates]`).
+    Reminder(String, Option<TemplateRef>),
+    /// A digest's text, sent as it is.
+    Digest(String),
+}
+
+/// The message of a delivery: `composed` is what its group composed;
+/// `part` is the channel's part; `reminder_shape` is the channel's legacy
+/// `reminder_template`.
 pub(crate) fn message(
     lib: &Library,
     cfg: &EngineConfig,
     row: &TimerRecord,
-    composed: Option<(String, bool)>,
+    composed: Option<Composed>,
     part: PartKey,
     profile: Option<&Profile>,
     reminder_shape: Option<&Value>,
 ) -> Message {
     match composed {
-        Some((m, true)) => reminder(lib, cfg, row, m, part, profile, reminder_shape),
-        Some((m, false)) => Message::Text(m),
+        Some(Composed::Reminder(m, own)) => {
+            let how = Reminder {
+                own: own.as_ref(),
+                part,
+                profile,
+                shape: reminder_shape,
+            };
+            reminder(lib, cfg, row, m, how)
+        }
+        Some(Composed::Digest(m)) => Message::Text(m),
         None => match Routing::parse(row.routing.as_deref()).template {
             Some(r) => {
                 let data = match serde_json::from_str::<Value>(&row.message) {
@@ -93,23 +112,37 @@ pub(crate) fn with_data(
         .map_err(|e| e.to_string())
 }
 
+/// How a reminder delivery is rendered: its subjects' own template, the
+/// channel's part, the reader and the channel's `reminder_template`.
+struct Reminder<'a> {
+    own: Option<&'a TemplateRef>,
+    part: PartKey,
+    profile: Option<&'a Profile>,
+    shape: Option<&'a Value>,
+}
+
 fn reminder(
     lib: &Library,
     cfg: &EngineConfig,
     row: &TimerRecord,
     composed: String,
-    part: PartKey,
-    profile: Option<&Profile>,
-    reminder_shape: Option<&Value>,
+    how: Reminder<'_>,
 ) -> Message {
+    let Reminder {
+        own,
+        part,
+        profile,
+        shape: reminder_shape,
+    } = how;
     let Ok(Value::Object(m)) = serde_json::from_str::<Value>(&composed) else {
         return Message::Text(composed);
     };
-    let ty = m
-        .get("channel_type")
-        .and_then(Value::as_str)
-        .and_then(ChannelType::parse);
-    let template = ty.and_then(|t| cfg.reminder_templates.get(t.as_str()));
+    let template = own.or_else(|| {
+        m.get("channel_type")
+            .and_then(Value::as_str)
+            .and_then(ChannelType::parse)
+            .and_then(|t| cfg.reminder_templates.get(t.as_str()))
+    });
     let Some(r) = template else {
         return match reminder_shape {
             Some(t) => Message::Text(herald_channels::template::render(t, &composed)),

@@ -41,7 +41,7 @@ macro_rules! subject_cols {
     ($($t:literal)?) => {
         $crate::model::columns!($($t)?;
             "tenant_id", "subject_id", "start_at", "title", "data", "created_at", "updated_at",
-            "early_window_ms", "send_late")
+            "early_window_ms", "send_late", "templates")
     };
 }
 pub(crate) use subject_cols;
@@ -154,6 +154,7 @@ impl Decode for SubjectRecord {
                 early_window_ms: r.opt_int("subjects.early_window_ms")?,
                 send_late: r.flag("subjects.send_late")?,
             },
+            templates: r.opt_string("subjects.templates")?,
         })
     }
 }

@@ -60,8 +60,8 @@ const LOCK_SUBJECT: &str = concat!(
 );
 const CREATE_SUBJECT: &str = "INSERT INTO subjects \
     (tenant_id, subject_id, start_at, title, data, created_at, updated_at, early_window_ms, \
-     send_late) \
-    VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8) ON CONFLICT (tenant_id, subject_id) DO NOTHING";
+     send_late, templates) \
+    VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8, $9) ON CONFLICT (tenant_id, subject_id) DO NOTHING";
 // The statements that touch a subject's (or a subscription's) timers hand them
 // to the update as an array, `id = ANY(ARRAY(...))`: the planner then looks each
 // one up by primary key. Given a join instead, it knows how many rows to expect
@@ -212,6 +212,7 @@ pub(super) async fn put_subject(tx: &Tx<'_>, put: &PutSubject) -> Result<WriteRe
                     &put.at,
                     &put.timing.early_window_ms,
                     &put.timing.send_late,
+                    &put.templates,
                 ],
             )
             .await
@@ -256,6 +257,7 @@ async fn update_subject(
             &put.at,
             &put.timing.early_window_ms,
             &put.timing.send_late,
+            &put.templates,
         ],
     )
     .await

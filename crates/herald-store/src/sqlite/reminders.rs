@@ -36,8 +36,8 @@ const SUBJECT_BY_ID: &str = concat!(
 );
 const INSERT_SUBJECT: &str = "INSERT INTO subjects \
     (tenant_id, subject_id, start_at, title, data, created_at, updated_at, early_window_ms, \
-     send_late) \
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8)";
+     send_late, templates) \
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8, ?9)";
 const DELETE_SUBJECT: &str = "DELETE FROM subjects WHERE tenant_id = ?1 AND subject_id = ?2";
 // ?1 tenant, ?2 subject, ?3 delta, ?4 at. Only pending timers move: one that
 // fired (done, failed, dead) or was cancelled keeps its due time as history.
@@ -219,7 +219,8 @@ pub(super) fn put_subject(conn: &Connection, put: &PutSubject) -> Result<WriteRe
                 put.data,
                 put.at,
                 put.timing.early_window_ms,
-                put.timing.send_late
+                put.timing.send_late,
+                put.templates
             ])
             .ctx("inserting subject")?;
         return Ok(WriteResult::SubjectPut {
@@ -238,7 +239,8 @@ pub(super) fn put_subject(conn: &Connection, put: &PutSubject) -> Result<WriteRe
             put.data,
             put.at,
             put.timing.early_window_ms,
-            put.timing.send_late
+            put.timing.send_late,
+            put.templates
         ])
         .ctx("updating subject")?;
     let delta = put.start_at.saturating_sub(old.start_at);

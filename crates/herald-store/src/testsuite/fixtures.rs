@@ -74,6 +74,7 @@ pub fn subject(subject_id: &str, start_at: i64) -> PutSubject {
         title: Some(format!("Coupon {subject_id} opens")),
         data: Some(r#"{"coupon":"50% off","n":[1,2]}"#.into()),
         timing: Default::default(),
+        templates: None,
         at: 1_000,
     }
 }

@@ -184,6 +184,7 @@ macro_rules! store_conformance_tests {
                 subjects_list_in_id_order_with_bounded_counts,
                 a_fired_reminder_can_be_subscribed_again_after_a_move,
                 subjects_keep_their_timing,
+                subjects_keep_their_templates,
                 reminder_batches_count_pending_reminders_and_page_them,
             ]
             races: [concurrent_reminder_adds_from_two_handles]

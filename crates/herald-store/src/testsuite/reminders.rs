@@ -102,6 +102,7 @@ pub async fn put_subject_creates_then_updates(store: S) {
         title: first.title.clone(),
         data: first.data.clone(),
         timing: Default::default(),
+        templates: None,
         created_at: 1_000,
         updated_at: 1_000,
     };
@@ -1155,6 +1156,90 @@ pub async fn subjects_keep_their_timing(store: S) {
         .expect("summary")
         .expect("the subject");
     assert_eq!(summary.subject.timing, crate::SubjectTiming::default());
+}
+
+/// A subject keeps its own reminder templates (JSON text, stored as given)
+/// through creates and updates, and reads them back everywhere subjects are
+/// read; an update without them clears them.
+pub async fn subjects_keep_their_templates(store: S) {
+    let templates = r#"{"wechat":{"name":"wx-remind","version":2},"sms":{"name":"short ✓"}}"#;
+    let (s, created, _) = put(
+        &store,
+        PutSubject {
+            templates: Some(templates.into()),
+            ..subject("templated", START)
+        },
+    )
+    .await;
+    assert!(created);
+    assert_eq!(s.templates.as_deref(), Some(templates));
+    let read = subjects(&store, &["templated", "plain"]).await;
+    assert_eq!(read.len(), 1);
+    assert_eq!(read[0].templates.as_deref(), Some(templates));
+    put(&store, subject("plain", START)).await;
+    let summary = store
+        .subject_summary(DEFAULT_TENANT, "templated", 10)
+        .await
+        .expect("summary")
+        .expect("the subject");
+    assert_eq!(summary.subject.templates.as_deref(), Some(templates));
+    let listed = store
+        .list_subjects(DEFAULT_TENANT, None, 10, 10)
+        .await
+        .expect("list_subjects");
+    let by_id = |id: &str| {
+        listed
+            .iter()
+            .find(|s| s.subject.subject_id == id)
+            .map(|s| s.subject.templates.clone())
+    };
+    assert_eq!(by_id("templated"), Some(Some(templates.to_string())));
+    assert_eq!(by_id("plain"), Some(None));
+    // An update with other templates replaces them; one without clears them.
+    let other = r#"{"email":{"name":"mail"}}"#;
+    let (s, created, _) = put(
+        &store,
+        PutSubject {
+            templates: Some(other.into()),
+            at: 5_000,
+            ..subject("templated", START + 1)
+        },
+    )
+    .await;
+    assert!(!created);
+    assert_eq!(s.templates.as_deref(), Some(other));
+    assert_eq!(
+        subjects(&store, &["templated"]).await[0]
+            .templates
+            .as_deref(),
+        Some(other)
+    );
+    let (s, _, _) = put(&store, subject("templated", START + 2)).await;
+    assert_eq!(s.templates, None);
+    assert_eq!(subjects(&store, &["templated"]).await[0].templates, None);
+    // Deleting returns them with the subject.
+    put(
+        &store,
+        PutSubject {
+            templates: Some(other.into()),
+            ..subject("templated", START)
+        },
+    )
+    .await;
+    let deleted = store
+        .apply(vec![WriteOp::DeleteSubject {
+            tenant: DEFAULT_TENANT,
+            subject_id: "templated".into(),
+            at: 9_000,
+        }])
+        .await
+        .expect("delete");
+    match deleted.first() {
+        Some(WriteResult::SubjectDeleted { subject, .. }) => {
+            assert_eq!(subject.templates.as_deref(), Some(other));
+        }
+        other => panic!("expected SubjectDeleted, got {other:?}"),
+    }
 }
 
 /// Pending reminders are counted per subject, bit, channel and due time, for

@@ -112,6 +112,7 @@ async fn refusals(store: &dyn Store) -> Vec<(&'static str, String)> {
             title: None,
             data: None,
             timing: Default::default(),
+            templates: None,
             at: 1,
         })])
         .await

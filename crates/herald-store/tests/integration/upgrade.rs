@@ -234,6 +234,7 @@ async fn reads_back_v0(store: &dyn Store, w: &Written) {
             title: Some("20 off".into()),
             data: Some(r#"{"shop":7}"#.into()),
             timing: Default::default(),
+            templates: None,
             created_at: w.subject_at,
             updated_at: w.subject_at,
         }]
@@ -624,6 +625,7 @@ async fn second_tenant_reuses_the_old_keys(
                 title: Some("shop's own".into()),
                 data: None,
                 timing: Default::default(),
+                templates: None,
                 at: NOW,
             }),
             WriteOp::AddReminder(NewReminder {
@@ -743,6 +745,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     "0035_segment_finished",
     "0036_actors",
     "0037_cap_counter_expiry",
+    "0038_subject_templates",
 ];
 
 /// The schema version a fully migrated store records.

@@ -52,6 +52,7 @@ mod reload;
 mod reminders;
 mod reports;
 mod security;
+mod subject_templates;
 mod subscribers;
 mod templates;
 mod timers;

@@ -114,9 +114,11 @@ from .step_json import StepJson
 from .step_on_name import StepOnName
 from .subject_body import SubjectBody
 from .subject_body_data_type_0 import SubjectBodyDataType0
+from .subject_body_templates_type_0 import SubjectBodyTemplatesType0
 from .subject_detail_json import SubjectDetailJson
 from .subject_json import SubjectJson
 from .subject_json_data_type_0 import SubjectJsonDataType0
+from .subject_json_templates_type_0 import SubjectJsonTemplatesType0
 from .subject_list import SubjectList
 from .subject_summary_json import SubjectSummaryJson
 from .subscriber_addresses import SubscriberAddresses
@@ -281,9 +283,11 @@ __all__ = (
     "StepOnName",
     "SubjectBody",
     "SubjectBodyDataType0",
+    "SubjectBodyTemplatesType0",
     "SubjectDetailJson",
     "SubjectJson",
     "SubjectJsonDataType0",
+    "SubjectJsonTemplatesType0",
     "SubjectList",
     "SubjectSummaryJson",
     "SubscriberAddresses",

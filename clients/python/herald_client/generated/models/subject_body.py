@@ -10,6 +10,7 @@ from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.subject_body_data_type_0 import SubjectBodyDataType0
+    from ..models.subject_body_templates_type_0 import SubjectBodyTemplatesType0
 
 
 T = TypeVar("T", bound="SubjectBody")
@@ -26,6 +27,13 @@ class SubjectBody:
             3,600,000 ms; absent or `null` takes `[reminders] early_window_ms`.
         send_late (bool | None | Unset): Send its reminders even after it started; by default one still
             unsent at the start ends `expired`.
+        templates (None | SubjectBodyTemplatesType0 | Unset): Its own reminder templates, by channel type (`app`,
+            `email`, `sms`,
+            `wechat`, `wecom`): a reminder of the type is rendered from this
+            template, not the type's `[reminders.templates]`. Each must be
+            stored, have the part the type's reminders are sent as in its
+            default variant, and read only what a reminder has (else `422`
+            naming `templates.TYPE`). Absent, `null` or `{}`: none.
         title (None | str | Unset):
     """
 
@@ -33,10 +41,12 @@ class SubjectBody:
     data: None | SubjectBodyDataType0 | Unset = UNSET
     early_window_ms: int | None | Unset = UNSET
     send_late: bool | None | Unset = UNSET
+    templates: None | SubjectBodyTemplatesType0 | Unset = UNSET
     title: None | str | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.subject_body_data_type_0 import SubjectBodyDataType0
+        from ..models.subject_body_templates_type_0 import SubjectBodyTemplatesType0
 
         start_at = self.start_at.isoformat()
 
@@ -60,6 +70,14 @@ class SubjectBody:
         else:
             send_late = self.send_late
 
+        templates: dict[str, Any] | None | Unset
+        if isinstance(self.templates, Unset):
+            templates = UNSET
+        elif isinstance(self.templates, SubjectBodyTemplatesType0):
+            templates = self.templates.to_dict()
+        else:
+            templates = self.templates
+
         title: None | str | Unset
         if isinstance(self.title, Unset):
             title = UNSET
@@ -79,6 +97,8 @@ class SubjectBody:
             field_dict["early_window_ms"] = early_window_ms
         if send_late is not UNSET:
             field_dict["send_late"] = send_late
+        if templates is not UNSET:
+            field_dict["templates"] = templates
         if title is not UNSET:
             field_dict["title"] = title
 
@@ -87,6 +107,7 @@ class SubjectBody:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.subject_body_data_type_0 import SubjectBodyDataType0
+        from ..models.subject_body_templates_type_0 import SubjectBodyTemplatesType0
 
         d = dict(src_dict)
         start_at = datetime.datetime.fromisoformat(d.pop("start_at"))
@@ -126,6 +147,23 @@ class SubjectBody:
 
         send_late = _parse_send_late(d.pop("send_late", UNSET))
 
+        def _parse_templates(data: object) -> None | SubjectBodyTemplatesType0 | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                templates_type_0 = SubjectBodyTemplatesType0.from_dict(data)
+
+                return templates_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | SubjectBodyTemplatesType0 | Unset, data)
+
+        templates = _parse_templates(d.pop("templates", UNSET))
+
         def _parse_title(data: object) -> None | str | Unset:
             if data is None:
                 return data
@@ -140,6 +178,7 @@ class SubjectBody:
             data=data,
             early_window_ms=early_window_ms,
             send_late=send_late,
+            templates=templates,
             title=title,
         )
 

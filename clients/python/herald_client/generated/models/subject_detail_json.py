@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from ..models.early_start_json import EarlyStartJson
     from ..models.reminder_group_json import ReminderGroupJson
     from ..models.subject_json_data_type_0 import SubjectJsonDataType0
+    from ..models.subject_json_templates_type_0 import SubjectJsonTemplatesType0
 
 
 T = TypeVar("T", bound="SubjectDetailJson")
@@ -41,6 +42,9 @@ class SubjectDetailJson:
             data (None | SubjectJsonDataType0 | Unset):
             early_window_ms (int | None | Unset): Its own early window (ms), `null` when it takes the configured one.
             moved_reminders (int | None | Unset):
+            templates (None | SubjectJsonTemplatesType0 | Unset): Its own reminder templates by channel type, `null` when it
+                has none
+                (its reminders take `[reminders.templates]`).
             title (None | str | Unset):
     """
 
@@ -58,11 +62,13 @@ class SubjectDetailJson:
     data: None | SubjectJsonDataType0 | Unset = UNSET
     early_window_ms: int | None | Unset = UNSET
     moved_reminders: int | None | Unset = UNSET
+    templates: None | SubjectJsonTemplatesType0 | Unset = UNSET
     title: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.subject_json_data_type_0 import SubjectJsonDataType0
+        from ..models.subject_json_templates_type_0 import SubjectJsonTemplatesType0
 
         created_at = self.created_at
 
@@ -116,6 +122,14 @@ class SubjectDetailJson:
         else:
             moved_reminders = self.moved_reminders
 
+        templates: dict[str, Any] | None | Unset
+        if isinstance(self.templates, Unset):
+            templates = UNSET
+        elif isinstance(self.templates, SubjectJsonTemplatesType0):
+            templates = self.templates.to_dict()
+        else:
+            templates = self.templates
+
         title: None | str | Unset
         if isinstance(self.title, Unset):
             title = UNSET
@@ -146,6 +160,8 @@ class SubjectDetailJson:
             field_dict["early_window_ms"] = early_window_ms
         if moved_reminders is not UNSET:
             field_dict["moved_reminders"] = moved_reminders
+        if templates is not UNSET:
+            field_dict["templates"] = templates
         if title is not UNSET:
             field_dict["title"] = title
 
@@ -156,6 +172,7 @@ class SubjectDetailJson:
         from ..models.early_start_json import EarlyStartJson
         from ..models.reminder_group_json import ReminderGroupJson
         from ..models.subject_json_data_type_0 import SubjectJsonDataType0
+        from ..models.subject_json_templates_type_0 import SubjectJsonTemplatesType0
 
         d = dict(src_dict)
         created_at = d.pop("created_at")
@@ -234,6 +251,23 @@ class SubjectDetailJson:
 
         moved_reminders = _parse_moved_reminders(d.pop("moved_reminders", UNSET))
 
+        def _parse_templates(data: object) -> None | SubjectJsonTemplatesType0 | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                templates_type_0 = SubjectJsonTemplatesType0.from_dict(data)
+
+                return templates_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | SubjectJsonTemplatesType0 | Unset, data)
+
+        templates = _parse_templates(d.pop("templates", UNSET))
+
         def _parse_title(data: object) -> None | str | Unset:
             if data is None:
                 return data
@@ -258,6 +292,7 @@ class SubjectDetailJson:
             data=data,
             early_window_ms=early_window_ms,
             moved_reminders=moved_reminders,
+            templates=templates,
             title=title,
         )
 

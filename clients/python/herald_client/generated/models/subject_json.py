@@ -10,6 +10,7 @@ from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.subject_json_data_type_0 import SubjectJsonDataType0
+    from ..models.subject_json_templates_type_0 import SubjectJsonTemplatesType0
 
 
 T = TypeVar("T", bound="SubjectJson")
@@ -28,6 +29,9 @@ class SubjectJson:
         data (None | SubjectJsonDataType0 | Unset):
         early_window_ms (int | None | Unset): Its own early window (ms), `null` when it takes the configured one.
         moved_reminders (int | None | Unset):
+        templates (None | SubjectJsonTemplatesType0 | Unset): Its own reminder templates by channel type, `null` when it
+            has none
+            (its reminders take `[reminders.templates]`).
         title (None | str | Unset):
     """
 
@@ -40,11 +44,13 @@ class SubjectJson:
     data: None | SubjectJsonDataType0 | Unset = UNSET
     early_window_ms: int | None | Unset = UNSET
     moved_reminders: int | None | Unset = UNSET
+    templates: None | SubjectJsonTemplatesType0 | Unset = UNSET
     title: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.subject_json_data_type_0 import SubjectJsonDataType0
+        from ..models.subject_json_templates_type_0 import SubjectJsonTemplatesType0
 
         created_at = self.created_at
 
@@ -82,6 +88,14 @@ class SubjectJson:
         else:
             moved_reminders = self.moved_reminders
 
+        templates: dict[str, Any] | None | Unset
+        if isinstance(self.templates, Unset):
+            templates = UNSET
+        elif isinstance(self.templates, SubjectJsonTemplatesType0):
+            templates = self.templates.to_dict()
+        else:
+            templates = self.templates
+
         title: None | str | Unset
         if isinstance(self.title, Unset):
             title = UNSET
@@ -107,6 +121,8 @@ class SubjectJson:
             field_dict["early_window_ms"] = early_window_ms
         if moved_reminders is not UNSET:
             field_dict["moved_reminders"] = moved_reminders
+        if templates is not UNSET:
+            field_dict["templates"] = templates
         if title is not UNSET:
             field_dict["title"] = title
 
@@ -115,6 +131,7 @@ class SubjectJson:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.subject_json_data_type_0 import SubjectJsonDataType0
+        from ..models.subject_json_templates_type_0 import SubjectJsonTemplatesType0
 
         d = dict(src_dict)
         created_at = d.pop("created_at")
@@ -173,6 +190,23 @@ class SubjectJson:
 
         moved_reminders = _parse_moved_reminders(d.pop("moved_reminders", UNSET))
 
+        def _parse_templates(data: object) -> None | SubjectJsonTemplatesType0 | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                templates_type_0 = SubjectJsonTemplatesType0.from_dict(data)
+
+                return templates_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | SubjectJsonTemplatesType0 | Unset, data)
+
+        templates = _parse_templates(d.pop("templates", UNSET))
+
         def _parse_title(data: object) -> None | str | Unset:
             if data is None:
                 return data
@@ -192,6 +226,7 @@ class SubjectJson:
             data=data,
             early_window_ms=early_window_ms,
             moved_reminders=moved_reminders,
+            templates=templates,
             title=title,
         )
 

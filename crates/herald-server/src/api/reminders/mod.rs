@@ -14,6 +14,7 @@
 
 pub(crate) mod docs;
 pub mod leads;
+mod subject_templates;
 pub(crate) mod subjects;
 
 use std::collections::BTreeMap;
@@ -79,6 +80,15 @@ pub(crate) struct SubjectBody<'a> {
     /// unsent at the start ends `expired`.
     #[serde(default)]
     send_late: Option<bool>,
+    /// Its own reminder templates, by channel type (`app`, `email`, `sms`,
+    /// `wechat`, `wecom`): a reminder of the type is rendered from this
+    /// template, not the type's `[reminders.templates]`. Each must be
+    /// stored, have the part the type's reminders are sent as in its
+    /// default variant, and read only what a reminder has (else `422`
+    /// naming `templates.TYPE`). Absent, `null` or `{}`: none.
+    #[serde(default)]
+    #[schema(value_type = Option<std::collections::HashMap<String, herald_core::template::TemplateRef>>)]
+    templates: Option<Value>,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -92,6 +102,10 @@ pub(crate) struct SubjectJson {
     early_window_ms: Option<i64>,
     /// Its reminders go out even after it started (never `expired`).
     send_late: bool,
+    /// Its own reminder templates by channel type, `null` when it has none
+    /// (its reminders take `[reminders.templates]`).
+    #[schema(value_type = Option<std::collections::HashMap<String, herald_core::template::TemplateRef>>)]
+    templates: Option<Box<RawValue>>,
     created_at: String,
     updated_at: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -109,6 +123,7 @@ impl SubjectJson {
             data: s.data.and_then(|d| RawValue::from_string(d).ok()),
             early_window_ms: s.timing.early_window_ms,
             send_late: s.timing.send_late,
+            templates: s.templates.and_then(|t| RawValue::from_string(t).ok()),
             created_at: format_rfc3339_ms(s.created_at),
             updated_at: format_rfc3339_ms(s.updated_at),
             moved_reminders: None,
@@ -175,6 +190,7 @@ pub async fn put_subject(
             Some(d.get().to_string())
         }
     };
+    let templates = subject_templates::checked(req.templates.as_ref(), &st, caller.tenant)?;
     let op = WriteOp::PutSubject(PutSubject {
         tenant: caller.tenant,
         subject_id,
@@ -185,6 +201,7 @@ pub async fn put_subject(
             early_window_ms: req.early_window_ms,
             send_late: req.send_late.unwrap_or(false),
         },
+        templates,
         at: now,
     });
     match st.engine.submit(vec![op]).await?.pop() {

@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Self, TypeVar
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+if TYPE_CHECKING:
+    from ..models.template_ref import TemplateRef
+
+
+T = TypeVar("T", bound="SubjectBodyTemplatesType0")
+
+
+@_attrs_define
+class SubjectBodyTemplatesType0:
+    """Its own reminder templates, by channel type (`app`, `email`, `sms`,
+    `wechat`, `wecom`): a reminder of the type is rendered from this
+    template, not the type's `[reminders.templates]`. Each must be
+    stored, have the part the type's reminders are sent as in its
+    default variant, and read only what a reminder has (else `422`
+    naming `templates.TYPE`). Absent, `null` or `{}`: none.
+
+    """
+
+    additional_properties: dict[str, TemplateRef] = _attrs_field(
+        init=False, factory=dict
+    )
+
+    def to_dict(self) -> dict[str, Any]:
+
+        field_dict: dict[str, Any] = {}
+        for prop_name, prop in self.additional_properties.items():
+            field_dict[prop_name] = prop.to_dict()
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.template_ref import TemplateRef
+
+        d = dict(src_dict)
+        subject_body_templates_type_0 = cls()
+
+        additional_properties = {}
+        for prop_name, prop_dict in d.items():
+            additional_property = TemplateRef.from_dict(prop_dict)
+
+            additional_properties[prop_name] = additional_property
+
+        subject_body_templates_type_0.additional_properties = additional_properties
+        return subject_body_templates_type_0
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> TemplateRef:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: TemplateRef) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties
