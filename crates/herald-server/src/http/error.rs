@@ -39,6 +39,15 @@ impl ApiError {
         e
     }
 
+    /// A 422 about one field: well formed, but it names something that
+    /// cannot serve (an unknown template, a template lacking a part or a
+    /// variable the request needs).
+    pub fn unprocessable(field: &str, code: &'static str, message: impl Into<String>) -> Self {
+        let mut e = Self::new(StatusCode::UNPROCESSABLE_ENTITY, code, message);
+        e.body.field = Some(field.to_string());
+        e
+    }
+
     pub fn not_found(what: &str) -> Self {
         Self::new(
             StatusCode::NOT_FOUND,

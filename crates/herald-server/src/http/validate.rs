@@ -416,7 +416,8 @@ pub(crate) fn check_shape(kind: ChannelKind, field: &str, m: &RawValue) -> Resul
 
 /// Checks a `template` use against the stored templates: it exists (the
 /// pinned version, if any), its default variant has the part `kind` sends,
-/// and `data` gives every variable it reads.
+/// and `data` gives every variable it reads. A misfit is `422` naming the
+/// field (issue 39); a malformed name or `data` is `400`.
 pub(crate) fn check_template_use(
     t: &TemplateUse,
     kind: Option<ChannelKind>,
@@ -435,12 +436,12 @@ pub(crate) fn check_template_use(
         } else {
             "template.name"
         };
-        ApiError::field(field, "unknown_template", e.to_string())
+        ApiError::unprocessable(field, "unknown_template", e.to_string())
     })?;
     if let Some(kind) = kind {
         let part = PartKey::for_type(kind.channel_type());
         if !info.default_parts.contains(&part) {
-            return Err(ApiError::field(
+            return Err(ApiError::unprocessable(
                 "template.name",
                 "invalid_field",
                 format!(
@@ -467,7 +468,7 @@ pub(crate) fn check_template_use(
         None => serde_json::Map::new(),
     };
     if let Some(missing) = info.variables.iter().find(|v| !given.contains_key(*v)) {
-        return Err(ApiError::field(
+        return Err(ApiError::unprocessable(
             &format!("template.data.{missing}"),
             "missing_field",
             format!(

@@ -297,7 +297,7 @@ async fn timers_walk(s: &Server, mock: &Mock) {
         s,
         "/v1/timers",
         &json!({"channel": "wx", "recipient": "oA", "delay_ms": 0, "template": {"name": "nope"}}),
-        400,
+        422,
         "template.name",
     )
     .await;
@@ -305,7 +305,7 @@ async fn timers_walk(s: &Server, mock: &Mock) {
         s,
         "/v1/timers",
         &json!({"channel": "wx", "recipient": "oA", "delay_ms": 0, "template": {"name": "shipped"}}),
-        400,
+        422,
         "template.data.order",
     )
     .await;
@@ -314,7 +314,7 @@ async fn timers_walk(s: &Server, mock: &Mock) {
         "/v1/timers",
         &json!({"channel": "wc", "recipient": "zhang", "delay_ms": 0,
                 "template": {"name": "shipped", "data": {"order": {"id": 1}}}}),
-        400,
+        422,
         "template.name",
     )
     .await;
@@ -323,7 +323,7 @@ async fn timers_walk(s: &Server, mock: &Mock) {
         "/v1/timers",
         &json!({"channel": "wx", "recipient": "oA", "delay_ms": 0,
                 "template": {"name": "shipped", "version": 9, "data": {"order": {"id": 1}}}}),
-        400,
+        422,
         "template.version",
     )
     .await;
@@ -422,7 +422,7 @@ async fn campaign_walk(s: &Server, mock: &Mock) {
         "/v1/jobs",
         &json!({"users": ["u-zh"], "channel": "wx", "to": {"channel_type": "wechat"},
                 "template": {"name": "promo", "data": {"pct": 20}}}),
-        400,
+        422,
         "template.data.until",
     )
     .await;

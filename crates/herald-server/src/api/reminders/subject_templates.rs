@@ -12,7 +12,6 @@
 
 use std::collections::BTreeMap;
 
-use axum::http::StatusCode;
 use herald_core::TenantId;
 use herald_core::reminder::ChannelType;
 use herald_core::template::{PartKey, TemplateRef};
@@ -133,7 +132,5 @@ fn misfit(
             ),
         ),
     };
-    let mut e = ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, code, message);
-    e.body.field = Some(at);
-    e
+    ApiError::unprocessable(&at, code, message)
 }
