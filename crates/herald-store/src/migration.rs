@@ -57,6 +57,7 @@ macro_rules! migrations {
             "0035_segment_finished",
             "0036_actors",
             "0037_cap_counter_expiry",
+            "0038_resend_unread",
         )
     };
     (@ $($name:literal),+ $(,)?) => {
