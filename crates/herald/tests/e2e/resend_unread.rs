@@ -350,6 +350,21 @@ async fn resend(store: Option<&str>) {
     read(&s, jid, &[0, 3]).await;
     let (st, v) = post(&s, &resend(jid), json!({})).await;
     assert_eq!((st, error_code(&v)), (409, "nobody_unread"), "{v}");
+    let jid_text = jid.to_string();
+    let (ok, out, err) = herald_cli(
+        "jobs",
+        &s.url,
+        &[
+            "resend-unread",
+            &jid_text,
+            "--key",
+            ADMIN,
+            "--message",
+            r#"{"m": "cli"}"#,
+        ],
+    )
+    .await;
+    assert!(!ok && out.contains("nobody_unread"), "{out}\n{err}");
     // a0..a3 once, then a0 and a3 twice more.
     let stats = mock.stats().await;
     assert_eq!(stats["unique_delivered"], 8, "{stats}");
