@@ -302,7 +302,8 @@ route_table! {
     // Finished jobs only.
     Delete "/v1/jobs/{id}", Needs(Campaign), NoBody => jobs::delete,
         doc campaigns::docs::JOB_DELETE;
-    // `:cancel`, `:retry-failed`, `:retry-in-doubt`, `:recall`.
+    // `:cancel`, `:retry-failed`, `:retry-in-doubt`, `:recall`,
+    // `:resend-unread` (optional JSON body).
     Post "/v1/jobs/{id}", Needs(Campaign), Action => jobs::action,
         actions campaigns::docs::JOB_ACTIONS;
     Get "/v1/jobs/{id}/segments", Needs(Read), NoBody => jobs::segments,

@@ -49,6 +49,9 @@ pub struct RuleSpec {
     /// when a job of this version sends (`herald_core::timer::Routing` as
     /// JSON); `None` for an audience of raw addresses.
     pub routing: Option<String>,
+    /// A follow-up to the unread that every job of this version carries
+    /// (`step` is always `None`: a route's steps come from `routing`).
+    pub follow_up: Option<FollowUp>,
 }
 
 /// One version of a rule, as stored.
@@ -225,6 +228,11 @@ pub struct JobSpec {
     /// follow-up is still waiting, and marks it sent in the same transaction,
     /// so a follow-up goes out once whatever crashes.
     pub follows: Option<i64>,
+    /// This job resends that job's message to its unread recipients (an
+    /// operator's `:resend-unread`): it is created only while no job that
+    /// follows that job (a follow-up or an earlier resend) is running (else
+    /// `None`, nothing written). Never given with `follows`.
+    pub resends: Option<i64>,
     /// The audience holds user ids, routed through the subscriber directory
     /// (`herald_core::timer::Routing` as JSON); `None` for raw addresses.
     pub routing: Option<String>,
@@ -375,6 +383,13 @@ pub struct JobRecord {
     /// See [`JobSpec::traceparent`].
     pub traceparent: Option<String>,
     pub meta: JobMeta,
+    /// The job it follows: the one whose follow-up (or route step) it sends,
+    /// or whose unread recipients it resends to ([`JobSpec::follows`],
+    /// [`JobSpec::resends`]).
+    pub follows: Option<i64>,
+    /// When it last recorded an attempt's outcome (delivered, failed, to be
+    /// retried): set by [`CampaignStore::record_sends`] with the totals.
+    pub last_sent_at: Option<i64>,
 }
 
 /// A segment as stored.
@@ -834,6 +849,12 @@ pub trait CampaignStore: Send + Sync + 'static {
     /// Ends a waiting follow-up with nothing sent; whether it was waiting.
     async fn skip_follow_up(&self, job_id: i64, now: i64) -> Result<bool>;
 
+    /// The jobs that follow job `job_id` (its follow-up, route steps and
+    /// resends: [`JobRecord::follows`]) with `id > after`, by id, at most
+    /// `limit`.
+    async fn jobs_following(&self, job_id: i64, after: i64, limit: usize)
+    -> Result<Vec<JobRecord>>;
+
     /// Jobs of `tenant` with `id < before` (all when `None`), newest first, at
     /// most `limit`.
     async fn list_jobs(
@@ -1163,10 +1184,21 @@ pub(crate) mod sql {
         ));
         pub(crate) const GET_JOB: Statement =
             statement!(concat!("SELECT ", job_cols!(), " FROM jobs WHERE id = $1"));
+        /// $8 now: an attempt's outcome was recorded (`last_sent_at`).
         pub(crate) const MOVE_COUNTERS: Statement = statement!(
             "UPDATE jobs SET delivered = delivered + $2, failed = failed + $3, \
              retrying = retrying + $4, expired = expired + $5, cancelled = cancelled + $6, \
-             in_doubt = in_doubt + $7 WHERE id = $1"
+             in_doubt = in_doubt + $7, last_sent_at = CASE WHEN last_sent_at IS NULL \
+             OR last_sent_at < $8 THEN $8 ELSE last_sent_at END WHERE id = $1"
+        );
+        pub(crate) const FOLLOWING: Statement = statement!(concat!(
+            "SELECT ",
+            job_cols!(),
+            " FROM jobs WHERE follows = $1 AND id > $2 ORDER BY id LIMIT $3"
+        ));
+        /// Whether a job that follows $1 is still running.
+        pub(crate) const FOLLOWER_SENDING: Statement = statement!(
+            "SELECT EXISTS (SELECT 1 FROM jobs WHERE follows = $1 AND state = 'running')"
         );
     }
 
@@ -1205,8 +1237,9 @@ pub(crate) mod sql {
         pub(crate) const INSERT_VERSION: Statement = statement!(
             "INSERT INTO rule_versions \
              (rule_id, version, name, schedule, audience, audience_id, channel, message, \
-             deadline_secs, priority, created_at, tenant_id, routing) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
+             deadline_secs, priority, created_at, tenant_id, routing, follow_up_after_ms, \
+             follow_up_message) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"
         );
         pub(crate) const RULE_TASKS: Statement = statement!(concat!(
             "SELECT ",

@@ -58,6 +58,7 @@ macro_rules! migrations {
             "0036_actors",
             "0037_cap_counter_expiry",
             "0038_subject_templates",
+            "0039_resend_unread",
         )
     };
     (@ $($name:literal),+ $(,)?) => {

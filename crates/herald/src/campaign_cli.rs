@@ -131,6 +131,14 @@ pub enum JobsCmd {
     /// Send again to a job's recipients a crash left in doubt (outcome
     /// `in_doubt`, on a channel with `in_doubt = "skip"`).
     RetryInDoubt { id: i64 },
+    /// Start a new job now to an ended job's recipients that have not read
+    /// it (no `read` receipt).
+    ResendUnread {
+        id: i64,
+        /// A new message as JSON (default: the job's own).
+        #[arg(long)]
+        message: Option<String>,
+    },
     /// A job's failed sends grouped by error.
     Failures { id: i64 },
     /// Follow a job with a live progress bar until it ends.
@@ -413,6 +421,20 @@ pub async fn jobs(remote: &Remote, cmd: JobsCmd) -> anyhow::Result<()> {
         }
         JobsCmd::RetryInDoubt { id } => {
             http.post(format!("{base}/v1/jobs/{id}:retry-in-doubt"))
+                .send()
+                .await
+        }
+        JobsCmd::ResendUnread { id, message } => {
+            let body = match message {
+                Some(m) => {
+                    let m: Value =
+                        serde_json::from_str(&m).context("--message is not valid JSON")?;
+                    serde_json::json!({ "message": m })
+                }
+                None => serde_json::json!({}),
+            };
+            http.post(format!("{base}/v1/jobs/{id}:resend-unread"))
+                .json(&body)
                 .send()
                 .await
         }

@@ -484,6 +484,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/jobs/{id}:resend-unread": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a new job now to an ended job's unread recipients (409 not_resendable, nobody_unread, resend_running)
+         * @description Needs: a key with the `campaign` scope.
+         */
+        post: operations["postv1_jobs_id_resend_unread"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/jobs/{id}:retry-failed": {
         parameters: {
             query?: never;
@@ -1707,8 +1727,25 @@ export interface components {
             eta_secs?: number | null;
             finished_at?: string | null;
             follow_up?: null | components["schemas"]["FollowUpJson"];
+            /**
+             * @description The jobs that follow this one (its follow-up, route steps, resends to
+             *     its unread), by id; at most 20 are listed.
+             */
+            followed_by: number[];
+            /**
+             * Format: int64
+             * @description The job this one follows: the job whose follow-up (or route step) it
+             *     sends, or whose unread recipients it resends to (`:resend-unread`);
+             *     null for any other job.
+             */
+            follows?: number | null;
             /** Format: int64 */
             id: number;
+            /**
+             * @description When it last recorded an attempt's outcome (delivered, failed, to be
+             *     retried); null if it never sent.
+             */
+            last_sent_at?: string | null;
             message: Record<string, unknown>;
             /** @description Given when it was created; a job a rule starts takes the rule's name. */
             name?: string | null;
@@ -2106,6 +2143,14 @@ export interface components {
             /** @description The tenant's name. */
             tenant?: string | null;
         };
+        /** @description The body of `POST /v1/jobs/{id}:resend-unread`, optional. */
+        ResendBody: {
+            /**
+             * @description The message in the channel provider's shape; left out, the job's own
+             *     (its template, if it used one).
+             */
+            message?: Record<string, unknown> | null;
+        };
         /** @description `POST /v1/timers:retry`'s answer. */
         Retried: {
             /** @description The limit stopped it: call again. */
@@ -2193,6 +2238,7 @@ export interface components {
             critical?: boolean | null;
             /** Format: int64 */
             deadline_secs?: number | null;
+            follow_up?: null | components["schemas"]["FollowUpBody"];
             /** @description The message in the channel provider's shape; give this or `template`. */
             message?: Record<string, unknown> | null;
             name: string;
@@ -2208,6 +2254,14 @@ export interface components {
             to?: null | components["schemas"]["CampaignTo"];
             /** @description What the message is about, for subscribers' topic opt-outs. */
             topic?: string | null;
+        };
+        /** @description A rule version's `follow_up`, as given. */
+        RuleFollowUpJson: {
+            /** Format: int64 */
+            after_secs: number;
+            message: Record<string, unknown>;
+            /** @description `unread`. */
+            only: string;
         };
         RuleJson: components["schemas"]["RoutingJson"] & {
             audience: Record<string, unknown>;
@@ -2234,6 +2288,7 @@ export interface components {
              *     expands itself; an audience upload not finished).
              */
             expected_receivers_unknown?: string | null;
+            follow_up?: null | components["schemas"]["RuleFollowUpJson"];
             /** Format: int64 */
             id: number;
             message: Record<string, unknown>;
@@ -2816,6 +2871,7 @@ export interface components {
             created_at: string;
             /** Format: int64 */
             deadline_secs?: number | null;
+            follow_up?: null | components["schemas"]["RuleFollowUpJson"];
             message: Record<string, unknown>;
             name: string;
             /** Format: int32 */
@@ -3551,6 +3607,34 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["JobRecalled"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    postv1_jobs_id_resend_unread: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ResendBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobJson"];
                 };
             };
             "4XX": components["responses"]["Error"];

@@ -38,6 +38,24 @@ pub enum CampaignError {
     /// waiting) can be deleted.
     #[error("job {id} is not finished (running, or a follow-up is waiting); cancel it first")]
     JobNotFinished { id: i64 },
+    /// Only a job that ended `done` or `expired` is resent to its unread.
+    #[error(
+        "job is {state}; only a job that ended done or expired is resent to its unread \
+         (a running one sends a follow-up when it ends)"
+    )]
+    JobNotEnded {
+        state: herald_core::campaign::JobState,
+    },
+    /// Every recipient the job delivered to sent a `read` receipt (or it
+    /// delivered to nobody): a resend to the unread has nobody to send to.
+    #[error(
+        "nobody is unread: every recipient job {id} delivered to has read it, or it delivered to none"
+    )]
+    NobodyUnread { id: i64 },
+    /// A job that follows this one (its follow-up, or an earlier resend) is
+    /// still sending: a resend waits for it to end.
+    #[error("{}", resend_running(*.job))]
+    ResendRunning { job: Option<i64> },
     /// An upload went over its limit; nothing of it remains.
     #[error("more than {max} recipients; at most {max} per audience")]
     TooManyRecipients { max: u64 },
@@ -47,4 +65,16 @@ pub enum CampaignError {
     Interrupted { why: &'static str },
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+fn resend_running(job: Option<i64>) -> String {
+    match job {
+        Some(j) => format!(
+            "job {j}, which follows this job (its follow-up or a resend), is still sending; \
+             resend again once it has ended"
+        ),
+        None => "a job that follows this job (its follow-up or a resend) is still sending; \
+                 resend again once it has ended"
+            .to_string(),
+    }
 }

@@ -72,25 +72,12 @@ async fn send_one(sh: &Shared, f: &FollowUpRecord) -> Result<(), StoreError> {
         Some(i) => format!("route step {i} of job {}", job.id),
         None => format!("follow-up of job {}", job.id),
     };
-    let audience = store.create_audience(job.tenant, Some(name), now).await?;
     let on = step.as_ref().map(|s| s.on.as_slice());
-    let filled = fill(sh, job.id, audience, on).await;
-    let size = match filled {
-        Ok(n) => n,
-        Err(e) => {
-            drop_audience(store, audience, "an interrupted follow-up").await;
-            return Err(e);
-        }
-    };
-    if size == 0 {
-        drop_audience(store, audience, "an empty follow-up").await;
+    let Some((audience, size)) = recipients_audience(sh, &job, name, on).await? else {
         store.skip_follow_up(job.id, sh.clock.now_ms()).await?;
         tracing::info!(job = job.id, "follow-up skipped: nobody needs it");
         return Ok(());
-    }
-    store
-        .seal_audience(audience, size, sh.clock.now_ms())
-        .await?;
+    };
     let (channel, routing, follow_up) = match step {
         Some(s) => (s.channel, s.routing, s.follow_up),
         None => (job.channel.clone(), job.routing.clone(), None),
@@ -106,6 +93,7 @@ async fn send_one(sh: &Shared, f: &FollowUpRecord) -> Result<(), StoreError> {
         task_id: None,
         follow_up,
         follows: Some(job.id),
+        resends: None,
         routing,
         traceparent: job.traceparent.clone(),
         meta: job.meta.clone(),
@@ -162,6 +150,40 @@ fn next_step(job: &JobRecord, step: u32, message: &str) -> Option<NextStep> {
         routing: stored,
         follow_up,
     })
+}
+
+/// A new sealed audience, called `name`, of job `job`'s recipients for a
+/// follow-up: those it delivered to that sent no `read` receipt, or those a
+/// route step takes (`on`). `None` (nothing left behind) when there is
+/// nobody. The one place that says who is unread: the follow-ups the sweeper
+/// sends and an operator's resend to the unread both build their audience
+/// here.
+pub(super) async fn recipients_audience(
+    sh: &Shared,
+    job: &JobRecord,
+    name: String,
+    on: Option<&[StepOn]>,
+) -> Result<Option<(i64, u64)>, StoreError> {
+    let store = &*sh.store;
+    let audience = store
+        .create_audience(job.tenant, Some(name), sh.clock.now_ms())
+        .await?;
+    let size = match fill(sh, job.id, audience, on).await {
+        Ok(n) => n,
+        Err(e) => {
+            drop_audience(store, audience, "an interrupted follow-up").await;
+            return Err(e);
+        }
+    };
+    if size == 0 {
+        drop_audience(store, audience, "an empty follow-up").await;
+        return Ok(None);
+    }
+    if let Err(e) = store.seal_audience(audience, size, sh.clock.now_ms()).await {
+        drop_audience(store, audience, "an unsealed follow-up").await;
+        return Err(e);
+    }
+    Ok(Some((audience, size)))
 }
 
 /// Appends job `job_id`'s recipients for the follow-up to `audience`, a

@@ -16,7 +16,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use herald_core::TenantId;
-use herald_core::campaign::{RuleStatus, SegmentState, TaskState};
+use herald_core::campaign::{JobState, RuleStatus, SegmentState, TaskState};
 use herald_core::schedule::{Schedule, ScheduleSpec};
 use herald_store::{
     AUDIENCE_CHUNK, Actor, AudienceRecord, FailedRetry, FailureGroups, JobDeletion, JobRecord,
@@ -24,6 +24,7 @@ use herald_store::{
     TaskCancel, TaskRecord, owned_by,
 };
 
+use super::follow_ups::recipients_audience;
 use super::planner::plan_after;
 use super::upload::{AudienceUpload, drop_audience};
 use super::{CampaignError, Shared};
@@ -263,6 +264,7 @@ impl Campaigns {
             task_id: None,
             follow_up: job.follow_up,
             follows: None,
+            resends: None,
             routing: job.routing,
             traceparent: job.traceparent,
             meta: job.meta,
@@ -352,6 +354,106 @@ impl Campaigns {
             }
             FailedRetry::NotRetryable(job) => Err(CampaignError::NotRetryable { state: job.state }),
         }
+    }
+
+    /// Resends job `id` (`done` or `expired`) to the recipients it delivered
+    /// to that sent no `read` receipt: a new job, started now on the same
+    /// channel and routing, of `message` or else the job's own (its template,
+    /// if it used one), made by `by`, that [`JobRecord::follows`] job `id`.
+    /// Refused while a job that follows `id` (its follow-up, an earlier
+    /// resend) is running, so that a repeated call does not send
+    /// twice at once.
+    pub async fn resend_unread(
+        &self,
+        tenant: TenantId,
+        id: i64,
+        message: Option<String>,
+        by: Option<Actor>,
+    ) -> Result<JobRecord> {
+        let job = self.get_job(tenant, id).await?;
+        if !matches!(job.state, JobState::Done | JobState::Expired) {
+            return Err(CampaignError::JobNotEnded { state: job.state });
+        }
+        if let Some(running) = self.sending_follower(id).await? {
+            return Err(CampaignError::ResendRunning { job: Some(running) });
+        }
+        let name = format!("resend to the unread of job {id}");
+        let Some((audience, size)) = recipients_audience(&self.sh, &job, name, None).await? else {
+            return Err(CampaignError::NobodyUnread { id });
+        };
+        // A new message is in the channel's shape: the job's template, whose
+        // data the stored message was, no longer applies.
+        let (message, routing) = match message {
+            Some(m) => {
+                let mut r = herald_core::timer::Routing::parse(job.routing.as_deref());
+                r.template = None;
+                (m, r.stored())
+            }
+            None => (job.message.clone(), job.routing.clone()),
+        };
+        let spec = JobSpec {
+            tenant,
+            audience_id: audience,
+            channel: job.channel.clone(),
+            message,
+            segment_size: job.segment_size,
+            deadline_at: None,
+            priority: job.priority,
+            task_id: None,
+            follow_up: None,
+            follows: None,
+            resends: Some(id),
+            routing,
+            traceparent: job.traceparent.clone(),
+            meta: herald_store::JobMeta {
+                name: job.meta.name.clone(),
+                category: job.meta.category.clone(),
+                created_by: by,
+                changed_by: None,
+            },
+        };
+        match self.sh.store.create_job(spec, self.now()).await {
+            Ok(Some(created)) => {
+                tracing::info!(
+                    job = id,
+                    resend_job = created.id,
+                    recipients = size,
+                    "resending a job to its unread"
+                );
+                self.wake_workers();
+                Ok(created)
+            }
+            Ok(None) => {
+                drop_audience(&*self.sh.store, audience, "a refused resend").await;
+                Err(CampaignError::ResendRunning { job: None })
+            }
+            Err(e) => {
+                drop_audience(&*self.sh.store, audience, "a failed resend").await;
+                Err(e.into())
+            }
+        }
+    }
+
+    /// A running job that follows job `id`, if any.
+    async fn sending_follower(&self, id: i64) -> Result<Option<i64>> {
+        const PAGE: usize = 100;
+        let mut after = 0;
+        loop {
+            let page = self.sh.store.jobs_following(id, after, PAGE).await?;
+            if let Some(j) = page.iter().find(|j| !j.state.is_final()) {
+                return Ok(Some(j.id));
+            }
+            match page.last() {
+                Some(last) if page.len() == PAGE => after = last.id,
+                _ => return Ok(None),
+            }
+        }
+    }
+
+    /// The jobs that follow job `id` (its follow-up, route steps and
+    /// resends), by id, at most `limit`.
+    pub async fn jobs_following(&self, id: i64, limit: usize) -> Result<Vec<JobRecord>> {
+        Ok(self.sh.store.jobs_following(id, 0, limit).await?)
     }
 
     /// A job's failed sends grouped by error, over at most `limit` of them.
@@ -726,6 +828,7 @@ mod tests {
             deadline_secs: None,
             priority: 5,
             routing: None,
+            follow_up: None,
         }
     }
 

@@ -1115,6 +1115,8 @@ mod tests {
             routing: routing.map(str::to_string),
             traceparent: None,
             meta: Default::default(),
+            follows: None,
+            last_sent_at: None,
         }
     }
 

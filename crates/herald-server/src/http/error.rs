@@ -183,6 +183,15 @@ impl From<CampaignError> for ApiError {
             CampaignError::JobNotFinished { .. } => {
                 ApiError::new(StatusCode::CONFLICT, "job_not_finished", message)
             }
+            CampaignError::JobNotEnded { .. } => {
+                ApiError::new(StatusCode::CONFLICT, "not_resendable", message)
+            }
+            CampaignError::NobodyUnread { .. } => {
+                ApiError::new(StatusCode::CONFLICT, "nobody_unread", message)
+            }
+            CampaignError::ResendRunning { .. } => {
+                ApiError::new(StatusCode::CONFLICT, "resend_running", message)
+            }
             CampaignError::TooManyRecipients { .. } => {
                 let mut e = ApiError::new(
                     StatusCode::PAYLOAD_TOO_LARGE,

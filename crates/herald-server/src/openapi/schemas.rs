@@ -27,11 +27,12 @@ use crate::api::campaigns::audiences::{AudienceJson, AudienceList};
 use crate::api::campaigns::job_recall::JobRecalled;
 use crate::api::campaigns::jobs::{
     FailureGroup, FollowUpBody, FollowUpJson, JobBody, JobFailures, JobJson, JobList, JobRetried,
-    SegmentJson, SegmentList, SendJson, SendList, TotalsJson,
+    ResendBody, SegmentJson, SegmentList, SendJson, SendList, TotalsJson,
 };
 use crate::api::campaigns::receivers::AudienceTarget;
 use crate::api::campaigns::rules::{
-    RuleBody, RuleJson, RuleList, TaskJobJson, TaskJson, TaskList, VersionJson, VersionList,
+    RuleBody, RuleFollowUpJson, RuleJson, RuleList, TaskJobJson, TaskJson, TaskList, VersionJson,
+    VersionList,
 };
 use crate::api::campaigns::schedules::{PreviewBody, PreviewJson};
 use crate::api::channels::receipts::{ReceiptBody, ReceiptJson};
@@ -207,6 +208,8 @@ pub fn collect(all: &mut Vec<(String, RefOr<Schema>)>) {
     add::<JobRecalled>(all);
     add::<FollowUpBody>(all);
     add::<FollowUpJson>(all);
+    add::<RuleFollowUpJson>(all);
+    add::<ResendBody>(all);
     add::<JobFailures>(all);
     add::<FailureGroup>(all);
     // Channels.

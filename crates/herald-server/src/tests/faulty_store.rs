@@ -194,6 +194,7 @@ faulty! { CampaignStore:
     fn unread_sends(job_id: i64, from: u64, limit: usize) -> Result<Vec<(u64, String)>>;
     fn step_sends(job_id: i64, from: u64, limit: usize, on: &[herald_core::route::StepOn]) -> Result<Vec<(u64, String)>>;
     fn skip_follow_up(job_id: i64, now: i64) -> Result<bool>;
+    fn jobs_following(job_id: i64, after: i64, limit: usize) -> Result<Vec<JobRecord>>;
     fn list_jobs(tenant: TenantId, before: Option<i64>, limit: usize) -> Result<Vec<JobRecord>>;
     fn list_jobs_where(tenant: TenantId, filter: JobFilter, before: Option<i64>, limit: usize) -> Result<Vec<JobRecord>>;
     fn segment_counts(job_id: i64) -> Result<Vec<(SegmentState, u64)>>;

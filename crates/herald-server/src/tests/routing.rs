@@ -35,7 +35,7 @@ async fn actions_need_a_known_verb() {
     let e = error(st, &body, StatusCode::NOT_FOUND, "unknown_action");
     assert_eq!(
         e["message"],
-        "POST /v1/jobs/3 needs an action: 3:cancel or 3:retry-failed or 3:retry-in-doubt or 3:recall"
+        "POST /v1/jobs/3 needs an action: 3:cancel or 3:retry-failed or 3:retry-in-doubt or 3:recall or 3:resend-unread"
     );
     let (st, body) = api.post("/v1/rules/3:pause", json!({})).await;
     let e = error(st, &body, StatusCode::NOT_FOUND, "unknown_action");

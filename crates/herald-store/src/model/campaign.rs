@@ -24,7 +24,8 @@ macro_rules! job_cols {
             "priority", "task_id", "state", "total", "delivered", "failed", "retrying",
             "expired", "cancelled", "in_doubt", "created_at", "started_at", "finished_at",
             "routing", "traceparent", "name", "category", "created_by_key_id",
-            "created_by_key_name", "changed_by_key_id", "changed_by_key_name")
+            "created_by_key_name", "changed_by_key_id", "changed_by_key_name", "follows",
+            "last_sent_at")
     };
 }
 pub(crate) use job_cols;
@@ -58,7 +59,8 @@ macro_rules! version_cols {
         $crate::model::columns!($($t)?;
             "rule_id", "version", "tenant_id", "name", "schedule", "audience", "audience_id",
             "channel",
-            "message", "deadline_secs", "priority", "created_at", "routing")
+            "message", "deadline_secs", "priority", "created_at", "routing",
+            "follow_up_after_ms", "follow_up_message")
     };
 }
 pub(crate) use version_cols;
@@ -178,6 +180,8 @@ impl Decode for JobRecord {
                 created_by: actor(r, "jobs.created_by")?,
                 changed_by: actor(r, "jobs.changed_by")?,
             },
+            follows: r.opt_int("jobs.follows")?,
+            last_sent_at: r.opt_int("jobs.last_sent_at")?,
         })
     }
 }
@@ -243,9 +247,20 @@ impl Decode for RuleVersion {
             deadline_secs: r.opt_int("rule_versions.deadline_secs")?,
             priority: r.narrow("rule_versions.priority")?,
             routing: None,
+            follow_up: None,
         };
         let created_at = r.int("rule_versions.created_at")?;
         spec.routing = r.opt_string("rule_versions.routing")?;
+        let after_ms = r.opt_int("rule_versions.follow_up_after_ms")?;
+        let message = r.opt_string("rule_versions.follow_up_message")?;
+        spec.follow_up = match (after_ms, message) {
+            (Some(after_ms), Some(message)) => Some(crate::FollowUp {
+                after_ms,
+                message,
+                step: None,
+            }),
+            _ => None,
+        };
         Ok(RuleVersion {
             rule_id,
             version,
@@ -308,6 +323,8 @@ mod tests {
                  r.created_by_key_id, r.created_by_key_name, r.changed_by_key_id, \
                  r.changed_by_key_name, v.rule_id"
         ));
-        assert!(rule_cols!().ends_with("v.priority, v.created_at, v.routing"));
+        assert!(rule_cols!().ends_with(
+            "v.priority, v.created_at, v.routing, v.follow_up_after_ms, v.follow_up_message"
+        ));
     }
 }

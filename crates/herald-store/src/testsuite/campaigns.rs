@@ -903,6 +903,53 @@ pub async fn one_task_is_cancelled_and_its_rule_plans_on(store: S) {
     );
 }
 
+/// A rule version's follow-up to the unread is stored with the version (each
+/// version its own) and carried by every job a task of it starts.
+pub async fn a_rule_versions_follow_up_goes_with_its_jobs(store: S) {
+    let follow_up = crate::FollowUp {
+        after_ms: 60_000,
+        message: r#"{"text":"did you see it?"}"#.into(),
+        step: None,
+    };
+    let aud = audience(&store, 3).await;
+    let spec = RuleSpec {
+        follow_up: Some(follow_up.clone()),
+        ..rule_spec("r", Some(aud))
+    };
+    let r = rule(&store, spec.clone()).await;
+    let got = store.get_rule(r).await.unwrap().unwrap();
+    assert_eq!(got.current.spec.follow_up, Some(follow_up.clone()));
+    let t = plan(&store, r, 1, T0 + 100).await;
+    let j = start(&store, t.id, T0 + 110, 1_000).await;
+    let f = store
+        .get_follow_up(j.id)
+        .await
+        .unwrap()
+        .expect("the job carries the rule's follow-up");
+    assert_eq!(
+        (f.after_ms, f.message.as_str(), f.step, f.state),
+        (
+            60_000,
+            follow_up.message.as_str(),
+            None,
+            crate::FollowUpState::Waiting
+        )
+    );
+
+    // Version 2 drops it: version 1 keeps its own, a job of 2 has none.
+    let v2 = RuleSpec {
+        follow_up: None,
+        ..spec
+    };
+    store.update_rule(r, v2, T0 + 200).await.unwrap().unwrap();
+    let versions = store.rule_versions(r, None, 10).await.unwrap();
+    let follow_ups: Vec<_> = versions.iter().map(|v| v.spec.follow_up.clone()).collect();
+    assert_eq!(follow_ups, [Some(follow_up), None]);
+    let t2 = plan(&store, r, 2, T0 + 300).await;
+    let j2 = start(&store, t2.id, T0 + 310, 1_000).await;
+    assert_eq!(store.get_follow_up(j2.id).await.unwrap(), None);
+}
+
 pub async fn start_task_checks_the_rule_then_starts_a_job(store: S) {
     let aud = audience(&store, 2_500).await;
     let spec = RuleSpec {
@@ -942,6 +989,8 @@ pub async fn start_task_checks_the_rule_then_starts_a_job(store: S) {
                 name: Some("r".into()),
                 ..Default::default()
             },
+            follows: None,
+            last_sent_at: None,
         }
     );
     assert_eq!(job_now(&store, j.id).await, j);
@@ -1353,6 +1402,7 @@ pub async fn concurrent_segment_claims_from_two_handles(a: S, b: S) {
 pub async fn record_sends_counts_every_change_exactly(store: S) {
     let aud = audience(&store, 10).await;
     let j = job(&store, aud, 10).await;
+    assert_eq!(j.last_sent_at, None, "a new job has not sent");
     let c = claim(&store, "w", T0).await;
     let mut batch = sends(0..4, D);
     batch.extend([send(4, R), send(5, R), send(6, F)]);
@@ -1363,6 +1413,7 @@ pub async fn record_sends_counts_every_change_exactly(store: S) {
         }
     );
     assert_eq!(job_now(&store, j.id).await.totals, totals(10, 4, 1, 2));
+    assert_eq!(job_now(&store, j.id).await.last_sent_at, Some(T0 + 10));
     let seg = segment(&store, j.id, c.claim.segment_id).await;
     assert_eq!((seg.cursor, seg.lease_until), (7, Some(T0 + 10 + LEASE)));
     let rows = sends_of(&store, j.id, 0, 10).await;
@@ -1410,6 +1461,12 @@ pub async fn record_sends_counts_every_change_exactly(store: S) {
     assert_eq!(send_row(&store, j.id, 0).await, rows[0]);
     assert_eq!(send_row(&store, j.id, 7).await.attempts, 1);
 
+    assert_eq!(job_now(&store, j.id).await.last_sent_at, Some(T0 + 20));
+    // A retry that fails again moves no total, but is an attempt.
+    record(&store, &c, 8, vec![send(5, R)], T0 + 25).await;
+    assert_eq!(job_now(&store, j.id).await.totals, totals(10, 6, 1, 1));
+    assert_eq!(job_now(&store, j.id).await.last_sent_at, Some(T0 + 25));
+
     // The same index twice in one batch applies in order.
     record(&store, &c, 9, vec![send(8, R), send(8, D)], T0 + 30).await;
     let r8 = send_row(&store, j.id, 8).await;
@@ -1425,6 +1482,11 @@ pub async fn record_sends_counts_every_change_exactly(store: S) {
     );
     let seg = segment(&store, j.id, c.claim.segment_id).await;
     assert_eq!((seg.cursor, seg.lease_until), (9, Some(T0 + 40 + LEASE)));
+    assert_eq!(
+        job_now(&store, j.id).await.last_sent_at,
+        Some(T0 + 30),
+        "an empty batch sent nothing"
+    );
 
     // Refused, nothing written: an index outside the segment, a cursor past
     // its end, an `expired` entry (only the sweeper expires).

@@ -182,6 +182,7 @@ pub fn rule_spec(name: &str, audience_id: Option<i64>) -> RuleSpec {
         deadline_secs: None,
         priority: 0,
         routing: None,
+        follow_up: None,
     }
 }
 
@@ -196,6 +197,7 @@ pub fn job_spec(audience_id: i64, segment_size: u64) -> JobSpec {
         priority: 0,
         follow_up: None,
         follows: None,
+        resends: None,
         task_id: None,
         routing: None,
         traceparent: None,

@@ -231,6 +231,7 @@ macro_rules! store_conformance_tests {
                 a_jobs_messages_are_listed_and_recalled_once,
                 receipts_count_once_per_send_and_event,
                 a_follow_up_goes_once_to_the_unread,
+                a_resend_follows_its_job_and_waits_for_a_running_one,
                 a_route_step_takes_the_sends_its_on_lists,
                 channel_pauses_are_upserted_listed_and_resumed,
             ]
@@ -277,6 +278,7 @@ macro_rules! store_conformance_tests {
                 finish_rule_only_without_active_tasks,
                 due_tasks_are_oldest_first,
                 start_task_checks_the_rule_then_starts_a_job,
+                a_rule_versions_follow_up_goes_with_its_jobs,
                 job_segments_tile_the_audience,
                 segments_record_when_they_ended,
                 one_task_is_cancelled_and_its_rule_plans_on,

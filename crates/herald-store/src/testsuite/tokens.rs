@@ -379,9 +379,94 @@ pub async fn a_follow_up_goes_once_to_the_unread(store: S) {
         (f.state, f.follow_up_job_id, f.done_at),
         (FollowUpState::Sent, Some(sent.id), Some(T0 + 5))
     );
+    assert_eq!(sent.follows, Some(job.id));
+    let following = store.jobs_following(job.id, 0, 10).await.unwrap();
+    assert_eq!(following, std::slice::from_ref(&sent));
     assert!(
         !store.skip_follow_up(job.id, T0 + 7).await.unwrap(),
         "already sent"
+    );
+}
+
+/// A resend to the unread (and a follow-up) records the job it follows;
+/// a second resend is refused while a job that follows the same job runs.
+pub async fn a_resend_follows_its_job_and_waits_for_a_running_one(store: S) {
+    let entries = vec![send(0, SendState::Delivered), send(1, SendState::Delivered)];
+    let job = job_with_sends(&store, "wecom", 2, entries).await;
+    // (Made before the resends, whose segments it would claim otherwise.)
+    let other = job_with_sends(&store, "wecom", 1, vec![send(0, SendState::Delivered)]).await;
+    let got = store.get_job(job.id).await.unwrap().unwrap();
+    assert_eq!((got.follows, got.last_sent_at), (None, Some(T0 + 1)));
+    assert!(
+        store
+            .jobs_following(job.id, 0, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    let audience = || async {
+        let aud = store
+            .create_audience(DEFAULT_TENANT, None, T0)
+            .await
+            .unwrap();
+        store
+            .append_audience(aud, 0, &recipients(0..2))
+            .await
+            .unwrap();
+        store.seal_audience(aud, 2, T0).await.unwrap();
+        aud
+    };
+    let resend = |aud| crate::JobSpec {
+        resends: Some(job.id),
+        ..job_spec(aud, 2)
+    };
+    let first = store
+        .create_job(resend(audience().await), T0 + 10)
+        .await
+        .unwrap()
+        .expect("nothing follows the job yet");
+    assert_eq!((first.follows, first.last_sent_at), (Some(job.id), None));
+    assert_eq!(
+        store.get_job(first.id).await.unwrap().unwrap().follows,
+        Some(job.id)
+    );
+    // The first is running: a second waits for it.
+    assert_eq!(
+        store
+            .create_job(resend(audience().await), T0 + 11)
+            .await
+            .unwrap(),
+        None
+    );
+    store.cancel_job(first.id, T0 + 12).await.unwrap().unwrap();
+    let second = store
+        .create_job(resend(audience().await), T0 + 13)
+        .await
+        .unwrap()
+        .expect("the first has ended");
+    // Another job's resend is not held up by this job's.
+    let spec = crate::JobSpec {
+        resends: Some(other.id),
+        ..job_spec(audience().await, 2)
+    };
+    let third = store.create_job(spec, T0 + 14).await.unwrap().unwrap();
+    assert_eq!(third.follows, Some(other.id));
+
+    let ids = |jobs: Vec<JobRecord>| jobs.iter().map(|j| j.id).collect::<Vec<_>>();
+    assert_eq!(
+        ids(store.jobs_following(job.id, 0, 10).await.unwrap()),
+        [first.id, second.id]
+    );
+    assert_eq!(
+        ids(store.jobs_following(job.id, first.id, 10).await.unwrap()),
+        [second.id],
+        "after"
+    );
+    assert_eq!(
+        ids(store.jobs_following(job.id, 0, 1).await.unwrap()),
+        [first.id],
+        "limit"
     );
 }
 

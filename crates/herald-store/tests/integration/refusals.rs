@@ -73,6 +73,7 @@ async fn refusals(store: &dyn Store) -> Vec<(&'static str, String)> {
         priority: 0,
         follow_up: None,
         follows: None,
+        resends: None,
         task_id: None,
         routing: None,
         traceparent: None,

@@ -319,6 +319,10 @@ async fn reads_back_v0(store: &dyn Store, w: &Written) {
         routing: None,
         traceparent: None,
         meta: Default::default(),
+        follows: None,
+        // Migration 0039 takes the last change of a segment that moved its
+        // cursor: here the last segment's end.
+        last_sent_at: w.segments.iter().map(|s| s.2).max(),
     };
     assert_eq!(store.get_job(1).await.unwrap().as_ref(), Some(&job));
     assert_eq!(
@@ -390,6 +394,7 @@ async fn reads_back_v0(store: &dyn Store, w: &Written) {
             deadline_secs: None,
             priority: 5,
             routing: None,
+            follow_up: None,
         },
         created_at: w.rule_at,
     };
@@ -546,6 +551,7 @@ async fn writes_after_v0(store: &dyn Store) {
                 priority: 0,
                 follow_up: None,
                 follows: None,
+                resends: None,
                 task_id: None,
                 routing: None,
                 traceparent: None,
@@ -746,6 +752,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     "0036_actors",
     "0037_cap_counter_expiry",
     "0038_subject_templates",
+    "0039_resend_unread",
 ];
 
 /// The schema version a fully migrated store records.

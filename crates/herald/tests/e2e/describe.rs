@@ -1147,6 +1147,27 @@ async fn every_route_answers_as_the_document_says() {
         )
         .await;
     assert_eq!(e["error"]["code"], "audience_in_use", "{e}");
+    // Resent to its unread (nobody sent a read receipt): a new job, unless
+    // the cancel above came before the job ended.
+    let resend = "/v1/jobs/{id}:resend-unread";
+    let (s, v) = api
+        .json("POST", resend, &format!("{jp}:resend-unread"), json!({}))
+        .await;
+    match s {
+        201 => assert_eq!(v["follows"], jid, "{v}"),
+        409 => assert_eq!(v["error"]["code"], "not_resendable", "{v}"),
+        _ => panic!("{s} {v}"),
+    }
+    api.expect(
+        400,
+        "POST",
+        resend,
+        &format!("{jp}:resend-unread"),
+        Some(json!({"message": "not an object"})),
+    )
+    .await;
+    api.expect(404, "POST", resend, "/v1/jobs/999999:resend-unread", None)
+        .await;
     api.expect(404, "DELETE", "/v1/jobs/{id}", "/v1/jobs/999999", None)
         .await;
     let gone = api.expect(200, "DELETE", "/v1/jobs/{id}", &jp, None).await;

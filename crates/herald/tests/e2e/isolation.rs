@@ -1529,6 +1529,9 @@ async fn matrix(base: &str) {
     );
 
     let mut baseline = f.settled().await;
+    // Before the job's cases (one deletes it); the resend is a new job.
+    resend_unread(&f, base, &baseline).await;
+    baseline = f.settled().await;
     let mut refused = 0;
     for c in &cases {
         let route = format!("{} {}", c.verb, c.pattern);
@@ -1643,6 +1646,38 @@ async fn matrix(base: &str) {
         cases.len(),
         started.elapsed().as_secs_f64()
     );
+}
+
+/// `POST /v1/jobs/{id}:resend-unread`, an action of the route whose case
+/// cancels (one case per route): refused without the campaign scope, another tenant's job looks
+/// missing (and gets no resend), the owner's campaign key starts one.
+async fn resend_unread(f: &Fixture, base: &str, baseline: &BTreeMap<String, String>) {
+    let target = req(Method::POST, format!("/v1/jobs/{}:resend-unread", f.job));
+    let missing = req(Method::POST, format!("/v1/jobs/{FAKE}:resend-unread"));
+    let a = call(base, Some(&f.all_but["campaign"]), &target).await;
+    assert_eq!(
+        (a.status, a.code()),
+        (403, json!("forbidden")),
+        "{}",
+        a.text
+    );
+    let a = call(base, Some(&f.other_only["campaign"]), &target).await;
+    let m = call(base, Some(&f.other_only["campaign"]), &missing).await;
+    assert_eq!(a.status, 404, "{}", a.text);
+    assert_eq!(
+        a.text,
+        m.text.replace(FAKE, &f.job.to_string()),
+        "another tenant's job must look missing"
+    );
+    assert!(!a.text.contains(MARK), "leaked: {}", a.text);
+    unchanged(
+        &f.settled().await,
+        baseline,
+        "resend-unread by the other tenant",
+    );
+    let a = call(base, Some(&f.only["campaign"]), &target).await;
+    assert_eq!(a.status, 201, "{}", a.text);
+    assert_eq!(a.json()["follows"], f.job, "{}", a.text);
 }
 
 async fn protected(store: &str, dir: tempfile::TempDir) -> Server {

@@ -51,6 +51,7 @@ mod receipts;
 mod reload;
 mod reminders;
 mod reports;
+mod resend_unread;
 mod security;
 mod subject_templates;
 mod subscribers;

@@ -89,6 +89,8 @@ from .reminder_slot import ReminderSlot
 from .reminders_cancelled import RemindersCancelled
 from .report import Report
 from .report_row_json import ReportRowJson
+from .resend_body import ResendBody
+from .resend_body_message_type_0 import ResendBodyMessageType0
 from .retried import Retried
 from .retry_filter import RetryFilter
 from .retry_state import RetryState
@@ -98,6 +100,8 @@ from .routing_json import RoutingJson
 from .rule_body import RuleBody
 from .rule_body_message_type_0 import RuleBodyMessageType0
 from .rule_body_schedule import RuleBodySchedule
+from .rule_follow_up_json import RuleFollowUpJson
+from .rule_follow_up_json_message import RuleFollowUpJsonMessage
 from .rule_json import RuleJson
 from .rule_json_audience import RuleJsonAudience
 from .rule_json_message import RuleJsonMessage
@@ -258,6 +262,8 @@ __all__ = (
     "RemindersCancelled",
     "Report",
     "ReportRowJson",
+    "ResendBody",
+    "ResendBodyMessageType0",
     "Retried",
     "RetryFilter",
     "RetryState",
@@ -267,6 +273,8 @@ __all__ = (
     "RuleBody",
     "RuleBodyMessageType0",
     "RuleBodySchedule",
+    "RuleFollowUpJson",
+    "RuleFollowUpJsonMessage",
     "RuleJson",
     "RuleJsonAudience",
     "RuleJsonMessage",

@@ -30,6 +30,8 @@ class JobJson:
         avg_rate_per_sec (float): Average since the job started (to its end, once it has ended).
         channel (str):
         created_at (str):
+        followed_by (list[int]): The jobs that follow this one (its follow-up, route steps, resends to
+            its unread), by id; at most 20 are listed.
         id (int):
         message (JobJsonMessage):
         priority (int):
@@ -54,6 +56,11 @@ class JobJson:
             rate is 0 or the job has ended.
         finished_at (None | str | Unset):
         follow_up (FollowUpJson | None | Unset):
+        follows (int | None | Unset): The job this one follows: the job whose follow-up (or route step) it
+            sends, or whose unread recipients it resends to (`:resend-unread`);
+            null for any other job.
+        last_sent_at (None | str | Unset): When it last recorded an attempt's outcome (delivered, failed, to be
+            retried); null if it never sent.
         name (None | str | Unset): Given when it was created; a job a rule starts takes the rule's name.
         started_at (None | str | Unset):
         task_id (int | None | Unset):
@@ -63,6 +70,7 @@ class JobJson:
     avg_rate_per_sec: float
     channel: str
     created_at: str
+    followed_by: list[int]
     id: int
     message: JobJsonMessage
     priority: int
@@ -84,6 +92,8 @@ class JobJson:
     eta_secs: int | None | Unset = UNSET
     finished_at: None | str | Unset = UNSET
     follow_up: FollowUpJson | None | Unset = UNSET
+    follows: int | None | Unset = UNSET
+    last_sent_at: None | str | Unset = UNSET
     name: None | str | Unset = UNSET
     started_at: None | str | Unset = UNSET
     task_id: int | None | Unset = UNSET
@@ -102,6 +112,8 @@ class JobJson:
         channel = self.channel
 
         created_at = self.created_at
+
+        followed_by = self.followed_by
 
         id = self.id
 
@@ -209,6 +221,18 @@ class JobJson:
         else:
             follow_up = self.follow_up
 
+        follows: int | None | Unset
+        if isinstance(self.follows, Unset):
+            follows = UNSET
+        else:
+            follows = self.follows
+
+        last_sent_at: None | str | Unset
+        if isinstance(self.last_sent_at, Unset):
+            last_sent_at = UNSET
+        else:
+            last_sent_at = self.last_sent_at
+
         name: None | str | Unset
         if isinstance(self.name, Unset):
             name = UNSET
@@ -235,6 +259,7 @@ class JobJson:
                 "avg_rate_per_sec": avg_rate_per_sec,
                 "channel": channel,
                 "created_at": created_at,
+                "followed_by": followed_by,
                 "id": id,
                 "message": message,
                 "priority": priority,
@@ -271,6 +296,10 @@ class JobJson:
             field_dict["finished_at"] = finished_at
         if follow_up is not UNSET:
             field_dict["follow_up"] = follow_up
+        if follows is not UNSET:
+            field_dict["follows"] = follows
+        if last_sent_at is not UNSET:
+            field_dict["last_sent_at"] = last_sent_at
         if name is not UNSET:
             field_dict["name"] = name
         if started_at is not UNSET:
@@ -299,6 +328,8 @@ class JobJson:
         channel = d.pop("channel")
 
         created_at = d.pop("created_at")
+
+        followed_by = cast(list[int], d.pop("followed_by"))
 
         id = d.pop("id")
 
@@ -479,6 +510,24 @@ class JobJson:
 
         follow_up = _parse_follow_up(d.pop("follow_up", UNSET))
 
+        def _parse_follows(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        follows = _parse_follows(d.pop("follows", UNSET))
+
+        def _parse_last_sent_at(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        last_sent_at = _parse_last_sent_at(d.pop("last_sent_at", UNSET))
+
         def _parse_name(data: object) -> None | str | Unset:
             if data is None:
                 return data
@@ -511,6 +560,7 @@ class JobJson:
             avg_rate_per_sec=avg_rate_per_sec,
             channel=channel,
             created_at=created_at,
+            followed_by=followed_by,
             id=id,
             message=message,
             priority=priority,
@@ -532,6 +582,8 @@ class JobJson:
             eta_secs=eta_secs,
             finished_at=finished_at,
             follow_up=follow_up,
+            follows=follows,
+            last_sent_at=last_sent_at,
             name=name,
             started_at=started_at,
             task_id=task_id,

@@ -10,6 +10,7 @@ from ..types import UNSET, Unset
 if TYPE_CHECKING:
     from ..models.audience_target import AudienceTarget
     from ..models.campaign_to import CampaignTo
+    from ..models.follow_up_body import FollowUpBody
     from ..models.route_step import RouteStep
     from ..models.rule_body_message_type_0 import RuleBodyMessageType0
     from ..models.rule_body_schedule import RuleBodySchedule
@@ -31,6 +32,7 @@ class RuleBody:
             /v1/channels` lists them).
         critical (bool | None | Unset): Sent in quiet hours too; never past an opt-out.
         deadline_secs (int | None | Unset):
+        follow_up (FollowUpBody | None | Unset):
         message (None | RuleBodyMessageType0 | Unset): The message in the channel provider's shape; give this or
             `template`.
         priority (int | None | Unset):
@@ -47,6 +49,7 @@ class RuleBody:
     channel: None | str | Unset = UNSET
     critical: bool | None | Unset = UNSET
     deadline_secs: int | None | Unset = UNSET
+    follow_up: FollowUpBody | None | Unset = UNSET
     message: None | RuleBodyMessageType0 | Unset = UNSET
     priority: int | None | Unset = UNSET
     route: list[RouteStep] | None | Unset = UNSET
@@ -56,6 +59,7 @@ class RuleBody:
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.campaign_to import CampaignTo
+        from ..models.follow_up_body import FollowUpBody
         from ..models.rule_body_message_type_0 import RuleBodyMessageType0
         from ..models.template_use import TemplateUse
 
@@ -82,6 +86,14 @@ class RuleBody:
             deadline_secs = UNSET
         else:
             deadline_secs = self.deadline_secs
+
+        follow_up: dict[str, Any] | None | Unset
+        if isinstance(self.follow_up, Unset):
+            follow_up = UNSET
+        elif isinstance(self.follow_up, FollowUpBody):
+            follow_up = self.follow_up.to_dict()
+        else:
+            follow_up = self.follow_up
 
         message: dict[str, Any] | None | Unset
         if isinstance(self.message, Unset):
@@ -146,6 +158,8 @@ class RuleBody:
             field_dict["critical"] = critical
         if deadline_secs is not UNSET:
             field_dict["deadline_secs"] = deadline_secs
+        if follow_up is not UNSET:
+            field_dict["follow_up"] = follow_up
         if message is not UNSET:
             field_dict["message"] = message
         if priority is not UNSET:
@@ -165,6 +179,7 @@ class RuleBody:
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.audience_target import AudienceTarget
         from ..models.campaign_to import CampaignTo
+        from ..models.follow_up_body import FollowUpBody
         from ..models.route_step import RouteStep
         from ..models.rule_body_message_type_0 import RuleBodyMessageType0
         from ..models.rule_body_schedule import RuleBodySchedule
@@ -203,6 +218,23 @@ class RuleBody:
             return cast(int | None | Unset, data)
 
         deadline_secs = _parse_deadline_secs(d.pop("deadline_secs", UNSET))
+
+        def _parse_follow_up(data: object) -> FollowUpBody | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                follow_up_type_1 = FollowUpBody.from_dict(data)
+
+                return follow_up_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(FollowUpBody | None | Unset, data)
+
+        follow_up = _parse_follow_up(d.pop("follow_up", UNSET))
 
         def _parse_message(data: object) -> None | RuleBodyMessageType0 | Unset:
             if data is None:
@@ -302,6 +334,7 @@ class RuleBody:
             channel=channel,
             critical=critical,
             deadline_secs=deadline_secs,
+            follow_up=follow_up,
             message=message,
             priority=priority,
             route=route,

@@ -10,6 +10,7 @@ from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.actor_json import ActorJson
+    from ..models.rule_follow_up_json import RuleFollowUpJson
     from ..models.rule_json_audience import RuleJsonAudience
     from ..models.rule_json_message import RuleJsonMessage
     from ..models.rule_json_schedule import RuleJsonSchedule
@@ -53,6 +54,7 @@ class RuleJson:
         expected_receivers_unknown (None | str | Unset): Why `expected_receivers` is null (parties or tags, which the
             provider
             expands itself; an audience upload not finished).
+        follow_up (None | RuleFollowUpJson | Unset):
         next_run_at (None | str | Unset): When the rule sends next; `null` unless enabled.
     """
 
@@ -79,11 +81,13 @@ class RuleJson:
     deadline_secs: int | None | Unset = UNSET
     expected_receivers: int | None | Unset = UNSET
     expected_receivers_unknown: None | str | Unset = UNSET
+    follow_up: None | RuleFollowUpJson | Unset = UNSET
     next_run_at: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.actor_json import ActorJson
+        from ..models.rule_follow_up_json import RuleFollowUpJson
         from ..models.template_ref import TemplateRef
         from ..models.to_type_json import ToTypeJson
 
@@ -191,6 +195,14 @@ class RuleJson:
         else:
             expected_receivers_unknown = self.expected_receivers_unknown
 
+        follow_up: dict[str, Any] | None | Unset
+        if isinstance(self.follow_up, Unset):
+            follow_up = UNSET
+        elif isinstance(self.follow_up, RuleFollowUpJson):
+            follow_up = self.follow_up.to_dict()
+        else:
+            follow_up = self.follow_up
+
         next_run_at: None | str | Unset
         if isinstance(self.next_run_at, Unset):
             next_run_at = UNSET
@@ -238,6 +250,8 @@ class RuleJson:
             field_dict["expected_receivers"] = expected_receivers
         if expected_receivers_unknown is not UNSET:
             field_dict["expected_receivers_unknown"] = expected_receivers_unknown
+        if follow_up is not UNSET:
+            field_dict["follow_up"] = follow_up
         if next_run_at is not UNSET:
             field_dict["next_run_at"] = next_run_at
 
@@ -246,6 +260,7 @@ class RuleJson:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.actor_json import ActorJson
+        from ..models.rule_follow_up_json import RuleFollowUpJson
         from ..models.rule_json_audience import RuleJsonAudience
         from ..models.rule_json_message import RuleJsonMessage
         from ..models.rule_json_schedule import RuleJsonSchedule
@@ -426,6 +441,23 @@ class RuleJson:
             d.pop("expected_receivers_unknown", UNSET)
         )
 
+        def _parse_follow_up(data: object) -> None | RuleFollowUpJson | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                follow_up_type_1 = RuleFollowUpJson.from_dict(data)
+
+                return follow_up_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | RuleFollowUpJson | Unset, data)
+
+        follow_up = _parse_follow_up(d.pop("follow_up", UNSET))
+
         def _parse_next_run_at(data: object) -> None | str | Unset:
             if data is None:
                 return data
@@ -459,6 +491,7 @@ class RuleJson:
             deadline_secs=deadline_secs,
             expected_receivers=expected_receivers,
             expected_receivers_unknown=expected_receivers_unknown,
+            follow_up=follow_up,
             next_run_at=next_run_at,
         )
 

@@ -9,6 +9,7 @@ from attrs import field as _attrs_field
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.rule_follow_up_json import RuleFollowUpJson
     from ..models.step_json import StepJson
     from ..models.template_ref import TemplateRef
     from ..models.to_type_json import ToTypeJson
@@ -41,6 +42,7 @@ class VersionJson:
         topic (None | str | Unset):
         audience_id (int | None | Unset):
         deadline_secs (int | None | Unset):
+        follow_up (None | RuleFollowUpJson | Unset):
     """
 
     audience: VersionJsonAudience
@@ -59,9 +61,11 @@ class VersionJson:
     topic: None | str | Unset = UNSET
     audience_id: int | None | Unset = UNSET
     deadline_secs: int | None | Unset = UNSET
+    follow_up: None | RuleFollowUpJson | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.rule_follow_up_json import RuleFollowUpJson
         from ..models.template_ref import TemplateRef
         from ..models.to_type_json import ToTypeJson
 
@@ -135,6 +139,14 @@ class VersionJson:
         else:
             deadline_secs = self.deadline_secs
 
+        follow_up: dict[str, Any] | None | Unset
+        if isinstance(self.follow_up, Unset):
+            follow_up = UNSET
+        elif isinstance(self.follow_up, RuleFollowUpJson):
+            follow_up = self.follow_up.to_dict()
+        else:
+            follow_up = self.follow_up
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -165,11 +177,14 @@ class VersionJson:
             field_dict["audience_id"] = audience_id
         if deadline_secs is not UNSET:
             field_dict["deadline_secs"] = deadline_secs
+        if follow_up is not UNSET:
+            field_dict["follow_up"] = follow_up
 
         return field_dict
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.rule_follow_up_json import RuleFollowUpJson
         from ..models.step_json import StepJson
         from ..models.template_ref import TemplateRef
         from ..models.to_type_json import ToTypeJson
@@ -288,6 +303,23 @@ class VersionJson:
 
         deadline_secs = _parse_deadline_secs(d.pop("deadline_secs", UNSET))
 
+        def _parse_follow_up(data: object) -> None | RuleFollowUpJson | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                follow_up_type_1 = RuleFollowUpJson.from_dict(data)
+
+                return follow_up_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | RuleFollowUpJson | Unset, data)
+
+        follow_up = _parse_follow_up(d.pop("follow_up", UNSET))
+
         version_json = cls(
             audience=audience,
             channel=channel,
@@ -305,6 +337,7 @@ class VersionJson:
             topic=topic,
             audience_id=audience_id,
             deadline_secs=deadline_secs,
+            follow_up=follow_up,
         )
 
         version_json.additional_properties = d

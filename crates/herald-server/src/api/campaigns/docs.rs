@@ -88,7 +88,7 @@ pub(crate) const JOB_DELETE: Doc = doc(
     "Delete a finished job with its segments and send log (409 job_not_finished otherwise)",
     JOB,
 );
-/// `:cancel`, `:retry-failed`, `:retry-in-doubt`, `:recall`.
+/// `:cancel`, `:retry-failed`, `:retry-in-doubt`, `:recall`, `:resend-unread`.
 pub(crate) const JOB_ACTIONS: &[ActionDoc] = &[
     doc("Cancel a job", JOB).action("cancel"),
     doc(
@@ -106,6 +106,13 @@ pub(crate) const JOB_ACTIONS: &[ActionDoc] = &[
         &[(200, J("JobRecalled"))],
     )
     .action("recall"),
+    doc(
+        "Start a new job now to an ended job's unread recipients (409 not_resendable, \
+         nobody_unread, resend_running)",
+        &[(201, J("JobJson"))],
+    )
+    .action("resend-unread")
+    .optional_body("ResendBody"),
 ];
 pub(crate) const JOB_SEGMENTS: Doc =
     doc("A job's segments", &[(200, J("SegmentList"))]).query(AFTER);

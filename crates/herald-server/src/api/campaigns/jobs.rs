@@ -143,9 +143,19 @@ pub(crate) struct JobJson {
     /// Seconds until `remaining` reaches 0 at the current rate; null when the
     /// rate is 0 or the job has ended.
     eta_secs: Option<u64>,
+    /// When it last recorded an attempt's outcome (delivered, failed, to be
+    /// retried); null if it never sent.
+    last_sent_at: Option<String>,
     /// Its follow-up, when it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     follow_up: Option<FollowUpJson>,
+    /// The job this one follows: the job whose follow-up (or route step) it
+    /// sends, or whose unread recipients it resends to (`:resend-unread`);
+    /// null for any other job.
+    follows: Option<i64>,
+    /// The jobs that follow this one (its follow-up, route steps, resends to
+    /// its unread), by id; at most 20 are listed.
+    followed_by: Vec<i64>,
     /// `to`, `topic` and `critical`, when given.
     #[serde(flatten)]
     routing: RoutingJson,
@@ -167,6 +177,9 @@ pub(crate) struct FollowUpJson {
     /// The job that sent it.
     job_id: Option<i64>,
 }
+
+/// Most ids a job's `followed_by` lists.
+const MAX_FOLLOWED_BY: usize = 20;
 
 fn round1(x: f64) -> f64 {
     (x * 10.0).round() / 10.0
@@ -221,6 +234,15 @@ async fn job_json(st: &AppState, rates: &RateSampler, j: JobRecord) -> Result<Jo
         rate_per_sec: round1(rate),
         avg_rate_per_sec: round1(avg),
         eta_secs: eta,
+        last_sent_at: j.last_sent_at.map(format_rfc3339_ms),
+        follows: j.follows,
+        followed_by: st
+            .campaigns
+            .jobs_following(j.id, MAX_FOLLOWED_BY)
+            .await?
+            .iter()
+            .map(|f| f.id)
+            .collect(),
         follow_up: st
             .engine
             .store()
@@ -387,7 +409,7 @@ pub(crate) struct FollowUpBody {
 /// Longest a follow-up may wait after its job: 30 days.
 const MAX_FOLLOW_UP_SECS: i64 = 30 * 24 * 3600;
 
-fn check_follow_up(
+pub(crate) fn check_follow_up(
     f: Option<FollowUpBody>,
     kind: Option<herald_channels::ChannelKind>,
 ) -> Result<Option<FollowUp>, ApiError> {
@@ -639,20 +661,33 @@ pub async fn delete(
 ///
 /// `POST /v1/jobs/{id}:recall` → `200 {job_id, messages, recalled,
 /// already_recalled, too_old, failed, error?}` (see `job_recall`).
+///
+/// `POST /v1/jobs/{id}:resend-unread` (optional body `{message}`) → `201`
+/// the new job (see [`resend_unread`]).
 pub async fn action(
     State(st): State<AppState>,
     _: NoQuery,
     Extension(caller): Extension<Caller>,
     Extension(rates): Extension<Arc<RateSampler>>,
     Path(segment): Path<String>,
+    body: Body,
 ) -> Result<Response, ApiError> {
     let (raw_id, verb) = split_action(
         &segment,
         "jobs",
         "job",
-        &["cancel", "retry-failed", "retry-in-doubt", "recall"],
+        &[
+            "cancel",
+            "retry-failed",
+            "retry-in-doubt",
+            "recall",
+            "resend-unread",
+        ],
     )?;
     let id = parse_id(raw_id, "job")?;
+    if verb == "resend-unread" {
+        return resend_unread(&st, &caller, &rates, id, body).await;
+    }
     if verb == "recall" {
         let job = st.campaigns.get_job(caller.tenant, id).await?;
         return crate::api::campaigns::job_recall::recall_job(&st, id, &job.channel).await;
@@ -674,6 +709,55 @@ pub async fn action(
     let by = actors::of_caller(&caller);
     let job = st.campaigns.cancel_job(caller.tenant, id, by).await?;
     Ok(axum::Json(job_json(&st, &rates, job).await?).into_response())
+}
+
+/// The body of `POST /v1/jobs/{id}:resend-unread`, optional.
+#[derive(Deserialize, Default, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ResendBody {
+    /// The message in the channel provider's shape; left out, the job's own
+    /// (its template, if it used one).
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    message: Option<Box<RawValue>>,
+}
+
+/// `POST /v1/jobs/{id}:resend-unread` → `201` a new job, started now on the
+/// job's channel (and routing), to the recipients the job delivered to that
+/// sent no `read` receipt, made by the caller; its `follows` is the job.
+/// `409 not_resendable` unless the job ended `done` or `expired`, `409
+/// nobody_unread` when everyone read it, `409 resend_running` while a job
+/// that follows it still sends. Each call that succeeds starts a new job.
+async fn resend_unread(
+    st: &AppState,
+    caller: &Caller,
+    rates: &RateSampler,
+    id: i64,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let bytes = read_body(body, crate::http::body_limits::ACTION_MAX_BYTES).await?;
+    let req: ResendBody = json_body::object_or_empty(&bytes)?;
+    let job = st.campaigns.get_job(caller.tenant, id).await?;
+    let message = match req.message {
+        None => None,
+        Some(m) => {
+            let (message, _) = crate::http::validate::campaign_content(
+                Some(&m),
+                None,
+                st.engine.channel_kind(&job.channel),
+                caller.tenant,
+                &st.engine.templates().library(),
+            )?;
+            Some(message)
+        }
+    };
+    let by = actors::of_caller(caller);
+    let created = st
+        .campaigns
+        .resend_unread(caller.tenant, id, message, by)
+        .await?;
+    let body = job_json(st, rates, created).await?;
+    Ok((StatusCode::CREATED, axum::Json(body)).into_response())
 }
 
 /// The answer to `POST /v1/jobs/{id}:retry-failed` and `:retry-in-doubt`.

@@ -20,7 +20,7 @@ use serde_json::value::RawValue;
 
 use crate::access::Caller;
 use crate::api::campaigns::actors::{self, ActorJson};
-use crate::api::campaigns::jobs::TotalsJson;
+use crate::api::campaigns::jobs::{FollowUpBody, TotalsJson, check_follow_up};
 use crate::api::campaigns::receivers::{self, AudienceTarget};
 use crate::api::campaigns::routing::{
     self as campaign_routing, CampaignTo, RoutingFields, RoutingJson,
@@ -83,6 +83,11 @@ pub(crate) struct RuleBody {
     /// every task's job, as a job's `route`.
     #[serde(default)]
     route: Option<Vec<RouteStep>>,
+    /// A message sent later to the recipients who did not read a job of
+    /// the rule: every job the rule starts carries it, as a job's
+    /// `follow_up`. Not with `route`.
+    #[serde(default)]
+    follow_up: Option<FollowUpBody>,
 }
 
 fn non_empty(v: &Option<Vec<String>>) -> bool {
@@ -257,6 +262,15 @@ fn check_rule(
         }
     };
     let priority = check_priority(req.priority)?;
+    let follow_up = check_follow_up(req.follow_up, st.engine.channel_kind(&channel))?;
+    if follow_up.is_some() && route.is_some() {
+        return Err(ApiError::field(
+            "follow_up",
+            "invalid_field",
+            "a rule with a route sends its later steps as its jobs' follow-ups: give \
+             follow_up or route, not both",
+        ));
+    }
 
     let a = &req.audience;
     if !non_empty(&a.users)
@@ -346,6 +360,7 @@ fn check_rule(
             deadline_secs,
             priority,
             routing,
+            follow_up,
         },
         users,
     })
@@ -395,9 +410,32 @@ pub(crate) struct RuleJson {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<String>)]
     expected_receivers_unknown: Option<&'static str>,
+    /// Its follow-up to the unread, carried by every job it starts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    follow_up: Option<RuleFollowUpJson>,
     /// `to`, `topic` and `critical`, when given.
     #[serde(flatten)]
     routing: RoutingJson,
+}
+
+/// A rule version's `follow_up`, as given.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct RuleFollowUpJson {
+    after_secs: i64,
+    #[schema(value_type = Object)]
+    message: Box<RawValue>,
+    /// `unread`.
+    only: &'static str,
+}
+
+impl RuleFollowUpJson {
+    fn of(f: Option<&herald_store::FollowUp>) -> Option<Self> {
+        f.map(|f| Self {
+            after_secs: f.after_ms / 1000,
+            message: raw(&f.message),
+            only: "unread",
+        })
+    }
 }
 
 impl From<RuleView> for RuleJson {
@@ -416,6 +454,7 @@ impl From<RuleView> for RuleJson {
             message: raw(&s.message),
             deadline_secs: s.deadline_secs,
             priority: s.priority,
+            follow_up: RuleFollowUpJson::of(s.follow_up.as_ref()),
             routing: RoutingJson::of(s.routing.as_deref()),
             created_at: format_rfc3339_ms(r.created_at),
             updated_at: format_rfc3339_ms(r.updated_at),
@@ -443,6 +482,9 @@ pub(crate) struct VersionJson {
     deadline_secs: Option<i64>,
     priority: u8,
     created_at: String,
+    /// The version's follow-up to the unread, when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    follow_up: Option<RuleFollowUpJson>,
     #[serde(flatten)]
     routing: RoutingJson,
 }
@@ -461,6 +503,7 @@ impl From<RuleVersion> for VersionJson {
             deadline_secs: s.deadline_secs,
             priority: s.priority,
             created_at: format_rfc3339_ms(v.created_at),
+            follow_up: RuleFollowUpJson::of(s.follow_up.as_ref()),
             routing: RoutingJson::of(s.routing.as_deref()),
         }
     }

@@ -1,6 +1,7 @@
 // Jobs: live progress (sent, failed, expired of total), rate, ETA, segments
-// by state, failures, cancel; the list filtered by category (exact) and name
-// (prefix). The list and an open job refresh every 2 s.
+// by state, failures, cancel, resend to the unread, the jobs one follows and
+// is followed by; the list filtered by category (exact) and name (prefix).
+// The list and an open job refresh every 2 s.
 "use strict";
 (function () {
   var el = H.el;
@@ -54,6 +55,17 @@
     }, "danger cancel-job");
   }
 
+  // A new job now, to the recipients this one delivered to with no read receipt.
+  function resendButton(id) {
+    return H.button("Resend to unread", H.confirmThen("Send job " + id + "'s message again to everyone who has not read it?", function () {
+      return H.api("POST", "/v1/jobs/" + id + ":resend-unread").then(function (nj) {
+        H.flash("Job " + nj.id + " resends job " + id + " to " + nj.totals.total + " unread recipients.");
+        window.location.hash = "#id=" + nj.id;
+        return pages.reload();
+      });
+    }), "resend-unread");
+  }
+
   function showJob(id) {
     if (!id) { H.clear(detail); return Promise.resolve(); }
     var path = "/v1/jobs/" + encodeURIComponent(id);
@@ -66,8 +78,15 @@
         el("p", { class: "actors", text: "created by " + H.actor(j.created_by) + (j.changed_by ? " · last changed by " + H.actor(j.changed_by) : "") }),
         bar(j.totals),
         el("p", { class: "counts", text: counts(j.totals) + " · " + H.fmtNum(j.rate_per_sec) + "/s now, " + H.fmtNum(j.avg_rate_per_sec) + "/s on average · ETA " + eta(j.eta_secs) }));
+      var links = [el("span", { text: j.last_sent_at ? "last sent " + H.fmtTime(j.last_sent_at) : "not sent yet" })];
+      if (j.follows) links.push(" · follows ", el("a", { href: "#id=" + j.follows, class: "job-link", text: "job " + j.follows }));
+      (j.followed_by || []).forEach(function (f, i) {
+        links.push(i === 0 ? " · followed by " : ", ", el("a", { href: "#id=" + f, class: "job-link", text: "job " + f }));
+      });
+      box.appendChild(el("p", { class: "follows" }, links));
       var actions = el("div", { class: "actions" });
       if (j.state === "running") actions.appendChild(cancelButton(j.id));
+      if (j.state === "done" || j.state === "expired") actions.appendChild(resendButton(j.id));
       box.appendChild(actions);
       var byState = j.segments || {};
       box.appendChild(el("h3", { text: "Segments by state" }));

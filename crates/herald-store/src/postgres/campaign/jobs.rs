@@ -55,8 +55,10 @@ const AUDIENCE_SIZE: &str = "SELECT size, tenant_id FROM audiences WHERE id = $1
 const INSERT_JOB: &str = concat!(
     "INSERT INTO jobs (audience_id, channel, message, segment_size, deadline_at, priority, \
                        task_id, state, total, created_at, finished_at, tenant_id, routing, \
-                       traceparent, name, category, created_by_key_id, created_by_key_name) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) \
+                       traceparent, name, category, created_by_key_id, created_by_key_name, \
+                       follows) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, \
+             $19) \
      RETURNING ",
     job_cols!()
 );
@@ -314,7 +316,8 @@ pub(super) async fn insert_job(tx: &Tx<'_>, spec: &JobSpec, now: i64) -> Result<
         .await
         .ctx("preparing job insert")?;
     let (key_id, key_name) = Actor::columns(&spec.meta.created_by);
-    let params: [&(dyn ToSql + Sync); 18] = [
+    let follows = spec.follows.or(spec.resends);
+    let params: [&(dyn ToSql + Sync); 19] = [
         &spec.audience_id,
         &spec.channel,
         &spec.message,
@@ -333,6 +336,7 @@ pub(super) async fn insert_job(tx: &Tx<'_>, spec: &JobSpec, now: i64) -> Result<
         &spec.meta.category,
         &key_id,
         &key_name,
+        &follows,
     ];
     let job = model::decode::<JobRecord, _>(
         &tx.query_one(&insert, &params)
@@ -383,6 +387,11 @@ pub(super) async fn create_job(
     {
         return Ok(None);
     }
+    if let Some(of) = spec.resends
+        && follower_sending(&tx, of).await?
+    {
+        return Ok(None);
+    }
     let job = insert_job(&tx, spec, now).await?;
     if let Some(job) = &job {
         if let Some(of) = spec.follows {
@@ -394,6 +403,44 @@ pub(super) async fn create_job(
         tx.commit().await.ctx("committing create_job")?;
     }
     Ok(job)
+}
+
+/// Whether a job that follows job `of` is running. Takes job
+/// `of`'s row lock first, so two resends of one job wait for each other and
+/// the second sees the first's job.
+async fn follower_sending(tx: &Tx<'_>, of: i64) -> Result<bool> {
+    tx.execute("SELECT 1 FROM jobs WHERE id = $1 FOR NO KEY UPDATE", &[&of])
+        .await
+        .ctx("locking the resent job")?;
+    let stmt = tx
+        .prepare_cached(sql::FOLLOWER_SENDING.pg)
+        .await
+        .ctx("preparing follower check")?;
+    tx.query_one(&stmt, &[&of])
+        .await
+        .ctx("checking the job's followers")?
+        .try_get(0)
+        .ctx("reading the follower check")
+}
+
+pub(super) async fn jobs_following(
+    store: &PgStore,
+    job_id: i64,
+    after: i64,
+    limit: i64,
+) -> Result<Vec<JobRecord>> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(sql::FOLLOWING.pg)
+        .await
+        .ctx("preparing follower list")?;
+    client
+        .query(&stmt, &[&job_id, &after, &limit])
+        .await
+        .ctx("listing a job's followers")?
+        .iter()
+        .map(model::decode)
+        .collect()
 }
 
 pub(super) async fn get_job(store: &PgStore, id: i64) -> Result<Option<JobRecord>> {
@@ -1086,7 +1133,7 @@ async fn write_under_lock(
     let (mut late_params, old_params) = (late_new.params(&job_id, &now), old.params(&job_id, &now));
     late_params.push(&new.tenant);
     let counter_params: Vec<&(dyn ToSql + Sync)> = vec![
-        &job_id, &delivered, &failed, &retrying, &expired, &cancelled, &in_doubt,
+        &job_id, &delivered, &failed, &retrying, &expired, &cancelled, &in_doubt, &now,
     ];
     // Each segment is this job's: `SEGMENT_RANGE` found it under the job.
     let progress: Vec<(i64, i64)> = group
@@ -1121,7 +1168,9 @@ async fn write_under_lock(
     if !old.idx.is_empty() {
         writes.push(tx.execute(&update, &old_params));
     }
-    if locked.counters != [0; 6] {
+    // Every entry is an attempt's outcome: it moves `last_sent_at` even when
+    // the totals stay (a retry failing again).
+    if locked.counters != [0; 6] || group.iter().any(|w| !w.entries.is_empty()) {
         writes.push(tx.execute(&counters, &counter_params));
     }
     let renewed = try_join_all(renew_params.iter().map(|p| tx.query_opt(&renew, p)));

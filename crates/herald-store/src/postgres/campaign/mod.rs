@@ -362,6 +362,20 @@ impl CampaignStore for PgStore {
             .await
     }
 
+    async fn jobs_following(
+        &self,
+        job_id: i64,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<JobRecord>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.within(
+            "jobs_following",
+            jobs::jobs_following(self, job_id, after, limit),
+        )
+        .await
+    }
+
     async fn list_jobs_where(
         &self,
         tenant: TenantId,

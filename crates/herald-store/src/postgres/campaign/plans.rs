@@ -28,6 +28,23 @@ struct Case {
 
 const CASES: &[Case] = &[
     Case {
+        name: "jobs_following",
+        sql: crate::campaign::sql::jobs::FOLLOWING.pg,
+        types: "int8, int8, int8",
+        args: "7, 0, 20",
+        custom: false,
+        // Off `jobs_follows`: never a scan of every job.
+        must: &[],
+    },
+    Case {
+        name: "follower_sending",
+        sql: crate::campaign::sql::jobs::FOLLOWER_SENDING.pg,
+        types: "int8",
+        args: "7",
+        custom: false,
+        must: &[],
+    },
+    Case {
         name: "final_sends",
         sql: crate::postgres::provider::FINAL_SENDS,
         types: "text, text, text, int8",
@@ -396,6 +413,7 @@ async fn hot_statements_use_indexes_in_cached_plans() {
         task_id: None,
         follow_up: None,
         follows: None,
+        resends: None,
         routing: None,
         traceparent: None,
         meta: Default::default(),

@@ -74,7 +74,8 @@ pub(super) const FINISH_RULE: &str = "UPDATE rules SET status = 'finished', upda
     WHERE id = $1 AND status = 'enabled' AND NOT EXISTS ( \
         SELECT 1 FROM tasks WHERE rule_id = $1 AND state IN ('pending', 'running'))";
 const SHARE_RULE_OF_TASK: &str = "SELECT r.status, r.version, v.audience_id, v.channel, \
-        v.message, v.deadline_secs, v.priority, r.tenant_id, v.routing, v.name \
+        v.message, v.deadline_secs, v.priority, r.tenant_id, v.routing, v.name, \
+        v.follow_up_after_ms, v.follow_up_message \
     FROM rules AS r JOIN rule_versions AS v ON v.rule_id = r.id AND v.version = r.version \
     WHERE r.id = (SELECT rule_id FROM tasks WHERE id = $1) FOR SHARE OF r";
 const LOCK_PENDING_TASK: &str =
@@ -130,6 +131,8 @@ async fn insert_version(
         .ctx("preparing version insert")?;
     let priority = i16::from(spec.priority);
     let tenant = tenant_to_pg(spec.tenant)?;
+    let follow_after = spec.follow_up.as_ref().map(|f| f.after_ms);
+    let follow_message = spec.follow_up.as_ref().map(|f| f.message.as_str());
     tx.execute(
         &stmt,
         &[
@@ -146,6 +149,8 @@ async fn insert_version(
             &now,
             &tenant,
             &spec.routing,
+            &follow_after,
+            &follow_message,
         ],
     )
     .await
@@ -580,8 +585,18 @@ fn task_job_spec(
     let tenant: i32 = col(rule, 7, "rules.tenant_id")?;
     let message: String = col(rule, 4, "rule_versions.message")?;
     let routing: Option<String> = col(rule, 8, "rule_versions.routing")?;
-    // A rule with a fallback route: its next step follows each task's job.
-    let follow_up = crate::route_follow_up(routing.as_deref(), &message);
+    let follow_after: Option<i64> = col(rule, 10, "rule_versions.follow_up_after_ms")?;
+    let follow_message: Option<String> = col(rule, 11, "rule_versions.follow_up_message")?;
+    // A rule's follow-up to the unread, or, with a fallback route, its next
+    // step follows each task's job (the API refuses both at once).
+    let follow_up = match (follow_after, follow_message) {
+        (Some(after_ms), Some(message)) => Some(crate::FollowUp {
+            after_ms,
+            message,
+            step: None,
+        }),
+        _ => crate::route_follow_up(routing.as_deref(), &message),
+    };
     Ok(JobSpec {
         tenant: TenantId(u32::try_from(tenant).map_err(|_| {
             crate::StoreError::Corrupt(format!("rules.tenant_id {tenant} is negative"))
@@ -594,6 +609,7 @@ fn task_job_spec(
         priority: u8::try_from(priority).unwrap_or(u8::MAX),
         follow_up,
         follows: None,
+        resends: None,
         task_id: Some(task_id),
         routing,
         traceparent: None,

@@ -23,8 +23,8 @@ use crate::{Result, StoreError, refusals};
 
 const INSERT_JOB: &str = "INSERT INTO jobs (audience_id, channel, message, segment_size, \
     deadline_at, priority, task_id, state, total, created_at, finished_at, tenant_id, routing, \
-    traceparent, name, category, created_by_key_id, created_by_key_name) \
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18) \
+    traceparent, name, category, created_by_key_id, created_by_key_name, follows) \
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19) \
     RETURNING id";
 /// ?1 job, ?2 start, ?3 end, ?4 now, ?5 priority, ?6 deadline, ?7 parent, ?8 attempt,
 /// ?9 not_before, ?10 tenant. The cursor starts at the start.
@@ -175,7 +175,8 @@ pub(super) fn create_in(
                 spec.meta.name,
                 spec.meta.category,
                 created_by.0,
-                created_by.1
+                created_by.1,
+                spec.follows.or(spec.resends)
             ],
             |r| r.get(0),
         )
@@ -225,6 +226,8 @@ pub(super) fn create_in(
             changed_by: None,
             ..spec.meta.clone()
         },
+        follows: spec.follows.or(spec.resends),
+        last_sent_at: None,
     })
 }
 
@@ -242,6 +245,11 @@ pub(super) fn create_job(
         {
             return Ok(None);
         }
+        if let Some(of) = spec.resends
+            && follower_sending(tx, of)?
+        {
+            return Ok(None);
+        }
         let job = create_in(tx, &spec, size, now)?;
         if let Some(of) = spec.follows {
             super::follow_ups::set_job(tx, of, job.id)?;
@@ -251,6 +259,31 @@ pub(super) fn create_job(
         }
         Ok(Some(job))
     })
+}
+
+/// Whether a job that follows job `of` is running. Run in the
+/// (immediate) transaction that creates a resend, so two resends of one job
+/// cannot both pass it.
+fn follower_sending(tx: &Transaction<'_>, of: i64) -> Result<bool> {
+    tx.prepare_cached(sql::FOLLOWER_SENDING.sqlite)
+        .ctx("preparing follower check")?
+        .query_row([of], |r| r.get(0))
+        .ctx("checking the job's followers")
+}
+
+pub(super) fn jobs_following(
+    conn: &mut Connection,
+    job_id: i64,
+    after: i64,
+    limit: usize,
+) -> Result<Vec<JobRecord>> {
+    query_all(
+        conn,
+        sql::FOLLOWING.sqlite,
+        params![job_id, after, limit_to_db(limit)],
+        "listing a job's followers",
+        |r| model::decode(r),
+    )
 }
 
 pub(super) fn get_job(conn: &mut Connection, id: i64) -> Result<Option<JobRecord>> {
@@ -666,7 +699,9 @@ fn record_in(
             ))
         })?;
     let (deltas, reported) = write_sends(tx, claim.job_id, job_state, tenant, entries, now)?;
-    if !deltas.is_zero() {
+    // Every entry is an attempt's outcome: it moves `last_sent_at` even when
+    // the totals stay (a retry failing again).
+    if !deltas.is_zero() || !entries.is_empty() {
         tx.prepare_cached(sql::MOVE_COUNTERS.sqlite)
             .ctx("preparing totals")?
             .execute(params![
@@ -676,7 +711,8 @@ fn record_in(
                 deltas.retrying,
                 deltas.expired,
                 deltas.cancelled,
-                deltas.in_doubt
+                deltas.in_doubt,
+                now
             ])
             .ctx("moving totals")?;
     }

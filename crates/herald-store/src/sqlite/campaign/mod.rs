@@ -319,6 +319,16 @@ impl CampaignStore for SqliteStore {
         self.write(move |c| follow_ups::skip(c, job_id, now)).await
     }
 
+    async fn jobs_following(
+        &self,
+        job_id: i64,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<JobRecord>> {
+        self.read(move |c| jobs::jobs_following(c, job_id, after, limit))
+            .await
+    }
+
     async fn list_jobs_where(
         &self,
         tenant: TenantId,

@@ -89,7 +89,9 @@ fn insert_version(
             spec.priority,
             now,
             tenant_to_db(spec.tenant),
-            spec.routing
+            spec.routing,
+            spec.follow_up.as_ref().map(|f| f.after_ms),
+            spec.follow_up.as_ref().map(|f| f.message.as_str())
         ])
         .ctx("inserting rule version")?;
     Ok(())
@@ -467,8 +469,12 @@ fn task_job_spec(
     let deadline_at = spec
         .deadline_secs
         .map(|s| now.saturating_add(s.saturating_mul(1_000)));
-    // A rule with a fallback route: its next step follows each task's job.
-    let follow_up = crate::route_follow_up(spec.routing.as_deref(), &spec.message);
+    // A rule's follow-up to the unread, or, with a fallback route, its next
+    // step follows each task's job (the API refuses both at once).
+    let follow_up = spec
+        .follow_up
+        .clone()
+        .or_else(|| crate::route_follow_up(spec.routing.as_deref(), &spec.message));
     JobSpec {
         tenant,
         audience_id,
@@ -479,6 +485,7 @@ fn task_job_spec(
         priority: spec.priority,
         follow_up,
         follows: None,
+        resends: None,
         task_id: Some(task_id),
         routing: spec.routing,
         traceparent: None,
