@@ -24,6 +24,11 @@ use tokio::process::Command;
 
 use crate::common::{BIN, Server};
 
+/// The `[[caps]]` entry README.md's "Frequency caps" shows, which the tour's
+/// node runs with (the test checks the README still shows it).
+const README_CAP: &str =
+    "[[caps]]\nname = \"marketing\"\ntopic = \"marketing\"\nmax = 1\nwindow = \"24h\"\n";
+
 /// The marker the generated script prints before each checked answer.
 const MARK: &str = "@@readme-answer ";
 
@@ -307,11 +312,17 @@ async fn the_readme_tour_runs_as_written() {
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
     let (text, steps) = script(&readme);
     assert!(
+        readme.contains(&format!("```toml\n{README_CAP}```")),
+        "README.md's cap example is the cap the tour's node runs with"
+    );
+    assert!(
         steps.len() >= 20,
         "the README's tour should show its answers; found {} checked steps",
         steps.len()
     );
-    let server = Server::start("").await;
+    // The embedded default, plus the README's cap ("Frequency caps" shows
+    // what it does on a node started with it).
+    let server = Server::start(README_CAP).await;
     let bin_dir = Path::new(BIN).parent().unwrap();
     let path = format!(
         "{}:{}",
