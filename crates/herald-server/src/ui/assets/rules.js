@@ -66,6 +66,7 @@
         el("h2", { text: "Rule " + rule.id + ": " + rule.name + " · " + rule.status }));
       box.appendChild(el("p", { class: "actors", text: "created by " + H.actor(rule.created_by) + " · last changed by " + H.actor(rule.changed_by) }));
       box.appendChild(el("p", { class: "receivers", text: rule.expected_receivers === null ? "expected receivers unknown: " + rule.expected_receivers_unknown : "expected receivers " + rule.expected_receivers }));
+      if (rule.follow_up) box.appendChild(el("p", { class: "follow-up", text: "each job's follow-up goes " + rule.follow_up.after_secs + " s after it ends, to the recipients who have not read it" }));
       box.appendChild(el("div", { class: "actions" }, toggle(rule)));
 
       box.appendChild(el("h3", { text: "Next occurrences" }));
@@ -81,7 +82,7 @@
       versions.slice(-3).reverse().forEach(function (v) {
         side.appendChild(el("div", { class: "version" },
           el("h4", { text: "v" + v.version + " · " + H.fmtTime(v.created_at) }),
-          el("pre", { text: H.json({ name: v.name, schedule: v.schedule, audience: v.audience, channel: v.channel, message: v.message, deadline_secs: v.deadline_secs, priority: v.priority }) })));
+          el("pre", { text: H.json({ name: v.name, schedule: v.schedule, audience: v.audience, channel: v.channel, message: v.message, deadline_secs: v.deadline_secs, priority: v.priority, follow_up: v.follow_up }) })));
       });
       box.appendChild(side);
 
