@@ -140,7 +140,7 @@ impl PriorityGate {
         s.held = false;
     }
 
-    /// Sends waiting for the gate now (for tests and the stats).
+    /// Sends waiting for the gate now (the tests wait on it).
     #[cfg(test)]
     fn waiting(&self) -> usize {
         self.state.lock().waiting.len()
