@@ -13,6 +13,7 @@ pub mod metrics;
 mod provider_http;
 pub mod shape;
 mod smtp;
+pub mod subscribe_rules;
 pub mod template;
 pub mod token_cache;
 pub mod tokens;
@@ -29,7 +30,7 @@ use herald_core::{TimerId, TimerKind};
 pub use config::{
     COMMON_KEYS, ChannelConfig, ChannelKind, CommonSettings, FcmConfig, InDoubt, LogConfig,
     ProviderConfig, ProviderKeys, QuietHours, QuietPolicy, SecretSource, SmtpConfig, SmtpTls,
-    TokenMode, WebhookConfig, WechatConfig, WecomConfig,
+    TokenMode, WebhookConfig, WechatConfig, WechatMiniConfig, WecomConfig,
 };
 pub use fcm::FcmChannel;
 pub use log::LogChannel;
@@ -253,6 +254,14 @@ pub trait Channel: Send + Sync + 'static {
         Err(CallbackError::Unsupported)
     }
 
+    /// Whether `outcome` is the provider saying the user has no grant left
+    /// for this message (a mini-program's one-time subscriptions: WeChat's
+    /// `43101`): the grant ledger then counts none for its template.
+    fn grant_refused(&self, outcome: &SendOutcome) -> bool {
+        let _ = outcome;
+        false
+    }
+
     /// Whether this channel proves its callbacks come from the provider (a
     /// signature it checks), so the callback route needs no API key.
     fn callback_signed(&self) -> bool {
@@ -305,5 +314,6 @@ pub fn build(cfg: &ChannelConfig, ctx: &BuildContext) -> Result<Arc<dyn Channel>
         ProviderConfig::Wecom(p) => Arc::new(WecomChannel::new(common, p, ctx)?),
         ProviderConfig::Fcm(p) => Arc::new(FcmChannel::new(common, p, ctx)?),
         ProviderConfig::Smtp(p) => Arc::new(SmtpChannel::new(common, p)?),
+        ProviderConfig::WechatMini(p) => Arc::new(WechatChannel::mini(common, p, ctx)?),
     })
 }

@@ -33,7 +33,7 @@ pub struct ShapeError {
     pub message: String,
 }
 
-fn err(field: impl Into<String>, message: impl Into<String>) -> ShapeError {
+pub(crate) fn err(field: impl Into<String>, message: impl Into<String>) -> ShapeError {
     ShapeError {
         field: field.into(),
         message: message.into(),
@@ -51,6 +51,7 @@ pub fn check(kind: ChannelKind, msg: &Value) -> Result<(), ShapeError> {
         ChannelKind::Wecom => wecom(m),
         ChannelKind::Fcm => fcm(m),
         ChannelKind::Smtp => email(m),
+        ChannelKind::WechatMini => crate::subscribe_rules::message(m),
     }
 }
 
@@ -62,11 +63,15 @@ pub fn check_text(kind: ChannelKind, msg: &str) -> Result<Value, String> {
     Ok(v)
 }
 
-fn nonempty_string(m: &Map<String, Value>, key: &str) -> bool {
+pub(crate) fn nonempty_string(m: &Map<String, Value>, key: &str) -> bool {
     matches!(m.get(key), Some(Value::String(s)) if !s.trim().is_empty())
 }
 
-fn optional_string(m: &Map<String, Value>, key: &str, field: &str) -> Result<(), ShapeError> {
+pub(crate) fn optional_string(
+    m: &Map<String, Value>,
+    key: &str,
+    field: &str,
+) -> Result<(), ShapeError> {
     match m.get(key) {
         None | Some(Value::String(_)) => Ok(()),
         Some(_) => Err(err(field, format!("{field} must be a string"))),

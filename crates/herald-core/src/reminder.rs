@@ -1,11 +1,12 @@
 //! Reminder subscriptions as one `u64` per (user, subject).
 //!
-//! Five channel types with up to twelve lead slots each fit in 60 bits: type
+//! Five channel types with up to twelve lead slots each fill 60 bits: type
 //! `t` and the lead at position `i` of the configured [`Leads`] live at bit
 //! `t * 12 + i` (by default the leads are 5, 10, ... 60 minutes, so lead `m`
 //! is at `t * 12 + m / 5 - 1`). A duplicate subscription is then one AND, and
-//! a user's whole interest in a subject is one row. The top four bits are
-//! never used.
+//! a user's whole interest in a subject is one row. The sixth type,
+//! `wechat_mini`, came last and has only the top four bits: its reminders
+//! take the first [`WECHAT_MINI_LEADS`] configured leads.
 
 use std::fmt;
 
@@ -19,8 +20,11 @@ pub const LEAD_STEP_MINUTES: u8 = 5;
 pub const MAX_LEAD_MINUTES: u8 = LEADS_PER_TYPE * LEAD_STEP_MINUTES;
 /// Longest lead a configuration may name: a day.
 pub const MAX_CONFIGURED_LEAD_MINUTES: u16 = 24 * 60;
-/// Every bit a subscription can set.
-pub const ALL_BITS: u64 = (1 << (ChannelType::ALL.len() as u32 * LEADS_PER_TYPE as u32)) - 1;
+/// Lead slots of the last type, `wechat_mini`: the four bits left above the
+/// other five types' sixty.
+pub const WECHAT_MINI_LEADS: u8 = 4;
+/// Every bit a subscription can set: all 64.
+pub const ALL_BITS: u64 = u64::MAX;
 
 /// How the user wants to be reminded. The order is the bit layout: do not
 /// reorder, only append (and only while the bits still fit in 64).
@@ -35,18 +39,21 @@ pub enum ChannelType {
     Wechat,
     /// A WeCom (enterprise WeChat) application message.
     Wecom,
+    /// A WeChat mini-program subscribe message (one per grant the user gave).
+    WechatMini,
 }
 
 impl ChannelType {
-    pub const ALL: [ChannelType; 5] = [
+    pub const ALL: [ChannelType; 6] = [
         ChannelType::App,
         ChannelType::Email,
         ChannelType::Sms,
         ChannelType::Wechat,
         ChannelType::Wecom,
+        ChannelType::WechatMini,
     ];
 
-    /// Position in the bitmap (0..=4).
+    /// Position in the bitmap (0..=5).
     pub fn index(self) -> u8 {
         self as u8
     }
@@ -62,6 +69,7 @@ impl ChannelType {
             ChannelType::Sms => "sms",
             ChannelType::Wechat => "wechat",
             ChannelType::Wecom => "wecom",
+            ChannelType::WechatMini => "wechat_mini",
         }
     }
 
@@ -140,10 +148,19 @@ impl Leads {
         self.0.starts_with(&before.0)
     }
 
-    fn refuse(&self, got: i64) -> SlotError {
+    /// The leads type `t` may take: all of them, but only the first
+    /// [`WECHAT_MINI_LEADS`] for `wechat_mini`.
+    fn of_type(&self, t: ChannelType) -> &[u16] {
+        match t {
+            ChannelType::WechatMini => &self.0[..self.0.len().min(usize::from(WECHAT_MINI_LEADS))],
+            _ => &self.0,
+        }
+    }
+
+    fn refuse(&self, t: ChannelType, got: i64) -> SlotError {
         SlotError::Lead {
             got,
-            allowed: format!("{:?}", self.0),
+            allowed: format!("{:?}", self.of_type(t)),
         }
     }
 }
@@ -170,10 +187,10 @@ impl Slot {
         leads: &Leads,
     ) -> Result<Self, SlotError> {
         let index = leads
-            .0
+            .of_type(channel_type)
             .iter()
             .position(|&m| i64::from(m) == lead_minutes)
-            .ok_or_else(|| leads.refuse(lead_minutes))?;
+            .ok_or_else(|| leads.refuse(channel_type, lead_minutes))?;
         Ok(Self {
             channel_type,
             index: index as u8,
@@ -213,7 +230,10 @@ impl Slot {
     pub fn from_bit_with(bit: u8, leads: &Leads) -> Result<Self, SlotError> {
         let t = ChannelType::from_index(bit / LEADS_PER_TYPE).ok_or(SlotError::Bit(bit))?;
         let index = bit % LEADS_PER_TYPE;
-        let lead_minutes = *leads.0.get(usize::from(index)).ok_or(SlotError::Bit(bit))?;
+        let lead_minutes = *leads
+            .of_type(t)
+            .get(usize::from(index))
+            .ok_or(SlotError::Bit(bit))?;
         Ok(Self {
             channel_type: t,
             index,
@@ -285,7 +305,8 @@ mod tests {
         assert_eq!(Slot::new(ChannelType::Email, 5).unwrap().bit(), 12);
         assert_eq!(Slot::new(ChannelType::Email, 15).unwrap().bit(), 14);
         assert_eq!(Slot::new(ChannelType::Wecom, 60).unwrap().bit(), 59);
-        assert_eq!(ALL_BITS, (1u64 << 60) - 1);
+        assert_eq!(Slot::new(ChannelType::WechatMini, 20).unwrap().bit(), 63);
+        assert_eq!(ALL_BITS, u64::MAX);
     }
 
     #[test]
@@ -310,7 +331,7 @@ mod tests {
         assert_eq!(slots, [0, 60]);
         assert_eq!(
             cancel_mask_with(None, Some(1), &leads).unwrap(),
-            (0..5).fold(0u64, |m, t| m | (1 << (t * 12 + 1)))
+            (0..6).fold(0u64, |m, t| m | (1 << (t * 12 + 1)))
         );
         // The default is the historical grid.
         assert_eq!(Leads::default().minutes()[0], 5);
@@ -338,15 +359,25 @@ mod tests {
                 "{bad}"
             );
         }
-        assert_eq!(Slot::from_bit(60), Err(SlotError::Bit(60)));
-        assert_eq!(Slot::from_bit(63), Err(SlotError::Bit(63)));
+        // The top four bits are wechat_mini's, with the first four leads.
+        let mini = Slot::from_bit(63).unwrap();
+        assert_eq!(
+            (mini.channel_type(), mini.lead_minutes()),
+            (ChannelType::WechatMini, 20)
+        );
+        assert_eq!(Slot::new(ChannelType::WechatMini, 5).unwrap().bit(), 60);
+        assert!(matches!(
+            Slot::new(ChannelType::WechatMini, 25),
+            Err(SlotError::Lead { got: 25, ref allowed }) if allowed == "[5, 10, 15, 20]"
+        ));
     }
 
     #[test]
     fn every_bit_round_trips() {
         let mut seen = 0u64;
         for t in ChannelType::ALL {
-            for m in (5..=60).step_by(5) {
+            let last = if t == ChannelType::WechatMini { 20 } else { 60 };
+            for m in (5..=last).step_by(5) {
                 let s = Slot::new(t, m).unwrap();
                 assert_eq!(seen & s.mask(), 0, "two slots share bit {}", s.bit());
                 seen |= s.mask();
@@ -366,7 +397,7 @@ mod tests {
         }
         assert_eq!(ChannelType::parse("App"), None);
         assert_eq!(ChannelType::parse("push"), None);
-        assert_eq!(ChannelType::from_index(5), None);
+        assert_eq!(ChannelType::from_index(6), None);
     }
 
     #[test]
@@ -375,7 +406,10 @@ mod tests {
         assert_eq!(email.count_ones(), 12);
         assert!(decode(email).all(|s| s.channel_type() == ChannelType::Email));
         let ten = cancel_mask(None, Some(10)).unwrap();
-        assert_eq!(ten.count_ones(), 5);
+        assert_eq!(ten.count_ones(), 6);
+        let mini = cancel_mask(Some(ChannelType::WechatMini), None).unwrap();
+        assert_eq!(mini, 0xF << 60);
+        assert_eq!(cancel_mask(None, Some(30)).unwrap().count_ones(), 5);
         assert!(decode(ten).all(|s| s.lead_minutes() == 10));
         assert_eq!(cancel_mask(None, None).unwrap(), ALL_BITS);
         assert!(matches!(
@@ -385,7 +419,7 @@ mod tests {
     }
 
     fn slot() -> impl Strategy<Value = Slot> {
-        (0u8..60).prop_map(|b| Slot::from_bit(b).unwrap())
+        (0u8..64).prop_map(|b| Slot::from_bit(b).unwrap())
     }
 
     proptest! {
@@ -414,7 +448,7 @@ mod tests {
             let slots: Vec<Slot> = decode(bits).collect();
             prop_assert!(slots.windows(2).all(|w| w[0].bit() < w[1].bit()));
             for s in slots {
-                prop_assert!(s.bit() < 60);
+                prop_assert!(s.bit() < 60 || s.channel_type() == ChannelType::WechatMini);
                 prop_assert_eq!(s.lead_minutes() % 5, 0);
                 prop_assert!((5..=60).contains(&s.lead_minutes()));
             }

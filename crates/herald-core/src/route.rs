@@ -33,14 +33,17 @@ pub enum StepOn {
     Failed,
     /// Delivered, and no `read` receipt came within the step's `after`.
     Unread,
+    /// The user has no grant left for a mini-program subscribe message.
+    NoGrant,
 }
 
 impl StepOn {
-    pub const ALL: [StepOn; 4] = [
+    pub const ALL: [StepOn; 5] = [
         StepOn::NoAddress,
         StepOn::OptedOut,
         StepOn::Failed,
         StepOn::Unread,
+        StepOn::NoGrant,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -49,6 +52,7 @@ impl StepOn {
             StepOn::OptedOut => "opted_out",
             StepOn::Failed => "failed",
             StepOn::Unread => "unread",
+            StepOn::NoGrant => "no_grant",
         }
     }
 
@@ -87,6 +91,8 @@ pub enum StepEnd {
     NoAddress,
     OptedOut,
     Failed,
+    /// No grant left for a mini-program subscribe message.
+    NoGrant,
     /// Final whatever the route says: capped (falling back would get round
     /// the cap), expired, or in doubt.
     Final,
@@ -112,6 +118,7 @@ pub fn next(route: &[Step], step: u32, end: StepEnd) -> Option<Next> {
         StepEnd::NoAddress => StepOn::NoAddress,
         StepEnd::OptedOut => StepOn::OptedOut,
         StepEnd::Failed => StepOn::Failed,
+        StepEnd::NoGrant => StepOn::NoGrant,
         StepEnd::Final => return None,
     };
     if !to.on.contains(&on) {
@@ -280,7 +287,7 @@ impl StepSpec {
             return Err(RouteError::missing(
                 format!("{at}.on"),
                 "a later step lists the outcomes of the step before that lead to it \
-                 (no_address, opted_out, failed, unread)",
+                 (no_address, opted_out, failed, unread, no_grant)",
             ));
         }
         let after_ms = match &self.after {

@@ -72,6 +72,10 @@ pub struct Addresses {
     /// WeCom user id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wecom: Option<String>,
+    // A mini-program has openids of its own, like an official account.
+    /// The user's openid per WeChat mini-program channel name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub wechat_mini: BTreeMap<String, String>,
     // Each token gets its own delivery.
     /// Up to 10 device tokens.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -202,6 +206,12 @@ impl Profile {
             ChannelType::Sms => a.sms.as_deref().into_iter().collect(),
             ChannelType::Wechat => a.wechat_openid(channel).into_iter().collect(),
             ChannelType::Wecom => a.wecom.as_deref().into_iter().collect(),
+            ChannelType::WechatMini => a
+                .wechat_mini
+                .get(channel)
+                .map(String::as_str)
+                .into_iter()
+                .collect(),
             ChannelType::App => a.app.iter().map(String::as_str).collect(),
         };
         if to.is_empty() {
@@ -234,6 +244,22 @@ pub fn device_key(delivery_key: &str, token: &str) -> String {
     )
 }
 
+/// An openid per WeChat channel name (official accounts or mini-programs),
+/// at `field`.
+fn openids(field: &str, by_channel: &BTreeMap<String, String>) -> Result<(), ProfileError> {
+    if by_channel.len() > MAX_WECHAT_ACCOUNTS {
+        return Err(refuse(
+            field,
+            format!("at most {MAX_WECHAT_ACCOUNTS} accounts"),
+        ));
+    }
+    for (channel, openid) in by_channel {
+        check_name(channel).map_err(|why| refuse(field, why))?;
+        check_account(openid).map_err(|why| refuse(format!("{field}.{channel}"), why))?;
+    }
+    Ok(())
+}
+
 impl Addresses {
     fn validate(&self) -> Result<(), ProfileError> {
         if let Some(e) = &self.email {
@@ -242,17 +268,8 @@ impl Addresses {
         if let Some(p) = &self.sms {
             check_e164(p).map_err(|why| refuse("addresses.sms", why))?;
         }
-        if self.wechat.len() > MAX_WECHAT_ACCOUNTS {
-            return Err(refuse(
-                "addresses.wechat",
-                format!("at most {MAX_WECHAT_ACCOUNTS} accounts"),
-            ));
-        }
-        for (channel, openid) in &self.wechat {
-            check_name(channel).map_err(|why| refuse("addresses.wechat", why))?;
-            check_account(openid)
-                .map_err(|why| refuse(format!("addresses.wechat.{channel}"), why))?;
-        }
+        openids("addresses.wechat", &self.wechat)?;
+        openids("addresses.wechat_mini", &self.wechat_mini)?;
         if let Some(id) = &self.wecom {
             check_account(id).map_err(|why| refuse("addresses.wecom", why))?;
         }

@@ -42,6 +42,7 @@ mod smtp;
 mod stats;
 mod webhook;
 mod wechat;
+mod wechat_mini;
 mod wechat_sign;
 mod wecom;
 
@@ -67,6 +68,9 @@ pub use smtp::{
 pub use stats::{KeyStats, Percentiles, RecordedRequest, WebhookStats};
 pub use webhook::RING_CAPACITY;
 pub use wechat::{WECHAT_RING_CAPACITY, WechatConfig, WechatFaults, WechatMessage, WechatStats};
+pub use wechat_mini::{
+    MockGrant, WECHAT_MINI_RING_CAPACITY, WechatMiniFaults, WechatMiniMessage, WechatMiniStats,
+};
 pub use wecom::{WECOM_RING_CAPACITY, WecomConfig, WecomFaults, WecomMessage, WecomStats};
 
 /// How a mock server starts out.
@@ -106,6 +110,7 @@ struct Shared {
     faults: faults::FaultState,
     webhook: webhook::WebhookState,
     wechat: wechat::WechatState,
+    wechat_mini: wechat_mini::WechatMiniState,
     wecom: wecom::WecomState,
     fcm: fcm::FcmState,
     smtp: smtp::SmtpState,
@@ -151,6 +156,7 @@ impl MockState {
                 faults: faults::FaultState::new(cfg.faults, cfg.seed),
                 webhook: webhook::WebhookState::new(cfg.secret.as_deref()),
                 wechat: wechat::WechatState::new(cfg.wechat),
+                wechat_mini: wechat_mini::WechatMiniState::new(),
                 wecom: wecom::WecomState::new(cfg.wecom),
                 fcm,
                 smtp,
@@ -193,6 +199,7 @@ impl MockState {
         self.shared.webhook.reset();
         self.shared.faults.rewind();
         self.shared.wechat.reset();
+        self.shared.wechat_mini.reset();
         self.shared.wecom.reset();
         self.shared.fcm.reset();
         self.shared.smtp.reset();
@@ -277,6 +284,7 @@ pub fn router(state: MockState) -> Router {
     Router::new()
         .merge(webhook::routes())
         .merge(wechat::routes())
+        .merge(wechat_mini::routes())
         .merge(wecom::routes())
         .merge(control::routes())
         .merge(fcm::routes())

@@ -319,19 +319,19 @@ impl Tokens {
 
 /// An `errcode` answer.
 #[derive(Debug, Clone)]
-struct WxError {
+pub(crate) struct WxError {
     code: i64,
     msg: Cow<'static, str>,
 }
 
 impl WxError {
-    const fn new(code: i64, msg: &'static str) -> WxError {
+    pub(crate) const fn new(code: i64, msg: &'static str) -> WxError {
         WxError {
             code,
             msg: Cow::Borrowed(msg),
         }
     }
-    const SYSTEM_BUSY: WxError = WxError::new(-1, "system error");
+    pub(crate) const SYSTEM_BUSY: WxError = WxError::new(-1, "system error");
     const INVALID_TOKEN: WxError = WxError::new(
         40001,
         "invalid credential, access_token is invalid or not latest",
@@ -340,8 +340,8 @@ impl WxError {
     const MISSING_TOKEN: WxError = WxError::new(41001, "access_token missing");
     const QUOTA: WxError = WxError::new(45009, "reach max api daily quota limit");
     const FREQ: WxError = WxError::new(45009, "api freq out of limit");
-    const INVALID_TEMPLATE: WxError = WxError::new(40037, "invalid template_id");
-    const INVALID_OPENID: WxError = WxError::new(40003, "invalid openid");
+    pub(crate) const INVALID_TEMPLATE: WxError = WxError::new(40037, "invalid template_id");
+    pub(crate) const INVALID_OPENID: WxError = WxError::new(40003, "invalid openid");
     const UNSUBSCRIBED: WxError = WxError::new(43004, "require subscribe");
     const BLOCKED: WxError = WxError::new(43019, "require remove blacklist");
     const INVALID_APPID: WxError = WxError::new(40013, "invalid appid");
@@ -350,7 +350,18 @@ impl WxError {
     const MISSING_APPID: WxError = WxError::new(41002, "appid missing");
     const MISSING_SECRET: WxError = WxError::new(41004, "appsecret missing");
 
-    fn data_format(detail: impl std::fmt::Display) -> WxError {
+    pub(crate) fn code(&self) -> i64 {
+        self.code
+    }
+
+    pub(crate) fn owned(code: i64, msg: String) -> WxError {
+        WxError {
+            code,
+            msg: Cow::Owned(msg),
+        }
+    }
+
+    pub(crate) fn data_format(detail: impl std::fmt::Display) -> WxError {
         WxError {
             code: 47001,
             msg: Cow::Owned(format!("data format error hint: [{detail}]")),
@@ -609,7 +620,16 @@ impl WechatState {
         self.ring.clear();
     }
 
-    fn fail(&self, e: &WxError, now_ms: u64) -> Response {
+    /// The access token check every API of the app makes: the same tokens
+    /// serve the mini-program's subscribe messages.
+    pub(crate) fn check_token(&self, token: Option<&str>, now_ms: u64) -> Result<(), WxError> {
+        let token = token
+            .filter(|t| !t.is_empty())
+            .ok_or(WxError::MISSING_TOKEN)?;
+        self.tokens.read().check(token, now_ms)
+    }
+
+    pub(crate) fn fail(&self, e: &WxError, now_ms: u64) -> Response {
         self.errors.add(e.code);
         tracing::debug!(errcode = e.code, errmsg = %e.msg, "wechat mock error answer");
         providers::json_200(providers::errcode_body(
@@ -953,8 +973,8 @@ struct TokenQuery {
 }
 
 #[derive(Deserialize)]
-struct AccessTokenQuery {
-    access_token: Option<String>,
+pub(crate) struct AccessTokenQuery {
+    pub(crate) access_token: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -963,7 +983,7 @@ struct TokenAnswer<'a> {
     expires_in: u64,
 }
 
-async fn with_latency(state: &MockState, resp: Response) -> Response {
+pub(crate) async fn with_latency(state: &MockState, resp: Response) -> Response {
     let ms = state.shared.wechat.faults.read().given.latency_ms;
     if ms > 0 {
         tokio::time::sleep(Duration::from_millis(ms)).await;
@@ -1062,7 +1082,7 @@ async fn template_send(
     with_latency(&state, resp).await
 }
 
-fn bad_request(message: String) -> Response {
+pub(crate) fn bad_request(message: String) -> Response {
     (
         StatusCode::BAD_REQUEST,
         Json(serde_json::json!({ "error": { "code": "bad_request", "message": message } })),

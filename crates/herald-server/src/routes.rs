@@ -257,6 +257,10 @@ route_table! {
         doc subscribers::docs::PATCH, limit L::Timer;
     Get "/v1/subscribers/{user_id}", Needs(Read), NoBody => subscribers::get,
         doc subscribers::docs::GET;
+    Post "/v1/subscribers/{user_id}/grants", Needs(Write), Json("GrantsBody") => subscribers::grants::record,
+        doc subscribers::docs::GRANTS_RECORD, limit L::Bytes(subscribers::grants::GRANTS_MAX_BYTES);
+    Get "/v1/subscribers/{user_id}/grants", Needs(Read), NoBody => subscribers::grants::list,
+        doc subscribers::docs::GRANTS_LIST;
     Delete "/v1/subscribers/{user_id}", Needs(Write), NoBody => subscribers::delete,
         doc subscribers::docs::DELETE;
     Post "/v1/templates", Needs(Write), Json("CreateTemplate") => templates::create,

@@ -12,6 +12,7 @@ mod caps;
 mod cluster;
 mod digest;
 mod directory;
+mod grants;
 mod migration;
 mod model;
 mod options;
@@ -41,6 +42,10 @@ pub use campaign::*;
 pub use caps::{CapStore, CapTake, CapVerdict};
 pub use cluster::{ClusterStore, Fence, Holder, NamedLease, NodeInfo, ShardLease};
 pub use directory::{DirectoryStore, MAX_USER_ID_BYTES, PutSubscriber, SubscriberRecord};
+pub use grants::{
+    GrantEnd, GrantGiven, GrantRecord, GrantRecording, GrantSettle, GrantStore, GrantUse,
+    GrantsRecorded, MAX_GRANT_COUNT, MAX_GRANTS_HELD, MAX_GRANTS_PER_RECORDING,
+};
 pub use options::{PostgresOptions, SqliteOptions, StoreOptions, Synchronous};
 pub use owner::{Owned, owned_by};
 pub use provider::{
@@ -72,8 +77,8 @@ pub use timers::{
 /// A `dyn Store` needs none of them in scope.
 pub mod prelude {
     pub use crate::{
-        AccessStore, CampaignStore, CapStore, ClusterStore, DirectoryStore, ProviderStore,
-        ReminderStore, Store, TemplateStore, TimerStore,
+        AccessStore, CampaignStore, CapStore, ClusterStore, DirectoryStore, GrantStore,
+        ProviderStore, ReminderStore, Store, TemplateStore, TimerStore,
     };
 }
 
@@ -208,6 +213,7 @@ pub trait Store:
     + CapStore
     + ClusterStore
     + DirectoryStore
+    + GrantStore
     + ProviderStore
     + ReminderStore
     + TemplateStore

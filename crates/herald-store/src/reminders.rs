@@ -117,6 +117,10 @@ pub struct NewReminder {
     pub timer: NewTimer,
     /// A fire time at or before this is refused as [`crate::WriteResult::TooLate`].
     pub not_before: i64,
+    /// The subscribe grant the tap that asked for the reminder gave (a
+    /// mini-program's "remind me"): recorded in the same transaction, first,
+    /// and whatever becomes of the reminder, because the provider granted it.
+    pub grant: Option<crate::GrantRecording>,
 }
 
 impl NewReminder {

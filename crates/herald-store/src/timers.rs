@@ -209,6 +209,10 @@ pub enum WriteOp {
     /// Create or replace a directory entry ([`WriteResult::SubscriberPut`],
     /// or [`WriteResult::VersionConflict`] when `if_version` no longer holds).
     PutSubscriber(crate::PutSubscriber),
+    /// Record the subscribe grants of one tap ([`WriteResult::GrantsRecorded`]):
+    /// in a batch with [`WriteOp::AddReminder`], "remind me" and the grant
+    /// it needs commit together.
+    RecordGrants(crate::GrantRecording),
     /// Remove a directory entry ([`WriteResult::SubscriberDeleted`] or
     /// [`WriteResult::NotFound`]).
     DeleteSubscriber {
@@ -292,6 +296,9 @@ pub enum WriteResult {
     },
     /// A directory entry was removed; it is returned as it was.
     SubscriberDeleted(crate::SubscriberRecord),
+    /// [`WriteOp::RecordGrants`]: whether the key was new, and the user's
+    /// grants on the channel afterwards.
+    GrantsRecorded(crate::GrantsRecorded),
     /// A conditional write found another version: nothing was written.
     /// `current` is the entry as stored (`None`: there is none).
     VersionConflict {
@@ -394,6 +401,9 @@ pub enum Unsendable {
     /// (issue 39 §4). Decided when it comes to be sent; a subject or a
     /// subscription that says `send_late` never expires.
     Expired,
+    /// A mini-program subscribe message for which the user has no grant
+    /// left: by the ledger, or by the provider's word (`43101`).
+    NoGrant,
 }
 
 /// Why a delivery was deferred.
@@ -433,6 +443,7 @@ impl CompletionOutcome {
                 ..
             } => "cap_deferred",
             CompletionOutcome::Unsendable(Unsendable::Expired) => "expired",
+            CompletionOutcome::Unsendable(Unsendable::NoGrant) => "no_grant",
             CompletionOutcome::InDoubt => "in_doubt",
             CompletionOutcome::Read => "read",
         }
@@ -492,7 +503,7 @@ pub struct NextStep {
 
 /// A timer about to be sent on an `in_doubt = "skip"` channel, for
 /// [`crate::TimerStore::mark_firing`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FiringMark {
     pub timer_id: TimerId,
     /// The attempt about to be made (1 for the first): the timer must still
@@ -503,6 +514,11 @@ pub struct FiringMark {
     /// When the send starts (the timer's `updated_at`; the in-doubt send-log
     /// row's `started_at` if it is left in doubt).
     pub at: i64,
+    /// The subscribe grant the send spends, in the same transaction (see
+    /// `grants`): without one left the timer is not marked
+    /// ([`Applied::NoGrant`]). A timer holding one from an earlier attempt
+    /// spends no other.
+    pub grant: Option<crate::GrantUse>,
 }
 
 /// What [`crate::TimerStore::resolve_in_doubt`] did.
@@ -525,6 +541,9 @@ pub enum Applied {
     NotPending,
     /// The sender's shard lease is no longer current: another node owns the shard.
     Fenced,
+    /// The mark needed a subscribe grant and the user has none left: the
+    /// timer stays pending, for the caller to end `no_grant`.
+    NoGrant,
 }
 
 /// One row of the send log.

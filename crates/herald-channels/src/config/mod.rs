@@ -18,7 +18,7 @@ use crate::ChannelError;
 pub use common::{COMMON_KEYS, CommonSettings, InDoubt, QuietHours, QuietPolicy};
 pub use providers::{
     FcmConfig, LogConfig, ProviderKeys, SmtpConfig, SmtpTls, TokenMode, WebhookConfig,
-    WechatConfig, WecomConfig,
+    WechatConfig, WechatMiniConfig, WecomConfig,
 };
 pub use secret::SecretSource;
 
@@ -38,6 +38,8 @@ pub enum ChannelKind {
     Fcm,
     /// Email over SMTP.
     Smtp,
+    /// WeChat mini-program subscribe messages.
+    WechatMini,
 }
 
 impl ChannelKind {
@@ -50,27 +52,31 @@ impl ChannelKind {
             ChannelKind::Wecom => Some(ChannelType::Wecom),
             ChannelKind::Fcm => Some(ChannelType::App),
             ChannelKind::Smtp => Some(ChannelType::Email),
+            ChannelKind::WechatMini => Some(ChannelType::WechatMini),
             ChannelKind::Log | ChannelKind::Webhook => None,
         }
     }
 
     /// Every kind, in the order messages list them.
-    pub const ALL: [ChannelKind; 6] = [
+    pub const ALL: [ChannelKind; 7] = [
         ChannelKind::Log,
         ChannelKind::Webhook,
         ChannelKind::Wechat,
         ChannelKind::Wecom,
         ChannelKind::Fcm,
         ChannelKind::Smtp,
+        ChannelKind::WechatMini,
     ];
 
     /// What an in-doubt send does when the channel does not say: providers
     /// that drop a repeated idempotency key (WeChat, WeCom, and webhook
     /// receivers, which get the key) resend; FCM and mail servers cannot
-    /// de-duplicate, so a repeat reaches the person twice: skip.
+    /// de-duplicate, so a repeat reaches the person twice: skip. So does a
+    /// mini-program subscribe message, which has no idempotency key and
+    /// spends one of the user's grants each time.
     pub fn default_in_doubt(self) -> InDoubt {
         match self {
-            ChannelKind::Fcm | ChannelKind::Smtp => InDoubt::Skip,
+            ChannelKind::Fcm | ChannelKind::Smtp | ChannelKind::WechatMini => InDoubt::Skip,
             ChannelKind::Log | ChannelKind::Webhook | ChannelKind::Wechat | ChannelKind::Wecom => {
                 InDoubt::Resend
             }
@@ -101,6 +107,7 @@ impl ChannelKind {
             ChannelKind::Log
             | ChannelKind::Webhook
             | ChannelKind::Wechat
+            | ChannelKind::WechatMini
             | ChannelKind::Fcm
             | ChannelKind::Smtp => Vec::new(),
         }
@@ -126,6 +133,7 @@ impl ChannelKind {
             ChannelKind::Wecom => "wecom",
             ChannelKind::Fcm => "fcm",
             ChannelKind::Smtp => "smtp",
+            ChannelKind::WechatMini => "wechat_mini",
         }
     }
 }
@@ -145,6 +153,7 @@ pub enum ProviderConfig {
     Wecom(WecomConfig),
     Fcm(FcmConfig),
     Smtp(SmtpConfig),
+    WechatMini(WechatMiniConfig),
 }
 
 impl ProviderConfig {
@@ -156,6 +165,7 @@ impl ProviderConfig {
             ProviderConfig::Wecom(_) => ChannelKind::Wecom,
             ProviderConfig::Fcm(_) => ChannelKind::Fcm,
             ProviderConfig::Smtp(_) => ChannelKind::Smtp,
+            ProviderConfig::WechatMini(_) => ChannelKind::WechatMini,
         }
     }
 
@@ -168,6 +178,7 @@ impl ProviderConfig {
             ProviderConfig::Wecom(p) => p.check(),
             ProviderConfig::Fcm(p) => p.check(),
             ProviderConfig::Smtp(p) => p.check(),
+            ProviderConfig::WechatMini(p) => p.check(),
         }
     }
 }
@@ -315,7 +326,7 @@ mod tests {
         let e = parse(r#"{"name":"wc","kind":"wecom","corpid":"c","corpsecret":"s","agentid":1,"secret":"x"}"#)
             .unwrap_err();
         assert!(
-            e.contains("unknown key \"secret\" (a key of webhook, wechat)"),
+            e.contains("unknown key \"secret\" (a key of webhook, wechat, wechat_mini)"),
             "{e}"
         );
     }

@@ -61,6 +61,37 @@ pub struct WechatConfig {
     pub allow_insecure_http: bool,
 }
 
+/// WeChat mini-program subscribe messages (`subscribeMessage.send`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WechatMiniConfig {
+    /// The mini-program's appid.
+    pub appid: String,
+    /// Its AppSecret.
+    pub secret: SecretSource,
+    /// Which token endpoint to use.
+    #[serde(default)]
+    pub token_mode: TokenMode,
+    /// Which version of the mini-program a tap opens: `formal` (the
+    /// provider's default), `trial` or `developer`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub miniprogram_state: Option<String>,
+    /// The message's language: `zh_CN` (the provider's default), `en_US`,
+    /// `zh_HK` or `zh_TW`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lang: Option<String>,
+    /// API root; the real provider by default, `herald mock` in tests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_base: Option<String>,
+    /// Extra CA roots for `https://`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<String>,
+    /// Lets `api_base` be a plain `http://` URL to a host other than a
+    /// loopback one.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub allow_insecure_http: bool,
+}
+
 /// WeCom (企业微信) app messages.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -219,6 +250,18 @@ impl ChannelKind {
                 ],
                 optional: &["token_mode", "api_base", "ca_file", "allow_insecure_http"],
             },
+            ChannelKind::WechatMini => ProviderKeys {
+                required: &["appid"],
+                secrets: &[("secret", true)],
+                optional: &[
+                    "token_mode",
+                    "miniprogram_state",
+                    "lang",
+                    "api_base",
+                    "ca_file",
+                    "allow_insecure_http",
+                ],
+            },
             ChannelKind::Wecom => ProviderKeys {
                 required: &["corpid", "agentid"],
                 secrets: &[("corpsecret", true)],
@@ -338,6 +381,33 @@ impl WechatConfig {
                     "encoding_aes_key needs callback_token (safe mode signs with the token)".into(),
                 );
             }
+        }
+        check_urls(
+            &[("api_base", &self.api_base)],
+            &self.ca_file,
+            self.allow_insecure_http,
+        )
+    }
+}
+
+impl WechatMiniConfig {
+    /// What can be checked without a request.
+    pub fn check(&self) -> Result<(), String> {
+        non_empty("appid", &self.appid)?;
+        self.secret.resolve("secret")?;
+        if let Some(s) = &self.miniprogram_state
+            && !["formal", "trial", "developer"].contains(&s.as_str())
+        {
+            return Err(format!(
+                "miniprogram_state must be formal, trial or developer, not {s:?}"
+            ));
+        }
+        if let Some(l) = &self.lang
+            && !["zh_CN", "en_US", "zh_HK", "zh_TW"].contains(&l.as_str())
+        {
+            return Err(format!(
+                "lang must be zh_CN, en_US, zh_HK or zh_TW, not {l:?}"
+            ));
         }
         check_urls(
             &[("api_base", &self.api_base)],
@@ -473,6 +543,19 @@ mod tests {
                     password: secret(),
                     from: "f".into(),
                     allow_insecure_auth: true,
+                }),
+            ),
+            (
+                ChannelKind::WechatMini,
+                serde_json::to_value(WechatMiniConfig {
+                    appid: "a".into(),
+                    secret: SecretSource::Inline("s".into()),
+                    token_mode: TokenMode::Stable,
+                    miniprogram_state: all("trial"),
+                    lang: all("zh_CN"),
+                    api_base: all("b"),
+                    ca_file: all("c"),
+                    allow_insecure_http: true,
                 }),
             ),
         ];

@@ -69,6 +69,7 @@ pub fn from_table(mut table: Map<String, Value>) -> Result<ChannelConfig, String
         ChannelKind::Wecom => decode(table).map(ProviderConfig::Wecom),
         ChannelKind::Fcm => decode(table).map(ProviderConfig::Fcm),
         ChannelKind::Smtp => decode(table).map(ProviderConfig::Smtp),
+        ChannelKind::WechatMini => decode(table).map(ProviderConfig::WechatMini),
     }
     .map_err(|e| format!("{label}: {e}"))?;
     Ok(ChannelConfig { common, provider })
@@ -86,6 +87,7 @@ pub fn to_table(cfg: &ChannelConfig) -> Result<Map<String, Value>, serde_json::E
         ProviderConfig::Wecom(p) => serde_json::to_value(p),
         ProviderConfig::Fcm(p) => serde_json::to_value(p),
         ProviderConfig::Smtp(p) => serde_json::to_value(p),
+        ProviderConfig::WechatMini(p) => serde_json::to_value(p),
     }?;
     let secrets = kind.provider_keys().secrets;
     for (k, v) in object(provider) {

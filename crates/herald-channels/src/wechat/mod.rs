@@ -35,7 +35,10 @@ mod callback;
 #[cfg(test)]
 mod callback_props;
 pub mod crypt;
+mod subscribe;
 pub mod verify;
+
+pub use self::subscribe::NO_GRANT;
 
 use self::verify::CallbackAuth;
 
@@ -53,6 +56,7 @@ use crate::weixin::{
 use crate::{
     BuildContext, CallbackError, CallbackEvent, CallbackRequest, Channel, ChannelError,
     ChannelKind, CommonSettings, Delivery, ProviderStatus, SendOutcome, TokenMode, WechatConfig,
+    WechatMiniConfig,
 };
 
 /// The real API.
@@ -60,8 +64,23 @@ pub const DEFAULT_API_BASE: &str = "https://api.weixin.qq.com";
 /// Longest `client_msg_id` sent.
 pub const MAX_CLIENT_MSG_ID: usize = 32;
 
+/// Which WeChat API the channel sends through: both take the same access
+/// token (`/cgi-bin/token` of the app's appid) and answer in `errcode`.
+#[derive(Debug, Clone)]
+enum Product {
+    /// Official Account template messages.
+    OfficialAccount,
+    /// Mini-program subscribe messages, with the channel's defaults for
+    /// the fields a message may leave out.
+    MiniProgram {
+        state: Option<String>,
+        lang: Option<String>,
+    },
+}
+
 pub struct WechatChannel {
     name: String,
+    product: Product,
     appid: String,
     secret: Secret,
     mode: TokenMode,
@@ -75,6 +94,7 @@ impl std::fmt::Debug for WechatChannel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WechatChannel")
             .field("name", &self.name)
+            .field("product", &self.product)
             .field("appid", &self.appid)
             .field("secret", &self.secret)
             .field("mode", &self.mode)
@@ -121,12 +141,60 @@ impl WechatChannel {
         );
         Ok(Self {
             name: common.name.clone(),
+            product: Product::OfficialAccount,
             appid,
             secret: Secret::new(secret),
             mode: cfg.token_mode,
             http,
             tokens,
             callback,
+        })
+    }
+
+    /// A mini-program channel: subscribe messages, on the token of the
+    /// mini-program's own appid. No callbacks.
+    pub fn mini(
+        common: &CommonSettings,
+        cfg: &WechatMiniConfig,
+        ctx: &BuildContext,
+    ) -> Result<Self, ChannelError> {
+        Self::mini_with_options(common, cfg, ctx, TokenCacheOptions::default())
+    }
+
+    /// As [`WechatChannel::mini`], with the token cache's clock and margins.
+    pub fn mini_with_options(
+        common: &CommonSettings,
+        cfg: &WechatMiniConfig,
+        ctx: &BuildContext,
+        opts: TokenCacheOptions,
+    ) -> Result<Self, ChannelError> {
+        let appid = cfg.appid.trim().to_string();
+        if appid.is_empty() {
+            return Err(common.err("appid must not be empty"));
+        }
+        let secret = cfg.secret.resolve("secret").map_err(|e| common.err(&e))?;
+        let base = cfg.api_base.as_deref().unwrap_or(DEFAULT_API_BASE);
+        let http = ProviderHttp::new(common, cfg.ca_file.as_deref(), base)?;
+        // Same key as an official account's: one appid, one token, whichever
+        // kind of channel asks for it.
+        let tokens = TokenCache::new(
+            format!("wechat:{appid}"),
+            ctx.vault.clone(),
+            ctx.node_id.clone(),
+            opts,
+        );
+        Ok(Self {
+            name: common.name.clone(),
+            product: Product::MiniProgram {
+                state: cfg.miniprogram_state.clone(),
+                lang: cfg.lang.clone(),
+            },
+            appid,
+            secret: Secret::new(secret),
+            mode: cfg.token_mode,
+            http,
+            tokens,
+            callback: None,
         })
     }
 
@@ -180,9 +248,12 @@ impl WechatChannel {
         parse_token_answer(&answer, path)
     }
 
-    /// One template send with `token`.
+    /// One send with `token`.
     async fn post(&self, token: &str, body: &Value) -> Result<Answer, SendOutcome> {
-        let path = "/cgi-bin/message/template/send";
+        let path = match self.product {
+            Product::OfficialAccount => "/cgi-bin/message/template/send",
+            Product::MiniProgram { .. } => subscribe::SEND_PATH,
+        };
         let req = self
             .http
             .post(&self.http.url(path))
@@ -303,11 +374,24 @@ impl Channel for WechatChannel {
     }
 
     fn kind(&self) -> ChannelKind {
-        ChannelKind::Wechat
+        match self.product {
+            Product::OfficialAccount => ChannelKind::Wechat,
+            Product::MiniProgram { .. } => ChannelKind::WechatMini,
+        }
+    }
+
+    fn grant_refused(&self, outcome: &SendOutcome) -> bool {
+        matches!(self.product, Product::MiniProgram { .. }) && subscribe::is_no_grant(outcome)
     }
 
     async fn send(&self, d: &Delivery) -> SendOutcome {
-        let body = match template_body(d) {
+        let built = match &self.product {
+            Product::OfficialAccount => template_body(d),
+            Product::MiniProgram { state, lang } => {
+                subscribe::body(d, state.as_deref(), lang.as_deref())
+            }
+        };
+        let body = match built {
             Ok(b) => b,
             Err(error) => {
                 return SendOutcome::Permanent {
@@ -333,7 +417,7 @@ impl Channel for WechatChannel {
             )
             .await
             .unwrap_or_else(token_outcome);
-        tracing::debug!(channel = %self.name, timer_id = d.timer_id, class = outcome.class(), "wechat template send");
+        tracing::debug!(channel = %self.name, kind = %self.kind(), timer_id = d.timer_id, class = outcome.class(), "wechat send");
         outcome
     }
 

@@ -44,12 +44,13 @@ pub enum PartKey {
 }
 
 impl PartKey {
-    pub const ALL: [PartKey; 6] = [
+    pub const ALL: [PartKey; 7] = [
         PartKey::Type(ChannelType::App),
         PartKey::Type(ChannelType::Email),
         PartKey::Type(ChannelType::Sms),
         PartKey::Type(ChannelType::Wechat),
         PartKey::Type(ChannelType::Wecom),
+        PartKey::Type(ChannelType::WechatMini),
         PartKey::Webhook,
     ];
 

@@ -893,6 +893,7 @@ fn address(
                 Unsendable::Capped => rt.metrics.capped.increment(1),
                 // Only reminders expire.
                 Unsendable::Expired => rt.metrics.expired.increment(1),
+                Unsendable::NoGrant => rt.metrics.no_grant.increment(1),
             }
             Addressed::Settled(CompletionOutcome::Unsendable(why).as_str().into())
         }

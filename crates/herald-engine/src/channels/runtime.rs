@@ -65,6 +65,9 @@ pub(crate) struct Job {
     /// When it is no longer worth sending: a reminder's subject start
     /// (`herald_core::early::expiry`); `None` for everything else.
     pub expires_at: Option<i64>,
+    /// The subscribe grant the send spends (a mini-program channel's, to a
+    /// user of the directory): spent when the timer is marked firing.
+    pub grant: Option<herald_store::GrantUse>,
 }
 
 /// A timer riding along in another timer's delivery (a merged reminder, a

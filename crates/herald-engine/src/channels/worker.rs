@@ -9,10 +9,13 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use herald_channels::InDoubt;
-use herald_channels::{ChannelKind, Delivery, QuietPolicy};
+use herald_channels::{ChannelKind, Delivery, QuietPolicy, SendOutcome};
 use herald_core::timer::Routing;
 use herald_core::{Priority, TenantId, early};
-use herald_store::{Applied, CompletionOutcome, DeferReason, FiringMark, Unsendable};
+use herald_store::{
+    Applied, CompletionOutcome, DeferReason, FiringMark, GrantEnd, GrantSettle, GrantUse,
+    Unsendable,
+};
 use tokio::sync::mpsc;
 
 use crate::channels::copies;
@@ -180,7 +183,8 @@ impl ChannelWorker {
         // if this node dies before recording the outcome, the timer is left
         // in doubt instead of firing again. Only when something is sent, and
         // only if the fetcher did not mark it with its batch already.
-        if decision == Decision::Send && settings.in_doubt == InDoubt::Skip && !job.marked {
+        let marks = settings.in_doubt == InDoubt::Skip || job.grant.is_some();
+        if decision == Decision::Send && marks && !job.marked {
             let members: Vec<(i64, u32)> = job
                 .members
                 .iter()
@@ -193,11 +197,29 @@ impl ChannelWorker {
                 priority: job.priority,
                 tenant: job.tenant,
             };
-            if !self
-                .mark_firing(&d, job.fence, &members, back, started)
+            match self
+                .mark_firing(&d, job.fence, &members, back, started, job.grant.clone())
                 .await
             {
-                return;
+                Mark::Go => {}
+                Mark::Stop => return,
+                Mark::NoGrant => {
+                    let f = no_grant(Attempt {
+                        delivery: &d,
+                        channel: rt.name(),
+                        tenant: job.tenant,
+                        priority: job.priority,
+                        shard: job.shard,
+                        fence: Some(job.fence),
+                        started_at: started,
+                        finished_at: started,
+                        series_base: job.series_base,
+                        route: job.routing.as_deref(),
+                    });
+                    record_outcome(&span, &f, webhook);
+                    self.hand_off(f, &job.members, hand);
+                    return;
+                }
             }
         }
         let attempt = |finished_at| Attempt {
@@ -212,7 +234,8 @@ impl ChannelWorker {
             series_base: job.series_base,
             route: job.routing.as_deref(),
         };
-        let f = self
+        let sent = decision == Decision::Send;
+        let mut f = self
             .settle(
                 decision,
                 &job.route,
@@ -222,8 +245,44 @@ impl ChannelWorker {
                 attempt,
             )
             .await;
+        if sent && job.grant.is_some() {
+            self.end_grant(&mut f, &settings).await;
+        }
         record_outcome(&span, &f, webhook);
         self.hand_off(f, &job.members, hand);
+    }
+
+    /// Ends the grant a send held, by its answer (see `herald_store::GrantEnd`):
+    /// kept spent when it went, given back when the provider refused it for
+    /// its own reason or the retries ran out, and the ledger zeroed when the
+    /// provider says the user has none left (the outcome is then
+    /// `no_grant`). A retry keeps its hold for the next attempt. If the
+    /// store fails, the hold stays and the grant counts as spent.
+    async fn end_grant(&self, f: &mut Finished, settings: &ChannelSettings) {
+        let c = &mut f.completion;
+        let end = match &c.outcome {
+            CompletionOutcome::Done => GrantEnd::Spent,
+            CompletionOutcome::Failed
+                if settings.channel.grant_refused(&SendOutcome::Permanent {
+                    error: String::new(),
+                    status: c.status,
+                }) =>
+            {
+                c.outcome = CompletionOutcome::Unsendable(Unsendable::NoGrant);
+                GrantEnd::NoneLeft
+            }
+            CompletionOutcome::Failed | CompletionOutcome::Dead => GrantEnd::Returned,
+            _ => return,
+        };
+        let settle = GrantSettle {
+            timer_id: c.timer_id,
+            end,
+        };
+        let at = self.pipe.clock.now_ms();
+        if let Err(e) = self.pipe.store.settle_grants(vec![settle], at).await {
+            tracing::warn!(timer_id = c.timer_id, error = %e, "ending a subscribe grant's hold failed; it stays spent");
+            self.pipe.hot.store_errors.increment(1);
+        }
     }
 
     /// Whether the job is a fallback route's `unread` step whose step before
@@ -293,6 +352,7 @@ impl ChannelWorker {
                     Unsendable::Expired => {
                         "expired: the subject started before the reminder could be sent"
                     }
+                    Unsendable::NoGrant => NO_GRANT_ERROR,
                 };
                 let detail = Detail {
                     error: Some(error.to_string()),
@@ -380,6 +440,7 @@ impl ChannelWorker {
             }
             CompletionOutcome::Unsendable(Unsendable::Capped) => rt.metrics.capped.increment(1),
             CompletionOutcome::Unsendable(Unsendable::Expired) => rt.metrics.expired.increment(1),
+            CompletionOutcome::Unsendable(Unsendable::NoGrant) => rt.metrics.no_grant.increment(1),
             // Only the store's resolution of a stopped node's sends says so.
             CompletionOutcome::InDoubt => {}
             CompletionOutcome::Read => {}
@@ -411,27 +472,31 @@ impl ChannelWorker {
         members: &[(i64, u32)],
         back: DueTimer,
         started: i64,
-    ) -> bool {
+        grant: Option<GrantUse>,
+    ) -> Mark {
         let p = &*self.pipe;
-        let mark = |timer_id, attempt| FiringMark {
+        let mark = |timer_id, attempt, grant| FiringMark {
             timer_id,
             attempt,
             fence: Some(fence),
             at: started,
+            grant,
         };
         let max = p.cfg.get().complete_batch;
         let own = p
             .marker
-            .mark(p.store.as_ref(), max, mark(d.timer_id, d.attempt));
+            .mark(p.store.as_ref(), max, mark(d.timer_id, d.attempt, grant));
         // Merged members are marked in the same batch (or the next).
-        let rest = futures_util::future::join_all(
-            members
-                .iter()
-                .map(|&(id, attempt)| p.marker.mark(p.store.as_ref(), max, mark(id, attempt))),
-        );
+        let rest = futures_util::future::join_all(members.iter().map(|&(id, attempt)| {
+            p.marker
+                .mark(p.store.as_ref(), max, mark(id, attempt, None))
+        }));
         let (own, _) = futures_util::future::join(own, rest).await;
-        if own == Marked::Applied(Applied::Yes) {
-            return true;
+        match own {
+            Marked::Applied(Applied::Yes) => return Mark::Go,
+            // Its members, marked, end with it.
+            Marked::Applied(Applied::NoGrant) => return Mark::NoGrant,
+            _ => {}
         }
         // Out of the flight set first: the fetcher drops a ready timer it
         // finds still in flight.
@@ -443,10 +508,37 @@ impl ChannelWorker {
                 p.hot.store_errors.increment(1);
                 p.ready.push(back);
             }
-            Marked::Applied(Applied::Yes | Applied::NotPending) => {}
+            Marked::Applied(Applied::Yes | Applied::NotPending | Applied::NoGrant) => {}
         }
-        false
+        Mark::Stop
     }
+}
+
+/// What marking a delivery firing came to.
+enum Mark {
+    /// Marked: send.
+    Go,
+    /// Not marked, and let go: someone else's, or back to the ready queue.
+    Stop,
+    /// Not marked: the user has no subscribe grant left.
+    NoGrant,
+}
+
+/// Why a send ended `no_grant`, as the send log says.
+pub(crate) const NO_GRANT_ERROR: &str =
+    "no grant: the user has no subscribe grant left for this template";
+
+/// A send the grant ledger refused: final, `no_grant`, nothing sent.
+pub(crate) fn no_grant(at: Attempt<'_>) -> Finished {
+    let detail = Detail {
+        error: Some(NO_GRANT_ERROR.to_string()),
+        ..Detail::default()
+    };
+    Finished::decided(
+        at,
+        CompletionOutcome::Unsendable(Unsendable::NoGrant),
+        detail,
+    )
 }
 
 /// The span of one delivery attempt, a child of the trace context stored

@@ -184,6 +184,8 @@ pub(crate) struct ChannelMetrics {
     pub capped: Counter,
     /// Reminders whose subject started before they could be sent.
     pub expired: Counter,
+    /// Mini-program subscribe messages the user had no grant left for.
+    pub no_grant: Counter,
     pub duration: Histogram,
 }
 
@@ -201,6 +203,7 @@ impl ChannelMetrics {
             template_error: c("template_error"),
             capped: c("capped"),
             expired: c("expired"),
+            no_grant: c("no_grant"),
             duration: histogram!(DELIVERY_DURATION, "channel" => channel.to_string()),
         }
     }

@@ -24,6 +24,7 @@ fn step_end(o: &CompletionOutcome) -> Option<StepEnd> {
         CompletionOutcome::Done => StepEnd::Delivered,
         CompletionOutcome::Unsendable(Unsendable::NoAddress) => StepEnd::NoAddress,
         CompletionOutcome::Unsendable(Unsendable::OptedOut) => StepEnd::OptedOut,
+        CompletionOutcome::Unsendable(Unsendable::NoGrant) => StepEnd::NoGrant,
         CompletionOutcome::Failed
         | CompletionOutcome::Dead
         | CompletionOutcome::Unsendable(Unsendable::TemplateError) => StepEnd::Failed,

@@ -245,9 +245,9 @@ impl Fetcher {
             // The next pass does not wait for this one's mark: passes that
             // come while it commits are marked together in the next write.
             // In hand meanwhile, so a shutdown waits for it.
-            let (pipe, hand) = (self.pipe.clone(), p.flight.hand());
+            let (pipe, hand, done) = (self.pipe.clone(), p.flight.hand(), self.done.clone());
             let marking = tokio::spawn(async move {
-                mark_ahead(&pipe, ahead).await;
+                mark_ahead(&pipe, &done, ahead).await;
                 drop(hand);
             });
             let mut under_way = self.marking.lock();
@@ -411,6 +411,15 @@ impl Fetcher {
                 idempotency_key: key,
                 traceparent: row.traceparent,
             };
+            let grant = settings.as_ref().and_then(|s| {
+                grant_use(
+                    s.channel.kind(),
+                    &route,
+                    row.tenant,
+                    &row.channel,
+                    &delivery.message,
+                )
+            });
             let Some(fence) = p.ownership.fence(row.shard) else {
                 stale.push(row.id);
                 stale.extend(members.iter().map(|m: &Member| m.timer_id));
@@ -428,6 +437,7 @@ impl Fetcher {
                 routing,
                 marked: false,
                 expires_at: expiries.get(&row.id).copied(),
+                grant,
             };
             if let Some(refusal) = capped {
                 self.capped(&row.channel, job, refusal, now);
@@ -438,7 +448,7 @@ impl Fetcher {
                 continue;
             }
             match p.channels.get(&row.channel) {
-                Some(rt) if marks_ahead(rt, &job.route, now) => ahead.push((job, rt.clone())),
+                Some(rt) if marks_ahead(rt, &job, now) => ahead.push((job, rt.clone())),
                 Some(rt) => rt.queue.push(job),
                 None => self.no_channel(&row.channel, job, now),
             }
@@ -586,7 +596,11 @@ impl Fetcher {
 /// the flight set; if the store fails they are queued unmarked, and their
 /// senders mark them one group at a time. If the engine stopped meanwhile,
 /// they are let go (and go back to pending).
-async fn mark_ahead(p: &Pipeline, ahead: Vec<(Job, Arc<ChannelRuntime>)>) {
+async fn mark_ahead(
+    p: &Pipeline,
+    done: &mpsc::UnboundedSender<Finished>,
+    ahead: Vec<(Job, Arc<ChannelRuntime>)>,
+) {
     let at = p.clock.now_ms();
     let marks: Vec<FiringMark> = ahead
         .iter()
@@ -597,11 +611,14 @@ async fn mark_ahead(p: &Pipeline, ahead: Vec<(Job, Arc<ChannelRuntime>)>) {
                     std::iter::once(job.delivery.attempt)
                         .chain(job.members.iter().map(|m| m.attempt)),
                 )
-                .map(move |(timer_id, attempt)| FiringMark {
+                .enumerate()
+                .map(move |(i, (timer_id, attempt))| FiringMark {
                     timer_id,
                     attempt,
                     fence,
                     at,
+                    // The delivery spends one grant, its members none.
+                    grant: if i == 0 { job.grant.clone() } else { None },
                 })
                 .collect::<Vec<_>>()
         })
@@ -631,6 +648,7 @@ async fn mark_ahead(p: &Pipeline, ahead: Vec<(Job, Arc<ChannelRuntime>)>) {
                 p.fenced(1);
                 job.release(&p.flight);
             }
+            Some(Applied::NoGrant) => no_grant_ahead(p, done, job, rt.name(), at),
             _ => job.release(&p.flight),
         }
     }
@@ -641,14 +659,80 @@ async fn mark_ahead(p: &Pipeline, ahead: Vec<(Job, Arc<ChannelRuntime>)>) {
 /// message and whether it is a reminder's.
 type Routed = (TimerRecord, Vec<Member>, Option<Composed>);
 
+/// The subscribe grant a delivery spends: on a mini-program channel, to a
+/// user of the directory, the grant of the template its message names.
+/// A message without a template spends none (the channel refuses it).
+fn grant_use(
+    kind: herald_channels::ChannelKind,
+    route: &Route,
+    tenant: TenantId,
+    channel: &str,
+    message: &str,
+) -> Option<herald_store::GrantUse> {
+    if kind != herald_channels::ChannelKind::WechatMini {
+        return None;
+    }
+    let Route::To { user_id, .. } = route else {
+        return None;
+    };
+    if user_id.is_empty() {
+        return None;
+    }
+    #[derive(serde::Deserialize)]
+    struct Named {
+        template_id: String,
+    }
+    let named: Named = serde_json::from_str(message).ok()?;
+    Some(herald_store::GrantUse {
+        tenant,
+        user_id: user_id.clone(),
+        channel: channel.to_string(),
+        template_id: named.template_id,
+    })
+}
+
+/// A delivery whose mark the grant ledger refused: final, `no_grant`, for
+/// it and its members (marked with it, they end with it).
+fn no_grant_ahead(
+    p: &Pipeline,
+    done: &mpsc::UnboundedSender<Finished>,
+    job: Job,
+    channel: &str,
+    at: i64,
+) {
+    if let Some(rt) = p.channels.get(channel) {
+        rt.metrics.no_grant.increment(1);
+    }
+    let attempt = Attempt {
+        delivery: &job.delivery,
+        channel,
+        tenant: job.tenant,
+        priority: job.priority,
+        shard: job.shard,
+        fence: Some(job.fence),
+        started_at: at,
+        finished_at: at,
+        series_base: job.series_base,
+        route: job.routing.as_deref(),
+    };
+    let mut f = crate::channels::worker::no_grant(attempt);
+    for m in &job.members {
+        let _ = done.send(f.for_member(m.timer_id, m.attempt));
+    }
+    f.hand = Some(p.flight.hand());
+    let _ = done.send(f);
+}
+
 /// Whether a delivery is marked firing before it is queued: on a channel
-/// that skips in-doubt sends, when it will be sent (not settled by the
+/// that skips in-doubt sends (or when it spends a grant), when it will be sent (not settled by the
 /// directory, not held by the channel's quiet hours now).
-fn marks_ahead(rt: &ChannelRuntime, route: &Route, now: i64) -> bool {
-    if rt.settings().in_doubt != InDoubt::Skip {
+fn marks_ahead(rt: &ChannelRuntime, job: &Job, now: i64) -> bool {
+    // A send that spends a grant is marked whatever the channel does with
+    // sends in doubt: the mark is where the grant is spent.
+    if rt.settings().in_doubt != InDoubt::Skip && job.grant.is_none() {
         return false;
     }
-    match route {
+    match &job.route {
         Route::Unsendable(_) | Route::Quiet { .. } => false,
         Route::To {
             skip_channel_quiet: true,

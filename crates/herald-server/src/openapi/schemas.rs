@@ -210,6 +210,10 @@ pub fn collect(all: &mut Vec<(String, RefOr<Schema>)>) {
     add::<FollowUpJson>(all);
     add::<RuleFollowUpJson>(all);
     add::<ResendBody>(all);
+    // Subscribe grants.
+    add::<crate::api::subscribers::grants::GrantsBody>(all);
+    add::<crate::api::subscribers::grants::GrantsRecordedJson>(all);
+    add::<crate::api::subscribers::grants::GrantList>(all);
     add::<JobFailures>(all);
     add::<FailureGroup>(all);
     // Channels.

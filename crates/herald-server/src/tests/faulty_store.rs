@@ -228,6 +228,12 @@ faulty! { CapStore:
     fn take_caps(takes: Vec<herald_store::CapTake>, at: i64) -> Result<Vec<herald_store::CapVerdict>>;
 }
 
+faulty! { GrantStore:
+    fn record_grants(rec: herald_store::GrantRecording) -> Result<herald_store::GrantsRecorded>;
+    fn list_grants(tenant: herald_core::TenantId, user_id: &str) -> Result<Vec<herald_store::GrantRecord>>;
+    fn settle_grants(settles: Vec<herald_store::GrantSettle>, at: i64) -> Result<()>;
+}
+
 faulty! { TemplateStore:
     fn put_template(new: &herald_store::NewTemplateVersion, how: herald_store::TemplateWrite) -> Result<herald_store::TemplateRecord>;
     fn template_census() -> Result<herald_store::TemplateCensus>;

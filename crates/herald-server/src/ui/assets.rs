@@ -22,6 +22,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
         include_str!("assets/dead-letters.js"),
     ),
     ("reminders.js", JS, include_str!("assets/reminders.js")),
+    ("subscribers.js", JS, include_str!("assets/subscribers.js")),
     ("templates.js", JS, include_str!("assets/templates.js")),
     ("rules.js", JS, include_str!("assets/rules.js")),
     ("jobs.js", JS, include_str!("assets/jobs.js")),

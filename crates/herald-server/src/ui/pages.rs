@@ -34,6 +34,10 @@ pub const PAGES: &[Page] = &[
         title: "Reminders",
     },
     Page {
+        id: "subscribers",
+        title: "Subscribers",
+    },
+    Page {
         id: "templates",
         title: "Templates",
     },

@@ -4,7 +4,9 @@
 
 use herald_core::{TenantId, TimerId};
 
-use super::{Ctx, PgStore, digests, directory, notify, now_ms, reminders, timer_ops, timers};
+use super::{
+    Ctx, PgStore, digests, directory, grants, notify, now_ms, reminders, timer_ops, timers,
+};
 use crate::{
     NewReminder, NewTimer, PutSubject, PutSubscriber, Result, RetryFilter, TimerPatch, WriteOp,
     WriteResult,
@@ -50,6 +52,7 @@ enum Run<'a> {
         tenant: TenantId,
         user_id: &'a str,
     },
+    RecordGrants(&'a crate::GrantRecording),
 }
 
 fn runs(ops: &[WriteOp]) -> Vec<Run<'_>> {
@@ -122,6 +125,7 @@ fn runs(ops: &[WriteOp]) -> Vec<Run<'_>> {
                 tenant: *tenant,
                 user_id,
             }),
+            (WriteOp::RecordGrants(r), _) => out.push(Run::RecordGrants(r)),
         }
     }
     out
@@ -143,6 +147,9 @@ pub(super) async fn apply(store: &PgStore, ops: &[WriteOp]) -> Result<Vec<WriteR
             }
             Run::Cancel(cancels) => timers::cancel_run(&tx, &cancels, &mut results).await?,
             Run::AddReminders(rs) => {
+                for g in rs.iter().filter_map(|r| r.grant.as_ref()) {
+                    grants::record_in(&tx, g).await?;
+                }
                 reminders::add_reminders(&tx, &rs, horizon, &mut results, &mut announce).await?
             }
             Run::PutSubject(put) => {
@@ -206,6 +213,9 @@ pub(super) async fn apply(store: &PgStore, ops: &[WriteOp]) -> Result<Vec<WriteR
             Run::DeleteSubscriber { tenant, user_id } => {
                 results.push(directory::delete(&tx, tenant, user_id).await?)
             }
+            Run::RecordGrants(r) => results.push(WriteResult::GrantsRecorded(
+                grants::record_in(&tx, r).await?,
+            )),
         }
     }
     if !announce.is_empty() {

@@ -59,6 +59,7 @@ mod cluster;
 mod digests;
 mod directory;
 mod error;
+mod grants;
 pub mod notify;
 mod partitions;
 mod provider;
@@ -806,6 +807,39 @@ impl crate::CapStore for PgStore {
     ) -> Result<Vec<crate::CapVerdict>> {
         self.within("take_caps", async {
             self.retrying("take_caps", || caps::take(self, &takes, at))
+                .await
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl crate::GrantStore for PgStore {
+    async fn record_grants(&self, rec: crate::GrantRecording) -> Result<crate::GrantsRecorded> {
+        self.within(
+            "record_grants",
+            async move { grants::record(self, &rec).await },
+        )
+        .await
+    }
+
+    async fn list_grants(
+        &self,
+        tenant: herald_core::TenantId,
+        user_id: &str,
+    ) -> Result<Vec<crate::GrantRecord>> {
+        self.within("list_grants", async move {
+            grants::list(self, tenant, user_id).await
+        })
+        .await
+    }
+
+    async fn settle_grants(&self, settles: Vec<crate::GrantSettle>, at: i64) -> Result<()> {
+        self.within("settle_grants", async move {
+            if settles.is_empty() {
+                return Ok(());
+            }
+            self.retrying("settle_grants", || grants::settle(self, &settles, at))
                 .await
         })
         .await

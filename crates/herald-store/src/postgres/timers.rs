@@ -158,6 +158,9 @@ const FIRING_IN_SHARDS: &str = concat!(
 // $1 ids, $2 at: firing timers back to pending, due when they were.
 const UNMARK_FIRING: &str = "UPDATE timers SET state = 0, updated_at = $2 \
     WHERE id = ANY($1::int8[]) AND state = 1";
+// As [`UNMARK_FIRING`], answering the ids put back.
+const UNMARK_FIRING_RETURNING: &str = "UPDATE timers SET state = 0, updated_at = $2 \
+    WHERE id = ANY($1::int8[]) AND state = 1 RETURNING id";
 
 fn record_of(result: &WriteResult) -> Option<&TimerRecord> {
     match result {
@@ -677,10 +680,29 @@ pub(super) async fn mark_firing(store: &PgStore, marks: &[FiringMark]) -> Result
             marked.insert(row.int(0, "timers.id")?);
         }
     }
+    let mut no_grant = Vec::new();
     for (i, m) in marks.iter().enumerate() {
         if applied[i] == Applied::NotPending && marked.remove(&m.timer_id) {
-            applied[i] = Applied::Yes;
+            // The grant is spent with the mark; without one the mark is
+            // taken back in the same transaction.
+            applied[i] = match &m.grant {
+                Some(g) if !super::grants::spend(&tx, m.timer_id, g, m.at).await? => {
+                    no_grant.push(m.timer_id);
+                    Applied::NoGrant
+                }
+                _ => Applied::Yes,
+            };
         }
+    }
+    if !no_grant.is_empty() {
+        let unmark = tx
+            .prepare_cached(UNMARK_FIRING)
+            .await
+            .ctx("preparing unmark")?;
+        let at = marks.first().map_or(0, |m| m.at);
+        tx.execute(&unmark, &[&no_grant, &at])
+            .await
+            .ctx("taking marks back")?;
     }
     tx.commit().await.ctx("committing mark_firing")?;
     Ok(applied)
@@ -750,15 +772,23 @@ pub(super) async fn resolve_in_doubt(
 }
 
 pub(super) async fn unmark_firing(store: &PgStore, ids: &[TimerId], at: i64) -> Result<u64> {
-    let client = store.client().await?;
-    let stmt = client
-        .prepare_cached(UNMARK_FIRING)
+    let mut client = store.client().await?;
+    let tx = client.transaction().await.ctx("beginning unmark_firing")?;
+    let stmt = tx
+        .prepare_cached(UNMARK_FIRING_RETURNING)
         .await
         .ctx("preparing unmark_firing")?;
-    client
-        .execute(&stmt, &[&ids, &at])
+    let back = tx
+        .query(&stmt, &[&ids, &at])
         .await
-        .ctx("putting firing timers back")
+        .ctx("putting firing timers back")?;
+    // Never sent: a grant one of them spent goes back.
+    for row in &back {
+        let id = row.int(0, "timers.id")?;
+        super::grants::release(&tx, id, crate::GrantEnd::Returned, at).await?;
+    }
+    tx.commit().await.ctx("committing unmark_firing")?;
+    Ok(back.len() as u64)
 }
 
 /// [`complete`] inside the caller's transaction, which commits it.

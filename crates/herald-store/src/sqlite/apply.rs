@@ -4,7 +4,7 @@
 use rusqlite::{Connection, TransactionBehavior};
 
 use super::error::Ctx;
-use super::{digests, directory, reminders, timer_ops, timers};
+use super::{digests, directory, grants, reminders, timer_ops, timers};
 use crate::{Result, WriteOp, WriteResult};
 
 pub(super) fn apply(conn: &mut Connection, ops: Vec<WriteOp>) -> Result<Vec<WriteResult>> {
@@ -47,6 +47,9 @@ pub(super) fn apply(conn: &mut Connection, ops: Vec<WriteOp>) -> Result<Vec<Writ
                 WriteOp::PutSubscriber(put) => directory::put(&tx, &put)?,
                 WriteOp::DeleteSubscriber { tenant, user_id } => {
                     directory::delete(&tx, tenant, &user_id)?
+                }
+                WriteOp::RecordGrants(rec) => {
+                    WriteResult::GrantsRecorded(grants::record_in(&tx, &rec)?)
                 }
             };
             results.push(result);

@@ -42,6 +42,7 @@ mod digests;
 mod directory;
 mod error;
 mod files;
+mod grants;
 mod pool;
 mod provider;
 mod reminders;
@@ -549,6 +550,29 @@ impl TemplateStore for SqliteStore {
 
     async fn all_templates(&self) -> Result<Vec<TemplateRecord>> {
         self.read(templates::all).await
+    }
+}
+
+#[async_trait]
+impl crate::GrantStore for SqliteStore {
+    async fn record_grants(&self, rec: crate::GrantRecording) -> Result<crate::GrantsRecorded> {
+        self.write(move |c| grants::record(c, &rec)).await
+    }
+
+    async fn list_grants(
+        &self,
+        tenant: herald_core::TenantId,
+        user_id: &str,
+    ) -> Result<Vec<crate::GrantRecord>> {
+        let user = user_id.to_string();
+        self.read(move |c| grants::list(c, tenant, &user)).await
+    }
+
+    async fn settle_grants(&self, settles: Vec<crate::GrantSettle>, at: i64) -> Result<()> {
+        if settles.is_empty() {
+            return Ok(());
+        }
+        self.write(move |c| grants::settle(c, &settles, at)).await
     }
 }
 

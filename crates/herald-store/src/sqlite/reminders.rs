@@ -330,6 +330,9 @@ pub(super) fn add_reminder(
     insert: &mut super::timers::TimerInserts<'_>,
     r: NewReminder,
 ) -> Result<WriteResult> {
+    if let Some(g) = &r.grant {
+        super::grants::record_in(conn, g)?;
+    }
     let mask = bit_mask(r.bit)?;
     let tenant = tenant_to_db(r.tenant());
     let start_at: Option<i64> = conn

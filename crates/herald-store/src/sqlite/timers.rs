@@ -392,11 +392,23 @@ pub(super) fn mark_firing(conn: &mut Connection, marks: Vec<FiringMark>) -> Resu
             let changed = mark
                 .execute(params![m.timer_id, m.attempt, m.at])
                 .ctx("marking timer firing")?;
-            applied.push(if changed == 1 {
-                Applied::Yes
-            } else {
-                Applied::NotPending
-            });
+            if changed != 1 {
+                applied.push(Applied::NotPending);
+                continue;
+            }
+            // The grant is spent with the mark; without one the mark is
+            // taken back in the same transaction.
+            if let Some(g) = &m.grant
+                && !super::grants::spend(&tx, m.timer_id, g, m.at)?
+            {
+                tx.prepare_cached(UNMARK_FIRING)
+                    .ctx("preparing unmark")?
+                    .execute(params![m.timer_id, m.at])
+                    .ctx("taking a mark back")?;
+                applied.push(Applied::NoGrant);
+                continue;
+            }
+            applied.push(Applied::Yes);
         }
     }
     tx.commit().ctx("committing mark_firing")?;
@@ -411,9 +423,14 @@ pub(super) fn unmark_firing(conn: &mut Connection, ids: &[TimerId], at: i64) -> 
     {
         let mut unmark = tx.prepare_cached(UNMARK_FIRING).ctx("preparing unmark")?;
         for id in ids {
-            back += unmark
+            let n = unmark
                 .execute(params![id, at])
                 .ctx("putting a firing timer back")? as u64;
+            // Never sent: a grant it spent goes back.
+            if n == 1 {
+                super::grants::release(&tx, *id, crate::GrantEnd::Returned, at)?;
+            }
+            back += n;
         }
     }
     tx.commit().ctx("committing unmark_firing")?;

@@ -115,6 +115,7 @@ pub fn reminder_on(
             routing: None,
         },
         not_before: 0,
+        grant: None,
     }
 }
 

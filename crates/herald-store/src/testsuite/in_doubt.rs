@@ -18,6 +18,7 @@ fn mark(t: &crate::TimerRecord, fence: Option<Fence>, at: i64) -> FiringMark {
         attempt: t.attempts + 1,
         fence,
         at,
+        grant: None,
     }
 }
 

@@ -62,6 +62,8 @@ pub mod digests;
 #[cfg(feature = "testsuite")]
 pub mod directory;
 #[cfg(feature = "testsuite")]
+pub mod grants;
+#[cfg(feature = "testsuite")]
 pub mod in_doubt;
 #[cfg(feature = "testsuite")]
 pub mod labels;
@@ -141,6 +143,17 @@ macro_rules! store_conformance_tests {
                 a_batch_becomes_visible_at_once,
             ]
             races: []
+        );
+        $crate::store_conformance_tests!(@area grants, $make, $second;
+            cases: [
+                recordings_add_up_and_a_repeated_key_changes_nothing,
+                a_mark_spends_one_grant_and_its_retries_none,
+                without_a_grant_the_timer_is_not_marked,
+                long_term_grants_need_no_count,
+                answers_end_holds_as_they_say,
+                a_timer_put_back_unsent_gives_its_grant_back,
+            ]
+            races: [two_nodes_never_spend_the_last_grant_twice]
         );
         $crate::store_conformance_tests!(@area in_doubt, $make, $second;
             cases: [

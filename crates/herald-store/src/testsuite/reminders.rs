@@ -1084,6 +1084,7 @@ pub async fn a_fired_reminder_can_be_subscribed_again_after_a_move(store: S) {
     // Now is after the first firing: the same lead again would fire in the past.
     let again = || NewReminder {
         not_before: first.due_at,
+        grant: None,
         ..reminder("u", "s", 5)
     };
     assert_eq!(

@@ -138,6 +138,7 @@ async fn refusals(store: &dyn Store) -> Vec<(&'static str, String)> {
             routing: None,
         },
         not_before: 1,
+        grant: None,
     };
     note(
         store

@@ -479,6 +479,7 @@ async fn writes_after_v0(store: &dyn Store) {
                     ..new(None)
                 },
                 not_before: NOW,
+                grant: None,
             }),
         ])
         .await
@@ -645,6 +646,7 @@ async fn second_tenant_reuses_the_old_keys(
                     ..mine(new(None))
                 },
                 not_before: NOW,
+                grant: None,
             }),
             // The default tenant's key is still its own.
             WriteOp::InsertTimer(new(Some("k-pending"))),
@@ -753,6 +755,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     "0037_cap_counter_expiry",
     "0038_subject_templates",
     "0039_resend_unread",
+    "0040_grants",
 ];
 
 /// The schema version a fully migrated store records.

@@ -38,6 +38,7 @@ mod flight;
 mod fuzz_api;
 mod fuzz_parsers;
 mod gaps;
+mod grants;
 mod in_doubt;
 mod in_time;
 mod input;

@@ -274,6 +274,12 @@ pub(crate) struct ReminderBody {
     /// channel, timers' and campaigns' alike.
     #[serde(default)]
     priority: Option<i64>,
+    /// A mini-program's "remind me" (`channel_type` `wechat_mini`): the
+    /// subscribe grant the user's tap gave, recorded in the same
+    /// transaction as the reminder (and kept even if the reminder is
+    /// refused, since the provider granted it).
+    #[serde(default)]
+    grant: Option<crate::api::subscribers::grants::ReminderGrant>,
 }
 
 /// Reads and checks one reminder request of `tenant`; `Ok` is ready to submit.
@@ -317,6 +323,27 @@ fn new_reminder(
         message["send_late"] = json!(true);
     }
     let message = message.to_string();
+    let grant = match req.grant {
+        None => None,
+        Some(g) if channel_type == ChannelType::WechatMini => {
+            Some(crate::api::subscribers::grants::recording(
+                st,
+                tenant,
+                &req.user_id,
+                (&channel, "channel"),
+                &g.key,
+                vec![(g.template_id, g.count, g.long_term)],
+                "grant",
+            )?)
+        }
+        Some(_) => {
+            return Err(ApiError::field(
+                "grant",
+                "invalid_field",
+                "only a wechat_mini reminder takes a grant",
+            ));
+        }
+    };
     Ok(NewReminder {
         timer: NewTimer {
             tenant,
@@ -338,6 +365,7 @@ fn new_reminder(
         bit: slot.bit(),
         lead_ms: slot.lead_ms(),
         not_before: now,
+        grant,
     })
 }
 

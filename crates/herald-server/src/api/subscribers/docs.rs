@@ -26,6 +26,17 @@ pub(crate) const LIST: Doc = doc(
     &[(200, J("SubscriberList"))],
 )
 .query(&[q("cursor", CURSOR_DOC, ID_CURSOR), LIMIT]);
+pub(crate) const GRANTS_RECORD: Doc = doc(
+    "Record the mini-program subscribe grants of one tap on \"Allow\"",
+    &[
+        (201, J("GrantsRecordedJson")),
+        (200, J("GrantsRecordedJson")),
+    ],
+);
+pub(crate) const GRANTS_LIST: Doc = doc(
+    "A subscriber's subscribe grants, by channel and template",
+    &[(200, J("GrantList"))],
+);
 pub(crate) const BULK: Doc = doc(
     "Create or replace many profiles, one `{user_id, ...profile}` per line",
     &[(200, Lines("BulkLineResult"))],

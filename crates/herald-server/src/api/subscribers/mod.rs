@@ -8,6 +8,7 @@
 //! another writer got there first.
 
 pub(crate) mod docs;
+pub(crate) mod grants;
 
 use std::sync::Arc;
 

@@ -136,6 +136,9 @@ fn kind_of_part(part: PartKey) -> Option<ChannelKind> {
         PartKey::Type(ChannelType::Wechat) => Some(ChannelKind::Wechat),
         PartKey::Type(ChannelType::Wecom) => Some(ChannelKind::Wecom),
         PartKey::Type(ChannelType::Sms) => None,
+        // The same shape as a template message; the keyword rules of its
+        // values are checked on the rendered message, when it is sent.
+        PartKey::Type(ChannelType::WechatMini) => Some(ChannelKind::Wechat),
         PartKey::Webhook => Some(ChannelKind::Webhook),
     }
 }
