@@ -59,7 +59,7 @@ macro_rules! migrations {
             "0037_cap_counter_expiry",
             "0038_subject_templates",
             "0039_resend_unread",
-            "0040_grants",
+            "0041_grants",
         )
     };
     (@ $($name:literal),+ $(,)?) => {

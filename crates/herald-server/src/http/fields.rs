@@ -125,6 +125,21 @@ pub fn check_priority(p: Option<i64>) -> Result<u8, ApiError> {
     }
 }
 
+/// A campaign (a job or a rule) on a mini-program channel: refused, since
+/// each subscribe message spends a grant of one user's and the campaign
+/// path keeps no ledger (see docs/channels.md, "Subscribe grants").
+pub fn no_campaign_on_grants(kind: Option<herald_channels::ChannelKind>) -> Result<(), ApiError> {
+    if kind == Some(herald_channels::ChannelKind::WechatMini) {
+        return Err(ApiError::unprocessable(
+            "channel",
+            "grant_channel",
+            "a wechat_mini channel sends subscribe messages one grant at a time: \
+             send them as reminders or timers to users of the directory, not as a job or rule",
+        ));
+    }
+    Ok(())
+}
+
 /// A channel name that is not configured, listing those that are.
 pub fn unknown_channel(field: &str, name: &str, configured: &[String]) -> ApiError {
     ApiError::field(

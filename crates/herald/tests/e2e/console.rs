@@ -333,8 +333,11 @@ fn config(mock: &Mock) -> String {
     format!(
         "[[channels]]\nname = \"hooks\"\nkind = \"webhook\"\nurl = \"{hook}\"\n\n\
          [[channels]]\nname = \"slow\"\nkind = \"webhook\"\nurl = \"{hook}\"\nrate_per_sec = 1\n\n\
-         [[channels]]\nname = \"broken\"\nkind = \"webhook\"\nurl = \"http://127.0.0.1:9/hook\"\nmax_attempts = 1\n",
-        hook = mock.hook()
+         [[channels]]\nname = \"broken\"\nkind = \"webhook\"\nurl = \"http://127.0.0.1:9/hook\"\nmax_attempts = 1\n\n\
+         [[channels]]\nname = \"mini\"\nkind = \"wechat_mini\"\napi_base = \"{base}\"\n\
+         appid = \"wxmockappid\"\nsecret = \"mock-wechat-secret\"\n",
+        hook = mock.hook(),
+        base = mock.url
     )
 }
 
@@ -394,6 +397,19 @@ async fn seed(api: &Api) -> Seeded {
         json!({"name": "console-welcome", "description": "welcome mail",
                "locales": {"default": {"webhook": {"text": "Welcome, {{ name }}! Opens {{ at | time }}"}},
                            "zh": {"webhook": {"text": "欢迎 {{ name }}，{{ at | time }} 开始"}}}}),
+    )
+    .await;
+    // A mini-program user with the grants of two taps.
+    api.call(
+        reqwest::Method::PUT,
+        "/v1/subscribers/console-ann",
+        Some(json!({"addresses": {"wechat_mini": {"mini": "o-console-ann"}}})),
+    )
+    .await;
+    api.post(
+        "/v1/subscribers/console-ann/grants",
+        json!({"key": "console-tap", "channel": "mini",
+               "grants": [{"template_id": "TPL_CONSOLE", "count": 2}, {"template_id": "TPL_LONG", "long_term": true}]}),
     )
     .await;
     // The broken channel refuses connections: one attempt, then dead.
@@ -563,6 +579,18 @@ async fn pages(b: &Browser, api: &Api, s: &Seeded, act: bool, shot: &str) {
     )
     .await;
     b.wait_text("1 subscriber(s), 1 reminder(s)").await;
+
+    // Subscribers: the directory, then one subscriber's subscribe grants.
+    visit(b, base, "/ui/subscribers", "console-ann", &shot("subscribers")).await;
+    visit(
+        b,
+        base,
+        "/ui/subscribers#id=console-ann",
+        "TPL_CONSOLE",
+        &shot("subscriber"),
+    )
+    .await;
+    b.wait_text("long-term").await;
 
     // Templates: the list, a template's variants, and a preview in Chinese
     // at Shanghai time.

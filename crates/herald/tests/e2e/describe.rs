@@ -321,7 +321,12 @@ fn id(v: &Value) -> i64 {
 async fn every_route_answers_as_the_document_says() {
     let mock = Mock::start(&[]).await;
     let top = "[reminders.channels]\napp = \"hooks\"\nemail = \"hooks\"\n";
-    let server = Server::start(&Server::webhook_config(&mock.hook(), "", top)).await;
+    let mini = format!(
+        "\n[[channels]]\nname = \"mini\"\nkind = \"wechat_mini\"\napi_base = \"{}\"\n\
+         appid = \"wxmockappid\"\nsecret = \"mock-wechat-secret\"\n",
+        mock.url
+    );
+    let server = Server::start(&Server::webhook_config(&mock.hook(), &mini, top)).await;
     let (st, doc) = common::get_json(&format!("{}/openapi.json", server.url)).await;
     assert_eq!(st, 200, "{doc}");
     assert_eq!(doc["openapi"], "3.1.0");
@@ -782,6 +787,24 @@ async fn every_route_answers_as_the_document_says() {
     api.expect(200, "GET", one, "/v1/subscribers/li", None)
         .await;
     api.expect(404, "GET", one, "/v1/subscribers/nobody", None)
+        .await;
+    let grants = "/v1/subscribers/{user_id}/grants";
+    let tap = json!({"key": "tap-1", "channel": "mini", "grants": [{"template_id": "TPL_MINI"}]});
+    let got = api
+        .expect(201, "POST", grants, "/v1/subscribers/li/grants", Some(tap.clone()))
+        .await;
+    assert_eq!(got["grants"][0]["remaining"], 1, "{got}");
+    api.expect(200, "POST", grants, "/v1/subscribers/li/grants", Some(tap))
+        .await;
+    api.expect(
+        400,
+        "POST",
+        grants,
+        "/v1/subscribers/li/grants",
+        Some(json!({"key": "tap-2", "channel": "hooks", "grants": [{"template_id": "T"}]})),
+    )
+    .await;
+    api.expect(200, "GET", grants, "/v1/subscribers/li/grants", None)
         .await;
     let lines = format!(
         "{}\n",

@@ -3,7 +3,7 @@
 //! "remind me" records its grant in the same request, each send spends
 //! one, a user without one ends `no_grant` (and a route can take that to
 //! another channel), WeChat's `43101` zeroes the ledger, a value that
-//! breaks its keyword rule is refused at the door, and after a `kill -9`
+//! breaks its keyword rule is refused at the door (400 naming the field), and after a `kill -9`
 //! mid-burst no grant is spent twice.
 
 use std::collections::BTreeMap;
@@ -208,7 +208,7 @@ async fn walk(s: &Server, mock: &Mock) {
         .post("/v1/timers", &json!({"delay_ms": 0, "channel": "mini", "recipient": openid("ann"),
             "message": {"template_id": TEMPLATE_ID, "data": {"thing1": {"value": "x".repeat(21)}}}}))
         .await;
-    assert_eq!(st, 422, "{v}");
+    assert_eq!(st, 400, "{v}");
     assert_eq!(v["error"]["field"], "message.data.thing1", "{v}");
     // Grants are for mini-program channels only, and name the field.
     let (st, v) = s

@@ -957,6 +957,41 @@ fn cases(f: &Fixture) -> Vec<Case> {
                 404,
             ),
         ),
+        // Grants: the other tenant sees none of the owner's user's; this
+        // node has no mini-program channel, so a recording is refused
+        // (naming `channel`) for either.
+        case(
+            "GET",
+            "/v1/subscribers/{user_id}/grants",
+            req(M::GET, "/v1/subscribers/alice-sub/grants"),
+            None,
+            200,
+            Other::Own {
+                req: req(M::GET, "/v1/subscribers/alice-sub/grants"),
+                status: 200,
+                contains: Some("\"grants\":[]"),
+            },
+        ),
+        case(
+            "POST",
+            "/v1/subscribers/{user_id}/grants",
+            json_req(
+                M::POST,
+                "/v1/subscribers/alice-sub/grants",
+                json!({"key": "k", "channel": "log", "grants": [{"template_id": "T"}]}),
+            ),
+            None,
+            400,
+            Other::Own {
+                req: json_req(
+                    M::POST,
+                    "/v1/subscribers/alice-sub/grants",
+                    json!({"key": "k", "channel": "log", "grants": [{"template_id": "T"}]}),
+                ),
+                status: 400,
+                contains: Some("\"field\":\"channel\""),
+            },
+        ),
         case(
             "GET",
             "/v1/subscribers",

@@ -487,6 +487,7 @@ fn check_job(st: &AppState, tenant: TenantId, bytes: &[u8]) -> Result<NewJob, Ap
             &st.channel_names_for(tenant),
         ));
     }
+    crate::http::fields::no_campaign_on_grants(st.engine.channel_kind(&channel))?;
     let segment_size = match req.segment_size {
         None => None,
         Some(s) if (1..=MAX_SEGMENT_SIZE).contains(&s) => Some(s as u64),

@@ -243,6 +243,7 @@ fn check_rule(
             ));
         }
     };
+    crate::http::fields::no_campaign_on_grants(st.engine.channel_kind(&channel))?;
     let (message, template) = crate::http::validate::campaign_content(
         req.message.as_deref(),
         req.template,
