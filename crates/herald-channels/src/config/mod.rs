@@ -17,7 +17,7 @@ use crate::ChannelError;
 
 pub use common::{COMMON_KEYS, CommonSettings, InDoubt, QuietHours, QuietPolicy};
 pub use providers::{
-    FcmConfig, LogConfig, ProviderKeys, SmtpConfig, SmtpTls, TokenMode, WebhookConfig,
+    AliyunSmsConfig, FcmConfig, LogConfig, TencentSmsConfig, ProviderKeys, SmtpConfig, SmtpTls, TokenMode, WebhookConfig,
     WechatConfig, WecomConfig,
 };
 pub use secret::SecretSource;
@@ -38,6 +38,10 @@ pub enum ChannelKind {
     Fcm,
     /// Email over SMTP.
     Smtp,
+    /// Aliyun SMS (Dysmsapi `SendSms`).
+    AliyunSms,
+    /// Tencent Cloud SMS (`SendSms` 2021-01-11).
+    TencentSms,
 }
 
 impl ChannelKind {
@@ -50,27 +54,35 @@ impl ChannelKind {
             ChannelKind::Wecom => Some(ChannelType::Wecom),
             ChannelKind::Fcm => Some(ChannelType::App),
             ChannelKind::Smtp => Some(ChannelType::Email),
+            ChannelKind::AliyunSms | ChannelKind::TencentSms => Some(ChannelType::Sms),
             ChannelKind::Log | ChannelKind::Webhook => None,
         }
     }
 
     /// Every kind, in the order messages list them.
-    pub const ALL: [ChannelKind; 6] = [
+    pub const ALL: [ChannelKind; 8] = [
         ChannelKind::Log,
         ChannelKind::Webhook,
         ChannelKind::Wechat,
         ChannelKind::Wecom,
         ChannelKind::Fcm,
         ChannelKind::Smtp,
+        ChannelKind::AliyunSms,
+        ChannelKind::TencentSms,
     ];
 
     /// What an in-doubt send does when the channel does not say: providers
     /// that drop a repeated idempotency key (WeChat, WeCom, and webhook
     /// receivers, which get the key) resend; FCM and mail servers cannot
-    /// de-duplicate, so a repeat reaches the person twice: skip.
+    /// de-duplicate, so a repeat reaches the person twice: skip. Neither
+    /// SMS API takes an idempotency key (Aliyun and Tencent both say to
+    /// check the receipt before resending a send that got no answer): skip.
     pub fn default_in_doubt(self) -> InDoubt {
         match self {
-            ChannelKind::Fcm | ChannelKind::Smtp => InDoubt::Skip,
+            ChannelKind::Fcm
+            | ChannelKind::Smtp
+            | ChannelKind::AliyunSms
+            | ChannelKind::TencentSms => InDoubt::Skip,
             ChannelKind::Log | ChannelKind::Webhook | ChannelKind::Wechat | ChannelKind::Wecom => {
                 InDoubt::Resend
             }
@@ -83,6 +95,16 @@ impl ChannelKind {
     /// - WeCom: at most 30 messages a minute and 1,000 an hour to one
     ///   member, the excess dropped without an error (developer.work.weixin.qq.com,
     ///   document/path/90236 and 90454; `shared/reference/providers.md` §3).
+    /// - Aliyun SMS: 50 notices a day to one number per sign and template,
+    ///   counted over a rolling 24 h (help.aliyun.com/document_detail/2881383;
+    ///   `shared/reference/china-providers.md` §1). Verification-code
+    ///   templates have tighter limits (1/min, 5/h, 10/day): configure
+    ///   `pacing` for a channel that sends them.
+    /// - Tencent SMS: by default the same content at most once in 30 s and
+    ///   10 messages a day to one number (calendar day; a rolling 24 h here,
+    ///   which is never looser). Pacing counts every message to the number,
+    ///   not only the same content, so the 30 s limit is applied to all of
+    ///   them (§2.2).
     /// - The others publish no per-recipient limit (FCM's quota is per
     ///   project, WeChat's template quota per account per day): none.
     pub fn default_pacing(self) -> Vec<herald_core::pacing::Pace> {
@@ -96,6 +118,20 @@ impl ChannelKind {
                 Pace {
                     max: 1_000,
                     window_ms: 3_600_000,
+                },
+            ],
+            ChannelKind::AliyunSms => vec![Pace {
+                max: 50,
+                window_ms: 86_400_000,
+            }],
+            ChannelKind::TencentSms => vec![
+                Pace {
+                    max: 1,
+                    window_ms: 30_000,
+                },
+                Pace {
+                    max: 10,
+                    window_ms: 86_400_000,
                 },
             ],
             ChannelKind::Log
@@ -126,6 +162,8 @@ impl ChannelKind {
             ChannelKind::Wecom => "wecom",
             ChannelKind::Fcm => "fcm",
             ChannelKind::Smtp => "smtp",
+            ChannelKind::AliyunSms => "aliyun_sms",
+            ChannelKind::TencentSms => "tencent_sms",
         }
     }
 }
@@ -145,6 +183,8 @@ pub enum ProviderConfig {
     Wecom(WecomConfig),
     Fcm(FcmConfig),
     Smtp(SmtpConfig),
+    AliyunSms(AliyunSmsConfig),
+    TencentSms(TencentSmsConfig),
 }
 
 impl ProviderConfig {
@@ -156,6 +196,8 @@ impl ProviderConfig {
             ProviderConfig::Wecom(_) => ChannelKind::Wecom,
             ProviderConfig::Fcm(_) => ChannelKind::Fcm,
             ProviderConfig::Smtp(_) => ChannelKind::Smtp,
+            ProviderConfig::AliyunSms(_) => ChannelKind::AliyunSms,
+            ProviderConfig::TencentSms(_) => ChannelKind::TencentSms,
         }
     }
 
@@ -168,6 +210,8 @@ impl ProviderConfig {
             ProviderConfig::Wecom(p) => p.check(),
             ProviderConfig::Fcm(p) => p.check(),
             ProviderConfig::Smtp(p) => p.check(),
+            ProviderConfig::AliyunSms(p) => p.check(),
+            ProviderConfig::TencentSms(p) => p.check(),
         }
     }
 }
@@ -364,6 +408,8 @@ mod tests {
             r#"{"name":"wc","kind":"wecom","corpid":"c","corpsecret":"s","agentid":7,"rate_per_sec":5.5}"#,
             r#"{"name":"f","kind":"fcm","service_account":"/k.json","project_id":"p","token_url":"http://t"}"#,
             r#"{"name":"m","kind":"smtp","host":"h","port":25,"tls":"none","username":"u","password_env":"PW","from":"a@b","reminder_template":{"subject":"{subject}"}}"#,
+            r#"{"name":"ali","kind":"aliyun_sms","access_key_id":"LTAI","access_key_secret_env":"AK","sign_name":"Herald","template_code":"SMS_1","max_batch":500,"callback_secret":"cb"}"#,
+            r#"{"name":"tx","kind":"tencent_sms","secret_id":"AKID","secret_key":"k","sms_sdk_app_id":"1400000000","sign_name":"Herald","template_id":"12","region":"ap-beijing","api_base":"http://127.0.0.1:1/tencent"}"#,
         ];
         for t in tables {
             let c = parse(t).unwrap();
