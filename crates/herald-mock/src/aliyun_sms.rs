@@ -359,8 +359,9 @@ impl AliyunSmsState {
             ));
         }
         let date = header(headers, "x-acs-date").unwrap_or("");
-        let at = jiff::Timestamp::strptime("%Y-%m-%dT%H:%M:%SZ", date)
-            .map(|t| t.as_millisecond() as u64)
+        let at = jiff::civil::DateTime::strptime("%Y-%m-%dT%H:%M:%SZ", date)
+            .and_then(|t| t.to_zoned(jiff::tz::TimeZone::UTC))
+            .map(|t| t.timestamp().as_millisecond() as u64)
             .map_err(|_| bad("InvalidTimeStamp.Format", "x-acs-date is not yyyy-MM-ddTHH:mm:ssZ."))?;
         if at.abs_diff(now) > SKEW_MS {
             return Err(bad(
