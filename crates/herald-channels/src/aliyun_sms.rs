@@ -165,10 +165,7 @@ impl AliyunSmsChannel {
             }
             _ => None,
         };
-        let out_id = m
-            .get("out_id")
-            .and_then(Value::as_str)
-            .map(str::to_string);
+        let out_id = m.get("out_id").and_then(Value::as_str).map(str::to_string);
         Ok(Text {
             template,
             params,
@@ -216,7 +213,11 @@ impl AliyunSmsChannel {
             body: b"",
         };
         let (auth, content_sha) = authorization(&signed, &self.access_key_id, self.secret.expose());
-        let url = format!("{}?{}", self.http.url(&self.path_tail()), canonical_query(&query));
+        let url = format!(
+            "{}?{}",
+            self.http.url(&self.path_tail()),
+            canonical_query(&query)
+        );
         let req = self
             .http
             .post(&url)
@@ -302,10 +303,9 @@ fn read_reply(answer: &Answer) -> Result<Reply, SendOutcome> {
         if !answer.is_success() {
             return Err(answer.rejected());
         }
-        return Err(answer
-            .json_or_outcome()
-            .err()
-            .unwrap_or_else(|| retryable(format!("answer without Code: {}", answer.snippet()), None)));
+        return Err(answer.json_or_outcome().err().unwrap_or_else(|| {
+            retryable(format!("answer without Code: {}", answer.snippet()), None)
+        }));
     };
     let v = v.unwrap_or_default();
     let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
@@ -406,9 +406,9 @@ pub(crate) fn authorization(s: &SignInput<'_>, key_id: &str, secret: &str) -> (S
 /// One SmsReport item, as Aliyun pushes it.
 fn receipt_event(item: &Map<String, Value>, i: usize) -> Result<CallbackEvent, CallbackError> {
     let field = |k: &str| {
-        item.get(k).and_then(Value::as_str).ok_or_else(|| {
-            CallbackError::Invalid(format!("report [{i}] has no {k} (a string)"))
-        })
+        item.get(k)
+            .and_then(Value::as_str)
+            .ok_or_else(|| CallbackError::Invalid(format!("report [{i}] has no {k} (a string)")))
     };
     let biz = field("biz_id")?;
     let phone = Phone::parse(field("phone_number")?)
@@ -569,7 +569,9 @@ mod tests {
         let sig = hex::encode(sms::hmac_sha256(b"secret", to_sign.as_bytes()));
         assert_eq!(
             auth,
-            format!("ACS3-HMAC-SHA256 Credential=AK,SignedHeaders=host;x-acs-action;x-acs-content-sha256;x-acs-date;x-acs-signature-nonce;x-acs-version,Signature={sig}")
+            format!(
+                "ACS3-HMAC-SHA256 Credential=AK,SignedHeaders=host;x-acs-action;x-acs-content-sha256;x-acs-date;x-acs-signature-nonce;x-acs-version,Signature={sig}"
+            )
         );
     }
 

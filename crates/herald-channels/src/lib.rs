@@ -31,9 +31,9 @@ use herald_core::{TimerId, TimerKind};
 
 pub use aliyun_sms::AliyunSmsChannel;
 pub use config::{
-    AliyunSmsConfig, COMMON_KEYS, ChannelConfig, ChannelKind, CommonSettings, FcmConfig, InDoubt, LogConfig,
-    ProviderConfig, ProviderKeys, QuietHours, QuietPolicy, SecretSource, SmtpConfig, SmtpTls,
-    TencentSmsConfig, TokenMode, WebhookConfig, WechatConfig, WecomConfig,
+    AliyunSmsConfig, COMMON_KEYS, ChannelConfig, ChannelKind, CommonSettings, FcmConfig, InDoubt,
+    LogConfig, ProviderConfig, ProviderKeys, QuietHours, QuietPolicy, SecretSource, SmtpConfig,
+    SmtpTls, TencentSmsConfig, TokenMode, WebhookConfig, WechatConfig, WecomConfig,
 };
 pub use fcm::FcmChannel;
 pub use log::LogChannel;

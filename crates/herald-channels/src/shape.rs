@@ -361,7 +361,10 @@ mod tests {
             "params"
         );
         assert_eq!(field(ChannelKind::AliyunSms, json!({"text": "hi"})), "text");
-        assert_eq!(field(ChannelKind::AliyunSms, json!({"template": ""})), "template");
+        assert_eq!(
+            field(ChannelKind::AliyunSms, json!({"template": ""})),
+            "template"
+        );
         let ok = json!({"template": "1234", "params": ["a", "b"]});
         assert!(check(ChannelKind::TencentSms, &ok).is_ok());
         assert_eq!(
@@ -376,6 +379,9 @@ mod tests {
             field(ChannelKind::TencentSms, json!({"template": "SMS_1"})),
             "template"
         );
-        assert_eq!(field(ChannelKind::TencentSms, json!({"out_id": "x"})), "out_id");
+        assert_eq!(
+            field(ChannelKind::TencentSms, json!({"out_id": "x"})),
+            "out_id"
+        );
     }
 }

@@ -283,7 +283,9 @@ impl TencentSmsChannel {
 
 /// The `Response` object of an answer, or the outcome when there is none.
 fn read_response(answer: &Answer) -> Result<Value, SendOutcome> {
-    let v = answer.json().and_then(|mut v| v.get_mut("Response").map(Value::take));
+    let v = answer
+        .json()
+        .and_then(|mut v| v.get_mut("Response").map(Value::take));
     match v {
         Some(r) if r.is_object() => Ok(r),
         _ => {
@@ -314,7 +316,8 @@ fn classify(code: &str, message: &str, now_s: i64) -> SendOutcome {
             wait(30_000)
         }
         "LimitExceeded.PhoneNumberOneHourLimit" => wait(3_600_000),
-        "LimitExceeded.PhoneNumberDailyLimit" | "LimitExceeded.PhoneNumberSameContentDailyLimit" => {
+        "LimitExceeded.PhoneNumberDailyLimit"
+        | "LimitExceeded.PhoneNumberSameContentDailyLimit" => {
             wait(sms::until_beijing_midnight_ms(now_s))
         }
         c if c.starts_with("InternalError") || c.starts_with("RequestLimitExceeded") => {
@@ -402,7 +405,9 @@ impl Channel for TencentSmsChannel {
             let fits = |c: &Call| {
                 c.text == text
                     && c.members.len() < self.max_batch
-                    && c.members.first().is_some_and(|(_, p)| p.domestic() == phone.domestic())
+                    && c.members
+                        .first()
+                        .is_some_and(|(_, p)| p.domestic() == phone.domestic())
                     && !c.members.iter().any(|(_, p)| *p == phone)
             };
             match calls.iter_mut().find(|c| fits(c)) {

@@ -263,9 +263,8 @@ impl AliyunSmsState {
     pub(crate) fn messages(&self, limit: usize, phone: Option<&str>) -> Vec<AliyunSmsMessage> {
         let want = phone.and_then(sms::parse_number).map(|(d, _)| d);
         self.ring.snapshot(limit, |m| {
-            want.as_deref().is_none_or(|w| {
-                sms::parse_number(&m.phone_number).is_some_and(|(d, _)| d == w)
-            })
+            want.as_deref()
+                .is_none_or(|w| sms::parse_number(&m.phone_number).is_some_and(|(d, _)| d == w))
         })
     }
 
@@ -302,8 +301,12 @@ impl AliyunSmsState {
         now: u64,
     ) -> Result<(), AliError> {
         let bad = |code, msg: &str| AliError::gateway(StatusCode::BAD_REQUEST, code, msg);
-        let auth = header(headers, "authorization")
-            .ok_or_else(|| bad("MissingAuthorization", "Authorization is mandatory for this action."))?;
+        let auth = header(headers, "authorization").ok_or_else(|| {
+            bad(
+                "MissingAuthorization",
+                "Authorization is mandatory for this action.",
+            )
+        })?;
         let rest = auth.strip_prefix("ACS3-HMAC-SHA256 ").ok_or_else(|| {
             bad(
                 "InvalidAuthorization",
@@ -341,7 +344,10 @@ impl AliyunSmsState {
             .map(|k| k.as_str())
             .filter(|k| k.starts_with("x-acs-"));
         if !signed.contains(&"host") {
-            return Err(bad("SignatureDoesNotMatch", "host must be a signed header."));
+            return Err(bad(
+                "SignatureDoesNotMatch",
+                "host must be a signed header.",
+            ));
         }
         for k in sent_acs {
             if !signed.contains(&k) {
@@ -362,7 +368,12 @@ impl AliyunSmsState {
         let at = jiff::civil::DateTime::strptime("%Y-%m-%dT%H:%M:%SZ", date)
             .and_then(|t| t.to_zoned(jiff::tz::TimeZone::UTC))
             .map(|t| t.timestamp().as_millisecond() as u64)
-            .map_err(|_| bad("InvalidTimeStamp.Format", "x-acs-date is not yyyy-MM-ddTHH:mm:ssZ."))?;
+            .map_err(|_| {
+                bad(
+                    "InvalidTimeStamp.Format",
+                    "x-acs-date is not yyyy-MM-ddTHH:mm:ssZ.",
+                )
+            })?;
         if at.abs_diff(now) > SKEW_MS {
             return Err(bad(
                 "InvalidTimeStamp.Expired",
@@ -371,7 +382,10 @@ impl AliyunSmsState {
         }
         let nonce = header(headers, "x-acs-signature-nonce").unwrap_or("");
         if nonce.is_empty() {
-            return Err(bad("MissingSignatureNonce", "x-acs-signature-nonce is mandatory."));
+            return Err(bad(
+                "MissingSignatureNonce",
+                "x-acs-signature-nonce is mandatory.",
+            ));
         }
         // Recompute over the request as received.
         let mut sorted: Vec<(String, String)> = query
@@ -428,7 +442,12 @@ impl AliyunSmsState {
     }
 
     /// The business checks and the send, once the request is authentic.
-    fn send(&self, live: &Live, params: &HashMap<String, String>, now: u64) -> Result<String, AliError> {
+    fn send(
+        &self,
+        live: &Live,
+        params: &HashMap<String, String>,
+        now: u64,
+    ) -> Result<String, AliError> {
         if Self::take(&self.throttling_next) {
             return Err(AliError::gateway(
                 StatusCode::BAD_REQUEST,
@@ -437,11 +456,18 @@ impl AliyunSmsState {
             ));
         }
         if Self::take(&self.system_error_next) {
-            return Err(AliError::biz("isp.SYSTEM_ERROR", "系统出现错误，请重新调用"));
+            return Err(AliError::biz(
+                "isp.SYSTEM_ERROR",
+                "系统出现错误，请重新调用",
+            ));
         }
         let get = |k: &str| params.get(k).map(String::as_str).filter(|v| !v.is_empty());
-        let numbers_text = get("PhoneNumbers")
-            .ok_or_else(|| AliError::biz("MissingPhoneNumbers", "PhoneNumbers is mandatory for this action."))?;
+        let numbers_text = get("PhoneNumbers").ok_or_else(|| {
+            AliError::biz(
+                "MissingPhoneNumbers",
+                "PhoneNumbers is mandatory for this action.",
+            )
+        })?;
         let numbers: Vec<&str> = numbers_text.split(',').map(str::trim).collect();
         if numbers.len() > MAX_NUMBERS {
             return Err(AliError::biz(
@@ -449,15 +475,26 @@ impl AliyunSmsState {
                 format!("手机号码数量超过限制，最多{MAX_NUMBERS}个"),
             ));
         }
-        let sign = get("SignName")
-            .ok_or_else(|| AliError::biz("MissingSignName", "SignName is mandatory for this action."))?;
+        let sign = get("SignName").ok_or_else(|| {
+            AliError::biz("MissingSignName", "SignName is mandatory for this action.")
+        })?;
         if !live.cfg.sign_names.iter().any(|s| s == sign) {
-            return Err(AliError::biz("isv.SMS_SIGNATURE_ILLEGAL", "该账号下找不到对应签名"));
+            return Err(AliError::biz(
+                "isv.SMS_SIGNATURE_ILLEGAL",
+                "该账号下找不到对应签名",
+            ));
         }
-        let template = get("TemplateCode")
-            .ok_or_else(|| AliError::biz("MissingTemplateCode", "TemplateCode is mandatory for this action."))?;
+        let template = get("TemplateCode").ok_or_else(|| {
+            AliError::biz(
+                "MissingTemplateCode",
+                "TemplateCode is mandatory for this action.",
+            )
+        })?;
         let Some(vars) = live.cfg.templates.get(template) else {
-            return Err(AliError::biz("isv.SMS_TEMPLATE_ILLEGAL", "该账号下找不到对应模板"));
+            return Err(AliError::biz(
+                "isv.SMS_TEMPLATE_ILLEGAL",
+                "该账号下找不到对应模板",
+            ));
         };
         let param_obj = match get("TemplateParam") {
             None => serde_json::Map::new(),
@@ -581,7 +618,12 @@ fn answer(status: StatusCode, v: Value) -> Response {
 }
 
 /// `SendSms`, whichever path it came to.
-pub(crate) async fn handle(state: &MockState, uri: &Uri, headers: &HeaderMap, body: &Bytes) -> Response {
+pub(crate) async fn handle(
+    state: &MockState,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Response {
     let st = &state.shared.aliyun_sms;
     let now = st.clock.now_ms();
     let live = st.live.read().clone();
@@ -644,7 +686,12 @@ pub(crate) fn routes() -> Router<MockState> {
         .route("/_mock/aliyun_sms/clock", post(move_clock))
 }
 
-async fn send_route(State(state): State<MockState>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+async fn send_route(
+    State(state): State<MockState>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     handle(&state, &uri, &headers, &body).await
 }
 
@@ -716,8 +763,13 @@ async fn move_clock(State(state): State<MockState>, body: Bytes) -> Response {
     match serde_json::from_slice::<ClockMove>(&body) {
         Ok(m) => {
             let c = &state.shared.aliyun_sms.clock;
-            c.advance(m.advance_secs.saturating_mul(1000).saturating_add(m.advance_ms));
-            Json(serde_json::json!({"now_ms": c.now_ms(), "offset_ms": c.offset_ms()})).into_response()
+            c.advance(
+                m.advance_secs
+                    .saturating_mul(1000)
+                    .saturating_add(m.advance_ms),
+            );
+            Json(serde_json::json!({"now_ms": c.now_ms(), "offset_ms": c.offset_ms()}))
+                .into_response()
         }
         Err(e) => bad_request(format!("clock: {e}")),
     }

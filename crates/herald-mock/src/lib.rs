@@ -68,20 +68,20 @@ pub use aliyun_sms::{
     ALIYUN_SMS_RING_CAPACITY, AliyunSmsConfig, AliyunSmsFaults, AliyunSmsMessage, AliyunSmsStats,
 };
 pub use faults::Faults;
-pub use sms::SmsLimit;
-pub use tencent_sms::{
-    TENCENT_SMS_RING_CAPACITY, TencentSmsConfig, TencentSmsFaults, TencentSmsMessage,
-    TencentSmsStats,
-};
 pub use fcm::{
     DEFAULT_FCM_PROJECT, DEFAULT_FCM_QUOTA_PER_MINUTE, FCM_RING_CAPACITY, FCM_SCOPE,
     FCM_TOKEN_TTL_SECS, FcmFaults, FcmMessage, FcmStats,
 };
+pub use sms::SmsLimit;
 pub use smtp::{
     DEFAULT_SMTP_IDLE_TIMEOUT, DEFAULT_SMTP_MAX_MESSAGE_BYTES, MAX_RECIPIENTS, SMTP_RING_CAPACITY,
     SmtpFaults, SmtpMessage, SmtpStats, TempfailStage,
 };
 pub use stats::{KeyStats, Percentiles, RecordedRequest, WebhookStats};
+pub use tencent_sms::{
+    TENCENT_SMS_RING_CAPACITY, TencentSmsConfig, TencentSmsFaults, TencentSmsMessage,
+    TencentSmsStats,
+};
 pub use webhook::RING_CAPACITY;
 pub use wechat::{WECHAT_RING_CAPACITY, WechatConfig, WechatFaults, WechatMessage, WechatStats};
 pub use wecom::{WECOM_RING_CAPACITY, WecomConfig, WecomFaults, WecomMessage, WecomStats};

@@ -274,9 +274,8 @@ impl TencentSmsState {
     pub(crate) fn messages(&self, limit: usize, phone: Option<&str>) -> Vec<TencentSmsMessage> {
         let want = phone.and_then(sms::parse_number).map(|(d, _)| d);
         self.ring.snapshot(limit, |m| {
-            want.as_deref().is_none_or(|w| {
-                sms::parse_number(&m.phone_number).is_some_and(|(d, _)| d == w)
-            })
+            want.as_deref()
+                .is_none_or(|w| sms::parse_number(&m.phone_number).is_some_and(|(d, _)| d == w))
         })
     }
 
@@ -296,13 +295,27 @@ impl TencentSmsState {
     }
 
     /// Checks `TC3-HMAC-SHA256` over the request as received.
-    fn verify(&self, live: &Live, uri: &Uri, headers: &HeaderMap, body: &[u8], now: u64) -> Result<(), TcError> {
+    fn verify(
+        &self,
+        live: &Live,
+        uri: &Uri,
+        headers: &HeaderMap,
+        body: &[u8],
+        now: u64,
+    ) -> Result<(), TcError> {
         let fail = |m: &str| tc("AuthFailure.SignatureFailure", m);
-        let auth = header(headers, "authorization")
-            .ok_or_else(|| tc("AuthFailure.SignatureFailure", "The Authorization header is missing."))?;
-        let rest = auth
-            .strip_prefix("TC3-HMAC-SHA256 ")
-            .ok_or_else(|| tc("AuthFailure.InvalidAuthorization", "Authorization must be TC3-HMAC-SHA256."))?;
+        let auth = header(headers, "authorization").ok_or_else(|| {
+            tc(
+                "AuthFailure.SignatureFailure",
+                "The Authorization header is missing.",
+            )
+        })?;
+        let rest = auth.strip_prefix("TC3-HMAC-SHA256 ").ok_or_else(|| {
+            tc(
+                "AuthFailure.InvalidAuthorization",
+                "Authorization must be TC3-HMAC-SHA256.",
+            )
+        })?;
         let (mut credential, mut signed, mut signature) = (None, None, None);
         for part in rest.split(',') {
             match part.trim().split_once('=') {
@@ -327,11 +340,19 @@ impl TencentSmsState {
             scope.next().unwrap_or(""),
         );
         if id != live.cfg.secret_id {
-            return Err(tc("AuthFailure.SecretIdNotFound", "The SecretId is not found."));
+            return Err(tc(
+                "AuthFailure.SecretIdNotFound",
+                "The SecretId is not found.",
+            ));
         }
         let ts: i64 = header(headers, "x-tc-timestamp")
             .and_then(|t| t.parse().ok())
-            .ok_or_else(|| tc("MissingParameter", "X-TC-Timestamp is missing or not a number."))?;
+            .ok_or_else(|| {
+                tc(
+                    "MissingParameter",
+                    "X-TC-Timestamp is missing or not a number.",
+                )
+            })?;
         if ts.saturating_mul(1000).abs_diff(now as i64) > SKEW_MS {
             return Err(tc(
                 "AuthFailure.SignatureExpire",
@@ -342,7 +363,9 @@ impl TencentSmsState {
             .map(|t| t.strftime("%Y-%m-%d").to_string())
             .unwrap_or_default();
         if date != want_date || service != "sms" || term != "tc3_request" {
-            return Err(fail("The credential scope does not match the timestamp's date and the service."));
+            return Err(fail(
+                "The credential scope does not match the timestamp's date and the service.",
+            ));
         }
         let names: Vec<&str> = signed.split(';').collect();
         if !names.contains(&"content-type") || !names.contains(&"host") {
@@ -366,18 +389,29 @@ impl TencentSmsState {
             "TC3-HMAC-SHA256\n{ts}\n{date}/sms/tc3_request\n{}",
             sms::sha256_hex(request.as_bytes())
         );
-        let k_date = sms::hmac_sha256(format!("TC3{}", live.cfg.secret_key).as_bytes(), date.as_bytes());
+        let k_date = sms::hmac_sha256(
+            format!("TC3{}", live.cfg.secret_key).as_bytes(),
+            date.as_bytes(),
+        );
         let k_service = sms::hmac_sha256(&k_date, b"sms");
         let k_signing = sms::hmac_sha256(&k_service, b"tc3_request");
         let want = hex::encode(sms::hmac_sha256(&k_signing, to_sign.as_bytes()));
         if !sms::same(&want, signature) {
-            return Err(fail("The provided credentials could not be validated. Please check your signature is correct."));
+            return Err(fail(
+                "The provided credentials could not be validated. Please check your signature is correct.",
+            ));
         }
         Ok(())
     }
 
     /// The call, once it is authentic: its `SendStatusSet`.
-    fn send(&self, live: &Live, headers: &HeaderMap, body: &[u8], now: u64) -> Result<Vec<Value>, TcError> {
+    fn send(
+        &self,
+        live: &Live,
+        headers: &HeaderMap,
+        body: &[u8],
+        now: u64,
+    ) -> Result<Vec<Value>, TcError> {
         if header(headers, "x-tc-action") != Some("SendSms") {
             return Err(tc("InvalidAction", "The action is not SendSms."));
         }
@@ -388,16 +422,26 @@ impl TencentSmsState {
             return Err(tc("MissingParameter", "The X-TC-Region header is missing."));
         }
         if Self::take(&self.request_limit_next) {
-            return Err(tc("RequestLimitExceeded", "Your current request times equals to `3000` in a second."));
+            return Err(tc(
+                "RequestLimitExceeded",
+                "Your current request times equals to `3000` in a second.",
+            ));
         }
         if Self::take(&self.internal_error_next) {
             return Err(tc("InternalError.Timeout", "Request timed out."));
         }
-        let req: SendBody = serde_json::from_slice(body)
-            .map_err(|e| tc("InvalidParameter", format!("The body is not a SendSms request: {e}")))?;
+        let req: SendBody = serde_json::from_slice(body).map_err(|e| {
+            tc(
+                "InvalidParameter",
+                format!("The body is not a SendSms request: {e}"),
+            )
+        })?;
         let _ = (&req.session_context, &req.extend_code, &req.sender_id);
         if req.sms_sdk_app_id.as_deref() != Some(live.cfg.sms_sdk_app_id.as_str()) {
-            return Err(tc("UnauthorizedOperation.SmsSdkAppIdVerifyFail", "SmsSdkAppId verification failed."));
+            return Err(tc(
+                "UnauthorizedOperation.SmsSdkAppIdVerifyFail",
+                "SmsSdkAppId verification failed.",
+            ));
         }
         let numbers = req.phone_number_set.unwrap_or_default();
         if numbers.is_empty() {
@@ -411,11 +455,17 @@ impl TencentSmsState {
         }
         let sign = req.sign_name.unwrap_or_default();
         if !live.cfg.sign_names.contains(&sign) {
-            return Err(tc("FailedOperation.SignatureIncorrectOrUnapproved", "The signature is not approved."));
+            return Err(tc(
+                "FailedOperation.SignatureIncorrectOrUnapproved",
+                "The signature is not approved.",
+            ));
         }
         let template = req.template_id.unwrap_or_default();
         let Some(vars) = live.cfg.templates.get(&template) else {
-            return Err(tc("FailedOperation.TemplateIncorrectOrUnapproved", "The template is not approved."));
+            return Err(tc(
+                "FailedOperation.TemplateIncorrectOrUnapproved",
+                "The template is not approved.",
+            ));
         };
         let raw_params = req.template_param_set.unwrap_or_default();
         let params: Vec<String> = raw_params
@@ -425,10 +475,14 @@ impl TencentSmsState {
         if params.len() != raw_params.len() || params.len() != *vars {
             return Err(tc(
                 "InvalidParameterValue.TemplateParameterFormatError",
-                format!("The template takes {vars} string parameters; got {}.", raw_params.len()),
+                format!(
+                    "The template takes {vars} string parameters; got {}.",
+                    raw_params.len()
+                ),
             ));
         }
-        let parsed: Vec<Option<(String, bool)>> = numbers.iter().map(|n| sms::parse_number(n)).collect();
+        let parsed: Vec<Option<(String, bool)>> =
+            numbers.iter().map(|n| sms::parse_number(n)).collect();
         let domestic = parsed.iter().flatten().filter(|(_, d)| *d).count();
         let valid = parsed.iter().flatten().count();
         if domestic > 0 && domestic < valid {
@@ -438,7 +492,10 @@ impl TencentSmsState {
             ));
         }
         if live.cfg.faults.insufficient_balance {
-            return Err(tc("FailedOperation.InsufficientBalanceInSmsPackage", "The SMS package is used up."));
+            return Err(tc(
+                "FailedOperation.InsufficientBalanceInSmsPackage",
+                "The SMS package is used up.",
+            ));
         }
         self.max_numbers
             .fetch_max(numbers.len() as u64, Ordering::Relaxed);
@@ -451,26 +508,53 @@ impl TencentSmsState {
                     "SessionContext": "", "Code": code, "Message": msg, "IsoCode": "CN"})
             };
             let Some((digits, _)) = p else {
-                self.errors.add("InvalidParameterValue.IncorrectPhoneNumber", 1);
-                out.push(status("InvalidParameterValue.IncorrectPhoneNumber", "invalid mobile number", "", 0));
+                self.errors
+                    .add("InvalidParameterValue.IncorrectPhoneNumber", 1);
+                out.push(status(
+                    "InvalidParameterValue.IncorrectPhoneNumber",
+                    "invalid mobile number",
+                    "",
+                    0,
+                ));
                 continue;
             };
             if live.blacklist.contains(digits) {
                 self.errors.add("FailedOperation.PhoneNumberInBlacklist", 1);
-                out.push(status("FailedOperation.PhoneNumberInBlacklist", "the number is in the blacklist", "", 0));
+                out.push(status(
+                    "FailedOperation.PhoneNumberInBlacklist",
+                    "the number is in the blacklist",
+                    "",
+                    0,
+                ));
                 continue;
             }
             let same_key = sms::key(&[digits, &content]);
             let number_key = sms::key(&[digits]);
-            let refused = if self.windows.over(same_key, &live.cfg.same_content, now).is_some() {
-                Some(("LimitExceeded.PhoneNumberThirtySecondLimit", "the same content was sent to the number within 30 seconds"))
+            let refused = if self
+                .windows
+                .over(same_key, &live.cfg.same_content, now)
+                .is_some()
+            {
+                Some((
+                    "LimitExceeded.PhoneNumberThirtySecondLimit",
+                    "the same content was sent to the number within 30 seconds",
+                ))
             } else if let Some(l) = self.windows.over(number_key, &live.cfg.per_number, now) {
                 Some(if l.calendar_day || l.window_secs >= 86_400 {
-                    ("LimitExceeded.PhoneNumberDailyLimit", "the number reached its daily limit")
+                    (
+                        "LimitExceeded.PhoneNumberDailyLimit",
+                        "the number reached its daily limit",
+                    )
                 } else if l.window_secs >= 3600 {
-                    ("LimitExceeded.PhoneNumberOneHourLimit", "the number reached its hourly limit")
+                    (
+                        "LimitExceeded.PhoneNumberOneHourLimit",
+                        "the number reached its hourly limit",
+                    )
                 } else {
-                    ("LimitExceeded.DeliveryFrequencyLimit", "the number reached a frequency limit")
+                    (
+                        "LimitExceeded.DeliveryFrequencyLimit",
+                        "the number reached a frequency limit",
+                    )
                 })
             } else {
                 None
@@ -525,7 +609,12 @@ fn request_id(seq: u64) -> String {
 }
 
 /// `SendSms`, whichever path it came to.
-pub(crate) async fn handle(state: &MockState, uri: &Uri, headers: &HeaderMap, body: &Bytes) -> Response {
+pub(crate) async fn handle(
+    state: &MockState,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Response {
     let st = &state.shared.tencent_sms;
     let now = st.clock.now_ms();
     let live = st.live.read().clone();
@@ -558,15 +647,26 @@ pub(crate) fn routes() -> Router<MockState> {
     Router::new()
         .route("/tencent", post(send_route))
         .route("/tencent/", post(send_route))
-        .route("/_mock/tencent_sms/faults", get(get_faults).post(set_faults))
-        .route("/_mock/tencent_sms/config", get(get_config).post(set_config))
+        .route(
+            "/_mock/tencent_sms/faults",
+            get(get_faults).post(set_faults),
+        )
+        .route(
+            "/_mock/tencent_sms/config",
+            get(get_config).post(set_config),
+        )
         .route("/_mock/tencent_sms/stats", get(stats))
         .route("/_mock/tencent_sms/messages", get(messages))
         .route("/_mock/tencent_sms/receipts", get(receipts))
         .route("/_mock/tencent_sms/clock", post(move_clock))
 }
 
-async fn send_route(State(state): State<MockState>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+async fn send_route(
+    State(state): State<MockState>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     handle(&state, &uri, &headers, &body).await
 }
 
@@ -639,8 +739,13 @@ async fn move_clock(State(state): State<MockState>, body: Bytes) -> Response {
     match serde_json::from_slice::<ClockMove>(&body) {
         Ok(m) => {
             let c = &state.shared.tencent_sms.clock;
-            c.advance(m.advance_secs.saturating_mul(1000).saturating_add(m.advance_ms));
-            Json(serde_json::json!({"now_ms": c.now_ms(), "offset_ms": c.offset_ms()})).into_response()
+            c.advance(
+                m.advance_secs
+                    .saturating_mul(1000)
+                    .saturating_add(m.advance_ms),
+            );
+            Json(serde_json::json!({"now_ms": c.now_ms(), "offset_ms": c.offset_ms()}))
+                .into_response()
         }
         Err(e) => bad_request(format!("clock: {e}")),
     }

@@ -17,8 +17,8 @@ use crate::ChannelError;
 
 pub use common::{COMMON_KEYS, CommonSettings, InDoubt, QuietHours, QuietPolicy};
 pub use providers::{
-    AliyunSmsConfig, FcmConfig, LogConfig, TencentSmsConfig, ProviderKeys, SmtpConfig, SmtpTls, TokenMode, WebhookConfig,
-    WechatConfig, WecomConfig,
+    AliyunSmsConfig, FcmConfig, LogConfig, ProviderKeys, SmtpConfig, SmtpTls, TencentSmsConfig,
+    TokenMode, WebhookConfig, WechatConfig, WecomConfig,
 };
 pub use secret::SecretSource;
 

@@ -469,9 +469,9 @@ impl FcmConfig {
 /// `max_batch` within `1..=most`.
 fn check_batch(v: Option<usize>, most: usize) -> Result<(), String> {
     match v {
-        Some(n) if n == 0 || n > most => Err(format!(
-            "max_batch must be within 1..={most}, got {n}"
-        )),
+        Some(n) if n == 0 || n > most => {
+            Err(format!("max_batch must be within 1..={most}, got {n}"))
+        }
         _ => Ok(()),
     }
 }

@@ -107,7 +107,9 @@ impl BenchChannel {
                 serde_json::json!({"msgtype": "text", "text": {"content": "20% off today"}})
             }
             Self::TencentSms => serde_json::json!({"template": "100001", "params": ["20% off"]}),
-            Self::AliyunSms => serde_json::json!({"template": "SMS_100001", "params": {"code": "20% off"}}),
+            Self::AliyunSms => {
+                serde_json::json!({"template": "SMS_100001", "params": {"code": "20% off"}})
+            }
         }
     }
 

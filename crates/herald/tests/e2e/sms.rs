@@ -161,7 +161,12 @@ async fn tencent(s: &Server, mock: &Mock) {
     refused_with(s, again, "LimitExceeded.PhoneNumberThirtySecondLimit").await;
     let other = timer(s, "tx", "+8613800000009", first.clone()).await;
     settled(s, other, "done").await;
-    mock_post(mock, "/_mock/tencent_sms/clock", json!({"advance_secs": 31})).await;
+    mock_post(
+        mock,
+        "/_mock/tencent_sms/clock",
+        json!({"advance_secs": 31}),
+    )
+    .await;
     let t = settled(s, again, "done").await;
     assert!(t["attempts"].as_u64().unwrap() >= 2, "{t}");
 
@@ -177,11 +182,21 @@ async fn tencent(s: &Server, mock: &Mock) {
     );
 
     // A request-level error: InternalError is retried, a spent package is final.
-    mock_post(mock, "/_mock/tencent_sms/faults", json!({"internal_error_next": 1})).await;
+    mock_post(
+        mock,
+        "/_mock/tencent_sms/faults",
+        json!({"internal_error_next": 1}),
+    )
+    .await;
     let id = timer(s, "tx", "+8613800000002", first.clone()).await;
     let t = settled(s, id, "done").await;
     assert_eq!(t["attempts"], 2, "{t}");
-    mock_post(mock, "/_mock/tencent_sms/faults", json!({"insufficient_balance": true})).await;
+    mock_post(
+        mock,
+        "/_mock/tencent_sms/faults",
+        json!({"insufficient_balance": true}),
+    )
+    .await;
     let id = timer(s, "tx", "+8613800000003", first.clone()).await;
     let t = settled(s, id, "failed").await;
     assert!(
@@ -196,7 +211,13 @@ async fn tencent(s: &Server, mock: &Mock) {
     // A campaign of 1,000 numbers: 200 a call, five calls.
     let before = mock_json(mock, "/_mock/tencent_sms/stats").await;
     let users: Vec<String> = (0..1000).map(|i| format!("+86139{i:08}")).collect();
-    let j = job(s, "tx", &users, json!({"template": "100002", "params": ["Sale", "09:00"]})).await;
+    let j = job(
+        s,
+        "tx",
+        &users,
+        json!({"template": "100002", "params": ["Sale", "09:00"]}),
+    )
+    .await;
     assert_eq!(j["totals"]["sent"], 1000, "{j}");
     let after = mock_json(mock, "/_mock/tencent_sms/stats").await;
     assert_eq!(
@@ -258,11 +279,19 @@ async fn aliyun(s: &Server, mock: &Mock) {
     let bad = timer(s, "ali", "+8612345678901", code.clone()).await;
     let t = settled(s, bad, "failed").await;
     assert!(
-        t["last_error"].as_str().unwrap().contains("isv.MOBILE_NUMBER_ILLEGAL"),
+        t["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("isv.MOBILE_NUMBER_ILLEGAL"),
         "{t}"
     );
 
-    mock_post(mock, "/_mock/aliyun_sms/faults", json!({"system_error_next": 1})).await;
+    mock_post(
+        mock,
+        "/_mock/aliyun_sms/faults",
+        json!({"system_error_next": 1}),
+    )
+    .await;
     let id = timer(s, "ali", "13800000002", code.clone()).await;
     let t = settled(s, id, "done").await;
     assert_eq!(t["attempts"], 2, "{t}");
@@ -288,8 +317,8 @@ async fn aliyun(s: &Server, mock: &Mock) {
     assert_eq!(j["totals"]["sent"], 1499, "{j}");
     assert_eq!(j["totals"]["failed"], 1, "{j}");
     let after = mock_json(mock, "/_mock/aliyun_sms/stats").await;
-    let accepted = after["accepted_calls"].as_u64().unwrap()
-        - before["accepted_calls"].as_u64().unwrap();
+    let accepted =
+        after["accepted_calls"].as_u64().unwrap() - before["accepted_calls"].as_u64().unwrap();
     // The clean call in one, the call with the bad number as 1000 singles.
     assert_eq!(accepted, 1 + 999, "{after}");
     assert_eq!(
