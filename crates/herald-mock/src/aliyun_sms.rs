@@ -289,11 +289,10 @@ impl AliyunSmsState {
             .is_ok()
     }
 
-    /// Checks the V3 signature of a request as received.
+    /// Checks the V3 signature of a `POST` as received.
     fn verify(
         &self,
         live: &Live,
-        method: &str,
         path: &str,
         query: &[(String, String)],
         headers: &HeaderMap,
@@ -412,7 +411,7 @@ impl AliyunSmsState {
             canonical_headers.push_str(&format!("{name}:{}\n", values.join(",")));
         }
         let request = format!(
-            "{method}\n{path}\n{canonical_query}\n{canonical_headers}\n{}\n{payload}",
+            "POST\n{path}\n{canonical_query}\n{canonical_headers}\n{}\n{payload}",
             names.join(";")
         );
         let to_sign = format!("ACS3-HMAC-SHA256\n{}", sms::sha256_hex(request.as_bytes()));
@@ -632,7 +631,7 @@ pub(crate) async fn handle(
     let query: Vec<(String, String)> =
         serde_urlencoded::from_str(uri.query().unwrap_or("")).unwrap_or_default();
     let result = st
-        .verify(&live, "POST", uri.path(), &query, headers, body, now)
+        .verify(&live, uri.path(), &query, headers, body, now)
         .and_then(|()| {
             if header(headers, "x-acs-action") != Some("SendSms")
                 || header(headers, "x-acs-version") != Some("2017-05-25")

@@ -539,25 +539,10 @@ impl TencentSmsState {
                     "LimitExceeded.PhoneNumberThirtySecondLimit",
                     "the same content was sent to the number within 30 seconds",
                 ))
-            } else if let Some(l) = self.windows.over(number_key, &live.cfg.per_number, now) {
-                Some(if l.calendar_day || l.window_secs >= 86_400 {
-                    (
-                        "LimitExceeded.PhoneNumberDailyLimit",
-                        "the number reached its daily limit",
-                    )
-                } else if l.window_secs >= 3600 {
-                    (
-                        "LimitExceeded.PhoneNumberOneHourLimit",
-                        "the number reached its hourly limit",
-                    )
-                } else {
-                    (
-                        "LimitExceeded.DeliveryFrequencyLimit",
-                        "the number reached a frequency limit",
-                    )
-                })
             } else {
-                None
+                self.windows
+                    .over(number_key, &live.cfg.per_number, now)
+                    .map(|l| per_number_code(&l))
             };
             if let Some((code, msg)) = refused {
                 self.errors.add(code, 1);
@@ -589,6 +574,26 @@ impl TencentSmsState {
             sms::push_receipts(&self.client, url, accepted, 100, &self.pushes);
         }
         Ok(out)
+    }
+}
+
+/// The code and message of a number over one of its own limits.
+fn per_number_code(l: &SmsLimit) -> (&'static str, &'static str) {
+    if l.calendar_day || l.window_secs >= 86_400 {
+        (
+            "LimitExceeded.PhoneNumberDailyLimit",
+            "the number reached its daily limit",
+        )
+    } else if l.window_secs >= 3600 {
+        (
+            "LimitExceeded.PhoneNumberOneHourLimit",
+            "the number reached its hourly limit",
+        )
+    } else {
+        (
+            "LimitExceeded.DeliveryFrequencyLimit",
+            "the number reached a frequency limit",
+        )
     }
 }
 
