@@ -5,6 +5,7 @@
 //! nothing of HTTP or providers. Providers are built from configuration with
 //! [`build`].
 
+pub mod aliyun_sms;
 mod config;
 pub mod fcm;
 pub mod http;
@@ -12,9 +13,11 @@ mod log;
 pub mod metrics;
 mod provider_http;
 pub mod shape;
+pub mod sms;
 mod smtp;
 pub mod subscribe_rules;
 pub mod template;
+pub mod tencent_sms;
 pub mod token_cache;
 pub mod tokens;
 mod webhook;
@@ -27,14 +30,17 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use herald_core::{TimerId, TimerKind};
 
+pub use aliyun_sms::AliyunSmsChannel;
 pub use config::{
-    COMMON_KEYS, ChannelConfig, ChannelKind, CommonSettings, FcmConfig, InDoubt, LogConfig,
-    ProviderConfig, ProviderKeys, QuietHours, QuietPolicy, SecretSource, SmtpConfig, SmtpTls,
-    TokenMode, WebhookConfig, WechatConfig, WechatMiniConfig, WecomConfig,
+    AliyunSmsConfig, COMMON_KEYS, ChannelConfig, ChannelKind, CommonSettings, FcmConfig, InDoubt,
+    LogConfig, ProviderConfig, ProviderKeys, QuietHours, QuietPolicy, SecretSource, SmtpConfig,
+    SmtpTls, TencentSmsConfig, TokenMode, WebhookConfig, WechatConfig, WechatMiniConfig,
+    WecomConfig,
 };
 pub use fcm::FcmChannel;
 pub use log::LogChannel;
 pub use smtp::SmtpChannel;
+pub use tencent_sms::TencentSmsChannel;
 pub use token_cache::{TokenCache, TokenCacheOptions, TokenError, TokenUse};
 pub use tokens::{MemoryVault, StoredToken, TokenVault, VaultError};
 pub use webhook::WebhookChannel;
@@ -162,6 +168,15 @@ pub enum CallbackError {
     Unauthorized(String),
 }
 
+/// What the callback route answers once a report is recorded, in the form
+/// the provider reads as "received" (WeChat: `success`; the SMS providers
+/// want their own JSON, or they push again).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallbackReply {
+    pub content_type: &'static str,
+    pub body: &'static str,
+}
+
 /// A provider's request to `/v1/channels/{name}/callback`, as the channel
 /// needs it to check the signature and read the report.
 #[derive(Debug, Clone, Copy)]
@@ -262,6 +277,14 @@ pub trait Channel: Send + Sync + 'static {
         false
     }
 
+    /// The answer to a callback whose reports were recorded.
+    fn callback_reply(&self) -> CallbackReply {
+        CallbackReply {
+            content_type: "text/plain",
+            body: "success",
+        }
+    }
+
     /// Whether this channel proves its callbacks come from the provider (a
     /// signature it checks), so the callback route needs no API key.
     fn callback_signed(&self) -> bool {
@@ -315,5 +338,7 @@ pub fn build(cfg: &ChannelConfig, ctx: &BuildContext) -> Result<Arc<dyn Channel>
         ProviderConfig::Fcm(p) => Arc::new(FcmChannel::new(common, p, ctx)?),
         ProviderConfig::Smtp(p) => Arc::new(SmtpChannel::new(common, p)?),
         ProviderConfig::WechatMini(p) => Arc::new(WechatChannel::mini(common, p, ctx)?),
+        ProviderConfig::AliyunSms(p) => Arc::new(AliyunSmsChannel::new(common, p, ctx)?),
+        ProviderConfig::TencentSms(p) => Arc::new(TencentSmsChannel::new(common, p, ctx)?),
     })
 }

@@ -52,6 +52,8 @@ pub fn check(kind: ChannelKind, msg: &Value) -> Result<(), ShapeError> {
         ChannelKind::Fcm => fcm(m),
         ChannelKind::Smtp => email(m),
         ChannelKind::WechatMini => crate::subscribe_rules::message(m),
+        ChannelKind::AliyunSms => aliyun_sms(m),
+        ChannelKind::TencentSms => tencent_sms(m),
     }
 }
 
@@ -209,6 +211,84 @@ fn email(m: &Map<String, Value>) -> Result<(), ShapeError> {
     Ok(())
 }
 
+/// Only `template` and `params` (and, for Aliyun, `out_id`).
+fn sms_keys(m: &Map<String, Value>, kind: &str, allowed: &[&str]) -> Result<(), ShapeError> {
+    if let Some(k) = m.keys().find(|k| !allowed.contains(&k.as_str())) {
+        return Err(err(
+            k.as_str(),
+            format!("the {kind} message takes {}; not {k:?}", allowed.join(", ")),
+        ));
+    }
+    match m.get("template") {
+        None => Ok(()),
+        Some(Value::String(s)) if !s.trim().is_empty() => Ok(()),
+        Some(_) => Err(err(
+            "template",
+            format!("the {kind} message's template must be a non-empty string"),
+        )),
+    }
+}
+
+/// An Aliyun SMS: optional `template` (a `TemplateCode` such as
+/// `SMS_123`; the channel's `template_code` otherwise), `params`, an object
+/// of string values (the `TemplateParam` JSON; Aliyun refuses numbers),
+/// and optional `out_id` (echoed in receipts, under 256 characters).
+fn aliyun_sms(m: &Map<String, Value>) -> Result<(), ShapeError> {
+    sms_keys(m, "aliyun_sms", &["template", "params", "out_id"])?;
+    if let Some(p) = m.get("params") {
+        let Some(p) = p.as_object() else {
+            return Err(err(
+                "params",
+                "the aliyun_sms message's params must be an object of string values",
+            ));
+        };
+        if let Some((k, _)) = p.iter().find(|(_, v)| !v.is_string()) {
+            return Err(err(
+                format!("params.{k}"),
+                format!("params.{k} must be a string (Aliyun takes template values as strings)"),
+            ));
+        }
+    }
+    match m.get("out_id") {
+        None => Ok(()),
+        Some(Value::String(s)) if s.chars().count() < 256 => Ok(()),
+        Some(_) => Err(err(
+            "out_id",
+            "out_id must be a string of fewer than 256 characters",
+        )),
+    }
+}
+
+/// A Tencent SMS: optional `template` (a `TemplateId`, digits; the
+/// channel's `template_id` otherwise) and `params`, an array of strings in
+/// the template's order (`TemplateParamSet`).
+fn tencent_sms(m: &Map<String, Value>) -> Result<(), ShapeError> {
+    sms_keys(m, "tencent_sms", &["template", "params"])?;
+    if let Some(Value::String(t)) = m.get("template")
+        && !t.bytes().all(|b| b.is_ascii_digit())
+    {
+        return Err(err(
+            "template",
+            format!("the tencent_sms template is a TemplateId of digits, not {t:?}"),
+        ));
+    }
+    if let Some(p) = m.get("params") {
+        let Some(p) = p.as_array() else {
+            return Err(err(
+                "params",
+                "the tencent_sms message's params must be an array of strings",
+            ));
+        };
+        if let Some(i) = p.iter().position(|v| !v.is_string()) {
+            return Err(err(
+                format!("params.{i}"),
+                format!("params.{i} must be a string"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -270,5 +350,43 @@ mod tests {
         assert_eq!(field(ChannelKind::Fcm, json!({"data": {"n": 1}})), "data");
         assert!(check(ChannelKind::Webhook, &json!({"anything": [1]})).is_ok());
         assert_eq!(field(ChannelKind::Log, json!([1])), "");
+    }
+
+    #[test]
+    fn sms_messages_name_the_bad_field() {
+        let ok = json!({"template": "SMS_1", "params": {"code": "1234"}});
+        assert!(check(ChannelKind::AliyunSms, &ok).is_ok());
+        assert!(check(ChannelKind::AliyunSms, &json!({})).is_ok());
+        assert_eq!(
+            field(ChannelKind::AliyunSms, json!({"params": {"code": 1234}})),
+            "params.code"
+        );
+        assert_eq!(
+            field(ChannelKind::AliyunSms, json!({"params": ["a"]})),
+            "params"
+        );
+        assert_eq!(field(ChannelKind::AliyunSms, json!({"text": "hi"})), "text");
+        assert_eq!(
+            field(ChannelKind::AliyunSms, json!({"template": ""})),
+            "template"
+        );
+        let ok = json!({"template": "1234", "params": ["a", "b"]});
+        assert!(check(ChannelKind::TencentSms, &ok).is_ok());
+        assert_eq!(
+            field(ChannelKind::TencentSms, json!({"params": ["a", 2]})),
+            "params.1"
+        );
+        assert_eq!(
+            field(ChannelKind::TencentSms, json!({"params": {"a": "b"}})),
+            "params"
+        );
+        assert_eq!(
+            field(ChannelKind::TencentSms, json!({"template": "SMS_1"})),
+            "template"
+        );
+        assert_eq!(
+            field(ChannelKind::TencentSms, json!({"out_id": "x"})),
+            "out_id"
+        );
     }
 }

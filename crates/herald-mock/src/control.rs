@@ -35,6 +35,14 @@ async fn stats(State(state): State<MockState>) -> Response {
         obj.insert("wecom".into(), serde_json::json!(state.wecom_stats()));
         obj.insert("fcm".into(), serde_json::json!(state.fcm_stats()));
         obj.insert("smtp".into(), serde_json::json!(state.smtp_stats()));
+        obj.insert(
+            "aliyun_sms".into(),
+            serde_json::json!(state.aliyun_sms_stats()),
+        );
+        obj.insert(
+            "tencent_sms".into(),
+            serde_json::json!(state.tencent_sms_stats()),
+        );
     }
     Json(body).into_response()
 }

@@ -22,6 +22,12 @@
 //!   `POST /v1/projects/{p}/messages:send`; control `/_mock/fcm/{stats,messages,faults}`.
 //! - SMTP: a real SMTP server on its own TCP listener (`MockConfig::smtp_listen`);
 //!   control `/_mock/smtp/{stats,messages,faults}`.
+//! - Aliyun SMS ([`aliyun_sms`](crate::AliyunSmsConfig)) and Tencent Cloud SMS
+//!   ([`tencent_sms`](crate::TencentSmsConfig)): both APIs live at `POST /` on the real
+//!   hosts, so the mock answers `POST /` by the request's `x-acs-action` or `X-TC-Action`
+//!   header, and also serves them at `POST /aliyun/` and `POST /tencent/` (a channel's
+//!   `api_base` of `http://ADDR/aliyun`); control
+//!   `/_mock/{aliyun_sms,tencent_sms}/{stats,messages,receipts,faults,config,clock}`.
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
@@ -34,12 +40,15 @@
 //! # Ok(()) }
 //! ```
 
+mod aliyun_sms;
 mod control;
 mod faults;
 mod fcm;
 mod providers;
+mod sms;
 mod smtp;
 mod stats;
+mod tencent_sms;
 mod webhook;
 mod wechat;
 mod wechat_mini;
@@ -56,16 +65,24 @@ use tokio::net::TcpListener;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
+pub use aliyun_sms::{
+    ALIYUN_SMS_RING_CAPACITY, AliyunSmsConfig, AliyunSmsFaults, AliyunSmsMessage, AliyunSmsStats,
+};
 pub use faults::Faults;
 pub use fcm::{
     DEFAULT_FCM_PROJECT, DEFAULT_FCM_QUOTA_PER_MINUTE, FCM_RING_CAPACITY, FCM_SCOPE,
     FCM_TOKEN_TTL_SECS, FcmFaults, FcmMessage, FcmStats,
 };
+pub use sms::SmsLimit;
 pub use smtp::{
     DEFAULT_SMTP_IDLE_TIMEOUT, DEFAULT_SMTP_MAX_MESSAGE_BYTES, MAX_RECIPIENTS, SMTP_RING_CAPACITY,
     SmtpFaults, SmtpMessage, SmtpStats, TempfailStage,
 };
 pub use stats::{KeyStats, Percentiles, RecordedRequest, WebhookStats};
+pub use tencent_sms::{
+    TENCENT_SMS_RING_CAPACITY, TencentSmsConfig, TencentSmsFaults, TencentSmsMessage,
+    TencentSmsStats,
+};
 pub use webhook::RING_CAPACITY;
 pub use wechat::{WECHAT_RING_CAPACITY, WechatConfig, WechatFaults, WechatMessage, WechatStats};
 pub use wechat_mini::{
@@ -104,6 +121,10 @@ pub struct MockConfig {
     /// SMTP connections idle this long are closed with 421; `None` means
     /// [`DEFAULT_SMTP_IDLE_TIMEOUT`] (5 minutes).
     pub smtp_idle_timeout: Option<std::time::Duration>,
+    /// Aliyun SMS mock: credentials, signs, templates, limits, receipts URL.
+    pub aliyun_sms: AliyunSmsConfig,
+    /// Tencent SMS mock: credentials, app, signs, templates, limits, receipts URL.
+    pub tencent_sms: TencentSmsConfig,
 }
 
 struct Shared {
@@ -114,6 +135,8 @@ struct Shared {
     wecom: wecom::WecomState,
     fcm: fcm::FcmState,
     smtp: smtp::SmtpState,
+    aliyun_sms: aliyun_sms::AliyunSmsState,
+    tencent_sms: tencent_sms::TencentSmsState,
 }
 
 /// Shared state behind the mock routes. Cheap to clone.
@@ -160,6 +183,8 @@ impl MockState {
                 wecom: wecom::WecomState::new(cfg.wecom),
                 fcm,
                 smtp,
+                aliyun_sms: aliyun_sms::AliyunSmsState::new(cfg.aliyun_sms),
+                tencent_sms: tencent_sms::TencentSmsState::new(cfg.tencent_sms),
             }),
         })
     }
@@ -203,6 +228,8 @@ impl MockState {
         self.shared.wecom.reset();
         self.shared.fcm.reset();
         self.shared.smtp.reset();
+        self.shared.aliyun_sms.reset();
+        self.shared.tencent_sms.reset();
     }
 
     /// WeChat mock statistics; `GET /_mock/wechat/stats`.
@@ -277,6 +304,60 @@ impl MockState {
     pub fn set_smtp_faults(&self, f: SmtpFaults) {
         self.shared.smtp.set_faults(f);
     }
+
+    /// `GET /_mock/aliyun_sms/stats`.
+    pub fn aliyun_sms_stats(&self) -> AliyunSmsStats {
+        self.shared.aliyun_sms.stats()
+    }
+
+    /// The newest `limit` accepted Aliyun numbers (only `phone`, if given).
+    pub fn aliyun_sms_messages(&self, limit: usize, phone: Option<&str>) -> Vec<AliyunSmsMessage> {
+        self.shared.aliyun_sms.messages(limit, phone)
+    }
+
+    pub fn set_aliyun_sms_faults(&self, f: AliyunSmsFaults) {
+        self.shared.aliyun_sms.set_faults(f);
+    }
+
+    /// `GET /_mock/tencent_sms/stats`.
+    pub fn tencent_sms_stats(&self) -> TencentSmsStats {
+        self.shared.tencent_sms.stats()
+    }
+
+    /// The newest `limit` accepted Tencent numbers (only `phone`, if given).
+    pub fn tencent_sms_messages(
+        &self,
+        limit: usize,
+        phone: Option<&str>,
+    ) -> Vec<TencentSmsMessage> {
+        self.shared.tencent_sms.messages(limit, phone)
+    }
+
+    pub fn set_tencent_sms_faults(&self, f: TencentSmsFaults) {
+        self.shared.tencent_sms.set_faults(f);
+    }
+}
+
+/// `POST /`: the Aliyun and Tencent SMS APIs both live at the root of their
+/// hosts; the request's action header says which one is meant.
+async fn sms_root(
+    axum::extract::State(state): axum::extract::State<MockState>,
+    uri: axum::http::Uri,
+    headers: axum::http::HeaderMap,
+    body: axum::body::Bytes,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    if headers.contains_key("x-tc-action") {
+        tencent_sms::handle(&state, &uri, &headers, &body).await
+    } else if headers.contains_key("x-acs-action") {
+        aliyun_sms::handle(&state, &uri, &headers, &body).await
+    } else {
+        (
+            axum::http::StatusCode::NOT_FOUND,
+            "POST / takes Aliyun (x-acs-action) or Tencent (X-TC-Action) SMS calls",
+        )
+            .into_response()
+    }
 }
 
 /// Builds the router with every mock route, for serving on a listener of your own.
@@ -289,6 +370,9 @@ pub fn router(state: MockState) -> Router {
         .merge(control::routes())
         .merge(fcm::routes())
         .merge(smtp::routes())
+        .merge(aliyun_sms::routes())
+        .merge(tencent_sms::routes())
+        .route("/", axum::routing::post(sms_root))
         .with_state(state)
 }
 

@@ -98,7 +98,7 @@ enum Cmd {
     Backup(backup_cli::BackupArgs),
     /// Put a backup in place as the store of an empty data directory.
     Restore(backup_cli::RestoreArgs),
-    /// Run the provider mocks (webhook sink at /hook, WeChat and WeCom on their real paths, stats at /_mock/stats).
+    /// Run the provider mocks (webhook sink at /hook, WeChat, WeCom, FCM, Aliyun and Tencent SMS on their real paths, stats at /_mock/stats).
     Mock(MockArgs),
     /// Load generators that measure Herald against its budgets.
     Bench {
@@ -246,6 +246,12 @@ struct MockArgs {
     smtp_username: Option<String>,
     #[arg(long, env = "HERALD_MOCK_SMTP_PASSWORD", requires = "smtp_username")]
     smtp_password: Option<String>,
+    /// Aliyun SMS mock: where SmsReport receipt arrays are POSTed.
+    #[arg(long)]
+    aliyun_sms_callback_url: Option<String>,
+    /// Tencent SMS mock: where receipt arrays are POSTed.
+    #[arg(long)]
+    tencent_sms_callback_url: Option<String>,
 }
 
 async fn run_mock(a: MockArgs) -> anyhow::Result<()> {
@@ -278,6 +284,14 @@ async fn run_mock(a: MockArgs) -> anyhow::Result<()> {
         smtp_listen: a.smtp_listen,
         smtp_username: a.smtp_username,
         smtp_password: a.smtp_password,
+        aliyun_sms: herald_mock::AliyunSmsConfig {
+            callback_url: a.aliyun_sms_callback_url,
+            ..Default::default()
+        },
+        tencent_sms: herald_mock::TencentSmsConfig {
+            callback_url: a.tencent_sms_callback_url,
+            ..Default::default()
+        },
         ..Default::default()
     };
     let server = herald_mock::MockServer::start(a.listen, cfg)

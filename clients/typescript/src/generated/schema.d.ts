@@ -3232,6 +3232,7 @@ export interface operations {
         };
         requestBody: {
             content: {
+                "application/json": Record<string, unknown>[];
                 "text/xml": string;
             };
         };

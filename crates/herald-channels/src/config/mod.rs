@@ -17,8 +17,8 @@ use crate::ChannelError;
 
 pub use common::{COMMON_KEYS, CommonSettings, InDoubt, QuietHours, QuietPolicy};
 pub use providers::{
-    FcmConfig, LogConfig, ProviderKeys, SmtpConfig, SmtpTls, TokenMode, WebhookConfig,
-    WechatConfig, WechatMiniConfig, WecomConfig,
+    AliyunSmsConfig, FcmConfig, LogConfig, ProviderKeys, SmtpConfig, SmtpTls, TencentSmsConfig,
+    TokenMode, WebhookConfig, WechatConfig, WechatMiniConfig, WecomConfig,
 };
 pub use secret::SecretSource;
 
@@ -40,6 +40,10 @@ pub enum ChannelKind {
     Smtp,
     /// WeChat mini-program subscribe messages.
     WechatMini,
+    /// Aliyun SMS (Dysmsapi `SendSms`).
+    AliyunSms,
+    /// Tencent Cloud SMS (`SendSms` 2021-01-11).
+    TencentSms,
 }
 
 impl ChannelKind {
@@ -53,12 +57,13 @@ impl ChannelKind {
             ChannelKind::Fcm => Some(ChannelType::App),
             ChannelKind::Smtp => Some(ChannelType::Email),
             ChannelKind::WechatMini => Some(ChannelType::WechatMini),
+            ChannelKind::AliyunSms | ChannelKind::TencentSms => Some(ChannelType::Sms),
             ChannelKind::Log | ChannelKind::Webhook => None,
         }
     }
 
     /// Every kind, in the order messages list them.
-    pub const ALL: [ChannelKind; 7] = [
+    pub const ALL: [ChannelKind; 9] = [
         ChannelKind::Log,
         ChannelKind::Webhook,
         ChannelKind::Wechat,
@@ -66,17 +71,25 @@ impl ChannelKind {
         ChannelKind::Fcm,
         ChannelKind::Smtp,
         ChannelKind::WechatMini,
+        ChannelKind::AliyunSms,
+        ChannelKind::TencentSms,
     ];
 
     /// What an in-doubt send does when the channel does not say: providers
     /// that drop a repeated idempotency key (WeChat, WeCom, and webhook
     /// receivers, which get the key) resend; FCM and mail servers cannot
-    /// de-duplicate, so a repeat reaches the person twice: skip. So does a
-    /// mini-program subscribe message, which has no idempotency key and
-    /// spends one of the user's grants each time.
+    /// de-duplicate, so a repeat reaches the person twice: skip. Neither
+    /// SMS API takes an idempotency key (Aliyun and Tencent both say to
+    /// check the receipt before resending a send that got no answer): skip.
+    /// Nor does a mini-program subscribe message, which also spends one of
+    /// the user's grants each time: skip.
     pub fn default_in_doubt(self) -> InDoubt {
         match self {
-            ChannelKind::Fcm | ChannelKind::Smtp | ChannelKind::WechatMini => InDoubt::Skip,
+            ChannelKind::Fcm
+            | ChannelKind::Smtp
+            | ChannelKind::WechatMini
+            | ChannelKind::AliyunSms
+            | ChannelKind::TencentSms => InDoubt::Skip,
             ChannelKind::Log | ChannelKind::Webhook | ChannelKind::Wechat | ChannelKind::Wecom => {
                 InDoubt::Resend
             }
@@ -89,6 +102,16 @@ impl ChannelKind {
     /// - WeCom: at most 30 messages a minute and 1,000 an hour to one
     ///   member, the excess dropped without an error (developer.work.weixin.qq.com,
     ///   document/path/90236 and 90454; `shared/reference/providers.md` §3).
+    /// - Aliyun SMS: 50 notices a day to one number per sign and template,
+    ///   counted over a rolling 24 h (help.aliyun.com/document_detail/2881383;
+    ///   `shared/reference/china-providers.md` §1). Verification-code
+    ///   templates have tighter limits (1/min, 5/h, 10/day): configure
+    ///   `pacing` for a channel that sends them.
+    /// - Tencent SMS: by default the same content at most once in 30 s and
+    ///   10 messages a day to one number (calendar day; a rolling 24 h here,
+    ///   which is never looser). Pacing counts every message to the number,
+    ///   not only the same content, so the 30 s limit is applied to all of
+    ///   them (§2.2).
     /// - The others publish no per-recipient limit (FCM's quota is per
     ///   project, WeChat's template quota per account per day): none.
     pub fn default_pacing(self) -> Vec<herald_core::pacing::Pace> {
@@ -102,6 +125,20 @@ impl ChannelKind {
                 Pace {
                     max: 1_000,
                     window_ms: 3_600_000,
+                },
+            ],
+            ChannelKind::AliyunSms => vec![Pace {
+                max: 50,
+                window_ms: 86_400_000,
+            }],
+            ChannelKind::TencentSms => vec![
+                Pace {
+                    max: 1,
+                    window_ms: 30_000,
+                },
+                Pace {
+                    max: 10,
+                    window_ms: 86_400_000,
                 },
             ],
             ChannelKind::Log
@@ -134,6 +171,8 @@ impl ChannelKind {
             ChannelKind::Fcm => "fcm",
             ChannelKind::Smtp => "smtp",
             ChannelKind::WechatMini => "wechat_mini",
+            ChannelKind::AliyunSms => "aliyun_sms",
+            ChannelKind::TencentSms => "tencent_sms",
         }
     }
 }
@@ -154,6 +193,8 @@ pub enum ProviderConfig {
     Fcm(FcmConfig),
     Smtp(SmtpConfig),
     WechatMini(WechatMiniConfig),
+    AliyunSms(AliyunSmsConfig),
+    TencentSms(TencentSmsConfig),
 }
 
 impl ProviderConfig {
@@ -166,6 +207,8 @@ impl ProviderConfig {
             ProviderConfig::Fcm(_) => ChannelKind::Fcm,
             ProviderConfig::Smtp(_) => ChannelKind::Smtp,
             ProviderConfig::WechatMini(_) => ChannelKind::WechatMini,
+            ProviderConfig::AliyunSms(_) => ChannelKind::AliyunSms,
+            ProviderConfig::TencentSms(_) => ChannelKind::TencentSms,
         }
     }
 
@@ -179,6 +222,8 @@ impl ProviderConfig {
             ProviderConfig::Fcm(p) => p.check(),
             ProviderConfig::Smtp(p) => p.check(),
             ProviderConfig::WechatMini(p) => p.check(),
+            ProviderConfig::AliyunSms(p) => p.check(),
+            ProviderConfig::TencentSms(p) => p.check(),
         }
     }
 }
@@ -375,6 +420,8 @@ mod tests {
             r#"{"name":"wc","kind":"wecom","corpid":"c","corpsecret":"s","agentid":7,"rate_per_sec":5.5}"#,
             r#"{"name":"f","kind":"fcm","service_account":"/k.json","project_id":"p","token_url":"http://t"}"#,
             r#"{"name":"m","kind":"smtp","host":"h","port":25,"tls":"none","username":"u","password_env":"PW","from":"a@b","reminder_template":{"subject":"{subject}"}}"#,
+            r#"{"name":"ali","kind":"aliyun_sms","access_key_id":"LTAI","access_key_secret_env":"AK","sign_name":"Herald","template_code":"SMS_1","max_batch":500,"callback_secret":"cb"}"#,
+            r#"{"name":"tx","kind":"tencent_sms","secret_id":"AKID","secret_key":"k","sms_sdk_app_id":"1400000000","sign_name":"Herald","template_id":"12","region":"ap-beijing","api_base":"http://127.0.0.1:1/tencent"}"#,
         ];
         for t in tables {
             let c = parse(t).unwrap();

@@ -136,6 +136,76 @@ pub struct FcmConfig {
     pub allow_insecure_http: bool,
 }
 
+/// Aliyun SMS (Dysmsapi 2017-05-25), signed with V3 `ACS3-HMAC-SHA256`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AliyunSmsConfig {
+    /// The AccessKey id.
+    pub access_key_id: String,
+    /// The AccessKey secret.
+    pub access_key_secret: SecretSource,
+    /// The approved signature (`SignName`), e.g. `阿里云短信测试`.
+    pub sign_name: String,
+    /// The template (`TemplateCode`, e.g. `SMS_154950909`) used when a
+    /// message names none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template_code: Option<String>,
+    /// Numbers per `SendSms` call (1 to 1000; default 1000). Only deliveries
+    /// with the same template and parameters share a call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_batch: Option<usize>,
+    /// API root; `https://dysmsapi.aliyuncs.com` by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_base: Option<String>,
+    /// Extra CA roots for `https://`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<String>,
+    /// Receipts (SmsReport pushes) must carry `?secret=<this>` in the
+    /// callback URL; then they need no API key. Without it they need the
+    /// admin key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callback_secret: Option<SecretSource>,
+    /// Lets `api_base` be plain `http://` to a non-loopback host.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub allow_insecure_http: bool,
+}
+
+/// Tencent Cloud SMS (2021-01-11), signed with `TC3-HMAC-SHA256`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TencentSmsConfig {
+    /// The API key's SecretId.
+    pub secret_id: String,
+    /// Its SecretKey.
+    pub secret_key: SecretSource,
+    /// The SMS application (`SmsSdkAppId`, e.g. `1400006666`).
+    pub sms_sdk_app_id: String,
+    /// The approved signature text (`SignName`).
+    pub sign_name: String,
+    /// The template (`TemplateId`, digits) used when a message names none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template_id: Option<String>,
+    /// `X-TC-Region`; `ap-guangzhou` by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    /// Numbers per `SendSms` call (1 to 200; default 200).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_batch: Option<usize>,
+    /// API root; `https://sms.tencentcloudapi.com` by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_base: Option<String>,
+    /// Extra CA roots for `https://`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<String>,
+    /// Receipts must carry `?secret=<this>` in the callback URL; then they
+    /// need no API key. Without it they need the admin key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callback_secret: Option<SecretSource>,
+    /// Lets `api_base` be plain `http://` to a non-loopback host.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub allow_insecure_http: bool,
+}
+
 /// Email through an SMTP relay.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -273,6 +343,29 @@ impl ChannelKind {
                 optional: &[
                     "project_id",
                     "token_url",
+                    "api_base",
+                    "ca_file",
+                    "allow_insecure_http",
+                ],
+            },
+            ChannelKind::AliyunSms => ProviderKeys {
+                required: &["access_key_id", "sign_name"],
+                secrets: &[("access_key_secret", true), ("callback_secret", false)],
+                optional: &[
+                    "template_code",
+                    "max_batch",
+                    "api_base",
+                    "ca_file",
+                    "allow_insecure_http",
+                ],
+            },
+            ChannelKind::TencentSms => ProviderKeys {
+                required: &["secret_id", "sms_sdk_app_id", "sign_name"],
+                secrets: &[("secret_key", true), ("callback_secret", false)],
+                optional: &[
+                    "template_id",
+                    "region",
+                    "max_batch",
                     "api_base",
                     "ca_file",
                     "allow_insecure_http",
@@ -443,6 +536,70 @@ impl FcmConfig {
     }
 }
 
+/// `max_batch` within `1..=most`.
+fn check_batch(v: Option<usize>, most: usize) -> Result<(), String> {
+    match v {
+        Some(n) if n == 0 || n > most => {
+            Err(format!("max_batch must be within 1..={most}, got {n}"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A callback secret, when set, resolves to something.
+fn check_callback_secret(s: &Option<SecretSource>) -> Result<(), String> {
+    if let Some(s) = s
+        && s.resolve("callback_secret")?.trim().is_empty()
+    {
+        return Err("callback_secret must not be empty".into());
+    }
+    Ok(())
+}
+
+impl AliyunSmsConfig {
+    /// What can be checked without a request.
+    pub fn check(&self) -> Result<(), String> {
+        non_empty("access_key_id", &self.access_key_id)?;
+        non_empty("sign_name", &self.sign_name)?;
+        self.access_key_secret.resolve("access_key_secret")?;
+        if let Some(t) = &self.template_code {
+            non_empty("template_code", t)?;
+        }
+        check_batch(self.max_batch, crate::aliyun_sms::MAX_NUMBERS_PER_CALL)?;
+        check_callback_secret(&self.callback_secret)?;
+        check_urls(
+            &[("api_base", &self.api_base)],
+            &self.ca_file,
+            self.allow_insecure_http,
+        )
+    }
+}
+
+impl TencentSmsConfig {
+    /// What can be checked without a request.
+    pub fn check(&self) -> Result<(), String> {
+        non_empty("secret_id", &self.secret_id)?;
+        non_empty("sms_sdk_app_id", &self.sms_sdk_app_id)?;
+        non_empty("sign_name", &self.sign_name)?;
+        self.secret_key.resolve("secret_key")?;
+        if let Some(t) = &self.template_id
+            && (t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()))
+        {
+            return Err(format!("template_id must be digits, got {t:?}"));
+        }
+        if let Some(r) = &self.region {
+            non_empty("region", r)?;
+        }
+        check_batch(self.max_batch, crate::tencent_sms::MAX_NUMBERS_PER_CALL)?;
+        check_callback_secret(&self.callback_secret)?;
+        check_urls(
+            &[("api_base", &self.api_base)],
+            &self.ca_file,
+            self.allow_insecure_http,
+        )
+    }
+}
+
 impl SmtpConfig {
     /// What can be checked without a connection (the addresses are parsed
     /// when the channel is built).
@@ -555,6 +712,36 @@ mod tests {
                     lang: all("zh_CN"),
                     api_base: all("b"),
                     ca_file: all("c"),
+                    allow_insecure_http: true,
+                }),
+            ),
+            (
+                ChannelKind::AliyunSms,
+                serde_json::to_value(AliyunSmsConfig {
+                    access_key_id: "a".into(),
+                    access_key_secret: SecretSource::Env("V".into()),
+                    sign_name: "s".into(),
+                    template_code: all("SMS_1"),
+                    max_batch: Some(10),
+                    api_base: all("b"),
+                    ca_file: all("c"),
+                    callback_secret: secret(),
+                    allow_insecure_http: true,
+                }),
+            ),
+            (
+                ChannelKind::TencentSms,
+                serde_json::to_value(TencentSmsConfig {
+                    secret_id: "a".into(),
+                    secret_key: SecretSource::Env("V".into()),
+                    sms_sdk_app_id: "1400000000".into(),
+                    sign_name: "s".into(),
+                    template_id: all("1"),
+                    region: all("ap-guangzhou"),
+                    max_batch: Some(10),
+                    api_base: all("b"),
+                    ca_file: all("c"),
+                    callback_secret: secret(),
                     allow_insecure_http: true,
                 }),
             ),

@@ -70,6 +70,8 @@ pub fn from_table(mut table: Map<String, Value>) -> Result<ChannelConfig, String
         ChannelKind::Fcm => decode(table).map(ProviderConfig::Fcm),
         ChannelKind::Smtp => decode(table).map(ProviderConfig::Smtp),
         ChannelKind::WechatMini => decode(table).map(ProviderConfig::WechatMini),
+        ChannelKind::AliyunSms => decode(table).map(ProviderConfig::AliyunSms),
+        ChannelKind::TencentSms => decode(table).map(ProviderConfig::TencentSms),
     }
     .map_err(|e| format!("{label}: {e}"))?;
     Ok(ChannelConfig { common, provider })
@@ -88,6 +90,8 @@ pub fn to_table(cfg: &ChannelConfig) -> Result<Map<String, Value>, serde_json::E
         ProviderConfig::Fcm(p) => serde_json::to_value(p),
         ProviderConfig::Smtp(p) => serde_json::to_value(p),
         ProviderConfig::WechatMini(p) => serde_json::to_value(p),
+        ProviderConfig::AliyunSms(p) => serde_json::to_value(p),
+        ProviderConfig::TencentSms(p) => serde_json::to_value(p),
     }?;
     let secrets = kind.provider_keys().secrets;
     for (k, v) in object(provider) {

@@ -19,7 +19,7 @@ pub enum Payload {
     Ndjson,
     /// Recipients: NDJSON or CSV.
     Recipients,
-    /// A provider's XML callback.
+    /// A provider's callback: XML (WeChat) or JSON (the SMS providers).
     Xml,
 }
 
@@ -35,7 +35,7 @@ const RECIPIENTS: &[&str] = &[
     "application/jsonl",
     "text/csv",
 ];
-const XML: &[&str] = &["text/xml", "application/xml"];
+const XML: &[&str] = &["text/xml", "application/xml", "application/json"];
 
 impl Payload {
     /// The media types accepted (parameters such as `charset` aside);
@@ -58,7 +58,7 @@ impl Payload {
             Payload::Json => "application/json",
             Payload::Ndjson => "application/x-ndjson",
             Payload::Recipients => "application/x-ndjson or text/csv",
-            Payload::Xml => "text/xml",
+            Payload::Xml => "text/xml or application/json",
         }
     }
 
@@ -123,6 +123,7 @@ mod tests {
         assert!(ok(Payload::Recipients, Some("text/csv; charset=utf-8")));
         assert!(!ok(Payload::Recipients, Some("text/plain")));
         assert!(ok(Payload::Xml, Some("text/xml")));
+        assert!(ok(Payload::Xml, Some("application/json")));
         assert!(!ok(Payload::Xml, Some("text/plain")));
         assert!(ok(Payload::Action, None));
         assert!(ok(Payload::Action, Some("application/json")));

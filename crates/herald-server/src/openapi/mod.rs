@@ -282,7 +282,10 @@ fn request_body(body: Body) -> Option<Value> {
             "application/x-ndjson": { "schema": schema_ref("RecipientLine") },
             "text/csv": { "schema": { "type": "string" } },
         }),
-        Body::Xml => json!({ "text/xml": { "schema": { "type": "string" } } }),
+        Body::Xml => json!({
+            "text/xml": { "schema": { "type": "string" } },
+            "application/json": { "schema": { "type": "array", "items": { "type": "object" } } },
+        }),
     };
     Some(json!({ "required": true, "content": content }))
 }

@@ -229,7 +229,7 @@ async fn bodies_of_the_wrong_type_are_415_and_write_nothing() {
             "POST",
             "/v1/channels/log/callback",
             Some("text/plain"),
-            "text/xml",
+            "text/xml or application/json",
         ),
     ];
     for (method, path, ct, expected) in cases {

@@ -46,7 +46,10 @@ pub(super) async fn run(a: BurstArgs) -> anyhow::Result<()> {
     // Before any node runs, so nothing else shares the machine with it.
     let loopback_n = match a.channel {
         BenchChannel::Webhook => a.loopback.unwrap_or(n.min(200_000)),
-        BenchChannel::Wechat | BenchChannel::Wecom => 0,
+        BenchChannel::Wechat
+        | BenchChannel::Wecom
+        | BenchChannel::TencentSms
+        | BenchChannel::AliyunSms => 0,
     };
     let loopback = match loopback_n {
         0 => None,
@@ -154,6 +157,22 @@ pub(super) async fn run(a: BurstArgs) -> anyhow::Result<()> {
             );
             serde_json::json!({"send_calls":w.send_calls,"delivered":w.delivered_users,
                 "errors":w.errors,"duplicates":w.duplicates})
+        }
+        BenchChannel::TencentSms => {
+            let t = sink.state().tencent_sms_stats();
+            println!(
+                "  tencent sms mock    {} calls, {} numbers delivered, errors {:?}",
+                t.send_calls, t.delivered, t.errors
+            );
+            serde_json::json!({"send_calls":t.send_calls,"delivered":t.delivered,"errors":t.errors})
+        }
+        BenchChannel::AliyunSms => {
+            let t = sink.state().aliyun_sms_stats();
+            println!(
+                "  aliyun sms mock     {} calls, {} numbers delivered, errors {:?}",
+                t.send_calls, t.delivered, t.errors
+            );
+            serde_json::json!({"send_calls":t.send_calls,"delivered":t.delivered,"errors":t.errors})
         }
     };
     println!("  cpu while draining  {}", c.describe(n));

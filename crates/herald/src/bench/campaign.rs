@@ -14,40 +14,49 @@ use super::sink::{BenchChannel, start_channel_sink};
 #[derive(Args, Debug)]
 pub struct CampaignArgs {
     #[arg(long, default_value_t = 1_000_000)]
-    recipients: usize,
+    pub(super) recipients: usize,
     /// Recipients per segment.
     #[arg(long, default_value_t = 1_000)]
-    segment_size: u64,
+    pub(super) segment_size: u64,
     /// Segment worker loops per node.
     #[arg(long, default_value_t = 4)]
-    workers: usize,
+    pub(super) workers: usize,
     /// Sends in flight per worker.
     #[arg(long, default_value_t = 64)]
-    worker_concurrency: usize,
+    pub(super) worker_concurrency: usize,
     /// `jobs.doubt_window` of the nodes (default: the server's default).
     #[arg(long)]
-    doubt_window: Option<u64>,
+    pub(super) doubt_window: Option<u64>,
     /// What the job sends through: the mock's webhook sink, or the mock's
     /// WeCom API, which takes 1,000 recipients a call.
     #[arg(long, value_enum, default_value_t = BenchChannel::Webhook)]
-    channel: BenchChannel,
+    pub(super) channel: BenchChannel,
     /// Deliveries a bare HTTP client sends to the sink before the job, to
     /// measure the loopback limit the send rate is read against (webhook
     /// only; default: the audience's size up to 200,000; 0 skips it).
     #[arg(long)]
-    loopback: Option<usize>,
+    pub(super) loopback: Option<usize>,
+    /// The scenario name in the JSON summary (`sms` runs this one).
+    #[arg(skip)]
+    pub(super) scenario: Option<&'static str>,
     #[command(flatten)]
     pub(super) server: ServerArgs,
 }
 
 /// Streams `n` NDJSON recipient lines as an upload body, a block at a time.
 pub(super) fn audience_body(n: usize) -> reqwest::Body {
+    audience_body_of(BenchChannel::Webhook, n)
+}
+
+/// As [`audience_body`], with recipients of `channel`'s kind (phone
+/// numbers for the SMS kinds).
+pub(super) fn audience_body_of(channel: BenchChannel, n: usize) -> reqwest::Body {
     const BLOCK: usize = 50_000;
     let blocks = (0..n).step_by(BLOCK).map(move |from| {
         let mut s = String::with_capacity(BLOCK * 32);
         for i in from..(from + BLOCK).min(n) {
-            s.push_str("{\"recipient\":\"follower-");
-            s.push_str(&i.to_string());
+            s.push_str("{\"recipient\":\"");
+            s.push_str(&channel.recipient(i));
             s.push_str("\"}\n");
         }
         Ok::<_, std::io::Error>(bytes::Bytes::from(s))
@@ -91,7 +100,7 @@ pub(super) async fn run(mut a: CampaignArgs) -> anyhow::Result<()> {
     let resp = http
         .post(format!("{}/v1/audiences?name=bench", server.base()))
         .header("content-type", "application/x-ndjson")
-        .body(audience_body(n))
+        .body(audience_body_of(a.channel, n))
         .send()
         .await?;
     let status = resp.status();
@@ -208,6 +217,28 @@ pub(super) async fn run(mut a: CampaignArgs) -> anyhow::Result<()> {
             );
             w.duplicates
         }
+        BenchChannel::TencentSms => {
+            let t = sink.state().tencent_sms_stats();
+            println!(
+                "  tencent sms mock: {} calls, {} numbers delivered, at most {} a call, errors {:?}",
+                t.send_calls, t.delivered, t.max_numbers_per_call, t.errors
+            );
+            0
+        }
+        BenchChannel::AliyunSms => {
+            let t = sink.state().aliyun_sms_stats();
+            println!(
+                "  aliyun sms mock: {} calls ({} accepted), {} numbers delivered, errors {:?}",
+                t.send_calls, t.accepted_calls, t.delivered, t.errors
+            );
+            0
+        }
+    };
+    let provider_calls = match a.channel {
+        BenchChannel::TencentSms => Some(sink.state().tencent_sms_stats().send_calls),
+        BenchChannel::AliyunSms => Some(sink.state().aliyun_sms_stats().send_calls),
+        BenchChannel::Wecom => Some(sink.state().wecom_stats().send_calls),
+        BenchChannel::Webhook | BenchChannel::Wechat => None,
     };
     println!("  cpu while sending   {}", c.describe(n));
     if let Some(pg) = server.pg.as_ref().filter(|_| a.server.pg_statements) {
@@ -219,12 +250,12 @@ pub(super) async fn run(mut a: CampaignArgs) -> anyhow::Result<()> {
     if a.server.json {
         println!(
             "{}",
-            serde_json::json!({"scenario":"campaign","channel":a.channel.name(),
+            serde_json::json!({"scenario":a.scenario.unwrap_or("campaign"),"channel":a.channel.name(),
                 "store":a.server.store_kind(),"nodes":a.server.nodes,
                 "recipients":n,"upload_per_sec":n as f64/upload_s,"deliver_s":deliver_s,
                 "recipients_per_sec":rate,"done_s":done_s,"loopback_per_sec":loopback,
                 "share_of_loopback":loopback.map(|l| rate / l),
-                "unique_delivered":delivered,"duplicates":duplicates,
+                "unique_delivered":delivered,"duplicates":duplicates,"provider_calls":provider_calls,
                 "server_cpu_s":c.nodes,"sink_cpu_s":c.own,"pg_cpu_s":c.pg,"other_cpu_s":c.other,
                 "totals":final_job["totals"]})
         );

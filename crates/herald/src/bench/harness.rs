@@ -261,6 +261,16 @@ impl Deployment {
         };
         // A TOML basic string: JSON's escapes are valid in it.
         let store = serde_json::to_string(&store)?;
+        // App reminders go to the sink, unless it is an SMS channel, which
+        // cannot send Herald's reminder shape without a template.
+        let sms = ["kind = \"tencent_sms\"", "kind = \"aliyun_sms\""]
+            .iter()
+            .any(|k| channel_toml.contains(k));
+        let reminder_route = if sms {
+            ""
+        } else {
+            "[reminders.channels]\napp = \"sink\""
+        };
         let mut nodes = Vec::new();
         for i in 1..=a.nodes.max(1) {
             let name = format!("node-{i}");
@@ -278,12 +288,12 @@ bulk_max_bytes = 536870912
 [reminders]
 merge_window_ms = {merge}
 {reminders}
-[reminders.channels]
-app = "sink"
+{reminder_route}
 {channel}
 {extra}
 "#,
                 channel = channel_toml,
+                reminder_route = reminder_route,
                 extra = a.extra_toml,
                 merge = a.merge_window_ms,
                 reminders = a.reminders_toml,

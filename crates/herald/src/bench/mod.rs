@@ -25,6 +25,7 @@ mod purge;
 mod reminders;
 mod restart;
 mod sink;
+mod sms;
 mod soak;
 mod stats;
 mod tenant_sink;
@@ -42,6 +43,7 @@ use precision::PrecisionArgs;
 use purge::PurgeArgs;
 use reminders::RemindersArgs;
 use restart::RestartArgs;
+use sms::SmsArgs;
 use soak::SoakArgs;
 use stats::StatsArgs;
 
@@ -65,6 +67,9 @@ pub enum BenchCmd {
     /// One job to an uploaded audience of N recipients: upload rate, and
     /// recipients per second to the sink.
     Campaign(CampaignArgs),
+    /// One job to N phone numbers through an SMS channel (Tencent: 200 a
+    /// call) to the provider's mock: elapsed and numbers per second.
+    Sms(SmsArgs),
     /// Tenant a's N timers due at one instant, tenant b's M due a second
     /// later: b's lateness while a drains, and a's drain rate against a alone.
     Fairness(FairnessArgs),
@@ -92,6 +97,7 @@ impl BenchCmd {
             BenchCmd::Reminders(a) => &a.server,
             BenchCmd::InTime(a) => &a.server,
             BenchCmd::Campaign(a) => &a.server,
+            BenchCmd::Sms(a) => &a.server,
             BenchCmd::Fairness(a) => &a.server,
             BenchCmd::Console(a) => &a.server,
             BenchCmd::Stats(a) => &a.server,
@@ -112,6 +118,7 @@ pub async fn run(cmd: BenchCmd) -> anyhow::Result<()> {
         BenchCmd::Reminders(a) => reminders::run(a).await,
         BenchCmd::InTime(a) => in_time::run(a).await,
         BenchCmd::Campaign(a) => campaign::run(a).await,
+        BenchCmd::Sms(a) => sms::run(a).await,
         BenchCmd::Fairness(a) => fairness::run(a).await,
         BenchCmd::Console(a) => console::run(a).await,
         BenchCmd::Stats(a) => stats::run(a).await,

@@ -2,7 +2,9 @@
 //! process, where the figures are measured.
 
 use clap::ValueEnum;
-use herald_mock::{MockConfig, MockServer, WechatConfig, WecomConfig};
+use herald_mock::{
+    AliyunSmsConfig, MockConfig, MockServer, TencentSmsConfig, WechatConfig, WecomConfig,
+};
 
 /// The kind of channel a scenario delivers through, always to a mock in
 /// this process.
@@ -15,6 +17,12 @@ pub enum BenchChannel {
     /// `wecom` text messages to the mock's WeCom API; a campaign sends them
     /// 1,000 recipients to a call.
     Wecom,
+    /// `tencent_sms` to the mock's Tencent SMS API (signed, limits
+    /// checked); a campaign sends 200 numbers to a call.
+    TencentSms,
+    /// `aliyun_sms` to the mock's Aliyun SMS API; a campaign sends 1,000
+    /// numbers to a call.
+    AliyunSms,
 }
 
 /// The mock the server under test delivers to, in this process, and the
@@ -68,6 +76,24 @@ impl BenchChannel {
                 "\"recipient\":\"user-{i}\",\"message\":{{\"msgtype\":\"text\",\
                  \"text\":{{\"content\":\"n {i}\"}}}}"
             ),
+            Self::TencentSms => format!(
+                "\"recipient\":\"{}\",\"message\":{{\"params\":[\"{i}\"]}}",
+                self.recipient(i)
+            ),
+            Self::AliyunSms => format!(
+                "\"recipient\":\"{}\",\"message\":{{\"params\":{{\"code\":\"{i}\"}}}}",
+                self.recipient(i)
+            ),
+        }
+    }
+
+    /// Audience member `i`: a phone number for the SMS kinds (distinct up
+    /// to 100 million), a name for the others.
+    pub(super) fn recipient(self, i: usize) -> String {
+        match self {
+            Self::TencentSms => format!("+86139{i:08}"),
+            Self::AliyunSms => format!("137{i:08}"),
+            Self::Webhook | Self::Wechat | Self::Wecom => format!("follower-{i}"),
         }
     }
 
@@ -80,6 +106,10 @@ impl BenchChannel {
             Self::Wecom => {
                 serde_json::json!({"msgtype": "text", "text": {"content": "20% off today"}})
             }
+            Self::TencentSms => serde_json::json!({"template": "100001", "params": ["20% off"]}),
+            Self::AliyunSms => {
+                serde_json::json!({"template": "SMS_100001", "params": {"code": "20% off"}})
+            }
         }
     }
 
@@ -88,6 +118,8 @@ impl BenchChannel {
             Self::Webhook => "webhook",
             Self::Wechat => "wechat",
             Self::Wecom => "wecom",
+            Self::TencentSms => "tencent_sms",
+            Self::AliyunSms => "aliyun_sms",
         }
     }
 }
@@ -116,6 +148,27 @@ impl Sink {
                     w.agentid
                 )
             }
+            BenchChannel::TencentSms => {
+                let t = TencentSmsConfig::default();
+                format!(
+                    "kind = \"tencent_sms\"\napi_base = \"{}/tencent\"\nsecret_id = \"{}\"\nsecret_key = \"{}\"\n\
+                     sms_sdk_app_id = \"{}\"\nsign_name = \"Herald\"\ntemplate_id = \"100001\"",
+                    self.base_url(),
+                    t.secret_id,
+                    t.secret_key,
+                    t.sms_sdk_app_id
+                )
+            }
+            BenchChannel::AliyunSms => {
+                let c = AliyunSmsConfig::default();
+                format!(
+                    "kind = \"aliyun_sms\"\napi_base = \"{}/aliyun\"\naccess_key_id = \"{}\"\n\
+                     access_key_secret = \"{}\"\nsign_name = \"Herald\"\ntemplate_code = \"SMS_100001\"",
+                    self.base_url(),
+                    c.access_key_id,
+                    c.access_key_secret
+                )
+            }
         };
         format!("[[channels]]\nname = \"sink\"\n{settings}\nconcurrency = {concurrency}\n")
     }
@@ -126,6 +179,8 @@ impl Sink {
             BenchChannel::Webhook => self.unique_delivered(),
             BenchChannel::Wechat => self.state().wechat_stats().delivered,
             BenchChannel::Wecom => self.state().wecom_stats().delivered_users,
+            BenchChannel::TencentSms => self.state().tencent_sms_stats().delivered,
+            BenchChannel::AliyunSms => self.state().aliyun_sms_stats().delivered,
         }
     }
 
@@ -143,6 +198,16 @@ impl Sink {
                 .wecom_messages(1, None)
                 .last()
                 .map(|m| m.at_ms as i64),
+            BenchChannel::TencentSms => self
+                .state()
+                .tencent_sms_messages(1, None)
+                .last()
+                .map(|m| m.at_ms as i64),
+            BenchChannel::AliyunSms => self
+                .state()
+                .aliyun_sms_messages(1, None)
+                .last()
+                .map(|m| m.at_ms as i64),
         }
     }
 
@@ -150,7 +215,10 @@ impl Sink {
     pub(super) fn first_delivered_ms(&self) -> Option<i64> {
         match self.channel {
             BenchChannel::Webhook => self.stats().first_delivered_at_ms.map(|t| t as i64),
-            BenchChannel::Wechat | BenchChannel::Wecom => None,
+            BenchChannel::Wechat
+            | BenchChannel::Wecom
+            | BenchChannel::TencentSms
+            | BenchChannel::AliyunSms => None,
         }
     }
 }

@@ -54,6 +54,7 @@ mod reminders;
 mod reports;
 mod resend_unread;
 mod security;
+mod sms;
 mod subject_templates;
 mod subscribers;
 mod templates;

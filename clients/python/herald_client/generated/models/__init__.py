@@ -72,6 +72,9 @@ from .on_conflict import OnConflict
 from .overview import Overview
 from .overview_timers import OverviewTimers
 from .pause_request import PauseRequest
+from .postv_1_channels_name_callback_json_body_item import (
+    Postv1ChannelsNameCallbackJsonBodyItem,
+)
 from .preview import Preview
 from .preview_request import PreviewRequest
 from .preview_request_schedule import PreviewRequestSchedule
@@ -245,6 +248,7 @@ __all__ = (
     "Overview",
     "OverviewTimers",
     "PauseRequest",
+    "Postv1ChannelsNameCallbackJsonBodyItem",
     "Preview",
     "PreviewRequest",
     "PreviewRequestSchedule",

@@ -330,9 +330,11 @@ pub async fn handshake(
 /// `POST /v1/channels/{name}/callback`: a provider's report about messages
 /// it took earlier. The channel checks its signature when it has a
 /// `callback_token`, then reads the body (for `wechat`, the
-/// `TEMPLATESENDJOBFINISH` XML); each message it names gets its final status.
-/// A refused request touches no store. Answers `success`, as WeChat
-/// expects, once the statuses are committed.
+/// `TEMPLATESENDJOBFINISH` XML; for `aliyun_sms` and `tencent_sms`, their
+/// JSON receipt arrays); each message it names gets its final status.
+/// A refused request touches no store. Answers what the provider expects
+/// (`success` for WeChat, its JSON for the SMS providers) once the
+/// statuses are committed.
 pub async fn callback(
     State(st): State<AppState>,
     caller: Option<Extension<Caller>>,
@@ -366,7 +368,15 @@ pub async fn callback(
     for ev in &events {
         record_final_status(&st, &name, ev).await?;
     }
-    Ok(([(header::CONTENT_TYPE, "text/plain")], "success").into_response())
+    let reply = st
+        .engine
+        .channel(&name)
+        .map(|c| c.callback_reply())
+        .unwrap_or(herald_channels::CallbackReply {
+            content_type: "text/plain",
+            body: "success",
+        });
+    Ok(([(header::CONTENT_TYPE, reply.content_type)], reply.body).into_response())
 }
 
 /// Records one reported fate. The provider can call back before this node

@@ -127,8 +127,9 @@ pub(crate) struct VersionQuery {
     version: Option<u32>,
 }
 
-/// The provider kind whose message shape a part must have (`sms` has no
-/// channel in this build: any object).
+/// The provider kind whose message shape a part must have (an `sms` part
+/// may go to `aliyun_sms` or `tencent_sms`, whose shapes differ: any object
+/// here, checked against the channel's kind when it is sent).
 fn kind_of_part(part: PartKey) -> Option<ChannelKind> {
     match part {
         PartKey::Type(ChannelType::App) => Some(ChannelKind::Fcm),
