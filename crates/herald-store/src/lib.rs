@@ -7,6 +7,7 @@
 //! `testsuite` feature) runs unchanged against every backend.
 
 pub mod access;
+mod calendars;
 pub mod campaign;
 mod caps;
 mod cluster;
@@ -37,6 +38,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 pub use access::*;
+pub use calendars::{CalendarRecord, CalendarStore};
 pub use campaign::*;
 pub use caps::{CapStore, CapTake, CapVerdict};
 pub use cluster::{ClusterStore, Fence, Holder, NamedLease, NodeInfo, ShardLease};
@@ -72,7 +74,7 @@ pub use timers::{
 /// A `dyn Store` needs none of them in scope.
 pub mod prelude {
     pub use crate::{
-        AccessStore, CampaignStore, CapStore, ClusterStore, DirectoryStore, ProviderStore,
+        AccessStore, CalendarStore, CampaignStore, CapStore, ClusterStore, DirectoryStore, ProviderStore,
         ReminderStore, Store, TemplateStore, TimerStore,
     };
 }
@@ -203,7 +205,8 @@ pub(crate) fn bits_from_db(v: i64) -> u64 {
 /// tenant, for the caller to check.
 #[async_trait]
 pub trait Store:
-    CampaignStore
+    CalendarStore
+    + CampaignStore
     + AccessStore
     + CapStore
     + ClusterStore

@@ -228,6 +228,12 @@ faulty! { CapStore:
     fn take_caps(takes: Vec<herald_store::CapTake>, at: i64) -> Result<Vec<herald_store::CapVerdict>>;
 }
 
+faulty! { CalendarStore:
+    fn put_calendar(cal: &herald_store::CalendarRecord) -> Result<herald_store::CalendarRecord>;
+    fn get_calendar(tenant: TenantId, name: &str) -> Result<Option<herald_store::CalendarRecord>>;
+    fn list_calendars(tenant: TenantId) -> Result<Vec<herald_store::CalendarRecord>>;
+}
+
 faulty! { TemplateStore:
     fn put_template(new: &herald_store::NewTemplateVersion, how: herald_store::TemplateWrite) -> Result<herald_store::TemplateRecord>;
     fn template_census() -> Result<herald_store::TemplateCensus>;

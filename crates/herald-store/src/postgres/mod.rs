@@ -68,6 +68,7 @@ mod retention;
 mod schema;
 mod subjects;
 mod templates;
+mod calendars;
 mod timer_counts;
 mod timer_ops;
 mod timers;
@@ -807,6 +808,32 @@ impl crate::CapStore for PgStore {
         self.within("take_caps", async {
             self.retrying("take_caps", || caps::take(self, &takes, at))
                 .await
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl crate::CalendarStore for PgStore {
+    async fn put_calendar(&self, cal: &crate::CalendarRecord) -> Result<crate::CalendarRecord> {
+        self.within("put_calendar", async move { calendars::put(self, cal).await })
+            .await
+    }
+
+    async fn get_calendar(
+        &self,
+        tenant: TenantId,
+        name: &str,
+    ) -> Result<Option<crate::CalendarRecord>> {
+        self.within("get_calendar", async move {
+            calendars::get(self, tenant, name).await
+        })
+        .await
+    }
+
+    async fn list_calendars(&self, tenant: TenantId) -> Result<Vec<crate::CalendarRecord>> {
+        self.within("list_calendars", async move {
+            calendars::list(self, tenant).await
         })
         .await
     }

@@ -753,6 +753,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     "0037_cap_counter_expiry",
     "0038_subject_templates",
     "0039_resend_unread",
+    "0040_calendars",
 ];
 
 /// The schema version a fully migrated store records.
