@@ -271,7 +271,7 @@ impl Calendar {
                     return Err(err(
                         at,
                         format!(
-                            "{s} is a {} and so a working day already: list only days otherwise off",
+                            "{s} is a {:?} and so a working day already: list only days otherwise off",
                             d.weekday()
                         ),
                     ));

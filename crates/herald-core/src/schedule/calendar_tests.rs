@@ -147,11 +147,51 @@ fn the_calendar_reads_dates_in_its_own_zone() {
     let first = s
         .next_after(0, parse_rfc3339_ms("2026-02-13T00:00:00-05:00").unwrap())
         .unwrap();
-    assert_eq!(format_rfc3339_ms(first), "2026-02-14T01:00:00Z");
+    assert_eq!(format_rfc3339_ms(first), "2026-02-14T01:00:00.000Z");
     let next = s.next_after(0, first).unwrap();
     // Sat 13th→14th fired; Sat 14th (Sun 15th in Shanghai) .. Sun 22nd (Mon
     // 23rd) are off; Mon 23rd is Tue 24th in Shanghai.
-    assert_eq!(format_rfc3339_ms(next), "2026-02-24T01:00:00Z");
+    assert_eq!(format_rfc3339_ms(next), "2026-02-24T01:00:00.000Z");
+}
+
+/// A `cn` working-day schedule at nine with `pattern`'s days.
+fn with_pattern(pattern: &str) -> Schedule {
+    let mut s = spec(Some(Days::Working), &[]);
+    if let ScheduleSpec::Cron { cron, .. } = &mut s {
+        *cron = pattern.into();
+    }
+    Schedule::compile(&s).unwrap()
+}
+
+#[test]
+fn only_a_pattern_on_every_working_weekday_takes_make_up_days() {
+    let (from, until) = ("2026-02-09T00:00:00+08:00", "2026-03-03T00:00:00+08:00");
+    // Every day, or every weekday: the make-up Saturdays too.
+    assert_eq!(
+        dates(&with_pattern("0 9 * * *"), from, until),
+        dates(&working(), from, until)
+    );
+    assert_eq!(
+        dates(&with_pattern("0 0 9 * * MON-FRI"), from, until),
+        dates(&working(), from, until)
+    );
+    // Mondays only: working Mondays, and no make-up Saturday.
+    assert_eq!(
+        dates(&with_pattern("0 9 * * 1"), from, until),
+        ["2026-02-09", "2026-03-02"]
+    );
+    // Saturdays only: the make-up ones, which are working days, and no
+    // ordinary Saturday (a day off).
+    assert_eq!(
+        dates(&with_pattern("0 9 * * 6"), from, until),
+        ["2026-02-14", "2026-02-28"]
+    );
+    // A day of the month is a date, not a weekday: the 14th fires (a
+    // working Saturday), the 15th does not (a holiday).
+    assert_eq!(
+        dates(&with_pattern("0 9 14,15 * *"), from, until),
+        ["2026-02-14"]
+    );
 }
 
 #[test]

@@ -34,6 +34,7 @@
 
 #[cfg(test)]
 mod calendar_tests;
+mod on_calendar;
 mod policy;
 mod spec_json;
 
@@ -145,8 +146,8 @@ enum Kind {
 #[derive(Debug, Clone)]
 struct CronSchedule {
     cron: Cron,
-    /// The calendar, its name and the days of it that fire.
-    calendar: Option<(Box<Calendar>, String, Days)>,
+    /// The calendar and the days of it that fire.
+    calendar: Option<on_calendar::OnCalendar>,
     /// Whether the pattern matches any date at all (`0 0 30 2 *` does not):
     /// when it does not, there is no occurrence to search for.
     matches: bool,
@@ -190,7 +191,8 @@ impl Schedule {
                     start_at.as_deref(),
                     end_at.as_deref(),
                 )?;
-                c.calendar = check_calendar(name.as_deref(), *days, calendar)?;
+                c.calendar = check_calendar(name.as_deref(), *days, calendar)?
+                    .map(|(cal, name, days)| on_calendar::OnCalendar::new(cal, name, days, cron));
                 Kind::Cron(Box::new(c))
             }
         };
@@ -218,10 +220,10 @@ impl Schedule {
         let Kind::Cron(c) = &self.kind else {
             return None;
         };
-        let (cal, name, _) = c.calendar.as_ref()?;
+        let on = c.calendar.as_ref()?;
         let at = Timestamp::from_millisecond(at_ms).ok()?;
-        let year = cal.time_zone().to_datetime(at).year();
-        (!cal.covers(year)).then_some((name.as_str(), year))
+        let year = on.calendar.time_zone().to_datetime(at).year();
+        (!on.calendar.covers(year)).then_some((on.name.as_str(), year))
     }
 
     /// A cron schedule's zone, the one its wall clock times are in.
@@ -370,7 +372,12 @@ impl CronSchedule {
         // can map earlier.
         let mut horizon: Option<DateTime> = None;
         loop {
-            let wall = self.cron.find_next_occurrence(&cursor, true).ok()?;
+            let cron = self
+                .calendar
+                .as_ref()
+                .and_then(|c| c.walk_cron())
+                .unwrap_or(&self.cron);
+            let wall = cron.find_next_occurrence(&cursor, true).ok()?;
             if wall > limit || horizon.is_some_and(|h| wall >= h) {
                 break;
             }
@@ -380,7 +387,7 @@ impl CronSchedule {
                 cursor = next_cursor;
                 continue;
             }
-            if let Some(skipped) = self.skipped_day(at) {
+            if let Some(skipped) = self.skipped_day(at, wall) {
                 cursor = if best.is_none() {
                     // Skip the rest of the day in one step: a per-second pattern
                     // would otherwise walk 86 400 matches per skipped day. Every
@@ -408,16 +415,12 @@ impl CronSchedule {
     /// When the occurrence at `at` does not fire because of its date: the
     /// zone and date of the day skipped (an excluded date in the rule's zone,
     /// or a day of the wrong kind in the calendar's).
-    fn skipped_day(&self, at: Timestamp) -> Option<(&TimeZone, Date)> {
+    fn skipped_day(&self, at: Timestamp, wall: DateTime) -> Option<(&TimeZone, Date)> {
         let date = self.tz.to_datetime(at).date();
         if self.exclude.contains(&date) {
             return Some((&self.tz, date));
         }
-        let (cal, _, days) = self.calendar.as_ref()?;
-        let tz = cal.time_zone();
-        let date = tz.to_datetime(at).date();
-        let working = cal.working_or_regular(date);
-        (working != (*days == Days::Working)).then_some((tz, date))
+        self.calendar.as_ref()?.skips(at, wall)
     }
 
     /// The earliest wall clock time whose compatible instant can be `>= from`.

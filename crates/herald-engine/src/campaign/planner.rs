@@ -284,6 +284,9 @@ async fn start_due(sh: &Shared) {
 }
 
 #[cfg(test)]
+mod calendar_tests;
+
+#[cfg(test)]
 mod tests {
     use super::{Schedule, ScheduleSpec, occurrences, plan_after};
 
