@@ -43,12 +43,23 @@ async fn shared(clock: ManualClock) -> Arc<Shared> {
 }
 
 async fn rule(sh: &Shared, schedule: &str) -> i64 {
+    let now = sh.clock.now_ms();
+    let audience = sh
+        .store
+        .create_audience(DEFAULT_TENANT, None, now)
+        .await
+        .unwrap();
+    sh.store
+        .append_audience(audience, 0, &["u1".to_string()])
+        .await
+        .unwrap();
+    sh.store.seal_audience(audience, 1, now).await.unwrap();
     let spec = RuleSpec {
         tenant: DEFAULT_TENANT,
         name: "standup".into(),
         schedule: schedule.into(),
-        audience: r#"{"users":["u1"]}"#.into(),
-        audience_id: None,
+        audience: "{}".into(),
+        audience_id: Some(audience),
         channel: "log".into(),
         message: r#"{"text":"standup"}"#.into(),
         deadline_secs: None,
