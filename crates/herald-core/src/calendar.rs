@@ -169,10 +169,9 @@ pub(crate) fn parse_date(s: &str) -> Result<Date, String> {
 
 fn check_text(field: &str, text: Option<&str>) -> Result<(), CalendarError> {
     match text {
-        Some(t) if t.len() > MAX_TEXT_BYTES => Err(err(
-            field,
-            format!("at most {MAX_TEXT_BYTES} bytes"),
-        )),
+        Some(t) if t.len() > MAX_TEXT_BYTES => {
+            Err(err(field, format!("at most {MAX_TEXT_BYTES} bytes")))
+        }
         Some(t) if t.chars().any(|c| c.is_control() && c != '\n') => {
             Err(err(field, "holds a control character"))
         }
@@ -434,7 +433,9 @@ mod tests {
             field_of(&base(&format!(r#"{{"2026":{{"source":"{long}"}}}}"#))),
             "years.2026.source"
         );
-        let many: Vec<String> = (0..=MAX_DATES_PER_YEAR).map(|_| "\"2026-01-01\"".into()).collect();
+        let many: Vec<String> = (0..=MAX_DATES_PER_YEAR)
+            .map(|_| "\"2026-01-01\"".into())
+            .collect();
         assert_eq!(
             field_of(&base(&format!(
                 r#"{{"2026":{{"holidays":[{}]}}}}"#,

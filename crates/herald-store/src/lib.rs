@@ -74,8 +74,8 @@ pub use timers::{
 /// A `dyn Store` needs none of them in scope.
 pub mod prelude {
     pub use crate::{
-        AccessStore, CalendarStore, CampaignStore, CapStore, ClusterStore, DirectoryStore, ProviderStore,
-        ReminderStore, Store, TemplateStore, TimerStore,
+        AccessStore, CalendarStore, CampaignStore, CapStore, ClusterStore, DirectoryStore,
+        ProviderStore, ReminderStore, Store, TemplateStore, TimerStore,
     };
 }
 

@@ -25,7 +25,12 @@ fn dates(s: &Schedule, after: &str, until: &str) -> Vec<String> {
     let mut out = Vec::new();
     while let Some(next) = s.next_after(0, at).filter(|n| *n <= until) {
         let local = tz.to_datetime(Timestamp::from_millisecond(next).unwrap());
-        assert_eq!(local.time(), Time::constant(9, 0, 0, 0), "{}", format_rfc3339_ms(next));
+        assert_eq!(
+            local.time(),
+            Time::constant(9, 0, 0, 0),
+            "{}",
+            format_rfc3339_ms(next)
+        );
         out.push(local.date().to_string());
         at = next;
     }
@@ -38,42 +43,69 @@ fn working() -> Schedule {
 
 #[test]
 fn spring_festival_2026_fires_on_make_up_saturdays_and_not_on_holidays() {
-    let got = dates(&working(), "2026-02-09T00:00:00+08:00", "2026-03-03T23:00:00+08:00");
+    let got = dates(
+        &working(),
+        "2026-02-09T00:00:00+08:00",
+        "2026-03-03T23:00:00+08:00",
+    );
     assert_eq!(
         got,
         [
-            "2026-02-09", "2026-02-10", "2026-02-11", "2026-02-12", "2026-02-13",
+            "2026-02-09",
+            "2026-02-10",
+            "2026-02-11",
+            "2026-02-12",
+            "2026-02-13",
             "2026-02-14", // Saturday, make-up day
             // 15th..23rd off
-            "2026-02-24", "2026-02-25", "2026-02-26", "2026-02-27",
+            "2026-02-24",
+            "2026-02-25",
+            "2026-02-26",
+            "2026-02-27",
             "2026-02-28", // Saturday, make-up day
-            "2026-03-02", "2026-03-03",
+            "2026-03-02",
+            "2026-03-03",
         ]
     );
 }
 
 #[test]
 fn national_day_2026_fires_on_the_make_up_sunday_and_saturday() {
-    let got = dates(&working(), "2026-09-17T12:00:00+08:00", "2026-10-13T23:00:00+08:00");
+    let got = dates(
+        &working(),
+        "2026-09-17T12:00:00+08:00",
+        "2026-10-13T23:00:00+08:00",
+    );
     assert_eq!(
         got,
         [
             "2026-09-18",
             "2026-09-20", // Sunday, make-up day
-            "2026-09-21", "2026-09-22", "2026-09-23", "2026-09-24",
+            "2026-09-21",
+            "2026-09-22",
+            "2026-09-23",
+            "2026-09-24",
             // 25th..27th Mid-Autumn, 28th..30th ordinary
-            "2026-09-28", "2026-09-29", "2026-09-30",
+            "2026-09-28",
+            "2026-09-29",
+            "2026-09-30",
             // 1st..7th off
-            "2026-10-08", "2026-10-09",
+            "2026-10-08",
+            "2026-10-09",
             "2026-10-10", // Saturday, make-up day
-            "2026-10-12", "2026-10-13",
+            "2026-10-12",
+            "2026-10-13",
         ]
     );
 }
 
 #[test]
 fn days_defaults_to_working() {
-    let a = dates(&working(), "2026-02-09T00:00:00+08:00", "2026-03-03T00:00:00+08:00");
+    let a = dates(
+        &working(),
+        "2026-02-09T00:00:00+08:00",
+        "2026-03-03T00:00:00+08:00",
+    );
     let s = Schedule::compile(&spec(None, &[])).unwrap();
     let b = dates(&s, "2026-02-09T00:00:00+08:00", "2026-03-03T00:00:00+08:00");
     assert_eq!(a, b);
@@ -98,16 +130,32 @@ fn non_working_days_are_the_complement() {
     assert_eq!(
         n,
         [
-            "2026-02-01", "2026-02-07", "2026-02-08",
-            "2026-02-15", "2026-02-16", "2026-02-17", "2026-02-18", "2026-02-19",
-            "2026-02-20", "2026-02-21", "2026-02-22", "2026-02-23",
+            "2026-02-01",
+            "2026-02-07",
+            "2026-02-08",
+            "2026-02-15",
+            "2026-02-16",
+            "2026-02-17",
+            "2026-02-18",
+            "2026-02-19",
+            "2026-02-20",
+            "2026-02-21",
+            "2026-02-22",
+            "2026-02-23",
         ]
     );
     // A weekday-only pattern on non-working days: the holiday weekdays only.
     let s = Schedule::compile(&spec(Some(Days::NonWorking), &[])).unwrap();
     assert_eq!(
         dates(&s, from, until),
-        ["2026-02-16", "2026-02-17", "2026-02-18", "2026-02-19", "2026-02-20", "2026-02-23"]
+        [
+            "2026-02-16",
+            "2026-02-17",
+            "2026-02-18",
+            "2026-02-19",
+            "2026-02-20",
+            "2026-02-23"
+        ]
     );
 }
 
@@ -116,7 +164,14 @@ fn exclude_dates_still_apply() {
     let s = Schedule::compile(&spec(Some(Days::Working), &["2026-02-14", "2026-02-25"])).unwrap();
     assert_eq!(
         dates(&s, "2026-02-12T00:00:00+08:00", "2026-02-28T23:00:00+08:00"),
-        ["2026-02-12", "2026-02-13", "2026-02-24", "2026-02-26", "2026-02-27", "2026-02-28"]
+        [
+            "2026-02-12",
+            "2026-02-13",
+            "2026-02-24",
+            "2026-02-26",
+            "2026-02-27",
+            "2026-02-28"
+        ]
     );
 }
 
@@ -126,7 +181,16 @@ fn past_the_calendar_the_regular_weekdays_apply_and_say_so() {
     let got = dates(&s, "2026-12-30T00:00:00+08:00", "2027-01-05T23:00:00+08:00");
     // 2027's notice is not in the data: Jan 1 (a Friday) fires, the weekend
     // does not.
-    assert_eq!(got, ["2026-12-30", "2026-12-31", "2027-01-01", "2027-01-04", "2027-01-05"]);
+    assert_eq!(
+        got,
+        [
+            "2026-12-30",
+            "2026-12-31",
+            "2027-01-01",
+            "2027-01-04",
+            "2027-01-05"
+        ]
+    );
     let in_2026 = parse_rfc3339_ms("2026-12-31T09:00:00+08:00").unwrap();
     let in_2027 = parse_rfc3339_ms("2027-01-01T09:00:00+08:00").unwrap();
     assert_eq!(s.uncovered(in_2026), None);
@@ -196,9 +260,8 @@ fn only_a_pattern_on_every_working_weekday_takes_make_up_days() {
 
 #[test]
 fn calendar_errors_name_the_field() {
-    let field = |s: ScheduleSpec, cal: Option<Calendar>| {
-        Schedule::compile_with(&s, cal).unwrap_err().field
-    };
+    let field =
+        |s: ScheduleSpec, cal: Option<Calendar>| Schedule::compile_with(&s, cal).unwrap_err().field;
     assert_eq!(field(spec(None, &[]), None), "schedule.calendar");
     let mut bad_name = spec(None, &[]);
     if let ScheduleSpec::Cron { calendar, .. } = &mut bad_name {

@@ -260,10 +260,16 @@ fn check_calendar(
     let Some(cal) = found else {
         return Err(ScheduleError::new(
             "schedule.calendar",
-            format!("no calendar named {name:?}: PUT /v1/calendars/{name} first, or use a built-in one"),
+            format!(
+                "no calendar named {name:?}: PUT /v1/calendars/{name} first, or use a built-in one"
+            ),
         ));
     };
-    Ok(Some((Box::new(cal), name.to_string(), days.unwrap_or(Days::Working))))
+    Ok(Some((
+        Box::new(cal),
+        name.to_string(),
+        days.unwrap_or(Days::Working),
+    )))
 }
 
 fn parse_instant(field: &str, s: &str) -> Result<Millis, ScheduleError> {

@@ -47,7 +47,9 @@ fn weekdays_of(dow: &str) -> Option<[bool; 7]> {
     let mut out = [false; 7];
     for (i, slot) in out.iter_mut().enumerate() {
         let day = monday.checked_add(jiff::Span::new().days(i as i64)).ok()?;
-        *slot = cron.is_time_matching(&day.to_datetime(jiff::civil::Time::midnight())).ok()?;
+        *slot = cron
+            .is_time_matching(&day.to_datetime(jiff::civil::Time::midnight()))
+            .ok()?;
     }
     Some(out)
 }

@@ -228,7 +228,9 @@ async fn start_due(sh: &Shared) {
                         planned_at = task.planned_at,
                         "task cancelled: its rule's calendar no longer has it fire that day"
                     ),
-                    Err(e) => tracing::warn!(task = task.id, error = %e, "cancelling a task failed"),
+                    Err(e) => {
+                        tracing::warn!(task = task.id, error = %e, "cancelling a task failed")
+                    }
                 }
                 continue;
             }

@@ -899,24 +899,39 @@ mod tests {
             task(2, 180_000, TaskState::Pending),
             task(2, 120_000, TaskState::Succeeded),
         ];
-        assert_eq!(next_run_at(&r, compiled(&r).as_ref(), &tasks, 130_000, 60_000), Some(180_000));
+        assert_eq!(
+            next_run_at(&r, compiled(&r).as_ref(), &tasks, 130_000, 60_000),
+            Some(180_000)
+        );
         // Without one, the occurrence after the last planned one.
-        assert_eq!(next_run_at(&r, compiled(&r).as_ref(), &tasks[2..], 130_000, 60_000), Some(180_000));
+        assert_eq!(
+            next_run_at(&r, compiled(&r).as_ref(), &tasks[2..], 130_000, 60_000),
+            Some(180_000)
+        );
         // A recurring rule skips what is older than the misfire grace.
         assert_eq!(
             next_run_at(&r, compiled(&r).as_ref(), &tasks[2..], 1_000_000, 60_000),
             Some(960_000)
         );
         let off = rule(RuleStatus::Disabled, EVERY_MINUTE, 0);
-        assert_eq!(next_run_at(&off, compiled(&off).as_ref(), &tasks, 130_000, 60_000), None);
+        assert_eq!(
+            next_run_at(&off, compiled(&off).as_ref(), &tasks, 130_000, 60_000),
+            None
+        );
     }
 
     #[test]
     fn an_immediate_rule_runs_once_at_its_version() {
         let r = rule(RuleStatus::Enabled, r#"{"type":"immediate"}"#, 5_000);
-        assert_eq!(next_run_at(&r, compiled(&r).as_ref(), &[], 9_000, 60_000), Some(5_000));
+        assert_eq!(
+            next_run_at(&r, compiled(&r).as_ref(), &[], 9_000, 60_000),
+            Some(5_000)
+        );
         let done = [task(2, 5_000, TaskState::Succeeded)];
-        assert_eq!(next_run_at(&r, compiled(&r).as_ref(), &done, 9_000, 60_000), None);
+        assert_eq!(
+            next_run_at(&r, compiled(&r).as_ref(), &done, 9_000, 60_000),
+            None
+        );
     }
 
     #[tokio::test]

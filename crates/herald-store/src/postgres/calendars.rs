@@ -18,7 +18,13 @@ pub(super) async fn put(store: &PgStore, cal: &CalendarRecord) -> Result<Calenda
     let row = client
         .query_one(
             &stmt,
-            &[&tenant, &cal.name, &cal.body, &cal.updated_at, &cal.updated_by],
+            &[
+                &tenant,
+                &cal.name,
+                &cal.body,
+                &cal.updated_at,
+                &cal.updated_by,
+            ],
         )
         .await
         .ctx("writing calendar")?;

@@ -53,6 +53,7 @@
 
 mod access;
 mod apply;
+mod calendars;
 mod campaign;
 mod caps;
 mod cluster;
@@ -68,7 +69,6 @@ mod retention;
 mod schema;
 mod subjects;
 mod templates;
-mod calendars;
 mod timer_counts;
 mod timer_ops;
 mod timers;
@@ -816,8 +816,11 @@ impl crate::CapStore for PgStore {
 #[async_trait]
 impl crate::CalendarStore for PgStore {
     async fn put_calendar(&self, cal: &crate::CalendarRecord) -> Result<crate::CalendarRecord> {
-        self.within("put_calendar", async move { calendars::put(self, cal).await })
-            .await
+        self.within(
+            "put_calendar",
+            async move { calendars::put(self, cal).await },
+        )
+        .await
     }
 
     async fn get_calendar(

@@ -25,7 +25,11 @@ pub(super) fn put(conn: &mut Connection, cal: &CalendarRecord) -> Result<Calenda
         .ctx("writing calendar")?
 }
 
-pub(super) fn get(conn: &mut Connection, tenant: TenantId, name: &str) -> Result<Option<CalendarRecord>> {
+pub(super) fn get(
+    conn: &mut Connection,
+    tenant: TenantId,
+    name: &str,
+) -> Result<Option<CalendarRecord>> {
     conn.prepare_cached(sql::GET.sqlite)
         .ctx("preparing calendar read")?
         .query_row(params![tenant_to_db(tenant), name], |row| {

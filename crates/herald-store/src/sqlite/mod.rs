@@ -34,6 +34,7 @@
 mod access;
 mod apply;
 pub mod backup;
+mod calendars;
 mod campaign;
 mod caps;
 mod checkpointer;
@@ -51,7 +52,6 @@ mod schema;
 pub mod seed;
 mod subjects;
 mod templates;
-mod calendars;
 mod timer_counts;
 mod timer_ops;
 mod timers;

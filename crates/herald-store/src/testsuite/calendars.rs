@@ -16,8 +16,20 @@ fn cal(tenant: herald_core::TenantId, name: &str, body: &str, at: i64) -> Calend
 }
 
 pub async fn calendars_are_replaced_whole_per_tenant_and_name(store: S) {
-    assert_eq!(store.get_calendar(DEFAULT_TENANT, "acme").await.expect("get"), None);
-    assert!(store.list_calendars(DEFAULT_TENANT).await.expect("list").is_empty());
+    assert_eq!(
+        store
+            .get_calendar(DEFAULT_TENANT, "acme")
+            .await
+            .expect("get"),
+        None
+    );
+    assert!(
+        store
+            .list_calendars(DEFAULT_TENANT)
+            .await
+            .expect("list")
+            .is_empty()
+    );
 
     let first = store
         .put_calendar(&cal(DEFAULT_TENANT, "acme", "{\"v\":1}", 1_000))
@@ -30,12 +42,19 @@ pub async fn calendars_are_replaced_whole_per_tenant_and_name(store: S) {
     second.updated_by = None;
     let written = store.put_calendar(&second).await.expect("replace");
     assert_eq!(
-        (written.body.as_str(), written.created_at, written.updated_at),
+        (
+            written.body.as_str(),
+            written.created_at,
+            written.updated_at
+        ),
         ("{\"v\":2}", 1_000, 2_000)
     );
     assert_eq!(written.updated_by, None);
     assert_eq!(
-        store.get_calendar(DEFAULT_TENANT, "acme").await.expect("get"),
+        store
+            .get_calendar(DEFAULT_TENANT, "acme")
+            .await
+            .expect("get"),
         Some(written.clone())
     );
 
@@ -61,7 +80,10 @@ pub async fn calendars_are_replaced_whole_per_tenant_and_name(store: S) {
         .map(|c| c.name)
         .collect();
     assert_eq!(names, ["Zeta", "acme", "cn"]);
-    let other = store.list_calendars(OTHER_TENANT).await.expect("list other");
+    let other = store
+        .list_calendars(OTHER_TENANT)
+        .await
+        .expect("list other");
     assert_eq!(other.len(), 1);
     assert_eq!(other[0].body, "{\"v\":9}");
     assert_eq!(

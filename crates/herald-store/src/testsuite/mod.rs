@@ -53,6 +53,8 @@ pub mod fixtures;
 #[cfg(feature = "testsuite")]
 pub mod access;
 #[cfg(feature = "testsuite")]
+pub mod calendars;
+#[cfg(feature = "testsuite")]
 pub mod campaigns;
 #[cfg(feature = "testsuite")]
 pub mod caps;
@@ -76,8 +78,6 @@ pub mod retention;
 pub(crate) mod support;
 #[cfg(feature = "testsuite")]
 pub mod templates;
-#[cfg(feature = "testsuite")]
-pub mod calendars;
 #[cfg(feature = "testsuite")]
 pub mod timer_counts;
 #[cfg(feature = "testsuite")]

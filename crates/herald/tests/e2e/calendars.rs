@@ -36,7 +36,10 @@ fn make_up_today() -> Value {
         let y = years
             .entry(d.year().to_string())
             .or_insert_with(|| json!({"source": "e2e", "workdays": []}));
-        y["workdays"].as_array_mut().unwrap().push(json!(d.to_string()));
+        y["workdays"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!(d.to_string()));
     }
     json!({"time_zone": "UTC", "working_weekdays": [], "years": years})
 }
@@ -46,10 +49,16 @@ async fn walk(server: &Server, mock: &Mock) {
     let (st, cn) = server.get("/v1/calendars/cn").await;
     assert_eq!(st, 200, "{cn}");
     assert_eq!(cn["builtin"], true);
-    assert_eq!((cn["first_year"].as_i64(), cn["last_year"].as_i64()), (Some(2024), Some(2026)));
+    assert_eq!(
+        (cn["first_year"].as_i64(), cn["last_year"].as_i64()),
+        (Some(2024), Some(2026))
+    );
     assert_eq!(cn["calendar"]["time_zone"], "Asia/Shanghai");
     let make_up = &cn["calendar"]["years"]["2026"]["workdays"];
-    assert!(make_up.as_array().unwrap().contains(&json!("2026-02-14")), "{make_up}");
+    assert!(
+        make_up.as_array().unwrap().contains(&json!("2026-02-14")),
+        "{make_up}"
+    );
     let (st, list) = server.get("/v1/calendars").await;
     assert_eq!(st, 200, "{list}");
     assert_eq!(list["calendars"][0]["name"], "cn", "{list}");
@@ -141,12 +150,16 @@ async fn walk(server: &Server, mock: &Mock) {
         .await;
     assert_eq!(st, 201, "{on}");
     let id = on["id"].as_i64().unwrap();
-    wait_for("the make-up day rule to send", Duration::from_secs(90), || async {
-        let (_, t) = server.get(&format!("/v1/rules/{id}/tasks")).await;
-        t["tasks"]
-            .as_array()
-            .is_some_and(|t| t.iter().any(|t| t["state"] == "succeeded"))
-    })
+    wait_for(
+        "the make-up day rule to send",
+        Duration::from_secs(90),
+        || async {
+            let (_, t) = server.get(&format!("/v1/rules/{id}/tasks")).await;
+            t["tasks"]
+                .as_array()
+                .is_some_and(|t| t.iter().any(|t| t["state"] == "succeeded"))
+        },
+    )
     .await;
     assert!(mock.stats().await["unique_delivered"].as_u64() >= Some(1));
 
@@ -168,7 +181,11 @@ async fn walk(server: &Server, mock: &Mock) {
     assert_eq!(st, 200, "{p}");
     assert_eq!(
         p["local"],
-        json!(["2026-02-12T09:00:00+08:00", "2026-02-16T09:00:00+08:00", "2026-02-17T09:00:00+08:00"]),
+        json!([
+            "2026-02-12T09:00:00+08:00",
+            "2026-02-16T09:00:00+08:00",
+            "2026-02-17T09:00:00+08:00"
+        ]),
         "{p}"
     );
 }

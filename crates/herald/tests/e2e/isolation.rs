@@ -257,7 +257,12 @@ impl Fixture {
         )
         .await;
         assert_eq!(a.status, 201, "{}", a.text);
-        let a = call(base, key, &json_req(Method::PUT, "/v1/calendars/iso-cal", calendar())).await;
+        let a = call(
+            base,
+            key,
+            &json_req(Method::PUT, "/v1/calendars/iso-cal", calendar()),
+        )
+        .await;
         assert_eq!(a.status, 200, "{}", a.text);
         for user in ["alice-sub", "spare-sub"] {
             let a = call(

@@ -5,9 +5,9 @@ use axum::body::Body;
 use axum::extract::{Extension, State};
 use axum::response::{IntoResponse, Response};
 use herald_core::schedule::ScheduleSpec;
+use herald_core::time::{format_rfc3339_ms, parse_rfc3339_ms};
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
-use herald_core::time::{format_rfc3339_ms, parse_rfc3339_ms};
 use serde::{Deserialize, Serialize};
 
 use crate::access::Caller;
