@@ -85,7 +85,7 @@ async fn walk(server: &Server, mock: &Mock) {
         ]),
         "{p}"
     );
-    assert_eq!(p["instants"][2], "2026-02-14T01:00:00Z", "{p}");
+    assert_eq!(p["instants"][2], "2026-02-14T01:00:00.000Z", "{p}");
     assert!(p.get("warnings").is_none(), "{p}");
     // Past the calendar's last year: the regular weekdays, and a warning.
     let (st, p) = server
