@@ -35,7 +35,7 @@ fn make_up_today() -> Value {
     for d in [utc_date(0), utc_date(1)] {
         let y = years
             .entry(d.year().to_string())
-            .or_insert_with(|| json!({"source": "e2e", "workdays": []}));
+            .or_insert_with(|| json!({"source": "e2e", "holidays": [], "workdays": []}));
         y["workdays"]
             .as_array_mut()
             .unwrap()
