@@ -142,7 +142,7 @@ async fn walk(server: &Server, mock: &Mock) {
     assert_eq!(st, 201, "{off}");
     assert_eq!(
         off["next_run_at"],
-        format!("{}T00:00:00Z", utc_date(2)),
+        format!("{}T00:00:00.000Z", utc_date(2)),
         "{off}"
     );
     let (st, on) = server
