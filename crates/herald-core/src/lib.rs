@@ -4,6 +4,7 @@
 //! Time comes in through [`Clock`] so that schedules, leases and retries can be
 //! driven by tests without sleeping.
 
+pub mod calendar;
 pub mod campaign;
 pub mod caps;
 pub mod clock;

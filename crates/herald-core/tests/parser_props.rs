@@ -226,6 +226,8 @@ fn schedule_spec() -> impl Strategy<Value = ScheduleSpec> {
                 exclude_dates,
                 start_at,
                 end_at,
+                calendar: None,
+                days: None,
             }),
     ]
 }
@@ -305,6 +307,8 @@ fn cron_patterns_that_never_fire_answer_none_in_bounded_time() {
             exclude_dates: Vec::new(),
             start_at: None,
             end_at: None,
+            calendar: None,
+            days: None,
         };
         let got = within(cron.to_string(), move || {
             Schedule::compile(&spec).map(|s| s.next_after(0, 1_773_000_000_000))

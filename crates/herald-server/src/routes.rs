@@ -23,7 +23,7 @@ use axum::routing::{MethodRouter, delete, get, patch, post, put};
 
 use crate::access::{Need, Payload, Policy, Scope, Verb, enforce};
 use crate::api::campaigns::{self, audiences, jobs, rules, schedules};
-use crate::api::{admin, channels, reminders, subscribers, templates, timers};
+use crate::api::{admin, calendars, channels, reminders, subscribers, templates, timers};
 use crate::http::body_admission;
 use crate::http::body_limits::{self, ACTION, BodySpec, Limit as L};
 use crate::http::state::AppState;
@@ -296,6 +296,10 @@ route_table! {
     // `:cancel`: one pending task, the rule left as it is.
     Post "/v1/rules/{id}/tasks/{task_id}", Needs(Campaign), Action => rules::task_action,
         actions campaigns::docs::TASK_ACTIONS;
+    Put "/v1/calendars/{name}", Needs(Campaign), Json("CalendarSpec") => calendars::put,
+        doc calendars::docs::PUT, limit L::Bytes(calendars::MAX_CALENDAR_BYTES);
+    Get "/v1/calendars", Needs(Read), NoBody => calendars::list, doc calendars::docs::LIST;
+    Get "/v1/calendars/{name}", Needs(Read), NoBody => calendars::get, doc calendars::docs::GET;
     // Computes, changes nothing.
     Post "/v1/schedules:preview", Needs(Read), Json("PreviewRequest") => schedules::preview,
         doc campaigns::docs::SCHEDULE_PREVIEW, limit L::Bytes(body_limits::PREVIEW_MAX_BYTES);

@@ -7,6 +7,7 @@
 //! `testsuite` feature) runs unchanged against every backend.
 
 pub mod access;
+mod calendars;
 pub mod campaign;
 mod caps;
 mod cluster;
@@ -38,6 +39,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 pub use access::*;
+pub use calendars::{CalendarRecord, CalendarStore};
 pub use campaign::*;
 pub use caps::{CapStore, CapTake, CapVerdict};
 pub use cluster::{ClusterStore, Fence, Holder, NamedLease, NodeInfo, ShardLease};
@@ -77,8 +79,8 @@ pub use timers::{
 /// A `dyn Store` needs none of them in scope.
 pub mod prelude {
     pub use crate::{
-        AccessStore, CampaignStore, CapStore, ClusterStore, DirectoryStore, GrantStore,
-        ProviderStore, ReminderStore, Store, TemplateStore, TimerStore,
+        AccessStore, CalendarStore, CampaignStore, CapStore, ClusterStore, DirectoryStore,
+        GrantStore, ProviderStore, ReminderStore, Store, TemplateStore, TimerStore,
     };
 }
 
@@ -208,7 +210,8 @@ pub(crate) fn bits_from_db(v: i64) -> u64 {
 /// tenant, for the caller to check.
 #[async_trait]
 pub trait Store:
-    CampaignStore
+    CalendarStore
+    + CampaignStore
     + AccessStore
     + CapStore
     + ClusterStore

@@ -59,6 +59,7 @@ macro_rules! migrations {
             "0037_cap_counter_expiry",
             "0038_subject_templates",
             "0039_resend_unread",
+            "0040_calendars",
             "0041_grants",
         )
     };

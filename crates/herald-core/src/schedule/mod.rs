@@ -32,6 +32,9 @@
 //! interval patterns in both halves of an overlap, so this module only uses it to
 //! walk matching wall clock times (zone-free) and maps them to instants itself.
 
+#[cfg(test)]
+mod calendar_tests;
+mod on_calendar;
 mod policy;
 mod spec_json;
 
@@ -44,6 +47,7 @@ use jiff::tz::{Offset, TimeZone, TimeZoneDatabase};
 use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
 
+use crate::calendar::Calendar;
 use crate::clock::Millis;
 
 /// Most `exclude_dates` a rule may carry; keeps specs and lookups small.
@@ -81,7 +85,32 @@ pub enum ScheduleSpec {
         /// RFC 3339; no occurrence after it (inclusive bound).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         end_at: Option<String>,
+        /// A working-day calendar's name (`cn`, or one the tenant stored):
+        /// only occurrences on the `days` it names fire.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        calendar: Option<String>,
+        /// Which days of `calendar` fire; `working` when a calendar is given.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        days: Option<Days>,
     },
+}
+
+/// The days of a calendar a rule fires on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Days {
+    Working,
+    NonWorking,
+}
+
+impl ScheduleSpec {
+    /// The calendar the schedule names, which [`Schedule::compile_with`] needs.
+    pub fn calendar(&self) -> Option<&str> {
+        match self {
+            ScheduleSpec::Cron { calendar, .. } => calendar.as_deref(),
+            _ => None,
+        }
+    }
 }
 
 /// A spec that does not compile; `field` is the JSON path the API reports.
@@ -117,6 +146,8 @@ enum Kind {
 #[derive(Debug, Clone)]
 struct CronSchedule {
     cron: Cron,
+    /// The calendar and the days of it that fire.
+    calendar: Option<on_calendar::OnCalendar>,
     /// Whether the pattern matches any date at all (`0 0 30 2 *` does not):
     /// when it does not, there is no occurrence to search for.
     matches: bool,
@@ -127,8 +158,20 @@ struct CronSchedule {
 }
 
 impl Schedule {
-    /// Checks `spec` and prepares it for evaluation.
+    /// Checks `spec` and prepares it for evaluation; a calendar it names must
+    /// be a built-in one ([`crate::calendar::builtin`]).
     pub fn compile(spec: &ScheduleSpec) -> Result<Schedule, ScheduleError> {
+        let calendar = spec.calendar().and_then(crate::calendar::builtin);
+        Schedule::compile_with(spec, calendar)
+    }
+
+    /// [`Schedule::compile`] with the calendar `spec` names, as the caller
+    /// found it (a tenant's stored one, else the built-in); `None` when there
+    /// is none by that name, which fails with `schedule.calendar`.
+    pub fn compile_with(
+        spec: &ScheduleSpec,
+        calendar: Option<Calendar>,
+    ) -> Result<Schedule, ScheduleError> {
         let kind = match spec {
             ScheduleSpec::Immediate => Kind::Immediate,
             ScheduleSpec::At { at } => Kind::At(parse_instant("schedule.at", at)?),
@@ -138,13 +181,20 @@ impl Schedule {
                 exclude_dates,
                 start_at,
                 end_at,
-            } => Kind::Cron(Box::new(CronSchedule::compile(
-                cron,
-                timezone,
-                exclude_dates,
-                start_at.as_deref(),
-                end_at.as_deref(),
-            )?)),
+                calendar: name,
+                days,
+            } => {
+                let mut c = CronSchedule::compile(
+                    cron,
+                    timezone,
+                    exclude_dates,
+                    start_at.as_deref(),
+                    end_at.as_deref(),
+                )?;
+                c.calendar = check_calendar(name.as_deref(), *days, calendar)?
+                    .map(|(cal, name, days)| on_calendar::OnCalendar::new(cal, name, days, cron));
+                Kind::Cron(Box::new(c))
+            }
         };
         Ok(Schedule { kind })
     }
@@ -163,10 +213,63 @@ impl Schedule {
         }
     }
 
+    /// The calendar a cron schedule follows, and the year of `at_ms` in its
+    /// zone, when the calendar does not list that year: the occurrence then
+    /// followed the calendar's regular working weekdays only.
+    pub fn uncovered(&self, at_ms: Millis) -> Option<(&str, i16)> {
+        let Kind::Cron(c) = &self.kind else {
+            return None;
+        };
+        let on = c.calendar.as_ref()?;
+        let at = Timestamp::from_millisecond(at_ms).ok()?;
+        let year = on.calendar.time_zone().to_datetime(at).year();
+        (!on.calendar.covers(year)).then_some((on.name.as_str(), year))
+    }
+
+    /// A cron schedule's zone, the one its wall clock times are in.
+    pub fn zone(&self) -> Option<&TimeZone> {
+        match &self.kind {
+            Kind::Cron(c) => Some(&c.tz),
+            _ => None,
+        }
+    }
+
     /// Whether the schedule can fire more than once (a cron).
     pub fn is_recurring(&self) -> bool {
         matches!(self.kind, Kind::Cron(_))
     }
+}
+
+/// The calendar part of a cron spec: `days` only with a `calendar`, and the
+/// calendar found.
+fn check_calendar(
+    name: Option<&str>,
+    days: Option<Days>,
+    found: Option<Calendar>,
+) -> Result<Option<(Box<Calendar>, String, Days)>, ScheduleError> {
+    let Some(name) = name else {
+        if days.is_some() {
+            return Err(ScheduleError::new(
+                "schedule.days",
+                "needs schedule.calendar: the calendar whose days these are",
+            ));
+        }
+        return Ok(None);
+    };
+    crate::calendar::check_name(name).map_err(|m| ScheduleError::new("schedule.calendar", m))?;
+    let Some(cal) = found else {
+        return Err(ScheduleError::new(
+            "schedule.calendar",
+            format!(
+                "no calendar named {name:?}: PUT /v1/calendars/{name} first, or use a built-in one"
+            ),
+        ));
+    };
+    Ok(Some((
+        Box::new(cal),
+        name.to_string(),
+        days.unwrap_or(Days::Working),
+    )))
 }
 
 fn parse_instant(field: &str, s: &str) -> Result<Millis, ScheduleError> {
@@ -176,17 +279,7 @@ fn parse_instant(field: &str, s: &str) -> Result<Millis, ScheduleError> {
 
 /// `YYYY-MM-DD` exactly: jiff alone would also take extended years like `+002026-…`.
 fn parse_date(s: &str) -> Result<Date, String> {
-    let b = s.as_bytes();
-    let shape_ok = b.len() == 10
-        && b[4] == b'-'
-        && b[7] == b'-'
-        && b.iter()
-            .enumerate()
-            .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit());
-    if !shape_ok {
-        return Err(format!("{s:?} is not a YYYY-MM-DD date"));
-    }
-    s.parse::<Date>().map_err(|e| format!("{s:?}: {e}"))
+    crate::calendar::parse_date(s)
 }
 
 impl CronSchedule {
@@ -242,6 +335,7 @@ impl CronSchedule {
         }
         Ok(CronSchedule {
             matches: policy::matches_some_date(&cron),
+            calendar: None,
             cron,
             tz,
             exclude,
@@ -284,7 +378,12 @@ impl CronSchedule {
         // can map earlier.
         let mut horizon: Option<DateTime> = None;
         loop {
-            let wall = self.cron.find_next_occurrence(&cursor, true).ok()?;
+            let cron = self
+                .calendar
+                .as_ref()
+                .and_then(|c| c.walk_cron())
+                .unwrap_or(&self.cron);
+            let wall = cron.find_next_occurrence(&cursor, true).ok()?;
             if wall > limit || horizon.is_some_and(|h| wall >= h) {
                 break;
             }
@@ -294,14 +393,12 @@ impl CronSchedule {
                 cursor = next_cursor;
                 continue;
             }
-            let date = self.tz.to_datetime(at).date();
-            if self.exclude.contains(&date) {
+            if let Some(skipped) = self.skipped_day(at, wall) {
                 cursor = if best.is_none() {
-                    // Skip the rest of the excluded day in one step: a per-second
-                    // pattern would otherwise walk 86 400 matches per excluded day.
-                    // Every wall time skipped maps into the excluded day.
-                    let next_day = date.tomorrow().ok()?.to_datetime(Time::midnight());
-                    let first = self.tz.to_ambiguous_timestamp(next_day).compatible().ok()?;
+                    // Skip the rest of the day in one step: a per-second pattern
+                    // would otherwise walk 86 400 matches per skipped day. Every
+                    // wall time skipped maps into the skipped day.
+                    let first = start_of_next_day(skipped.0, skipped.1)?;
                     self.walk_start(first).max(next_cursor)
                 } else {
                     next_cursor
@@ -319,6 +416,17 @@ impl CronSchedule {
             return None;
         }
         Some(best.as_millisecond())
+    }
+
+    /// When the occurrence at `at` does not fire because of its date: the
+    /// zone and date of the day skipped (an excluded date in the rule's zone,
+    /// or a day of the wrong kind in the calendar's).
+    fn skipped_day(&self, at: Timestamp, wall: DateTime) -> Option<(&TimeZone, Date)> {
+        let date = self.tz.to_datetime(at).date();
+        if self.exclude.contains(&date) {
+            return Some((&self.tz, date));
+        }
+        self.calendar.as_ref()?.skips(at, wall)
     }
 
     /// The earliest wall clock time whose compatible instant can be `>= from`.
@@ -347,6 +455,12 @@ impl CronSchedule {
     }
 }
 
+/// The first instant of the day after `date` in `tz`.
+fn start_of_next_day(tz: &TimeZone, date: Date) -> Option<Timestamp> {
+    let next_day = date.tomorrow().ok()?.to_datetime(Time::midnight());
+    tz.to_ambiguous_timestamp(next_day).compatible().ok()
+}
+
 fn offset_gap(before: Offset, after: Offset) -> SignedDuration {
     SignedDuration::from_secs(i64::from(after.seconds()) - i64::from(before.seconds()))
 }
@@ -372,6 +486,8 @@ mod tests {
             exclude_dates: vec![],
             start_at: None,
             end_at: None,
+            calendar: None,
+            days: None,
         }
     }
 
@@ -432,6 +548,8 @@ mod tests {
             exclude_dates: vec!["2026-10-01".into(), "2026-10-02".into()],
             start_at: None,
             end_at: None,
+            calendar: None,
+            days: None,
         });
         assert_eq!(
             chain(&s, "2026-09-30T00:00:00Z", 3),
@@ -531,6 +649,8 @@ mod tests {
             exclude_dates: vec![],
             start_at: Some("2026-12-02T09:00:00+08:00".into()),
             end_at: Some("2026-12-04T09:00:00+08:00".into()),
+            calendar: None,
+            days: None,
         });
         // start_at is inclusive, end_at too.
         assert_eq!(
@@ -576,6 +696,8 @@ mod tests {
             exclude_dates,
             start_at: None,
             end_at: None,
+            calendar: None,
+            days: None,
         });
         assert_eq!(
             s.next_after(0, ms("2025-12-31T23:30:00Z")),
@@ -637,6 +759,8 @@ mod tests {
                 exclude_dates: exclude.into_iter().map(String::from).collect(),
                 start_at: start.map(String::from),
                 end_at: end.map(String::from),
+                calendar: None,
+                days: None,
             };
         assert_eq!(
             err_field(with(
@@ -792,6 +916,8 @@ mod tests {
                 exclude_dates: exclude.iter().map(|d| d.to_string()).collect(),
                 start_at: None,
                 end_at: None,
+                calendar: None,
+                days: None,
             });
             let to = from + SignedDuration::from_hours(72);
             let mut got = Vec::new();

@@ -141,6 +141,8 @@ mod tests {
             exclude_dates: exclude.into_iter().map(String::from).collect(),
             start_at: None,
             end_at: end_at.map(String::from),
+            calendar: None,
+            days: None,
         })
         .unwrap()
     }

@@ -8,7 +8,7 @@
 
 use serde::Deserialize;
 
-use super::ScheduleSpec;
+use super::{Days, ScheduleSpec};
 
 /// Every field any schedule type has, as the JSON holds them.
 #[derive(Deserialize)]
@@ -28,6 +28,10 @@ pub struct SpecObject {
     start_at: Option<String>,
     #[serde(default)]
     end_at: Option<String>,
+    #[serde(default)]
+    calendar: Option<String>,
+    #[serde(default)]
+    days: Option<Days>,
 }
 
 /// The type names, as serde words an unknown variant.
@@ -44,6 +48,8 @@ impl TryFrom<SpecObject> for ScheduleSpec {
             ("exclude_dates", o.exclude_dates.is_some()),
             ("start_at", o.start_at.is_some()),
             ("end_at", o.end_at.is_some()),
+            ("calendar", o.calendar.is_some()),
+            ("days", o.days.is_some()),
         ];
         let only = |allowed: &[&str]| -> Result<(), String> {
             match given
@@ -70,13 +76,23 @@ impl TryFrom<SpecObject> for ScheduleSpec {
                 })
             }
             "cron" => {
-                only(&["cron", "timezone", "exclude_dates", "start_at", "end_at"])?;
+                only(&[
+                    "cron",
+                    "timezone",
+                    "exclude_dates",
+                    "start_at",
+                    "end_at",
+                    "calendar",
+                    "days",
+                ])?;
                 Ok(ScheduleSpec::Cron {
                     cron: o.cron.ok_or_else(|| missing("cron"))?,
                     timezone: o.timezone.ok_or_else(|| missing("timezone"))?,
                     exclude_dates: o.exclude_dates.unwrap_or_default(),
                     start_at: o.start_at,
                     end_at: o.end_at,
+                    calendar: o.calendar,
+                    days: o.days,
                 })
             }
             other => Err(format!("unknown variant `{other}`, {TYPES}")),
@@ -119,6 +135,14 @@ mod tests {
             (r#"{"type":"weekly"}"#, "unknown variant `weekly`"),
             (r#"{"type":"at","at":"x","when":1}"#, "unknown field `when`"),
             (r#"{"at":"x"}"#, "missing field `type`"),
+            (
+                r#"{"type":"at","at":"x","calendar":"cn"}"#,
+                "unknown field `calendar`",
+            ),
+            (
+                r#"{"type":"cron","cron":"0 9 * * *","timezone":"UTC","days":"weekends"}"#,
+                "unknown variant `weekends`",
+            ),
         ] {
             let e = read(text).unwrap_err();
             assert!(e.contains(says), "{text}: {e}");

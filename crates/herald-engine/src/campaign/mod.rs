@@ -11,6 +11,7 @@
 //! ended partial, and ends jobs at their deadline. `docs/architecture.md`
 //! tells the whole path ("The path of a campaign", "Rules", "Guarantees").
 
+pub mod calendars;
 mod directory;
 mod error;
 mod follow_ups;

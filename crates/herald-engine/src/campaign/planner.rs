@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use herald_core::schedule::{Schedule, ScheduleSpec};
-use herald_store::{PlanCandidate, TaskStart};
+use herald_store::{PlanCandidate, TaskRecord, TaskStart};
 
 use super::{PLANNER_LEASE, Shared};
 
@@ -108,23 +108,63 @@ pub fn occurrences(schedule: &Schedule, created_at: i64, count: usize) -> Vec<i6
     out
 }
 
+/// A stored rule schedule, compiled with the calendar it names as that is
+/// now; `None` (reported) when it cannot be.
+async fn rule_schedule(
+    sh: &Shared,
+    tenant: herald_core::TenantId,
+    text: &str,
+    rule: i64,
+) -> Option<Schedule> {
+    let spec = match serde_json::from_str::<ScheduleSpec>(text) {
+        Ok(spec) => spec,
+        Err(e) => {
+            tracing::error!(rule, error = %e, "rule schedule does not read; not planning it");
+            return None;
+        }
+    };
+    match super::calendars::compile(sh.store.as_ref(), tenant, &spec).await {
+        Ok(Ok(s)) => Some(s),
+        Ok(Err(e)) => {
+            // The API validated it; a row that no longer compiles (e.g. a zone
+            // the bundled database dropped) is reported, not guessed at.
+            tracing::error!(rule, error = %e, "rule schedule does not compile; not planning it");
+            None
+        }
+        Err(e) => {
+            tracing::warn!(rule, error = %e, "reading the rule's calendar failed");
+            None
+        }
+    }
+}
+
+/// Whether a due task of a rule with a calendar is still an occurrence of
+/// its schedule: the calendar may have been replaced since it was planned.
+/// `true` when it cannot tell (the store will decide as before).
+async fn still_an_occurrence(sh: &Shared, task: &TaskRecord) -> bool {
+    let rule = match sh.store.get_rule(task.rule_id).await {
+        Ok(Some(r)) => r,
+        _ => return true,
+    };
+    let v = &rule.current;
+    if v.version != task.version || !v.spec.schedule.contains("\"calendar\"") {
+        return true;
+    }
+    let Some(schedule) = rule_schedule(sh, rule.tenant, &v.spec.schedule, rule.id).await else {
+        return true;
+    };
+    schedule.next_after(v.created_at, task.planned_at - 1) == Some(task.planned_at)
+}
+
 async fn plan_one(sh: &Shared, c: &PlanCandidate) {
     if c.has_pending_current {
         return;
     }
     let rule = &c.rule;
     let version = &rule.current;
-    let schedule = match serde_json::from_str::<ScheduleSpec>(&version.spec.schedule)
-        .map_err(|e| e.to_string())
-        .and_then(|spec| Schedule::compile(&spec).map_err(|e| e.to_string()))
-    {
-        Ok(s) => s,
-        Err(e) => {
-            // The API validated it; a row that no longer compiles (e.g. a zone
-            // the bundled database dropped) is reported, not guessed at.
-            tracing::error!(rule = rule.id, version = version.version, error = %e, "rule schedule does not compile; not planning it");
-            return;
-        }
+    let Some(schedule) = rule_schedule(sh, rule.tenant, &version.spec.schedule, rule.id).await
+    else {
+        return;
     };
     let now = sh.clock.now_ms();
     let after = plan_after(
@@ -136,15 +176,24 @@ async fn plan_one(sh: &Shared, c: &PlanCandidate) {
     );
     match schedule.next_after(version.created_at, after) {
         Some(at) => match sh.store.plan_task(rule.id, version.version, at, now).await {
-            Ok(Some(task)) => {
-                tracing::info!(
+            Ok(Some(task)) => match schedule.uncovered(at) {
+                Some((calendar, year)) => tracing::warn!(
+                    rule = rule.id,
+                    version = version.version,
+                    task = task.id,
+                    planned_at = at,
+                    calendar,
+                    year,
+                    "task planned by the calendar's regular weekdays: it lists no holidays for that year"
+                ),
+                None => tracing::info!(
                     rule = rule.id,
                     version = version.version,
                     task = task.id,
                     planned_at = at,
                     "task planned"
-                )
-            }
+                ),
+            },
             Ok(None) => {}
             Err(e) => tracing::warn!(rule = rule.id, error = %e, "planning a task failed"),
         },
@@ -171,6 +220,20 @@ async fn start_due(sh: &Shared) {
         };
         let mut started = false;
         for task in &due {
+            if !still_an_occurrence(sh, task).await {
+                match sh.store.cancel_task(task.id, sh.clock.now_ms(), None).await {
+                    Ok(_) => tracing::info!(
+                        rule = task.rule_id,
+                        task = task.id,
+                        planned_at = task.planned_at,
+                        "task cancelled: its rule's calendar no longer has it fire that day"
+                    ),
+                    Err(e) => {
+                        tracing::warn!(task = task.id, error = %e, "cancelling a task failed")
+                    }
+                }
+                continue;
+            }
             match sh
                 .store
                 .start_task(task.id, sh.clock.now_ms(), sh.cfg.get().segment_size.max(1))
@@ -223,6 +286,9 @@ async fn start_due(sh: &Shared) {
 }
 
 #[cfg(test)]
+mod calendar_tests;
+
+#[cfg(test)]
 mod tests {
     use super::{Schedule, ScheduleSpec, occurrences, plan_after};
 
@@ -239,6 +305,8 @@ mod tests {
             exclude_dates: vec!["2030-01-02".into()],
             start_at: None,
             end_at: None,
+            calendar: None,
+            days: None,
         };
         let days = occurrences(&Schedule::compile(&cron).unwrap(), 1_893_456_000_000, 3);
         let day = 86_400_000;

@@ -752,8 +752,17 @@ impl Campaigns {
         } else {
             Vec::new()
         };
+        let schedule = match serde_json::from_str::<ScheduleSpec>(&rule.current.spec.schedule) {
+            Ok(spec) if rule.status == RuleStatus::Enabled => {
+                super::calendars::compile(self.sh.store.as_ref(), rule.tenant, &spec)
+                    .await?
+                    .ok()
+            }
+            _ => None,
+        };
         let next_run_at = next_run_at(
             &rule,
+            schedule.as_ref(),
             &tasks,
             self.now(),
             self.sh.cfg.get().misfire_grace_ms,
@@ -765,13 +774,19 @@ impl Campaigns {
 /// When an enabled rule sends next: its earliest pending task of the current
 /// version, or else the occurrence the planner will plan next (as it would
 /// compute it now). `tasks` are the rule's latest tasks.
-fn next_run_at(r: &RuleRecord, tasks: &[TaskRecord], now: i64, grace_ms: i64) -> Option<i64> {
+/// `schedule` is the rule's, compiled with its calendar as that is now.
+fn next_run_at(
+    r: &RuleRecord,
+    schedule: Option<&Schedule>,
+    tasks: &[TaskRecord],
+    now: i64,
+    grace_ms: i64,
+) -> Option<i64> {
     if r.status != RuleStatus::Enabled {
         return None;
     }
     let v = &r.current;
-    let spec: ScheduleSpec = serde_json::from_str(&v.spec.schedule).ok()?;
-    let schedule = Schedule::compile(&spec).ok()?;
+    let schedule = schedule?;
     let current = || tasks.iter().filter(|t| t.version == v.version);
     if let Some(p) = current()
         .filter(|t| t.state == TaskState::Pending)
@@ -869,6 +884,11 @@ mod tests {
         }
     }
 
+    fn compiled(r: &RuleRecord) -> Option<Schedule> {
+        let spec: ScheduleSpec = serde_json::from_str(&r.current.spec.schedule).ok()?;
+        Schedule::compile(&spec).ok()
+    }
+
     const EVERY_MINUTE: &str = r#"{"type":"cron","cron":"* * * * *","timezone":"UTC"}"#;
 
     #[test]
@@ -879,24 +899,39 @@ mod tests {
             task(2, 180_000, TaskState::Pending),
             task(2, 120_000, TaskState::Succeeded),
         ];
-        assert_eq!(next_run_at(&r, &tasks, 130_000, 60_000), Some(180_000));
+        assert_eq!(
+            next_run_at(&r, compiled(&r).as_ref(), &tasks, 130_000, 60_000),
+            Some(180_000)
+        );
         // Without one, the occurrence after the last planned one.
-        assert_eq!(next_run_at(&r, &tasks[2..], 130_000, 60_000), Some(180_000));
+        assert_eq!(
+            next_run_at(&r, compiled(&r).as_ref(), &tasks[2..], 130_000, 60_000),
+            Some(180_000)
+        );
         // A recurring rule skips what is older than the misfire grace.
         assert_eq!(
-            next_run_at(&r, &tasks[2..], 1_000_000, 60_000),
+            next_run_at(&r, compiled(&r).as_ref(), &tasks[2..], 1_000_000, 60_000),
             Some(960_000)
         );
         let off = rule(RuleStatus::Disabled, EVERY_MINUTE, 0);
-        assert_eq!(next_run_at(&off, &tasks, 130_000, 60_000), None);
+        assert_eq!(
+            next_run_at(&off, compiled(&off).as_ref(), &tasks, 130_000, 60_000),
+            None
+        );
     }
 
     #[test]
     fn an_immediate_rule_runs_once_at_its_version() {
         let r = rule(RuleStatus::Enabled, r#"{"type":"immediate"}"#, 5_000);
-        assert_eq!(next_run_at(&r, &[], 9_000, 60_000), Some(5_000));
+        assert_eq!(
+            next_run_at(&r, compiled(&r).as_ref(), &[], 9_000, 60_000),
+            Some(5_000)
+        );
         let done = [task(2, 5_000, TaskState::Succeeded)];
-        assert_eq!(next_run_at(&r, &done, 9_000, 60_000), None);
+        assert_eq!(
+            next_run_at(&r, compiled(&r).as_ref(), &done, 9_000, 60_000),
+            None
+        );
     }
 
     #[tokio::test]

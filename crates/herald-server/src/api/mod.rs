@@ -5,6 +5,7 @@
 //! `docs.rs` documents its routes in `crate::openapi::operations`' words.
 
 pub mod admin;
+pub(crate) mod calendars;
 pub mod campaigns;
 pub mod channels;
 pub mod reminders;

@@ -195,6 +195,10 @@ pub fn collect(all: &mut Vec<(String, RefOr<Schema>)>) {
     add::<TaskJobJson>(all);
     add::<TaskList>(all);
     add::<PreviewBody>(all);
+    add::<herald_core::calendar::CalendarSpec>(all);
+    add::<herald_core::calendar::YearSpec>(all);
+    add::<crate::api::calendars::CalendarJson>(all);
+    add::<crate::api::calendars::CalendarList>(all);
     add::<PreviewJson>(all);
     add::<JobBody>(all);
     add::<JobJson>(all);

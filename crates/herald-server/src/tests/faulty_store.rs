@@ -234,6 +234,12 @@ faulty! { GrantStore:
     fn settle_grants(settles: Vec<herald_store::GrantSettle>, at: i64) -> Result<()>;
 }
 
+faulty! { CalendarStore:
+    fn put_calendar(cal: &herald_store::CalendarRecord) -> Result<herald_store::CalendarRecord>;
+    fn get_calendar(tenant: TenantId, name: &str) -> Result<Option<herald_store::CalendarRecord>>;
+    fn list_calendars(tenant: TenantId) -> Result<Vec<herald_store::CalendarRecord>>;
+}
+
 faulty! { TemplateStore:
     fn put_template(new: &herald_store::NewTemplateVersion, how: herald_store::TemplateWrite) -> Result<herald_store::TemplateRecord>;
     fn template_census() -> Result<herald_store::TemplateCensus>;

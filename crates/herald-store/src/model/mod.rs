@@ -12,6 +12,7 @@
 //! serves an SQLite `INTEGER` and a PostgreSQL `SMALLINT`.
 
 mod access;
+mod calendars;
 mod campaign;
 mod cluster;
 mod directory;
@@ -21,6 +22,7 @@ mod templates;
 mod timers;
 
 pub(crate) use access::{api_key_cols, audit_cols, audit_start, scopes_to_db};
+pub(crate) use calendars::calendar_cols;
 pub(crate) use campaign::{
     audience_cols, job_cols, rule_cols, segment_cols, send_code, send_cols, task_cols, version_cols,
 };

@@ -53,6 +53,7 @@
 
 mod access;
 mod apply;
+mod calendars;
 mod campaign;
 mod caps;
 mod cluster;
@@ -841,6 +842,35 @@ impl crate::GrantStore for PgStore {
             }
             self.retrying("settle_grants", || grants::settle(self, &settles, at))
                 .await
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl crate::CalendarStore for PgStore {
+    async fn put_calendar(&self, cal: &crate::CalendarRecord) -> Result<crate::CalendarRecord> {
+        self.within(
+            "put_calendar",
+            async move { calendars::put(self, cal).await },
+        )
+        .await
+    }
+
+    async fn get_calendar(
+        &self,
+        tenant: TenantId,
+        name: &str,
+    ) -> Result<Option<crate::CalendarRecord>> {
+        self.within("get_calendar", async move {
+            calendars::get(self, tenant, name).await
+        })
+        .await
+    }
+
+    async fn list_calendars(&self, tenant: TenantId) -> Result<Vec<crate::CalendarRecord>> {
+        self.within("list_calendars", async move {
+            calendars::list(self, tenant).await
         })
         .await
     }

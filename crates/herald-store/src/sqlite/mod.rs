@@ -34,6 +34,7 @@
 mod access;
 mod apply;
 pub mod backup;
+mod calendars;
 mod campaign;
 mod caps;
 mod checkpointer;
@@ -530,6 +531,27 @@ impl crate::CapStore for SqliteStore {
             return Ok(vec![crate::CapVerdict::Taken; takes.len()]);
         }
         self.write(move |c| caps::take(c, &takes, at)).await
+    }
+}
+
+#[async_trait]
+impl crate::CalendarStore for SqliteStore {
+    async fn put_calendar(&self, cal: &crate::CalendarRecord) -> Result<crate::CalendarRecord> {
+        let cal = cal.clone();
+        self.write(move |c| calendars::put(c, &cal)).await
+    }
+
+    async fn get_calendar(
+        &self,
+        tenant: TenantId,
+        name: &str,
+    ) -> Result<Option<crate::CalendarRecord>> {
+        let name = name.to_string();
+        self.read(move |c| calendars::get(c, tenant, &name)).await
+    }
+
+    async fn list_calendars(&self, tenant: TenantId) -> Result<Vec<crate::CalendarRecord>> {
+        self.read(move |c| calendars::list(c, tenant)).await
     }
 }
 

@@ -20,6 +20,7 @@
 //! - [`timer_counts`]: the timer counters against a real count.
 //! - [`reports`]: delivery outcomes counted per day, channel, rule and job.
 //! - [`templates`]: message template versions.
+//! - [`calendars`]: working-day calendars.
 //! - [`caps`]: frequency-cap counters.
 //! - [`labels`]: jobs' names and categories; who made and changed rules,
 //!   jobs and tasks.
@@ -51,6 +52,8 @@ pub mod fixtures;
 
 #[cfg(feature = "testsuite")]
 pub mod access;
+#[cfg(feature = "testsuite")]
+pub mod calendars;
 #[cfg(feature = "testsuite")]
 pub mod campaigns;
 #[cfg(feature = "testsuite")]
@@ -268,6 +271,10 @@ macro_rules! store_conformance_tests {
         );
         $crate::store_conformance_tests!(@area templates, $make, $second;
             cases: [versions_count_up_per_tenant_and_name]
+            races: []
+        );
+        $crate::store_conformance_tests!(@area calendars, $make, $second;
+            cases: [calendars_are_replaced_whole_per_tenant_and_name]
             races: []
         );
         $crate::store_conformance_tests!(@area access, $make, $second;

@@ -755,6 +755,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     "0037_cap_counter_expiry",
     "0038_subject_templates",
     "0039_resend_unread",
+    "0040_calendars",
     "0041_grants",
 ];
 

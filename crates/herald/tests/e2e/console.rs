@@ -581,7 +581,14 @@ async fn pages(b: &Browser, api: &Api, s: &Seeded, act: bool, shot: &str) {
     b.wait_text("1 subscriber(s), 1 reminder(s)").await;
 
     // Subscribers: the directory, then one subscriber's subscribe grants.
-    visit(b, base, "/ui/subscribers", "console-ann", &shot("subscribers")).await;
+    visit(
+        b,
+        base,
+        "/ui/subscribers",
+        "console-ann",
+        &shot("subscribers"),
+    )
+    .await;
     visit(
         b,
         base,

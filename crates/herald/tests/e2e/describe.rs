@@ -791,7 +791,13 @@ async fn every_route_answers_as_the_document_says() {
     let grants = "/v1/subscribers/{user_id}/grants";
     let tap = json!({"key": "tap-1", "channel": "mini", "grants": [{"template_id": "TPL_MINI"}]});
     let got = api
-        .expect(201, "POST", grants, "/v1/subscribers/li/grants", Some(tap.clone()))
+        .expect(
+            201,
+            "POST",
+            grants,
+            "/v1/subscribers/li/grants",
+            Some(tap.clone()),
+        )
         .await;
     assert_eq!(got["grants"][0]["remaining"], 1, "{got}");
     api.expect(200, "POST", grants, "/v1/subscribers/li/grants", Some(tap))
@@ -1232,6 +1238,26 @@ async fn every_route_answers_as_the_document_says() {
         Some(json!({"schedule": {"type": "cron", "cron": "nonsense"}})),
     )
     .await;
+
+    // Calendars.
+    let one = "/v1/calendars/{name}";
+    let cal = json!({"time_zone": "Europe/Berlin", "working_weekdays": ["mon", "tue"],
+        "years": {"2030": {"source": "test", "holidays": ["2030-01-01"], "workdays": ["2030-01-05"]}}});
+    api.expect(200, "PUT", one, "/v1/calendars/acme", Some(cal))
+        .await;
+    api.expect(
+        400,
+        "PUT",
+        one,
+        "/v1/calendars/acme",
+        Some(json!({"time_zone": "UTC", "working_weekdays": ["someday"]})),
+    )
+    .await;
+    api.expect(200, "GET", "/v1/calendars", "/v1/calendars", None)
+        .await;
+    api.expect(200, "GET", one, "/v1/calendars/cn", None).await;
+    api.expect(404, "GET", one, "/v1/calendars/nowhere", None)
+        .await;
 
     // Channels and deliveries.
     api.expect(200, "GET", "/v1/channels", "/v1/channels", None)

@@ -257,6 +257,13 @@ impl Fixture {
         )
         .await;
         assert_eq!(a.status, 201, "{}", a.text);
+        let a = call(
+            base,
+            key,
+            &json_req(Method::PUT, "/v1/calendars/iso-cal", calendar()),
+        )
+        .await;
+        assert_eq!(a.status, 200, "{}", a.text);
         for user in ["alice-sub", "spare-sub"] {
             let a = call(
                 base,
@@ -517,6 +524,19 @@ struct Case {
     right: Req,
     right_status: u16,
     other: Other,
+}
+
+/// The owner's calendar: its description carries the mark.
+fn calendar() -> Value {
+    json!({"description": MARK, "time_zone": "Asia/Shanghai",
+        "working_weekdays": ["mon", "tue", "wed", "thu", "fri"],
+        "years": {"2030": {"holidays": ["2030-01-01"]}}})
+}
+
+/// A preview of a weekday rule on calendar `name`.
+fn on_calendar(name: &str) -> Value {
+    json!({"schedule": {"type": "cron", "cron": "0 9 * * 1-5", "timezone": "Asia/Shanghai",
+        "calendar": name}, "count": 2, "from": "2030-01-01T00:00:00Z"})
 }
 
 fn hidden(missing: Req, fake: &str, real: impl ToString, status: u16) -> Other {
@@ -1274,18 +1294,63 @@ fn cases(f: &Fixture) -> Vec<Case> {
             200,
             Other::NotApplicable,
         ),
-        // A preview reads no tenant's data.
+        // A preview reads no tenant's data but the calendar it names: the
+        // owner's is not there for the other tenant.
         case(
             "POST",
             "/v1/schedules:preview",
-            json_req(
-                M::POST,
-                "/v1/schedules:preview",
-                json!({"schedule": {"type": "at", "at": later}, "count": 1}),
-            ),
+            json_req(M::POST, "/v1/schedules:preview", on_calendar("iso-cal")),
             None,
             200,
-            Other::NotApplicable,
+            hidden(
+                json_req(M::POST, "/v1/schedules:preview", on_calendar("nobody-cal")),
+                "nobody-cal",
+                "iso-cal",
+                400,
+            ),
+        ),
+        // Calendars: the owner's are not there for the other tenant, which
+        // sees the built-in ones only, and may store the same names.
+        case(
+            "GET",
+            "/v1/calendars",
+            req(M::GET, "/v1/calendars"),
+            None,
+            200,
+            Other::Own {
+                req: req(M::GET, "/v1/calendars"),
+                status: 200,
+                contains: Some("\"builtin\":true"),
+            },
+        ),
+        case(
+            "GET",
+            "/v1/calendars/{name}",
+            req(M::GET, "/v1/calendars/iso-cal"),
+            None,
+            200,
+            hidden(
+                req(M::GET, "/v1/calendars/nobody-cal"),
+                "nobody-cal",
+                "iso-cal",
+                404,
+            ),
+        ),
+        case(
+            "PUT",
+            "/v1/calendars/{name}",
+            json_req(M::PUT, "/v1/calendars/iso-cal", calendar()),
+            None,
+            200,
+            Other::Own {
+                req: json_req(
+                    M::PUT,
+                    "/v1/calendars/iso-cal",
+                    json!({"time_zone": "UTC", "working_weekdays": ["sat"]}),
+                ),
+                status: 200,
+                contains: None,
+            },
         ),
         case(
             "GET",

@@ -20,6 +20,7 @@ mod bench_console;
 mod bench_fairness;
 mod body_budget;
 mod burst_threads;
+mod calendars;
 mod callbacks;
 mod campaigns;
 mod caps;

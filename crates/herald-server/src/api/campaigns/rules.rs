@@ -147,8 +147,11 @@ pub(crate) fn check_schedule_text(s: &ScheduleSpec) -> Result<(), ApiError> {
             exclude_dates,
             start_at,
             end_at,
+            calendar,
+            days: _,
         } => {
             check_text("schedule.cron", cron, Text::Id)?;
+            check_opt_text("schedule.calendar", calendar.as_deref(), Text::Id)?;
             check_text("schedule.timezone", timezone, Text::Id)?;
             for (i, d) in exclude_dates.iter().enumerate() {
                 check_text(&format!("schedule.exclude_dates[{i}]"), d, Text::Id)?;
@@ -157,6 +160,18 @@ pub(crate) fn check_schedule_text(s: &ScheduleSpec) -> Result<(), ApiError> {
             check_opt_text("schedule.end_at", end_at.as_deref(), Text::Id)
         }
     }
+}
+
+/// `spec` compiled with the calendar it names, as `tenant` has it now (its
+/// own, else the built-in one): an unknown one is a 400 on `schedule.calendar`.
+pub(crate) async fn compile_schedule(
+    st: &AppState,
+    tenant: TenantId,
+    spec: &ScheduleSpec,
+) -> Result<Schedule, ApiError> {
+    herald_engine::campaign::calendars::compile(st.engine.store().as_ref(), tenant, spec)
+        .await?
+        .map_err(schedule_error)
 }
 
 /// A schedule the API refuses, as the client sees it.
@@ -191,7 +206,7 @@ fn check_new_schedule(st: &AppState, schedule: &Schedule, now: i64) -> Result<()
 /// audience is the campaign service's to check. `current` is the schedule
 /// of the rule being changed: kept as it is, it is not judged again (a rule
 /// stored before a check or a floor existed keeps working).
-fn check_rule(
+async fn check_rule(
     st: &AppState,
     tenant: TenantId,
     bytes: &[u8],
@@ -212,7 +227,7 @@ fn check_rule(
     check_text("name", &req.name, Text::Id)?;
     check_schedule_text(&req.schedule)?;
     check_text("channel", &channel, Text::Id)?;
-    let schedule = Schedule::compile(&req.schedule).map_err(schedule_error)?;
+    let schedule = compile_schedule(st, tenant, &req.schedule).await?;
     if current != Some(&req.schedule) {
         check_new_schedule(st, &schedule, now)?;
     }
@@ -581,7 +596,7 @@ pub async fn create(
     body: Body,
 ) -> Result<Response, ApiError> {
     let bytes = read_body(body, st.api.campaign_body_max_bytes).await?;
-    let rule = check_rule(&st, caller.tenant, &bytes, None)?;
+    let rule = check_rule(&st, caller.tenant, &bytes, None).await?;
     let by = actors::of_caller(&caller);
     let created = st.campaigns.create_rule(caller.tenant, rule, by).await?;
     Ok(ok(StatusCode::CREATED, RuleJson::from(created)))
@@ -604,7 +619,7 @@ pub async fn update(
         .await
         .ok()
         .and_then(|v| serde_json::from_str::<ScheduleSpec>(&v.rule.current.spec.schedule).ok());
-    let rule = check_rule(&st, caller.tenant, &bytes, current.as_ref())?;
+    let rule = check_rule(&st, caller.tenant, &bytes, current.as_ref()).await?;
     let by = actors::of_caller(&caller);
     let updated = st
         .campaigns
