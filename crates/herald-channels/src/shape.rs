@@ -33,7 +33,7 @@ pub struct ShapeError {
     pub message: String,
 }
 
-pub(crate) fn err(field: impl Into<String>, message: impl Into<String>) -> ShapeError {
+fn err(field: impl Into<String>, message: impl Into<String>) -> ShapeError {
     ShapeError {
         field: field.into(),
         message: message.into(),
@@ -51,7 +51,9 @@ pub fn check(kind: ChannelKind, msg: &Value) -> Result<(), ShapeError> {
         ChannelKind::Wecom => wecom(m),
         ChannelKind::Fcm => fcm(m),
         ChannelKind::Smtp => email(m),
-        ChannelKind::WechatMini => crate::subscribe_rules::message(m),
+        ChannelKind::WechatMini => {
+            crate::subscribe_rules::message(m).map_err(|(field, why)| err(field, why))
+        }
         ChannelKind::AliyunSms => aliyun_sms(m),
         ChannelKind::TencentSms => tencent_sms(m),
     }
@@ -65,15 +67,11 @@ pub fn check_text(kind: ChannelKind, msg: &str) -> Result<Value, String> {
     Ok(v)
 }
 
-pub(crate) fn nonempty_string(m: &Map<String, Value>, key: &str) -> bool {
+fn nonempty_string(m: &Map<String, Value>, key: &str) -> bool {
     matches!(m.get(key), Some(Value::String(s)) if !s.trim().is_empty())
 }
 
-pub(crate) fn optional_string(
-    m: &Map<String, Value>,
-    key: &str,
-    field: &str,
-) -> Result<(), ShapeError> {
+fn optional_string(m: &Map<String, Value>, key: &str, field: &str) -> Result<(), ShapeError> {
     match m.get(key) {
         None | Some(Value::String(_)) => Ok(()),
         Some(_) => Err(err(field, format!("{field} must be a string"))),

@@ -715,7 +715,7 @@ fn no_grant_ahead(
         series_base: job.series_base,
         route: job.routing.as_deref(),
     };
-    let mut f = crate::channels::worker::no_grant(attempt);
+    let mut f = crate::timers::completer::no_grant(attempt);
     for m in &job.members {
         let _ = done.send(f.for_member(m.timer_id, m.attempt));
     }

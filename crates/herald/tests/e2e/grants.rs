@@ -129,7 +129,7 @@ async fn walk(s: &Server, mock: &Mock) {
     assert_eq!(grants_of(s, "ann").await[0]["remaining"], 1);
     // The same tap again records nothing new.
     let (st, v) = s
-        .post(&format!("/v1/subscribers/ann/grants"),
+        .post("/v1/subscribers/ann/grants",
               &json!({"key": "tap-ann-1", "channel": "mini", "grants": [{"template_id": TEMPLATE_ID}]}))
         .await;
     assert_eq!((st, &v["recorded"]), (200, &json!(false)), "{v}");
