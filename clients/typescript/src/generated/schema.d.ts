@@ -192,6 +192,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/calendars": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The tenant's calendars and the built-in ones it has not replaced, by name
+         * @description Needs: a key with the `read` scope.
+         */
+        get: operations["getv1_calendars"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/calendars/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A calendar: the tenant's own, else the built-in one
+         * @description Needs: a key with the `read` scope.
+         */
+        get: operations["getv1_calendars_name"];
+        /**
+         * Store a working-day calendar, replacing one of that name (a built-in one too, for this tenant)
+         * @description Needs: a key with the `campaign` scope.
+         */
+        put: operations["putv1_calendars_name"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/channels": {
         parameters: {
             query?: never;
@@ -996,6 +1040,30 @@ export interface paths {
         patch: operations["patchv1_subscribers_user_id"];
         trace?: never;
     };
+    "/v1/subscribers/{user_id}/grants": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A subscriber's subscribe grants, by channel and template
+         * @description Needs: a key with the `read` scope.
+         */
+        get: operations["getv1_subscribers_user_id_grants"];
+        put?: never;
+        /**
+         * Record the mini-program subscribe grants of one tap on "Allow"
+         * @description Needs: a key with the `write` scope.
+         */
+        post: operations["postv1_subscribers_user_id_grants"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/subscribers:bulk": {
         parameters: {
             query?: never;
@@ -1301,6 +1369,49 @@ export interface components {
              * @description The status the single endpoint would have answered.
              */
             status: number;
+        };
+        /** @description A calendar as answered. */
+        CalendarJson: {
+            /**
+             * @description Shipped with Herald (not stored): `false` for the tenant's own,
+             *     including one that replaces a built-in of the same name.
+             */
+            builtin: boolean;
+            calendar: components["schemas"]["CalendarSpec"];
+            created_at?: string | null;
+            /**
+             * Format: int32
+             * @description The first and last year the calendar lists holidays for; outside
+             *     them a rule follows `working_weekdays` only.
+             */
+            first_year?: number | null;
+            /** Format: int32 */
+            last_year?: number | null;
+            name: string;
+            updated_at?: string | null;
+            /** @description The API key that last wrote it. */
+            updated_by?: string | null;
+        };
+        /** @description `GET /v1/calendars`. */
+        CalendarList: {
+            /** @description By name: the tenant's own and the built-in ones it has not replaced. */
+            calendars: components["schemas"]["CalendarJson"][];
+        };
+        /** @description A calendar as the API receives it and the store keeps it. */
+        CalendarSpec: {
+            /** @description What the calendar is for. */
+            description?: string | null;
+            /**
+             * @description IANA zone whose dates the calendar lists: a rule asks about the date
+             *     an occurrence falls on in this zone.
+             */
+            time_zone: string;
+            /** @description `mon` … `sun`: the days that are working days unless listed otherwise. */
+            working_weekdays: string[];
+            /** @description Per year (`"2026"`), its holidays and make-up working days. */
+            years?: {
+                [key: string]: components["schemas"]["YearSpec"];
+            };
         };
         /**
          * @description `"to"` of a job or rule: every audience entry is a user id; send to that
@@ -1648,6 +1759,59 @@ export interface components {
              */
             step?: number | null;
         };
+        /** @description One template the user allowed. */
+        GrantEntry: {
+            /**
+             * Format: int32
+             * @description One-time grants (1 per tap); 1 when left out, none with `long_term`.
+             */
+            count?: number | null;
+            /** @description A long-term subscription (industries WeChat allows): every send goes. */
+            long_term?: boolean;
+            template_id: string;
+        };
+        /** @description A user's grants of one template. */
+        GrantJson: {
+            channel: string;
+            /**
+             * Format: int64
+             * @description One-time grants recorded in all.
+             */
+            granted: number;
+            long_term: boolean;
+            /**
+             * Format: int64
+             * @description One-time grants left.
+             */
+            remaining: number;
+            /**
+             * Format: int64
+             * @description Sends that spent a grant.
+             */
+            spent: number;
+            template_id: string;
+            updated_at: string;
+        };
+        /** @description `GET /v1/subscribers/{user_id}/grants`. */
+        GrantList: {
+            grants: components["schemas"]["GrantJson"][];
+        };
+        /** @description `POST /v1/subscribers/{user_id}/grants`: what one tap on "Allow" gave. */
+        GrantsBody: {
+            /** @description The mini-program's channel (of kind `wechat_mini`). */
+            channel: string;
+            /** @description One entry per template the user allowed (1 to 20). */
+            grants: components["schemas"]["GrantEntry"][];
+            /** @description The caller's key for this tap: the same key again changes nothing. */
+            key: string;
+        };
+        /** @description The answer to a recording. */
+        GrantsRecordedJson: {
+            /** @description The user's grants on the channel now. */
+            grants: components["schemas"]["GrantJson"][];
+            /** @description `false` when the key had been recorded before: nothing changed. */
+            recorded: boolean;
+        };
         JobBody: {
             /** Format: int64 */
             audience_id?: number | null;
@@ -1946,7 +2110,19 @@ export interface components {
         };
         /** @description `POST /v1/schedules:preview`'s answer. */
         Preview: {
+            /** @description In UTC. */
             instants: string[];
+            /**
+             * @description The same instants as wall clock times with their offset in the
+             *     schedule's `timezone` (UTC for an `at` or `immediate` one).
+             */
+            local: string[];
+            /**
+             * @description What the caller should know about them: instants in a year the
+             *     schedule's calendar lists no holidays for follow its regular
+             *     working weekdays only.
+             */
+            warnings?: string[];
         };
         PreviewRequest: {
             /**
@@ -2030,6 +2206,7 @@ export interface components {
             channel?: string | null;
             /** @enum {string} */
             channel_type: "app" | "email" | "sms" | "wechat" | "wecom";
+            grant?: null | components["schemas"]["ReminderGrant"];
             /** @description One of the node's `reminders.leads_minutes`. */
             lead_minutes: number;
             /**
@@ -2051,6 +2228,19 @@ export interface components {
             send_late?: boolean | null;
             subject_id: string;
             user_id: string;
+        };
+        /**
+         * @description The grant a "remind me" through a mini-program brings along
+         *     (`POST /v1/reminders` with `grant`): the reminder's channel is the
+         *     mini-program's.
+         */
+        ReminderGrant: {
+            /** Format: int32 */
+            count?: number | null;
+            /** @description The caller's key for the tap. */
+            key: string;
+            long_term?: boolean;
+            template_id: string;
         };
         /** @description The reminders of one channel type and lead. */
         ReminderGroupJson: {
@@ -2499,6 +2689,10 @@ export interface components {
             wechat?: {
                 [key: string]: string;
             };
+            /** @description The user's openid per WeChat mini-program channel name. */
+            wechat_mini?: {
+                [key: string]: string;
+            };
             /** @description WeCom user id. */
             wecom?: string | null;
         };
@@ -2886,6 +3080,15 @@ export interface components {
             next_after?: number | null;
             versions: components["schemas"]["VersionJson"][];
         };
+        /** @description One year of a calendar. */
+        YearSpec: {
+            /** @description `YYYY-MM-DD` days off, whatever their weekday. */
+            holidays?: string[];
+            /** @description Where the dates come from (a notice, a URL). */
+            source?: string | null;
+            /** @description `YYYY-MM-DD` make-up working days, on days otherwise off. */
+            workdays?: string[];
+        };
         /** Format: int64 */
         i64: number;
     };
@@ -3169,6 +3372,80 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AuditList"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    getv1_calendars: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CalendarList"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    getv1_calendars_name: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CalendarJson"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    putv1_calendars_name: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CalendarSpec"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CalendarJson"];
                 };
             };
             "4XX": components["responses"]["Error"];
@@ -4468,6 +4745,67 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SubscriberJson"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    getv1_subscribers_user_id_grants: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GrantList"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    postv1_subscribers_user_id_grants: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["GrantsBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GrantsRecordedJson"];
+                };
+            };
+            /** @description OK */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GrantsRecordedJson"];
                 };
             };
             "4XX": components["responses"]["Error"];

@@ -6,6 +6,10 @@ from .audience_list import AudienceList
 from .audience_target import AudienceTarget
 from .audit_list import AuditList
 from .bulk_line_result import BulkLineResult
+from .calendar_json import CalendarJson
+from .calendar_list import CalendarList
+from .calendar_spec import CalendarSpec
+from .calendar_spec_years import CalendarSpecYears
 from .campaign_to import CampaignTo
 from .campaign_to_channel_type_type_1 import CampaignToChannelTypeType1
 from .campaign_to_channel_type_type_2_type_1 import CampaignToChannelTypeType2Type1
@@ -49,6 +53,11 @@ from .getv_1_reports_group_by_item import Getv1ReportsGroupByItem
 from .getv_1_timers_kind import Getv1TimersKind
 from .getv_1_timers_order import Getv1TimersOrder
 from .getv_1_timers_state import Getv1TimersState
+from .grant_entry import GrantEntry
+from .grant_json import GrantJson
+from .grant_list import GrantList
+from .grants_body import GrantsBody
+from .grants_recorded_json import GrantsRecordedJson
 from .job_body import JobBody
 from .job_body_message_type_0 import JobBodyMessageType0
 from .job_failures import JobFailures
@@ -86,6 +95,7 @@ from .recipient_line import RecipientLine
 from .reload_report import ReloadReport
 from .reminder_body import ReminderBody
 from .reminder_body_channel_type import ReminderBodyChannelType
+from .reminder_grant import ReminderGrant
 from .reminder_group_json import ReminderGroupJson
 from .reminder_json import ReminderJson
 from .reminder_slot import ReminderSlot
@@ -131,6 +141,7 @@ from .subject_summary_json import SubjectSummaryJson
 from .subscriber_addresses import SubscriberAddresses
 from .subscriber_addresses_webhook_type_0 import SubscriberAddressesWebhookType0
 from .subscriber_addresses_wechat import SubscriberAddressesWechat
+from .subscriber_addresses_wechat_mini import SubscriberAddressesWechatMini
 from .subscriber_body import SubscriberBody
 from .subscriber_json import SubscriberJson
 from .subscriber_line import SubscriberLine
@@ -176,6 +187,7 @@ from .version_json_audience import VersionJsonAudience
 from .version_json_message import VersionJsonMessage
 from .version_json_schedule import VersionJsonSchedule
 from .version_list import VersionList
+from .year_spec import YearSpec
 
 __all__ = (
     "ActorJson",
@@ -184,6 +196,10 @@ __all__ = (
     "AudienceTarget",
     "AuditList",
     "BulkLineResult",
+    "CalendarJson",
+    "CalendarList",
+    "CalendarSpec",
+    "CalendarSpecYears",
     "CampaignTo",
     "CampaignToChannelTypeType1",
     "CampaignToChannelTypeType2Type1",
@@ -225,6 +241,11 @@ __all__ = (
     "Getv1TimersKind",
     "Getv1TimersOrder",
     "Getv1TimersState",
+    "GrantEntry",
+    "GrantJson",
+    "GrantList",
+    "GrantsBody",
+    "GrantsRecordedJson",
     "JobBody",
     "JobBodyMessageType0",
     "JobFailures",
@@ -260,6 +281,7 @@ __all__ = (
     "ReloadReport",
     "ReminderBody",
     "ReminderBodyChannelType",
+    "ReminderGrant",
     "ReminderGroupJson",
     "ReminderJson",
     "ReminderSlot",
@@ -305,6 +327,7 @@ __all__ = (
     "SubscriberAddresses",
     "SubscriberAddressesWebhookType0",
     "SubscriberAddressesWechat",
+    "SubscriberAddressesWechatMini",
     "SubscriberBody",
     "SubscriberJson",
     "SubscriberLine",
@@ -350,4 +373,5 @@ __all__ = (
     "VersionJsonMessage",
     "VersionJsonSchedule",
     "VersionList",
+    "YearSpec",
 )

@@ -6,6 +6,8 @@ from typing import Any, Self, TypeVar, cast
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
+from ..types import UNSET, Unset
+
 T = TypeVar("T", bound="Preview")
 
 
@@ -14,22 +16,38 @@ class Preview:
     """`POST /v1/schedules:preview`'s answer.
 
     Attributes:
-        instants (list[str]):
+        instants (list[str]): In UTC.
+        local (list[str]): The same instants as wall clock times with their offset in the
+            schedule's `timezone` (UTC for an `at` or `immediate` one).
+        warnings (list[str] | Unset): What the caller should know about them: instants in a year the
+            schedule's calendar lists no holidays for follow its regular
+            working weekdays only.
     """
 
     instants: list[str]
+    local: list[str]
+    warnings: list[str] | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         instants = self.instants
+
+        local = self.local
+
+        warnings: list[str] | Unset = UNSET
+        if not isinstance(self.warnings, Unset):
+            warnings = self.warnings
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
             {
                 "instants": instants,
+                "local": local,
             }
         )
+        if warnings is not UNSET:
+            field_dict["warnings"] = warnings
 
         return field_dict
 
@@ -38,8 +56,14 @@ class Preview:
         d = dict(src_dict)
         instants = cast(list[str], d.pop("instants"))
 
+        local = cast(list[str], d.pop("local"))
+
+        warnings = cast(list[str], d.pop("warnings", UNSET))
+
         preview = cls(
             instants=instants,
+            local=local,
+            warnings=warnings,
         )
 
         preview.additional_properties = d

@@ -12,6 +12,7 @@ from ..models.reminder_body_channel_type import (
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.reminder_grant import ReminderGrant
     from ..models.route_step import RouteStep
 
 
@@ -27,6 +28,7 @@ class ReminderBody:
         subject_id (str):
         user_id (str):
         channel (None | str | Unset): A channel configured on the node (`GET /v1/channels` lists them).
+        grant (None | ReminderGrant | Unset):
         priority (int | None | Unset): 0 to 9, default 5: higher goes first among the sends due on the
             channel, timers' and campaigns' alike.
         route (list[RouteStep] | None | Unset): A fallback route: its first step is this reminder's own channel and
@@ -41,11 +43,14 @@ class ReminderBody:
     subject_id: str
     user_id: str
     channel: None | str | Unset = UNSET
+    grant: None | ReminderGrant | Unset = UNSET
     priority: int | None | Unset = UNSET
     route: list[RouteStep] | None | Unset = UNSET
     send_late: bool | None | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.reminder_grant import ReminderGrant
+
         channel_type: str = self.channel_type
 
         lead_minutes = self.lead_minutes
@@ -59,6 +64,14 @@ class ReminderBody:
             channel = UNSET
         else:
             channel = self.channel
+
+        grant: dict[str, Any] | None | Unset
+        if isinstance(self.grant, Unset):
+            grant = UNSET
+        elif isinstance(self.grant, ReminderGrant):
+            grant = self.grant.to_dict()
+        else:
+            grant = self.grant
 
         priority: int | None | Unset
         if isinstance(self.priority, Unset):
@@ -96,6 +109,8 @@ class ReminderBody:
         )
         if channel is not UNSET:
             field_dict["channel"] = channel
+        if grant is not UNSET:
+            field_dict["grant"] = grant
         if priority is not UNSET:
             field_dict["priority"] = priority
         if route is not UNSET:
@@ -107,6 +122,7 @@ class ReminderBody:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.reminder_grant import ReminderGrant
         from ..models.route_step import RouteStep
 
         d = dict(src_dict)
@@ -126,6 +142,23 @@ class ReminderBody:
             return cast(None | str | Unset, data)
 
         channel = _parse_channel(d.pop("channel", UNSET))
+
+        def _parse_grant(data: object) -> None | ReminderGrant | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                grant_type_1 = ReminderGrant.from_dict(data)
+
+                return grant_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | ReminderGrant | Unset, data)
+
+        grant = _parse_grant(d.pop("grant", UNSET))
 
         def _parse_priority(data: object) -> int | None | Unset:
             if data is None:
@@ -173,6 +206,7 @@ class ReminderBody:
             subject_id=subject_id,
             user_id=user_id,
             channel=channel,
+            grant=grant,
             priority=priority,
             route=route,
             send_late=send_late,

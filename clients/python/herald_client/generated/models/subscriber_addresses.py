@@ -12,6 +12,7 @@ if TYPE_CHECKING:
         SubscriberAddressesWebhookType0,
     )
     from ..models.subscriber_addresses_wechat import SubscriberAddressesWechat
+    from ..models.subscriber_addresses_wechat_mini import SubscriberAddressesWechatMini
 
 
 T = TypeVar("T", bound="SubscriberAddresses")
@@ -27,6 +28,7 @@ class SubscriberAddresses:
         sms (None | str | Unset): E.164: `+` and up to 15 digits.
         webhook (None | SubscriberAddressesWebhookType0 | Unset):
         wechat (SubscriberAddressesWechat | Unset): The user's openid per WeChat channel name.
+        wechat_mini (SubscriberAddressesWechatMini | Unset): The user's openid per WeChat mini-program channel name.
         wecom (None | str | Unset): WeCom user id.
     """
 
@@ -35,6 +37,7 @@ class SubscriberAddresses:
     sms: None | str | Unset = UNSET
     webhook: None | SubscriberAddressesWebhookType0 | Unset = UNSET
     wechat: SubscriberAddressesWechat | Unset = UNSET
+    wechat_mini: SubscriberAddressesWechatMini | Unset = UNSET
     wecom: None | str | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
@@ -70,6 +73,10 @@ class SubscriberAddresses:
         if not isinstance(self.wechat, Unset):
             wechat = self.wechat.to_dict()
 
+        wechat_mini: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.wechat_mini, Unset):
+            wechat_mini = self.wechat_mini.to_dict()
+
         wecom: None | str | Unset
         if isinstance(self.wecom, Unset):
             wecom = UNSET
@@ -89,6 +96,8 @@ class SubscriberAddresses:
             field_dict["webhook"] = webhook
         if wechat is not UNSET:
             field_dict["wechat"] = wechat
+        if wechat_mini is not UNSET:
+            field_dict["wechat_mini"] = wechat_mini
         if wecom is not UNSET:
             field_dict["wecom"] = wecom
 
@@ -100,6 +109,9 @@ class SubscriberAddresses:
             SubscriberAddressesWebhookType0,
         )
         from ..models.subscriber_addresses_wechat import SubscriberAddressesWechat
+        from ..models.subscriber_addresses_wechat_mini import (
+            SubscriberAddressesWechatMini,
+        )
 
         d = dict(src_dict)
         app = cast(list[str], d.pop("app", UNSET))
@@ -148,6 +160,13 @@ class SubscriberAddresses:
         else:
             wechat = SubscriberAddressesWechat.from_dict(_wechat)
 
+        _wechat_mini = d.pop("wechat_mini", UNSET)
+        wechat_mini: SubscriberAddressesWechatMini | Unset
+        if isinstance(_wechat_mini, Unset):
+            wechat_mini = UNSET
+        else:
+            wechat_mini = SubscriberAddressesWechatMini.from_dict(_wechat_mini)
+
         def _parse_wecom(data: object) -> None | str | Unset:
             if data is None:
                 return data
@@ -163,6 +182,7 @@ class SubscriberAddresses:
             sms=sms,
             webhook=webhook,
             wechat=wechat,
+            wechat_mini=wechat_mini,
             wecom=wecom,
         )
 
