@@ -88,13 +88,6 @@ struct Text {
     out_id: Option<String>,
 }
 
-/// One `SendSms` call: the text and its members (index into the
-/// deliveries, number).
-struct Call {
-    text: Text,
-    members: Vec<(usize, Phone)>,
-}
-
 /// The host header and path of `base` + `/`.
 pub(crate) fn host_and_path(base: &str) -> Result<(String, String), String> {
     let url = reqwest::Url::parse(base).map_err(|e| format!("{base:?}: {e}"))?;
@@ -474,43 +467,17 @@ impl Channel for AliyunSmsChannel {
     }
 
     async fn send_batch(&self, deliveries: &[Delivery]) -> Vec<SendOutcome> {
-        let mut out: Vec<Option<SendOutcome>> = vec![None; deliveries.len()];
-        let mut calls: Vec<Call> = Vec::new();
-        for (i, d) in deliveries.iter().enumerate() {
-            let prepared = Phone::parse(&d.recipient).and_then(|p| Ok((p, self.text(&d.message)?)));
-            let (phone, text) = match prepared {
-                Ok(x) => x,
-                Err(error) => {
-                    out[i] = Some(SendOutcome::Permanent {
-                        error,
-                        status: None,
-                    });
-                    continue;
-                }
-            };
-            let fits = |c: &Call| {
-                c.text == text
-                    && c.members.len() < self.max_batch
-                    && !c.members.iter().any(|(_, p)| *p == phone)
-            };
-            match calls.iter_mut().find(|c| fits(c)) {
-                Some(c) => c.members.push((i, phone)),
-                None => calls.push(Call {
-                    text,
-                    members: vec![(i, phone)],
-                }),
-            }
+        let mut plan = sms::CallPlan::new(
+            deliveries,
+            self.max_batch,
+            |d| Ok((Phone::parse(&d.recipient)?, self.text(&d.message)?)),
+            |_, _| true,
+        );
+        for call in plan.calls() {
+            let answers = self.send_call(&call.text, &call.numbers()).await;
+            plan.answer(&call, answers);
         }
-        for call in &calls {
-            let numbers: Vec<&Phone> = call.members.iter().map(|(_, p)| p).collect();
-            let outcomes = self.send_call(&call.text, &numbers).await;
-            for ((i, _), o) in call.members.iter().zip(outcomes) {
-                out[*i] = Some(o);
-            }
-        }
-        out.into_iter()
-            .map(|o| o.unwrap_or_else(|| retryable("no outcome".into(), None)))
-            .collect()
+        plan.finish()
     }
 
     fn parse_callback(

@@ -10,6 +10,7 @@ mod config;
 pub mod fcm;
 pub mod http;
 mod log;
+mod message_fields;
 pub mod metrics;
 mod provider_http;
 pub mod shape;

@@ -8,6 +8,8 @@
 use serde_json::{Map, Value};
 
 use crate::ChannelKind;
+pub use crate::message_fields::ShapeError;
+use crate::message_fields::{err, nonempty_string, optional_string};
 
 /// Message types WeCom's `message/send` takes.
 pub const WECOM_MSGTYPES: [&str; 11] = [
@@ -24,22 +26,6 @@ pub const WECOM_MSGTYPES: [&str; 11] = [
     "miniprogram_notice",
 ];
 
-/// Why a message cannot go out on a kind of channel: the field (dotted,
-/// relative to the message) and what is wrong with it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct ShapeError {
-    pub field: String,
-    pub message: String,
-}
-
-fn err(field: impl Into<String>, message: impl Into<String>) -> ShapeError {
-    ShapeError {
-        field: field.into(),
-        message: message.into(),
-    }
-}
-
 /// Checks that `msg` is a message the provider behind `kind` can send.
 pub fn check(kind: ChannelKind, msg: &Value) -> Result<(), ShapeError> {
     let Some(m) = msg.as_object() else {
@@ -51,9 +37,7 @@ pub fn check(kind: ChannelKind, msg: &Value) -> Result<(), ShapeError> {
         ChannelKind::Wecom => wecom(m),
         ChannelKind::Fcm => fcm(m),
         ChannelKind::Smtp => email(m),
-        ChannelKind::WechatMini => {
-            crate::subscribe_rules::message(m).map_err(|(field, why)| err(field, why))
-        }
+        ChannelKind::WechatMini => crate::subscribe_rules::message(m),
         ChannelKind::AliyunSms => aliyun_sms(m),
         ChannelKind::TencentSms => tencent_sms(m),
     }
@@ -65,17 +49,6 @@ pub fn check_text(kind: ChannelKind, msg: &str) -> Result<Value, String> {
         serde_json::from_str(msg).map_err(|e| format!("the message is not JSON: {e}"))?;
     check(kind, &v).map_err(|e| e.message)?;
     Ok(v)
-}
-
-fn nonempty_string(m: &Map<String, Value>, key: &str) -> bool {
-    matches!(m.get(key), Some(Value::String(s)) if !s.trim().is_empty())
-}
-
-fn optional_string(m: &Map<String, Value>, key: &str, field: &str) -> Result<(), ShapeError> {
-    match m.get(key) {
-        None | Some(Value::String(_)) => Ok(()),
-        Some(_) => Err(err(field, format!("{field} must be a string"))),
-    }
 }
 
 /// A WeChat official-account template message: `template_id`, `data` of

@@ -1,13 +1,16 @@
 //! What the two SMS channels (`aliyun_sms`, `tencent_sms`) share: phone
 //! numbers in one canonical form, RFC 3986 encoding, the HMAC and hash
-//! helpers their signatures are made of, the callback secret, and the wait
-//! a per-number limit asks for.
+//! helpers their signatures are made of, the callback secret, the wait a
+//! per-number limit asks for, and how a batch of deliveries is grouped into
+//! provider calls ([`CallPlan`]).
+
+use std::collections::HashSet;
 
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 
-use crate::provider_http::Secret;
-use crate::{CallbackError, CallbackRequest};
+use crate::provider_http::{Secret, retryable};
+use crate::{CallbackError, CallbackRequest, Delivery, SendOutcome};
 
 /// A phone number as both providers take it: the country code and the
 /// national number, digits only (`8613800138000`).
@@ -165,6 +168,96 @@ pub fn until_beijing_midnight_ms(now_s: i64) -> u64 {
     let local = now_s + 8 * 3600;
     let left = DAY - local.rem_euclid(DAY);
     (left as u64) * 1000
+}
+
+/// A batch of deliveries grouped into provider calls. One call carries one
+/// text (template and parameters) to up to `max` numbers, never the same
+/// number twice (the provider would send it once and answer once), and only
+/// numbers its `together` rule lets share a call. A delivery that cannot be
+/// prepared (no phone number, a bad message) ends permanent without a call.
+pub(crate) struct CallPlan<T> {
+    calls: Vec<Call<T>>,
+    out: Vec<Option<SendOutcome>>,
+}
+
+/// One provider call: its text and its members (index into the batch,
+/// number).
+pub(crate) struct Call<T> {
+    pub text: T,
+    members: Vec<(usize, Phone)>,
+    numbers: HashSet<Phone>,
+}
+
+impl<T> Call<T> {
+    /// The call's numbers, in the order the answers come back.
+    pub fn numbers(&self) -> Vec<&Phone> {
+        self.members.iter().map(|(_, p)| p).collect()
+    }
+}
+
+impl<T: PartialEq> CallPlan<T> {
+    pub fn new(
+        deliveries: &[Delivery],
+        max: usize,
+        prepare: impl Fn(&Delivery) -> Result<(Phone, T), String>,
+        together: impl Fn(&Phone, &Phone) -> bool,
+    ) -> Self {
+        let mut out: Vec<Option<SendOutcome>> = vec![None; deliveries.len()];
+        let mut calls: Vec<Call<T>> = Vec::new();
+        for (i, d) in deliveries.iter().enumerate() {
+            let (phone, text) = match prepare(d) {
+                Ok(x) => x,
+                Err(error) => {
+                    out[i] = Some(SendOutcome::Permanent {
+                        error,
+                        status: None,
+                    });
+                    continue;
+                }
+            };
+            let fits = |c: &Call<T>| {
+                c.text == text
+                    && c.members.len() < max
+                    && c.members.first().is_some_and(|(_, p)| together(p, &phone))
+                    && !c.numbers.contains(&phone)
+            };
+            match calls.iter_mut().rev().find(|c| fits(c)) {
+                Some(c) => {
+                    c.numbers.insert(phone.clone());
+                    c.members.push((i, phone));
+                }
+                None => calls.push(Call {
+                    text,
+                    numbers: HashSet::from([phone.clone()]),
+                    members: vec![(i, phone)],
+                }),
+            }
+        }
+        CallPlan { calls, out }
+    }
+
+    /// The calls to make, and the plan that takes their answers.
+    pub fn calls(&mut self) -> Vec<Call<T>> {
+        std::mem::take(&mut self.calls)
+    }
+
+    /// Records a call's answers, one per number in [`Call::numbers`] order.
+    pub fn answer(&mut self, call: &Call<T>, answers: Vec<SendOutcome>) {
+        for ((i, _), o) in call.members.iter().zip(answers) {
+            if let Some(slot) = self.out.get_mut(*i) {
+                *slot = Some(o);
+            }
+        }
+    }
+
+    /// One outcome per delivery, in batch order; a delivery a call did not
+    /// answer for is retried.
+    pub fn finish(self) -> Vec<SendOutcome> {
+        self.out
+            .into_iter()
+            .map(|o| o.unwrap_or_else(|| retryable("no outcome".into(), None)))
+            .collect()
+    }
 }
 
 #[cfg(test)]

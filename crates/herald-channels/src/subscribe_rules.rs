@@ -9,24 +9,7 @@
 
 use serde_json::{Map, Value};
 
-/// Why a message breaks a rule: the field (dotted, relative to the
-/// message) and what is wrong with it.
-pub type RuleError = (String, String);
-
-fn err(field: impl Into<String>, message: impl Into<String>) -> RuleError {
-    (field.into(), message.into())
-}
-
-fn nonempty_string(m: &Map<String, Value>, key: &str) -> bool {
-    matches!(m.get(key), Some(Value::String(s)) if !s.trim().is_empty())
-}
-
-fn optional_string(m: &Map<String, Value>, key: &str, field: &str) -> Result<(), RuleError> {
-    match m.get(key) {
-        None | Some(Value::String(_)) => Ok(()),
-        Some(_) => Err(err(field, format!("{field} must be a string"))),
-    }
-}
+use crate::message_fields::{ShapeError, err, nonempty_string, optional_string};
 
 /// The keyword types a subscribe template's keys may have.
 pub const KEYWORD_TYPES: [&str; 12] = [
@@ -47,7 +30,7 @@ pub const KEYWORD_TYPES: [&str; 12] = [
 /// Checks a subscribe message: `template_id`, `data` of `{key: {value}}`
 /// whose values keep their keyword's rule, and optionally `page`,
 /// `miniprogram_state` and `lang`.
-pub(crate) fn message(m: &Map<String, Value>) -> Result<(), RuleError> {
+pub(crate) fn message(m: &Map<String, Value>) -> Result<(), ShapeError> {
     if !nonempty_string(m, "template_id") {
         return Err(err(
             "template_id",
@@ -352,12 +335,15 @@ mod tests {
     fn names_the_field_that_breaks_its_rule() {
         let m =
             serde_json::json!({"template_id": "T", "data": {"thing1": {"value": "x".repeat(21)}}});
-        let (field, why) = message(m.as_object().unwrap()).unwrap_err();
+        let ShapeError {
+            field,
+            message: why,
+        } = message(m.as_object().unwrap()).unwrap_err();
         assert_eq!(field, "data.thing1");
         assert!(why.contains("at most 20"), "{why}");
         let m = serde_json::json!({"data": {}});
         assert_eq!(
-            message(m.as_object().unwrap()).unwrap_err().0,
+            message(m.as_object().unwrap()).unwrap_err().field,
             "template_id"
         );
     }

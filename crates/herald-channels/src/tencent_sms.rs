@@ -83,11 +83,6 @@ struct Text {
     params: Vec<String>,
 }
 
-struct Call {
-    text: Text,
-    members: Vec<(usize, Phone)>,
-}
-
 /// What a TC3 signature covers.
 pub(crate) struct SignInput<'a> {
     pub path: &'a str,
@@ -387,47 +382,18 @@ impl Channel for TencentSmsChannel {
     }
 
     async fn send_batch(&self, deliveries: &[Delivery]) -> Vec<SendOutcome> {
-        let mut out: Vec<Option<SendOutcome>> = vec![None; deliveries.len()];
-        let mut calls: Vec<Call> = Vec::new();
-        for (i, d) in deliveries.iter().enumerate() {
-            let prepared = Phone::parse(&d.recipient).and_then(|p| Ok((p, self.text(&d.message)?)));
-            let (phone, text) = match prepared {
-                Ok(x) => x,
-                Err(error) => {
-                    out[i] = Some(SendOutcome::Permanent {
-                        error,
-                        status: None,
-                    });
-                    continue;
-                }
-            };
-            // Tencent refuses a call that mixes mainland and other numbers.
-            let fits = |c: &Call| {
-                c.text == text
-                    && c.members.len() < self.max_batch
-                    && c.members
-                        .first()
-                        .is_some_and(|(_, p)| p.domestic() == phone.domestic())
-                    && !c.members.iter().any(|(_, p)| *p == phone)
-            };
-            match calls.iter_mut().find(|c| fits(c)) {
-                Some(c) => c.members.push((i, phone)),
-                None => calls.push(Call {
-                    text,
-                    members: vec![(i, phone)],
-                }),
-            }
+        // Tencent refuses a call that mixes mainland and other numbers.
+        let mut plan = sms::CallPlan::new(
+            deliveries,
+            self.max_batch,
+            |d| Ok((Phone::parse(&d.recipient)?, self.text(&d.message)?)),
+            |a, b| a.domestic() == b.domestic(),
+        );
+        for call in plan.calls() {
+            let answers = self.send_call(&call.text, &call.numbers()).await;
+            plan.answer(&call, answers);
         }
-        for call in &calls {
-            let numbers: Vec<&Phone> = call.members.iter().map(|(_, p)| p).collect();
-            let outcomes = self.send_call(&call.text, &numbers).await;
-            for ((i, _), o) in call.members.iter().zip(outcomes) {
-                out[*i] = Some(o);
-            }
-        }
-        out.into_iter()
-            .map(|o| o.unwrap_or_else(|| retryable("no outcome".into(), None)))
-            .collect()
+        plan.finish()
     }
 
     fn parse_callback(

@@ -29,20 +29,20 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
-use axum::Json;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::response::Response;
+use axum::routing::post;
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::MockState;
-use crate::providers::{self, Clock, ClockMove, MINUTE_MS, Ring, TimedDedup};
+use crate::providers::{self, Clock, MINUTE_MS, Ring, TimedDedup};
 use crate::sms::{self, CodeTally, NumberWindows, PushCounters, SmsLimit};
+use crate::sms_control::{self, SmsControl};
 
 /// How many accepted numbers `GET /_mock/aliyun_sms/messages` can show.
 pub const ALIYUN_SMS_RING_CAPACITY: usize = 20_000;
@@ -677,12 +677,7 @@ pub(crate) fn routes() -> Router<MockState> {
     Router::new()
         .route("/aliyun", post(send_route))
         .route("/aliyun/", post(send_route))
-        .route("/_mock/aliyun_sms/faults", get(get_faults).post(set_faults))
-        .route("/_mock/aliyun_sms/config", get(get_config).post(set_config))
-        .route("/_mock/aliyun_sms/stats", get(stats))
-        .route("/_mock/aliyun_sms/messages", get(messages))
-        .route("/_mock/aliyun_sms/receipts", get(receipts))
-        .route("/_mock/aliyun_sms/clock", post(move_clock))
+        .merge(sms_control::routes::<AliyunSmsState>())
 }
 
 async fn send_route(
@@ -694,83 +689,37 @@ async fn send_route(
     handle(&state, &uri, &headers, &body).await
 }
 
-fn bad_request(message: String) -> Response {
-    (
-        StatusCode::BAD_REQUEST,
-        Json(serde_json::json!({ "error": { "code": "bad_request", "message": message } })),
-    )
-        .into_response()
-}
-
-async fn get_faults(State(state): State<MockState>) -> Response {
-    Json(state.shared.aliyun_sms.faults()).into_response()
-}
-
-async fn set_faults(State(state): State<MockState>, body: Bytes) -> Response {
-    match serde_json::from_slice::<AliyunSmsFaults>(&body) {
-        Ok(f) => {
-            state.shared.aliyun_sms.set_faults(f);
-            Json(state.shared.aliyun_sms.faults()).into_response()
-        }
-        Err(e) => bad_request(format!("aliyun_sms faults: {e}")),
+impl SmsControl for AliyunSmsState {
+    type Config = AliyunSmsConfig;
+    type Faults = AliyunSmsFaults;
+    const NAME: &'static str = "aliyun_sms";
+    const RING: usize = ALIYUN_SMS_RING_CAPACITY;
+    fn of(state: &MockState) -> &Self {
+        &state.shared.aliyun_sms
     }
-}
-
-async fn get_config(State(state): State<MockState>) -> Response {
-    Json(state.shared.aliyun_sms.config()).into_response()
-}
-
-/// Replaces the whole configuration (credentials, signs, templates,
-/// limits, callback URL, faults).
-async fn set_config(State(state): State<MockState>, body: Bytes) -> Response {
-    match serde_json::from_slice::<AliyunSmsConfig>(&body) {
-        Ok(c) => {
-            state.shared.aliyun_sms.set_config(c);
-            Json(state.shared.aliyun_sms.config()).into_response()
-        }
-        Err(e) => bad_request(format!("aliyun_sms config: {e}")),
+    fn config(&self) -> AliyunSmsConfig {
+        AliyunSmsState::config(self)
     }
-}
-
-async fn stats(State(state): State<MockState>) -> Response {
-    Json(state.shared.aliyun_sms.stats()).into_response()
-}
-
-#[derive(Deserialize)]
-struct MessagesQuery {
-    limit: Option<usize>,
-    phone: Option<String>,
-}
-
-async fn messages(
-    State(state): State<MockState>,
-    axum::extract::Query(q): axum::extract::Query<MessagesQuery>,
-) -> Response {
-    let limit = q.limit.unwrap_or(ALIYUN_SMS_RING_CAPACITY);
-    Json(state.shared.aliyun_sms.messages(limit, q.phone.as_deref())).into_response()
-}
-
-async fn receipts(
-    State(state): State<MockState>,
-    axum::extract::Query(q): axum::extract::Query<MessagesQuery>,
-) -> Response {
-    let limit = q.limit.unwrap_or(ALIYUN_SMS_RING_CAPACITY);
-    Json(state.shared.aliyun_sms.receipts(limit)).into_response()
-}
-
-async fn move_clock(State(state): State<MockState>, body: Bytes) -> Response {
-    match serde_json::from_slice::<ClockMove>(&body) {
-        Ok(m) => {
-            let c = &state.shared.aliyun_sms.clock;
-            c.advance(
-                m.advance_secs
-                    .saturating_mul(1000)
-                    .saturating_add(m.advance_ms),
-            );
-            Json(serde_json::json!({"now_ms": c.now_ms(), "offset_ms": c.offset_ms()}))
-                .into_response()
-        }
-        Err(e) => bad_request(format!("clock: {e}")),
+    fn set_config(&self, cfg: AliyunSmsConfig) {
+        AliyunSmsState::set_config(self, cfg)
+    }
+    fn faults(&self) -> AliyunSmsFaults {
+        AliyunSmsState::faults(self)
+    }
+    fn set_faults(&self, faults: AliyunSmsFaults) {
+        AliyunSmsState::set_faults(self, faults)
+    }
+    fn stats(&self) -> Value {
+        serde_json::to_value(AliyunSmsState::stats(self)).unwrap_or(Value::Null)
+    }
+    fn messages(&self, limit: usize, phone: Option<&str>) -> Value {
+        serde_json::to_value(AliyunSmsState::messages(self, limit, phone)).unwrap_or(Value::Null)
+    }
+    fn receipts(&self, limit: usize, _phone: Option<&str>) -> Value {
+        Value::Array(AliyunSmsState::receipts(self, limit))
+    }
+    fn clock(&self) -> &Clock {
+        &self.clock
     }
 }
 

@@ -46,6 +46,7 @@ mod faults;
 mod fcm;
 mod providers;
 mod sms;
+mod sms_control;
 mod smtp;
 mod stats;
 mod tencent_sms;

@@ -31,20 +31,20 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
-use axum::Json;
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode, Uri};
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::extract::State;
+use axum::http::{HeaderMap, Uri};
+use axum::response::Response;
+use axum::routing::post;
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::MockState;
-use crate::providers::{self, Clock, ClockMove, MINUTE_MS, Ring};
+use crate::providers::{self, Clock, MINUTE_MS, Ring};
 use crate::sms::{self, CodeTally, NumberWindows, PushCounters, SmsLimit};
+use crate::sms_control::{self, SmsControl};
 
 /// How many accepted numbers `GET /_mock/tencent_sms/messages` can show.
 pub const TENCENT_SMS_RING_CAPACITY: usize = 20_000;
@@ -652,18 +652,7 @@ pub(crate) fn routes() -> Router<MockState> {
     Router::new()
         .route("/tencent", post(send_route))
         .route("/tencent/", post(send_route))
-        .route(
-            "/_mock/tencent_sms/faults",
-            get(get_faults).post(set_faults),
-        )
-        .route(
-            "/_mock/tencent_sms/config",
-            get(get_config).post(set_config),
-        )
-        .route("/_mock/tencent_sms/stats", get(stats))
-        .route("/_mock/tencent_sms/messages", get(messages))
-        .route("/_mock/tencent_sms/receipts", get(receipts))
-        .route("/_mock/tencent_sms/clock", post(move_clock))
+        .merge(sms_control::routes::<TencentSmsState>())
 }
 
 async fn send_route(
@@ -675,83 +664,42 @@ async fn send_route(
     handle(&state, &uri, &headers, &body).await
 }
 
-fn bad_request(message: String) -> Response {
-    (
-        StatusCode::BAD_REQUEST,
-        Json(serde_json::json!({ "error": { "code": "bad_request", "message": message } })),
-    )
-        .into_response()
-}
-
-async fn get_faults(State(state): State<MockState>) -> Response {
-    Json(state.shared.tencent_sms.faults()).into_response()
-}
-
-async fn set_faults(State(state): State<MockState>, body: Bytes) -> Response {
-    match serde_json::from_slice::<TencentSmsFaults>(&body) {
-        Ok(f) => {
-            state.shared.tencent_sms.set_faults(f);
-            Json(state.shared.tencent_sms.faults()).into_response()
-        }
-        Err(e) => bad_request(format!("tencent_sms faults: {e}")),
+impl SmsControl for TencentSmsState {
+    type Config = TencentSmsConfig;
+    type Faults = TencentSmsFaults;
+    const NAME: &'static str = "tencent_sms";
+    const RING: usize = TENCENT_SMS_RING_CAPACITY;
+    fn of(state: &MockState) -> &Self {
+        &state.shared.tencent_sms
     }
-}
-
-async fn get_config(State(state): State<MockState>) -> Response {
-    Json(state.shared.tencent_sms.config()).into_response()
-}
-
-/// Replaces the whole configuration.
-async fn set_config(State(state): State<MockState>, body: Bytes) -> Response {
-    match serde_json::from_slice::<TencentSmsConfig>(&body) {
-        Ok(c) => {
-            state.shared.tencent_sms.set_config(c);
-            Json(state.shared.tencent_sms.config()).into_response()
-        }
-        Err(e) => bad_request(format!("tencent_sms config: {e}")),
+    fn config(&self) -> TencentSmsConfig {
+        TencentSmsState::config(self)
     }
-}
-
-async fn stats(State(state): State<MockState>) -> Response {
-    Json(state.shared.tencent_sms.stats()).into_response()
-}
-
-#[derive(Deserialize)]
-struct MessagesQuery {
-    limit: Option<usize>,
-    phone: Option<String>,
-}
-
-async fn messages(State(state): State<MockState>, Query(q): Query<MessagesQuery>) -> Response {
-    let limit = q.limit.unwrap_or(TENCENT_SMS_RING_CAPACITY);
-    Json(state.shared.tencent_sms.messages(limit, q.phone.as_deref())).into_response()
-}
-
-/// The receipts of the newest accepted numbers, as Tencent would push them.
-async fn receipts(State(state): State<MockState>, Query(q): Query<MessagesQuery>) -> Response {
-    let limit = q.limit.unwrap_or(TENCENT_SMS_RING_CAPACITY);
-    let items: Vec<Value> = state
-        .shared
-        .tencent_sms
-        .messages(limit, q.phone.as_deref())
-        .iter()
-        .map(TencentSmsMessage::receipt)
-        .collect();
-    Json(items).into_response()
-}
-
-async fn move_clock(State(state): State<MockState>, body: Bytes) -> Response {
-    match serde_json::from_slice::<ClockMove>(&body) {
-        Ok(m) => {
-            let c = &state.shared.tencent_sms.clock;
-            c.advance(
-                m.advance_secs
-                    .saturating_mul(1000)
-                    .saturating_add(m.advance_ms),
-            );
-            Json(serde_json::json!({"now_ms": c.now_ms(), "offset_ms": c.offset_ms()}))
-                .into_response()
-        }
-        Err(e) => bad_request(format!("clock: {e}")),
+    fn set_config(&self, cfg: TencentSmsConfig) {
+        TencentSmsState::set_config(self, cfg)
+    }
+    fn faults(&self) -> TencentSmsFaults {
+        TencentSmsState::faults(self)
+    }
+    fn set_faults(&self, faults: TencentSmsFaults) {
+        TencentSmsState::set_faults(self, faults)
+    }
+    fn stats(&self) -> Value {
+        serde_json::to_value(TencentSmsState::stats(self)).unwrap_or(Value::Null)
+    }
+    fn messages(&self, limit: usize, phone: Option<&str>) -> Value {
+        serde_json::to_value(TencentSmsState::messages(self, limit, phone)).unwrap_or(Value::Null)
+    }
+    /// The receipts of the newest accepted numbers, as Tencent would push them.
+    fn receipts(&self, limit: usize, phone: Option<&str>) -> Value {
+        Value::Array(
+            TencentSmsState::messages(self, limit, phone)
+                .iter()
+                .map(TencentSmsMessage::receipt)
+                .collect(),
+        )
+    }
+    fn clock(&self) -> &Clock {
+        &self.clock
     }
 }

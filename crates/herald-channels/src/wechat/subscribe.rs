@@ -30,7 +30,7 @@ pub(super) fn body(d: &Delivery, state: Option<&str>, lang: Option<&str>) -> Res
         Ok(_) => return Err("the wechat_mini message must be a JSON object".into()),
         Err(e) => return Err(format!("the wechat_mini message is not JSON: {e}")),
     };
-    crate::subscribe_rules::message(&msg).map_err(|(_, why)| why)?;
+    crate::subscribe_rules::message(&msg).map_err(|e| e.message)?;
     if d.recipient.trim().is_empty() {
         return Err("the recipient (an openid) is empty".into());
     }

@@ -1414,7 +1414,7 @@ async fn logs_never_hold_secrets_or_tokens() {
     // The capture works (the token cache's own events can be filtered out
     // when other tests in this binary register those callsites first, so the
     // check is on the channels' events, which only this test's threads emit).
-    assert!(logged.contains("wechat template send"), "{logged}");
+    assert!(logged.contains("wechat send"), "{logged}");
     assert!(logged.contains("wecom send"), "{logged}");
     for secret in [
         WX_SECRET,

@@ -245,9 +245,9 @@ impl Fetcher {
             // The next pass does not wait for this one's mark: passes that
             // come while it commits are marked together in the next write.
             // In hand meanwhile, so a shutdown waits for it.
-            let (pipe, hand, done) = (self.pipe.clone(), p.flight.hand(), self.done.clone());
+            let (pipe, hand) = (self.pipe.clone(), p.flight.hand());
             let marking = tokio::spawn(async move {
-                mark_ahead(&pipe, &done, ahead).await;
+                mark_ahead(&pipe, ahead).await;
                 drop(hand);
             });
             let mut under_way = self.marking.lock();
@@ -596,11 +596,7 @@ impl Fetcher {
 /// the flight set; if the store fails they are queued unmarked, and their
 /// senders mark them one group at a time. If the engine stopped meanwhile,
 /// they are let go (and go back to pending).
-async fn mark_ahead(
-    p: &Pipeline,
-    done: &mpsc::UnboundedSender<Finished>,
-    ahead: Vec<(Job, Arc<ChannelRuntime>)>,
-) {
+async fn mark_ahead(p: &Pipeline, ahead: Vec<(Job, Arc<ChannelRuntime>)>) {
     let at = p.clock.now_ms();
     let marks: Vec<FiringMark> = ahead
         .iter()
@@ -611,14 +607,13 @@ async fn mark_ahead(
                     std::iter::once(job.delivery.attempt)
                         .chain(job.members.iter().map(|m| m.attempt)),
                 )
-                .enumerate()
-                .map(move |(i, (timer_id, attempt))| FiringMark {
+                .map(move |(timer_id, attempt)| FiringMark {
                     timer_id,
                     attempt,
                     fence,
                     at,
-                    // The delivery spends one grant, its members none.
-                    grant: if i == 0 { job.grant.clone() } else { None },
+                    // Grant sends are marked by their senders (`marks_ahead`).
+                    grant: None,
                 })
                 .collect::<Vec<_>>()
         })
@@ -648,7 +643,6 @@ async fn mark_ahead(
                 p.fenced(1);
                 job.release(&p.flight);
             }
-            Some(Applied::NoGrant) => no_grant_ahead(p, done, job, rt.name(), at),
             _ => job.release(&p.flight),
         }
     }
@@ -691,45 +685,17 @@ fn grant_use(
     })
 }
 
-/// A delivery whose mark the grant ledger refused: final, `no_grant`, for
-/// it and its members (marked with it, they end with it).
-fn no_grant_ahead(
-    p: &Pipeline,
-    done: &mpsc::UnboundedSender<Finished>,
-    job: Job,
-    channel: &str,
-    at: i64,
-) {
-    if let Some(rt) = p.channels.get(channel) {
-        rt.metrics.no_grant.increment(1);
-    }
-    let attempt = Attempt {
-        delivery: &job.delivery,
-        channel,
-        tenant: job.tenant,
-        priority: job.priority,
-        shard: job.shard,
-        fence: Some(job.fence),
-        started_at: at,
-        finished_at: at,
-        series_base: job.series_base,
-        route: job.routing.as_deref(),
-    };
-    let mut f = crate::timers::completer::no_grant(attempt);
-    for m in &job.members {
-        let _ = done.send(f.for_member(m.timer_id, m.attempt));
-    }
-    f.hand = Some(p.flight.hand());
-    let _ = done.send(f);
-}
-
 /// Whether a delivery is marked firing before it is queued: on a channel
-/// that skips in-doubt sends (or when it spends a grant), when it will be sent (not settled by the
+/// that skips in-doubt sends, when it will be sent (not settled by the
 /// directory, not held by the channel's quiet hours now).
+///
+/// A send that spends a subscribe grant is not: its sender marks it (and
+/// spends the grant) just before the call. Marked a whole fetch pass ahead,
+/// a crash mid-burst left every queued grant send in doubt, its grant spent
+/// and its user never reminded; marked at the send, only the sends in
+/// flight are.
 fn marks_ahead(rt: &ChannelRuntime, job: &Job, now: i64) -> bool {
-    // A send that spends a grant is marked whatever the channel does with
-    // sends in doubt: the mark is where the grant is spent.
-    if rt.settings().in_doubt != InDoubt::Skip && job.grant.is_none() {
+    if rt.settings().in_doubt != InDoubt::Skip || job.grant.is_some() {
         return false;
     }
     match &job.route {
