@@ -26,6 +26,9 @@
 //!
 //! **No idempotency key**: the kind's in-doubt default is `skip`.
 
+use std::borrow::Cow;
+use std::collections::HashMap;
+
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
@@ -230,45 +233,34 @@ impl TencentSmsChannel {
             Ok(r) => r,
             Err(o) => return vec![o; n],
         };
-        if let Some(err) = response.get("Error") {
-            let code = err.get("Code").and_then(Value::as_str).unwrap_or("");
-            let msg = err.get("Message").and_then(Value::as_str).unwrap_or("");
-            let o = classify(code, msg, timestamp);
-            tracing::info!(channel = %self.name, numbers = n, code, class = o.class(), "tencent sms refused the call");
+        if let Some(err) = response.error {
+            let o = classify(&err.code, &err.message, timestamp);
+            tracing::info!(channel = %self.name, numbers = n, code = %err.code, class = o.class(), "tencent sms refused the call");
             return vec![o; n];
         }
-        let set = response
-            .get("SendStatusSet")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
+        // Each status by its number, read once (a call carries up to 200).
+        let set = response.send_status_set.unwrap_or_default();
+        let mut by_number: HashMap<Phone, &Status<'_>> = HashMap::with_capacity(set.len());
+        for e in &set {
+            if let Ok(p) = Phone::parse(&e.phone_number) {
+                by_number.entry(p).or_insert(e);
+            }
+        }
         let mut delivered = 0usize;
         let out: Vec<SendOutcome> = numbers
             .iter()
             .map(|p| {
-                let digits = p.digits();
-                let entry = set.iter().find(|e| {
-                    e.get("PhoneNumber")
-                        .and_then(Value::as_str)
-                        .and_then(|n| Phone::parse(n).ok())
-                        .is_some_and(|n| n.digits() == digits)
-                });
-                let Some(e) = entry else {
+                let Some(e) = by_number.get(*p) else {
                     return retryable(format!("no SendStatusSet entry for {}", p.e164()), None);
                 };
-                let code = e.get("Code").and_then(Value::as_str).unwrap_or("");
-                if code == "Ok" {
+                if e.code == "Ok" {
                     delivered += 1;
                     return SendOutcome::Delivered {
-                        provider_msgid: e
-                            .get("SerialNo")
-                            .and_then(Value::as_str)
-                            .map(str::to_string),
+                        provider_msgid: e.serial_no.as_deref().map(str::to_string),
                         status: None,
                     };
                 }
-                let msg = e.get("Message").and_then(Value::as_str).unwrap_or("");
-                classify(code, msg, timestamp)
+                classify(&e.code, &e.message, timestamp)
             })
             .collect();
         tracing::debug!(channel = %self.name, numbers = n, delivered, "tencent sms sent");
@@ -276,14 +268,53 @@ impl TencentSmsChannel {
     }
 }
 
+/// What a `SendSms` answer holds, read in one pass without building a
+/// JSON tree (the statuses of up to 200 numbers a call).
+#[derive(serde::Deserialize)]
+struct Envelope<'a> {
+    #[serde(rename = "Response", borrow)]
+    response: Option<Reply<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct Reply<'a> {
+    #[serde(borrow, default)]
+    send_status_set: Option<Vec<Status<'a>>>,
+    #[serde(borrow, default)]
+    error: Option<ErrorBody<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct Status<'a> {
+    #[serde(borrow, default)]
+    phone_number: Cow<'a, str>,
+    #[serde(borrow, default)]
+    code: Cow<'a, str>,
+    #[serde(borrow, default)]
+    message: Cow<'a, str>,
+    #[serde(default)]
+    serial_no: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct ErrorBody<'a> {
+    #[serde(borrow, default)]
+    code: Cow<'a, str>,
+    #[serde(borrow, default)]
+    message: Cow<'a, str>,
+}
+
 /// The `Response` object of an answer, or the outcome when there is none.
-fn read_response(answer: &Answer) -> Result<Value, SendOutcome> {
-    let v = answer
-        .json()
-        .and_then(|mut v| v.get_mut("Response").map(Value::take));
-    match v {
-        Some(r) if r.is_object() => Ok(r),
-        _ => {
+fn read_response(answer: &Answer) -> Result<Reply<'_>, SendOutcome> {
+    let reply = serde_json::from_slice::<Envelope<'_>>(&answer.body)
+        .ok()
+        .and_then(|e| e.response);
+    match reply {
+        Some(r) => Ok(r),
+        None => {
             if let Some(o) = answer.overload() {
                 return Err(o);
             }

@@ -16,6 +16,7 @@ use hmac::{Hmac, Mac};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use smallvec::SmallVec;
 use xxhash_rust::xxh3::Xxh3DefaultBuilder;
 
 use crate::providers::{DAY_MS, beijing_day};
@@ -71,8 +72,12 @@ impl SmsLimit {
     }
 }
 
+/// A key's send times: inline for the one or two most limits keep, so a
+/// million numbers seen once cost no allocation each.
+type Times = SmallVec<[u64; 2]>;
+
 struct Shard {
-    map: HashMap<u64, Vec<u64>, Xxh3DefaultBuilder>,
+    map: HashMap<u64, Times, Xxh3DefaultBuilder>,
     prune_at: usize,
 }
 

@@ -157,6 +157,19 @@ impl TencentSmsMessage {
     }
 }
 
+/// One number's entry in `SendStatusSet`.
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct SendStatus {
+    serial_no: String,
+    phone_number: String,
+    fee: u32,
+    session_context: &'static str,
+    code: &'static str,
+    message: &'static str,
+    iso_code: &'static str,
+}
+
 #[derive(Deserialize)]
 #[serde(rename_all = "PascalCase", deny_unknown_fields)]
 struct SendBody {
@@ -411,7 +424,7 @@ impl TencentSmsState {
         headers: &HeaderMap,
         body: &[u8],
         now: u64,
-    ) -> Result<Vec<Value>, TcError> {
+    ) -> Result<Vec<SendStatus>, TcError> {
         if header(headers, "x-tc-action") != Some("SendSms") {
             return Err(tc("InvalidAction", "The action is not SendSms."));
         }
@@ -503,17 +516,23 @@ impl TencentSmsState {
         let mut out = Vec::with_capacity(numbers.len());
         let mut accepted = Vec::new();
         for (raw, p) in numbers.iter().zip(&parsed) {
-            let status = |code: &str, msg: &str, serial: &str, fee: u32| {
-                serde_json::json!({"SerialNo": serial, "PhoneNumber": raw, "Fee": fee,
-                    "SessionContext": "", "Code": code, "Message": msg, "IsoCode": "CN"})
-            };
+            let status =
+                |code: &'static str, msg: &'static str, serial: String, fee: u32| SendStatus {
+                    serial_no: serial,
+                    phone_number: raw.clone(),
+                    fee,
+                    session_context: "",
+                    code,
+                    message: msg,
+                    iso_code: "CN",
+                };
             let Some((digits, _)) = p else {
                 self.errors
                     .add("InvalidParameterValue.IncorrectPhoneNumber", 1);
                 out.push(status(
                     "InvalidParameterValue.IncorrectPhoneNumber",
                     "invalid mobile number",
-                    "",
+                    String::new(),
                     0,
                 ));
                 continue;
@@ -523,7 +542,7 @@ impl TencentSmsState {
                 out.push(status(
                     "FailedOperation.PhoneNumberInBlacklist",
                     "the number is in the blacklist",
-                    "",
+                    String::new(),
                     0,
                 ));
                 continue;
@@ -546,14 +565,14 @@ impl TencentSmsState {
             };
             if let Some((code, msg)) = refused {
                 self.errors.add(code, 1);
-                out.push(status(code, msg, "", 0));
+                out.push(status(code, msg, String::new(), 0));
                 continue;
             }
             self.windows.record(same_key, &live.cfg.same_content, now);
             self.windows.record(number_key, &live.cfg.per_number, now);
             let seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
             let serial = format!("2645:{}{seq:010}", now / 1000);
-            out.push(status("Ok", "send success", &serial, 1));
+            out.push(status("Ok", "send success", serial.clone(), 1));
             let m = TencentSmsMessage {
                 serial_no: serial,
                 phone_number: format!("+{digits}"),
@@ -568,7 +587,7 @@ impl TencentSmsState {
             }
             self.ring.push(m);
         }
-        let ok = out.iter().filter(|s| s["Code"] == "Ok").count();
+        let ok = out.iter().filter(|s| s.code == "Ok").count();
         self.delivered.fetch_add(ok as u64, Ordering::Relaxed);
         if let (Some(url), false) = (&live.cfg.callback_url, accepted.is_empty()) {
             sms::push_receipts(&self.client, url, accepted, 100, &self.pushes);
@@ -628,19 +647,39 @@ pub(crate) async fn handle(
     let result = st
         .verify(&live, uri, headers, body, now)
         .and_then(|()| st.send(&live, headers, body, now));
+    // Written straight from the statuses: up to 200 of them a call.
+    #[derive(Serialize)]
+    struct Sent<'a> {
+        #[serde(rename = "SendStatusSet")]
+        set: &'a [SendStatus],
+        #[serde(rename = "RequestId")]
+        rid: &'a str,
+    }
+    #[derive(Serialize)]
+    struct Envelope<'a> {
+        #[serde(rename = "Response")]
+        response: Sent<'a>,
+    }
     let v = match result {
-        Ok(set) => serde_json::json!({"Response": {"SendStatusSet": set, "RequestId": rid}}),
+        Ok(set) => serde_json::to_string(&Envelope {
+            response: Sent {
+                set: &set,
+                rid: &rid,
+            },
+        })
+        .unwrap_or_default(),
         Err(e) => {
             st.errors.add(e.code, 1);
             tracing::debug!(code = e.code, message = %e.message, "tencent sms mock refused the call");
             serde_json::json!({"Response": {"Error": {"Code": e.code, "Message": e.message}, "RequestId": rid}})
+                .to_string()
         }
     };
     let ms = live.cfg.faults.latency_ms;
     if ms > 0 {
         tokio::time::sleep(Duration::from_millis(ms)).await;
     }
-    let mut resp = Response::new(Body::from(v.to_string()));
+    let mut resp = Response::new(Body::from(v));
     resp.headers_mut().insert(
         axum::http::header::CONTENT_TYPE,
         axum::http::HeaderValue::from_static("application/json"),
