@@ -204,7 +204,7 @@ impl ChannelWorker {
                 Mark::Go => {}
                 Mark::Stop => return,
                 Mark::NoGrant => {
-                    let f = crate::timers::completer::no_grant(Attempt {
+                    let f = no_grant(Attempt {
                         delivery: &d,
                         channel: rt.name(),
                         tenant: job.tenant,
@@ -352,7 +352,7 @@ impl ChannelWorker {
                     Unsendable::Expired => {
                         "expired: the subject started before the reminder could be sent"
                     }
-                    Unsendable::NoGrant => crate::timers::completer::NO_GRANT_ERROR,
+                    Unsendable::NoGrant => NO_GRANT_ERROR,
                 };
                 let detail = Detail {
                     error: Some(error.to_string()),
@@ -522,6 +522,23 @@ enum Mark {
     Stop,
     /// Not marked: the user has no subscribe grant left.
     NoGrant,
+}
+
+/// Why a send ended `no_grant`, as the send log says.
+pub(crate) const NO_GRANT_ERROR: &str =
+    "no grant: the user has no subscribe grant left for this template";
+
+/// A send the grant ledger refused: final, `no_grant`, nothing sent.
+pub(crate) fn no_grant(at: Attempt<'_>) -> Finished {
+    let detail = Detail {
+        error: Some(NO_GRANT_ERROR.to_string()),
+        ..Detail::default()
+    };
+    Finished::decided(
+        at,
+        CompletionOutcome::Unsendable(Unsendable::NoGrant),
+        detail,
+    )
 }
 
 /// The span of one delivery attempt, a child of the trace context stored

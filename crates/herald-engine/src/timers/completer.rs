@@ -7,9 +7,7 @@ use std::time::Duration;
 
 use herald_channels::{Delivery, SendOutcome};
 use herald_core::{Priority, RetryPolicy, TenantId, TimerId};
-use herald_store::{
-    Applied, Completion, CompletionOutcome, DeferReason, Fence, StoreError, Unsendable,
-};
+use herald_store::{Applied, Completion, CompletionOutcome, DeferReason, Fence, StoreError};
 use tokio::sync::mpsc;
 
 use crate::observe::live::{LiveEntry, LiveOutcome};
@@ -337,23 +335,6 @@ fn live_outcome(o: &CompletionOutcome) -> LiveOutcome {
         CompletionOutcome::Dead => LiveOutcome::Dead,
         CompletionOutcome::Deferred { .. } => LiveOutcome::Deferred,
     }
-}
-
-/// Why a send ended `no_grant`, as the send log says.
-pub(crate) const NO_GRANT_ERROR: &str =
-    "no grant: the user has no subscribe grant left for this template";
-
-/// A send the grant ledger refused: final, `no_grant`, nothing sent.
-pub(crate) fn no_grant(at: Attempt<'_>) -> Finished {
-    let detail = Detail {
-        error: Some(NO_GRANT_ERROR.to_string()),
-        ..Detail::default()
-    };
-    Finished::decided(
-        at,
-        CompletionOutcome::Unsendable(Unsendable::NoGrant),
-        detail,
-    )
 }
 
 #[cfg(test)]
