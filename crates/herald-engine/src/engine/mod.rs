@@ -205,35 +205,50 @@ impl Engine {
     }
 
     /// The early-start plan of a subject's pending reminders, one entry per
-    /// (bit, channel, due time) (issue 39 §4). While its batches are about
-    /// to fall due this is the plan the engine follows (every subject due at
-    /// the same instant on a channel counted together); before that, a
-    /// preview counted now from the store, this subject's batches alone, at
-    /// the channels' rates and its (or the configured) early window. The
-    /// preview reads each pending reminder of the subject once.
+    /// (bit, channel, due time) (issue 39 §4), counted now from the store
+    /// (each pending reminder of the subject read once). A batch that has
+    /// started keeps the start the engine gave it; one not yet started is
+    /// planned as the engine will plan it, sharing each channel's rate with
+    /// the other subjects' batches this node has planned on it (as last
+    /// counted), at its own (or the configured) early window. So the answer
+    /// right after a subscription already counts it.
     pub async fn reminder_plan(
         &self,
         tenant: herald_core::TenantId,
         subject_id: &str,
     ) -> Result<Vec<crate::timers::early::EarlyPlan>, herald_store::StoreError> {
         let pipe = &*self.inner.pipe;
-        let planned = pipe.early.of_subject(tenant, subject_id);
-        if !planned.is_empty() {
-            return Ok(planned);
-        }
-        let batches = pipe
+        let mine = pipe
             .store
             .reminder_batches(&herald_store::BatchScope::Subject {
                 tenant,
                 subject_id: subject_id.to_string(),
             })
             .await?;
+        let channels: Vec<&str> = mine.iter().map(|b| b.channel.as_str()).collect();
+        let now = pipe.clock.now_ms();
+        let around = pipe.early.around(tenant, subject_id, &channels, now);
+        let mut batches = mine;
+        batches.extend(around.others.iter().map(|p| p.as_batch()));
         let window = pipe.cfg.get().early_window_ms;
-        Ok(crate::timers::early::plan(
+        let planned = crate::timers::early::plan(
             &batches,
             |c| crate::timers::early::rate_of(pipe, c),
             window,
-        ))
+        );
+        Ok(planned
+            .into_iter()
+            .filter(|p| p.tenant == tenant && p.subject_id == subject_id)
+            .map(|mut p| {
+                if let Some(s) = around.started.iter().find(|s| s.same_batch(&p)) {
+                    p.start_at = s.start_at;
+                    p.done_by = s.done_by;
+                    p.fits = s.fits;
+                    p.early_window_ms = s.early_window_ms;
+                }
+                p
+            })
+            .collect())
     }
 
     /// Every channel's state for `GET /v1/channels`, by name. Rates are left

@@ -26,6 +26,32 @@ pub struct EarlyPlan {
     pub fits: bool,
 }
 
+impl EarlyPlan {
+    /// The batch this plan was made from, to plan again beside others. The
+    /// subject's start is not kept and is not needed to plan.
+    pub(crate) fn as_batch(&self) -> herald_store::ReminderBatch {
+        herald_store::ReminderBatch {
+            tenant: self.tenant,
+            subject_id: self.subject_id.clone(),
+            start_at: self.due_at,
+            early_window_ms: Some(self.early_window_ms),
+            bit: self.bit,
+            channel: self.channel.clone(),
+            due_at: self.due_at,
+            count: self.count,
+        }
+    }
+
+    /// Whether `other` plans the same batch (subject, bit, channel, due).
+    pub(crate) fn same_batch(&self, other: &EarlyPlan) -> bool {
+        self.tenant == other.tenant
+            && self.subject_id == other.subject_id
+            && self.bit == other.bit
+            && self.channel == other.channel
+            && self.due_at == other.due_at
+    }
+}
+
 pub(super) type Key = (TenantId, String, u8, String, i64);
 
 pub(super) struct Entry {
@@ -42,13 +68,34 @@ pub(crate) struct Plans {
 }
 
 impl Plans {
-    /// The current plans of one subject.
-    pub fn of_subject(&self, tenant: TenantId, subject_id: &str) -> Vec<EarlyPlan> {
-        self.by_key
-            .lock()
-            .values()
-            .filter(|e| e.plan.tenant == tenant && e.plan.subject_id == subject_id)
-            .map(|e| e.plan.clone())
-            .collect()
+    /// The plans that share a rate with one subject's batches: those of
+    /// other subjects on `channels`, and this subject's own plans that had
+    /// started by `now` (their start is fixed).
+    pub fn around(
+        &self,
+        tenant: TenantId,
+        subject_id: &str,
+        channels: &[&str],
+        now: i64,
+    ) -> Around {
+        let mut out = Around::default();
+        for e in self.by_key.lock().values() {
+            let p = &e.plan;
+            if p.tenant == tenant && p.subject_id == subject_id {
+                if p.start_at <= now {
+                    out.started.push(p.clone());
+                }
+            } else if channels.contains(&p.channel.as_str()) {
+                out.others.push(p.clone());
+            }
+        }
+        out
     }
+}
+
+/// What [`Plans::around`] found.
+#[derive(Debug, Default)]
+pub(crate) struct Around {
+    pub started: Vec<EarlyPlan>,
+    pub others: Vec<EarlyPlan>,
 }
