@@ -10,6 +10,7 @@ pub mod caps;
 pub mod clock;
 pub mod digest;
 pub mod early;
+pub mod forecast;
 pub mod pacing;
 pub mod quiet;
 pub mod reminder;

@@ -6,6 +6,7 @@ pub mod api;
 pub mod audit;
 mod config;
 pub mod default_routes;
+pub mod forecast_cache;
 pub mod http;
 mod openapi;
 pub mod reload;

@@ -354,6 +354,9 @@ route_table! {
     // A key sees its tenant's figures; the admin every tenant's.
     Get "/v1/overview", Needs(Read), NoBody => admin::overview::overview,
         doc admin::docs::OVERVIEW;
+    // What falls due, counted in the background; same scope as the overview.
+    Get "/v1/forecast", Needs(Read), NoBody => admin::forecast::forecast,
+        doc admin::docs::FORECAST;
     Get "/healthz", Nothing, NoBody => admin::ops::healthz, doc admin::docs::HEALTHZ;
     Get "/readyz", Nothing, NoBody => admin::ops::readyz, doc admin::docs::READYZ;
     Get "/metrics", Needs(Metrics), NoBody => admin::ops::metrics, doc admin::docs::METRICS;

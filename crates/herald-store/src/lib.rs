@@ -69,9 +69,9 @@ pub use timer_query::{
     TimerFilter,
 };
 pub use timers::{
-    Applied, Completion, CompletionOutcome, DeferReason, DeliveryRecord, DueCursor, DueEntry,
-    FiringMark, InDoubtResolved, NewTimer, NextStep, TimerPatch, TimerRecord, TimerStore,
-    Unsendable, WriteOp, WriteResult,
+    Applied, Completion, CompletionOutcome, DeferReason, DeliveryRecord, DueCount, DueCounts,
+    DueCursor, DueEntry, FiringMark, InDoubtResolved, NewTimer, NextStep, TimerPatch, TimerRecord,
+    TimerStore, Unsendable, WriteOp, WriteResult,
 };
 
 /// The store's traits, for callers that hold a concrete store (or call an

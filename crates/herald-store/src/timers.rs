@@ -12,6 +12,45 @@ use crate::{
     DeadLetters, Fence, MergeProbe, NewReminder, PutSubject, Result, SortOrder, SubjectRecord,
     TimerFilter,
 };
+/// Pending timers due in one bucket of a forecast, on one channel, as
+/// [`TimerStore::due_counts`] counts them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DueCount {
+    pub tenant: TenantId,
+    pub channel: String,
+    /// Reminders (`kind = reminder`) apart from every other kind.
+    pub reminder: bool,
+    /// Index of the bucket: `(due_at - from) / bucket_ms`.
+    pub bucket: u32,
+    pub count: u64,
+}
+
+/// What [`TimerStore::due_counts`] counted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DueCounts {
+    pub counts: Vec<DueCount>,
+    /// Set when the count stopped at its row limit: the due time of the last
+    /// timer counted. Every timer due before it is counted; from it on, only
+    /// some (or none) are.
+    pub cut_at: Option<i64>,
+}
+
+impl DueCounts {
+    /// The answer from grouped rows, each with the latest due time it
+    /// counted: when `max_rows` were counted the scan may have stopped, and
+    /// the latest due time counted is where.
+    pub(crate) fn from_groups(groups: Vec<(DueCount, i64)>, max_rows: u64) -> Self {
+        let total: u64 = groups.iter().map(|(c, _)| c.count).sum();
+        let cut_at = (total >= max_rows)
+            .then(|| groups.iter().map(|(_, at)| *at).max())
+            .flatten();
+        Self {
+            counts: groups.into_iter().map(|(c, _)| c).collect(),
+            cut_at,
+        }
+    }
+}
+
 /// A timer to create.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewTimer {
@@ -686,6 +725,19 @@ pub trait TimerStore: Send + Sync + 'static {
     /// place and has nothing to fold. Safe from several nodes at once: one
     /// folds, the others return 0 at once.
     async fn fold_timer_counts(&self) -> Result<u64>;
+
+    /// Every tenant's pending timers due in `[from, until)`, counted per
+    /// tenant, channel, kind (reminder or not) and bucket of `bucket_ms`,
+    /// for the forecast of what falls due. Walks the pending due index in
+    /// due order and stops after `max_rows` timers ([`DueCounts::cut_at`]):
+    /// its cost is bounded, and it is a scan, so callers cache the answer.
+    async fn due_counts(
+        &self,
+        from: i64,
+        until: i64,
+        bucket_ms: i64,
+        max_rows: u64,
+    ) -> Result<DueCounts>;
 }
 
 /// The statements both backends run ([`crate::shared_sql::Statement`]).

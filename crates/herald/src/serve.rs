@@ -109,6 +109,7 @@ pub async fn run(cfg: Config, file: Option<PathBuf>) -> anyhow::Result<()> {
         reload: file
             .is_some()
             .then_some(reloader as herald_server::Reloader),
+        forecasts: Default::default(),
     };
     let app = herald_server::router(state);
     let listener = tokio::net::TcpListener::bind(&cfg.listen)

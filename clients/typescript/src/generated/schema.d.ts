@@ -380,6 +380,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/forecast": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What falls due in the next hour or day, per channel, against each channel's rate
+         * @description Needs: a key with the `read` scope.
+         */
+        get: operations["getv1_forecast"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/jobs": {
         parameters: {
             query?: never;
@@ -1758,6 +1778,76 @@ export interface components {
              * @description The step of the job's route it sends.
              */
             step?: number | null;
+        };
+        /** @description `GET /v1/forecast`'s answer. */
+        Forecast: {
+            /** Format: int64 */
+            bucket_s: number;
+            /** @description Busiest first. */
+            channels: components["schemas"]["ForecastChannel"][];
+            /**
+             * @description Set when the count stopped at its limit of timers read: everything
+             *     due before this time is counted, after it only some.
+             */
+            complete_until?: string | null;
+            /** Format: int64 */
+            count_took_ms?: number | null;
+            /** @description When the count was made and how long it took (ms). */
+            counted_at?: string | null;
+            /** @description The window: `[from, until)`; bucket `i` starts at `from + i * bucket_s`. */
+            from?: string | null;
+            horizon: string;
+            /** @description Whether a newer count is running. */
+            refreshing: boolean;
+            /**
+             * @description `counting` until the first count of this horizon has finished (ask
+             *     again in a second); then `counted`.
+             */
+            state: string;
+            /** @description The tenant whose timers are counted; `null` for every tenant's. */
+            tenant?: string | null;
+            until?: string | null;
+        };
+        /** @description Where a channel falls behind. */
+        ForecastBehind: {
+            /** @description The start of the first minute whose sends still wait a minute after it. */
+            from: string;
+            /**
+             * Format: int64
+             * @description Sends waiting at the end of that minute.
+             */
+            waiting: number;
+            /** @description The minute whose sends go out latest after it ends. */
+            worst_at: string;
+            /**
+             * Format: double
+             * @description How long after that minute the last of them goes, at least (seconds).
+             */
+            worst_late_s: number;
+        };
+        /** @description One channel's share of the forecast. */
+        ForecastChannel: {
+            behind?: null | components["schemas"]["ForecastBehind"];
+            channel: string;
+            /**
+             * @description Whether the node has a channel of that name (a timer may name one
+             *     removed since).
+             */
+            configured: boolean;
+            /**
+             * Format: double
+             * @description The channel's cluster-wide rate; `null` when it has none.
+             */
+            rate_per_sec?: number | null;
+            /** @description Reminders per bucket. */
+            reminders: number[];
+            /** @description Timers (every kind but reminders) per bucket. */
+            timers: number[];
+            /**
+             * Format: int64
+             * @description Everything counted on it in the window.
+             */
+            total: number;
         };
         /** @description One template the user allowed. */
         GrantEntry: {
@@ -3644,6 +3734,31 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Recalled"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    getv1_forecast: {
+        parameters: {
+            query?: {
+                /** @description hour (per minute, the default) or day (per quarter hour) */
+                horizon?: "hour" | "day";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Forecast"];
                 };
             };
             "4XX": components["responses"]["Error"];

@@ -139,6 +139,12 @@ impl Engine {
         self.inner.pipe.channels.contains_key(name)
     }
 
+    /// A configured channel's cluster-wide `rate_per_sec` (`None` when it
+    /// has none, or no such channel is configured).
+    pub fn channel_rate(&self, name: &str) -> Option<f64> {
+        crate::timers::early::rate_of(&self.inner.pipe, name)
+    }
+
     pub fn channel_names(&self) -> Vec<String> {
         let mut v: Vec<String> = self.inner.pipe.channels.keys().cloned().collect();
         v.sort();

@@ -34,6 +34,8 @@ pub struct AppState {
     /// Re-reads the configuration file (`POST /v1/admin:reload`); `None`
     /// when the node has none.
     pub reload: Option<crate::reload::Reloader>,
+    /// The latest counts of what falls due (`GET /v1/forecast`).
+    pub forecasts: Arc<crate::forecast_cache::Forecasts>,
 }
 
 impl AppState {

@@ -14,6 +14,7 @@ use herald_core::subscriber::{Addresses, Preferences, Profile, QuietHours};
 
 use super::add;
 use crate::api::admin::audit::{AuditList, EntryJson};
+use crate::api::admin::forecast::{BehindJson, ChannelJson as ForecastChannelJson, ForecastJson};
 use crate::api::admin::keys::{CreateKey, KeyCreated, KeyJson, KeyList};
 use crate::api::admin::ops::{
     ClusterJson, LeaseJson, NodeFiguresJson, NodeShardsJson, StatsJson, StatusJson,
@@ -251,6 +252,9 @@ pub fn collect(all: &mut Vec<(String, RefOr<Schema>)>) {
     add::<LivePointJson>(all);
     add::<ChannelLiveJson>(all);
     add::<NodeLiveJson>(all);
+    add::<ForecastJson>(all);
+    add::<ForecastChannelJson>(all);
+    add::<BehindJson>(all);
     for (_, schema) in all.iter_mut() {
         if let RefOr::T(Schema::AllOf(parts)) = schema
             && let Some(one) = one_object(parts)

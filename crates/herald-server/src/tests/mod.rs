@@ -152,6 +152,7 @@ impl Api {
             audit,
             quotas: Arc::new(quotas),
             reload: None,
+            forecasts: Default::default(),
         };
         Self {
             router: router(state),

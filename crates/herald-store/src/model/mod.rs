@@ -106,6 +106,23 @@ impl Decode for (TenantId, TimerState, u64) {
     }
 }
 
+/// A row of the forecast's count (`due_counts`): the group and the latest
+/// due time it counted.
+impl Decode for (crate::DueCount, i64) {
+    fn decode<R: Columns + ?Sized>(r: &mut Reader<'_, R>) -> Result<Self> {
+        Ok((
+            crate::DueCount {
+                tenant: r.tenant("tenant_id")?,
+                channel: r.string("channel")?,
+                reminder: r.flag("reminder")?,
+                bucket: r.narrow("bucket")?,
+                count: r.unsigned("count")?,
+            },
+            r.int("last_due")?,
+        ))
+    }
+}
+
 /// A `(state, count)` row of a `GROUP BY state`.
 impl<S: Stored> Decode for (S, u64) {
     fn decode<R: Columns + ?Sized>(r: &mut Reader<'_, R>) -> Result<Self> {

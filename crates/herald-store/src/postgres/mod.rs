@@ -60,6 +60,7 @@ mod cluster;
 mod digests;
 mod directory;
 mod error;
+mod forecast;
 mod grants;
 pub mod notify;
 mod partitions;
@@ -90,10 +91,10 @@ use error::{Ctx, col, pg_error, retryable};
 
 use crate::{
     Applied, ChannelPause, ChannelToken, ClusterStore, Completion, DeadLetters, DeliveryRecord,
-    DirectoryStore, DueCursor, DueEntry, Fence, FiringMark, Holder, InDoubtResolved, NamedLease,
-    NewTemplateVersion, NodeInfo, ProviderStore, ReminderStore, Result, ShardLease, SortOrder,
-    Store, StoreError, StoreOptions, TemplateCensus, TemplateRecord, TemplateStore, TemplateWrite,
-    TimerFilter, TimerRecord, TimerStore, WriteOp, WriteResult,
+    DirectoryStore, DueCounts, DueCursor, DueEntry, Fence, FiringMark, Holder, InDoubtResolved,
+    NamedLease, NewTemplateVersion, NodeInfo, ProviderStore, ReminderStore, Result, ShardLease,
+    SortOrder, Store, StoreError, StoreOptions, TemplateCensus, TemplateRecord, TemplateStore,
+    TemplateWrite, TimerFilter, TimerRecord, TimerStore, WriteOp, WriteResult,
 };
 
 /// A statement parameter.
@@ -573,6 +574,20 @@ impl TimerStore for PgStore {
     async fn fold_timer_counts(&self) -> Result<u64> {
         self.within("fold_timer_counts", timer_counts::fold(self))
             .await
+    }
+
+    async fn due_counts(
+        &self,
+        from: i64,
+        until: i64,
+        bucket_ms: i64,
+        max_rows: u64,
+    ) -> Result<DueCounts> {
+        self.within(
+            "due_counts",
+            forecast::due_counts(self, from, until, bucket_ms, max_rows),
+        )
+        .await
     }
 }
 

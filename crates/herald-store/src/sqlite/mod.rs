@@ -43,6 +43,7 @@ mod digests;
 mod directory;
 mod error;
 mod files;
+mod forecast;
 mod grants;
 mod pool;
 mod provider;
@@ -69,11 +70,11 @@ use pool::{ConnPool, Role};
 
 use crate::{
     Applied, ChannelPause, ChannelToken, ClusterStore, Completion, DeadLetters, DeliveryRecord,
-    DirectoryStore, DueCursor, DueEntry, Fence, FiringMark, Holder, InDoubtResolved, MergeProbe,
-    NamedLease, NewTemplateVersion, NodeInfo, ProviderStore, ReminderStore, ReminderTimer, Result,
-    ShardLease, SortOrder, Store, StoreError, StoreOptions, SubjectRecord, TemplateCensus,
-    TemplateRecord, TemplateStore, TemplateWrite, TimerFilter, TimerRecord, TimerStore, WriteOp,
-    WriteResult,
+    DirectoryStore, DueCounts, DueCursor, DueEntry, Fence, FiringMark, Holder, InDoubtResolved,
+    MergeProbe, NamedLease, NewTemplateVersion, NodeInfo, ProviderStore, ReminderStore,
+    ReminderTimer, Result, ShardLease, SortOrder, Store, StoreError, StoreOptions, SubjectRecord,
+    TemplateCensus, TemplateRecord, TemplateStore, TemplateWrite, TimerFilter, TimerRecord,
+    TimerStore, WriteOp, WriteResult,
 };
 
 /// The SQLite [`Store`].
@@ -352,6 +353,17 @@ impl TimerStore for SqliteStore {
     async fn fold_timer_counts(&self) -> Result<u64> {
         // The triggers update the counters in place: nothing to fold.
         Ok(0)
+    }
+
+    async fn due_counts(
+        &self,
+        from: i64,
+        until: i64,
+        bucket_ms: i64,
+        max_rows: u64,
+    ) -> Result<DueCounts> {
+        self.read(move |c| forecast::due_counts(c, from, until, bucket_ms, max_rows))
+            .await
     }
 }
 

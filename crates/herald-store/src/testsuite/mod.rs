@@ -332,7 +332,10 @@ macro_rules! store_conformance_tests {
             races: []
         );
         $crate::store_conformance_tests!(@area timer_counts, $make, $second;
-            cases: [counters_follow_every_write_and_purge]
+            cases: [
+                counters_follow_every_write_and_purge,
+                due_counts_group_what_falls_due_and_stop_at_the_limit,
+            ]
             races: [counters_stay_exact_under_concurrent_writers]
         );
         $crate::store_conformance_tests!(@area reports, $make, $second;

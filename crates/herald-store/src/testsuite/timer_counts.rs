@@ -3,7 +3,7 @@
 //! writes, and under concurrent writers, the counters equal
 //! `count(*) GROUP BY tenant, state`, before and after a fold.
 
-use herald_core::TimerState;
+use herald_core::{TimerKind, TimerState};
 
 use super::fixtures::*;
 use super::support::{S, counts_of, insert_all};
@@ -256,4 +256,81 @@ pub async fn counters_stay_exact_under_concurrent_writers(a: S, b: S) {
         ]
     );
     assert_eq!(counters_match(&b, "the other handle").await, figures);
+}
+
+/// The forecast's count (`due_counts`): pending timers only, per tenant,
+/// channel, kind and bucket, the window's end exclusive, and a count that
+/// stops at its row limit says where.
+pub async fn due_counts_group_what_falls_due_and_stop_at_the_limit(store: S) {
+    const MIN: i64 = 60_000;
+    let on = |due_at: i64, channel: &str, kind: TimerKind| NewTimer {
+        channel: channel.into(),
+        kind,
+        ..timer(due_at)
+    };
+    let ts = insert_all(
+        &store,
+        [
+            on(T0, "wechat", TimerKind::Timer),
+            on(T0 + 10, "wechat", TimerKind::Timer),
+            on(T0 + 20, "wechat", TimerKind::Reminder),
+            on(T0 + MIN + 5, "sms", TimerKind::Timer),
+            on(T0 + MIN + 6, "sms", TimerKind::Timer),
+            // Cancelled below: not counted.
+            on(T0 + MIN + 7, "sms", TimerKind::Timer),
+            // Before the window and at its (exclusive) end: not counted.
+            on(T0 - 1, "wechat", TimerKind::Timer),
+            on(T0 + 3 * MIN, "wechat", TimerKind::Timer),
+            NewTimer {
+                tenant: OTHER_TENANT,
+                ..on(T0 + 2 * MIN, "wechat", TimerKind::Timer)
+            },
+        ],
+    )
+    .await;
+    let r = apply(
+        &store,
+        vec![WriteOp::CancelTimer {
+            tenant: DEFAULT_TENANT,
+            id: ts[5].id,
+            at: T0,
+        }],
+    )
+    .await;
+    assert!(matches!(r[0], WriteResult::Cancelled(_)), "{r:?}");
+
+    let mut got = store
+        .due_counts(T0, T0 + 3 * MIN, MIN, 1_000)
+        .await
+        .expect("due_counts");
+    got.counts
+        .sort_by_key(|c| (c.tenant, c.bucket, c.channel.clone(), c.reminder));
+    let row = |tenant, channel: &str, reminder, bucket, count| crate::DueCount {
+        tenant,
+        channel: channel.into(),
+        reminder,
+        bucket,
+        count,
+    };
+    assert_eq!(
+        got,
+        crate::DueCounts {
+            counts: vec![
+                row(DEFAULT_TENANT, "wechat", false, 0, 2),
+                row(DEFAULT_TENANT, "wechat", true, 0, 1),
+                row(DEFAULT_TENANT, "sms", false, 1, 2),
+                row(OTHER_TENANT, "wechat", false, 2, 1),
+            ],
+            cut_at: None,
+        }
+    );
+
+    // Four rows at most: the earliest four, and where the count stopped.
+    let cut = store
+        .due_counts(T0, T0 + 3 * MIN, MIN, 4)
+        .await
+        .expect("due_counts");
+    assert_eq!(cut.counts.iter().map(|c| c.count).sum::<u64>(), 4);
+    assert_eq!(cut.cut_at, Some(T0 + MIN + 5));
+    assert!(cut.counts.iter().all(|c| c.bucket <= 1), "{cut:?}");
 }

@@ -1394,6 +1394,18 @@ async fn every_route_answers_as_the_document_says() {
         .expect(200, "GET", "/v1/overview", "/v1/overview", None)
         .await;
     assert!(v["timers"].is_object(), "{v}");
+    let v = api
+        .expect(200, "GET", "/v1/forecast", "/v1/forecast?horizon=day", None)
+        .await;
+    assert_eq!(v["horizon"], "day", "{v}");
+    api.expect(
+        400,
+        "GET",
+        "/v1/forecast",
+        "/v1/forecast?horizon=week",
+        None,
+    )
+    .await;
     let r = api
         .expect(
             200,

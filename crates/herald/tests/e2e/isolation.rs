@@ -1456,6 +1456,19 @@ fn cases(f: &Fixture) -> Vec<Case> {
                 contains: Some("\"tenant\":\"crm\""),
             },
         ),
+        // Each key counts its own tenant's timers.
+        case(
+            "GET",
+            "/v1/forecast",
+            req(M::GET, "/v1/forecast"),
+            None,
+            200,
+            Other::Own {
+                req: req(M::GET, "/v1/forecast"),
+                status: 200,
+                contains: Some("\"tenant\":\"crm\""),
+            },
+        ),
         case(
             "GET",
             "/healthz",

@@ -36,6 +36,7 @@ mod edge;
 mod fallback;
 mod fencing;
 mod flight;
+mod forecast;
 mod fuzz_api;
 mod fuzz_parsers;
 mod gaps;

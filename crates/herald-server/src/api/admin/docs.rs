@@ -73,6 +73,16 @@ pub(crate) const OVERVIEW: Doc = Doc::new(
     "Live figures for the console: rates, lateness, counts, nodes",
     &[(200, J("Overview"))],
 );
+pub(crate) const FORECAST: Doc = Doc::new(
+    Operations,
+    "What falls due in the next hour or day, per channel, against each channel's rate",
+    &[(200, J("Forecast"))],
+)
+.query(&[q(
+    "horizon",
+    "hour (per minute, the default) or day (per quarter hour)",
+    Takes::Word(&["hour", "day"]),
+)]);
 pub(crate) const STATS: Doc = Doc::new(
     Operations,
     "Timers by state, and this node's figures",

@@ -6,6 +6,7 @@
 
 pub mod audit;
 pub(crate) mod docs;
+pub(crate) mod forecast;
 pub mod keys;
 pub(crate) mod ops;
 pub(crate) mod overview;

@@ -19,7 +19,7 @@ use crate::http::state::AppState;
 
 /// Whose figures a caller sees: `None` for every tenant (the admin, unless
 /// it acts for one with `X-Herald-Tenant`), else its tenant's.
-fn scope_of(caller: &Caller, headers: &HeaderMap) -> Option<TenantId> {
+pub(crate) fn scope_of(caller: &Caller, headers: &HeaderMap) -> Option<TenantId> {
     (!caller.admin || headers.contains_key(TENANT_HEADER)).then_some(caller.tenant)
 }
 

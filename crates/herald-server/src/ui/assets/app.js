@@ -113,12 +113,113 @@ var H = (function () {
     return parts.length ? "?" + parts.join("&") : "";
   }
 
-  function fmtTime(v) {
-    if (v === null || v === undefined || v === "") return "";
-    var d = typeof v === "number" ? new Date(v) : new Date(v);
-    if (isNaN(d.getTime())) return String(v);
-    return d.toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
+  // The operator's time zone: chosen in the header, remembered in this
+  // browser, the browser's own until chosen. Every time on the pages is
+  // shown in it, and date pickers are read in it.
+  var ZONE_KEY = "herald.zone";
+  function browserZone() {
+    try { return Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC"; } catch (e) { return "UTC"; }
   }
+  function validZone(z) {
+    try { new Intl.DateTimeFormat("en-GB", { timeZone: z }); return true; } catch (e) { return false; }
+  }
+  function zone() {
+    var z = "";
+    try { z = localStorage.getItem(ZONE_KEY) || ""; } catch (e) { z = ""; }
+    return z && validZone(z) ? z : browserZone();
+  }
+  // Wall-clock parts of instant `ms` in zone `z`.
+  function partsIn(ms, z) {
+    var f = new Intl.DateTimeFormat("en-GB", {
+      timeZone: z, hourCycle: "h23", year: "numeric", month: "2-digit", day: "2-digit",
+      hour: "2-digit", minute: "2-digit", second: "2-digit",
+    });
+    var out = {};
+    f.formatToParts(new Date(ms)).forEach(function (p) { out[p.type] = p.value; });
+    return out;
+  }
+  function toDate(v) {
+    if (v === null || v === undefined || v === "") return null;
+    var d = new Date(v);
+    return isNaN(d.getTime()) ? null : d;
+  }
+  // "2026-11-29 09:55:00" in the operator's zone (`z` to name another).
+  function fmtTime(v, z) {
+    var d = toDate(v);
+    if (!d) return v === null || v === undefined ? "" : String(v);
+    var p = partsIn(d.getTime(), z || zone());
+    return p.year + "-" + p.month + "-" + p.day + " " + p.hour + ":" + p.minute + ":" + p.second;
+  }
+  // "in 4 min", "2 h ago", "now": how far `v` is from the page's clock.
+  function rel(v, nowMs) {
+    var d = toDate(v);
+    if (!d) return "";
+    var diff = d.getTime() - (nowMs === undefined ? Date.now() : nowMs);
+    var a = Math.abs(diff);
+    var text;
+    if (a < 5000) return "now";
+    if (a < 60000) text = Math.round(a / 1000) + " s";
+    else if (a < 3600000) text = Math.round(a / 60000) + " min";
+    else if (a < 172800000) text = Math.round(a / 360000) / 10 + " h";
+    else text = Math.round(a / 86400000) + " days";
+    return diff > 0 ? "in " + text : text + " ago";
+  }
+  // A time as a node: the zone's wall time, how far it is, and the exact
+  // UTC instant on hover.
+  function when(v, z) {
+    var d = toDate(v);
+    if (!d) return v ? String(v) : "";
+    return el("time", { datetime: d.toISOString(), title: d.toISOString() + (z ? " · " + z : "") },
+      fmtTime(d, z) + " (" + rel(d) + ")");
+  }
+  // Milliseconds the zone is ahead of UTC at instant `ms`.
+  function offsetAt(ms, z) {
+    var p = partsIn(ms, z);
+    var wall = Date.UTC(+p.year, +p.month - 1, +p.day, +p.hour, +p.minute, +p.second);
+    return wall - Math.floor(ms / 1000) * 1000;
+  }
+  // A datetime-local value ("2026-11-29T09:55"), read as wall time in the
+  // operator's zone, as RFC 3339; "" stays "".
+  function isoOf(local) {
+    if (!local) return "";
+    var m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2}))?$/.exec(local);
+    if (!m) return local;
+    var wall = Date.UTC(+m[1], +m[2] - 1, +m[3], +m[4], +m[5], +(m[6] || 0));
+    var z = zone();
+    var guess = wall - offsetAt(wall, z);
+    guess = wall - offsetAt(guess, z);
+    return new Date(guess).toISOString();
+  }
+  // The label of a date picker: says which zone it is read in.
+  function zoneNote() { return " (" + zone() + ")"; }
+
+  // A cron expression in words for the usual shapes ("weekdays at 09:00");
+  // null for the others, which are shown as written.
+  var DAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"];
+  function cronWords(expr) {
+    var f = String(expr || "").trim().split(/\s+/);
+    if (f.length === 6) f = f.slice(1);
+    if (f.length !== 5) return null;
+    var min = f[0], hour = f[1], dom = f[2], mon = f[3], dow = f[4];
+    var num = /^\d+$/;
+    var step = /^\*\/(\d+)$/.exec(min);
+    if (step && hour === "*" && dom === "*" && mon === "*" && dow === "*") return "every " + step[1] + " minutes";
+    if (num.test(min) && hour === "*" && dom === "*" && mon === "*" && dow === "*") return "every hour at :" + pad2(min);
+    var hours = hour.split(",");
+    if (!num.test(min) || !hours.every(function (h) { return num.test(h); })) return null;
+    var at = "at " + hours.map(function (h) { return pad2(h) + ":" + pad2(min); }).join(", ");
+    if (mon !== "*") return null;
+    if (dom === "*" && dow === "*") return "every day " + at;
+    if (dom === "*" && (dow === "1-5" || dow === "MON-FRI")) return "weekdays " + at;
+    if (dom === "*" && (dow === "0,6" || dow === "6,0" || dow === "SAT,SUN")) return "weekends " + at;
+    if (dom === "*" && /^[0-7](,[0-7])*$/.test(dow)) {
+      return "every " + dow.split(",").map(function (d) { return DAYS[+d]; }).join(", ") + " " + at;
+    }
+    if (num.test(dom) && dow === "*") return "on day " + dom + " of every month " + at;
+    return null;
+  }
+  function pad2(s) { s = String(s); return s.length < 2 ? "0" + s : s; }
+
   function fmtNum(n) {
     if (n === null || n === undefined) return "";
     if (typeof n !== "number") return String(n);
@@ -228,13 +329,6 @@ var H = (function () {
     });
     return out;
   }
-  // A datetime-local value as RFC 3339 (the browser's zone); "" stays "".
-  function isoOf(local) {
-    if (!local) return "";
-    var d = new Date(local);
-    return isNaN(d.getTime()) ? local : d.toISOString();
-  }
-
   function progress(parts, total) {
     var bar = el("div", { class: "progress", title: parts.map(function (p) { return p[0] + " " + p[1]; }).join(", ") + " of " + total });
     parts.forEach(function (p) {
@@ -256,7 +350,8 @@ var H = (function () {
   function header() {
     var who = document.getElementById("who");
     if (!who) return;
-    if (mode !== "protected") { who.textContent = "open mode"; return; }
+    zonePicker(who);
+    if (mode !== "protected") { who.appendChild(document.createTextNode("open mode")); return; }
     var key = meta("herald-key");
     who.appendChild(document.createTextNode(visible((key || "key") + " · tenant " + meta("herald-tenant"))));
     if (isAdmin) {
@@ -268,13 +363,35 @@ var H = (function () {
       who.appendChild(el("span", { class: "picker" }, " ", input, set));
     }
   }
+  // The zone chooser: the browser's zone, UTC, a few common ones, and any
+  // IANA name typed in.
+  function zonePicker(where) {
+    var current = zone();
+    var common = [browserZone(), "UTC", "Asia/Shanghai", "Asia/Tokyo", "Europe/London", "Europe/Paris", "America/New_York", "America/Los_Angeles"];
+    if (common.indexOf(current) < 0) common.unshift(current);
+    var seen = {};
+    var select = el("select", { id: "zone", title: "the time zone times are shown in" },
+      common.filter(function (z) { if (seen[z]) return false; seen[z] = true; return true; }).map(function (z) {
+        return el("option", { value: z, selected: z === current ? true : null }, z);
+      }),
+      el("option", { value: "" }, "other…"));
+    select.addEventListener("change", function () {
+      var z = select.value;
+      if (!z) z = (window.prompt("IANA time zone (e.g. Asia/Singapore)") || "").trim();
+      if (!z || !validZone(z)) { select.value = current; if (z) flash("unknown time zone " + z, "error"); return; }
+      try { localStorage.setItem(ZONE_KEY, z); } catch (e) { /* private mode */ }
+      window.location.reload();
+    });
+    where.appendChild(el("label", { class: "zone", for: "zone" }, "times in ", select, " "));
+  }
   document.addEventListener("DOMContentLoaded", header);
 
   return {
     api: api, get: get, el: el, clear: clear, flash: flash, fail: fail, query: query,
     fmtTime: fmtTime, fmtNum: fmtNum, json: json, table: table, pager: pager, poll: poll,
     button: button, confirmThen: confirmThen, field: field, formValues: formValues,
-    isoOf: isoOf, progress: progress, section: section, visible: visible, actor: actor,
+    isoOf: isoOf, zone: zone, zoneNote: zoneNote, rel: rel, when: when, cronWords: cronWords,
+    progress: progress, section: section, visible: visible, actor: actor,
     content: function () { return document.getElementById("content"); },
   };
 })();

@@ -7,7 +7,14 @@
   var states = el("div", { id: "overview-states" });
   var channels = el("div", { id: "overview-channels" });
   var nodes = el("div", { id: "overview-nodes" });
+  var forecast = el("div", { id: "overview-forecast" });
   H.content().appendChild(cards);
+  var ahead = H.section("What falls due");
+  var horizon = "hour";
+  ahead.appendChild(el("div", { class: "tabs", id: "forecast-horizon" },
+    H.button("Next hour", function () { horizon = "hour"; return loadForecast(); }, "horizon-hour"),
+    H.button("Next day", function () { horizon = "day"; return loadForecast(); }, "horizon-day")));
+  ahead.appendChild(forecast);
   H.section("Last 60 seconds").appendChild(chart);
   H.section("Timers by state").appendChild(states);
   H.section("Channels").appendChild(channels);
@@ -81,5 +88,109 @@
     ], o.nodes || []));
   }
 
+  // A duration in words: "3 min 20 s", "45 s", "2 h 5 min".
+  function dur(seconds) {
+    var s = Math.round(seconds);
+    if (s < 60) return s + " s";
+    if (s < 3600) return Math.floor(s / 60) + " min" + (s % 60 ? " " + (s % 60) + " s" : "");
+    return Math.floor(s / 3600) + " h" + (Math.floor((s % 3600) / 60) ? " " + Math.floor((s % 3600) / 60) + " min" : "");
+  }
+
+  // Stacked bars, one per bucket, one colour per channel, with a time axis
+  // (the operator's zone) and the tallest bar's count on the left.
+  var COLOURS = ["#2563eb", "#16a34a", "#d97706", "#9333ea", "#dc2626", "#0891b2", "#65a30d", "#db2777"];
+  function dueChart(f) {
+    var chans = f.channels || [];
+    var n = chans.length ? chans[0].timers.length : 0;
+    var totals = [];
+    for (var i = 0; i < n; i++) {
+      totals.push(chans.reduce(function (a, c) { return a + c.timers[i] + c.reminders[i]; }, 0));
+    }
+    var max = Math.max.apply(null, [0].concat(totals));
+    var W = 720, Hh = 150, left = 56, bottom = 22, top = 6;
+    var root = svg("svg", { viewBox: "0 0 " + W + " " + Hh, width: "100%", height: Hh, role: "img", "aria-label": "due per " + (f.bucket_s / 60) + " min by channel", id: "forecast-chart" });
+    var plotW = W - left - 4, plotH = Hh - bottom - top;
+    root.appendChild(svg("line", { x1: left, y1: top + plotH, x2: W - 4, y2: top + plotH, class: "axis" }));
+    root.appendChild(svg("line", { x1: left, y1: top, x2: left, y2: top + plotH, class: "axis" }));
+    var yl = svg("text", { x: left - 4, y: top + 10, "text-anchor": "end", class: "tick" });
+    yl.textContent = String(max);
+    root.appendChild(yl);
+    var y0 = svg("text", { x: left - 4, y: top + plotH, "text-anchor": "end", class: "tick" });
+    y0.textContent = "0";
+    root.appendChild(y0);
+    var bw = n ? plotW / n : 0;
+    for (var b = 0; b < n; b++) {
+      var y = top + plotH;
+      chans.forEach(function (c, k) {
+        var v = c.timers[b] + c.reminders[b];
+        if (!v || !max) return;
+        var h = (v * plotH) / max;
+        y -= h;
+        var r = svg("rect", { x: (left + b * bw).toFixed(1), y: y.toFixed(1), width: Math.max(1, bw - 1).toFixed(1), height: h.toFixed(1), fill: COLOURS[k % COLOURS.length] });
+        var t = document.createElementNS(SVG, "title");
+        t.textContent = c.channel + ": " + v + " due from " + H.fmtTime(Date.parse(f.from) + b * f.bucket_s * 1000);
+        r.appendChild(t);
+        root.appendChild(r);
+      });
+    }
+    // Five time ticks along the bottom.
+    for (var k = 0; k <= 4; k++) {
+      var at = Date.parse(f.from) + (k * n * f.bucket_s * 1000) / 4;
+      var label = svg("text", { x: (left + (k * plotW) / 4).toFixed(1), y: Hh - 6, "text-anchor": k === 0 ? "start" : k === 4 ? "end" : "middle", class: "tick" });
+      label.textContent = H.fmtTime(at).slice(11, 16);
+      root.appendChild(label);
+    }
+    var legend = el("div", { class: "legend" }, chans.map(function (c, k) {
+      var sw = el("span", { class: "swatch" });
+      sw.style.background = COLOURS[k % COLOURS.length];
+      return el("span", { class: "key" }, sw, " " + c.channel);
+    }));
+    return el("div", { class: "chart" }, root, legend);
+  }
+
+  function renderForecast(f) {
+    H.clear(forecast);
+    if (f.state === "counting") {
+      forecast.appendChild(el("p", { class: "hint", text: "Counting what falls due…" }));
+      return;
+    }
+    var until = f.complete_until ? "; counted completely only up to " + H.fmtTime(f.complete_until) + " (too many to count further)" : "";
+    forecast.appendChild(el("p", { class: "hint", id: "forecast-note",
+      text: (f.horizon === "hour" ? "Next hour, per minute" : "Next day, per 15 minutes") + ", in " + H.zone() +
+        ". Counted " + H.rel(f.counted_at) + " in " + f.count_took_ms + " ms" + until + "." }));
+    var behind = (f.channels || []).filter(function (c) { return c.behind; });
+    behind.forEach(function (c) {
+      forecast.appendChild(el("p", { class: "warning forecast-warning", "data-channel": c.channel,
+        text: "⚠ " + c.channel + " cannot keep up: at " + H.fmtNum(c.rate_per_sec) + "/s, what falls due from " +
+          H.fmtTime(c.behind.from).slice(11, 16) + " waits; the last of " + H.fmtTime(c.behind.worst_at).slice(11, 16) +
+          "'s goes out about " + dur(c.behind.worst_late_s) + " after that minute (" + c.behind.waiting + " waiting)." }));
+    });
+    if (!(f.channels || []).length) {
+      forecast.appendChild(el("p", { class: "empty", id: "forecast-empty", text: "Nothing falls due in the " + f.horizon + " ahead." }));
+      return;
+    }
+    forecast.appendChild(dueChart(f));
+    forecast.appendChild(H.table([
+      ["channel", function (c) { return c.configured ? c.channel : c.channel + " (not configured)"; }],
+      ["timers", function (c) { return c.timers.reduce(function (a, b) { return a + b; }, 0); }],
+      ["reminders", function (c) { return c.reminders.reduce(function (a, b) { return a + b; }, 0); }],
+      ["rate/s", function (c) { return c.rate_per_sec === null ? "unlimited" : H.fmtNum(c.rate_per_sec); }],
+      ["sends take", function (c) { return c.rate_per_sec ? dur(c.total / c.rate_per_sec) : "—"; }],
+      ["in time?", function (c) {
+        if (c.behind) return el("span", { class: "state failed", text: "behind by " + dur(c.behind.worst_late_s) });
+        return el("span", { class: "state done", text: c.rate_per_sec ? "keeps up" : "no rate set" });
+      }],
+    ], f.channels, { cls: "forecast", rowAttrs: function (c) { return { "data-channel": c.channel }; } }));
+  }
+
+  function loadForecast() {
+    return H.get("/v1/forecast" + H.query({ horizon: horizon })).then(function (f) {
+      renderForecast(f);
+      // A first count may still be running: ask again soon.
+      if (f.state === "counting") setTimeout(function () { loadForecast().catch(H.fail); }, 1000);
+    });
+  }
+
   H.poll(function () { return H.get("/v1/overview").then(render); }, 1500);
+  H.poll(loadForecast, 15000);
 })();

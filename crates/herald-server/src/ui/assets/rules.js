@@ -27,7 +27,10 @@
 
   function scheduleText(s) {
     if (!s) return "";
-    if (s.type === "cron") return "cron " + s.cron + " " + (s.timezone || "");
+    if (s.type === "cron") {
+      var words = H.cronWords(s.cron);
+      return (words ? words + " · " : "") + "cron " + s.cron + " " + (s.timezone || "");
+    }
     if (s.type === "at") return "at " + H.fmtTime(s.at);
     return s.type;
   }
@@ -73,7 +76,11 @@
       var next = el("div", { id: "rule-next" });
       box.appendChild(next);
       H.api("POST", "/v1/schedules:preview", { schedule: rule.schedule, count: 10 }).then(function (p) {
-        next.appendChild(el("ol", { class: "instants" }, (p.instants || []).map(function (t) { return el("li", { text: H.fmtTime(t) + "  (" + t + ")" }); })));
+        // In the rule's own zone, where "09:00" means what the rule says.
+        var tz = (rule.schedule && rule.schedule.timezone) || "UTC";
+        next.appendChild(el("ol", { class: "instants" }, (p.instants || []).map(function (t) {
+          return el("li", { title: t, text: H.fmtTime(t, tz) + " " + tz + " · " + H.rel(t) });
+        })));
         if (!(p.instants || []).length) next.appendChild(el("p", { class: "hint", text: "No occurrence left." }));
       }).catch(function (e) { next.appendChild(el("p", { class: "error", text: e.message })); });
 
