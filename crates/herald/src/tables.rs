@@ -63,6 +63,11 @@ fn rows(name: &str, items: &[Value]) -> String {
             }
         }
     }
+    // The id first, where a person looks for it; the rest as the JSON has them.
+    if let Some(at) = columns.iter().position(|c| *c == "id") {
+        let id = columns.remove(at);
+        columns.insert(0, id);
+    }
     let mut table = new_table();
     if columns.is_empty() {
         table.set_header(vec![name]);
@@ -82,7 +87,8 @@ fn rows(name: &str, items: &[Value]) -> String {
 fn record(fields: &Map<String, Value>) -> String {
     let mut table = new_table();
     table.set_header(vec!["field", "value"]);
-    for (k, v) in fields {
+    let id = fields.get_key_value("id");
+    for (k, v) in id.into_iter().chain(fields.iter().filter(|(k, _)| *k != "id")) {
         table.add_row(vec![k.clone(), cell(v)]);
     }
     table.to_string()
@@ -125,7 +131,8 @@ mod tests {
         ], "next_cursor": "abc"});
         let text = render(&page);
         let lines: Vec<&str> = text.lines().collect();
-        let header = lines.iter().find(|l| l.contains("id")).unwrap();
+        let header = lines.iter().find(|l| l.contains("state")).unwrap();
+        assert!(header.find("id") < header.find("state"), "{text}");
         for column in ["id", "state", "to", "last_error"] {
             assert!(header.contains(column), "{text}");
         }
