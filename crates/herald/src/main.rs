@@ -435,8 +435,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 Ok(())
             }
             Cmd::Completions { shell } => {
-                let mut out = std::io::stdout().lock();
-                clap_complete::generate(shell, &mut Cli::command(), "herald", &mut out);
+                // Into a buffer first: the generator panics on a write error,
+                // and a closed pipe (`| head`) is not one worth a panic.
+                let mut script = Vec::new();
+                clap_complete::generate(shell, &mut Cli::command(), "herald", &mut script);
+                use std::io::Write as _;
+                let _ = std::io::stdout().lock().write_all(&script);
                 Ok(())
             }
             Cmd::Serve { config } => {

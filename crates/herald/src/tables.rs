@@ -94,11 +94,19 @@ fn record(fields: &Map<String, Value>) -> String {
     table.to_string()
 }
 
+/// Narrowest terminal the columns are wrapped to; below it (or where the
+/// terminal reports no width, as a bare pseudo-terminal reports 0) cells are
+/// not wrapped, rather than cut to a letter a line.
+const MIN_WIDTH: u16 = 40;
+
 fn new_table() -> Table {
     let mut table = Table::new();
-    table
-        .load_style(presets::UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic);
+    table.load_style(presets::UTF8_FULL_CONDENSED);
+    let arrangement = match table.width() {
+        Some(w) if w >= MIN_WIDTH => ContentArrangement::Dynamic,
+        _ => ContentArrangement::Disabled,
+    };
+    table.set_content_arrangement(arrangement);
     table
 }
 

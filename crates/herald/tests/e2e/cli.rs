@@ -68,22 +68,31 @@ fn sections(help: &str) -> Vec<(String, Vec<(String, bool)>)> {
             out.push((line.trim_end_matches(':').to_string(), Vec::new()));
             continue;
         }
-        let Some((_, entries)) = out.last_mut() else {
+        let Some((heading, entries)) = out.last_mut() else {
             continue;
         };
-        // An entry is indented by two; its help follows after two spaces or
-        // on the next lines, indented further.
-        let is_entry = line.starts_with("  ") && !line.starts_with("   ");
-        if !is_entry {
+        // An entry: a command's name indented by two, or a flag (`-x`,
+        // `--long`, indented by two or six) or an argument (`<ID>`). Its help
+        // follows after two spaces, or on the next line, indented further.
+        let spec_and_help = line.trim_start();
+        let indent = line.len() - spec_and_help.len();
+        let is_entry = if heading == "Commands" {
+            indent == 2
+        } else {
+            // Deeper lines are help text (`[default: ...]`, a bullet).
+            (indent == 2 || indent == 6) && spec_and_help.starts_with(['-', '<', '['])
+        };
+        if !is_entry || spec_and_help.is_empty() {
             continue;
         }
-        let spec_and_help = line.trim_start();
         let same_line = spec_and_help
             .split_once("  ")
             .is_some_and(|(_, rest)| !rest.trim().is_empty());
-        let next_line = lines
-            .get(i + 1)
-            .is_some_and(|n| n.starts_with("      ") && !n.trim().is_empty());
+        let next_line = lines.get(i + 1).is_some_and(|n| {
+            let text = n.trim_start();
+            // Not `[default: 5]` alone: clap prints that without any help.
+            n.len() - text.len() > indent + 2 && !text.is_empty() && !text.starts_with(['-', '['])
+        });
         entries.push((spec_and_help.to_string(), same_line || next_line));
     }
     out
@@ -119,12 +128,13 @@ fn every_subcommand_and_flag_has_a_help_line() {
     // The walk reached the commands below the resources and the benches.
     assert!(seen > 60, "only {seen} commands walked");
     // And it would have noticed a flag without help.
-    let bare = "Options:\n      --listen <LISTEN>\n  -h, --help  Print help\n";
+    let bare = "Options:\n      --listen <LISTEN>\n          [default: x]\n  -h, --help  Print help\n      --seed <SEED>\n          Seed.\n";
     assert_eq!(
         sections(bare)[0].1,
         [
             ("--listen <LISTEN>".to_string(), false),
-            ("-h, --help  Print help".to_string(), true)
+            ("-h, --help  Print help".to_string(), true),
+            ("--seed <SEED>".to_string(), true)
         ]
     );
 }
@@ -186,7 +196,10 @@ fn completions_name_the_subcommands() {
         .output()
         .unwrap();
     let script = text(&out.stdout);
-    assert!(script.contains("complete") && script.contains("herald__timers"));
+    assert!(
+        script.contains("complete -F _herald") && script.contains("herald__subcmd__timers"),
+        "{script}"
+    );
     let bad = std::process::Command::new(BIN)
         .args(["completions", "tcsh"])
         .output()
@@ -230,21 +243,20 @@ async fn scenario(store: Option<&str>) {
     let env = [("HERALD_ADMIN_KEY", ADMIN)];
     let dir = tempfile::tempdir().unwrap();
     let sqlite = format!("sqlite://{}", dir.path().join("herald.db").display());
-    let channels = "[[channels]]\nname = \"log\"\nkind = \"log\"\n";
-    let s = Server::start_with_env(store.unwrap_or(&sqlite), dir, channels, &env).await;
+    // The embedded default: one `log` channel that every reminder type uses.
+    let s = Server::start_with_env(store.unwrap_or(&sqlite), dir, "", &env).await;
     let url = s.url.as_str();
     let admin = Some(ADMIN);
 
-    old_verbs_still_work(&s, admin);
+    old_verbs_still_work(url, admin);
     output_is_json_through_a_pipe_and_a_table_on_request(url, admin);
-    create_flags_reach_the_api(&s, admin).await;
+    create_flags_reach_the_api(url, admin);
     an_error_is_printed_once(url, admin);
     the_admin_acts_for_a_tenant(url);
 }
 
 /// A sample of the verbs scripts used before the one grammar.
-fn old_verbs_still_work(s: &Server, key: Option<&str>) {
-    let url = s.url.as_str();
+fn old_verbs_still_work(url: &str, key: Option<&str>) {
     let t = json_of(
         url,
         key,
@@ -386,8 +398,7 @@ fn output_is_json_through_a_pipe_and_a_table_on_request(url: &str, key: Option<&
 
 /// `timers create --to --topic --critical --digest` and `jobs create --to
 /// --topic --follow-up` send the API's fields.
-async fn create_flags_reach_the_api(s: &Server, key: Option<&str>) {
-    let url = s.url.as_str();
+fn create_flags_reach_the_api(url: &str, key: Option<&str>) {
     let t = json_of(
         url,
         key,
@@ -411,9 +422,9 @@ async fn create_flags_reach_the_api(s: &Server, key: Option<&str>) {
             r#"{"text":"shipped"}"#,
         ],
     );
-    let id = t["id"].as_i64().expect("timer id");
-    let (st, got) = s.get(&format!("/v1/timers/{id}")).await;
-    assert_eq!(st, 200, "{got}");
+    let id = t["id"].as_i64().expect("timer id").to_string();
+    // Read back as the API stores it (`GET /v1/timers/{id}`).
+    let got = json_of(url, key, &["timers", "get", &id]);
     assert_eq!(got["to"], json!({"user_id": "alice", "channel_type": "email"}));
     assert_eq!(got["topic"], "orders", "{got}");
     assert_eq!(got["critical"], true, "{got}");
@@ -444,9 +455,8 @@ async fn create_flags_reach_the_api(s: &Server, key: Option<&str>) {
             "3600",
         ],
     );
-    let id = job["id"].as_i64().expect("job id");
-    let (st, got) = s.get(&format!("/v1/jobs/{id}")).await;
-    assert_eq!(st, 200, "{got}");
+    let id = job["id"].as_i64().expect("job id").to_string();
+    let got = json_of(url, key, &["jobs", "get", &id]);
     assert_eq!(got["topic"], "promotions", "{got}");
     assert_eq!(got["to"]["channel_type"], "email", "{got}");
     assert_eq!(got["follow_up"]["after_secs"], 3600, "{got}");
