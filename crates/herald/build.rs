@@ -22,10 +22,7 @@ fn in_own_repository() -> bool {
     };
     let manifest = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default();
     let workspace = std::path::Path::new(&manifest).join("../..");
-    match (
-        std::fs::canonicalize(top),
-        std::fs::canonicalize(workspace),
-    ) {
+    match (std::fs::canonicalize(top), std::fs::canonicalize(workspace)) {
         (Ok(top), Ok(workspace)) => top == workspace,
         _ => false,
     }
@@ -63,7 +60,10 @@ fn main() {
     let commit = std::env::var("HERALD_COMMIT")
         .ok()
         .filter(|c| !c.is_empty())
-        .or_else(|| own.then(|| git(&["rev-parse", "--short=12", "HEAD"])).flatten())
+        .or_else(|| {
+            own.then(|| git(&["rev-parse", "--short=12", "HEAD"]))
+                .flatten()
+        })
         .unwrap_or_else(|| "unknown".to_string());
     println!("cargo:rustc-env=HERALD_COMMIT={commit}");
 }

@@ -171,9 +171,15 @@ const QUOTED_BODY: usize = 200;
 
 /// One line for a refused request: "404 not_found: timer 7 not found",
 /// with the field the server named when its message does not say it.
-pub fn refusal(status: reqwest::StatusCode, body: Option<&serde_json::Value>, text: &str) -> String {
+pub fn refusal(
+    status: reqwest::StatusCode,
+    body: Option<&serde_json::Value>,
+    text: &str,
+) -> String {
     let error = body.map(|v| &v["error"]);
-    let code = error.and_then(|e| e["code"].as_str()).filter(|s| !s.is_empty());
+    let code = error
+        .and_then(|e| e["code"].as_str())
+        .filter(|s| !s.is_empty());
     let message = error
         .and_then(|e| e["message"].as_str())
         .filter(|s| !s.is_empty());

@@ -89,10 +89,7 @@ pub async fn run(remote: &Remote, cmd: KeysCmd) -> anyhow::Result<()> {
             print_value(&v);
             Ok(())
         }
-        KeysCmd::List {
-            limit,
-            after,
-        } => {
+        KeysCmd::List { limit, after } => {
             let page = |after: Option<i64>| {
                 let q = ls_query(tenant.as_deref(), limit, after);
                 let req = http.get(format!("{base}/v1/keys")).query(&q);

@@ -71,7 +71,12 @@ const COMMIT: &str = env!("HERALD_COMMIT");
 
 /// The version and the commit: the first line of `herald version`, which
 /// scripts read (`scripts/image/build.sh`).
-const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("HERALD_COMMIT"), ")");
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("HERALD_COMMIT"),
+    ")"
+);
 
 /// The Cargo features this binary was built with, comma-separated, or
 /// `none` (`build.rs`).

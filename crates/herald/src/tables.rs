@@ -35,9 +35,7 @@ pub fn render(v: &Value) -> String {
 fn list_of(fields: &Map<String, Value>) -> Option<(&str, &[Value])> {
     let mut arrays = fields.iter().filter(|(_, v)| v.is_array());
     let (name, items) = arrays.next()?;
-    let plain = fields
-        .values()
-        .all(|v| v.is_array() || !v.is_object());
+    let plain = fields.values().all(|v| v.is_array() || !v.is_object());
     if arrays.next().is_some() || !plain {
         return None;
     }
@@ -88,7 +86,10 @@ fn record(fields: &Map<String, Value>) -> String {
     let mut table = new_table();
     table.set_header(vec!["field", "value"]);
     let id = fields.get_key_value("id");
-    for (k, v) in id.into_iter().chain(fields.iter().filter(|(k, _)| *k != "id")) {
+    for (k, v) in id
+        .into_iter()
+        .chain(fields.iter().filter(|(k, _)| *k != "id"))
+    {
         table.add_row(vec![k.clone(), cell(v)]);
     }
     table.to_string()

@@ -154,7 +154,10 @@ fn the_resources_share_one_grammar() {
     for (resource, wanted) in [
         ("timers", &["list", "get", "create", "update", "delete"][..]),
         ("subjects", &["list", "get", "create", "update", "delete"]),
-        ("subscribers", &["list", "get", "create", "update", "delete"]),
+        (
+            "subscribers",
+            &["list", "get", "create", "update", "delete"],
+        ),
         ("reminders", &["list", "create", "delete"]),
         ("audiences", &["list", "get", "create", "delete"]),
         ("rules", &["list", "get", "create", "update"]),
@@ -375,7 +378,10 @@ fn output_is_json_through_a_pipe_and_a_table_on_request(url: &str, key: Option<&
         .lines()
         .find(|l| l.contains("recipient"))
         .unwrap_or_else(|| panic!("{list}"));
-    assert!(header.contains("state") && header.contains("due_at"), "{list}");
+    assert!(
+        header.contains("state") && header.contains("due_at"),
+        "{list}"
+    );
     assert!(list.contains(&format!(" {id} ")), "{list}");
     // On a terminal (a pseudo-terminal through `script`, where there is
     // one), a table without asking.
@@ -425,7 +431,10 @@ fn create_flags_reach_the_api(url: &str, key: Option<&str>) {
     let id = t["id"].as_i64().expect("timer id").to_string();
     // Read back as the API stores it (`GET /v1/timers/{id}`).
     let got = json_of(url, key, &["timers", "get", &id]);
-    assert_eq!(got["to"], json!({"user_id": "alice", "channel_type": "email"}));
+    assert_eq!(
+        got["to"],
+        json!({"user_id": "alice", "channel_type": "email"})
+    );
     assert_eq!(got["topic"], "orders", "{got}");
     assert_eq!(got["critical"], true, "{got}");
     assert_eq!(got["digest"]["key"], "daily", "{got}");
@@ -478,13 +487,19 @@ fn an_error_is_printed_once(url: &str, key: Option<&str>) {
     let err = text(&out.stderr);
     assert!(!out.status.success() && text(&out.stdout).is_empty());
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.starts_with("error: 400 ") && err.contains("state"), "{err}");
+    assert!(
+        err.starts_with("error: 400 ") && err.contains("state"),
+        "{err}"
+    );
     // A server that is not there: one line too.
     let out = herald("http://127.0.0.1:9", key, &["timers", "get", "1"]);
     let err = text(&out.stderr);
     assert!(!out.status.success() && text(&out.stdout).is_empty());
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.starts_with("error: cannot reach http://127.0.0.1:9"), "{err}");
+    assert!(
+        err.starts_with("error: cannot reach http://127.0.0.1:9"),
+        "{err}"
+    );
 }
 
 /// `--tenant` lets the admin key act for a tenant (`X-Herald-Tenant`); on
@@ -530,7 +545,11 @@ fn the_admin_acts_for_a_tenant(url: &str) {
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     // A tenant's key may not act for another.
-    let out = herald(url, Some(&shop_key), &["--tenant", "default", "timers", "list"]);
+    let out = herald(
+        url,
+        Some(&shop_key),
+        &["--tenant", "default", "timers", "list"],
+    );
     assert!(!out.status.success());
     assert!(text(&out.stderr).contains("403"), "{out:?}");
     // keys list --tenant filters by it.

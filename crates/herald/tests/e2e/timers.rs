@@ -539,8 +539,14 @@ fn cli(server: &Server, args: &[&str]) -> (bool, Value) {
         .output()
         .expect("run herald");
     if !out.status.success() {
-        assert!(out.stdout.is_empty(), "an error prints nothing on stdout: {out:?}");
-        return (false, Value::String(String::from_utf8_lossy(&out.stderr).into_owned()));
+        assert!(
+            out.stdout.is_empty(),
+            "an error prints nothing on stdout: {out:?}"
+        );
+        return (
+            false,
+            Value::String(String::from_utf8_lossy(&out.stderr).into_owned()),
+        );
     }
     let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
     (true, v)
@@ -714,10 +720,7 @@ async fn dead_timers_are_found_replayed_and_pending_ones_patched() {
         &["timers", "patch", &later.to_string(), "--priority", "1"],
     );
     let err = v.as_str().unwrap_or_default();
-    assert!(
-        !ok && err.starts_with("error: 409 not_pending"),
-        "{v}"
-    );
+    assert!(!ok && err.starts_with("error: 409 not_pending"), "{v}");
 
     // A valid `traceparent` on create is stored and sent on the delivery; a bad one is dropped.
     let trace = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
