@@ -65,7 +65,7 @@ else
     cp "$BINARY" "$WORK/herald"
 fi
 chmod 0755 "$WORK/herald"
-echo "$("$WORK/herald" version), $(du -h "$WORK/herald" | cut -f1) stripped"
+echo "$("$WORK/herald" version | head -1), $(du -h "$WORK/herald" | cut -f1) stripped"
 
 echo "== image: build"
 TAG=$(CONTEXT="$WORK/context" IMAGE=herald BUILDER=buildah \

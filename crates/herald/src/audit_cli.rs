@@ -1,15 +1,20 @@
 //! `herald audit`: the log of requests that changed state, newest last.
 
 use anyhow::Context;
-use clap::Args;
+use clap::{Args, Subcommand};
 
-use crate::client::{Remote, answer, print_json};
+use crate::client::{Remote, answer, print_value};
 
-#[derive(Args, Debug)]
+/// `herald audit list` (or plain `herald audit`, as before).
+#[derive(Subcommand, Debug)]
+pub enum AuditCmd {
+    /// List audit entries, oldest first (only --tenant's when given; the
+    /// admin key sees every tenant's by default).
+    List(AuditArgs),
+}
+
+#[derive(Args, Debug, Default)]
 pub struct AuditArgs {
-    /// Only this tenant's entries (the admin key sees every tenant's by default).
-    #[arg(long)]
-    tenant: Option<String>,
     /// Only entries at or after this time (RFC 3339).
     #[arg(long)]
     since: Option<String>,
@@ -22,9 +27,9 @@ pub struct AuditArgs {
 }
 
 impl AuditArgs {
-    fn query(self) -> Vec<(&'static str, String)> {
+    fn query(self, tenant: Option<String>) -> Vec<(&'static str, String)> {
         let mut q = Vec::new();
-        if let Some(t) = self.tenant {
+        if let Some(t) = tenant {
             q.push(("tenant", t));
         }
         if let Some(s) = self.since {
@@ -40,16 +45,21 @@ impl AuditArgs {
     }
 }
 
-pub async fn run(remote: &Remote, args: AuditArgs) -> anyhow::Result<()> {
-    let http = remote.http()?;
+pub async fn run(remote: &Remote, cmd: Option<AuditCmd>, args: AuditArgs) -> anyhow::Result<()> {
+    let args = match cmd {
+        Some(AuditCmd::List(a)) => a,
+        None => args,
+    };
+    // `--tenant` filters here; the admin reads as itself.
+    let http = remote.http_as_caller()?;
     let base = remote.base();
     let resp = http
         .get(format!("{base}/v1/audit"))
-        .query(&args.query())
+        .query(&args.query(remote.tenant.clone()))
         .send()
         .await
         .with_context(|| format!("cannot reach {base}"))?;
-    print_json(&answer(resp).await?);
+    print_value(&answer(resp).await?);
     Ok(())
 }
 
@@ -60,13 +70,12 @@ mod tests {
     #[test]
     fn the_query_holds_only_what_was_given() {
         let args = AuditArgs {
-            tenant: Some("shop".into()),
             since: None,
             limit: Some(10),
             cursor: None,
         };
         assert_eq!(
-            args.query(),
+            args.query(Some("shop".into())),
             vec![("tenant", "shop".to_string()), ("limit", "10".to_string())]
         );
     }

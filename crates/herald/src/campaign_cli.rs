@@ -9,15 +9,18 @@ use anyhow::{Context, bail};
 use clap::Subcommand;
 use serde_json::{Value, json};
 
-use crate::client::{Remote, show};
+use crate::client::{Remote, json_flag, print_value, refusal, show};
 
 #[derive(Subcommand, Debug)]
 pub enum AudiencesCmd {
     /// Upload recipient ids from a file, streamed, with a progress bar: NDJSON
     /// (one {"recipient": "..."} per line) or, with --csv or a .csv file, CSV
     /// with the recipient in the first column (a "recipient" header is optional).
-    Upload {
+    #[command(visible_alias = "upload")]
+    Create {
+        /// The NDJSON or CSV file.
         file: PathBuf,
+        /// A name for the audience, shown in lists.
         #[arg(long)]
         name: Option<String>,
         /// The file is CSV (the default for a file ending in .csv).
@@ -25,13 +28,21 @@ pub enum AudiencesCmd {
         csv: bool,
     },
     /// Show an audience.
-    Get { id: i64 },
+    Get {
+        /// The audience's id.
+        id: i64,
+    },
     /// Delete an audience no job or rule names.
-    Delete { id: i64 },
+    Delete {
+        /// The audience's id.
+        id: i64,
+    },
     /// List audiences, oldest first; pass the answer's next_cursor for the next page.
     List {
+        /// Continue from a previous answer's `next_cursor`.
         #[arg(long)]
         cursor: Option<String>,
+        /// Audiences per page.
         #[arg(long)]
         limit: Option<u32>,
     },
@@ -42,40 +53,60 @@ pub enum RulesCmd {
     /// Create a rule from a JSON file:
     /// {name, schedule, audience, channel, message, deadline_secs?, priority?}.
     Create {
+        /// The rule, a JSON file.
         #[arg(long)]
         file: PathBuf,
     },
     /// Give a rule a new version from a JSON file (same shape as create).
     Update {
+        /// The rule's id.
         id: i64,
+        /// The new version, a JSON file.
         #[arg(long)]
         file: PathBuf,
     },
     /// Show a rule.
-    Get { id: i64 },
+    Get {
+        /// The rule's id.
+        id: i64,
+    },
     /// List rules.
-    Ls {
+    #[command(visible_alias = "ls")]
+    List {
         /// Rules with a larger id than this.
         #[arg(long)]
         after: Option<i64>,
+        /// Rules per page.
         #[arg(long)]
         limit: Option<u32>,
     },
     /// Show every version of a rule.
-    Versions { id: i64 },
+    Versions {
+        /// The rule's id.
+        id: i64,
+    },
     /// Show a rule's tasks (executions), newest first, with their jobs' totals.
     Tasks {
+        /// The rule's id.
         id: i64,
+        /// At most this many tasks.
         #[arg(long)]
         limit: Option<u32>,
     },
     /// Enable a rule (its next occurrence is planned again).
-    Enable { id: i64 },
+    Enable {
+        /// The rule's id.
+        id: i64,
+    },
     /// Disable a rule (its pending tasks are cancelled).
-    Disable { id: i64 },
+    Disable {
+        /// The rule's id.
+        id: i64,
+    },
     /// The next instants a rule's schedule fires at, as the planner computes
     /// them. The file is a rule (its "schedule" is used) or a schedule object.
     Preview {
+        /// A rule or a schedule, a JSON file.
         #[arg(long)]
         file: PathBuf,
         /// How many instants (1..100).
@@ -90,64 +121,155 @@ pub enum RulesCmd {
 #[derive(Subcommand, Debug)]
 pub enum JobsCmd {
     /// Start a mass send to an uploaded audience or a list of users.
-    Create {
-        /// An uploaded audience's id...
-        #[arg(long, conflicts_with = "users", required_unless_present = "users")]
-        audience: Option<i64>,
-        /// ...or recipients, comma-separated.
-        #[arg(long, value_delimiter = ',')]
-        users: Option<Vec<String>>,
-        #[arg(long)]
-        channel: String,
-        /// Message object as JSON.
-        #[arg(long)]
-        message: String,
-        /// 0..=9; higher is sent first.
-        #[arg(long)]
-        priority: Option<u8>,
-        /// Stop sending this many seconds from now.
-        #[arg(long)]
-        deadline_secs: Option<i64>,
-        /// Recipients per segment.
-        #[arg(long)]
-        segment_size: Option<u64>,
-    },
+    Create(JobArgs),
     /// Show a job: totals, segments by state, rate and ETA.
-    Get { id: i64 },
+    Get {
+        /// The job's id.
+        id: i64,
+    },
     /// List jobs, newest first.
-    Ls {
+    #[command(visible_alias = "ls")]
+    List {
         /// Jobs with a smaller id than this.
         #[arg(long)]
         before: Option<i64>,
+        /// Jobs per page.
         #[arg(long)]
         limit: Option<u32>,
     },
     /// Cancel a running job.
-    Cancel { id: i64 },
+    Cancel {
+        /// The job's id.
+        id: i64,
+    },
     /// Delete a finished job with its segments and send log.
-    Delete { id: i64 },
+    Delete {
+        /// The job's id.
+        id: i64,
+    },
     /// Send again to a job's failed recipients (a finished job runs again).
-    RetryFailed { id: i64 },
+    RetryFailed {
+        /// The job's id.
+        id: i64,
+    },
     /// Send again to a job's recipients a crash left in doubt (outcome
     /// `in_doubt`, on a channel with `in_doubt = "skip"`).
-    RetryInDoubt { id: i64 },
+    RetryInDoubt {
+        /// The job's id.
+        id: i64,
+    },
     /// Start a new job now to an ended job's recipients that have not read
     /// it (no `read` receipt).
     ResendUnread {
+        /// The ended job's id.
         id: i64,
         /// A new message as JSON (default: the job's own).
         #[arg(long)]
         message: Option<String>,
     },
     /// A job's failed sends grouped by error.
-    Failures { id: i64 },
+    Failures {
+        /// The job's id.
+        id: i64,
+    },
     /// Follow a job with a live progress bar until it ends.
     Watch {
+        /// The job's id.
         id: i64,
         /// How often to poll.
         #[arg(long, default_value_t = 500)]
         interval_ms: u64,
     },
+}
+
+/// The body of `POST /v1/jobs`.
+#[derive(clap::Args, Debug, Default)]
+pub struct JobArgs {
+    /// An uploaded audience's id...
+    #[arg(long, conflicts_with = "users", required_unless_present = "users")]
+    audience: Option<i64>,
+    /// ...or recipients, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    users: Option<Vec<String>>,
+    /// The channel to send through.
+    #[arg(long)]
+    channel: String,
+    /// Message object as JSON.
+    #[arg(long)]
+    message: String,
+    /// The audience's entries are subscribers' user ids: each is sent to
+    /// that user's address from the directory (opt-outs and quiet hours apply).
+    #[arg(long)]
+    to: bool,
+    /// With --to: the address type (app, email, sms, wechat, wecom; default:
+    /// the channel's own).
+    #[arg(long, requires = "to")]
+    channel_type: Option<String>,
+    /// What the message is about; subscribers who opted out of the topic are
+    /// not sent to.
+    #[arg(long)]
+    topic: Option<String>,
+    /// Send even inside quiet hours (never past an opt-out).
+    #[arg(long)]
+    critical: bool,
+    /// A second message, as JSON, for the recipients who have not read this
+    /// one (no `read` receipt) --follow-up-after-secs after the job ends.
+    #[arg(long, value_name = "MESSAGE", requires = "follow_up_after_secs")]
+    follow_up: Option<String>,
+    /// With --follow-up: seconds after the job ends (1 s to 30 days).
+    #[arg(long, requires = "follow_up")]
+    follow_up_after_secs: Option<i64>,
+    /// 0..=9; higher is sent first.
+    #[arg(long)]
+    priority: Option<u8>,
+    /// Stop sending this many seconds from now.
+    #[arg(long)]
+    deadline_secs: Option<i64>,
+    /// Recipients per segment.
+    #[arg(long)]
+    segment_size: Option<u64>,
+}
+
+impl JobArgs {
+    fn body(self) -> anyhow::Result<Value> {
+        let message = json_flag("message", &self.message)?;
+        let mut body = json!({ "channel": self.channel, "message": message });
+        match (self.audience, self.users) {
+            (Some(a), _) => body["audience_id"] = a.into(),
+            (None, Some(u)) => body["users"] = u.into(),
+            (None, None) => bail!("give --audience ID or --users a,b,c"),
+        }
+        if self.to {
+            let mut to = json!({});
+            if let Some(t) = self.channel_type {
+                to["channel_type"] = t.into();
+            }
+            body["to"] = to;
+        }
+        if let Some(t) = self.topic {
+            body["topic"] = t.into();
+        }
+        if self.critical {
+            body["critical"] = true.into();
+        }
+        if let Some(m) = self.follow_up {
+            body["follow_up"] = json!({
+                "after_secs": self.follow_up_after_secs,
+                "message": json_flag("follow-up", &m)?,
+                "only": "unread",
+            });
+        }
+        if let Some(p) = self.priority {
+            body["priority"] = p.into();
+        }
+        if let Some(d) = self.deadline_secs {
+            body["deadline_secs"] = d.into();
+        }
+        if let Some(s) = self.segment_size {
+            body["segment_size"] = s.into();
+        }
+        Ok(body)
+    }
 }
 
 /// `println!` that does not panic when stdout is a closed pipe (`| head`).
@@ -176,7 +298,7 @@ pub async fn audiences(remote: &Remote, cmd: AudiencesCmd) -> anyhow::Result<()>
     let http = remote.http()?;
     let base = remote.base();
     match cmd {
-        AudiencesCmd::Upload { file, name, csv } => upload(&http, base, &file, name, csv).await,
+        AudiencesCmd::Create { file, name, csv } => upload(&http, base, &file, name, csv).await,
         AudiencesCmd::List { cursor, limit } => {
             let resp = http
                 .get(format!("{base}/v1/audiences"))
@@ -276,19 +398,12 @@ async fn upload(
     let text = resp.text().await.unwrap_or_default();
     if !status.is_success() {
         bar.abandon();
-        let v: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
-        let msg = v["error"]["message"]
-            .as_str()
-            .map(str::to_string)
-            .unwrap_or_else(|| v.to_string());
-        bail!("server answered {status}: {msg}");
+        let v = serde_json::from_str::<Value>(&text).ok();
+        bail!("{}", refusal(status, v.as_ref(), &text));
     }
     bar.finish();
     let v: Value = serde_json::from_str(&text).context("the server's answer is not JSON")?;
-    say!(
-        "{}",
-        serde_json::to_string_pretty(&json!({ "id": v["id"], "size": v["size"] }))?
-    );
+    print_value(&json!({ "id": v["id"], "size": v["size"] }));
     Ok(())
 }
 
@@ -311,7 +426,7 @@ pub async fn rules(remote: &Remote, cmd: RulesCmd) -> anyhow::Result<()> {
                 .await
         }
         RulesCmd::Get { id } => http.get(format!("{base}/v1/rules/{id}")).send().await,
-        RulesCmd::Ls { after, limit } => {
+        RulesCmd::List { after, limit } => {
             let mut q: Vec<(&str, String)> = Vec::new();
             if let Some(a) = after {
                 q.push(("after", a.to_string()));
@@ -366,39 +481,14 @@ pub async fn jobs(remote: &Remote, cmd: JobsCmd) -> anyhow::Result<()> {
     let http = remote.http()?;
     let base = remote.base();
     let resp = match cmd {
-        JobsCmd::Create {
-            audience,
-            users,
-            channel,
-            message,
-            priority,
-            deadline_secs,
-            segment_size,
-        } => {
-            let message: Value =
-                serde_json::from_str(&message).context("--message is not valid JSON")?;
-            let mut body = json!({ "channel": channel, "message": message });
-            match (audience, users) {
-                (Some(a), _) => body["audience_id"] = a.into(),
-                (None, Some(u)) => body["users"] = u.into(),
-                (None, None) => bail!("give --audience ID or --users a,b,c"),
-            }
-            if let Some(p) = priority {
-                body["priority"] = p.into();
-            }
-            if let Some(d) = deadline_secs {
-                body["deadline_secs"] = d.into();
-            }
-            if let Some(s) = segment_size {
-                body["segment_size"] = s.into();
-            }
+        JobsCmd::Create(args) => {
             http.post(format!("{base}/v1/jobs"))
-                .json(&body)
+                .json(&args.body()?)
                 .send()
                 .await
         }
         JobsCmd::Get { id } => http.get(format!("{base}/v1/jobs/{id}")).send().await,
-        JobsCmd::Ls { before, limit } => {
+        JobsCmd::List { before, limit } => {
             let mut q: Vec<(&str, String)> = Vec::new();
             if let Some(b) = before {
                 q.push(("before", b.to_string()));
@@ -427,9 +517,7 @@ pub async fn jobs(remote: &Remote, cmd: JobsCmd) -> anyhow::Result<()> {
         JobsCmd::ResendUnread { id, message } => {
             let body = match message {
                 Some(m) => {
-                    let m: Value =
-                        serde_json::from_str(&m).context("--message is not valid JSON")?;
-                    serde_json::json!({ "message": m })
+                    serde_json::json!({ "message": json_flag("message", &m)? })
                 }
                 None => serde_json::json!({}),
             };
@@ -519,7 +607,7 @@ async fn watch(
                     }
                 } else if status.is_client_error() {
                     bar.abandon();
-                    bail!("server answered {status}: {v}");
+                    bail!("{}", refusal(status, Some(&v), &v.to_string()));
                 } else {
                     bar.set_message(format!("server answered {status}; retrying"));
                 }
@@ -551,6 +639,29 @@ async fn watch(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn create_maps_the_routing_and_follow_up_flags_to_the_api_fields() {
+        let args = JobArgs {
+            users: Some(vec!["alice".into(), "bob".into()]),
+            channel: "mail".into(),
+            message: r#"{"subject":"sale"}"#.into(),
+            to: true,
+            channel_type: Some("email".into()),
+            topic: Some("promotions".into()),
+            follow_up: Some(r#"{"subject":"last day"}"#.into()),
+            follow_up_after_secs: Some(3600),
+            ..JobArgs::default()
+        };
+        assert_eq!(
+            args.body().unwrap(),
+            json!({"channel": "mail", "message": {"subject": "sale"},
+                   "users": ["alice", "bob"], "to": {"channel_type": "email"},
+                   "topic": "promotions",
+                   "follow_up": {"after_secs": 3600, "message": {"subject": "last day"},
+                                 "only": "unread"}})
+        );
+    }
 
     #[test]
     fn the_bar_counts_final_outcomes() {

@@ -1,6 +1,7 @@
 //! `herald channels ...`: see every channel's state, and pause or resume one
 //! cluster-wide (needs the admin key).
 
+use anyhow::Context;
 use clap::Subcommand;
 use serde_json::{Value, json};
 
@@ -12,6 +13,7 @@ pub enum ChannelsCmd {
     List,
     /// Hold a channel's deliveries on every node, without using attempts.
     Pause {
+        /// The channel's name.
         name: String,
         /// RFC 3339 time the pause ends by itself (default: until resumed).
         #[arg(long)]
@@ -21,7 +23,10 @@ pub enum ChannelsCmd {
         reason: Option<String>,
     },
     /// End a channel's pause: held deliveries go out.
-    Resume { name: String },
+    Resume {
+        /// The channel's name.
+        name: String,
+    },
 }
 
 pub async fn run(remote: &Remote, cmd: ChannelsCmd) -> anyhow::Result<()> {
@@ -51,6 +56,7 @@ pub async fn run(remote: &Remote, cmd: ChannelsCmd) -> anyhow::Result<()> {
                 .send()
                 .await
         }
-    };
-    show(resp?).await
+    }
+    .with_context(|| format!("cannot reach {base}"))?;
+    show(resp).await
 }

@@ -1,18 +1,17 @@
 //! `herald keys ...`: create, list and revoke API keys (admin key needed).
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 use clap::Subcommand;
 use serde_json::{Value, json};
 
-use crate::client::{Remote, answer, print_json};
+use crate::client::{Remote, answer, print_line, print_value};
 
 #[derive(Subcommand, Debug)]
 pub enum KeysCmd {
-    /// Create a key for a tenant (the tenant is created if it is new). The
-    /// key is printed once, on its own first line; the server keeps only a hash.
+    /// Create a key for the tenant given with --tenant (created if it is
+    /// new). The key is printed once, on its own first line; the server
+    /// keeps only a hash.
     Create {
-        #[arg(long)]
-        tenant: String,
         /// read, write, campaign, admin or metrics; repeat for several.
         #[arg(long = "scope", required = true, value_name = "SCOPE")]
         scopes: Vec<String>,
@@ -23,12 +22,10 @@ pub enum KeysCmd {
         #[arg(long)]
         expires_at: Option<String>,
     },
-    /// List keys (never their secrets), every page unless --limit or --after
-    /// asks for one.
-    Ls {
-        /// Only this tenant's keys.
-        #[arg(long)]
-        tenant: Option<String>,
+    /// List keys (never their secrets; only --tenant's when given), every
+    /// page unless --limit or --after asks for one.
+    #[command(visible_alias = "ls")]
+    List {
         /// Print one page of at most this many keys (1..1000), with its
         /// `next_after`.
         #[arg(long)]
@@ -38,7 +35,11 @@ pub enum KeysCmd {
         after: Option<i64>,
     },
     /// Revoke a key: every node refuses it within 2 s.
-    Revoke { id: i64 },
+    #[command(visible_alias = "revoke")]
+    Delete {
+        /// The key's id (not its secret).
+        id: i64,
+    },
 }
 
 /// The body of `POST /v1/keys`.
@@ -59,16 +60,20 @@ fn create_body(
 }
 
 pub async fn run(remote: &Remote, cmd: KeysCmd) -> anyhow::Result<()> {
-    let http = remote.http()?;
+    // `--tenant` names the key's tenant here; the admin acts as itself.
+    let http = remote.http_as_caller()?;
+    let tenant = remote.tenant.clone();
     let base = remote.base();
     let reach = || format!("cannot reach {base}");
     match cmd {
         KeysCmd::Create {
-            tenant,
             scopes,
             name,
             expires_at,
         } => {
+            let Some(tenant) = tenant else {
+                bail!("keys create needs --tenant NAME: the tenant the key is for");
+            };
             let body = create_body(tenant, scopes, name, expires_at);
             let resp = http
                 .post(format!("{base}/v1/keys"))
@@ -79,41 +84,37 @@ pub async fn run(remote: &Remote, cmd: KeysCmd) -> anyhow::Result<()> {
             let v = answer(resp).await?;
             // The secret first and alone, so `| head -1` takes it.
             if let Some(key) = v["key"].as_str() {
-                println!("{key}");
+                print_line(key);
             }
-            print_json(&v);
+            print_value(&v);
             Ok(())
         }
-        KeysCmd::Ls {
-            tenant,
-            limit,
-            after,
-        } => {
+        KeysCmd::List { limit, after } => {
             let page = |after: Option<i64>| {
                 let q = ls_query(tenant.as_deref(), limit, after);
                 let req = http.get(format!("{base}/v1/keys")).query(&q);
                 async move { answer(req.send().await.with_context(reach)?).await }
             };
             if limit.is_some() || after.is_some() {
-                print_json(&page(after).await?);
+                print_value(&page(after).await?);
             } else {
-                print_json(&json!({ "keys": every_page(page).await? }));
+                print_value(&json!({ "keys": every_page(page).await? }));
             }
             Ok(())
         }
-        KeysCmd::Revoke { id } => {
+        KeysCmd::Delete { id } => {
             let resp = http
                 .delete(format!("{base}/v1/keys/{id}"))
                 .send()
                 .await
                 .with_context(reach)?;
-            print_json(&answer(resp).await?);
+            print_value(&answer(resp).await?);
             Ok(())
         }
     }
 }
 
-/// Keys per page when `herald keys ls` follows every page: the server's maximum.
+/// Keys per page when `herald keys list` follows every page: the server's maximum.
 const LS_PAGE: u32 = 1000;
 
 /// The items of every page, following `next_after` from the first page on.

@@ -18,6 +18,7 @@ mod reports_cli;
 mod runtime_spec;
 mod serve;
 mod subscribers_cli;
+mod tables;
 mod telemetry;
 mod tenancy;
 mod timers_cli;
@@ -26,7 +27,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// mimalloc: the delivery path allocates many small, short-lived buffers
 /// across threads, where glibc's malloc measured ~12% of server CPU. Built
@@ -65,7 +66,11 @@ fn no_huge_pages() {
 #[cfg(not(target_os = "linux"))]
 fn no_huge_pages() {}
 
-/// The version and the commit the binary was built from (`build.rs`).
+/// The commit the binary was built from (`build.rs`; `unknown` without git).
+const COMMIT: &str = env!("HERALD_COMMIT");
+
+/// The version and the commit: the first line of `herald version`, which
+/// scripts read (`scripts/image/build.sh`).
 const VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     " (commit ",
@@ -73,13 +78,36 @@ const VERSION: &str = concat!(
     ")"
 );
 
+/// The Cargo features this binary was built with, comma-separated, or
+/// `none` (`build.rs`).
+const FEATURES: &str = env!("HERALD_FEATURES");
+
+/// `herald version` and `herald --version`: the version line, then the
+/// commit and the features each on a line of its own.
+const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("HERALD_COMMIT"),
+    ")\ncommit: ",
+    env!("HERALD_COMMIT"),
+    "\nfeatures: ",
+    env!("HERALD_FEATURES"),
+);
+
 #[derive(Parser, Debug)]
 #[command(
     name = "herald",
     version = VERSION,
-    about = "Durable scheduler for reminders and mass push messages"
+    long_version = LONG_VERSION,
+    about = "Durable scheduler for reminders and mass push messages",
+    long_about = "Durable scheduler for reminders and mass push messages.\n\n\
+        The client commands share one grammar, `herald RESOURCE list|get|create|update|delete`, \
+        print a table on a terminal and JSON with --json or through a pipe, and take \
+        --server, --key and --tenant anywhere on the line."
 )]
 struct Cli {
+    #[command(flatten)]
+    remote: client::Remote,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -92,8 +120,17 @@ enum Cmd {
         #[arg(long, env = "HERALD_CONFIG")]
         config: Option<PathBuf>,
     },
-    /// Print the version and the commit this binary was built from.
-    Version,
+    /// Print the version, the commit this binary was built from and its features.
+    Version {
+        /// Print them as a JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a shell completion script (e.g. `herald completions bash > /etc/bash_completion.d/herald`).
+    Completions {
+        /// The shell to complete for.
+        shell: clap_complete::Shell,
+    },
     /// Copy a live SQLite store (the one `serve` would open) into one file.
     Backup(backup_cli::BackupArgs),
     /// Put a backup in place as the store of an empty data directory.
@@ -105,88 +142,139 @@ enum Cmd {
         #[command(subcommand)]
         cmd: bench::BenchCmd,
     },
-    /// Talk to a running server about timers.
+    /// Timers: list, get, create, update, delete; replay and inspect.
     Timers {
         #[command(flatten)]
-        remote: client::Remote,
+        output: client::OutputArgs,
         #[command(subcommand)]
         cmd: timers_cli::TimersCmd,
     },
-    /// Talk to a running server about subjects (what reminders count down to).
+    /// Subjects (what reminders count down to): list, get, create, update, delete.
     Subjects {
         #[command(flatten)]
-        remote: client::Remote,
+        output: client::OutputArgs,
         #[command(subcommand)]
         cmd: remind_cli::SubjectsCmd,
     },
-    /// Talk to a running server about reminder subscriptions.
+    /// Reminder subscriptions: list, create, delete, import.
     Reminders {
         #[command(flatten)]
-        remote: client::Remote,
+        output: client::OutputArgs,
         #[command(subcommand)]
         cmd: remind_cli::RemindersCmd,
     },
-    /// Talk to a running server about its subscriber directory (where and
-    /// how to reach each user).
+    /// The subscriber directory (where and how to reach each user): list,
+    /// get, create, update, delete, import.
     Subscribers {
         #[command(flatten)]
-        remote: client::Remote,
+        output: client::OutputArgs,
         #[command(subcommand)]
         cmd: subscribers_cli::SubscribersCmd,
     },
-    /// Talk to a running server about audiences (uploaded recipient lists).
+    /// Audiences (uploaded recipient lists): list, get, create, delete.
     Audiences {
         #[command(flatten)]
-        remote: client::Remote,
+        output: client::OutputArgs,
         #[command(subcommand)]
         cmd: campaign_cli::AudiencesCmd,
     },
-    /// Talk to a running server about send rules (versioned, scheduled sends).
+    /// Send rules (versioned, scheduled sends): list, get, create, update.
     Rules {
         #[command(flatten)]
-        remote: client::Remote,
+        output: client::OutputArgs,
         #[command(subcommand)]
         cmd: campaign_cli::RulesCmd,
     },
-    /// Talk to a running server about jobs (mass sends); `watch` shows progress.
+    /// Jobs (mass sends): list, get, create, delete; `watch` shows progress.
     Jobs {
         #[command(flatten)]
-        remote: client::Remote,
+        output: client::OutputArgs,
         #[command(subcommand)]
         cmd: campaign_cli::JobsCmd,
     },
     /// Channels' state; pause and resume a channel cluster-wide (admin key).
     Channels {
         #[command(flatten)]
-        remote: client::Remote,
+        output: client::OutputArgs,
         #[command(subcommand)]
         cmd: channels_cli::ChannelsCmd,
     },
-    /// Manage API keys (needs the admin key): create, list, revoke.
+    /// API keys (needs the admin key): list, create, delete (revoke).
     Keys {
         #[command(flatten)]
-        remote: client::Remote,
+        output: client::OutputArgs,
         #[command(subcommand)]
         cmd: keys_cli::KeysCmd,
     },
-    /// Read the audit log: who changed what, when, with which answer.
+    /// Dead and failed timers grouped by channel and error.
+    DeadLetters {
+        #[command(flatten)]
+        output: client::OutputArgs,
+        #[command(subcommand)]
+        cmd: timers_cli::DeadLettersCmd,
+    },
+    /// Read the audit log: who changed what, when, with which answer
+    /// (`herald audit list`, or `herald audit` with the same flags).
+    #[command(args_conflicts_with_subcommands = true)]
     Audit {
         #[command(flatten)]
-        remote: client::Remote,
+        output: client::OutputArgs,
+        #[command(subcommand)]
+        cmd: Option<audit_cli::AuditCmd>,
         #[command(flatten)]
         args: audit_cli::AuditArgs,
     },
-    /// Stored delivery counts per day, channel, outcome, rule and job, as a table.
+    /// Stored delivery counts per day, channel, outcome, rule and job
+    /// (`herald reports list`, or `herald reports` with the same flags).
+    #[command(args_conflicts_with_subcommands = true)]
     Reports {
         #[command(flatten)]
-        remote: client::Remote,
+        output: client::OutputArgs,
+        #[command(subcommand)]
+        cmd: Option<reports_cli::ReportsCmd>,
         #[command(flatten)]
         args: reports_cli::ReportsArgs,
     },
 }
 
+impl Cmd {
+    /// How a client command prints its answers; `None` for the others.
+    fn output(&self) -> Option<client::OutputArgs> {
+        match self {
+            Cmd::Timers { output, .. }
+            | Cmd::Subjects { output, .. }
+            | Cmd::Reminders { output, .. }
+            | Cmd::Subscribers { output, .. }
+            | Cmd::Audiences { output, .. }
+            | Cmd::Rules { output, .. }
+            | Cmd::Jobs { output, .. }
+            | Cmd::Channels { output, .. }
+            | Cmd::Keys { output, .. }
+            | Cmd::DeadLetters { output, .. }
+            | Cmd::Audit { output, .. }
+            | Cmd::Reports { output, .. } => Some(*output),
+            _ => None,
+        }
+    }
+}
+
+/// What `herald version --json` prints.
+fn version_json() -> serde_json::Value {
+    let features: Vec<&str> = FEATURES
+        .split(',')
+        .map(str::trim)
+        .filter(|f| !f.is_empty() && *f != "none")
+        .collect();
+    serde_json::json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "commit": COMMIT,
+        "features": features,
+    })
+}
+
 #[derive(clap::Args, Debug)]
 struct MockArgs {
+    /// Address the mocks listen on.
     #[arg(long, default_value = "127.0.0.1:9000")]
     listen: SocketAddr,
     /// Probability (0..=1) of answering --error-status instead of 200.
@@ -210,6 +298,7 @@ struct MockArgs {
     /// Verify X-Herald-Signature with this secret.
     #[arg(long, env = "HERALD_MOCK_SECRET")]
     secret: Option<String>,
+    /// Seed of the injected errors' random draws.
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// WeChat mock: where TEMPLATESENDJOBFINISH callbacks are POSTed.
@@ -244,6 +333,7 @@ struct MockArgs {
     /// Require AUTH with this user (and --smtp-password) on the SMTP sink.
     #[arg(long, requires = "smtp_password")]
     smtp_username: Option<String>,
+    /// The password for --smtp-username.
     #[arg(long, env = "HERALD_MOCK_SMTP_PASSWORD", requires = "smtp_username")]
     smtp_password: Option<String>,
     /// Aliyun SMS mock: where SmsReport receipt arrays are POSTed.
@@ -318,6 +408,9 @@ fn main() -> std::process::ExitCode {
     if !matches!(cli.cmd, Cmd::Serve { .. }) {
         telemetry::init_logging(None);
     }
+    if let Some(output) = cli.cmd.output() {
+        client::set_output(output);
+    }
     no_huge_pages();
     match run(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -330,6 +423,7 @@ fn main() -> std::process::ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
+    let remote = cli.remote;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .max_blocking_threads(MAX_BLOCKING_THREADS)
@@ -337,8 +431,21 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         .build()?;
     rt.block_on(async move {
         match cli.cmd {
-            Cmd::Version => {
-                println!("herald {VERSION}");
+            Cmd::Version { json } => {
+                if json {
+                    client::print_json(&version_json());
+                } else {
+                    client::print_line(&format!("herald {LONG_VERSION}"));
+                }
+                Ok(())
+            }
+            Cmd::Completions { shell } => {
+                // Into a buffer first: the generator panics on a write error,
+                // and a closed pipe (`| head`) is not one worth a panic.
+                let mut script = Vec::new();
+                clap_complete::generate(shell, &mut Cli::command(), "herald", &mut script);
+                use std::io::Write as _;
+                let _ = std::io::stdout().lock().write_all(&script);
                 Ok(())
             }
             Cmd::Serve { config } => {
@@ -368,17 +475,40 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Cmd::Restore(a) => backup_cli::restore(a).await,
             Cmd::Mock(a) => run_mock(a).await,
             Cmd::Bench { cmd } => bench::run(cmd).await,
-            Cmd::Timers { remote, cmd } => timers_cli::run(&remote, cmd).await,
-            Cmd::Subjects { remote, cmd } => remind_cli::subjects(&remote, cmd).await,
-            Cmd::Reminders { remote, cmd } => remind_cli::reminders(&remote, cmd).await,
-            Cmd::Subscribers { remote, cmd } => subscribers_cli::subscribers(&remote, cmd).await,
-            Cmd::Audiences { remote, cmd } => campaign_cli::audiences(&remote, cmd).await,
-            Cmd::Rules { remote, cmd } => campaign_cli::rules(&remote, cmd).await,
-            Cmd::Jobs { remote, cmd } => campaign_cli::jobs(&remote, cmd).await,
-            Cmd::Channels { remote, cmd } => channels_cli::run(&remote, cmd).await,
-            Cmd::Keys { remote, cmd } => keys_cli::run(&remote, cmd).await,
-            Cmd::Audit { remote, args } => audit_cli::run(&remote, args).await,
-            Cmd::Reports { remote, args } => reports_cli::run(&remote, args).await,
+            Cmd::Timers { cmd, .. } => timers_cli::run(&remote, cmd).await,
+            Cmd::Subjects { cmd, .. } => remind_cli::subjects(&remote, cmd).await,
+            Cmd::Reminders { cmd, .. } => remind_cli::reminders(&remote, cmd).await,
+            Cmd::Subscribers { cmd, .. } => subscribers_cli::subscribers(&remote, cmd).await,
+            Cmd::Audiences { cmd, .. } => campaign_cli::audiences(&remote, cmd).await,
+            Cmd::Rules { cmd, .. } => campaign_cli::rules(&remote, cmd).await,
+            Cmd::Jobs { cmd, .. } => campaign_cli::jobs(&remote, cmd).await,
+            Cmd::Channels { cmd, .. } => channels_cli::run(&remote, cmd).await,
+            Cmd::Keys { cmd, .. } => keys_cli::run(&remote, cmd).await,
+            Cmd::DeadLetters { cmd, .. } => timers_cli::dead_letters(&remote, cmd).await,
+            Cmd::Audit { cmd, args, .. } => audit_cli::run(&remote, cmd, args).await,
+            Cmd::Reports { cmd, args, .. } => reports_cli::run(&remote, cmd, args).await,
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// clap's own checks of every command (unique names, valid relations).
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn version_json_names_the_commit_and_the_features() {
+        let v = version_json();
+        assert_eq!(v["commit"], COMMIT);
+        assert_eq!(v["version"], env!("CARGO_PKG_VERSION"));
+        let bench_pg = v["features"]
+            .as_array()
+            .is_some_and(|f| f.contains(&serde_json::json!("bench-pg")));
+        assert_eq!(bench_pg, cfg!(feature = "bench-pg"), "{v}");
+    }
 }

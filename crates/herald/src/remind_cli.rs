@@ -11,39 +11,60 @@ use crate::client::{Remote, show};
 
 #[derive(Subcommand, Debug)]
 pub enum SubjectsCmd {
-    /// Create a subject, or change it (a new start time moves its reminders).
-    Put {
-        subject_id: String,
-        /// When the subject starts, RFC 3339 (e.g. 2026-11-23T10:00:00+08:00).
-        #[arg(long)]
-        start_at: String,
-        #[arg(long)]
-        title: Option<String>,
-        /// Extra data as a JSON object, passed to every reminder message.
-        #[arg(long)]
-        data: Option<String>,
-    },
+    /// Create a subject (or replace it: `PUT` either way).
+    #[command(visible_alias = "put")]
+    Create(SubjectArgs),
+    /// Change a subject: a new start time moves its reminders.
+    Update(SubjectArgs),
     /// List subjects in id order with their subscriber and reminder counts
     /// (each counted up to the answer's count_cap); pass the answer's
     /// next_cursor for the next page.
     List {
+        /// Continue from a previous answer's `next_cursor`.
         #[arg(long)]
         cursor: Option<String>,
+        /// Subjects per page.
         #[arg(long)]
         limit: Option<u32>,
     },
     /// Show a subject, with its reminders by channel type and lead.
-    Get { subject_id: String },
+    Get {
+        /// The subject's id.
+        subject_id: String,
+    },
     /// Delete a subject and cancel its pending reminders.
-    Rm { subject_id: String },
+    #[command(visible_alias = "rm")]
+    Delete {
+        /// The subject's id.
+        subject_id: String,
+    },
+}
+
+/// The body of `PUT /v1/subjects/{id}`.
+#[derive(clap::Args, Debug)]
+pub struct SubjectArgs {
+    /// The subject's id (yours: an order, a live stream, an exam).
+    subject_id: String,
+    /// When the subject starts, RFC 3339 (e.g. 2026-11-23T10:00:00+08:00).
+    #[arg(long)]
+    start_at: String,
+    /// A title, passed to every reminder message.
+    #[arg(long)]
+    title: Option<String>,
+    /// Extra data as a JSON object, passed to every reminder message.
+    #[arg(long)]
+    data: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
 pub enum RemindersCmd {
     /// Subscribe a user to a reminder.
-    Add {
+    #[command(visible_alias = "add")]
+    Create {
+        /// The user to remind.
         #[arg(long)]
         user: String,
+        /// The subject the reminder counts down to.
         #[arg(long)]
         subject: String,
         /// app, email, sms, wechat or wecom.
@@ -58,24 +79,32 @@ pub enum RemindersCmd {
         channel: Option<String>,
     },
     /// Cancel a user's reminders for a subject: all, one type, one lead, or one of both.
-    Rm {
+    #[command(visible_alias = "rm")]
+    Delete {
+        /// The user whose reminders go.
         #[arg(long)]
         user: String,
+        /// The subject they were for.
         #[arg(long)]
         subject: String,
+        /// Only reminders of this type.
         #[arg(long)]
         channel_type: Option<String>,
+        /// Only reminders with this lead (minutes).
         #[arg(long)]
         lead: Option<i64>,
     },
     /// List a user's reminders.
-    Ls {
+    #[command(visible_alias = "ls")]
+    List {
+        /// The user whose reminders to list.
         #[arg(long)]
         user: String,
     },
     /// Import subscriptions from an NDJSON file (one `POST /v1/reminders`
     /// body per line) through the bulk endpoint, with a progress bar.
     Import {
+        /// The NDJSON file.
         file: PathBuf,
         /// Lines per request.
         #[arg(long, default_value_t = 10_000)]
@@ -87,20 +116,15 @@ pub async fn subjects(remote: &Remote, cmd: SubjectsCmd) -> anyhow::Result<()> {
     let http = remote.http()?;
     let base = remote.base();
     let resp = match cmd {
-        SubjectsCmd::Put {
-            subject_id,
-            start_at,
-            title,
-            data,
-        } => {
-            let mut body = json!({ "start_at": start_at });
-            if let Some(t) = title {
+        SubjectsCmd::Create(args) | SubjectsCmd::Update(args) => {
+            let mut body = json!({ "start_at": args.start_at });
+            if let Some(t) = args.title {
                 body["title"] = t.into();
             }
-            if let Some(d) = data {
+            if let Some(d) = args.data {
                 body["data"] = serde_json::from_str::<Value>(&d).context("--data is not JSON")?;
             }
-            http.put(format!("{base}/v1/subjects/{subject_id}"))
+            http.put(format!("{base}/v1/subjects/{}", args.subject_id))
                 .json(&body)
                 .send()
                 .await
@@ -116,7 +140,7 @@ pub async fn subjects(remote: &Remote, cmd: SubjectsCmd) -> anyhow::Result<()> {
                 .send()
                 .await
         }
-        SubjectsCmd::Rm { subject_id } => {
+        SubjectsCmd::Delete { subject_id } => {
             http.delete(format!("{base}/v1/subjects/{subject_id}"))
                 .send()
                 .await
@@ -130,7 +154,7 @@ pub async fn reminders(remote: &Remote, cmd: RemindersCmd) -> anyhow::Result<()>
     let http = remote.http()?;
     let base = remote.base();
     let resp = match cmd {
-        RemindersCmd::Add {
+        RemindersCmd::Create {
             user,
             subject,
             channel_type,
@@ -147,7 +171,7 @@ pub async fn reminders(remote: &Remote, cmd: RemindersCmd) -> anyhow::Result<()>
                 .send()
                 .await
         }
-        RemindersCmd::Rm {
+        RemindersCmd::Delete {
             user,
             subject,
             channel_type,
@@ -165,7 +189,7 @@ pub async fn reminders(remote: &Remote, cmd: RemindersCmd) -> anyhow::Result<()>
                 .send()
                 .await
         }
-        RemindersCmd::Ls { user } => {
+        RemindersCmd::List { user } => {
             http.get(format!("{base}/v1/users/{user}/reminders"))
                 .send()
                 .await

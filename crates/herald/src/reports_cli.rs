@@ -1,13 +1,21 @@
 //! `herald reports`: the stored delivery counts (`GET /v1/reports`) as a
-//! table, or as the server's JSON with `--json`.
+//! table, or as the server's JSON with `--json` or through a pipe.
 
 use anyhow::Context;
-use clap::Args;
+use clap::{Args, Subcommand};
 use serde_json::Value;
 
-use crate::client::{Remote, answer, print_json};
+use crate::client::{Format, Remote, answer, format, print_json, print_text};
 
-#[derive(Args, Debug)]
+/// `herald reports list` (or plain `herald reports`, as before).
+#[derive(Subcommand, Debug)]
+pub enum ReportsCmd {
+    /// Delivery counts grouped as --group-by says (only --tenant's when
+    /// given; the admin key sees every tenant's by default).
+    List(ReportsArgs),
+}
+
+#[derive(Args, Debug, Default)]
 pub struct ReportsArgs {
     /// Comma-separated: tenant, channel, outcome, day, rule, job (the
     /// server's default: day,channel,outcome).
@@ -19,33 +27,30 @@ pub struct ReportsArgs {
     /// Last UTC day counted (included): YYYY-MM-DD or RFC 3339.
     #[arg(long)]
     to: Option<String>,
-    /// Only this tenant's counts (the admin key sees every tenant's by default).
-    #[arg(long)]
-    tenant: Option<String>,
+    /// Only this channel's counts.
     #[arg(long)]
     channel: Option<String>,
+    /// Only this outcome's counts (delivered, retry, failed, ...).
     #[arg(long)]
     outcome: Option<String>,
     /// Only this rule's jobs.
     #[arg(long)]
     rule: Option<i64>,
+    /// Only this job's counts.
     #[arg(long)]
     job: Option<i64>,
     /// At most this many rows (1..=10000).
     #[arg(long)]
     limit: Option<u32>,
-    /// Print the server's JSON instead of a table.
-    #[arg(long)]
-    json: bool,
 }
 
 impl ReportsArgs {
-    fn query(&self) -> Vec<(&'static str, String)> {
+    fn query(&self, tenant: &Option<String>) -> Vec<(&'static str, String)> {
         let text = [
             ("group_by", &self.group_by),
             ("from", &self.from),
             ("to", &self.to),
-            ("tenant", &self.tenant),
+            ("tenant", tenant),
             ("channel", &self.channel),
             ("outcome", &self.outcome),
         ];
@@ -67,21 +72,28 @@ impl ReportsArgs {
     }
 }
 
-pub async fn run(remote: &Remote, args: ReportsArgs) -> anyhow::Result<()> {
-    let http = remote.http()?;
+pub async fn run(
+    remote: &Remote,
+    cmd: Option<ReportsCmd>,
+    args: ReportsArgs,
+) -> anyhow::Result<()> {
+    let args = match cmd {
+        Some(ReportsCmd::List(a)) => a,
+        None => args,
+    };
+    // `--tenant` filters here; the admin reads as itself.
+    let http = remote.http_as_caller()?;
     let base = remote.base();
     let resp = http
         .get(format!("{base}/v1/reports"))
-        .query(&args.query())
+        .query(&args.query(&remote.tenant))
         .send()
         .await
         .with_context(|| format!("cannot reach {base}"))?;
     let report = answer(resp).await?;
-    if args.json {
-        print_json(&report);
-    } else {
-        use std::io::Write as _;
-        let _ = write!(std::io::stdout().lock(), "{}", table(&report));
+    match format() {
+        Format::Json => print_json(&report),
+        Format::Table => print_text(&table(&report)),
     }
     Ok(())
 }
@@ -181,16 +193,14 @@ mod tests {
             group_by: Some("channel,day".into()),
             from: None,
             to: Some("2026-11-26".into()),
-            tenant: None,
             channel: None,
             outcome: None,
             rule: Some(3),
             job: None,
             limit: None,
-            json: false,
         };
         assert_eq!(
-            args.query(),
+            args.query(&None),
             vec![
                 ("group_by", "channel,day".to_string()),
                 ("to", "2026-11-26".to_string()),

@@ -16,27 +16,47 @@ pub enum SubscribersCmd {
     /// per line (see `PUT /v1/subscribers/{user_id}`), with a progress bar.
     /// Each line replaces that user's profile, so an import can be re-run.
     Import {
+        /// The NDJSON file.
         file: PathBuf,
         /// Lines per request.
         #[arg(long, default_value_t = 10_000)]
         batch: usize,
     },
     /// Create or replace one profile from a JSON object.
-    Put {
+    #[command(visible_alias = "put")]
+    Create {
+        /// The user's id.
         user_id: String,
         /// The profile, JSON (e.g. '{"addresses":{"email":"a@example.com"}}').
         #[arg(long)]
         profile: String,
     },
+    /// Change part of a profile: a JSON merge patch (`null` removes a field).
+    Update {
+        /// The user's id.
+        user_id: String,
+        /// The patch, JSON (e.g. '{"addresses":{"sms":null}}').
+        #[arg(long)]
+        profile: String,
+    },
     /// Show a subscriber.
-    Get { user_id: String },
+    Get {
+        /// The user's id.
+        user_id: String,
+    },
     /// Remove a subscriber.
-    Rm { user_id: String },
+    #[command(visible_alias = "rm")]
+    Delete {
+        /// The user's id.
+        user_id: String,
+    },
     /// List subscribers in user-id order; pass the answer's next_cursor for
     /// the next page.
     List {
+        /// Continue from a previous answer's `next_cursor`.
         #[arg(long)]
         cursor: Option<String>,
+        /// Subscribers per page.
         #[arg(long)]
         limit: Option<u32>,
     },
@@ -55,12 +75,16 @@ pub async fn subscribers(remote: &Remote, cmd: SubscribersCmd) -> anyhow::Result
             };
             return import.run(&http, base, &file, batch).await;
         }
-        SubscribersCmd::Put { user_id, profile } => {
+        SubscribersCmd::Create { user_id, profile } => {
             let body: Value = serde_json::from_str(&profile).context("--profile is not JSON")?;
             http.put(url(&user_id)).json(&body).send().await
         }
+        SubscribersCmd::Update { user_id, profile } => {
+            let body: Value = serde_json::from_str(&profile).context("--profile is not JSON")?;
+            http.patch(url(&user_id)).json(&body).send().await
+        }
         SubscribersCmd::Get { user_id } => http.get(url(&user_id)).send().await,
-        SubscribersCmd::Rm { user_id } => http.delete(url(&user_id)).send().await,
+        SubscribersCmd::Delete { user_id } => http.delete(url(&user_id)).send().await,
         SubscribersCmd::List { cursor, limit } => {
             http.get(format!("{base}/v1/subscribers"))
                 .query(&page_query(cursor, limit))

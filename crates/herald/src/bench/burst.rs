@@ -15,6 +15,7 @@ use super::sink::{BenchChannel, start_channel_sink};
 
 #[derive(Args, Debug)]
 pub struct BurstArgs {
+    /// Timers in the burst, all due at one instant.
     #[arg(long, default_value_t = 100_000)]
     timers: usize,
     /// Seconds between the start of ingest and the due instant; by default

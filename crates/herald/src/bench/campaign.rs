@@ -13,6 +13,7 @@ use super::sink::{BenchChannel, start_channel_sink};
 
 #[derive(Args, Debug)]
 pub struct CampaignArgs {
+    /// Recipients in the campaign's audience.
     #[arg(long, default_value_t = 1_000_000)]
     pub(super) recipients: usize,
     /// Recipients per segment.

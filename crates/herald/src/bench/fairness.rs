@@ -26,6 +26,7 @@ pub struct FairnessArgs {
     /// Timers of tenant b, created at that instant and due `--b-after-secs` later.
     #[arg(long, default_value_t = 1_000)]
     b_timers: usize,
+    /// Seconds after tenant a's due instant that tenant b's timers are due.
     #[arg(long, default_value_t = 1.0)]
     b_after_secs: f64,
     /// Runs; each is reported, then the median.

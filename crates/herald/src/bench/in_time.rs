@@ -18,6 +18,7 @@ use super::sink::start_sink;
 
 #[derive(Args, Debug)]
 pub struct InTimeArgs {
+    /// Users subscribed to the subject.
     #[arg(long, default_value_t = 1_000_000)]
     users: usize,
     /// The channel's `rate_per_sec` (cluster-wide).

@@ -15,6 +15,7 @@ use super::sink::start_sink;
 
 #[derive(Args, Debug)]
 pub struct IngestArgs {
+    /// Timers to create.
     #[arg(long, default_value_t = 100_000)]
     timers: usize,
     /// Concurrent HTTP clients.

@@ -13,10 +13,14 @@ use super::sink::start_sink;
 
 #[derive(Args, Debug)]
 pub struct PrecisionArgs {
+    /// Timers to create.
     #[arg(long, default_value_t = 100_000)]
     timers: usize,
+    /// Seconds the timers' due times are spread over.
     #[arg(long, default_value_t = 60)]
     spread_secs: u64,
+    /// Seconds between the start of ingest and the first due time; by
+    /// default enough for ingest to finish first.
     #[arg(long)]
     lead_secs: Option<f64>,
     #[command(flatten)]

@@ -31,6 +31,8 @@ pub struct PurgeArgs {
     /// Seconds the timers are spread over.
     #[arg(long, default_value_t = 60)]
     spread_secs: u64,
+    /// Seconds between the start of ingest and the first due time; by
+    /// default enough for ingest to finish first.
     #[arg(long)]
     lead_secs: Option<f64>,
     /// Retention off (every kind kept for ever): the same run, nothing deleted.

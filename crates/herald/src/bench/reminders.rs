@@ -17,6 +17,7 @@ use super::sink::start_sink;
 
 #[derive(Args, Debug)]
 pub struct RemindersArgs {
+    /// Users subscribed to the subject.
     #[arg(long, default_value_t = 100_000)]
     users: usize,
     /// Seconds from now until the subject starts; by default the lead plus

@@ -22,6 +22,7 @@ pub struct SmsArgs {
     /// Phone numbers in the audience.
     #[arg(long, default_value_t = 1_000_000)]
     recipients: usize,
+    /// Which SMS provider's mock API the campaign sends through.
     #[arg(long, value_enum, default_value_t = SmsProvider::Tencent)]
     provider: SmsProvider,
     /// Recipients per segment (a multiple of the provider's batch: 200

@@ -125,7 +125,11 @@ async fn version_names_the_commit_it_was_built_from() {
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     let version = env!("CARGO_PKG_VERSION");
+    // The first line, which scripts read; the commit and features follow.
     let commit = text
+        .lines()
+        .next()
+        .unwrap_or_default()
         .trim()
         .strip_prefix(&format!("herald {version} (commit "))
         .and_then(|rest| rest.strip_suffix(')'))
@@ -141,6 +145,7 @@ async fn version_names_the_commit_it_was_built_from() {
         Some(head) if std::env::var("HERALD_COMMIT").is_err() => assert_eq!(commit, head),
         _ => assert!(!commit.is_empty()),
     }
+    assert!(text.contains(&format!("\ncommit: {commit}\n")), "{text}");
     // `--version` says the same.
     let flag = Command::new(BIN).arg("--version").output().await.unwrap();
     assert_eq!(String::from_utf8(flag.stdout).unwrap(), text);

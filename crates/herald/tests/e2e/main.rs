@@ -25,6 +25,7 @@ mod callbacks;
 mod campaigns;
 mod caps;
 mod channels;
+mod cli;
 mod cluster;
 mod console;
 mod crash;

@@ -364,7 +364,10 @@ async fn resend(store: Option<&str>) {
         ],
     )
     .await;
-    assert!(!ok && out.contains("nobody_unread"), "{out}\n{err}");
+    assert!(
+        !ok && out.is_empty() && err.contains("409 nobody_unread"),
+        "{out}\n{err}"
+    );
     // a0..a3 once, then a0 and a3 twice more.
     let stats = mock.stats().await;
     assert_eq!(stats["unique_delivered"], 8, "{stats}");

@@ -529,7 +529,8 @@ async fn patch(server: &Server, path: &str, body: &Value) -> (u16, Value) {
     (status, resp.json().await.unwrap_or(Value::Null))
 }
 
-/// Runs `herald ARGS --server URL`; its exit success and JSON answer.
+/// Runs `herald ARGS --server URL`; its exit success and JSON answer, or,
+/// when it failed, the error line it printed on stderr (as a JSON string).
 fn cli(server: &Server, args: &[&str]) -> (bool, Value) {
     let out = std::process::Command::new(BIN)
         .args(args)
@@ -537,8 +538,18 @@ fn cli(server: &Server, args: &[&str]) -> (bool, Value) {
         .env_remove("HERALD_KEY")
         .output()
         .expect("run herald");
+    if !out.status.success() {
+        assert!(
+            out.stdout.is_empty(),
+            "an error prints nothing on stdout: {out:?}"
+        );
+        return (
+            false,
+            Value::String(String::from_utf8_lossy(&out.stderr).into_owned()),
+        );
+    }
     let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
-    (out.status.success(), v)
+    (true, v)
 }
 
 /// Search, dead letters, patch, retry (one and by filter) and
@@ -614,9 +625,9 @@ async fn dead_timers_are_found_replayed_and_pending_ones_patched() {
         "{v}"
     );
     let (ok, v) = cli(&server, &["timers", "list", "--state", "firing"]);
-    assert_eq!(
-        (ok, v["error"]["field"].as_str()),
-        (false, Some("state")),
+    let err = v.as_str().unwrap_or_default();
+    assert!(
+        !ok && err.starts_with("error: 400 ") && err.contains("state"),
         "{v}"
     );
 
@@ -708,11 +719,8 @@ async fn dead_timers_are_found_replayed_and_pending_ones_patched() {
         &server,
         &["timers", "patch", &later.to_string(), "--priority", "1"],
     );
-    assert_eq!(
-        (ok, v["error"]["code"].as_str()),
-        (false, Some("not_pending")),
-        "{v}"
-    );
+    let err = v.as_str().unwrap_or_default();
+    assert!(!ok && err.starts_with("error: 409 not_pending"), "{v}");
 
     // A valid `traceparent` on create is stored and sent on the delivery; a bad one is dropped.
     let trace = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
