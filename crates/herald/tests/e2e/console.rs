@@ -14,7 +14,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use common::{Mock, Server, now_ms, rfc3339};
+use common::{Mock, Server, now_ms, parse_ms, rfc3339};
 use serde_json::{Value, json};
 
 const ADMIN: &str = "console-admin-key-0123456789abcdef";
@@ -444,6 +444,15 @@ async fn pages(b: &Browser, api: &Api, s: &Seeded, act: bool, shot: &str) {
 
     visit(b, base, "/ui", "deliveries/s", &shot("overview")).await;
     b.wait_text("Nodes").await;
+    // What falls due: the pending timer an hour out, on `hooks` (no rate),
+    // in the hour's view and the day's.
+    b.wait_text("Next hour, per minute").await;
+    b.wait_text("hooks\t1\t0\tunlimited").await;
+    b.click("button.horizon-day").await;
+    b.wait_text("Next day, per 15 minutes").await;
+    b.wait_text("no rate set").await;
+    let errors = b.errors().await;
+    assert!(errors.is_empty(), "forecast: {errors:?}");
 
     visit(b, base, "/ui/cluster", "shards", &shot("cluster")).await;
     visit(b, base, "/ui/audit", "POST", &shot("audit")).await;
@@ -466,8 +475,9 @@ async fn pages(b: &Browser, api: &Api, s: &Seeded, act: bool, shot: &str) {
         api.post("/v1/channels/slow:resume", json!({})).await;
     }
 
-    // Rules: the rule, its detail; disable through the console.
+    // Rules: the rule, its schedule in words; disable through the console.
     visit(b, base, "/ui/rules", "console digest", &shot("rules")).await;
+    b.wait_text("every day at 09:00 · cron 0 9 * * *").await;
     if act {
         b.click(&format!("tr[data-rule=\"{}\"] button.disable-rule", s.rule))
             .await;
@@ -633,6 +643,28 @@ async fn pages(b: &Browser, api: &Api, s: &Seeded, act: bool, shot: &str) {
         &shot("timer"),
     )
     .await;
+    // Times in the zone the operator chose: the due time at Shanghai's
+    // wall clock once picked, and in the header.
+    let due = api.get(&format!("/v1/timers/{}", s.pending_timer)).await["due_at"]
+        .as_str()
+        .map(parse_ms)
+        .expect("due_at");
+    let shanghai = rfc3339(due + 8 * 3_600_000)[..19].replace('T', " ");
+    b.run(
+        "localStorage.setItem('herald.zone', 'Asia/Shanghai');",
+        json!([]),
+    )
+    .await;
+    b.goto(&format!("{base}/ui/cluster")).await;
+    b.goto(&format!("{base}/ui/timers#id={}", s.pending_timer))
+        .await;
+    b.wait_text(&shanghai).await;
+    let zone = b
+        .run("return document.getElementById('zone').value;", json!([]))
+        .await;
+    assert_eq!(zone, "Asia/Shanghai");
+    b.run("localStorage.removeItem('herald.zone');", json!([]))
+        .await;
     if act {
         b.click("button.cancel-timer").await;
         eventually("the timer to be cancelled", || async {
@@ -793,6 +825,15 @@ async fn readme_screenshots_of_a_busy_node() {
         assert_eq!(st, 200, "{answers:?}");
         assert_eq!(answers.len(), n);
     }
+    // Due in ten minutes on a channel sending one a second: it falls behind.
+    let (st, answers) = server
+        .bulk(&lines(240, &|i| {
+            json!({"channel": "slow", "recipient": format!("shopper-{i}"),
+                   "fire_at": rfc3339(now + 600_000 + i as i64 * 100),
+                   "message": {"text": "Your coupon opens in 5 minutes"}})
+        }))
+        .await;
+    assert_eq!(st, 200, "{answers:?}");
     // Cancelled: pending ones withdrawn.
     for i in 0..80 {
         let v = api
@@ -847,7 +888,7 @@ async fn readme_screenshots_of_a_busy_node() {
     })
     .await;
     let base = api.url.as_str();
-    visit(&b, base, "/ui", "deliveries/s", "readme-overview").await;
+    visit(&b, base, "/ui", "cannot keep up", "readme-overview").await;
     let done = api.get("/v1/timers?state=done&limit=1").await;
     let id = done["timers"][0]["id"].as_i64().expect("a done timer");
     visit(

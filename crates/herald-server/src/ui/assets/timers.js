@@ -31,7 +31,7 @@
         ["id", function (t) { return el("a", { href: "#id=" + t.id, class: "timer-link", "data-id": t.id }, String(t.id)); }],
         ["state", function (t) { return el("span", { class: "state " + t.state, text: t.state }); }],
         ["kind", function (t) { return t.kind; }],
-        ["due", function (t) { return H.fmtTime(t.due_at); }],
+        ["due", function (t) { return H.when(t.due_at); }],
         ["channel", function (t) { return t.channel; }],
         ["recipient", function (t) { return t.recipient; }],
         ["attempts", function (t) { return t.attempts; }],
@@ -43,7 +43,10 @@
   function kv(obj, keys) {
     return el("dl", { class: "kv" }, keys.map(function (k) {
       var v = obj[k];
-      return [el("dt", { text: k }), el("dd", { text: v === null || v === undefined ? "—" : String(v) })];
+      if (v === null || v === undefined) return [el("dt", { text: k }), el("dd", { text: "—" })];
+      // Times in the operator's zone, with how far they are.
+      if (/_at$/.test(k)) return [el("dt", { text: k }), el("dd", null, H.when(v))];
+      return [el("dt", { text: k }), el("dd", { text: String(v) })];
     }));
   }
 
