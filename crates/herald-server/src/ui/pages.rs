@@ -13,6 +13,9 @@ pub struct Page {
     /// Its script is `/ui/assets/<id>.js`; its path `/ui/<id>`.
     pub id: &'static str,
     pub title: &'static str,
+    /// Whether only the admin can read what it shows (its API needs the
+    /// admin scope): left out of the navigation of every other key.
+    pub admin: bool,
 }
 
 /// Every page, in the order of the navigation bar.
@@ -20,46 +23,57 @@ pub const PAGES: &[Page] = &[
     Page {
         id: "overview",
         title: "Overview",
+        admin: false,
     },
     Page {
         id: "timers",
         title: "Timers",
+        admin: false,
     },
     Page {
         id: "dead-letters",
         title: "Dead letters",
+        admin: false,
     },
     Page {
         id: "reminders",
         title: "Reminders",
+        admin: false,
     },
     Page {
         id: "subscribers",
         title: "Subscribers",
+        admin: false,
     },
     Page {
         id: "templates",
         title: "Templates",
+        admin: false,
     },
     Page {
         id: "rules",
         title: "Rules",
+        admin: false,
     },
     Page {
         id: "jobs",
         title: "Jobs",
+        admin: false,
     },
     Page {
         id: "channels",
         title: "Channels",
+        admin: true,
     },
     Page {
         id: "cluster",
         title: "Cluster",
+        admin: true,
     },
     Page {
         id: "audit",
         title: "Audit",
+        admin: false,
     },
 ];
 
@@ -99,6 +113,18 @@ async fn render(st: &AppState, headers: &HeaderMap, page: &Page) -> Response {
                 .into_response();
         }
     };
+    if page.admin && !viewer.admin {
+        return (
+            StatusCode::FORBIDDEN,
+            shell_headers(),
+            format!(
+                "<!doctype html><title>Herald · {title}</title><p>The {title} page needs the admin key; \
+                 this session's key cannot read it. <a href=\"/ui\">Overview</a></p>",
+                title = escape(page.title)
+            ),
+        )
+            .into_response();
+    }
     (StatusCode::OK, shell_headers(), shell(page, &viewer)).into_response()
 }
 
@@ -145,7 +171,7 @@ pub fn shell_headers() -> [(header::HeaderName, &'static str); 5] {
 
 fn shell(page: &Page, v: &Viewer) -> String {
     let mut nav = String::new();
-    for p in PAGES {
+    for p in PAGES.iter().filter(|p| v.admin || !p.admin) {
         let current = if p.id == page.id {
             " aria-current=\"page\""
         } else {
@@ -161,6 +187,8 @@ fn shell(page: &Page, v: &Viewer) -> String {
             escape(p.title)
         ));
     }
+    // The API's own reference, for what the pages do not show.
+    nav.push_str("<a href=\"/docs\" class=\"api-docs\">API</a>");
     let logout = if v.protected {
         "<form method=\"post\" action=\"/ui/logout\" class=\"logout\"><button type=\"submit\">Log out</button></form>"
     } else {

@@ -26,7 +26,8 @@ use super::sink::start_sink;
 
 #[derive(Args, Debug)]
 pub struct ConsoleArgs {
-    /// Pending timers seeded (due a day from now and later, never firing).
+    /// Pending timers seeded (due two hours from now and later, never
+    /// firing while the bench runs).
     #[arg(long, default_value_t = 1_000_000)]
     timers: usize,
     /// Recipients of the seeded audience and of the job to it.
@@ -79,7 +80,15 @@ use Step::{Get, Post};
 const PAGES: &[Page] = &[
     Page {
         name: "overview",
-        steps: &[Get("/ui"), Get("/v1/overview")],
+        steps: &[
+            Get("/ui"),
+            Get("/v1/overview"),
+            Get("/v1/forecast?horizon=hour"),
+        ],
+    },
+    Page {
+        name: "overview: next day",
+        steps: &[Get("/v1/forecast?horizon=day")],
     },
     Page {
         name: "timers",
@@ -185,8 +194,10 @@ struct Timed {
     ms: Vec<f64>,
 }
 
-/// Where the seeded timers start being due: far enough that none fires.
-const DUE_FROM_MS: i64 = 86_400_000;
+/// Where the seeded timers start being due: far enough that none fires
+/// while the bench runs, near enough that the next day's forecast counts
+/// every one of them (a million, 100 a second, end 4.8 h out).
+const DUE_FROM_MS: i64 = 7_200_000;
 /// The seeded timers are due this far apart.
 const DUE_STEP_MS: i64 = 10;
 
@@ -459,7 +470,10 @@ async fn seed(
         started.elapsed().as_secs_f64() - secs
     );
 
-    let later = format_rfc3339_ms(now + 30 * DUE_FROM_MS);
+    let later = format_rfc3339_ms(now + 30 * 86_400_000);
+    // The subject starts within the next day's forecast, after the timers
+    // begin: its reminders are counted there too.
+    let starts = format_rfc3339_ms(now + DUE_FROM_MS + 3_600_000);
     let r = post_json(
         server,
         http,
@@ -478,7 +492,7 @@ async fn seed(
         http,
         reqwest::Method::PUT,
         &format!("/v1/subjects/{subject}"),
-        json!({"start_at": later, "title": "console bench"}),
+        json!({"start_at": starts, "title": "console bench"}),
     )
     .await?;
     if a.reminders > 0 {

@@ -48,6 +48,7 @@ async fn the_console_bench_runs_and_reports() {
     let timed: Vec<&str> = pages.iter().filter_map(|p| p["page"].as_str()).collect();
     for page in [
         "overview",
+        "overview: next day",
         "timers",
         "timers: search",
         "timer",

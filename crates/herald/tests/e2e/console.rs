@@ -459,6 +459,8 @@ async fn pages(b: &Browser, api: &Api, s: &Seeded, act: bool, shot: &str) {
 
     // Channels: the configured ones; pause through the console.
     visit(b, base, "/ui/channels", "broken", &shot("channels")).await;
+    // The mini-program channel has sent nothing: its token was never fetched.
+    b.wait_text("not fetched yet").await;
     if act {
         b.click("tr[data-channel=\"slow\"] button.pause-channel")
             .await;
@@ -682,6 +684,15 @@ async fn pages(b: &Browser, api: &Api, s: &Seeded, act: bool, shot: &str) {
         &shot("dead-letters"),
     )
     .await;
+    // Select-all picks every row of the page.
+    b.click("input.pick-all").await;
+    let unpicked = b
+        .run(
+            "return document.querySelectorAll('#dl-list input.pick:not(:checked)').length;",
+            json!([]),
+        )
+        .await;
+    assert_eq!(unpicked, 0);
     if act {
         b.click("button.replay-one").await;
         eventually("the dead timer to be replayed", || async {
@@ -758,6 +769,35 @@ async fn console_on_sqlite_with_login() {
     b.goto(&format!("{}/ui/cluster", server.url)).await;
     b.click("form.logout button").await;
     b.wait_text("API key").await;
+
+    // A read-only key: the pages it cannot read are not offered, and one
+    // opened by its address says why.
+    let viewer = api
+        .post(
+            "/v1/keys",
+            json!({"name": "viewer", "tenant": "default", "scopes": ["read"]}),
+        )
+        .await["key"]
+        .as_str()
+        .expect("a key")
+        .to_string();
+    b.set_value("#key", &viewer).await;
+    b.click("#login-form button").await;
+    b.wait_text("Last 60 seconds").await;
+    let nav = b
+        .run(
+            "return Array.from(document.querySelectorAll('header nav a')).map(function (a) { return a.textContent; }).join(',');",
+            json!([]),
+        )
+        .await;
+    let nav = nav.as_str().unwrap_or_default().to_string();
+    assert!(nav.contains("Timers") && nav.contains("API"), "{nav}");
+    assert!(
+        !nav.contains("Channels") && !nav.contains("Cluster"),
+        "{nav}"
+    );
+    b.goto(&format!("{}/ui/cluster", server.url)).await;
+    b.wait_text("needs the admin key").await;
     b.quit().await;
 }
 

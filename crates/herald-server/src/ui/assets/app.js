@@ -236,7 +236,8 @@ var H = (function () {
   // A table: columns are [label, function(row) -> text | Node].
   function table(columns, rows, opts) {
     opts = opts || {};
-    var head = el("tr", null, columns.map(function (c) { return el("th", { text: c[0] }); }));
+    // A column's label is text, or a node (a select-all box).
+    var head = el("tr", null, columns.map(function (c) { return c[0] instanceof Node ? el("th", null, c[0]) : el("th", { text: c[0] }); }));
     var body = el("tbody");
     rows.forEach(function (r) {
       var tr = el("tr", opts.rowAttrs ? opts.rowAttrs(r) : null, columns.map(function (c) {

@@ -7,7 +7,12 @@
   H.content().appendChild(list);
 
   function token(c) {
-    if (c.token) return c.token.valid ? "valid" + (c.token.expires_at ? " until " + H.fmtTime(c.token.expires_at) : "") : "INVALID";
+    if (c.token) {
+      if (c.token.valid) return "valid" + (c.token.expires_at ? " until " + H.fmtTime(c.token.expires_at) : "");
+      // No expiry known: never fetched (the first send fetches it).
+      if (!c.token.expires_at) return "not fetched yet";
+      return "expired " + H.fmtTime(c.token.expires_at) + " (fetched again at the next send)";
+    }
     if (c.token_valid_until) return "valid until " + H.fmtTime(c.token_valid_until);
     return "—";
   }

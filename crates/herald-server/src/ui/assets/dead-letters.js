@@ -38,6 +38,15 @@
   jobsSec.appendChild(jobsBox);
   jobsSec.appendChild(failures);
 
+  // The header's box: selects (or clears) every row of the page shown.
+  function pickAll() {
+    var box = el("input", { type: "checkbox", class: "pick-all", "aria-label": "select every row of this page" });
+    box.addEventListener("change", function () {
+      Array.prototype.forEach.call(document.querySelectorAll("#dl-list input.pick"), function (c) { c.checked = box.checked; });
+    });
+    return box;
+  }
+
   function listState() { return stateSel.querySelector("select").value; }
 
   var pages = H.pager(list, {
@@ -45,7 +54,7 @@
     path: function (cur) { return "/v1/timers" + H.query(Object.assign({ state: listState(), order: "desc", limit: 50 }, cur)); },
     render: function (items) {
       return H.table([
-        ["", function (t) { return el("input", { type: "checkbox", class: "pick", value: t.id, "aria-label": "select " + t.id }); }],
+        [pickAll(), function (t) { return el("input", { type: "checkbox", class: "pick", value: t.id, "aria-label": "select " + t.id }); }],
         ["id", function (t) { return el("a", { href: "/ui/timers#id=" + t.id, text: String(t.id) }); }],
         ["state", function (t) { return t.state; }],
         ["due", function (t) { return H.fmtTime(t.due_at); }],
