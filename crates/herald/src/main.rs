@@ -8,6 +8,9 @@ mod campaign_cli;
 mod channels_cli;
 mod client;
 mod config;
+mod config_check;
+mod config_errors;
+mod env_names;
 mod import;
 mod keys_cli;
 mod listener;
@@ -17,6 +20,7 @@ mod remind_cli;
 mod reports_cli;
 mod runtime_spec;
 mod serve;
+mod suggest;
 mod subscribers_cli;
 mod telemetry;
 mod tenancy;
@@ -94,6 +98,11 @@ enum Cmd {
     },
     /// Print the version and the commit this binary was built from.
     Version,
+    /// Check the configuration (`config check`) without serving.
+    Config {
+        #[command(subcommand)]
+        cmd: config_check::ConfigCmd,
+    },
     /// Copy a live SQLite store (the one `serve` would open) into one file.
     Backup(backup_cli::BackupArgs),
     /// Put a backup in place as the store of an empty data directory.
@@ -364,6 +373,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 }
                 served
             }
+            Cmd::Config { cmd } => config_check::run(cmd),
             Cmd::Backup(a) => backup_cli::backup(a).await,
             Cmd::Restore(a) => backup_cli::restore(a).await,
             Cmd::Mock(a) => run_mock(a).await,

@@ -20,6 +20,8 @@ use crate::config::Config;
 use crate::runtime_spec::{channel_spec, engine_config};
 
 pub async fn run(cfg: Config, file: Option<PathBuf>) -> anyhow::Result<()> {
+    // A misspelt HERALD_* variable would otherwise be ignored without a word.
+    crate::env_names::warn_unknown(file.as_deref());
     // Before anything is opened: a node that must not serve says so at once.
     let admin_key = env_secret(&cfg.auth.admin_key_env, "the admin key")?;
     let mode = Mode::decide(&cfg.listen, admin_key.as_deref(), &cfg.auth.admin_key_env)?;
