@@ -285,10 +285,16 @@ impl Config {
         let mut names = std::collections::HashSet::new();
         for c in &self.channels {
             if !names.insert(c.name()) {
-                check(Err(anyhow::anyhow!("two channels are named {:?}", c.name())));
+                check(Err(anyhow::anyhow!(
+                    "two channels are named {:?}",
+                    c.name()
+                )));
             }
         }
-        let reminders = self.reminders.validate(|c| names.contains(c)).map_err(anyhow::Error::msg);
+        let reminders = self
+            .reminders
+            .validate(|c| names.contains(c))
+            .map_err(anyhow::Error::msg);
         let reminders_ok = reminders.is_ok();
         check(reminders);
         // Routes are read against the reminder settings just checked.
@@ -310,7 +316,9 @@ impl Config {
             )));
         }
         if j.segment_size == 0 || j.segment_size > 100_000 {
-            check(Err(anyhow::Error::msg("jobs.segment_size must be 1..=100000")));
+            check(Err(anyhow::Error::msg(
+                "jobs.segment_size must be 1..=100000",
+            )));
         }
         if j.max_attempts == 0 || j.record_every == 0 || j.worker_concurrency == 0 {
             check(Err(anyhow::Error::msg(
@@ -318,16 +326,24 @@ impl Config {
             )));
         }
         if j.doubt_window == 0 || j.doubt_window > 100_000 {
-            check(Err(anyhow::Error::msg("jobs.doubt_window must be 1..=100000")));
+            check(Err(anyhow::Error::msg(
+                "jobs.doubt_window must be 1..=100000",
+            )));
         }
         if self.retention.interval_ms < 1_000 {
-            check(Err(anyhow::Error::msg("retention.interval_ms must be at least 1000")));
+            check(Err(anyhow::Error::msg(
+                "retention.interval_ms must be at least 1000",
+            )));
         }
         if !(1..=10_000).contains(&self.retention.batch) {
-            check(Err(anyhow::Error::msg("retention.batch must be between 1 and 10000")));
+            check(Err(anyhow::Error::msg(
+                "retention.batch must be between 1 and 10000",
+            )));
         }
         if self.engine.window_ms < 1_000 {
-            check(Err(anyhow::Error::msg("engine.window_ms must be at least 1000")));
+            check(Err(anyhow::Error::msg(
+                "engine.window_ms must be at least 1000",
+            )));
         }
         out
     }

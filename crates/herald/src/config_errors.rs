@@ -49,7 +49,10 @@ pub fn describe(e: &figment::Error, key: &str, fig: &Figment) -> String {
         .flatten()
         .or(e.metadata.as_ref());
     let origin = origin(md);
-    let parent = key.rsplit_once('.').map(|(p, _)| format!("{p}.")).unwrap_or_default();
+    let parent = key
+        .rsplit_once('.')
+        .map(|(p, _)| format!("{p}."))
+        .unwrap_or_default();
     if let Kind::UnknownField(name, known) = &e.kind {
         let near = crate::suggest::closest(name, known.iter().copied());
         return match origin {
@@ -59,7 +62,10 @@ pub fn describe(e: &figment::Error, key: &str, fig: &Figment) -> String {
                     env_name(key)
                 );
                 if let Some(n) = near {
-                    line.push_str(&format!("; did you mean {}?", env_name(&format!("{parent}{n}"))));
+                    line.push_str(&format!(
+                        "; did you mean {}?",
+                        env_name(&format!("{parent}{n}"))
+                    ));
                 }
                 line
             }

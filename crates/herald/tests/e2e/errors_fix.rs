@@ -55,7 +55,10 @@ async fn a_port_in_use_is_named_before_the_store_is_touched() {
     let db = dir.path().join("data").join("herald.db");
     let stderr = refused_serve(
         dir.path(),
-        &format!("listen = \"{addr}\"\nstore = \"sqlite://{}\"\n", db.display()),
+        &format!(
+            "listen = \"{addr}\"\nstore = \"sqlite://{}\"\n",
+            db.display()
+        ),
     )
     .await;
     assert!(
@@ -88,7 +91,9 @@ async fn a_misspelt_herald_variable_is_warned_with_the_name_meant() {
     .await;
     let log = s.log();
     assert!(
-        log.contains("the environment variable HERALD_LISTN is not read; did you mean HERALD_LISTEN?"),
+        log.contains(
+            "the environment variable HERALD_LISTN is not read; did you mean HERALD_LISTEN?"
+        ),
         "{log}"
     );
     assert!(
@@ -99,12 +104,17 @@ async fn a_misspelt_herald_variable_is_warned_with_the_name_meant() {
     // `config check` says the same, as warnings: the exit code stays 0.
     let (ok, stdout, stderr) = herald(
         &["config", "check"],
-        &[("HERALD_STROE", "sqlite://x.db"), ("HERALD_LISTEN", "127.0.0.1:1")],
+        &[
+            ("HERALD_STROE", "sqlite://x.db"),
+            ("HERALD_LISTEN", "127.0.0.1:1"),
+        ],
     )
     .await;
     assert!(ok, "{stdout}\n{stderr}");
     assert!(
-        stderr.contains("warning: the environment variable HERALD_STROE is not read; did you mean HERALD_STORE?"),
+        stderr.contains(
+            "warning: the environment variable HERALD_STROE is not read; did you mean HERALD_STORE?"
+        ),
         "{stderr}"
     );
     assert!(!stderr.contains("HERALD_LISTEN "), "{stderr}");
@@ -273,7 +283,10 @@ async fn a_cron_out_of_range_names_the_field_and_its_range() {
             .await;
         assert_eq!(st, 400, "{cron}: {v}");
         assert_eq!(v["error"]["field"], "schedule.cron", "{v}");
-        assert!(v["error"]["message"].as_str().unwrap().contains(says), "{v}");
+        assert!(
+            v["error"]["message"].as_str().unwrap().contains(says),
+            "{v}"
+        );
     }
 }
 
@@ -337,7 +350,10 @@ async fn open_mode_serves_a_request_carrying_a_key() {
     }
     assert_eq!(server.total_timers().await, 2);
     let log = server.log();
-    assert!(log.contains("an API key sent with one is not checked"), "{log}");
+    assert!(
+        log.contains("an API key sent with one is not checked"),
+        "{log}"
+    );
     assert_eq!(log.matches("open mode checks no keys").count(), 1, "{log}");
 }
 
