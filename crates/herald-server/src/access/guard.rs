@@ -272,6 +272,19 @@ pub async fn guard(State(g): State<Guard>, req: Request, next: Next) -> Response
     }
 }
 
+/// Says once per process that open mode served a request carrying a key
+/// without checking it, so a client that expected its key (and its tenant)
+/// to count learns why it did not.
+fn key_ignored_once() {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    SAID.call_once(|| {
+        tracing::warn!(
+            "a request carried an Authorization header; open mode checks no keys, so it was \
+             served as tenant default with every scope (set the admin key variable to check keys)"
+        );
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::bearer;
@@ -285,17 +298,4 @@ mod tests {
         assert_eq!(bearer("Bearer "), None);
         assert_eq!(bearer("Bearer a b"), None);
     }
-}
-
-/// Says once per process that open mode served a request carrying a key
-/// without checking it, so a client that expected its key (and its tenant)
-/// to count learns why it did not.
-fn key_ignored_once() {
-    static SAID: std::sync::Once = std::sync::Once::new();
-    SAID.call_once(|| {
-        tracing::warn!(
-            "a request carried an Authorization header; open mode checks no keys, so it was \
-             served as tenant default with every scope (set the admin key variable to check keys)"
-        );
-    });
 }
