@@ -3,6 +3,8 @@
 
 use async_trait::async_trait;
 
+use herald_core::TimerKind;
+
 use crate::{Channel, ChannelKind, Delivery, SendOutcome};
 
 pub struct LogChannel {
@@ -28,17 +30,33 @@ impl Channel for LogChannel {
     }
 
     async fn send(&self, d: &Delivery) -> SendOutcome {
-        tracing::info!(
-            target: "herald::delivery",
-            channel = %self.name,
-            timer_id = d.timer_id,
-            attempt = d.attempt,
-            recipient = %d.recipient,
-            idempotency_key = %d.idempotency_key,
-            lateness_ms = d.fired_at - d.due_at,
-            message = %d.message,
-            "delivered"
-        );
+        // A job's send carries the job's id where a timer's carries its own,
+        // so it is logged under the name a reader would look it up by.
+        if d.kind == TimerKind::Job {
+            tracing::info!(
+                target: "herald::delivery",
+                channel = %self.name,
+                job_id = d.timer_id,
+                recipient = %d.recipient,
+                attempt = d.attempt,
+                idempotency_key = %d.idempotency_key,
+                lateness_ms = d.fired_at - d.due_at,
+                message = %d.message,
+                "delivered"
+            );
+        } else {
+            tracing::info!(
+                target: "herald::delivery",
+                channel = %self.name,
+                timer_id = d.timer_id,
+                recipient = %d.recipient,
+                attempt = d.attempt,
+                idempotency_key = %d.idempotency_key,
+                lateness_ms = d.fired_at - d.due_at,
+                message = %d.message,
+                "delivered"
+            );
+        }
         SendOutcome::Delivered {
             provider_msgid: None,
             status: None,

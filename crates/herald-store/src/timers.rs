@@ -303,7 +303,9 @@ pub enum WriteResult {
     /// The bit is already set: nothing was written. `bits` is the subscription.
     ReminderExists { bits: u64 },
     /// The reminder would fire at `fire_at`, not after `not_before`: refused.
-    TooLate { fire_at: i64 },
+    /// `start_at` is its subject's start, so the refusal can say whether the
+    /// subject itself has already started.
+    TooLate { fire_at: i64, start_at: i64 },
     /// Bits were cleared (`cleared`, possibly 0 when none of the mask was set);
     /// `remaining` is what the subscription holds now; `cancelled` the timers
     /// that were still pending.

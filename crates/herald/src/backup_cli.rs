@@ -67,6 +67,7 @@ fn sqlite_file(args: &StoreArgs, command: &str) -> anyhow::Result<PathBuf> {
 pub async fn backup(args: BackupArgs) -> anyhow::Result<()> {
     let db = sqlite_file(&args.store, "backup")?;
     let (to, force) = (args.to, args.force);
+    check_target(&to)?;
     tracing::info!(db = %db.display(), to = %to.display(), "backing up");
     let started = std::time::Instant::now();
     let copied = run_blocking({
@@ -119,6 +120,36 @@ pub async fn restore(args: RestoreArgs) -> anyhow::Result<()> {
         "restored"
     );
     print_copied("restored", &from, &copied);
+    Ok(())
+}
+
+/// Refuses a `--to` that cannot be written before anything is copied: the
+/// copy is first written to a temporary file beside it, whose name would
+/// otherwise be the one the error gives.
+fn check_target(to: &Path) -> anyhow::Result<()> {
+    if to.is_dir() {
+        bail!(
+            "--to {} is a directory; name the backup file, such as {}",
+            to.display(),
+            to.join("herald-backup.db").display()
+        );
+    }
+    let dir = match to.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        let what = if dir.exists() {
+            "is not a directory"
+        } else {
+            "does not exist"
+        };
+        bail!(
+            "cannot write the backup {}: its directory {} {what}; create it first",
+            to.display(),
+            dir.display()
+        );
+    }
     Ok(())
 }
 

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use herald_channels::ChannelConfig;
@@ -131,27 +131,34 @@ impl Default for Config {
     }
 }
 
-/// Top-level keys an environment variable may set; other `HERALD_*`
-/// variables (such as `HERALD_CONFIG` itself) are not configuration.
-const ENV_KEYS: &[&str] = &[
-    "listen",
-    "store",
-    "node_id",
-    "shards",
-    "engine",
-    "api",
-    "auth",
-    "store_options",
-    "reminders",
-    "jobs",
-    "retention",
-    "tenants",
-    "telemetry",
-    "routing",
-];
+/// Top-level keys that hold lists (`[[channels]]`): set in the file only,
+/// since an environment variable cannot spell a list of tables.
+pub const FILE_ONLY_KEYS: &[&str] = &["channels", "caps", "rate_limits"];
+
+/// Most passes [`Config::check`] makes, each after setting aside the key
+/// the last one refused; a bound, not a number a real file reaches.
+const MAX_PASSES: usize = 64;
 
 impl Config {
-    pub fn load(file: Option<&Path>) -> anyhow::Result<Config> {
+    /// The top-level keys, as the type itself declares them: read from the
+    /// refusal of a key no configuration has, so the list cannot go stale.
+    pub fn top_level_keys() -> Vec<&'static str> {
+        let probe = BTreeMap::from([("\u{1}", 0)]);
+        match Figment::from(Serialized::defaults(probe)).extract::<Config>() {
+            Err(e) => e
+                .into_iter()
+                .find_map(|e| match e.kind {
+                    figment::error::Kind::UnknownField(_, known) => Some(known.to_vec()),
+                    _ => None,
+                })
+                .unwrap_or_default(),
+            Ok(_) => Vec::new(),
+        }
+    }
+
+    /// Defaults, then the file, then the `HERALD_*` variables that name a
+    /// top-level key (others, such as `HERALD_CONFIG`, are not configuration).
+    pub fn figment(file: Option<&Path>) -> anyhow::Result<Figment> {
         let mut fig = Figment::from(Serialized::defaults(Config::default()));
         if let Some(path) = file {
             if !path.exists() {
@@ -159,17 +166,71 @@ impl Config {
             }
             fig = fig.merge(Toml::file_exact(path));
         }
+        let keys: Vec<&str> = Self::top_level_keys()
+            .into_iter()
+            .filter(|k| !FILE_ONLY_KEYS.contains(k))
+            .collect();
         // figment hands the filter the variable's own (upper-case) spelling.
-        let env = Env::prefixed("HERALD_").split("__").filter(|k| {
+        let env = Env::prefixed("HERALD_").split("__").filter(move |k| {
             let top = k
                 .as_str()
                 .split('.')
                 .next()
                 .unwrap_or("")
                 .to_ascii_lowercase();
-            ENV_KEYS.contains(&top.as_str())
+            keys.contains(&top.as_str())
         });
-        let mut cfg: Config = fig.merge(env).extract().context("invalid configuration")?;
+        Ok(fig.merge(env))
+    }
+
+    pub fn load(file: Option<&Path>) -> anyhow::Result<Config> {
+        Self::check(file).map_err(|problems| match problems.as_slice() {
+            [one] => anyhow::anyhow!("invalid configuration: {one}"),
+            many => anyhow::anyhow!(
+                "invalid configuration, {} problems:\n  {}",
+                many.len(),
+                many.join("\n  ")
+            ),
+        })
+    }
+
+    /// Reads the configuration and lists every problem found, not only the
+    /// first: each refused key is set aside and the rest read again, and
+    /// every check of the values is made. Values are checked only when the
+    /// keys were all read, or set aside as unknown (setting aside a value
+    /// of the wrong type would check its default in its place).
+    pub fn check(file: Option<&Path>) -> Result<Config, Vec<String>> {
+        let fig = Self::figment(file).map_err(|e| vec![format!("{e:#}")])?;
+        let mut problems = Vec::new();
+        let mut only_unknown_keys = true;
+        let mut current = fig.clone();
+        let mut cfg = None;
+        for _ in 0..MAX_PASSES {
+            match current.extract::<Config>() {
+                Ok(c) => {
+                    cfg = Some(c);
+                    break;
+                }
+                Err(e) => {
+                    let mut set_aside = Vec::new();
+                    for one in e {
+                        let key = crate::config_errors::key_of(&one);
+                        problems.push(crate::config_errors::describe(&one, &key, &fig));
+                        if !matches!(one.kind, figment::error::Kind::UnknownField(..)) {
+                            only_unknown_keys = false;
+                        }
+                        set_aside.push(key);
+                    }
+                    match crate::config_errors::without(&current, &set_aside) {
+                        Some(next) => current = next,
+                        None => break,
+                    }
+                }
+            }
+        }
+        let Some(mut cfg) = cfg else {
+            return Err(problems);
+        };
         if cfg.channels.is_empty() {
             cfg.channels.push(ChannelConfig::log("log"));
             // Out of the box, reminders of every type go to the log too.
@@ -177,8 +238,14 @@ impl Config {
                 cfg.reminders.default_channel = Some("log".into());
             }
         }
-        cfg.validate()?;
-        Ok(cfg)
+        if only_unknown_keys {
+            problems.extend(cfg.problems());
+        }
+        if problems.is_empty() {
+            Ok(cfg)
+        } else {
+            Err(problems)
+        }
     }
 
     /// Refuses a reminder route that cannot produce a message its channel
@@ -204,53 +271,81 @@ impl Config {
         Ok(())
     }
 
-    fn validate(&self) -> anyhow::Result<()> {
+    /// Every problem with the values, each in its own words.
+    fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut check = |r: anyhow::Result<()>| {
+            if let Err(e) = r {
+                out.push(format!("{e:#}"));
+            }
+        };
         if self.shards == 0 {
-            bail!("shards must be at least 1");
+            check(Err(anyhow::anyhow!("shards must be at least 1")));
         }
         let mut names = std::collections::HashSet::new();
         for c in &self.channels {
             if !names.insert(c.name()) {
-                bail!("two channels are named {:?}", c.name());
+                check(Err(anyhow::anyhow!(
+                    "two channels are named {:?}",
+                    c.name()
+                )));
             }
         }
-        self.reminders
+        let reminders = self
+            .reminders
             .validate(|c| names.contains(c))
-            .map_err(anyhow::Error::msg)?;
-        self.check_reminder_routes()?;
-        self.auth.validate().map_err(anyhow::Error::msg)?;
-        self.api.validate().map_err(anyhow::Error::msg)?;
-        self.telemetry.validate().map_err(anyhow::Error::msg)?;
-        for (name, t) in &self.tenants {
-            t.validate(name).map_err(anyhow::Error::msg)?;
+            .map_err(anyhow::Error::msg);
+        let reminders_ok = reminders.is_ok();
+        check(reminders);
+        // Routes are read against the reminder settings just checked.
+        if reminders_ok {
+            check(self.check_reminder_routes());
         }
-        self.validate_caps()?;
-        self.validate_routing()?;
+        check(self.auth.validate().map_err(anyhow::Error::msg));
+        check(self.api.validate().map_err(anyhow::Error::msg));
+        check(self.telemetry.validate().map_err(anyhow::Error::msg));
+        for (name, t) in &self.tenants {
+            check(t.validate(name).map_err(anyhow::Error::msg));
+        }
+        check(self.validate_caps());
+        check(self.validate_routing());
         let j = &self.jobs;
         if j.lease_ms < 1_000 || j.lease_guard_ms < 0 || j.lease_guard_ms * 2 >= j.lease_ms {
-            bail!("jobs.lease_ms must be at least 1000 and more than twice jobs.lease_guard_ms");
+            check(Err(anyhow::Error::msg(
+                "jobs.lease_ms must be at least 1000 and more than twice jobs.lease_guard_ms",
+            )));
         }
         if j.segment_size == 0 || j.segment_size > 100_000 {
-            bail!("jobs.segment_size must be 1..=100000");
+            check(Err(anyhow::Error::msg(
+                "jobs.segment_size must be 1..=100000",
+            )));
         }
         if j.max_attempts == 0 || j.record_every == 0 || j.worker_concurrency == 0 {
-            bail!(
-                "jobs.max_attempts, jobs.record_every and jobs.worker_concurrency must be at least 1"
-            );
+            check(Err(anyhow::Error::msg(
+                "jobs.max_attempts, jobs.record_every and jobs.worker_concurrency must be at least 1",
+            )));
         }
         if j.doubt_window == 0 || j.doubt_window > 100_000 {
-            bail!("jobs.doubt_window must be 1..=100000");
+            check(Err(anyhow::Error::msg(
+                "jobs.doubt_window must be 1..=100000",
+            )));
         }
         if self.retention.interval_ms < 1_000 {
-            bail!("retention.interval_ms must be at least 1000");
+            check(Err(anyhow::Error::msg(
+                "retention.interval_ms must be at least 1000",
+            )));
         }
         if !(1..=10_000).contains(&self.retention.batch) {
-            bail!("retention.batch must be between 1 and 10000");
+            check(Err(anyhow::Error::msg(
+                "retention.batch must be between 1 and 10000",
+            )));
         }
         if self.engine.window_ms < 1_000 {
-            bail!("engine.window_ms must be at least 1000");
+            check(Err(anyhow::Error::msg(
+                "engine.window_ms must be at least 1000",
+            )));
         }
-        Ok(())
+        out
     }
 
     /// Checks each `[[caps]]` and `[[rate_limits]]` entry (errors name

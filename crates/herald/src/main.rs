@@ -8,6 +8,9 @@ mod campaign_cli;
 mod channels_cli;
 mod client;
 mod config;
+mod config_check;
+mod config_errors;
+mod env_names;
 mod import;
 mod keys_cli;
 mod listener;
@@ -18,6 +21,7 @@ mod reports_cli;
 mod runtime_spec;
 mod serve;
 mod subscribers_cli;
+mod suggest;
 mod tables;
 mod telemetry;
 mod tenancy;
@@ -130,6 +134,11 @@ enum Cmd {
     Completions {
         /// The shell to complete for.
         shell: clap_complete::Shell,
+    },
+    /// Check the configuration (`config check`) without serving.
+    Config {
+        #[command(subcommand)]
+        cmd: config_check::ConfigCmd,
     },
     /// Copy a live SQLite store (the one `serve` would open) into one file.
     Backup(backup_cli::BackupArgs),
@@ -471,6 +480,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 }
                 served
             }
+            Cmd::Config { cmd } => config_check::run(cmd),
             Cmd::Backup(a) => backup_cli::backup(a).await,
             Cmd::Restore(a) => backup_cli::restore(a).await,
             Cmd::Mock(a) => run_mock(a).await,

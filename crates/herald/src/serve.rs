@@ -1,4 +1,4 @@
-//! `herald serve`: decide the access mode, open the store, start the
+//! `herald serve`: decide the access mode, bind the port, open the store, start the
 //! engine, serve the API, reload the configuration file on SIGHUP, and on
 //! SIGTERM/SIGINT stop taking requests, drain deliveries, and exit.
 
@@ -20,10 +20,24 @@ use crate::config::Config;
 use crate::runtime_spec::{channel_spec, engine_config};
 
 pub async fn run(cfg: Config, file: Option<PathBuf>) -> anyhow::Result<()> {
+    // A misspelt HERALD_* variable would otherwise be ignored without a word.
+    crate::env_names::warn_unknown(file.as_deref());
     // Before anything is opened: a node that must not serve says so at once.
     let admin_key = env_secret(&cfg.auth.admin_key_env, "the admin key")?;
     let mode = Mode::decide(&cfg.listen, admin_key.as_deref(), &cfg.auth.admin_key_env)?;
     let session_secret = session_secret(&cfg.auth, mode)?;
+    // The port next: a node that cannot serve must not migrate the store,
+    // take shards or start sending first.
+    let listener = bind(&cfg.listen).await?;
+    let addr = listener.local_addr()?;
+    if mode == Mode::Open && !addr.ip().is_loopback() {
+        bail!(
+            "listen = {:?} bound {addr}, which is not a loopback address; without an admin \
+             key only loopback is served (set {} to protect this node)",
+            cfg.listen,
+            cfg.auth.admin_key_env
+        );
+    }
     let node_id = cfg.node_id();
     open_file_limit(cfg.api.max_connections);
     let metrics = herald_server::install_metrics().map_err(anyhow::Error::msg)?;
@@ -112,25 +126,13 @@ pub async fn run(cfg: Config, file: Option<PathBuf>) -> anyhow::Result<()> {
         forecasts: Default::default(),
     };
     let app = herald_server::router(state);
-    let listener = tokio::net::TcpListener::bind(&cfg.listen)
-        .await
-        .with_context(|| format!("binding {}", cfg.listen))?;
-    let addr = listener.local_addr()?;
-    if mode == Mode::Open && !addr.ip().is_loopback() {
-        bail!(
-            "listen = {:?} bound {addr}, which is not a loopback address; without an admin \
-             key only loopback is served (set {} to protect this node)",
-            cfg.listen,
-            cfg.auth.admin_key_env
-        );
-    }
     if mode == Mode::Open {
         tracing::warn!(
             %addr,
             admin_key_env = %cfg.auth.admin_key_env,
             "open mode: no admin key is set, so every request is served as tenant default \
-             with every scope, and only loopback Host names are answered; set the admin key \
-             variable to protect this node"
+             with every scope (an API key sent with one is not checked), and only loopback \
+             Host names are answered; set the admin key variable to protect this node"
         );
     }
     tracing::info!(%addr, node_id, store = %RedactedUrl(&cfg.store), shards, ?mode, "herald serving");
@@ -161,6 +163,27 @@ pub async fn run(cfg: Config, file: Option<PathBuf>) -> anyhow::Result<()> {
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The API's listener on `listen`, or an error that says what to change: a
+/// port in use or one the process may not take is a setting to fix.
+async fn bind(listen: &str) -> anyhow::Result<tokio::net::TcpListener> {
+    use std::io::ErrorKind;
+    const CHOOSE: &str = "choose another with listen = \"HOST:PORT\" in the configuration \
+                          file or the HERALD_LISTEN environment variable";
+    match tokio::net::TcpListener::bind(listen).await {
+        Ok(listener) => Ok(listener),
+        Err(e) if e.kind() == ErrorKind::AddrInUse => {
+            bail!("address {listen} is already in use; {CHOOSE}")
+        }
+        Err(e) if e.kind() == ErrorKind::PermissionDenied => {
+            bail!("this process may not listen on {listen} ({e}); {CHOOSE}")
+        }
+        Err(e) if e.kind() == ErrorKind::AddrNotAvailable => {
+            bail!("address {listen} is not an address of this machine ({e}); {CHOOSE}")
+        }
+        Err(e) => Err(e).with_context(|| format!("binding {listen}")),
+    }
 }
 
 /// Reloads the configuration on each SIGHUP, recording it in the audit log

@@ -34,6 +34,7 @@
 
 #[cfg(test)]
 mod calendar_tests;
+mod cron_fields;
 mod on_calendar;
 mod policy;
 mod spec_json;
@@ -295,7 +296,10 @@ impl CronSchedule {
             .year(Year::Disallowed)
             .build()
             .parse(pattern)
-            .map_err(|e| ScheduleError::new("schedule.cron", e.to_string()))?;
+            .map_err(|e| {
+                let why = cron_fields::problem(pattern).unwrap_or_else(|| e.to_string());
+                ScheduleError::new("schedule.cron", why)
+            })?;
         // Bundled, not the host's tzdata: the same rule must give the same instants
         // on every node, and a minimal container may have no /usr/share/zoneinfo.
         let tz = TimeZoneDatabase::bundled().get(timezone).map_err(|e| {

@@ -148,14 +148,20 @@ impl Guard {
             message: "the API key is unknown, revoked or expired",
             reason: Unrecognised::InvalidKey,
         };
+        // Open mode has no keys to check: a key sent anyway (a client set up
+        // for a protected node) is not looked at, and the request is served
+        // as every other one is, as tenant default with every scope.
+        if self.access.mode == Mode::Open {
+            if parts.headers.contains_key(header::AUTHORIZATION) {
+                key_ignored_once();
+            }
+            return Ok(Caller::open());
+        }
         let Some(value) = parts.headers.get(header::AUTHORIZATION) else {
-            return match self.access.mode {
-                Mode::Open => Ok(Caller::open()),
-                Mode::Protected => Err(Refusal::Unauthorized {
-                    message: "this route needs an API key: send Authorization: Bearer <key>",
-                    reason: Unrecognised::NoKey,
-                }),
-            };
+            return Err(Refusal::Unauthorized {
+                message: "this route needs an API key: send Authorization: Bearer <key>",
+                reason: Unrecognised::NoKey,
+            });
         };
         let Some(token) = value.to_str().ok().and_then(bearer) else {
             return Err(Refusal::Unauthorized {
@@ -264,6 +270,19 @@ pub async fn guard(State(g): State<Guard>, req: Request, next: Next) -> Response
         }
         Err(refused) => refused.into_response(),
     }
+}
+
+/// Says once per process that open mode served a request carrying a key
+/// without checking it, so a client that expected its key (and its tenant)
+/// to count learns why it did not.
+fn key_ignored_once() {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    SAID.call_once(|| {
+        tracing::warn!(
+            "a request carried an Authorization header; open mode checks no keys, so it was \
+             served as tenant default with every scope (set the admin key variable to check keys)"
+        );
+    });
 }
 
 #[cfg(test)]

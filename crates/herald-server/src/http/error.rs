@@ -232,17 +232,28 @@ impl IntoResponse for ApiError {
 }
 
 /// Turns a serde error into a field error: the field comes from the path where
-/// there is one, or from the message for missing and unknown fields.
+/// there is one, or from the message for missing and unknown fields. A path
+/// with a part serde could not name (`?`, as in the middle of a broken
+/// object) names no field; a JSON syntax error then names the `body`, and
+/// its message gives the line and column.
 pub fn from_serde(err: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
+    let unnamed = err
+        .path()
+        .iter()
+        .any(|s| matches!(s, serde_path_to_error::Segment::Unknown));
     let path = err.path().to_string();
     let inner = err.into_inner();
     let msg = inner.to_string();
-    let field = if path != "." && !path.is_empty() {
+    let syntax = inner.is_syntax() || inner.is_eof();
+    let named = path != "." && !path.is_empty() && !unnamed;
+    let field = if named {
         Some(path)
+    } else if syntax {
+        Some("body".to_string())
     } else {
         backticked(&msg)
     };
-    let code = if inner.is_syntax() || inner.is_eof() {
+    let code = if syntax {
         "malformed_json"
     } else {
         "invalid_field"

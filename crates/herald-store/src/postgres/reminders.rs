@@ -594,7 +594,10 @@ fn first_steps(seg: &[&NewReminder], seen: &Seen<'_>) -> Result<Vec<Step>> {
                 } else {
                     let fire_at = start.saturating_sub(r.lead_ms);
                     if fire_at <= r.not_before {
-                        Step::Done(WriteResult::TooLate { fire_at })
+                        Step::Done(WriteResult::TooLate {
+                            fire_at,
+                            start_at: start,
+                        })
                     } else {
                         Step::Try { fire_at }
                     }
@@ -864,7 +867,10 @@ async fn renew(tx: &Tx<'_>, r: &NewReminder, start: i64) -> Result<Option<Step>>
     }
     let fire_at = start.saturating_sub(r.lead_ms);
     if fire_at <= r.not_before {
-        return Ok(Some(Step::Done(WriteResult::TooLate { fire_at })));
+        return Ok(Some(Step::Done(WriteResult::TooLate {
+            fire_at,
+            start_at: start,
+        })));
     }
     let stmt = tx
         .prepare_cached(DRAW_TIMER_ID)

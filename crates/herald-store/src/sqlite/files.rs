@@ -74,6 +74,39 @@ pub fn prepare_database_file(db: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// Why the database file `db` cannot be prepared, in terms of the path at
+/// fault: a directory where the file should be, a file where a directory
+/// should be, or a directory Herald may not write in. SQLite's own "unable
+/// to open database file" names none of them.
+pub fn problem(db: &Path, e: &io::Error) -> String {
+    if db.is_dir() {
+        return format!(
+            "{} is a directory; the store URL names the database file, such as sqlite://{}",
+            db.display(),
+            db.join("herald.db").display()
+        );
+    }
+    // From the root down: the first part that exists but is no directory.
+    let mut parts: Vec<&Path> = db.ancestors().skip(1).collect();
+    parts.reverse();
+    if let Some(file) = parts.iter().find(|p| p.exists() && !p.is_dir()) {
+        return format!(
+            "{} is not a directory, so the store {} cannot be created under it",
+            file.display(),
+            db.display()
+        );
+    }
+    if e.kind() == io::ErrorKind::PermissionDenied {
+        // The file itself if it exists, else the deepest directory that does.
+        let at = db
+            .ancestors()
+            .find(|p| !p.as_os_str().is_empty() && p.exists())
+            .unwrap_or(db);
+        return format!("permission denied on {}", at.display());
+    }
+    format!("{}: {e}", db.display())
+}
+
 /// Creates `path` empty and owner-only if it does not exist; tightens it
 /// if it does.
 pub fn create_private_file(path: &Path) -> io::Result<()> {

@@ -119,8 +119,25 @@ impl SqliteStore {
         let max_pages = opts.sqlite.max_page_count;
         let conns = tokio::task::spawn_blocking(move || {
             if !path.as_os_str().is_empty() {
-                files::prepare_database_file(&path).map_err(|e| {
-                    StoreError::unavailable(format!("sqlite: preparing {}: {e}", path.display()))
+                // A directory at the path would be opened fine here and
+                // refused by SQLite without saying why.
+                if path.is_dir() {
+                    let e = std::io::Error::from(std::io::ErrorKind::IsADirectory);
+                    return Err(StoreError::refused("store", files::problem(&path, &e)));
+                }
+                files::prepare_database_file(&path).map_err(|e| match e.kind() {
+                    std::io::ErrorKind::PermissionDenied
+                    | std::io::ErrorKind::NotADirectory
+                    | std::io::ErrorKind::IsADirectory
+                    // A file where a directory of the path should be.
+                    | std::io::ErrorKind::AlreadyExists => {
+                        StoreError::refused("store", files::problem(&path, &e))
+                    }
+                    _ => StoreError::unavailable(format!(
+                        "sqlite: preparing {}: {}",
+                        path.display(),
+                        files::problem(&path, &e)
+                    )),
                 })?;
             }
             let conns = pool::open_file_connections(&path, sync, readers)?;

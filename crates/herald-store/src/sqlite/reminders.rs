@@ -361,7 +361,7 @@ pub(super) fn add_reminder(
     }
     let fire_at = start_at.saturating_sub(r.lead_ms);
     if fire_at <= r.not_before {
-        return Ok(WriteResult::TooLate { fire_at });
+        return Ok(WriteResult::TooLate { fire_at, start_at });
     }
     let NewReminder {
         user_id,

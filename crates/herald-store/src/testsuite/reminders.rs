@@ -245,7 +245,13 @@ pub async fn add_reminder_too_late(store: S) {
     for not_before in [fire_at, fire_at + 1, START + 1] {
         let mut r = reminder("u", "s", 30);
         r.not_before = not_before;
-        assert_eq!(add(&store, r).await, WriteResult::TooLate { fire_at });
+        assert_eq!(
+            add(&store, r).await,
+            WriteResult::TooLate {
+                fire_at,
+                start_at: START
+            }
+        );
     }
     assert!(counts(&store).await.is_empty());
     assert!(subscriptions(&store, "u").await.is_empty());
@@ -1090,7 +1096,8 @@ pub async fn a_fired_reminder_can_be_subscribed_again_after_a_move(store: S) {
     assert_eq!(
         add(&store, again()).await,
         WriteResult::TooLate {
-            fire_at: first.due_at
+            fire_at: first.due_at,
+            start_at: START
         }
     );
     // The subject moves an hour later; the delivered timer stays where it was.

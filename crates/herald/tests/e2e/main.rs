@@ -34,6 +34,7 @@ mod describe;
 mod digests;
 mod disk_full;
 mod edge;
+mod errors_fix;
 mod fallback;
 mod fencing;
 mod flight;

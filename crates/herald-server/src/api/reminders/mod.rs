@@ -462,8 +462,8 @@ fn fallback_route(
         .ok_or_else(|| ApiError::unavailable("the route could not be stored"))
 }
 
-/// What a write result means for one reminder request.
-fn added(result: Option<WriteResult>) -> Result<ReminderJson, ApiError> {
+/// What a write result means for one reminder request made at `now`.
+fn added(result: Option<WriteResult>, now: i64) -> Result<ReminderJson, ApiError> {
     match result {
         Some(WriteResult::Created(t)) => Ok(ReminderJson::from_timer(&t)),
         Some(WriteResult::ReminderExists { .. }) => Err(ApiError::new(
@@ -480,7 +480,20 @@ fn added(result: Option<WriteResult>) -> Result<ReminderJson, ApiError> {
             e.body.field = Some("subject_id".into());
             Err(e)
         }
-        Some(WriteResult::TooLate { fire_at }) => {
+        // No lead helps once the subject itself has started.
+        Some(WriteResult::TooLate { start_at, .. }) if start_at <= now => {
+            let mut e = ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "fire_time_passed",
+                format!(
+                    "the subject already started at {}: a reminder of it can no longer be sent",
+                    format_rfc3339_ms(start_at)
+                ),
+            );
+            e.body.field = Some("subject_id".into());
+            Err(e)
+        }
+        Some(WriteResult::TooLate { fire_at, .. }) => {
             let mut e = ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "fire_time_passed",
@@ -545,7 +558,8 @@ pub async fn create(
     body: Body,
 ) -> Result<Response, ApiError> {
     let bytes = read_body(body, st.api.max_timer_bytes).await?;
-    let r = new_reminder(&bytes, &st, caller.tenant, st.clock.now_ms())?;
+    let now = st.clock.now_ms();
+    let r = new_reminder(&bytes, &st, caller.tenant, now)?;
     // A reminder is a timer: it counts against the tenant's quota.
     if let Err(over) = st.quotas.admit(caller.tenant, 1) {
         return Ok(over.into_response());
@@ -553,7 +567,7 @@ pub async fn create(
     let give_back = |_: &ApiError| st.quotas.give_back(caller.tenant, 1);
     let written = st.engine.submit(vec![WriteOp::AddReminder(r)]).await;
     let mut written = written.map_err(ApiError::from).inspect_err(give_back)?;
-    let json = added(written.pop()).inspect_err(give_back)?;
+    let json = added(written.pop(), now).inspect_err(give_back)?;
     Ok((StatusCode::CREATED, axum::Json(json)).into_response())
 }
 
@@ -584,7 +598,7 @@ impl BulkRoute for ReminderLines<'_> {
     }
 
     fn answer(&self, line: usize, result: WriteResult, out: &mut Vec<u8>) -> bool {
-        let r = added(Some(result));
+        let r = added(Some(result), self.now);
         let answer = match &r {
             Ok(j) => BulkLine {
                 result: LineResult::ok(line, 201),
