@@ -5,7 +5,9 @@ use herald_core::TenantId;
 
 use super::fixtures::DEFAULT_TENANT;
 use super::support::S;
-use crate::{ApiKeyRecord, AuditEntry, AuditFilter, AuditKey, AuditRoute, NewApiKey, NewAuditEntry};
+use crate::{
+    ApiKeyRecord, AuditEntry, AuditFilter, AuditKey, AuditRoute, NewApiKey, NewAuditEntry,
+};
 
 const T0: i64 = 1_700_000_000_000;
 
@@ -177,7 +179,10 @@ fn kept(all: &[AuditEntry], f: &AuditFilter) -> Vec<AuditEntry> {
             Some(AuditRoute::Exact(r)) => &e.route == r,
             Some(AuditRoute::Prefix(p)) => e.route.starts_with(p.as_str()),
         })
-        .filter(|e| f.status.is_none_or(|(lo, hi)| (lo..=hi).contains(&e.status)))
+        .filter(|e| {
+            f.status
+                .is_none_or(|(lo, hi)| (lo..=hi).contains(&e.status))
+        })
         .cloned()
         .collect();
     out.sort_by_key(|e| (e.at, e.id));
@@ -242,7 +247,10 @@ pub async fn audit_pages_in_either_order_and_filtered(store: S) {
     for (got, want) in by_id.iter().zip(&new) {
         assert_eq!(got, &want.clone().into_entry(got.id));
     }
-    assert!(all.windows(2).all(|w| (w[0].at, w[0].id) < (w[1].at, w[1].id)));
+    assert!(
+        all.windows(2)
+            .all(|w| (w[0].at, w[0].id) < (w[1].at, w[1].id))
+    );
     assert_ne!(
         all.iter().map(|e| e.id).collect::<Vec<_>>(),
         by_id.iter().map(|e| e.id).collect::<Vec<_>>(),
