@@ -48,6 +48,7 @@ from .follow_up_body_message import FollowUpBodyMessage
 from .follow_up_body_only import FollowUpBodyOnly
 from .follow_up_json import FollowUpJson
 from .getopenapi_json_response_200 import GetopenapiJsonResponse200
+from .getv_1_audit_order import Getv1AuditOrder
 from .getv_1_jobs_id_sends_outcome import Getv1JobsIdSendsOutcome
 from .getv_1_reports_group_by_item import Getv1ReportsGroupByItem
 from .getv_1_timers_kind import Getv1TimersKind
@@ -75,6 +76,7 @@ from .lease import Lease
 from .live import Live
 from .live_point import LivePoint
 from .node_figures import NodeFigures
+from .node_leases import NodeLeases
 from .node_live import NodeLive
 from .node_shards import NodeShards
 from .on_conflict import OnConflict
@@ -236,6 +238,7 @@ __all__ = (
     "FollowUpBodyOnly",
     "FollowUpJson",
     "GetopenapiJsonResponse200",
+    "Getv1AuditOrder",
     "Getv1JobsIdSendsOutcome",
     "Getv1ReportsGroupByItem",
     "Getv1TimersKind",
@@ -263,6 +266,7 @@ __all__ = (
     "Live",
     "LivePoint",
     "NodeFigures",
+    "NodeLeases",
     "NodeLive",
     "NodeShards",
     "OnConflict",
