@@ -193,19 +193,57 @@ pub trait AccessStore: Send + Sync + 'static {
     /// Appends entries in one transaction, with ids in the order given.
     async fn append_audit(&self, entries: Vec<NewAuditEntry>) -> Result<()>;
 
-    /// Entries of `tenant` (every tenant's when `None`) with `at >= since`,
-    /// ordered by `(at, id)`, at most `limit`. `after_id` continues a listing
-    /// after that entry (the last one of the previous page): only entries
-    /// after it in `(at, id)` order come back; an id that names no entry is
-    /// refused (`what` = `cursor`). Read through an index: never a scan of
-    /// entries before the page.
+    /// A page of the entries `filter` keeps, in its order, at most `limit`.
+    /// `after_id` continues a listing after that entry (the last one of the
+    /// previous page): only entries after it in the listing's order come
+    /// back; an id that names no entry is refused (`what` = `cursor`).
+    /// Read through an index on `(at, id)` (with the tenant first when
+    /// `filter.tenant` is set), walked from the page's start: never a scan
+    /// of entries before the page. The key, route and status are checked on
+    /// the entries of that range, so a filter matching few entries reads
+    /// every entry between two matches.
     async fn list_audit(
         &self,
-        tenant: Option<TenantId>,
-        since: Option<i64>,
+        filter: AuditFilter,
         after_id: Option<i64>,
         limit: usize,
     ) -> Result<Vec<AuditEntry>>;
+}
+
+/// Which audit entries a listing keeps, and in which order. The default
+/// keeps every entry, newest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuditFilter {
+    /// Only this tenant's entries; every tenant's when `None`.
+    pub tenant: Option<TenantId>,
+    /// Only entries with `at >= since`.
+    pub since: Option<i64>,
+    /// Only the entries of this key.
+    pub key: Option<AuditKey>,
+    /// Only entries whose recorded route is this one, or starts so.
+    pub route: Option<AuditRoute>,
+    /// Only entries whose status is in this range (both ends included).
+    pub status: Option<(u16, u16)>,
+    /// Oldest first (`(at, id)` ascending) instead of newest first.
+    pub oldest_first: bool,
+}
+
+/// The key an audit listing is narrowed to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuditKey {
+    /// The stored key with this id (`key_id`).
+    Id(i64),
+    /// Keys recorded under this name (`key_name`; `admin` for the admin key).
+    Name(String),
+}
+
+/// The route an audit listing is narrowed to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuditRoute {
+    /// Exactly this recorded route.
+    Exact(String),
+    /// Recorded routes that start with this text.
+    Prefix(String),
 }
 
 /// The statements both backends run ([`crate::shared_sql::Statement`]).
@@ -241,16 +279,62 @@ pub(crate) mod sql {
         api_key_cols!()
     ));
     pub(crate) const AUDIT_AT: Statement = statement!("SELECT at FROM audit_log WHERE id = $1");
-    /// $1 start at, $2 start id (exclusive), $3 limit.
+    /// What every audit page checks after its index range: $4 since, $5
+    /// key id, $6 key name, $7 exact route, $8 route prefix (each `NULL`: not
+    /// asked), $9 and $10 the status range. The casts give PostgreSQL each
+    /// parameter's type where it meets `IS NULL` first.
+    macro_rules! audit_filters {
+        () => {
+            " AND at >= $4 \
+             AND (CAST($5 AS BIGINT) IS NULL OR key_id = $5) \
+             AND (CAST($6 AS TEXT) IS NULL OR key_name = $6) \
+             AND (CAST($7 AS TEXT) IS NULL OR route = $7) \
+             AND (CAST($8 AS TEXT) IS NULL OR substr(route, 1, length($8)) = $8) \
+             AND status BETWEEN $9 AND $10"
+        };
+    }
+    /// Oldest first: $1 start at, $2 start id (exclusive), $3 limit, then
+    /// [`audit_filters`].
     pub(crate) const AUDIT_ALL: Statement = statement!(concat!(
         "SELECT ",
         audit_cols!(),
-        " FROM audit_log WHERE (at, id) > ($1, $2) ORDER BY at, id LIMIT $3"
+        " FROM audit_log WHERE (at, id) > ($1, $2)",
+        audit_filters!(),
+        " ORDER BY at, id LIMIT $3"
     ));
-    /// $1 start at, $2 start id (exclusive), $3 limit, $4 tenant.
+    /// [`AUDIT_ALL`] of one tenant, $11.
     pub(crate) const AUDIT_TENANT: Statement = statement!(concat!(
         "SELECT ",
         audit_cols!(),
-        " FROM audit_log WHERE tenant_id = $4 AND (at, id) > ($1, $2) ORDER BY at, id LIMIT $3"
+        " FROM audit_log WHERE tenant_id = $11 AND (at, id) > ($1, $2)",
+        audit_filters!(),
+        " ORDER BY at, id LIMIT $3"
     ));
+    /// Newest first: $1 start at, $2 start id (exclusive, from above), $3
+    /// limit, then [`audit_filters`].
+    pub(crate) const AUDIT_ALL_DESC: Statement = statement!(concat!(
+        "SELECT ",
+        audit_cols!(),
+        " FROM audit_log WHERE (at, id) < ($1, $2)",
+        audit_filters!(),
+        " ORDER BY at DESC, id DESC LIMIT $3"
+    ));
+    /// [`AUDIT_ALL_DESC`] of one tenant, $11.
+    pub(crate) const AUDIT_TENANT_DESC: Statement = statement!(concat!(
+        "SELECT ",
+        audit_cols!(),
+        " FROM audit_log WHERE tenant_id = $11 AND (at, id) < ($1, $2)",
+        audit_filters!(),
+        " ORDER BY at DESC, id DESC LIMIT $3"
+    ));
+
+    /// The statement of a listing in this order, of one tenant or all.
+    pub(crate) fn audit_page(oldest_first: bool, one_tenant: bool) -> Statement {
+        match (oldest_first, one_tenant) {
+            (true, false) => AUDIT_ALL,
+            (true, true) => AUDIT_TENANT,
+            (false, false) => AUDIT_ALL_DESC,
+            (false, true) => AUDIT_TENANT_DESC,
+        }
+    }
 }

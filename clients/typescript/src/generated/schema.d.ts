@@ -1371,7 +1371,10 @@ export interface components {
             tags?: string[] | null;
             users?: string[] | null;
         };
-        /** @description `GET /v1/audit`'s answer: a page of entries, oldest first. */
+        /**
+         * @description `GET /v1/audit`'s answer: a page of entries, newest first (oldest first
+         *     with `order=asc`).
+         */
         AuditList: {
             entries: components["schemas"]["EntryJson"][];
             next_cursor?: string | null;
@@ -1504,10 +1507,12 @@ export interface components {
         };
         /** @description `GET /v1/cluster`'s answer. */
         Cluster: {
-            /** Format: int64 */
-            incarnation: number;
+            /** @description This process's incarnation, a 64-bit number as a decimal string. */
+            incarnation: string;
             leases: components["schemas"]["Lease"][];
             node_id: string;
+            /** @description The current leases per node process, by node id and incarnation. */
+            nodes: components["schemas"]["NodeLeases"][];
             /** @description Shards held per node. */
             owners: {
                 [key: string]: number;
@@ -2113,10 +2118,11 @@ export interface components {
             /** Format: int64 */
             epoch: number;
             /**
-             * Format: int64
-             * @description 0 while nobody owns the shard.
+             * @description The owner's incarnation, a 64-bit number as a decimal string
+             *     (JavaScript's numbers would round it); `"0"` while nobody owns the
+             *     shard.
              */
-            incarnation?: number | null;
+            incarnation: string;
             lease_until: string;
             owner?: string | null;
             /** Format: int64 */
@@ -2154,6 +2160,30 @@ export interface components {
             shards: components["schemas"]["NodeShards"];
             /** Format: int64 */
             wheel: number;
+        };
+        /**
+         * @description One node's current leases, summed up: what the lease table says of a
+         *     node process (one per node id and incarnation).
+         */
+        NodeLeases: {
+            /** Format: int64 */
+            epoch_max: number;
+            /**
+             * Format: int64
+             * @description The lowest and highest epoch of those leases.
+             */
+            epoch_min: number;
+            /** @description The process's incarnation, as a decimal string. */
+            incarnation: string;
+            lease_until_max: string;
+            /** @description When the first and the last of those leases run out unless renewed. */
+            lease_until_min: string;
+            node_id: string;
+            /**
+             * Format: int64
+             * @description Shards it holds a current lease on.
+             */
+            shards: number;
         };
         /** @description A node of the cluster, for the admin. */
         NodeLive: {
@@ -3444,6 +3474,14 @@ export interface operations {
                 tenant?: string;
                 /** @description only entries at or after this time */
                 since?: string;
+                /** @description only this key's entries: its id, or the name entries record (admin for the admin key) */
+                key?: string;
+                /** @description only this recorded route (/v1/jobs/{id}:cancel), or with a final * every route starting so (/v1/jobs*) */
+                route?: string;
+                /** @description only this status (404) or class (4xx) */
+                status?: string;
+                /** @description desc (the default): newest first; asc: oldest first */
+                order?: "desc" | "asc";
                 /** @description the `next_cursor` of the previous page */
                 cursor?: number;
                 /** @description rows per page (default 100) */

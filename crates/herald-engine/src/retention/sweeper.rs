@@ -204,7 +204,13 @@ mod tests {
             stop: Arc::new(Stop::default()),
         });
         let task = tokio::spawn(sweeper.clone().run());
-        let count = || async { store.list_audit(None, None, None, 10).await.unwrap().len() };
+        let count = || async {
+            store
+                .list_audit(Default::default(), None, 10)
+                .await
+                .unwrap()
+                .len()
+        };
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert_eq!(count().await, 2, "the lease is another node's");
         clock.advance(61_000);

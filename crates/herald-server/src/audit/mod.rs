@@ -9,6 +9,6 @@ mod recorder;
 mod tally;
 mod writer;
 
-pub use recorder::{Recorder, record};
+pub use recorder::{AuditedTenant, Recorder, record};
 pub use tally::{RefusalKey, UNAUTHENTICATED_REFUSALS};
 pub use writer::{AUDIT_DROPPED, AUDIT_WRITTEN, AuditLog, AuditSettings, AuditWriter};

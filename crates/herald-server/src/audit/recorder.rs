@@ -13,14 +13,15 @@ use axum::extract::{Request, State};
 use axum::http::{Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::Response;
-use herald_core::{Clock, DEFAULT_TENANT};
+use herald_core::{Clock, DEFAULT_TENANT, TenantId};
 use herald_store::NewAuditEntry;
 use http_body_util::BodyExt;
 use serde::Deserialize;
 
 use super::tally::{self, RefusalKey};
 use super::writer::AuditLog;
-use crate::access::{Caller, Unrecognised, Verb};
+use crate::access::{Caller, Policy, Unrecognised, Verb};
+use crate::openapi::operations::{ActionDoc, Docs};
 use crate::routes;
 
 /// Largest `201` body read for its `id`: created records are small; a big
@@ -29,6 +30,13 @@ const MAX_CREATED_BODY: u64 = 64 * 1024;
 
 /// Longest route or resource id kept.
 const MAX_FIELD: usize = 256;
+
+/// The tenant an answer's entry is recorded under when it is not the
+/// caller's: a handler that changes what belongs to another tenant (the
+/// admin making or revoking a tenant's key) puts it on its response, so the
+/// entry shows in that tenant's own audit log.
+#[derive(Clone, Copy, Debug)]
+pub struct AuditedTenant(pub TenantId);
 
 /// What the layer is given.
 #[derive(Clone)]
@@ -65,7 +73,10 @@ pub async fn record(State(r): State<Recorder>, req: Request, next: Next) -> Resp
         at: r.clock.now_ms(),
         key_id: caller.and_then(|c| c.key_id),
         key_name: caller.and_then(|c| c.key_name.clone()),
-        tenant: caller.map_or(DEFAULT_TENANT, |c| c.tenant),
+        tenant: match resp.extensions().get::<AuditedTenant>() {
+            Some(owner) => owner.0,
+            None => caller.map_or(DEFAULT_TENANT, |c| c.tenant),
+        },
         method: method.as_str().to_string(),
         route: route.shown,
         resource_id,
@@ -102,19 +113,35 @@ struct Route {
     shown: String,
 }
 
-/// The route a request went to and the ids in its path (joined by `/`,
-/// each without its `:action`).
+/// The route a request went to and the ids in its path (joined by `/`).
+/// On an action route (`POST /v1/jobs/{id}` serving `/v1/jobs/7:cancel`)
+/// the entry shows the action after the pattern (`/v1/jobs/{id}:cancel`)
+/// and the id without it; an action the route does not know shows as `:*`
+/// (what was sent is not written: any caller could put text there).
 fn route_of(method: &Method, path: &str) -> (Route, Option<String>) {
     match routes::matching(Verb::of(method), path) {
-        Some((policy, values)) => {
-            let ids: Vec<&str> = values
-                .iter()
-                .map(|v| v.split_once(':').map_or(*v, |(id, _)| id))
-                .collect();
-            let resource = (!ids.is_empty()).then(|| bounded(&ids.join("/")));
+        Some((policy, mut values)) => {
+            let mut shown = policy.path.to_string();
+            if let Some(known) = actions_of(&policy)
+                && let Some(last) = values.last_mut()
+            {
+                let (id, action) = match last.split_once(':') {
+                    Some((id, action)) => (id, Some(action)),
+                    None => (*last, None),
+                };
+                *last = id;
+                if let Some(action) = action {
+                    shown.push(':');
+                    match known.iter().find(|a| a.name == action) {
+                        Some(a) => shown.push_str(a.name),
+                        None => shown.push('*'),
+                    }
+                }
+            }
+            let resource = (!values.is_empty()).then(|| bounded(&values.join("/")));
             let route = Route {
                 pattern: Some(policy.path),
-                shown: policy.path.to_string(),
+                shown,
             };
             (route, resource)
         }
@@ -126,6 +153,18 @@ fn route_of(method: &Method, path: &str) -> (Route, Option<String>) {
             (route, None)
         }
     }
+}
+
+/// The actions of an action route (as the route table documents them);
+/// `None` for every other route.
+fn actions_of(policy: &Policy) -> Option<&'static [ActionDoc]> {
+    routes::TABLE
+        .iter()
+        .find(|r| r.policy.verb == policy.verb && r.policy.path == policy.path)
+        .and_then(|r| match r.docs {
+            Docs::Actions(actions) => Some(actions),
+            Docs::One(_) => None,
+        })
 }
 
 /// At most [`MAX_FIELD`] bytes of `s`, cut on a character boundary.
@@ -190,7 +229,7 @@ mod tests {
         let r = |m: Method, p: &str| {
             let (route, resource) = route_of(&m, p);
             if let Some(pattern) = route.pattern {
-                assert_eq!(pattern, route.shown);
+                assert!(route.shown.starts_with(pattern), "{}", route.shown);
             }
             (route.shown, resource)
         };
@@ -204,9 +243,41 @@ mod tests {
             r(Method::DELETE, "/v1/timers/12"),
             ("/v1/timers/{id}".into(), Some("12".into()))
         );
+        // An action route keeps the action it served, and only one it knows.
         assert_eq!(
             r(Method::POST, "/v1/rules/3:disable"),
-            ("/v1/rules/{id}".into(), Some("3".into()))
+            ("/v1/rules/{id}:disable".into(), Some("3".into()))
+        );
+        assert_eq!(
+            r(Method::POST, "/v1/jobs/7:cancel"),
+            ("/v1/jobs/{id}:cancel".into(), Some("7".into()))
+        );
+        assert_eq!(
+            r(Method::POST, "/v1/jobs/7:drop%20table"),
+            ("/v1/jobs/{id}:*".into(), Some("7".into()))
+        );
+        assert_eq!(
+            r(Method::POST, "/v1/jobs/7"),
+            ("/v1/jobs/{id}".into(), Some("7".into()))
+        );
+        assert_eq!(
+            r(Method::POST, "/v1/rules/3/tasks/9:cancel"),
+            (
+                "/v1/rules/{id}/tasks/{task_id}:cancel".into(),
+                Some("3/9".into())
+            )
+        );
+        assert_eq!(
+            r(Method::POST, "/v1/timers:retry"),
+            ("/v1/timers:retry".into(), None)
+        );
+        // Elsewhere a `:` is part of the id.
+        assert_eq!(
+            r(Method::DELETE, "/v1/reminders/alice/s:1"),
+            (
+                "/v1/reminders/{user_id}/{subject_id}".into(),
+                Some("alice/s:1".into())
+            )
         );
         assert_eq!(
             r(Method::DELETE, "/v1/reminders/alice/s-1"),

@@ -221,6 +221,13 @@ mod tests {
         }
     }
 
+    fn oldest_first() -> herald_store::AuditFilter {
+        herald_store::AuditFilter {
+            oldest_first: true,
+            ..Default::default()
+        }
+    }
+
     async fn store() -> Arc<dyn Store> {
         herald_store::open("sqlite::memory:", &Default::default())
             .await
@@ -228,7 +235,10 @@ mod tests {
     }
 
     async fn stored(store: &Arc<dyn Store>) -> Vec<i64> {
-        let all = store.list_audit(None, None, None, 10_000).await.unwrap();
+        let all = store
+            .list_audit(oldest_first(), None, 10_000)
+            .await
+            .unwrap();
         all.iter().map(|e| e.at - 1_000).collect()
     }
 
@@ -310,7 +320,7 @@ mod tests {
         log.refused(key(Unrecognised::InvalidKey), 5_000);
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
         let tallies = loop {
-            let all = store.list_audit(None, None, None, 100).await.unwrap();
+            let all = store.list_audit(oldest_first(), None, 100).await.unwrap();
             if !all.is_empty() {
                 break all;
             }
@@ -331,7 +341,7 @@ mod tests {
         // What is counted after the last interval is written at shutdown.
         log.refused(key(Unrecognised::NoKey), 9_000);
         writer.shutdown().await;
-        let all = store.list_audit(None, None, None, 100).await.unwrap();
+        let all = store.list_audit(oldest_first(), None, 100).await.unwrap();
         assert_eq!(all.len(), 3, "{all:?}");
         assert_eq!((all[2].at, all[2].count), (9_000, 1));
     }

@@ -17,7 +17,7 @@ use crate::api::admin::audit::{AuditList, EntryJson};
 use crate::api::admin::forecast::{BehindJson, ChannelJson as ForecastChannelJson, ForecastJson};
 use crate::api::admin::keys::{CreateKey, KeyCreated, KeyJson, KeyList};
 use crate::api::admin::ops::{
-    ClusterJson, LeaseJson, NodeFiguresJson, NodeShardsJson, StatsJson, StatusJson,
+    ClusterJson, LeaseJson, NodeFiguresJson, NodeLeasesJson, NodeShardsJson, StatsJson, StatusJson,
 };
 use crate::api::admin::overview::{
     ChannelLiveJson, LatenessJson, LiveJson, LivePointJson, NodeLiveJson, OverviewJson,
@@ -244,6 +244,7 @@ pub fn collect(all: &mut Vec<(String, RefOr<Schema>)>) {
     add::<NodeShardsJson>(all);
     add::<ClusterJson>(all);
     add::<LeaseJson>(all);
+    add::<NodeLeasesJson>(all);
     add::<StatusJson>(all);
     add::<ReloadReport>(all);
     add::<OverviewJson>(all);

@@ -63,8 +63,12 @@ async fn state_changes_are_recorded_and_nothing_secret_is() {
         .await;
     assert_eq!(st, StatusCode::FORBIDDEN);
 
-    let entries = api.audit_entries(Some(ADMIN), "", 4).await;
+    let entries = api.audit_entries(Some(ADMIN), "?order=asc", 4).await;
     assert_eq!(entries.len(), 4, "{entries:#?}");
+    // Newest first unless asked otherwise.
+    let mut newest = api.audit_entries(Some(ADMIN), "", 4).await;
+    newest.reverse();
+    assert_eq!(newest, entries);
     let brief: Vec<(&str, &str, Value, u64)> = entries
         .iter()
         .map(|e| {
@@ -139,6 +143,30 @@ async fn entries_page_with_a_cursor() {
         assert!(seen.len() <= 6, "{seen:?}");
     }
     assert_eq!(seen, all);
+    let ids: Vec<i64> = all.iter().map(|e| e["id"].as_i64().unwrap()).collect();
+    assert!(ids.windows(2).all(|w| w[0] > w[1]), "newest first: {ids:?}");
+    // Oldest first pages the same entries the other way.
+    let mut oldest = Vec::new();
+    let mut query = "?limit=2&order=asc".to_string();
+    loop {
+        let (st, page) = api
+            .send(req(
+                Method::GET,
+                &format!("/v1/audit{query}"),
+                Some(ADMIN),
+                None,
+            ))
+            .await;
+        assert_eq!(st, StatusCode::OK, "{page}");
+        oldest.extend(page["entries"].as_array().unwrap().iter().cloned());
+        match page["next_cursor"].as_str() {
+            Some(c) => query = format!("?limit=2&order=asc&cursor={c}"),
+            None => break,
+        }
+        assert!(oldest.len() <= 6, "{oldest:?}");
+    }
+    oldest.reverse();
+    assert_eq!(oldest, all);
     let (st, body) = api
         .send(req(
             Method::GET,
@@ -152,7 +180,19 @@ async fn entries_page_with_a_cursor() {
         (StatusCode::OK, &json!([])),
         "{body}"
     );
-    for bad in ["?limit=0", "?limit=1001", "?cursor=x", "?since=yesterday"] {
+    for (bad, field) in [
+        ("?limit=0", "limit"),
+        ("?limit=1001", "limit"),
+        ("?cursor=x", "cursor"),
+        ("?since=yesterday", "since"),
+        ("?order=up", "order"),
+        ("?status=4x", "status"),
+        ("?status=600", "status"),
+        ("?route=timers", "route"),
+        ("?route=/v1/*/x", "route"),
+        ("?key=", "key"),
+        ("?key=0", "key"),
+    ] {
         let (st, body) = api
             .send(req(
                 Method::GET,
@@ -162,6 +202,7 @@ async fn entries_page_with_a_cursor() {
             ))
             .await;
         assert_eq!(st, StatusCode::BAD_REQUEST, "{bad}: {body}");
+        assert_eq!(body["error"]["field"], field, "{bad}: {body}");
     }
     // A cursor naming no entry (one aged out since the page before) finds
     // nothing to continue after.
@@ -195,12 +236,23 @@ async fn a_read_key_reads_its_own_tenant_only() {
         .as_key(&shop_read, Method::POST, "/v1/timers", Some(timer()))
         .await;
     assert_eq!(st, StatusCode::FORBIDDEN);
-    // All: two key creates by the admin (tenant default) and those two.
+    // All: two key creates by the admin and those two, every one in shop's
+    // own log: the admin gave shop its keys.
     api.audit_entries(Some(ADMIN), "", 4).await;
-    let own = api.audit_entries(Some(&shop_read), "", 2).await;
-    assert_eq!(own.len(), 2, "{own:#?}");
+    let own = api.audit_entries(Some(&shop_read), "", 4).await;
+    assert_eq!(own.len(), 4, "{own:#?}");
     assert!(own.iter().all(|e| e["tenant"] == "shop"), "{own:#?}");
-    let same = api.audit_entries(Some(&shop_read), "?tenant=shop", 2).await;
+    let made: Vec<(&Value, &Value, &Value)> = own
+        .iter()
+        .filter(|e| e["route"] == "/v1/keys")
+        .map(|e| (&e["method"], &e["key_name"], &e["status"]))
+        .collect();
+    assert_eq!(
+        made,
+        [(&json!("POST"), &json!("admin"), &json!(201)); 2],
+        "{own:#?}"
+    );
+    let same = api.audit_entries(Some(&shop_read), "?tenant=shop", 4).await;
     assert_eq!(same, own);
     let (st, body) = api
         .send(req(
@@ -212,7 +264,7 @@ async fn a_read_key_reads_its_own_tenant_only() {
         .await;
     error(st, &body, StatusCode::FORBIDDEN, "forbidden");
     // The admin picks a tenant, or sees them all.
-    let shop = api.audit_entries(Some(ADMIN), "?tenant=shop", 2).await;
+    let shop = api.audit_entries(Some(ADMIN), "?tenant=shop", 4).await;
     assert_eq!(shop, own);
     let (st, body) = api
         .send(req(
@@ -228,6 +280,111 @@ async fn a_read_key_reads_its_own_tenant_only() {
         .send(req(Method::GET, "/v1/audit", Some(&shop_write), None))
         .await;
     error(st, &body, StatusCode::FORBIDDEN, "forbidden");
+    // A revoke by the admin is in shop's log too, not in the default tenant's.
+    let write_id = shop_write.split('_').nth(1).unwrap();
+    let (st, body) = api
+        .as_key(ADMIN, Method::DELETE, &format!("/v1/keys/{write_id}"), None)
+        .await;
+    assert_eq!(st, StatusCode::OK, "{body}");
+    let own = api.audit_entries(Some(&shop_read), "", 5).await;
+    assert_eq!(
+        (&own[0]["method"], &own[0]["route"], &own[0]["tenant"]),
+        (&json!("DELETE"), &json!("/v1/keys/{id}"), &json!("shop")),
+        "{own:#?}"
+    );
+    assert_eq!(own[0]["resource_id"], json!(write_id));
+    let default = api.audit_entries(Some(ADMIN), "?tenant=default", 0).await;
+    assert!(
+        default
+            .iter()
+            .all(|e| e["route"] != "/v1/keys/{id}" && e["route"] != "/v1/keys"),
+        "{default:#?}"
+    );
+}
+
+/// Entries narrowed by key (id or name), route (exact or prefix) and status
+/// (code or class); an action route keeps the action it served, and one it
+/// does not know shows as `:*`.
+#[tokio::test]
+async fn entries_are_filtered_and_actions_kept() {
+    let api = stored_keys_api(Options::default()).await;
+    let (key_id, write) = api
+        .make_key("default", &["write", "read", "campaign"])
+        .await;
+    let (st, _) = api
+        .as_key(&write, Method::POST, "/v1/timers", Some(timer()))
+        .await;
+    assert_eq!(st, StatusCode::CREATED);
+    for path in ["/v1/jobs/424242:cancel", "/v1/jobs/424243:nonsense"] {
+        let (st, body) = api.as_key(&write, Method::POST, path, None).await;
+        assert_eq!(st, StatusCode::NOT_FOUND, "{path}: {body}");
+    }
+    let (st, _) = api
+        .as_key(ADMIN, Method::POST, "/v1/jobs/424244:cancel", None)
+        .await;
+    assert_eq!(st, StatusCode::NOT_FOUND);
+    let all = api.audit_entries(Some(ADMIN), "", 5).await;
+    let brief = |entries: &[Value]| -> Vec<(String, String, u64)> {
+        entries
+            .iter()
+            .map(|e| {
+                (
+                    e["key_name"].as_str().unwrap_or("").to_string(),
+                    e["route"].as_str().unwrap().to_string(),
+                    e["status"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let row = |k: &str, r: &str, s: u64| (k.to_string(), r.to_string(), s);
+    let name = all[1]["key_name"].as_str().unwrap_or("").to_string();
+    assert_eq!(
+        brief(&all),
+        [
+            row("admin", "/v1/jobs/{id}:cancel", 404),
+            row(&name, "/v1/jobs/{id}:*", 404),
+            row(&name, "/v1/jobs/{id}:cancel", 404),
+            row(&name, "/v1/timers", 201),
+            row("admin", "/v1/keys", 201),
+        ]
+    );
+    let filtered = |q: &'static str, want: Vec<usize>| {
+        let all = all.clone();
+        let api = &api;
+        async move {
+            let (st, body) = api
+                .send(req(
+                    Method::GET,
+                    &format!("/v1/audit{q}"),
+                    Some(ADMIN),
+                    None,
+                ))
+                .await;
+            assert_eq!(st, StatusCode::OK, "{q}: {body}");
+            let got = body["entries"].as_array().unwrap().clone();
+            let want: Vec<Value> = want.into_iter().map(|i| all[i].clone()).collect();
+            assert_eq!(got, want, "{q}");
+        }
+    };
+    filtered("?route=/v1/jobs/%7Bid%7D:cancel", vec![0, 2]).await;
+    filtered("?route=/v1/jobs*", vec![0, 1, 2]).await;
+    filtered("?status=4xx", vec![0, 1, 2]).await;
+    filtered("?status=201", vec![3, 4]).await;
+    filtered("?status=2xx&route=/v1/timers", vec![3]).await;
+    filtered("?key=admin", vec![0, 4]).await;
+    filtered("?status=404&key=admin", vec![0]).await;
+    let by_id = format!("?key={key_id}");
+    let (_, body) = api
+        .send(req(
+            Method::GET,
+            &format!("/v1/audit{by_id}"),
+            Some(ADMIN),
+            None,
+        ))
+        .await;
+    assert_eq!(body["entries"], json!(all[1..4]), "{body}");
+    filtered("?key=nobody", vec![]).await;
+    filtered("?order=asc&status=4xx", vec![2, 1, 0]).await;
 }
 
 #[tokio::test]
@@ -280,7 +437,9 @@ async fn refusals_before_a_key_are_tallied_not_logged_one_by_one() {
     let total = flood + 3 + 20;
     let started = Instant::now();
     let entries = loop {
-        let entries = api.audit_entries(Some(ADMIN), "?limit=1000", 2).await;
+        let entries = api
+            .audit_entries(Some(ADMIN), "?limit=1000&order=asc", 2)
+            .await;
         let counted: u64 = entries
             .iter()
             .filter(|e| !e["reason"].is_null())

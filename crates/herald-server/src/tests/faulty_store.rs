@@ -222,7 +222,7 @@ faulty! { AccessStore:
     fn list_api_keys(tenant: Option<TenantId>, after: Option<i64>, limit: usize) -> Result<Vec<ApiKeyRecord>>;
     fn revoke_api_key(id: i64, at: i64) -> Result<Option<ApiKeyRecord>>;
     fn append_audit(entries: Vec<NewAuditEntry>) -> Result<()>;
-    fn list_audit(tenant: Option<TenantId>, since: Option<i64>, after_id: Option<i64>, limit: usize) -> Result<Vec<AuditEntry>>;
+    fn list_audit(filter: herald_store::AuditFilter, after_id: Option<i64>, limit: usize) -> Result<Vec<AuditEntry>>;
 }
 
 faulty! { CapStore:

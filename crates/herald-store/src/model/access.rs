@@ -1,7 +1,7 @@
 //! Tenants, API keys and the audit log.
 
 use super::{Columns, Decode, Reader};
-use crate::{ApiKeyRecord, AuditEntry, Result, StoreError};
+use crate::{ApiKeyRecord, AuditEntry, AuditFilter, AuditKey, AuditRoute, Result, StoreError};
 
 /// An `api_keys` row, as [`ApiKeyRecord`] reads it.
 macro_rules! api_key_cols {
@@ -56,6 +56,53 @@ pub(crate) fn audit_start(since: Option<i64>, cursor: Option<(i64, i64)>) -> (i6
     }
 }
 
+/// The parameters of an audit page ([`crate::access::sql::audit_page`]),
+/// in their order `$1`, `$2`, `$4` to `$10`.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct AuditParams {
+    /// Where the page starts, exclusive, in the listing's order.
+    pub(crate) start: (i64, i64),
+    pub(crate) since: i64,
+    pub(crate) key_id: Option<i64>,
+    pub(crate) key_name: Option<String>,
+    pub(crate) route: Option<String>,
+    pub(crate) route_prefix: Option<String>,
+    pub(crate) status: (i32, i32),
+}
+
+impl AuditParams {
+    /// The parameters of `filter`'s page after the cursor's entry (its `at`
+    /// and id), if any.
+    pub(crate) fn new(filter: &AuditFilter, cursor: Option<(i64, i64)>) -> Self {
+        let start = if filter.oldest_first {
+            audit_start(filter.since, cursor)
+        } else {
+            // Every id is below `i64::MAX`; `since` bounds the other end.
+            cursor.unwrap_or((i64::MAX, i64::MAX))
+        };
+        let (key_id, key_name) = match &filter.key {
+            None => (None, None),
+            Some(AuditKey::Id(id)) => (Some(*id), None),
+            Some(AuditKey::Name(name)) => (None, Some(name.clone())),
+        };
+        let (route, route_prefix) = match &filter.route {
+            None => (None, None),
+            Some(AuditRoute::Exact(r)) => (Some(r.clone()), None),
+            Some(AuditRoute::Prefix(p)) => (None, Some(p.clone())),
+        };
+        let (lo, hi) = filter.status.unwrap_or((0, u16::MAX));
+        AuditParams {
+            start,
+            since: filter.since.unwrap_or(i64::MIN),
+            key_id,
+            key_name,
+            route,
+            route_prefix,
+            status: (i32::from(lo), i32::from(hi)),
+        }
+    }
+}
+
 impl Decode for ApiKeyRecord {
     fn decode<R: Columns + ?Sized>(r: &mut Reader<'_, R>) -> Result<Self> {
         Ok(ApiKeyRecord {
@@ -100,6 +147,28 @@ mod tests {
         assert_eq!(audit_start(Some(5), Some((7, 3))), (7, 3));
         assert_eq!(audit_start(Some(9), Some((7, 3))), (9, i64::MIN));
         assert_eq!(audit_start(Some(7), Some((7, 3))), (7, 3));
+    }
+
+    #[test]
+    fn a_newest_first_page_starts_at_the_top_or_below_the_cursor() {
+        let newest = AuditFilter {
+            since: Some(5),
+            status: Some((400, 499)),
+            key: Some(AuditKey::Name("ci".into())),
+            ..AuditFilter::default()
+        };
+        let p = AuditParams::new(&newest, None);
+        assert_eq!((p.start, p.since), ((i64::MAX, i64::MAX), 5));
+        assert_eq!((p.key_id, p.key_name.as_deref()), (None, Some("ci")));
+        assert_eq!(p.status, (400, 499));
+        assert_eq!(AuditParams::new(&newest, Some((7, 3))).start, (7, 3));
+        let oldest = AuditFilter {
+            oldest_first: true,
+            ..newest
+        };
+        assert_eq!(AuditParams::new(&oldest, None).start, (5, i64::MIN));
+        let any = AuditParams::new(&AuditFilter::default(), None);
+        assert_eq!((any.since, any.status), (i64::MIN, (0, 65_535)));
     }
 
     #[test]

@@ -21,7 +21,7 @@ mod row;
 mod templates;
 mod timers;
 
-pub(crate) use access::{api_key_cols, audit_cols, audit_start, scopes_to_db};
+pub(crate) use access::{AuditParams, api_key_cols, audit_cols, scopes_to_db};
 pub(crate) use calendars::calendar_cols;
 pub(crate) use campaign::{
     audience_cols, job_cols, rule_cols, segment_cols, send_code, send_cols, task_cols, version_cols,

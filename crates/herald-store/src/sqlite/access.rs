@@ -7,9 +7,9 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use super::SqliteStore;
 use super::error::Ctx;
 use crate::access::sql;
-use crate::model::{self, Columns, audit_start, limit_to_db, scopes_to_db, tenant_to_db};
+use crate::model::{self, AuditParams, Columns, limit_to_db, scopes_to_db, tenant_to_db};
 use crate::{
-    AccessStore, ApiKeyRecord, AuditEntry, NewApiKey, NewAuditEntry, Result, refusals,
+    AccessStore, ApiKeyRecord, AuditEntry, AuditFilter, NewApiKey, NewAuditEntry, Result, refusals,
     wall_clock_ms,
 };
 
@@ -107,8 +107,7 @@ fn append_audit(conn: &mut Connection, entries: Vec<NewAuditEntry>) -> Result<()
 
 fn list_audit(
     conn: &mut Connection,
-    tenant: Option<TenantId>,
-    since: Option<i64>,
+    filter: AuditFilter,
     after_id: Option<i64>,
     limit: usize,
 ) -> Result<Vec<AuditEntry>> {
@@ -126,25 +125,32 @@ fn list_audit(
             Some((at.ok_or_else(|| refusals::no_audit_entry(id))?, id))
         }
     };
-    let (at, id) = audit_start(since, cursor);
-    let limit = limit_to_db(limit);
-    let what = "reading the audit log";
-    let page = match tenant {
-        None => query_all(
-            &tx,
-            sql::AUDIT_ALL.sqlite,
-            params![at, id, limit],
-            what,
-            |r| model::decode(r),
-        )?,
-        Some(t) => query_all(
-            &tx,
-            sql::AUDIT_TENANT.sqlite,
-            params![at, id, limit, tenant_to_db(t)],
-            what,
-            |r| model::decode(r),
-        )?,
-    };
+    let p = AuditParams::new(&filter, cursor);
+    let statement = sql::audit_page(filter.oldest_first, filter.tenant.is_some());
+    use rusqlite::types::Value;
+    let mut values: Vec<Value> = vec![
+        p.start.0.into(),
+        p.start.1.into(),
+        limit_to_db(limit).into(),
+        p.since.into(),
+        p.key_id.into(),
+        p.key_name.into(),
+        p.route.into(),
+        p.route_prefix.into(),
+        p.status.0.into(),
+        p.status.1.into(),
+    ];
+    // Only a tenant's statement has a `$11`.
+    if let Some(t) = filter.tenant {
+        values.push(tenant_to_db(t).into());
+    }
+    let page = query_all(
+        &tx,
+        statement.sqlite,
+        rusqlite::params_from_iter(values),
+        "reading the audit log",
+        |r| model::decode(r),
+    )?;
     tx.commit().ctx("ending audit read")?;
     Ok(page)
 }
@@ -241,15 +247,14 @@ impl AccessStore for SqliteStore {
 
     async fn list_audit(
         &self,
-        tenant: Option<TenantId>,
-        since: Option<i64>,
+        filter: AuditFilter,
         after_id: Option<i64>,
         limit: usize,
     ) -> Result<Vec<AuditEntry>> {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        self.read(move |c| list_audit(c, tenant, since, after_id, limit))
+        self.read(move |c| list_audit(c, filter, after_id, limit))
             .await
     }
 }
@@ -267,6 +272,12 @@ mod tests {
             (
                 sql::AUDIT_TENANT.sqlite,
                 "USING INDEX audit_log_tenant (tenant_id=? AND at>?)",
+            ),
+            // Newest first walks the same indexes down from the start.
+            (sql::AUDIT_ALL_DESC.sqlite, "USING INDEX audit_log_at (at"),
+            (
+                sql::AUDIT_TENANT_DESC.sqlite,
+                "USING INDEX audit_log_tenant (tenant_id=? AND at",
             ),
             (
                 sql::TENANT_KEYS.sqlite,

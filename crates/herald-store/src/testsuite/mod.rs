@@ -278,7 +278,11 @@ macro_rules! store_conformance_tests {
             races: []
         );
         $crate::store_conformance_tests!(@area access, $make, $second;
-            cases: [api_keys_page_by_id, audit_tallies_keep_their_count_and_reason]
+            cases: [
+                api_keys_page_by_id,
+                audit_tallies_keep_their_count_and_reason,
+                audit_pages_in_either_order_and_filtered
+            ]
             races: []
         );
         $crate::store_conformance_tests!(@area campaigns, $make, $second;

@@ -334,7 +334,7 @@ pub async fn old_audit_entries_go(store: S) {
         5
     );
     let left = store
-        .list_audit(None, None, None, 100)
+        .list_audit(Default::default(), None, 100)
         .await
         .expect("list_audit");
     assert_eq!(left.iter().map(|e| e.at).collect::<Vec<_>>(), [CUTOFF]);

@@ -436,6 +436,117 @@ async fn visit(b: &Browser, base: &str, path: &str, needle: &str, name: &str) {
     b.screenshot(name).await;
 }
 
+/// The cluster page: one row per node process with its shards and its
+/// incarnation exactly as the API sends it (a decimal string: as a
+/// JavaScript number its last digits would be lost), and the lease table
+/// folded behind a toggle.
+async fn cluster_per_node(b: &Browser, api: &Api) {
+    let c = api.get("/v1/cluster").await;
+    let incarnation = c["incarnation"].as_str().expect("incarnation as a string");
+    assert!(incarnation.parse::<i64>().is_ok(), "{c}");
+    b.wait_text(incarnation).await;
+    let nodes = c["nodes"].as_array().expect("nodes");
+    assert_eq!(nodes.len(), 1, "{c}");
+    let rows = b
+        .run(
+            "return Array.from(document.querySelectorAll('table.nodes tbody tr[data-node]'))
+               .map(function (tr) { return Array.from(tr.children).map(function (td) { return td.innerText; }); });",
+            json!([]),
+        )
+        .await;
+    let rows = rows.as_array().expect("rows").clone();
+    assert_eq!(rows.len(), 1, "one row per node: {rows:?}");
+    let node = &nodes[0];
+    assert_eq!(rows[0][0], node["node_id"], "{rows:?}");
+    assert_eq!(rows[0][1], node["shards"].to_string().as_str(), "{rows:?}");
+    assert_eq!(rows[0][4], node["incarnation"], "{rows:?}");
+    assert_eq!(node["incarnation"], c["incarnation"], "{c}");
+    assert_eq!(
+        node["shards"], c["shards"],
+        "one node holds every shard: {c}"
+    );
+    // Every lease is on the page, behind a toggle that starts closed.
+    let leases = b
+        .run(
+            "var d = document.getElementById('lease-table');
+             return [d.open, d.querySelectorAll('table.leases tbody tr').length];",
+            json!([]),
+        )
+        .await;
+    assert_eq!(
+        leases,
+        json!([false, c["leases"].as_array().unwrap().len()])
+    );
+}
+
+/// The audit page filtered through its form shows only the entries that
+/// match, newest first, as the API lists them; an action keeps its name.
+async fn audit_filtered(b: &Browser, api: &Api) {
+    // Cancels of jobs that do not exist, and an action no job knows.
+    for path in [
+        "/v1/jobs/999991:cancel",
+        "/v1/jobs/999992:cancel",
+        "/v1/jobs/999993:nonsense",
+    ] {
+        let (st, body) = api.call(reqwest::Method::POST, path, None).await;
+        assert_eq!(st, 404, "{path}: {body}");
+    }
+    let wanted = "/v1/audit?route=/v1/jobs*&status=4xx";
+    eventually("the refused cancels in the audit log", || async {
+        let v = api.get(wanted).await;
+        v["entries"].as_array().map_or(0, Vec::len) >= 3
+    })
+    .await;
+    let listed = api.get(wanted).await;
+    let entries = listed["entries"].as_array().unwrap();
+    let want: Vec<(String, String)> = entries
+        .iter()
+        .map(|e| {
+            (
+                e["id"].to_string(),
+                format!("POST {}", e["route"].as_str().unwrap()),
+            )
+        })
+        .collect();
+    assert_eq!(
+        want[..3].iter().map(|w| w.1.as_str()).collect::<Vec<_>>(),
+        [
+            "POST /v1/jobs/{id}:*",
+            "POST /v1/jobs/{id}:cancel",
+            "POST /v1/jobs/{id}:cancel"
+        ],
+        "newest first, the action kept (an unknown one as :*): {listed}"
+    );
+    b.set_value("#f-route", "/v1/jobs*").await;
+    b.set_value("#f-status", "4xx").await;
+    b.click("#audit-filter button").await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    let shown = loop {
+        let rows = b
+            .run(
+                "return Array.from(document.querySelectorAll('#audit-list tr[data-id]'))
+                   .map(function (tr) { return [tr.getAttribute('data-id'), tr.getAttribute('data-status'), tr.children[3].innerText]; });",
+                json!([]),
+            )
+            .await;
+        let rows: Vec<Vec<String>> = serde_json::from_value(rows).unwrap_or_default();
+        if rows.len() == want.len() {
+            break rows;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the filtered page shows {rows:?}, the API {want:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    for (row, (id, action)) in shown.iter().zip(&want) {
+        assert_eq!((&row[0], &row[2]), (id, action), "{shown:?}");
+        assert!(row[1].starts_with('4'), "{shown:?}");
+    }
+    let ids: Vec<i64> = shown.iter().map(|r| r[0].parse().unwrap()).collect();
+    assert!(ids.windows(2).all(|w| w[0] > w[1]), "newest first: {ids:?}");
+}
+
 /// Every page with the data `seed` made, and (when `act`) the console's
 /// actions, checked through the API.
 async fn pages(b: &Browser, api: &Api, s: &Seeded, act: bool, shot: &str) {
@@ -455,7 +566,9 @@ async fn pages(b: &Browser, api: &Api, s: &Seeded, act: bool, shot: &str) {
     assert!(errors.is_empty(), "forecast: {errors:?}");
 
     visit(b, base, "/ui/cluster", "shards", &shot("cluster")).await;
+    cluster_per_node(b, api).await;
     visit(b, base, "/ui/audit", "POST", &shot("audit")).await;
+    audit_filtered(b, api).await;
 
     // Channels: the configured ones; pause through the console.
     visit(b, base, "/ui/channels", "broken", &shot("channels")).await;

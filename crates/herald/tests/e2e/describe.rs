@@ -1385,6 +1385,16 @@ async fn every_route_answers_as_the_document_says() {
     api.expect(200, "GET", "/v1/audit", "/v1/audit", None).await;
     api.expect(400, "GET", "/v1/audit", "/v1/audit?limit=0", None)
         .await;
+    api.expect(
+        200,
+        "GET",
+        "/v1/audit",
+        "/v1/audit?route=/v1/keys*&status=2xx&key=admin&order=asc",
+        None,
+    )
+    .await;
+    api.expect(400, "GET", "/v1/audit", "/v1/audit?status=9xx", None)
+        .await;
 
     // Operations.
     api.expect(200, "GET", "/v1/stats", "/v1/stats", None).await;

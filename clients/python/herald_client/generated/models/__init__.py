@@ -47,11 +47,8 @@ from .follow_up_body import FollowUpBody
 from .follow_up_body_message import FollowUpBodyMessage
 from .follow_up_body_only import FollowUpBodyOnly
 from .follow_up_json import FollowUpJson
-from .forecast import Forecast
-from .forecast_behind import ForecastBehind
-from .forecast_channel import ForecastChannel
 from .getopenapi_json_response_200 import GetopenapiJsonResponse200
-from .getv_1_forecast_horizon import Getv1ForecastHorizon
+from .getv_1_audit_order import Getv1AuditOrder
 from .getv_1_jobs_id_sends_outcome import Getv1JobsIdSendsOutcome
 from .getv_1_reports_group_by_item import Getv1ReportsGroupByItem
 from .getv_1_timers_kind import Getv1TimersKind
@@ -79,6 +76,7 @@ from .lease import Lease
 from .live import Live
 from .live_point import LivePoint
 from .node_figures import NodeFigures
+from .node_leases import NodeLeases
 from .node_live import NodeLive
 from .node_shards import NodeShards
 from .on_conflict import OnConflict
@@ -239,11 +237,8 @@ __all__ = (
     "FollowUpBodyMessage",
     "FollowUpBodyOnly",
     "FollowUpJson",
-    "Forecast",
-    "ForecastBehind",
-    "ForecastChannel",
     "GetopenapiJsonResponse200",
-    "Getv1ForecastHorizon",
+    "Getv1AuditOrder",
     "Getv1JobsIdSendsOutcome",
     "Getv1ReportsGroupByItem",
     "Getv1TimersKind",
@@ -271,6 +266,7 @@ __all__ = (
     "Live",
     "LivePoint",
     "NodeFigures",
+    "NodeLeases",
     "NodeLive",
     "NodeShards",
     "OnConflict",

@@ -17,11 +17,12 @@ T = TypeVar("T", bound="AuditList")
 
 @_attrs_define
 class AuditList:
-    """`GET /v1/audit`'s answer: a page of entries, oldest first.
+    """`GET /v1/audit`'s answer: a page of entries, newest first (oldest first
+    with `order=asc`).
 
-    Attributes:
-        entries (list[EntryJson]):
-        next_cursor (None | str | Unset):
+        Attributes:
+            entries (list[EntryJson]):
+            next_cursor (None | str | Unset):
     """
 
     entries: list[EntryJson]

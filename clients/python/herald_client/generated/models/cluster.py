@@ -9,6 +9,7 @@ from attrs import field as _attrs_field
 if TYPE_CHECKING:
     from ..models.cluster_owners import ClusterOwners
     from ..models.lease import Lease
+    from ..models.node_leases import NodeLeases
 
 
 T = TypeVar("T", bound="Cluster")
@@ -19,17 +20,19 @@ class Cluster:
     """`GET /v1/cluster`'s answer.
 
     Attributes:
-        incarnation (int):
+        incarnation (str): This process's incarnation, a 64-bit number as a decimal string.
         leases (list[Lease]):
         node_id (str):
+        nodes (list[NodeLeases]): The current leases per node process, by node id and incarnation.
         owners (ClusterOwners): Shards held per node.
         shards (int):
         unowned (int):
     """
 
-    incarnation: int
+    incarnation: str
     leases: list[Lease]
     node_id: str
+    nodes: list[NodeLeases]
     owners: ClusterOwners
     shards: int
     unowned: int
@@ -45,6 +48,11 @@ class Cluster:
 
         node_id = self.node_id
 
+        nodes = []
+        for nodes_item_data in self.nodes:
+            nodes_item = nodes_item_data.to_dict()
+            nodes.append(nodes_item)
+
         owners = self.owners.to_dict()
 
         shards = self.shards
@@ -58,6 +66,7 @@ class Cluster:
                 "incarnation": incarnation,
                 "leases": leases,
                 "node_id": node_id,
+                "nodes": nodes,
                 "owners": owners,
                 "shards": shards,
                 "unowned": unowned,
@@ -70,6 +79,7 @@ class Cluster:
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.cluster_owners import ClusterOwners
         from ..models.lease import Lease
+        from ..models.node_leases import NodeLeases
 
         d = dict(src_dict)
         incarnation = d.pop("incarnation")
@@ -83,6 +93,13 @@ class Cluster:
 
         node_id = d.pop("node_id")
 
+        nodes = []
+        _nodes = d.pop("nodes")
+        for nodes_item_data in _nodes:
+            nodes_item = NodeLeases.from_dict(nodes_item_data)
+
+            nodes.append(nodes_item)
+
         owners = ClusterOwners.from_dict(d.pop("owners"))
 
         shards = d.pop("shards")
@@ -93,6 +110,7 @@ class Cluster:
             incarnation=incarnation,
             leases=leases,
             node_id=node_id,
+            nodes=nodes,
             owners=owners,
             shards=shards,
             unowned=unowned,

@@ -17,31 +17,29 @@ class Lease:
 
     Attributes:
         epoch (int):
+        incarnation (str): The owner's incarnation, a 64-bit number as a decimal string
+            (JavaScript's numbers would round it); `"0"` while nobody owns the
+            shard.
         lease_until (str):
         shard (int):
-        incarnation (int | None | Unset): 0 while nobody owns the shard.
         owner (None | str | Unset):
     """
 
     epoch: int
+    incarnation: str
     lease_until: str
     shard: int
-    incarnation: int | None | Unset = UNSET
     owner: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         epoch = self.epoch
 
+        incarnation = self.incarnation
+
         lease_until = self.lease_until
 
         shard = self.shard
-
-        incarnation: int | None | Unset
-        if isinstance(self.incarnation, Unset):
-            incarnation = UNSET
-        else:
-            incarnation = self.incarnation
 
         owner: None | str | Unset
         if isinstance(self.owner, Unset):
@@ -54,12 +52,11 @@ class Lease:
         field_dict.update(
             {
                 "epoch": epoch,
+                "incarnation": incarnation,
                 "lease_until": lease_until,
                 "shard": shard,
             }
         )
-        if incarnation is not UNSET:
-            field_dict["incarnation"] = incarnation
         if owner is not UNSET:
             field_dict["owner"] = owner
 
@@ -70,18 +67,11 @@ class Lease:
         d = dict(src_dict)
         epoch = d.pop("epoch")
 
+        incarnation = d.pop("incarnation")
+
         lease_until = d.pop("lease_until")
 
         shard = d.pop("shard")
-
-        def _parse_incarnation(data: object) -> int | None | Unset:
-            if data is None:
-                return data
-            if isinstance(data, Unset):
-                return data
-            return cast(int | None | Unset, data)
-
-        incarnation = _parse_incarnation(d.pop("incarnation", UNSET))
 
         def _parse_owner(data: object) -> None | str | Unset:
             if data is None:
@@ -94,9 +84,9 @@ class Lease:
 
         lease = cls(
             epoch=epoch,
+            incarnation=incarnation,
             lease_until=lease_until,
             shard=shard,
-            incarnation=incarnation,
             owner=owner,
         )
 

@@ -32,12 +32,35 @@ pub(crate) const AUDIT_LIST: Doc = Doc::new(
     q("tenant", "admin: this tenant's; a key: its own", TENANT),
     q("since", "only entries at or after this time", Takes::Time),
     q(
+        "key",
+        "only this key's entries: its id, or the name entries record (admin for the admin key)",
+        Takes::Label(64),
+    ),
+    q(
+        "route",
+        "only this recorded route (/v1/jobs/{id}:cancel), or with a final * every route starting so (/v1/jobs*)",
+        Takes::Pattern(AUDIT_ROUTE_PATTERN),
+    ),
+    q(
+        "status",
+        "only this status (404) or class (4xx)",
+        Takes::Pattern("^[1-5]([0-9][0-9]|[xX][xX])$"),
+    ),
+    q(
+        "order",
+        "desc (the default): newest first; asc: oldest first",
+        Takes::Word(&["desc", "asc"]),
+    ),
+    q(
         "cursor",
         crate::openapi::operations::CURSOR_DOC,
         Takes::Int(1, BIG),
     ),
     LIMIT,
 ]);
+/// `route=` of `GET /v1/audit`: `*` (folded tallies), a pattern, or a
+/// pattern's start and a final `*`.
+const AUDIT_ROUTE_PATTERN: &str = "^(\\*|/[^*]{0,255}\\*?)$";
 
 // Operations.
 pub(crate) const REPORT: Doc = Doc::new(

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::access::{KeySecret, Scopes};
 use crate::api::admin::audit::{named_tenant, tenant_label, tenant_names};
+use crate::audit::AuditedTenant;
 use crate::http::error::{ApiError, store_err};
 use crate::http::json_body;
 use crate::http::pagination::ASCENDING;
@@ -138,6 +139,7 @@ pub async fn create(
         "API key created"
     );
     let names = HashMap::from([(tenant, tenant_name)]);
+    let owner = AuditedTenant(tenant);
     let key = secret.key(record.id);
     let KeyJson {
         id,
@@ -161,6 +163,8 @@ pub async fn create(
     // The one answer that holds a secret: keep it out of caches.
     resp.headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    // The key's tenant sees in its own audit log that it was given a key.
+    resp.extensions_mut().insert(owner);
     Ok(resp)
 }
 
@@ -251,5 +255,9 @@ pub async fn revoke(
     st.access.keys().forget(id);
     tracing::info!(key_id = id, "API key revoked");
     let names = tenant_names(&st).await?;
-    Ok(axum::Json(KeyJson::new(record, &names)).into_response())
+    let owner = AuditedTenant(record.tenant);
+    let mut resp = axum::Json(KeyJson::new(record, &names)).into_response();
+    // The key's tenant sees in its own audit log that its key was revoked.
+    resp.extensions_mut().insert(owner);
+    Ok(resp)
 }

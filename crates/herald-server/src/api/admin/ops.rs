@@ -218,9 +218,28 @@ pub(crate) struct LeaseJson {
     owner: Option<String>,
     lease_until: String,
     epoch: i64,
-    /// 0 while nobody owns the shard.
-    #[schema(value_type = Option<i64>)]
-    incarnation: i64,
+    /// The owner's incarnation, a 64-bit number as a decimal string
+    /// (JavaScript's numbers would round it); `"0"` while nobody owns the
+    /// shard.
+    incarnation: String,
+}
+
+/// One node's current leases, summed up: what the lease table says of a
+/// node process (one per node id and incarnation).
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = NodeLeases)]
+pub(crate) struct NodeLeasesJson {
+    node_id: String,
+    /// The process's incarnation, as a decimal string.
+    incarnation: String,
+    /// Shards it holds a current lease on.
+    shards: u64,
+    /// The lowest and highest epoch of those leases.
+    epoch_min: i64,
+    epoch_max: i64,
+    /// When the first and the last of those leases run out unless renewed.
+    lease_until_min: String,
+    lease_until_max: String,
 }
 
 /// `GET /v1/cluster`'s answer.
@@ -228,12 +247,22 @@ pub(crate) struct LeaseJson {
 #[schema(as = Cluster)]
 pub(crate) struct ClusterJson {
     node_id: String,
-    incarnation: i64,
+    /// This process's incarnation, a 64-bit number as a decimal string.
+    incarnation: String,
     shards: u64,
     /// Shards held per node.
     owners: BTreeMap<String, u64>,
     unowned: u64,
+    /// The current leases per node process, by node id and incarnation.
+    nodes: Vec<NodeLeasesJson>,
     leases: Vec<LeaseJson>,
+}
+
+/// A node process's current leases, while they are gathered.
+struct Held {
+    shards: u64,
+    epochs: (i64, i64),
+    until: (i64, i64),
 }
 
 /// Who owns which shards, from the store's lease table: the cluster as every
@@ -242,6 +271,7 @@ pub async fn cluster(State(st): State<AppState>, _: NoQuery) -> Result<Response,
     let leases = st.engine.store().shard_leases().await?;
     let now = st.clock.now_ms();
     let mut owners: BTreeMap<String, u64> = BTreeMap::new();
+    let mut held: BTreeMap<(String, i64), Held> = BTreeMap::new();
     let mut unowned = u64::from(st.engine.shards());
     for l in &leases {
         if let Some(o) = &l.owner
@@ -249,24 +279,46 @@ pub async fn cluster(State(st): State<AppState>, _: NoQuery) -> Result<Response,
         {
             *owners.entry(o.clone()).or_default() += 1;
             unowned -= 1;
+            let h = held.entry((o.clone(), l.incarnation)).or_insert(Held {
+                shards: 0,
+                epochs: (l.epoch, l.epoch),
+                until: (l.lease_until, l.lease_until),
+            });
+            h.shards += 1;
+            h.epochs = (h.epochs.0.min(l.epoch), h.epochs.1.max(l.epoch));
+            h.until = (h.until.0.min(l.lease_until), h.until.1.max(l.lease_until));
         }
     }
+    let time = herald_core::time::format_rfc3339_ms;
+    let nodes = held
+        .into_iter()
+        .map(|((node_id, incarnation), h)| NodeLeasesJson {
+            node_id,
+            incarnation: incarnation.to_string(),
+            shards: h.shards,
+            epoch_min: h.epochs.0,
+            epoch_max: h.epochs.1,
+            lease_until_min: time(h.until.0),
+            lease_until_max: time(h.until.1),
+        })
+        .collect();
     let leases = leases
         .into_iter()
         .map(|l| LeaseJson {
             shard: u64::from(l.shard),
             owner: l.owner,
-            lease_until: herald_core::time::format_rfc3339_ms(l.lease_until),
+            lease_until: time(l.lease_until),
             epoch: l.epoch,
-            incarnation: l.incarnation,
+            incarnation: l.incarnation.to_string(),
         })
         .collect();
     Ok(axum::Json(ClusterJson {
         node_id: st.engine.node_id().to_string(),
-        incarnation: st.engine.incarnation(),
+        incarnation: st.engine.incarnation().to_string(),
         shards: u64::from(st.engine.shards()),
         owners,
         unowned,
+        nodes,
         leases,
     })
     .into_response())

@@ -8,6 +8,7 @@ from ... import errors
 from ...client import AuthenticatedClient, Client
 from ...models.audit_list import AuditList
 from ...models.error_response import ErrorResponse
+from ...models.getv_1_audit_order import Getv1AuditOrder
 from ...types import UNSET, Response, Unset
 
 
@@ -15,6 +16,10 @@ def _get_kwargs(
     *,
     tenant: str | Unset = UNSET,
     since: datetime.datetime | Unset = UNSET,
+    key: str | Unset = UNSET,
+    route: str | Unset = UNSET,
+    status: str | Unset = UNSET,
+    order: Getv1AuditOrder | Unset = UNSET,
     cursor: int | Unset = UNSET,
     limit: int | Unset = UNSET,
 ) -> dict[str, Any]:
@@ -27,6 +32,18 @@ def _get_kwargs(
     if not isinstance(since, Unset):
         json_since = since.isoformat()
     params["since"] = json_since
+
+    params["key"] = key
+
+    params["route"] = route
+
+    params["status"] = status
+
+    json_order: str | Unset = UNSET
+    if not isinstance(order, Unset):
+        json_order = order
+
+    params["order"] = json_order
 
     params["cursor"] = cursor
 
@@ -83,6 +100,10 @@ def sync_detailed(
     client: AuthenticatedClient,
     tenant: str | Unset = UNSET,
     since: datetime.datetime | Unset = UNSET,
+    key: str | Unset = UNSET,
+    route: str | Unset = UNSET,
+    status: str | Unset = UNSET,
+    order: Getv1AuditOrder | Unset = UNSET,
     cursor: int | Unset = UNSET,
     limit: int | Unset = UNSET,
 ) -> Response[AuditList | ErrorResponse]:
@@ -93,6 +114,10 @@ def sync_detailed(
     Args:
         tenant (str | Unset):
         since (datetime.datetime | Unset):
+        key (str | Unset):
+        route (str | Unset):
+        status (str | Unset):
+        order (Getv1AuditOrder | Unset):
         cursor (int | Unset):
         limit (int | Unset):
 
@@ -107,6 +132,10 @@ def sync_detailed(
     kwargs = _get_kwargs(
         tenant=tenant,
         since=since,
+        key=key,
+        route=route,
+        status=status,
+        order=order,
         cursor=cursor,
         limit=limit,
     )
@@ -123,6 +152,10 @@ def sync(
     client: AuthenticatedClient,
     tenant: str | Unset = UNSET,
     since: datetime.datetime | Unset = UNSET,
+    key: str | Unset = UNSET,
+    route: str | Unset = UNSET,
+    status: str | Unset = UNSET,
+    order: Getv1AuditOrder | Unset = UNSET,
     cursor: int | Unset = UNSET,
     limit: int | Unset = UNSET,
 ) -> AuditList | ErrorResponse | None:
@@ -133,6 +166,10 @@ def sync(
     Args:
         tenant (str | Unset):
         since (datetime.datetime | Unset):
+        key (str | Unset):
+        route (str | Unset):
+        status (str | Unset):
+        order (Getv1AuditOrder | Unset):
         cursor (int | Unset):
         limit (int | Unset):
 
@@ -148,6 +185,10 @@ def sync(
         client=client,
         tenant=tenant,
         since=since,
+        key=key,
+        route=route,
+        status=status,
+        order=order,
         cursor=cursor,
         limit=limit,
     ).parsed
@@ -158,6 +199,10 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     tenant: str | Unset = UNSET,
     since: datetime.datetime | Unset = UNSET,
+    key: str | Unset = UNSET,
+    route: str | Unset = UNSET,
+    status: str | Unset = UNSET,
+    order: Getv1AuditOrder | Unset = UNSET,
     cursor: int | Unset = UNSET,
     limit: int | Unset = UNSET,
 ) -> Response[AuditList | ErrorResponse]:
@@ -168,6 +213,10 @@ async def asyncio_detailed(
     Args:
         tenant (str | Unset):
         since (datetime.datetime | Unset):
+        key (str | Unset):
+        route (str | Unset):
+        status (str | Unset):
+        order (Getv1AuditOrder | Unset):
         cursor (int | Unset):
         limit (int | Unset):
 
@@ -182,6 +231,10 @@ async def asyncio_detailed(
     kwargs = _get_kwargs(
         tenant=tenant,
         since=since,
+        key=key,
+        route=route,
+        status=status,
+        order=order,
         cursor=cursor,
         limit=limit,
     )
@@ -196,6 +249,10 @@ async def asyncio(
     client: AuthenticatedClient,
     tenant: str | Unset = UNSET,
     since: datetime.datetime | Unset = UNSET,
+    key: str | Unset = UNSET,
+    route: str | Unset = UNSET,
+    status: str | Unset = UNSET,
+    order: Getv1AuditOrder | Unset = UNSET,
     cursor: int | Unset = UNSET,
     limit: int | Unset = UNSET,
 ) -> AuditList | ErrorResponse | None:
@@ -206,6 +263,10 @@ async def asyncio(
     Args:
         tenant (str | Unset):
         since (datetime.datetime | Unset):
+        key (str | Unset):
+        route (str | Unset):
+        status (str | Unset):
+        order (Getv1AuditOrder | Unset):
         cursor (int | Unset):
         limit (int | Unset):
 
@@ -222,6 +283,10 @@ async def asyncio(
             client=client,
             tenant=tenant,
             since=since,
+            key=key,
+            route=route,
+            status=status,
+            order=order,
             cursor=cursor,
             limit=limit,
         )
