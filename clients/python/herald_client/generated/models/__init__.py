@@ -47,8 +47,12 @@ from .follow_up_body import FollowUpBody
 from .follow_up_body_message import FollowUpBodyMessage
 from .follow_up_body_only import FollowUpBodyOnly
 from .follow_up_json import FollowUpJson
+from .forecast import Forecast
+from .forecast_behind import ForecastBehind
+from .forecast_channel import ForecastChannel
 from .getopenapi_json_response_200 import GetopenapiJsonResponse200
 from .getv_1_audit_order import Getv1AuditOrder
+from .getv_1_forecast_horizon import Getv1ForecastHorizon
 from .getv_1_jobs_id_sends_outcome import Getv1JobsIdSendsOutcome
 from .getv_1_reports_group_by_item import Getv1ReportsGroupByItem
 from .getv_1_timers_kind import Getv1TimersKind
@@ -237,8 +241,12 @@ __all__ = (
     "FollowUpBodyMessage",
     "FollowUpBodyOnly",
     "FollowUpJson",
+    "Forecast",
+    "ForecastBehind",
+    "ForecastChannel",
     "GetopenapiJsonResponse200",
     "Getv1AuditOrder",
+    "Getv1ForecastHorizon",
     "Getv1JobsIdSendsOutcome",
     "Getv1ReportsGroupByItem",
     "Getv1TimersKind",
