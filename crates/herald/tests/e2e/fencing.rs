@@ -63,7 +63,14 @@ async fn a_stalled_process_is_fenced_off_by_a_new_one_under_its_node_id() {
     let (sink_old, sink_new) = (Mock::start(&[]).await, Mock::start(&[]).await);
     let old = start_n1(&store, &sink_old.hook()).await;
     let old_inc = old.get("/v1/cluster").await.1["incarnation"].clone();
-    assert!(old_inc.as_i64().is_some_and(|i| i > 0), "{old_inc}");
+    // A decimal string: 64 bits do not fit a JavaScript number.
+    assert!(
+        old_inc
+            .as_str()
+            .and_then(|s| s.parse::<i64>().ok())
+            .is_some_and(|i| i > 0),
+        "{old_inc}"
+    );
     wait_for("n1 owns every shard", Duration::from_secs(30), || async {
         old.get("/v1/cluster").await.1["unowned"] == 0
     })
