@@ -70,16 +70,16 @@ impl Horizon {
 #[derive(Debug)]
 pub struct Counted {
     pub horizon: Horizon,
-    /// The window counted, `[from, from + horizon)`, in minutes from `from`.
+    /// The window counted, `[from, from + horizon)`, in minutes from `from`;
+    /// also when the count was made.
     pub from: i64,
-    pub counted_at: i64,
     pub took_ms: i64,
     pub counts: DueCounts,
 }
 
 impl Counted {
     fn stale_at(&self) -> i64 {
-        self.counted_at
+        self.from
             .saturating_add(FRESH_MS.max(self.took_ms.saturating_mul(20)))
     }
 }
@@ -161,7 +161,6 @@ impl Forecasts {
                 slot.latest.send_replace(Some(Arc::new(Counted {
                     horizon,
                     from,
-                    counted_at: from,
                     took_ms,
                     counts,
                 })));

@@ -153,7 +153,7 @@ pub async fn forecast(
             counted.from.saturating_add(horizon.length_ms()),
         )),
         bucket_s,
-        counted_at: Some(format_rfc3339_ms(counted.counted_at)),
+        counted_at: Some(format_rfc3339_ms(counted.from)),
         count_took_ms: Some(counted.took_ms),
         refreshing: latest.counting,
         complete_until: counted.counts.cut_at.map(format_rfc3339_ms),
