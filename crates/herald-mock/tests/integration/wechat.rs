@@ -96,6 +96,18 @@ impl Wx {
             .await;
     }
 
+    /// Moves the mock's clock to just after the next Beijing midnight, so a
+    /// test of a daily quota has a whole day ahead and never straddles the
+    /// reset (a fresh mock's clock is the wall clock).
+    async fn start_of_beijing_day(&self) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64;
+        let beijing = now + 8 * 3600;
+        self.advance(86_400 - beijing % 86_400 + 1).await;
+    }
+
     async fn stats(&self) -> WechatStats {
         serde_json::from_value(self.get("/_mock/wechat/stats").await).unwrap()
     }
@@ -184,6 +196,7 @@ async fn a_new_token_retires_the_old_one_after_five_minutes() {
 #[tokio::test]
 async fn token_daily_quota_answers_45009_until_beijing_midnight() {
     let wx = Wx::default().await;
+    wx.start_of_beijing_day().await;
     wx.post("/_mock/wechat/config", json!({"token_daily_quota": 3}))
         .await;
     for _ in 0..3 {
@@ -245,6 +258,7 @@ async fn stable_token_is_shared_until_five_minutes_are_left() {
 #[tokio::test]
 async fn stable_token_force_refresh_is_rate_limited_and_overlaps() {
     let wx = Wx::default().await;
+    wx.start_of_beijing_day().await;
     wx.post(
         "/_mock/wechat/config",
         json!({"stable_force_daily_quota": 2}),
@@ -424,6 +438,7 @@ async fn client_msg_id_deduplicates_per_openid_for_ten_minutes() {
 #[tokio::test]
 async fn daily_send_quota() {
     let wx = Wx::default().await;
+    wx.start_of_beijing_day().await;
     let t = wx.token().await;
     wx.post("/_mock/wechat/config", json!({"send_daily_quota": 2}))
         .await;
