@@ -23,7 +23,9 @@ use axum::routing::{MethodRouter, delete, get, patch, post, put};
 
 use crate::access::{Need, Payload, Policy, Scope, Verb, enforce};
 use crate::api::campaigns::{self, audiences, jobs, rules, schedules};
-use crate::api::{admin, calendars, channels, reminders, subscribers, templates, timers};
+use crate::api::{
+    admin, calendars, channels, reminders, subscribers, templates, timers, users,
+};
 use crate::http::body_admission;
 use crate::http::body_limits::{self, ACTION, BodySpec, Limit as L};
 use crate::http::state::AppState;
@@ -248,6 +250,7 @@ route_table! {
         doc reminders::docs::CANCEL;
     Get "/v1/users/{user_id}/reminders", Needs(Read), NoBody => reminders::list_for_user,
         doc reminders::docs::LIST_FOR_USER;
+    Get "/v1/users/{user_id}", Needs(Read), NoBody => users::get, doc users::docs::GET;
     Get "/v1/subscribers", Needs(Read), NoBody => subscribers::list, doc subscribers::docs::LIST;
     Post "/v1/subscribers:bulk", Needs(Write), Ndjson("SubscriberLine") => subscribers::bulk,
         doc subscribers::docs::BULK;

@@ -460,6 +460,24 @@ pub struct ClaimedSegment {
     pub lease_until: i64,
 }
 
+/// One recipient of a job, found by [`CampaignStore::find_send`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecipientSend {
+    /// Its position in the job's audience.
+    pub index: u64,
+    /// Its send-log row; `None` while the job has not reached it.
+    pub send: Option<SendRecord>,
+}
+
+/// The first line of a chunk's `data` (recipients joined by newlines) equal
+/// to `recipient`, as an index in the audience, the chunk being `chunk_no`.
+pub(crate) fn index_in_chunk(chunk_no: u64, data: &[u8], recipient: &[u8]) -> Option<u64> {
+    let line = data.split(|b| *b == b'\n').position(|l| l == recipient)?;
+    chunk_no
+        .checked_mul(AUDIENCE_CHUNK)?
+        .checked_add(u64::try_from(line).ok()?)
+}
+
 /// One recipient's entry in a job's send log. The idempotency key is
 /// `herald_core::campaign::job_recipient_key(job_id, index)`.
 #[derive(Debug, Clone, PartialEq)]
@@ -976,6 +994,24 @@ pub trait CampaignStore: Send + Sync + 'static {
         mark_ahead: u64,
     ) -> Result<Option<ClaimedSegment>>;
 
+    /// `recipient`'s index in job `job_id`'s audience, found by searching the
+    /// audience's chunks for the text (each a substring test in the database,
+    /// then the line in the chunks that hold it). The send log has no
+    /// recipient index on purpose: one would cost every campaign insert.
+    /// `None` when the job does not exist or the recipient is not in it.
+    async fn recipient_index(&self, job_id: i64, recipient: &str) -> Result<Option<u64>>;
+
+    /// Where `recipient` stands in job `job_id`: its index and its send-log
+    /// row, which is `None` until the job has tried it.
+    async fn find_send(&self, job_id: i64, recipient: &str) -> Result<Option<RecipientSend>> {
+        let Some(index) = self.recipient_index(job_id, recipient).await? else {
+            return Ok(None);
+        };
+        let end = index.saturating_add(1);
+        let send = self.job_sends(job_id, index, end).await?.into_iter().next();
+        Ok(Some(RecipientSend { index, send }))
+    }
+
     /// The send-log rows of a job with `start <= index < end`, by index.
     async fn job_sends(&self, job_id: i64, start: u64, end: u64) -> Result<Vec<SendRecord>>;
 
@@ -1177,6 +1213,15 @@ pub(crate) mod sql {
         use crate::model::{job_cols, send_cols};
         use crate::shared_sql::{Statement, statement};
 
+        /// $1 job, $2 a recipient: the job's audience chunks that hold the
+        /// text somewhere (maybe inside a longer recipient), in order.
+        pub(crate) const CHUNKS_WITH_SQLITE: &str = "SELECT c.chunk_no, c.data FROM jobs AS j \
+             CROSS JOIN audience_chunks AS c ON c.audience_id = j.audience_id \
+             WHERE j.id = ?1 AND instr(c.data, ?2) > 0 ORDER BY c.chunk_no";
+        /// [`CHUNKS_WITH_SQLITE`] on PostgreSQL, where a chunk is `bytea`.
+        pub(crate) const CHUNKS_WITH_PG: &str = "SELECT c.chunk_no, c.data FROM jobs AS j \
+             JOIN audience_chunks AS c ON c.audience_id = j.audience_id \
+             WHERE j.id = $1 AND position($2::bytea IN c.data) > 0 ORDER BY c.chunk_no";
         pub(crate) const SENDS: Statement = statement!(concat!(
             "SELECT ",
             send_cols!(),
@@ -1278,7 +1323,19 @@ pub(crate) mod sql {
 
 #[cfg(test)]
 mod tests {
-    use super::{FailureGroups, retry_runs};
+    use super::{AUDIENCE_CHUNK, FailureGroups, index_in_chunk, retry_runs};
+
+    #[test]
+    fn index_in_chunk_matches_whole_lines_only() {
+        let data = b"malice\nbob\nalice\nalice";
+        assert_eq!(index_in_chunk(0, data, b"alice"), Some(2));
+        assert_eq!(
+            index_in_chunk(2, data, b"bob"),
+            Some(2 * AUDIENCE_CHUNK + 1)
+        );
+        assert_eq!(index_in_chunk(0, data, b"ali"), None);
+        assert_eq!(index_in_chunk(0, b"solo", b"solo"), Some(0));
+    }
 
     #[test]
     fn retry_runs_span_gaps_only_when_allowed_and_stay_within_a_segment() {

@@ -28,6 +28,7 @@ mod retention;
 mod shared_sql;
 pub mod sqlite;
 mod subject_query;
+pub use subject_query::{FailedReminder, SubjectOutcomes};
 mod templates;
 #[cfg(any(test, feature = "testsuite"))]
 pub mod testsuite;

@@ -208,6 +208,32 @@ pub trait ReminderStore: Send + Sync + 'static {
         cap: u64,
     ) -> Result<Option<SubjectSummary>>;
 
+    /// How `tenant`'s subject's reminders turned out: at most `cap` of them,
+    /// read through the subject index (each a timer lookup), counted per
+    /// state, with the `errors` most common errors of the failures and the
+    /// newest `failed` failures. Empty when there is no such subject.
+    async fn subject_outcomes(
+        &self,
+        tenant: TenantId,
+        subject_id: &str,
+        cap: u64,
+        errors: usize,
+        failed: usize,
+    ) -> Result<crate::SubjectOutcomes>;
+
+    /// `tenant`'s subject's failed and dead reminders due in `from..=until`,
+    /// counted up to `cap` through the tenant's state index, so a list of
+    /// subjects can mark the failing ones at a cost that grows with the
+    /// failures, not with the subscriptions.
+    async fn subject_failures(
+        &self,
+        tenant: TenantId,
+        subject_id: &str,
+        from: i64,
+        until: i64,
+        cap: u64,
+    ) -> Result<u64>;
+
     /// Every reminder bit `user_id` of `tenant` holds, with its timer, ordered
     /// by subject then bit. At most `limit` rows.
     async fn user_reminders(

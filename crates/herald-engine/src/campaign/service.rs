@@ -525,6 +525,41 @@ impl Campaigns {
         Ok(self.sh.store.job_sends(job_id, start, end).await?)
     }
 
+    /// Where `recipient` stands in the tenant's job: its index and send-log
+    /// row (`None` when it is not in the job's audience). Searches the
+    /// audience's text: it costs a read of the audience, not an index.
+    pub async fn find_send(
+        &self,
+        tenant: TenantId,
+        job_id: i64,
+        recipient: &str,
+    ) -> Result<Option<herald_store::RecipientSend>> {
+        self.get_job(tenant, job_id).await?;
+        Ok(self.sh.store.find_send(job_id, recipient).await?)
+    }
+
+    /// `recipient` in the tenant's newest `jobs` jobs: each job that has it,
+    /// newest first, with where it stands there.
+    pub async fn recipient_in_recent_jobs(
+        &self,
+        tenant: TenantId,
+        recipient: &str,
+        jobs: usize,
+    ) -> Result<Vec<(JobRecord, herald_store::RecipientSend)>> {
+        let recent = self
+            .sh
+            .store
+            .list_jobs(tenant, None, jobs)
+            .await?;
+        let mut out = Vec::new();
+        for job in recent {
+            if let Some(found) = self.sh.store.find_send(job.id, recipient).await? {
+                out.push((job, found));
+            }
+        }
+        Ok(out)
+    }
+
     /// A job's recipients whose send-log row is in `state`, by index, after
     /// `after`, at most `limit`.
     pub async fn job_sends_in_state(

@@ -12,3 +12,4 @@ pub mod reminders;
 pub(crate) mod subscribers;
 pub(crate) mod templates;
 pub mod timers;
+pub(crate) mod users;

@@ -9,7 +9,7 @@
 mod node;
 pub(crate) mod operations;
 mod refine;
-mod schemas;
+pub(crate) mod schemas;
 pub(crate) mod serve;
 #[cfg(test)]
 mod tests;

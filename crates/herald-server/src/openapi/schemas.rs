@@ -48,6 +48,7 @@ use crate::api::reminders::{
     ReminderBody, ReminderJson, RemindersCancelledJson, SlotJson, SubjectBody, SubjectJson,
     UserReminderJson, UserRemindersJson, UserSubjectJson,
 };
+use crate::api::users::{UserSendJson, UserViewJson};
 use crate::api::timers::changes::{PatchBody, RetriedJson, RetryBody, RetryState};
 use crate::api::timers::search::{DeadLettersJson, GroupJson, SearchPage};
 use crate::api::timers::{DeliveryJson, DeliveryList, DigestJson, TimerJson};
@@ -163,6 +164,11 @@ pub fn collect(all: &mut Vec<(String, RefOr<Schema>)>) {
     add::<CountsJson>(all);
     add::<ReminderGroupJson>(all);
     add::<EarlyStartJson>(all);
+    add::<crate::api::reminders::subjects::OutcomesJson>(all);
+    add::<crate::api::reminders::subjects::ErrorCountJson>(all);
+    add::<crate::api::reminders::subjects::FailedReminderJson>(all);
+    add::<UserViewJson>(all);
+    add::<UserSendJson>(all);
     // Subscribers.
     add::<Profile>(all);
     add::<SubscriberPatch>(all);

@@ -127,6 +127,8 @@ faulty! { ReminderStore:
     fn get_subjects(tenant: TenantId, ids: &[String]) -> Result<Vec<SubjectRecord>>;
     fn list_subjects(tenant: TenantId, after: Option<&str>, limit: usize, cap: u64) -> Result<Vec<herald_store::SubjectSummary>>;
     fn subject_summary(tenant: TenantId, subject_id: &str, cap: u64) -> Result<Option<herald_store::SubjectSummary>>;
+    fn subject_outcomes(tenant: TenantId, subject_id: &str, cap: u64, errors: usize, failed: usize) -> Result<herald_store::SubjectOutcomes>;
+    fn subject_failures(tenant: TenantId, subject_id: &str, from: i64, until: i64, cap: u64) -> Result<u64>;
     fn user_reminders(tenant: TenantId, user_id: &str, limit: usize) -> Result<Vec<ReminderTimer>>;
     fn pending_reminders(probes: &[MergeProbe]) -> Result<Vec<TimerRecord>>;
     fn reminder_batches(scope: &BatchScope) -> Result<Vec<ReminderBatch>>;
@@ -207,6 +209,7 @@ faulty! { CampaignStore:
     fn job_failures(job_id: i64, limit: usize) -> Result<FailureGroups>;
     fn claim_segment(owner: &str, now: i64, lease_ms: i64) -> Result<Option<ClaimedSegment>>;
     fn claim_segment_ahead(owner: &str, now: i64, lease_ms: i64, mark_ahead: u64) -> Result<Option<ClaimedSegment>>;
+    fn recipient_index(job_id: i64, recipient: &str) -> Result<Option<u64>>;
     fn job_sends(job_id: i64, start: u64, end: u64) -> Result<Vec<SendRecord>>;
     fn job_sends_in_state(job_id: i64, state: herald_core::campaign::SendState, after: Option<u64>, limit: usize) -> Result<Vec<SendRecord>>;
     fn record_many(writes: Vec<herald_store::SegmentWrite>, now: i64, lease_ms: i64) -> Result<Vec<LeaseCheck>>;

@@ -965,6 +965,34 @@ impl ReminderStore for PgStore {
         .await
     }
 
+    async fn subject_outcomes(
+        &self,
+        tenant: TenantId,
+        subject_id: &str,
+        cap: u64,
+        errors: usize,
+        failed: usize,
+    ) -> Result<crate::SubjectOutcomes> {
+        self.within("subject_outcomes", async move {
+            subjects::outcomes(self, tenant, subject_id, cap, errors, failed).await
+        })
+        .await
+    }
+
+    async fn subject_failures(
+        &self,
+        tenant: TenantId,
+        subject_id: &str,
+        from: i64,
+        until: i64,
+        cap: u64,
+    ) -> Result<u64> {
+        self.within("subject_failures", async move {
+            subjects::failures(self, tenant, subject_id, (from, until), cap).await
+        })
+        .await
+    }
+
     async fn user_reminders(
         &self,
         tenant: TenantId,

@@ -108,3 +108,80 @@ pub(super) async fn summary(
     tx.commit().await.ctx("ending subject_summary")?;
     Ok(Some(SubjectSummary { subject, counts }))
 }
+
+/// [`crate::ReminderStore::subject_outcomes`]: one snapshot for the counts
+/// and the failures listed.
+pub(super) async fn outcomes(
+    store: &PgStore,
+    tenant: TenantId,
+    subject_id: &str,
+    cap: u64,
+    errors: usize,
+    failed: usize,
+) -> Result<q::SubjectOutcomes> {
+    let tenant = tenant_to_pg(tenant)?;
+    let mut client = store.client().await?;
+    let tx = client
+        .transaction()
+        .await
+        .ctx("beginning subject_outcomes")?;
+    let stmt = tx
+        .prepare_cached(sql::OUTCOMES.pg)
+        .await
+        .ctx("preparing subject outcomes")?;
+    let rows = tx
+        .query(&stmt, &[&tenant, &subject_id, &q::count_limit(cap)])
+        .await
+        .ctx("counting subject outcomes")?
+        .iter()
+        .map(model::decode::<q::OutcomeRow, _>)
+        .collect::<Result<Vec<_>>>()?;
+    let mut out = q::outcomes(cap, rows.into_iter().map(|r| (r.0, r.1, r.2)), errors);
+    if failed > 0 && out.by_state.iter().any(|(s, _)| q::is_failure(*s)) {
+        let stmt = tx
+            .prepare_cached(sql::FAILED.pg)
+            .await
+            .ctx("preparing failed reminders")?;
+        out.failed = tx
+            .query(
+                &stmt,
+                &[
+                    &tenant,
+                    &subject_id,
+                    &q::by_bit_limit(cap),
+                    &model::limit_to_db(failed),
+                ],
+            )
+            .await
+            .ctx("reading failed reminders")?
+            .iter()
+            .map(model::decode)
+            .collect::<Result<_>>()?;
+    }
+    tx.commit().await.ctx("ending subject_outcomes")?;
+    Ok(out)
+}
+
+/// [`crate::ReminderStore::subject_failures`].
+pub(super) async fn failures(
+    store: &PgStore,
+    tenant: TenantId,
+    subject_id: &str,
+    (from, until): (i64, i64),
+    cap: u64,
+) -> Result<u64> {
+    let tenant = tenant_to_pg(tenant)?;
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(sql::FAILED_COUNT.pg)
+        .await
+        .ctx("preparing subject failures")?;
+    let row = client
+        .query_one(
+            &stmt,
+            &[&tenant, &subject_id, &from, &until, &q::by_bit_limit(cap)],
+        )
+        .await
+        .ctx("counting subject failures")?;
+    row.narrow(0, "count(*)")
+}

@@ -664,6 +664,32 @@ impl ReminderStore for SqliteStore {
             .await
     }
 
+    async fn subject_outcomes(
+        &self,
+        tenant: TenantId,
+        subject_id: &str,
+        cap: u64,
+        errors: usize,
+        failed: usize,
+    ) -> Result<crate::SubjectOutcomes> {
+        let subject_id = subject_id.to_string();
+        self.read(move |c| subjects::outcomes(c, tenant, &subject_id, cap, errors, failed))
+            .await
+    }
+
+    async fn subject_failures(
+        &self,
+        tenant: TenantId,
+        subject_id: &str,
+        from: i64,
+        until: i64,
+        cap: u64,
+    ) -> Result<u64> {
+        let subject_id = subject_id.to_string();
+        self.read(move |c| subjects::failures(c, tenant, &subject_id, (from, until), cap))
+            .await
+    }
+
     async fn user_reminders(
         &self,
         tenant: TenantId,

@@ -109,6 +109,78 @@ pub(super) fn summary(
     Ok(Some(SubjectSummary { subject, counts }))
 }
 
+/// [`crate::ReminderStore::subject_outcomes`]: one snapshot for the counts
+/// and the failures listed.
+pub(super) fn outcomes(
+    conn: &mut Connection,
+    tenant: TenantId,
+    subject_id: &str,
+    cap: u64,
+    errors: usize,
+    failed: usize,
+) -> Result<q::SubjectOutcomes> {
+    let tenant = tenant_to_db(tenant);
+    let tx = conn.transaction().ctx("beginning subject_outcomes")?;
+    let rows: Vec<q::OutcomeRow> = {
+        let mut stmt = tx
+            .prepare_cached(sql::OUTCOMES.sqlite)
+            .ctx("preparing subject outcomes")?;
+        let mut rows = stmt
+            .query(params![tenant, subject_id, q::count_limit(cap)])
+            .ctx("counting subject outcomes")?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().ctx("counting subject outcomes")? {
+            out.push(model::decode(row)?);
+        }
+        out
+    };
+    let mut out = q::outcomes(cap, rows.into_iter().map(|r| (r.0, r.1, r.2)), errors);
+    if failed > 0 && out.by_state.iter().any(|(s, _)| q::is_failure(*s)) {
+        let mut stmt = tx
+            .prepare_cached(sql::FAILED.sqlite)
+            .ctx("preparing failed reminders")?;
+        let mut rows = stmt
+            .query(params![
+                tenant,
+                subject_id,
+                q::by_bit_limit(cap),
+                model::limit_to_db(failed)
+            ])
+            .ctx("reading failed reminders")?;
+        while let Some(row) = rows.next().ctx("reading failed reminders")? {
+            out.failed.push(model::decode(row)?);
+        }
+    }
+    tx.commit().ctx("ending subject_outcomes")?;
+    Ok(out)
+}
+
+/// [`crate::ReminderStore::subject_failures`].
+pub(super) fn failures(
+    conn: &mut Connection,
+    tenant: TenantId,
+    subject_id: &str,
+    (from, until): (i64, i64),
+    cap: u64,
+) -> Result<u64> {
+    let mut stmt = conn
+        .prepare_cached(sql::FAILED_COUNT.sqlite)
+        .ctx("preparing subject failures")?;
+    let mut rows = stmt
+        .query(params![
+            tenant_to_db(tenant),
+            subject_id,
+            from,
+            until,
+            q::by_bit_limit(cap)
+        ])
+        .ctx("counting subject failures")?;
+    match rows.next().ctx("counting subject failures")? {
+        Some(row) => row.narrow(0, "count(*)"),
+        None => Ok(0),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,6 +194,15 @@ mod tests {
         for one in [sql::LIST, sql::ONE].map(|s| s.sqlite) {
             let p = plan(&conn, one);
             assert!(!p.contains("SCAN"), "{one}:\n{p}");
+        }
+        // Failures: the tenant's state index, each checked by primary key.
+        let p = plan(&conn, sql::FAILED_COUNT.sqlite);
+        assert!(p.contains("timers_tenant_state_due"), "{p}");
+        assert!(!p.contains("SCAN t") && !p.contains("SCAN r"), "{p}");
+        for one in [sql::OUTCOMES, sql::FAILED].map(|s| s.sqlite) {
+            let p = plan(&conn, one);
+            assert!(p.contains("reminder_timers_subject"), "{one}:\n{p}");
+            assert!(!p.contains("SCAN timers"), "{one}:\n{p}");
         }
         for count in [sql::COUNT, sql::COUNT_BY_BIT].map(|s| s.sqlite) {
             let p = plan(&conn, count);

@@ -2402,3 +2402,49 @@ pub async fn failed_sends_are_grouped_and_sent_again(store: S) {
         None
     );
 }
+
+/// A recipient is found in a job by its whole line in the audience, in any
+/// chunk, with its send-log row once the job has tried it.
+pub async fn find_send_locates_a_recipient_by_its_whole_line(store: S) {
+    let n = crate::AUDIENCE_CHUNK + 10;
+    let aud = audience(&store, n).await;
+    let j = job(&store, aud, n).await;
+    let c = claim(&store, "w", T0).await;
+    record(&store, &c, 4, sends(0..4, D), T0 + 10).await;
+
+    let found = store.find_send(j.id, &recipient(2)).await.unwrap().unwrap();
+    assert_eq!(found.index, 2);
+    let row = found.send.expect("tried");
+    assert_eq!(
+        (row.state, row.recipient.as_str()),
+        (D, recipient(2).as_str())
+    );
+
+    let late = crate::AUDIENCE_CHUNK + 5;
+    let found = store
+        .find_send(j.id, &recipient(late))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((found.index, found.send), (late, None));
+
+    // A piece of many recipients' text is none of them.
+    assert_eq!(store.find_send(j.id, "user-0000000").await.unwrap(), None);
+    assert_eq!(store.find_send(j.id, "nobody").await.unwrap(), None);
+    assert_eq!(
+        store.find_send(j.id + 1000, &recipient(2)).await.unwrap(),
+        None
+    );
+
+    // Inside a longer recipient first, then on its own line.
+    let id = store
+        .create_audience(DEFAULT_TENANT, None, T0)
+        .await
+        .unwrap();
+    let names: Vec<String> = ["malice", "bob", "alice"].map(str::to_owned).to_vec();
+    store.append_audience(id, 0, &names).await.unwrap();
+    store.seal_audience(id, 3, T0).await.unwrap().unwrap();
+    let j2 = job(&store, id, 3).await;
+    let found = store.find_send(j2.id, "alice").await.unwrap().unwrap();
+    assert_eq!(found.index, 2);
+}

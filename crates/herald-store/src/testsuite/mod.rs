@@ -193,6 +193,7 @@ macro_rules! store_conformance_tests {
                 cancel_all_bits_removes_the_subscription,
                 cancel_reminders_on_missing_is_not_found,
                 user_reminders_orders_by_subject_then_bit_and_limits,
+                subject_outcomes_count_states_and_rank_errors,
                 pending_reminders_follow_user_channel_and_range,
                 one_batch_sees_its_own_subjects_and_reminders,
                 many_reminders_in_one_batch,
@@ -287,6 +288,7 @@ macro_rules! store_conformance_tests {
         );
         $crate::store_conformance_tests!(@area campaigns, $make, $second;
             cases: [
+                find_send_locates_a_recipient_by_its_whole_line,
                 audiences_are_uploaded_in_chunks_sealed_and_sliced,
                 audiences_are_listed_per_tenant_by_id,
                 failed_sends_are_grouped_and_sent_again,

@@ -1370,3 +1370,100 @@ pub async fn reminder_batches_count_pending_reminders_and_page_them(store: S) {
         .expect("batch_due");
     assert!(none.is_empty());
 }
+
+/// A subject's outcomes: counted per state from its own reminders only, the
+/// failures' errors ranked, the newest failures listed, the cap honoured;
+/// the cheap failure count sees the same failures through the state index.
+pub async fn subject_outcomes_count_states_and_rank_errors(store: S) {
+    put(&store, subject("coupon", START)).await;
+    put(&store, subject("other", START)).await;
+    let mut timers = Vec::new();
+    for (i, lead) in [5, 10, 15, 20].into_iter().enumerate() {
+        for u in ["u1", "u2", "u3"] {
+            let user = format!("{u}-{i}");
+            timers.push(add_created(&store, reminder(&user, "coupon", lead)).await);
+            // Another subject's reminders fail too: they must not be counted.
+            let other = add_created(&store, reminder(&user, "other", lead)).await;
+            let mut c = completion(&other, 1, CompletionOutcome::Failed, 20);
+            c.error = Some("other subject".into());
+            store.complete(vec![c]).await.unwrap();
+        }
+    }
+    // 12 reminders: 5 sent, 4 failed ("no grant" ×3, "bad" ×1), 1 dead, 2 pending.
+    let mut done = Vec::new();
+    for (i, t) in timers.iter().enumerate() {
+        let (outcome, error) = match i {
+            0..=4 => (CompletionOutcome::Done, None),
+            5..=7 => (CompletionOutcome::Failed, Some("no grant")),
+            8 => (CompletionOutcome::Failed, Some("bad")),
+            9 => (CompletionOutcome::Dead, Some("timeout")),
+            _ => continue,
+        };
+        let mut c = completion(t, 1, outcome, 30 + i as i64);
+        c.error = error.map(str::to_owned);
+        done.push(c);
+    }
+    store.complete(done).await.unwrap();
+
+    let o = store
+        .subject_outcomes(DEFAULT_TENANT, "coupon", 1000, 2, 3)
+        .await
+        .unwrap();
+    assert_eq!(o.counted, 12);
+    assert!(!o.capped);
+    assert_eq!(
+        o.by_state,
+        vec![
+            (TimerState::Pending, 2),
+            (TimerState::Done, 5),
+            (TimerState::Failed, 4),
+            (TimerState::Dead, 1),
+        ]
+    );
+    assert_eq!(
+        o.top_errors,
+        vec![("no grant".to_owned(), 3), ("bad".to_owned(), 1)]
+    );
+    // The newest failures first: the dead one finished last.
+    let newest: Vec<i64> = o.failed.iter().map(|f| f.timer_id).collect();
+    assert_eq!(newest, vec![timers[9].id, timers[8].id, timers[7].id]);
+    assert_eq!(o.failed[0].state, TimerState::Dead);
+    assert_eq!(o.failed[0].error.as_deref(), Some("timeout"));
+    assert!(o.failed[0].user_id.starts_with("u"));
+
+    let cut = store
+        .subject_outcomes(DEFAULT_TENANT, "coupon", 7, 5, 0)
+        .await
+        .unwrap();
+    assert!(cut.capped);
+    assert_eq!(cut.counted, 7);
+    assert_eq!(cut.by_state.iter().map(|s| s.1).sum::<u64>(), 7);
+    assert!(cut.failed.is_empty());
+
+    let none = store
+        .subject_outcomes(DEFAULT_TENANT, "missing", 1000, 5, 5)
+        .await
+        .unwrap();
+    assert_eq!(none.counted, 0);
+    assert!(none.by_state.is_empty());
+
+    // The cheap count: failed and dead, in the subject's due range, capped.
+    let (from, until) = (START - 60 * MIN, START);
+    let failures = |cap| store.subject_failures(DEFAULT_TENANT, "coupon", from, until, cap);
+    assert_eq!(failures(100).await.unwrap(), 5);
+    assert_eq!(failures(2).await.unwrap(), 2);
+    assert_eq!(
+        store
+            .subject_failures(DEFAULT_TENANT, "coupon", START + 1, START + MIN, 100)
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        store
+            .subject_failures(DEFAULT_TENANT, "other", from, until, 100)
+            .await
+            .unwrap(),
+        12
+    );
+}

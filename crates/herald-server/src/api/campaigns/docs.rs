@@ -146,6 +146,11 @@ pub(crate) const JOB_SENDS: Doc = doc(
         "with outcome: rows per page (default 100)",
         Takes::Int(1, 1000),
     ),
+    q(
+        "recipient",
+        "only this recipient's row, found in the job's audience (alone)",
+        Takes::Printable(256),
+    ),
 ]);
 pub(crate) const JOB_FAILURES: Doc = doc(
     "A job's failed sends grouped by error",

@@ -911,6 +911,9 @@ pub struct SendsQuery {
     after: Option<String>,
     #[serde(default)]
     limit: Option<String>,
+    /// One recipient's row, found by searching the job's audience.
+    #[serde(default)]
+    recipient: Option<String>,
 }
 
 /// `GET /v1/jobs/{id}/sends`'s answer: with `outcome`, a page and its
@@ -920,6 +923,10 @@ pub(crate) struct SendList {
     /// With `outcome`: where the next page starts; null on the last one.
     next_after: Option<u64>,
     sends: Vec<SendJson>,
+    /// With `recipient`: its index in the job's audience, absent when it is
+    /// not in it. `sends` is then empty while the job has not reached it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    recipient_index: Option<u64>,
 }
 
 /// A range of the send log: `{sends}` (the document's `SendList`, whose
@@ -966,7 +973,65 @@ async fn sends_by_outcome(
         .then(|| rows.last().map(|r| r.index))
         .flatten();
     let sends = rows.into_iter().map(Into::into).collect();
-    Ok(axum::Json(SendList { next_after, sends }).into_response())
+    Ok(axum::Json(SendList {
+        next_after,
+        sends,
+        recipient_index: None,
+    })
+    .into_response())
+}
+
+/// `?recipient=X`: where one recipient stands in the job, found by searching
+/// its audience (the send log has no recipient index). `{sends,
+/// recipient_index, next_after: null}`: the row once the job has tried it.
+async fn send_of_recipient(
+    st: &AppState,
+    tenant: TenantId,
+    id: i64,
+    recipient: &str,
+    q: &SendsQuery,
+) -> Result<Response, ApiError> {
+    for (name, given) in [
+        ("start", &q.start),
+        ("end", &q.end),
+        ("outcome", &q.outcome),
+        ("after", &q.after),
+        ("limit", &q.limit),
+    ] {
+        if given.is_some() {
+            return Err(ApiError::field(
+                name,
+                "invalid_field",
+                "not with recipient, which names one row",
+            ));
+        }
+    }
+    check_recipient(recipient)?;
+    let found = st.campaigns.find_send(tenant, id, recipient).await?;
+    let (recipient_index, sends) = match found {
+        Some(f) => (Some(f.index), f.send.into_iter().map(Into::into).collect()),
+        None => (None, Vec::new()),
+    };
+    Ok(axum::Json(SendList {
+        next_after: None,
+        sends,
+        recipient_index,
+    })
+    .into_response())
+}
+
+/// A recipient searched for: 1 to 256 characters (at most 1,024 bytes)
+/// without control characters, as the document says.
+pub(crate) fn check_recipient(recipient: &str) -> Result<(), ApiError> {
+    let chars = recipient.chars().count();
+    if chars == 0 || chars > 256 || recipient.len() > 1024 || recipient.chars().any(char::is_control) {
+        return Err(ApiError::field(
+            "recipient",
+            "invalid_field",
+            "must be 1 to 256 characters without control characters",
+        ));
+    }
+    Ok(())
 }
 
 /// `GET /v1/jobs/{id}/sends?start=&end=` → `{sends}`: the send log of
@@ -981,6 +1046,9 @@ pub async fn sends(
 ) -> Result<Response, ApiError> {
     let id = parse_id(&raw, "job")?;
     let q = query(q)?;
+    if let Some(recipient) = &q.recipient {
+        return send_of_recipient(&st, caller.tenant, id, recipient, &q).await;
+    }
     if let Some(outcome) = &q.outcome {
         return sends_by_outcome(&st, caller.tenant, id, outcome, &q).await;
     }

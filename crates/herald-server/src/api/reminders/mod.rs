@@ -766,19 +766,17 @@ pub(crate) struct UserRemindersJson {
     subjects: Vec<UserSubjectJson>,
 }
 
-/// `GET /v1/users/{user_id}/reminders`: every reminder of the user, decoded
+/// Every reminder of `user_id` (at most [`MAX_LISTED`]), by subject, decoded
 /// from the bitmap, with its timer's fire time and state.
-pub async fn list_for_user(
-    State(st): State<AppState>,
-    _: NoQuery,
-    Extension(caller): Extension<Caller>,
-    Path(user_id): Path<String>,
-) -> Result<Response, ApiError> {
-    check_id("user_id", &user_id)?;
+pub(crate) async fn user_subjects(
+    st: &AppState,
+    tenant: herald_core::TenantId,
+    user_id: &str,
+) -> Result<Vec<UserSubjectJson>, ApiError> {
     let rows: Vec<ReminderTimer> = st
         .engine
         .store()
-        .user_reminders(caller.tenant, &user_id, MAX_LISTED)
+        .user_reminders(tenant, user_id, MAX_LISTED)
         .await?;
     let mut by_subject: BTreeMap<String, Vec<UserReminderJson>> = BTreeMap::new();
     let leads = st.reminders.leads();
@@ -805,7 +803,7 @@ pub async fn list_for_user(
                 state,
             });
     }
-    let subjects = by_subject
+    Ok(by_subject
         .into_iter()
         .map(|(subject_id, reminders)| {
             let bits = reminders.iter().fold(0u64, |acc, r| acc | (1u64 << r.bit));
@@ -815,6 +813,18 @@ pub async fn list_for_user(
                 reminders,
             }
         })
-        .collect();
+        .collect())
+}
+
+/// `GET /v1/users/{user_id}/reminders`: every reminder of the user, decoded
+/// from the bitmap, with its timer's fire time and state.
+pub async fn list_for_user(
+    State(st): State<AppState>,
+    _: NoQuery,
+    Extension(caller): Extension<Caller>,
+    Path(user_id): Path<String>,
+) -> Result<Response, ApiError> {
+    check_id("user_id", &user_id)?;
+    let subjects = user_subjects(&st, caller.tenant, &user_id).await?;
     Ok(axum::Json(UserRemindersJson { user_id, subjects }).into_response())
 }

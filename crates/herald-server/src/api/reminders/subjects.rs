@@ -26,6 +26,15 @@ use crate::http::state::AppState;
 pub const LIST_COUNT_CAP: u64 = 1_000;
 /// Most reminders counted for one subject.
 pub const DETAIL_COUNT_CAP: u64 = 100_000;
+/// Most reminders whose outcome one subject's page reads (each a timer
+/// lookup, so fewer than are counted).
+pub const OUTCOME_CAP: u64 = 10_000;
+/// Most failed reminders counted per subject of a listing.
+pub const LIST_FAILED_CAP: u64 = 1_000;
+/// Most distinct errors a subject's outcomes name.
+const TOP_ERRORS: usize = 5;
+/// Most failed reminders a subject's page lists.
+const FAILED_LISTED: usize = 20;
 /// Subjects per page when the query names no limit.
 const DEFAULT_LIMIT: i64 = 50;
 /// Most subjects one page holds.
@@ -60,6 +69,84 @@ pub(crate) struct SubjectSummaryJson {
     title: Option<String>,
     #[serde(flatten)]
     counts: CountsJson,
+    /// Its failed and dead reminders, counted up to `failed_cap` through
+    /// the failures index (those due within the longest configured lead of
+    /// its start): a subject whose reminders fail stands out in a list.
+    failed: u64,
+}
+
+/// How a subject's reminders turned out, read from at most `cap` of them.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct OutcomesJson {
+    /// Reminders read.
+    counted: u64,
+    /// Most reminders read.
+    cap: u64,
+    /// The subject has more than `cap`: the figures cover the first read.
+    capped: bool,
+    /// Reminders per timer state (`pending`, `done`, `failed`, `dead`,
+    /// `cancelled`, `in_doubt`), only the states present.
+    #[schema(value_type = BTreeMap<String, u64>)]
+    by_state: serde_json::Map<String, serde_json::Value>,
+    /// What the failed, dead and in-doubt ones failed with, most common first.
+    top_errors: Vec<ErrorCountJson>,
+    /// The newest of them (at most 20).
+    failed: Vec<FailedReminderJson>,
+}
+
+/// One error and how many reminders it ended.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct ErrorCountJson {
+    error: String,
+    count: u64,
+}
+
+/// A reminder that did not reach its user.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct FailedReminderJson {
+    user_id: String,
+    channel_type: Option<&'static str>,
+    lead_minutes: Option<u16>,
+    timer_id: i64,
+    state: &'static str,
+    error: Option<String>,
+    updated_at: String,
+}
+
+impl OutcomesJson {
+    fn new(o: herald_store::SubjectOutcomes, leads: &Leads) -> Self {
+        let mut by_state = serde_json::Map::new();
+        for (state, n) in &o.by_state {
+            by_state.insert(state.as_str().to_owned(), (*n).into());
+        }
+        Self {
+            counted: o.counted,
+            cap: OUTCOME_CAP,
+            capped: o.capped,
+            by_state,
+            top_errors: o
+                .top_errors
+                .into_iter()
+                .map(|(error, count)| ErrorCountJson { error, count })
+                .collect(),
+            failed: o
+                .failed
+                .into_iter()
+                .map(|f| {
+                    let slot = Slot::from_bit_with(f.bit, leads).ok();
+                    FailedReminderJson {
+                        user_id: f.user_id,
+                        channel_type: slot.map(|s| s.channel_type().as_str()),
+                        lead_minutes: slot.map(|s| s.lead_minutes()),
+                        timer_id: f.timer_id,
+                        state: f.state.as_str(),
+                        error: f.error,
+                        updated_at: herald_core::time::format_rfc3339_ms(f.updated_at),
+                    }
+                })
+                .collect(),
+        }
+    }
 }
 
 /// The reminders of one channel type and lead.
@@ -130,10 +217,12 @@ pub(crate) struct SubjectDetailJson {
     /// counted at this request (every pending reminder of the subject is
     /// read).
     early_start: Vec<EarlyStartJson>,
+    /// How its reminders turned out (pending, sent, failed with the errors).
+    outcomes: OutcomesJson,
 }
 
 impl SubjectDetailJson {
-    fn new(s: SubjectSummary, leads: &Leads) -> Self {
+    fn new(s: SubjectSummary, outcomes: OutcomesJson, leads: &Leads) -> Self {
         let counts = CountsJson::from(&s.counts);
         let reminders_by = s
             .counts
@@ -156,8 +245,16 @@ impl SubjectDetailJson {
             counts,
             reminders_by,
             early_start: Vec::new(),
+            outcomes,
         }
     }
+}
+
+/// The longest lead configured, so a subject's reminders are all due within
+/// it before the start (leads only grow: a reload must extend them).
+fn longest_lead_ms(leads: &Leads) -> i64 {
+    let minutes = leads.minutes().iter().copied().max().unwrap_or(0);
+    i64::from(minutes) * 60_000
 }
 
 /// `GET /v1/subjects`: each subject's counts stop at `count_cap` reminders.
@@ -167,6 +264,8 @@ pub(crate) struct SubjectListJson {
     subjects: Vec<SubjectSummaryJson>,
     next_cursor: Option<String>,
     count_cap: u64,
+    /// Most failed reminders counted per subject.
+    failed_cap: u64,
 }
 
 /// `GET /v1/subjects?cursor=&limit=` → `{subjects, next_cursor, count_cap}`:
@@ -190,19 +289,34 @@ pub async fn list(
         limit,
         page.last().map(|s| s.subject.subject_id.clone()),
     );
-    let subjects: Vec<SubjectSummaryJson> = page
-        .into_iter()
-        .map(|s| SubjectSummaryJson {
+    let longest = longest_lead_ms(&st.reminders.leads());
+    let mut subjects = Vec::with_capacity(page.len());
+    for s in page {
+        let start = s.subject.start_at;
+        let failed = st
+            .engine
+            .store()
+            .subject_failures(
+                caller.tenant,
+                &s.subject.subject_id,
+                start.saturating_sub(longest),
+                start,
+                LIST_FAILED_CAP,
+            )
+            .await?;
+        subjects.push(SubjectSummaryJson {
             counts: CountsJson::from(&s.counts),
             subject_id: s.subject.subject_id,
-            start_at: herald_core::time::format_rfc3339_ms(s.subject.start_at),
+            start_at: herald_core::time::format_rfc3339_ms(start),
             title: s.subject.title,
-        })
-        .collect();
+            failed,
+        });
+    }
     Ok(axum::Json(SubjectListJson {
         subjects,
         next_cursor,
         count_cap: LIST_COUNT_CAP,
+        failed_cap: LIST_FAILED_CAP,
     })
     .into_response())
 }
@@ -225,7 +339,19 @@ pub async fn get(
         Some(s) => {
             let leads = st.reminders.leads();
             let plan = st.engine.reminder_plan(caller.tenant, &subject_id).await?;
-            let mut body = SubjectDetailJson::new(s, &leads);
+            let outcomes = st
+                .engine
+                .store()
+                .subject_outcomes(
+                    caller.tenant,
+                    &subject_id,
+                    OUTCOME_CAP,
+                    TOP_ERRORS,
+                    FAILED_LISTED,
+                )
+                .await?;
+            let outcomes = OutcomesJson::new(outcomes, &leads);
+            let mut body = SubjectDetailJson::new(s, outcomes, &leads);
             body.early_start = plan
                 .into_iter()
                 .map(|p| EarlyStartJson::new(p, &leads))

@@ -57,7 +57,7 @@ pub(crate) struct SubscriberJson {
 }
 
 impl SubscriberJson {
-    fn new(r: SubscriberRecord) -> Self {
+    pub(crate) fn new(r: SubscriberRecord) -> Self {
         // The store holds what was checked here: it parses. Should it not,
         // the entry shows with an empty profile rather than failing the page.
         let profile =

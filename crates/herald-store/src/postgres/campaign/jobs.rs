@@ -650,6 +650,32 @@ pub(super) async fn job_sends(
         .collect()
 }
 
+/// [`crate::CampaignStore::recipient_index`].
+pub(super) async fn recipient_index(
+    store: &PgStore,
+    job_id: i64,
+    recipient: &str,
+) -> Result<Option<u64>> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(sql::CHUNKS_WITH_PG)
+        .await
+        .ctx("preparing recipient search")?;
+    let needle = recipient.as_bytes();
+    for row in client
+        .query(&stmt, &[&job_id, &needle])
+        .await
+        .ctx("searching the audience")?
+    {
+        let chunk_no: u64 = row.narrow(0, "audience_chunks.chunk_no")?;
+        let data = row.bytes(1, "audience_chunks.data")?;
+        if let Some(i) = crate::campaign::index_in_chunk(chunk_no, data, needle) {
+            return Ok(Some(i));
+        }
+    }
+    Ok(None)
+}
+
 pub(super) async fn job_sends_in_state(
     store: &PgStore,
     job_id: i64,

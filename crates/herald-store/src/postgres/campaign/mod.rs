@@ -467,6 +467,13 @@ impl CampaignStore for PgStore {
         .await
     }
 
+    async fn recipient_index(&self, job_id: i64, recipient: &str) -> Result<Option<u64>> {
+        self.within("recipient_index", async move {
+            jobs::recipient_index(self, job_id, recipient).await
+        })
+        .await
+    }
+
     async fn job_sends(&self, job_id: i64, start: u64, end: u64) -> Result<Vec<SendRecord>> {
         self.within("job_sends", async move {
             let start = to_db(start, "start")?;

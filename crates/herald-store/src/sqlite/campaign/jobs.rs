@@ -525,6 +525,30 @@ pub(super) fn job_sends(
     )
 }
 
+/// [`crate::CampaignStore::recipient_index`].
+pub(super) fn recipient_index(
+    conn: &mut Connection,
+    job_id: i64,
+    recipient: &str,
+) -> Result<Option<u64>> {
+    let mut stmt = conn
+        .prepare_cached(sql::CHUNKS_WITH_SQLITE)
+        .ctx("preparing recipient search")?;
+    let mut rows = stmt
+        .query(params![job_id, recipient])
+        .ctx("searching the audience")?;
+    while let Some(row) = rows.next().ctx("searching the audience")? {
+        let chunk_no: u64 = row.narrow(0, "audience_chunks.chunk_no")?;
+        let data = row.str(1, "audience_chunks.data")?;
+        if let Some(i) =
+            crate::campaign::index_in_chunk(chunk_no, data.as_bytes(), recipient.as_bytes())
+        {
+            return Ok(Some(i));
+        }
+    }
+    Ok(None)
+}
+
 pub(super) fn job_sends_in_state(
     conn: &mut Connection,
     job_id: i64,

@@ -391,6 +391,12 @@ impl CampaignStore for SqliteStore {
             .await
     }
 
+    async fn recipient_index(&self, job_id: i64, recipient: &str) -> Result<Option<u64>> {
+        let recipient = recipient.to_owned();
+        self.read(move |c| jobs::recipient_index(c, job_id, &recipient))
+            .await
+    }
+
     async fn job_sends(&self, job_id: i64, start: u64, end: u64) -> Result<Vec<SendRecord>> {
         self.read(move |c| jobs::job_sends(c, job_id, start, end))
             .await
