@@ -48,8 +48,8 @@ var HForms = (function () {
           if (v.start_at) body.start_at = H.isoOf(v.start_at);
           if (v.title) body.title = v.title;
           return H.api("PUT", path, body);
-        }).then(function (s) {
-          return { what: "Subject " + s.subject_id, href: "/ui/reminders#id=" + encodeURIComponent(s.subject_id) };
+        }).then(function () {
+          return { what: "Subject " + v.subject_id, href: "/ui/reminders#id=" + encodeURIComponent(v.subject_id) };
         });
       },
     },

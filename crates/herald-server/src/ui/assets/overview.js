@@ -75,7 +75,7 @@
         var y = yOf(v, sc);
         if (side === "left" && v > 0) root.appendChild(svg("line", { x1: left, y1: y, x2: left + plotW, y2: y, class: "grid" }));
         g.appendChild(svg("line", { x1: x, y1: y, x2: side === "left" ? x - 4 : x + 4, y2: y, class: "axis" }));
-        g.appendChild(text({ x: side === "left" ? x - 6 : x + 6, y: y + 4, "text-anchor": side === "left" ? "end" : "start", class: "tick tick-" + side, "data-value": v.toFixed(sc.digits) }, v.toFixed(sc.digits)));
+        g.appendChild(text({ x: side === "left" ? x - 6 : x + 6, y: y + 4, "text-anchor": side === "left" ? "end" : "start", class: "tick tick-" + side, "data-y": y.toFixed(1) }, v.toFixed(sc.digits)));
       }
       g.appendChild(text({ x: x, y: top - 8, "text-anchor": side === "left" ? "start" : "end", class: "axis-title" + (side === "left" ? " line-a" : "") },
         side === "left" ? "deliveries/s" : "lateness ms"));
@@ -108,7 +108,8 @@
         if (pts.length === 1) pts.push(pts[0]);
         if (pts.length) root.appendChild(svg("polyline", { points: pts.join(" "), class: l[2], "data-series": l[0] }));
       });
-      legend.appendChild(el("span", { class: "key " + l[2], "data-series": l[0] }, l[1] + ", max " + H.fmtNum(seriesMax(series, [l[0]]))));
+      var max = seriesMax(series, [l[0]]);
+      legend.appendChild(el("span", { class: "key " + l[2], "data-series": l[0], "data-max": max }, l[1] + ", max " + H.fmtNum(max)));
     });
     chart.appendChild(root);
     chart.appendChild(legend);
