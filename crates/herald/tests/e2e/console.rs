@@ -609,11 +609,10 @@ async fn overview_axes(b: &Browser, api: &Api) {
            keys[k.getAttribute('data-series')] = [k.textContent, +k.getAttribute('data-max')]; });
          if (!keys.p99_ms || !(keys.p99_ms[1] > 0) || !(keys.deliveries[1] > 0)) return null;
          var top = {};
+         function up(s, y) { top[s] = top[s] === undefined ? y : Math.min(top[s], y); }
          c.querySelectorAll('polyline').forEach(function (p) {
-           var s = p.getAttribute('data-series');
-           p.getAttribute('points').split(' ').forEach(function (xy) {
-             var y = +xy.split(',')[1];
-             top[s] = top[s] === undefined ? y : Math.min(top[s], y); }); });
+           p.getAttribute('points').split(' ').forEach(function (xy) { up(p.getAttribute('data-series'), +xy.split(',')[1]); }); });
+         c.querySelectorAll('circle.dot').forEach(function (d) { up(d.getAttribute('data-series'), +d.getAttribute('cy')); });
          return {left: ticks('left'), right: ticks('right'), time: ticks('time').map(function (t) { return t[0]; }),
                  titles: Array.from(c.querySelectorAll('text.axis-title')).map(function (t) { return t.textContent; }),
                  keys: keys, top: top};",

@@ -102,11 +102,12 @@
       series.forEach(function (p, i) {
         var v = p[l[0]];
         if (v === null || v === undefined) { if (runs[runs.length - 1].length) runs.push([]); return; }
-        runs[runs.length - 1].push(xOf(i).toFixed(1) + "," + yOf(Number(v) || 0, l[3]).toFixed(1));
+        runs[runs.length - 1].push([xOf(i).toFixed(1), yOf(Number(v) || 0, l[3]).toFixed(1)]);
       });
       runs.forEach(function (pts) {
-        if (pts.length === 1) pts.push(pts[0]);
-        if (pts.length) root.appendChild(svg("polyline", { points: pts.join(" "), class: l[2], "data-series": l[0] }));
+        // A second alone is a dot: a line needs two.
+        if (pts.length === 1) root.appendChild(svg("circle", { cx: pts[0][0], cy: pts[0][1], r: 2.5, class: "dot " + l[2], "data-series": l[0] }));
+        else if (pts.length) root.appendChild(svg("polyline", { points: pts.map(function (p) { return p.join(","); }).join(" "), class: l[2], "data-series": l[0] }));
       });
       var max = seriesMax(series, [l[0]]);
       legend.appendChild(el("span", { class: "key " + l[2], "data-series": l[0], "data-max": max }, l[1] + ", max " + H.fmtNum(max)));
