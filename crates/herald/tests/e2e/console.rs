@@ -975,17 +975,42 @@ async fn create_through_forms(b: &Browser, api: &Api) {
         "a refused create moves nothing"
     );
 
-    // A rule.
+    // A rule, first with a cron no date matches: refused on the nested
+    // field, shown beside the cron.
     let rule = [
         ("name", "form digest"),
         ("channel", "hooks"),
         ("schedule.type", "cron"),
-        ("schedule.cron", "30 8 * * 1-5"),
+        ("schedule.cron", "0 0 30 2 *"),
         ("schedule.timezone", "Asia/Shanghai"),
         ("audience.users", "form-gina\nform-hank"),
         ("message", r#"{"text": "form digest"}"#),
     ];
     fill_form(b, base, "rules", "rule", &rule).await;
+    let (st, refusal) = api
+        .call(
+            reqwest::Method::POST,
+            "/v1/rules",
+            Some(json!({"name": "form digest", "channel": "hooks",
+                   "schedule": {"type": "cron", "cron": "0 0 30 2 *", "timezone": "Asia/Shanghai"},
+                   "audience": {"users": ["form-gina", "form-hank"]}, "message": {"text": "form digest"}})),
+        )
+        .await;
+    assert_eq!(
+        (st, &refusal["error"]["field"]),
+        (400, &json!("schedule.cron")),
+        "{refusal}"
+    );
+    assert_eq!(
+        field_error(b, "rule", "schedule.cron").await,
+        refusal["error"]["message"].as_str().unwrap()
+    );
+    b.set_value(
+        "#new-rule [data-field=\"schedule.cron\"] input",
+        "30 8 * * 1-5",
+    )
+    .await;
+    b.click("#new-rule button.create").await;
     let id = created(b, "/ui/rules").await;
     b.wait_text("Next occurrences").await;
     let r = api.get(&format!("/v1/rules/{id}")).await;
