@@ -29,6 +29,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("channels.js", JS, include_str!("assets/channels.js")),
     ("cluster.js", JS, include_str!("assets/cluster.js")),
     ("audit.js", JS, include_str!("assets/audit.js")),
+    ("forms.js", JS, include_str!("assets/forms.js")),
 ];
 
 const JS: &str = "text/javascript; charset=utf-8";

@@ -5,7 +5,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 
 use super::escape;
-use crate::access::{KeyError, Mode, SESSION_COOKIE, cookie_value};
+use crate::access::{KeyError, Mode, SESSION_COOKIE, Scopes, cookie_value};
 use crate::http::state::AppState;
 
 /// A page of the console.
@@ -83,8 +83,14 @@ struct Viewer {
     tenant: String,
     key_name: String,
     admin: bool,
+    /// The key's scopes by name: the script offers only what they allow
+    /// (the API refuses the rest anyway).
+    scopes: String,
     protected: bool,
 }
+
+/// The list pages with a "New …" button, which load the forms' script.
+const WITH_FORMS: &[&str] = &["timers", "reminders", "rules", "jobs"];
 
 pub async fn overview(st: State<AppState>, headers: HeaderMap) -> Response {
     render(&st, &headers, &PAGES[0]).await
@@ -135,6 +141,7 @@ async fn viewer(st: &AppState, headers: &HeaderMap) -> Result<Viewer, KeyError> 
             tenant: herald_core::DEFAULT_TENANT_NAME.to_string(),
             key_name: String::new(),
             admin: true,
+            scopes: Scopes::all().names().join(" "),
             protected: false,
         });
     }
@@ -150,6 +157,7 @@ async fn viewer(st: &AppState, headers: &HeaderMap) -> Result<Viewer, KeyError> 
         tenant: session.caller.tenant_name.clone(),
         key_name: session.caller.key_name.clone().unwrap_or_default(),
         admin: session.caller.admin,
+        scopes: session.caller.scopes.names().join(" "),
         protected: true,
     })
 }
@@ -204,6 +212,7 @@ fn shell(page: &Page, v: &Viewer) -> String {
 <meta name="herald-tenant" content="{tenant}">
 <meta name="herald-key" content="{key}">
 <meta name="herald-admin" content="{admin}">
+<meta name="herald-scopes" content="{scopes}">
 <meta name="herald-mode" content="{mode}">
 <title>Herald · {title}</title>
 <link rel="icon" href="data:,">
@@ -222,7 +231,7 @@ fn shell(page: &Page, v: &Viewer) -> String {
 <div id="content"></div>
 </main>
 <script src="/ui/assets/app.js"></script>
-<script src="/ui/assets/{id}.js"></script>
+{forms}<script src="/ui/assets/{id}.js"></script>
 </body>
 </html>
 "#,
@@ -230,6 +239,12 @@ fn shell(page: &Page, v: &Viewer) -> String {
         tenant = escape(&v.tenant),
         key = escape(&v.key_name),
         admin = v.admin,
+        scopes = escape(&v.scopes),
+        forms = if WITH_FORMS.contains(&page.id) {
+            "<script src=\"/ui/assets/forms.js\"></script>\n"
+        } else {
+            ""
+        },
         mode = if v.protected { "protected" } else { "open" },
         title = escape(page.title),
         id = escape(page.id),
@@ -251,6 +266,7 @@ mod tests {
             tenant: "<shop>".into(),
             key_name: "k".into(),
             admin: false,
+            scopes: "read write".into(),
             protected: true,
         };
         let html = shell(&PAGES[1], &v);
@@ -258,6 +274,10 @@ mod tests {
         assert!(html.contains("&lt;shop&gt;"));
         assert!(!html.contains("<shop>"));
         assert!(html.contains("/ui/assets/timers.js"));
+        // A list page with a "New …" button loads the forms before its own script.
+        let forms = html.find("/ui/assets/forms.js").expect("forms.js");
+        assert!(forms < html.find("/ui/assets/timers.js").unwrap_or(0));
+        assert!(html.contains("name=\"herald-scopes\" content=\"read write\""));
         assert!(html.contains("action=\"/ui/logout\""));
     }
 }

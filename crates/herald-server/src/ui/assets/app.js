@@ -19,6 +19,9 @@ var H = (function () {
   }
   var csrf = meta("csrf-token");
   var isAdmin = meta("herald-admin") === "true";
+  var scopes = meta("herald-scopes").split(/\s+/).filter(Boolean);
+  // Whether the session's key holds `scope` ("write", "campaign", ...).
+  function can(scope) { return scopes.indexOf(scope) >= 0; }
   var mode = meta("herald-mode");
   var TENANT_KEY = "herald.actAs";
 
@@ -64,6 +67,9 @@ var H = (function () {
     var e = body && body.error ? body.error : {};
     this.status = status;
     this.code = e.code || "http_" + status;
+    // The field the API names, and its words without it (for forms).
+    this.field = e.field || "";
+    this.detail = e.message || "request failed";
     this.message = (e.message || "request failed") + (e.field ? " (" + e.field + ")" : "");
   }
 
@@ -233,6 +239,20 @@ var H = (function () {
     return (a.key_name || "key") + (a.key_id === null || a.key_id === undefined ? "" : " #" + a.key_id);
   }
 
+  // How attempts ended, in the live window's words and order: the outcomes
+  // of /v1/overview's channels and of /v1/channels' recent_outcomes (the
+  // engine's LiveOutcome). Every page that shows outcomes uses this list.
+  var OUTCOMES = ["delivered", "retry", "failed", "dead", "deferred"];
+  // Counts by outcome as "delivered 5 · retry 0 · ...", in OUTCOMES' order,
+  // then any outcome the list does not know yet (so none is hidden).
+  function outcomes(counts) {
+    counts = counts || {};
+    var names = OUTCOMES.concat(Object.keys(counts).filter(function (k) { return OUTCOMES.indexOf(k) < 0; }));
+    return el("span", { class: "outcomes" }, names.map(function (k, i) {
+      return [i ? " · " : "", el("span", { class: "outcome", "data-outcome": k, text: k + " " + (counts[k] || 0) })];
+    }));
+  }
+
   // A table: columns are [label, function(row) -> text | Node].
   function table(columns, rows, opts) {
     opts = opts || {};
@@ -393,6 +413,7 @@ var H = (function () {
     button: button, confirmThen: confirmThen, field: field, formValues: formValues,
     isoOf: isoOf, zone: zone, zoneNote: zoneNote, rel: rel, when: when, cronWords: cronWords,
     progress: progress, section: section, visible: visible, actor: actor,
+    OUTCOMES: OUTCOMES, outcomes: outcomes, can: can, isAdmin: isAdmin,
     content: function () { return document.getElementById("content"); },
   };
 })();

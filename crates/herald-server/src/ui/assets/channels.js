@@ -23,9 +23,12 @@
     if (c.paused_until) return "provider backoff until " + H.fmtTime(c.paused_until);
     return "";
   }
-  function outcomes(c) {
+  // The provider's answers since this node started are counted in other
+  // words (throttled, permanent, quiet): kept on hover, not beside the
+  // outcomes, which read as the overview's.
+  function answers(c) {
     var o = c.outcomes || {};
-    return Object.keys(o).map(function (k) { return k + " " + o[k]; }).join(", ");
+    return "provider answers since this node started: " + Object.keys(o).map(function (k) { return k + " " + o[k]; }).join(", ");
   }
   function rate(c) {
     var r = c.rate_per_s !== undefined ? c.rate_per_s : c.current_rate;
@@ -55,7 +58,7 @@
         ["token", token],
         ["paused", paused],
         ["quiet hours", function (c) { return c.quiet_hours || ""; }],
-        ["outcomes", outcomes],
+        ["outcomes, last minute", function (c) { return el("span", { title: answers(c) }, H.outcomes(c.recent_outcomes)); }],
         ["rate/s", rate],
         ["", act],
       ], r.channels || [], { cls: "channels", rowAttrs: function (c) { return { "data-channel": c.name }; } }));

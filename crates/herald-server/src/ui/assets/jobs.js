@@ -12,6 +12,7 @@
   var detail = el("div", { id: "job-detail" });
   var list = el("div", { id: "job-list" });
   var filter = {};
+  H.content().appendChild(HForms.newButton("job"));
   H.content().appendChild(form);
   H.content().appendChild(detail);
   H.content().appendChild(list);

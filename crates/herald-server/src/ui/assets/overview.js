@@ -30,29 +30,87 @@
     Object.keys(attrs || {}).forEach(function (k) { n.setAttribute(k, String(attrs[k])); });
     return n;
   }
-  // One polyline per series; each scaled to its own maximum (shown in the legend).
+  // An axis of round steps (1, 2 or 5 times a power of ten) from 0 to at
+  // least `max`: {top, step, digits} (digits: decimals a tick label needs).
+  function niceScale(max) {
+    if (!(max > 0)) max = 1;
+    var raw = max / 4;
+    var pow = Math.pow(10, Math.floor(Math.log10(raw)));
+    var step = [1, 2, 5, 10].map(function (m) { return m * pow; }).find(function (s) { return s >= raw; });
+    return { top: Math.ceil(max / step - 1e-9) * step, step: step, digits: Math.max(0, -Math.floor(Math.log10(step))) };
+  }
+  function seriesMax(series, keys) {
+    var max = 0;
+    series.forEach(function (p) { keys.forEach(function (k) { if (p[k] !== null && p[k] !== undefined) max = Math.max(max, Number(p[k]) || 0); }); });
+    return max;
+  }
+  function text(attrs, label) {
+    var t = svg("text", attrs);
+    t.textContent = label;
+    return t;
+  }
+  // Deliveries per second on the left axis, lateness (p50 and p99, one
+  // scale: both are milliseconds) on the right, the last minute along the
+  // bottom. A second without deliveries has no lateness: its line breaks.
   function drawChart(series) {
     H.clear(chart);
-    var W = 720, Hh = 180, pad = 4;
-    var root = svg("svg", { viewBox: "0 0 " + W + " " + Hh, width: "100%", height: Hh, preserveAspectRatio: "none", role: "img", "aria-label": "deliveries and lateness" });
-    root.appendChild(svg("rect", { x: 0, y: 0, width: W, height: Hh, class: "bg" }));
-    var lines = [
-      ["deliveries", "deliveries/s", "line-a"],
-      ["p50_ms", "lateness p50 ms", "line-b"],
-      ["p99_ms", "lateness p99 ms", "line-c"],
-    ];
-    var legend = el("div", { class: "legend" });
+    var W = 720, Hh = 210, left = 54, right = 58, top = 22, bottom = 22;
+    var plotW = W - left - right, plotH = Hh - top - bottom;
+    var root = svg("svg", { viewBox: "0 0 " + W + " " + Hh, width: "100%", height: Hh, role: "img", "aria-label": "deliveries per second (left axis) and lateness in ms (right axis)", id: "live-chart" });
+    root.appendChild(svg("rect", { x: left, y: top, width: plotW, height: plotH, class: "bg" }));
+    var scales = {
+      left: niceScale(seriesMax(series, ["deliveries"])),
+      right: niceScale(seriesMax(series, ["p50_ms", "p99_ms"])),
+    };
+    function yOf(v, sc) { return top + plotH - (v * plotH) / sc.top; }
     var n = series.length;
+    function xOf(i) { return left + (n > 1 ? (i * plotW) / (n - 1) : 0); }
+    // Ticks: grid lines follow the left axis; each axis labels its own values.
+    ["left", "right"].forEach(function (side) {
+      var sc = scales[side];
+      var g = svg("g", { class: "axis-" + side, "data-top": sc.top });
+      var x = side === "left" ? left : left + plotW;
+      g.appendChild(svg("line", { x1: x, y1: top, x2: x, y2: top + plotH, class: "axis" }));
+      for (var v = 0; v <= sc.top + sc.step / 2; v += sc.step) {
+        var y = yOf(v, sc);
+        if (side === "left" && v > 0) root.appendChild(svg("line", { x1: left, y1: y, x2: left + plotW, y2: y, class: "grid" }));
+        g.appendChild(svg("line", { x1: x, y1: y, x2: side === "left" ? x - 4 : x + 4, y2: y, class: "axis" }));
+        g.appendChild(text({ x: side === "left" ? x - 6 : x + 6, y: y + 4, "text-anchor": side === "left" ? "end" : "start", class: "tick tick-" + side, "data-y": y.toFixed(1) }, v.toFixed(sc.digits)));
+      }
+      g.appendChild(text({ x: x, y: top - 8, "text-anchor": side === "left" ? "start" : "end", class: "axis-title" + (side === "left" ? " line-a" : "") },
+        side === "left" ? "deliveries/s" : "lateness ms"));
+      root.appendChild(g);
+    });
+    root.appendChild(svg("line", { x1: left, y1: top + plotH, x2: left + plotW, y2: top + plotH, class: "axis" }));
+    // Five time ticks: the window's first second to its last.
+    if (n) {
+      for (var k = 0; k <= 4; k++) {
+        var i = Math.round((k * (n - 1)) / 4);
+        root.appendChild(text({ x: xOf(i).toFixed(1), y: Hh - 6, "text-anchor": k === 0 ? "start" : k === 4 ? "end" : "middle", class: "tick tick-time" },
+          H.fmtTime(series[i].t).slice(11, 19)));
+      }
+    }
+    var lines = [
+      ["deliveries", "deliveries/s (left axis)", "line-a", scales.left],
+      ["p50_ms", "lateness p50, ms (right axis)", "line-b", scales.right],
+      ["p99_ms", "lateness p99, ms (right axis)", "line-c", scales.right],
+    ];
+    var legend = el("div", { class: "legend", id: "live-legend" });
     lines.forEach(function (l) {
-      var max = 0;
-      series.forEach(function (s) { max = Math.max(max, Number(s[l[0]]) || 0); });
-      var pts = series.map(function (s, i) {
-        var x = n > 1 ? (i * (W - 2 * pad)) / (n - 1) + pad : pad;
-        var y = Hh - pad - (max > 0 ? ((Number(s[l[0]]) || 0) * (Hh - 2 * pad)) / max : 0);
-        return x.toFixed(1) + "," + y.toFixed(1);
+      // Runs of seconds with a value; a null ends a run.
+      var runs = [[]];
+      series.forEach(function (p, i) {
+        var v = p[l[0]];
+        if (v === null || v === undefined) { if (runs[runs.length - 1].length) runs.push([]); return; }
+        runs[runs.length - 1].push([xOf(i).toFixed(1), yOf(Number(v) || 0, l[3]).toFixed(1)]);
       });
-      if (pts.length) root.appendChild(svg("polyline", { points: pts.join(" "), class: l[2] }));
-      legend.appendChild(el("span", { class: "key " + l[2] }, l[1] + " (max " + H.fmtNum(max) + ")"));
+      runs.forEach(function (pts) {
+        // A second alone is a dot: a line needs two.
+        if (pts.length === 1) root.appendChild(svg("circle", { cx: pts[0][0], cy: pts[0][1], r: 2.5, class: "dot " + l[2], "data-series": l[0] }));
+        else if (pts.length) root.appendChild(svg("polyline", { points: pts.map(function (p) { return p.join(","); }).join(" "), class: l[2], "data-series": l[0] }));
+      });
+      var max = seriesMax(series, [l[0]]);
+      legend.appendChild(el("span", { class: "key " + l[2], "data-series": l[0], "data-max": max }, l[1] + ", max " + H.fmtNum(max)));
     });
     chart.appendChild(root);
     chart.appendChild(legend);
@@ -76,11 +134,8 @@
     H.clear(channels).appendChild(H.table([
       ["channel", function (c) { return c.name; }],
       ["rate/s", function (c) { return H.fmtNum(c.rate_per_s); }],
-      ["outcomes", function (c) {
-        var oc = c.outcomes || {};
-        return Object.keys(oc).map(function (k) { return k + " " + oc[k]; }).join(", ");
-      }],
-    ], o.channels || []));
+      ["outcomes, last minute", function (c) { return H.outcomes(c.outcomes); }],
+    ], o.channels || [], { cls: "channels", rowAttrs: function (c) { return { "data-channel": c.name }; } }));
     H.clear(nodes).appendChild(H.table([
       ["node", function (n) { return n.node_id; }],
       ["shards", function (n) { return n.shards; }],

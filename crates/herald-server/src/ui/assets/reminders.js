@@ -5,6 +5,7 @@
   var el = H.el;
   var detail = el("div", { id: "subject-detail" });
   var list = el("div", { id: "subject-list" });
+  H.content().appendChild(HForms.newButton("subject"));
   H.content().appendChild(detail);
   H.content().appendChild(list);
 

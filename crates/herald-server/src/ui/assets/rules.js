@@ -1,10 +1,11 @@
-// Rules: list, a rule's versions side by side, its tasks with outcomes,
+// Rules: list, a rule's versions as what each changed, its tasks with outcomes,
 // enable/disable, and the schedule's next occurrences (schedules:preview).
 "use strict";
 (function () {
   var el = H.el;
   var detail = el("div", { id: "rule-detail" });
   var list = el("div", { id: "rule-list" });
+  H.content().appendChild(HForms.newButton("rule"));
   H.content().appendChild(detail);
   H.content().appendChild(list);
 
@@ -63,7 +64,14 @@
     H.clear(detail);
     if (!id) return Promise.resolve();
     var path = "/v1/rules/" + encodeURIComponent(id);
-    return Promise.all([H.get(path), H.get(path + "/versions?limit=10"), H.get(path + "/tasks?limit=20")]).then(function (r) {
+    // The newest versions (oldest first): SHOWN of them, and the one before
+    // the first, which its changes are counted from.
+    var versionsOf = function (rule) {
+      return H.get(path + "/versions" + H.query({ after: Math.max(0, rule.version - SHOWN - 1), limit: SHOWN + 1 }));
+    };
+    return H.get(path).then(function (rule) {
+      return Promise.all([rule, versionsOf(rule), H.get(path + "/tasks?limit=20")]);
+    }).then(function (r) {
       var rule = r[0], versions = r[1].versions || [], tasks = r[2].tasks || [];
       var box = el("section", { class: "detail", "data-id": rule.id, id: "rule-" + rule.id },
         el("h2", { text: "Rule " + rule.id + ": " + rule.name + " · " + rule.status }));
@@ -85,13 +93,7 @@
       }).catch(function (e) { next.appendChild(el("p", { class: "error", text: e.message })); });
 
       box.appendChild(el("h3", { text: "Versions" }));
-      var side = el("div", { class: "side-by-side" });
-      versions.slice(-3).reverse().forEach(function (v) {
-        side.appendChild(el("div", { class: "version" },
-          el("h4", { text: "v" + v.version + " · " + H.fmtTime(v.created_at) }),
-          el("pre", { text: H.json({ name: v.name, schedule: v.schedule, audience: v.audience, channel: v.channel, message: v.message, deadline_secs: v.deadline_secs, priority: v.priority, follow_up: v.follow_up }) })));
-      });
-      box.appendChild(side);
+      box.appendChild(versionList(versions));
 
       box.appendChild(el("h3", { text: "Tasks" }));
       box.appendChild(H.table([
@@ -113,6 +115,77 @@
       detail.appendChild(box);
     });
   }
+  // How many versions a rule shows, newest first, each as its changes.
+  var SHOWN = 10;
+  // What a version holds, without its number and time.
+  function content(v) {
+    var out = {};
+    Object.keys(v).forEach(function (k) { if (k !== "version" && k !== "created_at") out[k] = v[k]; });
+    return out;
+  }
+  // Leaves of `v` by path ("schedule.cron"); an array is one leaf.
+  function flatten(v, prefix, out) {
+    if (v !== null && typeof v === "object" && !Array.isArray(v) && Object.keys(v).length) {
+      Object.keys(v).forEach(function (k) { flatten(v[k], prefix ? prefix + "." + k : k, out); });
+    } else if (prefix) {
+      out[prefix] = v;
+    }
+    return out;
+  }
+  function shown(v) { return v === undefined ? "" : JSON.stringify(v); }
+  // What changed from `before` to `after`: [path, kind, old, new] with kind
+  // added, removed or changed, in path order. A list of plain values says
+  // which values came and went rather than repeating both lists.
+  function changes(before, after) {
+    var a = flatten(content(before), "", {}), b = flatten(content(after), "", {});
+    var paths = Object.keys(a).concat(Object.keys(b).filter(function (k) { return !(k in a); })).sort();
+    var out = [];
+    paths.forEach(function (k) {
+      if (!(k in b)) { out.push([k, "removed", shown(a[k]), ""]); return; }
+      if (!(k in a)) { out.push([k, "added", "", shown(b[k])]); return; }
+      if (shown(a[k]) === shown(b[k])) return;
+      if (Array.isArray(a[k]) && Array.isArray(b[k]) && a[k].concat(b[k]).every(function (x) { return x === null || typeof x !== "object"; })) {
+        var gone = a[k].filter(function (x) { return b[k].indexOf(x) < 0; });
+        var come = b[k].filter(function (x) { return a[k].indexOf(x) < 0; });
+        if (gone.length + come.length) {
+          out.push([k, "changed", gone.length ? "without " + shown(gone) : "", come.length ? "with " + shown(come) : ""]);
+          return;
+        }
+      }
+      out.push([k, "changed", shown(a[k]), shown(b[k])]);
+    });
+    return out;
+  }
+  // Newest first: each version's changes from the one before it, and the
+  // whole version behind a toggle.
+  function versionList(versions) {
+    var box = el("div", { class: "versions", id: "rule-versions" });
+    var newest = versions.slice(-SHOWN).reverse();
+    newest.forEach(function (v) {
+      var prev = versions[versions.indexOf(v) - 1];
+      var item = el("div", { class: "version", "data-version": v.version },
+        el("h4", { text: "v" + v.version + " · " + H.fmtTime(v.created_at) }));
+      if (!prev) {
+        item.appendChild(el("p", { class: "hint", text: v.version === 1 ? "The first version." : "The version before it is not shown." }));
+      } else {
+        var diff = changes(prev, v);
+        if (!diff.length) item.appendChild(el("p", { class: "hint", text: "Same content as v" + prev.version + " (enabled again, or saved unchanged)." }));
+        else item.appendChild(H.table([
+          ["field", function (d) { return el("code", { text: d[0] }); }],
+          ["", function (d) { return el("span", { class: "diff-kind " + d[1], text: d[1] }); }],
+          ["v" + prev.version, function (d) { return el("span", { class: "diff-old", text: d[2] }); }],
+          ["", function () { return "→"; }],
+          ["v" + v.version, function (d) { return el("span", { class: "diff-new", text: d[3] }); }],
+        ], diff, { cls: "diff", rowAttrs: function (d) { return { "data-field": d[0], "data-kind": d[1] }; } }));
+      }
+      item.appendChild(el("details", { class: "full-version" }, el("summary", { text: "Full version " + v.version }),
+        el("pre", { text: H.json(content(v)) })));
+      box.appendChild(item);
+    });
+    if (!newest.length) box.appendChild(el("p", { class: "hint", text: "No version." }));
+    return box;
+  }
+
   function refresh(id) { return Promise.all([showRule(id), pages.reload()]); }
   function idFromHash() { var m = /^#id=(\d+)$/.exec(window.location.hash); return m ? m[1] : ""; }
   window.addEventListener("hashchange", function () { showRule(idFromHash()).catch(H.fail); });

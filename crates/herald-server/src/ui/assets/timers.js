@@ -18,6 +18,7 @@
     el("button", { type: "submit" }, "Search"));
   var detail = el("div", { id: "timer-detail" });
   var list = el("div", { id: "timer-list" });
+  H.content().appendChild(HForms.newButton("timer"));
   H.content().appendChild(form);
   H.content().appendChild(detail);
   H.content().appendChild(list);
