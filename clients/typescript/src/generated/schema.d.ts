@@ -1304,6 +1304,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/users/{user_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One user: profile, reminders, recent timers and campaign sends
+         * @description Needs: a key with the `read` scope.
+         */
+        get: operations["getv1_users_user_id"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/users/{user_id}/reminders": {
         parameters: {
             query?: never;
@@ -1731,9 +1751,27 @@ export interface components {
             field?: string | null;
             message: string;
         };
+        /** @description One error and how many reminders it ended. */
+        ErrorCountJson: {
+            /** Format: int64 */
+            count: number;
+            error: string;
+        };
         /** @description Every error: `{"error": {"code", "message", "field"?}}`. */
         ErrorResponse: {
             error: components["schemas"]["ErrorBody"];
+        };
+        /** @description A reminder that did not reach its user. */
+        FailedReminderJson: {
+            channel_type?: string | null;
+            error?: string | null;
+            /** Format: int32 */
+            lead_minutes?: number | null;
+            state: string;
+            /** Format: int64 */
+            timer_id: number;
+            updated_at: string;
+            user_id: string;
         };
         /** @description One error of `GET /v1/jobs/{id}/failures`. */
         FailureGroup: {
@@ -2204,6 +2242,32 @@ export interface components {
          * @enum {string}
          */
         OnConflict: "return" | "replace";
+        /** @description How a subject's reminders turned out, read from at most `cap` of them. */
+        OutcomesJson: {
+            /**
+             * @description Reminders per timer state (`pending`, `done`, `failed`, `dead`,
+             *     `cancelled`, `in_doubt`), only the states present.
+             */
+            by_state: {
+                [key: string]: number;
+            };
+            /**
+             * Format: int64
+             * @description Most reminders read.
+             */
+            cap: number;
+            /** @description The subject has more than `cap`: the figures cover the first read. */
+            capped: boolean;
+            /**
+             * Format: int64
+             * @description Reminders read.
+             */
+            counted: number;
+            /** @description The newest of them (at most 20). */
+            failed: components["schemas"]["FailedReminderJson"][];
+            /** @description What the failed, dead and in-doubt ones failed with, most common first. */
+            top_errors: components["schemas"]["ErrorCountJson"][];
+        };
         /** @description `GET /v1/overview`'s answer. */
         Overview: {
             channels: components["schemas"]["ChannelLive"][];
@@ -2680,6 +2744,12 @@ export interface components {
              * @description With `outcome`: where the next page starts; null on the last one.
              */
             next_after?: number | null;
+            /**
+             * Format: int64
+             * @description With `recipient`: its index in the job's audience, absent when it is
+             *     not in it. `sends` is then empty while the job has not reached it.
+             */
+            recipient_index?: number | null;
             sends: components["schemas"]["SendJson"][];
         };
         /** @description `GET /v1/stats`'s answer. */
@@ -2757,6 +2827,8 @@ export interface components {
              *     read).
              */
             early_start: components["schemas"]["EarlyStartJson"][];
+            /** @description How its reminders turned out (pending, sent, failed with the errors). */
+            outcomes: components["schemas"]["OutcomesJson"];
             reminders_by: components["schemas"]["ReminderGroupJson"][];
         };
         SubjectJson: {
@@ -2787,11 +2859,23 @@ export interface components {
         SubjectList: {
             /** Format: int64 */
             count_cap: number;
+            /**
+             * Format: int64
+             * @description Most failed reminders counted per subject.
+             */
+            failed_cap: number;
             next_cursor?: string | null;
             subjects: components["schemas"]["SubjectSummaryJson"][];
         };
         /** @description One line of a listing. */
         SubjectSummaryJson: components["schemas"]["CountsJson"] & {
+            /**
+             * Format: int64
+             * @description Its failed and dead reminders, counted up to `failed_cap` through
+             *     the failures index (those due within the longest configured lead of
+             *     its start): a subject whose reminders fail stands out in a list.
+             */
+            failed: number;
             start_at: string;
             subject_id: string;
             title?: string | null;
@@ -3170,12 +3254,47 @@ export interface components {
             subjects: components["schemas"]["UserSubject"][];
             user_id: string;
         };
+        /** @description The user in one job. */
+        UserSendJson: {
+            channel: string;
+            /**
+             * Format: int64
+             * @description The user's index in the job's audience.
+             */
+            index: number;
+            job_created_at: string;
+            /** Format: int64 */
+            job_id: number;
+            job_name?: string | null;
+            /** @description The job's state. */
+            job_state: string;
+            send?: null | components["schemas"]["SendJson"];
+        };
         /** @description A user's reminders of one subject, and their bitmap. */
         UserSubject: {
             /** Format: int64 */
             bits: number;
             reminders: components["schemas"]["UserReminder"][];
             subject_id: string;
+        };
+        /** @description `GET /v1/users/{user_id}`'s answer. */
+        UserView: {
+            /**
+             * @description The campaigns among the newest `jobs_searched` that include them,
+             *     newest first; a send's `error` says why it was not sent.
+             */
+            campaign_sends: components["schemas"]["UserSendJson"][];
+            jobs_searched: number;
+            /** @description Their reminders by subject, with each timer's state. */
+            reminders: components["schemas"]["UserSubject"][];
+            subscriber?: null | components["schemas"]["SubscriberJson"];
+            /**
+             * @description The newest timers addressed to them (latest due first), reminders
+             *     included, each with its state and last error (`no_address`,
+             *     `opted_out`, `quiet_hours`, `capped` … say why it was not sent).
+             */
+            timers: components["schemas"]["TimerJson"][];
+            user_id: string;
         };
         VersionJson: components["schemas"]["RoutingJson"] & {
             audience: Record<string, unknown>;
@@ -3974,6 +4093,8 @@ export interface operations {
                 after?: number;
                 /** @description with outcome: rows per page (default 100) */
                 limit?: number;
+                /** @description only this recipient's row, found in the job's audience (alone) */
+                recipient?: string;
             };
             header?: never;
             path: {
@@ -5370,6 +5491,30 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Retried"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    getv1_users_user_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserView"];
                 };
             };
             "4XX": components["responses"]["Error"];

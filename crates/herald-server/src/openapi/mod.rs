@@ -9,7 +9,7 @@
 mod node;
 pub(crate) mod operations;
 mod refine;
-pub(crate) mod schemas;
+mod schemas;
 pub(crate) mod serve;
 #[cfg(test)]
 mod tests;

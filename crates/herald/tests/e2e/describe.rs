@@ -646,6 +646,12 @@ async fn every_route_answers_as_the_document_says() {
         )
         .await;
     assert_eq!(r["subjects"][0]["subject_id"], "s1", "{r}");
+    let one_user = api
+        .expect(200, "GET", "/v1/users/{user_id}", "/v1/users/alice", None)
+        .await;
+    assert_eq!(one_user["reminders"][0]["subject_id"], "s1", "{one_user}");
+    api.expect(400, "GET", "/v1/users/{user_id}", "/v1/users/%20", None)
+        .await;
     // Listed and read with its counts once it has a reminder.
     let listed = api
         .expect(200, "GET", "/v1/subjects", "/v1/subjects?limit=10", None)
@@ -1078,6 +1084,24 @@ async fn every_route_answers_as_the_document_says() {
         "GET",
         "/v1/jobs/{id}/sends",
         &format!("{jp}/sends?start=x"),
+        None,
+    )
+    .await;
+    let stranger = api
+        .expect(
+            200,
+            "GET",
+            "/v1/jobs/{id}/sends",
+            &format!("{jp}/sends?recipient=nobody-at-all"),
+            None,
+        )
+        .await;
+    assert!(stranger.get("recipient_index").is_none(), "{stranger}");
+    api.expect(
+        400,
+        "GET",
+        "/v1/jobs/{id}/sends",
+        &format!("{jp}/sends?recipient=a&start=0"),
         None,
     )
     .await;

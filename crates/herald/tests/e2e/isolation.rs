@@ -838,6 +838,19 @@ fn cases(f: &Fixture) -> Vec<Case> {
                 200,
             ),
         ),
+        case(
+            "GET",
+            "/v1/users/{user_id}",
+            req(M::GET, "/v1/users/alice"),
+            None,
+            200,
+            hidden(
+                req(M::GET, "/v1/users/nobody-here"),
+                "nobody-here",
+                "alice",
+                200,
+            ),
+        ),
         // Templates: the owner's are not there for the other tenant, which
         // may use the same names for its own.
         case(

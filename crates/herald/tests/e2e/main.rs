@@ -48,6 +48,7 @@ mod in_time;
 mod input;
 mod isolation;
 mod logs;
+mod one_user;
 mod otel;
 mod outage;
 mod pacing;

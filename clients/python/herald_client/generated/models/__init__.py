@@ -41,7 +41,9 @@ from .digest_json import DigestJson
 from .early_start_json import EarlyStartJson
 from .entry_json import EntryJson
 from .error_body import ErrorBody
+from .error_count_json import ErrorCountJson
 from .error_response import ErrorResponse
+from .failed_reminder_json import FailedReminderJson
 from .failure_group import FailureGroup
 from .follow_up_body import FollowUpBody
 from .follow_up_body_message import FollowUpBodyMessage
@@ -84,6 +86,8 @@ from .node_leases import NodeLeases
 from .node_live import NodeLive
 from .node_shards import NodeShards
 from .on_conflict import OnConflict
+from .outcomes_json import OutcomesJson
+from .outcomes_json_by_state import OutcomesJsonByState
 from .overview import Overview
 from .overview_timers import OverviewTimers
 from .pause_request import PauseRequest
@@ -187,7 +191,9 @@ from .to_type_json import ToTypeJson
 from .totals_json import TotalsJson
 from .user_reminder import UserReminder
 from .user_reminders import UserReminders
+from .user_send_json import UserSendJson
 from .user_subject import UserSubject
+from .user_view import UserView
 from .version_json import VersionJson
 from .version_json_audience import VersionJsonAudience
 from .version_json_message import VersionJsonMessage
@@ -235,7 +241,9 @@ __all__ = (
     "EarlyStartJson",
     "EntryJson",
     "ErrorBody",
+    "ErrorCountJson",
     "ErrorResponse",
+    "FailedReminderJson",
     "FailureGroup",
     "FollowUpBody",
     "FollowUpBodyMessage",
@@ -278,6 +286,8 @@ __all__ = (
     "NodeLive",
     "NodeShards",
     "OnConflict",
+    "OutcomesJson",
+    "OutcomesJsonByState",
     "Overview",
     "OverviewTimers",
     "PauseRequest",
@@ -379,7 +389,9 @@ __all__ = (
     "TotalsJson",
     "UserReminder",
     "UserReminders",
+    "UserSendJson",
     "UserSubject",
+    "UserView",
     "VersionJson",
     "VersionJsonAudience",
     "VersionJsonMessage",

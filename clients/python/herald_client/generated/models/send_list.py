@@ -23,10 +23,13 @@ class SendList:
         Attributes:
             sends (list[SendJson]):
             next_after (int | None | Unset): With `outcome`: where the next page starts; null on the last one.
+            recipient_index (int | None | Unset): With `recipient`: its index in the job's audience, absent when it is
+                not in it. `sends` is then empty while the job has not reached it.
     """
 
     sends: list[SendJson]
     next_after: int | None | Unset = UNSET
+    recipient_index: int | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -41,6 +44,12 @@ class SendList:
         else:
             next_after = self.next_after
 
+        recipient_index: int | None | Unset
+        if isinstance(self.recipient_index, Unset):
+            recipient_index = UNSET
+        else:
+            recipient_index = self.recipient_index
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -50,6 +59,8 @@ class SendList:
         )
         if next_after is not UNSET:
             field_dict["next_after"] = next_after
+        if recipient_index is not UNSET:
+            field_dict["recipient_index"] = recipient_index
 
         return field_dict
 
@@ -74,9 +85,19 @@ class SendList:
 
         next_after = _parse_next_after(d.pop("next_after", UNSET))
 
+        def _parse_recipient_index(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        recipient_index = _parse_recipient_index(d.pop("recipient_index", UNSET))
+
         send_list = cls(
             sends=sends,
             next_after=next_after,
+            recipient_index=recipient_index,
         )
 
         send_list.additional_properties = d

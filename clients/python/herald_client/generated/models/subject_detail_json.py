@@ -10,6 +10,7 @@ from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.early_start_json import EarlyStartJson
+    from ..models.outcomes_json import OutcomesJson
     from ..models.reminder_group_json import ReminderGroupJson
     from ..models.subject_json_data_type_0 import SubjectJsonDataType0
     from ..models.subject_json_templates_type_0 import SubjectJsonTemplatesType0
@@ -37,6 +38,7 @@ class SubjectDetailJson:
                 to fall due this is the plan the engine follows; before, a preview
                 counted at this request (every pending reminder of the subject is
                 read).
+            outcomes (OutcomesJson): How a subject's reminders turned out, read from at most `cap` of them.
             reminders_by (list[ReminderGroupJson]):
             cancelled_reminders (int | None | Unset):
             data (None | SubjectJsonDataType0 | Unset):
@@ -57,6 +59,7 @@ class SubjectDetailJson:
     reminders: int
     subscribers: int
     early_start: list[EarlyStartJson]
+    outcomes: OutcomesJson
     reminders_by: list[ReminderGroupJson]
     cancelled_reminders: int | None | Unset = UNSET
     data: None | SubjectJsonDataType0 | Unset = UNSET
@@ -90,6 +93,8 @@ class SubjectDetailJson:
         for early_start_item_data in self.early_start:
             early_start_item = early_start_item_data.to_dict()
             early_start.append(early_start_item)
+
+        outcomes = self.outcomes.to_dict()
 
         reminders_by = []
         for reminders_by_item_data in self.reminders_by:
@@ -149,6 +154,7 @@ class SubjectDetailJson:
                 "reminders": reminders,
                 "subscribers": subscribers,
                 "early_start": early_start,
+                "outcomes": outcomes,
                 "reminders_by": reminders_by,
             }
         )
@@ -170,6 +176,7 @@ class SubjectDetailJson:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.early_start_json import EarlyStartJson
+        from ..models.outcomes_json import OutcomesJson
         from ..models.reminder_group_json import ReminderGroupJson
         from ..models.subject_json_data_type_0 import SubjectJsonDataType0
         from ..models.subject_json_templates_type_0 import SubjectJsonTemplatesType0
@@ -197,6 +204,8 @@ class SubjectDetailJson:
             early_start_item = EarlyStartJson.from_dict(early_start_item_data)
 
             early_start.append(early_start_item)
+
+        outcomes = OutcomesJson.from_dict(d.pop("outcomes"))
 
         reminders_by = []
         _reminders_by = d.pop("reminders_by")
@@ -287,6 +296,7 @@ class SubjectDetailJson:
             reminders=reminders,
             subscribers=subscribers,
             early_start=early_start,
+            outcomes=outcomes,
             reminders_by=reminders_by,
             cancelled_reminders=cancelled_reminders,
             data=data,

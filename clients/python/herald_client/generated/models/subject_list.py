@@ -21,17 +21,21 @@ class SubjectList:
 
     Attributes:
         count_cap (int):
+        failed_cap (int): Most failed reminders counted per subject.
         subjects (list[SubjectSummaryJson]):
         next_cursor (None | str | Unset):
     """
 
     count_cap: int
+    failed_cap: int
     subjects: list[SubjectSummaryJson]
     next_cursor: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         count_cap = self.count_cap
+
+        failed_cap = self.failed_cap
 
         subjects = []
         for subjects_item_data in self.subjects:
@@ -49,6 +53,7 @@ class SubjectList:
         field_dict.update(
             {
                 "count_cap": count_cap,
+                "failed_cap": failed_cap,
                 "subjects": subjects,
             }
         )
@@ -63,6 +68,8 @@ class SubjectList:
 
         d = dict(src_dict)
         count_cap = d.pop("count_cap")
+
+        failed_cap = d.pop("failed_cap")
 
         subjects = []
         _subjects = d.pop("subjects")
@@ -82,6 +89,7 @@ class SubjectList:
 
         subject_list = cls(
             count_cap=count_cap,
+            failed_cap=failed_cap,
             subjects=subjects,
             next_cursor=next_cursor,
         )

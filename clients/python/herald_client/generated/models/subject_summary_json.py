@@ -19,6 +19,9 @@ class SubjectSummaryJson:
         counts_capped (bool): Counting stopped at the cap: both figures are lower bounds.
         reminders (int): Reminders (a user's channel type and lead), sent or still to come.
         subscribers (int): Distinct users with at least one reminder on the subject.
+        failed (int): Its failed and dead reminders, counted up to `failed_cap` through
+            the failures index (those due within the longest configured lead of
+            its start): a subject whose reminders fail stands out in a list.
         start_at (str):
         subject_id (str):
         title (None | str | Unset):
@@ -27,6 +30,7 @@ class SubjectSummaryJson:
     counts_capped: bool
     reminders: int
     subscribers: int
+    failed: int
     start_at: str
     subject_id: str
     title: None | str | Unset = UNSET
@@ -38,6 +42,8 @@ class SubjectSummaryJson:
         reminders = self.reminders
 
         subscribers = self.subscribers
+
+        failed = self.failed
 
         start_at = self.start_at
 
@@ -56,6 +62,7 @@ class SubjectSummaryJson:
                 "counts_capped": counts_capped,
                 "reminders": reminders,
                 "subscribers": subscribers,
+                "failed": failed,
                 "start_at": start_at,
                 "subject_id": subject_id,
             }
@@ -74,6 +81,8 @@ class SubjectSummaryJson:
 
         subscribers = d.pop("subscribers")
 
+        failed = d.pop("failed")
+
         start_at = d.pop("start_at")
 
         subject_id = d.pop("subject_id")
@@ -91,6 +100,7 @@ class SubjectSummaryJson:
             counts_capped=counts_capped,
             reminders=reminders,
             subscribers=subscribers,
+            failed=failed,
             start_at=start_at,
             subject_id=subject_id,
             title=title,

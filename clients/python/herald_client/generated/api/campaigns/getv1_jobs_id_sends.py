@@ -22,6 +22,7 @@ def _get_kwargs(
     outcome: Getv1JobsIdSendsOutcome | Unset = UNSET,
     after: int | Unset = UNSET,
     limit: int | Unset = UNSET,
+    recipient: str | Unset = UNSET,
 ) -> dict[str, Any]:
 
     params: dict[str, Any] = {}
@@ -39,6 +40,8 @@ def _get_kwargs(
     params["after"] = after
 
     params["limit"] = limit
+
+    params["recipient"] = recipient
 
     params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
 
@@ -97,6 +100,7 @@ def sync_detailed(
     outcome: Getv1JobsIdSendsOutcome | Unset = UNSET,
     after: int | Unset = UNSET,
     limit: int | Unset = UNSET,
+    recipient: str | Unset = UNSET,
 ) -> Response[ErrorResponse | SendList]:
     """A job's sends in a range of recipient indexes, or those with one outcome
 
@@ -109,6 +113,7 @@ def sync_detailed(
         outcome (Getv1JobsIdSendsOutcome | Unset):
         after (int | Unset):
         limit (int | Unset):
+        recipient (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -125,6 +130,7 @@ def sync_detailed(
         outcome=outcome,
         after=after,
         limit=limit,
+        recipient=recipient,
     )
 
     response = client.get_httpx_client().request(
@@ -143,6 +149,7 @@ def sync(
     outcome: Getv1JobsIdSendsOutcome | Unset = UNSET,
     after: int | Unset = UNSET,
     limit: int | Unset = UNSET,
+    recipient: str | Unset = UNSET,
 ) -> ErrorResponse | SendList | None:
     """A job's sends in a range of recipient indexes, or those with one outcome
 
@@ -155,6 +162,7 @@ def sync(
         outcome (Getv1JobsIdSendsOutcome | Unset):
         after (int | Unset):
         limit (int | Unset):
+        recipient (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -172,6 +180,7 @@ def sync(
         outcome=outcome,
         after=after,
         limit=limit,
+        recipient=recipient,
     ).parsed
 
 
@@ -184,6 +193,7 @@ async def asyncio_detailed(
     outcome: Getv1JobsIdSendsOutcome | Unset = UNSET,
     after: int | Unset = UNSET,
     limit: int | Unset = UNSET,
+    recipient: str | Unset = UNSET,
 ) -> Response[ErrorResponse | SendList]:
     """A job's sends in a range of recipient indexes, or those with one outcome
 
@@ -196,6 +206,7 @@ async def asyncio_detailed(
         outcome (Getv1JobsIdSendsOutcome | Unset):
         after (int | Unset):
         limit (int | Unset):
+        recipient (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -212,6 +223,7 @@ async def asyncio_detailed(
         outcome=outcome,
         after=after,
         limit=limit,
+        recipient=recipient,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -228,6 +240,7 @@ async def asyncio(
     outcome: Getv1JobsIdSendsOutcome | Unset = UNSET,
     after: int | Unset = UNSET,
     limit: int | Unset = UNSET,
+    recipient: str | Unset = UNSET,
 ) -> ErrorResponse | SendList | None:
     """A job's sends in a range of recipient indexes, or those with one outcome
 
@@ -240,6 +253,7 @@ async def asyncio(
         outcome (Getv1JobsIdSendsOutcome | Unset):
         after (int | Unset):
         limit (int | Unset):
+        recipient (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -258,5 +272,6 @@ async def asyncio(
             outcome=outcome,
             after=after,
             limit=limit,
+            recipient=recipient,
         )
     ).parsed
