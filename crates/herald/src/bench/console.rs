@@ -56,8 +56,8 @@ pub struct ConsoleArgs {
 }
 
 /// One request of a page: `GET path`, or `POST path` with a JSON body.
-/// `{timer}`, `{job}`, `{rule}`, `{subject}`, `{recipient}` and
-/// `{due_after}` are filled in from what was seeded.
+/// `{timer}`, `{job}`, `{rule}`, `{subject}`, `{recipient}`, `{follower}`
+/// and `{due_after}` are filled in from what was seeded.
 #[derive(Debug, Clone, Copy)]
 enum Step {
     Get(&'static str),
@@ -151,6 +151,18 @@ const PAGES: &[Page] = &[
         ],
     },
     Page {
+        name: "job: find a recipient",
+        steps: &[Get("/v1/jobs/{job}/sends?recipient={follower}")],
+    },
+    Page {
+        name: "user",
+        steps: &[Get("/v1/users/{follower}")],
+    },
+    Page {
+        name: "user: in no job",
+        steps: &[Get("/v1/users/nobody-at-all")],
+    },
+    Page {
         name: "channels",
         steps: &[Get("/ui/channels"), Get("/v1/channels")],
     },
@@ -171,6 +183,8 @@ struct Seeded {
     rule: i64,
     subject: String,
     recipient: String,
+    /// The last recipient of the seeded audience: found in its last chunk.
+    follower: String,
     due_after: String,
 }
 
@@ -181,6 +195,7 @@ impl Seeded {
             .replace("{rule}", &self.rule.to_string())
             .replace("{subject}", &self.subject)
             .replace("{recipient}", &self.recipient)
+            .replace("{follower}", &self.follower)
             .replace("{due_after}", &self.due_after)
     }
 }
@@ -582,6 +597,7 @@ async fn seed(
         rule,
         subject,
         recipient: format!("user-{}", a.timers / 2),
+        follower: format!("follower-{}", a.recipients.saturating_sub(1)),
         due_after: format_rfc3339_ms(now + DUE_FROM_MS + (a.timers / 2) as i64 * DUE_STEP_MS),
     })
 }
