@@ -23,9 +23,7 @@ use axum::routing::{MethodRouter, delete, get, patch, post, put};
 
 use crate::access::{Need, Payload, Policy, Scope, Verb, enforce};
 use crate::api::campaigns::{self, audiences, jobs, rules, schedules};
-use crate::api::{
-    admin, calendars, channels, reminders, subscribers, templates, timers, users,
-};
+use crate::api::{admin, calendars, channels, reminders, subscribers, templates, timers, users};
 use crate::http::body_admission;
 use crate::http::body_limits::{self, ACTION, BodySpec, Limit as L};
 use crate::http::state::AppState;

@@ -546,11 +546,7 @@ impl Campaigns {
         recipient: &str,
         jobs: usize,
     ) -> Result<Vec<(JobRecord, herald_store::RecipientSend)>> {
-        let recent = self
-            .sh
-            .store
-            .list_jobs(tenant, None, jobs)
-            .await?;
+        let recent = self.sh.store.list_jobs(tenant, None, jobs).await?;
         let mut out = Vec::new();
         for job in recent {
             if let Some(found) = self.sh.store.find_send(job.id, recipient).await? {

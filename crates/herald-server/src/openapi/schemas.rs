@@ -48,10 +48,10 @@ use crate::api::reminders::{
     ReminderBody, ReminderJson, RemindersCancelledJson, SlotJson, SubjectBody, SubjectJson,
     UserReminderJson, UserRemindersJson, UserSubjectJson,
 };
-use crate::api::users::{UserSendJson, UserViewJson};
 use crate::api::timers::changes::{PatchBody, RetriedJson, RetryBody, RetryState};
 use crate::api::timers::search::{DeadLettersJson, GroupJson, SearchPage};
 use crate::api::timers::{DeliveryJson, DeliveryList, DigestJson, TimerJson};
+use crate::api::users::{UserSendJson, UserViewJson};
 use crate::http::bulk::LineResult;
 use crate::http::error::{Envelope, ErrorBody};
 use crate::http::validate::{CreateTimer, OnConflict, To};

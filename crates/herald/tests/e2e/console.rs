@@ -327,6 +327,8 @@ struct Seeded {
     dead_timer: i64,
     job: i64,
     rule: i64,
+    /// A small job on `hooks` that delivered to `console-eve`.
+    small_job: i64,
 }
 
 fn config(mock: &Mock) -> String {
@@ -335,7 +337,8 @@ fn config(mock: &Mock) -> String {
          [[channels]]\nname = \"slow\"\nkind = \"webhook\"\nurl = \"{hook}\"\nrate_per_sec = 1\n\n\
          [[channels]]\nname = \"broken\"\nkind = \"webhook\"\nurl = \"http://127.0.0.1:9/hook\"\nmax_attempts = 1\n\n\
          [[channels]]\nname = \"mini\"\nkind = \"wechat_mini\"\napi_base = \"{base}\"\n\
-         appid = \"wxmockappid\"\nsecret = \"mock-wechat-secret\"\n",
+         appid = \"wxmockappid\"\nsecret = \"mock-wechat-secret\"\n\n\
+         [reminders]\nleads_minutes = [0, 15]\n",
         hook = mock.hook(),
         base = mock.url
     )
@@ -412,10 +415,54 @@ async fn seed(api: &Api) -> Seeded {
                "grants": [{"template_id": "TPL_CONSOLE", "count": 2}, {"template_id": "TPL_LONG", "long_term": true}]}),
     )
     .await;
+    // One user with a bit of everything: a timer and a campaign send that
+    // are delivered, and a reminder on a mini-program channel that fails
+    // (no openid for it) a few seconds from now, at its subject's start.
+    let eve_timer = api
+        .post(
+            "/v1/timers",
+            json!({"channel": "hooks", "recipient": "console-eve", "delay_ms": 0,
+                   "message": {"text": "hello eve"}}),
+        )
+        .await["id"]
+        .as_i64()
+        .unwrap();
+    let small_job = api
+        .post(
+            "/v1/jobs",
+            json!({"channel": "hooks", "users": ["console-eve", "console-frank"],
+                   "message": {"text": "small push"}, "name": "console small push"}),
+        )
+        .await["id"]
+        .as_i64()
+        .unwrap();
+    api.call(
+        reqwest::Method::PUT,
+        "/v1/subjects/console-fail",
+        Some(json!({"start_at": rfc3339(now_ms() + 3_000), "title": "Console flop"})),
+    )
+    .await;
+    api.post(
+        "/v1/reminders",
+        json!({"user_id": "console-eve", "subject_id": "console-fail", "channel": "mini",
+               "channel_type": "wechat_mini", "lead_minutes": 0}),
+    )
+    .await;
     // The broken channel refuses connections: one attempt, then dead.
     eventually("the broken timer to die", || async {
         let t = api.get(&format!("/v1/timers/{dead}")).await;
         t["state"] == "dead" || t["state"] == "failed"
+    })
+    .await;
+    eventually("eve's timer, job and failed reminder", || async {
+        let t = api.get(&format!("/v1/timers/{eve_timer}")).await;
+        let j = api.get(&format!("/v1/jobs/{small_job}")).await;
+        let s = api.get("/v1/subjects/console-fail").await;
+        t["state"] == "done"
+            && j["state"] == "done"
+            && s["outcomes"]["failed"]
+                .as_array()
+                .is_some_and(|f| !f.is_empty())
     })
     .await;
     Seeded {
@@ -423,7 +470,211 @@ async fn seed(api: &Api) -> Seeded {
         dead_timer: dead,
         job,
         rule,
+        small_job,
     }
+}
+
+/// The Users page: one user's reminders (the failed one with its reason in
+/// words), timers and campaign sends, each as the API has them; "no
+/// profile" for a user the directory lacks, the profile for one it has.
+async fn user_page(b: &Browser, api: &Api, s: &Seeded) {
+    let u = api.get("/v1/users/console-eve").await;
+    let reminder = &u["reminders"][0]["reminders"][0];
+    assert_eq!(u["reminders"][0]["subject_id"], "console-fail", "{u}");
+    let send = u["campaign_sends"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["job_id"] == s.small_job))
+        .cloned()
+        .unwrap_or_else(|| panic!("eve in the small job: {u}"));
+    let failed_timer = u["timers"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["id"] == reminder["timer_id"]))
+        .cloned()
+        .unwrap_or_else(|| panic!("the reminder's timer among eve's: {u}"));
+    let error = failed_timer["last_error"].as_str().unwrap_or_default();
+    assert!(!error.is_empty(), "{failed_timer}");
+    let code = error
+        .split(|c: char| !c.is_ascii_lowercase() && c != '_')
+        .next()
+        .unwrap_or_default();
+
+    visit(
+        b,
+        &api.url,
+        "/ui/users#id=console-eve",
+        "User console-eve",
+        "user",
+    )
+    .await;
+    b.wait_text("No profile").await;
+    b.wait_text(&format!("Searched the newest {} jobs", u["jobs_searched"]))
+        .await;
+    b.wait_text(&format!("job {} · console small push", s.small_job))
+        .await;
+    let shown = wait_js(
+        b,
+        "the user's tables",
+        "var t = function (c) { var e = document.querySelector('table.' + c); return e ? e.innerText : null; };
+         var r = t('user-reminders'), ti = t('user-timers'), se = t('user-sends');
+         return r && ti && se ? [r, ti, se] : null;",
+    )
+    .await;
+    let (rem, timers, sends) = (
+        shown[0].as_str().unwrap_or_default(),
+        shown[1].as_str().unwrap_or_default(),
+        shown[2].as_str().unwrap_or_default(),
+    );
+    assert!(
+        rem.contains("console-fail") && rem.contains(reminder["state"].as_str().unwrap_or("?")),
+        "{rem}"
+    );
+    assert!(timers.contains(error), "{timers}");
+    // The failure's code is explained beside it.
+    let why = b
+        .run(
+            "var w = document.querySelector('table.user-timers .why'); return w ? w.textContent : '';",
+            json!([]),
+        )
+        .await;
+    assert!(
+        why.as_str().is_some_and(|w| w.len() > 5),
+        "no explanation of {code}: {timers}"
+    );
+    assert!(
+        timers.contains("hooks") && timers.contains("done"),
+        "{timers}"
+    );
+    assert!(
+        sends.contains(send["send"]["state"].as_str().unwrap_or("?")),
+        "{sends} vs {send}"
+    );
+    // The search box: a user with a profile.
+    b.set_value("#f-user", "console-ann").await;
+    b.click("#user-search button").await;
+    b.wait_text("User console-ann").await;
+    b.wait_text("o-console-ann").await;
+    let errors = b.errors().await;
+    assert!(errors.is_empty(), "{errors:?}");
+}
+
+/// A subject whose reminder failed stands out in the list (a red badge in
+/// its Failed column) and its page shows the reminders by state, the
+/// error and the failed reminder, linked to its user.
+async fn subject_outcomes(b: &Browser, api: &Api) {
+    let list = api.get("/v1/subjects").await;
+    let fail = list["subjects"]
+        .as_array()
+        .and_then(|l| l.iter().find(|s| s["subject_id"] == "console-fail"))
+        .cloned()
+        .unwrap_or_else(|| panic!("{list}"));
+    assert_eq!(fail["failed"], 1, "{fail}");
+    visit(
+        b,
+        &api.url,
+        "/ui/reminders",
+        "Console flop",
+        "subjects-failed",
+    )
+    .await;
+    let badges = wait_js(
+        b,
+        "the failed badge",
+        "var f = document.querySelector('tr[data-subject=\"console-fail\"] .badge.bad');
+         var l = document.querySelector('tr[data-subject=\"console-launch\"]');
+         return f && l ? [f.textContent, !!l.querySelector('.badge'), l.classList.contains('has-failed')] : null;",
+    )
+    .await;
+    assert_eq!(badges, json!(["1", false, false]));
+    let detail = api.get("/v1/subjects/console-fail").await;
+    let error = detail["outcomes"]["top_errors"][0]["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{detail}"))
+        .to_string();
+    let state = detail["outcomes"]["failed"][0]["state"]
+        .as_str()
+        .unwrap_or("?")
+        .to_string();
+    visit(
+        b,
+        &api.url,
+        "/ui/reminders#id=console-fail",
+        "Top errors",
+        "subject-failed",
+    )
+    .await;
+    b.wait_text(&format!("{state} 1")).await;
+    b.wait_text("pending 0").await;
+    let shown = wait_js(
+        b,
+        "the failed reminders",
+        "var t = document.querySelector('table.failed-reminders'), e = document.querySelector('table.top-errors');
+         var a = t && t.querySelector('a.user-link');
+         return a && e ? [e.innerText, t.innerText, a.getAttribute('href')] : null;",
+    )
+    .await;
+    assert!(
+        shown[0]
+            .as_str()
+            .is_some_and(|t| t.contains(&error) && t.contains("\t1")),
+        "{shown}"
+    );
+    assert!(
+        shown[1]
+            .as_str()
+            .is_some_and(|t| t.contains("console-eve") && t.contains(&error)),
+        "{shown}"
+    );
+    assert_eq!(shown[2], "/ui/users#id=console-eve");
+}
+
+/// A job's page says what the job is (its name, its message in words), with
+/// the segments folded away; the recipient finder finds a delivered
+/// recipient's row and says a stranger is not in the job.
+async fn job_identity(b: &Browser, api: &Api, s: &Seeded) {
+    let path = format!("/ui/jobs#id={}", s.small_job);
+    visit(b, &api.url, &path, "Find a recipient", "job-identity").await;
+    b.wait_text("console small push").await;
+    b.wait_text("text: small push").await;
+    b.wait_text("delivered 0 · read 0 · clicked 0").await;
+    let folded = b
+        .run(
+            "var d = document.querySelector('details.segment-internals'); return d ? d.open : null;",
+            json!([]),
+        )
+        .await;
+    assert_eq!(folded, false, "segments are folded by default");
+    let row = api
+        .get(&format!(
+            "/v1/jobs/{}/sends?recipient=console-eve",
+            s.small_job
+        ))
+        .await;
+    let state = row["sends"][0]["state"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{row}"))
+        .to_string();
+    b.set_value("#find-recipient", "console-eve").await;
+    b.click("button.find-recipient").await;
+    let found = wait_js(
+        b,
+        "eve's row",
+        "var t = document.querySelector('#recipient-result table.recipient-send'); return t ? t.innerText : null;",
+    )
+    .await;
+    let found = found.as_str().unwrap_or_default();
+    assert!(
+        found.contains("console-eve") && found.contains(&state),
+        "{found}"
+    );
+    // The row stays through the page's refresh (every 2 s).
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    let index = &row["sends"][0]["index"];
+    b.wait_text(&format!("console-eve\t{index}\t{state}")).await;
+    b.set_value("#find-recipient", "console-stranger").await;
+    b.click("button.find-recipient").await;
+    b.wait_text("console-stranger: not in this job.").await;
+    let errors = b.errors().await;
+    assert!(errors.is_empty(), "{errors:?}");
 }
 
 /// Opens `path`, waits for `needle`, checks there is no JavaScript error,
@@ -1418,6 +1669,9 @@ async fn console_on_sqlite_with_login() {
     overview_axes(&b, &api).await;
     outcomes_named_alike(&b, &api).await;
     rule_version_diff(&b, &api, seeded.rule).await;
+    user_page(&b, &api, &seeded).await;
+    subject_outcomes(&b, &api).await;
+    job_identity(&b, &api, &seeded).await;
     create_through_forms(&b, &api).await;
     assert_eq!(
         new_buttons(&b, &server.url).await,

@@ -1024,7 +1024,11 @@ async fn send_of_recipient(
 /// without control characters, as the document says.
 pub(crate) fn check_recipient(recipient: &str) -> Result<(), ApiError> {
     let chars = recipient.chars().count();
-    if chars == 0 || chars > 256 || recipient.len() > 1024 || recipient.chars().any(char::is_control) {
+    if chars == 0
+        || chars > 256
+        || recipient.len() > 1024
+        || recipient.chars().any(char::is_control)
+    {
         return Err(ApiError::field(
             "recipient",
             "invalid_field",
