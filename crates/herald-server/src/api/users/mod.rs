@@ -53,7 +53,7 @@ pub(crate) struct UserViewJson {
     user_id: String,
     /// Their subscriber profile (addresses, preferences, quiet hours,
     /// opt-outs); null when the directory has none.
-    #[schema(value_type = Option<crate::openapi::schemas::SubscriberJson>)]
+    #[schema(value_type = Option<crate::openapi::subscriber::SubscriberJson>)]
     subscriber: Option<SubscriberJson>,
     /// Their reminders by subject, with each timer's state.
     reminders: Vec<UserSubjectJson>,
