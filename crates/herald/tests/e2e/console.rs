@@ -416,8 +416,14 @@ async fn seed(api: &Api) -> Seeded {
     )
     .await;
     // One user with a bit of everything: a timer and a campaign send that
-    // are delivered, and a reminder on a mini-program channel that fails
-    // (no openid for it) a few seconds from now, at its subject's start.
+    // are delivered, and an app reminder that fails a few seconds from now,
+    // at its subject's start: the directory has only an email for her.
+    api.call(
+        reqwest::Method::PUT,
+        "/v1/subscribers/console-eve",
+        Some(json!({"addresses": {"email": "eve@example.com"}})),
+    )
+    .await;
     let eve_timer = api
         .post(
             "/v1/timers",
@@ -436,6 +442,16 @@ async fn seed(api: &Api) -> Seeded {
         .await["id"]
         .as_i64()
         .unwrap();
+    // A campaign to her app: the job records why it could not send.
+    let app_job = api
+        .post(
+            "/v1/jobs",
+            json!({"channel": "hooks", "users": ["console-eve"], "to": {"channel_type": "app"},
+                   "message": {"text": "app push"}, "name": "console app push"}),
+        )
+        .await["id"]
+        .as_i64()
+        .unwrap();
     api.call(
         reqwest::Method::PUT,
         "/v1/subjects/console-fail",
@@ -444,8 +460,8 @@ async fn seed(api: &Api) -> Seeded {
     .await;
     api.post(
         "/v1/reminders",
-        json!({"user_id": "console-eve", "subject_id": "console-fail", "channel": "mini",
-               "channel_type": "wechat_mini", "lead_minutes": 0}),
+        json!({"user_id": "console-eve", "subject_id": "console-fail", "channel": "hooks",
+               "channel_type": "app", "lead_minutes": 0}),
     )
     .await;
     // The broken channel refuses connections: one attempt, then dead.
@@ -457,9 +473,11 @@ async fn seed(api: &Api) -> Seeded {
     eventually("eve's timer, job and failed reminder", || async {
         let t = api.get(&format!("/v1/timers/{eve_timer}")).await;
         let j = api.get(&format!("/v1/jobs/{small_job}")).await;
+        let app = api.get(&format!("/v1/jobs/{app_job}")).await;
         let s = api.get("/v1/subjects/console-fail").await;
         t["state"] == "done"
             && j["state"] == "done"
+            && app["totals"]["remaining"] == 0
             && s["outcomes"]["failed"]
                 .as_array()
                 .is_some_and(|f| !f.is_empty())
@@ -475,8 +493,9 @@ async fn seed(api: &Api) -> Seeded {
 }
 
 /// The Users page: one user's reminders (the failed one with its reason in
-/// words), timers and campaign sends, each as the API has them; "no
-/// profile" for a user the directory lacks, the profile for one it has.
+/// words), timers and campaign sends, each as the API has them, and her
+/// profile; found through the search box, "no profile" for a user the
+/// directory lacks and the profile of one it has.
 async fn user_page(b: &Browser, api: &Api, s: &Seeded) {
     let u = api.get("/v1/users/console-eve").await;
     let reminder = &u["reminders"][0]["reminders"][0];
@@ -493,10 +512,16 @@ async fn user_page(b: &Browser, api: &Api, s: &Seeded) {
         .unwrap_or_else(|| panic!("the reminder's timer among eve's: {u}"));
     let error = failed_timer["last_error"].as_str().unwrap_or_default();
     assert!(!error.is_empty(), "{failed_timer}");
-    let code = error
-        .split(|c: char| !c.is_ascii_lowercase() && c != '_')
-        .next()
-        .unwrap_or_default();
+    // The app campaign could not reach her: its send's error is a code.
+    let unsent = u["campaign_sends"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["job_name"] == "console app push"))
+        .cloned()
+        .unwrap_or_else(|| panic!("eve in the app job: {u}"));
+    let code = unsent["send"]["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{unsent}"))
+        .to_string();
 
     visit(
         b,
@@ -506,7 +531,7 @@ async fn user_page(b: &Browser, api: &Api, s: &Seeded) {
         "user",
     )
     .await;
-    b.wait_text("No profile").await;
+    b.wait_text("email: eve@example.com").await;
     b.wait_text(&format!("Searched the newest {} jobs", u["jobs_searched"]))
         .await;
     b.wait_text(&format!("job {} · console small push", s.small_job))
@@ -529,16 +554,16 @@ async fn user_page(b: &Browser, api: &Api, s: &Seeded) {
         "{rem}"
     );
     assert!(timers.contains(error), "{timers}");
-    // The failure's code is explained beside it.
+    // The unsent campaign's code is explained beside it.
     let why = b
         .run(
-            "var w = document.querySelector('table.user-timers .why'); return w ? w.textContent : '';",
+            "var w = document.querySelector('table.user-sends .why'); return w ? w.textContent : '';",
             json!([]),
         )
         .await;
     assert!(
-        why.as_str().is_some_and(|w| w.len() > 5),
-        "no explanation of {code}: {timers}"
+        why.as_str().is_some_and(|w| w.len() > 5) && sends.contains(&code),
+        "no explanation of {code}: {sends}"
     );
     assert!(
         timers.contains("hooks") && timers.contains("done"),
@@ -548,7 +573,11 @@ async fn user_page(b: &Browser, api: &Api, s: &Seeded) {
         sends.contains(send["send"]["state"].as_str().unwrap_or("?")),
         "{sends} vs {send}"
     );
-    // The search box: a user with a profile.
+    // The search box: a user the directory does not have, then one it has.
+    b.set_value("#f-user", "console-nobody").await;
+    b.click("#user-search button").await;
+    b.wait_text("User console-nobody").await;
+    b.wait_text("No profile").await;
     b.set_value("#f-user", "console-ann").await;
     b.click("#user-search button").await;
     b.wait_text("User console-ann").await;
