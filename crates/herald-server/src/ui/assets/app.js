@@ -278,7 +278,9 @@ var H = (function () {
   function reason(error) {
     if (!error) return "";
     var why = reasonOf(error);
-    return el("span", { class: "reason" }, el("code", { text: error }),
+    // Codes look like code; an error already in words reads as text.
+    var isCode = /^[a-z_]+(:|$)/.test(String(error));
+    return el("span", { class: "reason" }, isCode ? el("code", { text: error }) : el("span", { text: error }),
       why ? el("span", { class: "why", text: " — " + why }) : null);
   }
 
