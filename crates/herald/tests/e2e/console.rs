@@ -1763,7 +1763,8 @@ async fn console_on_sqlite_with_login() {
     b.quit().await;
 }
 
-/// Every page loads with data on PostgreSQL (open mode: no login).
+/// Every page loads with data on PostgreSQL (open mode: no login), and a
+/// user's, a failed subject's and a job's pages show what they read.
 #[tokio::test]
 async fn console_smoke_on_postgres() {
     let Some((_db, url)) = common::pg_database("console") else {
@@ -1778,6 +1779,10 @@ async fn console_smoke_on_postgres() {
     let api = Api::new(&server.url, None);
     let seeded = seed(&api).await;
     pages(&b, &api, &seeded, false, "pg-").await;
+    // The pages whose queries each store answers its own way.
+    user_page(&b, &api, &seeded).await;
+    subject_outcomes(&b, &api).await;
+    job_identity(&b, &api, &seeded).await;
     b.quit().await;
 }
 
