@@ -582,6 +582,15 @@ async fn user_page(b: &Browser, api: &Api, s: &Seeded) {
     b.click("#user-search button").await;
     b.wait_text("User console-ann").await;
     b.wait_text("o-console-ann").await;
+    // A reminder's timer links to its user's page.
+    b.goto(&format!(
+        "{}/ui/timers#id={}",
+        api.url, reminder["timer_id"]
+    ))
+    .await;
+    b.click("p.user-line a.user-link").await;
+    b.wait_text("User console-eve").await;
+    b.wait_text("Campaign sends").await;
     let errors = b.errors().await;
     assert!(errors.is_empty(), "{errors:?}");
 }
