@@ -711,6 +711,35 @@ async fn job_identity(b: &Browser, api: &Api, s: &Seeded) {
     b.set_value("#find-recipient", "console-stranger").await;
     b.click("button.find-recipient").await;
     b.wait_text("console-stranger: not in this job.").await;
+    // The big job, on a channel sending one a second (cancelled on the
+    // SQLite run): its last recipient has not been reached.
+    let last = api
+        .get(&format!(
+            "/v1/jobs/{}/sends?recipient=console-user-299",
+            s.job
+        ))
+        .await;
+    let job = api.get(&format!("/v1/jobs/{}", s.job)).await;
+    b.goto(&format!("{}/ui/jobs#id={}", api.url, s.job)).await;
+    // Its own heading: the list names it too, and the finder is the job's.
+    b.wait_text(&format!("Job {} · console coupon push", s.job))
+        .await;
+    if job["state"] == "cancelled" {
+        b.wait_text(&format!("{} cancelled", job["totals"]["cancelled"]))
+            .await;
+    }
+    b.set_value("#find-recipient", "console-user-299").await;
+    b.click("button.find-recipient").await;
+    if last["sends"].as_array().is_some_and(|r| r.is_empty()) {
+        b.wait_text(&format!(
+            "console-user-299: in the audience at index {}, not reached yet.",
+            last["recipient_index"]
+        ))
+        .await;
+    } else {
+        b.wait_text(last["sends"][0]["state"].as_str().unwrap_or("?"))
+            .await;
+    }
     let errors = b.errors().await;
     assert!(errors.is_empty(), "{errors:?}");
 }
