@@ -11,6 +11,7 @@ pub(crate) mod operations;
 mod refine;
 mod schemas;
 pub(crate) mod serve;
+pub(crate) mod subscriber;
 #[cfg(test)]
 mod tests;
 

@@ -13,6 +13,7 @@ use herald_core::digest::Digest;
 use herald_core::subscriber::{Addresses, Preferences, Profile, QuietHours};
 
 use super::add;
+use super::subscriber::SubscriberJson;
 use crate::api::admin::audit::{AuditList, EntryJson};
 use crate::api::admin::forecast::{BehindJson, ChannelJson as ForecastChannelJson, ForecastJson};
 use crate::api::admin::keys::{CreateKey, KeyCreated, KeyJson, KeyList};
@@ -99,21 +100,6 @@ pub struct SubscriberPatch {
     #[schema(value_type = Option<Object>)]
     preferences: Option<serde_json::Value>,
     quiet_hours: Option<QuietHours>,
-}
-
-/// A directory entry: the profile with its version and times.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct SubscriberJson {
-    user_id: String,
-    timezone: Option<String>,
-    locale: Option<String>,
-    addresses: Option<Addresses>,
-    preferences: Option<Preferences>,
-    quiet_hours: Option<QuietHours>,
-    version: i64,
-    created_at: String,
-    updated_at: String,
 }
 
 #[derive(ToSchema)]

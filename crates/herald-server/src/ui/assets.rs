@@ -23,6 +23,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ),
     ("reminders.js", JS, include_str!("assets/reminders.js")),
     ("subscribers.js", JS, include_str!("assets/subscribers.js")),
+    ("users.js", JS, include_str!("assets/users.js")),
     ("templates.js", JS, include_str!("assets/templates.js")),
     ("rules.js", JS, include_str!("assets/rules.js")),
     ("jobs.js", JS, include_str!("assets/jobs.js")),

@@ -46,6 +46,11 @@ pub const PAGES: &[Page] = &[
         admin: false,
     },
     Page {
+        id: "users",
+        title: "Users",
+        admin: false,
+    },
+    Page {
         id: "templates",
         title: "Templates",
         admin: false,

@@ -327,6 +327,8 @@ struct Seeded {
     dead_timer: i64,
     job: i64,
     rule: i64,
+    /// A small job on `hooks` that delivered to `console-eve`.
+    small_job: i64,
 }
 
 fn config(mock: &Mock) -> String {
@@ -335,7 +337,8 @@ fn config(mock: &Mock) -> String {
          [[channels]]\nname = \"slow\"\nkind = \"webhook\"\nurl = \"{hook}\"\nrate_per_sec = 1\n\n\
          [[channels]]\nname = \"broken\"\nkind = \"webhook\"\nurl = \"http://127.0.0.1:9/hook\"\nmax_attempts = 1\n\n\
          [[channels]]\nname = \"mini\"\nkind = \"wechat_mini\"\napi_base = \"{base}\"\n\
-         appid = \"wxmockappid\"\nsecret = \"mock-wechat-secret\"\n",
+         appid = \"wxmockappid\"\nsecret = \"mock-wechat-secret\"\n\n\
+         [reminders]\nleads_minutes = [0, 15]\n",
         hook = mock.hook(),
         base = mock.url
     )
@@ -412,10 +415,72 @@ async fn seed(api: &Api) -> Seeded {
                "grants": [{"template_id": "TPL_CONSOLE", "count": 2}, {"template_id": "TPL_LONG", "long_term": true}]}),
     )
     .await;
+    // One user with a bit of everything: a timer and a campaign send that
+    // are delivered, and an app reminder that fails a few seconds from now,
+    // at its subject's start: the directory has only an email for her.
+    api.call(
+        reqwest::Method::PUT,
+        "/v1/subscribers/console-eve",
+        Some(json!({"addresses": {"email": "eve@example.com"}})),
+    )
+    .await;
+    let eve_timer = api
+        .post(
+            "/v1/timers",
+            json!({"channel": "hooks", "recipient": "console-eve", "delay_ms": 0,
+                   "message": {"text": "hello eve"}}),
+        )
+        .await["id"]
+        .as_i64()
+        .unwrap();
+    let small_job = api
+        .post(
+            "/v1/jobs",
+            json!({"channel": "hooks", "users": ["console-eve", "console-frank"],
+                   "message": {"text": "small push"}, "name": "console small push"}),
+        )
+        .await["id"]
+        .as_i64()
+        .unwrap();
+    // A campaign to her app: the job records why it could not send.
+    let app_job = api
+        .post(
+            "/v1/jobs",
+            json!({"channel": "hooks", "users": ["console-eve"], "to": {"channel_type": "app"},
+                   "message": {"text": "app push"}, "name": "console app push"}),
+        )
+        .await["id"]
+        .as_i64()
+        .unwrap();
+    api.call(
+        reqwest::Method::PUT,
+        "/v1/subjects/console-fail",
+        Some(json!({"start_at": rfc3339(now_ms() + 3_000), "title": "Console flop"})),
+    )
+    .await;
+    api.post(
+        "/v1/reminders",
+        json!({"user_id": "console-eve", "subject_id": "console-fail", "channel": "hooks",
+               "channel_type": "app", "lead_minutes": 0}),
+    )
+    .await;
     // The broken channel refuses connections: one attempt, then dead.
     eventually("the broken timer to die", || async {
         let t = api.get(&format!("/v1/timers/{dead}")).await;
         t["state"] == "dead" || t["state"] == "failed"
+    })
+    .await;
+    eventually("eve's timer, job and failed reminder", || async {
+        let t = api.get(&format!("/v1/timers/{eve_timer}")).await;
+        let j = api.get(&format!("/v1/jobs/{small_job}")).await;
+        let app = api.get(&format!("/v1/jobs/{app_job}")).await;
+        let s = api.get("/v1/subjects/console-fail").await;
+        t["state"] == "done"
+            && j["state"] == "done"
+            && app["totals"]["remaining"] == 0
+            && s["outcomes"]["failed"]
+                .as_array()
+                .is_some_and(|f| !f.is_empty())
     })
     .await;
     Seeded {
@@ -423,7 +488,260 @@ async fn seed(api: &Api) -> Seeded {
         dead_timer: dead,
         job,
         rule,
+        small_job,
     }
+}
+
+/// The Users page: one user's reminders (the failed one with its reason in
+/// words), timers and campaign sends, each as the API has them, and her
+/// profile; found through the search box, "no profile" for a user the
+/// directory lacks and the profile of one it has.
+async fn user_page(b: &Browser, api: &Api, s: &Seeded) {
+    let u = api.get("/v1/users/console-eve").await;
+    let reminder = &u["reminders"][0]["reminders"][0];
+    assert_eq!(u["reminders"][0]["subject_id"], "console-fail", "{u}");
+    let send = u["campaign_sends"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["job_id"] == s.small_job))
+        .cloned()
+        .unwrap_or_else(|| panic!("eve in the small job: {u}"));
+    let failed_timer = u["timers"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["id"] == reminder["timer_id"]))
+        .cloned()
+        .unwrap_or_else(|| panic!("the reminder's timer among eve's: {u}"));
+    let error = failed_timer["last_error"].as_str().unwrap_or_default();
+    assert!(!error.is_empty(), "{failed_timer}");
+    // The app campaign could not reach her: its send's error is a code.
+    let unsent = u["campaign_sends"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["job_name"] == "console app push"))
+        .cloned()
+        .unwrap_or_else(|| panic!("eve in the app job: {u}"));
+    let code = unsent["send"]["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{unsent}"))
+        .to_string();
+
+    visit(
+        b,
+        &api.url,
+        "/ui/users#id=console-eve",
+        "User console-eve",
+        "user",
+    )
+    .await;
+    b.wait_text("email: eve@example.com").await;
+    b.wait_text(&format!("Searched the newest {} jobs", u["jobs_searched"]))
+        .await;
+    b.wait_text(&format!("job {} · console small push", s.small_job))
+        .await;
+    let shown = wait_js(
+        b,
+        "the user's tables",
+        "var t = function (c) { var e = document.querySelector('table.' + c); return e ? e.innerText : null; };
+         var r = t('user-reminders'), ti = t('user-timers'), se = t('user-sends');
+         return r && ti && se ? [r, ti, se] : null;",
+    )
+    .await;
+    let (rem, timers, sends) = (
+        shown[0].as_str().unwrap_or_default(),
+        shown[1].as_str().unwrap_or_default(),
+        shown[2].as_str().unwrap_or_default(),
+    );
+    assert!(
+        rem.contains("console-fail") && rem.contains(reminder["state"].as_str().unwrap_or("?")),
+        "{rem}"
+    );
+    assert!(timers.contains(error), "{timers}");
+    // The unsent campaign's code is explained beside it.
+    let why = b
+        .run(
+            "var w = document.querySelector('table.user-sends .why'); return w ? w.textContent : '';",
+            json!([]),
+        )
+        .await;
+    assert!(
+        why.as_str().is_some_and(|w| w.len() > 5) && sends.contains(&code),
+        "no explanation of {code}: {sends}"
+    );
+    assert!(
+        timers.contains("hooks") && timers.contains("done"),
+        "{timers}"
+    );
+    assert!(
+        sends.contains(send["send"]["state"].as_str().unwrap_or("?")),
+        "{sends} vs {send}"
+    );
+    // The search box: a user the directory does not have, then one it has.
+    b.set_value("#f-user", "console-nobody").await;
+    b.click("#user-search button").await;
+    b.wait_text("User console-nobody").await;
+    b.wait_text("No profile").await;
+    b.set_value("#f-user", "console-ann").await;
+    b.click("#user-search button").await;
+    b.wait_text("User console-ann").await;
+    b.wait_text("o-console-ann").await;
+    // A reminder's timer links to its user's page.
+    b.goto(&format!(
+        "{}/ui/timers#id={}",
+        api.url, reminder["timer_id"]
+    ))
+    .await;
+    b.click("p.user-line a.user-link").await;
+    b.wait_text("User console-eve").await;
+    b.wait_text("Campaign sends").await;
+    let errors = b.errors().await;
+    assert!(errors.is_empty(), "{errors:?}");
+}
+
+/// A subject whose reminder failed stands out in the list (a red badge in
+/// its Failed column) and its page shows the reminders by state, the
+/// error and the failed reminder, linked to its user.
+async fn subject_outcomes(b: &Browser, api: &Api) {
+    let list = api.get("/v1/subjects").await;
+    let fail = list["subjects"]
+        .as_array()
+        .and_then(|l| l.iter().find(|s| s["subject_id"] == "console-fail"))
+        .cloned()
+        .unwrap_or_else(|| panic!("{list}"));
+    assert_eq!(fail["failed"], 1, "{fail}");
+    visit(
+        b,
+        &api.url,
+        "/ui/reminders",
+        "Console flop",
+        "subjects-failed",
+    )
+    .await;
+    let badges = wait_js(
+        b,
+        "the failed badge",
+        "var f = document.querySelector('tr[data-subject=\"console-fail\"] .badge.bad');
+         var l = document.querySelector('tr[data-subject=\"console-launch\"]');
+         return f && l ? [f.textContent, !!l.querySelector('.badge'), l.classList.contains('has-failed')] : null;",
+    )
+    .await;
+    assert_eq!(badges, json!(["1", false, false]));
+    let detail = api.get("/v1/subjects/console-fail").await;
+    let error = detail["outcomes"]["top_errors"][0]["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{detail}"))
+        .to_string();
+    let state = detail["outcomes"]["failed"][0]["state"]
+        .as_str()
+        .unwrap_or("?")
+        .to_string();
+    visit(
+        b,
+        &api.url,
+        "/ui/reminders#id=console-fail",
+        "Top errors",
+        "subject-failed",
+    )
+    .await;
+    b.wait_text(&format!("{state} 1")).await;
+    b.wait_text("pending 0").await;
+    let shown = wait_js(
+        b,
+        "the failed reminders",
+        "var t = document.querySelector('table.failed-reminders'), e = document.querySelector('table.top-errors');
+         var a = t && t.querySelector('a.user-link');
+         return a && e ? [e.innerText, t.innerText, a.getAttribute('href')] : null;",
+    )
+    .await;
+    assert!(
+        shown[0]
+            .as_str()
+            .is_some_and(|t| t.contains(&error) && t.contains("\t1")),
+        "{shown}"
+    );
+    assert!(
+        shown[1]
+            .as_str()
+            .is_some_and(|t| t.contains("console-eve") && t.contains(&error)),
+        "{shown}"
+    );
+    assert_eq!(shown[2], "/ui/users#id=console-eve");
+}
+
+/// A job's page says what the job is (its name, its message in words), with
+/// the segments folded away; the recipient finder finds a delivered
+/// recipient's row and says a stranger is not in the job.
+async fn job_identity(b: &Browser, api: &Api, s: &Seeded) {
+    let path = format!("/ui/jobs#id={}", s.small_job);
+    visit(b, &api.url, &path, "Find a recipient", "job-identity").await;
+    b.wait_text("console small push").await;
+    b.wait_text("text: small push").await;
+    b.wait_text("delivered 0 · read 0 · clicked 0").await;
+    let folded = b
+        .run(
+            "var d = document.querySelector('details.segment-internals'); return d ? d.open : null;",
+            json!([]),
+        )
+        .await;
+    assert_eq!(folded, false, "segments are folded by default");
+    let row = api
+        .get(&format!(
+            "/v1/jobs/{}/sends?recipient=console-eve",
+            s.small_job
+        ))
+        .await;
+    let state = row["sends"][0]["state"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{row}"))
+        .to_string();
+    b.set_value("#find-recipient", "console-eve").await;
+    b.click("button.find-recipient").await;
+    let found = wait_js(
+        b,
+        "eve's row",
+        "var t = document.querySelector('#recipient-result table.recipient-send'); return t ? t.innerText : null;",
+    )
+    .await;
+    let found = found.as_str().unwrap_or_default();
+    assert!(
+        found.contains("console-eve") && found.contains(&state),
+        "{found}"
+    );
+    // The row stays through the page's refresh (every 2 s).
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    let index = &row["sends"][0]["index"];
+    b.wait_text(&format!("console-eve\t{index}\t{state}")).await;
+    b.set_value("#find-recipient", "console-stranger").await;
+    b.click("button.find-recipient").await;
+    b.wait_text("console-stranger: not in this job.").await;
+    // The big job, on a channel sending one a second (cancelled on the
+    // SQLite run): its last recipient has not been reached.
+    let last = api
+        .get(&format!(
+            "/v1/jobs/{}/sends?recipient=console-user-299",
+            s.job
+        ))
+        .await;
+    let job = api.get(&format!("/v1/jobs/{}", s.job)).await;
+    b.goto(&format!("{}/ui/jobs#id={}", api.url, s.job)).await;
+    // Its own heading: the list names it too, and the finder is the job's.
+    b.wait_text(&format!("Job {} · console coupon push", s.job))
+        .await;
+    if job["state"] == "cancelled" {
+        b.wait_text(&format!("{} cancelled", job["totals"]["cancelled"]))
+            .await;
+    }
+    b.set_value("#find-recipient", "console-user-299").await;
+    b.click("button.find-recipient").await;
+    if last["sends"].as_array().is_some_and(|r| r.is_empty()) {
+        b.wait_text(&format!(
+            "console-user-299: in the audience at index {}, not reached yet.",
+            last["recipient_index"]
+        ))
+        .await;
+    } else {
+        b.wait_text(last["sends"][0]["state"].as_str().unwrap_or("?"))
+            .await;
+    }
+    let errors = b.errors().await;
+    assert!(errors.is_empty(), "{errors:?}");
 }
 
 /// Opens `path`, waits for `needle`, checks there is no JavaScript error,
@@ -1418,6 +1736,9 @@ async fn console_on_sqlite_with_login() {
     overview_axes(&b, &api).await;
     outcomes_named_alike(&b, &api).await;
     rule_version_diff(&b, &api, seeded.rule).await;
+    user_page(&b, &api, &seeded).await;
+    subject_outcomes(&b, &api).await;
+    job_identity(&b, &api, &seeded).await;
     create_through_forms(&b, &api).await;
     assert_eq!(
         new_buttons(&b, &server.url).await,
@@ -1480,7 +1801,8 @@ async fn console_on_sqlite_with_login() {
     b.quit().await;
 }
 
-/// Every page loads with data on PostgreSQL (open mode: no login).
+/// Every page loads with data on PostgreSQL (open mode: no login), and a
+/// user's, a failed subject's and a job's pages show what they read.
 #[tokio::test]
 async fn console_smoke_on_postgres() {
     let Some((_db, url)) = common::pg_database("console") else {
@@ -1495,6 +1817,10 @@ async fn console_smoke_on_postgres() {
     let api = Api::new(&server.url, None);
     let seeded = seed(&api).await;
     pages(&b, &api, &seeded, false, "pg-").await;
+    // The pages whose queries each store answers its own way.
+    user_page(&b, &api, &seeded).await;
+    subject_outcomes(&b, &api).await;
+    job_identity(&b, &api, &seeded).await;
     b.quit().await;
 }
 

@@ -43,7 +43,7 @@ const PATCH_ATTEMPTS: usize = 5;
 
 /// A directory entry as the API shows it: the profile's fields, then the
 /// entry's own.
-/// (Its schema is `openapi::schemas::SubscriberJson`: the profile's fields
+/// (Its schema is `openapi::subscriber::SubscriberJson`: the profile's fields
 /// are flattened in.)
 #[derive(Serialize)]
 pub(crate) struct SubscriberJson {

@@ -46,17 +46,6 @@ pub(crate) struct UserSendJson {
     send: Option<SendJson>,
 }
 
-/// The document's `SubscriberJson` (defined beside the other schemas, which
-/// import this module) or null.
-fn subscriber_or_null() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
-    use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Schema, Type};
-    let either = OneOfBuilder::new()
-        .item(ObjectBuilder::new().schema_type(Type::Null))
-        .item(utoipa::openapi::Ref::from_schema_name("SubscriberJson"))
-        .build();
-    utoipa::openapi::RefOr::T(Schema::OneOf(either))
-}
-
 /// `GET /v1/users/{user_id}`'s answer.
 #[derive(Serialize, utoipa::ToSchema)]
 #[schema(as = UserView)]
@@ -64,7 +53,7 @@ pub(crate) struct UserViewJson {
     user_id: String,
     /// Their subscriber profile (addresses, preferences, quiet hours,
     /// opt-outs); null when the directory has none.
-    #[schema(schema_with = subscriber_or_null)]
+    #[schema(value_type = Option<crate::openapi::subscriber::SubscriberJson>)]
     subscriber: Option<SubscriberJson>,
     /// Their reminders by subject, with each timer's state.
     reminders: Vec<UserSubjectJson>,

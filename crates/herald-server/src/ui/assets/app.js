@@ -253,6 +253,37 @@ var H = (function () {
     }));
   }
 
+  // Why a message was not sent, in words, by the code its error starts
+  // with (a timer's last_error, a send's error): the pages show the code
+  // and this beside it.
+  var REASONS = {
+    no_address: "the user has no address for this channel's type",
+    opted_out: "the user opted out of this channel type or of the message's topic",
+    quiet_hours: "held: inside the user's (or the channel's) quiet hours",
+    deferred: "held: inside quiet hours, sent when they end",
+    capped: "dropped: the user's frequency cap was reached",
+    cap_deferred: "held: the user's frequency cap was reached, sent later",
+    no_grant: "no mini-program subscribe grant left for the template",
+    template_error: "the template could not be rendered for this user",
+    expired: "its deadline passed before it could be sent",
+    in_doubt: "handed to the provider, but the answer was lost: it may have arrived",
+    throttled: "held by a rate limit",
+  };
+  // The explanation of `error`, "" when its code is not one of REASONS.
+  function reasonOf(error) {
+    var m = /^([a-z_]+)/.exec(String(error || ""));
+    return m && Object.prototype.hasOwnProperty.call(REASONS, m[1]) ? REASONS[m[1]] : "";
+  }
+  // An error as a node: the code as given, and its explanation when known.
+  function reason(error) {
+    if (!error) return "";
+    var why = reasonOf(error);
+    // Codes look like code; an error already in words reads as text.
+    var isCode = /^[a-z_]+(:|$)/.test(String(error));
+    return el("span", { class: "reason" }, isCode ? el("code", { text: error }) : el("span", { text: error }),
+      why ? el("span", { class: "why", text: " — " + why }) : null);
+  }
+
   // A table: columns are [label, function(row) -> text | Node].
   function table(columns, rows, opts) {
     opts = opts || {};
@@ -413,7 +444,7 @@ var H = (function () {
     button: button, confirmThen: confirmThen, field: field, formValues: formValues,
     isoOf: isoOf, zone: zone, zoneNote: zoneNote, rel: rel, when: when, cronWords: cronWords,
     progress: progress, section: section, visible: visible, actor: actor,
-    OUTCOMES: OUTCOMES, outcomes: outcomes, can: can, isAdmin: isAdmin,
+    OUTCOMES: OUTCOMES, outcomes: outcomes, reason: reason, reasonOf: reasonOf, can: can, isAdmin: isAdmin,
     content: function () { return document.getElementById("content"); },
   };
 })();

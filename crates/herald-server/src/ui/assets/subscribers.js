@@ -33,6 +33,8 @@
         el("h2", { text: "Subscriber " + s.user_id }),
         el("p", { text: "Addresses: " + (Object.keys(s.addresses || {}).join(", ") || "none") +
           (s.timezone ? " · " + s.timezone : "") }));
+      box.appendChild(el("p", { class: "user-line" }, el("a", { href: "/ui/users#id=" + encodeURIComponent(s.user_id), class: "user-link" },
+        "Everything about " + s.user_id + ": reminders, timers, campaign sends")));
       box.appendChild(el("h3", { text: "Subscribe grants" }));
       box.appendChild(H.table([
         ["channel", function (g) { return g.channel; }],

@@ -73,6 +73,13 @@
         }, "retry-timer"));
       }
       box.appendChild(actions);
+      // A reminder's or a subscriber's timer names a user: everything else about them.
+      var user = t.to && t.to.user_id ? t.to.user_id : (t.kind === "reminder" ? t.recipient : "");
+      if (user) {
+        box.appendChild(el("p", { class: "user-line" }, "User ",
+          el("a", { href: "/ui/users#id=" + encodeURIComponent(user), class: "user-link", text: user }),
+          ": their profile, reminders, timers and campaign sends"));
+      }
       box.appendChild(el("h3", { text: "Message" }));
       box.appendChild(el("pre", { class: "message", text: H.json(t.message) }));
       box.appendChild(el("h3", { text: "Send log" }));
