@@ -154,13 +154,15 @@ const PAGES: &[Page] = &[
         name: "job: find a recipient",
         steps: &[Get("/v1/jobs/{job}/sends?recipient={follower}")],
     },
+    // A user with a reminder and timers, in none of the jobs: every job's
+    // audience is searched to its end.
     Page {
         name: "user",
-        steps: &[Get("/v1/users/{follower}")],
+        steps: &[Get("/ui/users"), Get("/v1/users/{recipient}")],
     },
     Page {
-        name: "user: in no job",
-        steps: &[Get("/v1/users/nobody-at-all")],
+        name: "user: in the campaign",
+        steps: &[Get("/v1/users/{follower}")],
     },
     Page {
         name: "channels",
