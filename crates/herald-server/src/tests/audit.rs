@@ -191,7 +191,7 @@ async fn entries_page_with_a_cursor() {
         ("?route=timers", "route"),
         ("?route=/v1/*/x", "route"),
         ("?key=", "key"),
-        ("?key=0", "key"),
+        ("?key=%07", "key"),
     ] {
         let (st, body) = api
             .send(req(

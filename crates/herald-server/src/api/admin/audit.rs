@@ -180,13 +180,13 @@ fn key_filter(raw: &str) -> Result<AuditKey, ApiError> {
             ),
         )
     };
-    if !raw.is_empty() && raw.bytes().all(|b| b.is_ascii_digit()) {
-        return raw
-            .parse::<i64>()
-            .ok()
-            .filter(|id| *id > 0)
-            .map(AuditKey::Id)
-            .ok_or_else(bad);
+    // Digits that make a key id name that key; any other text (`0`, a
+    // number past any id) is a name, which may simply match nothing.
+    if !raw.is_empty()
+        && raw.bytes().all(|b| b.is_ascii_digit())
+        && let Some(id) = raw.parse::<i64>().ok().filter(|id| *id > 0)
+    {
+        return Ok(AuditKey::Id(id));
     }
     let chars = raw.chars().count();
     if chars == 0 || chars > MAX_KEY_NAME_CHARS || raw.chars().any(char::is_control) {
@@ -326,7 +326,12 @@ mod tests {
             key_filter("admin").ok(),
             Some(AuditKey::Name("admin".into()))
         );
-        for bad in ["", "0", "99999999999999999999", "a\u{7}b", &"k".repeat(65)] {
+        // Digits that are no key id are a name (which matches nothing), as
+        // the document's `key` (any label) allows.
+        for name in ["0", "99999999999999999999"] {
+            assert_eq!(key_filter(name).ok(), Some(AuditKey::Name(name.into())));
+        }
+        for bad in ["", " ", "a\u{7}b", &"k".repeat(65)] {
             assert!(key_filter(bad).is_err(), "{bad:?}");
         }
         assert_eq!(
