@@ -46,7 +46,9 @@ pub use channels::spec::ChannelSpec;
 pub use channels::state::{ChannelStatus, OutcomeSnapshot};
 pub use channels::tokens::{StoreVault, token_lease_name};
 pub use config::EngineConfig;
-pub use engine::{ChannelRetune, ENGINE_LIVE_KEYS, Engine, JOBS_LIVE_KEYS, RetuneError, TimerView};
+pub use engine::{
+    ChannelRetune, ENGINE_LIVE_KEYS, Engine, JOBS_LIVE_KEYS, RetuneError, SubjectPlan, TimerView,
+};
 pub use error::EngineError;
 pub use loops::stop::Stop;
 pub use observe::health::{Health, LoopHealth};

@@ -2823,10 +2823,17 @@ export interface components {
              * @description The plan of its pending reminders, per channel type, lead, channel
              *     and due time: how many, and when they start. While they are about
              *     to fall due this is the plan the engine follows; before, a preview
-             *     counted at this request (every pending reminder of the subject is
-             *     read).
+             *     counted from the subject's pending reminders (see
+             *     `early_start_counted_at`).
              */
             early_start: components["schemas"]["EarlyStartJson"][];
+            /**
+             * @description When `early_start`'s reminders were counted: at this request for a
+             *     subject of up to 20,000 reminders; a bigger one's last count is kept
+             *     (at least 15 s, or twenty times what the count took) and redone in
+             *     the background when it goes stale.
+             */
+            early_start_counted_at: string;
             /** @description How its reminders turned out (pending, sent, failed with the errors). */
             outcomes: components["schemas"]["OutcomesJson"];
             reminders_by: components["schemas"]["ReminderGroupJson"][];

@@ -48,6 +48,14 @@ impl herald_store::Owned for TimerView {
     }
 }
 
+/// A subject's early-start plan ([`Engine::reminder_plan`]).
+#[derive(Debug, Clone)]
+pub struct SubjectPlan {
+    pub batches: Vec<crate::timers::early::EarlyPlan>,
+    /// When its pending reminders were counted (ms).
+    pub counted_at: i64,
+}
+
 /// What every clone of an [`Engine`] shares.
 pub(crate) struct Inner {
     pipe: Arc<Pipeline>,
@@ -65,6 +73,8 @@ pub(crate) struct Inner {
     tasks: parking_lot::Mutex<Vec<JoinHandle<()>>>,
     /// The campaign loops, awaited at shutdown so a worker records what it sent.
     campaign_tasks: parking_lot::Mutex<Vec<JoinHandle<()>>>,
+    /// Big subjects' last counts, for their pages.
+    subject_counts: Arc<crate::timers::subject_counts::SubjectCounts>,
 }
 
 /// A running engine. Cheap to clone.
@@ -211,26 +221,34 @@ impl Engine {
     }
 
     /// The early-start plan of a subject's pending reminders, one entry per
-    /// (bit, channel, due time) (issue 39 §4), counted now from the store
-    /// (each pending reminder of the subject read once). A batch that has
-    /// started keeps the start the engine gave it; one not yet started is
-    /// planned as the engine will plan it, sharing each channel's rate with
-    /// the other subjects' batches this node has planned on it (as last
-    /// counted), at its own (or the configured) early window. So the answer
-    /// right after a subscription already counts it.
+    /// (bit, channel, due time) (issue 39 §4), with when they were counted.
+    /// A subject with few reminders (`reminders`, as the caller counted
+    /// them) is counted now, so the answer right after a subscription
+    /// already counts it; a big one comes from its last count
+    /// ([`crate::timers::subject_counts`]). A batch that has started keeps
+    /// the start the engine gave it; one not yet started is planned as the
+    /// engine will plan it, sharing each channel's rate with the other
+    /// subjects' batches this node has planned on it (as last counted), at
+    /// its own (or the configured) early window.
     pub async fn reminder_plan(
         &self,
         tenant: herald_core::TenantId,
         subject_id: &str,
-    ) -> Result<Vec<crate::timers::early::EarlyPlan>, herald_store::StoreError> {
+        reminders: u64,
+    ) -> Result<SubjectPlan, herald_store::StoreError> {
         let pipe = &*self.inner.pipe;
-        let mine = pipe
-            .store
-            .reminder_batches(&herald_store::BatchScope::Subject {
+        let counted = self
+            .inner
+            .subject_counts
+            .batches(
+                &pipe.store,
+                || pipe.clock.now_ms(),
                 tenant,
-                subject_id: subject_id.to_string(),
-            })
+                subject_id,
+                reminders,
+            )
             .await?;
+        let mine = counted.batches;
         let channels: Vec<&str> = mine.iter().map(|b| b.channel.as_str()).collect();
         let now = pipe.clock.now_ms();
         let around = pipe.early.around(tenant, subject_id, &channels, now);
@@ -242,7 +260,7 @@ impl Engine {
             |c| crate::timers::early::rate_of(pipe, c),
             window,
         );
-        Ok(planned
+        let batches = planned
             .into_iter()
             .filter(|p| p.tenant == tenant && p.subject_id == subject_id)
             .map(|mut p| {
@@ -254,7 +272,11 @@ impl Engine {
                 }
                 p
             })
-            .collect())
+            .collect();
+        Ok(SubjectPlan {
+            batches,
+            counted_at: counted.at,
+        })
     }
 
     /// Every channel's state for `GET /v1/channels`, by name. Rates are left

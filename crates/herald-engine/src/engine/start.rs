@@ -107,6 +107,7 @@ impl Engine {
                 loops,
                 tasks: parking_lot::Mutex::new(tasks),
                 campaign_tasks: parking_lot::Mutex::new(campaign_tasks),
+                subject_counts: Arc::default(),
             }),
         }
     }

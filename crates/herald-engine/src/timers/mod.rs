@@ -29,6 +29,7 @@ pub(crate) mod recipients;
 pub(crate) mod reminders;
 pub(crate) mod render;
 pub(crate) mod schedule;
+pub(crate) mod subject_counts;
 pub(crate) mod tenants;
 pub(crate) mod writer;
 

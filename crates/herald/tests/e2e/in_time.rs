@@ -289,3 +289,72 @@ async fn send_late_and_the_early_window_are_validated_and_kept() {
     assert_eq!(v["early_start"][0]["count"], 1, "{v}");
     assert_eq!(v["early_start"][0]["early_window_ms"], 120_000, "{v}");
 }
+
+/// A subject past 20,000 reminders is counted once and then answered from
+/// that count (saying when it was made) until it goes stale, when a
+/// recount in the background brings in what changed; a small subject is
+/// counted at every request.
+#[tokio::test]
+async fn a_big_subjects_plan_is_counted_once_then_kept_a_while() {
+    const BIG: usize = 20_001;
+    let mock = Mock::start(&[]).await;
+    let server = server_on(None, &mock, 1_000, 60_000).await;
+    let start = now_ms() + 3_600_000;
+    let (s, v) = server
+        .put("/v1/subjects/big", &json!({"start_at": rfc3339(start)}))
+        .await;
+    assert_eq!(s, 201, "{v}");
+    subscribe(&server, "big", BIG, 1).await;
+    let asked = std::time::Instant::now();
+    let (s, first) = server.get("/v1/subjects/big").await;
+    assert_eq!(s, 200, "{first}");
+    assert_eq!(first["early_start"][0]["count"], BIG as u64, "{first}");
+    let counted_at = first["early_start_counted_at"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(parse_ms(&counted_at) <= now_ms(), "{first}");
+
+    let (s, v) = server
+        .post(
+            "/v1/reminders",
+            &json!({"user_id": "one-more", "subject_id": "big", "channel_type": "app",
+                    "lead_minutes": 1}),
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+    // Answered from the kept count: the same count, the same time (unless
+    // this machine was so slow that the count went stale meanwhile).
+    let (_, v) = server.get("/v1/subjects/big").await;
+    if asked.elapsed() < Duration::from_secs(10) {
+        assert_eq!(v["early_start_counted_at"], counted_at.as_str(), "{v}");
+        assert_eq!(v["early_start"][0]["count"], BIG as u64, "{v}");
+    }
+    // Once stale (15 s), the next request starts a recount in the
+    // background, and a later one shows the new reminder.
+    wait_for("the recount", Duration::from_secs(60), || async {
+        let (_, v) = server.get("/v1/subjects/big").await;
+        v["early_start"][0]["count"] == (BIG + 1) as u64
+            && v["early_start_counted_at"] != counted_at.as_str()
+    })
+    .await;
+
+    // A small subject is exact at every request.
+    let (s, _) = server
+        .put("/v1/subjects/small", &json!({"start_at": rfc3339(start)}))
+        .await;
+    assert_eq!(s, 201);
+    subscribe(&server, "small", 3, 1).await;
+    let (_, v) = server.get("/v1/subjects/small").await;
+    assert_eq!(v["early_start"][0]["count"], 3, "{v}");
+    let (s, v) = server
+        .post(
+            "/v1/reminders",
+            &json!({"user_id": "another", "subject_id": "small", "channel_type": "app",
+                    "lead_minutes": 1}),
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+    let (_, v) = server.get("/v1/subjects/small").await;
+    assert_eq!(v["early_start"][0]["count"], 4, "{v}");
+}

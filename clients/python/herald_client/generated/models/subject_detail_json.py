@@ -36,8 +36,12 @@ class SubjectDetailJson:
             early_start (list[EarlyStartJson]): The plan of its pending reminders, per channel type, lead, channel
                 and due time: how many, and when they start. While they are about
                 to fall due this is the plan the engine follows; before, a preview
-                counted at this request (every pending reminder of the subject is
-                read).
+                counted from the subject's pending reminders (see
+                `early_start_counted_at`).
+            early_start_counted_at (str): When `early_start`'s reminders were counted: at this request for a
+                subject of up to 20,000 reminders; a bigger one's last count is kept
+                (at least 15 s, or twenty times what the count took) and redone in
+                the background when it goes stale.
             outcomes (OutcomesJson): How a subject's reminders turned out, read from at most `cap` of them.
             reminders_by (list[ReminderGroupJson]):
             cancelled_reminders (int | None | Unset):
@@ -59,6 +63,7 @@ class SubjectDetailJson:
     reminders: int
     subscribers: int
     early_start: list[EarlyStartJson]
+    early_start_counted_at: str
     outcomes: OutcomesJson
     reminders_by: list[ReminderGroupJson]
     cancelled_reminders: int | None | Unset = UNSET
@@ -93,6 +98,8 @@ class SubjectDetailJson:
         for early_start_item_data in self.early_start:
             early_start_item = early_start_item_data.to_dict()
             early_start.append(early_start_item)
+
+        early_start_counted_at = self.early_start_counted_at
 
         outcomes = self.outcomes.to_dict()
 
@@ -154,6 +161,7 @@ class SubjectDetailJson:
                 "reminders": reminders,
                 "subscribers": subscribers,
                 "early_start": early_start,
+                "early_start_counted_at": early_start_counted_at,
                 "outcomes": outcomes,
                 "reminders_by": reminders_by,
             }
@@ -204,6 +212,8 @@ class SubjectDetailJson:
             early_start_item = EarlyStartJson.from_dict(early_start_item_data)
 
             early_start.append(early_start_item)
+
+        early_start_counted_at = d.pop("early_start_counted_at")
 
         outcomes = OutcomesJson.from_dict(d.pop("outcomes"))
 
@@ -296,6 +306,7 @@ class SubjectDetailJson:
             reminders=reminders,
             subscribers=subscribers,
             early_start=early_start,
+            early_start_counted_at=early_start_counted_at,
             outcomes=outcomes,
             reminders_by=reminders_by,
             cancelled_reminders=cancelled_reminders,

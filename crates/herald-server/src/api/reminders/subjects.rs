@@ -214,9 +214,14 @@ pub(crate) struct SubjectDetailJson {
     /// The plan of its pending reminders, per channel type, lead, channel
     /// and due time: how many, and when they start. While they are about
     /// to fall due this is the plan the engine follows; before, a preview
-    /// counted at this request (every pending reminder of the subject is
-    /// read).
+    /// counted from the subject's pending reminders (see
+    /// `early_start_counted_at`).
     early_start: Vec<EarlyStartJson>,
+    /// When `early_start`'s reminders were counted: at this request for a
+    /// subject of up to 20,000 reminders; a bigger one's last count is kept
+    /// (at least 15 s, or twenty times what the count took) and redone in
+    /// the background when it goes stale.
+    early_start_counted_at: String,
     /// How its reminders turned out (pending, sent, failed with the errors).
     outcomes: OutcomesJson,
 }
@@ -245,6 +250,7 @@ impl SubjectDetailJson {
             counts,
             reminders_by,
             early_start: Vec::new(),
+            early_start_counted_at: String::new(),
             outcomes,
         }
     }
@@ -338,7 +344,10 @@ pub async fn get(
     match found {
         Some(s) => {
             let leads = st.reminders.leads();
-            let plan = st.engine.reminder_plan(caller.tenant, &subject_id).await?;
+            let plan = st
+                .engine
+                .reminder_plan(caller.tenant, &subject_id, s.counts.reminders)
+                .await?;
             let outcomes = st
                 .engine
                 .store()
@@ -352,7 +361,9 @@ pub async fn get(
                 .await?;
             let outcomes = OutcomesJson::new(outcomes, &leads);
             let mut body = SubjectDetailJson::new(s, outcomes, &leads);
+            body.early_start_counted_at = herald_core::time::format_rfc3339_ms(plan.counted_at);
             body.early_start = plan
+                .batches
                 .into_iter()
                 .map(|p| EarlyStartJson::new(p, &leads))
                 .collect();
