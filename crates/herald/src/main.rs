@@ -26,6 +26,7 @@ mod tables;
 mod telemetry;
 mod tenancy;
 mod timers_cli;
+mod users_cli;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -180,6 +181,13 @@ enum Cmd {
         #[command(subcommand)]
         cmd: subscribers_cli::SubscribersCmd,
     },
+    /// One user at once: profile, reminders, timers and campaign sends.
+    Users {
+        #[command(flatten)]
+        output: client::OutputArgs,
+        #[command(subcommand)]
+        cmd: users_cli::UsersCmd,
+    },
     /// Audiences (uploaded recipient lists): list, get, create, delete.
     Audiences {
         #[command(flatten)]
@@ -254,6 +262,7 @@ impl Cmd {
             | Cmd::Subjects { output, .. }
             | Cmd::Reminders { output, .. }
             | Cmd::Subscribers { output, .. }
+            | Cmd::Users { output, .. }
             | Cmd::Audiences { output, .. }
             | Cmd::Rules { output, .. }
             | Cmd::Jobs { output, .. }
@@ -489,6 +498,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Cmd::Subjects { cmd, .. } => remind_cli::subjects(&remote, cmd).await,
             Cmd::Reminders { cmd, .. } => remind_cli::reminders(&remote, cmd).await,
             Cmd::Subscribers { cmd, .. } => subscribers_cli::subscribers(&remote, cmd).await,
+            Cmd::Users { cmd, .. } => users_cli::users(&remote, cmd).await,
             Cmd::Audiences { cmd, .. } => campaign_cli::audiences(&remote, cmd).await,
             Cmd::Rules { cmd, .. } => campaign_cli::rules(&remote, cmd).await,
             Cmd::Jobs { cmd, .. } => campaign_cli::jobs(&remote, cmd).await,

@@ -51,6 +51,28 @@ pub fn check_text(field: &str, s: &str, kind: Text) -> Result<(), ApiError> {
     }
 }
 
+/// `Ok` when `s` is 1 to `max` characters with no control character: what
+/// a parameter documented as `Takes::Printable(max)` takes; otherwise a 400
+/// on `field` saying which.
+pub fn check_printable(field: &str, s: &str, max: usize) -> Result<(), ApiError> {
+    let chars = s.chars().count();
+    let problem = if chars == 0 {
+        Some("is empty".to_string())
+    } else if chars > max {
+        Some(format!("is {chars} characters; at most {max}"))
+    } else {
+        control_problem(s, Text::Id)
+    };
+    match problem {
+        None => Ok(()),
+        Some(p) => Err(ApiError::field(
+            field,
+            "invalid_field",
+            format!("{field} {p}"),
+        )),
+    }
+}
+
 /// Like [`check_text`] on an optional field.
 pub fn check_opt_text(field: &str, s: Option<&str>, kind: Text) -> Result<(), ApiError> {
     s.map_or(Ok(()), |s| check_text(field, s, kind))
@@ -59,6 +81,17 @@ pub fn check_opt_text(field: &str, s: Option<&str>, kind: Text) -> Result<(), Ap
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn printable_counts_characters_and_refuses_controls() {
+        assert!(check_printable("recipient", "alice", 256).is_ok());
+        // 256 characters of three bytes each: characters are counted.
+        assert!(check_printable("recipient", &"券".repeat(256), 256).is_ok());
+        for bad in ["", "a\u{7f}b", "a\u{85}", &"x".repeat(257)] {
+            let e = check_printable("recipient", bad, 256).expect_err(bad);
+            assert_eq!(e.body.field.as_deref(), Some("recipient"), "{bad:?}");
+        }
+    }
 
     #[test]
     fn ids_refuse_every_control_character() {

@@ -154,7 +154,8 @@ pub const fn q(name: &'static str, what: &'static str, takes: Takes) -> Param {
 pub enum Takes {
     /// Any text; an empty one filters nothing.
     Text,
-    /// 1 to this many characters, no control characters.
+    /// 1 to this many characters, no control characters
+    /// (`http::text::check_printable`).
     Printable(u32),
     /// 1 to this many characters, not all blank, no control characters.
     Label(u32),

@@ -159,6 +159,7 @@ fn the_resources_share_one_grammar() {
             &["list", "get", "create", "update", "delete"],
         ),
         ("reminders", &["list", "create", "delete"]),
+        ("users", &["get"]),
         ("audiences", &["list", "get", "create", "delete"]),
         ("rules", &["list", "get", "create", "update"]),
         ("jobs", &["list", "get", "create", "delete"]),
@@ -317,6 +318,13 @@ fn old_verbs_still_work(url: &str, key: Option<&str>) {
             r#"{"addresses":{"email":"old@example.com"}}"#,
         ],
     );
+    // One user at once: the profile just put, with their (empty) timers.
+    let user = json_of(url, key, &["users", "get", "u-old"]);
+    assert_eq!(
+        user["subscriber"]["addresses"]["email"], "old@example.com",
+        "{user}"
+    );
+    assert!(user["timers"].is_array(), "{user}");
     json_of(url, key, &["subscribers", "rm", "u-old"]);
     assert!(json_of(url, key, &["rules", "ls"])["rules"].is_array());
     assert!(json_of(url, key, &["jobs", "ls"])["jobs"].is_array());
