@@ -53,6 +53,18 @@ pub struct Config {
     pub telemetry: TelemetryConfig,
     /// Default fallback routes (`[routing.default]`, `[routing.tenants.NAME]`).
     pub routing: herald_server::default_routes::RoutingConfig,
+    /// What the audit log records beyond every change of control.
+    pub audit: AuditConfig,
+}
+
+/// `[audit]`: every control-plane change is always recorded; creating
+/// data one record at a time only when asked.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuditConfig {
+    /// Also record each single `POST /v1/timers`, `POST /v1/reminders` and
+    /// `PUT /v1/subscribers/{user_id}` (an entry each; off by default).
+    pub data_plane: bool,
 }
 
 /// One tenant's limits.
@@ -127,6 +139,7 @@ impl Default for Config {
             rate_limits: Vec::new(),
             telemetry: TelemetryConfig::default(),
             routing: Default::default(),
+            audit: AuditConfig::default(),
         }
     }
 }

@@ -97,7 +97,11 @@ pub async fn run(cfg: Config, file: Option<PathBuf>) -> anyhow::Result<()> {
             Duration::from_millis(cfg.engine.quota_refresh_ms),
         );
     }
-    let (audit, audit_writer) = AuditLog::start(store.clone(), AuditSettings::default());
+    let audit_settings = AuditSettings {
+        data_plane: cfg.audit.data_plane,
+        ..AuditSettings::default()
+    };
+    let (audit, audit_writer) = AuditLog::start(store.clone(), audit_settings);
     let reloader = Arc::new(crate::reload::Reloader::new(
         file.clone(),
         engine.clone(),

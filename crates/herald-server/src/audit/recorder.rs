@@ -28,6 +28,27 @@ use crate::routes;
 /// body is not copied just for the audit.
 const MAX_CREATED_BODY: u64 = 64 * 1024;
 
+/// The routes that create data one record at a time (method, pattern):
+/// recorded only when the audit log is told to ([`AuditLog::data_plane`]).
+pub const DATA_PLANE: &[(Method, &str)] = &[
+    (Method::POST, "/v1/timers"),
+    (Method::POST, "/v1/reminders"),
+    (Method::PUT, "/v1/subscribers/{user_id}"),
+];
+
+/// Whether a request to `pattern` that was answered `status` is left out of
+/// the audit log (data is not audited, and access control refused nothing).
+fn data_left_out(
+    log: &AuditLog,
+    method: &Method,
+    pattern: Option<&str>,
+    status: StatusCode,
+) -> bool {
+    !log.data_plane()
+        && status != StatusCode::FORBIDDEN
+        && pattern.is_some_and(|p| DATA_PLANE.iter().any(|(m, d)| m == method && *d == p))
+}
+
 /// Longest route or resource id kept.
 const MAX_FIELD: usize = 256;
 
@@ -62,6 +83,9 @@ pub async fn record(State(r): State<Recorder>, req: Request, next: Next) -> Resp
     if let Some(reason) = unrecognised(&resp) {
         let key = RefusalKey::new(reason, &method, route.pattern, status.as_u16());
         r.log.refused(key, r.clock.now_ms());
+        return resp;
+    }
+    if data_left_out(&r.log, &method, route.pattern, status) {
         return resp;
     }
     let (resp, resource_id) = match resource_id {

@@ -39,6 +39,9 @@ pub struct AuditSettings {
     /// How often the tally of refusals before any key was recognised is
     /// written (one entry per kind and interval).
     pub tally_every: Duration,
+    /// Whether creating timers, reminders and subscribers one at a time is
+    /// recorded too (`[audit] data_plane`); see [`super::recorder`].
+    pub data_plane: bool,
 }
 
 impl Default for AuditSettings {
@@ -48,6 +51,7 @@ impl Default for AuditSettings {
             max_batch: 4_096,
             flush_every: Duration::from_millis(100),
             tally_every: Duration::from_secs(60),
+            data_plane: false,
         }
     }
 }
@@ -58,6 +62,7 @@ pub struct AuditLog {
     tx: mpsc::Sender<NewAuditEntry>,
     dropped: Arc<AtomicU64>,
     tally: Arc<Tally>,
+    data_plane: bool,
 }
 
 /// The task that writes; [`AuditWriter::shutdown`] writes what is left.
@@ -83,12 +88,18 @@ impl AuditLog {
             tx,
             dropped: Arc::new(AtomicU64::new(0)),
             tally,
+            data_plane: settings.data_plane,
         };
         let writer = AuditWriter {
             stop: Some(stop_tx),
             task,
         };
         (log, writer)
+    }
+
+    /// Whether single creates of data are recorded ([`AuditSettings::data_plane`]).
+    pub fn data_plane(&self) -> bool {
+        self.data_plane
     }
 
     /// Queues an entry; never waits.
@@ -288,6 +299,7 @@ mod tests {
             max_batch: 2,
             flush_every: Duration::from_secs(3600),
             tally_every: Duration::from_secs(3600),
+            data_plane: false,
         };
         let (log, writer) = AuditLog::start(store.clone(), settings);
         for i in 0..100 {

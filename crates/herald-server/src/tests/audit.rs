@@ -37,6 +37,66 @@ impl Api {
     }
 }
 
+/// By default (`[audit] data_plane = false`) single creates of data are not
+/// recorded, unless access control refused them; everything else is.
+#[tokio::test]
+async fn single_creates_of_data_are_left_out_unless_asked_for() {
+    let api = stored_keys_api(Options {
+        data_unaudited: true,
+        ..Options::default()
+    })
+    .await;
+    let (_, read_key) = api.make_key("default", &["read"]).await;
+    let (st, created) = api
+        .as_key(ADMIN, Method::POST, "/v1/timers", Some(timer()))
+        .await;
+    assert_eq!(st, StatusCode::CREATED, "{created}");
+    let (st, body) = api
+        .as_key(
+            ADMIN,
+            Method::PUT,
+            "/v1/subscribers/alice",
+            Some(json!({"addresses": {"email": "a@example.com"}})),
+        )
+        .await;
+    assert!(st.is_success(), "{body}");
+    // Refused by access control: recorded.
+    let (st, _) = api
+        .as_key(&read_key, Method::POST, "/v1/timers", Some(timer()))
+        .await;
+    assert_eq!(st, StatusCode::FORBIDDEN);
+    // A change of what exists: recorded.
+    let uri = format!("/v1/timers/{}", created["id"]);
+    let (st, body) = api.as_key(ADMIN, Method::DELETE, &uri, None).await;
+    assert!(st.is_success(), "{body}");
+    let (st, body) = api
+        .as_key(ADMIN, Method::DELETE, "/v1/subscribers/alice", None)
+        .await;
+    assert!(st.is_success(), "{body}");
+    let entries = api.audit_entries(Some(ADMIN), "?order=asc", 4).await;
+    let got: Vec<(String, String, u64)> = entries
+        .iter()
+        .map(|e| {
+            (
+                e["method"].as_str().unwrap_or_default().to_string(),
+                e["route"].as_str().unwrap_or_default().to_string(),
+                e["status"].as_u64().unwrap_or_default(),
+            )
+        })
+        .collect();
+    let want = |m: &str, r: &str, s: u64| (m.to_string(), r.to_string(), s);
+    assert_eq!(
+        got,
+        vec![
+            want("POST", "/v1/keys", 201),
+            want("POST", "/v1/timers", 403),
+            want("DELETE", "/v1/timers/{id}", 200),
+            want("DELETE", "/v1/subscribers/{user_id}", 200),
+        ],
+        "{entries:#?}"
+    );
+}
+
 #[tokio::test]
 async fn state_changes_are_recorded_and_nothing_secret_is() {
     let api = stored_keys_api(Options::default()).await;

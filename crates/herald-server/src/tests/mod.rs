@@ -84,6 +84,7 @@ impl Api {
             channels,
             stats_interval_ms,
             clock,
+            data_unaudited,
         } = options;
         let inner = herald_store::open("sqlite::memory:", &StoreOptions::default())
             .await
@@ -129,6 +130,7 @@ impl Api {
             AuditSettings {
                 flush_every: std::time::Duration::from_millis(10),
                 tally_every: std::time::Duration::from_millis(10),
+                data_plane: !data_unaudited,
                 ..AuditSettings::default()
             },
         );
@@ -231,6 +233,9 @@ struct Options {
     stats_interval_ms: Option<u64>,
     /// The time the API and engine read (the system's otherwise).
     clock: Option<herald_core::ManualClock>,
+    /// Leave single creates of data out of the audit log, as a server does
+    /// by default (these tests record them unless told otherwise).
+    data_unaudited: bool,
 }
 
 /// Asserts the API's error shape, returning the error object.

@@ -613,3 +613,58 @@ async fn console_login_refuses_other_origins_and_failed_logins_leave_a_trace() {
         ]
     );
 }
+
+/// Single creates of data are audited only with `[audit] data_plane =
+/// true` (here through its variable); a change of what exists always is.
+#[tokio::test]
+async fn single_creates_are_audited_only_when_asked() {
+    for (data_plane, want_create) in [(None, false), (Some("true"), true)] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = format!("sqlite://{}", dir.path().join("data/herald.db").display());
+        let env: Vec<(&str, &str)> = data_plane
+            .map(|v| ("HERALD_AUDIT__DATA_PLANE", v))
+            .into_iter()
+            .collect();
+        let s = protected(&store, dir, &env).await;
+        let admin = bearer(ADMIN);
+        let (st, _, v) = send(
+            &s,
+            Method::POST,
+            "/v1/timers",
+            &[("authorization", &admin)],
+            Some(timer()),
+        )
+        .await;
+        assert_eq!(st, 201, "{v}");
+        let path = format!("/v1/timers/{}", v["id"]);
+        let (st, _, v) = send(
+            &s,
+            Method::DELETE,
+            &path,
+            &[("authorization", &admin)],
+            None,
+        )
+        .await;
+        assert_eq!(st, 200, "{v}");
+        // Entries are written in batches: wait for the cancel's.
+        let mut entries = Vec::new();
+        for _ in 0..100 {
+            entries = audit(&s).await;
+            if entries.iter().any(|e| e["route"] == "/v1/timers/{id}") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(
+            entries.iter().any(|e| e["route"] == "/v1/timers/{id}"),
+            "{entries:#?}"
+        );
+        let created = entries
+            .iter()
+            .any(|e| e["route"] == "/v1/timers" && e["status"] == 201);
+        assert_eq!(
+            created, want_create,
+            "data_plane {data_plane:?}: {entries:#?}"
+        );
+    }
+}
