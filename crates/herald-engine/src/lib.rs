@@ -47,7 +47,8 @@ pub use channels::state::{ChannelStatus, OutcomeSnapshot};
 pub use channels::tokens::{StoreVault, token_lease_name};
 pub use config::EngineConfig;
 pub use engine::{
-    ChannelRetune, ENGINE_LIVE_KEYS, Engine, JOBS_LIVE_KEYS, RetuneError, SubjectPlan, TimerView,
+    ChannelRetune, ENGINE_LIVE_KEYS, Engine, JOBS_LIVE_KEYS, QueuedWrite, RetuneError, SubjectPlan,
+    TimerView,
 };
 pub use error::EngineError;
 pub use loops::stop::Stop;

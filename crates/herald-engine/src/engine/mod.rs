@@ -48,6 +48,16 @@ impl herald_store::Owned for TimerView {
     }
 }
 
+/// Ops handed to the writer ([`Engine::queue_each`]), committing.
+pub struct QueuedWrite(oneshot::Receiver<Vec<Result<WriteResult, EngineError>>>);
+
+impl QueuedWrite {
+    /// Each op's result, once its transaction committed (or failed).
+    pub async fn results(self) -> Result<Vec<Result<WriteResult, EngineError>>, EngineError> {
+        self.0.await.map_err(|_| EngineError::ShuttingDown)
+    }
+}
+
 /// A subject's early-start plan ([`Engine::reminder_plan`]).
 #[derive(Debug, Clone)]
 pub struct SubjectPlan {
@@ -181,12 +191,20 @@ impl Engine {
         &self,
         ops: Vec<WriteOp>,
     ) -> Result<Vec<Result<WriteResult, EngineError>>, EngineError> {
+        self.queue_each(ops).await?.results().await
+    }
+
+    /// Hands `ops` to the writer as [`Engine::submit_each`] does, without
+    /// waiting for the commit: the caller goes on (reading the next lines
+    /// of a bulk request) and hears of the results from the returned
+    /// [`QueuedWrite`]. Waits only while the writer's queue is full.
+    pub async fn queue_each(&self, ops: Vec<WriteOp>) -> Result<QueuedWrite, EngineError> {
         if self.inner.pipe.stop.is_stopped() {
             return Err(EngineError::ShuttingDown);
         }
         let (reply, rx) = oneshot::channel();
         self.queue_write(ops, Reply::Each(reply)).await?;
-        rx.await.map_err(|_| EngineError::ShuttingDown)
+        Ok(QueuedWrite(rx))
     }
 
     async fn queue_write(&self, ops: Vec<WriteOp>, reply: Reply) -> Result<(), EngineError> {

@@ -186,3 +186,40 @@ async fn past_the_budget_a_bulk_request_is_overloaded() {
         .await;
     assert_eq!(st, StatusCode::CREATED, "{resp}");
 }
+
+/// One chunk commits while the next is read: the answers still come one
+/// per line in order, and once the store fails no later chunk is tried
+/// (each of its lines is answered with the store's error, and nothing of
+/// them is stored).
+#[tokio::test]
+async fn chunks_commit_while_the_next_is_read_and_stop_when_the_store_fails() {
+    let api = Api::with(ApiConfig {
+        bulk_chunk: 3,
+        ..ApiConfig::default()
+    })
+    .await;
+    let answers = |text: &str| -> Vec<(u64, u64)> {
+        text.lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .map(|v| (v["line"].as_u64().unwrap(), v["status"].as_u64().unwrap()))
+            .collect()
+    };
+    let body: String = (1..=10).map(|i| timer_line(&format!("ok{i}"))).collect();
+    let (st, _, resp) = api.exchange(bulk("/v1/timers:bulk", body, false)).await;
+    assert_eq!(st, StatusCode::OK, "{resp}");
+    let got = answers(resp.as_str().expect("ndjson"));
+    assert_eq!(got, (1..=10).map(|i| (i, 201)).collect::<Vec<_>>());
+    assert_eq!(api.timers_stored().await, 10);
+
+    api.store.fail_all(Some(herald_store::StoreError::Unavailable {
+        code: None,
+        message: "the disk went away".into(),
+    }));
+    let body: String = (1..=10).map(|i| timer_line(&format!("down{i}"))).collect();
+    let (st, _, resp) = api.exchange(bulk("/v1/timers:bulk", body, false)).await;
+    assert_eq!(st, StatusCode::OK, "{resp}");
+    let got = answers(resp.as_str().expect("ndjson"));
+    assert_eq!(got, (1..=10).map(|i| (i, 503)).collect::<Vec<_>>());
+    api.store.fail_all(None);
+    assert_eq!(api.timers_stored().await, 10);
+}

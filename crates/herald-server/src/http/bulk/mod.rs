@@ -1,7 +1,11 @@
 //! The bulk NDJSON endpoints (`POST /v1/timers:bulk`, `/v1/reminders:bulk`)
 //! as one pipeline: lines are read from the streamed body ([`lines`]),
 //! checked, and committed in chunks as they come, so what a request holds
-//! is one chunk and its answers, charged to the node's [`BodyBudget`].
+//! is two chunks and its answers, charged to the node's [`BodyBudget`].
+//! One chunk commits while the next is read and checked: a full chunk is
+//! handed to the writer, and its answers are taken only when the next one
+//! is full (or the body ends), so parsing and committing overlap instead of
+//! taking turns on an otherwise idle core.
 //!
 //! A request that crosses `bulk_max_lines` or `bulk_max_bytes` is stopped
 //! there: the lines before it are committed and answered, and the answer is
@@ -19,6 +23,8 @@ use herald_core::TenantId;
 use herald_store::{WriteOp, WriteResult};
 use serde::Serialize;
 use utoipa::ToSchema;
+
+use herald_engine::QueuedWrite;
 
 use crate::http::budget::{BodyBudget, Lease, Overloaded};
 use crate::http::error::{ApiError, ErrorBody};
@@ -92,6 +98,21 @@ enum Entry<T> {
     Refused(usize, ApiError),
 }
 
+/// A line of a chunk, as it will be answered: a written one by its number,
+/// a refused one with its error.
+type ChunkLine = Result<usize, (usize, ApiError)>;
+
+/// A chunk handed to the writer and not yet answered.
+struct InFlight {
+    /// Its ops committing (`None` when it had none), or why they were not
+    /// handed over.
+    write: Result<Option<QueuedWrite>, ApiError>,
+    lines: Vec<ChunkLine>,
+    n_ops: usize,
+    /// What its lines are charged until they are answered.
+    bytes: u64,
+}
+
 /// One bulk request on its way.
 struct Run<'a, R: BulkRoute> {
     route: &'a R,
@@ -103,6 +124,8 @@ struct Run<'a, R: BulkRoute> {
     valid: usize,
     /// What the pending lines are charged.
     pending_bytes: u64,
+    /// The chunk committing while `pending` fills.
+    in_flight: Option<InFlight>,
     /// The answers so far, NDJSON.
     out: Answers,
     answered: usize,
@@ -154,6 +177,7 @@ pub async fn serve<R: BulkRoute>(
         pending: Vec::new(),
         valid: 0,
         pending_bytes: 0,
+        in_flight: None,
         out: Answers::default(),
         answered: 0,
         over_quota: false,
@@ -200,7 +224,8 @@ impl<R: BulkRoute> Run<'_, R> {
     }
 
     fn used(&self) -> u64 {
-        self.pending_bytes + self.out.len() as u64
+        let in_flight = self.in_flight.as_ref().map_or(0, |f| f.bytes);
+        self.pending_bytes + in_flight + self.out.len() as u64
     }
 
     /// Checks one line into the pending chunk; commits the chunk when full.
@@ -233,10 +258,10 @@ impl<R: BulkRoute> Run<'_, R> {
         self.pending.push(entry);
         self.pending_bytes += cost;
         if self.valid >= self.st.api.bulk_chunk.max(1) || self.pending_bytes >= self.chunk_room() {
-            self.commit().await;
+            self.send().await;
         }
-        // The answers grow past the floor only if the budget has room;
-        // committing first frees the chunk.
+        // The chunks and answers grow past the floor only if the budget has
+        // room; committing both chunks first frees them.
         if self.lease.cover(self.used()).is_err() {
             self.commit().await;
             self.lease
@@ -246,12 +271,21 @@ impl<R: BulkRoute> Run<'_, R> {
         Ok(())
     }
 
-    /// Commits the pending chunk (one transaction) and answers its lines in
-    /// order.
+    /// Commits every line read so far and answers them in order.
     async fn commit(&mut self) {
+        self.send().await;
+        self.settle().await;
+    }
+
+    /// Hands the pending chunk to the writer (its lines commit on their
+    /// own, in one transaction with whatever else is queued), after
+    /// answering the chunk before it: one chunk commits at a time, and
+    /// answers stay in line order.
+    async fn send(&mut self) {
         if self.pending.is_empty() {
             return;
         }
+        self.settle().await;
         let entries = std::mem::take(&mut self.pending);
         let mut ops = Vec::with_capacity(self.valid);
         let mut lines = Vec::with_capacity(entries.len());
@@ -265,19 +299,50 @@ impl<R: BulkRoute> Run<'_, R> {
             }
         }
         let n_ops = ops.len();
+        let write = match (&self.failed, n_ops) {
+            (_, 0) => Ok(None),
+            // Once the store failed, later chunks are not tried.
+            (Some(e), _) => Err(e.clone()),
+            (None, _) => self
+                .st
+                .engine
+                .queue_each(ops)
+                .await
+                .map(Some)
+                .map_err(ApiError::from),
+        };
+        self.in_flight = Some(InFlight {
+            write,
+            lines,
+            n_ops,
+            bytes: self.pending_bytes,
+        });
+        self.valid = 0;
+        self.pending_bytes = 0;
+    }
+
+    /// Waits for the chunk in flight to commit and answers its lines in
+    /// order.
+    async fn settle(&mut self) {
+        let Some(InFlight {
+            write,
+            lines,
+            n_ops,
+            ..
+        }) = self.in_flight.take()
+        else {
+            return;
+        };
         // Each line commits on its own: one the store refuses fails alone.
-        let written: Result<Vec<Result<WriteResult, ApiError>>, ApiError> =
-            match (&self.failed, n_ops) {
-                (_, 0) => Ok(Vec::new()),
-                (Some(e), _) => Err(e.clone()),
-                (None, _) => self
-                    .st
-                    .engine
-                    .submit_each(ops)
-                    .await
-                    .map(|rs| rs.into_iter().map(|r| r.map_err(ApiError::from)).collect())
-                    .map_err(ApiError::from),
-            };
+        let written: Result<Vec<Result<WriteResult, ApiError>>, ApiError> = match write {
+            Ok(None) => Ok(Vec::new()),
+            Ok(Some(queued)) => queued
+                .results()
+                .await
+                .map(|rs| rs.into_iter().map(|r| r.map_err(ApiError::from)).collect())
+                .map_err(ApiError::from),
+            Err(e) => Err(e),
+        };
         if let Err(e) = &written {
             // Later chunks are not tried: the store is failing.
             self.give_back(n_ops as u64);
@@ -317,8 +382,6 @@ impl<R: BulkRoute> Run<'_, R> {
             }
             self.answered += 1;
         }
-        self.valid = 0;
-        self.pending_bytes = 0;
         self.lease.trim(self.used());
     }
 
