@@ -211,10 +211,11 @@ async fn chunks_commit_while_the_next_is_read_and_stop_when_the_store_fails() {
     assert_eq!(got, (1..=10).map(|i| (i, 201)).collect::<Vec<_>>());
     assert_eq!(api.timers_stored().await, 10);
 
-    api.store.fail_all(Some(herald_store::StoreError::Unavailable {
-        code: None,
-        message: "the disk went away".into(),
-    }));
+    api.store
+        .fail_all(Some(herald_store::StoreError::Unavailable {
+            code: None,
+            message: "the disk went away".into(),
+        }));
     let body: String = (1..=10).map(|i| timer_line(&format!("down{i}"))).collect();
     let (st, _, resp) = api.exchange(bulk("/v1/timers:bulk", body, false)).await;
     assert_eq!(st, StatusCode::OK, "{resp}");
