@@ -577,12 +577,14 @@ impl RouteSet {
         // never holds any of the body budget.
         self.router = self.router.route(
             path,
-            method_router
-                .route_layer(middleware::from_fn_with_state(
-                    (policy, body_spec(verb, path)),
-                    body_admission::admit,
-                ))
-                .route_layer(middleware::from_fn_with_state(policy, enforce)),
+            method_router.route_layer(
+                tower::ServiceBuilder::new()
+                    .layer(middleware::from_fn_with_state(policy, enforce))
+                    .layer(middleware::from_fn_with_state(
+                        (policy, body_spec(verb, path)),
+                        body_admission::admit,
+                    )),
+            ),
         );
         self.registered.push((verb, path));
         self

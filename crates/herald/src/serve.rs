@@ -12,7 +12,7 @@ use herald_core::{Clock, SystemClock};
 use herald_engine::Engine;
 use herald_server::access::SessionSecret;
 use herald_server::{
-    Access, AppState, AuditLog, AuditSettings, AuthConfig, Mode, Quotas, StoredKeys,
+    Access, AppParts, AppState, AuditLog, AuditSettings, AuthConfig, Mode, Quotas, StoredKeys,
 };
 use herald_store::RedactedUrl;
 
@@ -113,7 +113,7 @@ pub async fn run(cfg: Config, file: Option<PathBuf>) -> anyhow::Result<()> {
     let access = access(admin_key.as_deref(), session_secret, &cfg.auth)
         .with_keys(Arc::new(StoredKeys::new(store.clone())))
         .with_channel_tenants(tenancy.channels);
-    let state = AppState {
+    let state = AppState::new(AppParts {
         engine: engine.clone(),
         campaigns: engine.campaigns(),
         clock,
@@ -128,7 +128,7 @@ pub async fn run(cfg: Config, file: Option<PathBuf>) -> anyhow::Result<()> {
             .is_some()
             .then_some(reloader as herald_server::Reloader),
         forecasts: Default::default(),
-    };
+    });
     let app = herald_server::router(state);
     if mode == Mode::Open {
         tracing::warn!(

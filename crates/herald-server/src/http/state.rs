@@ -12,9 +12,27 @@ use crate::audit::AuditLog;
 use crate::config::{ApiConfig, RemindersConfig};
 use crate::http::quota::Quotas;
 
-/// What every handler gets.
+/// What every handler gets: its parts behind one `Arc`, so the copy that
+/// every request takes is one reference count, not one per part.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<AppParts>);
+
+impl AppState {
+    pub fn new(parts: AppParts) -> Self {
+        Self(Arc::new(parts))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = AppParts;
+
+    fn deref(&self) -> &AppParts {
+        &self.0
+    }
+}
+
+/// The node's engine, configuration and shared services.
+pub struct AppParts {
     pub engine: Engine,
     /// The campaign use cases (audiences, jobs, rules); `engine.campaigns()`.
     pub campaigns: Campaigns,
@@ -38,7 +56,7 @@ pub struct AppState {
     pub forecasts: Arc<crate::forecast_cache::Forecasts>,
 }
 
-impl AppState {
+impl AppParts {
     /// Whether `tenant` may name the channel `name`: it is configured, and
     /// not limited to other tenants. For any other tenant it does not exist.
     pub fn serves_channel(&self, tenant: TenantId, name: &str) -> bool {

@@ -39,8 +39,8 @@ use serde_json::Value;
 use tower::ServiceExt;
 
 use crate::{
-    Access, ApiConfig, AppState, AuditLog, AuditSettings, AuditWriter, AuthConfig, Quotas,
-    RemindersConfig, router,
+    Access, ApiConfig, AppParts, AppState, AuditLog, AuditSettings, AuditWriter, AuthConfig,
+    Quotas, RemindersConfig, router,
 };
 use faulty_store::FaultyStore;
 
@@ -139,7 +139,7 @@ impl Api {
             .refresh(&*store)
             .await
             .expect("counting pending timers");
-        let state = AppState {
+        let state = AppState::new(AppParts {
             campaigns: engine.campaigns(),
             engine: engine.clone(),
             clock,
@@ -155,7 +155,7 @@ impl Api {
             quotas: Arc::new(quotas),
             reload: None,
             forecasts: Default::default(),
-        };
+        });
         Self {
             router: router(state),
             store,
