@@ -10,8 +10,8 @@ use clap::Args;
 use herald_core::{Clock, SystemClock, time::format_rfc3339_ms};
 
 use super::harness::{Deployment, ServerArgs, http_client};
-use super::load::bulk_ingest;
-use super::sink::start_sink;
+use super::load::bulk_ingest_to;
+use super::sink::{Recipients, start_sink};
 
 #[derive(Args, Debug)]
 pub struct IngestArgs {
@@ -25,6 +25,10 @@ pub struct IngestArgs {
     /// single requests.
     #[arg(long)]
     bulk: Option<usize>,
+    /// The order of the recipients: `sequential` (`user-1`, `user-2`, ...)
+    /// or `scattered`, as a real audience's ids arrive.
+    #[arg(long, value_enum, default_value_t = Recipients::Sequential)]
+    recipients: Recipients,
     #[command(flatten)]
     pub(super) server: ServerArgs,
 }
@@ -38,7 +42,7 @@ pub(super) async fn run(a: IngestArgs) -> anyhow::Result<()> {
     let due = SystemClock.now_ms() + 3_600_000;
     let (mode, secs) = match a.bulk {
         Some(chunk) => {
-            let secs = bulk_ingest(
+            let secs = bulk_ingest_to(
                 &http,
                 &server.bases(),
                 sink.channel,
@@ -46,16 +50,25 @@ pub(super) async fn run(a: IngestArgs) -> anyhow::Result<()> {
                 chunk,
                 a.clients,
                 Arc::new(move |_| due),
+                a.recipients,
             )
             .await?;
             (
-                format!("bulk, {chunk} per request, {} clients", a.clients),
+                format!(
+                    "bulk, {chunk} per request, {} clients, {} recipients",
+                    a.clients,
+                    a.recipients.as_str()
+                ),
                 secs,
             )
         }
         None => (
-            format!("single POST, {} clients", a.clients),
-            single_ingest(&http, server.base(), n, a.clients, due).await?,
+            format!(
+                "single POST, {} clients, {} recipients",
+                a.clients,
+                a.recipients.as_str()
+            ),
+            single_ingest(&http, server.base(), n, a.clients, due, a.recipients).await?,
         ),
     };
     println!("ingest {n} timers ({mode})");
@@ -63,7 +76,7 @@ pub(super) async fn run(a: IngestArgs) -> anyhow::Result<()> {
     if a.server.json {
         println!(
             "{}",
-            serde_json::json!({"scenario":"ingest","mode":mode,"timers":n,"per_sec":n as f64/secs})
+            serde_json::json!({"scenario":"ingest","mode":mode,"recipients":a.recipients.as_str(),"timers":n,"per_sec":n as f64/secs})
         );
     }
     server.stop().await;
@@ -76,6 +89,7 @@ async fn single_ingest(
     n: usize,
     clients: usize,
     due: i64,
+    order: Recipients,
 ) -> anyhow::Result<f64> {
     let next = Arc::new(AtomicUsize::new(0));
     let fire_at = format_rfc3339_ms(due);
@@ -95,7 +109,8 @@ async fn single_ingest(
                     return Ok::<_, anyhow::Error>(());
                 }
                 let body = format!(
-                    "{{\"fire_at\":\"{fire_at}\",\"channel\":\"sink\",\"recipient\":\"user-{i}\",\"message\":{{\"n\":{i}}}}}"
+                    "{{\"fire_at\":\"{fire_at}\",\"channel\":\"sink\",\"recipient\":\"{}\",\"message\":{{\"n\":{i}}}}}",
+                    order.name("user-", i)
                 );
                 let resp = http.post(&url).header("content-type", "application/json").body(body).send().await?;
                 if resp.status() != reqwest::StatusCode::CREATED {

@@ -10,20 +10,21 @@ use herald_core::{Clock, SystemClock, time::format_rfc3339_ms};
 use herald_mock::Percentiles;
 
 use super::harness::Deployment;
-use super::sink::{BenchChannel, Sink};
+use super::sink::{BenchChannel, Recipients, Sink};
 
 /// One NDJSON line per timer, due at `due(i)`.
 fn ndjson(
     range: std::ops::Range<usize>,
     channel: BenchChannel,
     due: &dyn Fn(usize) -> i64,
+    order: Recipients,
 ) -> String {
     let mut s = String::with_capacity(range.len() * 120);
     for i in range {
         s.push_str(&format!(
             "{{\"fire_at\":\"{}\",\"channel\":\"sink\",{}}}\n",
             format_rfc3339_ms(due(i)),
-            channel.timer_fields(i)
+            channel.timer_fields_to(i, order)
         ));
     }
     s
@@ -39,7 +40,32 @@ pub(super) async fn bulk_ingest(
     clients: usize,
     due: Arc<dyn Fn(usize) -> i64 + Send + Sync>,
 ) -> anyhow::Result<f64> {
-    let lines = Arc::new(move |r: std::ops::Range<usize>| ndjson(r, channel, &*due));
+    bulk_ingest_to(
+        http,
+        bases,
+        channel,
+        n,
+        chunk,
+        clients,
+        due,
+        Recipients::Sequential,
+    )
+    .await
+}
+
+/// As [`bulk_ingest`], with the recipients in the given order.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn bulk_ingest_to(
+    http: &reqwest::Client,
+    bases: &[String],
+    channel: BenchChannel,
+    n: usize,
+    chunk: usize,
+    clients: usize,
+    due: Arc<dyn Fn(usize) -> i64 + Send + Sync>,
+    order: Recipients,
+) -> anyhow::Result<f64> {
+    let lines = Arc::new(move |r: std::ops::Range<usize>| ndjson(r, channel, &*due, order));
     bulk_post(http, bases, "/v1/timers:bulk", n, chunk, clients, lines).await
 }
 

@@ -64,18 +64,25 @@ pub(super) async fn start_channel_sink(channel: BenchChannel, n: usize) -> anyho
 }
 
 impl BenchChannel {
-    /// Timer `i`'s recipient and message, as the JSON members of a create line.
-    pub(super) fn timer_fields(self, i: usize) -> String {
+    /// Timer `i`'s recipient (in the given order) and message, as the JSON
+    /// members of a create line.
+    pub(super) fn timer_fields_to(self, i: usize, order: Recipients) -> String {
         match self {
-            Self::Webhook => format!("\"recipient\":\"user-{i}\",\"message\":{{\"n\":{i}}}"),
+            Self::Webhook => format!(
+                "\"recipient\":\"{}\",\"message\":{{\"n\":{i}}}",
+                order.name("user-", i)
+            ),
             Self::Wechat => format!(
-                "\"recipient\":\"openid-bench-{i}\",\"message\":{{\"template_id\":\"bench-template\",\
-                 \"data\":{{\"n\":{{\"value\":\"{i}\"}}}}}}"
+                "\"recipient\":\"{}\",\"message\":{{\"template_id\":\"bench-template\",\
+                 \"data\":{{\"n\":{{\"value\":\"{i}\"}}}}}}",
+                order.name("openid-bench-", i)
             ),
             Self::Wecom => format!(
-                "\"recipient\":\"user-{i}\",\"message\":{{\"msgtype\":\"text\",\
-                 \"text\":{{\"content\":\"n {i}\"}}}}"
+                "\"recipient\":\"{}\",\"message\":{{\"msgtype\":\"text\",\
+                 \"text\":{{\"content\":\"n {i}\"}}}}",
+                order.name("user-", i)
             ),
+            // Phone numbers stay in order: a number is its digits.
             Self::TencentSms => format!(
                 "\"recipient\":\"{}\",\"message\":{{\"params\":[\"{i}\"]}}",
                 self.recipient(i)
@@ -221,4 +228,42 @@ impl Sink {
             | BenchChannel::AliyunSms => None,
         }
     }
+}
+
+/// The order of the recipients of a run's timers. In order (`user-1`,
+/// `user-2`, ...) every index over the recipient grows at its end; scattered
+/// (as WeChat openids or phone tokens arrive) each new timer lands on a
+/// random page of such an index, which is what a real audience costs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Recipients {
+    #[default]
+    Sequential,
+    Scattered,
+}
+
+impl Recipients {
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            Self::Sequential => "sequential",
+            Self::Scattered => "scattered",
+        }
+    }
+
+    /// Recipient `i` with `prefix`: `prefix` and `i`, or `prefix` and a
+    /// 64-bit mix of `i` (a bijection, so names stay distinct and a run
+    /// repeats exactly).
+    pub(super) fn name(self, prefix: &str, i: usize) -> String {
+        match self {
+            Self::Sequential => format!("{prefix}{i}"),
+            Self::Scattered => format!("{prefix}{:016x}", mix(i as u64)),
+        }
+    }
+}
+
+/// splitmix64's finalizer: a bijection of `u64` that scatters neighbours.
+fn mix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
