@@ -64,36 +64,16 @@ pub fn router(state: AppState) -> Router {
     // each route's body layer (`body_admission`, inside its access policy)
     // charges them.
     let bodies = http::body_admission::BodyAdmission::new(state.api.clone());
-    // Every layer of the API in one stack, outermost first. One
-    // `Router::layer` boxes the whole stack once per route; a call per
-    // layer would box each, and every `from_fn` clones the boxes inside it
-    // on each request (the profile of single creates showed a sixth of the
-    // node's time in those clones and drops).
-    let edge = tower::ServiceBuilder::new()
-        // Every error a client sees is JSON, the framework's own rejections too.
-        .layer(axum::middleware::map_response(http::fallback::json_errors))
-        // A body that stalls between pieces is cut off (`408`).
-        .layer(axum::middleware::from_fn_with_state(
-            std::time::Duration::from_millis(state.api.body_read_timeout_ms),
-            http::request::body_timeout,
-        ))
-        // Outside the guard, so its refusals are recorded too.
-        .layer(axum::middleware::from_fn_with_state(
-            recorder,
-            audit::record,
-        ))
-        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
-            http::fallback::panic_response,
-        ))
-        .layer(axum::middleware::from_fn_with_state(guard, access::guard))
-        // Answered sends per channel, for the current rate of `GET /v1/channels`.
-        .layer(axum::Extension(Arc::new(RateSampler::<String>::default())))
-        // Job progress samples, for the current rate of `GET /v1/jobs/{id}`.
-        .layer(axum::Extension(Arc::new(RateSampler::<i64>::default())))
-        .layer(axum::Extension(bodies.budget.clone()))
-        .layer(axum::Extension(bodies))
-        // `Allow` and `405` of action paths (`/v1/jobs/7:cancel`) as documented.
-        .layer(axum::middleware::from_fn(routes::allowed_methods));
+    // Every step before a route, as one layer (`http::edge`).
+    let edge = http::edge::Edge {
+        body_pause: std::time::Duration::from_millis(state.api.body_read_timeout_ms),
+        recorder,
+        guard,
+        bodies,
+        job_rates: Arc::new(RateSampler::<i64>::default()),
+        channel_rates: Arc::new(RateSampler::<String>::default()),
+    }
+    .layer();
     let app = routes::api_routes()
         .into_router()
         .fallback(http::fallback::not_found)

@@ -14,14 +14,14 @@
 //! document describes them: an action path serves `POST` only, and the
 //! item's path serves its other methods.
 
-use axum::extract::Request;
+use axum::extract::{Request, State};
 use axum::handler::Handler;
 use axum::http::{HeaderValue, Method, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, delete, get, patch, post, put};
 
-use crate::access::{Need, Payload, Policy, Scope, Verb, enforce};
+use crate::access::{Need, Payload, Policy, Scope, Verb};
 use crate::api::campaigns::{self, audiences, jobs, rules, schedules};
 use crate::api::{admin, calendars, channels, reminders, subscribers, templates, timers, users};
 use crate::http::body_admission;
@@ -463,14 +463,19 @@ fn allow_value(verbs: &[Verb]) -> String {
 /// other request on. Runs behind the access guard, like the router's own
 /// `405`s; layered after `method_not_allowed_fallback`, which would
 /// otherwise replace the layered fallback of every route.
-pub async fn allowed_methods(req: Request, next: Next) -> Response {
+/// `next` is the rest of the stack (`http::edge`).
+pub async fn allowed_methods<N, F>(req: Request, next: N) -> Response
+where
+    N: FnOnce(Request) -> F,
+    F: Future<Output = Response>,
+{
     // `POST` always goes on (see below): the common write path skips the
     // scan of the route table.
     if req.method() == Method::POST {
-        return next.run(req).await;
+        return next(req).await;
     }
     let Some(verbs) = action_path_methods(req.uri().path()) else {
-        return next.run(req).await;
+        return next(req).await;
     };
     let method = req.method();
     let served = verbs
@@ -480,7 +485,7 @@ pub async fn allowed_methods(req: Request, next: Next) -> Response {
     // unknown_action`, which names the actions to use.
     let action_missing = *method == Method::POST;
     if served || action_missing {
-        return next.run(req).await;
+        return next(req).await;
     }
     let mut resp = crate::http::error::ApiError::new(
         axum::http::StatusCode::METHOD_NOT_ALLOWED,
@@ -511,6 +516,20 @@ pub async fn allow_header(req: Request, next: Next) -> Response {
         resp.headers_mut().insert(header::ALLOW, v);
     }
     resp
+}
+
+/// A route's own layer: its access policy first, then its body, so a
+/// caller refused never holds any of the body budget. One layer, not two:
+/// each layer costs every request a boxed service and future.
+async fn gate(
+    State((policy, spec)): State<(Policy, Option<BodySpec>)>,
+    req: Request,
+    next: Next,
+) -> Response {
+    if let Some(refused) = crate::access::refusal_of(&policy, &req) {
+        return refused;
+    }
+    body_admission::admit(State((policy, spec)), req, next).await
 }
 
 /// The paths served without a key.
@@ -577,14 +596,10 @@ impl RouteSet {
         // never holds any of the body budget.
         self.router = self.router.route(
             path,
-            method_router.route_layer(
-                tower::ServiceBuilder::new()
-                    .layer(middleware::from_fn_with_state(policy, enforce))
-                    .layer(middleware::from_fn_with_state(
-                        (policy, body_spec(verb, path)),
-                        body_admission::admit,
-                    )),
-            ),
+            method_router.route_layer(middleware::from_fn_with_state(
+                (policy, body_spec(verb, path)),
+                gate,
+            )),
         );
         self.registered.push((verb, path));
         self

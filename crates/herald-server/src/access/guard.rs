@@ -250,6 +250,16 @@ fn bearer(value: &str) -> Option<&str> {
 
 /// The layer: admits the request (setting its [`Caller`]) or answers.
 pub async fn guard(State(g): State<Guard>, req: Request, next: Next) -> Response {
+    guard_with(&g, req, |req| next.run(req)).await
+}
+
+/// [`guard`] with the rest of the stack as `next` (the API's edge calls it
+/// so, without a layer of its own).
+pub async fn guard_with<N, F>(g: &Guard, req: Request, next: N) -> Response
+where
+    N: FnOnce(Request) -> F,
+    F: Future<Output = Response>,
+{
     let (mut parts, body) = req.into_parts();
     match g.admit(&parts).await {
         Ok(caller) => {
@@ -262,7 +272,7 @@ pub async fn guard(State(g): State<Guard>, req: Request, next: Next) -> Response
             if let Some(c) = caller {
                 parts.extensions.insert(c);
             }
-            let mut resp = next.run(Request::from_parts(parts, body)).await;
+            let mut resp = next(Request::from_parts(parts, body)).await;
             if let Some(c) = audited {
                 resp.extensions_mut().insert(c);
             }

@@ -26,12 +26,12 @@ mod stored_keys;
 
 pub use caller::{ADMIN_KEY_NAME, Caller};
 pub use channels::ChannelTenants;
-pub use guard::{Guard, guard};
+pub use guard::{Guard, guard, guard_with};
 pub use host::{addressed_to, from_this_origin};
 pub use keys::{KeyError, KeyResolver, NoStoredKeys};
 pub use media::Payload;
 pub use mode::{MIN_ADMIN_KEY_CHARS, Mode, ModeError, is_loopback_listen};
-pub use policy::{Need, Policy, Verb, enforce};
+pub use policy::{Need, Policy, Verb, refusal_of};
 pub use refusal::{Unrecognised, cross_origin, forbidden};
 pub use scope::{Scope, Scopes};
 pub use secret::{KEY_PREFIX, KeySecret, PresentedKey, key_hash, new_key, same_hash, stored_hash};

@@ -1,8 +1,7 @@
 //! What one route needs (a scope, a body type), and the layer that holds
 //! every request to it. The table of policies is `crate::routes`.
 
-use axum::extract::{Request, State};
-use axum::middleware::Next;
+use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
 
 use super::caller::Caller;
@@ -79,10 +78,10 @@ impl Policy {
 }
 
 /// Holds a request to its route's policy: the scope (`403`), then the body
-/// type (`415`). The caller was set by the guard; a route that needs a
-/// scope and finds none refuses (`401`), so a router assembled without the
-/// guard is closed, not open.
-pub async fn enforce(State(policy): State<Policy>, req: Request, next: Next) -> Response {
+/// type (`415`); the refusal, or `None` to let it on. The caller was set by
+/// the guard; a route that needs a scope and finds none refuses (`401`), so
+/// a router assembled without the guard is closed, not open.
+pub fn refusal_of(policy: &Policy, req: &Request) -> Option<Response> {
     let needed = match policy.need {
         Need::Nothing => None,
         Need::Scope(scope) => Some(scope),
@@ -96,7 +95,7 @@ pub async fn enforce(State(policy): State<Policy>, req: Request, next: Next) -> 
                 route = policy.path,
                 "a route that needs a scope was reached without a caller"
             );
-            return refusal::unauthorized("this route needs an API key", false);
+            return Some(refusal::unauthorized("this route needs an API key", false));
         };
         if !caller.may(scope) {
             tracing::debug!(
@@ -106,17 +105,21 @@ pub async fn enforce(State(policy): State<Policy>, req: Request, next: Next) -> 
                 key_id = caller.key_id,
                 "refused: missing scope"
             );
-            return refusal::forbidden(format!(
-                "this key does not hold the \"{scope}\" scope, which {} {} needs",
-                policy.verb.as_str(),
-                policy.path
-            ))
-            .into_response();
+            return Some(
+                refusal::forbidden(format!(
+                    "this key does not hold the \"{scope}\" scope, which {} {} needs",
+                    policy.verb.as_str(),
+                    policy.path
+                ))
+                .into_response(),
+            );
         }
     }
     if let Err(sent) = policy.payload.check(req.headers()) {
-        return refusal::unsupported_media_type(sent.as_deref(), policy.payload.expected())
-            .into_response();
+        return Some(
+            refusal::unsupported_media_type(sent.as_deref(), policy.payload.expected())
+                .into_response(),
+        );
     }
-    next.run(req).await
+    None
 }

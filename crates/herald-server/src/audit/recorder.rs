@@ -9,9 +9,8 @@
 use std::sync::Arc;
 
 use axum::body::{Body, HttpBody};
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{Method, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::Response;
 use herald_core::{Clock, DEFAULT_TENANT, TenantId};
 use herald_store::NewAuditEntry;
@@ -66,11 +65,16 @@ pub struct Recorder {
     pub clock: Arc<dyn Clock>,
 }
 
-/// The layer: answers the request, then queues its entry.
-pub async fn record(State(r): State<Recorder>, req: Request, next: Next) -> Response {
+/// The audit step of the API's edge (`http::edge`): answers the request
+/// through `next`, then queues its entry.
+pub async fn record<N, F>(r: &Recorder, req: Request, next: N) -> Response
+where
+    N: FnOnce(Request) -> F,
+    F: Future<Output = Response>,
+{
     if matches!(*req.method(), Method::GET | Method::HEAD) {
         // Reads are not recorded; their refusals before a key still count.
-        let resp = next.run(req).await;
+        let resp = next(req).await;
         if let Some(reason) = unrecognised(&resp) {
             tally::count(reason);
         }
@@ -78,7 +82,7 @@ pub async fn record(State(r): State<Recorder>, req: Request, next: Next) -> Resp
     }
     let method = req.method().clone();
     let (route, resource_id) = route_of(req.method(), req.uri().path());
-    let resp = next.run(req).await;
+    let resp = next(req).await;
     let status = resp.status();
     if let Some(reason) = unrecognised(&resp) {
         let key = RefusalKey::new(reason, &method, route.pattern, status.as_u16());

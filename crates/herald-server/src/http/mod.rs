@@ -12,6 +12,7 @@ pub(crate) mod body_meter;
 pub(crate) mod budget;
 pub(crate) mod bulk;
 pub(crate) mod document;
+pub(crate) mod edge;
 pub mod error;
 pub(crate) mod fallback;
 pub(crate) mod fields;

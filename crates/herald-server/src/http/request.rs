@@ -1,15 +1,11 @@
 //! Reading the parts of a request every endpoint has: a bounded body, an id in the path, a query string and its integer parameters. Each
 //! failure is a `4xx` naming what was wrong.
 
-use std::time::Duration;
-
 use axum::body::Body;
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{FromRequestParts, Query, Request, State};
+use axum::extract::{FromRequestParts, Query};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
-use axum::middleware::Next;
-use axum::response::Response;
 
 use crate::http::body_meter::BodyFailure;
 use crate::http::error::ApiError;
@@ -27,14 +23,6 @@ pub async fn read_body(body: Body, limit: usize) -> Result<bytes::Bytes, ApiErro
         }
         Err(e) => Err(body_error(&*e)),
     }
-}
-
-/// Gives every request body a deadline between its pieces
-/// (`api.body_read_timeout_ms`): a client that stops sending mid-body
-/// cannot hold its connection, or the request, forever.
-pub async fn body_timeout(State(limit): State<Duration>, req: Request, next: Next) -> Response {
-    next.run(req.map(|b| Body::new(tower_http::timeout::TimeoutBody::new(limit, b))))
-        .await
 }
 
 /// A body that could not be read: stopped by the body layer (over its
