@@ -2,7 +2,8 @@
 //! reading and bounding bodies (`body_admission`, `body_meter`,
 //! `body_limits`, `budget`, `json_body`, `bulk`), reading queries and fields
 //! (`request`, `fields`, `text`, `validate`, `document`, `pagination`), the
-//! answers (`error`, `fallback`, `trace`), and what a request runs with
+//! answers (`error`, `fallback`, `trace`), what every request passes
+//! through before its route (`edge`), and what a request runs with
 //! (`state`, `tenancy`, `quota`, `rate`). The handlers in `crate::api` build
 //! on these; nothing here imports a handler.
 
