@@ -7,7 +7,7 @@
 //!
 //! One layer rather than one per step: each `axum::middleware::from_fn`
 //! layer boxes the stack below it and its own future on every request, and
-//! with seven of them that was about a fifth of a single create's CPU. Here
+//! with seven of them that was about a sixth of a single create's CPU. Here
 //! the steps are plain async functions, each given the rest as a closure, so
 //! the whole edge is one future and one allocation.
 
