@@ -45,8 +45,8 @@ def split(c, pend_trd=True):
               "CREATE INDEX hfin ON history (updated_at, id) WHERE kind <> 'reminder'"]+(["CREATE INDEX trd ON timers (tenant_id, recipient, due_at)"] if pend_trd else []): c.execute(i)
     c.execute("""CREATE TRIGGER finish AFTER UPDATE OF state ON timers WHEN NEW.state >= 2 BEGIN
        INSERT INTO history SELECT * FROM timers WHERE id = NEW.id; DELETE FROM timers WHERE id = NEW.id; END""")
-def run(name, setup, rcp, n=1000000, batch=3000, cbatch=1000):
-    c=db(name); setup(c)
+def ingest(c, rcp, n, batch):
+    """Inserts n timers in batches; returns inserts a second."""
     due=1800000000000
     rows=[(random.randrange(256), due+i//1000, 0, 'timer', 0, 'webhook', rcp(i), '{"text":"hello there %d"}'%i, None, due-3600000, due-3600000, 1) for i in range(n)]
     t=time.perf_counter()
@@ -54,16 +54,19 @@ def run(name, setup, rcp, n=1000000, batch=3000, cbatch=1000):
         c.execute("BEGIN IMMEDIATE")
         c.executemany("INSERT INTO timers (shard,due_at,priority,kind,state,channel,recipient,message,idempotency_key,created_at,updated_at,tenant_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", rows[b:b+batch])
         c.execute("COMMIT")
-    ing=n/(time.perf_counter()-t)
-    # claim (state 1) then complete (state 2) in due order, batches of cbatch
-    m=min(n,300000)
+    return n/(time.perf_counter()-t)
+def claim_and_complete(c, m, cbatch):
+    """Claims (state 1) then completes (state 2) the first m timers in batches; returns timers a second."""
     t=time.perf_counter()
     for b in range(1,m+1,cbatch):
-        ids=list(range(b,b+cbatch))
-        q=",".join("?"*len(ids))
+        ids=list(range(b,b+cbatch)); q=",".join("?"*len(ids))
         c.execute("BEGIN IMMEDIATE"); c.execute(f"UPDATE timers SET state=1 WHERE id IN ({q})", ids); c.execute("COMMIT")
         c.execute("BEGIN IMMEDIATE"); c.execute(f"UPDATE timers SET state=2, updated_at=updated_at+1, attempts=1 WHERE id IN ({q})", ids); c.execute("COMMIT")
-    comp=m/(time.perf_counter()-t)
+    return m/(time.perf_counter()-t)
+def run(name, setup, rcp, n=1000000, batch=3000, cbatch=1000):
+    c=db(name); setup(c)
+    ing=ingest(c, rcp, n, batch)
+    comp=claim_and_complete(c, min(n,300000), cbatch)
     print(f"{name:22s} ingest {ing:9.0f}/s   claim+complete {comp:9.0f}/s", flush=True)
 mode=sys.argv[1]
 RCP=(lambda i:"user-%d"%i) if mode=="seq" else (lambda i:"oXa%012d"%random.randrange(10**12))
@@ -75,21 +78,8 @@ def mover_variant(name, rcp, n=1000000, batch=3000, cbatch=1000, mbatch=50000):
     c=db(name); split(c, False)
     c.execute("DROP TRIGGER finish")
     c.execute("CREATE INDEX done ON timers (id) WHERE state >= 2")
-    due=1800000000000
-    rows=[(random.randrange(256), due+i//1000, 0, 'timer', 0, 'webhook', rcp(i), '{"text":"hello there %d"}'%i, None, due-3600000, due-3600000, 1) for i in range(n)]
-    t=time.perf_counter()
-    for b in range(0,n,batch):
-        c.execute("BEGIN IMMEDIATE")
-        c.executemany("INSERT INTO timers (shard,due_at,priority,kind,state,channel,recipient,message,idempotency_key,created_at,updated_at,tenant_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", rows[b:b+batch])
-        c.execute("COMMIT")
-    ing=n/(time.perf_counter()-t)
-    m=min(n,300000)
-    t=time.perf_counter()
-    for b in range(1,m+1,cbatch):
-        ids=list(range(b,b+cbatch)); q=",".join("?"*len(ids))
-        c.execute("BEGIN IMMEDIATE"); c.execute(f"UPDATE timers SET state=1 WHERE id IN ({q})", ids); c.execute("COMMIT")
-        c.execute("BEGIN IMMEDIATE"); c.execute(f"UPDATE timers SET state=2, updated_at=updated_at+1, attempts=1 WHERE id IN ({q})", ids); c.execute("COMMIT")
-    comp=m/(time.perf_counter()-t)
+    ing=ingest(c, rcp, n, batch)
+    comp=claim_and_complete(c, min(n,300000), cbatch)
     t=time.perf_counter(); moved=0
     while True:
         c.execute("BEGIN IMMEDIATE")
