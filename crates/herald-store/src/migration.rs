@@ -61,6 +61,7 @@ macro_rules! migrations {
             "0039_resend_unread",
             "0040_calendars",
             "0041_grants",
+            "0042_search_filing",
         )
     };
     (@ $($name:literal),+ $(,)?) => {

@@ -239,6 +239,23 @@ pub(crate) fn search_index(f: &TimerFilter) -> &'static str {
     }
 }
 
+/// The timers matching `conds`, in `order` (which ends in a `LIMIT`), read
+/// through one of the search indexes. On SQLite those hold only filed
+/// timers (migration `0042_search_filing`): the walk of the index is merged
+/// with a walk of the few timers not filed yet (`timers_unfiled`), each
+/// cut at the limit. PostgreSQL files every timer as it is inserted.
+fn walk(dialect: Dialect, index: &str, cols: &str, conds: &str, order: &str) -> String {
+    match dialect {
+        Dialect::Sqlite => format!(
+            "SELECT * FROM (SELECT {cols} FROM timers INDEXED BY {index} \
+             WHERE filed = 1 AND {conds} {order}) \
+             UNION ALL SELECT * FROM (SELECT {cols} FROM timers INDEXED BY timers_unfiled \
+             WHERE filed = 0 AND {conds} {order}) {order}"
+        ),
+        Dialect::Postgres => format!("SELECT {cols} FROM timers WHERE {conds} {order}"),
+    }
+}
+
 /// The statements of one page of a search, to run in order in one snapshot
 /// until `limit` rows are read: after a cursor, the rest of the cursor's
 /// millisecond, then the later (or, descending, earlier) ones. Two range
@@ -258,12 +275,6 @@ pub(crate) fn search(
         SortOrder::Desc => ("DESC", "<", "<"),
     };
     let index = search_index(f);
-    let from = match dialect {
-        Dialect::Sqlite if index != "timers_idempotency_key" => {
-            format!("timers INDEXED BY {index}")
-        }
-        _ => "timers".to_string(),
-    };
     let merge_states = dialect == Dialect::Postgres && index == "timers_tenant_due";
     let page = |seek: &dyn Fn(&mut Where)| {
         let mut w = Where::new(dialect);
@@ -286,15 +297,18 @@ pub(crate) fn search(
                 .iter()
                 .map(|s| {
                     format!(
-                        "(SELECT {cols} FROM {from} WHERE {} AND state = {} {order})",
+                        "(SELECT {cols} FROM timers WHERE {} AND state = {} {order})",
                         w.sql(),
                         s.code()
                     )
                 })
                 .collect();
             format!("SELECT * FROM ({}) AS t {order}", walks.join(" UNION ALL "))
+        } else if index == "timers_idempotency_key" {
+            // The key's index holds every timer, filed or not.
+            format!("SELECT {cols} FROM timers WHERE {} {order}", w.sql())
         } else {
-            format!("SELECT {cols} FROM {from} WHERE {} {order}", w.sql())
+            walk(dialect, index, cols, &w.sql(), &order)
         };
         Query { sql, args: w.args }
     };
@@ -323,15 +337,13 @@ pub(crate) fn dead_rows(
     w.cond("state =", Arg::Int(state.code()));
     w.text("channel =", channel);
     let lim = w.bind(Arg::Int(DEAD_LETTER_SCAN as i64 + 1));
-    let from = match dialect {
-        Dialect::Sqlite => "timers INDEXED BY timers_tenant_state_due",
-        Dialect::Postgres => "timers",
-    };
     Query {
-        sql: format!(
-            "SELECT id, due_at, state, channel, last_error FROM {from} WHERE {} \
-             ORDER BY due_at DESC, id DESC LIMIT {lim}",
-            w.sql()
+        sql: walk(
+            dialect,
+            STATE_INDEX,
+            "id, due_at, state, channel, last_error",
+            &w.sql(),
+            &format!("ORDER BY due_at DESC, id DESC LIMIT {lim}"),
         ),
         args: w.args,
     }
@@ -353,12 +365,8 @@ fn retry_where(dialect: Dialect, tenant: TenantId, state: TimerState, f: &RetryF
     w
 }
 
-fn state_index(dialect: Dialect) -> &'static str {
-    match dialect {
-        Dialect::Sqlite => "timers INDEXED BY timers_tenant_state_due",
-        Dialect::Postgres => "timers",
-    }
-}
+/// The index of a tenant's timers by state.
+const STATE_INDEX: &str = "timers_tenant_state_due";
 
 /// The oldest due (at most `limit`) timers of one state that `f` replays,
 /// as `due_cols`. The caller then replays them by id (a join of the update
@@ -373,11 +381,13 @@ pub(crate) fn retry_pick(
 ) -> Query {
     let mut w = retry_where(dialect, tenant, state, f);
     let lim = w.bind(Arg::Int(crate::model::limit_to_db(limit)));
-    let from = state_index(dialect);
     Query {
-        sql: format!(
-            "SELECT {due_cols} FROM {from} WHERE {} ORDER BY due_at, id LIMIT {lim}",
-            w.sql()
+        sql: walk(
+            dialect,
+            STATE_INDEX,
+            due_cols,
+            &w.sql(),
+            &format!("ORDER BY due_at, id LIMIT {lim}"),
         ),
         args: w.args,
     }
@@ -392,11 +402,13 @@ pub(crate) fn retry_more(
     f: &RetryFilter,
 ) -> Query {
     let w = retry_where(dialect, tenant, state, f);
-    let from = state_index(dialect);
     Query {
-        sql: format!(
-            "SELECT {due_cols} FROM {from} WHERE {} ORDER BY due_at, id LIMIT 1",
-            w.sql()
+        sql: walk(
+            dialect,
+            STATE_INDEX,
+            due_cols,
+            &w.sql(),
+            "ORDER BY due_at, id LIMIT 1",
         ),
         args: w.args,
     }

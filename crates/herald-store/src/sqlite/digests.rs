@@ -19,11 +19,13 @@ const SLIDE: &str = concat!(
     due_cols!()
 );
 
-/// The shared statement, on the recipient's index by name.
+/// The shared statement, on the recipient's index by name. Every timer
+/// with routing (a digest among them) is inserted filed, so the index holds
+/// every candidate.
 static CANDIDATES: LazyLock<String> = LazyLock::new(|| {
     sql::CANDIDATES.sqlite.replacen(
         "FROM timers WHERE",
-        "FROM timers INDEXED BY timers_tenant_recipient_due WHERE",
+        "FROM timers INDEXED BY timers_tenant_recipient_due WHERE filed = 1 AND",
         1,
     )
 });

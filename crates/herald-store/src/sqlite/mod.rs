@@ -42,6 +42,7 @@ mod cluster;
 mod digests;
 mod directory;
 mod error;
+mod filer;
 mod files;
 mod forecast;
 mod grants;
@@ -59,6 +60,7 @@ mod timer_ops;
 mod timers;
 
 use std::path::Path;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use herald_core::{TenantId, TimerId, TimerState};
@@ -79,13 +81,16 @@ use crate::{
 
 /// The SQLite [`Store`].
 pub struct SqliteStore {
-    // Dropped in declaration order: readers and checkpointer close first, so the
-    // writer is the last connection and checkpoints the WAL away on close.
+    // Dropped in declaration order: the filer stops first, readers and
+    // checkpointer close next, so the writer is the last connection and
+    // checkpoints the WAL away on close.
+    /// Files new timers for search (see [`filer`]); `None` without a runtime.
+    _filer: Option<filer::Filer>,
     /// `None` when reads go to the writer (in-memory store, or `read_connections = 0`).
     readers: Option<ConnPool>,
     /// `None` for an in-memory store (no WAL).
-    checkpointer: Option<Checkpointer>,
-    writer: ConnPool,
+    checkpointer: Option<Arc<Checkpointer>>,
+    writer: Arc<ConnPool>,
 }
 
 impl SqliteStore {
@@ -177,8 +182,10 @@ impl SqliteStore {
         } else {
             Some(ConnPool::new("reader", readers))
         };
-        let writer = ConnPool::new("writer", vec![writer]);
+        let writer = Arc::new(ConnPool::new("writer", vec![writer]));
+        let checkpointer = checkpointer.map(Arc::new);
         SqliteStore {
+            _filer: filer::Filer::start(&writer, checkpointer.as_ref()),
             readers,
             checkpointer,
             writer,
@@ -781,6 +788,16 @@ mod testing {
         let conn = Connection::open_in_memory().unwrap();
         pool::configure(&conn, Role::Writer(Synchronous::Normal)).unwrap();
         conn
+    }
+
+    /// Whether every scan of `timers` in plan `p` is the walk of the short
+    /// index of unfiled timers (migration `0042_search_filing`), never of
+    /// the table or another index.
+    pub(super) fn scans_only_unfiled(p: &str) -> bool {
+        p.lines()
+            .map(str::trim_start)
+            .filter(|l| l.starts_with("SCAN timers") || l.starts_with("SCAN t "))
+            .all(|l| l.contains("INDEX timers_unfiled"))
     }
 
     /// An in-memory database configured as a writer, at the latest schema.

@@ -76,6 +76,11 @@ impl ConnPool {
         }
     }
 
+    /// Nobody holds or waits for a connection at this moment.
+    pub(super) fn idle(&self) -> bool {
+        self.free.available_permits() == self.conns.len()
+    }
+
     /// A connection nobody is using if there is one (looking from a rotating start),
     /// else the next in turn.
     fn pick(&self) -> Option<&Arc<Mutex<Connection>>> {

@@ -3,6 +3,8 @@
 //! subject index holds the primary key's user and bit: counting reads the
 //! index alone.
 
+use std::sync::LazyLock;
+
 use herald_core::TenantId;
 use rusqlite::{Connection, params};
 
@@ -10,6 +12,28 @@ use super::error::Ctx;
 use crate::model::{self, Columns, tenant_to_db};
 use crate::subject_query::{self as q, sql};
 use crate::{Result, SubjectSummary, SubscriptionCounts};
+
+/// The shared count of a subject's failures, reading the tenant's failed
+/// and dead timers through the state index (filed ones) and the unfiled ones
+/// (migration `0042_search_filing`).
+static FAILED_COUNT: LazyLock<String> = LazyLock::new(|| {
+    let arm = |index: &str, filed: u8| {
+        format!(
+            "SELECT id, tenant_id, state, due_at, recipient FROM timers INDEXED BY {index} \
+             WHERE filed = {filed} AND tenant_id = ?1 AND state IN (3, 5) \
+             AND due_at >= ?3 AND due_at <= ?4"
+        )
+    };
+    sql::FAILED_COUNT.sqlite.replacen(
+        "FROM timers AS t WHERE",
+        &format!(
+            "FROM ({} UNION ALL {}) AS t WHERE",
+            arm("timers_tenant_state_due", 1),
+            arm("timers_unfiled", 0)
+        ),
+        1,
+    )
+});
 
 fn counts(
     conn: &Connection,
@@ -164,7 +188,7 @@ pub(super) fn failures(
     cap: u64,
 ) -> Result<u64> {
     let mut stmt = conn
-        .prepare_cached(sql::FAILED_COUNT.sqlite)
+        .prepare_cached(&FAILED_COUNT)
         .ctx("preparing subject failures")?;
     let mut rows = stmt
         .query(params![
@@ -184,7 +208,7 @@ pub(super) fn failures(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sqlite::testing::{migrated, plan};
+    use crate::sqlite::testing::{migrated, plan, scans_only_unfiled};
 
     /// The list walks the subjects' primary key; counting reads only the
     /// subject index, never the table.
@@ -195,10 +219,11 @@ mod tests {
             let p = plan(&conn, one);
             assert!(!p.contains("SCAN"), "{one}:\n{p}");
         }
-        // Failures: the tenant's state index, each checked by primary key.
-        let p = plan(&conn, sql::FAILED_COUNT.sqlite);
-        assert!(p.contains("timers_tenant_state_due"), "{p}");
-        assert!(!p.contains("SCAN t") && !p.contains("SCAN r"), "{p}");
+        // Failures: the tenant's state index and the unfiled timers, each
+        // checked by primary key.
+        let p = plan(&conn, &FAILED_COUNT);
+        assert!(p.contains("INDEX timers_tenant_state_due ("), "{p}");
+        assert!(scans_only_unfiled(&p) && !p.contains("SCAN r"), "{p}");
         for one in [sql::OUTCOMES, sql::FAILED].map(|s| s.sqlite) {
             let p = plan(&conn, one);
             assert!(p.contains("reminder_timers_subject"), "{one}:\n{p}");

@@ -18,10 +18,12 @@ use crate::{
 // The SQL below writes state codes as literals (partial indexes need literals to be
 // usable); a unit test checks they match `TimerState::code()`.
 
+// ?13 `filed`: 0 for a timer the filer adds to the search indexes later
+// (migration 0042), 1 for one a read must find through them at once.
 const INSERT_TIMER: &str = "INSERT INTO timers \
     (shard, due_at, priority, kind, state, channel, recipient, message, idempotency_key, \
-     attempts, created_at, updated_at, tenant_id, traceparent, routing) \
-    VALUES (?1, ?2, ?3, ?4, 0, ?5, ?6, ?7, ?8, 0, ?9, ?9, ?10, ?11, ?12) \
+     attempts, created_at, updated_at, tenant_id, traceparent, routing, filed) \
+    VALUES (?1, ?2, ?3, ?4, 0, ?5, ?6, ?7, ?8, 0, ?9, ?9, ?10, ?11, ?12, ?13) \
     ON CONFLICT DO NOTHING";
 const TIMER_BY_KEY: &str = concat!(
     "SELECT ",
@@ -190,12 +192,16 @@ impl<'c> TimerInserts<'c> {
 }
 
 /// Inserts one timer with the batch's [`TimerInserts`]: `Created`, or
-/// `Existing` when its idempotency key is taken in its tenant.
+/// `Existing` when its idempotency key is taken in its tenant. The filer
+/// adds it to the search indexes later (see [`super::filer`]), except a
+/// timer with routing: a digest's next timer must find it by recipient at
+/// once, and routed timers are few.
 pub(super) fn insert_timer(
     conn: &Connection,
     insert: &mut TimerInserts<'_>,
     t: crate::NewTimer,
 ) -> Result<WriteResult> {
+    let filed = t.routing.is_some();
     let inserted = insert
         .stmt
         .execute(params![
@@ -211,6 +217,7 @@ pub(super) fn insert_timer(
             tenant_to_db(t.tenant),
             t.traceparent,
             t.routing,
+            filed,
         ])
         .ctx("inserting timer")?;
     if inserted == 1 {

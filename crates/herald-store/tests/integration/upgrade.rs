@@ -171,7 +171,36 @@ async fn reads_back_v0(store: &dyn Store, w: &Written) {
     let timers = v0_timers(w);
     for t in &timers {
         assert_eq!(store.get_timer(t.id).await.unwrap().as_ref(), Some(t));
+        // And through the search indexes, which a migration rebuilt
+        // (`0042_search_filing` on SQLite): by recipient, by state.
+        for f in [
+            herald_store::TimerFilter {
+                recipient: Some(t.recipient.clone()),
+                ..Default::default()
+            },
+            herald_store::TimerFilter {
+                state: Some(t.state),
+                ..Default::default()
+            },
+        ] {
+            let found = store
+                .search_timers(DEFAULT_TENANT, &f, None, 100, herald_store::SortOrder::Asc)
+                .await
+                .unwrap();
+            assert!(found.iter().any(|r| r == t), "{f:?}: {found:?}");
+        }
     }
+    let all = store
+        .search_timers(
+            DEFAULT_TENANT,
+            &herald_store::TimerFilter::default(),
+            None,
+            100,
+            herald_store::SortOrder::Asc,
+        )
+        .await
+        .unwrap();
+    assert_eq!(all.len(), timers.len());
     assert_eq!(
         store.count_by_tenant_state().await.unwrap(),
         vec![
@@ -757,6 +786,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     "0039_resend_unread",
     "0040_calendars",
     "0041_grants",
+    "0042_search_filing",
 ];
 
 /// The schema version a fully migrated store records.
