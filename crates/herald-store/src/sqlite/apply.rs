@@ -14,8 +14,21 @@ pub(super) fn apply(conn: &mut Connection, ops: Vec<WriteOp>) -> Result<Vec<Writ
     let mut results = Vec::with_capacity(ops.len());
     {
         let mut insert = timers::TimerInserts::prepare(&tx)?;
-        for op in ops {
+        let mut ops = ops.into_iter().peekable();
+        while let Some(op) = ops.next() {
             let result = match op {
+                // A run of plain timers (a bulk request's, or many single
+                // creates in one group commit) shares multi-row inserts.
+                WriteOp::InsertTimer(t) if timers::plain(&t) => {
+                    let mut run = vec![t];
+                    while let Some(WriteOp::InsertTimer(t)) =
+                        ops.next_if(|op| matches!(op, WriteOp::InsertTimer(t) if timers::plain(t)))
+                    {
+                        run.push(t);
+                    }
+                    timers::insert_plain(&tx, &mut insert, run, &mut results)?;
+                    continue;
+                }
                 WriteOp::InsertTimer(t) => timers::insert_timer(&tx, &mut insert, t)?,
                 WriteOp::InsertDigest(t) => digests::insert(&tx, &mut insert, t)?,
                 WriteOp::CancelTimer { tenant, id, at } => {

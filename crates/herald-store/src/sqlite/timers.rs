@@ -236,6 +236,111 @@ pub(super) fn insert_timer(
     })?))
 }
 
+/// Row counts of the multi-row inserts of plain timers, largest first: one
+/// statement's fixed cost (among it a cursor opened and closed on each of
+/// the table's nine indexes) is shared by its rows. Fewer rows than the
+/// smallest go one by one.
+const MULTI_ROWS: [usize; 2] = [64, 8];
+
+/// The multi-row insert of `rows` plain timers (ten values each), giving
+/// back what identifies each row so the caller can check the ids' order.
+fn multi_insert_sql(rows: usize) -> String {
+    let row = "(?, ?, ?, ?, 0, ?, ?, ?, NULL, 0, ?, ?, ?, ?, NULL, 0)";
+    format!(
+        "INSERT INTO timers \
+         (shard, due_at, priority, kind, state, channel, recipient, message, idempotency_key, \
+          attempts, created_at, updated_at, tenant_id, traceparent, routing, filed) VALUES {} \
+         RETURNING id, due_at, recipient",
+        vec![row; rows].join(", ")
+    )
+}
+
+static MULTI_INSERT: LazyLock<[String; 2]> = LazyLock::new(|| MULTI_ROWS.map(multi_insert_sql));
+
+/// A timer that can share a multi-row insert: with no idempotency key
+/// nothing can conflict, and with no routing it is filed later like any.
+pub(super) fn plain(t: &crate::NewTimer) -> bool {
+    t.idempotency_key.is_none() && t.routing.is_none()
+}
+
+/// Inserts plain timers (see [`plain`]), pushing each one's `Created` onto
+/// `out` in order: as many multi-row statements as fit, then one by one.
+pub(super) fn insert_plain(
+    conn: &Connection,
+    insert: &mut TimerInserts<'_>,
+    ts: Vec<crate::NewTimer>,
+    out: &mut Vec<WriteResult>,
+) -> Result<()> {
+    let mut rest = ts.into_iter();
+    loop {
+        let left = rest.len();
+        let Some(k) = MULTI_ROWS.iter().position(|&n| n <= left) else {
+            break;
+        };
+        let chunk: Vec<crate::NewTimer> = rest.by_ref().take(MULTI_ROWS[k]).collect();
+        insert_rows(conn, insert, &MULTI_INSERT[k], chunk, out)?;
+    }
+    for t in rest {
+        out.push(insert_timer(conn, insert, t)?);
+    }
+    Ok(())
+}
+
+/// One multi-row insert. An `AUTOINCREMENT` table gives the rows of one
+/// statement rising ids in the order of its `VALUES`; the rows it returns
+/// are sorted by id and checked against the timers they should be, so an
+/// id can never be handed to the wrong timer (a mismatch fails the batch).
+fn insert_rows(
+    conn: &Connection,
+    insert: &mut TimerInserts<'_>,
+    sql: &str,
+    ts: Vec<crate::NewTimer>,
+    out: &mut Vec<WriteResult>,
+) -> Result<()> {
+    let tenants: Vec<i64> = ts.iter().map(|t| tenant_to_db(t.tenant)).collect();
+    let kinds: Vec<&str> = ts.iter().map(|t| t.kind.as_str()).collect();
+    let mut values: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(ts.len() * 11);
+    for ((t, tenant), kind) in ts.iter().zip(&tenants).zip(&kinds) {
+        values.extend_from_slice(&[
+            &t.shard as &dyn rusqlite::ToSql,
+            &t.due_at,
+            &t.priority,
+            kind,
+            &t.channel,
+            &t.recipient,
+            &t.message,
+            &t.created_at,
+            &t.created_at,
+            tenant,
+            &t.traceparent,
+        ]);
+    }
+    let mut stmt = conn.prepare_cached(sql).ctx("preparing multi-row insert")?;
+    let mut returned: Vec<(i64, i64, String)> = stmt
+        .query_map(rusqlite::params_from_iter(values), |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .ctx("inserting timers")?
+        .collect::<rusqlite::Result<_>>()
+        .ctx("reading inserted ids")?;
+    returned.sort_unstable_by_key(|r| r.0);
+    if returned.len() != ts.len()
+        || returned
+            .iter()
+            .zip(&ts)
+            .any(|(r, t)| r.1 != t.due_at || r.2 != t.recipient)
+    {
+        return Err(StoreError::Internal(
+            "sqlite: a multi-row insert gave back rows that do not match its timers".into(),
+        ));
+    }
+    for (t, (id, _, _)) in ts.into_iter().zip(returned) {
+        *insert.added.entry(tenant_to_db(t.tenant)).or_insert(0) += 1;
+        out.push(WriteResult::Created(t.into_record(id)));
+    }
+    Ok(())
+}
+
 pub(super) fn cancel_timer(
     conn: &Connection,
     tenant: TenantId,
@@ -636,6 +741,66 @@ pub(super) fn init_shards(conn: &mut Connection, wanted: u16) -> Result<u16> {
 mod tests {
     use super::*;
     use crate::sqlite::testing::{migrated, plan};
+
+    /// A batch mixing runs of plain timers (shared multi-row inserts of 64
+    /// and 8, the rest one by one) with keyed and routed ones: each answer
+    /// in the order of its op, each id the row of its timer, the counts
+    /// right.
+    #[test]
+    fn runs_of_plain_timers_share_multi_row_inserts() {
+        use crate::testsuite::fixtures::{keyed, timer};
+        let mut conn = migrated();
+        let mut wanted = Vec::new();
+        let mut ops = Vec::new();
+        for (i, n) in [75_usize, 1, 9, 1, 3].into_iter().enumerate() {
+            for j in 0..n {
+                let mut t = timer(1_000 + j as i64);
+                t.recipient = format!("run{i}-{j}");
+                t.message = format!("{{\"n\":{j}}}");
+                wanted.push(t.clone());
+                ops.push(crate::WriteOp::InsertTimer(t));
+            }
+            let mut t = if i % 2 == 0 {
+                keyed(7, &format!("k{i}"))
+            } else {
+                crate::NewTimer {
+                    routing: Some("{}".into()),
+                    ..timer(8)
+                }
+            };
+            t.recipient = format!("odd{i}");
+            wanted.push(t.clone());
+            ops.push(crate::WriteOp::InsertTimer(t));
+        }
+        let results = crate::sqlite::apply::apply(&mut conn, ops).unwrap();
+        assert_eq!(results.len(), wanted.len());
+        let mut ids = Vec::new();
+        for (r, t) in results.iter().zip(&wanted) {
+            let WriteResult::Created(rec) = r else {
+                panic!("{r:?}")
+            };
+            assert_eq!(rec.recipient, t.recipient);
+            assert_eq!(get_timer(&conn, rec.id).unwrap().as_ref(), Some(rec));
+            ids.push(rec.id);
+        }
+        ids.dedup();
+        assert_eq!(ids.len(), wanted.len());
+        let pending: i64 = conn
+            .query_row(
+                "SELECT n FROM timer_counts WHERE tenant_id = 1 AND state = 0",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(pending, wanted.len() as i64);
+        // The plain ones wait for the filer; the routed ones are filed.
+        let unfiled: i64 = conn
+            .query_row("SELECT count(*) FROM timers WHERE filed = 0", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(unfiled, wanted.len() as i64 - 2);
+    }
 
     #[test]
     fn state_literals_match_codes() {
