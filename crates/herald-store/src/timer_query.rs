@@ -239,19 +239,56 @@ pub(crate) fn search_index(f: &TimerFilter) -> &'static str {
     }
 }
 
+/// Which timers a walk reads: any, or only finished ones (whose unfiled
+/// part has an index of its own on SQLite).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reads {
+    Any,
+    Finished,
+}
+
+impl Reads {
+    fn of(state: Option<TimerState>) -> Self {
+        match state {
+            Some(s) if s.code() >= 2 => Reads::Finished,
+            _ => Reads::Any,
+        }
+    }
+
+    /// The SQLite index of the unfiled timers this walk reads, and the
+    /// term that lets the planner use it.
+    fn unfiled(self) -> (&'static str, &'static str) {
+        match self {
+            Reads::Any => ("timers_unfiled", "filed = 0"),
+            Reads::Finished => ("timers_unfiled_done", "filed = 0 AND state >= 2"),
+        }
+    }
+}
+
 /// The timers matching `conds`, in `order` (which ends in a `LIMIT`), read
 /// through one of the search indexes. On SQLite those hold only filed
 /// timers (migration `0042_search_filing`): the walk of the index is merged
-/// with a walk of the few timers not filed yet (`timers_unfiled`), each
-/// cut at the limit. PostgreSQL files every timer as it is inserted.
-fn walk(dialect: Dialect, index: &str, cols: &str, conds: &str, order: &str) -> String {
+/// with a walk of the timers not filed yet (`timers_unfiled`, or for
+/// finished ones `timers_unfiled_done`), each cut at the limit. PostgreSQL
+/// files every timer as it is inserted.
+fn walk(
+    dialect: Dialect,
+    index: &str,
+    reads: Reads,
+    cols: &str,
+    conds: &str,
+    order: &str,
+) -> String {
     match dialect {
-        Dialect::Sqlite => format!(
-            "SELECT * FROM (SELECT {cols} FROM timers INDEXED BY {index} \
-             WHERE filed = 1 AND {conds} {order}) \
-             UNION ALL SELECT * FROM (SELECT {cols} FROM timers INDEXED BY timers_unfiled \
-             WHERE filed = 0 AND {conds} {order}) {order}"
-        ),
+        Dialect::Sqlite => {
+            let (unfiled, term) = reads.unfiled();
+            format!(
+                "SELECT * FROM (SELECT {cols} FROM timers INDEXED BY {index} \
+                 WHERE filed = 1 AND {conds} {order}) \
+                 UNION ALL SELECT * FROM (SELECT {cols} FROM timers INDEXED BY {unfiled} \
+                 WHERE {term} AND {conds} {order}) {order}"
+            )
+        }
         Dialect::Postgres => format!("SELECT {cols} FROM timers WHERE {conds} {order}"),
     }
 }
@@ -308,7 +345,7 @@ pub(crate) fn search(
             // The key's index holds every timer, filed or not.
             format!("SELECT {cols} FROM timers WHERE {} {order}", w.sql())
         } else {
-            walk(dialect, index, cols, &w.sql(), &order)
+            walk(dialect, index, Reads::of(f.state), cols, &w.sql(), &order)
         };
         Query { sql, args: w.args }
     };
@@ -341,6 +378,7 @@ pub(crate) fn dead_rows(
         sql: walk(
             dialect,
             STATE_INDEX,
+            Reads::Finished,
             "id, due_at, state, channel, last_error",
             &w.sql(),
             &format!("ORDER BY due_at DESC, id DESC LIMIT {lim}"),
@@ -385,6 +423,7 @@ pub(crate) fn retry_pick(
         sql: walk(
             dialect,
             STATE_INDEX,
+            Reads::Finished,
             due_cols,
             &w.sql(),
             &format!("ORDER BY due_at, id LIMIT {lim}"),
@@ -406,6 +445,7 @@ pub(crate) fn retry_more(
         sql: walk(
             dialect,
             STATE_INDEX,
+            Reads::Finished,
             due_cols,
             &w.sql(),
             "ORDER BY due_at, id LIMIT 1",

@@ -397,6 +397,8 @@ mod tests {
                 assert!(p.contains("INDEX timers_tenant_state_due ("), "{sql}\n{p}");
                 assert!(scans_only_unfiled(&p), "{sql}\n{p}");
                 assert!(walks_in_order(&p, "timers_tenant_state_due"), "{sql}\n{p}");
+                // The unfiled finished timers: a seek, not the backlog.
+                assert!(p.contains("INDEX timers_unfiled_done ("), "{sql}\n{p}");
             }
         }
         for sql in [
