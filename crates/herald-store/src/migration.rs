@@ -62,6 +62,7 @@ macro_rules! migrations {
             "0040_calendars",
             "0041_grants",
             "0042_search_filing",
+            "0043_unfiled_done",
         )
     };
     (@ $($name:literal),+ $(,)?) => {

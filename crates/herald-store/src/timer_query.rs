@@ -267,7 +267,7 @@ impl Reads {
 
 /// The timers matching `conds`, in `order` (which ends in a `LIMIT`), read
 /// through one of the search indexes. On SQLite those hold only filed
-/// timers (migration `0042_search_filing`): the walk of the index is merged
+/// timers (migrations `0042_search_filing`, `0043_unfiled_done`): the walk of the index is merged
 /// with a walk of the timers not filed yet (`timers_unfiled`, or for
 /// finished ones `timers_unfiled_done`), each cut at the limit. PostgreSQL
 /// files every timer as it is inserted.

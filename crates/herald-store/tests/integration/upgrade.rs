@@ -787,6 +787,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     "0040_calendars",
     "0041_grants",
     "0042_search_filing",
+    "0043_unfiled_done",
 ];
 
 /// The schema version a fully migrated store records.

@@ -22,10 +22,3 @@ CREATE INDEX timers_tenant_state_due ON timers (tenant_id, state, due_at) WHERE 
 CREATE INDEX timers_tenant_recipient_due ON timers (tenant_id, recipient, due_at)
     WHERE filed = 1;
 CREATE INDEX timers_unfiled ON timers (id) WHERE filed = 0;
--- The unfiled timers that have finished, by state: what the dead-letter
--- views, retries and a subject's failure count read besides the filed ones,
--- without reading the whole backlog when the filer is behind. A new timer
--- is pending and does not enter it; a completion adds it next to the others
--- of its moment, and filing takes it out.
-CREATE INDEX timers_unfiled_done ON timers (tenant_id, state, due_at)
-    WHERE filed = 0 AND state >= 2;
