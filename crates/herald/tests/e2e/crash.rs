@@ -124,6 +124,28 @@ async fn kill9_mid_ingest_keeps_every_acknowledged_timer() {
         v["timers"]["done"].as_u64().unwrap_or(0) >= acked.len() as u64
     })
     .await;
+    // The count above includes timers that landed without their answer
+    // reaching a client (in flight at the kill), so it can be reached
+    // while a few acknowledged ones are still on their way: wait for each.
+    let mut late = Vec::new();
+    for (_, key) in &acked {
+        if mock.key(key).await["delivered"].as_u64().unwrap_or(0) == 0 {
+            late.push(key.clone());
+        }
+    }
+    wait_for(
+        "the last acknowledged timers delivered",
+        Duration::from_secs(60),
+        || async {
+            for key in &late {
+                if mock.key(key).await["delivered"].as_u64().unwrap_or(0) == 0 {
+                    return false;
+                }
+            }
+            true
+        },
+    )
+    .await;
     for (_, key) in &acked {
         assert!(
             mock.key(key).await["delivered"].as_u64().unwrap() >= 1,
