@@ -432,7 +432,7 @@ pub(crate) fn retry_pick(
     }
 }
 
-/// Whether any timer of one state still matches `f`.
+/// Whether any timer of one state still matches `f`: its first pick.
 pub(crate) fn retry_more(
     dialect: Dialect,
     due_cols: &str,
@@ -440,18 +440,7 @@ pub(crate) fn retry_more(
     state: TimerState,
     f: &RetryFilter,
 ) -> Query {
-    let w = retry_where(dialect, tenant, state, f);
-    Query {
-        sql: walk(
-            dialect,
-            STATE_INDEX,
-            Reads::Finished,
-            due_cols,
-            &w.sql(),
-            "ORDER BY due_at, id LIMIT 1",
-        ),
-        args: w.args,
-    }
+    retry_pick(dialect, due_cols, tenant, state, f, 1)
 }
 
 #[cfg(test)]
