@@ -728,6 +728,14 @@ pub trait TimerStore: Send + Sync + 'static {
     /// folds, the others return 0 at once.
     async fn fold_timer_counts(&self) -> Result<u64>;
 
+    /// When the oldest timer that searches still find outside the search
+    /// indexes was created (clock ms): how far behind SQLite's filer is.
+    /// `None` when every timer is filed, and always on a store that files a
+    /// timer in its own insert (PostgreSQL). One index probe.
+    async fn unfiled_since(&self) -> Result<Option<i64>> {
+        Ok(None)
+    }
+
     /// Every tenant's pending timers due in `[from, until)`, counted per
     /// tenant, channel, kind (reminder or not) and bucket of `bucket_ms`,
     /// for the forecast of what falls due. Walks the pending due index in

@@ -14,6 +14,8 @@ pub const TIMERS_FAILED: &str = "herald_timers_failed_total";
 pub const TIMERS_DEAD: &str = "herald_timers_dead_total";
 pub const TIMERS_PENDING: &str = "herald_timers_pending";
 pub const TIMERS_BY_STATE: &str = "herald_timers";
+/// Age of the oldest timer not yet in the search indexes (SQLite's filer).
+pub const SEARCH_FILING_LAG: &str = "herald_search_filing_lag_seconds";
 pub const FIRE_LATENESS: &str = "herald_fire_lateness_seconds";
 pub const DELIVERIES: &str = "herald_deliveries_total";
 pub const DELIVERY_DURATION: &str = "herald_delivery_duration_seconds";
@@ -75,6 +77,10 @@ pub fn describe() {
     );
     describe_gauge!(TIMERS_PENDING, "Pending timers in the store (sampled).");
     describe_gauge!(TIMERS_BY_STATE, "Timers in the store by state (sampled).");
+    describe_gauge!(
+        SEARCH_FILING_LAG,
+        "Age of the oldest timer searches still find outside the search indexes (SQLite files new timers in the background; 0 when caught up; sampled)."
+    );
     describe_histogram!(
         FIRE_LATENESS,
         "Start of a first attempt minus the due time."

@@ -14,7 +14,7 @@ use std::time::Duration;
 use herald_core::TimerState;
 
 use crate::observe::health::FlightSample;
-use crate::observe::metrics::{TIMERS_BY_STATE, TIMERS_PENDING};
+use crate::observe::metrics::{SEARCH_FILING_LAG, TIMERS_BY_STATE, TIMERS_PENDING};
 use crate::observe::sampled::TimerCounts;
 use crate::timers::pipeline::Pipeline;
 
@@ -83,6 +83,13 @@ impl Stats {
                 }
             }
             Err(e) => tracing::warn!(error = %e, "sampling timer counts failed"),
+        }
+        match p.store.unfiled_since().await {
+            Ok(since) => {
+                let lag_ms = since.map_or(0, |t| now.saturating_sub(t).max(0));
+                metrics::gauge!(SEARCH_FILING_LAG).set(lag_ms as f64 / 1000.0);
+            }
+            Err(e) => tracing::warn!(error = %e, "sampling the search filing lag failed"),
         }
         match p.store.shard_leases().await {
             Ok(leases) => p.sampled.set_leases(&leases, now),

@@ -115,6 +115,7 @@ faulty! { TimerStore:
     fn count_by_tenant_state() -> Result<Vec<(TenantId, herald_core::TimerState, u64)>>;
     fn scan_by_tenant_state() -> Result<Vec<(TenantId, herald_core::TimerState, u64)>>;
     fn fold_timer_counts() -> Result<u64>;
+    fn unfiled_since() -> Result<Option<i64>>;
     fn due_counts(from: i64, until: i64, bucket_ms: i64, max_rows: u64) -> Result<herald_store::DueCounts>;
 }
 

@@ -18,7 +18,7 @@
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use rusqlite::{Connection, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::checkpointer::Checkpointer;
 use super::error::Ctx;
@@ -43,6 +43,22 @@ const AFTER_ERROR: Duration = Duration::from_secs(1);
 // ?1 most rows. Oldest first, through the index of unfiled ids.
 const FILE: &str = "UPDATE timers SET filed = 1 WHERE id IN \
     (SELECT id FROM timers INDEXED BY timers_unfiled WHERE filed = 0 ORDER BY id LIMIT ?1)";
+
+// The oldest unfiled timer's creation: its id is the least in the index of
+// unfiled ids, so this is one probe of that index and one of the table.
+const OLDEST: &str = "SELECT created_at FROM timers WHERE id = \
+    (SELECT id FROM timers INDEXED BY timers_unfiled WHERE filed = 0 ORDER BY id LIMIT 1)";
+
+/// When the oldest timer not yet filed was created; `None` when the filer
+/// has caught up. Its age is the lag the `herald_search_filing_lag_seconds`
+/// gauge shows.
+pub(super) fn oldest_unfiled(conn: &mut Connection) -> Result<Option<i64>> {
+    conn.prepare_cached(OLDEST)
+        .ctx("preparing the oldest unfiled timer")?
+        .query_row([], |r| r.get(0))
+        .optional()
+        .ctx("reading the oldest unfiled timer")
+}
 
 /// Files up to `limit` of the oldest unfiled timers in one transaction;
 /// returns how many it filed (fewer than `limit`: none is left).
@@ -136,10 +152,12 @@ mod tests {
             "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5) \
              INSERT INTO timers (shard, due_at, priority, kind, state, channel, recipient, \
              message, created_at, updated_at, filed) \
-             SELECT 0, 1000 - i, 0, 'timer', 0, 'sink', 'u' || i, '{}', 0, 0, 0 FROM n",
+             SELECT 0, 1000 - i, 0, 'timer', 0, 'sink', 'u' || i, '{}', 10 * i, 0, 0 FROM n",
         )
         .unwrap();
+        assert_eq!(oldest_unfiled(&mut conn).unwrap(), Some(10));
         assert_eq!(file_batch(&mut conn, 3).unwrap(), 3);
+        assert_eq!(oldest_unfiled(&mut conn).unwrap(), Some(40));
         let left: Vec<i64> = conn
             .prepare("SELECT id FROM timers WHERE filed = 0 ORDER BY id")
             .unwrap()
@@ -150,6 +168,7 @@ mod tests {
         assert_eq!(left, vec![4, 5]);
         assert_eq!(file_batch(&mut conn, 3).unwrap(), 2);
         assert_eq!(unfiled(&conn), 0);
+        assert_eq!(oldest_unfiled(&mut conn).unwrap(), None);
         assert_eq!(file_batch(&mut conn, 3).unwrap(), 0);
     }
 
@@ -157,6 +176,15 @@ mod tests {
     fn filing_walks_the_unfiled_index() {
         let conn = migrated();
         let p = crate::sqlite::testing::plan(&conn, FILE);
+        assert!(p.contains("COVERING INDEX timers_unfiled"), "{p}");
+        assert!(p.contains("INTEGER PRIMARY KEY"), "{p}");
+        assert!(crate::sqlite::testing::scans_only_unfiled(&p), "{p}");
+    }
+
+    #[test]
+    fn the_oldest_unfiled_is_two_probes() {
+        let conn = migrated();
+        let p = crate::sqlite::testing::plan(&conn, OLDEST);
         assert!(p.contains("COVERING INDEX timers_unfiled"), "{p}");
         assert!(p.contains("INTEGER PRIMARY KEY"), "{p}");
         assert!(crate::sqlite::testing::scans_only_unfiled(&p), "{p}");

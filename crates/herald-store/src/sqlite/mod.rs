@@ -379,6 +379,10 @@ impl TimerStore for SqliteStore {
         Ok(0)
     }
 
+    async fn unfiled_since(&self) -> Result<Option<i64>> {
+        self.read(filer::oldest_unfiled).await
+    }
+
     async fn due_counts(
         &self,
         from: i64,

@@ -512,6 +512,7 @@ async fn metrics_and_health() {
         "herald_fire_lateness_seconds_bucket",
         "herald_deliveries_total{channel=\"hooks\",outcome=\"delivered\"}",
         "herald_timers_pending",
+        "herald_search_filing_lag_seconds",
     ] {
         assert!(m.contains(name), "metrics lack {name}:\n{m}");
     }
