@@ -51,6 +51,11 @@ pub struct ConsoleArgs {
     /// The budget a page's median is checked against, in ms.
     #[arg(long, default_value_t = 300.0)]
     budget_ms: f64,
+    /// Start the rounds only once SQLite's filer has put every seeded timer
+    /// in the search indexes (`herald_search_filing_lag_seconds` reads 0);
+    /// without it they start at once, while searches still read its backlog.
+    #[arg(long)]
+    after_filing: bool,
     #[command(flatten)]
     pub(super) server: ServerArgs,
 }
@@ -237,6 +242,9 @@ pub(super) async fn run(mut a: ConsoleArgs) -> anyhow::Result<()> {
 async fn measure(a: &ConsoleArgs, server: &Deployment) -> anyhow::Result<()> {
     let http = http_client()?;
     let seeded = seed(a, server, &http).await?;
+    if a.after_filing {
+        wait_filed(server, &http, a.server.stats_interval_ms).await?;
+    }
     let base = server.base().to_string();
 
     // Each page's requests; a request the server does not serve is noted
@@ -405,6 +413,37 @@ async fn post_json(
         bail!("{path}: {status} {v}");
     }
     Ok(v)
+}
+
+/// Waits until a sample of the filing lag taken after the seeding reads 0,
+/// and says how long that took.
+async fn wait_filed(
+    server: &Deployment,
+    http: &reqwest::Client,
+    interval_ms: u64,
+) -> anyhow::Result<()> {
+    let started = Instant::now();
+    // A sample from before the seeding ended could read 0 too.
+    tokio::time::sleep(Duration::from_millis(interval_ms + 500)).await;
+    let deadline = Instant::now() + Duration::from_secs(1_800);
+    loop {
+        let lag = server
+            .counter(http, "herald_search_filing_lag_seconds")
+            .await?;
+        if lag == 0.0 {
+            break;
+        }
+        if Instant::now() > deadline {
+            bail!("the filer was still {lag} s behind 30 minutes after the seeding");
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    eprintln!(
+        "console: the filer caught up within {:.0} s of the seeding (sampled every {} s)",
+        started.elapsed().as_secs_f64(),
+        interval_ms / 1000
+    );
+    Ok(())
 }
 
 async fn seed(
