@@ -255,6 +255,26 @@ fn multi_insert_sql(rows: usize) -> String {
     )
 }
 
+/// Binds one plain timer's eleven values of a multi-row insert (see
+/// [`multi_insert_sql`]) after the first `before` values.
+fn bind_plain_row(
+    stmt: &mut rusqlite::Statement<'_>,
+    before: usize,
+    t: &crate::NewTimer,
+) -> rusqlite::Result<()> {
+    stmt.raw_bind_parameter(before + 1, t.shard)?;
+    stmt.raw_bind_parameter(before + 2, t.due_at)?;
+    stmt.raw_bind_parameter(before + 3, t.priority)?;
+    stmt.raw_bind_parameter(before + 4, t.kind.as_str())?;
+    stmt.raw_bind_parameter(before + 5, t.channel.as_str())?;
+    stmt.raw_bind_parameter(before + 6, t.recipient.as_str())?;
+    stmt.raw_bind_parameter(before + 7, t.message.as_str())?;
+    stmt.raw_bind_parameter(before + 8, t.created_at)?;
+    stmt.raw_bind_parameter(before + 9, t.created_at)?;
+    stmt.raw_bind_parameter(before + 10, tenant_to_db(t.tenant))?;
+    stmt.raw_bind_parameter(before + 11, t.traceparent.as_deref())
+}
+
 /// What identifies a row, to check an id was given to the right timer.
 const ROW_AT: &str = "SELECT due_at, recipient FROM timers WHERE id = ?1";
 
@@ -306,29 +326,14 @@ fn insert_rows(
     let (Some(first_timer), Some(last_timer)) = (ts.first(), ts.last()) else {
         return Ok(());
     };
-    let tenants: Vec<i64> = ts.iter().map(|t| tenant_to_db(t.tenant)).collect();
-    let kinds: Vec<&str> = ts.iter().map(|t| t.kind.as_str()).collect();
-    let mut values: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(ts.len() * 11);
-    for ((t, tenant), kind) in ts.iter().zip(&tenants).zip(&kinds) {
-        values.extend_from_slice(&[
-            &t.shard as &dyn rusqlite::ToSql,
-            &t.due_at,
-            &t.priority,
-            kind,
-            &t.channel,
-            &t.recipient,
-            &t.message,
-            &t.created_at,
-            &t.created_at,
-            tenant,
-            &t.traceparent,
-        ]);
+    let mut stmt = conn.prepare_cached(sql).ctx("preparing multi-row insert")?;
+    // Bound value by value with their own types: a quarter of the writer's
+    // time went to binding through `&dyn ToSql`.
+    for (k, t) in ts.iter().enumerate() {
+        bind_plain_row(&mut stmt, 11 * k, t).ctx("binding a multi-row insert")?;
     }
-    let inserted = conn
-        .prepare_cached(sql)
-        .ctx("preparing multi-row insert")?
-        .execute(rusqlite::params_from_iter(values))
-        .ctx("inserting timers")?;
+    let inserted = stmt.raw_execute().ctx("inserting timers")?;
+    drop(stmt);
     let last = conn.last_insert_rowid();
     let n = i64::try_from(ts.len()).unwrap_or(i64::MAX);
     let first = last - n + 1;
