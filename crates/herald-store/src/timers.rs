@@ -731,7 +731,8 @@ pub trait TimerStore: Send + Sync + 'static {
     /// When the oldest timer that searches still find outside the search
     /// indexes was created (clock ms): how far behind SQLite's filer is.
     /// `None` when every timer is filed, and always on a store that files a
-    /// timer in its own insert (PostgreSQL). One index probe.
+    /// timer in its own insert (PostgreSQL). Two probes: the index of unfiled
+    /// ids, then the row.
     async fn unfiled_since(&self) -> Result<Option<i64>> {
         Ok(None)
     }
