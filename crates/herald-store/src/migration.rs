@@ -63,6 +63,7 @@ macro_rules! migrations {
             "0041_grants",
             "0042_search_filing",
             "0043_unfiled_done",
+            "0044_finished_early",
         )
     };
     (@ $($name:literal),+ $(,)?) => {

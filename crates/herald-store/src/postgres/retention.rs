@@ -12,10 +12,37 @@ use crate::retention::sql;
 use crate::{JobDeletion, Result, RetentionKind};
 
 // ---- timers: one statement, the timers with their send log ----
-pub(super) const PURGE_TIMERS: &str = "WITH old AS ( \
+// Old finished timers come from two walks (migration 0044): the state index,
+// by due time, for every tenant that has timers (a loose scan of the index's
+// first column, one probe a tenant), and `timers_finished_early` for those
+// that finished before their due time. A timer finished at or after its due
+// time and changed before the cutoff is due before it, so the two together
+// find every old finished timer. Each arm is cut at the batch size; the
+// lock then checks the newest version of each row again.
+pub(super) const PURGE_TIMERS: &str = "WITH RECURSIVE tenant AS ( \
+        (SELECT tenant_id AS id FROM timers ORDER BY tenant_id LIMIT 1) \
+        UNION ALL \
+        SELECT (SELECT t.tenant_id FROM timers AS t WHERE t.tenant_id > tenant.id \
+                ORDER BY t.tenant_id LIMIT 1) \
+        FROM tenant WHERE tenant.id IS NOT NULL), \
+    found AS ( \
+        (SELECT f.id FROM tenant \
+         CROSS JOIN (VALUES (2), (3), (4), (5), (6)) AS s(state) \
+         CROSS JOIN LATERAL ( \
+            SELECT t.id FROM timers AS t \
+            WHERE t.tenant_id = tenant.id AND t.state = s.state AND t.due_at < $1 \
+              AND t.updated_at < $1 AND t.kind <> 'reminder' \
+            ORDER BY t.due_at LIMIT $2) AS f \
+         WHERE tenant.id IS NOT NULL LIMIT $2) \
+        UNION ALL \
+        (SELECT id FROM timers \
+         WHERE state >= 2 AND kind <> 'reminder' AND updated_at < due_at AND updated_at < $1 \
+         ORDER BY updated_at, id LIMIT $2)), \
+    old AS ( \
         SELECT id FROM timers \
-        WHERE state >= 2 AND kind <> 'reminder' AND updated_at < $1 \
-        ORDER BY updated_at, id LIMIT $2 FOR UPDATE SKIP LOCKED), \
+        WHERE id = ANY(ARRAY(SELECT id FROM found)) \
+          AND state >= 2 AND kind <> 'reminder' AND updated_at < $1 \
+        ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED), \
     d AS (DELETE FROM deliveries WHERE timer_id IN (SELECT id FROM old) RETURNING id), \
     r AS (DELETE FROM delivery_receipts WHERE delivery_id IN (SELECT id FROM d)) \
     DELETE FROM timers WHERE id IN (SELECT id FROM old)";
@@ -334,4 +361,86 @@ pub(super) async fn delete_job_step(
     };
     tx.commit().await.ctx("committing job delete")?;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use herald_core::TimerState;
+
+    use super::PURGE_TIMERS;
+    use crate::postgres::PgStore;
+    use crate::prelude::*;
+    use crate::testsuite::fixtures::{self, OTHER_TENANT};
+    use crate::{CompletionOutcome, WriteOp};
+
+    /// The walk of the state index names every finished state.
+    #[test]
+    fn the_state_walk_names_every_finished_state() {
+        let codes: Vec<String> = TimerState::ALL
+            .iter()
+            .map(|s| s.code())
+            .filter(|&c| c >= 2)
+            .map(|c| c.to_string())
+            .collect();
+        assert!(
+            PURGE_TIMERS.contains(&format!("(VALUES ({})) AS s(state)", codes.join("), ("))),
+            "{codes:?}"
+        );
+    }
+
+    /// Retention's purge of timers reads indexes only: the state index for
+    /// timers finished after their due time, `timers_finished_early` for the
+    /// rest, and the tenants by a loose scan, as custom and generic plans.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn purging_timers_uses_indexes() {
+        let Some(pg) = herald_pgtemp::PgTemp::shared().expect("cluster") else {
+            return;
+        };
+        let db = pg.fresh_database("retention_plans").expect("database");
+        let store = PgStore::open(db.url(), &Default::default())
+            .await
+            .expect("open");
+        let ops = (0..20_000i64)
+            .map(|n| {
+                let mut t = fixtures::timer(n);
+                if n % 3 == 0 {
+                    t.tenant = OTHER_TENANT;
+                }
+                WriteOp::InsertTimer(t)
+            })
+            .collect();
+        let done = store
+            .apply(ops)
+            .await
+            .expect("apply")
+            .iter()
+            .take(10_000)
+            .map(|r| {
+                let t = fixtures::created(r);
+                fixtures::completion(&t, 1, CompletionOutcome::Done, t.due_at + 5)
+            })
+            .collect();
+        store.complete(done).await.expect("complete");
+        let client = store.client().await.expect("client");
+        client
+            .batch_execute("ANALYZE timers")
+            .await
+            .expect("analyze");
+        for mode in ["auto", "force_generic_plan"] {
+            client
+                .batch_execute(&format!("SET plan_cache_mode = {mode}"))
+                .await
+                .expect("set plan_cache_mode");
+            let rows = client
+                .query(&format!("EXPLAIN {PURGE_TIMERS}"), &[&1_000i64, &100i64])
+                .await
+                .expect("explain");
+            let plan: Vec<String> = rows.iter().map(|r| r.get::<_, String>(0)).collect();
+            let plan = plan.join("\n");
+            assert!(!plan.contains("Seq Scan on timers"), "{mode}:\n{plan}");
+            for index in ["timers_tenant_state_due", "timers_finished_early"] {
+                assert!(plan.contains(index), "{mode}: no {index}\n{plan}");
+            }
+        }
+    }
 }

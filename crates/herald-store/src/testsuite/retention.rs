@@ -9,8 +9,8 @@ use herald_core::campaign::SendState;
 use super::fixtures::*;
 use super::support::{S, get, insert_all};
 use crate::{
-    CompletionOutcome, JobDeletion, JobRecord, NewAuditEntry, PartitionCutoffs, RetentionKind,
-    WriteOp, WriteResult,
+    CompletionOutcome, JobDeletion, JobRecord, NewAuditEntry, NewTimer, PartitionCutoffs,
+    RetentionKind, WriteOp, WriteResult,
 };
 
 pub(crate) const T0: i64 = 1_700_000_000_000;
@@ -63,31 +63,44 @@ pub(crate) async fn job_with_sends(store: &S, n: u64, sent: u64, now: i64) -> Jo
 }
 
 pub async fn finished_timers_go_with_their_send_log_pending_ones_stay(store: S) {
-    let ts = insert_all(&store, (0..5).map(|i| timer(T0 + i))).await;
-    // 0 done and 1 dead long ago, 2 done recently, 3 cancelled long ago, 4 pending.
+    let mut news: Vec<_> = (0..5).map(|i| timer(T0 + i)).collect();
+    // Due long after the cutoff, cancelled long before it.
+    news.push(timer(CUTOFF + 100 * DAY));
+    // Another tenant's.
+    news.push(NewTimer {
+        tenant: OTHER_TENANT,
+        ..timer(T0 + 6)
+    });
+    let ts = insert_all(&store, news).await;
+    // 0 done and 1 dead long ago, 2 done recently (due long ago), 3 cancelled
+    // long ago, 4 pending, 5 cancelled long ago ahead of its due time, 6 the
+    // other tenant's, done long ago.
     let done = |t, at| completion(t, 1, CompletionOutcome::Done, at);
     store
         .complete(vec![
             done(&ts[0], T0 + 10),
             completion(&ts[1], 1, CompletionOutcome::Dead, T0 + 11),
             done(&ts[2], CUTOFF + 1),
+            done(&ts[6], T0 + 14),
         ])
         .await
         .expect("complete");
-    let r = store
-        .apply(vec![WriteOp::CancelTimer {
-            tenant: DEFAULT_TENANT,
-            id: ts[3].id,
-            at: T0 + 12,
-        }])
-        .await
-        .expect("cancel");
-    assert!(matches!(r[0], WriteResult::Cancelled(_)), "{r:?}");
+    for (t, at) in [(&ts[3], T0 + 12), (&ts[5], T0 + 13)] {
+        let r = store
+            .apply(vec![WriteOp::CancelTimer {
+                tenant: DEFAULT_TENANT,
+                id: t.id,
+                at,
+            }])
+            .await
+            .expect("cancel");
+        assert!(matches!(r[0], WriteResult::Cancelled(_)), "{r:?}");
+    }
     assert_eq!(store.deliveries_for(ts[0].id).await.unwrap().len(), 1);
 
-    // Batches of one: three calls of one row, then nothing.
-    assert_eq!(purge_all(&store, RetentionKind::Timers, CUTOFF, 1).await, 3);
-    for t in [&ts[0], &ts[1], &ts[3]] {
+    // Batches of one: five calls of one row, then nothing.
+    assert_eq!(purge_all(&store, RetentionKind::Timers, CUTOFF, 1).await, 5);
+    for t in [&ts[0], &ts[1], &ts[3], &ts[5], &ts[6]] {
         assert!(store.get_timer(t.id).await.unwrap().is_none(), "{}", t.id);
         assert!(store.deliveries_for(t.id).await.unwrap().is_empty());
     }

@@ -788,6 +788,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     "0041_grants",
     "0042_search_filing",
     "0043_unfiled_done",
+    "0044_finished_early",
 ];
 
 /// The schema version a fully migrated store records.
