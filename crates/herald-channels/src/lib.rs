@@ -13,6 +13,7 @@ mod log;
 mod message_fields;
 pub mod metrics;
 mod provider_http;
+pub mod robots;
 pub mod shape;
 pub mod sms;
 mod smtp;
@@ -34,12 +35,13 @@ use herald_core::{TimerId, TimerKind};
 pub use aliyun_sms::AliyunSmsChannel;
 pub use config::{
     AliyunSmsConfig, COMMON_KEYS, ChannelConfig, ChannelKind, CommonSettings, FcmConfig, InDoubt,
-    LogConfig, ProviderConfig, ProviderKeys, QuietHours, QuietPolicy, SecretSource, SmtpConfig,
-    SmtpTls, TencentSmsConfig, TokenMode, WebhookConfig, WechatConfig, WechatMiniConfig,
-    WecomConfig,
+    LogConfig, ProviderConfig, ProviderKeys, QuietHours, QuietPolicy, RobotConfig, SecretSource,
+    SmtpConfig, SmtpTls, TencentSmsConfig, TokenMode, WebhookConfig, WechatConfig,
+    WechatMiniConfig, WecomConfig,
 };
 pub use fcm::FcmChannel;
 pub use log::LogChannel;
+pub use robots::RobotChannel;
 pub use smtp::SmtpChannel;
 pub use tencent_sms::TencentSmsChannel;
 pub use token_cache::{TokenCache, TokenCacheOptions, TokenError, TokenUse};
@@ -341,5 +343,8 @@ pub fn build(cfg: &ChannelConfig, ctx: &BuildContext) -> Result<Arc<dyn Channel>
         ProviderConfig::WechatMini(p) => Arc::new(WechatChannel::mini(common, p, ctx)?),
         ProviderConfig::AliyunSms(p) => Arc::new(AliyunSmsChannel::new(common, p, ctx)?),
         ProviderConfig::TencentSms(p) => Arc::new(TencentSmsChannel::new(common, p, ctx)?),
+        ProviderConfig::WecomRobot(p)
+        | ProviderConfig::DingtalkRobot(p)
+        | ProviderConfig::FeishuBot(p) => Arc::new(RobotChannel::new(common, cfg.kind(), p)?),
     })
 }

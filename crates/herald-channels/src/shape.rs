@@ -40,7 +40,19 @@ pub fn check(kind: ChannelKind, msg: &Value) -> Result<(), ShapeError> {
         ChannelKind::WechatMini => crate::subscribe_rules::message(m),
         ChannelKind::AliyunSms => aliyun_sms(m),
         ChannelKind::TencentSms => tencent_sms(m),
+        ChannelKind::WecomRobot | ChannelKind::DingtalkRobot | ChannelKind::FeishuBot => {
+            crate::robots::message::check(kind, m)
+        }
     }
+}
+
+/// A message template's `robot` part: Herald's robot shape (`text`, or
+/// `markdown` and `title`), which any robot kind sends once rendered.
+pub fn robot_part(msg: &Value) -> Result<(), ShapeError> {
+    let Some(m) = msg.as_object() else {
+        return Err(err("", "the message must be a JSON object"));
+    };
+    crate::robots::message::check_common(m)
 }
 
 /// [`check`] of message text, as channels hold it when they send.

@@ -115,7 +115,7 @@ fn check_template(
     lib: &Library,
     tenant: TenantId,
 ) -> Result<(), RouteProblem> {
-    let part = PartKey::for_type(kind.channel_type());
+    let part = kind.template_part();
     fits_reminders(r, part, lib, tenant).map_err(|m| {
         RouteProblem::Template(match m {
             Misfit::Unknown(why) | Misfit::UnknownVersion(why) => format!(

@@ -3011,8 +3011,9 @@ export interface components {
             description?: string | null;
             /**
              * @description Variants by locale tag (`default` is required): each maps a part
-             *     (`app`, `email`, `sms`, `wechat`, `wecom`, `webhook`) to the
-             *     provider's message shape, whose strings are Jinja templates.
+             *     (`app`, `email`, `sms`, `wechat`, `wecom`, `wechat_mini`, `robot`,
+             *     `webhook`) to the provider's message shape, whose strings are Jinja
+             *     templates.
              */
             locales: Record<string, unknown>;
         };

@@ -17,8 +17,8 @@ use crate::ChannelError;
 
 pub use common::{COMMON_KEYS, CommonSettings, InDoubt, QuietHours, QuietPolicy};
 pub use providers::{
-    AliyunSmsConfig, FcmConfig, LogConfig, ProviderKeys, SmtpConfig, SmtpTls, TencentSmsConfig,
-    TokenMode, WebhookConfig, WechatConfig, WechatMiniConfig, WecomConfig,
+    AliyunSmsConfig, FcmConfig, LogConfig, ProviderKeys, RobotConfig, SmtpConfig, SmtpTls,
+    TencentSmsConfig, TokenMode, WebhookConfig, WechatConfig, WechatMiniConfig, WecomConfig,
 };
 pub use secret::SecretSource;
 
@@ -44,6 +44,12 @@ pub enum ChannelKind {
     AliyunSms,
     /// Tencent Cloud SMS (`SendSms` 2021-01-11).
     TencentSms,
+    /// A WeCom (企业微信) group robot's webhook.
+    WecomRobot,
+    /// A DingTalk (钉钉) group's custom robot.
+    DingtalkRobot,
+    /// A Feishu (飞书) group's custom bot.
+    FeishuBot,
 }
 
 impl ChannelKind {
@@ -58,12 +64,35 @@ impl ChannelKind {
             ChannelKind::Smtp => Some(ChannelType::Email),
             ChannelKind::WechatMini => Some(ChannelType::WechatMini),
             ChannelKind::AliyunSms | ChannelKind::TencentSms => Some(ChannelType::Sms),
-            ChannelKind::Log | ChannelKind::Webhook => None,
+            ChannelKind::Log
+            | ChannelKind::Webhook
+            | ChannelKind::WecomRobot
+            | ChannelKind::DingtalkRobot
+            | ChannelKind::FeishuBot => None,
         }
     }
 
+    /// A group robot: its recipient names whom to mention in the group, and
+    /// its messages take the template part `robot`.
+    pub fn is_robot(self) -> bool {
+        matches!(
+            self,
+            ChannelKind::WecomRobot | ChannelKind::DingtalkRobot | ChannelKind::FeishuBot
+        )
+    }
+
+    /// The part of a message template this kind sends: its address type's,
+    /// `robot` for group robots, `webhook` for kinds that take any message.
+    pub fn template_part(self) -> herald_core::template::PartKey {
+        use herald_core::template::PartKey;
+        if self.is_robot() {
+            return PartKey::Robot;
+        }
+        PartKey::for_type(self.channel_type())
+    }
+
     /// Every kind, in the order messages list them.
-    pub const ALL: [ChannelKind; 9] = [
+    pub const ALL: [ChannelKind; 12] = [
         ChannelKind::Log,
         ChannelKind::Webhook,
         ChannelKind::Wechat,
@@ -73,6 +102,9 @@ impl ChannelKind {
         ChannelKind::WechatMini,
         ChannelKind::AliyunSms,
         ChannelKind::TencentSms,
+        ChannelKind::WecomRobot,
+        ChannelKind::DingtalkRobot,
+        ChannelKind::FeishuBot,
     ];
 
     /// What an in-doubt send does when the channel does not say: providers
@@ -82,14 +114,18 @@ impl ChannelKind {
     /// SMS API takes an idempotency key (Aliyun and Tencent both say to
     /// check the receipt before resending a send that got no answer): skip.
     /// Nor does a mini-program subscribe message, which also spends one of
-    /// the user's grants each time: skip.
+    /// the user's grants each time: skip. Nor do group robots, where a
+    /// repeat shows in the group twice: skip.
     pub fn default_in_doubt(self) -> InDoubt {
         match self {
             ChannelKind::Fcm
             | ChannelKind::Smtp
             | ChannelKind::WechatMini
             | ChannelKind::AliyunSms
-            | ChannelKind::TencentSms => InDoubt::Skip,
+            | ChannelKind::TencentSms
+            | ChannelKind::WecomRobot
+            | ChannelKind::DingtalkRobot
+            | ChannelKind::FeishuBot => InDoubt::Skip,
             ChannelKind::Log | ChannelKind::Webhook | ChannelKind::Wechat | ChannelKind::Wecom => {
                 InDoubt::Resend
             }
@@ -141,6 +177,20 @@ impl ChannelKind {
                     window_ms: 86_400_000,
                 },
             ],
+            ChannelKind::WecomRobot | ChannelKind::DingtalkRobot => vec![Pace {
+                max: 20,
+                window_ms: 60_000,
+            }],
+            ChannelKind::FeishuBot => vec![
+                Pace {
+                    max: 100,
+                    window_ms: 60_000,
+                },
+                Pace {
+                    max: 5,
+                    window_ms: 1_000,
+                },
+            ],
             ChannelKind::Log
             | ChannelKind::Webhook
             | ChannelKind::Wechat
@@ -152,12 +202,14 @@ impl ChannelKind {
 
     /// The addresses a provider paces separately within one recipient: a
     /// WeCom `touser` of several members (`a|b`) counts once per member;
-    /// `@all` and every other kind's recipient is one address.
+    /// `@all` and every other kind's recipient is one address. A group
+    /// robot's limit is the robot's: every send of it counts as one address.
     pub fn paced_addresses(self, recipient: &str) -> Vec<&str> {
         match self {
             ChannelKind::Wecom if recipient != "@all" => {
                 recipient.split('|').filter(|m| !m.is_empty()).collect()
             }
+            k if k.is_robot() => vec!["robot"],
             _ => vec![recipient],
         }
     }
@@ -173,6 +225,9 @@ impl ChannelKind {
             ChannelKind::WechatMini => "wechat_mini",
             ChannelKind::AliyunSms => "aliyun_sms",
             ChannelKind::TencentSms => "tencent_sms",
+            ChannelKind::WecomRobot => "wecom_robot",
+            ChannelKind::DingtalkRobot => "dingtalk_robot",
+            ChannelKind::FeishuBot => "feishu_bot",
         }
     }
 }
@@ -195,6 +250,9 @@ pub enum ProviderConfig {
     WechatMini(WechatMiniConfig),
     AliyunSms(AliyunSmsConfig),
     TencentSms(TencentSmsConfig),
+    WecomRobot(RobotConfig),
+    DingtalkRobot(RobotConfig),
+    FeishuBot(RobotConfig),
 }
 
 impl ProviderConfig {
@@ -209,6 +267,9 @@ impl ProviderConfig {
             ProviderConfig::WechatMini(_) => ChannelKind::WechatMini,
             ProviderConfig::AliyunSms(_) => ChannelKind::AliyunSms,
             ProviderConfig::TencentSms(_) => ChannelKind::TencentSms,
+            ProviderConfig::WecomRobot(_) => ChannelKind::WecomRobot,
+            ProviderConfig::DingtalkRobot(_) => ChannelKind::DingtalkRobot,
+            ProviderConfig::FeishuBot(_) => ChannelKind::FeishuBot,
         }
     }
 
@@ -224,6 +285,9 @@ impl ProviderConfig {
             ProviderConfig::WechatMini(p) => p.check(),
             ProviderConfig::AliyunSms(p) => p.check(),
             ProviderConfig::TencentSms(p) => p.check(),
+            ProviderConfig::WecomRobot(p)
+            | ProviderConfig::DingtalkRobot(p)
+            | ProviderConfig::FeishuBot(p) => p.check(self.kind()),
         }
     }
 }
@@ -352,6 +416,58 @@ mod tests {
         assert_eq!(c.common.rate_per_sec, Some(500.0));
     }
 
+    /// A robot is paced as one address, at its provider's limit, whoever is
+    /// mentioned, and its template part is `robot`.
+    #[test]
+    fn robots_are_paced_per_robot_and_take_the_robot_part() {
+        for kind in [ChannelKind::WecomRobot, ChannelKind::DingtalkRobot] {
+            let p = kind.default_pacing();
+            assert_eq!(
+                (p.len(), p[0].max, p[0].window_ms),
+                (1, 20, 60_000),
+                "{kind}"
+            );
+        }
+        let p = ChannelKind::FeishuBot.default_pacing();
+        assert_eq!(
+            p.iter().map(|p| (p.max, p.window_ms)).collect::<Vec<_>>(),
+            [(100, 60_000), (5, 1_000)]
+        );
+        for kind in [
+            ChannelKind::WecomRobot,
+            ChannelKind::DingtalkRobot,
+            ChannelKind::FeishuBot,
+        ] {
+            assert_eq!(kind.paced_addresses("a|b"), ["robot"]);
+            assert_eq!(kind.paced_addresses("-"), ["robot"]);
+            assert_eq!(kind.template_part(), herald_core::template::PartKey::Robot);
+            assert_eq!(kind.default_in_doubt(), InDoubt::Skip);
+            assert_eq!(kind.channel_type(), None);
+        }
+        assert_eq!(
+            ChannelKind::Wecom.template_part(),
+            herald_core::template::PartKey::Type(herald_core::ChannelType::Wecom)
+        );
+        let c = parse(
+            r#"{"name":"ops","kind":"dingtalk_robot","webhook_env":"HERALD_TEST_SURELY_UNSET_VAR"}"#,
+        )
+        .unwrap();
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("webhook_env"), "{e}");
+        let c = parse(
+            r#"{"name":"ops","kind":"feishu_bot","webhook":"http://10.0.0.1/open-apis/bot/v2/hook/abc","secret":"s"}"#,
+        )
+        .unwrap();
+        let e = c.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("allow_insecure_http") && !e.contains("abc"),
+            "{e}"
+        );
+        let e = parse(r#"{"name":"ops","kind":"wecom_robot","webhook":"https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=k","secret":"s"}"#)
+            .unwrap_err();
+        assert!(e.contains("unknown key \"secret\""), "{e}");
+    }
+
     #[test]
     fn a_key_of_another_kind_names_channel_kind_and_key() {
         let e = parse(r#"{"name":"hooks","kind":"webhook","url":"http://x","corpid":"ww1"}"#)
@@ -371,7 +487,9 @@ mod tests {
         let e = parse(r#"{"name":"wc","kind":"wecom","corpid":"c","corpsecret":"s","agentid":1,"secret":"x"}"#)
             .unwrap_err();
         assert!(
-            e.contains("unknown key \"secret\" (a key of webhook, wechat, wechat_mini)"),
+            e.contains(
+                "unknown key \"secret\" (a key of webhook, wechat, wechat_mini, dingtalk_robot, feishu_bot)"
+            ),
             "{e}"
         );
     }

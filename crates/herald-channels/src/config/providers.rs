@@ -113,6 +113,29 @@ pub struct WecomConfig {
     pub allow_insecure_http: bool,
 }
 
+/// A chat group's robot: a WeCom group robot (`wecom_robot`), a DingTalk
+/// custom robot (`dingtalk_robot`) or a Feishu custom bot (`feishu_bot`).
+/// One channel is one robot, so one group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RobotConfig {
+    /// The robot's webhook URL as the group's settings show it. It holds the
+    /// robot's key (`key=`, `access_token=`, or the last path segment), so it
+    /// is a credential: give it with `webhook_env` in production.
+    pub webhook: SecretSource,
+    /// The signing secret when the robot has signing ("加签") on: DingTalk
+    /// and Feishu only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<SecretSource>,
+    /// Extra CA roots for `https://`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<String>,
+    /// Lets `webhook` be a plain `http://` URL to a host other than a
+    /// loopback one.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub allow_insecure_http: bool,
+}
+
 /// Firebase Cloud Messaging, HTTP v1.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -371,6 +394,16 @@ impl ChannelKind {
                     "allow_insecure_http",
                 ],
             },
+            ChannelKind::WecomRobot => ProviderKeys {
+                required: &[],
+                secrets: &[("webhook", true)],
+                optional: &["ca_file", "allow_insecure_http"],
+            },
+            ChannelKind::DingtalkRobot | ChannelKind::FeishuBot => ProviderKeys {
+                required: &[],
+                secrets: &[("webhook", true), ("secret", false)],
+                optional: &["ca_file", "allow_insecure_http"],
+            },
             ChannelKind::Smtp => ProviderKeys {
                 required: &["host", "from"],
                 secrets: &[("password", false)],
@@ -600,6 +633,27 @@ impl TencentSmsConfig {
     }
 }
 
+impl RobotConfig {
+    /// What can be checked without a request: the webhook has the shape the
+    /// provider's settings give it, and plain `http://` only to a loopback
+    /// host unless allowed.
+    pub fn check(&self, kind: ChannelKind) -> Result<(), String> {
+        let url = self.webhook.resolve("webhook")?;
+        let hook =
+            crate::robots::Webhook::parse(kind, &url).map_err(|e| format!("webhook: {e}"))?;
+        if !self.allow_insecure_http && !hook.https && !is_loopback_host(&hook.host) {
+            return Err(format!(
+                "webhook: plain http:// to {:?} would send the robot's key unencrypted; use https://, or set allow_insecure_http = true",
+                hook.host
+            ));
+        }
+        if let Some(s) = &self.secret {
+            non_empty("secret", &s.resolve("secret")?)?;
+        }
+        check_urls(&[], &self.ca_file, true)
+    }
+}
+
 impl SmtpConfig {
     /// What can be checked without a connection (the addresses are parsed
     /// when the channel is built).
@@ -748,6 +802,19 @@ mod tests {
         ];
         for (kind, v) in cases {
             assert_eq!(sorted(v.unwrap()), listed(kind), "{kind:?}");
+        }
+        let robot = |secret: Option<SecretSource>| {
+            serde_json::to_value(RobotConfig {
+                webhook: SecretSource::Env("V".into()),
+                secret,
+                ca_file: all("c"),
+                allow_insecure_http: true,
+            })
+            .unwrap()
+        };
+        assert_eq!(sorted(robot(None)), listed(ChannelKind::WecomRobot));
+        for kind in [ChannelKind::DingtalkRobot, ChannelKind::FeishuBot] {
+            assert_eq!(sorted(robot(secret())), listed(kind), "{kind:?}");
         }
     }
 

@@ -72,6 +72,9 @@ pub fn from_table(mut table: Map<String, Value>) -> Result<ChannelConfig, String
         ChannelKind::WechatMini => decode(table).map(ProviderConfig::WechatMini),
         ChannelKind::AliyunSms => decode(table).map(ProviderConfig::AliyunSms),
         ChannelKind::TencentSms => decode(table).map(ProviderConfig::TencentSms),
+        ChannelKind::WecomRobot => decode(table).map(ProviderConfig::WecomRobot),
+        ChannelKind::DingtalkRobot => decode(table).map(ProviderConfig::DingtalkRobot),
+        ChannelKind::FeishuBot => decode(table).map(ProviderConfig::FeishuBot),
     }
     .map_err(|e| format!("{label}: {e}"))?;
     Ok(ChannelConfig { common, provider })
@@ -92,6 +95,9 @@ pub fn to_table(cfg: &ChannelConfig) -> Result<Map<String, Value>, serde_json::E
         ProviderConfig::WechatMini(p) => serde_json::to_value(p),
         ProviderConfig::AliyunSms(p) => serde_json::to_value(p),
         ProviderConfig::TencentSms(p) => serde_json::to_value(p),
+        ProviderConfig::WecomRobot(p)
+        | ProviderConfig::DingtalkRobot(p)
+        | ProviderConfig::FeishuBot(p) => serde_json::to_value(p),
     }?;
     let secrets = kind.provider_keys().secrets;
     for (k, v) in object(provider) {

@@ -35,28 +35,32 @@ pub const MAX_RENDERED_BYTES: usize = 64 * 1024;
 /// Work one string's render may do (minijinja fuel: roughly instructions).
 pub const RENDER_FUEL: u64 = 100_000;
 
-/// Which part of a variant a channel sends: its channel type's, or `webhook`
-/// for channels that take any message (webhooks and the log).
+/// Which part of a variant a channel sends: its channel type's, `robot` for
+/// group robots (WeCom, DingTalk, Feishu), or `webhook` for channels that
+/// take any message (webhooks and the log).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum PartKey {
     Type(ChannelType),
+    Robot,
     Webhook,
 }
 
 impl PartKey {
-    pub const ALL: [PartKey; 7] = [
+    pub const ALL: [PartKey; 8] = [
         PartKey::Type(ChannelType::App),
         PartKey::Type(ChannelType::Email),
         PartKey::Type(ChannelType::Sms),
         PartKey::Type(ChannelType::Wechat),
         PartKey::Type(ChannelType::Wecom),
         PartKey::Type(ChannelType::WechatMini),
+        PartKey::Robot,
         PartKey::Webhook,
     ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             PartKey::Type(t) => t.as_str(),
+            PartKey::Robot => "robot",
             PartKey::Webhook => "webhook",
         }
     }
@@ -81,8 +85,9 @@ pub struct TemplateBody {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// Variants by locale tag (`default` is required): each maps a part
-    /// (`app`, `email`, `sms`, `wechat`, `wecom`, `webhook`) to the
-    /// provider's message shape, whose strings are Jinja templates.
+    /// (`app`, `email`, `sms`, `wechat`, `wecom`, `wechat_mini`, `robot`,
+    /// `webhook`) to the provider's message shape, whose strings are Jinja
+    /// templates.
     #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub locales: BTreeMap<String, BTreeMap<String, Value>>,
 }

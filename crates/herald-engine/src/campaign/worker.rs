@@ -764,7 +764,7 @@ fn prepare(
     // their locale and zone when the audience is user ids; its stored
     // message is the template's data.
     let template = Routing::parse(job.routing.as_deref()).template;
-    let part = herald_core::template::PartKey::for_type(rt.channel().kind().channel_type());
+    let part = rt.channel().kind().template_part();
     let data = || match serde_json::from_str::<serde_json::Value>(&job.message) {
         Ok(serde_json::Value::Object(m)) => m,
         _ => serde_json::Map::new(),

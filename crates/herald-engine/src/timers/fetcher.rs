@@ -385,11 +385,9 @@ impl Fetcher {
             let routing = fallback::routing_of(&row);
             let rt = p.channels.get(&row.channel);
             let settings = rt.map(|rt| rt.settings());
-            let part = PartKey::for_type(
-                settings
-                    .as_ref()
-                    .and_then(|s| s.channel.kind().channel_type()),
-            );
+            let part = settings
+                .as_ref()
+                .map_or(PartKey::Webhook, |s| s.channel.kind().template_part());
             let profile = who
                 .as_ref()
                 .and_then(|a| profiles.get(&a.tenant)?.get(&a.user_id));

@@ -10,7 +10,7 @@ use herald_core::campaign::{INTERNAL_KEY_PREFIX, is_internal_key};
 use herald_core::digest::Digest;
 use herald_core::route::{Step, StepSpec};
 use herald_core::subscriber::check_topic;
-use herald_core::template::{Library, PartKey, TemplateRef};
+use herald_core::template::{Library, TemplateRef};
 use herald_core::timer::Routing;
 use herald_core::{ChannelType, TenantId, TimerKind, shard_for, time::parse_rfc3339_ms};
 use herald_store::{MAX_USER_ID_BYTES, NewTimer};
@@ -439,7 +439,7 @@ pub(crate) fn check_template_use(
         ApiError::unprocessable(field, "unknown_template", e.to_string())
     })?;
     if let Some(kind) = kind {
-        let part = PartKey::for_type(kind.channel_type());
+        let part = kind.template_part();
         if !info.default_parts.contains(&part) {
             return Err(ApiError::unprocessable(
                 "template.name",

@@ -21,8 +21,9 @@ class TemplateBody:
 
         Attributes:
             locales (TemplateBodyLocales): Variants by locale tag (`default` is required): each maps a part
-                (`app`, `email`, `sms`, `wechat`, `wecom`, `webhook`) to the
-                provider's message shape, whose strings are Jinja templates.
+                (`app`, `email`, `sms`, `wechat`, `wecom`, `wechat_mini`, `robot`,
+                `webhook`) to the provider's message shape, whose strings are Jinja
+                templates.
             description (None | str | Unset):
     """
 

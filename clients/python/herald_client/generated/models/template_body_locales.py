@@ -12,8 +12,9 @@ T = TypeVar("T", bound="TemplateBodyLocales")
 @_attrs_define
 class TemplateBodyLocales:
     """Variants by locale tag (`default` is required): each maps a part
-    (`app`, `email`, `sms`, `wechat`, `wecom`, `webhook`) to the
-    provider's message shape, whose strings are Jinja templates.
+    (`app`, `email`, `sms`, `wechat`, `wecom`, `wechat_mini`, `robot`,
+    `webhook`) to the provider's message shape, whose strings are Jinja
+    templates.
 
     """
 

@@ -215,7 +215,7 @@ fn fits(
     match template {
         Some(t) => {
             let info = lib.info(tenant, t).map_err(|e| e.to_string())?;
-            let part = herald_core::template::PartKey::for_type(kind.channel_type());
+            let part = kind.template_part();
             if info.default_parts.contains(&part) {
                 Ok(())
             } else {

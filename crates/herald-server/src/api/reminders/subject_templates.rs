@@ -82,7 +82,7 @@ fn part_of(st: &AppState, tenant: TenantId, t: ChannelType) -> (PartKey, Option<
     let channel = st.channel_for_type(tenant, t);
     let kind = channel.as_deref().and_then(|c| st.engine.channel_kind(c));
     match kind {
-        Some(k) => (PartKey::for_type(k.channel_type()), channel),
+        Some(k) => (k.template_part(), channel),
         None => (PartKey::Type(t), None),
     }
 }

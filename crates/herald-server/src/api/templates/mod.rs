@@ -140,6 +140,8 @@ fn kind_of_part(part: PartKey) -> Option<ChannelKind> {
         // The same shape as a template message; the keyword rules of its
         // values are checked on the rendered message, when it is sent.
         PartKey::Type(ChannelType::WechatMini) => Some(ChannelKind::Wechat),
+        // Herald's own robot shape, checked by `shape::robot_part`.
+        PartKey::Robot => None,
         PartKey::Webhook => Some(ChannelKind::Webhook),
     }
 }
@@ -152,10 +154,16 @@ fn check_body(body: &TemplateBody) -> Result<Vec<String>, ApiError> {
         .map_err(|e| ApiError::field(&e.field, "invalid_field", e.message))?;
     for (tag, parts) in &body.locales {
         for (key, part) in parts {
-            let Some(kind) = PartKey::parse(key).and_then(kind_of_part) else {
-                continue;
+            let checked = match PartKey::parse(key) {
+                // The same shape for the three robot kinds.
+                Some(PartKey::Robot) => herald_channels::shape::robot_part(part),
+                Some(p) => match kind_of_part(p) {
+                    Some(kind) => herald_channels::shape::check(kind, part),
+                    None => continue,
+                },
+                None => continue,
             };
-            herald_channels::shape::check(kind, part).map_err(|e| {
+            checked.map_err(|e| {
                 let at = format!("locales.{tag}.{key}");
                 let at = if e.field.is_empty() {
                     at
