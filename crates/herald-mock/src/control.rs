@@ -43,6 +43,7 @@ async fn stats(State(state): State<MockState>) -> Response {
             "tencent_sms".into(),
             serde_json::json!(state.tencent_sms_stats()),
         );
+        obj.insert("robots".into(), serde_json::json!(state.robot_stats()));
     }
     Json(body).into_response()
 }

@@ -10,9 +10,9 @@
 //! - WeCom app messages ([`wecom`](crate::WecomConfig)): `GET /cgi-bin/gettoken`,
 //!   `POST /cgi-bin/message/send`, `POST /cgi-bin/message/recall`.
 //!
-//! Control endpoints live under `/_mock/`: `GET stats` (webhook fields plus `wechat` and
-//! `wecom` members), `GET requests?limit=&key=`, `GET keys/{key}`, `GET|POST faults`,
-//! `POST reset` (every provider), `GET health`; per provider
+//! Control endpoints live under `/_mock/`: `GET stats` (webhook fields plus one member
+//! per provider mock, `wechat`, `wecom`, ... `robots`), `GET requests?limit=&key=`,
+//! `GET keys/{key}`, `GET|POST faults`, `POST reset` (every provider), `GET health`; per provider
 //! `GET|POST wechat/faults`, `GET|POST wechat/config`, `GET wechat/stats`,
 //! `GET wechat/messages?limit=&touser=`, `POST wechat/clock`,
 //! `GET|POST wecom/faults`, `GET wecom/stats`, `GET wecom/messages?limit=&touser=`,
@@ -28,6 +28,12 @@
 //!   header, and also serves them at `POST /aliyun/` and `POST /tencent/` (a channel's
 //!   `api_base` of `http://ADDR/aliyun`); control
 //!   `/_mock/{aliyun_sms,tencent_sms}/{stats,messages,receipts,faults,config,clock}`.
+//! - Group-chat robots ([`robots`](crate::RobotsConfig)), errors as HTTP 200 with a code
+//!   in the body: WeCom `POST /cgi-bin/webhook/send?key=`, DingTalk
+//!   `POST /robot/send?access_token=[&timestamp=&sign=]`, Feishu
+//!   `POST /open-apis/bot/v2/hook/{token}`; control `GET /_mock/robots/stats`,
+//!   `GET /_mock/robots/messages?limit=&provider=&token=`, `GET|POST /_mock/robots/faults`,
+//!   `GET|POST /_mock/robots/config`, `POST /_mock/robots/clock {advance_secs}`.
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
@@ -45,6 +51,7 @@ mod control;
 mod faults;
 mod fcm;
 mod providers;
+mod robots;
 mod sms;
 mod sms_control;
 mod smtp;
@@ -73,6 +80,12 @@ pub use faults::Faults;
 pub use fcm::{
     DEFAULT_FCM_PROJECT, DEFAULT_FCM_QUOTA_PER_MINUTE, FCM_RING_CAPACITY, FCM_SCOPE,
     FCM_TOKEN_TTL_SECS, FcmFaults, FcmMessage, FcmStats,
+};
+pub use robots::{
+    DEFAULT_DINGTALK_ROBOT_SECRET, DEFAULT_DINGTALK_ROBOT_TOKEN, DEFAULT_FEISHU_BOT_SECRET,
+    DEFAULT_FEISHU_BOT_TOKEN, DEFAULT_WECOM_ROBOT_KEY, ROBOTS_RING_CAPACITY, RobotConfig,
+    RobotFaultSet, RobotFaults, RobotLimits, RobotMessage, RobotProvider, RobotProviderStats,
+    RobotStats, RobotsConfig,
 };
 pub use sms::SmsLimit;
 pub use smtp::{
@@ -126,6 +139,8 @@ pub struct MockConfig {
     pub aliyun_sms: AliyunSmsConfig,
     /// Tencent SMS mock: credentials, app, signs, templates, limits, receipts URL.
     pub tencent_sms: TencentSmsConfig,
+    /// Group-chat robots (WeCom, DingTalk, Feishu) and their rate limits.
+    pub robots: RobotsConfig,
 }
 
 struct Shared {
@@ -138,6 +153,7 @@ struct Shared {
     smtp: smtp::SmtpState,
     aliyun_sms: aliyun_sms::AliyunSmsState,
     tencent_sms: tencent_sms::TencentSmsState,
+    robots: robots::RobotsState,
 }
 
 /// Shared state behind the mock routes. Cheap to clone.
@@ -155,8 +171,12 @@ impl MockState {
         }
     }
 
-    /// Fails if `cfg.fcm_service_account` cannot be read or holds no usable RSA key.
+    /// Fails if `cfg.fcm_service_account` cannot be read or holds no usable RSA key,
+    /// or if `cfg.robots` does not pass [`RobotsConfig::validate`].
     pub fn try_new(cfg: MockConfig) -> std::io::Result<MockState> {
+        cfg.robots.validate().map_err(|e| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("robots: {e}"))
+        })?;
         let fcm = fcm::FcmState::new(
             fcm::FcmSettings {
                 project: cfg
@@ -186,6 +206,7 @@ impl MockState {
                 smtp,
                 aliyun_sms: aliyun_sms::AliyunSmsState::new(cfg.aliyun_sms),
                 tencent_sms: tencent_sms::TencentSmsState::new(cfg.tencent_sms),
+                robots: robots::RobotsState::new(cfg.robots),
             }),
         })
     }
@@ -231,6 +252,7 @@ impl MockState {
         self.shared.smtp.reset();
         self.shared.aliyun_sms.reset();
         self.shared.tencent_sms.reset();
+        self.shared.robots.reset();
     }
 
     /// WeChat mock statistics; `GET /_mock/wechat/stats`.
@@ -337,6 +359,44 @@ impl MockState {
     pub fn set_tencent_sms_faults(&self, f: TencentSmsFaults) {
         self.shared.tencent_sms.set_faults(f);
     }
+
+    /// `GET /_mock/robots/stats`.
+    pub fn robot_stats(&self) -> RobotStats {
+        self.shared.robots.stats()
+    }
+
+    /// The newest `limit` accepted robot messages (only `provider`'s and only
+    /// to `token`, if given), oldest first.
+    pub fn robot_messages(
+        &self,
+        limit: usize,
+        provider: Option<RobotProvider>,
+        token: Option<&str>,
+    ) -> Vec<RobotMessage> {
+        self.shared.robots.messages(limit, provider, token)
+    }
+
+    pub fn robot_faults(&self) -> RobotFaultSet {
+        self.shared.robots.faults()
+    }
+
+    /// Replaces the faults of `provider`, or of every provider if `None`.
+    pub fn set_robot_faults(
+        &self,
+        provider: Option<RobotProvider>,
+        f: RobotFaults,
+    ) -> Result<(), String> {
+        self.shared.robots.set_faults(provider, f)
+    }
+
+    pub fn robots_config(&self) -> RobotsConfig {
+        self.shared.robots.config()
+    }
+
+    /// Replaces the robot list and limits; refuses a list that does not validate.
+    pub fn set_robots_config(&self, cfg: RobotsConfig) -> Result<(), String> {
+        self.shared.robots.set_config(cfg)
+    }
 }
 
 /// `POST /`: the Aliyun and Tencent SMS APIs both live at the root of their
@@ -373,6 +433,7 @@ pub fn router(state: MockState) -> Router {
         .merge(smtp::routes())
         .merge(aliyun_sms::routes())
         .merge(tencent_sms::routes())
+        .merge(robots::routes())
         .route("/", axum::routing::post(sms_root))
         .with_state(state)
 }

@@ -360,6 +360,11 @@ struct MockArgs {
     /// Tencent SMS mock: where receipt arrays are POSTed.
     #[arg(long)]
     tencent_sms_callback_url: Option<String>,
+    /// Group-robot mocks (WeCom, DingTalk, Feishu): a JSON file with the
+    /// robots and limits, `{"robots": [{"provider", "token", "secret",
+    /// "keyword"}], "limits": {...}}`. Without it, one default robot each.
+    #[arg(long)]
+    robots_config: Option<PathBuf>,
 }
 
 async fn run_mock(a: MockArgs) -> anyhow::Result<()> {
@@ -372,6 +377,20 @@ async fn run_mock(a: MockArgs) -> anyhow::Result<()> {
         permanent_status: a.permanent_status,
     };
     faults.validate().map_err(anyhow::Error::msg)?;
+    let robots = match &a.robots_config {
+        Some(path) => {
+            let text =
+                std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+            let robots: herald_mock::RobotsConfig = serde_json::from_slice(&text)
+                .with_context(|| format!("parsing {}", path.display()))?;
+            robots
+                .validate()
+                .map_err(anyhow::Error::msg)
+                .with_context(|| format!("checking {}", path.display()))?;
+            robots
+        }
+        None => herald_mock::RobotsConfig::default(),
+    };
     let cfg = herald_mock::MockConfig {
         faults,
         secret: a.secret,
@@ -400,6 +419,7 @@ async fn run_mock(a: MockArgs) -> anyhow::Result<()> {
             callback_url: a.tencent_sms_callback_url,
             ..Default::default()
         },
+        robots,
         ..Default::default()
     };
     let server = herald_mock::MockServer::start(a.listen, cfg)
