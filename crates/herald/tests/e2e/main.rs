@@ -58,6 +58,7 @@ mod reload;
 mod reminders;
 mod reports;
 mod resend_unread;
+mod robots;
 mod security;
 mod sms;
 mod subject_templates;
