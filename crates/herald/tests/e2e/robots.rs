@@ -303,6 +303,42 @@ async fn a_robot_is_paced_not_refused(s: &Server, m: &Mock) {
     assert!(!stats.to_string().contains("45009"), "{stats}");
 }
 
+/// Jobs and rules target a robot like any channel: a job to `@all` is one
+/// message mentioning everyone; a weekday rule to the group is taken.
+async fn jobs_and_rules_target_a_robot(s: &Server, m: &Mock) {
+    let before = received(m, "dingtalk").await.len();
+    let (st, job) = s
+        .post(
+            "/v1/jobs",
+            &json!({"users": ["@all"], "channel": "dd", "message": {"text": "stand-up in 5"}}),
+        )
+        .await;
+    assert_eq!(st, 201, "{job}");
+    let id = job["id"].as_i64().unwrap();
+    wait_for("the job to the robot done", WAIT, || async {
+        s.get(&format!("/v1/jobs/{id}")).await.1["state"] == "done"
+    })
+    .await;
+    let got = received(m, "dingtalk").await;
+    assert_eq!(got.len(), before + 1);
+    let last = got.last().unwrap();
+    assert_eq!(last["text"]["content"], "stand-up in 5");
+    assert_eq!(last["at"]["isAtAll"], true);
+    let (st, r) = s
+        .post(
+            "/v1/rules",
+            &json!({
+                "name": "weekday-standup",
+                "schedule": {"type": "cron", "cron": "0 9 * * 1-5", "timezone": "Asia/Shanghai"},
+                "audience": {"users": ["@all"]},
+                "channel": "dd",
+                "message": {"markdown": "## Stand-up\nin the big room"},
+            }),
+        )
+        .await;
+    assert_eq!(st, 201, "{r}");
+}
+
 async fn run(store: Option<&str>) {
     let m = Mock::start(&[]).await;
     let cfg = channels(&m.url);
@@ -312,6 +348,7 @@ async fn run(store: Option<&str>) {
     };
     each_robot_delivers_mentions_signs_and_classifies(&s, &m).await;
     a_template_renders_for_every_robot(&s, &m).await;
+    jobs_and_rules_target_a_robot(&s, &m).await;
     a_robot_is_paced_not_refused(&s, &m).await;
 }
 
