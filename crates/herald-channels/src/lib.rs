@@ -9,6 +9,7 @@ pub mod aliyun_sms;
 mod config;
 pub mod fcm;
 pub mod http;
+pub mod huawei_push;
 mod log;
 mod message_fields;
 pub mod metrics;
@@ -34,12 +35,13 @@ use herald_core::{TimerId, TimerKind};
 
 pub use aliyun_sms::AliyunSmsChannel;
 pub use config::{
-    AliyunSmsConfig, COMMON_KEYS, ChannelConfig, ChannelKind, CommonSettings, FcmConfig, InDoubt,
-    LogConfig, ProviderConfig, ProviderKeys, QuietHours, QuietPolicy, RobotConfig, SecretSource,
-    SmtpConfig, SmtpTls, TencentSmsConfig, TokenMode, WebhookConfig, WechatConfig,
-    WechatMiniConfig, WecomConfig,
+    AliyunSmsConfig, COMMON_KEYS, ChannelConfig, ChannelKind, CommonSettings, FcmConfig,
+    HuaweiPushConfig, InDoubt, LogConfig, ProviderConfig, ProviderKeys, QuietHours, QuietPolicy,
+    RobotConfig, SecretSource, SmtpConfig, SmtpTls, TencentSmsConfig, TokenMode, WebhookConfig,
+    WechatConfig, WechatMiniConfig, WecomConfig,
 };
 pub use fcm::FcmChannel;
+pub use huawei_push::HuaweiPushChannel;
 pub use log::LogChannel;
 pub use robots::RobotChannel;
 pub use smtp::SmtpChannel;
@@ -346,5 +348,6 @@ pub fn build(cfg: &ChannelConfig, ctx: &BuildContext) -> Result<Arc<dyn Channel>
         ProviderConfig::WecomRobot(p)
         | ProviderConfig::DingtalkRobot(p)
         | ProviderConfig::FeishuBot(p) => Arc::new(RobotChannel::new(common, cfg.kind(), p)?),
+        ProviderConfig::HuaweiPush(p) => Arc::new(HuaweiPushChannel::new(common, p, ctx)?),
     })
 }

@@ -36,6 +36,7 @@ pub fn check(kind: ChannelKind, msg: &Value) -> Result<(), ShapeError> {
         ChannelKind::Wechat => wechat(m),
         ChannelKind::Wecom => wecom(m),
         ChannelKind::Fcm => fcm(m),
+        ChannelKind::HuaweiPush => fcm(m).and_then(|()| crate::huawei_push::check(m)),
         ChannelKind::Smtp => email(m),
         ChannelKind::WechatMini => crate::subscribe_rules::message(m),
         ChannelKind::AliyunSms => aliyun_sms(m),

@@ -17,8 +17,9 @@ use crate::ChannelError;
 
 pub use common::{COMMON_KEYS, CommonSettings, InDoubt, QuietHours, QuietPolicy};
 pub use providers::{
-    AliyunSmsConfig, FcmConfig, LogConfig, ProviderKeys, RobotConfig, SmtpConfig, SmtpTls,
-    TencentSmsConfig, TokenMode, WebhookConfig, WechatConfig, WechatMiniConfig, WecomConfig,
+    AliyunSmsConfig, FcmConfig, HuaweiPushConfig, LogConfig, ProviderKeys, RobotConfig, SmtpConfig,
+    SmtpTls, TencentSmsConfig, TokenMode, WebhookConfig, WechatConfig, WechatMiniConfig,
+    WecomConfig,
 };
 pub use secret::SecretSource;
 
@@ -50,6 +51,8 @@ pub enum ChannelKind {
     DingtalkRobot,
     /// A Feishu (飞书) group's custom bot.
     FeishuBot,
+    /// Huawei Push Kit (HMS Core Push, v1).
+    HuaweiPush,
 }
 
 impl ChannelKind {
@@ -60,7 +63,7 @@ impl ChannelKind {
         match self {
             ChannelKind::Wechat => Some(ChannelType::Wechat),
             ChannelKind::Wecom => Some(ChannelType::Wecom),
-            ChannelKind::Fcm => Some(ChannelType::App),
+            ChannelKind::Fcm | ChannelKind::HuaweiPush => Some(ChannelType::App),
             ChannelKind::Smtp => Some(ChannelType::Email),
             ChannelKind::WechatMini => Some(ChannelType::WechatMini),
             ChannelKind::AliyunSms | ChannelKind::TencentSms => Some(ChannelType::Sms),
@@ -92,7 +95,7 @@ impl ChannelKind {
     }
 
     /// Every kind, in the order messages list them.
-    pub const ALL: [ChannelKind; 12] = [
+    pub const ALL: [ChannelKind; 13] = [
         ChannelKind::Log,
         ChannelKind::Webhook,
         ChannelKind::Wechat,
@@ -105,6 +108,7 @@ impl ChannelKind {
         ChannelKind::WecomRobot,
         ChannelKind::DingtalkRobot,
         ChannelKind::FeishuBot,
+        ChannelKind::HuaweiPush,
     ];
 
     /// What an in-doubt send does when the channel does not say: providers
@@ -119,6 +123,7 @@ impl ChannelKind {
     pub fn default_in_doubt(self) -> InDoubt {
         match self {
             ChannelKind::Fcm
+            | ChannelKind::HuaweiPush
             | ChannelKind::Smtp
             | ChannelKind::WechatMini
             | ChannelKind::AliyunSms
@@ -196,6 +201,7 @@ impl ChannelKind {
             | ChannelKind::Wechat
             | ChannelKind::WechatMini
             | ChannelKind::Fcm
+            | ChannelKind::HuaweiPush
             | ChannelKind::Smtp => Vec::new(),
         }
     }
@@ -228,6 +234,7 @@ impl ChannelKind {
             ChannelKind::WecomRobot => "wecom_robot",
             ChannelKind::DingtalkRobot => "dingtalk_robot",
             ChannelKind::FeishuBot => "feishu_bot",
+            ChannelKind::HuaweiPush => "huawei_push",
         }
     }
 }
@@ -253,6 +260,7 @@ pub enum ProviderConfig {
     WecomRobot(RobotConfig),
     DingtalkRobot(RobotConfig),
     FeishuBot(RobotConfig),
+    HuaweiPush(HuaweiPushConfig),
 }
 
 impl ProviderConfig {
@@ -270,6 +278,7 @@ impl ProviderConfig {
             ProviderConfig::WecomRobot(_) => ChannelKind::WecomRobot,
             ProviderConfig::DingtalkRobot(_) => ChannelKind::DingtalkRobot,
             ProviderConfig::FeishuBot(_) => ChannelKind::FeishuBot,
+            ProviderConfig::HuaweiPush(_) => ChannelKind::HuaweiPush,
         }
     }
 
@@ -288,6 +297,7 @@ impl ProviderConfig {
             ProviderConfig::WecomRobot(p)
             | ProviderConfig::DingtalkRobot(p)
             | ProviderConfig::FeishuBot(p) => p.check(self.kind()),
+            ProviderConfig::HuaweiPush(p) => p.check(),
         }
     }
 }

@@ -113,6 +113,36 @@ pub struct WecomConfig {
     pub allow_insecure_http: bool,
 }
 
+/// Huawei Push Kit (HMS Core Push), the push service of Huawei phones.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HuaweiPushConfig {
+    /// The app's id in AppGallery Connect (the OAuth client id).
+    pub app_id: String,
+    /// The app's secret (the OAuth client secret).
+    pub app_secret: SecretSource,
+    /// `android.category` of every message: the self-classification the app
+    /// was granted (`SUBSCRIPTION`, `WORK`, `ACCOUNT`, ...). Without one,
+    /// Huawei treats messages as marketing: two a day to a device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+    /// Device tokens per send call (1 to 1000; default 1000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_batch: Option<usize>,
+    /// API root; `https://push-api.cloud.huawei.com` by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_base: Option<String>,
+    /// The OAuth token endpoint; Huawei's by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_url: Option<String>,
+    /// Extra CA roots for `https://`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<String>,
+    /// Lets provider URLs be plain `http://` to a non-loopback host.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub allow_insecure_http: bool,
+}
+
 /// A chat group's robot: a WeCom group robot (`wecom_robot`), a DingTalk
 /// custom robot (`dingtalk_robot`) or a Feishu custom bot (`feishu_bot`).
 /// One channel is one robot, so one group.
@@ -394,6 +424,18 @@ impl ChannelKind {
                     "allow_insecure_http",
                 ],
             },
+            ChannelKind::HuaweiPush => ProviderKeys {
+                required: &["app_id"],
+                secrets: &[("app_secret", true)],
+                optional: &[
+                    "category",
+                    "max_batch",
+                    "api_base",
+                    "token_url",
+                    "ca_file",
+                    "allow_insecure_http",
+                ],
+            },
             ChannelKind::WecomRobot => ProviderKeys {
                 required: &[],
                 secrets: &[("webhook", true)],
@@ -633,6 +675,28 @@ impl TencentSmsConfig {
     }
 }
 
+impl HuaweiPushConfig {
+    /// What can be checked without a request.
+    pub fn check(&self) -> Result<(), String> {
+        non_empty("app_id", &self.app_id)?;
+        non_empty("app_secret", &self.app_secret.resolve("app_secret")?)?;
+        if let Some(c) = &self.category
+            && !crate::huawei_push::CATEGORIES.contains(&c.as_str())
+        {
+            return Err(format!(
+                "category must be one of {}, not {c:?}",
+                crate::huawei_push::CATEGORIES.join(", ")
+            ));
+        }
+        check_batch(self.max_batch, crate::huawei_push::MAX_TOKENS_PER_CALL)?;
+        check_urls(
+            &[("api_base", &self.api_base), ("token_url", &self.token_url)],
+            &self.ca_file,
+            self.allow_insecure_http,
+        )
+    }
+}
+
 impl RobotConfig {
     /// What can be checked without a request: the webhook has the shape the
     /// provider's settings give it, and plain `http://` only to a loopback
@@ -813,6 +877,18 @@ mod tests {
             .unwrap()
         };
         assert_eq!(sorted(robot(None)), listed(ChannelKind::WecomRobot));
+        let huawei = serde_json::to_value(HuaweiPushConfig {
+            app_id: "1".into(),
+            app_secret: SecretSource::Env("V".into()),
+            category: all("WORK"),
+            max_batch: Some(10),
+            api_base: all("b"),
+            token_url: all("t"),
+            ca_file: all("c"),
+            allow_insecure_http: true,
+        })
+        .unwrap();
+        assert_eq!(sorted(huawei), listed(ChannelKind::HuaweiPush));
         for kind in [ChannelKind::DingtalkRobot, ChannelKind::FeishuBot] {
             assert_eq!(sorted(robot(secret())), listed(kind), "{kind:?}");
         }

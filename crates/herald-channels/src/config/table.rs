@@ -75,6 +75,7 @@ pub fn from_table(mut table: Map<String, Value>) -> Result<ChannelConfig, String
         ChannelKind::WecomRobot => decode(table).map(ProviderConfig::WecomRobot),
         ChannelKind::DingtalkRobot => decode(table).map(ProviderConfig::DingtalkRobot),
         ChannelKind::FeishuBot => decode(table).map(ProviderConfig::FeishuBot),
+        ChannelKind::HuaweiPush => decode(table).map(ProviderConfig::HuaweiPush),
     }
     .map_err(|e| format!("{label}: {e}"))?;
     Ok(ChannelConfig { common, provider })
@@ -98,6 +99,7 @@ pub fn to_table(cfg: &ChannelConfig) -> Result<Map<String, Value>, serde_json::E
         ProviderConfig::WecomRobot(p)
         | ProviderConfig::DingtalkRobot(p)
         | ProviderConfig::FeishuBot(p) => serde_json::to_value(p),
+        ProviderConfig::HuaweiPush(p) => serde_json::to_value(p),
     }?;
     let secrets = kind.provider_keys().secrets;
     for (k, v) in object(provider) {
