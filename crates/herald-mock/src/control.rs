@@ -44,6 +44,7 @@ async fn stats(State(state): State<MockState>) -> Response {
             serde_json::json!(state.tencent_sms_stats()),
         );
         obj.insert("robots".into(), serde_json::json!(state.robot_stats()));
+        obj.insert("huawei".into(), serde_json::json!(state.huawei_stats()));
     }
     Json(body).into_response()
 }

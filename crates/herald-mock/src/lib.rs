@@ -11,7 +11,7 @@
 //!   `POST /cgi-bin/message/send`, `POST /cgi-bin/message/recall`.
 //!
 //! Control endpoints live under `/_mock/`: `GET stats` (webhook fields plus one member
-//! per provider mock, `wechat`, `wecom`, ... `robots`), `GET requests?limit=&key=`,
+//! per provider mock, `wechat`, `wecom`, ... `robots`, `huawei`), `GET requests?limit=&key=`,
 //! `GET keys/{key}`, `GET|POST faults`, `POST reset` (every provider), `GET health`; per provider
 //! `GET|POST wechat/faults`, `GET|POST wechat/config`, `GET wechat/stats`,
 //! `GET wechat/messages?limit=&touser=`, `POST wechat/clock`,
@@ -34,6 +34,12 @@
 //!   `POST /open-apis/bot/v2/hook/{token}`; control `GET /_mock/robots/stats`,
 //!   `GET /_mock/robots/messages?limit=&provider=&token=`, `GET|POST /_mock/robots/faults`,
 //!   `GET|POST /_mock/robots/config`, `POST /_mock/robots/clock {advance_secs}`.
+//! - Huawei Push Kit v1 ([`huawei`](crate::HuaweiConfig)), errors as 4xx/5xx with a string
+//!   `code` in `{code, msg, requestId}`: `POST /oauth2/v3/token` (client credentials),
+//!   `POST /v1/{appId}/messages:send`; control `GET /_mock/huawei/stats`,
+//!   `GET /_mock/huawei/messages?limit=&token=`, `GET|POST /_mock/huawei/faults`,
+//!   `GET|POST /_mock/huawei/config`, `GET|POST /_mock/huawei/devices {invalid}`,
+//!   `POST /_mock/huawei/clock {advance_secs}`.
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
@@ -50,6 +56,7 @@ mod aliyun_sms;
 mod control;
 mod faults;
 mod fcm;
+mod huawei;
 mod providers;
 mod robots;
 mod sms;
@@ -80,6 +87,11 @@ pub use faults::Faults;
 pub use fcm::{
     DEFAULT_FCM_PROJECT, DEFAULT_FCM_QUOTA_PER_MINUTE, FCM_RING_CAPACITY, FCM_SCOPE,
     FCM_TOKEN_TTL_SECS, FcmFaults, FcmMessage, FcmStats,
+};
+pub use huawei::{
+    DEFAULT_HUAWEI_APP_ID, DEFAULT_HUAWEI_APP_SECRET, HUAWEI_MAX_MESSAGE_BYTES, HUAWEI_MAX_TOKENS,
+    HUAWEI_RING_CAPACITY, HUAWEI_TOKEN_TTL_SECS, HuaweiConfig, HuaweiFaults, HuaweiMessage,
+    HuaweiStats,
 };
 pub use robots::{
     DEFAULT_DINGTALK_ROBOT_SECRET, DEFAULT_DINGTALK_ROBOT_TOKEN, DEFAULT_FEISHU_BOT_SECRET,
@@ -141,6 +153,8 @@ pub struct MockConfig {
     pub tencent_sms: TencentSmsConfig,
     /// Group-chat robots (WeCom, DingTalk, Feishu) and their rate limits.
     pub robots: RobotsConfig,
+    /// Huawei Push Kit mock: app credentials, per-device quotas, flow control.
+    pub huawei: HuaweiConfig,
 }
 
 struct Shared {
@@ -154,6 +168,7 @@ struct Shared {
     aliyun_sms: aliyun_sms::AliyunSmsState,
     tencent_sms: tencent_sms::TencentSmsState,
     robots: robots::RobotsState,
+    huawei: huawei::HuaweiState,
 }
 
 /// Shared state behind the mock routes. Cheap to clone.
@@ -172,10 +187,13 @@ impl MockState {
     }
 
     /// Fails if `cfg.fcm_service_account` cannot be read or holds no usable RSA key,
-    /// or if `cfg.robots` does not pass [`RobotsConfig::validate`].
+    /// or if `cfg.robots` or `cfg.huawei` does not pass its `validate`.
     pub fn try_new(cfg: MockConfig) -> std::io::Result<MockState> {
         cfg.robots.validate().map_err(|e| {
             std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("robots: {e}"))
+        })?;
+        cfg.huawei.validate().map_err(|e| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("huawei: {e}"))
         })?;
         let fcm = fcm::FcmState::new(
             fcm::FcmSettings {
@@ -207,6 +225,7 @@ impl MockState {
                 aliyun_sms: aliyun_sms::AliyunSmsState::new(cfg.aliyun_sms),
                 tencent_sms: tencent_sms::TencentSmsState::new(cfg.tencent_sms),
                 robots: robots::RobotsState::new(cfg.robots),
+                huawei: huawei::HuaweiState::new(cfg.huawei),
             }),
         })
     }
@@ -253,6 +272,7 @@ impl MockState {
         self.shared.aliyun_sms.reset();
         self.shared.tencent_sms.reset();
         self.shared.robots.reset();
+        self.shared.huawei.reset();
     }
 
     /// WeChat mock statistics; `GET /_mock/wechat/stats`.
@@ -397,6 +417,43 @@ impl MockState {
     pub fn set_robots_config(&self, cfg: RobotsConfig) -> Result<(), String> {
         self.shared.robots.set_config(cfg)
     }
+
+    /// `GET /_mock/huawei/stats`.
+    pub fn huawei_stats(&self) -> HuaweiStats {
+        self.shared.huawei.stats()
+    }
+
+    /// The newest `limit` delivered Huawei device messages (only to `token`,
+    /// if given), oldest first.
+    pub fn huawei_messages(&self, limit: usize, token: Option<&str>) -> Vec<HuaweiMessage> {
+        self.shared.huawei.messages(limit, token)
+    }
+
+    pub fn huawei_faults(&self) -> HuaweiFaults {
+        self.shared.huawei.faults()
+    }
+
+    /// Replaces the Huawei faults; an armed `expire_tokens` fires on the next
+    /// send with a live token.
+    pub fn set_huawei_faults(&self, f: HuaweiFaults) {
+        self.shared.huawei.set_faults(f);
+    }
+
+    pub fn huawei_config(&self) -> HuaweiConfig {
+        self.shared.huawei.config()
+    }
+
+    /// Replaces the Huawei app, limits and invalid tokens; refuses a
+    /// configuration that does not validate.
+    pub fn set_huawei_config(&self, cfg: HuaweiConfig) -> Result<(), String> {
+        self.shared.huawei.set_config(cfg)
+    }
+
+    /// Adds device tokens to the Huawei invalid list (apps uninstalled);
+    /// returns the whole list.
+    pub fn add_huawei_invalid_tokens(&self, tokens: Vec<String>) -> Vec<String> {
+        self.shared.huawei.add_invalid_tokens(tokens)
+    }
 }
 
 /// `POST /`: the Aliyun and Tencent SMS APIs both live at the root of their
@@ -434,6 +491,7 @@ pub fn router(state: MockState) -> Router {
         .merge(aliyun_sms::routes())
         .merge(tencent_sms::routes())
         .merge(robots::routes())
+        .merge(huawei::routes())
         .route("/", axum::routing::post(sms_root))
         .with_state(state)
 }
@@ -501,6 +559,11 @@ impl MockServer {
     /// `http://<addr>/token`, the OAuth2 token URL (and JWT `aud`) for FCM.
     pub fn fcm_token_url(&self) -> String {
         format!("http://{}/token", self.addr)
+    }
+
+    /// `http://<addr>/oauth2/v3/token`, the Huawei OAuth token URL.
+    pub fn huawei_token_url(&self) -> String {
+        format!("http://{}/oauth2/v3/token", self.addr)
     }
 
     /// `http://<addr>`

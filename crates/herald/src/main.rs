@@ -145,7 +145,7 @@ enum Cmd {
     Backup(backup_cli::BackupArgs),
     /// Put a backup in place as the store of an empty data directory.
     Restore(backup_cli::RestoreArgs),
-    /// Run the provider mocks (webhook sink at /hook, WeChat, WeCom, FCM, Aliyun and Tencent SMS on their real paths, stats at /_mock/stats).
+    /// Run the provider mocks (webhook sink at /hook, WeChat, WeCom, FCM, Huawei Push, Aliyun and Tencent SMS on their real paths, stats at /_mock/stats).
     Mock(MockArgs),
     /// Load generators that measure Herald against its budgets.
     Bench {
@@ -365,6 +365,14 @@ struct MockArgs {
     /// "keyword"}], "limits": {...}}`. Without it, one default robot each.
     #[arg(long)]
     robots_config: Option<PathBuf>,
+    /// Huawei Push mock: the app id (OAuth client_id, and {appId} in
+    /// /v1/{appId}/messages:send).
+    #[arg(long, default_value = herald_mock::DEFAULT_HUAWEI_APP_ID)]
+    huawei_app_id: String,
+    /// Huawei Push mock: the app secret (OAuth client_secret); default
+    /// `mock-huawei-app-secret`.
+    #[arg(long, env = "HERALD_MOCK_HUAWEI_APP_SECRET", hide_env_values = true)]
+    huawei_app_secret: Option<String>,
 }
 
 async fn run_mock(a: MockArgs) -> anyhow::Result<()> {
@@ -420,8 +428,19 @@ async fn run_mock(a: MockArgs) -> anyhow::Result<()> {
             ..Default::default()
         },
         robots,
+        huawei: herald_mock::HuaweiConfig {
+            app_id: a.huawei_app_id,
+            client_secret: a
+                .huawei_app_secret
+                .unwrap_or_else(|| herald_mock::DEFAULT_HUAWEI_APP_SECRET.to_owned()),
+            ..Default::default()
+        },
         ..Default::default()
     };
+    cfg.huawei
+        .validate()
+        .map_err(anyhow::Error::msg)
+        .context("checking --huawei-app-id and --huawei-app-secret")?;
     let server = herald_mock::MockServer::start(a.listen, cfg)
         .await
         .with_context(|| format!("binding {}", a.listen))?;
