@@ -65,3 +65,4 @@ mod subject_templates;
 mod subscribers;
 mod templates;
 mod timers;
+mod vendor_push;
