@@ -30,7 +30,6 @@
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-use crate::message_fields::{ShapeError, err};
 use crate::provider_http::{Answer, ProviderHttp, Secret, retryable, token_outcome};
 use crate::token_cache::{FetchedToken, TokenCache, TokenCacheOptions, TokenError, TokenUse};
 use crate::{
@@ -87,38 +86,6 @@ impl std::fmt::Debug for HuaweiPushChannel {
             .field("app_secret", &self.app_secret)
             .finish()
     }
-}
-
-/// Checks an `app` message for Huawei: FCM's shape, and a notification has
-/// a title and a body (Huawei refuses one without).
-pub(crate) fn check(m: &Map<String, Value>) -> Result<(), ShapeError> {
-    if let Some(Value::Object(n)) = m.get("notification") {
-        for k in ["title", "body"] {
-            if !matches!(n.get(k), Some(Value::String(s)) if !s.trim().is_empty()) {
-                return Err(err(
-                    format!("notification.{k}"),
-                    format!("a huawei_push notification needs {k} (a non-empty string)"),
-                ));
-            }
-        }
-    } else if !m.contains_key("data") {
-        return Err(err(
-            "notification",
-            "a huawei_push message needs a notification (title and body) or data",
-        ));
-    }
-    if let Some(c) = m
-        .get("android")
-        .and_then(|a| a.get("notification"))
-        .and_then(|n| n.get("click_action"))
-        && !c.is_string()
-    {
-        return Err(err(
-            "android.notification.click_action",
-            "click_action must be a string: the intent action the tap starts",
-        ));
-    }
-    Ok(())
 }
 
 /// The `message` of a send call, without its tokens.
@@ -498,15 +465,23 @@ mod tests {
             huawei_message(&plain, None)["android"]["notification"]["click_action"],
             json!({"type": 3})
         );
-        assert!(check(&plain).is_ok());
+        let check = |v: Value| crate::shape::check(ChannelKind::HuaweiPush, &v);
+        assert!(check(Value::Object(plain)).is_ok());
         assert_eq!(
-            check(&obj(json!({"notification": {"title": "t"}})))
+            check(json!({"notification": {"title": "t"}}))
                 .unwrap_err()
                 .field,
             "notification.body"
         );
-        assert_eq!(check(&obj(json!({}))).unwrap_err().field, "notification");
-        assert!(check(&obj(json!({"data": {"k": "v"}}))).is_ok());
+        assert_eq!(check(json!({})).unwrap_err().field, "notification");
+        assert!(check(json!({"data": {"k": "v"}})).is_ok());
+        assert_eq!(
+            check(json!({"notification": {"title": "t", "body": "b"},
+                         "android": {"notification": {"click_action": {"type": 1}}}}))
+            .unwrap_err()
+            .field,
+            "android.notification.click_action"
+        );
     }
 
     #[test]

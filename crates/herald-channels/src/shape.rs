@@ -36,7 +36,7 @@ pub fn check(kind: ChannelKind, msg: &Value) -> Result<(), ShapeError> {
         ChannelKind::Wechat => wechat(m),
         ChannelKind::Wecom => wecom(m),
         ChannelKind::Fcm => fcm(m),
-        ChannelKind::HuaweiPush => fcm(m).and_then(|()| crate::huawei_push::check(m)),
+        ChannelKind::HuaweiPush => fcm(m).and_then(|()| huawei_push(m)),
         ChannelKind::Smtp => email(m),
         ChannelKind::WechatMini => crate::subscribe_rules::message(m),
         ChannelKind::AliyunSms => aliyun_sms(m),
@@ -169,6 +169,38 @@ fn fcm(m: &Map<String, Value>) -> Result<(), ShapeError> {
         };
         optional_string(n, "title", "notification.title")?;
         optional_string(n, "body", "notification.body")?;
+    }
+    Ok(())
+}
+
+/// Checks an `app` message for Huawei: FCM's shape, and a notification has
+/// a title and a body (Huawei refuses one without).
+fn huawei_push(m: &Map<String, Value>) -> Result<(), ShapeError> {
+    if let Some(Value::Object(n)) = m.get("notification") {
+        for k in ["title", "body"] {
+            if !matches!(n.get(k), Some(Value::String(s)) if !s.trim().is_empty()) {
+                return Err(err(
+                    format!("notification.{k}"),
+                    format!("a huawei_push notification needs {k} (a non-empty string)"),
+                ));
+            }
+        }
+    } else if !m.contains_key("data") {
+        return Err(err(
+            "notification",
+            "a huawei_push message needs a notification (title and body) or data",
+        ));
+    }
+    if let Some(c) = m
+        .get("android")
+        .and_then(|a| a.get("notification"))
+        .and_then(|n| n.get("click_action"))
+        && !c.is_string()
+    {
+        return Err(err(
+            "android.notification.click_action",
+            "click_action must be a string: the intent action the tap starts",
+        ));
     }
     Ok(())
 }
