@@ -50,7 +50,8 @@ pub(super) async fn run(a: BurstArgs) -> anyhow::Result<()> {
         BenchChannel::Wechat
         | BenchChannel::Wecom
         | BenchChannel::TencentSms
-        | BenchChannel::AliyunSms => 0,
+        | BenchChannel::AliyunSms
+        | BenchChannel::HuaweiPush => 0,
     };
     let loopback = match loopback_n {
         0 => None,
@@ -174,6 +175,15 @@ pub(super) async fn run(a: BurstArgs) -> anyhow::Result<()> {
                 t.send_calls, t.delivered, t.errors
             );
             serde_json::json!({"send_calls":t.send_calls,"delivered":t.delivered,"errors":t.errors})
+        }
+        BenchChannel::HuaweiPush => {
+            let h = sink.state().huawei_stats();
+            println!(
+                "  huawei mock         {} calls, {} devices delivered, {} tokens issued, refused {:?}",
+                h.calls, h.delivered, h.tokens_issued, h.refused
+            );
+            serde_json::json!({"send_calls":h.calls,"delivered":h.delivered,
+                "tokens_issued":h.tokens_issued,"refused":h.refused})
         }
     };
     println!("  cpu while draining  {}", c.describe(n));

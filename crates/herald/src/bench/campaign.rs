@@ -234,11 +234,20 @@ pub(super) async fn run(mut a: CampaignArgs) -> anyhow::Result<()> {
             );
             0
         }
+        BenchChannel::HuaweiPush => {
+            let h = sink.state().huawei_stats();
+            println!(
+                "  huawei mock: {} calls ({} accepted), {} devices delivered, {} tokens issued, refused {:?}",
+                h.calls, h.accepted_calls, h.delivered, h.tokens_issued, h.refused
+            );
+            0
+        }
     };
     let provider_calls = match a.channel {
         BenchChannel::TencentSms => Some(sink.state().tencent_sms_stats().send_calls),
         BenchChannel::AliyunSms => Some(sink.state().aliyun_sms_stats().send_calls),
         BenchChannel::Wecom => Some(sink.state().wecom_stats().send_calls),
+        BenchChannel::HuaweiPush => Some(sink.state().huawei_stats().calls),
         BenchChannel::Webhook | BenchChannel::Wechat => None,
     };
     println!("  cpu while sending   {}", c.describe(n));

@@ -3,7 +3,8 @@
 
 use clap::ValueEnum;
 use herald_mock::{
-    AliyunSmsConfig, MockConfig, MockServer, TencentSmsConfig, WechatConfig, WecomConfig,
+    AliyunSmsConfig, HuaweiConfig, MockConfig, MockServer, TencentSmsConfig, WechatConfig,
+    WecomConfig,
 };
 
 /// The kind of channel a scenario delivers through, always to a mock in
@@ -23,6 +24,10 @@ pub enum BenchChannel {
     /// `aliyun_sms` to the mock's Aliyun SMS API; a campaign sends 1,000
     /// numbers to a call.
     AliyunSms,
+    /// `huawei_push` notifications to the mock's Huawei Push Kit (OAuth
+    /// token, category `SUBSCRIPTION`); a campaign sends 1,000 device tokens
+    /// to a call.
+    HuaweiPush,
 }
 
 /// The mock the server under test delivers to, in this process, and the
@@ -49,6 +54,11 @@ pub(super) async fn start_sink() -> anyhow::Result<Sink> {
 pub(super) async fn start_channel_sink(channel: BenchChannel, n: usize) -> anyhow::Result<Sink> {
     let addr = "127.0.0.1:0".parse()?;
     let mut cfg = MockConfig::default();
+    if channel == BenchChannel::HuaweiPush {
+        // Huawei's own limit on calls a second grows with the app's monthly
+        // users; the bench measures Herald, so the mock does not throttle.
+        cfg.huawei.calls_per_second = 0;
+    }
     if channel == BenchChannel::Wechat {
         let defaults = WechatConfig::default();
         // Room for every timer, so the daily quota never throttles a run.
@@ -91,6 +101,11 @@ impl BenchChannel {
                 "\"recipient\":\"{}\",\"message\":{{\"params\":{{\"code\":\"{i}\"}}}}",
                 self.recipient(i)
             ),
+            Self::HuaweiPush => format!(
+                "\"recipient\":\"{}\",\"message\":{{\"notification\":{{\"title\":\"Coupon\",\
+                 \"body\":\"n {i}\"}}}}",
+                order.name("hw-device-", i)
+            ),
         }
     }
 
@@ -101,6 +116,7 @@ impl BenchChannel {
             Self::TencentSms => format!("+86139{i:08}"),
             Self::AliyunSms => format!("137{i:08}"),
             Self::Webhook | Self::Wechat | Self::Wecom => format!("follower-{i}"),
+            Self::HuaweiPush => format!("hw-device-{i}"),
         }
     }
 
@@ -117,6 +133,9 @@ impl BenchChannel {
             Self::AliyunSms => {
                 serde_json::json!({"template": "SMS_100001", "params": {"code": "20% off"}})
             }
+            Self::HuaweiPush => serde_json::json!({
+                "notification": {"title": "20% off today", "body": "until midnight"}
+            }),
         }
     }
 
@@ -127,6 +146,7 @@ impl BenchChannel {
             Self::Wecom => "wecom",
             Self::TencentSms => "tencent_sms",
             Self::AliyunSms => "aliyun_sms",
+            Self::HuaweiPush => "huawei_push",
         }
     }
 }
@@ -176,6 +196,16 @@ impl Sink {
                     c.access_key_secret
                 )
             }
+            BenchChannel::HuaweiPush => {
+                let h = HuaweiConfig::default();
+                format!(
+                    "kind = \"huawei_push\"\napi_base = \"{base}\"\ntoken_url = \"{base}/oauth2/v3/token\"\n\
+                     app_id = \"{}\"\napp_secret = \"{}\"\ncategory = \"SUBSCRIPTION\"",
+                    h.app_id,
+                    h.client_secret,
+                    base = self.base_url(),
+                )
+            }
         };
         format!("[[channels]]\nname = \"sink\"\n{settings}\nconcurrency = {concurrency}\n")
     }
@@ -188,6 +218,7 @@ impl Sink {
             BenchChannel::Wecom => self.state().wecom_stats().delivered_users,
             BenchChannel::TencentSms => self.state().tencent_sms_stats().delivered,
             BenchChannel::AliyunSms => self.state().aliyun_sms_stats().delivered,
+            BenchChannel::HuaweiPush => self.state().huawei_stats().delivered,
         }
     }
 
@@ -215,6 +246,11 @@ impl Sink {
                 .aliyun_sms_messages(1, None)
                 .last()
                 .map(|m| m.at_ms as i64),
+            BenchChannel::HuaweiPush => self
+                .state()
+                .huawei_messages(1, None)
+                .last()
+                .map(|m| m.at_ms as i64),
         }
     }
 
@@ -225,7 +261,8 @@ impl Sink {
             BenchChannel::Wechat
             | BenchChannel::Wecom
             | BenchChannel::TencentSms
-            | BenchChannel::AliyunSms => None,
+            | BenchChannel::AliyunSms
+            | BenchChannel::HuaweiPush => None,
         }
     }
 }
