@@ -261,12 +261,16 @@ impl Deployment {
         };
         // A TOML basic string: JSON's escapes are valid in it.
         let store = serde_json::to_string(&store)?;
-        // App reminders go to the sink, unless it is an SMS channel, which
-        // cannot send Herald's reminder shape without a template.
-        let sms = ["kind = \"tencent_sms\"", "kind = \"aliyun_sms\""]
-            .iter()
-            .any(|k| channel_toml.contains(k));
-        let reminder_route = if sms {
+        // App reminders go to the sink, unless it is a channel that cannot
+        // send Herald's reminder shape without a template (SMS, Huawei push).
+        let no_reminders = [
+            "kind = \"tencent_sms\"",
+            "kind = \"aliyun_sms\"",
+            "kind = \"huawei_push\"",
+        ]
+        .iter()
+        .any(|k| channel_toml.contains(k));
+        let reminder_route = if no_reminders {
             ""
         } else {
             "[reminders.channels]\napp = \"sink\""
