@@ -31,7 +31,14 @@ pub fn run(cmd: ConfigCmd) -> anyhow::Result<()> {
         eprintln!("warning: {w}");
     }
     let mut problems = match Config::check(file) {
-        Ok(_) => Vec::new(),
+        // What building each channel checks without a request (URLs, files,
+        // secrets in the environment, a robot's webhook): `serve` refuses
+        // the same when it builds them.
+        Ok(cfg) => cfg
+            .channels
+            .iter()
+            .filter_map(|c| c.validate().err().map(|e| e.to_string()))
+            .collect(),
         Err(problems) => problems,
     };
     // Read on their own, so they are checked even when other keys are wrong.

@@ -463,6 +463,26 @@ async fn config_check_lists_every_problem_at_once() {
     ] {
         assert!(stderr.contains(says), "{says}: {stderr}");
     }
+    // Once the rest reads, each channel is checked as building it would:
+    // a robot's webhook without its token, a secret whose variable is unset.
+    std::fs::write(
+        &cfg,
+        "listen = \"127.0.0.1:8780\"\n\
+         [[channels]]\nname = \"ops\"\nkind = \"feishu_bot\"\n\
+         webhook = \"https://open.feishu.cn/open-apis/bot/v2/hook/\"\n\
+         [[channels]]\nname = \"hooks\"\nkind = \"webhook\"\nurl = \"http://127.0.0.1:9/\"\n\
+         secret_env = \"HERALD_TEST_SURELY_UNSET_VAR\"\n",
+    )
+    .unwrap();
+    let (ok, _, stderr) = herald(&["config", "check", "--config", s(&cfg)], &[]).await;
+    assert!(!ok, "{stderr}");
+    for says in [
+        "channel \"ops\": webhook: its path or key is not a robot's",
+        "channel \"hooks\": secret_env: environment variable HERALD_TEST_SURELY_UNSET_VAR is not set",
+        "2 problems",
+    ] {
+        assert!(stderr.contains(says), "{says}: {stderr}");
+    }
     // A good file: exit 0, and nothing was opened.
     let db = dir.path().join("data").join("herald.db");
     std::fs::write(
