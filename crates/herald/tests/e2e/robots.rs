@@ -7,7 +7,7 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::{Mock, Server, get_json, pg_database, post_raw, wait_for};
+use common::{Mock, Server, pg_database, wait_for};
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -40,20 +40,6 @@ fn channels(mock: &str) -> String {
     )
 }
 
-async fn mock_json(m: &Mock, path: &str) -> Value {
-    get_json(&format!("{}{path}", m.url)).await.1
-}
-
-async fn mock_post(m: &Mock, path: &str, body: Value) {
-    let (st, v) = post_raw(
-        &format!("{}{path}", m.url),
-        "application/json",
-        body.to_string(),
-    )
-    .await;
-    assert!(st < 300, "{path}: {st} {v}");
-}
-
 async fn timer(s: &Server, channel: &str, recipient: &str, message: Value) -> i64 {
     let (st, v) = s
         .post(
@@ -65,35 +51,15 @@ async fn timer(s: &Server, channel: &str, recipient: &str, message: Value) -> i6
     v["id"].as_i64().unwrap()
 }
 
-async fn deliveries(s: &Server, id: i64) -> Vec<Value> {
-    s.get(&format!("/v1/timers/{id}/deliveries")).await.1["deliveries"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-}
-
 async fn settled(s: &Server, id: i64, state: &str) -> Value {
-    let mut last = Value::Null;
-    let deadline = std::time::Instant::now() + WAIT;
-    while std::time::Instant::now() < deadline {
-        last = s.timer(id).await;
-        if last["state"] == state {
-            return last;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!(
-        "timer {id} never became {state}: {last}\n{:?}",
-        deliveries(s, id).await
-    );
+    s.settled(id, state, WAIT).await
 }
 
 /// The bodies the mock accepted from one provider, oldest first.
 async fn received(m: &Mock, provider: &str) -> Vec<Value> {
-    mock_json(
-        m,
-        &format!("/_mock/robots/messages?provider={provider}&limit=1000"),
-    )
+    m.get(&format!(
+        "/_mock/robots/messages?provider={provider}&limit=1000"
+    ))
     .await
     .as_array()
     .cloned()
@@ -178,14 +144,14 @@ async fn each_robot_delivers_mentions_signs_and_classifies(s: &Server, m: &Mock)
     let t = settled(s, bad, "failed").await;
     assert_eq!(t["attempts"], 1, "{t}");
     assert!(
-        deliveries(s, bad).await[0]["error"]
+        s.deliveries(bad).await[0]["error"]
             .as_str()
             .unwrap()
             .contains("310000")
     );
     settled(s, gone, "failed").await;
     assert!(
-        deliveries(s, gone).await[0]["error"]
+        s.deliveries(gone).await[0]["error"]
             .as_str()
             .unwrap()
             .contains("93000")
@@ -195,15 +161,14 @@ async fn each_robot_delivers_mentions_signs_and_classifies(s: &Server, m: &Mock)
     let id = timer(s, "fs", "mobile:13800000000", json!({"text": "x"})).await;
     settled(s, id, "failed").await;
     assert!(
-        deliveries(s, id).await[0]["error"]
+        s.deliveries(id).await[0]["error"]
             .as_str()
             .unwrap()
             .contains("open id")
     );
 
     // A server error is retried, and then delivered.
-    mock_post(
-        m,
+    m.post(
         "/_mock/robots/faults",
         json!({"provider": "feishu", "http_status_next": 1, "status": 502}),
     )
@@ -278,7 +243,7 @@ async fn a_template_renders_for_every_robot(s: &Server, m: &Mock) {
 /// robot under a channel of its own, so the sends before count on neither
 /// side once the mock is reset.)
 async fn a_robot_is_paced_not_refused(s: &Server, m: &Mock) {
-    mock_post(m, "/_mock/reset", json!({})).await;
+    m.post("/_mock/reset", json!({})).await;
     let mut ids = Vec::new();
     for i in 0..25 {
         ids.push(timer(s, "wc-burst", "-", json!({"text": format!("burst {i}")})).await);
@@ -299,7 +264,7 @@ async fn a_robot_is_paced_not_refused(s: &Server, m: &Mock) {
         }
     }
     assert_eq!(waiting, 5);
-    let stats = mock_json(m, "/_mock/robots/stats").await;
+    let stats = m.get("/_mock/robots/stats").await;
     assert!(!stats.to_string().contains("45009"), "{stats}");
 }
 

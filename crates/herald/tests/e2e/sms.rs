@@ -8,7 +8,7 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::{Mock, Server, get_json, pg_database, post_raw, wait_for};
+use common::{Mock, Server, pg_database, post_raw, wait_for};
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(90);
@@ -30,25 +30,11 @@ fn channels(mock: &str) -> String {
     )
 }
 
-async fn mock_json(m: &Mock, path: &str) -> Value {
-    get_json(&format!("{}{path}", m.url)).await.1
-}
-
-async fn mock_post(m: &Mock, path: &str, body: Value) {
-    let (st, v) = post_raw(
-        &format!("{}{path}", m.url),
-        "application/json",
-        body.to_string(),
-    )
-    .await;
-    assert!(st < 300, "{path}: {st} {v}");
-}
-
 /// Points a mock's receipt pushes at the server's callback route.
 async fn push_receipts_to(m: &Mock, provider: &str, url: String) {
-    let mut cfg = mock_json(m, &format!("/_mock/{provider}/config")).await;
+    let mut cfg = m.get(&format!("/_mock/{provider}/config")).await;
     cfg["callback_url"] = Value::String(url);
-    mock_post(m, &format!("/_mock/{provider}/config"), cfg).await;
+    m.post(&format!("/_mock/{provider}/config"), cfg).await;
 }
 
 async fn timer(s: &Server, channel: &str, recipient: &str, message: Value) -> i64 {
@@ -62,33 +48,14 @@ async fn timer(s: &Server, channel: &str, recipient: &str, message: Value) -> i6
     v["id"].as_i64().unwrap()
 }
 
-async fn deliveries(s: &Server, id: i64) -> Vec<Value> {
-    s.get(&format!("/v1/timers/{id}/deliveries")).await.1["deliveries"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-}
-
 async fn settled(s: &Server, id: i64, state: &str) -> Value {
-    let mut last = Value::Null;
-    let deadline = std::time::Instant::now() + WAIT;
-    while std::time::Instant::now() < deadline {
-        last = s.timer(id).await;
-        if last["state"] == state {
-            return last;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!(
-        "timer {id} never became {state}: {last}\n{:?}",
-        deliveries(s, id).await
-    );
+    s.settled(id, state, WAIT).await
 }
 
 /// Waits for a timer's first attempt to end with an error holding `code`.
 async fn refused_with(s: &Server, id: i64, code: &str) {
     wait_for(&format!("timer {id} refused with {code}"), WAIT, || async {
-        deliveries(s, id)
+        s.deliveries(id)
             .await
             .iter()
             .any(|d| d["error"].as_str().is_some_and(|e| e.contains(code)))
@@ -136,13 +103,15 @@ async fn tencent(s: &Server, mock: &Mock) {
     let id = timer(s, "tx", "+8613800000001", first.clone()).await;
     let t = settled(s, id, "done").await;
     assert_eq!(t["attempts"], 1, "{t}");
-    let d = deliveries(s, id).await;
+    let d = s.deliveries(id).await;
     let serial = d[0]["provider_msgid"].as_str().unwrap().to_string();
-    let sent = mock_json(mock, "/_mock/tencent_sms/messages?phone=%2B8613800000001").await;
+    let sent = mock
+        .get("/_mock/tencent_sms/messages?phone=%2B8613800000001")
+        .await;
     assert_eq!(sent[0]["serial_no"], serial.as_str(), "{sent}");
     assert_eq!(sent[0]["params"], json!(["1234"]), "{sent}");
     wait_for("tencent receipt recorded", WAIT, || async {
-        deliveries(s, id).await[0]["final_status"] == "success"
+        s.deliveries(id).await[0]["final_status"] == "success"
     })
     .await;
 
@@ -161,12 +130,8 @@ async fn tencent(s: &Server, mock: &Mock) {
     refused_with(s, again, "LimitExceeded.PhoneNumberThirtySecondLimit").await;
     let other = timer(s, "tx", "+8613800000009", first.clone()).await;
     settled(s, other, "done").await;
-    mock_post(
-        mock,
-        "/_mock/tencent_sms/clock",
-        json!({"advance_secs": 31}),
-    )
-    .await;
+    mock.post("/_mock/tencent_sms/clock", json!({"advance_secs": 31}))
+        .await;
     let t = settled(s, again, "done").await;
     assert!(t["attempts"].as_u64().unwrap() >= 2, "{t}");
 
@@ -182,8 +147,7 @@ async fn tencent(s: &Server, mock: &Mock) {
     );
 
     // A request-level error: InternalError is retried, a spent package is final.
-    mock_post(
-        mock,
+    mock.post(
         "/_mock/tencent_sms/faults",
         json!({"internal_error_next": 1}),
     )
@@ -191,8 +155,7 @@ async fn tencent(s: &Server, mock: &Mock) {
     let id = timer(s, "tx", "+8613800000002", first.clone()).await;
     let t = settled(s, id, "done").await;
     assert_eq!(t["attempts"], 2, "{t}");
-    mock_post(
-        mock,
+    mock.post(
         "/_mock/tencent_sms/faults",
         json!({"insufficient_balance": true}),
     )
@@ -206,10 +169,10 @@ async fn tencent(s: &Server, mock: &Mock) {
             .contains("InsufficientBalanceInSmsPackage"),
         "{t}"
     );
-    mock_post(mock, "/_mock/tencent_sms/faults", json!({})).await;
+    mock.post("/_mock/tencent_sms/faults", json!({})).await;
 
     // A campaign of 1,000 numbers: 200 a call, five calls.
-    let before = mock_json(mock, "/_mock/tencent_sms/stats").await;
+    let before = mock.get("/_mock/tencent_sms/stats").await;
     let users: Vec<String> = (0..1000).map(|i| format!("+86139{i:08}")).collect();
     let j = job(
         s,
@@ -219,7 +182,7 @@ async fn tencent(s: &Server, mock: &Mock) {
     )
     .await;
     assert_eq!(j["totals"]["sent"], 1000, "{j}");
-    let after = mock_json(mock, "/_mock/tencent_sms/stats").await;
+    let after = mock.get("/_mock/tencent_sms/stats").await;
     assert_eq!(
         after["send_calls"].as_u64().unwrap() - before["send_calls"].as_u64().unwrap(),
         5,
@@ -255,16 +218,18 @@ async fn aliyun(s: &Server, mock: &Mock) {
     let id = timer(s, "ali", "13800000001", code.clone()).await;
     let t = settled(s, id, "done").await;
     assert_eq!(t["attempts"], 1, "{t}");
-    let d = deliveries(s, id).await;
+    let d = s.deliveries(id).await;
     let msgid = d[0]["provider_msgid"].as_str().unwrap().to_string();
-    let sent = mock_json(mock, "/_mock/aliyun_sms/messages?phone=13800000001").await;
+    let sent = mock
+        .get("/_mock/aliyun_sms/messages?phone=13800000001")
+        .await;
     assert_eq!(
         format!("{}:8613800000001", sent[0]["biz_id"].as_str().unwrap()),
         msgid,
         "{sent}"
     );
     wait_for("aliyun receipt recorded", WAIT, || async {
-        deliveries(s, id).await[0]["final_status"] == "success"
+        s.deliveries(id).await[0]["final_status"] == "success"
     })
     .await;
 
@@ -272,7 +237,8 @@ async fn aliyun(s: &Server, mock: &Mock) {
     // flow control defers it, until the mock's clock passes the minute.
     let again = timer(s, "ali", "13800000001", code.clone()).await;
     refused_with(s, again, "isv.BUSINESS_LIMIT_CONTROL").await;
-    mock_post(mock, "/_mock/aliyun_sms/clock", json!({"advance_secs": 61})).await;
+    mock.post("/_mock/aliyun_sms/clock", json!({"advance_secs": 61}))
+        .await;
     let t = settled(s, again, "done").await;
     assert!(t["attempts"].as_u64().unwrap() >= 2, "{t}");
 
@@ -286,12 +252,8 @@ async fn aliyun(s: &Server, mock: &Mock) {
         "{t}"
     );
 
-    mock_post(
-        mock,
-        "/_mock/aliyun_sms/faults",
-        json!({"system_error_next": 1}),
-    )
-    .await;
+    mock.post("/_mock/aliyun_sms/faults", json!({"system_error_next": 1}))
+        .await;
     let id = timer(s, "ali", "13800000002", code.clone()).await;
     let t = settled(s, id, "done").await;
     assert_eq!(t["attempts"], 2, "{t}");
@@ -299,13 +261,12 @@ async fn aliyun(s: &Server, mock: &Mock) {
     // A campaign of 1,500 numbers with one template: two calls (1000 + 500),
     // one of whose numbers the provider does not know: that call is sent
     // again number by number, and only that number fails.
-    mock_post(
-        mock,
+    mock.post(
         "/_mock/aliyun_sms/faults",
         json!({"invalid_numbers": ["8613700000007"]}),
     )
     .await;
-    let before = mock_json(mock, "/_mock/aliyun_sms/stats").await;
+    let before = mock.get("/_mock/aliyun_sms/stats").await;
     let users: Vec<String> = (0..1500).map(|i| format!("137{i:08}")).collect();
     let j = job(
         s,
@@ -316,7 +277,7 @@ async fn aliyun(s: &Server, mock: &Mock) {
     .await;
     assert_eq!(j["totals"]["sent"], 1499, "{j}");
     assert_eq!(j["totals"]["failed"], 1, "{j}");
-    let after = mock_json(mock, "/_mock/aliyun_sms/stats").await;
+    let after = mock.get("/_mock/aliyun_sms/stats").await;
     let accepted =
         after["accepted_calls"].as_u64().unwrap() - before["accepted_calls"].as_u64().unwrap();
     // The clean call in one, the call with the bad number as 1000 singles.

@@ -7,7 +7,7 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::{Mock, Server, get_json, pg_database, post_raw, wait_for};
+use common::{Mock, Server, pg_database, wait_for};
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -28,22 +28,8 @@ fn config(mock: &str) -> String {
     )
 }
 
-async fn mock_json(m: &Mock, path: &str) -> Value {
-    get_json(&format!("{}{path}", m.url)).await.1
-}
-
-async fn mock_post(m: &Mock, path: &str, body: Value) {
-    let (st, v) = post_raw(
-        &format!("{}{path}", m.url),
-        "application/json",
-        body.to_string(),
-    )
-    .await;
-    assert!(st < 300, "{path}: {st} {v}");
-}
-
 async fn stats(m: &Mock) -> Value {
-    mock_json(m, "/_mock/huawei/stats").await
+    m.get("/_mock/huawei/stats").await
 }
 
 fn push(title: &str) -> Value {
@@ -57,29 +43,16 @@ async fn timer(s: &Server, body: Value) -> i64 {
 }
 
 async fn settled(s: &Server, id: i64, state: &str) -> Value {
-    let mut last = Value::Null;
-    let deadline = std::time::Instant::now() + WAIT;
-    while std::time::Instant::now() < deadline {
-        last = s.timer(id).await;
-        if last["state"] == state {
-            return last;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let d = s.get(&format!("/v1/timers/{id}/deliveries")).await.1;
-    panic!("timer {id} never became {state}: {last}\n{d}");
+    s.settled(id, state, WAIT).await
 }
 
 /// Delivered device messages the mock recorded for `token`.
 async fn delivered_to(m: &Mock, token: &str) -> Vec<Value> {
-    mock_json(
-        m,
-        &format!("/_mock/huawei/messages?token={token}&limit=100"),
-    )
-    .await
-    .as_array()
-    .cloned()
-    .unwrap_or_default()
+    m.get(&format!("/_mock/huawei/messages?token={token}&limit=100"))
+        .await
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
 }
 
 async fn a_push_reaches_a_device_and_the_token_is_refreshed(s: &Server, m: &Mock) {
@@ -102,7 +75,8 @@ async fn a_push_reaches_a_device_and_the_token_is_refreshed(s: &Server, m: &Mock
     assert_eq!(stats(m).await["tokens_issued"], 1);
 
     // Huawei expires the token: refreshed once, sent once more.
-    mock_post(m, "/_mock/huawei/faults", json!({"expire_tokens": true})).await;
+    m.post("/_mock/huawei/faults", json!({"expire_tokens": true}))
+        .await;
     let id = timer(
         s,
         json!({"delay_ms": 0, "channel": "hms", "recipient": "dev-2", "message": push("again")}),
@@ -114,7 +88,8 @@ async fn a_push_reaches_a_device_and_the_token_is_refreshed(s: &Server, m: &Mock
     assert_eq!(delivered_to(m, "dev-2").await.len(), 1);
 
     // Flow control is a throttle: the push waits and goes, no attempt used.
-    mock_post(m, "/_mock/huawei/faults", json!({"flow_control_next": 1})).await;
+    m.post("/_mock/huawei/faults", json!({"flow_control_next": 1}))
+        .await;
     let id = timer(
         s,
         json!({"delay_ms": 0, "channel": "hms", "recipient": "dev-3", "message": push("busy")}),
@@ -173,7 +148,7 @@ async fn an_uninstalled_device_is_pruned(s: &Server, m: &Mock) {
 /// A campaign to 2,500 device tokens goes out in calls of up to 1,000; the
 /// five tokens of uninstalled apps fail, the rest are delivered.
 async fn a_campaign_goes_in_calls_of_a_thousand(s: &Server, m: &Mock) {
-    mock_post(m, "/_mock/reset", json!({})).await;
+    m.post("/_mock/reset", json!({})).await;
     let mut body = String::new();
     for i in 0..2_500 {
         let token = if i % 500 == 7 {

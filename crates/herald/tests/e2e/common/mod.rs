@@ -96,6 +96,22 @@ impl Mock {
     pub async fn key(&self, key: &str) -> Value {
         get_json(&format!("{}/_mock/keys/{key}", self.url)).await.1
     }
+
+    /// `GET` of one of the mock's routes (`/_mock/...`), as JSON.
+    pub async fn get(&self, path: &str) -> Value {
+        get_json(&format!("{}{path}", self.url)).await.1
+    }
+
+    /// `POST` of JSON to one of the mock's routes; it must be taken.
+    pub async fn post(&self, path: &str, body: Value) {
+        let (st, v) = post_raw(
+            &format!("{}{path}", self.url),
+            "application/json",
+            body.to_string(),
+        )
+        .await;
+        assert!(st < 300, "{path}: {st} {v}");
+    }
 }
 
 pub struct Server {
@@ -336,6 +352,32 @@ impl Server {
             .unwrap();
         let status = resp.status().as_u16();
         (status, resp.json().await.unwrap_or(Value::Null))
+    }
+
+    /// A timer's send log.
+    pub async fn deliveries(&self, id: i64) -> Vec<Value> {
+        self.get(&format!("/v1/timers/{id}/deliveries")).await.1["deliveries"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Waits up to `within` for timer `id` to reach `state`; panics with the
+    /// timer and its send log if it does not.
+    pub async fn settled(&self, id: i64, state: &str, within: Duration) -> Value {
+        let mut last = Value::Null;
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            last = self.timer(id).await;
+            if last["state"] == state {
+                return last;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!(
+            "timer {id} never became {state}: {last}\n{:?}",
+            self.deliveries(id).await
+        );
     }
 
     pub async fn timer(&self, id: i64) -> Value {
