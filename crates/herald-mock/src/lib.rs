@@ -64,6 +64,8 @@ mod sms_control;
 mod smtp;
 mod stats;
 mod tencent_sms;
+#[cfg(test)]
+mod test_http;
 mod webhook;
 mod wechat;
 mod wechat_mini;

@@ -2,47 +2,25 @@
 
 use serde_json::{Value, json};
 
-use crate::{
-    DEFAULT_HUAWEI_APP_ID, DEFAULT_HUAWEI_APP_SECRET, HuaweiMessage, HuaweiStats, MockConfig,
-    MockServer,
-};
+use crate::test_http::TestMock;
+use crate::{DEFAULT_HUAWEI_APP_ID, DEFAULT_HUAWEI_APP_SECRET, HuaweiMessage, HuaweiStats};
 
 struct Hw {
-    server: MockServer,
-    http: reqwest::Client,
+    mock: TestMock,
+}
+
+impl std::ops::Deref for Hw {
+    type Target = TestMock;
+    fn deref(&self) -> &TestMock {
+        &self.mock
+    }
 }
 
 impl Hw {
     async fn start() -> Hw {
-        let server = MockServer::start("127.0.0.1:0".parse().unwrap(), MockConfig::default())
-            .await
-            .expect("mock server starts");
         Hw {
-            server,
-            http: reqwest::Client::new(),
+            mock: TestMock::start().await,
         }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.server.base_url())
-    }
-
-    async fn get(&self, path: &str) -> Value {
-        let resp = self.http.get(self.url(path)).send().await.unwrap();
-        assert_eq!(resp.status(), 200, "GET {path}");
-        resp.json().await.unwrap()
-    }
-
-    async fn post(&self, path: &str, body: &Value) -> Value {
-        let resp = self
-            .http
-            .post(self.url(path))
-            .body(body.to_string())
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(resp.status(), 200, "POST {path}");
-        resp.json().await.unwrap()
     }
 
     /// POSTs a token form; the status and JSON answer.

@@ -8,55 +8,28 @@ use hmac::{Hmac, Mac};
 use serde_json::{Value, json};
 use sha2::Sha256;
 
+use crate::test_http::TestMock;
 use crate::{
     DEFAULT_DINGTALK_ROBOT_SECRET, DEFAULT_DINGTALK_ROBOT_TOKEN, DEFAULT_FEISHU_BOT_SECRET,
-    DEFAULT_FEISHU_BOT_TOKEN, DEFAULT_WECOM_ROBOT_KEY, MockConfig, MockServer, RobotMessage,
-    RobotStats,
+    DEFAULT_FEISHU_BOT_TOKEN, DEFAULT_WECOM_ROBOT_KEY, RobotMessage, RobotStats,
 };
 
 struct Bots {
-    server: MockServer,
-    http: reqwest::Client,
+    mock: TestMock,
+}
+
+impl std::ops::Deref for Bots {
+    type Target = TestMock;
+    fn deref(&self) -> &TestMock {
+        &self.mock
+    }
 }
 
 impl Bots {
     async fn start() -> Bots {
-        let server = MockServer::start("127.0.0.1:0".parse().unwrap(), MockConfig::default())
-            .await
-            .expect("mock server starts");
         Bots {
-            server,
-            http: reqwest::Client::new(),
+            mock: TestMock::start().await,
         }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.server.base_url())
-    }
-
-    async fn get(&self, path: &str) -> Value {
-        let resp = self.http.get(self.url(path)).send().await.unwrap();
-        assert_eq!(resp.status(), 200, "GET {path}");
-        resp.json().await.unwrap()
-    }
-
-    async fn post_raw(&self, path: &str, body: impl Into<reqwest::Body>) -> (u16, String) {
-        let resp = self
-            .http
-            .post(self.url(path))
-            .header("content-type", "application/json")
-            .body(body)
-            .send()
-            .await
-            .unwrap();
-        (resp.status().as_u16(), resp.text().await.unwrap())
-    }
-
-    /// POSTs `body`, expects HTTP 200 and a JSON answer.
-    async fn post(&self, path: &str, body: &Value) -> Value {
-        let (status, text) = self.post_raw(path, body.to_string()).await;
-        assert_eq!(status, 200, "POST {path}: {text}");
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}: {text}"))
     }
 
     async fn now_ms(&self) -> u64 {
