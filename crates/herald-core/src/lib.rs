@@ -8,6 +8,7 @@ pub mod calendar;
 pub mod campaign;
 pub mod caps;
 pub mod clock;
+pub mod device;
 pub mod digest;
 pub mod early;
 pub mod forecast;

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::device::{Device, PushService};
 use crate::quiet::QuietWindow;
 use crate::reminder::ChannelType;
 
@@ -76,10 +77,12 @@ pub struct Addresses {
     /// The user's openid per WeChat mini-program channel name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub wechat_mini: BTreeMap<String, String>,
-    // Each token gets its own delivery.
-    /// Up to 10 device tokens.
+    // Each token gets its own delivery, through a channel of its service.
+    /// Up to 10 devices: a token, or `{"service", "token"}` for a token of
+    /// a named push service (`fcm`, `huawei`, `honor`, `xiaomi`, `oppo`,
+    /// `vivo`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub app: Vec<String>,
+    pub app: Vec<Device>,
     // Anything a webhook receiver wants to know about the user.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
@@ -212,7 +215,7 @@ impl Profile {
                 .map(String::as_str)
                 .into_iter()
                 .collect(),
-            ChannelType::App => a.app.iter().map(String::as_str).collect(),
+            ChannelType::App => a.app.iter().map(Device::token).collect(),
         };
         if to.is_empty() {
             return Resolution::NoAddress;
@@ -229,7 +232,7 @@ impl Profile {
     /// it was there.
     pub fn drop_device(&mut self, token: &str) -> bool {
         let before = self.addresses.app.len();
-        self.addresses.app.retain(|t| t != token);
+        self.addresses.app.retain(|d| d.token() != token);
         self.addresses.app.len() != before
     }
 }
@@ -279,7 +282,8 @@ impl Addresses {
                 format!("at most {MAX_DEVICE_TOKENS} device tokens"),
             ));
         }
-        for (i, token) in self.app.iter().enumerate() {
+        for (i, device) in self.app.iter().enumerate() {
+            let token = device.token();
             let ok = !token.is_empty()
                 && token.len() <= MAX_TOKEN_BYTES
                 && token.bytes().all(|b| b.is_ascii_graphic());
@@ -289,7 +293,7 @@ impl Addresses {
                     format!("a device token is 1 to {MAX_TOKEN_BYTES} printable ASCII characters"),
                 ));
             }
-            if self.app[..i].contains(token) {
+            if self.app[..i].iter().any(|d| d.token() == token) {
                 return Err(refuse(format!("addresses.app[{i}]"), "listed twice"));
             }
         }
@@ -305,6 +309,15 @@ impl Addresses {
             }
         }
         Ok(())
+    }
+
+    /// The service that issued device token `token`; `None` for a bare
+    /// token or one the user does not have.
+    pub fn service_of(&self, token: &str) -> Option<PushService> {
+        self.app
+            .iter()
+            .find(|d| d.token() == token)
+            .and_then(Device::service)
     }
 
     /// The user's WeChat openid on channel `name`.
@@ -611,6 +624,14 @@ mod tests {
             (r#"{"addresses":{"wecom":""}}"#, "addresses.wecom"),
             (r#"{"addresses":{"app":["a","a"]}}"#, "addresses.app[1]"),
             (r#"{"addresses":{"app":["a b"]}}"#, "addresses.app[0]"),
+            (
+                r#"{"addresses":{"app":["a",{"service":"huawei","token":"a"}]}}"#,
+                "addresses.app[1]",
+            ),
+            (
+                r#"{"addresses":{"app":[{"service":"vivo","token":""}]}}"#,
+                "addresses.app[0]",
+            ),
             (r#"{"addresses":{"webhook":[1]}}"#, "addresses.webhook"),
             (
                 r#"{"preferences":{"topics":{"":true}}}"#,
@@ -643,6 +664,25 @@ mod tests {
         assert!(profile(&long).is_ok());
         // Unknown fields are refused by the parser.
         assert!(serde_json::from_str::<Profile>(r#"{"adresses":{}}"#).is_err());
+    }
+
+    #[test]
+    fn a_device_may_name_its_service() {
+        use crate::device::{Device, PushService};
+        let p = profile(r#"{"addresses":{"app":["bare",{"service":"xiaomi","token":"mi-1"}]}}"#)
+            .unwrap();
+        p.validate().unwrap();
+        assert_eq!(p.addresses.service_of("mi-1"), Some(PushService::Xiaomi));
+        assert_eq!(p.addresses.service_of("bare"), None);
+        assert_eq!(p.addresses.service_of("absent"), None);
+        assert_eq!(p.addresses.app[1], Device::of(PushService::Xiaomi, "mi-1"));
+        assert_eq!(
+            p.resolve(ChannelType::App, "push", None, false, 0),
+            Resolution::Send(vec!["bare", "mi-1"])
+        );
+        let mut q = p.clone();
+        assert!(q.drop_device("mi-1"));
+        assert_eq!(q.addresses.app, ["bare"]);
     }
 
     #[test]

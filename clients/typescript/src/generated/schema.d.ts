@@ -2319,6 +2319,11 @@ export interface components {
             /** @description A rule's `schedule` object (`at` or `cron`). */
             schedule: Record<string, unknown>;
         };
+        /**
+         * @description A push service that issues device tokens.
+         * @enum {string}
+         */
+        PushService: "fcm" | "huawei" | "honor" | "xiaomi" | "oppo" | "vivo";
         /** @description `POST /v1/deliveries/{id}:recall`'s answer. */
         Recalled: {
             channel: string;
@@ -2889,8 +2894,12 @@ export interface components {
         };
         /** @description Where a user is reached, per channel type. */
         SubscriberAddresses: {
-            /** @description Up to 10 device tokens. */
-            app?: string[];
+            /**
+             * @description Up to 10 devices: a token, or `{"service", "token"}` for a token of
+             *     a named push service (`fcm`, `huawei`, `honor`, `xiaomi`, `oppo`,
+             *     `vivo`).
+             */
+            app?: components["schemas"]["SubscriberDevice"][];
             /** @description RFC 5321 (`+` allowed). */
             email?: string | null;
             /** @description E.164: `+` and up to 15 digits. */
@@ -2920,6 +2929,8 @@ export interface components {
             /** @description IANA time zone; the user's quiet hours follow it. */
             timezone?: string | null;
         };
+        /** @description One entry of `addresses.app`: a bare token, or a token with its service. */
+        SubscriberDevice: string | components["schemas"]["SubscriberServiceToken"];
         /** @description A directory entry: the profile with its version and times. */
         SubscriberJson: {
             addresses?: null | components["schemas"]["SubscriberAddresses"];
@@ -2971,6 +2982,11 @@ export interface components {
         SubscriberQuietHours: {
             end: string;
             start: string;
+        };
+        /** @description A device token and the push service that issued it. */
+        SubscriberServiceToken: {
+            service: components["schemas"]["PushService"];
+            token: string;
         };
         TaskJobJson: {
             /** Format: int64 */

@@ -75,6 +75,28 @@ impl ChannelKind {
         }
     }
 
+    /// The push service whose device tokens this kind reaches (a device of
+    /// another service goes through a channel of that one); `None` for kinds
+    /// that are not app push.
+    pub fn push_service(self) -> Option<herald_core::device::PushService> {
+        use herald_core::device::PushService;
+        match self {
+            ChannelKind::Fcm => Some(PushService::Fcm),
+            ChannelKind::HuaweiPush => Some(PushService::Huawei),
+            ChannelKind::Log
+            | ChannelKind::Webhook
+            | ChannelKind::Wechat
+            | ChannelKind::Wecom
+            | ChannelKind::Smtp
+            | ChannelKind::WechatMini
+            | ChannelKind::AliyunSms
+            | ChannelKind::TencentSms
+            | ChannelKind::WecomRobot
+            | ChannelKind::DingtalkRobot
+            | ChannelKind::FeishuBot => None,
+        }
+    }
+
     /// A group robot: its recipient names whom to mention in the group, and
     /// its messages take the template part `robot`.
     pub fn is_robot(self) -> bool {

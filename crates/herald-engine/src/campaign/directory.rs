@@ -11,6 +11,7 @@
 
 use herald_core::ChannelType;
 use herald_core::caps::{self, CapRule, CapSend};
+use herald_core::device::PushService;
 use herald_core::time::format_rfc3339_ms;
 use herald_core::timer::Routing;
 use herald_store::{CapTake, CapVerdict, JobRecord, Store, StoreError, Unsendable};
@@ -37,6 +38,8 @@ pub(super) enum Resolved {
     Send {
         addresses: Vec<String>,
         devices: bool,
+        /// Each device's push service (app push only).
+        services: Vec<Option<PushService>>,
         /// The channel's own quiet hours do not apply to this one.
         skip_channel_quiet: bool,
     },
@@ -154,17 +157,20 @@ impl Directory {
             Route::To {
                 addresses,
                 devices,
+                services,
                 skip_channel_quiet,
                 ..
             } => Resolved::Send {
                 addresses,
                 devices,
+                services,
                 skip_channel_quiet,
             },
             // Not reached with `fallback_to_id` off; sent as stored if it were.
             Route::AsStored => Resolved::Send {
                 addresses: vec![user_id.to_string()],
                 devices: false,
+                services: Vec::new(),
                 skip_channel_quiet: self.critical,
             },
             Route::Unsendable(why) => Resolved::Unsendable(why),

@@ -658,6 +658,7 @@ struct Fanned {
     delivery: Delivery,
     addresses: Vec<String>,
     devices: bool,
+    services: Vec<Option<herald_core::device::PushService>>,
 }
 
 /// A group resolved and ready to send ([`prepare`]).
@@ -871,6 +872,7 @@ fn address(
         Resolved::Send {
             mut addresses,
             devices,
+            services,
             skip_channel_quiet: skip,
         } => {
             *skip_channel_quiet &= skip;
@@ -882,6 +884,7 @@ fn address(
                     delivery,
                     addresses,
                     devices,
+                    services,
                 })
             }
         }
@@ -997,6 +1000,8 @@ impl Call<'_> {
                 user_id: &f.delivery.recipient,
                 addresses: &f.addresses,
                 devices: f.devices,
+                services: &f.services,
+                channels: &sh.channels,
                 priority: job.priority,
             };
             let (o, note) = copies::send_copies(

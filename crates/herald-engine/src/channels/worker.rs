@@ -387,6 +387,7 @@ impl ChannelWorker {
                         user_id,
                         addresses,
                         devices,
+                        services,
                         ..
                     } => {
                         let to = copies::Copies {
@@ -394,6 +395,8 @@ impl ChannelWorker {
                             user_id,
                             addresses,
                             devices: *devices,
+                            services,
+                            channels: &p.channels,
                             priority,
                         };
                         copies::send_copies(p.store.as_ref(), p.clock.as_ref(), rt, d, to).await

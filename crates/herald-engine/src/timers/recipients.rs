@@ -10,6 +10,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use herald_core::device::PushService;
 use herald_core::subscriber::{Profile, Resolution};
 use herald_core::timer::Routing;
 use herald_core::{ChannelType, TenantId, TimerKind};
@@ -79,6 +80,7 @@ pub(crate) fn route_row(
                 user_id: String::new(),
                 addresses: vec![row.recipient.clone()],
                 devices: false,
+                services: Vec::new(),
                 skip_channel_quiet: true,
             }
         }
@@ -101,6 +103,9 @@ pub(crate) enum Route {
         /// App push: each address is a device token with its own key, and a
         /// token the provider calls gone is pruned from the subscriber.
         devices: bool,
+        /// App push: each device's push service, beside `addresses` (`None`
+        /// for a bare token); empty otherwise.
+        services: Vec<Option<PushService>>,
         /// The channel's own quiet hours do not apply: the subscriber's were
         /// checked instead, or the message is critical.
         skip_channel_quiet: bool,
@@ -159,12 +164,21 @@ pub(crate) fn route(a: &Addressee, channel: &str, profiles: &Profiles, now_ms: i
         a.critical,
         now_ms,
     ) {
-        Resolution::Send(to) => Route::To {
-            user_id: a.user_id.clone(),
-            addresses: to.into_iter().map(str::to_string).collect(),
-            devices: a.channel_type == ChannelType::App,
-            skip_channel_quiet: a.critical || p.quiet_hours.is_some(),
-        },
+        Resolution::Send(to) => {
+            let devices = a.channel_type == ChannelType::App;
+            let services = if devices {
+                to.iter().map(|t| p.addresses.service_of(t)).collect()
+            } else {
+                Vec::new()
+            };
+            Route::To {
+                user_id: a.user_id.clone(),
+                addresses: to.into_iter().map(str::to_string).collect(),
+                devices,
+                services,
+                skip_channel_quiet: a.critical || p.quiet_hours.is_some(),
+            }
+        }
         Resolution::NoAddress => Route::Unsendable(Unsendable::NoAddress),
         Resolution::OptedOut => Route::Unsendable(Unsendable::OptedOut),
         Resolution::Quiet { until } => Route::Quiet { until },
@@ -279,6 +293,7 @@ mod tests {
                 user_id: "u1".into(),
                 addresses: vec!["a+x@example.com".into()],
                 devices: false,
+                services: Vec::new(),
                 skip_channel_quiet: false,
             }
         );

@@ -215,3 +215,185 @@ async fn huawei_push_on_postgres() {
     };
     run(Some(&url)).await;
 }
+
+// ---- Devices spread over several push services ----
+
+/// FCM (`push`) and Huawei (`hms`) on one node; no Xiaomi channel.
+fn mixed_config(mock: &str) -> String {
+    let key = format!(
+        "{}/../herald-mock/tests/fixtures/fcm-service-account.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    format!(
+        "[[channels]]\nname = \"push\"\nkind = \"fcm\"\napi_base = \"{mock}\"\n\
+         token_url = \"{mock}/token\"\nservice_account = \"{key}\"\nproject_id = \"herald-mock\"\n\
+         backoff_base_ms = 200\nbackoff_max_ms = 1000\nmax_attempts = 3\n\n\
+         [[channels]]\nname = \"hms\"\nkind = \"huawei_push\"\n\
+         app_id = \"100000001\"\napp_secret = \"mock-huawei-app-secret\"\n\
+         api_base = \"{mock}\"\ntoken_url = \"{mock}/oauth2/v3/token\"\n\
+         backoff_base_ms = 200\nbackoff_max_ms = 1000\nmax_attempts = 3\n"
+    )
+}
+
+/// The device tokens of the messages a mock's `messages` route lists.
+async fn tokens(m: &Mock, path: &str) -> Vec<String> {
+    let mut t: Vec<String> = m
+        .get(path)
+        .await
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|x| x["token"].as_str().map(str::to_string))
+        .collect();
+    t.sort();
+    t
+}
+
+/// The FCM mock's accepted messages, by device token.
+async fn fcm_tokens(m: &Mock) -> Vec<String> {
+    tokens(m, "/_mock/fcm/messages").await
+}
+
+/// The Huawei mock's delivered device messages, by device token.
+async fn huawei_tokens(m: &Mock) -> Vec<String> {
+    tokens(m, "/_mock/huawei/messages?limit=1000").await
+}
+
+async fn put(s: &Server, user: &str, app: Value) {
+    let (st, v) = s
+        .put(
+            &format!("/v1/subscribers/{user}"),
+            &json!({"addresses": {"app": app}}),
+        )
+        .await;
+    assert!(st == 200 || st == 201, "{user}: {v}");
+}
+
+async fn devices_go_through_their_own_service(s: &Server, m: &Mock) {
+    m.post(
+        "/_mock/fcm/faults",
+        json!({"unregistered": ["sun-old-fcm"]}),
+    )
+    .await;
+    put(
+        s,
+        "wang",
+        json!([{"service": "fcm", "token": "wang-pixel"}, {"service": "huawei", "token": "wang-mate"}]),
+    )
+    .await;
+    // A bare token is the send's own channel's.
+    put(
+        s,
+        "zhao",
+        json!(["zhao-bare", {"service": "huawei", "token": "invalid-zhao-old"}]),
+    )
+    .await;
+    put(
+        s,
+        "sun",
+        json!([{"service": "fcm", "token": "sun-old-fcm"}, {"service": "huawei", "token": "sun-honor"}]),
+    )
+    .await;
+    put(
+        s,
+        "qian",
+        json!([{"service": "xiaomi", "token": "qian-mi"}]),
+    )
+    .await;
+
+    // A bad entry names its field and changes nothing.
+    let (st, v) = s
+        .put(
+            "/v1/subscribers/wang",
+            &json!({"addresses": {"app": [{"service": "nokia", "token": "x"}]}}),
+        )
+        .await;
+    assert_eq!(st, 400, "{v}");
+    assert!(v.to_string().contains("addresses.app"), "{v}");
+    assert!(
+        v.to_string().contains("xiaomi"),
+        "names the known services: {v}"
+    );
+    let (_, w) = s.get("/v1/subscribers/wang").await;
+    assert_eq!(w["addresses"]["app"][1]["token"], "wang-mate", "{w}");
+
+    let mut ids = Vec::new();
+    for user in ["wang", "zhao", "sun", "qian"] {
+        ids.push(
+            timer(
+                s,
+                json!({"delay_ms": 0, "channel": "push", "to": {"user_id": user},
+                       "message": push(&format!("For {user}"))}),
+            )
+            .await,
+        );
+    }
+    for id in &ids[..3] {
+        settled(s, *id, "done").await;
+    }
+    // No Xiaomi channel on this node: final, and it says so.
+    let t = s.settled(ids[3], "failed", WAIT).await;
+    assert!(
+        t["last_error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("xiaomi"),
+        "{t}"
+    );
+    assert_eq!(fcm_tokens(m).await, ["wang-pixel", "zhao-bare"]);
+    assert_eq!(huawei_tokens(m).await, ["sun-honor", "wang-mate"]);
+    // Each service's gone token is pruned from its subscriber.
+    wait_for("the gone tokens pruned", WAIT, || async {
+        s.get("/v1/subscribers/zhao").await.1["addresses"]["app"] == json!(["zhao-bare"])
+            && s.get("/v1/subscribers/sun").await.1["addresses"]["app"]
+                == json!([{"service": "huawei", "token": "sun-honor"}])
+    })
+    .await;
+
+    // The same through a campaign on the Huawei channel: Wang's FCM device
+    // goes through `push`, his Huawei one through `hms`, once each.
+    m.post("/_mock/reset", json!({})).await;
+    let (st, job) = s
+        .post(
+            "/v1/jobs",
+            &json!({"channel": "hms", "users": ["wang", "zhao"], "to": {"channel_type": "app"},
+                    "message": push("Sale")}),
+        )
+        .await;
+    assert_eq!(st, 201, "{job}");
+    let id = job["id"].as_i64().unwrap();
+    wait_for("the campaign done", WAIT, || async {
+        s.get(&format!("/v1/jobs/{id}")).await.1["state"] == "done"
+    })
+    .await;
+    assert_eq!(fcm_tokens(m).await, ["wang-pixel"]);
+    // Zhao's bare token is the Huawei channel's in this send.
+    assert_eq!(huawei_tokens(m).await, ["wang-mate", "zhao-bare"]);
+}
+
+async fn run_mixed(store: Option<&str>) {
+    let key = format!(
+        "{}/../herald-mock/tests/fixtures/fcm-service-account.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let m = Mock::start(&["--fcm-service-account", &key]).await;
+    let cfg = mixed_config(&m.url);
+    let s = match store {
+        None => Server::start(&cfg).await,
+        Some(url) => Server::start_on(url, tempfile::tempdir().unwrap(), &cfg).await,
+    };
+    devices_go_through_their_own_service(&s, &m).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn devices_over_several_services_on_sqlite() {
+    run_mixed(None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn devices_over_several_services_on_postgres() {
+    let Some((_db, url)) = pg_database("mixed_push") else {
+        return;
+    };
+    run_mixed(Some(&url)).await;
+}

@@ -97,6 +97,7 @@ from .postv_1_channels_name_callback_json_body_item import (
 from .preview import Preview
 from .preview_request import PreviewRequest
 from .preview_request_schedule import PreviewRequestSchedule
+from .push_service import PushService
 from .recalled import Recalled
 from .receipt_body import ReceiptBody
 from .receipt_body_event import ReceiptBodyEvent
@@ -163,6 +164,7 @@ from .subscriber_preferences import SubscriberPreferences
 from .subscriber_preferences_channel_types import SubscriberPreferencesChannelTypes
 from .subscriber_preferences_topics import SubscriberPreferencesTopics
 from .subscriber_quiet_hours import SubscriberQuietHours
+from .subscriber_service_token import SubscriberServiceToken
 from .task_job_json import TaskJobJson
 from .task_json import TaskJson
 from .task_list import TaskList
@@ -295,6 +297,7 @@ __all__ = (
     "Preview",
     "PreviewRequest",
     "PreviewRequestSchedule",
+    "PushService",
     "Recalled",
     "ReceiptBody",
     "ReceiptBodyEvent",
@@ -361,6 +364,7 @@ __all__ = (
     "SubscriberPreferencesChannelTypes",
     "SubscriberPreferencesTopics",
     "SubscriberQuietHours",
+    "SubscriberServiceToken",
     "TaskJobJson",
     "TaskJson",
     "TaskList",

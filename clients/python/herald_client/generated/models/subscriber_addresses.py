@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     )
     from ..models.subscriber_addresses_wechat import SubscriberAddressesWechat
     from ..models.subscriber_addresses_wechat_mini import SubscriberAddressesWechatMini
+    from ..models.subscriber_service_token import SubscriberServiceToken
 
 
 T = TypeVar("T", bound="SubscriberAddresses")
@@ -23,7 +24,10 @@ class SubscriberAddresses:
     """Where a user is reached, per channel type.
 
     Attributes:
-        app (list[str] | Unset): Up to 10 device tokens.
+        app (list[str | SubscriberServiceToken] | Unset): Up to 10 devices: a token, or `{"service", "token"}` for a
+            token of
+            a named push service (`fcm`, `huawei`, `honor`, `xiaomi`, `oppo`,
+            `vivo`).
         email (None | str | Unset): RFC 5321 (`+` allowed).
         sms (None | str | Unset): E.164: `+` and up to 15 digits.
         webhook (None | SubscriberAddressesWebhookType0 | Unset):
@@ -32,7 +36,7 @@ class SubscriberAddresses:
         wecom (None | str | Unset): WeCom user id.
     """
 
-    app: list[str] | Unset = UNSET
+    app: list[str | SubscriberServiceToken] | Unset = UNSET
     email: None | str | Unset = UNSET
     sms: None | str | Unset = UNSET
     webhook: None | SubscriberAddressesWebhookType0 | Unset = UNSET
@@ -44,10 +48,18 @@ class SubscriberAddresses:
         from ..models.subscriber_addresses_webhook_type_0 import (
             SubscriberAddressesWebhookType0,
         )
+        from ..models.subscriber_service_token import SubscriberServiceToken
 
-        app: list[str] | Unset = UNSET
+        app: list[dict[str, Any] | str] | Unset = UNSET
         if not isinstance(self.app, Unset):
-            app = self.app
+            app = []
+            for app_item_data in self.app:
+                app_item: dict[str, Any] | str
+                if isinstance(app_item_data, SubscriberServiceToken):
+                    app_item = app_item_data.to_dict()
+                else:
+                    app_item = app_item_data
+                app.append(app_item)
 
         email: None | str | Unset
         if isinstance(self.email, Unset):
@@ -112,9 +124,31 @@ class SubscriberAddresses:
         from ..models.subscriber_addresses_wechat_mini import (
             SubscriberAddressesWechatMini,
         )
+        from ..models.subscriber_service_token import SubscriberServiceToken
 
         d = dict(src_dict)
-        app = cast(list[str], d.pop("app", UNSET))
+        _app = d.pop("app", UNSET)
+        app: list[str | SubscriberServiceToken] | Unset = UNSET
+        if _app is not UNSET:
+            app = []
+            for app_item_data in _app:
+
+                def _parse_app_item(data: object) -> str | SubscriberServiceToken:
+                    try:
+                        if not isinstance(data, dict):
+                            raise TypeError()
+                        componentsschemas_subscriber_device_type_1 = (
+                            SubscriberServiceToken.from_dict(data)
+                        )
+
+                        return componentsschemas_subscriber_device_type_1
+                    except (TypeError, ValueError, AttributeError, KeyError):
+                        pass
+                    return cast(str | SubscriberServiceToken, data)
+
+                app_item = _parse_app_item(app_item_data)
+
+                app.append(app_item)
 
         def _parse_email(data: object) -> None | str | Unset:
             if data is None:
