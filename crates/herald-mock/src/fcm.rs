@@ -128,6 +128,10 @@ pub struct FcmStats {
     pub validated: u64,
     /// Access tokens issued by `POST /token`.
     pub token_fetches: u64,
+    /// Distinct device tokens delivered to.
+    pub devices: u64,
+    /// Deliveries to a device token already delivered to.
+    pub repeated_devices: u64,
     /// `POST /token` requests refused.
     pub token_rejections: u64,
     /// Error answers by FCM errorCode (`UNREGISTERED`, `QUOTA_EXCEEDED`, ...), or by
@@ -244,6 +248,7 @@ pub(crate) struct FcmState {
     next_message_id: AtomicU64,
     quota: Mutex<QuotaWindow>,
     records: Mutex<Records>,
+    repeats: crate::repeats::Repeats,
 }
 
 impl FcmState {
@@ -271,6 +276,7 @@ impl FcmState {
                 used: 0,
             }),
             records: Mutex::new(Records::default()),
+            repeats: Default::default(),
         })
     }
 
@@ -293,7 +299,10 @@ impl FcmState {
     }
 
     pub(crate) fn stats(&self) -> FcmStats {
-        self.records.lock().stats.clone()
+        let mut s = self.records.lock().stats.clone();
+        s.devices = self.repeats.devices();
+        s.repeated_devices = self.repeats.repeated();
+        s
     }
 
     /// The newest `limit` accepted messages (only those to `token`, if given), oldest first.
@@ -314,6 +323,7 @@ impl FcmState {
     /// Forgets records, statistics and the quota window. Issued tokens stay valid.
     pub(crate) fn reset(&self) {
         *self.records.lock() = Records::default();
+        self.repeats.clear();
         *self.quota.lock() = QuotaWindow {
             start: None,
             used: 0,
@@ -1022,6 +1032,9 @@ fn decide(
     }
     let id = fcm.next_message_id.fetch_add(1, Ordering::Relaxed);
     let name = format!("projects/{project}/messages/0:{now}{id:06}%mock");
+    if let Some(t) = &accepted.token {
+        fcm.repeats.record(t);
+    }
     let mut r = fcm.records.lock();
     r.stats.delivered += 1;
     *r.stats.by_status.entry("200".to_owned()).or_default() += 1;

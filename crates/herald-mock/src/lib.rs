@@ -58,6 +58,7 @@ mod faults;
 mod fcm;
 mod huawei;
 mod providers;
+mod repeats;
 mod robots;
 mod sms;
 mod sms_control;

@@ -114,6 +114,10 @@ pub struct HuaweiStats {
     pub validated: u64,
     /// Device messages delivered (one per valid token not dropped).
     pub delivered: u64,
+    /// Distinct device tokens delivered to.
+    pub devices: u64,
+    /// Deliveries to a device token already delivered to.
+    pub repeated_devices: u64,
     /// Device tokens answered as illegal (`80100000` lists, `80300007`).
     pub invalid_tokens: u64,
     /// Device messages accepted but dropped by the marketing quota.

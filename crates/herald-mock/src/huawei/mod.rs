@@ -141,6 +141,8 @@ impl Tally {
             dropped_cap: n(&self.dropped_cap),
             refused: self.refused.snapshot(),
             http_errors: self.http_errors.snapshot(),
+            devices: 0,
+            repeated_devices: 0,
         }
     }
 
@@ -184,6 +186,7 @@ pub(crate) struct HuaweiState {
     devices: quota::DeviceWindows,
     ring: crate::providers::Ring<Delivered>,
     tally: Tally,
+    repeats: crate::repeats::Repeats,
 }
 
 impl HuaweiState {
@@ -205,6 +208,7 @@ impl HuaweiState {
             devices: quota::DeviceWindows::new(),
             ring: crate::providers::Ring::new(HUAWEI_RING_CAPACITY),
             tally: Tally::default(),
+            repeats: Default::default(),
         }
     }
 
@@ -249,7 +253,11 @@ impl HuaweiState {
     }
 
     pub(crate) fn stats(&self) -> HuaweiStats {
-        self.tally.snapshot()
+        HuaweiStats {
+            devices: self.repeats.devices(),
+            repeated_devices: self.repeats.repeated(),
+            ..self.tally.snapshot()
+        }
     }
 
     /// The newest `limit` delivered device messages (only to `token`, if
@@ -272,6 +280,7 @@ impl HuaweiState {
         self.devices.clear();
         *self.flow.lock() = quota::FlowWindow::default();
         self.tally.clear();
+        self.repeats.clear();
     }
 
     fn token_mac(&self, seq: u64, expires_ms: u64, app_id: &str) -> u64 {

@@ -228,6 +228,7 @@ fn decide(
         match hw.devices.admit(&token, checked.marketing, limits, now_ms) {
             Verdict::Deliver => {
                 delivered += 1;
+                hw.repeats.record(&token);
                 hw.ring.push(Delivered {
                     token: Some(token),
                     request_id: request_id.clone(),

@@ -8,6 +8,7 @@
 //! One file per scenario; beside them the harness (the nodes under test and
 //! their store), the sink, the load helpers, the CPU meter and the plots.
 
+mod app_push;
 mod burst;
 mod campaign;
 mod console;
@@ -32,6 +33,7 @@ mod tenant_sink;
 
 use clap::Subcommand;
 
+use app_push::AppPushArgs;
 use burst::BurstArgs;
 use campaign::CampaignArgs;
 use console::ConsoleArgs;
@@ -85,6 +87,10 @@ pub enum BenchCmd {
     /// N timers spread over S seconds while retention deletes M expired
     /// timers from a SQLite store: how late they fire.
     Purge(PurgeArgs),
+    /// One job to users whose N app devices are spread over FCM and the
+    /// vendor push services: every live device reached once through its own
+    /// service, every dead token pruned, and device pushes per second.
+    AppPush(AppPushArgs),
 }
 
 impl BenchCmd {
@@ -103,6 +109,7 @@ impl BenchCmd {
             BenchCmd::Stats(a) => &a.server,
             BenchCmd::Soak(a) => &a.server,
             BenchCmd::Purge(a) => &a.server,
+            BenchCmd::AppPush(a) => &a.server,
         }
     }
 }
@@ -124,5 +131,6 @@ pub async fn run(cmd: BenchCmd) -> anyhow::Result<()> {
         BenchCmd::Stats(a) => stats::run(a).await,
         BenchCmd::Soak(a) => soak::run(a).await,
         BenchCmd::Purge(a) => purge::run(a).await,
+        BenchCmd::AppPush(a) => app_push::run(a).await,
     }
 }
