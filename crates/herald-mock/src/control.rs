@@ -45,6 +45,7 @@ async fn stats(State(state): State<MockState>) -> Response {
         );
         obj.insert("robots".into(), serde_json::json!(state.robot_stats()));
         obj.insert("huawei".into(), serde_json::json!(state.huawei_stats()));
+        obj.insert("xiaomi".into(), serde_json::json!(state.xiaomi_stats()));
     }
     Json(body).into_response()
 }

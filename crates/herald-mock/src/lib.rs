@@ -40,6 +40,13 @@
 //!   `GET /_mock/huawei/messages?limit=&token=`, `GET|POST /_mock/huawei/faults`,
 //!   `GET|POST /_mock/huawei/config`, `GET|POST /_mock/huawei/devices {invalid}`,
 //!   `POST /_mock/huawei/clock {advance_secs}`.
+//! - Xiaomi MiPush v3 ([`xiaomi`](crate::XiaomiConfig)), errors as HTTP 200 with
+//!   `result: "error"` and a numeric `code`: `POST /v3/message/regid` (form body,
+//!   `Authorization: key=<AppSecret>`).
+//! - Each of these vendor push mocks has the control routes
+//!   `/_mock/{vendor}/{stats,messages,faults,config,devices,clock}`
+//!   ([`PushStats`], [`PushMessage`], [`PushFaults`]; `devices` takes
+//!   `{"invalid": [...], "valid": [...]}` to unregister and register device tokens).
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
@@ -58,6 +65,7 @@ mod faults;
 mod fcm;
 mod huawei;
 mod providers;
+mod push_quota;
 mod repeats;
 mod robots;
 mod sms;
@@ -67,11 +75,13 @@ mod stats;
 mod tencent_sms;
 #[cfg(test)]
 mod test_http;
+mod vendor_push;
 mod webhook;
 mod wechat;
 mod wechat_mini;
 mod wechat_sign;
 mod wecom;
+mod xiaomi;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -112,12 +122,17 @@ pub use tencent_sms::{
     TENCENT_SMS_RING_CAPACITY, TencentSmsConfig, TencentSmsFaults, TencentSmsMessage,
     TencentSmsStats,
 };
+pub use vendor_push::{PUSH_RING_CAPACITY, PushFaults, PushMessage, PushStats};
 pub use webhook::RING_CAPACITY;
 pub use wechat::{WECHAT_RING_CAPACITY, WechatConfig, WechatFaults, WechatMessage, WechatStats};
 pub use wechat_mini::{
     MockGrant, WECHAT_MINI_RING_CAPACITY, WechatMiniFaults, WechatMiniMessage, WechatMiniStats,
 };
 pub use wecom::{WECOM_RING_CAPACITY, WecomConfig, WecomFaults, WecomMessage, WecomStats};
+pub use xiaomi::{
+    DEFAULT_XIAOMI_APP_SECRET, DEFAULT_XIAOMI_PACKAGE, XIAOMI_DESCRIPTION_CHARS, XIAOMI_MAX_REGIDS,
+    XIAOMI_PAYLOAD_BYTES, XIAOMI_TITLE_CHARS, XiaomiConfig,
+};
 
 /// How a mock server starts out.
 #[derive(Debug, Clone, Default)]
@@ -158,6 +173,8 @@ pub struct MockConfig {
     pub robots: RobotsConfig,
     /// Huawei Push Kit mock: app credentials, per-device quotas, flow control.
     pub huawei: HuaweiConfig,
+    /// Xiaomi MiPush mock: app secret, packages, channels, quotas.
+    pub xiaomi: XiaomiConfig,
 }
 
 struct Shared {
@@ -172,6 +189,7 @@ struct Shared {
     tencent_sms: tencent_sms::TencentSmsState,
     robots: robots::RobotsState,
     huawei: huawei::HuaweiState,
+    xiaomi: xiaomi::XiaomiState,
 }
 
 /// Shared state behind the mock routes. Cheap to clone.
@@ -197,6 +215,9 @@ impl MockState {
         })?;
         cfg.huawei.validate().map_err(|e| {
             std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("huawei: {e}"))
+        })?;
+        cfg.xiaomi.validate().map_err(|e| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("xiaomi: {e}"))
         })?;
         let fcm = fcm::FcmState::new(
             fcm::FcmSettings {
@@ -229,6 +250,7 @@ impl MockState {
                 tencent_sms: tencent_sms::TencentSmsState::new(cfg.tencent_sms),
                 robots: robots::RobotsState::new(cfg.robots),
                 huawei: huawei::HuaweiState::new(cfg.huawei),
+                xiaomi: xiaomi::XiaomiState::new(cfg.xiaomi),
             }),
         })
     }
@@ -276,6 +298,7 @@ impl MockState {
         self.shared.tencent_sms.reset();
         self.shared.robots.reset();
         self.shared.huawei.reset();
+        self.shared.xiaomi.reset();
     }
 
     /// WeChat mock statistics; `GET /_mock/wechat/stats`.
@@ -457,6 +480,19 @@ impl MockState {
     pub fn add_huawei_invalid_tokens(&self, tokens: Vec<String>) -> Vec<String> {
         self.shared.huawei.add_invalid_tokens(tokens)
     }
+
+    /// `GET /_mock/xiaomi/stats`.
+    pub fn xiaomi_stats(&self) -> PushStats {
+        use vendor_push::VendorMock;
+        self.shared.xiaomi.book().stats()
+    }
+
+    /// The newest `limit` delivered Xiaomi device messages (only to
+    /// `token`, if given), oldest first.
+    pub fn xiaomi_messages(&self, limit: usize, token: Option<&str>) -> Vec<PushMessage> {
+        use vendor_push::VendorMock;
+        self.shared.xiaomi.book().messages(limit, token)
+    }
 }
 
 /// `POST /`: the Aliyun and Tencent SMS APIs both live at the root of their
@@ -495,6 +531,7 @@ pub fn router(state: MockState) -> Router {
         .merge(tencent_sms::routes())
         .merge(robots::routes())
         .merge(huawei::routes())
+        .merge(xiaomi::routes())
         .route("/", axum::routing::post(sms_root))
         .with_state(state)
 }

@@ -373,6 +373,13 @@ struct MockArgs {
     /// `mock-huawei-app-secret`.
     #[arg(long, env = "HERALD_MOCK_HUAWEI_APP_SECRET", hide_env_values = true)]
     huawei_app_secret: Option<String>,
+    /// Xiaomi MiPush mock: the app's package name (restricted_package_name).
+    #[arg(long, default_value = herald_mock::DEFAULT_XIAOMI_PACKAGE)]
+    xiaomi_package_name: String,
+    /// Xiaomi MiPush mock: the AppSecret sends carry as `Authorization:
+    /// key=...`; default `mock-xiaomi-app-secret`.
+    #[arg(long, env = "HERALD_MOCK_XIAOMI_APP_SECRET", hide_env_values = true)]
+    xiaomi_app_secret: Option<String>,
 }
 
 async fn run_mock(a: MockArgs) -> anyhow::Result<()> {
@@ -435,12 +442,23 @@ async fn run_mock(a: MockArgs) -> anyhow::Result<()> {
                 .unwrap_or_else(|| herald_mock::DEFAULT_HUAWEI_APP_SECRET.to_owned()),
             ..Default::default()
         },
+        xiaomi: herald_mock::XiaomiConfig {
+            app_secret: a
+                .xiaomi_app_secret
+                .unwrap_or_else(|| herald_mock::DEFAULT_XIAOMI_APP_SECRET.to_owned()),
+            package_names: vec![a.xiaomi_package_name],
+            ..Default::default()
+        },
         ..Default::default()
     };
     cfg.huawei
         .validate()
         .map_err(anyhow::Error::msg)
         .context("checking --huawei-app-id and --huawei-app-secret")?;
+    cfg.xiaomi
+        .validate()
+        .map_err(anyhow::Error::msg)
+        .context("checking --xiaomi-package-name and --xiaomi-app-secret")?;
     let server = herald_mock::MockServer::start(a.listen, cfg)
         .await
         .with_context(|| format!("binding {}", a.listen))?;

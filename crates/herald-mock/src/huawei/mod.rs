@@ -30,7 +30,6 @@
 mod config;
 mod control;
 mod oauth;
-mod quota;
 mod send;
 
 #[cfg(test)]
@@ -182,8 +181,8 @@ pub(crate) struct HuaweiState {
     /// `expire_tokens` fault).
     valid_from_seq: AtomicU64,
     next_request_seq: AtomicU64,
-    flow: Mutex<quota::FlowWindow>,
-    devices: quota::DeviceWindows,
+    flow: Mutex<crate::push_quota::FlowWindow>,
+    devices: crate::push_quota::DeviceWindows,
     ring: crate::providers::Ring<Delivered>,
     tally: Tally,
     repeats: crate::repeats::Repeats,
@@ -204,8 +203,8 @@ impl HuaweiState {
             next_token_seq: AtomicU64::new(1),
             valid_from_seq: AtomicU64::new(0),
             next_request_seq: AtomicU64::new(1),
-            flow: Mutex::new(quota::FlowWindow::default()),
-            devices: quota::DeviceWindows::new(),
+            flow: Mutex::new(crate::push_quota::FlowWindow::default()),
+            devices: crate::push_quota::DeviceWindows::new(),
             ring: crate::providers::Ring::new(HUAWEI_RING_CAPACITY),
             tally: Tally::default(),
             repeats: Default::default(),
@@ -278,7 +277,7 @@ impl HuaweiState {
     pub(crate) fn reset(&self) {
         self.ring.clear();
         self.devices.clear();
-        *self.flow.lock() = quota::FlowWindow::default();
+        *self.flow.lock() = crate::push_quota::FlowWindow::default();
         self.tally.clear();
         self.repeats.clear();
     }

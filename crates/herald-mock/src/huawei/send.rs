@@ -19,11 +19,11 @@ use axum::response::Response;
 use axum::routing::post;
 use serde_json::{Map, Value, json};
 
-use super::quota::{DeviceLimits, Verdict};
 use super::{
     Delivered, HUAWEI_MAX_MESSAGE_BYTES, HUAWEI_MAX_TOKENS, HuaweiState, TokenError, bump,
 };
 use crate::MockState;
+use crate::push_quota::{DeviceLimits, Verdict};
 
 const SUCCESS: &str = "80000000";
 /// Some tokens were illegal; `msg` is a JSON string naming them.

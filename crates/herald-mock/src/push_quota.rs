@@ -1,4 +1,5 @@
-//! Huawei's per-device frequency control and per-app flow control.
+//! Per-device frequency control and per-app flow control of the vendor push
+//! mocks (Huawei, Honor, Xiaomi, OPPO, vivo).
 //!
 //! Why per device and silent: Huawei accepts a send whose device is over its
 //! daily allowance and drops the message later (receipt 102), so a sender
@@ -20,7 +21,7 @@ const SHARDS: usize = 32;
 
 /// What happens to one device message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Verdict {
+pub(crate) enum Verdict {
     Deliver,
     /// Over `per_device_per_day`.
     DropCap,
@@ -30,9 +31,9 @@ pub(super) enum Verdict {
 
 /// The two daily limits; 0 turns one off.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct DeviceLimits {
-    pub(super) per_day: u32,
-    pub(super) marketing_per_day: u32,
+pub(crate) struct DeviceLimits {
+    pub(crate) per_day: u32,
+    pub(crate) marketing_per_day: u32,
 }
 
 /// Delivery times of one device, oldest first.
@@ -65,12 +66,12 @@ struct Shard {
 }
 
 /// Delivery times per device token (by hash), sharded.
-pub(super) struct DeviceWindows {
+pub(crate) struct DeviceWindows {
     shards: Box<[Mutex<Shard>]>,
 }
 
 impl DeviceWindows {
-    pub(super) fn new() -> DeviceWindows {
+    pub(crate) fn new() -> DeviceWindows {
         DeviceWindows {
             shards: (0..SHARDS)
                 .map(|_| {
@@ -86,7 +87,7 @@ impl DeviceWindows {
     /// Decides one message to `token` at `now_ms` and, if it is delivered,
     /// counts it, under one lock so concurrent sends cannot overshoot.
     /// Dropped messages count toward nothing: they never reached the device.
-    pub(super) fn admit(
+    pub(crate) fn admit(
         &self,
         token: &str,
         marketing: bool,
@@ -123,7 +124,7 @@ impl DeviceWindows {
         Verdict::Deliver
     }
 
-    pub(super) fn clear(&self) {
+    pub(crate) fn clear(&self) {
         for s in self.shards.iter() {
             let mut s = s.lock();
             s.map = HashMap::default();
@@ -134,14 +135,14 @@ impl DeviceWindows {
 
 /// Send calls in the current second of the mock clock.
 #[derive(Default)]
-pub(super) struct FlowWindow {
+pub(crate) struct FlowWindow {
     second: u64,
     used: u64,
 }
 
 impl FlowWindow {
     /// Counts one call; false when it is over `per_second` (0 is off).
-    pub(super) fn take(&mut self, now_ms: u64, per_second: u32) -> bool {
+    pub(crate) fn take(&mut self, now_ms: u64, per_second: u32) -> bool {
         if per_second == 0 {
             return true;
         }
