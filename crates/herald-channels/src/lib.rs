@@ -23,10 +23,12 @@ pub mod template;
 pub mod tencent_sms;
 pub mod token_cache;
 pub mod tokens;
+mod vendor_push;
 mod webhook;
 pub mod wechat;
 pub mod wecom;
 mod weixin;
+pub mod xiaomi_push;
 
 use std::sync::Arc;
 
@@ -38,7 +40,7 @@ pub use config::{
     AliyunSmsConfig, COMMON_KEYS, ChannelConfig, ChannelKind, CommonSettings, FcmConfig,
     HuaweiPushConfig, InDoubt, LogConfig, ProviderConfig, ProviderKeys, QuietHours, QuietPolicy,
     RobotConfig, SecretSource, SmtpConfig, SmtpTls, TencentSmsConfig, TokenMode, WebhookConfig,
-    WechatConfig, WechatMiniConfig, WecomConfig,
+    WechatConfig, WechatMiniConfig, WecomConfig, XiaomiPushConfig,
 };
 pub use fcm::FcmChannel;
 pub use huawei_push::HuaweiPushChannel;
@@ -51,6 +53,7 @@ pub use tokens::{MemoryVault, StoredToken, TokenVault, VaultError};
 pub use webhook::WebhookChannel;
 pub use wechat::WechatChannel;
 pub use wecom::WecomChannel;
+pub use xiaomi_push::XiaomiPushChannel;
 
 /// One attempt to deliver one timer.
 #[derive(Debug, Clone, PartialEq)]
@@ -349,5 +352,6 @@ pub fn build(cfg: &ChannelConfig, ctx: &BuildContext) -> Result<Arc<dyn Channel>
         | ProviderConfig::DingtalkRobot(p)
         | ProviderConfig::FeishuBot(p) => Arc::new(RobotChannel::new(common, cfg.kind(), p)?),
         ProviderConfig::HuaweiPush(p) => Arc::new(HuaweiPushChannel::new(common, p, ctx)?),
+        ProviderConfig::XiaomiPush(p) => Arc::new(XiaomiPushChannel::new(common, p, ctx)?),
     })
 }

@@ -26,6 +26,14 @@ pub const WECOM_MSGTYPES: [&str; 11] = [
     "miniprogram_notice",
 ];
 
+/// Xiaomi MiPush: `title` must be shorter than this many characters
+/// (reference §4.3).
+pub const XIAOMI_TITLE_CHARS: usize = 50;
+/// Xiaomi MiPush: `description` must be shorter than this many characters.
+pub const XIAOMI_DESCRIPTION_CHARS: usize = 128;
+/// Xiaomi MiPush: `payload` must be shorter than this many bytes.
+pub const XIAOMI_PAYLOAD_BYTES: usize = 4096;
+
 /// Checks that `msg` is a message the provider behind `kind` can send.
 pub fn check(kind: ChannelKind, msg: &Value) -> Result<(), ShapeError> {
     let Some(m) = msg.as_object() else {
@@ -36,7 +44,16 @@ pub fn check(kind: ChannelKind, msg: &Value) -> Result<(), ShapeError> {
         ChannelKind::Wechat => wechat(m),
         ChannelKind::Wecom => wecom(m),
         ChannelKind::Fcm => fcm(m),
-        ChannelKind::HuaweiPush => fcm(m).and_then(|()| huawei_push(m)),
+        ChannelKind::HuaweiPush => fcm(m).and_then(|()| app_push(m, kind)),
+        ChannelKind::XiaomiPush => fcm(m).and_then(|()| app_push(m, kind)).and_then(|()| {
+            push_limits(
+                m,
+                kind,
+                Limit::CharsBelow(XIAOMI_TITLE_CHARS),
+                Limit::CharsBelow(XIAOMI_DESCRIPTION_CHARS),
+                XIAOMI_PAYLOAD_BYTES - 1,
+            )
+        }),
         ChannelKind::Smtp => email(m),
         ChannelKind::WechatMini => crate::subscribe_rules::message(m),
         ChannelKind::AliyunSms => aliyun_sms(m),
@@ -173,22 +190,23 @@ fn fcm(m: &Map<String, Value>) -> Result<(), ShapeError> {
     Ok(())
 }
 
-/// Checks an `app` message for Huawei: FCM's shape, and a notification has
-/// a title and a body (Huawei refuses one without).
-fn huawei_push(m: &Map<String, Value>) -> Result<(), ShapeError> {
+/// Checks an `app` message for a vendor push kind (Huawei, Xiaomi, ...):
+/// FCM's shape, and a notification has a title and a body (the vendors
+/// refuse one without).
+fn app_push(m: &Map<String, Value>, kind: ChannelKind) -> Result<(), ShapeError> {
     if let Some(Value::Object(n)) = m.get("notification") {
         for k in ["title", "body"] {
             if !matches!(n.get(k), Some(Value::String(s)) if !s.trim().is_empty()) {
                 return Err(err(
                     format!("notification.{k}"),
-                    format!("a huawei_push notification needs {k} (a non-empty string)"),
+                    format!("a {kind} notification needs {k} (a non-empty string)"),
                 ));
             }
         }
     } else if !m.contains_key("data") {
         return Err(err(
             "notification",
-            "a huawei_push message needs a notification (title and body) or data",
+            format!("a {kind} message needs a notification (title and body) or data"),
         ));
     }
     if let Some(c) = m
@@ -200,6 +218,64 @@ fn huawei_push(m: &Map<String, Value>) -> Result<(), ShapeError> {
         return Err(err(
             "android.notification.click_action",
             "click_action must be a string: the intent action the tap starts",
+        ));
+    }
+    Ok(())
+}
+
+/// How a vendor measures a text limit.
+#[derive(Debug, Clone, Copy)]
+enum Limit {
+    /// Fewer than N characters (Xiaomi: "length under 50").
+    CharsBelow(usize),
+    /// At most N bytes of UTF-8 (vivo: 40 bytes, 20 Chinese characters).
+    #[allow(dead_code)]
+    BytesAtMost(usize),
+}
+
+impl Limit {
+    fn fits(self, s: &str) -> bool {
+        match self {
+            Limit::CharsBelow(n) => s.chars().count() < n,
+            Limit::BytesAtMost(n) => s.len() <= n,
+        }
+    }
+
+    fn describe(self) -> String {
+        match self {
+            Limit::CharsBelow(n) => format!("under {n} characters"),
+            Limit::BytesAtMost(n) => format!("at most {n} bytes (UTF-8)"),
+        }
+    }
+}
+
+/// A vendor's limits on the notification's title and body and on the
+/// `data` JSON (`data_bytes` at most), which its API refuses past.
+fn push_limits(
+    m: &Map<String, Value>,
+    kind: ChannelKind,
+    title: Limit,
+    body: Limit,
+    data_bytes: usize,
+) -> Result<(), ShapeError> {
+    if let Some(Value::Object(n)) = m.get("notification") {
+        for (k, limit) in [("title", title), ("body", body)] {
+            if let Some(Value::String(s)) = n.get(k)
+                && !limit.fits(s)
+            {
+                return Err(err(
+                    format!("notification.{k}"),
+                    format!("a {kind} notification's {k} must be {}", limit.describe()),
+                ));
+            }
+        }
+    }
+    if let Some(d) = m.get("data")
+        && d.to_string().len() > data_bytes
+    {
+        return Err(err(
+            "data",
+            format!("a {kind} message's data must be at most {data_bytes} bytes as JSON"),
         ));
     }
     Ok(())

@@ -19,7 +19,7 @@ pub use common::{COMMON_KEYS, CommonSettings, InDoubt, QuietHours, QuietPolicy};
 pub use providers::{
     AliyunSmsConfig, FcmConfig, HuaweiPushConfig, LogConfig, ProviderKeys, RobotConfig, SmtpConfig,
     SmtpTls, TencentSmsConfig, TokenMode, WebhookConfig, WechatConfig, WechatMiniConfig,
-    WecomConfig,
+    WecomConfig, XiaomiPushConfig,
 };
 pub use secret::SecretSource;
 
@@ -53,6 +53,8 @@ pub enum ChannelKind {
     FeishuBot,
     /// Huawei Push Kit (HMS Core Push, v1).
     HuaweiPush,
+    /// Xiaomi MiPush (server API v3).
+    XiaomiPush,
 }
 
 impl ChannelKind {
@@ -63,7 +65,9 @@ impl ChannelKind {
         match self {
             ChannelKind::Wechat => Some(ChannelType::Wechat),
             ChannelKind::Wecom => Some(ChannelType::Wecom),
-            ChannelKind::Fcm | ChannelKind::HuaweiPush => Some(ChannelType::App),
+            ChannelKind::Fcm | ChannelKind::HuaweiPush | ChannelKind::XiaomiPush => {
+                Some(ChannelType::App)
+            }
             ChannelKind::Smtp => Some(ChannelType::Email),
             ChannelKind::WechatMini => Some(ChannelType::WechatMini),
             ChannelKind::AliyunSms | ChannelKind::TencentSms => Some(ChannelType::Sms),
@@ -117,7 +121,7 @@ impl ChannelKind {
     }
 
     /// Every kind, in the order messages list them.
-    pub const ALL: [ChannelKind; 13] = [
+    pub const ALL: [ChannelKind; 14] = [
         ChannelKind::Log,
         ChannelKind::Webhook,
         ChannelKind::Wechat,
@@ -131,6 +135,7 @@ impl ChannelKind {
         ChannelKind::DingtalkRobot,
         ChannelKind::FeishuBot,
         ChannelKind::HuaweiPush,
+        ChannelKind::XiaomiPush,
     ];
 
     /// What an in-doubt send does when the channel does not say: providers
@@ -146,6 +151,7 @@ impl ChannelKind {
         match self {
             ChannelKind::Fcm
             | ChannelKind::HuaweiPush
+            | ChannelKind::XiaomiPush
             | ChannelKind::Smtp
             | ChannelKind::WechatMini
             | ChannelKind::AliyunSms
@@ -224,6 +230,7 @@ impl ChannelKind {
             | ChannelKind::WechatMini
             | ChannelKind::Fcm
             | ChannelKind::HuaweiPush
+            | ChannelKind::XiaomiPush
             | ChannelKind::Smtp => Vec::new(),
         }
     }
@@ -257,6 +264,7 @@ impl ChannelKind {
             ChannelKind::DingtalkRobot => "dingtalk_robot",
             ChannelKind::FeishuBot => "feishu_bot",
             ChannelKind::HuaweiPush => "huawei_push",
+            ChannelKind::XiaomiPush => "xiaomi_push",
         }
     }
 }
@@ -283,6 +291,7 @@ pub enum ProviderConfig {
     DingtalkRobot(RobotConfig),
     FeishuBot(RobotConfig),
     HuaweiPush(HuaweiPushConfig),
+    XiaomiPush(XiaomiPushConfig),
 }
 
 impl ProviderConfig {
@@ -301,6 +310,7 @@ impl ProviderConfig {
             ProviderConfig::DingtalkRobot(_) => ChannelKind::DingtalkRobot,
             ProviderConfig::FeishuBot(_) => ChannelKind::FeishuBot,
             ProviderConfig::HuaweiPush(_) => ChannelKind::HuaweiPush,
+            ProviderConfig::XiaomiPush(_) => ChannelKind::XiaomiPush,
         }
     }
 
@@ -320,6 +330,7 @@ impl ProviderConfig {
             | ProviderConfig::DingtalkRobot(p)
             | ProviderConfig::FeishuBot(p) => p.check(self.kind()),
             ProviderConfig::HuaweiPush(p) => p.check(),
+            ProviderConfig::XiaomiPush(p) => p.check(),
         }
     }
 }

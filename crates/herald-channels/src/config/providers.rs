@@ -143,6 +143,36 @@ pub struct HuaweiPushConfig {
     pub allow_insecure_http: bool,
 }
 
+/// Xiaomi MiPush (domestic server API v3), the push service of Xiaomi and
+/// Redmi phones.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct XiaomiPushConfig {
+    /// The app's AppSecret: MiPush takes it on every call
+    /// (`Authorization: key=...`); it does not expire.
+    pub app_secret: SecretSource,
+    /// The app's package name (`restricted_package_name`).
+    pub package_name: String,
+    /// `extra.channel_id` of every message: the notification channel the
+    /// app registered with Xiaomi. A private (approved) channel lifts the
+    /// per-device daily allowance; without one, Xiaomi delivers one
+    /// message a device a day and drops the rest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel_id: Option<String>,
+    /// Registration ids per send call (1 to 1000; default 1000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_batch: Option<usize>,
+    /// API root; `https://api.xmpush.xiaomi.com` by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_base: Option<String>,
+    /// Extra CA roots for `https://`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<String>,
+    /// Lets `api_base` be plain `http://` to a non-loopback host.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub allow_insecure_http: bool,
+}
+
 /// A chat group's robot: a WeCom group robot (`wecom_robot`), a DingTalk
 /// custom robot (`dingtalk_robot`) or a Feishu custom bot (`feishu_bot`).
 /// One channel is one robot, so one group.
@@ -436,6 +466,17 @@ impl ChannelKind {
                     "allow_insecure_http",
                 ],
             },
+            ChannelKind::XiaomiPush => ProviderKeys {
+                required: &["package_name"],
+                secrets: &[("app_secret", true)],
+                optional: &[
+                    "channel_id",
+                    "max_batch",
+                    "api_base",
+                    "ca_file",
+                    "allow_insecure_http",
+                ],
+            },
             ChannelKind::WecomRobot => ProviderKeys {
                 required: &[],
                 secrets: &[("webhook", true)],
@@ -697,6 +738,23 @@ impl HuaweiPushConfig {
     }
 }
 
+impl XiaomiPushConfig {
+    /// What can be checked without a request.
+    pub fn check(&self) -> Result<(), String> {
+        non_empty("app_secret", &self.app_secret.resolve("app_secret")?)?;
+        non_empty("package_name", &self.package_name)?;
+        if let Some(c) = &self.channel_id {
+            non_empty("channel_id", c)?;
+        }
+        check_batch(self.max_batch, crate::xiaomi_push::MAX_REGIDS_PER_CALL)?;
+        check_urls(
+            &[("api_base", &self.api_base)],
+            &self.ca_file,
+            self.allow_insecure_http,
+        )
+    }
+}
+
 impl RobotConfig {
     /// What can be checked without a request: the webhook has the shape the
     /// provider's settings give it, and plain `http://` only to a loopback
@@ -889,6 +947,17 @@ mod tests {
         })
         .unwrap();
         assert_eq!(sorted(huawei), listed(ChannelKind::HuaweiPush));
+        let xiaomi = serde_json::to_value(XiaomiPushConfig {
+            app_secret: SecretSource::Env("V".into()),
+            package_name: "com.shop".into(),
+            channel_id: all("orders"),
+            max_batch: Some(10),
+            api_base: all("b"),
+            ca_file: all("c"),
+            allow_insecure_http: true,
+        })
+        .unwrap();
+        assert_eq!(sorted(xiaomi), listed(ChannelKind::XiaomiPush));
         for kind in [ChannelKind::DingtalkRobot, ChannelKind::FeishuBot] {
             assert_eq!(sorted(robot(secret())), listed(kind), "{kind:?}");
         }
