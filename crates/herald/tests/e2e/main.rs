@@ -66,3 +66,4 @@ mod subscribers;
 mod templates;
 mod timers;
 mod vendor_push;
+mod xiaomi_push;
