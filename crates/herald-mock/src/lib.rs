@@ -43,6 +43,9 @@
 //! - Xiaomi MiPush v3 ([`xiaomi`](crate::XiaomiConfig)), errors as HTTP 200 with
 //!   `result: "error"` and a numeric `code`: `POST /v3/message/regid` (form body,
 //!   `Authorization: key=<AppSecret>`).
+//! - Honor Push ([`honor`](crate::HonorConfig)), errors as `{code, message, data}` with
+//!   Huawei's codes: `POST /auth/token` (client credentials), `POST /api/v1/{appId}/sendMessage`
+//!   (bearer token and a `timestamp` header).
 //! - Each of these vendor push mocks has the control routes
 //!   `/_mock/{vendor}/{stats,messages,faults,config,devices,clock}`
 //!   ([`PushStats`], [`PushMessage`], [`PushFaults`]; `devices` takes
@@ -63,6 +66,7 @@ mod aliyun_sms;
 mod control;
 mod faults;
 mod fcm;
+mod honor;
 mod huawei;
 mod providers;
 mod push_quota;
@@ -100,6 +104,11 @@ pub use faults::Faults;
 pub use fcm::{
     DEFAULT_FCM_PROJECT, DEFAULT_FCM_QUOTA_PER_MINUTE, FCM_RING_CAPACITY, FCM_SCOPE,
     FCM_TOKEN_TTL_SECS, FcmFaults, FcmMessage, FcmStats,
+};
+pub use honor::{
+    DEFAULT_HONOR_APP_ID, DEFAULT_HONOR_CLIENT_ID, DEFAULT_HONOR_CLIENT_SECRET,
+    HONOR_MAX_MESSAGE_BYTES, HONOR_MAX_TOKENS, HONOR_TIMESTAMP_WINDOW_MS, HONOR_TOKEN_TTL_SECS,
+    HonorConfig,
 };
 pub use huawei::{
     DEFAULT_HUAWEI_APP_ID, DEFAULT_HUAWEI_APP_SECRET, HUAWEI_MAX_MESSAGE_BYTES, HUAWEI_MAX_TOKENS,
@@ -175,6 +184,8 @@ pub struct MockConfig {
     pub huawei: HuaweiConfig,
     /// Xiaomi MiPush mock: app secret, packages, channels, quotas.
     pub xiaomi: XiaomiConfig,
+    /// Honor Push mock: app id, OAuth client, marketing allowance.
+    pub honor: HonorConfig,
 }
 
 struct Shared {
@@ -190,6 +201,7 @@ struct Shared {
     robots: robots::RobotsState,
     huawei: huawei::HuaweiState,
     xiaomi: xiaomi::XiaomiState,
+    honor: honor::HonorState,
 }
 
 /// Shared state behind the mock routes. Cheap to clone.
@@ -218,6 +230,9 @@ impl MockState {
         })?;
         cfg.xiaomi.validate().map_err(|e| {
             std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("xiaomi: {e}"))
+        })?;
+        cfg.honor.validate().map_err(|e| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("honor: {e}"))
         })?;
         let fcm = fcm::FcmState::new(
             fcm::FcmSettings {
@@ -251,6 +266,7 @@ impl MockState {
                 robots: robots::RobotsState::new(cfg.robots),
                 huawei: huawei::HuaweiState::new(cfg.huawei),
                 xiaomi: xiaomi::XiaomiState::new(cfg.xiaomi),
+                honor: honor::HonorState::new(cfg.honor),
             }),
         })
     }
@@ -299,6 +315,7 @@ impl MockState {
         self.shared.robots.reset();
         self.shared.huawei.reset();
         self.shared.xiaomi.reset();
+        self.shared.honor.reset();
     }
 
     /// WeChat mock statistics; `GET /_mock/wechat/stats`.
@@ -493,6 +510,19 @@ impl MockState {
         use vendor_push::VendorMock;
         self.shared.xiaomi.book().messages(limit, token)
     }
+
+    /// `GET /_mock/honor/stats`.
+    pub fn honor_stats(&self) -> PushStats {
+        use vendor_push::VendorMock;
+        self.shared.honor.book().stats()
+    }
+
+    /// The newest `limit` delivered Honor device messages (only to `token`,
+    /// if given), oldest first.
+    pub fn honor_messages(&self, limit: usize, token: Option<&str>) -> Vec<PushMessage> {
+        use vendor_push::VendorMock;
+        self.shared.honor.book().messages(limit, token)
+    }
 }
 
 /// `POST /`: the Aliyun and Tencent SMS APIs both live at the root of their
@@ -532,6 +562,7 @@ pub fn router(state: MockState) -> Router {
         .merge(robots::routes())
         .merge(huawei::routes())
         .merge(xiaomi::routes())
+        .merge(honor::routes())
         .route("/", axum::routing::post(sms_root))
         .with_state(state)
 }

@@ -13,6 +13,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
@@ -20,10 +21,13 @@ use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use parking_lot::{Mutex, RwLock};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use crate::MockState;
 use crate::providers::{Clock, ClockMove, DailyCounter, Ring};
@@ -142,6 +146,101 @@ impl Tally {
 
 pub(crate) fn bump(a: &AtomicU64, n: u64) {
     a.fetch_add(n, Ordering::Relaxed);
+}
+
+/// Why an access token is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TokenProblem {
+    /// Not one this mock issued for this app.
+    Unknown,
+    /// Past its lifetime, or expired by the `expire_tokens` fault.
+    Expired,
+}
+
+/// Stateless access tokens: sequence number and expiry under a MAC keyed
+/// by a per-process secret and bound to the app, so there is no table to
+/// grow. Expiring all of them raises the lowest valid sequence number.
+pub(crate) struct TokenMint {
+    prefix: &'static str,
+    secret: u64,
+    next_seq: AtomicU64,
+    valid_from_seq: AtomicU64,
+}
+
+impl TokenMint {
+    pub(crate) fn new(prefix: &'static str) -> TokenMint {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        TokenMint {
+            prefix,
+            secret: xxh3_64_with_seed(prefix.as_bytes(), now ^ u64::from(std::process::id())),
+            next_seq: AtomicU64::new(1),
+            valid_from_seq: AtomicU64::new(0),
+        }
+    }
+
+    fn mac(&self, seq: u64, expires_ms: u64, app: &str) -> u64 {
+        let mut buf = Vec::with_capacity(16 + app.len());
+        buf.extend_from_slice(&seq.to_le_bytes());
+        buf.extend_from_slice(&expires_ms.to_le_bytes());
+        buf.extend_from_slice(app.as_bytes());
+        xxh3_64_with_seed(&buf, self.secret)
+    }
+
+    /// A new token for `app`, valid for `ttl_ms` from `now_ms`; with its
+    /// expiry.
+    pub(crate) fn issue(&self, app: &str, now_ms: u64, ttl_ms: u64) -> (String, u64) {
+        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+        let expires_ms = now_ms.saturating_add(ttl_ms);
+        let mut raw = [0u8; 24];
+        raw[..8].copy_from_slice(&seq.to_le_bytes());
+        raw[8..16].copy_from_slice(&expires_ms.to_le_bytes());
+        raw[16..].copy_from_slice(&self.mac(seq, expires_ms, app).to_le_bytes());
+        (format!("{}{}", self.prefix, B64.encode(raw)), expires_ms)
+    }
+
+    /// Checks a token for `app`. An armed `expire_tokens` fault fires here,
+    /// on the first live token it meets.
+    pub(crate) fn check(
+        &self,
+        token: &str,
+        app: &str,
+        now_ms: u64,
+        faults: &Mutex<PushFaults>,
+    ) -> Result<(), TokenProblem> {
+        let raw = token
+            .strip_prefix(self.prefix)
+            .and_then(|b| B64.decode(b).ok())
+            .filter(|r| r.len() == 24)
+            .ok_or(TokenProblem::Unknown)?;
+        let word = |i: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&raw[i * 8..i * 8 + 8]);
+            u64::from_le_bytes(w)
+        };
+        let (seq, expires_ms, mac) = (word(0), word(1), word(2));
+        if mac != self.mac(seq, expires_ms, app) {
+            return Err(TokenProblem::Unknown);
+        }
+        if expires_ms <= now_ms || seq < self.valid_from_seq.load(Ordering::Relaxed) {
+            return Err(TokenProblem::Expired);
+        }
+        let mut f = faults.lock();
+        if f.expire_tokens {
+            f.expire_tokens = false;
+            let next = self.next_seq.load(Ordering::Relaxed);
+            self.valid_from_seq.fetch_max(next, Ordering::Relaxed);
+            tracing::info!(
+                prefix = self.prefix,
+                valid_from_seq = next,
+                "push mock: expired every token issued so far"
+            );
+            return Err(TokenProblem::Expired);
+        }
+        Ok(())
+    }
 }
 
 /// What an injected fault makes of the next send, in the order checked.
@@ -462,6 +561,39 @@ pub(crate) fn chars(s: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tokens_expire_by_time_and_by_fault() {
+        let mint = TokenMint::new("tk-");
+        let faults = Mutex::new(PushFaults::default());
+        let (t, exp) = mint.issue("app", 1_000, 60_000);
+        assert_eq!(exp, 61_000);
+        assert_eq!(mint.check(&t, "app", 2_000, &faults), Ok(()));
+        assert_eq!(
+            mint.check(&t, "other", 2_000, &faults),
+            Err(TokenProblem::Unknown)
+        );
+        assert_eq!(
+            mint.check(&t, "app", 61_000, &faults),
+            Err(TokenProblem::Expired)
+        );
+        assert_eq!(
+            mint.check("tk-garbage", "app", 2_000, &faults),
+            Err(TokenProblem::Unknown)
+        );
+        faults.lock().expire_tokens = true;
+        assert_eq!(
+            mint.check(&t, "app", 2_000, &faults),
+            Err(TokenProblem::Expired)
+        );
+        assert!(!faults.lock().expire_tokens, "the fault fires once");
+        assert_eq!(
+            mint.check(&t, "app", 2_000, &faults),
+            Err(TokenProblem::Expired)
+        );
+        let (fresh, _) = mint.issue("app", 2_000, 60_000);
+        assert_eq!(mint.check(&fresh, "app", 2_000, &faults), Ok(()));
+    }
 
     #[test]
     fn devices_register_again_and_the_app_day_fills() {

@@ -145,8 +145,8 @@ enum Cmd {
     Backup(backup_cli::BackupArgs),
     /// Put a backup in place as the store of an empty data directory.
     Restore(backup_cli::RestoreArgs),
-    /// Run the provider mocks (webhook sink at /hook, WeChat, WeCom, FCM, Huawei Push, Aliyun and Tencent SMS on their real paths, stats at /_mock/stats).
-    Mock(MockArgs),
+    /// Run the provider mocks (webhook sink at /hook, WeChat, WeCom, FCM, Huawei, Honor and Xiaomi Push, Aliyun and Tencent SMS on their real paths, stats at /_mock/stats).
+    Mock(Box<MockArgs>),
     /// Load generators that measure Herald against its budgets.
     Bench {
         #[command(subcommand)]
@@ -380,6 +380,16 @@ struct MockArgs {
     /// key=...`; default `mock-xiaomi-app-secret`.
     #[arg(long, env = "HERALD_MOCK_XIAOMI_APP_SECRET", hide_env_values = true)]
     xiaomi_app_secret: Option<String>,
+    /// Honor Push mock: the app id ({appId} in /api/v1/{appId}/sendMessage).
+    #[arg(long, default_value = herald_mock::DEFAULT_HONOR_APP_ID)]
+    honor_app_id: String,
+    /// Honor Push mock: the OAuth client id of POST /auth/token.
+    #[arg(long, default_value = herald_mock::DEFAULT_HONOR_CLIENT_ID)]
+    honor_client_id: String,
+    /// Honor Push mock: the OAuth client secret; default
+    /// `mock-honor-client-secret`.
+    #[arg(long, env = "HERALD_MOCK_HONOR_CLIENT_SECRET", hide_env_values = true)]
+    honor_client_secret: Option<String>,
 }
 
 async fn run_mock(a: MockArgs) -> anyhow::Result<()> {
@@ -449,6 +459,14 @@ async fn run_mock(a: MockArgs) -> anyhow::Result<()> {
             package_names: vec![a.xiaomi_package_name],
             ..Default::default()
         },
+        honor: herald_mock::HonorConfig {
+            app_id: a.honor_app_id,
+            client_id: a.honor_client_id,
+            client_secret: a
+                .honor_client_secret
+                .unwrap_or_else(|| herald_mock::DEFAULT_HONOR_CLIENT_SECRET.to_owned()),
+            ..Default::default()
+        },
         ..Default::default()
     };
     cfg.huawei
@@ -459,6 +477,10 @@ async fn run_mock(a: MockArgs) -> anyhow::Result<()> {
         .validate()
         .map_err(anyhow::Error::msg)
         .context("checking --xiaomi-package-name and --xiaomi-app-secret")?;
+    cfg.honor
+        .validate()
+        .map_err(anyhow::Error::msg)
+        .context("checking --honor-app-id, --honor-client-id and --honor-client-secret")?;
     let server = herald_mock::MockServer::start(a.listen, cfg)
         .await
         .with_context(|| format!("binding {}", a.listen))?;
@@ -549,7 +571,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Cmd::Config { cmd } => config_check::run(cmd),
             Cmd::Backup(a) => backup_cli::backup(a).await,
             Cmd::Restore(a) => backup_cli::restore(a).await,
-            Cmd::Mock(a) => run_mock(a).await,
+            Cmd::Mock(a) => run_mock(*a).await,
             Cmd::Bench { cmd } => bench::run(cmd).await,
             Cmd::Timers { cmd, .. } => timers_cli::run(&remote, cmd).await,
             Cmd::Subjects { cmd, .. } => remind_cli::subjects(&remote, cmd).await,
