@@ -8,6 +8,7 @@
 pub mod aliyun_sms;
 mod config;
 pub mod fcm;
+pub mod honor_push;
 pub mod http;
 pub mod huawei_push;
 mod log;
@@ -38,11 +39,12 @@ use herald_core::{TimerId, TimerKind};
 pub use aliyun_sms::AliyunSmsChannel;
 pub use config::{
     AliyunSmsConfig, COMMON_KEYS, ChannelConfig, ChannelKind, CommonSettings, FcmConfig,
-    HuaweiPushConfig, InDoubt, LogConfig, ProviderConfig, ProviderKeys, QuietHours, QuietPolicy,
-    RobotConfig, SecretSource, SmtpConfig, SmtpTls, TencentSmsConfig, TokenMode, WebhookConfig,
-    WechatConfig, WechatMiniConfig, WecomConfig, XiaomiPushConfig,
+    HonorPushConfig, HuaweiPushConfig, InDoubt, LogConfig, ProviderConfig, ProviderKeys,
+    QuietHours, QuietPolicy, RobotConfig, SecretSource, SmtpConfig, SmtpTls, TencentSmsConfig,
+    TokenMode, WebhookConfig, WechatConfig, WechatMiniConfig, WecomConfig, XiaomiPushConfig,
 };
 pub use fcm::FcmChannel;
+pub use honor_push::HonorPushChannel;
 pub use huawei_push::HuaweiPushChannel;
 pub use log::LogChannel;
 pub use robots::RobotChannel;
@@ -353,5 +355,6 @@ pub fn build(cfg: &ChannelConfig, ctx: &BuildContext) -> Result<Arc<dyn Channel>
         | ProviderConfig::FeishuBot(p) => Arc::new(RobotChannel::new(common, cfg.kind(), p)?),
         ProviderConfig::HuaweiPush(p) => Arc::new(HuaweiPushChannel::new(common, p, ctx)?),
         ProviderConfig::XiaomiPush(p) => Arc::new(XiaomiPushChannel::new(common, p, ctx)?),
+        ProviderConfig::HonorPush(p) => Arc::new(HonorPushChannel::new(common, p, ctx)?),
     })
 }

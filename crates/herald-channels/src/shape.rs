@@ -44,7 +44,7 @@ pub fn check(kind: ChannelKind, msg: &Value) -> Result<(), ShapeError> {
         ChannelKind::Wechat => wechat(m),
         ChannelKind::Wecom => wecom(m),
         ChannelKind::Fcm => fcm(m),
-        ChannelKind::HuaweiPush => fcm(m).and_then(|()| app_push(m, kind)),
+        ChannelKind::HuaweiPush | ChannelKind::HonorPush => fcm(m).and_then(|()| app_push(m, kind)),
         ChannelKind::XiaomiPush => fcm(m).and_then(|()| app_push(m, kind)).and_then(|()| {
             push_limits(
                 m,

@@ -17,9 +17,9 @@ use crate::ChannelError;
 
 pub use common::{COMMON_KEYS, CommonSettings, InDoubt, QuietHours, QuietPolicy};
 pub use providers::{
-    AliyunSmsConfig, FcmConfig, HuaweiPushConfig, LogConfig, ProviderKeys, RobotConfig, SmtpConfig,
-    SmtpTls, TencentSmsConfig, TokenMode, WebhookConfig, WechatConfig, WechatMiniConfig,
-    WecomConfig, XiaomiPushConfig,
+    AliyunSmsConfig, FcmConfig, HonorPushConfig, HuaweiPushConfig, LogConfig, ProviderKeys,
+    RobotConfig, SmtpConfig, SmtpTls, TencentSmsConfig, TokenMode, WebhookConfig, WechatConfig,
+    WechatMiniConfig, WecomConfig, XiaomiPushConfig,
 };
 pub use secret::SecretSource;
 
@@ -55,6 +55,8 @@ pub enum ChannelKind {
     HuaweiPush,
     /// Xiaomi MiPush (server API v3).
     XiaomiPush,
+    /// Honor Push.
+    HonorPush,
 }
 
 impl ChannelKind {
@@ -65,9 +67,10 @@ impl ChannelKind {
         match self {
             ChannelKind::Wechat => Some(ChannelType::Wechat),
             ChannelKind::Wecom => Some(ChannelType::Wecom),
-            ChannelKind::Fcm | ChannelKind::HuaweiPush | ChannelKind::XiaomiPush => {
-                Some(ChannelType::App)
-            }
+            ChannelKind::Fcm
+            | ChannelKind::HuaweiPush
+            | ChannelKind::XiaomiPush
+            | ChannelKind::HonorPush => Some(ChannelType::App),
             ChannelKind::Smtp => Some(ChannelType::Email),
             ChannelKind::WechatMini => Some(ChannelType::WechatMini),
             ChannelKind::AliyunSms | ChannelKind::TencentSms => Some(ChannelType::Sms),
@@ -121,7 +124,7 @@ impl ChannelKind {
     }
 
     /// Every kind, in the order messages list them.
-    pub const ALL: [ChannelKind; 14] = [
+    pub const ALL: [ChannelKind; 15] = [
         ChannelKind::Log,
         ChannelKind::Webhook,
         ChannelKind::Wechat,
@@ -136,6 +139,7 @@ impl ChannelKind {
         ChannelKind::FeishuBot,
         ChannelKind::HuaweiPush,
         ChannelKind::XiaomiPush,
+        ChannelKind::HonorPush,
     ];
 
     /// What an in-doubt send does when the channel does not say: providers
@@ -152,6 +156,7 @@ impl ChannelKind {
             ChannelKind::Fcm
             | ChannelKind::HuaweiPush
             | ChannelKind::XiaomiPush
+            | ChannelKind::HonorPush
             | ChannelKind::Smtp
             | ChannelKind::WechatMini
             | ChannelKind::AliyunSms
@@ -231,6 +236,7 @@ impl ChannelKind {
             | ChannelKind::Fcm
             | ChannelKind::HuaweiPush
             | ChannelKind::XiaomiPush
+            | ChannelKind::HonorPush
             | ChannelKind::Smtp => Vec::new(),
         }
     }
@@ -265,6 +271,7 @@ impl ChannelKind {
             ChannelKind::FeishuBot => "feishu_bot",
             ChannelKind::HuaweiPush => "huawei_push",
             ChannelKind::XiaomiPush => "xiaomi_push",
+            ChannelKind::HonorPush => "honor_push",
         }
     }
 }
@@ -292,6 +299,7 @@ pub enum ProviderConfig {
     FeishuBot(RobotConfig),
     HuaweiPush(HuaweiPushConfig),
     XiaomiPush(XiaomiPushConfig),
+    HonorPush(HonorPushConfig),
 }
 
 impl ProviderConfig {
@@ -311,6 +319,7 @@ impl ProviderConfig {
             ProviderConfig::FeishuBot(_) => ChannelKind::FeishuBot,
             ProviderConfig::HuaweiPush(_) => ChannelKind::HuaweiPush,
             ProviderConfig::XiaomiPush(_) => ChannelKind::XiaomiPush,
+            ProviderConfig::HonorPush(_) => ChannelKind::HonorPush,
         }
     }
 
@@ -331,6 +340,7 @@ impl ProviderConfig {
             | ProviderConfig::FeishuBot(p) => p.check(self.kind()),
             ProviderConfig::HuaweiPush(p) => p.check(),
             ProviderConfig::XiaomiPush(p) => p.check(),
+            ProviderConfig::HonorPush(p) => p.check(),
         }
     }
 }

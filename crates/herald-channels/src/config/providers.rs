@@ -173,6 +173,39 @@ pub struct XiaomiPushConfig {
     pub allow_insecure_http: bool,
 }
 
+/// Honor Push, the push service of Honor phones.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HonorPushConfig {
+    /// The app's id in Honor's developer console (`{appId}` in the send path).
+    pub app_id: String,
+    /// The app's OAuth client id.
+    pub client_id: String,
+    /// The app's OAuth client secret.
+    pub client_secret: SecretSource,
+    /// `android.notification.importance` of every message: `NORMAL` for
+    /// service and communication messages (needs Honor's approval of the
+    /// app's self-classification), `LOW` for marketing. Without it, Honor
+    /// treats messages as marketing: two a day to a device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub importance: Option<String>,
+    /// Device tokens per send call (1 to 1000; default 1000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_batch: Option<usize>,
+    /// API root; `https://push-api.cloud.honor.com` by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_base: Option<String>,
+    /// The OAuth token endpoint; Honor's by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_url: Option<String>,
+    /// Extra CA roots for `https://`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<String>,
+    /// Lets provider URLs be plain `http://` to a non-loopback host.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub allow_insecure_http: bool,
+}
+
 /// A chat group's robot: a WeCom group robot (`wecom_robot`), a DingTalk
 /// custom robot (`dingtalk_robot`) or a Feishu custom bot (`feishu_bot`).
 /// One channel is one robot, so one group.
@@ -477,6 +510,18 @@ impl ChannelKind {
                     "allow_insecure_http",
                 ],
             },
+            ChannelKind::HonorPush => ProviderKeys {
+                required: &["app_id", "client_id"],
+                secrets: &[("client_secret", true)],
+                optional: &[
+                    "importance",
+                    "max_batch",
+                    "api_base",
+                    "token_url",
+                    "ca_file",
+                    "allow_insecure_http",
+                ],
+            },
             ChannelKind::WecomRobot => ProviderKeys {
                 required: &[],
                 secrets: &[("webhook", true)],
@@ -755,6 +800,29 @@ impl XiaomiPushConfig {
     }
 }
 
+impl HonorPushConfig {
+    /// What can be checked without a request.
+    pub fn check(&self) -> Result<(), String> {
+        non_empty("app_id", &self.app_id)?;
+        non_empty("client_id", &self.client_id)?;
+        non_empty(
+            "client_secret",
+            &self.client_secret.resolve("client_secret")?,
+        )?;
+        if let Some(i) = &self.importance
+            && !crate::honor_push::IMPORTANCES.contains(&i.as_str())
+        {
+            return Err(format!("importance must be NORMAL or LOW, not {i:?}"));
+        }
+        check_batch(self.max_batch, crate::honor_push::MAX_TOKENS_PER_CALL)?;
+        check_urls(
+            &[("api_base", &self.api_base), ("token_url", &self.token_url)],
+            &self.ca_file,
+            self.allow_insecure_http,
+        )
+    }
+}
+
 impl RobotConfig {
     /// What can be checked without a request: the webhook has the shape the
     /// provider's settings give it, and plain `http://` only to a loopback
@@ -958,6 +1026,19 @@ mod tests {
         })
         .unwrap();
         assert_eq!(sorted(xiaomi), listed(ChannelKind::XiaomiPush));
+        let honor = serde_json::to_value(HonorPushConfig {
+            app_id: "1".into(),
+            client_id: "c".into(),
+            client_secret: SecretSource::Env("V".into()),
+            importance: all("NORMAL"),
+            max_batch: Some(10),
+            api_base: all("b"),
+            token_url: all("t"),
+            ca_file: all("c"),
+            allow_insecure_http: true,
+        })
+        .unwrap();
+        assert_eq!(sorted(honor), listed(ChannelKind::HonorPush));
         for kind in [ChannelKind::DingtalkRobot, ChannelKind::FeishuBot] {
             assert_eq!(sorted(robot(secret())), listed(kind), "{kind:?}");
         }

@@ -77,6 +77,7 @@ pub fn from_table(mut table: Map<String, Value>) -> Result<ChannelConfig, String
         ChannelKind::FeishuBot => decode(table).map(ProviderConfig::FeishuBot),
         ChannelKind::HuaweiPush => decode(table).map(ProviderConfig::HuaweiPush),
         ChannelKind::XiaomiPush => decode(table).map(ProviderConfig::XiaomiPush),
+        ChannelKind::HonorPush => decode(table).map(ProviderConfig::HonorPush),
     }
     .map_err(|e| format!("{label}: {e}"))?;
     Ok(ChannelConfig { common, provider })
@@ -102,6 +103,7 @@ pub fn to_table(cfg: &ChannelConfig) -> Result<Map<String, Value>, serde_json::E
         | ProviderConfig::FeishuBot(p) => serde_json::to_value(p),
         ProviderConfig::HuaweiPush(p) => serde_json::to_value(p),
         ProviderConfig::XiaomiPush(p) => serde_json::to_value(p),
+        ProviderConfig::HonorPush(p) => serde_json::to_value(p),
     }?;
     let secrets = kind.provider_keys().secrets;
     for (k, v) in object(provider) {
