@@ -43,6 +43,7 @@ mod fuzz_api;
 mod fuzz_parsers;
 mod gaps;
 mod grants;
+mod honor_push;
 mod in_doubt;
 mod in_time;
 mod input;
