@@ -94,6 +94,10 @@ pub struct PushStats {
     pub dropped_quota: u64,
     /// Sends answered as a repeat of an earlier request id (vivo).
     pub duplicates: u64,
+    /// Distinct device tokens delivered to.
+    pub devices: u64,
+    /// Deliveries to a device token already delivered to.
+    pub repeated_devices: u64,
     /// Error answers by the vendor's code.
     pub refused: BTreeMap<String, u64>,
 }
@@ -109,6 +113,7 @@ pub(crate) struct Tally {
     pub(crate) dropped_quota: AtomicU64,
     pub(crate) duplicates: AtomicU64,
     pub(crate) refused: CodeTally,
+    pub(crate) repeats: crate::repeats::Repeats,
 }
 
 impl Tally {
@@ -124,6 +129,8 @@ impl Tally {
             dropped_quota: n(&self.dropped_quota),
             duplicates: n(&self.duplicates),
             refused: self.refused.snapshot(),
+            devices: self.repeats.devices(),
+            repeated_devices: self.repeats.repeated(),
         }
     }
 
@@ -141,6 +148,7 @@ impl Tally {
             a.store(0, Ordering::Relaxed);
         }
         self.refused.clear();
+        self.repeats.clear();
     }
 }
 
@@ -379,6 +387,7 @@ impl Book {
             match self.devices.admit(t, marketing, limits, now_ms) {
                 Verdict::Deliver => {
                     delivered += 1;
+                    self.tally.repeats.record(t);
                     self.ring.push(Delivered {
                         token: t.clone(),
                         message_id: message_id.clone(),

@@ -90,6 +90,8 @@ impl ChannelKind {
         match self {
             ChannelKind::Fcm => Some(PushService::Fcm),
             ChannelKind::HuaweiPush => Some(PushService::Huawei),
+            ChannelKind::XiaomiPush => Some(PushService::Xiaomi),
+            ChannelKind::HonorPush => Some(PushService::Honor),
             ChannelKind::Log
             | ChannelKind::Webhook
             | ChannelKind::Wechat

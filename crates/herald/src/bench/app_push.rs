@@ -44,24 +44,34 @@ pub struct AppPushArgs {
 enum Service {
     Fcm,
     Huawei,
+    Xiaomi,
+    Honor,
 }
 
-const SERVICES: [Service; 2] = [Service::Fcm, Service::Huawei];
+const SERVICES: [Service; 4] = [
+    Service::Fcm,
+    Service::Huawei,
+    Service::Xiaomi,
+    Service::Honor,
+];
 
 impl Service {
     fn name(self) -> &'static str {
         match self {
             Service::Fcm => "fcm",
             Service::Huawei => "huawei",
+            Service::Xiaomi => "xiaomi",
+            Service::Honor => "honor",
         }
     }
 
     /// Device `d`'s token; a dead one is one the mock refuses as gone.
     fn token(self, d: usize, dead: bool) -> String {
         match (self, dead) {
-            // The Huawei mock calls every `invalid-` token illegal.
-            (Service::Huawei, true) => format!("invalid-hw-{d}"),
-            (s, true) => format!("dead-{}-{d}", s.name()),
+            // The FCM mock is told its dead tokens; the vendors' mocks call
+            // every `invalid-` token gone.
+            (Service::Fcm, true) => format!("dead-fcm-{d}"),
+            (s, true) => format!("invalid-{}-{d}", s.name()),
             (s, false) => format!("{}-dev-{d}", s.name()),
         }
     }
@@ -77,6 +87,14 @@ impl Service {
                 let s = mock.state().huawei_stats();
                 (s.delivered, s.devices, s.repeated_devices)
             }
+            Service::Xiaomi => {
+                let s = mock.state().xiaomi_stats();
+                (s.delivered, s.devices, s.repeated_devices)
+            }
+            Service::Honor => {
+                let s = mock.state().honor_stats();
+                (s.delivered, s.devices, s.repeated_devices)
+            }
         }
     }
 
@@ -85,6 +103,8 @@ impl Service {
         match self {
             Service::Fcm => mock.state().fcm_stats().received,
             Service::Huawei => mock.state().huawei_stats().calls,
+            Service::Xiaomi => mock.state().xiaomi_stats().calls,
+            Service::Honor => mock.state().honor_stats().calls,
         }
     }
 }
@@ -100,8 +120,9 @@ fn device(d: usize, dead_every: usize) -> (Service, bool) {
     )
 }
 
-/// The `[[channels]]` of the node: `push` (FCM, the job's channel) and
-/// `hms` (Huawei), each to its mock.
+/// The `[[channels]]` of the node: `push` (FCM, the job's channel), `hms`
+/// (Huawei), `mi` (Xiaomi, on an approved private channel) and `hn` (Honor,
+/// service-class importance), each to its mock.
 fn channels_toml(mock: &MockServer, key: &std::path::Path, concurrency: usize) -> String {
     let base = mock.base_url();
     let h = herald_mock::HuaweiConfig::default();
@@ -111,11 +132,22 @@ fn channels_toml(mock: &MockServer, key: &std::path::Path, concurrency: usize) -
          concurrency = {concurrency}\n\n\
          [[channels]]\nname = \"hms\"\nkind = \"huawei_push\"\napi_base = \"{base}\"\n\
          token_url = \"{base}/oauth2/v3/token\"\napp_id = \"{app}\"\napp_secret = \"{secret}\"\n\
-         category = \"SUBSCRIPTION\"\nconcurrency = {concurrency}\n",
+         category = \"SUBSCRIPTION\"\nconcurrency = {concurrency}\n\n\
+         [[channels]]\nname = \"mi\"\nkind = \"xiaomi_push\"\napi_base = \"{base}\"\n\
+         app_secret = \"{mi_secret}\"\npackage_name = \"{mi_package}\"\n\
+         channel_id = \"herald_private\"\nconcurrency = {concurrency}\n\n\
+         [[channels]]\nname = \"hn\"\nkind = \"honor_push\"\napi_base = \"{base}\"\n\
+         token_url = \"{base}/auth/token\"\napp_id = \"{hn_app}\"\nclient_id = \"{hn_client}\"\n\
+         client_secret = \"{hn_secret}\"\nimportance = \"NORMAL\"\nconcurrency = {concurrency}\n",
         key = key.display(),
         project = herald_mock::DEFAULT_FCM_PROJECT,
         app = h.app_id,
         secret = h.client_secret,
+        mi_secret = herald_mock::DEFAULT_XIAOMI_APP_SECRET,
+        mi_package = herald_mock::DEFAULT_XIAOMI_PACKAGE,
+        hn_app = herald_mock::DEFAULT_HONOR_APP_ID,
+        hn_client = herald_mock::DEFAULT_HONOR_CLIENT_ID,
+        hn_secret = herald_mock::DEFAULT_HONOR_CLIENT_SECRET,
     )
 }
 
@@ -154,6 +186,8 @@ pub(super) async fn run(mut a: AppPushArgs) -> anyhow::Result<()> {
         ..MockConfig::default()
     };
     cfg.huawei.calls_per_second = 0;
+    cfg.xiaomi.calls_per_second = 0;
+    cfg.honor.calls_per_second = 0;
     let mock = MockServer::start("127.0.0.1:0".parse()?, cfg).await?;
     let dead: Vec<usize> = (0..devices)
         .filter(|&d| device(d, a.dead_every).1)
