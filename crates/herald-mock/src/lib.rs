@@ -46,6 +46,9 @@
 //! - Honor Push ([`honor`](crate::HonorConfig)), errors as `{code, message, data}` with
 //!   Huawei's codes: `POST /auth/token` (client credentials), `POST /api/v1/{appId}/sendMessage`
 //!   (bearer token and a `timestamp` header).
+//! - OPPO Push ([`oppo`](crate::OppoConfig)), errors as HTTP 200 with OPPO's `code`:
+//!   `POST /server/v1/auth` (SHA-256 sign), `POST /server/v1/message/notification/unicast`
+//!   and `.../unicast_batch` (form with `auth_token`).
 //! - Each of these vendor push mocks has the control routes
 //!   `/_mock/{vendor}/{stats,messages,faults,config,devices,clock}`
 //!   ([`PushStats`], [`PushMessage`], [`PushFaults`]; `devices` takes
@@ -68,6 +71,7 @@ mod faults;
 mod fcm;
 mod honor;
 mod huawei;
+mod oppo;
 mod providers;
 mod push_quota;
 mod repeats;
@@ -114,6 +118,11 @@ pub use huawei::{
     DEFAULT_HUAWEI_APP_ID, DEFAULT_HUAWEI_APP_SECRET, HUAWEI_MAX_MESSAGE_BYTES, HUAWEI_MAX_TOKENS,
     HUAWEI_RING_CAPACITY, HUAWEI_TOKEN_TTL_SECS, HuaweiConfig, HuaweiFaults, HuaweiMessage,
     HuaweiStats,
+};
+pub use oppo::{
+    DEFAULT_OPPO_APP_KEY, DEFAULT_OPPO_MASTER_SECRET, OPPO_CONTENT_CHARS,
+    OPPO_MARKETING_CATEGORIES, OPPO_MAX_BATCH, OPPO_SERVICE_CATEGORIES, OPPO_TIMESTAMP_WINDOW_MS,
+    OPPO_TITLE_CHARS, OPPO_TOKEN_TTL_SECS, OppoConfig,
 };
 pub use robots::{
     DEFAULT_DINGTALK_ROBOT_SECRET, DEFAULT_DINGTALK_ROBOT_TOKEN, DEFAULT_FEISHU_BOT_SECRET,
@@ -186,6 +195,8 @@ pub struct MockConfig {
     pub xiaomi: XiaomiConfig,
     /// Honor Push mock: app id, OAuth client, marketing allowance.
     pub honor: HonorConfig,
+    /// OPPO Push mock: app key, master secret, quotas.
+    pub oppo: OppoConfig,
 }
 
 struct Shared {
@@ -202,6 +213,7 @@ struct Shared {
     huawei: huawei::HuaweiState,
     xiaomi: xiaomi::XiaomiState,
     honor: honor::HonorState,
+    oppo: oppo::OppoState,
 }
 
 /// Shared state behind the mock routes. Cheap to clone.
@@ -233,6 +245,9 @@ impl MockState {
         })?;
         cfg.honor.validate().map_err(|e| {
             std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("honor: {e}"))
+        })?;
+        cfg.oppo.validate().map_err(|e| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("oppo: {e}"))
         })?;
         let fcm = fcm::FcmState::new(
             fcm::FcmSettings {
@@ -267,6 +282,7 @@ impl MockState {
                 huawei: huawei::HuaweiState::new(cfg.huawei),
                 xiaomi: xiaomi::XiaomiState::new(cfg.xiaomi),
                 honor: honor::HonorState::new(cfg.honor),
+                oppo: oppo::OppoState::new(cfg.oppo),
             }),
         })
     }
@@ -316,6 +332,7 @@ impl MockState {
         self.shared.huawei.reset();
         self.shared.xiaomi.reset();
         self.shared.honor.reset();
+        self.shared.oppo.reset();
     }
 
     /// WeChat mock statistics; `GET /_mock/wechat/stats`.
@@ -523,6 +540,19 @@ impl MockState {
         use vendor_push::VendorMock;
         self.shared.honor.book().messages(limit, token)
     }
+
+    /// `GET /_mock/oppo/stats`.
+    pub fn oppo_stats(&self) -> PushStats {
+        use vendor_push::VendorMock;
+        self.shared.oppo.book().stats()
+    }
+
+    /// The newest `limit` delivered OPPO device messages (only to `token`,
+    /// if given), oldest first.
+    pub fn oppo_messages(&self, limit: usize, token: Option<&str>) -> Vec<PushMessage> {
+        use vendor_push::VendorMock;
+        self.shared.oppo.book().messages(limit, token)
+    }
 }
 
 /// `POST /`: the Aliyun and Tencent SMS APIs both live at the root of their
@@ -563,6 +593,7 @@ pub fn router(state: MockState) -> Router {
         .merge(huawei::routes())
         .merge(xiaomi::routes())
         .merge(honor::routes())
+        .merge(oppo::routes())
         .route("/", axum::routing::post(sms_root))
         .with_state(state)
 }

@@ -145,7 +145,7 @@ enum Cmd {
     Backup(backup_cli::BackupArgs),
     /// Put a backup in place as the store of an empty data directory.
     Restore(backup_cli::RestoreArgs),
-    /// Run the provider mocks (webhook sink at /hook, WeChat, WeCom, FCM, Huawei, Honor and Xiaomi Push, Aliyun and Tencent SMS on their real paths, stats at /_mock/stats).
+    /// Run the provider mocks (webhook sink at /hook, WeChat, WeCom, FCM, Huawei, Honor, Xiaomi and OPPO Push, Aliyun and Tencent SMS on their real paths, stats at /_mock/stats).
     Mock(Box<MockArgs>),
     /// Load generators that measure Herald against its budgets.
     Bench {
@@ -390,6 +390,13 @@ struct MockArgs {
     /// `mock-honor-client-secret`.
     #[arg(long, env = "HERALD_MOCK_HONOR_CLIENT_SECRET", hide_env_values = true)]
     honor_client_secret: Option<String>,
+    /// OPPO Push mock: the app key of POST /server/v1/auth.
+    #[arg(long, default_value = herald_mock::DEFAULT_OPPO_APP_KEY)]
+    oppo_app_key: String,
+    /// OPPO Push mock: the master secret the auth sign is made with;
+    /// default `mock-oppo-master-secret`.
+    #[arg(long, env = "HERALD_MOCK_OPPO_MASTER_SECRET", hide_env_values = true)]
+    oppo_master_secret: Option<String>,
 }
 
 async fn run_mock(a: MockArgs) -> anyhow::Result<()> {
@@ -467,6 +474,13 @@ async fn run_mock(a: MockArgs) -> anyhow::Result<()> {
                 .unwrap_or_else(|| herald_mock::DEFAULT_HONOR_CLIENT_SECRET.to_owned()),
             ..Default::default()
         },
+        oppo: herald_mock::OppoConfig {
+            app_key: a.oppo_app_key,
+            master_secret: a
+                .oppo_master_secret
+                .unwrap_or_else(|| herald_mock::DEFAULT_OPPO_MASTER_SECRET.to_owned()),
+            ..Default::default()
+        },
         ..Default::default()
     };
     cfg.huawei
@@ -481,6 +495,10 @@ async fn run_mock(a: MockArgs) -> anyhow::Result<()> {
         .validate()
         .map_err(anyhow::Error::msg)
         .context("checking --honor-app-id, --honor-client-id and --honor-client-secret")?;
+    cfg.oppo
+        .validate()
+        .map_err(anyhow::Error::msg)
+        .context("checking --oppo-app-key and --oppo-master-secret")?;
     let server = herald_mock::MockServer::start(a.listen, cfg)
         .await
         .with_context(|| format!("binding {}", a.listen))?;
