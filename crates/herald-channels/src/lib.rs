@@ -14,6 +14,7 @@ pub mod huawei_push;
 mod log;
 mod message_fields;
 pub mod metrics;
+pub mod oppo_push;
 mod provider_http;
 pub mod robots;
 pub mod shape;
@@ -39,14 +40,16 @@ use herald_core::{TimerId, TimerKind};
 pub use aliyun_sms::AliyunSmsChannel;
 pub use config::{
     AliyunSmsConfig, COMMON_KEYS, ChannelConfig, ChannelKind, CommonSettings, FcmConfig,
-    HonorPushConfig, HuaweiPushConfig, InDoubt, LogConfig, ProviderConfig, ProviderKeys,
-    QuietHours, QuietPolicy, RobotConfig, SecretSource, SmtpConfig, SmtpTls, TencentSmsConfig,
-    TokenMode, WebhookConfig, WechatConfig, WechatMiniConfig, WecomConfig, XiaomiPushConfig,
+    HonorPushConfig, HuaweiPushConfig, InDoubt, LogConfig, OppoPushConfig, ProviderConfig,
+    ProviderKeys, QuietHours, QuietPolicy, RobotConfig, SecretSource, SmtpConfig, SmtpTls,
+    TencentSmsConfig, TokenMode, WebhookConfig, WechatConfig, WechatMiniConfig, WecomConfig,
+    XiaomiPushConfig,
 };
 pub use fcm::FcmChannel;
 pub use honor_push::HonorPushChannel;
 pub use huawei_push::HuaweiPushChannel;
 pub use log::LogChannel;
+pub use oppo_push::OppoPushChannel;
 pub use robots::RobotChannel;
 pub use smtp::SmtpChannel;
 pub use tencent_sms::TencentSmsChannel;
@@ -356,5 +359,6 @@ pub fn build(cfg: &ChannelConfig, ctx: &BuildContext) -> Result<Arc<dyn Channel>
         ProviderConfig::HuaweiPush(p) => Arc::new(HuaweiPushChannel::new(common, p, ctx)?),
         ProviderConfig::XiaomiPush(p) => Arc::new(XiaomiPushChannel::new(common, p, ctx)?),
         ProviderConfig::HonorPush(p) => Arc::new(HonorPushChannel::new(common, p, ctx)?),
+        ProviderConfig::OppoPush(p) => Arc::new(OppoPushChannel::new(common, p, ctx)?),
     })
 }

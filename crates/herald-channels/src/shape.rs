@@ -34,6 +34,15 @@ pub const XIAOMI_DESCRIPTION_CHARS: usize = 128;
 /// Xiaomi MiPush: `payload` must be shorter than this many bytes.
 pub const XIAOMI_PAYLOAD_BYTES: usize = 4096;
 
+/// OPPO Push: `title` may hold at most this many characters
+/// [unverified: OPPO's message-body page was not read].
+pub const OPPO_TITLE_CHARS: usize = 50;
+/// OPPO Push: `content` may hold at most this many characters [unverified].
+pub const OPPO_CONTENT_CHARS: usize = 200;
+/// OPPO Push: the `data` carried as `actionParameters`, at most these
+/// bytes as JSON [unverified].
+pub const OPPO_DATA_BYTES: usize = 4000;
+
 /// Checks that `msg` is a message the provider behind `kind` can send.
 pub fn check(kind: ChannelKind, msg: &Value) -> Result<(), ShapeError> {
     let Some(m) = msg.as_object() else {
@@ -54,6 +63,18 @@ pub fn check(kind: ChannelKind, msg: &Value) -> Result<(), ShapeError> {
                 XIAOMI_PAYLOAD_BYTES - 1,
             )
         }),
+        ChannelKind::OppoPush => fcm(m)
+            .and_then(|()| notification_only(m, kind))
+            .and_then(|()| app_push(m, kind))
+            .and_then(|()| {
+                push_limits(
+                    m,
+                    kind,
+                    Limit::CharsBelow(OPPO_TITLE_CHARS + 1),
+                    Limit::CharsBelow(OPPO_CONTENT_CHARS + 1),
+                    OPPO_DATA_BYTES,
+                )
+            }),
         ChannelKind::Smtp => email(m),
         ChannelKind::WechatMini => crate::subscribe_rules::message(m),
         ChannelKind::AliyunSms => aliyun_sms(m),
@@ -221,6 +242,20 @@ fn app_push(m: &Map<String, Value>, kind: ChannelKind) -> Result<(), ShapeError>
         ));
     }
     Ok(())
+}
+
+/// A vendor whose server API sends notifications only (no data-only,
+/// pass-through messages): the message needs a `notification`.
+fn notification_only(m: &Map<String, Value>, kind: ChannelKind) -> Result<(), ShapeError> {
+    if m.get("notification").is_some_and(Value::is_object) {
+        return Ok(());
+    }
+    Err(err(
+        "notification",
+        format!(
+            "a {kind} message needs a notification (title and body): {kind} sends no data-only messages"
+        ),
+    ))
 }
 
 /// How a vendor measures a text limit.

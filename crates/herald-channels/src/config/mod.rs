@@ -17,9 +17,9 @@ use crate::ChannelError;
 
 pub use common::{COMMON_KEYS, CommonSettings, InDoubt, QuietHours, QuietPolicy};
 pub use providers::{
-    AliyunSmsConfig, FcmConfig, HonorPushConfig, HuaweiPushConfig, LogConfig, ProviderKeys,
-    RobotConfig, SmtpConfig, SmtpTls, TencentSmsConfig, TokenMode, WebhookConfig, WechatConfig,
-    WechatMiniConfig, WecomConfig, XiaomiPushConfig,
+    AliyunSmsConfig, FcmConfig, HonorPushConfig, HuaweiPushConfig, LogConfig, OppoPushConfig,
+    ProviderKeys, RobotConfig, SmtpConfig, SmtpTls, TencentSmsConfig, TokenMode, WebhookConfig,
+    WechatConfig, WechatMiniConfig, WecomConfig, XiaomiPushConfig,
 };
 pub use secret::SecretSource;
 
@@ -57,6 +57,8 @@ pub enum ChannelKind {
     XiaomiPush,
     /// Honor Push.
     HonorPush,
+    /// OPPO Push (server API v1).
+    OppoPush,
 }
 
 impl ChannelKind {
@@ -70,7 +72,8 @@ impl ChannelKind {
             ChannelKind::Fcm
             | ChannelKind::HuaweiPush
             | ChannelKind::XiaomiPush
-            | ChannelKind::HonorPush => Some(ChannelType::App),
+            | ChannelKind::HonorPush
+            | ChannelKind::OppoPush => Some(ChannelType::App),
             ChannelKind::Smtp => Some(ChannelType::Email),
             ChannelKind::WechatMini => Some(ChannelType::WechatMini),
             ChannelKind::AliyunSms | ChannelKind::TencentSms => Some(ChannelType::Sms),
@@ -126,7 +129,7 @@ impl ChannelKind {
     }
 
     /// Every kind, in the order messages list them.
-    pub const ALL: [ChannelKind; 15] = [
+    pub const ALL: [ChannelKind; 16] = [
         ChannelKind::Log,
         ChannelKind::Webhook,
         ChannelKind::Wechat,
@@ -142,6 +145,7 @@ impl ChannelKind {
         ChannelKind::HuaweiPush,
         ChannelKind::XiaomiPush,
         ChannelKind::HonorPush,
+        ChannelKind::OppoPush,
     ];
 
     /// What an in-doubt send does when the channel does not say: providers
@@ -159,6 +163,7 @@ impl ChannelKind {
             | ChannelKind::HuaweiPush
             | ChannelKind::XiaomiPush
             | ChannelKind::HonorPush
+            | ChannelKind::OppoPush
             | ChannelKind::Smtp
             | ChannelKind::WechatMini
             | ChannelKind::AliyunSms
@@ -239,6 +244,7 @@ impl ChannelKind {
             | ChannelKind::HuaweiPush
             | ChannelKind::XiaomiPush
             | ChannelKind::HonorPush
+            | ChannelKind::OppoPush
             | ChannelKind::Smtp => Vec::new(),
         }
     }
@@ -274,6 +280,7 @@ impl ChannelKind {
             ChannelKind::HuaweiPush => "huawei_push",
             ChannelKind::XiaomiPush => "xiaomi_push",
             ChannelKind::HonorPush => "honor_push",
+            ChannelKind::OppoPush => "oppo_push",
         }
     }
 }
@@ -302,6 +309,7 @@ pub enum ProviderConfig {
     HuaweiPush(HuaweiPushConfig),
     XiaomiPush(XiaomiPushConfig),
     HonorPush(HonorPushConfig),
+    OppoPush(OppoPushConfig),
 }
 
 impl ProviderConfig {
@@ -322,6 +330,7 @@ impl ProviderConfig {
             ProviderConfig::HuaweiPush(_) => ChannelKind::HuaweiPush,
             ProviderConfig::XiaomiPush(_) => ChannelKind::XiaomiPush,
             ProviderConfig::HonorPush(_) => ChannelKind::HonorPush,
+            ProviderConfig::OppoPush(_) => ChannelKind::OppoPush,
         }
     }
 
@@ -343,6 +352,7 @@ impl ProviderConfig {
             ProviderConfig::HuaweiPush(p) => p.check(),
             ProviderConfig::XiaomiPush(p) => p.check(),
             ProviderConfig::HonorPush(p) => p.check(),
+            ProviderConfig::OppoPush(p) => p.check(),
         }
     }
 }

@@ -206,6 +206,38 @@ pub struct HonorPushConfig {
     pub allow_insecure_http: bool,
 }
 
+/// OPPO Push, the push service of OPPO, OnePlus and realme phones.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OppoPushConfig {
+    /// The app's AppKey.
+    pub app_key: String,
+    /// The app's MasterSecret: it signs the `auth_token` request.
+    pub master_secret: SecretSource,
+    /// `category` of every message: a communication and service category
+    /// the app was approved for (`IM`, `ACCOUNT`, `ORDER`, ...) lifts the
+    /// per-device daily allowance; without one, OPPO treats messages as
+    /// marketing: two a day to a device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+    /// `channelId` of every message: the notification channel the app
+    /// created on the phone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel_id: Option<String>,
+    /// Messages per `unicast_batch` call (1 to 1000; default 1000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_batch: Option<usize>,
+    /// API root (auth and sends); `https://api.push.oppomobile.com` by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_base: Option<String>,
+    /// Extra CA roots for `https://`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<String>,
+    /// Lets `api_base` be plain `http://` to a non-loopback host.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub allow_insecure_http: bool,
+}
+
 /// A chat group's robot: a WeCom group robot (`wecom_robot`), a DingTalk
 /// custom robot (`dingtalk_robot`) or a Feishu custom bot (`feishu_bot`).
 /// One channel is one robot, so one group.
@@ -522,6 +554,18 @@ impl ChannelKind {
                     "allow_insecure_http",
                 ],
             },
+            ChannelKind::OppoPush => ProviderKeys {
+                required: &["app_key"],
+                secrets: &[("master_secret", true)],
+                optional: &[
+                    "category",
+                    "channel_id",
+                    "max_batch",
+                    "api_base",
+                    "ca_file",
+                    "allow_insecure_http",
+                ],
+            },
             ChannelKind::WecomRobot => ProviderKeys {
                 required: &[],
                 secrets: &[("webhook", true)],
@@ -823,6 +867,34 @@ impl HonorPushConfig {
     }
 }
 
+impl OppoPushConfig {
+    /// What can be checked without a request.
+    pub fn check(&self) -> Result<(), String> {
+        non_empty("app_key", &self.app_key)?;
+        non_empty(
+            "master_secret",
+            &self.master_secret.resolve("master_secret")?,
+        )?;
+        if let Some(c) = &self.category
+            && !crate::oppo_push::CATEGORIES.contains(&c.as_str())
+        {
+            return Err(format!(
+                "category must be one of {}, not {c:?}",
+                crate::oppo_push::CATEGORIES.join(", ")
+            ));
+        }
+        if let Some(c) = &self.channel_id {
+            non_empty("channel_id", c)?;
+        }
+        check_batch(self.max_batch, crate::oppo_push::MAX_BATCH)?;
+        check_urls(
+            &[("api_base", &self.api_base)],
+            &self.ca_file,
+            self.allow_insecure_http,
+        )
+    }
+}
+
 impl RobotConfig {
     /// What can be checked without a request: the webhook has the shape the
     /// provider's settings give it, and plain `http://` only to a loopback
@@ -1039,6 +1111,18 @@ mod tests {
         })
         .unwrap();
         assert_eq!(sorted(honor), listed(ChannelKind::HonorPush));
+        let oppo = serde_json::to_value(OppoPushConfig {
+            app_key: "k".into(),
+            master_secret: SecretSource::Env("V".into()),
+            category: all("ORDER"),
+            channel_id: all("orders"),
+            max_batch: Some(10),
+            api_base: all("b"),
+            ca_file: all("c"),
+            allow_insecure_http: true,
+        })
+        .unwrap();
+        assert_eq!(sorted(oppo), listed(ChannelKind::OppoPush));
         for kind in [ChannelKind::DingtalkRobot, ChannelKind::FeishuBot] {
             assert_eq!(sorted(robot(secret())), listed(kind), "{kind:?}");
         }

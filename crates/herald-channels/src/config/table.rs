@@ -78,6 +78,7 @@ pub fn from_table(mut table: Map<String, Value>) -> Result<ChannelConfig, String
         ChannelKind::HuaweiPush => decode(table).map(ProviderConfig::HuaweiPush),
         ChannelKind::XiaomiPush => decode(table).map(ProviderConfig::XiaomiPush),
         ChannelKind::HonorPush => decode(table).map(ProviderConfig::HonorPush),
+        ChannelKind::OppoPush => decode(table).map(ProviderConfig::OppoPush),
     }
     .map_err(|e| format!("{label}: {e}"))?;
     Ok(ChannelConfig { common, provider })
@@ -104,6 +105,7 @@ pub fn to_table(cfg: &ChannelConfig) -> Result<Map<String, Value>, serde_json::E
         ProviderConfig::HuaweiPush(p) => serde_json::to_value(p),
         ProviderConfig::XiaomiPush(p) => serde_json::to_value(p),
         ProviderConfig::HonorPush(p) => serde_json::to_value(p),
+        ProviderConfig::OppoPush(p) => serde_json::to_value(p),
     }?;
     let secrets = kind.provider_keys().secrets;
     for (k, v) in object(provider) {
