@@ -50,6 +50,7 @@ mod input;
 mod isolation;
 mod logs;
 mod one_user;
+mod oppo_push;
 mod otel;
 mod outage;
 mod pacing;
