@@ -95,6 +95,7 @@ impl ChannelKind {
             ChannelKind::HuaweiPush => Some(PushService::Huawei),
             ChannelKind::XiaomiPush => Some(PushService::Xiaomi),
             ChannelKind::HonorPush => Some(PushService::Honor),
+            ChannelKind::OppoPush => Some(PushService::Oppo),
             ChannelKind::Log
             | ChannelKind::Webhook
             | ChannelKind::Wechat

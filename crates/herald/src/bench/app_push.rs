@@ -46,13 +46,15 @@ enum Service {
     Huawei,
     Xiaomi,
     Honor,
+    Oppo,
 }
 
-const SERVICES: [Service; 4] = [
+const SERVICES: [Service; 5] = [
     Service::Fcm,
     Service::Huawei,
     Service::Xiaomi,
     Service::Honor,
+    Service::Oppo,
 ];
 
 impl Service {
@@ -62,6 +64,7 @@ impl Service {
             Service::Huawei => "huawei",
             Service::Xiaomi => "xiaomi",
             Service::Honor => "honor",
+            Service::Oppo => "oppo",
         }
     }
 
@@ -95,6 +98,10 @@ impl Service {
                 let s = mock.state().honor_stats();
                 (s.delivered, s.devices, s.repeated_devices)
             }
+            Service::Oppo => {
+                let s = mock.state().oppo_stats();
+                (s.delivered, s.devices, s.repeated_devices)
+            }
         }
     }
 
@@ -105,6 +112,7 @@ impl Service {
             Service::Huawei => mock.state().huawei_stats().calls,
             Service::Xiaomi => mock.state().xiaomi_stats().calls,
             Service::Honor => mock.state().honor_stats().calls,
+            Service::Oppo => mock.state().oppo_stats().calls,
         }
     }
 }
@@ -122,7 +130,8 @@ fn device(d: usize, dead_every: usize) -> (Service, bool) {
 
 /// The `[[channels]]` of the node: `push` (FCM, the job's channel), `hms`
 /// (Huawei), `mi` (Xiaomi, on an approved private channel) and `hn` (Honor,
-/// service-class importance), each to its mock.
+/// service-class importance) and `op` (OPPO, an approved category), each
+/// to its mock.
 fn channels_toml(mock: &MockServer, key: &std::path::Path, concurrency: usize) -> String {
     let base = mock.base_url();
     let h = herald_mock::HuaweiConfig::default();
@@ -138,7 +147,10 @@ fn channels_toml(mock: &MockServer, key: &std::path::Path, concurrency: usize) -
          channel_id = \"herald_private\"\nconcurrency = {concurrency}\n\n\
          [[channels]]\nname = \"hn\"\nkind = \"honor_push\"\napi_base = \"{base}\"\n\
          token_url = \"{base}/auth/token\"\napp_id = \"{hn_app}\"\nclient_id = \"{hn_client}\"\n\
-         client_secret = \"{hn_secret}\"\nimportance = \"NORMAL\"\nconcurrency = {concurrency}\n",
+         client_secret = \"{hn_secret}\"\nimportance = \"NORMAL\"\nconcurrency = {concurrency}\n\n\
+         [[channels]]\nname = \"op\"\nkind = \"oppo_push\"\napi_base = \"{base}\"\n\
+         app_key = \"{op_key}\"\nmaster_secret = \"{op_secret}\"\ncategory = \"ORDER\"\n\
+         channel_id = \"orders\"\nconcurrency = {concurrency}\n",
         key = key.display(),
         project = herald_mock::DEFAULT_FCM_PROJECT,
         app = h.app_id,
@@ -148,6 +160,8 @@ fn channels_toml(mock: &MockServer, key: &std::path::Path, concurrency: usize) -
         hn_app = herald_mock::DEFAULT_HONOR_APP_ID,
         hn_client = herald_mock::DEFAULT_HONOR_CLIENT_ID,
         hn_secret = herald_mock::DEFAULT_HONOR_CLIENT_SECRET,
+        op_key = herald_mock::DEFAULT_OPPO_APP_KEY,
+        op_secret = herald_mock::DEFAULT_OPPO_MASTER_SECRET,
     )
 }
 
@@ -188,6 +202,7 @@ pub(super) async fn run(mut a: AppPushArgs) -> anyhow::Result<()> {
     cfg.huawei.calls_per_second = 0;
     cfg.xiaomi.calls_per_second = 0;
     cfg.honor.calls_per_second = 0;
+    cfg.oppo.calls_per_second = 0;
     let mock = MockServer::start("127.0.0.1:0".parse()?, cfg).await?;
     let dead: Vec<usize> = (0..devices)
         .filter(|&d| device(d, a.dead_every).1)
