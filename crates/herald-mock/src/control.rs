@@ -48,6 +48,7 @@ async fn stats(State(state): State<MockState>) -> Response {
         obj.insert("xiaomi".into(), serde_json::json!(state.xiaomi_stats()));
         obj.insert("honor".into(), serde_json::json!(state.honor_stats()));
         obj.insert("oppo".into(), serde_json::json!(state.oppo_stats()));
+        obj.insert("vivo".into(), serde_json::json!(state.vivo_stats()));
     }
     Json(body).into_response()
 }

@@ -49,6 +49,9 @@
 //! - OPPO Push ([`oppo`](crate::OppoConfig)), errors as HTTP 200 with OPPO's `code`:
 //!   `POST /server/v1/auth` (SHA-256 sign), `POST /server/v1/message/notification/unicast`
 //!   and `.../unicast_batch` (form with `auth_token`).
+//! - vivo Push ([`vivo`](crate::VivoConfig)), errors as HTTP 200 with a numeric `result`:
+//!   `POST /message/auth` (MD5 sign), `POST /message/send`, `POST /message/saveListPayload`,
+//!   `POST /message/pushToList` (`authToken` header; sends de-duplicated by `requestId`).
 //! - Each of these vendor push mocks has the control routes
 //!   `/_mock/{vendor}/{stats,messages,faults,config,devices,clock}`
 //!   ([`PushStats`], [`PushMessage`], [`PushFaults`]; `devices` takes
@@ -84,6 +87,7 @@ mod tencent_sms;
 #[cfg(test)]
 mod test_http;
 mod vendor_push;
+mod vivo;
 mod webhook;
 mod wechat;
 mod wechat_mini;
@@ -141,6 +145,10 @@ pub use tencent_sms::{
     TencentSmsStats,
 };
 pub use vendor_push::{PUSH_RING_CAPACITY, PushFaults, PushMessage, PushStats};
+pub use vivo::{
+    DEFAULT_VIVO_APP_ID, DEFAULT_VIVO_APP_KEY, DEFAULT_VIVO_APP_SECRET, VIVO_CONTENT_WIDTH,
+    VIVO_MAX_REGIDS, VIVO_TIMESTAMP_WINDOW_MS, VIVO_TITLE_WIDTH, VIVO_TOKEN_TTL_SECS, VivoConfig,
+};
 pub use webhook::RING_CAPACITY;
 pub use wechat::{WECHAT_RING_CAPACITY, WechatConfig, WechatFaults, WechatMessage, WechatStats};
 pub use wechat_mini::{
@@ -197,6 +205,8 @@ pub struct MockConfig {
     pub honor: HonorConfig,
     /// OPPO Push mock: app key, master secret, quotas.
     pub oppo: OppoConfig,
+    /// vivo Push mock: app id, key, secret, quotas.
+    pub vivo: VivoConfig,
 }
 
 struct Shared {
@@ -214,6 +224,7 @@ struct Shared {
     xiaomi: xiaomi::XiaomiState,
     honor: honor::HonorState,
     oppo: oppo::OppoState,
+    vivo: vivo::VivoState,
 }
 
 /// Shared state behind the mock routes. Cheap to clone.
@@ -249,6 +260,9 @@ impl MockState {
         cfg.oppo.validate().map_err(|e| {
             std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("oppo: {e}"))
         })?;
+        cfg.vivo.validate().map_err(|e| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("vivo: {e}"))
+        })?;
         let fcm = fcm::FcmState::new(
             fcm::FcmSettings {
                 project: cfg
@@ -283,6 +297,7 @@ impl MockState {
                 xiaomi: xiaomi::XiaomiState::new(cfg.xiaomi),
                 honor: honor::HonorState::new(cfg.honor),
                 oppo: oppo::OppoState::new(cfg.oppo),
+                vivo: vivo::VivoState::new(cfg.vivo),
             }),
         })
     }
@@ -333,6 +348,7 @@ impl MockState {
         self.shared.xiaomi.reset();
         self.shared.honor.reset();
         self.shared.oppo.reset();
+        self.shared.vivo.reset();
     }
 
     /// WeChat mock statistics; `GET /_mock/wechat/stats`.
@@ -553,6 +569,19 @@ impl MockState {
         use vendor_push::VendorMock;
         self.shared.oppo.book().messages(limit, token)
     }
+
+    /// `GET /_mock/vivo/stats`.
+    pub fn vivo_stats(&self) -> PushStats {
+        use vendor_push::VendorMock;
+        self.shared.vivo.book().stats()
+    }
+
+    /// The newest `limit` delivered vivo device messages (only to `token`,
+    /// if given), oldest first.
+    pub fn vivo_messages(&self, limit: usize, token: Option<&str>) -> Vec<PushMessage> {
+        use vendor_push::VendorMock;
+        self.shared.vivo.book().messages(limit, token)
+    }
 }
 
 /// `POST /`: the Aliyun and Tencent SMS APIs both live at the root of their
@@ -594,6 +623,7 @@ pub fn router(state: MockState) -> Router {
         .merge(xiaomi::routes())
         .merge(honor::routes())
         .merge(oppo::routes())
+        .merge(vivo::routes())
         .route("/", axum::routing::post(sms_root))
         .with_state(state)
 }

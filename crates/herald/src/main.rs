@@ -145,7 +145,7 @@ enum Cmd {
     Backup(backup_cli::BackupArgs),
     /// Put a backup in place as the store of an empty data directory.
     Restore(backup_cli::RestoreArgs),
-    /// Run the provider mocks (webhook sink at /hook, WeChat, WeCom, FCM, Huawei, Honor, Xiaomi and OPPO Push, Aliyun and Tencent SMS on their real paths, stats at /_mock/stats).
+    /// Run the provider mocks (webhook sink at /hook, WeChat, WeCom, FCM, Huawei, Honor, Xiaomi, OPPO and vivo Push, Aliyun and Tencent SMS on their real paths, stats at /_mock/stats).
     Mock(Box<MockArgs>),
     /// Load generators that measure Herald against its budgets.
     Bench {
@@ -397,6 +397,16 @@ struct MockArgs {
     /// default `mock-oppo-master-secret`.
     #[arg(long, env = "HERALD_MOCK_OPPO_MASTER_SECRET", hide_env_values = true)]
     oppo_master_secret: Option<String>,
+    /// vivo Push mock: the app id of POST /message/auth and every body.
+    #[arg(long, default_value = herald_mock::DEFAULT_VIVO_APP_ID)]
+    vivo_app_id: String,
+    /// vivo Push mock: the app key.
+    #[arg(long, default_value = herald_mock::DEFAULT_VIVO_APP_KEY)]
+    vivo_app_key: String,
+    /// vivo Push mock: the app secret the auth sign is made with; default
+    /// `mock-vivo-app-secret`.
+    #[arg(long, env = "HERALD_MOCK_VIVO_APP_SECRET", hide_env_values = true)]
+    vivo_app_secret: Option<String>,
 }
 
 async fn run_mock(a: MockArgs) -> anyhow::Result<()> {
@@ -481,6 +491,14 @@ async fn run_mock(a: MockArgs) -> anyhow::Result<()> {
                 .unwrap_or_else(|| herald_mock::DEFAULT_OPPO_MASTER_SECRET.to_owned()),
             ..Default::default()
         },
+        vivo: herald_mock::VivoConfig {
+            app_id: a.vivo_app_id,
+            app_key: a.vivo_app_key,
+            app_secret: a
+                .vivo_app_secret
+                .unwrap_or_else(|| herald_mock::DEFAULT_VIVO_APP_SECRET.to_owned()),
+            ..Default::default()
+        },
         ..Default::default()
     };
     cfg.huawei
@@ -499,6 +517,10 @@ async fn run_mock(a: MockArgs) -> anyhow::Result<()> {
         .validate()
         .map_err(anyhow::Error::msg)
         .context("checking --oppo-app-key and --oppo-master-secret")?;
+    cfg.vivo
+        .validate()
+        .map_err(anyhow::Error::msg)
+        .context("checking --vivo-app-id, --vivo-app-key and --vivo-app-secret")?;
     let server = herald_mock::MockServer::start(a.listen, cfg)
         .await
         .with_context(|| format!("binding {}", a.listen))?;
