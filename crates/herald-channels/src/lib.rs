@@ -26,6 +26,7 @@ pub mod tencent_sms;
 pub mod token_cache;
 pub mod tokens;
 mod vendor_push;
+pub mod vivo_push;
 mod webhook;
 pub mod wechat;
 pub mod wecom;
@@ -42,8 +43,8 @@ pub use config::{
     AliyunSmsConfig, COMMON_KEYS, ChannelConfig, ChannelKind, CommonSettings, FcmConfig,
     HonorPushConfig, HuaweiPushConfig, InDoubt, LogConfig, OppoPushConfig, ProviderConfig,
     ProviderKeys, QuietHours, QuietPolicy, RobotConfig, SecretSource, SmtpConfig, SmtpTls,
-    TencentSmsConfig, TokenMode, WebhookConfig, WechatConfig, WechatMiniConfig, WecomConfig,
-    XiaomiPushConfig,
+    TencentSmsConfig, TokenMode, VivoPushConfig, WebhookConfig, WechatConfig, WechatMiniConfig,
+    WecomConfig, XiaomiPushConfig,
 };
 pub use fcm::FcmChannel;
 pub use honor_push::HonorPushChannel;
@@ -55,6 +56,7 @@ pub use smtp::SmtpChannel;
 pub use tencent_sms::TencentSmsChannel;
 pub use token_cache::{TokenCache, TokenCacheOptions, TokenError, TokenUse};
 pub use tokens::{MemoryVault, StoredToken, TokenVault, VaultError};
+pub use vivo_push::VivoPushChannel;
 pub use webhook::WebhookChannel;
 pub use wechat::WechatChannel;
 pub use wecom::WecomChannel;
@@ -360,5 +362,6 @@ pub fn build(cfg: &ChannelConfig, ctx: &BuildContext) -> Result<Arc<dyn Channel>
         ProviderConfig::XiaomiPush(p) => Arc::new(XiaomiPushChannel::new(common, p, ctx)?),
         ProviderConfig::HonorPush(p) => Arc::new(HonorPushChannel::new(common, p, ctx)?),
         ProviderConfig::OppoPush(p) => Arc::new(OppoPushChannel::new(common, p, ctx)?),
+        ProviderConfig::VivoPush(p) => Arc::new(VivoPushChannel::new(common, p, ctx)?),
     })
 }

@@ -43,6 +43,15 @@ pub const OPPO_CONTENT_CHARS: usize = 200;
 /// bytes as JSON [unverified].
 pub const OPPO_DATA_BYTES: usize = 4000;
 
+/// vivo Push: `title` at most 40 "bytes" as vivo counts them, a CJK
+/// character as 2 (20 Chinese characters or 40 letters; reference §4.5).
+pub const VIVO_TITLE_WIDTH: usize = 40;
+/// vivo Push: `content` at most 100 "bytes" (50 Chinese characters).
+pub const VIVO_CONTENT_WIDTH: usize = 100;
+/// vivo Push: the `data` carried as `clientCustomMap`, at most these bytes
+/// as JSON [unverified: vivo's limit was not read].
+pub const VIVO_DATA_BYTES: usize = 4000;
+
 /// Checks that `msg` is a message the provider behind `kind` can send.
 pub fn check(kind: ChannelKind, msg: &Value) -> Result<(), ShapeError> {
     let Some(m) = msg.as_object() else {
@@ -73,6 +82,18 @@ pub fn check(kind: ChannelKind, msg: &Value) -> Result<(), ShapeError> {
                     Limit::CharsBelow(OPPO_TITLE_CHARS + 1),
                     Limit::CharsBelow(OPPO_CONTENT_CHARS + 1),
                     OPPO_DATA_BYTES,
+                )
+            }),
+        ChannelKind::VivoPush => fcm(m)
+            .and_then(|()| notification_only(m, kind))
+            .and_then(|()| app_push(m, kind))
+            .and_then(|()| {
+                push_limits(
+                    m,
+                    kind,
+                    Limit::WidthAtMost(VIVO_TITLE_WIDTH),
+                    Limit::WidthAtMost(VIVO_CONTENT_WIDTH),
+                    VIVO_DATA_BYTES,
                 )
             }),
         ChannelKind::Smtp => email(m),
@@ -263,23 +284,30 @@ fn notification_only(m: &Map<String, Value>, kind: ChannelKind) -> Result<(), Sh
 enum Limit {
     /// Fewer than N characters (Xiaomi: "length under 50").
     CharsBelow(usize),
-    /// At most N bytes of UTF-8 (vivo: 40 bytes, 20 Chinese characters).
-    #[allow(dead_code)]
-    BytesAtMost(usize),
+    /// At most N as vivo counts: an ASCII character 1, any other 2 (vivo:
+    /// a title of 40, 20 Chinese characters).
+    WidthAtMost(usize),
 }
 
 impl Limit {
     fn fits(self, s: &str) -> bool {
         match self {
             Limit::CharsBelow(n) => s.chars().count() < n,
-            Limit::BytesAtMost(n) => s.len() <= n,
+            Limit::WidthAtMost(n) => {
+                s.chars()
+                    .map(|c| if c.is_ascii() { 1 } else { 2 })
+                    .sum::<usize>()
+                    <= n
+            }
         }
     }
 
     fn describe(self) -> String {
         match self {
             Limit::CharsBelow(n) => format!("under {n} characters"),
-            Limit::BytesAtMost(n) => format!("at most {n} bytes (UTF-8)"),
+            Limit::WidthAtMost(n) => {
+                format!("at most {n} bytes as vivo counts them (a Chinese character counts 2)")
+            }
         }
     }
 }

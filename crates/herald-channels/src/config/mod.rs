@@ -18,8 +18,8 @@ use crate::ChannelError;
 pub use common::{COMMON_KEYS, CommonSettings, InDoubt, QuietHours, QuietPolicy};
 pub use providers::{
     AliyunSmsConfig, FcmConfig, HonorPushConfig, HuaweiPushConfig, LogConfig, OppoPushConfig,
-    ProviderKeys, RobotConfig, SmtpConfig, SmtpTls, TencentSmsConfig, TokenMode, WebhookConfig,
-    WechatConfig, WechatMiniConfig, WecomConfig, XiaomiPushConfig,
+    ProviderKeys, RobotConfig, SmtpConfig, SmtpTls, TencentSmsConfig, TokenMode, VivoPushConfig,
+    WebhookConfig, WechatConfig, WechatMiniConfig, WecomConfig, XiaomiPushConfig,
 };
 pub use secret::SecretSource;
 
@@ -59,6 +59,8 @@ pub enum ChannelKind {
     HonorPush,
     /// OPPO Push (server API v1).
     OppoPush,
+    /// vivo Push (server API v2.9.2).
+    VivoPush,
 }
 
 impl ChannelKind {
@@ -73,7 +75,8 @@ impl ChannelKind {
             | ChannelKind::HuaweiPush
             | ChannelKind::XiaomiPush
             | ChannelKind::HonorPush
-            | ChannelKind::OppoPush => Some(ChannelType::App),
+            | ChannelKind::OppoPush
+            | ChannelKind::VivoPush => Some(ChannelType::App),
             ChannelKind::Smtp => Some(ChannelType::Email),
             ChannelKind::WechatMini => Some(ChannelType::WechatMini),
             ChannelKind::AliyunSms | ChannelKind::TencentSms => Some(ChannelType::Sms),
@@ -130,7 +133,7 @@ impl ChannelKind {
     }
 
     /// Every kind, in the order messages list them.
-    pub const ALL: [ChannelKind; 16] = [
+    pub const ALL: [ChannelKind; 17] = [
         ChannelKind::Log,
         ChannelKind::Webhook,
         ChannelKind::Wechat,
@@ -147,6 +150,7 @@ impl ChannelKind {
         ChannelKind::XiaomiPush,
         ChannelKind::HonorPush,
         ChannelKind::OppoPush,
+        ChannelKind::VivoPush,
     ];
 
     /// What an in-doubt send does when the channel does not say: providers
@@ -165,6 +169,7 @@ impl ChannelKind {
             | ChannelKind::XiaomiPush
             | ChannelKind::HonorPush
             | ChannelKind::OppoPush
+            | ChannelKind::VivoPush
             | ChannelKind::Smtp
             | ChannelKind::WechatMini
             | ChannelKind::AliyunSms
@@ -246,6 +251,7 @@ impl ChannelKind {
             | ChannelKind::XiaomiPush
             | ChannelKind::HonorPush
             | ChannelKind::OppoPush
+            | ChannelKind::VivoPush
             | ChannelKind::Smtp => Vec::new(),
         }
     }
@@ -282,6 +288,7 @@ impl ChannelKind {
             ChannelKind::XiaomiPush => "xiaomi_push",
             ChannelKind::HonorPush => "honor_push",
             ChannelKind::OppoPush => "oppo_push",
+            ChannelKind::VivoPush => "vivo_push",
         }
     }
 }
@@ -311,6 +318,7 @@ pub enum ProviderConfig {
     XiaomiPush(XiaomiPushConfig),
     HonorPush(HonorPushConfig),
     OppoPush(OppoPushConfig),
+    VivoPush(VivoPushConfig),
 }
 
 impl ProviderConfig {
@@ -332,6 +340,7 @@ impl ProviderConfig {
             ProviderConfig::XiaomiPush(_) => ChannelKind::XiaomiPush,
             ProviderConfig::HonorPush(_) => ChannelKind::HonorPush,
             ProviderConfig::OppoPush(_) => ChannelKind::OppoPush,
+            ProviderConfig::VivoPush(_) => ChannelKind::VivoPush,
         }
     }
 
@@ -354,6 +363,7 @@ impl ProviderConfig {
             ProviderConfig::XiaomiPush(p) => p.check(),
             ProviderConfig::HonorPush(p) => p.check(),
             ProviderConfig::OppoPush(p) => p.check(),
+            ProviderConfig::VivoPush(p) => p.check(),
         }
     }
 }

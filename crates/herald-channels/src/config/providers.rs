@@ -238,6 +238,35 @@ pub struct OppoPushConfig {
     pub allow_insecure_http: bool,
 }
 
+/// vivo Push, the push service of vivo and iQOO phones.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VivoPushConfig {
+    /// The app's id in vivo's console (numeric).
+    pub app_id: String,
+    /// The app's AppKey.
+    pub app_key: String,
+    /// The app's AppSecret: it signs the `authToken` request.
+    pub app_secret: SecretSource,
+    /// `classification` of every message: `1` (system message: no
+    /// per-device allowance, needs vivo's approval) or `0` (operation
+    /// message, vivo's default: two a day to a device).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classification: Option<u8>,
+    /// Registration ids per `pushToList` call (1 to 1000; default 1000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_batch: Option<usize>,
+    /// API root (auth and sends); `https://api-push.vivo.com.cn` by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_base: Option<String>,
+    /// Extra CA roots for `https://`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<String>,
+    /// Lets `api_base` be plain `http://` to a non-loopback host.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub allow_insecure_http: bool,
+}
+
 /// A chat group's robot: a WeCom group robot (`wecom_robot`), a DingTalk
 /// custom robot (`dingtalk_robot`) or a Feishu custom bot (`feishu_bot`).
 /// One channel is one robot, so one group.
@@ -560,6 +589,17 @@ impl ChannelKind {
                 optional: &[
                     "category",
                     "channel_id",
+                    "max_batch",
+                    "api_base",
+                    "ca_file",
+                    "allow_insecure_http",
+                ],
+            },
+            ChannelKind::VivoPush => ProviderKeys {
+                required: &["app_id", "app_key"],
+                secrets: &[("app_secret", true)],
+                optional: &[
+                    "classification",
                     "max_batch",
                     "api_base",
                     "ca_file",
@@ -895,6 +935,28 @@ impl OppoPushConfig {
     }
 }
 
+impl VivoPushConfig {
+    /// What can be checked without a request.
+    pub fn check(&self) -> Result<(), String> {
+        non_empty("app_id", &self.app_id)?;
+        non_empty("app_key", &self.app_key)?;
+        non_empty("app_secret", &self.app_secret.resolve("app_secret")?)?;
+        if let Some(c) = self.classification
+            && c > 1
+        {
+            return Err(format!(
+                "classification must be 0 (operation) or 1 (system), not {c}"
+            ));
+        }
+        check_batch(self.max_batch, crate::vivo_push::MAX_REGIDS_PER_CALL)?;
+        check_urls(
+            &[("api_base", &self.api_base)],
+            &self.ca_file,
+            self.allow_insecure_http,
+        )
+    }
+}
+
 impl RobotConfig {
     /// What can be checked without a request: the webhook has the shape the
     /// provider's settings give it, and plain `http://` only to a loopback
@@ -1123,6 +1185,18 @@ mod tests {
         })
         .unwrap();
         assert_eq!(sorted(oppo), listed(ChannelKind::OppoPush));
+        let vivo = serde_json::to_value(VivoPushConfig {
+            app_id: "1".into(),
+            app_key: "k".into(),
+            app_secret: SecretSource::Env("V".into()),
+            classification: Some(1),
+            max_batch: Some(10),
+            api_base: all("b"),
+            ca_file: all("c"),
+            allow_insecure_http: true,
+        })
+        .unwrap();
+        assert_eq!(sorted(vivo), listed(ChannelKind::VivoPush));
         for kind in [ChannelKind::DingtalkRobot, ChannelKind::FeishuBot] {
             assert_eq!(sorted(robot(secret())), listed(kind), "{kind:?}");
         }

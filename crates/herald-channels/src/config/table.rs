@@ -79,6 +79,7 @@ pub fn from_table(mut table: Map<String, Value>) -> Result<ChannelConfig, String
         ChannelKind::XiaomiPush => decode(table).map(ProviderConfig::XiaomiPush),
         ChannelKind::HonorPush => decode(table).map(ProviderConfig::HonorPush),
         ChannelKind::OppoPush => decode(table).map(ProviderConfig::OppoPush),
+        ChannelKind::VivoPush => decode(table).map(ProviderConfig::VivoPush),
     }
     .map_err(|e| format!("{label}: {e}"))?;
     Ok(ChannelConfig { common, provider })
@@ -106,6 +107,7 @@ pub fn to_table(cfg: &ChannelConfig) -> Result<Map<String, Value>, serde_json::E
         ProviderConfig::XiaomiPush(p) => serde_json::to_value(p),
         ProviderConfig::HonorPush(p) => serde_json::to_value(p),
         ProviderConfig::OppoPush(p) => serde_json::to_value(p),
+        ProviderConfig::VivoPush(p) => serde_json::to_value(p),
     }?;
     let secrets = kind.provider_keys().secrets;
     for (k, v) in object(provider) {
