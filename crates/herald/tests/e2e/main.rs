@@ -68,4 +68,5 @@ mod subscribers;
 mod templates;
 mod timers;
 mod vendor_push;
+mod vivo_push;
 mod xiaomi_push;
