@@ -369,6 +369,7 @@ fn decide(
         marketing_per_day: cfg.marketing_per_device_per_day,
     };
     book.deliver(&valid, message, request_id, marketing, limits, now_ms);
+    bump(&book.tally.accepted_calls, 1);
     let (code, text) = if invalid.is_empty() {
         (SUCCESS, "Success")
     } else {

@@ -456,6 +456,7 @@ fn decide(
         }
         data.push(deliver(op, c, now));
     }
+    bump(&op.book.tally.accepted_calls, 1);
     if batch {
         (0, "Success".into(), Value::Array(data))
     } else {
@@ -598,6 +599,8 @@ mod tests {
         assert_eq!(v["code"], 0, "{v}");
         assert_eq!(v["data"][0]["registrationId"], "CN_b");
         assert_eq!(v["data"][1]["errorCode"], 10000);
+        let s = m.get("/_mock/oppo/stats").await;
+        assert_eq!(s["accepted_calls"], 2, "one per call, not per message: {s}");
 
         m.post("/_mock/oppo/faults", &json!({"expire_tokens": true}))
             .await;

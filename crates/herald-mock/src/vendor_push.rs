@@ -370,7 +370,8 @@ impl Book {
 
     /// Delivers `message` to each of `tokens` unless the device is over
     /// its daily allowance, in which case the message is silently dropped
-    /// as the vendors do. Answers how many were delivered.
+    /// as the vendors do. Answers how many were delivered. The caller
+    /// counts the accepted call (a batch may deliver several messages).
     pub(crate) fn deliver(
         &self,
         tokens: &[String],
@@ -400,7 +401,6 @@ impl Book {
         }
         bump(&self.tally.delivered, delivered);
         bump(&self.tally.dropped_quota, dropped);
-        bump(&self.tally.accepted_calls, 1);
         if dropped > 0 {
             tracing::debug!(
                 dropped,

@@ -487,6 +487,7 @@ fn single(vv: &VivoState, headers: &HeaderMap, v: &Value, now: u64) -> Response 
                 return None;
             }
             deliver(vv, &[reg.to_owned()], &c, &task_id(seq), now);
+            bump(&vv.book.tally.accepted_calls, 1);
             Some(seq)
         });
     if let Some(first) = first {
@@ -612,6 +613,7 @@ fn to_list(vv: &VivoState, headers: &HeaderMap, v: &Value, now: u64) -> Response
             if !good.is_empty() {
                 deliver(vv, &good, &c, &task, now);
             }
+            bump(&vv.book.tally.accepted_calls, 1);
             let invalid: Vec<Value> = bad
                 .iter()
                 .map(|r| json!({"status": 1, "userid": r}))

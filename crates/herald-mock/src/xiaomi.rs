@@ -376,6 +376,7 @@ fn decide(
         limits,
         now_ms,
     );
+    bump(&book.tally.accepted_calls, 1);
     let mut data = Map::new();
     data.insert("id".into(), json!(id));
     if !bad.is_empty() {
