@@ -51,7 +51,11 @@ pub(super) async fn run(a: BurstArgs) -> anyhow::Result<()> {
         | BenchChannel::Wecom
         | BenchChannel::TencentSms
         | BenchChannel::AliyunSms
-        | BenchChannel::HuaweiPush => 0,
+        | BenchChannel::HuaweiPush
+        | BenchChannel::XiaomiPush
+        | BenchChannel::HonorPush
+        | BenchChannel::OppoPush
+        | BenchChannel::VivoPush => 0,
     };
     let loopback = match loopback_n {
         0 => None,
@@ -184,6 +188,22 @@ pub(super) async fn run(a: BurstArgs) -> anyhow::Result<()> {
             );
             serde_json::json!({"send_calls":h.calls,"delivered":h.delivered,
                 "tokens_issued":h.tokens_issued,"refused":h.refused})
+        }
+        BenchChannel::XiaomiPush
+        | BenchChannel::HonorPush
+        | BenchChannel::OppoPush
+        | BenchChannel::VivoPush => {
+            let p = sink.push_stats().unwrap_or_default();
+            println!(
+                "  {} mock {} calls, {} devices delivered, {} tokens issued, refused {:?}",
+                a.channel.name(),
+                p.calls,
+                p.delivered,
+                p.tokens_issued,
+                p.refused
+            );
+            serde_json::json!({"send_calls":p.calls,"delivered":p.delivered,
+                "tokens_issued":p.tokens_issued,"refused":p.refused})
         }
     };
     println!("  cpu while draining  {}", c.describe(n));

@@ -242,12 +242,32 @@ pub(super) async fn run(mut a: CampaignArgs) -> anyhow::Result<()> {
             );
             0
         }
+        BenchChannel::XiaomiPush
+        | BenchChannel::HonorPush
+        | BenchChannel::OppoPush
+        | BenchChannel::VivoPush => {
+            let p = sink.push_stats().unwrap_or_default();
+            println!(
+                "  {} mock: {} calls ({} accepted), {} devices delivered, {} tokens issued, refused {:?}",
+                a.channel.name(),
+                p.calls,
+                p.accepted_calls,
+                p.delivered,
+                p.tokens_issued,
+                p.refused
+            );
+            0
+        }
     };
     let provider_calls = match a.channel {
         BenchChannel::TencentSms => Some(sink.state().tencent_sms_stats().send_calls),
         BenchChannel::AliyunSms => Some(sink.state().aliyun_sms_stats().send_calls),
         BenchChannel::Wecom => Some(sink.state().wecom_stats().send_calls),
         BenchChannel::HuaweiPush => Some(sink.state().huawei_stats().calls),
+        BenchChannel::XiaomiPush
+        | BenchChannel::HonorPush
+        | BenchChannel::OppoPush
+        | BenchChannel::VivoPush => sink.push_stats().map(|p| p.calls),
         BenchChannel::Webhook | BenchChannel::Wechat => None,
     };
     println!("  cpu while sending   {}", c.describe(n));

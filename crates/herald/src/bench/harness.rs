@@ -262,11 +262,15 @@ impl Deployment {
         // A TOML basic string: JSON's escapes are valid in it.
         let store = serde_json::to_string(&store)?;
         // App reminders go to the sink, unless it is a channel that cannot
-        // send Herald's reminder shape without a template (SMS, Huawei push).
+        // send Herald's reminder shape without a template (SMS, vendor push).
         let no_reminders = [
             "kind = \"tencent_sms\"",
             "kind = \"aliyun_sms\"",
             "kind = \"huawei_push\"",
+            "kind = \"xiaomi_push\"",
+            "kind = \"honor_push\"",
+            "kind = \"oppo_push\"",
+            "kind = \"vivo_push\"",
         ]
         .iter()
         .any(|k| channel_toml.contains(k));

@@ -3,8 +3,8 @@
 
 use clap::ValueEnum;
 use herald_mock::{
-    AliyunSmsConfig, HuaweiConfig, MockConfig, MockServer, TencentSmsConfig, WechatConfig,
-    WecomConfig,
+    AliyunSmsConfig, HonorConfig, HuaweiConfig, MockConfig, MockServer, OppoConfig, PushMessage,
+    PushStats, TencentSmsConfig, VivoConfig, WechatConfig, WecomConfig, XiaomiConfig,
 };
 
 /// The kind of channel a scenario delivers through, always to a mock in
@@ -28,6 +28,19 @@ pub enum BenchChannel {
     /// token, category `SUBSCRIPTION`); a campaign sends 1,000 device tokens
     /// to a call.
     HuaweiPush,
+    /// `xiaomi_push` to the mock's MiPush (app secret, private channel);
+    /// a campaign sends 1,000 registration ids to a call.
+    XiaomiPush,
+    /// `honor_push` to the mock's Honor Push (OAuth token, importance
+    /// `NORMAL`); a campaign sends 1,000 device tokens to a call.
+    HonorPush,
+    /// `oppo_push` to the mock's OPPO Push (signed auth_token, category
+    /// `ORDER`); a campaign sends 1,000 messages to a `unicast_batch` call.
+    OppoPush,
+    /// `vivo_push` to the mock's vivo Push (signed authToken, system
+    /// messages); a campaign saves each message once and pushes it to
+    /// 1,000 regIds a call.
+    VivoPush,
 }
 
 /// The mock the server under test delivers to, in this process, and the
@@ -59,6 +72,11 @@ pub(super) async fn start_channel_sink(channel: BenchChannel, n: usize) -> anyho
         // users; the bench measures Herald, so the mock does not throttle.
         cfg.huawei.calls_per_second = 0;
     }
+    // The same for the other vendors' limits on calls a second.
+    cfg.xiaomi.calls_per_second = 0;
+    cfg.honor.calls_per_second = 0;
+    cfg.oppo.calls_per_second = 0;
+    cfg.vivo.calls_per_second = 0;
     if channel == BenchChannel::Wechat {
         let defaults = WechatConfig::default();
         // Room for every timer, so the daily quota never throttles a run.
@@ -101,11 +119,26 @@ impl BenchChannel {
                 "\"recipient\":\"{}\",\"message\":{{\"params\":{{\"code\":\"{i}\"}}}}",
                 self.recipient(i)
             ),
-            Self::HuaweiPush => format!(
+            Self::HuaweiPush
+            | Self::XiaomiPush
+            | Self::HonorPush
+            | Self::OppoPush
+            | Self::VivoPush => format!(
                 "\"recipient\":\"{}\",\"message\":{{\"notification\":{{\"title\":\"Coupon\",\
                  \"body\":\"n {i}\"}}}}",
-                order.name("hw-device-", i)
+                order.name(self.device_prefix(), i)
             ),
+        }
+    }
+
+    /// How the vendor push kinds' device tokens start.
+    fn device_prefix(self) -> &'static str {
+        match self {
+            Self::XiaomiPush => "xm-device-",
+            Self::HonorPush => "hn-device-",
+            Self::OppoPush => "op-device-",
+            Self::VivoPush => "vv-device-",
+            _ => "hw-device-",
         }
     }
 
@@ -116,7 +149,11 @@ impl BenchChannel {
             Self::TencentSms => format!("+86139{i:08}"),
             Self::AliyunSms => format!("137{i:08}"),
             Self::Webhook | Self::Wechat | Self::Wecom => format!("follower-{i}"),
-            Self::HuaweiPush => format!("hw-device-{i}"),
+            Self::HuaweiPush
+            | Self::XiaomiPush
+            | Self::HonorPush
+            | Self::OppoPush
+            | Self::VivoPush => format!("{}{i}", self.device_prefix()),
         }
     }
 
@@ -133,7 +170,11 @@ impl BenchChannel {
             Self::AliyunSms => {
                 serde_json::json!({"template": "SMS_100001", "params": {"code": "20% off"}})
             }
-            Self::HuaweiPush => serde_json::json!({
+            Self::HuaweiPush
+            | Self::XiaomiPush
+            | Self::HonorPush
+            | Self::OppoPush
+            | Self::VivoPush => serde_json::json!({
                 "notification": {"title": "20% off today", "body": "until midnight"}
             }),
         }
@@ -147,6 +188,10 @@ impl BenchChannel {
             Self::TencentSms => "tencent_sms",
             Self::AliyunSms => "aliyun_sms",
             Self::HuaweiPush => "huawei_push",
+            Self::XiaomiPush => "xiaomi_push",
+            Self::HonorPush => "honor_push",
+            Self::OppoPush => "oppo_push",
+            Self::VivoPush => "vivo_push",
         }
     }
 }
@@ -206,6 +251,49 @@ impl Sink {
                     base = self.base_url(),
                 )
             }
+            BenchChannel::XiaomiPush => {
+                let x = XiaomiConfig::default();
+                format!(
+                    "kind = \"xiaomi_push\"\napi_base = \"{}\"\napp_secret = \"{}\"\n\
+                     package_name = \"{}\"\nchannel_id = \"{}\"",
+                    self.base_url(),
+                    x.app_secret,
+                    x.package_names.first().map_or("", String::as_str),
+                    x.private_channels.first().map_or("", String::as_str),
+                )
+            }
+            BenchChannel::HonorPush => {
+                let h = HonorConfig::default();
+                format!(
+                    "kind = \"honor_push\"\napi_base = \"{base}\"\ntoken_url = \"{base}/auth/token\"\n\
+                     app_id = \"{}\"\nclient_id = \"{}\"\nclient_secret = \"{}\"\nimportance = \"NORMAL\"",
+                    h.app_id,
+                    h.client_id,
+                    h.client_secret,
+                    base = self.base_url(),
+                )
+            }
+            BenchChannel::OppoPush => {
+                let o = OppoConfig::default();
+                format!(
+                    "kind = \"oppo_push\"\napi_base = \"{}\"\napp_key = \"{}\"\n\
+                     master_secret = \"{}\"\ncategory = \"ORDER\"",
+                    self.base_url(),
+                    o.app_key,
+                    o.master_secret,
+                )
+            }
+            BenchChannel::VivoPush => {
+                let v = VivoConfig::default();
+                format!(
+                    "kind = \"vivo_push\"\napi_base = \"{}\"\napp_id = \"{}\"\napp_key = \"{}\"\n\
+                     app_secret = \"{}\"\nclassification = 1",
+                    self.base_url(),
+                    v.app_id,
+                    v.app_key,
+                    v.app_secret,
+                )
+            }
         };
         format!("[[channels]]\nname = \"sink\"\n{settings}\nconcurrency = {concurrency}\n")
     }
@@ -219,6 +307,7 @@ impl Sink {
             BenchChannel::TencentSms => self.state().tencent_sms_stats().delivered,
             BenchChannel::AliyunSms => self.state().aliyun_sms_stats().delivered,
             BenchChannel::HuaweiPush => self.state().huawei_stats().delivered,
+            _ => self.push_stats().map_or(0, |s| s.delivered),
         }
     }
 
@@ -251,6 +340,7 @@ impl Sink {
                 .huawei_messages(1, None)
                 .last()
                 .map(|m| m.at_ms as i64),
+            _ => self.push_messages(1).last().map(|m| m.at_ms as i64),
         }
     }
 
@@ -262,7 +352,36 @@ impl Sink {
             | BenchChannel::Wecom
             | BenchChannel::TencentSms
             | BenchChannel::AliyunSms
-            | BenchChannel::HuaweiPush => None,
+            | BenchChannel::HuaweiPush
+            | BenchChannel::XiaomiPush
+            | BenchChannel::HonorPush
+            | BenchChannel::OppoPush
+            | BenchChannel::VivoPush => None,
+        }
+    }
+
+    /// The counters of a Xiaomi, Honor, OPPO or vivo mock; `None` for the
+    /// other kinds.
+    pub(super) fn push_stats(&self) -> Option<PushStats> {
+        let s = self.state();
+        match self.channel {
+            BenchChannel::XiaomiPush => Some(s.xiaomi_stats()),
+            BenchChannel::HonorPush => Some(s.honor_stats()),
+            BenchChannel::OppoPush => Some(s.oppo_stats()),
+            BenchChannel::VivoPush => Some(s.vivo_stats()),
+            _ => None,
+        }
+    }
+
+    /// The newest `limit` device messages such a mock delivered.
+    fn push_messages(&self, limit: usize) -> Vec<PushMessage> {
+        let s = self.state();
+        match self.channel {
+            BenchChannel::XiaomiPush => s.xiaomi_messages(limit, None),
+            BenchChannel::HonorPush => s.honor_messages(limit, None),
+            BenchChannel::OppoPush => s.oppo_messages(limit, None),
+            BenchChannel::VivoPush => s.vivo_messages(limit, None),
+            _ => Vec::new(),
         }
     }
 }
