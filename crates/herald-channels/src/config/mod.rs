@@ -99,6 +99,7 @@ impl ChannelKind {
             ChannelKind::XiaomiPush => Some(PushService::Xiaomi),
             ChannelKind::HonorPush => Some(PushService::Honor),
             ChannelKind::OppoPush => Some(PushService::Oppo),
+            ChannelKind::VivoPush => Some(PushService::Vivo),
             ChannelKind::Log
             | ChannelKind::Webhook
             | ChannelKind::Wechat

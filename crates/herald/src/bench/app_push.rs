@@ -47,14 +47,16 @@ enum Service {
     Xiaomi,
     Honor,
     Oppo,
+    Vivo,
 }
 
-const SERVICES: [Service; 5] = [
+const SERVICES: [Service; 6] = [
     Service::Fcm,
     Service::Huawei,
     Service::Xiaomi,
     Service::Honor,
     Service::Oppo,
+    Service::Vivo,
 ];
 
 impl Service {
@@ -65,6 +67,7 @@ impl Service {
             Service::Xiaomi => "xiaomi",
             Service::Honor => "honor",
             Service::Oppo => "oppo",
+            Service::Vivo => "vivo",
         }
     }
 
@@ -102,6 +105,10 @@ impl Service {
                 let s = mock.state().oppo_stats();
                 (s.delivered, s.devices, s.repeated_devices)
             }
+            Service::Vivo => {
+                let s = mock.state().vivo_stats();
+                (s.delivered, s.devices, s.repeated_devices)
+            }
         }
     }
 
@@ -113,6 +120,7 @@ impl Service {
             Service::Xiaomi => mock.state().xiaomi_stats().calls,
             Service::Honor => mock.state().honor_stats().calls,
             Service::Oppo => mock.state().oppo_stats().calls,
+            Service::Vivo => mock.state().vivo_stats().calls,
         }
     }
 }
@@ -130,8 +138,8 @@ fn device(d: usize, dead_every: usize) -> (Service, bool) {
 
 /// The `[[channels]]` of the node: `push` (FCM, the job's channel), `hms`
 /// (Huawei), `mi` (Xiaomi, on an approved private channel) and `hn` (Honor,
-/// service-class importance) and `op` (OPPO, an approved category), each
-/// to its mock.
+/// service-class importance), `op` (OPPO, an approved category) and `vv`
+/// (vivo, system messages), each to its mock.
 fn channels_toml(mock: &MockServer, key: &std::path::Path, concurrency: usize) -> String {
     let base = mock.base_url();
     let h = herald_mock::HuaweiConfig::default();
@@ -150,7 +158,10 @@ fn channels_toml(mock: &MockServer, key: &std::path::Path, concurrency: usize) -
          client_secret = \"{hn_secret}\"\nimportance = \"NORMAL\"\nconcurrency = {concurrency}\n\n\
          [[channels]]\nname = \"op\"\nkind = \"oppo_push\"\napi_base = \"{base}\"\n\
          app_key = \"{op_key}\"\nmaster_secret = \"{op_secret}\"\ncategory = \"ORDER\"\n\
-         channel_id = \"orders\"\nconcurrency = {concurrency}\n",
+         channel_id = \"orders\"\nconcurrency = {concurrency}\n\n\
+         [[channels]]\nname = \"vv\"\nkind = \"vivo_push\"\napi_base = \"{base}\"\n\
+         app_id = \"{vv_id}\"\napp_key = \"{vv_key}\"\napp_secret = \"{vv_secret}\"\n\
+         classification = 1\nconcurrency = {concurrency}\n",
         key = key.display(),
         project = herald_mock::DEFAULT_FCM_PROJECT,
         app = h.app_id,
@@ -162,6 +173,9 @@ fn channels_toml(mock: &MockServer, key: &std::path::Path, concurrency: usize) -
         hn_secret = herald_mock::DEFAULT_HONOR_CLIENT_SECRET,
         op_key = herald_mock::DEFAULT_OPPO_APP_KEY,
         op_secret = herald_mock::DEFAULT_OPPO_MASTER_SECRET,
+        vv_id = herald_mock::DEFAULT_VIVO_APP_ID,
+        vv_key = herald_mock::DEFAULT_VIVO_APP_KEY,
+        vv_secret = herald_mock::DEFAULT_VIVO_APP_SECRET,
     )
 }
 
@@ -203,6 +217,7 @@ pub(super) async fn run(mut a: AppPushArgs) -> anyhow::Result<()> {
     cfg.xiaomi.calls_per_second = 0;
     cfg.honor.calls_per_second = 0;
     cfg.oppo.calls_per_second = 0;
+    cfg.vivo.calls_per_second = 0;
     let mock = MockServer::start("127.0.0.1:0".parse()?, cfg).await?;
     let dead: Vec<usize> = (0..devices)
         .filter(|&d| device(d, a.dead_every).1)
