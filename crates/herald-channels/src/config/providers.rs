@@ -1202,6 +1202,79 @@ mod tests {
         }
     }
 
+    /// The vendor push kinds' checks name the field at fault.
+    #[test]
+    fn vendor_push_checks_name_the_field() {
+        let secret = || SecretSource::Inline("s".into());
+        let mut xiaomi = XiaomiPushConfig {
+            app_secret: secret(),
+            package_name: "com.shop".into(),
+            channel_id: None,
+            max_batch: None,
+            api_base: None,
+            ca_file: None,
+            allow_insecure_http: false,
+        };
+        assert!(xiaomi.check().is_ok());
+        xiaomi.package_name = " ".into();
+        assert!(xiaomi.check().unwrap_err().starts_with("package_name"));
+        xiaomi.package_name = "com.shop".into();
+        xiaomi.max_batch = Some(1001);
+        assert!(xiaomi.check().unwrap_err().starts_with("max_batch"));
+        xiaomi.max_batch = None;
+        xiaomi.api_base = Some("http://push.example.com".into());
+        assert!(xiaomi.check().unwrap_err().starts_with("api_base"));
+
+        let mut honor = HonorPushConfig {
+            app_id: "1".into(),
+            client_id: "c".into(),
+            client_secret: secret(),
+            importance: Some("HIGH".into()),
+            max_batch: None,
+            api_base: None,
+            token_url: Some("http://127.0.0.1:1/auth/token".into()),
+            ca_file: None,
+            allow_insecure_http: false,
+        };
+        assert!(honor.check().unwrap_err().starts_with("importance"));
+        honor.importance = Some("NORMAL".into());
+        assert!(honor.check().is_ok());
+        honor.client_id = String::new();
+        assert!(honor.check().unwrap_err().starts_with("client_id"));
+
+        let mut oppo = OppoPushConfig {
+            app_key: "k".into(),
+            master_secret: SecretSource::Inline(String::new()),
+            category: Some("PROMO".into()),
+            channel_id: None,
+            max_batch: None,
+            api_base: None,
+            ca_file: None,
+            allow_insecure_http: false,
+        };
+        assert!(oppo.check().unwrap_err().starts_with("master_secret"));
+        oppo.master_secret = secret();
+        assert!(oppo.check().unwrap_err().starts_with("category"));
+        oppo.category = Some("ORDER".into());
+        assert!(oppo.check().is_ok());
+
+        let mut vivo = VivoPushConfig {
+            app_id: "10004".into(),
+            app_key: "k".into(),
+            app_secret: SecretSource::Env("HERALD_TEST_SURELY_UNSET_VIVO".into()),
+            classification: Some(2),
+            max_batch: None,
+            api_base: None,
+            ca_file: None,
+            allow_insecure_http: false,
+        };
+        assert!(vivo.check().unwrap_err().contains("app_secret"));
+        vivo.app_secret = secret();
+        assert!(vivo.check().unwrap_err().starts_with("classification"));
+        vivo.classification = Some(1);
+        assert!(vivo.check().is_ok());
+    }
+
     #[test]
     fn describes_keys() {
         assert_eq!(
