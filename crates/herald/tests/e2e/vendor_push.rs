@@ -397,3 +397,43 @@ async fn devices_over_several_services_on_postgres() {
     };
     run_mixed(Some(&url)).await;
 }
+
+/// `herald config check` checks the China vendor push kinds as building
+/// them would, naming the channel and the field at fault.
+#[tokio::test]
+async fn config_check_names_the_vendor_push_field_at_fault() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("herald.toml");
+    std::fs::write(
+        &cfg,
+        "listen = \"127.0.0.1:8780\"\n\
+         [[channels]]\nname = \"mi\"\nkind = \"xiaomi_push\"\napp_secret = \"s\"\n\
+         package_name = \"com.shop\"\nmax_batch = 5000\n\
+         [[channels]]\nname = \"hn\"\nkind = \"honor_push\"\napp_id = \"1\"\nclient_id = \"c\"\n\
+         client_secret = \"s\"\nimportance = \"HIGH\"\n\
+         [[channels]]\nname = \"op\"\nkind = \"oppo_push\"\napp_key = \"k\"\n\
+         master_secret = \"s\"\ncategory = \"PROMO\"\n\
+         [[channels]]\nname = \"vv\"\nkind = \"vivo_push\"\napp_id = \"10004\"\napp_key = \"k\"\n\
+         app_secret_env = \"HERALD_TEST_SURELY_UNSET_VIVO\"\n",
+    )
+    .unwrap();
+    let out = tokio::process::Command::new(common::BIN)
+        .args(["config", "check", "--config"])
+        .arg(&cfg)
+        .env_remove("HERALD_CONFIG")
+        .env_remove("HERALD_ADMIN_KEY")
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    for says in [
+        "channel \"mi\": max_batch must be within 1..=1000",
+        "channel \"hn\": importance must be NORMAL or LOW",
+        "channel \"op\": category must be one of",
+        "channel \"vv\": app_secret_env: environment variable HERALD_TEST_SURELY_UNSET_VIVO is not set",
+        "4 problems",
+    ] {
+        assert!(stderr.contains(says), "{says}: {stderr}");
+    }
+}
