@@ -7,6 +7,7 @@
 
 pub mod aliyun_sms;
 mod config;
+pub mod dingtalk_work;
 pub mod fcm;
 pub mod honor_push;
 pub mod http;
@@ -40,12 +41,13 @@ use herald_core::{TimerId, TimerKind};
 
 pub use aliyun_sms::AliyunSmsChannel;
 pub use config::{
-    AliyunSmsConfig, COMMON_KEYS, ChannelConfig, ChannelKind, CommonSettings, FcmConfig,
-    HonorPushConfig, HuaweiPushConfig, InDoubt, LogConfig, OppoPushConfig, ProviderConfig,
-    ProviderKeys, QuietHours, QuietPolicy, RobotConfig, SecretSource, SmtpConfig, SmtpTls,
-    TencentSmsConfig, TokenMode, VivoPushConfig, WebhookConfig, WechatConfig, WechatMiniConfig,
-    WecomConfig, XiaomiPushConfig,
+    AliyunSmsConfig, COMMON_KEYS, ChannelConfig, ChannelKind, CommonSettings, DingtalkWorkConfig,
+    FcmConfig, HonorPushConfig, HuaweiPushConfig, InDoubt, LogConfig, OppoPushConfig,
+    ProviderConfig, ProviderKeys, QuietHours, QuietPolicy, RobotConfig, SecretSource, SmtpConfig,
+    SmtpTls, TencentSmsConfig, TokenMode, VivoPushConfig, WebhookConfig, WechatConfig,
+    WechatMiniConfig, WecomConfig, XiaomiPushConfig,
 };
+pub use dingtalk_work::DingtalkWorkChannel;
 pub use fcm::FcmChannel;
 pub use honor_push::HonorPushChannel;
 pub use huawei_push::HuaweiPushChannel;
@@ -363,5 +365,6 @@ pub fn build(cfg: &ChannelConfig, ctx: &BuildContext) -> Result<Arc<dyn Channel>
         ProviderConfig::HonorPush(p) => Arc::new(HonorPushChannel::new(common, p, ctx)?),
         ProviderConfig::OppoPush(p) => Arc::new(OppoPushChannel::new(common, p, ctx)?),
         ProviderConfig::VivoPush(p) => Arc::new(VivoPushChannel::new(common, p, ctx)?),
+        ProviderConfig::DingtalkWork(p) => Arc::new(DingtalkWorkChannel::new(common, p, ctx)?),
     })
 }

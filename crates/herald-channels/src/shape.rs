@@ -103,6 +103,7 @@ pub fn check(kind: ChannelKind, msg: &Value) -> Result<(), ShapeError> {
         ChannelKind::WecomRobot | ChannelKind::DingtalkRobot | ChannelKind::FeishuBot => {
             crate::robots::message::check(kind, m)
         }
+        ChannelKind::DingtalkWork => crate::dingtalk_work::check_message(m).map(|_| ()),
     }
 }
 

@@ -56,6 +56,13 @@
 //!   `/_mock/{vendor}/{stats,messages,faults,config,devices,clock}`
 //!   ([`PushStats`], [`PushMessage`], [`PushFaults`]; `devices` takes
 //!   `{"invalid": [...], "valid": [...]}` to unregister and register device tokens).
+//! - DingTalk work notifications of an internal app ([`dingtalk`](crate::DingtalkConfig)),
+//!   errors as HTTP 200 with `errcode`: `GET /gettoken?appkey=&appsecret=`,
+//!   `POST /topapi/message/corpconversation/asyncsend_v2?access_token=`,
+//!   `POST /topapi/message/corpconversation/getsendresult?access_token=`; control
+//!   `GET /_mock/dingtalk/stats`, `GET /_mock/dingtalk/messages?limit=&userid=`,
+//!   `GET|POST /_mock/dingtalk/faults`, `GET|POST /_mock/dingtalk/config`,
+//!   `POST /_mock/dingtalk/clock {advance_secs}`.
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
@@ -70,6 +77,7 @@
 
 mod aliyun_sms;
 mod control;
+mod dingtalk;
 mod faults;
 mod fcm;
 mod honor;
@@ -107,6 +115,11 @@ use tokio::task::JoinHandle;
 
 pub use aliyun_sms::{
     ALIYUN_SMS_RING_CAPACITY, AliyunSmsConfig, AliyunSmsFaults, AliyunSmsMessage, AliyunSmsStats,
+};
+pub use dingtalk::{
+    DEFAULT_DINGTALK_AGENT_ID, DEFAULT_DINGTALK_APPKEY, DEFAULT_DINGTALK_APPSECRET,
+    DINGTALK_MAX_MSG_BYTES, DINGTALK_MAX_USERS, DINGTALK_RING_CAPACITY, DINGTALK_TOKEN_TTL_SECS,
+    DingtalkConfig, DingtalkFaults, DingtalkMessage, DingtalkStats,
 };
 pub use faults::Faults;
 pub use fcm::{
@@ -207,6 +220,8 @@ pub struct MockConfig {
     pub oppo: OppoConfig,
     /// vivo Push mock: app id, key, secret, quotas.
     pub vivo: VivoConfig,
+    /// DingTalk work-notification mock: the internal app and its limits.
+    pub dingtalk: DingtalkConfig,
 }
 
 struct Shared {
@@ -225,6 +240,7 @@ struct Shared {
     honor: honor::HonorState,
     oppo: oppo::OppoState,
     vivo: vivo::VivoState,
+    dingtalk: dingtalk::DingtalkState,
 }
 
 /// Shared state behind the mock routes. Cheap to clone.
@@ -263,6 +279,9 @@ impl MockState {
         cfg.vivo.validate().map_err(|e| {
             std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("vivo: {e}"))
         })?;
+        cfg.dingtalk.validate().map_err(|e| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("dingtalk: {e}"))
+        })?;
         let fcm = fcm::FcmState::new(
             fcm::FcmSettings {
                 project: cfg
@@ -298,6 +317,7 @@ impl MockState {
                 honor: honor::HonorState::new(cfg.honor),
                 oppo: oppo::OppoState::new(cfg.oppo),
                 vivo: vivo::VivoState::new(cfg.vivo),
+                dingtalk: dingtalk::DingtalkState::new(cfg.dingtalk),
             }),
         })
     }
@@ -349,6 +369,7 @@ impl MockState {
         self.shared.honor.reset();
         self.shared.oppo.reset();
         self.shared.vivo.reset();
+        self.shared.dingtalk.reset();
     }
 
     /// WeChat mock statistics; `GET /_mock/wechat/stats`.
@@ -525,6 +546,22 @@ impl MockState {
         self.shared.huawei.set_config(cfg)
     }
 
+    /// `GET /_mock/dingtalk/stats`.
+    pub fn dingtalk_stats(&self) -> DingtalkStats {
+        self.shared.dingtalk.stats()
+    }
+
+    /// The newest `limit` delivered DingTalk work notifications (only to
+    /// `userid`, if given), oldest first.
+    pub fn dingtalk_messages(&self, limit: usize, userid: Option<&str>) -> Vec<DingtalkMessage> {
+        self.shared.dingtalk.messages(limit, userid)
+    }
+
+    /// Replaces the DingTalk faults; `expire_tokens` acts at once.
+    pub fn set_dingtalk_faults(&self, f: DingtalkFaults) {
+        self.shared.dingtalk.set_faults(f);
+    }
+
     /// Adds device tokens to the Huawei invalid list (apps uninstalled);
     /// returns the whole list.
     pub fn add_huawei_invalid_tokens(&self, tokens: Vec<String>) -> Vec<String> {
@@ -624,6 +661,7 @@ pub fn router(state: MockState) -> Router {
         .merge(honor::routes())
         .merge(oppo::routes())
         .merge(vivo::routes())
+        .merge(dingtalk::routes())
         .route("/", axum::routing::post(sms_root))
         .with_state(state)
 }

@@ -145,7 +145,7 @@ enum Cmd {
     Backup(backup_cli::BackupArgs),
     /// Put a backup in place as the store of an empty data directory.
     Restore(backup_cli::RestoreArgs),
-    /// Run the provider mocks (webhook sink at /hook, WeChat, WeCom, FCM, Huawei, Honor, Xiaomi, OPPO and vivo Push, Aliyun and Tencent SMS on their real paths, stats at /_mock/stats).
+    /// Run the provider mocks (webhook sink at /hook, WeChat, WeCom, FCM, Huawei, Honor, Xiaomi, OPPO and vivo Push, DingTalk work notifications, Aliyun and Tencent SMS on their real paths, stats at /_mock/stats).
     Mock(Box<MockArgs>),
     /// Load generators that measure Herald against its budgets.
     Bench {
@@ -407,6 +407,16 @@ struct MockArgs {
     /// `mock-vivo-app-secret`.
     #[arg(long, env = "HERALD_MOCK_VIVO_APP_SECRET", hide_env_values = true)]
     vivo_app_secret: Option<String>,
+    /// DingTalk work-notification mock: the internal app's AppKey (the
+    /// `appkey` of /gettoken).
+    #[arg(long, default_value = herald_mock::DEFAULT_DINGTALK_APPKEY)]
+    dingtalk_appkey: String,
+    /// DingTalk mock: the app's AppSecret; default `mock-dingtalk-app-secret`.
+    #[arg(long, env = "HERALD_MOCK_DINGTALK_APPSECRET", hide_env_values = true)]
+    dingtalk_appsecret: Option<String>,
+    /// DingTalk mock: the AgentId every asyncsend_v2 must carry.
+    #[arg(long, default_value_t = herald_mock::DEFAULT_DINGTALK_AGENT_ID)]
+    dingtalk_agent_id: i64,
 }
 
 async fn run_mock(a: MockArgs) -> anyhow::Result<()> {
@@ -499,8 +509,20 @@ async fn run_mock(a: MockArgs) -> anyhow::Result<()> {
                 .unwrap_or_else(|| herald_mock::DEFAULT_VIVO_APP_SECRET.to_owned()),
             ..Default::default()
         },
+        dingtalk: herald_mock::DingtalkConfig {
+            appkey: a.dingtalk_appkey,
+            appsecret: a
+                .dingtalk_appsecret
+                .unwrap_or_else(|| herald_mock::DEFAULT_DINGTALK_APPSECRET.to_owned()),
+            agent_id: a.dingtalk_agent_id,
+            ..Default::default()
+        },
         ..Default::default()
     };
+    cfg.dingtalk
+        .validate()
+        .map_err(anyhow::Error::msg)
+        .context("checking --dingtalk-appkey, --dingtalk-appsecret and --dingtalk-agent-id")?;
     cfg.huawei
         .validate()
         .map_err(anyhow::Error::msg)

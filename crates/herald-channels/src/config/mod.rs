@@ -17,9 +17,9 @@ use crate::ChannelError;
 
 pub use common::{COMMON_KEYS, CommonSettings, InDoubt, QuietHours, QuietPolicy};
 pub use providers::{
-    AliyunSmsConfig, FcmConfig, HonorPushConfig, HuaweiPushConfig, LogConfig, OppoPushConfig,
-    ProviderKeys, RobotConfig, SmtpConfig, SmtpTls, TencentSmsConfig, TokenMode, VivoPushConfig,
-    WebhookConfig, WechatConfig, WechatMiniConfig, WecomConfig, XiaomiPushConfig,
+    AliyunSmsConfig, DingtalkWorkConfig, FcmConfig, HonorPushConfig, HuaweiPushConfig, LogConfig,
+    OppoPushConfig, ProviderKeys, RobotConfig, SmtpConfig, SmtpTls, TencentSmsConfig, TokenMode,
+    VivoPushConfig, WebhookConfig, WechatConfig, WechatMiniConfig, WecomConfig, XiaomiPushConfig,
 };
 pub use secret::SecretSource;
 
@@ -61,6 +61,8 @@ pub enum ChannelKind {
     OppoPush,
     /// vivo Push (server API v2.9.2).
     VivoPush,
+    /// DingTalk (钉钉) work notifications of an enterprise internal app.
+    DingtalkWork,
 }
 
 impl ChannelKind {
@@ -84,7 +86,8 @@ impl ChannelKind {
             | ChannelKind::Webhook
             | ChannelKind::WecomRobot
             | ChannelKind::DingtalkRobot
-            | ChannelKind::FeishuBot => None,
+            | ChannelKind::FeishuBot
+            | ChannelKind::DingtalkWork => None,
         }
     }
 
@@ -110,7 +113,8 @@ impl ChannelKind {
             | ChannelKind::TencentSms
             | ChannelKind::WecomRobot
             | ChannelKind::DingtalkRobot
-            | ChannelKind::FeishuBot => None,
+            | ChannelKind::FeishuBot
+            | ChannelKind::DingtalkWork => None,
         }
     }
 
@@ -125,16 +129,25 @@ impl ChannelKind {
 
     /// The part of a message template this kind sends: its address type's,
     /// `robot` for group robots, `webhook` for kinds that take any message.
+    /// The office apps (DingTalk work notifications) have no address type
+    /// yet, and what they show is what a robot shows (text or Markdown with
+    /// a title), so they take the `robot` part too.
     pub fn template_part(self) -> herald_core::template::PartKey {
         use herald_core::template::PartKey;
-        if self.is_robot() {
+        if self.is_robot() || self.is_office_app() {
             return PartKey::Robot;
         }
         PartKey::for_type(self.channel_type())
     }
 
+    /// An office suite's app messaging its users one by one (not a group
+    /// robot): the recipient is the provider's user id.
+    pub fn is_office_app(self) -> bool {
+        matches!(self, ChannelKind::DingtalkWork)
+    }
+
     /// Every kind, in the order messages list them.
-    pub const ALL: [ChannelKind; 17] = [
+    pub const ALL: [ChannelKind; 18] = [
         ChannelKind::Log,
         ChannelKind::Webhook,
         ChannelKind::Wechat,
@@ -152,6 +165,7 @@ impl ChannelKind {
         ChannelKind::HonorPush,
         ChannelKind::OppoPush,
         ChannelKind::VivoPush,
+        ChannelKind::DingtalkWork,
     ];
 
     /// What an in-doubt send does when the channel does not say: providers
@@ -162,7 +176,9 @@ impl ChannelKind {
     /// check the receipt before resending a send that got no answer): skip.
     /// Nor does a mini-program subscribe message, which also spends one of
     /// the user's grants each time: skip. Nor do group robots, where a
-    /// repeat shows in the group twice: skip.
+    /// repeat shows in the group twice: skip. Nor does DingTalk's
+    /// `asyncsend_v2`, which takes no request id (its same-content-once-a-day
+    /// rule only catches a repeat of the very same text): skip.
     pub fn default_in_doubt(self) -> InDoubt {
         match self {
             ChannelKind::Fcm
@@ -177,7 +193,8 @@ impl ChannelKind {
             | ChannelKind::TencentSms
             | ChannelKind::WecomRobot
             | ChannelKind::DingtalkRobot
-            | ChannelKind::FeishuBot => InDoubt::Skip,
+            | ChannelKind::FeishuBot
+            | ChannelKind::DingtalkWork => InDoubt::Skip,
             ChannelKind::Log | ChannelKind::Webhook | ChannelKind::Wechat | ChannelKind::Wecom => {
                 InDoubt::Resend
             }
@@ -200,6 +217,11 @@ impl ChannelKind {
     ///   which is never looser). Pacing counts every message to the number,
     ///   not only the same content, so the 30 s limit is applied to all of
     ///   them (§2.2).
+    /// - DingTalk work notifications: 500 a user a day from one internal
+    ///   app, the excess taken and dropped (a rolling 24 h here, never
+    ///   looser than DingTalk's day; `china-providers.md` §5.1). Its other
+    ///   rule, the same content once a day, is about content, not counts,
+    ///   and pacing cannot hold it.
     /// - The others publish no per-recipient limit (FCM's quota is per
     ///   project, WeChat's template quota per account per day): none.
     pub fn default_pacing(self) -> Vec<herald_core::pacing::Pace> {
@@ -229,6 +251,10 @@ impl ChannelKind {
                     window_ms: 86_400_000,
                 },
             ],
+            ChannelKind::DingtalkWork => vec![Pace {
+                max: 500,
+                window_ms: 86_400_000,
+            }],
             ChannelKind::WecomRobot | ChannelKind::DingtalkRobot => vec![Pace {
                 max: 20,
                 window_ms: 60_000,
@@ -290,6 +316,7 @@ impl ChannelKind {
             ChannelKind::HonorPush => "honor_push",
             ChannelKind::OppoPush => "oppo_push",
             ChannelKind::VivoPush => "vivo_push",
+            ChannelKind::DingtalkWork => "dingtalk_work",
         }
     }
 }
@@ -320,6 +347,7 @@ pub enum ProviderConfig {
     HonorPush(HonorPushConfig),
     OppoPush(OppoPushConfig),
     VivoPush(VivoPushConfig),
+    DingtalkWork(DingtalkWorkConfig),
 }
 
 impl ProviderConfig {
@@ -342,6 +370,7 @@ impl ProviderConfig {
             ProviderConfig::HonorPush(_) => ChannelKind::HonorPush,
             ProviderConfig::OppoPush(_) => ChannelKind::OppoPush,
             ProviderConfig::VivoPush(_) => ChannelKind::VivoPush,
+            ProviderConfig::DingtalkWork(_) => ChannelKind::DingtalkWork,
         }
     }
 
@@ -365,6 +394,7 @@ impl ProviderConfig {
             ProviderConfig::HonorPush(p) => p.check(),
             ProviderConfig::OppoPush(p) => p.check(),
             ProviderConfig::VivoPush(p) => p.check(),
+            ProviderConfig::DingtalkWork(p) => p.check(),
         }
     }
 }

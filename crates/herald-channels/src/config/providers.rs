@@ -267,6 +267,31 @@ pub struct VivoPushConfig {
     pub allow_insecure_http: bool,
 }
 
+/// DingTalk (钉钉) work notifications (工作通知) of an enterprise internal
+/// app: `asyncsend_v2` to the app's users, by userid.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DingtalkWorkConfig {
+    /// The internal app's AppKey (the `appkey` of `gettoken`).
+    pub appkey: String,
+    /// Its AppSecret.
+    pub appsecret: SecretSource,
+    /// The app's AgentId, which every send names.
+    pub agent_id: i64,
+    /// Userids per `asyncsend_v2` call (1 to 100; default 100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_batch: Option<usize>,
+    /// API root (token and sends); `https://oapi.dingtalk.com` by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_base: Option<String>,
+    /// Extra CA roots for `https://`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<String>,
+    /// Lets `api_base` be plain `http://` to a non-loopback host.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub allow_insecure_http: bool,
+}
+
 /// A chat group's robot: a WeCom group robot (`wecom_robot`), a DingTalk
 /// custom robot (`dingtalk_robot`) or a Feishu custom bot (`feishu_bot`).
 /// One channel is one robot, so one group.
@@ -605,6 +630,11 @@ impl ChannelKind {
                     "ca_file",
                     "allow_insecure_http",
                 ],
+            },
+            ChannelKind::DingtalkWork => ProviderKeys {
+                required: &["appkey", "agent_id"],
+                secrets: &[("appsecret", true)],
+                optional: &["max_batch", "api_base", "ca_file", "allow_insecure_http"],
             },
             ChannelKind::WecomRobot => ProviderKeys {
                 required: &[],
@@ -957,6 +987,26 @@ impl VivoPushConfig {
     }
 }
 
+impl DingtalkWorkConfig {
+    /// What can be checked without a request.
+    pub fn check(&self) -> Result<(), String> {
+        non_empty("appkey", &self.appkey)?;
+        non_empty("appsecret", &self.appsecret.resolve("appsecret")?)?;
+        if self.agent_id <= 0 {
+            return Err(format!(
+                "agent_id must be the app's AgentId (a positive number), got {}",
+                self.agent_id
+            ));
+        }
+        check_batch(self.max_batch, crate::dingtalk_work::MAX_USERS_PER_CALL)?;
+        check_urls(
+            &[("api_base", &self.api_base)],
+            &self.ca_file,
+            self.allow_insecure_http,
+        )
+    }
+}
+
 impl RobotConfig {
     /// What can be checked without a request: the webhook has the shape the
     /// provider's settings give it, and plain `http://` only to a loopback
@@ -1197,6 +1247,17 @@ mod tests {
         })
         .unwrap();
         assert_eq!(sorted(vivo), listed(ChannelKind::VivoPush));
+        let dingtalk = serde_json::to_value(DingtalkWorkConfig {
+            appkey: "k".into(),
+            appsecret: SecretSource::Env("V".into()),
+            agent_id: 1,
+            max_batch: Some(10),
+            api_base: all("b"),
+            ca_file: all("c"),
+            allow_insecure_http: true,
+        })
+        .unwrap();
+        assert_eq!(sorted(dingtalk), listed(ChannelKind::DingtalkWork));
         for kind in [ChannelKind::DingtalkRobot, ChannelKind::FeishuBot] {
             assert_eq!(sorted(robot(secret())), listed(kind), "{kind:?}");
         }

@@ -80,6 +80,7 @@ pub fn from_table(mut table: Map<String, Value>) -> Result<ChannelConfig, String
         ChannelKind::HonorPush => decode(table).map(ProviderConfig::HonorPush),
         ChannelKind::OppoPush => decode(table).map(ProviderConfig::OppoPush),
         ChannelKind::VivoPush => decode(table).map(ProviderConfig::VivoPush),
+        ChannelKind::DingtalkWork => decode(table).map(ProviderConfig::DingtalkWork),
     }
     .map_err(|e| format!("{label}: {e}"))?;
     Ok(ChannelConfig { common, provider })
@@ -108,6 +109,7 @@ pub fn to_table(cfg: &ChannelConfig) -> Result<Map<String, Value>, serde_json::E
         ProviderConfig::HonorPush(p) => serde_json::to_value(p),
         ProviderConfig::OppoPush(p) => serde_json::to_value(p),
         ProviderConfig::VivoPush(p) => serde_json::to_value(p),
+        ProviderConfig::DingtalkWork(p) => serde_json::to_value(p),
     }?;
     let secrets = kind.provider_keys().secrets;
     for (k, v) in object(provider) {

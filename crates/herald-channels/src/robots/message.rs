@@ -105,7 +105,7 @@ pub(crate) fn read(kind: ChannelKind, m: &Map<String, Value>) -> Result<RobotMes
 
 /// Herald's shape: `text`, or `markdown` with an optional `title`, and
 /// nothing else; `limits` are the most bytes of text and of Markdown.
-fn common(
+pub(crate) fn common(
     m: &Map<String, Value>,
     limits: Option<(usize, usize)>,
 ) -> Result<RobotMessage, ShapeError> {

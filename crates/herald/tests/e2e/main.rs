@@ -49,6 +49,7 @@ mod in_time;
 mod input;
 mod isolation;
 mod logs;
+mod office_apps;
 mod one_user;
 mod oppo_push;
 mod otel;
