@@ -9,6 +9,7 @@ pub mod aliyun_sms;
 mod config;
 pub mod dingtalk_work;
 pub mod fcm;
+pub mod feishu_app;
 pub mod honor_push;
 pub mod http;
 pub mod huawei_push;
@@ -42,13 +43,14 @@ use herald_core::{TimerId, TimerKind};
 pub use aliyun_sms::AliyunSmsChannel;
 pub use config::{
     AliyunSmsConfig, COMMON_KEYS, ChannelConfig, ChannelKind, CommonSettings, DingtalkWorkConfig,
-    FcmConfig, HonorPushConfig, HuaweiPushConfig, InDoubt, LogConfig, OppoPushConfig,
-    ProviderConfig, ProviderKeys, QuietHours, QuietPolicy, RobotConfig, SecretSource, SmtpConfig,
-    SmtpTls, TencentSmsConfig, TokenMode, VivoPushConfig, WebhookConfig, WechatConfig,
-    WechatMiniConfig, WecomConfig, XiaomiPushConfig,
+    FcmConfig, FeishuAppConfig, HonorPushConfig, HuaweiPushConfig, InDoubt, LogConfig,
+    OppoPushConfig, ProviderConfig, ProviderKeys, QuietHours, QuietPolicy, RobotConfig,
+    SecretSource, SmtpConfig, SmtpTls, TencentSmsConfig, TokenMode, VivoPushConfig, WebhookConfig,
+    WechatConfig, WechatMiniConfig, WecomConfig, XiaomiPushConfig,
 };
 pub use dingtalk_work::DingtalkWorkChannel;
 pub use fcm::FcmChannel;
+pub use feishu_app::FeishuAppChannel;
 pub use honor_push::HonorPushChannel;
 pub use huawei_push::HuaweiPushChannel;
 pub use log::LogChannel;
@@ -366,5 +368,6 @@ pub fn build(cfg: &ChannelConfig, ctx: &BuildContext) -> Result<Arc<dyn Channel>
         ProviderConfig::OppoPush(p) => Arc::new(OppoPushChannel::new(common, p, ctx)?),
         ProviderConfig::VivoPush(p) => Arc::new(VivoPushChannel::new(common, p, ctx)?),
         ProviderConfig::DingtalkWork(p) => Arc::new(DingtalkWorkChannel::new(common, p, ctx)?),
+        ProviderConfig::FeishuApp(p) => Arc::new(FeishuAppChannel::new(common, p, ctx)?),
     })
 }

@@ -104,6 +104,7 @@ pub fn check(kind: ChannelKind, msg: &Value) -> Result<(), ShapeError> {
             crate::robots::message::check(kind, m)
         }
         ChannelKind::DingtalkWork => crate::dingtalk_work::check_message(m).map(|_| ()),
+        ChannelKind::FeishuApp => crate::feishu_app::check_message(m).map(|_| ()),
     }
 }
 

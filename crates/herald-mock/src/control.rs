@@ -50,6 +50,7 @@ async fn stats(State(state): State<MockState>) -> Response {
         obj.insert("oppo".into(), serde_json::json!(state.oppo_stats()));
         obj.insert("vivo".into(), serde_json::json!(state.vivo_stats()));
         obj.insert("dingtalk".into(), serde_json::json!(state.dingtalk_stats()));
+        obj.insert("feishu".into(), serde_json::json!(state.feishu_stats()));
     }
     Json(body).into_response()
 }

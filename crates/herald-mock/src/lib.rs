@@ -63,6 +63,11 @@
 //!   `GET /_mock/dingtalk/stats`, `GET /_mock/dingtalk/messages?limit=&userid=`,
 //!   `GET|POST /_mock/dingtalk/faults`, `GET|POST /_mock/dingtalk/config`,
 //!   `POST /_mock/dingtalk/clock {advance_secs}`.
+//! - Feishu app messages ([`feishu`](crate::FeishuConfig)), errors as 4xx with a numeric
+//!   `code`: `POST /open-apis/auth/v3/tenant_access_token/internal`,
+//!   `POST /open-apis/im/v1/messages?receive_id_type=`; control `GET /_mock/feishu/stats`,
+//!   `GET /_mock/feishu/messages?limit=&receive_id=`, `GET|POST /_mock/feishu/faults`,
+//!   `GET|POST /_mock/feishu/config`, `POST /_mock/feishu/clock {advance_secs}`.
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
@@ -80,6 +85,7 @@ mod control;
 mod dingtalk;
 mod faults;
 mod fcm;
+mod feishu;
 mod honor;
 mod huawei;
 mod oppo;
@@ -125,6 +131,11 @@ pub use faults::Faults;
 pub use fcm::{
     DEFAULT_FCM_PROJECT, DEFAULT_FCM_QUOTA_PER_MINUTE, FCM_RING_CAPACITY, FCM_SCOPE,
     FCM_TOKEN_TTL_SECS, FcmFaults, FcmMessage, FcmStats,
+};
+pub use feishu::{
+    DEFAULT_FEISHU_APP_ID, DEFAULT_FEISHU_APP_SECRET, FEISHU_MAX_CARD_BYTES, FEISHU_MAX_TEXT_BYTES,
+    FEISHU_MAX_UUID, FEISHU_RING_CAPACITY, FEISHU_TOKEN_TTL_SECS, FeishuConfig, FeishuFaults,
+    FeishuMessage, FeishuStats,
 };
 pub use honor::{
     DEFAULT_HONOR_APP_ID, DEFAULT_HONOR_CLIENT_ID, DEFAULT_HONOR_CLIENT_SECRET,
@@ -222,6 +233,8 @@ pub struct MockConfig {
     pub vivo: VivoConfig,
     /// DingTalk work-notification mock: the internal app and its limits.
     pub dingtalk: DingtalkConfig,
+    /// Feishu app-message mock: the app and its rate limits.
+    pub feishu: FeishuConfig,
 }
 
 struct Shared {
@@ -241,6 +254,7 @@ struct Shared {
     oppo: oppo::OppoState,
     vivo: vivo::VivoState,
     dingtalk: dingtalk::DingtalkState,
+    feishu: feishu::FeishuState,
 }
 
 /// Shared state behind the mock routes. Cheap to clone.
@@ -282,6 +296,9 @@ impl MockState {
         cfg.dingtalk.validate().map_err(|e| {
             std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("dingtalk: {e}"))
         })?;
+        cfg.feishu.validate().map_err(|e| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("feishu: {e}"))
+        })?;
         let fcm = fcm::FcmState::new(
             fcm::FcmSettings {
                 project: cfg
@@ -318,6 +335,7 @@ impl MockState {
                 oppo: oppo::OppoState::new(cfg.oppo),
                 vivo: vivo::VivoState::new(cfg.vivo),
                 dingtalk: dingtalk::DingtalkState::new(cfg.dingtalk),
+                feishu: feishu::FeishuState::new(cfg.feishu),
             }),
         })
     }
@@ -370,6 +388,7 @@ impl MockState {
         self.shared.oppo.reset();
         self.shared.vivo.reset();
         self.shared.dingtalk.reset();
+        self.shared.feishu.reset();
     }
 
     /// WeChat mock statistics; `GET /_mock/wechat/stats`.
@@ -562,6 +581,22 @@ impl MockState {
         self.shared.dingtalk.set_faults(f);
     }
 
+    /// `GET /_mock/feishu/stats`.
+    pub fn feishu_stats(&self) -> FeishuStats {
+        self.shared.feishu.stats()
+    }
+
+    /// The newest `limit` delivered Feishu messages (only to `receive_id`,
+    /// if given), oldest first.
+    pub fn feishu_messages(&self, limit: usize, receive_id: Option<&str>) -> Vec<FeishuMessage> {
+        self.shared.feishu.messages(limit, receive_id)
+    }
+
+    /// Replaces the Feishu faults; `expire_tokens` acts at once.
+    pub fn set_feishu_faults(&self, f: FeishuFaults) {
+        self.shared.feishu.set_faults(f);
+    }
+
     /// Adds device tokens to the Huawei invalid list (apps uninstalled);
     /// returns the whole list.
     pub fn add_huawei_invalid_tokens(&self, tokens: Vec<String>) -> Vec<String> {
@@ -662,6 +697,7 @@ pub fn router(state: MockState) -> Router {
         .merge(oppo::routes())
         .merge(vivo::routes())
         .merge(dingtalk::routes())
+        .merge(feishu::routes())
         .route("/", axum::routing::post(sms_root))
         .with_state(state)
 }

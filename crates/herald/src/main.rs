@@ -145,7 +145,7 @@ enum Cmd {
     Backup(backup_cli::BackupArgs),
     /// Put a backup in place as the store of an empty data directory.
     Restore(backup_cli::RestoreArgs),
-    /// Run the provider mocks (webhook sink at /hook, WeChat, WeCom, FCM, Huawei, Honor, Xiaomi, OPPO and vivo Push, DingTalk work notifications, Aliyun and Tencent SMS on their real paths, stats at /_mock/stats).
+    /// Run the provider mocks (webhook sink at /hook, WeChat, WeCom, FCM, Huawei, Honor, Xiaomi, OPPO and vivo Push, DingTalk work notifications, Feishu app messages, Aliyun and Tencent SMS on their real paths, stats at /_mock/stats).
     Mock(Box<MockArgs>),
     /// Load generators that measure Herald against its budgets.
     Bench {
@@ -417,6 +417,12 @@ struct MockArgs {
     /// DingTalk mock: the AgentId every asyncsend_v2 must carry.
     #[arg(long, default_value_t = herald_mock::DEFAULT_DINGTALK_AGENT_ID)]
     dingtalk_agent_id: i64,
+    /// Feishu app-message mock: the app's App ID.
+    #[arg(long, default_value = herald_mock::DEFAULT_FEISHU_APP_ID)]
+    feishu_app_id: String,
+    /// Feishu mock: the App Secret; default `mock-feishu-app-secret`.
+    #[arg(long, env = "HERALD_MOCK_FEISHU_APP_SECRET", hide_env_values = true)]
+    feishu_app_secret: Option<String>,
 }
 
 async fn run_mock(a: MockArgs) -> anyhow::Result<()> {
@@ -517,8 +523,19 @@ async fn run_mock(a: MockArgs) -> anyhow::Result<()> {
             agent_id: a.dingtalk_agent_id,
             ..Default::default()
         },
+        feishu: herald_mock::FeishuConfig {
+            app_id: a.feishu_app_id,
+            app_secret: a
+                .feishu_app_secret
+                .unwrap_or_else(|| herald_mock::DEFAULT_FEISHU_APP_SECRET.to_owned()),
+            ..Default::default()
+        },
         ..Default::default()
     };
+    cfg.feishu
+        .validate()
+        .map_err(anyhow::Error::msg)
+        .context("checking --feishu-app-id and --feishu-app-secret")?;
     cfg.dingtalk
         .validate()
         .map_err(anyhow::Error::msg)

@@ -17,9 +17,10 @@ use crate::ChannelError;
 
 pub use common::{COMMON_KEYS, CommonSettings, InDoubt, QuietHours, QuietPolicy};
 pub use providers::{
-    AliyunSmsConfig, DingtalkWorkConfig, FcmConfig, HonorPushConfig, HuaweiPushConfig, LogConfig,
-    OppoPushConfig, ProviderKeys, RobotConfig, SmtpConfig, SmtpTls, TencentSmsConfig, TokenMode,
-    VivoPushConfig, WebhookConfig, WechatConfig, WechatMiniConfig, WecomConfig, XiaomiPushConfig,
+    AliyunSmsConfig, DingtalkWorkConfig, FcmConfig, FeishuAppConfig, HonorPushConfig,
+    HuaweiPushConfig, LogConfig, OppoPushConfig, ProviderKeys, RobotConfig, SmtpConfig, SmtpTls,
+    TencentSmsConfig, TokenMode, VivoPushConfig, WebhookConfig, WechatConfig, WechatMiniConfig,
+    WecomConfig, XiaomiPushConfig,
 };
 pub use secret::SecretSource;
 
@@ -63,6 +64,8 @@ pub enum ChannelKind {
     VivoPush,
     /// DingTalk (钉钉) work notifications of an enterprise internal app.
     DingtalkWork,
+    /// Feishu (飞书) / Lark app messages sent by a custom app's bot.
+    FeishuApp,
 }
 
 impl ChannelKind {
@@ -87,7 +90,8 @@ impl ChannelKind {
             | ChannelKind::WecomRobot
             | ChannelKind::DingtalkRobot
             | ChannelKind::FeishuBot
-            | ChannelKind::DingtalkWork => None,
+            | ChannelKind::DingtalkWork
+            | ChannelKind::FeishuApp => None,
         }
     }
 
@@ -114,7 +118,8 @@ impl ChannelKind {
             | ChannelKind::WecomRobot
             | ChannelKind::DingtalkRobot
             | ChannelKind::FeishuBot
-            | ChannelKind::DingtalkWork => None,
+            | ChannelKind::DingtalkWork
+            | ChannelKind::FeishuApp => None,
         }
     }
 
@@ -131,7 +136,7 @@ impl ChannelKind {
     /// `robot` for group robots, `webhook` for kinds that take any message.
     /// The office apps (DingTalk work notifications) have no address type
     /// yet, and what they show is what a robot shows (text or Markdown with
-    /// a title), so they take the `robot` part too.
+    /// a title), so they take the `robot` part too. So do Feishu app messages.
     pub fn template_part(self) -> herald_core::template::PartKey {
         use herald_core::template::PartKey;
         if self.is_robot() || self.is_office_app() {
@@ -143,11 +148,11 @@ impl ChannelKind {
     /// An office suite's app messaging its users one by one (not a group
     /// robot): the recipient is the provider's user id.
     pub fn is_office_app(self) -> bool {
-        matches!(self, ChannelKind::DingtalkWork)
+        matches!(self, ChannelKind::DingtalkWork | ChannelKind::FeishuApp)
     }
 
     /// Every kind, in the order messages list them.
-    pub const ALL: [ChannelKind; 18] = [
+    pub const ALL: [ChannelKind; 19] = [
         ChannelKind::Log,
         ChannelKind::Webhook,
         ChannelKind::Wechat,
@@ -166,6 +171,7 @@ impl ChannelKind {
         ChannelKind::OppoPush,
         ChannelKind::VivoPush,
         ChannelKind::DingtalkWork,
+        ChannelKind::FeishuApp,
     ];
 
     /// What an in-doubt send does when the channel does not say: providers
@@ -178,7 +184,9 @@ impl ChannelKind {
     /// the user's grants each time: skip. Nor do group robots, where a
     /// repeat shows in the group twice: skip. Nor does DingTalk's
     /// `asyncsend_v2`, which takes no request id (its same-content-once-a-day
-    /// rule only catches a repeat of the very same text): skip.
+    /// rule only catches a repeat of the very same text): skip. Feishu's
+    /// `im/v1/messages` drops a repeated `uuid` within an hour, and the
+    /// channel derives it from the idempotency key: resend.
     pub fn default_in_doubt(self) -> InDoubt {
         match self {
             ChannelKind::Fcm
@@ -195,9 +203,11 @@ impl ChannelKind {
             | ChannelKind::DingtalkRobot
             | ChannelKind::FeishuBot
             | ChannelKind::DingtalkWork => InDoubt::Skip,
-            ChannelKind::Log | ChannelKind::Webhook | ChannelKind::Wechat | ChannelKind::Wecom => {
-                InDoubt::Resend
-            }
+            ChannelKind::Log
+            | ChannelKind::Webhook
+            | ChannelKind::Wechat
+            | ChannelKind::Wecom
+            | ChannelKind::FeishuApp => InDoubt::Resend,
         }
     }
 
@@ -222,6 +232,8 @@ impl ChannelKind {
     ///   looser than DingTalk's day; `china-providers.md` §5.1). Its other
     ///   rule, the same content once a day, is about content, not counts,
     ///   and pacing cannot hold it.
+    /// - Feishu app messages: 5 a second to one user or chat (§6.2); past it
+    ///   Feishu answers `230020`.
     /// - The others publish no per-recipient limit (FCM's quota is per
     ///   project, WeChat's template quota per account per day): none.
     pub fn default_pacing(self) -> Vec<herald_core::pacing::Pace> {
@@ -280,6 +292,10 @@ impl ChannelKind {
             | ChannelKind::OppoPush
             | ChannelKind::VivoPush
             | ChannelKind::Smtp => Vec::new(),
+            ChannelKind::FeishuApp => vec![Pace {
+                max: 5,
+                window_ms: 1_000,
+            }],
         }
     }
 
@@ -317,6 +333,7 @@ impl ChannelKind {
             ChannelKind::OppoPush => "oppo_push",
             ChannelKind::VivoPush => "vivo_push",
             ChannelKind::DingtalkWork => "dingtalk_work",
+            ChannelKind::FeishuApp => "feishu_app",
         }
     }
 }
@@ -348,6 +365,7 @@ pub enum ProviderConfig {
     OppoPush(OppoPushConfig),
     VivoPush(VivoPushConfig),
     DingtalkWork(DingtalkWorkConfig),
+    FeishuApp(FeishuAppConfig),
 }
 
 impl ProviderConfig {
@@ -371,6 +389,7 @@ impl ProviderConfig {
             ProviderConfig::OppoPush(_) => ChannelKind::OppoPush,
             ProviderConfig::VivoPush(_) => ChannelKind::VivoPush,
             ProviderConfig::DingtalkWork(_) => ChannelKind::DingtalkWork,
+            ProviderConfig::FeishuApp(_) => ChannelKind::FeishuApp,
         }
     }
 
@@ -395,6 +414,7 @@ impl ProviderConfig {
             ProviderConfig::OppoPush(p) => p.check(),
             ProviderConfig::VivoPush(p) => p.check(),
             ProviderConfig::DingtalkWork(p) => p.check(),
+            ProviderConfig::FeishuApp(p) => p.check(),
         }
     }
 }
@@ -573,6 +593,46 @@ mod tests {
         let e = parse(r#"{"name":"ops","kind":"wecom_robot","webhook":"https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=k","secret":"s"}"#)
             .unwrap_err();
         assert!(e.contains("unknown key \"secret\""), "{e}");
+    }
+
+    #[test]
+    fn office_apps_take_the_robot_part_and_a_raw_user_id() {
+        use herald_core::template::PartKey;
+        for (kind, doubt, pace) in [
+            (ChannelKind::DingtalkWork, InDoubt::Skip, (500, 86_400_000)),
+            (ChannelKind::FeishuApp, InDoubt::Resend, (5, 1_000)),
+        ] {
+            assert_eq!(kind.template_part(), PartKey::Robot, "{kind}");
+            assert_eq!(kind.channel_type(), None, "{kind}");
+            assert_eq!(kind.push_service(), None, "{kind}");
+            assert!(!kind.is_robot(), "{kind}");
+            assert_eq!(kind.default_in_doubt(), doubt, "{kind}");
+            let p = kind.default_pacing();
+            assert_eq!((p[0].max, p[0].window_ms), pace, "{kind}");
+            assert_eq!(kind.paced_addresses("u1"), ["u1"]);
+        }
+        let c = parse(
+            r#"{"name":"d","kind":"dingtalk_work","appkey":"k","appsecret":"s","agent_id":0}"#,
+        )
+        .unwrap();
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("agent_id"), "{e}");
+        let c = parse(r#"{"name":"f","kind":"feishu_app","app_id":"cli_1","app_secret":"s","receive_id_type":"phone"}"#)
+            .unwrap();
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("receive_id_type"), "{e}");
+        let e = parse(r#"{"name":"f","kind":"feishu_app","app_id":"cli_1"}"#).unwrap_err();
+        assert!(
+            e.contains("missing key \"app_secret\" (or app_secret_env)"),
+            "{e}"
+        );
+        let c = parse(r#"{"name":"d","kind":"dingtalk_work","appkey":"k","appsecret":"s","agent_id":7,"api_base":"http://10.0.0.1"}"#)
+            .unwrap();
+        let e = c.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("api_base") && e.contains("allow_insecure_http"),
+            "{e}"
+        );
     }
 
     #[test]

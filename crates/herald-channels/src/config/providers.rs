@@ -292,6 +292,31 @@ pub struct DingtalkWorkConfig {
     pub allow_insecure_http: bool,
 }
 
+/// Feishu (飞书) / Lark app messages (`im/v1/messages`) of a custom app,
+/// sent by its bot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeishuAppConfig {
+    /// The app's App ID (`cli_...`).
+    pub app_id: String,
+    /// Its App Secret.
+    pub app_secret: SecretSource,
+    /// What a recipient is: `open_id` (the default), `user_id`,
+    /// `union_id`, `email` or `chat_id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receive_id_type: Option<String>,
+    /// API root (token and sends); `https://open.feishu.cn` by default,
+    /// `https://open.larksuite.com` for Lark.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_base: Option<String>,
+    /// Extra CA roots for `https://`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<String>,
+    /// Lets `api_base` be plain `http://` to a non-loopback host.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub allow_insecure_http: bool,
+}
+
 /// A chat group's robot: a WeCom group robot (`wecom_robot`), a DingTalk
 /// custom robot (`dingtalk_robot`) or a Feishu custom bot (`feishu_bot`).
 /// One channel is one robot, so one group.
@@ -635,6 +660,16 @@ impl ChannelKind {
                 required: &["appkey", "agent_id"],
                 secrets: &[("appsecret", true)],
                 optional: &["max_batch", "api_base", "ca_file", "allow_insecure_http"],
+            },
+            ChannelKind::FeishuApp => ProviderKeys {
+                required: &["app_id"],
+                secrets: &[("app_secret", true)],
+                optional: &[
+                    "receive_id_type",
+                    "api_base",
+                    "ca_file",
+                    "allow_insecure_http",
+                ],
             },
             ChannelKind::WecomRobot => ProviderKeys {
                 required: &[],
@@ -1007,6 +1042,27 @@ impl DingtalkWorkConfig {
     }
 }
 
+impl FeishuAppConfig {
+    /// What can be checked without a request.
+    pub fn check(&self) -> Result<(), String> {
+        non_empty("app_id", &self.app_id)?;
+        non_empty("app_secret", &self.app_secret.resolve("app_secret")?)?;
+        if let Some(t) = &self.receive_id_type
+            && !crate::feishu_app::RECEIVE_ID_TYPES.contains(&t.as_str())
+        {
+            return Err(format!(
+                "receive_id_type must be one of {}, not {t:?}",
+                crate::feishu_app::RECEIVE_ID_TYPES.join(", ")
+            ));
+        }
+        check_urls(
+            &[("api_base", &self.api_base)],
+            &self.ca_file,
+            self.allow_insecure_http,
+        )
+    }
+}
+
 impl RobotConfig {
     /// What can be checked without a request: the webhook has the shape the
     /// provider's settings give it, and plain `http://` only to a loopback
@@ -1258,6 +1314,16 @@ mod tests {
         })
         .unwrap();
         assert_eq!(sorted(dingtalk), listed(ChannelKind::DingtalkWork));
+        let feishu = serde_json::to_value(FeishuAppConfig {
+            app_id: "cli_1".into(),
+            app_secret: SecretSource::Env("V".into()),
+            receive_id_type: all("open_id"),
+            api_base: all("b"),
+            ca_file: all("c"),
+            allow_insecure_http: true,
+        })
+        .unwrap();
+        assert_eq!(sorted(feishu), listed(ChannelKind::FeishuApp));
         for kind in [ChannelKind::DingtalkRobot, ChannelKind::FeishuBot] {
             assert_eq!(sorted(robot(secret())), listed(kind), "{kind:?}");
         }

@@ -81,6 +81,7 @@ pub fn from_table(mut table: Map<String, Value>) -> Result<ChannelConfig, String
         ChannelKind::OppoPush => decode(table).map(ProviderConfig::OppoPush),
         ChannelKind::VivoPush => decode(table).map(ProviderConfig::VivoPush),
         ChannelKind::DingtalkWork => decode(table).map(ProviderConfig::DingtalkWork),
+        ChannelKind::FeishuApp => decode(table).map(ProviderConfig::FeishuApp),
     }
     .map_err(|e| format!("{label}: {e}"))?;
     Ok(ChannelConfig { common, provider })
@@ -110,6 +111,7 @@ pub fn to_table(cfg: &ChannelConfig) -> Result<Map<String, Value>, serde_json::E
         ProviderConfig::OppoPush(p) => serde_json::to_value(p),
         ProviderConfig::VivoPush(p) => serde_json::to_value(p),
         ProviderConfig::DingtalkWork(p) => serde_json::to_value(p),
+        ProviderConfig::FeishuApp(p) => serde_json::to_value(p),
     }?;
     let secrets = kind.provider_keys().secrets;
     for (k, v) in object(provider) {

@@ -1,8 +1,8 @@
 //! Office-suite app messages end to end: the real `herald serve` sending
-//! DingTalk work notifications (`dingtalk_work`) to `herald mock`, which
-//! checks the token, the app's AgentId, the body and batch sizes, the
-//! per-minute recipients and the users as DingTalk does. On SQLite and on
-//! PostgreSQL.
+//! DingTalk work notifications (`dingtalk_work`) and Feishu app messages
+//! (`feishu_app`) to `herald mock`, which checks the tokens, the app's
+//! AgentId, the bodies and batch sizes, the rate limits and the users as
+//! the providers do. On SQLite and on PostgreSQL.
 
 use crate::common;
 
@@ -18,6 +18,10 @@ fn config(mock: &str) -> String {
         "[[channels]]\nname = \"ding\"\nkind = \"dingtalk_work\"\n\
          appkey = \"dingmockappkey0001\"\nappsecret = \"mock-dingtalk-app-secret\"\n\
          agent_id = 2000001\napi_base = \"{mock}\"\n\
+         backoff_base_ms = 200\nbackoff_max_ms = 1000\nmax_attempts = 5\n\n\
+         [[channels]]\nname = \"lark\"\nkind = \"feishu_app\"\n\
+         app_id = \"cli_mock0000000001\"\napp_secret = \"mock-feishu-app-secret\"\n\
+         receive_id_type = \"user_id\"\napi_base = \"{mock}\"\nrate_per_sec = 40\n\
          backoff_base_ms = 200\nbackoff_max_ms = 1000\nmax_attempts = 5\n"
     )
 }
@@ -177,6 +181,126 @@ async fn a_job_goes_in_calls_of_a_hundred(s: &Server, m: &Mock) {
     assert_eq!(st["repeated_users"], 0, "{st}");
 }
 
+async fn feishu_stats(m: &Mock) -> Value {
+    m.get("/_mock/feishu/stats").await
+}
+
+async fn feishu_to(m: &Mock, id: &str) -> Vec<Value> {
+    m.get(&format!("/_mock/feishu/messages?receive_id={id}"))
+        .await
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+async fn a_feishu_message_reaches_a_user(s: &Server, m: &Mock) {
+    let id = timer(
+        s,
+        json!({"delay_ms": 0, "channel": "lark", "recipient": "u-zhang", "message": {"text": "Standup in 5 minutes"}}),
+    )
+    .await;
+    s.settled(id, "done", WAIT).await;
+    let got = feishu_to(m, "u-zhang").await;
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0]["receive_id_type"], "user_id");
+    assert_eq!(got[0]["content"], json!({"text": "Standup in 5 minutes"}));
+    assert_eq!(got[0]["uuid"].as_str().unwrap().len(), 32, "{got:?}");
+    let d = s.deliveries(id).await;
+    assert_eq!(d[0]["provider_msgid"], got[0]["message_id"], "{d:?}");
+
+    let id = timer(
+        s,
+        json!({"delay_ms": 0, "channel": "lark", "recipient": "u-zhang",
+               "message": {"markdown": "**Deploy** at 18:00", "title": "Release"}}),
+    )
+    .await;
+    s.settled(id, "done", WAIT).await;
+    let got = feishu_to(m, "u-zhang").await;
+    assert_eq!(got[1]["msg_type"], "interactive");
+    assert_eq!(got[1]["content"]["header"]["title"]["content"], "Release");
+
+    // Token refresh, a throttle as a deferral, an unknown user as final.
+    let issued = feishu_stats(m).await["tokens_issued"].as_u64().unwrap();
+    m.post("/_mock/feishu/faults", json!({"expire_tokens": true}))
+        .await;
+    let id = timer(
+        s,
+        json!({"delay_ms": 0, "channel": "lark", "recipient": "u-li", "message": {"text": "after expiry"}}),
+    )
+    .await;
+    let t = s.settled(id, "done", WAIT).await;
+    assert_eq!(t["attempts"], 1, "{t}");
+    assert_eq!(feishu_stats(m).await["tokens_issued"], issued + 1);
+
+    m.post("/_mock/feishu/faults", json!({"throttle_next": 1}))
+        .await;
+    let id = timer(
+        s,
+        json!({"delay_ms": 0, "channel": "lark", "recipient": "u-wang", "message": {"text": "later"}}),
+    )
+    .await;
+    let t = s.settled(id, "done", WAIT).await;
+    assert_eq!(t["attempts"], 1, "{t}");
+    let d = s.deliveries(id).await;
+    assert_eq!(d[0]["outcome"], "throttled", "{d:?}");
+    assert!(d[0]["error"].to_string().contains("99991400"), "{d:?}");
+
+    let id = timer(
+        s,
+        json!({"delay_ms": 0, "channel": "lark", "recipient": "unknown-zhao", "message": {"text": "hi"}}),
+    )
+    .await;
+    let t = s.settled(id, "failed", WAIT).await;
+    let e = t["last_error"].as_str().unwrap();
+    assert!(
+        e.contains("user_id \"unknown-zhao\"") && e.contains("230013"),
+        "{t}"
+    );
+}
+
+/// Feishu takes one receiver a call (see `feishu_app`'s docs): a job to
+/// 250 users is 250 calls, each user reached once.
+async fn a_feishu_job_reaches_each_user_once(s: &Server, m: &Mock) {
+    m.post("/_mock/reset", json!({})).await;
+    let mut body = String::new();
+    for i in 0..250 {
+        let user = if i % 125 == 3 {
+            format!("unknown-{i}")
+        } else {
+            format!("staff-{i}")
+        };
+        body.push_str(&format!("{{\"recipient\":\"{user}\"}}\n"));
+    }
+    let (st, a) = s
+        .post_raw("/v1/audiences", "application/x-ndjson", body)
+        .await;
+    assert_eq!(st, 201, "{a}");
+    let (st, job) = s
+        .post(
+            "/v1/jobs",
+            &json!({"audience_id": a["id"], "channel": "lark",
+                    "message": {"text": "Office closed on Friday"}, "segment_size": 250}),
+        )
+        .await;
+    assert_eq!(st, 201, "{job}");
+    let id = job["id"].as_i64().unwrap();
+    wait_for("the feishu job done", WAIT, || async {
+        s.get(&format!("/v1/jobs/{id}")).await.1["state"] == "done"
+    })
+    .await;
+    let j = s.get(&format!("/v1/jobs/{id}")).await.1;
+    let t = &j["totals"];
+    assert_eq!(
+        (t["sent"].as_u64(), t["failed"].as_u64()),
+        (Some(248), Some(2)),
+        "{j}"
+    );
+    let st = feishu_stats(m).await;
+    assert_eq!(st["delivered"], 248, "{st}");
+    assert_eq!(st["receivers"], 248, "{st}");
+    assert_eq!(st["repeated_receivers"], 0, "{st}");
+}
+
 async fn run(store: Option<&str>) {
     let m = Mock::start(&[]).await;
     let cfg = config(&m.url);
@@ -188,16 +312,18 @@ async fn run(store: Option<&str>) {
     the_token_is_refreshed_and_limits_defer(&s, &m).await;
     an_unknown_user_is_a_final_error(&s, &m).await;
     a_job_goes_in_calls_of_a_hundred(&s, &m).await;
+    a_feishu_message_reaches_a_user(&s, &m).await;
+    a_feishu_job_reaches_each_user_once(&s, &m).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn dingtalk_work_on_sqlite() {
+async fn office_apps_on_sqlite() {
     run(None).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn dingtalk_work_on_postgres() {
-    let Some((_db, url)) = pg_database("dingtalk") else {
+async fn office_apps_on_postgres() {
+    let Some((_db, url)) = pg_database("office") else {
         return;
     };
     run(Some(&url)).await;
