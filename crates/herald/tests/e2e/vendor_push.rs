@@ -369,6 +369,43 @@ async fn devices_go_through_their_own_service(s: &Server, m: &Mock) {
     assert_eq!(fcm_tokens(m).await, ["wang-pixel"]);
     // Zhao's bare token is the Huawei channel's in this send.
     assert_eq!(huawei_tokens(m).await, ["wang-mate", "zhao-bare"]);
+
+    // One `app` template part renders for every device, whichever service
+    // carries it: title, body and the action a tap starts.
+    m.post("/_mock/reset", json!({})).await;
+    let (st, v) = s
+        .post(
+            "/v1/templates",
+            &json!({"name": "coupon", "locales": {"default": {"app": {
+                "notification": {"title": "{{ title }}", "body": "opens at {{ at }}"},
+                "android": {"notification": {"click_action": "com.shop.OPEN_COUPON"}}}}}}),
+        )
+        .await;
+    assert_eq!(st, 201, "{v}");
+    let id = timer(
+        s,
+        json!({"delay_ms": 0, "channel": "push", "to": {"user_id": "wang"},
+               "template": {"name": "coupon", "data": {"title": "Coupon 42", "at": "10:00"}}}),
+    )
+    .await;
+    settled(s, id, "done").await;
+    let fcm = m.get("/_mock/fcm/messages").await;
+    assert_eq!(
+        fcm[0]["notification"],
+        json!({"title": "Coupon 42", "body": "opens at 10:00"}),
+        "{fcm}"
+    );
+    let hw = delivered_to(m, "wang-mate").await;
+    let n = &hw[0]["message"]["android"]["notification"];
+    assert_eq!(
+        (&n["title"], &n["body"], &n["click_action"]["action"]),
+        (
+            &json!("Coupon 42"),
+            &json!("opens at 10:00"),
+            &json!("com.shop.OPEN_COUPON")
+        ),
+        "{hw:?}"
+    );
 }
 
 async fn run_mixed(store: Option<&str>) {
