@@ -301,6 +301,35 @@ async fn a_feishu_job_reaches_each_user_once(s: &Server, m: &Mock) {
     assert_eq!(st["repeated_receivers"], 0, "{st}");
 }
 
+/// A `robot` template part renders for both office apps: DingTalk as a
+/// Markdown work notification, Feishu as a card.
+async fn a_robot_template_renders_for_both(s: &Server, m: &Mock) {
+    let (st, v) = s
+        .post(
+            "/v1/templates",
+            &json!({"name": "rota", "locales": {"default": {
+                "robot": {"title": "{{ title }}", "markdown": "**{{ title }}** from {{ at }}"}}}}),
+        )
+        .await;
+    assert_eq!(st, 201, "{v}");
+    for (channel, to) in [("ding", "tpl-user-1"), ("lark", "u-tpl")] {
+        let id = timer(
+            s,
+            json!({"delay_ms": 0, "channel": channel, "recipient": to,
+                   "template": {"name": "rota", "data": {"title": "On call", "at": "20:00"}}}),
+        )
+        .await;
+        s.settled(id, "done", WAIT).await;
+    }
+    let ding = serde_json::to_string(&ding_to(m, "tpl-user-1").await).unwrap();
+    assert!(ding.contains("**On call** from 20:00"), "{ding}");
+    let lark = serde_json::to_string(&feishu_to(m, "u-tpl").await).unwrap();
+    assert!(
+        lark.contains("On call") && lark.contains("from 20:00"),
+        "{lark}"
+    );
+}
+
 async fn run(store: Option<&str>) {
     let m = Mock::start(&[]).await;
     let cfg = config(&m.url);
@@ -314,6 +343,7 @@ async fn run(store: Option<&str>) {
     a_job_goes_in_calls_of_a_hundred(&s, &m).await;
     a_feishu_message_reaches_a_user(&s, &m).await;
     a_feishu_job_reaches_each_user_once(&s, &m).await;
+    a_robot_template_renders_for_both(&s, &m).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

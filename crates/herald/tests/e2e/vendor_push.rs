@@ -474,3 +474,81 @@ async fn config_check_names_the_vendor_push_field_at_fault() {
         assert!(stderr.contains(says), "{says}: {stderr}");
     }
 }
+
+/// Every push kind on one node: FCM (`push`), Huawei (`hms`), Xiaomi (`mi`),
+/// Honor (`hn`), OPPO (`op`) and vivo (`vv`).
+fn every_push_kind(mock: &str) -> String {
+    format!(
+        "{}\n\
+         [[channels]]\nname = \"mi\"\nkind = \"xiaomi_push\"\napp_secret = \"mock-xiaomi-app-secret\"\n\
+         package_name = \"com.herald.mock\"\nchannel_id = \"herald_private\"\napi_base = \"{mock}\"\n\n\
+         [[channels]]\nname = \"hn\"\nkind = \"honor_push\"\napp_id = \"104400001\"\n\
+         client_id = \"mock-honor-client\"\nclient_secret = \"mock-honor-client-secret\"\n\
+         importance = \"NORMAL\"\napi_base = \"{mock}\"\ntoken_url = \"{mock}/auth/token\"\n\n\
+         [[channels]]\nname = \"op\"\nkind = \"oppo_push\"\napp_key = \"mock-oppo-app-key\"\n\
+         master_secret = \"mock-oppo-master-secret\"\ncategory = \"ORDER\"\nchannel_id = \"orders\"\n\
+         api_base = \"{mock}\"\n\n\
+         [[channels]]\nname = \"vv\"\nkind = \"vivo_push\"\napp_id = \"10004\"\n\
+         app_key = \"mock-vivo-app-key\"\napp_secret = \"mock-vivo-app-secret\"\nclassification = 1\n\
+         api_base = \"{mock}\"\n",
+        mixed_config(mock)
+    )
+}
+
+/// One `app` template part renders for a device on each push service:
+/// title, body and the action a tap starts reach every vendor's mock in
+/// that vendor's own fields.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_app_template_renders_for_every_push_kind() {
+    let key = format!(
+        "{}/../herald-mock/tests/fixtures/fcm-service-account.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let m = Mock::start(&["--fcm-service-account", &key]).await;
+    let s = Server::start(&every_push_kind(&m.url)).await;
+    let services = ["fcm", "huawei", "xiaomi", "honor", "oppo", "vivo"];
+    let devices: Vec<Value> = services
+        .iter()
+        .map(|svc| json!({"service": svc, "token": format!("li-{svc}-phone")}))
+        .collect();
+    put(&s, "li", json!(devices)).await;
+    let (st, v) = s
+        .post(
+            "/v1/templates",
+            &json!({"name": "coupon", "locales": {"default": {"app": {
+                "notification": {"title": "{{ title }}", "body": "opens {{ at }}"},
+                "android": {"notification": {"click_action": "com.shop.OPEN_COUPON"}}}}}}),
+        )
+        .await;
+    assert_eq!(st, 201, "{v}");
+    let id = timer(
+        &s,
+        json!({"delay_ms": 0, "channel": "push", "to": {"user_id": "li"},
+               "template": {"name": "coupon", "data": {"title": "Coupon 42", "at": "10:00"}}}),
+    )
+    .await;
+    let t = settled(&s, id, "done").await;
+    let d = s.get(&format!("/v1/timers/{id}/deliveries")).await.1;
+    assert!(
+        d.to_string().contains("6 of 6 devices delivered"),
+        "{t} {d}"
+    );
+    for svc in services {
+        let got = m.get(&format!("/_mock/{svc}/messages")).await;
+        let body = got.to_string();
+        assert!(
+            body.contains(&format!("li-{svc}-phone")),
+            "{svc}: the device: {body}"
+        );
+        for part in ["Coupon 42", "opens 10:00"] {
+            assert!(body.contains(part), "{svc}: {part}: {body}");
+        }
+        // FCM's own message has no tap action of this form.
+        if svc != "fcm" {
+            assert!(
+                body.contains("com.shop.OPEN_COUPON"),
+                "{svc}: the tap action: {body}"
+            );
+        }
+    }
+}
