@@ -141,45 +141,7 @@ async fn an_unknown_device_is_pruned(s: &Server, m: &Mock) {
 /// A campaign to 2,500 registration ids goes out in `unicast_batch` calls
 /// of up to 1,000; the five unknown ids (errorCode 10000) fail.
 async fn a_campaign_goes_in_batches_of_a_thousand(s: &Server, m: &Mock) {
-    m.post("/_mock/reset", json!({})).await;
-    let mut body = String::new();
-    for i in 0..2_500 {
-        let token = if i % 500 == 7 {
-            format!("invalid-{i}")
-        } else {
-            format!("CN_{i}")
-        };
-        body.push_str(&format!("{{\"recipient\":\"{token}\"}}\n"));
-    }
-    let (st, a) = s
-        .post_raw("/v1/audiences", "application/x-ndjson", body)
-        .await;
-    assert_eq!(st, 201, "{a}");
-    let (st, job) = s
-        .post(
-            "/v1/jobs",
-            &json!({"audience_id": a["id"], "channel": "op", "message": push("Sale"),
-                    "segment_size": 2500}),
-        )
-        .await;
-    assert_eq!(st, 201, "{job}");
-    let id = job["id"].as_i64().unwrap();
-    wait_for("the push campaign done", WAIT, || async {
-        s.get(&format!("/v1/jobs/{id}")).await.1["state"] == "done"
-    })
-    .await;
-    let j = s.get(&format!("/v1/jobs/{id}")).await.1;
-    let t = &j["totals"];
-    assert_eq!(
-        (t["sent"].as_u64(), t["failed"].as_u64()),
-        (Some(2_495), Some(5)),
-        "{j}"
-    );
-    let st = stats(m).await;
-    let calls = st["calls"].as_u64().unwrap();
-    assert!((3..=5).contains(&calls), "{st}");
-    assert_eq!(st["delivered"], 2_495, "{st}");
-    assert_eq!(st["invalid_tokens"], 5, "{st}");
+    common::push_campaign_of_2500(s, m, "op", "oppo", "CN_", push("Sale"), 3..=5).await;
 }
 
 async fn run(store: Option<&str>) {

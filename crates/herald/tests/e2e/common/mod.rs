@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
@@ -542,4 +542,62 @@ pub fn pg_database(prefix: &str) -> Option<(herald_pgtemp::TempDatabase, String)
     let db = pg.fresh_database(prefix).expect("create database");
     let url = db.url().to_string();
     Some((db, url))
+}
+
+/// A campaign on push channel `channel` to 2,500 device tokens (`{prefix}N`,
+/// five of them `invalid-N`, which every vendor mock answers as gone):
+/// 2,495 sent and 5 failed, in `calls` provider calls at the `vendor`'s
+/// mock, which counts them under `/_mock/{vendor}/stats` (a batching kind
+/// sends its tokens 1,000 to a call; the range allows calls cut smaller at
+/// a segment worker's in-doubt mark).
+pub async fn push_campaign_of_2500(
+    s: &Server,
+    m: &Mock,
+    channel: &str,
+    vendor: &str,
+    prefix: &str,
+    message: Value,
+    calls: std::ops::RangeInclusive<u64>,
+) {
+    m.post("/_mock/reset", json!({})).await;
+    let mut body = String::new();
+    for i in 0..2_500 {
+        let token = if i % 500 == 7 {
+            format!("invalid-{i}")
+        } else {
+            format!("{prefix}{i}")
+        };
+        body.push_str(&format!("{{\"recipient\":\"{token}\"}}\n"));
+    }
+    let (st, a) = s
+        .post_raw("/v1/audiences", "application/x-ndjson", body)
+        .await;
+    assert_eq!(st, 201, "{a}");
+    let (st, job) = s
+        .post(
+            "/v1/jobs",
+            &json!({"audience_id": a["id"], "channel": channel, "message": message,
+                    "segment_size": 2500}),
+        )
+        .await;
+    assert_eq!(st, 201, "{job}");
+    let id = job["id"].as_i64().unwrap();
+    wait_for(
+        "the push campaign done",
+        Duration::from_secs(60),
+        || async { s.get(&format!("/v1/jobs/{id}")).await.1["state"] == "done" },
+    )
+    .await;
+    let j = s.get(&format!("/v1/jobs/{id}")).await.1;
+    let t = &j["totals"];
+    assert_eq!(
+        (t["sent"].as_u64(), t["failed"].as_u64()),
+        (Some(2_495), Some(5)),
+        "{j}"
+    );
+    let st = m.get(&format!("/_mock/{vendor}/stats")).await;
+    let made = st["calls"].as_u64().unwrap();
+    assert!(calls.contains(&made), "{made} calls, not {calls:?}: {st}");
+    assert_eq!(st["delivered"], 2_495, "{st}");
+    assert_eq!(st["invalid_tokens"], 5, "{st}");
 }
