@@ -264,40 +264,13 @@ impl HuaweiPushChannel {
     }
 
     async fn fetch_token(&self) -> Result<FetchedToken, TokenError> {
-        let req = self.http.post(&self.token_url).form(&[
-            ("grant_type", "client_credentials"),
-            ("client_id", self.app_id.as_str()),
-            ("client_secret", self.app_secret.expose()),
-        ]);
-        let path = "token endpoint";
-        let answer = self
-            .http
-            .call(req, "POST", path)
-            .await
-            .map_err(|e| TokenError::Failed(e.to_string()))?;
-        if answer.status == 429 || answer.status == 503 {
-            return Err(TokenError::Throttled(format!(
-                "{path}: HTTP {}",
-                answer.status
-            )));
-        }
-        let v = answer.json().unwrap_or(Value::Null);
-        match (
-            v.get("access_token").and_then(Value::as_str),
-            v.get("expires_in").and_then(Value::as_i64),
-        ) {
-            (Some(t), Some(secs)) if answer.is_success() && !t.is_empty() => Ok(FetchedToken {
-                token: t.to_string(),
-                expires_in_secs: secs,
-            }),
-            _ => Err(TokenError::Failed(format!(
-                "{path}: HTTP {}: {}",
-                answer.status,
-                v.get("error_description")
-                    .and_then(Value::as_str)
-                    .map_or_else(|| answer.snippet(), str::to_string)
-            ))),
-        }
+        crate::vendor_push::client_credentials_token(
+            &self.http,
+            &self.token_url,
+            self.app_id.as_str(),
+            self.app_secret.expose(),
+        )
+        .await
     }
 
     /// Reads and checks a delivery's message.

@@ -11,6 +11,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::provider_http::ProviderHttp;
+use crate::token_cache::{FetchedToken, TokenError};
 use crate::{Delivery, SendOutcome};
 
 /// The fields of an `app` message a vendor push carries.
@@ -189,6 +191,50 @@ impl<'a, M> Calls<'a, M> {
                 o.unwrap_or_else(|| crate::provider_http::retryable("no outcome".into(), None))
             })
             .collect()
+    }
+}
+
+/// An OAuth2 client-credentials token from `url` (Huawei's and Honor's
+/// token endpoints take the same form and answer alike). A 429 or 503 is
+/// the endpoint's flow control, which the token cache waits out.
+pub(crate) async fn client_credentials_token(
+    http: &ProviderHttp,
+    url: &str,
+    client_id: &str,
+    client_secret: &str,
+) -> Result<FetchedToken, TokenError> {
+    let req = http.post(url).form(&[
+        ("grant_type", "client_credentials"),
+        ("client_id", client_id),
+        ("client_secret", client_secret),
+    ]);
+    let path = "token endpoint";
+    let answer = http
+        .call(req, "POST", path)
+        .await
+        .map_err(|e| TokenError::Failed(e.to_string()))?;
+    if answer.status == 429 || answer.status == 503 {
+        return Err(TokenError::Throttled(format!(
+            "{path}: HTTP {}",
+            answer.status
+        )));
+    }
+    let v = answer.json().unwrap_or(Value::Null);
+    match (
+        v.get("access_token").and_then(Value::as_str),
+        v.get("expires_in").and_then(Value::as_i64),
+    ) {
+        (Some(t), Some(secs)) if answer.is_success() && !t.is_empty() => Ok(FetchedToken {
+            token: t.to_string(),
+            expires_in_secs: secs,
+        }),
+        _ => Err(TokenError::Failed(format!(
+            "{path}: HTTP {}: {}",
+            answer.status,
+            v.get("error_description")
+                .and_then(Value::as_str)
+                .map_or_else(|| answer.snippet(), str::to_string)
+        ))),
     }
 }
 
